@@ -1,0 +1,65 @@
+/* jsonata.h — the JSONata 2.2 engine: compile an expression once, evaluate it many times.
+ *
+ * Ownership: jsonata_compile returns an owned, immutable handle (release with jsonata_free)
+ * that any number of threads may evaluate at once; every function borrows its json_t
+ * arguments and returns a new reference (or NULL for "undefined") the caller must decref.
+ */
+#ifndef GG_JSONATA_H
+#define GG_JSONATA_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "util/util.h"
+
+typedef struct jsonata_expr jsonata_expr;
+typedef struct jsonata_env jsonata_env;   /* registered native functions; immutable once built */
+typedef struct jsonata_call jsonata_call; /* opaque per-evaluation state given to natives */
+
+/* Limits for one evaluation; zero means "use the default". */
+typedef struct jsonata_options {
+    int max_depth;            /* evaluation depth before D1011-like error (default 1000 frames) */
+    int time_limit_ms;        /* wall time before D1012-like error (default 0 = none) */
+    long max_sequence_length; /* longest sequence/array/range produced (default 10,000,000) */
+    volatile const int *cancel; /* optional: evaluation stops with "cancelled" once *cancel != 0 */
+} jsonata_options;
+
+/* A native function: args are borrowed (NULL for undefined), result is a new reference or
+ * NULL for undefined. On failure set err (code, message) and return NULL. user is the
+ * pointer given at registration; call_user is the pointer given to jsonata_evaluate. */
+typedef json_t *(*jsonata_native_fn)(jsonata_call *call, json_t **args, int nargs,
+                                     void *user, void *call_user, gg_error *err);
+
+/* Environments hold extra native functions (e.g. graphgate's $previousNode). Build one,
+ * register functions, then share it read-only. NULL env means "builtins only". */
+jsonata_env *jsonata_env_new(void);
+/* signature uses JSONata's syntax, e.g. "<n?:j>" ; NULL means "any arguments". */
+bool jsonata_env_register(jsonata_env *env, const char *name, const char *signature,
+                          jsonata_native_fn fn, void *user, gg_error *err);
+void jsonata_env_free(jsonata_env *env);
+
+/* Parse and compile. On error returns NULL and fills err: code is the reference's code
+ * (e.g. "S0202"), position the character offset, message the reference's text. */
+jsonata_expr *jsonata_compile(const char *expr, const jsonata_env *env, gg_error *err);
+void jsonata_free(jsonata_expr *e);
+const char *jsonata_source(const jsonata_expr *e);
+
+/* Evaluate against input (NULL = undefined). bindings: object of extra $variables (may be
+ * NULL). call_user is handed to native functions. Returns the result (NULL = undefined, in
+ * which case err is unset) or NULL with err set. err->path, when set, holds the offending
+ * token (the suite's "token" field). */
+json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
+                         const jsonata_options *opts, void *call_user, gg_error *err);
+
+/* Convenience: compile + evaluate + free. */
+json_t *jsonata_eval_string(const char *expr, json_t *input, json_t *bindings,
+                            const jsonata_options *opts, gg_error *err);
+
+/* JavaScript's Number.prototype.toString for a double (shortest round trip), into buf
+ * (at least 32 bytes). Shared with JSON Logic and the JSON serializers. */
+void jsonata_format_double(double d, char *buf, size_t size);
+
+/* Serialize a json_t the way JSON.stringify does (numbers printed as JavaScript prints
+ * them). indent 0 = compact. Caller frees. */
+char *jsonata_dump(json_t *v, int indent);
+
+#endif

@@ -1,0 +1,51 @@
+/* jsonlogic.h — JSON Logic rules (json-logic-js 2.0.5 semantics), compiled once.
+ *
+ * Ownership: jsonlogic_compile copies what it needs from the borrowed rule and returns an
+ * owned immutable handle (jsonlogic_free) safe to share between threads; jsonlogic_apply
+ * borrows its arguments and returns a new reference the caller must json_decref.
+ */
+#ifndef GG_JSONLOGIC_H
+#define GG_JSONLOGIC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "util/util.h"
+
+typedef struct jsonlogic_rule jsonlogic_rule;
+typedef struct jsonlogic_ops jsonlogic_ops; /* custom operations; immutable once built */
+
+/* How a string `var` path is resolved. The default is json-logic-js's dotted path.
+ * Graph mode supplies a compiler that turns the path into something evaluated against the
+ * execution context (graphgate compiles it as JSONata); iteration scopes (map, filter,
+ * reduce, all, none, some) always use plain paths on the current element. */
+typedef struct jsonlogic_var_resolver {
+    /* Compile a var path once; return an opaque handle or NULL with err set. */
+    void *(*compile)(void *user, const char *path, gg_error *err);
+    /* Evaluate a compiled handle against data (borrowed); new reference or NULL (missing). */
+    json_t *(*eval)(void *user, void *compiled, json_t *data, void *call_user, gg_error *err);
+    void (*free)(void *user, void *compiled);
+    void *user;
+} jsonlogic_var_resolver;
+
+typedef struct jsonlogic_options {
+    const jsonlogic_ops *ops;                /* NULL = builtins only */
+    const jsonlogic_var_resolver *resolver;  /* NULL = plain dotted paths */
+    bool compat_semantics;                   /* follow the compat suites where they differ */
+    int max_depth;                           /* rule nesting bound; 0 = default (256) */
+} jsonlogic_options;
+
+typedef json_t *(*jsonlogic_op_fn)(json_t **args, int nargs, json_t *data, void *user, gg_error *err);
+
+jsonlogic_ops *jsonlogic_ops_new(void);
+bool jsonlogic_ops_add(jsonlogic_ops *ops, const char *name, jsonlogic_op_fn fn, void *user);
+void jsonlogic_ops_free(jsonlogic_ops *ops);
+
+jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, gg_error *err);
+/* Returns the result (never NULL on success: a missing value is JSON null) or NULL + err. */
+json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err);
+void jsonlogic_free(jsonlogic_rule *r);
+
+/* JavaScript truthiness as json-logic-js applies it ([] is falsy). */
+bool jsonlogic_truthy(json_t *v);
+
+#endif

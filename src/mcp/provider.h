@@ -1,0 +1,60 @@
+/* provider.h — how the MCP server learns about tools without knowing where they come from.
+ * A graph version is one provider, the node-spec registry another; the gateway wires each
+ * endpoint to a provider.
+ *
+ * Ownership: the server borrows the provider for as long as it holds a reference taken with
+ * mcp_provider_ref; every callback borrows its json_t arguments and returns new references.
+ */
+#ifndef GG_MCP_PROVIDER_H
+#define GG_MCP_PROVIDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "util/util.h"
+
+/* Where a running call reports progress and log messages; every function may be NULL. */
+typedef struct mcp_sink {
+    void (*progress)(void *user, double progress, double total /* <0 = unknown */, const char *message);
+    void (*log)(void *user, const char *level, const char *logger, json_t *data /* borrowed */);
+    void *user;
+} mcp_sink;
+
+typedef struct mcp_call_ctx {
+    const mcp_sink *sink;     /* may be NULL */
+    volatile int *cancelled;  /* set non-zero by the server to stop the call */
+    const char *request_id;   /* X-Request-Id, for logs */
+    const char *key_id;       /* API key that made the call, NULL on the internal listener */
+    const char *tenant;       /* tenant of the endpoint */
+} mcp_call_ctx;
+
+typedef struct mcp_provider mcp_provider;
+struct mcp_provider {
+    /* serverInfo {name, title?, version} and instructions (may be NULL). */
+    json_t *(*server_info)(mcp_provider *p);
+    const char *(*instructions)(mcp_provider *p);
+    /* Array of MCP tool objects {name, title?, description, inputSchema, outputSchema?}.
+     * Returned as a new reference; providers cache it and return json_incref'd copies. */
+    json_t *(*list_tools)(mcp_provider *p);
+    /* Look up one tool's definition (new reference) or NULL if unknown. */
+    json_t *(*get_tool)(mcp_provider *p, const char *name);
+    /* Run a tool. Returns an MCP CallToolResult object {content, structuredContent?, isError?}
+     * as a new reference. Tool-level failures are results with isError; NULL + err only for
+     * protocol-level failures (unknown tool → code "unknown_tool", invalid arguments →
+     * "invalid_params", cancelled → "cancelled"). May block: the server calls it on a
+     * worker thread. */
+    json_t *(*call_tool)(mcp_provider *p, const char *name, json_t *arguments,
+                         const mcp_call_ctx *ctx, gg_error *err);
+    void (*destroy)(mcp_provider *p);
+    int refcount; /* atomic; see mcp_provider_ref/unref */
+    void *impl;
+};
+
+static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {
+    if (p) __atomic_add_fetch(&p->refcount, 1, __ATOMIC_RELAXED);
+    return p;
+}
+static inline void mcp_provider_unref(mcp_provider *p) {
+    if (p && __atomic_sub_fetch(&p->refcount, 1, __ATOMIC_ACQ_REL) == 0 && p->destroy) p->destroy(p);
+}
+
+#endif

@@ -1,0 +1,71 @@
+/* strbuf.c — growable byte buffer with a sticky out-of-memory flag, so long chains of
+ * appends need one check at the end instead of one per call. */
+#include "util/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool gg_strbuf_reserve(gg_strbuf *b, size_t extra) {
+    if (b->oom) return false;
+    if (b->len + extra + 1 <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) {
+        if (cap > ((size_t)-1) / 2) { b->oom = true; return false; }
+        cap *= 2;
+    }
+    char *d = realloc(b->data, cap);
+    if (!d) { b->oom = true; return false; }
+    b->data = d;
+    b->cap = cap;
+    return true;
+}
+
+bool gg_strbuf_append(gg_strbuf *b, const char *s, size_t n) {
+    if (!gg_strbuf_reserve(b, n)) return false;
+    if (n) memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+bool gg_strbuf_puts(gg_strbuf *b, const char *s) { return gg_strbuf_append(b, s, strlen(s)); }
+
+bool gg_strbuf_putc(gg_strbuf *b, char c) { return gg_strbuf_append(b, &c, 1); }
+
+bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !gg_strbuf_reserve(b, (size_t)n)) { va_end(ap2); return false; }
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+    return true;
+}
+
+/* Hand the bytes to the caller and reset b. An empty buffer yields "" (never NULL unless
+ * an allocation failed somewhere along the way). */
+char *gg_strbuf_take(gg_strbuf *b) {
+    if (b->oom) { gg_strbuf_free(b); return NULL; }
+    if (!b->data && !gg_strbuf_reserve(b, 0)) return NULL;
+    if (b->len == 0) b->data[0] = '\0';
+    char *d = b->data;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return d;
+}
+
+void gg_strbuf_reset(gg_strbuf *b) {
+    b->len = 0;
+    if (b->data) b->data[0] = '\0';
+}
+
+void gg_strbuf_free(gg_strbuf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->oom = false;
+}

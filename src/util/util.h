@@ -1,0 +1,69 @@
+/* util.h — the few pieces every subsystem shares: the error value, a growable string
+ * buffer and the structured logger.
+ *
+ * Ownership: a gg_error owns its message (free it with gg_error_clear); a gg_strbuf owns
+ * its bytes until gg_strbuf_take hands them to the caller; nothing here keeps a pointer
+ * to caller memory.
+ */
+#ifndef GG_UTIL_H
+#define GG_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+
+/* Error codes are short stable strings ("not_found", "T2001", "invalid_config") so
+ * every layer can map them once, at the edge, to an HTTP status or JSON-RPC code. */
+#define GG_ERR_CODE_MAX 32
+
+typedef struct gg_error {
+    char code[GG_ERR_CODE_MAX]; /* empty string means "no error" */
+    char *message;              /* heap, may be NULL */
+    int position;               /* character offset in an expression, or -1 */
+    int line, column;           /* 1-based source position, or 0 when unknown */
+    char *path;                 /* file name, JSON pointer or node id; heap, may be NULL */
+} gg_error;
+
+#define GG_ERROR_INIT {"", NULL, -1, 0, 0, NULL}
+
+static inline bool gg_error_is_set(const gg_error *e) { return e && e->code[0] != '\0'; }
+void gg_error_set(gg_error *e, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void gg_error_vset(gg_error *e, const char *code, const char *fmt, va_list ap);
+void gg_error_set_pos(gg_error *e, int line, int column);
+void gg_error_set_path(gg_error *e, const char *path);
+void gg_error_clear(gg_error *e);
+void gg_error_move(gg_error *dst, gg_error *src);
+/* "path:line:col: code: message" into buf (always NUL-terminated). */
+void gg_error_format(const gg_error *e, char *buf, size_t size);
+
+typedef struct gg_strbuf {
+    char *data;
+    size_t len, cap;
+    bool oom; /* sticky: once an allocation failed every append is a no-op */
+} gg_strbuf;
+
+#define GG_STRBUF_INIT {NULL, 0, 0, false}
+bool gg_strbuf_reserve(gg_strbuf *b, size_t extra);
+bool gg_strbuf_append(gg_strbuf *b, const char *s, size_t n);
+bool gg_strbuf_puts(gg_strbuf *b, const char *s);
+bool gg_strbuf_putc(gg_strbuf *b, char c);
+bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *gg_strbuf_take(gg_strbuf *b); /* NUL-terminated, caller frees; NULL on OOM */
+void gg_strbuf_reset(gg_strbuf *b);
+void gg_strbuf_free(gg_strbuf *b);
+
+/* Structured logging: one JSON object per line on the log stream (stderr by default). */
+typedef enum { GG_LOG_DEBUG, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR } gg_log_level;
+void gg_log_configure(gg_log_level min_level, const char *file_path /* NULL = stderr */);
+/* kv is a NULL-terminated list of key, value string pairs added to the line. */
+void gg_log(gg_log_level level, const char *msg, ...);
+/* A pre-rendered JSON object line (e.g. an access log record) written atomically. */
+void gg_log_json_line(const char *json_line);
+bool gg_log_enabled(gg_log_level level);
+
+/* Monotonic and wall clocks in milliseconds / microseconds. */
+double gg_now_ms(void);
+long long gg_wall_ms(void);
+
+#endif

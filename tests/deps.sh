@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what graphgate needs to build and test on Debian 12, only when missing.
+# Used by tests/run-all and deploy/demo; safe to run again.
+set -euo pipefail
+pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
+      libmicrohttpd-dev libjansson-dev libsqlite3-dev libyaml-dev libsodium-dev libpcre2-dev
+      libcurl4-openssl-dev check nodejs npm wrk nginx-light)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
