@@ -1,0 +1,239 @@
+/* http.h — the HTTP core: two listeners (public, internal) on libmicrohttpd, a route table,
+ * request/response objects, JSON errors, metrics, and deferred (suspend/resume) responses.
+ *
+ * Ownership: the server owns every request and response object; a handler borrows them for
+ * the duration of the call — or, after gg_http_defer, until it calls gg_http_async_complete,
+ * which it must call exactly once on every gg_http_async it obtained.
+ *
+ * Threads: handlers run on libmicrohttpd polling threads and must not block (no graph runs,
+ * no downstream calls, no long SQL): hand such work to a worker and return GG_HTTP_DEFERRED.
+ * Routes are registered before gg_http_server_start and are immutable afterwards.
+ */
+#ifndef GG_HTTP_H
+#define GG_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "util/util.h"
+
+/* ------------------------------------------------------------------------------------------
+ * Listeners, handlers, routes
+ * ---------------------------------------------------------------------------------------- */
+
+/* Which listener a request arrived on; also a bit mask when registering routes. */
+typedef enum {
+    GG_LISTENER_PUBLIC = 1,
+    GG_LISTENER_INTERNAL = 2,
+    GG_LISTENER_BOTH = 3,
+} gg_listener;
+
+typedef struct gg_http_req gg_http_req;     /* one request (server-owned) */
+typedef struct gg_http_res gg_http_res;     /* the response being built (server-owned) */
+typedef struct gg_http_async gg_http_async; /* a deferred response, see below */
+typedef struct gg_router gg_router;         /* the route table */
+typedef struct gg_http_server gg_http_server;
+
+/* Handler return values. */
+enum {
+    GG_HTTP_DONE = 0,     /* the response in res is complete; send it */
+    GG_HTTP_DEFERRED = 1, /* gg_http_defer was called; the response comes later */
+};
+
+/* A route handler. Fill res (gg_http_res_json, gg_http_res_error, ...) and return
+ * GG_HTTP_DONE, or call gg_http_defer(req) and return GG_HTTP_DEFERRED. A handler that
+ * returns GG_HTTP_DONE without setting a response yields 500 internal_error. */
+typedef int (*gg_http_handler)(gg_http_req *req, gg_http_res *res, void *user);
+
+#define GG_HTTP_MAX_PARAMS 8     /* {param} segments per pattern */
+#define GG_HTTP_MAX_SEGMENTS 32  /* path segments per pattern / per request path */
+#define GG_HTTP_MAX_PATH 2048    /* longer request paths answer 414 */
+#define GG_HTTP_REQUEST_ID_MAX 128
+
+/* An empty route table. NULL on allocation failure. */
+gg_router *gg_router_new(void);
+void gg_router_free(gg_router *r);
+
+/* Register method (e.g. "GET", "POST"; upper case) + pattern on the listeners in the mask.
+ * Pattern: absolute path of literal segments and "{name}" segments, e.g.
+ * "/admin/tenants/{t}/graphs/{g}". A {name} segment matches one non-empty path segment;
+ * literal segments win over {param} segments at the same depth (with backtracking, so
+ * "/mcp/tools/{name}" and "/mcp/{tenant}/{graph}" never shadow each other).
+ * Registering the same method + pattern + listener twice is an error ("route_conflict"),
+ * as is a malformed pattern ("invalid_route"). GET routes also answer HEAD. */
+bool gg_router_add(gg_router *r, unsigned listeners, const char *method, const char *pattern,
+                   gg_http_handler fn, void *user, gg_error *err);
+
+/* The result of a lookup (exposed for unit tests and for the server). */
+typedef struct gg_route_match {
+    int status;                 /* 200 matched, 404 no such path on this listener, 405 */
+    gg_http_handler fn;
+    void *user;
+    const char *pattern;        /* the matched route's pattern ("/mcp/{tenant}/{graph}") */
+    int route_index;            /* stable index of the matched route, -1 when none */
+    char allow[64];             /* for 405: "GET, POST" */
+    size_t nparams;
+    struct { const char *name; char value[256]; } params[GG_HTTP_MAX_PARAMS];
+} gg_route_match;
+
+/* Find the route for method + path on one listener. Query strings must already be removed.
+ * Never allocates. A path segment longer than 255 bytes never matches a {param}. */
+void gg_router_match(const gg_router *r, gg_listener listener, const char *method,
+                     const char *path, gg_route_match *m);
+
+/* Number of registered (method, pattern) routes and the pattern of route i (for metrics). */
+int gg_router_count(const gg_router *r);
+const char *gg_router_pattern(const gg_router *r, int i);
+
+/* ------------------------------------------------------------------------------------------
+ * Requests
+ * ---------------------------------------------------------------------------------------- */
+
+const char *gg_http_method(const gg_http_req *req);     /* "GET" */
+const char *gg_http_path(const gg_http_req *req);       /* decoded path, no query */
+const char *gg_http_route(const gg_http_req *req);      /* matched pattern */
+gg_listener gg_http_listener(const gg_http_req *req);
+const char *gg_http_request_id(const gg_http_req *req); /* accepted or generated */
+const char *gg_http_client_addr(const gg_http_req *req);/* "127.0.0.1" or "::1" */
+/* {param} value by name, NULL if the pattern has no such param. */
+const char *gg_http_param(const gg_http_req *req, const char *name);
+/* Header (case-insensitive name) / query argument, NULL when absent. */
+const char *gg_http_header(const gg_http_req *req, const char *name);
+const char *gg_http_query(const gg_http_req *req, const char *name);
+/* The body, NUL-terminated for convenience (len excludes the NUL); len 0 when empty. */
+const char *gg_http_body(const gg_http_req *req, size_t *len);
+/* Parse the body as JSON (NULL + err "invalid_json" with line/column on failure; a JSON body
+ * is required to be an object or array unless allow_any). New reference. */
+json_t *gg_http_body_json(const gg_http_req *req, bool allow_any, gg_error *err);
+/* Opaque per-request slot a handler (or middleware) may use; freed by nobody. */
+void gg_http_set_user(gg_http_req *req, void *p);
+void *gg_http_get_user(const gg_http_req *req);
+
+/* ------------------------------------------------------------------------------------------
+ * Responses (each setter replaces any body set before; headers accumulate)
+ * ---------------------------------------------------------------------------------------- */
+
+/* status + JSON body (steals the reference; body NULL means "{}"). Content-Type
+ * application/json. Returns false on allocation failure (then the server answers 500). */
+bool gg_http_res_json(gg_http_res *res, int status, json_t *body);
+/* status + a pre-serialized JSON text (copied), for hot paths that cache their bytes. */
+bool gg_http_res_json_text(gg_http_res *res, int status, const char *json, size_t len);
+/* The JSON error model: {"error":{"code":code,"message":message}}. */
+bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Same from a gg_error; status 0 means "derive from the code" (gg_http_status_for_error).
+ * Adds "line"/"column"/"position"/"path" members when the error carries them. */
+bool gg_http_res_error_from(gg_http_res *res, int status, const gg_error *e);
+/* Raw bytes (copied) with a content type. */
+bool gg_http_res_bytes(gg_http_res *res, int status, const char *content_type,
+                       const void *data, size_t len);
+/* Raw bytes whose ownership (malloc'd) passes to the response. */
+bool gg_http_res_bytes_take(gg_http_res *res, int status, const char *content_type,
+                            void *data, size_t len);
+/* Add a response header (name and value copied). Content-Type is set by the body setters;
+ * X-Request-Id is always added by the server. */
+bool gg_http_res_header(gg_http_res *res, const char *name, const char *value);
+int gg_http_res_status(const gg_http_res *res);
+
+/* The edge mapping of error codes to HTTP status: not_found→404, invalid_*, bad_request,
+ * invalid_json, invalid_params→400, unauthorized→401, forbidden→403, conflict/exists→409,
+ * too_large→413, unsupported_media_type→415, unprocessable/validation→422,
+ * rate_limited→429, unavailable/busy/shutting_down→503, timeout→504, otherwise 500. */
+int gg_http_status_for_error(const gg_error *e);
+/* The canonical error body text for code/message (malloc'd, caller frees; NULL on OOM). */
+char *gg_http_error_body(const char *code, const char *message);
+
+/* ------------------------------------------------------------------------------------------
+ * Deferred responses (connection suspend/resume)
+ *
+ *   int h(gg_http_req *req, gg_http_res *res, void *user) {
+ *       gg_http_async *a = gg_http_defer(req);   // NULL on OOM → answer 503 synchronously
+ *       if (!a) return gg_http_res_error(res, 503, "unavailable", "busy"), GG_HTTP_DONE;
+ *       queue_job(job_with(a));                  // the worker owns a from now on
+ *       return GG_HTTP_DEFERRED;
+ *   }
+ *   // later, on any thread:
+ *   gg_http_res_json(gg_http_async_res(a), 200, result);
+ *   gg_http_async_complete(a);                   // sends it; a is invalid afterwards
+ *
+ * Streaming (SSE): instead of filling the response, call
+ *   gg_http_async_stream(a, 200, "text/event-stream");   // headers go out now
+ *   gg_http_sse_event(a, "message", json_text);            // any number of events
+ *   gg_http_async_complete(a);                             // ends the stream
+ *
+ * The request (params, headers, body) stays valid until gg_http_async_complete. If the
+ * server abandons the request (shutdown deadline, client gone while streaming), it answers
+ * 503 itself (or ends the stream); later calls on a are harmless no-ops and
+ * gg_http_async_abandoned(a) turns true so long work can stop early. Every gg_http_async
+ * must still be completed exactly once to release it.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Call from the handler only; at most once per request. */
+gg_http_async *gg_http_defer(gg_http_req *req);
+/* The request this async belongs to (valid until completion). */
+gg_http_req *gg_http_async_req(gg_http_async *a);
+/* The response to fill before gg_http_async_complete (only the owner writes it). */
+gg_http_res *gg_http_async_res(gg_http_async *a);
+/* Switch to a streamed body: sends the status and headers (from gg_http_async_res, plus
+ * Cache-Control: no-cache) now; the body is what gg_http_async_write / gg_http_sse_event
+ * append. Returns false if abandoned or on OOM. */
+bool gg_http_async_stream(gg_http_async *a, int status, const char *content_type);
+/* Append raw bytes to a stream (copied, queued; never blocks). False when abandoned, not
+ * streaming, or past the stream's buffer cap (GG_HTTP_STREAM_BUFFER_MAX queued bytes). */
+#define GG_HTTP_STREAM_BUFFER_MAX (8u * 1024u * 1024u)
+bool gg_http_async_write(gg_http_async *a, const void *data, size_t len);
+/* Append one SSE event: "event: <event>\n" (omitted when NULL), "id: <id>\n" when id is
+ * non-NULL, one "data: " line per line of data, then a blank line. */
+bool gg_http_sse_event(gg_http_async *a, const char *event, const char *id, const char *data);
+/* Finish: send the filled response, or end the stream. a is freed (eventually); do not use
+ * it afterwards. */
+void gg_http_async_complete(gg_http_async *a);
+bool gg_http_async_abandoned(const gg_http_async *a);
+
+/* ------------------------------------------------------------------------------------------
+ * The server
+ * ---------------------------------------------------------------------------------------- */
+
+typedef struct gg_http_options {
+    const char *public_addr;     /* "127.0.0.1:8080", "[::1]:8080"; port 0 = ephemeral */
+    const char *internal_addr;   /* same form; NULL or "" = no internal listener */
+    unsigned threads;            /* polling threads per listener (0 → 2) */
+    size_t body_limit;           /* bytes (0 → 1 MiB); larger bodies answer 413 */
+    unsigned connection_timeout; /* idle seconds (0 → 60) */
+    unsigned max_connections;    /* per listener (0 → 1024) */
+    bool access_log;             /* one JSON line per request via gg_log_json_line */
+    const char *version;         /* reported by /health (NULL → GG_VERSION) */
+    const char *server_name;     /* "graphgate" (Server header is not sent) */
+} gg_http_options;
+
+/* Ready check for /ready: return true when the service can take traffic; otherwise set err
+ * (its message is reported in the 503 body). Runs on a polling thread: keep it quick. */
+typedef bool (*gg_http_ready_fn)(void *user, gg_error *err);
+/* Adds Prometheus text lines (with # HELP/# TYPE) to out on every /metrics scrape. */
+typedef void (*gg_http_metrics_fn)(gg_strbuf *out, void *user);
+
+/* A server with a fresh router and the built-in routes (/health, /ready, /metrics on both
+ * listeners). Options are copied. Does not bind yet. NULL + err on failure. */
+gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err);
+gg_router *gg_http_server_router(gg_http_server *s);
+void gg_http_server_set_ready_check(gg_http_server *s, gg_http_ready_fn fn, void *user);
+/* Register before start; at most 16 hooks. */
+bool gg_http_server_add_metrics(gg_http_server *s, gg_http_metrics_fn fn, void *user);
+/* Bind and start both listeners. False + err ("listen_failed") when a port cannot be bound. */
+bool gg_http_server_start(gg_http_server *s, gg_error *err);
+/* The port actually bound (useful with port 0); 0 when that listener is not running. */
+unsigned gg_http_server_port(const gg_http_server *s, gg_listener which);
+/* Requests accepted and not yet finished (including deferred ones). */
+long gg_http_server_inflight(const gg_http_server *s);
+/* Graceful stop: stop accepting new connections, wait up to deadline_ms for in-flight
+ * requests to finish, abandon deferred requests still pending (503 / end of stream), then
+ * close every connection and stop the threads. Returns the number of requests that had to
+ * be abandoned. Safe to call once; gg_http_server_free calls it with deadline 0 if needed. */
+int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms);
+void gg_http_server_free(gg_http_server *s);
+
+/* Parse "ADDR:PORT" / "[v6]:PORT" (exposed for config validation and tests). */
+bool gg_http_parse_addr(const char *text, char *host, size_t host_size, unsigned *port,
+                        gg_error *err);
+
+#endif
