@@ -1,0 +1,145 @@
+/* graph.h — mcpGraph-compatible graphs: load YAML, validate (every problem at once, with
+ * positions), compile once into an immutable refcounted graph, execute tools with history,
+ * limits, hooks and cancellation, and serve a graph version as an mcp_provider.
+ *
+ * Ownership: a gg_graph is immutable after gg_graph_load_* returns it and is shared by every
+ * concurrent run through gg_graph_ref/gg_graph_unref; diagnostics and run results belong to
+ * the caller (gg_graph_diags_free, gg_graph_result_clear); json_t arguments are borrowed.
+ */
+#ifndef GG_GRAPH_H
+#define GG_GRAPH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mcp/mcp.h"
+#include "mcp/provider.h"
+#include "util/util.h"
+
+/* ---- diagnostics ---------------------------------------------------------------------- */
+
+typedef enum { GG_DIAG_ERROR, GG_DIAG_WARNING } gg_diag_severity;
+
+typedef struct gg_graph_diag {
+    gg_diag_severity severity;
+    char code[GG_ERR_CODE_MAX]; /* "unknown_key", "missing_target", "jsonata", ... */
+    char *message;
+    char *file;   /* source name given to the loader */
+    int line, column; /* 1-based position in the YAML source (0 = unknown) */
+    char *tool;   /* tool name, or NULL */
+    char *node;   /* node id, or NULL */
+} gg_graph_diag;
+
+typedef struct gg_graph_diags {
+    gg_graph_diag *items;
+    size_t count, cap;
+    size_t errors, warnings;
+} gg_graph_diags;
+
+#define GG_GRAPH_DIAGS_INIT {NULL, 0, 0, 0, 0}
+void gg_graph_diags_free(gg_graph_diags *d);
+/* One line "file:line:col: error: tool 't' node 'n': message" into buf. */
+void gg_graph_diag_format(const gg_graph_diag *d, char *buf, size_t size);
+/* The diagnostic as a JSON object {severity, code, message, file, line, column, tool?, node?}. */
+json_t *gg_graph_diag_json(const gg_graph_diag *d);
+
+/* ---- loading -------------------------------------------------------------------------- */
+
+typedef struct gg_graph_options {
+    /* Which downstream servers may be reached; NULL = everything (graphgate run). Checked
+     * when the graph is loaded (a definition the policy refuses is a validation error) and
+     * again by the client at connect time. The policy must outlive the graph. */
+    const mcp_client_policy *policy;
+    /* Per-call timeout for downstream servers that do not set `timeout` (ms; 0 = 30000). */
+    int default_timeout_ms;
+    /* Stop after this many source bytes (0 = 4 MiB). */
+    size_t max_source_bytes;
+} gg_graph_options;
+
+typedef struct gg_graph gg_graph;
+
+/* Parse, validate and compile a graph. Every error and warning is appended to diags (which
+ * may be NULL); returns NULL if there was any error. name is used in positions. */
+gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name,
+                               const gg_graph_options *opts, gg_graph_diags *diags);
+gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_graph_diags *diags);
+
+gg_graph *gg_graph_ref(gg_graph *g);
+/* Dropping the last reference stops the graph's downstream clients. */
+void gg_graph_unref(gg_graph *g);
+
+/* ---- introspection -------------------------------------------------------------------- */
+
+/* serverInfo {name, title, version} (new reference). */
+json_t *gg_graph_server_info(const gg_graph *g);
+const char *gg_graph_instructions(const gg_graph *g); /* NULL when not set */
+/* MCP tools array [{name, description, inputSchema, outputSchema}] (borrowed, immutable). */
+json_t *gg_graph_tools(const gg_graph *g);
+/* Borrowed tool definition or NULL. */
+json_t *gg_graph_tool(const gg_graph *g, const char *name);
+size_t gg_graph_tool_count(const gg_graph *g);
+int gg_graph_max_node_executions(const gg_graph *g);
+long gg_graph_max_execution_ms(const gg_graph *g);
+
+/* ---- execution ------------------------------------------------------------------------ */
+
+/* One history record. Fields are borrowed for the duration of a hook call. */
+typedef struct gg_graph_event {
+    int execution_index;
+    const char *node_id;
+    const char *node_type;   /* entry, mcp, transform, switch, exit */
+    long long start_ms, end_ms; /* wall clock */
+    double duration_ms;
+    json_t *input;           /* evaluated mcp args / context given to an expression; may be NULL */
+    json_t *output;          /* NULL on error or at start */
+    const gg_error *error;   /* NULL unless the node failed */
+} gg_graph_event;
+
+/* Hooks: called on the executing thread, synchronously, must not block for long. */
+typedef struct gg_graph_hooks {
+    void (*node_start)(void *user, const gg_graph_event *ev);
+    void (*node_complete)(void *user, const gg_graph_event *ev);
+    void (*node_error)(void *user, const gg_graph_event *ev);
+    void *user;
+} gg_graph_hooks;
+
+typedef struct gg_graph_run_options {
+    const gg_graph_hooks *hooks; /* may be NULL */
+    volatile int *cancelled;     /* set non-zero from any thread to stop at the next check */
+    bool record_inputs;          /* store each node's input in its history record */
+    bool no_history;             /* skip building the history JSON (benchmarks) */
+} gg_graph_run_options;
+
+typedef struct gg_graph_result {
+    json_t *output;   /* exit node output (new reference; JSON null when undefined) */
+    json_t *history;  /* array of {executionIndex, nodeId, nodeType, startTime, endTime,
+                         duration, input?, output, error?} — one value for one transaction */
+    gg_error error;   /* set when the run failed; code "unknown_tool", "limit", "cancelled",
+                         "timeout", "jsonata", "jsonlogic", "mcp", "tool_error", ... */
+    char *failed_node; /* node id of the failure, or NULL */
+    int node_executions;
+    double elapsed_ms;
+} gg_graph_result;
+
+#define GG_GRAPH_RESULT_INIT {NULL, NULL, GG_ERROR_INIT, NULL, 0, 0}
+void gg_graph_result_clear(gg_graph_result *r);
+
+/* Run one tool with arguments (object; NULL = {}). Returns true on success (r->output set),
+ * false with r->error set. r->history is filled either way (unless no_history). Safe to call
+ * from many threads at once on the same graph. */
+bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
+                      const gg_graph_run_options *opts, gg_graph_result *r);
+
+/* ---- provider ------------------------------------------------------------------------- */
+
+/* The graph as an MCP tool provider (takes its own reference on g). call_tool runs the
+ * executor with the context's cancel flag and reports node progress through the sink;
+ * results are {content:[{type:text,text}], structuredContent} or isError results. */
+mcp_provider *gg_graph_provider_new(gg_graph *g);
+/* Optional: receive each finished run's history (e.g. to persist it); borrowed arrays. */
+typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call_ctx *ctx,
+                                    const gg_graph_result *r);
+void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
+
+#endif
