@@ -51,4 +51,111 @@ struct gg_app {
 bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user);
 int gg_cmd_serve(int argc, char **argv);
 
+/* ---- Configuration (src/cli/config.c) -------------------------------------------------
+ * One YAML file (example: deploy/graphgate.yaml), then GRAPHGATE_* environment variables,
+ * then command-line flags, each overriding the one before. Every key has a dotted name
+ * ("database.path"); its environment variable is GRAPHGATE_ + the name upper-cased with
+ * dots as underscores (GRAPHGATE_DATABASE_PATH); lists in the environment are
+ * comma-separated. Durations accept 500ms, 30s, 5m, 2h, 7d; sizes 512, 64KiB, 1MiB, 1GiB.
+ * The struct owns all its strings; release with gg_config_free. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "util/util.h"
+
+typedef struct gg_strlist {
+    char **items;
+    size_t n;
+} gg_strlist;
+
+typedef struct gg_config {
+    char *config_file;            /* the file loaded, or NULL */
+    /* listeners */
+    char *listen;                 /* listen: public "ADDR:PORT", default 127.0.0.1:8080 */
+    char *internal_listen;        /* internal_listen: default 127.0.0.1:8081; "" = off */
+    int workers;                  /* workers: tool-call worker threads; 0 = 2 x cores */
+    int queue_size;               /* queue_size: waiting tool calls before 503; 1024 */
+    size_t body_limit;            /* body_limit: bytes, default 1 MiB */
+    long long shutdown_timeout_ms;/* shutdown_timeout: in-flight deadline on SIGTERM; 10s */
+    long long request_timeout_ms; /* request_timeout: one tools/call at most; 60s */
+    gg_strlist origins;           /* http.origins: allowed Origin values ("*" = any) */
+    gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
+                                   * the listen address on loopback binds */
+    /* database */
+    char *db_path;                /* database.path: default ./var/graphgate.db */
+    char *migrations_dir;         /* database.migrations_dir: NULL = search */
+    int db_pool_size;             /* database.pool_size: 4 */
+    int busy_timeout_ms;          /* database.busy_timeout: 5s */
+    /* logging */
+    gg_log_level log_level;       /* log.level: debug|info|warn|error, default info */
+    char *log_file;               /* log.file: NULL = stderr */
+    bool access_log;              /* log.access: one JSON line per request, default true */
+    char *access_log_file;        /* log.access_file: NULL = the log stream */
+    /* auth */
+    char *session_secret;         /* session.secret: >= 32 chars; NULL = random per start */
+    long long session_ttl_ms;     /* session.ttl: 24h */
+    char *key_pepper;             /* auth.key_pepper: NULL = per-database random pepper */
+    long long key_cache_ttl_ms;   /* auth.key_cache_ttl: 30s (revocation in-process is
+                                   * immediate, from another process within 1s) */
+    double rate_limit_rate;       /* rate_limit.rate: requests/s per key; 0 = unlimited */
+    int rate_limit_burst;         /* rate_limit.burst: bucket size; default 2 x rate */
+    int tenant_max_concurrent;    /* tenants.max_concurrent_executions: 64; 0 = no cap */
+    /* history */
+    long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */
+    long long history_max_count;  /* history.max_count: 1000000; 0 = keep */
+    int history_flush_ms;         /* history.flush_interval: 5ms */
+    size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
+    /* policy for graph nodes that reach out */
+    gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed executables
+                                       * (absolute paths or names); empty = none */
+    gg_strlist policy_http_hosts; /* policy.http_hosts: allowed downstream hosts
+                                   * ("host" or "host:port"); empty = none */
+    /* node specs */
+    char *specs_dir;              /* specs.dir: NULL = search */
+    bool specs_load_on_start;     /* specs.load_on_start: true */
+    /* demo */
+    char *demo_tenant;            /* demo.tenant: tenant the demo loader creates; "demo" */
+} gg_config;
+
+/* Defaults (never fails except on OOM). */
+bool gg_config_init(gg_config *c, gg_error *err);
+void gg_config_free(gg_config *c);
+/* Load a YAML file over c. Unknown keys, wrong types and out-of-range values fail with
+ * err path = file, line/column = the offending node. */
+bool gg_config_load_file(gg_config *c, const char *path, gg_error *err);
+/* Apply GRAPHGATE_* variables from envp (NULL = the process environment). Unknown
+ * GRAPHGATE_ variables are errors, except GRAPHGATE_CONFIG (the file to load). */
+bool gg_config_apply_env(gg_config *c, char **envp, gg_error *err);
+/* Set one key from text (flags use this: gg_config_set(c, "database.path", v, err)). */
+bool gg_config_set(gg_config *c, const char *key, const char *value, gg_error *err);
+/* Cross-field checks after all overrides (addresses parse, limits in range). */
+bool gg_config_validate(const gg_config *c, gg_error *err);
+/* The usual sequence: defaults, file (config_file, else $GRAPHGATE_CONFIG, else none),
+ * environment, validate. Commands then apply their flags with gg_config_set and call
+ * gg_config_validate again. */
+bool gg_config_load(gg_config *c, const char *config_file, gg_error *err);
+/* Find a data directory (migrations, specs, schema): the configured path if non-NULL
+ * (must exist), else $GG_SRCDIR/<name>, next to the binary (../<name>, ../../<name>,
+ * ../share/graphgate/<name>), GG_PKGDATADIR/<name>, then the source tree it was built
+ * from. Writes the path into out. "not_found" lists where it looked. */
+bool gg_config_find_data_dir(const char *configured, const char *name, char *out, size_t size,
+                             gg_error *err);
+/* Print the effective configuration as YAML-ish "key: value" lines (secrets masked). */
+void gg_config_dump(const gg_config *c, FILE *f);
+
+/* Common store options every store-touching command accepts:
+ *   --config FILE, --db PATH, --migrations DIR (and --opt=value forms).
+ * Parses them out of argv (others are left for the command, in order, in rest/n_rest,
+ * which must hold argc entries) and loads the configuration. Returns GG_EXIT_OK or an exit
+ * code after printing the error to stderr. */
+int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
+                       int *n_rest);
+/* Open the store configured in c and apply pending migrations (prints errors; returns NULL
+ * with *exit_code set). */
+struct gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code);
+
+int gg_cmd_migrate(int argc, char **argv);
+int gg_cmd_tenant(int argc, char **argv);
+int gg_cmd_key(int argc, char **argv);
+
 #endif

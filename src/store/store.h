@@ -1,0 +1,294 @@
+/* store.h — graphgate's persistent state (tenants, keys, graph versions, node specs,
+ * execution history, audit log) behind an interface that hides SQL.
+ *
+ * Ownership: the store owns its connections and statements; callers own every string,
+ * struct and json_t the functions hand back (free with the matching *_clear / free /
+ * json_decref) and keep ownership of every argument, except gg_history_submit, which
+ * takes the record.
+ *
+ * Backend: SQLite in WAL mode (readers never wait for the writer), foreign keys on, a busy
+ * timeout so the CLI can work while `serve` runs, a small pool of connections (each used
+ * by one thread at a time) whose statements are prepared once and reused. Nothing in this
+ * header names SQLite, so a PostgreSQL backend can be added behind the same functions.
+ *
+ * Tenant isolation: every function that reads or changes a tenant's data takes the
+ * tenant name and only ever touches rows of that tenant. The few functions documented as
+ * accepting tenant == NULL act across tenants and are for callers holding the `admin`
+ * scope (or the operator's CLI) only.
+ *
+ * Errors: code "not_found", "conflict" (already exists), "invalid" (bad argument),
+ * "migration" (schema problem, startup must stop), "db" (SQLite failure), "oom".
+ */
+#ifndef GG_STORE_H
+#define GG_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/util.h"
+
+typedef struct gg_store gg_store;
+
+/* ---------------------------------------------------------------------------------------
+ * Opening, migrations, readiness
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct gg_store_options {
+    const char *path;      /* database file; its directory is created if missing */
+    int pool_size;         /* connections shared by request threads; 0 = 4 */
+    int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
+} gg_store_options;
+
+/* Open (creating if needed) the database. Does not migrate. NULL + err on failure. */
+gg_store *gg_store_open(const gg_store_options *opts, gg_error *err);
+/* Close every connection (waits for borrowed ones to come back); NULL is allowed. */
+void gg_store_close(gg_store *s);
+const char *gg_store_path(const gg_store *s);
+
+/* Apply the pending migrations of dir (files NNNN_name.sql, applied in order, each in its
+ * own transaction, recorded with their sha256 in schema_migrations). Fails with code
+ * "migration" and a message naming the file when an applied migration changed, is missing
+ * from dir, or the database is newer than every file in dir. *applied (may be NULL) gets
+ * the number applied now. Safe to run from two processes at once. */
+bool gg_store_migrate(gg_store *s, const char *dir, int *applied, gg_error *err);
+/* Check only: the same verification as gg_store_migrate without applying anything;
+ * pending migrations are an error too ("migration"). */
+bool gg_store_migrations_verify(gg_store *s, const char *dir, gg_error *err);
+/* For /ready: the database answers and its schema is the one the last gg_store_migrate
+ * call on this store established. Cheap (one indexed query). */
+bool gg_store_migrations_current(gg_store *s, gg_error *err);
+/* Highest applied migration version (0 when none), or -1 + err. */
+int gg_store_schema_version(gg_store *s, gg_error *err);
+
+/* Settings: small named blobs (e.g. the key pepper). get_or_create stores len random
+ * bytes under name the first time and returns the stored value ever after, also when two
+ * processes race. */
+bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsigned char *out,
+                                           size_t len, gg_error *err);
+
+/* Generation counters: bumped inside the same transaction as every change to keys
+ * (revoke, delete, tenant delete) or graphs (put, activate, delete), so a long-running
+ * process notices changes made by another process (the CLI) with one cheap read. */
+typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS } gg_store_generation;
+long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * Tenants
+ * ------------------------------------------------------------------------------------- */
+
+/* Names are validated by the caller (gg_auth_valid_name); the store stores what it gets.
+ * create: "conflict" if it exists. delete: "not_found"; removes the tenant's keys, graphs,
+ * versions and executions (audit entries stay). */
+bool gg_store_tenant_create(gg_store *s, const char *tenant, gg_error *err);
+bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err);
+bool gg_store_tenant_exists(gg_store *s, const char *tenant, gg_error *err);
+/* [{"name", "created_at", "keys", "graphs"}] ordered by name. */
+json_t *gg_store_tenants_list(gg_store *s, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * API keys (the store keeps only the keyed hash of the secret; see src/auth)
+ * ------------------------------------------------------------------------------------- */
+
+#define GG_KEY_ID_MAX 40
+#define GG_TENANT_MAX 64
+#define GG_KEY_HASH_LEN 32
+
+typedef struct gg_key_row {
+    char id[GG_KEY_ID_MAX];
+    char tenant[GG_TENANT_MAX];
+    char scopes[160];            /* comma-separated scope names as stored */
+    unsigned char hash[GG_KEY_HASH_LEN];
+    bool revoked;
+    long long created_ms, last_used_ms;
+} gg_key_row;
+
+/* "conflict" if the id exists, "not_found" if the tenant does not. */
+bool gg_store_key_insert(gg_store *s, const char *id, const char *tenant, const char *name,
+                         const unsigned char hash[GG_KEY_HASH_LEN], const char *scopes, gg_error *err);
+/* Lookup by key id (any tenant: the id comes from the presented key). "not_found". */
+bool gg_store_key_get(gg_store *s, const char *id, gg_key_row *out, gg_error *err);
+/* [{"id", "tenant", "name", "scopes":[...], "created_at", "last_used_at", "revoked",
+ * "revoked_at"}], never a hash. tenant NULL = every tenant (admin/CLI). */
+json_t *gg_store_keys_list(gg_store *s, const char *tenant, gg_error *err);
+/* Mark revoked (idempotent). tenant non-NULL restricts to that tenant's keys ("not_found"
+ * otherwise). */
+bool gg_store_key_revoke(gg_store *s, const char *id, const char *tenant, gg_error *err);
+/* Record last use; cheap, best effort (callers batch it, see gg_history_touch_key). */
+bool gg_store_key_touch(gg_store *s, const char *id, long long when_ms, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * Graphs: immutable versions and an active pointer per graph
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct gg_graph_source {
+    char *tenant, *name;
+    int version;
+    char *source;               /* the uploaded text, exactly */
+    size_t source_len;
+    char *format;               /* "yaml" or "json" */
+    char content_hash[65];      /* sha256 hex of source */
+    long long created_ms;
+    char *created_by;           /* key id or "cli"; may be NULL */
+} gg_graph_source;
+void gg_graph_source_clear(gg_graph_source *g);
+
+/* Store source as a new version of tenant/name (creating the graph) and make it active,
+ * atomically. *version_out gets the new version number (1, 2, ...). "not_found" if the
+ * tenant does not exist. */
+bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const char *source,
+                        size_t source_len, const char *format, const char *created_by,
+                        int *version_out, gg_error *err);
+bool gg_store_graph_get_active(gg_store *s, const char *tenant, const char *name,
+                               gg_graph_source *out, gg_error *err);
+bool gg_store_graph_get_version(gg_store *s, const char *tenant, const char *name, int version,
+                                gg_graph_source *out, gg_error *err);
+/* [{"name", "active_version", "versions", "created_at", "updated_at"}] ordered by name. */
+json_t *gg_store_graphs_list(gg_store *s, const char *tenant, gg_error *err);
+/* [{"version", "content_hash", "format", "created_at", "created_by", "active"}] newest
+ * first; "not_found" if the graph does not exist. */
+json_t *gg_store_graph_versions(gg_store *s, const char *tenant, const char *name, gg_error *err);
+/* Point the graph at an existing version (rollback). "not_found" for graph or version. */
+bool gg_store_graph_activate(gg_store *s, const char *tenant, const char *name, int version,
+                             gg_error *err);
+/* Remove the graph and all its versions. "not_found". */
+bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
+/* Call fn for the active version of every graph of every tenant (used at start to build
+ * the in-memory graphs). fn returning false stops the walk. */
+typedef bool (*gg_graph_visit_fn)(void *user, const gg_graph_source *g);
+bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * Execution history: a batching writer thread, never on the request path
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum {
+    GG_EXEC_RUNNING,
+    GG_EXEC_SUCCEEDED,
+    GG_EXEC_FAILED,
+    GG_EXEC_CANCELLED,
+    GG_EXEC_INTERRUPTED
+} gg_exec_status;
+const char *gg_exec_status_name(gg_exec_status st);
+/* -1 for an unknown name. */
+int gg_exec_status_parse(const char *name);
+
+typedef struct gg_node_exec_record {
+    int index;                   /* order of execution within the run, from 0 */
+    char *node_id, *node_type;   /* owned */
+    long long start_ms, end_ms;  /* wall clock */
+    double duration_ms;
+    json_t *input, *output;      /* owned references, may be NULL */
+    char *error;                 /* owned, NULL when the node succeeded */
+} gg_node_exec_record;
+
+typedef struct gg_exec_record {
+    char id[33];                 /* gg_exec_id_new; time-ordered */
+    char *tenant, *graph, *tool, *key_id; /* owned; key_id NULL on the internal listener */
+    int version;
+    gg_exec_status status;
+    long long started_ms, finished_ms;   /* wall clock; finished 0 while running */
+    double duration_ms;
+    json_t *arguments, *result;  /* owned references, may be NULL */
+    char *error;                 /* owned, may be NULL */
+    gg_node_exec_record *nodes;  /* owned array */
+    size_t n_nodes, cap_nodes;
+} gg_exec_record;
+
+/* A fresh record with a new id, the strings copied, status RUNNING, started now.
+ * arguments is referenced (json_incref), not copied: do not change it afterwards. */
+gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
+                                   const char *tool, const char *key_id, json_t *arguments);
+/* Append a node record; takes the input/output references (steals them). NULL on OOM. */
+gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node_id,
+                                             const char *node_type, long long start_ms,
+                                             long long end_ms, json_t *input, json_t *output,
+                                             const char *error);
+/* A copy of the run-level fields only (no nodes), e.g. to submit the RUNNING state. */
+gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *r);
+void gg_exec_record_free(gg_exec_record *r);
+/* 32 hex characters: 12 of wall-clock milliseconds then 20 random, so ids sort by time. */
+void gg_exec_id_new(char out[33]);
+
+typedef struct gg_history gg_history;
+typedef struct gg_history_options {
+    int flush_ms;               /* batch window; 0 = 5 */
+    size_t queue_max;           /* records waiting; beyond it submissions are dropped; 0 = 65536 */
+    long long max_age_ms;       /* retention by age; 0 = keep */
+    long long max_count;        /* retention by count (all tenants); 0 = keep */
+    size_t max_payload_bytes;   /* larger arguments/result/input/output are stored as
+                                 * {"truncated":true,"bytes":N}; 0 = 65536 */
+    bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
+} gg_history_options;
+
+/* Start the writer thread on its own connection. With mark_interrupted, rows left
+ * `running` by a previous process are marked `interrupted` first (count in log). */
+gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error *err);
+/* Queue a record (RUNNING at start, the final state at the end; later states of the same
+ * id replace earlier ones). Takes ownership of r in every case. Never waits for SQLite:
+ * returns false (and counts it as dropped) when the queue is full or the writer stopped. */
+bool gg_history_submit(gg_history *h, gg_exec_record *r);
+/* Queue a key "last used" update (coalesced per batch). */
+void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
+/* Wait until everything submitted before this call has been written (tests, shutdown). */
+void gg_history_flush(gg_history *h);
+/* Run retention now (the writer also runs it at start and every minute). */
+void gg_history_retention_now(gg_history *h);
+typedef struct gg_history_stats {
+    unsigned long long submitted, written, dropped, batches, failed_batches, pruned;
+} gg_history_stats;
+void gg_history_get_stats(gg_history *h, gg_history_stats *out);
+/* Write what is queued, stop the thread, free h. NULL is allowed. */
+void gg_history_stop(gg_history *h);
+
+/* Mark every `running` execution `interrupted` (finished now). Returns how many, or -1. */
+long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err);
+/* Synchronous retention (what the writer runs periodically). Returns rows deleted or -1. */
+long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long max_count,
+                                    gg_error *err);
+
+typedef struct gg_exec_filter {
+    const char *graph, *tool, *status; /* NULL = any; status validated ("invalid") */
+    long long since_ms;                /* 0 = any */
+    int limit;                         /* 1..1000; 0 = 50 */
+    const char *cursor;                /* from a previous page's next_cursor, or NULL */
+} gg_exec_filter;
+/* {"executions":[{"id","tenant","graph","version","tool","key_id","status","started_at",
+ * "finished_at","duration_ms","error"}], "next_cursor": string|null}, newest first.
+ * tenant NULL = all tenants (admin). A malformed cursor is "invalid". */
+json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
+                                 gg_error *err);
+/* One execution with "arguments", "result", "error" and "nodes":[{"index","node_id",
+ * "node_type","started_at","finished_at","duration_ms","input","output","error"}].
+ * tenant NULL = any tenant (admin). "not_found" (also for another tenant's id). */
+json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * Audit log (synchronous: admin actions are rare and must not be lost)
+ * ------------------------------------------------------------------------------------- */
+
+/* actor: key id or "cli"/"internal"; tenant may be NULL; details borrowed, may be NULL. */
+bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
+                           const char *action, const char *target, json_t *details,
+                           gg_error *err);
+/* [{"id","ts","actor","tenant","action","target","details"}] newest first; tenant NULL =
+ * all; before_id 0 = from the newest; limit 1..1000 (0 = 100). */
+json_t *gg_store_audit_list(gg_store *s, const char *tenant, long long before_id, int limit,
+                            gg_error *err);
+
+/* Format a wall-clock millisecond time as "YYYY-MM-DDTHH:MM:SS.mmmZ" (buf >= 32 bytes). */
+void gg_store_format_time(long long ms, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------------------------
+ * Node specs (owned by the node-spec subsystem: implemented in src/store/store_specs.c)
+ * Tables from migration 0001: node_specs (id, node_type, subtype, version, spec JSON,
+ * source_path, checksum, loaded_at; UNIQUE(node_type, subtype, version)), node_specs_fts
+ * (fts5: node_type, subtype, description, tags, params; rowid = node_specs.id) and
+ * specs_meta (single row id=1: dir_checksum, source_dir, spec_count, loaded_at).
+ * Declare the node-spec functions below this line.
+ * ------------------------------------------------------------------------------------- */
+
+/* === BEGIN node-spec section (src/store/store_specs.c) === */
+/* === END node-spec section === */
+
+#endif
