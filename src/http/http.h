@@ -84,6 +84,7 @@ void gg_router_match(const gg_router *r, gg_listener listener, const char *metho
 /* Number of registered (method, pattern) routes and the pattern of route i (for metrics). */
 int gg_router_count(const gg_router *r);
 const char *gg_router_pattern(const gg_router *r, int i);
+const char *gg_router_method(const gg_router *r, int i);
 
 /* ------------------------------------------------------------------------------------------
  * Requests

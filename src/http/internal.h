@@ -1,0 +1,77 @@
+/* internal.h — what the http sources share with each other (not a public header: other
+ * subsystems include only http/http.h). Ownership: as in http.h. */
+#ifndef GG_HTTP_INTERNAL_H
+#define GG_HTTP_INTERNAL_H
+
+#include "http/http.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct gg_http_res {
+    int status;                 /* 0 = not set */
+    char *body;                 /* malloc'd, may be NULL for an empty body */
+    size_t len;
+    char content_type[96];
+    size_t nheaders;
+    char **headers;             /* name, value, name, value ... (malloc'd strings) */
+};
+
+void gg_http_res_init(gg_http_res *res);
+void gg_http_res_clear(gg_http_res *res);
+/* Move src into dst (dst cleared first); src is left empty. */
+void gg_http_res_move(gg_http_res *dst, gg_http_res *src);
+
+/* A request header or query argument captured when a request is deferred. */
+typedef struct gg_http_kv {
+    enum MHD_ValueKind kind;
+    char *name, *value;
+} gg_http_kv;
+
+typedef enum {
+    CONN_IN_HANDLER,  /* handler running or returned, not yet suspended */
+    CONN_SUSPENDED,   /* waiting for the owner */
+    CONN_RESPONDING,  /* a response (final or stream) is queued */
+    CONN_DONE,        /* libmicrohttpd finished with the connection */
+} gg_conn_state;
+
+struct gg_http_async {
+    gg_http_req *req;
+    gg_http_res res;            /* written by the owner only, read after owner_done/stream */
+    int refs;                   /* owner + connection; under server->alock */
+    gg_conn_state conn;
+    bool owner_done;
+    bool ready;                 /* the connection may proceed: result, stream or abandon */
+    bool streaming;
+    bool abandoned;
+    bool reader_waiting;        /* the content reader suspended the connection */
+    gg_strbuf out;              /* queued stream bytes */
+    size_t out_off;
+    struct gg_http_async *prev, *next; /* server's list of live asyncs */
+};
+
+struct gg_http_req {
+    gg_http_server *srv;
+    struct MHD_Connection *conn;
+    gg_listener listener;
+    char method[16];
+    char *path;
+    gg_route_match match;
+    gg_strbuf body;
+    size_t discarded;           /* body bytes dropped after the limit */
+    bool too_large;
+    bool dispatched;
+    char request_id[GG_HTTP_REQUEST_ID_MAX + 1];
+    char client[64];
+    double t0;
+    gg_http_res res;
+    gg_http_async *async;
+    size_t nkv;
+    gg_http_kv *kv;             /* headers/query snapshot, only for deferred requests */
+    void *user;
+    size_t bytes_out;
+    int status_out;
+};
+
+#endif

@@ -1,0 +1,163 @@
+/* response.c — building responses and the JSON error model. The HTTP layer is the edge
+ * where error codes become statuses, so the one mapping table lives here. */
+#include "http/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An empty response (status 0 = "handler set nothing"). */
+void gg_http_res_init(gg_http_res *res) { memset(res, 0, sizeof *res); }
+
+/* Free the body and headers; the response is empty again. */
+void gg_http_res_clear(gg_http_res *res) {
+    free(res->body);
+    for (size_t i = 0; i < res->nheaders * 2; i++) free(res->headers[i]);
+    free(res->headers);
+    gg_http_res_init(res);
+}
+
+/* Move src into dst. */
+void gg_http_res_move(gg_http_res *dst, gg_http_res *src) {
+    gg_http_res_clear(dst);
+    *dst = *src;
+    gg_http_res_init(src);
+}
+
+static bool set_body(gg_http_res *res, int status, const char *ct, char *body, size_t len) {
+    free(res->body);
+    res->body = body;
+    res->len = len;
+    res->status = status;
+    snprintf(res->content_type, sizeof res->content_type, "%s", ct ? ct : "application/octet-stream");
+    return true;
+}
+
+/* status + JSON body; steals body. */
+bool gg_http_res_json(gg_http_res *res, int status, json_t *body) {
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
+    json_decref(body);
+    if (!text) return false;
+    return set_body(res, status, "application/json", text, strlen(text));
+}
+
+/* status + pre-serialized JSON (copied). */
+bool gg_http_res_json_text(gg_http_res *res, int status, const char *json, size_t len) {
+    return gg_http_res_bytes(res, status, "application/json", json, len);
+}
+
+/* Raw bytes (copied). */
+bool gg_http_res_bytes(gg_http_res *res, int status, const char *content_type, const void *data,
+                       size_t len) {
+    char *copy = malloc(len + 1);
+    if (!copy) return false;
+    if (len) memcpy(copy, data, len);
+    copy[len] = '\0';
+    return set_body(res, status, content_type, copy, len);
+}
+
+/* Raw bytes, ownership taken. */
+bool gg_http_res_bytes_take(gg_http_res *res, int status, const char *content_type, void *data,
+                            size_t len) {
+    return set_body(res, status, content_type, data, len);
+}
+
+static bool header_ok(const char *s, bool name) {
+    if (!s || (name && !*s)) return false;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\r' || c == '\n' || c == 0x7f || (c < ' ' && c != '\t')) return false;
+        if (name && (c == ':' || c == ' ' || c == '\t')) return false;
+    }
+    return true;
+}
+
+/* Add a header; refuses names/values that would split the header block. */
+bool gg_http_res_header(gg_http_res *res, const char *name, const char *value) {
+    if (!header_ok(name, true) || !header_ok(value, false)) return false;
+    char **grown = realloc(res->headers, (res->nheaders + 1) * 2 * sizeof *grown);
+    if (!grown) return false;
+    res->headers = grown;
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return false;
+    }
+    res->headers[res->nheaders * 2] = n;
+    res->headers[res->nheaders * 2 + 1] = v;
+    res->nheaders++;
+    return true;
+}
+
+int gg_http_res_status(const gg_http_res *res) { return res->status; }
+
+/* {"error":{"code":...,"message":...}} as text; caller frees. */
+char *gg_http_error_body(const char *code, const char *message) {
+    json_t *o = json_pack("{s:{s:s,s:s}}", "error", "code", code ? code : "internal_error",
+                          "message", message ? message : "");
+    if (!o) return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static bool error_json(gg_http_res *res, int status, json_t *err_obj) {
+    json_t *o = json_object();
+    if (!o || !err_obj || json_object_set_new(o, "error", err_obj) != 0) {
+        json_decref(o);
+        return false;
+    }
+    return gg_http_res_json(res, status, o);
+}
+
+/* The JSON error model with a printf message. */
+bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *e = json_pack("{s:s,s:s}", "code", code ? code : "internal_error", "message", msg);
+    if (!e) return false;
+    return error_json(res, status, e);
+}
+
+/* The JSON error model from a gg_error; status 0 derives it from the code. */
+bool gg_http_res_error_from(gg_http_res *res, int status, const gg_error *e) {
+    if (status == 0) status = gg_http_status_for_error(e);
+    const char *code = (e && e->code[0]) ? e->code : "internal_error";
+    json_t *o = json_pack("{s:s,s:s}", "code", code, "message",
+                          (e && e->message) ? e->message : code);
+    if (!o) return false;
+    if (e && e->line > 0) {
+        json_object_set_new(o, "line", json_integer(e->line));
+        json_object_set_new(o, "column", json_integer(e->column));
+    }
+    if (e && e->position >= 0) json_object_set_new(o, "position", json_integer(e->position));
+    if (e && e->path) json_object_set_new(o, "path", json_string(e->path));
+    return error_json(res, status, o);
+}
+
+static bool prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* Error code → HTTP status, see http.h. */
+int gg_http_status_for_error(const gg_error *e) {
+    if (!e || !e->code[0]) return 500;
+    const char *c = e->code;
+    static const struct { const char *code; int status; } table[] = {
+        {"not_found", 404},        {"bad_request", 400},        {"invalid_json", 400},
+        {"invalid_params", 400},   {"unauthorized", 401},       {"forbidden", 403},
+        {"conflict", 409},         {"exists", 409},             {"already_exists", 409},
+        {"too_large", 413},        {"payload_too_large", 413},  {"unsupported_media_type", 415},
+        {"unprocessable", 422},    {"validation", 422},         {"validation_failed", 422},
+        {"rate_limited", 429},     {"unavailable", 503},        {"busy", 503},
+        {"shutting_down", 503},    {"timeout", 504},            {"method_not_allowed", 405},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(c, table[i].code) == 0) return table[i].status;
+    if (prefix(c, "invalid_")) return 400;
+    if (prefix(c, "not_found")) return 404;
+    return 500;
+}

@@ -1,0 +1,1008 @@
+/* server.c — the two libmicrohttpd listeners, request lifecycle (body limit, request id,
+ * dispatch, access log, metrics) and deferred responses via connection suspend/resume.
+ *
+ * Locking: one mutex per server (alock) guards every gg_http_async's shared state and the
+ * list of live asyncs; critical sections are a few loads and stores. libmicrohttpd's
+ * suspend/resume are called with alock held so "owner finished" and "connection suspended"
+ * can never cross. */
+#include "http/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef GG_VERSION
+#define GG_VERSION "0.0.0"
+#endif
+
+/* ---- metrics layout ---------------------------------------------------------------------- */
+
+static const int status_slots[] = {200, 201, 202, 204, 206, 301, 302, 304, 307, 308, 400, 401,
+                                   403, 404, 405, 406, 408, 409, 410, 411, 412, 413, 414, 415,
+                                   422, 429, 431, 500, 501, 502, 503, 504};
+#define NSTATUS (sizeof status_slots / sizeof status_slots[0] + 1) /* last slot: other */
+static const double bucket_s[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                  0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+#define NBUCKETS (sizeof bucket_s / sizeof bucket_s[0])
+#define MAX_HOOKS 16
+
+typedef struct route_metrics {
+    atomic_ulong by_status[NSTATUS];
+    atomic_ulong buckets[NBUCKETS + 1]; /* non-cumulative; last = above every bound */
+    atomic_ullong sum_us;
+} route_metrics;
+
+typedef struct listener {
+    gg_http_server *srv;
+    gg_listener kind;
+    char addr[160];
+    struct MHD_Daemon *d;
+    unsigned port;
+} listener;
+
+struct gg_http_server {
+    gg_http_options opts;
+    char public_addr[160], internal_addr[160], version[64];
+    gg_router *router;
+    listener pub, intl;
+    double started_ms;
+    long long started_wall_ms;
+    gg_http_ready_fn ready;
+    void *ready_user;
+    struct { gg_http_metrics_fn fn; void *user; } hooks[MAX_HOOKS];
+    int nhooks;
+    route_metrics *rm; /* one per route, plus one for unmatched requests */
+    int nrm;
+    atomic_long inflight;
+    pthread_mutex_t alock;
+    gg_http_async *alist;
+    atomic_int draining, abandoning;
+    bool started, stopped;
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static void json_escape(gg_strbuf *b, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            gg_strbuf_putc(b, '\\');
+            gg_strbuf_putc(b, (char)c);
+        } else if (c < 0x20 || c == 0x7f) {
+            char u[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+            gg_strbuf_puts(b, u);
+        } else {
+            gg_strbuf_putc(b, (char)c);
+        }
+    }
+}
+
+static bool request_id_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > GG_HTTP_REQUEST_ID_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.' || c == ':' || c == '@' || c == '/' || c == '+' || c == '=';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void new_request_id(char out[33]) {
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        /* Never expected on Linux ≥3.17; fall back to time + address entropy. */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        unsigned long long x = (unsigned long long)t.tv_nsec ^ ((unsigned long long)t.tv_sec << 30) ^ (uintptr_t)out;
+        for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(x >> ((i % 8) * 8)) ^ (unsigned char)i;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof r; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static int status_slot(int status) {
+    for (size_t i = 0; i + 1 < NSTATUS; i++)
+        if (status_slots[i] == status) return (int)i;
+    return (int)NSTATUS - 1;
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static void req_free(gg_http_req *req) {
+    if (!req) return;
+    free(req->path);
+    gg_strbuf_free(&req->body);
+    gg_http_res_clear(&req->res);
+    for (size_t i = 0; i < req->nkv; i++) {
+        free(req->kv[i].name);
+        free(req->kv[i].value);
+    }
+    free(req->kv);
+    free(req);
+}
+
+static void async_free(gg_http_async *a) {
+    req_free(a->req);
+    gg_http_res_clear(&a->res);
+    gg_strbuf_free(&a->out);
+    free(a);
+}
+
+static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char *url, const char *method) {
+    gg_http_req *req = calloc(1, sizeof *req);
+    if (!req) return NULL;
+    req->srv = L->srv;
+    req->conn = conn;
+    req->listener = L->kind;
+    req->t0 = gg_now_ms();
+    snprintf(req->method, sizeof req->method, "%s", method);
+    size_t ulen = strnlen(url, GG_HTTP_MAX_PATH + 1);
+    req->path = strndup(url, ulen > GG_HTTP_MAX_PATH ? GG_HTTP_MAX_PATH : ulen);
+    if (!req->path) {
+        free(req);
+        return NULL;
+    }
+    gg_http_res_init(&req->res);
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (rid && request_id_ok(rid)) snprintf(req->request_id, sizeof req->request_id, "%s", rid);
+    else new_request_id(req->request_id);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, req->client, sizeof req->client);
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, req->client, sizeof req->client);
+    }
+    return req;
+}
+
+const char *gg_http_method(const gg_http_req *req) { return req->method; }
+const char *gg_http_path(const gg_http_req *req) { return req->path; }
+const char *gg_http_route(const gg_http_req *req) { return req->match.pattern ? req->match.pattern : ""; }
+gg_listener gg_http_listener(const gg_http_req *req) { return req->listener; }
+const char *gg_http_request_id(const gg_http_req *req) { return req->request_id; }
+const char *gg_http_client_addr(const gg_http_req *req) { return req->client; }
+void gg_http_set_user(gg_http_req *req, void *p) { req->user = p; }
+void *gg_http_get_user(const gg_http_req *req) { return req->user; }
+
+/* {param} value by name. */
+const char *gg_http_param(const gg_http_req *req, const char *name) {
+    for (size_t i = 0; i < req->match.nparams; i++)
+        if (strcmp(req->match.params[i].name, name) == 0) return req->match.params[i].value;
+    return NULL;
+}
+
+static const char *lookup(const gg_http_req *req, enum MHD_ValueKind kind, const char *name) {
+    if (req->kv) { /* deferred: the connection may be gone, use the snapshot */
+        for (size_t i = 0; i < req->nkv; i++) {
+            if (req->kv[i].kind != kind) continue;
+            bool eq = kind == MHD_HEADER_KIND ? strcasecmp(req->kv[i].name, name) == 0
+                                              : strcmp(req->kv[i].name, name) == 0;
+            if (eq) return req->kv[i].value;
+        }
+        return NULL;
+    }
+    return MHD_lookup_connection_value(req->conn, kind, name);
+}
+
+/* Header value (case-insensitive name), NULL when absent. */
+const char *gg_http_header(const gg_http_req *req, const char *name) { return lookup(req, MHD_HEADER_KIND, name); }
+/* Query argument, NULL when absent. */
+const char *gg_http_query(const gg_http_req *req, const char *name) { return lookup(req, MHD_GET_ARGUMENT_KIND, name); }
+
+/* The body bytes (NUL-terminated). */
+const char *gg_http_body(const gg_http_req *req, size_t *len) {
+    if (len) *len = req->body.len;
+    return req->body.data ? req->body.data : "";
+}
+
+/* Parse the body as JSON; see http.h. */
+json_t *gg_http_body_json(const gg_http_req *req, bool allow_any, gg_error *err) {
+    json_error_t je;
+    size_t len;
+    const char *b = gg_http_body(req, &len);
+    json_t *v = json_loadb(b, len, allow_any ? JSON_DECODE_ANY : 0, &je);
+    if (!v) {
+        gg_error_set(err, "invalid_json", "request body is not valid JSON: %s", je.text);
+        gg_error_set_pos(err, je.line > 0 ? je.line : 1, je.column > 0 ? je.column : 1);
+        err->position = je.position;
+    }
+    return v;
+}
+
+/* ---- sending ----------------------------------------------------------------------------- */
+
+static void add_common_headers(gg_http_req *req, struct MHD_Response *r, const gg_http_res *res) {
+    if (res->content_type[0]) MHD_add_response_header(r, "Content-Type", res->content_type);
+    for (size_t i = 0; i < res->nheaders; i++)
+        MHD_add_response_header(r, res->headers[2 * i], res->headers[2 * i + 1]);
+    MHD_add_response_header(r, "X-Request-Id", req->request_id);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (atomic_load(&req->srv->draining)) MHD_add_response_header(r, "Connection", "close");
+}
+
+static enum MHD_Result send_res(gg_http_req *req, gg_http_res *res) {
+    if (res->status < 100 || res->status > 599) {
+        gg_log(GG_LOG_ERROR, "handler produced no response", "route", gg_http_route(req),
+               "request_id", req->request_id, NULL);
+        gg_http_res_clear(res);
+        if (!gg_http_res_error(res, 500, "internal_error", "the handler produced no response")) return MHD_NO;
+    }
+    struct MHD_Response *r;
+    if (res->body && res->len) {
+        r = MHD_create_response_from_buffer_with_free_callback(res->len, res->body, free);
+        if (r) res->body = NULL; /* libmicrohttpd owns the bytes now */
+    } else {
+        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
+    if (!r) return MHD_NO;
+    add_common_headers(req, r, res);
+    req->status_out = res->status;
+    req->bytes_out = res->len;
+    enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_error(gg_http_req *req, int status, const char *code, const char *msg) {
+    gg_http_res_clear(&req->res);
+    if (!gg_http_res_error(&req->res, status, code, "%s", msg)) return MHD_NO;
+    return send_res(req, &req->res);
+}
+
+/* Content reader for streamed (SSE) bodies: drain the queue, or park the connection until
+ * the owner writes more or finishes. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    gg_http_async *a = cls;
+    gg_http_req *req = a->req;
+    pthread_mutex_lock(&req->srv->alock);
+    size_t avail = a->out.len - a->out_off;
+    if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, a->out.data + a->out_off, n);
+        a->out_off += n;
+        if (a->out_off == a->out.len) {
+            gg_strbuf_reset(&a->out);
+            a->out_off = 0;
+        }
+        pthread_mutex_unlock(&req->srv->alock);
+        req->bytes_out += n;
+        return (ssize_t)n;
+    }
+    if (a->owner_done || a->abandoned) {
+        pthread_mutex_unlock(&req->srv->alock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    a->reader_waiting = true;
+    MHD_suspend_connection(req->conn);
+    pthread_mutex_unlock(&req->srv->alock);
+    return 0;
+}
+
+/* The connection may proceed with a deferred request: stream, result, or 503. */
+static enum MHD_Result respond_async(gg_http_req *req) {
+    gg_http_async *a = req->async;
+    pthread_mutex_lock(&req->srv->alock);
+    bool streaming = a->streaming, abandoned = a->abandoned, done = a->owner_done;
+    pthread_mutex_unlock(&req->srv->alock);
+    if (streaming) {
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, a, NULL);
+        if (!r) return MHD_NO;
+        add_common_headers(req, r, &a->res);
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        req->status_out = a->res.status;
+        enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)a->res.status, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    if (abandoned && !done)
+        return send_error(req, 503, "shutting_down", "the server is shutting down; retry the request");
+    return send_res(req, &a->res);
+}
+
+/* ---- the access handler ------------------------------------------------------------------ */
+
+static enum MHD_Result dispatch(gg_http_req *req) {
+    gg_http_server *srv = req->srv;
+    if (req->too_large)
+        return send_error(req, 413, "too_large", "request body exceeds the limit");
+    if (req->match.status == 404)
+        return send_error(req, 404, "not_found", "no route for this path");
+    if (req->match.status == 405) {
+        gg_http_res_clear(&req->res);
+        gg_http_res_error(&req->res, 405, "method_not_allowed", "method %s is not allowed here", req->method);
+        gg_http_res_header(&req->res, "Allow", req->match.allow);
+        return send_res(req, &req->res);
+    }
+    int rc = req->match.fn(req, &req->res, req->match.user);
+    gg_http_async *a = req->async;
+    if (!a) {
+        if (rc == GG_HTTP_DEFERRED) {
+            gg_log(GG_LOG_ERROR, "handler returned DEFERRED without gg_http_defer", "route", gg_http_route(req), NULL);
+            return send_error(req, 500, "internal_error", "the handler produced no response");
+        }
+        return send_res(req, &req->res);
+    }
+    if (rc != GG_HTTP_DEFERRED)
+        gg_log(GG_LOG_WARN, "handler deferred but returned DONE; treating as deferred", "route", gg_http_route(req), NULL);
+    pthread_mutex_lock(&srv->alock);
+    if (a->ready) {
+        a->conn = CONN_RESPONDING;
+        pthread_mutex_unlock(&srv->alock);
+        return respond_async(req);
+    }
+    a->conn = CONN_SUSPENDED;
+    MHD_suspend_connection(req->conn);
+    pthread_mutex_unlock(&srv->alock);
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
+    listener *L = cls;
+    gg_http_server *srv = L->srv;
+    gg_http_req *req = *con_cls;
+    if (!req) {
+        req = req_new(L, conn, url, method);
+        if (!req) return MHD_NO;
+        *con_cls = req;
+        atomic_fetch_add(&srv->inflight, 1);
+        if (strlen(url) > GG_HTTP_MAX_PATH) {
+            req->dispatched = true;
+            return send_error(req, 414, "uri_too_long", "request path is too long");
+        }
+        gg_router_match(srv->router, L->kind, req->method, req->path, &req->match);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (errno == 0 && end != cl && n > srv->opts.body_limit) {
+                req->dispatched = true;
+                req->too_large = true;
+                return send_error(req, 413, "too_large", "request body exceeds the limit");
+            }
+        }
+        return MHD_YES;
+    }
+    if (req->dispatched) {
+        /* Resumed after a deferral (or called again after an early answer). */
+        if (req->async && req->status_out == 0) return respond_async(req);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (!req->too_large && req->body.len + n > srv->opts.body_limit) {
+            req->too_large = true;
+            gg_strbuf_free(&req->body);
+        }
+        if (req->too_large) {
+            /* Keep reading (so the client sees the 413) but not forever. */
+            req->discarded += n;
+            return req->discarded > 4 * srv->opts.body_limit + (1u << 20) ? MHD_NO : MHD_YES;
+        }
+        if (!gg_strbuf_append(&req->body, upload_data, n)) return MHD_NO;
+        return MHD_YES;
+    }
+    req->dispatched = true;
+    return dispatch(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe);
+
+/* ---- deferred responses ------------------------------------------------------------------ */
+
+static enum MHD_Result snapshot_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    gg_http_req *req = cls;
+    if (!key) return MHD_YES;
+    gg_http_kv *grown = realloc(req->kv, (req->nkv + 1) * sizeof *grown);
+    if (!grown) return MHD_NO;
+    req->kv = grown;
+    gg_http_kv *kv = &req->kv[req->nkv];
+    kv->kind = kind;
+    kv->name = strdup(key);
+    kv->value = strdup(value ? value : "");
+    if (!kv->name || !kv->value) {
+        free(kv->name);
+        free(kv->value);
+        return MHD_NO;
+    }
+    req->nkv++;
+    return MHD_YES;
+}
+
+/* Defer the response; see http.h. */
+gg_http_async *gg_http_defer(gg_http_req *req) {
+    gg_http_server *srv = req->srv;
+    if (req->async || atomic_load(&srv->abandoning)) return NULL;
+    gg_http_async *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    /* The owner may read headers after the connection is gone: copy them now. A sentinel
+     * entry makes the snapshot non-NULL even when the request had no headers. */
+    req->kv = calloc(1, sizeof *req->kv);
+    if (!req->kv) {
+        free(a);
+        return NULL;
+    }
+    req->kv[0].kind = MHD_FOOTER_KIND;
+    req->kv[0].name = strdup("");
+    req->kv[0].value = strdup("");
+    req->nkv = 1;
+    if (!req->kv[0].name || !req->kv[0].value ||
+        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, snapshot_kv, req) < 0 ||
+        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, snapshot_kv, req) < 0) {
+        for (size_t i = 0; i < req->nkv; i++) {
+            free(req->kv[i].name);
+            free(req->kv[i].value);
+        }
+        free(req->kv);
+        req->kv = NULL;
+        req->nkv = 0;
+        free(a);
+        return NULL;
+    }
+    a->req = req;
+    a->refs = 2;
+    a->conn = CONN_IN_HANDLER;
+    gg_http_res_init(&a->res);
+    pthread_mutex_lock(&srv->alock);
+    if (atomic_load(&srv->abandoning)) {
+        pthread_mutex_unlock(&srv->alock);
+        free(a);
+        return NULL;
+    }
+    a->next = srv->alist;
+    if (srv->alist) srv->alist->prev = a;
+    srv->alist = a;
+    req->async = a;
+    pthread_mutex_unlock(&srv->alock);
+    return a;
+}
+
+gg_http_req *gg_http_async_req(gg_http_async *a) { return a->req; }
+gg_http_res *gg_http_async_res(gg_http_async *a) { return &a->res; }
+
+bool gg_http_async_abandoned(const gg_http_async *a) {
+    return __atomic_load_n(&a->abandoned, __ATOMIC_RELAXED);
+}
+
+/* Let the connection proceed (caller holds alock). */
+static void wake(gg_http_async *a) {
+    if (a->conn == CONN_SUSPENDED) {
+        a->conn = CONN_RESPONDING;
+        MHD_resume_connection(a->req->conn);
+    }
+}
+
+/* Start a streamed body; see http.h. */
+bool gg_http_async_stream(gg_http_async *a, int status, const char *content_type) {
+    gg_http_server *srv = a->req->srv;
+    pthread_mutex_lock(&srv->alock);
+    bool ok = !a->abandoned && !a->owner_done && !a->streaming && !a->ready;
+    if (ok) {
+        a->streaming = true;
+        a->res.status = status;
+        snprintf(a->res.content_type, sizeof a->res.content_type, "%s",
+                 content_type ? content_type : "text/event-stream");
+        a->ready = true;
+        wake(a);
+    }
+    pthread_mutex_unlock(&srv->alock);
+    return ok;
+}
+
+/* Queue stream bytes; see http.h. */
+bool gg_http_async_write(gg_http_async *a, const void *data, size_t len) {
+    gg_http_server *srv = a->req->srv;
+    pthread_mutex_lock(&srv->alock);
+    bool ok = a->streaming && !a->abandoned && !a->owner_done &&
+              a->out.len - a->out_off + len <= GG_HTTP_STREAM_BUFFER_MAX &&
+              gg_strbuf_append(&a->out, data, len);
+    if (ok && a->reader_waiting) {
+        a->reader_waiting = false;
+        MHD_resume_connection(a->req->conn);
+    }
+    pthread_mutex_unlock(&srv->alock);
+    return ok;
+}
+
+/* One SSE event; see http.h. */
+bool gg_http_sse_event(gg_http_async *a, const char *event, const char *id, const char *data) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (event) gg_strbuf_printf(&b, "event: %s\n", event);
+    if (id) gg_strbuf_printf(&b, "id: %s\n", id);
+    const char *p = data ? data : "";
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        if (n && p[n - 1] == '\r') n--;
+        gg_strbuf_puts(&b, "data: ");
+        gg_strbuf_append(&b, p, n);
+        gg_strbuf_putc(&b, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    gg_strbuf_putc(&b, '\n');
+    bool ok = !b.oom && gg_http_async_write(a, b.data, b.len);
+    gg_strbuf_free(&b);
+    return ok;
+}
+
+/* Finish a deferred request; see http.h. */
+void gg_http_async_complete(gg_http_async *a) {
+    if (!a) return;
+    gg_http_server *srv = a->req->srv;
+    pthread_mutex_lock(&srv->alock);
+    if (a->owner_done) { /* a second completion is a caller bug; keep it harmless */
+        pthread_mutex_unlock(&srv->alock);
+        return;
+    }
+    a->owner_done = true;
+    if (a->streaming) {
+        if (a->reader_waiting) {
+            a->reader_waiting = false;
+            MHD_resume_connection(a->req->conn);
+        }
+    } else if (!a->ready) {
+        a->ready = true;
+        wake(a);
+    }
+    bool last = --a->refs == 0;
+    pthread_mutex_unlock(&srv->alock);
+    if (last) async_free(a);
+}
+
+/* ---- completion: access log, metrics, release ------------------------------------------- */
+
+static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminationCode toe) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    char ts[40];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+    gg_strbuf_printf(&b, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\",\"method\":\"", ts);
+    json_escape(&b, req->method);
+    gg_strbuf_puts(&b, "\",\"route\":\"");
+    json_escape(&b, req->match.pattern ? req->match.pattern : "");
+    gg_strbuf_puts(&b, "\",\"path\":\"");
+    json_escape(&b, req->path);
+    gg_strbuf_printf(&b, "\",\"status\":%d,\"bytes\":%zu,\"duration_ms\":%.3f,\"request_id\":\"",
+                     req->status_out, req->bytes_out, dur_ms);
+    json_escape(&b, req->request_id);
+    gg_strbuf_printf(&b, "\",\"listener\":\"%s\",\"client\":\"",
+                     req->listener == GG_LISTENER_INTERNAL ? "internal" : "public");
+    json_escape(&b, req->client);
+    gg_strbuf_puts(&b, "\"");
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) gg_strbuf_puts(&b, ",\"aborted\":true");
+    gg_strbuf_puts(&b, "}");
+    if (!b.oom) gg_log_json_line(b.data);
+    gg_strbuf_free(&b);
+}
+
+static void record_metrics(gg_http_server *srv, gg_http_req *req, double dur_ms) {
+    if (!srv->rm) return;
+    int idx = req->match.route_index >= 0 && req->match.route_index < srv->nrm - 1 ? req->match.route_index : srv->nrm - 1;
+    route_metrics *m = &srv->rm[idx];
+    atomic_fetch_add_explicit(&m->by_status[status_slot(req->status_out)], 1, memory_order_relaxed);
+    double s = dur_ms / 1000.0;
+    size_t b = 0;
+    while (b < NBUCKETS && s > bucket_s[b]) b++;
+    atomic_fetch_add_explicit(&m->buckets[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_us, (unsigned long long)(dur_ms * 1000.0), memory_order_relaxed);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    listener *L = cls;
+    gg_http_server *srv = L->srv;
+    gg_http_req *req = *con_cls;
+    if (!req) return;
+    *con_cls = NULL;
+    double dur = gg_now_ms() - req->t0;
+    if (req->status_out == 0) req->status_out = 499; /* client went away before any answer */
+    if (srv->opts.access_log) access_log(req, dur, toe);
+    record_metrics(srv, req, dur);
+    gg_http_async *a = req->async;
+    if (a) {
+        pthread_mutex_lock(&srv->alock);
+        a->conn = CONN_DONE;
+        if (!a->owner_done) __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+        if (a->prev) a->prev->next = a->next;
+        else if (srv->alist == a) srv->alist = a->next;
+        if (a->next) a->next->prev = a->prev;
+        a->prev = a->next = NULL;
+        bool last = --a->refs == 0;
+        pthread_mutex_unlock(&srv->alock);
+        if (last) async_free(a);
+    } else {
+        req_free(req);
+    }
+    atomic_fetch_sub(&srv->inflight, 1);
+}
+
+/* ---- built-in routes --------------------------------------------------------------------- */
+
+static int h_health(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_http_server *srv = user;
+    double up = (gg_now_ms() - srv->started_ms) / 1000.0;
+    json_t *o = json_pack("{s:s,s:s,s:f}", "status", atomic_load(&srv->draining) ? "draining" : "ok",
+                          "version", srv->version, "uptime_seconds", up);
+    if (!o || !gg_http_res_json(res, 200, o)) gg_http_res_error(res, 500, "internal_error", "out of memory");
+    return GG_HTTP_DONE;
+}
+
+static int h_ready(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_http_server *srv = user;
+    gg_error err = GG_ERROR_INIT;
+    bool ok = !atomic_load(&srv->draining);
+    if (!ok) gg_error_set(&err, "shutting_down", "the server is shutting down");
+    else if (srv->ready) ok = srv->ready(srv->ready_user, &err);
+    json_t *o;
+    if (ok) {
+        o = json_pack("{s:s}", "status", "ready");
+    } else {
+        o = json_pack("{s:s,s:{s:s,s:s}}", "status", "not_ready", "error", "code",
+                      err.code[0] ? err.code : "not_ready", "message",
+                      err.message ? err.message : "not ready");
+    }
+    gg_error_clear(&err);
+    if (!o || !gg_http_res_json(res, ok ? 200 : 503, o)) gg_http_res_error(res, 500, "internal_error", "out of memory");
+    return GG_HTTP_DONE;
+}
+
+static void label_escape(gg_strbuf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') gg_strbuf_putc(b, '\\');
+        if (*s == '\n') {
+            gg_strbuf_puts(b, "\\n");
+            continue;
+        }
+        gg_strbuf_putc(b, *s);
+    }
+}
+
+static long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    long size, resident;
+    int n = fscanf(f, "%ld %ld", &size, &resident);
+    fclose(f);
+    return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
+}
+
+static void route_labels(gg_strbuf *b, gg_http_server *srv, int i) {
+    const char *pattern = i < srv->nrm - 1 ? gg_router_pattern(srv->router, i) : "unmatched";
+    const char *method = i < srv->nrm - 1 ? gg_router_method(srv->router, i) : "";
+    gg_strbuf_puts(b, "route=\"");
+    label_escape(b, pattern ? pattern : "");
+    gg_strbuf_puts(b, "\",method=\"");
+    label_escape(b, method ? method : "");
+    gg_strbuf_puts(b, "\"");
+}
+
+static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_http_server *srv = user;
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_puts(&b, "# HELP graphgate_http_requests_total HTTP requests by route, method and status.\n"
+                       "# TYPE graphgate_http_requests_total counter\n");
+    for (int i = 0; i < srv->nrm; i++)
+        for (size_t s = 0; s < NSTATUS; s++) {
+            unsigned long v = atomic_load_explicit(&srv->rm[i].by_status[s], memory_order_relaxed);
+            if (!v) continue;
+            gg_strbuf_puts(&b, "graphgate_http_requests_total{");
+            route_labels(&b, srv, i);
+            if (s + 1 < NSTATUS) gg_strbuf_printf(&b, ",status=\"%d\"} %lu\n", status_slots[s], v);
+            else gg_strbuf_printf(&b, ",status=\"other\"} %lu\n", v);
+        }
+    gg_strbuf_puts(&b, "# HELP graphgate_http_request_duration_seconds Time from request headers to the last byte sent.\n"
+                       "# TYPE graphgate_http_request_duration_seconds histogram\n");
+    for (int i = 0; i < srv->nrm; i++) {
+        unsigned long counts[NBUCKETS + 1], total = 0;
+        for (size_t k = 0; k <= NBUCKETS; k++) {
+            counts[k] = atomic_load_explicit(&srv->rm[i].buckets[k], memory_order_relaxed);
+            total += counts[k];
+        }
+        if (!total) continue;
+        unsigned long cum = 0;
+        for (size_t k = 0; k <= NBUCKETS; k++) {
+            cum += counts[k];
+            gg_strbuf_puts(&b, "graphgate_http_request_duration_seconds_bucket{");
+            route_labels(&b, srv, i);
+            if (k < NBUCKETS) gg_strbuf_printf(&b, ",le=\"%g\"} %lu\n", bucket_s[k], cum);
+            else gg_strbuf_printf(&b, ",le=\"+Inf\"} %lu\n", cum);
+        }
+        gg_strbuf_puts(&b, "graphgate_http_request_duration_seconds_sum{");
+        route_labels(&b, srv, i);
+        gg_strbuf_printf(&b, "} %.6f\n", (double)atomic_load(&srv->rm[i].sum_us) / 1e6);
+        gg_strbuf_puts(&b, "graphgate_http_request_duration_seconds_count{");
+        route_labels(&b, srv, i);
+        gg_strbuf_printf(&b, "} %lu\n", total);
+    }
+    gg_strbuf_printf(&b, "# HELP graphgate_http_requests_in_flight Requests being served (including deferred ones).\n"
+                         "# TYPE graphgate_http_requests_in_flight gauge\ngraphgate_http_requests_in_flight %ld\n",
+                     atomic_load(&srv->inflight));
+    gg_strbuf_printf(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
+                     rss_bytes());
+    gg_strbuf_printf(&b, "# HELP process_start_time_seconds Start time of the process since the Unix epoch.\n"
+                         "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
+                     srv->started_wall_ms / 1000);
+    gg_strbuf_puts(&b, "# HELP graphgate_build_info Build information.\n# TYPE graphgate_build_info gauge\n"
+                       "graphgate_build_info{version=\"");
+    label_escape(&b, srv->version);
+    gg_strbuf_puts(&b, "\"} 1\n");
+    for (int i = 0; i < srv->nhooks; i++) srv->hooks[i].fn(&b, srv->hooks[i].user);
+    if (b.oom) {
+        gg_strbuf_free(&b);
+        gg_http_res_error(res, 500, "internal_error", "out of memory");
+        return GG_HTTP_DONE;
+    }
+    size_t len = b.len;
+    char *text = gg_strbuf_take(&b);
+    if (!text || !gg_http_res_bytes_take(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len)) {
+        free(text);
+        gg_http_res_error(res, 500, "internal_error", "out of memory");
+    }
+    return GG_HTTP_DONE;
+}
+
+/* ---- server lifecycle -------------------------------------------------------------------- */
+
+/* Parse "host:port" or "[v6]:port"; see http.h. */
+bool gg_http_parse_addr(const char *text, char *host, size_t host_size, unsigned *port, gg_error *err) {
+    if (!text || !*text) {
+        gg_error_set(err, "invalid_address", "empty listen address");
+        return false;
+    }
+    const char *h = text, *colon;
+    size_t hlen;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':') {
+            gg_error_set(err, "invalid_address", "listen address '%s' must look like [::1]:8080", text);
+            return false;
+        }
+        h = text + 1;
+        hlen = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon || strchr(text, ':') != colon) {
+            gg_error_set(err, "invalid_address", "listen address '%s' must look like 127.0.0.1:8080", text);
+            return false;
+        }
+        hlen = (size_t)(colon - text);
+    }
+    if (hlen == 0 || hlen >= host_size) {
+        gg_error_set(err, "invalid_address", "listen address '%s' has no usable host", text);
+        return false;
+    }
+    char *end;
+    errno = 0;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || p > 65535 || colon[1] == '-' || colon[1] == '+') {
+        gg_error_set(err, "invalid_address", "listen address '%s' has a bad port", text);
+        return false;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = (unsigned)p;
+    return true;
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = '\0';
+    gg_log(GG_LOG_WARN, "libmicrohttpd", "detail", msg, NULL);
+}
+
+/* Create the server and the built-in routes; see http.h. */
+gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
+    gg_http_server *srv = calloc(1, sizeof *srv);
+    if (!srv || !(srv->router = gg_router_new())) {
+        free(srv);
+        gg_error_set(err, "out_of_memory", "out of memory creating the HTTP server");
+        return NULL;
+    }
+    srv->opts = *opts;
+    snprintf(srv->public_addr, sizeof srv->public_addr, "%s", opts->public_addr ? opts->public_addr : "127.0.0.1:8080");
+    snprintf(srv->internal_addr, sizeof srv->internal_addr, "%s", opts->internal_addr ? opts->internal_addr : "");
+    snprintf(srv->version, sizeof srv->version, "%s", opts->version ? opts->version : GG_VERSION);
+    srv->opts.public_addr = srv->public_addr;
+    srv->opts.internal_addr = srv->internal_addr;
+    srv->opts.version = srv->version;
+    srv->opts.server_name = NULL;
+    if (!srv->opts.threads) srv->opts.threads = 2;
+    if (!srv->opts.body_limit) srv->opts.body_limit = 1u << 20;
+    if (!srv->opts.connection_timeout) srv->opts.connection_timeout = 60;
+    if (!srv->opts.max_connections) srv->opts.max_connections = 1024;
+    pthread_mutex_init(&srv->alock, NULL);
+    srv->pub = (listener){srv, GG_LISTENER_PUBLIC, "", NULL, 0};
+    srv->intl = (listener){srv, GG_LISTENER_INTERNAL, "", NULL, 0};
+    snprintf(srv->pub.addr, sizeof srv->pub.addr, "%s", srv->public_addr);
+    snprintf(srv->intl.addr, sizeof srv->intl.addr, "%s", srv->internal_addr);
+    srv->started_ms = gg_now_ms();
+    srv->started_wall_ms = gg_wall_ms();
+    /* /metrics is operator data: internal listener only, unless there is none. */
+    unsigned metrics_on = srv->internal_addr[0] ? GG_LISTENER_INTERNAL : GG_LISTENER_PUBLIC;
+    if (!gg_router_add(srv->router, GG_LISTENER_BOTH, "GET", "/health", h_health, srv, err) ||
+        !gg_router_add(srv->router, GG_LISTENER_BOTH, "GET", "/ready", h_ready, srv, err) ||
+        !gg_router_add(srv->router, metrics_on, "GET", "/metrics", h_metrics, srv, err)) {
+        gg_http_server_free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+gg_router *gg_http_server_router(gg_http_server *s) { return s->router; }
+
+void gg_http_server_set_ready_check(gg_http_server *s, gg_http_ready_fn fn, void *user) {
+    s->ready = fn;
+    s->ready_user = user;
+}
+
+/* Add a /metrics hook (before start). */
+bool gg_http_server_add_metrics(gg_http_server *s, gg_http_metrics_fn fn, void *user) {
+    if (!fn || s->nhooks >= MAX_HOOKS || s->started) return false;
+    s->hooks[s->nhooks].fn = fn;
+    s->hooks[s->nhooks].user = user;
+    s->nhooks++;
+    return true;
+}
+
+static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
+    char host[128];
+    unsigned port;
+    if (!gg_http_parse_addr(L->addr, host, sizeof host, &port, err)) return false;
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int rc = getaddrinfo(host, NULL, &hints, &ai);
+    if (rc != 0 || !ai) {
+        gg_error_set(err, "listen_failed", "cannot resolve listen host '%s': %s", host, gai_strerror(rc));
+        return false;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    bool v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    if (v6) ((struct sockaddr_in6 *)(void *)&ss)->sin6_port = htons((uint16_t)port);
+    else ((struct sockaddr_in *)(void *)&ss)->sin_port = htons((uint16_t)port);
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (v6) flags |= MHD_USE_IPv6;
+    L->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, L,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, L,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,
+                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+                            MHD_OPTION_END);
+    if (!L->d) {
+        gg_error_set(err, "listen_failed", "cannot listen on %s (address in use or not permitted)", L->addr);
+        return false;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(L->d, MHD_DAEMON_INFO_BIND_PORT);
+    L->port = di ? di->port : port;
+    return true;
+}
+
+/* Bind and start; see http.h. */
+bool gg_http_server_start(gg_http_server *s, gg_error *err) {
+    if (s->started) return true;
+    s->nrm = gg_router_count(s->router) + 1;
+    s->rm = calloc((size_t)s->nrm, sizeof *s->rm);
+    if (!s->rm) {
+        gg_error_set(err, "out_of_memory", "out of memory for metrics");
+        return false;
+    }
+    if (!start_listener(s, &s->pub, err)) return false;
+    if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {
+        MHD_stop_daemon(s->pub.d);
+        s->pub.d = NULL;
+        return false;
+    }
+    s->started = true;
+    s->started_ms = gg_now_ms();
+    return true;
+}
+
+unsigned gg_http_server_port(const gg_http_server *s, gg_listener which) {
+    const listener *L = which == GG_LISTENER_INTERNAL ? &s->intl : &s->pub;
+    return L->d ? L->port : 0;
+}
+
+long gg_http_server_inflight(const gg_http_server *s) {
+    return atomic_load(&((gg_http_server *)s)->inflight);
+}
+
+static void wait_idle(gg_http_server *s, double until_ms) {
+    while (atomic_load(&s->inflight) > 0 && gg_now_ms() < until_ms) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Graceful stop; see http.h. */
+int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
+    if (s->stopped) return 0;
+    s->stopped = true;
+    if (!s->started) return 0;
+    atomic_store(&s->draining, 1);
+    listener *ls[2] = {&s->pub, &s->intl};
+    for (int i = 0; i < 2; i++) {
+        if (!ls[i]->d) continue;
+        MHD_socket fd = MHD_quiesce_daemon(ls[i]->d);
+        if (fd != MHD_INVALID_SOCKET) close(fd);
+    }
+    wait_idle(s, gg_now_ms() + deadline_ms);
+    /* Past the deadline: answer whatever is still deferred so no connection stays suspended
+     * (libmicrohttpd cannot stop with suspended connections). */
+    int abandoned = 0;
+    pthread_mutex_lock(&s->alock);
+    atomic_store(&s->abandoning, 1);
+    for (gg_http_async *a = s->alist; a; a = a->next) {
+        if (a->conn == CONN_DONE || a->owner_done) continue;
+        __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+        abandoned++;
+        if (a->streaming) {
+            if (a->reader_waiting) {
+                a->reader_waiting = false;
+                MHD_resume_connection(a->req->conn);
+            }
+        } else if (!a->ready) {
+            a->ready = true;
+            wake(a);
+        }
+    }
+    pthread_mutex_unlock(&s->alock);
+    if (abandoned) {
+        gg_log(GG_LOG_WARN, "shutdown deadline reached; abandoned deferred requests", NULL);
+        wait_idle(s, gg_now_ms() + 1000);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!ls[i]->d) continue;
+        MHD_stop_daemon(ls[i]->d);
+        ls[i]->d = NULL;
+    }
+    return abandoned;
+}
+
+/* Stop (without waiting) if needed and free. Every gg_http_async must be completed first. */
+void gg_http_server_free(gg_http_server *s) {
+    if (!s) return;
+    gg_http_server_stop(s, 0);
+    gg_router_free(s->router);
+    free(s->rm);
+    pthread_mutex_destroy(&s->alock);
+    free(s);
+}
