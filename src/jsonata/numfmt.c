@@ -176,3 +176,360 @@ char *jsonata_dump(json_t *v, int indent) {
     if (v) dump_value(&b, v, indent, 0);
     return gg_strbuf_take(&b);
 }
+
+/* ---- decimal digit strings (shared by $round, $formatNumber and friends) ---- */
+
+#include "jsonata/fnlib.h"
+
+void jn_decimal_from_double(double v, jn_decimal *dec) {
+    memset(dec, 0, sizeof *dec);
+    if (v < 0 || (v == 0 && signbit(v))) { dec->neg = v < 0; v = -v; }
+    if (v == 0 || !isfinite(v)) { dec->d[0] = '0'; dec->n = 1; dec->point = 1; return; }
+    char digits[24];
+    int k;
+    int e = shortest_digits(v, digits, &k);
+    memcpy(dec->d, digits, (size_t)k);
+    dec->n = k;
+    dec->point = e + 1;
+}
+
+/* Round half to even at `places` digits after the point. Digits are exact decimal
+ * digits of the shortest representation, so ties are the decimal ties JavaScript's
+ * Number(x + "e" + places) trick sees. */
+void jn_decimal_round(jn_decimal *dec, int places) {
+    int keep = dec->point + places; /* digits kept */
+    if (keep >= dec->n) return;
+    if (keep < 0) { dec->n = 1; dec->d[0] = '0'; dec->point = 1; return; }
+    int first = dec->d[keep] - '0';
+    bool rest = false;
+    for (int i = keep + 1; i < dec->n; i++) if (dec->d[i] != '0') rest = true;
+    bool up = first > 5 || (first == 5 && (rest || (keep > 0 && (dec->d[keep - 1] - '0') % 2 == 1)));
+    dec->n = keep;
+    if (up) {
+        int i = keep - 1;
+        while (i >= 0 && dec->d[i] == '9') { dec->d[i] = '0'; i--; }
+        if (i >= 0) dec->d[i]++;
+        else { /* carry out of the top digit */
+            memmove(dec->d + 1, dec->d, (size_t)dec->n);
+            dec->d[0] = '1';
+            dec->n++;
+            dec->point++;
+        }
+    }
+    while (dec->n > 0 && dec->d[dec->n - 1] == '0') dec->n--;
+    if (dec->n == 0) { dec->d[0] = '0'; dec->n = 1; dec->point = 1; }
+}
+
+double jn_decimal_to_double(const jn_decimal *dec) {
+    char buf[460];
+    snprintf(buf, sizeof buf, "%s0.%.*se%d", dec->neg ? "-" : "", dec->n, dec->d, dec->point);
+    return strtod(buf, NULL);
+}
+
+double jn_round_half_even(double v, int places) {
+    if (!isfinite(v) || v == 0) return v;
+    jn_decimal dec;
+    jn_decimal_from_double(v, &dec);
+    jn_decimal_round(&dec, places);
+    double r = jn_decimal_to_double(&dec);
+    return r == 0 ? 0.0 : r; /* JavaScript's Math.round gives -0 for -0.4, which prints 0 */
+}
+
+bool jn_format_radix(double v, int radix, gg_strbuf *out) {
+    static const char DIG[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    if (v < 0) { gg_strbuf_putc(out, '-'); v = -v; }
+    char tmp[1100];
+    int k = 0;
+    v = floor(v);
+    if (v == 0) tmp[k++] = '0';
+    while (v >= 1 && k < (int)sizeof tmp) {
+        double q = floor(v / radix);
+        int d = (int)(v - q * radix);
+        if (d < 0) d = 0;
+        if (d >= radix) d = radix - 1;
+        tmp[k++] = DIG[d];
+        v = q;
+    }
+    while (k > 0) gg_strbuf_putc(out, tmp[--k]);
+    return !out->oom;
+}
+
+/* toFixed(places) of a value already rounded by jn_round_half_even; numbers of 1e21 and
+ * above print as Number.prototype.toString, as in JavaScript. */
+static void to_fixed(double v, int places, gg_strbuf *out) {
+    if (fabs(v) >= 1e21) {
+        char num[40];
+        jsonata_format_double(v, num, sizeof num);
+        gg_strbuf_puts(out, num);
+        return;
+    }
+    gg_strbuf_printf(out, "%.*f", places, v);
+}
+
+/* ---- $formatNumber: XPath F&O 3.1 format-number ---- */
+
+typedef struct numpic {
+    size_t prefix_a, prefix_b, suffix_a, suffix_b; /* byte ranges in the picture */
+    int min_int, sf, max_frac, min_frac, min_exp;
+    bool has_exp, pct, pml;
+    int int_groups[32], n_int_groups;
+    int frac_groups[32], n_frac_groups;
+} numpic;
+
+typedef struct numfmt_syms {
+    uint32_t ds, gs, es, zero, digit, ps;
+    const char *minus, *pct, *pml, *inf, *nan;
+} numfmt_syms;
+
+static uint32_t first_cp(const char *s, uint32_t dflt) {
+    if (!s || !*s) return dflt;
+    size_t i = 0;
+    return jn_utf8_next(s, strlen(s), &i);
+}
+
+static size_t count_occ(const char *s, size_t n, const char *needle) {
+    size_t ln = strlen(needle), c = 0;
+    if (!ln) return 0;
+    for (size_t i = 0; i + ln <= n; i++)
+        if (!memcmp(s + i, needle, ln)) { c++; i += ln - 1; }
+    return c;
+}
+
+static bool is_fam(const numfmt_syms *y, uint32_t c) { return c >= y->zero && c < y->zero + 10; }
+static bool is_digitish(const numfmt_syms *y, uint32_t c) { return is_fam(y, c) || c == y->digit; }
+static bool is_active(const numfmt_syms *y, uint32_t c) {
+    return c == y->ds || c == y->gs || c == y->ps || is_digitish(y, c);
+}
+
+#define NP_ERR(code, msg) do { gg_error_set(err, code, msg); return false; } while (0)
+
+/* Analyse one sub-picture: cp[0..n) code points, off[i] the byte offset of cp[i]. */
+static bool numpic_parse(const char *pic, const uint32_t *cp, const size_t *off, size_t n,
+                         const numfmt_syms *y, numpic *p, gg_error *err) {
+    memset(p, 0, sizeof *p);
+    long fa = -1, la = -1;
+    for (size_t i = 0; i < n; i++)
+        if (is_active(y, cp[i])) { if (fa < 0) fa = (long)i; la = (long)i; }
+    if (fa < 0 && n > 0)
+        NP_ERR("D3086", "The sub-picture must not contain a passive character that is preceded by an active character and that is followed by another active character");
+    long exp = -1;
+    for (long i = fa + 1; fa >= 0 && i < la; i++)
+        if (cp[i] == y->es && is_active(y, cp[i - 1]) && is_active(y, cp[i + 1])) { exp = i; break; }
+    size_t a = off[0], b = off[n];
+    int nds = 0;
+    for (size_t i = 0; i < n; i++) if (cp[i] == y->ds) nds++;
+    if (nds > 1) NP_ERR("D3081", "The sub-picture must not contain more than one instance of the 'decimal-separator' character");
+    size_t npct = count_occ(pic + a, b - a, y->pct), npml = count_occ(pic + a, b - a, y->pml);
+    if (npct > 1) NP_ERR("D3082", "The sub-picture must not contain more than one instance of the 'percent' character");
+    if (npml > 1) NP_ERR("D3083", "The sub-picture must not contain more than one instance of the 'per-mille' character");
+    if (npct && npml) NP_ERR("D3084", "The sub-picture must not contain both a 'percent' and a 'per-mille' character");
+    p->pct = npct > 0;
+    p->pml = npml > 0;
+    long mend = exp >= 0 ? exp : la + 1; /* mantissa is [fa, mend) */
+    bool any_digit = false;
+    for (long i = fa; fa >= 0 && i < mend; i++) if (is_digitish(y, cp[i])) any_digit = true;
+    if (!any_digit) NP_ERR("D3085", "The mantissa part of a sub-picture must contain at least one character that is either an 'optional digit character' or a member of the 'decimal digit family'");
+    for (long i = fa; i <= la; i++)
+        if (i != exp && !is_active(y, cp[i]))
+            NP_ERR("D3086", "The sub-picture must not contain a passive character that is preceded by an active character and that is followed by another active character");
+    long dsi = -1;
+    for (long i = fa; i < mend; i++) if (cp[i] == y->ds) dsi = i;
+    for (long i = fa; i < mend; i++)
+        if (cp[i] == y->gs && ((i > fa && cp[i - 1] == y->ds) || (i + 1 < mend && cp[i + 1] == y->ds)))
+            NP_ERR("D3087", "The sub-picture must not contain a 'grouping-separator' character that appears adjacent to a 'decimal-separator' character");
+    long iend = dsi >= 0 ? dsi : mend; /* integer part is [fa, iend) */
+    if (dsi < 0 && iend > fa && cp[iend - 1] == y->gs)
+        NP_ERR("D3088", "The sub-picture must not contain a 'grouping-separator' at the end of the integer part");
+    for (long i = fa; i + 1 <= la; i++)
+        if (cp[i] == y->gs && cp[i + 1] == y->gs)
+            NP_ERR("D3089", "The sub-picture must not contain two adjacent instances of the 'grouping-separator' character");
+    bool seen_fam = false;
+    for (long i = fa; i < iend; i++) {
+        if (is_fam(y, cp[i])) seen_fam = true;
+        else if (cp[i] == y->digit && seen_fam)
+            NP_ERR("D3090", "The integer part of the sub-picture must not contain a member of the 'decimal digit family' that is followed by an instance of the 'optional digit character'");
+    }
+    bool seen_opt = false;
+    for (long i = dsi + 1; dsi >= 0 && i < mend; i++) {
+        if (cp[i] == y->digit) seen_opt = true;
+        else if (is_fam(y, cp[i]) && seen_opt)
+            NP_ERR("D3091", "The fractional part of the sub-picture must not contain an instance of the 'optional digit character' that is followed by a member of the 'decimal digit family'");
+    }
+    if (exp >= 0) {
+        if (p->pct || p->pml)
+            NP_ERR("D3092", "A sub-picture that contains a 'percent' or 'per-mille' character must not contain a character treated as an 'exponent-separator'");
+        for (long i = exp + 1; i <= la; i++)
+            if (!is_fam(y, cp[i]))
+                NP_ERR("D3093", "The exponent part of the sub-picture must comprise only of one or more characters that are members of the 'decimal digit family'");
+        p->has_exp = true;
+        p->min_exp = (int)(la - exp);
+    }
+    /* sizes and grouping positions */
+    int digits_right = 0;
+    bool opt_in_int = false;
+    for (long i = iend - 1; i >= fa; i--) {
+        if (is_fam(y, cp[i])) { p->min_int++; digits_right++; }
+        else if (cp[i] == y->digit) { digits_right++; opt_in_int = true; }
+        else if (cp[i] == y->gs && p->n_int_groups < 32) p->int_groups[p->n_int_groups++] = digits_right;
+    }
+    p->sf = p->min_int;
+    int digits_left = 0;
+    for (long i = dsi + 1; dsi >= 0 && i < mend; i++) {
+        if (is_fam(y, cp[i])) { p->min_frac++; p->max_frac++; digits_left++; }
+        else if (cp[i] == y->digit) { p->max_frac++; digits_left++; }
+        else if (cp[i] == y->gs && p->n_frac_groups < 32) p->frac_groups[p->n_frac_groups++] = digits_left;
+    }
+    if (p->min_int == 0 && dsi < 0) p->min_int = 1;
+    if (p->min_int == 0 && p->max_frac == 0) {
+        if (p->has_exp) { p->min_frac = p->max_frac = 1; }
+        else p->min_int = 1;
+    }
+    if (p->has_exp && p->min_int == 0 && opt_in_int) p->min_int = 1;
+    p->prefix_a = a;
+    p->prefix_b = off[fa];
+    p->suffix_a = off[la + 1];
+    p->suffix_b = b;
+    return true;
+}
+
+static void put_digits(gg_strbuf *out, const char *s, size_t n, const numfmt_syms *y) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] >= '0' && s[i] <= '9') jn_utf8_put(out, y->zero + (uint32_t)(s[i] - '0'));
+        else if (s[i] == ',') jn_utf8_put(out, y->gs); /* placeholder for a separator */
+        else gg_strbuf_putc(out, s[i]);
+    }
+}
+
+/* Insert ',' placeholders into the integer digits per the picture's grouping. */
+static void group_int(const char *ip, size_t n, const numpic *p, gg_strbuf *o) {
+    bool regular = p->n_int_groups > 0 && p->int_groups[0] > 0;
+    for (int k = 0; k < p->n_int_groups && regular; k++)
+        if (p->int_groups[k] != (k + 1) * p->int_groups[0]) regular = false;
+    for (size_t i = 0; i < n; i++) {
+        size_t right = n - i; /* digits at and right of i */
+        if (i > 0) {
+            bool sep = false;
+            if (regular) sep = right % (size_t)p->int_groups[0] == 0;
+            else for (int k = 0; k < p->n_int_groups; k++) if ((size_t)p->int_groups[k] == right) sep = true;
+            if (sep) gg_strbuf_putc(o, ',');
+        }
+        gg_strbuf_putc(o, ip[i]);
+    }
+}
+
+static bool format_sub(double v, bool neg_fallback, const char *pic, const numpic *p,
+                       const numfmt_syms *y, gg_strbuf *out) {
+    if (neg_fallback) gg_strbuf_puts(out, y->minus); /* before the positive prefix */
+    gg_strbuf_append(out, pic + p->prefix_a, p->prefix_b - p->prefix_a);
+    double adj = fabs(v) * (p->pct ? 100 : p->pml ? 1000 : 1);
+    if (isinf(adj)) {
+        gg_strbuf_puts(out, y->inf);
+        gg_strbuf_append(out, pic + p->suffix_a, p->suffix_b - p->suffix_a);
+        return !out->oom;
+    }
+    int e = 0;
+    double m = adj;
+    if (p->has_exp && adj != 0) {
+        e = (int)floor(log10(adj)) + 1 - p->sf;
+        m = e >= 0 ? adj / pow(10, e) : adj * pow(10, -e);
+        m = jn_round_half_even(m, p->max_frac);
+        double limit = pow(10, p->sf > 0 ? p->sf : 0);
+        if ((p->sf > 0 && m >= limit) || (p->sf == 0 && m >= 1)) {
+            e++;
+            m = e >= 0 ? adj / pow(10, e) : adj * pow(10, -e);
+        }
+    }
+    m = jn_round_half_even(m, p->max_frac);
+    gg_strbuf fx = GG_STRBUF_INIT;
+    to_fixed(m, p->max_frac, &fx);
+    if (fx.oom || !fx.data) { gg_strbuf_free(&fx); out->oom = true; return false; }
+    char *s = fx.data;
+    char *dot = strchr(s, '.');
+    size_t ilen = dot ? (size_t)(dot - s) : fx.len;
+    const char *fp = dot ? dot + 1 : "";
+    size_t flen = strlen(fp);
+    /* integer digits: strip leading zeros, then pad to the minimum */
+    size_t lead = 0;
+    while (lead < ilen && s[lead] == '0') lead++;
+    gg_strbuf ip = GG_STRBUF_INIT;
+    for (int k = (int)(ilen - lead); k < p->min_int; k++) gg_strbuf_putc(&ip, '0');
+    gg_strbuf_append(&ip, s + lead, ilen - lead);
+    while (flen > (size_t)p->min_frac && fp[flen - 1] == '0') flen--;
+    gg_strbuf g = GG_STRBUF_INIT;
+    group_int(ip.data ? ip.data : "", ip.len, p, &g);
+    put_digits(out, g.data ? g.data : "", g.len, y);
+    if (flen > 0 || (ip.len == 0 && flen == 0 && p->max_frac == 0)) {
+        if (flen > 0) {
+            jn_utf8_put(out, y->ds);
+            gg_strbuf fg = GG_STRBUF_INIT;
+            for (size_t i = 0; i < flen; i++) {
+                for (int k = 0; k < p->n_frac_groups; k++)
+                    if ((size_t)p->frac_groups[k] == i && i > 0) { gg_strbuf_putc(&fg, ','); break; }
+                gg_strbuf_putc(&fg, fp[i]);
+            }
+            put_digits(out, fg.data ? fg.data : "", fg.len, y);
+            gg_strbuf_free(&fg);
+        }
+    }
+    if (p->has_exp) {
+        jn_utf8_put(out, y->es);
+        if (e < 0) gg_strbuf_puts(out, y->minus);
+        char eb[16];
+        snprintf(eb, sizeof eb, "%0*d", p->min_exp, abs(e));
+        put_digits(out, eb, strlen(eb), y);
+    }
+    gg_strbuf_append(out, pic + p->suffix_a, p->suffix_b - p->suffix_a);
+    gg_strbuf_free(&fx);
+    gg_strbuf_free(&ip);
+    gg_strbuf_free(&g);
+    return !out->oom;
+}
+
+static bool format_picture(double v, const char *picture, const uint32_t *cp,
+                           const size_t *off, size_t n, const numfmt_syms *yy, gg_strbuf *out,
+                           gg_error *err);
+
+bool jn_format_number(double v, const char *picture, const jn_decimal_format *fmt,
+                      gg_strbuf *out, gg_error *err) {
+    jn_decimal_format none = {0};
+    if (!fmt) fmt = &none;
+    numfmt_syms y = {
+        .ds = first_cp(fmt->decimal_separator, '.'), .gs = first_cp(fmt->grouping_separator, ','),
+        .es = first_cp(fmt->exponent_separator, 'e'), .zero = first_cp(fmt->zero_digit, '0'),
+        .digit = first_cp(fmt->digit, '#'), .ps = first_cp(fmt->pattern_separator, ';'),
+        .minus = fmt->minus_sign ? fmt->minus_sign : "-",
+        .pct = fmt->percent ? fmt->percent : "%",
+        .pml = fmt->per_mille ? fmt->per_mille : "\xe2\x80\xb0",
+        .inf = fmt->infinity ? fmt->infinity : "Infinity",
+        .nan = fmt->nan ? fmt->nan : "NaN"};
+    size_t len = strlen(picture);
+    if (len > 4096) { gg_error_set(err, "D3080", "The picture string is too long"); return false; }
+    uint32_t *cp = malloc((len + 1) * sizeof *cp);
+    size_t *off = malloc((len + 2) * sizeof *off);
+    if (!cp || !off) { free(cp); free(off); gg_error_set(err, "D0000", "out of memory"); return false; }
+    size_t n = 0, i = 0;
+    while (i < len) { off[n] = i; cp[n++] = jn_utf8_next(picture, len, &i); }
+    off[n] = len;
+    cp[n] = 0;
+    bool ok = format_picture(v, picture, cp, off, n, &y, out, err);
+    free(cp);
+    free(off);
+    return ok;
+}
+
+static bool format_picture(double v, const char *picture, const uint32_t *cp,
+                           const size_t *off, size_t n, const numfmt_syms *yy, gg_strbuf *out,
+                           gg_error *err) {
+    numfmt_syms y = *yy;
+    size_t sep = n;
+    int nsep = 0;
+    for (size_t k = 0; k < n; k++) if (cp[k] == y.ps) { nsep++; sep = k; }
+    if (nsep > 1) { gg_error_set(err, "D3080", "The picture string must not contain more than one instance of the 'pattern-separator' character"); return false; }
+    numpic pos, negp;
+    if (!numpic_parse(picture, cp, off, sep, &y, &pos, err)) return false;
+    if (nsep && !numpic_parse(picture, cp + sep + 1, off + sep + 1, n - sep - 1, &y, &negp, err)) return false;
+    if (isnan(v)) { gg_strbuf_puts(out, y.nan); return !out->oom; }
+    if (v < 0) return nsep ? format_sub(v, false, picture, &negp, &y, out)
+                           : format_sub(v, true, picture, &pos, &y, out);
+    return format_sub(v, false, picture, &pos, &y, out);
+}
