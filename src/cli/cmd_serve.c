@@ -1,0 +1,222 @@
+/* cmd_serve.c — `graphgate serve`: load the configuration, open and migrate the store, build
+ * the HTTP server, let each subsystem install its routes, serve until SIGTERM/SIGINT, then
+ * drain and shut down in order (listeners, subsystems, store). */
+#include "cli/cli.h"
+#include "http/http.h"
+#include "store/store.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef GG_PKGDATADIR
+#define GG_PKGDATADIR "/usr/local/share/graphgate"
+#endif
+#ifndef GG_VERSION
+#define GG_VERSION "0.0.0"
+#endif
+
+static void serve_usage(FILE *f) {
+    fprintf(f,
+            "usage: graphgate serve [--config FILE] [--listen ADDR:PORT] [--internal-listen ADDR:PORT]\n"
+            "                       [--db PATH] [--migrations DIR] [--workers N]\n\n"
+            "Run the gateway in the foreground until SIGTERM or SIGINT.\n\n"
+            "  --config FILE              YAML configuration (default: $GRAPHGATE_CONFIG, else none)\n"
+            "  --listen ADDR:PORT         public listener (default 127.0.0.1:8080; port 0 = any free port)\n"
+            "  --internal-listen ADDR:PORT  internal listener, no auth (default 127.0.0.1:8081; \"\" = off)\n"
+            "  --db PATH                  SQLite database (default ./var/graphgate.db); migrated on start\n"
+            "  --migrations DIR           migrations directory (default: found automatically)\n"
+            "  --workers N                tool-call worker threads (default 2 x cores)\n\n"
+            "Flags override GRAPHGATE_* environment variables, which override the file.\n"
+            "On start it prints the public and internal base URLs on stdout.\n");
+}
+
+/* Register a shutdown callback; see cli.h. */
+bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user) {
+    if (!fn || app->nshutdown >= GG_APP_MAX_SHUTDOWN) return false;
+    app->shutdown[app->nshutdown].fn = fn;
+    app->shutdown[app->nshutdown].user = user;
+    app->nshutdown++;
+    return true;
+}
+
+/* Each subsystem that serves HTTP adds one call here: it registers its routes on
+ * gg_http_server_router(app->http), its /metrics hooks, and its shutdown callbacks. */
+static bool install_subsystems(gg_app *app, gg_error *err) {
+    (void)app;
+    (void)err;
+    return true;
+}
+
+static bool ready_check(void *user, gg_error *err) {
+    return gg_store_migrations_current((gg_store *)user, err);
+}
+
+/* Pull serve's own flags out of rest (what gg_cli_load_config left) into the config. */
+static int apply_serve_flags(gg_config *cfg, char **rest, int n_rest, const char *argv0) {
+    static const struct { const char *flag, *key; } flags[] = {
+        {"--listen", "listen"},
+        {"--internal-listen", "internal_listen"},
+        {"--workers", "workers"},
+    };
+    for (int i = 0; i < n_rest; i++) {
+        const char *a = rest[i];
+        if (i == 0 && argv0 && strcmp(a, argv0) == 0) continue; /* the command name */
+        bool matched = false;
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0] && !matched; f++) {
+            size_t n = strlen(flags[f].flag);
+            const char *value = NULL;
+            if (strcmp(a, flags[f].flag) == 0) {
+                if (i + 1 >= n_rest) {
+                    fprintf(stderr, "graphgate serve: %s needs a value\n", flags[f].flag);
+                    return GG_EXIT_USAGE;
+                }
+                value = rest[++i];
+            } else if (strncmp(a, flags[f].flag, n) == 0 && a[n] == '=') {
+                value = a + n + 1;
+            } else {
+                continue;
+            }
+            matched = true;
+            gg_error err = GG_ERROR_INIT;
+            if (!gg_config_set(cfg, flags[f].key, value, &err)) {
+                char buf[512];
+                gg_error_format(&err, buf, sizeof buf);
+                fprintf(stderr, "graphgate serve: %s: %s\n", flags[f].flag, buf);
+                gg_error_clear(&err);
+                return GG_EXIT_USAGE;
+            }
+        }
+        if (!matched) {
+            fprintf(stderr, "graphgate serve: unknown option '%s'\n", a);
+            serve_usage(stderr);
+            return GG_EXIT_USAGE;
+        }
+    }
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_config_validate(cfg, &err)) {
+        char buf[512];
+        gg_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "graphgate serve: %s\n", buf);
+        gg_error_clear(&err);
+        return GG_EXIT_USAGE;
+    }
+    return GG_EXIT_OK;
+}
+
+static void print_url(const char *label, const char *addr, unsigned port) {
+    char host[128];
+    unsigned ignored;
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_http_parse_addr(addr, host, sizeof host, &ignored, &err)) {
+        gg_error_clear(&err);
+        return;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    printf("  %-8s http://%s%s%s:%u/\n", label, v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+static unsigned polling_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 2) n = 2;
+    if (n > 16) n = 16;
+    return (unsigned)n;
+}
+
+static int serve(gg_config *cfg) {
+    /* Signals are taken synchronously by this thread (sigwait), so they must be blocked
+     * before any other thread starts: every thread inherits the mask. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    gg_log_configure(cfg->log_level, cfg->log_file);
+    int code = GG_EXIT_OK;
+    gg_store *store = gg_cli_open_store(cfg, "serve", &code);
+    if (!store) return code ? code : GG_EXIT_FAIL;
+
+    gg_error err = GG_ERROR_INIT;
+    gg_http_options o = {
+        .public_addr = cfg->listen,
+        .internal_addr = cfg->internal_listen,
+        .threads = polling_threads(),
+        .body_limit = cfg->body_limit,
+        .access_log = cfg->access_log,
+        .version = GG_VERSION,
+    };
+    gg_app app = {.config = cfg, .store = store, .pkgdatadir = GG_PKGDATADIR};
+    app.http = gg_http_server_new(&o, &err);
+    if (!app.http) goto fail;
+    gg_http_server_set_ready_check(app.http, ready_check, store);
+    if (!install_subsystems(&app, &err)) goto fail;
+    if (!gg_http_server_start(app.http, &err)) goto fail;
+
+    printf("graphgate %s serving (Ctrl-C or SIGTERM to stop)\n", GG_VERSION);
+    print_url("public", cfg->listen, gg_http_server_port(app.http, GG_LISTENER_PUBLIC));
+    if (cfg->internal_listen && cfg->internal_listen[0])
+        print_url("internal", cfg->internal_listen, gg_http_server_port(app.http, GG_LISTENER_INTERNAL));
+    fflush(stdout);
+    char ports[64];
+    snprintf(ports, sizeof ports, "%u/%u", gg_http_server_port(app.http, GG_LISTENER_PUBLIC),
+             gg_http_server_port(app.http, GG_LISTENER_INTERNAL));
+    gg_log(GG_LOG_INFO, "serving", "listen", cfg->listen, "internal_listen", cfg->internal_listen,
+           "ports", ports, "db", gg_store_path(store), NULL);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    app.stopping = 1;
+    gg_log(GG_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+    long long deadline = cfg->shutdown_timeout_ms > 0 ? cfg->shutdown_timeout_ms : 0;
+    if (deadline > 3600000) deadline = 3600000;
+    int abandoned = gg_http_server_stop(app.http, (unsigned)deadline);
+    for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
+    gg_http_server_free(app.http);
+    gg_store_close(store);
+    char n[32];
+    snprintf(n, sizeof n, "%d", abandoned);
+    gg_log(GG_LOG_INFO, "stopped", "abandoned_requests", n, NULL);
+    return GG_EXIT_OK;
+
+fail: {
+    char buf[512];
+    gg_error_format(&err, buf, sizeof buf);
+    fprintf(stderr, "graphgate serve: %s\n", buf);
+    gg_error_clear(&err);
+    for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
+    gg_http_server_free(app.http);
+    gg_store_close(store);
+    return GG_EXIT_FAIL;
+}
+}
+
+/* `graphgate serve`; see serve_usage. */
+int gg_cmd_serve(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            serve_usage(stdout);
+            return GG_EXIT_OK;
+        }
+    gg_config cfg;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest) {
+        fprintf(stderr, "graphgate serve: out of memory\n");
+        return GG_EXIT_FAIL;
+    }
+    int n_rest = 0;
+    int rc = gg_cli_load_config(&cfg, argc, argv, "serve", rest, &n_rest);
+    if (rc != GG_EXIT_OK) {
+        free(rest);
+        return rc;
+    }
+    rc = apply_serve_flags(&cfg, rest, n_rest, argv[0]);
+    free(rest);
+    if (rc == GG_EXIT_OK) rc = serve(&cfg);
+    gg_config_free(&cfg);
+    return rc;
+}
