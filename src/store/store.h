@@ -154,7 +154,8 @@ bool gg_store_graph_activate(gg_store *s, const char *tenant, const char *name, 
 /* Remove the graph and all its versions. "not_found". */
 bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
 /* Call fn for the active version of every graph of every tenant (used at start to build
- * the in-memory graphs). fn returning false stops the walk. */
+ * the in-memory graphs). fn returning false stops the walk; fn may call the store (the
+ * walk holds one pooled connection, the pool has at least two). */
 typedef bool (*gg_graph_visit_fn)(void *user, const gg_graph_source *g);
 bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err);
 

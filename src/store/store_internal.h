@@ -1,5 +1,5 @@
 /* store_internal.h — what the files of src/store share with each other (not a public
- * header: only src/store/*.c include it). The node-spec functions in store_specs.c use it
+ * header: only the .c files of src/store include it). The node-spec functions in store_specs.c use it
  * to borrow a connection and its prepared-statement cache.
  *
  * Ownership: a borrowed connection belongs to the borrowing thread until
@@ -9,6 +9,7 @@
 #ifndef GG_STORE_INTERNAL_H
 #define GG_STORE_INTERNAL_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -24,6 +25,18 @@ typedef struct gg_store_conn {
     int n_cached;
     struct gg_store_conn *next_free;
 } gg_store_conn;
+
+struct gg_store {
+    char *path;
+    int pool_size, busy_timeout_ms;
+    pthread_mutex_t lock;          /* guards the pool fields below */
+    pthread_cond_t cond;
+    gg_store_conn *free_list;
+    int n_open, n_borrowed;
+    bool closing;
+    /* What the last gg_store_migrate established (for gg_store_migrations_current). */
+    int expected_version, expected_count;
+};
 
 /* Borrow a pooled connection (waits while all are in use). Never NULL once the store is
  * open, except on a closing store (then err "db"). */
@@ -46,5 +59,20 @@ void gg_store_conn_close(gg_store_conn *c);
 int gg_store_bind_text(sqlite3_stmt *st, int idx, const char *text);
 /* Copy a column's text (NULL stays NULL); sets *oom on allocation failure. */
 char *gg_store_column_strdup(sqlite3_stmt *st, int col, bool *oom);
+
+/* Bump a generation counter inside the caller's transaction. */
+bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err);
+/* A JSON TEXT column as a value (NULL → json null; non-JSON text → string). */
+json_t *gg_store_json_column(sqlite3_stmt *st, int col);
+/* Milliseconds as an ISO-8601 JSON string (<= 0 → null). */
+json_t *gg_store_time_json(long long ms);
+/* sha256 of bytes as 64 hex characters + NUL. */
+void gg_store_sha256_hex(const void *data, size_t len, char out[65]);
+/* Last-used update on a given connection (the history writer's). */
+bool gg_store_key_touch_conn(gg_store_conn *c, const char *id, long long when_ms, gg_error *err);
+/* History helpers on a given connection (the writer's). */
+long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err);
+long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
+                                         gg_error *err);
 
 #endif

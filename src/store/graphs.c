@@ -1,0 +1,307 @@
+/* graphs.c — graph versions (immutable) and the active pointer of each graph. Putting a
+ * version and activating it happen in one transaction, so readers see the old active
+ * version or the new one, never a graph without one. */
+#include "store/store_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void gg_graph_source_clear(gg_graph_source *g) {
+    if (!g) return;
+    free(g->tenant);
+    free(g->name);
+    free(g->source);
+    free(g->format);
+    free(g->created_by);
+    memset(g, 0, sizeof *g);
+}
+
+static const char SQL_GRAPH_UPSERT[] =
+    "INSERT INTO graphs(tenant, name, created_at, updated_at)"
+    " SELECT ?1, ?2, ?3, ?3 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)"
+    " ON CONFLICT(tenant, name) DO UPDATE SET updated_at = excluded.updated_at";
+static const char SQL_GRAPH_ID[] =
+    "SELECT id, active_version FROM graphs WHERE tenant = ?1 AND name = ?2";
+static const char SQL_NEXT_VERSION[] =
+    "SELECT coalesce(max(version), 0) + 1 FROM graph_versions WHERE graph_id = ?1";
+static const char SQL_VERSION_INSERT[] =
+    "INSERT INTO graph_versions(graph_id, version, source, format, content_hash, created_at, created_by)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char SQL_SET_ACTIVE[] =
+    "UPDATE graphs SET active_version = ?2, updated_at = ?3 WHERE id = ?1";
+static const char SQL_VERSION_EXISTS[] =
+    "SELECT 1 FROM graph_versions WHERE graph_id = ?1 AND version = ?2";
+static const char SQL_GRAPH_DELETE[] = "DELETE FROM graphs WHERE tenant = ?1 AND name = ?2";
+static const char SQL_GET_VERSION[] =
+    "SELECT g.tenant, g.name, v.version, v.source, v.format, v.content_hash, v.created_at, v.created_by"
+    " FROM graphs g JOIN graph_versions v ON v.graph_id = g.id"
+    " WHERE g.tenant = ?1 AND g.name = ?2 AND v.version = coalesce(?3, g.active_version)";
+static const char SQL_LIST[] =
+    "SELECT g.name, g.active_version, (SELECT count(*) FROM graph_versions v WHERE v.graph_id = g.id),"
+    " g.created_at, g.updated_at FROM graphs g WHERE g.tenant = ?1 ORDER BY g.name";
+static const char SQL_VERSIONS[] =
+    "SELECT v.version, v.content_hash, v.format, v.created_at, v.created_by, v.version = g.active_version"
+    " FROM graphs g JOIN graph_versions v ON v.graph_id = g.id"
+    " WHERE g.tenant = ?1 AND g.name = ?2 ORDER BY v.version DESC";
+static const char SQL_ALL_ACTIVE[] =
+    "SELECT g.tenant, g.name, v.version, v.source, v.format, v.content_hash, v.created_at, v.created_by"
+    " FROM graphs g JOIN graph_versions v ON v.graph_id = g.id AND v.version = g.active_version"
+    " ORDER BY g.tenant, g.name";
+
+/* Look up the graph's row id (0 + "not_found" when absent). */
+static long long graph_id(gg_store_conn *c, const char *tenant, const char *name, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_ID, err);
+    if (!st) return 0;
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    long long id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name);
+    else if (rc != SQLITE_ROW) gg_store_set_db_error(c, err, "graph");
+    return id;
+}
+
+static bool set_active(gg_store_conn *c, long long gid, int version, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SET_ACTIVE, err);
+    if (!st) return false;
+    sqlite3_bind_int64(st, 1, gid);
+    sqlite3_bind_int(st, 2, version);
+    sqlite3_bind_int64(st, 3, gg_wall_ms());
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return false; }
+    return gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
+}
+
+bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const char *source,
+                        size_t source_len, const char *format, const char *created_by,
+                        int *version_out, gg_error *err) {
+    if (!format || (strcmp(format, "yaml") != 0 && strcmp(format, "json") != 0)) {
+        gg_error_set(err, "invalid", "graph format must be yaml or json");
+        return false;
+    }
+    if (source_len > (size_t)1 << 30) { gg_error_set(err, "invalid", "graph source too large"); return false; }
+    char hash[65];
+    gg_store_sha256_hex(source, source_len, hash);
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
+    long long now = gg_wall_ms(), gid = 0;
+    int version = 0;
+    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err) : NULL;
+    if (!st) ok = false;
+    if (ok) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, now);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
+        else if (sqlite3_changes(c->db) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", tenant); ok = false; }
+    }
+    if (ok) ok = (gid = graph_id(c, tenant, name, err)) != 0;
+    if (ok && (st = gg_store_conn_stmt(c, SQL_NEXT_VERSION, err)) != NULL) {
+        sqlite3_bind_int64(st, 1, gid);
+        if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
+        else { gg_store_set_db_error(c, err, "graph"); ok = false; }
+        sqlite3_reset(st);
+    } else {
+        ok = false;
+    }
+    if (ok && (st = gg_store_conn_stmt(c, SQL_VERSION_INSERT, err)) != NULL) {
+        sqlite3_bind_int64(st, 1, gid);
+        sqlite3_bind_int(st, 2, version);
+        sqlite3_bind_text(st, 3, source, (int)source_len, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, format, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 6, now);
+        gg_store_bind_text(st, 7, created_by);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); ok = false; }
+    } else {
+        ok = false;
+    }
+    if (ok) ok = set_active(c, gid, version, err);
+    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
+    gg_store_conn_release(s, c);
+    if (ok && version_out) *version_out = version;
+    return ok;
+}
+
+/* Fill out from a SQL_GET_VERSION / SQL_ALL_ACTIVE row. */
+static bool row_to_source(sqlite3_stmt *st, gg_graph_source *out) {
+    bool oom = false;
+    memset(out, 0, sizeof *out);
+    out->tenant = gg_store_column_strdup(st, 0, &oom);
+    out->name = gg_store_column_strdup(st, 1, &oom);
+    out->version = sqlite3_column_int(st, 2);
+    out->source_len = (size_t)sqlite3_column_bytes(st, 3);
+    out->source = gg_store_column_strdup(st, 3, &oom);
+    if (!out->source && !oom) out->source = strdup("");
+    if (!out->source) oom = true;
+    out->format = gg_store_column_strdup(st, 4, &oom);
+    snprintf(out->content_hash, sizeof out->content_hash, "%s", (const char *)sqlite3_column_text(st, 5));
+    out->created_ms = sqlite3_column_int64(st, 6);
+    out->created_by = gg_store_column_strdup(st, 7, &oom);
+    if (oom) gg_graph_source_clear(out);
+    return !oom;
+}
+
+static bool get_version(gg_store *s, const char *tenant, const char *name, int version,
+                        gg_graph_source *out, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = false;
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GET_VERSION, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        if (version > 0) sqlite3_bind_int(st, 3, version);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            ok = row_to_source(st, out);
+            if (!ok) gg_error_set(err, "oom", "out of memory");
+        } else if (rc == SQLITE_DONE) {
+            if (version > 0) gg_error_set(err, "not_found", "graph '%s/%s' has no version %d", tenant, name, version);
+            else gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name);
+        } else {
+            gg_store_set_db_error(c, err, "graph");
+        }
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+bool gg_store_graph_get_active(gg_store *s, const char *tenant, const char *name,
+                               gg_graph_source *out, gg_error *err) {
+    return get_version(s, tenant, name, 0, out, err);
+}
+
+bool gg_store_graph_get_version(gg_store *s, const char *tenant, const char *name, int version,
+                                gg_graph_source *out, gg_error *err) {
+    if (version <= 0) { gg_error_set(err, "invalid", "version must be a positive number"); return false; }
+    return get_version(s, tenant, name, version, out, err);
+}
+
+json_t *gg_store_graphs_list(gg_store *s, const char *tenant, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *arr = json_array();
+    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_LIST, err) : NULL;
+    int rc = SQLITE_ERROR;
+    if (st) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *o = json_pack("{s:s,s:I,s:I,s:o,s:o}", "name", (const char *)sqlite3_column_text(st, 0),
+                                  "active_version", (json_int_t)sqlite3_column_int64(st, 1),
+                                  "versions", (json_int_t)sqlite3_column_int64(st, 2),
+                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 3)),
+                                  "updated_at", gg_store_time_json(sqlite3_column_int64(st, 4)));
+            if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
+        }
+        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "graphs");
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
+    return arr;
+}
+
+json_t *gg_store_graph_versions(gg_store *s, const char *tenant, const char *name, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *arr = json_array();
+    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
+    int rc = SQLITE_ERROR;
+    if (st) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *o = json_pack("{s:I,s:s,s:s,s:o,s:s?,s:b}", "version", (json_int_t)sqlite3_column_int64(st, 0),
+                                  "content_hash", (const char *)sqlite3_column_text(st, 1),
+                                  "format", (const char *)sqlite3_column_text(st, 2),
+                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 3)),
+                                  "created_by", (const char *)sqlite3_column_text(st, 4),
+                                  "active", sqlite3_column_int(st, 5) != 0);
+            if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
+        }
+        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "graph versions");
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
+    if (json_array_size(arr) == 0) {
+        json_decref(arr);
+        gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name);
+        return NULL;
+    }
+    return arr;
+}
+
+bool gg_store_graph_activate(gg_store *s, const char *tenant, const char *name, int version,
+                             gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
+    long long gid = ok ? graph_id(c, tenant, name, err) : 0;
+    ok = gid != 0;
+    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_VERSION_EXISTS, err) : NULL;
+    if (st) {
+        sqlite3_bind_int64(st, 1, gid);
+        sqlite3_bind_int(st, 2, version);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) { gg_error_set(err, "not_found", "graph '%s/%s' has no version %d", tenant, name, version); ok = false; }
+        else if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graph"); ok = false; }
+    } else {
+        ok = false;
+    }
+    if (ok) ok = set_active(c, gid, version, err);
+    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
+    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_DELETE, err) : NULL;
+    ok = st != NULL;
+    if (ok) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
+        else if (sqlite3_changes(c->db) == 0) { gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name); ok = false; }
+    }
+    if (ok) ok = gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
+    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_ALL_ACTIVE, err);
+    int rc = SQLITE_ERROR;
+    bool ok = st != NULL;
+    if (st) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            gg_graph_source g;
+            if (!row_to_source(st, &g)) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
+            bool go_on = fn(user, &g);
+            gg_graph_source_clear(&g);
+            if (!go_on) break;
+        }
+        if (ok && rc != SQLITE_DONE && rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graphs"); ok = false; }
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    return ok;
+}

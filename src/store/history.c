@@ -1,0 +1,509 @@
+/* history.c — execution records, the batching history writer and history queries.
+ *
+ * Request threads hand finished (and starting) runs to gg_history_submit, which only
+ * appends to an in-memory queue under a mutex. One writer thread, on its own connection,
+ * wakes when work arrives, waits flush_ms for more, and writes everything queued in one
+ * transaction: with WAL and synchronous=NORMAL that is one fsync-free commit for many runs. */
+#include "store/store_internal.h"
+
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const status_names[] = {"running", "succeeded", "failed", "cancelled", "interrupted"};
+
+const char *gg_exec_status_name(gg_exec_status st) {
+    return (unsigned)st < sizeof status_names / sizeof status_names[0] ? status_names[st] : "unknown";
+}
+
+int gg_exec_status_parse(const char *name) {
+    for (size_t i = 0; name && i < sizeof status_names / sizeof status_names[0]; i++)
+        if (strcmp(name, status_names[i]) == 0) return (int)i;
+    return -1;
+}
+
+void gg_exec_id_new(char out[33]) {
+    unsigned long long ms = (unsigned long long)gg_wall_ms();
+    unsigned char rnd[10];
+    randombytes_buf(rnd, sizeof rnd);
+    snprintf(out, 13, "%012llx", ms & 0xffffffffffffULL);
+    sodium_bin2hex(out + 12, 21, rnd, sizeof rnd);
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s, bool *oom) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *oom = true;
+    return d;
+}
+
+gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
+                                   const char *tool, const char *key_id, json_t *arguments) {
+    gg_exec_record *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    bool oom = false;
+    gg_exec_id_new(r->id);
+    r->tenant = dup_or_null(tenant ? tenant : "", &oom);
+    r->graph = dup_or_null(graph ? graph : "", &oom);
+    r->tool = dup_or_null(tool ? tool : "", &oom);
+    r->key_id = dup_or_null(key_id, &oom);
+    r->version = version;
+    r->status = GG_EXEC_RUNNING;
+    r->started_ms = gg_wall_ms();
+    r->arguments = arguments ? json_incref(arguments) : NULL;
+    if (oom) { gg_exec_record_free(r); return NULL; }
+    return r;
+}
+
+gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node_id,
+                                             const char *node_type, long long start_ms,
+                                             long long end_ms, json_t *input, json_t *output,
+                                             const char *error) {
+    if (r->n_nodes == r->cap_nodes) {
+        size_t cap = r->cap_nodes ? r->cap_nodes * 2 : 8;
+        gg_node_exec_record *n = realloc(r->nodes, cap * sizeof *n);
+        if (!n) { json_decref(input); json_decref(output); return NULL; }
+        r->nodes = n;
+        r->cap_nodes = cap;
+    }
+    gg_node_exec_record *n = &r->nodes[r->n_nodes];
+    memset(n, 0, sizeof *n);
+    bool oom = false;
+    n->index = (int)r->n_nodes;
+    n->node_id = dup_or_null(node_id ? node_id : "", &oom);
+    n->node_type = dup_or_null(node_type ? node_type : "", &oom);
+    n->error = dup_or_null(error, &oom);
+    n->start_ms = start_ms;
+    n->end_ms = end_ms;
+    n->duration_ms = (double)(end_ms - start_ms);
+    n->input = input;
+    n->output = output;
+    if (oom) {
+        free(n->node_id); free(n->node_type); free(n->error);
+        json_decref(input); json_decref(output);
+        return NULL;
+    }
+    r->n_nodes++;
+    return n;
+}
+
+gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *src) {
+    gg_exec_record *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    bool oom = false;
+    memcpy(r->id, src->id, sizeof r->id);
+    r->tenant = dup_or_null(src->tenant, &oom);
+    r->graph = dup_or_null(src->graph, &oom);
+    r->tool = dup_or_null(src->tool, &oom);
+    r->key_id = dup_or_null(src->key_id, &oom);
+    r->error = dup_or_null(src->error, &oom);
+    r->version = src->version;
+    r->status = src->status;
+    r->started_ms = src->started_ms;
+    r->finished_ms = src->finished_ms;
+    r->duration_ms = src->duration_ms;
+    r->arguments = src->arguments ? json_incref(src->arguments) : NULL;
+    r->result = src->result ? json_incref(src->result) : NULL;
+    if (oom) { gg_exec_record_free(r); return NULL; }
+    return r;
+}
+
+void gg_exec_record_free(gg_exec_record *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        gg_node_exec_record *n = &r->nodes[i];
+        free(n->node_id);
+        free(n->node_type);
+        free(n->error);
+        json_decref(n->input);
+        json_decref(n->output);
+    }
+    free(r->nodes);
+    free(r->tenant);
+    free(r->graph);
+    free(r->tool);
+    free(r->key_id);
+    free(r->error);
+    json_decref(r->arguments);
+    json_decref(r->result);
+    free(r);
+}
+
+/* ---- the writer ------------------------------------------------------------------------- */
+
+typedef struct hist_item {
+    struct hist_item *next;
+    gg_exec_record *rec;          /* NULL for a key touch */
+    char key_id[GG_KEY_ID_MAX];
+    long long when_ms;
+} hist_item;
+
+struct gg_history {
+    gg_store *store;
+    gg_store_conn *conn;          /* the writer's own connection */
+    gg_history_options opt;
+    pthread_t thread;
+    pthread_mutex_t lock;         /* guards everything below */
+    pthread_cond_t work;          /* signalled on submit, flush request and stop */
+    pthread_cond_t done;          /* signalled after each batch */
+    hist_item *head, *tail;
+    size_t queued;
+    unsigned long long enqueued_seq, written_seq;
+    bool stopping, flush_wanted;
+    unsigned long long retention_req, retention_done; /* requests / completed passes */
+    gg_history_stats stats;
+};
+
+static const char SQL_EXEC_UPSERT[] =
+    "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at,"
+    " finished_at, duration_ms, arguments, result, error)"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13"
+    " WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)"
+    " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at,"
+    " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error"
+    " WHERE executions.status = 'running'";
+static const char SQL_NODE_INSERT[] =
+    "INSERT OR REPLACE INTO node_executions(execution_id, execution_index, node_id, node_type,"
+    " started_at, finished_at, duration_ms, input, output, error)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/* Serialize a stored JSON value, replacing oversized ones by a marker. Caller frees. */
+static char *dump_bounded(json_t *v, size_t max) {
+    if (!v) return NULL;
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    if (n <= max) return s;
+    free(s);
+    char buf[96];
+    snprintf(buf, sizeof buf, "{\"truncated\":true,\"bytes\":%zu}", n);
+    return strdup(buf);
+}
+
+static bool write_record(gg_history *h, gg_exec_record *r, gg_error *err) {
+    gg_store_conn *c = h->conn;
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_EXEC_UPSERT, err);
+    if (!st) return false;
+    size_t max = h->opt.max_payload_bytes;
+    char *args = dump_bounded(r->arguments, max);
+    char *result = dump_bounded(r->result, max);
+    sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->graph, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, r->version);
+    sqlite3_bind_text(st, 5, r->tool, -1, SQLITE_STATIC);
+    gg_store_bind_text(st, 6, r->key_id);
+    sqlite3_bind_text(st, 7, gg_exec_status_name(r->status), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, r->started_ms);
+    if (r->status != GG_EXEC_RUNNING) {
+        sqlite3_bind_int64(st, 9, r->finished_ms ? r->finished_ms : gg_wall_ms());
+        sqlite3_bind_double(st, 10, r->duration_ms);
+    }
+    gg_store_bind_text(st, 11, args);
+    gg_store_bind_text(st, 12, result);
+    gg_store_bind_text(st, 13, r->error);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    free(args);
+    free(result);
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return false; }
+    if (sqlite3_changes(c->db) == 0) return true; /* tenant gone, or already final */
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        gg_node_exec_record *n = &r->nodes[i];
+        st = gg_store_conn_stmt(c, SQL_NODE_INSERT, err);
+        if (!st) return false;
+        char *in = dump_bounded(n->input, max), *out = dump_bounded(n->output, max);
+        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, n->index);
+        sqlite3_bind_text(st, 3, n->node_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, n->node_type, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, n->start_ms);
+        sqlite3_bind_int64(st, 6, n->end_ms);
+        sqlite3_bind_double(st, 7, n->duration_ms);
+        gg_store_bind_text(st, 8, in);
+        gg_store_bind_text(st, 9, out);
+        gg_store_bind_text(st, 10, n->error);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        free(in);
+        free(out);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "node_executions"); return false; }
+    }
+    return true;
+}
+
+/* FNV-1a over an id, for the per-batch "has a final state" set. */
+static size_t id_hash(const char *id) {
+    size_t h = 1469598103934665603ULL;
+    for (; *id; id++) h = (h ^ (unsigned char)*id) * 1099511628211ULL;
+    return h;
+}
+
+/* Write one batch in one transaction. A RUNNING record whose final state is in the same
+ * batch is skipped: the final upsert writes the whole row anyway. */
+static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err) {
+    size_t cap = 16;
+    while (cap < n * 2) cap *= 2;
+    const char **finals = calloc(cap, sizeof *finals);
+    if (finals) {
+        for (hist_item *it = items; it; it = it->next) {
+            if (!it->rec || it->rec->status == GG_EXEC_RUNNING) continue;
+            size_t i = id_hash(it->rec->id) & (cap - 1);
+            while (finals[i]) i = (i + 1) & (cap - 1);
+            finals[i] = it->rec->id;
+        }
+    }
+    bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err);
+    for (hist_item *it = items; ok && it; it = it->next) {
+        if (!it->rec) {
+            ok = gg_store_key_touch_conn(h->conn, it->key_id, it->when_ms, err);
+            continue;
+        }
+        if (it->rec->status == GG_EXEC_RUNNING && finals) {
+            bool superseded = false;
+            for (size_t i = id_hash(it->rec->id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
+                if (strcmp(finals[i], it->rec->id) == 0) { superseded = true; break; }
+            if (superseded) continue;
+        }
+        ok = write_record(h, it->rec, err);
+    }
+    free(finals);
+    if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
+    if (!ok) sqlite3_exec(h->conn->db, "ROLLBACK", NULL, NULL, NULL);
+    return ok;
+}
+
+static void free_items(hist_item *it) {
+    while (it) {
+        hist_item *next = it->next;
+        gg_exec_record_free(it->rec);
+        free(it);
+        it = next;
+    }
+}
+
+static void run_retention(gg_history *h) {
+    if (h->opt.max_age_ms <= 0 && h->opt.max_count <= 0) return;
+    gg_error err = GG_ERROR_INIT;
+    long long n = gg_store_executions_prune_conn(h->conn, h->opt.max_age_ms, h->opt.max_count, &err);
+    if (n < 0) {
+        gg_log(GG_LOG_WARN, "history retention failed", "error", err.message, NULL);
+        gg_error_clear(&err);
+        return;
+    }
+    if (n > 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", n);
+        gg_log(GG_LOG_INFO, "history retention", "deleted", buf, NULL);
+    }
+    pthread_mutex_lock(&h->lock);
+    h->stats.pruned += (unsigned long long)n;
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void abs_deadline(struct timespec *ts, long long ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) { ts->tv_sec++; ts->tv_nsec -= 1000000000L; }
+}
+
+#define RETENTION_EVERY_MS 60000
+
+static void *writer_main(void *arg) {
+    gg_history *h = arg;
+    double next_retention = gg_now_ms() + RETENTION_EVERY_MS;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->head && !h->stopping && !h->flush_wanted && h->retention_req == h->retention_done) {
+            double wait = next_retention - gg_now_ms();
+            if (wait <= 0) break;
+            struct timespec ts;
+            abs_deadline(&ts, (long long)wait + 1);
+            pthread_cond_timedwait(&h->work, &h->lock, &ts);
+        }
+        if (h->head && !h->stopping && !h->flush_wanted) {
+            /* Let a burst accumulate so it becomes one transaction. */
+            struct timespec ts;
+            abs_deadline(&ts, h->opt.flush_ms);
+            while (!h->stopping && !h->flush_wanted &&
+                   pthread_cond_timedwait(&h->work, &h->lock, &ts) == 0) {}
+        }
+        hist_item *items = h->head;
+        size_t n = h->queued;
+        unsigned long long seq = h->enqueued_seq;
+        h->head = h->tail = NULL;
+        h->queued = 0;
+        h->flush_wanted = false;
+        unsigned long long retention_req = h->retention_req;
+        bool retention = retention_req != h->retention_done;
+        bool stop = h->stopping;
+        pthread_mutex_unlock(&h->lock);
+
+        bool ok = true;
+        if (items) {
+            gg_error err = GG_ERROR_INIT;
+            /* A busy database (a long CLI transaction) is retried a few times. */
+            for (int attempt = 0; attempt < 3; attempt++) {
+                ok = write_batch(h, items, n, &err);
+                if (ok) break;
+                struct timespec d = {0, 50000000L};
+                nanosleep(&d, NULL);
+            }
+            if (!ok) {
+                char buf[32];
+                snprintf(buf, sizeof buf, "%zu", n);
+                gg_log(GG_LOG_ERROR, "history batch lost", "records", buf, "error", err.message, NULL);
+            }
+            gg_error_clear(&err);
+            free_items(items);
+        }
+        if (retention || gg_now_ms() >= next_retention) {
+            run_retention(h);
+            next_retention = gg_now_ms() + RETENTION_EVERY_MS;
+        }
+        pthread_mutex_lock(&h->lock);
+        if (items) {
+            h->stats.batches++;
+            if (ok) h->stats.written += n;
+            else h->stats.failed_batches++;
+        }
+        h->written_seq = seq;
+        if (retention) h->retention_done = retention_req;
+        pthread_cond_broadcast(&h->done);
+        if (stop && !h->head) break;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error *err) {
+    gg_history *h = calloc(1, sizeof *h);
+    if (!h) { gg_error_set(err, "oom", "out of memory"); return NULL; }
+    h->store = s;
+    if (o) h->opt = *o;
+    if (h->opt.flush_ms <= 0) h->opt.flush_ms = 5;
+    if (h->opt.queue_max == 0) h->opt.queue_max = 65536;
+    if (h->opt.max_payload_bytes == 0) h->opt.max_payload_bytes = 65536;
+    h->conn = gg_store_conn_open(s, err);
+    if (!h->conn) { free(h); return NULL; }
+    if (h->opt.mark_interrupted) {
+        long long n = gg_store_executions_mark_interrupted_conn(h->conn, err);
+        if (n < 0) { gg_store_conn_close(h->conn); free(h); return NULL; }
+        if (n > 0) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%lld", n);
+            gg_log(GG_LOG_WARN, "executions left running by a previous process marked interrupted", "count", buf, NULL);
+        }
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->work, NULL);
+    pthread_cond_init(&h->done, NULL);
+    h->retention_req = 1; /* once at start */
+    if (pthread_create(&h->thread, NULL, writer_main, h) != 0) {
+        gg_error_set(err, "db", "cannot start the history writer thread");
+        pthread_cond_destroy(&h->done);
+        pthread_cond_destroy(&h->work);
+        pthread_mutex_destroy(&h->lock);
+        gg_store_conn_close(h->conn);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static bool enqueue(gg_history *h, hist_item *it) {
+    pthread_mutex_lock(&h->lock);
+    if (h->stopping || h->queued >= h->opt.queue_max) {
+        h->stats.dropped++;
+        pthread_mutex_unlock(&h->lock);
+        return false;
+    }
+    if (h->tail) h->tail->next = it;
+    else h->head = it;
+    h->tail = it;
+    h->queued++;
+    h->enqueued_seq++;
+    if (it->rec) h->stats.submitted++;
+    /* Wake the writer only for the first item: it then waits flush_ms for the rest. */
+    if (h->queued == 1) pthread_cond_signal(&h->work);
+    pthread_mutex_unlock(&h->lock);
+    return true;
+}
+
+bool gg_history_submit(gg_history *h, gg_exec_record *r) {
+    if (!r) return false;
+    hist_item *it = h ? calloc(1, sizeof *it) : NULL;
+    if (!it) {
+        if (h) {
+            pthread_mutex_lock(&h->lock);
+            h->stats.dropped++;
+            pthread_mutex_unlock(&h->lock);
+        }
+        gg_exec_record_free(r);
+        return false;
+    }
+    it->rec = r;
+    if (!enqueue(h, it)) {
+        gg_exec_record_free(r);
+        free(it);
+        return false;
+    }
+    return true;
+}
+
+void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) {
+    if (!h || !key_id || strlen(key_id) >= GG_KEY_ID_MAX) return;
+    hist_item *it = calloc(1, sizeof *it);
+    if (!it) return;
+    snprintf(it->key_id, sizeof it->key_id, "%s", key_id);
+    it->when_ms = when_ms;
+    if (!enqueue(h, it)) free(it);
+}
+
+void gg_history_flush(gg_history *h) {
+    if (!h) return;
+    pthread_mutex_lock(&h->lock);
+    unsigned long long target = h->enqueued_seq;
+    h->flush_wanted = true;
+    pthread_cond_signal(&h->work);
+    while (h->written_seq < target) pthread_cond_wait(&h->done, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void gg_history_retention_now(gg_history *h) {
+    if (!h) return;
+    pthread_mutex_lock(&h->lock);
+    unsigned long long want = ++h->retention_req;
+    pthread_cond_signal(&h->work);
+    while (h->retention_done < want && !h->stopping) pthread_cond_wait(&h->done, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void gg_history_get_stats(gg_history *h, gg_history_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!h) return;
+    pthread_mutex_lock(&h->lock);
+    *out = h->stats;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void gg_history_stop(gg_history *h) {
+    if (!h) return;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    pthread_cond_signal(&h->work);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    free_items(h->head);
+    gg_store_conn_close(h->conn);
+    pthread_cond_destroy(&h->done);
+    pthread_cond_destroy(&h->work);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}

@@ -1,0 +1,398 @@
+/* store.c — opening the SQLite database, the connection pool, per-connection statement
+ * caches, settings and generation counters. */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* The pool: connections are created up front so a busy server never pays for opening
+ * one; borrowers wait on a condition variable when all are out. */
+
+static void set_sqlite_error(sqlite3 *db, int rc, gg_error *err, const char *what) {
+    int ext = db ? sqlite3_extended_errcode(db) : rc;
+    const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    const char *code = ((ext & 0xff) == SQLITE_CONSTRAINT) ? "conflict" : "db";
+    gg_error_set(err, code, "%s: %s", what ? what : "database", msg ? msg : "error");
+}
+
+void gg_store_set_db_error(gg_store_conn *c, gg_error *err, const char *what) {
+    set_sqlite_error(c ? c->db : NULL, SQLITE_ERROR, err, what);
+}
+
+/* Create the parent directory of path (one level is what ./var/graphgate.db needs; deeper
+ * trees are created too, component by component). */
+static bool make_parent_dirs(const char *path, gg_error *err) {
+    char *copy = strdup(path);
+    if (!copy) { gg_error_set(err, "oom", "out of memory"); return false; }
+    char *slash = strrchr(copy, '/');
+    if (!slash || slash == copy) { free(copy); return true; }
+    *slash = '\0';
+    for (char *p = copy + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(copy, 0750) != 0 && errno != EEXIST) {
+                gg_error_set(err, "db", "cannot create directory %s: %s", copy, strerror(errno));
+                free(copy);
+                return false;
+            }
+            *p = saved;
+            if (saved == '\0') break;
+        }
+    }
+    free(copy);
+    return true;
+}
+
+gg_store_conn *gg_store_conn_open(gg_store *s, gg_error *err) {
+    gg_store_conn *c = calloc(1, sizeof *c);
+    if (!c) { gg_error_set(err, "oom", "out of memory"); return NULL; }
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(s->path, &c->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        set_sqlite_error(c->db, rc, err, s->path);
+        sqlite3_close(c->db);
+        free(c);
+        return NULL;
+    }
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, s->busy_timeout_ms);
+    /* WAL: readers never wait for the writer, and the CLI can write while serve runs.
+     * synchronous=NORMAL is durable across process crashes in WAL mode. */
+    static const char setup[] =
+        "PRAGMA journal_mode=WAL;"
+        "PRAGMA synchronous=NORMAL;"
+        "PRAGMA foreign_keys=ON;"
+        "PRAGMA temp_store=MEMORY;";
+    char *msg = NULL;
+    if (sqlite3_exec(c->db, setup, NULL, NULL, &msg) != SQLITE_OK) {
+        gg_error_set(err, "db", "%s: %s", s->path, msg ? msg : "cannot configure database");
+        sqlite3_free(msg);
+        sqlite3_close(c->db);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void gg_store_conn_close(gg_store_conn *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n_cached; i++) sqlite3_finalize(c->cache[i].stmt);
+    sqlite3_close(c->db);
+    free(c);
+}
+
+/* Open the database and fill the pool. */
+gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
+    if (!opts || !opts->path || !*opts->path) {
+        gg_error_set(err, "invalid", "database path is empty");
+        return NULL;
+    }
+    if (sodium_init() < 0) {
+        gg_error_set(err, "db", "libsodium failed to initialise");
+        return NULL;
+    }
+    gg_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(opts->path))) {
+        free(s);
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    /* At least 2: a foreach callback may use the store while the walk holds one. */
+    s->pool_size = opts->pool_size > 0 ? opts->pool_size : 4;
+    if (s->pool_size < 2) s->pool_size = 2;
+    if (s->pool_size > 64) s->pool_size = 64;
+    s->busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (strcmp(s->path, ":memory:") != 0 && !make_parent_dirs(s->path, err)) {
+        gg_store_close(s);
+        return NULL;
+    }
+    for (int i = 0; i < s->pool_size; i++) {
+        gg_store_conn *c = gg_store_conn_open(s, err);
+        if (!c) { gg_store_close(s); return NULL; }
+        c->next_free = s->free_list;
+        s->free_list = c;
+        s->n_open++;
+    }
+    return s;
+}
+
+void gg_store_close(gg_store *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->closing = true;
+    while (s->n_borrowed > 0) pthread_cond_wait(&s->cond, &s->lock);
+    gg_store_conn *c = s->free_list;
+    s->free_list = NULL;
+    pthread_mutex_unlock(&s->lock);
+    while (c) {
+        gg_store_conn *next = c->next_free;
+        gg_store_conn_close(c);
+        c = next;
+    }
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s->path);
+    free(s);
+}
+
+const char *gg_store_path(const gg_store *s) { return s ? s->path : NULL; }
+
+gg_store_conn *gg_store_conn_acquire(gg_store *s, gg_error *err) {
+    pthread_mutex_lock(&s->lock);
+    while (!s->free_list && !s->closing) pthread_cond_wait(&s->cond, &s->lock);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->lock);
+        gg_error_set(err, "db", "the store is closing");
+        return NULL;
+    }
+    gg_store_conn *c = s->free_list;
+    s->free_list = c->next_free;
+    c->next_free = NULL;
+    s->n_borrowed++;
+    pthread_mutex_unlock(&s->lock);
+    return c;
+}
+
+void gg_store_conn_release(gg_store *s, gg_store_conn *c) {
+    if (!c) return;
+    /* A borrower that failed mid-statement or mid-transaction must not hand a dirty
+     * connection on: an unreset SELECT would pin an old WAL snapshot. */
+    for (int i = 0; i < c->n_cached; i++)
+        if (sqlite3_stmt_busy(c->cache[i].stmt)) sqlite3_reset(c->cache[i].stmt);
+    if (!sqlite3_get_autocommit(c->db)) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    pthread_mutex_lock(&s->lock);
+    c->next_free = s->free_list;
+    s->free_list = c;
+    s->n_borrowed--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+sqlite3_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err) {
+    for (int i = 0; i < c->n_cached; i++) {
+        if (c->cache[i].sql == sql) {
+            sqlite3_stmt *st = c->cache[i].stmt;
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return st;
+        }
+    }
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) {
+        set_sqlite_error(c->db, rc, err, "prepare");
+        return NULL;
+    }
+    if (c->n_cached < GG_STORE_STMT_CACHE) {
+        c->cache[c->n_cached].sql = sql;
+        c->cache[c->n_cached].stmt = st;
+        c->n_cached++;
+    } else {
+        /* Full cache means a caller passes dynamic SQL: a bug, but stay correct by
+         * evicting the oldest entry rather than leaking. */
+        sqlite3_finalize(c->cache[0].stmt);
+        memmove(&c->cache[0], &c->cache[1], sizeof c->cache[0] * (GG_STORE_STMT_CACHE - 1));
+        c->cache[GG_STORE_STMT_CACHE - 1].sql = sql;
+        c->cache[GG_STORE_STMT_CACHE - 1].stmt = st;
+    }
+    return st;
+}
+
+bool gg_store_conn_exec(gg_store_conn *c, const char *sql, gg_error *err) {
+    char *msg = NULL;
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        int ext = sqlite3_extended_errcode(c->db);
+        gg_error_set(err, (ext & 0xff) == SQLITE_CONSTRAINT ? "conflict" : "db", "%s",
+                     msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return false;
+    }
+    return true;
+}
+
+int gg_store_bind_text(sqlite3_stmt *st, int idx, const char *text) {
+    return text ? sqlite3_bind_text(st, idx, text, -1, SQLITE_STATIC) : sqlite3_bind_null(st, idx);
+}
+
+char *gg_store_column_strdup(sqlite3_stmt *st, int col, bool *oom) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (!t) return NULL;
+    char *r = strdup((const char *)t);
+    if (!r && oom) *oom = true;
+    return r;
+}
+
+/* ---- settings and generations ------------------------------------------------------- */
+
+static const char SQL_SETTING_INSERT[] =
+    "INSERT INTO settings(name, value) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING";
+static const char SQL_SETTING_GET[] = "SELECT value FROM settings WHERE name = ?1";
+
+bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsigned char *out,
+                                           size_t len, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = false;
+    unsigned char fresh[256];
+    if (len == 0 || len > sizeof fresh) {
+        gg_error_set(err, "invalid", "setting length %zu out of range", len);
+        goto done;
+    }
+    randombytes_buf(fresh, len);
+    /* Insert-if-absent then read back: whoever inserted first wins, everyone reads it. */
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SETTING_INSERT, err);
+    if (!st) goto done;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, fresh, (int)len, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) { gg_store_set_db_error(c, err, "settings"); goto done; }
+    sqlite3_reset(st);
+    st = gg_store_conn_stmt(c, SQL_SETTING_GET, err);
+    if (!st) goto done;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) { gg_store_set_db_error(c, err, "settings"); goto done; }
+    if ((size_t)sqlite3_column_bytes(st, 0) != len) {
+        gg_error_set(err, "db", "setting %s has %d bytes, expected %zu", name,
+                     sqlite3_column_bytes(st, 0), len);
+        goto done;
+    }
+    memcpy(out, sqlite3_column_blob(st, 0), len);
+    ok = true;
+done:
+    sodium_memzero(fresh, sizeof fresh);
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+static const char SQL_GEN_GET[] = "SELECT value FROM generations WHERE name = ?1";
+const char GG_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
+
+static const char *gen_name(gg_store_generation which) {
+    return which == GG_GEN_KEYS ? "keys" : "graphs";
+}
+
+long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return -1;
+    long long v = -1;
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GEN_GET, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+        else gg_store_set_db_error(c, err, "generations");
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    return v;
+}
+
+bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
+    if (!st) return false;
+    sqlite3_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+    bool ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok) gg_store_set_db_error(c, err, "generations");
+    sqlite3_reset(st);
+    return ok;
+}
+
+/* ---- audit log ------------------------------------------------------------------------ */
+
+static const char SQL_AUDIT_INSERT[] =
+    "INSERT INTO audit_log(ts, actor, tenant, action, target, details) VALUES (?1,?2,?3,?4,?5,?6)";
+static const char SQL_AUDIT_LIST[] =
+    "SELECT id, ts, actor, tenant, action, target, details FROM audit_log"
+    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+
+bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
+                           const char *action, const char *target, json_t *details,
+                           gg_error *err) {
+    char *d = details ? json_dumps(details, JSON_COMPACT) : NULL;
+    if (details && !d) { gg_error_set(err, "oom", "out of memory"); return false; }
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    bool ok = false;
+    if (c) {
+        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_AUDIT_INSERT, err);
+        if (st) {
+            sqlite3_bind_int64(st, 1, gg_wall_ms());
+            sqlite3_bind_text(st, 2, actor ? actor : "unknown", -1, SQLITE_STATIC);
+            gg_store_bind_text(st, 3, tenant);
+            sqlite3_bind_text(st, 4, action ? action : "", -1, SQLITE_STATIC);
+            gg_store_bind_text(st, 5, target);
+            gg_store_bind_text(st, 6, d);
+            ok = sqlite3_step(st) == SQLITE_DONE;
+            if (!ok) gg_store_set_db_error(c, err, "audit");
+            sqlite3_reset(st);
+        }
+        gg_store_conn_release(s, c);
+    }
+    free(d);
+    return ok;
+}
+
+/* Parse stored JSON text back into a value; text that is not JSON stays a string. */
+json_t *gg_store_json_column(sqlite3_stmt *st, int col) {
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    if (!t) return json_null();
+    json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(t);
+}
+
+json_t *gg_store_time_json(long long ms) {
+    if (ms <= 0) return json_null();
+    char buf[40];
+    gg_store_format_time(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+json_t *gg_store_audit_list(gg_store *s, const char *tenant, long long before_id, int limit,
+                            gg_error *err) {
+    if (limit <= 0) limit = 100;
+    if (limit > 1000) limit = 1000;
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *arr = json_array();
+    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_AUDIT_LIST, err) : NULL;
+    if (!st) goto fail;
+    gg_store_bind_text(st, 1, tenant);
+    sqlite3_bind_int64(st, 2, before_id > 0 ? before_id : 0);
+    sqlite3_bind_int(st, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *o = json_pack("{s:I,s:o,s:s,s:s?,s:s,s:s?,s:o}",
+            "id", (json_int_t)sqlite3_column_int64(st, 0),
+            "ts", gg_store_time_json(sqlite3_column_int64(st, 1)),
+            "actor", (const char *)sqlite3_column_text(st, 2),
+            "tenant", (const char *)sqlite3_column_text(st, 3),
+            "action", (const char *)sqlite3_column_text(st, 4),
+            "target", (const char *)sqlite3_column_text(st, 5),
+            "details", gg_store_json_column(st, 6));
+        if (!o || json_array_append_new(arr, o) != 0) { gg_error_set(err, "oom", "out of memory"); goto fail; }
+    }
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "audit"); goto fail; }
+    sqlite3_reset(st);
+    gg_store_conn_release(s, c);
+    return arr;
+fail:
+    if (st) sqlite3_reset(st);
+    gg_store_conn_release(s, c);
+    json_decref(arr);
+    return NULL;
+}
+
+void gg_store_format_time(long long ms, char *buf, size_t size) {
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (n) snprintf(buf + n, size - n, ".%03lldZ", ms % 1000);
+}
