@@ -100,4 +100,193 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
  * Server section (owned by the gateway helper) follows.
  * ====================================================================================== */
 
+#include <stdint.h>
+#include "mcp/provider.h"
+
+/* ---- JSON Schema (jsonschema.c) ------------------------------------------------------
+ * A compiled validator for what tools (and schema/graph.schema.json) need: type,
+ * properties, required, additionalProperties, patternProperties, propertyNames, enum,
+ * const, items, prefixItems (and draft-7 tuple items/additionalItems), minItems/maxItems,
+ * uniqueItems, contains, minimum/maximum, exclusiveMinimum/Maximum (number and draft-4
+ * boolean forms), multipleOf, minLength/maxLength (in code points), pattern (PCRE2, time
+ * bounded), minProperties/maxProperties, dependentRequired, $ref to "#..." JSON pointers
+ * ($defs/definitions, recursion allowed), allOf/anyOf/oneOf/not, if/then/else, boolean
+ * schemas. Other keywords (format, title, description, default, ...) are annotations. */
+typedef struct mcp_schema mcp_schema;
+
+/* Compile a schema (borrowed; a reference is kept). NULL + err (code "invalid_schema"). */
+mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err);
+void mcp_schema_free(mcp_schema *s);
+/* true if instance conforms. Otherwise err gets code "schema_violation", the message and
+ * the failing location as a JSON pointer in err->path ("" = the instance itself). */
+bool mcp_schema_validate(const mcp_schema *s, json_t *instance, gg_error *err);
+/* Report up to max violations (depth-first, instance pointer + message); returns how many. */
+typedef void (*mcp_schema_error_fn)(void *user, const char *pointer, const char *message);
+size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
+                               mcp_schema_error_fn fn, void *user);
+
+/* ---- JSON-RPC 2.0 (jsonrpc.c) --------------------------------------------------------- */
+enum {
+    MCP_PARSE_ERROR = -32700,
+    MCP_INVALID_REQUEST = -32600,
+    MCP_METHOD_NOT_FOUND = -32601,
+    MCP_INVALID_PARAMS = -32602,
+    MCP_INTERNAL_ERROR = -32603,
+    MCP_SERVER_BUSY = -32000,        /* worker queue full / shutting down */
+    MCP_REQUEST_CANCELLED = -32800,
+};
+
+typedef enum {
+    MCP_MSG_INVALID,      /* error_code/error_message say why; id set when it was valid */
+    MCP_MSG_REQUEST,      /* method + id (+ params) */
+    MCP_MSG_NOTIFICATION, /* method, no id */
+    MCP_MSG_RESPONSE,     /* a client's response to a server request: result or error + id */
+} mcp_msg_kind;
+
+/* One classified message; every pointer borrows from the parsed value. */
+typedef struct mcp_message {
+    mcp_msg_kind kind;
+    json_t *id;          /* string or number (or NULL); echoed back with its type */
+    const char *method;
+    json_t *params;      /* object (or array: rejected at dispatch) or NULL */
+    int error_code;
+    const char *error_message;
+} mcp_message;
+
+/* Parse a body into one JSON value (new reference) or NULL with err (code "parse_error"):
+ * not JSON, invalid UTF-8, or nested deeper than max_depth (0 = 64). */
+json_t *mcp_jsonrpc_parse(const char *buf, size_t len, int max_depth, gg_error *err);
+/* Classify one value (not an array) as request/notification/response/invalid. */
+void mcp_jsonrpc_classify(json_t *value, mcp_message *out);
+/* Serialized messages (heap, compact). id may be NULL (→ null). */
+char *mcp_jsonrpc_result(json_t *id, json_t *result);
+char *mcp_jsonrpc_result_raw(json_t *id, const char *result_json); /* pre-serialized result */
+char *mcp_jsonrpc_error(json_t *id, int code, const char *message, json_t *data /* may be NULL */);
+char *mcp_jsonrpc_notification(const char *method, json_t *params);
+
+/* ---- protocol versions and log levels (server.c) ------------------------------------- */
+#define MCP_VERSION_LATEST "2025-11-25"
+#define MCP_VERSION_DEFAULT "2025-03-26" /* assumed when a client sends no version header */
+bool mcp_version_supported(const char *v);          /* 2025-11-25, 2025-06-18, 2025-03-26 */
+const char *mcp_version_negotiate(const char *requested); /* itself if supported, else latest */
+bool mcp_version_allows_batch(const char *v);       /* only before 2025-06-18 */
+
+/* RFC 5424 levels as MCP names them; MCP_LOG_OFF = no notifications/message at all. */
+typedef enum {
+    MCP_LOG_DEBUG, MCP_LOG_INFO, MCP_LOG_NOTICE, MCP_LOG_WARNING, MCP_LOG_ERROR,
+    MCP_LOG_CRITICAL, MCP_LOG_ALERT, MCP_LOG_EMERGENCY, MCP_LOG_OFF
+} mcp_log_level;
+int mcp_log_level_parse(const char *name); /* -1 for an unknown name */
+const char *mcp_log_level_name(mcp_log_level l);
+
+/* ---- tool results (server.c): providers shape CallToolResults the same way ---------- */
+/* An object → structuredContent plus the same JSON as one text block; a string → one text
+ * block holding the string itself; anything else → one text block with its JSON. */
+json_t *mcp_tool_result_from_value(json_t *value);
+json_t *mcp_tool_error_result(const char *message); /* {content:[text], isError:true} */
+
+/* ---- the server over one provider (server.c) ------------------------------------------ */
+typedef struct mcp_server mcp_server;
+
+typedef struct mcp_server_options {
+    size_t page_size; /* tools per tools/list page; 0 = 100 */
+} mcp_server_options;
+
+/* Build the server for a provider (takes a reference): lists the tools once, compiles their
+ * schemas and pre-serializes the tools/list pages. NULL + err if a schema is invalid. */
+mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt, gg_error *err);
+mcp_server *mcp_server_ref(mcp_server *s);
+void mcp_server_unref(mcp_server *s);
+mcp_provider *mcp_server_provider(const mcp_server *s);
+size_t mcp_server_tool_count(const mcp_server *s);
+
+/* What the transport knows about the request being dispatched. */
+typedef struct mcp_request_ctx {
+    const char *protocol_version; /* effective version (session's, header's or default) */
+    mcp_log_level log_level;      /* the session's logging level */
+    bool has_session;
+} mcp_request_ctx;
+
+typedef struct mcp_call mcp_call;
+
+typedef enum {
+    MCP_OUT_RESPONSE, /* body holds a serialized JSON-RPC response */
+    MCP_OUT_ACCEPTED, /* notification or response accepted: HTTP 202, no body */
+    MCP_OUT_CALL,     /* call holds a tools/call to run on a worker (mcp_call_run) */
+} mcp_outcome_kind;
+
+typedef struct mcp_outcome {
+    mcp_outcome_kind kind;
+    char *body;           /* MCP_OUT_RESPONSE; heap */
+    mcp_call *call;       /* MCP_OUT_CALL; owned by the outcome until the transport takes it */
+    /* side effects for the transport to apply to the session: */
+    bool initialize;      /* initialize succeeded: issue a session for negotiated_version */
+    char negotiated_version[16];
+    int set_log_level;    /* >= 0: logging/setLevel asked for this level */
+    json_t *cancel_id;    /* notifications/cancelled: the requestId (new reference) */
+} mcp_outcome;
+
+/* Dispatch one classified message. Protocol errors become JSON-RPC error responses; cheap
+ * work (initialize, ping, tools/list, argument validation) is done here, the run itself is
+ * handed back as out->call. */
+void mcp_server_dispatch(mcp_server *s, const mcp_message *msg, const mcp_request_ctx *rc,
+                         mcp_outcome *out);
+void mcp_outcome_clear(mcp_outcome *out);
+
+/* ---- a tools/call in flight ----------------------------------------------------------- */
+/* Receives each serialized notification (progress, log message) emitted before the result,
+ * on the worker thread. */
+typedef void (*mcp_emit_fn)(void *user, const char *json, size_t len);
+void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user);
+volatile int *mcp_call_cancel_flag(mcp_call *c); /* set on notifications/cancelled, shutdown */
+const char *mcp_call_tool(const mcp_call *c);
+json_t *mcp_call_id(const mcp_call *c);        /* borrowed */
+json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */
+bool mcp_call_wants_progress(const mcp_call *c);
+json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
+/* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
+char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
+/* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
+const char *mcp_call_status(const mcp_call *c);
+json_t *mcp_call_result(const mcp_call *c);    /* borrowed CallToolResult or NULL */
+const char *mcp_call_error(const mcp_call *c); /* message or NULL */
+double mcp_call_duration_ms(const mcp_call *c);
+/* The response for a call that will not run (queue full, shutdown). */
+char *mcp_call_refuse(mcp_call *c, int code, const char *message);
+void mcp_call_free(mcp_call *c);
+
+/* ---- sessions (session.c) -------------------------------------------------------------
+ * Mcp-Session-Id is a signed token (crypto_auth, HMAC-SHA512-256) binding tenant, graph,
+ * key id, protocol version and expiry: any replica with the secret validates it alone.
+ * Revocations, the logging level and the calls in flight live in a bounded in-memory
+ * table keyed by the token's nonce. */
+#define MCP_SESSION_ID_MAX 256
+typedef struct mcp_sessions mcp_sessions;
+
+typedef struct mcp_session {
+    char tenant[64], graph[64], key_id[64];
+    char version[16];
+    int64_t expires;   /* unix seconds */
+    uint8_t nonce[16];
+} mcp_session;
+
+/* secret: 32 bytes, or NULL for a random one (sessions then end with the process). */
+mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_t max_entries);
+void mcp_sessions_free(mcp_sessions *ss);
+/* Issue a token into id (MCP_SESSION_ID_MAX bytes). */
+bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
+                       const char *key_id, const char *version, char *id, mcp_session *out);
+/* Check a token for this endpoint and key: "not_found" for a bad signature, expiry,
+ * revocation, or another tenant's/graph's/key's session (indistinguishable on purpose). */
+bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, const char *graph,
+                       const char *key_id, mcp_session *out, gg_error *err);
+void mcp_session_revoke(mcp_sessions *ss, const mcp_session *s); /* DELETE; stops its runs */
+mcp_log_level mcp_session_log_level(mcp_sessions *ss, const mcp_session *s);
+void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_level l);
+void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id,
+                            volatile int *cancel_flag);
+void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
+bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
+
+
 #endif

@@ -12,7 +12,11 @@
 #include <stdbool.h>
 #include "util/util.h"
 
-/* Where a running call reports progress and log messages; every function may be NULL. */
+/* Where a running call reports progress and log messages; every function may be NULL
+ * (the server leaves progress NULL when the client gave no progressToken and log NULL when
+ * its logging level asks for nothing, so providers skip building what nobody reads).
+ * progress must increase from one report to the next; log levels are MCP's names
+ * ("debug", "info", ..., "error"). Both may be called from the worker running the call. */
 typedef struct mcp_sink {
     void (*progress)(void *user, double progress, double total /* <0 = unknown */, const char *message);
     void (*log)(void *user, const char *level, const char *logger, json_t *data /* borrowed */);
@@ -25,6 +29,10 @@ typedef struct mcp_call_ctx {
     const char *request_id;   /* X-Request-Id, for logs */
     const char *key_id;       /* API key that made the call, NULL on the internal listener */
     const char *tenant;       /* tenant of the endpoint */
+    /* Array the provider appends one record per executed node to, for the execution
+     * history: {node_id, type, started_at (unix ms), duration_ms, status ("ok"|"error"),
+     * input?, output?, error?}. Borrowed; NULL when the caller keeps no history. */
+    json_t *history;
 } mcp_call_ctx;
 
 typedef struct mcp_provider mcp_provider;
