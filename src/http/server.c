@@ -900,12 +900,12 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
     L->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, L,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, L,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
                             MHD_OPTION_END);
     if (!L->d) {
         gg_error_set(err, "listen_failed", "cannot listen on %s (address in use or not permitted)", L->addr);

@@ -1,0 +1,466 @@
+/* In-process tests of the HTTP server: real libmicrohttpd listeners on ephemeral loopback
+ * ports, driven by libcurl. Covers body limits, request ids, per-listener routes, 404/405
+ * JSON, deferred responses completed from other threads, SSE streaming, /metrics, /ready,
+ * and graceful stop with deferred requests in flight. */
+#include <check.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http.h"
+
+static gg_http_server *S;
+static unsigned PUB, INT;
+static volatile int ready_flag = 1;
+
+static void sleep_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* ---- handlers ---- */
+
+static int h_echo(gg_http_req *req, gg_http_res *res, void *u) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *body = gg_http_body_json(req, true, &e);
+    if (!body) {
+        gg_http_res_error_from(res, 0, &e);
+        gg_error_clear(&e);
+        return GG_HTTP_DONE;
+    }
+    const char *q = gg_http_query(req, "q");
+    const char *h = gg_http_header(req, "x-test");
+    gg_http_res_json(res, 200, json_pack("{s:o,s:s,s:s?,s:s?,s:s}", "body", body, "id",
+                                         gg_http_param(req, "id"), "q", q, "h", h, "route", gg_http_route(req)));
+    gg_http_res_header(res, "X-Extra", "yes");
+    return GG_HTTP_DONE;
+}
+
+static int h_internal(gg_http_req *req, gg_http_res *res, void *u) {
+    gg_http_res_json(res, 200, json_pack("{s:s}", "listener",
+                                         gg_http_listener(req) == GG_LISTENER_INTERNAL ? "internal" : "public"));
+    return GG_HTTP_DONE;
+}
+
+static int h_nothing(gg_http_req *req, gg_http_res *res, void *u) { return GG_HTTP_DONE; }
+
+typedef struct job { gg_http_async *a; int delay_ms; bool stream; } job;
+
+static void *worker(void *arg) {
+    job *j = arg;
+    gg_http_req *req = gg_http_async_req(j->a);
+    if (j->stream) {
+        ck_assert(gg_http_async_stream(j->a, 200, "text/event-stream"));
+        for (int i = 0; i < 3; i++) {
+            for (int waited = 0; waited < j->delay_ms && !gg_http_async_abandoned(j->a); waited += 10) sleep_ms(10);
+            char data[64];
+            snprintf(data, sizeof data, "{\"n\":%d}", i);
+            gg_http_sse_event(j->a, "message", NULL, data);
+        }
+        gg_http_sse_event(j->a, "final", "7", "line1\nline2");
+    } else {
+        /* Long work checks for abandonment so shutdown can cut it short. */
+        for (int waited = 0; waited < j->delay_ms && !gg_http_async_abandoned(j->a); waited += 10) sleep_ms(10);
+        const char *h = gg_http_header(req, "X-Test");
+        gg_http_res_json(gg_http_async_res(j->a), 200,
+                         json_pack("{s:s,s:s?,s:b}", "deferred", gg_http_param(req, "ms"), "h", h,
+                                   "abandoned", gg_http_async_abandoned(j->a)));
+    }
+    gg_http_async_complete(j->a);
+    free(j);
+    return NULL;
+}
+
+static int h_deferred(gg_http_req *req, gg_http_res *res, void *u) {
+    gg_http_async *a = gg_http_defer(req);
+    if (!a) {
+        gg_http_res_error(res, 503, "unavailable", "cannot defer");
+        return GG_HTTP_DONE;
+    }
+    job *j = calloc(1, sizeof *j);
+    j->a = a;
+    j->delay_ms = atoi(gg_http_param(req, "ms"));
+    j->stream = u != NULL;
+    pthread_t t;
+    pthread_create(&t, NULL, worker, j);
+    pthread_detach(t);
+    return GG_HTTP_DEFERRED;
+}
+
+/* Completes before returning: the "owner finished before the connection suspended" race. */
+static int h_deferred_now(gg_http_req *req, gg_http_res *res, void *u) {
+    gg_http_async *a = gg_http_defer(req);
+    gg_http_res_json(gg_http_async_res(a), 201, json_pack("{s:b}", "immediate", 1));
+    gg_http_async_complete(a);
+    return GG_HTTP_DEFERRED;
+}
+
+static bool ready_fn(void *u, gg_error *e) {
+    if (ready_flag) return true;
+    gg_error_set(e, "migration", "schema is behind");
+    return false;
+}
+
+static void metrics_hook(gg_strbuf *out, void *u) { gg_strbuf_puts(out, "test_hook_metric 42\n"); }
+
+static gg_http_server *make_server(size_t limit) {
+    gg_http_options o = {.public_addr = "127.0.0.1:0", .internal_addr = "127.0.0.1:0", .threads = 2,
+                         .body_limit = limit, .access_log = false, .version = "9.9.9"};
+    gg_error e = GG_ERROR_INIT;
+    gg_http_server *s = gg_http_server_new(&o, &e);
+    ck_assert_msg(s != NULL, "%s", e.message ? e.message : "");
+    gg_router *r = gg_http_server_router(s);
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "POST", "/echo/{id}", h_echo, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_INTERNAL, "GET", "/internal/only", h_internal, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/nothing", h_nothing, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/deferred/{ms}", h_deferred, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/sse/{ms}", h_deferred, "stream", &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/now", h_deferred_now, NULL, &e));
+    gg_http_server_set_ready_check(s, ready_fn, NULL);
+    ck_assert(gg_http_server_add_metrics(s, metrics_hook, NULL));
+    ck_assert_msg(gg_http_server_start(s, &e), "%s", e.message ? e.message : "");
+    return s;
+}
+
+static void setup(void) {
+    S = make_server(1024);
+    PUB = gg_http_server_port(S, GG_LISTENER_PUBLIC);
+    INT = gg_http_server_port(S, GG_LISTENER_INTERNAL);
+    ck_assert_uint_ne(PUB, 0);
+    ck_assert_uint_ne(INT, 0);
+    ready_flag = 1;
+}
+
+static void teardown(void) {
+    gg_http_server_stop(S, 2000);
+    gg_http_server_free(S);
+}
+
+/* ---- client ---- */
+
+typedef struct reply {
+    long status;
+    gg_strbuf body, headers;
+    json_t *json;
+} reply;
+
+static size_t on_data(char *p, size_t sz, size_t n, void *u) {
+    gg_strbuf_append(u, p, sz * n);
+    return sz * n;
+}
+
+static const char *hdr(reply *r, const char *name) {
+    static char val[256];
+    if (!r->headers.data) return NULL;
+    size_t nl = strlen(name);
+    for (const char *p = r->headers.data; p && *p;) {
+        if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ') v++;
+            size_t k = strcspn(v, "\r\n");
+            if (k >= sizeof val) k = sizeof val - 1;
+            memcpy(val, v, k);
+            val[k] = '\0';
+            return val;
+        }
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return NULL;
+}
+
+static void reply_free(reply *r) {
+    gg_strbuf_free(&r->body);
+    gg_strbuf_free(&r->headers);
+    json_decref(r->json);
+}
+
+/* body NULL = GET (or method given); chunked forces Transfer-Encoding: chunked. */
+static reply call(unsigned port, const char *method, const char *path, const char *body, size_t body_len,
+                  const char *extra_header, bool chunked) {
+    reply r = {0, GG_STRBUF_INIT, GG_STRBUF_INIT, NULL};
+    CURL *c = curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    struct curl_slist *hl = NULL;
+    if (extra_header) hl = curl_slist_append(hl, extra_header);
+    if (chunked) hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
+    hl = curl_slist_append(hl, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        if (!chunked) curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body_len);
+    }
+    if (method) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    if (r.body.data) r.json = json_loads(r.body.data, 0, NULL);
+    return r;
+}
+
+static const char *err_code(reply *r) {
+    return json_string_value(json_object_get(json_object_get(r->json, "error"), "code"));
+}
+
+/* ---- tests ---- */
+
+START_TEST(health_and_request_id) {
+    reply r = call(PUB, NULL, "/health", NULL, 0, "X-Request-Id: abc-123.xyz", false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "ok");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "version")), "9.9.9");
+    ck_assert(json_is_number(json_object_get(r.json, "uptime_seconds")));
+    ck_assert_str_eq(hdr(&r, "X-Request-Id"), "abc-123.xyz");
+    ck_assert_str_eq(hdr(&r, "Content-Type"), "application/json");
+    reply_free(&r);
+    /* Invalid ids (spaces, too long) are replaced by a generated one. */
+    r = call(PUB, NULL, "/health", NULL, 0, "X-Request-Id: bad id<script>", false);
+    ck_assert_int_eq(r.status, 200);
+    const char *id = hdr(&r, "X-Request-Id");
+    ck_assert_ptr_nonnull(id);
+    ck_assert_uint_eq(strlen(id), 32);
+    ck_assert_uint_eq(strspn(id, "0123456789abcdef"), 32);
+    reply_free(&r);
+    char longid[300] = "X-Request-Id: ";
+    memset(longid + 14, 'a', 200);
+    r = call(PUB, NULL, "/health", NULL, 0, longid, false);
+    ck_assert_uint_eq(strlen(hdr(&r, "X-Request-Id")), 32);
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(echo_params_query_headers) {
+    reply r = call(PUB, NULL, "/echo/42?q=hello%20world", "{\"a\":[1,2]}", 11, "X-Test: hv", false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "id")), "42");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "q")), "hello world");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "h")), "hv");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "route")), "/echo/{id}");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(r.json, "body"), "a"), 1)), 2);
+    ck_assert_str_eq(hdr(&r, "X-Extra"), "yes");
+    reply_free(&r);
+    r = call(PUB, NULL, "/echo/1", "{bad", 4, NULL, false);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(err_code(&r), "invalid_json");
+    ck_assert(json_is_integer(json_object_get(json_object_get(r.json, "error"), "line")));
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(not_found_and_method_not_allowed) {
+    reply r = call(PUB, NULL, "/no/such/thing", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_str_eq(err_code(&r), "not_found");
+    ck_assert_str_eq(hdr(&r, "Content-Type"), "application/json");
+    reply_free(&r);
+    r = call(PUB, "DELETE", "/health", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert_str_eq(err_code(&r), "method_not_allowed");
+    ck_assert_str_eq(hdr(&r, "Allow"), "GET, HEAD");
+    reply_free(&r);
+    r = call(PUB, NULL, "/nothing", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 500);
+    ck_assert_str_eq(err_code(&r), "internal_error");
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(internal_only_route) {
+    reply r = call(PUB, NULL, "/internal/only", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_str_eq(err_code(&r), "not_found");
+    reply_free(&r);
+    r = call(INT, NULL, "/internal/only", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "listener")), "internal");
+    reply_free(&r);
+    /* /metrics lives on the internal listener when there is one. */
+    r = call(PUB, NULL, "/metrics", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 404);
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(body_limit) {
+    char *big = malloc(5000);
+    memset(big, ' ', 5000);
+    big[0] = '1';
+    reply r = call(PUB, NULL, "/echo/1", big, 5000, NULL, false);
+    ck_assert_int_eq(r.status, 413);
+    ck_assert_str_eq(err_code(&r), "too_large");
+    reply_free(&r);
+    big[4999] = '\0';
+    r = call(PUB, NULL, "/echo/1", big, 0, NULL, true); /* chunked: no Content-Length */
+    ck_assert_int_eq(r.status, 413);
+    ck_assert_str_eq(err_code(&r), "too_large");
+    reply_free(&r);
+    /* Exactly at the limit is fine. */
+    r = call(PUB, NULL, "/echo/1", big, 1024, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    free(big);
+}
+END_TEST
+
+START_TEST(deferred_from_worker_thread) {
+    reply r = call(PUB, NULL, "/deferred/50", NULL, 0, "X-Test: kept", false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "deferred")), "50");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "h")), "kept");
+    ck_assert(json_is_false(json_object_get(r.json, "abandoned")));
+    ck_assert_ptr_nonnull(hdr(&r, "X-Request-Id"));
+    reply_free(&r);
+    r = call(INT, NULL, "/deferred/0", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    r = call(PUB, NULL, "/now", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 201);
+    ck_assert(json_is_true(json_object_get(r.json, "immediate")));
+    reply_free(&r);
+}
+END_TEST
+
+typedef struct par { unsigned port; char path[64]; long status; } par;
+static void *par_call(void *arg) {
+    par *p = arg;
+    reply r = call(p->port, NULL, p->path, NULL, 0, NULL, false);
+    p->status = r.status;
+    reply_free(&r);
+    return NULL;
+}
+
+START_TEST(many_deferred_in_parallel) {
+    /* More deferred requests than polling threads: suspension must free the threads. */
+    enum { N = 24 };
+    pthread_t t[N];
+    par p[N];
+    double t0 = gg_now_ms();
+    for (int i = 0; i < N; i++) {
+        p[i].port = PUB;
+        snprintf(p[i].path, sizeof p[i].path, "/deferred/300");
+        pthread_create(&t[i], NULL, par_call, &p[i]);
+    }
+    for (int i = 0; i < N; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++) ck_assert_int_eq(p[i].status, 200);
+    ck_assert_msg(gg_now_ms() - t0 < 3000, "deferred requests were serialized: %.0f ms", gg_now_ms() - t0);
+}
+END_TEST
+
+START_TEST(sse_stream) {
+    reply r = call(PUB, NULL, "/sse/20", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(hdr(&r, "Content-Type"), "text/event-stream");
+    ck_assert_str_eq(hdr(&r, "Cache-Control"), "no-cache");
+    ck_assert_str_eq(r.body.data,
+                     "event: message\ndata: {\"n\":0}\n\n"
+                     "event: message\ndata: {\"n\":1}\n\n"
+                     "event: message\ndata: {\"n\":2}\n\n"
+                     "event: final\nid: 7\ndata: line1\ndata: line2\n\n");
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(metrics_and_ready) {
+    reply r = call(PUB, NULL, "/health", NULL, 0, NULL, false);
+    reply_free(&r);
+    r = call(PUB, NULL, "/nope", NULL, 0, NULL, false);
+    reply_free(&r);
+    r = call(INT, NULL, "/metrics", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(hdr(&r, "Content-Type"), "text/plain"));
+    const char *m = r.body.data;
+    ck_assert_ptr_nonnull(strstr(m, "graphgate_http_requests_total{route=\"/health\",method=\"GET\",status=\"200\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(m, "graphgate_http_requests_total{route=\"unmatched\",method=\"\",status=\"404\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(m, "graphgate_http_request_duration_seconds_bucket{route=\"/health\",method=\"GET\",le=\"+Inf\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(m, "graphgate_http_requests_in_flight 1\n")); /* this scrape */
+    ck_assert_ptr_nonnull(strstr(m, "process_resident_memory_bytes "));
+    ck_assert_ptr_null(strstr(m, "process_resident_memory_bytes -1"));
+    ck_assert_ptr_nonnull(strstr(m, "test_hook_metric 42\n"));
+    reply_free(&r);
+    r = call(PUB, NULL, "/ready", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    ready_flag = 0;
+    r = call(PUB, NULL, "/ready", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 503);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "not_ready");
+    ck_assert_str_eq(err_code(&r), "migration");
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(graceful_stop_waits_for_inflight) {
+    par p = {PUB, "/deferred/400", 0};
+    pthread_t t;
+    pthread_create(&t, NULL, par_call, &p);
+    while (gg_http_server_inflight(S) == 0) sleep_ms(5);
+    double t0 = gg_now_ms();
+    int abandoned = gg_http_server_stop(S, 5000);
+    ck_assert_int_eq(abandoned, 0);
+    ck_assert(gg_now_ms() - t0 >= 200);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(p.status, 200);
+    /* New connections are refused once stopped. */
+    reply r = call(PUB, NULL, "/health", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 0);
+    reply_free(&r);
+}
+END_TEST
+
+START_TEST(graceful_stop_abandons_past_deadline) {
+    par p = {PUB, "/deferred/10000", 0}, q = {PUB, "/sse/3000", 0};
+    pthread_t t, u;
+    pthread_create(&t, NULL, par_call, &p);
+    pthread_create(&u, NULL, par_call, &q);
+    while (gg_http_server_inflight(S) < 2) sleep_ms(5);
+    sleep_ms(50);
+    double t0 = gg_now_ms();
+    int abandoned = gg_http_server_stop(S, 200);
+    ck_assert_int_eq(abandoned, 2);
+    ck_assert(gg_now_ms() - t0 < 3000);
+    pthread_join(t, NULL);
+    pthread_join(u, NULL);
+    ck_assert_int_eq(p.status, 503);
+    ck_assert_int_eq(q.status, 200); /* the stream had started; it was ended early */
+    /* Workers notice the abandonment, finish and release their asyncs after the stop. */
+    sleep_ms(300);
+}
+END_TEST
+
+int main(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    Suite *s = suite_create("http-server");
+    TCase *tc = tcase_create("server");
+    tcase_set_timeout(tc, 30);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, health_and_request_id);
+    tcase_add_test(tc, echo_params_query_headers);
+    tcase_add_test(tc, not_found_and_method_not_allowed);
+    tcase_add_test(tc, internal_only_route);
+    tcase_add_test(tc, body_limit);
+    tcase_add_test(tc, deferred_from_worker_thread);
+    tcase_add_test(tc, many_deferred_in_parallel);
+    tcase_add_test(tc, sse_stream);
+    tcase_add_test(tc, metrics_and_ready);
+    tcase_add_test(tc, graceful_stop_waits_for_inflight);
+    tcase_add_test(tc, graceful_stop_abandons_past_deadline);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    curl_global_cleanup();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
