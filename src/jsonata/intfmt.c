@@ -291,13 +291,13 @@ static double word_value(const char *w, size_t n) {
     if (!strcmp(buf, "hundred")) return 100;
     for (int i = 0; i < 4; i++) if (!strcmp(buf, MAGS[i].w)) return MAGS[i].v;
     /* ordinals: compare against each cardinal's ordinal form */
-    for (int v = 0; v < 20 + 9 + 1 + 4; v++) {
+    for (int v = 0; v < 20 + 8 + 1 + 4; v++) {
         double val;
         const char *card;
         if (v < 20) { card = ONES[v]; val = v; }
-        else if (v < 29) { card = TENS[v - 18]; val = (v - 18) * 10; }
-        else if (v == 29) { card = "hundred"; val = 100; }
-        else { card = MAGS[v - 30].w; val = MAGS[v - 30].v; }
+        else if (v < 28) { card = TENS[v - 18]; val = (v - 18) * 10; }
+        else if (v == 28) { card = "hundred"; val = 100; }
+        else { card = MAGS[v - 29].w; val = MAGS[v - 29].v; }
         gg_strbuf o = GG_STRBUF_INIT;
         ordinal_word(card, strlen(card), &o);
         bool eq = o.data && !strcmp(o.data, buf);

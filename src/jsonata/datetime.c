@@ -1,0 +1,603 @@
+/* datetime.c — $fromMillis / $toMillis: XPath F&O 3.1 date/time picture strings
+ * ([Y0001]-[M01]-[D01], names, ordinals, words, time zones) and ISO 8601, with the
+ * reference's behaviour and error codes (D3110, D3130-D3136). All arithmetic is on the
+ * proleptic Gregorian calendar in UTC plus a fixed offset. */
+#include "jsonata/fnlib.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DT_MAX_ITEMS 128
+
+static const char *MONTHS[] = {"January", "February", "March", "April", "May", "June", "July",
+                               "August", "September", "October", "November", "December"};
+static const char *DAYS[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+                             "Saturday", "Sunday"};
+
+/* Days since 1970-01-01 for a proleptic Gregorian date (month 1-12). */
+static long long days_from_civil(long long y, int m, int d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(long long z, long long *y, int *m, int *d) {
+    z += 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+typedef struct dt_fields {
+    long long year, days; /* days since epoch */
+    int month, day, yday, wday; /* wday 1 = Monday .. 7 = Sunday */
+    int hour, minute, second, ms;
+    int iso_week; long long iso_year;
+    int month_week, mw_month;
+    int offset; /* minutes */
+} dt_fields;
+
+static void dt_compute(double millis, int offset_min, dt_fields *f) {
+    memset(f, 0, sizeof *f);
+    double t = floor(millis) + offset_min * 60000.0;
+    long long days = (long long)floor(t / 86400000.0);
+    long long msday = (long long)(t - (double)days * 86400000.0);
+    f->days = days;
+    civil_from_days(days, &f->year, &f->month, &f->day);
+    f->yday = (int)(days - days_from_civil(f->year, 1, 1)) + 1;
+    long long w = (days + 3) % 7; /* 1970-01-01 was a Thursday */
+    if (w < 0) w += 7;
+    f->wday = (int)w + 1;
+    f->hour = (int)(msday / 3600000);
+    f->minute = (int)(msday / 60000 % 60);
+    f->second = (int)(msday / 1000 % 60);
+    f->ms = (int)(msday % 1000);
+    f->offset = offset_min;
+    /* ISO week: the week (Monday-Sunday) belongs to the year/month of its Thursday */
+    long long thursday = days - (f->wday - 1) + 3;
+    long long ty; int tm, td;
+    civil_from_days(thursday, &ty, &tm, &td);
+    f->iso_year = ty;
+    f->iso_week = (int)((thursday - days_from_civil(ty, 1, 1)) / 7) + 1;
+    f->mw_month = tm;
+    f->month_week = (td - 1) / 7 + 1;
+}
+
+typedef struct dt_marker {
+    char comp;
+    char pres[64];   /* first presentation modifier (defaulted) */
+    bool ordinal;    /* second modifier 'o' */
+    bool tflag;      /* 't' on a timezone: print Z for zero offset */
+    int minw, maxw;  /* -1 = unspecified */
+    bool name;       /* N / n / Nn */
+    jn_int_case name_case;
+} dt_marker;
+
+typedef struct dt_item {
+    bool lit;
+    char *text; /* literal (unescaped) */
+    size_t len;
+    dt_marker m;
+} dt_item;
+
+typedef struct dt_picture {
+    dt_item items[DT_MAX_ITEMS];
+    int n;
+} dt_picture;
+
+static void dt_picture_free(dt_picture *p) {
+    for (int i = 0; i < p->n; i++) free(p->items[i].text);
+    p->n = 0;
+}
+
+static const char *default_pres(char c) {
+    switch (c) {
+    case 'F': case 'P': case 'C': case 'E': return "n";
+    case 'm': case 's': return "01";
+    case 'Z': case 'z': return "01:01";
+    default: return "1";
+    }
+}
+
+static bool parse_width(const char *w, dt_marker *m) {
+    m->minw = m->maxw = -1;
+    const char *dash = strchr(w, '-');
+    char a[32] = "", b[32] = "";
+    if (dash) {
+        snprintf(a, sizeof a, "%.*s", (int)(dash - w), w);
+        snprintf(b, sizeof b, "%s", dash + 1);
+    } else snprintf(a, sizeof a, "%s", w);
+    if (a[0] && strcmp(a, "*")) m->minw = atoi(a);
+    if (b[0] && strcmp(b, "*")) m->maxw = atoi(b);
+    if (m->minw > 1000) m->minw = 1000; /* bound the padding */
+    return true;
+}
+
+static bool parse_marker(const char *s, size_t n, dt_marker *m, gg_error *err) {
+    char buf[128];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < sizeof buf - 1; i++)
+        if (!isspace((unsigned char)s[i])) buf[k++] = s[i];
+    buf[k] = '\0';
+    memset(m, 0, sizeof *m);
+    m->minw = m->maxw = -1;
+    if (k == 0) { gg_error_set(err, "D3132", "Unknown component specifier \"\" in date/time picture string"); return false; }
+    m->comp = buf[0];
+    if (!strchr("YMDdFWwXxHhPmsfZzCE", m->comp)) {
+        gg_error_set(err, "D3132", "Unknown component specifier \"%c\" in date/time picture string", m->comp);
+        return false;
+    }
+    char *pres = buf + 1;
+    char *comma = strrchr(pres, ',');
+    if (comma) { *comma = '\0'; parse_width(comma + 1, m); }
+    size_t pl = strlen(pres);
+    if (pl > 1 && (pres[pl - 1] == 'o' || pres[pl - 1] == 'c')) {
+        m->ordinal = pres[pl - 1] == 'o';
+        pres[--pl] = '\0';
+    }
+    if (pl > 1 && pres[pl - 1] == 't' && (m->comp == 'Z' || m->comp == 'z')) {
+        m->tflag = true;
+        pres[--pl] = '\0';
+    }
+    snprintf(m->pres, sizeof m->pres, "%s", pl ? pres : default_pres(m->comp));
+    if (m->pres[0] == 'N' || m->pres[0] == 'n') {
+        if (!strchr("MxFPCE", m->comp)) {
+            gg_error_set(err, "D3133", "The 'name' modifier can only be applied to months and days in the date/time picture string, not \"%c\"", m->comp);
+            return false;
+        }
+        m->name = true;
+        m->name_case = !strcmp(m->pres, "Nn") ? JN_CASE_TITLE : m->pres[0] == 'N' ? JN_CASE_UPPER : JN_CASE_LOWER;
+    }
+    return true;
+}
+
+static bool add_literal(dt_picture *p, gg_strbuf *lit, gg_error *err) {
+    if (lit->len == 0) return true;
+    if (p->n >= DT_MAX_ITEMS) { gg_error_set(err, "D3135", "The date/time picture string is too long"); return false; }
+    dt_item *it = &p->items[p->n++];
+    it->lit = true;
+    it->len = lit->len;
+    it->text = gg_strbuf_take(lit);
+    if (!it->text) { gg_error_set(err, "D0000", "out of memory"); return false; }
+    return true;
+}
+
+/* Split a picture into literals ("[[" and "]]" unescaped) and markers. */
+static bool dt_picture_parse(const char *pic, dt_picture *p, gg_error *err) {
+    memset(p, 0, sizeof *p);
+    gg_strbuf lit = GG_STRBUF_INIT;
+    size_t n = strlen(pic), i = 0;
+    while (i < n) {
+        char c = pic[i];
+        if (c == '[' && i + 1 < n && pic[i + 1] == '[') { gg_strbuf_putc(&lit, '['); i += 2; continue; }
+        if (c == ']' && i + 1 < n && pic[i + 1] == ']') { gg_strbuf_putc(&lit, ']'); i += 2; continue; }
+        if (c == '[') {
+            const char *close = memchr(pic + i, ']', n - i);
+            if (!close) {
+                gg_strbuf_free(&lit);
+                gg_error_set(err, "D3135", "No matching closing bracket ']' in date/time picture string");
+                return false;
+            }
+            if (!add_literal(p, &lit, err) || p->n >= DT_MAX_ITEMS) {
+                gg_strbuf_free(&lit);
+                if (!gg_error_is_set(err)) gg_error_set(err, "D3135", "The date/time picture string is too long");
+                return false;
+            }
+            dt_item *it = &p->items[p->n++];
+            it->lit = false;
+            it->text = NULL;
+            size_t end = (size_t)(close - pic);
+            /* the marker is validated after the whole picture has been split */
+            it->len = end - i - 1;
+            it->text = malloc(it->len + 1);
+            if (!it->text) { gg_strbuf_free(&lit); gg_error_set(err, "D0000", "out of memory"); return false; }
+            memcpy(it->text, pic + i + 1, it->len);
+            it->text[it->len] = '\0';
+            i = end + 1;
+            continue;
+        }
+        gg_strbuf_putc(&lit, c);
+        i++;
+    }
+    if (!add_literal(p, &lit, err)) { gg_strbuf_free(&lit); return false; }
+    gg_strbuf_free(&lit);
+    for (int k = 0; k < p->n; k++)
+        if (!p->items[k].lit && !parse_marker(p->items[k].text, p->items[k].len, &p->items[k].m, err))
+            return false;
+    return true;
+}
+
+static void put_name(gg_strbuf *out, const char *name, const dt_marker *m) {
+    size_t n = strlen(name);
+    if (m->maxw > 0 && (size_t)m->maxw < n) n = (size_t)m->maxw;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (m->name_case == JN_CASE_UPPER) c = (char)toupper((unsigned char)c);
+        else if (m->name_case == JN_CASE_LOWER) c = (char)tolower((unsigned char)c);
+        else c = i == 0 ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
+        gg_strbuf_putc(out, c);
+    }
+}
+
+static bool format_tz(const dt_marker *m, int off, gg_strbuf *out, gg_error *err) {
+    if (m->comp == 'z') gg_strbuf_puts(out, "GMT");
+    if (m->tflag && off == 0) { gg_strbuf_putc(out, 'Z'); return true; }
+    int a = abs(off), hh = a / 60, mm = a % 60;
+    const char *pres = m->pres;
+    const char *colon = strchr(pres, ':');
+    size_t hd = colon ? (size_t)(colon - pres) : strlen(pres);
+    for (size_t i = 0; i < strlen(pres); i++)
+        if (!isdigit((unsigned char)pres[i]) && pres + i != colon) hd = 99;
+    if (hd > 4) {
+        gg_error_set(err, "D3134", "The timezone integer format specifier cannot have more than four digits");
+        return false;
+    }
+    gg_strbuf_putc(out, off < 0 ? '-' : '+');
+    if (colon) gg_strbuf_printf(out, "%0*d:%02d", (int)hd, hh, mm);
+    else if (hd <= 2) {
+        gg_strbuf_printf(out, "%0*d", (int)hd, hh);
+        if (mm) gg_strbuf_printf(out, ":%02d", mm);
+    } else gg_strbuf_printf(out, "%0*d%02d", (int)hd - 2, hh, mm);
+    return true;
+}
+
+static bool format_component(const dt_marker *m, const dt_fields *f, gg_strbuf *out, gg_error *err) {
+    double v = 0;
+    switch (m->comp) {
+    case 'Y': v = (double)f->year; break;
+    case 'M': v = f->month; if (m->name) { put_name(out, MONTHS[f->month - 1], m); return true; } break;
+    case 'x': v = f->mw_month; if (m->name) { put_name(out, MONTHS[f->mw_month - 1], m); return true; } break;
+    case 'D': v = f->day; break;
+    case 'd': v = f->yday; break;
+    case 'F': v = f->wday; if (m->name) { put_name(out, DAYS[f->wday - 1], m); return true; } break;
+    case 'W': v = f->iso_week; break;
+    case 'w': v = f->month_week; break;
+    case 'X': v = (double)f->iso_year; break;
+    case 'H': v = f->hour; break;
+    case 'h': v = f->hour % 12 == 0 ? 12 : f->hour % 12; break;
+    case 'P': put_name(out, f->hour < 12 ? "am" : "pm", m); return true;
+    case 'm': v = f->minute; break;
+    case 's': v = f->second; break;
+    case 'f': v = f->ms; break;
+    case 'Z': case 'z': return format_tz(m, f->offset, out, err);
+    case 'C': case 'E': gg_strbuf_puts(out, "ISO"); return true;
+    }
+    jn_int_picture ip;
+    if (!jn_int_picture_parse(m->pres, strlen(m->pres), &ip, err)) return false;
+    ip.ordinal = m->ordinal;
+    if (ip.kind == JN_INT_DECIMAL) {
+        if (m->minw > ip.mandatory) ip.mandatory = m->minw;
+        if (m->maxw > 0 && m->maxw < ip.mandatory) ip.mandatory = m->maxw;
+        if (m->comp == 'Y') {
+            int digits = m->maxw > 0 ? m->maxw : (ip.mandatory > 1 ? ip.mandatory : 0);
+            if (digits > 0 && digits < 18) v = fmod(v, pow(10, digits));
+        }
+    }
+    jn_int_format(v, &ip, out);
+    return true;
+}
+
+/* Parse "+hhmm" / "-hh:mm" offsets; false when malformed. */
+static bool parse_offset(const char *tz, int *minutes) {
+    int sign = 1;
+    const char *s = tz;
+    if (*s == '+') s++;
+    else if (*s == '-') { sign = -1; s++; }
+    char digits[8];
+    int k = 0;
+    for (; *s && k < 6; s++) {
+        if (isdigit((unsigned char)*s)) digits[k++] = *s;
+        else if (*s != ':') return false;
+    }
+    if (*s || k == 0) return false;
+    digits[k] = '\0';
+    int hh, mm = 0;
+    if (k <= 2) hh = atoi(digits);
+    else { mm = atoi(digits + k - 2); digits[k - 2] = '\0'; hh = atoi(digits); }
+    *minutes = sign * (hh * 60 + mm);
+    return true;
+}
+
+bool jn_format_datetime(double millis, const char *picture, const char *tz, gg_strbuf *out,
+                        gg_error *err) {
+    int off = 0;
+    if (tz && !parse_offset(tz, &off)) off = 0;
+    if (!picture) picture = tz && off != 0 ? "[Y0001]-[M01]-[D01]T[H01]:[m01]:[s01].[f001][Z01:01]"
+                                           : "[Y0001]-[M01]-[D01]T[H01]:[m01]:[s01].[f001][Z01:01t]";
+    dt_picture *p = malloc(sizeof *p);
+    if (!p) { gg_error_set(err, "D0000", "out of memory"); return false; }
+    bool ok = dt_picture_parse(picture, p, err);
+    if (ok) {
+        dt_fields f;
+        dt_compute(millis, off, &f);
+        for (int i = 0; ok && i < p->n; i++) {
+            if (p->items[i].lit) gg_strbuf_append(out, p->items[i].text, p->items[i].len);
+            else ok = format_component(&p->items[i].m, &f, out, err);
+        }
+    }
+    dt_picture_free(p);
+    free(p);
+    return ok && !out->oom;
+}
+
+/* ---- parsing ---- */
+
+static bool iso_digits(const char *s, int n) {
+    for (int i = 0; i < n; i++) if (!isdigit((unsigned char)s[i])) return false;
+    return true;
+}
+
+/* The ISO 8601 subset the reference accepts: YYYY[-MM[-DD[THH:MM:SS[.s+][Z|±HH:MM|±HHMM]]]].
+ * Returns 0 ok, 1 = shape wrong (D3110), 2 = valid shape but impossible date (undefined). */
+static int parse_iso(const char *s, double *out) {
+    size_t n = strlen(s);
+    int y = 0, mo = 1, d = 1, hh = 0, mi = 0, ss = 0, ms = 0, off = 0;
+    if (n < 4 || !iso_digits(s, 4)) return 1;
+    y = atoi(s);
+    size_t i = 4;
+    if (i < n) {
+        if (s[i] != '-' || n < i + 3 || !iso_digits(s + i + 1, 2)) return 1;
+        mo = atoi(s + i + 1);
+        i += 3;
+    }
+    if (i < n) {
+        if (s[i] != '-' || n < i + 3 || !iso_digits(s + i + 1, 2)) return 1;
+        d = atoi(s + i + 1);
+        i += 3;
+    }
+    if (i < n) {
+        if (s[i] != 'T' || n < i + 9 || !iso_digits(s + i + 1, 2) || s[i + 3] != ':' ||
+            !iso_digits(s + i + 4, 2) || s[i + 6] != ':' || !iso_digits(s + i + 7, 2))
+            return 1;
+        hh = atoi(s + i + 1); mi = atoi(s + i + 4); ss = atoi(s + i + 7);
+        i += 9;
+        if (i < n && s[i] == '.') {
+            i++;
+            size_t st = i;
+            while (i < n && isdigit((unsigned char)s[i])) i++;
+            if (i == st) return 1;
+            char frac[4] = "000";
+            for (size_t k = 0; k < 3 && st + k < i; k++) frac[k] = s[st + k];
+            ms = atoi(frac);
+        }
+        if (i < n) {
+            if (s[i] == 'Z') i++;
+            else if (s[i] == '+' || s[i] == '-') {
+                int sign = s[i] == '-' ? -1 : 1;
+                if (n >= i + 6 && iso_digits(s + i + 1, 2) && s[i + 3] == ':' && iso_digits(s + i + 4, 2)) {
+                    off = sign * (atoi(s + i + 1) * 60 + atoi(s + i + 4)); i += 6;
+                } else if (n >= i + 5 && iso_digits(s + i + 1, 4)) {
+                    char h[3] = {s[i + 1], s[i + 2], 0};
+                    off = sign * (atoi(h) * 60 + atoi(s + i + 3)); i += 5;
+                } else return 1;
+            } else return 1;
+        }
+        if (i != n) return 1;
+    }
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || hh > 24 || mi > 59 || ss > 59 ||
+        (hh == 24 && (mi || ss || ms)))
+        return 2;
+    double days = (double)days_from_civil(y, mo, d);
+    *out = days * 86400000.0 + hh * 3600000.0 + mi * 60000.0 + ss * 1000.0 + ms - off * 60000.0;
+    return 0;
+}
+
+static bool ci_prefix(const char *s, size_t n, const char *word, size_t wl) {
+    if (n < wl) return false;
+    for (size_t i = 0; i < wl; i++)
+        if (tolower((unsigned char)s[i]) != tolower((unsigned char)word[i])) return false;
+    return true;
+}
+
+/* Match a name (month/day/am-pm): full name first, then the width-truncated form. */
+static size_t match_name(const char *s, size_t n, const char **names, int count,
+                         const dt_marker *m, int *idx) {
+    for (int k = 0; k < count; k++) {
+        size_t wl = strlen(names[k]);
+        if (ci_prefix(s, n, names[k], wl)) { *idx = k; return wl; }
+    }
+    for (int k = 0; k < count; k++) {
+        size_t wl = m->maxw > 0 ? (size_t)m->maxw : 3;
+        if (wl > strlen(names[k])) wl = strlen(names[k]);
+        if (ci_prefix(s, n, names[k], wl)) { *idx = k; return wl; }
+    }
+    return 0;
+}
+
+static size_t parse_tz_text(const char *s, size_t n, const dt_marker *m, int *off) {
+    size_t i = 0;
+    if (m->comp == 'z') {
+        if (!ci_prefix(s, n, "GMT", 3)) return 0;
+        i = 3;
+    }
+    if (i < n && s[i] == 'Z' && m->tflag) { *off = 0; return i + 1; }
+    if (i >= n || (s[i] != '+' && s[i] != '-')) return 0;
+    int sign = s[i] == '-' ? -1 : 1;
+    i++;
+    size_t st = i;
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+    size_t nd = i - st;
+    int hh = 0, mm = 0;
+    char buf[8] = {0};
+    if (nd == 0 || nd > 4) return 0;
+    memcpy(buf, s + st, nd);
+    if (nd <= 2) {
+        hh = atoi(buf);
+        if (i + 3 <= n && s[i] == ':' && isdigit((unsigned char)s[i + 1]) &&
+            isdigit((unsigned char)s[i + 2])) {
+            mm = (s[i + 1] - '0') * 10 + (s[i + 2] - '0');
+            i += 3;
+        }
+    } else {
+        mm = atoi(buf + nd - 2);
+        buf[nd - 2] = '\0';
+        hh = atoi(buf);
+    }
+    *off = sign * (hh * 60 + mm);
+    return i;
+}
+
+enum { P_Y, P_M, P_D, P_d, P_H, P_h, P_P, P_m, P_s, P_f, P_Z, P_COUNT };
+
+bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *found,
+                       long long now_ms, gg_error *err) {
+    *found = false;
+    if (!picture) {
+        int r = parse_iso(s, out);
+        if (r == 1) {
+            gg_error_set(err, "D3110", "The argument of the toMillis function must be an ISO 8601 formatted timestamp. Given \"%s\"", s);
+            return false;
+        }
+        *found = r == 0;
+        return true;
+    }
+    dt_picture *p = malloc(sizeof *p);
+    if (!p) { gg_error_set(err, "D0000", "out of memory"); return false; }
+    bool ok = dt_picture_parse(picture, p, err);
+    double val[P_COUNT];
+    bool have[P_COUNT] = {false};
+    bool matched = ok;
+    bool unsupported = false;
+    size_t n = strlen(s), i = 0;
+    for (int k = 0; ok && matched && k < p->n; k++) {
+        dt_item *it = &p->items[k];
+        if (it->lit) {
+            if (n - i < it->len || memcmp(s + i, it->text, it->len)) matched = false;
+            else i += it->len;
+            continue;
+        }
+        const dt_marker *m = &it->m;
+        size_t used = 0;
+        double v = 0;
+        int idx = 0;
+        switch (m->comp) {
+        case 'M': case 'x':
+            if (m->name) { used = match_name(s + i, n - i, MONTHS, 12, m, &idx); v = idx + 1; }
+            break;
+        case 'F':
+            if (m->name) { used = match_name(s + i, n - i, DAYS, 7, m, &idx); v = idx + 1; }
+            break;
+        case 'P': {
+            static const char *AMPM[] = {"am", "pm"};
+            used = match_name(s + i, n - i, AMPM, 2, m, &idx);
+            v = idx;
+            break;
+        }
+        case 'Z': case 'z': {
+            int off = 0;
+            used = parse_tz_text(s + i, n - i, m, &off);
+            v = off;
+            break;
+        }
+        case 'C': case 'E': used = ci_prefix(s + i, n - i, "ISO", 3) ? 3 : 0; break;
+        default: break;
+        }
+        bool numeric = !m->name && !strchr("PZzCE", m->comp);
+        if (numeric) {
+            jn_int_picture ip;
+            if (!jn_int_picture_parse(m->pres, strlen(m->pres), &ip, err)) { ok = false; break; }
+            ip.ordinal = m->ordinal;
+            size_t limit = n - i;
+            bool next_marker = k + 1 < p->n && !p->items[k + 1].lit;
+            if (ip.kind == JN_INT_DECIMAL) {
+                size_t w = 0;
+                if (m->maxw > 0) w = (size_t)m->maxw;
+                else if (next_marker) w = (size_t)(ip.mandatory + ip.optional);
+                if (w && w < limit) limit = w;
+            }
+            if (m->comp == 'f' && ip.kind == JN_INT_DECIMAL) {
+                size_t st = i, e = i;
+                while (e < n && isdigit((unsigned char)s[e])) e++;
+                if (e > st) {
+                    char frac[4] = "000";
+                    for (size_t q = 0; q < 3 && st + q < e; q++) frac[q] = s[st + q];
+                    v = atoi(frac);
+                    used = e - st;
+                }
+            } else used = jn_int_parse_prefix(s + i, limit, &ip, &v);
+            /* a words parse also accepts ordinals ("twenty-seventh") */
+        }
+        if (used == 0) { matched = false; break; }
+        i += used;
+        int slot = -1;
+        switch (m->comp) {
+        case 'Y': slot = P_Y; break;
+        case 'M': slot = P_M; break;
+        case 'D': slot = P_D; break;
+        case 'd': slot = P_d; break;
+        case 'H': slot = P_H; break;
+        case 'h': slot = P_h; break;
+        case 'P': slot = P_P; break;
+        case 'm': slot = P_m; break;
+        case 's': slot = P_s; break;
+        case 'f': slot = P_f; break;
+        case 'Z': case 'z': slot = P_Z; break;
+        case 'X': case 'x': case 'W': case 'w': unsupported = true; break;
+        default: break; /* F, C, E carry no information we need */
+        }
+        if (slot >= 0) { val[slot] = v; have[slot] = true; }
+    }
+    dt_picture_free(p);
+    free(p);
+    if (!ok) return false;
+    if (unsupported) {
+        gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");
+        return false;
+    }
+    /* hour from h + P */
+    if (have[P_h]) {
+        double h = fmod(val[P_h], 12);
+        if (have[P_P] && val[P_P] == 1) h += 12;
+        val[P_H] = h;
+        have[P_H] = true;
+    }
+    /* the present components must be contiguous from the most significant one present */
+    int order_md[] = {P_Y, P_M, P_D, P_H, P_m, P_s, P_f};
+    int order_d[] = {P_Y, P_d, P_H, P_m, P_s, P_f};
+    int *order = have[P_d] ? order_d : order_md;
+    int olen = have[P_d] ? 6 : 7;
+    int first = -1, last = -1;
+    for (int k = 0; k < olen; k++) if (have[order[k]]) { if (first < 0) first = k; last = k; }
+    for (int k = first; first >= 0 && k <= last; k++)
+        if (!have[order[k]]) {
+            gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");
+            return false;
+        }
+    if (!matched || first < 0) return true; /* undefined */
+    dt_fields now;
+    dt_compute((double)now_ms, 0, &now);
+    double defaults_now[P_COUNT] = {0};
+    defaults_now[P_Y] = (double)now.year; defaults_now[P_M] = now.month; defaults_now[P_D] = now.day;
+    defaults_now[P_d] = now.yday; defaults_now[P_H] = now.hour; defaults_now[P_m] = now.minute;
+    defaults_now[P_s] = now.second; defaults_now[P_f] = now.ms;
+    for (int k = 0; k < olen; k++) {
+        int c = order[k];
+        if (have[c]) continue;
+        if (k < first) val[c] = defaults_now[c];
+        else val[c] = (c == P_M || c == P_D || c == P_d) ? 1 : 0;
+    }
+    double days;
+    if (have[P_d] || order == order_d) days = (double)days_from_civil((long long)val[P_Y], 1, 1) + val[P_d] - 1;
+    else {
+        long long y = (long long)val[P_Y], mo = (long long)val[P_M] - 1; /* months roll over */
+        y += mo >= 0 ? mo / 12 : (mo - 11) / 12;
+        mo = ((mo % 12) + 12) % 12;
+        days = (double)days_from_civil(y, (int)mo + 1, 1) + val[P_D] - 1;
+    }
+    double ms = days * 86400000.0 + val[P_H] * 3600000.0 + val[P_m] * 60000.0 + val[P_s] * 1000.0 + val[P_f];
+    if (have[P_Z]) ms -= val[P_Z] * 60000.0;
+    *out = ms;
+    *found = true;
+    return true;
+}
