@@ -48,4 +48,10 @@ void jsonlogic_free(jsonlogic_rule *r);
 /* JavaScript truthiness as json-logic-js applies it ([] is falsy). */
 bool jsonlogic_truthy(json_t *v);
 
+/* Runtime error codes: "type_error" (where json-logic-js throws a TypeError) and, with
+ * compat_semantics, "nan", "invalid_arguments" and "thrown" ({"throw"}; the message is
+ * the thrown type). jsonlogic_error_type names them as the compat suites do ("NaN",
+ * "Invalid Arguments", the thrown type); NULL when err is unset. */
+const char *jsonlogic_error_type(const gg_error *err);
+
 #endif

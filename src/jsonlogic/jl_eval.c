@@ -1,0 +1,1012 @@
+/* jl_eval.c — evaluate a compiled JSON Logic tree.
+ *
+ * Each operation follows json-logic-js 2.0.5 as observed on node; with compat_semantics
+ * the behaviour the shared compat suites expect (json-logic-engine's) takes over where the
+ * two differ (see tests/jsonlogic/SEMANTICS.md). All state lives in the jl_ctx and the
+ * frames on the C stack, so one compiled rule serves any number of threads. */
+#include "jsonlogic/jl_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- errors */
+
+static bool fail(jl_ctx *c, const char *code, const char *fmt, const char *arg) {
+    if (!gg_error_is_set(c->err)) gg_error_set(c->err, code, fmt, arg);
+    return false;
+}
+static bool nan_error(jl_ctx *c) { return fail(c, JL_E_NAN, "NaN: %s is not a number", "the result"); }
+static bool args_error(jl_ctx *c, const char *op) { return fail(c, JL_E_ARGS, "Invalid Arguments for %s", op); }
+static bool oom(jl_ctx *c) { jl_oom(c); return false; }
+
+/* ---------------------------------------------------------------- arguments */
+
+typedef struct argv_t {
+    jl_val *v;
+    int n;
+    jl_val small[6];
+    jl_val spread; /* the array whose elements were spread into v */
+} argv_t;
+
+static void args_free(argv_t *a) {
+    for (int i = 0; i < a->n; i++) jl_release(&a->v[i]);
+    if (a->v != a->small) free(a->v);
+    jl_release(&a->spread);
+}
+
+static bool args_alloc(jl_ctx *c, argv_t *a, size_t n) {
+    a->n = 0;
+    a->spread = JL_UNDEF;
+    a->v = a->small;
+    if (n > sizeof a->small / sizeof a->small[0]) {
+        a->v = malloc(n * sizeof *a->v);
+        if (!a->v) { a->v = a->small; return oom(c); }
+    }
+    return true;
+}
+
+/* Evaluate every argument (json-logic-js is eager for all but the control operations).
+ * spread: compat mode's chaining, where one non-array argument that evaluates to an
+ * array supplies the argument list. */
+static bool eval_args(jl_ctx *c, const jl_node *n, argv_t *a, bool spread) {
+    if (spread && c->compat && !n->args_array) {
+        if (!args_alloc(c, a, 0)) return false;
+        if (!jl_eval(c, n->args[0], &a->spread)) return false;
+        if (!jl_is_arr(&a->spread)) {
+            a->small[0] = a->spread;
+            a->spread = JL_UNDEF;
+            a->n = 1;
+            return true;
+        }
+        size_t cnt = json_array_size(a->spread.u.j);
+        if (cnt > sizeof a->small / sizeof a->small[0]) {
+            a->v = malloc(cnt * sizeof *a->v);
+            if (!a->v) { a->v = a->small; return oom(c); }
+        }
+        for (size_t i = 0; i < cnt; i++) a->v[a->n++] = jl_elem(&a->spread, i);
+        return true;
+    }
+    if (!args_alloc(c, a, (size_t)n->nargs)) return false;
+    for (int i = 0; i < n->nargs; i++) {
+        if (!jl_eval(c, n->args[i], &a->v[i])) return false;
+        a->n = i + 1;
+    }
+    return true;
+}
+
+static const jl_val *arg(const argv_t *a, int i) {
+    static const jl_val undef = {.t = JV_UNDEF};
+    return i < a->n ? &a->v[i] : &undef;
+}
+
+/* ---------------------------------------------------------------- data access */
+
+/* Canonical array index ("0", "17"; not "01", "-1", "1.0"), or -1. */
+static long canonical_index(const char *s, size_t len) {
+    if (len == 0 || len > 10 || (len > 1 && s[0] == '0')) return -1;
+    long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* UTF-16 code units [from, to) of a string as a new string; halves of a split
+ * surrogate pair become U+FFFD (JSON cannot carry a lone surrogate). */
+static bool u16_slice(jl_ctx *c, const char *s, size_t len, size_t from, size_t to, jl_val *out) {
+    bool split_a, split_b;
+    size_t a = jl_u16_offset(s, len, from, &split_a);
+    size_t b = jl_u16_offset(s, len, to, &split_b);
+    gg_strbuf buf = GG_STRBUF_INIT;
+    if (to <= from) { a = b = 0; split_a = split_b = false; }
+    if (split_a) { /* starts on a low surrogate */
+        gg_strbuf_puts(&buf, "\xEF\xBF\xBD");
+        a += 4;
+    }
+    if (b > a) gg_strbuf_append(&buf, s + a, b - a);
+    if (split_b && (!split_a || b >= a)) gg_strbuf_puts(&buf, "\xEF\xBF\xBD");
+    size_t n = buf.len;
+    char *r = gg_strbuf_take(&buf);
+    if (!r && !(r = calloc(1, 1))) return oom(c);
+    *out = jl_str_take(r, n);
+    return true;
+}
+
+/* base[key] as JavaScript reads it for JSON values: own keys of objects, indices and
+ * "length" of arrays and strings. Missing gives JV_UNDEF. */
+static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen, jl_val *out) {
+    *out = JL_UNDEF;
+    size_t slen;
+    const char *s = jl_strp(base, &slen);
+    if (s) {
+        if (klen == 6 && memcmp(key, "length", 6) == 0) { *out = jl_num((double)jl_u16_len(s, slen)); return true; }
+        long idx = canonical_index(key, klen);
+        if (idx >= 0 && (size_t)idx < jl_u16_len(s, slen)) return u16_slice(c, s, slen, (size_t)idx, (size_t)idx + 1, out);
+        return true;
+    }
+    if (base->t != JV_JSON) return true;
+    json_t *j = base->u.j, *e = NULL;
+    if (json_is_object(j)) {
+        e = json_object_getn(j, key, klen);
+    } else if (json_is_array(j)) {
+        if (klen == 6 && memcmp(key, "length", 6) == 0) { *out = jl_num((double)json_array_size(j)); return true; }
+        long idx = canonical_index(key, klen);
+        if (idx >= 0) e = json_array_get(j, (size_t)idx);
+    }
+    if (!e) return true;
+    *out = base->origin == JO_REF ? jl_wrap(json_incref(e), JO_REF) : jl_wrap(e, (jl_origin)base->origin);
+    return true;
+}
+
+/* The data a frame stands for, as an independent value. */
+static bool frame_data(jl_ctx *c, const jl_frame *f, jl_val *out) {
+    if (f->kind != F_REDUCE) return jl_dup(&f->item, out) || oom(c);
+    json_t *o = json_object();
+    json_t *cur = jl_to_json(&f->item), *acc = jl_to_json(f->acc);
+    if (!o || !cur || !acc || json_object_set_new(o, "current", cur) != 0 ||
+        json_object_set_new(o, "accumulator", acc) != 0) {
+        json_decref(o);
+        return oom(c);
+    }
+    *out = jl_wrap(o, JO_REF);
+    return true;
+}
+
+/* json-logic-js's var: dotted path from the current data; not_found when a step is
+ * missing (a null on the way counts as missing, a null at the end does not). */
+static bool var_path(jl_ctx *c, const char *path, size_t plen, jl_val *out, bool *found) {
+    const jl_frame *f = c->top;
+    *found = true;
+    if (!path) return frame_data(c, f, out);
+    jl_val cur = JL_UNDEF;
+    const char *p = path, *end = path + plen;
+    bool first = true;
+    for (;;) {
+        const char *dot = memchr(p, '.', (size_t)(end - p));
+        size_t klen = dot ? (size_t)(dot - p) : (size_t)(end - p);
+        jl_val next;
+        if (first && f->kind == F_REDUCE) {
+            const jl_val *src = NULL;
+            if (klen == 7 && memcmp(p, "current", 7) == 0) src = &f->item;
+            else if (klen == 11 && memcmp(p, "accumulator", 11) == 0) src = f->acc;
+            next = JL_UNDEF;
+            if (src && !jl_dup(src, &next)) return oom(c);
+        } else {
+            const jl_val *base = first ? &f->item : &cur;
+            if (jl_is_nullish(base)) { jl_release(&cur); *found = false; return true; }
+            if (!get_prop(c, base, p, klen, &next)) { jl_release(&cur); return false; }
+        }
+        jl_release(&cur);
+        cur = next;
+        first = false;
+        if (cur.t == JV_UNDEF) { *found = false; return true; }
+        if (!dot) break;
+        p = dot + 1;
+        if (jl_is_nullish(&cur)) { jl_release(&cur); *found = false; return true; }
+    }
+    *out = cur;
+    return true;
+}
+
+/* Graph mode: the resolver evaluates the path against the whole execution context. */
+static bool var_resolved(jl_ctx *c, void *compiled, jl_val *out, bool *found) {
+    const jsonlogic_var_resolver *res = &c->rule->resolver;
+    const jl_frame *root = c->top;
+    while (root->parent) root = root->parent;
+    json_t *data = root->item.t == JV_JSON ? root->item.u.j : NULL;
+    json_t *tmp = NULL;
+    if (!data && !(data = tmp = jl_to_json(&root->item))) return oom(c);
+    json_t *r = res->eval(res->user, compiled, data, c->call_user, c->err);
+    json_decref(tmp);
+    if (gg_error_is_set(c->err)) { json_decref(r); return false; }
+    *found = r != NULL;
+    *out = jl_wrap(r, JO_REF);
+    return true;
+}
+
+/* A path only known at run time, in graph mode: compile it, use it, drop it. */
+static bool var_dynamic_resolved(jl_ctx *c, const char *path, jl_val *out, bool *found) {
+    const jsonlogic_var_resolver *res = &c->rule->resolver;
+    void *h = res->compile(res->user, path, c->err);
+    if (!h) return gg_error_is_set(c->err) ? false : fail(c, "invalid_var", "cannot compile var path %s", path);
+    bool ok = var_resolved(c, h, out, found);
+    if (res->free) res->free(res->user, h);
+    return ok;
+}
+
+static bool use_resolver(const jl_ctx *c, const jl_node *n) {
+    return c->rule->has_resolver && c->rule->resolver.compile && c->rule->resolver.eval && !n->in_iter;
+}
+
+/* var with a path value computed at run time (or a missing key). */
+static bool var_value(jl_ctx *c, const jl_node *n, const jl_val *pathv, jl_val *out, bool *found) {
+    size_t len;
+    const char *s = jl_strp(pathv, &len);
+    if (jl_is_nullish(pathv) || (s && len == 0)) return var_path(c, NULL, 0, out, found);
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (!jl_to_string(c, pathv, &b, false)) { gg_strbuf_free(&b); return false; }
+    if (!gg_strbuf_putc(&b, '\0')) { gg_strbuf_free(&b); return oom(c); }
+    bool ok = s && use_resolver(c, n) ? var_dynamic_resolved(c, b.data, out, found)
+                                      : var_path(c, b.data, b.len - 1, out, found);
+    gg_strbuf_free(&b);
+    return ok;
+}
+
+static bool op_var(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val v = JL_UNDEF, pathv = JL_UNDEF, dflt = JL_UNDEF;
+    bool found = false, ok;
+    if (n->resolved) ok = var_resolved(c, n->resolved, &v, &found);
+    else if (n->path_literal) ok = var_path(c, n->path, n->path_len, &v, &found);
+    else ok = jl_eval(c, n->args[0], &pathv) && var_value(c, n, &pathv, &v, &found);
+    jl_release(&pathv);
+    if (!ok) return false;
+    if (found && v.t != JV_UNDEF) { *out = v; return true; }
+    jl_release(&v);
+    if (n->nargs > 1) {
+        if (!jl_eval(c, n->args[1], &dflt)) return false;
+        if (dflt.t != JV_UNDEF) { *out = dflt; return true; }
+    }
+    *out = JL_NULL;
+    return true;
+}
+
+static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    json_t *res = json_array();
+    if (!res) return oom(c);
+    const jl_val *keys = a->v;
+    int cnt = a->n;
+    jl_val listv = JL_UNDEF;
+    bool from_list = a->n > 0 && jl_is_arr(&a->v[0]);
+    if (from_list) { listv = a->v[0]; cnt = (int)json_array_size(listv.u.j); }
+    for (int i = 0; i < cnt; i++) {
+        jl_val key = from_list ? jl_elem(&listv, (size_t)i) : keys[i], v = JL_UNDEF;
+        bool found;
+        bool ok = var_value(c, n, &key, &v, &found);
+        size_t sl;
+        const char *sv = jl_strp(&v, &sl);
+        if (ok && (!found || jl_is_nullish(&v) || (sv && sl == 0))) {
+            json_t *k = jl_to_json(&key);
+            if (!k || json_array_append_new(res, k) != 0) ok = oom(c);
+        }
+        jl_release(&v);
+        if (from_list) jl_release(&key);
+        if (!ok) { json_decref(res); return false; }
+    }
+    *out = jl_wrap(res, JO_REF);
+    return true;
+}
+
+static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    argv_t sub = {.v = NULL};
+    jl_val miss = JL_UNDEF;
+    if (!args_alloc(c, &sub, 1)) return false;
+    if (!jl_dup(arg(a, 1), &sub.v[0])) { args_free(&sub); return oom(c); }
+    sub.n = 1;
+    bool ok = op_missing(c, n, &sub, &miss);
+    args_free(&sub);
+    if (!ok) return false;
+    /* options.length - missing.length >= need_count */
+    const jl_val *opts = arg(a, 1);
+    size_t sl;
+    const char *s = jl_strp(opts, &sl);
+    double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)jl_u16_len(s, sl) : NAN;
+    jl_val left = jl_num(have - (double)json_array_size(miss.u.j));
+    int cmp = jl_compare(c, &left, arg(a, 0));
+    if (cmp == 0 || cmp == 1) {
+        jl_release(&miss);
+        json_t *e = json_array();
+        if (!e) return oom(c);
+        *out = jl_wrap(e, JO_REF);
+        return true;
+    }
+    *out = miss;
+    return true;
+}
+
+/* ---------------------------------------------------------------- compat: val, exists */
+
+static bool frame_meta(jl_ctx *c, const jl_frame *f, jl_val *out) {
+    if (f->kind == F_TRY) { *out = JL_NULL; return true; }
+    json_t *o = json_pack("{sI}", "index", (json_int_t)f->index);
+    if (!o) return oom(c);
+    *out = jl_wrap(o, JO_REF);
+    return true;
+}
+
+/* Scope level l: 0 the current data, 1 the current iteration's metadata ({"index"}),
+ * 2 the enclosing data, and so on up to the root. */
+static bool scope_data(jl_ctx *c, long l, jl_val *out) {
+    const jl_frame *f = c->top;
+    if (l < 0) l = -l;
+    while (l >= 2 && f->parent) { f = f->parent; l -= 2; }
+    if (l >= 1 && f->kind != F_ROOT) return frame_meta(c, f, out);
+    return frame_data(c, f, out);
+}
+
+/* One val step: numbers index arrays, anything else is a key. */
+static bool val_step(jl_ctx *c, const jl_val *base, const jl_val *seg, jl_val *out) {
+    if (jl_is_arr(base) && seg->t == JV_NUM) {
+        *out = JL_UNDEF;
+        double d = seg->u.n;
+        if (d >= 0 && d == floor(d) && d < (double)json_array_size(base->u.j)) *out = jl_elem(base, (size_t)d);
+        return true;
+    }
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (!jl_to_string(c, seg, &b, false)) { gg_strbuf_free(&b); return false; }
+    bool ok = get_prop(c, base, b.data ? b.data : "", b.len, out);
+    gg_strbuf_free(&b);
+    return ok;
+}
+
+/* Shared by val and exists: walk the path; *found tells whether the last step existed. */
+static bool val_walk(jl_ctx *c, const jl_node *n, jl_val *out, bool *found) {
+    argv_t a;
+    if (!eval_args(c, n, &a, false)) { args_free(&a); return false; }
+    const jl_val *segs = a.v;
+    int cnt = a.n;
+    jl_val list = JL_UNDEF;
+    if (!n->args_array && cnt == 1 && jl_is_arr(&a.v[0])) { /* {"val": <expr giving a path>} */
+        list = a.v[0];
+        cnt = (int)json_array_size(list.u.j);
+        segs = NULL;
+    }
+    long level = 0;
+    int start = 0;
+    jl_val first = cnt > 0 ? (segs ? segs[0] : jl_elem(&list, 0)) : JL_UNDEF;
+    if (jl_is_arr(&first)) { /* [[n], ...]: climb n scopes first */
+        jl_val lv = json_array_size(first.u.j) ? jl_elem(&first, 0) : JL_UNDEF;
+        level = (long)jl_to_number(&lv);
+        jl_release(&lv);
+        start = 1;
+    }
+    if (!segs) jl_release(&first);
+    jl_val cur;
+    bool ok = scope_data(c, level, &cur);
+    *found = ok;
+    for (int i = start; ok && i < cnt; i++) {
+        if (jl_is_nullish(&cur)) { *found = false; break; }
+        jl_val seg = segs ? segs[i] : jl_elem(&list, (size_t)i), next;
+        ok = val_step(c, &cur, &seg, &next);
+        if (!segs) jl_release(&seg);
+        jl_release(&cur);
+        cur = ok ? next : JL_UNDEF;
+        if (ok && cur.t == JV_UNDEF) { *found = false; break; }
+    }
+    args_free(&a);
+    if (!ok) { jl_release(&cur); return false; }
+    *out = cur;
+    return true;
+}
+
+static bool op_val(jl_ctx *c, const jl_node *n, jl_val *out) {
+    bool found;
+    if (!val_walk(c, n, out, &found)) return false;
+    if (out->t == JV_UNDEF) *out = JL_NULL;
+    return true;
+}
+
+static bool op_exists(jl_ctx *c, const jl_node *n, jl_val *out) {
+    bool found;
+    jl_val v;
+    if (!val_walk(c, n, &v, &found)) return false;
+    jl_release(&v);
+    *out = jl_bool(found);
+    return true;
+}
+
+/* ---------------------------------------------------------------- compat: throw, try */
+
+static const char *jl_thrown_type(json_t *v, char **heap);
+
+static bool op_throw(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val v = JL_UNDEF;
+    if (n->nargs > 0 && !jl_eval(c, n->args[0], &v)) return false;
+    json_t *j = jl_to_json(&v);
+    jl_release(&v);
+    if (!j) return oom(c);
+    char *heap = NULL;
+    const char *type = jl_thrown_type(j, &heap);
+    gg_error_set(c->err, JL_E_THROWN, "%s", type ? type : "error");
+    free(heap);
+    json_decref(c->thrown);
+    c->thrown = j;
+    (void)out;
+    return false;
+}
+
+/* The error as the value a catch branch sees: {"type": ...} (or the thrown object). */
+static json_t *error_object(jl_ctx *c) {
+    if (strcmp(c->err->code, JL_E_THROWN) == 0 && c->thrown) {
+        json_t *t = c->thrown;
+        c->thrown = NULL;
+        if (json_is_object(t)) return t;
+        json_t *o = json_pack("{sO}", "type", t);
+        json_decref(t);
+        return o;
+    }
+    const char *type = jsonlogic_error_type(c->err);
+    return json_pack("{ss}", "type", type);
+}
+
+static bool catchable(const gg_error *e) {
+    return strcmp(e->code, "out_of_memory") != 0 && strcmp(e->code, "depth_exceeded") != 0;
+}
+
+static bool op_try(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_frame f = {.parent = c->top, .kind = F_TRY, .item = JL_NULL};
+    jl_frame *saved = c->top;
+    bool ok = false;
+    for (int i = 0; i < n->nargs; i++) {
+        ok = jl_eval(c, n->args[i], out);
+        if (ok || i == n->nargs - 1 || !catchable(c->err)) break;
+        json_t *eo = error_object(c);
+        if (!eo) { ok = oom(c); break; }
+        gg_error_clear(c->err);
+        jl_release(&f.item);
+        f.item = jl_wrap(eo, JO_REF);
+        c->top = &f;
+    }
+    c->top = saved;
+    jl_release(&f.item);
+    if (n->nargs == 0) { *out = JL_NULL; return true; }
+    return ok;
+}
+
+static bool op_coalesce(jl_ctx *c, const jl_node *n, jl_val *out) {
+    for (int i = 0; i < n->nargs; i++) {
+        if (!jl_eval(c, n->args[i], out)) return false;
+        if (!jl_is_nullish(out)) return true;
+        jl_release(out);
+    }
+    *out = JL_NULL;
+    return true;
+}
+
+/* ---------------------------------------------------------------- logic */
+
+static bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
+    int i;
+    for (i = 0; i + 1 < n->nargs; i += 2) {
+        jl_val t;
+        if (!jl_eval(c, n->args[i], &t)) return false;
+        bool yes = jl_truthy(&t);
+        jl_release(&t);
+        if (yes) return jl_eval(c, n->args[i + 1], out);
+    }
+    if (i + 1 == n->nargs) return jl_eval(c, n->args[i], out);
+    *out = JL_NULL;
+    return true;
+}
+
+/* and returns the first falsy value (or the last), or the first truthy value. */
+static bool op_andor(jl_ctx *c, const jl_node *n, bool is_and, jl_val *out) {
+    *out = c->compat ? jl_bool(false) : JL_UNDEF;
+    for (int i = 0; i < n->nargs; i++) {
+        jl_release(out);
+        if (!jl_eval(c, n->args[i], out)) return false;
+        if (jl_truthy(out) != is_and) return true;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- comparisons */
+
+static bool cmp_holds(uint8_t op, int r) {
+    switch (op) {
+    case OP_LT: return r == -1;
+    case OP_LE: return r == -1 || r == 0;
+    case OP_GT: return r == 1;
+    default: return r == 1 || r == 0;
+    }
+}
+
+/* compat: numbers for everything but containers (which are an error), null is 0. */
+static double compat_num(const jl_val *v) {
+    size_t len;
+    const char *s;
+    switch (v->t) {
+    case JV_NULL: return 0;
+    case JV_BOOL: return v->u.b;
+    case JV_NUM: return v->u.n;
+    case JV_STR: return jl_str_to_number(v->u.str.s, v->u.str.len);
+    case JV_JSON: return (s = jl_strp(v, &len)) ? jl_str_to_number(s, len) : NAN;
+    default: return NAN;
+    }
+}
+
+/* One link of a compat comparison chain; false + err set on NaN. */
+static bool compat_pair(jl_ctx *c, uint8_t op, const jl_val *a, const jl_val *b, bool *holds) {
+    if (op == OP_SEQ || op == OP_SNE) { *holds = jl_strict_eq(a, b) == (op == OP_SEQ); return true; }
+    size_t la, lb;
+    const char *sa = jl_strp(a, &la), *sb = jl_strp(b, &lb);
+    if (op == OP_EQ || op == OP_NE) {
+        bool same_scalar = a->t == b->t && (a->t == JV_NULL || a->t == JV_BOOL || a->t == JV_NUM);
+        bool eq;
+        if (sa && sb) eq = la == lb && memcmp(sa, sb, la) == 0;
+        else if (same_scalar) eq = jl_strict_eq(a, b);
+        else {
+            double x = compat_num(a), y = compat_num(b);
+            if (isnan(x) || isnan(y)) return nan_error(c);
+            eq = x == y;
+        }
+        *holds = eq == (op == OP_EQ);
+        return true;
+    }
+    int r;
+    if (sa && sb) r = jl_u16_cmp(sa, la, sb, lb);
+    else {
+        double x = compat_num(a), y = compat_num(b);
+        if (isnan(x) || isnan(y)) return nan_error(c);
+        r = x < y ? -1 : (x > y ? 1 : 0);
+    }
+    *holds = cmp_holds(op, r);
+    return true;
+}
+
+/* compat: every adjacent pair must hold; arguments are evaluated only as needed. */
+static bool compat_chain(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val prev, cur;
+    if (!jl_eval(c, n->args[0], &prev)) return false;
+    for (int i = 1; i < n->nargs; i++) {
+        bool holds;
+        if (!jl_eval(c, n->args[i], &cur)) { jl_release(&prev); return false; }
+        bool ok = compat_pair(c, n->op, &prev, &cur, &holds);
+        jl_release(&prev);
+        prev = cur;
+        if (!ok) { jl_release(&prev); return false; }
+        if (!holds) { jl_release(&prev); *out = jl_bool(false); return true; }
+    }
+    jl_release(&prev);
+    *out = jl_bool(true);
+    return true;
+}
+
+static bool op_compare(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    const jl_val *x = arg(a, 0), *y = arg(a, 1), *z = arg(a, 2);
+    bool r;
+    switch (n->op) {
+    case OP_EQ: r = jl_loose_eq(c, x, y); break;
+    case OP_NE: r = !jl_loose_eq(c, x, y); break;
+    case OP_SEQ: r = jl_strict_eq(x, y); break;
+    case OP_SNE: r = !jl_strict_eq(x, y); break;
+    case OP_GT: case OP_GE: r = cmp_holds(n->op, jl_compare(c, x, y)); break;
+    default: /* < and <= take an optional third argument: between */
+        r = cmp_holds(n->op, jl_compare(c, x, y));
+        if (z->t != JV_UNDEF) r = r && cmp_holds(n->op, jl_compare(c, y, z));
+        break;
+    }
+    if (gg_error_is_set(c->err)) return false;
+    *out = jl_bool(r);
+    return true;
+}
+
+/* ---------------------------------------------------------------- arithmetic */
+
+static bool js_arith(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    double r;
+    switch (n->op) {
+    case OP_PLUS: /* reduce((a, b) => parseFloat(a) + parseFloat(b), 0) */
+        r = 0;
+        for (int i = 0; i < a->n; i++) r = r + jl_parse_float(c, &a->v[i]);
+        break;
+    case OP_MUL: /* reduce without an initial value: one argument comes back untouched */
+        if (a->n == 0) return fail(c, JL_E_TYPE, "%s", "Reduce of empty array with no initial value");
+        if (a->n == 1) return jl_dup(&a->v[0], out) || oom(c);
+        r = jl_parse_float(c, &a->v[0]);
+        for (int i = 1; i < a->n; i++) r = r * jl_parse_float(c, &a->v[i]);
+        break;
+    case OP_MINUS:
+        r = arg(a, 1)->t == JV_UNDEF ? -jl_to_number(arg(a, 0)) : jl_to_number(arg(a, 0)) - jl_to_number(arg(a, 1));
+        break;
+    case OP_DIV: r = jl_to_number(arg(a, 0)) / jl_to_number(arg(a, 1)); break;
+    case OP_MOD: r = fmod(jl_to_number(arg(a, 0)), jl_to_number(arg(a, 1))); break;
+    default: { /* Math.max / Math.min */
+        bool mx = n->op == OP_MAX;
+        r = mx ? -INFINITY : INFINITY;
+        for (int i = 0; i < a->n; i++) {
+            double d = jl_to_number(&a->v[i]);
+            if (isnan(d) || isnan(r)) r = NAN;
+            else if (mx ? d > r : d < r) r = d;
+        }
+    }
+    }
+    if (gg_error_is_set(c->err)) return false;
+    *out = jl_num(r);
+    return true;
+}
+
+static bool compat_arith(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    double r;
+    int cnt = a->n;
+    if (cnt == 0 && (n->op == OP_MINUS || n->op == OP_DIV || n->op == OP_MAX || n->op == OP_MIN))
+        return args_error(c, n->name);
+    if (cnt < 2 && n->op == OP_MOD) return args_error(c, n->name);
+    for (int i = 0; i < cnt; i++)
+        if (isnan(compat_num(&a->v[i]))) return nan_error(c);
+    switch (n->op) {
+    case OP_PLUS: r = 0; for (int i = 0; i < cnt; i++) r += compat_num(&a->v[i]); break;
+    case OP_MUL: r = 1; for (int i = 0; i < cnt; i++) r *= compat_num(&a->v[i]); break;
+    case OP_MINUS:
+        r = compat_num(&a->v[0]);
+        if (cnt == 1) r = -r;
+        for (int i = 1; i < cnt; i++) r -= compat_num(&a->v[i]);
+        break;
+    case OP_DIV:
+        r = compat_num(&a->v[0]);
+        if (cnt == 1) r = 1 / r;
+        for (int i = 1; i < cnt; i++) r /= compat_num(&a->v[i]);
+        break;
+    case OP_MOD:
+        r = compat_num(&a->v[0]);
+        for (int i = 1; i < cnt; i++) r = fmod(r, compat_num(&a->v[i]));
+        break;
+    default:
+        r = compat_num(&a->v[0]);
+        for (int i = 1; i < cnt; i++) {
+            double d = compat_num(&a->v[i]);
+            if (n->op == OP_MAX ? d > r : d < r) r = d;
+        }
+    }
+    if (!isfinite(r)) return nan_error(c);
+    *out = jl_num(r);
+    return true;
+}
+
+/* ---------------------------------------------------------------- strings and arrays */
+
+static bool op_in(jl_ctx *c, const argv_t *a, jl_val *out) {
+    const jl_val *needle = arg(a, 0), *hay = arg(a, 1);
+    size_t hl;
+    const char *hs = jl_strp(hay, &hl);
+    bool r = false;
+    if (hs && hl > 0) { /* String.prototype.indexOf(ToString(needle)) */
+        gg_strbuf b = GG_STRBUF_INIT;
+        if (!jl_to_string(c, needle, &b, false)) { gg_strbuf_free(&b); return false; }
+        r = b.len == 0 || memmem(hs, hl, b.data, b.len) != NULL;
+        gg_strbuf_free(&b);
+    } else if (jl_is_arr(hay)) { /* Array.prototype.indexOf: strict equality */
+        for (size_t i = 0; !r && i < json_array_size(hay->u.j); i++) {
+            jl_val e = jl_wrap(json_array_get(hay->u.j, i), JO_BORROW);
+            r = jl_strict_eq(needle, &e);
+        }
+    }
+    *out = jl_bool(r);
+    return true;
+}
+
+static bool op_cat(jl_ctx *c, const argv_t *a, jl_val *out) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    for (int i = 0; i < a->n; i++)
+        if (!jl_to_string(c, &a->v[i], &b, true)) { gg_strbuf_free(&b); return false; }
+    size_t len = b.len;
+    char *s = gg_strbuf_take(&b);
+    if (!s && !(s = calloc(1, 1))) return oom(c);
+    *out = jl_str_take(s, len);
+    return true;
+}
+
+/* ToIntegerOrInfinity */
+static double to_integer(const jl_val *v) {
+    double d = jl_to_number(v);
+    if (isnan(d)) return 0;
+    return trunc(d);
+}
+
+/* String.prototype.substr(start, length) on UTF-16 code units. */
+static bool js_substr(jl_ctx *c, const char *s, size_t len, double start, bool has_len, double length, jl_val *out) {
+    double size = (double)jl_u16_len(s, len);
+    if (start < 0) start = fmax(size + start, 0);
+    start = fmin(start, size);
+    double l = has_len ? fmin(fmax(length, 0), size) : size;
+    double end = fmin(start + l, size);
+    return u16_slice(c, s, len, (size_t)start, (size_t)(end > start ? end : start), out);
+}
+
+static bool op_substr(jl_ctx *c, const argv_t *a, jl_val *out) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (!jl_to_string(c, arg(a, 0), &b, false)) { gg_strbuf_free(&b); return false; }
+    const char *s = b.data ? b.data : "";
+    double start = to_integer(arg(a, 1));
+    const jl_val *end = arg(a, 2);
+    jl_val zero = jl_num(0);
+    bool ok;
+    if (jl_compare(c, end, &zero) == -1) {
+        /* temp = substr(start); temp.substr(0, temp.length + end) — "+" concatenates when
+         * end is a string, exactly as JavaScript would */
+        jl_val temp;
+        ok = js_substr(c, s, b.len, start, false, 0, &temp);
+        if (ok) {
+            double tl = (double)jl_u16_len(temp.u.str.s, temp.u.str.len), l;
+            size_t el;
+            if (jl_strp(end, &el)) {
+                gg_strbuf t = GG_STRBUF_INIT;
+                jl_val tlv = jl_num(tl);
+                ok = jl_to_string(c, &tlv, &t, false) && jl_to_string(c, end, &t, false);
+                size_t jlen = t.len;
+                jl_val joined = jl_str_take(gg_strbuf_take(&t), jlen);
+                l = joined.u.str.s ? to_integer(&joined) : 0;
+                jl_release(&joined);
+                gg_strbuf_free(&t);
+            } else {
+                l = tl + jl_to_number(end);
+                l = isnan(l) ? 0 : trunc(l);
+            }
+            if (ok) ok = js_substr(c, temp.u.str.s, temp.u.str.len, 0, true, l, out);
+            jl_release(&temp);
+        }
+    } else {
+        ok = js_substr(c, s, b.len, start, end->t != JV_UNDEF, to_integer(end), out);
+    }
+    gg_strbuf_free(&b);
+    return ok && !gg_error_is_set(c->err);
+}
+
+static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
+    json_t *r = json_array();
+    if (!r) return oom(c);
+    for (int i = 0; i < a->n; i++) {
+        const jl_val *v = &a->v[i];
+        if (jl_is_arr(v) && v->origin != JO_STATIC) {
+            if (json_array_extend(r, v->u.j) != 0) { json_decref(r); return oom(c); }
+            continue;
+        }
+        size_t cnt = jl_is_arr(v) ? json_array_size(v->u.j) : 1;
+        for (size_t k = 0; k < cnt; k++) {
+            json_t *e = jl_is_arr(v) ? json_deep_copy(json_array_get(v->u.j, k)) : jl_to_json(v);
+            if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
+        }
+    }
+    *out = jl_wrap(r, JO_REF);
+    return true;
+}
+
+/* ---------------------------------------------------------------- iteration */
+
+/* Evaluate logic for element i of coll in a new scope. */
+static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i, jl_val *out) {
+    jl_frame f = {.parent = c->top, .kind = F_ITEM, .index = i};
+    f.item = jl_elem(coll, i);
+    c->top = &f;
+    bool ok = jl_eval(c, logic, out);
+    c->top = f.parent;
+    jl_release(&f.item);
+    return ok;
+}
+
+static bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val coll;
+    if (!jl_eval(c, n->args[0], &coll)) return false;
+    json_t *r = json_array();
+    if (!r) { jl_release(&coll); return oom(c); }
+    bool ok = true;
+    size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0;
+    for (size_t i = 0; ok && i < cnt; i++) {
+        jl_val v = JL_UNDEF;
+        ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
+        json_t *e = NULL;
+        if (ok && n->op == OP_MAP) e = jl_to_json(&v);
+        else if (ok && jl_truthy(&v)) {
+            jl_val el = jl_elem(&coll, i);
+            e = jl_to_json(&el);
+            jl_release(&el);
+        } else if (ok) { jl_release(&v); continue; }
+        jl_release(&v);
+        if (ok && (!e || json_array_append_new(r, e) != 0)) ok = oom(c);
+    }
+    jl_release(&coll);
+    if (!ok) { json_decref(r); return false; }
+    *out = jl_wrap(r, JO_REF);
+    return true;
+}
+
+static bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val coll, acc = JL_NULL;
+    if (!jl_eval(c, n->args[0], &coll)) return false;
+    size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0, i = 0;
+    bool ok = true;
+    if (n->nargs > 2) ok = jl_eval(c, n->args[2], &acc);
+    else if (c->compat) { /* Array.prototype.reduce without an initial value */
+        if (cnt > 0) acc = jl_elem(&coll, i++);
+    }
+    if (ok && !jl_is_arr(&coll)) { *out = acc; jl_release(&coll); return true; }
+    jl_frame f = {.parent = c->top, .kind = F_REDUCE, .acc = &acc};
+    for (; ok && i < cnt; i++) {
+        f.item = jl_elem(&coll, i);
+        f.index = i;
+        c->top = &f;
+        jl_val next = JL_UNDEF;
+        ok = n->nargs > 1 ? jl_eval(c, n->args[1], &next) : true;
+        c->top = f.parent;
+        jl_release(&f.item);
+        jl_release(&acc);
+        acc = next;
+    }
+    jl_release(&coll);
+    if (!ok) { jl_release(&acc); return false; }
+    *out = acc;
+    return true;
+}
+
+/* all / none / some: json-logic-js's all is false on an empty or non-array set; none and
+ * some go through filter. The compat suites make a non-array set an error instead. */
+static bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val coll;
+    if (!jl_eval(c, n->args[0], &coll)) return false;
+    if (!jl_is_arr(&coll)) {
+        jl_release(&coll);
+        if (c->compat) return args_error(c, n->name);
+        *out = jl_bool(n->op == OP_NONE);
+        return true;
+    }
+    size_t cnt = json_array_size(coll.u.j), hits = 0;
+    bool ok = true, want = n->op != OP_ALL; /* all stops at the first falsy, some at the first truthy */
+    if (n->op == OP_ALL && cnt == 0) { jl_release(&coll); *out = jl_bool(false); return true; }
+    for (size_t i = 0; ok && i < cnt; i++) {
+        jl_val v = JL_UNDEF;
+        ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
+        bool t = jl_truthy(&v);
+        jl_release(&v);
+        if (ok && t == want) { hits++; break; }
+    }
+    jl_release(&coll);
+    if (!ok) return false;
+    *out = jl_bool(n->op == OP_ALL ? hits == 0 : n->op == OP_SOME ? hits > 0 : hits == 0);
+    return true;
+}
+
+/* ---------------------------------------------------------------- custom and log */
+
+static bool op_custom(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    json_t *small[8], **js = small, *data = NULL;
+    if (a->n > 8 && !(js = calloc((size_t)a->n, sizeof *js))) return oom(c);
+    bool ok = true;
+    for (int i = 0; i < a->n && ok; i++)
+        if (!(js[i] = jl_to_json(&a->v[i]))) ok = oom(c);
+    jl_val d = JL_UNDEF;
+    if (ok && (!frame_data(c, c->top, &d) || !(data = jl_to_json(&d)))) ok = oom(c);
+    jl_release(&d);
+    json_t *r = NULL;
+    if (ok) {
+        r = n->fn(js, a->n, data, n->fn_user, c->err);
+        if (gg_error_is_set(c->err)) { json_decref(r); r = NULL; ok = false; }
+    }
+    for (int i = 0; i < a->n; i++) json_decref(js[i]);
+    if (js != small) free(js);
+    json_decref(data);
+    if (!ok) return false;
+    *out = r ? jl_wrap(r, JO_REF) : JL_NULL;
+    return true;
+}
+
+static bool op_log(jl_ctx *c, const argv_t *a, jl_val *out) {
+    json_t *j = jl_to_json(arg(a, 0));
+    char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    gg_log(GG_LOG_INFO, "jsonlogic log", "value", text ? text : "null", NULL);
+    free(text);
+    json_decref(j);
+    return jl_dup(arg(a, 0), out) || oom(c);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
+    argv_t a;
+    bool spread = n->op == OP_PLUS || n->op == OP_MINUS || n->op == OP_MUL || n->op == OP_DIV ||
+                  n->op == OP_MOD || n->op == OP_MAX || n->op == OP_MIN || n->op == OP_CAT;
+    bool ok = eval_args(c, n, &a, spread);
+    if (ok) switch (n->op) {
+    case OP_MISSING: ok = op_missing(c, n, &a, out); break;
+    case OP_MISSING_SOME: ok = op_missing_some(c, n, &a, out); break;
+    case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
+        ok = op_compare(c, n, &a, out);
+        break;
+    case OP_NOT: *out = jl_bool(!jl_truthy(arg(&a, 0))); break;
+    case OP_NOTNOT: *out = jl_bool(jl_truthy(arg(&a, 0))); break;
+    case OP_MAX: case OP_MIN: case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD:
+        ok = c->compat ? compat_arith(c, n, &a, out) : js_arith(c, n, &a, out);
+        break;
+    case OP_IN: ok = op_in(c, &a, out); break;
+    case OP_CAT: ok = op_cat(c, &a, out); break;
+    case OP_SUBSTR: ok = op_substr(c, &a, out); break;
+    case OP_MERGE: ok = op_merge(c, &a, out); break;
+    case OP_LOG: ok = op_log(c, &a, out); break;
+    case OP_CUSTOM: ok = op_custom(c, n, &a, out); break;
+    default: ok = fail(c, "internal", "no implementation for %s", n->name);
+    }
+    args_free(&a);
+    return ok;
+}
+
+static bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
+    json_t *r = json_array();
+    if (!r) return oom(c);
+    for (int i = 0; i < n->nargs; i++) {
+        jl_val v;
+        if (!jl_eval(c, n->args[i], &v)) { json_decref(r); return false; }
+        json_t *e = jl_to_json(&v);
+        jl_release(&v);
+        if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
+    }
+    *out = jl_wrap(r, JO_REF);
+    return true;
+}
+
+/* Evaluate n into *out (caller releases). false with c->err set on error. */
+bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
+    *out = JL_UNDEF;
+    switch (n->op) {
+    case OP_CONST: *out = n->cval; return true;
+    case OP_ARRAY: return eval_array(c, n, out);
+    case OP_BAD_ARGS: return args_error(c, n->name);
+    case OP_VAR: return op_var(c, n, out);
+    case OP_IF: return op_if(c, n, out);
+    case OP_AND: return op_andor(c, n, true, out);
+    case OP_OR: return op_andor(c, n, false, out);
+    case OP_MAP: case OP_FILTER: return op_map_filter(c, n, out);
+    case OP_REDUCE: return op_reduce(c, n, out);
+    case OP_ALL: case OP_NONE: case OP_SOME: return op_quantifier(c, n, out);
+    case OP_VAL: return op_val(c, n, out);
+    case OP_EXISTS: return op_exists(c, n, out);
+    case OP_COALESCE: return op_coalesce(c, n, out);
+    case OP_TRY: return op_try(c, n, out);
+    case OP_THROW: return op_throw(c, n, out);
+    case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
+        if (c->compat) return compat_chain(c, n, out);
+        return eager_op(c, n, out);
+    default: return eager_op(c, n, out);
+    }
+}
+
+/* ---------------------------------------------------------------- public entry points */
+
+/* The type name a JSON Logic error carries (json-logic-engine's error.type): "NaN",
+ * "Invalid Arguments", or what {"throw"} threw; for other errors the code. */
+const char *jsonlogic_error_type(const gg_error *err) {
+    if (!err || !gg_error_is_set(err)) return NULL;
+    if (strcmp(err->code, JL_E_NAN) == 0) return "NaN";
+    if (strcmp(err->code, JL_E_ARGS) == 0) return "Invalid Arguments";
+    if (strcmp(err->code, JL_E_THROWN) == 0 && err->message) return err->message;
+    return err->code;
+}
+
+/* What a thrown value's type is: a string itself, an object's "type" string, else its
+ * JSON text (*heap then owns it). */
+static const char *jl_thrown_type(json_t *v, char **heap) {
+    *heap = NULL;
+    if (json_is_string(v)) return json_string_value(v);
+    json_t *t = json_is_object(v) ? json_object_get(v, "type") : NULL;
+    if (json_is_string(t)) return json_string_value(t);
+    *heap = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    return *heap;
+}
+
+/* Apply a compiled rule to data (borrowed; NULL means null). call_user is handed to the
+ * resolver. Returns a new reference (JSON null for undefined/NaN/Infinity, as
+ * JSON.stringify prints them) or NULL with err set. */
+json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    gg_error local = GG_ERROR_INIT;
+    if (!err) err = &local;
+    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); gg_error_clear(&local); return NULL; }
+    jl_frame root = {.kind = F_ROOT, .item = jl_wrap(data ? data : json_null(), JO_BORROW)};
+    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
+    jl_val v;
+    json_t *res = NULL;
+    if (jl_eval(&c, r->root, &v)) {
+        res = jl_to_json(&v);
+        jl_release(&v);
+        if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
+    } else if (!gg_error_is_set(err)) {
+        gg_error_set(err, "internal", "evaluation failed");
+    }
+    json_decref(c.thrown);
+    gg_error_clear(&local);
+    return res;
+}
+
+/* JavaScript truthiness as json-logic-js applies it ([] is falsy). NULL is falsy. */
+bool jsonlogic_truthy(json_t *v) {
+    jl_val x = jl_wrap(v, JO_BORROW);
+    return jl_truthy(&x);
+}

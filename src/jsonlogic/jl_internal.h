@@ -1,0 +1,147 @@
+/* jl_internal.h — what the JSON Logic compiler, evaluator and coercions share inside
+ * src/jsonlogic (not a public header: only jsonlogic.h is).
+ *
+ * Evaluation works on jl_val, a small tagged value that can hold what JSON cannot
+ * (undefined, NaN, Infinity) and avoids a heap allocation for every scalar. Containers
+ * and strings that come from JSON stay json_t; origin says who keeps them alive.
+ */
+#ifndef GG_JL_INTERNAL_H
+#define GG_JL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jsonlogic/jsonlogic.h"
+
+typedef enum { JV_UNDEF, JV_NULL, JV_BOOL, JV_NUM, JV_STR, JV_JSON } jl_type;
+
+/* Who keeps a JV_JSON alive: STATIC = the compiled rule (immutable, copy before handing it
+ * out), BORROW = the caller's data (lives through the whole apply), REF = we hold one
+ * reference (drop it with jl_release). */
+typedef enum { JO_STATIC, JO_BORROW, JO_REF } jl_origin;
+
+typedef struct jl_val {
+    uint8_t t;      /* jl_type */
+    uint8_t origin; /* jl_origin, JV_JSON only */
+    union {
+        bool b;
+        double n;
+        json_t *j; /* string, array or object */
+        struct { char *s; size_t len; } str; /* JV_STR: owned, NUL-terminated UTF-8 */
+    } u;
+} jl_val;
+
+#define JL_UNDEF ((jl_val){.t = JV_UNDEF})
+#define JL_NULL ((jl_val){.t = JV_NULL})
+static inline jl_val jl_bool(bool b) { jl_val v = {.t = JV_BOOL}; v.u.b = b; return v; }
+static inline jl_val jl_num(double n) { jl_val v = {.t = JV_NUM}; v.u.n = n; return v; }
+
+/* Evaluation context (one per apply, on the caller's stack). */
+typedef struct jl_ctx {
+    const struct jsonlogic_rule *rule;
+    struct jl_frame *top;
+    void *call_user;
+    gg_error *err;
+    json_t *thrown; /* value of the last {"throw"} while err->code is "thrown" */
+    bool compat;
+} jl_ctx;
+
+/* ---- values (jl_value.c) ---- */
+void jl_release(jl_val *v);
+/* Wrap a json_t. For JO_REF the reference is transferred to the result. Scalars become
+ * immediate values. */
+jl_val jl_wrap(json_t *j, jl_origin origin);
+/* An independent copy (strings duplicated, references taken). false on OOM. */
+bool jl_dup(const jl_val *v, jl_val *out);
+/* A new json_t reference for v (v unchanged); NaN/Infinity/undefined become null like
+ * JSON.stringify. NULL on OOM. */
+json_t *jl_to_json(const jl_val *v);
+/* Take ownership of a malloc'd string. */
+jl_val jl_str_take(char *s, size_t len);
+bool jl_str_copy(const char *s, size_t len, jl_val *out);
+
+const char *jl_strp(const jl_val *v, size_t *len); /* NULL unless a string */
+static inline bool jl_is_arr(const jl_val *v) { return v->t == JV_JSON && json_is_array(v->u.j); }
+static inline bool jl_is_obj(const jl_val *v) { return v->t == JV_JSON && json_is_object(v->u.j); }
+static inline bool jl_is_nullish(const jl_val *v) { return v->t == JV_UNDEF || v->t == JV_NULL; }
+/* Element i of an array value, with the origin its container implies. */
+jl_val jl_elem(const jl_val *arr, size_t i);
+
+/* ---- JavaScript coercions (jl_value.c) ---- */
+bool jl_truthy(const jl_val *v);
+double jl_to_number(const jl_val *v);              /* ToNumber (via ToPrimitive) */
+double jl_parse_float(jl_ctx *c, const jl_val *v); /* parseFloat(ToString(v)) */
+double jl_str_to_number(const char *s, size_t len);
+/* Append ToString(v) to b; join_mode renders null/undefined as "" (Array.join). */
+bool jl_to_string(jl_ctx *c, const jl_val *v, gg_strbuf *b, bool join_mode);
+bool jl_loose_eq(jl_ctx *c, const jl_val *a, const jl_val *b);
+bool jl_strict_eq(const jl_val *a, const jl_val *b);
+/* Abstract relational comparison: -1, 0, 1, or 2 when unordered (NaN involved). */
+int jl_compare(jl_ctx *c, const jl_val *a, const jl_val *b);
+
+/* UTF-16 view of UTF-8 strings (JavaScript string semantics). */
+size_t jl_u16_len(const char *s, size_t len);
+/* Byte offset of UTF-16 index i (clamped to len); *split set when i lands inside a
+ * surrogate pair. */
+size_t jl_u16_offset(const char *s, size_t len, size_t i, bool *split);
+int jl_u16_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/* ---- compiled rules (jl_compile.c, evaluated by jl_eval.c) ---- */
+typedef enum {
+    OP_CONST, OP_ARRAY, OP_CUSTOM, OP_BAD_ARGS, /* OP_BAD_ARGS: fails with Invalid Arguments */
+    OP_VAR, OP_MISSING, OP_MISSING_SOME,
+    OP_IF, OP_AND, OP_OR,
+    OP_EQ, OP_SEQ, OP_NE, OP_SNE, OP_GT, OP_GE, OP_LT, OP_LE,
+    OP_NOT, OP_NOTNOT,
+    OP_MAX, OP_MIN, OP_PLUS, OP_MINUS, OP_MUL, OP_DIV, OP_MOD,
+    OP_IN, OP_CAT, OP_SUBSTR, OP_MERGE,
+    OP_MAP, OP_FILTER, OP_REDUCE, OP_ALL, OP_NONE, OP_SOME,
+    OP_LOG,
+    /* compat suites only (json-logic-engine's newer operators) */
+    OP_VAL, OP_EXISTS, OP_COALESCE, OP_TRY, OP_THROW
+} jl_opcode;
+
+typedef struct jl_node {
+    uint8_t op;         /* jl_opcode */
+    bool args_array;    /* the rule wrote its arguments as an array */
+    bool in_iter;       /* inside map/filter/reduce/all/none/some: plain var paths */
+    int nargs;
+    struct jl_node **args;
+    jl_val cval;        /* OP_CONST: the value (JV_JSON ones are STATIC, owned by cjson) */
+    json_t *cjson;
+    char *path;         /* OP_VAR with a literal path: ToString of it (NULL = whole data) */
+    size_t path_len;
+    bool path_literal;
+    void *resolved;     /* OP_VAR compiled by the resolver */
+    jsonlogic_op_fn fn; /* OP_CUSTOM */
+    void *fn_user;
+    const char *name;   /* operation name as written (points into the node's own copy) */
+} jl_node;
+
+struct jsonlogic_rule {
+    jl_node *root;
+    bool compat;
+    bool has_resolver;
+    jsonlogic_var_resolver resolver;
+};
+
+/* Iteration / try scopes, linked on the C stack. */
+typedef enum { F_ROOT, F_ITEM, F_REDUCE, F_TRY } jl_frame_kind;
+typedef struct jl_frame {
+    struct jl_frame *parent;
+    uint8_t kind;
+    jl_val item;  /* ROOT/ITEM: the data; REDUCE: "current"; TRY: the error object */
+    jl_val *acc;  /* REDUCE: "accumulator" */
+    size_t index;
+} jl_frame;
+
+bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out);
+
+/* ---- errors ---- */
+void jl_oom(jl_ctx *c);
+#define JL_E_NAN "nan"
+#define JL_E_ARGS "invalid_arguments"
+#define JL_E_THROWN "thrown"
+#define JL_E_TYPE "type_error"
+
+#endif
