@@ -22,6 +22,9 @@ enum { GG_EXIT_OK = 0, GG_EXIT_FAIL = 1, GG_EXIT_USAGE = 2 };
 /* Each command lives in src/cli/cmd_<name>.c (or in its subsystem) and is listed in the
  * table in main.c. argv[0] is the command name. */
 int gg_cmd_version(int argc, char **argv);
+/* graph files (src/cli/cmd_graph.c) and local tool runs (src/cli/cmd_run.c) */
+int gg_cmd_graph(int argc, char **argv);
+int gg_cmd_run(int argc, char **argv);
 
 /* ---- serve: the application context (owned by the "http" helper's cmd_serve.c) ----
  * gg_app is the composition root `graphgate serve` builds: configuration, store and HTTP

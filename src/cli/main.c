@@ -7,6 +7,8 @@
 
 /* Keep sorted by how often an operator types them; `graphgate --help` prints this order. */
 static const gg_command commands[] = {
+    {"graph", "validate graph files (graph validate FILE...)", gg_cmd_graph},
+    {"run", "run one tool of a graph file locally", gg_cmd_run},
     {"version", "print version information", gg_cmd_version},
 };
 

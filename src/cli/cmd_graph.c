@@ -1,0 +1,73 @@
+/* cmd_graph.c — `graphgate graph <subcommand>`: work with graph files. `validate` is local;
+ * more subcommands (put, list, activate) join the table below. */
+#include "cli/cli.h"
+#include "graph/graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* graph validate FILE... [--json]: every error and warning with its position; exit 2 when
+ * any file is invalid. Downstream servers are not contacted. */
+static int graph_validate(int argc, char **argv) {
+    bool json = false;
+    int files = 0, bad = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: graphgate graph validate [--json] FILE...\n");
+            return GG_EXIT_OK;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) continue;
+        files++;
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_file(argv[i], NULL, &d);
+        for (size_t k = 0; k < d.count; k++) {
+            if (json) {
+                json_t *o = gg_graph_diag_json(&d.items[k]);
+                char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+                if (s) printf("%s\n", s);
+                free(s);
+                json_decref(o);
+            } else {
+                char buf[2048];
+                gg_graph_diag_format(&d.items[k], buf, sizeof buf);
+                fprintf(stderr, "%s\n", buf);
+            }
+        }
+        if (!g) bad++;
+        if (!json) {
+            if (g) printf("%s: ok (%zu tool%s, %zu warning%s)\n", argv[i], gg_graph_tool_count(g),
+                          gg_graph_tool_count(g) == 1 ? "" : "s", d.warnings, d.warnings == 1 ? "" : "s");
+            else printf("%s: invalid (%zu error%s, %zu warning%s)\n", argv[i], d.errors, d.errors == 1 ? "" : "s",
+                        d.warnings, d.warnings == 1 ? "" : "s");
+        }
+        gg_graph_unref(g);
+        gg_graph_diags_free(&d);
+    }
+    if (!files) {
+        fprintf(stderr, "usage: graphgate graph validate [--json] FILE...\n");
+        return GG_EXIT_USAGE;
+    }
+    return bad ? GG_EXIT_USAGE : GG_EXIT_OK;
+}
+
+/* Subcommands; other subsystems add theirs here. */
+static const gg_command graph_commands[] = {
+    {"validate", "check graph files and print every error with its position", graph_validate},
+};
+
+int gg_cmd_graph(int argc, char **argv) {
+    size_t n = sizeof graph_commands / sizeof graph_commands[0];
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        FILE *f = argc < 2 ? stderr : stdout;
+        fprintf(f, "usage: graphgate graph <subcommand> ...\n\nsubcommands:\n");
+        for (size_t i = 0; i < n; i++) fprintf(f, "  %-10s %s\n", graph_commands[i].name, graph_commands[i].summary);
+        return argc < 2 ? GG_EXIT_USAGE : GG_EXIT_OK;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(argv[1], graph_commands[i].name)) return graph_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "graphgate graph: unknown subcommand '%s'\n", argv[1]);
+    return GG_EXIT_USAGE;
+}

@@ -1,0 +1,105 @@
+/* cmd_run.c — `graphgate run FILE TOOL [--args JSON] [--trace]`: execute one tool of a graph
+ * file locally (every downstream server allowed), print the result JSON on stdout. */
+#include "cli/cli.h"
+#include "graph/graph.h"
+#include "jsonata/jsonata.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The run's cancel flag, set by SIGINT/SIGTERM so downstream children are stopped cleanly.
+ * A signal handler can only reach it through a static. */
+static volatile int run_cancelled;
+
+static void on_signal(int sig) {
+    (void)sig;
+    run_cancelled = 1;
+}
+
+static void trace_record(void *user, const gg_graph_event *ev) {
+    json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f}", "executionIndex", ev->execution_index, "nodeId", ev->node_id,
+                            "nodeType", ev->node_type, "startTime", (json_int_t)ev->start_ms, "endTime",
+                            (json_int_t)ev->end_ms, "duration", ev->duration_ms);
+    if (!rec) return;
+    if (ev->input) json_object_set(rec, "input", ev->input);
+    json_object_set(rec, "output", ev->output ? ev->output : json_null());
+    if (ev->error)
+        json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", ev->error->code, "message",
+                                                    ev->error->message ? ev->error->message : ""));
+    char *s = jsonata_dump(rec, 0);
+    if (s) fprintf(stderr, "%s\n", s);
+    free(s);
+    json_decref(rec);
+}
+
+static int usage(FILE *f) {
+    fprintf(f, "usage: graphgate run FILE TOOL [--args JSON] [--trace]\n");
+    return f == stdout ? GG_EXIT_OK : GG_EXIT_USAGE;
+}
+
+int gg_cmd_run(int argc, char **argv) {
+    const char *file = NULL, *tool = NULL, *args_text = NULL;
+    bool trace = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout);
+        if (!strcmp(argv[i], "--trace")) trace = true;
+        else if (!strcmp(argv[i], "--args") && i + 1 < argc) args_text = argv[++i];
+        else if (!strncmp(argv[i], "--args=", 7)) args_text = argv[i] + 7;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "graphgate run: unknown option '%s'\n", argv[i]);
+            return usage(stderr);
+        } else if (!file) file = argv[i];
+        else if (!tool) tool = argv[i];
+        else return usage(stderr);
+    }
+    if (!file || !tool) return usage(stderr);
+    json_t *args = NULL;
+    if (args_text) {
+        json_error_t je;
+        args = json_loads(args_text, 0, &je);
+        if (!args || !json_is_object(args)) {
+            fprintf(stderr, "graphgate run: --args must be a JSON object (%s)\n", args ? "not an object" : je.text);
+            json_decref(args);
+            return GG_EXIT_USAGE;
+        }
+    }
+    mcp_client_policy local = {.allow_all = true};
+    gg_graph_options opts = {.policy = &local};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_file(file, &opts, &d);
+    for (size_t k = 0; k < d.count; k++) {
+        char buf[2048];
+        gg_graph_diag_format(&d.items[k], buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+    }
+    gg_graph_diags_free(&d);
+    if (!g) {
+        json_decref(args);
+        return GG_EXIT_USAGE;
+    }
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    gg_graph_hooks hooks = {NULL, trace_record, trace_record, NULL};
+    gg_graph_run_options ro = {trace ? &hooks : NULL, &run_cancelled, trace, true};
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    int rc = GG_EXIT_OK;
+    if (gg_graph_execute(g, tool, args, &ro, &r)) {
+        char *s = jsonata_dump(r.output, 0);
+        printf("%s\n", s ? s : "null");
+        free(s);
+    } else {
+        if (r.failed_node) fprintf(stderr, "graphgate run: node '%s': %s\n", r.failed_node, r.error.message ? r.error.message : r.error.code);
+        else fprintf(stderr, "graphgate run: %s\n", r.error.message ? r.error.message : r.error.code);
+        rc = !strcmp(r.error.code, "unknown_tool") ? GG_EXIT_USAGE : GG_EXIT_FAIL;
+    }
+    gg_graph_result_clear(&r);
+    json_decref(args);
+    gg_graph_unref(g);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return rc;
+}

@@ -1,0 +1,483 @@
+/* exec.c — runs one tool of a compiled graph: walks nodes from entry to exit, keeps the
+ * context {nodeId: latest output} and the ordered history, checks limits and cancellation
+ * before every node, and calls hooks. A run owns its state; the graph is only read. */
+#include "graph/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hrec {
+    int node;
+    json_t *output;
+} hrec;
+
+typedef struct grun {
+    gg_graph *g;
+    const gtool *t;
+    const gg_graph_run_options *opts;
+    hrec *hist;
+    size_t nhist, chist;
+    int **per_node;      /* per node: positions in hist */
+    size_t *per_count, *per_cap;
+    json_t *context;
+    jsonata_options jopts;
+    double start_ms;
+} grun;
+
+/* ---- history functions ($previousNode & co.) ------------------------------------------ */
+
+static int node_index(const grun *r, const char *id) {
+    for (size_t i = 0; i < r->t->nnodes; i++)
+        if (!strcmp(r->t->nodes[i].id, id)) return (int)i;
+    return -1;
+}
+
+static bool arg_number(json_t *v, double *out) {
+    if (!v || !json_is_number(v)) return false;
+    *out = json_number_value(v);
+    return isfinite(*out);
+}
+
+static json_t *fn_previous_node(jsonata_call *call, json_t **args, int nargs, void *user, void *call_user, gg_error *err) {
+    grun *r = call_user;
+    double off = 1;
+    if (nargs > 0 && args[0] && !arg_number(args[0], &off)) {
+        gg_error_set(err, "T0410", "Argument 1 of function \"previousNode\" must be a number");
+        return NULL;
+    }
+    if (!r) return json_null();
+    double idx = (double)r->nhist - floor(off);
+    if (idx < 0 || idx >= (double)r->nhist) return json_null();
+    return json_incref(r->hist[(size_t)idx].output);
+}
+
+static const char *arg_id(json_t **args, int nargs, const char *fn, gg_error *err) {
+    if (nargs < 1 || !args[0] || !json_is_string(args[0])) {
+        gg_error_set(err, "T0410", "Argument 1 of function \"%s\" must be a node id string", fn);
+        return NULL;
+    }
+    return json_string_value(args[0]);
+}
+
+static json_t *fn_execution_count(jsonata_call *call, json_t **args, int nargs, void *user, void *call_user, gg_error *err) {
+    grun *r = call_user;
+    const char *id = arg_id(args, nargs, "executionCount", err);
+    if (!id) return NULL;
+    int n = r ? node_index(r, id) : -1;
+    return json_integer(n < 0 ? 0 : (json_int_t)r->per_count[n]);
+}
+
+static json_t *fn_node_execution(jsonata_call *call, json_t **args, int nargs, void *user, void *call_user, gg_error *err) {
+    grun *r = call_user;
+    const char *id = arg_id(args, nargs, "nodeExecution", err);
+    if (!id) return NULL;
+    double want = 0;
+    if (nargs < 2 || !arg_number(args[1], &want)) {
+        gg_error_set(err, "T0410", "Argument 2 of function \"nodeExecution\" must be a number");
+        return NULL;
+    }
+    int n = r ? node_index(r, id) : -1;
+    if (n < 0) return json_null();
+    double cnt = (double)r->per_count[n];
+    double idx = want < 0 ? cnt + floor(want) : floor(want);
+    if (idx < 0 || idx >= cnt) return json_null();
+    return json_incref(r->hist[r->per_node[n][(size_t)idx]].output);
+}
+
+static json_t *fn_node_executions(jsonata_call *call, json_t **args, int nargs, void *user, void *call_user, gg_error *err) {
+    grun *r = call_user;
+    const char *id = arg_id(args, nargs, "nodeExecutions", err);
+    if (!id) return NULL;
+    json_t *out = json_array();
+    int n = r ? node_index(r, id) : -1;
+    for (size_t i = 0; out && n >= 0 && i < r->per_count[n]; i++)
+        json_array_append(out, r->hist[r->per_node[n][i]].output);
+    return out;
+}
+
+/* The environment every expression of a graph compiles against. */
+jsonata_env *gg_graph_history_env(gg_error *err) {
+    jsonata_env *env = jsonata_env_new();
+    if (!env) {
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    if (!jsonata_env_register(env, "previousNode", NULL, fn_previous_node, NULL, err) ||
+        !jsonata_env_register(env, "executionCount", NULL, fn_execution_count, NULL, err) ||
+        !jsonata_env_register(env, "nodeExecution", NULL, fn_node_execution, NULL, err) ||
+        !jsonata_env_register(env, "nodeExecutions", NULL, fn_node_executions, NULL, err)) {
+        jsonata_env_free(env);
+        return NULL;
+    }
+    return env;
+}
+
+/* ---- JSON Logic var resolver: a string var is a JSONata expression on the context ------ */
+
+static void *resolver_compile(void *user, const char *path, gg_error *err) {
+    gg_graph *g = user;
+    return jsonata_compile(*path ? path : "$", g->env, err);
+}
+
+static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *call_user, gg_error *err) {
+    grun *r = call_user;
+    return jsonata_evaluate(compiled, data, NULL, r ? &r->jopts : NULL, call_user, err);
+}
+
+static void resolver_free(void *user, void *compiled) { jsonata_free(compiled); }
+
+const jsonlogic_var_resolver gg_graph_var_resolver_template = {resolver_compile, resolver_eval, resolver_free, NULL};
+
+/* ---- run state ---------------------------------------------------------------------------- */
+
+static bool run_record(grun *r, int node, json_t *output) {
+    if (r->nhist == r->chist) {
+        size_t nc = r->chist ? r->chist * 2 : 32;
+        hrec *nh = realloc(r->hist, nc * sizeof *nh);
+        if (!nh) return false;
+        r->hist = nh;
+        r->chist = nc;
+    }
+    if (r->per_count[node] == r->per_cap[node]) {
+        size_t nc = r->per_cap[node] ? r->per_cap[node] * 2 : 4;
+        int *np = realloc(r->per_node[node], nc * sizeof *np);
+        if (!np) return false;
+        r->per_node[node] = np;
+        r->per_cap[node] = nc;
+    }
+    r->per_node[node][r->per_count[node]++] = (int)r->nhist;
+    r->hist[r->nhist].node = node;
+    r->hist[r->nhist].output = json_incref(output);
+    r->nhist++;
+    return true;
+}
+
+/* Context keys are ordered most recently executed first, as mcpGraph builds them. */
+static bool context_set(grun *r, const char *id, json_t *output) {
+    void *it = json_object_iter(r->context);
+    if (!it || !strcmp(json_object_iter_key(it), id)) return json_object_set(r->context, id, output) == 0;
+    json_t *n = json_object();
+    if (!n || json_object_set(n, id, output) != 0) {
+        json_decref(n);
+        return false;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->context, k, v) {
+        if (strcmp(k, id) != 0 && json_object_set(n, k, v) != 0) {
+            json_decref(n);
+            return false;
+        }
+    }
+    json_decref(r->context);
+    r->context = n;
+    return true;
+}
+
+static void run_free(grun *r) {
+    for (size_t i = 0; i < r->nhist; i++) json_decref(r->hist[i].output);
+    free(r->hist);
+    if (r->per_node)
+        for (size_t i = 0; i < r->t->nnodes; i++) free(r->per_node[i]);
+    free(r->per_node);
+    free(r->per_count);
+    free(r->per_cap);
+    json_decref(r->context);
+}
+
+/* ---- node execution ----------------------------------------------------------------------- */
+
+static void set_eval_error(gg_error *dst, gg_error *src, const char *what, const char *expr) {
+    char code[GG_ERR_CODE_MAX];
+    snprintf(code, sizeof code, "%s", src->code[0] ? src->code : "error");
+    if (!strcmp(code, "cancelled")) {
+        gg_error_set(dst, "cancelled", "Execution cancelled");
+    } else {
+        gg_error_set(dst, "jsonata", "%s evaluation failed: %s%s%s%s", what, src->message ? src->message : code,
+                     expr ? "\nExpression: " : "", expr ? expr : "", "");
+        dst->position = src->position;
+    }
+    gg_error_clear(src);
+}
+
+static void update_time_limit(grun *r) {
+    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+    r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)left;
+}
+
+static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
+    switch (a->kind) {
+    case GA_LITERAL: return json_incref(a->literal);
+    case GA_EXPR: {
+        gg_error e = GG_ERROR_INIT;
+        json_t *v = jsonata_evaluate(a->expr, r->context, NULL, &r->jopts, r, &e);
+        if (gg_error_is_set(&e)) {
+            set_eval_error(err, &e, "JSONata", jsonata_source(a->expr));
+            json_decref(v);
+            return NULL;
+        }
+        return v; /* NULL without an error is undefined: object members drop it */
+    }
+    case GA_OBJECT: {
+        json_t *o = json_object();
+        for (size_t i = 0; o && i < a->count; i++) {
+            if (!a->items[i]) continue;
+            json_t *v = eval_args(r, a->items[i], err);
+            if (gg_error_is_set(err)) {
+                json_decref(o);
+                return NULL;
+            }
+            if (v) json_object_set_new(o, a->keys[i], v);
+        }
+        if (!o && !gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return o;
+    }
+    case GA_ARRAY: {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < a->count; i++) {
+            json_t *v = a->items[i] ? eval_args(r, a->items[i], err) : NULL;
+            if (gg_error_is_set(err)) {
+                json_decref(arr);
+                return NULL;
+            }
+            json_array_append_new(arr, v ? v : json_null());
+        }
+        if (!arr && !gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return arr;
+    }
+    }
+    return NULL;
+}
+
+/* mcpGraph's reading of a CallToolResult: isError → error with the first text; else
+ * structuredContent; else the first text parsed as JSON, or the raw string. */
+static json_t *tool_result_output(json_t *res, gg_error *err) {
+    json_t *content = json_object_get(res, "content");
+    const char *first_text = NULL;
+    size_t i;
+    json_t *item;
+    json_array_foreach(content, i, item) {
+        if (!strcmp(json_string_value(json_object_get(item, "type")) ? json_string_value(json_object_get(item, "type")) : "", "text")) {
+            first_text = json_string_value(json_object_get(item, "text"));
+            if (first_text) break;
+        }
+    }
+    if (json_is_true(json_object_get(res, "isError"))) {
+        gg_error_set(err, "tool_error", "%s", first_text ? first_text : "MCP tool returned an error");
+        return NULL;
+    }
+    json_t *sc = json_object_get(res, "structuredContent");
+    if (sc) return json_incref(sc);
+    if (first_text) {
+        json_t *parsed = json_loads(first_text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        return parsed ? parsed : json_string(first_text);
+    }
+    return content ? json_incref(content) : json_null();
+}
+
+static json_t *exec_mcp(grun *r, const gnode *n, json_t **input, gg_error *err) {
+    json_t *args = n->args ? eval_args(r, n->args, err) : json_object();
+    if (!args && !gg_error_is_set(err)) args = json_object();
+    if (!args) {
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    *input = args;
+    mcp_client *c = gg_graph_server_client(n->server, r->g->policy, err);
+    if (!c) return NULL;
+    json_t *res = mcp_client_call_tool(c, n->tool, args, n->server->cfg.timeout_ms, r->opts ? r->opts->cancelled : NULL, err);
+    if (!res) return NULL;
+    json_t *out = tool_result_output(res, err);
+    json_decref(res);
+    return out;
+}
+
+static json_t *exec_switch(grun *r, const gnode *n, int *next, gg_error *err) {
+    for (size_t i = 0; i < n->ncond; i++) {
+        const gcond *c = &n->conds[i];
+        if (!c->rule) {
+            *next = c->target;
+            return json_string(r->t->nodes[c->target].id);
+        }
+        gg_error e = GG_ERROR_INIT;
+        json_t *v = jsonlogic_apply(c->rule, r->context, r, &e);
+        if (!v) {
+            if (!strcmp(e.code, "cancelled")) gg_error_set(err, "cancelled", "Execution cancelled");
+            else gg_error_set(err, "jsonlogic", "JSON Logic evaluation failed: %s", e.message ? e.message : e.code);
+            gg_error_clear(&e);
+            return NULL;
+        }
+        bool hit = jsonlogic_truthy(v);
+        json_decref(v);
+        if (hit) {
+            *next = c->target;
+            return json_string(r->t->nodes[c->target].id);
+        }
+    }
+    if (n->default_next < 0) {
+        gg_error_set(err, "no_route", "Switch node %s: no condition matched and there is no default", n->id);
+        return NULL;
+    }
+    *next = n->default_next;
+    return json_string(r->t->nodes[n->default_next].id);
+}
+
+static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit"};
+
+static json_t *history_record(int idx, const gnode *n, long long start, long long end, double dur, json_t *input,
+                              json_t *output, const gg_error *e) {
+    json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f}", "executionIndex", idx, "nodeId", n->id, "nodeType",
+                            type_name[n->type], "startTime", (json_int_t)start, "endTime", (json_int_t)end, "duration", dur);
+    if (!rec) return NULL;
+    if (input) json_object_set(rec, "input", input);
+    json_object_set(rec, "output", output ? output : json_null());
+    if (e && gg_error_is_set(e))
+        json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", e->code, "message", e->message ? e->message : ""));
+    return rec;
+}
+
+void gg_graph_result_clear(gg_graph_result *r) {
+    if (!r) return;
+    json_decref(r->output);
+    json_decref(r->history);
+    gg_error_clear(&r->error);
+    free(r->failed_node);
+    memset(r, 0, sizeof *r);
+    r->error.position = -1;
+}
+
+static bool check_limits(grun *r, gg_error *err) {
+    if (r->opts && r->opts->cancelled && __atomic_load_n(r->opts->cancelled, __ATOMIC_RELAXED)) {
+        gg_error_set(err, "cancelled", "Execution cancelled");
+        return false;
+    }
+    if ((long)r->nhist >= r->g->max_node_executions) {
+        gg_error_set(err, "limit",
+                     "Execution limit exceeded: maximum node executions (%d) reached. Current execution count: %zu",
+                     r->g->max_node_executions, r->nhist);
+        return false;
+    }
+    double elapsed = gg_now_ms() - r->start_ms;
+    if (elapsed > (double)r->g->max_execution_ms) {
+        gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
+                     r->g->max_execution_ms, (long)elapsed);
+        return false;
+    }
+    return true;
+}
+
+bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts,
+                      gg_graph_result *res) {
+    memset(res, 0, sizeof *res);
+    res->error.position = -1;
+    bool want_history = !(opts && opts->no_history);
+    if (want_history) res->history = json_array();
+    const gtool *t = NULL;
+    for (size_t i = 0; i < g->ntools; i++)
+        if (!strcmp(g->tools[i].name, tool)) t = &g->tools[i];
+    if (!t) {
+        gg_error_set(&res->error, "unknown_tool", "Tool not found: %s", tool);
+        return false;
+    }
+    if (arguments && !json_is_object(arguments)) {
+        gg_error_set(&res->error, "invalid_params", "Tool arguments must be an object");
+        return false;
+    }
+    grun r = {.g = g, .t = t, .opts = opts};
+    r.start_ms = gg_now_ms();
+    r.context = json_object();
+    r.per_node = calloc(t->nnodes, sizeof *r.per_node);
+    r.per_count = calloc(t->nnodes, sizeof *r.per_count);
+    r.per_cap = calloc(t->nnodes, sizeof *r.per_cap);
+    r.jopts.cancel = opts ? opts->cancelled : NULL;
+    json_t *args = arguments ? json_incref(arguments) : json_object();
+    const gg_graph_hooks *hooks = opts ? opts->hooks : NULL;
+    bool record_inputs = opts && opts->record_inputs;
+    bool ok = false;
+    int cur = t->entry;
+    if (!r.context || !r.per_node || !r.per_count || !r.per_cap || !args) {
+        gg_error_set(&res->error, "oom", "out of memory");
+        goto done;
+    }
+    for (;;) {
+        const gnode *n = &t->nodes[cur];
+        if (!check_limits(&r, &res->error)) break;
+        gg_graph_event ev = {(int)r.nhist, n->id, type_name[n->type], gg_wall_ms(), 0, 0, NULL, NULL, NULL};
+        double t0 = gg_now_ms();
+        if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
+        json_t *input = NULL, *out = NULL;
+        int next = n->next;
+        gg_error e = GG_ERROR_INIT;
+        switch (n->type) {
+        case GN_ENTRY: out = json_incref(args); break;
+        case GN_EXIT: out = r.nhist ? json_incref(r.hist[r.nhist - 1].output) : json_null(); break;
+        case GN_TRANSFORM: {
+            update_time_limit(&r);
+            if (record_inputs) input = json_copy(r.context);
+            out = jsonata_evaluate(n->expr, r.context, NULL, &r.jopts, &r, &e);
+            if (gg_error_is_set(&e)) {
+                gg_error err2 = GG_ERROR_INIT;
+                set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
+                gg_error_move(&e, &err2);
+                json_decref(out);
+                out = NULL;
+            } else if (!out) {
+                out = json_null();
+            }
+            break;
+        }
+        case GN_MCP: out = exec_mcp(&r, n, &input, &e); break;
+        case GN_SWITCH:
+            update_time_limit(&r);
+            if (record_inputs) input = json_copy(r.context);
+            out = exec_switch(&r, n, &next, &e);
+            break;
+        }
+        if (!out && !gg_error_is_set(&e)) gg_error_set(&e, "oom", "out of memory");
+        double t1 = gg_now_ms();
+        ev.end_ms = gg_wall_ms();
+        ev.duration_ms = t1 - t0;
+        ev.input = input;
+        ev.output = out;
+        if (gg_error_is_set(&e)) {
+            ev.error = &e;
+            if (hooks && hooks->node_error) hooks->node_error(hooks->user, &ev);
+            if (want_history) json_array_append_new(res->history, history_record(ev.execution_index, n, ev.start_ms, ev.end_ms,
+                                                                                  ev.duration_ms, input, NULL, &e));
+            res->failed_node = strdup(n->id);
+            gg_error_move(&res->error, &e);
+            json_decref(input);
+            break;
+        }
+        if (!run_record(&r, cur, out) || !context_set(&r, n->id, out)) {
+            gg_error_set(&res->error, "oom", "out of memory");
+            json_decref(input);
+            json_decref(out);
+            break;
+        }
+        if (hooks && hooks->node_complete) hooks->node_complete(hooks->user, &ev);
+        if (want_history)
+            json_array_append_new(res->history, history_record(ev.execution_index, n, ev.start_ms, ev.end_ms,
+                                                               ev.duration_ms, input, out, NULL));
+        json_decref(input);
+        if (n->type == GN_EXIT) {
+            res->output = out;
+            ok = true;
+            break;
+        }
+        json_decref(out);
+        if (next < 0) {
+            gg_error_set(&res->error, "no_route", "Node %s has no next node", n->id);
+            break;
+        }
+        cur = next;
+    }
+done:
+    res->node_executions = (int)r.nhist;
+    res->elapsed_ms = gg_now_ms() - r.start_ms;
+    json_decref(args);
+    run_free(&r);
+    return ok;
+}

@@ -1,0 +1,126 @@
+/* internal.h — shared between the graph subsystem's own files only (not a public API):
+ * the positioned YAML tree, the parsed document model and the compiled graph.
+ */
+#ifndef GG_GRAPH_INTERNAL_H
+#define GG_GRAPH_INTERNAL_H
+
+#include <pthread.h>
+
+#include "graph/graph.h"
+#include "jsonata/jsonata.h"
+#include "jsonlogic/jsonlogic.h"
+
+/* ---- positioned YAML tree (yaml_tree.c) ---------------------------------------------- */
+
+typedef enum { YN_SCALAR, YN_SEQ, YN_MAP } yn_kind;
+
+typedef struct ynode ynode;
+struct ynode {
+    yn_kind kind;
+    int line, column;   /* 1-based */
+    bool plain;         /* scalar written without quotes (so it may be a number/bool/null) */
+    char *str;          /* scalar text */
+    size_t len;
+    ynode **items;      /* seq items; map: keys at 2i, values at 2i+1 */
+    size_t count;       /* seq: items; map: pairs */
+    size_t cap;
+};
+
+typedef struct yarena yarena;
+typedef struct ydoc {
+    ynode *root;
+    yarena *arena;
+} ydoc;
+
+/* Parse YAML (one document). On failure returns false with a positioned error. */
+bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err);
+void ydoc_free(ydoc *d);
+/* Map lookup: value node for key or NULL. */
+ynode *yn_get(const ynode *map, const char *key);
+/* Convert to JSON using YAML 1.2 core scalar resolution. NULL + err on a non-string key or
+ * expansion limits. */
+json_t *yn_to_json(const ynode *n, gg_error *err);
+const char *yn_kind_name(const ynode *n);
+
+/* ---- compiled graph (compile.c) ------------------------------------------------------- */
+
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT } gnode_type;
+
+/* An args template: literal JSON, an expression, or a container of templates. */
+typedef struct gargs gargs;
+struct gargs {
+    enum { GA_LITERAL, GA_EXPR, GA_OBJECT, GA_ARRAY } kind;
+    json_t *literal;           /* GA_LITERAL */
+    jsonata_expr *expr;        /* GA_EXPR */
+    char **keys;               /* GA_OBJECT */
+    gargs **items;             /* GA_OBJECT values / GA_ARRAY items */
+    size_t count;
+};
+
+typedef struct gcond {
+    jsonlogic_rule *rule;      /* NULL = default condition (old form without rule) */
+    int target;                /* node index */
+} gcond;
+
+typedef struct gserver gserver;
+
+typedef struct gnode {
+    char *id;
+    gnode_type type;
+    int next;                  /* node index, -1 = none */
+    /* mcp */
+    gserver *server;
+    char *tool;
+    gargs *args;
+    /* transform */
+    jsonata_expr *expr;
+    /* switch */
+    gcond *conds;
+    size_t ncond;
+    int default_next;          /* -1 = no default (error at run time if nothing matches) */
+} gnode;
+
+typedef struct gtool {
+    char *name;
+    json_t *def;               /* {name, description, inputSchema, outputSchema} */
+    gnode *nodes;
+    size_t nnodes;
+    int entry, exit;
+} gtool;
+
+struct gserver {
+    char *name;
+    mcp_server_config cfg;     /* strings owned by the arrays below */
+    char **argv, **env, **headers;
+    pthread_mutex_t lock;      /* guards lazy client creation */
+    mcp_client *client;
+};
+
+struct gg_graph {
+    int refcount;
+    char *name, *title, *version, *instructions;
+    int max_node_executions;
+    long max_execution_ms;
+    gtool *tools;
+    size_t ntools;
+    gserver *servers;
+    size_t nservers;
+    json_t *tools_json;
+    jsonata_env *env;          /* history functions */
+    jsonlogic_var_resolver resolver;
+    const mcp_client_policy *policy;
+};
+
+void gg_graph_free_internal(gg_graph *g);
+mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
+
+/* Diagnostics helper (diag.c). */
+void gdiag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,
+               int line, int col, const char *tool, const char *node, const char *fmt, ...)
+    __attribute__((format(printf, 9, 10)));
+
+/* History functions registered in the graph's JSONata environment (exec.c). */
+jsonata_env *gg_graph_history_env(gg_error *err);
+extern const jsonlogic_var_resolver gg_graph_var_resolver_template;
+
+#endif

@@ -1,0 +1,1026 @@
+/* load.c — graph file → validated, compiled gg_graph. One pass over the positioned YAML
+ * tree checks the structure (unknown keys are errors), builds the compiled nodes and
+ * compiles every JSONata expression and JSON Logic rule; a second pass checks the graph
+ * (entry/exit, targets, reachability). Every problem is reported, not just the first. */
+#include "graph/internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEFAULT_MAX_NODE_EXECUTIONS 1000
+#define DEFAULT_MAX_EXECUTION_MS 300000L
+#define DEFAULT_MAX_SOURCE (4u << 20)
+#define MAX_ARGS_DEPTH 64
+
+typedef struct lctx {
+    const char *file, *src;
+    size_t len;
+    gg_graph_diags *d;
+    gg_graph *g;
+    const gg_graph_options *opts;
+    const char *tool, *node; /* what diagnostics are about right now */
+} lctx;
+
+#define LERR(c, n, code, ...) \
+    gdiag_add((c)->d, GG_DIAG_ERROR, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
+#define LWARN(c, n, code, ...) \
+    gdiag_add((c)->d, GG_DIAG_WARNING, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+/* Report duplicate and unknown keys of a mapping. allowed is NULL-terminated. */
+static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, const char *what) {
+    bool ok = true;
+    for (size_t i = 0; i < map->count; i++) {
+        const ynode *k = map->items[2 * i];
+        if (k->kind != YN_SCALAR) {
+            LERR(c, k, "invalid_key", "keys of %s must be strings", what);
+            ok = false;
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            const ynode *k2 = map->items[2 * j];
+            if (k2->kind == YN_SCALAR && strcmp(k2->str, k->str) == 0) {
+                LERR(c, k, "duplicate_key", "duplicate key '%s' in %s (first at line %d)", k->str, what, k2->line);
+                ok = false;
+            }
+        }
+        if (!allowed) continue;
+        bool known = false;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, k->str) == 0) known = true;
+        if (!known) {
+            char list[256] = "";
+            size_t n = 0;
+            for (const char *const *a = allowed; *a && n < sizeof list; a++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", *a);
+            LERR(c, k, "unknown_key", "unknown key '%s' in %s (expected one of: %s)", k->str, what, list);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* A string-valued key: returns the text, NULL when absent (error when required) or wrong. */
+static const char *get_str(lctx *c, const ynode *map, const char *key, bool required, const char *what) {
+    const ynode *v = yn_get(map, key);
+    if (!v) {
+        if (required) LERR(c, map, "missing_key", "%s needs '%s'", what, key);
+        return NULL;
+    }
+    if (v->kind != YN_SCALAR) {
+        LERR(c, v, "invalid_type", "'%s' in %s must be a string, not %s", key, what, yn_kind_name(v));
+        return NULL;
+    }
+    return v->str;
+}
+
+/* Source line/column of character `offset` inside a scalar's value (for expression errors). */
+static void scalar_offset_pos(lctx *c, const ynode *s, int offset, int *line, int *col) {
+    *line = s->line;
+    *col = s->column;
+    if (offset < 0 || !c->src) return;
+    /* find the scalar's first character in the source */
+    const char *p = c->src, *end = c->src + c->len;
+    for (int l = 1; l < s->line && p < end; p++)
+        if (*p == '\n') l++;
+    const char *start = p + (s->column - 1);
+    if (start >= end) return;
+    int nl = 0;
+    int lastnl = -1;
+    for (int i = 0; i < offset && i < (int)s->len; i++)
+        if (s->str[i] == '\n') nl++, lastnl = i;
+    if (*start == '|' || *start == '>') {
+        /* block scalar: content begins on the next line at the block's indentation */
+        const char *q = start;
+        while (q < end && *q != '\n') q++;
+        if (q < end) q++;
+        int indent = 0;
+        const char *r = q;
+        while (r < end) { /* first non-blank content line decides the indentation */
+            indent = 0;
+            while (r < end && *r == ' ') r++, indent++;
+            if (r < end && *r == '\n') { r++; continue; }
+            break;
+        }
+        *line = s->line + 1 + nl;
+        *col = indent + (offset - lastnl - 1) + 1;
+        return;
+    }
+    int quote = (*start == '\'' || *start == '"') ? 1 : 0;
+    *line = s->line + nl;
+    *col = nl ? (offset - lastnl) : s->column + quote + offset;
+}
+
+/* ---- JSON Schema well-formedness --------------------------------------------------------- */
+
+static const char *const schema_types[] = {"null", "boolean", "object", "array", "number", "string", "integer", NULL};
+
+static bool is_schema_type(const char *s) {
+    for (const char *const *t = schema_types; *t; t++)
+        if (strcmp(*t, s) == 0) return true;
+    return false;
+}
+
+static void check_schema(lctx *c, const ynode *n, const char *where, int depth);
+
+static void check_schema_map(lctx *c, const ynode *v, const char *kw, const char *where, int depth) {
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_schema", "%s: '%s' must be a mapping of schemas", where, kw);
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) check_schema(c, v->items[2 * i + 1], where, depth + 1);
+}
+
+static void check_schema_list(lctx *c, const ynode *v, const char *kw, const char *where, int depth) {
+    if (v->kind != YN_SEQ || v->count == 0) {
+        LERR(c, v, "invalid_schema", "%s: '%s' must be a non-empty sequence of schemas", where, kw);
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) check_schema(c, v->items[i], where, depth + 1);
+}
+
+static bool scalar_is_number(const ynode *v) {
+    if (v->kind != YN_SCALAR || !v->plain || !*v->str) return false;
+    char *e = NULL;
+    errno = 0;
+    strtod(v->str, &e);
+    return e && !*e && errno == 0;
+}
+
+static bool scalar_is_nonneg_int(const ynode *v) {
+    if (v->kind != YN_SCALAR || !v->plain || !*v->str) return false;
+    for (const char *p = v->str; *p; p++)
+        if (!isdigit((unsigned char)*p)) return false;
+    return true;
+}
+
+/* Checks the keywords whose shape JSON Schema 2020-12 fixes; other keywords pass through. */
+static void check_schema(lctx *c, const ynode *n, const char *where, int depth) {
+    if (depth > 64) {
+        LERR(c, n, "invalid_schema", "%s: schema nesting is too deep", where);
+        return;
+    }
+    if (n->kind == YN_SCALAR && n->plain && (!strcmp(n->str, "true") || !strcmp(n->str, "false"))) return;
+    if (n->kind != YN_MAP) {
+        LERR(c, n, "invalid_schema", "%s: a schema must be a mapping or a boolean, not %s", where, yn_kind_name(n));
+        return;
+    }
+    static const char *const sub_map[] = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", NULL};
+    static const char *const sub_one[] = {"items", "additionalProperties", "not", "if", "then", "else", "contains",
+                                          "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+                                          "additionalItems", "contentSchema", NULL};
+    static const char *const sub_list[] = {"allOf", "anyOf", "oneOf", "prefixItems", NULL};
+    static const char *const nums[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
+    static const char *const counts[] = {"minLength", "maxLength", "minItems", "maxItems", "minProperties",
+                                         "maxProperties", "minContains", "maxContains", NULL};
+    check_keys(c, n, NULL, "a schema");
+    for (size_t i = 0; i < n->count; i++) {
+        const ynode *k = n->items[2 * i], *v = n->items[2 * i + 1];
+        if (k->kind != YN_SCALAR) continue;
+        const char *kw = k->str;
+        bool done = false;
+        for (const char *const *s = sub_map; *s && !done; s++)
+            if (!strcmp(*s, kw)) check_schema_map(c, v, kw, where, depth), done = true;
+        for (const char *const *s = sub_one; *s && !done; s++)
+            if (!strcmp(*s, kw)) check_schema(c, v, where, depth + 1), done = true;
+        for (const char *const *s = sub_list; *s && !done; s++)
+            if (!strcmp(*s, kw)) check_schema_list(c, v, kw, where, depth), done = true;
+        for (const char *const *s = nums; *s && !done; s++)
+            if (!strcmp(*s, kw)) {
+                if (!scalar_is_number(v)) LERR(c, v, "invalid_schema", "%s: '%s' must be a number", where, kw);
+                done = true;
+            }
+        for (const char *const *s = counts; *s && !done; s++)
+            if (!strcmp(*s, kw)) {
+                if (!scalar_is_nonneg_int(v))
+                    LERR(c, v, "invalid_schema", "%s: '%s' must be a non-negative integer", where, kw);
+                done = true;
+            }
+        if (done) continue;
+        if (!strcmp(kw, "type")) {
+            if (v->kind == YN_SCALAR) {
+                if (!is_schema_type(v->str)) LERR(c, v, "invalid_schema", "%s: unknown type '%s'", where, v->str);
+            } else if (v->kind == YN_SEQ && v->count > 0) {
+                for (size_t j = 0; j < v->count; j++)
+                    if (v->items[j]->kind != YN_SCALAR || !is_schema_type(v->items[j]->str))
+                        LERR(c, v->items[j], "invalid_schema", "%s: 'type' entries must be type names", where);
+            } else {
+                LERR(c, v, "invalid_schema", "%s: 'type' must be a type name or a list of them", where);
+            }
+        } else if (!strcmp(kw, "required")) {
+            if (v->kind != YN_SEQ) LERR(c, v, "invalid_schema", "%s: 'required' must be a sequence of strings", where);
+            else
+                for (size_t j = 0; j < v->count; j++)
+                    if (v->items[j]->kind != YN_SCALAR)
+                        LERR(c, v->items[j], "invalid_schema", "%s: 'required' entries must be strings", where);
+        } else if (!strcmp(kw, "enum")) {
+            if (v->kind != YN_SEQ) LERR(c, v, "invalid_schema", "%s: 'enum' must be a sequence", where);
+        } else if (!strcmp(kw, "pattern") || !strcmp(kw, "$ref") || !strcmp(kw, "$schema") || !strcmp(kw, "$id") ||
+                   !strcmp(kw, "format") || !strcmp(kw, "title") || !strcmp(kw, "description")) {
+            if (v->kind != YN_SCALAR) LERR(c, v, "invalid_schema", "%s: '%s' must be a string", where, kw);
+        }
+    }
+}
+
+/* inputSchema/outputSchema of an MCP tool: a schema whose type is "object". */
+static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, bool required) {
+    const ynode *v = yn_get(tool, key);
+    if (!v) {
+        if (required) LERR(c, tool, "missing_key", "tool needs '%s'", key);
+        return NULL;
+    }
+    char where[64];
+    snprintf(where, sizeof where, "%s", key);
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_schema", "%s must be a mapping (a JSON Schema object)", key);
+        return NULL;
+    }
+    size_t before = c->d ? c->d->errors : 0;
+    check_schema(c, v, where, 0);
+    const ynode *t = yn_get(v, "type");
+    if (!t || t->kind != YN_SCALAR || strcmp(t->str, "object") != 0)
+        LERR(c, t ? t : v, "invalid_schema", "%s must have type: object (MCP tool schemas describe an object)", key);
+    if (c->d && c->d->errors != before) return NULL;
+    gg_error e = GG_ERROR_INIT;
+    json_t *j = yn_to_json(v, &e);
+    if (!j) {
+        LERR(c, v, "invalid_schema", "%s: %s", key, e.message ? e.message : "cannot convert");
+        gg_error_clear(&e);
+    }
+    return j;
+}
+
+/* ---- expressions ------------------------------------------------------------------------- */
+
+static jsonata_expr *compile_expr(lctx *c, const ynode *s, const char *what) {
+    if (!s || s->kind != YN_SCALAR) {
+        LERR(c, s, "invalid_type", "%s must be a string holding a JSONata expression", what);
+        return NULL;
+    }
+    gg_error e = GG_ERROR_INIT;
+    jsonata_expr *x = jsonata_compile(s->str, c->g->env, &e);
+    if (!x) {
+        int line, col;
+        scalar_offset_pos(c, s, e.position, &line, &col);
+        gdiag_add(c->d, GG_DIAG_ERROR, "jsonata", c->file, line, col, c->tool, c->node,
+                  "%s does not compile: %s %s (expression position %d)", what, e.code[0] ? e.code : "error",
+                  e.message ? e.message : "", e.position);
+        gg_error_clear(&e);
+    }
+    return x;
+}
+
+static void gargs_free(gargs *a) {
+    if (!a) return;
+    json_decref(a->literal);
+    jsonata_free(a->expr);
+    for (size_t i = 0; i < a->count; i++) {
+        if (a->keys) free(a->keys[i]);
+        gargs_free(a->items[i]);
+    }
+    free(a->keys);
+    free(a->items);
+    free(a);
+}
+
+static bool is_expr_map(const ynode *v) {
+    return v->kind == YN_MAP && v->count == 1 && v->items[0]->kind == YN_SCALAR && !strcmp(v->items[0]->str, "expr");
+}
+
+/* Does this subtree hold an expression anywhere (otherwise it is one literal)? */
+static bool has_expr(const ynode *v, bool top, int depth) {
+    if (depth > MAX_ARGS_DEPTH) return false;
+    if (v->kind == YN_SCALAR) return top && v->str[0] == '$';
+    if (is_expr_map(v)) return true;
+    size_t n = v->kind == YN_MAP ? v->count : v->count;
+    for (size_t i = 0; i < n; i++)
+        if (has_expr(v->kind == YN_MAP ? v->items[2 * i + 1] : v->items[i], false, depth + 1)) return true;
+    return false;
+}
+
+/* args rules: {expr: "..."} is JSONata; a string directly under args starting with '$' is
+ * JSONata (the design document's form); everything else is literal, walked recursively. */
+static gargs *build_args(lctx *c, const ynode *v, bool top, int depth) {
+    gargs *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    if (depth > MAX_ARGS_DEPTH) {
+        LERR(c, v, "invalid_args", "args are nested too deeply");
+        free(a);
+        return NULL;
+    }
+    if (is_expr_map(v) || (top && v->kind == YN_SCALAR && v->str[0] == '$')) {
+        a->kind = GA_EXPR;
+        a->expr = compile_expr(c, is_expr_map(v) ? v->items[1] : v, "args expression");
+        return a;
+    }
+    if (!has_expr(v, top, depth)) {
+        gg_error e = GG_ERROR_INIT;
+        a->kind = GA_LITERAL;
+        a->literal = yn_to_json(v, &e);
+        if (!a->literal) {
+            LERR(c, v, "invalid_args", "%s", e.message ? e.message : "invalid literal");
+            gg_error_clear(&e);
+        }
+        return a;
+    }
+    a->kind = v->kind == YN_MAP ? GA_OBJECT : GA_ARRAY;
+    a->count = v->count;
+    a->items = calloc(v->count ? v->count : 1, sizeof *a->items);
+    if (v->kind == YN_MAP) a->keys = calloc(v->count ? v->count : 1, sizeof *a->keys);
+    if (!a->items || (v->kind == YN_MAP && !a->keys)) {
+        gargs_free(a);
+        return NULL;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        if (v->kind == YN_MAP) {
+            a->keys[i] = strdup(v->items[2 * i]->str ? v->items[2 * i]->str : "");
+            a->items[i] = build_args(c, v->items[2 * i + 1], false, depth + 1);
+        } else {
+            a->items[i] = build_args(c, v->items[i], false, depth + 1);
+        }
+    }
+    return a;
+}
+
+/* ---- mcpServers ---------------------------------------------------------------------------- */
+
+static char **str_list(lctx *c, const ynode *v, const char *what) {
+    if (!v) return calloc(1, sizeof(char *));
+    if (v->kind != YN_SEQ) {
+        LERR(c, v, "invalid_type", "%s must be a sequence of strings", what);
+        return NULL;
+    }
+    char **out = calloc(v->count + 1, sizeof *out);
+    if (!out) return NULL;
+    for (size_t i = 0; i < v->count; i++) {
+        if (v->items[i]->kind != YN_SCALAR) LERR(c, v->items[i], "invalid_type", "%s entries must be strings", what);
+        out[i] = strdup(v->items[i]->kind == YN_SCALAR ? v->items[i]->str : "");
+    }
+    return out;
+}
+
+/* env / headers mappings become "K=V" / "K: V" lists. */
+static char **pair_list(lctx *c, const ynode *v, const char *what, const char *sep) {
+    if (!v) return calloc(1, sizeof(char *));
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "%s must be a mapping of strings", what);
+        return NULL;
+    }
+    check_keys(c, v, NULL, what);
+    char **out = calloc(v->count + 1, sizeof *out);
+    if (!out) return NULL;
+    for (size_t i = 0; i < v->count; i++) {
+        const ynode *k = v->items[2 * i], *val = v->items[2 * i + 1];
+        if (k->kind != YN_SCALAR || val->kind != YN_SCALAR) {
+            LERR(c, val, "invalid_type", "%s values must be strings", what);
+            out[i] = strdup("");
+            continue;
+        }
+        if (!strcmp(sep, "=") && (strchr(k->str, '=') || !*k->str))
+            LERR(c, k, "invalid_env", "environment variable name '%s' is not valid", k->str);
+        if (strchr(sep, ':') && (strpbrk(k->str, ":\r\n") || strpbrk(val->str, "\r\n") || !*k->str))
+            LERR(c, k, "invalid_header", "header '%s' is not valid", k->str);
+        if (asprintf(&out[i], "%s%s%s", k->str, sep, val->str) < 0) out[i] = NULL;
+    }
+    return out;
+}
+
+static void load_servers(lctx *c, const ynode *v) {
+    if (!v) return;
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "mcpServers must be a mapping of server name to definition");
+        return;
+    }
+    check_keys(c, v, NULL, "mcpServers");
+    gg_graph *g = c->g;
+    g->servers = calloc(v->count ? v->count : 1, sizeof *g->servers);
+    if (!g->servers) return;
+    static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", NULL};
+    static const char *const http_keys[] = {"type", "url", "headers", "timeout", NULL};
+    for (size_t i = 0; i < v->count; i++) {
+        const ynode *k = v->items[2 * i], *def = v->items[2 * i + 1];
+        gserver *s = &g->servers[g->nservers++];
+        pthread_mutex_init(&s->lock, NULL);
+        s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
+        s->cfg.name = s->name;
+        char what[160];
+        snprintf(what, sizeof what, "mcpServers.%s", s->name ? s->name : "");
+        if (def->kind != YN_MAP) {
+            LERR(c, def, "invalid_type", "%s must be a mapping", what);
+            continue;
+        }
+        const char *type = get_str(c, def, "type", false, what);
+        bool http = false;
+        if (type && !strcmp(type, "streamableHttp")) http = true;
+        else if (type && strcmp(type, "stdio") != 0) {
+            LERR(c, yn_get(def, "type"), "invalid_server", "%s: unknown type '%s' (expected stdio or streamableHttp)",
+                 what, type);
+            continue;
+        }
+        check_keys(c, def, http ? http_keys : stdio_keys, what);
+        const ynode *to = yn_get(def, "timeout");
+        if (to) {
+            if (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000)
+                LERR(c, to, "invalid_server", "%s: timeout must be milliseconds between 1 and 3600000", what);
+            else s->cfg.timeout_ms = (int)atol(to->str);
+        }
+        if (!s->cfg.timeout_ms) s->cfg.timeout_ms = c->opts && c->opts->default_timeout_ms ? c->opts->default_timeout_ms
+                                                                                               : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
+        gg_error e = GG_ERROR_INIT;
+        if (http) {
+            s->cfg.transport = MCP_TRANSPORT_HTTP;
+            const char *url = get_str(c, def, "url", true, what);
+            s->headers = pair_list(c, yn_get(def, "headers"), "headers", ": ");
+            s->cfg.headers = (const char *const *)s->headers;
+            s->argv = calloc(1, sizeof(char *));
+            s->env = calloc(1, sizeof(char *));
+            if (url) {
+                s->cfg.url = strdup(url);
+                if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+                    LERR(c, yn_get(def, "url"), "invalid_server", "%s: url must start with http:// or https://", what);
+                else if (c->opts && c->opts->policy && !mcp_policy_check_url(c->opts->policy, url, &e))
+                    LERR(c, yn_get(def, "url"), "policy", "%s: %s", what, e.message ? e.message : "url not allowed");
+            }
+        } else {
+            s->cfg.transport = MCP_TRANSPORT_STDIO;
+            const char *cmd = get_str(c, def, "command", true, what);
+            s->argv = str_list(c, yn_get(def, "args"), "args");
+            s->env = pair_list(c, yn_get(def, "env"), "env", "=");
+            s->headers = calloc(1, sizeof(char *));
+            s->cfg.args = (const char *const *)s->argv;
+            s->cfg.env = (const char *const *)s->env;
+            const char *cwd = get_str(c, def, "cwd", false, what);
+            if (cwd) s->cfg.cwd = strdup(cwd);
+            if (cmd) {
+                s->cfg.command = strdup(cmd);
+                if (!*cmd) LERR(c, yn_get(def, "command"), "invalid_server", "%s: command is empty", what);
+                else if (c->opts && c->opts->policy && !mcp_policy_check_command(c->opts->policy, cmd, &e))
+                    LERR(c, yn_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
+            }
+        }
+        gg_error_clear(&e);
+    }
+}
+
+static gserver *find_server(gg_graph *g, const char *name) {
+    for (size_t i = 0; i < g->nservers; i++)
+        if (g->servers[i].name && !strcmp(g->servers[i].name, name)) return &g->servers[i];
+    return NULL;
+}
+
+/* ---- tools and nodes ---------------------------------------------------------------------- */
+
+static bool valid_tool_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 128) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return false;
+    return true;
+}
+
+typedef struct pending_ref { /* a target to resolve once every node id is known */
+    int *slot;
+    const ynode *at;
+    const char *node;
+    const char *owner; /* id of the node holding the reference */
+} pending_ref;
+
+typedef struct tool_build {
+    const ynode **node_at; /* each node's mapping, for positions */
+    pending_ref *refs;
+    size_t nrefs, crefs;
+    const char *owner;
+} tool_build;
+
+static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node) {
+    if (tb->nrefs == tb->crefs) {
+        size_t nc = tb->crefs ? tb->crefs * 2 : 16;
+        pending_ref *nr = realloc(tb->refs, nc * sizeof *nr);
+        if (!nr) return;
+        tb->refs = nr;
+        tb->crefs = nc;
+    }
+    tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
+}
+
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit"};
+
+static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
+    const ynode *conds = yn_get(nm, "conditions");
+    const ynode *next = yn_get(nm, "next");
+    if (!conds) {
+        LERR(c, nm, "missing_key", "switch node needs 'conditions'");
+        return;
+    }
+    if (conds->kind != YN_SEQ || conds->count == 0) {
+        LERR(c, conds, "invalid_type", "conditions must be a non-empty sequence");
+        return;
+    }
+    n->conds = calloc(conds->count, sizeof *n->conds);
+    if (!n->conds) return;
+    static const char *const new_keys[] = {"rule", "next", NULL};
+    static const char *const old_keys[] = {"rule", "target", NULL};
+    bool saw_default = false;
+    for (size_t i = 0; i < conds->count; i++) {
+        const ynode *cm = conds->items[i];
+        gcond *gc = &n->conds[n->ncond++];
+        gc->target = -1;
+        if (cm->kind != YN_MAP) {
+            LERR(c, cm, "invalid_type", "a condition must be a mapping {rule, next}");
+            continue;
+        }
+        bool old = yn_get(cm, "target") != NULL;
+        check_keys(c, cm, old ? old_keys : new_keys, "a switch condition");
+        const ynode *rule = yn_get(cm, "rule");
+        const ynode *tgt = yn_get(cm, old ? "target" : "next");
+        if (!tgt) LERR(c, cm, "missing_key", "condition needs '%s'", old ? "target" : "next");
+        else if (tgt->kind != YN_SCALAR) LERR(c, tgt, "invalid_type", "condition target must be a node id");
+        else add_ref(tb, &gc->target, tgt, tgt->str);
+        if (!rule) {
+            if (!old) LERR(c, cm, "missing_key", "condition needs 'rule' (the default goes in the node's 'next')");
+            else if (saw_default) LERR(c, cm, "duplicate_default", "more than one condition without a rule");
+            else if (i + 1 != conds->count)
+                LWARN(c, cm, "unreachable_condition", "conditions after the default (no 'rule') are never tried");
+            saw_default = true;
+            continue;
+        }
+        gg_error e = GG_ERROR_INIT;
+        json_t *rj = yn_to_json(rule, &e);
+        if (!rj) {
+            LERR(c, rule, "jsonlogic", "%s", e.message ? e.message : "invalid rule");
+            gg_error_clear(&e);
+            continue;
+        }
+        jsonlogic_options lo = {.resolver = &c->g->resolver};
+        gc->rule = jsonlogic_compile(rj, &lo, &e);
+        json_decref(rj);
+        if (!gc->rule)
+            LERR(c, rule, "jsonlogic", "JSON Logic rule does not compile: %s%s%s", e.message ? e.message : e.code,
+                 e.path ? " at " : "", e.path ? e.path : "");
+        gg_error_clear(&e);
+    }
+    if (next) {
+        if (saw_default) LERR(c, next, "duplicate_default", "switch has both 'next' and a condition without a rule");
+        else if (next->kind != YN_SCALAR) LERR(c, next, "invalid_type", "next must be a node id");
+        else add_ref(tb, &n->default_next, next, next->str);
+    }
+}
+
+static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
+    static const char *const keys[5][7] = {
+        {"id", "type", "next", NULL},
+        {"id", "type", "server", "tool", "args", "next", NULL},
+        {"id", "type", "transform", "next", NULL},
+        {"id", "type", "conditions", "next", NULL},
+        {"id", "type", NULL},
+    };
+    n->next = n->default_next = -1;
+    const char *id = get_str(c, nm, "id", true, "a node");
+    n->id = strdup(id ? id : "");
+    c->node = id;
+    tb->owner = n->id;
+    if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
+    const char *type = get_str(c, nm, "type", true, "a node");
+    int t = -1;
+    for (int i = 0; type && i < 5; i++)
+        if (!strcmp(type, type_names[i])) t = i;
+    if (type && t < 0) {
+        LERR(c, yn_get(nm, "type"), "invalid_type", "unknown node type '%s' (expected entry, mcp, transform, switch or exit)",
+             type);
+        check_keys(c, nm, NULL, "a node");
+        n->type = GN_TRANSFORM;
+        return;
+    }
+    if (t < 0) return;
+    n->type = (gnode_type)t;
+    char what[64];
+    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT ? "n" : "", type);
+    check_keys(c, nm, keys[t], what);
+    const ynode *next = yn_get(nm, "next");
+    if (t != GN_SWITCH && t != GN_EXIT) {
+        if (!next) LERR(c, nm, "missing_key", "%s needs 'next'", what);
+        else if (next->kind != YN_SCALAR) LERR(c, next, "invalid_type", "next must be a node id");
+        else add_ref(tb, &n->next, next, next->str);
+    }
+    if (t == GN_TRANSFORM) {
+        const ynode *tr = yn_get(nm, "transform");
+        if (!tr) LERR(c, nm, "missing_key", "transform node needs 'transform: {expr: ...}'");
+        else if (tr->kind != YN_MAP) LERR(c, tr, "invalid_type", "transform must be a mapping {expr: ...}");
+        else {
+            static const char *const tk[] = {"expr", NULL};
+            check_keys(c, tr, tk, "transform");
+            const ynode *ex = yn_get(tr, "expr");
+            if (!ex) LERR(c, tr, "missing_key", "transform needs 'expr'");
+            else n->expr = compile_expr(c, ex, "transform expression");
+        }
+    } else if (t == GN_MCP) {
+        const char *server = get_str(c, nm, "server", true, what);
+        const char *tool = get_str(c, nm, "tool", true, what);
+        if (server) {
+            n->server = find_server(c->g, server);
+            if (!n->server)
+                LERR(c, yn_get(nm, "server"), "unknown_server", "server '%s' is not defined in mcpServers", server);
+        }
+        if (tool) n->tool = strdup(tool);
+        const ynode *args = yn_get(nm, "args");
+        if (args && args->kind != YN_MAP) LERR(c, args, "invalid_type", "args must be a mapping");
+        if (args && args->kind == YN_MAP) {
+            /* the top level is always an object of argument templates; a string directly
+             * under it starting with '$' counts as an expression */
+            n->args = calloc(1, sizeof *n->args);
+            if (n->args) {
+                n->args->kind = GA_OBJECT;
+                n->args->count = args->count;
+                n->args->keys = calloc(args->count + 1, sizeof(char *));
+                n->args->items = calloc(args->count + 1, sizeof(gargs *));
+                for (size_t i = 0; n->args->keys && n->args->items && i < args->count; i++) {
+                    n->args->keys[i] = strdup(args->items[2 * i]->str ? args->items[2 * i]->str : "");
+                    n->args->items[i] = build_args(c, args->items[2 * i + 1], true, 1);
+                }
+                check_keys(c, args, NULL, "args");
+            }
+        }
+    } else if (t == GN_SWITCH) {
+        load_switch(c, n, nm, tb);
+    }
+}
+
+/* Breadth-first walk from the entry; marks reached nodes. */
+static void reach(const gtool *t, int from, bool *seen) {
+    int *queue = malloc((t->nnodes + 1) * sizeof *queue);
+    if (!queue || from < 0) {
+        free(queue);
+        return;
+    }
+    size_t head = 0, tail = 0;
+    queue[tail++] = from;
+    seen[from] = true;
+    while (head < tail) {
+        const gnode *n = &t->nodes[queue[head++]];
+        int outs[2] = {n->next, n->default_next};
+        for (size_t i = 0; i < 2 + n->ncond; i++) {
+            int to = i < 2 ? outs[i] : n->conds[i - 2].target;
+            if (to >= 0 && !seen[to]) {
+                seen[to] = true;
+                queue[tail++] = to;
+            }
+        }
+    }
+    free(queue);
+}
+
+static void load_tool(lctx *c, gtool *t, const ynode *tm) {
+    static const char *const keys[] = {"name", "title", "description", "inputSchema", "outputSchema", "nodes", NULL};
+    t->entry = t->exit = -1;
+    const char *name = get_str(c, tm, "name", true, "a tool");
+    t->name = strdup(name ? name : "");
+    c->tool = name;
+    c->node = NULL;
+    check_keys(c, tm, keys, "a tool");
+    if (name && !valid_tool_name(name))
+        LERR(c, yn_get(tm, "name"), "invalid_name",
+             "tool name '%s' must be 1-128 characters of A-Z a-z 0-9 _ - . (MCP tool name rules)", name);
+    const char *title = get_str(c, tm, "title", false, "a tool");
+    const char *desc = get_str(c, tm, "description", true, "a tool");
+    json_t *in = load_tool_schema(c, tm, "inputSchema", true);
+    json_t *out = load_tool_schema(c, tm, "outputSchema", false);
+    t->def = json_object();
+    if (t->def) {
+        json_object_set_new(t->def, "name", json_string(t->name));
+        if (title) json_object_set_new(t->def, "title", json_string(title));
+        json_object_set_new(t->def, "description", json_string(desc ? desc : ""));
+        json_object_set_new(t->def, "inputSchema", in ? in : json_pack("{s:s}", "type", "object"));
+        if (out) json_object_set_new(t->def, "outputSchema", out);
+    } else {
+        json_decref(in);
+        json_decref(out);
+    }
+    const ynode *nodes = yn_get(tm, "nodes");
+    if (!nodes) {
+        LERR(c, tm, "missing_key", "tool needs 'nodes'");
+        return;
+    }
+    if (nodes->kind != YN_SEQ || nodes->count == 0) {
+        LERR(c, nodes, "invalid_type", "nodes must be a non-empty sequence");
+        return;
+    }
+    t->nodes = calloc(nodes->count, sizeof *t->nodes);
+    tool_build tb = {calloc(nodes->count, sizeof(ynode *)), NULL, 0, 0, NULL};
+    if (!t->nodes || !tb.node_at) {
+        free(tb.node_at);
+        return;
+    }
+    for (size_t i = 0; i < nodes->count; i++) {
+        const ynode *nm = nodes->items[i];
+        gnode *n = &t->nodes[t->nnodes++];
+        n->next = n->default_next = -1;
+        tb.node_at[i] = nm;
+        c->node = NULL;
+        if (nm->kind != YN_MAP) {
+            LERR(c, nm, "invalid_type", "a node must be a mapping");
+            n->id = strdup("");
+            continue;
+        }
+        load_node(c, n, nm, &tb);
+        tb.owner = NULL;
+        for (size_t j = 0; j < i; j++)
+            if (n->id && *n->id && t->nodes[j].id && !strcmp(t->nodes[j].id, n->id))
+                LERR(c, nm, "duplicate_id", "duplicate node id '%s' (first at line %d)", n->id, tb.node_at[j]->line);
+        if (n->id && yn_get(nm, "type")) {
+            if (n->type == GN_ENTRY) {
+                if (t->entry >= 0) LERR(c, nm, "multiple_entry", "more than one entry node (first is '%s')", t->nodes[t->entry].id);
+                else t->entry = (int)i;
+            } else if (n->type == GN_EXIT) {
+                if (t->exit >= 0) LERR(c, nm, "multiple_exit", "more than one exit node (first is '%s')", t->nodes[t->exit].id);
+                else t->exit = (int)i;
+            }
+        }
+    }
+    /* resolve targets now that every id is known */
+    for (size_t r = 0; r < tb.nrefs; r++) {
+        int found = -1;
+        for (size_t j = 0; j < t->nnodes; j++)
+            if (t->nodes[j].id && !strcmp(t->nodes[j].id, tb.refs[r].node)) {
+                found = (int)j;
+                break;
+            }
+        *tb.refs[r].slot = found;
+        if (found < 0) {
+            c->node = tb.refs[r].owner;
+            LERR(c, tb.refs[r].at, "missing_target", "target node '%s' does not exist", tb.refs[r].node);
+        } else if (t->nodes[found].type == GN_ENTRY) {
+            c->node = tb.refs[r].owner;
+            LERR(c, tb.refs[r].at, "invalid_target", "the entry node '%s' cannot be a target", tb.refs[r].node);
+        }
+    }
+    c->node = NULL;
+    if (t->entry < 0) LERR(c, nodes, "missing_entry", "tool has no entry node");
+    if (t->exit < 0) LERR(c, nodes, "missing_exit", "tool has no exit node");
+    if (t->entry >= 0) {
+        bool *seen = calloc(t->nnodes, sizeof *seen);
+        if (seen) {
+            reach(t, t->entry, seen);
+            if (t->exit >= 0 && !seen[t->exit]) {
+                c->node = t->nodes[t->exit].id;
+                LERR(c, tb.node_at[t->exit], "exit_unreachable", "the exit node is not reachable from the entry node");
+            }
+            for (size_t j = 0; j < t->nnodes; j++)
+                if (!seen[j] && (int)j != t->exit && tb.node_at[j]->kind == YN_MAP) {
+                    c->node = t->nodes[j].id;
+                    LWARN(c, tb.node_at[j], "unreachable", "node is not reachable from the entry node");
+                }
+            free(seen);
+        }
+    }
+    c->node = NULL;
+    free(tb.node_at);
+    free(tb.refs);
+}
+
+/* ---- top level ---------------------------------------------------------------------------- */
+
+static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
+    const ynode *v = yn_get(lim, key);
+    if (!v) return def;
+    if (!scalar_is_nonneg_int(v) || atol(v->str) <= 0 || strlen(v->str) > 12) {
+        LERR(c, v, "invalid_limit", "executionLimits.%s must be a positive integer", key);
+        return def;
+    }
+    return atol(v->str);
+}
+
+static void load_top(lctx *c, const ynode *root) {
+    static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", NULL};
+    gg_graph *g = c->g;
+    if (!root || root->kind != YN_MAP) {
+        LERR(c, root, "invalid_type", "a graph file must be a mapping with server and tools");
+        return;
+    }
+    check_keys(c, root, keys, "the graph file");
+    const ynode *ver = yn_get(root, "version");
+    if (ver && ver->kind != YN_SCALAR) LERR(c, ver, "invalid_type", "version must be a string");
+    const ynode *srv = yn_get(root, "server");
+    if (!srv) LERR(c, root, "missing_key", "the graph file needs 'server' {name, version}");
+    else if (srv->kind != YN_MAP) LERR(c, srv, "invalid_type", "server must be a mapping {name, version}");
+    else {
+        static const char *const sk[] = {"name", "version", "title", "instructions", NULL};
+        check_keys(c, srv, sk, "server");
+        const char *name = get_str(c, srv, "name", true, "server");
+        const char *version = get_str(c, srv, "version", true, "server");
+        const char *title = get_str(c, srv, "title", false, "server");
+        const char *instr = get_str(c, srv, "instructions", false, "server");
+        if (name && !*name) LERR(c, yn_get(srv, "name"), "invalid_name", "server name must not be empty");
+        g->name = strdup(name ? name : "");
+        g->version = strdup(version ? version : "");
+        g->title = strdup(title ? title : g->name ? g->name : "");
+        if (instr) g->instructions = strdup(instr);
+    }
+    g->max_node_executions = DEFAULT_MAX_NODE_EXECUTIONS;
+    g->max_execution_ms = DEFAULT_MAX_EXECUTION_MS;
+    const ynode *lim = yn_get(root, "executionLimits");
+    if (lim) {
+        if (lim->kind != YN_MAP) LERR(c, lim, "invalid_type", "executionLimits must be a mapping");
+        else {
+            static const char *const lk[] = {"maxNodeExecutions", "maxExecutionTimeMs", NULL};
+            check_keys(c, lim, lk, "executionLimits");
+            long m = get_limit(c, lim, "maxNodeExecutions", DEFAULT_MAX_NODE_EXECUTIONS);
+            g->max_node_executions = m > 100000000 ? 100000000 : (int)m;
+            g->max_execution_ms = get_limit(c, lim, "maxExecutionTimeMs", DEFAULT_MAX_EXECUTION_MS);
+        }
+    }
+    load_servers(c, yn_get(root, "mcpServers"));
+    const ynode *tools = yn_get(root, "tools");
+    if (!tools) {
+        LERR(c, root, "missing_key", "the graph file needs 'tools'");
+        return;
+    }
+    if (tools->kind != YN_SEQ || tools->count == 0) {
+        LERR(c, tools, "invalid_type", "tools must be a non-empty sequence");
+        return;
+    }
+    g->tools = calloc(tools->count, sizeof *g->tools);
+    g->tools_json = json_array();
+    if (!g->tools || !g->tools_json) return;
+    for (size_t i = 0; i < tools->count; i++) {
+        const ynode *tm = tools->items[i];
+        gtool *t = &g->tools[g->ntools++];
+        t->entry = t->exit = -1;
+        c->tool = NULL;
+        c->node = NULL;
+        if (tm->kind != YN_MAP) {
+            LERR(c, tm, "invalid_type", "a tool must be a mapping");
+            t->name = strdup("");
+            continue;
+        }
+        load_tool(c, t, tm);
+        for (size_t j = 0; j < i; j++)
+            if (*t->name && !strcmp(g->tools[j].name, t->name))
+                LERR(c, tm, "duplicate_tool", "duplicate tool name '%s'", t->name);
+        if (t->def) json_array_append(g->tools_json, t->def);
+    }
+    c->tool = NULL;
+    for (size_t i = 0; i < g->nservers; i++) { /* servers nobody calls are probably a typo */
+        bool used = false;
+        for (size_t t = 0; t < g->ntools && !used; t++)
+            for (size_t n = 0; n < g->tools[t].nnodes && !used; n++)
+                if (g->tools[t].nodes[n].server == &g->servers[i]) used = true;
+        if (!used) {
+            const ynode *sv = yn_get(yn_get(root, "mcpServers"), g->servers[i].name);
+            LWARN(c, sv, "unused_server", "mcpServers.%s is not used by any mcp node", g->servers[i].name);
+        }
+    }
+}
+
+/* ---- public API --------------------------------------------------------------------------- */
+
+void gg_graph_free_internal(gg_graph *g) {
+    if (!g) return;
+    for (size_t i = 0; i < g->ntools; i++) {
+        gtool *t = &g->tools[i];
+        for (size_t j = 0; j < t->nnodes; j++) {
+            gnode *n = &t->nodes[j];
+            free(n->id);
+            free(n->tool);
+            gargs_free(n->args);
+            jsonata_free(n->expr);
+            for (size_t k = 0; k < n->ncond; k++) jsonlogic_free(n->conds[k].rule);
+            free(n->conds);
+        }
+        free(t->nodes);
+        free(t->name);
+        json_decref(t->def);
+    }
+    free(g->tools);
+    for (size_t i = 0; i < g->nservers; i++) {
+        gserver *s = &g->servers[i];
+        mcp_client_free(s->client);
+        pthread_mutex_destroy(&s->lock);
+        free(s->name);
+        free((char *)s->cfg.command);
+        free((char *)s->cfg.cwd);
+        free((char *)s->cfg.url);
+        for (char **p = s->argv; p && *p; p++) free(*p);
+        for (char **p = s->env; p && *p; p++) free(*p);
+        for (char **p = s->headers; p && *p; p++) free(*p);
+        free(s->argv);
+        free(s->env);
+        free(s->headers);
+    }
+    free(g->servers);
+    json_decref(g->tools_json);
+    jsonata_env_free(g->env);
+    free(g->name);
+    free(g->title);
+    free(g->version);
+    free(g->instructions);
+    free(g);
+}
+
+gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, const gg_graph_options *opts,
+                               gg_graph_diags *diags) {
+    gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
+    gg_graph_diags *d = diags ? diags : &local;
+    size_t errors_before = d->errors;
+    size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
+    lctx c = {name, src, len, d, NULL, opts, NULL, NULL};
+    if (len > max) {
+        gdiag_add(d, GG_DIAG_ERROR, "too_large", name, 0, 0, NULL, NULL, "graph source is %zu bytes (limit %zu)", len, max);
+        gg_graph_diags_free(&local);
+        return NULL;
+    }
+    gg_error e = GG_ERROR_INIT;
+    ydoc doc;
+    if (!ydoc_parse(&doc, src, len, &e)) {
+        gdiag_add(d, GG_DIAG_ERROR, e.code, name, e.line, e.column, NULL, NULL, "%s", e.message ? e.message : "invalid YAML");
+        gg_error_clear(&e);
+        gg_graph_diags_free(&local);
+        return NULL;
+    }
+    gg_graph *g = calloc(1, sizeof *g);
+    if (!g) {
+        ydoc_free(&doc);
+        gg_graph_diags_free(&local);
+        return NULL;
+    }
+    g->refcount = 1;
+    g->policy = opts ? opts->policy : NULL;
+    g->env = gg_graph_history_env(&e);
+    g->resolver = gg_graph_var_resolver_template;
+    g->resolver.user = g;
+    c.g = g;
+    if (!g->env) {
+        gdiag_add(d, GG_DIAG_ERROR, "internal", name, 0, 0, NULL, NULL, "cannot build the expression environment: %s",
+                  e.message ? e.message : "");
+        gg_error_clear(&e);
+    } else {
+        load_top(&c, doc.root);
+    }
+    ydoc_free(&doc);
+    bool failed = d->errors != errors_before;
+    gg_graph_diags_free(&local);
+    if (failed) {
+        gg_graph_free_internal(g);
+        return NULL;
+    }
+    return g;
+}
+
+gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_graph_diags *diags) {
+    size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gdiag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    bool err = ferror(f);
+    fclose(f);
+    if (!buf || err) {
+        gdiag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot read the file");
+        free(buf);
+        return NULL;
+    }
+    gg_graph *g = gg_graph_load_string(buf, n, path, opts, diags);
+    free(buf);
+    return g;
+}
+
+gg_graph *gg_graph_ref(gg_graph *g) {
+    if (g) __atomic_add_fetch(&g->refcount, 1, __ATOMIC_RELAXED);
+    return g;
+}
+
+void gg_graph_unref(gg_graph *g) {
+    if (g && __atomic_sub_fetch(&g->refcount, 1, __ATOMIC_ACQ_REL) == 0) gg_graph_free_internal(g);
+}
+
+json_t *gg_graph_server_info(const gg_graph *g) {
+    return json_pack("{s:s, s:s, s:s}", "name", g->name, "title", g->title, "version", g->version);
+}
+
+const char *gg_graph_instructions(const gg_graph *g) { return g->instructions; }
+json_t *gg_graph_tools(const gg_graph *g) { return g->tools_json; }
+size_t gg_graph_tool_count(const gg_graph *g) { return g->ntools; }
+int gg_graph_max_node_executions(const gg_graph *g) { return g->max_node_executions; }
+long gg_graph_max_execution_ms(const gg_graph *g) { return g->max_execution_ms; }
+
+json_t *gg_graph_tool(const gg_graph *g, const char *name) {
+    for (size_t i = 0; i < g->ntools; i++)
+        if (!strcmp(g->tools[i].name, name)) return g->tools[i].def;
+    return NULL;
+}
+
+/* The graph's client for a server, created on first use (the child starts on first call). */
+mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err) {
+    pthread_mutex_lock(&s->lock);
+    if (!s->client) s->client = mcp_client_new(&s->cfg, policy, err);
+    mcp_client *c = s->client;
+    pthread_mutex_unlock(&s->lock);
+    return c;
+}

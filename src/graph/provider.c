@@ -1,0 +1,119 @@
+/* provider.c — a loaded graph version served as an mcp_provider: tools come from the graph,
+ * tools/call runs the executor with the caller's cancel flag and reports each node through
+ * the progress sink. */
+#include "graph/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gprov {
+    gg_graph *g;
+    gg_graph_history_fn history_fn;
+    void *history_user;
+} gprov;
+
+static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
+static const char *p_instructions(mcp_provider *p) { return gg_graph_instructions(((gprov *)p->impl)->g); }
+static json_t *p_list_tools(mcp_provider *p) { return json_incref(gg_graph_tools(((gprov *)p->impl)->g)); }
+
+static json_t *p_get_tool(mcp_provider *p, const char *name) {
+    return json_incref(gg_graph_tool(((gprov *)p->impl)->g, name));
+}
+
+typedef struct call_state {
+    const mcp_call_ctx *ctx;
+} call_state;
+
+static void on_node_start(void *user, const gg_graph_event *ev) {
+    call_state *cs = user;
+    const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
+    if (s && s->progress) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "node %s (%s)", ev->node_id, ev->node_type);
+        s->progress(s->user, ev->execution_index + 1, -1, msg);
+    }
+}
+
+static void on_node_error(void *user, const gg_graph_event *ev) {
+    call_state *cs = user;
+    const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
+    if (s && s->log) {
+        json_t *d = json_pack("{s:s, s:s, s:s}", "node", ev->node_id, "type", ev->node_type, "error",
+                              ev->error && ev->error->message ? ev->error->message : "");
+        if (d) s->log(s->user, "error", "graph", d);
+        json_decref(d);
+    }
+}
+
+/* {content:[{type:text, text}], structuredContent} — mcpGraph's shape for a result. */
+static json_t *success_result(json_t *out) {
+    char *text = jsonata_dump(out, 0);
+    json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text ? text : "null");
+    free(text);
+    if (r && json_is_object(out)) json_object_set(r, "structuredContent", out);
+    return r;
+}
+
+static json_t *error_result(const char *msg) {
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg ? msg : "error", "isError", 1);
+}
+
+static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx, gg_error *err) {
+    gprov *gp = p->impl;
+    if (!gg_graph_tool(gp->g, name)) {
+        gg_error_set(err, "unknown_tool", "Tool not found: %s", name);
+        return NULL;
+    }
+    call_state cs = {ctx};
+    gg_graph_hooks hooks = {on_node_start, NULL, on_node_error, &cs};
+    gg_graph_run_options ro = {&hooks, ctx ? ctx->cancelled : NULL, gp->history_fn != NULL, gp->history_fn == NULL};
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    bool ok = gg_graph_execute(gp->g, name, arguments, &ro, &r);
+    if (gp->history_fn) gp->history_fn(gp->history_user, name, ctx, &r);
+    json_t *out = NULL;
+    if (ok) {
+        out = success_result(r.output);
+    } else if (!strcmp(r.error.code, "cancelled") || !strcmp(r.error.code, "invalid_params")) {
+        gg_error_move(err, &r.error);
+    } else {
+        out = error_result(r.error.message);
+    }
+    if (ok && !out) gg_error_set(err, "oom", "out of memory");
+    gg_graph_result_clear(&r);
+    return out;
+}
+
+static void p_destroy(mcp_provider *p) {
+    gprov *gp = p->impl;
+    gg_graph_unref(gp->g);
+    free(gp);
+    free(p);
+}
+
+mcp_provider *gg_graph_provider_new(gg_graph *g) {
+    mcp_provider *p = calloc(1, sizeof *p);
+    gprov *gp = calloc(1, sizeof *gp);
+    if (!p || !gp) {
+        free(p);
+        free(gp);
+        return NULL;
+    }
+    gp->g = gg_graph_ref(g);
+    p->server_info = p_server_info;
+    p->instructions = p_instructions;
+    p->list_tools = p_list_tools;
+    p->get_tool = p_get_tool;
+    p->call_tool = p_call_tool;
+    p->destroy = p_destroy;
+    p->refcount = 1;
+    p->impl = gp;
+    return p;
+}
+
+/* Set before the provider is shared: receives every finished run (e.g. to persist it). */
+void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user) {
+    gprov *gp = p->impl;
+    gp->history_fn = fn;
+    gp->history_user = user;
+}
