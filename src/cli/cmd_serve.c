@@ -119,6 +119,26 @@ static void print_url(const char *label, const char *addr, unsigned port) {
     printf("  %-8s http://%s%s%s:%u/\n", label, v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
+/* Open the store with serve's pool size (request threads share it) and migrate. */
+static gg_store *open_store(const gg_config *cfg, gg_error *err) {
+    char dir[4096];
+    if (!gg_config_find_data_dir(cfg->migrations_dir, "migrations", dir, sizeof dir, err)) return NULL;
+    gg_store_options o = {.path = cfg->db_path, .pool_size = cfg->db_pool_size,
+                          .busy_timeout_ms = cfg->busy_timeout_ms};
+    gg_store *s = gg_store_open(&o, err);
+    int applied = 0;
+    if (s && !gg_store_migrate(s, dir, &applied, err)) {
+        gg_store_close(s);
+        return NULL;
+    }
+    if (s && applied > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", applied);
+        gg_log(GG_LOG_INFO, "migrations applied", "count", n, "dir", dir, NULL);
+    }
+    return s;
+}
+
 static unsigned polling_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 2) n = 2;
@@ -137,11 +157,16 @@ static int serve(gg_config *cfg) {
     signal(SIGPIPE, SIG_IGN);
 
     gg_log_configure(cfg->log_level, cfg->log_file);
-    int code = GG_EXIT_OK;
-    gg_store *store = gg_cli_open_store(cfg, "serve", &code);
-    if (!store) return code ? code : GG_EXIT_FAIL;
-
     gg_error err = GG_ERROR_INIT;
+    gg_store *store = open_store(cfg, &err);
+    if (!store) {
+        char buf[512];
+        gg_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "graphgate serve: %s\n", buf);
+        gg_error_clear(&err);
+        return GG_EXIT_FAIL;
+    }
+
     gg_http_options o = {
         .public_addr = cfg->listen,
         .internal_addr = cfg->internal_listen,

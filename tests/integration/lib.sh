@@ -1,0 +1,90 @@
+# lib.sh — shared helpers for the integration tests (sourced, not run). They start the real
+# `src/graphgate serve` on free loopback ports (port 0, read back from its output) with a
+# temporary database, and always kill it on exit.
+#
+#   . "$GG_SRCDIR/tests/integration/lib.sh"
+#   gg_start [extra serve flags...]   # sets GG_PID, GG_PUB, GG_INT (base URLs, no trailing /)
+#   t "description" command...        # one case: passes when the command succeeds
+#   gg_finish                         # prints "N passed, N failed" and exits accordingly
+set -u
+GG_BUILDDIR=${GG_BUILDDIR:-$(pwd)}
+GG_SRCDIR=${GG_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+GG_BIN=${GG_BIN:-$GG_BUILDDIR/src/graphgate}
+GG_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gg-it.XXXXXX")
+GG_PID=""
+GG_PUB=""
+GG_INT=""
+GG_PASSED=0
+GG_FAILED=0
+# Keep the environment from leaking configuration into the tests.
+while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
+
+gg_cleanup() {
+  if [ -n "$GG_PID" ] && kill -0 "$GG_PID" 2>/dev/null; then
+    kill -TERM "$GG_PID" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$GG_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$GG_PID" 2>/dev/null
+  fi
+  rm -rf "$GG_TMP"
+}
+trap gg_cleanup EXIT
+trap 'exit 1' INT TERM
+
+command -v curl >/dev/null 2>&1 || { echo "SKIP: curl not installed"; exit 77; }
+[ -x "$GG_BIN" ] || { echo "graphgate binary not found at $GG_BIN"; echo "0 passed, 1 failed"; exit 1; }
+
+# Start serve in the background and wait (bounded) until both URLs are printed and
+# /health answers. Output goes to $GG_TMP/serve.out and serve.err.
+gg_start() {
+  "$GG_BIN" serve --db "$GG_TMP/gg.db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" \
+    >"$GG_TMP/serve.out" 2>"$GG_TMP/serve.err" &
+  GG_PID=$!
+  local i
+  for i in $(seq 1 200); do
+    if grep -q 'internal' "$GG_TMP/serve.out" 2>/dev/null; then break; fi
+    kill -0 "$GG_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  GG_PUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/serve.out")
+  GG_INT=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/serve.out")
+  if [ -z "$GG_PUB" ] || [ -z "$GG_INT" ]; then
+    echo "serve did not start; stdout:"; cat "$GG_TMP/serve.out"; echo "stderr:"; tail -20 "$GG_TMP/serve.err"
+    return 1
+  fi
+  for i in $(seq 1 100); do
+    curl -fsS --max-time 2 "$GG_PUB/health" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "serve does not answer /health"; return 1
+}
+
+# Stop serve with SIGTERM and wait (bounded); sets GG_EXIT to its exit status.
+gg_stop() {
+  GG_EXIT=""
+  [ -n "$GG_PID" ] || return 1
+  kill -TERM "$GG_PID" 2>/dev/null
+  local i
+  for i in $(seq 1 300); do kill -0 "$GG_PID" 2>/dev/null || break; sleep 0.05; done
+  if kill -0 "$GG_PID" 2>/dev/null; then kill -KILL "$GG_PID"; fi
+  wait "$GG_PID" 2>/dev/null
+  GG_EXIT=$?
+  GG_PID=""
+}
+
+t() {
+  local desc=$1; shift
+  if "$@"; then GG_PASSED=$((GG_PASSED + 1)); echo "ok - $desc"
+  else GG_FAILED=$((GG_FAILED + 1)); echo "not ok - $desc"; fi
+}
+
+gg_finish() {
+  echo "$GG_PASSED passed, $GG_FAILED failed"
+  [ "$GG_FAILED" -eq 0 ]
+  exit $?
+}
+
+# curl wrapper: gg_curl OUTFILE [curl args...] → prints the status code.
+gg_curl() {
+  local out=$1; shift
+  curl -sS --max-time 10 -o "$out" -D "$out.h" -w '%{http_code}' "$@" 2>/dev/null
+}
