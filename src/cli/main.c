@@ -9,6 +9,9 @@
 static const gg_command commands[] = {
     {"graph", "validate graph files (graph validate FILE...)", gg_cmd_graph},
     {"run", "run one tool of a graph file locally", gg_cmd_run},
+    {"migrate", "apply pending database migrations", gg_cmd_migrate},
+    {"tenant", "create, list or delete tenants", gg_cmd_tenant},
+    {"key", "create, list or revoke API keys", gg_cmd_key},
     {"version", "print version information", gg_cmd_version},
 };
 

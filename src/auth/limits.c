@@ -1,0 +1,172 @@
+/* limits.c — per-key token buckets and per-tenant execution slots. Both are small hash
+ * tables of fixed-size entries split into lock stripes, so concurrent requests for
+ * different keys rarely contend. Entries live as long as the table: their number is
+ * bounded by the number of keys/tenants, which only authenticated callers reach. */
+#include "auth/auth.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STRIPES 16
+#define BUCKETS_PER_STRIPE 64
+
+typedef struct entry {
+    struct entry *next;
+    char name[GG_TENANT_MAX > GG_KEY_ID_MAX ? GG_TENANT_MAX : GG_KEY_ID_MAX];
+    double tokens, last_ms; /* rate limiter */
+    int in_use;             /* tenant slots */
+} entry;
+
+typedef struct table {
+    struct {
+        pthread_mutex_t lock;
+        entry *buckets[BUCKETS_PER_STRIPE];
+    } stripe[STRIPES];
+} table;
+
+static size_t hash_name(const char *s) {
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static table *table_new(void) {
+    table *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&t->stripe[i].lock, NULL);
+    return t;
+}
+
+static void table_free(table *t) {
+    if (!t) return;
+    for (int i = 0; i < STRIPES; i++) {
+        for (int b = 0; b < BUCKETS_PER_STRIPE; b++) {
+            entry *e = t->stripe[i].buckets[b];
+            while (e) { entry *n = e->next; free(e); e = n; }
+        }
+        pthread_mutex_destroy(&t->stripe[i].lock);
+    }
+    free(t);
+}
+
+/* Find or create name's entry; returns it with its stripe locked (*lock set), or NULL
+ * (nothing locked) on OOM or an over-long name. */
+static entry *table_get(table *t, const char *name, pthread_mutex_t **lock, bool create) {
+    if (strlen(name) >= sizeof ((entry *)0)->name) return NULL;
+    size_t h = hash_name(name);
+    size_t si = h % STRIPES, bi = (h / STRIPES) % BUCKETS_PER_STRIPE;
+    pthread_mutex_lock(&t->stripe[si].lock);
+    entry **slot = &t->stripe[si].buckets[bi];
+    for (entry *e = *slot; e; e = e->next) {
+        if (strcmp(e->name, name) == 0) { *lock = &t->stripe[si].lock; return e; }
+    }
+    entry *e = create ? calloc(1, sizeof *e) : NULL;
+    if (!e) { pthread_mutex_unlock(&t->stripe[si].lock); return NULL; }
+    strcpy(e->name, name);
+    e->tokens = -1; /* "new": filled on first use */
+    e->next = *slot;
+    *slot = e;
+    *lock = &t->stripe[si].lock;
+    return e;
+}
+
+/* ---- rate limiter -------------------------------------------------------------------------- */
+
+struct gg_ratelimit {
+    double rate, burst;
+    table *t;
+};
+
+gg_ratelimit *gg_ratelimit_new(double rate, int burst) {
+    gg_ratelimit *rl = calloc(1, sizeof *rl);
+    if (!rl) return NULL;
+    rl->rate = rate;
+    rl->burst = burst > 0 ? burst : (rate * 2 >= 1 ? ceil(rate * 2) : 1);
+    if (rate > 0 && !(rl->t = table_new())) { free(rl); return NULL; }
+    return rl;
+}
+
+void gg_ratelimit_free(gg_ratelimit *rl) {
+    if (!rl) return;
+    table_free(rl->t);
+    free(rl);
+}
+
+int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms) {
+    if (!rl || rl->rate <= 0 || !key) return 0;
+    pthread_mutex_t *lock;
+    entry *e = table_get(rl->t, key, &lock, true);
+    if (!e) return 1; /* out of memory: refuse briefly rather than run unlimited */
+    if (e->tokens < 0) {
+        e->tokens = rl->burst;
+        e->last_ms = now_ms;
+    }
+    double elapsed = now_ms - e->last_ms;
+    if (elapsed > 0) {
+        e->tokens = fmin(rl->burst, e->tokens + elapsed * rl->rate / 1000.0);
+        e->last_ms = now_ms;
+    }
+    int retry = 0;
+    if (e->tokens >= 1.0) {
+        e->tokens -= 1.0;
+    } else {
+        double secs = (1.0 - e->tokens) / rl->rate;
+        retry = (int)ceil(secs);
+        if (retry < 1) retry = 1;
+    }
+    pthread_mutex_unlock(lock);
+    return retry;
+}
+
+/* ---- tenant slots --------------------------------------------------------------------------- */
+
+struct gg_tenant_slots {
+    int max;
+    table *t;
+};
+
+gg_tenant_slots *gg_tenant_slots_new(int max_per_tenant) {
+    gg_tenant_slots *ts = calloc(1, sizeof *ts);
+    if (!ts) return NULL;
+    ts->max = max_per_tenant;
+    if (!(ts->t = table_new())) { free(ts); return NULL; }
+    return ts;
+}
+
+void gg_tenant_slots_free(gg_tenant_slots *ts) {
+    if (!ts) return;
+    table_free(ts->t);
+    free(ts);
+}
+
+bool gg_tenant_slots_acquire(gg_tenant_slots *ts, const char *tenant) {
+    if (!ts || !tenant) return true;
+    pthread_mutex_t *lock;
+    entry *e = table_get(ts->t, tenant, &lock, true);
+    if (!e) return false;
+    bool ok = ts->max <= 0 || e->in_use < ts->max;
+    if (ok) e->in_use++;
+    pthread_mutex_unlock(lock);
+    return ok;
+}
+
+void gg_tenant_slots_release(gg_tenant_slots *ts, const char *tenant) {
+    if (!ts || !tenant) return;
+    pthread_mutex_t *lock;
+    entry *e = table_get(ts->t, tenant, &lock, false);
+    if (!e) return;
+    if (e->in_use > 0) e->in_use--;
+    pthread_mutex_unlock(lock);
+}
+
+int gg_tenant_slots_in_use(gg_tenant_slots *ts, const char *tenant) {
+    if (!ts || !tenant) return 0;
+    pthread_mutex_t *lock;
+    entry *e = table_get(ts->t, tenant, &lock, false);
+    if (!e) return 0;
+    int n = e->in_use;
+    pthread_mutex_unlock(lock);
+    return n;
+}

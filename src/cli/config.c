@@ -1,0 +1,641 @@
+/* config.c — graphgate's configuration: defaults, one YAML file, GRAPHGATE_* environment
+ * variables and flags, in that order. Every key is described once in the table below;
+ * the file parser, the environment, the flags and the dump all work from it, so a key
+ * cannot be accepted in one place and unknown in another. */
+#include "cli/cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+extern char **environ;
+
+typedef enum { T_STR, T_INT, T_LL, T_SIZE, T_DUR, T_DUR_I, T_BOOL, T_LIST, T_LEVEL, T_DOUBLE } key_type;
+
+typedef struct key_def {
+    const char *name;
+    key_type type;
+    size_t offset;
+    double min, max;      /* numeric bounds (durations in ms, sizes in bytes) */
+    bool secret;          /* masked in dumps */
+} key_def;
+
+#define F(field) offsetof(gg_config, field)
+static const key_def keys[] = {
+    {"listen", T_STR, F(listen), 0, 0, false},
+    {"internal_listen", T_STR, F(internal_listen), 0, 0, false},
+    {"workers", T_INT, F(workers), 0, 1024, false},
+    {"queue_size", T_INT, F(queue_size), 1, 1000000, false},
+    {"body_limit", T_SIZE, F(body_limit), 1024, 1024.0 * 1024 * 1024, false},
+    {"shutdown_timeout", T_DUR, F(shutdown_timeout_ms), 0, 600000, false},
+    {"request_timeout", T_DUR, F(request_timeout_ms), 10, 86400000, false},
+    {"http.origins", T_LIST, F(origins), 0, 0, false},
+    {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
+    {"database.path", T_STR, F(db_path), 0, 0, false},
+    {"database.migrations_dir", T_STR, F(migrations_dir), 0, 0, false},
+    {"database.pool_size", T_INT, F(db_pool_size), 2, 64, false},
+    {"database.busy_timeout", T_DUR_I, F(busy_timeout_ms), 1, 600000, false},
+    {"log.level", T_LEVEL, F(log_level), 0, 0, false},
+    {"log.file", T_STR, F(log_file), 0, 0, false},
+    {"log.access", T_BOOL, F(access_log), 0, 0, false},
+    {"log.access_file", T_STR, F(access_log_file), 0, 0, false},
+    {"session.secret", T_STR, F(session_secret), 0, 0, true},
+    {"session.ttl", T_DUR, F(session_ttl_ms), 1000, 31.0 * 86400000, false},
+    {"auth.key_pepper", T_STR, F(key_pepper), 0, 0, true},
+    {"auth.key_cache_ttl", T_DUR, F(key_cache_ttl_ms), 0, 86400000, false},
+    {"rate_limit.rate", T_DOUBLE, F(rate_limit_rate), 0, 1e7, false},
+    {"rate_limit.burst", T_INT, F(rate_limit_burst), 0, 10000000, false},
+    {"tenants.max_concurrent_executions", T_INT, F(tenant_max_concurrent), 0, 1000000, false},
+    {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
+    {"history.max_count", T_LL, F(history_max_count), 0, 1e12, false},
+    {"history.flush_interval", T_DUR_I, F(history_flush_ms), 1, 10000, false},
+    {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
+    {"policy.stdio_commands", T_LIST, F(policy_stdio_commands), 0, 0, false},
+    {"policy.http_hosts", T_LIST, F(policy_http_hosts), 0, 0, false},
+    {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
+    {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
+    {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
+};
+#undef F
+#define N_KEYS (sizeof keys / sizeof keys[0])
+
+static const key_def *find_key(const char *name) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].name, name) == 0) return &keys[i];
+    return NULL;
+}
+
+/* Is name a section ("http", "database") some key lives under? */
+static bool is_section(const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strncmp(keys[i].name, name, n) == 0 && keys[i].name[n] == '.') return true;
+    return false;
+}
+
+static void list_free(gg_strlist *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+static bool list_push(gg_strlist *l, const char *s, size_t n) {
+    char **items = realloc(l->items, (l->n + 1) * sizeof *items);
+    if (!items) return false;
+    l->items = items;
+    char *d = strndup(s, n);
+    if (!d) return false;
+    l->items[l->n++] = d;
+    return true;
+}
+
+static bool set_str(char **slot, const char *v, gg_error *err) {
+    char *d = NULL;
+    if (v && !(d = strdup(v))) { gg_error_set(err, "oom", "out of memory"); return false; }
+    free(*slot);
+    *slot = d;
+    return true;
+}
+
+bool gg_config_init(gg_config *c, gg_error *err) {
+    memset(c, 0, sizeof *c);
+    c->workers = 0;
+    c->queue_size = 1024;
+    c->body_limit = 1024 * 1024;
+    c->shutdown_timeout_ms = 10000;
+    c->request_timeout_ms = 60000;
+    c->db_pool_size = 4;
+    c->busy_timeout_ms = 5000;
+    c->log_level = GG_LOG_INFO;
+    c->access_log = true;
+    c->session_ttl_ms = 24LL * 3600 * 1000;
+    c->key_cache_ttl_ms = 30000;
+    c->rate_limit_rate = 0;
+    c->rate_limit_burst = 0;
+    c->tenant_max_concurrent = 64;
+    c->history_max_age_ms = 30LL * 86400 * 1000;
+    c->history_max_count = 1000000;
+    c->history_flush_ms = 5;
+    c->history_max_payload = 64 * 1024;
+    c->specs_load_on_start = true;
+    if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
+        !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err)) {
+        gg_config_free(c);
+        return false;
+    }
+    return true;
+}
+
+void gg_config_free(gg_config *c) {
+    if (!c) return;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        void *slot = (char *)c + keys[i].offset;
+        if (keys[i].type == T_STR) { free(*(char **)slot); *(char **)slot = NULL; }
+        else if (keys[i].type == T_LIST) list_free(slot);
+    }
+    free(c->config_file);
+    c->config_file = NULL;
+}
+
+/* ---- value parsing (shared by file, environment and flags) ------------------------------ */
+
+static bool parse_number(const char *v, double *out, const char **rest) {
+    errno = 0;
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || errno || !isfinite(d)) return false;
+    *out = d;
+    *rest = end;
+    return true;
+}
+
+static bool parse_size(const char *v, double *out) {
+    const char *u;
+    if (!parse_number(v, out, &u)) return false;
+    while (*u == ' ') u++;
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1}, {"b", 1}, {"k", 1000}, {"kb", 1000}, {"kib", 1024}, {"m", 1e6}, {"mb", 1e6},
+        {"mib", 1048576}, {"g", 1e9}, {"gb", 1e9}, {"gib", 1073741824.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(u, units[i].suffix) == 0) {
+            *out *= units[i].mult;
+            return *out >= 0 && floor(*out) == *out;
+        }
+    }
+    return false;
+}
+
+/* Durations: a bare number is seconds; units ms, s, m, h, d. */
+static bool parse_duration(const char *v, double *out_ms) {
+    const char *u;
+    if (!parse_number(v, out_ms, &u)) return false;
+    while (*u == ' ') u++;
+    static const struct { const char *suffix; double mult; } units[] = {
+        {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(u, units[i].suffix) == 0) {
+            *out_ms *= units[i].mult;
+            return *out_ms >= 0;
+        }
+    }
+    return false;
+}
+
+static bool parse_bool(const char *v, bool *out) {
+    static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) { *out = true; return true; }
+        if (strcasecmp(v, no[i]) == 0) { *out = false; return true; }
+    }
+    return false;
+}
+
+static bool parse_level(const char *v, gg_log_level *out) {
+    static const struct { const char *n; gg_log_level l; } lv[] = {
+        {"debug", GG_LOG_DEBUG}, {"info", GG_LOG_INFO}, {"warn", GG_LOG_WARN},
+        {"warning", GG_LOG_WARN}, {"error", GG_LOG_ERROR}};
+    for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
+        if (strcasecmp(v, lv[i].n) == 0) { *out = lv[i].l; return true; }
+    return false;
+}
+
+static bool check_range(const key_def *k, double v, const char *text, gg_error *err) {
+    if (v < k->min || v > k->max) {
+        gg_error_set(err, "invalid_config", "%s: %s is out of range (%.0f..%.0f)", k->name, text, k->min, k->max);
+        return false;
+    }
+    return true;
+}
+
+/* Set a scalar key from text. */
+static bool set_scalar(gg_config *c, const key_def *k, const char *v, gg_error *err) {
+    void *slot = (char *)c + k->offset;
+    double d;
+    const char *rest;
+    switch (k->type) {
+    case T_STR:
+        return set_str(slot, v, err);
+    case T_INT:
+    case T_LL:
+        if (!parse_number(v, &d, &rest) || *rest || floor(d) != d) break;
+        if (!check_range(k, d, v, err)) return false;
+        if (k->type == T_INT) *(int *)slot = (int)d;
+        else *(long long *)slot = (long long)d;
+        return true;
+    case T_DOUBLE:
+        if (!parse_number(v, &d, &rest) || *rest) break;
+        if (!check_range(k, d, v, err)) return false;
+        *(double *)slot = d;
+        return true;
+    case T_SIZE:
+        if (!parse_size(v, &d)) break;
+        if (!check_range(k, d, v, err)) return false;
+        *(size_t *)slot = (size_t)d;
+        return true;
+    case T_DUR:
+    case T_DUR_I:
+        if (!parse_duration(v, &d)) break;
+        if (!check_range(k, d, v, err)) return false;
+        if (k->type == T_DUR) *(long long *)slot = (long long)d;
+        else *(int *)slot = (int)d;
+        return true;
+    case T_BOOL:
+        if (!parse_bool(v, slot)) break;
+        return true;
+    case T_LEVEL:
+        if (!parse_level(v, slot)) break;
+        return true;
+    case T_LIST: {
+        gg_strlist l = {0};
+        for (const char *p = v; *p;) {
+            const char *e = strchr(p, ',');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            const char *s = p;
+            size_t m = n;
+            while (m && isspace((unsigned char)*s)) { s++; m--; }
+            while (m && isspace((unsigned char)s[m - 1])) m--;
+            if (m && !list_push(&l, s, m)) { list_free(&l); gg_error_set(err, "oom", "out of memory"); return false; }
+            p += n + (e ? 1 : 0);
+        }
+        list_free(slot);
+        *(gg_strlist *)slot = l;
+        return true;
+    }
+    }
+    static const char *const expect[] = {"a string", "an integer", "an integer", "a size (e.g. 1MiB)",
+                                         "a duration (e.g. 30s, 5m)", "a duration (e.g. 500ms)",
+                                         "true or false", "a list", "one of debug, info, warn, error",
+                                         "a number"};
+    gg_error_set(err, "invalid_config", "%s: '%s' is not %s", k->name, v, expect[k->type]);
+    return false;
+}
+
+bool gg_config_set(gg_config *c, const char *key, const char *value, gg_error *err) {
+    const key_def *k = find_key(key);
+    if (!k) { gg_error_set(err, "invalid_config", "unknown configuration key '%s'", key); return false; }
+    return set_scalar(c, k, value ? value : "", err);
+}
+
+/* ---- the YAML file ---------------------------------------------------------------------- */
+
+typedef struct file_ctx {
+    gg_config *c;
+    yaml_document_t *doc;
+    const char *path;
+} file_ctx;
+
+static bool node_error(file_ctx *f, yaml_node_t *n, gg_error *err) {
+    gg_error_set_path(err, f->path);
+    if (n) gg_error_set_pos(err, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1);
+    return false;
+}
+
+static bool is_null_scalar(yaml_node_t *v) {
+    if (v->type != YAML_SCALAR_NODE || v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+    const char *s = (const char *)v->data.scalar.value;
+    return !*s || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *err) {
+    void *slot = (char *)f->c + k->offset;
+    if (k->type == T_LIST) {
+        if (is_null_scalar(v)) { list_free(slot); return true; }
+        if (v->type != YAML_SEQUENCE_NODE) {
+            gg_error_set(err, "invalid_config", "%s must be a list", k->name);
+            return node_error(f, v, err);
+        }
+        gg_strlist l = {0};
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+            yaml_node_t *item = yaml_document_get_node(f->doc, *it);
+            if (!item || item->type != YAML_SCALAR_NODE) {
+                list_free(&l);
+                gg_error_set(err, "invalid_config", "%s: list items must be strings", k->name);
+                return node_error(f, item ? item : v, err);
+            }
+            if (!list_push(&l, (const char *)item->data.scalar.value, item->data.scalar.length)) {
+                list_free(&l);
+                gg_error_set(err, "oom", "out of memory");
+                return false;
+            }
+        }
+        list_free(slot);
+        *(gg_strlist *)slot = l;
+        return true;
+    }
+    if (v->type != YAML_SCALAR_NODE) {
+        gg_error_set(err, "invalid_config", "%s must be a single value", k->name);
+        return node_error(f, v, err);
+    }
+    if (k->type == T_STR && is_null_scalar(v)) return set_str(slot, NULL, err);
+    if (is_null_scalar(v)) {
+        gg_error_set(err, "invalid_config", "%s needs a value", k->name);
+        return node_error(f, v, err);
+    }
+    if (!set_scalar(f->c, k, (const char *)v->data.scalar.value, err)) return node_error(f, v, err);
+    return true;
+}
+
+static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int depth, gg_error *err) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = yaml_document_get_node(f->doc, p->key);
+        yaml_node_t *vn = yaml_document_get_node(f->doc, p->value);
+        if (!kn || !vn || kn->type != YAML_SCALAR_NODE) {
+            gg_error_set(err, "invalid_config", "keys must be plain names");
+            return node_error(f, kn, err);
+        }
+        char name[128];
+        int n = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", (const char *)kn->data.scalar.value);
+        if (n < 0 || (size_t)n >= sizeof name) {
+            gg_error_set(err, "invalid_config", "key too long");
+            return node_error(f, kn, err);
+        }
+        const key_def *k = find_key(name);
+        if (k) {
+            if (!apply_node(f, k, vn, err)) return false;
+        } else if (depth == 0 && is_section(name)) {
+            if (is_null_scalar(vn)) continue;
+            if (vn->type != YAML_MAPPING_NODE) {
+                gg_error_set(err, "invalid_config", "%s must be a mapping of settings", name);
+                return node_error(f, vn, err);
+            }
+            if (!walk_mapping(f, vn, name, depth + 1, err)) return false;
+        } else {
+            gg_error_set(err, "invalid_config", "unknown configuration key '%s'", name);
+            return node_error(f, kn, err);
+        }
+    }
+    return true;
+}
+
+bool gg_config_load_file(gg_config *c, const char *path, gg_error *err) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        gg_error_set(err, "invalid_config", "cannot open configuration file: %s", strerror(errno));
+        gg_error_set_path(err, path);
+        return false;
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(fp);
+        gg_error_set(err, "oom", "out of memory");
+        return false;
+    }
+    yaml_parser_set_input_file(&parser, fp);
+    bool ok = yaml_parser_load(&parser, &doc) != 0;
+    if (!ok) {
+        gg_error_set(err, "invalid_config", "YAML: %s", parser.problem ? parser.problem : "parse error");
+        gg_error_set_path(err, path);
+        gg_error_set_pos(err, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        file_ctx f = {c, &doc, path};
+        if (root && !is_null_scalar(root)) {
+            if (root->type != YAML_MAPPING_NODE) {
+                gg_error_set(err, "invalid_config", "the configuration must be a mapping of settings");
+                ok = node_error(&f, root, err);
+            } else {
+                ok = walk_mapping(&f, root, "", 0, err);
+            }
+        }
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(fp);
+    if (ok) ok = set_str(&c->config_file, path, err);
+    return ok;
+}
+
+/* ---- environment ------------------------------------------------------------------------- */
+
+static void env_name(const char *key, char *out, size_t size) {
+    size_t n = (size_t)snprintf(out, size, "GRAPHGATE_");
+    for (const char *p = key; *p && n + 1 < size; p++) out[n++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+    out[n] = '\0';
+}
+
+bool gg_config_apply_env(gg_config *c, char **envp, gg_error *err) {
+    if (!envp) envp = environ;
+    for (char **e = envp; e && *e; e++) {
+        if (strncmp(*e, "GRAPHGATE_", 10) != 0) continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq) continue;
+        size_t nlen = (size_t)(eq - *e);
+        if (nlen == 16 && strncmp(*e, "GRAPHGATE_CONFIG", 16) == 0) continue;
+        const key_def *k = NULL;
+        char name[128];
+        for (size_t i = 0; i < N_KEYS && !k; i++) {
+            env_name(keys[i].name, name, sizeof name);
+            if (strlen(name) == nlen && strncmp(name, *e, nlen) == 0) k = &keys[i];
+        }
+        if (!k) {
+            /* Other tools share the prefix (test harnesses, wrappers): warn, not fail. */
+            fprintf(stderr, "graphgate: warning: ignoring unknown variable %.*s\n", (int)nlen, *e);
+            continue;
+        }
+        if (!set_scalar(c, k, eq + 1, err)) {
+            char prefix[160];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)nlen, *e);
+            gg_error_set_path(err, prefix);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- validation ------------------------------------------------------------------------- */
+
+/* "host:port", "[v6]:port"; port 0..65535. */
+static bool valid_addr(const char *a) {
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a || !colon[1]) return false;
+    if (a[0] == '[' && colon[-1] != ']') return false;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    return !*end && !errno && port >= 0 && port <= 65535;
+}
+
+bool gg_config_validate(const gg_config *c, gg_error *err) {
+    if (!c->listen || !valid_addr(c->listen)) {
+        gg_error_set(err, "invalid_config", "listen: '%s' is not ADDR:PORT", c->listen ? c->listen : "");
+        return false;
+    }
+    if (c->internal_listen && *c->internal_listen && !valid_addr(c->internal_listen)) {
+        gg_error_set(err, "invalid_config", "internal_listen: '%s' is not ADDR:PORT (or \"\" to disable)", c->internal_listen);
+        return false;
+    }
+    if (!c->db_path || !*c->db_path) {
+        gg_error_set(err, "invalid_config", "database.path must not be empty");
+        return false;
+    }
+    if (c->session_secret && *c->session_secret && strlen(c->session_secret) < 32) {
+        gg_error_set(err, "invalid_config", "session.secret must be at least 32 characters");
+        return false;
+    }
+    if (c->key_pepper && *c->key_pepper && strlen(c->key_pepper) < 16) {
+        gg_error_set(err, "invalid_config", "auth.key_pepper must be at least 16 characters");
+        return false;
+    }
+    return true;
+}
+
+bool gg_config_load(gg_config *c, const char *config_file, gg_error *err) {
+    if (!gg_config_init(c, err)) return false;
+    if (!config_file || !*config_file) config_file = getenv("GRAPHGATE_CONFIG");
+    if (config_file && *config_file && !gg_config_load_file(c, config_file, err)) return false;
+    if (!gg_config_apply_env(c, NULL, err)) return false;
+    return gg_config_validate(c, err);
+}
+
+/* ---- data directories ------------------------------------------------------------------- */
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool gg_config_find_data_dir(const char *configured, const char *name, char *out, size_t size,
+                             gg_error *err) {
+    if (configured && *configured) {
+        if (!is_dir(configured)) {
+            gg_error_set(err, "not_found", "%s directory %s does not exist", name, configured);
+            return false;
+        }
+        snprintf(out, size, "%s", configured);
+        return true;
+    }
+    char cands[6][PATH_MAX];
+    int n = 0;
+    const char *src = getenv("GG_SRCDIR");
+    if (src && *src) snprintf(cands[n++], PATH_MAX, "%s/%s", src, name);
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(cands[n++], PATH_MAX, "%.3000s/../%s", exe, name);
+        snprintf(cands[n++], PATH_MAX, "%.3000s/../../%s", exe, name);
+        snprintf(cands[n++], PATH_MAX, "%.3000s/../share/graphgate/%s", exe, name);
+    }
+#ifdef GG_PKGDATADIR
+    snprintf(cands[n++], PATH_MAX, "%s/%s", GG_PKGDATADIR, name);
+#endif
+#ifdef GG_SRCDIR
+    snprintf(cands[n++], PATH_MAX, "%s/%s", GG_SRCDIR, name);
+#endif
+    for (int i = 0; i < n; i++) {
+        if (is_dir(cands[i])) {
+            char *real = realpath(cands[i], NULL);
+            snprintf(out, size, "%s", real ? real : cands[i]);
+            free(real);
+            return true;
+        }
+    }
+    gg_strbuf b = GG_STRBUF_INIT;
+    for (int i = 0; i < n; i++) gg_strbuf_printf(&b, "%s%s", i ? ", " : "", cands[i]);
+    gg_error_set(err, "not_found", "cannot find the %s directory (looked in %s); set it in the configuration",
+                 name, b.data ? b.data : "nowhere");
+    gg_strbuf_free(&b);
+    return false;
+}
+
+/* ---- dump ------------------------------------------------------------------------------- */
+
+void gg_config_dump(const gg_config *c, FILE *f) {
+    static const char *const levels[] = {"debug", "info", "warn", "error"};
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const key_def *k = &keys[i];
+        const void *slot = (const char *)c + k->offset;
+        fprintf(f, "%s: ", k->name);
+        switch (k->type) {
+        case T_STR: {
+            const char *s = *(char *const *)slot;
+            if (!s) fprintf(f, "null");
+            else if (k->secret && *s) fprintf(f, "\"********\"");
+            else fprintf(f, "\"%s\"", s);
+            break;
+        }
+        case T_INT: case T_DUR_I: fprintf(f, "%d%s", *(const int *)slot, k->type == T_DUR_I ? "ms" : ""); break;
+        case T_LL: fprintf(f, "%lld", *(const long long *)slot); break;
+        case T_DUR: fprintf(f, "%lldms", *(const long long *)slot); break;
+        case T_SIZE: fprintf(f, "%zu", *(const size_t *)slot); break;
+        case T_DOUBLE: fprintf(f, "%g", *(const double *)slot); break;
+        case T_BOOL: fprintf(f, "%s", *(const bool *)slot ? "true" : "false"); break;
+        case T_LEVEL: fprintf(f, "%s", levels[*(const gg_log_level *)slot]); break;
+        case T_LIST: {
+            const gg_strlist *l = slot;
+            fprintf(f, "[");
+            for (size_t j = 0; j < l->n; j++) fprintf(f, "%s\"%s\"", j ? ", " : "", l->items[j]);
+            fprintf(f, "]");
+            break;
+        }
+        }
+        fprintf(f, "\n");
+    }
+}
+
+/* ---- the common store options of CLI commands ------------------------------------------- */
+
+/* Match "--name VALUE" or "--name=VALUE"; advances *i past a separate value. */
+static int take_opt(int argc, char **argv, int *i, const char *name, const char **value) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return 0;
+    if (argv[*i][n] == '=') { *value = argv[*i] + n + 1; return 1; }
+    if (argv[*i][n] != '\0') return 0;
+    if (*i + 1 >= argc) return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
+                       int *n_rest) {
+    const char *config = NULL, *db = NULL, *migrations = NULL;
+    int nr = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int r;
+        if (i > 0 && strcmp(argv[i], "--") == 0) {
+            while (i < argc) rest[nr++] = argv[i++];
+            break;
+        }
+        static const char *const names[] = {"--config", "--db", "--migrations"};
+        const char **slots[] = {&config, &db, &migrations};
+        bool taken = false;
+        for (int k = 0; i > 0 && k < 3 && !taken; k++) {
+            const char *opt = argv[i];
+            if ((r = take_opt(argc, argv, &i, names[k], &v)) < 0) {
+                fprintf(stderr, "graphgate %s: %s needs a value\n", cmd, opt);
+                return GG_EXIT_USAGE;
+            }
+            if (r > 0) { *slots[k] = v; taken = true; }
+        }
+        if (taken) continue;
+        rest[nr++] = argv[i];
+    }
+    *n_rest = nr;
+    gg_error err = GG_ERROR_INIT;
+    bool ok = gg_config_load(c, config, &err);
+    if (ok && db) ok = gg_config_set(c, "database.path", db, &err);
+    if (ok && migrations) ok = gg_config_set(c, "database.migrations_dir", migrations, &err);
+    if (ok) ok = gg_config_validate(c, &err);
+    if (!ok) {
+        char buf[1024];
+        gg_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "graphgate %s: %s\n", cmd, buf);
+        gg_error_clear(&err);
+        gg_config_free(c);
+        return GG_EXIT_USAGE;
+    }
+    return GG_EXIT_OK;
+}
