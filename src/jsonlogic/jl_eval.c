@@ -252,25 +252,44 @@ static bool op_var(jl_ctx *c, const jl_node *n, jl_val *out) {
     return true;
 }
 
+/* missing looks each key up as {"var": key} would: an array key is [path, default]. */
+static bool missing_key(jl_ctx *c, const jl_node *n, const jl_val *key, bool *missing) {
+    jl_val v = JL_UNDEF, path = JL_UNDEF, dflt = JL_UNDEF;
+    bool found, ok;
+    if (jl_is_arr(key)) {
+        size_t cnt = json_array_size(key->u.j);
+        if (cnt > 0) path = jl_elem(key, 0);
+        if (cnt > 1) dflt = jl_elem(key, 1);
+    }
+    ok = var_value(c, n, jl_is_arr(key) ? &path : key, &v, &found);
+    if (ok && (!found || v.t == JV_UNDEF) && dflt.t != JV_UNDEF) {
+        jl_release(&v);
+        v = dflt;
+        dflt = JL_UNDEF;
+    }
+    size_t sl;
+    const char *sv = jl_strp(&v, &sl);
+    *missing = jl_is_nullish(&v) || (sv && sl == 0);
+    jl_release(&v);
+    jl_release(&path);
+    jl_release(&dflt);
+    return ok;
+}
+
 static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
     json_t *res = json_array();
     if (!res) return oom(c);
-    const jl_val *keys = a->v;
-    int cnt = a->n;
-    jl_val listv = JL_UNDEF;
     bool from_list = a->n > 0 && jl_is_arr(&a->v[0]);
-    if (from_list) { listv = a->v[0]; cnt = (int)json_array_size(listv.u.j); }
+    const jl_val *list = from_list ? &a->v[0] : NULL;
+    int cnt = from_list ? (int)json_array_size(list->u.j) : a->n;
     for (int i = 0; i < cnt; i++) {
-        jl_val key = from_list ? jl_elem(&listv, (size_t)i) : keys[i], v = JL_UNDEF;
-        bool found;
-        bool ok = var_value(c, n, &key, &v, &found);
-        size_t sl;
-        const char *sv = jl_strp(&v, &sl);
-        if (ok && (!found || jl_is_nullish(&v) || (sv && sl == 0))) {
+        jl_val key = from_list ? jl_elem(list, (size_t)i) : a->v[i];
+        bool miss = false;
+        bool ok = missing_key(c, n, &key, &miss);
+        if (ok && miss) {
             json_t *k = jl_to_json(&key);
             if (!k || json_array_append_new(res, k) != 0) ok = oom(c);
         }
-        jl_release(&v);
         if (from_list) jl_release(&key);
         if (!ok) { json_decref(res); return false; }
     }
@@ -278,17 +297,23 @@ static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out
     return true;
 }
 
+/* missing_some(need, options): json-logic-js applies {"missing": options}, so the
+ * options' elements become missing's arguments. */
 static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
-    argv_t sub = {.v = NULL};
+    const jl_val *opts = arg(a, 1);
+    size_t cnt = jl_is_arr(opts) ? json_array_size(opts->u.j) : 1;
+    argv_t sub;
     jl_val miss = JL_UNDEF;
-    if (!args_alloc(c, &sub, 1)) return false;
-    if (!jl_dup(arg(a, 1), &sub.v[0])) { args_free(&sub); return oom(c); }
-    sub.n = 1;
+    if (!args_alloc(c, &sub, cnt)) return false;
+    for (size_t i = 0; i < cnt; i++) {
+        if (jl_is_arr(opts)) sub.v[i] = jl_elem(opts, i);
+        else if (!jl_dup(opts, &sub.v[i])) { args_free(&sub); return oom(c); }
+        sub.n = (int)i + 1;
+    }
     bool ok = op_missing(c, n, &sub, &miss);
     args_free(&sub);
     if (!ok) return false;
     /* options.length - missing.length >= need_count */
-    const jl_val *opts = arg(a, 1);
     size_t sl;
     const char *s = jl_strp(opts, &sl);
     double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)jl_u16_len(s, sl) : NAN;

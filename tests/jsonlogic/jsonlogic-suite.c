@@ -117,6 +117,7 @@ static int run_index(counts *ct, const char *path, json_t *list, int depth) {
 static int run_file(counts *ct, const char *path, int depth) {
     json_error_t je;
     json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && strstr(je.text, "too big integer")) doc = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je);
     if (!doc || !json_is_array(doc) || depth > 8) {
         fprintf(stderr, "jsonlogic-suite: %s: %s\n", path, doc ? "not a suite" : je.text);
         json_decref(doc);
