@@ -1,0 +1,637 @@
+/* value.c — JSONata values: construction, refcounting, objects, conversion to and from
+ * jansson, JSON serialization with the reference's $string rules, deep equality, UTF-16
+ * index helpers and regex compilation. */
+#include "jsonata/core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static jn_value v_null = {-1, JN_NULL, 0, {.b = false}};
+static jn_value v_true = {-1, JN_BOOL, 0, {.b = true}};
+static jn_value v_false = {-1, JN_BOOL, 0, {.b = false}};
+
+jn_value *jn_null(void) { return &v_null; }
+jn_value *jn_bool(bool b) { return b ? &v_true : &v_false; }
+
+static jn_value *alloc_value(jn_type t) {
+    jn_value *v = calloc(1, sizeof *v);
+    if (!v) return NULL;
+    v->rc = 1;
+    v->type = (uint8_t)t;
+    return v;
+}
+
+void jn_oom(gg_error *err) { gg_error_set(err, "D0000", "Out of memory"); }
+
+jn_value *jn_number(double d) {
+    jn_value *v = alloc_value(JN_NUMBER);
+    if (v) v->u.n = d;
+    return v;
+}
+
+size_t jn_utf16_len(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c & 0xC0) != 0x80) n += (c >= 0xF0) ? 2 : 1;
+    }
+    return n;
+}
+
+jn_value *jn_string_take(char *s, size_t len) {
+    jn_value *v = alloc_value(JN_STRING);
+    if (!v) {
+        free(s);
+        return NULL;
+    }
+    v->u.str.s = s;
+    v->u.str.len = len;
+    v->u.str.ulen = jn_utf16_len(s, len);
+    return v;
+}
+
+jn_value *jn_string(const char *s, size_t len) {
+    char *c = malloc(len + 1);
+    if (!c) return NULL;
+    if (len) memcpy(c, s, len);
+    c[len] = '\0';
+    return jn_string_take(c, len);
+}
+
+jn_value *jn_string_cstr(const char *s) { return jn_string(s, strlen(s)); }
+
+jn_value *jn_strbuf_to_string(gg_strbuf *b) {
+    size_t len = b->len;
+    if (b->oom) {
+        gg_strbuf_free(b);
+        return NULL;
+    }
+    char *s = gg_strbuf_take(b);
+    if (!s) {
+        s = calloc(1, 1);
+        if (!s) return NULL;
+        len = 0;
+    }
+    return jn_string_take(s, len);
+}
+
+jn_value *jn_array_new(size_t cap) {
+    jn_value *v = alloc_value(JN_ARRAY);
+    if (!v) return NULL;
+    if (cap) {
+        v->u.arr.items = malloc(cap * sizeof(jn_value *));
+        if (!v->u.arr.items) {
+            free(v);
+            return NULL;
+        }
+        v->u.arr.cap = cap;
+    }
+    return v;
+}
+
+jn_value *jn_seq_new(size_t cap) {
+    jn_value *v = jn_array_new(cap);
+    if (v) v->flags |= JN_F_SEQUENCE;
+    return v;
+}
+
+bool jn_array_push(jn_value *arr, jn_value *v) {
+    if (arr->u.arr.n == arr->u.arr.cap) {
+        size_t nc = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;
+        jn_value **ni = realloc(arr->u.arr.items, nc * sizeof *ni);
+        if (!ni) {
+            jn_decref(v);
+            return false;
+        }
+        arr->u.arr.items = ni;
+        arr->u.arr.cap = nc;
+    }
+    arr->u.arr.items[arr->u.arr.n++] = v;
+    return true;
+}
+
+jn_value *jn_array_copy(const jn_value *a, size_t extra) {
+    jn_value *c = jn_array_new(a->u.arr.n + extra);
+    if (!c) return NULL;
+    for (size_t i = 0; i < a->u.arr.n; i++) c->u.arr.items[i] = jn_incref(a->u.arr.items[i]);
+    c->u.arr.n = a->u.arr.n;
+    c->flags = a->flags;
+    return c;
+}
+
+bool jn_is_sequence(const jn_value *v) {
+    return v && v->type == JN_ARRAY && (v->flags & JN_F_SEQUENCE);
+}
+bool jn_is_array(const jn_value *v) { return v && v->type == JN_ARRAY; }
+bool jn_is_function(const jn_value *v) {
+    return v && (v->type == JN_FUNCTION || v->type == JN_REGEX);
+}
+
+jn_value *jn_object_new(size_t cap) {
+    jn_value *v = alloc_value(JN_OBJECT);
+    if (!v) return NULL;
+    if (cap) {
+        v->u.obj.ents = malloc(cap * sizeof(jn_objent));
+        if (!v->u.obj.ents) {
+            free(v);
+            return NULL;
+        }
+        v->u.obj.cap = cap;
+    }
+    return v;
+}
+
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static bool index_insert(jn_value *o, size_t ent) {
+    jn_value *k = o->u.obj.ents[ent].key;
+    size_t mask = o->u.obj.icap - 1;
+    size_t i = hash_bytes(k->u.str.s, k->u.str.len) & mask;
+    while (o->u.obj.index[i]) i = (i + 1) & mask;
+    o->u.obj.index[i] = (uint32_t)(ent + 1);
+    return true;
+}
+
+static bool index_rebuild(jn_value *o, size_t icap) {
+    uint32_t *ix = calloc(icap, sizeof *ix);
+    if (!ix) return false;
+    free(o->u.obj.index);
+    o->u.obj.index = ix;
+    o->u.obj.icap = icap;
+    for (size_t e = 0; e < o->u.obj.n; e++) index_insert(o, e);
+    return true;
+}
+
+static long find_key(const jn_value *o, const char *key, size_t klen) {
+    if (o->u.obj.index) {
+        size_t mask = o->u.obj.icap - 1;
+        size_t i = hash_bytes(key, klen) & mask;
+        while (o->u.obj.index[i]) {
+            const jn_value *k = o->u.obj.ents[o->u.obj.index[i] - 1].key;
+            if (k->u.str.len == klen && memcmp(k->u.str.s, key, klen) == 0)
+                return (long)o->u.obj.index[i] - 1;
+            i = (i + 1) & mask;
+        }
+        return -1;
+    }
+    for (size_t e = 0; e < o->u.obj.n; e++) {
+        const jn_value *k = o->u.obj.ents[e].key;
+        if (k->u.str.len == klen && memcmp(k->u.str.s, key, klen) == 0) return (long)e;
+    }
+    return -1;
+}
+
+jn_value *jn_object_get(const jn_value *obj, const char *key, size_t klen) {
+    if (!obj || obj->type != JN_OBJECT) return NULL;
+    long e = find_key(obj, key, klen);
+    return e < 0 ? NULL : obj->u.obj.ents[e].val;
+}
+
+static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, jn_value *v) {
+    long e = find_key(o, k, klen);
+    if (e >= 0) {
+        jn_decref(o->u.obj.ents[e].val);
+        o->u.obj.ents[e].val = v;
+        return true;
+    }
+    if (o->u.obj.n == o->u.obj.cap) {
+        size_t nc = o->u.obj.cap ? o->u.obj.cap * 2 : 4;
+        jn_objent *ne = realloc(o->u.obj.ents, nc * sizeof *ne);
+        if (!ne) goto fail;
+        o->u.obj.ents = ne;
+        o->u.obj.cap = nc;
+    }
+    if (key) jn_incref(key);
+    else key = jn_string(k, klen);
+    if (!key) goto fail;
+    o->u.obj.ents[o->u.obj.n].key = key;
+    o->u.obj.ents[o->u.obj.n].val = v;
+    o->u.obj.n++;
+    if (o->u.obj.n > 8) {
+        if (o->u.obj.n * 2 > o->u.obj.icap) {
+            if (!index_rebuild(o, o->u.obj.icap ? o->u.obj.icap * 2 : 32)) return false;
+        } else {
+            index_insert(o, o->u.obj.n - 1);
+        }
+    }
+    return true;
+fail:
+    jn_decref(v);
+    return false;
+}
+
+bool jn_object_set(jn_value *obj, const char *key, size_t klen, jn_value *v) {
+    return object_put(obj, NULL, key, klen, v);
+}
+
+bool jn_object_set_key(jn_value *obj, jn_value *key, jn_value *v) {
+    return object_put(obj, key, key->u.str.s, key->u.str.len, v);
+}
+
+static void function_free(jn_function *f) {
+    if (!f) return;
+    jn_decref(f->input);
+    if (f->sig && !f->borrowed_sig) jn_sig_free(f->sig);
+    free(f->name);
+    jn_decref(f->bound);
+    jn_decref(f->target);
+    for (int i = 0; i < f->nargs; i++) jn_decref(f->args[i]);
+    free(f->args);
+    free(f->ph);
+    free(f);
+}
+
+void jn_value_free_(jn_value *v) {
+    switch (v->type) {
+    case JN_STRING: free(v->u.str.s); break;
+    case JN_ARRAY:
+        for (size_t i = 0; i < v->u.arr.n; i++) jn_decref(v->u.arr.items[i]);
+        free(v->u.arr.items);
+        break;
+    case JN_OBJECT:
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            jn_decref(v->u.obj.ents[i].key);
+            jn_decref(v->u.obj.ents[i].val);
+        }
+        free(v->u.obj.ents);
+        free(v->u.obj.index);
+        break;
+    case JN_FUNCTION: function_free(v->u.fn); break;
+    case JN_REGEX: jn_regex_free(v->u.re); break;
+    default: break;
+    }
+    free(v);
+}
+
+void jn_make_immortal(jn_value *v) {
+    if (v) v->rc = -1;
+}
+
+void jn_free_immortal(jn_value *v) {
+    if (!v || v == &v_null || v == &v_true || v == &v_false) return;
+    v->rc = 1;
+    jn_decref(v);
+}
+
+jn_value *jn_function_value(jn_function *f) {
+    jn_value *v = alloc_value(JN_FUNCTION);
+    if (!v) {
+        function_free(f);
+        return NULL;
+    }
+    v->u.fn = f;
+    return v;
+}
+
+jn_value *jn_native_new(const char *name, const char *signature, jn_native_fn fn,
+                        jn_value *bound, gg_error *err) {
+    jn_function *f = calloc(1, sizeof *f);
+    if (!f) {
+        jn_decref(bound);
+        jn_oom(err);
+        return NULL;
+    }
+    f->kind = FN_CLOSURE;
+    f->native = fn;
+    f->bound = bound;
+    f->name = name ? strdup(name) : NULL;
+    if (signature) {
+        f->sig = jn_sig_parse(signature, err);
+        if (!f->sig) {
+            function_free(f);
+            return NULL;
+        }
+    }
+    jn_value *v = jn_function_value(f);
+    if (!v) jn_oom(err);
+    return v;
+}
+
+jn_value *jn_fn_bound(const jn_value *fn) {
+    return (fn && fn->type == JN_FUNCTION) ? fn->u.fn->bound : NULL;
+}
+
+/* ---- jansson ---- */
+jn_value *jn_from_json(json_t *j) {
+    if (!j) return NULL;
+    switch (json_typeof(j)) {
+    case JSON_NULL: return jn_null();
+    case JSON_TRUE: return jn_bool(true);
+    case JSON_FALSE: return jn_bool(false);
+    case JSON_INTEGER: return jn_number((double)json_integer_value(j));
+    case JSON_REAL: return jn_number(json_real_value(j));
+    case JSON_STRING: return jn_string(json_string_value(j), json_string_length(j));
+    case JSON_ARRAY: {
+        size_t n = json_array_size(j);
+        jn_value *a = jn_array_new(n);
+        if (!a) return NULL;
+        for (size_t i = 0; i < n; i++) {
+            jn_value *x = jn_from_json(json_array_get(j, i));
+            if (!x || !jn_array_push(a, x)) {
+                jn_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JSON_OBJECT: {
+        jn_value *o = jn_object_new(json_object_size(j));
+        if (!o) return NULL;
+        const char *k;
+        size_t klen;
+        json_t *x;
+        void *tmp;
+        json_object_keylen_foreach_safe(j, tmp, k, klen, x) {
+            jn_value *xv = jn_from_json(x);
+            if (!xv || !jn_object_set(o, k, klen, xv)) {
+                jn_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    }
+    return NULL;
+}
+
+json_t *jn_to_json(const jn_value *v) {
+    if (!v) return NULL;
+    switch ((jn_type)v->type) {
+    case JN_NULL: return json_null();
+    case JN_BOOL: return json_boolean(v->u.b);
+    case JN_NUMBER: {
+        double d = v->u.n;
+        if (d == floor(d) && fabs(d) < 9007199254740992.0 && !(d == 0 && signbit(d)))
+            return json_integer((json_int_t)d);
+        if (!isfinite(d)) return json_null();
+        return json_real(d);
+    }
+    case JN_STRING: return json_stringn(v->u.str.s, v->u.str.len);
+    case JN_ARRAY: {
+        json_t *a = json_array();
+        if (!a) return NULL;
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            json_t *x = jn_to_json(v->u.arr.items[i]);
+            if (!x) continue; /* undefined items vanish, as in JSON.stringify... of sequences */
+            if (json_array_append_new(a, x)) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JN_OBJECT: {
+        json_t *o = json_object();
+        if (!o) return NULL;
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            json_t *x = jn_to_json(v->u.obj.ents[i].val);
+            if (!x) continue;
+            const jn_value *k = v->u.obj.ents[i].key;
+            if (json_object_setn_new(o, k->u.str.s, k->u.str.len, x)) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    case JN_FUNCTION:
+    case JN_REGEX: return json_string("");
+    default: return NULL;
+    }
+}
+
+/* ---- stringify ---- */
+static void put_json_string(gg_strbuf *b, const char *s, size_t len) {
+    gg_strbuf_putc(b, '"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': gg_strbuf_puts(b, "\\\""); break;
+        case '\\': gg_strbuf_puts(b, "\\\\"); break;
+        case '\n': gg_strbuf_puts(b, "\\n"); break;
+        case '\r': gg_strbuf_puts(b, "\\r"); break;
+        case '\t': gg_strbuf_puts(b, "\\t"); break;
+        case '\b': gg_strbuf_puts(b, "\\b"); break;
+        case '\f': gg_strbuf_puts(b, "\\f"); break;
+        default:
+            if (c < 0x20) gg_strbuf_printf(b, "\\u%04x", c);
+            else gg_strbuf_putc(b, (char)c);
+        }
+    }
+    gg_strbuf_putc(b, '"');
+}
+
+static void put_indent(gg_strbuf *b, bool pretty, int level) {
+    if (!pretty) return;
+    gg_strbuf_putc(b, '\n');
+    for (int i = 0; i < level; i++) gg_strbuf_puts(b, "  ");
+}
+
+static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *b,
+                          gg_error *err) {
+    char num[40];
+    if (level > 10000) {
+        gg_error_set(err, "D1011", "Stack overflow");
+        return false;
+    }
+    switch (jn_type_of(v)) {
+    case JN_UNDEFINED:
+    case JN_NULL: gg_strbuf_puts(b, "null"); break;
+    case JN_BOOL: gg_strbuf_puts(b, v->u.b ? "true" : "false"); break;
+    case JN_NUMBER: {
+        double d = v->u.n;
+        if (!isfinite(d)) {
+            gg_error_set(err, "D3001", "Attempting to invoke string function on Infinity or NaN");
+            return false;
+        }
+        snprintf(num, sizeof num, "%.15g", d);
+        jsonata_format_double(strtod(num, NULL), num, sizeof num);
+        gg_strbuf_puts(b, num);
+        break;
+    }
+    case JN_STRING: put_json_string(b, v->u.str.s, v->u.str.len); break;
+    case JN_FUNCTION:
+    case JN_REGEX: gg_strbuf_puts(b, "\"\""); break;
+    case JN_ARRAY: {
+        if (v->u.arr.n == 0) {
+            gg_strbuf_puts(b, "[]");
+            break;
+        }
+        gg_strbuf_putc(b, '[');
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i) gg_strbuf_putc(b, ',');
+            put_indent(b, pretty, level + 1);
+            if (!stringify_rec(v->u.arr.items[i], pretty, level + 1, b, err)) return false;
+        }
+        put_indent(b, pretty, level);
+        gg_strbuf_putc(b, ']');
+        break;
+    }
+    case JN_OBJECT: {
+        bool first = true;
+        gg_strbuf_putc(b, '{');
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            const jn_value *x = v->u.obj.ents[i].val;
+            if (!x) continue;
+            if (!first) gg_strbuf_putc(b, ',');
+            first = false;
+            put_indent(b, pretty, level + 1);
+            put_json_string(b, v->u.obj.ents[i].key->u.str.s, v->u.obj.ents[i].key->u.str.len);
+            gg_strbuf_puts(b, pretty ? ": " : ":");
+            if (!stringify_rec(x, pretty, level + 1, b, err)) return false;
+        }
+        if (!first) put_indent(b, pretty, level);
+        gg_strbuf_putc(b, '}');
+        break;
+    }
+    }
+    return true;
+}
+
+bool jn_stringify(const jn_value *v, bool pretty, gg_strbuf *out, gg_error *err) {
+    if (!stringify_rec(v, pretty, 0, out, err)) return false;
+    if (out->oom) {
+        jn_oom(err);
+        return false;
+    }
+    return true;
+}
+
+jn_value *jn_to_string(jn_call *call, const jn_value *v, bool pretty, gg_error *err) {
+    (void)call;
+    if (!v) return NULL;
+    if (v->type == JN_STRING) return jn_incref((jn_value *)v);
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (!jn_stringify(v, pretty, &b, err)) {
+        gg_strbuf_free(&b);
+        return NULL;
+    }
+    jn_value *s = jn_strbuf_to_string(&b);
+    if (!s) jn_oom(err);
+    return s;
+}
+
+/* ---- equality, truthiness ---- */
+bool jn_deep_equal(const jn_value *a, const jn_value *b) {
+    if (a == b) return true;
+    if (!a || !b) return false;
+    if (a->type != b->type) return false;
+    switch ((jn_type)a->type) {
+    case JN_NULL: return true;
+    case JN_BOOL: return a->u.b == b->u.b;
+    case JN_NUMBER: return a->u.n == b->u.n;
+    case JN_STRING:
+        return a->u.str.len == b->u.str.len && memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+    case JN_ARRAY:
+        if (a->u.arr.n != b->u.arr.n) return false;
+        for (size_t i = 0; i < a->u.arr.n; i++)
+            if (!jn_deep_equal(a->u.arr.items[i], b->u.arr.items[i])) return false;
+        return true;
+    case JN_OBJECT:
+        if (a->u.obj.n != b->u.obj.n) return false;
+        for (size_t i = 0; i < a->u.obj.n; i++) {
+            const jn_value *k = a->u.obj.ents[i].key;
+            long e = find_key(b, k->u.str.s, k->u.str.len);
+            if (e < 0 || !jn_deep_equal(a->u.obj.ents[i].val, b->u.obj.ents[e].val)) return false;
+        }
+        return true;
+    default: return false;
+    }
+}
+
+bool jn_truthy(const jn_value *v) {
+    switch (jn_type_of(v)) {
+    case JN_UNDEFINED:
+    case JN_NULL: return false;
+    case JN_BOOL: return v->u.b;
+    case JN_NUMBER: return v->u.n != 0 && !isnan(v->u.n);
+    case JN_STRING: return v->u.str.len > 0;
+    case JN_ARRAY:
+        if (v->u.arr.n == 1) return jn_truthy(v->u.arr.items[0]);
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (jn_truthy(v->u.arr.items[i])) return true;
+        return false;
+    case JN_OBJECT: return v->u.obj.n > 0;
+    case JN_FUNCTION:
+    case JN_REGEX: return false;
+    }
+    return false;
+}
+
+size_t jn_str_u16_to_byte(const jn_value *s, size_t u16) {
+    size_t n = 0, i = 0;
+    const char *p = s->u.str.s;
+    size_t len = s->u.str.len;
+    while (i < len && n < u16) {
+        unsigned char c = (unsigned char)p[i];
+        size_t w = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        n += (w == 4) ? 2 : 1;
+        i += w;
+    }
+    return i > len ? len : i;
+}
+
+size_t jn_str_byte_to_u16(const jn_value *s, size_t byte) {
+    if (byte > s->u.str.len) byte = s->u.str.len;
+    return jn_utf16_len(s->u.str.s, byte);
+}
+
+/* ---- regex ---- */
+jn_regex *jn_regex_compile(const char *pattern, size_t len, const char *flags, gg_error *err) {
+    uint32_t opts = PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_INVALID_UTF;
+    jn_regex *re = calloc(1, sizeof *re);
+    if (!re) {
+        jn_oom(err);
+        return NULL;
+    }
+    size_t fi = 0;
+    for (const char *f = flags; f && *f && fi < 3; f++) {
+        if (*f == 'i') opts |= PCRE2_CASELESS;
+        else if (*f == 'm') opts |= PCRE2_MULTILINE;
+        re->flags[fi++] = *f;
+    }
+    re->source = malloc(len + 1);
+    if (!re->source) {
+        free(re);
+        jn_oom(err);
+        return NULL;
+    }
+    memcpy(re->source, pattern, len);
+    re->source[len] = '\0';
+    int ec;
+    PCRE2_SIZE eo;
+    re->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts | PCRE2_ALT_BSUX, &ec, &eo, NULL);
+    if (!re->code) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        gg_error_set(err, "S0301", "Invalid regular expression: %s", (char *)msg);
+        free(re->source);
+        free(re);
+        return NULL;
+    }
+    pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
+    return re;
+}
+
+void jn_regex_free(jn_regex *re) {
+    if (!re) return;
+    pcre2_code_free(re->code);
+    free(re->source);
+    free(re);
+}
+
+jn_value *jn_regex_value(jn_regex *re) {
+    jn_value *v = alloc_value(JN_REGEX);
+    if (!v) {
+        jn_regex_free(re);
+        return NULL;
+    }
+    v->u.re = re;
+    return v;
+}
