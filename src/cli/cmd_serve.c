@@ -126,15 +126,9 @@ static gg_store *open_store(const gg_config *cfg, gg_error *err) {
     gg_store_options o = {.path = cfg->db_path, .pool_size = cfg->db_pool_size,
                           .busy_timeout_ms = cfg->busy_timeout_ms};
     gg_store *s = gg_store_open(&o, err);
-    int applied = 0;
-    if (s && !gg_store_migrate(s, dir, &applied, err)) {
+    if (s && !gg_store_migrate(s, dir, NULL, err)) {
         gg_store_close(s);
         return NULL;
-    }
-    if (s && applied > 0) {
-        char n[16];
-        snprintf(n, sizeof n, "%d", applied);
-        gg_log(GG_LOG_INFO, "migrations applied", "count", n, "dir", dir, NULL);
     }
     return s;
 }

@@ -25,7 +25,7 @@ gg_cleanup() {
     for _ in $(seq 1 50); do kill -0 "$GG_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$GG_PID" 2>/dev/null
   fi
-  rm -rf "$GG_TMP"
+  [ -n "${GG_KEEP_TMP:-}" ] || rm -rf "$GG_TMP"
 }
 trap gg_cleanup EXIT
 trap 'exit 1' INT TERM
