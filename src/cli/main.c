@@ -7,6 +7,7 @@
 
 /* Keep sorted by how often an operator types them; `graphgate --help` prints this order. */
 static const gg_command commands[] = {
+    {"serve", "run the gateway (public and internal HTTP listeners)", gg_cmd_serve},
     {"graph", "validate graph files (graph validate FILE...)", gg_cmd_graph},
     {"run", "run one tool of a graph file locally", gg_cmd_run},
     {"migrate", "apply pending database migrations", gg_cmd_migrate},
