@@ -167,6 +167,7 @@ static int serve(gg_config *cfg) {
         .threads = polling_threads(),
         .body_limit = cfg->body_limit,
         .access_log = cfg->access_log,
+        .access_log_file = cfg->access_log_file,
         .version = GG_VERSION,
     };
     gg_app app = {.config = cfg, .store = store, .pkgdatadir = GG_PKGDATADIR};

@@ -203,6 +203,7 @@ typedef struct gg_http_options {
     unsigned connection_timeout; /* idle seconds (0 → 60) */
     unsigned max_connections;    /* per listener (0 → 1024) */
     bool access_log;             /* one JSON line per request via gg_log_json_line */
+    const char *access_log_file; /* append access lines here instead (NULL/"" = log stream) */
     const char *version;         /* reported by /health (NULL → GG_VERSION) */
     const char *server_name;     /* "graphgate" (Server header is not sent) */
 } gg_http_options;

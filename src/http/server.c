@@ -67,6 +67,8 @@ struct gg_http_server {
     gg_http_async *alist;
     atomic_int draining, abandoning;
     bool started, stopped;
+    FILE *access_file;          /* NULL = gg_log_json_line */
+    pthread_mutex_t access_lock;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -600,7 +602,18 @@ static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminat
     gg_strbuf_puts(&b, "\"");
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) gg_strbuf_puts(&b, ",\"aborted\":true");
     gg_strbuf_puts(&b, "}");
-    if (!b.oom) gg_log_json_line(b.data);
+    if (!b.oom) {
+        gg_http_server *srv = req->srv;
+        if (srv->access_file) {
+            gg_strbuf_putc(&b, '\n');
+            pthread_mutex_lock(&srv->access_lock);
+            fwrite(b.data, 1, b.len, srv->access_file);
+            fflush(srv->access_file);
+            pthread_mutex_unlock(&srv->access_lock);
+        } else {
+            gg_log_json_line(b.data);
+        }
+    }
     gg_strbuf_free(&b);
 }
 
@@ -844,6 +857,19 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
     if (!srv->opts.connection_timeout) srv->opts.connection_timeout = 60;
     if (!srv->opts.max_connections) srv->opts.max_connections = 1024;
     pthread_mutex_init(&srv->alock, NULL);
+    pthread_mutex_init(&srv->access_lock, NULL);
+    srv->opts.access_log_file = NULL;
+    if (opts->access_log && opts->access_log_file && opts->access_log_file[0]) {
+        srv->access_file = fopen(opts->access_log_file, "a");
+        if (!srv->access_file) {
+            gg_error_set(err, "invalid_config", "cannot open access log file %s", opts->access_log_file);
+            pthread_mutex_destroy(&srv->alock);
+            pthread_mutex_destroy(&srv->access_lock);
+            gg_router_free(srv->router);
+            free(srv);
+            return NULL;
+        }
+    }
     srv->pub = (listener){srv, GG_LISTENER_PUBLIC, "", NULL, 0};
     srv->intl = (listener){srv, GG_LISTENER_INTERNAL, "", NULL, 0};
     snprintf(srv->pub.addr, sizeof srv->pub.addr, "%s", srv->public_addr);
@@ -1004,5 +1030,7 @@ void gg_http_server_free(gg_http_server *s) {
     gg_router_free(s->router);
     free(s->rm);
     pthread_mutex_destroy(&s->alock);
+    pthread_mutex_destroy(&s->access_lock);
+    if (s->access_file) fclose(s->access_file);
     free(s);
 }
