@@ -25,6 +25,8 @@ int gg_cmd_version(int argc, char **argv);
 /* graph files (src/cli/cmd_graph.c) and local tool runs (src/cli/cmd_run.c) */
 int gg_cmd_graph(int argc, char **argv);
 int gg_cmd_run(int argc, char **argv);
+/* JSONata / JSON Logic evaluation (src/cli/cmd_eval.c) */
+int gg_cmd_eval(int argc, char **argv);
 
 /* ---- serve: the application context (owned by the "http" helper's cmd_serve.c) ----
  * gg_app is the composition root `graphgate serve` builds: configuration, store and HTTP

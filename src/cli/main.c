@@ -10,6 +10,7 @@ static const gg_command commands[] = {
     {"serve", "run the gateway (public and internal HTTP listeners)", gg_cmd_serve},
     {"graph", "validate graph files (graph validate FILE...)", gg_cmd_graph},
     {"run", "run one tool of a graph file locally", gg_cmd_run},
+    {"eval", "evaluate a JSONata expression or JSON Logic rule", gg_cmd_eval},
     {"migrate", "apply pending database migrations", gg_cmd_migrate},
     {"tenant", "create, list or delete tenants", gg_cmd_tenant},
     {"key", "create, list or revoke API keys", gg_cmd_key},
