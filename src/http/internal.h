@@ -26,7 +26,7 @@ void gg_http_res_move(gg_http_res *dst, gg_http_res *src);
 /* A request header or query argument captured when a request is deferred. */
 typedef struct gg_http_kv {
     enum MHD_ValueKind kind;
-    char *name, *value;
+    const char *name, *value; /* point into the same allocation as the kv array */
 } gg_http_kv;
 
 typedef enum {
@@ -68,7 +68,7 @@ struct gg_http_req {
     gg_http_res res;
     gg_http_async *async;
     size_t nkv;
-    gg_http_kv *kv;             /* headers/query snapshot, only for deferred requests */
+    gg_http_kv *kv;             /* headers/query snapshot (one allocation), deferred only */
     void *user;
     size_t bytes_out;
     int status_out;

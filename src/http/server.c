@@ -131,10 +131,6 @@ static void req_free(gg_http_req *req) {
     free(req->path);
     gg_strbuf_free(&req->body);
     gg_http_res_clear(&req->res);
-    for (size_t i = 0; i < req->nkv; i++) {
-        free(req->kv[i].name);
-        free(req->kv[i].value);
-    }
     free(req->kv);
     free(req);
 }
@@ -416,22 +412,30 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- deferred responses ------------------------------------------------------------------ */
 
-static enum MHD_Result snapshot_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    gg_http_req *req = cls;
+typedef struct kv_fill {
+    size_t count, bytes; /* pass 1: what to allocate */
+    gg_http_kv *kv;      /* pass 2: where to copy */
+    char *strings;
+    size_t n;
+} kv_fill;
+
+static enum MHD_Result kv_measure(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    kv_fill *f = cls;
     if (!key) return MHD_YES;
-    gg_http_kv *grown = realloc(req->kv, (req->nkv + 1) * sizeof *grown);
-    if (!grown) return MHD_NO;
-    req->kv = grown;
-    gg_http_kv *kv = &req->kv[req->nkv];
+    f->count++;
+    f->bytes += strlen(key) + strlen(value ? value : "") + 2;
+    return MHD_YES;
+}
+
+static enum MHD_Result kv_copy(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    kv_fill *f = cls;
+    if (!key || f->n >= f->count) return MHD_YES;
+    size_t kl = strlen(key) + 1, vl = strlen(value ? value : "") + 1;
+    gg_http_kv *kv = &f->kv[f->n++];
     kv->kind = kind;
-    kv->name = strdup(key);
-    kv->value = strdup(value ? value : "");
-    if (!kv->name || !kv->value) {
-        free(kv->name);
-        free(kv->value);
-        return MHD_NO;
-    }
-    req->nkv++;
+    kv->name = memcpy(f->strings, key, kl);
+    kv->value = memcpy(f->strings + kl, value ? value : "", vl);
+    f->strings += kl + vl;
     return MHD_YES;
 }
 
@@ -439,32 +443,25 @@ static enum MHD_Result snapshot_kv(void *cls, enum MHD_ValueKind kind, const cha
 gg_http_async *gg_http_defer(gg_http_req *req) {
     gg_http_server *srv = req->srv;
     if (req->async || atomic_load(&srv->abandoning)) return NULL;
+    /* The owner may read headers after the connection is gone: copy headers and query
+     * arguments now, into one allocation (measured first). */
+    kv_fill f = {0, 0, NULL, NULL, 0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, kv_measure, &f);
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, kv_measure, &f);
+    size_t slots = f.count ? f.count : 1; /* never NULL: NULL means "not snapshotted" */
+    char *block = malloc(slots * sizeof(gg_http_kv) + f.bytes);
     gg_http_async *a = calloc(1, sizeof *a);
-    if (!a) return NULL;
-    /* The owner may read headers after the connection is gone: copy them now. A sentinel
-     * entry makes the snapshot non-NULL even when the request had no headers. */
-    req->kv = calloc(1, sizeof *req->kv);
-    if (!req->kv) {
+    if (!block || !a) {
+        free(block);
         free(a);
         return NULL;
     }
-    req->kv[0].kind = MHD_FOOTER_KIND;
-    req->kv[0].name = strdup("");
-    req->kv[0].value = strdup("");
-    req->nkv = 1;
-    if (!req->kv[0].name || !req->kv[0].value ||
-        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, snapshot_kv, req) < 0 ||
-        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, snapshot_kv, req) < 0) {
-        for (size_t i = 0; i < req->nkv; i++) {
-            free(req->kv[i].name);
-            free(req->kv[i].value);
-        }
-        free(req->kv);
-        req->kv = NULL;
-        req->nkv = 0;
-        free(a);
-        return NULL;
-    }
+    f.kv = (gg_http_kv *)(void *)block;
+    f.strings = block + slots * sizeof(gg_http_kv);
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, kv_copy, &f);
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, kv_copy, &f);
+    req->kv = f.kv;
+    req->nkv = f.n;
     a->req = req;
     a->refs = 2;
     a->conn = CONN_IN_HANDLER;
