@@ -659,8 +659,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static int h_health(gg_http_req *req, gg_http_res *res, void *user) {
     gg_http_server *srv = user;
-    double up = (gg_now_ms() - srv->started_ms) / 1000.0;
-    json_t *o = json_pack("{s:s,s:s,s:f}", "status", atomic_load(&srv->draining) ? "draining" : "ok",
+    json_int_t up = (json_int_t)((gg_now_ms() - srv->started_ms) / 1000.0);
+    json_t *o = json_pack("{s:s,s:s,s:I}", "status", atomic_load(&srv->draining) ? "draining" : "ok",
                           "version", srv->version, "uptime_seconds", up);
     if (!o || !gg_http_res_json(res, 200, o)) gg_http_res_error(res, 500, "internal_error", "out of memory");
     return GG_HTTP_DONE;
