@@ -1,0 +1,590 @@
+/* Unit tests for the store: migrations, tenants, keys, graphs, history, audit. Each test
+ * works on a fresh database file in its own temporary directory. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static char tmpdir[256];
+static char dbpath[300];
+static char migdir[300];
+
+static void sh(const char *fmt, const char *a, const char *b) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, fmt, a, b);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-store-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(dbpath, sizeof dbpath, "%s/var/test.db", tmpdir);
+    snprintf(migdir, sizeof migdir, "%s/migrations", tmpdir);
+    const char *src = getenv("GG_SRCDIR");
+    char from[512];
+    snprintf(from, sizeof from, "%s/migrations", src ? src : "..");
+    sh("cp -R '%s' '%s'", from, migdir);
+}
+
+static void teardown(void) { sh("rm -rf '%s'%s", tmpdir, ""); }
+
+static gg_store *open_store(void) {
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options o = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 5000};
+    gg_store *s = gg_store_open(&o, &err);
+    ck_assert_msg(s != NULL, "open: %s", err.message);
+    return s;
+}
+
+static gg_store *open_migrated(void) {
+    gg_store *s = open_store();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "migrate: %s", err.message);
+    return s;
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- migrations ------------------------------------------------------------------------- */
+
+START_TEST(migrations_applied_once) {
+    gg_store *s = open_store();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(!gg_store_migrations_current(s, &err)); /* not verified yet */
+    gg_error_clear(&err);
+    int applied = -1;
+    ck_assert(gg_store_migrate(s, migdir, &applied, &err));
+    ck_assert_int_ge(applied, 1);
+    int version = gg_store_schema_version(s, &err);
+    ck_assert_int_eq(version, applied);
+    ck_assert(gg_store_migrate(s, migdir, &applied, &err));
+    ck_assert_int_eq(applied, 0);
+    ck_assert(gg_store_migrations_current(s, &err));
+    ck_assert(gg_store_migrations_verify(s, migdir, &err));
+    gg_store_close(s);
+    /* A second process (another handle) sees the schema as current and applies nothing. */
+    s = open_store();
+    ck_assert(gg_store_migrate(s, migdir, &applied, &err));
+    ck_assert_int_eq(applied, 0);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(migration_checksum_mismatch) {
+    gg_store *s = open_migrated();
+    gg_store_close(s);
+    sh("printf '\\n-- edited\\n' >> '%s/0001_initial.sql'%s", migdir, "");
+    s = open_store();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_str_eq(err.code, "migration");
+    ck_assert_msg(strstr(err.message, "0001_initial.sql was changed"), "%s", err.message);
+    gg_error_clear(&err);
+    ck_assert(!gg_store_migrations_verify(s, migdir, &err));
+    gg_error_clear(&err);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(migration_future_and_missing) {
+    write_file(migdir, "0002_extra.sql", "CREATE TABLE extra (x INTEGER);\n");
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 2);
+    gg_store_close(s);
+    /* The database is newer than the files: an older binary must refuse it. */
+    sh("rm '%s/0002_extra.sql'%s", migdir, "");
+    s = open_store();
+    ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_str_eq(err.code, "migration");
+    ck_assert_msg(strstr(err.message, "0002") && strstr(err.message, "newer graphgate"), "%s", err.message);
+    gg_error_clear(&err);
+    gg_store_close(s);
+    /* A gap in the files is refused before touching the database. */
+    write_file(migdir, "0003_gap.sql", "SELECT 1;\n");
+    s = open_store();
+    ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_msg(strstr(err.message, "0002 is missing"), "%s", err.message);
+    gg_error_clear(&err);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(migration_pending_and_failing) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    write_file(migdir, "0002_broken.sql", "CREATE TABLE ok1 (x INTEGER);\nCREATE TABLE ok1 (y INTEGER);\n");
+    ck_assert(!gg_store_migrations_verify(s, migdir, &err)); /* pending */
+    ck_assert_msg(strstr(err.message, "not applied"), "%s", err.message);
+    gg_error_clear(&err);
+    ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_msg(strstr(err.message, "0002_broken.sql failed"), "%s", err.message);
+    gg_error_clear(&err);
+    /* The failed migration was rolled back entirely. */
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 1);
+    write_file(migdir, "0002_broken.sql", "CREATE TABLE ok1 (x INTEGER);\n");
+    ck_assert(gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 2);
+    write_file(migdir, "bad-name.sql", "SELECT 1;\n");
+    ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_msg(strstr(err.message, "NNNN_name.sql"), "%s", err.message);
+    gg_error_clear(&err);
+    gg_store_close(s);
+}
+END_TEST
+
+/* ---- tenants and keys ---------------------------------------------------------------------- */
+
+static const unsigned char H1[GG_KEY_HASH_LEN] = {1, 2, 3};
+
+START_TEST(tenants_and_keys_crud_isolated) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "globex", &err));
+    ck_assert(!gg_store_tenant_create(s, "acme", &err));
+    ck_assert_str_eq(err.code, "conflict");
+    gg_error_clear(&err);
+    ck_assert(gg_store_tenant_exists(s, "acme", &err));
+    ck_assert(!gg_store_tenant_exists(s, "nope", &err));
+    ck_assert(gg_store_key_insert(s, "aaaa000000000001", "acme", "ci", H1, "tools:read", &err));
+    ck_assert(gg_store_key_insert(s, "bbbb000000000001", "globex", "", H1, "admin", &err));
+    ck_assert(!gg_store_key_insert(s, "cccc000000000001", "nope", "", H1, "admin", &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(!gg_store_key_insert(s, "aaaa000000000001", "acme", "", H1, "admin", &err));
+    ck_assert_str_eq(err.code, "conflict");
+    gg_error_clear(&err);
+    gg_key_row row;
+    ck_assert(gg_store_key_get(s, "aaaa000000000001", &row, &err));
+    ck_assert_str_eq(row.tenant, "acme");
+    ck_assert_str_eq(row.scopes, "tools:read");
+    ck_assert(memcmp(row.hash, H1, sizeof H1) == 0);
+    ck_assert(!row.revoked);
+    json_t *keys = gg_store_keys_list(s, "acme", &err);
+    ck_assert_int_eq(json_array_size(keys), 1);
+    ck_assert_ptr_null(json_object_get(json_array_get(keys, 0), "hash"));
+    json_decref(keys);
+    keys = gg_store_keys_list(s, NULL, &err);
+    ck_assert_int_eq(json_array_size(keys), 2);
+    json_decref(keys);
+    /* Another tenant cannot revoke acme's key. */
+    long long gen = gg_store_generation_get(s, GG_GEN_KEYS, &err);
+    ck_assert(!gg_store_key_revoke(s, "aaaa000000000001", "globex", &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(gg_store_key_revoke(s, "aaaa000000000001", "acme", &err));
+    ck_assert_int_gt(gg_store_generation_get(s, GG_GEN_KEYS, &err), gen);
+    ck_assert(gg_store_key_get(s, "aaaa000000000001", &row, &err));
+    ck_assert(row.revoked);
+    ck_assert(gg_store_key_touch(s, "bbbb000000000001", 1234567, &err));
+    ck_assert(gg_store_key_get(s, "bbbb000000000001", &row, &err));
+    ck_assert_int_eq(row.last_used_ms, 1234567);
+    json_t *tenants = gg_store_tenants_list(s, &err);
+    ck_assert_int_eq(json_array_size(tenants), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tenants, 0), "name")), "acme");
+    json_decref(tenants);
+    /* Deleting a tenant removes its keys. */
+    ck_assert(gg_store_tenant_delete(s, "globex", &err));
+    ck_assert(!gg_store_key_get(s, "bbbb000000000001", &row, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(!gg_store_tenant_delete(s, "globex", &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    unsigned char pep1[32], pep2[32];
+    ck_assert(gg_store_setting_get_or_create_random(s, "key_pepper", pep1, 32, &err));
+    ck_assert(gg_store_setting_get_or_create_random(s, "key_pepper", pep2, 32, &err));
+    ck_assert(memcmp(pep1, pep2, 32) == 0);
+    gg_store_close(s);
+}
+END_TEST
+
+/* ---- graphs ------------------------------------------------------------------------------- */
+
+START_TEST(graph_versions_and_activation) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "globex", &err));
+    int v = 0;
+    ck_assert(!gg_store_graph_put(s, "nope", "g", "x", 1, "yaml", "cli", &v, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(gg_store_graph_put(s, "acme", "orders", "version: 1\n", 11, "yaml", "k1", &v, &err));
+    ck_assert_int_eq(v, 1);
+    ck_assert(gg_store_graph_put(s, "acme", "orders", "{\"v\":2}", 7, "json", "k2", &v, &err));
+    ck_assert_int_eq(v, 2);
+    gg_graph_source g;
+    ck_assert(gg_store_graph_get_active(s, "acme", "orders", &g, &err));
+    ck_assert_int_eq(g.version, 2);
+    ck_assert_str_eq(g.source, "{\"v\":2}");
+    ck_assert_str_eq(g.format, "json");
+    ck_assert_int_eq(strlen(g.content_hash), 64);
+    gg_graph_source_clear(&g);
+    /* Isolation: the other tenant does not see it. */
+    ck_assert(!gg_store_graph_get_active(s, "globex", "orders", &g, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(!gg_store_graph_activate(s, "globex", "orders", 1, &err));
+    gg_error_clear(&err);
+    json_t *l = gg_store_graphs_list(s, "globex", &err);
+    ck_assert_int_eq(json_array_size(l), 0);
+    json_decref(l);
+    /* Rollback. */
+    ck_assert(gg_store_graph_activate(s, "acme", "orders", 1, &err));
+    ck_assert(gg_store_graph_get_active(s, "acme", "orders", &g, &err));
+    ck_assert_int_eq(g.version, 1);
+    ck_assert_str_eq(g.source, "version: 1\n");
+    ck_assert_str_eq(g.created_by, "k1");
+    gg_graph_source_clear(&g);
+    ck_assert(!gg_store_graph_activate(s, "acme", "orders", 9, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(gg_store_graph_get_version(s, "acme", "orders", 2, &g, &err));
+    ck_assert_int_eq(g.version, 2);
+    gg_graph_source_clear(&g);
+    json_t *vs = gg_store_graph_versions(s, "acme", "orders", &err);
+    ck_assert_int_eq(json_array_size(vs), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(vs, 0), "version")), 2);
+    ck_assert(json_is_true(json_object_get(json_array_get(vs, 1), "active")));
+    json_decref(vs);
+    l = gg_store_graphs_list(s, "acme", &err);
+    ck_assert_int_eq(json_array_size(l), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "active_version")), 1);
+    json_decref(l);
+    ck_assert(gg_store_graph_put(s, "globex", "other", "a: 1", 4, "yaml", NULL, &v, &err));
+    long long gen = gg_store_generation_get(s, GG_GEN_GRAPHS, &err);
+    ck_assert(gg_store_graph_delete(s, "acme", "orders", &err));
+    ck_assert_int_gt(gg_store_generation_get(s, GG_GEN_GRAPHS, &err), gen);
+    ck_assert(!gg_store_graph_delete(s, "acme", "orders", &err));
+    gg_error_clear(&err);
+    ck_assert(!gg_store_graph_versions(s, "acme", "orders", &err));
+    gg_error_clear(&err);
+    gg_store_close(s);
+}
+END_TEST
+
+static bool count_visit(void *user, const gg_graph_source *g) {
+    (*(int *)user)++;
+    return g->version > 0;
+}
+
+START_TEST(graphs_foreach_active) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "a", &err));
+    ck_assert(gg_store_tenant_create(s, "b", &err));
+    int v;
+    ck_assert(gg_store_graph_put(s, "a", "g1", "x: 1", 4, "yaml", NULL, &v, &err));
+    ck_assert(gg_store_graph_put(s, "a", "g1", "x: 2", 4, "yaml", NULL, &v, &err));
+    ck_assert(gg_store_graph_put(s, "b", "g2", "x: 3", 4, "yaml", NULL, &v, &err));
+    int n = 0;
+    ck_assert(gg_store_graphs_foreach_active(s, count_visit, &n, &err));
+    ck_assert_int_eq(n, 2);
+    gg_store_close(s);
+}
+END_TEST
+
+/* ---- history ------------------------------------------------------------------------------ */
+
+static gg_exec_record *make_run(const char *tenant, const char *graph, const char *tool, gg_exec_status st) {
+    json_t *args = json_pack("{s:i}", "n", 7);
+    gg_exec_record *r = gg_exec_record_new(tenant, graph, 3, tool, "key1", args);
+    json_decref(args);
+    ck_assert_ptr_nonnull(r);
+    if (st != GG_EXEC_RUNNING) {
+        ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "entry", "entry", r->started_ms, r->started_ms + 1,
+                                                      json_pack("{s:i}", "n", 7), json_pack("{s:i}", "n", 7), NULL));
+        ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "step", "transform", r->started_ms + 1, r->started_ms + 3,
+                                                      json_pack("{s:i}", "n", 7), json_string("out"),
+                                                      st == GG_EXEC_FAILED ? "boom" : NULL));
+        r->status = st;
+        r->finished_ms = r->started_ms + 3;
+        r->duration_ms = 3.0;
+        if (st == GG_EXEC_FAILED) r->error = strdup("boom");
+        else r->result = json_pack("{s:b}", "ok", 1);
+    }
+    return r;
+}
+
+START_TEST(history_writer_batches_and_persists) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "globex", &err));
+    gg_history_options o = {.flush_ms = 20};
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    char first_id[33] = "";
+    for (int i = 0; i < 300; i++) {
+        gg_exec_record *r = make_run(i % 3 == 0 ? "globex" : "acme", i % 2 ? "orders" : "billing",
+                                     i % 5 == 0 ? "refund" : "lookup", i % 7 == 0 ? GG_EXEC_FAILED : GG_EXEC_SUCCEEDED);
+        if (i == 1) {
+            memcpy(first_id, r->id, sizeof first_id);
+            /* Start state then final state of the same run. */
+            gg_exec_record *start = gg_exec_record_copy_header(r);
+            start->status = GG_EXEC_RUNNING;
+            ck_assert(gg_history_submit(h, start));
+        }
+        ck_assert(gg_history_submit(h, r));
+    }
+    gg_history_flush(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_int_eq(st.submitted, 301);
+    ck_assert_int_eq(st.written, 301);
+    ck_assert_int_eq(st.dropped, 0);
+    ck_assert_msg(st.batches < 50, "batches=%llu: writes were not batched", st.batches);
+    /* Listing: tenant-scoped, filtered, paginated. */
+    json_t *page = gg_store_executions_list(s, "acme", &(gg_exec_filter){.limit = 1000}, &err);
+    ck_assert_ptr_nonnull(page);
+    ck_assert_int_eq(json_array_size(json_object_get(page, "executions")), 200);
+    json_decref(page);
+    gg_exec_filter f = {.graph = "orders", .tool = "lookup", .status = "succeeded", .limit = 7};
+    int total = 0, pages = 0;
+    char cursor[80] = "";
+    for (;;) {
+        f.cursor = cursor[0] ? cursor : NULL;
+        page = gg_store_executions_list(s, "acme", &f, &err);
+        ck_assert_msg(page != NULL, "%s", err.message);
+        json_t *items = json_object_get(page, "executions");
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            ck_assert_str_eq(json_string_value(json_object_get(it, "tenant")), "acme");
+            ck_assert_str_eq(json_string_value(json_object_get(it, "graph")), "orders");
+            ck_assert_str_eq(json_string_value(json_object_get(it, "status")), "succeeded");
+        }
+        total += (int)json_array_size(items);
+        pages++;
+        json_t *next = json_object_get(page, "next_cursor");
+        if (json_is_null(next)) { json_decref(page); break; }
+        snprintf(cursor, sizeof cursor, "%s", json_string_value(next));
+        json_decref(page);
+    }
+    int expect = 0;
+    for (int i = 0; i < 300; i++)
+        if (i % 3 != 0 && i % 2 && i % 5 != 0 && i % 7 != 0) expect++;
+    ck_assert_int_eq(total, expect);
+    ck_assert_int_eq(pages, (expect + 6) / 7 + (expect % 7 == 0 ? 1 : 0));
+    f = (gg_exec_filter){.status = "bogus"};
+    ck_assert_ptr_null(gg_store_executions_list(s, "acme", &f, &err));
+    ck_assert_str_eq(err.code, "invalid");
+    gg_error_clear(&err);
+    f = (gg_exec_filter){.cursor = "zzz"};
+    ck_assert_ptr_null(gg_store_executions_list(s, "acme", &f, &err));
+    gg_error_clear(&err);
+    /* One execution with its node history; another tenant cannot read it. */
+    json_t *ex = gg_store_execution_get(s, "acme", first_id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "succeeded");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ex, "arguments"), "n")), 7);
+    ck_assert(json_is_true(json_object_get(json_object_get(ex, "result"), "ok")));
+    json_t *nodes = json_object_get(ex, "nodes");
+    ck_assert_int_eq(json_array_size(nodes), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nodes, 1), "node_type")), "transform");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nodes, 1), "output")), "out");
+    json_decref(ex);
+    ck_assert_ptr_null(gg_store_execution_get(s, "globex", first_id, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ex = gg_store_execution_get(s, NULL, first_id, &err); /* admin */
+    ck_assert_ptr_nonnull(ex);
+    json_decref(ex);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(history_interrupted_marking) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_RUNNING);
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    gg_history_stop(h); /* "crash": the run never finished */
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "running");
+    json_decref(ex);
+    gg_history_options o = {.mark_interrupted = true};
+    h = gg_history_start(s, &o, &err);
+    ck_assert_ptr_nonnull(h);
+    ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
+    ck_assert(json_is_string(json_object_get(ex, "finished_at")));
+    json_decref(ex);
+    /* A final state never goes back to running. */
+    gg_exec_record *late = make_run("acme", "g", "t", GG_EXEC_RUNNING);
+    memcpy(late->id, id, sizeof id);
+    ck_assert(gg_history_submit(h, late));
+    gg_history_flush(h);
+    ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
+    json_decref(ex);
+    /* A run of a deleted tenant is dropped, not a failed batch. */
+    ck_assert(gg_history_submit(h, make_run("ghost", "g", "t", GG_EXEC_SUCCEEDED)));
+    gg_history_flush(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_int_eq(st.failed_batches, 0);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(history_retention) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    long long now = gg_wall_ms();
+    for (int i = 0; i < 40; i++) {
+        gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+        r->started_ms = now - (long long)(40 - i) * 3600 * 1000; /* one per hour */
+        gg_exec_id_new(r->id);
+        ck_assert(gg_history_submit(h, r));
+    }
+    gg_history_flush(h);
+    gg_history_stop(h);
+    /* By age: older than 10.5 hours goes. */
+    long long n = gg_store_executions_prune(s, (long long)(10.5 * 3600 * 1000), 0, &err);
+    ck_assert_int_eq(n, 30);
+    /* By count: the 4 newest stay. */
+    n = gg_store_executions_prune(s, 0, 4, &err);
+    ck_assert_int_eq(n, 6);
+    json_t *page = gg_store_executions_list(s, "acme", NULL, &err);
+    ck_assert_int_eq(json_array_size(json_object_get(page, "executions")), 4);
+    json_decref(page);
+    /* The writer's retention runs on request too. */
+    gg_history_options o = {.max_count = 1};
+    h = gg_history_start(s, &o, &err);
+    gg_history_retention_now(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_int_eq(st.pruned, 3);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(history_queue_bound_and_truncation) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 200, .queue_max = 3, .max_payload_bytes = 64};
+    gg_history *h = gg_history_start(s, &o, &err);
+    int accepted = 0;
+    char big_id[33] = "";
+    for (int i = 0; i < 10; i++) {
+        gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+        json_decref(r->result);
+        r->result = json_pack("{s:s}", "text", "0123456789012345678901234567890123456789012345678901234567890123456789");
+        if (i == 0) memcpy(big_id, r->id, sizeof big_id);
+        if (gg_history_submit(h, r)) accepted++;
+    }
+    ck_assert_int_le(accepted, 10);
+    gg_history_flush(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_int_eq(st.written + st.dropped, 10);
+    ck_assert_int_gt(st.dropped, 0);
+    json_t *ex = gg_store_execution_get(s, "acme", big_id, &err);
+    ck_assert_ptr_nonnull(ex);
+    ck_assert(json_is_true(json_object_get(json_object_get(ex, "result"), "truncated")));
+    json_decref(ex);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+/* ---- audit and concurrent processes ------------------------------------------------------- */
+
+START_TEST(audit_log) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    json_t *d = json_pack("{s:i}", "version", 2);
+    ck_assert(gg_store_audit_append(s, "k1", "acme", "graph.put", "orders", d, &err));
+    json_decref(d);
+    ck_assert(gg_store_audit_append(s, "cli", "globex", "tenant.create", "globex", NULL, &err));
+    ck_assert(gg_store_audit_append(s, "cli", NULL, "tenant.list", NULL, NULL, &err));
+    json_t *all = gg_store_audit_list(s, NULL, 0, 0, &err);
+    ck_assert_int_eq(json_array_size(all), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "action")), "tenant.list");
+    json_decref(all);
+    json_t *acme = gg_store_audit_list(s, "acme", 0, 10, &err);
+    ck_assert_int_eq(json_array_size(acme), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_array_get(acme, 0), "details"), "version")), 2);
+    json_decref(acme);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(two_processes_share_the_database) {
+    /* serve (a store + writer) and the CLI (another store) on one file at once. */
+    gg_store *serve = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(serve, "acme", &err));
+    gg_history_options o = {.flush_ms = 1};
+    gg_history *h = gg_history_start(serve, &o, &err);
+    gg_store *cli = open_migrated();
+    for (int i = 0; i < 50; i++) {
+        ck_assert(gg_history_submit(h, make_run("acme", "g", "t", GG_EXEC_SUCCEEDED)));
+        char name[32];
+        snprintf(name, sizeof name, "t%d", i);
+        ck_assert_msg(gg_store_tenant_create(cli, name, &err), "%s", err.message);
+    }
+    gg_history_flush(h);
+    json_t *t = gg_store_tenants_list(serve, &err);
+    ck_assert_int_eq(json_array_size(t), 51);
+    json_decref(t);
+    json_t *page = gg_store_executions_list(cli, "acme", &(gg_exec_filter){.limit = 100}, &err);
+    ck_assert_int_eq(json_array_size(json_object_get(page, "executions")), 50);
+    json_decref(page);
+    gg_history_stop(h);
+    gg_store_close(cli);
+    gg_store_close(serve);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, migrations_applied_once);
+    tcase_add_test(tc, migration_checksum_mismatch);
+    tcase_add_test(tc, migration_future_and_missing);
+    tcase_add_test(tc, migration_pending_and_failing);
+    tcase_add_test(tc, tenants_and_keys_crud_isolated);
+    tcase_add_test(tc, graph_versions_and_activation);
+    tcase_add_test(tc, graphs_foreach_active);
+    tcase_add_test(tc, history_writer_batches_and_persists);
+    tcase_add_test(tc, history_interrupted_marking);
+    tcase_add_test(tc, history_retention);
+    tcase_add_test(tc, history_queue_bound_and_truncation);
+    tcase_add_test(tc, audit_log);
+    tcase_add_test(tc, two_processes_share_the_database);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    int run = srunner_ntests_run(sr);
+    srunner_free(sr);
+    printf("%d passed, %d failed\n", run - failed, failed);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
