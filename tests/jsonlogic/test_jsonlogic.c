@@ -1,0 +1,313 @@
+/* Unit tests for the JSON Logic API: compile errors, depth bound, custom operations,
+ * truthiness, error values, immutability of compiled rules and concurrent use. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonlogic/jsonlogic.h"
+
+/* Apply rule text to data text; returns the compact JSON of the result or
+ * "ERR <code>" / "COMPILE <code>". Caller frees. */
+static char *run_opts(const char *rule_text, const char *data_text, const jsonlogic_options *o) {
+    json_error_t je;
+    json_t *rule = json_loads(rule_text, JSON_DECODE_ANY, &je);
+    ck_assert_msg(rule != NULL, "bad rule text %s", rule_text);
+    json_t *data = data_text ? json_loads(data_text, JSON_DECODE_ANY, &je) : NULL;
+    gg_error err = GG_ERROR_INIT;
+    char *out = NULL;
+    jsonlogic_rule *r = jsonlogic_compile(rule, o, &err);
+    if (!r) {
+        out = malloc(strlen(err.code) + 10);
+        sprintf(out, "COMPILE %s", err.code);
+    } else {
+        json_t *v = jsonlogic_apply(r, data, NULL, &err);
+        if (!v) {
+            out = malloc(strlen(err.code) + 10);
+            sprintf(out, "ERR %s", err.code);
+        } else {
+            out = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            json_decref(v);
+        }
+    }
+    jsonlogic_free(r);
+    json_decref(rule);
+    json_decref(data);
+    gg_error_clear(&err);
+    return out;
+}
+
+static char *run(const char *rule_text, const char *data_text) { return run_opts(rule_text, data_text, NULL); }
+
+#define CHECK(rule, data, want)                                                                   \
+    do {                                                                                          \
+        const char *data_ = data;                                                                 \
+        char *got_ = run(rule, data_);                                                            \
+        ck_assert_msg(strcmp(got_, want) == 0, "%s on %s: got %s want %s", rule,                  \
+                      data_ ? data_ : "(none)", got_, want);                                      \
+        free(got_);                                                                               \
+    } while (0)
+
+START_TEST(unknown_operation_is_a_compile_error_with_path) {
+    json_t *rule = json_loads("{\"and\":[true,{\"frobnicate\":[1]}]}", 0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_ptr_null(jsonlogic_compile(rule, NULL, &err));
+    ck_assert_str_eq(err.code, "unknown_operation");
+    ck_assert_ptr_nonnull(strstr(err.message, "frobnicate"));
+    ck_assert_str_eq(err.path, "/and/1");
+    gg_error_clear(&err);
+    json_decref(rule);
+}
+END_TEST
+
+START_TEST(compat_operators_only_in_compat_mode) {
+    char *got = run("{\"val\":\"a\"}", "{\"a\":1}");
+    ck_assert_str_eq(got, "COMPILE unknown_operation");
+    free(got);
+    jsonlogic_options o = {.compat_semantics = true};
+    got = run_opts("{\"val\":\"a\"}", "{\"a\":1}", &o);
+    ck_assert_str_eq(got, "1");
+    free(got);
+}
+END_TEST
+
+static json_t *nest(const char *op, int depth) {
+    json_t *r = json_true();
+    for (int i = 0; i < depth; i++) r = json_pack("{so}", op, r);
+    return r;
+}
+
+START_TEST(depth_is_bounded) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *deep = nest("!", 5000);
+    ck_assert_ptr_null(jsonlogic_compile(deep, NULL, &err));
+    ck_assert_str_eq(err.code, "depth_exceeded");
+    gg_error_clear(&err);
+    json_decref(deep);
+
+    json_t *ok = nest("!!", 200);
+    jsonlogic_rule *r = jsonlogic_compile(ok, NULL, &err);
+    ck_assert_ptr_nonnull(r);
+    json_t *v = jsonlogic_apply(r, NULL, NULL, &err);
+    ck_assert(json_is_true(v));
+    json_decref(v);
+    jsonlogic_free(r);
+
+    jsonlogic_options o = {.max_depth = 50};
+    ck_assert_ptr_null(jsonlogic_compile(ok, &o, &err));
+    ck_assert_str_eq(err.code, "depth_exceeded");
+    gg_error_clear(&err);
+    json_decref(ok);
+}
+END_TEST
+
+START_TEST(truthiness) {
+    const char *falsy[] = {"[]", "\"\"", "0", "0.0", "null", "false"};
+    const char *truthy[] = {"[0]", "\"0\"", "1", "-1", "{}", "true", "\" \""};
+    for (size_t i = 0; i < sizeof falsy / sizeof *falsy; i++) {
+        json_t *v = json_loads(falsy[i], JSON_DECODE_ANY, NULL);
+        ck_assert_msg(!jsonlogic_truthy(v), "%s should be falsy", falsy[i]);
+        json_decref(v);
+    }
+    for (size_t i = 0; i < sizeof truthy / sizeof *truthy; i++) {
+        json_t *v = json_loads(truthy[i], JSON_DECODE_ANY, NULL);
+        ck_assert_msg(jsonlogic_truthy(v), "%s should be truthy", truthy[i]);
+        json_decref(v);
+    }
+    ck_assert(!jsonlogic_truthy(NULL));
+    CHECK("{\"!!\":[{\"+\":\"x\"}]}", NULL, "false"); /* NaN is falsy */
+    CHECK("{\"if\":[[],\"y\",\"n\"]}", NULL, "\"n\"");
+}
+END_TEST
+
+static json_t *op_twice(json_t **args, int nargs, json_t *data, void *user, gg_error *err) {
+    int *calls = user;
+    __atomic_add_fetch(calls, 1, __ATOMIC_RELAXED);
+    if (nargs != 1 || !json_is_number(args[0])) {
+        gg_error_set(err, "bad_twice", "twice needs one number");
+        return NULL;
+    }
+    return json_real(2 * json_number_value(args[0]));
+}
+
+static json_t *op_data_key(json_t **args, int nargs, json_t *data, void *user, gg_error *err) {
+    (void)user;
+    (void)err;
+    if (nargs < 1 || !json_is_string(args[0]) || !json_is_object(data)) return NULL; /* -> null */
+    return json_incref(json_object_get(data, json_string_value(args[0])));
+}
+
+START_TEST(custom_operations) {
+    int calls = 0;
+    jsonlogic_ops *ops = jsonlogic_ops_new();
+    ck_assert(jsonlogic_ops_add(ops, "twice", op_twice, &calls));
+    ck_assert(jsonlogic_ops_add(ops, "key", op_data_key, NULL));
+    ck_assert(!jsonlogic_ops_add(ops, "if", op_twice, NULL)); /* control operations are reserved */
+    ck_assert(!jsonlogic_ops_add(ops, "map", op_twice, NULL));
+    ck_assert(jsonlogic_ops_add(ops, "+", op_twice, &calls)); /* plain operations may be replaced */
+    jsonlogic_options o = {.ops = ops};
+    json_t *rule = json_loads("{\"map\":[{\"var\":\"xs\"},{\"twice\":{\"+\":[{\"var\":\"\"}]}}]}", 0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    jsonlogic_rule *r = jsonlogic_compile(rule, &o, &err);
+    ck_assert_ptr_nonnull(r);
+    jsonlogic_ops_free(ops); /* the compiled rule keeps what it needs */
+    json_t *data = json_loads("{\"xs\":[1,2.5]}", 0, NULL);
+    json_t *v = jsonlogic_apply(r, data, NULL, &err);
+    char *s = json_dumps(v, JSON_COMPACT);
+    ck_assert_str_eq(s, "[4,10]");
+    ck_assert_int_eq(calls, 4);
+    free(s);
+    json_decref(v);
+    jsonlogic_free(r);
+    json_decref(rule);
+    json_decref(data);
+
+    /* custom errors come back as values; custom ops see the current data */
+    ops = jsonlogic_ops_new();
+    jsonlogic_ops_add(ops, "twice", op_twice, &calls);
+    jsonlogic_ops_add(ops, "key", op_data_key, NULL);
+    o.ops = ops;
+    char *got = run_opts("{\"twice\":[\"a\"]}", NULL, &o);
+    ck_assert_str_eq(got, "ERR bad_twice");
+    free(got);
+    got = run_opts("{\"map\":[{\"var\":\"xs\"},{\"key\":\"n\"}]}", "{\"xs\":[{\"n\":1},{\"m\":2}]}", &o);
+    ck_assert_str_eq(got, "[1,null]");
+    free(got);
+    jsonlogic_ops_free(ops);
+}
+END_TEST
+
+START_TEST(runtime_errors_are_values) {
+    CHECK("{\"*\":[]}", NULL, "ERR type_error"); /* json-logic-js: reduce of empty array */
+    jsonlogic_options o = {.compat_semantics = true};
+    const char *cases[][2] = {{"{\"+\":[\"x\",1]}", "ERR nan"},
+                              {"{\"-\":[]}", "ERR invalid_arguments"},
+                              {"{\"throw\":\"boom\"}", "ERR thrown"},
+                              {"{\"try\":[{\"throw\":\"boom\"},{\"val\":\"type\"}]}", "\"boom\""}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *got = run_opts(cases[i][0], NULL, &o);
+        ck_assert_msg(strcmp(got, cases[i][1]) == 0, "%s: got %s", cases[i][0], got);
+        free(got);
+    }
+    json_t *rule = json_loads("{\"throw\":{\"val\":\"e\"}}", 0, NULL);
+    json_t *data = json_loads("{\"e\":{\"type\":\"Denied\"}}", 0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    jsonlogic_rule *r = jsonlogic_compile(rule, &o, &err);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_null(jsonlogic_apply(r, data, NULL, &err));
+    json_decref(data);
+    ck_assert_str_eq(jsonlogic_error_type(&err), "Denied");
+    gg_error_clear(&err);
+    ck_assert_ptr_null(jsonlogic_error_type(&err));
+    jsonlogic_free(r);
+    json_decref(rule);
+}
+END_TEST
+
+START_TEST(javascript_coercions) {
+    CHECK("{\"cat\":[1.5,\" \",0.1,\" \",1e21,\" \",[1,[2,null]],\" \",null]}", NULL, "\"1.5 0.1 1e+21 1,2, \"");
+    CHECK("{\"+\":[\"3px\",\" 4 \"]}", NULL, "7");       /* parseFloat */
+    CHECK("{\"-\":[\"3px\",1]}", NULL, "null");           /* ToNumber: NaN prints as null */
+    CHECK("{\"==\":[[1],\"1\"]}", NULL, "true");
+    CHECK("{\"==\":[null,0]}", NULL, "false");
+    CHECK("{\"<\":[\"10\",\"9\"]}", NULL, "true");        /* string comparison */
+    CHECK("{\"<\":[\"10\",9]}", NULL, "false");
+    CHECK("{\"substr\":[\"h\\u00e9llo\\ud83d\\ude00x\",5,2]}", NULL, "\"\xF0\x9F\x98\x80\"");
+    CHECK("{\"var\":\"s.length\"}", "{\"s\":\"\\ud83d\\ude00a\"}", "3"); /* UTF-16 length */
+    CHECK("{\"in\":[1,\"a1\"]}", NULL, "true");
+    CHECK("{\"/\":[1,0]}", NULL, "null");                 /* Infinity prints as null */
+}
+END_TEST
+
+START_TEST(var_forms) {
+    CHECK("{\"var\":\"a.b\"}", "{\"a\":{\"b\":[1]}}", "[1]");
+    CHECK("{\"var\":[\"a.c\",\"dflt\"]}", "{\"a\":{\"b\":1}}", "\"dflt\"");
+    CHECK("{\"var\":[\"a.b\",\"dflt\"]}", "{\"a\":{\"b\":null}}", "null");
+    CHECK("{\"var\":1}", "[\"x\",\"y\"]", "\"y\"");
+    CHECK("{\"var\":{\"cat\":[\"a\",\".\",\"b\"]}}", "{\"a\":{\"b\":7}}", "7");
+    CHECK("{\"var\":\"\"}", "5", "5");
+    CHECK("{\"reduce\":[{\"var\":\"xs\"},{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current.n\"}]},0]}",
+          "{\"xs\":[{\"n\":1},{\"n\":2}]}", "3");
+    CHECK("{\"missing_some\":[1,[\"a\",\"b\"]]}", "{\"b\":0}", "[]");
+    CHECK("{\"missing\":[\"a\",\"b\"]}", "{\"b\":\"\"}", "[\"a\",\"b\"]");
+}
+END_TEST
+
+START_TEST(results_do_not_alias_the_rule) {
+    json_t *rule = json_loads("[\"a\",{\"x\":1,\"y\":2}]", 0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    jsonlogic_rule *r = jsonlogic_compile(rule, NULL, &err);
+    json_decref(rule); /* compile copied what it needs */
+    json_t *v = jsonlogic_apply(r, NULL, NULL, &err);
+    json_array_append_new(v, json_integer(3));
+    json_object_set_new(json_array_get(v, 1), "z", json_true());
+    json_decref(v);
+    v = jsonlogic_apply(r, NULL, NULL, &err);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq(s, "[\"a\",{\"x\":1,\"y\":2}]");
+    free(s);
+    json_decref(v);
+    jsonlogic_free(r);
+}
+END_TEST
+
+typedef struct thread_arg { const jsonlogic_rule *r; int failures; } thread_arg;
+
+static void *worker(void *p) {
+    thread_arg *t = p;
+    for (int i = 0; i < 2000; i++) {
+        json_t *data = json_pack("{s:[i,i,i],s:s}", "xs", i, i + 1, i + 2, "name", "n");
+        gg_error err = GG_ERROR_INIT;
+        json_t *v = jsonlogic_apply(t->r, data, NULL, &err);
+        if (!json_is_string(v) || strcmp(json_string_value(v), i % 2 ? "n-odd" : "n-even") != 0) t->failures++;
+        json_decref(v);
+        json_decref(data);
+    }
+    return NULL;
+}
+
+START_TEST(one_rule_many_threads) {
+    json_t *rule = json_loads("{\"cat\":[{\"var\":\"name\"},\"-\",{\"if\":[{\"==\":[{\"%\":[{\"reduce\":[{\"var\":\"xs\"},"
+                              "{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current\"}]},0]},2]},0]},\"odd\",\"even\"]}]}",
+                              0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    jsonlogic_rule *r = jsonlogic_compile(rule, NULL, &err);
+    ck_assert_ptr_nonnull(rule);
+    ck_assert_ptr_nonnull(r);
+    pthread_t th[4];
+    thread_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (thread_arg){r, 0};
+        pthread_create(&th[i], NULL, worker, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].failures, 0);
+    }
+    jsonlogic_free(r);
+    json_decref(rule);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("jsonlogic");
+    TCase *tc = tcase_create("api");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, unknown_operation_is_a_compile_error_with_path);
+    tcase_add_test(tc, compat_operators_only_in_compat_mode);
+    tcase_add_test(tc, depth_is_bounded);
+    tcase_add_test(tc, truthiness);
+    tcase_add_test(tc, custom_operations);
+    tcase_add_test(tc, runtime_errors_are_values);
+    tcase_add_test(tc, javascript_coercions);
+    tcase_add_test(tc, var_forms);
+    tcase_add_test(tc, results_do_not_alias_the_rule);
+    tcase_add_test(tc, one_rule_many_threads);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
