@@ -2,6 +2,7 @@
  * the HTTP server, let each subsystem install its routes, serve until SIGTERM/SIGINT, then
  * drain and shut down in order (listeners, subsystems, store). */
 #include "cli/cli.h"
+#include "gateway/gateway.h"
 #include "http/http.h"
 #include "store/store.h"
 
@@ -46,8 +47,8 @@ bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user) {
 /* Each subsystem that serves HTTP adds one call here: it registers its routes on
  * gg_http_server_router(app->http), its /metrics hooks, and its shutdown callbacks. */
 static bool install_subsystems(gg_app *app, gg_error *err) {
-    (void)app;
-    (void)err;
+    gg_gateway *gw = gg_gateway_install(app, err);
+    if (!gw) return false;
     return true;
 }
 

@@ -1,0 +1,442 @@
+/* admin.c — the admin REST API on the public listener: tenants, keys, graphs (validate,
+ * store a new immutable version, activate atomically, roll back, delete), executions and
+ * the audit log. Every change is written to the audit log. Tenants and keys need the
+ * `admin` scope; graph and execution routes accept `graphs:write` for the key's own tenant.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gateway/internal.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+/* Authenticate and authorize: tenant NULL means the route needs `admin`. */
+static bool admin_auth(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
+                       gg_principal *pr) {
+    if (!gw_origin_host_ok(gw, req, res) || !gw_authenticate(gw, req, res, pr)) return false;
+    if (!tenant) {
+        if (pr->scopes & GG_SCOPE_ADMIN) return true;
+        gw_insufficient_scope(res, GG_SCOPE_ADMIN);
+        return false;
+    }
+    unsigned missing = 0;
+    if (gg_auth_allows(pr, tenant, need, &missing)) return true;
+    if (missing == 0) gw_wrong_tenant(res);
+    else gw_insufficient_scope(res, need);
+    return false;
+}
+
+static int store_error(gg_http_res *res, gg_error *err) {
+    gg_http_res_error_from(res, 0, err);
+    gg_error_clear(err);
+    return GG_HTTP_DONE;
+}
+
+static void audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action,
+                  const char *target, json_t *details /* stolen */) {
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_store_audit_append(gw->store, pr->key_id, tenant, action, target, details, &err)) {
+        gg_log(GG_LOG_ERROR, "audit append failed", "action", action, "error", err.message ? err.message : err.code, NULL);
+        gg_error_clear(&err);
+    }
+    json_decref(details);
+}
+
+static bool valid_name(gg_http_res *res, const char *name, const char *what) {
+    gg_error err = GG_ERROR_INIT;
+    if (gg_auth_valid_name(name, what, &err)) return true;
+    gg_http_res_error(res, 400, "invalid_name", "%s", err.message ? err.message : "invalid name");
+    gg_error_clear(&err);
+    return false;
+}
+
+static bool tenant_exists(gg_gateway *gw, gg_http_res *res, const char *t) {
+    gg_error err = GG_ERROR_INIT;
+    if (gg_store_tenant_exists(gw->store, t, &err)) return true;
+    if (gg_error_is_set(&err)) store_error(res, &err);
+    else gg_http_res_error(res, 404, "not_found", "no tenant %s", t);
+    return false;
+}
+
+static int reply(gg_http_res *res, int status, json_t *body) {
+    if (!body) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
+    gg_http_res_json(res, status, body);
+    return GG_HTTP_DONE;
+}
+
+/* ------------------------------------------------------------------ tenants */
+
+static int put_tenant(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr) || !valid_name(res, t, "tenant")) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    bool created = gg_store_tenant_create(gw->store, t, &err);
+    if (!created && strcmp(err.code, "conflict") != 0) return store_error(res, &err);
+    gg_error_clear(&err);
+    if (created) audit(gw, &pr, t, "tenant.create", t, NULL);
+    return reply(res, created ? 201 : 200, json_pack("{s:s,s:b}", "name", t, "created", created));
+}
+
+static int list_tenants(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_tenants_list(gw->store, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, json_pack("{s:o}", "tenants", l));
+}
+
+static int delete_tenant(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_store_tenant_delete(gw->store, t, &err)) return store_error(res, &err);
+    gw_registry_remove_tenant(gw->registry, t);
+    gg_auth_invalidate_all(gw->auth);
+    audit(gw, &pr, t, "tenant.delete", t, NULL);
+    return reply(res, 200, json_pack("{s:s,s:b}", "name", t, "deleted", 1));
+}
+
+/* ------------------------------------------------------------------ keys */
+
+static int create_key(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *body = gg_http_body_json(req, false, &err);
+    if (!body) return store_error(res, &err);
+    json_t *sc = json_object_get(body, "scopes");
+    const char *name = json_string_value(json_object_get(body, "name"));
+    gg_strbuf csv = GG_STRBUF_INIT;
+    if (json_is_string(sc)) gg_strbuf_puts(&csv, json_string_value(sc));
+    else if (json_is_array(sc)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(sc, i, e) {
+            if (!json_is_string(e)) {
+                gg_strbuf_free(&csv);
+                json_decref(body);
+                return gg_http_res_error(res, 400, "invalid_scope", "scopes must be strings"), GG_HTTP_DONE;
+            }
+            if (i) gg_strbuf_putc(&csv, ',');
+            gg_strbuf_puts(&csv, json_string_value(e));
+        }
+    }
+    unsigned scopes = csv.data ? gg_scopes_parse(csv.data, &err) : 0;
+    gg_strbuf_free(&csv);
+    if (!scopes) {
+        json_decref(body);
+        if (!gg_error_is_set(&err)) gg_error_set(&err, "invalid_scope", "scopes: a non-empty list of scopes is required");
+        return gg_http_res_error(res, 400, "invalid_scope", "%s", err.message), gg_error_clear(&err), GG_HTTP_DONE;
+    }
+    char *key = NULL, id[GG_KEY_ID_LEN + 1];
+    if (!gg_auth_create_key(gw->auth, t, scopes, name ? name : "", &key, id, &err)) {
+        json_decref(body);
+        return store_error(res, &err);
+    }
+    char sbuf[160];
+    gg_scopes_format(scopes, sbuf, sizeof sbuf);
+    audit(gw, &pr, t, "key.create", id, json_pack("{s:s,s:s}", "scopes", sbuf, "name", name ? name : ""));
+    json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "key", key, "tenant", t, "scopes", sbuf, "name",
+                            name ? name : "");
+    gg_auth_free_secret(key);
+    json_decref(body);
+    return reply(res, 201, out);
+}
+
+static int list_keys(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr) || !tenant_exists(gw, res, t)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_keys_list(gw->store, t, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, json_pack("{s:o}", "keys", l));
+}
+
+static int delete_key(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *id = gg_http_param(req, "id");
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_auth_revoke_key(gw->auth, id, NULL, &err)) return store_error(res, &err);
+    audit(gw, &pr, NULL, "key.revoke", id, NULL);
+    return reply(res, 200, json_pack("{s:s,s:b}", "id", id, "revoked", 1));
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+static json_t *tool_names(mcp_server *s) {
+    mcp_provider *p = mcp_server_provider(s);
+    json_t *tools = p->list_tools ? p->list_tools(p) : NULL, *names = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) json_array_append(names, json_object_get(t, "name"));
+    json_decref(tools);
+    return names;
+}
+
+static int validation_failed(gg_http_res *res, gg_graph_diags *d, const gg_error *err) {
+    json_t *errors = json_array(), *warnings = json_array();
+    for (size_t i = 0; i < d->count; i++)
+        json_array_append_new(d->items[i].severity == GG_DIAG_ERROR ? errors : warnings, gg_graph_diag_json(&d->items[i]));
+    if (json_array_size(errors) == 0 && err && err->message)
+        json_array_append_new(errors, json_pack("{s:s,s:s}", "severity", "error", "message", err->message));
+    char msg[96];
+    snprintf(msg, sizeof msg, "the graph has %zu error(s)", json_array_size(errors));
+    return reply(res, 422, json_pack("{s:{s:s,s:s},s:o,s:o}", "error", "code", "validation", "message", msg, "errors",
+                                     errors, "warnings", warnings));
+}
+
+static const char *body_format(gg_http_req *req) {
+    const char *ct = gg_http_header(req, "Content-Type");
+    return ct && strstr(ct, "json") ? "json" : "yaml";
+}
+
+static int put_graph(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !valid_name(res, g, "graph") ||
+        !tenant_exists(gw, res, t))
+        return GG_HTTP_DONE;
+    size_t len = 0;
+    const char *src = gg_http_body(req, &len);
+    if (!len) return gg_http_res_error(res, 400, "bad_request", "the body must hold the graph (YAML or JSON)"), GG_HTTP_DONE;
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = gw_build_graph(gw, t, g, src, len, &d, &err);
+    if (!s) {
+        int rc = strcmp(err.code, "validation") == 0 ? validation_failed(res, &d, &err) : store_error(res, &err);
+        gg_error_clear(&err);
+        gg_graph_diags_free(&d);
+        return rc;
+    }
+    int version = 0;
+    if (!gg_store_graph_put(gw->store, t, g, src, len, body_format(req), pr.key_id, &version, &err)) {
+        mcp_server_unref(s);
+        gg_graph_diags_free(&d);
+        return store_error(res, &err);
+    }
+    gw_registry_put(gw->registry, t, g, version, s);
+    json_t *warnings = json_array();
+    for (size_t i = 0; i < d.count; i++) json_array_append_new(warnings, gg_graph_diag_json(&d.items[i]));
+    gg_graph_diags_free(&d);
+    audit(gw, &pr, t, "graph.put", g, json_pack("{s:i,s:I}", "version", version, "bytes", (json_int_t)len));
+    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o,s:o}", "tenant", t, "graph", g, "version", version, "active", 1,
+                            "tools", tool_names(s), "warnings", warnings);
+    mcp_server_unref(s);
+    return reply(res, 201, out);
+}
+
+static int list_graphs(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !tenant_exists(gw, res, t)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_graphs_list(gw->store, t, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, json_pack("{s:o}", "graphs", l));
+}
+
+static json_t *source_json(const gg_graph_source *s) {
+    char ts[40];
+    gg_store_format_time(s->created_ms, ts, sizeof ts);
+    return json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:s%}", "tenant", s->tenant, "graph", s->name, "version", s->version,
+                     "format", s->format ? s->format : "yaml", "content_hash", s->content_hash, "created_at", ts,
+                     "source", s->source, s->source_len);
+}
+
+static int get_graph(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_graph_source s = {0};
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_store_graph_get_active(gw->store, t, g, &s, &err)) return store_error(res, &err);
+    json_t *out = source_json(&s);
+    int v = 0;
+    mcp_server *srv = gw_registry_get(gw->registry, t, g, &v);
+    if (out && srv) {
+        mcp_provider *p = mcp_server_provider(srv);
+        json_object_set_new(out, "tools", p->list_tools ? p->list_tools(p) : json_array());
+        json_object_set_new(out, "loaded_version", json_integer(v));
+    }
+    mcp_server_unref(srv);
+    gg_graph_source_clear(&s);
+    return reply(res, 200, out);
+}
+
+static int graph_versions(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_graph_versions(gw->store, t, g, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, json_pack("{s:s,s:s,s:o}", "tenant", t, "graph", g, "versions", l));
+}
+
+static int activate_graph(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *body = gg_http_body_json(req, false, &err);
+    if (!body) return store_error(res, &err);
+    json_t *jv = json_object_get(body, "version");
+    int version = json_is_integer(jv) ? (int)json_integer_value(jv) : 0;
+    json_decref(body);
+    if (version <= 0) return gg_http_res_error(res, 400, "bad_request", "body must be {\"version\": N} with N >= 1"), GG_HTTP_DONE;
+    gg_graph_source s = {0};
+    if (!gg_store_graph_get_version(gw->store, t, g, version, &s, &err)) return store_error(res, &err);
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    mcp_server *srv = gw_build_graph(gw, t, g, s.source, s.source_len, &d, &err);
+    gg_graph_source_clear(&s);
+    if (!srv) {
+        int rc = validation_failed(res, &d, &err);
+        gg_graph_diags_free(&d);
+        gg_error_clear(&err);
+        return rc;
+    }
+    gg_graph_diags_free(&d);
+    if (!gg_store_graph_activate(gw->store, t, g, version, &err)) {
+        mcp_server_unref(srv);
+        return store_error(res, &err);
+    }
+    gw_registry_put(gw->registry, t, g, version, srv);
+    audit(gw, &pr, t, "graph.activate", g, json_pack("{s:i}", "version", version));
+    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o}", "tenant", t, "graph", g, "version", version, "active", 1, "tools",
+                            tool_names(srv));
+    mcp_server_unref(srv);
+    return reply(res, 200, out);
+}
+
+static int delete_graph(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_store_graph_delete(gw->store, t, g, &err)) return store_error(res, &err);
+    gw_registry_remove(gw->registry, t, g);
+    audit(gw, &pr, t, "graph.delete", g, NULL);
+    return reply(res, 200, json_pack("{s:s,s:s,s:b}", "tenant", t, "graph", g, "deleted", 1));
+}
+
+/* ------------------------------------------------------------------ executions, audit */
+
+/* since=: milliseconds since the epoch or an ISO 8601 UTC time; -1 when malformed. */
+static long long parse_since(const char *s) {
+    if (!s || !*s) return 0;
+    char *end;
+    long long ms = strtoll(s, &end, 10);
+    if (*end == 0) return ms >= 0 ? ms : -1;
+    struct tm tm = {0};
+    const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!rest) return -1;
+    long long frac = 0;
+    if (*rest == '.') {
+        int digits = 0;
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++)
+            if (digits < 3) frac = frac * 10 + (*rest - '0');
+        while (digits > 0 && digits < 3) frac *= 10, digits++;
+    }
+    if (*rest != 'Z' && *rest != 0) return -1;
+    return (long long)timegm(&tm) * 1000 + frac;
+}
+
+static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_exec_filter f = {gg_http_query(req, "graph"), gg_http_query(req, "tool"), gg_http_query(req, "status"), 0, 0,
+                        gg_http_query(req, "cursor")};
+    f.since_ms = parse_since(gg_http_query(req, "since"));
+    if (f.since_ms < 0) return gg_http_res_error(res, 400, "bad_request", "since: milliseconds or an ISO 8601 UTC time"), GG_HTTP_DONE;
+    const char *lim = gg_http_query(req, "limit");
+    if (lim) {
+        char *end;
+        long l = strtol(lim, &end, 10);
+        if (*end || l < 1 || l > 1000) return gg_http_res_error(res, 400, "bad_request", "limit: 1..1000"), GG_HTTP_DONE;
+        f.limit = (int)l;
+    }
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_executions_list(gw->store, t, &f, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, l);
+}
+
+static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    if (!gw_origin_host_ok(gw, req, res) || !gw_authenticate(gw, req, res, &pr)) return GG_HTTP_DONE;
+    bool admin = pr.scopes & GG_SCOPE_ADMIN;
+    if (!admin && !gg_scope_allows(pr.scopes, GG_SCOPE_GRAPHS_WRITE)) {
+        gw_insufficient_scope(res, GG_SCOPE_GRAPHS_WRITE);
+        return GG_HTTP_DONE;
+    }
+    gg_error err = GG_ERROR_INIT;
+    /* another tenant's execution is "not found", never "forbidden": ids reveal nothing */
+    json_t *e = gg_store_execution_get(gw->store, admin ? NULL : pr.tenant, gg_http_param(req, "id"), &err);
+    if (!e) return store_error(res, &err);
+    return reply(res, 200, e);
+}
+
+static int list_audit(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
+    const char *lim = gg_http_query(req, "limit"), *before = gg_http_query(req, "before");
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_audit_list(gw->store, gg_http_query(req, "tenant"), before ? atoll(before) : 0,
+                                    lim ? atoi(lim) : 0, &err);
+    if (!l) return store_error(res, &err);
+    return reply(res, 200, json_pack("{s:o}", "entries", l));
+}
+
+/* ------------------------------------------------------------------ routes */
+
+bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
+    static const struct {
+        const char *method, *pattern;
+        gg_http_handler fn;
+    } routes[] = {
+        {"PUT", "/admin/tenants/{t}", put_tenant},
+        {"GET", "/admin/tenants", list_tenants},
+        {"DELETE", "/admin/tenants/{t}", delete_tenant},
+        {"POST", "/admin/tenants/{t}/keys", create_key},
+        {"GET", "/admin/tenants/{t}/keys", list_keys},
+        {"DELETE", "/admin/keys/{id}", delete_key},
+        {"PUT", "/admin/tenants/{t}/graphs/{g}", put_graph},
+        {"GET", "/admin/tenants/{t}/graphs", list_graphs},
+        {"GET", "/admin/tenants/{t}/graphs/{g}", get_graph},
+        {"GET", "/admin/tenants/{t}/graphs/{g}/versions", graph_versions},
+        {"POST", "/admin/tenants/{t}/graphs/{g}/activate", activate_graph},
+        {"DELETE", "/admin/tenants/{t}/graphs/{g}", delete_graph},
+        {"GET", "/admin/tenants/{t}/executions", list_executions},
+        {"GET", "/admin/executions/{id}", get_execution},
+        {"GET", "/admin/audit", list_audit},
+    };
+    gg_router *r = gg_http_server_router(gw->app->http);
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (!gg_router_add(r, GG_LISTENER_PUBLIC, routes[i].method, routes[i].pattern, routes[i].fn, gw, err))
+            return false;
+    return true;
+}

@@ -1,0 +1,327 @@
+/* gateway.c — installing the gateway into `serve`: configuration, the authenticator and
+ * history writer, sessions, the worker pool, the graph registry loaded from the store and
+ * kept in sync with it, provider mounts, metrics and an orderly shutdown. */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway/internal.h"
+
+/* ------------------------------------------------------------------ graph versions */
+
+/* The graph provider hands each finished run's node records over; the MCP server keeps
+ * them with the call (mcp_call_history) for the history writer. */
+static void history_into_call(void *user, const char *tool, const mcp_call_ctx *ctx, const gg_graph_result *r) {
+    (void)user;
+    (void)tool;
+    if (ctx && ctx->history && json_is_array(r->history)) json_array_extend(ctx->history, r->history);
+}
+
+/* Compile one graph version into an MCP server; see internal.h. */
+mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph, const char *source,
+                           size_t len, gg_graph_diags *diags, gg_error *err) {
+    char name[2 * GG_NAME_MAX + 8];
+    snprintf(name, sizeof name, "%s/%s", tenant, graph);
+    gg_graph_options o = {&gw->policy, 0, 0};
+    gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
+    if (!g) {
+        gg_graph_diags *d = diags ? diags : &local;
+        char first[512] = "invalid graph";
+        for (size_t i = 0; i < d->count; i++)
+            if (d->items[i].severity == GG_DIAG_ERROR) {
+                gg_graph_diag_format(&d->items[i], first, sizeof first);
+                break;
+            }
+        gg_error_set(err, "validation", "%zu error(s); first: %s", d->errors, first);
+        gg_graph_diags_free(&local);
+        return NULL;
+    }
+    gg_graph_diags_free(&local);
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    if (!p) {
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    gg_graph_provider_set_history_sink(p, history_into_call, NULL);
+    mcp_server *s = mcp_server_new(p, NULL, err);
+    mcp_provider_unref(p);
+    return s;
+}
+
+/* ------------------------------------------------------------------ store sync */
+
+typedef struct sync_ctx {
+    gg_gateway *gw;
+    json_t *seen; /* "tenant/graph" → true */
+    int loaded, failed;
+} sync_ctx;
+
+static bool sync_visit(void *user, const gg_graph_source *g) {
+    sync_ctx *sc = user;
+    char key[2 * GG_NAME_MAX + 4];
+    snprintf(key, sizeof key, "%s/%s", g->tenant, g->name);
+    json_object_set_new(sc->seen, key, json_true());
+    int have = 0;
+    mcp_server *cur = gw_registry_get(sc->gw->registry, g->tenant, g->name, &have);
+    mcp_server_unref(cur);
+    if (cur && have == g->version) return true;
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, &err);
+    if (!s) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", g->version);
+        gg_log(GG_LOG_ERROR, "stored graph version does not load", "tenant", g->tenant, "graph", g->name,
+               "version", v, "error", err.message ? err.message : err.code, NULL);
+        gg_error_clear(&err);
+        sc->failed++;
+        return true;
+    }
+    gw_registry_put(sc->gw->registry, g->tenant, g->name, g->version, s);
+    mcp_server_unref(s);
+    sc->loaded++;
+    return true;
+}
+
+/* Bring the registry in line with the store's active versions; see gateway.h. */
+bool gg_gateway_sync(gg_gateway *gw, gg_error *err) {
+    pthread_mutex_lock(&gw->sync_mu);
+    sync_ctx sc = {gw, json_object(), 0, 0};
+    bool ok = sc.seen && gg_store_graphs_foreach_active(gw->store, sync_visit, &sc, err);
+    if (ok) { /* graphs deleted elsewhere */
+        json_t *all = gw_registry_list(gw->registry);
+        size_t i;
+        json_t *e;
+        json_array_foreach(all, i, e) {
+            char key[2 * GG_NAME_MAX + 4];
+            const char *t = json_string_value(json_array_get(e, 0)), *g = json_string_value(json_array_get(e, 1));
+            snprintf(key, sizeof key, "%s/%s", t, g);
+            if (!json_object_get(sc.seen, key)) gw_registry_remove(gw->registry, t, g);
+        }
+        json_decref(all);
+    }
+    json_decref(sc.seen);
+    pthread_mutex_unlock(&gw->sync_mu);
+    if (sc.loaded || sc.failed) {
+        char a[16], b[16];
+        snprintf(a, sizeof a, "%d", sc.loaded);
+        snprintf(b, sizeof b, "%d", sc.failed);
+        gg_log(GG_LOG_INFO, "graphs synced from store", "loaded", a, "failed", b, NULL);
+    }
+    return ok;
+}
+
+/* Notice graph changes made by another process (the CLI) within a second. */
+static void *watcher(void *arg) {
+    gg_gateway *gw = arg;
+    pthread_mutex_lock(&gw->watch_mu);
+    while (!gw->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&gw->watch_cv, &gw->watch_mu, &ts);
+        if (gw->stopping) break;
+        pthread_mutex_unlock(&gw->watch_mu);
+        gg_error err = GG_ERROR_INIT;
+        long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
+        if (gen >= 0 && gen != gw->graphs_gen) {
+            gw->graphs_gen = gen;
+            gg_gateway_sync(gw, &err);
+        }
+        gg_error_clear(&err);
+        pthread_mutex_lock(&gw->watch_mu);
+    }
+    pthread_mutex_unlock(&gw->watch_mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ mounts */
+
+/* Serve a provider at /mcp/{name}; see gateway.h. */
+bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, gg_error *err) {
+    if (!name || !*name || strlen(name) >= sizeof gw->mounts[0].name || strchr(name, '/')) {
+        gg_error_set(err, "invalid_name", "invalid mount name");
+        return false;
+    }
+    mcp_server *s = mcp_server_new(provider, NULL, err);
+    if (!s) return false;
+    for (int i = 0; i < gw->nmounts; i++)
+        if (strcmp(gw->mounts[i].name, name) == 0) {
+            pthread_mutex_lock(&gw->mounts[i].mu);
+            mcp_server *old = gw->mounts[i].srv;
+            gw->mounts[i].srv = s;
+            pthread_mutex_unlock(&gw->mounts[i].mu);
+            mcp_server_unref(old);
+            return true;
+        }
+    if (gw->nmounts >= GW_MAX_MOUNTS) {
+        mcp_server_unref(s);
+        gg_error_set(err, "too_many", "at most %d mounted providers", GW_MAX_MOUNTS);
+        return false;
+    }
+    gw_mount *m = &gw->mounts[gw->nmounts];
+    m->gw = gw;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    pthread_mutex_init(&m->mu, NULL);
+    m->srv = s;
+    if (!gw_mount_routes(gw, m, err)) {
+        mcp_server_unref(s);
+        m->srv = NULL;
+        pthread_mutex_destroy(&m->mu);
+        return false;
+    }
+    gw->nmounts++;
+    return true;
+}
+
+struct gg_auth *gg_gateway_auth(gg_gateway *gw) { return gw->auth; }
+struct gg_history *gg_gateway_history(gg_gateway *gw) { return gw->history; }
+
+/* ------------------------------------------------------------------ metrics */
+
+static void metrics(gg_strbuf *out, void *user) {
+    gg_gateway *gw = user;
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_tool_calls_total tools/call requests accepted for execution\n"
+                     "# TYPE graphgate_tool_calls_total counter\ngraphgate_tool_calls_total %llu\n"
+                     "# HELP graphgate_tool_calls_rejected_total tools/call refused (queue full, tenant cap)\n"
+                     "# TYPE graphgate_tool_calls_rejected_total counter\ngraphgate_tool_calls_rejected_total %llu\n"
+                     "# HELP graphgate_tool_calls_failed_total tool calls that ended in error or cancellation\n"
+                     "# TYPE graphgate_tool_calls_failed_total counter\ngraphgate_tool_calls_failed_total %llu\n"
+                     "# HELP graphgate_workers tool-call worker threads\n# TYPE graphgate_workers gauge\ngraphgate_workers %d\n"
+                     "# HELP graphgate_queue_depth tool calls waiting for a worker\n# TYPE graphgate_queue_depth gauge\ngraphgate_queue_depth %d\n"
+                     "# HELP graphgate_graphs_loaded active graph versions in memory\n# TYPE graphgate_graphs_loaded gauge\ngraphgate_graphs_loaded %zu\n",
+                     __atomic_load_n(&gw->calls_total, __ATOMIC_RELAXED),
+                     __atomic_load_n(&gw->calls_rejected, __ATOMIC_RELAXED),
+                     __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
+                     gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
+}
+
+/* ------------------------------------------------------------------ install / shutdown */
+
+static char **strlist_copy(const gg_strlist *l) {
+    char **out = calloc(l->n + 1, sizeof *out);
+    for (size_t i = 0; out && i < l->n; i++) out[i] = l->items[i];
+    return out;
+}
+
+static bool bind_is_loopback(const char *addr) {
+    char host[128];
+    unsigned port;
+    gg_error err = GG_ERROR_INIT;
+    if (!addr || !*addr || !gg_http_parse_addr(addr, host, sizeof host, &port, &err)) {
+        gg_error_clear(&err);
+        return false;
+    }
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcasecmp(host, "localhost") == 0;
+}
+
+static void gateway_free(gg_gateway *gw) {
+    if (gw->watcher_started) {
+        pthread_mutex_lock(&gw->watch_mu);
+        gw->stopping = 1;
+        pthread_cond_broadcast(&gw->watch_cv);
+        pthread_mutex_unlock(&gw->watch_mu);
+        pthread_join(gw->watcher, NULL);
+    }
+    if (gw->pool) {
+        gw_cancel_running(gw);
+        gw_pool_stop(gw->pool);
+    }
+    for (int i = 0; i < gw->nmounts; i++) {
+        mcp_server_unref(gw->mounts[i].srv);
+        pthread_mutex_destroy(&gw->mounts[i].mu);
+    }
+    gw_registry_free(gw->registry);
+    if (gw->auth) gg_auth_set_history(gw->auth, NULL);
+    gg_history_stop(gw->history);
+    gg_auth_free(gw->auth);
+    mcp_sessions_free(gw->sessions);
+    free(gw->policy_commands);
+    free(gw->policy_hosts);
+    pthread_mutex_destroy(&gw->jobs_mu);
+    pthread_cond_destroy(&gw->jobs_cv);
+    pthread_mutex_destroy(&gw->sync_mu);
+    pthread_mutex_destroy(&gw->watch_mu);
+    pthread_cond_destroy(&gw->watch_cv);
+    free(gw);
+}
+
+static void on_shutdown(gg_app *app, void *user) {
+    (void)app;
+    gateway_free(user);
+}
+
+/* Install the gateway; see gateway.h. */
+gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
+    const gg_config *cfg = app->config;
+    gg_gateway *gw = calloc(1, sizeof *gw);
+    if (!gw) {
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    gw->app = app;
+    gw->cfg = cfg;
+    gw->store = app->store;
+    pthread_mutex_init(&gw->jobs_mu, NULL);
+    pthread_cond_init(&gw->jobs_cv, NULL);
+    pthread_mutex_init(&gw->sync_mu, NULL);
+    pthread_mutex_init(&gw->watch_mu, NULL);
+    pthread_cond_init(&gw->watch_cv, NULL);
+    gw->policy_commands = strlist_copy(&cfg->policy_stdio_commands);
+    gw->policy_hosts = strlist_copy(&cfg->policy_http_hosts);
+    if (!gw->policy_commands || !gw->policy_hosts) goto oom;
+    gw->policy.allow_all = false;
+    gw->policy.command_allowlist = (const char *const *)gw->policy_commands;
+    gw->policy.host_allowlist = (const char *const *)gw->policy_hosts;
+    gw->policy.allow_http_plaintext = true;
+    gw->public_loopback = bind_is_loopback(cfg->listen);
+    gw->internal_loopback = bind_is_loopback(cfg->internal_listen);
+
+    gg_history_options ho = {cfg->history_flush_ms, 0, cfg->history_max_age_ms, cfg->history_max_count,
+                             cfg->history_max_payload, true};
+    if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
+    gg_auth_options ao = {cfg->key_pepper, cfg->key_cache_ttl_ms, cfg->rate_limit_rate, cfg->rate_limit_burst,
+                          cfg->tenant_max_concurrent, gw->history};
+    if (!(gw->auth = gg_auth_new(gw->store, &ao, err))) goto fail;
+    uint8_t secret[32], *sp = NULL;
+    if (cfg->session_secret && *cfg->session_secret) {
+        crypto_generichash(secret, sizeof secret, (const unsigned char *)cfg->session_secret,
+                           strlen(cfg->session_secret), NULL, 0);
+        sp = secret;
+    }
+    long long ttl = cfg->session_ttl_ms > 0 ? cfg->session_ttl_ms / 1000 : 24 * 3600;
+    gw->sessions = mcp_sessions_new(sp, ttl > 0 ? ttl : 1, 100000);
+    sodium_memzero(secret, sizeof secret);
+    if (!gw->sessions) goto oom;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
+    if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024))) goto oom;
+    if (!(gw->registry = gw_registry_new())) goto oom;
+
+    gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);
+    gg_error_clear(err);
+    if (!gg_gateway_sync(gw, err)) goto fail;
+    if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
+    gg_http_server_add_metrics(app->http, metrics, gw);
+    if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;
+    if (!gg_app_on_shutdown(app, on_shutdown, gw)) {
+        gg_error_set(err, "too_many", "no room for the gateway's shutdown callback");
+        goto fail;
+    }
+    char n[16], w[16];
+    snprintf(n, sizeof n, "%zu", gw_registry_count(gw->registry));
+    snprintf(w, sizeof w, "%d", workers);
+    gg_log(GG_LOG_INFO, "gateway ready", "graphs", n, "workers", w, NULL);
+    return gw;
+oom:
+    gg_error_set(err, "oom", "out of memory");
+fail:
+    gateway_free(gw);
+    return NULL;
+}

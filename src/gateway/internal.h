@@ -1,0 +1,113 @@
+/* internal.h — what the gateway's files share: the context, the registry, the worker pool,
+ * the HTTP helpers. Not for use outside src/gateway. */
+#ifndef GG_GATEWAY_INTERNAL_H
+#define GG_GATEWAY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "auth/auth.h"
+#include "cli/cli.h"
+#include "gateway/gateway.h"
+#include "graph/graph.h"
+#include "http/http.h"
+#include "mcp/mcp.h"
+#include "store/store.h"
+
+/* ---- worker pool (pool.c) --------------------------------------------------------------
+ * Fixed threads behind a bounded queue; submit never waits. */
+typedef struct gw_pool gw_pool;
+typedef struct gw_job {
+    void (*run)(void *arg);    /* on a worker */
+    void (*refuse)(void *arg); /* instead of run, when the pool stops before it started */
+    void *arg;
+} gw_job;
+gw_pool *gw_pool_new(int threads, int queue_size);
+/* false when the queue is full or the pool is stopping (the job was not taken). */
+bool gw_pool_submit(gw_pool *p, gw_job job);
+/* Stop: queued jobs are refused, running ones finish (the caller cancels them first);
+ * joins the threads and frees the pool. */
+void gw_pool_stop(gw_pool *p);
+int gw_pool_queued(gw_pool *p);
+int gw_pool_threads(gw_pool *p);
+
+/* ---- graph registry (registry.c) -------------------------------------------------------
+ * (tenant, graph) → the active version's mcp_server. Readers take a reference under a
+ * read lock; activation swaps the pointer under the write lock; runs in flight keep the
+ * old server (and through it the graph version) alive until they finish. */
+typedef struct gw_registry gw_registry;
+gw_registry *gw_registry_new(void);
+void gw_registry_free(gw_registry *r);
+/* New reference or NULL; *version gets the active version number. */
+mcp_server *gw_registry_get(gw_registry *r, const char *tenant, const char *graph, int *version);
+/* Install srv (reference taken) as the active version of tenant/graph. */
+bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv);
+void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph);
+void gw_registry_remove_tenant(gw_registry *r, const char *tenant);
+/* Every (tenant, graph, version) currently loaded, as [[t, g, v], ...]. */
+json_t *gw_registry_list(gw_registry *r);
+size_t gw_registry_count(gw_registry *r);
+
+/* ---- the context (gateway.c) ----------------------------------------------------------- */
+#define GW_MAX_MOUNTS 8
+
+typedef struct gw_mount {
+    struct gg_gateway *gw;
+    char name[64];
+    pthread_mutex_t mu;
+    mcp_server *srv; /* swapped under mu */
+} gw_mount;
+
+struct gg_gateway {
+    gg_app *app;
+    const gg_config *cfg;
+    gg_store *store;
+    gg_auth *auth;
+    gg_history *history;
+    mcp_sessions *sessions;
+    gw_pool *pool;
+    gw_registry *registry;
+    mcp_client_policy policy;
+    char **policy_commands, **policy_hosts; /* NULL-terminated copies for policy */
+    bool public_loopback, internal_loopback;
+    gw_mount mounts[GW_MAX_MOUNTS];
+    int nmounts;
+    /* running calls, so shutdown can cancel them */
+    pthread_mutex_t jobs_mu;
+    pthread_cond_t jobs_cv;
+    struct gw_call_job *jobs;
+    int running;
+    volatile int stopping;
+    /* store change watcher */
+    pthread_t watcher;
+    bool watcher_started;
+    pthread_mutex_t sync_mu; /* one sync at a time */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cv;
+    long long graphs_gen;
+    /* counters for /metrics */
+    unsigned long long calls_total, calls_rejected, calls_failed;
+};
+
+/* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */
+mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,
+                           const char *source, size_t len, gg_graph_diags *diags, gg_error *err);
+
+/* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
+/* Authenticate a public request: on failure the response (401/429/503) is filled and false
+ * returned. Rate limit included. */
+bool gw_authenticate(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_principal *out);
+/* 403 {"error":"insufficient_scope","message":"Required scope: x","required_scope":"x"}. */
+void gw_insufficient_scope(gg_http_res *res, gg_scope need);
+/* 403 when a key of one tenant reaches for another's resources. */
+void gw_wrong_tenant(gg_http_res *res);
+/* Origin and Host (DNS rebinding) checks; fills 403/421 and returns false on refusal. */
+bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res);
+
+bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err);
+bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err);
+bool gw_admin_install_routes(gg_gateway *gw, gg_error *err);
+/* Cancel running calls and wait for them (shutdown). */
+void gw_cancel_running(gg_gateway *gw);
+
+#endif

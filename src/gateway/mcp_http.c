@@ -1,0 +1,740 @@
+/* mcp_http.c — MCP streamable HTTP on the gateway's listeners.
+ *
+ * One handler serves /mcp/{tenant}/{graph} (public, API key), /internal/mcp/{tenant}/{graph}
+ * (internal, no auth) and mounted providers (/mcp/{name}, /internal/mcp/{name}). Order of
+ * checks on a request: Origin/Host (DNS rebinding) → API key → rate limit → tenant → the
+ * graph's active version → method (POST/GET/DELETE) → JSON-RPC parse → scope for the
+ * method → session token → MCP-Protocol-Version → dispatch. tools/call runs on the worker
+ * pool while the connection is suspended; its notifications switch the response to
+ * text/event-stream when the client accepts it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gateway/internal.h"
+
+#define SESSION_HEADER "Mcp-Session-Id"
+#define VERSION_HEADER "MCP-Protocol-Version"
+#define MAX_JSON_DEPTH 64
+#define MAX_BATCH 64
+
+/* ------------------------------------------------------------------ small helpers */
+
+static bool header_has_token(const char *h, const char *token) {
+    return h && strcasestr(h, token) != NULL;
+}
+
+/* A JSON-RPC error as the body of a non-200 HTTP answer. */
+static int rpc_http_error(gg_http_res *res, int status, json_t *id, int code, const char *msg) {
+    char *body = mcp_jsonrpc_error(id, code, msg, NULL);
+    if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
+    else gg_http_res_error(res, 500, "internal_error", "out of memory");
+    return GG_HTTP_DONE;
+}
+
+void gw_insufficient_scope(gg_http_res *res, gg_scope need) {
+    const char *name = gg_scope_name(need);
+    json_t *b = json_pack("{s:s,s:s+,s:s}", "error", "insufficient_scope", "message", "Required scope: ", name,
+                          "required_scope", name);
+    if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
+}
+
+void gw_wrong_tenant(gg_http_res *res) {
+    gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
+}
+
+/* Authenticate a public request (key, revocation, rate limit); see internal.h. */
+bool gw_authenticate(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_principal *out) {
+    size_t len = 0;
+    const char *key = gg_auth_key_from_headers(gg_http_header(req, "Authorization"),
+                                               gg_http_header(req, "X-API-Key"), &len);
+    gg_auth_status st = gg_auth_verify(gw->auth, key, len, out);
+    if (st == GG_AUTH_ERROR) {
+        gg_http_res_header(res, "Retry-After", "1");
+        gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st));
+        return false;
+    }
+    if (st != GG_AUTH_OK) {
+        gg_http_res_header(res, "WWW-Authenticate", "Bearer");
+        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
+        return false;
+    }
+    int wait = gg_auth_rate_take(gw->auth, out);
+    if (wait > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", wait);
+        gg_http_res_header(res, "Retry-After", ra);
+        gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded for this key; retry in %d s", wait);
+        return false;
+    }
+    return true;
+}
+
+/* "host[:port]" → host part into out (brackets kept for IPv6). */
+static void host_part(const char *hostport, char *out, size_t n) {
+    size_t len;
+    if (hostport[0] == '[') {
+        const char *end = strchr(hostport, ']');
+        len = end ? (size_t)(end - hostport) + 1 : strlen(hostport);
+    } else {
+        const char *colon = strchr(hostport, ':');
+        len = colon ? (size_t)(colon - hostport) : strlen(hostport);
+    }
+    if (len >= n) len = n - 1;
+    memcpy(out, hostport, len);
+    out[len] = 0;
+}
+
+static bool is_loopback_host(const char *host) {
+    return strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 || strcmp(host, "[::1]") == 0 ||
+           strcmp(host, "::1") == 0;
+}
+
+static bool in_list(const gg_strlist *l, const char *v) {
+    for (size_t i = 0; i < l->n; i++)
+        if (strcasecmp(l->items[i], v) == 0) return true;
+    return false;
+}
+
+/* Origin and Host checks (DNS rebinding protection; see internal.h). */
+bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res) {
+    const char *host = gg_http_header(req, "Host");
+    bool loopback = gg_http_listener(req) == GG_LISTENER_PUBLIC ? gw->public_loopback : gw->internal_loopback;
+    char hn[256] = "";
+    if (host) host_part(host, hn, sizeof hn);
+    if (loopback) {
+        /* a loopback bind only ever answers to loopback names (or configured extras) */
+        if (!host || !(is_loopback_host(hn) || in_list(&gw->cfg->allowed_hosts, host) ||
+                       in_list(&gw->cfg->allowed_hosts, hn))) {
+            rpc_http_error(res, 403, NULL, MCP_SERVER_BUSY, "Forbidden: Host header not allowed");
+            return false;
+        }
+    }
+    const char *origin = gg_http_header(req, "Origin");
+    if (!origin || !*origin) return true;
+    if (in_list(&gw->cfg->origins, "*") || in_list(&gw->cfg->origins, origin)) return true;
+    const char *sep = strstr(origin, "://");
+    const char *ohost = sep ? sep + 3 : origin;
+    char oh[256];
+    host_part(ohost, oh, sizeof oh);
+    /* same origin as the Host the request was sent to, or loopback on a loopback bind */
+    if ((host && strcasecmp(ohost, host) == 0) || (loopback && is_loopback_host(oh))) return true;
+    rpc_http_error(res, 403, NULL, MCP_SERVER_BUSY, "Forbidden: Origin not allowed");
+    return false;
+}
+
+/* ------------------------------------------------------------------ endpoints */
+
+typedef struct endpoint {
+    char tenant[GG_NAME_MAX + 1]; /* "" for mounts */
+    char graph[GG_NAME_MAX + 1];  /* graph or mount name */
+    bool is_graph;
+    int version;
+    mcp_server *srv; /* reference */
+} endpoint;
+
+/* ------------------------------------------------------------------ running calls */
+
+typedef struct gw_call_job {
+    gg_gateway *gw;
+    gg_http_async *a;
+    mcp_call *call;
+    mcp_session sess;
+    bool has_session;
+    endpoint ep;
+    char key_id[GG_KEY_ID_LEN + 1];
+    bool has_key;
+    char request_id[GG_HTTP_REQUEST_ID_MAX];
+    bool sse_ok, streaming, plain;
+    gg_exec_record *rec;
+    struct gw_call_job *prev, *next;
+} gw_call_job;
+
+static void job_free(gw_call_job *j) {
+    mcp_call_free(j->call);
+    mcp_server_unref(j->ep.srv);
+    gg_exec_record_free(j->rec);
+    free(j);
+}
+
+static void running_add(gg_gateway *gw, gw_call_job *j) {
+    pthread_mutex_lock(&gw->jobs_mu);
+    j->next = gw->jobs;
+    if (gw->jobs) gw->jobs->prev = j;
+    gw->jobs = j;
+    gw->running++;
+    if (gw->stopping) *mcp_call_cancel_flag(j->call) = 1;
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+static void running_remove(gg_gateway *gw, gw_call_job *j) {
+    pthread_mutex_lock(&gw->jobs_mu);
+    if (j->prev) j->prev->next = j->next;
+    else gw->jobs = j->next;
+    if (j->next) j->next->prev = j->prev;
+    gw->running--;
+    pthread_cond_broadcast(&gw->jobs_cv);
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+/* Shutdown: stop every running call and wait until they have answered and recorded. */
+void gw_cancel_running(gg_gateway *gw) {
+    pthread_mutex_lock(&gw->jobs_mu);
+    gw->stopping = 1;
+    for (gw_call_job *j = gw->jobs; j; j = j->next) __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+    while (gw->running > 0) pthread_cond_wait(&gw->jobs_cv, &gw->jobs_mu);
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+static void job_emit(void *user, const char *json, size_t len) {
+    (void)len;
+    gw_call_job *j = user;
+    if (!j->sse_ok || j->plain) return; /* a plain JSON client gets the result only */
+    if (!j->streaming) {
+        if (!gg_http_async_stream(j->a, 200, "text/event-stream")) return;
+        j->streaming = true;
+    }
+    gg_http_sse_event(j->a, "message", NULL, json);
+}
+
+/* Convert the graph's node records to the store's and submit the final state. */
+static void record_finish(gw_call_job *j) {
+    gg_gateway *gw = j->gw;
+    gg_exec_record *r = j->rec;
+    j->rec = NULL;
+    if (!r || !gw->history) {
+        gg_exec_record_free(r);
+        return;
+    }
+    const char *st = mcp_call_status(j->call);
+    r->status = strcmp(st, "ok") == 0 ? GG_EXEC_SUCCEEDED
+                : strcmp(st, "cancelled") == 0 ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
+    r->finished_ms = gg_wall_ms();
+    r->duration_ms = mcp_call_duration_ms(j->call);
+    json_t *res = mcp_call_result(j->call);
+    if (res) r->result = json_incref(res);
+    if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
+    size_t i;
+    json_t *n;
+    json_array_foreach(mcp_call_history(j->call), i, n) {
+        json_t *err = json_object_get(n, "error");
+        const char *emsg = json_is_object(err) ? json_string_value(json_object_get(err, "message"))
+                                               : json_string_value(err);
+        json_t *in = json_object_get(n, "input"), *out = json_object_get(n, "output");
+        gg_exec_record_add_node(r, json_string_value(json_object_get(n, "nodeId")),
+                                json_string_value(json_object_get(n, "nodeType")),
+                                json_integer_value(json_object_get(n, "startTime")),
+                                json_integer_value(json_object_get(n, "endTime")),
+                                json_incref(in), json_incref(out), err ? (emsg ? emsg : "error") : NULL);
+    }
+    gg_history_submit(gw->history, r);
+}
+
+/* Plain JSON (internal tools/call endpoint): the tool's value, or an error object. */
+static void respond_plain(gw_call_job *j, const char *rpc_body) {
+    gg_http_res *res = gg_http_async_res(j->a);
+    json_t *resp = json_loads(rpc_body ? rpc_body : "null", 0, NULL);
+    json_t *err = json_object_get(resp, "error"), *result = json_object_get(resp, "result");
+    if (err) {
+        int code = (int)json_integer_value(json_object_get(err, "code"));
+        const char *msg = json_string_value(json_object_get(err, "message"));
+        int status = code == MCP_INVALID_PARAMS ? 400 : code == MCP_REQUEST_CANCELLED ? 499 : code == MCP_SERVER_BUSY ? 503 : 500;
+        if (status == 499) status = 503;
+        gg_http_res_error(res, status, status == 400 ? "invalid_params" : "unavailable", "%s", msg ? msg : "error");
+    } else if (json_is_true(json_object_get(result, "isError"))) {
+        json_t *first = json_array_get(json_object_get(result, "content"), 0);
+        const char *msg = json_string_value(json_object_get(first, "text"));
+        gg_http_res_error(res, 422, "tool_error", "%s", msg ? msg : "tool failed");
+    } else {
+        json_t *sc = json_object_get(result, "structuredContent");
+        if (sc) gg_http_res_json(res, 200, json_incref(sc));
+        else {
+            const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+            json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+            if (!v && text) v = json_string(text);
+            gg_http_res_json(res, 200, v ? v : json_null());
+        }
+    }
+    json_decref(resp);
+}
+
+static void job_respond(gw_call_job *j, char *body, int status) {
+    if (j->plain) respond_plain(j, body);
+    else if (j->streaming) {
+        if (body) gg_http_sse_event(j->a, "message", NULL, body);
+    } else if (body) {
+        gg_http_res_bytes_take(gg_http_async_res(j->a), status, "application/json", body, strlen(body));
+        body = NULL;
+    } else {
+        gg_http_res_error(gg_http_async_res(j->a), 500, "internal_error", "out of memory");
+    }
+    free(body);
+    gg_http_async_complete(j->a);
+}
+
+static void job_run(void *arg) {
+    gw_call_job *j = arg;
+    gg_gateway *gw = j->gw;
+    running_add(gw, j);
+    if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
+    if (j->rec && gw->history) gg_history_submit(gw->history, gg_exec_record_copy_header(j->rec));
+    mcp_call_set_emitter(j->call, job_emit, j);
+    char *body = mcp_call_run(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant);
+    if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
+    if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    record_finish(j);
+    job_respond(j, body, 200);
+    if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
+    running_remove(gw, j);
+    job_free(j);
+}
+
+static void job_refuse(void *arg) {
+    gw_call_job *j = arg;
+    char *body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "the server is shutting down; retry the request");
+    gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
+    record_finish(j);
+    job_respond(j, body, 503);
+    if (j->ep.is_graph) gg_auth_exec_release(j->gw->auth, j->ep.tenant);
+    job_free(j);
+}
+
+/* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
+static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
+                       const mcp_session *sess, const gg_principal *pr, bool plain) {
+    __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
+    json_t *id = json_incref(mcp_call_id(call));
+    if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        mcp_call_free(call);
+        gg_http_res_header(res, "Retry-After", "1");
+        rpc_http_error(res, 429, id, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant; retry later");
+        json_decref(id);
+        return GG_HTTP_DONE;
+    }
+    gw_call_job *j = calloc(1, sizeof *j);
+    gg_http_async *a = j ? gg_http_defer(req) : NULL;
+    if (!a) {
+        free(j);
+        mcp_call_free(call);
+        if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        gg_http_res_header(res, "Retry-After", "1");
+        rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
+        json_decref(id);
+        return GG_HTTP_DONE;
+    }
+    j->gw = gw;
+    j->a = a;
+    j->call = call;
+    j->ep = *ep;
+    j->ep.srv = mcp_server_ref(ep->srv);
+    if (sess) {
+        j->sess = *sess;
+        j->has_session = true;
+    }
+    if (pr) {
+        snprintf(j->key_id, sizeof j->key_id, "%s", pr->key_id);
+        j->has_key = true;
+    }
+    snprintf(j->request_id, sizeof j->request_id, "%s", gg_http_request_id(req));
+    j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
+    j->plain = plain;
+    if (ep->is_graph)
+        j->rec = gg_exec_record_new(ep->tenant, ep->graph, ep->version, mcp_call_tool(call),
+                                    pr ? pr->key_id : NULL, mcp_call_arguments(call));
+    gw_job job = {job_run, job_refuse, j};
+    if (!gw_pool_submit(gw->pool, job)) {
+        /* queue full: answer at once instead of piling up */
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, "Server busy: the tool-call queue is full; retry later");
+        gg_http_res *ares = gg_http_async_res(a);
+        gg_http_res_header(ares, "Retry-After", "1");
+        if (plain) gg_http_res_error(ares, 503, "busy", "the tool-call queue is full; retry later");
+        else if (body) gg_http_res_bytes(ares, 503, "application/json", body, strlen(body));
+        free(body);
+        gg_exec_record_free(j->rec);
+        j->rec = NULL;
+        gg_http_async_complete(a);
+        if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        job_free(j);
+    }
+    json_decref(id);
+    return GG_HTTP_DEFERRED;
+}
+
+/* ------------------------------------------------------------------ batches (2025-03-26) */
+
+typedef struct batch_job {
+    gg_gateway *gw;
+    gg_http_async *a;
+    json_t *responses;  /* array being filled */
+    mcp_call **calls;
+    size_t ncalls;
+    endpoint ep;
+    char key_id[GG_KEY_ID_LEN + 1];
+    bool has_key;
+} batch_job;
+
+static void batch_finish(batch_job *b, bool refuse) {
+    for (size_t i = 0; i < b->ncalls; i++) {
+        char *body = refuse ? mcp_call_refuse(b->calls[i], MCP_SERVER_BUSY, "the server is shutting down")
+                            : mcp_call_run(b->calls[i], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant);
+        json_t *v = body ? json_loads(body, 0, NULL) : NULL;
+        if (v) json_array_append_new(b->responses, v);
+        free(body);
+        mcp_call_free(b->calls[i]);
+    }
+    free(b->calls);
+    gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
+    gg_http_async_complete(b->a);
+    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    mcp_server_unref(b->ep.srv);
+    free(b);
+}
+static void batch_run(void *arg) { batch_finish(arg, false); }
+static void batch_refuse(void *arg) { batch_finish(arg, true); }
+
+/* ------------------------------------------------------------------ the handler */
+
+static int handle_delete(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, const char *key_id) {
+    const char *sid = gg_http_header(req, SESSION_HEADER);
+    if (!sid) return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required");
+    mcp_session s;
+    gg_error err = GG_ERROR_INIT;
+    if (!mcp_session_check(gw->sessions, sid, ep->tenant, ep->graph, key_id, &s, &err)) {
+        gg_error_clear(&err);
+        return rpc_http_error(res, 404, NULL, -32001, "Session not found");
+    }
+    mcp_session_revoke(gw->sessions, &s);
+    gg_http_res_bytes(res, 200, "application/json", "{}", 2);
+    return GG_HTTP_DONE;
+}
+
+static gg_scope scope_for(const mcp_message *m) {
+    return (m->kind == MCP_MSG_REQUEST && strcmp(m->method, "tools/call") == 0) ? GG_SCOPE_TOOLS_EXECUTE
+                                                                                : GG_SCOPE_TOOLS_READ;
+}
+
+/* Apply an outcome's session side effects and turn it into the HTTP answer. */
+static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_outcome *o,
+                          const mcp_session *sess, const gg_principal *pr) {
+    const char *key_id = pr ? pr->key_id : "";
+    if (o->initialize) {
+        char sid[MCP_SESSION_ID_MAX];
+        if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, NULL))
+            gg_http_res_header(res, SESSION_HEADER, sid);
+    }
+    if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
+    if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);
+    int rc = GG_HTTP_DONE;
+    switch (o->kind) {
+    case MCP_OUT_ACCEPTED:
+        gg_http_res_bytes(res, 202, "application/json", "", 0);
+        break;
+    case MCP_OUT_RESPONSE:
+        gg_http_res_bytes_take(res, 200, "application/json", o->body, strlen(o->body));
+        o->body = NULL;
+        break;
+    case MCP_OUT_CALL: {
+        mcp_call *c = o->call;
+        o->call = NULL;
+        rc = submit_call(gw, req, res, ep, c, sess, pr, false);
+        break;
+    }
+    }
+    mcp_outcome_clear(o);
+    return rc;
+}
+
+static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, json_t *arr,
+                        const mcp_session *sess, const char *version, const gg_principal *pr) {
+    size_t n = json_array_size(arr);
+    if (n == 0 || n > MAX_BATCH)
+        return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, n ? "Invalid Request: batch too large" : "Invalid Request: empty batch");
+    batch_job *b = calloc(1, sizeof *b);
+    if (!b || !(b->responses = json_array()) || !(b->calls = calloc(n, sizeof *b->calls))) {
+        if (b) json_decref(b->responses);
+        free(b);
+        return rpc_http_error(res, 500, NULL, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    mcp_request_ctx rc = {version, sess ? mcp_session_log_level(gw->sessions, sess) : MCP_LOG_OFF, sess != NULL};
+    size_t i;
+    json_t *v;
+    int status = 0; /* a non-200 answer for the whole batch (scope) */
+    json_array_foreach(arr, i, v) {
+        mcp_message m;
+        mcp_jsonrpc_classify(v, &m);
+        if (pr && m.kind != MCP_MSG_INVALID && !gg_scope_allows(pr->scopes, scope_for(&m))) {
+            gw_insufficient_scope(res, scope_for(&m));
+            status = 403;
+            break;
+        }
+        if (m.kind == MCP_MSG_REQUEST && strcmp(m.method, "initialize") == 0) {
+            json_array_append_new(b->responses, json_loads("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Invalid Request: initialize must not be part of a batch\"}}", 0, NULL));
+            json_object_set(json_array_get(b->responses, json_array_size(b->responses) - 1), "id", m.id);
+            continue;
+        }
+        mcp_outcome o;
+        mcp_server_dispatch(ep->srv, &m, &rc, &o);
+        if (sess && o.set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o.set_log_level);
+        if (sess && o.cancel_id) mcp_session_cancel_call(gw->sessions, sess, o.cancel_id);
+        if (o.kind == MCP_OUT_RESPONSE) {
+            json_t *r = json_loads(o.body, 0, NULL);
+            if (r) json_array_append_new(b->responses, r);
+        } else if (o.kind == MCP_OUT_CALL) {
+            b->calls[b->ncalls++] = o.call;
+            o.call = NULL;
+        }
+        mcp_outcome_clear(&o);
+    }
+    if (status || b->ncalls == 0) {
+        for (size_t k = 0; k < b->ncalls; k++) mcp_call_free(b->calls[k]);
+        free(b->calls);
+        if (!status) {
+            if (json_array_size(b->responses)) gg_http_res_json(res, 200, json_incref(b->responses));
+            else gg_http_res_bytes(res, 202, "application/json", "", 0);
+        }
+        json_decref(b->responses);
+        free(b);
+        return GG_HTTP_DONE;
+    }
+    if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
+        for (size_t k = 0; k < b->ncalls; k++) mcp_call_free(b->calls[k]);
+        free(b->calls);
+        json_decref(b->responses);
+        free(b);
+        gg_http_res_header(res, "Retry-After", "1");
+        return rpc_http_error(res, 429, NULL, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant");
+    }
+    b->gw = gw;
+    b->ep = *ep;
+    b->ep.srv = mcp_server_ref(ep->srv);
+    if (pr) {
+        snprintf(b->key_id, sizeof b->key_id, "%s", pr->key_id);
+        b->has_key = true;
+    }
+    b->a = gg_http_defer(req);
+    gw_job job = {batch_run, batch_refuse, b};
+    if (!b->a || !gw_pool_submit(gw->pool, job)) {
+        if (b->a) { /* answer the deferred request with 503 */
+            gg_http_res_header(gg_http_async_res(b->a), "Retry-After", "1");
+            char *body = mcp_jsonrpc_error(NULL, MCP_SERVER_BUSY, "Server busy", NULL);
+            if (body) gg_http_res_bytes_take(gg_http_async_res(b->a), 503, "application/json", body, strlen(body));
+            gg_http_async_complete(b->a);
+        }
+        for (size_t k = 0; k < b->ncalls; k++) mcp_call_free(b->calls[k]);
+        free(b->calls);
+        json_decref(b->responses);
+        if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        mcp_server_unref(b->ep.srv);
+        bool deferred = b->a != NULL;
+        free(b);
+        if (!deferred) {
+            gg_http_res_header(res, "Retry-After", "1");
+            return rpc_http_error(res, 503, NULL, MCP_SERVER_BUSY, "Server busy");
+        }
+    }
+    return GG_HTTP_DEFERRED;
+}
+
+static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, const gg_principal *pr) {
+    size_t len = 0;
+    const char *body = gg_http_body(req, &len);
+    gg_error err = GG_ERROR_INIT;
+    json_t *v = mcp_jsonrpc_parse(body, len, MAX_JSON_DEPTH, &err);
+    if (!v) {
+        rpc_http_error(res, 400, NULL, MCP_PARSE_ERROR, err.message ? err.message : "Parse error");
+        gg_error_clear(&err);
+        return GG_HTTP_DONE;
+    }
+    const char *hv = gg_http_header(req, VERSION_HEADER);
+    if (hv && !mcp_version_supported(hv)) {
+        json_decref(v);
+        char msg[160];
+        snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version %.40s (supported: 2025-11-25, 2025-06-18, 2025-03-26)", hv);
+        return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, msg);
+    }
+    mcp_message m;
+    bool batch = json_is_array(v);
+    if (!batch) mcp_jsonrpc_classify(v, &m);
+    if (!batch && m.kind == MCP_MSG_INVALID) {
+        rpc_http_error(res, 400, m.id, m.error_code, m.error_message);
+        json_decref(v);
+        return GG_HTTP_DONE;
+    }
+    bool is_init = !batch && m.kind == MCP_MSG_REQUEST && strcmp(m.method, "initialize") == 0;
+    /* scope first: list results never reveal what a call would refuse */
+    if (!batch && pr && m.kind != MCP_MSG_INVALID && !gg_scope_allows(pr->scopes, scope_for(&m))) {
+        json_decref(v);
+        gw_insufficient_scope(res, scope_for(&m));
+        return GG_HTTP_DONE;
+    }
+    mcp_session sess;
+    bool has_sess = false;
+    const char *sid = gg_http_header(req, SESSION_HEADER);
+    if (!is_init) {
+        if (!sid) {
+            json_decref(v);
+            return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required");
+        }
+        if (!mcp_session_check(gw->sessions, sid, ep->tenant, ep->graph, pr ? pr->key_id : "", &sess, &err)) {
+            gg_error_clear(&err);
+            json_decref(v);
+            return rpc_http_error(res, 404, NULL, -32001, "Session not found");
+        }
+        has_sess = true;
+        if (hv && strcmp(hv, sess.version) != 0) {
+            json_decref(v);
+            return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session's negotiated version");
+        }
+    }
+    const char *version = has_sess ? sess.version : hv ? hv : MCP_VERSION_DEFAULT;
+    int rc;
+    if (batch) {
+        if (!mcp_version_allows_batch(version))
+            rc = rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not supported in this protocol version");
+        else rc = handle_batch(gw, req, res, ep, v, has_sess ? &sess : NULL, version, pr);
+        json_decref(v);
+        return rc;
+    }
+    mcp_request_ctx rctx = {version, has_sess ? mcp_session_log_level(gw->sessions, &sess) : MCP_LOG_OFF, has_sess};
+    mcp_outcome o;
+    mcp_server_dispatch(ep->srv, &m, &rctx, &o);
+    json_decref(v); /* the outcome owns what it needs */
+    return finish_outcome(gw, req, res, ep, &o, has_sess ? &sess : NULL, pr);
+}
+
+/* Resolve, authenticate and run one MCP request on an endpoint. mount NULL = graph route. */
+static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mount *mount) {
+    if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
+    gg_principal pr, *prp = NULL;
+    if (gg_http_listener(req) == GG_LISTENER_PUBLIC) {
+        if (!gw_authenticate(gw, req, res, &pr)) return GG_HTTP_DONE;
+        prp = &pr;
+    }
+    endpoint ep = {0};
+    if (mount) {
+        snprintf(ep.graph, sizeof ep.graph, "%s", mount->name);
+        pthread_mutex_lock(&mount->mu);
+        ep.srv = mcp_server_ref(mount->srv);
+        pthread_mutex_unlock(&mount->mu);
+    } else {
+        const char *t = gg_http_param(req, "tenant"), *g = gg_http_param(req, "graph");
+        if (prp && !(prp->scopes & GG_SCOPE_ADMIN) && strcmp(prp->tenant, t) != 0) {
+            gw_wrong_tenant(res);
+            return GG_HTTP_DONE;
+        }
+        snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
+        snprintf(ep.graph, sizeof ep.graph, "%s", g);
+        ep.is_graph = true;
+        ep.srv = (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) ? gw_registry_get(gw->registry, t, g, &ep.version) : NULL;
+    }
+    if (!ep.srv) {
+        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
+        return GG_HTTP_DONE;
+    }
+    const char *method = gg_http_method(req);
+    int rc;
+    if (strcmp(method, "POST") == 0) rc = handle_post(gw, req, res, &ep, prp);
+    else if (strcmp(method, "DELETE") == 0) rc = handle_delete(gw, req, res, &ep, prp ? prp->key_id : "");
+    else {
+        /* no server-initiated messages exist yet: no standalone SSE stream */
+        gg_http_res_header(res, "Allow", "POST, DELETE");
+        gg_http_res_error(res, 405, "method_not_allowed", "this MCP endpoint offers no GET stream; POST JSON-RPC messages");
+        rc = GG_HTTP_DONE;
+    }
+    mcp_server_unref(ep.srv);
+    return rc;
+}
+
+static int on_graph_mcp(gg_http_req *req, gg_http_res *res, void *user) { return mcp_handle(user, req, res, NULL); }
+
+static int on_mount_mcp(gg_http_req *req, gg_http_res *res, void *user) {
+    gw_mount *m = user;
+    return mcp_handle(m->gw, req, res, m);
+}
+
+/* /mcp/{name} and /internal/mcp/{name} for a mounted provider. */
+bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err) {
+    gg_router *r = gg_http_server_router(gw->app->http);
+    static const char *const methods[] = {"POST", "GET", "DELETE"};
+    char pub[96], in[112];
+    snprintf(pub, sizeof pub, "/mcp/%s", m->name);
+    snprintf(in, sizeof in, "/internal/mcp/%s", m->name);
+    for (size_t i = 0; i < 3; i++)
+        if (!gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], pub, on_mount_mcp, m, err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], in, on_mount_mcp, m, err))
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ internal tools/call */
+
+/* POST /internal/tenants/{t}/graphs/{g}/tools/{tool}/call: arguments in, value out. */
+static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
+    const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g"), *tool = gg_http_param(req, "tool");
+    endpoint ep = {0};
+    snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
+    snprintf(ep.graph, sizeof ep.graph, "%s", g);
+    ep.is_graph = true;
+    ep.srv = (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) ? gw_registry_get(gw->registry, t, g, &ep.version) : NULL;
+    if (!ep.srv) return gg_http_res_error(res, 404, "not_found", "no graph %s/%s", t, g), GG_HTTP_DONE;
+    size_t len = 0;
+    const char *body = gg_http_body(req, &len);
+    gg_error err = GG_ERROR_INIT;
+    json_t *args = len ? mcp_jsonrpc_parse(body, len, MAX_JSON_DEPTH, &err) : json_object();
+    int rc = GG_HTTP_DONE;
+    if (!args) {
+        gg_http_res_error(res, 400, "invalid_json", "%s", err.message ? err.message : "invalid JSON");
+    } else if (!json_is_object(args)) {
+        gg_http_res_error(res, 400, "invalid_params", "the body must be a JSON object of tool arguments");
+    } else {
+        json_t *msg = json_pack("{s:s,s:i,s:s,s:{s:s,s:O}}", "jsonrpc", "2.0", "id", 1, "method", "tools/call",
+                                "params", "name", tool, "arguments", args);
+        mcp_message m;
+        mcp_jsonrpc_classify(msg, &m);
+        mcp_request_ctx rctx = {MCP_VERSION_LATEST, MCP_LOG_OFF, false};
+        mcp_outcome o;
+        mcp_server_dispatch(ep.srv, &m, &rctx, &o);
+        if (o.kind == MCP_OUT_CALL) {
+            mcp_call *c = o.call;
+            o.call = NULL;
+            rc = submit_call(gw, req, res, &ep, c, NULL, NULL, true);
+        } else {
+            json_t *resp = json_loads(o.body ? o.body : "{}", 0, NULL);
+            json_t *e = json_object_get(resp, "error"), *r = json_object_get(resp, "result");
+            const char *emsg = json_string_value(json_object_get(e, "message"));
+            if (e && emsg && strncmp(emsg, "Unknown tool", 12) == 0) gg_http_res_error(res, 404, "not_found", "%s", emsg);
+            else if (e) gg_http_res_error(res, 400, "invalid_params", "%s", emsg ? emsg : "invalid");
+            else {
+                const char *text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+                gg_http_res_error(res, 400, "invalid_params", "%s", text ? text : "invalid arguments");
+            }
+            json_decref(resp);
+        }
+        mcp_outcome_clear(&o);
+        json_decref(msg);
+    }
+    gg_error_clear(&err);
+    json_decref(args);
+    mcp_server_unref(ep.srv);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ routes */
+
+bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err) {
+    gg_router *r = gg_http_server_router(gw->app->http);
+    static const char *const methods[] = {"POST", "GET", "DELETE"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err))
+            return false;
+    }
+    return gg_router_add(r, GG_LISTENER_INTERNAL, "POST", "/internal/tenants/{t}/graphs/{g}/tools/{tool}/call",
+                         on_internal_call, gw, err);
+}
