@@ -184,6 +184,47 @@ START_TEST(cli_options_and_validation) {
 }
 END_TEST
 
+/* deploy/graphgate.yaml documents every key with its default: loading it must give
+ * exactly the defaults, and every key must appear in it. */
+START_TEST(example_file_matches_defaults) {
+    const char *src = getenv("GG_SRCDIR");
+    char example[1024];
+    snprintf(example, sizeof example, "%s/deploy/graphgate.yaml", src ? src : "..");
+    gg_config a, b;
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_config_init(&a, &err));
+    ck_assert(gg_config_init(&b, &err));
+    ck_assert_msg(gg_config_load_file(&b, example, &err), "%s:%d:%d %s", example, err.line, err.column, err.message);
+    char *da = NULL, *db = NULL;
+    size_t la = 0, lb = 0;
+    FILE *fa = open_memstream(&da, &la), *fb = open_memstream(&db, &lb);
+    gg_config_dump(&a, fa);
+    gg_config_dump(&b, fb);
+    fclose(fa);
+    fclose(fb);
+    ck_assert_str_eq(da, db);
+    /* Every key of the dump is spelled out in the example. */
+    FILE *f = fopen(example, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    for (char *line = strtok(da, "\n"); line; line = strtok(NULL, "\n")) {
+        char *colon = strchr(line, ':');
+        *colon = '\0';
+        const char *leaf = strrchr(line, '.') ? strrchr(line, '.') + 1 : line;
+        char pat[128];
+        snprintf(pat, sizeof pat, "%s:", leaf);
+        ck_assert_msg(strstr(text, pat), "deploy/graphgate.yaml lacks %s", line);
+    }
+    free(da);
+    free(db);
+    gg_config_free(&a);
+    gg_config_free(&b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
@@ -192,6 +233,7 @@ int main(void) {
     tcase_add_test(tc, bad_keys_rejected_with_position);
     tcase_add_test(tc, env_then_flags_override_file);
     tcase_add_test(tc, cli_options_and_validation);
+    tcase_add_test(tc, example_file_matches_defaults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
