@@ -582,7 +582,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
     n->id = strdup(id ? id : "");
-    c->node = id;
+    c->node = id && *id ? id : NULL;
     tb->owner = n->id;
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
@@ -599,7 +599,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (t < 0) return;
     n->type = (gnode_type)t;
     char what[64];
-    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT ? "n" : "", type);
+    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
     const ynode *next = yn_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
@@ -771,7 +771,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
             }
             for (size_t j = 0; j < t->nnodes; j++)
                 if (!seen[j] && (int)j != t->exit && tb.node_at[j]->kind == YN_MAP) {
-                    c->node = t->nodes[j].id;
+                    c->node = t->nodes[j].id && *t->nodes[j].id ? t->nodes[j].id : NULL;
                     LWARN(c, tb.node_at[j], "unreachable", "node is not reachable from the entry node");
                 }
             free(seen);

