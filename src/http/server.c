@@ -41,6 +41,23 @@ typedef struct route_metrics {
     atomic_ullong sum_us;
 } route_metrics;
 
+/* Access lines are batched: request threads append to `pending` (one memcpy under a mutex)
+ * and one writer thread writes everything queued every few milliseconds in one call, so
+ * logging costs no system call per request. */
+#define ALOG_FLUSH_MS 50
+#define ALOG_SIGNAL_BYTES (64u * 1024u)
+#define ALOG_MAX_BYTES (8u * 1024u * 1024u) /* beyond this (stuck disk) lines are dropped */
+
+typedef struct access_writer {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    gg_strbuf pending;          /* lines separated by '\n', no trailing newline */
+    FILE *file;                 /* NULL = gg_log_json_line */
+    pthread_t thread;
+    bool running, stop;
+    atomic_ulong dropped;
+} access_writer;
+
 typedef struct listener {
     gg_http_server *srv;
     gg_listener kind;
@@ -67,8 +84,7 @@ struct gg_http_server {
     gg_http_async *alist;
     atomic_int draining, abandoning;
     bool started, stopped;
-    FILE *access_file;          /* NULL = gg_log_json_line */
-    pthread_mutex_t access_lock;
+    access_writer alog;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -575,6 +591,90 @@ void gg_http_async_complete(gg_http_async *a) {
 
 /* ---- completion: access log, metrics, release ------------------------------------------- */
 
+static void alog_write(access_writer *w, gg_strbuf *batch) {
+    if (!batch->len) return;
+    if (w->file) {
+        fwrite(batch->data, 1, batch->len, w->file);
+        fputc('\n', w->file);
+        fflush(w->file);
+    } else {
+        gg_log_json_line(batch->data); /* several lines, written atomically */
+    }
+    gg_strbuf_reset(batch);
+}
+
+static void *alog_thread(void *arg) {
+    access_writer *w = arg;
+    gg_strbuf batch = GG_STRBUF_INIT;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        if (!w->pending.len && !w->stop) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += ALOG_FLUSH_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&w->cond, &w->lock, &until);
+        }
+        gg_strbuf tmp = w->pending; /* swap: the request threads get the empty buffer */
+        w->pending = batch;
+        batch = tmp;
+        bool stop = w->stop;
+        pthread_mutex_unlock(&w->lock);
+        alog_write(w, &batch);
+        if (stop) break;
+        pthread_mutex_lock(&w->lock);
+    }
+    gg_strbuf_free(&batch);
+    return NULL;
+}
+
+static void alog_append(access_writer *w, const char *line, size_t len) {
+    pthread_mutex_lock(&w->lock);
+    if (!w->running) { /* not started (or already stopped): write directly */
+        pthread_mutex_unlock(&w->lock);
+        gg_strbuf one = GG_STRBUF_INIT;
+        gg_strbuf_append(&one, line, len);
+        if (!one.oom) alog_write(w, &one);
+        gg_strbuf_free(&one);
+        return;
+    }
+    if (w->pending.len + len + 1 > ALOG_MAX_BYTES) {
+        atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+    } else {
+        if (w->pending.len) gg_strbuf_putc(&w->pending, '\n');
+        gg_strbuf_append(&w->pending, line, len);
+        if (w->pending.oom) { /* keep going with an empty buffer */
+            gg_strbuf_free(&w->pending);
+            atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+        }
+        if (w->pending.len >= ALOG_SIGNAL_BYTES) pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static bool alog_start(access_writer *w) {
+    pthread_mutex_lock(&w->lock);
+    w->stop = false;
+    w->running = pthread_create(&w->thread, NULL, alog_thread, w) == 0;
+    pthread_mutex_unlock(&w->lock);
+    return w->running;
+}
+
+/* Write everything queued and stop the writer thread. */
+static void alog_stop(access_writer *w) {
+    pthread_mutex_lock(&w->lock);
+    bool running = w->running;
+    w->stop = true;
+    w->running = false;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    if (running) pthread_join(w->thread, NULL);
+    if (w->pending.len) alog_write(w, &w->pending); /* appended while the thread exited */
+}
+
 static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminationCode toe) {
     gg_strbuf b = GG_STRBUF_INIT;
     char ts[40];
@@ -599,18 +699,7 @@ static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminat
     gg_strbuf_puts(&b, "\"");
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) gg_strbuf_puts(&b, ",\"aborted\":true");
     gg_strbuf_puts(&b, "}");
-    if (!b.oom) {
-        gg_http_server *srv = req->srv;
-        if (srv->access_file) {
-            gg_strbuf_putc(&b, '\n');
-            pthread_mutex_lock(&srv->access_lock);
-            fwrite(b.data, 1, b.len, srv->access_file);
-            fflush(srv->access_file);
-            pthread_mutex_unlock(&srv->access_lock);
-        } else {
-            gg_log_json_line(b.data);
-        }
-    }
+    if (!b.oom) alog_append(&req->srv->alog, b.data, b.len);
     gg_strbuf_free(&b);
 }
 
@@ -766,6 +855,9 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
                        "graphgate_build_info{version=\"");
     label_escape(&b, srv->version);
     gg_strbuf_puts(&b, "\"} 1\n");
+    gg_strbuf_printf(&b, "# HELP graphgate_access_log_dropped_total Access log lines dropped (writer behind).\n"
+                         "# TYPE graphgate_access_log_dropped_total counter\ngraphgate_access_log_dropped_total %lu\n",
+                     atomic_load(&srv->alog.dropped));
     for (int i = 0; i < srv->nhooks; i++) srv->hooks[i].fn(&b, srv->hooks[i].user);
     if (b.oom) {
         gg_strbuf_free(&b);
@@ -854,16 +946,14 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
     if (!srv->opts.connection_timeout) srv->opts.connection_timeout = 60;
     if (!srv->opts.max_connections) srv->opts.max_connections = 1024;
     pthread_mutex_init(&srv->alock, NULL);
-    pthread_mutex_init(&srv->access_lock, NULL);
+    pthread_mutex_init(&srv->alog.lock, NULL);
+    pthread_cond_init(&srv->alog.cond, NULL);
     srv->opts.access_log_file = NULL;
     if (opts->access_log && opts->access_log_file && opts->access_log_file[0]) {
-        srv->access_file = fopen(opts->access_log_file, "a");
-        if (!srv->access_file) {
+        srv->alog.file = fopen(opts->access_log_file, "a");
+        if (!srv->alog.file) {
             gg_error_set(err, "invalid_config", "cannot open access log file %s", opts->access_log_file);
-            pthread_mutex_destroy(&srv->alock);
-            pthread_mutex_destroy(&srv->access_lock);
-            gg_router_free(srv->router);
-            free(srv);
+            gg_http_server_free(srv);
             return NULL;
         }
     }
@@ -948,6 +1038,10 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
         gg_error_set(err, "out_of_memory", "out of memory for metrics");
         return false;
     }
+    if (s->opts.access_log && !s->alog.running && !alog_start(&s->alog)) {
+        gg_error_set(err, "internal_error", "cannot start the access log writer thread");
+        return false;
+    }
     if (!start_listener(s, &s->pub, err)) return false;
     if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {
         MHD_stop_daemon(s->pub.d);
@@ -1017,6 +1111,7 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
         MHD_stop_daemon(ls[i]->d);
         ls[i]->d = NULL;
     }
+    alog_stop(&s->alog);
     return abandoned;
 }
 
@@ -1026,8 +1121,11 @@ void gg_http_server_free(gg_http_server *s) {
     gg_http_server_stop(s, 0);
     gg_router_free(s->router);
     free(s->rm);
+    alog_stop(&s->alog);
+    gg_strbuf_free(&s->alog.pending);
+    if (s->alog.file) fclose(s->alog.file);
+    pthread_mutex_destroy(&s->alog.lock);
+    pthread_cond_destroy(&s->alog.cond);
     pthread_mutex_destroy(&s->alock);
-    pthread_mutex_destroy(&s->access_lock);
-    if (s->access_file) fclose(s->access_file);
     free(s);
 }

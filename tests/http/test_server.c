@@ -106,9 +106,14 @@ static bool ready_fn(void *u, gg_error *e) {
 
 static void metrics_hook(gg_strbuf *out, void *u) { gg_strbuf_puts(out, "test_hook_metric 42\n"); }
 
+static char access_path[64];
+
 static gg_http_server *make_server(size_t limit) {
+    snprintf(access_path, sizeof access_path, "/tmp/gg-http-access-%d.log", (int)getpid());
+    unlink(access_path);
     gg_http_options o = {.public_addr = "127.0.0.1:0", .internal_addr = "127.0.0.1:0", .threads = 2,
-                         .body_limit = limit, .access_log = false, .version = "9.9.9"};
+                         .body_limit = limit, .access_log = true, .access_log_file = access_path,
+                         .version = "9.9.9"};
     gg_error e = GG_ERROR_INIT;
     gg_http_server *s = gg_http_server_new(&o, &e);
     ck_assert_msg(s != NULL, "%s", e.message ? e.message : "");
@@ -137,6 +142,7 @@ static void setup(void) {
 static void teardown(void) {
     gg_http_server_stop(S, 2000);
     gg_http_server_free(S);
+    unlink(access_path);
 }
 
 /* ---- client ---- */
@@ -439,6 +445,58 @@ START_TEST(graceful_stop_abandons_past_deadline) {
 }
 END_TEST
 
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    gg_strbuf b = GG_STRBUF_INIT;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) gg_strbuf_append(&b, buf, n);
+    fclose(f);
+    return gg_strbuf_take(&b);
+}
+
+START_TEST(access_log_lines) {
+    for (int i = 0; i < 50; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "X-Request-Id: acc-%d", i);
+        reply r = call(i % 2 ? INT : PUB, NULL, i % 5 ? "/health" : "/missing", NULL, 0, id, false);
+        reply_free(&r);
+    }
+    char *text = NULL;
+    for (int waited = 0; waited < 2000; waited += 20) { /* the writer batches every 50 ms */
+        free(text);
+        text = slurp(access_path);
+        if (text && strstr(text, "\"request_id\":\"acc-49\"")) break;
+        sleep_ms(20);
+    }
+    ck_assert_ptr_nonnull(text);
+    int lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        ck_assert_msg(j != NULL, "not JSON: %s", line);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "msg")), "access");
+        ck_assert(json_is_integer(json_object_get(j, "status")));
+        ck_assert(json_is_integer(json_object_get(j, "bytes")));
+        ck_assert(json_is_number(json_object_get(j, "duration_ms")));
+        const char *id = json_string_value(json_object_get(j, "request_id"));
+        if (id && strcmp(id, "acc-10") == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "");
+            ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 404);
+        }
+        if (id && strcmp(id, "acc-11") == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "/health");
+            ck_assert_str_eq(json_string_value(json_object_get(j, "listener")), "internal");
+            ck_assert_str_eq(json_string_value(json_object_get(j, "method")), "GET");
+        }
+        json_decref(j);
+        lines++;
+    }
+    ck_assert_int_eq(lines, 50);
+    free(text);
+}
+END_TEST
+
 int main(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *s = suite_create("http-server");
@@ -454,6 +512,7 @@ int main(void) {
     tcase_add_test(tc, many_deferred_in_parallel);
     tcase_add_test(tc, sse_stream);
     tcase_add_test(tc, metrics_and_ready);
+    tcase_add_test(tc, access_log_lines);
     tcase_add_test(tc, graceful_stop_waits_for_inflight);
     tcase_add_test(tc, graceful_stop_abandons_past_deadline);
     suite_add_tcase(s, tc);
