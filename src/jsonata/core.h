@@ -65,9 +65,10 @@ struct jn_node {
     bool keep_singleton;
     bool tuple;            /* path needs a tuple stream (focus/index/parent) */
     bool thunk;            /* lambda body is a tail call */
-    int ancestor_slot;     /* for % : label slot */
-    int nancestors;        /* number of % levels this node seeks */
-    char *label;           /* parent-binding label on a step */
+    int slot;              /* parse-time: ancestry slot + 1 (% nodes, ancestor steps) */
+    int *seek;             /* parse-time: unresolved ancestry slots */
+    int nseek;
+    char *label;           /* % node: label to look up; step: label binding its input */
 };
 
 typedef enum { FN_LAMBDA, FN_NATIVE, FN_EXTERN, FN_PARTIAL, FN_CLOSURE, FN_THUNK, FN_COMPOSE } jn_fnkind;

@@ -50,6 +50,7 @@ struct jn_state {
 #define FAILED(c) ((c)->err->code[0] != '\0')
 
 static jn_value *ev(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env);
+static jn_value *ev_ex(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env, bool as_step);
 static jn_value *apply_fn(jn_state *c, jn_value *fn, jn_value **args, int nargs, jn_value *input,
                           jn_frame *env, int position, const char *name);
 
@@ -349,7 +350,9 @@ static jn_value *eval_wildcard(jn_state *c, jn_value *input) {
     if (!res) return NULL;
     if (input && input->type == JN_ARRAY && (input->flags & JN_F_OUTER) && input->u.arr.n > 0)
         input = input->u.arr.items[0];
-    if (input && input->type == JN_OBJECT) {
+    if (input && input->type == JN_ARRAY) {
+        if (!flatten_into(c, input, res)) goto bad;
+    } else if (input && input->type == JN_OBJECT) {
         for (size_t i = 0; i < input->u.obj.n; i++) {
             jn_value *v = input->u.obj.ents[i].val;
             if (v && v->type == JN_ARRAY) {
@@ -669,7 +672,7 @@ static jn_value *eval_group(jn_state *c, const jn_node *g, jn_value *input, jn_f
         jn_value *item = empty ? NULL : items->u.arr.items[i];
         jn_frame *fenv = env;
         jn_value *ctx = item;
-        if (reduce) {
+        if (reduce && item) {
             fenv = frame_from_tuple(c, env, item);
             if (!fenv) goto done;
             ctx = tuple_ctx(item);
@@ -767,17 +770,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
 
 /* evaluate a node as a path step on one item: raw value, then its own stages */
 static jn_value *step_item(jn_state *c, const jn_node *step, jn_value *item, jn_frame *env) {
-    jn_value *r = ev_raw(c, step, item, env);
-    if (FAILED(c)) {
-        jn_decref(r);
-        return NULL;
-    }
-    if (step->group && step->type != N_PATH) {
-        jn_value *g = eval_group(c, step->group, r, env);
-        jn_decref(r);
-        r = g;
-    }
-    r = collapse(step, r);
+    jn_value *r = ev_ex(c, step, item, env, true);
     for (int i = 0; i < step->nstages && !FAILED(c); i++)
         if (step->stages[i].kind == 0) r = eval_filter(c, step->stages[i].expr, r, env);
     return r;
@@ -909,7 +902,7 @@ static jn_value *eval_tuple_step(jn_state *c, const jn_node *step, jn_value *inp
         jn_value *tuple = tuples->u.arr.items[i];
         jn_frame *fenv = frame_from_tuple(c, env, tuple);
         if (!fenv) goto bad;
-        jn_value *r = ev(c, step, tuple_ctx(tuple), fenv);
+        jn_value *r = ev_ex(c, step, tuple_ctx(tuple), fenv, true);
         if (FAILED(c)) goto bad;
         if (!r) continue;
         bool rtuple = r->type == JN_ARRAY && (r->flags & JN_F_TUPLE);
@@ -956,7 +949,7 @@ static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_fr
     if (n->items[0]->type == N_VAR || !input || input->type != JN_ARRAY) {
         seq = seq_new(c);
         if (!seq) return NULL;
-        if (input && !seq_push(c, seq, jn_incref(input))) {
+        if (!seq_push(c, seq, jn_incref(input))) {
             jn_decref(seq);
             return NULL;
         }
@@ -998,8 +991,8 @@ static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_fr
     seq = NULL;
     if (is_tuple) {
         jn_decref(result);
-        if (n->tuple && 0) {
-            result = tuples;
+        if (n->tuple) {
+            result = jn_incref(tuples);
         } else {
             result = seq_new(c);
             if (!result) goto bad;
@@ -1069,6 +1062,10 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
     jn_value *res = NULL;
     switch (n->op) {
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: {
+        if ((l && is_number(l) && !isfinite(l->u.n)) || (r && is_number(r) && !isfinite(r->u.n))) {
+            fail(c, n->position, n->str, "D1001", "Number out of range");
+            break;
+        }
         if (l && !is_number(l)) {
             fail(c, n->position, n->str, "T2001", "The left side of the %s operator must evaluate to a number", n->str);
             break;
@@ -1085,10 +1082,6 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
         case OP_MUL: x = a * b; break;
         case OP_DIV: x = a / b; break;
         default: x = fmod(a, b); break;
-        }
-        if (!isfinite(x)) {
-            fail(c, n->position, n->str, "D1001", "Number out of range");
-            break;
         }
         res = jn_number(x);
         if (!res) oom(c);
@@ -1110,10 +1103,7 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
             fail(c, n->position, n->str, "T2010", "The expressions either side of operator \"%s\" must evaluate to numeric or string values", n->str);
             break;
         }
-        if (!l || !r) {
-            res = jn_bool(false);
-            break;
-        }
+        if (!l || !r) break;
         if (l->type != r->type) {
             fail(c, n->position, n->str, "T2009", "The values either side of operator \"%s\" must be of the same data type", n->str);
             break;
@@ -1893,7 +1883,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     return NULL;
 }
 
-static jn_value *ev(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+static jn_value *ev_ex(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env, bool as_step) {
     if (FAILED(c)) return NULL;
     if (++c->depth > c->max_depth) {
         c->depth--;
@@ -1904,7 +1894,7 @@ static jn_value *ev(jn_state *c, const jn_node *n, jn_value *input, jn_frame *en
         return NULL;
     }
     jn_value *r = ev_raw(c, n, input, env);
-    if (!FAILED(c) && n->type != N_PATH && n->nstages) {
+    if (!FAILED(c) && n->type != N_PATH && n->nstages && !as_step) {
         for (int i = 0; i < n->nstages && !FAILED(c); i++)
             if (n->stages[i].kind == 0) r = eval_filter(c, n->stages[i].expr, r, env);
     }
@@ -2041,4 +2031,8 @@ jn_value *jn_eval_source(jn_call *call, const char *expr, size_t len, jn_value *
         return NULL;
     }
     return r;
+}
+
+static jn_value *ev(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    return ev_ex(c, n, input, env, false);
 }

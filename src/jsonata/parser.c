@@ -31,7 +31,9 @@ typedef struct parser {
     const jsonata_env *env;
     gg_error *err;
     int depth;
-    int nancestors;
+    struct slot { int level, label; } *slots;
+    gg_error pending; /* S0213 is reported only when the syntax is otherwise valid */
+    int nslots;
 } parser;
 
 static const char *const ops2[] = {"..", ":=", "!=", ">=", "<=", "**", "~>", "?:", "??", NULL};
@@ -50,7 +52,7 @@ static int lbp_of(const token *t) {
         !strcmp(s, "!=") || !strcmp(s, "<=") || !strcmp(s, ">=") || !strcmp(s, "~>") ||
         !strcmp(s, "in") || !strcmp(s, "?:") || !strcmp(s, "??"))
         return 40;
-    if (!strcmp(s, "..") || !strcmp(s, "|")) return 20;
+    if (!strcmp(s, "..")) return 20;
     if (!strcmp(s, ":=")) return 10;
     if (!strcmp(s, "and")) return 30;
     if (!strcmp(s, "or")) return 25;
@@ -272,6 +274,8 @@ static bool lex(parser *p) {
                 isop = true;
                 break;
             }
+        if (!isop && (c == '!' || c == '~'))
+            return perr(p, "S0204", (int)p->pos + 1, "Unknown operator: %s", c == '!' ? "!" : "~");
         if (!isop && strchr(ops1, c)) {
             ok = set_tok(p, T_OP, s, 1);
             p->pos += 1;
@@ -345,6 +349,7 @@ void jn_node_free(jn_node *n) {
     free(n->focus);
     free(n->index);
     free(n->label);
+    free(n->seek);
     if (n->sig) jn_sig_free(n->sig);
     jn_free_immortal(n->builtin_fn);
     free(n);
@@ -459,6 +464,133 @@ static void resolve_builtin(parser *p, jn_node *n) {
 
 static jn_node *parse_lambda(parser *p, jn_node *args_holder, int pos);
 
+/* ---- parent (%) resolution: slots are resolved against preceding path steps ---- */
+static int slot_new(parser *p) {
+    struct slot *ns = realloc(p->slots, (size_t)(p->nslots + 1) * sizeof *ns);
+    if (!ns) {
+        jn_oom(p->err);
+        return -1;
+    }
+    p->slots = ns;
+    p->slots[p->nslots].level = 1;
+    p->slots[p->nslots].label = p->nslots;
+    return p->nslots++;
+}
+
+static void seek_add(parser *p, jn_node *n, int si) {
+    for (int i = 0; i < n->nseek; i++)
+        if (n->seek[i] == si) return;
+    int *ns = realloc(n->seek, (size_t)(n->nseek + 1) * sizeof *ns);
+    if (!ns) {
+        jn_oom(p->err);
+        return;
+    }
+    n->seek = ns;
+    n->seek[n->nseek++] = si;
+}
+
+static void push_anc(parser *p, jn_node *dst, const jn_node *src) {
+    if (!dst || !src) return;
+    for (int i = 0; i < src->nseek; i++)
+        if (p->slots[src->seek[i]].level > 0) seek_add(p, dst, src->seek[i]);
+    if (src->type == N_PARENT && src->slot) seek_add(p, dst, src->slot - 1);
+}
+
+static const char *node_type_name(const jn_node *n) {
+    switch (n->type) {
+    case N_VAR: return "variable";
+    case N_NUMBER: return "number";
+    case N_STRING: return "string";
+    case N_CALL: return "function";
+    case N_ARRAY: return "unary";
+    case N_OBJECT: return "unary";
+    case N_BINARY: return "binary";
+    case N_CONDITION: return "condition";
+    case N_DESCENDANT: return "descendant";
+    default: return "expression";
+    }
+}
+
+static void seek_parent(parser *p, jn_node *n, int si) {
+    if (gg_error_is_set(p->err)) return;
+    switch (n->type) {
+    case N_NAME:
+    case N_WILDCARD:
+        if (--p->slots[si].level == 0) {
+            if (n->slot) p->slots[si].label = p->slots[n->slot - 1].label;
+            n->slot = si + 1;
+            n->tuple = true;
+        }
+        break;
+    case N_PARENT: p->slots[si].level++; break;
+    case N_BLOCK:
+        if (n->nitems > 0) {
+            n->tuple = true;
+            seek_parent(p, n->items[n->nitems - 1], si);
+        }
+        break;
+    case N_PATH: {
+        n->tuple = true;
+        int idx = n->nitems - 1;
+        seek_parent(p, n->items[idx--], si);
+        while (p->slots[si].level > 0 && idx >= 0) seek_parent(p, n->items[idx--], si);
+        break;
+    }
+    default: {
+        const char *t = node_type_name(n);
+        perr(p, "S0217", n->position, "The object representing the 'parent' cannot be derived from this expression", t);
+        break;
+    }
+    }
+}
+
+static void resolve_ancestry(parser *p, jn_node *path) {
+    jn_node *last = path->items[path->nitems - 1];
+    int nsl = last->nseek + 1;
+    int *sl = malloc((size_t)nsl * sizeof *sl);
+    if (!sl) {
+        jn_oom(p->err);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < last->nseek; i++) sl[k++] = last->seek[i];
+    if (last->type == N_PARENT && last->slot) sl[k++] = last->slot - 1;
+    for (int i = 0; i < k && !gg_error_is_set(p->err); i++) {
+        int si = sl[i];
+        int idx = path->nitems - 2;
+        while (p->slots[si].level > 0 && !gg_error_is_set(p->err)) {
+            if (idx < 0) {
+                seek_add(p, path, si);
+                break;
+            }
+            jn_node *step = path->items[idx--];
+            while (idx >= 0 && step->focus && path->items[idx]->focus) step = path->items[idx--];
+            seek_parent(p, step, si);
+        }
+    }
+    free(sl);
+}
+
+static void assign_labels(parser *p, jn_node *n) {
+    if (!n) return;
+    if (n->slot && !n->label) {
+        char buf[24];
+        snprintf(buf, sizeof buf, "!%d", p->slots[n->slot - 1].label);
+        n->label = strdup(buf);
+    }
+    assign_labels(p, n->lhs);
+    assign_labels(p, n->rhs);
+    assign_labels(p, n->third);
+    assign_labels(p, n->group);
+    for (int i = 0; i < n->nitems; i++) assign_labels(p, n->items[i]);
+    for (int i = 0; i < n->npairs; i++) {
+        assign_labels(p, n->pairs[i].key);
+        assign_labels(p, n->pairs[i].val);
+    }
+    for (int i = 0; i < n->nterms; i++) assign_labels(p, n->terms[i].expr);
+    for (int i = 0; i < n->nstages; i++) assign_labels(p, n->stages[i].expr);
+}
+
 static jn_node *nud(parser *p) {
     token t = p->tok;
     memset(&p->tok, 0, sizeof p->tok);
@@ -533,8 +665,12 @@ static jn_node *nud(parser *p) {
                 n = e;
             } else {
                 n = node_new(p, N_NEGATE, t.position);
-                if (n) n->lhs = e;
-                else jn_node_free(e);
+                if (n) {
+                    n->lhs = e;
+                    push_anc(p, n, e);
+                } else {
+                    jn_node_free(e);
+                }
             }
         } else if (!strcmp(o, "*")) {
             n = node_new(p, N_WILDCARD, t.position);
@@ -542,6 +678,11 @@ static jn_node *nud(parser *p) {
             n = node_new(p, N_DESCENDANT, t.position);
         } else if (!strcmp(o, "%")) {
             n = node_new(p, N_PARENT, t.position);
+            if (n) {
+                int si = slot_new(p);
+                if (si < 0) goto fail;
+                n->slot = si + 1;
+            }
         } else if (!strcmp(o, "?")) {
             n = node_new(p, N_PLACEHOLDER, t.position);
         } else if (!strcmp(o, "and") || !strcmp(o, "or") || !strcmp(o, "in")) {
@@ -557,6 +698,7 @@ static jn_node *nud(parser *p) {
             if (!is_op(&p->tok, "]")) {
                 for (;;) {
                     jn_node *item = expression(p, 0);
+                    push_anc(p, n, item);
                     if (!item || !push_item(p, n, item)) goto fail;
                     if (!is_op(&p->tok, ",")) break;
                     if (!lex(p)) goto fail;
@@ -573,6 +715,8 @@ static jn_node *nud(parser *p) {
                     if (!expect(p, ":")) { jn_node_free(k); goto fail; }
                     jn_node *v = expression(p, 0);
                     if (!v) { jn_node_free(k); goto fail; }
+                    push_anc(p, n, k);
+                    push_anc(p, n, v);
                     if (!push_pair(p, n, k, v)) goto fail;
                     if (!is_op(&p->tok, ",")) break;
                     if (!lex(p)) goto fail;
@@ -584,6 +728,7 @@ static jn_node *nud(parser *p) {
             if (!n) break;
             while (!is_op(&p->tok, ")")) {
                 jn_node *e = expression(p, 0);
+                push_anc(p, n, e);
                 if (!e || !push_item(p, n, e)) goto fail;
                 if (!is_op(&p->tok, ";")) break;
                 if (!lex(p)) goto fail;
@@ -628,6 +773,7 @@ static jn_node *make_path(parser *p, jn_node *lhs, jn_node *rhs, int pos) {
         path = lhs;
     } else {
         path = node_new(p, N_PATH, pos);
+        if (path && lhs->type == N_PARENT && lhs->slot) seek_add(p, path, lhs->slot - 1);
         if (!path || !push_item(p, path, lhs)) {
             if (!path) jn_node_free(lhs);
             jn_node_free(path);
@@ -658,9 +804,11 @@ static jn_node *make_path(parser *p, jn_node *lhs, jn_node *rhs, int pos) {
             char buf[64];
             if (s->type == N_NUMBER) jsonata_format_double(s->num, buf, sizeof buf);
             else snprintf(buf, sizeof buf, "%s", s->value == jn_null() ? "null" : s->value->u.b ? "true" : "false");
-            perr(p, "S0213", s->position, "The literal value %s cannot be used as a step within a path expression", buf);
-            jn_node_free(path);
-            return NULL;
+            if (!gg_error_is_set(&p->pending)) {
+                gg_error_set(&p->pending, "S0213", "The literal value %s cannot be used as a step within a path expression", buf);
+                p->pending.position = s->position;
+                gg_error_set_path(&p->pending, buf);
+            }
         }
         if (s->type == N_STRING) {
             s->type = N_NAME;
@@ -672,6 +820,11 @@ static jn_node *make_path(parser *p, jn_node *lhs, jn_node *rhs, int pos) {
     if (path->nitems > 0 && path->items[0]->type == N_ARRAY) path->items[0]->cons_array = true;
     if (path->nitems > 0 && path->items[path->nitems - 1]->type == N_ARRAY)
         path->items[path->nitems - 1]->cons_array = true;
+    resolve_ancestry(p, path);
+    if (gg_error_is_set(p->err)) {
+        jn_node_free(path);
+        return NULL;
+    }
     return path;
 }
 
@@ -760,6 +913,8 @@ static jn_node *binary(parser *p, jn_op op, jn_node *lhs, int bp, int pos) {
     n->op = op;
     n->lhs = lhs;
     n->rhs = rhs;
+    push_anc(p, n, lhs);
+    push_anc(p, n, rhs);
     return n;
 }
 
@@ -798,7 +953,15 @@ static jn_node *led(parser *p, jn_node *left) {
                 jn_node_free(e);
                 goto fail;
             }
-            if (!push_stage(p, s, 0, e, NULL, pos)) goto fail;
+            int ne = e->nseek + 1;
+            for (int k = 0; k < ne; k++) {
+                int si = k < e->nseek ? e->seek[k] : (e->type == N_PARENT && e->slot ? e->slot - 1 : -1);
+                if (si < 0 || p->slots[si].level <= 0) continue;
+                if (p->slots[si].level == 1) seek_parent(p, s, si);
+                else p->slots[si].level--;
+            }
+            push_anc(p, s, e);
+            if (gg_error_is_set(p->err) || !push_stage(p, s, 0, e, NULL, pos)) goto fail;
             n = left;
             left = NULL;
         }
@@ -832,6 +995,7 @@ static jn_node *led(parser *p, jn_node *left) {
         if (!is_op(&p->tok, ")")) {
             for (;;) {
                 jn_node *a = expression(p, 0);
+                push_anc(p, call, a);
                 if (!a || !push_item(p, call, a)) { jn_node_free(call); goto fail; }
                 if (a->type == N_PLACEHOLDER) partial = true;
                 if (!is_op(&p->tok, ",")) break;
@@ -859,6 +1023,10 @@ static jn_node *led(parser *p, jn_node *left) {
             perr(p, "S0214", pos, "The right side of %s must be a variable name (start with $)", o);
             goto fail;
         }
+        if (left->type != N_PATH) {
+            left = as_path(p, left);
+            if (!left) { jn_node_free(v); goto fail; }
+        }
         jn_node *s = last_step(left);
         if (o[0] == '@') {
             if (s->nstages) {
@@ -877,7 +1045,6 @@ static jn_node *led(parser *p, jn_node *left) {
             else if (!push_stage(p, s, 1, NULL, v->str, pos)) { jn_node_free(v); goto fail; }
         }
         s->tuple = true;
-        left->tuple = true;
         jn_node_free(v);
         n = left;
         left = NULL;
@@ -891,6 +1058,7 @@ static jn_node *led(parser *p, jn_node *left) {
             else if (is_op(&p->tok, ">")) { desc = true; if (!lex(p)) { jn_node_free(sort); goto fail; } }
             jn_node *e = expression(p, 0);
             if (!e) { jn_node_free(sort); goto fail; }
+            push_anc(p, sort, e);
             jn_sortterm *nt = realloc(sort->terms, (size_t)(sort->nterms + 1) * sizeof *nt);
             if (!nt) { jn_node_free(e); jn_node_free(sort); jn_oom(p->err); goto fail; }
             sort->terms = nt;
@@ -905,7 +1073,9 @@ static jn_node *led(parser *p, jn_node *left) {
         left = NULL;
         if (!path) { jn_node_free(sort); goto fail; }
         if (!push_item(p, path, sort)) { jn_node_free(path); goto fail; }
+        resolve_ancestry(p, path);
         n = path;
+        if (gg_error_is_set(p->err)) goto fail;
     } else if (!strcmp(o, "?")) {
         n = node_new(p, N_CONDITION, pos);
         if (!n) goto fail;
@@ -918,6 +1088,9 @@ static jn_node *led(parser *p, jn_node *left) {
             n->third = expression(p, 0);
             if (!n->third) goto fail;
         }
+        push_anc(p, n, n->lhs);
+        push_anc(p, n, n->rhs);
+        push_anc(p, n, n->third);
     } else if (!strcmp(o, "?:") || !strcmp(o, "??")) {
         n = node_new(p, o[1] == ':' ? N_ELVIS : N_COALESCE, pos);
         if (!n) goto fail;
@@ -925,8 +1098,10 @@ static jn_node *led(parser *p, jn_node *left) {
         left = NULL;
         n->rhs = expression(p, bp);
         if (!n->rhs) goto fail;
+        push_anc(p, n, n->lhs);
+        push_anc(p, n, n->rhs);
     } else if (!strcmp(o, ":=")) {
-        if (left->type != N_VAR) {
+        if (left->type != N_VAR || left->nstages) {
             perr(p, "S0212", pos, "The left side of := must be a variable name (start with $)", NULL);
             goto fail;
         }
@@ -936,6 +1111,7 @@ static jn_node *led(parser *p, jn_node *left) {
         left = NULL;
         n->rhs = expression(p, bp - 1);
         if (!n->rhs) goto fail;
+        push_anc(p, n, n->rhs);
     } else if (!strcmp(o, "~>")) {
         n = node_new(p, N_APPLY, pos);
         if (!n) goto fail;
@@ -943,6 +1119,8 @@ static jn_node *led(parser *p, jn_node *left) {
         left = NULL;
         n->rhs = expression(p, bp);
         if (!n->rhs) goto fail;
+        push_anc(p, n, n->lhs);
+        push_anc(p, n, n->rhs);
     } else {
         static const struct { const char *s; jn_op op; } bin[] = {
             {"+", OP_ADD}, {"-", OP_SUB}, {"*", OP_MUL}, {"/", OP_DIV}, {"%", OP_MOD},
@@ -991,6 +1169,7 @@ static jn_node *expression(parser *p, int rbp) {
 jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err) {
     parser p;
     memset(&p, 0, sizeof p);
+    p.pending.position = -1;
     p.src = src;
     p.len = strlen(src);
     p.env = env;
@@ -1005,6 +1184,25 @@ jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err) {
         jn_node_free(n);
         n = NULL;
     }
+    if (n && gg_error_is_set(&p.pending)) {
+        gg_error_move(err, &p.pending);
+        jn_node_free(n);
+        n = NULL;
+    }
+    gg_error_clear(&p.pending);
+    if (n) {
+        bool unresolved = n->type == N_PARENT;
+        for (int i = 0; i < n->nseek; i++)
+            if (p.slots[n->seek[i]].level > 0) unresolved = true;
+        if (unresolved) {
+            perr(&p, "S0217", n->position, "The object representing the 'parent' cannot be derived from this expression", n->type == N_PARENT ? "parent" : "path");
+            jn_node_free(n);
+            n = NULL;
+        } else {
+            assign_labels(&p, n);
+        }
+    }
+    free(p.slots);
     tok_clear(&p.tok);
     return n;
 }

@@ -191,16 +191,16 @@ bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *co
                     goto done;
                 }
                 res[ri++] = jn_incref(context);
-            } else if (ai < nargs && 0) {
-                res[ri++] = jn_incref(args[ai++]);
             } else {
-                res[ri++] = NULL;
+                /* the reference consumes an argument slot even when nothing matched */
+                res[ri++] = jn_incref(ai < nargs ? args[ai] : NULL);
+                ai++;
             }
             continue;
         }
         for (int k = 0; k < counts[pi]; k++) {
-            jn_value *a = args[ai];
-            char s = sym[ai];
+            jn_value *a = ai < nargs ? args[ai] : NULL;
+            char s = ai < nargs ? sym[ai] : 'm';
             if (p->type == 'a' && s != 'm') {
                 bool array_ok = true;
                 if (p->subtype[0]) {
