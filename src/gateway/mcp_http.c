@@ -223,11 +223,13 @@ static void record_finish(gw_call_job *j) {
         const char *emsg = json_is_object(err) ? json_string_value(json_object_get(err, "message"))
                                                : json_string_value(err);
         json_t *in = json_object_get(n, "input"), *out = json_object_get(n, "output");
-        gg_exec_record_add_node(r, json_string_value(json_object_get(n, "nodeId")),
+        gg_node_exec_record *nr = gg_exec_record_add_node(r, json_string_value(json_object_get(n, "nodeId")),
                                 json_string_value(json_object_get(n, "nodeType")),
                                 json_integer_value(json_object_get(n, "startTime")),
                                 json_integer_value(json_object_get(n, "endTime")),
                                 json_incref(in), json_incref(out), err ? (emsg ? emsg : "error") : NULL);
+        if (nr && json_is_number(json_object_get(n, "duration")))
+            nr->duration_ms = json_number_value(json_object_get(n, "duration"));
     }
     gg_history_submit(gw->history, r);
 }

@@ -280,14 +280,20 @@ static void emit_notification(mcp_call *c, const char *method, json_t *params) {
     free(s);
 }
 
+/* Whole numbers print as integers (progress 3, not 3.0). */
+static json_t *number(double d) {
+    if (d == floor(d) && fabs(d) < 9007199254740992.0) return json_integer((json_int_t)d);
+    return json_real(d);
+}
+
 static void sink_progress(void *user, double progress, double total, const char *message) {
     mcp_call *c = user;
     if (!c->progress_token || (c->sent_progress && !(progress > c->last_progress))) return;
     c->sent_progress = true;
     c->last_progress = progress;
-    json_t *p = json_pack("{s:O,s:f}", "progressToken", c->progress_token, "progress", progress);
+    json_t *p = json_pack("{s:O,s:o}", "progressToken", c->progress_token, "progress", number(progress));
     if (!p) return;
-    if (total >= 0) json_object_set_new(p, "total", json_real(total));
+    if (total >= 0) json_object_set_new(p, "total", number(total));
     if (message) json_object_set_new(p, "message", json_string(message));
     emit_notification(c, "notifications/progress", p);
     json_decref(p);
