@@ -1,6 +1,7 @@
 /* fn_array.c — array functions ($count, $append, $sort, $reverse, $shuffle, $distinct,
  * $zip) and higher-order functions ($map, $filter, $single, $reduce). */
 #include "jsonata/fn_common.h"
+#include "jsonata/core.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -168,10 +169,31 @@ FN(fn_zip) {
 
 /* ---- higher-order functions ---- */
 
+/* Mandatory parameters of a builtin signature: the reference sizes higher-order calls of
+ * its builtins by their implementation's declared parameters, which leave out the ones
+ * with defaults (the optional ones), e.g. $map(xs, $string) passes only the value. */
+static int builtin_arity(const char *sig) {
+    int n = 0, depth = 0;
+    if (!sig || *sig != '<') return -1;
+    for (const char *p = sig + 1; *p && !(depth == 0 && (*p == ':' || *p == '>')); p++) {
+        if (*p == '<' || *p == '(') { depth++; continue; }
+        if (*p == '>' || *p == ')') { depth--; if (depth == 0 && *p == ')') n += p[1] != '?'; continue; }
+        if (depth > 0 || *p == '-' || *p == '?' || *p == '+') continue;
+        n += p[1] != '?';
+    }
+    return n;
+}
+
+int fn_hof_arity(const jn_value *fn) {
+    if (fn && fn->type == JN_FUNCTION && fn->u.fn->kind == FN_NATIVE && fn->u.fn->builtin)
+        return builtin_arity(fn->u.fn->builtin->signature);
+    return jn_fn_arity(fn);
+}
+
 /* Call fn with (value, index, array) cut to the function's declared arity. */
 static jn_value *hof_call(jn_call *call, jn_value *fn, jn_value *v, size_t i, jn_value *arr,
                           gg_error *err) {
-    int arity = jn_fn_arity(fn);
+    int arity = fn_hof_arity(fn);
     if (arity < 0 || arity > 3) arity = 3;
     jn_value *idx = NULL;
     jn_value *args[3] = {v, NULL, arr};
@@ -246,7 +268,7 @@ FN(fn_single) {
 FN(fn_reduce) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1), *init = FN_ARG(2);
     if (!a || !fn) return NULL;
-    int arity = jn_fn_arity(fn);
+    int arity = fn_hof_arity(fn);
     if (arity >= 0 && arity < 2) {
         jn_error(call, err, "D3050", "The second argument of reduce function must be a function with at least two arguments");
         return NULL;

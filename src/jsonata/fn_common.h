@@ -25,22 +25,35 @@ bool fn_push(jn_value *arr, jn_value *v, gg_error *err);
 typedef struct fn_hit {
     size_t start, end;        /* byte offsets of the whole match */
     int ngroups;
-    const PCRE2_SIZE *ov;     /* ovector: groups i at ov[2i], ov[2i+1] (PCRE2_UNSET if none) */
+    const PCRE2_SIZE *ov;     /* regex: group i at ov[2i], ov[2i+1] (PCRE2_UNSET if none) */
+    jn_value *groups;         /* custom matcher: its groups array (borrowed), or NULL */
 } fn_hit;
+/* Iterates the matches of a regex or of a custom matcher function (the reference's
+ * protocol: fn(str) returns {match, start, end, groups, next()}). */
 typedef struct fn_matcher {
     const jn_regex *re;
+    jn_value *fn;             /* custom matcher (borrowed) */
+    jn_value *cur;            /* last match object of a custom matcher (owned) */
+    jn_value *str;            /* subject string (borrowed) */
     pcre2_match_data *md;
     pcre2_match_context *mc;
     const char *s;
     size_t len;
     size_t offset;
 } fn_matcher;
-bool fn_matcher_init(fn_matcher *m, const jn_regex *re, const char *s, size_t len, gg_error *err);
-/* Next match: 1 found, 0 none, -1 error (D1004 for zero-length matches as the reference). */
+/* pattern is a regex or a function value; str a string value. */
+bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err);
+/* Next match: 1 found, 0 none, -1 error (D1004 for zero-length matches as the reference,
+ * T1010 for a custom matcher returning a malformed object). */
 int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err);
 void fn_matcher_free(fn_matcher *m);
+/* Group g (1-based) of a hit; false when the group did not participate. */
+bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n);
 /* The reference's match object {match, index, groups}. */
 jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err);
+
+/* Arity used when a higher-order function calls fn (fn_array.c). */
+int fn_hof_arity(const jn_value *fn);
 
 /* ---- natives ---- */
 /* strings */

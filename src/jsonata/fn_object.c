@@ -122,7 +122,7 @@ FN(fn_merge) {
 
 /* Call fn(value, key, object) cut to its declared arity. */
 static jn_value *entry_call(jn_call *call, jn_value *fn, jn_value *obj, size_t i, gg_error *err) {
-    int arity = jn_fn_arity(fn);
+    int arity = fn_hof_arity(fn);
     if (arity < 0 || arity > 3) arity = 3;
     jn_value *args[3] = {obj->u.obj.ents[i].val, obj->u.obj.ents[i].key, obj};
     return jn_apply(call, fn, args, arity < 1 ? 1 : arity, err);

@@ -4,6 +4,7 @@
 #include "jsonata/fn_common.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Backtracking budget per match attempt: generous for real patterns, small enough that
  * catastrophic backtracking stops within milliseconds. */
@@ -22,12 +23,17 @@ bool fn_push(jn_value *arr, jn_value *v, gg_error *err) {
     return true;
 }
 
-bool fn_matcher_init(fn_matcher *m, const jn_regex *re, const char *s, size_t len, gg_error *err) {
-    m->re = re;
-    m->s = s;
-    m->len = len;
-    m->offset = 0;
-    m->md = pcre2_match_data_create_from_pattern(re->code, NULL);
+bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err) {
+    memset(m, 0, sizeof *m);
+    m->str = str;
+    m->s = jn_s(str);
+    m->len = jn_slen(str);
+    if (pattern->type != JN_REGEX) {
+        m->fn = pattern;
+        return true;
+    }
+    m->re = pattern->u.re;
+    m->md = pcre2_match_data_create_from_pattern(m->re->code, NULL);
     m->mc = pcre2_match_context_create(NULL);
     if (!m->md || !m->mc) { fn_matcher_free(m); jn_oom(err); return false; }
     pcre2_set_match_limit(m->mc, FN_REGEX_MATCH_LIMIT);
@@ -38,13 +44,48 @@ bool fn_matcher_init(fn_matcher *m, const jn_regex *re, const char *s, size_t le
 void fn_matcher_free(fn_matcher *m) {
     if (m->md) pcre2_match_data_free(m->md);
     if (m->mc) pcre2_match_context_free(m->mc);
+    jn_decref(m->cur);
+    m->cur = NULL;
     m->md = NULL;
     m->mc = NULL;
 }
 
+static int custom_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
+    jn_value *r;
+    if (!m->cur) {
+        r = jn_apply(call, m->fn, &m->str, 1, err);
+    } else {
+        jn_value *next = jn_object_get(m->cur, "next", 4);
+        if (!next || !jn_is_function(next)) return 0;
+        r = jn_apply(call, next, NULL, 0, err);
+    }
+    if (gg_error_is_set(err)) { jn_decref(r); return -1; }
+    jn_decref(m->cur);
+    m->cur = r;
+    if (!r) return 0;
+    jn_value *st = r->type == JN_OBJECT ? jn_object_get(r, "start", 5) : NULL;
+    jn_value *en = r->type == JN_OBJECT ? jn_object_get(r, "end", 3) : NULL;
+    jn_value *gr = r->type == JN_OBJECT ? jn_object_get(r, "groups", 6) : NULL;
+    jn_value *mt = r->type == JN_OBJECT ? jn_object_get(r, "match", 5) : NULL;
+    if (!st || st->type != JN_NUMBER || !en || en->type != JN_NUMBER || !mt ||
+        (gr && gr->type != JN_ARRAY)) {
+        jn_error(call, err, "T1010", "The matcher function argument passed to function %s does not return the correct object structure",
+                 call->name ? call->name : "");
+        return -1;
+    }
+    out->start = jn_str_u16_to_byte(m->str, st->u.n < 0 ? 0 : (size_t)st->u.n);
+    out->end = jn_str_u16_to_byte(m->str, en->u.n < 0 ? 0 : (size_t)en->u.n);
+    if (out->end < out->start) out->end = out->start;
+    out->ov = NULL;
+    out->groups = gr;
+    out->ngroups = gr ? (int)jn_alen(gr) : 0;
+    return 1;
+}
+
 int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
-    if (m->offset > m->len) return 0;
     if (!jn_check_limits(call, err)) return -1;
+    if (m->fn) return custom_next(call, m, out, err);
+    if (m->offset > m->len) return 0;
     int rc = pcre2_match(m->re->code, (PCRE2_SPTR)m->s, m->len, m->offset, 0, m->md, m->mc);
     if (rc == PCRE2_ERROR_NOMATCH) return 0;
     if (rc < 0) {
@@ -61,12 +102,27 @@ int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
     out->start = ov[0];
     out->end = ov[1];
     out->ov = ov;
-    out->ngroups = (int)pcre2_get_ovector_count(m->md) - 1;
+    out->groups = NULL;
     uint32_t cap = 0;
     pcre2_pattern_info(m->re->code, PCRE2_INFO_CAPTURECOUNT, &cap);
     out->ngroups = (int)cap;
     m->offset = ov[1];
     return 1;
+}
+
+bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n) {
+    if (g < 1 || g > h->ngroups) return false;
+    if (h->groups) {
+        jn_value *v = jn_aget(h->groups, (size_t)g - 1);
+        if (!v || v->type != JN_STRING) return false;
+        *p = jn_s(v);
+        *n = jn_slen(v);
+        return true;
+    }
+    if (h->ov[2 * g] == PCRE2_UNSET) return false;
+    *p = s + h->ov[2 * g];
+    *n = h->ov[2 * g + 1] - h->ov[2 * g];
+    return true;
 }
 
 jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
@@ -80,9 +136,10 @@ jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) 
     if (ok) ok = jn_object_set(o, "match", 5, mv) && jn_object_set(o, "index", 5, iv);
     else { jn_decref(mv); jn_decref(iv); }
     for (int g = 1; ok && g <= mt->ngroups; g++) {
-        PCRE2_SIZE a = mt->ov[2 * g], b = mt->ov[2 * g + 1];
+        const char *gp;
+        size_t gn;
         /* an unmatched group is undefined in JavaScript, which serialises as null */
-        jn_value *gv = a == PCRE2_UNSET ? jn_null() : jn_string(s + a, b - a);
+        jn_value *gv = fn_hit_group(mt, s, g, &gp, &gn) ? jn_string(gp, gn) : jn_null();
         ok = gv && jn_array_push(groups, gv);
     }
     if (!ok) jn_decref(groups);

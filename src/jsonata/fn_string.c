@@ -140,15 +140,8 @@ FN(fn_contains) {
     if (!s || !pat) return NULL;
     if (pat->type == JN_STRING)
         return jn_bool(find_bytes(jn_s(s), jn_slen(s), jn_s(pat), jn_slen(pat)) != NULL);
-    if (pat->type != JN_REGEX) {
-        jn_value *r = jn_apply(call, pat, &s, 1, err);
-        if (gg_error_is_set(err)) return NULL;
-        bool found = r != NULL;
-        jn_decref(r);
-        return jn_bool(found);
-    }
     fn_matcher m;
-    if (!fn_matcher_init(&m, pat->u.re, jn_s(s), jn_slen(s), err)) return NULL;
+    if (!fn_matcher_init(&m, pat, s, err)) return NULL;
     fn_hit mt;
     int rc = fn_matcher_next(call, &m, &mt, err);
     fn_matcher_free(&m);
@@ -198,7 +191,7 @@ FN(fn_split) {
         }
     } else {
         fn_matcher m;
-        if (!fn_matcher_init(&m, sep->u.re, p, n, err)) { jn_decref(out); return NULL; }
+        if (!fn_matcher_init(&m, sep, s, err)) { jn_decref(out); return NULL; }
         fn_hit mt;
         int rc;
         while ((limit < 0 || (double)jn_alen(out) < limit) && (rc = fn_matcher_next(call, &m, &mt, err)) == 1) {
@@ -238,14 +231,10 @@ FN(fn_match) {
     double limit;
     if (!limit_arg(call, FN_ARG(2), "D3040", "Third argument of match function must evaluate to a positive number", &limit, err))
         return NULL;
-    if (re->type != JN_REGEX) {
-        jn_error(call, err, "T0410", "Argument 2 of function \"match\" does not match function signature");
-        return NULL;
-    }
     jn_value *out = jn_seq_new(4);
     if (!out) { jn_oom(err); return NULL; }
     fn_matcher m;
-    if (!fn_matcher_init(&m, re->u.re, jn_s(s), jn_slen(s), err)) { jn_decref(out); return NULL; }
+    if (!fn_matcher_init(&m, re, s, err)) { jn_decref(out); return NULL; }
     fn_hit mt;
     while ((limit < 0 || (double)jn_alen(out) < limit) && fn_matcher_next(call, &m, &mt, err) == 1)
         if (!fn_push(out, fn_match_object(s, &mt, err), err)) break;
@@ -270,8 +259,9 @@ static void expand_replacement(const char *r, size_t rn, const char *s, const fn
             g = g * 10 + (r[j] - '0');
             j++;
         }
-        if (g <= mt->ngroups && mt->ov[2 * g] != PCRE2_UNSET)
-            gg_strbuf_append(b, s + mt->ov[2 * g], mt->ov[2 * g + 1] - mt->ov[2 * g]);
+        const char *gp;
+        size_t gn;
+        if (fn_hit_group(mt, s, g, &gp, &gn)) gg_strbuf_append(b, gp, gn);
         i = j - 1;
     }
 }
@@ -331,7 +321,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
             if (rep->type == JN_STRING) gg_strbuf_append(&b, jn_s(rep), jn_slen(rep));
             else {
                 PCRE2_SIZE ov[2] = {at, at + jn_slen(pat)};
-                fn_hit mt = {at, at + jn_slen(pat), 0, ov};
+                fn_hit mt = {at, at + jn_slen(pat), 0, ov, NULL};
                 if (!replace_with_fn(call, rep, s, &mt, &b, err)) { gg_strbuf_free(&b); return NULL; }
             }
             pos = at + jn_slen(pat);
@@ -339,7 +329,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
         }
     } else {
         fn_matcher m;
-        if (!fn_matcher_init(&m, pat->u.re, p, n, err)) return NULL;
+        if (!fn_matcher_init(&m, pat, s, err)) { gg_strbuf_free(&b); return NULL; }
         fn_hit mt;
         while ((limit < 0 || count < limit) && fn_matcher_next(call, &m, &mt, err) == 1) {
             gg_strbuf_append(&b, p + pos, mt.start - pos);
