@@ -329,7 +329,7 @@ static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "
 static json_t *history_record(int idx, const gnode *n, long long start, long long end, double dur, json_t *input,
                               json_t *output, const gg_error *e) {
     json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f}", "executionIndex", idx, "nodeId", n->id, "nodeType",
-                            type_name[n->type], "startTime", (json_int_t)start, "endTime", (json_int_t)end, "duration", dur);
+                            type_name[n->type], "startTime", (json_int_t)start, "endTime", (json_int_t)end, "duration", round(dur * 1000) / 1000);
     if (!rec) return NULL;
     if (input) json_object_set(rec, "input", input);
     json_object_set(rec, "output", output ? output : json_null());

