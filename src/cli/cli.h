@@ -162,5 +162,7 @@ struct gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exi
 int gg_cmd_migrate(int argc, char **argv);
 int gg_cmd_tenant(int argc, char **argv);
 int gg_cmd_key(int argc, char **argv);
+/* src/cli/cmd_specs.c (built with src/specs): graphgate specs load|check|list|show|search */
+int gg_cmd_specs(int argc, char **argv);
 
 #endif

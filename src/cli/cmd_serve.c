@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "gateway/gateway.h"
 #include "http/http.h"
+#include "specs/specs.h"
 #include "store/store.h"
 
 #include <pthread.h>
@@ -49,6 +50,13 @@ bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user) {
 static bool install_subsystems(gg_app *app, gg_error *err) {
     gg_gateway *gw = gg_gateway_install(app, err);
     if (!gw) return false;
+    specs_registry *specs = NULL; /* node-spec service: REST routes + MCP at /mcp/nodes */
+    if (!specs_install(app, gg_gateway_auth(gw), &specs, err)) return false;
+    mcp_provider *nodes = specs_provider_new(specs);
+    bool mounted = nodes && gg_gateway_mount(gw, "nodes", nodes, err);
+    if (!nodes) gg_error_set(err, "oom", "out of memory");
+    mcp_provider_unref(nodes);
+    if (!mounted) return false;
     return true;
 }
 

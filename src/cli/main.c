@@ -14,6 +14,7 @@ static const gg_command commands[] = {
     {"migrate", "apply pending database migrations", gg_cmd_migrate},
     {"tenant", "create, list or delete tenants", gg_cmd_tenant},
     {"key", "create, list or revoke API keys", gg_cmd_key},
+    {"specs", "load, check, list and show node specifications", gg_cmd_specs},
     {"version", "print version information", gg_cmd_version},
 };
 

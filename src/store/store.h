@@ -290,6 +290,37 @@ void gg_store_format_time(long long ms, char *buf, size_t size);
  * ------------------------------------------------------------------------------------- */
 
 /* === BEGIN node-spec section (src/store/store_specs.c) === */
+/* One spec as persisted: the resolved document (spec_json) and the text FTS5 indexes.
+ * Every pointer is borrowed for the duration of the call. */
+typedef struct gg_store_spec_row {
+    const char *node_type, *subtype, *version;
+    const char *spec_json;     /* the resolved spec document */
+    const char *source_path;   /* "TYPE/SUBTYPE.yaml" */
+    const char *checksum;      /* sha256 hex of spec_json */
+    const char *description, *tags, *params; /* FTS5 columns (tags, params space-joined) */
+} gg_store_spec_row;
+/* Make rows the current node specs in one transaction: a new node_specs row per new
+ * (node_type, subtype, version) — an existing version whose content changed is updated in
+ * place — then node_specs_fts rebuilt to index exactly these rows, and specs_meta set to
+ * dir_checksum / source_dir / n. */
+bool gg_store_specs_replace(gg_store *s, const gg_store_spec_row *rows, size_t n,
+                            const char *dir_checksum, const char *source_dir, gg_error *err);
+/* specs_meta: *found false when nothing was ever loaded. checksum needs 65 bytes. */
+bool gg_store_specs_meta(gg_store *s, char checksum[65], long long *spec_count, bool *found,
+                         gg_error *err);
+/* The current specs (those in the FTS index) as parsed documents, ordered by type and
+ * subtype. New reference; NULL + err on failure. */
+json_t *gg_store_specs_current(gg_store *s, gg_error *err);
+/* Ranked FTS5 search: match is an FTS5 query expression (built by the caller from user
+ * words), node_type NULL = every type, limit 1..100. [{"node_type","subtype","description",
+ * "snippet","score"}] best first (score = -bm25, higher is better). A malformed match is
+ * err "invalid". */
+json_t *gg_store_specs_search(gg_store *s, const char *match, const char *node_type, int limit,
+                              gg_error *err);
+/* Every stored version of one spec: [{"version","checksum","source_path","loaded_at",
+ * "current"}] newest first; empty array when none. */
+json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *subtype,
+                                gg_error *err);
 /* === END node-spec section === */
 
 #endif

@@ -1,0 +1,243 @@
+/* store_specs.c — node_specs (every version of every spec), node_specs_fts (FTS5 over the
+ * current ones) and specs_meta (what was loaded last). Owned by the node-spec subsystem;
+ * tables from migration 0001. */
+#include "store/store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SQL_UPSERT[] =
+    "INSERT INTO node_specs (node_type, subtype, version, spec, source_path, checksum, loaded_at) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+    "ON CONFLICT (node_type, subtype, version) DO UPDATE SET spec = excluded.spec, "
+    "source_path = excluded.source_path, checksum = excluded.checksum, loaded_at = excluded.loaded_at "
+    "WHERE node_specs.checksum <> excluded.checksum";
+static const char SQL_ID[] = "SELECT id FROM node_specs WHERE node_type = ?1 AND subtype = ?2 AND version = ?3";
+static const char SQL_FTS_CLEAR[] = "DELETE FROM node_specs_fts";
+static const char SQL_FTS_INSERT[] =
+    "INSERT INTO node_specs_fts (rowid, node_type, subtype, description, tags, params) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+static const char SQL_META_SET[] =
+    "INSERT INTO specs_meta (id, dir_checksum, source_dir, spec_count, loaded_at) VALUES (1, ?1, ?2, ?3, ?4) "
+    "ON CONFLICT (id) DO UPDATE SET dir_checksum = excluded.dir_checksum, source_dir = excluded.source_dir, "
+    "spec_count = excluded.spec_count, loaded_at = excluded.loaded_at";
+static const char SQL_META_GET[] = "SELECT dir_checksum, spec_count FROM specs_meta WHERE id = 1";
+static const char SQL_CURRENT[] =
+    "SELECT spec FROM node_specs WHERE id IN (SELECT rowid FROM node_specs_fts) ORDER BY node_type, subtype";
+static const char SQL_SEARCH[] =
+    "SELECT node_type, subtype, description, "
+    "snippet(node_specs_fts, -1, '[', ']', '…', 14), "
+    "bm25(node_specs_fts, 2.0, 8.0, 3.0, 4.0, 1.0) AS rank "
+    "FROM node_specs_fts WHERE node_specs_fts MATCH ?1 AND (?2 IS NULL OR node_type = ?2) "
+    "ORDER BY rank, subtype LIMIT ?3";
+static const char SQL_VERSIONS[] =
+    "SELECT version, checksum, source_path, loaded_at, id IN (SELECT rowid FROM node_specs_fts) "
+    "FROM node_specs WHERE node_type = ?1 AND subtype = ?2 ORDER BY loaded_at DESC, id DESC";
+
+static bool step_done(gg_store_conn *c, sqlite3_stmt *st, gg_error *err, const char *what) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) return true;
+    gg_store_set_db_error(c, err, what);
+    return false;
+}
+
+static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_UPSERT, err);
+    if (!st) return false;
+    gg_store_bind_text(st, 1, r->node_type);
+    gg_store_bind_text(st, 2, r->subtype);
+    gg_store_bind_text(st, 3, r->version);
+    gg_store_bind_text(st, 4, r->spec_json);
+    gg_store_bind_text(st, 5, r->source_path);
+    gg_store_bind_text(st, 6, r->checksum);
+    sqlite3_bind_int64(st, 7, now);
+    if (!step_done(c, st, err, "node_specs upsert")) return false;
+    st = gg_store_conn_stmt(c, SQL_ID, err);
+    if (!st) return false;
+    gg_store_bind_text(st, 1, r->node_type);
+    gg_store_bind_text(st, 2, r->subtype);
+    gg_store_bind_text(st, 3, r->version);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        gg_store_set_db_error(c, err, "node_specs id");
+        return false;
+    }
+    long long id = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    st = gg_store_conn_stmt(c, SQL_FTS_INSERT, err);
+    if (!st) return false;
+    sqlite3_bind_int64(st, 1, id);
+    gg_store_bind_text(st, 2, r->node_type);
+    gg_store_bind_text(st, 3, r->subtype);
+    gg_store_bind_text(st, 4, r->description);
+    gg_store_bind_text(st, 5, r->tags);
+    gg_store_bind_text(st, 6, r->params);
+    return step_done(c, st, err, "node_specs_fts insert");
+}
+
+/* See store.h. */
+bool gg_store_specs_replace(gg_store *s, const gg_store_spec_row *rows, size_t n,
+                            const char *dir_checksum, const char *source_dir, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
+    if (ok) {
+        long long now = gg_wall_ms();
+        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
+        ok = st && step_done(c, st, err, "node_specs_fts clear");
+        for (size_t i = 0; ok && i < n; i++) ok = put_row(c, &rows[i], now, err);
+        if (ok) {
+            st = gg_store_conn_stmt(c, SQL_META_SET, err);
+            ok = st != NULL;
+            if (ok) {
+                gg_store_bind_text(st, 1, dir_checksum);
+                gg_store_bind_text(st, 2, source_dir ? source_dir : "");
+                sqlite3_bind_int64(st, 3, (long long)n);
+                sqlite3_bind_int64(st, 4, now);
+                ok = step_done(c, st, err, "specs_meta");
+            }
+        }
+        if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
+        if (!ok) {
+            gg_error ignored = GG_ERROR_INIT;
+            gg_store_conn_exec(c, "ROLLBACK", &ignored);
+            gg_error_clear(&ignored);
+        }
+    }
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+/* See store.h. */
+bool gg_store_specs_meta(gg_store *s, char checksum[65], long long *spec_count, bool *found, gg_error *err) {
+    *found = false;
+    checksum[0] = '\0';
+    if (spec_count) *spec_count = 0;
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return false;
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_META_GET, err);
+    bool ok = st != NULL;
+    if (ok) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *v = (const char *)sqlite3_column_text(st, 0);
+            snprintf(checksum, 65, "%s", v ? v : "");
+            if (spec_count) *spec_count = sqlite3_column_int64(st, 1);
+            *found = true;
+        } else if (rc != SQLITE_DONE) {
+            gg_store_set_db_error(c, err, "specs_meta");
+            ok = false;
+        }
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    return ok;
+}
+
+/* See store.h. */
+json_t *gg_store_specs_current(gg_store *s, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *out = json_array();
+    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_CURRENT, err) : NULL;
+    int rc = SQLITE_ERROR;
+    while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_error_t je;
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        json_t *doc = text ? json_loads(text, 0, &je) : NULL;
+        if (!doc) {
+            gg_error_set(err, "db", "a stored node spec is not valid JSON: %s", text ? je.text : "NULL");
+            rc = SQLITE_ERROR;
+            break;
+        }
+        json_array_append_new(out, doc);
+    }
+    if (st && rc != SQLITE_DONE && !gg_error_is_set(err)) gg_store_set_db_error(c, err, "node_specs read");
+    if (st) sqlite3_reset(st);
+    gg_store_conn_release(s, c);
+    if (!st || rc != SQLITE_DONE) {
+        json_decref(out);
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    return out;
+}
+
+static json_t *text_col(sqlite3_stmt *st, int col) {
+    const char *v = (const char *)sqlite3_column_text(st, col);
+    return json_string(v ? v : "");
+}
+
+/* See store.h. */
+json_t *gg_store_specs_search(gg_store *s, const char *match, const char *node_type, int limit, gg_error *err) {
+    if (limit < 1 || limit > 100) {
+        gg_error_set(err, "invalid", "limit must be between 1 and 100");
+        return NULL;
+    }
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *out = json_array();
+    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_SEARCH, err) : NULL;
+    int rc = SQLITE_ERROR;
+    if (st) {
+        gg_store_bind_text(st, 1, match);
+        gg_store_bind_text(st, 2, node_type);
+        sqlite3_bind_int(st, 3, limit);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *row = json_pack("{s:o, s:o, s:o, s:o, s:f}", "node_type", text_col(st, 0), "subtype",
+                                    text_col(st, 1), "description", text_col(st, 2), "snippet", text_col(st, 3),
+                                    "score", -sqlite3_column_double(st, 4));
+            if (!row || json_array_append_new(out, row) != 0) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+        }
+        if (rc != SQLITE_DONE) {
+            const char *msg = sqlite3_errmsg(c->db);
+            if (rc == SQLITE_ERROR && msg && (strstr(msg, "fts5") || strstr(msg, "syntax")))
+                gg_error_set(err, "invalid", "search query not understood: %s", msg);
+            else
+                gg_store_set_db_error(c, err, "node_specs search");
+        }
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    if (rc != SQLITE_DONE) {
+        json_decref(out);
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    return out;
+}
+
+/* See store.h. */
+json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *subtype, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *out = json_array();
+    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
+    int rc = SQLITE_ERROR;
+    if (st) {
+        gg_store_bind_text(st, 1, node_type);
+        gg_store_bind_text(st, 2, subtype);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *row = json_pack("{s:o, s:o, s:o, s:o, s:b}", "version", text_col(st, 0), "checksum",
+                                    text_col(st, 1), "source_path", text_col(st, 2), "loaded_at",
+                                    gg_store_time_json(sqlite3_column_int64(st, 3)), "current",
+                                    sqlite3_column_int(st, 4));
+            if (!row || json_array_append_new(out, row) != 0) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+        }
+        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "node_specs versions");
+        sqlite3_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    if (rc != SQLITE_DONE) {
+        json_decref(out);
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    return out;
+}
