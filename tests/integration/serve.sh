@@ -30,6 +30,15 @@ c_metrics_internal_only() {
   local s; s=$(gg_curl "$T/mp" "$GG_PUB/metrics")
   status_is "$s" 404 && body_has "$T/mp" '"code":"not_found"'
 }
+# Routes the gateway registers only on the internal listener do not exist on the public one
+# (the router's own 404, not a handler's).
+c_internal_routes_invisible() {
+  local s1 s2
+  s1=$(gg_curl "$T/ip" -X POST -H 'Content-Type: application/json' -d '{}' "$GG_PUB/internal/mcp/demo/example")
+  s2=$(gg_curl "$T/ii" -X POST -H 'Content-Type: application/json' -d '{}' "$GG_INT/internal/mcp/demo/example")
+  status_is "$s1" 404 && body_has "$T/ip" '"message":"no route for this path"' \
+    && ! grep -q 'no route for this path' "$T/ii"
+}
 c_404() {
   local s; s=$(gg_curl "$T/n" "$GG_PUB/no/such/route")
   status_is "$s" 404 && body_has "$T/n" '^{"error":{"code":"not_found","message":"[^"]*"}}$' \
@@ -109,6 +118,7 @@ t "GET /ready answers 200 with a migrated database" c_ready
 t "GET /metrics (internal) has requests, latency histogram, in-flight, RSS" c_metrics
 t "/metrics is not on the public listener (404 JSON)" c_metrics_internal_only
 t "unknown route answers 404 with the JSON error model" c_404
+t "internal-only gateway routes are absent from the public listener" c_internal_routes_invisible
 t "wrong method answers 405 JSON with Allow" c_405
 t "oversized body (Content-Length) answers 413 JSON" c_413_length
 t "oversized chunked body answers 413 JSON" c_413_chunked
