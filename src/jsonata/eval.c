@@ -682,9 +682,9 @@ static jn_value *eval_group(jn_state *c, const jn_node *g, jn_value *input, jn_f
             if (FAILED(c)) goto done;
             if (!key) continue;
             if (key->type != JN_STRING) {
-                jn_decref(key);
                 fail(c, g->position, NULL, "T1003", "Key in object structure must evaluate to a string; got: %s",
                      jn_type_of(key) == JN_NUMBER ? "number" : "non-string");
+                jn_decref(key);
                 goto done;
             }
             jn_value *pos = jn_object_get(index, key->u.str.s, key->u.str.len);
@@ -1936,6 +1936,42 @@ static void state_free(jn_state *c) {
     }
 }
 
+/* Deep copy of v in which no immortal value (other than null/true/false) remains. */
+static jn_value *detach(jn_value *v) {
+    if (!v || v->type == JN_NULL || v->type == JN_BOOL) return v;
+    if (v->type == JN_ARRAY) {
+        jn_value *a = jn_array_new(v->u.arr.n);
+        if (!a) return NULL;
+        a->flags = v->flags;
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            jn_value *x = v->u.arr.items[i] ? detach(v->u.arr.items[i]) : NULL;
+            if (v->u.arr.items[i] && !x) {
+                jn_decref(a);
+                return NULL;
+            }
+            a->u.arr.items[a->u.arr.n++] = x;
+        }
+        return a;
+    }
+    if (v->type == JN_OBJECT) {
+        jn_value *o = jn_object_new(v->u.obj.n);
+        if (!o) return NULL;
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            jn_value *k = v->u.obj.ents[i].key;
+            jn_value *x = detach(v->u.obj.ents[i].val);
+            if (!x || !jn_object_set(o, k->u.str.s, k->u.str.len, x)) {
+                jn_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    if (v->rc >= 0) return jn_incref(v);
+    if (v->type == JN_NUMBER) return jn_number(v->u.n);
+    if (v->type == JN_STRING) return jn_string(v->u.str.s, v->u.str.len);
+    return jn_string("", 0); /* functions/regexes from a dead expression */
+}
+
 /* Wrap a top-level array input the way the reference does (outer wrapper sequence). */
 static jn_value *wrap_input(jn_state *c, jn_value *input) {
     if (input && input->type == JN_ARRAY && !jn_is_sequence(input)) {
@@ -1974,8 +2010,13 @@ jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *binding
         jn_decref(res);
         res = NULL;
     }
-    /* frames hold references into results only through bindings; results are
-     * independent values, so freeing frames now is safe */
+    /* values owned by expressions compiled by $eval die with the state: copy them */
+    if (res && c.keep) {
+        jn_value *d = detach(res);
+        jn_decref(res);
+        res = d;
+        if (!res) jn_oom(err);
+    }
     state_free(&c);
     return res;
 }
