@@ -26,7 +26,7 @@ typedef struct cache_entry {
     char tenant[GG_TENANT_MAX];
     unsigned scopes;
     double loaded_ms;      /* monotonic */
-    double touched_ms;     /* last last-used report */
+    long long touched_ms;  /* last last-used report (monotonic ms; __atomic access) */
 } cache_entry;
 
 struct gg_auth {
@@ -39,8 +39,8 @@ struct gg_auth {
     pthread_rwlock_t lock;           /* guards the cache */
     cache_entry *buckets[CACHE_BUCKETS];
     size_t n_entries;
-    pthread_mutex_t gen_lock;        /* guards the two fields below */
-    double gen_checked_ms;
+    pthread_mutex_t gen_lock;        /* guards generation */
+    long long gen_checked_ms;        /* monotonic ms; __atomic access (read without the lock) */
     long long generation;
 };
 
@@ -87,7 +87,7 @@ gg_auth *gg_auth_new(gg_store *s, const gg_auth_options *o, gg_error *err) {
     pthread_rwlock_init(&a->lock, NULL);
     pthread_mutex_init(&a->gen_lock, NULL);
     a->generation = gg_store_generation_get(s, GG_GEN_KEYS, NULL);
-    a->gen_checked_ms = gg_now_ms();
+    a->gen_checked_ms = (long long)gg_now_ms();
     return a;
 }
 
@@ -131,10 +131,11 @@ static void invalidate_one(gg_auth *a, const char *id) {
 /* Drop the cache when another process changed keys (one cheap read per second at most;
  * only one thread does it, the others carry on). */
 static void check_generation(gg_auth *a, double now) {
-    if (now - a->gen_checked_ms < GEN_CHECK_MS) return; /* racy read is fine: a hint */
+    long long last = __atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED);
+    if (now - (double)last < GEN_CHECK_MS) return;
     if (pthread_mutex_trylock(&a->gen_lock) != 0) return;
-    if (now - a->gen_checked_ms >= GEN_CHECK_MS) {
-        a->gen_checked_ms = now;
+    if (now - (double)__atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED) >= GEN_CHECK_MS) {
+        __atomic_store_n(&a->gen_checked_ms, (long long)now, __ATOMIC_RELAXED);
         long long g = gg_store_generation_get(a->store, GG_GEN_KEYS, NULL);
         if (g >= 0 && g != a->generation) {
             a->generation = g;
@@ -205,15 +206,21 @@ static bool load_entry(gg_auth *a, const char *id, double now, cache_entry *e) {
     return true;
 }
 
-/* Report last use through the history writer, at most once a minute per key. */
+/* Report last use through the history writer, at most once a minute per key. The check
+ * runs under the read lock with an atomic compare-and-swap, so the hot path never takes
+ * the write lock. */
 static void maybe_touch(gg_auth *a, const char *id, double now) {
     gg_history *h = atomic_load(&a->history);
     if (!h) return;
     bool due = false;
-    pthread_rwlock_wrlock(&a->lock);
+    long long now_ll = (long long)now;
+    pthread_rwlock_rdlock(&a->lock);
     for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
         if (strcmp(e->id, id) == 0) {
-            if (e->touched_ms == 0 || now - e->touched_ms >= TOUCH_EVERY_MS) { e->touched_ms = now; due = true; }
+            long long last = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
+            if (last == 0 || now_ll - last >= (long long)TOUCH_EVERY_MS)
+                due = __atomic_compare_exchange_n(&e->touched_ms, &last, now_ll, false, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED);
             break;
         }
     }

@@ -88,6 +88,11 @@ void gg_store_conn_close(gg_store_conn *c) {
     free(c);
 }
 
+/* Process-wide SQLite settings, applied once before the library initialises: memory
+ * statistics off (they take a global mutex on every allocation). */
+static pthread_once_t sqlite_config_once = PTHREAD_ONCE_INIT;
+static void sqlite_config(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 /* Open the database and fill the pool. */
 gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
     if (!opts || !opts->path || !*opts->path) {
@@ -98,6 +103,7 @@ gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
         gg_error_set(err, "db", "libsodium failed to initialise");
         return NULL;
     }
+    pthread_once(&sqlite_config_once, sqlite_config);
     gg_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(opts->path))) {
         free(s);

@@ -436,6 +436,23 @@ START_TEST(history_interrupted_marking) {
     ex = gg_store_execution_get(s, "acme", id, &err);
     ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
     json_decref(ex);
+    /* RUNNING then the final state in a later batch: the row is completed, nodes added. */
+    gg_exec_record *fin = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+    gg_exec_record *start = gg_exec_record_copy_header(fin);
+    start->status = GG_EXEC_RUNNING;
+    ck_assert(gg_history_submit(h, start));
+    gg_history_flush(h);
+    ex = gg_store_execution_get(s, "acme", fin->id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "running");
+    ck_assert(json_is_null(json_object_get(ex, "finished_at")));
+    json_decref(ex);
+    memcpy(id, fin->id, sizeof id);
+    ck_assert(gg_history_submit(h, fin));
+    gg_history_flush(h);
+    ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "succeeded");
+    ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 2);
+    json_decref(ex);
     /* A run of a deleted tenant is dropped, not a failed batch. */
     ck_assert(gg_history_submit(h, make_run("ghost", "g", "t", GG_EXEC_SUCCEEDED)));
     gg_history_flush(h);
