@@ -29,7 +29,7 @@ static bool admin_auth(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const
 }
 
 static int store_error(gg_http_res *res, gg_error *err) {
-    gg_http_res_error_from(res, 0, err);
+    gg_http_res_error_from(res, strcmp(err->code, "invalid") == 0 ? 400 : 0, err);
     gg_error_clear(err);
     return GG_HTTP_DONE;
 }

@@ -36,8 +36,9 @@ static int rpc_http_error(gg_http_res *res, int status, json_t *id, int code, co
 
 void gw_insufficient_scope(gg_http_res *res, gg_scope need) {
     const char *name = gg_scope_name(need);
-    json_t *b = json_pack("{s:s,s:s+,s:s}", "error", "insufficient_scope", "message", "Required scope: ", name,
-                          "required_scope", name);
+    char msg[64];
+    snprintf(msg, sizeof msg, "Required scope: %s", name);
+    json_t *b = json_pack("{s:s,s:s,s:s}", "error", "insufficient_scope", "message", msg, "required_scope", name);
     if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
 }
 
@@ -569,8 +570,8 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     bool is_init = !batch && m.kind == MCP_MSG_REQUEST && strcmp(m.method, "initialize") == 0;
     /* scope first: list results never reveal what a call would refuse */
     if (!batch && pr && m.kind != MCP_MSG_INVALID && !gg_scope_allows(pr->scopes, scope_for(&m))) {
-        json_decref(v);
         gw_insufficient_scope(res, scope_for(&m));
+        json_decref(v); /* m borrows from v */
         return GG_HTTP_DONE;
     }
     mcp_session sess;

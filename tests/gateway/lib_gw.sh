@@ -1,0 +1,31 @@
+# lib_gw.sh — gateway test helpers on top of tests/integration/lib.sh (sourced, not run):
+# tenants and keys through the CLI, graph upload through the admin API, MCP sessions.
+. "$GG_SRCDIR/tests/integration/lib.sh"
+
+GG_DB="$GG_TMP/gg.db"
+# gw_cli ARGS... — the CLI against the test database.
+gw_cli() { "$GG_BIN" "$@" --db "$GG_DB"; }
+# gw_key TENANT SCOPES → prints a new key.
+gw_key() { gw_cli key create --tenant "$1" --scopes "$2" 2>/dev/null | grep '^gg_' | head -1; }
+# gw_put_graph KEY TENANT GRAPH FILE → prints the status code (body in $GG_TMP/put.json).
+gw_put_graph() {
+  gg_curl "$GG_TMP/put.json" -X PUT -H "Authorization: Bearer $1" -H 'Content-Type: application/yaml' \
+    --data-binary @"$4" "$GG_PUB/admin/tenants/$2/graphs/$3"
+}
+# gw_rpc OUT URL KEY SESSION BODY [extra curl args] → status; response body in OUT.
+gw_rpc() {
+  local out=$1 url=$2 key=$3 sid=$4 body=$5; shift 5
+  local args=(-X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  [ -n "$sid" ] && args+=(-H "Mcp-Session-Id: $sid")
+  gg_curl "$out" "${args[@]}" "$@" --data-binary "$body" "$url"
+}
+# gw_init URL KEY [version] → prints the session id (empty on failure).
+gw_init() {
+  local v=${3:-2025-11-25}
+  gw_rpc "$GG_TMP/init.json" "$1" "$2" "" \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$v\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}" >/dev/null
+  sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/init.json.h" | tr -d '\r'
+}
+# jget FILE EXPR → python expression over the parsed JSON file as `d`.
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# matrix.sh — the real gateway driven with curl: every route × {no key, bad key, revoked
+# key, other tenant's key, each scope} with the exact status; admin REST (graphs,
+# versions, rollback, 422 with positions, executions, audit); internal endpoints only on
+# the internal listener.
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+SWITCH="$GG_SHARED/compat/mcpgraph/switch_example.yaml"
+[ -f "$SWITCH" ] || SWITCH="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
+
+gw_cli tenant create acme >/dev/null 2>&1
+gw_cli tenant create beta >/dev/null 2>&1
+ADMIN=$(gw_key acme admin)
+READ=$(gw_key acme tools:read)
+EXEC=$(gw_key acme tools:execute)
+RW=$(gw_key acme tools:read,tools:execute)
+GW=$(gw_key acme graphs:write)
+HEALTH=$(gw_key acme health:check)
+OTHER=$(gw_key beta tools:read,tools:execute,graphs:write)
+REVOKED=$(gw_key acme tools:read,tools:execute,graphs:write)
+BAD="gg_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+gw_cli key revoke "$(echo "$REVOKED" | cut -d_ -f2)" >/dev/null 2>&1
+gg_start || { echo "0 passed, 1 failed"; exit 1; }
+
+t "admin uploads the switch graph → 201" eq "$(gw_put_graph "$ADMIN" acme switch "$SWITCH")" 201
+t "graphs:write uploads a second graph → 201" eq "$(gw_put_graph "$GW" acme other "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" 201
+t "other tenant's graph upload → 201" eq "$(gw_put_graph "$OTHER" beta mine "$SWITCH")" 201
+TOOL=$(jget "$GG_TMP/put.json" 'd["tools"][0]')
+MCP="$GG_PUB/mcp/acme/switch"
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+LIST='{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+CALL="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"$TOOL\",\"arguments\":{\"value\":42}}}"
+
+# ---- the matrix: MCP methods
+for who in none bad revoked other read exec rw gw health admin; do
+  case $who in none) k="";; bad) k=$BAD;; revoked) k=$REVOKED;; other) k=$OTHER;; read) k=$READ;; exec) k=$EXEC;;
+    rw) k=$RW;; gw) k=$GW;; health) k=$HEALTH;; admin) k=$ADMIN;; esac
+  case $who in none|bad|revoked) e_init=401; e_list=401; e_call=401;;
+    other) e_init=403; e_list=403; e_call=403;;
+    read) e_init=200; e_list=200; e_call=403;;
+    exec) e_init=403; e_list=403; e_call=400;;   # may call, but cannot initialize a session
+    rw|admin) e_init=200; e_list=200; e_call=200;;
+    gw|health) e_init=403; e_list=403; e_call=403;; esac
+  sid=""
+  [ "$e_init" = 200 ] && sid=$(gw_init "$MCP" "$k")
+  t "matrix $who: initialize → $e_init" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "" "$INIT")" "$e_init"
+  t "matrix $who: tools/list → $e_list" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$LIST")" "$e_list"
+  t "matrix $who: tools/call → $e_call" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$CALL")" "$e_call"
+done
+sid=$(gw_init "$MCP" "$READ")
+gw_rpc "$GG_TMP/s.json" "$MCP" "$READ" "$sid" "$CALL" >/dev/null
+t "403 names the missing scope" grep -q '"required_scope":"tools:execute"' "$GG_TMP/s.json"
+
+# ---- the matrix: admin routes (status for none, bad, revoked, other, read, gw, admin)
+admin_case() { # desc method path body expected...
+  local desc=$1 m=$2 p=$3 body=$4; shift 4
+  local i=0 k
+  for who in none bad revoked other read gw admin; do
+    case $who in none) k="";; bad) k=$BAD;; revoked) k=$REVOKED;; other) k=$OTHER;; read) k=$READ;; gw) k=$GW;; admin) k=$ADMIN;; esac
+    local args=(-X "$m"); [ -n "$k" ] && args+=(-H "Authorization: Bearer $k")
+    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+    t "admin $desc as $who → $1" eq "$(gg_curl "$GG_TMP/a.json" "${args[@]}" "$GG_PUB$p")" "$1"
+    shift
+  done
+}
+admin_case "GET tenants" GET /admin/tenants "" 401 401 401 403 403 403 200
+admin_case "GET graphs" GET /admin/tenants/acme/graphs "" 401 401 401 403 403 200 200
+admin_case "GET graph" GET /admin/tenants/acme/graphs/switch "" 401 401 401 403 403 200 200
+admin_case "GET versions" GET /admin/tenants/acme/graphs/switch/versions "" 401 401 401 403 403 200 200
+admin_case "GET executions" GET /admin/tenants/acme/executions "" 401 401 401 403 403 200 200
+admin_case "GET keys" GET /admin/tenants/acme/keys "" 401 401 401 403 403 403 200
+admin_case "POST key" POST /admin/tenants/acme/keys '{"scopes":["tools:read"],"name":"x"}' 401 401 401 403 403 403 201
+admin_case "GET audit" GET /admin/audit "" 401 401 401 403 403 403 200
+
+# ---- admin REST behaviour
+printf 'version: "1.0"\nserver: {name: x, version: "1"}\ntools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n      - {id: entry, type: entry, next: nowhere}\n      - {id: exit, type: ext}\n' > "$GG_TMP/bad.yaml"
+t "invalid graph → 422" eq "$(gw_put_graph "$ADMIN" acme broken "$GG_TMP/bad.yaml")" 422
+t "422 lists errors with line and column" python3 -c "import json,sys; d=json.load(open('$GG_TMP/put.json')); e=d['errors']; assert len(e)>=2 and all(x['line']>0 and x['column']>0 for x in e), d"
+t "a failed upload stores nothing" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/broken")" 404
+t "bad graph name → 400" eq "$(gw_put_graph "$ADMIN" acme Bad_Name "$SWITCH")" 400
+t "reserved graph name → 400" eq "$(gw_put_graph "$ADMIN" acme tools "$SWITCH")" 400
+t "unknown tenant → 404" eq "$(gw_put_graph "$ADMIN" nobody g "$SWITCH")" 404
+t "graphs:write of another tenant → 403" eq "$(gw_put_graph "$OTHER" acme switch "$SWITCH")" 403
+t "second version → 201" eq "$(gw_put_graph "$ADMIN" acme switch "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" 201
+t "version number 2" eq "$(jget "$GG_TMP/put.json" 'd["version"]')" 2
+sid=$(gw_init "$MCP" "$RW")
+gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
+t "the new version serves at once" grep -q test_simple_text "$GG_TMP/l.json"
+gg_curl "$GG_TMP/v.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/switch/versions" >/dev/null
+t "versions lists 2, newest first" eq "$(jget "$GG_TMP/v.json" '[v["version"] for v in d["versions"]]')" "[2, 1]"
+t "rollback → 200" eq "$(gg_curl "$GG_TMP/a.json" -X POST -H "Authorization: Bearer $ADMIN" --data-binary '{"version":1}' "$GG_PUB/admin/tenants/acme/graphs/switch/activate")" 200
+sid=$(gw_init "$MCP" "$RW")
+gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
+t "rolled-back version serves" grep -q "\"$TOOL\"" "$GG_TMP/l.json"
+t "activate a missing version → 404" eq "$(gg_curl "$GG_TMP/a.json" -X POST -H "Authorization: Bearer $ADMIN" --data-binary '{"version":9}' "$GG_PUB/admin/tenants/acme/graphs/switch/activate")" 404
+gg_curl "$GG_TMP/g.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/graphs/switch" >/dev/null
+t "GET graph: active version, source, tools" python3 -c "import json; d=json.load(open('$GG_TMP/g.json')); assert d['version']==1 and 'switch_node' in d['source'] and d['tools'][0]['name']=='$TOOL', d"
+gw_rpc "$GG_TMP/c.json" "$MCP" "$RW" "$sid" "$CALL" >/dev/null
+t "tools/call result" grep -q '"structuredContent":{"result":"high"}' "$GG_TMP/c.json"
+sleep 0.3
+gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/executions?graph=switch&limit=5" >/dev/null
+EID=$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')
+t "executions list shows the run" eq "$(jget "$GG_TMP/e.json" 'd["executions"][0]["status"]')" succeeded
+gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/executions/$EID" >/dev/null
+t "execution show has the node history" python3 -c "import json; d=json.load(open('$GG_TMP/x.json')); assert [n['node_id'] for n in d['nodes']]==['entry','switch_node','high_path','exit'] and d['arguments']=={'value':42}, d"
+t "another tenant's execution → 404" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $OTHER" "$GG_PUB/admin/executions/$EID")" 404
+gg_curl "$GG_TMP/e2.json" -H "Authorization: Bearer $OTHER" "$GG_PUB/admin/tenants/beta/executions" >/dev/null
+t "other tenant's execution list does not show acme runs" python3 -c "import json; d=json.load(open('$GG_TMP/e2.json')); assert all(e['tenant']=='beta' for e in d['executions'])"
+t "executions: bad status filter → 400" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/executions?status=nope")" 400
+gg_curl "$GG_TMP/au.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/audit?tenant=acme" >/dev/null
+t "audit log records graph.put and graph.activate" python3 -c "import json; d=json.load(open('$GG_TMP/au.json')); a={e['action'] for e in d['entries']}; assert {'graph.put','graph.activate','key.create'} <= a, a"
+t "delete graph → 200" eq "$(gg_curl "$GG_TMP/a.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/other")" 200
+t "deleted graph's endpoint → 404" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/other" "$RW" "" "$INIT")" 404
+NEWKEY=$(gg_curl "$GG_TMP/k.json" -X POST -H "Authorization: Bearer $ADMIN" --data-binary '{"scopes":"tools:read","name":"tmp"}' "$GG_PUB/admin/tenants/acme/keys" >/dev/null; jget "$GG_TMP/k.json" 'd["key"]')
+NEWID=$(jget "$GG_TMP/k.json" 'd["id"]')
+t "a created key works" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$NEWKEY" "" "$INIT")" 200
+gg_curl "$GG_TMP/kl.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/keys" >/dev/null
+t "key list never shows a secret" python3 -c "import sys; s=open('$GG_TMP/kl.json').read(); assert '$NEWID' in s and '$NEWKEY' not in s"
+t "revoke via admin → 200" eq "$(gg_curl "$GG_TMP/a.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/keys/$NEWID")" 200
+t "a revoked key → 401 at once" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$NEWKEY" "" "$INIT")" 401
+
+# ---- internal listener
+t "internal MCP needs no key" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_INT/internal/mcp/acme/switch" "" "" "$INIT")" 200
+t "internal tool call → 200" eq "$(gg_curl "$GG_TMP/i.json" -X POST --data-binary '{"value":3}' "$GG_INT/internal/tenants/acme/graphs/switch/tools/$TOOL/call")" 200
+t "internal tool call: plain JSON result" eq "$(cat "$GG_TMP/i.json")" '{"result":"low"}'
+t "internal tool call: bad arguments → 400" eq "$(gg_curl "$GG_TMP/i.json" -X POST --data-binary '{"value":"x"}' "$GG_INT/internal/tenants/acme/graphs/switch/tools/$TOOL/call")" 400
+t "internal tool call: unknown tool → 404" eq "$(gg_curl "$GG_TMP/i.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/switch/tools/nope/call")" 404
+t "internal endpoints do not exist on the public listener" eq "$(gg_curl "$GG_TMP/i.json" -X POST --data-binary '{}' "$GG_PUB/internal/tenants/acme/graphs/switch/tools/$TOOL/call")" 404
+t "internal MCP does not exist on the public listener" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/internal/mcp/acme/switch" "$ADMIN" "" "$INIT")" 404
+t "admin does not exist on the internal listener" eq "$(gg_curl "$GG_TMP/a.json" "$GG_INT/admin/tenants")" 404
+gg_finish
