@@ -99,5 +99,38 @@ else
   echo "SKIP: file_utils.yaml (no node 22 / server-filesystem / npx)" >&2
 fi
 
+# -- streamable HTTP downstream: server-everything (SSE responses, session id) ------------------
+ev=$src/tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+if [ -x "$nodedir/node" ] && [ -f "$ev" ]; then
+  port=$((20000 + RANDOM % 20000))
+  PORT=$port "$nodedir/node" "$ev" streamableHttp >"$tmp/ev.log" 2>&1 &
+  evpid=$!
+  for _ in $(seq 1 100); do grep -q "listening" "$tmp/ev.log" 2>/dev/null && break; sleep 0.1; done
+  cat >"$tmp/http.yaml" <<EOF
+version: "1.0"
+server: {name: "httpDownstream", version: "1.0.0"}
+mcpServers:
+  everything:
+    type: "streamableHttp"
+    url: "http://127.0.0.1:$port/mcp"
+    headers: {X-Graphgate-Test: "yes"}
+tools:
+  - name: "echo_sum"
+    description: "two calls over one HTTP session"
+    inputSchema: {type: "object"}
+    nodes:
+      - {id: "entry", type: "entry", next: "echo"}
+      - {id: "echo", type: "mcp", server: "everything", tool: "echo", args: {message: "\$.entry.message"}, next: "sum"}
+      - {id: "sum", type: "mcp", server: "everything", tool: "get-sum", args: {a: {expr: "\$.entry.a"}, b: 2}, next: "out"}
+      - {id: "out", type: "transform", transform: {expr: '{"echo": \$.echo, "sum": \$.sum}'}, next: "exit"}
+      - {id: "exit", type: "exit"}
+EOF
+  got=$("$gg" run "$tmp/http.yaml" echo_sum --args '{"message":"hi","a":40}' 2>"$tmp/err")
+  if [ "$got" = '{"echo":"Echo: hi","sum":"The sum of 40 and 2 is 42."}' ]; then ok; else bad "http downstream: '$got' ($(head -3 "$tmp/err"))"; fi
+  kill "$evpid" 2>/dev/null; wait "$evpid" 2>/dev/null
+else
+  echo "SKIP: streamable HTTP test (no node 22 / server-everything)" >&2
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
