@@ -1234,12 +1234,18 @@ int jn_fn_arity(const jn_value *fn) {
     }
 }
 
+static jn_value *unwrap_ctx(jn_value *input) {
+    if (input && input->type == JN_ARRAY && (input->flags & JN_F_OUTER) && input->u.arr.n == 1)
+        return input->u.arr.items[0];
+    return input;
+}
+
 static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const jn_sig *sig,
                              jn_value **args, int nargs, jn_value *input, jn_frame *env,
                              int position, const char *name) {
     jn_value **vargs = args;
     int nv = nargs;
-    if (sig && !jn_sig_validate(sig, args, nargs, input, &vargs, &nv, position, name, c->err))
+    if (sig && !jn_sig_validate(sig, args, nargs, unwrap_ctx(input), &vargs, &nv, position, name, c->err))
         return NULL;
     jn_call call = {c, input, env, fnv, position, name};
     gg_error e = GG_ERROR_INIT;
@@ -1426,12 +1432,12 @@ static bool is_thunk(const jn_value *v) {
 }
 
 static jn_value *eval_call_args(jn_state *c, const jn_node *call, jn_value *input, jn_frame *env,
-                                jn_value *first, jn_value ***out, int *nout) {
-    int na = call->nitems + (first ? 1 : 0);
+                                bool has_first, jn_value *first, jn_value ***out, int *nout) {
+    int na = call->nitems + (has_first ? 1 : 0);
     jn_value **args = calloc((size_t)na + 1, sizeof *args);
     if (!args) return oom(c);
     int k = 0;
-    if (first) args[k++] = jn_incref(first);
+    if (has_first) args[k++] = jn_incref(first);
     for (int i = 0; i < call->nitems; i++) {
         args[k++] = ev(c, call->items[i], input, env);
         if (FAILED(c)) {
@@ -1443,6 +1449,18 @@ static jn_value *eval_call_args(jn_state *c, const jn_node *call, jn_value *inpu
     *out = args;
     *nout = k;
     return NULL;
+}
+
+/* whether name is bound in scope or names a function (for T1005/T1007 hints) */
+static bool name_bound(jn_state *c, jn_frame *env, const char *name) {
+    jn_value *dummy;
+    if (!name) return false;
+    if (frame_lookup(env, name, &dummy)) return true;
+    for (size_t i = 0; i < jn_builtins_count; i++)
+        if (!strcmp(jn_builtins[i].name, name)) return true;
+    for (size_t i = 0; c->env && i < c->env->n; i++)
+        if (!strcmp(c->env->fns[i].name, name)) return true;
+    return false;
 }
 
 static const char *call_name(const jn_node *call) {
@@ -1469,12 +1487,11 @@ static jn_value *apply_fn(jn_state *c, jn_value *fn, jn_value **args, int nargs,
         jn_value *proc = ev(c, call->lhs, tin, tenv);
         jn_value **a = NULL;
         int na = 0;
-        if (!FAILED(c)) eval_call_args(c, call, tin, tenv, NULL, &a, &na);
+        if (!FAILED(c)) eval_call_args(c, call, tin, tenv, false, NULL, &a, &na);
         if (!FAILED(c)) {
             const char *nm = call_name(call);
             if (!proc && call->lhs->type == N_PATH) {
-                jn_value *dummy;
-                if (frame_lookup(tenv, nm, &dummy))
+                if (name_bound(c, tenv, nm))
                     fail(c, call->position, nm, "T1005", "Attempted to invoke a non-function. Did you mean ${%s}?", nm);
             }
             if (!FAILED(c)) r = apply_inner(c, proc, a, na, tin, tenv, call->position, nm);
@@ -1503,18 +1520,17 @@ static jn_value *make_thunk(jn_state *c, const jn_node *call, jn_value *input, j
 }
 
 static jn_value *eval_call(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env,
-                           jn_value *applyto, bool tail) {
+                           bool has_applyto, jn_value *applyto, bool tail) {
     const char *nm = call_name(n);
     jn_value *proc = ev(c, n->lhs, input, env);
     if (FAILED(c)) return NULL;
     if (!proc && n->lhs->type == N_PATH && nm) {
-        jn_value *dummy;
-        if (frame_lookup(env, nm, &dummy))
+        if (name_bound(c, env, nm))
             return fail(c, n->position, nm, "T1005", "Attempted to invoke a non-function. Did you mean ${%s}?", nm);
     }
     jn_value **args = NULL;
     int na = 0;
-    eval_call_args(c, n, input, env, applyto, &args, &na);
+    eval_call_args(c, n, input, env, has_applyto, applyto, &args, &na);
     if (FAILED(c)) {
         jn_decref(proc);
         return NULL;
@@ -1534,8 +1550,7 @@ static jn_value *eval_partial(jn_state *c, const jn_node *n, jn_value *input, jn
     jn_value *proc = ev(c, n->lhs, input, env);
     if (FAILED(c)) return NULL;
     if (!proc && n->lhs->type == N_PATH && nm) {
-        jn_value *dummy;
-        if (frame_lookup(env, nm, &dummy))
+        if (name_bound(c, env, nm))
             return fail(c, n->position, nm, "T1007", "Attempted to partially apply a non-function. Did you mean ${%s}?", nm);
     }
     if (!proc || proc->type != JN_FUNCTION) {
@@ -1740,7 +1755,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     case N_PARENT: {
         jn_value *v;
         if (n->label && frame_lookup(env, n->label, &v)) return jn_incref(v);
-        return fail(c, n->position, NULL, "S0217", "The object representing the 'parent' cannot be derived from this expression");
+        return NULL;
     }
     case N_PATH: return eval_path(c, n, input, env);
     case N_BINARY: return eval_binary(c, n, input, env);
@@ -1832,7 +1847,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     case N_LAMBDA: return make_lambda(c, n, input, env);
     case N_CALL:
         if (n->thunk) return make_thunk(c, n, input, env);
-        return eval_call(c, n, input, env, NULL, false);
+        return eval_call(c, n, input, env, false, NULL, false);
     case N_PARTIAL: return eval_partial(c, n, input, env);
     case N_APPLY: {
         jn_value *l = ev(c, n->lhs, input, env);
@@ -1840,7 +1855,8 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
         const jn_node *r = n->rhs;
         jn_value *res = NULL;
         if (r->type == N_CALL) {
-            res = eval_call(c, r, input, env, l, false);
+            res = eval_call(c, r, input, env, true, l, false);
+            res = collapse(r, res);
         } else {
             jn_value *fn = ev(c, r, input, env);
             if (!FAILED(c)) {

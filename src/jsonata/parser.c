@@ -163,7 +163,7 @@ static bool lex_string(parser *p, char q) {
                         i += 6;
                     }
                 }
-                if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD; /* lone surrogate */
+                /* a lone surrogate is kept as its 3-byte (WTF-8) form, like a JS string */
                 put_utf8(&b, (unsigned)cp);
                 break;
             }
@@ -1023,7 +1023,7 @@ static jn_node *led(parser *p, jn_node *left) {
             perr(p, "S0214", pos, "The right side of %s must be a variable name (start with $)", o);
             goto fail;
         }
-        if (left->type != N_PATH) {
+        if (left->type != N_PATH && o[0] == '#') { /* '@' leaves a lone expression as is */
             left = as_path(p, left);
             if (!left) { jn_node_free(v); goto fail; }
         }

@@ -447,11 +447,15 @@ static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *
     case JN_NUMBER: {
         double d = v->u.n;
         if (!isfinite(d)) {
-            gg_error_set(err, "D3001", "Attempting to invoke string function on Infinity or NaN");
+            if (level == 0) gg_error_set(err, "D3001", "Attempting to invoke string function on Infinity or NaN");
+            else gg_error_set(err, "D1001", "Number out of range: null");
             return false;
         }
-        snprintf(num, sizeof num, "%.15g", d);
-        jsonata_format_double(strtod(num, NULL), num, sizeof num);
+        if (d != floor(d)) { /* the reference rounds non-integers to 15 significant digits */
+            snprintf(num, sizeof num, "%.15g", d);
+            d = strtod(num, NULL);
+        }
+        jsonata_format_double(d, num, sizeof num);
         gg_strbuf_puts(b, num);
         break;
     }
