@@ -23,7 +23,7 @@ t "migrate with an unknown option is a usage error" rc_is 2 migrate --bogus --db
 t "migrate --db without a value" rc_is 2 migrate --db
 
 # Migration integrity: a copy of the migrations that we then change.
-cp -R "$GG_SRCDIR/migrations" "$GG_TMP/mig"
+cp -R "$GG_SRCDIR/migrations" "$GG_TMP/mig" && chmod -R u+w "$GG_TMP/mig"
 t "migrate with --migrations" rc_is 0 migrate --db "$GG_TMP/m.db" --migrations "$GG_TMP/mig"
 printf '\n-- edited later\n' >>"$GG_TMP/mig/0001_initial.sql"
 t "a changed migration stops migrate (exit 1)" rc_is 1 migrate --db "$GG_TMP/m.db" --migrations "$GG_TMP/mig"

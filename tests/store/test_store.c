@@ -27,6 +27,7 @@ static void setup(void) {
     char from[512];
     snprintf(from, sizeof from, "%s/migrations", src ? src : "..");
     sh("cp -R '%s' '%s'", from, migdir);
+    sh("chmod -R u+w '%s'%s", migdir, ""); /* distcheck's source tree is read-only */
 }
 
 static void teardown(void) { sh("rm -rf '%s'%s", tmpdir, ""); }
