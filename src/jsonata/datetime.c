@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DT_MAX_ITEMS 128
+#define DT_MAX_ITEMS 64
 
 static const char *MONTHS[] = {"January", "February", "March", "April", "May", "June", "July",
                                "August", "September", "October", "November", "December"};
@@ -46,6 +46,7 @@ typedef struct dt_fields {
     int iso_week; long long iso_year;
     int month_week, mw_month;
     int offset; /* minutes */
+    int tz_h, tz_m; /* the offset as the reference splits it: floor(hhmm / 100), hhmm % 100 */
 } dt_fields;
 
 static void dt_compute(double millis, int offset_min, dt_fields *f) {
@@ -84,10 +85,10 @@ typedef struct dt_marker {
     jn_int_case name_case;
 } dt_marker;
 
+/* Items point into the picture string, so parsing a picture allocates nothing. */
 typedef struct dt_item {
     bool lit;
-    char *text; /* literal (unescaped) */
-    size_t len;
+    size_t start, len; /* literal: raw text ("[[" / "]]" still escaped); marker: inside [] */
     dt_marker m;
 } dt_item;
 
@@ -96,9 +97,23 @@ typedef struct dt_picture {
     int n;
 } dt_picture;
 
-static void dt_picture_free(dt_picture *p) {
-    for (int i = 0; i < p->n; i++) free(p->items[i].text);
-    p->n = 0;
+/* Append a raw literal, unescaping "[[" and "]]". */
+static void put_literal(gg_strbuf *out, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        gg_strbuf_putc(out, s[i]);
+        if ((s[i] == '[' || s[i] == ']') && i + 1 < n && s[i + 1] == s[i]) i++;
+    }
+}
+
+/* Does the raw literal equal the text at s (after unescaping)? Returns bytes matched. */
+static size_t match_literal(const char *lit, size_t ln, const char *s, size_t n) {
+    size_t j = 0;
+    for (size_t i = 0; i < ln; i++) {
+        if (j >= n || s[j] != lit[i]) return (size_t)-1;
+        j++;
+        if ((lit[i] == '[' || lit[i] == ']') && i + 1 < ln && lit[i + 1] == lit[i]) i++;
+    }
+    return j;
 }
 
 static const char *default_pres(char c) {
@@ -162,58 +177,39 @@ static bool parse_marker(const char *s, size_t n, dt_marker *m, gg_error *err) {
     return true;
 }
 
-static bool add_literal(dt_picture *p, gg_strbuf *lit, gg_error *err) {
-    if (lit->len == 0) return true;
-    if (p->n >= DT_MAX_ITEMS) { gg_error_set(err, "D3135", "The date/time picture string is too long"); return false; }
+static bool add_item(dt_picture *p, bool lit, size_t start, size_t len, gg_error *err) {
+    if (p->n >= DT_MAX_ITEMS) {
+        gg_error_set(err, "D3135", "The date/time picture string is too long");
+        return false;
+    }
     dt_item *it = &p->items[p->n++];
-    it->lit = true;
-    it->len = lit->len;
-    it->text = gg_strbuf_take(lit);
-    if (!it->text) { gg_error_set(err, "D0000", "out of memory"); return false; }
+    it->lit = lit;
+    it->start = start;
+    it->len = len;
     return true;
 }
 
-/* Split a picture into literals ("[[" and "]]" unescaped) and markers. */
+/* Split a picture into literals and markers, then validate every marker. */
 static bool dt_picture_parse(const char *pic, dt_picture *p, gg_error *err) {
-    memset(p, 0, sizeof *p);
-    gg_strbuf lit = GG_STRBUF_INIT;
-    size_t n = strlen(pic), i = 0;
+    p->n = 0;
+    size_t n = strlen(pic), i = 0, lit = 0;
     while (i < n) {
         char c = pic[i];
-        if (c == '[' && i + 1 < n && pic[i + 1] == '[') { gg_strbuf_putc(&lit, '['); i += 2; continue; }
-        if (c == ']' && i + 1 < n && pic[i + 1] == ']') { gg_strbuf_putc(&lit, ']'); i += 2; continue; }
-        if (c == '[') {
-            const char *close = memchr(pic + i, ']', n - i);
-            if (!close) {
-                gg_strbuf_free(&lit);
-                gg_error_set(err, "D3135", "No matching closing bracket ']' in date/time picture string");
-                return false;
-            }
-            if (!add_literal(p, &lit, err) || p->n >= DT_MAX_ITEMS) {
-                gg_strbuf_free(&lit);
-                if (!gg_error_is_set(err)) gg_error_set(err, "D3135", "The date/time picture string is too long");
-                return false;
-            }
-            dt_item *it = &p->items[p->n++];
-            it->lit = false;
-            it->text = NULL;
-            size_t end = (size_t)(close - pic);
-            /* the marker is validated after the whole picture has been split */
-            it->len = end - i - 1;
-            it->text = malloc(it->len + 1);
-            if (!it->text) { gg_strbuf_free(&lit); gg_error_set(err, "D0000", "out of memory"); return false; }
-            memcpy(it->text, pic + i + 1, it->len);
-            it->text[it->len] = '\0';
-            i = end + 1;
-            continue;
+        if ((c == '[' || c == ']') && i + 1 < n && pic[i + 1] == c) { i += 2; continue; }
+        if (c != '[') { i++; continue; }
+        const char *close = memchr(pic + i, ']', n - i);
+        if (!close) {
+            gg_error_set(err, "D3135", "No matching closing bracket ']' in date/time picture string");
+            return false;
         }
-        gg_strbuf_putc(&lit, c);
-        i++;
+        if (i > lit && !add_item(p, true, lit, i - lit, err)) return false;
+        size_t end = (size_t)(close - pic);
+        if (!add_item(p, false, i + 1, end - i - 1, err)) return false;
+        i = lit = end + 1;
     }
-    if (!add_literal(p, &lit, err)) { gg_strbuf_free(&lit); return false; }
-    gg_strbuf_free(&lit);
+    if (n > lit && !add_item(p, true, lit, n - lit, err)) return false;
     for (int k = 0; k < p->n; k++)
-        if (!p->items[k].lit && !parse_marker(p->items[k].text, p->items[k].len, &p->items[k].m, err))
+        if (!p->items[k].lit && !parse_marker(pic + p->items[k].start, p->items[k].len, &p->items[k].m, err))
             return false;
     return true;
 }
@@ -230,10 +226,11 @@ static void put_name(gg_strbuf *out, const char *name, const dt_marker *m) {
     }
 }
 
-static bool format_tz(const dt_marker *m, int off, gg_strbuf *out, gg_error *err) {
+static bool format_tz(const dt_marker *m, int th, int tm, gg_strbuf *out, gg_error *err) {
     if (m->comp == 'z') gg_strbuf_puts(out, "GMT");
-    if (m->tflag && off == 0) { gg_strbuf_putc(out, 'Z'); return true; }
-    int a = abs(off), hh = a / 60, mm = a % 60;
+    if (m->tflag && th == 0 && tm == 0) { gg_strbuf_putc(out, 'Z'); return true; }
+    int hh = abs(th), mm = abs(tm);
+    bool neg = th < 0 || (th == 0 && tm < 0);
     const char *pres = m->pres;
     const char *colon = strchr(pres, ':');
     size_t hd = colon ? (size_t)(colon - pres) : strlen(pres);
@@ -243,11 +240,11 @@ static bool format_tz(const dt_marker *m, int off, gg_strbuf *out, gg_error *err
         gg_error_set(err, "D3134", "The timezone integer format specifier cannot have more than four digits");
         return false;
     }
-    gg_strbuf_putc(out, off < 0 ? '-' : '+');
+    gg_strbuf_putc(out, neg ? '-' : '+');
     if (colon) gg_strbuf_printf(out, "%0*d:%02d", (int)hd, hh, mm);
     else if (hd <= 2) {
         gg_strbuf_printf(out, "%0*d", (int)hd, hh);
-        if (mm) gg_strbuf_printf(out, ":%02d", mm);
+        if (tm) gg_strbuf_printf(out, ":%02d", tm); /* the reference keeps the sign here */
     } else gg_strbuf_printf(out, "%0*d%02d", (int)hd - 2, hh, mm);
     return true;
 }
@@ -270,7 +267,7 @@ static bool format_component(const dt_marker *m, const dt_fields *f, gg_strbuf *
     case 'm': v = f->minute; break;
     case 's': v = f->second; break;
     case 'f': v = f->ms; break;
-    case 'Z': case 'z': return format_tz(m, f->offset, out, err);
+    case 'Z': case 'z': return format_tz(m, f->tz_h, f->tz_m, out, err);
     case 'C': case 'E': gg_strbuf_puts(out, "ISO"); return true;
     }
     jn_int_picture ip;
@@ -288,46 +285,45 @@ static bool format_component(const dt_marker *m, const dt_fields *f, gg_strbuf *
     return true;
 }
 
-/* Parse "+hhmm" / "-hh:mm" offsets; false when malformed. */
-static bool parse_offset(const char *tz, int *minutes) {
-    int sign = 1;
+/* Parse a "+hhmm" / "-hhmm" offset the way the reference does: as the integer hhmm, split
+ * into floor(hhmm / 100) hours and hhmm % 100 minutes (so "-0930" is -10 h and -30 min). */
+static bool parse_offset(const char *tz, int *hh, int *mm) {
     const char *s = tz;
+    int sign = 1;
     if (*s == '+') s++;
     else if (*s == '-') { sign = -1; s++; }
-    char digits[8];
+    long v = 0;
     int k = 0;
-    for (; *s && k < 6; s++) {
-        if (isdigit((unsigned char)*s)) digits[k++] = *s;
-        else if (*s != ':') return false;
+    for (; *s && k < 6; s++, k++) {
+        if (!isdigit((unsigned char)*s)) return false;
+        v = v * 10 + (*s - '0');
     }
     if (*s || k == 0) return false;
-    digits[k] = '\0';
-    int hh, mm = 0;
-    if (k <= 2) hh = atoi(digits);
-    else { mm = atoi(digits + k - 2); digits[k - 2] = '\0'; hh = atoi(digits); }
-    *minutes = sign * (hh * 60 + mm);
+    v *= sign;
+    *hh = (int)floor(v / 100.0);
+    *mm = (int)(v % 100);
     return true;
 }
 
 bool jn_format_datetime(double millis, const char *picture, const char *tz, gg_strbuf *out,
                         gg_error *err) {
-    int off = 0;
-    if (tz && !parse_offset(tz, &off)) off = 0;
+    int th = 0, tm = 0;
+    if (tz && !parse_offset(tz, &th, &tm)) th = tm = 0;
+    int off = th * 60 + tm;
     if (!picture) picture = tz && off != 0 ? "[Y0001]-[M01]-[D01]T[H01]:[m01]:[s01].[f001][Z01:01]"
                                            : "[Y0001]-[M01]-[D01]T[H01]:[m01]:[s01].[f001][Z01:01t]";
-    dt_picture *p = malloc(sizeof *p);
-    if (!p) { gg_error_set(err, "D0000", "out of memory"); return false; }
-    bool ok = dt_picture_parse(picture, p, err);
+    dt_picture p;
+    bool ok = dt_picture_parse(picture, &p, err);
     if (ok) {
         dt_fields f;
         dt_compute(millis, off, &f);
-        for (int i = 0; ok && i < p->n; i++) {
-            if (p->items[i].lit) gg_strbuf_append(out, p->items[i].text, p->items[i].len);
-            else ok = format_component(&p->items[i].m, &f, out, err);
+        f.tz_h = th;
+        f.tz_m = tm;
+        for (int i = 0; ok && i < p.n; i++) {
+            if (p.items[i].lit) put_literal(out, picture + p.items[i].start, p.items[i].len);
+            else ok = format_component(&p.items[i].m, &f, out, err);
         }
     }
-    dt_picture_free(p);
-    free(p);
     return ok && !out->oom;
 }
 
@@ -462,8 +458,7 @@ bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *fo
         *found = r == 0;
         return true;
     }
-    dt_picture *p = malloc(sizeof *p);
-    if (!p) { gg_error_set(err, "D0000", "out of memory"); return false; }
+    dt_picture pic_storage, *p = &pic_storage;
     bool ok = dt_picture_parse(picture, p, err);
     double val[P_COUNT];
     bool have[P_COUNT] = {false};
@@ -473,8 +468,9 @@ bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *fo
     for (int k = 0; ok && matched && k < p->n; k++) {
         dt_item *it = &p->items[k];
         if (it->lit) {
-            if (n - i < it->len || memcmp(s + i, it->text, it->len)) matched = false;
-            else i += it->len;
+            size_t used = match_literal(picture + it->start, it->len, s + i, n - i);
+            if (used == (size_t)-1) matched = false;
+            else i += used;
             continue;
         }
         const dt_marker *m = &it->m;
@@ -548,8 +544,6 @@ bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *fo
         }
         if (slot >= 0) { val[slot] = v; have[slot] = true; }
     }
-    dt_picture_free(p);
-    free(p);
     if (!ok) return false;
     if (unsupported) {
         gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");

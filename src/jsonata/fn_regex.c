@@ -125,16 +125,31 @@ bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t 
     return true;
 }
 
+static jn_value *match_like(const jn_value *str, const fn_hit *mt, bool replacer, gg_error *err);
+
 jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
-    jn_value *o = jn_object_new(3);
+    return match_like(str, mt, false, err);
+}
+
+/* $replace hands its function the matcher's raw object: {match, start, end, groups}. */
+jn_value *fn_replacer_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
+    return match_like(str, mt, true, err);
+}
+
+static jn_value *match_like(const jn_value *str, const fn_hit *mt, bool replacer, gg_error *err) {
+    jn_value *o = jn_object_new(4);
     jn_value *groups = jn_array_new((size_t)mt->ngroups);
     if (!o || !groups) { jn_decref(o); jn_decref(groups); jn_oom(err); return NULL; }
     const char *s = jn_s(str);
     jn_value *mv = jn_string(s + mt->start, mt->end - mt->start);
     jn_value *iv = jn_number((double)jn_str_byte_to_u16(str, mt->start));
-    bool ok = mv && iv;
-    if (ok) ok = jn_object_set(o, "match", 5, mv) && jn_object_set(o, "index", 5, iv);
-    else { jn_decref(mv); jn_decref(iv); }
+    jn_value *ev = replacer ? jn_number((double)jn_str_byte_to_u16(str, mt->end)) : NULL;
+    bool ok = mv && iv && (ev || !replacer);
+    if (ok) {
+        ok = jn_object_set(o, "match", 5, mv) &&
+             jn_object_set(o, replacer ? "start" : "index", 5, iv) &&
+             (!replacer || jn_object_set(o, "end", 3, ev));
+    } else { jn_decref(mv); jn_decref(iv); jn_decref(ev); }
     for (int g = 1; ok && g <= mt->ngroups; g++) {
         const char *gp;
         size_t gn;

@@ -23,31 +23,42 @@ FN(fn_length) {
     return jn_number((double)jn_utf8_count(jn_s(s), jn_slen(s)));
 }
 
-/* Clamp a JavaScript-style (possibly fractional, negative) index into [0, len]. */
-static double js_index(double d) {
-    if (isnan(d)) return 0;
-    return d < 0 ? ceil(d) : floor(d);
+/* Array.prototype.slice index: truncate toward zero, negative counts from the end,
+ * clamp into [0, len]. */
+static double slice_index(double d, double len) {
+    if (isnan(d)) d = 0;
+    d = trunc(d);
+    if (d < 0) return len + d < 0 ? 0 : len + d;
+    return d > len ? len : d;
 }
 
+/* The reference slices the code points: start < 0 counts from the end (clamped to 0 when
+ * it reaches before the start), end = start + length computed before truncation. */
 FN(fn_substring) {
     jn_value *s = FN_ARG(0), *start = FN_ARG(1), *length = FN_ARG(2);
     if (!s) return NULL;
     if (!start) return jn_incref(s);
     double len = (double)jn_utf8_count(jn_s(s), jn_slen(s));
-    double st = js_index(start->u.n);
-    if (st < 0) { st = len + st; if (st < 0) st = 0; }
-    if (st > len) st = len;
-    double end = len;
+    double st = start->u.n;
+    if (len + st < 0) st = 0;
+    double a_idx = slice_index(st, len), b_idx = len;
     if (length) {
-        double l = js_index(length->u.n);
-        if (l <= 0) return jn_string("", 0);
-        end = st + l < len ? st + l : len;
+        if (length->u.n <= 0) return jn_string("", 0);
+        double end = st >= 0 ? st + length->u.n : len + st + length->u.n;
+        b_idx = slice_index(end, len);
     }
-    size_t a = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)st);
-    size_t b = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)end);
+    if (b_idx <= a_idx) return jn_string("", 0);
+    size_t a = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)a_idx);
+    size_t b = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)b_idx);
     jn_value *r = jn_string(jn_s(s) + a, b - a);
     if (!r) jn_oom(err);
     return r;
+}
+
+/* JavaScript-style index for $pad widths. */
+static double js_index(double d) {
+    if (isnan(d)) return 0;
+    return d < 0 ? ceil(d) : floor(d);
 }
 
 static const char *find_bytes(const char *h, size_t hn, const char *n, size_t nn) {
@@ -268,7 +279,7 @@ static void expand_replacement(const char *r, size_t rn, const char *s, const fn
 
 static bool replace_with_fn(jn_call *call, jn_value *fn, jn_value *str, const fn_hit *mt,
                             gg_strbuf *b, gg_error *err) {
-    jn_value *mo = fn_match_object(str, mt, err);
+    jn_value *mo = fn_replacer_object(str, mt, err);
     if (!mo) return false;
     jn_value *r = jn_apply(call, fn, &mo, 1, err);
     jn_decref(mo);
@@ -443,5 +454,5 @@ FN(fn_parse_integer) {
     double v = 0;
     bool found = false;
     if (!jn_parse_integer(jn_s(s), jn_s(pic), &v, &found, &tmp)) return fmt_error(call, &tmp, err);
-    return found ? jn_number(v) : NULL;
+    return found ? jn_number(v) : jn_null(); /* the reference yields null for no number */
 }

@@ -250,7 +250,8 @@ bool jn_format_integer(double v, const char *picture, gg_strbuf *out, gg_error *
 
 /* ---- parsing ---- */
 
-static int roman_val(char c) {
+static int roman_val(char c, bool any_case) {
+    if (!any_case && c >= 'a' && c <= 'z') return 0;
     switch (c | 0x20) {
     case 'i': return 1; case 'v': return 5; case 'x': return 10; case 'l': return 50;
     case 'c': return 100; case 'd': return 500; case 'm': return 1000;
@@ -258,13 +259,14 @@ static int roman_val(char c) {
     }
 }
 
-static size_t parse_roman(const char *s, size_t n, double *out) {
+/* An upper-case picture reads only upper-case numerals; a lower-case one reads both. */
+static size_t parse_roman(const char *s, size_t n, bool any_case, double *out) {
     size_t i = 0;
     double total = 0;
-    while (i < n && roman_val(s[i])) i++;
+    while (i < n && roman_val(s[i], any_case)) i++;
     for (size_t k = 0; k < i; k++) {
-        int v = roman_val(s[k]);
-        if (k + 1 < i && roman_val(s[k + 1]) > v) total -= v;
+        int v = roman_val(s[k], any_case);
+        if (k + 1 < i && roman_val(s[k + 1], any_case) > v) total -= v;
         else total += v;
     }
     *out = total;
@@ -342,7 +344,7 @@ static size_t parse_words(const char *s, size_t n, double *out) {
 
 size_t jn_int_parse_prefix(const char *s, size_t n, const jn_int_picture *p, double *out) {
     switch (p->kind) {
-    case JN_INT_ROMAN: return parse_roman(s, n, out);
+    case JN_INT_ROMAN: return parse_roman(s, n, p->letter_case == JN_CASE_LOWER, out);
     case JN_INT_LETTERS: return parse_letters(s, n, p->letter_case == JN_CASE_UPPER, out);
     case JN_INT_WORDS: return parse_words(s, n, out);
     case JN_INT_DECIMAL: break;

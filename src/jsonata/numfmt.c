@@ -14,8 +14,11 @@
 /* Shortest decimal digits that round-trip to d (d finite, > 0). Writes the digits (no
  * dot) to digits and returns the decimal exponent of the first digit. */
 static int shortest_digits(double d, char digits[24], int *ndigits) {
+    /* 10^15 < 2^53, so the 15-digit decimal grid is coarser than the double grid: when 15
+     * digits round-trip, the shortest representation is those digits without trailing
+     * zeros. Otherwise 16 or 17 digits are needed. */
     char tmp[40];
-    for (int p = 1; p <= 17; p++) {
+    for (int p = 15; p <= 17; p++) {
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
         if (p == 17 || strtod(tmp, NULL) == d) break;
     }
@@ -235,21 +238,23 @@ double jn_round_half_even(double v, int places) {
     return r == 0 ? 0.0 : r; /* JavaScript's Math.round gives -0 for -0.4, which prints 0 */
 }
 
+/* V8's DoubleToRadixCString for the integer part: while the quotient is still beyond
+ * 2^53 the low digits carry no information and print as '0'. */
 bool jn_format_radix(double v, int radix, gg_strbuf *out) {
     static const char DIG[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     if (v < 0) { gg_strbuf_putc(out, '-'); v = -v; }
     char tmp[1100];
     int k = 0;
     v = floor(v);
-    if (v == 0) tmp[k++] = '0';
-    while (v >= 1 && k < (int)sizeof tmp) {
-        double q = floor(v / radix);
-        int d = (int)(v - q * radix);
-        if (d < 0) d = 0;
-        if (d >= radix) d = radix - 1;
-        tmp[k++] = DIG[d];
-        v = q;
+    while (v / radix >= 9007199254740992.0 && k < (int)sizeof tmp) {
+        v /= radix;
+        tmp[k++] = '0';
     }
+    do {
+        double r = fmod(v, radix);
+        if (k < (int)sizeof tmp) tmp[k++] = DIG[(int)r];
+        v = (v - r) / radix;
+    } while (v > 0 && k < (int)sizeof tmp);
     while (k > 0) gg_strbuf_putc(out, tmp[--k]);
     return !out->oom;
 }
@@ -458,7 +463,8 @@ static bool format_sub(double v, bool neg_fallback, const char *pic, const numpi
     gg_strbuf g = GG_STRBUF_INIT;
     group_int(ip.data ? ip.data : "", ip.len, p, &g);
     put_digits(out, g.data ? g.data : "", g.len, y);
-    if (flen > 0 || (ip.len == 0 && flen == 0 && p->max_frac == 0)) {
+    if (ip.len == 0 && flen == 0) { fp = "0"; flen = 1; } /* never print nothing */
+    {
         if (flen > 0) {
             jn_utf8_put(out, y->ds);
             gg_strbuf fg = GG_STRBUF_INIT;

@@ -76,6 +76,13 @@ static void utf8_locale_init(void) {
     if (!g_utf8_locale) g_utf8_locale = newlocale(LC_CTYPE_MASK, "en_US.UTF-8", (locale_t)0);
 }
 
+/* Code point ending just before byte offset at. */
+static uint32_t prev_cp(const char *s, size_t at) {
+    size_t k = at - 1;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    return jn_utf8_next(s, at, &k);
+}
+
 bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
     pthread_once(&g_utf8_once, utf8_locale_init);
     size_t i = 0;
@@ -89,8 +96,18 @@ bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
             i++;
             continue;
         }
+        size_t at = i;
         uint32_t cp = jn_utf8_next(s, n, &i);
         if (upper && cp == 0xDF) { gg_strbuf_puts(out, "SS"); continue; }
+        if (!upper && cp == 0x130) { gg_strbuf_puts(out, "i\xcc\x87"); continue; }
+        if (!upper && cp == 0x3A3 && g_utf8_locale) {
+            /* final sigma: after a letter and not before one */
+            bool after = at > 0 && iswalpha_l((wint_t)prev_cp(s, at), g_utf8_locale);
+            size_t j = i;
+            bool before = j < n && iswalpha_l((wint_t)jn_utf8_next(s, n, &j), g_utf8_locale);
+            jn_utf8_put(out, after && !before ? 0x3C2 : 0x3C3);
+            continue;
+        }
         if (g_utf8_locale)
             cp = (uint32_t)(upper ? towupper_l((wint_t)cp, g_utf8_locale)
                                   : towlower_l((wint_t)cp, g_utf8_locale));
