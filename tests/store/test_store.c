@@ -1,6 +1,7 @@
 /* Unit tests for the store: migrations, tenants, keys, graphs, history, audit. Each test
  * works on a fresh database file in its own temporary directory. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +580,46 @@ START_TEST(two_processes_share_the_database) {
 }
 END_TEST
 
+/* Request threads share the pool: many threads, fewer connections, mixed reads and writes. */
+static gg_store *shared_store;
+
+static void *pool_worker(void *arg) {
+    long n = (long)arg;
+    gg_error err = GG_ERROR_INIT;
+    for (int i = 0; i < 200; i++) {
+        gg_graph_source g;
+        if (!gg_store_tenant_exists(shared_store, "acme", &err)) return (void *)1;
+        if (!gg_store_graph_get_active(shared_store, "acme", "g", &g, &err)) return (void *)2;
+        gg_graph_source_clear(&g);
+        if (i % 50 == 0) {
+            char name[32];
+            snprintf(name, sizeof name, "t%ld-%d", n, i);
+            if (!gg_store_tenant_create(shared_store, name, &err)) return (void *)3;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(pool_shared_by_threads) {
+    shared_store = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(shared_store, "acme", &err));
+    int v;
+    ck_assert(gg_store_graph_put(shared_store, "acme", "g", "a: 1", 4, "yaml", NULL, &v, &err));
+    pthread_t th[8];
+    for (long i = 0; i < 8; i++) pthread_create(&th[i], NULL, pool_worker, (void *)i);
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        ck_assert_ptr_null(rc);
+    }
+    json_t *t = gg_store_tenants_list(shared_store, &err);
+    ck_assert_int_eq(json_array_size(t), 1 + 8 * 4);
+    json_decref(t);
+    gg_store_close(shared_store);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -597,6 +638,7 @@ int main(void) {
     tcase_add_test(tc, history_queue_bound_and_truncation);
     tcase_add_test(tc, audit_log);
     tcase_add_test(tc, two_processes_share_the_database);
+    tcase_add_test(tc, pool_shared_by_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
