@@ -164,8 +164,32 @@ typedef struct suggestion {
     int score;
 } suggestion;
 
+/* A common prefix of at least 4 characters covering half of the shorter name. */
+static bool shared_prefix(const char *a, const char *b) {
+    size_t n = 0, la = strlen(a), lb = strlen(b);
+    while (a[n] && a[n] == b[n]) n++;
+    return n >= 4 && n * 2 >= (la < lb ? la : lb);
+}
+
+/* A whole word (between underscores, 3+ letters) in both names. */
+static bool shared_word(const char *a, const char *b) {
+    for (const char *p = a; *p;) {
+        size_t n = strcspn(p, "_");
+        if (n >= 3) {
+            for (const char *q = b; *q;) {
+                size_t m = strcspn(q, "_");
+                if (m == n && strncmp(p, q, n) == 0) return true;
+                q += m + (q[m] == '_');
+            }
+        }
+        p += n + (p[n] == '_');
+    }
+    return false;
+}
+
 /* Up to 3 existing specs closest to type/subtype: subtype edit distance (a containing or
- * contained name counts as 1), same family first. */
+ * contained name counts as 1, a long shared prefix as 2, a shared word as 3), same family
+ * first. */
 static size_t suggest(const specs_snapshot *s, const char *type, const char *subtype, suggestion out[3]) {
     size_t n = 0;
     int limit = (int)strlen(subtype) / 2;
@@ -174,6 +198,8 @@ static size_t suggest(const specs_snapshot *s, const char *type, const char *sub
         const specs_entry *e = &s->v[i];
         int d = specs_edit_distance(subtype, e->subtype, limit + 1);
         if (d > 1 && subtype[0] && (strstr(e->subtype, subtype) || strstr(subtype, e->subtype))) d = 1;
+        if (d > 2 && shared_prefix(subtype, e->subtype)) d = 2;   /* VECTOR_DB → VECTOR_DATABASE */
+        if (d > 3 && shared_word(subtype, e->subtype)) d = 3;     /* GMAIL_SEND → GMAIL */
         if (d > limit) continue;
         int score = d * 2 + (strcmp(e->node_type, type) == 0 ? 0 : 1);
         size_t pos = n < 3 ? n++ : 3;
