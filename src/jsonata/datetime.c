@@ -228,7 +228,6 @@ static void put_name(gg_strbuf *out, const char *name, const dt_marker *m) {
 
 static bool format_tz(const dt_marker *m, int th, int tm, gg_strbuf *out, gg_error *err) {
     if (m->comp == 'z') gg_strbuf_puts(out, "GMT");
-    if (m->tflag && th == 0 && tm == 0) { gg_strbuf_putc(out, 'Z'); return true; }
     int hh = abs(th), mm = abs(tm);
     bool neg = th < 0 || (th == 0 && tm < 0);
     const char *pres = m->pres;
@@ -240,6 +239,7 @@ static bool format_tz(const dt_marker *m, int th, int tm, gg_strbuf *out, gg_err
         gg_error_set(err, "D3134", "The timezone integer format specifier cannot have more than four digits");
         return false;
     }
+    if (m->tflag && th == 0 && tm == 0) { gg_strbuf_putc(out, 'Z'); return true; }
     gg_strbuf_putc(out, neg ? '-' : '+');
     if (colon) gg_strbuf_printf(out, "%0*d:%02d", (int)hd, hh, mm);
     else if (hd <= 2) {

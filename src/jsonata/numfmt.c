@@ -18,7 +18,8 @@ static int shortest_digits(double d, char digits[24], int *ndigits) {
      * digits round-trip, the shortest representation is those digits without trailing
      * zeros. Otherwise 16 or 17 digits are needed. */
     char tmp[40];
-    for (int p = 15; p <= 17; p++) {
+    /* subnormals have fewer significant bits, so they search from one digit up */
+    for (int p = d < 2.2250738585072014e-308 ? 1 : 15; p <= 17; p++) {
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
         if (p == 17 || strtod(tmp, NULL) == d) break;
     }
