@@ -200,7 +200,9 @@ typedef struct gg_exec_record {
  * arguments is referenced (json_incref), not copied: do not change it afterwards. */
 gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
                                    const char *tool, const char *key_id, json_t *arguments);
-/* Append a node record; takes the input/output references (steals them). NULL on OOM. */
+/* Append a node record; takes the input/output references (steals them). NULL on OOM.
+ * duration_ms starts as end_ms - start_ms; set it on the returned record for sub-ms
+ * precision. */
 gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node_id,
                                              const char *node_type, long long start_ms,
                                              long long end_ms, json_t *input, json_t *output,
