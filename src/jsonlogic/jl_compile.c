@@ -6,6 +6,7 @@
  * any number of threads may evaluate it at once. */
 #include "jsonlogic/jl_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,7 @@ static bool make_const(cctx *cc, jl_node *n, json_t *v) {
 }
 
 static jl_node *compile(cctx *cc, json_t *rule, int depth, bool in_iter);
+static void fold(cctx *cc, jl_node *n);
 #define RES(cc) ((cc)->o ? (cc)->o->resolver : NULL)
 
 static bool compile_args(cctx *cc, jl_node *n, json_t *args, int depth, bool iter_body) {
@@ -208,7 +210,49 @@ static jl_node *compile_op(cctx *cc, const char *name, json_t *args, int depth, 
     where_pop(cc, old);
     if (!ok) { node_free(RES(cc), n); return NULL; }
     if (cc->compat && !custom && compat_bad_args(n, args)) n->op = OP_BAD_ARGS;
+    else if (!custom) fold(cc, n);
     return n;
+}
+
+/* Operations whose result depends only on their arguments (no data, no side effects). */
+static bool is_pure(uint8_t op) {
+    switch (op) {
+    case OP_IF: case OP_AND: case OP_OR: case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE:
+    case OP_GT: case OP_GE: case OP_LT: case OP_LE: case OP_NOT: case OP_NOTNOT: case OP_MAX:
+    case OP_MIN: case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD: case OP_IN:
+    case OP_CAT: case OP_SUBSTR: case OP_MERGE: case OP_COALESCE:
+        return true;
+    default: return false;
+    }
+}
+
+/* Constant folding: a pure operation on constants is evaluated once, here. Results JSON
+ * cannot hold (NaN, Infinity, undefined) and errors stay for run time, so folding never
+ * changes what a rule returns. */
+static void fold(cctx *cc, jl_node *n) {
+    if (!is_pure(n->op)) return;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i]->op != OP_CONST) return;
+    struct jsonlogic_rule tmp = {.compat = cc->compat};
+    gg_error e = GG_ERROR_INIT;
+    jl_frame root = {.kind = F_ROOT, .item = JL_NULL};
+    jl_ctx c = {.rule = &tmp, .top = &root, .err = &e, .compat = cc->compat};
+    jl_val v;
+    bool ok = jl_eval(&c, n, &v);
+    json_decref(c.thrown);
+    gg_error_clear(&e);
+    if (!ok) return;
+    bool representable = v.t != JV_UNDEF && !(v.t == JV_NUM && !isfinite(v.u.n));
+    json_t *j = representable ? jl_to_json(&v) : NULL;
+    jl_release(&v);
+    if (!j) return;
+    for (int i = 0; i < n->nargs; i++) node_free(RES(cc), n->args[i]);
+    free(n->args);
+    n->args = NULL;
+    n->nargs = 0;
+    n->op = OP_CONST;
+    n->cjson = j;
+    n->cval = jl_wrap(j, JO_STATIC);
 }
 
 /* Arrays of constants fold into one constant array. */
@@ -220,11 +264,18 @@ static jl_node *compile_array(cctx *cc, json_t *rule, int depth, bool in_iter) {
     if (!compile_args(cc, n, rule, depth, false)) { node_free(RES(cc), n); return NULL; }
     for (int i = 0; i < n->nargs; i++)
         if (n->args[i]->op != OP_CONST) return n;
+    /* built from the children's values: a child may itself be a folded operation */
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n->nargs; i++)
+        if (json_array_append_new(arr, jl_to_json(&n->args[i]->cval)) != 0) { json_decref(arr); arr = NULL; }
+    if (!arr) { fail(cc, "out_of_memory", "out of memory compiling %s", "an array"); node_free(RES(cc), n); return NULL; }
     for (int i = 0; i < n->nargs; i++) node_free(RES(cc), n->args[i]);
     free(n->args);
     n->args = NULL;
     n->nargs = 0;
-    if (!make_const(cc, n, rule)) { free(n); return NULL; }
+    n->op = OP_CONST;
+    n->cjson = arr;
+    n->cval = jl_wrap(arr, JO_STATIC);
     return n;
 }
 

@@ -64,7 +64,7 @@ static bool eval_args(jl_ctx *c, const jl_node *n, argv_t *a, bool spread) {
             a->v = malloc(cnt * sizeof *a->v);
             if (!a->v) { a->v = a->small; return oom(c); }
         }
-        for (size_t i = 0; i < cnt; i++) a->v[a->n++] = jl_elem(&a->spread, i);
+        for (size_t i = 0; i < cnt; i++) jl_elem_to(&a->v[a->n++], &a->spread, i);
         return true;
     }
     if (!args_alloc(c, a, (size_t)n->nargs)) return false;
@@ -136,7 +136,8 @@ static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen
         if (idx >= 0) e = json_array_get(j, (size_t)idx);
     }
     if (!e) return true;
-    *out = base->origin == JO_REF ? jl_wrap(json_incref(e), JO_REF) : jl_wrap(e, (jl_origin)base->origin);
+    if (base->origin == JO_REF) jl_wrap_to(out, json_incref(e), JO_REF);
+    else jl_wrap_to(out, e, (jl_origin)base->origin);
     return true;
 }
 
@@ -160,33 +161,39 @@ static bool var_path(jl_ctx *c, const char *path, size_t plen, jl_val *out, bool
     const jl_frame *f = c->top;
     *found = true;
     if (!path) return frame_data(c, f, out);
-    jl_val cur = JL_UNDEF;
+    /* two slots used in turn, so each step writes its result in place */
+    jl_val slot[2];
+    jl_val *cur = NULL;
+    int k = 0;
     const char *p = path, *end = path + plen;
-    bool first = true;
     for (;;) {
         const char *dot = memchr(p, '.', (size_t)(end - p));
         size_t klen = dot ? (size_t)(dot - p) : (size_t)(end - p);
-        jl_val next;
-        if (first && f->kind == F_REDUCE) {
+        jl_val *next = &slot[k];
+        if (!cur && f->kind == F_REDUCE) {
             const jl_val *src = NULL;
             if (klen == 7 && memcmp(p, "current", 7) == 0) src = &f->item;
             else if (klen == 11 && memcmp(p, "accumulator", 11) == 0) src = f->acc;
-            next = JL_UNDEF;
-            if (src && !jl_dup(src, &next)) return oom(c);
+            next->t = JV_UNDEF;
+            if (src && !jl_dup(src, next)) return oom(c);
         } else {
-            const jl_val *base = first ? &f->item : &cur;
-            if (jl_is_nullish(base)) { jl_release(&cur); *found = false; return true; }
-            if (!get_prop(c, base, p, klen, &next)) { jl_release(&cur); return false; }
+            const jl_val *base = cur ? cur : &f->item;
+            if (jl_is_nullish(base) || !get_prop(c, base, p, klen, next)) {
+                bool failed = !jl_is_nullish(base);
+                if (cur) jl_release(cur);
+                if (failed) return false;
+                *found = false;
+                return true;
+            }
         }
-        jl_release(&cur);
+        if (cur) jl_release(cur);
         cur = next;
-        first = false;
-        if (cur.t == JV_UNDEF) { *found = false; return true; }
+        k ^= 1;
+        if (cur->t == JV_UNDEF) { *found = false; return true; }
         if (!dot) break;
         p = dot + 1;
-        if (jl_is_nullish(&cur)) { jl_release(&cur); *found = false; return true; }
     }
-    *out = cur;
+    *out = *cur;
     return true;
 }
 
@@ -225,11 +232,11 @@ static bool var_value(jl_ctx *c, const jl_node *n, const jl_val *pathv, jl_val *
     size_t len;
     const char *s = jl_strp(pathv, &len);
     if (jl_is_nullish(pathv) || (s && len == 0)) return var_path(c, NULL, 0, out, found);
+    if (s && !use_resolver(c, n)) return var_path(c, s, len, out, found); /* no copy needed */
     gg_strbuf b = GG_STRBUF_INIT;
     if (!jl_to_string(c, pathv, &b, false)) { gg_strbuf_free(&b); return false; }
     if (!gg_strbuf_putc(&b, '\0')) { gg_strbuf_free(&b); return oom(c); }
-    bool ok = s && use_resolver(c, n) ? var_dynamic_resolved(c, b.data, out, found)
-                                      : var_path(c, b.data, b.len - 1, out, found);
+    bool ok = s ? var_dynamic_resolved(c, b.data, out, found) : var_path(c, b.data, b.len - 1, out, found);
     gg_strbuf_free(&b);
     return ok;
 }
@@ -773,14 +780,10 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
     if (!r) return oom(c);
     for (int i = 0; i < a->n; i++) {
         const jl_val *v = &a->v[i];
-        if (jl_is_arr(v) && v->origin != JO_STATIC) {
-            if (json_array_extend(r, v->u.j) != 0) { json_decref(r); return oom(c); }
-            continue;
-        }
-        size_t cnt = jl_is_arr(v) ? json_array_size(v->u.j) : 1;
-        for (size_t k = 0; k < cnt; k++) {
-            json_t *e = jl_is_arr(v) ? json_deep_copy(json_array_get(v->u.j, k)) : jl_to_json(v);
-            if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
+        json_t *e = jl_is_arr(v) ? NULL : jl_to_json(v);
+        if (jl_is_arr(v) ? json_array_extend(r, v->u.j) != 0 : (!e || json_array_append_new(r, e) != 0)) {
+            json_decref(r);
+            return oom(c);
         }
     }
     *out = jl_wrap(r, JO_REF);
@@ -792,7 +795,7 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
 /* Evaluate logic for element i of coll in a new scope. */
 static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i, jl_val *out) {
     jl_frame f = {.parent = c->top, .kind = F_ITEM, .index = i};
-    f.item = jl_elem(coll, i);
+    jl_elem_to(&f.item, coll, i);
     c->top = &f;
     bool ok = jl_eval(c, logic, out);
     c->top = f.parent;
@@ -838,7 +841,7 @@ static bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
     if (ok && !jl_is_arr(&coll)) { *out = acc; jl_release(&coll); return true; }
     jl_frame f = {.parent = c->top, .kind = F_REDUCE, .acc = &acc};
     for (; ok && i < cnt; i++) {
-        f.item = jl_elem(&coll, i);
+        jl_elem_to(&f.item, &coll, i);
         f.index = i;
         c->top = &f;
         jl_val next = JL_UNDEF;
@@ -1014,7 +1017,8 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
     gg_error local = GG_ERROR_INIT;
     if (!err) err = &local;
     if (!r) { gg_error_set(err, "invalid_rule", "no rule"); gg_error_clear(&local); return NULL; }
-    jl_frame root = {.kind = F_ROOT, .item = jl_wrap(data ? data : json_null(), JO_BORROW)};
+    jl_frame root = {.kind = F_ROOT};
+    jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
     jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
     jl_val v;
     json_t *res = NULL;

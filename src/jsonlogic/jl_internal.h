@@ -46,11 +46,36 @@ typedef struct jl_ctx {
     bool compat;
 } jl_ctx;
 
-/* ---- values (jl_value.c) ---- */
-void jl_release(jl_val *v);
+/* ---- values (jl_value.c; the hot helpers are inline) ---- */
+void jl_release_slow(jl_val *v);
+static inline void jl_release(jl_val *v) {
+    if (v->t >= JV_STR) jl_release_slow(v);
+    v->t = JV_UNDEF;
+}
 /* Wrap a json_t. For JO_REF the reference is transferred to the result. Scalars become
- * immediate values. */
-jl_val jl_wrap(json_t *j, jl_origin origin);
+ * immediate values. Written into *out: building the struct in pieces and returning it by
+ * value made the compiler stall on store forwarding (measured). */
+static inline void jl_wrap_to(jl_val *out, json_t *j, jl_origin origin) {
+    if (!j) { out->t = JV_UNDEF; return; }
+    switch (json_typeof(j)) {
+    case JSON_NULL: out->t = JV_NULL; break;
+    case JSON_TRUE: out->t = JV_BOOL; out->u.b = true; break;
+    case JSON_FALSE: out->t = JV_BOOL; out->u.b = false; break;
+    case JSON_INTEGER: out->t = JV_NUM; out->u.n = (double)json_integer_value(j); break;
+    case JSON_REAL: out->t = JV_NUM; out->u.n = json_real_value(j); break;
+    default:
+        out->t = JV_JSON;
+        out->origin = (uint8_t)origin;
+        out->u.j = j;
+        return; /* the reference (if any) moves into *out */
+    }
+    if (origin == JO_REF) json_decref(j);
+}
+static inline jl_val jl_wrap(json_t *j, jl_origin origin) {
+    jl_val v = {0};
+    jl_wrap_to(&v, j, origin);
+    return v;
+}
 /* An independent copy (strings duplicated, references taken). false on OOM. */
 bool jl_dup(const jl_val *v, jl_val *out);
 /* A new json_t reference for v (v unchanged); NaN/Infinity/undefined become null like
@@ -65,7 +90,16 @@ static inline bool jl_is_arr(const jl_val *v) { return v->t == JV_JSON && json_i
 static inline bool jl_is_obj(const jl_val *v) { return v->t == JV_JSON && json_is_object(v->u.j); }
 static inline bool jl_is_nullish(const jl_val *v) { return v->t == JV_UNDEF || v->t == JV_NULL; }
 /* Element i of an array value, with the origin its container implies. */
-jl_val jl_elem(const jl_val *arr, size_t i);
+static inline void jl_elem_to(jl_val *out, const jl_val *arr, size_t i) {
+    json_t *e = json_array_get(arr->u.j, i);
+    if (arr->origin == JO_REF) jl_wrap_to(out, json_incref(e), JO_REF);
+    else jl_wrap_to(out, e, (jl_origin)arr->origin);
+}
+static inline jl_val jl_elem(const jl_val *arr, size_t i) {
+    jl_val v = {0};
+    jl_elem_to(&v, arr, i);
+    return v;
+}
 
 /* ---- JavaScript coercions (jl_value.c) ---- */
 bool jl_truthy(const jl_val *v);

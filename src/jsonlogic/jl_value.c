@@ -16,35 +16,10 @@ void jl_oom(jl_ctx *c) {
     if (c && c->err && !gg_error_is_set(c->err)) gg_error_set(c->err, "out_of_memory", "out of memory");
 }
 
-void jl_release(jl_val *v) {
+/* The part of jl_release that frees: owned strings and held references. */
+void jl_release_slow(jl_val *v) {
     if (v->t == JV_STR) free(v->u.str.s);
     else if (v->t == JV_JSON && v->origin == JO_REF) json_decref(v->u.j);
-    v->t = JV_UNDEF;
-}
-
-jl_val jl_wrap(json_t *j, jl_origin origin) {
-    jl_val v = JL_UNDEF;
-    if (!j) return v;
-    switch (json_typeof(j)) {
-    case JSON_NULL: v.t = JV_NULL; break;
-    case JSON_TRUE: v = jl_bool(true); break;
-    case JSON_FALSE: v = jl_bool(false); break;
-    case JSON_INTEGER: v = jl_num((double)json_integer_value(j)); break;
-    case JSON_REAL: v = jl_num(json_real_value(j)); break;
-    default:
-        v.t = JV_JSON;
-        v.origin = (uint8_t)origin;
-        v.u.j = j;
-        return v; /* the reference (if any) moves into v */
-    }
-    if (origin == JO_REF) json_decref(j);
-    return v;
-}
-
-jl_val jl_elem(const jl_val *arr, size_t i) {
-    json_t *e = json_array_get(arr->u.j, i);
-    if (arr->origin == JO_REF) return jl_wrap(json_incref(e), JO_REF);
-    return jl_wrap(e, (jl_origin)arr->origin);
 }
 
 bool jl_dup(const jl_val *v, jl_val *out) {
@@ -89,7 +64,7 @@ json_t *jl_to_json(const jl_val *v) {
     case JV_BOOL: return json_boolean(v->u.b);
     case JV_NUM: return num_to_json(v->u.n);
     case JV_STR: return json_stringn(v->u.str.s, v->u.str.len);
-    case JV_JSON: return v->origin == JO_STATIC ? json_deep_copy(v->u.j) : json_incref(v->u.j);
+    case JV_JSON: return json_incref(v->u.j); /* shared, read-only (see jsonlogic.h) */
     default: return json_null();
     }
 }

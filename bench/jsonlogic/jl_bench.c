@@ -1,0 +1,59 @@
+/* jl_bench — graphgate's JSON Logic engine over a tests.json-style file: every rule is
+ * compiled once, then all (rule, data) cases are applied round after round for about
+ * SECONDS seconds of CPU time (process CPU time, so other load on the machine skews the
+ * comparison less). Prints "graphgate <ops/s> <cases> <rounds>".
+ *
+ *   jl_bench FILE [SECONDS]
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "jsonlogic/jsonlogic.h"
+
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct bcase { jsonlogic_rule *rule; json_t *data; } bcase;
+
+int main(int argc, char **argv) {
+    if (argc < 2) { fprintf(stderr, "usage: jl_bench FILE [SECONDS]\n"); return 2; }
+    double seconds = argc > 2 ? atof(argv[2]) : 2.0;
+    json_error_t je;
+    json_t *doc = json_load_file(argv[1], 0, &je);
+    if (!json_is_array(doc)) { fprintf(stderr, "jl_bench: %s: %s\n", argv[1], je.text); return 1; }
+    size_t n = 0;
+    bcase *cases = calloc(json_array_size(doc), sizeof *cases);
+    if (!cases) return 1;
+    for (size_t i = 0; i < json_array_size(doc); i++) {
+        json_t *c = json_array_get(doc, i);
+        if (!json_is_array(c) || json_array_size(c) < 3) continue; /* comments */
+        gg_error err = GG_ERROR_INIT;
+        jsonlogic_rule *r = jsonlogic_compile(json_array_get(c, 0), NULL, &err);
+        if (!r) { gg_error_clear(&err); continue; }
+        cases[n++] = (bcase){r, json_array_get(c, 1)};
+    }
+    long rounds = 0, ops = 0, failures = 0;
+    double start = cpu_ms(), now = start;
+    while (now - start < seconds * 1000.0) {
+        for (size_t i = 0; i < n; i++) {
+            gg_error err = GG_ERROR_INIT;
+            json_t *v = jsonlogic_apply(cases[i].rule, cases[i].data, NULL, &err);
+            if (!v) { failures++; gg_error_clear(&err); }
+            json_decref(v);
+        }
+        ops += (long)n;
+        rounds++;
+        if ((rounds & 15) == 0 || n > 10000) now = cpu_ms();
+    }
+    now = cpu_ms();
+    printf("graphgate %.0f %zu %ld\n", (double)ops / ((now - start) / 1000.0), n, rounds);
+    for (size_t i = 0; i < n; i++) jsonlogic_free(cases[i].rule);
+    free(cases);
+    json_decref(doc);
+    return failures ? 1 : 0;
+}
