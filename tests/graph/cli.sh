@@ -132,5 +132,40 @@ else
   echo "SKIP: streamable HTTP test (no node 22 / server-everything)" >&2
 fi
 
+# -- streamable HTTP edge cases: JSON responses, expired session (404 → initialize again) -------
+if [ -x "$nodedir/node" ]; then
+  port=$((20000 + RANDOM % 20000))
+  PORT=$port "$nodedir/node" "$src/tests/graph/fake_http_server.mjs" >"$tmp/fh.log" 2>&1 &
+  fhpid=$!
+  for _ in $(seq 1 100); do grep -q "listening" "$tmp/fh.log" 2>/dev/null && break; sleep 0.1; done
+  cat >"$tmp/sessions.yaml" <<EOF
+version: "1.0"
+server: {name: "httpSessions", version: "1.0.0"}
+mcpServers:
+  fake:
+    type: "streamableHttp"
+    url: "http://127.0.0.1:$port/mcp"
+    headers: {X-Graphgate-Test: "yes"}
+tools:
+  - name: "sessions"
+    description: "the session expires between two calls"
+    inputSchema: {type: "object"}
+    nodes:
+      - {id: "entry", type: "entry", next: "a"}
+      - {id: "a", type: "mcp", server: "fake", tool: "echo", args: {n: 1}, next: "b"}
+      - {id: "b", type: "mcp", server: "fake", tool: "forget", next: "c"}
+      - {id: "c", type: "mcp", server: "fake", tool: "echo", args: {n: 3}, next: "out"}
+      - id: "out"
+        type: "transform"
+        transform:
+          expr: '[\$.a.session, \$.a.inits, \$.a.protocol, \$.a.custom, \$.c.session, \$.c.inits, \$.c.args.n]'
+        next: "exit"
+      - {id: "exit", type: "exit"}
+EOF
+  got=$("$gg" run "$tmp/sessions.yaml" sessions 2>"$tmp/err")
+  if [ "$got" = '["session-1",1,"2025-06-18","yes","session-2",2,3]' ]; then ok; else bad "http sessions: '$got' ($(head -3 "$tmp/err"))"; fi
+  kill "$fhpid" 2>/dev/null; wait "$fhpid" 2>/dev/null
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
