@@ -110,7 +110,7 @@ const char *jsonata_source(const jsonata_expr *e) { return e ? e->source : NULL;
 json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
                          const jsonata_options *opts, void *call_user, gg_error *err) {
     jn_value *in = NULL, *b = NULL;
-    if (input && !(in = jn_from_json(input))) {
+    if (input && !(in = jn_from_json_lazy(input))) {
         jn_oom(err);
         return NULL;
     }

@@ -353,6 +353,10 @@ static jn_value *eval_wildcard(jn_state *c, jn_value *input) {
     if (input && input->type == JN_ARRAY) {
         if (!flatten_into(c, input, res)) goto bad;
     } else if (input && input->type == JN_OBJECT) {
+        if (!jn_force(input)) {
+            oom(c);
+            goto bad;
+        }
         for (size_t i = 0; i < input->u.obj.n; i++) {
             jn_value *v = input->u.obj.ents[i].val;
             if (v && v->type == JN_ARRAY) {
@@ -379,6 +383,10 @@ static bool descend(jn_state *c, jn_value *in, jn_value *out, int depth) {
         for (size_t i = 0; i < in->u.arr.n; i++)
             if (!descend(c, in->u.arr.items[i], out, depth + 1)) return false;
     } else if (in->type == JN_OBJECT) {
+        if (!jn_force(in)) {
+            oom(c);
+            return false;
+        }
         for (size_t i = 0; i < in->u.obj.n; i++)
             if (!descend(c, in->u.obj.ents[i].val, out, depth + 1)) return false;
     }
@@ -1245,11 +1253,18 @@ static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const 
                              int position, const char *name) {
     jn_value **vargs = args;
     int nv = nargs;
+    for (int i = 0; i < nargs; i++)
+        if (!jn_force_deep(args[i])) return oom(c);
     if (sig && !jn_sig_validate(sig, args, nargs, unwrap_ctx(input), &vargs, &nv, position, name, c->err))
         return NULL;
+    bool forced = true;
+    if (vargs != args)
+        for (int i = 0; i < nv; i++)
+            if (!jn_force_deep(vargs[i])) forced = false; /* context substitution */
     jn_call call = {c, input, env, fnv, position, name};
     gg_error e = GG_ERROR_INIT;
-    jn_value *r = fn(&call, vargs, nv, &e);
+    jn_value *r = forced ? fn(&call, vargs, nv, &e) : NULL;
+    if (!forced) jn_oom(&e);
     if (vargs != args) {
         for (int i = 0; i < nv; i++) jn_decref(vargs[i]);
         free(vargs);
@@ -1593,6 +1608,7 @@ jn_value *jn_apply(jn_call *call, jn_value *fn, jn_value **args, int nargs, gg_e
     c->err = &local;
     jn_value *r = apply_fn(c, fn, args, nargs, call->input, call->env, call->position, NULL);
     c->err = saved;
+    if (r && !jn_force_deep(r)) jn_oom(&local);
     if (gg_error_is_set(&local)) {
         gg_error_move(err, &local);
         jn_decref(r);
@@ -1619,6 +1635,7 @@ static jn_value *deep_clone(jn_value *v) {
         return a;
     }
     if (v->type == JN_OBJECT) {
+        if (!jn_force(v)) return NULL;
         jn_value *o = jn_object_new(v->u.obj.n);
         if (!o) return NULL;
         o->flags = 0x20; /* clone: may be modified in place by the transform */
@@ -1685,6 +1702,11 @@ static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_
                 if (upd->type != JN_OBJECT) {
                     jn_decref(upd);
                     fail(c, n->rhs->position, NULL, "T2011", "The insert/update clause of the transform expression must evaluate to an object");
+                    goto bad2;
+                }
+                if (!jn_force(upd)) {
+                    jn_decref(upd);
+                    oom(c);
                     goto bad2;
                 }
                 if (m && m->type == JN_OBJECT && (m->flags & 0x20))
@@ -1970,6 +1992,7 @@ static jn_value *detach(jn_value *v) {
         return a;
     }
     if (v->type == JN_OBJECT) {
+        if (!jn_force(v)) return NULL;
         jn_value *o = jn_object_new(v->u.obj.n);
         if (!o) return NULL;
         for (size_t i = 0; i < v->u.obj.n; i++) {
@@ -2067,6 +2090,10 @@ jn_value *jn_eval_source(jn_call *call, const char *expr, size_t len, jn_value *
     c->err = &e;
     jn_frame *env = call->env;
     if (bindings && bindings->type == JN_OBJECT) {
+        if (!jn_force(bindings)) {
+            jn_oom(err);
+            return NULL;
+        }
         env = frame_new(c, env);
         for (size_t i = 0; env && i < bindings->u.obj.n; i++)
             frame_bind(c, env, bindings->u.obj.ents[i].key->u.str.s, jn_incref(bindings->u.obj.ents[i].val));

@@ -20,6 +20,8 @@
  *  - function: lambda, native builtin, registered extern, partial application, or a native
  *    closure (jn_native_new with a bound value). regex: a compiled PCRE2 pattern; it is
  *    callable (applying it to a string returns the reference's match object with next()).
+ *  - objects converted from the input may be lazy (u.obj.lazy != NULL) until forced;
+ *    arguments given to natives are always forced (see jn_force).
  *  - values are immutable once handed out. Build arrays/objects with push/set, then share.
  *  - refcounts are not atomic: values created during an evaluation belong to that
  *    evaluation's thread. Values owned by a compiled expression are immortal.
@@ -107,6 +109,7 @@ struct jn_value {
             size_t n, cap;
             uint32_t *index; /* open-addressing hash (entry index + 1), built past 8 keys */
             size_t icap;
+            void *lazy; /* core-internal: unconverted json_t source (see jn_force) */
         } obj;
         jn_function *fn;
         jn_regex *re;
@@ -170,6 +173,11 @@ jn_value *jn_fn_bound(const jn_value *fn);
 
 /* ---- conversions ---- */
 jn_value *jn_from_json(json_t *j);          /* NULL json = undefined; NULL also on OOM */
+/* Objects converted from the evaluation input are materialized on demand. Natives always
+ * receive fully materialized arguments (the evaluator forces them), so only code that
+ * walks values obtained some other way needs these. false on OOM. */
+bool jn_force(jn_value *v);                 /* materialize one object's entries */
+bool jn_force_deep(jn_value *v);            /* ... and everything below it */
 json_t *jn_to_json(const jn_value *v);      /* undefined -> NULL; functions -> "" */
 
 /* JSON.stringify with the reference's $string replacer: numbers rounded to 15 significant

@@ -99,6 +99,11 @@ bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
         size_t at = i;
         uint32_t cp = jn_utf8_next(s, n, &i);
         if (upper && cp == 0xDF) { gg_strbuf_puts(out, "SS"); continue; }
+        if (upper && cp >= 0xFB00 && cp <= 0xFB06) { /* Latin ligatures expand */
+            static const char *LIG[] = {"FF", "FI", "FL", "FFI", "FFL", "ST", "ST"};
+            gg_strbuf_puts(out, LIG[cp - 0xFB00]);
+            continue;
+        }
         if (!upper && cp == 0x130) { gg_strbuf_puts(out, "i\xcc\x87"); continue; }
         if (!upper && cp == 0x3A3 && g_utf8_locale) {
             /* final sigma: after a letter and not before one */

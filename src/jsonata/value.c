@@ -168,6 +168,9 @@ static bool index_rebuild(jn_value *o, size_t icap) {
     return true;
 }
 
+static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, jn_value *v);
+jn_value *jn_from_json_lazy(json_t *j);
+
 static long find_key(const jn_value *o, const char *key, size_t klen) {
     if (o->u.obj.index) {
         size_t mask = o->u.obj.icap - 1;
@@ -190,7 +193,17 @@ static long find_key(const jn_value *o, const char *key, size_t klen) {
 jn_value *jn_object_get(const jn_value *obj, const char *key, size_t klen) {
     if (!obj || obj->type != JN_OBJECT) return NULL;
     long e = find_key(obj, key, klen);
-    return e < 0 ? NULL : obj->u.obj.ents[e].val;
+    if (e >= 0) return obj->u.obj.ents[e].val;
+    if (!obj->u.obj.lazy) return NULL;
+    /* lazy shell: convert the entry and cache it (the shell is private to this
+     * evaluation, so caching does not break sharing between threads) */
+    json_t *x = json_object_getn(obj->u.obj.lazy, key, klen);
+    if (!x) return NULL;
+    jn_value *xv = jn_from_json_lazy(x);
+    if (!xv) return NULL;
+    jn_value *o = (jn_value *)obj;
+    if (!object_put(o, NULL, key, klen, xv)) return NULL;
+    return xv;
 }
 
 static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, jn_value *v) {
@@ -261,6 +274,7 @@ void jn_value_free_(jn_value *v) {
         }
         free(v->u.obj.ents);
         free(v->u.obj.index);
+        json_decref(v->u.obj.lazy);
         break;
     case JN_FUNCTION: function_free(v->u.fn); break;
     case JN_REGEX: jn_regex_free(v->u.re); break;
@@ -318,6 +332,92 @@ jn_value *jn_fn_bound(const jn_value *fn) {
 }
 
 /* ---- jansson ---- */
+/* Shallow conversion used for evaluation input: objects become lazy shells that keep
+ * the json_t and convert entries when first read. */
+jn_value *jn_from_json_lazy(json_t *j) {
+    if (!j) return NULL;
+    if (json_is_object(j)) {
+        jn_value *o = alloc_value(JN_OBJECT);
+        if (!o) return NULL;
+        o->u.obj.lazy = json_incref(j);
+        return o;
+    }
+    if (json_is_array(j)) {
+        size_t n = json_array_size(j);
+        jn_value *a = jn_array_new(n);
+        if (!a) return NULL;
+        for (size_t i = 0; i < n; i++) {
+            jn_value *x = jn_from_json_lazy(json_array_get(j, i));
+            if (!x) {
+                jn_decref(a);
+                return NULL;
+            }
+            a->u.arr.items[a->u.arr.n++] = x;
+        }
+        return a;
+    }
+    return jn_from_json(j);
+}
+
+bool jn_force(jn_value *v) {
+    if (!v || v->type != JN_OBJECT || !v->u.obj.lazy) return true;
+    json_t *src = v->u.obj.lazy;
+    /* entries already converted on demand (cache) are reused so identity is kept */
+    jn_objent *cache = v->u.obj.ents;
+    size_t ncache = v->u.obj.n;
+    free(v->u.obj.index);
+    v->u.obj.index = NULL;
+    v->u.obj.icap = 0;
+    v->u.obj.ents = NULL;
+    v->u.obj.n = v->u.obj.cap = 0;
+    v->u.obj.lazy = NULL;
+    bool ok = true;
+    size_t sz = json_object_size(src);
+    if (sz) {
+        v->u.obj.ents = malloc(sz * sizeof(jn_objent));
+        if (!v->u.obj.ents) ok = false;
+        else v->u.obj.cap = sz;
+    }
+    const char *k;
+    size_t klen;
+    json_t *x;
+    void *tmp;
+    json_object_keylen_foreach_safe(src, tmp, k, klen, x) {
+        if (!ok) break;
+        jn_value *xv = NULL;
+        for (size_t i = 0; i < ncache; i++) {
+            jn_value *ck = cache[i].key;
+            if (ck && ck->u.str.len == klen && !memcmp(ck->u.str.s, k, klen)) {
+                xv = cache[i].val;
+                cache[i].val = NULL;
+                break;
+            }
+        }
+        if (!xv) xv = jn_from_json_lazy(x);
+        if (!xv || !jn_object_set(v, k, klen, xv)) ok = false;
+    }
+    for (size_t i = 0; i < ncache; i++) {
+        jn_decref(cache[i].key);
+        jn_decref(cache[i].val);
+    }
+    free(cache);
+    json_decref(src);
+    return ok;
+}
+
+bool jn_force_deep(jn_value *v) {
+    if (!v) return true;
+    if (v->type == JN_OBJECT) {
+        if (!jn_force(v)) return false;
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            if (!jn_force_deep(v->u.obj.ents[i].val)) return false;
+    } else if (v->type == JN_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (!jn_force_deep(v->u.arr.items[i])) return false;
+    }
+    return true;
+}
+
 jn_value *jn_from_json(json_t *j) {
     if (!j) return NULL;
     switch (json_typeof(j)) {
@@ -387,6 +487,7 @@ json_t *jn_to_json(const jn_value *v) {
         return a;
     }
     case JN_OBJECT: {
+        if (v->u.obj.lazy) return json_deep_copy(v->u.obj.lazy);
         json_t *o = json_object();
         if (!o) return NULL;
         for (size_t i = 0; i < v->u.obj.n; i++) {
@@ -479,6 +580,10 @@ static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *
     }
     case JN_OBJECT: {
         bool first = true;
+        if (!jn_force((jn_value *)v)) {
+            jn_oom(err);
+            return false;
+        }
         gg_strbuf_putc(b, '{');
         for (size_t i = 0; i < v->u.obj.n; i++) {
             const jn_value *x = v->u.obj.ents[i].val;
@@ -538,6 +643,7 @@ bool jn_deep_equal(const jn_value *a, const jn_value *b) {
             if (!jn_deep_equal(a->u.arr.items[i], b->u.arr.items[i])) return false;
         return true;
     case JN_OBJECT:
+        if (!jn_force((jn_value *)a) || !jn_force((jn_value *)b)) return false;
         if (a->u.obj.n != b->u.obj.n) return false;
         for (size_t i = 0; i < a->u.obj.n; i++) {
             const jn_value *k = a->u.obj.ents[i].key;
@@ -561,7 +667,7 @@ bool jn_truthy(const jn_value *v) {
         for (size_t i = 0; i < v->u.arr.n; i++)
             if (jn_truthy(v->u.arr.items[i])) return true;
         return false;
-    case JN_OBJECT: return v->u.obj.n > 0;
+    case JN_OBJECT: return v->u.obj.lazy ? json_object_size(v->u.obj.lazy) > 0 : v->u.obj.n > 0;
     case JN_FUNCTION:
     case JN_REGEX: return false;
     }
