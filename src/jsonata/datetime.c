@@ -165,7 +165,11 @@ static bool parse_marker(const char *s, size_t n, dt_marker *m, gg_error *err) {
         m->tflag = true;
         pres[--pl] = '\0';
     }
-    snprintf(m->pres, sizeof m->pres, "%s", pl ? pres : default_pres(m->comp));
+    const char *ps = pl ? pres : default_pres(m->comp);
+    size_t psl = strlen(ps);
+    if (psl >= sizeof m->pres) psl = sizeof m->pres - 1;
+    memcpy(m->pres, ps, psl);
+    m->pres[psl] = '\0';
     if (m->pres[0] == 'N' || m->pres[0] == 'n') {
         if (!strchr("MxFPCE", m->comp)) {
             gg_error_set(err, "D3133", "The 'name' modifier can only be applied to months and days in the date/time picture string, not \"%c\"", m->comp);
@@ -305,8 +309,28 @@ static bool parse_offset(const char *tz, int *hh, int *mm) {
     return true;
 }
 
+static void put2(char *p, int v) { p[0] = (char)('0' + v / 10 % 10); p[1] = (char)('0' + v % 10); }
+
+/* The default ISO 8601 rendering in UTC, by hand: the common case of $fromMillis/$now. */
+static bool format_iso_utc(double millis, gg_strbuf *out) {
+    dt_fields f;
+    dt_compute(millis, 0, &f);
+    if (f.year < 0 || f.year > 9999) return false;
+    char b[24];
+    put2(b, (int)(f.year / 100));
+    put2(b + 2, (int)(f.year % 100));
+    b[4] = '-'; put2(b + 5, f.month); b[7] = '-'; put2(b + 8, f.day);
+    b[10] = 'T'; put2(b + 11, f.hour); b[13] = ':'; put2(b + 14, f.minute);
+    b[16] = ':'; put2(b + 17, f.second); b[19] = '.';
+    b[20] = (char)('0' + f.ms / 100); put2(b + 21, f.ms % 100);
+    b[23] = 'Z';
+    gg_strbuf_append(out, b, 24);
+    return true;
+}
+
 bool jn_format_datetime(double millis, const char *picture, const char *tz, gg_strbuf *out,
                         gg_error *err) {
+    if (!picture && !tz && format_iso_utc(millis, out)) return !out->oom;
     int th = 0, tm = 0;
     if (tz && !parse_offset(tz, &th, &tm)) th = tm = 0;
     int off = th * 60 + tm;

@@ -44,7 +44,15 @@ void jsonata_format_double(double d, char *buf, size_t size) {
     if (d == 0) { snprintf(buf, size, "0"); return; } /* also -0 */
     /* Fast path: integers that fit a double exactly. */
     if (fabs(d) < 9007199254740992.0 && d == (double)(long long)d) {
-        snprintf(buf, size, "%lld", (long long)d);
+        char tmp[24];
+        int k = 0;
+        long long v = (long long)d;
+        unsigned long long u = v < 0 ? (unsigned long long)(-v) : (unsigned long long)v;
+        do { tmp[k++] = (char)('0' + u % 10); u /= 10; } while (u);
+        if (v < 0) tmp[k++] = '-';
+        size_t o = 0;
+        while (k > 0 && o + 1 < size) buf[o++] = tmp[--k];
+        buf[o] = '\0';
         return;
     }
     char out[64];
