@@ -11,6 +11,7 @@
 #include <string.h>
 
 #define DT_MAX_ITEMS 64
+#define DT_MAX_MILLIS 8.64e15 /* ECMAScript time value limit */
 
 static const char *MONTHS[] = {"January", "February", "March", "April", "May", "June", "July",
                                "August", "September", "October", "November", "December"};
@@ -330,6 +331,10 @@ static bool format_iso_utc(double millis, gg_strbuf *out) {
 
 bool jn_format_datetime(double millis, const char *picture, const char *tz, gg_strbuf *out,
                         gg_error *err) {
+    if (!(fabs(millis) <= DT_MAX_MILLIS)) { /* outside JavaScript's Date range */
+        gg_error_set(err, "D3110", "The timestamp is outside the supported date range");
+        return false;
+    }
     if (!picture && !tz && format_iso_utc(millis, out)) return !out->oom;
     int th = 0, tm = 0;
     if (tz && !parse_offset(tz, &th, &tm)) th = tm = 0;
@@ -605,6 +610,9 @@ bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *fo
         if (k < first) val[c] = defaults_now[c];
         else val[c] = (c == P_M || c == P_D || c == P_d) ? 1 : 0;
     }
+    for (int k = 0; k < P_COUNT; k++)
+        if (have[k] && !(fabs(val[k]) < 1e7)) return true; /* out of range: undefined */
+    if (!(fabs(val[P_Y]) < 300000)) return true;
     double days;
     if (have[P_d] || order == order_d) days = (double)days_from_civil((long long)val[P_Y], 1, 1) + val[P_d] - 1;
     else {

@@ -201,6 +201,7 @@ static jn_value *dt_error(jn_call *call, gg_error *tmp, gg_error *err) {
 }
 
 static jn_value *format_millis(jn_call *call, double ms, jn_value *pic, jn_value *tz, gg_error *err) {
+    if (!(fabs(ms) <= 8.64e15)) return NULL; /* not a valid JavaScript Date: undefined */
     gg_strbuf b = GG_STRBUF_INIT;
     gg_error tmp = GG_ERROR_INIT;
     if (!jn_format_datetime(ms, pic ? jn_s(pic) : NULL, tz ? jn_s(tz) : NULL, &b, &tmp)) {

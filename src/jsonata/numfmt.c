@@ -251,6 +251,8 @@ double jn_round_half_even(double v, int places) {
  * 2^53 the low digits carry no information and print as '0'. */
 bool jn_format_radix(double v, int radix, gg_strbuf *out) {
     static const char DIG[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    if (isnan(v)) return gg_strbuf_puts(out, "NaN");
+    if (isinf(v)) return gg_strbuf_puts(out, v < 0 ? "-Infinity" : "Infinity");
     if (v < 0) { gg_strbuf_putc(out, '-'); v = -v; }
     char tmp[1100];
     int k = 0;
