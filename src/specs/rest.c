@@ -263,38 +263,45 @@ static bool invoke_request(gg_http_req *req, gg_http_res *res, json_t **body_out
     return true;
 }
 
+typedef struct invoke_extra {
+    const char *tool, *request_id;
+    double t0;
+} invoke_extra;
+
+/* The seed's bookkeeping members, appended once the tool has run. */
+static void write_extra(gg_strbuf *b, void *user) {
+    invoke_extra *x = user;
+    gg_strbuf_puts(b, "\"_tool_name\":");
+    put_json_string(b, x->tool);
+    gg_strbuf_printf(b, ",\"_execution_time_ms\":%.3f,\"_request_id\":", gg_now_ms() - x->t0);
+    put_json_string(b, x->request_id);
+}
+
 /* POST /mcp/invoke (envelope) and POST /internal/invoke (direct result). */
 static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope) {
-    double t0 = gg_now_ms();
+    invoke_extra x = {.t0 = gg_now_ms(), .request_id = gg_http_request_id(req)};
     json_t *body = NULL, *args = NULL;
     const char *name = NULL;
     char *id_json = NULL;
     if (!invoke_request(req, res, &body, &name, &args, &id_json, envelope)) return GG_HTTP_DONE;
-    specs_output out = SPECS_OUTPUT_INIT;
+    x.tool = name;
     gg_error err = GG_ERROR_INIT;
-    if (!specs_call(c->registry, name, args, &out, &err)) {
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "{\"jsonrpc\":\"2.0\",\"id\":%.200s,\"result\":", id_json);
+    size_t len = 0;
+    char *out = specs_call_render(c->registry, name, args, envelope ? prefix : NULL, write_extra, &x,
+                                  envelope ? "}" : NULL, &len, &err);
+    if (out) {
+        gg_http_res_bytes_take(res, 200, "application/json", out, len); /* takes out */
+    } else {
         bool unknown = strcmp(err.code, "unknown_tool") == 0;
         char msg[300];
         snprintf(msg, sizeof msg, "%s%s", err.message ? err.message : err.code,
                  unknown ? ". Available tools: get_node_types, get_node_details, search_nodes" : "");
         if (envelope) rpc_error(res, unknown ? 404 : 500, id_json, unknown ? -32602 : -32603, msg);
         else gg_http_res_error(res, unknown ? 404 : 500, unknown ? "not_found" : "internal_error", "%s", msg);
-        goto done;
     }
-    gg_strbuf extra = GG_STRBUF_INIT, b = GG_STRBUF_INIT;
-    gg_strbuf_puts(&extra, "\"_tool_name\":");
-    put_json_string(&extra, name);
-    gg_strbuf_printf(&extra, ",\"_execution_time_ms\":%.3f,\"_request_id\":", gg_now_ms() - t0);
-    put_json_string(&extra, gg_http_request_id(req));
-    gg_strbuf_reserve(&b, out.text.len + out.structured.len + extra.len + 256);
-    if (envelope) gg_strbuf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":", id_json);
-    specs_output_serialize(&out, extra.data, &b);
-    if (envelope) gg_strbuf_putc(&b, '}');
-    gg_strbuf_free(&extra);
-    send_buf(res, 200, &b);
-done:
     gg_error_clear(&err);
-    specs_output_free(&out);
     json_decref(body);
     free(id_json);
     return GG_HTTP_DONE;

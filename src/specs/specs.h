@@ -110,6 +110,15 @@ bool specs_call(specs_registry *r, const char *tool, json_t *arguments, specs_ou
  * without a leading comma; may be NULL) before the closing brace. */
 bool specs_output_serialize(const specs_output *out, const char *extra, gg_strbuf *buf);
 
+/* The same call rendered into one exactly sized allocation (caller frees; *len its length):
+ * prefix, the CallToolResult object with the members extra() appends (may be NULL; called
+ * once the tool has run, e.g. to add "_execution_time_ms"), then suffix. The common
+ * get_node_details call (all exact hits) references the pre-serialized entries and copies
+ * each once. NULL + err exactly when specs_call fails. */
+typedef void (*specs_extra_fn)(gg_strbuf *b, void *user);
+char *specs_call_render(specs_registry *r, const char *tool, json_t *arguments, const char *prefix,
+                        specs_extra_fn extra, void *user, const char *suffix, size_t *len, gg_error *err);
+
 /* The registry as an MCP provider (holds a reference to r until destroyed). */
 mcp_provider *specs_provider_new(specs_registry *r);
 

@@ -435,6 +435,114 @@ bool specs_output_serialize(const specs_output *out, const char *extra, gg_strbu
     return !buf->oom;
 }
 
+/* ---- rendering straight into one buffer (the REST hot path) ------------------------- */
+
+typedef struct piece {
+    const char *p;
+    size_t n;
+} piece;
+
+#define MAX_PIECES (4 * SPECS_MAX_BATCH + 16)
+
+typedef struct render {
+    piece v[MAX_PIECES];
+    size_t n, total;
+} render;
+
+static void add(render *rd, const char *p, size_t n) {
+    rd->v[rd->n++] = (piece){p, n};
+    rd->total += n;
+}
+
+static void adds(render *rd, const char *s) { add(rd, s, strlen(s)); }
+
+/* One exactly sized allocation holding every piece: big responses never go through a
+ * growing buffer (each doubling would touch fresh pages). */
+static char *join(const render *rd, size_t *len) {
+    char *out = malloc(rd->total + 1);
+    if (!out) return NULL;
+    size_t off = 0;
+    for (size_t i = 0; i < rd->n; i++) {
+        memcpy(out + off, rd->v[i].p, rd->v[i].n);
+        off += rd->v[i].n;
+    }
+    out[off] = '\0';
+    *len = off;
+    return out;
+}
+
+/* get_node_details where every node is an exact hit and the flags are plain booleans:
+ * the entries are referenced where the snapshot keeps them. False = take the general path. */
+static bool details_pieces(const specs_snapshot *s, json_t *args, render *rd, const render *head) {
+    json_t *nodes = json_object_get(args, "nodes");
+    size_t n = json_array_size(nodes);
+    if (!json_is_array(nodes) || n == 0 || n > SPECS_MAX_BATCH || json_object_size(args) > 3) return false;
+    json_t *ex = json_object_get(args, "include_examples"), *sc = json_object_get(args, "include_schemas");
+    if ((ex && !json_is_boolean(ex)) || (sc && !json_is_boolean(sc))) return false;
+    if (json_object_size(args) != (size_t)(1 + (ex != NULL) + (sc != NULL))) return false;
+    int variant = (!ex || json_is_true(ex) ? SPECS_V_EXAMPLES : 0) | (!sc || json_is_true(sc) ? SPECS_V_SCHEMAS : 0);
+    const specs_entry *hits[SPECS_MAX_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(nodes, i);
+        hits[i] = specs_snapshot_find(s, json_string_value(json_object_get(item, "node_type")),
+                                      json_string_value(json_object_get(item, "subtype")));
+        if (!hits[i]) return false;
+    }
+    *rd = *head;
+    adds(rd, "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"nodes\\\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) adds(rd, ",");
+        add(rd, hits[i]->esc[variant].p, hits[i]->esc[variant].n);
+    }
+    adds(rd, "]}\"}],\"structuredContent\":{\"nodes\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) adds(rd, ",");
+        add(rd, hits[i]->raw[variant].p, hits[i]->raw[variant].n);
+    }
+    adds(rd, "]},\"isError\":false");
+    return true;
+}
+
+/* See specs.h. */
+char *specs_call_render(specs_registry *r, const char *tool, json_t *arguments, const char *prefix,
+                        specs_extra_fn extra, void *user, const char *suffix, size_t *len, gg_error *err) {
+    render *rd = malloc(2 * sizeof *rd);
+    if (!rd) return gg_error_set(err, "oom", "out of memory"), NULL;
+    render *head = rd + 1;
+    head->n = head->total = 0;
+    if (prefix) adds(head, prefix);
+    gg_strbuf ext = GG_STRBUF_INIT;
+    char *out = NULL;
+    specs_snapshot *s = specs_snapshot_acquire(r);
+    if (tool && strcmp(tool, "get_node_details") == 0 && json_is_object(arguments) &&
+        details_pieces(s, arguments, rd, head)) {
+        if (extra) extra(&ext, user);
+        if (ext.len) adds(rd, ","), add(rd, ext.data, ext.len);
+        adds(rd, "}");
+        if (suffix) adds(rd, suffix);
+        out = ext.oom ? NULL : join(rd, len);
+        if (!out) gg_error_set(err, "oom", "out of memory");
+    } else {
+        specs_output o = SPECS_OUTPUT_INIT;
+        if (specs_call(r, tool, arguments, &o, err)) {
+            if (extra) extra(&ext, user);
+            gg_strbuf b = GG_STRBUF_INIT;
+            specs_output_serialize(&o, ext.data, &b);
+            *rd = *head;
+            add(rd, b.data ? b.data : "", b.len);
+            if (suffix) adds(rd, suffix);
+            out = b.oom || ext.oom ? NULL : join(rd, len);
+            if (!out) gg_error_set(err, "oom", "out of memory");
+            gg_strbuf_free(&b);
+        }
+        specs_output_free(&o);
+    }
+    specs_snapshot_release(s);
+    gg_strbuf_free(&ext);
+    free(rd);
+    return out;
+}
+
 /* ---- the MCP provider ---------------------------------------------------------------- */
 
 typedef struct specs_provider {

@@ -430,6 +430,54 @@ START_TEST(edit_distance) {
 }
 END_TEST
 
+
+static void fixed_extra(gg_strbuf *b, void *user) {
+    (void)user;
+    gg_strbuf_puts(b, "\"_x\":1");
+}
+
+/* The REST hot path renders exactly the bytes the general path does. */
+START_TEST(render_matches_general_path) {
+    specs_registry *r = load_real(NULL);
+    static const char *const cases[][2] = {
+        {"get_node_details", "{\"nodes\":[{\"node_type\":\"AI_AGENT\",\"subtype\":\"OPENAI_CHATGPT\"},"
+                             "{\"node_type\":\"GRAPH\",\"subtype\":\"EXIT\"}]}"},
+        {"get_node_details", "{\"nodes\":[{\"node_type\":\"FLOW\",\"subtype\":\"IF\"}],\"include_examples\":false}"},
+        {"get_node_details", "{\"nodes\":[{\"node_type\":\"FLOW\",\"subtype\":\"IF\"}],\"include_schemas\":false,"
+                             "\"include_examples\":true}"},
+        {"get_node_details", "{\"nodes\":[{\"node_type\":\"FLOW_NODE\",\"subtype\":\"IF\"}]}"},
+        {"get_node_types", "{\"type_filter\":\"TOOL\"}"},
+        {"get_node_details", "{\"nodes\":7}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *args = json_loads(cases[i][1], 0, NULL);
+        specs_output o = SPECS_OUTPUT_INIT;
+        gg_error err = GG_ERROR_INIT;
+        ck_assert(specs_call(r, cases[i][0], args, &o, &err));
+        gg_strbuf want = GG_STRBUF_INIT;
+        gg_strbuf_puts(&want, "[");
+        specs_output_serialize(&o, "\"_x\":1", &want);
+        gg_strbuf_puts(&want, "]");
+        size_t len = 0;
+        char *got = specs_call_render(r, cases[i][0], args, "[", fixed_extra, NULL, "]", &len, &err);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_uint_eq(len, want.len);
+        ck_assert_msg(memcmp(got, want.data, len) == 0, "case %zu differs", i);
+        ck_assert_ptr_nonnull(json_loadb(got + 1, len - 2, JSON_DISABLE_EOF_CHECK, NULL) ? got : NULL);
+        free(got);
+        gg_strbuf_free(&want);
+        specs_output_free(&o);
+        json_decref(args);
+    }
+    gg_error err = GG_ERROR_INIT;
+    size_t len;
+    ck_assert_ptr_null(specs_call_render(r, "nope", NULL, NULL, NULL, NULL, NULL, &len, &err));
+    ck_assert_str_eq(err.code, "unknown_tool");
+    gg_error_clear(&err);
+    specs_registry_free(r);
+}
+END_TEST
+
 /* ---- persistence and search ------------------------------------------------------------ */
 
 START_TEST(persist_search_and_sync) {
@@ -573,6 +621,7 @@ int main(void) {
     tcase_add_test(tc, tool_get_node_details_fields_and_flags);
     tcase_add_test(tc, tool_get_node_details_batch_and_corrections);
     tcase_add_test(tc, edit_distance);
+    tcase_add_test(tc, render_matches_general_path);
     tcase_add_test(tc, persist_search_and_sync);
     tcase_add_test(tc, provider_calls);
     tcase_add_test(tc, yaml_positions_and_scalars);
