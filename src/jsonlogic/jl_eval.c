@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Handlers stay out of line so jl_eval, the recursive dispatcher, keeps a small frame. */
+#define NOINLINE __attribute__((noinline))
+
 /* ---------------------------------------------------------------- errors */
 
 static bool fail(jl_ctx *c, const char *code, const char *fmt, const char *arg) {
@@ -17,7 +20,7 @@ static bool fail(jl_ctx *c, const char *code, const char *fmt, const char *arg) 
     return false;
 }
 static bool nan_error(jl_ctx *c) { return fail(c, JL_E_NAN, "NaN: %s is not a number", "the result"); }
-static bool args_error(jl_ctx *c, const char *op) { return fail(c, JL_E_ARGS, "Invalid Arguments for %s", op); }
+static NOINLINE bool args_error(jl_ctx *c, const char *op) { return fail(c, JL_E_ARGS, "Invalid Arguments for %s", op); }
 static bool oom(jl_ctx *c) { jl_oom(c); return false; }
 
 /* ---------------------------------------------------------------- arguments */
@@ -110,18 +113,18 @@ static bool u16_slice(jl_ctx *c, const char *s, size_t len, size_t from, size_t 
     size_t n = buf.len;
     char *r = gg_strbuf_take(&buf);
     if (!r && !(r = calloc(1, 1))) return oom(c);
-    *out = jl_str_take(r, n);
+    jl_set_str(out, r, n);
     return true;
 }
 
 /* base[key] as JavaScript reads it for JSON values: own keys of objects, indices and
  * "length" of arrays and strings. Missing gives JV_UNDEF. */
 static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen, jl_val *out) {
-    *out = JL_UNDEF;
+    out->t = JV_UNDEF;
     size_t slen;
     const char *s = jl_strp(base, &slen);
     if (s) {
-        if (klen == 6 && memcmp(key, "length", 6) == 0) { *out = jl_num((double)jl_u16_len(s, slen)); return true; }
+        if (klen == 6 && memcmp(key, "length", 6) == 0) { jl_set_num(out, (double)jl_u16_len(s, slen)); return true; }
         long idx = canonical_index(key, klen);
         if (idx >= 0 && (size_t)idx < jl_u16_len(s, slen)) return u16_slice(c, s, slen, (size_t)idx, (size_t)idx + 1, out);
         return true;
@@ -131,7 +134,7 @@ static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen
     if (json_is_object(j)) {
         e = json_object_getn(j, key, klen);
     } else if (json_is_array(j)) {
-        if (klen == 6 && memcmp(key, "length", 6) == 0) { *out = jl_num((double)json_array_size(j)); return true; }
+        if (klen == 6 && memcmp(key, "length", 6) == 0) { jl_set_num(out, (double)json_array_size(j)); return true; }
         long idx = canonical_index(key, klen);
         if (idx >= 0) e = json_array_get(j, (size_t)idx);
     }
@@ -151,7 +154,7 @@ static bool frame_data(jl_ctx *c, const jl_frame *f, jl_val *out) {
         json_decref(o);
         return oom(c);
     }
-    *out = jl_wrap(o, JO_REF);
+    jl_wrap_to(out, o, JO_REF);
     return true;
 }
 
@@ -169,7 +172,7 @@ static bool var_path(jl_ctx *c, const char *path, size_t plen, jl_val *out, bool
     for (;;) {
         const char *dot = memchr(p, '.', (size_t)(end - p));
         size_t klen = dot ? (size_t)(dot - p) : (size_t)(end - p);
-        jl_val *next = &slot[k];
+        jl_val *next = dot ? &slot[k] : out; /* the last step lands in *out directly */
         if (!cur && f->kind == F_REDUCE) {
             const jl_val *src = NULL;
             if (klen == 7 && memcmp(p, "current", 7) == 0) src = &f->item;
@@ -190,11 +193,9 @@ static bool var_path(jl_ctx *c, const char *path, size_t plen, jl_val *out, bool
         cur = next;
         k ^= 1;
         if (cur->t == JV_UNDEF) { *found = false; return true; }
-        if (!dot) break;
+        if (!dot) return true;
         p = dot + 1;
     }
-    *out = *cur;
-    return true;
 }
 
 /* Graph mode: the resolver evaluates the path against the whole execution context. */
@@ -209,7 +210,7 @@ static bool var_resolved(jl_ctx *c, void *compiled, jl_val *out, bool *found) {
     json_decref(tmp);
     if (gg_error_is_set(c->err)) { json_decref(r); return false; }
     *found = r != NULL;
-    *out = jl_wrap(r, JO_REF);
+    jl_wrap_to(out, r, JO_REF);
     return true;
 }
 
@@ -241,21 +242,22 @@ static bool var_value(jl_ctx *c, const jl_node *n, const jl_val *pathv, jl_val *
     return ok;
 }
 
-static bool op_var(jl_ctx *c, const jl_node *n, jl_val *out) {
-    jl_val v = JL_UNDEF, pathv = JL_UNDEF, dflt = JL_UNDEF;
+static NOINLINE bool op_var(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val pathv = JL_UNDEF;
     bool found = false, ok;
-    if (n->resolved) ok = var_resolved(c, n->resolved, &v, &found);
-    else if (n->path_literal) ok = var_path(c, n->path, n->path_len, &v, &found);
-    else ok = jl_eval(c, n->args[0], &pathv) && var_value(c, n, &pathv, &v, &found);
+    out->t = JV_UNDEF;
+    if (n->resolved) ok = var_resolved(c, n->resolved, out, &found);
+    else if (n->path_literal) ok = var_path(c, n->path, n->path_len, out, &found);
+    else ok = jl_eval(c, n->args[0], &pathv) && var_value(c, n, &pathv, out, &found);
     jl_release(&pathv);
     if (!ok) return false;
-    if (found && v.t != JV_UNDEF) { *out = v; return true; }
-    jl_release(&v);
+    if (found && out->t != JV_UNDEF) return true;
+    jl_release(out);
     if (n->nargs > 1) {
-        if (!jl_eval(c, n->args[1], &dflt)) return false;
-        if (dflt.t != JV_UNDEF) { *out = dflt; return true; }
+        if (!jl_eval(c, n->args[1], out)) return false;
+        if (out->t != JV_UNDEF) return true;
     }
-    *out = JL_NULL;
+    out->t = JV_NULL;
     return true;
 }
 
@@ -300,7 +302,7 @@ static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out
         if (from_list) jl_release(&key);
         if (!ok) { json_decref(res); return false; }
     }
-    *out = jl_wrap(res, JO_REF);
+    jl_wrap_to(out, res, JO_REF);
     return true;
 }
 
@@ -330,7 +332,7 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
         jl_release(&miss);
         json_t *e = json_array();
         if (!e) return oom(c);
-        *out = jl_wrap(e, JO_REF);
+        jl_wrap_to(out, e, JO_REF);
         return true;
     }
     *out = miss;
@@ -340,10 +342,10 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
 /* ---------------------------------------------------------------- compat: val, exists */
 
 static bool frame_meta(jl_ctx *c, const jl_frame *f, jl_val *out) {
-    if (f->kind == F_TRY) { *out = JL_NULL; return true; }
+    if (f->kind == F_TRY) { out->t = JV_NULL; return true; }
     json_t *o = json_pack("{sI}", "index", (json_int_t)f->index);
     if (!o) return oom(c);
-    *out = jl_wrap(o, JO_REF);
+    jl_wrap_to(out, o, JO_REF);
     return true;
 }
 
@@ -360,7 +362,7 @@ static bool scope_data(jl_ctx *c, long l, jl_val *out) {
 /* One val step: numbers index arrays, anything else is a key. */
 static bool val_step(jl_ctx *c, const jl_val *base, const jl_val *seg, jl_val *out) {
     if (jl_is_arr(base) && seg->t == JV_NUM) {
-        *out = JL_UNDEF;
+        out->t = JV_UNDEF;
         double d = seg->u.n;
         if (d >= 0 && d == floor(d) && d < (double)json_array_size(base->u.j)) *out = jl_elem(base, (size_t)d);
         return true;
@@ -412,19 +414,19 @@ static bool val_walk(jl_ctx *c, const jl_node *n, jl_val *out, bool *found) {
     return true;
 }
 
-static bool op_val(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_val(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool found;
     if (!val_walk(c, n, out, &found)) return false;
-    if (out->t == JV_UNDEF) *out = JL_NULL;
+    if (out->t == JV_UNDEF) out->t = JV_NULL;
     return true;
 }
 
-static bool op_exists(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_exists(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool found;
     jl_val v;
     if (!val_walk(c, n, &v, &found)) return false;
     jl_release(&v);
-    *out = jl_bool(found);
+    jl_set_bool(out, found);
     return true;
 }
 
@@ -432,7 +434,7 @@ static bool op_exists(jl_ctx *c, const jl_node *n, jl_val *out) {
 
 static const char *jl_thrown_type(json_t *v, char **heap);
 
-static bool op_throw(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_throw(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val v = JL_UNDEF;
     if (n->nargs > 0 && !jl_eval(c, n->args[0], &v)) return false;
     json_t *j = jl_to_json(&v);
@@ -466,7 +468,7 @@ static bool catchable(const gg_error *e) {
     return strcmp(e->code, "out_of_memory") != 0 && strcmp(e->code, "depth_exceeded") != 0;
 }
 
-static bool op_try(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_try(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_frame f = {.parent = c->top, .kind = F_TRY, .item = JL_NULL};
     jl_frame *saved = c->top;
     bool ok = false;
@@ -482,23 +484,23 @@ static bool op_try(jl_ctx *c, const jl_node *n, jl_val *out) {
     }
     c->top = saved;
     jl_release(&f.item);
-    if (n->nargs == 0) { *out = JL_NULL; return true; }
+    if (n->nargs == 0) { out->t = JV_NULL; return true; }
     return ok;
 }
 
-static bool op_coalesce(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_coalesce(jl_ctx *c, const jl_node *n, jl_val *out) {
     for (int i = 0; i < n->nargs; i++) {
         if (!jl_eval(c, n->args[i], out)) return false;
         if (!jl_is_nullish(out)) return true;
         jl_release(out);
     }
-    *out = JL_NULL;
+    out->t = JV_NULL;
     return true;
 }
 
 /* ---------------------------------------------------------------- logic */
 
-static bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
     int i;
     for (i = 0; i + 1 < n->nargs; i += 2) {
         jl_val t;
@@ -508,13 +510,14 @@ static bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
         if (yes) return jl_eval(c, n->args[i + 1], out);
     }
     if (i + 1 == n->nargs) return jl_eval(c, n->args[i], out);
-    *out = JL_NULL;
+    out->t = JV_NULL;
     return true;
 }
 
 /* and returns the first falsy value (or the last), or the first truthy value. */
-static bool op_andor(jl_ctx *c, const jl_node *n, bool is_and, jl_val *out) {
-    *out = c->compat ? jl_bool(false) : JL_UNDEF;
+static NOINLINE bool op_andor(jl_ctx *c, const jl_node *n, bool is_and, jl_val *out) {
+    if (c->compat) jl_set_bool(out, false);
+    else out->t = JV_UNDEF;
     for (int i = 0; i < n->nargs; i++) {
         jl_release(out);
         if (!jl_eval(c, n->args[i], out)) return false;
@@ -578,7 +581,7 @@ static bool compat_pair(jl_ctx *c, uint8_t op, const jl_val *a, const jl_val *b,
 }
 
 /* compat: every adjacent pair must hold; arguments are evaluated only as needed. */
-static bool compat_chain(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool compat_chain(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val prev, cur;
     if (!jl_eval(c, n->args[0], &prev)) return false;
     for (int i = 1; i < n->nargs; i++) {
@@ -588,10 +591,10 @@ static bool compat_chain(jl_ctx *c, const jl_node *n, jl_val *out) {
         jl_release(&prev);
         prev = cur;
         if (!ok) { jl_release(&prev); return false; }
-        if (!holds) { jl_release(&prev); *out = jl_bool(false); return true; }
+        if (!holds) { jl_release(&prev); jl_set_bool(out, false); return true; }
     }
     jl_release(&prev);
-    *out = jl_bool(true);
+    jl_set_bool(out, true);
     return true;
 }
 
@@ -610,7 +613,7 @@ static bool op_compare(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out
         break;
     }
     if (gg_error_is_set(c->err)) return false;
-    *out = jl_bool(r);
+    jl_set_bool(out, r);
     return true;
 }
 
@@ -645,7 +648,7 @@ static bool js_arith(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) 
     }
     }
     if (gg_error_is_set(c->err)) return false;
-    *out = jl_num(r);
+    jl_set_num(out, r);
     return true;
 }
 
@@ -682,7 +685,7 @@ static bool compat_arith(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *o
         }
     }
     if (!isfinite(r)) return nan_error(c);
-    *out = jl_num(r);
+    jl_set_num(out, r);
     return true;
 }
 
@@ -704,7 +707,7 @@ static bool op_in(jl_ctx *c, const argv_t *a, jl_val *out) {
             r = jl_strict_eq(needle, &e);
         }
     }
-    *out = jl_bool(r);
+    jl_set_bool(out, r);
     return true;
 }
 
@@ -715,7 +718,7 @@ static bool op_cat(jl_ctx *c, const argv_t *a, jl_val *out) {
     size_t len = b.len;
     char *s = gg_strbuf_take(&b);
     if (!s && !(s = calloc(1, 1))) return oom(c);
-    *out = jl_str_take(s, len);
+    jl_set_str(out, s, len);
     return true;
 }
 
@@ -786,7 +789,7 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
             return oom(c);
         }
     }
-    *out = jl_wrap(r, JO_REF);
+    jl_wrap_to(out, r, JO_REF);
     return true;
 }
 
@@ -803,7 +806,7 @@ static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t 
     return ok;
 }
 
-static bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
     if (!jl_eval(c, n->args[0], &coll)) return false;
     json_t *r = json_array();
@@ -816,7 +819,8 @@ static bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
         json_t *e = NULL;
         if (ok && n->op == OP_MAP) e = jl_to_json(&v);
         else if (ok && jl_truthy(&v)) {
-            jl_val el = jl_elem(&coll, i);
+            jl_val el;
+            jl_elem_to(&el, &coll, i);
             e = jl_to_json(&el);
             jl_release(&el);
         } else if (ok) { jl_release(&v); continue; }
@@ -825,11 +829,11 @@ static bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     }
     jl_release(&coll);
     if (!ok) { json_decref(r); return false; }
-    *out = jl_wrap(r, JO_REF);
+    jl_wrap_to(out, r, JO_REF);
     return true;
 }
 
-static bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll, acc = JL_NULL;
     if (!jl_eval(c, n->args[0], &coll)) return false;
     size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0, i = 0;
@@ -859,18 +863,18 @@ static bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
 
 /* all / none / some: json-logic-js's all is false on an empty or non-array set; none and
  * some go through filter. The compat suites make a non-array set an error instead. */
-static bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
     if (!jl_eval(c, n->args[0], &coll)) return false;
     if (!jl_is_arr(&coll)) {
         jl_release(&coll);
         if (c->compat) return args_error(c, n->name);
-        *out = jl_bool(n->op == OP_NONE);
+        jl_set_bool(out, n->op == OP_NONE);
         return true;
     }
     size_t cnt = json_array_size(coll.u.j), hits = 0;
     bool ok = true, want = n->op != OP_ALL; /* all stops at the first falsy, some at the first truthy */
-    if (n->op == OP_ALL && cnt == 0) { jl_release(&coll); *out = jl_bool(false); return true; }
+    if (n->op == OP_ALL && cnt == 0) { jl_release(&coll); jl_set_bool(out, false); return true; }
     for (size_t i = 0; ok && i < cnt; i++) {
         jl_val v = JL_UNDEF;
         ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
@@ -880,7 +884,7 @@ static bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
     }
     jl_release(&coll);
     if (!ok) return false;
-    *out = jl_bool(n->op == OP_ALL ? hits == 0 : n->op == OP_SOME ? hits > 0 : hits == 0);
+    jl_set_bool(out, n->op == OP_ALL ? hits == 0 : n->op == OP_SOME ? hits > 0 : hits == 0);
     return true;
 }
 
@@ -919,7 +923,7 @@ static bool op_log(jl_ctx *c, const argv_t *a, jl_val *out) {
 
 /* ---------------------------------------------------------------- dispatch */
 
-static bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     argv_t a;
     bool spread = n->op == OP_PLUS || n->op == OP_MINUS || n->op == OP_MUL || n->op == OP_DIV ||
                   n->op == OP_MOD || n->op == OP_MAX || n->op == OP_MIN || n->op == OP_CAT;
@@ -930,8 +934,8 @@ static bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
         ok = op_compare(c, n, &a, out);
         break;
-    case OP_NOT: *out = jl_bool(!jl_truthy(arg(&a, 0))); break;
-    case OP_NOTNOT: *out = jl_bool(jl_truthy(arg(&a, 0))); break;
+    case OP_NOT: jl_set_bool(out, !jl_truthy(arg(&a, 0))); break;
+    case OP_NOTNOT: jl_set_bool(out, jl_truthy(arg(&a, 0))); break;
     case OP_MAX: case OP_MIN: case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD:
         ok = c->compat ? compat_arith(c, n, &a, out) : js_arith(c, n, &a, out);
         break;
@@ -947,7 +951,7 @@ static bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     return ok;
 }
 
-static bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
+static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     json_t *r = json_array();
     if (!r) return oom(c);
     for (int i = 0; i < n->nargs; i++) {
@@ -957,13 +961,13 @@ static bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
         jl_release(&v);
         if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
     }
-    *out = jl_wrap(r, JO_REF);
+    jl_wrap_to(out, r, JO_REF);
     return true;
 }
 
 /* Evaluate n into *out (caller releases). false with c->err set on error. */
 bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
-    *out = JL_UNDEF;
+    out->t = JV_UNDEF;
     switch (n->op) {
     case OP_CONST: *out = n->cval; return true;
     case OP_ARRAY: return eval_array(c, n, out);

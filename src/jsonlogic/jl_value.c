@@ -26,7 +26,7 @@ bool jl_dup(const jl_val *v, jl_val *out) {
     *out = *v;
     if (v->t == JV_STR) {
         char *s = malloc(v->u.str.len + 1);
-        if (!s) { *out = JL_UNDEF; return false; }
+        if (!s) { out->t = JV_UNDEF; return false; }
         memcpy(s, v->u.str.s, v->u.str.len + 1);
         out->u.str.s = s;
     } else if (v->t == JV_JSON && v->origin == JO_REF) {
@@ -47,7 +47,7 @@ bool jl_str_copy(const char *s, size_t len, jl_val *out) {
     if (!d) return false;
     memcpy(d, s, len);
     d[len] = '\0';
-    *out = jl_str_take(d, len);
+    jl_set_str(out, d, len);
     return true;
 }
 
@@ -413,7 +413,7 @@ static bool to_primitive(jl_ctx *c, const jl_val *v, jl_val *out) {
     size_t len = b.len;
     char *s = gg_strbuf_take(&b);
     if (!s) { jl_oom(c); return false; }
-    *out = jl_str_take(s, len);
+    jl_set_str(out, s, len);
     return true;
 }
 
