@@ -115,6 +115,7 @@ void jn_free_immortal(jn_value *v);
 bool jn_is_sequence(const jn_value *v);
 jn_value *jn_array_copy(const jn_value *a, size_t extra);
 jn_value *jn_from_json_lazy(json_t *j);
+void jn_object_remove(jn_value *o, const char *key, size_t klen);
 
 /* parser */
 jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err);

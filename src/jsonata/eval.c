@@ -162,7 +162,10 @@ bool jn_check_limits(jn_call *call, gg_error *err) {
     return check_limits(call->st);
 }
 long jn_max_sequence(const jn_call *call) { return call->st->max_seq; }
-long long jn_now_ms(const jn_call *call) { return call->st->ts; }
+long long jn_now_ms(const jn_call *call) {
+    if (!call->st->ts) call->st->ts = gg_wall_ms(); /* taken once per evaluation */
+    return call->st->ts;
+}
 void *jn_call_user(const jn_call *call) { return call->st->call_user; }
 
 /* ---- sequence helpers ---- */
@@ -1652,38 +1655,7 @@ static jn_value *deep_clone(jn_value *v) {
 }
 
 static void object_delete(jn_value *o, const jn_value *key) {
-    for (size_t i = 0; i < o->u.obj.n; i++) {
-        jn_value *k = o->u.obj.ents[i].key;
-        if (k->u.str.len == key->u.str.len && !memcmp(k->u.str.s, key->u.str.s, k->u.str.len)) {
-            jn_decref(k);
-            jn_decref(o->u.obj.ents[i].val);
-            memmove(&o->u.obj.ents[i], &o->u.obj.ents[i + 1], (o->u.obj.n - i - 1) * sizeof(jn_objent));
-            o->u.obj.n--;
-            free(o->u.obj.index);
-            o->u.obj.index = NULL;
-            o->u.obj.icap = 0;
-            if (o->u.obj.n > 8) {
-                /* rebuild the hash index by re-setting the last key onto itself */
-                jn_value *tmp = jn_object_new(o->u.obj.n);
-                if (tmp) {
-                    for (size_t j = 0; j < o->u.obj.n; j++)
-                        jn_object_set_key(tmp, o->u.obj.ents[j].key, jn_incref(o->u.obj.ents[j].val));
-                    jn_objent *e = o->u.obj.ents;
-                    size_t n = o->u.obj.n;
-                    o->u.obj.ents = tmp->u.obj.ents;
-                    o->u.obj.index = tmp->u.obj.index;
-                    o->u.obj.icap = tmp->u.obj.icap;
-                    o->u.obj.cap = tmp->u.obj.cap;
-                    tmp->u.obj.ents = e;
-                    tmp->u.obj.index = NULL;
-                    tmp->u.obj.icap = 0;
-                    tmp->u.obj.n = n;
-                    jn_decref(tmp);
-                }
-            }
-            return;
-        }
-    }
+    jn_object_remove(o, key->u.str.s, key->u.str.len);
 }
 
 static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_frame *env) {
@@ -1959,8 +1931,7 @@ static void state_init(jn_state *c, const jsonata_env *env, const jsonata_option
     c->max_seq = (opts && opts->max_sequence_length > 0) ? opts->max_sequence_length : DEFAULT_MAX_SEQ;
     c->time_limit = opts ? opts->time_limit_ms : 0;
     c->cancel = opts ? opts->cancel : NULL;
-    c->start_ms = gg_now_ms();
-    c->ts = gg_wall_ms();
+    if (c->time_limit > 0) c->start_ms = gg_now_ms();
     c->call_user = call_user;
 }
 

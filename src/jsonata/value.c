@@ -15,13 +15,23 @@ static jn_value v_false = {-1, JN_BOOL, 0, {.b = false}};
 jn_value *jn_null(void) { return &v_null; }
 jn_value *jn_bool(bool b) { return b ? &v_true : &v_false; }
 
-static jn_value *alloc_value(jn_type t) {
-    jn_value *v = calloc(1, sizeof *v);
+/* One allocation per value: extra bytes after the header hold inline storage (string
+ * bytes, array items, object entries) so small values cost a single malloc. */
+static jn_value *alloc_value_extra(jn_type t, size_t extra) {
+    jn_value *v = malloc(sizeof *v + extra);
     if (!v) return NULL;
+    memset(v, 0, sizeof *v);
     v->rc = 1;
     v->type = (uint8_t)t;
     return v;
 }
+
+static jn_value *alloc_value(jn_type t) { return alloc_value_extra(t, 0); }
+
+#define INLINE_PTR(v) ((void *)((v) + 1))
+
+static bool index_insert(jn_value *o, size_t ent);
+static long find_key(const jn_value *o, const char *key, size_t klen);
 
 void jn_oom(gg_error *err) { gg_error_set(err, "D0000", "Out of memory"); }
 
@@ -53,11 +63,15 @@ jn_value *jn_string_take(char *s, size_t len) {
 }
 
 jn_value *jn_string(const char *s, size_t len) {
-    char *c = malloc(len + 1);
-    if (!c) return NULL;
+    jn_value *v = alloc_value_extra(JN_STRING, len + 1);
+    if (!v) return NULL;
+    char *c = INLINE_PTR(v);
     if (len) memcpy(c, s, len);
     c[len] = '\0';
-    return jn_string_take(c, len);
+    v->u.str.s = c;
+    v->u.str.len = len;
+    v->u.str.ulen = jn_utf16_len(c, len);
+    return v;
 }
 
 jn_value *jn_string_cstr(const char *s) { return jn_string(s, strlen(s)); }
@@ -78,14 +92,11 @@ jn_value *jn_strbuf_to_string(gg_strbuf *b) {
 }
 
 jn_value *jn_array_new(size_t cap) {
-    jn_value *v = alloc_value(JN_ARRAY);
+    if (cap > ((size_t)1 << 40)) return NULL;
+    jn_value *v = alloc_value_extra(JN_ARRAY, cap * sizeof(jn_value *));
     if (!v) return NULL;
     if (cap) {
-        v->u.arr.items = malloc(cap * sizeof(jn_value *));
-        if (!v->u.arr.items) {
-            free(v);
-            return NULL;
-        }
+        v->u.arr.items = INLINE_PTR(v);
         v->u.arr.cap = cap;
     }
     return v;
@@ -100,11 +111,13 @@ jn_value *jn_seq_new(size_t cap) {
 bool jn_array_push(jn_value *arr, jn_value *v) {
     if (arr->u.arr.n == arr->u.arr.cap) {
         size_t nc = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;
-        jn_value **ni = realloc(arr->u.arr.items, nc * sizeof *ni);
+        bool inl = arr->u.arr.items == INLINE_PTR(arr);
+        jn_value **ni = inl ? malloc(nc * sizeof *ni) : realloc(arr->u.arr.items, nc * sizeof *ni);
         if (!ni) {
             jn_decref(v);
             return false;
         }
+        if (inl) memcpy(ni, arr->u.arr.items, arr->u.arr.n * sizeof *ni);
         arr->u.arr.items = ni;
         arr->u.arr.cap = nc;
     }
@@ -130,17 +143,32 @@ bool jn_is_function(const jn_value *v) {
 }
 
 jn_value *jn_object_new(size_t cap) {
-    jn_value *v = alloc_value(JN_OBJECT);
+    if (cap > ((size_t)1 << 40)) return NULL;
+    jn_value *v = alloc_value_extra(JN_OBJECT, cap * sizeof(jn_objent));
     if (!v) return NULL;
     if (cap) {
-        v->u.obj.ents = malloc(cap * sizeof(jn_objent));
-        if (!v->u.obj.ents) {
-            free(v);
-            return NULL;
-        }
+        v->u.obj.ents = INLINE_PTR(v);
         v->u.obj.cap = cap;
     }
     return v;
+}
+
+static void free_ents(jn_value *o) {
+    if (o->u.obj.ents != INLINE_PTR(o)) free(o->u.obj.ents);
+}
+
+/* Remove key from a (non-shared) object, keeping the order of the others. */
+void jn_object_remove(jn_value *o, const char *key, size_t klen) {
+    long e = find_key(o, key, klen);
+    if (e < 0) return;
+    jn_decref(o->u.obj.ents[e].key);
+    jn_decref(o->u.obj.ents[e].val);
+    memmove(&o->u.obj.ents[e], &o->u.obj.ents[e + 1], (o->u.obj.n - (size_t)e - 1) * sizeof(jn_objent));
+    o->u.obj.n--;
+    if (o->u.obj.index) {
+        memset(o->u.obj.index, 0, o->u.obj.icap * sizeof *o->u.obj.index);
+        for (size_t i = 0; i < o->u.obj.n; i++) index_insert(o, i);
+    }
 }
 
 static uint32_t hash_bytes(const char *s, size_t n) {
@@ -215,8 +243,10 @@ static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, j
     }
     if (o->u.obj.n == o->u.obj.cap) {
         size_t nc = o->u.obj.cap ? o->u.obj.cap * 2 : 4;
-        jn_objent *ne = realloc(o->u.obj.ents, nc * sizeof *ne);
+        bool inl = o->u.obj.ents == INLINE_PTR(o);
+        jn_objent *ne = inl ? malloc(nc * sizeof *ne) : realloc(o->u.obj.ents, nc * sizeof *ne);
         if (!ne) goto fail;
+        if (inl) memcpy(ne, o->u.obj.ents, o->u.obj.n * sizeof *ne);
         o->u.obj.ents = ne;
         o->u.obj.cap = nc;
     }
@@ -262,17 +292,19 @@ static void function_free(jn_function *f) {
 
 void jn_value_free_(jn_value *v) {
     switch (v->type) {
-    case JN_STRING: free(v->u.str.s); break;
+    case JN_STRING:
+        if (v->u.str.s != INLINE_PTR(v)) free(v->u.str.s);
+        break;
     case JN_ARRAY:
         for (size_t i = 0; i < v->u.arr.n; i++) jn_decref(v->u.arr.items[i]);
-        free(v->u.arr.items);
+        if (v->u.arr.items != INLINE_PTR(v)) free(v->u.arr.items);
         break;
     case JN_OBJECT:
         for (size_t i = 0; i < v->u.obj.n; i++) {
             jn_decref(v->u.obj.ents[i].key);
             jn_decref(v->u.obj.ents[i].val);
         }
-        free(v->u.obj.ents);
+        free_ents(v);
         free(v->u.obj.index);
         json_decref(v->u.obj.lazy);
         break;
@@ -400,7 +432,7 @@ bool jn_force(jn_value *v) {
         jn_decref(cache[i].key);
         jn_decref(cache[i].val);
     }
-    free(cache);
+    if (cache != INLINE_PTR(v)) free(cache);
     json_decref(src);
     return ok;
 }
