@@ -251,7 +251,18 @@ static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, boo
     if (!j) {
         LERR(c, v, "invalid_schema", "%s: %s", key, e.message ? e.message : "cannot convert");
         gg_error_clear(&e);
+        return NULL;
     }
+    /* the gateway validates tools/call arguments with this validator: it must accept it */
+    mcp_schema *ms = mcp_schema_compile(j, &e);
+    if (!ms) {
+        LERR(c, v, "invalid_schema", "%s: %s%s%s", key, e.message ? e.message : "does not compile", e.path ? " at " : "",
+             e.path ? e.path : "");
+        gg_error_clear(&e);
+        json_decref(j);
+        return NULL;
+    }
+    mcp_schema_free(ms);
     return j;
 }
 

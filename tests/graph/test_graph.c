@@ -326,10 +326,11 @@ START_TEST(invalid_expressions) {
 END_TEST
 
 START_TEST(invalid_schemas) {
-    check_invalid("schemas.yaml", 11, 0,
+    check_invalid("schemas.yaml", 13, 0,
                   WANT({"invalid_name", 4, 11}, {"invalid_schema", 7, 13}, {"invalid_schema", 9, 19},
                        {"invalid_schema", 10, 12}, {"invalid_schema", 11, 17}, {"invalid_schema", 14, 17},
-                       {"invalid_schema", 13, 13}, {"invalid_schema", 20, 18}, {"duplicate_tool", 18, 5}));
+                       {"invalid_schema", 13, 13}, {"invalid_schema", 20, 18}, {"duplicate_tool", 18, 5},
+                       {"invalid_schema", 27, 7}, {"invalid_schema", 31, 7}));
 }
 END_TEST
 
