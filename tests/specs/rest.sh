@@ -32,7 +32,11 @@ start() {
   INT=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$TMP/serve.out")
   [ -n "$PUB" ] && [ -n "$INT" ] || { echo "serve did not start:"; tail -5 "$TMP/serve.err"; echo "$passed passed, $((failed+1)) failed"; exit 1; }
 }
-stop() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""; }
+stop() {
+  kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=""
+  t "serve stopped without sanitizer reports" bash -c "! grep -q Sanitizer '$TMP/serve.err'"
+  grep -A15 Sanitizer "$TMP/serve.err" | head -30
+}
 
 "$G" migrate --db "$TMP/gg.db" >/dev/null 2>&1
 "$G" tenant create acme --db "$TMP/gg.db" >/dev/null 2>&1
