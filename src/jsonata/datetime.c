@@ -52,7 +52,7 @@ typedef struct dt_fields {
 
 static void dt_compute(double millis, int offset_min, dt_fields *f) {
     memset(f, 0, sizeof *f);
-    double t = floor(millis) + offset_min * 60000.0;
+    double t = trunc(millis) + offset_min * 60000.0; /* Date's TimeClip truncates */
     long long days = (long long)floor(t / 86400000.0);
     long long msday = (long long)(t - (double)days * 86400000.0);
     f->days = days;

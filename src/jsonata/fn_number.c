@@ -78,9 +78,15 @@ UNARY_MATH(fn_ceil, ceil(x))
 FN(fn_round) {
     jn_value *v = FN_ARG(0), *p = FN_ARG(1);
     if (!v) return NULL;
-    double places = p ? floor(p->u.n) : 0;
-    if (places > 400) places = 400;
-    if (places < -400) places = -400;
+    double places = p ? p->u.n : 0;
+    /* The reference shifts the decimal exponent by the precision: a fractional precision,
+     * or a shift beyond the double range, yields NaN (null in JSON). */
+    if (places != floor(places) || fabs(places) > 1000) return jn_number(NAN);
+    if (v->u.n != 0 && isfinite(v->u.n) && log10(fabs(v->u.n)) + places >= 308.3) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.17ge%d", v->u.n, (int)places);
+        if (isinf(strtod(buf, NULL))) return jn_number(NAN);
+    }
     return jn_number(jn_round_half_even(v->u.n, (int)places));
 }
 

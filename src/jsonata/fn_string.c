@@ -168,7 +168,7 @@ static bool limit_arg(jn_call *call, jn_value *lim, const char *code, const char
         jn_error(call, err, code, "%s", what);
         return false;
     }
-    *out = floor(lim->u.n);
+    *out = lim->u.n; /* compared as is: a limit of 1.5 allows two items */
     return true;
 }
 
@@ -178,6 +178,9 @@ FN(fn_split) {
     double limit;
     if (!limit_arg(call, FN_ARG(2), "D3020", "Third argument of split function must evaluate to a positive number", &limit, err))
         return NULL;
+    /* a string separator goes through JavaScript's split (integer limit); a regex through
+     * the reference's own loop, which compares the count with the raw limit */
+    if (sep->type == JN_STRING && limit >= 0) limit = floor(limit);
     jn_value *out = jn_array_new(4);
     if (!out) { jn_oom(err); return NULL; }
     const char *p = jn_s(s);

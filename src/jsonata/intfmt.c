@@ -209,9 +209,9 @@ static void decimal(double v, const jn_int_picture *p, gg_strbuf *out) {
     int k = 0;
     int count = 0;
     int total = (int)nd < p->mandatory ? p->mandatory : (int)nd;
-    if (plain && !p->regular) /* a separator right of every digit */
-        for (int g = 0; g < p->ngroups; g++)
-            if (p->group_pos[g] == 0) { buf[k++] = p->group_ch[g]; break; }
+    if (plain && !p->regular) /* separators right of every digit */
+        for (int g = 0; g < p->ngroups && k < 250; g++)
+            if (p->group_pos[g] == 0) buf[k++] = p->group_ch[g];
     for (int i = total - 1; i >= 0 && k < 250; i--) {
         int idx = i - (total - (int)nd);
         char c = idx >= 0 ? digits[idx] : '0';
@@ -219,13 +219,16 @@ static void decimal(double v, const jn_int_picture *p, gg_strbuf *out) {
             if (p->regular) {
                 if (count % p->group_pos[0] == 0) buf[k++] = p->group_ch[0];
             } else {
-                for (int g = 0; g < p->ngroups; g++)
-                    if (count == p->group_pos[g]) { buf[k++] = p->group_ch[g]; break; }
+                for (int g = 0; g < p->ngroups && k < 250; g++)
+                    if (count == p->group_pos[g]) buf[k++] = p->group_ch[g];
             }
         }
         buf[k++] = (c >= '0' && c <= '9') ? p->zero + (uint32_t)(c - '0') : (uint32_t)(unsigned char)c;
         count++;
     }
+    if (plain && !p->regular && count > 0) /* irregular separators left of every digit */
+        for (int g = 0; g < p->ngroups && k < 255; g++)
+            if (p->group_pos[g] == count) buf[k++] = p->group_ch[g];
     while (k > 0) jn_utf8_put(out, buf[--k]);
     if (p->ordinal) gg_strbuf_puts(out, ordinal_suffix(digits, nd));
 }
@@ -387,6 +390,15 @@ bool jn_parse_integer(const char *s, const char *picture, double *out, bool *fou
     if (!jn_int_picture_parse(picture, strlen(picture), &p, err)) return false;
     size_t n = strlen(s);
     double v = 0;
+    if (p.kind == JN_INT_LETTERS) {
+        /* the reference reads every character as a digit relative to 'a' / 'A' */
+        uint32_t base = p.letter_case == JN_CASE_UPPER ? 'A' : 'a';
+        size_t i = 0;
+        while (i < n) v = v * 26 + ((double)jn_utf8_next(s, n, &i) - base + 1);
+        *out = v;
+        *found = true;
+        return true;
+    }
     size_t used = jn_int_parse_prefix(s, n, &p, &v);
     if (used == 0 && !(p.kind == JN_INT_ROMAN && n == 0)) return true;
     *out = v;

@@ -209,6 +209,8 @@ void jn_decimal_from_double(double v, jn_decimal *dec) {
  * digits of the shortest representation, so ties are the decimal ties JavaScript's
  * Number(x + "e" + places) trick sees. */
 void jn_decimal_round(jn_decimal *dec, int places) {
+    if (places > 1000) places = 1000;
+    if (places < -1000) places = -1000;
     int keep = dec->point + places; /* digits kept */
     if (keep >= dec->n) return;
     if (keep < 0) { dec->n = 1; dec->d[0] = '0'; dec->point = 1; return; }
