@@ -1,7 +1,8 @@
 /* bench_graph — graph engine throughput: the switch and loop examples executed in-process
  * (runs/s, µs per node) and, in the same invocation, the same tools called on mcpgraph
- * 0.1.23 (the TypeScript original) over stdio with its own packaged examples. Prints one
- * line per measurement and the ratio.
+ * 0.1.23 (the TypeScript original) over stdio. Both run mcpgraph's packaged examples (the
+ * older `target` form) when its package is given, else graphgate runs the shared ones.
+ * Prints one line per measurement and the ratio.
  *
  * usage: bench_graph SHARED_EXAMPLES_DIR [MCPGRAPH_PKG_DIR NODE_BIN] [seconds per case]
  */
@@ -26,7 +27,7 @@ static const bench_case cases[] = {
 /* In-process: repeat the run for `secs`; returns runs/s and µs per node. */
 static double bench_inproc(const char *dir, const bench_case *c, double secs, double *us_per_node, char **out) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, c->file);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, c->file) >= sizeof path) return -1;
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_file(path, NULL, &d);
     gg_graph_diags_free(&d);
@@ -114,7 +115,10 @@ int main(int argc, char **argv) {
         const bench_case *c = &cases[i];
         double us = 0;
         char *o1 = NULL, *o2 = NULL;
-        double ours = bench_inproc(dir, c, secs, &us, &o1);
+        /* the same YAML for both: mcpgraph's packaged examples (older `target` form) */
+        char pkg_examples[4096];
+        if (pkg && (size_t)snprintf(pkg_examples, sizeof pkg_examples, "%s/examples", pkg) >= sizeof pkg_examples) return 2;
+        double ours = bench_inproc(pkg ? pkg_examples : dir, c, secs, &us, &o1);
         printf("%-22s %-12s %-14s graphgate in-process: %10.0f runs/s  %6.2f us/node  -> %s\n", c->file, c->tool, c->args,
                ours, us, o1 ? o1 : "?");
         if (ours < 0) rc = 1;

@@ -311,6 +311,9 @@ static bool spawn_locked(stdio_client *c, gg_error *err) {
     posix_spawn_file_actions_adddup2(&fa, in_sv[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out_p[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_p[1], 2);
+    /* the child gets stdin/stdout/stderr and nothing else of the gateway (listening sockets,
+     * database handles of other subsystems may lack O_CLOEXEC) */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     if (c->cwd) posix_spawn_file_actions_addchdir_np(&fa, c->cwd);
     sigset_t none, def;
     sigemptyset(&none);
