@@ -24,6 +24,11 @@ enum { GG_EXIT_OK = 0, GG_EXIT_FAIL = 1, GG_EXIT_USAGE = 2 };
 int gg_cmd_version(int argc, char **argv);
 /* graph files (src/cli/cmd_graph.c) and local tool runs (src/cli/cmd_run.c) */
 int gg_cmd_graph(int argc, char **argv);
+/* store-backed graph subcommands and execution history (src/cli/cmd_executions.c) */
+int gg_cmd_graph_put(int argc, char **argv);
+int gg_cmd_graph_list(int argc, char **argv);
+int gg_cmd_graph_activate(int argc, char **argv);
+int gg_cmd_executions(int argc, char **argv);
 int gg_cmd_run(int argc, char **argv);
 /* JSONata / JSON Logic evaluation (src/cli/cmd_eval.c) */
 int gg_cmd_eval(int argc, char **argv);

@@ -56,6 +56,9 @@ static int graph_validate(int argc, char **argv) {
 /* Subcommands; other subsystems add theirs here. */
 static const gg_command graph_commands[] = {
     {"validate", "check graph files and print every error with its position", graph_validate},
+    {"put", "store a graph file as a new active version (TENANT GRAPH FILE)", gg_cmd_graph_put},
+    {"list", "list a tenant's graphs, or one graph's versions", gg_cmd_graph_list},
+    {"activate", "make an existing version active again (rollback)", gg_cmd_graph_activate},
 };
 
 int gg_cmd_graph(int argc, char **argv) {

@@ -8,12 +8,13 @@
 /* Keep sorted by how often an operator types them; `graphgate --help` prints this order. */
 static const gg_command commands[] = {
     {"serve", "run the gateway (public and internal HTTP listeners)", gg_cmd_serve},
-    {"graph", "validate graph files (graph validate FILE...)", gg_cmd_graph},
+    {"graph", "validate graph files; put, list, activate stored versions", gg_cmd_graph},
     {"run", "run one tool of a graph file locally", gg_cmd_run},
     {"eval", "evaluate a JSONata expression or JSON Logic rule", gg_cmd_eval},
     {"migrate", "apply pending database migrations", gg_cmd_migrate},
     {"tenant", "create, list or delete tenants", gg_cmd_tenant},
     {"key", "create, list or revoke API keys", gg_cmd_key},
+    {"executions", "list recorded tool runs or show one with its node history", gg_cmd_executions},
     {"specs", "load, check, list and show node specifications", gg_cmd_specs},
     {"version", "print version information", gg_cmd_version},
 };
