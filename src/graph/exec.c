@@ -349,6 +349,7 @@ static json_t *history_record(int idx, const gnode *n, long long start, long lon
     return rec;
 }
 
+/* Release a run result and reset it for reuse. */
 void gg_graph_result_clear(gg_graph_result *r) {
     if (!r) return;
     json_decref(r->output);
@@ -379,6 +380,8 @@ static bool check_limits(grun *r, gg_error *err) {
     return true;
 }
 
+/* Run one tool from its entry node to its exit node (see graph.h). Limits and the cancel
+ * flag are checked before every node; hooks run synchronously on this thread. */
 bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts,
                       gg_graph_result *res) {
     memset(res, 0, sizeof *res);

@@ -891,6 +891,7 @@ static void load_top(lctx *c, const ynode *root) {
 
 /* ---- public API --------------------------------------------------------------------------- */
 
+/* Free everything a (possibly half-built) graph holds. */
 void gg_graph_free_internal(gg_graph *g) {
     if (!g) return;
     for (size_t i = 0; i < g->ntools; i++) {
@@ -934,6 +935,7 @@ void gg_graph_free_internal(gg_graph *g) {
     free(g);
 }
 
+/* Parse, validate and compile YAML source; every problem goes to diags; NULL on any error. */
 gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, const gg_graph_options *opts,
                                gg_graph_diags *diags) {
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
@@ -983,6 +985,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     return g;
 }
 
+/* gg_graph_load_string on a file's content (bounded by max_source_bytes). */
 gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_graph_diags *diags) {
     size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
     FILE *f = fopen(path, "rb");
@@ -1004,25 +1007,30 @@ gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_
     return g;
 }
 
+/* Another holder of the immutable graph (runs, providers). */
 gg_graph *gg_graph_ref(gg_graph *g) {
     if (g) __atomic_add_fetch(&g->refcount, 1, __ATOMIC_RELAXED);
     return g;
 }
 
+/* The last unref frees the graph and stops its downstream clients (may block ~1 s). */
 void gg_graph_unref(gg_graph *g) {
     if (g && __atomic_sub_fetch(&g->refcount, 1, __ATOMIC_ACQ_REL) == 0) gg_graph_free_internal(g);
 }
 
+/* serverInfo for initialize: {name, title (defaults to name), version}. */
 json_t *gg_graph_server_info(const gg_graph *g) {
     return json_pack("{s:s, s:s, s:s}", "name", g->name, "title", g->title, "version", g->version);
 }
 
+/* Accessors of the immutable graph (borrowed results). */
 const char *gg_graph_instructions(const gg_graph *g) { return g->instructions; }
 json_t *gg_graph_tools(const gg_graph *g) { return g->tools_json; }
 size_t gg_graph_tool_count(const gg_graph *g) { return g->ntools; }
 int gg_graph_max_node_executions(const gg_graph *g) { return g->max_node_executions; }
 long gg_graph_max_execution_ms(const gg_graph *g) { return g->max_execution_ms; }
 
+/* One tool definition by name (borrowed) or NULL. */
 json_t *gg_graph_tool(const gg_graph *g, const char *name) {
     for (size_t i = 0; i < g->ntools; i++)
         if (!strcmp(g->tools[i].name, name)) return g->tools[i].def;

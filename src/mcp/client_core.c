@@ -17,6 +17,7 @@ struct mcp_client {
     void *impl;
 };
 
+/* A client for one downstream server; the transport starts lazily on the first request. */
 mcp_client *mcp_client_new(const mcp_server_config *cfg, const mcp_client_policy *policy, gg_error *err) {
     mcp_client *c = calloc(1, sizeof *c);
     if (!c) {
@@ -32,17 +33,20 @@ mcp_client *mcp_client_new(const mcp_server_config *cfg, const mcp_client_policy
     return c;
 }
 
+/* Stop the transport (child process or HTTP session) and free the client. */
 void mcp_client_free(mcp_client *c) {
     if (!c) return;
     c->ops->destroy(c->impl);
     free(c);
 }
 
+/* One JSON-RPC request through the transport (see mcp.h for errors and threading). */
 json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
                            gg_error *err) {
     return c->ops->request(c->impl, method, params, timeout_ms, cancel, err);
 }
 
+/* tools/call {name, arguments}; returns the CallToolResult. */
 json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms, volatile int *cancel,
                              gg_error *err) {
     json_t *params = json_pack("{s:s, s:O}", "name", tool, "arguments", arguments ? arguments : json_object());
@@ -55,6 +59,7 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
     return r;
 }
 
+/* Diagnostics: the child's recent stderr and how often the transport was (re)started. */
 char *mcp_client_stderr_tail(mcp_client *c) { return c->ops->stderr_tail ? c->ops->stderr_tail(c->impl) : strdup(""); }
 int mcp_client_start_count(mcp_client *c) { return c->ops->start_count ? c->ops->start_count(c->impl) : 0; }
 
@@ -98,6 +103,7 @@ static bool v4_internal(uint32_t a) { /* host byte order */
            (a >> 28) == 0xF /* reserved, broadcast */ || (a >> 8) == 0xC00000 /* 192.0.0/24 */;
 }
 
+/* Internal-network test used for HTTP targets (see mcp.h for the ranges). */
 bool mcp_policy_address_is_internal(const struct sockaddr *sa) {
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;

@@ -343,6 +343,8 @@ static void http_destroy(void *impl) {
 
 static const mcp_client_ops http_ops = {http_request, http_stderr_tail, http_start_count, http_destroy};
 
+/* The streamable HTTP transport: checks the URL against the policy; the session starts
+ * with the first request. */
 void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy, const mcp_client_ops **ops,
                    gg_error *err) {
     if (!cfg->url || (strncasecmp(cfg->url, "http://", 7) && strncasecmp(cfg->url, "https://", 8))) {

@@ -601,6 +601,8 @@ fail:
     return NULL;
 }
 
+/* The stdio transport: checks the command against the policy and copies the definition;
+ * the child is spawned by the first request. */
 void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *policy, const mcp_client_ops **ops,
                     gg_error *err) {
     if (!cfg->command || !*cfg->command) {
