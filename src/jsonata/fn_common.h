@@ -36,7 +36,6 @@ typedef struct fn_matcher {
     jn_value *cur;            /* last match object of a custom matcher (owned) */
     jn_value *str;            /* subject string (borrowed) */
     pcre2_match_data *md;
-    pcre2_match_context *mc;
     const char *s;
     size_t len;
     size_t offset;

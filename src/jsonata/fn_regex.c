@@ -3,6 +3,7 @@
  * match/depth limits so pathological patterns end in an error instead of a hang. */
 #include "jsonata/fn_common.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,18 @@ bool fn_push(jn_value *arr, jn_value *v, gg_error *err) {
     return true;
 }
 
+/* One match context with the limits, created once and only read afterwards, so every
+ * thread can share it (saves an allocation per regex call). */
+static pcre2_match_context *g_match_ctx;
+static pthread_once_t g_match_ctx_once = PTHREAD_ONCE_INIT;
+static void match_ctx_init(void) {
+    g_match_ctx = pcre2_match_context_create(NULL);
+    if (g_match_ctx) {
+        pcre2_set_match_limit(g_match_ctx, FN_REGEX_MATCH_LIMIT);
+        pcre2_set_depth_limit(g_match_ctx, FN_REGEX_DEPTH_LIMIT);
+    }
+}
+
 bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err) {
     memset(m, 0, sizeof *m);
     m->str = str;
@@ -33,21 +46,17 @@ bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *
         return true;
     }
     m->re = pattern->u.re;
+    pthread_once(&g_match_ctx_once, match_ctx_init);
     m->md = pcre2_match_data_create_from_pattern(m->re->code, NULL);
-    m->mc = pcre2_match_context_create(NULL);
-    if (!m->md || !m->mc) { fn_matcher_free(m); jn_oom(err); return false; }
-    pcre2_set_match_limit(m->mc, FN_REGEX_MATCH_LIMIT);
-    pcre2_set_depth_limit(m->mc, FN_REGEX_DEPTH_LIMIT);
+    if (!m->md || !g_match_ctx) { fn_matcher_free(m); jn_oom(err); return false; }
     return true;
 }
 
 void fn_matcher_free(fn_matcher *m) {
     if (m->md) pcre2_match_data_free(m->md);
-    if (m->mc) pcre2_match_context_free(m->mc);
     jn_decref(m->cur);
     m->cur = NULL;
     m->md = NULL;
-    m->mc = NULL;
 }
 
 static int custom_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
@@ -86,7 +95,7 @@ int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
     if (!jn_check_limits(call, err)) return -1;
     if (m->fn) return custom_next(call, m, out, err);
     if (m->offset > m->len) return 0;
-    int rc = pcre2_match(m->re->code, (PCRE2_SPTR)m->s, m->len, m->offset, 0, m->md, m->mc);
+    int rc = pcre2_match(m->re->code, (PCRE2_SPTR)m->s, m->len, m->offset, 0, m->md, g_match_ctx);
     if (rc == PCRE2_ERROR_NOMATCH) return 0;
     if (rc < 0) {
         PCRE2_UCHAR msg[160];
