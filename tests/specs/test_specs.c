@@ -556,6 +556,57 @@ START_TEST(persist_search_and_sync) {
 }
 END_TEST
 
+
+/* A new version adds a row and becomes current; an invalid directory changes nothing. */
+START_TEST(versions_and_failed_sync) {
+    gg_store *store = temp_store();
+    char dir[512], cmd[3000];
+    snprintf(dir, sizeof dir, "%s/specs", tmp_root);
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", specs_dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    specs_registry *r = specs_registry_new(store);
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(specs_registry_sync(r, dir, schema_path, false, NULL, NULL, NULL, &err));
+    snprintf(cmd, sizeof cmd, "sed -i 's/^version: \"1.0.0\"/version: \"1.1.0\"/' '%s/FLOW/IF.yaml'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    bool from_dir = false;
+    ck_assert_msg(specs_registry_sync(r, dir, schema_path, false, &from_dir, NULL, NULL, &err), "%s", err.message);
+    ck_assert(from_dir); /* the checksum changed */
+    json_t *v = gg_store_specs_versions(store, "FLOW", "IF", &err);
+    ck_assert_int_eq(json_array_size(v), 2);
+    json_t *cur = NULL;
+    size_t i;
+    json_t *row;
+    json_array_foreach(v, i, row) if (json_is_true(json_object_get(row, "current"))) cur = row;
+    ck_assert_str_eq(json_string_value(json_object_get(cur, "version")), "1.1.0");
+    json_decref(v);
+    char sum[65], stored[65];
+    specs_registry_checksum(r, sum);
+    long long count;
+    bool found;
+    ck_assert(gg_store_specs_meta(store, stored, &count, &found, &err));
+    ck_assert(found);
+    ck_assert_str_eq(sum, stored);
+    /* break a file: the sync fails, memory and database keep the last good load */
+    snprintf(cmd, sizeof cmd, "printf 'node_type: FLOW\\n' > '%s/FLOW/SORT.yaml'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    errs x = {0, ""};
+    ck_assert(!specs_registry_sync(r, dir, schema_path, false, NULL, collect, &x, &err));
+    ck_assert_ptr_nonnull(strstr(x.first, "FLOW/SORT.yaml:1:1"));
+    gg_error_clear(&err);
+    ck_assert_uint_eq(specs_registry_count(r), (size_t)count);
+    json_t *sort = specs_registry_get(r, "FLOW", "SORT");
+    ck_assert_ptr_nonnull(sort);
+    json_decref(sort);
+    char again[65];
+    ck_assert(gg_store_specs_meta(store, again, &count, &found, &err));
+    ck_assert_str_eq(again, stored);
+    specs_registry_free(r);
+    gg_store_close(store);
+    rm_tree(tmp_root);
+}
+END_TEST
+
 START_TEST(provider_calls) {
     specs_registry *r = load_real(NULL);
     mcp_provider *p = specs_provider_new(r);
@@ -625,6 +676,7 @@ int main(void) {
     tcase_add_test(tc, edit_distance);
     tcase_add_test(tc, render_matches_general_path);
     tcase_add_test(tc, persist_search_and_sync);
+    tcase_add_test(tc, versions_and_failed_sync);
     tcase_add_test(tc, provider_calls);
     tcase_add_test(tc, yaml_positions_and_scalars);
     suite_add_tcase(s, tc);
