@@ -128,4 +128,30 @@ t "internal tool call: unknown tool → 404" eq "$(gg_curl "$GG_TMP/i.json" -X P
 t "internal endpoints do not exist on the public listener" eq "$(gg_curl "$GG_TMP/i.json" -X POST --data-binary '{}' "$GG_PUB/internal/tenants/acme/graphs/switch/tools/$TOOL/call")" 404
 t "internal MCP does not exist on the public listener" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/internal/mcp/acme/switch" "$ADMIN" "" "$INIT")" 404
 t "admin does not exist on the internal listener" eq "$(gg_curl "$GG_TMP/a.json" "$GG_INT/admin/tenants")" 404
+
+# ---- the CLI on the same database; the running server follows within a second
+t "CLI graph put → 0" eq "$(gw_cli graph put acme from-cli "$SWITCH" >/dev/null; echo $?)" 0
+t "CLI graph put of an invalid file → 2" eq "$(gw_cli graph put acme broken "$GG_TMP/bad.yaml" 2>/dev/null; echo $?)" 2
+sleep 1.5
+t "a graph put by the CLI is served" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/from-cli" "$RW" "" "$INIT")" 200
+t "CLI graph list shows it" grep -q from-cli <(gw_cli graph list acme)
+t "CLI graph activate (rollback) → 0" eq "$(gw_cli graph activate acme switch 2 >/dev/null; echo $?)" 0
+sleep 1.5
+sid=$(gw_init "$MCP" "$RW")
+gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
+t "the server follows a CLI activation" grep -q test_simple_text "$GG_TMP/l.json"
+gw_cli executions list acme --json > "$GG_TMP/ex.json"
+t "CLI executions list" python3 -c "import json; d=json.load(open('$GG_TMP/ex.json')); assert any(e['id']=='$EID' for e in d['executions'])"
+t "CLI executions show has the nodes" grep -q switch_node <(gw_cli executions show "$EID")
+
+# ---- per-key rate limit and per-tenant concurrency cap (restart with tight limits)
+gg_stop
+rm -f "$GG_TMP/serve.out"
+GRAPHGATE_RATE_LIMIT_RATE=1 GRAPHGATE_RATE_LIMIT_BURST=2 gg_start || { echo "restart failed"; gg_finish; }
+MCP="$GG_PUB/mcp/acme/switch"
+gw_rpc "$GG_TMP/r1.json" "$MCP" "$RW" "" "$INIT" >/dev/null
+gw_rpc "$GG_TMP/r2.json" "$MCP" "$RW" "" "$INIT" >/dev/null
+t "rate limit → 429" eq "$(gw_rpc "$GG_TMP/r3.json" "$MCP" "$RW" "" "$INIT")" 429
+t "429 carries Retry-After" grep -qi '^retry-after: [1-9]' "$GG_TMP/r3.json.h"
+t "another key has its own bucket" eq "$(gw_rpc "$GG_TMP/r4.json" "$MCP" "$ADMIN" "" "$INIT")" 200
 gg_finish
