@@ -149,6 +149,19 @@ static unsigned polling_threads(void) {
     return (unsigned)n;
 }
 
+static void *second_signal(void *arg) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    if (sigwait(&set, &sig) == 0) {
+        gg_log(GG_LOG_WARN, "second signal: stopping without waiting for in-flight requests", NULL);
+        gg_http_server_hurry(arg);
+    }
+    return NULL;
+}
+
 static int serve(gg_config *cfg) {
     /* Signals are taken synchronously by this thread (sigwait), so they must be blocked
      * before any other thread starts: every thread inherits the mask. */
@@ -201,9 +214,16 @@ static int serve(gg_config *cfg) {
     sigwait(&stop_signals, &sig);
     app.stopping = 1;
     gg_log(GG_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+    /* A second signal while draining means "now": a watcher thread cuts the wait short. */
+    pthread_t watcher;
+    bool watching = pthread_create(&watcher, NULL, second_signal, app.http) == 0;
     long long deadline = cfg->shutdown_timeout_ms > 0 ? cfg->shutdown_timeout_ms : 0;
     if (deadline > 3600000) deadline = 3600000;
     int abandoned = gg_http_server_stop(app.http, (unsigned)deadline);
+    if (watching) {
+        pthread_cancel(watcher); /* sigwait is a cancellation point */
+        pthread_join(watcher, NULL);
+    }
     for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
     gg_http_server_free(app.http);
     gg_store_close(store);

@@ -232,6 +232,9 @@ long gg_http_server_inflight(const gg_http_server *s);
  * close every connection and stop the threads. Returns the number of requests that had to
  * be abandoned. Safe to call once; gg_http_server_free calls it with deadline 0 if needed. */
 int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms);
+/* From any thread (e.g. on a second SIGTERM): end the drain wait of a running
+ * gg_http_server_stop now, as if its deadline had passed. */
+void gg_http_server_hurry(gg_http_server *s);
 void gg_http_server_free(gg_http_server *s);
 
 /* Parse "ADDR:PORT" / "[v6]:PORT" (exposed for config validation and tests). */

@@ -82,7 +82,7 @@ struct gg_http_server {
     atomic_long inflight;
     pthread_mutex_t alock;
     gg_http_async *alist;
-    atomic_int draining, abandoning;
+    atomic_int draining, abandoning, hurry;
     bool started, stopped;
     access_writer alog;
 };
@@ -1063,11 +1063,14 @@ long gg_http_server_inflight(const gg_http_server *s) {
 }
 
 static void wait_idle(gg_http_server *s, double until_ms) {
-    while (atomic_load(&s->inflight) > 0 && gg_now_ms() < until_ms) {
+    while (atomic_load(&s->inflight) > 0 && gg_now_ms() < until_ms && !atomic_load(&s->hurry)) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
 }
+
+/* Cut a running graceful stop short; see http.h. */
+void gg_http_server_hurry(gg_http_server *s) { atomic_store(&s->hurry, 1); }
 
 /* Graceful stop; see http.h. */
 int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {

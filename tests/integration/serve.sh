@@ -112,6 +112,27 @@ c_graceful() {
     && grep -q '"msg":"stopped"' "$T/serve.err"
 }
 
+# A second SIGTERM while draining stops at once (still exit 0) instead of waiting for a
+# slow request.
+c_second_signal() {
+  gg_start || return 1
+  head -c 600000 /dev/zero | tr '\0' 'c' >"$T/slower"
+  curl -sS --max-time 60 -o /dev/null -H 'Expect:' --limit-rate 30K \
+    --data-binary @"$T/slower" "$GG_PUB/health" >/dev/null 2>&1 &
+  local cpid=$! i
+  for i in $(seq 1 40); do
+    curl -s --max-time 2 "$GG_INT/metrics" | grep -q '^graphgate_http_requests_in_flight [2-9]' && break
+    sleep 0.05
+  done
+  local t0; t0=$(date +%s%N)
+  kill -TERM "$GG_PID"; sleep 0.3; kill -TERM "$GG_PID"
+  gg_stop
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
+  status_is "$GG_EXIT" 0 && { [ "$ms" -lt 5000 ] || { echo "  took ${ms}ms"; return 1; }; } \
+    && grep -q 'second signal' "$T/serve.err"
+}
+
 t "GET /health answers 200 JSON with status, version, uptime" c_health
 t "GET /health on the internal listener" c_health_internal
 t "GET /ready answers 200 with a migrated database" c_ready
@@ -130,4 +151,5 @@ t "a second serve on a busy port fails with exit 1" c_port_in_use
 t "serve rejects an unknown flag with exit 2" c_bad_flag
 t "serve --help documents the flags" c_help
 t "SIGTERM with a request in flight: answered, new connections refused, exit 0" c_graceful
+t "a second SIGTERM ends the drain at once, exit 0" c_second_signal
 gg_finish
