@@ -149,13 +149,16 @@ static unsigned polling_threads(void) {
     return (unsigned)n;
 }
 
+/* Waits for a second SIGTERM/SIGINT while draining; SIGUSR2 (sent by serve itself with
+ * pthread_kill once the drain is over) just ends the wait. */
 static void *second_signal(void *arg) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);
     int sig = 0;
-    if (sigwait(&set, &sig) == 0) {
+    if (sigwait(&set, &sig) == 0 && sig != SIGUSR2) {
         gg_log(GG_LOG_WARN, "second signal: stopping without waiting for in-flight requests", NULL);
         gg_http_server_hurry(arg);
     }
@@ -169,7 +172,9 @@ static int serve(gg_config *cfg) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    sigset_t blocked = stop_signals;
+    sigaddset(&blocked, SIGUSR2); /* only used to wake the second-signal watcher */
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     gg_log_configure(cfg->log_level, cfg->log_file);
@@ -221,7 +226,7 @@ static int serve(gg_config *cfg) {
     if (deadline > 3600000) deadline = 3600000;
     int abandoned = gg_http_server_stop(app.http, (unsigned)deadline);
     if (watching) {
-        pthread_cancel(watcher); /* sigwait is a cancellation point */
+        pthread_kill(watcher, SIGUSR2);
         pthread_join(watcher, NULL);
     }
     for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
