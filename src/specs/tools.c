@@ -578,20 +578,35 @@ static json_t *prov_get_tool(mcp_provider *p, const char *name) {
     return NULL;
 }
 
+/* The text block of a result: for JSON results the raw JSON text itself (what the escaped
+ * text decodes to, without decoding it); for errors the decoded message. */
+static json_t *result_text(const specs_output *o) {
+    if (o->structured.len) return json_stringn(o->structured.data, o->structured.len);
+    gg_strbuf q = GG_STRBUF_INIT;
+    gg_strbuf_putc(&q, '"');
+    gg_strbuf_append(&q, o->text.data ? o->text.data : "", o->text.len);
+    gg_strbuf_putc(&q, '"');
+    json_t *t = q.oom ? NULL : json_loadb(q.data, q.len, JSON_DECODE_ANY, NULL);
+    gg_strbuf_free(&q);
+    return t;
+}
+
 static json_t *prov_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                               gg_error *err) {
     (void)ctx;
     specs_output o = SPECS_OUTPUT_INIT;
-    gg_strbuf buf = GG_STRBUF_INIT;
     json_t *res = NULL;
     if (specs_call(((specs_provider *)p->impl)->registry, name, arguments, &o, err)) {
-        if (specs_output_serialize(&o, NULL, &buf)) {
-            json_error_t je;
-            res = json_loadb(buf.data, buf.len, 0, &je);
-        }
+        json_t *text = result_text(&o);
+        json_t *sc = o.structured.len ? json_loadb(o.structured.data, o.structured.len, 0, NULL) : NULL;
+        if (text && (sc || !o.structured.len))
+            res = json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text", text, "isError", o.is_error);
+        else
+            json_decref(text);
+        if (res && sc) json_object_set_new(res, "structuredContent", sc);
+        else json_decref(sc);
         if (!res) gg_error_set(err, "oom", "out of memory");
     }
-    gg_strbuf_free(&buf);
     specs_output_free(&o);
     return res;
 }

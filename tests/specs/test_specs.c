@@ -631,6 +631,14 @@ START_TEST(provider_calls) {
     ck_assert_str_eq(err.code, "unknown_tool");
     gg_error_clear(&err);
     json_decref(args);
+    args = json_loads("{\"type_filter\":\"NOPE\"}", 0, NULL);
+    res = p->call_tool(p, "get_node_types", args, &ctx, &err);
+    ck_assert(json_is_true(json_object_get(res, "isError")));
+    ck_assert_ptr_null(json_object_get(res, "structuredContent"));
+    const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+    ck_assert_ptr_nonnull(strstr(msg, "Unknown type_filter 'NOPE'. Valid types: TRIGGER"));
+    json_decref(res);
+    json_decref(args);
     json_t *info = p->server_info(p);
     ck_assert_str_eq(json_string_value(json_object_get(info, "name")), "graphgate-nodes");
     json_decref(info);
