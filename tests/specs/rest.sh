@@ -151,5 +151,21 @@ t "restart with an unchanged directory loads from the database" grep -q '"source
 req again POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"get_node_details","arguments":{"nodes":[{"node_type":"AI_AGENT","subtype":"OPENAI_CHATGPT"}]}}'
 t "same bytes served after the restart" cmp -s <(j "$TMP/again" 'true' && "$NODE" -e 'const f=require("fs");console.log(JSON.stringify(JSON.parse(f.readFileSync(process.argv[1])).result.structuredContent))' "$TMP/again") <("$NODE" -e 'const f=require("fs");console.log(JSON.stringify(JSON.parse(f.readFileSync(process.argv[1])).result.structuredContent))' "$TMP/one")
 stop
+
+# --- an invalid directory: serve keeps the last stored specs; reload answers 422 --------------
+cp -r "$SRC/specs" "$TMP/badspecs"
+printf 'node_type: FLOW\nsubtype: IF\nversion: 2\n' > "$TMP/badspecs/FLOW/IF.yaml"
+GRAPHGATE_SPECS_DIR="$TMP/badspecs" start
+t "invalid directory at start: the error is logged with file:line:col" grep -q 'FLOW/IF.yaml:3:10' "$TMP/serve.err"
+t "invalid directory at start: serving the last stored specs" grep -q 'serving the last stored specs' "$TMP/serve.err"
+req kept POST "$INT/internal/invoke" "${J[@]}" -d '{"name":"get_node_details","arguments":{"nodes":[{"node_type":"FLOW","subtype":"IF"}]}}'
+t "the previous FLOW.IF is still served" j "$TMP/kept" 'j.structuredContent.nodes[0].version==="1.0.0" && !j.structuredContent.nodes[0].error'
+req bad_reload POST "$INT/internal/specs/reload"
+t "reload of an invalid directory: 422 listing the errors" j "$TMP/bad_reload" 'j.error.code==="invalid_spec" && j.error.errors.some(e=>/FLOW\/IF.yaml:\d+:\d+/.test(e))'
+t "reload of an invalid directory: status 422" st bad_reload 422
+req kept2 GET "$INT/internal/tools"
+req types2 POST "$INT/internal/invoke" "${J[@]}" -d '{"name":"get_node_types","arguments":{"type_filter":"FLOW"}}'
+t "registry unchanged after the failed reload" j "$TMP/types2" 'j.structuredContent.FLOW.includes("IF") && j.structuredContent.FLOW.length===9'
+stop
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
