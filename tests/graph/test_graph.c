@@ -425,6 +425,56 @@ START_TEST(yaml_scalars_and_aliases) {
 }
 END_TEST
 
+/* Random byte edits, insertions and truncations of a real graph: the loader must either
+ * load it (and then run it without crashing) or report at least one positioned error. */
+START_TEST(loader_survives_mutations) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, shared_dir, "loop_example.yaml");
+    FILE *f = fopen(p, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char orig[65536], buf[65536 + 64];
+    size_t n = fread(orig, 1, sizeof orig, f);
+    fclose(f);
+    unsigned long long x = 0x9E3779B97F4A7C15ull;
+    static const char alphabet[] = "{}[]:,-'\"|>&*!#$%@ \n\tabcxyz0123456789.";
+    int loaded = 0, rejected = 0;
+    json_t *args = json_pack("{s:i}", "n", 3);
+    for (int iter = 0; iter < 1500; iter++) {
+        memcpy(buf, orig, n);
+        size_t len = n;
+        int edits = 1 + (int)(x % 4);
+        for (int k = 0; k < edits; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t at = (size_t)(x % len);
+            int op = (int)((x >> 20) % 3);
+            char ch = alphabet[(x >> 32) % (sizeof alphabet - 1)];
+            if (op == 0) buf[at] = ch;
+            else if (op == 1 && len < sizeof buf - 1) {
+                memmove(buf + at + 1, buf + at, len - at);
+                buf[at] = ch;
+                len++;
+            } else len = at ? at : 1;
+        }
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_string(buf, len, "mutant.yaml", NULL, &d);
+        if (g) {
+            loaded++;
+            gg_graph_result r = GG_GRAPH_RESULT_INIT;
+            gg_graph_run_options ro = {0};
+            gg_graph_execute(g, "sum_to_n", args, &ro, &r);
+            gg_graph_result_clear(&r);
+            gg_graph_unref(g);
+        } else {
+            rejected++;
+            ck_assert_msg(d.errors >= 1, "rejected without an error (iteration %d)", iter);
+        }
+        gg_graph_diags_free(&d);
+    }
+    json_decref(args);
+    ck_assert(loaded > 0 && rejected > 0);
+}
+END_TEST
+
 /* ---- schema/graph.schema.json ------------------------------------------------------------- */
 
 static json_t *yaml_file_json(const char *path) {
@@ -775,6 +825,7 @@ int main(void) {
     tcase_add_test(tc, policy_checks);
     tcase_add_test(tc, provider_serves_graph);
     tcase_add_test(tc, json_schema_accepts_examples);
+    tcase_add_test(tc, loader_survives_mutations);
     suite_add_tcase(s, tc);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
