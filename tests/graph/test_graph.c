@@ -391,7 +391,7 @@ START_TEST(policy_checks) {
     pathf(p, sizeof p, fixtures, "downstream.yaml");
     gg_graph_options o = {.policy = &strict};
     ck_assert_ptr_null(gg_graph_load_file(p, &o, &d));
-    ck_assert_int_eq(d.errors, 2);
+    ck_assert_int_eq(d.errors, 3); /* fake, broken, slowpoke */
     ck_assert_str_eq(d.items[0].code, "policy");
     gg_graph_diags_free(&d);
 }
@@ -632,6 +632,29 @@ START_TEST(mcp_crash_then_restart) {
 }
 END_TEST
 
+START_TEST(mcp_restart_backs_off) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    gg_graph_result r;
+    ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
+    ck_assert_str_eq(r.error.code, "transport");
+    ck_assert_msg(strstr(r.error.message, "refusing to start"), "message: %s", r.error.message);
+    gg_graph_result_clear(&r);
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(run(g, "broken_start", "{}", &r)); /* waits out the backoff first */
+    gg_graph_result_clear(&r);
+    ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
+    double took = gg_now_ms() - t0;
+    gg_graph_result_clear(&r);
+    ck_assert_msg(took >= 250, "two restarts took only %.0f ms (backoff 100 ms, then 200 ms)", took);
+    mcp_client *c = NULL;
+    for (size_t i = 0; i < g->nservers; i++)
+        if (!strcmp(g->servers[i].name, "broken")) c = g->servers[i].client;
+    ck_assert_int_eq(mcp_client_start_count(c), 3);
+    gg_graph_unref(g);
+}
+END_TEST
+
 START_TEST(mcp_hang_times_out) {
     if (!have_node) return;
     gg_graph *g = downstream();
@@ -755,6 +778,7 @@ START_TEST(mcp_concurrent_runs_share_one_child) {
         ck_assert_int_eq(a[i].ok, 10);
         ck_assert_int_eq(a[i].pid, a[0].pid);
     }
+    ck_assert_str_eq(g->servers[0].name, "fake");
     ck_assert_int_eq(mcp_client_start_count(g->servers[0].client), 1);
     gg_graph_unref(g);
 }
@@ -844,6 +868,7 @@ int main(void) {
     tcase_add_test(td, mcp_env_is_explicit);
     tcase_add_test(td, mcp_crash_then_restart);
     tcase_add_test(td, mcp_hang_times_out);
+    tcase_add_test(td, mcp_restart_backs_off);
     tcase_add_test(td, mcp_cancel_mid_call);
     tcase_add_test(td, mcp_concurrent_runs_share_one_child);
     tcase_add_test(td, mcp_call_bounded_by_time_limit);
