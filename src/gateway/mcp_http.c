@@ -463,7 +463,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         free(b);
         return rpc_http_error(res, 500, NULL, MCP_INTERNAL_ERROR, "Internal error: out of memory");
     }
-    mcp_request_ctx rc = {version, sess ? mcp_session_log_level(gw->sessions, sess) : MCP_LOG_OFF, sess != NULL};
+    mcp_request_ctx rc = {version, sess ? sess->level : MCP_LOG_OFF, sess != NULL};
     size_t i;
     json_t *v;
     int status = 0; /* a non-200 answer for the whole batch (scope) */
@@ -603,7 +603,7 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         json_decref(v);
         return rc;
     }
-    mcp_request_ctx rctx = {version, has_sess ? mcp_session_log_level(gw->sessions, &sess) : MCP_LOG_OFF, has_sess};
+    mcp_request_ctx rctx = {version, has_sess ? sess.level : MCP_LOG_OFF, has_sess};
     mcp_outcome o;
     mcp_server_dispatch(ep->srv, &m, &rctx, &o);
     json_decref(v); /* the outcome owns what it needs */

@@ -268,6 +268,7 @@ typedef struct mcp_session {
     char version[16];
     int64_t expires;   /* unix seconds */
     uint8_t nonce[16];
+    mcp_log_level level; /* logging/setLevel level at check time (MCP_LOG_OFF = none) */
 } mcp_session;
 
 /* secret: 32 bytes, or NULL for a random one (sessions then end with the process). */

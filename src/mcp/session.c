@@ -22,9 +22,10 @@
 #define VERSION_LEN 10 /* "YYYY-MM-DD" */
 #define PAYLOAD_LEN (1 + 8 + 16 + VERSION_LEN)
 #define TABLE_BUCKETS 1024
+#define SHARDS 16 /* a mutex per shard: sessions rarely contend with each other */
 
 typedef struct inflight {
-    char *id; /* request id serialized as JSON, so 1 and "1" differ */
+    json_t *id; /* reference */
     volatile int *flag;
     struct inflight *next;
 } inflight;
@@ -41,9 +42,12 @@ typedef struct entry {
 struct mcp_sessions {
     uint8_t key[crypto_auth_KEYBYTES];
     int64_t ttl;
-    size_t max_entries, count;
-    pthread_mutex_t mu;
-    entry *buckets[TABLE_BUCKETS];
+    size_t max_entries; /* per shard: max_entries / SHARDS */
+    struct shard {
+        pthread_mutex_t mu;
+        size_t count;
+        entry *buckets[TABLE_BUCKETS / SHARDS];
+    } shards[SHARDS];
 };
 
 static int64_t now_s(void) { return (int64_t)time(NULL); }
@@ -56,15 +60,16 @@ mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_
     if (secret) memcpy(ss->key, secret, sizeof ss->key);
     else crypto_auth_keygen(ss->key);
     ss->ttl = ttl_seconds > 0 ? ttl_seconds : 24 * 3600;
-    ss->max_entries = max_entries ? max_entries : 100000;
-    pthread_mutex_init(&ss->mu, NULL);
+    size_t max = max_entries ? max_entries : 100000;
+    ss->max_entries = max / SHARDS ? max / SHARDS : 1;
+    for (int i = 0; i < SHARDS; i++) pthread_mutex_init(&ss->shards[i].mu, NULL);
     return ss;
 }
 
 static void free_entry(entry *e) {
     for (inflight *c = e->calls, *n; c; c = n) {
         n = c->next;
-        free(c->id);
+        json_decref(c->id);
         free(c);
     }
     free(e);
@@ -72,12 +77,14 @@ static void free_entry(entry *e) {
 
 void mcp_sessions_free(mcp_sessions *ss) {
     if (!ss) return;
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (entry *e = ss->buckets[i], *n; e; e = n) {
-            n = e->next;
-            free_entry(e);
-        }
-    pthread_mutex_destroy(&ss->mu);
+    for (int sh = 0; sh < SHARDS; sh++) {
+        for (size_t i = 0; i < TABLE_BUCKETS / SHARDS; i++)
+            for (entry *e = ss->shards[sh].buckets[i], *n; e; e = n) {
+                n = e->next;
+                free_entry(e);
+            }
+        pthread_mutex_destroy(&ss->shards[sh].mu);
+    }
     sodium_memzero(ss->key, sizeof ss->key);
     free(ss);
 }
@@ -122,52 +129,56 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
         snprintf(out->key_id, sizeof out->key_id, "%s", key_id ? key_id : "");
         memcpy(out->version, version, VERSION_LEN);
         out->expires = expires;
+        out->level = MCP_LOG_OFF;
         memcpy(out->nonce, buf + 9, 16);
     }
     return true;
 }
 
+/* The nonce is random: its bytes are the hash (shard from one byte, bucket from others). */
+static struct shard *shard_of(mcp_sessions *ss, const uint8_t nonce[16]) { return &ss->shards[nonce[15] % SHARDS]; }
+
 static size_t bucket_of(const uint8_t nonce[16]) {
     size_t h;
-    memcpy(&h, nonce, sizeof h); /* the nonce is random: its bytes are the hash */
-    return h % TABLE_BUCKETS;
+    memcpy(&h, nonce, sizeof h);
+    return h % (TABLE_BUCKETS / SHARDS);
 }
 
-/* Caller holds mu. */
-static entry *find_entry(mcp_sessions *ss, const uint8_t nonce[16]) {
-    for (entry *e = ss->buckets[bucket_of(nonce)]; e; e = e->next)
+/* Caller holds the shard's mu. */
+static entry *find_entry(struct shard *sh, const uint8_t nonce[16]) {
+    for (entry *e = sh->buckets[bucket_of(nonce)]; e; e = e->next)
         if (memcmp(e->nonce, nonce, 16) == 0) return e;
     return NULL;
 }
 
 /* Caller holds mu. Drops entries whose token has expired and that run nothing. */
-static void sweep(mcp_sessions *ss) {
+static void sweep(struct shard *sh) {
     int64_t now = now_s();
-    for (size_t i = 0; i < TABLE_BUCKETS; i++)
-        for (entry **pp = &ss->buckets[i]; *pp;) {
+    for (size_t i = 0; i < TABLE_BUCKETS / SHARDS; i++)
+        for (entry **pp = &sh->buckets[i]; *pp;) {
             entry *e = *pp;
             if (e->expires < now && !e->calls) {
                 *pp = e->next;
                 free_entry(e);
-                ss->count--;
+                sh->count--;
             } else pp = &e->next;
         }
 }
 
-/* Caller holds mu. NULL when the table is full of live sessions. */
-static entry *get_or_add(mcp_sessions *ss, const mcp_session *s) {
-    entry *e = find_entry(ss, s->nonce);
+/* Caller holds mu. NULL when the shard is full of live sessions. */
+static entry *get_or_add(mcp_sessions *ss, struct shard *sh, const mcp_session *s) {
+    entry *e = find_entry(sh, s->nonce);
     if (e) return e;
-    if (ss->count >= ss->max_entries) sweep(ss);
-    if (ss->count >= ss->max_entries) return NULL;
+    if (sh->count >= ss->max_entries) sweep(sh);
+    if (sh->count >= ss->max_entries) return NULL;
     if (!(e = calloc(1, sizeof *e))) return NULL;
     memcpy(e->nonce, s->nonce, 16);
     e->expires = s->expires;
     e->level = MCP_LOG_OFF;
     size_t b = bucket_of(s->nonce);
-    e->next = ss->buckets[b];
-    ss->buckets[b] = e;
-    ss->count++;
+    e->next = sh->buckets[b];
+    sh->buckets[b] = e;
+    sh->count++;
     return e;
 }
 
@@ -193,10 +204,12 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     memcpy(s.version, buf + 25, VERSION_LEN);
     s.expires = expires;
     memcpy(s.nonce, buf + 9, 16);
-    pthread_mutex_lock(&ss->mu);
-    entry *e = find_entry(ss, s.nonce);
+    struct shard *sh = shard_of(ss, s.nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s.nonce);
     bool revoked = e && e->revoked;
-    pthread_mutex_unlock(&ss->mu);
+    s.level = e ? e->level : MCP_LOG_OFF;
+    pthread_mutex_unlock(&sh->mu);
     if (revoked) goto bad;
     if (!mcp_version_supported(s.version)) goto bad;
     if (out) *out = s;
@@ -208,88 +221,92 @@ bad:
 
 /* End a session: its token is refused from now on (until it would have expired). */
 void mcp_session_revoke(mcp_sessions *ss, const mcp_session *s) {
-    pthread_mutex_lock(&ss->mu);
-    entry *e = get_or_add(ss, s);
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
     if (e) {
         e->revoked = true;
         for (inflight *c = e->calls; c; c = c->next) *c->flag = 1; /* the session's runs stop */
     }
-    pthread_mutex_unlock(&ss->mu);
+    pthread_mutex_unlock(&sh->mu);
 }
 
 /* The session's logging/setLevel level; MCP_LOG_OFF until the client sets one. */
 mcp_log_level mcp_session_log_level(mcp_sessions *ss, const mcp_session *s) {
-    pthread_mutex_lock(&ss->mu);
-    entry *e = find_entry(ss, s->nonce);
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
     mcp_log_level l = e ? e->level : MCP_LOG_OFF;
-    pthread_mutex_unlock(&ss->mu);
+    pthread_mutex_unlock(&sh->mu);
     return l;
 }
 
 void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_level l) {
-    pthread_mutex_lock(&ss->mu);
-    entry *e = get_or_add(ss, s);
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
     if (e) e->level = l;
-    pthread_mutex_unlock(&ss->mu);
+    pthread_mutex_unlock(&sh->mu);
 }
 
-static char *id_key(json_t *request_id) {
-    return json_dumps(request_id, JSON_COMPACT | JSON_ENCODE_ANY);
+/* Request ids compare with their type: 1 and "1" are different requests. */
+static bool same_id(json_t *a, json_t *b) {
+    if (json_is_string(a) && json_is_string(b)) return strcmp(json_string_value(a), json_string_value(b)) == 0;
+    if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
+    return json_is_real(a) && json_is_real(b) && json_real_value(a) == json_real_value(b);
 }
 
 /* Remember a running call so notifications/cancelled can set its flag. */
 void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id,
                             volatile int *cancel_flag) {
     inflight *c = calloc(1, sizeof *c);
-    if (!c || !(c->id = id_key(request_id))) {
-        free(c);
-        return; /* the call still runs; it just cannot be cancelled */
-    }
+    if (!c) return; /* the call still runs; it just cannot be cancelled */
+    c->id = json_incref(request_id);
     c->flag = cancel_flag;
-    pthread_mutex_lock(&ss->mu);
-    entry *e = get_or_add(ss, s);
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
     if (e) {
         c->next = e->calls;
         e->calls = c;
         c = NULL;
     }
-    pthread_mutex_unlock(&ss->mu);
+    pthread_mutex_unlock(&sh->mu);
     if (c) {
-        free(c->id);
+        json_decref(c->id);
         free(c);
     }
 }
 
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id) {
-    char *key = id_key(request_id);
-    if (!key) return;
-    pthread_mutex_lock(&ss->mu);
-    entry *e = find_entry(ss, s->nonce);
+    inflight *gone = NULL;
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
     for (inflight **pp = e ? &e->calls : NULL; pp && *pp; pp = &(*pp)->next)
-        if (strcmp((*pp)->id, key) == 0) {
-            inflight *c = *pp;
-            *pp = c->next;
-            free(c->id);
-            free(c);
+        if (same_id((*pp)->id, request_id)) {
+            gone = *pp;
+            *pp = gone->next;
             break;
         }
-    pthread_mutex_unlock(&ss->mu);
-    free(key);
+    pthread_mutex_unlock(&sh->mu);
+    if (gone) {
+        json_decref(gone->id);
+        free(gone);
+    }
 }
 
 /* Set the cancel flag of a call in flight; false when no such call runs (ignored). */
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id) {
-    char *key = id_key(request_id);
-    if (!key) return false;
     bool found = false;
-    pthread_mutex_lock(&ss->mu);
-    entry *e = find_entry(ss, s->nonce);
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
     for (inflight *c = e ? e->calls : NULL; c; c = c->next)
-        if (strcmp(c->id, key) == 0) {
+        if (same_id(c->id, request_id)) {
             __atomic_store_n(c->flag, 1, __ATOMIC_RELAXED);
             found = true;
         }
-    pthread_mutex_unlock(&ss->mu);
-    free(key);
+    pthread_mutex_unlock(&sh->mu);
     return found;
 }
