@@ -170,7 +170,7 @@ void *jn_call_user(const jn_call *call) { return call->st->call_user; }
 
 /* ---- sequence helpers ---- */
 static jn_value *seq_new(jn_state *c) {
-    jn_value *s = jn_seq_new(0);
+    jn_value *s = jn_seq_new(4);
     if (!s) oom(c);
     return s;
 }
@@ -787,70 +787,62 @@ static jn_value *step_item(jn_state *c, const jn_node *step, jn_value *item, jn_
     return r;
 }
 
-static jn_value *eval_step(jn_state *c, const jn_node *step, jn_value *input, jn_frame *env,
-                           bool last) {
-    if (step->type == N_SORT) {
-        jn_value *r = eval_sort(c, step, input, env);
-        return eval_stages(c, step, r, env);
-    }
-    jn_value *res = seq_new(c);
-    if (!res) return NULL;
-    size_t n = input->u.arr.n;
-    jn_value *first = NULL;
+static bool push_flat(jn_state *c, jn_value *res, jn_value *r /* owned */) {
+    if (r->type != JN_ARRAY || (r->flags & JN_F_CONS)) return seq_push(c, res, r);
+    for (size_t j = 0; j < r->u.arr.n; j++)
+        if (!seq_push(c, res, jn_incref(r->u.arr.items[j]))) {
+            jn_decref(r);
+            return false;
+        }
+    jn_decref(r);
+    return true;
+}
+
+/* One (non-tuple) path step over n input items. Returns a sequence, or — when exactly
+ * one item produced a result — that result itself (a bare value or array), which the
+ * caller treats exactly like the one-element sequence the reference builds. */
+static jn_value *eval_step(jn_state *c, const jn_node *step, jn_value **items, size_t n,
+                           jn_frame *env, bool last) {
+    jn_value *res = NULL, *first = NULL;
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
-        jn_value *r = step_item(c, step, input->u.arr.items[i], env);
+        jn_value *r = step_item(c, step, items[i], env);
         if (FAILED(c)) {
             jn_decref(res);
             jn_decref(first);
             return NULL;
         }
         if (!r) continue;
-        count++;
-        if (count == 1) {
+        if (++count == 1) {
             first = r;
             continue;
         }
         if (count == 2) {
+            res = seq_new(c);
+            if (!res) {
+                jn_decref(first);
+                jn_decref(r);
+                return NULL;
+            }
             jn_value *f = first;
             first = NULL;
-            if (f->type != JN_ARRAY || (f->flags & JN_F_CONS)) {
-                if (!seq_push(c, res, f)) goto bad;
-            } else {
-                for (size_t j = 0; j < f->u.arr.n; j++)
-                    if (!seq_push(c, res, jn_incref(f->u.arr.items[j]))) {
-                        jn_decref(f);
-                        goto bad;
-                    }
-                jn_decref(f);
+            if (!push_flat(c, res, f)) {
+                jn_decref(r);
+                goto bad;
             }
         }
-        if (r->type != JN_ARRAY || (r->flags & JN_F_CONS)) {
-            if (!seq_push(c, res, r)) goto bad;
-        } else {
-            for (size_t j = 0; j < r->u.arr.n; j++)
-                if (!seq_push(c, res, jn_incref(r->u.arr.items[j]))) {
-                    jn_decref(r);
-                    goto bad;
-                }
-            jn_decref(r);
-        }
+        if (!push_flat(c, res, r)) goto bad;
     }
+    if (count == 0) return seq_new(c);
     if (count == 1) {
-        if (last && first->type == JN_ARRAY && !jn_is_sequence(first)) {
-            jn_decref(res);
-            return first;
-        }
-        if (first->type != JN_ARRAY || (first->flags & JN_F_CONS)) {
-            if (!seq_push(c, res, first)) goto bad;
-        } else {
-            for (size_t j = 0; j < first->u.arr.n; j++)
-                if (!seq_push(c, res, jn_incref(first->u.arr.items[j]))) {
-                    jn_decref(first);
-                    goto bad;
-                }
+        if (first->type != JN_ARRAY) return first;
+        if (first->u.arr.n == 0 && !last) {
             jn_decref(first);
+            return seq_new(c);
         }
+        if (!(first->flags & JN_F_CONS) && (!last || !jn_is_sequence(first))) return first;
+        res = seq_new(c);
+        if (!res || !push_flat(c, res, first)) goto bad;
     }
     return res;
 bad:
@@ -955,49 +947,59 @@ bad:
     return NULL;
 }
 
-static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
-    jn_value *seq;
-    if (n->items[0]->type == N_VAR || !input || input->type != JN_ARRAY) {
-        seq = seq_new(c);
-        if (!seq) return NULL;
-        if (!seq_push(c, seq, jn_incref(input))) {
-            jn_decref(seq);
-            return NULL;
-        }
-    } else {
-        seq = jn_incref(input);
+/* The current step input as a sequence value (for sort, tuple and constructor steps). */
+static jn_value *as_seq(jn_state *c, jn_value *cur, bool single) {
+    if (!single && cur && cur->type == JN_ARRAY) return jn_incref(cur);
+    jn_value *s = seq_new(c);
+    if (s && !seq_push(c, s, jn_incref(cur))) {
+        jn_decref(s);
+        return NULL;
     }
+    return s;
+}
+
+static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    /* cur is the step input: its items when it is an array (and !single), else itself */
+    jn_value *cur = jn_incref(input);
+    bool single = n->items[0]->type == N_VAR || !input || input->type != JN_ARRAY;
+    jn_value *seq = NULL;
     jn_value *result = NULL, *tuples = NULL;
     bool is_tuple = false;
     for (int i = 0; i < n->nitems; i++) {
         const jn_node *step = n->items[i];
         if (step->tuple) is_tuple = true;
+        if ((i == 0 && step->cons_array) || is_tuple || step->type == N_SORT) {
+            jn_decref(seq);
+            seq = as_seq(c, cur, single);
+            if (!seq) {
+                oom(c);
+                goto bad;
+            }
+        }
         if (i == 0 && step->cons_array) {
             jn_decref(result);
             result = ev(c, step, seq, env);
         } else if (is_tuple) {
             tuples = eval_tuple_step(c, step, seq, tuples, env);
+        } else if (step->type == N_SORT) {
+            jn_decref(result);
+            result = eval_stages(c, step, eval_sort(c, step, seq, env), env);
         } else {
             jn_decref(result);
-            result = eval_step(c, step, seq, env, i == n->nitems - 1);
+            jn_value **items = single ? &cur : cur->u.arr.items;
+            size_t cnt = single ? 1 : cur->u.arr.n;
+            result = eval_step(c, step, items, cnt, env, i == n->nitems - 1);
         }
         if (FAILED(c)) goto bad;
         if (!is_tuple && (!result || (result->type == JN_ARRAY && result->u.arr.n == 0))) break;
         if (!step->focus && !is_tuple) {
-            jn_decref(seq);
-            seq = jn_incref(result);
-            if (seq && seq->type != JN_ARRAY) {
-                jn_value *s = seq_new(c);
-                if (!s || !seq_push(c, s, seq)) {
-                    seq = NULL;
-                    jn_decref(s);
-                    goto bad;
-                }
-                seq = s;
-            }
-            if (!seq) break;
+            jn_decref(cur);
+            cur = jn_incref(result);
+            single = result->type != JN_ARRAY;
         }
     }
+    jn_decref(cur);
+    cur = NULL;
     jn_decref(seq);
     seq = NULL;
     if (is_tuple) {
@@ -1012,7 +1014,7 @@ static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_fr
         }
     }
     if (n->keep_array && result) {
-        if (result->type == JN_ARRAY && (result->flags & JN_F_CONS) && !jn_is_sequence(result)) {
+        if (result->type != JN_ARRAY || ((result->flags & JN_F_CONS) && !jn_is_sequence(result))) {
             jn_value *s = seq_new(c);
             if (!s || !seq_push(c, s, result)) {
                 result = NULL;
@@ -1040,8 +1042,10 @@ static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_fr
         result = g;
     }
     jn_decref(tuples);
+    jn_decref(seq);
     return result;
 bad:
+    jn_decref(cur);
     jn_decref(seq);
     jn_decref(result);
     jn_decref(tuples);
