@@ -23,6 +23,7 @@ typedef struct http_client {
     const mcp_client_policy *policy;
     bool host_allowlisted;
     pthread_mutex_t mu;
+    pthread_mutex_t init_mu; /* one initialize at a time; concurrent callers wait for it */
     char *session;      /* Mcp-Session-Id */
     char *protocol;     /* negotiated version */
     bool ready;
@@ -279,14 +280,21 @@ static bool initialize(http_client *c, int timeout_ms, volatile int *cancel, gg_
     return true;
 }
 
+static bool ensure_session(http_client *c, int timeout_ms, volatile int *cancel, gg_error *err) {
+    pthread_mutex_lock(&c->init_mu);
+    pthread_mutex_lock(&c->mu);
+    bool ready = c->ready;
+    pthread_mutex_unlock(&c->mu);
+    bool ok = ready || initialize(c, timeout_ms, cancel, err);
+    pthread_mutex_unlock(&c->init_mu);
+    return ok;
+}
+
 static json_t *http_request(void *impl, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
                             gg_error *err) {
     http_client *c = impl;
     if (timeout_ms <= 0) timeout_ms = c->timeout_ms;
-    pthread_mutex_lock(&c->mu);
-    bool ready = c->ready;
-    pthread_mutex_unlock(&c->mu);
-    if (!ready && !initialize(c, timeout_ms, cancel, err)) return NULL;
+    if (!ensure_session(c, timeout_ms, cancel, err)) return NULL;
     long status = 0;
     json_t *r = exchange(c, method, params, timeout_ms, cancel, &status, err);
     if (!r && status == 404) { /* the server forgot our session: start a new one, once */
@@ -294,7 +302,7 @@ static json_t *http_request(void *impl, const char *method, json_t *params, int 
         pthread_mutex_lock(&c->mu);
         c->ready = false;
         pthread_mutex_unlock(&c->mu);
-        if (!initialize(c, timeout_ms, cancel, err)) return NULL;
+        if (!ensure_session(c, timeout_ms, cancel, err)) return NULL;
         r = exchange(c, method, params, timeout_ms, cancel, &status, err);
     }
     return r;
@@ -332,6 +340,7 @@ static void http_destroy(void *impl) {
         }
     }
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->init_mu);
     for (char **p = c->headers; p && *p; p++) free(*p);
     free(c->headers);
     free(c->name);
@@ -359,6 +368,7 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
         return NULL;
     }
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->init_mu, NULL);
     c->policy = policy;
     c->host_allowlisted = mcp_policy_host_allowlisted(policy, cfg->url);
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
