@@ -25,7 +25,8 @@ static const bench_case cases[] = {
 };
 
 /* In-process: repeat the run for `secs`; returns runs/s and µs per node. */
-static double bench_inproc(const char *dir, const bench_case *c, double secs, double *us_per_node, char **out) {
+static double bench_inproc(const char *dir, const bench_case *c, double secs, bool history, double *us_per_node,
+                           char **out) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, c->file) >= sizeof path) return -1;
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
@@ -33,7 +34,7 @@ static double bench_inproc(const char *dir, const bench_case *c, double secs, do
     gg_graph_diags_free(&d);
     if (!g) return -1;
     json_t *args = json_loads(c->args, 0, NULL);
-    gg_graph_run_options ro = {.no_history = true};
+    gg_graph_run_options ro = {.no_history = !history, .record_inputs = history};
     long runs = 0, nodes = 0;
     double t0 = gg_now_ms(), now = t0;
     *out = NULL;
@@ -108,7 +109,8 @@ int main(int argc, char **argv) {
     }
     gg_log_configure(GG_LOG_ERROR, NULL);
     const char *dir = argv[1];
-    const char *pkg = argc > 3 ? argv[2] : NULL, *node = argc > 3 ? argv[3] : NULL;
+    const char *pkg = argc > 3 && *argv[2] ? argv[2] : NULL, *node = argc > 3 && *argv[3] ? argv[3] : NULL;
+    if (!node) pkg = NULL;
     double secs = argc > 4 ? atof(argv[4]) : 1.0;
     int rc = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -118,9 +120,14 @@ int main(int argc, char **argv) {
         /* the same YAML for both: mcpgraph's packaged examples (older `target` form) */
         char pkg_examples[4096];
         if (pkg && (size_t)snprintf(pkg_examples, sizeof pkg_examples, "%s/examples", pkg) >= sizeof pkg_examples) return 2;
-        double ours = bench_inproc(pkg ? pkg_examples : dir, c, secs, &us, &o1);
+        double ours = bench_inproc(pkg ? pkg_examples : dir, c, secs, false, &us, &o1);
         printf("%-22s %-12s %-14s graphgate in-process: %10.0f runs/s  %6.2f us/node  -> %s\n", c->file, c->tool, c->args,
                ours, us, o1 ? o1 : "?");
+        char *oh = NULL;
+        double us_h = 0, hist = bench_inproc(pkg ? pkg_examples : dir, c, secs / 2, true, &us_h, &oh);
+        printf("%-22s %-12s %-14s   with history+inputs: %8.0f runs/s  %6.2f us/node\n", c->file, c->tool, c->args, hist,
+               us_h);
+        free(oh);
         if (ours < 0) rc = 1;
         if (pkg) {
             double ref = bench_mcpgraph(pkg, node, c, secs, &o2);
