@@ -207,6 +207,10 @@ static jl_node *compile_op(cctx *cc, const char *name, json_t *args, int depth, 
     size_t old = where_push(cc, name);
     bool ok = compile_args(cc, n, args, depth, !custom && (builtins[bi].flags & F_ITER));
     if (ok && n->op == OP_VAR) ok = prepare_var(cc, n, args);
+    if (ok && (n->op == OP_MISSING || n->op == OP_MISSING_SOME) && !(n->cjson = json_array())) {
+        fail(cc, "out_of_memory", "out of memory compiling %s", name);
+        ok = false;
+    }
     where_pop(cc, old);
     if (!ok) { node_free(RES(cc), n); return NULL; }
     if (cc->compat && !custom && compat_bad_args(n, args)) n->op = OP_BAD_ARGS;

@@ -285,9 +285,16 @@ static bool missing_key(jl_ctx *c, const jl_node *n, const jl_val *key, bool *mi
     return ok;
 }
 
+/* An empty result (the common "nothing missing") is the node's shared empty array. */
+static bool empty_array(jl_ctx *c, const jl_node *n, jl_val *out) {
+    json_t *e = n->cjson ? json_incref(n->cjson) : json_array();
+    if (!e) return oom(c);
+    jl_wrap_to(out, e, JO_REF);
+    return true;
+}
+
 static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
-    json_t *res = json_array();
-    if (!res) return oom(c);
+    json_t *res = NULL; /* created at the first missing key */
     bool from_list = a->n > 0 && jl_is_arr(&a->v[0]);
     const jl_val *list = from_list ? &a->v[0] : NULL;
     int cnt = from_list ? (int)json_array_size(list->u.j) : a->n;
@@ -297,11 +304,13 @@ static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out
         bool ok = missing_key(c, n, &key, &miss);
         if (ok && miss) {
             json_t *k = jl_to_json(&key);
-            if (!k || json_array_append_new(res, k) != 0) ok = oom(c);
+            if (!res) res = json_array();
+            if (!k || !res || json_array_append_new(res, k) != 0) ok = oom(c);
         }
         if (from_list) jl_release(&key);
         if (!ok) { json_decref(res); return false; }
     }
+    if (!res) return empty_array(c, n, out);
     jl_wrap_to(out, res, JO_REF);
     return true;
 }
@@ -330,10 +339,7 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
     int cmp = jl_compare(c, &left, arg(a, 0));
     if (cmp == 0 || cmp == 1) {
         jl_release(&miss);
-        json_t *e = json_array();
-        if (!e) return oom(c);
-        jl_wrap_to(out, e, JO_REF);
-        return true;
+        return empty_array(c, n, out);
     }
     *out = miss;
     return true;
@@ -1018,10 +1024,21 @@ static const char *jl_thrown_type(json_t *v, char **heap) {
  * resolver. Returns a new reference (JSON null for undefined/NaN/Infinity, as
  * JSON.stringify prints them) or NULL with err set. */
 json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    gg_error local = GG_ERROR_INIT;
-    if (!err) err = &local;
-    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); gg_error_clear(&local); return NULL; }
-    jl_frame root = {.kind = F_ROOT};
+    if (!err) { /* the caller does not want the error: use a scratch one */
+        gg_error scratch = GG_ERROR_INIT;
+        json_t *res = jsonlogic_apply(r, data, call_user, &scratch);
+        gg_error_clear(&scratch);
+        return res;
+    }
+    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return NULL; }
+    if (r->root->op == OP_CONST) { /* a constant (or fully folded) rule */
+        json_t *res = r->root->cjson ? json_incref(r->root->cjson) : jl_to_json(&r->root->cval);
+        if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
+        return res;
+    }
+    jl_frame root;
+    root.parent = NULL;
+    root.kind = F_ROOT;
     jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
     jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
     jl_val v;
@@ -1034,7 +1051,6 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
         gg_error_set(err, "internal", "evaluation failed");
     }
     json_decref(c.thrown);
-    gg_error_clear(&local);
     return res;
 }
 

@@ -315,6 +315,7 @@ double jl_to_number(const jl_val *v) {
 }
 
 double jl_parse_float(jl_ctx *c, const jl_val *v) {
+    if (v->t == JV_NUM) return v->u.n == 0 ? 0 : v->u.n; /* String(-0) is "0" */
     size_t len;
     const char *s = jl_strp(v, &len);
     if (s) return parse_float_str(s, len);
@@ -419,6 +420,7 @@ static bool to_primitive(jl_ctx *c, const jl_val *v, jl_val *out) {
 
 /* IsLooselyEqual from ECMAScript, on the JSON value space plus undefined/NaN. */
 bool jl_loose_eq(jl_ctx *c, const jl_val *a, const jl_val *b) {
+    if (a->t == JV_NUM && b->t == JV_NUM) return a->u.n == b->u.n; /* the common case */
     js_kind ka = kind_of(a), kb = kind_of(b);
     if (ka == kb) return jl_strict_eq(a, b);
     bool an = ka == K_UNDEF || ka == K_NULL, bn = kb == K_UNDEF || kb == K_NULL;
@@ -438,6 +440,10 @@ bool jl_loose_eq(jl_ctx *c, const jl_val *a, const jl_val *b) {
 
 /* IsLessThan after ToPrimitive: strings compare by code units, the rest as numbers. */
 int jl_compare(jl_ctx *c, const jl_val *a, const jl_val *b) {
+    if (a->t == JV_NUM && b->t == JV_NUM) { /* the common case */
+        double x = a->u.n, y = b->u.n;
+        return x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
+    }
     jl_val pa = JL_UNDEF, pb = JL_UNDEF;
     const jl_val *x = a, *y = b;
     int r = 2;
