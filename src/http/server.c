@@ -164,6 +164,7 @@ static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char
     req->srv = L->srv;
     req->conn = conn;
     req->listener = L->kind;
+    req->match.route_index = -1; /* "unmatched" until the router says otherwise */
     req->t0 = gg_now_ms();
     snprintf(req->method, sizeof req->method, "%s", method);
     size_t ulen = strnlen(url, GG_HTTP_MAX_PATH + 1);

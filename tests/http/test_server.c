@@ -189,7 +189,7 @@ static reply call(unsigned port, const char *method, const char *path, const cha
                   const char *extra_header, bool chunked) {
     reply r = {0, GG_STRBUF_INIT, GG_STRBUF_INIT, NULL};
     CURL *c = curl_easy_init();
-    char url[512];
+    char url[4096];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -275,6 +275,16 @@ START_TEST(not_found_and_method_not_allowed) {
     ck_assert_int_eq(r.status, 405);
     ck_assert_str_eq(err_code(&r), "method_not_allowed");
     ck_assert_str_eq(hdr(&r, "Allow"), "GET, HEAD");
+    reply_free(&r);
+    char longpath[3100] = "/";
+    memset(longpath + 1, 'a', 3000);
+    r = call(PUB, NULL, longpath, NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 414);
+    ck_assert_str_eq(err_code(&r), "uri_too_long");
+    reply_free(&r);
+    r = call(INT, NULL, "/metrics", NULL, 0, NULL, false);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "route=\"unmatched\",method=\"\",status=\"414\"} 1\n"));
+    ck_assert_ptr_null(strstr(r.body.data, "route=\"/health\",method=\"GET\",status=\"414\""));
     reply_free(&r);
     r = call(PUB, NULL, "/nothing", NULL, 0, NULL, false);
     ck_assert_int_eq(r.status, 500);
