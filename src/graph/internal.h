@@ -90,6 +90,7 @@ typedef struct gtool {
 
 struct gserver {
     char *name;
+    int line, column;          /* where the definition starts, for diagnostics */
     mcp_server_config cfg;     /* strings owned by the arrays below */
     char **argv, **env, **headers;
     pthread_mutex_t lock;      /* guards lazy client creation */

@@ -419,6 +419,8 @@ static void load_servers(lctx *c, const ynode *v) {
         pthread_mutex_init(&s->lock, NULL);
         s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
         s->cfg.name = s->name;
+        s->line = k->line;
+        s->column = k->column;
         char what[160];
         snprintf(what, sizeof what, "mcpServers.%s", s->name ? s->name : "");
         if (def->kind != YN_MAP) {
@@ -882,10 +884,9 @@ static void load_top(lctx *c, const ynode *root) {
         for (size_t t = 0; t < g->ntools && !used; t++)
             for (size_t n = 0; n < g->tools[t].nnodes && !used; n++)
                 if (g->tools[t].nodes[n].server == &g->servers[i]) used = true;
-        if (!used) {
-            const ynode *sv = yn_get(yn_get(root, "mcpServers"), g->servers[i].name);
-            LWARN(c, sv, "unused_server", "mcpServers.%s is not used by any mcp node", g->servers[i].name);
-        }
+        if (!used)
+            gdiag_add(c->d, GG_DIAG_WARNING, "unused_server", c->file, g->servers[i].line, g->servers[i].column, NULL, NULL,
+                      "mcpServers.%s is not used by any mcp node", g->servers[i].name);
     }
 }
 

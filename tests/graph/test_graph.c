@@ -312,7 +312,7 @@ START_TEST(invalid_servers) {
     check_invalid("servers.yaml", 6, 3,
                   WANT({"missing_key", 5, 5}, {"invalid_server", 8, 10}, {"invalid_server", 10, 11},
                        {"invalid_server", 14, 14}, {"unknown_server", 21, 43}, {"missing_key", 22, 9},
-                       {"unused_server", 13, 5}));
+                       {"unused_server", 12, 3}));
 }
 END_TEST
 
@@ -340,6 +340,14 @@ START_TEST(invalid_structure) {
                        {"missing_key", 11, 9}, {"invalid_type", 12, 28}, {"missing_key", 13, 9}, {"missing_key", 17, 13},
                        {"duplicate_default", 19, 13}, {"duplicate_default", 20, 13}, {"duplicate_default", 21, 15},
                        {"exit_unreachable", 22, 9}));
+}
+END_TEST
+
+START_TEST(invalid_duplicates) {
+    check_invalid("duplicates.yaml", 7, 1,
+                  WANT({"duplicate_key", 7, 3}, {"invalid_env", 6, 11}, {"invalid_env", 6, 29}, {"invalid_header", 10, 15},
+                       {"invalid_header", 10, 32}, {"duplicate_key", 13, 5}, {"duplicate_key", 15, 35},
+                       {"unused_server", 7, 3}));
 }
 END_TEST
 
@@ -861,6 +869,7 @@ int main(void) {
     tcase_add_test(tv, invalid_schemas);
     tcase_add_test(tv, invalid_structure);
     tcase_add_test(tv, invalid_yaml_syntax);
+    tcase_add_test(tv, invalid_duplicates);
     suite_add_tcase(s, tv);
     TCase *td = tcase_create("downstream");
     tcase_set_timeout(td, 60);
