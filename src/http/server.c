@@ -918,6 +918,30 @@ bool gg_http_parse_addr(const char *text, char *host, size_t host_size, unsigned
     return true;
 }
 
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decoding of paths and query arguments, except "%00": a decoded NUL would cut the
+ * C string short and make "/health%00x" look like "/health", so it stays literal. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -1016,6 +1040,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     L->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, L,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, L,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,

@@ -276,6 +276,15 @@ START_TEST(not_found_and_method_not_allowed) {
     ck_assert_str_eq(err_code(&r), "method_not_allowed");
     ck_assert_str_eq(hdr(&r, "Allow"), "GET, HEAD");
     reply_free(&r);
+    /* A %00 never decodes to a NUL that would cut the path short. */
+    r = call(PUB, NULL, "/health%00x", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 404);
+    reply_free(&r);
+    r = call(PUB, NULL, "/echo/a%20b?q=x%2Fy%00z", "{}", 2, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "id")), "a b");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "q")), "x/y%00z");
+    reply_free(&r);
     char longpath[3100] = "/";
     memset(longpath + 1, 'a', 3000);
     r = call(PUB, NULL, longpath, NULL, 0, NULL, false);
