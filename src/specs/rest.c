@@ -245,6 +245,10 @@ static bool invoke_request(gg_http_req *req, gg_http_res *res, json_t **body_out
     *name = json_string_value(json_object_get(src, "name"));
     *args = json_object_get(src, "arguments");
     *id_json = id && (json_is_string(id) || json_is_integer(id)) ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
+    if (*id_json && strlen(*id_json) > 128) { /* echo only reasonable ids */
+        free(*id_json);
+        *id_json = NULL;
+    }
     if (!*id_json) {
         gg_strbuf b = GG_STRBUF_INIT;
         put_json_string(&b, gg_http_request_id(req));

@@ -104,6 +104,9 @@ req search2 POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"search_nodes
 t "search_nodes: type_filter + limit" j "$TMP/search2" 'const r=j.result.structuredContent.results; r.length===1 && r[0].subtype==="CRON"'
 req rpc POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"get_node_types","arguments":{"type_filter":"TOOL"}}}'
 t "invoke accepts a tools/call request and echoes its id" j "$TMP/rpc" 'j.id===42 && j.result.structuredContent.TOOL.length>=5'
+LONGID=$(printf 'x%.0s' $(seq 1 300))
+req longid POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"jsonrpc":"2.0","id":"'"$LONGID"'","method":"tools/call","params":{"name":"get_node_types","arguments":{}}}'
+t "an oversized client id is replaced by the request id (valid JSON)" j "$TMP/longid" 'typeof j.id==="string" && j.id.length<=128 && j.result.isError===false'
 req unk POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"frobnicate","arguments":{}}'
 t "unknown tool: 404 with a JSON-RPC error" j "$TMP/unk" 'j.jsonrpc==="2.0" && j.error.code===-32602 && /frobnicate/.test(j.error.message)'
 t "unknown tool: status 404" st unk 404
