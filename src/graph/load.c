@@ -456,8 +456,12 @@ static void load_servers(lctx *c, const ynode *v) {
                 s->cfg.url = strdup(url);
                 if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
                     LERR(c, yn_get(def, "url"), "invalid_server", "%s: url must start with http:// or https://", what);
-                else if (c->opts && c->opts->policy && !mcp_policy_check_url(c->opts->policy, url, &e))
-                    LERR(c, yn_get(def, "url"), "policy", "%s: %s", what, e.message ? e.message : "url not allowed");
+                else if (c->opts && c->opts->policy && !mcp_policy_check_url(c->opts->policy, url, &e)) {
+                    if (!strcmp(e.code, "dns")) /* may resolve later; connections are checked then */
+                        LWARN(c, yn_get(def, "url"), "dns", "%s: %s", what, e.message ? e.message : "");
+                    else
+                        LERR(c, yn_get(def, "url"), "policy", "%s: %s", what, e.message ? e.message : "url not allowed");
+                }
             }
         } else {
             s->cfg.transport = MCP_TRANSPORT_STDIO;

@@ -166,7 +166,7 @@ bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error 
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
-        gg_error_set(err, "policy", "cannot resolve host '%s': %s", host, gai_strerror(rc));
+        gg_error_set(err, "dns", "cannot resolve host '%s': %s", host, gai_strerror(rc));
         return false;
     }
     bool ok = true;

@@ -51,6 +51,8 @@ typedef struct mcp_client_policy {
 } mcp_client_policy;
 
 bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err);
+/* err code "policy" when refused, "dns" when the host does not resolve (the connect-time
+ * check still applies once it does). */
 bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error *err);
 /* True when the address (sockaddr_in/in6) is loopback, link-local, private, CGNAT,
  * unspecified, multicast or IPv4-mapped versions of those. */
