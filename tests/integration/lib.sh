@@ -3,7 +3,8 @@
 # temporary database, and always kill it on exit.
 #
 #   . "$GG_SRCDIR/tests/integration/lib.sh"
-#   gg_start [extra serve flags...]   # sets GG_PID, GG_PUB, GG_INT (base URLs, no trailing /)
+#   gg_start [extra serve flags...]   # sets GG_PID, GG_PUB, GG_INT (base URLs, no trailing /);
+#                                     # database $GG_DB (default $GG_TMP/gg.db)
 #   t "description" command...        # one case: passes when the command succeeds
 #   gg_finish                         # prints "N passed, N failed" and exits accordingly
 set -u
@@ -36,7 +37,7 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: curl not installed"; exit 77; }
 # Start serve in the background and wait (bounded) until both URLs are printed and
 # /health answers. Output goes to $GG_TMP/serve.out and serve.err.
 gg_start() {
-  "$GG_BIN" serve --db "$GG_TMP/gg.db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" \
+  "$GG_BIN" serve --db "${GG_DB:-$GG_TMP/gg.db}" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" \
     >"$GG_TMP/serve.out" 2>"$GG_TMP/serve.err" &
   GG_PID=$!
   local i

@@ -87,6 +87,23 @@ c_port_in_use() {
 c_bad_flag() { "$GG_BIN" serve --no-such-flag >/dev/null 2>"$T/bf.err"; status_is "$?" 2; }
 c_help() { "$GG_BIN" serve --help >"$T/help" 2>&1 && grep -q -- '--internal-listen' "$T/help"; }
 
+# A newer migration applied by another process (a newer graphgate, say) makes the running
+# server not ready: /ready answers 503 while /health stays 200.
+c_ready_503_after_foreign_migration() {
+  mkdir -p "$T/mig"
+  cp "$GG_SRCDIR"/migrations/*.sql "$T/mig/"
+  local last next
+  last=$(ls "$T/mig" | sed -n 's/^\([0-9]\{4\}\)_.*\.sql$/\1/p' | sort | tail -1)
+  next=$(printf '%04d' $((10#$last + 1)))
+  echo 'CREATE TABLE it_extra (x INTEGER);' >"$T/mig/${next}_it_extra.sql"
+  "$GG_BIN" migrate --db "$T/gg.db" --migrations "$T/mig" >"$T/mig.out" 2>&1 || { cat "$T/mig.out"; return 1; }
+  local s h
+  s=$(gg_curl "$T/r503" "$GG_PUB/ready")
+  h=$(gg_curl "$T/h503" "$GG_PUB/health")
+  status_is "$s" 503 && body_has "$T/r503" '"status":"not_ready"' && body_has "$T/r503" '"code":"migration"' \
+    && status_is "$h" 200
+}
+
 # Graceful stop: a slow upload is in flight when SIGTERM arrives; it still gets its answer,
 # new connections are refused, and serve exits 0.
 c_graceful() {
@@ -115,7 +132,7 @@ c_graceful() {
 # A second SIGTERM while draining stops at once (still exit 0) instead of waiting for a
 # slow request.
 c_second_signal() {
-  gg_start || return 1
+  GG_DB="$T/second.db" gg_start || return 1
   head -c 600000 /dev/zero | tr '\0' 'c' >"$T/slower"
   curl -sS --max-time 60 -o /dev/null -H 'Expect:' --limit-rate 30K \
     --data-binary @"$T/slower" "$GG_PUB/health" >/dev/null 2>&1 &
@@ -150,6 +167,7 @@ t "access log line has method, route, status, bytes, duration, request id" c_acc
 t "a second serve on a busy port fails with exit 1" c_port_in_use
 t "serve rejects an unknown flag with exit 2" c_bad_flag
 t "serve --help documents the flags" c_help
+t "/ready answers 503 once the schema moved on under the server" c_ready_503_after_foreign_migration
 t "SIGTERM with a request in flight: answered, new connections refused, exit 0" c_graceful
 t "a second SIGTERM ends the drain at once, exit 0" c_second_signal
 gg_finish
