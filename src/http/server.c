@@ -451,7 +451,7 @@ static enum MHD_Result kv_copy(void *cls, enum MHD_ValueKind kind, const char *k
     gg_http_kv *kv = &f->kv[f->n++];
     kv->kind = kind;
     kv->name = memcpy(f->strings, key, kl);
-    kv->value = memcpy(f->strings + kl, value ? value : "", vl);
+    kv->value = value ? memcpy(f->strings + kl, value, vl) : NULL; /* as MHD: "?flag" → NULL */
     f->strings += kl + vl;
     return MHD_YES;
 }
