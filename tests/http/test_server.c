@@ -36,6 +36,10 @@ static int h_echo(gg_http_req *req, gg_http_res *res, void *u) {
     gg_http_res_json(res, 200, json_pack("{s:o,s:s,s:s?,s:s?,s:s}", "body", body, "id",
                                          gg_http_param(req, "id"), "q", q, "h", h, "route", gg_http_route(req)));
     gg_http_res_header(res, "X-Extra", "yes");
+    /* Header injection is refused. */
+    if (gg_http_res_header(res, "X-Bad", "a\r\nSet-Cookie: x=1") || gg_http_res_header(res, "X Bad", "v") ||
+        gg_http_res_header(res, "", "v"))
+        gg_http_res_header(res, "X-Injection", "accepted");
     return GG_HTTP_DONE;
 }
 
@@ -256,6 +260,8 @@ START_TEST(echo_params_query_headers) {
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "route")), "/echo/{id}");
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(r.json, "body"), "a"), 1)), 2);
     ck_assert_str_eq(hdr(&r, "X-Extra"), "yes");
+    ck_assert_ptr_null(hdr(&r, "X-Injection"));
+    ck_assert_ptr_null(hdr(&r, "Set-Cookie"));
     reply_free(&r);
     r = call(PUB, NULL, "/echo/1", "{bad", 4, NULL, false);
     ck_assert_int_eq(r.status, 400);
