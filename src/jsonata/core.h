@@ -90,6 +90,8 @@ struct jn_function {
     const jn_extern *ext;      /* FN_EXTERN */
     jn_sig *sig;               /* FN_NATIVE/FN_CLOSURE signature (owned unless borrowed_sig) */
     bool borrowed_sig;
+    bool lazy_ok;              /* FN_NATIVE: never walks object entries itself, so its
+                                * arguments need not be materialized (see jn_force) */
     jn_native_fn native;       /* FN_NATIVE / FN_CLOSURE */
     char *name;                /* FN_CLOSURE name (owned) */
     jn_value *bound;           /* FN_CLOSURE bound value */

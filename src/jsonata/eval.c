@@ -656,8 +656,58 @@ typedef struct group_ent {
     int pair;
 } group_ent;
 
+/* Object constructor over a single context item: no grouping bookkeeping needed. */
+static jn_value *eval_group_single(jn_state *c, const jn_node *g, jn_value *item, jn_frame *env) {
+    jn_value *res = jn_object_new((size_t)g->npairs);
+    jn_value *stack_seen[16];
+    jn_value **seen = g->npairs <= 16 ? stack_seen : calloc((size_t)g->npairs, sizeof *seen);
+    int nseen = 0;
+    if (!res || !seen) {
+        jn_decref(res);
+        if (seen && seen != stack_seen) free(seen);
+        return oom(c);
+    }
+    for (int p = 0; p < g->npairs; p++) {
+        jn_value *key = ev(c, g->pairs[p].key, item, env);
+        if (FAILED(c)) goto bad;
+        if (!key) continue;
+        if (key->type != JN_STRING) {
+            fail(c, g->position, NULL, "T1003", "Key in object structure must evaluate to a string; got: %s",
+                 key->type == JN_NUMBER ? "number" : "non-string");
+            jn_decref(key);
+            goto bad;
+        }
+        /* a key produced by two different pairs is an error (D1009); one pair cannot
+         * produce a key twice for a single item */
+        for (int e = 0; e < nseen; e++) {
+            jn_value *k = seen[e];
+            if (k->u.str.len == key->u.str.len && !memcmp(k->u.str.s, key->u.str.s, k->u.str.len)) {
+                fail(c, g->position, NULL, "D1009", "Multiple key definitions evaluate to same key: %s", key->u.str.s);
+                jn_decref(key);
+                goto bad;
+            }
+        }
+        seen[nseen++] = key;
+        jn_value *v = ev(c, g->pairs[p].val, item, env);
+        if (FAILED(c)) goto bad;
+        if (v && !jn_object_set_key(res, key, v)) {
+            oom(c);
+            goto bad;
+        }
+    }
+    for (int e = 0; e < nseen; e++) jn_decref(seen[e]);
+    if (seen != stack_seen) free(seen);
+    return res;
+bad:
+    for (int e = 0; e < nseen; e++) jn_decref(seen[e]);
+    if (seen != stack_seen) free(seen);
+    jn_decref(res);
+    return NULL;
+}
+
 static jn_value *eval_group(jn_state *c, const jn_node *g, jn_value *input, jn_frame *env) {
     bool reduce = input && input->type == JN_ARRAY && (input->flags & JN_F_TUPLE);
+    if (!input || input->type != JN_ARRAY) return eval_group_single(c, g, input, env);
     jn_value *items = NULL;
     if (input && input->type == JN_ARRAY) items = jn_incref(input);
     else {
@@ -1260,12 +1310,13 @@ static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const 
                              int position, const char *name) {
     jn_value **vargs = args;
     int nv = nargs;
-    for (int i = 0; i < nargs; i++)
+    bool lazy_ok = fnv->u.fn->lazy_ok;
+    for (int i = 0; i < nargs && !lazy_ok; i++)
         if (!jn_force_deep(args[i])) return oom(c);
     if (sig && !jn_sig_validate(sig, args, nargs, unwrap_ctx(input), &vargs, &nv, position, name, c->err))
         return NULL;
     bool forced = true;
-    if (vargs != args)
+    if (vargs != args && !lazy_ok)
         for (int i = 0; i < nv; i++)
             if (!jn_force_deep(vargs[i])) forced = false; /* context substitution */
     jn_call call = {c, input, env, fnv, position, name};

@@ -173,9 +173,11 @@ jn_value *jn_fn_bound(const jn_value *fn);
 
 /* ---- conversions ---- */
 jn_value *jn_from_json(json_t *j);          /* NULL json = undefined; NULL also on OOM */
-/* Objects converted from the evaluation input are materialized on demand. Natives always
- * receive fully materialized arguments (the evaluator forces them), so only code that
- * walks values obtained some other way needs these. false on OOM. */
+/* Objects converted from the evaluation input are materialized on demand. Natives
+ * receive fully materialized arguments (the evaluator forces them) — except the builtins
+ * listed in parser.c lazy_safe_builtin(), which must read objects only through
+ * jn_object_get / jn_deep_equal / jn_to_string / jn_truthy (or call jn_force first).
+ * Code that walks u.obj of values obtained some other way calls these. false on OOM. */
 bool jn_force(jn_value *v);                 /* materialize one object's entries */
 bool jn_force_deep(jn_value *v);            /* ... and everything below it */
 json_t *jn_to_json(const jn_value *v);      /* undefined -> NULL; functions -> "" */

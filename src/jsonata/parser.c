@@ -435,6 +435,21 @@ static jn_node *as_path(parser *p, jn_node *n) {
     return path;
 }
 
+/* Builtins that only pass objects along (or inspect them through jn_object_get,
+ * jn_deep_equal, jn_to_string, which handle lazy objects) — their arguments are not
+ * materialized, which keeps e.g. $count(items) from converting every item. */
+static bool lazy_safe_builtin(const char *name) {
+    static const char *const names[] = {
+        "count", "exists", "type", "boolean", "not", "reverse", "append", "sum", "max", "min",
+        "average", "map", "filter", "single", "reduce", "sort", "zip", "shuffle", "string",
+        "distinct", "length", "substring", "substringBefore", "substringAfter", "uppercase",
+        "lowercase", "trim", "pad", "contains", "split", "join", "number", "abs", "floor",
+        "ceil", "round", "power", "sqrt", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], name)) return true;
+    return false;
+}
+
 static void resolve_builtin(parser *p, jn_node *n) {
     if (p->env) {
         for (size_t i = 0; i < p->env->n; i++)
@@ -449,6 +464,7 @@ static void resolve_builtin(parser *p, jn_node *n) {
             if (!f) { jn_oom(p->err); return; }
             f->kind = FN_NATIVE;
             f->builtin = &jn_builtins[i];
+            f->lazy_ok = lazy_safe_builtin(jn_builtins[i].name);
             f->native = jn_builtins[i].fn;
             if (jn_builtins[i].signature) {
                 f->sig = jn_sig_parse(jn_builtins[i].signature, p->err);
