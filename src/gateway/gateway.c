@@ -131,24 +131,33 @@ bool gg_gateway_sync(gg_gateway *gw, gg_error *err) {
     return ok;
 }
 
-/* Notice graph changes made by another process (the CLI) within a second. */
+/* Every 50 ms: RUNNING records for long runs; every second: notice graph changes made by
+ * another process (the CLI). */
 static void *watcher(void *arg) {
     gg_gateway *gw = arg;
+    unsigned tick = 0;
     pthread_mutex_lock(&gw->watch_mu);
     while (!gw->stopping) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
         pthread_cond_timedwait(&gw->watch_cv, &gw->watch_mu, &ts);
         if (gw->stopping) break;
         pthread_mutex_unlock(&gw->watch_mu);
-        gg_error err = GG_ERROR_INIT;
-        long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
-        if (gen >= 0 && gen != gw->graphs_gen) {
-            gw->graphs_gen = gen;
-            gg_gateway_sync(gw, &err);
+        gw_announce_long_runs(gw, GW_ANNOUNCE_AFTER_MS);
+        if (++tick % 20 == 0) {
+            gg_error err = GG_ERROR_INIT;
+            long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
+            if (gen >= 0 && gen != gw->graphs_gen) {
+                gw->graphs_gen = gen;
+                gg_gateway_sync(gw, &err);
+            }
+            gg_error_clear(&err);
         }
-        gg_error_clear(&err);
         pthread_mutex_lock(&gw->watch_mu);
     }
     pthread_mutex_unlock(&gw->watch_mu);
@@ -215,6 +224,15 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_rejected, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
+    gg_history_stats hs;
+    gg_history_get_stats(gw->history, &hs);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_history_records_total execution records by fate\n"
+                     "# TYPE graphgate_history_records_total counter\n"
+                     "graphgate_history_records_total{fate=\"submitted\"} %llu\n"
+                     "graphgate_history_records_total{fate=\"written\"} %llu\n"
+                     "graphgate_history_records_total{fate=\"dropped\"} %llu\n",
+                     hs.submitted, hs.written, hs.dropped);
 }
 
 /* ------------------------------------------------------------------ install / shutdown */

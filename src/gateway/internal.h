@@ -109,5 +109,13 @@ bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err);
 bool gw_admin_install_routes(gg_gateway *gw, gg_error *err);
 /* Cancel running calls and wait for them (shutdown). */
 void gw_cancel_running(gg_gateway *gw);
+/* Submit RUNNING records for runs older than min_age_ms (called by the watcher). */
+void gw_announce_long_runs(gg_gateway *gw, double min_age_ms);
+/* History backlog marks (the writer queues at most 65536 records by default): past the
+ * soft mark workers wait for the writer before starting a run; past the hard mark new calls
+ * are refused (503) so that no run is ever left unrecorded. */
+#define GW_HISTORY_BACKLOG_SOFT 16384ull
+#define GW_HISTORY_BACKLOG_MAX 60000ull
+#define GW_ANNOUNCE_AFTER_MS 50.0
 
 #endif

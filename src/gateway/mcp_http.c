@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "gateway/internal.h"
 
@@ -149,7 +150,9 @@ typedef struct gw_call_job {
     bool has_key;
     char request_id[GG_HTTP_REQUEST_ID_MAX];
     bool sse_ok, streaming, plain;
-    gg_exec_record *rec;
+    gg_exec_record *rec; /* taken under gw->jobs_mu (the announcer copies it) */
+    double started_ms;   /* monotonic, when the worker picked it up */
+    bool announced;      /* a RUNNING record was submitted */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -161,6 +164,7 @@ static void job_free(gw_call_job *j) {
 }
 
 static void running_add(gg_gateway *gw, gw_call_job *j) {
+    j->started_ms = gg_now_ms();
     pthread_mutex_lock(&gw->jobs_mu);
     j->next = gw->jobs;
     if (gw->jobs) gw->jobs->prev = j;
@@ -178,6 +182,40 @@ static void running_remove(gg_gateway *gw, gw_call_job *j) {
     gw->running--;
     pthread_cond_broadcast(&gw->jobs_cv);
     pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+/* Runs still going after min_age_ms get a RUNNING record, so a crash leaves a row the next
+ * start marks `interrupted`. Short runs skip it: their RUNNING and final records would sit
+ * in the same in-memory queue anyway, and writing both would double the writer's work. */
+void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
+    double now = gg_now_ms();
+    pthread_mutex_lock(&gw->jobs_mu);
+    for (gw_call_job *j = gw->jobs; j; j = j->next)
+        if (!j->announced && j->rec && now - j->started_ms >= min_age_ms) {
+            j->announced = true;
+            gg_exec_record *h = gg_exec_record_copy_header(j->rec);
+            if (h) gg_history_submit(gw->history, h);
+        }
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+/* Records queued for the history writer and not yet written. */
+static unsigned long long history_backlog(gg_gateway *gw) {
+    if (!gw->history) return 0;
+    gg_history_stats st;
+    gg_history_get_stats(gw->history, &st);
+    unsigned long long done = st.written + st.dropped;
+    return st.submitted > done ? st.submitted - done : 0;
+}
+
+/* Every run is recorded, so runs may not outpace the writer: past the soft mark a worker
+ * waits (bounded) before starting the next run; calls then queue in the pool, whose bound
+ * answers 503 if the writer stays stuck. */
+static void wait_for_history(gg_gateway *gw) {
+    for (int i = 0; i < 10000 && !gw->stopping && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT; i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Shutdown: stop every running call and wait until they have answered and recorded. */
@@ -203,8 +241,10 @@ static void job_emit(void *user, const char *json, size_t len) {
 /* Convert the graph's node records to the store's and submit the final state. */
 static void record_finish(gw_call_job *j) {
     gg_gateway *gw = j->gw;
+    pthread_mutex_lock(&gw->jobs_mu);
     gg_exec_record *r = j->rec;
     j->rec = NULL;
+    pthread_mutex_unlock(&gw->jobs_mu);
     if (!r || !gw->history) {
         gg_exec_record_free(r);
         return;
@@ -228,7 +268,10 @@ static void record_finish(gw_call_job *j) {
                                 json_string_value(json_object_get(n, "nodeType")),
                                 json_integer_value(json_object_get(n, "startTime")),
                                 json_integer_value(json_object_get(n, "endTime")),
-                                json_incref(in), json_incref(out), err ? (emsg ? emsg : "error") : NULL);
+                                /* a node's input (its whole context) is kept only where
+                                 * it explains something: on the node that failed */
+                                err ? json_incref(in) : NULL, json_incref(out),
+                                err ? (emsg ? emsg : "error") : NULL);
         if (nr && json_is_number(json_object_get(n, "duration")))
             nr->duration_ms = json_number_value(json_object_get(n, "duration"));
     }
@@ -280,9 +323,9 @@ static void job_respond(gw_call_job *j, char *body, int status) {
 static void job_run(void *arg) {
     gw_call_job *j = arg;
     gg_gateway *gw = j->gw;
+    if (j->ep.is_graph) wait_for_history(gw);
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
-    if (j->rec && gw->history) gg_history_submit(gw->history, gg_exec_record_copy_header(j->rec));
     mcp_call_set_emitter(j->call, job_emit, j);
     char *body = mcp_call_run(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant);
     if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
@@ -310,6 +353,16 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
     json_t *id = json_incref(mcp_call_id(call));
+    if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_MAX) {
+        /* every run is recorded: refuse rather than run one the writer would drop */
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        mcp_call_free(call);
+        gg_http_res_header(res, "Retry-After", "1");
+        if (plain) gg_http_res_error(res, 503, "busy", "the execution history writer is behind; retry later");
+        else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy: the execution history writer is behind; retry later");
+        json_decref(id);
+        return GG_HTTP_DONE;
+    }
     if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
         __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
         mcp_call_free(call);
