@@ -957,6 +957,36 @@ static NOINLINE bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     return ok;
 }
 
+/* json-logic-js comparisons and ! / !! without the generic argument vector: they are
+ * most of what switch rules do. Arguments are still all evaluated, in order. */
+static NOINLINE bool js_small_op(jl_ctx *c, const jl_node *n, jl_val *out) {
+    jl_val v[3];
+    int cnt = n->nargs;
+    for (int i = 0; i < cnt; i++)
+        if (!jl_eval(c, n->args[i], &v[i])) {
+            while (i-- > 0) jl_release(&v[i]);
+            return false;
+        }
+    for (int i = cnt; i < 3; i++) v[i].t = JV_UNDEF;
+    bool r;
+    switch (n->op) {
+    case OP_NOT: r = !jl_truthy(&v[0]); break;
+    case OP_NOTNOT: r = jl_truthy(&v[0]); break;
+    case OP_EQ: r = jl_loose_eq(c, &v[0], &v[1]); break;
+    case OP_NE: r = !jl_loose_eq(c, &v[0], &v[1]); break;
+    case OP_SEQ: r = jl_strict_eq(&v[0], &v[1]); break;
+    case OP_SNE: r = !jl_strict_eq(&v[0], &v[1]); break;
+    case OP_GT: case OP_GE: r = cmp_holds(n->op, jl_compare(c, &v[0], &v[1])); break;
+    default:
+        r = cmp_holds(n->op, jl_compare(c, &v[0], &v[1]));
+        if (v[2].t != JV_UNDEF) r = r && cmp_holds(n->op, jl_compare(c, &v[1], &v[2]));
+    }
+    for (int i = 0; i < cnt; i++) jl_release(&v[i]);
+    if (gg_error_is_set(c->err)) return false;
+    jl_set_bool(out, r);
+    return true;
+}
+
 static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     json_t *r = json_array();
     if (!r) return oom(c);
@@ -992,6 +1022,9 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_THROW: return op_throw(c, n, out);
     case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
         if (c->compat) return compat_chain(c, n, out);
+        /* fall through */
+    case OP_NOT: case OP_NOTNOT:
+        if (n->nargs <= 3 && n->args_array) return js_small_op(c, n, out);
         return eager_op(c, n, out);
     default: return eager_op(c, n, out);
     }
