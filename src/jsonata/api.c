@@ -121,7 +121,6 @@ json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
     }
     gg_error local = GG_ERROR_INIT;
     jn_value *r = jn_evaluate_ast(e->ast, in, b, e->env, opts, call_user, &local);
-    jn_decref(in);
     jn_decref(b);
     if (gg_error_is_set(&local)) {
         jn_decref(r);

@@ -117,6 +117,7 @@ void jn_free_immortal(jn_value *v);
 bool jn_is_sequence(const jn_value *v);
 jn_value *jn_array_copy(const jn_value *a, size_t extra);
 jn_value *jn_from_json_lazy(json_t *j);
+jn_value *jn_object_get_key(const jn_value *obj, jn_value *key);
 void jn_object_remove(jn_value *o, const char *key, size_t klen);
 
 /* parser */
@@ -134,7 +135,7 @@ struct jsonata_expr {
     const jsonata_env *env;
 };
 
-/* evaluation */
+/* evaluation (input is consumed) */
 jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *bindings,
                           const jsonata_env *env, const jsonata_options *opts,
                           void *call_user, gg_error *err);

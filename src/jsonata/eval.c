@@ -335,7 +335,8 @@ static bool lookup_into(jn_state *c, jn_value *in, const jn_node *n, jn_value **
         if (!*acc) *acc = seq_new(c);
         return *acc != NULL;
     }
-    if (in->type == JN_OBJECT) *acc = jn_incref(jn_object_get(in, n->str, n->slen));
+    if (in->type == JN_OBJECT)
+        *acc = jn_incref(n->value ? jn_object_get_key(in, n->value) : jn_object_get(in, n->str, n->slen));
     return true;
 }
 
@@ -2058,7 +2059,7 @@ jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *binding
     state_init(&c, env, opts, call_user, err);
     jn_value *res = NULL;
     jn_frame *root = frame_new(&c, NULL);
-    jn_value *in = wrap_input(&c, jn_incref(input));
+    jn_value *in = wrap_input(&c, input); /* consumed: must die before $eval'd ASTs */
     if (root && !FAILED(&c)) {
         if (frame_bind(&c, root, "$", jn_incref(in)) && bindings && bindings->type == JN_OBJECT) {
             for (size_t i = 0; i < bindings->u.obj.n; i++)

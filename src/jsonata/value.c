@@ -218,6 +218,19 @@ static long find_key(const jn_value *o, const char *key, size_t klen) {
     return -1;
 }
 
+/* jn_object_get with the key as a string value (reused when caching lazy entries). */
+jn_value *jn_object_get_key(const jn_value *obj, jn_value *key) {
+    if (!obj || obj->type != JN_OBJECT) return NULL;
+    long e = find_key(obj, key->u.str.s, key->u.str.len);
+    if (e >= 0) return obj->u.obj.ents[e].val;
+    if (!obj->u.obj.lazy) return NULL;
+    json_t *x = json_object_getn(obj->u.obj.lazy, key->u.str.s, key->u.str.len);
+    if (!x) return NULL;
+    jn_value *xv = jn_from_json_lazy(x);
+    if (!xv || !object_put((jn_value *)obj, key, key->u.str.s, key->u.str.len, xv)) return NULL;
+    return xv;
+}
+
 jn_value *jn_object_get(const jn_value *obj, const char *key, size_t klen) {
     if (!obj || obj->type != JN_OBJECT) return NULL;
     long e = find_key(obj, key, klen);
