@@ -154,10 +154,10 @@ static bool run_record(grun *r, int node, json_t *output) {
     return true;
 }
 
-/* Context keys are ordered most recently executed first, as mcpGraph builds them. */
+/* Each node's completion makes a new context object — keys ordered most recently executed
+ * first, as mcpGraph builds it — and never changes an old one, so a history record can keep
+ * the context it saw by reference instead of copying it. */
 static bool context_set(grun *r, const char *id, json_t *output) {
-    void *it = json_object_iter(r->context);
-    if (!it || !strcmp(json_object_iter_key(it), id)) return json_object_set(r->context, id, output) == 0;
     json_t *n = json_object();
     if (!n || json_object_set(n, id, output) != 0) {
         json_decref(n);
@@ -429,7 +429,7 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
         case GN_EXIT: out = r.nhist ? json_incref(r.hist[r.nhist - 1].output) : json_null(); break;
         case GN_TRANSFORM: {
             update_time_limit(&r);
-            if (record_inputs) input = json_copy(r.context);
+            if (record_inputs) input = json_incref(r.context);
             out = jsonata_evaluate(n->expr, r.context, NULL, &r.jopts, &r, &e);
             if (gg_error_is_set(&e)) {
                 gg_error err2 = GG_ERROR_INIT;
@@ -445,7 +445,7 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
         case GN_MCP: out = exec_mcp(&r, n, &input, &e); break;
         case GN_SWITCH:
             update_time_limit(&r);
-            if (record_inputs) input = json_copy(r.context);
+            if (record_inputs) input = json_incref(r.context);
             out = exec_switch(&r, n, &next, &e);
             break;
         }

@@ -29,7 +29,29 @@ typedef struct http_client {
     bool ready;
     int starts;
     long long next_id;
+    CURL *idle[8];      /* reusable handles: each keeps its live connections (TLS reuse) */
+    int nidle;
 } http_client;
+
+/* A handle for one request: an idle one (reset, connections kept) or a new one. */
+static CURL *handle_take(http_client *c) {
+    pthread_mutex_lock(&c->mu);
+    CURL *h = c->nidle ? c->idle[--c->nidle] : NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (h) curl_easy_reset(h);
+    else h = curl_easy_init();
+    return h;
+}
+
+static void handle_give(http_client *c, CURL *h) {
+    pthread_mutex_lock(&c->mu);
+    if (c->nidle < (int)(sizeof c->idle / sizeof c->idle[0])) {
+        c->idle[c->nidle++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (h) curl_easy_cleanup(h);
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_ALL); }
@@ -134,7 +156,7 @@ static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl
 /* POST one JSON-RPC message. Returns the HTTP status (0 on transport failure, err set). */
 static long post(http_client *c, json_t *msg, long long want_id, int timeout_ms, volatile int *cancel, xfer *x,
                  gg_error *err) {
-    CURL *h = curl_easy_init();
+    CURL *h = handle_take(c);
     if (!h) {
         gg_error_set(err, "transport", "cannot create a curl handle");
         return 0;
@@ -187,7 +209,7 @@ static long post(http_client *c, json_t *msg, long long want_id, int timeout_ms,
         status = 0;
     }
     curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
+    handle_give(c, h);
     free(body);
     return status;
 }
@@ -339,6 +361,7 @@ static void http_destroy(void *impl) {
             curl_easy_cleanup(h);
         }
     }
+    for (int i = 0; i < c->nidle; i++) curl_easy_cleanup(c->idle[i]);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->init_mu);
     for (char **p = c->headers; p && *p; p++) free(*p);
