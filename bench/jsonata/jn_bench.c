@@ -29,7 +29,7 @@ static jn_value *load_input(const char *which, const char *doc, const char *dsdi
 /* One evaluation; returns the result rendered as JSON (or "ERR code") when want_text. */
 static char *eval_once(const jsonata_expr *e, jn_value *in, bool want_text, bool *failed) {
     gg_error err = GG_ERROR_INIT;
-    jn_value *r = jn_evaluate_ast(e->ast, in, NULL, e->env, NULL, NULL, &err);
+    jn_value *r = jn_evaluate_ast(e->ast, jn_incref(in), NULL, e->env, NULL, NULL, &err); /* consumes input */
     char *text = NULL;
     *failed = gg_error_is_set(&err);
     if (want_text) {
