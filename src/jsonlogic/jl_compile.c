@@ -245,6 +245,7 @@ static void fold(cctx *cc, jl_node *n) {
     bool ok = jl_eval(&c, n, &v);
     json_decref(c.thrown);
     gg_error_clear(&e);
+    if (ok && c.sentinel) { jl_release(&v); return; } /* holds NaN/undefined inside: keep it live */
     if (!ok) return;
     bool representable = v.t != JV_UNDEF && !(v.t == JV_NUM && !isfinite(v.u.n));
     json_t *j = representable ? jl_to_json(&v) : NULL;

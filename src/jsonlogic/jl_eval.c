@@ -148,7 +148,7 @@ static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen
 static bool frame_data(jl_ctx *c, const jl_frame *f, jl_val *out) {
     if (f->kind != F_REDUCE) return jl_dup(&f->item, out) || oom(c);
     json_t *o = json_object();
-    json_t *cur = jl_to_json(&f->item), *acc = jl_to_json(f->acc);
+    json_t *cur = jl_to_json_elem(c, &f->item), *acc = jl_to_json_elem(c, f->acc);
     if (!o || !cur || !acc || json_object_set_new(o, "current", cur) != 0 ||
         json_object_set_new(o, "accumulator", acc) != 0) {
         json_decref(o);
@@ -303,7 +303,7 @@ static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out
         bool miss = false;
         bool ok = missing_key(c, n, &key, &miss);
         if (ok && miss) {
-            json_t *k = jl_to_json(&key);
+            json_t *k = jl_to_json_elem(c, &key);
             if (!res) res = json_array();
             if (!k || !res || json_array_append_new(res, k) != 0) ok = oom(c);
         }
@@ -397,7 +397,8 @@ static bool val_walk(jl_ctx *c, const jl_node *n, jl_val *out, bool *found) {
     jl_val first = cnt > 0 ? (segs ? segs[0] : jl_elem(&list, 0)) : JL_UNDEF;
     if (jl_is_arr(&first)) { /* [[n], ...]: climb n scopes first */
         jl_val lv = json_array_size(first.u.j) ? jl_elem(&first, 0) : JL_UNDEF;
-        level = (long)jl_to_number(&lv);
+        double d = fabs(jl_to_number(&lv));
+        level = isnan(d) ? 0 : d > 1e6 ? 1000000 : (long)d; /* deeper than any scope: the root */
         jl_release(&lv);
         start = 1;
     }
@@ -789,7 +790,7 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
     if (!r) return oom(c);
     for (int i = 0; i < a->n; i++) {
         const jl_val *v = &a->v[i];
-        json_t *e = jl_is_arr(v) ? NULL : jl_to_json(v);
+        json_t *e = jl_is_arr(v) ? NULL : jl_to_json_elem(c, v);
         if (jl_is_arr(v) ? json_array_extend(r, v->u.j) != 0 : (!e || json_array_append_new(r, e) != 0)) {
             json_decref(r);
             return oom(c);
@@ -800,6 +801,12 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
 }
 
 /* ---------------------------------------------------------------- iteration */
+
+/* Argument i, or undefined when the rule gave fewer. */
+static bool eval_arg(jl_ctx *c, const jl_node *n, int i, jl_val *out) {
+    if (i >= n->nargs) { out->t = JV_UNDEF; return true; }
+    return jl_eval(c, n->args[i], out);
+}
 
 /* Evaluate logic for element i of coll in a new scope. */
 static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i, jl_val *out) {
@@ -814,7 +821,7 @@ static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t 
 
 static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
-    if (!jl_eval(c, n->args[0], &coll)) return false;
+    if (!eval_arg(c, n, 0, &coll)) return false;
     json_t *r = json_array();
     if (!r) { jl_release(&coll); return oom(c); }
     bool ok = true;
@@ -823,7 +830,7 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
         jl_val v = JL_UNDEF;
         ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
         json_t *e = NULL;
-        if (ok && n->op == OP_MAP) e = jl_to_json(&v);
+        if (ok && n->op == OP_MAP) e = jl_to_json_elem(c, &v);
         else if (ok && jl_truthy(&v)) {
             jl_val el;
             jl_elem_to(&el, &coll, i);
@@ -841,7 +848,7 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
 
 static NOINLINE bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll, acc = JL_NULL;
-    if (!jl_eval(c, n->args[0], &coll)) return false;
+    if (!eval_arg(c, n, 0, &coll)) return false;
     size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0, i = 0;
     bool ok = true;
     if (n->nargs > 2) ok = jl_eval(c, n->args[2], &acc);
@@ -871,7 +878,7 @@ static NOINLINE bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
  * some go through filter. The compat suites make a non-array set an error instead. */
 static NOINLINE bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
-    if (!jl_eval(c, n->args[0], &coll)) return false;
+    if (!eval_arg(c, n, 0, &coll)) return false;
     if (!jl_is_arr(&coll)) {
         jl_release(&coll);
         if (c->compat) return args_error(c, n->name);
@@ -900,8 +907,15 @@ static bool op_custom(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out)
     json_t *small[8], **js = small, *data = NULL;
     if (a->n > 8 && !(js = calloc((size_t)a->n, sizeof *js))) return oom(c);
     bool ok = true;
-    for (int i = 0; i < a->n && ok; i++)
-        if (!(js[i] = jl_to_json(&a->v[i]))) ok = oom(c);
+    for (int i = 0; i < a->n && ok; i++) {
+        if (!(js[i] = jl_to_json(&a->v[i]))) { ok = oom(c); break; }
+        if (c->sentinel && (json_is_array(js[i]) || json_is_object(js[i]))) { /* hand out plain JSON */
+            json_t *copy = json_deep_copy(js[i]);
+            json_decref(js[i]);
+            if (!(js[i] = copy)) { ok = oom(c); break; }
+            jl_fix_sentinels(js[i], 0);
+        }
+    }
     jl_val d = JL_UNDEF;
     if (ok && (!frame_data(c, c->top, &d) || !(data = jl_to_json(&d)))) ok = oom(c);
     jl_release(&d);
@@ -919,7 +933,8 @@ static bool op_custom(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out)
 }
 
 static bool op_log(jl_ctx *c, const argv_t *a, jl_val *out) {
-    json_t *j = jl_to_json(arg(a, 0));
+    json_t *j = jl_to_json(arg(a, 0)), *copy = c->sentinel && j ? json_deep_copy(j) : NULL;
+    if (copy) { json_decref(j); j = copy; jl_fix_sentinels(j, 0); }
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     gg_log(GG_LOG_INFO, "jsonlogic log", "value", text ? text : "null", NULL);
     free(text);
@@ -993,7 +1008,7 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     for (int i = 0; i < n->nargs; i++) {
         jl_val v;
         if (!jl_eval(c, n->args[i], &v)) { json_decref(r); return false; }
-        json_t *e = jl_to_json(&v);
+        json_t *e = jl_to_json_elem(c, &v);
         jl_release(&v);
         if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
     }
@@ -1080,6 +1095,7 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
         res = jl_to_json(&v);
         jl_release(&v);
         if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
+        else if (c.sentinel) jl_fix_sentinels(res, 0);
     } else if (!gg_error_is_set(err)) {
         gg_error_set(err, "internal", "evaluation failed");
     }

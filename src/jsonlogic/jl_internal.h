@@ -8,6 +8,7 @@
 #ifndef GG_JL_INTERNAL_H
 #define GG_JL_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,19 @@ typedef struct jl_ctx {
     gg_error *err;
     json_t *thrown; /* value of the last {"throw"} while err->code is "thrown" */
     bool compat;
+    bool sentinel;  /* some array built here holds a NaN/Infinity/undefined sentinel */
 } jl_ctx;
+
+/* Arrays built during evaluation may hold what JSON cannot: NaN, +-Infinity, undefined.
+ * They are stored as 2-byte strings starting with 0xFF (never valid UTF-8, so never
+ * data), read back by jl_wrap_to, and replaced by null before anything leaves the
+ * evaluator (jl_fix_sentinels). */
+#define JL_SENTINEL 0xFF
+static inline void jl_from_sentinel(jl_val *out, char kind) {
+    if (kind == 'U') { out->t = JV_UNDEF; return; }
+    out->t = JV_NUM;
+    out->u.n = kind == 'I' ? INFINITY : kind == 'i' ? -INFINITY : NAN;
+}
 
 /* ---- values (jl_value.c; the hot helpers are inline) ---- */
 void jl_release_slow(jl_val *v);
@@ -68,6 +81,12 @@ static inline void jl_wrap_to(jl_val *out, json_t *j, jl_origin origin) {
     case JSON_FALSE: out->t = JV_BOOL; out->u.b = false; break;
     case JSON_INTEGER: out->t = JV_NUM; out->u.n = (double)json_integer_value(j); break;
     case JSON_REAL: out->t = JV_NUM; out->u.n = json_real_value(j); break;
+    case JSON_STRING:
+        if (json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) {
+            jl_from_sentinel(out, json_string_value(j)[1]);
+            break;
+        }
+        /* fall through */
     default:
         out->t = JV_JSON;
         out->origin = (uint8_t)origin;
@@ -86,6 +105,12 @@ bool jl_dup(const jl_val *v, jl_val *out);
 /* A new json_t reference for v (v unchanged); NaN/Infinity/undefined become null like
  * JSON.stringify. NULL on OOM. */
 json_t *jl_to_json(const jl_val *v);
+/* The same for a value going into an array built during evaluation: NaN, Infinity and
+ * undefined become sentinels (and c->sentinel is set). */
+json_t *jl_to_json_elem(struct jl_ctx *c, const jl_val *v);
+/* Replace sentinels by null inside arrays/objects (in place; only ever finds them in
+ * containers this evaluation built). */
+void jl_fix_sentinels(json_t *j, int depth);
 /* Take ownership of a malloc'd string. */
 jl_val jl_str_take(char *s, size_t len);
 bool jl_str_copy(const char *s, size_t len, jl_val *out);

@@ -12,6 +12,8 @@
 
 #define JL_COERCE_DEPTH 256 /* nested arrays followed by ToString / ToNumber */
 
+static bool is_sentinel(const json_t *j);
+
 void jl_oom(jl_ctx *c) {
     if (c && c->err && !gg_error_is_set(c->err)) gg_error_set(c->err, "out_of_memory", "out of memory");
 }
@@ -66,6 +68,38 @@ json_t *jl_to_json(const jl_val *v) {
     case JV_STR: return json_stringn(v->u.str.s, v->u.str.len);
     case JV_JSON: return json_incref(v->u.j); /* shared, read-only (see jsonlogic.h) */
     default: return json_null();
+    }
+}
+
+json_t *jl_to_json_elem(jl_ctx *c, const jl_val *v) {
+    char kind = 0;
+    if (v->t == JV_UNDEF) kind = 'U';
+    else if (v->t == JV_NUM && !isfinite(v->u.n)) kind = isnan(v->u.n) ? 'N' : v->u.n > 0 ? 'I' : 'i';
+    if (!kind) return jl_to_json(v);
+    char buf[2] = {(char)JL_SENTINEL, kind};
+    c->sentinel = true;
+    return json_stringn_nocheck(buf, 2);
+}
+
+static bool is_sentinel(const json_t *j) {
+    return json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL;
+}
+
+void jl_fix_sentinels(json_t *j, int depth) {
+    if (depth > 4096) return;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *e = json_array_get(j, i);
+            if (is_sentinel(e)) json_array_set_new(j, i, json_null());
+            else jl_fix_sentinels(e, depth + 1);
+        }
+    } else if (json_is_object(j)) {
+        const char *k;
+        json_t *e;
+        json_object_foreach(j, k, e) {
+            if (is_sentinel(e)) json_object_set_new(j, k, json_null());
+            else jl_fix_sentinels(e, depth + 1);
+        }
     }
 }
 
@@ -283,7 +317,9 @@ static double json_elem_to_number(const json_t *e, int depth) {
     case JSON_NULL: return 0; /* [null] joins to "" */
     case JSON_INTEGER: return (double)json_integer_value(e);
     case JSON_REAL: return json_real_value(e);
-    case JSON_STRING: return jl_str_to_number(json_string_value(e), json_string_length(e));
+    case JSON_STRING:
+        if (is_sentinel(e)) { jl_val v; jl_from_sentinel(&v, json_string_value(e)[1]); return v.t == JV_NUM ? v.u.n : 0; }
+        return jl_str_to_number(json_string_value(e), json_string_length(e));
     case JSON_ARRAY: return array_to_number(e, depth + 1);
     default: return NAN; /* "true", "false", "[object Object]" */
     }
@@ -343,7 +379,13 @@ static bool json_to_string(jl_ctx *c, const json_t *j, gg_strbuf *b, bool join_m
     case JSON_FALSE: return gg_strbuf_puts(b, "false");
     case JSON_INTEGER: return append_number(b, (double)json_integer_value(j));
     case JSON_REAL: return append_number(b, json_real_value(j));
-    case JSON_STRING: return gg_strbuf_append(b, json_string_value(j), json_string_length(j));
+    case JSON_STRING:
+        if (is_sentinel(j)) { /* only ever an array element: join prints undefined as "" */
+            jl_val v;
+            jl_from_sentinel(&v, json_string_value(j)[1]);
+            return v.t == JV_NUM ? append_number(b, v.u.n) : true;
+        }
+        return gg_strbuf_append(b, json_string_value(j), json_string_length(j));
     case JSON_OBJECT: return gg_strbuf_puts(b, "[object Object]");
     case JSON_ARRAY:
         if (depth > JL_COERCE_DEPTH) {

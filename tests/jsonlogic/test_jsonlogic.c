@@ -217,6 +217,10 @@ START_TEST(javascript_coercions) {
     CHECK("{\"var\":\"s.length\"}", "{\"s\":\"\\ud83d\\ude00a\"}", "3"); /* UTF-16 length */
     CHECK("{\"in\":[1,\"a1\"]}", NULL, "true");
     CHECK("{\"/\":[1,0]}", NULL, "null");                 /* Infinity prints as null */
+    /* inside arrays NaN/Infinity/undefined keep their meaning until the result is printed */
+    CHECK("{\"cat\":[{\"map\":[[1,0],{\"/\":[1,{\"var\":\"\"}]}]}]}", NULL, "\"1,Infinity\"");
+    CHECK("{\"map\":[[1,0],{\"/\":[1,{\"var\":\"\"}]}]}", NULL, "[1,null]");
+    CHECK("{\"in\":[{\"or\":[]},{\"map\":[[1],{\"or\":[]}]}]}", NULL, "true");
 }
 END_TEST
 
