@@ -242,6 +242,7 @@ double jn_decimal_to_double(const jn_decimal *dec) {
 
 double jn_round_half_even(double v, int places) {
     if (!isfinite(v) || v == 0) return v;
+    if (places >= 0 && v == floor(v)) return v; /* integers need no rounding */
     jn_decimal dec;
     jn_decimal_from_double(v, &dec);
     jn_decimal_round(&dec, places);

@@ -123,18 +123,22 @@ bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
 
 static const char HEX[] = "0123456789ABCDEF";
 
+/* Bytes encodeURIComponent leaves alone (bit 0) and those encodeURI also keeps (bit 1). */
+static unsigned char url_class(unsigned char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 3;
+    if (c && strchr("-_.!~*'()", c)) return 3;
+    if (c && strchr(";,/?:@&=+$#", c)) return 2;
+    return 0;
+}
+
 bool jn_url_encode(const char *s, size_t n, bool component, gg_strbuf *out) {
-    static const char *keep_all = "-_.!~*'()";
-    static const char *keep_uri = ";,/?:@&=+$#";
-    size_t i = 0;
+    unsigned char keep = component ? 1 : 2;
+    size_t i = 0, run = 0;
+    gg_strbuf_reserve(out, n + n / 2);
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            (c && strchr(keep_all, c)) || (!component && c && strchr(keep_uri, c))) {
-            gg_strbuf_putc(out, (char)c);
-            i++;
-            continue;
-        }
+        if (c < 0x80 && (url_class(c) & keep)) { i++; continue; }
+        gg_strbuf_append(out, s + run, i - run);
         size_t start = i;
         uint32_t cp = jn_utf8_next(s, n, &i);
         if ((cp >= 0xD800 && cp <= 0xDFFF) || (cp == 0xFFFD && i - start == 1 && c >= 0x80))
@@ -144,7 +148,9 @@ bool jn_url_encode(const char *s, size_t n, bool component, gg_strbuf *out) {
             char t[3] = {'%', HEX[b >> 4], HEX[b & 15]};
             gg_strbuf_append(out, t, 3);
         }
+        run = i;
     }
+    gg_strbuf_append(out, s + run, n - run);
     return !out->oom;
 }
 
@@ -164,8 +170,15 @@ static int pct_byte(const char *s, size_t n, size_t i) {
 bool jn_url_decode(const char *s, size_t n, bool component, gg_strbuf *out) {
     static const char *reserved = ";/?:@&=+$,#";
     size_t i = 0;
+    gg_strbuf_reserve(out, n);
     while (i < n) {
-        if (s[i] != '%') { gg_strbuf_putc(out, s[i]); i++; continue; }
+        if (s[i] != '%') {
+            const char *pct = memchr(s + i, '%', n - i);
+            size_t to = pct ? (size_t)(pct - s) : n;
+            gg_strbuf_append(out, s + i, to - i);
+            i = to;
+            continue;
+        }
         int b = pct_byte(s, n, i);
         if (b < 0) return false;
         if (b < 0x80) {
