@@ -315,7 +315,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 static enum MHD_Result respond_async(gg_http_req *req) {
     gg_http_async *a = req->async;
     pthread_mutex_lock(&req->srv->alock);
-    bool streaming = a->streaming, abandoned = a->abandoned, done = a->owner_done;
+    bool streaming = a->streaming, abandoned = a->abandoned;
     pthread_mutex_unlock(&req->srv->alock);
     if (streaming) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, a, NULL);
@@ -328,7 +328,9 @@ static enum MHD_Result respond_async(gg_http_req *req) {
         MHD_destroy_response(r);
         return ok;
     }
-    if (abandoned && !done)
+    /* Once abandoned the answer is 503 even if the owner finished a moment later: the
+     * shutdown already decided, and the client must not see a half-trusted result. */
+    if (abandoned)
         return send_error(req, 503, "shutting_down", "the server is shutting down; retry the request");
     return send_res(req, &a->res);
 }

@@ -26,7 +26,7 @@ const load = (f) => YAML.parse(fs.readFileSync(f, 'utf8'), { version: '1.2', uni
 const dir = path.join(src, 'specs');
 check('_common.yaml validates', validateCommon(load(path.join(dir, '_common.yaml'))), validateCommon.errors);
 const perType = {};
-for (const type of fs.readdirSync(dir).filter((d) => !d.startsWith('_') && !d.startsWith('.')).sort()) {
+for (const type of fs.readdirSync(dir).filter((d) => !d.startsWith('_') && !d.startsWith('.') && fs.statSync(path.join(dir, d)).isDirectory()).sort()) {
   for (const f of fs.readdirSync(path.join(dir, type)).filter((f) => f.endsWith('.yaml')).sort()) {
     const doc = load(path.join(dir, type, f));
     const ok = validate(doc);
