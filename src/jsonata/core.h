@@ -65,6 +65,7 @@ struct jn_node {
     bool keep_singleton;
     bool tuple;            /* path needs a tuple stream (focus/index/parent) */
     bool thunk;            /* lambda body is a tail call */
+    bool constant;         /* value does not depend on context or variables */
     int slot;              /* parse-time: ancestry slot + 1 (% nodes, ancestor steps) */
     int *seek;             /* parse-time: unresolved ancestry slots */
     int nseek;

@@ -450,6 +450,45 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
         jn_decref(input);
         return res;
     }
+    if (pred->constant && len > 0) {
+        /* a predicate that does not depend on the item (e.g. [[0..9]]) is evaluated once */
+        jn_value *r = ev(c, pred, NULL, env);
+        if (FAILED(c)) goto bad;
+        bool allnum = r && (is_number(r) || r->type == JN_ARRAY);
+        for (size_t j = 0; allnum && r->type == JN_ARRAY && j < r->u.arr.n; j++)
+            if (!is_number(r->u.arr.items[j])) allnum = false;
+        if (allnum && r->type == JN_ARRAY && r->u.arr.n == 0) allnum = false;
+        if (!allnum) {
+            bool t = jn_truthy(r);
+            jn_decref(r);
+            for (size_t i = 0; t && i < len; i++)
+                if (!seq_push(c, res, jn_incref(input->u.arr.items[i]))) goto bad;
+            jn_decref(input);
+            return res;
+        }
+        uint32_t *hits = len ? calloc(len, sizeof *hits) : NULL;
+        if (len && !hits) {
+            jn_decref(r);
+            oom(c);
+            goto bad;
+        }
+        size_t m = r->type == JN_ARRAY ? r->u.arr.n : 1;
+        for (size_t j = 0; j < m; j++) {
+            double ii = floor(r->type == JN_ARRAY ? r->u.arr.items[j]->u.n : r->u.n);
+            if (ii < 0) ii += (double)len;
+            if (ii >= 0 && ii < (double)len) hits[(size_t)ii]++;
+        }
+        jn_decref(r);
+        for (size_t i = 0; i < len; i++)
+            for (uint32_t k = 0; k < hits[i]; k++)
+                if (!seq_push(c, res, jn_incref(input->u.arr.items[i]))) {
+                    free(hits);
+                    goto bad;
+                }
+        free(hits);
+        jn_decref(input);
+        return res;
+    }
     for (size_t i = 0; i < len; i++) {
         jn_value *item = input->u.arr.items[i];
         jn_value *ctx = item;
@@ -461,7 +500,7 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
         }
         jn_value *r = ev(c, pred, ctx, fenv);
         if (FAILED(c)) goto bad;
-        bool keep = false;
+        size_t keep = 0; /* the reference adds an item once per matching index */
         if (is_number(r)) {
             double ii = floor(r->u.n);
             if (ii < 0) ii += (double)len;
@@ -474,7 +513,7 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
                 for (size_t j = 0; j < r->u.arr.n; j++) {
                     double ii = floor(r->u.arr.items[j]->u.n);
                     if (ii < 0) ii += (double)len;
-                    if (ii == (double)i) keep = true;
+                    if (ii == (double)i) keep++;
                 }
             } else {
                 keep = jn_truthy(r);
@@ -483,7 +522,8 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
             keep = jn_truthy(r);
         }
         jn_decref(r);
-        if (keep && !seq_push(c, res, jn_incref(item))) goto bad;
+        for (size_t k = 0; k < keep; k++)
+            if (!seq_push(c, res, jn_incref(item))) goto bad;
     }
     jn_decref(input);
     return res;

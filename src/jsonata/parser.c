@@ -913,6 +913,22 @@ static jn_node *parse_lambda(parser *p, jn_node *call, int pos) {
     return lam;
 }
 
+/* Literals, and arrays/arithmetic/ranges of literals, evaluate to the same value anywhere. */
+static bool is_constant(const jn_node *n) {
+    if (!n || n->nstages || n->group || n->keep_array) return false;
+    switch (n->type) {
+    case N_NUMBER: case N_STRING: case N_VALUE: return true;
+    case N_NEGATE: return is_constant(n->lhs);
+    case N_BINARY:
+        return n->op != OP_AND && n->op != OP_OR && is_constant(n->lhs) && is_constant(n->rhs);
+    case N_ARRAY:
+        for (int i = 0; i < n->nitems; i++)
+            if (!is_constant(n->items[i])) return false;
+        return true;
+    default: return false;
+    }
+}
+
 static jn_node *binary(parser *p, jn_op op, jn_node *lhs, int bp, int pos) {
     jn_node *rhs = expression(p, bp);
     if (!rhs) {
@@ -962,6 +978,7 @@ static jn_node *led(parser *p, jn_node *left) {
             jn_node *e = expression(p, 0);
             if (!e) goto fail;
             if (!expect(p, "]")) { jn_node_free(e); goto fail; }
+            e->constant = e->type != N_NUMBER && is_constant(e);
             jn_node *s = last_step(left);
             if (s->group || (left->type == N_PATH && left->group)) {
                 perr(p, "S0209", pos, "A predicate cannot follow a grouping expression in a step", NULL);
