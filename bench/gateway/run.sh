@@ -88,7 +88,9 @@ measure "$tmp/ngx.txt" "http://127.0.0.1:$nport/answer.json" "$top/bench/gateway
 kill "$npid" 2>/dev/null; npid=""
 read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg.txt")"
 read -r n_rps n_p50 n_p99 n_bad <<<"$(field "$tmp/ngx.txt")"
-calls=$(curl -s "$pub/metrics" | awk '/^graphgate_tool_calls_total/ {print $2}')
+int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
+sleep 2 # let the history writer catch up, then count what it recorded
+hist=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $3, $NF}')
 kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
 
 # ---- mcpgraph (stdio, driven by the SDK client)
@@ -111,4 +113,4 @@ best_mg = max(ms, mp)
 print("\ngraphgate / nginx      = %.1f%%  (goal >= 50%%)" % (100 * g / n if n else 0))
 print("graphgate / mcpgraph   = %.1fx  (best mcpgraph mode; goal >= 20x)" % (g / best_mg if best_mg else float('inf')))
 PY
-echo "graphgate tool calls executed: ${calls:-?} (history written for every one)"
+echo "graphgate execution history records: ${hist:-?}"

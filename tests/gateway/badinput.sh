@@ -59,4 +59,5 @@ t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"
 # concurrency: 64 calls at once all succeed
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
+t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

@@ -29,3 +29,13 @@ gw_init() {
 }
 # jget FILE EXPR → python expression over the parsed JSON file as `d`.
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+# gw_stop_clean: SIGTERM the server; true when it exited 0 and its stderr holds no
+# sanitizer report (under --enable-sanitizers leaks and errors fail the test here).
+gw_stop_clean() {
+  gg_stop
+  if grep -qE 'Sanitizer|runtime error' "$GG_TMP/serve.err" 2>/dev/null; then
+    grep -E -A20 'Sanitizer|runtime error' "$GG_TMP/serve.err" | head -60 >&2
+    return 1
+  fi
+  [ "$GG_EXIT" = 0 ] || { echo "   serve exited $GG_EXIT" >&2; tail -5 "$GG_TMP/serve.err" >&2; return 1; }
+}

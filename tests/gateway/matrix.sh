@@ -154,4 +154,5 @@ gw_rpc "$GG_TMP/r2.json" "$MCP" "$RW" "" "$INIT" >/dev/null
 t "rate limit → 429" eq "$(gw_rpc "$GG_TMP/r3.json" "$MCP" "$RW" "" "$INIT")" 429
 t "429 carries Retry-After" grep -qi '^retry-after: [1-9]' "$GG_TMP/r3.json.h"
 t "another key has its own bucket" eq "$(gw_rpc "$GG_TMP/r4.json" "$MCP" "$ADMIN" "" "$INIT")" 200
+t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

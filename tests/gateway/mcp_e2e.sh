@@ -36,4 +36,5 @@ for s in server-initialize ping tools-list tools-call-simple-text tools-call-err
   timeout 120 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --scenario "$s" > "$GG_TMP/conf-$s.out" 2>&1
   t "conformance $s" grep -q ', 0 failed' "$GG_TMP/conf-$s.out" || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
 done
+t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish
