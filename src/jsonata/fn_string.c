@@ -300,6 +300,18 @@ static bool replace_with_fn(jn_call *call, jn_value *fn, jn_value *str, const fn
 static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_value *rep,
                               jn_value *lim, gg_error *err);
 
+/* Replacement can amplify its input (every match replaced by a long string): cap the
+ * result and keep honouring the evaluation's time limit. */
+#define FN_MAX_STRING_BYTES (256u << 20)
+static bool replace_bounds(jn_call *call, gg_strbuf *b, double count, gg_error *err) {
+    if (b->len > FN_MAX_STRING_BYTES) {
+        jn_error(call, err, "D1001", "The result of $replace exceeds %u bytes", FN_MAX_STRING_BYTES);
+        return false;
+    }
+    if (((long long)count & 1023) == 0 && !jn_check_limits(call, err)) return false;
+    return true;
+}
+
 FN(fn_replace) {
     jn_value *s = FN_ARG(0), *pat = FN_ARG(1), *rep = FN_ARG(2);
     if (!s || !pat) return NULL;
@@ -340,6 +352,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
             }
             pos = at + jn_slen(pat);
             count++;
+            if (!replace_bounds(call, &b, count, err)) { gg_strbuf_free(&b); return NULL; }
         }
     } else {
         fn_matcher m;
@@ -351,6 +364,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
             else if (!replace_with_fn(call, rep, s, &mt, &b, err)) break;
             pos = mt.end;
             count++;
+            if (!replace_bounds(call, &b, count, err)) break;
         }
         fn_matcher_free(&m);
         if (gg_error_is_set(err)) { gg_strbuf_free(&b); return NULL; }
