@@ -3,11 +3,15 @@
  * SECONDS seconds of CPU time (process CPU time, so other load on the machine skews the
  * comparison less). Prints "graphgate <ops/s> <cases> <rounds>".
  *
- *   jl_bench FILE [SECONDS]
+ *   jl_bench FILE [SECONDS] [test]
+ *
+ * With "test", each case is evaluated with jsonlogic_test (truthiness only, what a switch
+ * node needs) instead of jsonlogic_apply (JSON result).
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "jsonlogic/jsonlogic.h"
@@ -23,6 +27,7 @@ typedef struct bcase { jsonlogic_rule *rule; json_t *data; } bcase;
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: jl_bench FILE [SECONDS]\n"); return 2; }
     double seconds = argc > 2 ? atof(argv[2]) : 2.0;
+    bool test = argc > 3 && strcmp(argv[3], "test") == 0;
     json_error_t je;
     json_t *doc = json_load_file(argv[1], 0, &je);
     if (!json_is_array(doc)) { fprintf(stderr, "jl_bench: %s: %s\n", argv[1], je.text); return 1; }
@@ -42,6 +47,10 @@ int main(int argc, char **argv) {
     while (now - start < seconds * 1000.0) {
         for (size_t i = 0; i < n; i++) {
             gg_error err = GG_ERROR_INIT;
+            if (test) {
+                if (jsonlogic_test(cases[i].rule, cases[i].data, NULL, &err) < 0) { failures++; gg_error_clear(&err); }
+                continue;
+            }
             json_t *v = jsonlogic_apply(cases[i].rule, cases[i].data, NULL, &err);
             if (!v) { failures++; gg_error_clear(&err); }
             json_decref(v);
@@ -51,7 +60,7 @@ int main(int argc, char **argv) {
         if ((rounds & 15) == 0 || n > 10000) now = cpu_ms();
     }
     now = cpu_ms();
-    printf("graphgate %.0f %zu %ld\n", (double)ops / ((now - start) / 1000.0), n, rounds);
+    printf("%s %.0f %zu %ld\n", test ? "graphgate-test" : "graphgate", (double)ops / ((now - start) / 1000.0), n, rounds);
     for (size_t i = 0; i < n; i++) jsonlogic_free(cases[i].rule);
     free(cases);
     json_decref(doc);

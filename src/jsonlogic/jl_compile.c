@@ -156,6 +156,18 @@ static bool prepare_var(cctx *cc, jl_node *n, json_t *args) {
     n->path = ok ? gg_strbuf_take(&b) : NULL;
     gg_strbuf_free(&b);
     if (!n->path) { fail(cc, "out_of_memory", "out of memory compiling %s", "var"); return false; }
+    if (n->path_len > UINT32_MAX) { fail(cc, "invalid_rule", "%s path too long", "var"); return false; }
+    int nseg = 1;
+    for (size_t i = 0; i < n->path_len; i++) nseg += n->path[i] == '.';
+    if (!(n->segs = calloc((size_t)nseg, sizeof *n->segs))) { fail(cc, "out_of_memory", "out of memory compiling %s", "var"); return false; }
+    uint32_t start = 0;
+    for (uint32_t i = 0; i <= n->path_len; i++)
+        if (i == n->path_len || n->path[i] == '.') {
+            n->segs[n->nseg++] = (struct jl_seg){start, i - start};
+            start = i + 1;
+        }
+    if (n->segs[0].len == 7 && memcmp(n->path, "current", 7) == 0) n->first_kind = 1;
+    if (n->segs[0].len == 11 && memcmp(n->path, "accumulator", 11) == 0) n->first_kind = 2;
     const jsonlogic_var_resolver *res = cc->o ? cc->o->resolver : NULL;
     if (res && res->compile && !n->in_iter && json_is_string(p)) {
         gg_error e2 = GG_ERROR_INIT;
@@ -306,6 +318,7 @@ static void node_free(const jsonlogic_var_resolver *res, jl_node *n) {
     free(n->args);
     if (n->resolved && res && res->free) res->free(res->user, n->resolved);
     json_decref(n->cjson);
+    free(n->segs);
     free(n->path);
     free(n);
 }

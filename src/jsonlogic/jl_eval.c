@@ -198,6 +198,42 @@ static bool var_path(jl_ctx *c, const char *path, size_t plen, jl_val *out, bool
     }
 }
 
+/* var_path for a literal path, split at compile time. */
+static bool var_segs(jl_ctx *c, const jl_node *n, jl_val *out, bool *found) {
+    const jl_frame *f = c->top;
+    *found = true;
+    if (!n->path) return frame_data(c, f, out);
+    jl_val slot[2];
+    jl_val *cur = NULL;
+    int k = 0, i = 0;
+    if (f->kind == F_REDUCE) { /* the virtual {"current", "accumulator"} object */
+        const jl_val *src = n->first_kind == 1 ? &f->item : n->first_kind == 2 ? f->acc : NULL;
+        if (!src) { *found = false; return true; }
+        jl_val *next = n->nseg > 1 ? &slot[k] : out;
+        if (!jl_dup(src, next)) return oom(c);
+        cur = next;
+        k ^= 1;
+        i = 1;
+        if (cur->t == JV_UNDEF) { *found = false; return true; }
+    }
+    for (; i < n->nseg; i++) {
+        const jl_val *base = cur ? cur : &f->item;
+        jl_val *next = i + 1 < n->nseg ? &slot[k] : out;
+        if (jl_is_nullish(base)) {
+            if (cur) jl_release(cur);
+            *found = false;
+            return true;
+        }
+        bool ok = get_prop(c, base, n->path + n->segs[i].off, n->segs[i].len, next);
+        if (cur) jl_release(cur);
+        if (!ok) return false;
+        cur = next;
+        k ^= 1;
+        if (cur->t == JV_UNDEF) { *found = false; return true; }
+    }
+    return true;
+}
+
 /* Graph mode: the resolver evaluates the path against the whole execution context. */
 static bool var_resolved(jl_ctx *c, void *compiled, jl_val *out, bool *found) {
     const jsonlogic_var_resolver *res = &c->rule->resolver;
@@ -247,7 +283,8 @@ static NOINLINE bool op_var(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool found = false, ok;
     out->t = JV_UNDEF;
     if (n->resolved) ok = var_resolved(c, n->resolved, out, &found);
-    else if (n->path_literal) ok = var_path(c, n->path, n->path_len, out, &found);
+    else if (n->path_literal) ok = n->segs || !n->path ? var_segs(c, n, out, &found)
+                                                       : var_path(c, n->path, n->path_len, out, &found);
     else ok = jl_eval(c, n->args[0], &pathv) && var_value(c, n, &pathv, out, &found);
     jl_release(&pathv);
     if (!ok) return false;
@@ -1096,6 +1133,34 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
         jl_release(&v);
         if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
         else if (c.sentinel) jl_fix_sentinels(res, 0);
+    } else if (!gg_error_is_set(err)) {
+        gg_error_set(err, "internal", "evaluation failed");
+    }
+    json_decref(c.thrown);
+    return res;
+}
+
+/* Apply r and return the truthiness of the result: 1, 0, or -1 with err set. The result
+ * is never converted to JSON (no allocation for it). */
+int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    if (!err) {
+        gg_error scratch = GG_ERROR_INIT;
+        int res = jsonlogic_test(r, data, call_user, &scratch);
+        gg_error_clear(&scratch);
+        return res;
+    }
+    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return -1; }
+    if (r->root->op == OP_CONST) return jl_truthy(&r->root->cval);
+    jl_frame root;
+    root.parent = NULL;
+    root.kind = F_ROOT;
+    jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
+    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
+    jl_val v;
+    int res = -1;
+    if (jl_eval(&c, r->root, &v)) {
+        res = jl_truthy(&v);
+        jl_release(&v);
     } else if (!gg_error_is_set(err)) {
         gg_error_set(err, "internal", "evaluation failed");
     }

@@ -176,6 +176,9 @@ typedef struct jl_node {
     char *path;         /* OP_VAR with a literal path: ToString of it (NULL = whole data) */
     size_t path_len;
     bool path_literal;
+    uint8_t first_kind; /* literal path's first segment: 1 "current", 2 "accumulator", 0 other */
+    int nseg;           /* literal path split at dots once, at compile time */
+    struct jl_seg { uint32_t off, len; } *segs;
     void *resolved;     /* OP_VAR compiled by the resolver */
     jsonlogic_op_fn fn; /* OP_CUSTOM */
     void *fn_user;
