@@ -238,6 +238,29 @@ START_TEST(var_forms) {
 }
 END_TEST
 
+START_TEST(test_gives_truthiness) {
+    const char *rules[] = {"{\"var\":\"a\"}", "{\"var\":\"b\"}", "{\"*\":[]}", "[]", "{\"merge\":[[1]]}", "{\"/\":[0,0]}"};
+    const int want[] = {1, 0, -1, 0, 1, 0};
+    json_t *data = json_loads("{\"a\":[0],\"b\":\"\"}", 0, NULL);
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        json_t *rule = json_loads(rules[i], 0, NULL);
+        gg_error err = GG_ERROR_INIT;
+        jsonlogic_rule *r = jsonlogic_compile(rule, NULL, &err);
+        ck_assert_ptr_nonnull(r);
+        int got = jsonlogic_test(r, data, NULL, &err);
+        ck_assert_msg(got == want[i], "%s: got %d want %d", rules[i], got, want[i]);
+        ck_assert(got >= 0 || gg_error_is_set(&err));
+        json_t *v = jsonlogic_apply(r, data, NULL, NULL);
+        if (got >= 0) ck_assert_int_eq(jsonlogic_truthy(v), got); /* same answer as apply */
+        json_decref(v);
+        gg_error_clear(&err);
+        jsonlogic_free(r);
+        json_decref(rule);
+    }
+    json_decref(data);
+}
+END_TEST
+
 START_TEST(rule_outlives_its_source) {
     json_t *rule = json_loads("[\"a\",{\"x\":1,\"y\":2},{\"merge\":[[1],[2]]}]", 0, NULL);
     gg_error err = GG_ERROR_INIT;
@@ -306,6 +329,7 @@ int main(void) {
     tcase_add_test(tc, javascript_coercions);
     tcase_add_test(tc, var_forms);
     tcase_add_test(tc, rule_outlives_its_source);
+    tcase_add_test(tc, test_gives_truthiness);
     tcase_add_test(tc, one_rule_many_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
