@@ -21,6 +21,8 @@ typedef struct jn_binding {
 struct jn_frame {
     jn_frame *parent;
     jn_frame *next_alloc;
+    jn_frame *next_free;
+    bool captured; /* reachable from a closure: lives until the evaluation ends */
     jn_binding *b;
     int n, cap;
     jn_binding inline_b[2];
@@ -43,6 +45,7 @@ struct jn_state {
     long long ts;
     void *call_user;
     jn_frame *frames;
+    jn_frame *free_frames; /* released frames for reuse */
     jn_keep *keep;
 };
 
@@ -83,7 +86,14 @@ void jn_error(jn_call *call, gg_error *err, const char *code, const char *fmt, .
 
 /* ---- frames ---- */
 static jn_frame *frame_new(jn_state *c, jn_frame *parent) {
-    jn_frame *f = calloc(1, sizeof *f);
+    jn_frame *f = c->free_frames;
+    if (f) {
+        c->free_frames = f->next_free;
+        f->parent = parent;
+        f->next_free = NULL;
+        return f;
+    }
+    f = calloc(1, sizeof *f);
     if (!f) {
         oom(c);
         return NULL;
@@ -94,6 +104,20 @@ static jn_frame *frame_new(jn_state *c, jn_frame *parent) {
     f->next_alloc = c->frames;
     c->frames = f;
     return f;
+}
+
+/* Give a frame back for reuse unless a closure captured it. */
+static void frame_release(jn_state *c, jn_frame *f) {
+    if (!f || f->captured) return;
+    for (int i = 0; i < f->n; i++) jn_decref(f->b[i].v);
+    f->n = 0;
+    f->parent = NULL;
+    f->next_free = c->free_frames;
+    c->free_frames = f;
+}
+
+static void frame_capture(jn_frame *f) {
+    for (; f && !f->captured; f = f->parent) f->captured = true;
 }
 
 static bool frame_bind(jn_state *c, jn_frame *f, const char *name, jn_value *v /* owned */) {
@@ -1314,6 +1338,7 @@ static jn_value *make_lambda(jn_state *c, const jn_node *n, jn_value *input, jn_
     f->kind = FN_LAMBDA;
     f->lambda = n;
     f->env = env;
+    frame_capture(env);
     f->input = jn_incref(input);
     f->sig = n->sig;
     f->borrowed_sig = true;
@@ -1481,6 +1506,8 @@ oomx:
     return oom(c);
 }
 
+static bool is_thunk(const jn_value *v);
+
 /* one application without trampolining; may return a thunk value */
 static jn_value *apply_inner(jn_state *c, jn_value *fn, jn_value **args, int nargs,
                              jn_value *input, jn_frame *env, int position, const char *name) {
@@ -1510,7 +1537,9 @@ static jn_value *apply_inner(jn_state *c, jn_value *fn, jn_value **args, int nar
             free(vargs);
         }
         if (FAILED(c)) return NULL;
-        return ev(c, lam->lhs, f->input, fr);
+        jn_value *r = ev(c, lam->lhs, f->input, fr);
+        if (!is_thunk(r)) frame_release(c, fr); /* a pending tail call still needs it */
+        return r;
     }
     case FN_NATIVE:
         return call_native(c, fn, f->native, f->sig, args, nargs, input, env, position,
@@ -1608,7 +1637,11 @@ static jn_value *apply_fn(jn_state *c, jn_value *fn, jn_value **args, int nargs,
                 if (name_bound(c, tenv, nm))
                     fail(c, call->position, nm, "T1005", "Attempted to invoke a non-function. Did you mean ${%s}?", nm);
             }
-            if (!FAILED(c)) r = apply_inner(c, proc, a, na, tin, tenv, call->position, nm);
+            if (!FAILED(c)) {
+                r = apply_inner(c, proc, a, na, tin, tenv, call->position, nm);
+                /* proc and args are evaluated and applied: the thunk's scope is done */
+                if (!(is_thunk(r) && r->u.fn->env == tenv)) frame_release(c, tenv);
+            }
         }
         for (int i = 0; i < na; i++) jn_decref(a[i]);
         free(a);
@@ -1901,6 +1934,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
                 return NULL;
             }
         }
+        if (!is_thunk(r)) frame_release(c, fr);
         return r;
     }
     case N_BIND: {
@@ -1979,6 +2013,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
         f->kind = FN_LAMBDA;
         f->lambda = n; /* a transform node acts as a one-parameter lambda */
         f->env = env;
+        frame_capture(env);
         f->input = jn_incref(input);
         jn_value *v = jn_function_value(f);
         return v ? v : oom(c);
