@@ -48,6 +48,7 @@ FN(fn_substring) {
         b_idx = slice_index(end, len);
     }
     if (b_idx <= a_idx) return jn_string("", 0);
+    if (a_idx == 0 && b_idx == len) return jn_incref(s); /* values are immutable: share */
     size_t a = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)a_idx);
     size_t b = jn_utf8_offset(jn_s(s), jn_slen(s), (size_t)b_idx);
     jn_value *r = jn_string(jn_s(s) + a, b - a);
@@ -90,6 +91,12 @@ FN(fn_substring_after) {
 
 static jn_value *case_map(jn_value *s, bool upper, gg_error *err) {
     if (!s) return NULL;
+    /* an ASCII string without letters to change is returned as is */
+    const unsigned char *p = (const unsigned char *)jn_s(s);
+    size_t i = 0, n = jn_slen(s);
+    for (; i < n && p[i] < 0x80; i++)
+        if (upper ? (p[i] >= 'a' && p[i] <= 'z') : (p[i] >= 'A' && p[i] <= 'Z')) break;
+    if (i == n) return jn_incref(s);
     gg_strbuf b = GG_STRBUF_INIT;
     jn_case_map(jn_s(s), jn_slen(s), upper, &b);
     return fn_buf_result(&b, err);
@@ -102,16 +109,26 @@ FN(fn_lowercase) { return case_map(FN_ARG(0), false, err); }
 FN(fn_trim) {
     jn_value *s = FN_ARG(0);
     if (!s) return NULL;
-    gg_strbuf b = GG_STRBUF_INIT;
     const char *p = jn_s(s);
     size_t n = jn_slen(s);
-    bool pending = false;
-    for (size_t i = 0; i < n; i++) {
+    /* already normalised (no edge whitespace, only single spaces inside): share it */
+    bool clean = n == 0 || (p[0] != ' ' && p[n - 1] != ' ');
+    for (size_t i = 0; clean && i < n; i++) {
         char c = p[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') { pending = b.len > 0; continue; }
-        if (pending) gg_strbuf_putc(&b, ' ');
-        pending = false;
-        gg_strbuf_putc(&b, c);
+        if (c == '\t' || c == '\n' || c == '\r' || (c == ' ' && p[i + 1] == ' ')) clean = false;
+    }
+    if (clean) return jn_incref(s);
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_reserve(&b, n);
+    size_t i = 0;
+    while (i < n) {
+        size_t st = i;
+        while (i < n && p[i] != ' ' && p[i] != '\t' && p[i] != '\n' && p[i] != '\r') i++;
+        if (i > st) {
+            if (b.len) gg_strbuf_putc(&b, ' ');
+            gg_strbuf_append(&b, p + st, i - st);
+        }
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
     }
     return fn_buf_result(&b, err);
 }
@@ -369,6 +386,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
         fn_matcher_free(&m);
         if (gg_error_is_set(err)) { gg_strbuf_free(&b); return NULL; }
     }
+    if (count == 0) { gg_strbuf_free(&b); return jn_incref(s); } /* nothing replaced */
     gg_strbuf_append(&b, p + pos, n - pos);
     return fn_buf_result(&b, err);
 }
