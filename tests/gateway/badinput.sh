@@ -60,4 +60,27 @@ t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
+
+# ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
+# and recorded either way
+SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
+rm -f "$GG_TMP/serve.out"; gg_start || { echo "restart failed"; gg_finish; }
+t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
+( curl -s -o "$GG_TMP/drain.json" -w '%{http_code}' -X POST --data-binary '{}' \
+    "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/drain.code" ) &
+cpid=$!
+sleep 0.3
+t "SIGTERM with a run in flight: clean exit" gw_stop_clean
+wait $cpid
+t "the run in flight was drained → 200" eq "$(cat "$GG_TMP/drain.code")" 200
+rm -f "$GG_TMP/serve.out"; GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_start || { echo "restart failed"; gg_finish; }
+( curl -s -o "$GG_TMP/cancel.json" -w '%{http_code}' -X POST --data-binary '{}' \
+    "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/cancel.code" ) &
+cpid=$!
+sleep 0.3
+t "SIGTERM past the deadline: clean exit" gw_stop_clean
+wait $cpid
+t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
+gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
+t "both runs recorded: one succeeded, one cancelled" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'succeeded']"
 gg_finish
