@@ -20,13 +20,18 @@ static const uint32_t DIGIT_ZEROS[] = {
 
 /* Returns the family's zero when cp is a decimal digit, else 0. */
 static uint32_t digit_zero(uint32_t cp) {
+    if (cp < 0x660) return cp >= '0' && cp <= '9' ? '0' : 0;
     for (size_t i = 0; i < sizeof DIGIT_ZEROS / sizeof DIGIT_ZEROS[0]; i++)
         if (cp >= DIGIT_ZEROS[i] && cp < DIGIT_ZEROS[i] + 10) return DIGIT_ZEROS[i];
     return 0;
 }
 
 bool jn_int_picture_parse(const char *pic, size_t n, jn_int_picture *p, gg_error *err) {
-    memset(p, 0, sizeof *p);
+    /* the group arrays are only read up to ngroups, so they need no clearing */
+    p->kind = JN_INT_DECIMAL;
+    p->letter_case = JN_CASE_LOWER;
+    p->ordinal = p->regular = false;
+    p->mandatory = p->optional = p->ngroups = 0;
     p->zero = '0';
     size_t end = n;
     for (size_t i = n; i > 0; i--) /* modifiers follow the last ';' */
