@@ -59,13 +59,26 @@ t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"
 # concurrency: 64 calls at once all succeed
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
+# notifications/cancelled stops a running call
+SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
+t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
+US="$GG_PUB/mcp/acme/slow"
+SIDS=$(gw_init "$US" "$KEY")
+( gw_rpc "$GG_TMP/cc.json" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow"}}' > "$GG_TMP/cc.code" ) &
+cpid=$!
+sleep 0.3
+t "notifications/cancelled → 202" eq "$(gw_rpc "$O" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1","reason":"test"}}')" 202
+wait $cpid
+t "the cancelled call ends with -32800" eq "$(jget "$GG_TMP/cc.json" '(d["id"], d["error"]["code"])')" "('slow-1', -32800)"
+sleep 0.2
+gw_cli executions list acme --graph slow --status cancelled --json > "$GG_TMP/cx.json"
+t "the cancelled run is recorded as cancelled" eq "$(jget "$GG_TMP/cx.json" 'len(d["executions"])')" 1
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 
 # ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
 # and recorded either way
 SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 rm -f "$GG_TMP/serve.out"; gg_start || { echo "restart failed"; gg_finish; }
-t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
 ( curl -s -o "$GG_TMP/drain.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/drain.code" ) &
 cpid=$!
@@ -82,5 +95,5 @@ t "SIGTERM past the deadline: clean exit" gw_stop_clean
 wait $cpid
 t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
 gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
-t "both runs recorded: one succeeded, one cancelled" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'succeeded']"
+t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: cancelled)" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'cancelled', 'succeeded']"
 gg_finish
