@@ -1043,10 +1043,16 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     json_t *r = json_array();
     if (!r) return oom(c);
     for (int i = 0; i < n->nargs; i++) {
-        jl_val v;
-        if (!jl_eval(c, n->args[i], &v)) { json_decref(r); return false; }
-        json_t *e = jl_to_json_elem(c, &v);
-        jl_release(&v);
+        const jl_node *a = n->args[i];
+        json_t *e;
+        if (a->op == OP_CONST && a->cjson) {
+            e = json_incref(a->cjson); /* share the constant instead of rebuilding it */
+        } else {
+            jl_val v;
+            if (!jl_eval(c, a, &v)) { json_decref(r); return false; }
+            e = jl_to_json_elem(c, &v);
+            jl_release(&v);
+        }
         if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
     }
     jl_wrap_to(out, r, JO_REF);
