@@ -254,8 +254,13 @@ static void record_finish(gw_call_job *j) {
                 : strcmp(st, "cancelled") == 0 ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
     r->finished_ms = gg_wall_ms();
     r->duration_ms = mcp_call_duration_ms(j->call);
-    json_t *res = mcp_call_result(j->call);
-    if (res) r->result = json_incref(res);
+    /* the result as the tool's value: structuredContent, else the lone text, else content */
+    json_t *res = mcp_call_result(j->call), *content = json_object_get(res, "content");
+    json_t *sc = json_object_get(res, "structuredContent");
+    json_t *text = json_array_size(content) == 1 ? json_object_get(json_array_get(content, 0), "text") : NULL;
+    if (sc) r->result = json_incref(sc);
+    else if (json_is_string(text)) r->result = json_incref(text);
+    else if (content) r->result = json_incref(content);
     if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
     size_t i;
     json_t *n;
