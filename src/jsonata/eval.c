@@ -12,6 +12,7 @@
 
 #define DEFAULT_MAX_DEPTH 10000
 #define DEFAULT_MAX_SEQ 10000000L
+#define DEFAULT_MAX_STACK (4L << 20)
 
 typedef struct jn_binding {
     const char *name;
@@ -37,6 +38,8 @@ struct jn_state {
     const jsonata_env *env;
     gg_error *err;
     int depth, max_depth;
+    const char *stack_base; /* address of a local at evaluation start */
+    long max_stack;
     long max_seq;
     double start_ms;
     int time_limit;
@@ -2026,7 +2029,9 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
 
 static jn_value *ev_ex(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env, bool as_step) {
     if (FAILED(c)) return NULL;
-    if (++c->depth > c->max_depth) {
+    char here;
+    if (++c->depth > c->max_depth ||
+        (c->stack_base && (long)((uintptr_t)c->stack_base - (uintptr_t)&here) > c->max_stack)) {
         c->depth--;
         return fail(c, n->position, NULL, "D1011", "Stack overflow error: Check for non-terminating recursive function.  Consider rewriting as tail-recursive.");
     }
@@ -2063,6 +2068,7 @@ static void state_init(jn_state *c, const jsonata_env *env, const jsonata_option
     c->time_limit = opts ? opts->time_limit_ms : 0;
     c->cancel = opts ? opts->cancel : NULL;
     if (c->time_limit > 0) c->start_ms = gg_now_ms();
+    c->max_stack = (opts && opts->max_stack_bytes > 0) ? opts->max_stack_bytes : DEFAULT_MAX_STACK;
     c->call_user = call_user;
 }
 
@@ -2132,6 +2138,8 @@ jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *binding
                           void *call_user, gg_error *err) {
     jn_state c;
     state_init(&c, env, opts, call_user, err);
+    char base;
+    c.stack_base = &base; /* the stack grows down on every platform we build for */
     jn_value *res = NULL;
     jn_frame *root = frame_new(&c, NULL);
     jn_value *in = wrap_input(&c, input); /* consumed: must die before $eval'd ASTs */

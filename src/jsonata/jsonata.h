@@ -21,6 +21,8 @@ typedef struct jsonata_options {
     int time_limit_ms;        /* wall time before D1012-like error (default 0 = none) */
     long max_sequence_length; /* longest sequence/array/range produced (default 10,000,000) */
     volatile const int *cancel; /* optional: evaluation stops with "cancelled" once *cancel != 0 */
+    long max_stack_bytes;     /* C stack an evaluation may use before D1011 (default 4 MB;
+                               * lower it when evaluating on threads with small stacks) */
 } jsonata_options;
 
 /* A native function: args are borrowed (NULL for undefined), result is a new reference or
