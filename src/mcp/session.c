@@ -165,12 +165,27 @@ static void sweep(struct shard *sh) {
         }
 }
 
-/* Caller holds mu. NULL when the shard is full of live sessions. */
+/* Caller holds mu. Frees one entry that only remembers a log level (not a revocation, no
+ * calls) to make room; false when there is none. */
+static bool evict_one(struct shard *sh) {
+    for (size_t i = 0; i < TABLE_BUCKETS / SHARDS; i++)
+        for (entry **pp = &sh->buckets[i]; *pp; pp = &(*pp)->next)
+            if (!(*pp)->revoked && !(*pp)->calls) {
+                entry *e = *pp;
+                *pp = e->next;
+                free_entry(e);
+                sh->count--;
+                return true;
+            }
+    return false;
+}
+
+/* Caller holds mu. NULL when the shard is full of revocations and running calls. */
 static entry *get_or_add(mcp_sessions *ss, struct shard *sh, const mcp_session *s) {
     entry *e = find_entry(sh, s->nonce);
     if (e) return e;
     if (sh->count >= ss->max_entries) sweep(sh);
-    if (sh->count >= ss->max_entries) return NULL;
+    if (sh->count >= ss->max_entries && !evict_one(sh)) return NULL;
     if (!(e = calloc(1, sizeof *e))) return NULL;
     memcpy(e->nonce, s->nonce, 16);
     e->expires = s->expires;
