@@ -268,7 +268,12 @@ static bool format_component(const dt_marker *m, const dt_fields *f, gg_strbuf *
     case 'X': v = (double)f->iso_year; break;
     case 'H': v = f->hour; break;
     case 'h': v = f->hour % 12 == 0 ? 12 : f->hour % 12; break;
-    case 'P': put_name(out, f->hour < 12 ? "am" : "pm", m); return true;
+    case 'P': { /* the reference has no title case for am/pm: "Nn" prints lower case */
+        dt_marker pm = *m;
+        if (pm.name_case == JN_CASE_TITLE) pm.name_case = JN_CASE_LOWER;
+        put_name(out, f->hour < 12 ? "am" : "pm", &pm);
+        return true;
+    }
     case 'm': v = f->minute; break;
     case 's': v = f->second; break;
     case 'f': v = f->ms; break;
