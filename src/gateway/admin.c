@@ -413,6 +413,7 @@ static int list_audit(gg_http_req *req, gg_http_res *res, void *user) {
 
 /* ------------------------------------------------------------------ routes */
 
+/* Register every admin route on the public listener. */
 bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
     static const struct {
         const char *method, *pattern;

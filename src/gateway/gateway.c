@@ -203,6 +203,7 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
     return true;
 }
 
+/* The gateway's authenticator and history writer (borrowed); see gateway.h. */
 struct gg_auth *gg_gateway_auth(gg_gateway *gw) { return gw->auth; }
 struct gg_history *gg_gateway_history(gg_gateway *gw) { return gw->history; }
 

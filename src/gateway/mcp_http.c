@@ -35,6 +35,7 @@ static int rpc_http_error(gg_http_res *res, int status, json_t *id, int code, co
     return GG_HTTP_DONE;
 }
 
+/* 403 naming the scope the key lacks; see internal.h. */
 void gw_insufficient_scope(gg_http_res *res, gg_scope need) {
     const char *name = gg_scope_name(need);
     char msg[64];
@@ -43,6 +44,7 @@ void gw_insufficient_scope(gg_http_res *res, gg_scope need) {
     if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
 }
 
+/* 403 for a key used on another tenant's resources. */
 void gw_wrong_tenant(gg_http_res *res) {
     gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
 }
@@ -789,6 +791,7 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
 
 /* ------------------------------------------------------------------ routes */
 
+/* MCP on both listeners and the internal plain tool-call route. */
 bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err) {
     gg_router *r = gg_http_server_router(gw->app->http);
     static const char *const methods[] = {"POST", "GET", "DELETE"};

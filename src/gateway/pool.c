@@ -73,6 +73,7 @@ bool gw_pool_submit(gw_pool *p, gw_job job) {
     return ok;
 }
 
+/* Jobs waiting (for metrics). */
 int gw_pool_queued(gw_pool *p) {
     pthread_mutex_lock(&p->mu);
     int n = p->count;
@@ -80,6 +81,7 @@ int gw_pool_queued(gw_pool *p) {
     return n;
 }
 
+/* Worker threads running. */
 int gw_pool_threads(gw_pool *p) { return p->nthreads; }
 
 /* Refuse what is queued, let running jobs finish, join and free. */

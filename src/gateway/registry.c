@@ -31,12 +31,14 @@ static size_t hash2(const char *a, const char *b) {
     return h % BUCKETS;
 }
 
+/* An empty registry; NULL on OOM. */
 gw_registry *gw_registry_new(void) {
     gw_registry *r = calloc(1, sizeof *r);
     if (r) pthread_rwlock_init(&r->lock, NULL);
     return r;
 }
 
+/* Free the registry and its server references. */
 void gw_registry_free(gw_registry *r) {
     if (!r) return;
     for (size_t i = 0; i < BUCKETS; i++)
@@ -94,6 +96,7 @@ bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int 
     return true;
 }
 
+/* Forget a deleted graph (runs in flight keep their version). */
 void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph) {
     pthread_rwlock_wrlock(&r->lock);
     gentry **pp = find(r, tenant, graph), *e = *pp;
@@ -108,6 +111,7 @@ void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph) {
     }
 }
 
+/* Forget every graph of a deleted tenant. */
 void gw_registry_remove_tenant(gw_registry *r, const char *tenant) {
     gentry *dead = NULL;
     pthread_rwlock_wrlock(&r->lock);
@@ -129,6 +133,7 @@ void gw_registry_remove_tenant(gw_registry *r, const char *tenant) {
     }
 }
 
+/* [[tenant, graph, version], ...] for the store sync. */
 json_t *gw_registry_list(gw_registry *r) {
     json_t *out = json_array();
     pthread_rwlock_rdlock(&r->lock);
@@ -139,6 +144,7 @@ json_t *gw_registry_list(gw_registry *r) {
     return out;
 }
 
+/* Graph versions loaded. */
 size_t gw_registry_count(gw_registry *r) {
     pthread_rwlock_rdlock(&r->lock);
     size_t n = r->count;

@@ -45,12 +45,14 @@ bool mcp_version_allows_batch(const char *v) { return v && strcmp(v, "2025-06-18
 static const char *const level_names[] = {"debug", "info", "notice", "warning", "error",
                                           "critical", "alert", "emergency"};
 
+/* The level for an MCP level name; -1 when unknown. */
 int mcp_log_level_parse(const char *name) {
     for (int i = 0; name && i < 8; i++)
         if (strcmp(name, level_names[i]) == 0) return i;
     return -1;
 }
 
+/* The MCP name of a level ("off" for MCP_LOG_OFF). */
 const char *mcp_log_level_name(mcp_log_level l) { return l < MCP_LOG_OFF ? level_names[l] : "off"; }
 
 /* ------------------------------------------------------------------ tool results */
@@ -81,6 +83,7 @@ oom:
     return NULL;
 }
 
+/* A tool-level failure the model can read: one text block and isError. */
 json_t *mcp_tool_error_result(const char *message) {
     return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text",
                      message ? message : "tool failed", "isError", 1);
@@ -209,16 +212,20 @@ fail:
     return NULL;
 }
 
+/* Take a reference (calls in flight hold one). */
 mcp_server *mcp_server_ref(mcp_server *s) {
     if (s) __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
     return s;
 }
 
+/* Drop a reference; the last one frees the server and its provider reference. */
 void mcp_server_unref(mcp_server *s) {
     if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) server_free(s);
 }
 
+/* The provider served (borrowed). */
 mcp_provider *mcp_server_provider(const mcp_server *s) { return s->provider; }
+/* Number of tools listed. */
 size_t mcp_server_tool_count(const mcp_server *s) { return s->ntools; }
 
 static const tool *find_tool(const mcp_server *s, const char *name) {
@@ -246,6 +253,7 @@ struct mcp_call {
     double duration_ms;
 };
 
+/* Accessors of a call in flight (see mcp.h). */
 void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit = fn;
     c->emit_user = user;
@@ -261,6 +269,7 @@ json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
+/* Free a call (and the server reference it holds). */
 void mcp_call_free(mcp_call *c) {
     if (!c) return;
     json_decref(c->id);

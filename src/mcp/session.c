@@ -75,6 +75,7 @@ static void free_entry(entry *e) {
     free(e);
 }
 
+/* Free the table and wipe the key. */
 void mcp_sessions_free(mcp_sessions *ss) {
     if (!ss) return;
     for (int sh = 0; sh < SHARDS; sh++) {
@@ -256,6 +257,7 @@ mcp_log_level mcp_session_log_level(mcp_sessions *ss, const mcp_session *s) {
     return l;
 }
 
+/* Remember logging/setLevel for the session. */
 void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_level l) {
     struct shard *sh = shard_of(ss, s->nonce);
     pthread_mutex_lock(&sh->mu);
@@ -293,6 +295,7 @@ void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *requ
     }
 }
 
+/* Forget a call that finished. */
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id) {
     inflight *gone = NULL;
     struct shard *sh = shard_of(ss, s->nonce);
