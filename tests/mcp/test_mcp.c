@@ -600,6 +600,61 @@ START_TEST(dispatch_cancel) {
 }
 END_TEST
 
+
+/* Mutated messages (byte flips, truncation, splices) through parse → classify → dispatch
+ * and the schema validator: every input gets an answer and nothing crashes or leaks. */
+START_TEST(robust_against_mutations) {
+    static const char *seeds[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":\"ab\"},\"_meta\":{\"progressToken\":7}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"cursor\":\"cGFnZTox\"}}",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"info\"}}",
+    };
+    unsigned seed = 12345;
+    char buf[512];
+    int answered = 0;
+    for (int round = 0; round < 3000; round++) {
+        const char *src = seeds[round % 5];
+        size_t len = strlen(src);
+        memcpy(buf, src, len);
+        int flips = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+        for (int k = 0; k < flips; k++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % len;
+            buf[at] = (char)(seed >> 20);
+        }
+        if (round % 7 == 0) len = (seed >> 4) % len + 1; /* truncate */
+        gg_error e = GG_ERROR_INIT;
+        json_t *v = mcp_jsonrpc_parse(buf, len, 16, &e);
+        gg_error_clear(&e);
+        if (!v || json_is_array(v)) {
+            json_decref(v);
+            answered++;
+            continue;
+        }
+        mcp_message m;
+        mcp_jsonrpc_classify(v, &m);
+        mcp_request_ctx rc = {"2025-11-25", MCP_LOG_DEBUG, true};
+        mcp_outcome o;
+        mcp_server_dispatch(srv, &m, &rc, &o);
+        if (o.kind == MCP_OUT_CALL) {
+            char *r = mcp_call_run(o.call, NULL, NULL, NULL);
+            ck_assert_ptr_nonnull(r);
+            free(r);
+        } else if (o.kind == MCP_OUT_RESPONSE) {
+            json_t *r = json_loads(o.body, 0, NULL);
+            ck_assert_msg(r != NULL, "response is not JSON: %s", o.body);
+            json_decref(r);
+        }
+        answered++;
+        mcp_outcome_clear(&o);
+        json_decref(v);
+    }
+    ck_assert_int_eq(answered, 3000);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("mcp");
     TCase *tc = tcase_create("jsonrpc");
@@ -626,6 +681,7 @@ int main(void) {
     tcase_add_test(tc, dispatch_tools_call);
     tcase_add_test(tc, dispatch_progress_and_logs);
     tcase_add_test(tc, dispatch_cancel);
+    tcase_add_test(tc, robust_against_mutations);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
