@@ -426,12 +426,11 @@ static void group_int(const char *ip, size_t n, const numpic *p, gg_strbuf *o) {
         if (p->int_groups[k] != (k + 1) * p->int_groups[0]) regular = false;
     for (size_t i = 0; i < n; i++) {
         size_t right = n - i; /* digits at and right of i */
-        if (i > 0) {
-            bool sep = false;
-            if (regular) sep = right % (size_t)p->int_groups[0] == 0;
-            else for (int k = 0; k < p->n_int_groups; k++) if ((size_t)p->int_groups[k] == right) sep = true;
-            if (sep) gg_strbuf_putc(o, ',');
-        }
+        bool sep = false;
+        if (regular) sep = i > 0 && right % (size_t)p->int_groups[0] == 0;
+        /* irregular separators keep their exact place, even at the left edge */
+        else for (int k = 0; k < p->n_int_groups; k++) if ((size_t)p->int_groups[k] == right) sep = true;
+        if (sep) gg_strbuf_putc(o, ',');
         gg_strbuf_putc(o, ip[i]);
     }
 }
@@ -477,20 +476,21 @@ static bool format_sub(double v, bool neg_fallback, const char *pic, const numpi
     gg_strbuf g = GG_STRBUF_INIT;
     group_int(ip.data ? ip.data : "", ip.len, p, &g);
     put_digits(out, g.data ? g.data : "", g.len, y);
-    if (ip.len == 0 && flen == 0) { fp = "0"; flen = 1; } /* never print nothing */
-    {
-        if (flen > 0) {
-            jn_utf8_put(out, y->ds);
-            gg_strbuf fg = GG_STRBUF_INIT;
-            for (size_t i = 0; i < flen; i++) {
-                for (int k = 0; k < p->n_frac_groups; k++)
-                    if ((size_t)p->frac_groups[k] == i && i > 0) { gg_strbuf_putc(&fg, ','); break; }
-                gg_strbuf_putc(&fg, fp[i]);
-            }
-            put_digits(out, fg.data ? fg.data : "", fg.len, y);
-            gg_strbuf_free(&fg);
-        }
+    /* with no mandatory integer digit the reference never ends on a bare integer */
+    if (p->min_int == 0 && flen == 0) { fp = "0"; flen = 1; }
+    gg_strbuf fg = GG_STRBUF_INIT;
+    for (size_t i = 0; i < flen; i++) {
+        for (int k = 0; k < p->n_frac_groups; k++)
+            if ((size_t)p->frac_groups[k] == i && i > 0) { gg_strbuf_putc(&fg, ','); break; }
+        gg_strbuf_putc(&fg, fp[i]);
     }
+    for (int k = 0; k < p->n_frac_groups; k++) /* separators past the digits trail them */
+        if ((size_t)p->frac_groups[k] >= flen && p->frac_groups[k] > 0) gg_strbuf_putc(&fg, ',');
+    if (fg.len > 0) {
+        jn_utf8_put(out, y->ds);
+        put_digits(out, fg.data ? fg.data : "", fg.len, y);
+    }
+    gg_strbuf_free(&fg);
     if (p->has_exp) {
         jn_utf8_put(out, y->es);
         if (e < 0) gg_strbuf_puts(out, y->minus);
