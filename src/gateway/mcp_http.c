@@ -649,12 +649,10 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
             return rpc_http_error(res, 404, NULL, -32001, "Session not found");
         }
         has_sess = true;
-        if (hv && strcmp(hv, sess.version) != 0) {
-            json_decref(v);
-            return rpc_http_error(res, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session's negotiated version");
-        }
     }
-    const char *version = has_sess ? sess.version : hv ? hv : MCP_VERSION_DEFAULT;
+    /* The header SHOULD repeat the negotiated version; a different supported one is the
+     * version the client speaks on this request (the spec refuses only unsupported ones). */
+    const char *version = hv ? hv : has_sess ? sess.version : MCP_VERSION_DEFAULT;
     int rc;
     if (batch) {
         if (!mcp_version_allows_batch(version))

@@ -41,7 +41,8 @@ t "huge body → 413" eq "$(gg_curl "$O" -X POST -H "Authorization: Bearer $KEY"
 t "missing session → 400" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" 400
 t "forged session → 404" eq "$(gw_rpc "$O" "$U" "$KEY" "AQAAAABrforgedforgedforged" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" 404
 t "unsupported MCP-Protocol-Version → 400" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 1999-01-01')" 400
-t "mismatched MCP-Protocol-Version → 400" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 2025-06-18')" 400
+t "another supported MCP-Protocol-Version than negotiated → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 2025-06-18')" 200
+t "batch with a 2025-03-26 header → 200" eq "$(rpc '[{"jsonrpc":"2.0","id":1,"method":"ping"}]' -H 'MCP-Protocol-Version: 2025-03-26')" 200
 t "matching MCP-Protocol-Version → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 2025-11-25')" 200
 t "disallowed Origin → 403" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'Origin: http://evil.example.com')" 403
 t "same-origin Origin → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H "Origin: $GG_PUB")" 200

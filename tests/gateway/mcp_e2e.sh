@@ -32,7 +32,8 @@ t "Inspector CLI lists the tools" python3 -c "import json; d=json.load(open('$GG
 # ---- the conformance suite on the internal listener
 CONF="$NPM/@modelcontextprotocol/conformance/dist/index.js"
 for s in server-initialize ping tools-list tools-call-simple-text tools-call-error tools-call-with-progress \
-         tools-call-with-logging logging-set-level completion-complete dns-rebinding-protection; do
+         tools-call-with-logging logging-set-level completion-complete dns-rebinding-protection \
+         server-sse-multiple-streams; do
   timeout 120 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --scenario "$s" > "$GG_TMP/conf-$s.out" 2>&1
   t "conformance $s" grep -q ', 0 failed' "$GG_TMP/conf-$s.out" || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
 done
