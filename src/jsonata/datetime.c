@@ -480,6 +480,168 @@ static size_t parse_tz_text(const char *s, size_t n, const dt_marker *m, int *of
 
 enum { P_Y, P_M, P_D, P_d, P_H, P_h, P_P, P_m, P_s, P_f, P_Z, P_COUNT };
 
+/* Read one numeric component (decimal, roman, letters or words) at s. A decimal field
+ * directly followed by another marker is fixed-width (the picture's digit count), as in
+ * "[Y0001][M01]". Returns bytes used (0 = no match) or -1 on a picture error. */
+static long scan_number(const dt_picture *p, int k, const char *s, size_t n, double *v,
+                        gg_error *err) {
+    const dt_marker *m = &p->items[k].m;
+    jn_int_picture ip;
+    if (!jn_int_picture_parse(m->pres, strlen(m->pres), &ip, err)) return -1;
+    ip.ordinal = m->ordinal;
+    if (m->comp == 'f' && ip.kind == JN_INT_DECIMAL) { /* fraction of a second */
+        size_t e = 0;
+        while (e < n && isdigit((unsigned char)s[e])) e++;
+        char frac[4] = "000";
+        for (size_t q = 0; q < 3 && q < e; q++) frac[q] = s[q];
+        *v = atoi(frac);
+        return (long)e;
+    }
+    size_t limit = n;
+    if (ip.kind == JN_INT_DECIMAL) {
+        bool next_marker = k + 1 < p->n && !p->items[k + 1].lit;
+        size_t w = m->maxw > 0 ? (size_t)m->maxw : next_marker ? (size_t)(ip.mandatory + ip.optional) : 0;
+        if (w && w < limit) limit = w;
+    }
+    return (long)jn_int_parse_prefix(s, limit, &ip, v);
+}
+
+/* Read marker k at s: bytes used (0 = no match, -1 = error) and its value in *v. */
+static long scan_marker(const dt_picture *p, int k, const char *s, size_t n, double *v,
+                        gg_error *err) {
+    static const char *AMPM[] = {"am", "pm"};
+    const dt_marker *m = &p->items[k].m;
+    int idx = 0, off = 0;
+    size_t used;
+    switch (m->comp) {
+    case 'M': case 'x':
+        if (!m->name) break;
+        used = match_name(s, n, MONTHS, 12, m, &idx);
+        *v = idx + 1;
+        return (long)used;
+    case 'F':
+        if (!m->name) break;
+        used = match_name(s, n, DAYS, 7, m, &idx);
+        *v = idx + 1;
+        return (long)used;
+    case 'P':
+        used = match_name(s, n, AMPM, 2, m, &idx);
+        *v = idx;
+        return (long)used;
+    case 'Z': case 'z':
+        used = parse_tz_text(s, n, m, &off);
+        *v = off;
+        return (long)used;
+    case 'C': case 'E': return ci_prefix(s, n, "ISO", 3) ? 3 : 0;
+    default: break;
+    }
+    return scan_number(p, k, s, n, v, err);
+}
+
+/* Where a component's value goes; -1 for those that carry nothing we use (F, C, E) and
+ * -2 for the ISO week components, which the reference cannot parse either. */
+static int slot_of(char comp) {
+    switch (comp) {
+    case 'Y': return P_Y;
+    case 'M': return P_M;
+    case 'D': return P_D;
+    case 'd': return P_d;
+    case 'H': return P_H;
+    case 'h': return P_h;
+    case 'P': return P_P;
+    case 'm': return P_m;
+    case 's': return P_s;
+    case 'f': return P_f;
+    case 'Z': case 'z': return P_Z;
+    case 'X': case 'x': case 'W': case 'w': return -2;
+    default: return -1;
+    }
+}
+
+static bool missing_specifiers(gg_error *err) {
+    gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");
+    return false;
+}
+
+/* Match s against the picture, filling val/have. *matched false when the text does not fit;
+ * false with err on a picture error. */
+static bool match_picture(const char *s, const char *picture, const dt_picture *p,
+                          double *val, bool *have, bool *matched, gg_error *err) {
+    size_t n = strlen(s), i = 0;
+    bool unsupported = false;
+    *matched = true;
+    for (int k = 0; *matched && k < p->n; k++) {
+        const dt_item *it = &p->items[k];
+        if (it->lit) {
+            size_t used = match_literal(picture + it->start, it->len, s + i, n - i);
+            if (used == (size_t)-1) *matched = false;
+            else i += used;
+            continue;
+        }
+        double v = 0;
+        long used = scan_marker(p, k, s + i, n - i, &v, err);
+        if (used < 0) return false;
+        if (used == 0) { *matched = false; break; }
+        i += (size_t)used;
+        int slot = slot_of(it->m.comp);
+        if (slot == -2) unsupported = true;
+        if (slot >= 0) { val[slot] = v; have[slot] = true; }
+    }
+    /* the week components are reported even when the text did not match */
+    for (int k = 0; k < p->n; k++)
+        if (!p->items[k].lit && slot_of(p->items[k].m.comp) == -2) unsupported = true;
+    return unsupported ? missing_specifiers(err) : true;
+}
+
+/* Turn matched components into milliseconds: present components must be contiguous from
+ * the most significant one; those above it come from "now", those below default to the
+ * start of the period. *found false (undefined) for out-of-range values. */
+static bool assemble(double *val, bool *have, bool matched, long long now_ms, double *out,
+                     bool *found, gg_error *err) {
+    if (have[P_h]) { /* hour from h + P */
+        double h = fmod(val[P_h], 12);
+        if (have[P_P] && val[P_P] == 1) h += 12;
+        val[P_H] = h;
+        have[P_H] = true;
+    }
+    static const int order_md[] = {P_Y, P_M, P_D, P_H, P_m, P_s, P_f};
+    static const int order_d[] = {P_Y, P_d, P_H, P_m, P_s, P_f};
+    const int *order = have[P_d] ? order_d : order_md;
+    int olen = have[P_d] ? 6 : 7;
+    int first = -1, last = -1;
+    for (int k = 0; k < olen; k++) if (have[order[k]]) { if (first < 0) first = k; last = k; }
+    for (int k = first; first >= 0 && k <= last; k++)
+        if (!have[order[k]]) return missing_specifiers(err);
+    if (!matched || first < 0) return true; /* undefined */
+    dt_fields now;
+    dt_compute((double)now_ms, 0, &now);
+    double from_now[P_COUNT] = {0};
+    from_now[P_Y] = (double)now.year; from_now[P_M] = now.month; from_now[P_D] = now.day;
+    from_now[P_d] = now.yday; from_now[P_H] = now.hour; from_now[P_m] = now.minute;
+    from_now[P_s] = now.second; from_now[P_f] = now.ms;
+    for (int k = 0; k < olen; k++) {
+        int c = order[k];
+        if (!have[c]) val[c] = k < first ? from_now[c] : (c == P_M || c == P_D || c == P_d) ? 1 : 0;
+    }
+    for (int k = 0; k < P_COUNT; k++)
+        if (have[k] && !(fabs(val[k]) < 1e7)) return true;
+    if (!(fabs(val[P_Y]) < 300000)) return true;
+    double days;
+    if (have[P_d]) days = (double)days_from_civil((long long)val[P_Y], 1, 1) + val[P_d] - 1;
+    else {
+        long long y = (long long)val[P_Y], mo = (long long)val[P_M] - 1; /* months roll over */
+        y += mo >= 0 ? mo / 12 : (mo - 11) / 12;
+        mo = ((mo % 12) + 12) % 12;
+        days = (double)days_from_civil(y, (int)mo + 1, 1) + val[P_D] - 1;
+    }
+    double ms = days * 86400000.0 + val[P_H] * 3600000.0 + val[P_m] * 60000.0 +
+                val[P_s] * 1000.0 + val[P_f];
+    if (have[P_Z]) ms -= val[P_Z] * 60000.0;
+    *out = ms;
+    *found = true;
+    return true;
+}
+
 bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *found,
                        long long now_ms, gg_error *err) {
     *found = false;
@@ -492,143 +654,11 @@ bool jn_parse_datetime(const char *s, const char *picture, double *out, bool *fo
         *found = r == 0;
         return true;
     }
-    dt_picture pic_storage, *p = &pic_storage;
-    bool ok = dt_picture_parse(picture, p, err);
-    double val[P_COUNT];
+    dt_picture p;
+    if (!dt_picture_parse(picture, &p, err)) return false;
+    double val[P_COUNT] = {0};
     bool have[P_COUNT] = {false};
-    bool matched = ok;
-    bool unsupported = false;
-    size_t n = strlen(s), i = 0;
-    for (int k = 0; ok && matched && k < p->n; k++) {
-        dt_item *it = &p->items[k];
-        if (it->lit) {
-            size_t used = match_literal(picture + it->start, it->len, s + i, n - i);
-            if (used == (size_t)-1) matched = false;
-            else i += used;
-            continue;
-        }
-        const dt_marker *m = &it->m;
-        size_t used = 0;
-        double v = 0;
-        int idx = 0;
-        switch (m->comp) {
-        case 'M': case 'x':
-            if (m->name) { used = match_name(s + i, n - i, MONTHS, 12, m, &idx); v = idx + 1; }
-            break;
-        case 'F':
-            if (m->name) { used = match_name(s + i, n - i, DAYS, 7, m, &idx); v = idx + 1; }
-            break;
-        case 'P': {
-            static const char *AMPM[] = {"am", "pm"};
-            used = match_name(s + i, n - i, AMPM, 2, m, &idx);
-            v = idx;
-            break;
-        }
-        case 'Z': case 'z': {
-            int off = 0;
-            used = parse_tz_text(s + i, n - i, m, &off);
-            v = off;
-            break;
-        }
-        case 'C': case 'E': used = ci_prefix(s + i, n - i, "ISO", 3) ? 3 : 0; break;
-        default: break;
-        }
-        bool numeric = !m->name && !strchr("PZzCE", m->comp);
-        if (numeric) {
-            jn_int_picture ip;
-            if (!jn_int_picture_parse(m->pres, strlen(m->pres), &ip, err)) { ok = false; break; }
-            ip.ordinal = m->ordinal;
-            size_t limit = n - i;
-            bool next_marker = k + 1 < p->n && !p->items[k + 1].lit;
-            if (ip.kind == JN_INT_DECIMAL) {
-                size_t w = 0;
-                if (m->maxw > 0) w = (size_t)m->maxw;
-                else if (next_marker) w = (size_t)(ip.mandatory + ip.optional);
-                if (w && w < limit) limit = w;
-            }
-            if (m->comp == 'f' && ip.kind == JN_INT_DECIMAL) {
-                size_t st = i, e = i;
-                while (e < n && isdigit((unsigned char)s[e])) e++;
-                if (e > st) {
-                    char frac[4] = "000";
-                    for (size_t q = 0; q < 3 && st + q < e; q++) frac[q] = s[st + q];
-                    v = atoi(frac);
-                    used = e - st;
-                }
-            } else used = jn_int_parse_prefix(s + i, limit, &ip, &v);
-            /* a words parse also accepts ordinals ("twenty-seventh") */
-        }
-        if (used == 0) { matched = false; break; }
-        i += used;
-        int slot = -1;
-        switch (m->comp) {
-        case 'Y': slot = P_Y; break;
-        case 'M': slot = P_M; break;
-        case 'D': slot = P_D; break;
-        case 'd': slot = P_d; break;
-        case 'H': slot = P_H; break;
-        case 'h': slot = P_h; break;
-        case 'P': slot = P_P; break;
-        case 'm': slot = P_m; break;
-        case 's': slot = P_s; break;
-        case 'f': slot = P_f; break;
-        case 'Z': case 'z': slot = P_Z; break;
-        case 'X': case 'x': case 'W': case 'w': unsupported = true; break;
-        default: break; /* F, C, E carry no information we need */
-        }
-        if (slot >= 0) { val[slot] = v; have[slot] = true; }
-    }
-    if (!ok) return false;
-    if (unsupported) {
-        gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");
-        return false;
-    }
-    /* hour from h + P */
-    if (have[P_h]) {
-        double h = fmod(val[P_h], 12);
-        if (have[P_P] && val[P_P] == 1) h += 12;
-        val[P_H] = h;
-        have[P_H] = true;
-    }
-    /* the present components must be contiguous from the most significant one present */
-    int order_md[] = {P_Y, P_M, P_D, P_H, P_m, P_s, P_f};
-    int order_d[] = {P_Y, P_d, P_H, P_m, P_s, P_f};
-    int *order = have[P_d] ? order_d : order_md;
-    int olen = have[P_d] ? 6 : 7;
-    int first = -1, last = -1;
-    for (int k = 0; k < olen; k++) if (have[order[k]]) { if (first < 0) first = k; last = k; }
-    for (int k = first; first >= 0 && k <= last; k++)
-        if (!have[order[k]]) {
-            gg_error_set(err, "D3136", "The date/time picture string is missing specifiers required to parse the timestamp");
-            return false;
-        }
-    if (!matched || first < 0) return true; /* undefined */
-    dt_fields now;
-    dt_compute((double)now_ms, 0, &now);
-    double defaults_now[P_COUNT] = {0};
-    defaults_now[P_Y] = (double)now.year; defaults_now[P_M] = now.month; defaults_now[P_D] = now.day;
-    defaults_now[P_d] = now.yday; defaults_now[P_H] = now.hour; defaults_now[P_m] = now.minute;
-    defaults_now[P_s] = now.second; defaults_now[P_f] = now.ms;
-    for (int k = 0; k < olen; k++) {
-        int c = order[k];
-        if (have[c]) continue;
-        if (k < first) val[c] = defaults_now[c];
-        else val[c] = (c == P_M || c == P_D || c == P_d) ? 1 : 0;
-    }
-    for (int k = 0; k < P_COUNT; k++)
-        if (have[k] && !(fabs(val[k]) < 1e7)) return true; /* out of range: undefined */
-    if (!(fabs(val[P_Y]) < 300000)) return true;
-    double days;
-    if (have[P_d] || order == order_d) days = (double)days_from_civil((long long)val[P_Y], 1, 1) + val[P_d] - 1;
-    else {
-        long long y = (long long)val[P_Y], mo = (long long)val[P_M] - 1; /* months roll over */
-        y += mo >= 0 ? mo / 12 : (mo - 11) / 12;
-        mo = ((mo % 12) + 12) % 12;
-        days = (double)days_from_civil(y, (int)mo + 1, 1) + val[P_D] - 1;
-    }
-    double ms = days * 86400000.0 + val[P_H] * 3600000.0 + val[P_m] * 60000.0 + val[P_s] * 1000.0 + val[P_f];
-    if (have[P_Z]) ms -= val[P_Z] * 60000.0;
-    *out = ms;
-    *found = true;
-    return true;
+    bool matched;
+    if (!match_picture(s, picture, &p, val, have, &matched, err)) return false;
+    return assemble(val, have, matched, now_ms, out, found, err);
 }
