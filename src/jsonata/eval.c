@@ -1464,8 +1464,17 @@ static jn_value *regex_next_native(jn_call *call, jn_value **args, int nargs, gg
 static jn_value *regex_match_at(jn_state *c, jn_regex *re, jn_value *str, size_t off, jn_value *self_re) {
     if (off > str->u.str.len) return NULL;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
-    if (!md) return oom(c);
-    int rc = pcre2_match(re->code, (PCRE2_SPTR)str->u.str.s, str->u.str.len, off, 0, md, NULL);
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (!md || !mc) {
+        pcre2_match_data_free(md);
+        pcre2_match_context_free(mc);
+        return oom(c);
+    }
+    /* pathological patterns end in an error instead of running away */
+    pcre2_set_match_limit(mc, 10000000);
+    pcre2_set_depth_limit(mc, 100000);
+    int rc = pcre2_match(re->code, (PCRE2_SPTR)str->u.str.s, str->u.str.len, off, 0, md, mc);
+    pcre2_match_context_free(mc);
     jn_value *res = NULL;
     if (rc < 0) {
         if (rc != PCRE2_ERROR_NOMATCH) fail(c, -1, NULL, "D1004", "Regular expression matching failed (%d)", rc);
@@ -1790,6 +1799,17 @@ static void object_delete(jn_value *o, const jn_value *key) {
     jn_object_remove(o, key->u.str.s, key->u.str.len);
 }
 
+/* Objects copied by a transform may be updated in place only while it runs. */
+static void clear_clone_marks(jn_value *v, int depth) {
+    if (!v || depth > 10000) return;
+    if (v->type == JN_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++) clear_clone_marks(v->u.arr.items[i], depth + 1);
+    } else if (v->type == JN_OBJECT && (v->flags & 0x20)) {
+        v->flags &= (uint8_t)~0x20;
+        for (size_t i = 0; i < v->u.obj.n; i++) clear_clone_marks(v->u.obj.ents[i].val, depth + 1);
+    }
+}
+
 static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_frame *env) {
     if (!obj) return NULL;
     jn_value *res = deep_clone(obj);
@@ -1848,6 +1868,7 @@ static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_
         }
     }
     jn_decref(matches);
+    clear_clone_marks(res, 0);
     return res;
 bad2:
     jn_decref(matches);

@@ -1182,9 +1182,8 @@ fail:
 static jn_node *expression(parser *p, int rbp) {
     if (gg_error_is_set(p->err)) return NULL;
     if (++p->depth > MAX_PARSE_DEPTH) {
-        perr(p, "S0208", p->tok.position, "Expression nested too deeply", NULL);
-        p->err->code[4] = '9'; /* D-style limit reported as S0209? keep S020x family */
-        snprintf(p->err->code, sizeof p->err->code, "D1011");
+        /* the reference would overflow its stack here; we report the depth guard */
+        perr(p, "D1011", p->tok.position, "Expression nested too deeply (more than 500 levels)", NULL);
         p->depth--;
         return NULL;
     }
