@@ -90,7 +90,7 @@ read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg.txt")"
 read -r n_rps n_p50 n_p99 n_bad <<<"$(field "$tmp/ngx.txt")"
 int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
 sleep 2 # let the history writer catch up, then count what it recorded
-hist=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $3, $NF}')
+hist=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
 kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
 
 # ---- mcpgraph (stdio, driven by the SDK client)
