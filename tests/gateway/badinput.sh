@@ -79,7 +79,12 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 # ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
 # and recorded either way
 SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
-rm -f "$GG_TMP/serve.out"; gg_start || { echo "restart failed"; gg_finish; }
+rm -f "$GG_TMP/serve.out"
+GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_start || { echo "restart failed"; gg_finish; }
+U="$GG_PUB/mcp/acme/fx"
+t "allowlisted Origin → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://app.example.com')" 200
+t "other Origin → 403" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://other.example.com')" 403
+t "allowlisted Host on a loopback bind → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Host: gw.example.com')" 200
 ( curl -s -o "$GG_TMP/drain.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/drain.code" ) &
 cpid=$!
