@@ -33,6 +33,10 @@ async function once(expr, data) {
     try { expr = jsonata(src); } catch (e) { console.log(`${name}\t0\tERR ${e.code}`); continue; }
     const data = input(which);
     const text = await once(expr, data);
+    if (!check) { // warm up (JIT tiers, inline caches) before timing steady state
+      const w0 = performance.now();
+      while (performance.now() - w0 < budget / 3) await once(expr, data);
+    }
     let iters = 0;
     const t0 = performance.now();
     let t = t0;
