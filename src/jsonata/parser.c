@@ -33,6 +33,8 @@ typedef struct parser {
     int depth;
     struct slot { int level, label; } *slots;
     gg_error pending; /* S0213 is reported only when the syntax is otherwise valid */
+    bool end_seen;    /* an operand was missing at the end of the input */
+    int end_pos;
     int nslots;
 } parser;
 
@@ -408,8 +410,11 @@ static jn_node *expression(parser *p, int rbp);
 
 static bool expect(parser *p, const char *o) {
     if (gg_error_is_set(p->err)) return false;
-    if (p->tok.type == T_END)
-        return perr(p, "S0203", p->tok.position, "Expected %s before end of expression", o);
+    if (p->tok.type == T_END) {
+        perr(p, "S0203", p->tok.position, "Expected %s before end of expression", o);
+        gg_error_set_path(p->err, "(end)");
+        return false;
+    }
     if (!is_op(&p->tok, o)) {
         gg_error_set(p->err, "S0202", "Expected \"%s\", got \"%s\"", o, p->tok.s ? p->tok.s : "");
         p->err->position = p->tok.position;
@@ -617,7 +622,12 @@ static jn_node *nud(parser *p) {
     }
     switch (t.type) {
     case T_END:
-        perr(p, "S0207", t.position, "Unexpected end of expression", NULL);
+        /* like the reference, an enclosing construct reports what it expected (S0203);
+         * S0207 is raised at the end if nothing else went wrong */
+        if (!p->end_seen) p->end_pos = t.position;
+        p->end_seen = true;
+        n = node_new(p, N_VALUE, t.position);
+        if (n) n->value = jn_null();
         break;
     case T_NUM:
         n = node_new(p, N_NUMBER, t.position);
@@ -1212,6 +1222,11 @@ jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err) {
     jn_node *n = expression(&p, 0);
     if (n && p.tok.type != T_END) {
         perr(&p, "S0201", p.tok.position, "Syntax error: %s", p.tok.s);
+        jn_node_free(n);
+        n = NULL;
+    }
+    if (n && p.end_seen) {
+        perr(&p, "S0207", p.end_pos, "Unexpected end of expression", NULL);
         jn_node_free(n);
         n = NULL;
     }

@@ -1,0 +1,209 @@
+/* Unit tests for the JSONata embedding API: compile/evaluate, bindings, registered
+ * native functions, error codes and positions, limits (time, cancel, sequence length,
+ * stack) and sharing one compiled expression between threads. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonata/jsonata.h"
+
+static json_t *J(const char *text) {
+    json_error_t je;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+    ck_assert_msg(v != NULL, "bad test JSON: %s", text);
+    return v;
+}
+
+/* evaluate expr on input text; returns compact JSON text ("undefined" / "ERR code") */
+static char *run(const char *expr, const char *input, const char *bindings,
+                 const jsonata_options *opts, const jsonata_env *env, void *call_user) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *in = input ? J(input) : NULL, *b = bindings ? J(bindings) : NULL;
+    char *out = NULL;
+    jsonata_expr *e = jsonata_compile(expr, env, &err);
+    if (e) {
+        json_t *r = jsonata_evaluate(e, in, b, opts, call_user, &err);
+        if (!gg_error_is_set(&err))
+            out = r ? json_dumps(r, JSON_ENCODE_ANY | JSON_COMPACT) : strdup("undefined");
+        json_decref(r);
+        jsonata_free(e);
+    }
+    if (gg_error_is_set(&err)) {
+        size_t n = strlen(err.code) + 5;
+        out = malloc(n);
+        snprintf(out, n, "ERR %s", err.code);
+    }
+    gg_error_clear(&err);
+    json_decref(in);
+    json_decref(b);
+    return out;
+}
+
+#define EXPECT(expr, input, want)                    \
+    do {                                             \
+        char *got_ = run(expr, input, NULL, NULL, NULL, NULL); \
+        ck_assert_str_eq(got_, want);                \
+        free(got_);                                  \
+    } while (0)
+
+START_TEST(basic_paths_and_constructors) {
+    EXPECT("a.b", "{\"a\":{\"b\":[1,2]}}", "[1,2]");
+    EXPECT("{\"n\": $count(items), \"first\": items[0].id}",
+           "{\"items\":[{\"id\":7},{\"id\":8}]}", "{\"n\":2,\"first\":7}");
+    EXPECT("items[price > 1].name", "{\"items\":[{\"name\":\"a\",\"price\":1},{\"name\":\"b\",\"price\":2}]}", "\"b\"");
+    EXPECT("nothing", "{}", "undefined");
+    EXPECT("$sum([1..100])", NULL, "5050");
+    EXPECT("0.1 + 0.2", NULL, "0.30000000000000004");
+}
+END_TEST
+
+START_TEST(bindings_and_lambdas) {
+    char *got = run("$x * 2", NULL, "{\"x\": 21}", NULL, NULL, NULL);
+    ck_assert_str_eq(got, "42");
+    free(got);
+    EXPECT("($f := function($n){ $n < 2 ? $n : $f($n-1) + $f($n-2) }; $f(15))", NULL, "610");
+    /* tail calls do not grow the stack */
+    EXPECT("($loop := function($n, $a){ $n = 0 ? $a : $loop($n - 1, $a + 1) }; $loop(100000, 0))", NULL, "100000");
+}
+END_TEST
+
+START_TEST(errors_carry_code_position_token) {
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_ptr_null(jsonata_compile("(1 + ", NULL, &err));
+    ck_assert_str_eq(err.code, "S0203");
+    gg_error_clear(&err);
+    jsonata_expr *e = jsonata_compile("1 + \"a\"", NULL, &err);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_null(jsonata_evaluate(e, NULL, NULL, NULL, NULL, &err));
+    ck_assert_str_eq(err.code, "T2002");
+    ck_assert_str_eq(err.path, "+");
+    ck_assert_int_eq(err.position, 3);
+    gg_error_clear(&err);
+    jsonata_free(e);
+}
+END_TEST
+
+static json_t *previous_node(jsonata_call *call, json_t **args, int nargs, void *user,
+                             void *call_user, gg_error *err) {
+    (void)call;
+    if (nargs != 1 || !json_is_string(args[0])) {
+        gg_error_set(err, "T0410", "bad argument");
+        return NULL;
+    }
+    json_t *outputs = call_user;
+    json_t *v = json_object_get(outputs, json_string_value(args[0]));
+    if (!v) {
+        gg_error_set(err, "G0001", "no such node %s (%s)", json_string_value(args[0]), (const char *)user);
+        return NULL;
+    }
+    return json_incref(v);
+}
+
+START_TEST(registered_native_functions) {
+    gg_error err = GG_ERROR_INIT;
+    jsonata_env *env = jsonata_env_new();
+    ck_assert(jsonata_env_register(env, "$previousNode", "<s:j>", previous_node, "graph", &err));
+    json_t *outputs = J("{\"fetch\": {\"status\": 200, \"body\": [1,2,3]}}");
+    char *got = run("$previousNode(\"fetch\").body[1] + 40", NULL, NULL, NULL, env, outputs);
+    ck_assert_str_eq(got, "42");
+    free(got);
+    got = run("$previousNode(\"nope\")", NULL, NULL, NULL, env, outputs);
+    ck_assert_str_eq(got, "ERR G0001");
+    free(got);
+    /* the signature is validated before the function runs */
+    got = run("$previousNode(5)", NULL, NULL, NULL, env, outputs);
+    ck_assert_str_eq(got, "ERR T0410");
+    free(got);
+    /* a registered function is a value like any other */
+    got = run("[\"fetch\"] ~> $map($previousNode) ~> $map(function($o){$o.status})", NULL, NULL, NULL, env, outputs);
+    ck_assert_str_eq(got, "200");
+    free(got);
+    json_decref(outputs);
+    jsonata_env_free(env);
+}
+END_TEST
+
+START_TEST(limits) {
+    jsonata_options o = {0};
+    o.time_limit_ms = 50;
+    char *got = run("($f := function(){ $f() }; $f())", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D1012");
+    free(got);
+    volatile int cancel = 1;
+    jsonata_options oc = {0};
+    oc.cancel = &cancel;
+    got = run("($f := function($n){ $n = 0 ? 0 : $f($n - 1) }; $f(1000000))", NULL, NULL, &oc, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D1013");
+    free(got);
+    jsonata_options os = {0};
+    os.max_sequence_length = 1000;
+    got = run("[1..5000]", NULL, NULL, &os, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D2014");
+    free(got);
+    jsonata_options od = {0};
+    od.max_stack_bytes = 64 * 1024;
+    got = run("($f := function($n){ $n = 0 ? 0 : 1 + $f($n - 1) }; $f(100000))", NULL, NULL, &od, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D1011");
+    free(got);
+    got = run("[1..10000001]", NULL, NULL, NULL, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D2014");
+    free(got);
+}
+END_TEST
+
+typedef struct shared_case {
+    const jsonata_expr *e;
+    json_t *input;
+    int ok;
+} shared_case;
+
+static void *eval_many(void *arg) {
+    shared_case *sc = arg;
+    for (int i = 0; i < 2000; i++) {
+        gg_error err = GG_ERROR_INIT;
+        json_t *r = jsonata_evaluate(sc->e, sc->input, NULL, NULL, NULL, &err);
+        if (json_is_integer(r) && json_integer_value(r) == 6) sc->ok++;
+        json_decref(r);
+        gg_error_clear(&err);
+    }
+    return NULL;
+}
+
+START_TEST(compiled_expression_is_shared_between_threads) {
+    gg_error err = GG_ERROR_INIT;
+    jsonata_expr *e = jsonata_compile("$sum(items.(\"a\" = \"a\" ? v : 0)) ~> $string() ~> $number()", NULL, &err);
+    ck_assert_ptr_nonnull(e);
+    json_t *in = J("{\"items\":[{\"v\":1},{\"v\":2},{\"v\":3}]}");
+    shared_case sc[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        sc[i] = (shared_case){e, in, 0};
+        pthread_create(&t[i], NULL, eval_many, &sc[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(sc[i].ok, 2000);
+    }
+    json_decref(in);
+    jsonata_free(e);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("jsonata");
+    TCase *tc = tcase_create("api");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, basic_paths_and_constructors);
+    tcase_add_test(tc, bindings_and_lambdas);
+    tcase_add_test(tc, errors_carry_code_position_token);
+    tcase_add_test(tc, registered_native_functions);
+    tcase_add_test(tc, limits);
+    tcase_add_test(tc, compiled_expression_is_shared_between_threads);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
