@@ -7,6 +7,11 @@
  * method → session token → MCP-Protocol-Version → dispatch. tools/call runs on the worker
  * pool while the connection is suspended; its notifications switch the response to
  * text/event-stream when the client accepts it.
+ *
+ * The stateless 2026-07-28 revision fits here without touching dispatch: a POST without
+ * Mcp-Session-Id whose params._meta carries "io.modelcontextprotocol/protocolVersion"
+ * skips the session check and passes that version (and the log level from _meta) in
+ * mcp_request_ctx; server.c then adds server/discover beside initialize.
  */
 #include <stdio.h>
 #include <stdlib.h>
