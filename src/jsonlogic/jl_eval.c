@@ -868,12 +868,7 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
         ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
         json_t *e = NULL;
         if (ok && n->op == OP_MAP) e = jl_to_json_elem(c, &v);
-        else if (ok && jl_truthy(&v)) {
-            jl_val el;
-            jl_elem_to(&el, &coll, i);
-            e = jl_to_json(&el);
-            jl_release(&el);
-        } else if (ok) { jl_release(&v); continue; }
+        else if (ok && jl_truthy(&v)) e = json_incref(json_array_get(coll.u.j, i)); /* the element itself */ else if (ok) { jl_release(&v); continue; }
         jl_release(&v);
         if (ok && (!e || json_array_append_new(r, e) != 0)) ok = oom(c);
     }

@@ -29,17 +29,20 @@ typedef struct jl_val {
         double n;
         json_t *j; /* string, array or object */
         struct { char *s; size_t len; } str; /* JV_STR: owned, NUL-terminated UTF-8 */
+        /* JV_NUM read from the data or a constant keeps that json_t (borrowed, it outlives
+         * the evaluation) so a result can share it instead of allocating a new number */
+        struct { double n; json_t *src; } num;
     } u;
 } jl_val;
 
 #define JL_UNDEF ((jl_val){.t = JV_UNDEF})
 #define JL_NULL ((jl_val){.t = JV_NULL})
 static inline jl_val jl_bool(bool b) { jl_val v = {.t = JV_BOOL}; v.u.b = b; return v; }
-static inline jl_val jl_num(double n) { jl_val v = {.t = JV_NUM}; v.u.n = n; return v; }
+static inline jl_val jl_num(double n) { jl_val v = {.t = JV_NUM}; v.u.num.n = n; v.u.num.src = NULL; return v; }
 /* Setters write in place; "*out = jl_num(x)" built a temporary first and the copy stalled
  * on store forwarding in the hot paths (measured with perf). */
 static inline void jl_set_bool(jl_val *out, bool b) { out->t = JV_BOOL; out->u.b = b; }
-static inline void jl_set_num(jl_val *out, double n) { out->t = JV_NUM; out->u.n = n; }
+static inline void jl_set_num(jl_val *out, double n) { out->t = JV_NUM; out->u.num.n = n; out->u.num.src = NULL; }
 static inline void jl_set_str(jl_val *out, char *s, size_t len) { out->t = JV_STR; out->u.str.s = s; out->u.str.len = len; }
 
 /* Evaluation context (one per apply, on the caller's stack). */
@@ -61,7 +64,8 @@ typedef struct jl_ctx {
 static inline void jl_from_sentinel(jl_val *out, char kind) {
     if (kind == 'U') { out->t = JV_UNDEF; return; }
     out->t = JV_NUM;
-    out->u.n = kind == 'I' ? INFINITY : kind == 'i' ? -INFINITY : NAN;
+    out->u.num.n = kind == 'I' ? INFINITY : kind == 'i' ? -INFINITY : NAN;
+    out->u.num.src = NULL;
 }
 
 /* ---- values (jl_value.c; the hot helpers are inline) ---- */
@@ -79,8 +83,12 @@ static inline void jl_wrap_to(jl_val *out, json_t *j, jl_origin origin) {
     case JSON_NULL: out->t = JV_NULL; break;
     case JSON_TRUE: out->t = JV_BOOL; out->u.b = true; break;
     case JSON_FALSE: out->t = JV_BOOL; out->u.b = false; break;
-    case JSON_INTEGER: out->t = JV_NUM; out->u.n = (double)json_integer_value(j); break;
-    case JSON_REAL: out->t = JV_NUM; out->u.n = json_real_value(j); break;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        out->t = JV_NUM;
+        out->u.num.n = json_number_value(j);
+        out->u.num.src = origin == JO_REF ? NULL : j; /* a held reference is dropped below */
+        break;
     case JSON_STRING:
         if (json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) {
             jl_from_sentinel(out, json_string_value(j)[1]);

@@ -64,7 +64,7 @@ static json_t *num_to_json(double d) {
 json_t *jl_to_json(const jl_val *v) {
     switch (v->t) {
     case JV_BOOL: return json_boolean(v->u.b);
-    case JV_NUM: return num_to_json(v->u.n);
+    case JV_NUM: return v->u.num.src ? json_incref(v->u.num.src) : num_to_json(v->u.n);
     case JV_STR: return json_stringn(v->u.str.s, v->u.str.len);
     case JV_JSON: return json_incref(v->u.j); /* shared, read-only (see jsonlogic.h) */
     default: return json_null();
