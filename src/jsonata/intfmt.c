@@ -209,22 +209,25 @@ static void decimal(double v, const jn_int_picture *p, gg_strbuf *out) {
     jsonata_format_double(v, digits, sizeof digits);
     size_t nd = strlen(digits);
     bool plain = strspn(digits, "0123456789") == nd;
-    /* code points of the result, built right to left */
-    uint32_t buf[256];
-    int k = 0;
-    int count = 0;
     int total = (int)nd < p->mandatory ? p->mandatory : (int)nd;
+    /* code points of the result, built right to left: every digit can be preceded by a
+     * regular separator, plus the picture's irregular ones */
+    size_t cap = 2 * (size_t)total + (size_t)p->ngroups + 4;
+    uint32_t small[256], *buf = cap <= 256 ? small : malloc(cap * sizeof *buf);
+    if (!buf) { out->oom = true; return; }
+    size_t k = 0;
+    int count = 0;
     if (plain && !p->regular) /* separators right of every digit */
-        for (int g = 0; g < p->ngroups && k < 250; g++)
+        for (int g = 0; g < p->ngroups; g++)
             if (p->group_pos[g] == 0) buf[k++] = p->group_ch[g];
-    for (int i = total - 1; i >= 0 && k < 250; i--) {
+    for (int i = total - 1; i >= 0; i--) {
         int idx = i - (total - (int)nd);
         char c = idx >= 0 ? digits[idx] : '0';
         if (plain && count > 0) {
             if (p->regular) {
                 if (count % p->group_pos[0] == 0) buf[k++] = p->group_ch[0];
             } else {
-                for (int g = 0; g < p->ngroups && k < 250; g++)
+                for (int g = 0; g < p->ngroups; g++)
                     if (count == p->group_pos[g]) buf[k++] = p->group_ch[g];
             }
         }
@@ -232,9 +235,10 @@ static void decimal(double v, const jn_int_picture *p, gg_strbuf *out) {
         count++;
     }
     if (plain && !p->regular && count > 0) /* irregular separators left of every digit */
-        for (int g = 0; g < p->ngroups && k < 255; g++)
+        for (int g = 0; g < p->ngroups; g++)
             if (p->group_pos[g] == count) buf[k++] = p->group_ch[g];
     while (k > 0) jn_utf8_put(out, buf[--k]);
+    if (buf != small) free(buf);
     if (p->ordinal) gg_strbuf_puts(out, ordinal_suffix(digits, nd));
 }
 
