@@ -200,24 +200,13 @@ FN(fn_zip) {
 
 /* ---- higher-order functions ---- */
 
-/* Mandatory parameters of a builtin signature: the reference sizes higher-order calls of
- * its builtins by their implementation's declared parameters, which leave out the ones
- * with defaults (the optional ones), e.g. $map(xs, $string) passes only the value. */
-static int builtin_arity(const char *sig) {
-    int n = 0, depth = 0;
-    if (!sig || *sig != '<') return -1;
-    for (const char *p = sig + 1; *p && !(depth == 0 && (*p == ':' || *p == '>')); p++) {
-        if (*p == '<' || *p == '(') { depth++; continue; }
-        if (*p == '>' || *p == ')') { depth--; if (depth == 0 && *p == ')') n += p[1] != '?'; continue; }
-        if (depth > 0 || *p == '-' || *p == '?' || *p == '+') continue;
-        n += p[1] != '?';
-    }
-    return n;
-}
-
+/* The reference sizes higher-order calls of a builtin by its implementation's declared
+ * parameters, which is the signature's parameter count except for $string, whose
+ * "prettify" parameter has a default (so $map(xs, $string) passes only the value). */
 int fn_hof_arity(const jn_value *fn) {
-    if (fn && fn->type == JN_FUNCTION && fn->u.fn->kind == FN_NATIVE && fn->u.fn->builtin)
-        return builtin_arity(fn->u.fn->builtin->signature);
+    if (fn && fn->type == JN_FUNCTION && fn->u.fn->kind == FN_NATIVE && fn->u.fn->builtin &&
+        !strcmp(fn->u.fn->builtin->name, "string"))
+        return 1;
     return jn_fn_arity(fn);
 }
 
