@@ -330,56 +330,88 @@ static bool empty_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     return true;
 }
 
-static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
-    json_t *res = NULL; /* created at the first missing key */
-    bool from_list = a->n > 0 && jl_is_arr(&a->v[0]);
-    const jl_val *list = from_list ? &a->v[0] : NULL;
-    int cnt = from_list ? (int)json_array_size(list->u.j) : a->n;
-    for (int i = 0; i < cnt; i++) {
-        jl_val key = from_list ? jl_elem(list, (size_t)i) : a->v[i];
+/* The keys missing looks at: the elements of an array (its first argument, when that is
+ * an array) or its arguments themselves. */
+typedef struct keylist { const jl_val *args; const jl_val *list; size_t cnt; } keylist;
+
+static void keylist_init(keylist *k, const jl_val *args, size_t nargs) {
+    k->args = args;
+    k->list = nargs > 0 && jl_is_arr(&args[0]) ? &args[0] : NULL;
+    k->cnt = k->list ? json_array_size(k->list->u.j) : nargs;
+}
+
+/* Mark each missing key in flags; *nmiss counts them. No allocation for the result. */
+static bool missing_scan(jl_ctx *c, const jl_node *n, const keylist *k, uint8_t *flags, size_t *nmiss) {
+    *nmiss = 0;
+    for (size_t i = 0; i < k->cnt; i++) {
+        jl_val key = k->list ? jl_elem(k->list, i) : k->args[i];
         bool miss = false;
         bool ok = missing_key(c, n, &key, &miss);
-        if (ok && miss) {
-            json_t *k = jl_to_json_elem(c, &key);
-            if (!res) res = json_array();
-            if (!k || !res || json_array_append_new(res, k) != 0) ok = oom(c);
-        }
-        if (from_list) jl_release(&key);
-        if (!ok) { json_decref(res); return false; }
+        if (k->list) jl_release(&key);
+        if (!ok) return false;
+        flags[i] = miss;
+        *nmiss += miss;
     }
-    if (!res) return empty_array(c, n, out);
+    return true;
+}
+
+static bool missing_build(jl_ctx *c, const jl_node *n, const keylist *k, const uint8_t *flags, size_t nmiss, jl_val *out) {
+    if (nmiss == 0) return empty_array(c, n, out);
+    json_t *res = json_array();
+    if (!res) return oom(c);
+    for (size_t i = 0; i < k->cnt; i++) {
+        if (!flags[i]) continue;
+        json_t *e;
+        if (k->list) e = json_incref(json_array_get(k->list->u.j, i));
+        else e = jl_to_json_elem(c, &k->args[i]);
+        if (!e || json_array_append_new(res, e) != 0) { json_decref(res); return oom(c); }
+    }
     jl_wrap_to(out, res, JO_REF);
     return true;
+}
+
+/* missing and missing_some share this: scan keys, then (for missing_some) decide. */
+static bool missing_run(jl_ctx *c, const jl_node *n, const keylist *k, const jl_val *need, double have, jl_val *out) {
+    uint8_t small[64], *flags = k->cnt <= sizeof small ? small : malloc(k->cnt);
+    if (!flags) return oom(c);
+    size_t nmiss;
+    bool ok = missing_scan(c, n, k, flags, &nmiss);
+    if (ok && need) { /* options.length - missing.length >= need_count: nothing is reported */
+        jl_val left = jl_num(have - (double)nmiss);
+        int cmp = jl_compare(c, &left, need);
+        if (cmp == 0 || cmp == 1) nmiss = 0;
+    }
+    if (ok) ok = missing_build(c, n, k, flags, nmiss, out);
+    if (flags != small) free(flags);
+    return ok;
+}
+
+static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+    keylist k;
+    keylist_init(&k, a->v, (size_t)a->n);
+    return missing_run(c, n, &k, NULL, 0, out);
 }
 
 /* missing_some(need, options): json-logic-js applies {"missing": options}, so the
  * options' elements become missing's arguments. */
 static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
     const jl_val *opts = arg(a, 1);
-    size_t cnt = jl_is_arr(opts) ? json_array_size(opts->u.j) : 1;
-    argv_t sub;
-    jl_val miss = JL_UNDEF;
-    if (!args_alloc(c, &sub, cnt)) return false;
-    for (size_t i = 0; i < cnt; i++) {
-        if (jl_is_arr(opts)) sub.v[i] = jl_elem(opts, i);
-        else if (!jl_dup(opts, &sub.v[i])) { args_free(&sub); return oom(c); }
-        sub.n = (int)i + 1;
+    keylist k;
+    jl_val first = JL_UNDEF;
+    if (jl_is_arr(opts)) {
+        if (json_array_size(opts->u.j) > 0) first = jl_elem(opts, 0);
+        k.args = NULL;
+        k.list = jl_is_arr(&first) ? &first : opts;
+        k.cnt = json_array_size(k.list->u.j);
+    } else {
+        keylist_init(&k, opts, 1);
     }
-    bool ok = op_missing(c, n, &sub, &miss);
-    args_free(&sub);
-    if (!ok) return false;
-    /* options.length - missing.length >= need_count */
     size_t sl;
     const char *s = jl_strp(opts, &sl);
     double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)jl_u16_len(s, sl) : NAN;
-    jl_val left = jl_num(have - (double)json_array_size(miss.u.j));
-    int cmp = jl_compare(c, &left, arg(a, 0));
-    if (cmp == 0 || cmp == 1) {
-        jl_release(&miss);
-        return empty_array(c, n, out);
-    }
-    *out = miss;
-    return true;
+    bool ok = missing_run(c, n, &k, arg(a, 0), have, out);
+    jl_release(&first);
+    return ok;
 }
 
 /* ---------------------------------------------------------------- compat: val, exists */
