@@ -36,12 +36,19 @@ typedef struct jsonlogic_options {
     int max_depth;                           /* rule nesting bound; 0 = default (256) */
 } jsonlogic_options;
 
+/* A custom operation: args are the evaluated arguments and data the current scope (the
+ * element inside map/filter/...), all borrowed and read-only. Return a new reference,
+ * NULL for null, or NULL with err set to fail the evaluation. Names of control operations
+ * (var, if, and, or, map, ...) are reserved; other builtins may be replaced. */
 typedef json_t *(*jsonlogic_op_fn)(json_t **args, int nargs, json_t *data, void *user, gg_error *err);
 
 jsonlogic_ops *jsonlogic_ops_new(void);
 bool jsonlogic_ops_add(jsonlogic_ops *ops, const char *name, jsonlogic_op_fn fn, void *user);
 void jsonlogic_ops_free(jsonlogic_ops *ops);
 
+/* Compile errors: "unknown_operation", "depth_exceeded", or the resolver's own code (a
+ * JSONata syntax error in graph mode); err->path is the JSON pointer of the node. Pure
+ * operations on constants are folded here. */
 jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, gg_error *err);
 /* Returns the result (never NULL on success: a missing value is JSON null) or NULL + err. */
 json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err);
