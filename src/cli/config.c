@@ -524,9 +524,11 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
+        /* The installed layout first: for PREFIX/bin/graphgate, PREFIX/../<name> could be
+         * any unrelated folder; ../ and ../../ serve a binary inside a build tree. */
+        snprintf(cands[n++], PATH_MAX, "%.3000s/../share/graphgate/%s", exe, name);
         snprintf(cands[n++], PATH_MAX, "%.3000s/../%s", exe, name);
         snprintf(cands[n++], PATH_MAX, "%.3000s/../../%s", exe, name);
-        snprintf(cands[n++], PATH_MAX, "%.3000s/../share/graphgate/%s", exe, name);
     }
 #ifdef GG_PKGDATADIR
     snprintf(cands[n++], PATH_MAX, "%s/%s", GG_PKGDATADIR, name);
