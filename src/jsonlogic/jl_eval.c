@@ -304,8 +304,8 @@ static bool missing_key(jl_ctx *c, const jl_node *n, const jl_val *key, bool *mi
     bool found, ok;
     if (jl_is_arr(key)) {
         size_t cnt = json_array_size(key->u.j);
-        if (cnt > 0) path = jl_elem(key, 0);
-        if (cnt > 1) dflt = jl_elem(key, 1);
+        if (cnt > 0) jl_elem_to(&path, key, 0);
+        if (cnt > 1) jl_elem_to(&dflt, key, 1);
     }
     ok = var_value(c, n, jl_is_arr(key) ? &path : key, &v, &found);
     if (ok && (!found || v.t == JV_UNDEF) && dflt.t != JV_UNDEF) {
@@ -344,7 +344,9 @@ static void keylist_init(keylist *k, const jl_val *args, size_t nargs) {
 static bool missing_scan(jl_ctx *c, const jl_node *n, const keylist *k, uint8_t *flags, size_t *nmiss) {
     *nmiss = 0;
     for (size_t i = 0; i < k->cnt; i++) {
-        jl_val key = k->list ? jl_elem(k->list, i) : k->args[i];
+        jl_val key;
+        if (k->list) jl_elem_to(&key, k->list, i);
+        else key = k->args[i];
         bool miss = false;
         bool ok = missing_key(c, n, &key, &miss);
         if (k->list) jl_release(&key);
@@ -399,7 +401,7 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
     keylist k;
     jl_val first = JL_UNDEF;
     if (jl_is_arr(opts)) {
-        if (json_array_size(opts->u.j) > 0) first = jl_elem(opts, 0);
+        if (json_array_size(opts->u.j) > 0) jl_elem_to(&first, opts, 0);
         k.args = NULL;
         k.list = jl_is_arr(&first) ? &first : opts;
         k.cnt = json_array_size(k.list->u.j);
@@ -439,7 +441,7 @@ static bool val_step(jl_ctx *c, const jl_val *base, const jl_val *seg, jl_val *o
     if (jl_is_arr(base) && seg->t == JV_NUM) {
         out->t = JV_UNDEF;
         double d = seg->u.n;
-        if (d >= 0 && d == floor(d) && d < (double)json_array_size(base->u.j)) *out = jl_elem(base, (size_t)d);
+        if (d >= 0 && d == floor(d) && d < (double)json_array_size(base->u.j)) jl_elem_to(out, base, (size_t)d);
         return true;
     }
     gg_strbuf b = GG_STRBUF_INIT;
@@ -917,7 +919,7 @@ static NOINLINE bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool ok = true;
     if (n->nargs > 2) ok = jl_eval(c, n->args[2], &acc);
     else if (c->compat) { /* Array.prototype.reduce without an initial value */
-        if (cnt > 0) acc = jl_elem(&coll, i++);
+        if (cnt > 0) jl_elem_to(&acc, &coll, i++);
     }
     if (ok && !jl_is_arr(&coll)) { *out = acc; jl_release(&coll); return true; }
     jl_frame f = {.parent = c->top, .kind = F_REDUCE, .acc = &acc};
