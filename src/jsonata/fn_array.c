@@ -160,18 +160,55 @@ FN(fn_shuffle) {
     return out;
 }
 
+/* Hash key for a scalar (type tag + text) so $distinct stays linear on the common case;
+ * arrays and objects fall back to pairwise deep equality. */
+static bool scalar_key(const jn_value *v, gg_strbuf *k) {
+    char num[40];
+    gg_strbuf_reset(k);
+    switch (jn_type_of(v)) {
+    case JN_STRING: gg_strbuf_putc(k, 's'); gg_strbuf_append(k, jn_s(v), jn_slen(v)); return true;
+    case JN_NUMBER:
+        jsonata_format_double(v->u.n == 0 ? 0 : v->u.n, num, sizeof num);
+        gg_strbuf_putc(k, 'n');
+        gg_strbuf_puts(k, num);
+        return true;
+    case JN_BOOL: gg_strbuf_puts(k, v->u.b ? "t" : "f"); return true;
+    case JN_NULL: gg_strbuf_puts(k, "z"); return true;
+    default: return false;
+    }
+}
+
 FN(fn_distinct) {
     jn_value *a = FN_ARG(0);
     if (!a) return NULL;
     if (a->type != JN_ARRAY || jn_alen(a) <= 1) return jn_incref(a);
     jn_value *out = (a->flags & JN_F_SEQUENCE) ? jn_seq_new(jn_alen(a)) : jn_array_new(jn_alen(a));
-    if (!out) { jn_oom(err); return NULL; }
-    for (size_t i = 0; i < jn_alen(a); i++) {
+    jn_value *set = jn_object_new(8);
+    jn_value *complex = jn_array_new(4); /* the non-scalar values kept so far */
+    gg_strbuf key = GG_STRBUF_INIT;
+    bool ok = out && set && complex;
+    for (size_t i = 0; ok && i < jn_alen(a); i++) {
         jn_value *v = jn_aget(a, i);
         bool seen = false;
-        for (size_t k = 0; k < jn_alen(out) && !seen; k++) seen = jn_deep_equal(jn_aget(out, k), v);
-        if (!seen && !fn_push(out, jn_incref(v), err)) { jn_decref(out); return NULL; }
-        if ((i & 255) == 255 && !jn_check_limits(call, err)) { jn_decref(out); return NULL; }
+        if (scalar_key(v, &key)) {
+            if (key.oom) { ok = false; break; }
+            seen = jn_object_get(set, key.data, key.len) != NULL;
+            if (!seen && !jn_object_set(set, key.data, key.len, jn_null())) { ok = false; break; }
+        } else {
+            for (size_t k = 0; k < jn_alen(complex) && !seen; k++)
+                seen = jn_deep_equal(jn_aget(complex, k), v);
+            if (!seen && !jn_array_push(complex, jn_incref(v))) { ok = false; break; }
+        }
+        if (!seen && !jn_array_push(out, jn_incref(v))) ok = false;
+        if ((i & 255) == 255 && !jn_check_limits(call, err)) { ok = false; break; }
+    }
+    gg_strbuf_free(&key);
+    jn_decref(set);
+    jn_decref(complex);
+    if (!ok) {
+        jn_decref(out);
+        if (!gg_error_is_set(err)) jn_oom(err);
+        return NULL;
     }
     return out;
 }

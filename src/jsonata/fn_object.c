@@ -7,14 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool has_string(const jn_value *arr, const jn_value *key) {
-    for (size_t i = 0; i < jn_alen(arr); i++) {
-        const jn_value *k = jn_aget(arr, i);
-        if (jn_slen(k) == jn_slen(key) && !memcmp(jn_s(k), jn_s(key), jn_slen(key))) return true;
-    }
-    return false;
-}
-
 FN(fn_keys) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
@@ -24,18 +16,23 @@ FN(fn_keys) {
         for (size_t i = 0; i < v->u.obj.n; i++)
             if (!fn_push(out, jn_incref(v->u.obj.ents[i].key), err)) { jn_decref(out); return NULL; }
     } else if (v->type == JN_ARRAY) {
+        jn_value *seen = jn_object_new(8); /* hashed set of keys already listed */
+        if (!seen) { jn_decref(out); jn_oom(err); return NULL; }
         for (size_t k = 0; k < jn_alen(v); k++) {
             jn_value *o = jn_aget(v, k);
             if (!o || o->type != JN_OBJECT) continue;
             for (size_t i = 0; i < o->u.obj.n; i++) {
                 jn_value *key = o->u.obj.ents[i].key;
-                if (o->u.obj.n * jn_alen(out) > 4096 * 64 && !jn_check_limits(call, err)) {
+                if (jn_object_get(seen, jn_s(key), jn_slen(key))) continue;
+                if (!jn_object_set_key(seen, key, jn_null()) || !fn_push(out, jn_incref(key), err)) {
+                    jn_decref(seen);
                     jn_decref(out);
+                    if (!gg_error_is_set(err)) jn_oom(err);
                     return NULL;
                 }
-                if (!has_string(out, key) && !fn_push(out, jn_incref(key), err)) { jn_decref(out); return NULL; }
             }
         }
+        jn_decref(seen);
     }
     if (jn_alen(out) == 0) { jn_decref(out); return NULL; }
     return out;
