@@ -160,6 +160,7 @@ typedef struct gw_call_job {
     gg_exec_record *rec; /* taken under gw->jobs_mu (the announcer copies it) */
     double started_ms;   /* monotonic, when the worker picked it up */
     bool announced;      /* a RUNNING record was submitted */
+    volatile int timed_out; /* set with the cancel flag past request_timeout */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -196,13 +197,20 @@ static void running_remove(gg_gateway *gw, gw_call_job *j) {
  * in the same in-memory queue anyway, and writing both would double the writer's work. */
 void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
     double now = gg_now_ms();
+    long long limit = gw->cfg->request_timeout_ms;
     pthread_mutex_lock(&gw->jobs_mu);
-    for (gw_call_job *j = gw->jobs; j; j = j->next)
+    for (gw_call_job *j = gw->jobs; j; j = j->next) {
         if (!j->announced && j->rec && now - j->started_ms >= min_age_ms) {
             j->announced = true;
             gg_exec_record *h = gg_exec_record_copy_header(j->rec);
             if (h) gg_history_submit(gw->history, h);
         }
+        /* request_timeout bounds every call, whatever the graph's own limits say */
+        if (limit > 0 && !j->timed_out && now - j->started_ms >= (double)limit) {
+            j->timed_out = 1;
+            __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+        }
+    }
     pthread_mutex_unlock(&gw->jobs_mu);
 }
 
@@ -298,9 +306,9 @@ static void respond_plain(gw_call_job *j, const char *rpc_body) {
     if (err) {
         int code = (int)json_integer_value(json_object_get(err, "code"));
         const char *msg = json_string_value(json_object_get(err, "message"));
-        int status = code == MCP_INVALID_PARAMS ? 400 : code == MCP_REQUEST_CANCELLED ? 499 : code == MCP_SERVER_BUSY ? 503 : 500;
-        if (status == 499) status = 503;
-        gg_http_res_error(res, status, status == 400 ? "invalid_params" : "unavailable", "%s", msg ? msg : "error");
+        int status = code == MCP_INVALID_PARAMS ? 400 : code == MCP_REQUEST_TIMEOUT ? 504 : 503;
+        const char *ecode = status == 400 ? "invalid_params" : status == 504 ? "timeout" : "unavailable";
+        gg_http_res_error(res, status, ecode, "%s", msg ? msg : "error");
     } else if (json_is_true(json_object_get(result, "isError"))) {
         json_t *first = json_array_get(json_object_get(result, "content"), 0);
         const char *msg = json_string_value(json_object_get(first, "text"));
@@ -340,6 +348,12 @@ static void job_run(void *arg) {
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
     char *body = mcp_call_run(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant);
+    if (j->timed_out && strcmp(mcp_call_status(j->call), "cancelled") == 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "Request timed out after %lld ms", gw->cfg->request_timeout_ms);
+        free(body);
+        body = mcp_call_refuse(j->call, MCP_REQUEST_TIMEOUT, msg);
+    }
     if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
     if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
     record_finish(j);

@@ -135,6 +135,7 @@ enum {
     MCP_INVALID_PARAMS = -32602,
     MCP_INTERNAL_ERROR = -32603,
     MCP_SERVER_BUSY = -32000,        /* worker queue full / shutting down */
+    MCP_REQUEST_TIMEOUT = -32001,    /* the call ran past the gateway's request timeout */
     MCP_REQUEST_CANCELLED = -32800,
 };
 

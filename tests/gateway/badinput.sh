@@ -102,4 +102,14 @@ wait $cpid
 t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
 gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
 t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: cancelled)" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'cancelled', 'succeeded']"
+
+# ---- request_timeout bounds every call
+rm -f "$GG_TMP/serve.out"; GRAPHGATE_REQUEST_TIMEOUT=300ms gg_start || { echo "restart failed"; gg_finish; }
+t "a call past request_timeout → 504" eq "$(gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 504
+SIDT=$(gw_init "$GG_PUB/mcp/acme/slow" "$KEY")
+gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/slow" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}' >/dev/null
+t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["code"]')" -32001
+t "server stops cleanly after timeouts" gw_stop_clean
+gw_cli executions list acme --graph slow --status failed --json > "$GG_TMP/to.json"
+t "timed-out runs recorded as failed with the reason" eq "$(jget "$GG_TMP/to.json" '[e["error"][:17] for e in d["executions"]]')" "['Request timed out', 'Request timed out']"
 gg_finish
