@@ -393,7 +393,8 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
-        rpc_http_error(res, 429, id, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant; retry later");
+        if (plain) gg_http_res_error(res, 429, "rate_limited", "too many concurrent executions for this tenant; retry later");
+        else rpc_http_error(res, 429, id, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant; retry later");
         json_decref(id);
         return GG_HTTP_DONE;
     }
@@ -404,7 +405,8 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         mcp_call_free(call);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
         gg_http_res_header(res, "Retry-After", "1");
-        rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
+        if (plain) gg_http_res_error(res, 503, "busy", "server busy; retry later");
+        else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
         json_decref(id);
         return GG_HTTP_DONE;
     }

@@ -104,8 +104,17 @@ gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
 t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: cancelled)" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'cancelled', 'succeeded']"
 
 # ---- request_timeout bounds every call
-rm -f "$GG_TMP/serve.out"; GRAPHGATE_REQUEST_TIMEOUT=300ms gg_start || { echo "restart failed"; gg_finish; }
-t "a call past request_timeout → 504" eq "$(gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 504
+# (with a cap of one execution per tenant: a second concurrent call is refused at once)
+rm -f "$GG_TMP/serve.out"
+GRAPHGATE_REQUEST_TIMEOUT=300ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_start || { echo "restart failed"; gg_finish; }
+( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/to.code" ) &
+cpid=$!
+sleep 0.1
+t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 429
+t "429 carries Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/cap.json.h"
+t "the plain endpoint answers in the plain error model" eq "$(jget "$GG_TMP/cap.json" 'd["error"]["code"]')" rate_limited
+wait $cpid
+t "a call past request_timeout → 504" eq "$(cat "$GG_TMP/to.code")" 504
 SIDT=$(gw_init "$GG_PUB/mcp/acme/slow" "$KEY")
 gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/slow" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}' >/dev/null
 t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["code"]')" -32001
