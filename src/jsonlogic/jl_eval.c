@@ -373,7 +373,9 @@ static bool missing_build(jl_ctx *c, const jl_node *n, const keylist *k, const u
 }
 
 /* missing and missing_some share this: scan keys, then (for missing_some) decide. */
-static bool missing_run(jl_ctx *c, const jl_node *n, const keylist *k, const jl_val *need, double have, jl_val *out) {
+/* out == NULL: only say whether the result would be non-empty (*nonempty). */
+static bool missing_run(jl_ctx *c, const jl_node *n, const keylist *k, const jl_val *need, double have,
+                        jl_val *out, bool *nonempty) {
     uint8_t small[64], *flags = k->cnt <= sizeof small ? small : malloc(k->cnt);
     if (!flags) return oom(c);
     size_t nmiss;
@@ -383,20 +385,21 @@ static bool missing_run(jl_ctx *c, const jl_node *n, const keylist *k, const jl_
         int cmp = jl_compare(c, &left, need);
         if (cmp == 0 || cmp == 1) nmiss = 0;
     }
-    if (ok) ok = missing_build(c, n, k, flags, nmiss, out);
+    if (nonempty) *nonempty = nmiss > 0;
+    if (ok && out) ok = missing_build(c, n, k, flags, nmiss, out);
     if (flags != small) free(flags);
     return ok;
 }
 
-static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+static bool op_missing(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out, bool *nonempty) {
     keylist k;
     keylist_init(&k, a->v, (size_t)a->n);
-    return missing_run(c, n, &k, NULL, 0, out);
+    return missing_run(c, n, &k, NULL, 0, out, nonempty);
 }
 
 /* missing_some(need, options): json-logic-js applies {"missing": options}, so the
  * options' elements become missing's arguments. */
-static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out) {
+static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out, bool *nonempty) {
     const jl_val *opts = arg(a, 1);
     keylist k;
     jl_val first = JL_UNDEF;
@@ -411,7 +414,7 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
     size_t sl;
     const char *s = jl_strp(opts, &sl);
     double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)jl_u16_len(s, sl) : NAN;
-    bool ok = missing_run(c, n, &k, arg(a, 0), have, out);
+    bool ok = missing_run(c, n, &k, arg(a, 0), have, out, nonempty);
     jl_release(&first);
     return ok;
 }
@@ -578,13 +581,44 @@ static NOINLINE bool op_coalesce(jl_ctx *c, const jl_node *n, jl_val *out) {
 
 /* ---------------------------------------------------------------- logic */
 
+static int eval_truthy(jl_ctx *c, const jl_node *n);
+
+/* missing / missing_some when only "is anything missing" matters: no array is built. */
+static NOINLINE int missing_truthy(jl_ctx *c, const jl_node *n) {
+    argv_t a;
+    bool nonempty = false;
+    bool ok = eval_args(c, n, &a, false);
+    if (ok) ok = n->op == OP_MISSING ? op_missing(c, n, &a, NULL, &nonempty) : op_missing_some(c, n, &a, NULL, &nonempty);
+    args_free(&a);
+    return ok ? nonempty : -1;
+}
+
+/* Evaluate n for its truthiness only (if conditions, !, !!, predicates, jsonlogic_test):
+ * 1, 0, or -1 on error. Same answer as jl_truthy(jl_eval(n)), with less work. */
+static int eval_truthy(jl_ctx *c, const jl_node *n) {
+    switch (n->op) {
+    case OP_CONST: return jl_truthy(&n->cval);
+    case OP_MISSING: case OP_MISSING_SOME: return missing_truthy(c, n);
+    case OP_NOT: case OP_NOTNOT:
+        if (n->nargs <= 1) {
+            int t = n->nargs ? eval_truthy(c, n->args[0]) : 0; /* !undefined */
+            return t < 0 ? -1 : (n->op == OP_NOT ? !t : t);
+        }
+        break;
+    default: break;
+    }
+    jl_val v;
+    if (!jl_eval(c, n, &v)) return -1;
+    int t = jl_truthy(&v);
+    jl_release(&v);
+    return t;
+}
+
 static NOINLINE bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
     int i;
     for (i = 0; i + 1 < n->nargs; i += 2) {
-        jl_val t;
-        if (!jl_eval(c, n->args[i], &t)) return false;
-        bool yes = jl_truthy(&t);
-        jl_release(&t);
+        int yes = eval_truthy(c, n->args[i]);
+        if (yes < 0) return false;
         if (yes) return jl_eval(c, n->args[i + 1], out);
     }
     if (i + 1 == n->nargs) return jl_eval(c, n->args[i], out);
@@ -890,6 +924,17 @@ static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t 
     return ok;
 }
 
+/* The truthiness of logic for element i of coll (1, 0, -1 on error). */
+static int eval_on_truthy(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i) {
+    jl_frame f = {.parent = c->top, .kind = F_ITEM, .index = i};
+    jl_elem_to(&f.item, coll, i);
+    c->top = &f;
+    int t = eval_truthy(c, logic);
+    c->top = f.parent;
+    jl_release(&f.item);
+    return t;
+}
+
 static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
     if (!eval_arg(c, n, 0, &coll)) return false;
@@ -898,12 +943,18 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool ok = true;
     size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0;
     for (size_t i = 0; ok && i < cnt; i++) {
-        jl_val v = JL_UNDEF;
-        ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
         json_t *e = NULL;
-        if (ok && n->op == OP_MAP) e = jl_to_json_elem(c, &v);
-        else if (ok && jl_truthy(&v)) e = json_incref(json_array_get(coll.u.j, i)); /* the element itself */ else if (ok) { jl_release(&v); continue; }
-        jl_release(&v);
+        if (n->op == OP_MAP) {
+            jl_val v = JL_UNDEF;
+            ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
+            if (ok) e = jl_to_json_elem(c, &v);
+            jl_release(&v);
+        } else {
+            int t = n->nargs > 1 ? eval_on_truthy(c, n->args[1], &coll, i) : 0;
+            if (t < 0) ok = false;
+            if (t <= 0) continue;
+            e = json_incref(json_array_get(coll.u.j, i)); /* the element itself */
+        }
         if (ok && (!e || json_array_append_new(r, e) != 0)) ok = oom(c);
     }
     jl_release(&coll);
@@ -955,11 +1006,9 @@ static NOINLINE bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
     bool ok = true, want = n->op != OP_ALL; /* all stops at the first falsy, some at the first truthy */
     if (n->op == OP_ALL && cnt == 0) { jl_release(&coll); jl_set_bool(out, false); return true; }
     for (size_t i = 0; ok && i < cnt; i++) {
-        jl_val v = JL_UNDEF;
-        ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
-        bool t = jl_truthy(&v);
-        jl_release(&v);
-        if (ok && t == want) { hits++; break; }
+        int t = n->nargs > 1 ? eval_on_truthy(c, n->args[1], &coll, i) : 0;
+        if (t < 0) ok = false;
+        else if ((t == 1) == want) { hits++; break; }
     }
     jl_release(&coll);
     if (!ok) return false;
@@ -1016,8 +1065,8 @@ static NOINLINE bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
                   n->op == OP_MOD || n->op == OP_MAX || n->op == OP_MIN || n->op == OP_CAT;
     bool ok = eval_args(c, n, &a, spread);
     if (ok) switch (n->op) {
-    case OP_MISSING: ok = op_missing(c, n, &a, out); break;
-    case OP_MISSING_SOME: ok = op_missing_some(c, n, &a, out); break;
+    case OP_MISSING: ok = op_missing(c, n, &a, out, NULL); break;
+    case OP_MISSING_SOME: ok = op_missing_some(c, n, &a, out, NULL); break;
     case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
         ok = op_compare(c, n, &a, out);
         break;
@@ -1109,9 +1158,15 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_THROW: return op_throw(c, n, out);
     case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
         if (c->compat) return compat_chain(c, n, out);
-        /* fall through */
-    case OP_NOT: case OP_NOTNOT:
         if (n->nargs <= 3 && n->args_array) return js_small_op(c, n, out);
+        return eager_op(c, n, out);
+    case OP_NOT: case OP_NOTNOT:
+        if (n->nargs <= 1) {
+            int t = eval_truthy(c, n);
+            if (t < 0) return false;
+            jl_set_bool(out, t);
+            return true;
+        }
         return eager_op(c, n, out);
     default: return eager_op(c, n, out);
     }
@@ -1191,14 +1246,8 @@ int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_er
     root.kind = F_ROOT;
     jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
     jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
-    jl_val v;
-    int res = -1;
-    if (jl_eval(&c, r->root, &v)) {
-        res = jl_truthy(&v);
-        jl_release(&v);
-    } else if (!gg_error_is_set(err)) {
-        gg_error_set(err, "internal", "evaluation failed");
-    }
+    int res = eval_truthy(&c, r->root);
+    if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal", "evaluation failed");
     json_decref(c.thrown);
     return res;
 }

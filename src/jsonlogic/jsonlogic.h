@@ -52,8 +52,9 @@ void jsonlogic_ops_free(jsonlogic_ops *ops);
 jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, gg_error *err);
 /* Returns the result (never NULL on success: a missing value is JSON null) or NULL + err. */
 json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err);
-/* What a switch condition needs: the truthiness of the result (jsonlogic_truthy), without
- * building it as JSON. Returns 1 or 0, or -1 with err set. */
+/* What a switch condition needs: the JavaScript truthiness of the result, without building
+ * it as JSON. Returns 1 or 0, or -1 with err set. Prefer it to jsonlogic_truthy(apply(..)):
+ * it is faster and exact where JSON is not (Infinity is truthy, though it prints as null). */
 int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err);
 void jsonlogic_free(jsonlogic_rule *r);
 

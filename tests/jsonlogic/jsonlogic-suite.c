@@ -90,6 +90,18 @@ static void run_case(counts *ct, const char *file, size_t idx, const char *desc,
             free(g);
             free(w);
         }
+        /* jsonlogic_test must agree with the truthiness of the result. A null result may
+         * stand for Infinity (truthy in JavaScript), so only non-null results are checked. */
+        if (ok && !json_is_null(got)) {
+            gg_error terr = GG_ERROR_INIT;
+            int t = jsonlogic_test(r, data, NULL, &terr);
+            gg_error_clear(&terr);
+            if (t != (int)jsonlogic_truthy(got)) {
+                snprintf(gotbuf, sizeof gotbuf, "jsonlogic_test gave %d", t);
+                report(file, idx, desc, rule, data, gotbuf, "the truthiness of the result");
+                ok = false;
+            }
+        }
     }
     if (ok && ct->verbose) printf("ok   %s #%zu\n", file, idx);
     ok ? ct->passed++ : ct->failed++;
