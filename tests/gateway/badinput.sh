@@ -80,7 +80,7 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 # and recorded either way
 SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_start || { echo "restart failed"; gg_finish; }
 U="$GG_PUB/mcp/acme/fx"
 t "allowlisted Origin → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://app.example.com')" 200
 t "other Origin → 403" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://other.example.com')" 403
