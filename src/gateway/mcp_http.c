@@ -161,6 +161,7 @@ typedef struct gw_call_job {
     double started_ms;   /* monotonic, when the worker picked it up */
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
+    bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -266,7 +267,7 @@ static void record_finish(gw_call_job *j) {
     }
     const char *st = mcp_call_status(j->call);
     r->status = strcmp(st, "ok") == 0 ? GG_EXEC_SUCCEEDED
-                : strcmp(st, "cancelled") == 0 ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
+                : (strcmp(st, "cancelled") == 0 || j->refused) ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
     r->finished_ms = gg_wall_ms();
     r->duration_ms = mcp_call_duration_ms(j->call);
     /* the result as the tool's value: structuredContent, else the lone text, else content */
@@ -340,10 +341,18 @@ static void job_respond(gw_call_job *j, char *body, int status) {
     gg_http_async_complete(j->a);
 }
 
+/* The execution record, made on the worker (off the HTTP thread) when the run starts. */
+static void job_make_record(gw_call_job *j) {
+    if (!j->ep.is_graph) return;
+    j->rec = gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
+                                j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
+}
+
 static void job_run(void *arg) {
     gw_call_job *j = arg;
     gg_gateway *gw = j->gw;
     if (j->ep.is_graph) wait_for_history(gw);
+    job_make_record(j);
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
@@ -366,6 +375,8 @@ static void job_run(void *arg) {
 
 static void job_refuse(void *arg) {
     gw_call_job *j = arg;
+    j->refused = true;
+    job_make_record(j);
     char *body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "the server is shutting down; retry the request");
     gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
@@ -426,9 +437,6 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     snprintf(j->request_id, sizeof j->request_id, "%s", gg_http_request_id(req));
     j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
     j->plain = plain;
-    if (ep->is_graph)
-        j->rec = gg_exec_record_new(ep->tenant, ep->graph, ep->version, mcp_call_tool(call),
-                                    pr ? pr->key_id : NULL, mcp_call_arguments(call));
     gw_job job = {job_run, job_refuse, j};
     if (!gw_pool_submit(gw->pool, job)) {
         /* queue full: answer at once instead of piling up */
@@ -439,8 +447,6 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         if (plain) gg_http_res_error(ares, 503, "busy", "the tool-call queue is full; retry later");
         else if (body) gg_http_res_bytes(ares, 503, "application/json", body, strlen(body));
         free(body);
-        gg_exec_record_free(j->rec);
-        j->rec = NULL;
         gg_http_async_complete(a);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
         job_free(j);
