@@ -122,9 +122,20 @@ FN(fn_random) {
     return jn_number((double)(r & ((1ULL << 53) - 1)) / 9007199254740992.0);
 }
 
+/* The evaluator has checked a<n>; this re-check only guards natives called directly. */
+static bool all_numbers(jn_call *call, const jn_value *a, gg_error *err) {
+    for (size_t i = 0; i < jn_alen(a); i++)
+        if (jn_type_of(jn_aget(a, i)) != JN_NUMBER) {
+            jn_error(call, err, "T0412", "Argument 1 of function \"%s\" must be an array of \"numbers\"",
+                     call->name ? call->name : "");
+            return false;
+        }
+    return true;
+}
+
 FN(fn_sum) {
     jn_value *a = FN_ARG(0);
-    if (!a) return NULL;
+    if (!a || !all_numbers(call, a, err)) return NULL;
     double s = 0;
     for (size_t i = 0; i < jn_alen(a); i++) s += jn_aget(a, i)->u.n;
     return jn_number(s);
@@ -140,12 +151,12 @@ static jn_value *extreme(jn_value *a, bool max) {
     return jn_number(m);
 }
 
-FN(fn_max) { return extreme(FN_ARG(0), true); }
-FN(fn_min) { return extreme(FN_ARG(0), false); }
+FN(fn_max) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), true) : NULL; }
+FN(fn_min) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), false) : NULL; }
 
 FN(fn_average) {
     jn_value *a = FN_ARG(0);
-    if (!a || jn_alen(a) == 0) return NULL;
+    if (!a || jn_alen(a) == 0 || !all_numbers(call, a, err)) return NULL;
     double s = 0;
     for (size_t i = 0; i < jn_alen(a); i++) s += jn_aget(a, i)->u.n;
     return jn_number(s / (double)jn_alen(a));

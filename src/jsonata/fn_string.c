@@ -247,6 +247,11 @@ FN(fn_join) {
     for (size_t i = 0; i < jn_alen(arr); i++) {
         if (i && sep) gg_strbuf_append(&b, jn_s(sep), jn_slen(sep));
         jn_value *it = jn_aget(arr, i);
+        if (jn_type_of(it) != JN_STRING) { /* guarded by a<s>; kept for direct calls */
+            gg_strbuf_free(&b);
+            jn_error(call, err, "T0412", "Argument 1 of function \"join\" must be an array of \"strings\"");
+            return NULL;
+        }
         gg_strbuf_append(&b, jn_s(it), jn_slen(it));
     }
     return fn_buf_result(&b, err);
