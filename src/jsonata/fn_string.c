@@ -149,7 +149,7 @@ FN(fn_pad) {
         return NULL;
     }
     gg_strbuf pad = GG_STRBUF_INIT;
-    size_t need = (size_t)padn, pcount = jn_utf8_count(pc, pcl);
+    size_t need = (size_t)padn, pcount = jn_utf8_count(pc, pcl); /* >= 1: pcl > 0 */
     while (need > 0 && !pad.oom) {
         size_t take = need < pcount ? need : pcount;
         gg_strbuf_append(&pad, pc, jn_utf8_offset(pc, pcl, take));

@@ -50,18 +50,23 @@ void jn_utf8_put(gg_strbuf *b, uint32_t cp) {
     }
 }
 
+/* Both walk code points exactly as jn_utf8_next does (an invalid byte counts as one
+ * character), so counts and offsets always agree, even on malformed text. */
 size_t jn_utf8_count(const char *s, size_t n) {
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    size_t c = 0, i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) i++;
+        else jn_utf8_next(s, n, &i);
+        c++;
+    }
     return c;
 }
 
 size_t jn_utf8_offset(const char *s, size_t n, size_t cp) {
     size_t i = 0;
     while (i < n && cp > 0) {
-        i++;
-        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
+        if ((unsigned char)s[i] < 0x80) i++;
+        else jn_utf8_next(s, n, &i);
         cp--;
     }
     return i;

@@ -253,6 +253,8 @@ START_TEST(functions_end_to_end) {
     expect_eval("$map([1,2,3], $string)", "[\"1\",\"2\",\"3\"]");
     expect_eval("$sort([{\"k\":2,\"v\":\"a\"},{\"k\":1,\"v\":\"b\"},{\"k\":2,\"v\":\"c\"}], function($a,$b){$a.k > $b.k}).v", "[\"b\",\"a\",\"c\"]");
     expect_eval("$parseInteger(\"xii\", \"I\")", "null");
+    /* malformed UTF-8 counts one character per bad byte and never stalls (fuzzer find) */
+    expect_eval("$length($pad(\"x\", 5, \"\x98\x80\"))", "5");
 }
 END_TEST
 
