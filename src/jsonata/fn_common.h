@@ -50,7 +50,7 @@ void fn_matcher_free(fn_matcher *m);
 bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n);
 /* The reference's match object {match, index, groups}. */
 jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err);
-jn_value *fn_replacer_object(const jn_value *str, const fn_hit *mt, gg_error *err);
+jn_value *fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err);
 
 /* Arity used when a higher-order function calls fn (fn_array.c). */
 int fn_hof_arity(const jn_value *fn);

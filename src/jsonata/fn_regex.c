@@ -140,9 +140,44 @@ jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) 
     return match_like(str, mt, false, err);
 }
 
-/* $replace hands its function the matcher's raw object: {match, start, end, groups}. */
-jn_value *fn_replacer_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
-    return match_like(str, mt, true, err);
+/* next() of a replacer object: the following match of the same regex, or undefined.
+ * Bound value: [subject, regex, byte offset where the search resumes]. */
+static jn_value *replacer_next(jn_call *call, jn_value **args, int nargs, gg_error *err) {
+    jn_value *b = jn_fn_bound(call->self);
+    if (!b || b->type != JN_ARRAY || jn_alen(b) != 3) return NULL;
+    jn_value *str = jn_aget(b, 0), *re = jn_aget(b, 1);
+    fn_matcher m;
+    if (!fn_matcher_init(&m, re, str, err)) return NULL;
+    m.offset = (size_t)jn_aget(b, 2)->u.n;
+    fn_hit h;
+    int rc = fn_matcher_next(call, &m, &h, err);
+    jn_value *r = rc == 1 ? fn_replacer_object(str, re, &h, err) : NULL;
+    fn_matcher_free(&m);
+    return r;
+}
+
+/* $replace hands its function the matcher's raw object: {match, start, end, groups} and,
+ * for a regex, next() continuing the search. */
+jn_value *fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err) {
+    jn_value *o = match_like(str, mt, true, err);
+    if (!o || !pattern || pattern->type != JN_REGEX) return o;
+    jn_value *bound = jn_array_new(3);
+    bool ok = bound && jn_array_push(bound, jn_incref(str)) && jn_array_push(bound, jn_incref(pattern));
+    jn_value *off = ok ? jn_number((double)mt->end) : NULL;
+    ok = ok && off && jn_array_push(bound, off); /* push consumes off even on failure */
+    if (!ok) {
+        jn_decref(bound);
+        jn_decref(o);
+        jn_oom(err);
+        return NULL;
+    }
+    jn_value *next = jn_native_new("next", NULL, replacer_next, bound, err);
+    if (!next || !jn_object_set(o, "next", 4, next)) {
+        jn_decref(o);
+        if (!gg_error_is_set(err)) jn_oom(err);
+        return NULL;
+    }
+    return o;
 }
 
 static jn_value *match_like(const jn_value *str, const fn_hit *mt, bool replacer, gg_error *err) {

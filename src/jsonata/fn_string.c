@@ -302,9 +302,9 @@ static void expand_replacement(const char *r, size_t rn, const char *s, const fn
     }
 }
 
-static bool replace_with_fn(jn_call *call, jn_value *fn, jn_value *str, const fn_hit *mt,
-                            gg_strbuf *b, gg_error *err) {
-    jn_value *mo = fn_replacer_object(str, mt, err);
+static bool replace_with_fn(jn_call *call, jn_value *fn, jn_value *str, jn_value *pat,
+                            const fn_hit *mt, gg_strbuf *b, gg_error *err) {
+    jn_value *mo = fn_replacer_object(str, pat, mt, err);
     if (!mo) return false;
     jn_value *r = jn_apply(call, fn, &mo, 1, err);
     jn_decref(mo);
@@ -370,7 +370,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
             else {
                 PCRE2_SIZE ov[2] = {at, at + jn_slen(pat)};
                 fn_hit mt = {at, at + jn_slen(pat), 0, ov, NULL};
-                if (!replace_with_fn(call, rep, s, &mt, &b, err)) { gg_strbuf_free(&b); return NULL; }
+                if (!replace_with_fn(call, rep, s, pat, &mt, &b, err)) { gg_strbuf_free(&b); return NULL; }
             }
             pos = at + jn_slen(pat);
             count++;
@@ -383,7 +383,7 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
         while ((limit < 0 || count < limit) && fn_matcher_next(call, &m, &mt, err) == 1) {
             gg_strbuf_append(&b, p + pos, mt.start - pos);
             if (rep->type == JN_STRING) expand_replacement(jn_s(rep), jn_slen(rep), p, &mt, &b);
-            else if (!replace_with_fn(call, rep, s, &mt, &b, err)) break;
+            else if (!replace_with_fn(call, rep, s, pat, &mt, &b, err)) break;
             pos = mt.end;
             count++;
             if (!replace_bounds(call, &b, count, err)) break;
