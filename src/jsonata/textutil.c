@@ -91,14 +91,22 @@ static uint32_t prev_cp(const char *s, size_t at) {
 bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
     pthread_once(&g_utf8_once, utf8_locale_init);
     size_t i = 0;
+    if (!gg_strbuf_reserve(out, n)) return false;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) { /* ASCII fast path */
-            char o = (char)c;
-            if (upper && c >= 'a' && c <= 'z') o = (char)(c - 32);
-            else if (!upper && c >= 'A' && c <= 'Z') o = (char)(c + 32);
-            gg_strbuf_putc(out, o);
-            i++;
+        if (c < 0x80) { /* ASCII run: map in place in the reserved space */
+            size_t st = i;
+            while (i < n && (unsigned char)s[i] < 0x80) i++;
+            if (!gg_strbuf_reserve(out, i - st)) return false;
+            char *d = out->data + out->len;
+            for (size_t k = st; k < i; k++) {
+                char o = s[k];
+                if (upper && o >= 'a' && o <= 'z') o = (char)(o - 32);
+                else if (!upper && o >= 'A' && o <= 'Z') o = (char)(o + 32);
+                *d++ = o;
+            }
+            out->len += i - st;
+            out->data[out->len] = '\0';
             continue;
         }
         size_t at = i;
