@@ -1003,7 +1003,11 @@ static jn_node *led(parser *p, jn_node *left) {
                 else p->slots[si].level--;
             }
             push_anc(p, s, e);
-            if (gg_error_is_set(p->err) || !push_stage(p, s, 0, e, NULL, pos)) goto fail;
+            if (gg_error_is_set(p->err)) {
+                jn_node_free(e);
+                goto fail;
+            }
+            if (!push_stage(p, s, 0, e, NULL, pos)) goto fail;
             n = left;
             left = NULL;
         }
@@ -1081,6 +1085,7 @@ static jn_node *led(parser *p, jn_node *left) {
                 perr(p, "S0216", pos, "A context variable binding must precede the 'order-by' clause on a step", NULL);
                 goto fail;
             }
+            free(s->focus);
             s->focus = strdup(v->str);
         } else {
             if (s->nstages == 0 && !s->index) s->index = strdup(v->str);
