@@ -37,7 +37,7 @@ bool jn_base64_decode(const char *s, size_t n, gg_strbuf *out);
 /* A decimal expansion of a finite double: digits[0..n) with the decimal point after
  * digit number `point` (may be <= 0 or > n). */
 typedef struct jn_decimal {
-    char d[400];
+    char d[32]; /* shortest round-trip digits (<= 17) plus a rounding carry */
     int n;
     int point;
     bool neg;

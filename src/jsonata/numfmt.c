@@ -235,7 +235,7 @@ void jn_decimal_round(jn_decimal *dec, int places) {
 }
 
 double jn_decimal_to_double(const jn_decimal *dec) {
-    char buf[460];
+    char buf[64];
     snprintf(buf, sizeof buf, "%s0.%.*se%d", dec->neg ? "-" : "", dec->n, dec->d, dec->point);
     return strtod(buf, NULL);
 }
