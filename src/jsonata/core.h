@@ -66,6 +66,7 @@ struct jn_node {
     bool tuple;            /* path needs a tuple stream (focus/index/parent) */
     bool thunk;            /* lambda body is a tail call */
     bool constant;         /* value does not depend on context or variables */
+    bool scope;            /* N_BLOCK: binds variables itself, so it needs its own frame */
     int slot;              /* parse-time: ancestry slot + 1 (% nodes, ancestor steps) */
     int *seek;             /* parse-time: unresolved ancestry slots */
     int nseek;

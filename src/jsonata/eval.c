@@ -1947,7 +1947,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     }
     case N_OBJECT: return eval_group(c, n, input, env);
     case N_BLOCK: {
-        jn_frame *fr = frame_new(c, env);
+        jn_frame *fr = n->scope ? frame_new(c, env) : env;
         if (!fr) return NULL;
         jn_value *r = NULL;
         for (int i = 0; i < n->nitems; i++) {
@@ -1958,7 +1958,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
                 return NULL;
             }
         }
-        if (!is_thunk(r)) frame_release(c, fr);
+        if (n->scope && !is_thunk(r)) frame_release(c, fr);
         return r;
     }
     case N_BIND: {

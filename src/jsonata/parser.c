@@ -592,8 +592,34 @@ static void resolve_ancestry(parser *p, jn_node *path) {
     free(sl);
 }
 
+/* Whether evaluating n may bind a variable in the enclosing scope (:= outside any
+ * nested block or lambda, or $eval which may contain one). */
+static bool binds_in_scope(const jn_node *n) {
+    if (!n) return false;
+    if (n->type == N_BIND) return true;
+    if (n->type == N_LAMBDA || n->type == N_BLOCK) return false;
+    if (n->type == N_VAR && n->str && !strcmp(n->str, "eval")) return true;
+    if (binds_in_scope(n->lhs) || binds_in_scope(n->rhs) || binds_in_scope(n->third) ||
+        binds_in_scope(n->group))
+        return true;
+    for (int i = 0; i < n->nitems; i++)
+        if (binds_in_scope(n->items[i])) return true;
+    for (int i = 0; i < n->npairs; i++)
+        if (binds_in_scope(n->pairs[i].key) || binds_in_scope(n->pairs[i].val)) return true;
+    for (int i = 0; i < n->nterms; i++)
+        if (binds_in_scope(n->terms[i].expr)) return true;
+    for (int i = 0; i < n->nstages; i++)
+        if (binds_in_scope(n->stages[i].expr)) return true;
+    return false;
+}
+
 static void assign_labels(parser *p, jn_node *n) {
     if (!n) return;
+    if (n->type == N_BLOCK) {
+        n->scope = false;
+        for (int i = 0; i < n->nitems; i++)
+            if (binds_in_scope(n->items[i])) n->scope = true;
+    }
     if (n->slot && !n->label) {
         char buf[24];
         snprintf(buf, sizeof buf, "!%d", p->slots[n->slot - 1].label);
