@@ -17,10 +17,11 @@ typedef struct jsonata_call jsonata_call; /* opaque per-evaluation state given t
 
 /* Limits for one evaluation; zero means "use the default". */
 typedef struct jsonata_options {
-    int max_depth;            /* evaluation depth before D1011-like error (default 1000 frames) */
-    int time_limit_ms;        /* wall time before D1012-like error (default 0 = none) */
-    long max_sequence_length; /* longest sequence/array/range produced (default 10,000,000) */
-    volatile const int *cancel; /* optional: evaluation stops with "cancelled" once *cancel != 0 */
+    int max_depth;            /* nested evaluation steps before D1011 (default 10000; the suite's
+                               * "depth" counts the same way as the reference's harness) */
+    int time_limit_ms;        /* wall time before D1012 (default 0 = none) */
+    long max_sequence_length; /* longest sequence/array/range produced, D2014 (default 10,000,000) */
+    volatile const int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
     long max_stack_bytes;     /* C stack an evaluation may use before D1011 (default 4 MB;
                                * lower it when evaluating on threads with small stacks) */
 } jsonata_options;
