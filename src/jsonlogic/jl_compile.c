@@ -182,6 +182,61 @@ static bool prepare_var(cctx *cc, jl_node *n, json_t *args) {
     return true;
 }
 
+/* The keys of missing / missing_some when the rule writes them as literal strings: the
+ * evaluator then looks each one up in place (no path parsing, no argument vector) and
+ * answers with one of the results built here. Other shapes keep the generic path. */
+static bool prepare_missing(cctx *cc, jl_node *n) {
+    const jsonlogic_var_resolver *res = RES(cc);
+    if (res && res->compile && !n->in_iter) return true; /* keys go through the resolver */
+    json_t *list = NULL;
+    if (n->op == OP_MISSING) {
+        if (n->nargs > 0 && n->args[0]->op == OP_CONST && json_is_array(n->args[0]->cjson)) list = n->args[0]->cjson;
+        else
+            for (int i = 0; i < n->nargs; i++)
+                if (n->args[i]->op != OP_CONST || !json_is_string(n->args[i]->cjson)) return true;
+    } else {
+        if (n->nargs < 2 || n->args[0]->op != OP_CONST || n->args[1]->op != OP_CONST) return true;
+        list = n->args[1]->cjson;
+        if (!json_is_array(list) || json_is_array(json_array_get(list, 0))) return true;
+    }
+    size_t cnt = list ? json_array_size(list) : (size_t)n->nargs;
+    if (cnt > 4096) return true;
+    for (size_t i = 0; i < cnt; i++)
+        if (!json_is_string(list ? json_array_get(list, i) : n->args[i]->cjson)) return true;
+    if (cnt && !(n->mk = calloc(cnt, sizeof *n->mk))) goto oom;
+    n->mk_n = (int)cnt;
+    for (size_t i = 0; i < cnt; i++) {
+        jl_mkey *k = &n->mk[i];
+        k->j = list ? json_array_get(list, i) : n->args[i]->cjson;
+        const char *s = json_string_value(k->j);
+        size_t len = json_string_length(k->j);
+        if (len == 0 || len > UINT32_MAX) continue; /* "" is the whole data: generic */
+        int nseg = 1;
+        for (size_t p = 0; p < len; p++) nseg += s[p] == '.';
+        if (!(k->segs = calloc((size_t)nseg, sizeof *k->segs))) goto oom;
+        uint32_t start = 0;
+        for (uint32_t p = 0; p <= len; p++)
+            if (p == len || s[p] == '.') {
+                k->segs[k->nseg++] = (struct jl_seg){start, p - start};
+                start = p + 1;
+            }
+    }
+    if (cnt > JL_MK_SUBSETS) return true;
+    size_t nsub = (size_t)1 << cnt;
+    if (!(n->mk_sub = calloc(nsub, sizeof *n->mk_sub))) goto oom;
+    n->mk_sub[0] = json_incref(n->cjson);
+    for (size_t m = 1; m < nsub; m++) {
+        json_t *a = json_array();
+        if (!(n->mk_sub[m] = a)) goto oom;
+        for (size_t i = 0; i < cnt; i++)
+            if ((m >> i & 1) && json_array_append(a, n->mk[i].j) != 0) goto oom;
+    }
+    return true;
+oom:
+    fail(cc, "out_of_memory", "out of memory compiling %s", n->name);
+    return false;
+}
+
 /* json-logic-engine (the compat suites) rejects some argument shapes outright. */
 static bool compat_bad_args(const jl_node *n, json_t *args) {
     switch (n->op) {
@@ -223,6 +278,7 @@ static jl_node *compile_op(cctx *cc, const char *name, json_t *args, int depth, 
         fail(cc, "out_of_memory", "out of memory compiling %s", name);
         ok = false;
     }
+    if (ok && (n->op == OP_MISSING || n->op == OP_MISSING_SOME)) ok = prepare_missing(cc, n);
     where_pop(cc, old);
     if (!ok) { node_free(RES(cc), n); return NULL; }
     if (cc->compat && !custom && compat_bad_args(n, args)) n->op = OP_BAD_ARGS;
@@ -318,6 +374,11 @@ static void node_free(const jsonlogic_var_resolver *res, jl_node *n) {
     free(n->args);
     if (n->resolved && res && res->free) res->free(res->user, n->resolved);
     json_decref(n->cjson);
+    if (n->mk_sub)
+        for (size_t m = 0; m < (size_t)1 << n->mk_n; m++) json_decref(n->mk_sub[m]);
+    free(n->mk_sub);
+    for (int i = 0; i < n->mk_n; i++) free(n->mk[i].segs);
+    free(n->mk);
     free(n->segs);
     free(n->path);
     free(n);

@@ -419,6 +419,85 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
     return ok;
 }
 
+/* A literal missing key looked up in place, as var would: 1 missing, 0 present, -1 when
+ * only the generic path can tell (scopes of reduce, "length", strings, sentinels). */
+static int mkey_missing(const jl_frame *f, const jl_mkey *k) {
+    if (k->nseg == 0 || f->kind == F_REDUCE) return -1;
+    if (jl_is_nullish(&f->item)) return 1;
+    if (f->item.t != JV_JSON) return -1;
+    json_t *j = f->item.u.j;
+    const char *s = json_string_value(k->j);
+    for (int i = 0; i < k->nseg; i++) {
+        const char *key = s + k->segs[i].off;
+        size_t klen = k->segs[i].len;
+        json_t *e;
+        if (json_is_object(j)) {
+            e = json_object_getn(j, key, klen);
+        } else if (json_is_array(j)) {
+            long idx = canonical_index(key, klen);
+            if (idx < 0) return klen == 6 && memcmp(key, "length", 6) == 0 ? -1 : 1;
+            e = json_array_get(j, (size_t)idx);
+        } else {
+            return json_is_null(j) ? 1 : -1;
+        }
+        if (!e) return 1;
+        j = e;
+    }
+    if (json_is_null(j)) return 1;
+    if (json_is_string(j)) {
+        size_t l = json_string_length(j);
+        if (l == 0) return 1;
+        if (l == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) return -1;
+    }
+    return 0;
+}
+
+static bool has_mplan(const jl_node *n) { return n->mk || n->mk_sub; }
+
+/* missing / missing_some with literal keys (compile's prepare_missing): no argument
+ * vector, and the result is one of the node's prebuilt arrays when there are few keys.
+ * out == NULL: only *nonempty is wanted. */
+static NOINLINE bool missing_planned(jl_ctx *c, const jl_node *n, jl_val *out, bool *nonempty) {
+    uint8_t small[64], *flags = n->mk_n <= 64 ? small : malloc((size_t)n->mk_n);
+    if (!flags) return oom(c);
+    size_t nmiss = 0, mask = 0;
+    bool ok = true;
+    for (int i = 0; ok && i < n->mk_n; i++) {
+        int m = mkey_missing(c->top, &n->mk[i]);
+        if (m < 0) {
+            jl_val key = jl_wrap(n->mk[i].j, JO_STATIC);
+            bool miss = false;
+            ok = missing_key(c, n, &key, &miss);
+            m = miss;
+        }
+        flags[i] = (uint8_t)m;
+        nmiss += (size_t)m;
+        if (m && i < JL_MK_SUBSETS) mask |= (size_t)1 << i;
+    }
+    if (ok && n->op == OP_MISSING_SOME) { /* options.length - missing.length >= need */
+        jl_val left = jl_num((double)n->mk_n - (double)nmiss);
+        int cmp = jl_compare(c, &left, &n->args[0]->cval);
+        if (cmp == 0 || cmp == 1) nmiss = mask = 0;
+    }
+    if (nonempty) *nonempty = nmiss > 0;
+    if (ok && out) {
+        if (nmiss == 0 || n->mk_sub) {
+            json_t *r = nmiss == 0 ? n->cjson : n->mk_sub[mask];
+            out->t = JV_JSON; /* shared, owned by the rule */
+            out->origin = JO_STATIC;
+            out->u.j = r;
+        } else {
+            json_t *r = json_array();
+            for (int i = 0; r && i < n->mk_n; i++)
+                if (flags[i] && json_array_append(r, n->mk[i].j) != 0) { json_decref(r); r = NULL; }
+            if (!r) ok = oom(c);
+            else jl_wrap_to(out, r, JO_REF);
+        }
+    }
+    if (flags != small) free(flags);
+    return ok;
+}
+
 /* ---------------------------------------------------------------- compat: val, exists */
 
 static bool frame_meta(jl_ctx *c, const jl_frame *f, jl_val *out) {
@@ -587,6 +666,7 @@ static int eval_truthy(jl_ctx *c, const jl_node *n);
 static NOINLINE int missing_truthy(jl_ctx *c, const jl_node *n) {
     argv_t a;
     bool nonempty = false;
+    if (has_mplan(n)) return missing_planned(c, n, NULL, &nonempty) ? nonempty : -1;
     bool ok = eval_args(c, n, &a, false);
     if (ok) ok = n->op == OP_MISSING ? op_missing(c, n, &a, NULL, &nonempty) : op_missing_some(c, n, &a, NULL, &nonempty);
     args_free(&a);
@@ -1145,6 +1225,9 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_ARRAY: return eval_array(c, n, out);
     case OP_BAD_ARGS: return args_error(c, n->name);
     case OP_VAR: return op_var(c, n, out);
+    case OP_MISSING: case OP_MISSING_SOME:
+        if (has_mplan(n)) return missing_planned(c, n, out, NULL);
+        return eager_op(c, n, out);
     case OP_IF: return op_if(c, n, out);
     case OP_AND: return op_andor(c, n, true, out);
     case OP_OR: return op_andor(c, n, false, out);

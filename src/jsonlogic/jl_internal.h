@@ -173,6 +173,18 @@ typedef enum {
     OP_VAL, OP_EXISTS, OP_COALESCE, OP_TRY, OP_THROW
 } jl_opcode;
 
+struct jl_seg { uint32_t off, len; };
+
+/* missing / missing_some whose keys are all literal strings (plain var mode): each key
+ * pre-split into path segments, looked up in place; results are shared subsets. */
+typedef struct jl_mkey {
+    json_t *j;            /* the key (a string of the rule's constants) */
+    int nseg;             /* 0: not a plain path ("" or ...): evaluate the generic way */
+    struct jl_seg *segs;  /* into json_string_value(j) */
+} jl_mkey;
+
+#define JL_MK_SUBSETS 6   /* up to this many keys, every possible result is built once */
+
 typedef struct jl_node {
     uint8_t op;         /* jl_opcode */
     bool args_array;    /* the rule wrote its arguments as an array */
@@ -186,11 +198,14 @@ typedef struct jl_node {
     bool path_literal;
     uint8_t first_kind; /* literal path's first segment: 1 "current", 2 "accumulator", 0 other */
     int nseg;           /* literal path split at dots once, at compile time */
-    struct jl_seg { uint32_t off, len; } *segs;
+    struct jl_seg *segs;
     void *resolved;     /* OP_VAR compiled by the resolver */
     jsonlogic_op_fn fn; /* OP_CUSTOM */
     void *fn_user;
     const char *name;   /* operation name as written (points into the node's own copy) */
+    int mk_n;           /* OP_MISSING(_SOME) with literal keys: mk[mk_n] (else mk NULL) */
+    jl_mkey *mk;
+    json_t **mk_sub;    /* mk_n <= JL_MK_SUBSETS: result array for each bit mask of missing keys */
 } jl_node;
 
 struct jsonlogic_rule {
