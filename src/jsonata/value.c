@@ -319,7 +319,6 @@ void jn_value_free_(jn_value *v) {
         }
         free_ents(v);
         free(v->u.obj.index);
-        json_decref(v->u.obj.lazy);
         break;
     case JN_FUNCTION: function_free(v->u.fn); break;
     case JN_REGEX: jn_regex_free(v->u.re); break;
@@ -377,14 +376,16 @@ jn_value *jn_fn_bound(const jn_value *fn) {
 }
 
 /* ---- jansson ---- */
-/* Shallow conversion used for evaluation input: objects become lazy shells that keep
- * the json_t and convert entries when first read. */
+/* Shallow conversion used for evaluation input: objects become lazy shells that point
+ * at the json_t and convert entries when first read. The json_t is borrowed (no
+ * refcount traffic, so one input can be shared by concurrent evaluations): it must
+ * outlive every value converted from it, which jsonata_evaluate guarantees. */
 jn_value *jn_from_json_lazy(json_t *j) {
     if (!j) return NULL;
     if (json_is_object(j)) {
         jn_value *o = alloc_value(JN_OBJECT);
         if (!o) return NULL;
-        o->u.obj.lazy = json_incref(j);
+        o->u.obj.lazy = j;
         return o;
     }
     if (json_is_array(j)) {
@@ -446,7 +447,6 @@ bool jn_force(jn_value *v) {
         jn_decref(cache[i].val);
     }
     if (cache != INLINE_PTR(v)) free(cache);
-    json_decref(src);
     return ok;
 }
 
