@@ -1217,6 +1217,67 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     return true;
 }
 
+/* The common var: a literal path through objects of the data (or reduce's current /
+ * accumulator), read in place. false when the general op_var must decide (missing keys,
+ * defaults, arrays, strings, scopes holding references, graph mode). */
+static inline bool var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
+    const jl_frame *f = c->top;
+    if (n->resolved) return false;
+    if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
+        if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return false;
+        *out = f->item;
+        if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
+        return true;
+    }
+    if (f->kind == F_REDUCE) {
+        if (n->nseg != 1 || !n->first_kind) return false;
+        const jl_val *src = n->first_kind == 1 ? &f->item : f->acc;
+        if (src->t == JV_UNDEF || src->t == JV_STR) return false;
+        *out = *src;
+        if (src->t == JV_JSON && src->origin == JO_REF) json_incref(src->u.j);
+        return true;
+    }
+    if (f->item.t != JV_JSON || f->item.origin == JO_REF) return false;
+    json_t *j = f->item.u.j;
+    for (int i = 0; i < n->nseg; i++) {
+        if (!json_is_object(j)) return false;
+        j = json_object_getn(j, n->path + n->segs[i].off, n->segs[i].len);
+        if (!j) return false;
+    }
+    if (json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL)
+        return false;
+    jl_wrap_to(out, j, (jl_origin)f->item.origin);
+    return true;
+}
+
+/* + - * / % with two written arguments (json-logic-js semantics): no argument vector,
+ * and numbers are combined directly; anything else goes through js_arith. */
+static NOINLINE bool arith2(jl_ctx *c, const jl_node *n, jl_val *out) {
+    argv_t a;
+    a.v = a.small;
+    a.n = 0;
+    a.spread = JL_UNDEF;
+    if (!jl_eval(c, n->args[0], &a.small[0])) return false;
+    a.n = 1;
+    if (!jl_eval(c, n->args[1], &a.small[1])) { args_free(&a); return false; }
+    a.n = 2;
+    if (a.small[0].t == JV_NUM && a.small[1].t == JV_NUM) {
+        double x = a.small[0].u.n, y = a.small[1].u.n, r;
+        switch (n->op) {
+        case OP_PLUS: r = (0.0 + x) + y; break; /* parseFloat(String(-0)) is 0 */
+        case OP_MUL: r = (x == 0 ? 0 : x) * (y == 0 ? 0 : y); break;
+        case OP_MINUS: r = x - y; break;
+        case OP_DIV: r = x / y; break;
+        default: r = fmod(x, y); break;
+        }
+        jl_set_num(out, r);
+        return true;
+    }
+    bool ok = js_arith(c, n, &a, out);
+    args_free(&a);
+    return ok;
+}
+
 /* Evaluate n into *out (caller releases). false with c->err set on error. */
 bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     out->t = JV_UNDEF;
@@ -1224,7 +1285,12 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_CONST: *out = n->cval; return true;
     case OP_ARRAY: return eval_array(c, n, out);
     case OP_BAD_ARGS: return args_error(c, n->name);
-    case OP_VAR: return op_var(c, n, out);
+    case OP_VAR:
+        if (n->path_literal && var_fast(c, n, out)) return true;
+        return op_var(c, n, out);
+    case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD:
+        if (!c->compat && n->nargs == 2 && n->args_array) return arith2(c, n, out);
+        return eager_op(c, n, out);
     case OP_MISSING: case OP_MISSING_SOME:
         if (has_mplan(n)) return missing_planned(c, n, out, NULL);
         return eager_op(c, n, out);
