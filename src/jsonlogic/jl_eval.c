@@ -1218,35 +1218,48 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
 }
 
 /* The common var: a literal path through objects of the data (or reduce's current /
- * accumulator), read in place. false when the general op_var must decide (missing keys,
- * defaults, arrays, strings, scopes holding references, graph mode). */
-static inline bool var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
+ * accumulator), read in place. 1: *out is the value; 0: not found (the default applies);
+ * -1: the general op_var must decide (arrays, strings, scopes holding references, graph
+ * mode, a reduce scope value that needs copying). */
+static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
     const jl_frame *f = c->top;
-    if (n->resolved) return false;
+    if (n->resolved) return -1;
     if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
-        if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return false;
+        if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
         *out = f->item;
         if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
-        return true;
+        return 1;
     }
     if (f->kind == F_REDUCE) {
-        if (n->nseg != 1 || !n->first_kind) return false;
+        if (n->nseg != 1 || !n->first_kind) return -1;
         const jl_val *src = n->first_kind == 1 ? &f->item : f->acc;
-        if (src->t == JV_UNDEF || src->t == JV_STR) return false;
+        if (src->t == JV_UNDEF || src->t == JV_STR) return -1;
         *out = *src;
         if (src->t == JV_JSON && src->origin == JO_REF) json_incref(src->u.j);
-        return true;
+        return 1;
     }
-    if (f->item.t != JV_JSON || f->item.origin == JO_REF) return false;
+    if (jl_is_nullish(&f->item)) return 0;
+    if (f->item.t != JV_JSON || f->item.origin == JO_REF) return -1;
     json_t *j = f->item.u.j;
     for (int i = 0; i < n->nseg; i++) {
-        if (!json_is_object(j)) return false;
+        if (!json_is_object(j)) return json_is_null(j) ? 0 : -1; /* a null on the way: not found */
         j = json_object_getn(j, n->path + n->segs[i].off, n->segs[i].len);
-        if (!j) return false;
+        if (!j) return 0;
     }
     if (json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL)
-        return false;
+        return -1;
     jl_wrap_to(out, j, (jl_origin)f->item.origin);
+    return 1;
+}
+
+/* var's value when the path found nothing: the default, else null. */
+static NOINLINE bool var_default(jl_ctx *c, const jl_node *n, jl_val *out) {
+    out->t = JV_UNDEF;
+    if (n->nargs > 1) {
+        if (!jl_eval(c, n->args[1], out)) return false;
+        if (out->t != JV_UNDEF) return true;
+    }
+    out->t = JV_NULL;
     return true;
 }
 
@@ -1286,7 +1299,10 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_ARRAY: return eval_array(c, n, out);
     case OP_BAD_ARGS: return args_error(c, n->name);
     case OP_VAR:
-        if (n->path_literal && var_fast(c, n, out)) return true;
+        if (n->path_literal) {
+            int k = var_fast(c, n, out);
+            if (k >= 0) return k ? true : var_default(c, n, out);
+        }
         return op_var(c, n, out);
     case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD:
         if (!c->compat && n->nargs == 2 && n->args_array) return arith2(c, n, out);
@@ -1368,8 +1384,9 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
     jl_val v;
     json_t *res = NULL;
     if (jl_eval(&c, r->root, &v)) {
-        res = jl_to_json(&v);
-        jl_release(&v);
+        bool held = v.t == JV_JSON && v.origin == JO_REF; /* our reference becomes the caller's */
+        res = held ? v.u.j : jl_to_json(&v);
+        if (!held) jl_release(&v);
         if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
         else if (c.sentinel) jl_fix_sentinels(res, 0);
     } else if (!gg_error_is_set(err)) {
