@@ -405,14 +405,16 @@ FN(fn_eval) {
 
 typedef bool (*coder_fn)(const char *, size_t, gg_strbuf *);
 
-static jn_value *code_string(jn_call *call, jn_value *s, bool ok_needed, bool (*fn)(const char *, size_t, gg_strbuf *),
+/* Run a text coder over s. url: a failure other than out-of-memory is the reference's
+ * D3140 "Malformed URL" (base64 coders only fail on out-of-memory). */
+static jn_value *code_string(jn_call *call, jn_value *s, bool url, coder_fn fn,
                              const char *name, gg_error *err) {
     if (!s) return NULL;
     gg_strbuf b = GG_STRBUF_INIT;
     if (!fn(jn_s(s), jn_slen(s), &b)) {
         bool oom = b.oom;
         gg_strbuf_free(&b);
-        if (oom || !ok_needed) { jn_oom(err); return NULL; }
+        if (oom || !url) { jn_oom(err); return NULL; }
         jn_error(call, err, "D3140", "Malformed URL passed to $%s(): \"%s\"", name, jn_s(s));
         return NULL;
     }
