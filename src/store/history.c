@@ -3,7 +3,16 @@
  * Request threads hand finished (and starting) runs to gg_history_submit, which only
  * appends to an in-memory queue under a mutex. One writer thread, on its own connection,
  * wakes when work arrives, waits flush_ms for more, and writes everything queued in one
- * transaction: with WAL and synchronous=NORMAL that is one fsync-free commit for many runs. */
+ * transaction: with WAL and synchronous=NORMAL that is one fsync-free commit for many runs.
+ *
+ * The writer is one thread for the whole process, so everything that can be done by the
+ * submitting (worker) threads is done there: JSON is serialized and the JSON trees are
+ * released in gg_history_submit, leaving the writer only SQLite work. A run's node rows go
+ * in multi-row INSERTs (up to NODE_ROWS_MAX per statement), and the writer's connection
+ * runs without foreign-key checks during batches: it inserts an executions row only when
+ * its tenant exists (WHERE EXISTS, same transaction) and node rows only under an
+ * executions row it has just written, so the checks could never fail there. Retention
+ * turns them back on for its deletes, which rely on ON DELETE CASCADE. */
 #include "store/store_internal.h"
 
 #include <pthread.h>
@@ -109,6 +118,8 @@ gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *src) {
     r->duration_ms = src->duration_ms;
     r->arguments = src->arguments ? json_incref(src->arguments) : NULL;
     r->result = src->result ? json_incref(src->result) : NULL;
+    r->arguments_text = dup_or_null(src->arguments_text, &oom);
+    r->result_text = dup_or_null(src->result_text, &oom);
     if (oom) { gg_exec_record_free(r); return NULL; }
     return r;
 }
@@ -122,8 +133,12 @@ void gg_exec_record_free(gg_exec_record *r) {
         free(n->error);
         json_decref(n->input);
         json_decref(n->output);
+        free(n->input_text);
+        free(n->output_text);
     }
     free(r->nodes);
+    free(r->arguments_text);
+    free(r->result_text);
     free(r->tenant);
     free(r->graph);
     free(r->tool);
@@ -143,9 +158,12 @@ typedef struct hist_item {
     long long when_ms;
 } hist_item;
 
+#define NODE_ROWS_MAX 8
+
 struct gg_history {
     gg_store *store;
     gg_store_conn *conn;          /* the writer's own connection */
+    sqlite3_stmt *node_ins[NODE_ROWS_MAX + 1]; /* [k]: INSERT of k node rows, made on first use */
     gg_history_options opt;
     pthread_t thread;
     pthread_mutex_t lock;         /* guards everything below */
@@ -167,10 +185,7 @@ static const char SQL_EXEC_UPSERT[] =
     " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at,"
     " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error"
     " WHERE executions.status = 'running'";
-static const char SQL_NODE_INSERT[] =
-    "INSERT OR REPLACE INTO node_executions(execution_id, execution_index, node_id, node_type,"
-    " started_at, finished_at, duration_ms, input, output, error)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+#define NODE_COLS 10
 
 /* Serialize a stored JSON value, replacing oversized ones by a marker. Caller frees. */
 static char *dump_bounded(json_t *v, size_t max) {
@@ -185,13 +200,92 @@ static char *dump_bounded(json_t *v, size_t max) {
     return strdup(buf);
 }
 
+/* JSON → text for one field: the tree is released, the text kept (NULL stays NULL).
+ * false on OOM (the tree is kept then, and the writer serializes it itself). */
+static bool seal_field(json_t **v, char **text, size_t max) {
+    if (!*v || *text) return true;
+    *text = dump_bounded(*v, max);
+    if (!*text) return false;
+    json_decref(*v);
+    *v = NULL;
+    return true;
+}
+
+static void seal_record(gg_exec_record *r, size_t max) {
+    seal_field(&r->arguments, &r->arguments_text, max);
+    seal_field(&r->result, &r->result_text, max);
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        seal_field(&r->nodes[i].input, &r->nodes[i].input_text, max);
+        seal_field(&r->nodes[i].output, &r->nodes[i].output_text, max);
+    }
+}
+
+/* The INSERT of k node rows (?1 the execution id, then NODE_COLS - 1 parameters a row). */
+static sqlite3_stmt *node_insert_stmt(gg_history *h, int k, gg_error *err) {
+    if (h->node_ins[k]) {
+        sqlite3_reset(h->node_ins[k]);
+        sqlite3_clear_bindings(h->node_ins[k]);
+        return h->node_ins[k];
+    }
+    char sql[1024];
+    int len = snprintf(sql, sizeof sql,
+                       "INSERT OR REPLACE INTO node_executions(execution_id, execution_index, node_id,"
+                       " node_type, started_at, finished_at, duration_ms, input, output, error) VALUES");
+    for (int row = 0; row < k; row++) {
+        int p = 2 + row * (NODE_COLS - 1);
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(?1,?%d,?%d,?%d,?%d,?%d,?%d,?%d,?%d,?%d)",
+                        row ? "," : "", p, p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7, p + 8);
+    }
+    int rc = sqlite3_prepare_v3(h->conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &h->node_ins[k], NULL);
+    if (rc != SQLITE_OK) {
+        gg_store_set_db_error(h->conn, err, "prepare node_executions");
+        return NULL;
+    }
+    return h->node_ins[k];
+}
+
+/* Text of a field: the sealed text, else serialized now into *tmp (freed by the caller). */
+static const char *field_text(json_t *v, const char *text, char **tmp, size_t max) {
+    if (text || !v) return text;
+    return *tmp = dump_bounded(v, max);
+}
+
+static bool write_nodes(gg_history *h, gg_exec_record *r, gg_error *err) {
+    size_t max = h->opt.max_payload_bytes;
+    for (size_t i = 0; i < r->n_nodes;) {
+        int k = r->n_nodes - i >= NODE_ROWS_MAX ? NODE_ROWS_MAX : (int)(r->n_nodes - i);
+        sqlite3_stmt *st = node_insert_stmt(h, k, err);
+        if (!st) return false;
+        char *tmp[2 * NODE_ROWS_MAX] = {0};
+        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
+        for (int row = 0; row < k; row++) {
+            gg_node_exec_record *n = &r->nodes[i + (size_t)row];
+            int p = 2 + row * (NODE_COLS - 1);
+            sqlite3_bind_int(st, p, n->index);
+            sqlite3_bind_text(st, p + 1, n->node_id, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, p + 2, n->node_type, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, p + 3, n->start_ms);
+            sqlite3_bind_int64(st, p + 4, n->end_ms);
+            sqlite3_bind_double(st, p + 5, n->duration_ms);
+            gg_store_bind_text(st, p + 6, field_text(n->input, n->input_text, &tmp[2 * row], max));
+            gg_store_bind_text(st, p + 7, field_text(n->output, n->output_text, &tmp[2 * row + 1], max));
+            gg_store_bind_text(st, p + 8, n->error);
+        }
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        for (int t = 0; t < 2 * k; t++) free(tmp[t]);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "node_executions"); return false; }
+        i += (size_t)k;
+    }
+    return true;
+}
+
 static bool write_record(gg_history *h, gg_exec_record *r, gg_error *err) {
     gg_store_conn *c = h->conn;
     sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_EXEC_UPSERT, err);
     if (!st) return false;
     size_t max = h->opt.max_payload_bytes;
-    char *args = dump_bounded(r->arguments, max);
-    char *result = dump_bounded(r->result, max);
+    char *args = NULL, *result = NULL;
     sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->tenant, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, r->graph, -1, SQLITE_STATIC);
@@ -204,8 +298,8 @@ static bool write_record(gg_history *h, gg_exec_record *r, gg_error *err) {
         sqlite3_bind_int64(st, 9, r->finished_ms ? r->finished_ms : gg_wall_ms());
         sqlite3_bind_double(st, 10, r->duration_ms);
     }
-    gg_store_bind_text(st, 11, args);
-    gg_store_bind_text(st, 12, result);
+    gg_store_bind_text(st, 11, field_text(r->arguments, r->arguments_text, &args, max));
+    gg_store_bind_text(st, 12, field_text(r->result, r->result_text, &result, max));
     gg_store_bind_text(st, 13, r->error);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -213,28 +307,7 @@ static bool write_record(gg_history *h, gg_exec_record *r, gg_error *err) {
     free(result);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return false; }
     if (sqlite3_changes(c->db) == 0) return true; /* tenant gone, or already final */
-    for (size_t i = 0; i < r->n_nodes; i++) {
-        gg_node_exec_record *n = &r->nodes[i];
-        st = gg_store_conn_stmt(c, SQL_NODE_INSERT, err);
-        if (!st) return false;
-        char *in = dump_bounded(n->input, max), *out = dump_bounded(n->output, max);
-        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, n->index);
-        sqlite3_bind_text(st, 3, n->node_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, n->node_type, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, n->start_ms);
-        sqlite3_bind_int64(st, 6, n->end_ms);
-        sqlite3_bind_double(st, 7, n->duration_ms);
-        gg_store_bind_text(st, 8, in);
-        gg_store_bind_text(st, 9, out);
-        gg_store_bind_text(st, 10, n->error);
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        free(in);
-        free(out);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "node_executions"); return false; }
-    }
-    return true;
+    return write_nodes(h, r, err);
 }
 
 /* FNV-1a over an id, for the per-batch "has a final state" set. */
@@ -290,7 +363,10 @@ static void free_items(hist_item *it) {
 static void run_retention(gg_history *h) {
     if (h->opt.max_age_ms <= 0 && h->opt.max_count <= 0) return;
     gg_error err = GG_ERROR_INIT;
+    /* deleting executions rows must cascade to their node rows */
+    sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
     long long n = gg_store_executions_prune_conn(h->conn, h->opt.max_age_ms, h->opt.max_count, &err);
+    sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
     if (n < 0) {
         gg_log(GG_LOG_WARN, "history retention failed", "error", err.message, NULL);
         gg_error_clear(&err);
@@ -392,6 +468,12 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     if (h->opt.max_payload_bytes == 0) h->opt.max_payload_bytes = 65536;
     h->conn = gg_store_conn_open(s, err);
     if (!h->conn) { free(h); return NULL; }
+    /* see the top of this file: batches never need the foreign-key checks */
+    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF", err)) {
+        gg_store_conn_close(h->conn);
+        free(h);
+        return NULL;
+    }
     if (h->opt.mark_interrupted) {
         long long n = gg_store_executions_mark_interrupted_conn(h->conn, err);
         if (n < 0) { gg_store_conn_close(h->conn); free(h); return NULL; }
@@ -448,6 +530,7 @@ bool gg_history_submit(gg_history *h, gg_exec_record *r) {
         gg_exec_record_free(r);
         return false;
     }
+    seal_record(r, h->opt.max_payload_bytes);
     it->rec = r;
     if (!enqueue(h, it)) {
         gg_exec_record_free(r);
@@ -501,6 +584,7 @@ void gg_history_stop(gg_history *h) {
     pthread_mutex_unlock(&h->lock);
     pthread_join(h->thread, NULL);
     free_items(h->head);
+    for (int k = 0; k <= NODE_ROWS_MAX; k++) sqlite3_finalize(h->node_ins[k]);
     gg_store_conn_close(h->conn);
     pthread_cond_destroy(&h->done);
     pthread_cond_destroy(&h->work);

@@ -181,6 +181,7 @@ typedef struct gg_node_exec_record {
     double duration_ms;
     json_t *input, *output;      /* owned references, may be NULL */
     char *error;                 /* owned, NULL when the node succeeded */
+    char *input_text, *output_text; /* owned; input/output serialized by gg_history_submit */
 } gg_node_exec_record;
 
 typedef struct gg_exec_record {
@@ -192,6 +193,7 @@ typedef struct gg_exec_record {
     double duration_ms;
     json_t *arguments, *result;  /* owned references, may be NULL */
     char *error;                 /* owned, may be NULL */
+    char *arguments_text, *result_text; /* owned; serialized by gg_history_submit */
     gg_node_exec_record *nodes;  /* owned array */
     size_t n_nodes, cap_nodes;
 } gg_exec_record;

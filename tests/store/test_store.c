@@ -99,24 +99,24 @@ START_TEST(migration_checksum_mismatch) {
 END_TEST
 
 START_TEST(migration_future_and_missing) {
-    write_file(migdir, "0002_extra.sql", "CREATE TABLE extra (x INTEGER);\n");
+    write_file(migdir, "0003_extra.sql", "CREATE TABLE extra (x INTEGER);\n");
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
-    ck_assert_int_eq(gg_store_schema_version(s, &err), 2);
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 3);
     gg_store_close(s);
     /* The database is newer than the files: an older binary must refuse it. */
-    sh("rm '%s/0002_extra.sql'%s", migdir, "");
+    sh("rm '%s/0003_extra.sql'%s", migdir, "");
     s = open_store();
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_str_eq(err.code, "migration");
-    ck_assert_msg(strstr(err.message, "0002") && strstr(err.message, "newer graphgate"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "0003") && strstr(err.message, "newer graphgate"), "%s", err.message);
     gg_error_clear(&err);
     gg_store_close(s);
     /* A gap in the files is refused before touching the database. */
-    write_file(migdir, "0003_gap.sql", "SELECT 1;\n");
+    write_file(migdir, "0004_gap.sql", "SELECT 1;\n");
     s = open_store();
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
-    ck_assert_msg(strstr(err.message, "0002 is missing"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "0003 is missing"), "%s", err.message);
     gg_error_clear(&err);
     gg_store_close(s);
 }
@@ -125,18 +125,18 @@ END_TEST
 START_TEST(migration_pending_and_failing) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
-    write_file(migdir, "0002_broken.sql", "CREATE TABLE ok1 (x INTEGER);\nCREATE TABLE ok1 (y INTEGER);\n");
+    write_file(migdir, "0003_broken.sql", "CREATE TABLE ok1 (x INTEGER);\nCREATE TABLE ok1 (y INTEGER);\n");
     ck_assert(!gg_store_migrations_verify(s, migdir, &err)); /* pending */
     ck_assert_msg(strstr(err.message, "not applied"), "%s", err.message);
     gg_error_clear(&err);
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
-    ck_assert_msg(strstr(err.message, "0002_broken.sql failed"), "%s", err.message);
+    ck_assert_msg(strstr(err.message, "0003_broken.sql failed"), "%s", err.message);
     gg_error_clear(&err);
     /* The failed migration was rolled back entirely. */
-    ck_assert_int_eq(gg_store_schema_version(s, &err), 1);
-    write_file(migdir, "0002_broken.sql", "CREATE TABLE ok1 (x INTEGER);\n");
-    ck_assert(gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_int_eq(gg_store_schema_version(s, &err), 2);
+    write_file(migdir, "0003_broken.sql", "CREATE TABLE ok1 (x INTEGER);\n");
+    ck_assert(gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 3);
     write_file(migdir, "bad-name.sql", "SELECT 1;\n");
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_msg(strstr(err.message, "NNNN_name.sql"), "%s", err.message);
