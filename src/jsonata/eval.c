@@ -788,6 +788,11 @@ static jn_value *eval_group(jn_state *c, const jn_node *g, jn_value *input, jn_f
     }
     size_t nitems = items->u.arr.n;
     bool empty = nitems == 0;
+    if (empty && reduce) { /* an empty tuple stream groups into an empty object */
+        jn_decref(items);
+        jn_value *o = jn_object_new(0);
+        return o ? o : oom(c);
+    }
     if (empty) nitems = 1;
     jn_value *index = jn_object_new(0); /* key -> position in ents */
     group_ent *ents = NULL;

@@ -54,7 +54,6 @@ static int lbp_of(const token *t) {
         !strcmp(s, "!=") || !strcmp(s, "<=") || !strcmp(s, ">=") || !strcmp(s, "~>") ||
         !strcmp(s, "in") || !strcmp(s, "?:") || !strcmp(s, "??"))
         return 40;
-    if (!strcmp(s, "..")) return 20;
     if (!strcmp(s, ":=")) return 10;
     if (!strcmp(s, "and")) return 30;
     if (!strcmp(s, "or")) return 25;
@@ -77,7 +76,7 @@ static void tok_clear(token *t) {
 static bool is_name_char(char c) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') return false;
     if (c == '\0') return false;
-    return strchr(ops1, c) == NULL && c != '"' && c != '\'' && c != '`';
+    return strchr(ops1, c) == NULL; /* quotes inside a name are part of it, as in the reference */
 }
 
 static void put_utf8(gg_strbuf *b, unsigned cp) {
@@ -199,7 +198,7 @@ static bool lex_regex(parser *p) {
     if (!set_tok(p, T_REGEX, p->src + start, i - start)) return false;
     i++;
     size_t fi = 0;
-    while (i < p->len && p->src[i] >= 'a' && p->src[i] <= 'z') {
+    while (i < p->len && (p->src[i] == 'i' || p->src[i] == 'm')) {
         if (fi < 3) p->tok.flags[fi++] = p->src[i];
         i++;
     }
@@ -484,6 +483,7 @@ static void resolve_builtin(parser *p, jn_node *n) {
 }
 
 static jn_node *parse_lambda(parser *p, jn_node *args_holder, int pos);
+static jn_node *binary(parser *p, jn_op op, jn_node *lhs, int bp, int pos);
 
 /* ---- parent (%) resolution: slots are resolved against preceding path steps ---- */
 static int slot_new(parser *p) {
@@ -753,6 +753,13 @@ static jn_node *nud(parser *p) {
             if (!is_op(&p->tok, "]")) {
                 for (;;) {
                     jn_node *item = expression(p, 0);
+                    if (item && is_op(&p->tok, "..")) {
+                        /* a range is only valid as an array constructor item */
+                        int rpos = p->tok.position;
+                        if (!lex(p)) { jn_node_free(item); goto fail; }
+                        item = binary(p, OP_RANGE, item, 0, rpos);
+                        if (item) item->str = strdup("..");
+                    }
                     push_anc(p, n, item);
                     if (!item || !push_item(p, n, item)) goto fail;
                     if (!is_op(&p->tok, ",")) break;
