@@ -188,8 +188,8 @@ static bool lex_regex(parser *p) {
     while (i < p->len) {
         char c = p->src[i];
         if (c == '\\') { i += 2; continue; }
-        if (c == '[' ) depth++;
-        else if (c == ']' && depth > 0) depth--;
+        if (c == '[' || c == '(' || c == '{') depth++;
+        else if (c == ']' || c == ')' || c == '}') depth--;
         else if (c == '/' && depth == 0) break;
         i++;
     }
@@ -738,8 +738,6 @@ static jn_node *nud(parser *p) {
                 if (si < 0) goto fail;
                 n->slot = si + 1;
             }
-        } else if (!strcmp(o, "?")) {
-            n = node_new(p, N_PLACEHOLDER, t.position);
         } else if (!strcmp(o, "and") || !strcmp(o, "or") || !strcmp(o, "in")) {
             n = node_new(p, N_NAME, t.position);
             if (n) {
@@ -910,7 +908,8 @@ static jn_node *parse_lambda(parser *p, jn_node *call, int pos) {
         return NULL;
     }
     for (int i = 0; i < call->nitems; i++) {
-        if (call->items[i]->type != N_VAR) {
+        const jn_node *a = call->items[i];
+        if (a->type != N_VAR || a->focus || a->index || a->nstages || a->group || a->keep_array) {
             perr(p, "S0208", call->items[i]->position,
                  "Parameter %s of function definition must be a variable name (start with $)", NULL);
             jn_node_free(call);
@@ -1073,7 +1072,13 @@ static jn_node *led(parser *p, jn_node *left) {
         bool partial = false;
         if (!is_op(&p->tok, ")")) {
             for (;;) {
-                jn_node *a = expression(p, 0);
+                jn_node *a;
+                if (is_op(&p->tok, "?")) { /* partial application placeholder */
+                    a = node_new(p, N_PLACEHOLDER, p->tok.position);
+                    if (!a || !lex(p)) { jn_node_free(a); jn_node_free(call); goto fail; }
+                } else {
+                    a = expression(p, 0);
+                }
                 push_anc(p, call, a);
                 if (!a || !push_item(p, call, a)) { jn_node_free(call); goto fail; }
                 if (a->type == N_PLACEHOLDER) partial = true;

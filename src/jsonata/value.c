@@ -693,6 +693,11 @@ jn_value *jn_to_string(jn_call *call, const jn_value *v, bool pretty, gg_error *
     (void)call;
     if (!v) return NULL;
     if (v->type == JN_STRING) return jn_incref((jn_value *)v);
+    if (v->type == JN_FUNCTION || v->type == JN_REGEX) {
+        jn_value *e = jn_string("", 0); /* the reference's replacer turns a function into "" */
+        if (!e) jn_oom(err);
+        return e;
+    }
     gg_strbuf b = GG_STRBUF_INIT;
     if (!jn_stringify(v, pretty, &b, err)) {
         gg_strbuf_free(&b);
