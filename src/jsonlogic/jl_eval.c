@@ -673,12 +673,58 @@ static NOINLINE int missing_truthy(jl_ctx *c, const jl_node *n) {
     return ok ? nonempty : -1;
 }
 
+static bool cmp_holds(uint8_t op, int r) {
+    switch (op) {
+    case OP_LT: return r == -1;
+    case OP_LE: return r == -1 || r == 0;
+    case OP_GT: return r == 1;
+    default: return r == 1 || r == 0;
+    }
+}
+
+/* A json-logic-js comparison written with two arguments, as 1 / 0 (-1 on error): two
+ * numbers are compared directly, anything else the general way. */
+static int cmp2(jl_ctx *c, const jl_node *n) {
+    jl_val a, b;
+    if (!jl_eval(c, n->args[0], &a)) return -1;
+    if (!jl_eval(c, n->args[1], &b)) { jl_release(&a); return -1; }
+    if (a.t == JV_NUM && b.t == JV_NUM) {
+        double x = a.u.n, y = b.u.n;
+        switch (n->op) {
+        case OP_EQ: case OP_SEQ: return x == y;
+        case OP_NE: case OP_SNE: return x != y;
+        case OP_LT: return x < y;
+        case OP_LE: return x <= y;
+        case OP_GT: return x > y;
+        default: return x >= y;
+        }
+    }
+    bool r;
+    switch (n->op) {
+    case OP_EQ: r = jl_loose_eq(c, &a, &b); break;
+    case OP_NE: r = !jl_loose_eq(c, &a, &b); break;
+    case OP_SEQ: r = jl_strict_eq(&a, &b); break;
+    case OP_SNE: r = !jl_strict_eq(&a, &b); break;
+    default: r = cmp_holds(n->op, jl_compare(c, &a, &b)); break;
+    }
+    jl_release(&a);
+    jl_release(&b);
+    return gg_error_is_set(c->err) ? -1 : r;
+}
+
+static bool is_cmp2(const jl_ctx *c, const jl_node *n) {
+    return n->op >= OP_EQ && n->op <= OP_LE && !c->compat && n->nargs == 2 && n->args_array;
+}
+
 /* Evaluate n for its truthiness only (if conditions, !, !!, predicates, jsonlogic_test):
  * 1, 0, or -1 on error. Same answer as jl_truthy(jl_eval(n)), with less work. */
 static int eval_truthy(jl_ctx *c, const jl_node *n) {
     switch (n->op) {
     case OP_CONST: return jl_truthy(&n->cval);
     case OP_MISSING: case OP_MISSING_SOME: return missing_truthy(c, n);
+    case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
+        if (is_cmp2(c, n)) return cmp2(c, n);
+        break;
     case OP_NOT: case OP_NOTNOT:
         if (n->nargs <= 1) {
             int t = n->nargs ? eval_truthy(c, n->args[0]) : 0; /* !undefined */
@@ -719,15 +765,6 @@ static NOINLINE bool op_andor(jl_ctx *c, const jl_node *n, bool is_and, jl_val *
 }
 
 /* ---------------------------------------------------------------- comparisons */
-
-static bool cmp_holds(uint8_t op, int r) {
-    switch (op) {
-    case OP_LT: return r == -1;
-    case OP_LE: return r == -1 || r == 0;
-    case OP_GT: return r == 1;
-    default: return r == 1 || r == 0;
-    }
-}
 
 /* compat: numbers for everything but containers (which are an error), null is 0. */
 static double compat_num(const jl_val *v) {
@@ -1323,6 +1360,12 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_THROW: return op_throw(c, n, out);
     case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
         if (c->compat) return compat_chain(c, n, out);
+        if (is_cmp2(c, n)) {
+            int t = cmp2(c, n);
+            if (t < 0) return false;
+            jl_set_bool(out, t);
+            return true;
+        }
         if (n->nargs <= 3 && n->args_array) return js_small_op(c, n, out);
         return eager_op(c, n, out);
     case OP_NOT: case OP_NOTNOT:
