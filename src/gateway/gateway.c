@@ -14,26 +14,13 @@
 /* ------------------------------------------------------------------ graph versions */
 
 /* The graph provider hands each finished run's node records over; the MCP server keeps
- * them with the call (mcp_call_history) for the history writer. */
+ * them with the call (mcp_call_history) for the history writer. Progress and the per-node
+ * log messages are not replayed here: the provider sends them live as each node ends. */
 static void history_into_call(void *user, const char *tool, const mcp_call_ctx *ctx, const gg_graph_result *r) {
     (void)user;
     (void)tool;
     if (!ctx || !json_is_array(r->history)) return;
     if (ctx->history) json_array_extend(ctx->history, r->history);
-    /* One debug notifications/message per completed node (id, type, duration) for clients
-     * whose logging level asks for it; the provider itself reports failures at error
-     * level. Sent when the run ends, before its result, in execution order. */
-    const mcp_sink *s = ctx->sink;
-    if (!s || !s->log) return;
-    size_t i;
-    json_t *n;
-    json_array_foreach(r->history, i, n) {
-        if (json_object_get(n, "error")) continue;
-        json_t *d = json_pack("{s:O,s:O,s:O}", "node", json_object_get(n, "nodeId"), "type",
-                              json_object_get(n, "nodeType"), "duration_ms", json_object_get(n, "duration"));
-        if (d) s->log(s->user, "debug", "graph", d);
-        json_decref(d);
-    }
 }
 
 /* Compile one graph version into an MCP server; see internal.h. */

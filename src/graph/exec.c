@@ -21,9 +21,14 @@ typedef struct grun {
     size_t nhist, chist;
     int **per_node;      /* per node: positions in hist */
     size_t *per_count, *per_cap;
-    json_t *context;
+    json_t *context;     /* {nodeId: latest output}, rebuilt only when read after a change */
+    int *order;          /* node indices, most recently completed first */
+    size_t norder;
+    bool context_stale;
     jsonata_options jopts;
-    double start_ms;
+    double start_ms;     /* monotonic clock at the start of the run */
+    long long start_wall; /* wall clock at the same moment */
+    double now;          /* monotonic clock when the current node started */
 } grun;
 
 /* ---- history functions ($previousNode & co.) ------------------------------------------ */
@@ -92,8 +97,10 @@ static json_t *fn_node_executions(jsonata_call *call, json_t **args, int nargs, 
     if (!id) return NULL;
     json_t *out = json_array();
     int n = r ? node_index(r, id) : -1;
-    for (size_t i = 0; out && n >= 0 && i < r->per_count[n]; i++)
-        json_array_append(out, r->hist[r->per_node[n][i]].output);
+    for (size_t i = 0; out && n >= 0 && i < r->per_count[n]; i++) {
+        json_t *o = r->hist[r->per_node[n][i]].output; /* NULL: the node yielded undefined */
+        json_array_append(out, o ? o : json_null());
+    }
     return out;
 }
 
@@ -154,26 +161,40 @@ static bool run_record(grun *r, int node, json_t *output) {
     return true;
 }
 
-/* Each node's completion makes a new context object — keys ordered most recently executed
- * first, as mcpGraph builds it — and never changes an old one, so a history record can keep
- * the context it saw by reference instead of copying it. */
-static bool context_set(grun *r, const char *id, json_t *output) {
+/* A node completed: it moves to the front of the context order. The context object itself
+ * is rebuilt only when something reads it (context_get), so nodes that evaluate nothing
+ * (entry, exit, mcp with literal args) cost no rebuild. */
+static void context_touch(grun *r, int node) {
+    size_t i = 0;
+    while (i < r->norder && r->order[i] != node) i++;
+    if (i == r->norder) r->norder++;
+    memmove(r->order + 1, r->order, i * sizeof *r->order);
+    r->order[0] = node;
+    r->context_stale = true;
+}
+
+/* The context {nodeId: latest output} — keys ordered most recently executed first, as
+ * mcpGraph builds it. A changed context is a new object and an old one is never modified,
+ * so a history record keeps the context it saw by reference instead of copying it. An
+ * undefined output (NULL) leaves the node's key out: `$.node` and `$exists($.node)` then see
+ * undefined as in mcpGraph. Borrowed; NULL when out of memory. */
+static json_t *context_get(grun *r) {
+    if (!r->context_stale) return r->context;
     json_t *n = json_object();
-    if (!n || json_object_set(n, id, output) != 0) {
-        json_decref(n);
-        return false;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(r->context, k, v) {
-        if (strcmp(k, id) != 0 && json_object_set(n, k, v) != 0) {
+    for (size_t i = 0; n && i < r->norder; i++) {
+        int node = r->order[i];
+        json_t *out = r->hist[r->per_node[node][r->per_count[node] - 1]].output;
+        /* node ids are YAML strings, so valid UTF-8: skip jansson's re-check */
+        if (out && json_object_set_new_nocheck(n, r->t->nodes[node].id, json_incref(out)) != 0) {
             json_decref(n);
-            return false;
+            n = NULL;
         }
     }
+    if (!n) return NULL;
     json_decref(r->context);
     r->context = n;
-    return true;
+    r->context_stale = false;
+    return n;
 }
 
 static void run_free(grun *r) {
@@ -184,6 +205,7 @@ static void run_free(grun *r) {
     free(r->per_node);
     free(r->per_count);
     free(r->per_cap);
+    free(r->order);
     json_decref(r->context);
 }
 
@@ -202,8 +224,9 @@ static void set_eval_error(gg_error *dst, gg_error *src, const char *what, const
     gg_error_clear(src);
 }
 
+/* The time an expression may take: what is left of the run's limit when its node started. */
 static void update_time_limit(grun *r) {
-    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+    double left = r->g->max_execution_ms - (r->now - r->start_ms);
     r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)left;
 }
 
@@ -211,8 +234,13 @@ static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
     switch (a->kind) {
     case GA_LITERAL: return json_incref(a->literal);
     case GA_EXPR: {
+        json_t *ctx = context_get(r);
+        if (!ctx) {
+            gg_error_set(err, "oom", "out of memory");
+            return NULL;
+        }
         gg_error e = GG_ERROR_INIT;
-        json_t *v = jsonata_evaluate(a->expr, r->context, NULL, &r->jopts, r, &e);
+        json_t *v = jsonata_evaluate(a->expr, ctx, NULL, &r->jopts, r, &e);
         if (gg_error_is_set(&e)) {
             set_eval_error(err, &e, "JSONata", jsonata_source(a->expr));
             json_decref(v);
@@ -305,23 +333,23 @@ static json_t *exec_mcp(grun *r, const gnode *n, json_t **input, gg_error *err) 
     return out;
 }
 
-static json_t *exec_switch(grun *r, const gnode *n, int *next, gg_error *err) {
+static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_error *err) {
     for (size_t i = 0; i < n->ncond; i++) {
         const gcond *c = &n->conds[i];
         if (!c->rule) {
             *next = c->target;
             return json_string(r->t->nodes[c->target].id);
         }
+        /* truthiness straight from the evaluation, as mcpGraph (JavaScript) sees it: an
+         * Infinity result is truthy although its JSON form would be null */
         gg_error e = GG_ERROR_INIT;
-        json_t *v = jsonlogic_apply(c->rule, r->context, r, &e);
-        if (!v) {
+        int hit = jsonlogic_test(c->rule, ctx, r, &e);
+        if (hit < 0) {
             if (!strcmp(e.code, "cancelled")) gg_error_set(err, "cancelled", "Execution cancelled");
             else gg_error_set(err, "jsonlogic", "JSON Logic evaluation failed: %s", e.message ? e.message : e.code);
             gg_error_clear(&e);
             return NULL;
         }
-        bool hit = jsonlogic_truthy(v);
-        json_decref(v);
         if (hit) {
             *next = c->target;
             return json_string(r->t->nodes[c->target].id);
@@ -335,6 +363,16 @@ static json_t *exec_switch(grun *r, const gnode *n, int *next, gg_error *err) {
     return json_string(r->t->nodes[n->default_next].id);
 }
 
+/* An exit node returns the previous node's output; like mcpGraph (`output || {}`) a
+ * JavaScript-falsy one (undefined, null, false, 0, "") becomes {}. */
+static json_t *exit_output(const grun *r) {
+    json_t *prev = r->nhist ? r->hist[r->nhist - 1].output : NULL;
+    bool falsy = !prev || json_is_null(prev) || json_is_false(prev) ||
+                 (json_is_number(prev) && json_number_value(prev) == 0) ||
+                 (json_is_string(prev) && json_string_length(prev) == 0);
+    return falsy ? json_object() : json_incref(prev);
+}
+
 static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit"};
 
 static json_t *history_record(int idx, const gnode *n, long long start, long long end, double dur, json_t *input,
@@ -343,7 +381,7 @@ static json_t *history_record(int idx, const gnode *n, long long start, long lon
                             type_name[n->type], "startTime", (json_int_t)start, "endTime", (json_int_t)end, "duration", round(dur * 1000) / 1000);
     if (!rec) return NULL;
     if (input) json_object_set(rec, "input", input);
-    json_object_set(rec, "output", output ? output : json_null());
+    if (output) json_object_set(rec, "output", output); /* absent: undefined, or the node failed */
     if (e && gg_error_is_set(e))
         json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", e->code, "message", e->message ? e->message : ""));
     return rec;
@@ -371,7 +409,7 @@ static bool check_limits(grun *r, gg_error *err) {
                      r->g->max_node_executions, r->nhist);
         return false;
     }
-    double elapsed = gg_now_ms() - r->start_ms;
+    double elapsed = r->now - r->start_ms;
     if (elapsed > (double)r->g->max_execution_ms) {
         gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
                      r->g->max_execution_ms, (long)elapsed);
@@ -401,7 +439,9 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
     }
     grun r = {.g = g, .t = t, .opts = opts};
     r.start_ms = gg_now_ms();
+    r.start_wall = gg_wall_ms();
     r.context = json_object();
+    r.order = calloc(t->nnodes, sizeof *r.order);
     r.per_node = calloc(t->nnodes, sizeof *r.per_node);
     r.per_count = calloc(t->nnodes, sizeof *r.per_count);
     r.per_cap = calloc(t->nnodes, sizeof *r.per_cap);
@@ -411,26 +451,32 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
     bool record_inputs = opts && opts->record_inputs;
     bool ok = false;
     int cur = t->entry;
-    if (!r.context || !r.per_node || !r.per_count || !r.per_cap || !args) {
+    if (!r.context || !r.order || !r.per_node || !r.per_count || !r.per_cap || !args) {
         gg_error_set(&res->error, "oom", "out of memory");
         goto done;
     }
     for (;;) {
         const gnode *n = &t->nodes[cur];
+        /* one clock read at the start of a node and one at its end: limits, expression
+         * time limits and wall times (start_wall + offset) all come from them */
+        double t0 = r.now = gg_now_ms();
         if (!check_limits(&r, &res->error)) break;
-        gg_graph_event ev = {(int)r.nhist, n->id, type_name[n->type], gg_wall_ms(), 0, 0, NULL, NULL, NULL};
-        double t0 = gg_now_ms();
+        gg_graph_event ev = {(int)r.nhist, n->id, type_name[n->type], r.start_wall + (long long)(t0 - r.start_ms), 0, 0,
+                             NULL, NULL, NULL};
         if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
         json_t *input = NULL, *out = NULL;
         int next = n->next;
+        bool undefined = false;
         gg_error e = GG_ERROR_INIT;
         switch (n->type) {
         case GN_ENTRY: out = json_incref(args); break;
-        case GN_EXIT: out = r.nhist ? json_incref(r.hist[r.nhist - 1].output) : json_null(); break;
+        case GN_EXIT: out = exit_output(&r); break;
         case GN_TRANSFORM: {
             update_time_limit(&r);
-            if (record_inputs) input = json_incref(r.context);
-            out = jsonata_evaluate(n->expr, r.context, NULL, &r.jopts, &r, &e);
+            json_t *ctx = context_get(&r);
+            if (!ctx) break; /* out of memory, reported below */
+            if (record_inputs) input = json_incref(ctx);
+            out = jsonata_evaluate(n->expr, ctx, NULL, &r.jopts, &r, &e);
             if (gg_error_is_set(&e)) {
                 gg_error err2 = GG_ERROR_INIT;
                 set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
@@ -438,20 +484,23 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
                 json_decref(out);
                 out = NULL;
             } else if (!out) {
-                out = json_null();
+                undefined = true; /* kept as undefined: absent from context and history */
             }
             break;
         }
         case GN_MCP: out = exec_mcp(&r, n, &input, &e); break;
-        case GN_SWITCH:
+        case GN_SWITCH: {
             update_time_limit(&r);
-            if (record_inputs) input = json_incref(r.context);
-            out = exec_switch(&r, n, &next, &e);
+            json_t *ctx = context_get(&r);
+            if (!ctx) break;
+            if (record_inputs) input = json_incref(ctx);
+            out = exec_switch(&r, n, ctx, &next, &e);
             break;
         }
-        if (!out && !gg_error_is_set(&e)) gg_error_set(&e, "oom", "out of memory");
+        }
+        if (!out && !undefined && !gg_error_is_set(&e)) gg_error_set(&e, "oom", "out of memory");
         double t1 = gg_now_ms();
-        ev.end_ms = gg_wall_ms();
+        ev.end_ms = r.start_wall + (long long)(t1 - r.start_ms);
         ev.duration_ms = t1 - t0;
         ev.input = input;
         ev.output = out;
@@ -465,12 +514,13 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
             json_decref(input);
             break;
         }
-        if (!run_record(&r, cur, out) || !context_set(&r, n->id, out)) {
+        if (!run_record(&r, cur, out)) {
             gg_error_set(&res->error, "oom", "out of memory");
             json_decref(input);
             json_decref(out);
             break;
         }
+        context_touch(&r, cur);
         if (hooks && hooks->node_complete) hooks->node_complete(hooks->user, &ev);
         if (want_history)
             json_array_append_new(res->history, history_record(ev.execution_index, n, ev.start_ms, ev.end_ms,

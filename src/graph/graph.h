@@ -92,7 +92,7 @@ typedef struct gg_graph_event {
     long long start_ms, end_ms; /* wall clock */
     double duration_ms;
     json_t *input;           /* evaluated mcp args / context given to an expression; may be NULL */
-    json_t *output;          /* NULL on error or at start */
+    json_t *output;          /* NULL on error, at start, or when the node yielded undefined */
     const gg_error *error;   /* NULL unless the node failed */
 } gg_graph_event;
 
@@ -112,9 +112,11 @@ typedef struct gg_graph_run_options {
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
-    json_t *output;   /* exit node output (new reference; JSON null when undefined) */
+    json_t *output;   /* exit node output (new reference; never NULL on success: a falsy
+                         previous output becomes {} as in mcpGraph) */
     json_t *history;  /* array of {executionIndex, nodeId, nodeType, startTime, endTime,
-                         duration, input?, output, error?} — one value for one transaction */
+                         duration, input?, output?, error?} — one value for one transaction;
+                         output is absent when the node failed or yielded undefined */
     gg_error error;   /* set when the run failed; code "unknown_tool", "limit", "cancelled",
                          "timeout", "jsonata", "jsonlogic", "mcp", "tool_error", ... */
     char *failed_node; /* node id of the failure, or NULL */
@@ -134,8 +136,12 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
 /* ---- provider ------------------------------------------------------------------------- */
 
 /* The graph as an MCP tool provider (takes its own reference on g). call_tool runs the
- * executor with the context's cancel flag and reports node progress through the sink;
- * results are {content:[{type:text,text}], structuredContent} or isError results. */
+ * executor with the context's cancel flag and reports each node live through the sink:
+ * after each completed node progress = nodes completed so far (1, 2, ...) and a debug log
+ * {node, type, duration_ms}; a failed node an error log {node, type, duration_ms, error}.
+ * Results: an object output → {content:[text: its JSON], structuredContent}; a string →
+ * one text block holding the string; anything else → one text block with its JSON; an
+ * execution error → an isError result with the message. */
 mcp_provider *gg_graph_provider_new(gg_graph *g);
 /* Optional: receive each finished run's history (e.g. to persist it); borrowed arrays. */
 typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call_ctx *ctx,

@@ -65,18 +65,50 @@ static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, co
     return ok;
 }
 
-/* A string-valued key: returns the text, NULL when absent (error when required) or wrong. */
-static const char *get_str(lctx *c, const ynode *map, const char *key, bool required, const char *what) {
+/* The JSON type a node becomes under YAML 1.2's core schema ("string", "number",
+ * "boolean", "null", "object", "array") — what schema/graph.schema.json checks, so the
+ * loader takes a plain `8080` or `true` where a string belongs no more than the schema does. */
+static const char *json_type_of(const ynode *v) {
+    if (v->kind == YN_MAP) return "object";
+    if (v->kind == YN_SEQ) return "array";
+    if (!v->plain) return "string";
+    gg_error e = GG_ERROR_INIT;
+    json_t *j = yn_to_json(v, &e);
+    const char *t = !j ? "number" /* .inf / .nan */ : json_is_string(j) ? "string" : json_is_number(j) ? "number"
+                  : json_is_boolean(j) ? "boolean" : "null";
+    json_decref(j);
+    gg_error_clear(&e);
+    return t;
+}
+
+/* true when v is text; else reports "<what> must be a string, not <type>". */
+static bool want_text(lctx *c, const ynode *v, const char *what) {
+    const char *t = json_type_of(v);
+    if (!strcmp(t, "string")) return true;
+    if (v->kind == YN_SCALAR)
+        LERR(c, v, "invalid_type", "%s must be a string, not %s (quote it: \"%s\")", what, t, v->str);
+    else
+        LERR(c, v, "invalid_type", "%s must be a string, not %s", what, yn_kind_name(v));
+    return false;
+}
+
+/* A string-valued key: returns the text, NULL when absent (error when required) or wrong.
+ * with_number also takes a plain number as its text (version fields). */
+static const char *get_str_ex(lctx *c, const ynode *map, const char *key, bool required, const char *what,
+                              bool with_number) {
     const ynode *v = yn_get(map, key);
     if (!v) {
         if (required) LERR(c, map, "missing_key", "%s needs '%s'", what, key);
         return NULL;
     }
-    if (v->kind != YN_SCALAR) {
-        LERR(c, v, "invalid_type", "'%s' in %s must be a string, not %s", key, what, yn_kind_name(v));
-        return NULL;
-    }
-    return v->str;
+    if (with_number && v->kind == YN_SCALAR && !strcmp(json_type_of(v), "number")) return v->str;
+    char desc[160];
+    snprintf(desc, sizeof desc, "'%s' in %s", key, what);
+    return want_text(c, v, desc) ? v->str : NULL;
+}
+
+static const char *get_str(lctx *c, const ynode *map, const char *key, bool required, const char *what) {
+    return get_str_ex(c, map, key, required, what, false);
 }
 
 /* Source line/column of character `offset` inside a scalar's value (for expression errors). */
@@ -273,6 +305,7 @@ static jsonata_expr *compile_expr(lctx *c, const ynode *s, const char *what) {
         LERR(c, s, "invalid_type", "%s must be a string holding a JSONata expression", what);
         return NULL;
     }
+    if (!want_text(c, s, what)) return NULL;
     gg_error e = GG_ERROR_INIT;
     jsonata_expr *x = jsonata_compile(s->str, c->g->env, &e);
     if (!x) {
@@ -369,8 +402,10 @@ static char **str_list(lctx *c, const ynode *v, const char *what) {
     char **out = calloc(v->count + 1, sizeof *out);
     if (!out) return NULL;
     for (size_t i = 0; i < v->count; i++) {
-        if (v->items[i]->kind != YN_SCALAR) LERR(c, v->items[i], "invalid_type", "%s entries must be strings", what);
-        out[i] = strdup(v->items[i]->kind == YN_SCALAR ? v->items[i]->str : "");
+        char desc[96];
+        snprintf(desc, sizeof desc, "%s entry %zu", what, i + 1);
+        bool text = want_text(c, v->items[i], desc);
+        out[i] = strdup(text ? v->items[i]->str : "");
     }
     return out;
 }
@@ -387,8 +422,9 @@ static char **pair_list(lctx *c, const ynode *v, const char *what, const char *s
     if (!out) return NULL;
     for (size_t i = 0; i < v->count; i++) {
         const ynode *k = v->items[2 * i], *val = v->items[2 * i + 1];
-        if (k->kind != YN_SCALAR || val->kind != YN_SCALAR) {
-            LERR(c, val, "invalid_type", "%s values must be strings", what);
+        char desc[160];
+        snprintf(desc, sizeof desc, "%s value of '%s'", what, k->kind == YN_SCALAR ? k->str : "?");
+        if (k->kind != YN_SCALAR || !want_text(c, val, desc)) {
             out[i] = strdup("");
             continue;
         }
@@ -556,8 +592,7 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         const ynode *rule = yn_get(cm, "rule");
         const ynode *tgt = yn_get(cm, old ? "target" : "next");
         if (!tgt) LERR(c, cm, "missing_key", "condition needs '%s'", old ? "target" : "next");
-        else if (tgt->kind != YN_SCALAR) LERR(c, tgt, "invalid_type", "condition target must be a node id");
-        else add_ref(tb, &gc->target, tgt, tgt->str);
+        else if (want_text(c, tgt, "a condition's target node id")) add_ref(tb, &gc->target, tgt, tgt->str);
         if (!rule) {
             if (!old) LERR(c, cm, "missing_key", "condition needs 'rule' (the default goes in the node's 'next')");
             else if (saw_default) LERR(c, cm, "duplicate_default", "more than one condition without a rule");
@@ -585,8 +620,7 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         LWARN(c, conds, "no_default", "switch has no default ('next'): a run fails when no condition matches");
     if (next) {
         if (saw_default) LERR(c, next, "duplicate_default", "switch has both 'next' and a condition without a rule");
-        else if (next->kind != YN_SCALAR) LERR(c, next, "invalid_type", "next must be a node id");
-        else add_ref(tb, &n->default_next, next, next->str);
+        else if (want_text(c, next, "next (a node id)")) add_ref(tb, &n->default_next, next, next->str);
     }
 }
 
@@ -623,8 +657,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *next = yn_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
         if (!next) LERR(c, nm, "missing_key", "%s needs 'next'", what);
-        else if (next->kind != YN_SCALAR) LERR(c, next, "invalid_type", "next must be a node id");
-        else add_ref(tb, &n->next, next, next->str);
+        else if (want_text(c, next, "next (a node id)")) add_ref(tb, &n->next, next, next->str);
     }
     if (t == GN_TRANSFORM) {
         const ynode *tr = yn_get(nm, "transform");
@@ -822,7 +855,7 @@ static void load_top(lctx *c, const ynode *root) {
     }
     check_keys(c, root, keys, "the graph file");
     const ynode *ver = yn_get(root, "version");
-    if (ver && ver->kind != YN_SCALAR) LERR(c, ver, "invalid_type", "version must be a string");
+    if (ver && strcmp(json_type_of(ver), "number") != 0) want_text(c, ver, "version");
     const ynode *srv = yn_get(root, "server");
     if (!srv) LERR(c, root, "missing_key", "the graph file needs 'server' {name, version}");
     else if (srv->kind != YN_MAP) LERR(c, srv, "invalid_type", "server must be a mapping {name, version}");
@@ -830,7 +863,7 @@ static void load_top(lctx *c, const ynode *root) {
         static const char *const sk[] = {"name", "version", "title", "instructions", NULL};
         check_keys(c, srv, sk, "server");
         const char *name = get_str(c, srv, "name", true, "server");
-        const char *version = get_str(c, srv, "version", true, "server");
+        const char *version = get_str_ex(c, srv, "version", true, "server", true);
         const char *title = get_str(c, srv, "title", false, "server");
         const char *instr = get_str(c, srv, "instructions", false, "server");
         if (name && !*name) LERR(c, yn_get(srv, "name"), "invalid_name", "server name must not be empty");

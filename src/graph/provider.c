@@ -1,8 +1,9 @@
 /* provider.c — a loaded graph version served as an mcp_provider: tools come from the graph,
- * tools/call runs the executor with the caller's cancel flag and reports each node through
- * the progress sink. */
+ * tools/call runs the executor with the caller's cancel flag and reports each node live through
+ * the sink (progress + a debug log per completed node, an error log for a failed one). */
 #include "graph/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +24,27 @@ static json_t *p_get_tool(mcp_provider *p, const char *name) {
 
 typedef struct call_state {
     const mcp_call_ctx *ctx;
+    long completed; /* nodes completed so far: the progress value */
 } call_state;
 
-static void on_node_start(void *user, const gg_graph_event *ev) {
+/* Live, from the executor's thread, before the result: progress = nodes completed (1 after
+ * the first) and one debug log per node. The server drops what the client did not ask for
+ * (no progressToken, a higher logging level), so nothing is built for those. */
+static void on_node_complete(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
-    if (s && s->progress) {
+    cs->completed++;
+    if (!s) return;
+    if (s->progress) {
         char msg[256];
-        snprintf(msg, sizeof msg, "node %s (%s)", ev->node_id, ev->node_type);
-        s->progress(s->user, ev->execution_index + 1, -1, msg);
+        snprintf(msg, sizeof msg, "node %s (%s) completed", ev->node_id, ev->node_type);
+        s->progress(s->user, (double)cs->completed, -1, msg);
+    }
+    if (s->log) {
+        json_t *d = json_pack("{s:s, s:s, s:f}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
+                              round(ev->duration_ms * 1000) / 1000);
+        if (d) s->log(s->user, "debug", "graph", d);
+        json_decref(d);
     }
 }
 
@@ -39,19 +52,35 @@ static void on_node_error(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
     if (s && s->log) {
-        json_t *d = json_pack("{s:s, s:s, s:s}", "node", ev->node_id, "type", ev->node_type, "error",
+        json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
+                              round(ev->duration_ms * 1000) / 1000, "error",
                               ev->error && ev->error->message ? ev->error->message : "");
         if (d) s->log(s->user, "error", "graph", d);
         json_decref(d);
     }
 }
 
-/* {content:[{type:text, text}], structuredContent} — mcpGraph's shape for a result. */
+static json_t *text_block(const char *text) { return json_pack("{s:s, s:s}", "type", "text", "text", text); }
+
+/* The tools/call result for a run's output, as MCP asks: an object is structuredContent
+ * plus the same JSON as one text block (MCP 2025-11-25: structuredContent is a JSON
+ * object); a string is one text block holding the string itself; any other value is one
+ * text block with its JSON. JSON text is printed as JSON.stringify prints it (mcpGraph's
+ * numbers), which is why this is not mcp_tool_result_from_value (jansson's %.17g). */
 static json_t *success_result(json_t *out) {
-    char *text = jsonata_dump(out, 0);
-    json_t *r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text ? text : "null");
-    free(text);
-    if (r && json_is_object(out)) json_object_set(r, "structuredContent", out);
+    json_t *block;
+    if (json_is_string(out)) {
+        block = text_block(json_string_value(out));
+    } else {
+        char *text = jsonata_dump(out ? out : json_null(), 0);
+        block = text ? text_block(text) : NULL;
+        free(text);
+    }
+    json_t *r = block ? json_pack("{s:[o]}", "content", block) : NULL;
+    if (r && json_is_object(out) && json_object_set(r, "structuredContent", out) != 0) {
+        json_decref(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -65,8 +94,8 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
         gg_error_set(err, "unknown_tool", "Tool not found: %s", name);
         return NULL;
     }
-    call_state cs = {ctx};
-    gg_graph_hooks hooks = {on_node_start, NULL, on_node_error, &cs};
+    call_state cs = {ctx, 0};
+    gg_graph_hooks hooks = {NULL, on_node_complete, on_node_error, &cs};
     gg_graph_run_options ro = {&hooks, ctx ? ctx->cancelled : NULL, gp->history_fn != NULL, gp->history_fn == NULL};
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_execute(gp->g, name, arguments, &ro, &r);

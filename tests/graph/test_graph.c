@@ -517,7 +517,7 @@ START_TEST(json_schema_accepts_examples) {
         ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", good[i], e.message, e.path ? e.path : "");
         json_decref(doc);
     }
-    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml"};
+    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
         pathf(p, sizeof p, fixtures, own[i]);
         json_t *doc = yaml_file_json(p);
@@ -531,7 +531,7 @@ START_TEST(json_schema_accepts_examples) {
         ck_assert_msg(mcp_schema_validate(s, doc, &e), "old form: %s at %s", e.message, e.path ? e.path : "");
         json_decref(doc);
     }
-    const char *bad[] = {"unknown_keys.yaml", "schemas.yaml", "structure.yaml"};
+    const char *bad[] = {"unknown_keys.yaml", "schemas.yaml", "structure.yaml", "scalar_types.yaml"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char dir[PATH_MAX];
         pathf(dir, sizeof dir, fixtures, "invalid");
@@ -818,6 +818,270 @@ START_TEST(provider_serves_graph) {
 }
 END_TEST
 
+/* ---- results, undefined, truthiness (tests/fixtures/graphs/results.yaml) ------------------ */
+
+/* Every answer here is what mcpgraph 0.1.23 gives for the same file (with an outputSchema
+ * added, which it requires). */
+START_TEST(results_match_mcpgraph) {
+    gg_graph *g = load(fixtures, "results.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_run(g, "as_string", "{}", "\"he said \\\"hi\\\"\\n\"");
+    expect_run(g, "as_array", "{}", "[0.1, 1, \"x\", 1e21]");
+    expect_run(g, "as_object", "{}", "{\"a\": 0.1}");
+    /* undefined is not null: $exists is false, the functions see undefined */
+    expect_run(g, "undef", "{}", "{\"exists\": false, \"prev\": false, \"count\": 1, \"n0\": false, \"nx\": 1}");
+    /* an exit after a JavaScript-falsy output returns {} (mcpGraph's `output || {}`) */
+    expect_run(g, "falsy_exit", "{\"v\": 0}", "{}");
+    expect_run(g, "falsy_exit", "{\"v\": \"\"}", "{}");
+    expect_run(g, "falsy_exit", "{\"v\": false}", "{}");
+    expect_run(g, "falsy_exit", "{}", "{}");
+    expect_run(g, "falsy_exit", "{\"v\": 3}", "3");
+    /* a rule whose value is ±Infinity is truthy (JSON would print it as null); NaN is not */
+    expect_run(g, "infinity", "{\"x\": 1}", "\"truthy\"");
+    expect_run(g, "infinity", "{\"x\": -1}", "\"truthy\"");
+    expect_run(g, "infinity", "{\"x\": 0}", "\"falsy\"");
+    gg_graph_unref(g);
+}
+END_TEST
+
+START_TEST(undefined_output_absent_from_history) {
+    gg_graph *g = load(fixtures, "results.yaml", NULL);
+    gg_graph_result r;
+    char *out = run(g, "undef", "{}", &r);
+    ck_assert_ptr_nonnull(out);
+    free(out);
+    ck_assert_int_eq(json_array_size(r.history), 4);
+    json_t *u = json_array_get(r.history, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(u, "nodeId")), "u");
+    ck_assert_msg(json_object_get(u, "output") == NULL, "an undefined output is stored as absent, not null");
+    /* the next node's recorded input (its context) has no key for u either */
+    json_t *in = json_object_get(json_array_get(r.history, 2), "input");
+    ck_assert_ptr_nonnull(json_object_get(in, "entry"));
+    ck_assert_ptr_null(json_object_get(in, "u"));
+    ck_assert_ptr_nonnull(json_object_get(json_array_get(r.history, 2), "output"));
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+static void expect_call(mcp_provider *p, const char *tool, const mcp_call_ctx *ctx, const char *want) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *args = json_object();
+    json_t *res = p->call_tool(p, tool, args, ctx, &e);
+    json_decref(args);
+    ck_assert_msg(res != NULL, "%s: %s", tool, e.message);
+    json_t *w = json_loads(want, 0, NULL);
+    ck_assert_ptr_nonnull(w);
+    char *got = json_dumps(res, JSON_COMPACT);
+    ck_assert_msg(json_equal(res, w), "%s: got %s, want %s", tool, got, want);
+    free(got);
+    json_decref(w);
+    json_decref(res);
+}
+
+/* MCP tools/call results: an object is structuredContent plus its JSON as text; a string is
+ * one text block with the string itself; anything else is a text block with its JSON (as
+ * JSON.stringify prints numbers) and no structuredContent (MCP 2025-11-25: an object). */
+START_TEST(provider_result_shapes) {
+    gg_graph *g = load(fixtures, "results.yaml", NULL);
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    mcp_call_ctx ctx = {0};
+    expect_call(p, "as_string", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"he said \\\"hi\\\"\\n\"}]}");
+    expect_call(p, "as_array", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"[0.1,1,\\\"x\\\",1e+21]\"}]}");
+    expect_call(p, "as_number", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"0.30000000000000004\"}]}");
+    expect_call(p, "as_object", &ctx,
+                "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"a\\\":0.1}\"}],\"structuredContent\":{\"a\":0.1}}");
+    expect_call(p, "fails", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"JSONata evaluation failed: boom\\n"
+                                  "Expression: $error(\\\"boom\\\")\"}],\"isError\":true}");
+    mcp_provider_unref(p);
+}
+END_TEST
+
+/* What a sink saw, in order: [["progress", n, message] | ["log", level, data]]. */
+typedef struct sink_rec {
+    json_t *events;
+    bool run_finished; /* set by the history sink, called once the run is over */
+    int late;          /* notifications that arrived after the run finished */
+} sink_rec;
+
+static void s_progress(void *u, double progress, double total, const char *message) {
+    sink_rec *s = u;
+    ck_assert(total < 0);
+    if (s->run_finished) s->late++;
+    json_array_append_new(s->events, json_pack("[s, f, s]", "progress", progress, message ? message : ""));
+}
+
+static void s_log(void *u, const char *level, const char *logger, json_t *data) {
+    sink_rec *s = u;
+    ck_assert_str_eq(logger, "graph");
+    if (s->run_finished) s->late++;
+    json_array_append_new(s->events, json_pack("[s, s, O]", "log", level, data));
+}
+
+static void s_history(void *u, const char *tool, const mcp_call_ctx *ctx, const gg_graph_result *r) {
+    ((sink_rec *)ctx->sink->user)->run_finished = true;
+}
+
+/* Progress (= nodes completed, from 1) and a debug log per node arrive while the run is
+ * going, each node's pair in execution order; a failing node logs at error level. */
+START_TEST(provider_live_notifications) {
+    gg_graph *g = load(shared_dir, "loop_example.yaml", NULL);
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    gg_graph_provider_set_history_sink(p, s_history, NULL);
+    sink_rec rec = {json_array(), false, 0};
+    mcp_sink sink = {s_progress, s_log, &rec};
+    mcp_call_ctx ctx = {.sink = &sink};
+    json_t *args = json_pack("{s:i}", "n", 2);
+    gg_error e = GG_ERROR_INIT;
+    json_t *res = p->call_tool(p, "sum_to_n", args, &ctx, &e);
+    ck_assert_ptr_nonnull(res);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 3);
+    json_decref(res);
+    const char *order[] = {"entry_sum", "increment_node", "check_condition", "increment_node",
+                           "check_condition", "exit_sum", "exit_sum_final"};
+    const char *types[] = {"entry", "transform", "switch", "transform", "switch", "transform", "exit"};
+    size_t n = sizeof order / sizeof *order;
+    ck_assert_int_eq(rec.late, 0);
+    ck_assert_msg(json_array_size(rec.events) == 2 * n, "%zu events", json_array_size(rec.events));
+    for (size_t i = 0; i < n; i++) {
+        json_t *pe = json_array_get(rec.events, 2 * i), *le = json_array_get(rec.events, 2 * i + 1);
+        ck_assert_str_eq(json_string_value(json_array_get(pe, 0)), "progress");
+        ck_assert_msg(json_number_value(json_array_get(pe, 1)) == (double)(i + 1), "progress %zu", i);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_array_get(pe, 2)), order[i]));
+        ck_assert_str_eq(json_string_value(json_array_get(le, 0)), "log");
+        ck_assert_str_eq(json_string_value(json_array_get(le, 1)), "debug");
+        json_t *d = json_array_get(le, 2);
+        ck_assert_str_eq(json_string_value(json_object_get(d, "node")), order[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(d, "type")), types[i]);
+        ck_assert(json_is_number(json_object_get(d, "duration_ms")));
+    }
+    json_decref(args);
+    mcp_provider_unref(p);
+
+    /* a failure: entry completes (progress 1 + debug), then the failing node logs an error */
+    g = load(fixtures, "results.yaml", NULL);
+    p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    gg_graph_provider_set_history_sink(p, s_history, NULL);
+    json_array_clear(rec.events);
+    rec.run_finished = false;
+    args = json_object();
+    res = p->call_tool(p, "fails", args, &ctx, &e);
+    ck_assert(json_is_true(json_object_get(res, "isError")));
+    json_decref(res);
+    ck_assert_int_eq(rec.late, 0);
+    ck_assert_int_eq(json_array_size(rec.events), 3);
+    ck_assert_str_eq(json_string_value(json_array_get(json_array_get(rec.events, 0), 0)), "progress");
+    json_t *err = json_array_get(rec.events, 2);
+    ck_assert_str_eq(json_string_value(json_array_get(err, 1)), "error");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(err, 2), "node")), "bad");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(err, 2), "error")), "boom"));
+    /* a client that asked for nothing: no sink functions, the run is the same */
+    mcp_sink none = {NULL, NULL, &rec};
+    mcp_call_ctx quiet = {.sink = &none};
+    json_array_clear(rec.events);
+    res = p->call_tool(p, "as_object", args, &quiet, &e);
+    ck_assert_ptr_nonnull(json_object_get(res, "structuredContent"));
+    ck_assert_int_eq(json_array_size(rec.events), 0);
+    json_decref(res);
+    json_decref(args);
+    json_decref(rec.events);
+    mcp_provider_unref(p);
+}
+END_TEST
+
+/* ---- the loader and schema/graph.schema.json agree on scalar types ------------------------ */
+
+static const char agree_template[] =
+    "version: @V@\n"
+    "server: {name: @SN@, version: @SV@, title: @ST@}\n"
+    "mcpServers:\n"
+    "  s: {command: @CMD@, args: [@ARG@], env: {E: @ENV@}}\n"
+    "tools:\n"
+    "  - name: t\n"
+    "    description: @DESC@\n"
+    "    inputSchema: {type: object}\n"
+    "    nodes:\n"
+    "      - {id: entry, type: entry, next: @NEXT@}\n"
+    "      - {id: \"10\", type: transform, transform: {expr: @EXPR@}, next: c}\n"
+    "      - {id: c, type: mcp, server: s, tool: @TOOL@, args: {a: @LIT@}, next: sw}\n"
+    "      - {id: sw, type: switch, conditions: [{rule: {\"==\": [1, 1]}, target: @TGT@}, {target: exit}]}\n"
+    "      - {id: exit, type: exit}\n";
+
+static char *agree_doc(const char *field, const char *value) {
+    static const char *const fields[] = {"V", "SN", "SV", "ST", "CMD", "ARG", "ENV", "DESC", "NEXT", "EXPR", "TOOL", "LIT", "TGT"};
+    gg_strbuf b = GG_STRBUF_INIT;
+    for (const char *t = agree_template; *t;) {
+        if (*t != '@') {
+            gg_strbuf_putc(&b, *t++);
+            continue;
+        }
+        const char *end = strchr(t + 1, '@');
+        char name[16];
+        snprintf(name, sizeof name, "%.*s", (int)(end - t - 1), t + 1);
+        bool known = false;
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) known |= !strcmp(fields[i], name);
+        ck_assert_msg(known, "template field %s", name);
+        gg_strbuf_puts(&b, !strcmp(name, field) ? value : "\"10\"");
+        t = end + 1;
+    }
+    return b.data;
+}
+
+/* Each scalar field of the format gets each kind of YAML scalar: the loader accepts the
+ * document exactly when the schema does (the loader also runs its graph checks, which this
+ * template passes with every field at its default). */
+START_TEST(loader_and_schema_agree_on_scalars) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, srcdir, "schema/graph.schema.json");
+    json_t *schema = json_load_file(p, 0, NULL);
+    gg_error e = GG_ERROR_INIT;
+    mcp_schema *s = mcp_schema_compile(schema, &e);
+    ck_assert_ptr_nonnull(s);
+    const char *fields[] = {"V", "SN", "SV", "ST", "CMD", "ARG", "ENV", "DESC", "NEXT", "EXPR", "TOOL", "LIT", "TGT", NULL};
+    const char *values[] = {"\"10\"", "'10'", "10", "1.5", "0x1f", "true", "false", "null", "~", "\"\"", "[\"10\"]", "{x: y}", NULL};
+    int checked = 0;
+    for (const char **f = fields; *f; f++) {
+        for (const char **v = values; *v; v++) {
+            char *doc = agree_doc(*f, *v);
+            gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+            gg_graph *g = gg_graph_load_string(doc, strlen(doc), "agree.yaml", NULL, &d);
+            ydoc yd;
+            ck_assert(ydoc_parse(&yd, doc, strlen(doc), &e));
+            json_t *j = yn_to_json(yd.root, &e);
+            ydoc_free(&yd);
+            ck_assert_ptr_nonnull(j);
+            bool schema_ok = mcp_schema_validate(s, j, &e);
+            char first[512] = "";
+            if (d.count) gg_graph_diag_format(&d.items[0], first, sizeof first);
+            ck_assert_msg((g != NULL) == schema_ok, "%s: %s — loader %s (%s), schema %s (%s)", *f, *v,
+                          g ? "accepts" : "refuses", first, schema_ok ? "accepts" : "refuses",
+                          e.message ? e.message : "");
+            if (!strcmp(*v, "\"10\"")) ck_assert_msg(g != NULL, "%s: the default document must load: %s", *f, first);
+            gg_error_clear(&e);
+            json_decref(j);
+            gg_graph_unref(g);
+            gg_graph_diags_free(&d);
+            free(doc);
+            checked++;
+        }
+    }
+    ck_assert_int_eq(checked, 13 * 12);
+    mcp_schema_free(s);
+    json_decref(schema);
+}
+END_TEST
+
+START_TEST(invalid_scalar_types) {
+    check_invalid("scalar_types.yaml", 9, 3,
+                  WANT({"invalid_type", 8, 23}, {"invalid_type", 9, 17}, {"invalid_type", 12, 18},
+                       {"invalid_type", 15, 40}, {"invalid_type", 16, 13}, {"invalid_type", 18, 27},
+                       {"invalid_type", 20, 48}, {"invalid_type", 24, 42}));
+}
+END_TEST
+
 int main(void) {
     const char *sh = getenv("GG_SHARED"), *src = getenv("GG_SRCDIR");
     if (!src) src = ".";
@@ -858,6 +1122,11 @@ int main(void) {
     tcase_add_test(tc, provider_serves_graph);
     tcase_add_test(tc, json_schema_accepts_examples);
     tcase_add_test(tc, loader_survives_mutations);
+    tcase_add_test(tc, results_match_mcpgraph);
+    tcase_add_test(tc, undefined_output_absent_from_history);
+    tcase_add_test(tc, provider_result_shapes);
+    tcase_add_test(tc, provider_live_notifications);
+    tcase_add_test(tc, loader_and_schema_agree_on_scalars);
     suite_add_tcase(s, tc);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
@@ -870,6 +1139,7 @@ int main(void) {
     tcase_add_test(tv, invalid_structure);
     tcase_add_test(tv, invalid_yaml_syntax);
     tcase_add_test(tv, invalid_duplicates);
+    tcase_add_test(tv, invalid_scalar_types);
     suite_add_tcase(s, tv);
     TCase *td = tcase_create("downstream");
     tcase_set_timeout(td, 60);
