@@ -154,6 +154,7 @@ void gg_exec_record_free(gg_exec_record *r) {
 typedef struct hist_item {
     struct hist_item *next;
     gg_exec_record *rec;          /* NULL for a key touch */
+    bool packed;                  /* rec lives inside this allocation (see pack_record) */
     char key_id[GG_KEY_ID_MAX];
     long long when_ms;
 } hist_item;
@@ -218,6 +219,69 @@ static void seal_record(gg_exec_record *r, size_t max) {
         seal_field(&r->nodes[i].input, &r->nodes[i].input_text, max);
         seal_field(&r->nodes[i].output, &r->nodes[i].output_text, max);
     }
+}
+
+/* Bump allocator over the string area of a packed item. */
+typedef struct pack_area {
+    char *p;
+} pack_area;
+
+static char *pack_str(pack_area *a, const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = memcpy(a->p, s, n);
+    a->p += n;
+    return d;
+}
+
+static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
+
+/* The queue item and a read-only copy of r (text fields only, no JSON) in ONE allocation,
+ * made on the submitting thread. The writer then frees a single block per run: freeing
+ * dozens of small blocks another thread allocated is what made malloc slow on both sides
+ * (they return to the allocating thread's arena, not to the freeing thread's cache). NULL
+ * on OOM (the caller falls back to the unpacked record). r is left sealed either way. */
+static hist_item *pack_record(gg_exec_record *r, size_t max) {
+    seal_record(r, max);
+    if (r->arguments || r->result) return NULL; /* a serialization failed */
+    size_t bytes = sizeof(hist_item) + sizeof(gg_exec_record) + r->n_nodes * sizeof(gg_node_exec_record);
+    bytes += str_size(r->tenant) + str_size(r->graph) + str_size(r->tool) + str_size(r->key_id) +
+             str_size(r->error) + str_size(r->arguments_text) + str_size(r->result_text);
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const gg_node_exec_record *n = &r->nodes[i];
+        if (n->input || n->output) return NULL;
+        bytes += str_size(n->node_id) + str_size(n->node_type) + str_size(n->error) + str_size(n->input_text) +
+                 str_size(n->output_text);
+    }
+    hist_item *it = malloc(bytes);
+    if (!it) return NULL;
+    memset(it, 0, sizeof *it);
+    it->packed = true;
+    gg_exec_record *c = (gg_exec_record *)(void *)(it + 1);
+    *c = *r;
+    c->arguments = c->result = NULL;
+    c->nodes = (gg_node_exec_record *)(void *)(c + 1);
+    c->cap_nodes = r->n_nodes;
+    pack_area a = {(char *)(c->nodes + r->n_nodes)};
+    c->tenant = pack_str(&a, r->tenant);
+    c->graph = pack_str(&a, r->graph);
+    c->tool = pack_str(&a, r->tool);
+    c->key_id = pack_str(&a, r->key_id);
+    c->error = pack_str(&a, r->error);
+    c->arguments_text = pack_str(&a, r->arguments_text);
+    c->result_text = pack_str(&a, r->result_text);
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const gg_node_exec_record *n = &r->nodes[i];
+        gg_node_exec_record *d = &c->nodes[i];
+        *d = *n;
+        d->node_id = pack_str(&a, n->node_id);
+        d->node_type = pack_str(&a, n->node_type);
+        d->error = pack_str(&a, n->error);
+        d->input_text = pack_str(&a, n->input_text);
+        d->output_text = pack_str(&a, n->output_text);
+    }
+    it->rec = c;
+    return it;
 }
 
 /* The INSERT of k node rows (?1 the execution id, then NODE_COLS - 1 parameters a row). */
@@ -354,7 +418,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err
 static void free_items(hist_item *it) {
     while (it) {
         hist_item *next = it->next;
-        gg_exec_record_free(it->rec);
+        if (!it->packed) gg_exec_record_free(it->rec);
         free(it);
         it = next;
     }
@@ -520,7 +584,16 @@ static bool enqueue(gg_history *h, hist_item *it) {
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) {
     if (!r) return false;
-    hist_item *it = h ? calloc(1, sizeof *it) : NULL;
+    hist_item *it = h ? pack_record(r, h->opt.max_payload_bytes) : NULL;
+    if (it) { /* the original is freed here, by the thread that allocated it */
+        gg_exec_record_free(r);
+        if (!enqueue(h, it)) {
+            free(it);
+            return false;
+        }
+        return true;
+    }
+    it = h ? calloc(1, sizeof *it) : NULL;
     if (!it) {
         if (h) {
             pthread_mutex_lock(&h->lock);
