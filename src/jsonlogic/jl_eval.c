@@ -25,6 +25,12 @@ static bool oom(jl_ctx *c) { jl_oom(c); return false; }
 
 /* ---------------------------------------------------------------- arguments */
 
+/* jl_eval with constants (most arguments) copied without the call. */
+static inline bool eval_q(jl_ctx *c, const jl_node *n, jl_val *out) {
+    if (n->op == OP_CONST) { *out = n->cval; return true; }
+    return jl_eval(c, n, out);
+}
+
 typedef struct argv_t {
     jl_val *v;
     int n;
@@ -72,7 +78,7 @@ static bool eval_args(jl_ctx *c, const jl_node *n, argv_t *a, bool spread) {
     }
     if (!args_alloc(c, a, (size_t)n->nargs)) return false;
     for (int i = 0; i < n->nargs; i++) {
-        if (!jl_eval(c, n->args[i], &a->v[i])) return false;
+        if (!eval_q(c, n->args[i], &a->v[i])) return false;
         a->n = i + 1;
     }
     return true;
@@ -686,8 +692,8 @@ static bool cmp_holds(uint8_t op, int r) {
  * numbers are compared directly, anything else the general way. */
 static int cmp2(jl_ctx *c, const jl_node *n) {
     jl_val a, b;
-    if (!jl_eval(c, n->args[0], &a)) return -1;
-    if (!jl_eval(c, n->args[1], &b)) { jl_release(&a); return -1; }
+    if (!eval_q(c, n->args[0], &a)) return -1;
+    if (!eval_q(c, n->args[1], &b)) { jl_release(&a); return -1; }
     if (a.t == JV_NUM && b.t == JV_NUM) {
         double x = a.u.n, y = b.u.n;
         switch (n->op) {
@@ -745,9 +751,9 @@ static NOINLINE bool op_if(jl_ctx *c, const jl_node *n, jl_val *out) {
     for (i = 0; i + 1 < n->nargs; i += 2) {
         int yes = eval_truthy(c, n->args[i]);
         if (yes < 0) return false;
-        if (yes) return jl_eval(c, n->args[i + 1], out);
+        if (yes) return eval_q(c, n->args[i + 1], out);
     }
-    if (i + 1 == n->nargs) return jl_eval(c, n->args[i], out);
+    if (i + 1 == n->nargs) return eval_q(c, n->args[i], out);
     out->t = JV_NULL;
     return true;
 }
@@ -1030,28 +1036,6 @@ static bool eval_arg(jl_ctx *c, const jl_node *n, int i, jl_val *out) {
     return jl_eval(c, n->args[i], out);
 }
 
-/* Evaluate logic for element i of coll in a new scope. */
-static bool eval_on(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i, jl_val *out) {
-    jl_frame f = {.parent = c->top, .kind = F_ITEM, .index = i};
-    jl_elem_to(&f.item, coll, i);
-    c->top = &f;
-    bool ok = jl_eval(c, logic, out);
-    c->top = f.parent;
-    jl_release(&f.item);
-    return ok;
-}
-
-/* The truthiness of logic for element i of coll (1, 0, -1 on error). */
-static int eval_on_truthy(jl_ctx *c, const jl_node *logic, const jl_val *coll, size_t i) {
-    jl_frame f = {.parent = c->top, .kind = F_ITEM, .index = i};
-    jl_elem_to(&f.item, coll, i);
-    c->top = &f;
-    int t = eval_truthy(c, logic);
-    c->top = f.parent;
-    jl_release(&f.item);
-    return t;
-}
-
 static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val coll;
     if (!eval_arg(c, n, 0, &coll)) return false;
@@ -1059,21 +1043,33 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
     if (!r) { jl_release(&coll); return oom(c); }
     bool ok = true;
     size_t cnt = jl_is_arr(&coll) ? json_array_size(coll.u.j) : 0;
+    const jl_node *logic = n->nargs > 1 ? n->args[1] : NULL;
+    if (!logic && n->op == OP_FILTER) cnt = 0; /* no predicate: nothing passes */
+    jl_frame f = {.parent = c->top, .kind = F_ITEM}; /* one scope, its element replaced in turn */
+    c->top = &f;
     for (size_t i = 0; ok && i < cnt; i++) {
         json_t *e = NULL;
+        f.index = i;
         if (n->op == OP_MAP) {
             jl_val v = JL_UNDEF;
-            ok = n->nargs > 1 ? eval_on(c, n->args[1], &coll, i, &v) : true;
+            if (logic) {
+                jl_elem_to(&f.item, &coll, i);
+                ok = jl_eval(c, logic, &v);
+                jl_release(&f.item);
+            }
             if (ok) e = jl_to_json_elem(c, &v);
             jl_release(&v);
         } else {
-            int t = n->nargs > 1 ? eval_on_truthy(c, n->args[1], &coll, i) : 0;
+            jl_elem_to(&f.item, &coll, i);
+            int t = eval_truthy(c, logic);
+            jl_release(&f.item);
             if (t < 0) ok = false;
             if (t <= 0) continue;
             e = json_incref(json_array_get(coll.u.j, i)); /* the element itself */
         }
         if (ok && (!e || json_array_append_new(r, e) != 0)) ok = oom(c);
     }
+    c->top = f.parent;
     jl_release(&coll);
     if (!ok) { json_decref(r); return false; }
     jl_wrap_to(out, r, JO_REF);
@@ -1122,11 +1118,21 @@ static NOINLINE bool op_quantifier(jl_ctx *c, const jl_node *n, jl_val *out) {
     size_t cnt = json_array_size(coll.u.j), hits = 0;
     bool ok = true, want = n->op != OP_ALL; /* all stops at the first falsy, some at the first truthy */
     if (n->op == OP_ALL && cnt == 0) { jl_release(&coll); jl_set_bool(out, false); return true; }
+    const jl_node *logic = n->nargs > 1 ? n->args[1] : NULL;
+    jl_frame f = {.parent = c->top, .kind = F_ITEM}; /* one scope, its element replaced in turn */
+    c->top = &f;
     for (size_t i = 0; ok && i < cnt; i++) {
-        int t = n->nargs > 1 ? eval_on_truthy(c, n->args[1], &coll, i) : 0;
+        int t = 0;
+        if (logic) {
+            jl_elem_to(&f.item, &coll, i);
+            f.index = i;
+            t = eval_truthy(c, logic);
+            jl_release(&f.item);
+        }
         if (t < 0) ok = false;
         else if ((t == 1) == want) { hits++; break; }
     }
+    c->top = f.parent;
     jl_release(&coll);
     if (!ok) return false;
     jl_set_bool(out, n->op == OP_ALL ? hits == 0 : n->op == OP_SOME ? hits > 0 : hits == 0);
@@ -1210,7 +1216,7 @@ static NOINLINE bool js_small_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     jl_val v[3];
     int cnt = n->nargs;
     for (int i = 0; i < cnt; i++)
-        if (!jl_eval(c, n->args[i], &v[i])) {
+        if (!eval_q(c, n->args[i], &v[i])) {
             while (i-- > 0) jl_release(&v[i]);
             return false;
         }
@@ -1307,9 +1313,9 @@ static NOINLINE bool arith2(jl_ctx *c, const jl_node *n, jl_val *out) {
     a.v = a.small;
     a.n = 0;
     a.spread = JL_UNDEF;
-    if (!jl_eval(c, n->args[0], &a.small[0])) return false;
+    if (!eval_q(c, n->args[0], &a.small[0])) return false;
     a.n = 1;
-    if (!jl_eval(c, n->args[1], &a.small[1])) { args_free(&a); return false; }
+    if (!eval_q(c, n->args[1], &a.small[1])) { args_free(&a); return false; }
     a.n = 2;
     if (a.small[0].t == JV_NUM && a.small[1].t == JV_NUM) {
         double x = a.small[0].u.n, y = a.small[1].u.n, r;
