@@ -7,6 +7,10 @@
  *
  * With "test", each case is evaluated with jsonlogic_test (truthiness only, what a switch
  * node needs) instead of jsonlogic_apply (JSON result).
+ *
+ * Before timing, every case's result is checked against the file's expected value (the
+ * truthiness of it with "test"); any difference is printed and fails the run, so the
+ * figure is never that of wrong answers.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -22,7 +26,47 @@ static double cpu_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-typedef struct bcase { jsonlogic_rule *rule; json_t *data; } bcase;
+typedef struct bcase { jsonlogic_rule *rule; json_t *data; json_t *expected; } bcase;
+
+/* JSON equality where 1 and 1.0 are the same number (as in JavaScript). */
+static bool same(json_t *a, json_t *b) {
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b)) return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!same(json_array_get(a, i), json_array_get(b, i))) return false;
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        if (json_object_size(a) != json_object_size(b)) return false;
+        json_object_foreach(a, k, v) if (!same(v, json_object_get(b, k))) return false;
+        return true;
+    }
+    return json_equal(a, b);
+}
+
+/* 0 when case i gives its expected result, else 1 (printed). */
+static int check(const bcase *c, bool test) {
+    gg_error err = GG_ERROR_INIT;
+    bool ok;
+    if (test) {
+        int t = jsonlogic_test(c->rule, c->data, NULL, &err);
+        ok = t == (int)jsonlogic_truthy(c->expected);
+    } else {
+        json_t *v = jsonlogic_apply(c->rule, c->data, NULL, &err);
+        ok = v && same(v, c->expected);
+        json_decref(v);
+    }
+    if (!ok) {
+        char *d = json_dumps(c->expected, JSON_ENCODE_ANY | JSON_COMPACT);
+        fprintf(stderr, "jl_bench: result differs from expected %s (%s)\n", d ? d : "?", err.message ? err.message : "");
+        free(d);
+    }
+    gg_error_clear(&err);
+    return !ok;
+}
 
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: jl_bench FILE [SECONDS]\n"); return 2; }
@@ -40,8 +84,11 @@ int main(int argc, char **argv) {
         gg_error err = GG_ERROR_INIT;
         jsonlogic_rule *r = jsonlogic_compile(json_array_get(c, 0), NULL, &err);
         if (!r) { gg_error_clear(&err); continue; }
-        cases[n++] = (bcase){r, json_array_get(c, 1)};
+        cases[n++] = (bcase){r, json_array_get(c, 1), json_array_get(c, 2)};
     }
+    int wrong = 0;
+    for (size_t i = 0; i < n; i++) wrong += check(&cases[i], test);
+    if (wrong) { fprintf(stderr, "jl_bench: %d wrong results\n", wrong); return 1; }
     long rounds = 0, ops = 0, failures = 0;
     double start = cpu_ms(), now = start;
     while (now - start < seconds * 1000.0) {

@@ -10,6 +10,12 @@ const run = test ? (r, d) => jsonLogic.truthy(jsonLogic.apply(r, d)) : (r, d) =>
 const cases = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'))
   .filter(c => Array.isArray(c) && c.length >= 3)
   .filter(c => { try { jsonLogic.apply(c[0], c[1]); return true; } catch (e) { return false; } });
+// every result checked against the file's expected value before timing (as jl_bench.c does)
+const expect = test ? (c) => jsonLogic.truthy(c[2]) : (c) => JSON.stringify(c[2]);
+const got = test ? (c) => run(c[0], c[1]) : (c) => JSON.stringify(run(c[0], c[1]));
+const wrong = cases.filter(c => got(c) !== expect(c));
+for (const c of wrong) console.error(`jl_bench.js: ${JSON.stringify(c[0])} gives ${got(c)}, expected ${expect(c)}`);
+if (wrong.length) { console.error(`jl_bench.js: ${wrong.length} wrong results`); process.exit(1); }
 // warm up the JIT before timing
 for (let k = 0; k < 2000; k++) for (const c of cases) run(c[0], c[1]);
 let ops = 0, rounds = 0;

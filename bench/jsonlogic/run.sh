@@ -5,6 +5,8 @@
 #   apply  jsonlogic_apply (JSON result)      vs  jsonLogic.apply
 #   test   jsonlogic_test (truthiness only)   vs  jsonLogic.truthy(jsonLogic.apply(...))
 # the second being what a switch node evaluates. Prints ops/s and the ratios (goal >= 10x).
+# Both sides first check every result against the file's expected value and stop on a
+# difference, so only right answers are timed.
 #   bench/jsonlogic/run.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
