@@ -346,6 +346,31 @@ static void keylist_init(keylist *k, const jl_val *args, size_t nargs) {
     k->cnt = k->list ? json_array_size(k->list->u.j) : nargs;
 }
 
+/* Whether the value at a key (a dotted path computed at run time) is missing, read in
+ * place: 1 missing, 0 present, -1 when only the generic path can tell. */
+static int path_missing(const jl_frame *f, const char *s, size_t len) {
+    if (len == 0 || f->kind == F_REDUCE) return -1;
+    if (jl_is_nullish(&f->item)) return 1;
+    if (f->item.t != JV_JSON) return -1;
+    json_t *j = f->item.u.j;
+    const char *end = s + len;
+    for (;;) {
+        const char *dot = memchr(s, '.', (size_t)(end - s));
+        size_t klen = dot ? (size_t)(dot - s) : (size_t)(end - s);
+        if (!json_is_object(j)) return json_is_null(j) ? 1 : -1;
+        if (!(j = json_object_getn(j, s, klen))) return 1;
+        if (!dot) break;
+        s = dot + 1;
+    }
+    if (json_is_null(j)) return 1;
+    if (json_is_string(j)) {
+        size_t l = json_string_length(j);
+        if (l == 0) return 1;
+        if (l == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) return -1;
+    }
+    return 0;
+}
+
 /* Mark each missing key in flags; *nmiss counts them. No allocation for the result. */
 static bool missing_scan(jl_ctx *c, const jl_node *n, const keylist *k, uint8_t *flags, size_t *nmiss) {
     *nmiss = 0;
@@ -353,8 +378,12 @@ static bool missing_scan(jl_ctx *c, const jl_node *n, const keylist *k, uint8_t 
         jl_val key;
         if (k->list) jl_elem_to(&key, k->list, i);
         else key = k->args[i];
-        bool miss = false;
-        bool ok = missing_key(c, n, &key, &miss);
+        bool miss = false, ok = true;
+        size_t klen;
+        const char *ks = jl_strp(&key, &klen);
+        int m = ks && !use_resolver(c, n) ? path_missing(c->top, ks, klen) : -1;
+        if (m >= 0) miss = m;
+        else ok = missing_key(c, n, &key, &miss);
         if (k->list) jl_release(&key);
         if (!ok) return false;
         flags[i] = miss;
@@ -1273,25 +1302,30 @@ static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
         if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
         return 1;
     }
+    const jl_val *base = &f->item;
+    int i = 0;
     if (f->kind == F_REDUCE) {
-        if (n->nseg != 1 || !n->first_kind) return -1;
-        const jl_val *src = n->first_kind == 1 ? &f->item : f->acc;
-        if (src->t == JV_UNDEF || src->t == JV_STR) return -1;
-        *out = *src;
-        if (src->t == JV_JSON && src->origin == JO_REF) json_incref(src->u.j);
-        return 1;
+        if (!n->first_kind) return -1;
+        base = n->first_kind == 1 ? &f->item : f->acc;
+        if (n->nseg == 1) {
+            if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
+            *out = *base;
+            if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
+            return 1;
+        }
+        i = 1; /* "current.qty": the rest of the path is read from current */
     }
-    if (jl_is_nullish(&f->item)) return 0;
-    if (f->item.t != JV_JSON || f->item.origin == JO_REF) return -1;
-    json_t *j = f->item.u.j;
-    for (int i = 0; i < n->nseg; i++) {
+    if (jl_is_nullish(base)) return 0;
+    if (base->t != JV_JSON || base->origin == JO_REF) return -1;
+    json_t *j = base->u.j;
+    for (; i < n->nseg; i++) {
         if (!json_is_object(j)) return json_is_null(j) ? 0 : -1; /* a null on the way: not found */
         j = json_object_getn(j, n->path + n->segs[i].off, n->segs[i].len);
         if (!j) return 0;
     }
     if (json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL)
         return -1;
-    jl_wrap_to(out, j, (jl_origin)f->item.origin);
+    jl_wrap_to(out, j, (jl_origin)base->origin);
     return 1;
 }
 
