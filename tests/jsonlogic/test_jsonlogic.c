@@ -238,6 +238,71 @@ START_TEST(var_forms) {
 }
 END_TEST
 
+/* The evaluator reads literal var paths and missing keys in place and answers some
+ * operations without the general machinery (prebuilt missing results, two-argument
+ * comparisons and arithmetic). Expected values from json-logic-js 2.0.5 on node: arrays,
+ * strings and "length" on the way, nulls, reduce scopes, elements of built arrays holding
+ * Infinity/NaN, computed keys, more keys than the prebuilt results cover. */
+START_TEST(in_place_paths_match_reference) {
+    CHECK("{\"missing\":[\"a.length\",\"s.0\",\"s.length\",\"arr.1\",\"arr.x\",\"n.x\",\"z\"]}",
+          "{\"a\":[1],\"s\":\"hi\",\"arr\":[0,null],\"n\":5}", "[\"arr.1\",\"arr.x\",\"n.x\",\"z\"]");
+    CHECK("{\"missing\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\"]}",
+          "{\"b\":0,\"d\":false,\"f\":\"\",\"h\":[]}", "[\"a\",\"c\",\"e\",\"f\",\"g\"]");
+    CHECK("{\"missing\":[\"a.b\",\"a.b.c\"]}",
+          "{\"a\":{\"b\":null}}", "[\"a.b\",\"a.b.c\"]");
+    CHECK("{\"missing_some\":[\"1\",[\"a\",\"b\"]]}",
+          "{\"a\":1}", "[]");
+    CHECK("{\"missing_some\":[2,[\"a\",\"b\",\"c\"]]}",
+          "{\"a\":1}", "[\"b\",\"c\"]");
+    CHECK("{\"map\":[{\"map\":[[0,1],[{\"/\":[1,{\"var\":\"\"}]}]]},{\"missing\":[\"0\"]}]}",
+          "null", "[[],[]]");
+    CHECK("{\"map\":[{\"map\":[[0,1],{\"/\":[0,{\"var\":\"\"}]}]},{\"missing\":[\"\"]}]}",
+          "null", "[[],[]]");
+    CHECK("{\"missing\":{\"merge\":[\"a.b\",{\"if\":[{\"var\":\"x\"},[\"s.1\"],[]]}]}}",
+          "{\"x\":1,\"a\":{\"b\":\"\"},\"s\":\"ab\"}", "[\"a.b\"]");
+    CHECK("{\"reduce\":[{\"var\":\"xs\"},{\"cat\":[{\"var\":\"accumulator\"},{\"var\":\"current.a.b\"}]},\"\"]}",
+          "{\"xs\":[{\"a\":{\"b\":\"x\"}},{\"a\":null},{\"a\":{\"b\":\"y\"}}]}", "\"xy\"");
+    CHECK("{\"reduce\":[[1,2],{\"var\":\"accumulator.n\"},{\"var\":\"init\"}]}",
+          "{\"init\":{\"n\":5}}", "null");
+    CHECK("{\"reduce\":[[1,2],{\"var\":[\"accumulator.n\",\"d\"]},{\"var\":\"init\"}]}",
+          "{\"init\":{\"n\":5}}", "\"d\"");
+    CHECK("{\"filter\":[{\"merge\":[{\"var\":\"p\"},{\"var\":\"q\"}]},{\"==\":[{\"var\":\"a\"},2]}]}",
+          "{\"p\":[{\"a\":1}],\"q\":[{\"a\":2}]}", "[{\"a\":2}]");
+    CHECK("{\"<\":[{\"var\":\"a\"},\"10\"]}",
+          "{\"a\":9}", "true");
+    CHECK("{\"==\":[{\"var\":\"x\"},0]}",
+          "{\"x\":null}", "false");
+    CHECK("{\"==\":[{\"/\":[0,0]},{\"/\":[0,0]}]}",
+          "null", "false");
+    CHECK("{\"!=\":[{\"/\":[0,0]},{\"/\":[0,0]}]}",
+          "null", "true");
+    CHECK("{\"<=\":[{\"var\":\"x\"},{\"var\":\"y\"}]}",
+          "{\"x\":null,\"y\":0}", "true");
+    CHECK("{\"/\":[1,{\"*\":[{\"var\":\"x\"},1]}]}",
+          "{\"x\":0}", "null");
+    CHECK("{\"+\":[{\"var\":\"x\"},{\"var\":\"y\"}]}",
+          "{\"x\":\"3px\",\"y\":1}", "4");
+    CHECK("{\"%\":[{\"var\":\"x\"},{\"var\":\"y\"}]}",
+          "{\"x\":-7,\"y\":3}", "-1");
+    CHECK("{\"var\":[\"a.b.c\",\"d\"]}",
+          "{\"a\":{\"b\":{}}}", "\"d\"");
+    CHECK("{\"var\":[\"a.b\",\"d\"]}",
+          "{\"a\":5}", "\"d\"");
+    CHECK("{\"var\":\"a.b\"}",
+          "{\"a\":null}", "null");
+    CHECK("{\"var\":[\"a\",1]}",
+          "{\"a\":null}", "null");
+    CHECK("{\"all\":[{\"var\":\"xs\"},{\">\":[{\"var\":\"n\"},{\"var\":\"\"}]}]}",
+          "{\"xs\":[{\"n\":2}],\"n\":1}", "false");
+    CHECK("{\"some\":[[[1],[2]],{\"==\":[{\"var\":\"0\"},2]}]}",
+          "null", "true");
+    CHECK("{\"map\":[{\"var\":\"xs\"},{\"var\":\"b.c\"}]}",
+          "{\"xs\":[{\"b\":{\"c\":1}},{\"b\":2},{}]}", "[1,null,null]");
+    CHECK("{\"reduce\":[{\"var\":\"xs\"},{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current.n\"}]},0]}",
+          "{\"xs\":[{\"n\":1},{\"n\":\"2\"},{\"m\":3}]}", "null");
+}
+END_TEST
+
 START_TEST(test_gives_truthiness) {
     const char *rules[] = {"{\"var\":\"a\"}", "{\"var\":\"b\"}", "{\"*\":[]}", "[]", "{\"merge\":[[1]]}", "{\"/\":[0,0]}"};
     const int want[] = {1, 0, -1, 0, 1, 0};
@@ -328,6 +393,7 @@ int main(void) {
     tcase_add_test(tc, runtime_errors_are_values);
     tcase_add_test(tc, javascript_coercions);
     tcase_add_test(tc, var_forms);
+    tcase_add_test(tc, in_place_paths_match_reference);
     tcase_add_test(tc, rule_outlives_its_source);
     tcase_add_test(tc, test_gives_truthiness);
     tcase_add_test(tc, one_rule_many_threads);
