@@ -67,6 +67,7 @@ struct jn_node {
     bool thunk;            /* lambda body is a tail call */
     bool constant;         /* value does not depend on context or variables */
     bool scope;            /* N_BLOCK: binds variables itself, so it needs its own frame */
+    uint32_t khash;        /* N_NAME: hash of the key (jn_hash_key) */
     int slot;              /* parse-time: ancestry slot + 1 (% nodes, ancestor steps) */
     int *seek;             /* parse-time: unresolved ancestry slots */
     int nseek;
@@ -119,7 +120,8 @@ void jn_free_immortal(jn_value *v);
 bool jn_is_sequence(const jn_value *v);
 jn_value *jn_array_copy(const jn_value *a, size_t extra);
 jn_value *jn_from_json_lazy(json_t *j);
-jn_value *jn_object_get_key(const jn_value *obj, jn_value *key);
+jn_value *jn_object_get_key(const jn_value *obj, jn_value *key, uint32_t hash);
+uint32_t jn_hash_key(const char *s, size_t n);
 void jn_object_remove(jn_value *o, const char *key, size_t klen);
 
 /* parser */

@@ -363,7 +363,7 @@ static bool lookup_into(jn_state *c, jn_value *in, const jn_node *n, jn_value **
         return *acc != NULL;
     }
     if (in->type == JN_OBJECT)
-        *acc = jn_incref(n->value ? jn_object_get_key(in, n->value) : jn_object_get(in, n->str, n->slen));
+        *acc = jn_incref(n->value ? jn_object_get_key(in, n->value, n->khash) : jn_object_get(in, n->str, n->slen));
     return true;
 }
 
@@ -1082,6 +1082,14 @@ static jn_value *as_seq(jn_state *c, jn_value *cur, bool single) {
 }
 
 static jn_value *eval_path(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    const jn_node *s0 = n->items[0];
+    if (n->nitems == 1 && s0->type == N_NAME && s0->value && !s0->nstages && !s0->tuple &&
+        !s0->keep_array && !s0->group && !n->keep_array && !n->group &&
+        (!input || input->type != JN_ARRAY)) {
+        /* the common "field" path on a single object: a plain lookup */
+        if (!input || input->type != JN_OBJECT) return NULL;
+        return jn_incref(jn_object_get_key(input, s0->value, s0->khash));
+    }
     /* cur is the step input: its items when it is an array (and !single), else itself */
     jn_value *cur = jn_incref(input);
     bool single = n->items[0]->type == N_VAR || !input || input->type != JN_ARRAY;

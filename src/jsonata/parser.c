@@ -696,6 +696,7 @@ static jn_node *nud(parser *p) {
             n->slen = t.len;
             n->str = take_tok_str(&t);
             n->value = jn_string(n->str, n->slen); /* shared key for lazy lookups */
+            n->khash = jn_hash_key(n->str, n->slen);
             if (!n->value) jn_oom(p->err);
             jn_make_immortal(n->value);
             n = as_path(p, n);
@@ -870,7 +871,10 @@ static jn_node *make_path(parser *p, jn_node *lhs, jn_node *rhs, int pos) {
                 gg_error_set_path(&p->pending, buf);
             }
         }
-        if (s->type == N_STRING) s->type = N_NAME; /* value stays: the key string */
+        if (s->type == N_STRING) { /* value stays: the key string */
+            s->type = N_NAME;
+            s->khash = jn_hash_key(s->str, s->slen);
+        }
         if (s->keep_array) path->keep_array = true;
     }
     if (path->nitems > 0 && path->items[0]->type == N_ARRAY) path->items[0]->cons_array = true;

@@ -32,6 +32,7 @@ static jn_value *alloc_value(jn_type t) { return alloc_value_extra(t, 0); }
 
 static bool index_insert(jn_value *o, size_t ent);
 static long find_key(const jn_value *o, const char *key, size_t klen);
+static uint32_t hash_bytes(const char *s, size_t n);
 
 void jn_oom(gg_error *err) { gg_error_set(err, "D0000", "Out of memory"); }
 
@@ -199,6 +200,29 @@ static bool index_rebuild(jn_value *o, size_t icap) {
 static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, jn_value *v);
 jn_value *jn_from_json_lazy(json_t *j);
 
+static inline bool key_eq(const jn_value *k, const char *key, size_t klen) {
+    return k->u.str.len == klen && (klen == 0 || (k->u.str.s[0] == key[0] && memcmp(k->u.str.s, key, klen) == 0));
+}
+
+uint32_t jn_hash_key(const char *s, size_t n) { return hash_bytes(s, n); }
+
+/* find_key with the key's hash already known (path steps precompute it) */
+static long find_key_h(const jn_value *o, const char *key, size_t klen, uint32_t h) {
+    if (o->u.obj.index) {
+        size_t mask = o->u.obj.icap - 1;
+        size_t i = h & mask;
+        while (o->u.obj.index[i]) {
+            const jn_value *k = o->u.obj.ents[o->u.obj.index[i] - 1].key;
+            if (key_eq(k, key, klen)) return (long)o->u.obj.index[i] - 1;
+            i = (i + 1) & mask;
+        }
+        return -1;
+    }
+    for (size_t e = 0; e < o->u.obj.n; e++)
+        if (key_eq(o->u.obj.ents[e].key, key, klen)) return (long)e;
+    return -1;
+}
+
 static long find_key(const jn_value *o, const char *key, size_t klen) {
     if (o->u.obj.index) {
         size_t mask = o->u.obj.icap - 1;
@@ -211,17 +235,15 @@ static long find_key(const jn_value *o, const char *key, size_t klen) {
         }
         return -1;
     }
-    for (size_t e = 0; e < o->u.obj.n; e++) {
-        const jn_value *k = o->u.obj.ents[e].key;
-        if (k->u.str.len == klen && memcmp(k->u.str.s, key, klen) == 0) return (long)e;
-    }
+    for (size_t e = 0; e < o->u.obj.n; e++)
+        if (key_eq(o->u.obj.ents[e].key, key, klen)) return (long)e;
     return -1;
 }
 
 /* jn_object_get with the key as a string value (reused when caching lazy entries). */
-jn_value *jn_object_get_key(const jn_value *obj, jn_value *key) {
+jn_value *jn_object_get_key(const jn_value *obj, jn_value *key, uint32_t hash) {
     if (!obj || obj->type != JN_OBJECT) return NULL;
-    long e = find_key(obj, key->u.str.s, key->u.str.len);
+    long e = find_key_h(obj, key->u.str.s, key->u.str.len, hash);
     if (e >= 0) return obj->u.obj.ents[e].val;
     if (!obj->u.obj.lazy) return NULL;
     json_t *x = json_object_getn(obj->u.obj.lazy, key->u.str.s, key->u.str.len);
