@@ -454,6 +454,11 @@ static void abs_deadline(struct timespec *ts, long long ms) {
 }
 
 #define RETENTION_EVERY_MS 60000
+/* At most this many items a transaction. Submitters are held back while the backlog is
+ * large (the gateway's GW_HISTORY_BACKLOG_SOFT), and the backlog only shrinks when a batch
+ * commits: an unbounded batch taken after the writer fell behind (a burst, or the thread
+ * starved of CPU) held every worker for the whole of its write, hundreds of ms. */
+#define BATCH_MAX 2048
 
 static void *writer_main(void *arg) {
     gg_history *h = arg;
@@ -467,7 +472,7 @@ static void *writer_main(void *arg) {
             abs_deadline(&ts, (long long)wait + 1);
             pthread_cond_timedwait(&h->work, &h->lock, &ts);
         }
-        if (h->head && !h->stopping && !h->flush_wanted) {
+        if (h->head && !h->stopping && !h->flush_wanted && h->queued < BATCH_MAX) {
             /* Let a burst accumulate so it becomes one transaction. */
             struct timespec ts;
             abs_deadline(&ts, h->opt.flush_ms);
@@ -476,10 +481,19 @@ static void *writer_main(void *arg) {
         }
         hist_item *items = h->head;
         size_t n = h->queued;
-        unsigned long long seq = h->enqueued_seq;
-        h->head = h->tail = NULL;
-        h->queued = 0;
-        h->flush_wanted = false;
+        if (n > BATCH_MAX) { /* take the oldest BATCH_MAX; the rest is the next batch */
+            hist_item *last = items;
+            for (size_t i = 1; i < BATCH_MAX; i++) last = last->next;
+            h->head = last->next;
+            last->next = NULL;
+            n = BATCH_MAX;
+            h->queued -= BATCH_MAX;
+        } else {
+            h->head = h->tail = NULL;
+            h->queued = 0;
+            h->flush_wanted = false;
+        }
+        unsigned long long seq = h->enqueued_seq - h->queued;
         unsigned long long retention_req = h->retention_req;
         bool retention = retention_req != h->retention_done;
         bool stop = h->stopping;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
 #include "store/store.h"
 
 static char tmpdir[256];
@@ -501,6 +502,66 @@ START_TEST(history_retention) {
 }
 END_TEST
 
+static long long count_rows(const char *sql) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* More runs than one writer transaction takes, a run with more nodes than one multi-row
+ * INSERT holds, and retention (foreign keys back on) leaving no orphan node rows. */
+START_TEST(history_big_batches_many_nodes_and_cascade) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 100};
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    enum { RUNS = 5000, NODES = 19 };
+    for (int i = 0; i < RUNS; i++) ck_assert(gg_history_submit(h, make_run("acme", "g", "t", GG_EXEC_SUCCEEDED)));
+    gg_exec_record *big = gg_exec_record_new("acme", "g", 1, "t", NULL, NULL);
+    ck_assert_ptr_nonnull(big);
+    for (int i = 0; i < NODES; i++)
+        ck_assert_ptr_nonnull(gg_exec_record_add_node(big, "n", "transform", big->started_ms, big->started_ms,
+                                                      NULL, json_integer(i), NULL));
+    big->status = GG_EXEC_SUCCEEDED;
+    big->finished_ms = big->started_ms;
+    char big_id[33];
+    memcpy(big_id, big->id, sizeof big_id);
+    ck_assert(gg_history_submit(h, big));
+    gg_history_flush(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_int_eq(st.written, RUNS + 1);
+    ck_assert_msg(st.batches >= 3, "batches=%llu: one transaction took everything", st.batches);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM node_executions"), RUNS * 2 + NODES);
+    json_t *ex = gg_store_execution_get(s, "acme", big_id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    json_t *nodes = json_object_get(ex, "nodes");
+    ck_assert_int_eq(json_array_size(nodes), NODES);
+    for (int i = 0; i < NODES; i++) {
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nodes, (size_t)i), "index")), i);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nodes, (size_t)i), "output")), i);
+    }
+    json_decref(ex);
+    gg_history_stop(h);
+    gg_history_options keep1 = {.max_count = 1};
+    h = gg_history_start(s, &keep1, &err);
+    gg_history_retention_now(h);
+    gg_history_stop(h);
+    ck_assert_int_lt(count_rows("SELECT count(*) FROM executions"), RUNS);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM node_executions WHERE execution_id NOT IN"
+                                " (SELECT id FROM executions)"), 0);
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(history_queue_bound_and_truncation) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -636,6 +697,7 @@ int main(void) {
     tcase_add_test(tc, history_interrupted_marking);
     tcase_add_test(tc, history_retention);
     tcase_add_test(tc, history_queue_bound_and_truncation);
+    tcase_add_test(tc, history_big_batches_many_nodes_and_cascade);
     tcase_add_test(tc, audit_log);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
