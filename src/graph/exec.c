@@ -123,17 +123,90 @@ jsonata_env *gg_graph_history_env(gg_error *err) {
 
 /* ---- JSON Logic var resolver: a string var is a JSONata expression on the context ------ */
 
+/* A compiled var. Most rule vars are plain paths into the context ("$.node.field",
+ * "node.field"); those are walked directly on the JSON as long as every step meets an object
+ * and the value found is not an array — exactly where JSONata's path semantics reduce to
+ * member lookup — and JSONata evaluates everything else. */
+typedef struct gvar {
+    jsonata_expr *expr;
+    char **keys;   /* the path's names when it is plain; NULL otherwise */
+    size_t nkeys;
+} gvar;
+
+static bool plain_name(const char *s, size_t n) {
+    static const char *const reserved[] = {"and", "or", "in", "true", "false", "null", "function"};
+    if (!n || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_')) return false;
+    for (size_t i = 1; i < n; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strlen(reserved[i]) == n && !memcmp(reserved[i], s, n)) return false;
+    return true;
+}
+
+/* Split "$.a.b" / "a.b" into names; false (and nothing kept) unless every step is plain. */
+static bool plain_path(gvar *v, const char *path) {
+    const char *p = !strncmp(path, "$.", 2) ? path + 2 : path;
+    size_t n = 1;
+    for (const char *q = p; *q; q++) n += *q == '.';
+    char **keys = calloc(n, sizeof *keys);
+    if (!keys) return false;
+    size_t k = 0;
+    for (const char *q = p;; k++) {
+        const char *dot = strchr(q, '.');
+        size_t len = dot ? (size_t)(dot - q) : strlen(q);
+        if (!plain_name(q, len) || !(keys[k] = strndup(q, len))) {
+            for (size_t i = 0; i < k; i++) free(keys[i]);
+            free(keys);
+            return false;
+        }
+        if (!dot) break;
+        q = dot + 1;
+    }
+    v->keys = keys;
+    v->nkeys = k + 1;
+    return true;
+}
+
+static void resolver_free(void *user, void *compiled) {
+    gvar *v = compiled;
+    if (!v) return;
+    jsonata_free(v->expr);
+    for (size_t i = 0; i < v->nkeys; i++) free(v->keys[i]);
+    free(v->keys);
+    free(v);
+}
+
 static void *resolver_compile(void *user, const char *path, gg_error *err) {
     gg_graph *g = user;
-    return jsonata_compile(*path ? path : "$", g->env, err);
+    gvar *v = calloc(1, sizeof *v);
+    if (!v) {
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    v->expr = jsonata_compile(*path ? path : "$", g->env, err);
+    if (!v->expr) {
+        free(v);
+        return NULL;
+    }
+    plain_path(v, path); /* an optimisation only: without it JSONata evaluates the path */
+    return v;
 }
 
 static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *call_user, gg_error *err) {
     grun *r = call_user;
-    return jsonata_evaluate(compiled, data, NULL, r ? &r->jopts : NULL, call_user, err);
+    gvar *v = compiled;
+    if (v->keys) {
+        json_t *cur = data;
+        size_t i = 0;
+        for (; i < v->nkeys && json_is_object(cur); i++) {
+            cur = json_object_get(cur, v->keys[i]);
+            if (!cur) return NULL; /* a missing member: undefined */
+        }
+        if (i == v->nkeys && !json_is_array(cur)) return json_incref(cur);
+    }
+    return jsonata_evaluate(v->expr, data, NULL, r ? &r->jopts : NULL, call_user, err);
 }
-
-static void resolver_free(void *user, void *compiled) { jsonata_free(compiled); }
 
 const jsonlogic_var_resolver gg_graph_var_resolver_template = {resolver_compile, resolver_eval, resolver_free, NULL};
 
@@ -375,15 +448,25 @@ static json_t *exit_output(const grun *r) {
 
 static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit"};
 
+static bool put(json_t *o, const char *key, json_t *v) { return json_object_set_new_nocheck(o, key, v) == 0; }
+
+/* One history record, built member by member (json_pack's format parsing and UTF-8
+ * re-checks of node ids cost more than the rest of a simple node). NULL when out of memory. */
 static json_t *history_record(int idx, const gnode *n, long long start, long long end, double dur, json_t *input,
                               json_t *output, const gg_error *e) {
-    json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f}", "executionIndex", idx, "nodeId", n->id, "nodeType",
-                            type_name[n->type], "startTime", (json_int_t)start, "endTime", (json_int_t)end, "duration", round(dur * 1000) / 1000);
-    if (!rec) return NULL;
-    if (input) json_object_set(rec, "input", input);
-    if (output) json_object_set(rec, "output", output); /* absent: undefined, or the node failed */
-    if (e && gg_error_is_set(e))
-        json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", e->code, "message", e->message ? e->message : ""));
+    json_t *rec = json_object();
+    bool ok = rec && put(rec, "executionIndex", json_integer(idx)) && put(rec, "nodeId", json_string_nocheck(n->id)) &&
+              put(rec, "nodeType", json_string_nocheck(type_name[n->type])) &&
+              put(rec, "startTime", json_integer((json_int_t)start)) && put(rec, "endTime", json_integer((json_int_t)end)) &&
+              put(rec, "duration", json_real(round(dur * 1000) / 1000)) && (!input || put(rec, "input", json_incref(input))) &&
+              /* absent output: the node yielded undefined, or failed */
+              (!output || put(rec, "output", json_incref(output)));
+    if (ok && e && gg_error_is_set(e))
+        ok = put(rec, "error", json_pack("{s:s, s:s}", "code", e->code, "message", e->message ? e->message : ""));
+    if (!ok) {
+        json_decref(rec);
+        return NULL;
+    }
     return rec;
 }
 

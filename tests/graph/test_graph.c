@@ -1082,6 +1082,50 @@ START_TEST(invalid_scalar_types) {
 }
 END_TEST
 
+/* Switch-rule vars that are plain paths are walked on the JSON directly: every answer must
+ * be the one JSONata gives for the same path on the same context. */
+START_TEST(var_fast_path_matches_jsonata) {
+    gg_graph *g = load(shared_dir, "switch_example.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    const jsonlogic_var_resolver *rv = &g->resolver;
+    const char *paths[] = {"$.a.b", "a.b", "a", "$.a", "a.b.c", "x.y", "$.a.b.c", "a_1", "$", "a.b[0]", "$.a.and.b", NULL};
+    const char *datas[] = {"{\"a\":{\"b\":1}}", "{\"a\":{\"b\":[1,2]}}", "{\"a\":[{\"b\":1},{\"b\":2}]}", "{\"a\":null}",
+                           "{\"a\":{\"b\":null}}", "{\"a\":{\"b\":{\"c\":\"x\"}}}", "{}", "{\"a\":\"str\"}",
+                           "{\"a\":{\"b\":[]}}", "{\"a\":{\"b\":[[1]]}}", "{\"a_1\":false,\"a\":{\"and\":{\"b\":2}}}", NULL};
+    int compared = 0;
+    for (const char **p = paths; *p; p++) {
+        gg_error e = GG_ERROR_INIT;
+        void *h = rv->compile(rv->user, *p, &e);
+        jsonata_expr *x = jsonata_compile(*p, g->env, &e);
+        ck_assert_msg((h != NULL) == (x != NULL), "%s: compiles differently", *p);
+        gg_error_clear(&e);
+        for (const char **d = datas; h && *d; d++) {
+            json_t *data = json_loads(*d, 0, NULL);
+            gg_error e1 = GG_ERROR_INIT, e2 = GG_ERROR_INIT;
+            json_t *a = rv->eval(rv->user, h, data, NULL, &e1);
+            json_t *b = jsonata_evaluate(x, data, NULL, NULL, NULL, &e2);
+            ck_assert_msg(gg_error_is_set(&e1) == gg_error_is_set(&e2), "%s on %s: errors differ", *p, *d);
+            char *sa = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            char *sb = b ? json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            ck_assert_msg((!a && !b) || (a && b && json_equal(a, b)), "%s on %s: %s, JSONata says %s", *p, *d,
+                          sa ? sa : "undefined", sb ? sb : "undefined");
+            free(sa);
+            free(sb);
+            json_decref(a);
+            json_decref(b);
+            json_decref(data);
+            gg_error_clear(&e1);
+            gg_error_clear(&e2);
+            compared++;
+        }
+        if (h) rv->free(rv->user, h);
+        jsonata_free(x);
+    }
+    ck_assert_int_ge(compared, 90);
+    gg_graph_unref(g);
+}
+END_TEST
+
 int main(void) {
     const char *sh = getenv("GG_SHARED"), *src = getenv("GG_SRCDIR");
     if (!src) src = ".";
@@ -1127,6 +1171,7 @@ int main(void) {
     tcase_add_test(tc, provider_result_shapes);
     tcase_add_test(tc, provider_live_notifications);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
+    tcase_add_test(tc, var_fast_path_matches_jsonata);
     suite_add_tcase(s, tc);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
