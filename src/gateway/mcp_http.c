@@ -215,13 +215,10 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
     pthread_mutex_unlock(&gw->jobs_mu);
 }
 
-/* Records queued for the history writer and not yet written. */
+/* Records queued for the history writer and not yet written. Read on every call (the
+ * polling thread and each worker), so it must not take the writer's lock. */
 static unsigned long long history_backlog(gg_gateway *gw) {
-    if (!gw->history) return 0;
-    gg_history_stats st;
-    gg_history_get_stats(gw->history, &st);
-    unsigned long long done = st.written + st.dropped;
-    return st.submitted > done ? st.submitted - done : 0;
+    return gw->history ? gg_history_backlog(gw->history) : 0;
 }
 
 /* Every run is recorded, so runs may not outpace the writer: past the soft mark a worker

@@ -10,6 +10,7 @@ struct gw_pool {
     gw_job *ring;
     int cap, head, count;
     bool stopping;
+    int idle; /* workers blocked in cond_wait: a submit wakes one only if some wait */
     int nthreads;
     pthread_t *threads;
 };
@@ -18,7 +19,11 @@ static void *worker(void *arg) {
     gw_pool *p = arg;
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        while (p->count == 0 && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        while (p->count == 0 && !p->stopping) {
+            p->idle++;
+            pthread_cond_wait(&p->cv, &p->mu);
+            p->idle--;
+        }
         if (p->count == 0) { /* stopping and drained */
             pthread_mutex_unlock(&p->mu);
             return NULL;
@@ -60,16 +65,21 @@ fail:
     return NULL;
 }
 
-/* Queue a job; false (job not taken) when the queue is full or the pool is stopping. */
+/* Queue a job; false (job not taken) when the queue is full or the pool is stopping.
+ * The wake-up is sent after unlocking (a worker woken under the lock would at once block
+ * on it again: profiles showed the polling threads waiting on this mutex) and only when
+ * a worker is idle; busy workers take the job when they loop. */
 bool gw_pool_submit(gw_pool *p, gw_job job) {
     pthread_mutex_lock(&p->mu);
     bool ok = !p->stopping && p->count < p->cap;
+    bool wake = false;
     if (ok) {
         p->ring[(p->head + p->count) % p->cap] = job;
         p->count++;
-        pthread_cond_signal(&p->cv);
+        wake = p->idle > 0;
     }
     pthread_mutex_unlock(&p->mu);
+    if (wake) pthread_cond_signal(&p->cv);
     return ok;
 }
 

@@ -173,6 +173,7 @@ struct gg_history {
     hist_item *head, *tail;
     size_t queued;
     unsigned long long enqueued_seq, written_seq;
+    unsigned long long backlog;   /* atomic: written under lock, read without (gg_history_backlog) */
     bool stopping, flush_wanted;
     unsigned long long retention_req, retention_done; /* requests / completed passes */
     gg_history_stats stats;
@@ -528,6 +529,7 @@ static void *writer_main(void *arg) {
             else h->stats.failed_batches++;
         }
         h->written_seq = seq;
+        if (items) __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
         if (retention) h->retention_done = retention_req;
         pthread_cond_broadcast(&h->done);
         if (stop && !h->head) break;
@@ -589,6 +591,7 @@ static bool enqueue(gg_history *h, hist_item *it) {
     h->tail = it;
     h->queued++;
     h->enqueued_seq++;
+    __atomic_add_fetch(&h->backlog, 1, __ATOMIC_RELAXED);
     if (it->rec) h->stats.submitted++;
     /* Wake the writer only for the first item: it then waits flush_ms for the rest. */
     if (h->queued == 1) pthread_cond_signal(&h->work);
@@ -634,6 +637,10 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) 
     snprintf(it->key_id, sizeof it->key_id, "%s", key_id);
     it->when_ms = when_ms;
     if (!enqueue(h, it)) free(it);
+}
+
+unsigned long long gg_history_backlog(gg_history *h) {
+    return h ? __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) : 0;
 }
 
 void gg_history_flush(gg_history *h) {

@@ -235,6 +235,9 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
 bool gg_history_submit(gg_history *h, gg_exec_record *r);
 /* Queue a key "last used" update (coalesced per batch). */
 void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
+/* Items queued and not yet through a batch (written or lost). Lock-free: request paths
+ * read it on every call to apply backpressure without contending with the writer. */
+unsigned long long gg_history_backlog(gg_history *h);
 /* Wait until everything submitted before this call has been written (tests, shutdown). */
 void gg_history_flush(gg_history *h);
 /* Run retention now (the writer also runs it at start and every minute). */
