@@ -274,6 +274,7 @@ static jl_node *compile_op(cctx *cc, const char *name, json_t *args, int depth, 
     size_t old = where_push(cc, name);
     bool ok = compile_args(cc, n, args, depth, !custom && (builtins[bi].flags & F_ITER));
     if (ok && n->op == OP_VAR) ok = prepare_var(cc, n, args);
+    if (ok && n->op == OP_VAR) n->var_fast = n->path_literal && !n->resolved;
     if (ok && (n->op == OP_MISSING || n->op == OP_MISSING_SOME) && !(n->cjson = json_array())) {
         fail(cc, "out_of_memory", "out of memory compiling %s", name);
         ok = false;

@@ -1295,7 +1295,6 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
  * mode, a reduce scope value that needs copying). */
 static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
     const jl_frame *f = c->top;
-    if (n->resolved) return -1;
     if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
         if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
         *out = f->item;
@@ -1376,7 +1375,7 @@ bool jl_eval(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_ARRAY: return eval_array(c, n, out);
     case OP_BAD_ARGS: return args_error(c, n->name);
     case OP_VAR:
-        if (n->path_literal) {
+        if (n->var_fast) {
             int k = var_fast(c, n, out);
             if (k >= 0) return k ? true : var_default(c, n, out);
         }

@@ -185,20 +185,23 @@ typedef struct jl_mkey {
 
 #define JL_MK_SUBSETS 6   /* up to this many keys, every possible result is built once */
 
+/* Fields the evaluator reads on every visit come first, in one cache line. */
 typedef struct jl_node {
     uint8_t op;         /* jl_opcode */
     bool args_array;    /* the rule wrote its arguments as an array */
     bool in_iter;       /* inside map/filter/reduce/all/none/some: plain var paths */
+    bool path_literal;
     int nargs;
+    uint8_t first_kind; /* literal path's first segment: 1 "current", 2 "accumulator", 0 other */
+    bool var_fast;      /* OP_VAR with a literal path and no resolver: may be read in place */
+    int nseg;           /* literal path split at dots once, at compile time */
     struct jl_node **args;
     jl_val cval;        /* OP_CONST: the value (JV_JSON ones are STATIC, owned by cjson) */
-    json_t *cjson;
     char *path;         /* OP_VAR with a literal path: ToString of it (NULL = whole data) */
-    size_t path_len;
-    bool path_literal;
-    uint8_t first_kind; /* literal path's first segment: 1 "current", 2 "accumulator", 0 other */
-    int nseg;           /* literal path split at dots once, at compile time */
     struct jl_seg *segs;
+    /* colder */
+    json_t *cjson;
+    size_t path_len;
     void *resolved;     /* OP_VAR compiled by the resolver */
     jsonlogic_op_fn fn; /* OP_CUSTOM */
     void *fn_user;
