@@ -19,45 +19,40 @@ bool jsonata_env_register(jsonata_env *env, const char *name, const char *signat
     if (name[0] == '$') name++;
     if (env->n == env->cap) {
         size_t nc = env->cap ? env->cap * 2 : 8;
-        jn_extern *nf = realloc(env->fns, nc * sizeof *nf);
+        jn_extern **nf = realloc(env->fns, nc * sizeof *nf);
         if (!nf) {
             jn_oom(err);
             return false;
         }
-        /* the immortal function values point at their jn_extern: fix them up */
-        for (size_t i = 0; i < env->n; i++) nf[i].fnval->u.fn->ext = &nf[i];
         env->fns = nf;
         env->cap = nc;
     }
-    jn_extern *x = &env->fns[env->n];
-    memset(x, 0, sizeof *x);
-    x->name = strdup(name);
-    if (!x->name) {
-        jn_oom(err);
-        return false;
-    }
+    jn_extern *x = calloc(1, sizeof *x);
+    jn_function *f = calloc(1, sizeof *f);
+    if (!x || !f || !(x->name = strdup(name))) goto oom;
     if (signature) {
         x->sig = jn_sig_parse(signature, err);
-        if (!x->sig) {
-            free(x->name);
-            return false;
-        }
+        if (!x->sig) goto fail;
     }
     x->fn = fn;
     x->user = user;
-    jn_function *f = calloc(1, sizeof *f);
-    if (!f) goto oom;
     f->kind = FN_EXTERN;
     f->ext = x;
     x->fnval = jn_function_value(f);
+    f = NULL; /* owned by fnval (freed by it on failure) */
     if (!x->fnval) goto oom;
     jn_make_immortal(x->fnval);
-    env->n++;
+    env->fns[env->n++] = x;
     return true;
 oom:
-    jn_sig_free(x->sig);
-    free(x->name);
     jn_oom(err);
+fail:
+    free(f);
+    if (x) {
+        jn_sig_free(x->sig);
+        free(x->name);
+        free(x);
+    }
     return false;
 }
 
@@ -65,9 +60,10 @@ oom:
 void jsonata_env_free(jsonata_env *env) {
     if (!env) return;
     for (size_t i = 0; i < env->n; i++) {
-        free(env->fns[i].name);
-        jn_sig_free(env->fns[i].sig);
-        jn_free_immortal(env->fns[i].fnval);
+        free(env->fns[i]->name);
+        jn_sig_free(env->fns[i]->sig);
+        jn_free_immortal(env->fns[i]->fnval);
+        free(env->fns[i]);
     }
     free(env->fns);
     free(env);

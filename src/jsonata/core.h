@@ -129,7 +129,7 @@ jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err);
 void jn_node_free(jn_node *n);
 
 struct jsonata_env {
-    jn_extern *fns;
+    jn_extern **fns; /* each allocated separately: compiled expressions point at them */
     size_t n, cap;
 };
 

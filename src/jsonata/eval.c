@@ -1627,7 +1627,7 @@ static bool name_bound(jn_state *c, jn_frame *env, const char *name) {
     for (size_t i = 0; i < jn_builtins_count; i++)
         if (!strcmp(jn_builtins[i].name, name)) return true;
     for (size_t i = 0; c->env && i < c->env->n; i++)
-        if (!strcmp(c->env->fns[i].name, name)) return true;
+        if (!strcmp(c->env->fns[i]->name, name)) return true;
     return false;
 }
 

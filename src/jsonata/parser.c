@@ -457,8 +457,8 @@ static bool lazy_safe_builtin(const char *name) {
 static void resolve_builtin(parser *p, jn_node *n) {
     if (p->env) {
         for (size_t i = 0; i < p->env->n; i++)
-            if (!strcmp(p->env->fns[i].name, n->str)) {
-                n->ext = &p->env->fns[i];
+            if (!strcmp(p->env->fns[i]->name, n->str)) {
+                n->ext = p->env->fns[i];
                 return;
             }
     }
