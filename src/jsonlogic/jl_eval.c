@@ -1125,11 +1125,11 @@ static NOINLINE bool op_reduce(jl_ctx *c, const jl_node *n, jl_val *out) {
         c->top = f.parent;
         jl_release(&f.item);
         jl_release(&acc);
-        acc = next;
+        jl_copy_to(&acc, &next);
     }
     jl_release(&coll);
     if (!ok) { jl_release(&acc); return false; }
-    *out = acc;
+    jl_copy_to(out, &acc);
     return true;
 }
 
@@ -1297,7 +1297,7 @@ static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
     const jl_frame *f = c->top;
     if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
         if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
-        *out = f->item;
+        jl_copy_to(out, &f->item);
         if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
         return 1;
     }
@@ -1308,7 +1308,7 @@ static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
         base = n->first_kind == 1 ? &f->item : f->acc;
         if (n->nseg == 1) {
             if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
-            *out = *base;
+            jl_copy_to(out, base);
             if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
             return 1;
         }
