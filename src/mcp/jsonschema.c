@@ -97,16 +97,58 @@ static bool register_node(mcp_schema *s, snode *n) {
     return true;
 }
 
+/* ECMA-262 (the dialect JSON Schema patterns are written in) differs from PCRE2 where it
+ * matters for validation: "." excludes only \n \r U+2028 U+2029, "\s" and "\S" cover
+ * Unicode white space and line terminators, "[" inside a class is a literal (no POSIX
+ * [:alpha:]), "[]" matches nothing and "[^]" anything, "$" matches only at the very end.
+ * The class/dot/\s differences are rewritten here; the others are compile options.
+ * "\S" inside a class keeps PCRE2's ASCII meaning (no way to negate within a class). */
+#define ECMA_WS "\\t\\n\\x0b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+static char *ecma_to_pcre2(const char *src) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    bool cls = false, ok = true;
+    for (const char *p = src; *p && ok; p++) {
+        if (p[0] == '\\' && p[1]) {
+            if (p[1] == 's') ok = gg_strbuf_puts(&b, cls ? ECMA_WS : "[" ECMA_WS "]");
+            else if (p[1] == 'S' && !cls) ok = gg_strbuf_puts(&b, "[^" ECMA_WS "]");
+            else ok = gg_strbuf_append(&b, p, 2);
+            p++;
+        } else if (cls) {
+            if (*p == ']') cls = false;
+            ok = *p == '[' ? gg_strbuf_puts(&b, "\\[") : gg_strbuf_putc(&b, *p);
+        } else if (*p == '[') {
+            cls = true;
+            ok = gg_strbuf_putc(&b, '[');
+            if (ok && p[1] == '^') ok = gg_strbuf_putc(&b, *++p);
+        } else if (*p == '.') {
+            ok = gg_strbuf_puts(&b, "[^\\n\\r\\u2028\\u2029]");
+        } else {
+            ok = gg_strbuf_putc(&b, *p);
+        }
+    }
+    if (!ok) {
+        gg_strbuf_free(&b);
+        return NULL;
+    }
+    return gg_strbuf_take(&b);
+}
+
 static bool compile_regex(cctx *c, const char *src, regex *out) {
-    int rc;
-    PCRE2_SIZE off;
-    out->code = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_ALT_BSUX,
-                              &rc, &off, NULL);
+    int rc = 0;
+    PCRE2_SIZE off = 0;
+    char *pat = ecma_to_pcre2(src);
+    pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+    if (cc) pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
+    out->code = pat && cc ? pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                                          PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS,
+                                          &rc, &off, cc)
+                          : NULL;
+    pcre2_compile_context_free(cc);
+    free(pat);
     if (!out->code) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(rc, msg, sizeof msg);
-        gg_error_set(c->err, "invalid_schema", "invalid pattern \"%s\" at offset %zu: %s", src,
-                     (size_t)off, (const char *)msg);
+        PCRE2_UCHAR msg[160] = "out of memory";
+        if (rc) pcre2_get_error_message(rc, msg, sizeof msg);
+        gg_error_set(c->err, "invalid_schema", "invalid pattern \"%s\": %s", src, (const char *)msg);
         return false;
     }
     (void)pcre2_jit_compile(out->code, PCRE2_JIT_COMPLETE); /* best effort */
@@ -146,6 +188,11 @@ static void pointer_unescape(char *t) {
 }
 
 static json_t *resolve_ref(cctx *c, const char *ref) {
+    /* "<the root's $id>#..." is the same document */
+    const char *id = json_string_value(json_object_get(c->s->root, "$id"));
+    size_t idlen = id ? strlen(id) : 0;
+    if (idlen && idlen < strlen(ref) + 1 && strncmp(ref, id, idlen) == 0 && (ref[idlen] == '#' || !ref[idlen]))
+        ref = ref[idlen] ? ref + idlen : "#";
     if (ref[0] != '#') {
         gg_error_set(c->err, "invalid_schema", "unsupported $ref \"%s\" (only references within the schema)", ref);
         return NULL;
@@ -158,14 +205,17 @@ static json_t *resolve_ref(cctx *c, const char *ref) {
     char *copy = strdup(ref + 2);
     if (!copy) { gg_error_set(c->err, "oom", "out of memory"); return NULL; }
     json_t *cur = c->s->root;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, "/", &save); tok && cur; tok = strtok_r(NULL, "/", &save)) {
+    /* split on every "/" (an empty token is the key "", unlike strtok) */
+    for (char *tok = copy, *next; tok && cur; tok = next) {
+        char *slash = strchr(tok, '/');
+        next = slash ? slash + 1 : NULL;
+        if (slash) *slash = 0;
         pointer_unescape(tok);
         if (json_is_object(cur)) cur = json_object_get(cur, tok);
         else if (json_is_array(cur)) {
             char *end;
             long idx = strtol(tok, &end, 10);
-            cur = (*end || idx < 0) ? NULL : json_array_get(cur, (size_t)idx);
+            cur = (!*tok || *end || idx < 0) ? NULL : json_array_get(cur, (size_t)idx);
         } else cur = NULL;
     }
     free(copy);
@@ -472,7 +522,8 @@ void mcp_schema_free(mcp_schema *s) {
 
 typedef struct vctx {
     size_t max, count;
-    int quiet; /* > 0 inside anyOf/oneOf/not/if: record nothing, stop at first failure */
+    int quiet; /* > 0 inside anyOf/oneOf/not/if/contains/propertyNames: record nothing */
+    bool quiet_failed; /* a failure was seen in the current quiet subschema check */
     int depth;
     mcp_schema_error_fn fn;
     void *user;
@@ -481,11 +532,17 @@ typedef struct vctx {
     pcre2_match_context *mctx; /* the schema's (read-only) match limits */
 } vctx;
 
-static bool stop(const vctx *v) { return v->quiet > 0 || v->count >= v->max; }
+/* Whether the remaining checks can be skipped: only once a failure is already known (the
+ * first failure decides a quiet subschema check; max failures end a reporting run). */
+static bool stop(const vctx *v) { return v->quiet > 0 ? v->quiet_failed : v->count >= v->max; }
 
 static bool fail(vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(vctx *v, const char *fmt, ...) {
-    if (v->quiet > 0 || v->count >= v->max) return false;
+    if (v->quiet > 0) {
+        v->quiet_failed = true;
+        return false;
+    }
+    if (v->count >= v->max) return false;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -539,6 +596,8 @@ static const char *type_name(json_t *x) {
 
 /* JSON Schema equality: numbers by value (1 == 1.0), containers deeply. */
 static bool jv_equal(json_t *a, json_t *b) {
+    /* two integers exactly (doubles lose precision beyond 2^53) */
+    if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
     if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
     if (json_typeof(a) != json_typeof(b)) return false;
     if (json_is_array(a)) {
@@ -597,16 +656,22 @@ static size_t utf8_codepoints(const char *s, size_t len) {
 
 static int regex_search(vctx *v, const regex *re, const char *s, size_t len) {
     if (!v->md && !(v->md = pcre2_match_data_create(1, NULL))) return -1;
-    int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, v->md, v->mctx);
+    /* jansson holds only valid UTF-8, so PCRE2 need not check it again */
+    int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, v->md, v->mctx);
     return rc >= 0 ? 1 : (rc == PCRE2_ERROR_NOMATCH ? 0 : -1);
 }
 
 static bool validate(vctx *v, const snode *n, json_t *x);
 
+/* Whether x matches n, reporting nothing (anyOf, oneOf, not, if, contains, propertyNames).
+ * Nested checks keep their own failure flag so an inner failure does not stop the outer. */
 static bool check_subschema(vctx *v, const snode *n, json_t *x) {
+    bool outer_failed = v->quiet_failed;
+    v->quiet_failed = false;
     v->quiet++;
     bool ok = validate(v, n, x);
     v->quiet--;
+    v->quiet_failed = outer_failed;
     return ok;
 }
 
@@ -718,8 +783,11 @@ static bool validate_number(vctx *v, const snode *n, json_t *x) {
     if (n->has_xmin && d <= n->xmin) return fail(v, "must be > %g", n->xmin);
     if (n->has_xmax && d >= n->xmax) return fail(v, "must be < %g", n->xmax);
     if (n->has_multiple) {
+        /* a quotient past 2^53 (or overflowing) is judged by the exact remainder instead */
         double q = d / n->multiple;
-        if (!isfinite(q) || fabs(q - nearbyint(q)) > 1e-9 * fmax(1.0, fabs(q)))
+        bool multiple = isfinite(q) && fabs(q) < 9007199254740992.0 ? fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q))
+                                                                    : fmod(d, n->multiple) == 0;
+        if (!multiple)
             return fail(v, "must be a multiple of %g", n->multiple);
     }
     return true;
@@ -826,7 +894,7 @@ out:
 /* Validate and report up to max violations through fn; returns the number reported. */
 size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
                                mcp_schema_error_fn fn, void *user) {
-    vctx v = {max ? max : 1, 0, 0, 0, fn, user, GG_STRBUF_INIT, NULL, s->mctx};
+    vctx v = {max ? max : 1, 0, 0, false, 0, fn, user, GG_STRBUF_INIT, NULL, s->mctx};
     gg_strbuf_putc(&v.path, 0);
     v.path.len = 0;
     bool ok = validate(&v, s->top, instance);
