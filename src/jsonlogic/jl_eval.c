@@ -25,9 +25,64 @@ static bool oom(jl_ctx *c) { jl_oom(c); return false; }
 
 /* ---------------------------------------------------------------- arguments */
 
-/* jl_eval with constants (most arguments) copied without the call. */
+/* The common var: a literal path through objects of the data (or reduce's current /
+ * accumulator), read in place. 1: *out is the value; 0: not found (the default applies);
+ * -1: the general op_var must decide (arrays, strings, scopes holding references, graph
+ * mode, a reduce scope value that needs copying). */
+static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
+    const jl_frame *f = c->top;
+    if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
+        if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
+        jl_copy_to(out, &f->item);
+        if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
+        return 1;
+    }
+    const jl_val *base = &f->item;
+    int i = 0;
+    if (f->kind == F_REDUCE) {
+        if (!n->first_kind) return -1;
+        base = n->first_kind == 1 ? &f->item : f->acc;
+        if (n->nseg == 1) {
+            if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
+            jl_copy_to(out, base);
+            if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
+            return 1;
+        }
+        i = 1; /* "current.qty": the rest of the path is read from current */
+    }
+    if (jl_is_nullish(base)) return 0;
+    if (base->t != JV_JSON || base->origin == JO_REF) return -1;
+    json_t *j = base->u.j;
+    for (; i < n->nseg; i++) {
+        if (!json_is_object(j)) return json_is_null(j) ? 0 : -1; /* a null on the way: not found */
+        j = json_object_getn(j, n->path + n->segs[i].off, n->segs[i].len);
+        if (!j) return 0;
+    }
+    if (json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL)
+        return -1;
+    jl_wrap_to(out, j, (jl_origin)base->origin);
+    return 1;
+}
+
+/* var's value when the path found nothing: the default, else null. */
+static NOINLINE bool var_default(jl_ctx *c, const jl_node *n, jl_val *out) {
+    out->t = JV_UNDEF;
+    if (n->nargs > 1) {
+        if (!jl_eval(c, n->args[1], out)) return false;
+        if (out->t != JV_UNDEF) return true;
+    }
+    out->t = JV_NULL;
+    return true;
+}
+
+/* jl_eval with the leaves most arguments are (constants, literal vars) read without
+ * the call and the dispatch. */
 static inline bool eval_q(jl_ctx *c, const jl_node *n, jl_val *out) {
     if (n->op == OP_CONST) { *out = n->cval; return true; }
+    if (n->var_fast) {
+        int k = var_fast(c, n, out);
+        if (k >= 0) return k ? true : var_default(c, n, out);
+    }
     return jl_eval(c, n, out);
 }
 
@@ -769,7 +824,7 @@ static int eval_truthy(jl_ctx *c, const jl_node *n) {
     default: break;
     }
     jl_val v;
-    if (!jl_eval(c, n, &v)) return -1;
+    if (!eval_q(c, n, &v)) return -1;
     int t = jl_truthy(&v);
     jl_release(&v);
     return t;
@@ -793,7 +848,7 @@ static NOINLINE bool op_andor(jl_ctx *c, const jl_node *n, bool is_and, jl_val *
     else out->t = JV_UNDEF;
     for (int i = 0; i < n->nargs; i++) {
         jl_release(out);
-        if (!jl_eval(c, n->args[i], out)) return false;
+        if (!eval_q(c, n->args[i], out)) return false;
         if (jl_truthy(out) != is_and) return true;
     }
     return true;
@@ -1062,7 +1117,7 @@ static bool op_merge(jl_ctx *c, const argv_t *a, jl_val *out) {
 /* Argument i, or undefined when the rule gave fewer. */
 static bool eval_arg(jl_ctx *c, const jl_node *n, int i, jl_val *out) {
     if (i >= n->nargs) { out->t = JV_UNDEF; return true; }
-    return jl_eval(c, n->args[i], out);
+    return eval_q(c, n->args[i], out);
 }
 
 static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
@@ -1083,7 +1138,7 @@ static NOINLINE bool op_map_filter(jl_ctx *c, const jl_node *n, jl_val *out) {
             jl_val v = JL_UNDEF;
             if (logic) {
                 jl_elem_to(&f.item, &coll, i);
-                ok = jl_eval(c, logic, &v);
+                ok = eval_q(c, logic, &v);
                 jl_release(&f.item);
             }
             if (ok) e = jl_to_json_elem(c, &v);
@@ -1286,56 +1341,6 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
         if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
     }
     jl_wrap_to(out, r, JO_REF);
-    return true;
-}
-
-/* The common var: a literal path through objects of the data (or reduce's current /
- * accumulator), read in place. 1: *out is the value; 0: not found (the default applies);
- * -1: the general op_var must decide (arrays, strings, scopes holding references, graph
- * mode, a reduce scope value that needs copying). */
-static inline int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
-    const jl_frame *f = c->top;
-    if (!n->path) { /* {"var": ""}: the element itself (reduce's scope is built as an object) */
-        if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
-        jl_copy_to(out, &f->item);
-        if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
-        return 1;
-    }
-    const jl_val *base = &f->item;
-    int i = 0;
-    if (f->kind == F_REDUCE) {
-        if (!n->first_kind) return -1;
-        base = n->first_kind == 1 ? &f->item : f->acc;
-        if (n->nseg == 1) {
-            if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
-            jl_copy_to(out, base);
-            if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
-            return 1;
-        }
-        i = 1; /* "current.qty": the rest of the path is read from current */
-    }
-    if (jl_is_nullish(base)) return 0;
-    if (base->t != JV_JSON || base->origin == JO_REF) return -1;
-    json_t *j = base->u.j;
-    for (; i < n->nseg; i++) {
-        if (!json_is_object(j)) return json_is_null(j) ? 0 : -1; /* a null on the way: not found */
-        j = json_object_getn(j, n->path + n->segs[i].off, n->segs[i].len);
-        if (!j) return 0;
-    }
-    if (json_is_string(j) && json_string_length(j) == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL)
-        return -1;
-    jl_wrap_to(out, j, (jl_origin)base->origin);
-    return 1;
-}
-
-/* var's value when the path found nothing: the default, else null. */
-static NOINLINE bool var_default(jl_ctx *c, const jl_node *n, jl_val *out) {
-    out->t = JV_UNDEF;
-    if (n->nargs > 1) {
-        if (!jl_eval(c, n->args[1], out)) return false;
-        if (out->t != JV_UNDEF) return true;
-    }
-    out->t = JV_NULL;
     return true;
 }
 
