@@ -23,11 +23,12 @@ static void trace_record(void *user, const gg_graph_event *ev) {
     json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f}", "executionIndex", ev->execution_index, "nodeId", ev->node_id,
                             "nodeType", ev->node_type, "startTime", (json_int_t)ev->start_ms, "endTime",
                             (json_int_t)ev->end_ms, "duration", ev->duration_ms);
+    if (!rec) return;
     /* microsecond precision is plenty; avoids 17-digit noise in traces */
     json_object_set_new(rec, "duration", json_real(round(ev->duration_ms * 1000) / 1000));
-    if (!rec) return;
     if (ev->input) json_object_set(rec, "input", ev->input);
-    json_object_set(rec, "output", ev->output ? ev->output : json_null());
+    /* no output (undefined, or a failed node) leaves the key out: undefined is not null */
+    if (ev->output) json_object_set(rec, "output", ev->output);
     if (ev->error)
         json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", ev->error->code, "message",
                                                     ev->error->message ? ev->error->message : ""));
