@@ -312,8 +312,16 @@ static void respond_plain(gw_call_job *j, const char *rpc_body) {
         const char *msg = json_string_value(json_object_get(first, "text"));
         gg_http_res_error(res, 422, "tool_error", "%s", msg ? msg : "tool failed");
     } else {
+        /* the tool's value exactly as the exit node yielded it (the text block cannot tell
+         * the string "42" from the number 42); results without that history fall back to
+         * structuredContent, else the text */
+        json_t *hist = mcp_call_history(j->call);
+        json_t *last = json_array_get(hist, json_array_size(hist) - 1);
+        json_t *out = json_object_get(last, "output");
         json_t *sc = json_object_get(result, "structuredContent");
-        if (sc) gg_http_res_json(res, 200, json_incref(sc));
+        const char *ntype = json_string_value(json_object_get(last, "nodeType"));
+        if (out && ntype && strcmp(ntype, "exit") == 0) gg_http_res_json(res, 200, json_incref(out));
+        else if (sc) gg_http_res_json(res, 200, json_incref(sc));
         else {
             const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
             json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
