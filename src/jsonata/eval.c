@@ -450,9 +450,14 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
     bool tuples = input && (input->flags & JN_F_TUPLE) && input->type == JN_ARRAY;
     if (tuples) res->flags |= JN_F_TUPLE;
     if (!input) {
-        jn_value *s = seq_new(c);
-        if (!s) goto bad;
-        input = s;
+        /* the reference still evaluates the predicate once (against undefined), so its
+         * errors surface; an undefined item never makes it into the result */
+        if (pred->type != N_NUMBER) {
+            jn_value *r = ev(c, pred, NULL, env);
+            jn_decref(r);
+            if (FAILED(c)) goto bad;
+        }
+        return res;
     } else if (input->type != JN_ARRAY) {
         jn_value *s = seq_new(c);
         if (!s || !seq_push(c, s, input)) {

@@ -34,7 +34,7 @@ static const char *class_of(char t) {
     case 's': return "sm";
     case 'l': return "lm";
     case 'o': return "om";
-    case 'f': return "fm";
+    case 'f': return "f"; /* undefined never matches a function parameter */
     case 'a': return "asnblfom";
     case 'x': return "asnblfom";
     case 'j': return "asnblom";
