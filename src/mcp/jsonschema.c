@@ -8,6 +8,7 @@
 #include <pcre2.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,9 @@ struct snode {
     snode *property_names;
     json_t *required;       /* array of strings, borrowed */
     json_t *dependent_required; /* object name -> array, borrowed */
+    size_t ndepschemas;
+    const char **depschema_names;
+    snode **depschemas;     /* dependentSchemas */
     json_t *enum_values;    /* array, borrowed */
     json_t *const_value;    /* borrowed; NULL = none (a JSON null const is json_null()) */
     snode *items;
@@ -54,6 +58,7 @@ struct snode {
     bool has_min, has_max, has_xmin, has_xmax, has_multiple, unique;
     double min, max, xmin, xmax, multiple;
     long long min_len, max_len, min_items, max_items, min_props, max_props;
+    long long min_contains, max_contains; /* -1 = absent */
     regex pattern;
     snode *ref;
     size_t nall, nany, none;
@@ -187,6 +192,28 @@ static void pointer_unescape(char *t) {
     *w = 0;
 }
 
+/* The subschema declaring "$anchor": name. Values of enum/const/default/examples are data,
+ * not schemas, so they are not searched. Bounded like compilation. */
+static json_t *find_anchor(json_t *js, const char *name, int depth) {
+    if (depth > SCHEMA_MAX_COMPILE_DEPTH) return NULL;
+    if (json_is_object(js)) {
+        if (json_is_string(json_object_get(js, "$anchor")) &&
+            strcmp(json_string_value(json_object_get(js, "$anchor")), name) == 0)
+            return js;
+        const char *k;
+        json_t *sub, *found;
+        json_object_foreach(js, k, sub) {
+            if (!strcmp(k, "enum") || !strcmp(k, "const") || !strcmp(k, "default") || !strcmp(k, "examples")) continue;
+            if ((found = find_anchor(sub, name, depth + 1))) return found;
+        }
+    } else if (json_is_array(js)) {
+        size_t i;
+        json_t *sub, *found;
+        json_array_foreach(js, i, sub) if ((found = find_anchor(sub, name, depth + 1))) return found;
+    }
+    return NULL;
+}
+
 static json_t *resolve_ref(cctx *c, const char *ref) {
     /* "<the root's $id>#..." is the same document */
     const char *id = json_string_value(json_object_get(c->s->root, "$id"));
@@ -199,8 +226,9 @@ static json_t *resolve_ref(cctx *c, const char *ref) {
     }
     if (ref[1] == 0) return c->s->root;
     if (ref[1] != '/') {
-        gg_error_set(c->err, "invalid_schema", "unsupported $ref \"%s\" (anchors are not supported)", ref);
-        return NULL;
+        json_t *target = find_anchor(c->s->root, ref + 1, 0);
+        if (!target) gg_error_set(c->err, "invalid_schema", "$ref \"%s\": no \"$anchor\" of that name", ref);
+        return target;
     }
     char *copy = strdup(ref + 2);
     if (!copy) { gg_error_set(c->err, "oom", "out of memory"); return NULL; }
@@ -350,6 +378,24 @@ static bool compile_object_keywords(cctx *c, json_t *js, snode *n) {
     }
     json_t *dr = json_object_get(js, "dependentRequired");
     if (dr && json_is_object(dr)) n->dependent_required = dr;
+    json_t *ds = json_object_get(js, "dependentSchemas");
+    if (ds) {
+        if (!json_is_object(ds)) {
+            gg_error_set(c->err, "invalid_schema", "\"dependentSchemas\" must be an object");
+            return false;
+        }
+        size_t cnt = json_object_size(ds);
+        n->depschema_names = calloc(cnt ? cnt : 1, sizeof *n->depschema_names);
+        n->depschemas = calloc(cnt ? cnt : 1, sizeof *n->depschemas);
+        if (!n->depschema_names || !n->depschemas) { gg_error_set(c->err, "oom", "out of memory"); return false; }
+        const char *k;
+        json_t *sub;
+        json_object_foreach(ds, k, sub) {
+            n->depschema_names[n->ndepschemas] = k;
+            if (!(n->depschemas[n->ndepschemas] = compile_node(c, sub))) return false;
+            n->ndepschemas++;
+        }
+    }
     return get_count(c, js, "minProperties", &n->min_props) && get_count(c, js, "maxProperties", &n->max_props);
 }
 
@@ -378,7 +424,8 @@ static bool compile_array_keywords(cctx *c, json_t *js, snode *n) {
     if (items && !(n->items = compile_node(c, items))) return false;
     if (!compile_sub(c, js, "contains", &n->contains)) return false;
     n->unique = json_is_true(json_object_get(js, "uniqueItems"));
-    return get_count(c, js, "minItems", &n->min_items) && get_count(c, js, "maxItems", &n->max_items);
+    return get_count(c, js, "minItems", &n->min_items) && get_count(c, js, "maxItems", &n->max_items) &&
+           get_count(c, js, "minContains", &n->min_contains) && get_count(c, js, "maxContains", &n->max_contains);
 }
 
 static bool compile_scalar_keywords(cctx *c, json_t *js, snode *n) {
@@ -439,6 +486,7 @@ static snode *compile_node(cctx *c, json_t *js) {
     n->src = js;
     n->boolean = -1;
     n->min_len = n->max_len = n->min_items = n->max_items = n->min_props = n->max_props = -1;
+    n->min_contains = n->max_contains = -1;
     bool ok = true;
     if (json_is_boolean(js)) n->boolean = json_is_true(js);
     else if (!json_is_object(js)) {
@@ -474,6 +522,8 @@ static void free_node(snode *n) {
     }
     free(n->patprop_re);
     free(n->patprops);
+    free(n->depschema_names);
+    free(n->depschemas);
     free(n->prefix);
     if (n->pattern.code) pcre2_code_free(n->pattern.code);
     free(n->pattern.source);
@@ -619,6 +669,80 @@ static bool jv_equal(json_t *a, json_t *b) {
     return json_equal(a, b);
 }
 
+/* A hash consistent with jv_equal (numbers by value, object members in any order), so
+ * uniqueItems needs O(n log n) work, not O(n^2), on large arrays. */
+static uint64_t jv_hash(json_t *x) {
+    uint64_t h = 1469598103934665603ull;
+    switch (json_typeof(x)) {
+    case JSON_INTEGER: case JSON_REAL: {
+        double d = json_number_value(x);
+        if (d == 0) d = 0; /* -0 == 0 */
+        unsigned char bytes[sizeof d];
+        memcpy(bytes, &d, sizeof d);
+        for (size_t i = 0; i < sizeof d; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+        return h;
+    }
+    case JSON_STRING: {
+        const unsigned char *p = (const unsigned char *)json_string_value(x);
+        for (size_t i = 0, n = json_string_length(x); i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+        return h ^ 0x5bd1e995u;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *e;
+        h = 0x9e3779b97f4a7c15ull;
+        json_array_foreach(x, i, e) h = h * 31 + jv_hash(e);
+        return h;
+    }
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *e;
+        uint64_t sum = 0x2545f4914f6cdd1dull;
+        json_object_foreach(x, k, e) {
+            uint64_t kh = 1469598103934665603ull;
+            for (const unsigned char *p = (const unsigned char *)k; *p; p++) kh = (kh ^ *p) * 1099511628211ull;
+            sum += (kh * 0x9e3779b97f4a7c15ull) ^ jv_hash(e);
+        }
+        return sum;
+    }
+    case JSON_TRUE: return 2;
+    case JSON_FALSE: return 3;
+    default: return 1;
+    }
+}
+
+typedef struct hashed { uint64_t h; size_t i; } hashed;
+
+static int cmp_hashed(const void *a, const void *b) {
+    const hashed *x = a, *y = b;
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Whether two items of arr are equal; *a < *b name the first such pair found. */
+static bool has_duplicates(json_t *arr, size_t *a, size_t *b) {
+    size_t n = json_array_size(arr);
+    hashed *hs = n > 16 ? malloc(n * sizeof *hs) : NULL;
+    if (!hs) { /* small arrays (or no memory): compare every pair */
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                if (jv_equal(json_array_get(arr, i), json_array_get(arr, j))) return *a = i, *b = j, true;
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) hs[i] = (hashed){jv_hash(json_array_get(arr, i)), i};
+    qsort(hs, n, sizeof *hs, cmp_hashed);
+    bool dup = false;
+    for (size_t r = 0; r < n && !dup; r++)
+        for (size_t t = r + 1; t < n && hs[t].h == hs[r].h && !dup; t++)
+            if (jv_equal(json_array_get(arr, hs[r].i), json_array_get(arr, hs[t].i))) {
+                *a = hs[r].i;
+                *b = hs[t].i;
+                dup = true;
+            }
+    free(hs);
+    return dup;
+}
+
 static bool type_matches(unsigned types, json_t *x) {
     switch (json_typeof(x)) {
     case JSON_NULL: return types & T_NULL;
@@ -736,6 +860,10 @@ static bool validate_object(vctx *v, const snode *n, json_t *x) {
         }
         pop(v, m);
         if (!ok && stop(v)) return false;
+        /* dependentSchemas apply to the whole object, so they run at its own path */
+        for (size_t i = 0; i < n->ndepschemas && !stop(v); i++)
+            if (strcmp(n->depschema_names[i], k) == 0 && !validate(v, n->depschemas[i], x)) ok = false;
+        if (!ok && stop(v)) return false;
     }
     return ok;
 }
@@ -761,18 +889,24 @@ static bool validate_array(vctx *v, const snode *n, json_t *x) {
         if (!ok && stop(v)) return false;
     }
     if (n->contains) {
-        bool found = false;
-        for (size_t i = 0; i < size && !found; i++) found = check_subschema(v, n->contains, json_array_get(x, i));
-        if (!found) {
-            ok = fail(v, "must contain at least one matching item");
+        /* minContains (default 1) and maxContains bound how many items match */
+        long long lo = n->min_contains >= 0 ? n->min_contains : 1, hi = n->max_contains, found = 0;
+        for (size_t i = 0; i < size && (found < lo || hi >= 0); i++)
+            found += check_subschema(v, n->contains, json_array_get(x, i));
+        if (found < lo) {
+            ok = lo == 1 ? fail(v, "must contain at least one matching item")
+                         : fail(v, "must contain at least %lld matching items", lo);
+            if (stop(v)) return false;
+        }
+        if (hi >= 0 && found > hi) {
+            ok = fail(v, "must contain at most %lld matching items", hi);
             if (stop(v)) return false;
         }
     }
-    if (n->unique)
-        for (size_t i = 0; i < size; i++)
-            for (size_t j = i + 1; j < size; j++)
-                if (jv_equal(json_array_get(x, i), json_array_get(x, j)))
-                    return fail(v, "items %zu and %zu are equal (uniqueItems)", i, j);
+    if (n->unique) {
+        size_t a, b;
+        if (has_duplicates(x, &a, &b)) return fail(v, "items %zu and %zu are equal (uniqueItems)", a, b);
+    }
     return ok;
 }
 
