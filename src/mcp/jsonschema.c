@@ -64,6 +64,7 @@ struct snode {
     size_t nall, nany, none;
     snode **all_of, **any_of, **one_of;
     snode *not_, *if_, *then_, *else_;
+    snode *uneval_props, *uneval_items; /* unevaluatedProperties / unevaluatedItems */
 };
 
 struct mcp_schema {
@@ -507,7 +508,9 @@ static snode *compile_node(cctx *c, json_t *js) {
              compile_list(c, js, "anyOf", &n->any_of, &n->nany) &&
              compile_list(c, js, "oneOf", &n->one_of, &n->none) &&
              compile_sub(c, js, "not", &n->not_) && compile_sub(c, js, "if", &n->if_) &&
-             compile_sub(c, js, "then", &n->then_) && compile_sub(c, js, "else", &n->else_);
+             compile_sub(c, js, "then", &n->then_) && compile_sub(c, js, "else", &n->else_) &&
+             compile_sub(c, js, "unevaluatedProperties", &n->uneval_props) &&
+             compile_sub(c, js, "unevaluatedItems", &n->uneval_items);
     }
     c->depth--;
     return ok ? n : NULL;
@@ -980,6 +983,97 @@ static bool validate_combinators(vctx *v, const snode *n, json_t *x) {
     return ok;
 }
 
+/* ---- unevaluatedProperties / unevaluatedItems
+ * A property (item) is evaluated when a successfully applied subschema at the same instance
+ * location declares it through properties, patternProperties, additionalProperties or a
+ * nested unevaluatedProperties (prefixItems, items, contains, unevaluatedItems), following
+ * $ref, allOf, the anyOf/oneOf alternatives that match, if/then/else and dependentSchemas. */
+
+typedef struct evaluated {
+    json_t *props; /* object used as a set of names */
+    bool *items;   /* one flag per item */
+    bool all;      /* every property / item */
+} evaluated;
+
+static void mark_property(evaluated *e, const char *k) {
+    if (e->props) json_object_set_new(e->props, k, json_true());
+}
+
+static void collect_evaluated(vctx *v, const snode *n, json_t *x, evaluated *e, int depth) {
+    if (!n || n->boolean >= 0 || e->all || depth > SCHEMA_MAX_VALIDATE_DEPTH) return;
+    if (json_is_object(x)) {
+        /* depth 0 is the schema whose unevaluatedProperties is being applied */
+        if (n->additional || (n->uneval_props && depth > 0)) { e->all = true; return; }
+        const char *k;
+        json_t *val;
+        json_object_foreach(x, k, val) {
+            bool hit = false;
+            for (size_t i = 0; i < n->nprops && !hit; i++) hit = strcmp(n->prop_names[i], k) == 0;
+            for (size_t i = 0; i < n->npatprops && !hit; i++) hit = regex_search(v, &n->patprop_re[i], k, strlen(k)) == 1;
+            if (hit) mark_property(e, k);
+        }
+        for (size_t i = 0; i < n->ndepschemas; i++)
+            if (json_object_get(x, n->depschema_names[i])) collect_evaluated(v, n->depschemas[i], x, e, depth + 1);
+    } else if (json_is_array(x)) {
+        size_t size = json_array_size(x);
+        if (n->items || (n->uneval_items && depth > 0)) { e->all = true; return; }
+        for (size_t i = 0; i < n->nprefix && i < size; i++) e->items[i] = true;
+        if (n->contains)
+            for (size_t i = 0; i < size; i++)
+                if (!e->items[i] && check_subschema(v, n->contains, json_array_get(x, i))) e->items[i] = true;
+    }
+    collect_evaluated(v, n->ref, x, e, depth + 1);
+    for (size_t i = 0; i < n->nall; i++) collect_evaluated(v, n->all_of[i], x, e, depth + 1);
+    for (size_t i = 0; i < n->nany; i++)
+        if (check_subschema(v, n->any_of[i], x)) collect_evaluated(v, n->any_of[i], x, e, depth + 1);
+    for (size_t i = 0; i < n->none; i++)
+        if (check_subschema(v, n->one_of[i], x)) collect_evaluated(v, n->one_of[i], x, e, depth + 1);
+    if (n->if_) {
+        bool cond = check_subschema(v, n->if_, x);
+        if (cond) collect_evaluated(v, n->if_, x, e, depth + 1);
+        collect_evaluated(v, cond ? n->then_ : n->else_, x, e, depth + 1);
+    }
+}
+
+static bool validate_unevaluated(vctx *v, const snode *n, json_t *x) {
+    bool objects = n->uneval_props && json_is_object(x), arrays = n->uneval_items && json_is_array(x);
+    if (!objects && !arrays) return true;
+    size_t size = arrays ? json_array_size(x) : 0;
+    evaluated e = {objects ? json_object() : NULL, arrays ? calloc(size ? size : 1, sizeof(bool)) : NULL, false};
+    bool ok = true;
+    if (objects ? !e.props : !e.items) {
+        ok = fail(v, "out of memory");
+        goto done;
+    }
+    collect_evaluated(v, n, x, &e, 0);
+    if (e.all) goto done;
+    if (objects) {
+        const char *k;
+        json_t *val;
+        json_object_foreach(x, k, val) {
+            if (json_object_get(e.props, k)) continue;
+            size_t m = push_key(v, k);
+            if (n->uneval_props->boolean == 0) ok = fail(v, "unevaluated property '%s' is not allowed", k);
+            else if (!validate(v, n->uneval_props, val)) ok = false;
+            pop(v, m);
+            if (!ok && stop(v)) break;
+        }
+    } else {
+        for (size_t i = 0; i < size; i++) {
+            if (e.items[i]) continue;
+            size_t m = push_index(v, i);
+            if (n->uneval_items->boolean == 0) ok = fail(v, "unevaluated item %zu is not allowed", i);
+            else if (!validate(v, n->uneval_items, json_array_get(x, i))) ok = false;
+            pop(v, m);
+            if (!ok && stop(v)) break;
+        }
+    }
+done:
+    json_decref(e.props);
+    free(e.items);
+    return ok;
+}
+
 static bool validate(vctx *v, const snode *n, json_t *x) {
     if (n->boolean >= 0) return n->boolean ? true : fail(v, "no value is allowed here");
     if (++v->depth > SCHEMA_MAX_VALIDATE_DEPTH) {
@@ -1020,6 +1114,8 @@ static bool validate(vctx *v, const snode *n, json_t *x) {
     if (!sub_ok) ok = false;
     if (!ok && stop(v)) goto out;
     if (!validate_combinators(v, n, x)) ok = false;
+    if (!ok && stop(v)) goto out;
+    if (!validate_unevaluated(v, n, x)) ok = false;
 out:
     v->depth--;
     return ok;
