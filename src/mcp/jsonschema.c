@@ -1,8 +1,14 @@
-/* jsonschema.c — a compiled JSON Schema validator for tool arguments and results.
+/* jsonschema.c — a compiled JSON Schema (2020-12, with draft-4/7 forms) validator for tool
+ * arguments and results.
  *
- * A schema is compiled once into a tree of nodes (patterns compiled with PCRE2, $refs
- * resolved to nodes, cycles allowed); validation walks the tree with a bounded depth and
- * reports violations with the JSON pointer of the failing instance location.
+ * A schema is compiled once into a tree of nodes (patterns rewritten to PCRE2 with
+ * ECMA-262 meaning, $refs resolved to nodes, cycles allowed); validation walks the tree
+ * with a bounded depth and reports violations with the JSON pointer of the failing instance
+ * location. Beyond the keywords listed in mcp.h it applies minContains/maxContains,
+ * dependentSchemas, unevaluatedProperties/unevaluatedItems and "#name" $anchor refs.
+ * Subschemas that only decide a match (anyOf, oneOf, not, if, contains, propertyNames)
+ * run quietly and stop at their first failure; tests/mcp/schema_cases.json holds the
+ * cases, checked against ajv by tests/mcp/schema_ajv.mjs.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
