@@ -64,10 +64,6 @@ typedef struct listener {
     char addr[160];
     struct MHD_Daemon *d;
     unsigned port;
-    int fd;                 /* our listening socket (-1 when closed) */
-    pthread_t acceptor;
-    bool accepting;         /* acceptor thread running */
-    atomic_int stop_accept;
 } listener;
 
 struct gg_http_server {
@@ -988,8 +984,8 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
             return NULL;
         }
     }
-    srv->pub = (listener){srv, GG_LISTENER_PUBLIC, "", NULL, 0, -1};
-    srv->intl = (listener){srv, GG_LISTENER_INTERNAL, "", NULL, 0, -1};
+    srv->pub = (listener){srv, GG_LISTENER_PUBLIC, "", NULL, 0};
+    srv->intl = (listener){srv, GG_LISTENER_INTERNAL, "", NULL, 0};
     snprintf(srv->pub.addr, sizeof srv->pub.addr, "%s", srv->public_addr);
     snprintf(srv->intl.addr, sizeof srv->intl.addr, "%s", srv->internal_addr);
     srv->started_ms = gg_now_ms();
@@ -1021,60 +1017,9 @@ bool gg_http_server_add_metrics(gg_http_server *s, gg_http_metrics_fn fn, void *
     return true;
 }
 
-/* The acceptor: one thread per listener accepts and hands each connection to the daemon
- * with MHD_add_connection, which assigns it to a polling thread by socket number, i.e.
- * round robin. When the polling threads accept from a shared listening socket themselves,
- * whichever thread is awake takes a burst of connections: with keep-alive clients one thread
- * could end up serving all of them while the other idles (measured: one polling thread with
- * 43% of all samples and the other none, half the throughput of a balanced run). */
-static void *acceptor_main(void *arg) {
-    listener *L = arg;
-    while (!atomic_load(&L->stop_accept)) {
-        struct sockaddr_storage peer;
-        socklen_t plen = sizeof peer;
-        int c = accept4(L->fd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0) {
-            if (atomic_load(&L->stop_accept)) break;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                struct timespec ts = {0, 10 * 1000 * 1000}; /* out of descriptors: back off */
-                nanosleep(&ts, NULL);
-            }
-            continue; /* EINTR, ECONNABORTED, ... */
-        }
-        /* closes the socket itself when refused (connection limit, out of memory) */
-        MHD_add_connection(L->d, c, (const struct sockaddr *)&peer, plen);
-    }
-    return NULL;
-}
-
-/* Stop accepting and close the listening socket: new connections are refused from here on. */
-static void stop_acceptor(listener *L) {
-    if (L->accepting) {
-        atomic_store(&L->stop_accept, 1);
-        shutdown(L->fd, SHUT_RDWR); /* wakes the blocked accept4 */
-        pthread_join(L->acceptor, NULL);
-        L->accepting = false;
-    }
-    if (L->fd >= 0) close(L->fd);
-    L->fd = -1;
-}
-
-static int open_listen_socket(const struct sockaddr_storage *ss, socklen_t len, bool v6) {
-    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* restart over TIME_WAIT */
-    if (bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, 1024) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     char host[128];
     unsigned port;
-    L->fd = -1;
     if (!gg_http_parse_addr(L->addr, host, sizeof host, &port, err)) return false;
     struct addrinfo hints = {0}, *ai = NULL;
     hints.ai_family = AF_UNSPEC;
@@ -1088,26 +1033,15 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-    socklen_t sslen = (socklen_t)ai->ai_addrlen;
     bool v6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (v6) ((struct sockaddr_in6 *)(void *)&ss)->sin6_port = htons((uint16_t)port);
     else ((struct sockaddr_in *)(void *)&ss)->sin_port = htons((uint16_t)port);
-    L->fd = open_listen_socket(&ss, sslen, v6);
-    if (L->fd < 0) {
-        gg_error_set(err, "listen_failed", "cannot listen on %s (address in use or not permitted)", L->addr);
-        return false;
-    }
-    struct sockaddr_storage bound;
-    socklen_t blen = sizeof bound;
-    if (getsockname(L->fd, (struct sockaddr *)&bound, &blen) == 0)
-        port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)(void *)&bound)->sin6_port
-                                                 : ((struct sockaddr_in *)(void *)&bound)->sin_port);
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
-    L->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, L,
+    L->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, L,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, L,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
@@ -1115,20 +1049,11 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
                             MHD_OPTION_END);
     if (!L->d) {
-        gg_error_set(err, "listen_failed", "cannot start the HTTP polling threads for %s", L->addr);
-        stop_acceptor(L);
+        gg_error_set(err, "listen_failed", "cannot listen on %s (address in use or not permitted)", L->addr);
         return false;
     }
-    L->port = port;
-    atomic_store(&L->stop_accept, 0);
-    if (pthread_create(&L->acceptor, NULL, acceptor_main, L) != 0) {
-        gg_error_set(err, "listen_failed", "cannot start the accept thread for %s", L->addr);
-        MHD_stop_daemon(L->d);
-        L->d = NULL;
-        stop_acceptor(L);
-        return false;
-    }
-    L->accepting = true;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(L->d, MHD_DAEMON_INFO_BIND_PORT);
+    L->port = di ? di->port : port;
     return true;
 }
 
@@ -1147,7 +1072,6 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
     }
     if (!start_listener(s, &s->pub, err)) return false;
     if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {
-        stop_acceptor(&s->pub);
         MHD_stop_daemon(s->pub.d);
         s->pub.d = NULL;
         return false;
@@ -1183,8 +1107,11 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
     if (!s->started) return 0;
     atomic_store(&s->draining, 1);
     listener *ls[2] = {&s->pub, &s->intl};
-    for (int i = 0; i < 2; i++)
-        if (ls[i]->d) stop_acceptor(ls[i]);
+    for (int i = 0; i < 2; i++) {
+        if (!ls[i]->d) continue;
+        MHD_socket fd = MHD_quiesce_daemon(ls[i]->d);
+        if (fd != MHD_INVALID_SOCKET) close(fd);
+    }
     wait_idle(s, gg_now_ms() + deadline_ms);
     /* Past the deadline: answer whatever is still deferred so no connection stays suspended
      * (libmicrohttpd cannot stop with suspended connections). */
