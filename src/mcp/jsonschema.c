@@ -63,6 +63,8 @@ struct snode {
     snode *contains;
     bool has_min, has_max, has_xmin, has_xmax, has_multiple, unique;
     double min, max, xmin, xmax, multiple;
+    json_int_t multiple_int; /* an integer multipleOf, for exact checks of integers; 0 = none */
+    json_t *min_j, *max_j, *xmin_j, *xmax_j; /* the bounds as written (borrowed), for exact integer compares */
     long long min_len, max_len, min_items, max_items, min_props, max_props;
     long long min_contains, max_contains; /* -1 = absent */
     regex pattern;
@@ -453,6 +455,12 @@ static bool compile_scalar_keywords(cctx *c, json_t *js, snode *n) {
         gg_error_set(c->err, "invalid_schema", "\"multipleOf\" must be greater than 0");
         return false;
     }
+    n->min_j = n->has_min ? json_object_get(js, "minimum") : NULL;
+    n->max_j = n->has_max ? json_object_get(js, "maximum") : NULL;
+    n->xmin_j = n->has_xmin && json_is_number(json_object_get(js, "exclusiveMinimum")) ? json_object_get(js, "exclusiveMinimum") : NULL;
+    n->xmax_j = n->has_xmax && json_is_number(json_object_get(js, "exclusiveMaximum")) ? json_object_get(js, "exclusiveMaximum") : NULL;
+    if (n->has_multiple && json_is_integer(json_object_get(js, "multipleOf")))
+        n->multiple_int = json_integer_value(json_object_get(js, "multipleOf"));
     if (!get_count(c, js, "minLength", &n->min_len) || !get_count(c, js, "maxLength", &n->max_len))
         return false;
     json_t *pat = json_object_get(js, "pattern");
@@ -919,16 +927,28 @@ static bool validate_array(vctx *v, const snode *n, json_t *x) {
     return ok;
 }
 
+/* x compared with a bound: two integers exactly (doubles merge integers past 2^53),
+ * otherwise as doubles. bound_j NULL = the double bound (draft-4 boolean forms). */
+static int num_cmp(json_t *x, json_t *bound_j, double bound) {
+    if (bound_j && json_is_integer(x) && json_is_integer(bound_j)) {
+        json_int_t a = json_integer_value(x), b = json_integer_value(bound_j);
+        return (a > b) - (a < b);
+    }
+    double d = json_number_value(x);
+    return (d > bound) - (d < bound);
+}
+
 static bool validate_number(vctx *v, const snode *n, json_t *x) {
     double d = json_number_value(x);
-    if (n->has_min && d < n->min) return fail(v, "must be >= %g", n->min);
-    if (n->has_max && d > n->max) return fail(v, "must be <= %g", n->max);
-    if (n->has_xmin && d <= n->xmin) return fail(v, "must be > %g", n->xmin);
-    if (n->has_xmax && d >= n->xmax) return fail(v, "must be < %g", n->xmax);
+    if (n->has_min && num_cmp(x, n->min_j, n->min) < 0) return fail(v, "must be >= %g", n->min);
+    if (n->has_max && num_cmp(x, n->max_j, n->max) > 0) return fail(v, "must be <= %g", n->max);
+    if (n->has_xmin && num_cmp(x, n->xmin_j, n->xmin) <= 0) return fail(v, "must be > %g", n->xmin);
+    if (n->has_xmax && num_cmp(x, n->xmax_j, n->xmax) >= 0) return fail(v, "must be < %g", n->xmax);
     if (n->has_multiple) {
         /* a quotient past 2^53 (or overflowing) is judged by the exact remainder instead */
         double q = d / n->multiple;
-        bool multiple = isfinite(q) && fabs(q) < 9007199254740992.0 ? fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q))
+        bool multiple = n->multiple_int > 0 && json_is_integer(x) ? json_integer_value(x) % n->multiple_int == 0
+                      : isfinite(q) && fabs(q) < 9007199254740992.0 ? fabs(q - nearbyint(q)) <= 1e-9 * fmax(1.0, fabs(q))
                                                                     : fmod(d, n->multiple) == 0;
         if (!multiple)
             return fail(v, "must be a multiple of %g", n->multiple);
