@@ -109,11 +109,12 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
  * A compiled validator for what tools (and schema/graph.schema.json) need: type,
  * properties, required, additionalProperties, patternProperties, propertyNames, enum,
  * const, items, prefixItems (and draft-7 tuple items/additionalItems), minItems/maxItems,
- * uniqueItems, contains, minimum/maximum, exclusiveMinimum/Maximum (number and draft-4
+ * uniqueItems, contains, minContains/maxContains, minimum/maximum, exclusiveMinimum/Maximum (number and draft-4
  * boolean forms), multipleOf, minLength/maxLength (in code points), pattern (PCRE2, time
- * bounded), minProperties/maxProperties, dependentRequired, $ref to "#..." JSON pointers
- * ($defs/definitions, recursion allowed), allOf/anyOf/oneOf/not, if/then/else, boolean
- * schemas. Other keywords (format, title, description, default, ...) are annotations. */
+ * bounded, ECMA-262 meaning), minProperties/maxProperties, dependentRequired,
+ * dependentSchemas, unevaluatedProperties/unevaluatedItems, $ref to "#..." JSON pointers
+ * or "#name" $anchors ($defs/definitions, recursion bounded), allOf/anyOf/oneOf/not,
+ * if/then/else, boolean schemas. Other keywords (format, title, description, default, ...) are annotations. */
 typedef struct mcp_schema mcp_schema;
 
 /* Compile a schema (borrowed; a reference is kept). NULL + err (code "invalid_schema"). */
