@@ -109,9 +109,11 @@ struct jn_function {
 jn_sig *jn_sig_parse(const char *s, gg_error *err);
 void jn_sig_free(jn_sig *sig);
 int jn_sig_arity(const jn_sig *sig);
-/* Validate + coerce args; returns a new arg vector (values are new refs) in *out. */
+/* Validate + coerce args; returns a new arg vector (values are new refs) in *out: buf
+ * when it has room (bufcap entries), else malloc'd (free it when *out != buf). */
 bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *context,
-                     jn_value ***out, int *nout, int position, const char *name, gg_error *err);
+                     jn_value ***out, int *nout, int position, const char *name, gg_error *err,
+                     jn_value **buf, int bufcap);
 
 /* values */
 jn_value *jn_function_value(jn_function *f);  /* takes f */

@@ -1400,7 +1400,9 @@ static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const 
     bool lazy_ok = fnv->u.fn->lazy_ok;
     for (int i = 0; i < nargs && !lazy_ok; i++)
         if (!jn_force_deep(args[i])) return oom(c);
-    if (sig && !jn_sig_validate(sig, args, nargs, unwrap_ctx(input), &vargs, &nv, position, name, c->err))
+    jn_value *vbuf[12];
+    if (sig && !jn_sig_validate(sig, args, nargs, unwrap_ctx(input), &vargs, &nv, position, name, c->err,
+                                vbuf, 12))
         return NULL;
     bool forced = true;
     if (vargs != args && !lazy_ok)
@@ -1412,7 +1414,7 @@ static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const 
     if (!forced) jn_oom(&e);
     if (vargs != args) {
         for (int i = 0; i < nv; i++) jn_decref(vargs[i]);
-        free(vargs);
+        if (vargs != vbuf) free(vargs);
     }
     if (gg_error_is_set(&e)) {
         jn_decref(r);
@@ -1430,7 +1432,9 @@ static jn_value *call_extern(jn_state *c, jn_value *fnv, const jn_extern *x, jn_
                              int nargs, jn_value *input, jn_frame *env, int position) {
     jn_value **vargs = args;
     int nv = nargs;
-    if (x->sig && !jn_sig_validate(x->sig, args, nargs, input, &vargs, &nv, position, x->name, c->err))
+    jn_value *vbuf[12];
+    if (x->sig && !jn_sig_validate(x->sig, args, nargs, input, &vargs, &nv, position, x->name, c->err,
+                                   vbuf, 12))
         return NULL;
     json_t **jargs = calloc((size_t)nv + 1, sizeof *jargs);
     jn_value *res = NULL;
@@ -1460,7 +1464,7 @@ done:
     free(jargs);
     if (vargs != args) {
         for (int i = 0; i < nv; i++) jn_decref(vargs[i]);
-        free(vargs);
+        if (vargs != vbuf) free(vargs);
     }
     return res;
 }
@@ -1554,7 +1558,9 @@ static jn_value *apply_inner(jn_state *c, jn_value *fn, jn_value **args, int nar
     case FN_LAMBDA: {
         jn_value **vargs = args;
         int nv = nargs;
-        if (f->sig && !jn_sig_validate(f->sig, args, nargs, input, &vargs, &nv, position, name, c->err))
+        jn_value *vbuf[12];
+        if (f->sig && !jn_sig_validate(f->sig, args, nargs, input, &vargs, &nv, position, name, c->err,
+                                       vbuf, 12))
             return NULL;
         const jn_node *lam = f->lambda;
         if (lam->type == N_TRANSFORM) return run_transform(c, lam, nargs > 0 ? args[0] : NULL, f->env);
@@ -1564,7 +1570,7 @@ static jn_value *apply_inner(jn_state *c, jn_value *fn, jn_value **args, int nar
             if (!frame_bind(c, fr, lam->items[i]->str, jn_incref(i < nv ? vargs[i] : NULL))) break;
         if (vargs != args) {
             for (int i = 0; i < nv; i++) jn_decref(vargs[i]);
-            free(vargs);
+            if (vargs != vbuf) free(vargs);
         }
         if (FAILED(c)) return NULL;
         jn_value *r = ev(c, lam->lhs, f->input, fr);
@@ -1605,9 +1611,10 @@ static bool is_thunk(const jn_value *v) {
 }
 
 static jn_value *eval_call_args(jn_state *c, const jn_node *call, jn_value *input, jn_frame *env,
-                                bool has_first, jn_value *first, jn_value ***out, int *nout) {
+                                bool has_first, jn_value *first, jn_value ***out, int *nout,
+                                jn_value **buf, int bufcap) {
     int na = call->nitems + (has_first ? 1 : 0);
-    jn_value **args = calloc((size_t)na + 1, sizeof *args);
+    jn_value **args = na < bufcap ? buf : calloc((size_t)na + 1, sizeof *args);
     if (!args) return oom(c);
     int k = 0;
     if (has_first) args[k++] = jn_incref(first);
@@ -1615,7 +1622,7 @@ static jn_value *eval_call_args(jn_state *c, const jn_node *call, jn_value *inpu
         args[k++] = ev(c, call->items[i], input, env);
         if (FAILED(c)) {
             for (int j = 0; j < k; j++) jn_decref(args[j]);
-            free(args);
+            if (args != buf) free(args);
             return NULL;
         }
     }
@@ -1658,9 +1665,9 @@ static jn_value *apply_fn(jn_state *c, jn_value *fn, jn_value **args, int nargs,
             break;
         }
         jn_value *proc = ev(c, call->lhs, tin, tenv);
-        jn_value **a = NULL;
+        jn_value **a = NULL, *abuf[8];
         int na = 0;
-        if (!FAILED(c)) eval_call_args(c, call, tin, tenv, false, NULL, &a, &na);
+        if (!FAILED(c)) eval_call_args(c, call, tin, tenv, false, NULL, &a, &na, abuf, 8);
         if (!FAILED(c)) {
             const char *nm = call_name(call);
             if (!proc && call->lhs->type == N_PATH) {
@@ -1674,7 +1681,7 @@ static jn_value *apply_fn(jn_state *c, jn_value *fn, jn_value **args, int nargs,
             }
         }
         for (int i = 0; i < na; i++) jn_decref(a[i]);
-        free(a);
+        if (a != abuf) free(a);
         jn_decref(proc);
         jn_decref(tin);
     }
@@ -1705,9 +1712,9 @@ static jn_value *eval_call(jn_state *c, const jn_node *n, jn_value *input, jn_fr
         if (name_bound(c, env, nm))
             return fail(c, n->position, nm, "T1005", "Attempted to invoke a non-function. Did you mean ${%s}?", nm);
     }
-    jn_value **args = NULL;
+    jn_value **args = NULL, *abuf[8];
     int na = 0;
-    eval_call_args(c, n, input, env, has_applyto, applyto, &args, &na);
+    eval_call_args(c, n, input, env, has_applyto, applyto, &args, &na, abuf, 8);
     if (FAILED(c)) {
         jn_decref(proc);
         return NULL;
@@ -1717,7 +1724,7 @@ static jn_value *eval_call(jn_state *c, const jn_node *n, jn_value *input, jn_fr
     if (FAILED(c) && c->err->position < 0) c->err->position = n->position;
     if (FAILED(c) && !c->err->path && nm) gg_error_set_path(c->err, nm);
     for (int i = 0; i < na; i++) jn_decref(args[i]);
-    free(args);
+    if (args != abuf) free(args);
     jn_decref(proc);
     return r;
 }
@@ -2180,7 +2187,12 @@ jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *binding
     char base;
     c.stack_base = &base; /* the stack grows down on every platform we build for */
     jn_value *res = NULL;
-    jn_frame *root = frame_new(&c, NULL);
+    jn_frame root_store; /* the root scope lives on the stack: one allocation fewer */
+    memset(&root_store, 0, sizeof root_store);
+    root_store.b = root_store.inline_b;
+    root_store.cap = 2;
+    root_store.captured = true; /* never recycled */
+    jn_frame *root = &root_store;
     jn_value *in = wrap_input(&c, input); /* consumed: must die before $eval'd ASTs */
     if (root && !FAILED(&c)) {
         if (frame_bind(&c, root, "$", jn_incref(in)) && bindings && bindings->type == JN_OBJECT) {
@@ -2205,6 +2217,8 @@ jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *binding
         res = d;
         if (!res) jn_oom(err);
     }
+    for (int i = 0; i < root_store.n; i++) jn_decref(root_store.b[i].v);
+    if (root_store.b != root_store.inline_b) free(root_store.b);
     state_free(&c);
     return res;
 }

@@ -157,11 +157,15 @@ static bool match_from(const jn_sig *sig, int pi, const char *sym, int ai, int n
 }
 
 bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *context,
-                     jn_value ***out, int *nout, int position, const char *name, gg_error *err) {
+                     jn_value ***out, int *nout, int position, const char *name, gg_error *err,
+                     jn_value **buf, int bufcap) {
     char symbuf[64];
+    int countbuf[16];
     char *sym = nargs < (int)sizeof symbuf ? symbuf : malloc((size_t)nargs + 1);
-    int *counts = calloc((size_t)sig->n + 1, sizeof(int));
-    jn_value **res = calloc((size_t)nargs + (size_t)sig->n + 1, sizeof(jn_value *));
+    int *counts = sig->n < 16 ? countbuf : calloc((size_t)sig->n + 1, sizeof(int));
+    size_t rn = (size_t)nargs + (size_t)sig->n + 1;
+    jn_value **res = (int)rn <= bufcap ? buf : calloc(rn, sizeof(jn_value *));
+    if (res == buf) memset(buf, 0, rn * sizeof *buf);
     bool ok = false;
     if (!sym || !counts || !res) {
         jn_oom(err);
@@ -243,9 +247,9 @@ bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *co
 done:
     if (res) {
         for (int i = 0; i < nargs + sig->n; i++) jn_decref(res[i]);
-        free(res);
+        if (res != buf) free(res);
     }
-    free(counts);
+    if (counts != countbuf) free(counts);
     if (sym != symbuf) free(sym);
     return ok;
 }
