@@ -111,7 +111,7 @@ c_graceful() {
   curl -sS --max-time 30 -o "$T/slow.out" -w '%{http_code}' -H 'Expect:' --limit-rate 30K \
     --data-binary @"$T/slow" "$GG_PUB/health" >"$T/slow.code" 2>/dev/null &
   local cpid=$! i
-  for i in $(seq 1 40); do   # wait until the request is in flight
+  for i in $(seq 1 200); do  # wait (up to ~10 s on a loaded machine) until the request is in flight
     curl -s --max-time 2 "$GG_INT/metrics" | grep -q '^graphgate_http_requests_in_flight [2-9]' && break
     sleep 0.05
   done
@@ -137,7 +137,7 @@ c_second_signal() {
   curl -sS --max-time 60 -o /dev/null -H 'Expect:' --limit-rate 30K \
     --data-binary @"$T/slower" "$GG_PUB/health" >/dev/null 2>&1 &
   local cpid=$! i
-  for i in $(seq 1 40); do
+  for i in $(seq 1 200); do
     curl -s --max-time 2 "$GG_INT/metrics" | grep -q '^graphgate_http_requests_in_flight [2-9]' && break
     sleep 0.05
   done
