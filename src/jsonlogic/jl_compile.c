@@ -208,7 +208,7 @@ static bool prepare_missing(cctx *cc, jl_node *n) {
     for (size_t i = 0; i < cnt; i++) {
         jl_mkey *k = &n->mk[i];
         k->j = list ? json_array_get(list, i) : n->args[i]->cjson;
-        const char *s = json_string_value(k->j);
+        const char *s = k->s = json_string_value(k->j);
         size_t len = json_string_length(k->j);
         if (len == 0 || len > UINT32_MAX) continue; /* "" is the whole data: generic */
         int nseg = 1;

@@ -471,7 +471,8 @@ static bool missing_run(jl_ctx *c, const jl_node *n, const keylist *k, const jl_
     size_t nmiss;
     bool ok = missing_scan(c, n, k, flags, &nmiss);
     if (ok && need) { /* options.length - missing.length >= need_count: nothing is reported */
-        jl_val left = jl_num(have - (double)nmiss);
+        jl_val left;
+        jl_set_num(&left, have - (double)nmiss); /* in place: see jl_set_num */
         int cmp = jl_compare(c, &left, need);
         if (cmp == 0 || cmp == 1) nmiss = 0;
     }
@@ -516,7 +517,7 @@ static int mkey_missing(const jl_frame *f, const jl_mkey *k) {
     if (jl_is_nullish(&f->item)) return 1;
     if (f->item.t != JV_JSON) return -1;
     json_t *j = f->item.u.j;
-    const char *s = json_string_value(k->j);
+    const char *s = k->s;
     for (int i = 0; i < k->nseg; i++) {
         const char *key = s + k->segs[i].off;
         size_t klen = k->segs[i].len;
@@ -565,7 +566,8 @@ static NOINLINE bool missing_planned(jl_ctx *c, const jl_node *n, jl_val *out, b
         if (m && i < JL_MK_SUBSETS) mask |= (size_t)1 << i;
     }
     if (ok && n->op == OP_MISSING_SOME) { /* options.length - missing.length >= need */
-        jl_val left = jl_num((double)n->mk_n - (double)nmiss);
+        jl_val left;
+        jl_set_num(&left, (double)n->mk_n - (double)nmiss); /* in place: see jl_set_num */
         int cmp = jl_compare(c, &left, &n->args[0]->cval);
         if (cmp == 0 || cmp == 1) nmiss = mask = 0;
     }

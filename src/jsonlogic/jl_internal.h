@@ -192,6 +192,7 @@ struct jl_seg { uint32_t off, len; };
  * pre-split into path segments, looked up in place; results are shared subsets. */
 typedef struct jl_mkey {
     json_t *j;            /* the key (a string of the rule's constants) */
+    const char *s;        /* its text */
     int nseg;             /* 0: not a plain path ("" or ...): evaluate the generic way */
     struct jl_seg *segs;  /* into json_string_value(j) */
 } jl_mkey;

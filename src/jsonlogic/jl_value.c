@@ -467,8 +467,9 @@ bool jl_loose_eq(jl_ctx *c, const jl_val *a, const jl_val *b) {
     if (ka == kb) return jl_strict_eq(a, b);
     bool an = ka == K_UNDEF || ka == K_NULL, bn = kb == K_UNDEF || kb == K_NULL;
     if (an || bn) return an && bn;
-    if (ka == K_BOOL) { jl_val x = jl_num(a->u.b ? 1 : 0); return jl_loose_eq(c, &x, b); }
-    if (kb == K_BOOL) { jl_val y = jl_num(b->u.b ? 1 : 0); return jl_loose_eq(c, a, &y); }
+    jl_val x; /* set in place: see jl_set_num */
+    if (ka == K_BOOL) { jl_set_num(&x, a->u.b ? 1 : 0); return jl_loose_eq(c, &x, b); }
+    if (kb == K_BOOL) { jl_set_num(&x, b->u.b ? 1 : 0); return jl_loose_eq(c, a, &x); }
     if (ka == K_NUM && kb == K_STR) return a->u.n == jl_to_number(b);
     if (ka == K_STR && kb == K_NUM) return jl_to_number(a) == b->u.n;
     /* one side is an object, the other a number or string */
