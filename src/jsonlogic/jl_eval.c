@@ -556,7 +556,8 @@ static NOINLINE bool missing_planned(jl_ctx *c, const jl_node *n, jl_val *out, b
     for (int i = 0; ok && i < n->mk_n; i++) {
         int m = mkey_missing(c->top, &n->mk[i]);
         if (m < 0) {
-            jl_val key = jl_wrap(n->mk[i].j, JO_STATIC);
+            jl_val key;
+            jl_wrap_to(&key, n->mk[i].j, JO_STATIC);
             bool miss = false;
             ok = missing_key(c, n, &key, &miss);
             m = miss;
@@ -1024,7 +1025,8 @@ static bool op_in(jl_ctx *c, const argv_t *a, jl_val *out) {
         gg_strbuf_free(&b);
     } else if (jl_is_arr(hay)) { /* Array.prototype.indexOf: strict equality */
         for (size_t i = 0; !r && i < json_array_size(hay->u.j); i++) {
-            jl_val e = jl_wrap(json_array_get(hay->u.j, i), JO_BORROW);
+            jl_val e;
+            jl_wrap_to(&e, json_array_get(hay->u.j, i), JO_BORROW); /* in place: see jl_wrap_to */
             r = jl_strict_eq(needle, &e);
         }
     }
@@ -1509,6 +1511,7 @@ int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_er
 
 /* JavaScript truthiness as json-logic-js applies it ([] is falsy). NULL is falsy. */
 bool jsonlogic_truthy(json_t *v) {
-    jl_val x = jl_wrap(v, JO_BORROW);
+    jl_val x;
+    jl_wrap_to(&x, v, JO_BORROW);
     return jl_truthy(&x);
 }
