@@ -2,6 +2,7 @@
  * native functions, error codes and positions, limits (time, cancel, sequence length,
  * stack) and sharing one compiled expression between threads. */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,81 @@ START_TEST(compiled_expression_is_shared_between_threads) {
 }
 END_TEST
 
+/* Compile one malformed variant; the engine must either accept it or report an error,
+ * and in both cases free everything (the sanitizer build's leak check fails otherwise). */
+static void compile_and_free(const char *src, size_t len, int *n) {
+    char *buf = strndup(src, len);
+    ck_assert_ptr_nonnull(buf);
+    gg_error err = GG_ERROR_INIT;
+    jsonata_expr *e = jsonata_compile(buf, NULL, &err);
+    ck_assert_msg(e != NULL || gg_error_is_set(&err), "no result and no error: %s", buf);
+    jsonata_free(e);
+    gg_error_clear(&err);
+    free(buf);
+    (*n)++;
+}
+
+/* Variants of a valid expression: cut at a few positions and with one bracket/quote
+ * dropped. The stride keeps the whole loop at a few thousand compiles. */
+static void mutate(const char *x, int *n, unsigned *seed) {
+    size_t len = strlen(x);
+    for (size_t cut = 0; cut < len; cut += 1 + len / 4) compile_and_free(x, cut, n);
+    for (size_t i = 0; i < len; i++) {
+        if (!strchr("()[]{}\"'`/|", x[i])) continue;
+        *seed = *seed * 1103515245u + 12345u;
+        if ((*seed >> 16) % 3) continue;
+        char *m = strdup(x);
+        ck_assert_ptr_nonnull(m);
+        memmove(m + i, m + i + 1, len - i);
+        compile_and_free(m, len - 1, n);
+        free(m);
+    }
+}
+
+START_TEST(malformed_expressions_free_everything) {
+    const char *shared = getenv("GG_SHARED");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/conformance/jsonata/groups", shared ? shared : "/work/shared");
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    int n = 0;
+    unsigned seed = 1;
+    struct dirent *g;
+    while ((g = readdir(d))) {
+        if (g->d_name[0] == '.') continue;
+        char gdir[4600];
+        snprintf(gdir, sizeof gdir, "%s/%s", dir, g->d_name);
+        DIR *cd = opendir(gdir);
+        if (!cd) continue;
+        struct dirent *c;
+        while ((c = readdir(cd))) {
+            if (!strstr(c->d_name, ".json")) continue;
+            char path[5200];
+            snprintf(path, sizeof path, "%s/%s", gdir, c->d_name);
+            json_t *doc = json_load_file(path, 0, NULL);
+            json_t *cases = json_is_array(doc) ? doc : NULL, *one = NULL;
+            size_t i;
+            if (!cases) { one = json_array(); json_array_append(one, doc); cases = one; }
+            json_t *c2;
+            json_array_foreach(cases, i, c2) {
+                const char *x = json_string_value(json_object_get(c2, "expr"));
+                if (x) mutate(x, &n, &seed);
+            }
+            json_decref(one);
+            json_decref(doc);
+        }
+        closedir(cd);
+    }
+    closedir(d);
+    const char *fixed[] = {"\"abc", "'\\u12", "\"\\", "[1,2", "{\"a\":", "{\"a\" 1}", "$f(1,",
+                           "function($x){", "/ab", "a ~> |b|{", "$[", "(1;2", "a[b", "[1..",
+                           "$x := ", "a.b{c:", "a^(", "?:", "..", "`abc", "λ($x", "#$i@$j"};
+    for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
+        compile_and_free(fixed[k], strlen(fixed[k]), &n);
+    ck_assert_int_gt(n, 1000);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("jsonata");
     TCase *tc = tcase_create("api");
@@ -200,6 +276,7 @@ int main(void) {
     tcase_add_test(tc, registered_native_functions);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
+    tcase_add_test(tc, malformed_expressions_free_everything);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
