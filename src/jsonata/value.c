@@ -820,7 +820,9 @@ jn_regex *jn_regex_compile(const char *pattern, size_t len, const char *flags, g
     re->source[len] = '\0';
     int ec;
     PCRE2_SIZE eo;
-    re->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts | PCRE2_ALT_BSUX, &ec, &eo, NULL);
+    /* JavaScript accepts [] (matches nothing) and [^] (any character) */
+    re->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts | PCRE2_ALT_BSUX | PCRE2_ALLOW_EMPTY_CLASS,
+                             &ec, &eo, NULL);
     if (!re->code) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);

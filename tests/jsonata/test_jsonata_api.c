@@ -266,6 +266,30 @@ START_TEST(malformed_expressions_free_everything) {
 }
 END_TEST
 
+/* jsonata@2.2.2 accepts a range only directly inside an array constructor. */
+START_TEST(ranges_only_in_array_constructors) {
+    EXPECT("[1,2,3][0..1]", NULL, "ERR S0202");
+    EXPECT("a[0..1]", "{\"a\":[5,6,7]}", "ERR S0202");
+    EXPECT("[1,2,3][(0..1)]", NULL, "ERR S0202");
+    EXPECT("[1,2,3][[0..1]]", NULL, "[1,2]");
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_ptr_null(jsonata_compile("[1,2,3][0..1]", NULL, &err));
+    ck_assert_int_eq(err.position, 11);
+    gg_error_clear(&err);
+}
+END_TEST
+
+/* Results below are jsonata@2.2.2's on node. */
+START_TEST(regex_empty_classes_like_javascript) {
+    EXPECT("$match(\"a\\nb\", /[^]/).match", NULL, "[\"a\",\"\\n\",\"b\"]");
+    EXPECT("$replace(\"a-b\", /[^]/, \"x\")", NULL, "\"xxx\"");
+    EXPECT("$match(\"ab\", /a[]/)", NULL, "undefined");
+    EXPECT("$contains(\"x\", /[]/)", NULL, "false");
+    EXPECT("$split(\"a b\", /[^]/)", NULL, "[\"\",\"\",\"\",\"\"]");
+    EXPECT("(\"a\" ~> /[^]/).[match, start, end]", NULL, "[\"a\",0,1]");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("jsonata");
     TCase *tc = tcase_create("api");
@@ -277,6 +301,8 @@ int main(void) {
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
     tcase_add_test(tc, malformed_expressions_free_everything);
+    tcase_add_test(tc, ranges_only_in_array_constructors);
+    tcase_add_test(tc, regex_empty_classes_like_javascript);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
