@@ -290,6 +290,22 @@ START_TEST(regex_empty_classes_like_javascript) {
 }
 END_TEST
 
+/* JavaScript's \s covers NBSP and the other Unicode spaces (not U+0085); \d and \w stay
+ * ASCII. Results are jsonata@2.2.2's on node. */
+START_TEST(regex_space_class_like_javascript) {
+    EXPECT("$replace(\"a\\u00a0b\\u2003c\\ufeffd\\u3000e\\u2028f\\u000bg\", /\\s/, \"_\")", NULL,
+           "\"a_b_c_d_e_f_g\"");
+    EXPECT("$split(\"a\\u00a0b c\", /\\s+/)", NULL, "[\"a\",\"b\",\"c\"]");
+    EXPECT("$replace(\"a\\u00a0b\", /[^\\s]/, \"_\")", NULL, "\"_\u00a0_\"");
+    EXPECT("$replace(\"a\\u00a0b\", /[^\\S]/, \"_\")", NULL, "\"a_b\"");
+    EXPECT("$replace(\"a b\\u00a0c\\u2003d\", /[\\Sx]/, \"_\")", NULL, "\"_ _\u00a0_\u2003_\"");
+    EXPECT("$replace(\"a\\u0085b\\u200bc\", /\\s/, \"_\")", NULL, "\"a\xc2\x85" "b\u200bc\"");
+    EXPECT("$replace(\"\\u00e91\\u0663x\", /\\w/, \"_\")", NULL, "\"\u00e9_\u0663_\"");
+    EXPECT("$replace(\"\\u00e91\\u0663x\", /\\d/, \"_\")", NULL, "\"\u00e9_\u0663x\"");
+    EXPECT("$replace(\"a \\\\sb\", /\\\\s/, \"_\")", NULL, "\"a _b\"");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("jsonata");
     TCase *tc = tcase_create("api");
@@ -303,6 +319,7 @@ int main(void) {
     tcase_add_test(tc, malformed_expressions_free_everything);
     tcase_add_test(tc, ranges_only_in_array_constructors);
     tcase_add_test(tc, regex_empty_classes_like_javascript);
+    tcase_add_test(tc, regex_space_class_like_javascript);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
