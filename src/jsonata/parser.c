@@ -356,6 +356,13 @@ void jn_node_free(jn_node *n) {
     free(n);
 }
 
+/* strdup that records out-of-memory in the parse error (callers then fail the parse) */
+static char *pstrdup(parser *p, const char *s) {
+    char *d = strdup(s);
+    if (!d) jn_oom(p->err);
+    return d;
+}
+
 static bool push_item(parser *p, jn_node *n, jn_node *item) {
     jn_node **ni = realloc(n->items, (size_t)(n->nitems + 1) * sizeof *ni);
     if (!ni) {
@@ -379,9 +386,10 @@ static bool push_stage(parser *p, jn_node *n, int kind, jn_node *expr, const cha
     jn_stage *st = &n->stages[n->nstages++];
     st->kind = kind;
     st->expr = expr;
-    st->var = var ? strdup(var) : NULL;
+    st->var = NULL;
     st->position = pos;
-    return true;
+    /* the stage (and its expr) now belongs to n; only the name copy can still fail */
+    return !var || (st->var = pstrdup(p, var)) != NULL;
 }
 
 static bool push_pair(parser *p, jn_node *n, jn_node *k, jn_node *v) {
@@ -623,7 +631,7 @@ static void assign_labels(parser *p, jn_node *n) {
     if (n->slot && !n->label) {
         char buf[24];
         snprintf(buf, sizeof buf, "!%d", p->slots[n->slot - 1].label);
-        n->label = strdup(buf);
+        n->label = pstrdup(p, buf); /* NULL sets p->err, checked after labelling */
     }
     assign_labels(p, n->lhs);
     assign_labels(p, n->rhs);
@@ -757,7 +765,7 @@ static jn_node *nud(parser *p) {
                         int rpos = p->tok.position;
                         if (!lex(p)) { jn_node_free(item); goto fail; }
                         item = binary(p, OP_RANGE, item, 0, rpos);
-                        if (item) item->str = strdup("..");
+                        if (item && !(item->str = pstrdup(p, ".."))) { jn_node_free(item); goto fail; }
                     }
                     push_anc(p, n, item);
                     if (!item || !push_item(p, n, item)) goto fail;
@@ -1128,9 +1136,12 @@ static jn_node *led(parser *p, jn_node *left) {
                 goto fail;
             }
             free(s->focus);
-            s->focus = strdup(v->str);
+            s->focus = pstrdup(p, v->str);
+            if (!s->focus) { jn_node_free(v); goto fail; }
         } else {
-            if (s->nstages == 0 && !s->index) s->index = strdup(v->str);
+            if (s->nstages == 0 && !s->index) {
+                if (!(s->index = pstrdup(p, v->str))) { jn_node_free(v); goto fail; }
+            }
             else if (!push_stage(p, s, 1, NULL, v->str, pos)) { jn_node_free(v); goto fail; }
         }
         s->tuple = true;
@@ -1220,7 +1231,10 @@ static jn_node *led(parser *p, jn_node *left) {
             if (!strcmp(o, bin[i].s)) {
                 n = binary(p, bin[i].op, left, bp, pos);
                 left = NULL;
-                if (n) n->str = strdup(o);
+                if (n && !(n->str = pstrdup(p, o))) {
+                    jn_node_free(n);
+                    n = NULL;
+                }
                 tok_clear(&t);
                 return n;
             }
@@ -1293,6 +1307,10 @@ jn_node *jn_parse(const char *src, const jsonata_env *env, gg_error *err) {
             n = NULL;
         } else {
             assign_labels(&p, n);
+            if (gg_error_is_set(err)) {
+                jn_node_free(n);
+                n = NULL;
+            }
         }
     }
     free(p.slots);
