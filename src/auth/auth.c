@@ -2,7 +2,13 @@
  * in-memory cache (key id → {hash, tenant, scopes, revoked}) so the request path does not
  * touch SQLite. The cache notices changes made by other processes (the CLI revoking a key
  * while serve runs) through the store's key generation counter, read at most once per
- * second, and re-reads any entry older than cache_ttl. */
+ * second, and re-reads any entry older than cache_ttl.
+ *
+ * A cache entry also remembers the presented key text that last matched its stored hash,
+ * as a keyed SipHash-128 tag (random key per gg_auth, so neither the secret nor anything
+ * usable without that key sits in memory): a request presenting the same text is checked
+ * by comparing 16 bytes in constant time instead of recomputing BLAKE2b (~0.3 us). The
+ * tag lives in the entry, so revocation, invalidation and expiry of the entry drop it. */
 #include "auth/auth.h"
 
 #include <pthread.h>
@@ -27,11 +33,14 @@ typedef struct cache_entry {
     unsigned scopes;
     double loaded_ms;      /* monotonic */
     long long touched_ms;  /* last last-used report (monotonic ms; __atomic access) */
+    bool tagged;           /* tag holds the text that last matched hash */
+    unsigned char tag[crypto_shorthash_siphashx24_BYTES];
 } cache_entry;
 
 struct gg_auth {
     gg_store *store;
     unsigned char pepper[32];
+    unsigned char tag_key[crypto_shorthash_siphashx24_KEYBYTES]; /* random, never stored */
     double cache_ttl_ms;
     gg_ratelimit *rate;
     gg_tenant_slots *slots;
@@ -83,6 +92,7 @@ gg_auth *gg_auth_new(gg_store *s, const gg_auth_options *o, gg_error *err) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
+    randombytes_buf(a->tag_key, sizeof a->tag_key);
     atomic_store(&a->history, o->history);
     pthread_rwlock_init(&a->lock, NULL);
     pthread_mutex_init(&a->gen_lock, NULL);
@@ -101,6 +111,7 @@ void gg_auth_free(gg_auth *a) {
     gg_ratelimit_free(a->rate);
     gg_tenant_slots_free(a->slots);
     sodium_memzero(a->pepper, sizeof a->pepper);
+    sodium_memzero(a->tag_key, sizeof a->tag_key);
     free(a);
 }
 
@@ -119,6 +130,7 @@ static void invalidate_one(gg_auth *a, const char *id) {
         if (strcmp((*p)->id, id) == 0) {
             cache_entry *e = *p;
             *p = e->next;
+            sodium_memzero(e, sizeof *e);
             free(e);
             a->n_entries--;
             break;
@@ -143,6 +155,54 @@ static void check_generation(gg_auth *a, double now) {
         }
     }
     pthread_mutex_unlock(&a->gen_lock);
+}
+
+/* Report last use at most once a minute per key: true when this request should (the CAS
+ * makes exactly one of several concurrent requests win). Caller holds the lock. */
+static bool touch_due(cache_entry *e, double now) {
+    long long now_ll = (long long)now;
+    long long last = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
+    if (last != 0 && now_ll - last < (long long)TOUCH_EVERY_MS) return false;
+    return __atomic_compare_exchange_n(&e->touched_ms, &last, now_ll, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* The fast path: id's entry is fresh, exists, is not revoked and its tag equals the tag of
+ * the presented text. Fills out and *touch; false means "take the full path". */
+static bool cache_verified(gg_auth *a, const char *id, const unsigned char *tag, double now,
+                           gg_principal *out, bool *touch) {
+    bool ok = false;
+    pthread_rwlock_rdlock(&a->lock);
+    for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
+        if (strcmp(e->id, id) != 0) continue;
+        if (e->exists && !e->revoked && e->tagged && now - e->loaded_ms < a->cache_ttl_ms &&
+            sodium_memcmp(e->tag, tag, sizeof e->tag) == 0) {
+            ok = true;
+            if (out) {
+                memcpy(out->key_id, id, sizeof out->key_id);
+                memcpy(out->tenant, e->tenant, sizeof out->tenant);
+                out->scopes = e->scopes;
+            }
+            *touch = touch_due(e, now);
+        }
+        break;
+    }
+    pthread_rwlock_unlock(&a->lock);
+    return ok;
+}
+
+/* Remember that the text with this tag matched id's entry loaded at loaded_ms (not if the
+ * entry was reloaded or dropped meanwhile). */
+static void cache_tag(gg_auth *a, const char *id, double loaded_ms, const unsigned char *tag) {
+    pthread_rwlock_wrlock(&a->lock);
+    for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
+        if (strcmp(e->id, id) != 0) continue;
+        if (e->loaded_ms == loaded_ms && e->exists && !e->revoked) {
+            memcpy(e->tag, tag, sizeof e->tag);
+            e->tagged = true;
+        }
+        break;
+    }
+    pthread_rwlock_unlock(&a->lock);
 }
 
 /* Copy of the cached entry for id when fresh; false when absent or stale. */
@@ -210,22 +270,18 @@ static bool load_entry(gg_auth *a, const char *id, double now, cache_entry *e) {
  * runs under the read lock with an atomic compare-and-swap, so the hot path never takes
  * the write lock. */
 static void maybe_touch(gg_auth *a, const char *id, double now) {
-    gg_history *h = atomic_load(&a->history);
-    if (!h) return;
+    if (!atomic_load(&a->history)) return;
     bool due = false;
-    long long now_ll = (long long)now;
     pthread_rwlock_rdlock(&a->lock);
     for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
         if (strcmp(e->id, id) == 0) {
-            long long last = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
-            if (last == 0 || now_ll - last >= (long long)TOUCH_EVERY_MS)
-                due = __atomic_compare_exchange_n(&e->touched_ms, &last, now_ll, false, __ATOMIC_RELAXED,
-                                                  __ATOMIC_RELAXED);
+            due = touch_due(e, now);
             break;
         }
     }
     pthread_rwlock_unlock(&a->lock);
-    if (due) gg_history_touch_key(h, id, gg_wall_ms());
+    gg_history *h = atomic_load(&a->history);
+    if (due && h) gg_history_touch_key(h, id, gg_wall_ms());
 }
 
 gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_principal *out) {
@@ -234,10 +290,18 @@ gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_princi
     const char *secret;
     size_t secret_len;
     if (!gg_auth_parse_key(key, len, id, &secret, &secret_len)) return GG_AUTH_INVALID;
-    unsigned char hash[GG_KEY_HASH_LEN];
-    gg_auth_hash_secret(a->pepper, sizeof a->pepper, id, secret, secret_len, hash);
     double now = gg_now_ms();
     check_generation(a, now);
+    unsigned char tag[crypto_shorthash_siphashx24_BYTES];
+    crypto_shorthash_siphashx24(tag, (const unsigned char *)key, len, a->tag_key);
+    bool touch = false;
+    if (cache_verified(a, id, tag, now, out, &touch)) {
+        gg_history *h = atomic_load(&a->history);
+        if (touch && h) gg_history_touch_key(h, id, gg_wall_ms());
+        return GG_AUTH_OK;
+    }
+    unsigned char hash[GG_KEY_HASH_LEN];
+    gg_auth_hash_secret(a->pepper, sizeof a->pepper, id, secret, secret_len, hash);
     cache_entry e;
     bool cached = cache_lookup(a, id, now, &e);
     if (!cached) {
@@ -249,10 +313,12 @@ gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_princi
     else if (e.revoked) st = GG_AUTH_REVOKED;
     if (st == GG_AUTH_OK && out) {
         memcpy(out->key_id, id, sizeof out->key_id);
-        snprintf(out->tenant, sizeof out->tenant, "%s", e.tenant);
+        memcpy(out->tenant, e.tenant, sizeof out->tenant);
         out->scopes = e.scopes;
     }
+    if (st == GG_AUTH_OK) cache_tag(a, id, e.loaded_ms, tag);
     sodium_memzero(&e, sizeof e);
+    sodium_memzero(hash, sizeof hash);
     if (st == GG_AUTH_OK) maybe_touch(a, id, now);
     return st;
 }

@@ -11,11 +11,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +85,8 @@ struct gg_http_server {
     atomic_int draining, abandoning, hurry;
     bool started, stopped;
     access_writer alog;
+    unsigned char rid_key[crypto_shorthash_siphashx24_KEYBYTES]; /* request ids, see below */
+    atomic_ullong rid_counter;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -117,15 +119,15 @@ static bool request_id_ok(const char *s) {
     return true;
 }
 
-static void new_request_id(char out[33]) {
-    unsigned char r[16];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        /* Never expected on Linux ≥3.17; fall back to time + address entropy. */
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        unsigned long long x = (unsigned long long)t.tv_nsec ^ ((unsigned long long)t.tv_sec << 30) ^ (uintptr_t)out;
-        for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(x >> ((i % 8) * 8)) ^ (unsigned char)i;
-    }
+/* A generated request id: SipHash-128 (a PRF) of a per-server counter under a random key
+ * drawn once, as 32 hex characters. Distinct counters make ids unique in practice (a
+ * collision needs about 2^64 ids), the key makes them unpredictable, and no request pays a
+ * getrandom system call. */
+void gg_http_new_request_id(gg_http_server *srv, char out[33]) {
+    unsigned long long n = atomic_fetch_add_explicit(&srv->rid_counter, 1, memory_order_relaxed);
+    unsigned char in[8], r[crypto_shorthash_siphashx24_BYTES];
+    for (int i = 0; i < 8; i++) in[i] = (unsigned char)(n >> (8 * i));
+    crypto_shorthash_siphashx24(r, in, sizeof in, srv->rid_key);
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < sizeof r; i++) {
         out[2 * i] = hex[r[i] >> 4];
@@ -176,7 +178,7 @@ static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char
     gg_http_res_init(&req->res);
     const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (rid && request_id_ok(rid)) snprintf(req->request_id, sizeof req->request_id, "%s", rid);
-    else new_request_id(req->request_id);
+    else gg_http_new_request_id(L->srv, req->request_id);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr) {
         const struct sockaddr *sa = ci->client_addr;
@@ -954,12 +956,17 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap) {
 
 /* Create the server and the built-in routes; see http.h. */
 gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
+    if (sodium_init() < 0) {
+        gg_error_set(err, "internal_error", "libsodium failed to initialise");
+        return NULL;
+    }
     gg_http_server *srv = calloc(1, sizeof *srv);
     if (!srv || !(srv->router = gg_router_new())) {
         free(srv);
         gg_error_set(err, "out_of_memory", "out of memory creating the HTTP server");
         return NULL;
     }
+    randombytes_buf(srv->rid_key, sizeof srv->rid_key);
     srv->opts = *opts;
     snprintf(srv->public_addr, sizeof srv->public_addr, "%s", opts->public_addr ? opts->public_addr : "127.0.0.1:8080");
     snprintf(srv->internal_addr, sizeof srv->internal_addr, "%s", opts->internal_addr ? opts->internal_addr : "");
@@ -1158,5 +1165,6 @@ void gg_http_server_free(gg_http_server *s) {
     pthread_mutex_destroy(&s->alog.lock);
     pthread_cond_destroy(&s->alog.cond);
     pthread_mutex_destroy(&s->alock);
+    sodium_memzero(s->rid_key, sizeof s->rid_key);
     free(s);
 }

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "http/http.h"
+#include "http/internal.h"
 
 static gg_http_server *S;
 static unsigned PUB, INT;
@@ -301,6 +301,44 @@ START_TEST(health_and_request_id) {
     r = call(PUB, NULL, "/health", NULL, 0, longid, false);
     ck_assert_uint_eq(strlen(hdr(&r, "X-Request-Id")), 32);
     reply_free(&r);
+}
+END_TEST
+
+static int cmp_id(const void *a, const void *b) { return memcmp(a, b, 33); }
+
+/* Generated request ids: 32 lowercase hex, unique over 100k draws, and another server (its
+ * own random key) does not produce the same sequence. */
+START_TEST(generated_request_ids_unique) {
+    enum { N = 100000 };
+    char (*ids)[33] = malloc((size_t)N * 33);
+    ck_assert_ptr_nonnull(ids);
+    for (int i = 0; i < N; i++) {
+        gg_http_new_request_id(S, ids[i]);
+        ck_assert_uint_eq(strlen(ids[i]), 32);
+        ck_assert_uint_eq(strspn(ids[i], "0123456789abcdef"), 32);
+    }
+    qsort(ids, N, 33, cmp_id);
+    for (int i = 1; i < N; i++) ck_assert_msg(memcmp(ids[i - 1], ids[i], 33) != 0, "duplicate id %s", ids[i]);
+    gg_error err = GG_ERROR_INIT;
+    gg_http_options o = {.public_addr = "127.0.0.1:0"};
+    gg_http_server *other = gg_http_server_new(&o, &err);
+    ck_assert_ptr_nonnull(other);
+    char a[33], b[33];
+    gg_http_new_request_id(other, a);
+    gg_http_new_request_id(other, b);
+    ck_assert_str_ne(a, b);
+    ck_assert_ptr_null(bsearch(a, ids, N, 33, cmp_id)); /* ~2^-111 chance of a false alarm */
+    gg_http_server_free(other);
+    /* Over HTTP: two requests without an id get two different generated ones. */
+    reply r1 = call(PUB, NULL, "/health", NULL, 0, NULL, false);
+    reply r2 = call(PUB, NULL, "/health", NULL, 0, NULL, false);
+    ck_assert_uint_eq(strlen(hdr(&r1, "X-Request-Id")), 32);
+    char first[64];
+    snprintf(first, sizeof first, "%s", hdr(&r1, "X-Request-Id")); /* hdr's buffer is static */
+    ck_assert_str_ne(first, hdr(&r2, "X-Request-Id"));
+    reply_free(&r1);
+    reply_free(&r2);
+    free(ids);
 }
 END_TEST
 
@@ -590,6 +628,7 @@ int main(void) {
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, health_and_request_id);
+    tcase_add_test(tc, generated_request_ids_unique);
     tcase_add_test(tc, echo_params_query_headers);
     tcase_add_test(tc, not_found_and_method_not_allowed);
     tcase_add_test(tc, internal_only_route);
