@@ -88,6 +88,9 @@ typedef struct gg_config {
     size_t body_limit;            /* body_limit: bytes, default 1 MiB */
     long long shutdown_timeout_ms;/* shutdown_timeout: in-flight deadline on SIGTERM; 10s */
     long long request_timeout_ms; /* request_timeout: one tools/call at most; 60s */
+    long long inline_budget_ms;   /* inline_budget: a tool without mcp nodes first runs on the
+                                   * HTTP thread for up to this long (then on a worker);
+                                   * 0 = always on workers; 2ms */
     gg_strlist origins;           /* http.origins: allowed Origin values ("*" = any) */
     gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
                                    * the listen address on loopback binds */

@@ -37,6 +37,7 @@ static const key_def keys[] = {
     {"body_limit", T_SIZE, F(body_limit), 1024, 1024.0 * 1024 * 1024, false},
     {"shutdown_timeout", T_DUR, F(shutdown_timeout_ms), 0, 600000, false},
     {"request_timeout", T_DUR, F(request_timeout_ms), 10, 86400000, false},
+    {"inline_budget", T_DUR, F(inline_budget_ms), 0, 1000, false},
     {"http.origins", T_LIST, F(origins), 0, 0, false},
     {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
     {"database.path", T_STR, F(db_path), 0, 0, false},
@@ -113,6 +114,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->body_limit = 1024 * 1024;
     c->shutdown_timeout_ms = 10000;
     c->request_timeout_ms = 60000;
+    c->inline_budget_ms = 2;
     c->db_pool_size = 4;
     c->busy_timeout_ms = 5000;
     c->log_level = GG_LOG_INFO;

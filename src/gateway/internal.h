@@ -87,6 +87,7 @@ struct gg_gateway {
     long long graphs_gen;
     /* counters for /metrics */
     unsigned long long calls_total, calls_rejected, calls_failed;
+    unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */

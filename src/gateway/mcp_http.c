@@ -148,7 +148,8 @@ typedef struct endpoint {
 
 typedef struct gw_call_job {
     gg_gateway *gw;
-    gg_http_async *a;
+    gg_http_async *a;    /* NULL for a call run inline: then res is the answer */
+    gg_http_res *res;
     mcp_call *call;
     mcp_session sess;
     bool has_session;
@@ -296,9 +297,11 @@ static void record_finish(gw_call_job *j) {
     gg_history_submit(gw->history, r);
 }
 
+static gg_http_res *job_res(gw_call_job *j) { return j->a ? gg_http_async_res(j->a) : j->res; }
+
 /* Plain JSON (internal tools/call endpoint): the tool's value, or an error object. */
 static void respond_plain(gw_call_job *j, const char *rpc_body) {
-    gg_http_res *res = gg_http_async_res(j->a);
+    gg_http_res *res = job_res(j);
     json_t *resp = json_loads(rpc_body ? rpc_body : "null", 0, NULL);
     json_t *err = json_object_get(resp, "error"), *result = json_object_get(resp, "result");
     if (err) {
@@ -337,13 +340,13 @@ static void job_respond(gw_call_job *j, char *body, int status) {
     else if (j->streaming) {
         if (body) gg_http_sse_event(j->a, "message", NULL, body);
     } else if (body) {
-        gg_http_res_bytes_take(gg_http_async_res(j->a), status, "application/json", body, strlen(body));
+        gg_http_res_bytes_take(job_res(j), status, "application/json", body, strlen(body));
         body = NULL;
     } else {
-        gg_http_res_error(gg_http_async_res(j->a), 500, "internal_error", "out of memory");
+        gg_http_res_error(job_res(j), 500, "internal_error", "out of memory");
     }
     free(body);
-    gg_http_async_complete(j->a);
+    if (j->a) gg_http_async_complete(j->a);
 }
 
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
@@ -390,6 +393,40 @@ static void job_refuse(void *arg) {
     job_free(j);
 }
 
+/* A call to a tool that only computes runs right here, on the HTTP thread, within the
+ * inline budget: no hand-off to a worker, no suspend/resume of the connection (together
+ * more than a small graph run costs). Past the budget the attempt is dropped unrecorded
+ * (a pure run has no effects) and the call goes to the pool like any other. Not for calls
+ * that stream notifications, nor while the history writer is behind (the pool path waits
+ * for it, an HTTP thread must not). The tenant slot is already held. True = answered. */
+static bool try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
+                       const gg_principal *pr, bool plain) {
+    if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return false;
+    if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return false;
+    gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain};
+    if (pr) {
+        snprintf(j.key_id, sizeof j.key_id, "%s", pr->key_id);
+        j.has_key = true;
+    }
+    snprintf(j.request_id, sizeof j.request_id, "%s", gg_http_request_id(req));
+    job_make_record(&j);
+    bool over = false;
+    char *body = mcp_call_run_inline(call, j.request_id, j.has_key ? j.key_id : NULL, ep->tenant,
+                                     (double)gw->cfg->inline_budget_ms, &over);
+    if (over) {
+        gg_exec_record_free(j.rec);
+        __atomic_add_fetch(&gw->calls_inline_over, 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    __atomic_add_fetch(&gw->calls_inline, 1, __ATOMIC_RELAXED);
+    if (strcmp(mcp_call_status(call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    record_finish(&j);
+    if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+    job_respond(&j, body, 200);
+    mcp_call_free(call);
+    return true;
+}
+
 /* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
@@ -414,6 +451,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         json_decref(id);
         return GG_HTTP_DONE;
     }
+    if (try_inline(gw, req, res, ep, call, pr, plain)) return GG_HTTP_DONE;
     gw_call_job *j = calloc(1, sizeof *j);
     gg_http_async *a = j ? gg_http_defer(req) : NULL;
     if (!a) {

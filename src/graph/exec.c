@@ -287,7 +287,8 @@ static void run_free(grun *r) {
 static void set_eval_error(gg_error *dst, gg_error *src, const char *what, const char *expr) {
     char code[GG_ERR_CODE_MAX];
     snprintf(code, sizeof code, "%s", src->code[0] ? src->code : "error");
-    if (!strcmp(code, "cancelled")) {
+    /* D1013: the expression saw the run's cancel flag (client cancel, shutdown, timeout) */
+    if (!strcmp(code, "cancelled") || !strcmp(code, "D1013")) {
         gg_error_set(dst, "cancelled", "Execution cancelled");
     } else {
         gg_error_set(dst, "jsonata", "%s evaluation failed: %s%s%s%s", what, src->message ? src->message : code,
@@ -297,9 +298,12 @@ static void set_eval_error(gg_error *dst, gg_error *src, const char *what, const
     gg_error_clear(src);
 }
 
-/* The time an expression may take: what is left of the run's limit when its node started. */
+/* The time an expression may take: what is left of the run's limit (or of its budget, when
+ * that ends first) when its node started. */
 static void update_time_limit(grun *r) {
     double left = r->g->max_execution_ms - (r->now - r->start_ms);
+    double budget = r->opts ? r->opts->budget_ms : 0;
+    if (budget > 0 && budget - (r->now - r->start_ms) < left) left = budget - (r->now - r->start_ms);
     r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)left;
 }
 
@@ -493,12 +497,27 @@ static bool check_limits(grun *r, gg_error *err) {
         return false;
     }
     double elapsed = r->now - r->start_ms;
+    if (r->opts && r->opts->budget_ms > 0 && elapsed > r->opts->budget_ms) {
+        gg_error_set(err, "budget", "Execution budget of %.3f ms used up", r->opts->budget_ms);
+        return false;
+    }
     if (elapsed > (double)r->g->max_execution_ms) {
         gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
                      r->g->max_execution_ms, (long)elapsed);
         return false;
     }
     return true;
+}
+
+/* Whether a tool only computes (see graph.h): mcp nodes are the only ones that wait. */
+bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool) {
+    for (size_t i = 0; i < g->ntools; i++) {
+        if (strcmp(g->tools[i].name, tool) != 0) continue;
+        for (size_t k = 0; k < g->tools[i].nnodes; k++)
+            if (g->tools[i].nodes[k].type == GN_MCP) return false;
+        return true;
+    }
+    return false;
 }
 
 /* Run one tool from its entry node to its exit node (see graph.h). Limits and the cancel
@@ -583,6 +602,13 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
         }
         if (!out && !undefined && !gg_error_is_set(&e)) gg_error_set(&e, "oom", "out of memory");
         double t1 = gg_now_ms();
+        /* past the budget any failure (an expression's time limit, mostly) is the budget's:
+         * the caller re-runs the tool without one and gets the real outcome */
+        if (gg_error_is_set(&e) && opts && opts->budget_ms > 0 && t1 - r.start_ms >= opts->budget_ms &&
+            strcmp(e.code, "cancelled") != 0) {
+            gg_error_clear(&e);
+            gg_error_set(&e, "budget", "Execution budget of %.3f ms used up", opts->budget_ms);
+        }
         ev.end_ms = r.start_wall + (long long)(t1 - r.start_ms);
         ev.duration_ms = t1 - t0;
         ev.input = input;

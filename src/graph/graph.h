@@ -109,6 +109,9 @@ typedef struct gg_graph_run_options {
     volatile int *cancelled;     /* set non-zero from any thread to stop at the next check */
     bool record_inputs;          /* store each node's input in its history record */
     bool no_history;             /* skip building the history JSON (benchmarks) */
+    double budget_ms;            /* > 0: give up with error code "budget" once the run has
+                                    taken this long (a caller running it speculatively on a
+                                    thread that must not stall retries elsewhere) */
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
@@ -132,6 +135,10 @@ void gg_graph_result_clear(gg_graph_result *r);
  * from many threads at once on the same graph. */
 bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
                       const gg_graph_run_options *opts, gg_graph_result *r);
+
+/* True when the tool exists and none of its nodes can block on I/O (no mcp nodes): a run
+ * then only computes, so with a budget it may run on a thread that serves other work. */
+bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool);
 
 /* ---- provider ------------------------------------------------------------------------- */
 

@@ -27,6 +27,60 @@ typedef struct call_state {
     long completed; /* nodes completed so far: the progress value */
 } call_state;
 
+static void put_ll(gg_strbuf *b, long long v) {
+    char tmp[24], out[24];
+    size_t n = 0, k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+    if (v < 0) out[k++] = '-';
+    while (n) out[k++] = tmp[--n];
+    gg_strbuf_append(b, out, k);
+}
+
+/* Milliseconds with microsecond precision, trailing zeros dropped ("0.012", "3"): the
+ * history's durations, without the shortest-round-trip search a double would need. */
+static void put_ms(gg_strbuf *b, double ms) {
+    long long us = ms > 0 && ms < 1e12 ? llround(ms * 1000) : 0;
+    put_ll(b, us / 1000);
+    int frac = (int)(us % 1000);
+    if (!frac) return;
+    char buf[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10)};
+    size_t n = frac % 10 ? 4 : frac % 100 ? 3 : 2;
+    gg_strbuf_append(b, buf, n);
+}
+
+/* One node's history record as JSON text (see mcp_call_ctx.history_text). The input (the
+ * whole context the node saw) is kept only for a failed node, where it explains something;
+ * on every other node it would repeat what the earlier records already hold. */
+static void put_record(gg_strbuf *b, const gg_graph_event *ev) {
+    gg_strbuf_puts(b, b->len ? ",{\"index\":" : "{\"index\":");
+    put_ll(b, ev->execution_index);
+    gg_strbuf_puts(b, ",\"node_id\":");
+    jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));
+    gg_strbuf_puts(b, ",\"node_type\":\"");
+    gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
+    gg_strbuf_puts(b, "\",\"started_at\":");
+    put_ll(b, ev->start_ms);
+    gg_strbuf_puts(b, ",\"finished_at\":");
+    put_ll(b, ev->end_ms);
+    gg_strbuf_puts(b, ",\"duration_ms\":");
+    put_ms(b, ev->duration_ms);
+    if (ev->output) {
+        gg_strbuf_puts(b, ",\"output\":");
+        jsonata_dump_to(b, ev->output);
+    }
+    if (ev->error) {
+        if (ev->input) {
+            gg_strbuf_puts(b, ",\"input\":");
+            jsonata_dump_to(b, ev->input);
+        }
+        const char *m = ev->error->message ? ev->error->message : ev->error->code;
+        gg_strbuf_puts(b, ",\"error\":");
+        jsonata_dump_string_to(b, m, strlen(m));
+    }
+    gg_strbuf_putc(b, '}');
+}
+
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after
  * the first) and one debug log per node. The server drops what the client did not ask for
  * (no progressToken, a higher logging level), so nothing is built for those. */
@@ -34,6 +88,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
     cs->completed++;
+    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev);
     if (!s) return;
     if (s->progress) {
         char msg[256];
@@ -51,6 +106,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
 static void on_node_error(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
+    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev);
     if (s && s->log) {
         json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
                               round(ev->duration_ms * 1000) / 1000, "error",
@@ -96,14 +152,18 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
     }
     call_state cs = {ctx, 0};
     gg_graph_hooks hooks = {NULL, on_node_complete, on_node_error, &cs};
-    gg_graph_run_options ro = {&hooks, ctx ? ctx->cancelled : NULL, gp->history_fn != NULL, gp->history_fn == NULL};
+    bool text = ctx && ctx->history_text;
+    /* records as text come from the hooks; the executor's JSON history only for the sink */
+    gg_graph_run_options ro = {&hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
+                               text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_execute(gp->g, name, arguments, &ro, &r);
-    if (gp->history_fn) gp->history_fn(gp->history_user, name, ctx, &r);
+    bool over_budget = !ok && !strcmp(r.error.code, "budget");
+    if (gp->history_fn && !over_budget && !text) gp->history_fn(gp->history_user, name, ctx, &r);
     json_t *out = NULL;
     if (ok) {
         out = success_result(r.output);
-    } else if (!strcmp(r.error.code, "cancelled") || !strcmp(r.error.code, "invalid_params")) {
+    } else if (over_budget || !strcmp(r.error.code, "cancelled") || !strcmp(r.error.code, "invalid_params")) {
         gg_error_move(err, &r.error);
     } else {
         out = error_result(r.error.message);
@@ -111,6 +171,10 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
     if (ok && !out) gg_error_set(err, "oom", "out of memory");
     gg_graph_result_clear(&r);
     return out;
+}
+
+static bool p_tool_is_pure(mcp_provider *p, const char *name) {
+    return gg_graph_tool_is_pure(((gprov *)p->impl)->g, name);
 }
 
 static void p_destroy(mcp_provider *p) {
@@ -135,6 +199,7 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->get_tool = p_get_tool;
     p->call_tool = p_call_tool;
     p->destroy = p_destroy;
+    p->tool_is_pure = p_tool_is_pure;
     p->refcount = 1;
     p->impl = gp;
     return p;

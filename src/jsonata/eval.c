@@ -1314,6 +1314,13 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
             break;
         }
         for (size_t i = 0; i < (size_t)size; i++) {
+            /* up to 1e7 allocations: the time limit and cancellation are checked on the way
+             * (a caller running with a short budget relies on that) */
+            if ((i & 16383) == 16383 && !check_limits(c)) {
+                jn_decref(res);
+                res = NULL;
+                break;
+            }
             jn_value *x = jn_number(l->u.n + (double)i);
             if (!x) {
                 jn_decref(res);

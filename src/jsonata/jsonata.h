@@ -64,5 +64,8 @@ void jsonata_format_double(double d, char *buf, size_t size);
 /* Serialize a json_t the way JSON.stringify does (numbers printed as JavaScript prints
  * them). indent 0 = compact. Caller frees. */
 char *jsonata_dump(json_t *v, int indent);
+/* The same, compact, appended to a buffer; and one string literal. False on OOM. */
+bool jsonata_dump_to(gg_strbuf *b, json_t *v);
+bool jsonata_dump_string_to(gg_strbuf *b, const char *s, size_t len);
 
 #endif

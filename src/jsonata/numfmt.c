@@ -115,6 +115,21 @@ static void dump_string(gg_strbuf *b, const char *s, size_t len) {
     gg_strbuf_putc(b, '"');
 }
 
+/* Decimal digits of i into buf (>= 21 bytes); returns the length. */
+static size_t put_int(char *buf, long long i) {
+    char tmp[24];
+    size_t n = 0;
+    unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t k = 0;
+    if (i < 0) buf[k++] = '-';
+    while (n) buf[k++] = tmp[--n];
+    return k;
+}
+
 static void dump_newline(gg_strbuf *b, int indent, int level) {
     if (indent <= 0) return;
     gg_strbuf_putc(b, '\n');
@@ -132,15 +147,26 @@ static void dump_value(gg_strbuf *b, json_t *v, int indent, int level) {
     case JSON_NULL: gg_strbuf_puts(b, "null"); break;
     case JSON_TRUE: gg_strbuf_puts(b, "true"); break;
     case JSON_FALSE: gg_strbuf_puts(b, "false"); break;
-    case JSON_INTEGER:
-        jsonata_format_double((double)json_integer_value(v), num, sizeof num);
-        gg_strbuf_puts(b, num);
+    case JSON_INTEGER: {
+        json_int_t i = json_integer_value(v);
+        /* exact in a double: JavaScript prints the plain digits (the common case, and
+         * much cheaper than the shortest-round-trip search) */
+        if (i > -9007199254740992LL && i < 9007199254740992LL) gg_strbuf_append(b, num, put_int(num, i));
+        else {
+            jsonata_format_double((double)i, num, sizeof num);
+            gg_strbuf_puts(b, num);
+        }
         break;
+    }
     case JSON_REAL: {
         double d = json_real_value(v);
         if (!isfinite(d)) { gg_strbuf_puts(b, "null"); break; }
-        jsonata_format_double(d, num, sizeof num);
-        gg_strbuf_puts(b, num);
+        if (fabs(d) < 1e15 && d == (double)(long long)d && !(d == 0 && signbit(d)))
+            gg_strbuf_append(b, num, put_int(num, (long long)d));
+        else {
+            jsonata_format_double(d, num, sizeof num);
+            gg_strbuf_puts(b, num);
+        }
         break;
     }
     case JSON_STRING: dump_string(b, json_string_value(v), json_string_length(v)); break;
@@ -187,6 +213,21 @@ char *jsonata_dump(json_t *v, int indent) {
     if (indent > 10) indent = 10;
     if (v) dump_value(&b, v, indent, 0);
     return gg_strbuf_take(&b);
+}
+
+/* Append JSON.stringify(v) (compact) to b: the serializer of jsonata_dump without its own
+ * buffer, for callers assembling a larger document. v NULL appends nothing. False once b
+ * ran out of memory. */
+bool jsonata_dump_to(gg_strbuf *b, json_t *v) {
+    if (v) dump_value(b, v, 0, 0);
+    return !b->oom;
+}
+
+/* Append the UTF-8 string s (len bytes) as a JSON string literal, escaped as
+ * JSON.stringify escapes it. False once b ran out of memory. */
+bool jsonata_dump_string_to(gg_strbuf *b, const char *s, size_t len) {
+    dump_string(b, s, len);
+    return !b->oom;
 }
 
 /* ---- decimal digit strings (shared by $round, $formatNumber and friends) ---- */

@@ -95,13 +95,88 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
     invalid(out, good_id, "Invalid Request: neither a request, a notification nor a response");
 }
 
+/* JSON text of v appended to b, byte for byte what json_dumps(v, JSON_COMPACT |
+ * JSON_ENCODE_ANY) prints, without its per-token callbacks and temporary string: every
+ * response passes through here. Reals (rare in responses) are left to jansson so their
+ * digits stay identical. Depth is bounded by the caller's data (parsed with a depth limit
+ * or built by us). */
+static void put_string(gg_strbuf *b, const char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    gg_strbuf_putc(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        gg_strbuf_append(b, s + run, i - run);
+        run = i + 1;
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u'; esc[2] = '0'; esc[3] = '0'; esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+            n = 6;
+        }
+        gg_strbuf_append(b, esc, n);
+    }
+    gg_strbuf_append(b, s + run, len - run);
+    gg_strbuf_putc(b, '"');
+}
+
 static bool put_json(gg_strbuf *b, json_t *v) {
-    if (!v) return gg_strbuf_puts(b, "null");
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!s) return false;
-    bool ok = gg_strbuf_puts(b, s);
-    free(s);
-    return ok;
+    char num[32];
+    switch (v ? json_typeof(v) : JSON_NULL) {
+    case JSON_NULL: return gg_strbuf_puts(b, "null");
+    case JSON_TRUE: return gg_strbuf_puts(b, "true");
+    case JSON_FALSE: return gg_strbuf_puts(b, "false");
+    case JSON_INTEGER: {
+        char tmp[24];
+        size_t n = 0, k = 0;
+        json_int_t i = json_integer_value(v);
+        unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
+        do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+        if (i < 0) num[k++] = '-';
+        while (n) num[k++] = tmp[--n];
+        return gg_strbuf_append(b, num, k);
+    }
+    case JSON_REAL: {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s) return false;
+        bool ok = gg_strbuf_puts(b, s);
+        free(s);
+        return ok;
+    }
+    case JSON_STRING: put_string(b, json_string_value(v), json_string_length(v)); return !b->oom;
+    case JSON_ARRAY: {
+        gg_strbuf_putc(b, '[');
+        for (size_t i = 0, n = json_array_size(v); i < n; i++) {
+            if (i) gg_strbuf_putc(b, ',');
+            put_json(b, json_array_get(v, i));
+        }
+        return gg_strbuf_putc(b, ']');
+    }
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *val;
+        bool first = true;
+        gg_strbuf_putc(b, '{');
+        json_object_foreach(v, key, val) {
+            if (!first) gg_strbuf_putc(b, ',');
+            first = false;
+            put_string(b, key, strlen(key));
+            gg_strbuf_putc(b, ':');
+            put_json(b, val);
+        }
+        return gg_strbuf_putc(b, '}');
+    }
+    }
+    return false;
 }
 
 /* A success response whose result is already serialized JSON text. */
@@ -118,11 +193,15 @@ char *mcp_jsonrpc_result_raw(json_t *id, const char *result_json) {
 
 /* A success response {"jsonrpc":"2.0","id":id,"result":result}; heap string. */
 char *mcp_jsonrpc_result(json_t *id, json_t *result) {
-    char *r = json_dumps(result ? result : json_object(), JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!r) return NULL;
-    char *s = mcp_jsonrpc_result_raw(id, r);
-    free(r);
-    return s;
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    put_json(&b, id);
+    gg_strbuf_puts(&b, ",\"result\":");
+    if (result) put_json(&b, result);
+    else gg_strbuf_puts(&b, "{}");
+    gg_strbuf_putc(&b, '}');
+    if (b.oom) { gg_strbuf_free(&b); return NULL; }
+    return gg_strbuf_take(&b);
 }
 
 /* An error response; id NULL serializes as null (the id could not be determined). */

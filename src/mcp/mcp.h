@@ -248,6 +248,9 @@ json_t *mcp_call_id(const mcp_call *c);        /* borrowed */
 json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */
 bool mcp_call_wants_progress(const mcp_call *c);
 json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
+/* Node records as JSON text instead (see mcp_call_ctx.history_text); set before running. */
+void mcp_call_use_history_text(mcp_call *c);
+char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
 /* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
@@ -257,6 +260,11 @@ const char *mcp_call_error(const mcp_call *c); /* message or NULL */
 double mcp_call_duration_ms(const mcp_call *c);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
+/* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a
+ * budget; NULL + *over means "run it on a worker after all" (the call is unchanged). */
+bool mcp_call_can_inline(const mcp_call *c);
+char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                          double budget_ms, bool *over);
 void mcp_call_free(mcp_call *c);
 
 /* ---- sessions (session.c) -------------------------------------------------------------

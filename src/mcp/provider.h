@@ -33,6 +33,16 @@ typedef struct mcp_call_ctx {
      * history: {node_id, type, started_at (unix ms), duration_ms, status ("ok"|"error"),
      * input?, output?, error?}. Borrowed; NULL when the caller keeps no history. */
     json_t *history;
+    /* > 0: the caller runs the call speculatively on a thread that serves other requests;
+     * a provider that honours it gives up past this many ms with NULL + err code "budget"
+     * (nothing reported, nothing appended to history) and the caller runs it again
+     * without a budget elsewhere. Only asked of tools tool_is_pure calls pure. */
+    double budget_ms;
+    /* Alternative to history, cheaper: when set, the provider appends each executed node's
+     * record as compact JSON text, records separated by commas (no brackets), each
+     * {"index","node_id","node_type","started_at" (unix ms),"finished_at","duration_ms",
+     *  "output"?, "input"? and "error"? (both only on a failed node)}; history stays empty. */
+    gg_strbuf *history_text;
 } mcp_call_ctx;
 
 typedef struct mcp_provider mcp_provider;
@@ -55,6 +65,9 @@ struct mcp_provider {
     void (*destroy)(mcp_provider *p);
     int refcount; /* atomic; see mcp_provider_ref/unref */
     void *impl;
+    /* Optional: true when the tool never waits on I/O (it only computes), so it may run
+     * with a budget on the HTTP thread instead of a worker. NULL = never. */
+    bool (*tool_is_pure)(mcp_provider *p, const char *name);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

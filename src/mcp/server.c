@@ -95,6 +95,10 @@ typedef struct tool {
     const char *name; /* borrowed from def */
     json_t *def;
     mcp_schema *input, *output;
+    bool pure;        /* the provider says it only computes: may run inline with a budget */
+    long long inline_off_until; /* monotonic ms; atomic: after a run outgrew the budget,
+                                   calls go straight to a worker for a while */
+    int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
 } tool;
 
 struct mcp_server {
@@ -200,6 +204,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
     json_array_foreach(list, i, def) {
         s->ntools++;
         if (!load_tool(&s->tools[i], def, err)) goto fail;
+        s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
     }
     if (!build_pages(s, list, page_size)) goto oom;
     json_decref(list);
@@ -245,6 +250,8 @@ struct mcp_call {
     mcp_emit_fn emit;
     void *emit_user;
     json_t *history;
+    gg_strbuf history_text; /* node records as JSON text, when use_text */
+    bool use_text;
     double last_progress;
     bool sent_progress;
     const char *status;
@@ -269,6 +276,23 @@ json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
+/* Keep the call's node records as JSON text (mcp_call_ctx.history_text) instead of the
+ * JSON array of mcp_call_history: cheaper when they are only going to be stored. Set
+ * before the call runs. */
+void mcp_call_use_history_text(mcp_call *c) { c->use_text = true; }
+
+/* The node records as one JSON array text ("[...]"), handed to the caller (free it);
+ * NULL when memory ran out. Afterwards the call holds none. */
+char *mcp_call_take_history_text(mcp_call *c) {
+    gg_strbuf out = GG_STRBUF_INIT;
+    gg_strbuf_reserve(&out, c->history_text.len + 2);
+    gg_strbuf_putc(&out, '[');
+    if (c->history_text.len) gg_strbuf_append(&out, c->history_text.data, c->history_text.len);
+    gg_strbuf_putc(&out, ']');
+    gg_strbuf_free(&c->history_text);
+    return out.oom ? (gg_strbuf_free(&out), NULL) : gg_strbuf_take(&out);
+}
+
 /* Free a call (and the server reference it holds). */
 void mcp_call_free(mcp_call *c) {
     if (!c) return;
@@ -276,6 +300,7 @@ void mcp_call_free(mcp_call *c) {
     json_decref(c->args);
     json_decref(c->progress_token);
     json_decref(c->history);
+    gg_strbuf_free(&c->history_text);
     json_decref(c->result);
     free(c->error);
     mcp_server_unref(c->srv);
@@ -367,16 +392,26 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
     return res;
 }
 
+static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
+
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant) {
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
                      c->level != MCP_LOG_OFF ? sink_log : NULL, c};
-    mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history};
+    mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
+                        c->use_text ? &c->history_text : NULL};
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
     json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
+    return finish_call(c, res, &err);
+}
+
+/* The response for what the provider returned (res consumed, err cleared). */
+static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
+    gg_error err = *errp;
+    *errp = (gg_error)GG_ERROR_INIT;
     char *out;
     if (c->cancelled || strcmp(err.code, "cancelled") == 0) {
         json_decref(res);
@@ -397,6 +432,52 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     }
     gg_error_clear(&err);
     return out;
+}
+
+/* A tool that outgrew its inline budget runs on workers only for a while before it is tried
+ * inline again: 50 ms after one miss (the budget is wall time, so a preempted thread can
+ * miss it once), doubling with each consecutive miss up to 10 s (a tool that is simply too
+ * slow then wastes at most one budget every 10 s). */
+static long long inline_backoff_ms(int misses) {
+    long long ms = 50LL << (misses > 8 ? 8 : misses - 1);
+    return ms > 10000 ? 10000 : ms;
+}
+
+/* Whether the call may be tried on the calling thread with mcp_call_run_inline: the tool
+ * only computes, nothing will be streamed (no progressToken, no log level), and it has not
+ * outgrown the budget recently. */
+bool mcp_call_can_inline(const mcp_call *c) {
+    if (!c->tool->pure || c->progress_token || c->level != MCP_LOG_OFF) return false;
+    long long off = __atomic_load_n(&c->tool->inline_off_until, __ATOMIC_RELAXED);
+    return off == 0 || (long long)gg_now_ms() >= off;
+}
+
+/* Run the call here, giving up after budget_ms. Returns the serialized response as
+ * mcp_call_run does, or NULL with *over set when the budget ran out: the call is then as
+ * it was before (nothing reported or recorded) and must be run with mcp_call_run. */
+char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                          double budget_ms, bool *over) {
+    *over = false;
+    mcp_call_ctx ctx = {NULL, &c->cancelled, request_id, key_id, tenant, c->history, budget_ms,
+                        c->use_text ? &c->history_text : NULL};
+    gg_error err = GG_ERROR_INIT;
+    mcp_provider *p = c->srv->provider;
+    double t0 = gg_now_ms();
+    json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
+    if (!res && strcmp(err.code, "budget") == 0) {
+        gg_error_clear(&err);
+        json_array_clear(c->history);
+        gg_strbuf_reset(&c->history_text);
+        tool *t = (tool *)c->tool; /* only its atomic counters change */
+        int misses = __atomic_add_fetch(&t->inline_misses, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->inline_off_until, (long long)gg_now_ms() + inline_backoff_ms(misses), __ATOMIC_RELAXED);
+        *over = true;
+        return NULL;
+    }
+    if (__atomic_load_n(&c->tool->inline_misses, __ATOMIC_RELAXED))
+        __atomic_store_n(&((tool *)c->tool)->inline_misses, 0, __ATOMIC_RELAXED);
+    c->duration_ms = gg_now_ms() - t0;
+    return finish_call(c, res, &err);
 }
 
 /* Answer for a call that will not run (queue full, shutting down). */

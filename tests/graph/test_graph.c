@@ -208,6 +208,45 @@ START_TEST(execution_time_limit) {
 }
 END_TEST
 
+/* A budget stops a run that outgrows it with code "budget" (and only then): the gateway's
+ * inline path relies on telling it apart from the graph's own limits. */
+START_TEST(run_budget) {
+    gg_graph *g = load(fixtures, "time_limit.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert(gg_graph_tool_is_pure(g, "forever"));
+    ck_assert(!gg_graph_tool_is_pure(g, "no_such_tool"));
+    gg_graph_run_options ro = {.budget_ms = 5};
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    double t0 = gg_now_ms();
+    ck_assert(!gg_graph_execute(g, "forever", NULL, &ro, &r));
+    double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "budget");
+    ck_assert_msg(took >= 5 && took < 140, "took %.1f ms", took);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+    g = load(fixtures, "nested_switch.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    json_t *tools = gg_graph_tools(g);
+    const char *name = json_string_value(json_object_get(json_array_get(tools, 0), "name"));
+    ck_assert(gg_graph_tool_is_pure(g, name));
+    ro.budget_ms = 1000; /* a run well inside its budget is unaffected */
+    ck_assert(gg_graph_execute(g, name, NULL, &ro, &r) || strcmp(r.error.code, "budget") != 0);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
+/* mcp nodes wait on I/O: such tools are never pure. */
+START_TEST(mcp_tools_are_not_pure) {
+    gg_graph *g = load(fixtures, "downstream.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    json_t *tools = gg_graph_tools(g);
+    for (size_t i = 0; i < json_array_size(tools); i++)
+        ck_assert(!gg_graph_tool_is_pure(g, json_string_value(json_object_get(json_array_get(tools, i), "name"))));
+    gg_graph_unref(g);
+}
+END_TEST
+
 typedef struct hook_log {
     int starts, completes, errors;
     char last_error_node[64];
@@ -1160,6 +1199,8 @@ int main(void) {
     tcase_add_test(tc, nested_switches);
     tcase_add_test(tc, node_execution_limit);
     tcase_add_test(tc, execution_time_limit);
+    tcase_add_test(tc, run_budget);
+    tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, hooks_and_cancel_flag);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, policy_checks);

@@ -150,6 +150,17 @@ START_TEST(limits) {
     got = run("[1..10000001]", NULL, NULL, NULL, NULL, NULL);
     ck_assert_str_eq(got, "ERR D2014");
     free(got);
+    /* one big range is a single step: limits are checked while it is built */
+    jsonata_options ot = {0};
+    ot.time_limit_ms = 2;
+    double t0 = gg_now_ms();
+    got = run("$count([1..9000000])", NULL, NULL, &ot, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D1012");
+    ck_assert_msg(gg_now_ms() - t0 < 300, "took %.0f ms", gg_now_ms() - t0);
+    free(got);
+    got = run("$count([1..9000000])", NULL, NULL, &oc, NULL, NULL);
+    ck_assert_str_eq(got, "ERR D1013");
+    free(got);
 }
 END_TEST
 
