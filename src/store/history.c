@@ -5,18 +5,25 @@
  * wakes when work arrives, waits flush_ms for more, and writes everything queued in one
  * transaction: with WAL and synchronous=NORMAL that is one fsync-free commit for many runs.
  *
- * The writer is one thread for the whole process, so everything that can be done by the
- * submitting (worker) threads is done there: JSON is serialized and the JSON trees are
- * released in gg_history_submit, leaving the writer only SQLite work. A run's node rows go
- * in multi-row INSERTs (up to NODE_ROWS_MAX per statement), and the writer's connection
- * runs without foreign-key checks during batches: it inserts an executions row only when
- * its tenant exists (WHERE EXISTS, same transaction) and node rows only under an
- * executions row it has just written, so the checks could never fail there. Retention
- * turns them back on for its deletes, which rely on ON DELETE CASCADE. */
+ * The writer is one thread for the whole process and every tools/call is recorded, so its
+ * cost per run bounds the gateway's throughput (bench/history measures it). Hence:
+ * - A run is ONE executions row. Its node records are one compact JSON text in the row's
+ *   `nodes` column (the form is described in migrations/0003_history_one_row.sql), built
+ *   by gg_history_submit on the submitting thread together with the arguments and result
+ *   texts, straight into a single allocation that also holds the queue item: the writer
+ *   only binds texts, and frees one block per run (freeing many small blocks another
+ *   thread allocated is what made malloc slow on both sides).
+ * - Rows go in multi-row upserts (up to ROWS_MAX a statement: per-statement overhead was
+ *   a third of a row's cost), and the writer's connection runs without foreign-key checks
+ *   during batches: it checks once per batch and tenant that the tenant exists (inside
+ *   the same IMMEDIATE transaction, so no delete can slip in between), which is all the
+ *   checks could catch. Retention turns them back on for its deletes. */
 #include "store/store_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +41,14 @@ int gg_exec_status_parse(const char *name) {
     return -1;
 }
 
-void gg_exec_id_new(char out[33]) {
-    unsigned long long ms = (unsigned long long)gg_wall_ms();
+static void id_at(unsigned long long ms, char out[33]) {
     unsigned char rnd[10];
     randombytes_buf(rnd, sizeof rnd);
     snprintf(out, 13, "%012llx", ms & 0xffffffffffffULL);
     sodium_bin2hex(out + 12, 21, rnd, sizeof rnd);
 }
+
+void gg_exec_id_new(char out[33]) { id_at((unsigned long long)gg_wall_ms(), out); }
 
 /* ---- records ---------------------------------------------------------------------------- */
 
@@ -56,14 +64,15 @@ gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int ve
     gg_exec_record *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     bool oom = false;
-    gg_exec_id_new(r->id);
+    /* one clock read: the id's time is the start time, so ids sort like started_at */
+    r->started_ms = gg_wall_ms();
+    id_at((unsigned long long)r->started_ms, r->id);
     r->tenant = dup_or_null(tenant ? tenant : "", &oom);
     r->graph = dup_or_null(graph ? graph : "", &oom);
     r->tool = dup_or_null(tool ? tool : "", &oom);
     r->key_id = dup_or_null(key_id, &oom);
     r->version = version;
     r->status = GG_EXEC_RUNNING;
-    r->started_ms = gg_wall_ms();
     r->arguments = arguments ? json_incref(arguments) : NULL;
     if (oom) { gg_exec_record_free(r); return NULL; }
     return r;
@@ -99,6 +108,29 @@ gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node
     }
     r->n_nodes++;
     return n;
+}
+
+/* The fast path for a graph run's node records: the executor's history array as it is.
+ * Takes the reference to history (it is only read, by gg_history_submit on the calling
+ * thread, which writes each element as one node: executionIndex, nodeId, nodeType,
+ * startTime, endTime, duration, output, input — kept on every node when all_inputs, else
+ * only on a node that failed — and error, an object's "message" or a string). Replaces an
+ * earlier history; nodes added with gg_exec_record_add_node are written after these. */
+void gg_exec_record_set_node_history(gg_exec_record *r, json_t *history, bool all_inputs) {
+    json_decref(r->node_history);
+    r->node_history = history;
+    r->all_inputs = all_inputs;
+}
+
+/* The node records already serialized: json_text (taken, freed with the record) is a JSON
+ * array in the stored form (migrations/0003_history_one_row.sql) or of executor-shaped
+ * objects {executionIndex, nodeId, nodeType, startTime, endTime, duration, input?,
+ * output?, error?} (json_dumps of the executor's history does). Stored as given: no
+ * payload bound is applied and inputs are kept, so the caller decides what goes in.
+ * Takes precedence over a node history and nodes added with gg_exec_record_add_node. */
+void gg_exec_record_set_nodes_json(gg_exec_record *r, char *json_text) {
+    free(r->nodes_text);
+    r->nodes_text = json_text;
 }
 
 gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *src) {
@@ -137,6 +169,8 @@ void gg_exec_record_free(gg_exec_record *r) {
         free(n->output_text);
     }
     free(r->nodes);
+    json_decref(r->node_history);
+    free(r->nodes_text);
     free(r->arguments_text);
     free(r->result_text);
     free(r->tenant);
@@ -149,22 +183,288 @@ void gg_exec_record_free(gg_exec_record *r) {
     free(r);
 }
 
+/* ---- texts, built on the submitting thread ------------------------------------------------ */
+
+/* An append-only text buffer: a caller's stack array first, the heap past it. */
+typedef struct tbuf {
+    char *p;
+    size_t len, cap;
+    bool heap, oom;
+} tbuf;
+
+static bool tb_reserve(tbuf *b, size_t extra) {
+    if (b->oom) return false;
+    if (b->len + extra <= b->cap) return true;
+    size_t cap = b->cap * 2;
+    while (cap < b->len + extra) cap *= 2;
+    char *np = b->heap ? realloc(b->p, cap) : malloc(cap);
+    if (!np) { b->oom = true; return false; }
+    if (!b->heap) memcpy(np, b->p, b->len);
+    b->p = np;
+    b->cap = cap;
+    b->heap = true;
+    return true;
+}
+
+static void tb_put(tbuf *b, const char *s, size_t n) {
+    if (!tb_reserve(b, n)) return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void tb_putc(tbuf *b, char c) {
+    if (b->len < b->cap || tb_reserve(b, 1)) b->p[b->len++] = c;
+}
+
+static void tb_int(tbuf *b, long long v) {
+    char tmp[24];
+    int i = (int)sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do { tmp[--i] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) tmp[--i] = '-';
+    tb_put(b, tmp + i, sizeof tmp - (size_t)i);
+}
+
+/* A duration: the executor's are whole microseconds, written as such without printf;
+ * anything else in full precision. */
+static void tb_duration(tbuf *b, double d) {
+    if (!isfinite(d)) { tb_put(b, "0", 1); return; }
+    double us = round(d * 1000.0);
+    if (fabs(us) < 1e15 && us / 1000.0 == d) {
+        long long v = (long long)us;
+        if (v < 0) { tb_putc(b, '-'); v = -v; }
+        tb_int(b, v / 1000);
+        int frac = (int)(v % 1000);
+        if (frac) {
+            char f[4] = {(char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10), 0};
+            int n = 3;
+            while (f[n - 1] == '0') n--;
+            tb_putc(b, '.');
+            tb_put(b, f, (size_t)n);
+        }
+        return;
+    }
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%.17g", d);
+    tb_put(b, tmp, (size_t)n);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid. */
+static int utf8_len(const unsigned char *s) {
+    unsigned c = s[0];
+    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && s[1] < 0xA0) return 0;
+        if (c == 0xED && s[1] > 0x9F) return 0; /* surrogates */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+        if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F)) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* s as a JSON string; invalid UTF-8 becomes U+FFFD so the text always parses back. */
+static void tb_string(tbuf *b, const char *s) {
+    tb_putc(b, '"');
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    for (;;) {
+        unsigned c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) { p++; continue; }
+        tb_put(b, (const char *)run, (size_t)(p - run));
+        if (!c) break;
+        if (c >= 0x80) {
+            int n = utf8_len(p);
+            if (n) tb_put(b, (const char *)p, (size_t)n);
+            else tb_put(b, "\\ufffd", 6);
+            p += n ? n : 1;
+        } else if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            tb_put(b, e, 2);
+            p++;
+        } else {
+            char e[8];
+            snprintf(e, sizeof e, "\\u%04x", c);
+            tb_put(b, e, 6);
+            p++;
+        }
+        run = p;
+    }
+    tb_putc(b, '"');
+}
+
+static int tb_dump_cb(const char *buf, size_t size, void *data) {
+    tbuf *b = data;
+    tb_put(b, buf, size);
+    return b->oom ? -1 : 0;
+}
+
+/* Nesting this deep is handed to jansson's own encoder (which also catches cycles). */
+#define TB_JSON_DEPTH 512
+
+/* v as compact JSON, written straight into b: what json_dumps(JSON_COMPACT|JSON_ENCODE_ANY)
+ * writes, without its buffer allocations and callback per token (a small value cost
+ * ≈ 0.3 µs through json_dumps, a few percent of that here). false when v cannot be
+ * encoded (a NaN, a cycle). */
+static bool tb_json(tbuf *b, json_t *v, int depth) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        if (depth >= TB_JSON_DEPTH) break;
+        tb_putc(b, '{');
+        bool first = true;
+        const char *k;
+        json_t *e;
+        json_object_foreach(v, k, e) {
+            if (!first) tb_putc(b, ',');
+            first = false;
+            tb_string(b, k);
+            tb_putc(b, ':');
+            if (!tb_json(b, e, depth + 1)) return false;
+        }
+        tb_putc(b, '}');
+        return true;
+    }
+    case JSON_ARRAY: {
+        if (depth >= TB_JSON_DEPTH) break;
+        tb_putc(b, '[');
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            if (i) tb_putc(b, ',');
+            if (!tb_json(b, e, depth + 1)) return false;
+        }
+        tb_putc(b, ']');
+        return true;
+    }
+    case JSON_STRING: {
+        const char *str = json_string_value(v);
+        if (strlen(str) != json_string_length(v)) break; /* embedded NUL: jansson writes \u0000 */
+        tb_string(b, str);
+        return true;
+    }
+    case JSON_INTEGER: tb_int(b, (long long)json_integer_value(v)); return true;
+    case JSON_TRUE: tb_put(b, "true", 4); return true;
+    case JSON_FALSE: tb_put(b, "false", 5); return true;
+    case JSON_NULL: tb_put(b, "null", 4); return true;
+    default: break; /* reals: jansson's formatting, exactly */
+    }
+    return json_dump_callback(v, tb_dump_cb, b, JSON_COMPACT | JSON_ENCODE_ANY) == 0;
+}
+
+/* A stored JSON value (NULL → null); larger than max bytes → {"truncated":true,"bytes":N}. */
+static void tb_value(tbuf *b, json_t *v, size_t max) {
+    if (!v) { tb_put(b, "null", 4); return; }
+    size_t at = b->len;
+    if (!tb_json(b, v, 0)) {
+        if (!b->oom) { b->len = at; tb_put(b, "null", 4); } /* not representable (NaN) */
+        return;
+    }
+    size_t n = b->len - at;
+    if (n <= max) return;
+    b->len = at;
+    tb_put(b, "{\"truncated\":true,\"bytes\":", 26);
+    tb_int(b, (long long)n);
+    tb_putc(b, '}');
+}
+
+/* One node in the stored form: [index,id,type,start,end,duration,output(,input(,error))]. */
+static void tb_node(tbuf *b, bool first, long long base, long long index, const char *id, const char *type, long long start,
+                    long long end, double duration, json_t *output, const char *output_text, json_t *input,
+                    const char *input_text, const char *error, size_t max) {
+    if (!first) tb_putc(b, ',');
+    tb_putc(b, '[');
+    tb_int(b, index);
+    tb_putc(b, ',');
+    tb_string(b, id ? id : "");
+    tb_putc(b, ',');
+    tb_string(b, type ? type : "");
+    tb_putc(b, ',');
+    tb_int(b, start - base);
+    tb_putc(b, ',');
+    tb_int(b, end - base);
+    tb_putc(b, ',');
+    tb_duration(b, duration);
+    tb_putc(b, ',');
+    if (output_text) tb_put(b, output_text, strlen(output_text));
+    else tb_value(b, output, max);
+    if (input || input_text || error) {
+        tb_putc(b, ',');
+        if (input_text) tb_put(b, input_text, strlen(input_text));
+        else tb_value(b, input, max);
+        if (error) {
+            tb_putc(b, ',');
+            tb_string(b, error);
+        }
+    }
+    tb_putc(b, ']');
+}
+
+/* Every node of r as one JSON array, appended to b. */
+static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max) {
+    tb_putc(b, '[');
+    bool first = true;
+    size_t i;
+    json_t *n;
+    json_array_foreach(r->node_history, i, n) {
+        json_t *err = json_object_get(n, "error");
+        const char *emsg = NULL;
+        if (err) {
+            emsg = json_is_object(err) ? json_string_value(json_object_get(err, "message")) : json_string_value(err);
+            if (!emsg) emsg = "error";
+        }
+        json_t *dur = json_object_get(n, "duration");
+        long long start = json_integer_value(json_object_get(n, "startTime")),
+                  end = json_integer_value(json_object_get(n, "endTime"));
+        tb_node(b, first, r->started_ms, json_integer_value(json_object_get(n, "executionIndex")),
+                json_string_value(json_object_get(n, "nodeId")), json_string_value(json_object_get(n, "nodeType")),
+                start, end, json_is_number(dur) ? json_number_value(dur) : (double)(end - start),
+                json_object_get(n, "output"), NULL,
+                r->all_inputs || err ? json_object_get(n, "input") : NULL, NULL, emsg, max);
+        first = false;
+    }
+    for (size_t k = 0; k < r->n_nodes; k++) {
+        const gg_node_exec_record *d = &r->nodes[k];
+        tb_node(b, first, r->started_ms, d->index, d->node_id, d->node_type, d->start_ms, d->end_ms, d->duration_ms,
+                d->output, d->output_text, d->input, d->input_text, d->error, max);
+        first = false;
+    }
+    tb_putc(b, ']');
+}
+
 /* ---- the writer ------------------------------------------------------------------------- */
+
+/* What the writer needs of a run: texts only, all inside the item's allocation. */
+typedef struct hist_row {
+    char id[33];
+    int version;
+    gg_exec_status status;
+    long long started_ms, finished_ms;
+    double duration_ms;
+    const char *tenant, *graph, *tool, *key_id, *error, *arguments, *result, *nodes;
+} hist_row;
 
 typedef struct hist_item {
     struct hist_item *next;
-    gg_exec_record *rec;          /* NULL for a key touch */
-    bool packed;                  /* rec lives inside this allocation (see pack_record) */
+    bool is_row;                  /* else a key touch */
+    hist_row row;
     char key_id[GG_KEY_ID_MAX];
     long long when_ms;
+    char data[];                  /* the row's strings */
 } hist_item;
 
-#define NODE_ROWS_MAX 8
+/* Rows a statement: 16 × 14 parameters. Measured (bench/history): 8 → 16 saved ≈ 4 %,
+ * 32 nothing more. Statements for 16, 8, 4, 2 and 1 rows cover every remainder. */
+#define ROWS_MAX 16
+#define ROW_COLS 14
+#define N_ROW_STMTS 5
 
 struct gg_history {
     gg_store *store;
     gg_store_conn *conn;          /* the writer's own connection */
-    sqlite3_stmt *node_ins[NODE_ROWS_MAX + 1]; /* [k]: INSERT of k node rows, made on first use */
+    sqlite3_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
     gg_history_options opt;
     pthread_t thread;
     pthread_mutex_t lock;         /* guards everything below */
@@ -179,200 +479,166 @@ struct gg_history {
     gg_history_stats stats;
 };
 
-static const char SQL_EXEC_UPSERT[] =
-    "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at,"
-    " finished_at, duration_ms, arguments, result, error)"
-    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13"
-    " WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)"
-    " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at,"
-    " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error"
-    " WHERE executions.status = 'running'";
-#define NODE_COLS 10
+/* Texts of a record, one after the other in b; NULL texts are absent (offset SIZE_MAX). */
+typedef struct rec_texts {
+    size_t args, result, nodes;
+} rec_texts;
 
-/* Serialize a stored JSON value, replacing oversized ones by a marker. Caller frees. */
-static char *dump_bounded(json_t *v, size_t max) {
-    if (!v) return NULL;
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!s) return NULL;
-    size_t n = strlen(s);
-    if (n <= max) return s;
-    free(s);
-    char buf[96];
-    snprintf(buf, sizeof buf, "{\"truncated\":true,\"bytes\":%zu}", n);
-    return strdup(buf);
+static size_t tb_text_value(tbuf *b, json_t *v, const char *text, size_t max) {
+    if (!v && !text) return SIZE_MAX;
+    size_t at = b->len;
+    if (text) tb_put(b, text, strlen(text));
+    else tb_value(b, v, max);
+    tb_putc(b, '\0');
+    return at;
 }
 
-/* JSON → text for one field: the tree is released, the text kept (NULL stays NULL).
- * false on OOM (the tree is kept then, and the writer serializes it itself). */
-static bool seal_field(json_t **v, char **text, size_t max) {
-    if (!*v || *text) return true;
-    *text = dump_bounded(*v, max);
-    if (!*text) return false;
-    json_decref(*v);
-    *v = NULL;
-    return true;
-}
-
-static void seal_record(gg_exec_record *r, size_t max) {
-    seal_field(&r->arguments, &r->arguments_text, max);
-    seal_field(&r->result, &r->result_text, max);
-    for (size_t i = 0; i < r->n_nodes; i++) {
-        seal_field(&r->nodes[i].input, &r->nodes[i].input_text, max);
-        seal_field(&r->nodes[i].output, &r->nodes[i].output_text, max);
+static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
+    t->args = tb_text_value(b, r->arguments, r->arguments_text, max);
+    t->result = tb_text_value(b, r->result, r->result_text, max);
+    t->nodes = SIZE_MAX;
+    if (r->nodes_text) {
+        t->nodes = b->len;
+        tb_put(b, r->nodes_text, strlen(r->nodes_text) + 1);
+    } else if (r->node_history || r->n_nodes) {
+        t->nodes = b->len;
+        tb_nodes(b, r, max);
+        tb_putc(b, '\0');
     }
 }
 
-/* Bump allocator over the string area of a packed item. */
-typedef struct pack_area {
-    char *p;
-} pack_area;
-
-static char *pack_str(pack_area *a, const char *s) {
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = memcpy(a->p, s, n);
-    a->p += n;
-    return d;
-}
-
-static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
-
-/* The queue item and a read-only copy of r (text fields only, no JSON) in ONE allocation,
- * made on the submitting thread. The writer then frees a single block per run: freeing
- * dozens of small blocks another thread allocated is what made malloc slow on both sides
- * (they return to the allocating thread's arena, not to the freeing thread's cache). NULL
- * on OOM (the caller falls back to the unpacked record). r is left sealed either way. */
-static hist_item *pack_record(gg_exec_record *r, size_t max) {
-    seal_record(r, max);
-    if (r->arguments || r->result) return NULL; /* a serialization failed */
-    size_t bytes = sizeof(hist_item) + sizeof(gg_exec_record) + r->n_nodes * sizeof(gg_node_exec_record);
-    bytes += str_size(r->tenant) + str_size(r->graph) + str_size(r->tool) + str_size(r->key_id) +
-             str_size(r->error) + str_size(r->arguments_text) + str_size(r->result_text);
-    for (size_t i = 0; i < r->n_nodes; i++) {
-        const gg_node_exec_record *n = &r->nodes[i];
-        if (n->input || n->output) return NULL;
-        bytes += str_size(n->node_id) + str_size(n->node_type) + str_size(n->error) + str_size(n->input_text) +
-                 str_size(n->output_text);
+/* The queue item for r: the row's fields and every text in ONE allocation. NULL on OOM. */
+static hist_item *pack_record(const gg_exec_record *r, size_t max) {
+    char stack[4096];
+    tbuf b = {stack, 0, sizeof stack, false, false};
+    rec_texts t;
+    /* the short strings first, then the JSON texts */
+    const char *strs[5] = {r->tenant, r->graph, r->tool, r->key_id, r->error};
+    size_t off[5];
+    for (int i = 0; i < 5; i++) {
+        off[i] = SIZE_MAX;
+        if (!strs[i]) continue;
+        off[i] = b.len;
+        tb_put(&b, strs[i], strlen(strs[i]) + 1);
     }
-    hist_item *it = malloc(bytes);
-    if (!it) return NULL;
-    memset(it, 0, sizeof *it);
-    it->packed = true;
-    gg_exec_record *c = (gg_exec_record *)(void *)(it + 1);
-    *c = *r;
-    c->arguments = c->result = NULL;
-    c->nodes = (gg_node_exec_record *)(void *)(c + 1);
-    c->cap_nodes = r->n_nodes;
-    pack_area a = {(char *)(c->nodes + r->n_nodes)};
-    c->tenant = pack_str(&a, r->tenant);
-    c->graph = pack_str(&a, r->graph);
-    c->tool = pack_str(&a, r->tool);
-    c->key_id = pack_str(&a, r->key_id);
-    c->error = pack_str(&a, r->error);
-    c->arguments_text = pack_str(&a, r->arguments_text);
-    c->result_text = pack_str(&a, r->result_text);
-    for (size_t i = 0; i < r->n_nodes; i++) {
-        const gg_node_exec_record *n = &r->nodes[i];
-        gg_node_exec_record *d = &c->nodes[i];
-        *d = *n;
-        d->node_id = pack_str(&a, n->node_id);
-        d->node_type = pack_str(&a, n->node_type);
-        d->error = pack_str(&a, n->error);
-        d->input_text = pack_str(&a, n->input_text);
-        d->output_text = pack_str(&a, n->output_text);
+    build_texts(&b, r, max, &t);
+    hist_item *it = b.oom ? NULL : malloc(sizeof *it + b.len);
+    if (it) {
+        memset(it, 0, sizeof *it);
+        memcpy(it->data, b.p, b.len);
+        it->is_row = true;
+        hist_row *w = &it->row;
+        memcpy(w->id, r->id, sizeof w->id);
+        w->version = r->version;
+        w->status = r->status;
+        w->started_ms = r->started_ms;
+        w->finished_ms = r->finished_ms;
+        w->duration_ms = r->duration_ms;
+        const char **dst[5] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error};
+        for (int i = 0; i < 5; i++) *dst[i] = off[i] == SIZE_MAX ? NULL : it->data + off[i];
+        w->arguments = t.args == SIZE_MAX ? NULL : it->data + t.args;
+        w->result = t.result == SIZE_MAX ? NULL : it->data + t.result;
+        w->nodes = t.nodes == SIZE_MAX ? NULL : it->data + t.nodes;
+        if (!w->tenant) w->tenant = "";
+        if (!w->graph) w->graph = "";
+        if (!w->tool) w->tool = "";
     }
-    it->rec = c;
+    if (b.heap) free(b.p);
     return it;
 }
 
-/* The INSERT of k node rows (?1 the execution id, then NODE_COLS - 1 parameters a row). */
-static sqlite3_stmt *node_insert_stmt(gg_history *h, int k, gg_error *err) {
-    if (h->node_ins[k]) {
-        sqlite3_reset(h->node_ins[k]);
-        sqlite3_clear_bindings(h->node_ins[k]);
-        return h->node_ins[k];
+#define ROW_UPSERT_HEAD \
+    "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at," \
+    " finished_at, duration_ms, arguments, result, error, nodes) VALUES"
+#define ROW_UPSERT_TAIL \
+    " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at," \
+    " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error," \
+    " nodes = excluded.nodes WHERE executions.status = 'running'"
+
+/* The upsert of ROWS_MAX >> k rows (a final state never goes back to running). */
+static sqlite3_stmt *row_stmt(gg_history *h, int k, gg_error *err) {
+    if (h->row_ins[k]) return h->row_ins[k];
+    int rows = ROWS_MAX >> k;
+    char sql[8192];
+    int len = snprintf(sql, sizeof sql, "%s", ROW_UPSERT_HEAD);
+    for (int row = 0; row < rows; row++) {
+        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(", row ? "," : "");
+        for (int c = 1; c <= ROW_COLS; c++)
+            len += snprintf(sql + len, sizeof sql - (size_t)len, "?%d%s", row * ROW_COLS + c, c < ROW_COLS ? "," : ")");
     }
-    char sql[1024];
-    int len = snprintf(sql, sizeof sql,
-                       "INSERT OR REPLACE INTO node_executions(execution_id, execution_index, node_id,"
-                       " node_type, started_at, finished_at, duration_ms, input, output, error) VALUES");
-    for (int row = 0; row < k; row++) {
-        int p = 2 + row * (NODE_COLS - 1);
-        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(?1,?%d,?%d,?%d,?%d,?%d,?%d,?%d,?%d,?%d)",
-                        row ? "," : "", p, p + 1, p + 2, p + 3, p + 4, p + 5, p + 6, p + 7, p + 8);
-    }
-    int rc = sqlite3_prepare_v3(h->conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &h->node_ins[k], NULL);
-    if (rc != SQLITE_OK) {
-        gg_store_set_db_error(h->conn, err, "prepare node_executions");
+    snprintf(sql + len, sizeof sql - (size_t)len, "%s", ROW_UPSERT_TAIL);
+    if (sqlite3_prepare_v3(h->conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &h->row_ins[k], NULL) != SQLITE_OK) {
+        gg_store_set_db_error(h->conn, err, "prepare executions");
         return NULL;
     }
-    return h->node_ins[k];
+    return h->row_ins[k];
 }
 
-/* Text of a field: the sealed text, else serialized now into *tmp (freed by the caller). */
-static const char *field_text(json_t *v, const char *text, char **tmp, size_t max) {
-    if (text || !v) return text;
-    return *tmp = dump_bounded(v, max);
+static void bind_row(sqlite3_stmt *st, int p, const hist_row *w) {
+    sqlite3_bind_text(st, p + 1, w->id, 32, SQLITE_STATIC);
+    sqlite3_bind_text(st, p + 2, w->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, p + 3, w->graph, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, p + 4, w->version);
+    sqlite3_bind_text(st, p + 5, w->tool, -1, SQLITE_STATIC);
+    gg_store_bind_text(st, p + 6, w->key_id);
+    sqlite3_bind_text(st, p + 7, gg_exec_status_name(w->status), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, p + 8, w->started_ms);
+    if (w->status != GG_EXEC_RUNNING) {
+        sqlite3_bind_int64(st, p + 9, w->finished_ms ? w->finished_ms : gg_wall_ms());
+        sqlite3_bind_double(st, p + 10, w->duration_ms);
+    } else {
+        sqlite3_bind_null(st, p + 9);
+        sqlite3_bind_null(st, p + 10);
+    }
+    gg_store_bind_text(st, p + 11, w->arguments);
+    gg_store_bind_text(st, p + 12, w->result);
+    gg_store_bind_text(st, p + 13, w->error);
+    gg_store_bind_text(st, p + 14, w->nodes);
 }
 
-static bool write_nodes(gg_history *h, gg_exec_record *r, gg_error *err) {
-    size_t max = h->opt.max_payload_bytes;
-    for (size_t i = 0; i < r->n_nodes;) {
-        int k = r->n_nodes - i >= NODE_ROWS_MAX ? NODE_ROWS_MAX : (int)(r->n_nodes - i);
-        sqlite3_stmt *st = node_insert_stmt(h, k, err);
-        if (!st) return false;
-        char *tmp[2 * NODE_ROWS_MAX] = {0};
-        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
-        for (int row = 0; row < k; row++) {
-            gg_node_exec_record *n = &r->nodes[i + (size_t)row];
-            int p = 2 + row * (NODE_COLS - 1);
-            sqlite3_bind_int(st, p, n->index);
-            sqlite3_bind_text(st, p + 1, n->node_id, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, p + 2, n->node_type, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, p + 3, n->start_ms);
-            sqlite3_bind_int64(st, p + 4, n->end_ms);
-            sqlite3_bind_double(st, p + 5, n->duration_ms);
-            gg_store_bind_text(st, p + 6, field_text(n->input, n->input_text, &tmp[2 * row], max));
-            gg_store_bind_text(st, p + 7, field_text(n->output, n->output_text, &tmp[2 * row + 1], max));
-            gg_store_bind_text(st, p + 8, n->error);
+/* Write n (<= ROWS_MAX) rows with as few statements as n's bits. */
+static bool write_rows(gg_history *h, const hist_row *const *rows, int n, gg_error *err) {
+    int done = 0;
+    for (int k = 0; k < N_ROW_STMTS && done < n; k++) {
+        int size = ROWS_MAX >> k;
+        while (n - done >= size) {
+            sqlite3_stmt *st = row_stmt(h, k, err);
+            if (!st) return false;
+            for (int i = 0; i < size; i++) bind_row(st, i * ROW_COLS, rows[done + i]);
+            int rc = sqlite3_step(st);
+            sqlite3_reset(st);
+            if (rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "executions"); return false; }
+            done += size;
         }
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        for (int t = 0; t < 2 * k; t++) free(tmp[t]);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "node_executions"); return false; }
-        i += (size_t)k;
     }
     return true;
 }
 
-static bool write_record(gg_history *h, gg_exec_record *r, gg_error *err) {
-    gg_store_conn *c = h->conn;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_EXEC_UPSERT, err);
-    if (!st) return false;
-    size_t max = h->opt.max_payload_bytes;
-    char *args = NULL, *result = NULL;
-    sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->graph, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 4, r->version);
-    sqlite3_bind_text(st, 5, r->tool, -1, SQLITE_STATIC);
-    gg_store_bind_text(st, 6, r->key_id);
-    sqlite3_bind_text(st, 7, gg_exec_status_name(r->status), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, r->started_ms);
-    if (r->status != GG_EXEC_RUNNING) {
-        sqlite3_bind_int64(st, 9, r->finished_ms ? r->finished_ms : gg_wall_ms());
-        sqlite3_bind_double(st, 10, r->duration_ms);
-    }
-    gg_store_bind_text(st, 11, field_text(r->arguments, r->arguments_text, &args, max));
-    gg_store_bind_text(st, 12, field_text(r->result, r->result_text, &result, max));
-    gg_store_bind_text(st, 13, r->error);
+/* Tenants seen in this batch (a run of a deleted tenant is dropped: its rows would be
+ * orphans, the foreign-key checks being off). */
+#define TENANT_CACHE 16
+typedef struct tenant_cache {
+    const char *name[TENANT_CACHE];
+    bool exists[TENANT_CACHE];
+    int n;
+} tenant_cache;
+
+static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenants WHERE name = ?1";
+
+static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, gg_error *err) {
+    for (int i = 0; i < tc->n; i++)
+        if (strcmp(tc->name[i], tenant) == 0) return tc->exists[i];
+    sqlite3_stmt *st = gg_store_conn_stmt(h->conn, SQL_TENANT_EXISTS, err);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    free(args);
-    free(result);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return false; }
-    if (sqlite3_changes(c->db) == 0) return true; /* tenant gone, or already final */
-    return write_nodes(h, r, err);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "tenants"); return -1; }
+    if (tc->n < TENANT_CACHE) {
+        tc->name[tc->n] = tenant;
+        tc->exists[tc->n++] = rc == SQLITE_ROW;
+    }
+    return rc == SQLITE_ROW;
 }
 
 /* FNV-1a over an id, for the per-batch "has a final state" set. */
@@ -390,26 +656,37 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err
     const char **finals = calloc(cap, sizeof *finals);
     if (finals) {
         for (hist_item *it = items; it; it = it->next) {
-            if (!it->rec || it->rec->status == GG_EXEC_RUNNING) continue;
-            size_t i = id_hash(it->rec->id) & (cap - 1);
+            if (!it->is_row || it->row.status == GG_EXEC_RUNNING) continue;
+            size_t i = id_hash(it->row.id) & (cap - 1);
             while (finals[i]) i = (i + 1) & (cap - 1);
-            finals[i] = it->rec->id;
+            finals[i] = it->row.id;
         }
     }
+    tenant_cache tc = {.n = 0};
+    const hist_row *pending[ROWS_MAX];
+    int np = 0;
     bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err);
     for (hist_item *it = items; ok && it; it = it->next) {
-        if (!it->rec) {
+        if (!it->is_row) {
             ok = gg_store_key_touch_conn(h->conn, it->key_id, it->when_ms, err);
             continue;
         }
-        if (it->rec->status == GG_EXEC_RUNNING && finals) {
+        if (it->row.status == GG_EXEC_RUNNING && finals) {
             bool superseded = false;
-            for (size_t i = id_hash(it->rec->id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
-                if (strcmp(finals[i], it->rec->id) == 0) { superseded = true; break; }
+            for (size_t i = id_hash(it->row.id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
+                if (strcmp(finals[i], it->row.id) == 0) { superseded = true; break; }
             if (superseded) continue;
         }
-        ok = write_record(h, it->rec, err);
+        int ex = tenant_exists(h, &tc, it->row.tenant, err);
+        if (ex < 0) { ok = false; break; }
+        if (!ex) continue;
+        pending[np++] = &it->row;
+        if (np == ROWS_MAX) {
+            ok = write_rows(h, pending, np, err);
+            np = 0;
+        }
     }
+    if (ok && np) ok = write_rows(h, pending, np, err);
     free(finals);
     if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
     if (!ok) sqlite3_exec(h->conn->db, "ROLLBACK", NULL, NULL, NULL);
@@ -419,7 +696,6 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err
 static void free_items(hist_item *it) {
     while (it) {
         hist_item *next = it->next;
-        if (!it->packed) gg_exec_record_free(it->rec);
         free(it);
         it = next;
     }
@@ -428,7 +704,7 @@ static void free_items(hist_item *it) {
 static void run_retention(gg_history *h) {
     if (h->opt.max_age_ms <= 0 && h->opt.max_count <= 0) return;
     gg_error err = GG_ERROR_INIT;
-    /* deleting executions rows must cascade to their node rows */
+    /* as every other connection does (no cascade depends on it any more since 0003) */
     sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
     long long n = gg_store_executions_prune_conn(h->conn, h->opt.max_age_ms, h->opt.max_count, &err);
     sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
@@ -522,7 +798,10 @@ static void *writer_main(void *arg) {
             run_retention(h);
             next_retention = gg_now_ms() + RETENTION_EVERY_MS;
         }
+        struct timespec cpu;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
         pthread_mutex_lock(&h->lock);
+        h->stats.writer_cpu_ns = (unsigned long long)cpu.tv_sec * 1000000000ULL + (unsigned long long)cpu.tv_nsec;
         if (items) {
             h->stats.batches++;
             if (ok) h->stats.written += n;
@@ -592,7 +871,7 @@ static bool enqueue(gg_history *h, hist_item *it) {
     h->queued++;
     h->enqueued_seq++;
     __atomic_add_fetch(&h->backlog, 1, __ATOMIC_RELAXED);
-    if (it->rec) h->stats.submitted++;
+    if (it->is_row) h->stats.submitted++;
     /* Wake the writer only for the first item: it then waits flush_ms for the rest. */
     if (h->queued == 1) pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);
@@ -602,28 +881,17 @@ static bool enqueue(gg_history *h, hist_item *it) {
 bool gg_history_submit(gg_history *h, gg_exec_record *r) {
     if (!r) return false;
     hist_item *it = h ? pack_record(r, h->opt.max_payload_bytes) : NULL;
-    if (it) { /* the original is freed here, by the thread that allocated it */
-        gg_exec_record_free(r);
-        if (!enqueue(h, it)) {
-            free(it);
-            return false;
-        }
-        return true;
-    }
-    it = h ? calloc(1, sizeof *it) : NULL;
+    /* the record is freed here, by the thread that allocated it */
+    gg_exec_record_free(r);
     if (!it) {
         if (h) {
             pthread_mutex_lock(&h->lock);
             h->stats.dropped++;
             pthread_mutex_unlock(&h->lock);
         }
-        gg_exec_record_free(r);
         return false;
     }
-    seal_record(r, h->opt.max_payload_bytes);
-    it->rec = r;
     if (!enqueue(h, it)) {
-        gg_exec_record_free(r);
         free(it);
         return false;
     }
@@ -678,7 +946,7 @@ void gg_history_stop(gg_history *h) {
     pthread_mutex_unlock(&h->lock);
     pthread_join(h->thread, NULL);
     free_items(h->head);
-    for (int k = 0; k <= NODE_ROWS_MAX; k++) sqlite3_finalize(h->node_ins[k]);
+    for (int k = 0; k < N_ROW_STMTS; k++) sqlite3_finalize(h->row_ins[k]);
     gg_store_conn_close(h->conn);
     pthread_cond_destroy(&h->done);
     pthread_cond_destroy(&h->work);

@@ -11,13 +11,20 @@ static const char SQL_MARK_INTERRUPTED[] =
     " duration_ms = max(0, ?1 - started_at),"
     " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
     " WHERE status = 'running'";
-/* Deleting in slices keeps each write transaction short, so request-path readers and the
- * CLI are never held up by a big purge. */
+/* Retention deletes in slices, which keeps each write transaction short, so request-path
+ * readers and the CLI are never held up by a big purge. Since 0003 there is no index on
+ * started_at alone (it cost every run an insert): the age cut walks each tenant's range
+ * of executions_tenant_started (tenants found by skipping through that index), the count
+ * cut the primary key — ids are time-ordered, their time being the run's start. */
+static const char SQL_FIRST_TENANT[] = "SELECT min(tenant) FROM executions";
+static const char SQL_NEXT_TENANT[] = "SELECT min(tenant) FROM executions WHERE tenant > ?1";
 static const char SQL_PRUNE_AGE[] =
-    "DELETE FROM executions WHERE id IN"
-    " (SELECT id FROM executions WHERE started_at < ?1 ORDER BY started_at LIMIT 2000)";
-static const char SQL_NTH_NEWEST[] =
-    "SELECT started_at FROM executions ORDER BY started_at DESC LIMIT 1 OFFSET ?1";
+    "DELETE FROM executions WHERE rowid IN"
+    " (SELECT rowid FROM executions WHERE tenant = ?1 AND started_at < ?2 LIMIT 2000)";
+static const char SQL_NTH_NEWEST[] = "SELECT id FROM executions ORDER BY id DESC LIMIT 1 OFFSET ?1";
+static const char SQL_PRUNE_COUNT[] =
+    "DELETE FROM executions WHERE rowid IN"
+    " (SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000)";
 
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err) {
     sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_MARK_INTERRUPTED, err);
@@ -37,12 +44,14 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
     return n;
 }
 
-static long long delete_before(gg_store_conn *c, long long cutoff, gg_error *err) {
+/* Run a slice DELETE (parameters bound by bind) until a slice removes fewer than 2000. */
+static long long delete_slices(gg_store_conn *c, const char *sql, const char *text, long long num, gg_error *err) {
     long long total = 0;
     for (;;) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_PRUNE_AGE, err);
+        sqlite3_stmt *st = gg_store_conn_stmt(c, sql, err);
         if (!st) return -1;
-        sqlite3_bind_int64(st, 1, cutoff);
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+        if (num) sqlite3_bind_int64(st, 2, num);
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
@@ -52,11 +61,40 @@ static long long delete_before(gg_store_conn *c, long long cutoff, gg_error *err
     }
 }
 
+/* The smallest tenant name in executions after prev (NULL: the first); *name empty when
+ * there is none. */
+static bool next_tenant(gg_store_conn *c, const char *prev, char *name, size_t size, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, prev ? SQL_NEXT_TENANT : SQL_FIRST_TENANT, err);
+    if (!st) return false;
+    if (prev) sqlite3_bind_text(st, 1, prev, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    const char *t = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    name[0] = '\0';
+    if (t) snprintf(name, size, "%s", t);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "executions"); return false; }
+    return true;
+}
+
+static long long prune_age(gg_store_conn *c, long long cutoff, gg_error *err) {
+    long long total = 0;
+    char tenant[256], prev[256];
+    if (!next_tenant(c, NULL, tenant, sizeof tenant, err)) return -1;
+    while (tenant[0]) {
+        long long n = delete_slices(c, SQL_PRUNE_AGE, tenant, cutoff, err);
+        if (n < 0) return -1;
+        total += n;
+        memcpy(prev, tenant, sizeof prev);
+        if (!next_tenant(c, prev, tenant, sizeof tenant, err)) return -1;
+    }
+    return total;
+}
+
 long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
                                          gg_error *err) {
     long long total = 0;
     if (max_age_ms > 0) {
-        long long n = delete_before(c, gg_wall_ms() - max_age_ms, err);
+        long long n = prune_age(c, gg_wall_ms() - max_age_ms, err);
         if (n < 0) return -1;
         total += n;
     }
@@ -65,13 +103,12 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
         if (!st) return -1;
         sqlite3_bind_int64(st, 1, max_count - 1);
         int rc = sqlite3_step(st);
-        long long cutoff = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        char cutoff[64] = "";
+        if (rc == SQLITE_ROW) snprintf(cutoff, sizeof cutoff, "%s", (const char *)sqlite3_column_text(st, 0));
         sqlite3_reset(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-        if (rc == SQLITE_ROW) {
-            /* Keep the max_count newest (runs started in the same millisecond as the cutoff
-             * are kept too). */
-            long long n = delete_before(c, cutoff, err);
+        if (rc == SQLITE_ROW) { /* keep the max_count newest: everything before the cutoff id goes */
+            long long n = delete_slices(c, SQL_PRUNE_COUNT, cutoff, 0, err);
             if (n < 0) return -1;
             total += n;
         }
@@ -100,10 +137,7 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
 static const char SQL_LIST_TENANT[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE tenant = ?1" EXEC_FILTERS;
 static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE ?1 IS NULL" EXEC_FILTERS;
 static const char SQL_GET[] =
-    "SELECT " EXEC_COLUMNS ", arguments, result FROM executions WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)";
-static const char SQL_NODES[] =
-    "SELECT execution_index, node_id, node_type, started_at, finished_at, duration_ms, input, output, error"
-    " FROM node_executions WHERE execution_id = ?1 ORDER BY execution_index";
+    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)";
 
 static json_t *exec_row(sqlite3_stmt *st) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s?,s:s,s:o,s:o}",
@@ -200,6 +234,74 @@ json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_
     return res;
 }
 
+/* A stored value as the API shows it: absent → null (a stored string stays a string). */
+static json_t *value_or_null(json_t *v) { return v ? json_incref(v) : json_null(); }
+
+static json_t *error_or_null(json_t *e) {
+    if (json_is_string(e)) return json_incref(e);
+    if (json_is_object(e)) {
+        json_t *m = json_object_get(e, "message");
+        return json_is_string(m) ? json_incref(m) : json_string("error");
+    }
+    return json_null();
+}
+
+/* One stored node as the API's object: from the positional form of 0003 (times relative
+ * to the run's start) or from an executor-shaped object (absolute times). NULL when it is
+ * neither or memory ran out. */
+static json_t *node_object(json_t *n, long long run_start) {
+    json_t *idx, *id, *type, *start, *end, *dur, *in, *out, *err;
+    long long base = 0;
+    if (json_is_array(n)) {
+        idx = json_array_get(n, 0), id = json_array_get(n, 1), type = json_array_get(n, 2);
+        start = json_array_get(n, 3), end = json_array_get(n, 4), dur = json_array_get(n, 5);
+        out = json_array_get(n, 6), in = json_array_get(n, 7), err = json_array_get(n, 8);
+        base = run_start;
+    } else if (json_is_object(n)) {
+        idx = json_object_get(n, "executionIndex"), id = json_object_get(n, "nodeId");
+        type = json_object_get(n, "nodeType"), start = json_object_get(n, "startTime");
+        end = json_object_get(n, "endTime"), dur = json_object_get(n, "duration");
+        out = json_object_get(n, "output"), in = json_object_get(n, "input"), err = json_object_get(n, "error");
+    } else {
+        return NULL;
+    }
+    return json_pack("{s:I,s:s,s:s,s:o,s:o,s:f,s:o,s:o,s:o}",
+                     "index", json_integer_value(idx),
+                     "node_id", json_is_string(id) ? json_string_value(id) : "",
+                     "node_type", json_is_string(type) ? json_string_value(type) : "",
+                     "started_at", gg_store_time_json(base + json_integer_value(start)),
+                     "finished_at", gg_store_time_json(base + json_integer_value(end)),
+                     "duration_ms", json_is_number(dur) ? json_number_value(dur) : 0.0,
+                     "input", value_or_null(in),
+                     "output", value_or_null(out),
+                     "error", error_or_null(err));
+}
+
+/* The nodes column as the API's array ([] for NULL or text that is not a JSON array). */
+static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start) {
+    json_t *res = json_array();
+    if (!res || sqlite3_column_type(st, col) == SQLITE_NULL) return res;
+    json_t *stored = json_loadb((const char *)sqlite3_column_blob(st, col), (size_t)sqlite3_column_bytes(st, col),
+                                JSON_DECODE_ANY, NULL);
+    size_t i;
+    json_t *n;
+    json_array_foreach(stored, i, n) {
+        json_t *o = node_object(n, run_start);
+        if (!o && (json_is_array(n) || json_is_object(n))) { /* out of memory */
+            json_decref(res);
+            res = NULL;
+            break;
+        }
+        if (o && json_array_append_new(res, o) != 0) {
+            json_decref(res);
+            res = NULL;
+            break;
+        }
+    }
+    json_decref(stored);
+    return res;
+}
+
 json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
@@ -211,10 +313,14 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             o = exec_row(st);
-            if (o) {
+            json_t *nodes = o ? nodes_array(st, 13, sqlite3_column_int64(st, 7)) : NULL;
+            if (o && nodes) {
                 json_object_set_new(o, "arguments", gg_store_json_column(st, 11));
                 json_object_set_new(o, "result", gg_store_json_column(st, 12));
+                json_object_set_new(o, "nodes", nodes);
             } else {
+                json_decref(o);
+                o = NULL;
                 gg_error_set(err, "oom", "out of memory");
             }
         } else if (rc == SQLITE_DONE) {
@@ -224,37 +330,6 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         }
         sqlite3_reset(st);
     }
-    json_t *nodes = o ? json_array() : NULL;
-    if (nodes && (st = gg_store_conn_stmt(c, SQL_NODES, err)) != NULL) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *n = json_pack("{s:i,s:s,s:s,s:o,s:o,s:f,s:o,s:o,s:o}",
-                                  "index", sqlite3_column_int(st, 0),
-                                  "node_id", (const char *)sqlite3_column_text(st, 1),
-                                  "node_type", (const char *)sqlite3_column_text(st, 2),
-                                  "started_at", gg_store_time_json(sqlite3_column_int64(st, 3)),
-                                  "finished_at", gg_store_time_json(sqlite3_column_int64(st, 4)),
-                                  "duration_ms", sqlite3_column_double(st, 5),
-                                  "input", gg_store_json_column(st, 6),
-                                  "output", gg_store_json_column(st, 7),
-                                  "error", sqlite3_column_type(st, 8) == SQLITE_NULL
-                                               ? json_null() : json_string((const char *)sqlite3_column_text(st, 8)));
-            if (!n || json_array_append_new(nodes, n) != 0) { rc = SQLITE_NOMEM; break; }
-        }
-        if (rc != SQLITE_DONE) {
-            gg_store_set_db_error(c, err, "node_executions");
-            json_decref(nodes);
-            nodes = NULL;
-        }
-        sqlite3_reset(st);
-    }
     gg_store_conn_release(s, c);
-    if (o && !nodes) {
-        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
-        json_decref(o);
-        return NULL;
-    }
-    if (o) json_object_set_new(o, "nodes", nodes);
     return o;
 }

@@ -181,7 +181,8 @@ typedef struct gg_node_exec_record {
     double duration_ms;
     json_t *input, *output;      /* owned references, may be NULL */
     char *error;                 /* owned, NULL when the node succeeded */
-    char *input_text, *output_text; /* owned; input/output serialized by gg_history_submit */
+    char *input_text, *output_text; /* owned, may be NULL; when set, written instead of
+                                     * input/output (JSON text, not bounded) */
 } gg_node_exec_record;
 
 typedef struct gg_exec_record {
@@ -193,13 +194,27 @@ typedef struct gg_exec_record {
     double duration_ms;
     json_t *arguments, *result;  /* owned references, may be NULL */
     char *error;                 /* owned, may be NULL */
-    char *arguments_text, *result_text; /* owned; serialized by gg_history_submit */
-    gg_node_exec_record *nodes;  /* owned array */
+    char *arguments_text, *result_text; /* owned, may be NULL; written instead of
+                                         * arguments/result when set */
+    gg_node_exec_record *nodes;  /* owned array (gg_exec_record_add_node) */
     size_t n_nodes, cap_nodes;
+    json_t *node_history;        /* owned reference (gg_exec_record_set_node_history) */
+    bool all_inputs;
+    char *nodes_text;            /* owned (gg_exec_record_set_nodes_json) */
 } gg_exec_record;
 
-/* A fresh record with a new id, the strings copied, status RUNNING, started now.
- * arguments is referenced (json_incref), not copied: do not change it afterwards. */
+/* How the node records are written: a run is one executions row and its nodes one JSON
+ * text in it, built by gg_history_submit on the submitting thread (see
+ * migrations/0003_history_one_row.sql for the stored form). Give them in ONE of three
+ * ways, cheapest first:
+ *   gg_exec_record_set_node_history — the graph executor's history array, referenced;
+ *   gg_exec_record_set_nodes_json   — text already serialized by the caller;
+ *   gg_exec_record_add_node         — one struct a node (copies strings, slowest).
+ * gg_store_execution_get returns the same node objects whichever was used. */
+
+/* A fresh record with a new id, the strings copied, status RUNNING, started now (the id
+ * carries the same millisecond). arguments is referenced (json_incref), not copied: do not
+ * change it afterwards. */
 gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
                                    const char *tool, const char *key_id, json_t *arguments);
 /* Append a node record; takes the input/output references (steals them). NULL on OOM.
@@ -209,6 +224,18 @@ gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node
                                              const char *node_type, long long start_ms,
                                              long long end_ms, json_t *input, json_t *output,
                                              const char *error);
+/* The fast path: history is the executor's array of {executionIndex, nodeId, nodeType,
+ * startTime, endTime, duration, input?, output?, error?} (gg_graph_result.history); the
+ * record takes this reference and never changes the array. gg_history_submit serializes
+ * it once, payloads bounded like every stored value: input is kept on every node when
+ * all_inputs, else only on nodes that failed; error is an object's "message" or a string.
+ * Replaces an earlier history; nodes added with gg_exec_record_add_node follow it. */
+void gg_exec_record_set_node_history(gg_exec_record *r, json_t *history, bool all_inputs);
+/* The node records as JSON text the caller serialized (taken; freed with the record): an
+ * array of executor-shaped objects as above (json_dumps of the history array) or of the
+ * stored form. Written as given — no payload bound, inputs as they are; the caller
+ * decides what goes in. Takes precedence over the other two ways. */
+void gg_exec_record_set_nodes_json(gg_exec_record *r, char *json_text);
 /* A copy of the run-level fields only (no nodes), e.g. to submit the RUNNING state. */
 gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *r);
 void gg_exec_record_free(gg_exec_record *r);
@@ -230,8 +257,10 @@ typedef struct gg_history_options {
  * `running` by a previous process are marked `interrupted` first (count in log). */
 gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error *err);
 /* Queue a record (RUNNING at start, the final state at the end; later states of the same
- * id replace earlier ones). Takes ownership of r in every case. Never waits for SQLite:
- * returns false (and counts it as dropped) when the queue is full or the writer stopped. */
+ * id replace earlier ones). Takes ownership of r in every case and frees it before
+ * returning, on the calling thread: the arguments, result and node texts are serialized
+ * here into one block the writer only binds. Never waits for SQLite: returns false (and
+ * counts it as dropped) when the queue is full, memory ran out or the writer stopped. */
 bool gg_history_submit(gg_history *h, gg_exec_record *r);
 /* Queue a key "last used" update (coalesced per batch). */
 void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
@@ -244,6 +273,7 @@ void gg_history_flush(gg_history *h);
 void gg_history_retention_now(gg_history *h);
 typedef struct gg_history_stats {
     unsigned long long submitted, written, dropped, batches, failed_batches, pruned;
+    unsigned long long writer_cpu_ns; /* CPU time the writer thread has used so far */
 } gg_history_stats;
 void gg_history_get_stats(gg_history *h, gg_history_stats *out);
 /* Write what is queued, stop the thread, free h. NULL is allowed. */

@@ -1,0 +1,289 @@
+/* bench_history — the cost of recording one run in the execution history.
+ *
+ * Submits RUNS records of a realistic run (the switch example of bench/gateway: arguments
+ * {"value":42}, four nodes entry → switch → transform → exit, result {"result":"high"}) to
+ * the real batching writer (gg_history_submit) into a fresh database in a temporary
+ * directory, paced at RATE runs a second from one thread, and prints:
+ *   - submit: CPU µs a run on the submitting thread, from the executor's history array to a
+ *     queued record — once the way the gateway did it before (one gg_exec_record_add_node
+ *     a node) and once through the fast path (gg_exec_record_set_node_history);
+ *   - writer: the writer thread's CPU µs a run (gg_history_stats.writer_cpu_ns / written);
+ *   - reference: in the same invocation, a bare prepared-INSERT loop writing the same runs
+ *     in the layout of migrations 0001+0002 (one executions row plus one node_executions
+ *     row a node, the layout before 0003) in transactions of the writer's average batch,
+ *     and the writer's figure as a ratio of it (machine speed cancels out).
+ *
+ * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE]   (defaults 100000, 20000)
+ */
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static double thread_cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The history array the graph executor hands the gateway for one switch run (inputs are
+ * recorded: the gateway's provider asks for them), member order as the executor builds it. */
+static json_t *switch_history(long long t) {
+    json_t *args = json_pack("{s:i}", "value", 42);
+    json_t *ctx1 = json_pack("{s:O}", "entry", args);
+    json_t *ctx2 = json_pack("{s:O,s:s}", "entry", args, "switch_node", "high_path");
+    json_t *h = json_pack("[{s:i,s:s,s:s,s:I,s:I,s:f,s:O},"
+                          " {s:i,s:s,s:s,s:I,s:I,s:f,s:O,s:s},"
+                          " {s:i,s:s,s:s,s:I,s:I,s:f,s:O,s:{s:s}},"
+                          " {s:i,s:s,s:s,s:I,s:I,s:f,s:{s:s}}]",
+                          "executionIndex", 0, "nodeId", "entry", "nodeType", "entry", "startTime", (json_int_t)t,
+                          "endTime", (json_int_t)t, "duration", 0.001, "output", args,
+                          "executionIndex", 1, "nodeId", "switch_node", "nodeType", "switch", "startTime",
+                          (json_int_t)t, "endTime", (json_int_t)t, "duration", 0.002, "input", ctx1, "output",
+                          "high_path",
+                          "executionIndex", 2, "nodeId", "high_path", "nodeType", "transform", "startTime",
+                          (json_int_t)t, "endTime", (json_int_t)t, "duration", 0.003, "input", ctx2, "output",
+                          "result", "high",
+                          "executionIndex", 3, "nodeId", "exit", "nodeType", "exit", "startTime", (json_int_t)t,
+                          "endTime", (json_int_t)t + 1, "duration", 0.001, "output", "result", "high");
+    json_decref(ctx2);
+    json_decref(ctx1);
+    json_decref(args);
+    return h;
+}
+
+typedef enum { PATH_NODES, PATH_FAST } submit_path;
+
+/* The record as the gateway builds it when a run ends, and its submission. */
+static bool submit_one(gg_history *h, json_t *args, json_t *result, json_t *hist, submit_path path) {
+    gg_exec_record *r = gg_exec_record_new("bench", "switch", 1, "test_switch", "2aa75f896173af27", args);
+    if (!r) return false;
+    r->status = GG_EXEC_SUCCEEDED;
+    r->finished_ms = r->started_ms;
+    r->duration_ms = 0.0034;
+    r->result = json_incref(result);
+    if (path == PATH_NODES) {
+        size_t i;
+        json_t *n;
+        json_array_foreach(hist, i, n) {
+            json_t *err = json_object_get(n, "error");
+            gg_node_exec_record *nr = gg_exec_record_add_node(
+                r, json_string_value(json_object_get(n, "nodeId")), json_string_value(json_object_get(n, "nodeType")),
+                json_integer_value(json_object_get(n, "startTime")), json_integer_value(json_object_get(n, "endTime")),
+                err ? json_incref(json_object_get(n, "input")) : NULL, json_incref(json_object_get(n, "output")),
+                err ? "error" : NULL);
+            if (nr) nr->duration_ms = json_number_value(json_object_get(n, "duration"));
+        }
+    } else {
+        gg_exec_record_set_node_history(r, json_incref(hist), false);
+    }
+    return gg_history_submit(h, r);
+}
+
+typedef struct figures {
+    double submit_us, writer_us, avg_batch;
+    unsigned long long written, dropped;
+} figures;
+
+static int make_tmpdir(char *dir, size_t size) {
+    snprintf(dir, size, "%s/gg-bench-history.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static gg_store *open_db(const char *dir, const char *name, const char *migrations) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options o = {path, 0, 0};
+    gg_store *s = gg_store_open(&o, &err);
+    if (!s || !gg_store_migrate(s, migrations, NULL, &err) || !gg_store_tenant_create(s, "bench", &err)) {
+        fprintf(stderr, "bench_history: %s: %s\n", path, err.message);
+        gg_error_clear(&err);
+        gg_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Submit runs paced at rate through the real writer; fills f. */
+static bool run_writer(const char *dir, const char *name, const char *migrations, long runs, double rate,
+                       submit_path path, figures *f) {
+    gg_store *s = open_db(dir, name, migrations);
+    if (!s) return false;
+    gg_error err = GG_ERROR_INIT;
+    gg_history *h = gg_history_start(s, NULL, &err);
+    if (!h) {
+        fprintf(stderr, "bench_history: %s\n", err.message);
+        gg_error_clear(&err);
+        gg_store_close(s);
+        return false;
+    }
+    json_t *args = json_pack("{s:i}", "value", 42), *result = json_pack("{s:s}", "result", "high");
+    memset(f, 0, sizeof *f);
+    enum { CHUNK = 50 };
+    json_t *hist[CHUNK];
+    double t0 = mono_ms();
+    for (long i = 0; i < runs; i += CHUNK) {
+        int k = runs - i < CHUNK ? (int)(runs - i) : CHUNK;
+        for (int j = 0; j < k; j++) hist[j] = switch_history(gg_wall_ms()); /* the executor's part */
+        double c0 = thread_cpu_us(); /* a chunk at a time: the clock itself is a system call */
+        for (int j = 0; j < k; j++) submit_one(h, args, result, hist[j], path);
+        f->submit_us += thread_cpu_us() - c0;
+        for (int j = 0; j < k; j++) json_decref(hist[j]);
+        double ahead = t0 + (double)(i + k) * 1000.0 / rate - mono_ms(); /* pace: never ahead of rate */
+        if (ahead > 0) usleep((useconds_t)(ahead * 1000));
+    }
+    gg_history_flush(h);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    f->written = st.written;
+    f->dropped = st.dropped;
+    f->submit_us /= (double)runs;
+    f->writer_us = (double)st.writer_cpu_ns / 1e3 / (double)(st.written ? st.written : 1);
+    f->avg_batch = (double)st.written / (double)(st.batches ? st.batches : 1);
+    json_decref(args);
+    json_decref(result);
+    gg_history_stop(h);
+    gg_store_close(s);
+    return true;
+}
+
+static bool copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t n;
+    bool ok = a && b;
+    while (ok && (n = fread(buf, 1, sizeof buf, a)) > 0) ok = fwrite(buf, 1, n, b) == n;
+    if (a) fclose(a);
+    if (b && fclose(b) != 0) ok = false;
+    return ok;
+}
+
+#define CHECK(x) do { if ((x) != SQLITE_OK) { fprintf(stderr, "bench_history: %s\n", sqlite3_errmsg(db)); goto out; } } while (0)
+
+/* The yardstick: the same runs as plain INSERTs into the 0001+0002 layout (executions row
+ * + four node_executions rows in one multi-row INSERT), texts serialized beforehand, batch
+ * rows a transaction. Returns CPU µs a run, or -1. */
+static double run_reference(const char *dir, const char *srcmig, long runs, long batch) {
+    char mig[4200], from[4200], to[4300];
+    snprintf(mig, sizeof mig, "%s/migrations-0002", dir);
+    if (mkdir(mig, 0700) != 0) return -1;
+    const char *files[] = {"0001_initial.sql", "0002_history_write_path.sql"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/%s", srcmig, files[i]);
+        snprintf(to, sizeof to, "%s/%s", mig, files[i]);
+        if (!copy_file(from, to)) return -1;
+    }
+    gg_store *s = open_db(dir, "reference.db", mig);
+    if (!s) return -1;
+    gg_store_close(s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/reference.db", dir);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ex = NULL, *nd = NULL;
+    double us = -1;
+    if (sqlite3_open(path, &db) != SQLITE_OK) goto out;
+    CHECK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL));
+    CHECK(sqlite3_prepare_v2(db,
+                             "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at,"
+                             " finished_at, duration_ms, arguments, result, error)"
+                             " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,NULL)", -1, &ex, NULL));
+    CHECK(sqlite3_prepare_v2(db,
+                             "INSERT INTO node_executions(execution_id, execution_index, node_id, node_type,"
+                             " started_at, finished_at, duration_ms, input, output, error) VALUES"
+                             " (?1,0,'entry','entry',?2,?2,0.001,NULL,'{\"value\":42}',NULL),"
+                             " (?1,1,'switch_node','switch',?2,?2,0.002,NULL,'\"high_path\"',NULL),"
+                             " (?1,2,'high_path','transform',?2,?2,0.003,NULL,'{\"result\":\"high\"}',NULL),"
+                             " (?1,3,'exit','exit',?2,?2,0.001,NULL,'{\"result\":\"high\"}',NULL)", -1, &nd, NULL));
+    double c0 = thread_cpu_us();
+    for (long i = 0; i < runs; i++) {
+        if (i % batch == 0) CHECK(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL));
+        char id[33];
+        gg_exec_id_new(id);
+        long long t = gg_wall_ms();
+        sqlite3_bind_text(ex, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 2, "bench", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 3, "switch", -1, SQLITE_STATIC);
+        sqlite3_bind_int(ex, 4, 1);
+        sqlite3_bind_text(ex, 5, "test_switch", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 6, "2aa75f896173af27", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 7, "succeeded", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ex, 8, t);
+        sqlite3_bind_int64(ex, 9, t);
+        sqlite3_bind_double(ex, 10, 0.0034);
+        sqlite3_bind_text(ex, 11, "{\"value\":42}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 12, "{\"result\":\"high\"}", -1, SQLITE_STATIC);
+        if (sqlite3_step(ex) != SQLITE_DONE) { CHECK(SQLITE_ERROR); }
+        sqlite3_reset(ex);
+        sqlite3_bind_text(nd, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(nd, 2, t);
+        if (sqlite3_step(nd) != SQLITE_DONE) { CHECK(SQLITE_ERROR); }
+        sqlite3_reset(nd);
+        if (i % batch == batch - 1 || i == runs - 1) CHECK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL));
+    }
+    us = (thread_cpu_us() - c0) / (double)runs;
+out:
+    sqlite3_finalize(ex);
+    sqlite3_finalize(nd);
+    sqlite3_close(db);
+    return us;
+}
+
+static void rm_tree(const char *dir) {
+    char cmd[4300];
+    /* only our own mkdtemp directory; no shell: remove known names */
+    const char *names[] = {"writer-nodes.db", "writer-fast.db", "reference.db"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            snprintf(cmd, sizeof cmd, "%s/%s%s", dir, names[i], k == 0 ? "" : k == 1 ? "-wal" : "-shm");
+            unlink(cmd);
+        }
+    const char *files[] = {"0001_initial.sql", "0002_history_write_path.sql"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s/migrations-0002/%s", dir, files[i]);
+        unlink(cmd);
+    }
+    snprintf(cmd, sizeof cmd, "%s/migrations-0002", dir);
+    rmdir(cmd);
+    rmdir(dir);
+}
+
+static void print(const char *what, const figures *f, double ref) {
+    printf("%-34s submit %6.2f us/run   writer %6.2f us/run (%.2fx reference)   batch %6.0f   written %llu dropped %llu\n",
+           what, f->submit_us, f->writer_us, f->writer_us / ref, f->avg_batch, f->written, f->dropped);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_history MIGRATIONS_DIR [RUNS] [RATE]\n");
+        return 2;
+    }
+    const char *mig = argv[1];
+    long runs = argc > 2 ? atol(argv[2]) : 100000;
+    double rate = argc > 3 ? atof(argv[3]) : 20000;
+    if (runs < 1 || rate <= 0) return 2;
+    char dir[4096];
+    if (make_tmpdir(dir, sizeof dir) != 0) { perror("mkdtemp"); return 1; }
+    figures nodes, fast;
+    bool ok = run_writer(dir, "writer-nodes.db", mig, runs, rate, PATH_NODES, &nodes) &&
+              run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast);
+    double ref = ok ? run_reference(dir, mig, runs, (long)(nodes.avg_batch + 0.5)) : -1;
+    rm_tree(dir);
+    if (!ok || ref <= 0) return 1;
+    printf("%ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
+    printf("%-34s                      %6.2f us/run\n", "reference: bare INSERTs, 0002 layout", ref);
+    print("writer, record with node structs", &nodes, ref);
+    print("writer, fast path (history array)", &fast, ref);
+    return nodes.dropped || fast.dropped ? 1 : 0;
+}
