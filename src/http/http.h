@@ -49,6 +49,7 @@ typedef int (*gg_http_handler)(gg_http_req *req, gg_http_res *res, void *user);
 #define GG_HTTP_MAX_SEGMENTS 32  /* path segments per pattern / per request path */
 #define GG_HTTP_MAX_PATH 2048    /* longer request paths answer 414 */
 #define GG_HTTP_REQUEST_ID_MAX 128
+#define GG_HTTP_HEADER_MEMORY 16384 /* headers up to ~15 KiB pass (Node's default is 16 KiB) */
 
 /* An empty route table. NULL on allocation failure. */
 gg_router *gg_router_new(void);
@@ -202,6 +203,10 @@ typedef struct gg_http_options {
     size_t body_limit;           /* bytes (0 → 1 MiB); larger bodies answer 413 */
     unsigned connection_timeout; /* idle seconds (0 → 60) */
     unsigned max_connections;    /* per listener (0 → 1024) */
+    size_t header_memory;        /* per-connection bytes for request line + headers (0 →
+                                  * GG_HTTP_HEADER_MEMORY, at least 4096); a request whose
+                                  * headers need more answers 431. libmicrohttpd zeroes this
+                                  * memory on every request: 32 KiB cost ~1 us per request */
     bool access_log;             /* one JSON line per request via gg_log_json_line */
     const char *access_log_file; /* append access lines here instead (NULL/"" = log stream) */
     const char *version;         /* reported by /health (NULL → GG_VERSION) */

@@ -979,6 +979,8 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
     if (!srv->opts.body_limit) srv->opts.body_limit = 1u << 20;
     if (!srv->opts.connection_timeout) srv->opts.connection_timeout = 60;
     if (!srv->opts.max_connections) srv->opts.max_connections = 1024;
+    if (!srv->opts.header_memory) srv->opts.header_memory = GG_HTTP_HEADER_MEMORY;
+    if (srv->opts.header_memory < 4096) srv->opts.header_memory = 4096;
     pthread_mutex_init(&srv->alock, NULL);
     pthread_mutex_init(&srv->alog.lock, NULL);
     pthread_cond_init(&srv->alog.cond, NULL);
@@ -1054,6 +1056,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, srv->opts.header_memory,
                             MHD_OPTION_END);
     if (!L->d) {
         gg_error_set(err, "listen_failed", "cannot listen on %s (address in use or not permitted)", L->addr);

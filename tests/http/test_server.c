@@ -436,6 +436,44 @@ START_TEST(body_limit) {
 }
 END_TEST
 
+/* Request headers: the default per-connection memory (GG_HTTP_HEADER_MEMORY) takes ~12 KiB
+ * of headers (large tokens, cookies) and refuses ~24 KiB with 431; a POST with a body
+ * still works on the same small memory, and a keep-alive connection serves request after
+ * request without growing. */
+START_TEST(header_limits) {
+    size_t n = 12 * 1024;
+    char *h = malloc(n + 32);
+    ck_assert_ptr_nonnull(h);
+    int k = snprintf(h, 32, "X-Big: ");
+    memset(h + k, 'a', n);
+    h[k + n] = '\0';
+    reply r = call(PUB, NULL, "/health", NULL, 0, h, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    r = call(PUB, NULL, "/echo/7", "{\"a\":1}", 7, h, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    free(h);
+    n = 24 * 1024;
+    h = malloc(n + 32);
+    ck_assert_ptr_nonnull(h);
+    k = snprintf(h, 32, "X-Big: ");
+    memset(h + k, 'a', n);
+    h[k + n] = '\0';
+    r = call(PUB, NULL, "/health", NULL, 0, h, false);
+    ck_assert_int_eq(r.status, 431);
+    reply_free(&r);
+    free(h);
+    /* and the server keeps serving */
+    r = call(PUB, NULL, "/health", NULL, 0, NULL, false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    int fd = raw_connect(PUB);
+    for (int i = 0; i < 200; i++) ck_assert_int_gt(raw_health(fd, true, 2000), 0);
+    close(fd);
+}
+END_TEST
+
 START_TEST(deferred_from_worker_thread) {
     reply r = call(PUB, NULL, "/deferred/50", NULL, 0, "X-Test: kept", false);
     ck_assert_int_eq(r.status, 200);
@@ -633,6 +671,7 @@ int main(void) {
     tcase_add_test(tc, not_found_and_method_not_allowed);
     tcase_add_test(tc, internal_only_route);
     tcase_add_test(tc, body_limit);
+    tcase_add_test(tc, header_limits);
     tcase_add_test(tc, deferred_from_worker_thread);
     tcase_add_test(tc, many_deferred_in_parallel);
     tcase_add_test(tc, sse_stream);
