@@ -158,6 +158,7 @@ typedef struct gw_call_job {
     bool has_key;
     char request_id[GG_HTTP_REQUEST_ID_MAX];
     bool sse_ok, streaming, plain;
+    bool text_history;   /* node records kept as text by the provider (mcp_call_use_history_text) */
     gg_exec_record *rec; /* taken under gw->jobs_mu (the announcer copies it) */
     double started_ms;   /* monotonic, when the worker picked it up */
     bool announced;      /* a RUNNING record was submitted */
@@ -276,6 +277,13 @@ static void record_finish(gw_call_job *j) {
     else if (json_is_string(text)) r->result = json_incref(text);
     else if (content) r->result = json_incref(content);
     if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
+    if (j->text_history) {
+        /* the provider wrote the node records as text while the run went (bounded there) */
+        char *nodes = mcp_call_take_history_text(j->call);
+        if (nodes) gg_exec_record_set_nodes_json(r, nodes);
+        gg_history_submit(gw->history, r);
+        return;
+    }
     size_t i;
     json_t *n;
     json_array_foreach(mcp_call_history(j->call), i, n) {
@@ -400,10 +408,10 @@ static void job_refuse(void *arg) {
  * that stream notifications, nor while the history writer is behind (the pool path waits
  * for it, an HTTP thread must not). The tenant slot is already held. True = answered. */
 static bool try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
-                       const gg_principal *pr, bool plain) {
+                       const gg_principal *pr, bool plain, bool text_history) {
     if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return false;
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return false;
-    gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain};
+    gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain, .text_history = text_history};
     if (pr) {
         snprintf(j.key_id, sizeof j.key_id, "%s", pr->key_id);
         j.has_key = true;
@@ -451,7 +459,10 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         json_decref(id);
         return GG_HTTP_DONE;
     }
-    if (try_inline(gw, req, res, ep, call, pr, plain)) return GG_HTTP_DONE;
+    /* the plain endpoint answers from the exit node's output in the JSON history */
+    bool text_history = ep->is_graph && !plain && gw->history;
+    if (text_history) mcp_call_use_history_text(call, gw->cfg->history_max_payload);
+    if (try_inline(gw, req, res, ep, call, pr, plain, text_history)) return GG_HTTP_DONE;
     gw_call_job *j = calloc(1, sizeof *j);
     gg_http_async *a = j ? gg_http_defer(req) : NULL;
     if (!a) {
@@ -480,6 +491,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     snprintf(j->request_id, sizeof j->request_id, "%s", gg_http_request_id(req));
     j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
     j->plain = plain;
+    j->text_history = text_history;
     gw_job job = {job_run, job_refuse, j};
     if (!gw_pool_submit(gw->pool, job)) {
         /* queue full: answer at once instead of piling up */

@@ -304,7 +304,9 @@ static void update_time_limit(grun *r) {
     double left = r->g->max_execution_ms - (r->now - r->start_ms);
     double budget = r->opts ? r->opts->budget_ms : 0;
     if (budget > 0 && budget - (r->now - r->start_ms) < left) left = budget - (r->now - r->start_ms);
-    r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)left;
+    /* rounded up: an expression stopped by this limit has always used all that was left,
+     * so the node-level checks (budget, run limit) see the time as spent too */
+    r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)ceil(left);
 }
 
 static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {

@@ -49,30 +49,45 @@ static void put_ms(gg_strbuf *b, double ms) {
     gg_strbuf_append(b, buf, n);
 }
 
-/* One node's history record as JSON text (see mcp_call_ctx.history_text). The input (the
- * whole context the node saw) is kept only for a failed node, where it explains something;
- * on every other node it would repeat what the earlier records already hold. */
-static void put_record(gg_strbuf *b, const gg_graph_event *ev) {
-    gg_strbuf_puts(b, b->len ? ",{\"index\":" : "{\"index\":");
+/* A node's input or output as stored: past max bytes (0 = no bound) the text is taken back
+ * and replaced by {"truncated":true,"bytes":N}, as the history writer bounds values. */
+static void put_value(gg_strbuf *b, json_t *v, size_t max) {
+    size_t mark = b->len;
+    jsonata_dump_to(b, v);
+    if (max && b->len - mark > max) {
+        size_t bytes = b->len - mark;
+        b->len = mark;
+        gg_strbuf_puts(b, "{\"truncated\":true,\"bytes\":");
+        put_ll(b, (long long)bytes);
+        gg_strbuf_putc(b, '}');
+    }
+}
+
+/* One node's history record as JSON text, shaped as the executor's history objects (see
+ * mcp_call_ctx.history_text). The input (the whole context the node saw) is kept only for
+ * a failed node, where it explains something; on every other node it would repeat what
+ * the earlier records already hold. */
+static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
+    gg_strbuf_puts(b, b->len ? ",{\"executionIndex\":" : "{\"executionIndex\":");
     put_ll(b, ev->execution_index);
-    gg_strbuf_puts(b, ",\"node_id\":");
+    gg_strbuf_puts(b, ",\"nodeId\":");
     jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));
-    gg_strbuf_puts(b, ",\"node_type\":\"");
+    gg_strbuf_puts(b, ",\"nodeType\":\"");
     gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
-    gg_strbuf_puts(b, "\",\"started_at\":");
+    gg_strbuf_puts(b, "\",\"startTime\":");
     put_ll(b, ev->start_ms);
-    gg_strbuf_puts(b, ",\"finished_at\":");
+    gg_strbuf_puts(b, ",\"endTime\":");
     put_ll(b, ev->end_ms);
-    gg_strbuf_puts(b, ",\"duration_ms\":");
+    gg_strbuf_puts(b, ",\"duration\":");
     put_ms(b, ev->duration_ms);
     if (ev->output) {
         gg_strbuf_puts(b, ",\"output\":");
-        jsonata_dump_to(b, ev->output);
+        put_value(b, ev->output, max);
     }
     if (ev->error) {
         if (ev->input) {
             gg_strbuf_puts(b, ",\"input\":");
-            jsonata_dump_to(b, ev->input);
+            put_value(b, ev->input, max);
         }
         const char *m = ev->error->message ? ev->error->message : ev->error->code;
         gg_strbuf_puts(b, ",\"error\":");
@@ -88,7 +103,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
     cs->completed++;
-    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev);
+    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev, cs->ctx->history_max);
     if (!s) return;
     if (s->progress) {
         char msg[256];
@@ -106,7 +121,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
 static void on_node_error(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
-    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev);
+    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev, cs->ctx->history_max);
     if (s && s->log) {
         json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
                               round(ev->duration_ms * 1000) / 1000, "error",

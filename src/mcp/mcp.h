@@ -249,7 +249,7 @@ json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */
 bool mcp_call_wants_progress(const mcp_call *c);
 json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
 /* Node records as JSON text instead (see mcp_call_ctx.history_text); set before running. */
-void mcp_call_use_history_text(mcp_call *c);
+void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);

@@ -39,10 +39,13 @@ typedef struct mcp_call_ctx {
      * without a budget elsewhere. Only asked of tools tool_is_pure calls pure. */
     double budget_ms;
     /* Alternative to history, cheaper: when set, the provider appends each executed node's
-     * record as compact JSON text, records separated by commas (no brackets), each
-     * {"index","node_id","node_type","started_at" (unix ms),"finished_at","duration_ms",
-     *  "output"?, "input"? and "error"? (both only on a failed node)}; history stays empty. */
+     * record as compact JSON text, records separated by commas (no brackets), each shaped
+     * as the graph executor's history objects {executionIndex, nodeId, nodeType,
+     * startTime, endTime (unix ms), duration, output?, input? and error? (a message; both
+     * only on a failed node)}; history stays empty. Inputs and outputs longer than
+     * history_max bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
     gg_strbuf *history_text;
+    size_t history_max;
 } mcp_call_ctx;
 
 typedef struct mcp_provider mcp_provider;

@@ -252,6 +252,7 @@ struct mcp_call {
     json_t *history;
     gg_strbuf history_text; /* node records as JSON text, when use_text */
     bool use_text;
+    size_t history_max;
     double last_progress;
     bool sent_progress;
     const char *status;
@@ -276,10 +277,13 @@ json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
-/* Keep the call's node records as JSON text (mcp_call_ctx.history_text) instead of the
- * JSON array of mcp_call_history: cheaper when they are only going to be stored. Set
- * before the call runs. */
-void mcp_call_use_history_text(mcp_call *c) { c->use_text = true; }
+/* Keep the call's node records as JSON text (mcp_call_ctx.history_text; values past
+ * max_value_bytes truncated) instead of the JSON array of mcp_call_history: cheaper when
+ * they are only going to be stored. Set before the call runs. */
+void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
+    c->use_text = true;
+    c->history_max = max_value_bytes;
+}
 
 /* The node records as one JSON array text ("[...]"), handed to the caller (free it);
  * NULL when memory ran out. Afterwards the call holds none. */
@@ -399,7 +403,7 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
                      c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
-                        c->use_text ? &c->history_text : NULL};
+                        c->use_text ? &c->history_text : NULL, c->history_max};
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
@@ -459,7 +463,7 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
                           double budget_ms, bool *over) {
     *over = false;
     mcp_call_ctx ctx = {NULL, &c->cancelled, request_id, key_id, tenant, c->history, budget_ms,
-                        c->use_text ? &c->history_text : NULL};
+                        c->use_text ? &c->history_text : NULL, c->history_max};
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
