@@ -68,7 +68,8 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
  * a failed node, where it explains something; on every other node it would repeat what
  * the earlier records already hold. */
 static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
-    gg_strbuf_puts(b, b->len ? ",{\"executionIndex\":" : "{\"executionIndex\":");
+    bool first = !b->len || b->data[b->len - 1] == '[';
+    gg_strbuf_puts(b, first ? "{\"executionIndex\":" : ",{\"executionIndex\":");
     put_ll(b, ev->execution_index);
     gg_strbuf_puts(b, ",\"nodeId\":");
     jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));

@@ -194,6 +194,7 @@ char *mcp_jsonrpc_result_raw(json_t *id, const char *result_json) {
 /* A success response {"jsonrpc":"2.0","id":id,"result":result}; heap string. */
 char *mcp_jsonrpc_result(json_t *id, json_t *result) {
     gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_reserve(&b, 480); /* a typical tool result without regrowing */
     gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     put_json(&b, id);
     gg_strbuf_puts(&b, ",\"result\":");

@@ -39,7 +39,8 @@ typedef struct mcp_call_ctx {
      * without a budget elsewhere. Only asked of tools tool_is_pure calls pure. */
     double budget_ms;
     /* Alternative to history, cheaper: when set, the provider appends each executed node's
-     * record as compact JSON text, records separated by commas (no brackets), each shaped
+     * record as compact JSON text after what the buffer holds (with a comma first unless it
+     * is empty or ends with '['; no closing bracket), each shaped
      * as the graph executor's history objects {executionIndex, nodeId, nodeType,
      * startTime, endTime (unix ms), duration, output?, input? and error? (a message; both
      * only on a failed node)}; history stays empty. Inputs and outputs longer than

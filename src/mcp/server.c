@@ -283,18 +283,20 @@ double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
     c->use_text = true;
     c->history_max = max_value_bytes;
+    gg_strbuf_reserve(&c->history_text, 1000); /* a few nodes' records without regrowing */
+    gg_strbuf_putc(&c->history_text, '[');
 }
 
 /* The node records as one JSON array text ("[...]"), handed to the caller (free it);
  * NULL when memory ran out. Afterwards the call holds none. */
 char *mcp_call_take_history_text(mcp_call *c) {
-    gg_strbuf out = GG_STRBUF_INIT;
-    gg_strbuf_reserve(&out, c->history_text.len + 2);
-    gg_strbuf_putc(&out, '[');
-    if (c->history_text.len) gg_strbuf_append(&out, c->history_text.data, c->history_text.len);
-    gg_strbuf_putc(&out, ']');
-    gg_strbuf_free(&c->history_text);
-    return out.oom ? (gg_strbuf_free(&out), NULL) : gg_strbuf_take(&out);
+    if (!c->history_text.len) gg_strbuf_putc(&c->history_text, '[');
+    gg_strbuf_putc(&c->history_text, ']');
+    if (c->history_text.oom) {
+        gg_strbuf_free(&c->history_text);
+        return NULL;
+    }
+    return gg_strbuf_take(&c->history_text);
 }
 
 /* Free a call (and the server reference it holds). */
@@ -472,6 +474,7 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
         gg_error_clear(&err);
         json_array_clear(c->history);
         gg_strbuf_reset(&c->history_text);
+        gg_strbuf_putc(&c->history_text, '[');
         tool *t = (tool *)c->tool; /* only its atomic counters change */
         int misses = __atomic_add_fetch(&t->inline_misses, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&t->inline_off_until, (long long)gg_now_ms() + inline_backoff_ms(misses), __ATOMIC_RELAXED);
