@@ -240,11 +240,64 @@ out:
     return us;
 }
 
+/* The floor of the current layout: one plain single-row INSERT a run of exactly what the
+ * writer stores for it (texts as gg_history_submit serializes them), batch runs a
+ * transaction, on a fresh database of every migration. What the writer spends above it
+ * is its own overhead (queue, statements, checks). Returns CPU µs a run, or -1. */
+static double run_floor(const char *dir, const char *mig, long runs, long batch) {
+    gg_store *s = open_db(dir, "floor.db", mig);
+    if (!s) return -1;
+    gg_store_close(s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/floor.db", dir);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ex = NULL;
+    double us = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) goto out;
+    CHECK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL));
+    CHECK(sqlite3_prepare_v2(db,
+                             "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at,"
+                             " finished_at, duration_ms, arguments, result, error, nodes)"
+                             " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,NULL,?13)", -1, &ex, NULL));
+    static const char nodes[] =
+        "[[0,\"entry\",\"entry\",0,0,0.001,{\"value\":42}],[1,\"switch_node\",\"switch\",0,0,0.002,"
+        "\"high_path\"],[2,\"high_path\",\"transform\",0,0,0.003,{\"result\":\"high\"}],"
+        "[3,\"exit\",\"exit\",0,1,0.001,{\"result\":\"high\"}]]";
+    double c0 = thread_cpu_us();
+    for (long i = 0; i < runs; i++) {
+        if (i % batch == 0) CHECK(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL));
+        char id[33];
+        gg_exec_id_new(id);
+        long long t = gg_wall_ms();
+        sqlite3_bind_text(ex, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 2, "bench", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 3, "switch", -1, SQLITE_STATIC);
+        sqlite3_bind_int(ex, 4, 1);
+        sqlite3_bind_text(ex, 5, "test_switch", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 6, "2aa75f896173af27", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 7, "succeeded", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ex, 8, t);
+        sqlite3_bind_int64(ex, 9, t);
+        sqlite3_bind_double(ex, 10, 0.0034);
+        sqlite3_bind_text(ex, 11, "{\"value\":42}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 12, "{\"result\":\"high\"}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ex, 13, nodes, -1, SQLITE_STATIC);
+        if (sqlite3_step(ex) != SQLITE_DONE) { CHECK(SQLITE_ERROR); }
+        sqlite3_reset(ex);
+        if (i % batch == batch - 1 || i == runs - 1) CHECK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL));
+    }
+    us = (thread_cpu_us() - c0) / (double)runs;
+out:
+    sqlite3_finalize(ex);
+    sqlite3_close(db);
+    return us;
+}
+
 static void rm_tree(const char *dir) {
     char cmd[4300];
     /* only our own mkdtemp directory; no shell: remove known names */
-    const char *names[] = {"writer-nodes.db", "writer-fast.db", "reference.db"};
-    for (int i = 0; i < 3; i++)
+    const char *names[] = {"writer-nodes.db", "writer-fast.db", "reference.db", "floor.db"};
+    for (int i = 0; i < 4; i++)
         for (int k = 0; k < 3; k++) {
             snprintf(cmd, sizeof cmd, "%s/%s%s", dir, names[i], k == 0 ? "" : k == 1 ? "-wal" : "-shm");
             unlink(cmd);
@@ -279,10 +332,13 @@ int main(int argc, char **argv) {
     bool ok = run_writer(dir, "writer-nodes.db", mig, runs, rate, PATH_NODES, &nodes) &&
               run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast);
     double ref = ok ? run_reference(dir, mig, runs, (long)(nodes.avg_batch + 0.5)) : -1;
+    double floor_us = ok ? run_floor(dir, mig, runs, (long)(fast.avg_batch + 0.5)) : -1;
     rm_tree(dir);
     if (!ok || ref <= 0) return 1;
     printf("%ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
     printf("%-34s                      %6.2f us/run\n", "reference: bare INSERTs, 0002 layout", ref);
+    printf("%-34s                      %6.2f us/run (%.2fx reference)\n", "floor: bare INSERTs, current layout",
+           floor_us, floor_us / ref);
     print("writer, record with node structs", &nodes, ref);
     print("writer, fast path (history array)", &fast, ref);
     return nodes.dropped || fast.dropped ? 1 : 0;

@@ -282,7 +282,7 @@ static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start) {
     json_t *res = json_array();
     if (!res || sqlite3_column_type(st, col) == SQLITE_NULL) return res;
     json_t *stored = json_loadb((const char *)sqlite3_column_blob(st, col), (size_t)sqlite3_column_bytes(st, col),
-                                JSON_DECODE_ANY, NULL);
+                                JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     size_t i;
     json_t *n;
     json_array_foreach(stored, i, n) {

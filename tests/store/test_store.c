@@ -611,6 +611,281 @@ START_TEST(history_queue_bound_and_truncation) {
 }
 END_TEST
 
+/* ---- migration 0003 and the ways of handing node records over ------------------------------ */
+
+static void exec_sql(const char *sql) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : "?");
+    sqlite3_close(db);
+}
+
+static json_t *iso(long long ms) {
+    char buf[32];
+    gg_store_format_time(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+/* A database at 0002 with node rows of every shape, then 0003: each execution shows the
+ * same nodes as before, in order, nothing lost, and node_executions is gone. */
+START_TEST(migration_0003_keeps_node_rows) {
+    char olddir[600];
+    snprintf(olddir, sizeof olddir, "%s/old", tmpdir);
+    sh("mkdir '%s'%s", olddir, "");
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s'/0001_*.sql '%s'/0002_*.sql '%s'", migdir, migdir, olddir);
+    ck_assert_int_eq(system(cmd), 0);
+    gg_store *s = open_store();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_msg(gg_store_migrate(s, olddir, NULL, &err), "%s", err.message);
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 2);
+    exec_sql("INSERT INTO tenants(name, created_at) VALUES ('acme', 1), ('globex', 1);"
+             "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at, finished_at,"
+             " duration_ms, arguments, result, error) VALUES"
+             " ('0000000000aa00000000000000000001', 'acme', 'g', 2, 't', 'k1', 'succeeded', 1700000000000,"
+             "  1700000000009, 9.5, '{\"value\":42}', '{\"result\":\"high\"}', NULL),"
+             " ('0000000000aa00000000000000000002', 'acme', 'g', 2, 't', NULL, 'running', 1700000001000,"
+             "  NULL, NULL, '{}', NULL, NULL),"
+             " ('0000000000aa00000000000000000003', 'globex', 'h', 1, 'u', NULL, 'failed', 1700000002000,"
+             "  1700000002003, 3, 'not json', NULL, 'boom');"
+             /* inserted out of order; input/output: JSON, text that is not JSON, NULL, JSON null */
+             "INSERT INTO node_executions VALUES"
+             " ('0000000000aa00000000000000000001', 2, 'high_path', 'transform', 1700000000004, 1700000000009,"
+             "  5.25, '{\"entry\":{\"value\":42}}', '{\"result\":\"high\"}', NULL),"
+             " ('0000000000aa00000000000000000001', 0, 'entry', 'entry', 1700000000000, 1700000000000, 0.001,"
+             "  NULL, '{\"value\":42}', NULL),"
+             " ('0000000000aa00000000000000000001', 1, 'switch_node', 'switch', 1700000000000, 1700000000004,"
+             "  4, NULL, '\"high_path\"', NULL),"
+             " ('0000000000aa00000000000000000003', 0, 'entry', 'entry', 1700000002000, 1700000002000, 0,"
+             "  NULL, 'null', NULL),"
+             " ('0000000000aa00000000000000000003', 1, 'bad', 'transform', 1700000002000, 1700000002003, 3,"
+             "  'plain \"text\"', NULL, 'JSONata \"x\" failed: é\n');");
+    int applied = 0;
+    ck_assert_msg(gg_store_migrate(s, migdir, &applied, &err), "%s", err.message);
+    ck_assert_int_ge(applied, 1);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM sqlite_master WHERE name = 'node_executions'"), 0);
+    ck_assert_int_eq(count_rows("SELECT sum(json_array_length(nodes)) FROM executions"), 5);
+
+    json_t *ex = gg_store_execution_get(s, "acme", "0000000000aa00000000000000000001", &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    json_t *want = json_pack(
+        "[{s:i,s:s,s:s,s:o,s:o,s:f,s:n,s:{s:i},s:n},"
+        " {s:i,s:s,s:s,s:o,s:o,s:f,s:n,s:s,s:n},"
+        " {s:i,s:s,s:s,s:o,s:o,s:f,s:{s:{s:i}},s:{s:s},s:n}]",
+        "index", 0, "node_id", "entry", "node_type", "entry", "started_at", iso(1700000000000),
+        "finished_at", iso(1700000000000), "duration_ms", 0.001, "input", "output", "value", 42, "error",
+        "index", 1, "node_id", "switch_node", "node_type", "switch", "started_at", iso(1700000000000),
+        "finished_at", iso(1700000000004), "duration_ms", 4.0, "input", "output", "high_path", "error",
+        "index", 2, "node_id", "high_path", "node_type", "transform", "started_at", iso(1700000000004),
+        "finished_at", iso(1700000000009), "duration_ms", 5.25, "input", "entry", "value", 42, "output",
+        "result", "high", "error");
+    ck_assert_ptr_nonnull(want);
+    char *got_s = json_dumps(json_object_get(ex, "nodes"), JSON_COMPACT), *want_s = json_dumps(want, JSON_COMPACT);
+    ck_assert_msg(json_equal(json_object_get(ex, "nodes"), want), "got %s\nwant %s", got_s, want_s);
+    free(got_s);
+    free(want_s);
+    json_decref(want);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "succeeded");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ex, "arguments"), "value")), 42);
+    json_decref(ex);
+
+    ex = gg_store_execution_get(s, "acme", "0000000000aa00000000000000000002", &err);
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 0);
+    json_decref(ex);
+
+    ex = gg_store_execution_get(s, NULL, "0000000000aa00000000000000000003", &err);
+    ck_assert_ptr_nonnull(ex);
+    json_t *nodes = json_object_get(ex, "nodes"), *n0 = json_array_get(nodes, 0), *n1 = json_array_get(nodes, 1);
+    ck_assert_int_eq(json_array_size(nodes), 2);
+    ck_assert(json_is_null(json_object_get(n0, "output")) && json_is_null(json_object_get(n0, "input")));
+    ck_assert_str_eq(json_string_value(json_object_get(n1, "input")), "plain \"text\"");
+    ck_assert(json_is_null(json_object_get(n1, "output")));
+    ck_assert_str_eq(json_string_value(json_object_get(n1, "error")), "JSONata \"x\" failed: é\n");
+    ck_assert(json_is_real(json_object_get(n1, "duration_ms")));
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "arguments")), "not json");
+    json_decref(ex);
+    /* The new indexes serve the queries: listing and retention still work. */
+    json_t *page = gg_store_executions_list(s, "acme", NULL, &err);
+    ck_assert_int_eq(json_array_size(json_object_get(page, "executions")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(page, "executions"), 0), "id")),
+                     "0000000000aa00000000000000000002");
+    json_decref(page);
+    ck_assert_int_eq(gg_store_executions_prune(s, 1000, 0, &err), 3);
+    gg_store_close(s);
+}
+END_TEST
+
+/* The executor's history array of a switch run with a failed last node. */
+static json_t *sample_history(long long t) {
+    return json_pack("[{s:i,s:s,s:s,s:I,s:I,s:f,s:{s:i}},"
+                     " {s:i,s:s,s:s,s:I,s:I,s:f,s:{s:{s:i}},s:s},"
+                     " {s:i,s:s,s:s,s:I,s:I,s:f,s:{s:{s:i},s:s},s:{s:s,s:s}}]",
+                     "executionIndex", 0, "nodeId", "entry", "nodeType", "entry", "startTime", (json_int_t)t,
+                     "endTime", (json_int_t)t, "duration", 0.001, "output", "value", 42,
+                     "executionIndex", 1, "nodeId", "switch_node", "nodeType", "switch", "startTime",
+                     (json_int_t)t + 1, "endTime", (json_int_t)t + 2, "duration", 1.234, "input", "entry", "value",
+                     42, "output", "high_path",
+                     "executionIndex", 2, "nodeId", "high_path", "nodeType", "transform", "startTime",
+                     (json_int_t)t + 2, "endTime", (json_int_t)t + 7, "duration", 5.0000001, "input", "entry",
+                     "value", 42, "switch_node", "high_path", "error", "code", "T0410", "message",
+                     "Argument 1 of \"$x\" \x01 bad");
+}
+
+/* Record hist through one of the ways; returns the stored execution. */
+static json_t *record_with(gg_store *s, gg_history *h, json_t *hist, int way) {
+    gg_exec_record *r = gg_exec_record_new("acme", "g", 1, "t", NULL, NULL);
+    ck_assert_ptr_nonnull(r);
+    r->status = GG_EXEC_FAILED;
+    r->finished_ms = r->started_ms + 7;
+    r->error = strdup("failed");
+    size_t i;
+    json_t *n;
+    switch (way) {
+    case 0: /* one struct a node, the gateway's conversion before the fast path */
+        json_array_foreach(hist, i, n) {
+            json_t *e = json_object_get(n, "error");
+            gg_node_exec_record *nr = gg_exec_record_add_node(
+                r, json_string_value(json_object_get(n, "nodeId")), json_string_value(json_object_get(n, "nodeType")),
+                json_integer_value(json_object_get(n, "startTime")), json_integer_value(json_object_get(n, "endTime")),
+                e ? json_incref(json_object_get(n, "input")) : NULL, json_incref(json_object_get(n, "output")),
+                e ? json_string_value(json_object_get(e, "message")) : NULL);
+            ck_assert_ptr_nonnull(nr);
+            nr->duration_ms = json_number_value(json_object_get(n, "duration"));
+        }
+        break;
+    case 1: gg_exec_record_set_node_history(r, json_incref(hist), false); break;
+    case 2: gg_exec_record_set_node_history(r, json_incref(hist), true); break;
+    case 3: gg_exec_record_set_nodes_json(r, json_dumps(hist, JSON_COMPACT)); break;
+    }
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    gg_error err = GG_ERROR_INIT;
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    return ex;
+}
+
+static void assert_same_nodes(json_t *a, json_t *b) {
+    char *as = json_dumps(json_object_get(a, "nodes"), JSON_COMPACT), *bs = json_dumps(json_object_get(b, "nodes"), JSON_COMPACT);
+    ck_assert_msg(json_equal(json_object_get(a, "nodes"), json_object_get(b, "nodes")), "\n%s\n%s", as, bs);
+    free(as);
+    free(bs);
+}
+
+START_TEST(history_node_paths_agree) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    json_t *hist = sample_history(1700000000000LL);
+    json_t *structs = record_with(s, h, hist, 0), *fast = record_with(s, h, hist, 1);
+    json_t *all = record_with(s, h, hist, 2), *text = record_with(s, h, hist, 3);
+    assert_same_nodes(structs, fast);
+    assert_same_nodes(all, text);
+    json_t *nodes = json_object_get(fast, "nodes");
+    ck_assert_int_eq(json_array_size(nodes), 3);
+    json_t *last = json_array_get(nodes, 2);
+    ck_assert_str_eq(json_string_value(json_object_get(last, "error")), "Argument 1 of \"$x\" \x01 bad");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(last, "input"), "entry"), "value")), 42);
+    ck_assert(json_is_null(json_object_get(last, "output")));
+    ck_assert(json_is_null(json_object_get(json_array_get(nodes, 1), "input"))); /* kept on failures only */
+    ck_assert(json_is_object(json_object_get(json_array_get(json_object_get(all, "nodes"), 1), "input")));
+    ck_assert(json_real_value(json_object_get(last, "duration_ms")) == 5.0000001);
+    ck_assert(json_real_value(json_object_get(json_array_get(nodes, 1), "duration_ms")) == 1.234);
+    ck_assert_str_eq(json_string_value(json_object_get(last, "started_at")), "2023-11-14T22:13:20.002Z");
+    ck_assert_str_eq(json_string_value(json_object_get(last, "finished_at")), "2023-11-14T22:13:20.007Z");
+    json_decref(structs);
+    json_decref(fast);
+    json_decref(all);
+    json_decref(text);
+    json_decref(hist);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+/* Payload bounds on node values, every JSON type through the encoder, invalid UTF-8. */
+START_TEST(history_node_values_encoded) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.max_payload_bytes = 200};
+    gg_history *h = gg_history_start(s, &o, &err);
+    json_t *big = json_array();
+    for (int i = 0; i < 100; i++) json_array_append_new(big, json_integer(i));
+    json_t *mixed = json_pack("{s:[b,b,n,f,f,I,s],s:{},s:[],s:s#}", "a", 1, 0, 2.5, -0.0, (json_int_t)-9007199254740993LL,
+                              "tab\tnl\n\"q\" \\ é €", "o", "e", "z", "a\0b", (size_t)3);
+    ck_assert_ptr_nonnull(mixed);
+    json_t *hist = json_pack("[{s:i,s:s,s:s,s:I,s:I,s:f,s:O},{s:i,s:s,s:s,s:I,s:I,s:f,s:O}]",
+                             "executionIndex", 0, "nodeId", "big", "nodeType", "transform", "startTime", (json_int_t)5,
+                             "endTime", (json_int_t)6, "duration", 1.0, "output", big,
+                             "executionIndex", 1, "nodeId", "mixed", "nodeType", "transform", "startTime",
+                             (json_int_t)6, "endTime", (json_int_t)6, "duration", 0.0, "output", mixed);
+    gg_exec_record *r = gg_exec_record_new("acme", "g", 1, "t", NULL, NULL);
+    r->status = GG_EXEC_SUCCEEDED;
+    gg_exec_record_set_node_history(r, hist, false);
+    ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "bad\xff\xc3(utf8", "transform", 7, 8, NULL, json_string("x"),
+                                                  "err \xe2\x82"));
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    json_t *nodes = json_object_get(ex, "nodes");
+    ck_assert_int_eq(json_array_size(nodes), 3);
+    json_t *out0 = json_object_get(json_array_get(nodes, 0), "output");
+    ck_assert(json_is_true(json_object_get(out0, "truncated")));
+    char *bigtext = json_dumps(big, JSON_COMPACT);
+    ck_assert_int_eq(json_integer_value(json_object_get(out0, "bytes")), (json_int_t)strlen(bigtext));
+    free(bigtext);
+    json_t *out1 = json_object_get(json_array_get(nodes, 1), "output");
+    char *a = json_dumps(out1, JSON_COMPACT), *b = json_dumps(mixed, JSON_COMPACT);
+    ck_assert_msg(json_equal(out1, mixed), "\n%s\n%s", a, b);
+    free(a);
+    free(b);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nodes, 2), "node_id")), "bad\xef\xbf\xbd\xef\xbf\xbd(utf8");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nodes, 2), "error")), "err \xef\xbf\xbd\xef\xbf\xbd");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nodes, 2), "index")), 0);
+    json_decref(ex);
+    json_decref(big);
+    json_decref(mixed);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+/* Retention by age covers every tenant (it walks the tenant index tenant by tenant). */
+START_TEST(history_retention_every_tenant) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    const char *tenants[] = {"a", "b", "c"};
+    for (int t = 0; t < 3; t++) ck_assert(gg_store_tenant_create(s, tenants[t], &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    long long now = gg_wall_ms();
+    for (int i = 0; i < 30; i++) {
+        gg_exec_record *r = make_run(tenants[i % 3], "g", "t", GG_EXEC_SUCCEEDED);
+        r->started_ms = i < 12 ? now - 48LL * 3600 * 1000 : now;
+        ck_assert(gg_history_submit(h, r));
+    }
+    gg_history_stop(h);
+    ck_assert_int_eq(gg_store_executions_prune(s, 24LL * 3600 * 1000, 0, &err), 12);
+    for (int t = 0; t < 3; t++) {
+        json_t *page = gg_store_executions_list(s, tenants[t], NULL, &err);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "executions")), 6);
+        json_decref(page);
+    }
+    ck_assert_int_eq(gg_store_executions_prune(s, 0, 5, &err), 13);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions"), 5);
+    gg_store_close(s);
+}
+END_TEST
+
 /* ---- audit and concurrent processes ------------------------------------------------------- */
 
 START_TEST(audit_log) {
@@ -717,6 +992,10 @@ int main(void) {
     tcase_add_test(tc, history_retention);
     tcase_add_test(tc, history_queue_bound_and_truncation);
     tcase_add_test(tc, history_big_batches_many_nodes_and_cascade);
+    tcase_add_test(tc, migration_0003_keeps_node_rows);
+    tcase_add_test(tc, history_node_paths_agree);
+    tcase_add_test(tc, history_node_values_encoded);
+    tcase_add_test(tc, history_retention_every_tenant);
     tcase_add_test(tc, audit_log);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
