@@ -58,7 +58,8 @@ struct gg_http_req {
     struct MHD_Connection *conn;
     gg_listener listener;
     char method[16];
-    char *path;
+    char *path;                 /* path_inline or malloc'd when longer */
+    char path_inline[128];
     gg_route_match match;
     gg_strbuf body;
     size_t discarded;           /* body bytes dropped after the limit */

@@ -30,7 +30,10 @@ static bool set_body(gg_http_res *res, int status, const char *ct, char *body, s
     res->body = body;
     res->len = len;
     res->status = status;
-    snprintf(res->content_type, sizeof res->content_type, "%s", ct ? ct : "application/octet-stream");
+    if (!ct) ct = "application/octet-stream";
+    size_t n = strnlen(ct, sizeof res->content_type - 1); /* no snprintf: this is per request */
+    memcpy(res->content_type, ct, n);
+    res->content_type[n] = '\0';
     return true;
 }
 

@@ -9,8 +9,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,10 @@ typedef struct route_metrics {
     atomic_ulong buckets[NBUCKETS + 1]; /* non-cumulative; last = above every bound */
     atomic_ullong sum_us;
 } route_metrics;
+
+/* Metrics are counted in per-CPU shards (chosen with sched_getcpu, summed on scrape) so the
+ * polling threads do not bounce the same counter cache lines on every request. */
+#define METRIC_SHARDS 8
 
 /* Access lines are batched: request threads append to `pending` (one memcpy under a mutex)
  * and one writer thread writes everything queued every few milliseconds in one call, so
@@ -77,7 +83,7 @@ struct gg_http_server {
     void *ready_user;
     struct { gg_http_metrics_fn fn; void *user; } hooks[MAX_HOOKS];
     int nhooks;
-    route_metrics *rm; /* one per route, plus one for unmatched requests */
+    route_metrics *rm; /* METRIC_SHARDS blocks of nrm: one per route, plus unmatched */
     int nrm;
     atomic_long inflight;
     pthread_mutex_t alock;
@@ -144,13 +150,66 @@ static int status_slot(int status) {
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-static void req_free(gg_http_req *req) {
-    if (!req) return;
-    free(req->path);
+/* What a request owns besides its own memory. */
+static void req_release(gg_http_req *req) {
+    if (req->path != req->path_inline) free(req->path);
+    req->path = NULL;
     gg_strbuf_free(&req->body);
     gg_http_res_clear(&req->res);
     free(req->kv);
+    req->kv = NULL;
+}
+
+static void req_free(gg_http_req *req) {
+    if (!req) return;
+    req_release(req);
     free(req);
+}
+
+/* Per-connection state (libmicrohttpd's socket context): the client address, formatted
+ * once, and the memory of the connection's last request, which the next request on the
+ * keep-alive connection reuses instead of allocating ~2.8 KB again. A deferred request
+ * is never parked here: its owner may outlive the connection. */
+typedef struct conn_ctx {
+    gg_http_req *spare;
+    char client[64];
+} conn_ctx;
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_ctx *x = calloc(1, sizeof *x); /* NULL is fine: requests then allocate */
+        if (x) {
+            const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+            const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+            if (sa && sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, x->client, sizeof x->client);
+            else if (sa && sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, x->client, sizeof x->client);
+        }
+        *socket_context = x;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_ctx *x = *socket_context;
+        if (x) req_free(x->spare);
+        free(x);
+        *socket_context = NULL;
+    }
+}
+
+static conn_ctx *conn_ctx_of(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* A finished, non-deferred request: keep its memory for the connection's next request. */
+static void req_recycle(gg_http_req *req) {
+    conn_ctx *x = conn_ctx_of(req->conn);
+    if (!x || x->spare) {
+        req_free(req);
+        return;
+    }
+    req_release(req);
+    x->spare = req;
 }
 
 static void async_free(gg_http_async *a) {
@@ -160,33 +219,48 @@ static void async_free(gg_http_async *a) {
     free(a);
 }
 
+/* Copy s into a fixed field (truncating). */
+static void copy_field(char *dst, size_t size, const char *s) {
+    size_t n = strnlen(s, size - 1);
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
 static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char *url, const char *method) {
-    gg_http_req *req = calloc(1, sizeof *req);
-    if (!req) return NULL;
+    conn_ctx *x = conn_ctx_of(conn);
+    gg_http_req *req = x ? x->spare : NULL;
+    if (req) {
+        x->spare = NULL;
+        /* everything but the route match, which gg_router_match fills itself */
+        memset(req, 0, offsetof(gg_http_req, match));
+        memset((char *)req + offsetof(gg_http_req, match) + sizeof req->match, 0,
+               sizeof *req - offsetof(gg_http_req, match) - sizeof req->match);
+        req->match.status = 0;
+        req->match.pattern = NULL;
+        req->match.nparams = 0;
+    } else if (!(req = calloc(1, sizeof *req))) {
+        return NULL;
+    }
     req->srv = L->srv;
     req->conn = conn;
     req->listener = L->kind;
     req->match.route_index = -1; /* "unmatched" until the router says otherwise */
     req->t0 = gg_now_ms();
-    snprintf(req->method, sizeof req->method, "%s", method);
+    copy_field(req->method, sizeof req->method, method);
     size_t ulen = strnlen(url, GG_HTTP_MAX_PATH + 1);
-    req->path = strndup(url, ulen > GG_HTTP_MAX_PATH ? GG_HTTP_MAX_PATH : ulen);
-    if (!req->path) {
+    if (ulen > GG_HTTP_MAX_PATH) ulen = GG_HTTP_MAX_PATH;
+    if (ulen < sizeof req->path_inline) {
+        memcpy(req->path_inline, url, ulen);
+        req->path_inline[ulen] = '\0';
+        req->path = req->path_inline;
+    } else if (!(req->path = strndup(url, ulen))) {
         free(req);
         return NULL;
     }
-    gg_http_res_init(&req->res);
     const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    if (rid && request_id_ok(rid)) snprintf(req->request_id, sizeof req->request_id, "%s", rid);
+    if (rid && request_id_ok(rid)) copy_field(req->request_id, sizeof req->request_id, rid);
     else gg_http_new_request_id(L->srv, req->request_id);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr) {
-        const struct sockaddr *sa = ci->client_addr;
-        if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, req->client, sizeof req->client);
-        else if (sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, req->client, sizeof req->client);
-    }
+    if (x) memcpy(req->client, x->client, sizeof req->client);
     return req;
 }
 
@@ -711,7 +785,9 @@ static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminat
 static void record_metrics(gg_http_server *srv, gg_http_req *req, double dur_ms) {
     if (!srv->rm) return;
     int idx = req->match.route_index >= 0 && req->match.route_index < srv->nrm - 1 ? req->match.route_index : srv->nrm - 1;
-    route_metrics *m = &srv->rm[idx];
+    int cpu = sched_getcpu();
+    unsigned shard = cpu > 0 ? (unsigned)cpu % METRIC_SHARDS : 0;
+    route_metrics *m = &srv->rm[shard * (unsigned)srv->nrm + (unsigned)idx];
     atomic_fetch_add_explicit(&m->by_status[status_slot(req->status_out)], 1, memory_order_relaxed);
     double s = dur_ms / 1000.0;
     size_t b = 0;
@@ -744,7 +820,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         pthread_mutex_unlock(&srv->alock);
         if (last) async_free(a);
     } else {
-        req_free(req);
+        req_recycle(req);
     }
     atomic_fetch_sub(&srv->inflight, 1);
 }
@@ -816,7 +892,9 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
                        "# TYPE graphgate_http_requests_total counter\n");
     for (int i = 0; i < srv->nrm; i++)
         for (size_t s = 0; s < NSTATUS; s++) {
-            unsigned long v = atomic_load_explicit(&srv->rm[i].by_status[s], memory_order_relaxed);
+            unsigned long v = 0;
+            for (int sh = 0; sh < METRIC_SHARDS; sh++)
+                v += atomic_load_explicit(&srv->rm[sh * srv->nrm + i].by_status[s], memory_order_relaxed);
             if (!v) continue;
             gg_strbuf_puts(&b, "graphgate_http_requests_total{");
             route_labels(&b, srv, i);
@@ -828,7 +906,9 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
     for (int i = 0; i < srv->nrm; i++) {
         unsigned long counts[NBUCKETS + 1], total = 0;
         for (size_t k = 0; k <= NBUCKETS; k++) {
-            counts[k] = atomic_load_explicit(&srv->rm[i].buckets[k], memory_order_relaxed);
+            counts[k] = 0;
+            for (int sh = 0; sh < METRIC_SHARDS; sh++)
+                counts[k] += atomic_load_explicit(&srv->rm[sh * srv->nrm + i].buckets[k], memory_order_relaxed);
             total += counts[k];
         }
         if (!total) continue;
@@ -842,7 +922,9 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
         }
         gg_strbuf_puts(&b, "graphgate_http_request_duration_seconds_sum{");
         route_labels(&b, srv, i);
-        gg_strbuf_printf(&b, "} %.6f\n", (double)atomic_load(&srv->rm[i].sum_us) / 1e6);
+        unsigned long long sum_us = 0;
+        for (int sh = 0; sh < METRIC_SHARDS; sh++) sum_us += atomic_load(&srv->rm[sh * srv->nrm + i].sum_us);
+        gg_strbuf_printf(&b, "} %.6f\n", (double)sum_us / 1e6);
         gg_strbuf_puts(&b, "graphgate_http_request_duration_seconds_count{");
         route_labels(&b, srv, i);
         gg_strbuf_printf(&b, "} %lu\n", total);
@@ -1053,6 +1135,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, L,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, L,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
@@ -1071,7 +1154,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
 bool gg_http_server_start(gg_http_server *s, gg_error *err) {
     if (s->started) return true;
     s->nrm = gg_router_count(s->router) + 1;
-    s->rm = calloc((size_t)s->nrm, sizeof *s->rm);
+    s->rm = calloc((size_t)s->nrm * METRIC_SHARDS, sizeof *s->rm);
     if (!s->rm) {
         gg_error_set(err, "out_of_memory", "out of memory for metrics");
         return false;
