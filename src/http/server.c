@@ -173,6 +173,8 @@ static void req_free(gg_http_req *req) {
 typedef struct conn_ctx {
     gg_http_req *spare;
     char client[64];
+    time_t date_sec;            /* the second date_text shows (0 = none yet) */
+    char date_text[32];         /* IMF-fixdate */
 } conn_ctx;
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -199,6 +201,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static conn_ctx *conn_ctx_of(struct MHD_Connection *conn) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
+}
+
+/* Date header value for now, formatted at most once a second per connection (libmicrohttpd
+ * would otherwise run gmtime and snprintf on every response). The C locale's names, always. */
+static const char *conn_date(conn_ctx *x) {
+    time_t now = time(NULL);
+    if (now != x->date_sec) {
+        static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+        static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        struct tm tm;
+        if (!gmtime_r(&now, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 || tm.tm_mon > 11)
+            return NULL;
+        snprintf(x->date_text, sizeof x->date_text, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        x->date_sec = now;
+    }
+    return x->date_text;
 }
 
 /* A finished, non-deferred request: keep its memory for the connection's next request. */
@@ -326,6 +346,11 @@ static void add_common_headers(gg_http_req *req, struct MHD_Response *r, const g
         MHD_add_response_header(r, res->headers[2 * i], res->headers[2 * i + 1]);
     MHD_add_response_header(r, "X-Request-Id", req->request_id);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    /* On the connection's own thread (responses are queued only there), so its context is
+     * ours alone; without one, libmicrohttpd adds Date itself. */
+    conn_ctx *x = conn_ctx_of(req->conn);
+    const char *date = x ? conn_date(x) : NULL;
+    if (date) MHD_add_response_header(r, "Date", date);
     if (atomic_load(&req->srv->draining)) MHD_add_response_header(r, "Connection", "close");
 }
 

@@ -342,6 +342,28 @@ START_TEST(generated_request_ids_unique) {
 }
 END_TEST
 
+/* Responses carry exactly one Date header (formatted by the server once a second per
+ * connection), in IMF-fixdate form, close to now. */
+START_TEST(date_header) {
+    for (int i = 0; i < 3; i++) {
+        reply r = call(PUB, NULL, i == 2 ? "/nope" : "/health", NULL, 0, NULL, false);
+        const char *d = hdr(&r, "Date");
+        ck_assert_ptr_nonnull(d);
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        const char *end = strptime(d, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        ck_assert_msg(end && *end == '\0' && strlen(d) == 29, "bad Date '%s'", d);
+        time_t t = timegm(&tm);
+        ck_assert_int_le(llabs((long long)(t - time(NULL))), 5);
+        const char *first = strstr(r.headers.data, "\nDate:");
+        ck_assert_ptr_nonnull(first);
+        ck_assert_ptr_null(strstr(first + 1, "\nDate:"));
+        reply_free(&r);
+        if (i == 0) sleep_ms(1100); /* a new second on the next request */
+    }
+}
+END_TEST
+
 START_TEST(echo_params_query_headers) {
     reply r = call(PUB, NULL, "/echo/42?q=hello%20world", "{\"a\":[1,2]}", 11, "X-Test: hv", false);
     ck_assert_int_eq(r.status, 200);
@@ -667,6 +689,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, health_and_request_id);
     tcase_add_test(tc, generated_request_ids_unique);
+    tcase_add_test(tc, date_header);
     tcase_add_test(tc, echo_params_query_headers);
     tcase_add_test(tc, not_found_and_method_not_allowed);
     tcase_add_test(tc, internal_only_route);
