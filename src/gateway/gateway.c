@@ -168,6 +168,7 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
             gw->mounts[i].srv = s;
             pthread_mutex_unlock(&gw->mounts[i].mu);
             mcp_server_unref(old);
+            gw_streams_tools_changed(gw->streams, "", name); /* GET streams on the mount */
             return true;
         }
     if (gw->nmounts >= GW_MAX_MOUNTS) {
@@ -260,6 +261,8 @@ static void gateway_free(gg_gateway *gw) {
         gw_cancel_running(gw);
         gw_pool_stop(gw->pool);
     }
+    if (gw->registry) gw_registry_set_hook(gw->registry, NULL, NULL);
+    gw_streams_free(gw->streams); /* after the listeners stopped (every stream ended) */
     for (int i = 0; i < gw->nmounts; i++) {
         mcp_server_unref(gw->mounts[i].srv);
         pthread_mutex_destroy(&gw->mounts[i].mu);
@@ -330,6 +333,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
     if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024))) goto oom;
     if (!(gw->registry = gw_registry_new())) goto oom;
+    if (!(gw->streams = gw_streams_new(gw))) goto oom;
+    gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);
 
     gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);
     gg_error_clear(err);

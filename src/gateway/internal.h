@@ -47,6 +47,9 @@ void gw_registry_remove_tenant(gw_registry *r, const char *tenant);
 /* Every (tenant, graph, version) currently loaded, as [[t, g, v], ...]. */
 json_t *gw_registry_list(gw_registry *r);
 size_t gw_registry_count(gw_registry *r);
+/* Called after every put (a new active version) and removal, outside the registry lock. */
+typedef void (*gw_registry_hook)(void *user, const char *tenant, const char *graph, bool removed);
+void gw_registry_set_hook(gw_registry *r, gw_registry_hook fn, void *user); /* before use */
 
 /* ---- the context (gateway.c) ----------------------------------------------------------- */
 #define GW_MAX_MOUNTS 8
@@ -88,6 +91,7 @@ struct gg_gateway {
     /* counters for /metrics */
     unsigned long long calls_total, calls_rejected, calls_failed;
     unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
+    struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */
@@ -118,5 +122,23 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms);
 #define GW_HISTORY_BACKLOG_SOFT 16384ull
 #define GW_HISTORY_BACKLOG_MAX 60000ull
 #define GW_ANNOUNCE_AFTER_MS 50.0
+
+/* ---- standalone GET SSE streams (streams.c) ---------------------------------------------
+ * GET /mcp/{tenant}/{graph} (and the internal and mount routes) opens a server-to-client
+ * stream carrying notifications/tools/list_changed; see streams.c for the rules. */
+#define GW_STREAMS_PER_SESSION 4 /* more GETs on one session → 409 */
+#define GW_STREAMS_MAX 512       /* in all (half the public listener's connections) → 503 */
+#define GW_STREAM_PING_MS 15000  /* ": ping" comment on idle streams, for proxies */
+#define GW_STREAM_TICK_MS 250    /* the keeper's pass: dead clients, expiry, shutdown */
+typedef struct gw_streams gw_streams;
+gw_streams *gw_streams_new(gg_gateway *gw);
+void gw_streams_free(gw_streams *s);
+int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
+                   const gg_principal *pr);
+void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph);
+void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
+void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
+void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);
+size_t gw_streams_count(gw_streams *s);
 
 #endif

@@ -554,6 +554,7 @@ static int handle_delete(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
         return rpc_http_error(res, 404, NULL, -32001, "Session not found");
     }
     mcp_session_revoke(gw->sessions, &s);
+    gw_streams_end_session(gw->streams, &s); /* its GET streams end with it */
     gg_http_res_bytes(res, 200, "application/json", "{}", 2);
     return GG_HTTP_DONE;
 }
@@ -783,10 +784,10 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     int rc;
     if (strcmp(method, "POST") == 0) rc = handle_post(gw, req, res, &ep, prp);
     else if (strcmp(method, "DELETE") == 0) rc = handle_delete(gw, req, res, &ep, prp ? prp->key_id : "");
-    else {
-        /* no server-initiated messages exist yet: no standalone SSE stream */
-        gg_http_res_header(res, "Allow", "POST, DELETE");
-        gg_http_res_error(res, 405, "method_not_allowed", "this MCP endpoint offers no GET stream; POST JSON-RPC messages");
+    else if (strcmp(method, "GET") == 0) rc = gw_streams_get(gw, req, res, ep.tenant, ep.graph, prp); /* streams.c */
+    else { /* HEAD: a stream has no headers-only form */
+        gg_http_res_header(res, "Allow", "GET, POST, DELETE");
+        gg_http_res_error(res, 405, "method_not_allowed", "use GET (with Accept: text/event-stream) to open the stream");
         rc = GG_HTTP_DONE;
     }
     mcp_server_unref(ep.srv);

@@ -21,6 +21,8 @@ struct gw_registry {
     pthread_rwlock_t lock;
     gentry *buckets[BUCKETS];
     size_t count;
+    gw_registry_hook hook; /* change listener (the GET streams), set before use */
+    void *hook_user;
 };
 
 static size_t hash2(const char *a, const char *b) {
@@ -49,6 +51,16 @@ void gw_registry_free(gw_registry *r) {
         }
     pthread_rwlock_destroy(&r->lock);
     free(r);
+}
+
+/* Tell the change listener (outside the lock); see internal.h. */
+void gw_registry_set_hook(gw_registry *r, gw_registry_hook fn, void *user) {
+    r->hook = fn;
+    r->hook_user = user;
+}
+
+static void changed(gw_registry *r, const char *tenant, const char *graph, bool removed) {
+    if (r->hook) r->hook(r->hook_user, tenant, graph, removed);
 }
 
 static gentry **find(gw_registry *r, const char *tenant, const char *graph) {
@@ -93,6 +105,7 @@ bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int 
     }
     pthread_rwlock_unlock(&r->lock);
     mcp_server_unref(old); /* outside the lock: the last unref may stop downstream clients */
+    changed(r, tenant, graph, false);
     return true;
 }
 
@@ -106,6 +119,7 @@ void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph) {
     }
     pthread_rwlock_unlock(&r->lock);
     if (e) {
+        changed(r, tenant, graph, true);
         mcp_server_unref(e->srv);
         free(e);
     }
@@ -128,6 +142,7 @@ void gw_registry_remove_tenant(gw_registry *r, const char *tenant) {
     pthread_rwlock_unlock(&r->lock);
     for (gentry *n; dead; dead = n) {
         n = dead->next;
+        changed(r, dead->tenant, dead->graph, true);
         mcp_server_unref(dead->srv);
         free(dead);
     }

@@ -519,7 +519,7 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     }
     if (!json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
     json_t *res = json_pack("{s:s,s:{s:{s:b},s:{},s:{}},s:o}", "protocolVersion", v, "capabilities",
-                            "tools", "listChanged", 0, "logging", "completions", "serverInfo", info);
+                            "tools", "listChanged", 1, "logging", "completions", "serverInfo", info);
     const char *instr = p->instructions ? p->instructions(p) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);

@@ -47,7 +47,7 @@ t "matching MCP-Protocol-Version → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"me
 t "disallowed Origin → 403" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'Origin: http://evil.example.com')" 403
 t "same-origin Origin → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H "Origin: $GG_PUB")" 200
 t "foreign Host on a loopback bind → 403" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'Host: evil.example.com')" 403
-t "GET → 405" eq "$(gg_curl "$O" -H "Authorization: Bearer $KEY" -H 'Accept: text/event-stream' "$U")" 405
+t "GET without a session → 400 (GET streams: tests/gateway/stream.sh)" eq "$(gg_curl "$O" -H "Authorization: Bearer $KEY" -H 'Accept: text/event-stream' "$U")" 400
 t "unknown graph → 404" eq "$(gw_rpc "$O" "$GG_PUB/mcp/acme/nope" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"ping"}')" 404
 t "a session of one graph is refused on another" eq "$(gw_put_graph "$ADMIN" acme fx2 "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml" >/dev/null; gw_rpc "$O" "$GG_PUB/mcp/acme/fx2" "$KEY" "$SID" '{"jsonrpc":"2.0","id":1,"method":"ping"}')" 404
 # 2025-03-26 sessions take batches
