@@ -63,10 +63,40 @@ static json_t *switch_history(long long t) {
     return h;
 }
 
-typedef enum { PATH_NODES, PATH_FAST } submit_path;
+/* The history as executor-shaped objects without the inputs of nodes that succeeded: the
+ * text the gateway's graph provider writes while a run goes. */
+static char *history_text(json_t *hist) {
+    json_t *copy = json_deep_copy(hist);
+    size_t i;
+    json_t *n;
+    json_array_foreach(copy, i, n) if (!json_object_get(n, "error")) json_object_del(n, "input");
+    char *t = json_dumps(copy, JSON_COMPACT);
+    json_decref(copy);
+    return t;
+}
+
+/* The same in the stored positional form with absolute times (what that provider could
+ * write instead). */
+static char *history_positional(json_t *hist) {
+    json_t *pos = json_array();
+    size_t i;
+    json_t *n;
+    json_array_foreach(hist, i, n) {
+        json_t *row = json_pack("[O,O,O,O,O,O,O]", json_object_get(n, "executionIndex"), json_object_get(n, "nodeId"),
+                                json_object_get(n, "nodeType"), json_object_get(n, "startTime"),
+                                json_object_get(n, "endTime"), json_object_get(n, "duration"),
+                                json_object_get(n, "output") ? json_object_get(n, "output") : json_null());
+        json_array_append_new(pos, row);
+    }
+    char *t = json_dumps(pos, JSON_COMPACT);
+    json_decref(pos);
+    return t;
+}
+
+typedef enum { PATH_NODES, PATH_FAST, PATH_TEXT, PATH_POSITIONAL } submit_path;
 
 /* The record as the gateway builds it when a run ends, and its submission. */
-static bool submit_one(gg_history *h, json_t *args, json_t *result, json_t *hist, submit_path path) {
+static bool submit_one(gg_history *h, json_t *args, json_t *result, json_t *hist, char *text, submit_path path) {
     gg_exec_record *r = gg_exec_record_new("bench", "switch", 1, "test_switch", "2aa75f896173af27", args);
     if (!r) return false;
     r->status = GG_EXEC_SUCCEEDED;
@@ -85,8 +115,10 @@ static bool submit_one(gg_history *h, json_t *args, json_t *result, json_t *hist
                 err ? "error" : NULL);
             if (nr) nr->duration_ms = json_number_value(json_object_get(n, "duration"));
         }
-    } else {
+    } else if (path == PATH_FAST) {
         gg_exec_record_set_node_history(r, json_incref(hist), false);
+    } else {
+        gg_exec_record_set_nodes_json(r, text);
     }
     return gg_history_submit(h, r);
 }
@@ -133,12 +165,16 @@ static bool run_writer(const char *dir, const char *name, const char *migrations
     memset(f, 0, sizeof *f);
     enum { CHUNK = 50 };
     json_t *hist[CHUNK];
+    char *text[CHUNK];
     double t0 = mono_ms();
     for (long i = 0; i < runs; i += CHUNK) {
         int k = runs - i < CHUNK ? (int)(runs - i) : CHUNK;
-        for (int j = 0; j < k; j++) hist[j] = switch_history(gg_wall_ms()); /* the executor's part */
+        for (int j = 0; j < k; j++) { /* the executor's part (and the provider's text) */
+            hist[j] = switch_history(gg_wall_ms());
+            text[j] = path == PATH_TEXT ? history_text(hist[j]) : path == PATH_POSITIONAL ? history_positional(hist[j]) : NULL;
+        }
         double c0 = thread_cpu_us(); /* a chunk at a time: the clock itself is a system call */
-        for (int j = 0; j < k; j++) submit_one(h, args, result, hist[j], path);
+        for (int j = 0; j < k; j++) submit_one(h, args, result, hist[j], text[j], path);
         f->submit_us += thread_cpu_us() - c0;
         for (int j = 0; j < k; j++) json_decref(hist[j]);
         double ahead = t0 + (double)(i + k) * 1000.0 / rate - mono_ms(); /* pace: never ahead of rate */
@@ -296,8 +332,9 @@ out:
 static void rm_tree(const char *dir) {
     char cmd[4300];
     /* only our own mkdtemp directory; no shell: remove known names */
-    const char *names[] = {"writer-nodes.db", "writer-fast.db", "reference.db", "floor.db"};
-    for (int i = 0; i < 4; i++)
+    const char *names[] = {"writer-nodes.db", "writer-fast.db", "writer-text.db", "writer-pos.db", "reference.db",
+                           "floor.db"};
+    for (int i = 0; i < 6; i++)
         for (int k = 0; k < 3; k++) {
             snprintf(cmd, sizeof cmd, "%s/%s%s", dir, names[i], k == 0 ? "" : k == 1 ? "-wal" : "-shm");
             unlink(cmd);
@@ -328,9 +365,11 @@ int main(int argc, char **argv) {
     if (runs < 1 || rate <= 0) return 2;
     char dir[4096];
     if (make_tmpdir(dir, sizeof dir) != 0) { perror("mkdtemp"); return 1; }
-    figures nodes, fast;
+    figures nodes, fast, text, pos;
     bool ok = run_writer(dir, "writer-nodes.db", mig, runs, rate, PATH_NODES, &nodes) &&
-              run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast);
+              run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast) &&
+              run_writer(dir, "writer-text.db", mig, runs, rate, PATH_TEXT, &text) &&
+              run_writer(dir, "writer-pos.db", mig, runs, rate, PATH_POSITIONAL, &pos);
     double ref = ok ? run_reference(dir, mig, runs, (long)(nodes.avg_batch + 0.5)) : -1;
     double floor_us = ok ? run_floor(dir, mig, runs, (long)(fast.avg_batch + 0.5)) : -1;
     rm_tree(dir);
@@ -341,5 +380,7 @@ int main(int argc, char **argv) {
            floor_us, floor_us / ref);
     print("writer, record with node structs", &nodes, ref);
     print("writer, fast path (history array)", &fast, ref);
-    return nodes.dropped || fast.dropped ? 1 : 0;
+    print("writer, executor-shaped JSON text", &text, ref);
+    print("writer, positional JSON text", &pos, ref);
+    return nodes.dropped || fast.dropped || text.dropped || pos.dropped ? 1 : 0;
 }

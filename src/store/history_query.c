@@ -246,22 +246,34 @@ static json_t *error_or_null(json_t *e) {
     return json_null();
 }
 
+/* Below this a positional node's time is an offset from the run's started_at, above it an
+ * absolute wall-clock time (1973-03-03): a run never lasts years, a clock is never that
+ * old. So a writer without the run's start at hand (one writing the text as the run goes)
+ * can give absolute times. */
+#define ABSOLUTE_MS_MIN 100000000000LL
+
+static long long node_time(json_t *v, long long run_start) {
+    long long t = json_integer_value(v);
+    return t < ABSOLUTE_MS_MIN ? run_start + t : t;
+}
+
 /* One stored node as the API's object: from the positional form of 0003 (times relative
- * to the run's start) or from an executor-shaped object (absolute times). NULL when it is
- * neither or memory ran out. */
+ * to the run's start, or absolute, see ABSOLUTE_MS_MIN) or from an executor-shaped object
+ * (absolute times). NULL when it is neither or memory ran out. */
 static json_t *node_object(json_t *n, long long run_start) {
     json_t *idx, *id, *type, *start, *end, *dur, *in, *out, *err;
-    long long base = 0;
+    long long t0, t1;
     if (json_is_array(n)) {
         idx = json_array_get(n, 0), id = json_array_get(n, 1), type = json_array_get(n, 2);
         start = json_array_get(n, 3), end = json_array_get(n, 4), dur = json_array_get(n, 5);
         out = json_array_get(n, 6), in = json_array_get(n, 7), err = json_array_get(n, 8);
-        base = run_start;
+        t0 = node_time(start, run_start), t1 = node_time(end, run_start);
     } else if (json_is_object(n)) {
         idx = json_object_get(n, "executionIndex"), id = json_object_get(n, "nodeId");
         type = json_object_get(n, "nodeType"), start = json_object_get(n, "startTime");
         end = json_object_get(n, "endTime"), dur = json_object_get(n, "duration");
         out = json_object_get(n, "output"), in = json_object_get(n, "input"), err = json_object_get(n, "error");
+        t0 = json_integer_value(start), t1 = json_integer_value(end);
     } else {
         return NULL;
     }
@@ -269,8 +281,8 @@ static json_t *node_object(json_t *n, long long run_start) {
                      "index", json_integer_value(idx),
                      "node_id", json_is_string(id) ? json_string_value(id) : "",
                      "node_type", json_is_string(type) ? json_string_value(type) : "",
-                     "started_at", gg_store_time_json(base + json_integer_value(start)),
-                     "finished_at", gg_store_time_json(base + json_integer_value(end)),
+                     "started_at", gg_store_time_json(t0),
+                     "finished_at", gg_store_time_json(t1),
                      "duration_ms", json_is_number(dur) ? json_number_value(dur) : 0.0,
                      "input", value_or_null(in),
                      "output", value_or_null(out),

@@ -232,9 +232,13 @@ gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node
  * Replaces an earlier history; nodes added with gg_exec_record_add_node follow it. */
 void gg_exec_record_set_node_history(gg_exec_record *r, json_t *history, bool all_inputs);
 /* The node records as JSON text the caller serialized (taken; freed with the record): an
- * array of executor-shaped objects as above (json_dumps of the history array) or of the
- * stored form. Written as given — no payload bound, inputs as they are; the caller
- * decides what goes in. Takes precedence over the other two ways. */
+ * array of executor-shaped objects as above (json_dumps of the history array), or —
+ * about half the bytes, which the writer pays for (bench/history) — of the stored
+ * positional form [index, node_id, node_type, start, end, duration_ms, output, input,
+ * error] (input and error left out when both are null; output null when absent), where
+ * start/end are either ms after the record's started_ms or absolute wall-clock ms (any
+ * value >= 1e11 is taken as absolute). Written as given — no payload bound, inputs as
+ * they are; the caller decides what goes in. Takes precedence over the other two ways. */
 void gg_exec_record_set_nodes_json(gg_exec_record *r, char *json_text);
 /* A copy of the run-level fields only (no nodes), e.g. to submit the RUNNING state. */
 gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *r);
@@ -272,6 +276,8 @@ void gg_history_flush(gg_history *h);
 /* Run retention now (the writer also runs it at start and every minute). */
 void gg_history_retention_now(gg_history *h);
 typedef struct gg_history_stats {
+    /* records (key touches are not counted): accepted, committed, refused; written counts
+     * a record whose tenant was deleted meanwhile too (it is dropped inside the batch) */
     unsigned long long submitted, written, dropped, batches, failed_batches, pruned;
     unsigned long long writer_cpu_ns; /* CPU time the writer thread has used so far */
 } gg_history_stats;

@@ -759,6 +759,25 @@ static json_t *record_with(gg_store *s, gg_history *h, json_t *hist, int way) {
     case 1: gg_exec_record_set_node_history(r, json_incref(hist), false); break;
     case 2: gg_exec_record_set_node_history(r, json_incref(hist), true); break;
     case 3: gg_exec_record_set_nodes_json(r, json_dumps(hist, JSON_COMPACT)); break;
+    case 4: { /* the stored positional form with absolute times, inputs on failures only */
+        json_t *pos = json_array();
+        json_array_foreach(hist, i, n) {
+            json_t *e = json_object_get(n, "error");
+            json_t *row = json_pack("[O,O,O,O,O,O,O]", json_object_get(n, "executionIndex"), json_object_get(n, "nodeId"),
+                                    json_object_get(n, "nodeType"), json_object_get(n, "startTime"),
+                                    json_object_get(n, "endTime"), json_object_get(n, "duration"),
+                                    json_object_get(n, "output") ? json_object_get(n, "output") : json_null());
+            ck_assert_ptr_nonnull(row);
+            if (e) {
+                json_array_append(row, json_object_get(n, "input"));
+                json_array_append(row, json_object_get(e, "message"));
+            }
+            json_array_append_new(pos, row);
+        }
+        gg_exec_record_set_nodes_json(r, json_dumps(pos, JSON_COMPACT));
+        json_decref(pos);
+        break;
+    }
     }
     char id[33];
     memcpy(id, r->id, sizeof id);
@@ -784,8 +803,9 @@ START_TEST(history_node_paths_agree) {
     gg_history *h = gg_history_start(s, NULL, &err);
     json_t *hist = sample_history(1700000000000LL);
     json_t *structs = record_with(s, h, hist, 0), *fast = record_with(s, h, hist, 1);
-    json_t *all = record_with(s, h, hist, 2), *text = record_with(s, h, hist, 3);
+    json_t *all = record_with(s, h, hist, 2), *text = record_with(s, h, hist, 3), *pos = record_with(s, h, hist, 4);
     assert_same_nodes(structs, fast);
+    assert_same_nodes(structs, pos);
     assert_same_nodes(all, text);
     json_t *nodes = json_object_get(fast, "nodes");
     ck_assert_int_eq(json_array_size(nodes), 3);
@@ -803,6 +823,7 @@ START_TEST(history_node_paths_agree) {
     json_decref(fast);
     json_decref(all);
     json_decref(text);
+    json_decref(pos);
     json_decref(hist);
     gg_history_stop(h);
     gg_store_close(s);
