@@ -75,6 +75,7 @@ struct gg_http_req {
     void *user;
     size_t bytes_out;
     int status_out;
+    unsigned shard;             /* the server's per-CPU counter shard this request counts in */
 };
 
 #endif

@@ -85,7 +85,10 @@ struct gg_http_server {
     int nhooks;
     route_metrics *rm; /* METRIC_SHARDS blocks of nrm: one per route, plus unmatched */
     int nrm;
-    atomic_long inflight;
+    /* Requests in flight, counted per CPU shard (a request decrements the shard it
+     * incremented, so every shard stays >= its own live requests and the sum never
+     * misses one); padded so the shards do not share cache lines. */
+    struct { atomic_long n; char pad[64 - sizeof(atomic_long)]; } inflight[METRIC_SHARDS];
     pthread_mutex_t alock;
     gg_http_async *alist;
     atomic_int draining, abandoning, hurry;
@@ -483,7 +486,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = req_new(L, conn, url, method);
         if (!req) return MHD_NO;
         *con_cls = req;
-        atomic_fetch_add(&srv->inflight, 1);
+        int cpu = sched_getcpu();
+        req->shard = cpu > 0 ? (unsigned)cpu % METRIC_SHARDS : 0;
+        atomic_fetch_add(&srv->inflight[req->shard].n, 1);
         if (strlen(url) > GG_HTTP_MAX_PATH) {
             req->dispatched = true;
             return send_error(req, 414, "uri_too_long", "request path is too long");
@@ -810,9 +815,7 @@ static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminat
 static void record_metrics(gg_http_server *srv, gg_http_req *req, double dur_ms) {
     if (!srv->rm) return;
     int idx = req->match.route_index >= 0 && req->match.route_index < srv->nrm - 1 ? req->match.route_index : srv->nrm - 1;
-    int cpu = sched_getcpu();
-    unsigned shard = cpu > 0 ? (unsigned)cpu % METRIC_SHARDS : 0;
-    route_metrics *m = &srv->rm[shard * (unsigned)srv->nrm + (unsigned)idx];
+    route_metrics *m = &srv->rm[req->shard * (unsigned)srv->nrm + (unsigned)idx];
     atomic_fetch_add_explicit(&m->by_status[status_slot(req->status_out)], 1, memory_order_relaxed);
     double s = dur_ms / 1000.0;
     size_t b = 0;
@@ -828,6 +831,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     gg_http_req *req = *con_cls;
     if (!req) return;
     *con_cls = NULL;
+    unsigned shard = req->shard;
     double dur = gg_now_ms() - req->t0;
     if (req->status_out == 0) req->status_out = 499; /* client went away before any answer */
     if (srv->opts.access_log) access_log(req, dur, toe);
@@ -847,7 +851,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     } else {
         req_recycle(req);
     }
-    atomic_fetch_sub(&srv->inflight, 1);
+    atomic_fetch_sub(&srv->inflight[shard].n, 1);
 }
 
 /* ---- built-in routes --------------------------------------------------------------------- */
@@ -956,7 +960,7 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
     }
     gg_strbuf_printf(&b, "# HELP graphgate_http_requests_in_flight Requests being served (including deferred ones).\n"
                          "# TYPE graphgate_http_requests_in_flight gauge\ngraphgate_http_requests_in_flight %ld\n",
-                     atomic_load(&srv->inflight));
+                     gg_http_server_inflight(srv));
     gg_strbuf_printf(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
                          "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
                      rss_bytes());
@@ -1205,11 +1209,13 @@ unsigned gg_http_server_port(const gg_http_server *s, gg_listener which) {
 }
 
 long gg_http_server_inflight(const gg_http_server *s) {
-    return atomic_load(&((gg_http_server *)s)->inflight);
+    long n = 0;
+    for (int i = 0; i < METRIC_SHARDS; i++) n += atomic_load(&((gg_http_server *)s)->inflight[i].n);
+    return n;
 }
 
 static void wait_idle(gg_http_server *s, double until_ms) {
-    while (atomic_load(&s->inflight) > 0 && gg_now_ms() < until_ms && !atomic_load(&s->hurry)) {
+    while (gg_http_server_inflight(s) > 0 && gg_now_ms() < until_ms && !atomic_load(&s->hurry)) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
