@@ -440,12 +440,14 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     return out;
 }
 
-/* A tool that outgrew its inline budget runs on workers only for a while before it is tried
- * inline again: 50 ms after one miss (the budget is wall time, so a preempted thread can
- * miss it once), doubling with each consecutive miss up to 10 s (a tool that is simply too
- * slow then wastes at most one budget every 10 s). */
+/* A tool that keeps outgrowing its inline budget runs on workers only for a while before it
+ * is tried inline again. The budget is wall time, so a thread preempted on a busy machine
+ * misses it now and then: only the third miss in a row (no inline success between) counts
+ * as "too slow", then 50 ms on workers, doubling with each further miss up to 10 s (a tool
+ * that is simply too slow then wastes at most one budget every 10 s). */
 static long long inline_backoff_ms(int misses) {
-    long long ms = 50LL << (misses > 8 ? 8 : misses - 1);
+    if (misses < 3) return 0;
+    long long ms = 50LL << (misses > 10 ? 8 : misses - 3);
     return ms > 10000 ? 10000 : ms;
 }
 
@@ -477,7 +479,8 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
         gg_strbuf_putc(&c->history_text, '[');
         tool *t = (tool *)c->tool; /* only its atomic counters change */
         int misses = __atomic_add_fetch(&t->inline_misses, 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->inline_off_until, (long long)gg_now_ms() + inline_backoff_ms(misses), __ATOMIC_RELAXED);
+        long long backoff = inline_backoff_ms(misses);
+        if (backoff) __atomic_store_n(&t->inline_off_until, (long long)gg_now_ms() + backoff, __ATOMIC_RELAXED);
         *over = true;
         return NULL;
     }
