@@ -477,6 +477,8 @@ struct gg_history {
     size_t pooled;
     gg_store_conn *conn;          /* the writer's own connection */
     sqlite3_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
+    const char **finals;          /* the writer's per-batch set of ids with a final state */
+    size_t finals_cap;
     gg_history_options opt;
     pthread_t thread;
     pthread_mutex_t lock;         /* guards everything below */
@@ -682,12 +684,23 @@ static size_t id_hash(const char *id) {
 
 /* Write one batch in one transaction. A RUNNING record whose final state is in the same
  * batch is skipped: the final upsert writes the whole row anyway. */
-static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err) {
+static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows, gg_error *err) {
     size_t cap = 16;
     while (cap < n * 2) cap *= 2;
-    const char **finals = calloc(cap, sizeof *finals);
-    if (finals) {
-        for (hist_item *it = items; it; it = it->next) {
+    /* the set lives on with the writer: a calloc and free a batch showed in profiles */
+    if (cap > h->finals_cap) {
+        const char **nf = realloc(h->finals, cap * sizeof *nf);
+        if (nf) {
+            h->finals = nf;
+            h->finals_cap = cap;
+        }
+    }
+    const char **finals = cap <= h->finals_cap ? h->finals : NULL;
+    if (finals) memset(finals, 0, cap * sizeof *finals);
+    *rows = 0;
+    for (hist_item *it = items; it; it = it->next) {
+        *rows += it->is_row;
+        if (finals) {
             if (!it->is_row || it->row.status == GG_EXEC_RUNNING) continue;
             size_t i = id_hash(it->row.id) & (cap - 1);
             while (finals[i]) i = (i + 1) & (cap - 1);
@@ -719,7 +732,6 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, gg_error *err
         }
     }
     if (ok && np) ok = write_rows(h, pending, np, err);
-    free(finals);
     if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
     if (!ok) sqlite3_exec(h->conn->db, "ROLLBACK", NULL, NULL, NULL);
     return ok;
@@ -835,12 +847,11 @@ static void *writer_main(void *arg) {
 
         bool ok = true;
         size_t rows = 0; /* records (not key touches) in this batch */
-        for (hist_item *it = items; it; it = it->next) rows += it->is_row;
         if (items) {
             gg_error err = GG_ERROR_INIT;
             /* A busy database (a long CLI transaction) is retried a few times. */
             for (int attempt = 0; attempt < 3; attempt++) {
-                ok = write_batch(h, items, n, &err);
+                ok = write_batch(h, items, n, &rows, &err);
                 if (ok) break;
                 struct timespec d = {0, 50000000L};
                 nanosleep(&d, NULL);
@@ -1015,6 +1026,7 @@ void gg_history_stop(gg_history *h) {
     }
     pthread_mutex_destroy(&h->pool_lock);
     for (int k = 0; k < N_ROW_STMTS; k++) sqlite3_finalize(h->row_ins[k]);
+    free(h->finals);
     gg_store_conn_close(h->conn);
     pthread_cond_destroy(&h->done);
     pthread_cond_destroy(&h->work);
