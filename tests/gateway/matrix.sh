@@ -31,6 +31,14 @@ INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":
 LIST='{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
 CALL="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"$TOOL\",\"arguments\":{\"value\":42}}}"
 
+# gw_get URL KEY SID → status of a GET stream (held open 1 s, then dropped)
+gw_get() {
+  local args=(-H 'Accept: text/event-stream')
+  [ -n "$2" ] && args+=(-H "Authorization: Bearer $2")
+  [ -n "$3" ] && args+=(-H "Mcp-Session-Id: $3")
+  curl -sS -m 1 -o /dev/null -w '%{http_code}' "${args[@]}" "$1" 2>/dev/null
+}
+
 # ---- the matrix: MCP methods
 for who in none bad revoked other read exec rw gw health admin; do
   case $who in none) k="";; bad) k=$BAD;; revoked) k=$REVOKED;; other) k=$OTHER;; read) k=$READ;; exec) k=$EXEC;;
@@ -46,6 +54,7 @@ for who in none bad revoked other read exec rw gw health admin; do
   t "matrix $who: initialize → $e_init" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "" "$INIT")" "$e_init"
   t "matrix $who: tools/list → $e_list" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$LIST")" "$e_list"
   t "matrix $who: tools/call → $e_call" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$CALL")" "$e_call"
+  t "matrix $who: GET stream → $e_init" eq "$(gw_get "$MCP" "$k" "$sid")" "$e_init" # needs tools:read, like initialize
 done
 sid=$(gw_init "$MCP" "$READ")
 gw_rpc "$GG_TMP/s.json" "$MCP" "$READ" "$sid" "$CALL" >/dev/null

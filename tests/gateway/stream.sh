@@ -169,6 +169,13 @@ SIDT=$(gw_init "$UB" "$OTHER")
 t "stream on beta/b1" sopen tb "$UB" "$OTHER" "$SIDT"
 t "tenant DELETE → 200" eq "$(gg_curl "$GG_TMP/d" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/beta")" 200
 t "tenant DELETE ends its streams" ended tb
+UN="$GG_PUB/mcp/nodes"
+SIDN=$(gw_init "$UN" "$KEY")
+t "a mounted provider (/mcp/nodes): GET stream → 200" sopen n1 "$UN" "$KEY" "$SIDN"
+t "mount stream status 200" eq "$(status_of n1)" 200
+t "mount stream counted" count_is 2
+gg_curl "$GG_TMP/d" -X DELETE -H "Authorization: Bearer $KEY" -H "Mcp-Session-Id: $SIDN" "$UN" >/dev/null
+t "mount session DELETE ends it" ended n1
 
 # a client that went away is found by the next writes and its stream released
 SIDK=$(gw_init "$U2" "$KEY")
