@@ -1,45 +1,313 @@
 /* jsonrpc.c — JSON-RPC 2.0 framing: parse a body, classify one message, serialize
  * responses and notifications. No MCP knowledge lives here. */
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp/mcp.h"
 
-/* Nesting depth of a JSON text, counting brackets outside strings; -1 when it passes max
- * (checked before parsing so a hostile body cannot make the parser recurse deeply). */
-static int json_depth_exceeds(const char *buf, size_t len, int max) {
-    int depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = buf[i];
-        if (in_str) {
-            if (ch == '\\') i++;
-            else if (ch == '"') in_str = false;
-        } else if (ch == '"') in_str = true;
-        else if (ch == '{' || ch == '[') {
-            if (++depth > max) return 1;
-        } else if (ch == '}' || ch == ']') depth--;
+/* ---- the request parser ------------------------------------------------------------
+ * Every request body goes through here, so it reads the buffer directly instead of through
+ * jansson's character stream, and builds the jansson values itself. It accepts exactly what
+ * json_loadb(JSON_DECODE_ANY) accepts (RFC 8259 text, strict UTF-8 without surrogates or
+ * overlong forms, no \u0000, integers that fit in 64 bits, finite reals, later duplicate
+ * keys winning) — tests/mcp/test_mcp.c checks that against jansson on mutated inputs — and
+ * bounds nesting itself, so hostile input cannot make it recurse deeply. */
+
+typedef struct jparse {
+    const char *start, *p, *end;
+    int depth, max_depth;
+    const char *why;   /* first error, static text */
+    const char *at;    /* where it was found */
+    char scratch[256]; /* decoded escaped string values up to this size */
+} jparse;
+
+static json_t *jp_value(jparse *s);
+
+static json_t *jp_fail(jparse *s, const char *why) {
+    if (!s->why) {
+        s->why = why;
+        s->at = s->p;
     }
-    return 0;
+    return NULL;
 }
 
-/* Parse a request body into one JSON value; NULL with err (code "parse_error") when the
- * text is not JSON, not UTF-8, or nested deeper than max_depth (0 = 64). */
+static void jp_ws(jparse *s) {
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+}
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid. */
+static size_t jp_utf8(const unsigned char *p, const unsigned char *end) {
+    unsigned c = p[0];
+    size_t n;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
+    else return 0;
+    if ((size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return n;
+}
+
+static int jp_hex4(const char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= c - '0';
+        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+        else return -1;
+    }
+    return v;
+}
+
+static size_t jp_put_utf8(char *o, unsigned cp) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* A string starting after its opening quote. Without escapes it is returned in place
+ * (*len bytes at the returned pointer); with escapes it is decoded into buf (cap bytes) or,
+ * when longer, into *heap (the caller frees it). NULL on error. */
+static const char *jp_string(jparse *s, char *buf, size_t cap, size_t *len, char **heap) {
+    const char *b = s->p;
+    bool escaped = false;
+    while (s->p < s->end) {
+        unsigned char c = (unsigned char)*s->p;
+        if (c == '"') break;
+        if (c == '\\') {
+            escaped = true;
+            if (++s->p >= s->end) break;
+            s->p++;
+            continue;
+        }
+        if (c < 0x20) return jp_fail(s, "control character in a string"), NULL;
+        if (c >= 0x80) {
+            size_t n = jp_utf8((const unsigned char *)s->p, (const unsigned char *)s->end);
+            if (!n) return jp_fail(s, "invalid UTF-8 in a string"), NULL;
+            s->p += n;
+        } else {
+            s->p++;
+        }
+    }
+    if (s->p >= s->end) return jp_fail(s, "unterminated string"), NULL;
+    const char *e = s->p++; /* past the closing quote */
+    if (!escaped) {
+        *len = (size_t)(e - b);
+        return b;
+    }
+    /* decoding never grows the text: every escape is at least as long as its output */
+    char *o = (size_t)(e - b) <= cap ? buf : (*heap = malloc((size_t)(e - b) + 1));
+    if (!o) return jp_fail(s, "out of memory"), NULL;
+    size_t n = 0;
+    for (const char *q = b; q < e;) {
+        if (*q != '\\') { o[n++] = *q++; continue; }
+        char c = q[1];
+        q += 2;
+        switch (c) {
+        case '"': o[n++] = '"'; break;
+        case '\\': o[n++] = '\\'; break;
+        case '/': o[n++] = '/'; break;
+        case 'b': o[n++] = '\b'; break;
+        case 'f': o[n++] = '\f'; break;
+        case 'n': o[n++] = '\n'; break;
+        case 'r': o[n++] = '\r'; break;
+        case 't': o[n++] = '\t'; break;
+        case 'u': {
+            int u = e - q >= 4 ? jp_hex4(q) : -1;
+            if (u < 0) { s->p = q - 2; return jp_fail(s, "invalid \\u escape"), NULL; }
+            q += 4;
+            unsigned cp = (unsigned)u;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                int lo = e - q >= 6 && q[0] == '\\' && q[1] == 'u' ? jp_hex4(q + 2) : -1;
+                if (lo < 0xDC00 || lo > 0xDFFF) { s->p = q - 6; return jp_fail(s, "invalid Unicode surrogate pair"), NULL; }
+                cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+                q += 6;
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                s->p = q - 6;
+                return jp_fail(s, "invalid Unicode surrogate"), NULL;
+            } else if (cp == 0) {
+                s->p = q - 6;
+                return jp_fail(s, "\\u0000 is not allowed"), NULL;
+            }
+            n += jp_put_utf8(o + n, cp);
+            break;
+        }
+        default: s->p = q - 2; return jp_fail(s, "invalid escape"), NULL;
+        }
+    }
+    *len = n;
+    return o;
+}
+
+static json_t *jp_number(jparse *s) {
+    const char *b = s->p;
+    bool real = false;
+    if (s->p < s->end && *s->p == '-') s->p++;
+    if (s->p >= s->end || *s->p < '0' || *s->p > '9') return jp_fail(s, "invalid number");
+    if (*s->p == '0') s->p++;
+    else while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    if (s->p < s->end && *s->p == '.') {
+        real = true;
+        s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') return jp_fail(s, "invalid number");
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        real = true;
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-')) s->p++;
+        if (s->p >= s->end || *s->p < '0' || *s->p > '9') return jp_fail(s, "invalid number");
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9') s->p++;
+    }
+    size_t n = (size_t)(s->p - b);
+    if (!real) {
+        /* accumulate negatively: covers LLONG_MIN, detects overflow either way */
+        bool neg = *b == '-';
+        long long v = 0;
+        for (const char *q = b + neg; q < s->p; q++) {
+            int d = *q - '0';
+            if (v < (LLONG_MIN + d) / 10) { s->p = b; return jp_fail(s, "too big integer"); }
+            v = v * 10 - d;
+        }
+        if (!neg) {
+            if (v == LLONG_MIN) { s->p = b; return jp_fail(s, "too big integer"); }
+            v = -v;
+        }
+        return json_integer(v);
+    }
+    char buf[64], *tmp = n < sizeof buf ? buf : malloc(n + 1);
+    if (!tmp) return jp_fail(s, "out of memory");
+    memcpy(tmp, b, n);
+    tmp[n] = '\0';
+    char *endp;
+    double d = strtod(tmp, &endp);
+    if (tmp != buf) free(tmp);
+    if (!isfinite(d)) { s->p = b; return jp_fail(s, "real number overflow"); }
+    return json_real(d);
+}
+
+static bool jp_literal(jparse *s, const char *word, size_t n) {
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0) return false;
+    s->p += n;
+    return true;
+}
+
+static json_t *jp_object(jparse *s) {
+    json_t *o = json_object();
+    if (!o) return jp_fail(s, "out of memory");
+    jp_ws(s);
+    if (s->p < s->end && *s->p == '}') { s->p++; return o; }
+    for (;;) {
+        jp_ws(s);
+        if (s->p >= s->end || *s->p != '"') { json_decref(o); return jp_fail(s, "string or '}' expected"); }
+        s->p++;
+        size_t klen = 0;
+        char *heap = NULL, kbuf[64]; /* the key must outlive the value's parse */
+        const char *k = jp_string(s, kbuf, sizeof kbuf, &klen, &heap);
+        if (!k) { json_decref(o); return NULL; }
+        jp_ws(s);
+        if (s->p >= s->end || *s->p != ':') { free(heap); json_decref(o); return jp_fail(s, "':' expected"); }
+        s->p++;
+        json_t *v = jp_value(s);
+        if (!v) { free(heap); json_decref(o); return NULL; }
+        int rc = json_object_setn_new_nocheck(o, k, klen, v);
+        free(heap);
+        if (rc != 0) { json_decref(o); return jp_fail(s, "out of memory"); }
+        jp_ws(s);
+        if (s->p < s->end && *s->p == ',') { s->p++; continue; }
+        if (s->p < s->end && *s->p == '}') { s->p++; return o; }
+        json_decref(o);
+        return jp_fail(s, "',' or '}' expected");
+    }
+}
+
+static json_t *jp_array(jparse *s) {
+    json_t *a = json_array();
+    if (!a) return jp_fail(s, "out of memory");
+    jp_ws(s);
+    if (s->p < s->end && *s->p == ']') { s->p++; return a; }
+    for (;;) {
+        json_t *v = jp_value(s);
+        if (!v || json_array_append_new(a, v) != 0) { json_decref(a); return v ? jp_fail(s, "out of memory") : NULL; }
+        jp_ws(s);
+        if (s->p < s->end && *s->p == ',') { s->p++; continue; }
+        if (s->p < s->end && *s->p == ']') { s->p++; return a; }
+        json_decref(a);
+        return jp_fail(s, "',' or ']' expected");
+    }
+}
+
+static json_t *jp_value(jparse *s) {
+    jp_ws(s);
+    if (s->p >= s->end) return jp_fail(s, "unexpected end of input");
+    char c = *s->p;
+    if (c == '{' || c == '[') {
+        if (++s->depth > s->max_depth) return jp_fail(s, "nested too deeply");
+        s->p++;
+        json_t *v = c == '{' ? jp_object(s) : jp_array(s);
+        s->depth--;
+        return v;
+    }
+    if (c == '"') {
+        s->p++;
+        size_t len = 0;
+        char *heap = NULL;
+        const char *str = jp_string(s, s->scratch, sizeof s->scratch, &len, &heap);
+        json_t *v = str ? json_stringn_nocheck(str, len) : NULL;
+        free(heap);
+        return v || !str ? v : jp_fail(s, "out of memory");
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return jp_number(s);
+    if (jp_literal(s, "true", 4)) return json_true();
+    if (jp_literal(s, "false", 5)) return json_false();
+    if (jp_literal(s, "null", 4)) return json_null();
+    return jp_fail(s, "invalid token");
+}
+
+/* Parse a request body into one JSON value; NULL with err (code "parse_error", message with
+ * line and column) when the text is not JSON, not UTF-8, or nested deeper than max_depth
+ * (0 = 64). */
 json_t *mcp_jsonrpc_parse(const char *buf, size_t len, int max_depth, gg_error *err) {
     if (max_depth <= 0) max_depth = 64;
     if (!buf || len == 0) {
         gg_error_set(err, "parse_error", "Parse error: empty body");
         return NULL;
     }
-    if (json_depth_exceeds(buf, len, max_depth)) {
-        gg_error_set(err, "parse_error", "Parse error: JSON nested deeper than %d levels", max_depth);
-        return NULL;
+    jparse s = {.start = buf, .p = buf, .end = buf + len, .max_depth = max_depth};
+    json_t *v = jp_value(&s);
+    if (v) {
+        jp_ws(&s);
+        if (s.p < s.end) {
+            json_decref(v);
+            v = jp_fail(&s, "end of input expected");
+        }
     }
-    json_error_t je;
-    json_t *v = json_loadb(buf, len, JSON_DECODE_ANY, &je);
     if (!v) {
-        gg_error_set(err, "parse_error", "Parse error: %s at line %d column %d", je.text, je.line, je.column);
-        gg_error_set_pos(err, je.line, je.column);
+        int line = 1, col = 1;
+        for (const char *q = buf; q < s.at && q < s.end; q++) {
+            if (*q == '\n') line++, col = 1;
+            else col++;
+        }
+        if (s.why && strcmp(s.why, "nested too deeply") == 0)
+            gg_error_set(err, "parse_error", "Parse error: JSON nested deeper than %d levels", max_depth);
+        else gg_error_set(err, "parse_error", "Parse error: %s at line %d column %d", s.why ? s.why : "invalid JSON", line, col);
+        gg_error_set_pos(err, line, col);
     }
     return v;
 }

@@ -41,6 +41,68 @@ static mcp_message classify(json_t *v) {
     return m;
 }
 
+/* Our request parser against jansson's json_loadb(JSON_DECODE_ANY), the behaviour it must
+ * have: the same verdict on every input, and equal values (types included) when valid. */
+static void same_as_jansson(const char *buf, size_t len) {
+    gg_error e = GG_ERROR_INIT;
+    json_error_t je;
+    json_t *ours = mcp_jsonrpc_parse(buf, len, 64, &e);
+    json_t *ref = len ? json_loadb(buf, len, JSON_DECODE_ANY, &je) : NULL;
+    ck_assert_msg((ours != NULL) == (ref != NULL), "verdicts differ on %.*s: ours %s, jansson %s", (int)len, buf,
+                  ours ? "ok" : e.message, ref ? "ok" : je.text);
+    if (ours) ck_assert_msg(json_equal(ours, ref), "values differ on %.*s", (int)len, buf);
+    if (!ours) ck_assert_str_eq(e.code, "parse_error");
+    json_decref(ours);
+    json_decref(ref);
+    gg_error_clear(&e);
+}
+
+START_TEST(jsonrpc_parser_agrees_with_jansson) {
+    static const char *const cases[] = {
+        "{}", "[]", "0", "-0", "1", "-1", "1.5", "-1.5e3", "1E+2", "1e-400", "1e400", "-1e400", "01", "1.", ".5",
+        "+1", "-", "1e", "1e+", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+        "-9223372036854775809", "123456789012345678901234567890", "true", "false", "null", "tru", "nul", "True",
+        "\"\"", "\"a\"", "\"\\u00e9\\u4e2d\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83d\\u0041\"",
+        "\"\\u0000\"", "\"\\u00\"", "\"\\x\"", "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "\"a\tb\"", "\"\xc3\xa9\"",
+        "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xf0\x9f\x98\x80\"",
+        "\"\xff\"", "\"\xc3\"", "\"abc", "[1,]", "[,1]", "{,}", "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1 \"b\":2}",
+        "{\"a\":1,\"a\":2}", "{1:2}", " \t\r\n{ \"a\" : [ 1 , 2 ] } \n", "{} x", "[] []", "\xef\xbb\xbf{}", "[",
+        "{", "]", "}", "[\"\\u00e9\":1]", "{\"k\\u00e9y\":{\"n\\\"e\":[true,false,null,-0.0,2e-3]}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"arguments\":{\"value\":42}}}",
+        "[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]", "NaN", "Infinity", "-Infinity", "1 2", "\"a\" \"b\"",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) same_as_jansson(cases[i], strlen(cases[i]));
+    same_as_jansson("{\"a\":\"b\0c\"}", 11); /* a NUL byte inside a string */
+    same_as_jansson("[1]\0", 4);              /* and after the value */
+    /* mutations of real messages: deterministic xorshift, bytes from a JSON-ish alphabet */
+    static const char *const seeds[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\",\"params\":{\"name\":\"test_switch\",\"arguments\":{\"value\":42,\"s\":\"x\\u00e9\\n\",\"l\":[1.5,-2,true,null]}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+        "[{\"a\":[{},[],\"\\ud83d\\ude00\",\"\xc3\xa9\",1e5,-0.25]},null]",
+    };
+    static const char alphabet[] = "{}[]\",:\\u0123456789abcdefEe.-+ \ttrnl\x80\xc3\xa9\xed\xf0\x9f";
+    unsigned long long x = 0x9e3779b97f4a7c15ULL;
+    char buf[512];
+    for (int iter = 0; iter < 40000; iter++) {
+        const char *seed = seeds[iter % 3];
+        size_t len = strlen(seed);
+        memcpy(buf, seed, len);
+        int edits = 1 + iter % 4;
+        for (int k = 0; k < edits; k++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            size_t pos = (size_t)(x >> 8) % (len + 1);
+            char c = alphabet[(x >> 40) % (sizeof alphabet - 1)];
+            switch (x % 3) {
+            case 0: if (pos < len) buf[pos] = c; break;                                                   /* replace */
+            case 1: if (len + 1 < sizeof buf) { memmove(buf + pos + 1, buf + pos, len - pos); buf[pos] = c; len++; } break;
+            case 2: if (pos < len) { memmove(buf + pos, buf + pos + 1, len - pos - 1); len--; } break;   /* delete */
+            }
+        }
+        same_as_jansson(buf, len);
+    }
+}
+END_TEST
+
 START_TEST(jsonrpc_parse_errors) {
     gg_error e = GG_ERROR_INIT;
     ck_assert_ptr_null(mcp_jsonrpc_parse("{\"a\":", 5, 0, &e));
@@ -659,6 +721,7 @@ int main(void) {
     Suite *s = suite_create("mcp");
     TCase *tc = tcase_create("jsonrpc");
     tcase_add_test(tc, jsonrpc_parse_errors);
+    tcase_add_test(tc, jsonrpc_parser_agrees_with_jansson);
     tcase_add_test(tc, jsonrpc_classify_shapes);
     tcase_add_test(tc, jsonrpc_serialize_keeps_id_type);
     suite_add_tcase(s, tc);
