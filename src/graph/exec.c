@@ -21,6 +21,11 @@ typedef struct grun {
     size_t nhist, chist;
     int **per_node;      /* per node: positions in hist */
     size_t *per_count, *per_cap;
+    /* One allocation holds order, per_node, per_count, per_cap, the first HIST_FIRST history
+     * entries and PER_FIRST positions per node; only longer runs (loops) allocate more. */
+    void *block;
+    hrec *hist_first;
+    int *pos_first;
     json_t *context;     /* {nodeId: latest output}, rebuilt only when read after a change */
     int *order;          /* node indices, most recently completed first */
     size_t norder;
@@ -212,17 +217,56 @@ const jsonlogic_var_resolver gg_graph_var_resolver_template = {resolver_compile,
 
 /* ---- run state ---------------------------------------------------------------------------- */
 
+#define HIST_FIRST 16
+#define PER_FIRST 4
+
+/* Grow an array that may still live in the run's block (then it is copied, not realloc'd). */
+static void *grow(void *p, bool in_block, size_t old_bytes, size_t new_bytes) {
+    if (!in_block) return realloc(p, new_bytes);
+    void *n = malloc(new_bytes);
+    if (n) memcpy(n, p, old_bytes);
+    return n;
+}
+
+static bool run_setup(grun *r) {
+    size_t nn = r->t->nnodes;
+    size_t bytes = nn * (sizeof(int) + sizeof(int *) + 2 * sizeof(size_t) + PER_FIRST * sizeof(int)) +
+                   HIST_FIRST * sizeof(hrec);
+    char *b = calloc(1, bytes);
+    if (!b) return false;
+    r->block = b;
+    r->hist = r->hist_first = (hrec *)(void *)b; /* hrec first: the strictest alignment */
+    r->chist = HIST_FIRST;
+    b += HIST_FIRST * sizeof(hrec);
+    r->per_node = (int **)(void *)b;
+    b += nn * sizeof(int *);
+    r->per_count = (size_t *)(void *)b;
+    b += nn * sizeof(size_t);
+    r->per_cap = (size_t *)(void *)b;
+    b += nn * sizeof(size_t);
+    r->order = (int *)(void *)b;
+    b += nn * sizeof(int);
+    r->pos_first = (int *)(void *)b;
+    for (size_t i = 0; i < nn; i++) {
+        r->per_node[i] = r->pos_first + i * PER_FIRST;
+        r->per_cap[i] = PER_FIRST;
+    }
+    return true;
+}
+
+static bool pos_in_block(const grun *r, int node) { return r->per_node[node] == r->pos_first + (size_t)node * PER_FIRST; }
+
 static bool run_record(grun *r, int node, json_t *output) {
     if (r->nhist == r->chist) {
-        size_t nc = r->chist ? r->chist * 2 : 32;
-        hrec *nh = realloc(r->hist, nc * sizeof *nh);
+        size_t nc = r->chist * 2;
+        hrec *nh = grow(r->hist, r->hist == r->hist_first, r->chist * sizeof *nh, nc * sizeof *nh);
         if (!nh) return false;
         r->hist = nh;
         r->chist = nc;
     }
     if (r->per_count[node] == r->per_cap[node]) {
-        size_t nc = r->per_cap[node] ? r->per_cap[node] * 2 : 4;
-        int *np = realloc(r->per_node[node], nc * sizeof *np);
+        size_t nc = r->per_cap[node] * 2;
+        int *np = grow(r->per_node[node], pos_in_block(r, node), r->per_cap[node] * sizeof *np, nc * sizeof *np);
         if (!np) return false;
         r->per_node[node] = np;
         r->per_cap[node] = nc;
@@ -271,15 +315,13 @@ static json_t *context_get(grun *r) {
 }
 
 static void run_free(grun *r) {
-    for (size_t i = 0; i < r->nhist; i++) json_decref(r->hist[i].output);
-    free(r->hist);
-    if (r->per_node)
-        for (size_t i = 0; i < r->t->nnodes; i++) free(r->per_node[i]);
-    free(r->per_node);
-    free(r->per_count);
-    free(r->per_cap);
-    free(r->order);
     json_decref(r->context);
+    if (!r->block) return;
+    for (size_t i = 0; i < r->nhist; i++) json_decref(r->hist[i].output);
+    if (r->hist != r->hist_first) free(r->hist);
+    for (size_t i = 0; i < r->t->nnodes; i++)
+        if (!pos_in_block(r, (int)i)) free(r->per_node[i]);
+    free(r->block);
 }
 
 /* ---- node execution ----------------------------------------------------------------------- */
@@ -545,17 +587,14 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
     r.start_ms = gg_now_ms();
     r.start_wall = gg_wall_ms();
     r.context = json_object();
-    r.order = calloc(t->nnodes, sizeof *r.order);
-    r.per_node = calloc(t->nnodes, sizeof *r.per_node);
-    r.per_count = calloc(t->nnodes, sizeof *r.per_count);
-    r.per_cap = calloc(t->nnodes, sizeof *r.per_cap);
+    bool set_up = run_setup(&r);
     r.jopts.cancel = opts ? opts->cancelled : NULL;
     json_t *args = arguments ? json_incref(arguments) : json_object();
     const gg_graph_hooks *hooks = opts ? opts->hooks : NULL;
     bool record_inputs = opts && opts->record_inputs;
     bool ok = false;
     int cur = t->entry;
-    if (!r.context || !r.order || !r.per_node || !r.per_count || !r.per_cap || !args) {
+    if (!r.context || !set_up || !args) {
         gg_error_set(&res->error, "oom", "out of memory");
         goto done;
     }
