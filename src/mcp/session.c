@@ -15,11 +15,15 @@
  * (the "verified cache") keyed by the exact token text: a hit needs the same text (compared
  * in constant time), the same tenant, graph and key id the MAC was checked for, and a token
  * expiry still in the future (the expiry is the token's own, so a cached entry never
- * outlives it). Revocation is not cached: every check, hit or miss, still consults the
- * nonce table, so DELETE takes effect on the very next request. The HMAC key's inner and
- * outer pad states are computed once, so a miss costs two SHA-512 blocks fewer.
+ * outlives it). The cache is split per CPU, so concurrent requests of one session do not
+ * contend. What the nonce table says (not revoked, log level) is cached too, stamped with
+ * the table's epoch, which every revocation, level change and eviction bumps after making
+ * it: a hit with the current stamp needs no table lookup, any other re-reads the table, so
+ * a DELETE takes effect on the very next request. The HMAC key's inner and outer pad states
+ * are computed once, so a miss costs two SHA-512 blocks fewer.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <sodium.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,9 +40,9 @@
 /* A token is always base64url (no padding) of PAYLOAD_LEN + MAC bytes. */
 #define TOKEN_BYTES (PAYLOAD_LEN + crypto_auth_BYTES)
 #define TOKEN_TEXT_LEN ((TOKEN_BYTES / 3) * 4 + (TOKEN_BYTES % 3 ? TOKEN_BYTES % 3 + 1 : 0))
-#define VC_SETS 512   /* verified cache: sets x ways entries (about 350 KiB) */
+#define VC_SHARDS 8   /* verified cache: one shard per CPU (sched_getcpu), each with */
+#define VC_SETS 64    /* sets x ways entries (8 x 256 entries, about 700 KiB in all) */
 #define VC_WAYS 4
-#define VC_STRIPES 64 /* one mutex per VC_SETS / VC_STRIPES sets */
 #define BIND_MAX 64   /* tenant, graph, key id as in mcp_session */
 
 typedef struct inflight {
@@ -65,7 +69,20 @@ typedef struct vc_entry {
     int64_t expires;
     uint8_t nonce[16];
     uint32_t age;                /* insertion stamp: the oldest way is replaced */
+    uint64_t epoch;              /* state epoch at which "not revoked, this level" held */
+    mcp_log_level level;
 } vc_entry;
+
+/* A CPU's part of the verified cache: its own lock and counters, so requests on different
+ * CPUs never write the same cache lines (one session used by many connections at once is
+ * the common case, and the benchmark's). */
+typedef struct vc_shard {
+    pthread_mutex_t mu;
+    uint32_t clock;                /* insertion stamps */
+    unsigned long hits, misses;    /* for tests and curiosity */
+    vc_entry e[VC_SETS][VC_WAYS];
+    char pad[64];                  /* keep the next shard's lock off this shard's lines */
+} vc_shard;
 
 struct mcp_sessions {
     uint8_t key[crypto_auth_KEYBYTES];
@@ -78,10 +95,11 @@ struct mcp_sessions {
         entry *buckets[TABLE_BUCKETS / SHARDS];
     } shards[SHARDS];
     uint8_t vc_key[crypto_shorthash_KEYBYTES]; /* random: set choice is not predictable */
-    pthread_mutex_t vc_mu[VC_STRIPES];
-    uint32_t vc_clock;                          /* under any stripe lock; only a stamp */
-    _Atomic unsigned long vc_hits, vc_misses;   /* for tests and curiosity */
-    vc_entry vc[VC_SETS][VC_WAYS];
+    /* Bumped after every change of what a check reads from the nonce table (revocation,
+     * log level, eviction): a cached entry stamped with the current epoch needs no table
+     * lookup; any other entry is re-checked against the table (and re-stamped). */
+    _Atomic uint64_t epoch;
+    vc_shard vc[VC_SHARDS];
 };
 
 static int64_t now_s(void) { return (int64_t)time(NULL); }
@@ -95,7 +113,8 @@ mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_
     else crypto_auth_keygen(ss->key);
     crypto_auth_hmacsha512256_init(&ss->mac0, ss->key, sizeof ss->key);
     crypto_shorthash_keygen(ss->vc_key);
-    for (int i = 0; i < VC_STRIPES; i++) pthread_mutex_init(&ss->vc_mu[i], NULL);
+    for (int i = 0; i < VC_SHARDS; i++) pthread_mutex_init(&ss->vc[i].mu, NULL);
+    atomic_init(&ss->epoch, 1);
     ss->ttl = ttl_seconds > 0 ? ttl_seconds : 24 * 3600;
     size_t max = max_entries ? max_entries : 100000;
     ss->max_entries = max / SHARDS ? max / SHARDS : 1;
@@ -123,7 +142,7 @@ void mcp_sessions_free(mcp_sessions *ss) {
             }
         pthread_mutex_destroy(&ss->shards[sh].mu);
     }
-    for (int i = 0; i < VC_STRIPES; i++) pthread_mutex_destroy(&ss->vc_mu[i]);
+    for (int i = 0; i < VC_SHARDS; i++) pthread_mutex_destroy(&ss->vc[i].mu);
     sodium_memzero(ss->key, sizeof ss->key);
     sodium_memzero(&ss->mac0, sizeof ss->mac0);
     sodium_memzero(ss->vc, sizeof ss->vc);
@@ -187,60 +206,76 @@ static bool token_eq(const char *a, const char *b) {
     return d == 0;
 }
 
-static pthread_mutex_t *vc_lock(mcp_sessions *ss, size_t set) { return &ss->vc_mu[set % VC_STRIPES]; }
+/* The calling CPU's shard (any shard is correct; this one is just not shared). */
+static vc_shard *vc_here(mcp_sessions *ss) {
+    int cpu = sched_getcpu();
+    return &ss->vc[cpu > 0 ? (unsigned)cpu % VC_SHARDS : 0];
+}
 
-/* A verified entry for exactly this token text and binding whose token has not expired;
- * copies it to *out. The token text is compared in constant time. */
-static bool vc_lookup(mcp_sessions *ss, const char *token, const char *tenant, const char *graph,
-                      const char *key_id, int64_t now, vc_entry *out) {
-    uint64_t h = vc_hash(ss, token);
+static void bump_epoch(mcp_sessions *ss) { atomic_fetch_add_explicit(&ss->epoch, 1, memory_order_release); }
+
+/* A verified entry for exactly this token text and binding whose token has not expired:
+ * fills the token's part of *out (version, expiry, nonce, cached level) and says whether
+ * the entry is stamped with epoch. The token text is compared in constant time. */
+static bool vc_lookup(mcp_sessions *ss, const char *token, uint64_t h, const char *tenant, const char *graph,
+                      const char *key_id, int64_t now, uint64_t epoch, mcp_session *out, bool *current) {
+    vc_shard *sh = vc_here(ss);
     size_t set = (size_t)(h % VC_SETS);
     bool hit = false;
-    pthread_mutex_lock(vc_lock(ss, set));
+    pthread_mutex_lock(&sh->mu);
     for (int w = 0; w < VC_WAYS; w++) {
-        vc_entry *e = &ss->vc[set][w];
+        vc_entry *e = &sh->e[set][w];
         if (e->hash != h || !token_eq(e->token, token)) continue;
         if (e->expires < now) { /* the token's own expiry: drop it, the full check refuses */
             sodium_memzero(e, sizeof *e);
             break;
         }
         if (same_field(e->tenant, tenant) && same_field(e->graph, graph) && same_field(e->key_id, key_id)) {
-            *out = *e;
+            memcpy(out->version, e->version, VERSION_LEN);
+            out->expires = e->expires;
+            memcpy(out->nonce, e->nonce, 16);
+            out->level = e->level;
+            *current = e->epoch == epoch;
             hit = true;
         }
         break;
     }
-    pthread_mutex_unlock(vc_lock(ss, set));
-    atomic_fetch_add_explicit(hit ? &ss->vc_hits : &ss->vc_misses, 1, memory_order_relaxed);
+    if (hit) sh->hits++;
+    else sh->misses++;
+    pthread_mutex_unlock(&sh->mu);
     return hit;
 }
 
-/* Remember a token whose MAC verified for this binding (replacing the oldest way). */
-static void vc_insert(mcp_sessions *ss, const char *token, const char *tenant, const char *graph,
-                      const char *key_id, const char *version, int64_t expires, const uint8_t nonce[16]) {
+/* Remember a token whose MAC verified for this binding and that the nonce table showed
+ * not revoked, with this level, at epoch (replacing the same token or the oldest way). */
+static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const char *tenant, const char *graph,
+                      const char *key_id, const mcp_session *s, uint64_t epoch) {
     if (!vc_bindable(tenant, graph, key_id)) return;
     vc_entry n;
     memset(&n, 0, sizeof n);
-    n.hash = vc_hash(ss, token);
+    n.hash = h;
     memcpy(n.token, token, TOKEN_TEXT_LEN);
     copy_field(n.tenant, sizeof n.tenant, tenant);
     copy_field(n.graph, sizeof n.graph, graph);
     copy_field(n.key_id, sizeof n.key_id, key_id);
-    memcpy(n.version, version, VERSION_LEN);
-    n.expires = expires;
-    memcpy(n.nonce, nonce, 16);
-    size_t set = (size_t)(n.hash % VC_SETS);
-    pthread_mutex_lock(vc_lock(ss, set));
+    memcpy(n.version, s->version, VERSION_LEN);
+    n.expires = s->expires;
+    memcpy(n.nonce, s->nonce, 16);
+    n.epoch = epoch;
+    n.level = s->level;
+    vc_shard *sh = vc_here(ss);
+    size_t set = (size_t)(h % VC_SETS);
+    pthread_mutex_lock(&sh->mu);
     int victim = 0;
     for (int w = 0; w < VC_WAYS; w++) {
-        vc_entry *e = &ss->vc[set][w];
-        if (e->hash == n.hash && token_eq(e->token, token)) { victim = w; break; }
+        vc_entry *e = &sh->e[set][w];
+        if (e->hash == h && token_eq(e->token, token)) { victim = w; break; }
         if (!e->hash) { victim = w; break; }
-        if ((int32_t)(e->age - ss->vc[set][victim].age) < 0) victim = w;
+        if ((int32_t)(e->age - sh->e[set][victim].age) < 0) victim = w;
     }
-    n.age = ++ss->vc_clock;
-    ss->vc[set][victim] = n;
-    pthread_mutex_unlock(vc_lock(ss, set));
+    n.age = ++sh->clock;
+    sh->e[set][victim] = n;
+    pthread_mutex_unlock(&sh->mu);
     sodium_memzero(&n, sizeof n);
 }
 
@@ -256,7 +291,16 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
     memcpy(buf + 25, version, VERSION_LEN);
     compute_mac(ss, buf, tenant, graph, key_id, buf + PAYLOAD_LEN);
     sodium_bin2base64(id, MCP_SESSION_ID_MAX, buf, sizeof buf, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    vc_insert(ss, id, tenant, graph, key_id, version, expires, buf + 9);
+    if (strlen(id) == TOKEN_TEXT_LEN) { /* a new nonce: not revoked, no level yet */
+        mcp_session fresh;
+        memset(&fresh, 0, sizeof fresh);
+        memcpy(fresh.version, version, VERSION_LEN);
+        fresh.expires = expires;
+        memcpy(fresh.nonce, buf + 9, 16);
+        fresh.level = MCP_LOG_OFF;
+        vc_insert(ss, id, vc_hash(ss, id), tenant, graph, key_id, &fresh,
+                  atomic_load_explicit(&ss->epoch, memory_order_acquire));
+    }
     if (out) {
         memset(out, 0, sizeof *out);
         copy_field(out->tenant, sizeof out->tenant, tenant);
@@ -320,7 +364,10 @@ static entry *get_or_add(mcp_sessions *ss, struct shard *sh, const mcp_session *
     entry *e = find_entry(sh, s->nonce);
     if (e) return e;
     if (sh->count >= ss->max_entries) sweep(sh);
-    if (sh->count >= ss->max_entries && !evict_one(sh)) return NULL;
+    if (sh->count >= ss->max_entries) {
+        if (!evict_one(sh)) return NULL;
+        bump_epoch(ss); /* a session's level went back to off */
+    }
     if (!(e = calloc(1, sizeof *e))) return NULL;
     memcpy(e->nonce, s->nonce, 16);
     e->expires = s->expires;
@@ -341,12 +388,18 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     int64_t now = now_s();
     mcp_session s;
     memset(&s, 0, sizeof s);
-    vc_entry hit;
-    bool cacheable = idlen == TOKEN_TEXT_LEN && vc_bindable(tenant, graph, key_id);
-    if (cacheable && vc_lookup(ss, id, tenant, graph, key_id, now, &hit)) {
-        memcpy(s.version, hit.version, VERSION_LEN);
-        s.expires = hit.expires;
-        memcpy(s.nonce, hit.nonce, 16);
+    bool cacheable = idlen == TOKEN_TEXT_LEN && vc_bindable(tenant, graph, key_id), current = false;
+    /* read before the table: a change made after this read bumps past it */
+    uint64_t epoch = atomic_load_explicit(&ss->epoch, memory_order_acquire);
+    uint64_t h = cacheable ? vc_hash(ss, id) : 0;
+    if (cacheable && vc_lookup(ss, id, h, tenant, graph, key_id, now, epoch, &s, &current)) {
+        if (current) { /* nothing in the nonce table changed since it was confirmed */
+            copy_field(s.tenant, sizeof s.tenant, tenant);
+            copy_field(s.graph, sizeof s.graph, graph);
+            copy_field(s.key_id, sizeof s.key_id, key_id);
+            if (out) *out = s;
+            return true;
+        }
     } else {
         if (!id || idlen >= MCP_SESSION_ID_MAX ||
             sodium_base642bin(buf, sizeof buf, id, idlen, NULL, &len, NULL,
@@ -359,8 +412,6 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
         if (s.expires < now) goto bad;
         memcpy(s.version, buf + 25, VERSION_LEN);
         memcpy(s.nonce, buf + 9, 16);
-        if (cacheable && mcp_version_supported(s.version))
-            vc_insert(ss, id, tenant, graph, key_id, s.version, s.expires, s.nonce);
     }
     copy_field(s.tenant, sizeof s.tenant, tenant);
     copy_field(s.graph, sizeof s.graph, graph);
@@ -373,6 +424,7 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     pthread_mutex_unlock(&sh->mu);
     if (revoked) goto bad;
     if (!mcp_version_supported(s.version)) goto bad;
+    if (cacheable) vc_insert(ss, id, h, tenant, graph, key_id, &s, epoch); /* (re-)stamp */
     if (out) *out = s;
     return true;
 bad:
@@ -390,6 +442,7 @@ void mcp_session_revoke(mcp_sessions *ss, const mcp_session *s) {
         for (inflight *c = e->calls; c; c = c->next) *c->flag = 1; /* the session's runs stop */
     }
     pthread_mutex_unlock(&sh->mu);
+    bump_epoch(ss); /* after the change: every cached confirmation is now stale */
 }
 
 /* The session's logging/setLevel level; MCP_LOG_OFF until the client sets one. */
@@ -409,6 +462,7 @@ void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_l
     entry *e = get_or_add(ss, sh, s);
     if (e) e->level = l;
     pthread_mutex_unlock(&sh->mu);
+    bump_epoch(ss);
 }
 
 /* Request ids compare with their type: 1 and "1" are different requests. */

@@ -4,6 +4,9 @@
  * accepted only as the exact same text for the same tenant, graph and key; a token
  * differing in one byte never hits; expiry and revocation win over the cache. */
 #include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +14,25 @@
 
 #include "../../src/mcp/session.c"
 
-static unsigned long hits(mcp_sessions *ss) { return atomic_load(&ss->vc_hits); }
+/* Hits over all CPU shards. main() pins the process to one CPU so a check and the next
+ * one use the same shard and the counts below are exact. */
+static unsigned long hits(mcp_sessions *ss) {
+    unsigned long n = 0;
+    for (int i = 0; i < VC_SHARDS; i++) {
+        pthread_mutex_lock(&ss->vc[i].mu);
+        n += ss->vc[i].hits;
+        pthread_mutex_unlock(&ss->vc[i].mu);
+    }
+    return n;
+}
+
+static void pin_to_one_cpu(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpu = sched_getcpu();
+    CPU_SET(cpu > 0 ? cpu : 0, &set);
+    sched_setaffinity(0, sizeof set, &set);
+}
 
 START_TEST(hit_after_issue_and_exact_text_only) {
     uint8_t secret[32] = {7};
@@ -110,6 +131,73 @@ START_TEST(revocation_beats_the_cache) {
 }
 END_TEST
 
+/* The log level and revocation are cached with the table's epoch: a level change is seen
+ * by the next check (and that check is still a cache hit). */
+START_TEST(level_changes_seen_at_once) {
+    mcp_sessions *ss = mcp_sessions_new(NULL, 3600, 100);
+    char id[MCP_SESSION_ID_MAX];
+    mcp_session s;
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(mcp_session_issue(ss, "t", "g", "k", "2025-11-25", id, NULL));
+    ck_assert(mcp_session_check(ss, id, "t", "g", "k", &s, &err));
+    ck_assert_int_eq(s.level, MCP_LOG_OFF);
+    mcp_session_set_log_level(ss, &s, MCP_LOG_DEBUG);
+    unsigned long h = hits(ss);
+    ck_assert(mcp_session_check(ss, id, "t", "g", "k", &s, &err));
+    ck_assert_int_eq(s.level, MCP_LOG_DEBUG);
+    ck_assert(mcp_session_check(ss, id, "t", "g", "k", &s, &err));
+    ck_assert_int_eq(s.level, MCP_LOG_DEBUG);
+    ck_assert_uint_eq(hits(ss), h + 2);
+    mcp_session_set_log_level(ss, &s, MCP_LOG_ERROR);
+    ck_assert(mcp_session_check(ss, id, "t", "g", "k", &s, &err));
+    ck_assert_int_eq(s.level, MCP_LOG_ERROR);
+    mcp_sessions_free(ss);
+}
+END_TEST
+
+/* Threads check one session as fast as they can while it is revoked: no check that began
+ * after mcp_session_revoke returned succeeds. */
+typedef struct race {
+    mcp_sessions *ss;
+    const char *id;
+    atomic_int revoked, stop;
+    atomic_long late_ok, ok;
+} race;
+
+static void *checker(void *arg) {
+    race *r = arg;
+    gg_error err = GG_ERROR_INIT;
+    while (!atomic_load(&r->stop)) {
+        int after = atomic_load(&r->revoked);
+        bool ok = mcp_session_check(r->ss, r->id, "t", "g", "k", NULL, &err);
+        gg_error_clear(&err);
+        if (ok) atomic_fetch_add(&r->ok, 1);
+        if (ok && after) atomic_fetch_add(&r->late_ok, 1);
+    }
+    return NULL;
+}
+
+START_TEST(revocation_race) {
+    mcp_sessions *ss = mcp_sessions_new(NULL, 3600, 100);
+    char id[MCP_SESSION_ID_MAX];
+    mcp_session s;
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(mcp_session_issue(ss, "t", "g", "k", "2025-11-25", id, NULL));
+    ck_assert(mcp_session_check(ss, id, "t", "g", "k", &s, &err));
+    race r = {.ss = ss, .id = id};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, checker, &r), 0);
+    while (atomic_load(&r.ok) < 2000) usleep(1000);
+    mcp_session_revoke(ss, &s);
+    atomic_store(&r.revoked, 1);
+    usleep(50000);
+    atomic_store(&r.stop, 1);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(atomic_load(&r.late_ok), 0);
+    mcp_sessions_free(ss);
+}
+END_TEST
+
 START_TEST(expiry_beats_the_cache) {
     mcp_sessions *ss = mcp_sessions_new(NULL, 1, 10);
     char id[MCP_SESSION_ID_MAX];
@@ -144,6 +232,7 @@ START_TEST(bounded_and_evicting) {
 END_TEST
 
 int main(void) {
+    pin_to_one_cpu();
     Suite *s = suite_create("sessioncache");
     TCase *tc = tcase_create("sessioncache");
     tcase_set_timeout(tc, 30);
@@ -151,6 +240,8 @@ int main(void) {
     tcase_add_test(tc, verified_tokens_are_cached);
     tcase_add_test(tc, revocation_beats_the_cache);
     tcase_add_test(tc, expiry_beats_the_cache);
+    tcase_add_test(tc, level_changes_seen_at_once);
+    tcase_add_test(tc, revocation_race);
     tcase_add_test(tc, bounded_and_evicting);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
