@@ -15,7 +15,7 @@
  * (the HTTP core marks them abandoned once a write fails), ends expired sessions' streams,
  * sends a ": ping" comment every GW_STREAM_PING_MS so proxies keep idle streams open (and
  * so dead clients are found), and as soon as shutdown begins (app->stopping) ends every
- * stream so the graceful stop never waits on them.
+ * stream (after a "retry:" reconnection delay) so the graceful stop never waits on them.
  *
  * Bounds: GW_STREAMS_PER_SESSION per session (more → 409), GW_STREAMS_MAX in all (more →
  * 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
@@ -39,6 +39,9 @@
 
 static const char LIST_CHANGED[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
 static const char PING[] = ": ping\n\n";
+/* Sent before the streams end at shutdown: the SSE reconnection delay, so clients (the SDK
+ * reconnects its GET stream by itself) come back once a restarted server listens again. */
+static const char RETRY[] = "retry: 3000\n\n";
 
 /* The open streams of one session; streams[n-1] is the newest. */
 typedef struct ssess {
@@ -137,6 +140,7 @@ static void keep(gw_streams *s, double now) {
     for (size_t b = 0; b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next) {
             if (stopping || ss->expires <= wall) {
+                for (int i = 0; stopping && i < ss->n; i++) gg_http_async_write(ss->streams[i], RETRY, sizeof RETRY - 1);
                 end_all_of(s, ss);
                 continue;
             }
