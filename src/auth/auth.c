@@ -12,6 +12,8 @@
 #include "auth/auth.h"
 
 #include <pthread.h>
+#include <stdint.h>
+#include <sched.h>
 #include <sodium.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +41,28 @@ typedef struct cache_entry {
     unsigned char tag[crypto_shorthash_siphashx24_BYTES];
 } cache_entry;
 
+/* The per-CPU front of the cache: the last keys that verified on this CPU, each valid only
+ * while the cache epoch is the one it was filled at. Every removal, replacement or clear
+ * in the cache bumps the epoch after making the change, so revocation, invalidation and
+ * reloads reach the front at once; a request served here takes one uncontended lock instead
+ * of the shared read lock (whose counter every request on every CPU writes). */
+#define FRONT_SHARDS 8
+#define FRONT_SLOTS 64
+typedef struct front_entry {
+    char id[GG_KEY_ID_LEN + 1];     /* "" = empty */
+    unsigned char tag[crypto_shorthash_siphashx24_BYTES];
+    char tenant[GG_TENANT_MAX];
+    unsigned scopes;
+    uint64_t epoch;
+    double loaded_ms;               /* the cache entry's: its TTL still applies */
+    double touched_ms;              /* after TOUCH_EVERY_MS the slow path reports last use */
+} front_entry;
+typedef struct front_shard {
+    pthread_mutex_t mu;
+    front_entry e[FRONT_SLOTS];
+    char pad[64];
+} front_shard;
+
 struct gg_auth {
     gg_store *store;
     unsigned char pepper[32];
@@ -53,6 +77,8 @@ struct gg_auth {
     pthread_mutex_t gen_lock;        /* guards generation */
     long long gen_checked_ms;        /* monotonic ms; __atomic access (read without the lock) */
     long long generation;
+    _Atomic uint64_t epoch;          /* see front_entry */
+    front_shard front[FRONT_SHARDS];
 };
 
 static size_t bucket_of(const char *id) {
@@ -61,6 +87,8 @@ static size_t bucket_of(const char *id) {
     return h % CACHE_BUCKETS;
 }
 
+static void bump_epoch(gg_auth *a) { atomic_fetch_add_explicit(&a->epoch, 1, memory_order_release); }
+
 static void cache_clear_locked(gg_auth *a) {
     for (size_t i = 0; i < CACHE_BUCKETS; i++) {
         cache_entry *e = a->buckets[i];
@@ -68,6 +96,49 @@ static void cache_clear_locked(gg_auth *a) {
         a->buckets[i] = NULL;
     }
     a->n_entries = 0;
+    bump_epoch(a);
+}
+
+static front_shard *front_here(gg_auth *a) {
+    int cpu = sched_getcpu();
+    return &a->front[cpu > 0 ? (unsigned)cpu % FRONT_SHARDS : 0];
+}
+
+/* The fast path: this CPU's front has id with this tag, filled at the current epoch, its
+ * cache entry within TTL and last use reported recently. Fills out. */
+static bool front_verified(gg_auth *a, const char *id, const unsigned char *tag, double now, uint64_t epoch,
+                           gg_principal *out) {
+    front_shard *sh = front_here(a);
+    front_entry *e = &sh->e[bucket_of(id) % FRONT_SLOTS];
+    bool ok = false;
+    pthread_mutex_lock(&sh->mu);
+    if (e->epoch == epoch && strcmp(e->id, id) == 0 && crypto_verify_16(e->tag, tag) == 0 &&
+        now - e->loaded_ms < a->cache_ttl_ms && now - e->touched_ms < TOUCH_EVERY_MS) {
+        ok = true;
+        if (out) {
+            memcpy(out->key_id, id, sizeof out->key_id);
+            memcpy(out->tenant, e->tenant, sizeof out->tenant);
+            out->scopes = e->scopes;
+        }
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return ok;
+}
+
+/* Remember a verification made through the cache at epoch (read before the cache was). */
+static void front_fill(gg_auth *a, const char *id, const unsigned char *tag, const gg_principal *p,
+                       double loaded_ms, double now, uint64_t epoch) {
+    front_shard *sh = front_here(a);
+    front_entry *e = &sh->e[bucket_of(id) % FRONT_SLOTS];
+    pthread_mutex_lock(&sh->mu);
+    memcpy(e->id, id, sizeof e->id);
+    memcpy(e->tag, tag, sizeof e->tag);
+    memcpy(e->tenant, p->tenant, sizeof e->tenant);
+    e->scopes = p->scopes;
+    e->epoch = epoch;
+    e->loaded_ms = loaded_ms;
+    e->touched_ms = now;
+    pthread_mutex_unlock(&sh->mu);
 }
 
 gg_auth *gg_auth_new(gg_store *s, const gg_auth_options *o, gg_error *err) {
@@ -97,6 +168,8 @@ gg_auth *gg_auth_new(gg_store *s, const gg_auth_options *o, gg_error *err) {
     randombytes_buf(a->tag_key, sizeof a->tag_key);
     atomic_store(&a->history, o->history);
     pthread_rwlock_init(&a->lock, NULL);
+    atomic_init(&a->epoch, 1);
+    for (int i = 0; i < FRONT_SHARDS; i++) pthread_mutex_init(&a->front[i].mu, NULL);
     pthread_mutex_init(&a->gen_lock, NULL);
     a->generation = gg_store_generation_get(s, GG_GEN_KEYS, NULL);
     a->gen_checked_ms = (long long)gg_now_ms();
@@ -109,6 +182,8 @@ void gg_auth_free(gg_auth *a) {
     cache_clear_locked(a);
     pthread_rwlock_unlock(&a->lock);
     pthread_rwlock_destroy(&a->lock);
+    for (int i = 0; i < FRONT_SHARDS; i++) pthread_mutex_destroy(&a->front[i].mu);
+    sodium_memzero(a->front, sizeof a->front);
     pthread_mutex_destroy(&a->gen_lock);
     gg_ratelimit_free(a->rate);
     gg_tenant_slots_free(a->slots);
@@ -135,6 +210,7 @@ static void invalidate_one(gg_auth *a, const char *id) {
             sodium_memzero(e, sizeof *e);
             free(e);
             a->n_entries--;
+            bump_epoch(a);
             break;
         }
         p = &(*p)->next;
@@ -171,7 +247,7 @@ static bool touch_due(cache_entry *e, double now) {
 /* The fast path: id's entry is fresh, exists, is not revoked and its tag equals the tag of
  * the presented text. Fills out and *touch; false means "take the full path". */
 static bool cache_verified(gg_auth *a, const char *id, const unsigned char *tag, double now,
-                           gg_principal *out, bool *touch) {
+                           gg_principal *out, bool *touch, double *loaded_ms) {
     bool ok = false;
     pthread_rwlock_rdlock(&a->lock);
     for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
@@ -179,11 +255,10 @@ static bool cache_verified(gg_auth *a, const char *id, const unsigned char *tag,
         if (e->exists && !e->revoked && e->tagged && now - e->loaded_ms < a->cache_ttl_ms &&
             crypto_verify_16(e->tag, tag) == 0) { /* constant time, ~2 ns */
             ok = true;
-            if (out) {
-                memcpy(out->key_id, id, sizeof out->key_id);
-                memcpy(out->tenant, e->tenant, sizeof out->tenant);
-                out->scopes = e->scopes;
-            }
+            memcpy(out->key_id, id, sizeof out->key_id);
+            memcpy(out->tenant, e->tenant, sizeof out->tenant);
+            out->scopes = e->scopes;
+            *loaded_ms = e->loaded_ms;
             *touch = touch_due(e, now);
         }
         break;
@@ -235,6 +310,7 @@ static void cache_put(gg_auth *a, const cache_entry *src) {
             n->next = old->next;
             *p = n;
             free(old);
+            bump_epoch(a); /* the front may hold what the old entry said */
             pthread_rwlock_unlock(&a->lock);
             return;
         }
@@ -296,10 +372,17 @@ gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_princi
     check_generation(a, now);
     unsigned char tag[crypto_shorthash_siphashx24_BYTES];
     crypto_shorthash_siphashx24(tag, (const unsigned char *)key, len, a->tag_key);
+    /* read before the cache: a change made after this read bumps past it */
+    uint64_t epoch = atomic_load_explicit(&a->epoch, memory_order_acquire);
+    if (front_verified(a, id, tag, now, epoch, out)) return GG_AUTH_OK;
     bool touch = false;
-    if (cache_verified(a, id, tag, now, out, &touch)) {
+    gg_principal p;
+    double loaded_ms = 0;
+    if (cache_verified(a, id, tag, now, &p, &touch, &loaded_ms)) {
         gg_history *h = atomic_load(&a->history);
         if (touch && h) gg_history_touch_key(h, id, gg_wall_ms());
+        front_fill(a, id, tag, &p, loaded_ms, now, epoch);
+        if (out) *out = p;
         return GG_AUTH_OK;
     }
     unsigned char hash[GG_KEY_HASH_LEN];
@@ -318,7 +401,13 @@ gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_princi
         memcpy(out->tenant, e.tenant, sizeof out->tenant);
         out->scopes = e.scopes;
     }
-    if (st == GG_AUTH_OK) cache_tag(a, id, e.loaded_ms, tag);
+    if (st == GG_AUTH_OK) {
+        cache_tag(a, id, e.loaded_ms, tag);
+        memcpy(p.key_id, id, sizeof p.key_id);
+        memcpy(p.tenant, e.tenant, sizeof p.tenant);
+        p.scopes = e.scopes;
+        front_fill(a, id, tag, &p, e.loaded_ms, now, epoch);
+    }
     sodium_memzero(&e, sizeof e);
     sodium_memzero(hash, sizeof hash);
     if (st == GG_AUTH_OK) maybe_touch(a, id, now);
