@@ -299,7 +299,9 @@ typedef struct gg_exec_filter {
 } gg_exec_filter;
 /* {"executions":[{"id","tenant","graph","version","tool","key_id","status","started_at",
  * "finished_at","duration_ms","error"}], "next_cursor": string|null}, newest first.
- * tenant NULL = all tenants (admin). A malformed cursor is "invalid". */
+ * tenant NULL = all tenants (admin; no index serves it since migration 0003: it sorts
+ * every execution, fine for the CLI on a small database only). A malformed cursor is
+ * "invalid". */
 json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
                                  gg_error *err);
 /* One execution with "arguments", "result", "error" and "nodes":[{"index","node_id",
