@@ -996,6 +996,60 @@ START_TEST(pool_shared_by_threads) {
 }
 END_TEST
 
+/* Several threads submit at once (the gateway's workers): every record is written once,
+ * with its nodes, whether its queue item came from the pool or from malloc (small and
+ * oversized records mixed), and the writer keeps up with a short flush window. */
+static gg_history *shared_history;
+
+static void *history_worker(void *arg) {
+    long t = (long)arg;
+    json_t *hist = sample_history(gg_wall_ms());
+    char big[3000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 2000; i++) {
+        gg_exec_record *r = gg_exec_record_new("acme", "g", 1, i % 2 ? "t" : "u", NULL, NULL);
+        if (!r) return (void *)1;
+        r->status = GG_EXEC_SUCCEEDED;
+        r->finished_ms = r->started_ms;
+        if (i % 97 == (int)t) r->result = json_string(big); /* past the pooled item size */
+        gg_exec_record_set_node_history(r, json_incref(hist), false);
+        if (!gg_history_submit(shared_history, r)) return (void *)2;
+    }
+    json_decref(hist);
+    return NULL;
+}
+
+START_TEST(history_concurrent_submitters) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 1};
+    shared_history = gg_history_start(s, &o, &err);
+    ck_assert_ptr_nonnull(shared_history);
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, history_worker, (void *)i);
+    for (int i = 0; i < 4; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        ck_assert_ptr_null(rc);
+    }
+    gg_history_flush(shared_history);
+    gg_history_stats st;
+    gg_history_get_stats(shared_history, &st);
+    ck_assert_int_eq(st.submitted, 8000);
+    ck_assert_int_eq(st.written, 8000);
+    ck_assert_int_eq(st.dropped, 0);
+    ck_assert(st.writer_cpu_ns > 0);
+    gg_history_stop(shared_history);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions"), 8000);
+    ck_assert_int_eq(count_rows("SELECT count(DISTINCT id) FROM executions"), 8000);
+    ck_assert_int_eq(count_rows("SELECT sum(json_array_length(nodes)) FROM executions"), 8000 * 3);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions WHERE length(result) > 2900"), 4 * 21);
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -1017,6 +1071,7 @@ int main(void) {
     tcase_add_test(tc, history_node_paths_agree);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);
+    tcase_add_test(tc, history_concurrent_submitters);
     tcase_add_test(tc, audit_log);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
