@@ -11,15 +11,15 @@ eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 FX="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
 T0=$(date +%s)
 
-# version 2 of the fixture: one more tool
+# version 2: another graph source with a tool version 1 (the fixture) does not have
 V2="$GG_TMP/v2.yaml"
-cat "$FX" > "$V2"
-cat >> "$V2" <<'EOF'
-
+cat > "$V2" <<'EOF'
+version: "1.0"
+server: {name: "graphgate-conformance", version: "2.0.0"}
+tools:
   - name: "stream_added"
     description: "Only in version 2"
-    inputSchema:
-      type: "object"
+    inputSchema: {type: "object"}
     nodes:
       - { id: "entry", type: "entry", next: "exit" }
       - { id: "exit", type: "exit" }
