@@ -41,14 +41,24 @@ int gg_exec_status_parse(const char *name) {
     return -1;
 }
 
-static void id_at(unsigned long long ms, char out[33]) {
-    unsigned char rnd[10];
-    randombytes_buf(rnd, sizeof rnd);
-    snprintf(out, 13, "%012llx", ms & 0xffffffffffffULL);
-    sodium_bin2hex(out + 12, 21, rnd, sizeof rnd);
+#define ID_RANDOM_BYTES 10
+
+/* 12 hex digits of ms, then the random bytes in hex. */
+static void id_format(unsigned long long ms, const unsigned char rnd[ID_RANDOM_BYTES], char out[33]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 11; i >= 0; i--, ms >>= 4) out[i] = hex[ms & 15];
+    for (int i = 0; i < ID_RANDOM_BYTES; i++) {
+        out[12 + 2 * i] = hex[rnd[i] >> 4];
+        out[13 + 2 * i] = hex[rnd[i] & 15];
+    }
+    out[32] = '\0';
 }
 
-void gg_exec_id_new(char out[33]) { id_at((unsigned long long)gg_wall_ms(), out); }
+void gg_exec_id_new(char out[33]) {
+    unsigned char rnd[ID_RANDOM_BYTES];
+    randombytes_buf(rnd, sizeof rnd);
+    id_format((unsigned long long)gg_wall_ms(), rnd, out);
+}
 
 /* ---- records ---------------------------------------------------------------------------- */
 
@@ -59,14 +69,14 @@ static char *dup_or_null(const char *s, bool *oom) {
     return d;
 }
 
-gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
-                                   const char *tool, const char *key_id, json_t *arguments) {
+static gg_exec_record *record_new(const unsigned char rnd[ID_RANDOM_BYTES], const char *tenant, const char *graph,
+                                  int version, const char *tool, const char *key_id, json_t *arguments) {
     gg_exec_record *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     bool oom = false;
     /* one clock read: the id's time is the start time, so ids sort like started_at */
     r->started_ms = gg_wall_ms();
-    id_at((unsigned long long)r->started_ms, r->id);
+    id_format((unsigned long long)r->started_ms, rnd, r->id);
     r->tenant = dup_or_null(tenant ? tenant : "", &oom);
     r->graph = dup_or_null(graph ? graph : "", &oom);
     r->tool = dup_or_null(tool ? tool : "", &oom);
@@ -76,6 +86,13 @@ gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int ve
     r->arguments = arguments ? json_incref(arguments) : NULL;
     if (oom) { gg_exec_record_free(r); return NULL; }
     return r;
+}
+
+gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
+                                   const char *tool, const char *key_id, json_t *arguments) {
+    unsigned char rnd[ID_RANDOM_BYTES];
+    randombytes_buf(rnd, sizeof rnd);
+    return record_new(rnd, tenant, graph, version, tool, key_id, arguments);
 }
 
 gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node_id,
@@ -470,11 +487,17 @@ typedef struct hist_item {
 #define ITEM_POOL_DATA 1024
 #define ITEM_POOL_MAX 1024
 
+/* Random bytes for execution ids, drawn from libsodium this many at a time: one
+ * getrandom system call per 400 ids instead of one per id (≈ 0.5 µs a run). */
+#define ID_RANDOM_POOL 4000
+
 struct gg_history {
     gg_store *store;
-    pthread_mutex_t pool_lock;    /* guards pool, pooled */
+    pthread_mutex_t pool_lock;    /* guards pool, pooled, rnd, rnd_used */
     hist_item *pool;
     size_t pooled;
+    unsigned char rnd[ID_RANDOM_POOL];
+    size_t rnd_used;              /* bytes of rnd handed out (all at start) */
     gg_store_conn *conn;          /* the writer's own connection */
     sqlite3_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
     const char **finals;          /* the writer's per-batch set of ids with a final state */
@@ -916,6 +939,7 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     }
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->pool_lock, NULL);
+    h->rnd_used = sizeof h->rnd; /* filled on first use */
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->done, NULL);
     h->retention_req = 1; /* once at start */
@@ -950,6 +974,25 @@ static bool enqueue(gg_history *h, hist_item *it) {
     if (h->queued == 1) pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);
     return true;
+}
+
+/* gg_exec_record_new, the id's random part taken from h's pool of random bytes (refilled
+ * from libsodium's CSPRNG in blocks) instead of a system call per record. h NULL is
+ * allowed (then exactly gg_exec_record_new). Safe from any thread. */
+gg_exec_record *gg_history_record_new(gg_history *h, const char *tenant, const char *graph, int version,
+                                      const char *tool, const char *key_id, json_t *arguments) {
+    if (!h) return gg_exec_record_new(tenant, graph, version, tool, key_id, arguments);
+    unsigned char rnd[ID_RANDOM_BYTES];
+    pthread_mutex_lock(&h->pool_lock);
+    if (h->rnd_used + ID_RANDOM_BYTES > sizeof h->rnd) {
+        randombytes_buf(h->rnd, sizeof h->rnd);
+        h->rnd_used = 0;
+    }
+    memcpy(rnd, h->rnd + h->rnd_used, ID_RANDOM_BYTES);
+    sodium_memzero(h->rnd + h->rnd_used, ID_RANDOM_BYTES); /* handed out once */
+    h->rnd_used += ID_RANDOM_BYTES;
+    pthread_mutex_unlock(&h->pool_lock);
+    return record_new(rnd, tenant, graph, version, tool, key_id, arguments);
 }
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) {

@@ -1008,7 +1008,8 @@ static void *history_worker(void *arg) {
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     for (int i = 0; i < 2000; i++) {
-        gg_exec_record *r = gg_exec_record_new("acme", "g", 1, i % 2 ? "t" : "u", NULL, NULL);
+        gg_exec_record *r = i % 2 ? gg_exec_record_new("acme", "g", 1, "t", NULL, NULL)
+                                  : gg_history_record_new(shared_history, "acme", "g", 1, "u", NULL, NULL);
         if (!r) return (void *)1;
         r->status = GG_EXEC_SUCCEEDED;
         r->finished_ms = r->started_ms;
