@@ -100,22 +100,6 @@ struct gg_http_server {
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static void json_escape(gg_strbuf *b, const char *s) {
-    static const char hex[] = "0123456789abcdef";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            gg_strbuf_putc(b, '\\');
-            gg_strbuf_putc(b, (char)c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char u[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-            gg_strbuf_puts(b, u);
-        } else {
-            gg_strbuf_putc(b, (char)c);
-        }
-    }
-}
-
 static bool request_id_ok(const char *s) {
     size_t n = strlen(s);
     if (n == 0 || n > GG_HTTP_REQUEST_ID_MAX) return false;
@@ -178,6 +162,8 @@ typedef struct conn_ctx {
     char client[64];
     time_t date_sec;            /* the second date_text shows (0 = none yet) */
     char date_text[32];         /* IMF-fixdate */
+    time_t ts_sec;              /* the second ts_text shows, for access lines */
+    char ts_text[20];           /* "YYYY-MM-DDTHH:MM:SS" */
 } conn_ctx;
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -784,32 +770,122 @@ static void alog_stop(access_writer *w) {
     if (w->pending.len) alog_write(w, &w->pending); /* appended while the thread exited */
 }
 
+/* The access line is built without printf or heap (on the request path of every request):
+ * a stack buffer sized for the worst case of escaping, a per-connection cache of the
+ * timestamp's seconds part, hand-formatted numbers. */
+typedef struct line {
+    char *p;
+    size_t n;
+} line;
+
+static void put_mem(line *l, const char *s, size_t n) {
+    memcpy(l->p + l->n, s, n);
+    l->n += n;
+}
+#define PUT_LIT(l, s) put_mem((l), (s), sizeof(s) - 1)
+
+/* JSON string escaping: quote, backslash and control characters escaped, other bytes as
+ * they are. */
+static void put_escaped(line *l, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        unsigned char c = *q;
+        if (c == '"' || c == '\\') {
+            l->p[l->n++] = '\\';
+            l->p[l->n++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            put_mem(l, u, 6);
+        } else {
+            l->p[l->n++] = (char)c;
+        }
+    }
+}
+
+static void put_uint(line *l, unsigned long long v, int min_digits) {
+    char d[24];
+    int k = 0;
+    do {
+        d[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v || k < min_digits);
+    while (k) l->p[l->n++] = d[--k];
+}
+
+/* "YYYY-MM-DDTHH:MM:SS" for sec (20 bytes with the NUL). */
+static void format_ts_seconds(time_t sec, char out[20]) {
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm)) memset(&tm, 0, sizeof tm);
+    line l = {out, 0};
+    put_uint(&l, (unsigned long long)(tm.tm_year + 1900) % 10000, 4);
+    out[l.n++] = '-';
+    put_uint(&l, (unsigned)(tm.tm_mon + 1) % 100, 2);
+    out[l.n++] = '-';
+    put_uint(&l, (unsigned)tm.tm_mday % 100, 2);
+    out[l.n++] = 'T';
+    put_uint(&l, (unsigned)tm.tm_hour % 100, 2);
+    out[l.n++] = ':';
+    put_uint(&l, (unsigned)tm.tm_min % 100, 2);
+    out[l.n++] = ':';
+    put_uint(&l, (unsigned)tm.tm_sec % 100, 2);
+    out[l.n] = '\0';
+}
+
 static void access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminationCode toe) {
-    gg_strbuf b = GG_STRBUF_INIT;
-    char ts[40];
+    const char *route = req->match.pattern ? req->match.pattern : "";
+    size_t worst = 320 + 6 * (strlen(req->method) + strlen(route) + strlen(req->path) + strlen(req->request_id) +
+                              strlen(req->client));
+    char stack[4096];
+    char *buf = worst <= sizeof stack ? stack : malloc(worst);
+    if (!buf) {
+        atomic_fetch_add_explicit(&req->srv->alog.dropped, 1, memory_order_relaxed);
+        return;
+    }
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
-    gg_strbuf_printf(&b, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\",\"method\":\"", ts);
-    json_escape(&b, req->method);
-    gg_strbuf_puts(&b, "\",\"route\":\"");
-    json_escape(&b, req->match.pattern ? req->match.pattern : "");
-    gg_strbuf_puts(&b, "\",\"path\":\"");
-    json_escape(&b, req->path);
-    gg_strbuf_printf(&b, "\",\"status\":%d,\"bytes\":%zu,\"duration_ms\":%.3f,\"request_id\":\"",
-                     req->status_out, req->bytes_out, dur_ms);
-    json_escape(&b, req->request_id);
-    gg_strbuf_printf(&b, "\",\"listener\":\"%s\",\"client\":\"",
-                     req->listener == GG_LISTENER_INTERNAL ? "internal" : "public");
-    json_escape(&b, req->client);
-    gg_strbuf_puts(&b, "\"");
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) gg_strbuf_puts(&b, ",\"aborted\":true");
-    gg_strbuf_puts(&b, "}");
-    if (!b.oom) alog_append(&req->srv->alog, b.data, b.len);
-    gg_strbuf_free(&b);
+    conn_ctx *x = req->conn ? conn_ctx_of(req->conn) : NULL;
+    char tsbuf[20];
+    const char *ts = tsbuf;
+    if (x) {
+        if (x->ts_sec != now.tv_sec || !x->ts_text[0]) {
+            format_ts_seconds(now.tv_sec, x->ts_text);
+            x->ts_sec = now.tv_sec;
+        }
+        ts = x->ts_text;
+    } else {
+        format_ts_seconds(now.tv_sec, tsbuf);
+    }
+    line l = {buf, 0};
+    PUT_LIT(&l, "{\"ts\":\"");
+    put_mem(&l, ts, strlen(ts));
+    l.p[l.n++] = '.';
+    put_uint(&l, (unsigned long long)(now.tv_nsec / 1000000), 3);
+    PUT_LIT(&l, "Z\",\"level\":\"info\",\"msg\":\"access\",\"method\":\"");
+    put_escaped(&l, req->method);
+    PUT_LIT(&l, "\",\"route\":\"");
+    put_escaped(&l, route);
+    PUT_LIT(&l, "\",\"path\":\"");
+    put_escaped(&l, req->path);
+    PUT_LIT(&l, "\",\"status\":");
+    if (req->status_out < 0) l.p[l.n++] = '-'; /* never expected; keeps the number exact */
+    put_uint(&l, (unsigned long long)(req->status_out < 0 ? -(long long)req->status_out : req->status_out), 1);
+    PUT_LIT(&l, ",\"bytes\":");
+    put_uint(&l, (unsigned long long)req->bytes_out, 1);
+    PUT_LIT(&l, ",\"duration_ms\":");
+    unsigned long long us = dur_ms > 0 ? (unsigned long long)(dur_ms * 1000.0 + 0.5) : 0;
+    put_uint(&l, us / 1000, 1);
+    l.p[l.n++] = '.';
+    put_uint(&l, us % 1000, 3);
+    PUT_LIT(&l, ",\"request_id\":\"");
+    put_escaped(&l, req->request_id);
+    if (req->listener == GG_LISTENER_INTERNAL) PUT_LIT(&l, "\",\"listener\":\"internal\",\"client\":\"");
+    else PUT_LIT(&l, "\",\"listener\":\"public\",\"client\":\"");
+    put_escaped(&l, req->client);
+    l.p[l.n++] = '"';
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) PUT_LIT(&l, ",\"aborted\":true");
+    l.p[l.n++] = '}';
+    alog_append(&req->srv->alog, buf, l.n);
+    if (buf != stack) free(buf);
 }
 
 static void record_metrics(gg_http_server *srv, gg_http_req *req, double dur_ms) {

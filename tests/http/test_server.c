@@ -681,6 +681,61 @@ START_TEST(access_log_lines) {
 }
 END_TEST
 
+/* Access lines escape what they carry (a decoded path with a quote, a backslash and a
+ * control character), take long paths (the heap-buffer branch), and have the exact field
+ * formats: ts "YYYY-MM-DDTHH:MM:SS.mmmZ" near now, duration_ms with three decimals. */
+START_TEST(access_log_escaping_and_formats) {
+    char longpath[2100] = "/long/";
+    memset(longpath + 6, 'a', 2000);
+    longpath[2006] = '\0';
+    reply r = call(PUB, NULL, "/esc%22q%5C%01x", NULL, 0, "X-Request-Id: acc-esc", false);
+    reply_free(&r);
+    r = call(PUB, NULL, longpath, NULL, 0, "X-Request-Id: acc-long", false);
+    reply_free(&r);
+    char *text = NULL;
+    for (int waited = 0; waited < 2000; waited += 20) {
+        free(text);
+        text = slurp(access_path);
+        if (text && strstr(text, "\"request_id\":\"acc-esc\"") && strstr(text, "\"request_id\":\"acc-long\"")) break;
+        sleep_ms(20);
+    }
+    ck_assert_ptr_nonnull(text);
+    int seen = 0;
+    for (char *ln = strtok(text, "\n"); ln; ln = strtok(NULL, "\n")) {
+        json_t *j = json_loads(ln, 0, NULL);
+        ck_assert_msg(j != NULL, "not JSON: %s", ln);
+        const char *id = json_string_value(json_object_get(j, "request_id"));
+        const char *ts = json_string_value(json_object_get(j, "ts"));
+        ck_assert_ptr_nonnull(ts);
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        const char *rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+        ck_assert_msg(rest && strlen(ts) == 24 && rest[0] == '.' && strspn(rest + 1, "0123456789") == 3 && rest[4] == 'Z',
+                      "bad ts %s", ts);
+        ck_assert_int_le(llabs((long long)(timegm(&tm) - time(NULL))), 5);
+        const char *d = strstr(ln, "\"duration_ms\":");
+        ck_assert_ptr_nonnull(d);
+        d += strlen("\"duration_ms\":");
+        size_t ip = strspn(d, "0123456789");
+        ck_assert_msg(ip >= 1 && d[ip] == '.' && strspn(d + ip + 1, "0123456789") == 3 && d[ip + 4] == ',',
+                      "bad duration in %s", ln);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "client")), "127.0.0.1");
+        if (id && strcmp(id, "acc-esc") == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(j, "path")), "/esc\"q\\\001x");
+            ck_assert_int_eq(json_integer_value(json_object_get(j, "status")), 404);
+            seen++;
+        }
+        if (id && strcmp(id, "acc-long") == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(j, "path")), longpath);
+            seen++;
+        }
+        json_decref(j);
+    }
+    ck_assert_int_eq(seen, 2);
+    free(text);
+}
+END_TEST
+
 int main(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *s = suite_create("http-server");
@@ -700,6 +755,7 @@ int main(void) {
     tcase_add_test(tc, sse_stream);
     tcase_add_test(tc, metrics_and_ready);
     tcase_add_test(tc, access_log_lines);
+    tcase_add_test(tc, access_log_escaping_and_formats);
     tcase_add_test(tc, graceful_stop_waits_for_inflight);
     tcase_add_test(tc, graceful_stop_abandons_past_deadline);
     tcase_add_test(tc, connection_limit_queues_not_resets);
