@@ -462,7 +462,10 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     /* the plain endpoint answers from the exit node's output in the JSON history */
     bool text_history = ep->is_graph && !plain && gw->history;
     if (text_history) mcp_call_use_history_text(call, gw->cfg->history_max_payload);
-    if (try_inline(gw, req, res, ep, call, pr, plain, text_history)) return GG_HTTP_DONE;
+    if (try_inline(gw, req, res, ep, call, pr, plain, text_history)) {
+        json_decref(id);
+        return GG_HTTP_DONE;
+    }
     gw_call_job *j = calloc(1, sizeof *j);
     gg_http_async *a = j ? gg_http_defer(req) : NULL;
     if (!a) {
