@@ -786,9 +786,15 @@ static void put_mem(line *l, const char *s, size_t n) {
 
 /* JSON string escaping: quote, backslash and control characters escaped, other bytes as
  * they are. */
+static inline bool needs_escape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c == 0x7f; }
+
 static void put_escaped(line *l, const char *s) {
     static const char hex[] = "0123456789abcdef";
     for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        const unsigned char *run = q; /* copy runs of plain bytes at once */
+        while (*q && !needs_escape(*q)) q++;
+        if (q > run) put_mem(l, (const char *)run, (size_t)(q - run));
+        if (!*q) break;
         unsigned char c = *q;
         if (c == '"' || c == '\\') {
             l->p[l->n++] = '\\';
