@@ -3,6 +3,16 @@
 # right error and the server keeps serving.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+# running_calls N: wait (bounded, 10 s) until N tool calls run on workers, so a test acts
+# on a call that is really in flight however slowly a loaded machine starts it
+running_calls() {
+  local i
+  for i in $(seq 1 200); do
+    [ "$(curl -s "$GG_INT/metrics" | awk '$1 == "graphgate_tool_calls_running" {print $2}')" -ge "$1" ] 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "   no $1 running call(s) after 10 s" >&2; return 1
+}
 code() { jget "$1" 'd["error"]["code"]'; }
 gw_cli tenant create acme >/dev/null 2>&1
 ADMIN=$(gw_key acme admin)
@@ -67,7 +77,7 @@ US="$GG_PUB/mcp/acme/slow"
 SIDS=$(gw_init "$US" "$KEY")
 ( gw_rpc "$GG_TMP/cc.json" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow"}}' > "$GG_TMP/cc.code" ) &
 cpid=$!
-sleep 0.3
+running_calls 1
 t "notifications/cancelled → 202" eq "$(gw_rpc "$O" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1","reason":"test"}}')" 202
 wait $cpid
 t "the cancelled call ends with -32800" eq "$(jget "$GG_TMP/cc.json" '(d["id"], d["error"]["code"])')" "('slow-1', -32800)"
@@ -88,7 +98,7 @@ t "allowlisted Host on a loopback bind → 200" eq "$(gw_rpc "$O" "$U" "$KEY" ""
 ( curl -s -o "$GG_TMP/drain.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/drain.code" ) &
 cpid=$!
-sleep 0.3
+running_calls 1
 t "SIGTERM with a run in flight: clean exit" gw_stop_clean
 wait $cpid
 t "the run in flight was drained → 200" eq "$(cat "$GG_TMP/drain.code")" 200
@@ -96,7 +106,7 @@ rm -f "$GG_TMP/serve.out"; GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_start || { echo "r
 ( curl -s -o "$GG_TMP/cancel.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/cancel.code" ) &
 cpid=$!
-sleep 0.3
+running_calls 1
 t "SIGTERM past the deadline: clean exit" gw_stop_clean
 wait $cpid
 t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
@@ -106,10 +116,10 @@ t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: can
 # ---- request_timeout bounds every call
 # (with a cap of one execution per tenant: a second concurrent call is refused at once)
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_REQUEST_TIMEOUT=300ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_start || { echo "restart failed"; gg_finish; }
 ( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/to.code" ) &
 cpid=$!
-sleep 0.1
+running_calls 1
 t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 429
 t "429 carries Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/cap.json.h"
 t "the plain endpoint answers in the plain error model" eq "$(jget "$GG_TMP/cap.json" 'd["error"]["code"]')" rate_limited
