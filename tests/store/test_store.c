@@ -1004,7 +1004,7 @@ static gg_history *shared_history;
 static void *history_worker(void *arg) {
     long t = (long)arg;
     json_t *hist = sample_history(gg_wall_ms());
-    char big[3000];
+    char big[5000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     for (int i = 0; i < 2000; i++) {
@@ -1046,7 +1046,7 @@ START_TEST(history_concurrent_submitters) {
     ck_assert_int_eq(count_rows("SELECT count(*) FROM executions"), 8000);
     ck_assert_int_eq(count_rows("SELECT count(DISTINCT id) FROM executions"), 8000);
     ck_assert_int_eq(count_rows("SELECT sum(json_array_length(nodes)) FROM executions"), 8000 * 3);
-    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions WHERE length(result) > 2900"), 4 * 21);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions WHERE length(result) > 4900"), 4 * 21);
     gg_store_close(s);
 }
 END_TEST
