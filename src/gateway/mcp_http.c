@@ -360,8 +360,12 @@ static void job_respond(gw_call_job *j, char *body, int status) {
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
 static void job_make_record(gw_call_job *j) {
     if (!j->ep.is_graph) return;
-    j->rec = gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
-                                j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
+    j->rec = j->gw->history
+                 ? gg_history_record_new(j->gw->history, j->ep.tenant, j->ep.graph, j->ep.version,
+                                         mcp_call_tool(j->call), j->has_key ? j->key_id : NULL,
+                                         mcp_call_arguments(j->call))
+                 : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
+                                      j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
 }
 
 static void job_run(void *arg) {

@@ -63,38 +63,37 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
     }
 }
 
-/* One node's history record as JSON text, shaped as the executor's history objects (see
- * mcp_call_ctx.history_text). The input (the whole context the node saw) is kept only for
- * a failed node, where it explains something; on every other node it would repeat what
- * the earlier records already hold. */
+/* One node's history record as JSON text in the history store's positional form (see
+ * mcp_call_ctx.history_text): [index, "id", "type", start, end, duration, output|null] and
+ * for a failed node also input|null and the message. The input (the whole context the node
+ * saw) is kept only for a failed node, where it explains something; on every other node it
+ * would repeat what the earlier records already hold. */
 static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     bool first = !b->len || b->data[b->len - 1] == '[';
-    gg_strbuf_puts(b, first ? "{\"executionIndex\":" : ",{\"executionIndex\":");
+    gg_strbuf_puts(b, first ? "[" : ",[");
     put_ll(b, ev->execution_index);
-    gg_strbuf_puts(b, ",\"nodeId\":");
+    gg_strbuf_putc(b, ',');
     jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));
-    gg_strbuf_puts(b, ",\"nodeType\":\"");
+    gg_strbuf_puts(b, ",\"");
     gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
-    gg_strbuf_puts(b, "\",\"startTime\":");
+    gg_strbuf_puts(b, "\",");
     put_ll(b, ev->start_ms);
-    gg_strbuf_puts(b, ",\"endTime\":");
+    gg_strbuf_putc(b, ',');
     put_ll(b, ev->end_ms);
-    gg_strbuf_puts(b, ",\"duration\":");
+    gg_strbuf_putc(b, ',');
     put_ms(b, ev->duration_ms);
-    if (ev->output) {
-        gg_strbuf_puts(b, ",\"output\":");
-        put_value(b, ev->output, max);
-    }
+    gg_strbuf_putc(b, ',');
+    if (ev->output) put_value(b, ev->output, max);
+    else gg_strbuf_puts(b, "null");
     if (ev->error) {
-        if (ev->input) {
-            gg_strbuf_puts(b, ",\"input\":");
-            put_value(b, ev->input, max);
-        }
+        gg_strbuf_putc(b, ',');
+        if (ev->input) put_value(b, ev->input, max);
+        else gg_strbuf_puts(b, "null");
         const char *m = ev->error->message ? ev->error->message : ev->error->code;
-        gg_strbuf_puts(b, ",\"error\":");
+        gg_strbuf_putc(b, ',');
         jsonata_dump_string_to(b, m, strlen(m));
     }
-    gg_strbuf_putc(b, '}');
+    gg_strbuf_putc(b, ']');
 }
 
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after

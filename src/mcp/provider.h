@@ -40,10 +40,10 @@ typedef struct mcp_call_ctx {
     double budget_ms;
     /* Alternative to history, cheaper: when set, the provider appends each executed node's
      * record as compact JSON text after what the buffer holds (with a comma first unless it
-     * is empty or ends with '['; no closing bracket), each shaped
-     * as the graph executor's history objects {executionIndex, nodeId, nodeType,
-     * startTime, endTime (unix ms), duration, output?, input? and error? (a message; both
-     * only on a failed node)}; history stays empty. Inputs and outputs longer than
+     * is empty or ends with '['; no closing bracket), in the history store's positional
+     * form [index, "node id", "node type", start, end (unix ms), duration ms, output|null
+     * (, input|null, "error message" — only for a failed node)] (src/store/store.h,
+     * gg_exec_record_set_nodes_json); history stays empty. Inputs and outputs longer than
      * history_max bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
     gg_strbuf *history_text;
     size_t history_max;

@@ -18,6 +18,13 @@ tools:
       - {id: entry, type: entry, next: double}
       - {id: double, type: transform, transform: {expr: '{"twice": entry.n * 2}'}, next: exit}
       - {id: exit, type: exit}
+  - name: broken
+    description: fails in its transform
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: fail}
+      - {id: fail, type: transform, transform: {expr: '$error("boom " & entry.who)'}, next: exit}
+      - {id: exit, type: exit}
   - name: slow
     description: sums a long range (tens of milliseconds, far past a 1 ms budget)
     inputSchema: {type: object}
@@ -57,6 +64,15 @@ t "each inline run is recorded once" eq "$(executions quick)" 5
 gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/executions/$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')" >/dev/null
 t "an inline run's record has its node history" eq "$(jget "$GG_TMP/x.json" '",".join(n["node_id"] for n in d["nodes"])')" 'entry,double,exit'
 t "... with the node outputs (newest run first: n=5)" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["output"]')" "{'twice': 10}"
+
+call 15 broken '{"who":"ann"}' >/dev/null
+t "a failing pure tool answers isError" eq "$(jget "$GG_TMP/c1.json" 'd["result"]["isError"]')" True
+executions broken >/dev/null
+gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/executions/$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')" >/dev/null
+t "its record is failed" eq "$(jget "$GG_TMP/x.json" 'd["status"]')" failed
+t "the failed node keeps its error" eq "$(jget "$GG_TMP/x.json" '"boom ann" in d["nodes"][1]["error"]')" True
+t "... and the input it saw" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["input"]["entry"]["who"]')" ann
+t "... and no output" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["output"]')" None
 
 r=$(call 20 slow '{}')
 t "a run past the budget still answers (redone on a worker)" eq "$r" '{"sum":160000400000}'
