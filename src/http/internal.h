@@ -19,8 +19,9 @@ struct gg_http_res {
 };
 
 void gg_http_res_init(gg_http_res *res);
-/* A fresh request id (32 lowercase hex characters) for a request that brought none. */
-void gg_http_new_request_id(gg_http_server *srv, char out[33]);
+/* A fresh request id (32 lowercase hex characters) for a request that brought none; shard
+ * is the caller's per-CPU counter shard (any value is correct, the same CPU's is cheapest). */
+void gg_http_new_request_id(gg_http_server *srv, unsigned shard, char out[33]);
 void gg_http_res_clear(gg_http_res *res);
 /* Move src into dst (dst cleared first); src is left empty. */
 void gg_http_res_move(gg_http_res *dst, gg_http_res *src);

@@ -85,17 +85,24 @@ struct gg_http_server {
     int nhooks;
     route_metrics *rm; /* METRIC_SHARDS blocks of nrm: one per route, plus unmatched */
     int nrm;
-    /* Requests in flight, counted per CPU shard (a request decrements the shard it
-     * incremented, so every shard stays >= its own live requests and the sum never
-     * misses one); padded so the shards do not share cache lines. */
-    struct { atomic_long n; char pad[64 - sizeof(atomic_long)]; } inflight[METRIC_SHARDS];
-    pthread_mutex_t alock;
-    gg_http_async *alist;
-    atomic_int draining, abandoning, hurry;
+    atomic_int draining, abandoning, hurry; /* read per request, written only at shutdown */
     bool started, stopped;
-    access_writer alog;
     unsigned char rid_key[crypto_shorthash_siphashx24_KEYBYTES]; /* request ids, see below */
-    atomic_ullong rid_counter;
+    /* The fields above are read on every request and those below are written on every
+     * (deferred, logged) request: the padding keeps them on different cache lines. */
+    char pad0[64];
+    /* Per-CPU counters: requests in flight (a request decrements the shard it
+     * incremented, so every shard stays >= its own live requests and the sum never
+     * misses one) and request ids; padded so the shards do not share cache lines. */
+    struct {
+        atomic_long inflight;
+        atomic_ullong rid; /* request-id counter of the shard */
+        char pad[64 - sizeof(atomic_long) - sizeof(atomic_ullong)];
+    } cpu[METRIC_SHARDS];
+    pthread_mutex_t alock; /* deferred requests */
+    gg_http_async *alist;
+    char pad1[64];
+    access_writer alog;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -112,12 +119,15 @@ static bool request_id_ok(const char *s) {
     return true;
 }
 
-/* A generated request id: SipHash-128 (a PRF) of a per-server counter under a random key
- * drawn once, as 32 hex characters. Distinct counters make ids unique in practice (a
- * collision needs about 2^64 ids), the key makes them unpredictable, and no request pays a
- * getrandom system call. */
-void gg_http_new_request_id(gg_http_server *srv, char out[33]) {
-    unsigned long long n = atomic_fetch_add_explicit(&srv->rid_counter, 1, memory_order_relaxed);
+/* A generated request id: SipHash-128 (a PRF) of a per-server, per-CPU-shard counter under
+ * a random key drawn once, as 32 hex characters. Distinct inputs make ids unique in practice
+ * (a collision needs about 2^64 ids), the key makes them unpredictable, and no request pays
+ * a getrandom system call or writes a counter another CPU uses. */
+void gg_http_new_request_id(gg_http_server *srv, unsigned shard, char out[33]) {
+    shard %= METRIC_SHARDS;
+    /* the shard in the top byte: counters of different shards never produce the same input */
+    unsigned long long n = atomic_fetch_add_explicit(&srv->cpu[shard].rid, 1, memory_order_relaxed) |
+                           ((unsigned long long)shard << 56);
     unsigned char in[8], r[crypto_shorthash_siphashx24_BYTES];
     for (int i = 0; i < 8; i++) in[i] = (unsigned char)(n >> (8 * i));
     crypto_shorthash_siphashx24(r, in, sizeof in, srv->rid_key);
@@ -253,6 +263,8 @@ static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char
     req->srv = L->srv;
     req->conn = conn;
     req->listener = L->kind;
+    int cpu = sched_getcpu();
+    req->shard = cpu > 0 ? (unsigned)cpu % METRIC_SHARDS : 0;
     req->match.route_index = -1; /* "unmatched" until the router says otherwise */
     req->t0 = gg_now_ms();
     copy_field(req->method, sizeof req->method, method);
@@ -268,7 +280,7 @@ static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char
     }
     const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
     if (rid && request_id_ok(rid)) copy_field(req->request_id, sizeof req->request_id, rid);
-    else gg_http_new_request_id(L->srv, req->request_id);
+    else gg_http_new_request_id(L->srv, req->shard, req->request_id);
     if (x) memcpy(req->client, x->client, sizeof req->client);
     return req;
 }
@@ -472,9 +484,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = req_new(L, conn, url, method);
         if (!req) return MHD_NO;
         *con_cls = req;
-        int cpu = sched_getcpu();
-        req->shard = cpu > 0 ? (unsigned)cpu % METRIC_SHARDS : 0;
-        atomic_fetch_add(&srv->inflight[req->shard].n, 1);
+        atomic_fetch_add(&srv->cpu[req->shard].inflight, 1);
         if (strlen(url) > GG_HTTP_MAX_PATH) {
             req->dispatched = true;
             return send_error(req, 414, "uri_too_long", "request path is too long");
@@ -933,7 +943,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     } else {
         req_recycle(req);
     }
-    atomic_fetch_sub(&srv->inflight[shard].n, 1);
+    atomic_fetch_sub(&srv->cpu[shard].inflight, 1);
 }
 
 /* ---- built-in routes --------------------------------------------------------------------- */
@@ -1292,7 +1302,7 @@ unsigned gg_http_server_port(const gg_http_server *s, gg_listener which) {
 
 long gg_http_server_inflight(const gg_http_server *s) {
     long n = 0;
-    for (int i = 0; i < METRIC_SHARDS; i++) n += atomic_load(&((gg_http_server *)s)->inflight[i].n);
+    for (int i = 0; i < METRIC_SHARDS; i++) n += atomic_load(&((gg_http_server *)s)->cpu[i].inflight);
     return n;
 }
 

@@ -313,7 +313,7 @@ START_TEST(generated_request_ids_unique) {
     char (*ids)[33] = malloc((size_t)N * 33);
     ck_assert_ptr_nonnull(ids);
     for (int i = 0; i < N; i++) {
-        gg_http_new_request_id(S, ids[i]);
+        gg_http_new_request_id(S, (unsigned)i % 3, ids[i]); /* several shards' counters */
         ck_assert_uint_eq(strlen(ids[i]), 32);
         ck_assert_uint_eq(strspn(ids[i], "0123456789abcdef"), 32);
     }
@@ -324,8 +324,8 @@ START_TEST(generated_request_ids_unique) {
     gg_http_server *other = gg_http_server_new(&o, &err);
     ck_assert_ptr_nonnull(other);
     char a[33], b[33];
-    gg_http_new_request_id(other, a);
-    gg_http_new_request_id(other, b);
+    gg_http_new_request_id(other, 0, a);
+    gg_http_new_request_id(other, 0, b);
     ck_assert_str_ne(a, b);
     ck_assert_ptr_null(bsearch(a, ids, N, 33, cmp_id)); /* ~2^-111 chance of a false alarm */
     gg_http_server_free(other);
