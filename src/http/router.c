@@ -21,6 +21,7 @@ typedef struct route {
 
 typedef struct node {
     char *literal;            /* NULL for the root and the {param} child */
+    size_t literal_len;       /* strlen(literal), kept for the per-request walk */
     struct node **children;   /* literal children */
     size_t nchildren;
     struct node *param;       /* the {param} child, if any */
@@ -89,7 +90,7 @@ static bool valid_literal(const char *s, size_t n) {
 static node *child_literal(node *n, const char *seg, size_t len, bool create) {
     for (size_t i = 0; i < n->nchildren; i++) {
         node *c = n->children[i];
-        if (strlen(c->literal) == len && memcmp(c->literal, seg, len) == 0) return c;
+        if (c->literal_len == len && memcmp(c->literal, seg, len) == 0) return c;
     }
     if (!create) return NULL;
     node **grown = realloc(n->children, (n->nchildren + 1) * sizeof *grown);
@@ -98,6 +99,7 @@ static node *child_literal(node *n, const char *seg, size_t len, bool create) {
     node *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->literal = strndup(seg, len);
+    c->literal_len = len;
     if (!c->literal) {
         free(c);
         return NULL;
@@ -236,7 +238,7 @@ static route *walk_node(const node *n, walk *w, size_t depth, size_t nvals, cons
     const node *c = NULL;
     for (size_t i = 0; i < n->nchildren; i++) {
         const node *k = n->children[i];
-        if (strlen(k->literal) == w->lens[depth] && memcmp(k->literal, w->segs[depth], w->lens[depth]) == 0) {
+        if (k->literal_len == w->lens[depth] && memcmp(k->literal, w->segs[depth], w->lens[depth]) == 0) {
             c = k;
             break;
         }
