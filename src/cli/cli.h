@@ -91,6 +91,7 @@ typedef struct gg_config {
     long long inline_budget_ms;   /* inline_budget: a tool without mcp nodes first runs on the
                                    * HTTP thread for up to this long (then on a worker);
                                    * 0 = always on workers; 2ms */
+    int http_threads;             /* http.threads: HTTP polling threads; 0 = 2 x cores */
     gg_strlist origins;           /* http.origins: allowed Origin values ("*" = any) */
     gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
                                    * the listen address on loopback binds */

@@ -38,6 +38,7 @@ static const key_def keys[] = {
     {"shutdown_timeout", T_DUR, F(shutdown_timeout_ms), 0, 600000, false},
     {"request_timeout", T_DUR, F(request_timeout_ms), 10, 86400000, false},
     {"inline_budget", T_DUR, F(inline_budget_ms), 0, 1000, false},
+    {"http.threads", T_INT, F(http_threads), 0, 256, false},
     {"http.origins", T_LIST, F(origins), 0, 0, false},
     {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
     {"database.path", T_STR, F(db_path), 0, 0, false},
