@@ -496,9 +496,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             errno = 0;
             unsigned long long n = strtoull(cl, &end, 10);
             if (errno == 0 && end != cl && n > srv->opts.body_limit) {
-                req->dispatched = true;
                 req->too_large = true;
-                return send_error(req, 413, "too_large", "request body exceeds the limit");
+                /* Answering before the body is read closes the connection with unread data,
+                 * which resets it: the client, still sending, often never sees the 413. So a
+                 * body of reasonable size is read and dropped first (the upload branch
+                 * below) and answered at its end; a client waiting for 100-continue, or one
+                 * announcing a huge body, is answered at once. */
+                if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect") ||
+                    n > 4ULL * srv->opts.body_limit + (1u << 20)) {
+                    req->dispatched = true;
+                    return send_error(req, 413, "too_large", "request body exceeds the limit");
+                }
             }
         }
         return MHD_YES;
