@@ -591,6 +591,13 @@ static json_t *result_text(const specs_output *o) {
     return t;
 }
 
+/* get_node_types and get_node_details answer from the in-memory registry, so the gateway
+ * may run them on the HTTP thread; search_nodes queries SQLite (FTS5) and stays on workers. */
+static bool prov_tool_is_pure(mcp_provider *p, const char *name) {
+    (void)p;
+    return strcmp(name, "get_node_types") == 0 || strcmp(name, "get_node_details") == 0;
+}
+
 static json_t *prov_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                               gg_error *err) {
     (void)ctx;
@@ -638,6 +645,7 @@ mcp_provider *specs_provider_new(specs_registry *r) {
     p->get_tool = prov_get_tool;
     p->call_tool = prov_call_tool;
     p->destroy = prov_destroy;
+    p->tool_is_pure = prov_tool_is_pure;
     p->refcount = 1;
     p->impl = sp;
     return p;

@@ -146,6 +146,10 @@ sdk() {
 }
 sdk "$PUB/mcp/nodes" "$ALL"
 sdk "$INT/internal/mcp/nodes"
+metric() { curl -s "$INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+inl=$(metric graphgate_tool_calls_inline_total); all=$(metric graphgate_tool_calls_total)
+t "MCP get_node_types/get_node_details ran inline ($inl of $all calls), search_nodes on workers" \
+  [ "${inl:-0}" -gt 0 ] && [ "${inl:-0}" -lt "${all:-0}" ]
 
 # --- restart: the unchanged directory is read back from the database -------------------------
 stop
