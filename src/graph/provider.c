@@ -27,21 +27,11 @@ typedef struct call_state {
     long completed; /* nodes completed so far: the progress value */
 } call_state;
 
-static void put_ll(gg_strbuf *b, long long v) {
-    char tmp[24], out[24];
-    size_t n = 0, k = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
-    if (v < 0) out[k++] = '-';
-    while (n) out[k++] = tmp[--n];
-    gg_strbuf_append(b, out, k);
-}
-
 /* Milliseconds with microsecond precision, trailing zeros dropped ("0.012", "3"): the
  * history's durations, without the shortest-round-trip search a double would need. */
 static void put_ms(gg_strbuf *b, double ms) {
     long long us = ms > 0 && ms < 1e12 ? llround(ms * 1000) : 0;
-    put_ll(b, us / 1000);
+    gg_strbuf_put_int(b, us / 1000);
     int frac = (int)(us % 1000);
     if (!frac) return;
     char buf[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10)};
@@ -58,7 +48,7 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
         size_t bytes = b->len - mark;
         b->len = mark;
         gg_strbuf_puts(b, "{\"truncated\":true,\"bytes\":");
-        put_ll(b, (long long)bytes);
+        gg_strbuf_put_int(b, (long long)bytes);
         gg_strbuf_putc(b, '}');
     }
 }
@@ -71,15 +61,15 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
 static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     bool first = !b->len || b->data[b->len - 1] == '[';
     gg_strbuf_puts(b, first ? "[" : ",[");
-    put_ll(b, ev->execution_index);
+    gg_strbuf_put_int(b, ev->execution_index);
     gg_strbuf_putc(b, ',');
     jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));
     gg_strbuf_puts(b, ",\"");
     gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
     gg_strbuf_puts(b, "\",");
-    put_ll(b, ev->start_ms);
+    gg_strbuf_put_int(b, ev->start_ms);
     gg_strbuf_putc(b, ',');
-    put_ll(b, ev->end_ms);
+    gg_strbuf_put_int(b, ev->end_ms);
     gg_strbuf_putc(b, ',');
     put_ms(b, ev->duration_ms);
     gg_strbuf_putc(b, ',');

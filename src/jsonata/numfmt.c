@@ -115,21 +115,6 @@ static void dump_string(gg_strbuf *b, const char *s, size_t len) {
     gg_strbuf_putc(b, '"');
 }
 
-/* Decimal digits of i into buf (>= 21 bytes); returns the length. */
-static size_t put_int(char *buf, long long i) {
-    char tmp[24];
-    size_t n = 0;
-    unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    size_t k = 0;
-    if (i < 0) buf[k++] = '-';
-    while (n) buf[k++] = tmp[--n];
-    return k;
-}
-
 static void dump_newline(gg_strbuf *b, int indent, int level) {
     if (indent <= 0) return;
     gg_strbuf_putc(b, '\n');
@@ -151,7 +136,7 @@ static void dump_value(gg_strbuf *b, json_t *v, int indent, int level) {
         json_int_t i = json_integer_value(v);
         /* exact in a double: JavaScript prints the plain digits (the common case, and
          * much cheaper than the shortest-round-trip search) */
-        if (i > -9007199254740992LL && i < 9007199254740992LL) gg_strbuf_append(b, num, put_int(num, i));
+        if (i > -9007199254740992LL && i < 9007199254740992LL) gg_strbuf_put_int(b, i);
         else {
             jsonata_format_double((double)i, num, sizeof num);
             gg_strbuf_puts(b, num);
@@ -162,7 +147,7 @@ static void dump_value(gg_strbuf *b, json_t *v, int indent, int level) {
         double d = json_real_value(v);
         if (!isfinite(d)) { gg_strbuf_puts(b, "null"); break; }
         if (fabs(d) < 1e15 && d == (double)(long long)d && !(d == 0 && signbit(d)))
-            gg_strbuf_append(b, num, put_int(num, (long long)d));
+            gg_strbuf_put_int(b, (long long)d);
         else {
             jsonata_format_double(d, num, sizeof num);
             gg_strbuf_puts(b, num);

@@ -96,19 +96,6 @@ static void put_utf8(gg_strbuf *b, unsigned cp) {
     }
 }
 
-static int hex4(const char *s) {
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
-    }
-    return v;
-}
-
 static bool set_tok(parser *p, tok_type type, const char *s, size_t len) {
     p->tok.type = type;
     p->tok.s = malloc(len + 1);
@@ -150,7 +137,7 @@ static bool lex_string(parser *p, char q) {
             case 'r': gg_strbuf_putc(&b, '\r'); break;
             case 't': gg_strbuf_putc(&b, '\t'); break;
             case 'u': {
-                int cp = (i + 4 < p->len) ? hex4(p->src + i + 1) : -1;
+                int cp = (i + 4 < p->len) ? gg_hex4(p->src + i + 1) : -1;
                 if (cp < 0) {
                     gg_strbuf_free(&b);
                     return perr(p, "S0104", (int)i, "The escape sequence \\u must be followed by 4 hex digits", NULL);
@@ -158,7 +145,7 @@ static bool lex_string(parser *p, char q) {
                 i += 4;
                 if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < p->len + 0 && p->src[i + 1] == '\\' &&
                     p->src[i + 2] == 'u') {
-                    int lo = hex4(p->src + i + 3);
+                    int lo = gg_hex4(p->src + i + 3);
                     if (lo >= 0xDC00 && lo < 0xE000) {
                         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                         i += 6;

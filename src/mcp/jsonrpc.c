@@ -56,19 +56,6 @@ static size_t jp_utf8(const unsigned char *p, const unsigned char *end) {
     return n;
 }
 
-static int jp_hex4(const char *p) {
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
-    }
-    return v;
-}
-
 static size_t jp_put_utf8(char *o, unsigned cp) {
     if (cp < 0x80) { o[0] = (char)cp; return 1; }
     if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
@@ -129,12 +116,12 @@ static const char *jp_string(jparse *s, char *buf, size_t cap, size_t *len, char
         case 'r': o[n++] = '\r'; break;
         case 't': o[n++] = '\t'; break;
         case 'u': {
-            int u = e - q >= 4 ? jp_hex4(q) : -1;
+            int u = e - q >= 4 ? gg_hex4(q) : -1;
             if (u < 0) { s->p = q - 2; return jp_fail(s, "invalid \\u escape"), NULL; }
             q += 4;
             unsigned cp = (unsigned)u;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                int lo = e - q >= 6 && q[0] == '\\' && q[1] == 'u' ? jp_hex4(q + 2) : -1;
+                int lo = e - q >= 6 && q[0] == '\\' && q[1] == 'u' ? gg_hex4(q + 2) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) { s->p = q - 6; return jp_fail(s, "invalid Unicode surrogate pair"), NULL; }
                 cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
                 q += 6;
@@ -398,21 +385,11 @@ static void put_string(gg_strbuf *b, const char *s, size_t len) {
 }
 
 static bool put_json(gg_strbuf *b, json_t *v) {
-    char num[32];
     switch (v ? json_typeof(v) : JSON_NULL) {
     case JSON_NULL: return gg_strbuf_puts(b, "null");
     case JSON_TRUE: return gg_strbuf_puts(b, "true");
     case JSON_FALSE: return gg_strbuf_puts(b, "false");
-    case JSON_INTEGER: {
-        char tmp[24];
-        size_t n = 0, k = 0;
-        json_int_t i = json_integer_value(v);
-        unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
-        do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
-        if (i < 0) num[k++] = '-';
-        while (n) num[k++] = tmp[--n];
-        return gg_strbuf_append(b, num, k);
-    }
+    case JSON_INTEGER: return gg_strbuf_put_int(b, (long long)json_integer_value(v));
     case JSON_REAL: {
         char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s) return false;

@@ -69,3 +69,31 @@ void gg_strbuf_free(gg_strbuf *b) {
     b->len = b->cap = 0;
     b->oom = false;
 }
+
+/* Append v in decimal. Serializers call it for every integer they write, so it formats by
+ * hand instead of through snprintf. */
+bool gg_strbuf_put_int(gg_strbuf *b, long long v) {
+    char tmp[24], out[24];
+    size_t n = 0, k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do tmp[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0) out[k++] = '-';
+    while (n) out[k++] = tmp[--n];
+    return gg_strbuf_append(b, out, k);
+}
+
+/* Value of four hex digits (either case), -1 when one is not a hex digit; s must have 4
+ * readable bytes. Shared by the JSON readers' \uXXXX escapes. */
+int gg_hex4(const char *s) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= c - '0';
+        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+        else return -1;
+    }
+    return v;
+}

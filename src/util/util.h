@@ -52,6 +52,9 @@ bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) __attribute__((format(
 char *gg_strbuf_take(gg_strbuf *b); /* NUL-terminated, caller frees; NULL on OOM */
 void gg_strbuf_reset(gg_strbuf *b);
 void gg_strbuf_free(gg_strbuf *b);
+bool gg_strbuf_put_int(gg_strbuf *b, long long v); /* decimal digits, no printf */
+/* The value of the 4 hex digits at s (a \uXXXX escape), or -1 if one is not a hex digit. */
+int gg_hex4(const char *s);
 
 /* Structured logging: one JSON object per line on the log stream (stderr by default). */
 typedef enum { GG_LOG_DEBUG, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR } gg_log_level;

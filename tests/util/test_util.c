@@ -36,6 +36,24 @@ START_TEST(error_move_leaves_source_clear) {
 }
 END_TEST
 
+START_TEST(strbuf_integers_and_hex4) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    const long long vals[] = {0, 7, -7, 10, 1234567890123LL, -9223372036854775807LL - 1, 9223372036854775807LL};
+    const char *want = "0,7,-7,10,1234567890123,-9223372036854775808,9223372036854775807";
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        if (i) gg_strbuf_putc(&b, ',');
+        ck_assert(gg_strbuf_put_int(&b, vals[i]));
+    }
+    ck_assert_str_eq(b.data, want);
+    gg_strbuf_free(&b);
+    ck_assert_int_eq(gg_hex4("00e9"), 0xe9);
+    ck_assert_int_eq(gg_hex4("FFfF"), 0xffff);
+    ck_assert_int_eq(gg_hex4("D83D"), 0xd83d);
+    ck_assert_int_eq(gg_hex4("12g4"), -1);
+    ck_assert_int_eq(gg_hex4("-123"), -1);
+}
+END_TEST
+
 START_TEST(strbuf_grows_and_takes) {
     gg_strbuf b = GG_STRBUF_INIT;
     for (int i = 0; i < 1000; i++) ck_assert(gg_strbuf_printf(&b, "%d,", i));
@@ -57,6 +75,7 @@ int main(void) {
     tcase_add_test(tc, error_set_format_clear);
     tcase_add_test(tc, error_move_leaves_source_clear);
     tcase_add_test(tc, strbuf_grows_and_takes);
+    tcase_add_test(tc, strbuf_integers_and_hex4);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
