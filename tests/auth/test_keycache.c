@@ -10,31 +10,7 @@
 
 #include "../../src/auth/auth.c"
 
-static char tmpdir[64], dbpath[128];
-
-static gg_store *open_db(void) {
-    gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath};
-    gg_store *s = gg_store_open(&o, &err);
-    ck_assert_msg(s != NULL, "%s", err.message);
-    char mig[512];
-    const char *src = getenv("GG_SRCDIR");
-    snprintf(mig, sizeof mig, "%s/migrations", src ? src : "..");
-    ck_assert_msg(gg_store_migrate(s, mig, NULL, &err), "%s", err.message);
-    return s;
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-keycache-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    snprintf(dbpath, sizeof dbpath, "%s/auth.db", tmpdir);
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+#include "db_fixture.h"
 
 /* Is id's cache entry present and tagged? */
 static bool tagged(gg_auth *a, const char *id) {
