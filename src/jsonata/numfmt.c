@@ -89,29 +89,7 @@ void jsonata_format_double(double d, char *buf, size_t size) {
 /* JSON.stringify's string quoting: only ", \ and control characters are escaped. */
 static void dump_string(gg_strbuf *b, const char *s, size_t len) {
     gg_strbuf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char ubuf[8];
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            if (c < 0x20) { snprintf(ubuf, sizeof ubuf, "\\u%04x", c); esc = ubuf; }
-        }
-        if (esc) {
-            gg_strbuf_append(b, s + run, i - run);
-            gg_strbuf_puts(b, esc);
-            run = i + 1;
-        }
-    }
-    gg_strbuf_append(b, s + run, len - run);
+    gg_strbuf_json_escape(b, s, len);
     gg_strbuf_putc(b, '"');
 }
 

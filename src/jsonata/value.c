@@ -609,21 +609,7 @@ json_t *jn_to_json(const jn_value *v) {
 /* ---- stringify ---- */
 static void put_json_string(gg_strbuf *b, const char *s, size_t len) {
     gg_strbuf_putc(b, '"');
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': gg_strbuf_puts(b, "\\\""); break;
-        case '\\': gg_strbuf_puts(b, "\\\\"); break;
-        case '\n': gg_strbuf_puts(b, "\\n"); break;
-        case '\r': gg_strbuf_puts(b, "\\r"); break;
-        case '\t': gg_strbuf_puts(b, "\\t"); break;
-        case '\b': gg_strbuf_puts(b, "\\b"); break;
-        case '\f': gg_strbuf_puts(b, "\\f"); break;
-        default:
-            if (c < 0x20) gg_strbuf_printf(b, "\\u%04x", c);
-            else gg_strbuf_putc(b, (char)c);
-        }
-    }
+    gg_strbuf_json_escape(b, s, len);
     gg_strbuf_putc(b, '"');
 }
 

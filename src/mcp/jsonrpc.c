@@ -356,31 +356,8 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
  * digits stay identical. Depth is bounded by the caller's data (parsed with a depth limit
  * or built by us). */
 static void put_string(gg_strbuf *b, const char *s, size_t len) {
-    static const char hex[] = "0123456789abcdef";
     gg_strbuf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        gg_strbuf_append(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u'; esc[2] = '0'; esc[3] = '0'; esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
-            n = 6;
-        }
-        gg_strbuf_append(b, esc, n);
-    }
-    gg_strbuf_append(b, s + run, len - run);
+    gg_strbuf_json_escape(b, s, len);
     gg_strbuf_putc(b, '"');
 }
 

@@ -74,8 +74,6 @@ void specs_snapshot_release(specs_snapshot *s);
 const specs_entry *specs_snapshot_find(const specs_snapshot *s, const char *type,
                                        const char *subtype);
 
-/* Append s JSON-escaped (without quotes) to b. */
-bool specs_escape_append(gg_strbuf *b, const char *s, size_t n);
 /* Levenshtein distance (ASCII case-insensitive), capped at cap. */
 int specs_edit_distance(const char *a, const char *b, int cap);
 

@@ -18,40 +18,6 @@ json_t *specs_load_dir_resolved(const char *dir, const char *schema_path, specs_
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
-/* Append s (n bytes, UTF-8) escaped for the inside of a JSON string. */
-bool specs_escape_append(gg_strbuf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    if (!gg_strbuf_reserve(b, n + n / 8 + 16)) return false;
-    size_t run = 0; /* bytes copied verbatim in one go */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
-        gg_strbuf_append(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
-        size_t en = 2;
-        switch (ch) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            en = 6;
-        }
-        gg_strbuf_append(b, esc, en);
-    }
-    gg_strbuf_append(b, s + run, n - run);
-    return !b->oom;
-}
-
 /* Levenshtein distance, ASCII case-insensitive; stops counting at cap. */
 int specs_edit_distance(const char *a, const char *b, int cap) {
     size_t n = strlen(a), m = strlen(b);
@@ -89,7 +55,7 @@ static bool serialize_pair(json_t *v, specs_bytes *raw, specs_bytes *esc) {
     raw->p = s;
     raw->n = strlen(s);
     gg_strbuf b = GG_STRBUF_INIT;
-    specs_escape_append(&b, s, raw->n);
+    gg_strbuf_json_escape(&b, s, raw->n);
     return bytes_from_strbuf(esc, &b);
 }
 

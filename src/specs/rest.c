@@ -78,7 +78,7 @@ static bool authorize(rest_ctx *c, gg_http_req *req, gg_http_res *res, gg_scope 
 
 static void put_json_string(gg_strbuf *b, const char *s) {
     gg_strbuf_putc(b, '"');
-    specs_escape_append(b, s, strlen(s));
+    gg_strbuf_json_escape(b, s, strlen(s));
     gg_strbuf_putc(b, '"');
 }
 

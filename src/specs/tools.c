@@ -84,7 +84,7 @@ static bool tool_error(specs_output *out, const char *fmt, ...) {
     out->is_error = true;
     gg_strbuf_reset(&out->text);
     gg_strbuf_reset(&out->structured);
-    bool ok = n >= 0 && specs_escape_append(&out->text, msg, (size_t)n);
+    bool ok = n >= 0 && gg_strbuf_json_escape(&out->text, msg, (size_t)n);
     free(msg);
     return ok;
 }
@@ -98,7 +98,7 @@ static bool set_json_value(specs_output *out, json_t *v) {
     char *s = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(15));
     if (!s) return false;
     size_t n = strlen(s);
-    bool ok = gg_strbuf_append(&out->structured, s, n) && specs_escape_append(&out->text, s, n);
+    bool ok = gg_strbuf_append(&out->structured, s, n) && gg_strbuf_json_escape(&out->text, s, n);
     free(s);
     return ok;
 }
@@ -151,10 +151,10 @@ static bool append_with_warning(gg_strbuf *raw, gg_strbuf *esc, const specs_byte
                                 const char *warning) {
     gg_strbuf w = GG_STRBUF_INIT;
     gg_strbuf_puts(&w, ",\"warning\":\"");
-    specs_escape_append(&w, warning, strlen(warning));
+    gg_strbuf_json_escape(&w, warning, strlen(warning));
     gg_strbuf_puts(&w, "\"}");
     bool ok = !w.oom && gg_strbuf_append(raw, r->p, r->n - 1) && gg_strbuf_append(raw, w.data, w.len) &&
-              gg_strbuf_append(esc, e->p, e->n - 1) && specs_escape_append(esc, w.data, w.len);
+              gg_strbuf_append(esc, e->p, e->n - 1) && gg_strbuf_json_escape(esc, w.data, w.len);
     gg_strbuf_free(&w);
     return ok;
 }
@@ -283,7 +283,7 @@ static bool details_one(const specs_snapshot *s, json_t *item, size_t idx, int v
     char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!text) return false;
-    bool ok = gg_strbuf_puts(raw, text) && specs_escape_append(esc, text, strlen(text));
+    bool ok = gg_strbuf_puts(raw, text) && gg_strbuf_json_escape(esc, text, strlen(text));
     free(text);
     return ok;
 }

@@ -97,3 +97,39 @@ int gg_hex4(const char *s) {
     }
     return v;
 }
+
+/* Append s (n bytes, UTF-8) escaped for the inside of a JSON string, as JSON.stringify and
+ * jansson escape it: quote, backslash, \b \f \n \r \t, other controls as \u00XX; every
+ * other byte as it is. False once b ran out of memory. Shared by every JSON writer. */
+bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    if (!gg_strbuf_reserve(b, n + n / 8 + 16)) return false;
+    size_t run = 0; /* bytes copied verbatim in one go */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+        gg_strbuf_append(b, s + run, i - run);
+        run = i + 1;
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t en = 2;
+        switch (ch) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[ch >> 4];
+            esc[5] = hex[ch & 15];
+            en = 6;
+        }
+        gg_strbuf_append(b, esc, en);
+    }
+    gg_strbuf_append(b, s + run, n - run);
+    return !b->oom;
+}

@@ -53,6 +53,7 @@ char *gg_strbuf_take(gg_strbuf *b); /* NUL-terminated, caller frees; NULL on OOM
 void gg_strbuf_reset(gg_strbuf *b);
 void gg_strbuf_free(gg_strbuf *b);
 bool gg_strbuf_put_int(gg_strbuf *b, long long v); /* decimal digits, no printf */
+bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n); /* inside of a JSON string */
 /* The value of the 4 hex digits at s (a \uXXXX escape), or -1 if one is not a hex digit. */
 int gg_hex4(const char *s);
 
