@@ -90,7 +90,7 @@ t "... not inline" eq "$(( $(metric graphgate_tool_calls_inline_total) - before 
 t "server stops cleanly" gw_stop_clean
 
 # inline_budget: 0 turns the inline path off
-GRAPHGATE_INLINE_BUDGET=0 gg_start || { echo "0 passed, 1 failed"; exit 1; }
+GRAPHGATE_INLINE_BUDGET=0 gg_start || { t "restart with inline_budget 0" false; gg_finish; }
 url="$GG_INT/internal/mcp/acme/inl"
 sid=$(gw_init "$url" "")
 r=$(call 40 quick '{"n":4}')

@@ -40,8 +40,10 @@ gg_start() {
   "$GG_BIN" serve --db "${GG_DB:-$GG_TMP/gg.db}" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" \
     >"$GG_TMP/serve.out" 2>"$GG_TMP/serve.err" &
   GG_PID=$!
-  local i
-  for i in $(seq 1 200); do
+  local i t0; t0=$(date +%s.%N)
+  # 30 s: on a loaded 2-core machine (both CI builds testing at once) a start has been
+  # seen to take over 10 s; a healthy one takes ~40 ms, so the bound costs nothing
+  for i in $(seq 1 600); do
     if grep -q 'internal' "$GG_TMP/serve.out" 2>/dev/null; then break; fi
     kill -0 "$GG_PID" 2>/dev/null || break
     sleep 0.05
@@ -49,7 +51,8 @@ gg_start() {
   GG_PUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/serve.out")
   GG_INT=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/serve.out")
   if [ -z "$GG_PUB" ] || [ -z "$GG_INT" ]; then
-    echo "serve did not start; stdout:"; cat "$GG_TMP/serve.out"; echo "stderr:"; tail -20 "$GG_TMP/serve.err"
+    echo "serve did not start (started at $(date -u -d @"${t0%.*}" +%H:%M:%S), now $(date -u +%H:%M:%S)); stdout:"
+    cat "$GG_TMP/serve.out"; echo "stderr:"; tail -20 "$GG_TMP/serve.err"
     return 1
   fi
   for i in $(seq 1 100); do
