@@ -102,10 +102,11 @@ fi
 # -- streamable HTTP downstream: server-everything (SSE responses, session id) ------------------
 ev=$src/tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 if [ -x "$nodedir/node" ] && [ -f "$ev" ]; then
-  port=$((20000 + RANDOM % 20000))
+  # a port the kernel just handed out and took back (a random fixed one could be in use)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   PORT=$port "$nodedir/node" "$ev" streamableHttp >"$tmp/ev.log" 2>&1 &
   evpid=$!
-  for _ in $(seq 1 100); do grep -q "listening" "$tmp/ev.log" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 1 300); do grep -q "listening" "$tmp/ev.log" 2>/dev/null && break; sleep 0.1; done
   cat >"$tmp/http.yaml" <<EOF
 version: "1.0"
 server: {name: "httpDownstream", version: "1.0.0"}
@@ -134,10 +135,11 @@ fi
 
 # -- streamable HTTP edge cases: JSON responses, expired session (404 → initialize again) -------
 if [ -x "$nodedir/node" ]; then
-  port=$((20000 + RANDOM % 20000))
-  PORT=$port "$nodedir/node" "$src/tests/graph/fake_http_server.mjs" >"$tmp/fh.log" 2>&1 &
+  # a port the kernel picks (a random fixed one could be taken by another test's connection)
+  PORT=0 "$nodedir/node" "$src/tests/graph/fake_http_server.mjs" >"$tmp/fh.log" 2>&1 &
   fhpid=$!
-  for _ in $(seq 1 100); do grep -q "listening" "$tmp/fh.log" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 1 300); do grep -q "listening" "$tmp/fh.log" 2>/dev/null && break; sleep 0.1; done
+  port=$(sed -n 's/.*listening on \([0-9]*\).*/\1/p' "$tmp/fh.log")
   cat >"$tmp/sessions.yaml" <<EOF
 version: "1.0"
 server: {name: "httpSessions", version: "1.0.0"}

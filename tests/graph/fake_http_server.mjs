@@ -65,4 +65,5 @@ const server = http.createServer((req, res) => {
     });
   });
 });
-server.listen(Number(process.env.PORT), '127.0.0.1', () => console.error(`fake http server listening on ${process.env.PORT}`));
+// PORT unset or 0: the kernel picks a free port, printed for the test to read
+server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => console.error(`fake http server listening on ${server.address().port}`));
