@@ -81,8 +81,11 @@ running_calls 1
 t "notifications/cancelled → 202" eq "$(gw_rpc "$O" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow-1","reason":"test"}}')" 202
 wait $cpid
 t "the cancelled call ends with -32800" eq "$(jget "$GG_TMP/cc.json" '(d["id"], d["error"]["code"])')" "('slow-1', -32800)"
-sleep 0.2
-gw_cli executions list acme --graph slow --status cancelled --json > "$GG_TMP/cx.json"
+for _ in $(seq 1 100); do # until the writer flushed (bounded)
+  gw_cli executions list acme --graph slow --status cancelled --json > "$GG_TMP/cx.json"
+  [ "$(jget "$GG_TMP/cx.json" 'len(d["executions"])')" -ge 1 ] 2>/dev/null && break
+  sleep 0.1
+done
 t "the cancelled run is recorded as cancelled" eq "$(jget "$GG_TMP/cx.json" 'len(d["executions"])')" 1
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 

@@ -106,8 +106,12 @@ gg_curl "$GG_TMP/g.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/a
 t "GET graph: active version, source, tools" python3 -c "import json; d=json.load(open('$GG_TMP/g.json')); assert d['version']==1 and 'switch_node' in d['source'] and d['tools'][0]['name']=='$TOOL', d"
 gw_rpc "$GG_TMP/c.json" "$MCP" "$RW" "$sid" "$CALL" >/dev/null
 t "tools/call result" grep -q '"structuredContent":{"result":"high"}' "$GG_TMP/c.json"
-sleep 0.3
-gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/executions?graph=switch&limit=5" >/dev/null
+# the history writer flushes every few ms (later on a loaded machine): poll, bounded
+for _ in $(seq 1 100); do
+  gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/executions?graph=switch&limit=5" >/dev/null
+  [ "$(jget "$GG_TMP/e.json" 'len(d["executions"])')" -ge 1 ] 2>/dev/null && break
+  sleep 0.1
+done
 EID=$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')
 t "executions list shows the run" eq "$(jget "$GG_TMP/e.json" 'd["executions"][0]["status"]')" succeeded
 gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/executions/$EID" >/dev/null
