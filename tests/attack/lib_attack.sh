@@ -1,0 +1,18 @@
+# lib_attack.sh — helpers for the attack suite (sourced, not run), on top of the gateway
+# helpers (tests/gateway/lib_gw.sh: gg_start, gw_key, gw_put_graph, gw_rpc, jget, t, gg_finish).
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+
+# health_ms → prints how long GET /health took, in whole milliseconds (99999 on failure).
+health_ms() {
+  local s
+  s=$(curl -sS -o /dev/null --max-time 5 -w '%{http_code} %{time_total}' "$GG_PUB/health" 2>/dev/null) || { echo 99999; return; }
+  [ "${s%% *}" = 200 ] || { echo 99999; return; }
+  awk -v t="${s#* }" 'BEGIN { printf "%d\n", t * 1000 }'
+}
+# health_fast [BOUND_MS] — true when /health answers 200 within BOUND_MS (default 100; the
+# bound is generous against a healthy ~1 ms answer, for loaded CI machines).
+health_fast() { [ "$(health_ms)" -le "${1:-100}" ]; }
+# rss_kb → resident set size of the running server, in KiB.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GG_PID/status" 2>/dev/null || echo 0; }
+# alive — the server process is still running.
+alive() { [ -n "$GG_PID" ] && kill -0 "$GG_PID" 2>/dev/null; }
