@@ -479,3 +479,4 @@ int gg_auth_rate_take(gg_auth *a, const gg_principal *p) {
 
 bool gg_auth_exec_acquire(gg_auth *a, const char *tenant) { return gg_tenant_slots_acquire(a->slots, tenant); }
 void gg_auth_exec_release(gg_auth *a, const char *tenant) { gg_tenant_slots_release(a->slots, tenant); }
+int gg_auth_exec_in_use(gg_auth *a, const char *tenant) { return gg_tenant_slots_in_use(a->slots, tenant); }

@@ -145,6 +145,8 @@ int gg_auth_rate_take(gg_auth *a, const gg_principal *p);
 /* Per-tenant execution slots (pair acquire/release). */
 bool gg_auth_exec_acquire(gg_auth *a, const char *tenant);
 void gg_auth_exec_release(gg_auth *a, const char *tenant);
+/* Slots the tenant holds now (its calls running or waiting for a worker). */
+int gg_auth_exec_in_use(gg_auth *a, const char *tenant);
 
 /* May principal p act on tenant's resources needing scope `need`? (admin: any tenant; else
  * its own tenant and the scope.) Returns the missing scope via *missing (0 = tenant

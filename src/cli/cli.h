@@ -114,11 +114,17 @@ typedef struct gg_config {
     double rate_limit_rate;       /* rate_limit.rate: requests/s per key; 0 = unlimited */
     int rate_limit_burst;         /* rate_limit.burst: bucket size; default 2 x rate */
     int tenant_max_concurrent;    /* tenants.max_concurrent_executions: 64; 0 = no cap */
+    int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */
+    int tenant_max_sessions;      /* tenants.max_sessions: 256 live MCP sessions; 0 = no cap */
     /* history */
     long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */
     long long history_max_count;  /* history.max_count: 1000000; 0 = keep */
     int history_flush_ms;         /* history.flush_interval: 5ms */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
+    long long history_max_run_records; /* history.max_run_records: 10000 node records a run */
+    size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */
+    long long history_tenant_max_rows; /* history.tenant_max_rows: 100000; 0 = no cap */
+    size_t history_tenant_max_bytes; /* history.tenant_max_bytes: 256MiB; 0 = no cap */
     /* policy for graph nodes that reach out */
     gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed executables
                                        * (absolute paths or names); empty = none */

@@ -56,10 +56,16 @@ static const key_def keys[] = {
     {"rate_limit.rate", T_DOUBLE, F(rate_limit_rate), 0, 1e7, false},
     {"rate_limit.burst", T_INT, F(rate_limit_burst), 0, 10000000, false},
     {"tenants.max_concurrent_executions", T_INT, F(tenant_max_concurrent), 0, 1000000, false},
+    {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
+    {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
     {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
     {"history.max_count", T_LL, F(history_max_count), 0, 1e12, false},
     {"history.flush_interval", T_DUR_I, F(history_flush_ms), 1, 10000, false},
     {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
+    {"history.max_run_records", T_LL, F(history_max_run_records), 1, 1e9, false},
+    {"history.max_run_bytes", T_SIZE, F(history_max_run_bytes), 1024, 512.0 * 1024 * 1024, false},
+    {"history.tenant_max_rows", T_LL, F(history_tenant_max_rows), 0, 1e12, false},
+    {"history.tenant_max_bytes", T_SIZE, F(history_tenant_max_bytes), 0, 1e15, false},
     {"policy.stdio_commands", T_LIST, F(policy_stdio_commands), 0, 0, false},
     {"policy.http_hosts", T_LIST, F(policy_http_hosts), 0, 0, false},
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
@@ -129,6 +135,12 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;
     c->history_max_payload = 64 * 1024;
+    c->history_max_run_records = 10000;
+    c->history_max_run_bytes = 4 * 1024 * 1024;
+    c->history_tenant_max_rows = 100000;
+    c->history_tenant_max_bytes = 256 * 1024 * 1024;
+    c->tenant_max_streams = 64;
+    c->tenant_max_sessions = 256;
     c->specs_load_on_start = true;
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
         !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err)) {

@@ -411,6 +411,44 @@ static int list_audit(gg_http_req *req, gg_http_res *res, void *user) {
     return reply(res, 200, json_pack("{s:o}", "entries", l));
 }
 
+/* ------------------------------------------------------------------ usage */
+
+/* What a tenant holds now against its limits: graphs (store), execution history (store,
+ * kept current by triggers; dropped = runs the quota pass removed), MCP sessions and GET
+ * streams (this process), calls holding one of the tenant's execution slots. */
+static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !tenant_exists(gw, res, t)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    gg_graph_usage gu;
+    gg_history_usage hu;
+    if (!gg_store_graph_usage(gw->store, t, &gu, &err) || !gg_store_history_usage(gw->store, t, &hu, &err))
+        return store_error(res, &err);
+    size_t live = 0, revoked = 0;
+    mcp_sessions_owner_usage(gw->sessions, t, &live, &revoked, NULL);
+    const gg_config *c = gw->cfg;
+    return reply(res, 200,
+                 json_pack("{s:s, s:{s:I,s:I,s:I,s:I}, s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
+                           " s:{s:I,s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}}",
+                           "tenant", t,
+                           "graphs", "count", (json_int_t)gu.graphs, "versions", (json_int_t)gu.versions,
+                           "active_bytes", (json_int_t)gu.active_bytes, "stored_bytes", (json_int_t)gu.stored_bytes,
+                           "history", "rows", (json_int_t)hu.rows, "bytes", (json_int_t)hu.bytes,
+                           "max_rows", (json_int_t)c->history_tenant_max_rows,
+                           "max_bytes", (json_int_t)c->history_tenant_max_bytes,
+                           "dropped", (json_int_t)hu.dropped, "dropped_bytes", (json_int_t)hu.dropped_bytes,
+                           "max_run_records", (json_int_t)c->history_max_run_records,
+                           "max_run_bytes", (json_int_t)c->history_max_run_bytes,
+                           "sessions", "live", (json_int_t)live, "deleted_unexpired", (json_int_t)revoked,
+                           "max", (json_int_t)c->tenant_max_sessions,
+                           "streams", "open", (json_int_t)gw_streams_tenant_count(gw->streams, t),
+                           "max", (json_int_t)c->tenant_max_streams,
+                           "calls", "in_progress", (json_int_t)gg_auth_exec_in_use(gw->auth, t),
+                           "max", (json_int_t)c->tenant_max_concurrent));
+}
+
 /* ------------------------------------------------------------------ routes */
 
 /* Register every admin route on the public listener. */
@@ -434,6 +472,7 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/tenants/{t}/executions", list_executions},
         {"GET", "/admin/executions/{id}", get_execution},
         {"GET", "/admin/audit", list_audit},
+        {"GET", "/admin/tenants/{t}/usage", tenant_usage},
     };
     gg_router *r = gg_http_server_router(gw->app->http);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)

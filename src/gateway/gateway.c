@@ -231,6 +231,14 @@ static void metrics(gg_strbuf *out, void *user) {
                      "graphgate_history_records_total{fate=\"written\"} %llu\n"
                      "graphgate_history_records_total{fate=\"dropped\"} %llu\n",
                      hs.submitted, hs.written, hs.dropped);
+    gg_history_quota_stats qs;
+    gg_history_quota_get_stats(gw->quota, &qs);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_history_quota_dropped_total runs removed, oldest first, from tenants over history.tenant_max_rows/_bytes\n"
+                     "# TYPE graphgate_history_quota_dropped_total counter\ngraphgate_history_quota_dropped_total %llu\n"
+                     "# HELP graphgate_history_quota_dropped_bytes_total bytes of those runs\n"
+                     "# TYPE graphgate_history_quota_dropped_bytes_total counter\ngraphgate_history_quota_dropped_bytes_total %llu\n",
+                     qs.dropped, qs.dropped_bytes);
 }
 
 /* ------------------------------------------------------------------ install / shutdown */
@@ -273,6 +281,7 @@ static void gateway_free(gg_gateway *gw) {
     gw_registry_free(gw->registry);
     if (gw->auth) gg_auth_set_history(gw->auth, NULL);
     gg_history_stop(gw->history);
+    gg_history_quota_stop(gw->quota);
     gg_auth_free(gw->auth);
     mcp_sessions_free(gw->sessions);
     free(gw->policy_commands);
@@ -318,7 +327,11 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
 
     gg_history_options ho = {cfg->history_flush_ms, 0, cfg->history_max_age_ms, cfg->history_max_count,
                              cfg->history_max_payload, true};
+    ho.max_run_nodes = (size_t)cfg->history_max_run_records;
+    ho.max_run_node_bytes = cfg->history_max_run_bytes;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
+    gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};
+    if (!(gw->quota = gg_history_quota_start(gw->store, &qo, err))) goto fail;
     gg_auth_options ao = {cfg->key_pepper, cfg->key_cache_ttl_ms, cfg->rate_limit_rate, cfg->rate_limit_burst,
                           cfg->tenant_max_concurrent, gw->history};
     if (!(gw->auth = gg_auth_new(gw->store, &ao, err))) goto fail;
@@ -332,6 +345,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->sessions = mcp_sessions_new(sp, ttl > 0 ? ttl : 1, 100000);
     sodium_memzero(secret, sizeof secret);
     if (!gw->sessions) goto oom;
+    mcp_sessions_set_owner_max(gw->sessions, cfg->tenant_max_sessions > 0 ? (size_t)cfg->tenant_max_sessions : 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
     if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024))) goto oom;

@@ -92,6 +92,7 @@ struct gg_gateway {
     unsigned long long calls_total, calls_rejected, calls_failed;
     unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
+    gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */
@@ -140,5 +141,6 @@ void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_count(gw_streams *s);
+size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
 
 #endif

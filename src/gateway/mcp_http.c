@@ -465,7 +465,10 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     }
     /* the plain endpoint answers from the exit node's output in the JSON history */
     bool text_history = ep->is_graph && !plain && gw->history;
-    if (text_history) mcp_call_use_history_text(call, gw->cfg->history_max_payload);
+    if (text_history) {
+        mcp_call_use_history_text(call, gw->cfg->history_max_payload);
+        mcp_call_bound_history(call, (size_t)gw->cfg->history_max_run_records, gw->cfg->history_max_run_bytes);
+    }
     if (try_inline(gw, req, res, ep, call, pr, plain, text_history)) {
         json_decref(id);
         return GG_HTTP_DONE;
@@ -571,6 +574,20 @@ static gg_scope scope_for(const mcp_message *m) {
                                                                                 : GG_SCOPE_TOOLS_READ;
 }
 
+/* initialize past the tenant's bound of live sessions (tenants.max_sessions): 429 with
+ * the request's id, no session issued. */
+static int session_refused(gg_gateway *gw, gg_http_res *res, mcp_outcome *o) {
+    json_t *resp = o->body ? json_loads(o->body, 0, NULL) : NULL;
+    char msg[200];
+    snprintf(msg, sizeof msg, "Too many sessions: at most %d live MCP sessions per tenant (tenants.max_sessions);"
+             " end one with DELETE or retry later", gw->cfg->tenant_max_sessions);
+    gg_http_res_header(res, "Retry-After", "60");
+    int rc = rpc_http_error(res, 429, json_object_get(resp, "id"), MCP_SERVER_BUSY, msg);
+    json_decref(resp);
+    mcp_outcome_clear(o);
+    return rc;
+}
+
 /* Apply an outcome's session side effects and turn it into the HTTP answer. */
 static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_outcome *o,
                           const mcp_session *sess, const gg_principal *pr) {
@@ -579,6 +596,7 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
         char sid[MCP_SESSION_ID_MAX];
         if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, NULL))
             gg_http_res_header(res, SESSION_HEADER, sid);
+        else return session_refused(gw, res, o);
     }
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);

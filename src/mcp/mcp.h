@@ -250,6 +250,8 @@ bool mcp_call_wants_progress(const mcp_call *c);
 json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
 /* Node records as JSON text instead (see mcp_call_ctx.history_text); set before running. */
 void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes);
+/* Bounds on those records for the whole run (0 = none); see mcp_call_ctx. */
+void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
@@ -286,7 +288,14 @@ typedef struct mcp_session {
 /* secret: 32 bytes, or NULL for a random one (sessions then end with the process). */
 mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_t max_entries);
 void mcp_sessions_free(mcp_sessions *ss);
-/* Issue a token into id (MCP_SESSION_ID_MAX bytes). */
+/* Sessions per owner (the endpoint's tenant; on a mount the key): at most max live ones
+ * and 4 x max deleted ones not yet expired (0 = no bound; the default). */
+void mcp_sessions_set_owner_max(mcp_sessions *ss, size_t max);
+/* The tenant's live and deleted-but-unexpired sessions issued by this process, and the
+ * sessions refused by the bound in all (each may be NULL). */
+void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live, size_t *revoked,
+                              unsigned long long *refused_all);
+/* Issue a token into id (MCP_SESSION_ID_MAX bytes); false when the owner is at its bound. */
 bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
                        const char *key_id, const char *version, char *id, mcp_session *out);
 /* Check a token for this endpoint and key: "not_found" for a bad signature, expiry,

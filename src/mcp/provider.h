@@ -47,6 +47,11 @@ typedef struct mcp_call_ctx {
      * history_max bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
     gg_strbuf *history_text;
     size_t history_max;
+    /* Bounds on history_text for the whole run (0 = none): past history_max_records records
+     * or history_max_bytes bytes, further records are left out and counted; the provider
+     * then ends the text with {"truncated":true,"dropped":N,"kept":K} so the stored run
+     * shows it was cut (src/store/history_query.c). */
+    size_t history_max_records, history_max_bytes;
 } mcp_call_ctx;
 
 typedef struct mcp_provider mcp_provider;

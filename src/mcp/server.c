@@ -253,6 +253,7 @@ struct mcp_call {
     gg_strbuf history_text; /* node records as JSON text, when use_text */
     bool use_text;
     size_t history_max;
+    size_t history_max_records, history_max_bytes; /* mcp_call_bound_history */
     double last_progress;
     bool sent_progress;
     const char *status;
@@ -285,6 +286,12 @@ void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
     c->history_max = max_value_bytes;
     gg_strbuf_reserve(&c->history_text, 1000); /* a few nodes' records without regrowing */
     gg_strbuf_putc(&c->history_text, '[');
+}
+
+/* Bound the run's node records as text (mcp_call_ctx.history_max_records/_bytes). */
+void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes) {
+    c->history_max_records = max_records;
+    c->history_max_bytes = max_bytes;
 }
 
 /* The node records as one JSON array text ("[...]"), handed to the caller (free it);
@@ -405,7 +412,8 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
                      c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
-                        c->use_text ? &c->history_text : NULL, c->history_max};
+                        c->use_text ? &c->history_text : NULL, c->history_max, c->history_max_records,
+                        c->history_max_bytes};
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
@@ -467,7 +475,8 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
                           double budget_ms, bool *over) {
     *over = false;
     mcp_call_ctx ctx = {NULL, &c->cancelled, request_id, key_id, tenant, c->history, budget_ms,
-                        c->use_text ? &c->history_text : NULL, c->history_max};
+                        c->use_text ? &c->history_text : NULL, c->history_max, c->history_max_records,
+                        c->history_max_bytes};
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();

@@ -420,13 +420,30 @@ static void tb_node(tbuf *b, bool first, long long base, long long index, const 
     tb_putc(b, ']');
 }
 
+/* The run's node bounds (gg_history_options.max_run_nodes / _node_bytes, 0 = none): room
+ * for one more record, else it is counted as dropped. */
+typedef struct node_bound {
+    size_t max_nodes, max_bytes, start, kept, dropped;
+} node_bound;
+
+static bool nb_room(node_bound *nb, const tbuf *b) {
+    if ((nb->max_nodes && nb->kept >= nb->max_nodes) || (nb->max_bytes && b->len - nb->start >= nb->max_bytes)) {
+        nb->dropped++;
+        return false;
+    }
+    nb->kept++;
+    return true;
+}
+
 /* Every node of r as one JSON array, appended to b. */
-static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max) {
+static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max, node_bound *nb) {
+    nb->start = b->len;
     tb_putc(b, '[');
     bool first = true;
     size_t i;
     json_t *n;
     json_array_foreach(r->node_history, i, n) {
+        if (!nb_room(nb, b)) continue;
         json_t *err = json_object_get(n, "error");
         const char *emsg = NULL;
         if (err) {
@@ -445,9 +462,16 @@ static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max) {
     }
     for (size_t k = 0; k < r->n_nodes; k++) {
         const gg_node_exec_record *d = &r->nodes[k];
+        if (!nb_room(nb, b)) continue;
         tb_node(b, first, r->started_ms, d->index, d->node_id, d->node_type, d->start_ms, d->end_ms, d->duration_ms,
                 d->output, d->output_text, d->input, d->input_text, d->error, max);
         first = false;
+    }
+    if (nb->dropped) {
+        char m[96];
+        int len = snprintf(m, sizeof m, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",",
+                           nb->dropped, nb->kept);
+        tb_put(b, m, (size_t)len);
     }
     tb_putc(b, ']');
 }
@@ -531,7 +555,7 @@ static size_t tb_text_value(tbuf *b, json_t *v, const char *text, size_t max) {
     return at;
 }
 
-static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
+static void build_texts(const gg_history *h, tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
     t->args = tb_text_value(b, r->arguments, r->arguments_text, max);
     t->result = tb_text_value(b, r->result, r->result_text, max);
     t->nodes = SIZE_MAX;
@@ -540,7 +564,8 @@ static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts 
         tb_put(b, r->nodes_text, strlen(r->nodes_text) + 1);
     } else if (r->node_history || r->n_nodes) {
         t->nodes = b->len;
-        tb_nodes(b, r, max);
+        node_bound nb = {h->opt.max_run_nodes, h->opt.max_run_node_bytes, 0, 0, 0};
+        tb_nodes(b, r, max, &nb);
         tb_putc(b, '\0');
     }
 }
@@ -577,7 +602,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         off[i] = b.len;
         tb_put(&b, strs[i], strlen(strs[i]) + 1);
     }
-    build_texts(&b, r, max, &t);
+    build_texts(h, &b, r, max, &t);
     hist_item *it = b.oom ? NULL : item_get(h, b.len);
     if (it) {
         bool pooled = it->pooled;

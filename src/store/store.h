@@ -255,6 +255,10 @@ typedef struct gg_history_options {
     size_t max_payload_bytes;   /* larger arguments/result/input/output are stored as
                                  * {"truncated":true,"bytes":N}; 0 = 65536 */
     bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
+    /* A run's node records given as structs or a history array (not as text, which the
+     * caller bounds): past this many records or bytes the rest is left out and the text
+     * ends with {"truncated":true,"dropped":N,"kept":K}; 0 = no bound. */
+    size_t max_run_nodes, max_run_node_bytes;
 } gg_history_options;
 
 /* Start the writer thread on its own connection. With mark_interrupted, rows left
@@ -296,6 +300,46 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err);
 long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long max_count,
                                     gg_error *err);
 
+/* ---- what a tenant holds, and the per-tenant history quota (src/store/usage.c) ----------
+ * history_usage (migration 0004) is kept current by triggers on executions: rows and
+ * bytes (octets of arguments, result, error and nodes) a tenant's history holds now;
+ * dropped / dropped_bytes what the quota pass removed from it, ever. */
+typedef struct gg_history_usage {
+    long long rows, bytes, dropped, dropped_bytes;
+} gg_history_usage;
+/* All zero for a tenant without a row (unknown tenant included). */
+bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err);
+
+typedef struct gg_graph_usage {
+    long long graphs, versions;   /* graphs and every version kept of them */
+    long long stored_bytes;       /* source bytes of every version */
+    long long active_bytes;       /* source bytes of the active versions */
+} gg_graph_usage;
+bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, gg_error *err);
+
+/* One quota pass, synchronously: every tenant holding more than max_rows runs or
+ * max_bytes of history (0 = no bound) loses its oldest runs (by started_at) until it
+ * holds at most 90 % of each bound, in short transactions that add what went to its
+ * dropped counters. Returns runs deleted (*bytes_out, may be NULL: their bytes) or -1. */
+long long gg_store_history_quota_enforce(gg_store *s, long long max_rows, long long max_bytes, long long *bytes_out,
+                                         gg_error *err);
+
+/* The same pass every interval on a thread with its own connection. */
+typedef struct gg_history_quota gg_history_quota;
+typedef struct gg_history_quota_options {
+    long long max_rows, max_bytes; /* per tenant; 0 = no bound */
+    int interval_ms;               /* 0 = 1000 */
+} gg_history_quota_options;
+typedef struct gg_history_quota_stats {
+    unsigned long long passes, failed_passes, dropped, dropped_bytes; /* since start */
+} gg_history_quota_stats;
+gg_history_quota *gg_history_quota_start(gg_store *s, const gg_history_quota_options *o, gg_error *err);
+/* Run a pass now and wait for it (tests). */
+void gg_history_quota_now(gg_history_quota *q);
+void gg_history_quota_get_stats(gg_history_quota *q, gg_history_quota_stats *out);
+/* Stop the thread and free q (NULL allowed). */
+void gg_history_quota_stop(gg_history_quota *q);
+
 typedef struct gg_exec_filter {
     const char *graph, *tool, *status; /* NULL = any; status validated ("invalid") */
     long long since_ms;                /* 0 = any */
@@ -310,7 +354,9 @@ typedef struct gg_exec_filter {
 json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
                                  gg_error *err);
 /* One execution with "arguments", "result", "error" and "nodes":[{"index","node_id",
- * "node_type","started_at","finished_at","duration_ms","input","output","error"}].
+ * "node_type","started_at","finished_at","duration_ms","input","output","error"}], plus
+ * "nodes_truncated" (bool) and "nodes_dropped" (records left out past the run's bounds,
+ * history.max_run_records / max_run_bytes).
  * tenant NULL = any tenant (admin). "not_found" (also for another tenant's id). */
 json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err);
 
