@@ -11,44 +11,7 @@
 #include <sqlite3.h>
 #include "store/store.h"
 
-static char tmpdir[256];
-static char dbpath[300];
-static char migdir[300];
-
-static void sh(const char *fmt, const char *a, const char *b) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, fmt, a, b);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-store-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    snprintf(dbpath, sizeof dbpath, "%s/var/test.db", tmpdir);
-    snprintf(migdir, sizeof migdir, "%s/migrations", tmpdir);
-    const char *src = getenv("GG_SRCDIR");
-    char from[512];
-    snprintf(from, sizeof from, "%s/migrations", src ? src : "..");
-    sh("cp -R '%s' '%s'", from, migdir);
-    sh("chmod -R u+w '%s'%s", migdir, ""); /* distcheck's source tree is read-only */
-}
-
-static void teardown(void) { sh("rm -rf '%s'%s", tmpdir, ""); }
-
-static gg_store *open_store(void) {
-    gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 5000};
-    gg_store *s = gg_store_open(&o, &err);
-    ck_assert_msg(s != NULL, "open: %s", err.message);
-    return s;
-}
-
-static gg_store *open_migrated(void) {
-    gg_store *s = open_store();
-    gg_error err = GG_ERROR_INIT;
-    ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "migrate: %s", err.message);
-    return s;
-}
+#include "fixture.h"
 
 /* How many migrations the source tree ships (the tests below add the next ones). */
 static int shipped_migrations(void) {

@@ -3,46 +3,11 @@
  * first, down to 90 %, counted, other tenants untouched), the keeper thread, the per-run
  * node bounds of the writer, graph usage and the 0004 backfill. Each test works on a fresh
  * database in its own temporary directory. */
-#include <check.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
-#include "store/store.h"
 
-static char tmpdir[256];
-static char dbpath[300];
-static char migdir[300];
-
-static void sh(const char *fmt, const char *a) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, fmt, a, a);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-usage-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    snprintf(dbpath, sizeof dbpath, "%s/test.db", tmpdir);
-    snprintf(migdir, sizeof migdir, "%s/migrations", tmpdir);
-    const char *src = getenv("GG_SRCDIR");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "cp -R '%s/migrations' '%s' && chmod -R u+w '%s'", src ? src : "..", migdir, migdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void teardown(void) { sh("rm -rf '%s'", tmpdir); }
-
-static gg_store *open_migrated(void) {
-    gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 5000};
-    gg_store *s = gg_store_open(&o, &err);
-    ck_assert_msg(s != NULL, "open: %s", err.message);
-    ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "migrate: %s", err.message);
-    return s;
-}
+#include "fixture.h"
 
 static long long query1(const char *sql, const char *arg) {
     sqlite3 *db = NULL;
@@ -89,6 +54,21 @@ static void write_runs(gg_store *s, const char *tenant, int n, size_t pad, long 
     for (int i = 0; i < n; i++) ck_assert(gg_history_submit(h, run_at(tenant, base_ms + i, pad)));
     gg_history_flush(h);
     gg_history_stop(h);
+}
+
+/* Write r through a writer with options o (NULL: defaults) and read the run back. */
+static json_t *write_and_get(gg_store *s, const gg_history_options *o, gg_exec_record *r) {
+    gg_error err = GG_ERROR_INIT;
+    gg_history *h = gg_history_start(s, o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    gg_history_stop(h);
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    return ex;
 }
 
 static gg_history_usage usage_of(gg_store *s, const char *tenant) {
@@ -206,25 +186,17 @@ START_TEST(writer_bounds_node_records_per_run) {
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
     gg_history_options o = {.max_run_nodes = 3};
-    gg_history *h = gg_history_start(s, &o, &err);
     gg_exec_record *r = run_at("acme", 1700000000000LL, 5);
     for (int i = 1; i < 10; i++)
         ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "n", "transform", r->started_ms, r->started_ms, NULL,
                                                       json_integer(i), NULL));
-    char id[33];
-    memcpy(id, r->id, sizeof id);
-    ck_assert(gg_history_submit(h, r));
-    gg_history_flush(h);
-    gg_history_stop(h);
-    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
-    ck_assert_msg(ex != NULL, "%s", err.message);
+    json_t *ex = write_and_get(s, &o, r);
     ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 3);
     ck_assert(json_is_true(json_object_get(ex, "nodes_truncated")));
     ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 7);
     json_decref(ex);
     /* by bytes: a 2 KiB bound keeps the first records of ~1 KB outputs */
     gg_history_options ob = {.max_run_node_bytes = 2048};
-    h = gg_history_start(s, &ob, &err);
     r = run_at("acme", 1700000001000LL, 5);
     char big[1001];
     memset(big, 'y', 1000);
@@ -232,24 +204,14 @@ START_TEST(writer_bounds_node_records_per_run) {
     for (int i = 0; i < 10; i++)
         ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "n", "transform", r->started_ms, r->started_ms, NULL,
                                                       json_string(big), NULL));
-    memcpy(id, r->id, sizeof id);
-    ck_assert(gg_history_submit(h, r));
-    gg_history_flush(h);
-    gg_history_stop(h);
-    ex = gg_store_execution_get(s, "acme", id, &err);
+    ex = write_and_get(s, &ob, r);
     size_t kept = json_array_size(json_object_get(ex, "nodes"));
     ck_assert_int_ge(kept, 2);
     ck_assert_int_le(kept, 4);
     ck_assert_int_eq((long long)kept + json_integer_value(json_object_get(ex, "nodes_dropped")), 11);
     json_decref(ex);
     /* an unbounded run says it is whole */
-    h = gg_history_start(s, NULL, &err);
-    r = run_at("acme", 1700000002000LL, 5);
-    memcpy(id, r->id, sizeof id);
-    ck_assert(gg_history_submit(h, r));
-    gg_history_flush(h);
-    gg_history_stop(h);
-    ex = gg_store_execution_get(s, "acme", id, &err);
+    ex = write_and_get(s, NULL, run_at("acme", 1700000002000LL, 5));
     ck_assert(json_is_false(json_object_get(ex, "nodes_truncated")));
     ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 0);
     json_decref(ex);
@@ -262,16 +224,10 @@ START_TEST(truncation_marker_in_node_text) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
-    gg_history *h = gg_history_start(s, NULL, &err);
     gg_exec_record *r = run_at("acme", 1700000000000LL, 5);
     gg_exec_record_set_nodes_json(r, strdup("[[0,\"entry\",\"entry\",0,1,1,null],[1,\"spin\",\"transform\",1,2,1,5],"
                                             "{\"truncated\":true,\"dropped\":99,\"kept\":2}]"));
-    char id[33];
-    memcpy(id, r->id, sizeof id);
-    ck_assert(gg_history_submit(h, r));
-    gg_history_flush(h);
-    gg_history_stop(h);
-    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    json_t *ex = write_and_get(s, NULL, r);
     ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 2);
     ck_assert(json_is_true(json_object_get(ex, "nodes_truncated")));
     ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 99);
