@@ -239,6 +239,12 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_history_quota_dropped_bytes_total bytes of those runs\n"
                      "# TYPE graphgate_history_quota_dropped_bytes_total counter\ngraphgate_history_quota_dropped_bytes_total %llu\n",
                      qs.dropped, qs.dropped_bytes);
+    unsigned long long sess_refused = 0;
+    mcp_sessions_owner_usage(gw->sessions, NULL, NULL, NULL, &sess_refused);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_mcp_sessions_refused_total initialize refused by the per-tenant bound (tenants.max_sessions)\n"
+                     "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
+                     sess_refused);
 }
 
 /* ------------------------------------------------------------------ install / shutdown */

@@ -128,6 +128,7 @@ t "the 6th session → 429" eq "$code" 429
 t "... a JSON-RPC error naming tenants.max_sessions, with the request id" \
   eq "$(jget "$GG_TMP/sess.json" '(d["id"], "tenants.max_sessions" in d["error"]["message"])')" "(9, True)"
 t "... without a session id" eq "$(grep -ci '^mcp-session-id' "$GG_TMP/sess.json.h")" 0
+t "... counted in /metrics" eq "$(curl -s --max-time 5 "$GG_INT/metrics" | sed -n 's/^graphgate_mcp_sessions_refused_total \([0-9]*\)$/\1/p')" 1
 t "alice still opens a session" test -n "$(gw_init "$AU" "$AK")"
 # streams: held by background curls (killed by pid at the end)
 PIDS=()
@@ -146,6 +147,7 @@ t "mallory opens 3 GET streams" eq "$c" 200200200
 t "the 4th (another session) → 429" eq "$(sopen m4 "$MU" "$MK" "${SIDS[4]}")" 429
 t "... a JSON-RPC error naming tenants.max_streams" grep -q 'tenants.max_streams' "$GG_TMP/m4.out"
 t "... with Retry-After" grep -qi '^retry-after' "$GG_TMP/m4.h"
+t "... counted in /metrics" eq "$(curl -s --max-time 5 "$GG_INT/metrics" | sed -n 's/^graphgate_mcp_streams_refused_tenant_total \([0-9]*\)$/\1/p')" 1
 t "alice still opens a stream" eq "$(sopen a1 "$AU" "$AK" "$AS")" 200
 t "/health fast with the streams open" hcheck
 usage "$MK" mallory
