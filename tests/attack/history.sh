@@ -106,7 +106,7 @@ under() {
 t "mallory's history is back under history.tenant_max_bytes" under
 t "... runs were dropped and counted" gt "$(jget "$GG_TMP/usage.json" 'd["history"]["dropped"]')" 0
 t "... dropped bytes counted" gt "$(jget "$GG_TMP/usage.json" 'd["history"]["dropped_bytes"]')" 0
-t "... the newest run is still there" eq "$(gg_curl /dev/null -H "Authorization: Bearer $MK" "$GG_PUB/admin/executions/$ID")" 200
+t "... the newest run is still there" eq "$(gg_curl "$GG_TMP/r" -H "Authorization: Bearer $MK" "$GG_PUB/admin/executions/$ID")" 200
 ROWS=$(jget "$GG_TMP/usage.json" 'd["history"]["rows"]')
 gg_curl "$GG_TMP/all.json" -H "Authorization: Bearer $MK" "$GG_PUB/admin/tenants/mallory/executions?limit=1000" >/dev/null
 t "usage rows = the executions listed ($ROWS)" eq "$(jget "$GG_TMP/all.json" 'len(d["executions"])')" "$ROWS"
@@ -116,7 +116,7 @@ echo "# database + WAL after 12 runs x 24 MB of node outputs: $SIZE bytes"
 t "the database file stays bounded (< 48 MB)" le "$SIZE" $((48 * 1024 * 1024))
 usage "$AK" alice
 t "alice's run is untouched (1 row, nothing dropped)" eq "$(jget "$GG_TMP/usage.json" '(d["history"]["rows"], d["history"]["dropped"])')" "(1, 0)"
-t "mallory cannot read alice's usage (403)" eq "$(gg_curl /dev/null -H "Authorization: Bearer $MK" "$GG_PUB/admin/tenants/alice/usage")" 403
+t "mallory cannot read alice's usage (403)" eq "$(gg_curl "$GG_TMP/r" -H "Authorization: Bearer $MK" "$GG_PUB/admin/tenants/alice/usage")" 403
 
 # ---- sessions and streams: mallory fills its bounds, alice still gets both
 SIDS=("$MS")
@@ -157,7 +157,7 @@ t "usage: graph bytes = the uploaded source" eq "$(jget "$GG_TMP/usage.json" 'd[
 t "usage: no call in progress" eq "$(jget "$GG_TMP/usage.json" 'd["calls"]["in_progress"]')" 0
 # DELETE of a session frees a live slot
 t "DELETE one of mallory's sessions → 200" \
-  eq "$(gg_curl /dev/null -X DELETE -H "Authorization: Bearer $MK" -H "Mcp-Session-Id: ${SIDS[4]}" "$MU")" 200
+  eq "$(gg_curl "$GG_TMP/r" -X DELETE -H "Authorization: Bearer $MK" -H "Mcp-Session-Id: ${SIDS[4]}" "$MU")" 200
 t "... then a new session is issued" test -n "$(gw_init "$MU" "$MK")"
 for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 t "server alive" alive
