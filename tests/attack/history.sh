@@ -53,7 +53,15 @@ t "alice's graph uploaded" eq "$(gw_put_graph "$AK" alice flood "$FLOOD")" 201
 MU="$GG_PUB/mcp/mallory/flood"
 AU="$GG_PUB/mcp/alice/flood"
 HMAX=0
-hcheck() { local ms; ms=$(health_ms); [ "$ms" -gt "$HMAX" ] && HMAX=$ms; [ "$ms" -le 100 ]; }
+# hcheck: /health within 100 ms; a slow answer is probed again at once and only counts when
+# that one is slow too (a server that stalls stays slow; a probe whose own curl lost the CPU
+# on a loaded 2-core machine — seen once in 80 at load 14 — does not)
+hcheck() {
+  local ms; ms=$(health_ms)
+  [ "$ms" -le 100 ] || ms=$(health_ms)
+  [ "$ms" -gt "$HMAX" ] && HMAX=$ms
+  [ "$ms" -le 100 ]
+}
 HSLOW=0
 # call URL KEY SID N → status of a tools/call of flood with n=N (body in $GG_TMP/call.json)
 call() {
@@ -69,12 +77,20 @@ t "mallory has a session" test -n "$MS"
 AS=$(gw_init "$AU" "$AK")
 t "alice run (n=3) before the flood → 200" eq "$(call "$AU" "$AK" "$AS" 3)" 200
 ok=0
+NH=0
 for i in $(seq 1 12); do
-  [ "$(call "$MU" "$MK" "$MS" 400)" = 200 ] && grep -q '"result"' "$GG_TMP/call.json" && ok=$((ok + 1))
-  hcheck || HSLOW=$((HSLOW + 1))
+  call "$MU" "$MK" "$MS" 400 > "$GG_TMP/call.code" &
+  cpid=$!
+  while kill -0 "$cpid" 2>/dev/null; do # /health while the run writes its records (bounded by the call's own timeout)
+    hcheck || HSLOW=$((HSLOW + 1))
+    NH=$((NH + 1))
+    sleep 0.1
+  done
+  wait "$cpid"
+  [ "$(cat "$GG_TMP/call.code")" = 200 ] && grep -q '"result"' "$GG_TMP/call.json" && ok=$((ok + 1))
 done
 t "12 flood runs answered with their result" eq "$ok" 12
-t "/health within 100 ms after every flood run (max ${HMAX} ms)" eq "$HSLOW" 0
+t "/health within 100 ms throughout the flood ($NH probes, $HSLOW slower, max ${HMAX} ms)" eq "$HSLOW" 0
 
 # the newest run: recorded, truncated, with the count of records left out
 newest_id() {
