@@ -301,13 +301,14 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
                                     gg_error *err);
 
 /* ---- what a tenant holds, and the per-tenant history quota (src/store/usage.c) ----------
- * history_usage (migration 0004) is kept current by triggers on executions: rows and
- * bytes (octets of arguments, result, error and nodes) a tenant's history holds now;
- * dropped / dropped_bytes what the quota pass removed from it, ever. */
+ * history_usage (migration 0004): rows and bytes (octets of arguments, result, error and
+ * nodes) a tenant's history holds, brought up to date by every reader (runs written since
+ * are added in bulk, in the reader's transaction); dropped / dropped_bytes what the quota
+ * pass removed from it, ever. */
 typedef struct gg_history_usage {
     long long rows, bytes, dropped, dropped_bytes;
 } gg_history_usage;
-/* All zero for a tenant without a row (unknown tenant included). */
+/* Up to date as of the call (a short write transaction); all zero for an unknown tenant. */
 bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err);
 
 typedef struct gg_graph_usage {

@@ -1,9 +1,13 @@
 /* usage.c — what a tenant holds (graphs, execution history) and the per-tenant history
  * quota.
  *
- * history_usage (migrations/0004_history_usage.sql) is kept current by triggers on
- * executions, so "is anyone over quota" is one read of a table with a row per tenant. The
- * quota keeper is a thread on its own connection that does that read every interval and,
+ * history_usage (migrations/0004_history_usage.sql) holds each tenant's rows and bytes, so
+ * "is anyone over quota" is one read of a table with a row per tenant. New runs are added
+ * to it in bulk (catch_up: every executions row above history_usage_mark, then the mark
+ * moves up), which costs the history writer nothing per run; triggers correct what changes
+ * below the mark. Every reader catches up first, inside its own transaction, so what it
+ * reads is exact. The quota keeper is a thread on its own connection that does that every
+ * interval and,
  * for each tenant over max_rows or max_bytes, deletes the tenant's oldest runs until it
  * holds at most 90 % of the quota (so a tenant at the limit is pruned in
  * batches, not one run per pass). Each slice is one short IMMEDIATE transaction that also
@@ -26,6 +30,13 @@
 /* Tenants handled a pass (the rest the next pass). */
 #define PASS_TENANTS 64
 
+static const char SQL_MARK[] = "SELECT counted FROM history_usage_mark WHERE id = 1";
+static const char SQL_NEW_RUNS[] =
+    "SELECT tenant, count(*), sum(coalesce(length(CAST(arguments AS BLOB)), 0) + coalesce(length(CAST(result AS BLOB)), 0)"
+    " + coalesce(length(CAST(error AS BLOB)), 0) + coalesce(length(CAST(nodes AS BLOB)), 0)), max(rowid)"
+    " FROM executions WHERE rowid > ?1 GROUP BY tenant";
+static const char SQL_ADD_RUNS[] = "UPDATE history_usage SET rows = rows + ?2, bytes = bytes + ?3 WHERE tenant = ?1";
+static const char SQL_SET_MARK[] = "UPDATE history_usage_mark SET counted = ?1 WHERE id = 1";
 static const char SQL_HISTORY_USAGE[] =
     "SELECT rows, bytes, dropped, dropped_bytes FROM history_usage WHERE tenant = ?1";
 static const char SQL_OVER_QUOTA[] =
@@ -39,6 +50,54 @@ static const char SQL_GRAPH_USAGE[] =
     "SELECT count(DISTINCT g.id), count(v.version), coalesce(sum(length(CAST(v.source AS BLOB))), 0),"
     " coalesce(sum(CASE WHEN v.version = g.active_version THEN length(CAST(v.source AS BLOB)) END), 0)"
     " FROM graphs g LEFT JOIN graph_versions v ON v.graph_id = g.id WHERE g.tenant = ?1";
+
+static bool step_done(gg_store_conn *c, sqlite3_stmt *st, const char *what, gg_error *err) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) return true;
+    gg_store_set_db_error(c, err, what);
+    return false;
+}
+
+/* Inside the caller's write transaction: add the runs above the mark to their tenants'
+ * rows and bytes and move the mark to the highest rowid added. */
+static bool catch_up(gg_store_conn *c, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_MARK, err);
+    if (!st) return false;
+    int rc = sqlite3_step(st);
+    long long mark = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0, top = mark;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "history_usage_mark"); return false; }
+    sqlite3_stmt *sel = gg_store_conn_stmt(c, SQL_NEW_RUNS, err), *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
+    if (!sel || !add) return false;
+    sqlite3_bind_int64(sel, 1, mark);
+    bool ok = true;
+    while (ok && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        sqlite3_bind_text(add, 1, (const char *)sqlite3_column_text(sel, 0), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(add, 2, sqlite3_column_int64(sel, 1));
+        sqlite3_bind_int64(add, 3, sqlite3_column_int64(sel, 2));
+        if (sqlite3_column_int64(sel, 3) > top) top = sqlite3_column_int64(sel, 3);
+        ok = step_done(c, add, "history_usage", err);
+    }
+    if (ok && rc != SQLITE_DONE) {
+        gg_store_set_db_error(c, err, "executions");
+        ok = false;
+    }
+    sqlite3_reset(sel);
+    if (!ok || top == mark) return ok;
+    sqlite3_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
+    if (!up) return false;
+    sqlite3_bind_int64(up, 1, top);
+    return step_done(c, up, "history_usage_mark", err);
+}
+
+/* catch_up in a transaction of its own. */
+static bool catch_up_tx(gg_store_conn *c, gg_error *err) {
+    if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
+    if (catch_up(c, err) && gg_store_conn_exec(c, "COMMIT", err)) return true;
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return false;
+}
 
 static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *out, gg_error *err) {
     memset(out, 0, sizeof *out);
@@ -61,9 +120,12 @@ static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *o
 }
 
 bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err) {
+    memset(out, 0, sizeof *out);
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    bool ok = usage_conn(c, tenant, out, err);
+    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
+    if (ok) ok = catch_up(c, err) && usage_conn(c, tenant, out, err) && gg_store_conn_exec(c, "COMMIT", err);
+    if (!ok) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     gg_store_conn_release(s, c);
     return ok;
 }
@@ -116,7 +178,8 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
     *done = false;
     if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
     gg_history_usage before, after;
-    bool ok = usage_conn(c, tenant, &before, err);
+    /* counted first: a run written since may be among the oldest (a long one) */
+    bool ok = catch_up(c, err) && usage_conn(c, tenant, &before, err);
     long long n = ok ? slice_size(&before, low_rows, low_bytes) : 0;
     if (ok && n > 0) {
         sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_DELETE_OLDEST, err);
@@ -124,9 +187,7 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
         if (ok) {
             sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, n);
-            ok = sqlite3_step(st) == SQLITE_DONE;
-            if (!ok) gg_store_set_db_error(c, err, "executions");
-            sqlite3_reset(st);
+            ok = step_done(c, st, "executions", err);
         }
         *deleted = ok ? sqlite3_changes(c->db) : 0;
         ok = ok && usage_conn(c, tenant, &after, err);
@@ -138,9 +199,7 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
                 sqlite3_bind_text(up, 1, tenant, -1, SQLITE_STATIC);
                 sqlite3_bind_int64(up, 2, *deleted);
                 sqlite3_bind_int64(up, 3, *bytes);
-                ok = sqlite3_step(up) == SQLITE_DONE;
-                if (!ok) gg_store_set_db_error(c, err, "history_usage");
-                sqlite3_reset(up);
+                ok = step_done(c, up, "history_usage", err);
             }
         }
     }
@@ -181,6 +240,7 @@ static json_t *over_quota(gg_store_conn *c, long long max_rows, long long max_by
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
                                               long long *bytes_out, gg_error *err) {
     if (bytes_out) *bytes_out = 0;
+    if (!catch_up_tx(c, err)) return -1;
     if (max_rows <= 0 && max_bytes <= 0) return 0;
     json_t *names = over_quota(c, max_rows, max_bytes, err);
     if (!names) return -1;

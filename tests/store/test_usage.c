@@ -1,5 +1,6 @@
 /* Unit tests for what a tenant holds and the per-tenant history quota (src/store/usage.c,
- * migration 0004): the usage triggers against an independent sum, the quota pass (oldest
+ * migration 0004): the usage counts (bulk above the mark, triggers below) against an
+ * independent sum, the quota pass (oldest
  * first, down to 90 %, counted, other tenants untouched), the keeper thread, the per-run
  * node bounds of the writer, graph usage and the 0004 backfill. Each test works on a fresh
  * database in its own temporary directory. */
@@ -78,7 +79,7 @@ static gg_history_usage usage_of(gg_store *s, const char *tenant) {
     return u;
 }
 
-START_TEST(usage_triggers_follow_inserts_updates_deletes) {
+START_TEST(usage_follows_inserts_updates_deletes) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
@@ -121,6 +122,49 @@ START_TEST(usage_triggers_follow_inserts_updates_deletes) {
     ck_assert(gg_store_tenant_delete(s, "beta", &err));
     ck_assert_int_eq(query1("SELECT count(*) FROM history_usage WHERE tenant = ?1", "beta"), 0);
     ck_assert_int_eq(usage_of(s, "beta").rows, 0);
+    gg_store_close(s);
+}
+END_TEST
+
+static void exec_sql(const char *sql) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* New runs are counted in bulk above a mark (rowid): deletions above and at the mark, and
+ * an insert that reuses the rowid of a deleted newest row, all keep the count exact. */
+START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    long long base = 1700000000000LL;
+    write_runs(s, "acme", 6, 100, base);
+    /* deleted before they were counted: never counted, never subtracted */
+    exec_sql("DELETE FROM executions WHERE rowid IN (SELECT rowid FROM executions ORDER BY rowid LIMIT 2)");
+    gg_history_usage u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 4);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    long long mark = query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL);
+    ck_assert_int_eq(mark, query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL));
+    /* the newest (the mark's) row goes: the mark follows it down, and the next insert,
+     * which takes the same rowid again, is counted */
+    exec_sql("DELETE FROM executions WHERE rowid = (SELECT max(rowid) FROM executions)");
+    ck_assert_int_lt(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), mark);
+    write_runs(s, "acme", 1, 300, base + 100);
+    ck_assert_int_eq(query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL), mark);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 4);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    /* everything goes, then history starts again */
+    exec_sql("DELETE FROM executions");
+    ck_assert_int_eq(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), 0);
+    write_runs(s, "acme", 3, 50, base + 200);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 3);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
     gg_store_close(s);
 }
 END_TEST
@@ -291,7 +335,8 @@ int main(void) {
     TCase *tc = tcase_create("usage");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, usage_triggers_follow_inserts_updates_deletes);
+    tcase_add_test(tc, usage_follows_inserts_updates_deletes);
+    tcase_add_test(tc, usage_mark_survives_deletes_and_reused_rowids);
     tcase_add_test(tc, quota_drops_oldest_first_and_counts);
     tcase_add_test(tc, quota_keeper_thread);
     tcase_add_test(tc, writer_bounds_node_records_per_run);
