@@ -18,8 +18,9 @@
  * stream (after a "retry:" reconnection delay) so the graceful stop never waits on them.
  *
  * Bounds: GW_STREAMS_PER_SESSION per session (more → 409), tenants.max_streams per tenant
- * (the endpoint's tenant, or the key's on a mount; more → 429 with Retry-After, so one
- * tenant cannot hold every slot), GW_STREAMS_MAX in all (more → 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
+ * (the endpoint's tenant, or the key's on a mount; none for a mount on the internal
+ * listener; more → 429 with Retry-After, so one tenant cannot hold every slot),
+ * GW_STREAMS_MAX in all (more → 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
  * (a reconnecting client gets a fresh stream; list_changed is idempotent — the client
  * lists the tools again).
  *
@@ -259,7 +260,7 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
         snprintf(msg, sizeof msg, "Conflict: at most %d open GET streams per session", GW_STREAMS_PER_SESSION);
         return rpc_error(res, 409, MCP_INVALID_REQUEST, msg);
     }
-    if (tenant_max > 0 && owner_streams(s, owner) >= (size_t)tenant_max) {
+    if (tenant_max > 0 && *owner && owner_streams(s, owner) >= (size_t)tenant_max) {
         s->refused++;
         s->refused_tenant++;
         pthread_mutex_unlock(&s->mu);
