@@ -81,6 +81,7 @@ static bool validate_source(const gg_config *c, const char *name, const char *sr
     for (size_t i = 0; i < c->policy_stdio_commands.n; i++) cmds[i] = c->policy_stdio_commands.items[i];
     for (size_t i = 0; i < c->policy_http_hosts.n; i++) hosts[i] = c->policy_http_hosts.items[i];
     mcp_client_policy policy = {false, (const char *const *)cmds, (const char *const *)hosts, true};
+    policy.cwd_root = c->policy_stdio_cwd_root;
     gg_graph_options o = {&policy, 0, 0};
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(src, len, name, &o, &d);
