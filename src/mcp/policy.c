@@ -255,7 +255,7 @@ static bool address_ok(const mcp_client_policy *p, const char *entry, const stru
         return false;
     }
     format_addr(&a, text, sizeof text);
-    if (p->self && is_self(p->self, &a)) {
+    if (p->self && atomic_load_explicit(&p->self->ready, memory_order_acquire) && is_self(p->self, &a)) {
         gg_error_set(err, "policy", "%s is one of the gateway's own listeners; graphs can never call the gateway itself",
                      text);
         return false;
@@ -275,8 +275,10 @@ static bool self_ready(const mcp_client_policy *p, gg_error *err) {
     return false;
 }
 
-/* URL check before connecting: scheme, allowlist entry, then every address the host is or
- * resolves to. The connect-time check (mcp_policy_connect_ok) repeats the address part. */
+/* URL check before connecting (and at upload): scheme, allowlist entry, then every address
+ * the host is or resolves to. Graphs stored earlier load before the listeners are bound:
+ * then the own-listener part waits for the connect-time check (mcp_policy_connect_ok),
+ * which repeats the address part and refuses everything until the listeners are known. */
 bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error *err) {
     if (!p || p->allow_all) return true;
     char host[HOST_MAX];
@@ -296,7 +298,6 @@ bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error 
                      strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
         return false;
     }
-    if (!self_ready(p, err)) return false;
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_socktype = SOCK_STREAM;
     char service[8];

@@ -114,8 +114,13 @@ START_TEST(own_listeners_never_reachable) {
     ck_assert_ptr_nonnull(self);
     const char *hosts[] = {"127.0.0.1", "127.0.0.2", "localhost", "::1", NULL};
     mcp_client_policy p = {.host_allowlist = hosts, .allow_http_plaintext = true, .self = self};
-    /* before the listeners are known, nothing goes out */
-    ck_assert(strstr(url_why(&p, "http://127.0.0.1:4000/"), "still starting"));
+    /* before the listeners are known, graphs still load, but nothing connects */
+    ck_assert(url_ok(&p, "http://127.0.0.1:4000/"));
+    gg_error e0 = GG_ERROR_INIT;
+    struct sockaddr_in early = v4("127.0.0.1", 4000);
+    ck_assert(!mcp_policy_connect_ok(&p, "http://127.0.0.1:4000/", (struct sockaddr *)&early, &e0));
+    ck_assert(strstr(e0.message, "still starting"));
+    gg_error_clear(&e0);
     struct sockaddr_in pub = v4("127.0.0.1", 4000), any = v4("0.0.0.0", 4001);
     ck_assert(mcp_policy_self_add(self, (struct sockaddr *)&pub));
     ck_assert(mcp_policy_self_add(self, (struct sockaddr *)&any));
