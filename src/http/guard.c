@@ -7,7 +7,9 @@
  * sending one byte every few seconds never trips. Every connection is tracked from accept
  * to close; a reaper thread shuts down (shutdown(2), so libmicrohttpd closes it on its own
  * thread) each connection that has been waiting for a request's headers and body for longer
- * than the deadline. The list lock is held across shutdown and libmicrohttpd reports a
+ * than the deadline — or, while a listener is nearly full (7/8 of its connections), for
+ * longer than a second, so that half-sent requests from many addresses cannot hold every
+ * slot for the whole deadline. The list lock is held across shutdown and libmicrohttpd reports a
  * connection closed before it closes the descriptor, so a descriptor is never reused under
  * the reaper. */
 #include "http/internal.h"
@@ -139,6 +141,8 @@ struct gg_conn_tracker {
     pthread_cond_t cv;
     gg_conn_track *head;
     long long timeout_ms;
+    int count[2];      /* tracked connections per listener (public, internal) */
+    int pressure;      /* from this many on, a listener is nearly full */
     bool stop;
     pthread_t thread;
     atomic_ulong cut;
@@ -150,11 +154,16 @@ static long long mono_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+#define PRESSURE_DEADLINE_MS 1000
+
 static void reap(gg_conn_tracker *t) {
-    long long now = mono_ms();
+    long long now = mono_ms(), limit[2];
+    for (int l = 0; l < 2; l++)
+        limit[l] = t->count[l] >= t->pressure && t->timeout_ms > PRESSURE_DEADLINE_MS ? PRESSURE_DEADLINE_MS
+                                                                                      : t->timeout_ms;
     for (gg_conn_track *c = t->head; c; c = c->next) {
         if (c->cut || !atomic_load_explicit(&c->receiving, memory_order_acquire)) continue;
-        if (now - atomic_load_explicit(&c->since_ms, memory_order_relaxed) <= t->timeout_ms) continue;
+        if (now - atomic_load_explicit(&c->since_ms, memory_order_relaxed) <= limit[c->listener]) continue;
         shutdown(c->fd, SHUT_RDWR);
         c->cut = true;
         atomic_fetch_add_explicit(&t->cut, 1, memory_order_relaxed);
@@ -179,12 +188,13 @@ static void *reaper(void *arg) {
     return NULL;
 }
 
-gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms) {
+gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms, unsigned max_connections) {
     gg_conn_tracker *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     t->timeout_ms = timeout_ms;
+    t->pressure = (int)(max_connections - max_connections / 8);
     if (pthread_create(&t->thread, NULL, reaper, t) != 0) {
         pthread_mutex_destroy(&t->mu);
         pthread_cond_destroy(&t->cv);
@@ -213,8 +223,9 @@ void gg_conn_track_receiving(gg_conn_track *c, bool receiving) {
     atomic_store_explicit(&c->receiving, receiving, memory_order_release);
 }
 
-void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd) {
+void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd, bool internal) {
     c->fd = fd;
+    c->listener = internal ? 1 : 0;
     c->cut = false;
     gg_conn_track_receiving(c, true);
     pthread_mutex_lock(&t->mu);
@@ -222,6 +233,7 @@ void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd) {
     c->next = t->head;
     if (t->head) t->head->prev = c;
     t->head = c;
+    t->count[c->listener]++;
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -230,5 +242,6 @@ void gg_conn_track_remove(gg_conn_tracker *t, gg_conn_track *c) {
     if (c->prev) c->prev->next = c->next;
     else t->head = c->next;
     if (c->next) c->next->prev = c->prev;
+    t->count[c->listener]--;
     pthread_mutex_unlock(&t->mu);
 }

@@ -98,16 +98,18 @@ bool gg_http_internal_host_ok(const gg_http_guard_cfg *g, struct MHD_Connection 
 typedef struct gg_conn_track {
     struct gg_conn_track *prev, *next; /* under the tracker's lock */
     int fd;
+    unsigned char listener;     /* 0 public, 1 internal */
     bool cut;                   /* already shut down by the reaper (under the lock) */
     atomic_bool receiving;      /* waiting for a request's headers or body */
     atomic_llong since_ms;      /* monotonic time it started waiting */
 } gg_conn_track;
 typedef struct gg_conn_tracker gg_conn_tracker;
-/* Start the reaper: connections receiving for longer than timeout_ms are shut down. */
-gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms);
+/* Start the reaper: connections receiving for longer than timeout_ms (1 s while their
+ * listener holds 7/8 of max_connections) are shut down. */
+gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms, unsigned max_connections);
 void gg_conn_tracker_stop(gg_conn_tracker *t); /* after the listeners stopped */
 unsigned long gg_conn_tracker_cut(const gg_conn_tracker *t); /* connections cut so far */
-void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd);
+void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd, bool internal);
 void gg_conn_track_remove(gg_conn_tracker *t, gg_conn_track *c);
 void gg_conn_track_receiving(gg_conn_track *c, bool receiving);
 

@@ -199,7 +199,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, x->client, sizeof x->client);
             const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
             if (fi && srv->tracker) {
-                gg_conn_track_add(srv->tracker, &x->track, fi->connect_fd);
+                gg_conn_track_add(srv->tracker, &x->track, fi->connect_fd, ((listener *)cls)->kind == GG_LISTENER_INTERNAL);
                 x->tracked = true;
             }
         }
@@ -1393,7 +1393,7 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
         gg_error_set(err, "internal_error", "cannot start the access log writer thread");
         return false;
     }
-    if (!s->tracker && !(s->tracker = gg_conn_tracker_start(s->opts.receive_timeout_ms))) {
+    if (!s->tracker && !(s->tracker = gg_conn_tracker_start(s->opts.receive_timeout_ms, s->opts.max_connections))) {
         gg_error_set(err, "internal_error", "cannot start the receive-deadline thread");
         return false;
     }
