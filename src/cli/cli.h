@@ -96,7 +96,7 @@ typedef struct gg_config {
     gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
                                    * the listen address on loopback binds */
     int http_max_connections;     /* http.max_connections: per listener; 1024 */
-    int http_max_conn_per_ip;     /* http.max_connections_per_ip: per listener; 64; 0 = off */
+    int http_max_conn_per_ip;     /* http.max_connections_per_ip: per listener; 256; 0 = off */
     long long http_receive_timeout_ms; /* http.receive_timeout: a request's headers and body
                                    * must arrive within this (also the keep-alive idle
                                    * limit); 15s */

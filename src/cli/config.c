@@ -138,7 +138,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_max_payload = 64 * 1024;
     c->specs_load_on_start = true;
     c->http_max_connections = 1024;
-    c->http_max_conn_per_ip = 64;
+    c->http_max_conn_per_ip = 256;
     c->http_receive_timeout_ms = 15000;
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
         !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err)) {
