@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -271,6 +272,53 @@ START_TEST(tenant_grants) {
 }
 END_TEST
 
+START_TEST(clients_enforce_the_policy) {
+    /* a stdio client refuses the definition before anything is spawned */
+    const char *cmds[] = {"node", NULL};
+    const char *env[] = {"LD_PRELOAD=/tmp/evil.so", NULL};
+    const char *args[] = {"/opt/server.js", NULL};
+    mcp_client_policy p = {.command_allowlist = cmds, .allow_http_plaintext = true};
+    mcp_server_config st = {.transport = MCP_TRANSPORT_STDIO, .name = "s", .command = "node", .args = args, .env = env};
+    gg_error e = GG_ERROR_INIT;
+    ck_assert_ptr_null(mcp_client_new(&st, &p, &e));
+    ck_assert_str_eq(e.code, "policy");
+    gg_error_clear(&e);
+    const char *eval[] = {"-e", "1", NULL};
+    st.env = NULL;
+    st.args = eval;
+    ck_assert_ptr_null(mcp_client_new(&st, &p, &e));
+    gg_error_clear(&e);
+
+    /* the HTTP client checks the address it connects to, not only the one checked before:
+     * here a listener the policy learns about after the client was created (from the
+     * connect-time check's view, what a DNS answer changing in between looks like) */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = v4("127.0.0.1", 0);
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(fd, 4), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", (unsigned)ntohs(a.sin_port));
+    mcp_policy_self *self = mcp_policy_self_new();
+    mcp_policy_self_ready(self);
+    const char *hosts[] = {"127.0.0.1", NULL};
+    mcp_client_policy hp = {.host_allowlist = hosts, .allow_http_plaintext = true, .self = self};
+    mcp_server_config ht = {.transport = MCP_TRANSPORT_HTTP, .name = "h", .url = url, .timeout_ms = 2000};
+    mcp_client *c = mcp_client_new(&ht, &hp, &e);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(mcp_policy_self_add(self, (struct sockaddr *)&a));
+    json_t *r = mcp_client_request(c, "tools/list", NULL, 2000, NULL, &e);
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(e.message, "refused by policy"), "%s", e.message);
+    gg_error_clear(&e);
+    ck_assert_int_lt(accept(fd, NULL, NULL), 0); /* nothing ever connected */
+    mcp_client_free(c);
+    mcp_policy_self_free(self);
+    close(fd);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("policy");
@@ -282,6 +330,7 @@ int main(void) {
     tcase_add_test(tc, environment);
     tcase_add_test(tc, cwd_confined);
     tcase_add_test(tc, tenant_grants);
+    tcase_add_test(tc, clients_enforce_the_policy);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
