@@ -517,9 +517,32 @@ static bool set_add_tenant(mcp_policy_set *s, const char *tenant, const char *co
     return true;
 }
 
+/* A malformed entry would never match (fail closed), silently: say so at start instead. */
+static bool entries_valid(const char *const *list, bool hosts, bool grants, const char *key, gg_error *err) {
+    for (; list && *list; list++) {
+        const char *e = grants ? strchr(*list, '=') : NULL;
+        e = e ? e + 1 : *list;
+        char buf[4096], *w[ARGV_PREFIX_MAX];
+        unsigned port;
+        bool ok = hosts ? split_hostport(e, strlen(e), buf, HOST_MAX, &port)
+                        : strlen(e) < sizeof buf && split_words(e, buf, sizeof buf, w) > 0;
+        if (!ok) {
+            gg_error_set(err, "invalid_config", "%s: '%s' is not %s", key, *list,
+                         hosts ? "host, host:port or [v6]:port" : "a command with optional fixed arguments");
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The default policy plus per-tenant grants; see mcp.h. */
 mcp_policy_set *mcp_policy_set_new(const mcp_client_policy *base, const char *const *cmd_grants,
                                    const char *const *host_grants, gg_error *err) {
+    if (!entries_valid(base->host_allowlist, true, false, "policy.http_hosts", err) ||
+        !entries_valid(base->command_allowlist, false, false, "policy.stdio_commands", err) ||
+        !entries_valid(host_grants, true, true, "policy.tenant_http_hosts", err) ||
+        !entries_valid(cmd_grants, false, true, "policy.tenant_stdio_commands", err))
+        return NULL;
     mcp_policy_set *s = calloc(1, sizeof *s);
     if (!s) {
         gg_error_set(err, "oom", "out of memory");

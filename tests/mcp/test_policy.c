@@ -265,6 +265,18 @@ START_TEST(tenant_grants) {
     ck_assert(stdio_ok(beta, "node", base_args, NULL, NULL, NULL, 0)); /* defaults still apply */
     ck_assert(!stdio_ok(acme, "node", beta_args, NULL, NULL, NULL, 0));
     mcp_policy_set_free(s);
+    const char *bad_hosts[] = {"api.example.com:44x", NULL}, *blank[] = {"   ", NULL};
+    mcp_client_policy typo = {.host_allowlist = bad_hosts};
+    ck_assert_ptr_null(mcp_policy_set_new(&typo, NULL, NULL, &e));
+    ck_assert(strstr(e.message, "policy.http_hosts: 'api.example.com:44x' is not host, host:port"));
+    gg_error_clear(&e);
+    mcp_client_policy empty_cmd = {.command_allowlist = blank};
+    ck_assert_ptr_null(mcp_policy_set_new(&empty_cmd, NULL, NULL, &e));
+    gg_error_clear(&e);
+    const char *bad_grant[] = {"acme=[::1", NULL};
+    ck_assert_ptr_null(mcp_policy_set_new(&base, NULL, bad_grant, &e));
+    ck_assert(strstr(e.message, "policy.tenant_http_hosts"));
+    gg_error_clear(&e);
     const char *broken[] = {"no-tenant-here", NULL};
     ck_assert_ptr_null(mcp_policy_set_new(&base, broken, NULL, &e));
     ck_assert_str_eq(e.code, "invalid_config");
