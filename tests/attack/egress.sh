@@ -116,7 +116,7 @@ t "cwd refused without policy.stdio_cwd_root" refused "$kb" b "$GG_TMP/cwd.yaml"
 stdio_graph '["/opt/server.js"]' '{API_TOKEN: "x"}' >"$GG_TMP/fine.yaml"
 t "node SCRIPT with an ordinary variable is accepted" accepted "$kb" b "$GG_TMP/fine.yaml"
 
-GRAPHGATE_POLICY_HTTP_HOSTS="api.example.com:44x" "$GG_BIN" serve --db "$GG_TMP/typo.db" --listen 127.0.0.1:0 \
+GRAPHGATE_POLICY_HTTP_HOSTS="api.example.com:44x" timeout 20 "$GG_BIN" serve --db "$GG_TMP/typo.db" --listen 127.0.0.1:0 \
   --internal-listen 127.0.0.1:0 >/dev/null 2>"$GG_TMP/typo.err"
 t "a malformed http_hosts entry stops serve with the key named" \
   grep -q "policy.http_hosts: 'api.example.com:44x' is not host, host:port" "$GG_TMP/typo.err"

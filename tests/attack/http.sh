@@ -114,7 +114,7 @@ t "localhost:port Host still reaches /metrics" eq "$(code -H "Host: localhost:${
 t "/health answers probes whatever the Host" eq "$(code -H 'Host: 10.1.2.3:8081' "$GG_INT/health")" 200
 
 # -- internal_listen on a non-loopback address ---------------------------------------------------
-"$GG_BIN" serve --db "$GG_TMP/other.db" --listen 127.0.0.1:0 --internal-listen 0.0.0.0:0 >"$GG_TMP/pub.out" 2>"$GG_TMP/pub.err"
+timeout 20 "$GG_BIN" serve --db "$GG_TMP/other.db" --listen 127.0.0.1:0 --internal-listen 0.0.0.0:0 >"$GG_TMP/pub.out" 2>"$GG_TMP/pub.err"
 rc=$?
 t "internal_listen 0.0.0.0 refused without internal_listen_public (exit $rc)" eval \
   "[ $rc -ne 0 ] && grep -q 'not a loopback address' '$GG_TMP/pub.err'"
