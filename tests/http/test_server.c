@@ -334,6 +334,23 @@ START_TEST(receive_deadline) {
     }
     ck_assert_msg(cut_ms >= 900 && cut_ms < 4000, "half-sent request cut after %.0f ms", cut_ms);
     ck_assert_msg(fine_ok, "a keep-alive connection sending whole requests was cut");
+    /* the body counts too: whole headers, then a body one byte at a time */
+    int drip = raw_connect(port);
+    static const char head[] = "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n";
+    ck_assert_int_eq(send(drip, head, sizeof head - 1, MSG_NOSIGNAL), (ssize_t)(sizeof head - 1));
+    t0 = gg_now_ms();
+    double drip_cut = -1;
+    for (int i = 0; i < 60 && drip_cut < 0; i++) {
+        char b[256];
+        struct timeval tv = {0, 1000};
+        setsockopt(drip, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(drip, b, sizeof b, 0);
+        if (send(drip, "x", 1, MSG_NOSIGNAL) < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            drip_cut = gg_now_ms() - t0;
+        sleep_ms(100);
+    }
+    ck_assert_msg(drip_cut >= 900 && drip_cut < 4000, "a dripping body was cut after %.0f ms", drip_cut);
+    close(drip);
     close(slow);
     close(fine);
     stop_free(s);
