@@ -90,9 +90,6 @@ struct gg_http_server {
     unsigned char rid_key[crypto_shorthash_siphashx24_KEYBYTES]; /* request ids, see below */
     gg_http_guard_cfg guard;   /* who may address the internal listener */
     gg_conn_tracker *tracker;  /* the receive deadline (NULL until started) */
-    atomic_llong mhdlog_sec;   /* libmicrohttpd messages: the current second, */
-    atomic_uint mhdlog_count;  /* how many were logged in it, */
-    atomic_ulong mhdlog_dropped; /* and how many were not (MHD_LOG_PER_SECOND) */
     struct { gg_http_started_fn fn; void *user; } started_hooks[4];
     int nstarted;
     /* The fields above are read on every request and those below are written on every
@@ -110,6 +107,9 @@ struct gg_http_server {
     gg_http_async *alist;
     char pad1[64];
     access_writer alog;
+    atomic_llong mhdlog_sec;   /* libmicrohttpd messages: the current second, */
+    atomic_uint mhdlog_count;  /* how many were logged in it, */
+    atomic_ulong mhdlog_dropped; /* and how many were not (MHD_LOG_PER_SECOND) */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -416,8 +416,8 @@ static enum MHD_Result send_error_close(gg_http_req *req, int status, const char
     return send_res(req, &req->res);
 }
 
-/* Checks before routing (framing, internal Host/Origin); MHD_YES with no answer queued
- * when the request may go on, else the answer's result with req->dispatched set. */
+/* Checks before routing (framing, internal Host/Origin): false when the request may go on;
+ * else true, the refusal queued, req->dispatched set and *out the result for libmicrohttpd. */
 static bool refused_early(listener *L, gg_http_req *req, enum MHD_Result *out) {
     const char *msg = NULL;
     int status = gg_http_framing_check(req->conn, &msg);
