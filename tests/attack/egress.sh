@@ -116,6 +116,22 @@ t "cwd refused without policy.stdio_cwd_root" refused "$kb" b "$GG_TMP/cwd.yaml"
 stdio_graph '["/opt/server.js"]' '{API_TOKEN: "x"}' >"$GG_TMP/fine.yaml"
 t "node SCRIPT with an ordinary variable is accepted" accepted "$kb" b "$GG_TMP/fine.yaml"
 
+# -- a graph stored while the server was down (the CLI cannot know the ports serve will bind)
+# that points at what becomes the internal listener: it loads (before the listeners are bound),
+# but its call is refused before anything connects --------------------------------------------
+gg_stop
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+http_graph "http://127.0.0.1:$port/internal/mcp/b/victim" >"$GG_TMP/later.yaml"
+t "the CLI stores it (no listener of this process on that port)" gw_cli graph put a later "$GG_TMP/later.yaml"
+gg_start --internal-listen "127.0.0.1:$port" || { echo "restart failed"; gg_finish; }
+call_later() {
+  local st; st=$(gg_curl "$GG_TMP/later.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/a/graphs/later/tools/go/call")
+  [ "$GG_INT" = "http://127.0.0.1:$port" ] && [ "$st" != 200 ] && grep -q "gateway's own listeners" "$GG_TMP/later.json" ||
+    { echo "   $GG_INT $st $(head -c 300 "$GG_TMP/later.json")" >&2; return 1; }
+}
+t "its call is refused with the reason" call_later
+t "the victim was never called" eval '! grep -q "\"path\":\"/internal/mcp/b/victim\"" "$GG_TMP/serve.err"'
+
 GRAPHGATE_POLICY_HTTP_HOSTS="api.example.com:44x" timeout 20 "$GG_BIN" serve --db "$GG_TMP/typo.db" --listen 127.0.0.1:0 \
   --internal-listen 127.0.0.1:0 >/dev/null 2>"$GG_TMP/typo.err"
 t "a malformed http_hosts entry stops serve with the key named" \
