@@ -383,6 +383,9 @@ static const char *const env_names[] = {"PATH", "BASH_ENV", "ENV", "SHELLOPTS", 
                                         "LOCALDOMAIN", "HOME", "XDG_CONFIG_HOME", "SSL_CERT_FILE",
                                         "SSL_CERT_DIR", NULL};
 
+/* Harmless names under a refused prefix (read by applications, not by the loader). */
+static const char *const env_harmless[] = {"NODE_ENV", "PYTHONUNBUFFERED", "PYTHONIOENCODING", NULL};
+
 /* A graph-supplied "NAME=value": NULL when allowed, else why not. */
 const char *mcp_policy_env_refused(const char *assignment) {
     const char *eq = strchr(assignment, '=');
@@ -391,6 +394,8 @@ const char *mcp_policy_env_refused(const char *assignment) {
         return "is not a valid variable name";
     for (size_t i = 0; i < n; i++)
         if (!isalnum((unsigned char)assignment[i]) && assignment[i] != '_') return "is not a valid variable name";
+    for (const char *const *p = env_harmless; *p; p++)
+        if (n == strlen(*p) && !strncmp(assignment, *p, n)) return NULL;
     for (const char *const *p = env_prefixes; *p; p++)
         if (n >= strlen(*p) && !strncasecmp(assignment, *p, strlen(*p)))
             return "changes what a loader or interpreter runs (LD_*, NODE_*, PYTHON*, ... are refused)";

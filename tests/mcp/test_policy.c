@@ -210,6 +210,9 @@ START_TEST(environment) {
         ck_assert_ptr_nonnull(mcp_policy_env_refused(bad[i]));
     }
     ck_assert_ptr_null(mcp_policy_env_refused("HOMEPAGE=x"));
+    ck_assert_ptr_null(mcp_policy_env_refused("NODE_ENV=production"));
+    ck_assert_ptr_null(mcp_policy_env_refused("PYTHONUNBUFFERED=1"));
+    ck_assert_ptr_nonnull(mcp_policy_env_refused("NODE_ENVX=1"));
     mcp_client_policy local = {.allow_all = true};
     const char *pre[] = {"LD_PRELOAD=/tmp/evil.so", NULL};
     ck_assert(stdio_ok(&local, "node", args, pre, NULL, NULL, 0));
