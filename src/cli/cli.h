@@ -95,6 +95,13 @@ typedef struct gg_config {
     gg_strlist origins;           /* http.origins: allowed Origin values ("*" = any) */
     gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
                                    * the listen address on loopback binds */
+    int http_max_connections;     /* http.max_connections: per listener; 1024 */
+    int http_max_conn_per_ip;     /* http.max_connections_per_ip: per listener; 256; 0 = off */
+    long long http_receive_timeout_ms; /* http.receive_timeout: a request's headers and body
+                                   * must arrive within this (also the keep-alive idle
+                                   * limit); 15s */
+    bool internal_listen_public;  /* internal_listen_public: allow a non-loopback internal
+                                   * listener (no authentication there); false */
     /* database */
     char *db_path;                /* database.path: default ./var/graphgate.db */
     char *migrations_dir;         /* database.migrations_dir: NULL = search */
@@ -126,10 +133,14 @@ typedef struct gg_config {
     long long history_tenant_max_rows; /* history.tenant_max_rows: 100000; 0 = no cap */
     size_t history_tenant_max_bytes; /* history.tenant_max_bytes: 256MiB; 0 = no cap */
     /* policy for graph nodes that reach out */
-    gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed executables
-                                       * (absolute paths or names); empty = none */
+    gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed argv prefixes
+                                       * ("npx -y @scope/server"); empty = none */
     gg_strlist policy_http_hosts; /* policy.http_hosts: allowed downstream hosts
                                    * ("host" or "host:port"); empty = none */
+    char *policy_stdio_cwd_root;  /* policy.stdio_cwd_root: stdio cwd confined here;
+                                   * NULL = graphs cannot set cwd */
+    gg_strlist policy_tenant_stdio_commands; /* policy.tenant_stdio_commands: "TENANT=ENTRY" */
+    gg_strlist policy_tenant_http_hosts;     /* policy.tenant_http_hosts: "TENANT=ENTRY" */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */

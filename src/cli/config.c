@@ -41,6 +41,10 @@ static const key_def keys[] = {
     {"http.threads", T_INT, F(http_threads), 0, 256, false},
     {"http.origins", T_LIST, F(origins), 0, 0, false},
     {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
+    {"http.max_connections", T_INT, F(http_max_connections), 16, 1000000, false},
+    {"http.max_connections_per_ip", T_INT, F(http_max_conn_per_ip), 0, 1000000, false},
+    {"http.receive_timeout", T_DUR, F(http_receive_timeout_ms), 1000, 3600000, false},
+    {"internal_listen_public", T_BOOL, F(internal_listen_public), 0, 0, false},
     {"database.path", T_STR, F(db_path), 0, 0, false},
     {"database.migrations_dir", T_STR, F(migrations_dir), 0, 0, false},
     {"database.pool_size", T_INT, F(db_pool_size), 2, 64, false},
@@ -68,6 +72,9 @@ static const key_def keys[] = {
     {"history.tenant_max_bytes", T_SIZE, F(history_tenant_max_bytes), 0, 1e15, false},
     {"policy.stdio_commands", T_LIST, F(policy_stdio_commands), 0, 0, false},
     {"policy.http_hosts", T_LIST, F(policy_http_hosts), 0, 0, false},
+    {"policy.stdio_cwd_root", T_STR, F(policy_stdio_cwd_root), 0, 0, false},
+    {"policy.tenant_stdio_commands", T_LIST, F(policy_tenant_stdio_commands), 0, 0, false},
+    {"policy.tenant_http_hosts", T_LIST, F(policy_tenant_http_hosts), 0, 0, false},
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
@@ -142,6 +149,9 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->tenant_max_streams = 64;
     c->tenant_max_sessions = 256;
     c->specs_load_on_start = true;
+    c->http_max_connections = 1024;
+    c->http_max_conn_per_ip = 256;
+    c->http_receive_timeout_ms = 15000;
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
         !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err)) {
         gg_config_free(c);
@@ -480,6 +490,11 @@ static bool valid_addr(const char *a) {
     return !*end && !errno && port >= 0 && port <= 65535;
 }
 
+/* 127.0.0.0/8, [::1] or localhost (the internal listener's safe binds). */
+static bool loopback_addr(const char *a) {
+    return !strncmp(a, "127.", 4) || !strncmp(a, "[::1]:", 6) || !strncasecmp(a, "localhost:", 10);
+}
+
 bool gg_config_validate(const gg_config *c, gg_error *err) {
     if (!c->listen || !valid_addr(c->listen)) {
         gg_error_set(err, "invalid_config", "listen: '%s' is not ADDR:PORT", c->listen ? c->listen : "");
@@ -487,6 +502,12 @@ bool gg_config_validate(const gg_config *c, gg_error *err) {
     }
     if (c->internal_listen && *c->internal_listen && !valid_addr(c->internal_listen)) {
         gg_error_set(err, "invalid_config", "internal_listen: '%s' is not ADDR:PORT (or \"\" to disable)", c->internal_listen);
+        return false;
+    }
+    if (c->internal_listen && *c->internal_listen && !c->internal_listen_public && !loopback_addr(c->internal_listen)) {
+        gg_error_set(err, "invalid_config",
+                     "internal_listen: '%s' is not a loopback address; the internal listener has no authentication "
+                     "(set internal_listen_public: true to bind it there anyway)", c->internal_listen);
         return false;
     }
     if (!c->db_path || !*c->db_path) {

@@ -2,6 +2,7 @@
  * history writer, sessions, the worker pool, the graph registry loaded from the store and
  * kept in sync with it, provider mounts, metrics and an orderly shutdown. */
 #include <sodium.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
                            size_t len, gg_graph_diags *diags, gg_error *err) {
     char name[2 * GG_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
-    gg_graph_options o = {&gw->policy, 0, 0};
+    gg_graph_options o = {mcp_policy_set_get(gw->policies, tenant), 0, 0};
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
     if (!g) {
@@ -266,6 +267,18 @@ static bool bind_is_loopback(const char *addr) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcasecmp(host, "localhost") == 0;
 }
 
+/* Graphs may never call the gateway itself: once the listeners are bound (ports known),
+ * they join the policy's self list and downstream HTTP opens. */
+static void listeners_bound(gg_http_server *s, void *user) {
+    gg_gateway *gw = user;
+    gg_listener which[2] = {GG_LISTENER_PUBLIC, GG_LISTENER_INTERNAL};
+    for (int i = 0; i < 2; i++) {
+        struct sockaddr_storage ss;
+        if (gg_http_server_bound_addr(s, which[i], &ss)) mcp_policy_self_add(gw->policy_self, (struct sockaddr *)&ss);
+    }
+    mcp_policy_self_ready(gw->policy_self);
+}
+
 static void gateway_free(gg_gateway *gw) {
     if (gw->watcher_started) {
         pthread_mutex_lock(&gw->watch_mu);
@@ -292,6 +305,10 @@ static void gateway_free(gg_gateway *gw) {
     mcp_sessions_free(gw->sessions);
     free(gw->policy_commands);
     free(gw->policy_hosts);
+    mcp_policy_set_free(gw->policies);
+    free(gw->policy_grants[0]);
+    free(gw->policy_grants[1]);
+    mcp_policy_self_free(gw->policy_self);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
     pthread_mutex_destroy(&gw->sync_mu);
@@ -328,6 +345,18 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->policy.command_allowlist = (const char *const *)gw->policy_commands;
     gw->policy.host_allowlist = (const char *const *)gw->policy_hosts;
     gw->policy.allow_http_plaintext = true;
+    gw->policy.cwd_root = cfg->policy_stdio_cwd_root;
+    gw->policy_grants[0] = strlist_copy(&cfg->policy_tenant_stdio_commands);
+    gw->policy_grants[1] = strlist_copy(&cfg->policy_tenant_http_hosts);
+    if (!gw->policy_grants[0] || !gw->policy_grants[1] || !(gw->policy_self = mcp_policy_self_new())) goto oom;
+    gw->policy.self = gw->policy_self;
+    if (!(gw->policies = mcp_policy_set_new(&gw->policy, (const char *const *)gw->policy_grants[0],
+                                            (const char *const *)gw->policy_grants[1], err)))
+        goto fail;
+    if (!gg_http_server_on_start(app->http, listeners_bound, gw)) {
+        gg_error_set(err, "too_many", "no room for the gateway's start callback");
+        goto fail;
+    }
     gw->public_loopback = bind_is_loopback(cfg->listen);
     gw->internal_loopback = bind_is_loopback(cfg->internal_listen);
 

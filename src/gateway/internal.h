@@ -72,6 +72,9 @@ struct gg_gateway {
     gw_registry *registry;
     mcp_client_policy policy;
     char **policy_commands, **policy_hosts; /* NULL-terminated copies for policy */
+    char **policy_grants[2];                 /* tenant command / host grants, same */
+    mcp_policy_self *policy_self;            /* our listeners: never a graph's target */
+    mcp_policy_set *policies;                /* policy plus per-tenant grants */
     bool public_loopback, internal_loopback;
     gw_mount mounts[GW_MAX_MOUNTS];
     int nmounts;

@@ -512,7 +512,7 @@ static void load_servers(lctx *c, const ynode *v) {
             if (cmd) {
                 s->cfg.command = strdup(cmd);
                 if (!*cmd) LERR(c, yn_get(def, "command"), "invalid_server", "%s: command is empty", what);
-                else if (c->opts && c->opts->policy && !mcp_policy_check_command(c->opts->policy, cmd, &e))
+                else if (c->opts && c->opts->policy && !mcp_policy_check_stdio(c->opts->policy, &s->cfg, &e))
                     LERR(c, yn_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
             }
         }

@@ -14,14 +14,11 @@
 
 #define MAX_BODY (64u << 20)
 
-bool mcp_policy_host_allowlisted(const mcp_client_policy *p, const char *url);
-
 typedef struct http_client {
     char *name, *url;
     char **headers;
     int timeout_ms;
     const mcp_client_policy *policy;
-    bool host_allowlisted;
     pthread_mutex_t mu;
     pthread_mutex_t init_mu; /* one initialize at a time; concurrent callers wait for it */
     char *session;      /* Mcp-Session-Id */
@@ -145,11 +142,15 @@ static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, 
     return x->cancel && __atomic_load_n(x->cancel, __ATOMIC_RELAXED) ? 1 : 0;
 }
 
-/* Refuse sockets to internal addresses unless the policy allows them. */
+/* Every address libcurl connects to passes the policy again (DNS rebinding, own listeners). */
 static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl_sockaddr *a) {
     http_client *c = user;
-    if (c->policy && !c->policy->allow_all && !c->host_allowlisted && mcp_policy_address_is_internal(&a->addr))
+    gg_error e = GG_ERROR_INIT;
+    if (!mcp_policy_connect_ok(c->policy, c->url, &a->addr, &e)) {
+        gg_log(GG_LOG_WARN, "downstream connection refused by policy", "server", c->name, "reason", e.message, NULL);
+        gg_error_clear(&e);
         return CURL_SOCKET_BAD;
+    }
     return socket(a->family, a->socktype, a->protocol);
 }
 
@@ -191,6 +192,7 @@ static long post(http_client *c, json_t *msg, long long want_id, int timeout_ms,
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+    curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -203,7 +205,8 @@ static long post(http_client *c, json_t *msg, long long want_id, int timeout_ms,
         else if (rc == CURLE_OPERATION_TIMEDOUT) gg_error_set(err, "timeout", "MCP error -32001: Request timed out");
         else if (x->too_big) gg_error_set(err, "transport", "response from MCP server '%s' is too large", c->name);
         else if (rc == CURLE_COULDNT_CONNECT && c->policy && !c->policy->allow_all)
-            gg_error_set(err, "transport", "cannot connect to MCP server '%s' (%s; internal addresses are refused by policy)",
+            gg_error_set(err, "transport", "cannot connect to MCP server '%s' (%s; refused by policy.http_hosts: an "
+                         "internal address not listed as an IP, or the gateway's own listener)",
                          c->name, curl_easy_strerror(rc));
         else gg_error_set(err, "transport", "MCP server '%s': %s", c->name, curl_easy_strerror(rc));
         status = 0;
@@ -356,6 +359,7 @@ static void http_destroy(void *impl) {
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
             curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+            curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
             curl_easy_perform(h);
             curl_slist_free_all(hd);
             curl_easy_cleanup(h);
@@ -393,7 +397,6 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->init_mu, NULL);
     c->policy = policy;
-    c->host_allowlisted = mcp_policy_host_allowlisted(policy, cfg->url);
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);
