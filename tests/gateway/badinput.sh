@@ -93,7 +93,7 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 # and recorded either way
 SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_restart "restart with origins, hosts, a long shutdown deadline"
 U="$GG_PUB/mcp/acme/fx"
 t "allowlisted Origin → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://app.example.com')" 200
 t "other Origin → 403" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://other.example.com')" 403
@@ -105,7 +105,7 @@ running_calls 1
 t "SIGTERM with a run in flight: clean exit" gw_stop_clean
 wait $cpid
 t "the run in flight was drained → 200" eq "$(cat "$GG_TMP/drain.code")" 200
-rm -f "$GG_TMP/serve.out"; GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_restart "restart with a 50 ms shutdown deadline"
 ( curl -s -o "$GG_TMP/cancel.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/cancel.code" ) &
 cpid=$!
@@ -119,7 +119,7 @@ t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: can
 # ---- request_timeout bounds every call
 # (with a cap of one execution per tenant: a second concurrent call is refused at once)
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_restart "restart with request_timeout and a tenant cap"
 ( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/to.code" ) &
 cpid=$!
 running_calls 1

@@ -8,8 +8,8 @@ eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 SWITCH="$GG_SHARED/compat/mcpgraph/switch_example.yaml"
 [ -f "$SWITCH" ] || SWITCH="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
 
-gw_cli tenant create acme >/dev/null 2>&1
-gw_cli tenant create beta >/dev/null 2>&1
+gw_cli_run tenant create acme >/dev/null
+gw_cli_run tenant create beta >/dev/null
 ADMIN=$(gw_key acme admin)
 READ=$(gw_key acme tools:read)
 EXEC=$(gw_key acme tools:execute)
@@ -19,8 +19,11 @@ HEALTH=$(gw_key acme health:check)
 OTHER=$(gw_key beta tools:read,tools:execute,graphs:write)
 REVOKED=$(gw_key acme tools:read,tools:execute,graphs:write)
 BAD="gg_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-gw_cli key revoke "$(echo "$REVOKED" | cut -d_ -f2)" >/dev/null 2>&1
-gg_start || { echo "0 passed, 1 failed"; exit 1; }
+gw_cli_run key revoke "$(echo "$REVOKED" | cut -d_ -f2)" >/dev/null
+keys_made() { for k in "$ADMIN" "$READ" "$EXEC" "$RW" "$GW" "$HEALTH" "$OTHER" "$REVOKED"; do [ -n "$k" ] || return 1; done; }
+t "setup: the CLI created tenants and 8 keys, revoked one (exit 0, no sanitizer report)" gw_cli_clean
+t "setup: every key printed" keys_made
+gg_start || { echo "$GG_PASSED passed, $((GG_FAILED + 1)) failed"; exit 1; }
 
 t "admin uploads the switch graph → 201" eq "$(gw_put_graph "$ADMIN" acme switch "$SWITCH")" 201
 t "graphs:write uploads a second graph → 201" eq "$(gw_put_graph "$GW" acme other "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" 201
@@ -145,14 +148,18 @@ t "admin does not exist on the internal listener" eq "$(gg_curl "$GG_TMP/a.json"
 # ---- the CLI on the same database; the running server follows within a second
 t "CLI graph put → 0" eq "$(gw_cli graph put acme from-cli "$SWITCH" >/dev/null; echo $?)" 0
 t "CLI graph put of an invalid file → 2" eq "$(gw_cli graph put acme broken "$GG_TMP/bad.yaml" 2>/dev/null; echo $?)" 2
-sleep 1.5
-t "a graph put by the CLI is served" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/from-cli" "$RW" "" "$INIT")" 200
+# until CMD... succeeds: retried for up to 10 s (the server's watcher polls the database)
+until_ok() { local i; for i in $(seq 1 100); do "$@" && return 0; sleep 0.1; done; return 1; }
+served() { eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/from-cli" "$RW" "" "$INIT")" 200 2>/dev/null; }
+t "a graph put by the CLI is served" until_ok served
 t "CLI graph list shows it" grep -q from-cli <(gw_cli graph list acme)
 t "CLI graph activate (rollback) → 0" eq "$(gw_cli graph activate acme switch 2 >/dev/null; echo $?)" 0
-sleep 1.5
-sid=$(gw_init "$MCP" "$RW")
-gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
-t "the server follows a CLI activation" grep -q test_simple_text "$GG_TMP/l.json"
+follows() {
+  sid=$(gw_init "$MCP" "$RW")
+  gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
+  grep -q test_simple_text "$GG_TMP/l.json"
+}
+t "the server follows a CLI activation" until_ok follows
 gw_cli executions list acme --json > "$GG_TMP/ex.json"
 t "CLI executions list" python3 -c "import json; d=json.load(open('$GG_TMP/ex.json')); assert any(e['id']=='$EID' for e in d['executions'])"
 t "CLI executions show has the nodes" grep -q switch_node <(gw_cli executions show "$EID")
@@ -160,7 +167,7 @@ t "CLI executions show has the nodes" grep -q switch_node <(gw_cli executions sh
 # ---- per-key rate limit and per-tenant concurrency cap (restart with tight limits)
 gg_stop
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_RATE_LIMIT_RATE=1 GRAPHGATE_RATE_LIMIT_BURST=2 gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_RATE_LIMIT_RATE=1 GRAPHGATE_RATE_LIMIT_BURST=2 gg_restart "restart with a tight rate limit"
 MCP="$GG_PUB/mcp/acme/switch"
 gw_rpc "$GG_TMP/r1.json" "$MCP" "$RW" "" "$INIT" >/dev/null
 gw_rpc "$GG_TMP/r2.json" "$MCP" "$RW" "" "$INIT" >/dev/null

