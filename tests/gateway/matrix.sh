@@ -5,8 +5,7 @@
 # the internal listener.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
-SWITCH="$GG_SHARED/compat/mcpgraph/switch_example.yaml"
-[ -f "$SWITCH" ] || SWITCH="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
+SWITCH="$GG_SRCDIR/tests/fixtures/graphs/value_switch.yaml"
 
 gw_cli_run tenant create acme >/dev/null
 gw_cli_run tenant create beta >/dev/null

@@ -21,7 +21,7 @@ clean() { ! grep -qE 'Sanitizer|runtime error' "$1" || { grep -E -A10 'Sanitizer
 have_ex=false; [ -d "$ex" ] && have_ex=true
 
 # -- graph validate -------------------------------------------------------------------------
-if ! $have_ex; then skip 11 "mcpGraph's example graphs not found at $ex (set GG_SHARED, see README: Testing)"
+if ! $have_ex; then skip 11 "mcpGraph's example graphs not found at $ex (set GG_SHARED, README: where the conformance suites come from)"
 elif "$gg" graph validate "$ex"/*.yaml >"$tmp/out" 2>&1 && clean "$tmp/out"; then ok; else bad "shared examples do not validate: $(cat "$tmp/out")"; fi
 for f in "$fx"/invalid/*.yaml; do
   "$gg" graph validate "$f" >"$tmp/out" 2>"$tmp/err"

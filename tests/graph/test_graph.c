@@ -1247,7 +1247,7 @@ int main(void) {
     tcase_add_test(tm, provider_live_notifications);
     tcase_add_test(tm, var_fast_path_matches_jsonata);
     int skipped = skip_case(have_shared, 10, "mcpGraph's example graphs",
-                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, see README: Testing)");
+                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, README: where the conformance suites come from)");
     if (have_shared) suite_add_tcase(s, tm);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
