@@ -73,6 +73,7 @@ t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s 
 # notifications/cancelled stops a running call
 SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
+t "stuck graph uploaded" eq "$(gw_put_graph "$ADMIN" acme stuck "$GG_SRCDIR/tests/fixtures/conformance/stuck.yaml")" 201
 US="$GG_PUB/mcp/acme/slow"
 SIDS=$(gw_init "$US" "$KEY")
 ( gw_rpc "$GG_TMP/cc.json" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow"}}' > "$GG_TMP/cc.code" ) &
@@ -116,22 +117,23 @@ t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
 gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
 t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: cancelled)" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'cancelled', 'succeeded']"
 
-# ---- request_timeout bounds every call
-# (with a cap of one execution per tenant: a second concurrent call is refused at once)
+# ---- request_timeout bounds every call: the stuck tool never ends by itself, so only the
+# timeout can answer (with a cap of one execution per tenant: a second concurrent call is
+# refused at once)
 rm -f "$GG_TMP/serve.out"
 GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_restart "restart with request_timeout and a tenant cap"
-( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/to.code" ) &
+( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call" > "$GG_TMP/to.code" ) &
 cpid=$!
 running_calls 1
-t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 429
+t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call")" 429
 t "429 carries Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/cap.json.h"
 t "the plain endpoint answers in the plain error model" eq "$(jget "$GG_TMP/cap.json" 'd["error"]["code"]')" rate_limited
 wait $cpid
 t "a call past request_timeout → 504" eq "$(cat "$GG_TMP/to.code")" 504
-SIDT=$(gw_init "$GG_PUB/mcp/acme/slow" "$KEY")
-gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/slow" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}' >/dev/null
+SIDT=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY")
+gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"stuck"}}' >/dev/null
 t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["code"]')" -32001
 t "server stops cleanly after timeouts" gw_stop_clean
-gw_cli executions list acme --graph slow --status failed --json > "$GG_TMP/to.json"
+gw_cli executions list acme --graph stuck --status failed --json > "$GG_TMP/to.json"
 t "timed-out runs recorded as failed with the reason" eq "$(jget "$GG_TMP/to.json" '[e["error"][:17] for e in d["executions"]]')" "['Request timed out', 'Request timed out']"
 gg_finish
