@@ -112,12 +112,16 @@ fi
 
 # -- streamable HTTP downstream: server-everything (SSE responses, session id) ------------------
 ev=$src/tests/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
-if [ -x "$nodedir/node" ] && [ -f "$ev" ]; then
-  # a port the kernel just handed out and took back (a random fixed one could be in use)
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  PORT=$port "$nodedir/node" "$ev" streamableHttp >"$tmp/ev.log" 2>&1 &
+if [ -x "$nodedir/node" ] && [ -f "$ev" ] && command -v ss >/dev/null; then
+  # a port the kernel picks (PORT=0), read back from the listening socket: the server only
+  # prints the port it was given, and a port picked beforehand could be taken meanwhile
+  PORT=0 "$nodedir/node" "$ev" streamableHttp >"$tmp/ev.log" 2>&1 &
   evpid=$!
-  for _ in $(seq 1 300); do grep -q "listening" "$tmp/ev.log" 2>/dev/null && break; sleep 0.1; done
+  port=""
+  for _ in $(seq 1 300); do
+    port=$(ss -Hltnp 2>/dev/null | sed -n "s/.*:\([0-9][0-9]*\) .*pid=$evpid,.*/\1/p" | head -1)
+    [ -n "$port" ] && break; kill -0 $evpid 2>/dev/null || break; sleep 0.1
+  done
   cat >"$tmp/http.yaml" <<EOF
 version: "1.0"
 server: {name: "httpDownstream", version: "1.0.0"}
@@ -141,7 +145,7 @@ EOF
   if [ "$got" = '{"echo":"Echo: hi","sum":"The sum of 40 and 2 is 42."}' ] && clean "$tmp/err"; then ok; else bad "http downstream: '$got' ($(head -3 "$tmp/err"))"; fi
   kill "$evpid" 2>/dev/null; wait "$evpid" 2>/dev/null
 else
-  skip 1 "streamable HTTP downstream: no Node 22 / server-everything under tests/npm (run tests/npm-deps.sh)"
+  skip 1 "streamable HTTP downstream: no Node 22 / server-everything under tests/npm (run tests/npm-deps.sh) or no ss"
 fi
 
 # -- streamable HTTP edge cases: JSON responses, expired session (404 → initialize again) -------
