@@ -136,4 +136,28 @@ t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["c
 t "server stops cleanly after timeouts" gw_stop_clean
 gw_cli executions list acme --graph stuck --status failed --json > "$GG_TMP/to.json"
 t "timed-out runs recorded as failed with the reason" eq "$(jget "$GG_TMP/to.json" '[e["error"][:17] for e in d["executions"]]')" "['Request timed out', 'Request timed out']"
+
+# ---- a full tool-call queue answers 503 + Retry-After at once (1 worker, a queue of 1,
+# no inline path: one stuck call runs, one waits, the third is refused)
+GRAPHGATE_WORKERS=1 GRAPHGATE_QUEUE_SIZE=1 GRAPHGATE_INLINE_BUDGET=0 GRAPHGATE_SHUTDOWN_TIMEOUT=100ms \
+  gg_restart "restart with 1 worker and a queue of 1"
+metric() { curl -s --max-time 5 "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+queued() { local i; for i in $(seq 1 200); do [ "$(metric graphgate_queue_depth)" = "$1" ] && return 0; sleep 0.05; done; return 1; }
+STUCK="$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call"
+( curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{}' "$STUCK" > "$GG_TMP/q1.code" ) &
+q1=$!
+running_calls 1
+( curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{}' "$STUCK" > "$GG_TMP/q2.code" ) &
+q2=$!
+t "the second call waits in the queue" queued 1
+t "the third call → 503" eq "$(gg_curl "$GG_TMP/q3.json" -X POST --data-binary '{}' "$STUCK")" 503
+t "... with Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/q3.json.h"
+t "... in the plain error model (busy, names the queue)" python3 -c "import json; e=json.load(open('$GG_TMP/q3.json'))['error']; assert e['code']=='busy' and 'queue is full' in e['message'], e"
+SIDQ=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY")
+st=$(gw_rpc "$GG_TMP/q4.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDQ" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"stuck"}}')
+t "over MCP: 503 with a JSON-RPC error for the call's id" eq "$st $(jget "$GG_TMP/q4.json" '(d["id"], d["error"]["code"] < 0)')" "503 (9, True)"
+t "the refusals are counted" test "$(metric graphgate_tool_calls_rejected_total)" -ge 2
+t "server stops cleanly with a full queue (exit 0, no sanitizer report)" gw_stop_clean
+wait $q1 $q2
+t "the running and the queued call are answered at shutdown (503)" eq "$(cat "$GG_TMP/q1.code") $(cat "$GG_TMP/q2.code")" "503 503"
 gg_finish
