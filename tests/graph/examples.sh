@@ -47,9 +47,10 @@ if [ -x "$NODEDIR/node" ] && [ -d "$NPM/@modelcontextprotocol/server-filesystem"
   export PATH="$NODEDIR:$PATH"
   files() { (cd "$GG_TMP/work/data" && run "$@"); }
   t "files: list_files" files '{"files":["README.md","todo.txt"],"directories":["notes"]}' files.yaml list_files '{"path":"."}'
+  t "files: an empty directory (lists stay lists)" files '{"files":[],"directories":[]}' files.yaml list_files '{"path":"notes"}'
   t "files: head" files '{"content":"first\nsecond"}' files.yaml head '{"path":"todo.txt","lines":2}'
 else
-  gg_skip "files.yaml with graphgate run (2 checks)" "no Node 22 / server-filesystem under tests/npm (run tests/npm-deps.sh) or no npx on PATH"
+  gg_skip "files.yaml with graphgate run (3 checks)" "no Node 22 / server-filesystem under tests/npm (run tests/npm-deps.sh) or no npx on PATH"
 fi
 
 # ---- through the gateway: upload, list, call (the plain internal endpoint)
