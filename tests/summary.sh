@@ -51,7 +51,8 @@ for dir in "$@"; do
     chk=$(grep -E 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" 2>/dev/null | tail -1)
     k=$(kind_of "$trs" "$chk")
     # skip reasons: a skipped test's "SKIP: why", a runner's "# SKIP why" lines
-    grep -hE '^(SKIP:? |# SKIP |skip - )' "$log" 2>/dev/null | grep -vE '\(exit status: 77\)$' | sed -E "s|^(SKIP:? \|# SKIP )||; s|^skip - (.*) # SKIP (.*)|\1: \2|; s|^|$dir/$name: |" >>"$reasons"
+    grep -hE '^(SKIP:? |# SKIP |skip - |skip [0-9]+ - )' "$log" 2>/dev/null | grep -vE '\(exit status: 77\)$' \
+      | sed -E "s|^(SKIP:? \|# SKIP \|skip [0-9]+ - )||; s|^skip - (.*) # SKIP (.*)|\1: \2|; s|^|$dir/$name: |" >>"$reasons"
     if [ -n "$line" ]; then
       p=$(sed -E 's/^([A-Za-z0-9_./-]+: )?([0-9]+) passed.*/\2/' <<<"$line")
       f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")

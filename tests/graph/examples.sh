@@ -50,7 +50,7 @@ if [ -x "$NODEDIR/node" ] && [ -d "$NPM/@modelcontextprotocol/server-filesystem"
   t "files: an empty directory (lists stay lists)" files '{"files":[],"directories":[]}' files.yaml list_files '{"path":"notes"}'
   t "files: head" files '{"content":"first\nsecond"}' files.yaml head '{"path":"todo.txt","lines":2}'
 else
-  gg_skip "files.yaml with graphgate run (3 checks)" "no Node 22 / server-filesystem under tests/npm (run tests/npm-deps.sh) or no npx on PATH"
+  gg_skip "files.yaml with graphgate run (3 checks)" "no Node 22 / server-filesystem under tests/npm (run tests/npm-deps.sh) or no npx on PATH" 3
 fi
 
 # ---- through the gateway: upload, list, call (the plain internal endpoint)
@@ -85,6 +85,6 @@ if $have_fs; then
   t "... reported as tool_error with the server's reason" python3 -c "import json; e=json.load(open('$GG_TMP/c.json'))['error']; assert e['code']=='tool_error' and 'outside allowed' in e['message'], e"
   t "server stops cleanly with a stdio child (exit 0, no sanitizer report)" gw_stop_clean
 else
-  gg_skip "files.yaml through the gateway (6 checks)" "no Node 22 / server-filesystem under tests/npm or no npx on PATH"
+  gg_skip "files.yaml through the gateway (6 checks)" "no Node 22 / server-filesystem under tests/npm or no npx on PATH" 6
 fi
 gg_finish

@@ -7,7 +7,7 @@
 #                                     # database $GG_DB (default $GG_TMP/gg.db)
 #   gg_restart "description" [flags]  # a later start the rest needs: a failure is counted, ends
 #   t "description" command...        # one case: passes when the command succeeds
-#   gg_skip "description" "reason"    # a case that cannot run here, reported (never a pass)
+#   gg_skip "description" "reason" [N] # N (1) cases that cannot run here, reported, never passes
 #   gg_finish                         # prints "N passed, N failed[, N skipped]" and exits
 set -u
 GG_BUILDDIR=${GG_BUILDDIR:-$(pwd)}
@@ -86,7 +86,7 @@ t() {
 
 # The summary (tests/summary.sh) lists "# SKIP" lines with their reasons.
 gg_skip() {
-  GG_SKIPPED=$((GG_SKIPPED + 1)); echo "skip - $1 # SKIP $2"
+  GG_SKIPPED=$((GG_SKIPPED + ${3:-1})); echo "skip - $1 # SKIP $2"
 }
 
 # A restart the remaining checks depend on: when it fails, that is a counted failure and
