@@ -7,7 +7,8 @@
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
-command -v sqlite3 >/dev/null || { echo "SKIP: the sqlite3 command is not installed (to age rows in the database)"; exit 77; }
+# sql "STATEMENT": one statement on the test database (python3's sqlite3; prints a scalar)
+sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); c.commit(); print(r[0] if r else "")' "$GG_DB" "$1"; }
 
 gw_cli_run tenant create acme >/dev/null
 gw_cli_run graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null
@@ -23,11 +24,11 @@ for _ in $(seq 1 100); do set -- $(ids); [ $# -eq 8 ] && break; sleep 0.1; done
 t "eight runs recorded" eq "$#" 8
 ALL=("$@")
 t "server stops cleanly" gw_stop_clean
-sqlite3 "$GG_DB" "UPDATE executions SET started_at = started_at - 864000000 WHERE id IN ('${ALL[6]}', '${ALL[7]}')"
-t "runs 7 and 8 aged by 10 days" eq "$(sqlite3 "$GG_DB" "SELECT count(*) FROM executions WHERE started_at < (strftime('%s','now') - 86400) * 1000")" 2
+sql "UPDATE executions SET started_at = started_at - 864000000 WHERE id IN ('${ALL[6]}', '${ALL[7]}')"
+t "runs 7 and 8 aged by 10 days" eq "$(sql "SELECT count(*) FROM executions WHERE started_at < (strftime('%s','now') - 86400) * 1000")" 2
 
 GRAPHGATE_HISTORY_MAX_AGE=1d GRAPHGATE_HISTORY_MAX_COUNT=4 gg_restart "restart with max_age 1d, max_count 4"
-left() { local n; n=$(sqlite3 "$GG_DB" "SELECT count(*) FROM executions"); [ "$n" -le 4 ]; }
+left() { local n; n=$(sql "SELECT count(*) FROM executions"); [ "$n" -le 4 ]; }
 t0=$(date +%s)
 for _ in $(seq 1 900); do left && break; sleep 0.1; done # at start; a minute later at worst
 echo "# retention pass seen after $(( $(date +%s) - t0 )) s"
