@@ -14,13 +14,14 @@ kinds="unit integration conformance differential"
 for k in $kinds; do kp[$k]=0; kf[$k]=0; ks[$k]=0; done
 reasons=$(mktemp); trap 'rm -f "$reasons"' EXIT
 
-# kind_of TRS CHECK-LINE: conformance and differential runners by name, check programs
-# (a "Checks:" line) are unit tests, everything else integration checks
+# kind_of TRS CHECK-LINE: conformance and differential runners by name, test programs
+# (a check "Checks:" line, or a compiled test) are unit tests, scripts integration checks
 kind_of() {
   case $1 in
     */jsonata/suite.sh.trs|*/jsonlogic/suite-*.trs) echo conformance ;;
     *-diff.sh.trs|*/differential.sh.trs) echo differential ;;
-    *) if [ -n "$2" ]; then echo unit; else echo integration; fi ;;
+    *.sh.trs) if [ -n "$2" ]; then echo unit; else echo integration; fi ;;
+    *) echo unit ;;
   esac
 }
 # the .trs files of the tests DIR's Makefile runs (every .trs when the list is unavailable)
