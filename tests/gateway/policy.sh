@@ -21,36 +21,24 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || { echo "the fake HTTP server did not start: $(cat "$GG_TMP/fh.log")"; echo "0 passed, 1 failed"; exit 1; }
 
-cat >"$GG_TMP/http.yaml" <<EOF
+# graph NAME SERVER OUT: a one-tool graph whose mcp node calls echo {n: 7} on SERVER (a
+# mcpServers entry) and returns the transform OUT of its result
+graph() {
+  cat >"$GG_TMP/$1.yaml" <<EOF
 version: "1.0"
-server: {name: "httpDown", version: "1.0.0"}
+server: {name: "$1Down", version: "1.0.0"}
 mcpServers:
-  fake: {type: "streamableHttp", url: "http://127.0.0.1:$port/mcp"}
+  fake: $2
 tools:
-  - name: "call"
-    description: "one call to the HTTP downstream"
-    inputSchema: {type: "object"}
-    nodes:
-      - {id: "entry", type: "entry", next: "c"}
-      - {id: "c", type: "mcp", server: "fake", tool: "echo", args: {n: 7}, next: "out"}
-      - {id: "out", type: "transform", transform: {expr: '{"tool": \$.c.tool, "n": \$.c.args.n}'}, next: "exit"}
-      - {id: "exit", type: "exit"}
+  - {name: "call", description: "one call downstream", inputSchema: {type: "object"}, nodes: [
+      {id: "entry", type: "entry", next: "c"},
+      {id: "c", type: "mcp", server: "fake", tool: "echo", args: {n: 7}, next: "out"},
+      {id: "out", type: "transform", transform: {expr: '$3'}, next: "exit"},
+      {id: "exit", type: "exit"}]}
 EOF
-cat >"$GG_TMP/stdio.yaml" <<EOF
-version: "1.0"
-server: {name: "stdioDown", version: "1.0.0"}
-mcpServers:
-  fake: {command: "$NODE", args: ["$GG_SRCDIR/tests/graph/fake_server.mjs"]}
-tools:
-  - name: "call"
-    description: "one call to the stdio downstream"
-    inputSchema: {type: "object"}
-    nodes:
-      - {id: "entry", type: "entry", next: "c"}
-      - {id: "c", type: "mcp", server: "fake", tool: "echo", args: {n: 8}, next: "out"}
-      - {id: "out", type: "transform", transform: {expr: '{"n": \$.c.echo.n}'}, next: "exit"}
-      - {id: "exit", type: "exit"}
-EOF
+}
+graph http "{type: \"streamableHttp\", url: \"http://127.0.0.1:$port/mcp\"}" '{"tool": $.c.tool, "n": $.c.args.n}'
+graph stdio "{command: \"$NODE\", args: [\"$GG_SRCDIR/tests/graph/fake_server.mjs\"]}" '{"n": $.c.echo.n}'
 
 gw_cli_run tenant create acme >/dev/null
 ADMIN=$(gw_key acme admin)
@@ -80,7 +68,7 @@ GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" \
 t "policy.http_hosts lists the host: accepted" eq "$(gw_put_graph "$ADMIN" acme http "$GG_TMP/http.yaml")" 201
 t "policy.stdio_commands lists the command: accepted" eq "$(gw_put_graph "$ADMIN" acme stdio "$GG_TMP/stdio.yaml")" 201
 t "the HTTP downstream is called" eq "$(call http)" '200 {"tool":"echo","n":7}'
-t "the stdio downstream is called" eq "$(call stdio)" '200 {"n":8}'
+t "the stdio downstream is called" eq "$(call stdio)" '200 {"n":7}'
 t "server stops cleanly (with a stdio child)" gw_stop_clean
 
 gg_restart "restart with the default policy again"
