@@ -166,9 +166,10 @@ bool gg_config_validate(const gg_config *c, gg_error *err);
  * gg_config_validate again. */
 bool gg_config_load(gg_config *c, const char *config_file, gg_error *err);
 /* Find a data directory (migrations, specs, schema): the configured path if non-NULL
- * (must exist), else $GG_SRCDIR/<name>, next to the binary (../share/graphgate/<name>,
- * ../<name>, ../../<name>), GG_PKGDATADIR/<name>, then the source tree it was built
- * from. Writes the path into out. "not_found" lists where it looked. */
+ * (must exist), else $GG_SRCDIR/<name> (how the tests point a binary at a source tree),
+ * next to the binary (../share/graphgate/<name>, ../<name>, ../../<name>: a build
+ * directory inside the tree), then GG_PKGDATADIR/<name>. No source path is compiled in.
+ * Writes the path into out. "not_found" lists where it looked. */
 bool gg_config_find_data_dir(const char *configured, const char *name, char *out, size_t size,
                              gg_error *err);
 /* Print the effective configuration as YAML-ish "key: value" lines (secrets masked). */

@@ -550,7 +550,7 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
         snprintf(out, size, "%s", configured);
         return true;
     }
-    char cands[6][PATH_MAX];
+    char cands[5][PATH_MAX];
     int n = 0;
     const char *src = getenv("GG_SRCDIR");
     if (src && *src) snprintf(cands[n++], PATH_MAX, "%s/%s", src, name);
@@ -568,9 +568,6 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
     }
 #ifdef GG_PKGDATADIR
     snprintf(cands[n++], PATH_MAX, "%s/%s", GG_PKGDATADIR, name);
-#endif
-#ifdef GG_SRCDIR
-    snprintf(cands[n++], PATH_MAX, "%s/%s", GG_SRCDIR, name);
 #endif
     for (int i = 0; i < n; i++) {
         if (is_dir(cands[i])) {

@@ -123,7 +123,7 @@ gg_stop
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 http_graph "http://127.0.0.1:$port/internal/mcp/b/victim" >"$GG_TMP/later.yaml"
 t "the CLI stores it (no listener of this process on that port)" gw_cli graph put a later "$GG_TMP/later.yaml"
-gg_start --internal-listen "127.0.0.1:$port" || { echo "restart failed"; gg_finish; }
+gg_restart "restart on a fixed internal port" --internal-listen "127.0.0.1:$port"
 call_later() {
   local st; st=$(gg_curl "$GG_TMP/later.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/a/graphs/later/tools/go/call")
   [ "$GG_INT" = "http://127.0.0.1:$port" ] && [ "$st" != 200 ] && grep -q "gateway's own listeners" "$GG_TMP/later.json" ||

