@@ -58,7 +58,7 @@ PY
 
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 t "setup: tenant and key (exit 0, no sanitizer report)" gw_cli_clean
-t "default policy: an HTTP downstream on a loopback address → 422 policy" refused http 'loopback, link-local or private'
+t "default policy: an HTTP downstream on a loopback address → 422 policy" refused http 'not in policy.http_hosts'
 t "default policy: a stdio command → 422 policy" refused stdio 'not in the stdio command allowlist'
 t "nothing refused was stored" eq "$(gg_curl "$GG_TMP/g.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/http")" 404
 t "server stops cleanly" gw_stop_clean

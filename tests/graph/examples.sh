@@ -77,7 +77,7 @@ t "... naming the policy and the command" python3 -c "import json; e=json.load(o
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 
 if $have_fs; then
-  GRAPHGATE_POLICY_STDIO_COMMANDS=npx gg_restart "restart with policy.stdio_commands: [npx]"
+  GRAPHGATE_POLICY_STDIO_COMMANDS="npx -y @modelcontextprotocol/server-filesystem" gg_restart "restart with policy.stdio_commands: [npx -y @modelcontextprotocol/server-filesystem]"
   t "files.yaml accepted once npx is allowed" eq "$(gw_put_graph "$ADMIN" demo files "$EX/files.yaml")" 201
   t "files over the gateway: list_files" eq "$(call files list_files '{"path":"."}')" '200 {"files":["README.md","todo.txt"],"directories":["notes"]}'
   t "files over the gateway: head" eq "$(call files head '{"path":"todo.txt","lines":1}')" '200 {"content":"first"}'
