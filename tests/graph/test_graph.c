@@ -390,6 +390,92 @@ START_TEST(invalid_duplicates) {
 }
 END_TEST
 
+/* A small graph with the given executionLimits and inputSchema properties (YAML text). */
+static char *limits_graph(const char *limits, const char *props) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_printf(&b, "version: '1'\nserver: {name: s, version: '1'}\n%s\ntools:\n- name: t\n  description: d\n"
+                         "  inputSchema:\n    type: object\n    properties: %s\n"
+                         "  nodes:\n  - {id: entry, type: entry, next: exit}\n  - {id: exit, type: exit}\n",
+                     limits, props);
+    return gg_strbuf_take(&b);
+}
+
+/* The operator's caps on executionLimits: refused at upload, clamped (warning) for stored
+ * versions, and the defaults obey them silently. */
+START_TEST(execution_limit_caps) {
+    gg_graph_options o = {.cap_node_executions = 500, .cap_execution_ms = 20000};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    char *src = limits_graph("executionLimits: {maxNodeExecutions: 501, maxExecutionTimeMs: 20000}", "{}");
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d));
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_exceeds_cap");
+    ck_assert_int_eq(d.items[0].line, 3);
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "cap of 500"));
+    gg_graph_diags_free(&d);
+    o.clamp_limits = true;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.warnings, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_clamped");
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500);
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    gg_graph_diags_free(&d);
+    free(src);
+    src = limits_graph("", "{}");
+    o.clamp_limits = false;
+    g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.count, 0);
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500); /* default 1000, capped */
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    free(src);
+}
+END_TEST
+
+/* inputSchema size, a deadline that has passed, and a 40k-key mapping (duplicate keys found
+ * by sorting, not by comparing every pair). */
+START_TEST(loader_bounds) {
+    gg_strbuf p = GG_STRBUF_INIT;
+    gg_strbuf_puts(&p, "{");
+    for (int i = 0; i < 3000; i++) gg_strbuf_printf(&p, "%sp%d: {type: string, description: padding padding}", i ? ", " : "", i);
+    gg_strbuf_puts(&p, "}");
+    char *src = limits_graph("", p.data);
+    gg_graph_options o = {.max_schema_bytes = 64 * 1024};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[0].code, "too_large");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "inputSchema is"));
+    gg_graph_diags_free(&d);
+    o.max_schema_bytes = 0;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_unref(g);
+    o.deadline_ms = gg_now_ms() - 1;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[d.count - 1].code, "timeout");
+    gg_graph_diags_free(&d);
+    free(src);
+    /* 40k annotation keywords in one schema object, the last repeating the first */
+    gg_strbuf_reset(&p);
+    gg_strbuf_puts(&p, "{}\n    x-k0: 1\n");
+    for (int i = 1; i < 40000; i++) gg_strbuf_printf(&p, "    x-k%d: 1\n", i % 39999);
+    src = limits_graph("", p.data);
+    o.max_schema_bytes = 16u << 20;
+    o.deadline_ms = 0;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "keys.yaml", &o, &d));
+    ck_assert(gg_now_ms() - t0 < 5000); /* generous; pairwise comparison took minutes */
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "duplicate_key");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "'x-k0'"));
+    gg_graph_diags_free(&d);
+    free(src);
+    gg_strbuf_free(&p);
+}
+END_TEST
+
 START_TEST(invalid_yaml_syntax) { check_invalid("yaml_syntax.yaml", 1, 0, WANT({"yaml", 3, 1})); }
 END_TEST
 
@@ -1282,6 +1368,8 @@ int main(void) {
     tcase_add_test(tv, invalid_structure);
     tcase_add_test(tv, invalid_yaml_syntax);
     tcase_add_test(tv, invalid_duplicates);
+    tcase_add_test(tv, execution_limit_caps);
+    tcase_add_test(tv, loader_bounds);
     tcase_add_test(tv, invalid_scalar_types);
     suite_add_tcase(s, tv);
     TCase *td = tcase_create("downstream");
