@@ -25,6 +25,7 @@ struct ynode {
     size_t count;       /* seq: items; map: pairs */
     size_t cap;
     size_t expanded;    /* nodes this one stands for once aliases are expanded (itself included) */
+    size_t text;        /* bytes of scalar text it stands for once expanded */
     int height;         /* levels below and including it, aliases expanded */
     bool open;          /* still being built (an alias to it would be a cycle) */
 };

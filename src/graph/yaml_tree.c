@@ -3,8 +3,10 @@
  * file:line:column. Aliases share the anchored node, so every walk of the tree (schema
  * checks, JSON conversion, compilation) sees the expanded document: the parser therefore
  * bounds what expansion costs before anyone walks it — each node knows how many nodes it
- * stands for once expanded and how deep it reaches, the document may grow by at most
- * max_alias_nodes through aliases, and expanded nesting stays under YT_MAX_DEPTH. An alias
+ * stands for once expanded (and how many bytes of text) and how deep it reaches; aliases
+ * may add at most max_alias_nodes nodes and YT_MAX_ALIAS_BYTES of text to the document
+ * (one long string aliased many times is few nodes but much memory), and expanded
+ * nesting stays under YT_MAX_DEPTH. An alias
  * to a node still being built (a cycle) is refused. Anchors are found by hash, so 40k
  * anchors and aliases cost linear time. */
 #include "graph/internal.h"
@@ -17,6 +19,7 @@
 
 #define YT_MAX_DEPTH 200
 #define YT_MAX_NODES 1000000
+#define YT_MAX_ALIAS_BYTES (1u << 20) /* scalar text aliases may add to a document */
 
 typedef struct yanchor {
     char *name; /* NULL = empty slot */
@@ -29,6 +32,7 @@ struct yarena {
     yanchor *anchors; /* open addressing, power-of-two size, at most half full */
     size_t nanchors, canchors;
     size_t expanded;  /* nodes of the document once every alias is expanded */
+    size_t text, expanded_text; /* scalar bytes as written / once expanded */
     size_t max_alias_nodes;
 };
 
@@ -58,6 +62,7 @@ static void yt_fold(ynode **stack, int depth, const ynode *child) {
     if (depth == 0) return;
     ynode *p = stack[depth - 1];
     p->expanded += child->expanded;
+    p->text += child->text;
     if (child->height + 1 > p->height) p->height = child->height + 1;
 }
 
@@ -70,9 +75,14 @@ static bool yt_alias_ok(yarena *a, const ynode *t, int depth, const yaml_mark_t 
         snprintf(msg, sizeof msg, "YAML alias expansion nests deeper than %d levels", YT_MAX_DEPTH);
     } else {
         a->expanded += t->expanded;
-        if (a->expanded - a->count <= a->max_alias_nodes) return true;
-        snprintf(msg, sizeof msg, "YAML alias expansion exceeds %zu nodes (the limit on what aliases may add to a document)",
-                 a->max_alias_nodes);
+        a->expanded_text += t->text;
+        if (a->expanded - a->count <= a->max_alias_nodes && a->expanded_text - a->text <= YT_MAX_ALIAS_BYTES) return true;
+        if (a->expanded - a->count > a->max_alias_nodes)
+            snprintf(msg, sizeof msg, "YAML alias expansion exceeds %zu nodes (the limit on what aliases may add to a document)",
+                     a->max_alias_nodes);
+        else
+            snprintf(msg, sizeof msg, "YAML alias expansion exceeds %u bytes of text (the limit on what aliases may add to a document)",
+                     YT_MAX_ALIAS_BYTES);
     }
     gg_error_set(err, "yaml_alias", "%s", msg);
     gg_error_set_pos(err, (int)m->line + 1, (int)m->column + 1);
@@ -208,6 +218,9 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
             memcpy(n->str, ev.data.scalar.value, ev.data.scalar.length);
             n->str[ev.data.scalar.length] = '\0';
             n->len = ev.data.scalar.length;
+            n->text = n->len;
+            d->arena->text += n->len;
+            d->arena->expanded_text += n->len;
             n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
                        !(ev.data.scalar.tag && strcmp((const char *)ev.data.scalar.tag, YAML_STR_TAG) == 0);
             anchor = (const char *)ev.data.scalar.anchor;

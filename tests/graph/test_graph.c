@@ -605,6 +605,15 @@ START_TEST(yaml_alias_bounds) {
     const ynode *last = yn_get(d.root, "b")->items[39999];
     ck_assert_str_eq(last->str, "v39999");
     ydoc_free(&d);
+    /* few aliases of one long string: bounded by bytes, not nodes */
+    gg_strbuf_reset(&b);
+    gg_strbuf_puts(&b, "a: &s ");
+    for (int i = 0; i < 100000; i++) gg_strbuf_putc(&b, 'x');
+    gg_strbuf_puts(&b, "\nb: [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s]\n"); /* 1.1 MB */
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "bytes of text"));
+    ck_assert_int_eq(e.line, 2);
+    gg_error_clear(&e);
     /* a redefined anchor: later aliases see the newer node */
     const char *redef = "a: &x 1\nb: &x 2\nc: *x\n";
     ck_assert(ydoc_parse(&d, redef, strlen(redef), 0, &e));
