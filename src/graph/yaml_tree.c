@@ -292,7 +292,7 @@ void ydoc_free(ydoc *d) {
         free(a->nodes[i]->items);
         free(a->nodes[i]);
     }
-    for (size_t i = 0; i < a->nanchors; i++) free(a->anchors[i].name);
+    for (size_t i = 0; i < a->canchors; i++) free(a->anchors[i].name);
     free(a->anchors);
     free(a->nodes);
     free(a);
