@@ -131,7 +131,8 @@ typedef struct gg_config {
     int graphs_max_versions;      /* graphs.max_versions: kept per graph (oldest inactive
                                    * dropped first); 20 */
     int graphs_upload_threads;    /* graphs.upload_threads: validation threads; 2 (min 1) */
-    int graphs_uploads_per_tenant;/* graphs.uploads_per_tenant: pending uploads; 2 (min 1) */
+    int graphs_uploads_per_tenant;/* graphs.uploads_per_tenant: queued + running; 4 (one
+                                   * runs at a time while others wait) */
     long long graphs_upload_timeout_ms; /* graphs.upload_timeout: validation time limit; 10s */
     int graphs_cap_node_executions; /* graphs.max_node_executions: cap on executionLimits
                                      * .maxNodeExecutions; 100000 */

@@ -143,7 +143,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->graphs_max_tenant_bytes = 16 * 1024 * 1024;
     c->graphs_max_versions = 20;
     c->graphs_upload_threads = 2;
-    c->graphs_uploads_per_tenant = 2;
+    c->graphs_uploads_per_tenant = 4;
     c->graphs_upload_timeout_ms = 10000;
     c->graphs_cap_node_executions = 100000;
     c->graphs_cap_execution_ms = 300000;
