@@ -71,11 +71,12 @@ good_call() { [ "$(gw_rpc "$GG_TMP/call.json" "$U" "$GOOD" "$SID" "$CALL")" = 20
 t "the other tenant's call works" good_call
 
 # /health sampled every 50 ms for the whole attack; a sample slower than 100 ms is probed
-# again at once (a single scheduling hiccup on a loaded machine is not a frozen listener)
+# up to twice more at once and the fastest probe counts: scheduling hiccups of a loaded CI
+# machine (the whole suite runs in parallel) pass, a listener whose threads are busy does not
 : >"$GG_TMP/health.log"
 touch "$GG_TMP/watch"
 ( while [ -e "$GG_TMP/watch" ]; do
-    h=$(health_ms); [ "$h" -gt 100 ] && h=$(health_ms)
+    h=$(health_ms); [ "$h" -gt 100 ] && h=$(health_ms); [ "$h" -gt 100 ] && h=$(health_ms)
     echo "$h" >>"$GG_TMP/health.log"; sleep 0.05
   done ) &
 WATCH=$!
