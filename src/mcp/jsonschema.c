@@ -11,10 +11,13 @@
  * cases, checked against ajv by tests/mcp/schema_ajv.mjs.
  *
  * Budgets: a schema has at most SCHEMA_MAX_NODES subschemas (compiled nodes are found by
- * hash, so compiling is linear); one validation takes at most SCHEMA_MAX_STEPS subschema
- * applications — $ref and allOf can make a small schema apply a subschema exponentially
- * often (each level allOf ten $refs of the previous), and a check that runs out fails
- * with a clear message instead of holding a thread.
+ * hash, so compiling is linear). $ref and allOf can make a small schema apply a subschema
+ * exponentially often to one value (each level allOf ten $refs of the previous): a schema
+ * applying more than SCHEMA_MAX_FANOUT subschemas at one instance location does not
+ * compile (a $ref loop that never moves into the value ends at the depth bound, on its
+ * first path). One validation takes at
+ * most SCHEMA_MAX_STEPS subschema applications (what is left grows with the value's size);
+ * a check that runs out fails with a clear message instead of holding a thread.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -33,6 +36,7 @@
 #define SCHEMA_MATCH_LIMIT 200000
 #define SCHEMA_MAX_NODES 20000
 #define SCHEMA_MAX_STEPS 1000000
+#define SCHEMA_MAX_FANOUT 1000
 
 enum {
     T_NULL = 1 << 0, T_BOOLEAN = 1 << 1, T_OBJECT = 1 << 2, T_ARRAY = 1 << 3,
@@ -81,6 +85,8 @@ struct snode {
     snode **all_of, **any_of, **one_of;
     snode *not_, *if_, *then_, *else_;
     snode *uneval_props, *uneval_items; /* unevaluatedProperties / unevaluatedItems */
+    size_t fanout;          /* subschemas applied at one instance location (0 = not known yet) */
+    bool fanout_busy;       /* being computed (a cycle that never moves into the value) */
 };
 
 struct mcp_schema {
@@ -596,6 +602,49 @@ static void free_node(snode *n) {
     free(n);
 }
 
+static size_t fanout_add(size_t a, size_t b) { return a + b > SCHEMA_MAX_FANOUT ? SCHEMA_MAX_FANOUT + 1 : a + b; }
+
+static size_t fanout_list(snode **l, size_t n);
+
+/* How many subschemas applying n to one value applies at that same location (n included):
+ * $ref, allOf/anyOf/oneOf, not, if/then/else and dependentSchemas stay there, the other
+ * applicators move into the value. Saturates past SCHEMA_MAX_FANOUT; a node already being
+ * counted (a loop) counts once: validation stops such a loop at the depth bound. */
+static size_t fanout(snode *n) {
+    if (!n || n->boolean >= 0) return 1;
+    if (n->fanout) return n->fanout;
+    if (n->fanout_busy) return 1;
+    n->fanout_busy = true;
+    size_t f = fanout_add(1, n->ref ? fanout(n->ref) : 0);
+    f = fanout_add(f, fanout_list(n->all_of, n->nall));
+    f = fanout_add(f, fanout_list(n->any_of, n->nany));
+    f = fanout_add(f, fanout_list(n->one_of, n->none));
+    f = fanout_add(f, fanout_list(n->depschemas, n->ndepschemas));
+    snode *same[] = {n->not_, n->if_, n->then_, n->else_};
+    for (size_t i = 0; i < 4; i++)
+        if (same[i]) f = fanout_add(f, fanout(same[i]));
+    n->fanout_busy = false;
+    return n->fanout = f;
+}
+
+static size_t fanout_list(snode **l, size_t n) {
+    size_t f = 0;
+    for (size_t i = 0; i < n && f <= SCHEMA_MAX_FANOUT; i++) f = fanout_add(f, fanout(l[i]));
+    return f;
+}
+
+/* Every compiled node's fan-out within the limit; else err. */
+static bool check_fanout(mcp_schema *s, gg_error *err) {
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (fanout(s->nodes[i]) > SCHEMA_MAX_FANOUT) {
+            gg_error_set(err, "invalid_schema",
+                         "the schema applies more than %d subschemas to one value ($ref/allOf/anyOf chains multiply)",
+                         SCHEMA_MAX_FANOUT);
+            return false;
+        }
+    return true;
+}
+
 /* Compile a JSON Schema once; the result is immutable and may be shared by threads. */
 mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err) {
     mcp_schema *s = calloc(1, sizeof *s);
@@ -612,7 +661,8 @@ mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err) {
     gg_error tmp = GG_ERROR_INIT;
     cctx c = {s, err ? err : &tmp, 0};
     s->top = schema ? compile_node(&c, schema) : NULL;
-    if (!s->top) {
+    if (!s->top || !check_fanout(s, c.err)) {
+        s->top = NULL;
         if (!schema) gg_error_set(c.err, "invalid_schema", "no schema");
         gg_error_clear(&tmp);
         mcp_schema_free(s);

@@ -43,6 +43,8 @@ elif kind == "refs":  # no aliases: $ref/allOf, 10^8 applications per check
     for i in range(1, 9):
         schema += "      l%d: {allOf: [%s]}\n" % (i, ", ".join(["{$ref: '#/$defs/l%d'}" % (i - 1)] * 10))
     schema += "    properties: {x: {$ref: '#/$defs/l8'}}\n"
+elif kind == "fan":  # allowed: 999 subschemas per item, so a check's work grows with the array
+    schema += "    properties:\n      x: {type: array, items: {allOf: [%s]}}\n" % ", ".join(["{type: integer}"] * 999)
 elif kind == "limits":
     limits = "executionLimits: {maxNodeExecutions: %s}" % arg
 elif kind == "plain":  # padded to about arg bytes with a comment
@@ -51,7 +53,7 @@ open(out, "w").write(head % limits + schema + tail)
 EOF
 }
 gen laughs 9 "$G/laughs9.yaml"; gen laughs 6 "$G/laughs6.yaml"; gen anchors 40000 "$G/anchors.yaml"
-gen bigschema 100000 "$G/bigschema.yaml"; gen refs 0 "$G/refs.yaml"; gen limits 100000000 "$G/limits.yaml"
+gen bigschema 100000 "$G/bigschema.yaml"; gen refs 0 "$G/refs.yaml"; gen fan 0 "$G/fan.yaml"; gen limits 100000000 "$G/limits.yaml"
 gen plain 1000 "$G/small.yaml"; gen plain 700000 "$G/big.yaml"; gen plain 150000 "$G/mid.yaml"
 
 gw_cli tenant create evil >/dev/null 2>&1; gw_cli tenant create good >/dev/null 2>&1
@@ -89,9 +91,11 @@ t "… on the alias budget" has "$O" 'alias expansion exceeds'
 t "huge inputSchema → 422 too_large" eq "$(put "$EVIL" evil big "$G/bigschema.yaml"; jget "$O" 'd["errors"][0]["code"]')" 422too_large
 t "graph above graphs.max_bytes → 413" eq "$(put "$EVIL" evil big "$G/big.yaml"; code "$O")" 413too_large
 t "executionLimits above the operator's cap → 422 limit_exceeds_cap" eq "$(put "$EVIL" evil lim "$G/limits.yaml"; jget "$O" 'd["errors"][0]["code"]')" 422limit_exceeds_cap
-t "a \$ref schema applying a subschema 10^8 times uploads (it is small)" eq "$(put "$EVIL" evil refs "$G/refs.yaml")" 201
-RS=$(gw_init "$GG_PUB/mcp/evil/refs" "$EVIL")
-t "… and a call against it fails on the check's budget within 5 s" faster_than 5000 eq "$(gw_rpc "$O" "$GG_PUB/mcp/evil/refs" "$EVIL" "$RS" "$CALL"; jget "$O" '"exceeded its budget" in d["result"]["content"][0]["text"]')" 200True
+t "a \$ref/allOf schema applying a subschema 10^8 times to one value → 422" faster_than 2000 eq "$(put "$EVIL" evil refs "$G/refs.yaml"; jget "$O" 'd["errors"][0]["code"], "more than 1000 subschemas" in d["errors"][0]["message"]')" "422invalid_schema True"
+t "a schema whose checks grow with the value uploads" eq "$(put "$EVIL" evil fan "$G/fan.yaml")" 201
+RS=$(gw_init "$GG_PUB/mcp/evil/fan" "$EVIL")
+FANCALL="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"arguments\":{\"x\":[$(seq -s, 1 2000)]}}}"
+t "… and a 2000-item call fails on the check's step budget within 2 s" faster_than 2000 eq "$(gw_rpc "$O" "$GG_PUB/mcp/evil/fan" "$EVIL" "$RS" "$FANCALL"; jget "$O" '"exceeded its budget" in d["result"]["content"][0]["text"]')" 200True
 
 # four bad uploads at once, from one tenant: they queue for the upload threads (one at a
 # time for the tenant; 429 past graphs.uploads_per_tenant), none holds a polling thread; the
@@ -107,7 +111,7 @@ t "four parallel bad uploads all answered" wait_codes
 par_codes() { local f; for f in "$GG_TMP"/par?.code; do case $(cat "$f") in 422|429) ;; *) echo "   $f: $(cat "$f")" >&2; return 1;; esac; done; }
 t "… each with 422 or 429" par_codes
 
-# quotas: 3 graphs (refs is one), 400 KiB of stored versions, 2 versions kept per graph
+# quotas: 3 graphs (fan is one), 400 KiB of stored versions, 2 versions kept per graph
 t "graph 2 of 3" eq "$(put "$EVIL" evil g2 "$G/small.yaml")" 201
 t "graph 3 of 3" eq "$(put "$EVIL" evil g3 "$G/small.yaml")" 201
 t "graph 4 → 409 quota_exceeded" eq "$(put "$EVIL" evil g4 "$G/small.yaml"; code "$O")" 409quota_exceeded
