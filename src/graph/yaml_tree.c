@@ -6,9 +6,8 @@
  * stands for once expanded (and how many bytes of text) and how deep it reaches; aliases
  * may add at most max_alias_nodes nodes and YT_MAX_ALIAS_BYTES of text to the document
  * (one long string aliased many times is few nodes but much memory), and expanded
- * nesting stays under YT_MAX_DEPTH. An alias
- * to a node still being built (a cycle) is refused. Anchors are found by hash, so 40k
- * anchors and aliases cost linear time. */
+ * nesting stays under YT_MAX_DEPTH. An alias to a node still being built (a cycle) is
+ * refused. Anchors are found by hash, so 40k anchors and aliases cost linear time. */
 #include "graph/internal.h"
 
 #include <errno.h>
