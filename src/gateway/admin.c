@@ -212,7 +212,6 @@ static const char *body_format(gg_http_req *req) {
 gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms) {
     const gg_config *cfg = gw->cfg;
     gg_graph_options o = {0};
-    o.policy = &gw->policy;
     o.max_source_bytes = upload ? cfg->graphs_max_bytes : 0;
     o.cap_node_executions = cfg->graphs_cap_node_executions;
     o.cap_execution_ms = (long)cfg->graphs_cap_execution_ms;

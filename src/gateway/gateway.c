@@ -29,6 +29,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     char name[2 * GG_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
     gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
+    o.policy = &gw->policy;
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
     if (!g) {

@@ -110,9 +110,9 @@ struct gg_gateway {
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,
                            const char *source, size_t len, const gg_graph_options *opts,
                            gg_graph_diags *diags, gg_error *err);
-/* The loader options the configuration asks for (admin.c): the policy, the operator's caps
- * on executionLimits (an upload declaring more is refused; a stored version is clamped)
- * and, for uploads, the deadline. */
+/* The loader options the configuration asks for (admin.c): the operator's caps on
+ * executionLimits (an upload declaring more is refused; a stored version is clamped) and,
+ * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
 gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
