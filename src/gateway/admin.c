@@ -357,15 +357,7 @@ static int list_graphs(gg_http_req *req, gg_http_res *res, void *user) {
     gg_error err = GG_ERROR_INIT;
     json_t *l = gg_store_graphs_list(gw->store, t, &err);
     if (!l) return store_error(res, &err);
-    long long n = 0, bytes = 0;
-    if (!gg_store_graph_usage(gw->store, t, &n, &bytes, &err)) {
-        json_decref(l);
-        return store_error(res, &err);
-    }
-    const gg_config *cfg = gw->cfg;
-    return reply(res, 200, json_pack("{s:o,s:{s:I,s:I,s:I,s:I}}", "graphs", l, "usage", "graphs", (json_int_t)n,
-                                     "max_graphs", (json_int_t)cfg->graphs_max_per_tenant, "bytes", (json_int_t)bytes,
-                                     "max_bytes", (json_int_t)cfg->graphs_max_tenant_bytes));
+    return reply(res, 200, json_pack("{s:o}", "graphs", l));
 }
 
 static json_t *source_json(const gg_graph_source *s) {

@@ -94,15 +94,6 @@ static long long tenant_number(gg_store_conn *c, const char *sql, const char *te
     return v;
 }
 
-bool gg_store_graph_usage(gg_store *s, const char *tenant, long long *graphs, long long *bytes, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    *graphs = tenant_number(c, SQL_TENANT_GRAPHS, tenant, err);
-    *bytes = *graphs < 0 ? -1 : tenant_number(c, SQL_TENANT_BYTES, tenant, err);
-    gg_store_conn_release(s, c);
-    return *bytes >= 0;
-}
-
 /* Inside the put transaction, before the graph row exists: a new graph must fit the count. */
 static bool quota_count(gg_store_conn *c, const char *tenant, const char *name, const gg_graph_quota *q,
                         gg_error *err) {

@@ -152,8 +152,6 @@ typedef struct gg_graph_quota {
 bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name, const char *source,
                               size_t source_len, const char *format, const char *created_by,
                               const gg_graph_quota *q, int *version_out, gg_error *err);
-/* How many graphs the tenant has and the bytes of all their stored versions. */
-bool gg_store_graph_usage(gg_store *s, const char *tenant, long long *graphs, long long *bytes, gg_error *err);
 bool gg_store_graph_get_active(gg_store *s, const char *tenant, const char *name,
                                gg_graph_source *out, gg_error *err);
 bool gg_store_graph_get_version(gg_store *s, const char *tenant, const char *name, int version,

