@@ -141,6 +141,20 @@ typedef struct gg_config {
                                    * NULL = graphs cannot set cwd */
     gg_strlist policy_tenant_stdio_commands; /* policy.tenant_stdio_commands: "TENANT=ENTRY" */
     gg_strlist policy_tenant_http_hosts;     /* policy.tenant_http_hosts: "TENANT=ENTRY" */
+    /* graph uploads (per tenant; 0 = no limit unless noted) */
+    int graphs_max_per_tenant;    /* graphs.max_per_tenant: graphs a tenant may have; 100 */
+    size_t graphs_max_bytes;      /* graphs.max_bytes: one graph source; 1MiB */
+    size_t graphs_max_tenant_bytes; /* graphs.max_tenant_bytes: all stored versions; 16MiB */
+    int graphs_max_versions;      /* graphs.max_versions: kept per graph (oldest inactive
+                                   * dropped first); 20 */
+    int graphs_upload_threads;    /* graphs.upload_threads: validation threads; 2 (min 1) */
+    int graphs_uploads_per_tenant;/* graphs.uploads_per_tenant: queued + running; 4 (one
+                                   * runs at a time while others wait) */
+    long long graphs_upload_timeout_ms; /* graphs.upload_timeout: validation time limit; 10s */
+    int graphs_cap_node_executions; /* graphs.max_node_executions: cap on executionLimits
+                                     * .maxNodeExecutions; 100000 */
+    long long graphs_cap_execution_ms; /* graphs.max_execution_time: cap on executionLimits
+                                        * .maxExecutionTimeMs; 5m */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */

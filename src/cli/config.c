@@ -75,6 +75,15 @@ static const key_def keys[] = {
     {"policy.stdio_cwd_root", T_STR, F(policy_stdio_cwd_root), 0, 0, false},
     {"policy.tenant_stdio_commands", T_LIST, F(policy_tenant_stdio_commands), 0, 0, false},
     {"policy.tenant_http_hosts", T_LIST, F(policy_tenant_http_hosts), 0, 0, false},
+    {"graphs.max_per_tenant", T_INT, F(graphs_max_per_tenant), 0, 1000000, false},
+    {"graphs.max_bytes", T_SIZE, F(graphs_max_bytes), 1024, 64.0 * 1024 * 1024, false},
+    {"graphs.max_tenant_bytes", T_SIZE, F(graphs_max_tenant_bytes), 0, 1024.0 * 1024 * 1024 * 1024, false},
+    {"graphs.max_versions", T_INT, F(graphs_max_versions), 0, 1000000, false},
+    {"graphs.upload_threads", T_INT, F(graphs_upload_threads), 1, 64, false},
+    {"graphs.uploads_per_tenant", T_INT, F(graphs_uploads_per_tenant), 1, 1024, false},
+    {"graphs.upload_timeout", T_DUR, F(graphs_upload_timeout_ms), 100, 3600000, false},
+    {"graphs.max_node_executions", T_INT, F(graphs_cap_node_executions), 0, 100000000, false},
+    {"graphs.max_execution_time", T_DUR, F(graphs_cap_execution_ms), 0, 86400000, false},
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
@@ -148,6 +157,15 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_tenant_max_bytes = 256 * 1024 * 1024;
     c->tenant_max_streams = 64;
     c->tenant_max_sessions = 256;
+    c->graphs_max_per_tenant = 100;
+    c->graphs_max_bytes = 1024 * 1024;
+    c->graphs_max_tenant_bytes = 16 * 1024 * 1024;
+    c->graphs_max_versions = 20;
+    c->graphs_upload_threads = 2;
+    c->graphs_uploads_per_tenant = 4;
+    c->graphs_upload_timeout_ms = 10000;
+    c->graphs_cap_node_executions = 100000;
+    c->graphs_cap_execution_ms = 300000;
     c->specs_load_on_start = true;
     c->http_max_connections = 1024;
     c->http_max_conn_per_ip = 256;

@@ -26,10 +26,11 @@ static void history_into_call(void *user, const char *tool, const mcp_call_ctx *
 
 /* Compile one graph version into an MCP server; see internal.h. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph, const char *source,
-                           size_t len, gg_graph_diags *diags, gg_error *err) {
+                           size_t len, const gg_graph_options *opts, gg_graph_diags *diags, gg_error *err) {
     char name[2 * GG_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
-    gg_graph_options o = {mcp_policy_set_get(gw->policies, tenant), 0, 0};
+    gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
+    o.policy = mcp_policy_set_get(gw->policies, tenant);
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
     if (!g) {
@@ -75,7 +76,7 @@ static bool sync_visit(void *user, const gg_graph_source *g) {
     mcp_server_unref(cur);
     if (cur && have == g->version) return true;
     gg_error err = GG_ERROR_INIT;
-    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, &err);
+    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, NULL, &err);
     if (!s) {
         char v[16];
         snprintf(v, sizeof v, "%d", g->version);
@@ -280,6 +281,7 @@ static void listeners_bound(gg_http_server *s, void *user) {
 }
 
 static void gateway_free(gg_gateway *gw) {
+    gw_uploads_stop(gw->uploads); /* uploads in progress use everything below */
     if (gw->watcher_started) {
         pthread_mutex_lock(&gw->watch_mu);
         gw->stopping = 1;

@@ -31,6 +31,16 @@ void gw_pool_stop(gw_pool *p);
 int gw_pool_queued(gw_pool *p);
 int gw_pool_threads(gw_pool *p);
 
+/* ---- graph uploads (uploads.c) ---------------------------------------------------------
+ * Validation threads apart from the worker pool; at most per_tenant uploads of one tenant
+ * queued or running. submit never waits: false + err "busy" (queue full), "rate_limited"
+ * (the tenant's uploads are pending) or "shutting_down". stop refuses what has not started,
+ * waits for what runs, joins and frees. */
+typedef struct gw_uploads gw_uploads;
+gw_uploads *gw_uploads_new(int threads, int per_tenant);
+bool gw_uploads_submit(gw_uploads *u, const char *tenant, gw_job job, gg_error *err);
+void gw_uploads_stop(gw_uploads *u);
+
 /* ---- graph registry (registry.c) -------------------------------------------------------
  * (tenant, graph) → the active version's mcp_server. Readers take a reference under a
  * read lock; activation swaps the pointer under the write lock; runs in flight keep the
@@ -96,11 +106,18 @@ struct gg_gateway {
     unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
+    gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
 };
 
-/* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */
+/* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
+ * = gw_graph_options(gw, false, 0): how stored versions are loaded. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,
-                           const char *source, size_t len, gg_graph_diags *diags, gg_error *err);
+                           const char *source, size_t len, const gg_graph_options *opts,
+                           gg_graph_diags *diags, gg_error *err);
+/* The loader options the configuration asks for (admin.c): the operator's caps on
+ * executionLimits (an upload declaring more is refused; a stored version is clamped) and,
+ * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
+gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false

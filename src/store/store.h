@@ -139,6 +139,19 @@ void gg_graph_source_clear(gg_graph_source *g);
 bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const char *source,
                         size_t source_len, const char *format, const char *created_by,
                         int *version_out, gg_error *err);
+/* Per-tenant limits checked inside the put's transaction (so parallel uploads cannot
+ * overshoot). 0 = no limit. Past max_graphs (a new graph) or max_tenant_bytes (every stored
+ * version of every graph of the tenant, the new one included): "quota_exceeded". A graph
+ * keeps its max_versions newest versions (and the active one); older ones are dropped as
+ * the new version is added, before the bytes are counted. */
+typedef struct gg_graph_quota {
+    long long max_graphs;
+    long long max_tenant_bytes;
+    int max_versions;
+} gg_graph_quota;
+bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name, const char *source,
+                              size_t source_len, const char *format, const char *created_by,
+                              const gg_graph_quota *q, int *version_out, gg_error *err);
 bool gg_store_graph_get_active(gg_store *s, const char *tenant, const char *name,
                                gg_graph_source *out, gg_error *err);
 bool gg_store_graph_get_version(gg_store *s, const char *tenant, const char *name, int version,

@@ -391,6 +391,92 @@ START_TEST(invalid_duplicates) {
 }
 END_TEST
 
+/* A small graph with the given executionLimits and inputSchema properties (YAML text). */
+static char *limits_graph(const char *limits, const char *props) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_printf(&b, "version: '1'\nserver: {name: s, version: '1'}\n%s\ntools:\n- name: t\n  description: d\n"
+                         "  inputSchema:\n    type: object\n    properties: %s\n"
+                         "  nodes:\n  - {id: entry, type: entry, next: exit}\n  - {id: exit, type: exit}\n",
+                     limits, props);
+    return gg_strbuf_take(&b);
+}
+
+/* The operator's caps on executionLimits: refused at upload, clamped (warning) for stored
+ * versions, and the defaults obey them silently. */
+START_TEST(execution_limit_caps) {
+    gg_graph_options o = {.cap_node_executions = 500, .cap_execution_ms = 20000};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    char *src = limits_graph("executionLimits: {maxNodeExecutions: 501, maxExecutionTimeMs: 20000}", "{}");
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d));
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_exceeds_cap");
+    ck_assert_int_eq(d.items[0].line, 3);
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "cap of 500"));
+    gg_graph_diags_free(&d);
+    o.clamp_limits = true;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.warnings, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_clamped");
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500);
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    gg_graph_diags_free(&d);
+    free(src);
+    src = limits_graph("", "{}");
+    o.clamp_limits = false;
+    g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.count, 0);
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500); /* default 1000, capped */
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    free(src);
+}
+END_TEST
+
+/* inputSchema size, a deadline that has passed, and a 40k-key mapping (duplicate keys found
+ * by sorting, not by comparing every pair). */
+START_TEST(loader_bounds) {
+    gg_strbuf p = GG_STRBUF_INIT;
+    gg_strbuf_puts(&p, "{");
+    for (int i = 0; i < 3000; i++) gg_strbuf_printf(&p, "%sp%d: {type: string, description: padding padding}", i ? ", " : "", i);
+    gg_strbuf_puts(&p, "}");
+    char *src = limits_graph("", p.data);
+    gg_graph_options o = {.max_schema_bytes = 64 * 1024};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[0].code, "too_large");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "inputSchema is"));
+    gg_graph_diags_free(&d);
+    o.max_schema_bytes = 0;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_unref(g);
+    o.deadline_ms = gg_now_ms() - 1;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[d.count - 1].code, "timeout");
+    gg_graph_diags_free(&d);
+    free(src);
+    /* 40k annotation keywords in one schema object, the last repeating the first */
+    gg_strbuf_reset(&p);
+    gg_strbuf_puts(&p, "{}\n    x-k0: 1\n");
+    for (int i = 1; i < 40000; i++) gg_strbuf_printf(&p, "    x-k%d: 1\n", i % 39999);
+    src = limits_graph("", p.data);
+    o.max_schema_bytes = 16u << 20;
+    o.deadline_ms = 0;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "keys.yaml", &o, &d));
+    ck_assert(gg_now_ms() - t0 < 5000); /* generous; pairwise comparison took minutes */
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "duplicate_key");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "'x-k0'"));
+    gg_graph_diags_free(&d);
+    free(src);
+    gg_strbuf_free(&p);
+}
+END_TEST
+
 START_TEST(invalid_yaml_syntax) { check_invalid("yaml_syntax.yaml", 1, 0, WANT({"yaml", 3, 1})); }
 END_TEST
 
@@ -449,7 +535,7 @@ START_TEST(yaml_scalars_and_aliases) {
     const char *src = "a: &x {n: 1, s: '1', t: true, f: 1.5e3, h: 0x1f, z: ~, q: \"true\", neg: -7}\nb: *x\n";
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    ck_assert(ydoc_parse(&d, src, strlen(src), &e));
+    ck_assert(ydoc_parse(&d, src, strlen(src), 0, &e));
     json_t *j = yn_to_json(d.root, &e);
     ck_assert_ptr_nonnull(j);
     char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -464,10 +550,75 @@ START_TEST(yaml_scalars_and_aliases) {
     for (int i = 1; i < 9; i++)
         gg_strbuf_printf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1,
                          i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
-    ck_assert(ydoc_parse(&d, b.data, b.len, &e));
-    ck_assert_ptr_null(yn_to_json(d.root, &e));
-    ck_assert_str_eq(e.code, "yaml");
+    double t0 = gg_now_ms();
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_str_eq(e.code, "yaml_alias");
+    ck_assert_ptr_nonnull(strstr(e.message, "alias expansion exceeds 20000 nodes"));
+    ck_assert_int_eq(e.line, 5); /* a4 is the first level past 20000 nodes */
+    ck_assert(gg_now_ms() - t0 < 1000); /* refused while parsing, nothing expanded (generous bound) */
     gg_error_clear(&e);
+    gg_strbuf_free(&b);
+}
+END_TEST
+
+/* What aliases may do: a recursive alias (cycle), expansion past the nesting limit, a
+ * smaller budget, 40k anchors and aliases (hashed lookup), redefined anchors. */
+START_TEST(yaml_alias_bounds) {
+    ydoc d;
+    gg_error e = GG_ERROR_INIT;
+    const char *cyc = "a: &x [1, *x]\n";
+    ck_assert(!ydoc_parse(&d, cyc, strlen(cyc), 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "contains it"));
+    ck_assert_int_eq(e.line, 1);
+    ck_assert_int_eq(e.column, 11);
+    gg_error_clear(&e);
+    /* 150 levels, aliased under 60 more: expanded nesting past 200 */
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_puts(&b, "a: &deep ");
+    for (int i = 0; i < 150; i++) gg_strbuf_putc(&b, '[');
+    for (int i = 0; i < 150; i++) gg_strbuf_putc(&b, ']');
+    gg_strbuf_puts(&b, "\nb: ");
+    for (int i = 0; i < 60; i++) gg_strbuf_putc(&b, '[');
+    gg_strbuf_puts(&b, "*deep");
+    for (int i = 0; i < 60; i++) gg_strbuf_putc(&b, ']');
+    gg_strbuf_putc(&b, '\n');
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "deeper than 200"));
+    gg_error_clear(&e);
+    /* a caller's smaller budget: 3 aliases of a 4-node sequence add 12 nodes */
+    const char *small = "a: &s [1, 2, 3]\nb: [*s, *s, *s]\n";
+    ck_assert(!ydoc_parse(&d, small, strlen(small), 11, &e));
+    gg_error_clear(&e);
+    ck_assert(ydoc_parse(&d, small, strlen(small), 12, &e));
+    ck_assert_int_eq(d.root->expanded, 20); /* 8 written + 12 through aliases */
+    ydoc_free(&d);
+    /* 40k anchors then 40k aliases: linear time (a quadratic lookup took 3.3 s) */
+    gg_strbuf_reset(&b);
+    gg_strbuf_puts(&b, "a:\n");
+    for (int i = 0; i < 40000; i++) gg_strbuf_printf(&b, "- &n%d v%d\n", i, i);
+    gg_strbuf_puts(&b, "b:\n");
+    for (int i = 0; i < 40000; i++) gg_strbuf_printf(&b, "- *n%d\n", i);
+    double t0 = gg_now_ms();
+    ck_assert(ydoc_parse(&d, b.data, b.len, 0, &e) == false); /* 40k alias nodes > 20000 */
+    gg_error_clear(&e);
+    ck_assert(ydoc_parse(&d, b.data, b.len, 40000, &e));
+    ck_assert(gg_now_ms() - t0 < 2000);
+    const ynode *last = yn_get(d.root, "b")->items[39999];
+    ck_assert_str_eq(last->str, "v39999");
+    ydoc_free(&d);
+    /* few aliases of one long string: bounded by bytes, not nodes */
+    gg_strbuf_reset(&b);
+    gg_strbuf_puts(&b, "a: &s ");
+    for (int i = 0; i < 100000; i++) gg_strbuf_putc(&b, 'x');
+    gg_strbuf_puts(&b, "\nb: [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s]\n"); /* 1.1 MB */
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "bytes of text"));
+    ck_assert_int_eq(e.line, 2);
+    gg_error_clear(&e);
+    /* a redefined anchor: later aliases see the newer node */
+    const char *redef = "a: &x 1\nb: &x 2\nc: *x\n";
+    ck_assert(ydoc_parse(&d, redef, strlen(redef), 0, &e));
+    ck_assert_str_eq(yn_get(d.root, "c")->str, "2");
     ydoc_free(&d);
     gg_strbuf_free(&b);
 }
@@ -533,7 +684,7 @@ static json_t *yaml_file_json(const char *path) {
     fclose(f);
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    if (!ydoc_parse(&d, buf, n, &e)) return NULL;
+    if (!ydoc_parse(&d, buf, n, 0, &e)) return NULL;
     json_t *j = yn_to_json(d.root, &e);
     ydoc_free(&d);
     gg_error_clear(&e);
@@ -1107,7 +1258,7 @@ START_TEST(loader_and_schema_agree_on_scalars) {
             gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
             gg_graph *g = gg_graph_load_string(doc, strlen(doc), "agree.yaml", NULL, &d);
             ydoc yd;
-            ck_assert(ydoc_parse(&yd, doc, strlen(doc), &e));
+            ck_assert(ydoc_parse(&yd, doc, strlen(doc), 0, &e));
             json_t *j = yn_to_json(yd.root, &e);
             ydoc_free(&yd);
             ck_assert_ptr_nonnull(j);
@@ -1226,6 +1377,7 @@ int main(void) {
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
+    tcase_add_test(tc, yaml_alias_bounds);
     tcase_add_test(tc, policy_checks);
     tcase_add_test(tc, json_schema_accepts_examples);
     tcase_add_test(tc, results_match_mcpgraph);
@@ -1260,6 +1412,8 @@ int main(void) {
     tcase_add_test(tv, invalid_structure);
     tcase_add_test(tv, invalid_yaml_syntax);
     tcase_add_test(tv, invalid_duplicates);
+    tcase_add_test(tv, execution_limit_caps);
+    tcase_add_test(tv, loader_bounds);
     tcase_add_test(tv, invalid_scalar_types);
     suite_add_tcase(s, tv);
     TCase *td = tcase_create("downstream");
