@@ -183,8 +183,11 @@ size_t gg_config_diff(const gg_config *a, const gg_config *b, gg_config_diff_fn 
 int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
                        int *n_rest);
 /* Open the store configured in c and apply pending migrations (prints errors; returns NULL
- * with *exit_code set). */
+ * with *exit_code set). A database path that does not exist is refused (a typo must not
+ * silently read an empty database); only migrate, serve and `tenant create` (the first
+ * step of a new installation) create one, the last with gg_cli_open_store_create. */
 struct gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code);
+struct gg_store *gg_cli_open_store_create(const gg_config *c, const char *cmd, int *exit_code);
 
 int gg_cmd_migrate(int argc, char **argv);
 int gg_cmd_tenant(int argc, char **argv);

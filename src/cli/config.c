@@ -353,6 +353,23 @@ static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *
     return true;
 }
 
+/* A key given twice in one mapping is an error naming both places (libyaml keeps both,
+ * and silently taking the last would hide a typo'd override). */
+static bool check_duplicate(file_ctx *f, yaml_node_t *map, yaml_node_pair_t *p, yaml_node_t *kn,
+                            const char *prefix, gg_error *err) {
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+        yaml_node_t *prev = yaml_document_get_node(f->doc, q->key);
+        if (!prev || prev->type != YAML_SCALAR_NODE || prev->data.scalar.length != kn->data.scalar.length ||
+            memcmp(prev->data.scalar.value, kn->data.scalar.value, kn->data.scalar.length) != 0)
+            continue;
+        gg_error_set(err, "invalid_config", "duplicate key '%s%s%s' (first at line %d, column %d)", prefix,
+                     *prefix ? "." : "", (const char *)kn->data.scalar.value, (int)prev->start_mark.line + 1,
+                     (int)prev->start_mark.column + 1);
+        return node_error(f, kn, err);
+    }
+    return true;
+}
+
 static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int depth, gg_error *err) {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = yaml_document_get_node(f->doc, p->key);
@@ -361,6 +378,7 @@ static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int 
             gg_error_set(err, "invalid_config", "keys must be plain names");
             return node_error(f, kn, err);
         }
+        if (!check_duplicate(f, map, p, kn, prefix, err)) return false;
         char name[128];
         int n = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", (const char *)kn->data.scalar.value);
         if (n < 0 || (size_t)n >= sizeof name) {

@@ -38,9 +38,12 @@ typedef struct gg_store_options {
     const char *path;      /* database file; its directory is created if missing */
     int pool_size;         /* connections shared by request threads; 0 = 4 */
     int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
+    bool must_exist;       /* refuse ("not_found") a path that does not exist instead of
+                            * creating an empty database (commands that only read) */
 } gg_store_options;
 
-/* Open (creating if needed) the database. Does not migrate. NULL + err on failure. */
+/* Open (creating if needed, unless must_exist) the database. Does not migrate. NULL + err
+ * on failure. */
 gg_store *gg_store_open(const gg_store_options *opts, gg_error *err);
 /* Close every connection (waits for borrowed ones to come back); NULL is allowed. */
 void gg_store_close(gg_store *s);
