@@ -52,6 +52,11 @@ typedef void (*gg_app_shutdown_fn)(gg_app *app, void *user);
  * thread: refuse work that has not started (e.g. queued tool calls) at once. Quick. */
 typedef void (*gg_app_drain_fn)(gg_app *app, void *user);
 #define GG_APP_MAX_DRAIN 8
+/* Called on SIGHUP with the configuration as it would load now (validated; borrowed for
+ * the call), on the signal thread: apply the run-time-changeable settings the subsystem
+ * owns (cmd_serve.c lists which keys those are). */
+typedef void (*gg_app_reload_fn)(gg_app *app, const struct gg_config *next, void *user);
+#define GG_APP_MAX_RELOAD 8
 struct gg_app {
     const struct gg_config *config;  /* loaded configuration (file, env, flags applied) */
     struct gg_store *store;          /* open, migrated store */
@@ -62,11 +67,15 @@ struct gg_app {
     struct { gg_app_shutdown_fn fn; void *user; } shutdown[GG_APP_MAX_SHUTDOWN];
     size_t ndrain;
     struct { gg_app_drain_fn fn; void *user; } drain[GG_APP_MAX_DRAIN];
+    size_t nreload;
+    struct { gg_app_reload_fn fn; void *user; } reload[GG_APP_MAX_RELOAD];
 };
 /* Register a shutdown callback; false when the table is full. */
 bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user);
 /* Register a drain callback; false when the table is full. */
 bool gg_app_on_drain(gg_app *app, gg_app_drain_fn fn, void *user);
+/* Register a reload callback; false when the table is full. */
+bool gg_app_on_reload(gg_app *app, gg_app_reload_fn fn, void *user);
 int gg_cmd_serve(int argc, char **argv);
 
 /* ---- Configuration (src/cli/config.c) -------------------------------------------------

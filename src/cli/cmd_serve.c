@@ -28,8 +28,9 @@ static void serve_usage(FILE *f) {
             "usage: graphgate serve [--config FILE] [--listen ADDR:PORT] [--internal-listen ADDR:PORT]\n"
             "                       [--db PATH] [--migrations DIR] [--workers N]\n\n"
             "Run the gateway in the foreground until SIGTERM or SIGINT. SIGHUP re-reads the\n"
-            "configuration: log.level and log.file (reopened) change at once; other changed keys\n"
-            "are logged as needing a restart.\n\n"
+            "configuration: log.level, log.file (reopened), rate_limit.* and\n"
+            "tenants.max_concurrent_executions change at once; other changed keys are logged as\n"
+            "needing a restart.\n\n"
             "  --config FILE              YAML configuration (default: $GRAPHGATE_CONFIG, else none)\n"
             "  --listen ADDR:PORT         public listener (default 127.0.0.1:8080; port 0 = any free port)\n"
             "  --internal-listen ADDR:PORT  internal listener, no auth (default 127.0.0.1:8081; \"\" = off)\n"
@@ -55,6 +56,15 @@ bool gg_app_on_drain(gg_app *app, gg_app_drain_fn fn, void *user) {
     app->drain[app->ndrain].fn = fn;
     app->drain[app->ndrain].user = user;
     app->ndrain++;
+    return true;
+}
+
+/* Register a reload callback; see cli.h. */
+bool gg_app_on_reload(gg_app *app, gg_app_reload_fn fn, void *user) {
+    if (!fn || app->nreload >= GG_APP_MAX_RELOAD) return false;
+    app->reload[app->nreload].fn = fn;
+    app->reload[app->nreload].user = user;
+    app->nreload++;
     return true;
 }
 
@@ -183,8 +193,15 @@ static void *second_signal(void *arg) {
     return NULL;
 }
 
-/* Keys SIGHUP applies at once; every other change needs a restart. */
-static bool reloadable(const char *key) { return strcmp(key, "log.level") == 0 || strcmp(key, "log.file") == 0; }
+/* Keys SIGHUP applies at once (log here, the others through the reload callbacks: the
+ * gateway's rate limits and tenant cap); every other change needs a restart. */
+static bool reloadable(const char *key) {
+    static const char *const keys[] = {"log.level", "log.file", "rate_limit.rate", "rate_limit.burst",
+                                       "tenants.max_concurrent_executions"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(key, keys[i]) == 0) return true;
+    return false;
+}
 
 static void log_change(void *user, const char *key, const char *old_value, const char *new_value) {
     (void)user;
@@ -196,7 +213,7 @@ static void log_change(void *user, const char *key, const char *old_value, const
 /* SIGHUP: the configuration as serve would load it now (file, environment, flags), the
  * changes logged, log.level / log.file applied (the log file is reopened either way, which
  * also serves log rotation). A configuration that no longer loads changes nothing. */
-static void reload_config(gg_config *cfg, int argc, char **argv) {
+static void reload_config(gg_app *app, gg_config *cfg, int argc, char **argv) {
     gg_config next;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int n_rest = 0;
@@ -211,6 +228,10 @@ static void reload_config(gg_config *cfg, int argc, char **argv) {
         return;
     }
     size_t n = gg_config_diff(cfg, &next, log_change, NULL);
+    for (size_t i = 0; i < app->nreload; i++) app->reload[i].fn(app, &next, app->reload[i].user);
+    cfg->rate_limit_rate = next.rate_limit_rate; /* the running values, for the next diff */
+    cfg->rate_limit_burst = next.rate_limit_burst;
+    cfg->tenant_max_concurrent = next.tenant_max_concurrent;
     cfg->log_level = next.log_level;
     char *old_file = cfg->log_file;
     cfg->log_file = next.log_file;
@@ -279,7 +300,7 @@ static int serve(gg_config *cfg, int argc, char **argv) {
            "ports", ports, "db", gg_store_path(store), NULL);
 
     int sig = 0;
-    while (sigwait(&waited, &sig) == 0 && sig == SIGHUP) reload_config(cfg, argc, argv);
+    while (sigwait(&waited, &sig) == 0 && sig == SIGHUP) reload_config(&app, cfg, argc, argv);
     app.stopping = 1;
     gg_log(GG_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
     for (size_t i = 0; i < app.ndrain; i++) app.drain[i].fn(&app, app.drain[i].user);

@@ -242,6 +242,13 @@ static void on_drain(gg_app *app, void *user) {
     }
 }
 
+/* SIGHUP: the rate limits and the tenant cap of the new configuration, from now on. */
+static void on_reload(gg_app *app, const gg_config *next, void *user) {
+    (void)app;
+    gg_gateway *gw = user;
+    gg_auth_set_limits(gw->auth, next->rate_limit_rate, next->rate_limit_burst, next->tenant_max_concurrent);
+}
+
 /* ------------------------------------------------------------------ metrics */
 
 static void metrics(gg_strbuf *out, void *user) {
@@ -409,7 +416,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_http_server_add_metrics(app->http, metrics, gw);
     gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;
-    if (!gg_app_on_shutdown(app, on_shutdown, gw) || !gg_app_on_drain(app, on_drain, gw)) {
+    if (!gg_app_on_shutdown(app, on_shutdown, gw) || !gg_app_on_drain(app, on_drain, gw) ||
+        !gg_app_on_reload(app, on_reload, gw)) {
         gg_error_set(err, "too_many", "no room for the gateway's shutdown callback");
         goto fail;
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# signals.sh — SIGHUP re-reads the configuration file (log.level applied at once, other
-# changes logged as needing a restart, a file that no longer loads changes nothing) and
+# signals.sh — SIGHUP re-reads the configuration file (log.level and rate limits applied
+# at once, other changes logged as needing a restart, a file that no longer loads changes
+# nothing) and
 # never stops the server; SIGTERM refuses queued-but-not-started tool calls at once with
 # 503 + Retry-After while the running call finishes. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -25,7 +26,18 @@ kill -HUP "$GG_PID"
 t "SIGHUP with a duplicate key: refused, nothing changed" wait_for 10 logged '"SIGHUP: the configuration does not load'
 t "  the error names both positions" logged "duplicate key 'workers' (first at line 1, column 1)"
 t "  the server keeps serving" alive
+reloads() { [ "$(grep -c '"SIGHUP: configuration re-read"' "$GG_TMP/serve.err")" -ge "$1" ]; }
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+printf 'workers: 1\nqueue_size: 64\nrate_limit:\n  rate: 0.01\n  burst: 1\n' >"$conf"
+kill -HUP "$GG_PID"
+t "SIGHUP: a rate limit is applied at once" wait_for 10 reloads 2
+c1=$(gw_rpc "$GG_TMP/rl1.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")
+c2=$(gw_rpc "$GG_TMP/rl2.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")
+t "  first request 200, the next 429" [ "$c1 $c2" = "200 429" ]
 printf 'workers: 1\nqueue_size: 64\nlog:\n  level: info\n' >"$conf"
+kill -HUP "$GG_PID"
+t "SIGHUP: back to unlimited" wait_for 10 reloads 3
+t "  requests pass again" [ "$(gw_rpc "$GG_TMP/rl3.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")" = 200 ]
 
 # ---- SIGTERM: one call runs on the only worker, five wait in the queue
 call() { # N → "$GG_TMP/c-N": status and the time the answer came
