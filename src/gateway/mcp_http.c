@@ -164,8 +164,6 @@ typedef struct gw_call_job {
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
-    char *answer;        /* durable: the response body, sent once the record committed */
-    int answer_status;
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -477,7 +475,9 @@ static void job_refuse(void *arg) {
  * more than a small graph run costs). Past the budget the attempt is dropped unrecorded
  * (a pure run has no effects) and the call goes to the pool like any other. Not for calls
  * that stream notifications, nor while the history writer is behind (the pool path waits
- * for it, an HTTP thread must not). The tenant slot is already held. True = answered. */
+ * for it, an HTTP thread must not). The tenant slot is already held. -1 = not run here (to
+ * the pool), else the handler's answer: GG_HTTP_DONE, or GG_HTTP_DEFERRED when durable
+ * (the answer waits for the commit of its record). */
 static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
                       const gg_principal *pr, bool plain, bool text_history) {
     if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return -1;
