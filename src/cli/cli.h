@@ -141,6 +141,7 @@ typedef struct gg_config {
                                    * wait for the commit; 1ms */
     size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
                                    * written (disk full...); past it calls are refused; 256MiB */
+    bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
     /* policy for graph nodes that reach out */
     gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed executables

@@ -1078,7 +1078,8 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     /* See the top of this file: batches never need the foreign-key checks. Nor the CHECK
      * on executions.status: the writer only ever writes gg_exec_status_name values, and
      * evaluating it cost ≈ 0.6 µs a row (bench/history). */
-    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF; PRAGMA ignore_check_constraints=ON", err)) {
+    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF; PRAGMA ignore_check_constraints=ON", err) ||
+        (h->opt.fsync && !gg_store_conn_exec(h->conn, "PRAGMA synchronous=FULL", err))) {
         gg_store_conn_close(h->conn);
         free(h);
         return NULL;

@@ -265,6 +265,8 @@ typedef struct gg_history_options {
                                  * submissions are refused; 0 = 256 MiB */
     int stop_retry_ms;          /* at stop, how long a batch that cannot be written is
                                  * still retried before it is counted lost; 0 = 3000 */
+    bool fsync;                 /* every commit synced to disk (synchronous=FULL): batches
+                                 * survive a power loss too, not only a process crash */
 } gg_history_options;
 
 /* Start the writer thread on its own connection. With mark_interrupted, rows left
