@@ -203,6 +203,10 @@ bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size) 
         snprintf(why, why_size, "Server busy: the server is shutting down; retry the request");
         return true;
     }
+    if (is_graph && !gg_history_has_room(gw->history)) { /* bounded memory, either mode */
+        snprintf(why, why_size, "Server busy: the execution history backlog is full; retry later");
+        return true;
+    }
     if (!is_graph || !gw->durable) return false;
     char reason[256];
     if (gg_history_healthy(gw->history, reason, sizeof reason)) return false;

@@ -118,7 +118,8 @@ bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err);
 bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err);
 bool gw_admin_install_routes(gg_gateway *gw, gg_error *err);
 /* True (and why, for the 503) when a new tools/call must be refused before it runs: the
- * server is draining, or — durable mode, graph calls — the history cannot be written. */
+ * server is draining, the history backlog is full (graph calls), or — durable mode, graph
+ * calls — the history cannot be written. */
 bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size);
 /* Cancel running calls and wait for them (shutdown). */
 void gw_cancel_running(gg_gateway *gw);

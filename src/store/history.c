@@ -516,7 +516,7 @@ struct gg_history {
     size_t waiters;               /* queued items with a committed callback */
     unsigned long long enqueued_seq, written_seq;
     unsigned long long backlog;   /* atomic: written under lock, read without (gg_history_backlog) */
-    unsigned long long backlog_bytes; /* queued and retried items' allocations */
+    unsigned long long backlog_bytes; /* atomic like backlog: queued and retried items' allocations */
     int failing;                  /* atomic: the last write attempt failed */
     char fail_reason[256];        /* why, while failing */
     bool stopping, flush_wanted;
@@ -958,7 +958,7 @@ static void give_up(gg_history *h, batch *retry) {
     h->queued = 0;
     h->waiters = 0;
     h->stats.lost += lost;
-    h->backlog_bytes = 0;
+    __atomic_store_n(&h->backlog_bytes, 0, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
     h->written_seq = h->enqueued_seq;
     pthread_mutex_unlock(&h->lock);
@@ -981,7 +981,7 @@ static void after_write(gg_history *h, batch *b, bool ok, size_t rows, const gg_
         h->stats.batches++;
         h->stats.written += rows;
         h->written_seq = b->seq;
-        h->backlog_bytes -= b->bytes;
+        __atomic_sub_fetch(&h->backlog_bytes, b->bytes, __ATOMIC_RELAXED);
         __atomic_sub_fetch(&h->backlog, b->n, __ATOMIC_RELAXED);
         if (__atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
             __atomic_store_n(&h->failing, 0, __ATOMIC_RELAXED);
@@ -1130,7 +1130,7 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter) {
     h->tail = it;
     h->queued++;
     h->enqueued_seq++;
-    h->backlog_bytes += it->bytes;
+    __atomic_add_fetch(&h->backlog_bytes, it->bytes, __ATOMIC_RELAXED);
     __atomic_add_fetch(&h->backlog, 1, __ATOMIC_RELAXED);
     if (it->is_row) h->stats.submitted++;
     /* Wake the writer for the first item (it then waits flush_ms for the rest) and for
@@ -1203,6 +1203,13 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) 
 
 unsigned long long gg_history_backlog(gg_history *h) {
     return h ? __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) : 0;
+}
+
+bool gg_history_has_room(gg_history *h) {
+    if (!h) return true;
+    /* a margin of 1 MiB: a record is at most a few payloads of max_payload_bytes */
+    return __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) < h->opt.queue_max &&
+           __atomic_load_n(&h->backlog_bytes, __ATOMIC_RELAXED) + (1u << 20) < h->opt.backlog_max_bytes;
 }
 
 bool gg_history_healthy(gg_history *h, char *why, size_t why_size) {

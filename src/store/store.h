@@ -306,6 +306,9 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
 /* Items queued and not yet through a batch (written or lost). Lock-free: request paths
  * read it on every call to apply backpressure without contending with the writer. */
 unsigned long long gg_history_backlog(gg_history *h);
+/* False when the backlog is (nearly) at queue_max or backlog_max_bytes: a new record would
+ * be refused. Lock-free, for request paths. */
+bool gg_history_has_room(gg_history *h);
 /* False while the writer cannot write (its last attempt failed); why (may be NULL) gets
  * the database's reason. Lock-free on the healthy path: request paths call it per call. */
 bool gg_history_healthy(gg_history *h, char *why, size_t why_size);

@@ -683,7 +683,8 @@ START_TEST(history_commit_callbacks_and_retry) {
 }
 END_TEST
 
-/* A full queue refuses a waiter on the calling thread (false, callback with ok = false). */
+/* A full queue refuses a waiter on the calling thread (false, callback with ok = false),
+ * and says so beforehand (gg_history_has_room). */
 START_TEST(history_submit_then_refused) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -691,7 +692,9 @@ START_TEST(history_submit_then_refused) {
     gg_history_options o = {.flush_ms = 500, .commit_window_ms = 500, .queue_max = 1};
     gg_history *h = gg_history_start(s, &o, &err);
     commit_probe a = {.s = s}, b = {.s = s};
+    ck_assert(gg_history_has_room(h));
     submit_probe(h, &a);
+    ck_assert(!gg_history_has_room(h)); /* the gateway refuses new calls from here */
     gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
     ck_assert(!gg_history_submit_then(h, r, probe_committed, &b));
     ck_assert_int_eq(b.calls, 1);
