@@ -390,7 +390,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->durable = !cfg->history_durability || strcmp(cfg->history_durability, "async") != 0;
     gg_history_options ho = {.flush_ms = cfg->history_flush_ms, .max_age_ms = cfg->history_max_age_ms,
                              .max_count = cfg->history_max_count, .max_payload_bytes = cfg->history_max_payload,
-                             .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms,
+                             .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms > 0 ? cfg->history_commit_window_ms : -1,
                              .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync};
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
     gg_auth_options ao = {cfg->key_pepper, cfg->key_cache_ttl_ms, cfg->rate_limit_rate, cfg->rate_limit_burst,

@@ -1068,7 +1068,8 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     h->store = s;
     if (o) h->opt = *o;
     if (h->opt.flush_ms <= 0) h->opt.flush_ms = 5;
-    if (h->opt.commit_window_ms <= 0) h->opt.commit_window_ms = 1;
+    if (h->opt.commit_window_ms == 0) h->opt.commit_window_ms = 1;
+    else if (h->opt.commit_window_ms < 0) h->opt.commit_window_ms = 0; /* commit as soon as free */
     if (h->opt.queue_max == 0) h->opt.queue_max = 65536;
     if (h->opt.backlog_max_bytes == 0) h->opt.backlog_max_bytes = 256u << 20;
     if (h->opt.stop_retry_ms <= 0) h->opt.stop_retry_ms = 3000;

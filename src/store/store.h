@@ -259,8 +259,10 @@ typedef struct gg_history_options {
                                  * {"truncated":true,"bytes":N}; 0 = 65536 */
     bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
     int commit_window_ms;       /* batch window while a submitter waits for the commit
-                                 * (gg_history_submit_then); 0 = 1. Shorter than flush_ms:
-                                 * it is latency every durable call pays */
+                                 * (gg_history_submit_then); 0 = 1, negative = none (commit
+                                 * as soon as the writer is free; batches form while it
+                                 * writes). Shorter than flush_ms: latency every durable
+                                 * call pays */
     size_t backlog_max_bytes;   /* memory the queued records may hold; beyond it
                                  * submissions are refused; 0 = 256 MiB */
     int stop_retry_ms;          /* at stop, how long a batch that cannot be written is
