@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# signals.sh — SIGHUP re-reads the configuration file (log.level and rate limits applied
-# at once, other changes logged as needing a restart, a file that no longer loads changes
+# signals.sh — SIGHUP re-reads the configuration file (log.level, rate limits and the
+# tenant cap applied at once, other changes logged as needing a restart, a file that no longer loads changes
 # nothing) and
 # never stops the server; SIGTERM refuses queued-but-not-started tool calls at once with
 # 503 + Retry-After while the running call finishes. Prints "N passed, N failed".
@@ -34,20 +34,28 @@ t "SIGHUP: a rate limit is applied at once" wait_for 10 reloads 2
 c1=$(gw_rpc "$GG_TMP/rl1.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")
 c2=$(gw_rpc "$GG_TMP/rl2.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")
 t "  first request 200, the next 429" [ "$c1 $c2" = "200 429" ]
+printf 'workers: 1\nqueue_size: 64\ntenants:\n  max_concurrent_executions: 1\n' >"$conf"
+kill -HUP "$GG_PID"
+t "SIGHUP: back to unlimited requests, a tenant cap of 1" wait_for 10 reloads 3
+t "  requests pass again" [ "$(gw_rpc "$GG_TMP/rl3.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")" = 200 ]
+SLOWURL="$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call"
+curl -s --max-time 30 -o /dev/null -X POST --data-binary '{}' "$SLOWURL" & capid=$!
+running() { [ "$(curl -s "$GG_INT/metrics" | awk '$1 == "graphgate_tool_calls_running" {print $2}')" = 1 ]; }
+wait_for 20 running
+t "  a second call of the tenant meanwhile → 429" [ "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$SLOWURL")" = 429 ]
+wait "$capid"
 printf 'workers: 1\nqueue_size: 64\nlog:\n  level: info\n' >"$conf"
 kill -HUP "$GG_PID"
-t "SIGHUP: back to unlimited" wait_for 10 reloads 3
-t "  requests pass again" [ "$(gw_rpc "$GG_TMP/rl3.json" "$GG_PUB/mcp/acme/slow" "$DKEY" "" "$INIT")" = 200 ]
+t "SIGHUP: the cap back to its default" wait_for 10 reloads 4
 
 # ---- SIGTERM: one call runs on the only worker, five wait in the queue
-call() { # N → "$GG_TMP/c-N": status and the time the answer came
+call() { # N → "$GG_TMP/c-N": status and the time the answer came (the slow tool)
   local code
   code=$(curl -s --max-time 30 -o "$GG_TMP/c-$1.json" -D "$GG_TMP/c-$1.h" -w '%{http_code}' -X POST \
     --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")
   echo "$code $(date +%s.%N)" >"$GG_TMP/c-$1"
 }
 call 0 & p0=$!
-running() { [ "$(curl -s "$GG_INT/metrics" | awk '$1 == "graphgate_tool_calls_running" {print $2}')" = 1 ]; }
 wait_for 20 running
 pids=""
 for n in 1 2 3 4 5; do call "$n" & pids="$pids $!"; done
