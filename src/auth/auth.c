@@ -473,6 +473,11 @@ bool gg_auth_revoke_key(gg_auth *a, const char *id, const char *tenant, gg_error
     return ok;
 }
 
+void gg_auth_set_limits(gg_auth *a, double rate, int burst, int tenant_max_concurrent) {
+    gg_ratelimit_set(a->rate, rate, burst);
+    gg_tenant_slots_set(a->slots, tenant_max_concurrent);
+}
+
 int gg_auth_rate_take(gg_auth *a, const gg_principal *p) {
     return gg_ratelimit_take(a->rate, p ? p->key_id : NULL, gg_now_ms());
 }

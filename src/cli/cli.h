@@ -48,6 +48,15 @@ typedef struct gg_app gg_app;
  * stopped (every request finished or abandoned) and before the store is closed. */
 typedef void (*gg_app_shutdown_fn)(gg_app *app, void *user);
 #define GG_APP_MAX_SHUTDOWN 16
+/* Called once when SIGTERM/SIGINT arrives, before the listeners drain, on the signal
+ * thread: refuse work that has not started (e.g. queued tool calls) at once. Quick. */
+typedef void (*gg_app_drain_fn)(gg_app *app, void *user);
+#define GG_APP_MAX_DRAIN 8
+/* Called on SIGHUP with the configuration as it would load now (validated; borrowed for
+ * the call), on the signal thread: apply the run-time-changeable settings the subsystem
+ * owns (cmd_serve.c lists which keys those are). */
+typedef void (*gg_app_reload_fn)(gg_app *app, const struct gg_config *next, void *user);
+#define GG_APP_MAX_RELOAD 8
 struct gg_app {
     const struct gg_config *config;  /* loaded configuration (file, env, flags applied) */
     struct gg_store *store;          /* open, migrated store */
@@ -56,9 +65,17 @@ struct gg_app {
     volatile int stopping;           /* set when shutdown begins (read-only for others) */
     size_t nshutdown;
     struct { gg_app_shutdown_fn fn; void *user; } shutdown[GG_APP_MAX_SHUTDOWN];
+    size_t ndrain;
+    struct { gg_app_drain_fn fn; void *user; } drain[GG_APP_MAX_DRAIN];
+    size_t nreload;
+    struct { gg_app_reload_fn fn; void *user; } reload[GG_APP_MAX_RELOAD];
 };
 /* Register a shutdown callback; false when the table is full. */
 bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user);
+/* Register a drain callback; false when the table is full. */
+bool gg_app_on_drain(gg_app *app, gg_app_drain_fn fn, void *user);
+/* Register a reload callback; false when the table is full. */
+bool gg_app_on_reload(gg_app *app, gg_app_reload_fn fn, void *user);
 int gg_cmd_serve(int argc, char **argv);
 
 /* ---- Configuration (src/cli/config.c) -------------------------------------------------
@@ -127,6 +144,13 @@ typedef struct gg_config {
     long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */
     long long history_max_count;  /* history.max_count: 1000000; 0 = keep */
     int history_flush_ms;         /* history.flush_interval: 5ms */
+    char *history_durability;     /* history.durability: "durable" (a tools/call is answered
+                                   * only once its record is committed) or "async" */
+    int history_commit_window_ms; /* history.commit_window: batch window while answers
+                                   * wait for the commit; 1ms */
+    size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
+                                   * written (disk full...); past it calls are refused; 256MiB */
+    bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
     long long history_max_run_records; /* history.max_run_records: 10000 node records a run */
     size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */
@@ -188,6 +212,10 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
                              gg_error *err);
 /* Print the effective configuration as YAML-ish "key: value" lines (secrets masked). */
 void gg_config_dump(const gg_config *c, FILE *f);
+/* Call fn for every key whose value differs between a and b (values as the dump prints
+ * them, secrets masked); returns how many. */
+typedef void (*gg_config_diff_fn)(void *user, const char *key, const char *old_value, const char *new_value);
+size_t gg_config_diff(const gg_config *a, const gg_config *b, gg_config_diff_fn fn, void *user);
 
 /* Common store options every store-touching command accepts:
  *   --config FILE, --db PATH, --migrations DIR (and --opt=value forms).
@@ -197,8 +225,11 @@ void gg_config_dump(const gg_config *c, FILE *f);
 int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
                        int *n_rest);
 /* Open the store configured in c and apply pending migrations (prints errors; returns NULL
- * with *exit_code set). */
+ * with *exit_code set). A database path that does not exist is refused (a typo must not
+ * silently read an empty database); only migrate, serve and `tenant create` (the first
+ * step of a new installation) create one, the last with gg_cli_open_store_create. */
 struct gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code);
+struct gg_store *gg_cli_open_store_create(const gg_config *c, const char *cmd, int *exit_code);
 
 int gg_cmd_migrate(int argc, char **argv);
 int gg_cmd_tenant(int argc, char **argv);

@@ -197,6 +197,64 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
 struct gg_auth *gg_gateway_auth(gg_gateway *gw) { return gw->auth; }
 struct gg_history *gg_gateway_history(gg_gateway *gw) { return gw->history; }
 
+/* ------------------------------------------------------------------ readiness, refusals */
+
+/* See internal.h. */
+bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size) {
+    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+        snprintf(why, why_size, "Server busy: the server is shutting down; retry the request");
+        return true;
+    }
+    if (is_graph && !gg_history_has_room(gw->history)) { /* bounded memory, either mode */
+        snprintf(why, why_size, "Server busy: the execution history backlog is full; retry later");
+        return true;
+    }
+    if (!is_graph || !gw->durable) return false;
+    char reason[256];
+    if (gg_history_healthy(gw->history, reason, sizeof reason)) return false;
+    snprintf(why, why_size, "Server busy: the execution history cannot be written (%s); retry later", reason);
+    return true;
+}
+
+/* /ready: the database answers with the expected schema, the history writer can write
+ * (while its backlog cannot be written the gateway refuses durable calls anyway), and the
+ * server is not draining. */
+static bool ready_check(void *user, gg_error *err) {
+    gg_gateway *gw = user;
+    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+        gg_error_set(err, "shutting_down", "the server is shutting down");
+        return false;
+    }
+    if (!gg_store_migrations_current(gw->store, err)) return false;
+    char why[256];
+    if (!gg_history_healthy(gw->history, why, sizeof why)) {
+        gg_error_set(err, "history_unavailable", "the execution history cannot be written: %s", why);
+        return false;
+    }
+    return true;
+}
+
+/* SIGTERM: refuse what has not started yet (503 + Retry-After) instead of holding it to the
+ * drain deadline; running calls finish. */
+static void on_drain(gg_app *app, void *user) {
+    (void)app;
+    gg_gateway *gw = user;
+    __atomic_store_n(&gw->draining, 1, __ATOMIC_RELAXED);
+    int n = gw_pool_refuse_queued(gw->pool);
+    if (n > 0) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%d", n);
+        gg_log(GG_LOG_INFO, "draining: queued tool calls refused", "count", buf, NULL);
+    }
+}
+
+/* SIGHUP: the rate limits and the tenant cap of the new configuration, from now on. */
+static void on_reload(gg_app *app, const gg_config *next, void *user) {
+    (void)app;
+    gg_gateway *gw = user;
+    gg_auth_set_limits(gw->auth, next->rate_limit_rate, next->rate_limit_burst, next->tenant_max_concurrent);
+}
+
 /* ------------------------------------------------------------------ metrics */
 
 static void metrics(gg_strbuf *out, void *user) {
@@ -227,12 +285,25 @@ static void metrics(gg_strbuf *out, void *user) {
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);
     gg_strbuf_printf(out,
-                     "# HELP graphgate_history_records_total execution records by fate\n"
+                     "# HELP graphgate_history_records_total execution records by fate (dropped: refused at "
+                     "submit, the backlog bound being reached; lost: given up at stop)\n"
                      "# TYPE graphgate_history_records_total counter\n"
                      "graphgate_history_records_total{fate=\"submitted\"} %llu\n"
                      "graphgate_history_records_total{fate=\"written\"} %llu\n"
-                     "graphgate_history_records_total{fate=\"dropped\"} %llu\n",
-                     hs.submitted, hs.written, hs.dropped);
+                     "graphgate_history_records_total{fate=\"dropped\"} %llu\n"
+                     "graphgate_history_records_total{fate=\"lost\"} %llu\n"
+                     "# HELP graphgate_history_pending_records records queued or being retried, not yet written\n"
+                     "# TYPE graphgate_history_pending_records gauge\ngraphgate_history_pending_records %llu\n"
+                     "# HELP graphgate_history_pending_bytes memory held by pending records\n"
+                     "# TYPE graphgate_history_pending_bytes gauge\ngraphgate_history_pending_bytes %llu\n"
+                     "# HELP graphgate_history_failing 1 while the history cannot be written (batches kept and retried)\n"
+                     "# TYPE graphgate_history_failing gauge\ngraphgate_history_failing %d\n"
+                     "# HELP graphgate_history_write_errors_total failed history write attempts\n"
+                     "# TYPE graphgate_history_write_errors_total counter\ngraphgate_history_write_errors_total %llu\n"
+                     "# HELP graphgate_history_durable 1 when tool calls are answered only after their record is committed\n"
+                     "# TYPE graphgate_history_durable gauge\ngraphgate_history_durable %d\n",
+                     hs.submitted, hs.written, hs.dropped, hs.lost, hs.pending, hs.pending_bytes, hs.failing ? 1 : 0,
+                     hs.write_errors, gw->durable ? 1 : 0);
     gg_history_quota_stats qs;
     gg_history_quota_get_stats(gw->quota, &qs);
     gg_strbuf_printf(out,
@@ -362,8 +433,11 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->public_loopback = bind_is_loopback(cfg->listen);
     gw->internal_loopback = bind_is_loopback(cfg->internal_listen);
 
-    gg_history_options ho = {cfg->history_flush_ms, 0, cfg->history_max_age_ms, cfg->history_max_count,
-                             cfg->history_max_payload, true};
+    gw->durable = !cfg->history_durability || strcmp(cfg->history_durability, "async") != 0;
+    gg_history_options ho = {.flush_ms = cfg->history_flush_ms, .max_age_ms = cfg->history_max_age_ms,
+                             .max_count = cfg->history_max_count, .max_payload_bytes = cfg->history_max_payload,
+                             .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms > 0 ? cfg->history_commit_window_ms : -1,
+                             .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync};
     ho.max_run_nodes = (size_t)cfg->history_max_run_records;
     ho.max_run_node_bytes = cfg->history_max_run_bytes;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
@@ -395,8 +469,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
     gg_http_server_add_metrics(app->http, metrics, gw);
+    gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;
-    if (!gg_app_on_shutdown(app, on_shutdown, gw)) {
+    if (!gg_app_on_shutdown(app, on_shutdown, gw) || !gg_app_on_drain(app, on_drain, gw) ||
+        !gg_app_on_reload(app, on_reload, gw)) {
         gg_error_set(err, "too_many", "no room for the gateway's shutdown callback");
         goto fail;
     }

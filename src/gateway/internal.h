@@ -29,6 +29,9 @@ bool gw_pool_submit(gw_pool *p, gw_job job);
  * joins the threads and frees the pool. */
 void gw_pool_stop(gw_pool *p);
 int gw_pool_queued(gw_pool *p);
+/* Take every queued job out now and run its refuse (run when it has none) on the calling
+ * thread: SIGTERM answers what has not started at once. Returns how many. */
+int gw_pool_refuse_queued(gw_pool *p);
 int gw_pool_threads(gw_pool *p);
 
 /* ---- graph uploads (uploads.c) ---------------------------------------------------------
@@ -94,6 +97,8 @@ struct gg_gateway {
     struct gw_call_job *jobs;
     int running;
     volatile int stopping;
+    bool durable;          /* history.durability: durable — answers wait for the commit */
+    int draining;          /* atomic: SIGTERM came; calls not yet started are refused */
     /* store change watcher */
     pthread_t watcher;
     bool watcher_started;
@@ -133,6 +138,10 @@ bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res);
 bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err);
 bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err);
 bool gw_admin_install_routes(gg_gateway *gw, gg_error *err);
+/* True (and why, for the 503) when a new tools/call must be refused before it runs: the
+ * server is draining, the history backlog is full (graph calls), or — durable mode, graph
+ * calls — the history cannot be written. */
+bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size);
 /* Cancel running calls and wait for them (shutdown). */
 void gw_cancel_running(gg_gateway *gw);
 /* Submit RUNNING records for runs older than min_age_ms (called by the watcher). */

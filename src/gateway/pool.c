@@ -91,6 +91,25 @@ int gw_pool_queued(gw_pool *p) {
     return n;
 }
 
+/* Refuse what is queued, now, on this thread; see internal.h. */
+int gw_pool_refuse_queued(gw_pool *p) {
+    int n = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        if (p->count == 0) {
+            pthread_mutex_unlock(&p->mu);
+            return n;
+        }
+        gw_job job = p->ring[p->head];
+        p->head = (p->head + 1) % p->cap;
+        p->count--;
+        pthread_mutex_unlock(&p->mu);
+        if (job.refuse) job.refuse(job.arg);
+        else job.run(job.arg);
+        n++;
+    }
+}
+
 /* Worker threads running. */
 int gw_pool_threads(gw_pool *p) { return p->nthreads; }
 
