@@ -179,6 +179,11 @@ function parse_key(s) {
     else if (K_value ~ /^'/ && match(K_value, /^'[^']*'/)) K_value = substr(K_value, 1, RLENGTH)
     else sub(/[ \t]+#.*$/, "", K_value)
     sub(/[ \t]+$/, "", K_value)
+    # A comment after the value (`key: 5  # why`) joins the description.
+    K_note = substr(s, length(K_name) + 2)
+    if (K_note ~ /^[ \t]*["']/) { sub(/^[ \t]*/, "", K_note); K_note = substr(K_note, length(K_value) + 1) }
+    K_note = match(K_note, /(^|[ \t])#/) ? substr(K_note, RSTART + RLENGTH) : ""
+    sub(/^[ \t]+/, "", K_note)
     return 1
 }
 
@@ -189,6 +194,13 @@ function is_leaf(i,    nx, lst) {
     if (K_value == "" && nx != "" && nx !~ /^ *-( |$)/ && indent_of(nx) > K_ind) return 0
     if (K_value == "" && (lst = block_list(i, K_ind)) != "") K_value = lst
     return 1
+}
+
+# Queue key's same-line comment (parse_key's K_note) for its description.
+function note(key) {
+    if (K_note == "") return
+    if (npend) pend[++npend] = ""
+    pend[++npend] = (gkeys > 1 ? key ": " : "") K_note
 }
 
 # Handle line i; returns how many lines it used (0: not a line this file may hold).
@@ -213,14 +225,16 @@ function line_at(i,    s, full, ind, j) {
         return 1
     }
     ind = K_ind
-    full = prefix_for(ind) K_name
-    if (ind == 0) set_heading("General")
-    emit(".TP")
-    tag(full, K_value)
     # Keys right below with no comment of their own share this description.
-    for (j = i + 1; j <= NL && is_leaf(j) && K_ind == ind; j++) {
-        emit(".TQ")
-        tag(prefix_for(ind) K_name, K_value)
+    for (j = i + 1; j <= NL && is_leaf(j) && K_ind == ind; j++) ;
+    gkeys = j - i
+    if (ind == 0) set_heading("General")
+    for (j = i; j < i + gkeys; j++) {
+        is_leaf(j)
+        full = prefix_for(ind) K_name
+        emit(j == i ? ".TP" : ".TQ")
+        tag(full, K_value)
+        note(full)
     }
     if (npend) emit_block(".IP")
     return j - i
