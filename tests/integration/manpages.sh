@@ -4,8 +4,9 @@
 #   documented in deploy/graphgate.yaml, every key documented there is one the loader takes,
 #   and the real binary loads the file; graphgate.yaml(5) is generated from that file by
 #   man/yaml2man.awk, is current, and has an entry for every key;
-# - every command, subcommand and flag that `graphgate ... --help` prints is in graphgate(1),
-#   and every flag graphgate(1) names is one some --help prints;
+# - every command, subcommand and flag that `graphgate ... --help` prints, and every flag
+#   src/cli/*.c parses, is in graphgate(1), and every flag graphgate(1) names is one some
+#   --help prints;
 # - both pages format without a warning (groff -ww, else mandoc -T lint).
 # A failure lists the keys, commands or flags missing on each side.
 . "${GG_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib.sh"
@@ -151,6 +152,20 @@ c_man_flags_exist() {
   return 1
 }
 t "every flag graphgate(1) names is printed by some --help" c_man_flags_exist
+
+# Flags the parsers compare against (string literals "--x" in src/cli/*.c): a flag a parser
+# takes but no usage text prints would pass the checks above.
+c_parser_flags_documented() {
+  local files; files=$(ls "$GG_SRCDIR"/src/cli/*.c 2>/dev/null)
+  [ -n "$files" ] || { echo "  no src/cli/*.c: the CLI moved; update this test"; return 1; }
+  # shellcheck disable=SC2086
+  grep -ohE '"--[a-z][a-z-]*[="]' $files | sed -E 's/^"//; s/[="]$//' | sort -u >"$T/src.flags"
+  local missing; missing=$(comm -23 "$T/src.flags" <(flags_of "$T/man1.txt"))
+  [ -z "$missing" ] && return 0
+  echo "  flags src/cli/*.c parses but graphgate(1) does not describe:" $missing
+  return 1
+}
+t "every flag src/cli/*.c parses is in graphgate(1)" c_parser_flags_documented
 
 c_man1_filled() { ! grep -n '%%[A-Z]*%%' "$MAN1"; }
 t "graphgate(1) has its version and data folder filled in" c_man1_filled
