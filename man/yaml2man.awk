@@ -100,12 +100,15 @@ function open_section(ind, name, full) {
 function tag(full, value) {
     keys[++nkeys] = full
     if (mode == "keys") print full
-    emit("\\fB" esc(full) "\\fR (default: \\fI" esc(show_default(value)) "\\fR; environment: \\fB" esc(envname(full)) "\\fR)")
+    # \% keeps the names whole: a break inside GRAPHGATE_POLICY_... misleads
+    emit("\\fB\\%" esc(full) "\\fR (default: \\fI" esc(show_default(value)) "\\fR; environment: \\fB\\%" esc(envname(full)) "\\fR)")
 }
 
 function header(    i, started) {
     print ".\\\" Generated from deploy/graphgate.yaml by man/yaml2man.awk; edit those instead."
     print ".TH GRAPHGATE.YAML 5 \"\" \"graphgate " esc(version) "\" \"File Formats\""
+    print ".\\\" Left-aligned: justified entry tags stretch into gaps around the long variable names."
+    print ".ad l"
     print ".SH NAME"
     print "graphgate.yaml \\- graphgate configuration file"
     print ".SH SYNOPSIS"

@@ -73,7 +73,7 @@ t "graphgate.yaml(5) is generated from the current deploy/graphgate.yaml" c_man5
 c_man5_every_key() {
   local k missing=""
   while read -r k; do
-    grep -qF "\\fB$k\\fR (default: " "$MAN5" || missing="$missing $k"
+    grep -qF "\\fB\\%$k\\fR (default: " "$MAN5" || missing="$missing $k"
   done <"$T/loader.keys"
   [ -z "$missing" ] && return 0
   echo "  keys without an entry in graphgate.yaml(5):$missing"
@@ -86,7 +86,7 @@ c_man5_described() { # a key entry without any text would pass the checks above
   bare=$($AWK 'want && (/^\.TQ$/ || /^\\fB/) { next }
               want { if ($0 ~ /^\./) print key; want = 0 }
               /^\.TP$/ { tp = 1; next }
-              tp && /^\\fB/ { key = $0; sub(/\\fR.*/, "", key); sub(/^\\fB/, "", key); want = 1 }
+              tp && /^\\fB/ { key = $0; sub(/\\fR.*/, "", key); sub(/^\\fB(\\%)?/, "", key); want = 1 }
               { tp = 0 }' "$MAN5")
   [ -z "$bare" ] && return 0
   echo "  entries with no description (add a comment above the key in deploy/graphgate.yaml):"
