@@ -8,6 +8,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
       clang libclang-rt-14-dev) # clang + libFuzzer: tests/fuzz/run.sh
 # Node may come from elsewhere (nodesource); only ask Debian for it when there is none.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+# groff: tests/integration/manpages.sh formats the man pages with warnings on (groff -ww).
+pkgs+=(groff-base)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

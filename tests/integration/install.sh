@@ -2,7 +2,8 @@
 # Install test: `make install prefix=TMP` of the built tree into a temporary prefix, then the
 # installed graphgate, run from a folder outside the source and build trees with GG_SRCDIR
 # unset, finds its installed data: version, migrate (a probe migration placed only in the
-# installed copy proves which folder it read), specs load (names the folder), serve (/ready).
+# installed copy proves which folder it read), specs load (names the folder), serve (/ready);
+# the man pages graphgate(1) and graphgate.yaml(5) are installed.
 # Finally `make uninstall` with the same prefix leaves no file behind.
 . "${GG_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/integration/lib.sh"
 T=$GG_TMP
@@ -27,6 +28,12 @@ t "binary installed in bin" test -x "$P/bin/graphgate"
 t "migrations installed under share/graphgate" same_files migrations
 t "specs installed under share/graphgate" same_files specs
 t "schema installed under share/graphgate" same_files schema
+c_man() { # c_man SECTION PAGE: installed, generated (placeholders filled), titled
+  local f=$P/share/man/man$1/$2.$1
+  [ -s "$f" ] && grep -q '^\.TH ' "$f" && ! grep -q '%%[A-Z]*%%' "$f" || { echo "  $f missing or unfilled"; return 1; }
+}
+t "man page graphgate(1) installed" c_man 1 graphgate
+t "man page graphgate.yaml(5) installed" c_man 5 graphgate.yaml
 
 # Everything below runs the installed binary from an unrelated folder, without GG_SRCDIR
 # in its environment (the variable stays set in this shell for lib.sh).
