@@ -2,6 +2,7 @@
  * the HTTP server, let each subsystem install its routes, serve until SIGTERM/SIGINT, then
  * drain and shut down in order (listeners, subsystems, store). */
 #include "cli/cli.h"
+#include "console/console.h"
 #include "gateway/gateway.h"
 #include "http/http.h"
 #include "specs/specs.h"
@@ -58,7 +59,7 @@ static bool install_subsystems(gg_app *app, gg_error *err) {
     if (!nodes) gg_error_set(err, "oom", "out of memory");
     mcp_provider_unref(nodes);
     if (!mounted) return false;
-    return true;
+    return gg_console_install(app, gg_gateway_auth(gw), err); /* web console at /console */
 }
 
 static bool ready_check(void *user, gg_error *err) {

@@ -140,6 +140,12 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
  * then only computes, so with a budget it may run on a thread that serves other work. */
 bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool);
 
+/* ---- document ------------------------------------------------------------------------- */
+
+/* The source text (YAML or JSON) as a JSON value, with the loader's YAML 1.2 core scalar
+ * rules and expansion bounds; no validation. NULL + positioned err when it does not parse. */
+json_t *gg_graph_document_json(const char *src, size_t len, gg_error *err);
+
 /* ---- provider ------------------------------------------------------------------------- */
 
 /* The graph as an MCP tool provider (takes its own reference on g). call_tool runs the
