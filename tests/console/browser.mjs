@@ -2,12 +2,12 @@
 // sign in with a tenant key, open a graph (diagram + source), call a tool through the MCP
 // SDK client, watch the execution appear in the live list, open it and check the timeline
 // and the highlighted path; keyboard and narrow window; no browser console error anywhere.
-// usage: node browser.mjs   (env: GG_PUB, GG_KEY, GG_TENANT, GG_OUT, GG_CHROMIUM, GG_NPM)
+// usage: node browser.mjs   (env: GG_PUB, GG_KEY, GG_ADMIN_KEY, GG_TENANT, GG_OUT, GG_CHROMIUM, GG_NPM)
 // Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed"; screenshots in GG_OUT.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const { GG_PUB: pub, GG_KEY: key, GG_TENANT: tenant, GG_OUT: out, GG_CHROMIUM: chromium, GG_NPM: npm } = process.env;
+const { GG_PUB: pub, GG_KEY: key, GG_ADMIN_KEY: adminKey, GG_TENANT: tenant, GG_OUT: out, GG_CHROMIUM: chromium, GG_NPM: npm } = process.env;
 const load = (p) => import(pathToFileURL(path.join(npm, p)).href);
 const puppeteer = (await load('puppeteer-core/lib/puppeteer/puppeteer-core.js')).default;
 const sdk = '@modelcontextprotocol/sdk/dist/esm';
@@ -129,6 +129,38 @@ try {
   const alert = await page.waitForSelector('[role=alert]', WAIT).catch(() => null);
   check('a wrong key shows an error', alert !== null && (await alert.evaluate((a) => a.textContent)).includes('unauthorized'));
   await shot('signin-error');
+
+  // ---- an admin key: tenants, then a graph with a loop and a run through it
+  await page.$eval('#key', (k) => { k.value = ''; });
+  await page.type('#key', adminKey);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('table a[href="#/t/' + tenant + '"]', WAIT);
+  check('admin: tenants listed', (await texts('tbody tr td:first-child')).includes(tenant));
+  await page.click('table a[href="#/t/' + tenant + '"]');
+  await page.waitForSelector('table a[href$="/g/collatz"]', WAIT);
+  check('admin: the tenant\'s links in the navigation', (await texts('#nav a')).includes('Executions of ' + tenant));
+  await page.click('table a[href$="/g/collatz"]');
+  await page.waitForSelector('svg.diagram .node', WAIT);
+  const loops = await page.$$eval('svg.diagram path.edge.loop title', (t) => t.map((x) => x.textContent));
+  check('a loop is drawn as a loop edge', loops.length === 1 && loops[0].startsWith('check → step'), loops);
+  const c2 = new Client({ name: 'graphgate-console-test', version: '1.0.0' }, { capabilities: {} });
+  await c2.connect(new StreamableHTTPClientTransport(new URL(pub + '/mcp/' + tenant + '/collatz'),
+    { requestInit: { headers: { Authorization: 'Bearer ' + key } } }));
+  const r2 = await c2.callTool({ name: 'collatz', arguments: { n: 6 } });
+  check('collatz called', r2 && !r2.isError, r2);
+  await c2.close();
+  await page.click('a[href="#/t/' + tenant + '/executions?graph=collatz"]');
+  await page.waitForSelector('tbody tr a.mono', WAIT);
+  check('graph filter from the graph page', (await texts('tbody tr td:nth-child(2)')).every((x) => x.startsWith('collatz')));
+  await page.click('tbody tr a.mono');
+  await page.waitForSelector('svg.diagram .node.visited', WAIT);
+  const n = await page.$$eval('ol.timeline li.step', (li) => li.length);
+  check('loop run: 21 steps in the timeline', n === 21, n);
+  check('loop run: the loop node counted on the diagram', (await page.$eval('svg.diagram .node[data-node="step"] .node-type', (t) => t.textContent)) === 'transform ×9');
+  const ctx = await page.$$eval('ol.timeline li.step[data-node="step"] .context', (c) => c.map((x) => x.textContent));
+  check('replayed context: $executionCount before the 9th step is 8', ctx.length === 9 && ctx[8].includes('$executionCount("step") = 8'), ctx[8]);
+  check('replayed context: $previousNode is the check before', ctx[8].includes('(output of check)'), ctx[8]);
+  await shot('execution-loop');
 } catch (e) {
   check('browser run', false, String(e && e.stack || e));
   if (problems.length) console.log('# browser problems: ' + JSON.stringify(problems));

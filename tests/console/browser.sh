@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # browser.sh — the web console in a real browser: Debian's headless chromium driven by
 # puppeteer-core (tests/console/browser.mjs) against a real gateway serving
-# examples/triage.yaml. Screenshots go to $GG_TMP (kept with GG_KEEP_TMP=1, or copied to
+# examples/triage.yaml (a switch) and examples/collatz.yaml (a loop). Screenshots go to $GG_TMP (kept with GG_KEEP_TMP=1, or copied to
 # $GG_ARTIFACTS when set). Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 NPM="$GG_SRCDIR/tests/npm/node_modules"
@@ -13,11 +13,13 @@ CHROMIUM=${GG_CHROMIUM:-/usr/bin/chromium}
 
 gw_cli tenant create acme >/dev/null 2>&1
 gw_cli graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null 2>&1
+gw_cli graph put acme collatz "$GG_SRCDIR/examples/collatz.yaml" >/dev/null 2>&1
 KEY=$(gw_key acme graphs:write,tools:read,tools:execute)
+ADMIN=$(gw_key acme admin)
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 
 mkdir -p "$GG_TMP/shots"
-HOME="$GG_TMP" GG_PUB="$GG_PUB" GG_KEY="$KEY" GG_TENANT=acme GG_OUT="$GG_TMP/shots" GG_CHROMIUM="$CHROMIUM" GG_NPM="$NPM" \
+HOME="$GG_TMP" GG_PUB="$GG_PUB" GG_KEY="$KEY" GG_ADMIN_KEY="$ADMIN" GG_TENANT=acme GG_OUT="$GG_TMP/shots" GG_CHROMIUM="$CHROMIUM" GG_NPM="$NPM" \
   timeout 150 "$NODE" "$GG_SRCDIR/tests/console/browser.mjs" >"$GG_TMP/browser.out" 2>&1
 gw_fold "$GG_TMP/browser.out" $?
 t "screenshots saved" test -s "$GG_TMP/shots/execution.png"

@@ -235,16 +235,34 @@
   async function executionPage(id) {
     const x = await api('/admin/executions/' + enc(id));
     const nodes = Array.isArray(x.nodes) ? x.nodes : [];
+    /* Nodes run one after another, so a step starts no earlier than the one before ended:
+     * that keeps the waterfall readable when a run is shorter than the timestamps' 1 ms. */
     const t0 = Date.parse(x.started_at);
-    const ends = nodes.map((n) => Date.parse(n.started_at) - t0 + (n.duration_ms || 0));
-    const total = Math.max(1, x.duration_ms || 0, ...ends.filter((e) => !isNaN(e)));
+    const offs = [];
+    nodes.forEach((n, i) => {
+      const ts = Date.parse(n.started_at) - t0;
+      const prevEnd = i ? offs[i - 1] + (nodes[i - 1].duration_ms || 0) : 0;
+      offs.push(Math.max(isNaN(ts) ? 0 : ts, prevEnd));
+    });
+    const last = nodes.length ? offs[nodes.length - 1] + (nodes[nodes.length - 1].duration_ms || 0) : 0;
+    const total = Math.max(x.duration_ms || 0, last) || 1;
 
+    const seenCount = new Map();
     const rows = nodes.map((n, i) => {
-      const off = Math.max(0, Date.parse(n.started_at) - t0) || 0;
+      const off = offs[i];
+      /* what the history functions saw when this node started: $previousNode() (the output
+       * of the step before) and $executionCount(id) (runs so far, this one not counted) */
+      const ctx = el('p', { class: 'context' }, el('span', { class: 'muted', text: 'Context at step ' + (i + 1) + ': ' }),
+        el('code', { text: '$previousNode() = ' + (i ? clip(JSON.stringify(nodes[i - 1].output) || 'null', 80) +
+          ' (output of ' + nodes[i - 1].node_id + ')' : 'null') }), ' · ',
+        el('code', { text: '$executionCount("' + n.node_id + '") = ' + (seenCount.get(n.node_id) || 0) }),
+        seenCount.size ? [' · ', el('span', { class: 'muted', text: 'counts so far: ' +
+          [...seenCount].map(([k, c]) => k + ' ×' + c).join(', ') })] : null);
+      seenCount.set(n.node_id, (seenCount.get(n.node_id) || 0) + 1);
       const bar = el('span', { class: 'bar' + (n.error ? ' bar-err' : '') });
       bar.style.marginLeft = (100 * off / total).toFixed(2) + '%';
       bar.style.width = Math.max(0.5, 100 * (n.duration_ms || 0) / total).toFixed(2) + '%';
-      const detail = el('details', {}, el('summary', { text: 'input / output' + (n.error ? ' / error' : '') }),
+      const detail = el('details', {}, el('summary', { text: 'input / output' + (n.error ? ' / error' : '') + ' / context' }), ctx,
         el('h4', { text: 'Input' }), el('pre', { text: pretty(n.input) }),
         el('h4', { text: 'Output' }), el('pre', { text: pretty(n.output) }),
         n.error ? [el('h4', { text: 'Error' }), el('pre', { class: 'err-text', text: pretty(n.error) })] : null);
@@ -343,7 +361,8 @@
     const W = 168, H = 46, GX = 36, GY = 84, PAD = 24, LOOP = 26;
     const cols = Math.max(...layers.map((l) => (l || []).length));
     const loops = edges.filter((e) => depth.get(e.to) <= depth.get(e.from));
-    const width = PAD * 2 + cols * W + (cols - 1) * GX + (loops.length ? LOOP * (loops.length + 1) : 0);
+    const LABEL = 170; /* room right of the loop arcs for their labels */
+    const width = PAD * 2 + cols * W + (cols - 1) * GX + (loops.length ? LOOP * (loops.length + 1) + LABEL : 0);
     const height = PAD * 2 + layers.length * H + (layers.length - 1) * GY;
     const pos = new Map();
     layers.forEach((l, d) => (l || []).forEach((n, i) => {
@@ -374,7 +393,8 @@
       const a = pos.get(e.from), b = pos.get(e.to);
       const on = taken.has(e.from + '\u0000' + e.to);
       let d, lx, ly;
-      if (depth.get(e.to) > depth.get(e.from)) {
+      const loop = depth.get(e.to) <= depth.get(e.from);
+      if (!loop) {
         const sx = a.x + W / 2, sy = a.y + H, tx = b.x + W / 2, ty = b.y;
         d = 'M' + sx + ',' + sy + ' C' + sx + ',' + (sy + GY / 2) + ' ' + tx + ',' + (ty - GY / 2) + ' ' + tx + ',' + ty;
         /* labels sit just above their target, stacked when several edges share one */
@@ -386,11 +406,11 @@
         const rx = PAD + cols * W + (cols - 1) * GX + LOOP * loopN;
         const sy = a.y + H / 2, ty = b.y + H / 2;
         d = 'M' + (a.x + W) + ',' + sy + ' H' + rx + ' V' + ty + ' H' + (b.x + W);
-        lx = rx; ly = (sy + ty) / 2;
+        lx = rx + 4; ly = (sy + ty) / 2 + 4;
       }
-      edgeLayer.append(svgEl('path', { d, class: 'edge' + (on ? ' taken' : ''), 'marker-end': 'url(#' + uid + (on ? '-on' : '') + ')' },
+      edgeLayer.append(svgEl('path', { d, class: 'edge' + (loop ? ' loop' : '') + (on ? ' taken' : ''), 'marker-end': 'url(#' + uid + (on ? '-on' : '') + ')' },
         svgEl('title', { text: e.from + ' → ' + e.to + (e.label ? ' (' + e.label + ')' : '') })));
-      if (e.label) labelLayer.append(svgEl('text', { x: lx, y: ly, class: 'edge-label', 'text-anchor': 'middle' },
+      if (e.label) labelLayer.append(svgEl('text', { x: lx, y: ly, class: 'edge-label', 'text-anchor': loop ? 'start' : 'middle' },
         svgEl('title', { text: e.label }), clip(e.label, 26)));
     });
     const nodeLayer = svgEl('g', { class: 'nodes' });
@@ -421,13 +441,15 @@
 
   /* ---- routing ---------------------------------------------------------------------- */
 
-  function navigation() {
+  /* An admin's links follow the tenant of the page shown; a tenant key's stay on its own. */
+  function navigation(routeTenant) {
     const items = [];
+    const t = session.tenant || routeTenant;
     if (session.key) {
       if (session.admin) items.push(link('#/tenants', 'Tenants'));
-      if (session.tenant) {
-        items.push(link('#/t/' + enc(session.tenant), 'Graphs'));
-        items.push(link('#/t/' + enc(session.tenant) + '/executions', 'Executions'));
+      if (t) {
+        items.push(link('#/t/' + enc(t), session.admin ? 'Graphs of ' + t : 'Graphs'));
+        items.push(link('#/t/' + enc(t) + '/executions', session.admin ? 'Executions of ' + t : 'Executions'));
       }
     }
     nav.replaceChildren(...items);
@@ -437,11 +459,12 @@
   async function route() {
     clearTimeout(timer);
     const seq = ++routeSeq;
-    navigation();
     const raw = location.hash.replace(/^#/, '') || '/';
     const [path, query] = raw.split('?');
     const q = new URLSearchParams(query || '');
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    let parts;
+    try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { parts = ['?']; }
+    navigation(parts[0] === 't' ? parts[1] : '');
     if (!session.key) return signInPage();
     try {
       if (parts.length === 0) location.replace(session.admin ? '#/tenants' : '#/t/' + enc(session.tenant));
