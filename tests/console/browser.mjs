@@ -161,6 +161,19 @@ try {
   check('replayed context: $executionCount before the 9th step is 8', ctx.length === 9 && ctx[8].includes('$executionCount("step") = 8'), ctx[8]);
   check('replayed context: $previousNode is the check before', ctx[8].includes('(output of check)'), ctx[8]);
   await shot('execution-loop');
+
+  // ---- the time and duration filters, and a bad filter's error state
+  const exe = pub + '/console#/t/' + tenant + '/executions';
+  await page.goto(exe + '?min_ms=100000', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('form.filters', WAIT);
+  check('min duration hides the short runs and says so', (await page.$('p.empty')) !== null
+    && (await page.$eval('main', (m) => m.textContent)).includes('shorter than 100000 ms and hidden'));
+  await page.goto(exe + '?since=2999-01-01T00:00:00Z', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('form.filters', WAIT);
+  check('since in the future → empty state', (await page.$('p.empty')) !== null);
+  await page.goto(exe + '?since=yesterday', { waitUntil: 'networkidle0' });
+  const bad = await page.waitForSelector('[role=alert]', WAIT).catch(() => null);
+  check('a bad since shows the API\'s error', bad !== null && (await bad.evaluate((a) => a.textContent)).includes('bad_request'));
 } catch (e) {
   check('browser run', false, String(e && e.stack || e));
   if (problems.length) console.log('# browser problems: ' + JSON.stringify(problems));

@@ -186,23 +186,32 @@
 
   async function executionsPage(t, q) {
     const params = new URLSearchParams();
-    for (const k of ['graph', 'tool', 'status', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
+    for (const k of ['graph', 'tool', 'status', 'since', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
     params.set('limit', '50');
     const [d, gl] = await Promise.all([
       api('/admin/tenants/' + enc(t) + '/executions?' + params),
       api('/admin/tenants/' + enc(t) + '/graphs')]);
-    const list = d.executions || [];
+    /* the API has no duration filter: the page filters what it fetched and says so */
+    const minMs = parseFloat(q.get('min_ms') || '');
+    const fetched = d.executions || [];
+    const list = isNaN(minMs) ? fetched : fetched.filter((x) => (x.duration_ms || 0) >= minMs);
     const graphSel = el('select', { id: 'f-graph', name: 'graph' }, el('option', { value: '', text: 'any' }),
       (gl.graphs || []).map((g) => el('option', { value: g.name, text: g.name, selected: q.get('graph') === g.name })));
     const toolIn = el('input', { id: 'f-tool', name: 'tool', type: 'text', value: q.get('tool') || '' });
     const statusSel = el('select', { id: 'f-status', name: 'status' },
       ['', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted'].map((s) =>
         el('option', { value: s, text: s || 'any', selected: (q.get('status') || '') === s })));
+    const sinceIn = el('input', { id: 'f-since', name: 'since', type: 'text', value: q.get('since') || '',
+      placeholder: '2026-01-31T12:00:00Z', size: 22, 'aria-describedby': 'f-since-help' });
+    const minIn = el('input', { id: 'f-min', name: 'min_ms', type: 'number', min: 0, step: 'any', value: q.get('min_ms') || '', size: 6 });
     const live = el('input', { id: 'f-live', type: 'checkbox', checked: q.get('live') === '1' });
     const form = el('form', { class: 'filters', role: 'search', 'aria-label': 'Filter executions' },
       el('label', { for: 'f-graph', text: 'Graph' }), graphSel,
       el('label', { for: 'f-tool', text: 'Tool' }), toolIn,
       el('label', { for: 'f-status', text: 'Status' }), statusSel,
+      el('label', { for: 'f-since', text: 'Since' }), sinceIn,
+      el('span', { id: 'f-since-help', class: 'sr-only', text: 'ISO 8601 UTC time or milliseconds since 1970' }),
+      el('label', { for: 'f-min', text: 'Min duration (ms)' }), minIn,
       el('button', { type: 'submit', text: 'Apply' }),
       el('span', { class: 'live' }, live, el('label', { for: 'f-live', text: 'Live (every 2 s)' })));
     const go = () => {
@@ -210,6 +219,8 @@
       if (graphSel.value) p.set('graph', graphSel.value);
       if (toolIn.value.trim()) p.set('tool', toolIn.value.trim());
       if (statusSel.value) p.set('status', statusSel.value);
+      if (sinceIn.value.trim()) p.set('since', sinceIn.value.trim());
+      if (minIn.value.trim()) p.set('min_ms', minIn.value.trim());
       if (live.checked) p.set('live', '1');
       location.hash = '#/t/' + enc(t) + '/executions' + (p.toString() ? '?' + p : '');
     };
@@ -225,6 +236,8 @@
       ? el('p', {}, link('#/t/' + enc(t) + '/executions?' + new URLSearchParams(Object.assign(
         Object.fromEntries(q), { cursor: d.next_cursor })), 'Older executions')) : null;
     render('Executions of ' + t, form,
+      list.length < fetched.length ? el('p', { class: 'muted', text: (fetched.length - list.length) +
+        ' of the ' + fetched.length + ' fetched runs are shorter than ' + minMs + ' ms and hidden.' }) : null,
       list.length ? table('Executions (' + list.length + (d.next_cursor ? '+' : '') + ')',
         ['Id', 'Graph', 'Tool', 'Status', 'Started', 'Duration', 'Error'], rows)
         : empty('No executions match. Call a tool of one of this tenant\'s graphs (POST /mcp/' + t + '/GRAPH) and it shows here.'),
