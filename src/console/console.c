@@ -65,14 +65,18 @@ static bool authorize(console_ctx *c, gg_http_req *req, gg_http_res *res, const 
     gg_principal p;
     gg_auth_status st = gg_auth_verify(c->auth, key, len, &p);
     if (st != GG_AUTH_OK) {
-        if (st == GG_AUTH_ERROR) return gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st)), false;
+        if (st == GG_AUTH_ERROR) {
+            gg_http_res_header(res, "Retry-After", "1");
+            return gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st)), false;
+        }
         gg_http_res_header(res, "WWW-Authenticate", "Bearer");
         return gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st)), false;
     }
     unsigned missing = 0;
     if (!gg_auth_allows(&p, tenant, GG_SCOPE_GRAPHS_WRITE, &missing)) {
-        if (missing == 0) gg_http_res_error(res, 403, "forbidden", "this key belongs to another tenant");
-        else gg_http_res_error(res, 403, "insufficient_scope", "this key lacks the graphs:write scope");
+        /* the same codes and words as the admin API's answers */
+        if (missing == 0) gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
+        else gg_http_res_error(res, 403, "insufficient_scope", "Required scope: graphs:write");
         return false;
     }
     int wait = gg_auth_rate_take(c->auth, &p);

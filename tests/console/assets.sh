@@ -2,7 +2,8 @@
 # assets.sh — /console serves its three compiled-in files with the right content types, the
 # CSP and companion headers on every console answer (404s included), 404 JSON for unknown
 # assets, no console on the internal listener, and the document route's key rules (401 with
-# no key, 403 for another tenant's key, 400 for a bad version, 404 for a missing one).
+# no or a wrong key, 403 for another tenant's key or without graphs:write, 200 for an admin
+# key of any tenant, 400 for a bad version, 404 for a missing one).
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 
@@ -18,6 +19,8 @@ gw_cli tenant create other >/dev/null 2>&1
 gw_cli graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null 2>&1
 KEY=$(gw_key acme graphs:write)
 OTHER=$(gw_key other graphs:write)
+READER=$(gw_key acme tools:read)
+ADMIN=$(gw_key other admin)
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 
 st=$(gg_curl "$GG_TMP/i" "$GG_PUB/console")
@@ -53,6 +56,14 @@ st=$(gg_curl "$GG_TMP/d0" "$DOC/1/document")
 t "document without a key is 401" code "$st" 401
 st=$(gg_curl "$GG_TMP/d1" -H "Authorization: Bearer $OTHER" "$DOC/1/document")
 t "document with another tenant's key is 403" code "$st" 403
+t "  said as forbidden" errcode "$GG_TMP/d1" forbidden
+st=$(gg_curl "$GG_TMP/d1r" -H "Authorization: Bearer $READER" "$DOC/1/document")
+t "document with a tools:read key is 403" code "$st" 403
+t "  said as insufficient_scope" errcode "$GG_TMP/d1r" insufficient_scope
+st=$(gg_curl "$GG_TMP/d1x" -H "Authorization: Bearer gg_0123456789abcdef_nope" "$DOC/1/document")
+t "document with a wrong key is 401" code "$st" 401
+st=$(gg_curl "$GG_TMP/d1a" -H "X-API-Key: $ADMIN" "$DOC/1/document")
+t "an admin key (any tenant, X-API-Key) reads it" code "$st" 200
 st=$(gg_curl "$GG_TMP/d2" -H "Authorization: Bearer $KEY" "$DOC/1/document")
 t "document with the tenant's key is 200" code "$st" 200
 t "  the YAML as JSON: switch conditions with rules" \
