@@ -115,6 +115,20 @@ try {
   await shot('execution-narrow');
   await page.setViewport({ width: 1280, height: 800 });
 
+  // ---- the node-spec registry: browse, search, one spec
+  await page.click('#nav a[href="#/specs"]');
+  await page.waitForSelector('.spec-types section', WAIT);
+  check('node specs browsed by type', (await texts('.spec-types h2')).some((h) => h.startsWith('TRIGGER (')));
+  await page.type('#s-q', 'slack message');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('ol.results li a', WAIT);
+  const hits = await texts('ol.results li a');
+  check('search finds the Slack nodes', hits.some((h) => h.includes('SLACK')), hits);
+  await page.click('ol.results li a');
+  await page.waitForSelector('pre.source', WAIT);
+  check('one spec shown', (await page.$eval('h1', (h) => h.textContent)).includes('SLACK'));
+  await shot('spec');
+
   // ---- unknown page, sign out
   await page.goto(pub + '/console#/nowhere', { waitUntil: 'networkidle0' });
   check('an unknown page says so', (await page.$eval('h1', (h) => h.textContent)) === 'Not found');

@@ -79,20 +79,26 @@
   class ApiError extends Error {
     constructor(status, code, message) { super(message); this.status = status; this.code = code; }
   }
-  async function api(path) {
+  async function api(path, body) {
     let r;
+    const init = { headers: { Authorization: 'Bearer ' + session.key }, cache: 'no-store' };
+    if (body !== undefined) {
+      init.method = 'POST';
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
     try {
-      r = await fetch(path, { headers: { Authorization: 'Bearer ' + session.key }, cache: 'no-store' });
+      r = await fetch(path, init);
     } catch (e) {
       throw new ApiError(0, 'network', 'the gateway did not answer (' + e.message + ')');
     }
-    let body = null;
-    try { body = await r.json(); } catch (e) { body = null; }
+    let answer = null;
+    try { answer = await r.json(); } catch (e) { answer = null; }
     if (!r.ok) {
-      const err = (body && body.error) || {};
+      const err = (answer && answer.error) || {};
       throw new ApiError(r.status, err.code || 'http_' + r.status, err.message || r.statusText);
     }
-    return body;
+    return answer;
   }
 
   /* ---- pages ------------------------------------------------------------------------ */
@@ -321,6 +327,60 @@
     }
   }
 
+  /* The node-spec service's tools through POST /mcp/invoke (needs tools:execute). */
+  async function specTool(name, args) {
+    const d = await api('/mcp/invoke', { name, arguments: args });
+    const r = d && d.result;
+    if (!r || r.isError) {
+      const text = r && r.content && r.content[0] ? r.content[0].text : JSON.stringify(d && d.error);
+      throw new ApiError(0, 'tool_error', name + ': ' + text);
+    }
+    return r.structuredContent;
+  }
+
+  async function specsPage(q) {
+    const query = (q.get('q') || '').trim(), type = q.get('type') || '';
+    const types = await specTool('get_node_types', {});
+    const qIn = el('input', { id: 's-q', name: 'q', type: 'search', value: query, maxlength: 200 });
+    const typeSel = el('select', { id: 's-type', name: 'type' }, el('option', { value: '', text: 'any' }),
+      Object.keys(types).map((t) => el('option', { value: t, text: t, selected: t === type })));
+    const form = el('form', { class: 'filters', role: 'search', 'aria-label': 'Search node specifications' },
+      el('label', { for: 's-q', text: 'Search' }), qIn, el('label', { for: 's-type', text: 'Type' }), typeSel,
+      el('button', { type: 'submit', text: 'Search' }));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const p = new URLSearchParams();
+      if (qIn.value.trim()) p.set('q', qIn.value.trim());
+      if (typeSel.value) p.set('type', typeSel.value);
+      location.hash = '#/specs' + (p.toString() ? '?' + p : '');
+    });
+    const specLink = (t, st) => link('#/specs/' + enc(t) + '/' + enc(st), t + ' / ' + st);
+    let body;
+    if (query) {
+      const args = { query, limit: 50 };
+      if (type) args.type_filter = type;
+      const found = await specTool('search_nodes', args);
+      const list = found.results || [];
+      body = list.length
+        ? el('ol', { class: 'results', 'aria-label': list.length + ' results' }, list.map((r) => el('li', {},
+          specLink(r.node_type, r.subtype), el('p', { class: 'help', text: r.description || '' }))))
+        : empty('No node specification matches "' + query + '".');
+    } else {
+      body = el('div', { class: 'spec-types' }, Object.entries(types).filter(([t]) => !type || t === type).map(([t, subs]) =>
+        el('section', { 'aria-label': t }, el('h2', { text: t + ' (' + subs.length + ')' }),
+          el('ul', {}, subs.map((st) => el('li', {}, specLink(t, st)))))));
+    }
+    render('Node specifications', form, body);
+  }
+
+  async function specPage(type, subtype) {
+    const d = await specTool('get_node_details', { nodes: [{ node_type: type, subtype }] });
+    const spec = (d.nodes || d.results || [d])[0] || d;
+    render(type + ' / ' + subtype, el('p', {}, link('#/specs', 'All node specifications')),
+      spec && spec.description ? el('p', { text: spec.description }) : null,
+      el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Specification of ' + type + ' / ' + subtype, text: pretty(spec) }));
+  }
+
   /* ---- the diagram ------------------------------------------------------------------ */
 
   /* A switch rule in a few words: {"==": [{"var": "$.entry.tier"}, "pro"]} → $.entry.tier == "pro". */
@@ -465,6 +525,7 @@
         items.push(link('#/t/' + enc(t) + '/executions', session.admin ? 'Executions of ' + t : 'Executions'));
       }
     }
+    if (session.key) items.push(link('#/specs', 'Node specs'));
     nav.replaceChildren(...items);
     signoutBtn.hidden = !session.key;
   }
@@ -489,6 +550,8 @@
         const tool = parts[6] === 'tool' ? parts[7] : (parts[4] === 'tool' ? parts[5] : '');
         await graphPage(parts[1], parts[3], v > 0 ? v : 0, tool);
       } else if (parts[0] === 'x' && parts[1]) await executionPage(parts[1]);
+      else if (parts[0] === 'specs' && parts.length === 3) await specPage(parts[1], parts[2]);
+      else if (parts[0] === 'specs') await specsPage(q);
       else render('Not found', empty('No console page at ' + raw + '.'), el('p', {}, link('#/', 'Start page')));
     } catch (e) {
       if (seq !== routeSeq) return;
