@@ -119,6 +119,32 @@ static int get_document(gg_http_req *req, gg_http_res *res, void *user) {
     return GG_HTTP_DONE;
 }
 
+/* {ok, document, diagnostics}: a draft (the request body, YAML or JSON) parsed and
+ * validated as an upload would be, without storing it, so a graph author sees the diagram
+ * and every error on it before uploading. Downstream policy is not applied here (the
+ * upload applies it); nothing is started. */
+static int post_check(gg_http_req *req, gg_http_res *res, void *user) {
+    console_ctx *c = user;
+    security_headers(res);
+    if (!authorize(c, req, res, gg_http_param(req, "t"))) return GG_HTTP_DONE;
+    size_t len = 0;
+    const char *src = gg_http_body(req, &len);
+    if (len == 0) return gg_http_res_error(res, 400, "bad_request", "the body must be a graph (YAML or JSON)"), GG_HTTP_DONE;
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph_options o = {0};
+    gg_graph_unref(gg_graph_load_string(src, len, "draft", &o, &d));
+    gg_error err = GG_ERROR_INIT;
+    json_t *doc = gg_graph_document_json(src, len, &err);
+    gg_error_clear(&err);
+    json_t *diags = json_array();
+    for (size_t i = 0; diags && i < d.count; i++) json_array_append_new(diags, gg_graph_diag_json(&d.items[i]));
+    json_t *out = json_pack("{s:b,s:o,s:o*}", "ok", d.errors == 0, "document", doc ? doc : json_null(), "diagnostics", diags);
+    gg_graph_diags_free(&d);
+    if (!out) return gg_http_res_error(res, 500, "oom", "out of memory"), GG_HTTP_DONE;
+    gg_http_res_json(res, 200, out);
+    return GG_HTTP_DONE;
+}
+
 static void on_shutdown(gg_app *app, void *user) {
     (void)app;
     free(user);
@@ -134,6 +160,7 @@ bool gg_console_install(gg_app *app, struct gg_auth *auth, gg_error *err) {
         !gg_router_add(r, GG_LISTENER_PUBLIC, "GET", "/console/{asset}", get_asset, c, err) ||
         !gg_router_add(r, GG_LISTENER_PUBLIC, "GET", "/console/api/tenants/{t}/graphs/{g}/versions/{v}/document",
                        get_document, c, err) ||
+        !gg_router_add(r, GG_LISTENER_PUBLIC, "POST", "/console/api/tenants/{t}/check", post_check, c, err) ||
         !gg_app_on_shutdown(app, on_shutdown, c)) {
         if (!err->code[0]) gg_error_set(err, "too_many", "no room for the console's shutdown callback");
         free(c);

@@ -1,8 +1,9 @@
 /* console.h — the web console served by the gateway at /console on the public listener:
  * one HTML, one JS and one CSS file compiled into the binary (src/console/assets/, turned
  * into a C table at build time by gen_assets.sh), sent with a strict Content-Security-Policy,
- * plus one read-only JSON route the console draws graphs from
- * (GET /console/api/tenants/{t}/graphs/{g}/versions/{v}/document). Every other piece of data
+ * plus two JSON routes the console draws graphs from: a stored version's source as JSON
+ * (GET /console/api/tenants/{t}/graphs/{g}/versions/{v}/document) and a draft validated
+ * without storing it (POST /console/api/tenants/{t}/check). Every other piece of data
  * the console shows comes from the admin REST API with the signed-in key's own scopes.
  *
  * Ownership: the console's route context belongs to the gg_app it was installed into and is

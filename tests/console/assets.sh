@@ -3,7 +3,8 @@
 # CSP and companion headers on every console answer (404s included), 404 JSON for unknown
 # assets, no console on the internal listener, and the document route's key rules (401 with
 # no or a wrong key, 403 for another tenant's key or without graphs:write, 200 for an admin
-# key of any tenant, 400 for a bad version, 404 for a missing one).
+# key of any tenant, 400 for a bad version, 404 for a missing one), and the draft check
+# (positioned diagnostics and the document, nothing stored, same key rules).
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 
@@ -76,5 +77,23 @@ t "an overlong version is 400" code "$st" 400
 st=$(gg_curl "$GG_TMP/d5" -H "Authorization: Bearer $KEY" "$DOC/7/document")
 t "a missing version is 404" code "$st" 404
 t "  with a JSON error" errcode "$GG_TMP/d5" not_found
+CHK="$GG_PUB/console/api/tenants/acme/check"
+sed 's/next: "incident"/next: "nowhere"/' "$GG_SRCDIR/examples/triage.yaml" >"$GG_TMP/bad.yaml"
+st=$(gg_curl "$GG_TMP/k0" -X POST --data-binary @"$GG_TMP/bad.yaml" "$CHK")
+t "check without a key is 401" code "$st" 401
+st=$(gg_curl "$GG_TMP/k1" -X POST -H "Authorization: Bearer $OTHER" --data-binary @"$GG_TMP/bad.yaml" "$CHK")
+t "check with another tenant's key is 403" code "$st" 403
+st=$(gg_curl "$GG_TMP/k2" -X POST -H "Authorization: Bearer $KEY" --data-binary @"$GG_TMP/bad.yaml" "$CHK")
+t "check of a draft with a bad target is 200" code "$st" 200
+t "  not ok, the error on its node with its position" test "$(jget "$GG_TMP/k2" \
+  "[d['ok']] + [(x['code'], x['node'], x['line']) for x in d['diagnostics'] if x['severity'] == 'error']")" = "[False, ('missing_target', 'route', 33)]"
+t "  with the document to draw" test "$(jget "$GG_TMP/k2" "d['document']['tools'][0]['name']")" = triage
+st=$(gg_curl "$GG_TMP/k3" -X POST -H "Authorization: Bearer $KEY" --data-binary 'a: [' "$CHK")
+t "a YAML syntax error: positioned, no document" test "$(jget "$GG_TMP/k3" "(d['ok'], d['document'], d['diagnostics'][0]['code'], d['diagnostics'][0]['line'] > 0)")" = "(False, None, 'yaml', True)"
+st=$(gg_curl "$GG_TMP/k4" -X POST -H "Authorization: Bearer $KEY" --data-binary @"$GG_SRCDIR/examples/collatz.yaml" "$CHK")
+t "a valid draft is ok" test "$(jget "$GG_TMP/k4" "d['ok']")" = True
+st=$(gg_curl "$GG_TMP/k5" -X POST -H "Authorization: Bearer $KEY" "$CHK")
+t "an empty draft is 400" code "$st" 400
+t "nothing was stored by the checks" test "$(gw_cli graph list acme 2>/dev/null | grep -c triage)" = 1
 t "server stops cleanly" gw_stop_clean
 gg_finish

@@ -61,6 +61,17 @@ try {
   check('versions listed with the active one', (await texts('.versions li')).some((l) => l.startsWith('v1') && l.includes('active')));
   await shot('graph');
 
+  // ---- a draft with a broken branch: the error listed and placed on its node
+  await page.click('a[href$="/draft?from=triage"]');
+  await page.waitForFunction(() => { const a = document.querySelector('#draft'); return a && a.value.includes('Ticket triage'); }, WAIT);
+  await page.$eval('#draft', (a) => { a.value = a.value.replace('next: "incident"', 'next: "nowhere"'); });
+  await page.click('form.draft button[type=submit]');
+  await page.waitForSelector('#draft-result svg.diagram', WAIT);
+  check('draft errors listed with their position', (await texts('.diags li.diag-error')).some((x) => x.includes('33:') && x.includes("'nowhere'")));
+  check('draft error placed on its node', JSON.stringify(await page.$$eval('svg.diagram .node.has-error', (g) => g.map((n) => n.dataset.node))) === '["route"]');
+  check('draft warning placed on its node', (await page.$$eval('svg.diagram .node.has-warning', (g) => g.map((n) => n.dataset.node))).includes('incident'));
+  await shot('draft');
+
   // ---- executions: empty, then live as a tool is called
   await page.goto(pub + '/console#/t/' + tenant + '/executions?live=1', { waitUntil: 'networkidle0' });
   await page.waitForSelector('form.filters', WAIT);
@@ -190,6 +201,8 @@ try {
   check('a bad since shows the API\'s error', bad !== null && (await bad.evaluate((a) => a.textContent)).includes('bad_request'));
 } catch (e) {
   check('browser run', false, String(e && e.stack || e));
+  const pages = await browser.pages().catch(() => []);
+  if (pages.length) await pages[pages.length - 1].screenshot({ path: path.join(out, 'failure.png'), fullPage: true }).catch(() => {});
   if (problems.length) console.log('# browser problems: ' + JSON.stringify(problems));
 } finally {
   await browser.close();

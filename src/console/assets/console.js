@@ -84,8 +84,8 @@
     const init = { headers: { Authorization: 'Bearer ' + session.key }, cache: 'no-store' };
     if (body !== undefined) {
       init.method = 'POST';
-      init.headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
+      init.headers['Content-Type'] = typeof body === 'string' ? 'application/yaml' : 'application/json';
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
     }
     try {
       r = await fetch(path, init);
@@ -179,7 +179,8 @@
     render(g + ' (' + t + ')',
       el('p', {}, 'Active version ', el('strong', { text: 'v' + active.version }),
         v !== active.version ? ' · viewing v' + v : '', ' · ',
-        link('#/t/' + enc(t) + '/executions?graph=' + enc(g), 'Executions of this graph')),
+        link('#/t/' + enc(t) + '/executions?graph=' + enc(g), 'Executions of this graph'), ' · ',
+        link('#/t/' + enc(t) + '/draft?from=' + enc(g), 'Check a draft of it')),
       el('div', { class: 'split' },
         el('section', { 'aria-labelledby': 'h-diagram' },
           el('h2', { id: 'h-diagram', text: tool ? 'Tool ' + tool.name : 'Tools' }), toolNav,
@@ -327,6 +328,45 @@
     }
   }
 
+  /* A draft checked by the gateway (POST /console/api/tenants/{t}/check, nothing stored):
+   * every diagnostic listed with its position and placed on its node in the diagrams. */
+  async function draftPage(t, q) {
+    const from = q.get('from');
+    const area = el('textarea', { id: 'draft', name: 'draft', rows: 18, spellcheck: 'false', 'aria-describedby': 'draft-help' });
+    if (from) area.value = (await api('/admin/tenants/' + enc(t) + '/graphs/' + enc(from))).source || '';
+    const out = el('div', { id: 'draft-result', 'aria-live': 'polite' });
+    const form = el('form', { class: 'draft' },
+      el('label', { for: 'draft', text: 'Graph source (YAML or JSON)' }), area,
+      el('p', { id: 'draft-help', class: 'help', text: 'Validated like an upload (downstream policy excepted) and drawn; nothing is stored.' }),
+      el('button', { type: 'submit', text: 'Check' }));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      out.replaceChildren(el('p', { class: 'muted', text: 'Checking…' }));
+      try {
+        const r = await api('/console/api/tenants/' + enc(t) + '/check', area.value);
+        out.replaceChildren(...draftResult(r).flat().filter((k) => k !== null));
+      } catch (e) {
+        out.replaceChildren(errorBox(e));
+      }
+    });
+    render('Check a draft (' + t + ')', form, out);
+  }
+
+  function draftResult(r) {
+    const diags = r.diagnostics || [];
+    const errors = diags.filter((d) => d.severity === 'error').length;
+    const list = diags.length ? el('ul', { class: 'diags' }, diags.map((d) => el('li', { class: 'diag-' + d.severity },
+      el('strong', { text: d.severity + ' ' }), el('span', { class: 'mono', text: (d.line ? d.line + ':' + d.column + ' ' : '') }),
+      d.tool ? 'tool ' + d.tool + ' ' : '', d.node ? 'node ' + d.node + ': ' : '', d.message))) : null;
+    const tools = (r.document && Array.isArray(r.document.tools)) ? r.document.tools : [];
+    return [el('p', { class: r.ok ? 'ok-text' : 'err-text', role: r.ok ? null : 'alert',
+      text: r.ok ? 'Valid' + (diags.length ? ', with ' + diags.length + ' warning(s).' : '.') : errors + ' error(s), ' + (diags.length - errors) + ' warning(s).' }),
+    list,
+    tools.map((tool) => el('section', { class: 'draft-tool', 'aria-label': 'Tool ' + tool.name },
+      el('h2', { text: 'Tool ' + (tool.name || '?') }),
+      diagram(tool, null, diags.filter((d) => d.tool === tool.name && d.node))))];
+  }
+
   /* The node-spec service's tools through POST /mcp/invoke (needs tools:execute). */
   async function specTool(name, args) {
     const d = await api('/mcp/invoke', { name, arguments: args });
@@ -415,8 +455,11 @@
 
   /* Layers by breadth-first distance from the entry; an edge to the same or an earlier
    * layer is a loop and is drawn as an arc on the right. visited: node ids in run order. */
-  function diagram(tool, visited) {
+  function diagram(tool, visited, diags) {
+    const problems = new Map();
+    for (const d of diags || []) problems.set(d.node, (problems.get(d.node) || []).concat(d));
     const nodes = (Array.isArray(tool.nodes) ? tool.nodes : []).filter((n) => n && typeof n.id === 'string');
+    for (const n of nodes) if (typeof n.type !== 'string') n.type = '?';
     if (!nodes.length) return empty('This tool has no nodes.');
     const byId = new Map(nodes.map((n) => [n.id, n]));
     const edges = toolEdges(nodes).filter((e) => byId.has(e.to));
@@ -490,14 +533,18 @@
     for (const n of nodes) {
       const p = pos.get(n.id);
       const c = counts.get(n.id);
-      const label = n.id + ' (' + n.type + ')' + (visited ? (c ? ', ran ' + c + (c > 1 ? ' times' : ' time') : ', not run') : '');
-      const g = svgEl('g', { class: 'node type-' + n.type + (seen.has(n.id) ? ' visited' : '') + (visited && !seen.has(n.id) ? ' skipped' : ''),
+      const probs = problems.get(n.id) || [];
+      const bad = probs.some((d) => d.severity === 'error') ? ' has-error' : (probs.length ? ' has-warning' : '');
+      const label = n.id + ' (' + n.type + ')' + (visited ? (c ? ', ran ' + c + (c > 1 ? ' times' : ' time') : ', not run') : '') +
+        probs.map((d) => '; ' + d.severity + ' at ' + d.line + ':' + d.column + ': ' + d.message).join('');
+      const g = svgEl('g', { class: 'node type-' + n.type + (seen.has(n.id) ? ' visited' : '') + (visited && !seen.has(n.id) ? ' skipped' : '') + bad,
         tabindex: 0, role: 'button', 'aria-label': label, 'data-node': n.id },
       svgEl('title', { text: label }),
       svgEl('rect', { x: p.x, y: p.y, width: W, height: H, rx: n.type === 'switch' ? 2 : 10 }),
       svgEl('text', { x: p.x + W / 2, y: p.y + 19, 'text-anchor': 'middle', class: 'node-id' }, clip(n.id, 20)),
       svgEl('text', { x: p.x + W / 2, y: p.y + 36, 'text-anchor': 'middle', class: 'node-type' },
-        n.type + (n.type === 'mcp' && n.tool ? ': ' + clip(String(n.tool), 14) : '') + (c > 1 ? ' ×' + c : '')));
+        n.type + (n.type === 'mcp' && n.tool ? ': ' + clip(String(n.tool), 14) : '') + (c > 1 ? ' ×' + c : '')),
+      probs.length ? svgEl('text', { x: p.x + W - 10, y: p.y + 16, 'text-anchor': 'middle', class: 'node-flag' }, '!') : null);
       const focusStep = () => {
         const step = main.querySelector('.step[data-node="' + CSS.escape(n.id) + '"]');
         if (step) { step.scrollIntoView({ block: 'nearest' }); step.focus(); }
@@ -545,6 +592,7 @@
       else if (parts[0] === 'tenants') await tenantsPage();
       else if (parts[0] === 't' && parts.length === 2) await graphsPage(parts[1]);
       else if (parts[0] === 't' && parts[2] === 'executions') await executionsPage(parts[1], q);
+      else if (parts[0] === 't' && parts[2] === 'draft') await draftPage(parts[1], q);
       else if (parts[0] === 't' && parts[2] === 'g') {
         const v = parts[4] === 'v' ? parseInt(parts[5], 10) : 0;
         const tool = parts[6] === 'tool' ? parts[7] : (parts[4] === 'tool' ? parts[5] : '');
