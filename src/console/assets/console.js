@@ -45,7 +45,10 @@
   const link = (href, text, attrs) => el('a', Object.assign({ href }, attrs || {}), text);
   const enc = encodeURIComponent;
 
-  function render(title, ...kids) {
+  /* seq: the route the page was started for; a page whose data arrives after the user
+   * moved on is dropped instead of replacing the newer one. */
+  function render(seq, title, ...kids) {
+    if (seq !== routeSeq) return;
     document.title = title + ' · graphgate console';
     main.replaceChildren(el('h1', { text: title }), ...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
     status.textContent = title + ' loaded';
@@ -130,14 +133,15 @@
       }
       location.hash = tenant ? '#/t/' + enc(tenant) : '#/tenants';
     });
-    render('Sign in', form);
+    render(routeSeq, 'Sign in', form);
     keyIn.focus();
   }
 
   async function tenantsPage() {
+    const seq = routeSeq;
     const d = await api('/admin/tenants');
     const list = d.tenants || [];
-    render('Tenants', list.length
+    render(seq, 'Tenants', list.length
       ? table('Tenants (' + list.length + ')', ['Tenant', 'Created', 'Executions'], list.map((t) => {
         const name = typeof t === 'string' ? t : t.name;
         return [link('#/t/' + enc(name), name), when(t.created_at), link('#/t/' + enc(name) + '/executions', 'executions')];
@@ -146,9 +150,10 @@
   }
 
   async function graphsPage(t) {
+    const seq = routeSeq;
     const d = await api('/admin/tenants/' + enc(t) + '/graphs');
     const list = d.graphs || [];
-    render('Graphs of ' + t,
+    render(seq, 'Graphs of ' + t,
       el('p', {}, link('#/t/' + enc(t) + '/executions', 'Executions of ' + t)),
       list.length
         ? table('Graphs (' + list.length + ')', ['Graph', 'Active version', 'Versions', 'Updated'],
@@ -158,6 +163,7 @@
   }
 
   async function graphPage(t, g, version, toolName) {
+    const seq = routeSeq;
     const base = '/admin/tenants/' + enc(t) + '/graphs/' + enc(g);
     const [active, vers] = await Promise.all([api(base), api(base + '/versions')]);
     const v = version || active.version;
@@ -176,7 +182,7 @@
       ? el('pre', { class: 'source', tabindex: '0', 'aria-label': 'YAML source of v' + v, text: active.source })
       : el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Source of v' + v + ' as JSON', text: pretty(doc.document) });
 
-    render(g + ' (' + t + ')',
+    render(seq, g + ' (' + t + ')',
       el('p', {}, 'Active version ', el('strong', { text: 'v' + active.version }),
         v !== active.version ? ' · viewing v' + v : '', ' · ',
         link('#/t/' + enc(t) + '/executions?graph=' + enc(g), 'Executions of this graph'), ' · ',
@@ -192,6 +198,7 @@
   }
 
   async function executionsPage(t, q) {
+    const seq = routeSeq;
     const params = new URLSearchParams();
     for (const k of ['graph', 'tool', 'status', 'since', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
     params.set('limit', '50');
@@ -242,17 +249,18 @@
     const more = d.next_cursor
       ? el('p', {}, link('#/t/' + enc(t) + '/executions?' + new URLSearchParams(Object.assign(
         Object.fromEntries(q), { cursor: d.next_cursor })), 'Older executions')) : null;
-    render('Executions of ' + t, form,
+    render(seq, 'Executions of ' + t, form,
       list.length < fetched.length ? el('p', { class: 'muted', text: (fetched.length - list.length) +
         ' of the ' + fetched.length + ' fetched runs are shorter than ' + minMs + ' ms and hidden.' }) : null,
       list.length ? table('Executions (' + list.length + (d.next_cursor ? '+' : '') + ')',
         ['Id', 'Graph', 'Tool', 'Status', 'Started', 'Duration', 'Error'], rows)
         : empty('No executions match. Call a tool of one of this tenant\'s graphs (POST /mcp/' + t + '/GRAPH) and it shows here.'),
       more);
-    if (live.checked) timer = setTimeout(() => route(), 2000);
+    if (live.checked && seq === routeSeq) timer = setTimeout(() => route(), 2000);
   }
 
   async function executionPage(id) {
+    const seq = routeSeq;
     const x = await api('/admin/executions/' + enc(id));
     const nodes = Array.isArray(x.nodes) ? x.nodes : [];
     /* Nodes run one after another, so a step starts no earlier than the one before ended:
@@ -300,7 +308,7 @@
       : empty('No node records were kept for this run.');
     const diag = el('div', { class: 'diagram-slot' }, el('p', { class: 'muted', text: 'Loading diagram…' }));
     const t = x.tenant;
-    render('Execution ' + x.id,
+    render(seq, 'Execution ' + x.id,
       el('dl', { class: 'facts' },
         el('dt', { text: 'Status' }), el('dd', {}, el('span', { class: 'st st-' + x.status, text: x.status })),
         el('dt', { text: 'Graph' }), el('dd', {}, link('#/t/' + enc(t) + '/g/' + enc(x.graph) + '/v/' + x.version + '/tool/' + enc(x.tool),
@@ -317,7 +325,6 @@
         el('h4', { text: 'Arguments' }), el('pre', { text: pretty(x.arguments) }),
         el('h4', { text: 'Result' }), el('pre', { text: pretty(x.result) })));
 
-    const seq = routeSeq;
     try {
       const doc = await api('/console/api/tenants/' + enc(t) + '/graphs/' + enc(x.graph) + '/versions/' + x.version + '/document');
       if (seq !== routeSeq) return;
@@ -331,6 +338,7 @@
   /* A draft checked by the gateway (POST /console/api/tenants/{t}/check, nothing stored):
    * every diagnostic listed with its position and placed on its node in the diagrams. */
   async function draftPage(t, q) {
+    const seq = routeSeq;
     const from = q.get('from');
     const area = el('textarea', { id: 'draft', name: 'draft', rows: 18, spellcheck: 'false', 'aria-describedby': 'draft-help' });
     if (from) area.value = (await api('/admin/tenants/' + enc(t) + '/graphs/' + enc(from))).source || '';
@@ -349,7 +357,7 @@
         out.replaceChildren(errorBox(e));
       }
     });
-    render('Check a draft (' + t + ')', form, out);
+    render(seq, 'Check a draft (' + t + ')', form, out);
   }
 
   function draftResult(r) {
@@ -379,6 +387,7 @@
   }
 
   async function specsPage(q) {
+    const seq = routeSeq;
     const query = (q.get('q') || '').trim(), type = q.get('type') || '';
     const types = await specTool('get_node_types', {});
     const qIn = el('input', { id: 's-q', name: 'q', type: 'search', value: query, maxlength: 200 });
@@ -410,13 +419,14 @@
         el('section', { 'aria-label': t }, el('h2', { text: t + ' (' + subs.length + ')' }),
           el('ul', {}, subs.map((st) => el('li', {}, specLink(t, st)))))));
     }
-    render('Node specifications', form, body);
+    render(seq, 'Node specifications', form, body);
   }
 
   async function specPage(type, subtype) {
+    const seq = routeSeq;
     const d = await specTool('get_node_details', { nodes: [{ node_type: type, subtype }] });
     const spec = (d.nodes || d.results || [d])[0] || d;
-    render(type + ' / ' + subtype, el('p', {}, link('#/specs', 'All node specifications')),
+    render(seq, type + ' / ' + subtype, el('p', {}, link('#/specs', 'All node specifications')),
       spec && spec.description ? el('p', { text: spec.description }) : null,
       el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Specification of ' + type + ' / ' + subtype, text: pretty(spec) }));
   }
@@ -600,11 +610,11 @@
       } else if (parts[0] === 'x' && parts[1]) await executionPage(parts[1]);
       else if (parts[0] === 'specs' && parts.length === 3) await specPage(parts[1], parts[2]);
       else if (parts[0] === 'specs') await specsPage(q);
-      else render('Not found', empty('No console page at ' + raw + '.'), el('p', {}, link('#/', 'Start page')));
+      else render(seq, 'Not found', empty('No console page at ' + raw + '.'), el('p', {}, link('#/', 'Start page')));
     } catch (e) {
       if (seq !== routeSeq) return;
       if (e.status === 401) { session.clear(); navigation(); return signInPage(e); }
-      render('Could not load this page', errorBox(e), el('p', {}, link('#/', 'Start page')));
+      render(seq, 'Could not load this page', errorBox(e), el('p', {}, link('#/', 'Start page')));
     }
   }
 
