@@ -34,6 +34,9 @@ st=$(gg_curl "$GG_TMP/j" "$GG_PUB/console/console.js")
 t "GET /console/console.js is 200" code "$st" 200
 t "  as text/javascript" has "$GG_TMP/j" Content-Type "text/javascript; charset=utf-8"
 t "  byte for byte the source file" cmp -s "$GG_TMP/j" "$GG_SRCDIR/src/console/assets/console.js"
+t "  the asset table is generated deterministically" bash -c "cd '$GG_SRCDIR/src/console' && \
+  sh gen_assets.sh assets/index.html assets/console.js assets/console.css >'$GG_TMP/g1.c' && \
+  sh gen_assets.sh assets/index.html assets/console.js assets/console.css >'$GG_TMP/g2.c' && cmp -s '$GG_TMP/g1.c' '$GG_TMP/g2.c'"
 st=$(gg_curl "$GG_TMP/c" "$GG_PUB/console/console.css")
 t "GET /console/console.css is text/css" has "$GG_TMP/c" Content-Type "text/css; charset=utf-8"
 t "  with the CSP" csp_ok "$GG_TMP/c"
