@@ -61,6 +61,16 @@ try {
   check('versions listed with the active one', (await texts('.versions li')).some((l) => l.startsWith('v1') && l.includes('active')));
   await shot('graph');
 
+  // ---- a graph with two tools: each drawn on its own
+  await page.goto(pub + '/console#/t/' + tenant + '/g/two', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('svg.diagram .node', WAIT);
+  const firstIds = await page.$$eval('svg.diagram .node', (g) => g.map((n) => n.dataset.node));
+  await page.click('nav.tools a:nth-child(2)');
+  await page.waitForFunction(() => document.querySelector('svg.diagram .node[data-node="b2"]'), WAIT);
+  check('the tool links switch the diagram', firstIds.includes('a') && (await page.$eval('nav.tools a[aria-current]', (a) => a.textContent)) === 'second');
+  await page.goto(pub + '/console#/t/' + tenant + '/g/triage', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('svg.diagram .node', WAIT);
+
   // ---- a draft with a broken branch: the error listed and placed on its node
   await page.click('a[href$="/draft?from=triage"]');
   await page.waitForFunction(() => { const a = document.querySelector('#draft'); return a && a.value.includes('Ticket triage'); }, WAIT);

@@ -14,6 +14,17 @@ CHROMIUM=${GG_CHROMIUM:-/usr/bin/chromium}
 gw_cli tenant create acme >/dev/null 2>&1
 gw_cli graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null 2>&1
 gw_cli graph put acme collatz "$GG_SRCDIR/examples/collatz.yaml" >/dev/null 2>&1
+cat >"$GG_TMP/two.yaml" <<'YAML'
+version: "1.0"
+server: {name: two, version: "1.0.0"}
+tools:
+  - {name: first, description: one step, inputSchema: {type: object},
+     nodes: [{id: entry, type: entry, next: a}, {id: a, type: transform, transform: {expr: '1'}, next: exit}, {id: exit, type: exit}]}
+  - {name: second, description: two steps, inputSchema: {type: object},
+     nodes: [{id: entry, type: entry, next: b1}, {id: b1, type: transform, transform: {expr: '1'}, next: b2},
+             {id: b2, type: transform, transform: {expr: '2'}, next: exit}, {id: exit, type: exit}]}
+YAML
+gw_cli graph put acme two "$GG_TMP/two.yaml" >/dev/null 2>&1
 KEY=$(gw_key acme graphs:write,tools:read,tools:execute)
 ADMIN=$(gw_key acme admin)
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
