@@ -62,14 +62,15 @@ try {
   await shot('graph');
 
   // ---- a graph with two tools: each drawn on its own
+  // (a hash-only goto keeps the old page until the new one renders: wait for the new content)
   await page.goto(pub + '/console#/t/' + tenant + '/g/two', { waitUntil: 'networkidle0' });
-  await page.waitForSelector('svg.diagram .node', WAIT);
+  await page.waitForSelector('svg.diagram .node[data-node="a"]', WAIT);
   const firstIds = await page.$$eval('svg.diagram .node', (g) => g.map((n) => n.dataset.node));
   await page.click('nav.tools a:nth-child(2)');
   await page.waitForFunction(() => document.querySelector('svg.diagram .node[data-node="b2"]'), WAIT);
   check('the tool links switch the diagram', firstIds.includes('a') && (await page.$eval('nav.tools a[aria-current]', (a) => a.textContent)) === 'second');
   await page.goto(pub + '/console#/t/' + tenant + '/g/triage', { waitUntil: 'networkidle0' });
-  await page.waitForSelector('svg.diagram .node', WAIT);
+  await page.waitForSelector('a[href$="/draft?from=triage"]', WAIT);
 
   // ---- a draft with a broken branch: the error listed and placed on its node
   await page.click('a[href$="/draft?from=triage"]');
@@ -152,7 +153,8 @@ try {
 
   // ---- unknown page, sign out
   await page.goto(pub + '/console#/nowhere', { waitUntil: 'networkidle0' });
-  check('an unknown page says so', (await page.$eval('h1', (h) => h.textContent)) === 'Not found');
+  check('an unknown page says so', await page.waitForFunction(() => document.querySelector('h1').textContent === 'Not found', WAIT)
+    .then(() => true, () => false));
   await page.click('#signout');
   await page.waitForSelector('#key', WAIT);
   check('sign out forgets the key', await page.evaluate(() => sessionStorage.length === 0));
@@ -200,11 +202,11 @@ try {
   // ---- the time and duration filters, and a bad filter's error state
   const exe = pub + '/console#/t/' + tenant + '/executions';
   await page.goto(exe + '?min_ms=100000', { waitUntil: 'networkidle0' });
-  await page.waitForSelector('form.filters', WAIT);
+  await page.waitForFunction(() => { const m = document.querySelector('#f-min'); return m && m.value === '100000'; }, WAIT);
   check('min duration hides the short runs and says so', (await page.$('p.empty')) !== null
     && (await page.$eval('main', (m) => m.textContent)).includes('shorter than 100000 ms and hidden'));
   await page.goto(exe + '?since=2999-01-01T00:00:00Z', { waitUntil: 'networkidle0' });
-  await page.waitForSelector('form.filters', WAIT);
+  await page.waitForFunction(() => { const m = document.querySelector('#f-since'); return m && m.value.startsWith('2999'); }, WAIT);
   check('since in the future → empty state', (await page.$('p.empty')) !== null);
   await page.goto(exe + '?since=yesterday', { waitUntil: 'networkidle0' });
   const bad = await page.waitForSelector('[role=alert]', WAIT).catch(() => null);
