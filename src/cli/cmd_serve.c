@@ -3,6 +3,7 @@
  * drain and shut down in order (drain callbacks, listeners, subsystems, store). SIGHUP
  * re-reads the configuration and applies what can change at run time. */
 #include "cli/cli.h"
+#include "console/console.h"
 #include "gateway/gateway.h"
 #include "http/http.h"
 #include "specs/specs.h"
@@ -80,7 +81,7 @@ static bool install_subsystems(gg_app *app, gg_error *err) {
     if (!nodes) gg_error_set(err, "oom", "out of memory");
     mcp_provider_unref(nodes);
     if (!mounted) return false;
-    return true;
+    return gg_console_install(app, gg_gateway_auth(gw), err); /* web console at /console */
 }
 
 static bool ready_check(void *user, gg_error *err) {

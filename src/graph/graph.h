@@ -155,6 +155,14 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
  * then only computes, so with a budget it may run on a thread that serves other work. */
 bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool);
 
+/* ---- document ------------------------------------------------------------------------- */
+
+/* The source text (YAML or JSON) as a JSON value, with the loader's YAML 1.2 core scalar
+ * rules; no validation. At most 100000 values and 200 levels with aliases expanded (a
+ * viewer's copy, so tighter than the loader's walk). NULL + err ("too_large", or the
+ * positioned parse error) otherwise. */
+json_t *gg_graph_document_json(const char *src, size_t len, gg_error *err);
+
 /* ---- provider ------------------------------------------------------------------------- */
 
 /* The graph as an MCP tool provider (takes its own reference on g). call_tool runs the

