@@ -3,9 +3,9 @@
  * parser of their own. */
 #include "graph/internal.h"
 
-/* JSON values a document may expand to. The loader's own bound (2M) is sized for what it
- * walks without copying; a viewer's copy costs ~100 bytes a value, and real graphs hold a
- * few thousand, so an alias bomb is refused here before anything is built. */
+/* JSON values a document may expand to. The parser already bounds what aliases add; this
+ * bounds the copy itself (~100 bytes a value; real graphs hold a few thousand), so a large
+ * document is refused here before anything is built. */
 #define DOC_MAX_VALUES 100000
 #define DOC_MAX_DEPTH 200 /* the loader's nesting bound, also through aliases */
 
@@ -21,7 +21,7 @@ static bool within(const ynode *n, long *budget, int depth) {
 
 json_t *gg_graph_document_json(const char *src, size_t len, gg_error *err) {
     ydoc d = {0};
-    if (!ydoc_parse(&d, src, len, err)) return NULL;
+    if (!ydoc_parse(&d, src, len, 0, err)) return NULL; /* the loader's alias bound */
     long budget = DOC_MAX_VALUES;
     json_t *j = NULL;
     if (!d.root) j = json_null();

@@ -19,7 +19,7 @@ const check = (desc, cond, detail) => {
   if (cond) { passed++; console.log(`ok - ${desc}`); }
   else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
 };
-const WAIT = { timeout: 20000 };
+const WAIT = { timeout: 45000 }; // generous: a loaded 2-core CI machine runs both builds
 const problems = [];   // browser console errors, page errors, failed requests
 
 const browser = await puppeteer.launch({
