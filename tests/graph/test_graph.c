@@ -667,7 +667,18 @@ START_TEST(mcp_crash_then_restart) {
     ck_assert_msg(strstr(r.error.message, "exited with status 7") && strstr(r.error.message, "crashing on purpose"),
                   "message: %s", r.error.message);
     gg_graph_result_clear(&r);
-    s = run(g, "echo_args", "{\"name\": \"b\", \"n\": 2}", &r); /* restarted after a backoff */
+    /* during the backoff calls fail at once with the reason; then the child is restarted */
+    s = NULL;
+    for (int i = 0; i < 100 && !s; i++) {
+        s = run(g, "echo_args", "{\"name\": \"b\", \"n\": 2}", &r);
+        if (!s) {
+            ck_assert_msg(!strcmp(r.error.code, "backoff") && strstr(r.error.message, "restarting in"), "after crash: %s: %s",
+                          r.error.code, r.error.message);
+            gg_error_clear(&r.error);
+            gg_graph_result_clear(&r);
+            usleep(20000);
+        }
+    }
     ck_assert_msg(s != NULL, "after crash: %s", r.error.message);
     o = json_loads(s, 0, NULL);
     ck_assert_int_ne(json_integer_value(json_object_get(o, "pid")), pid1);
@@ -687,12 +698,26 @@ START_TEST(mcp_restart_backs_off) {
     ck_assert_str_eq(r.error.code, "transport");
     ck_assert_msg(strstr(r.error.message, "refusing to start"), "message: %s", r.error.message);
     gg_graph_result_clear(&r);
+    /* no worker sleeps through the backoff: a call during it fails at once, saying why */
     double t0 = gg_now_ms();
-    ck_assert_ptr_null(run(g, "broken_start", "{}", &r)); /* waits out the backoff first */
-    gg_graph_result_clear(&r);
     ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
     double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "backoff");
+    ck_assert_msg(strstr(r.error.message, "refusing to start") && strstr(r.error.message, "restarting in"), "message: %s",
+                  r.error.message);
+    ck_assert_msg(took < 50, "a call during the backoff took %.0f ms", took);
     gg_graph_result_clear(&r);
+    /* restarts happen no sooner than the backoff allows (100 ms, then 200 ms) */
+    int restarts = 0;
+    t0 = gg_now_ms();
+    for (int i = 0; i < 400 && restarts < 2; i++) {
+        ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
+        if (!strcmp(r.error.code, "transport")) restarts++;
+        gg_graph_result_clear(&r);
+        usleep(5000);
+    }
+    took = gg_now_ms() - t0;
+    ck_assert_int_eq(restarts, 2);
     ck_assert_msg(took >= 250, "two restarts took only %.0f ms (backoff 100 ms, then 200 ms)", took);
     mcp_client *c = NULL;
     for (size_t i = 0; i < g->nservers; i++)
