@@ -279,6 +279,7 @@ static void gateway_free(gg_gateway *gw) {
     free(gw->policy_hosts);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
+    pthread_mutex_destroy(&gw->waiting_mu);
     pthread_mutex_destroy(&gw->sync_mu);
     pthread_mutex_destroy(&gw->watch_mu);
     pthread_cond_destroy(&gw->watch_cv);
@@ -303,6 +304,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->store = app->store;
     pthread_mutex_init(&gw->jobs_mu, NULL);
     pthread_cond_init(&gw->jobs_cv, NULL);
+    pthread_mutex_init(&gw->waiting_mu, NULL);
     pthread_mutex_init(&gw->sync_mu, NULL);
     pthread_mutex_init(&gw->watch_mu, NULL);
     pthread_cond_init(&gw->watch_cv, NULL);
@@ -334,7 +336,14 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!gw->sessions) goto oom;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
-    if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024))) goto oom;
+    /* no tenant on more than half the workers unless configured: another tenant always
+     * finds one free */
+    int tenant_running = cfg->tenant_max_running > 0 ? cfg->tenant_max_running : (workers / 2 > 0 ? workers / 2 : 1);
+    if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024, tenant_running,
+                                 cfg->tenant_max_queued)))
+        goto oom;
+    gw->tenant_max_waiting = cfg->tenant_max_waiting;
+    gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new())) goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
     gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);

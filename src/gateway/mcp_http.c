@@ -160,7 +160,9 @@ typedef struct gw_call_job {
     bool sse_ok, streaming, plain;
     bool text_history;   /* node records kept as text by the provider (mcp_call_use_history_text) */
     gg_exec_record *rec; /* taken under gw->jobs_mu (the announcer copies it) */
+    double accepted_ms;  /* monotonic, when the call was accepted (its time limits count from it) */
     double started_ms;   /* monotonic, when the worker picked it up */
+    bool may_wait;       /* counted in the waiting bounds (a tool with mcp nodes) */
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
@@ -208,11 +210,14 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
             gg_exec_record *h = gg_exec_record_copy_header(j->rec);
             if (h) gg_history_submit(gw->history, h);
         }
-        /* request_timeout bounds every call, whatever the graph's own limits say */
-        if (limit > 0 && !j->timed_out && now - j->started_ms >= (double)limit) {
+        /* request_timeout bounds every call from its acceptance (queue time included),
+         * whatever the graph's own limits say */
+        if (limit > 0 && !j->timed_out && now - j->accepted_ms >= (double)limit) {
             j->timed_out = 1;
             __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
         }
+        /* the client went away (when the HTTP layer saw it): nobody reads the answer */
+        if (j->a && gg_http_async_abandoned(j->a)) __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->jobs_mu);
 }
@@ -368,6 +373,16 @@ static void job_make_record(gw_call_job *j) {
                                       j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
 }
 
+static void job_call_done(void *user, char *body);
+
+/* A continuation of the job's run (its downstream answer arrived): back to the pool, on the
+ * tenant's queue. */
+static void job_resume(void *user, void (*fn)(void *arg), void *arg) {
+    gw_call_job *j = user;
+    gw_job job = {fn, fn, arg, j->ep.tenant};
+    gw_pool_resume(j->gw->pool, job);
+}
+
 static void job_run(void *arg) {
     gw_call_job *j = arg;
     gg_gateway *gw = j->gw;
@@ -376,7 +391,18 @@ static void job_run(void *arg) {
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
-    char *body = mcp_call_run(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant);
+    /* the run holds this worker only while it computes: waiting on a downstream server it
+     * yields, and its continuation comes back through job_resume */
+    mcp_call_async how = {job_resume, j, j->accepted_ms, job_call_done, j};
+    mcp_call_start(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant, &how);
+}
+
+static void waiting_release(gg_gateway *gw, const char *tenant);
+
+/* The run ended (on a worker): record, answer, release. */
+static void job_call_done(void *user, char *body) {
+    gw_call_job *j = user;
+    gg_gateway *gw = j->gw;
     if (j->timed_out && strcmp(mcp_call_status(j->call), "cancelled") == 0) {
         char msg[96];
         snprintf(msg, sizeof msg, "Request timed out after %lld ms", gw->cfg->request_timeout_ms);
@@ -388,6 +414,7 @@ static void job_run(void *arg) {
     record_finish(j);
     /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
+    if (j->may_wait) waiting_release(gw, j->ep.tenant);
     job_respond(j, body, 200);
     running_remove(gw, j);
     job_free(j);
@@ -401,6 +428,7 @@ static void job_refuse(void *arg) {
     gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
     if (j->ep.is_graph) gg_auth_exec_release(j->gw->auth, j->ep.tenant);
+    if (j->may_wait) waiting_release(j->gw, j->ep.tenant);
     job_respond(j, body, 503);
     job_free(j);
 }
@@ -439,9 +467,68 @@ static bool try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const
     return true;
 }
 
+/* ------------------------------------------------------------------ waiting bounds */
+
+/* Calls of one tenant in flight to tools that may wait on downstream servers. Such a call
+ * holds no thread while it waits, so the bound is on memory and downstream load, not on
+ * workers. Entries with no calls are dropped. */
+typedef struct gw_waiting {
+    char tenant[GG_NAME_MAX + 1];
+    int n;
+    struct gw_waiting *next;
+} gw_waiting;
+
+typedef enum { WAIT_OK, WAIT_TENANT_FULL, WAIT_FULL } wait_rc;
+
+static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
+    wait_rc rc = WAIT_OK;
+    pthread_mutex_lock(&gw->waiting_mu);
+    gw_waiting *w = gw->waiting;
+    while (w && strcmp(w->tenant, tenant) != 0) w = w->next;
+    if (gw->max_waiting > 0 && gw->waiting_total >= gw->max_waiting) rc = WAIT_FULL;
+    else if (gw->tenant_max_waiting > 0 && w && w->n >= gw->tenant_max_waiting) rc = WAIT_TENANT_FULL;
+    else if (!w && !(w = calloc(1, sizeof *w))) rc = WAIT_FULL;
+    else {
+        if (!w->n) {
+            snprintf(w->tenant, sizeof w->tenant, "%s", tenant);
+            w->next = gw->waiting;
+            gw->waiting = w;
+        }
+        w->n++;
+        gw->waiting_total++;
+    }
+    pthread_mutex_unlock(&gw->waiting_mu);
+    return rc;
+}
+
+static void waiting_release(gg_gateway *gw, const char *tenant) {
+    pthread_mutex_lock(&gw->waiting_mu);
+    for (gw_waiting **pp = &gw->waiting; *pp; pp = &(*pp)->next) {
+        gw_waiting *w = *pp;
+        if (strcmp(w->tenant, tenant) != 0) continue;
+        gw->waiting_total--;
+        if (--w->n == 0) {
+            *pp = w->next;
+            free(w);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&gw->waiting_mu);
+}
+
+/* Answer a call that will not run now (429 for the tenant's own caps, 503 otherwise). */
+static int refuse_call(gg_http_res *res, json_t *id, bool plain, int status, const char *message) {
+    gg_http_res_header(res, "Retry-After", "1");
+    if (plain) gg_http_res_error(res, status, status == 429 ? "rate_limited" : "busy", "%s", message);
+    else rpc_http_error(res, status, id, MCP_SERVER_BUSY, message);
+    json_decref(id);
+    return GG_HTTP_DONE;
+}
+
 /* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
+    double accepted = gg_now_ms(); /* the call's time limits count from here */
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
     json_t *id = json_incref(mcp_call_id(call));
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_MAX) {
@@ -463,6 +550,16 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         json_decref(id);
         return GG_HTTP_DONE;
     }
+    bool may_wait = ep->is_graph && mcp_call_may_wait(call);
+    wait_rc wrc = may_wait ? waiting_acquire(gw, ep->tenant) : WAIT_OK;
+    if (wrc != WAIT_OK) {
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        mcp_call_free(call);
+        gg_auth_exec_release(gw->auth, ep->tenant);
+        return refuse_call(res, id, plain, wrc == WAIT_TENANT_FULL ? 429 : 503,
+                           wrc == WAIT_TENANT_FULL ? "Too many calls of this tenant waiting on downstream servers; retry later"
+                                                   : "Server busy: too many calls waiting on downstream servers; retry later");
+    }
     /* the plain endpoint answers from the exit node's output in the JSON history */
     bool text_history = ep->is_graph && !plain && gw->history;
     if (text_history) mcp_call_use_history_text(call, gw->cfg->history_max_payload);
@@ -476,6 +573,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         free(j);
         mcp_call_free(call);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        if (may_wait) waiting_release(gw, ep->tenant);
         gg_http_res_header(res, "Retry-After", "1");
         if (plain) gg_http_res_error(res, 503, "busy", "server busy; retry later");
         else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
@@ -499,18 +597,25 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
     j->plain = plain;
     j->text_history = text_history;
-    gw_job job = {job_run, job_refuse, j};
-    if (!gw_pool_submit(gw->pool, job)) {
-        /* queue full: answer at once instead of piling up */
+    j->accepted_ms = accepted;
+    j->may_wait = may_wait;
+    gw_job job = {job_run, job_refuse, j, ep->tenant};
+    gw_submit_rc src = gw_pool_submit(gw->pool, job);
+    if (src != GW_SUBMIT_OK) {
+        /* queue full (the pool's or the tenant's): answer at once instead of piling up */
         __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
-        char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, "Server busy: the tool-call queue is full; retry later");
+        bool tenant = src == GW_SUBMIT_TENANT_FULL;
+        const char *msg = tenant ? "Too many queued calls for this tenant; retry later"
+                                 : "Server busy: the tool-call queue is full; retry later";
+        char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, msg);
         gg_http_res *ares = gg_http_async_res(a);
         gg_http_res_header(ares, "Retry-After", "1");
-        if (plain) gg_http_res_error(ares, 503, "busy", "the tool-call queue is full; retry later");
-        else if (body) gg_http_res_bytes(ares, 503, "application/json", body, strlen(body));
+        if (plain) gg_http_res_error(ares, tenant ? 429 : 503, tenant ? "rate_limited" : "busy", "%s", msg);
+        else if (body) gg_http_res_bytes(ares, tenant ? 429 : 503, "application/json", body, strlen(body));
         free(body);
         gg_http_async_complete(a);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        if (may_wait) waiting_release(gw, ep->tenant);
         job_free(j);
     }
     json_decref(id);
@@ -670,8 +775,8 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         b->has_key = true;
     }
     b->a = gg_http_defer(req);
-    gw_job job = {batch_run, batch_refuse, b};
-    if (!b->a || !gw_pool_submit(gw->pool, job)) {
+    gw_job job = {batch_run, batch_refuse, b, b->ep.tenant};
+    if (!b->a || gw_pool_submit(gw->pool, job) != GW_SUBMIT_OK) {
         if (b->a) { /* answer the deferred request with 503 */
             gg_http_res_header(gg_http_async_res(b->a), "Retry-After", "1");
             char *body = mcp_jsonrpc_error(NULL, MCP_SERVER_BUSY, "Server busy", NULL);

@@ -267,6 +267,20 @@ void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
+/* Asynchronous run: the call holds no thread while the tool waits downstream. done gets the
+ * serialized JSON-RPC response (caller frees) exactly once, on a worker (through resume)
+ * or before mcp_call_start returns; request_id, key_id and tenant must stay valid until
+ * then. */
+typedef void (*mcp_call_done_fn)(void *user, char *response);
+typedef struct mcp_call_async {
+    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg); /* see mcp_call_ctx */
+    void *resume_user;
+    double accepted_ms;       /* monotonic; 0 = now */
+    mcp_call_done_fn done;
+    void *user;
+} mcp_call_async;
+void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                    const mcp_call_async *how);
 /* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
 const char *mcp_call_status(const mcp_call *c);
 json_t *mcp_call_result(const mcp_call *c);    /* borrowed CallToolResult or NULL */
@@ -277,6 +291,7 @@ char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a
  * budget; NULL + *over means "run it on a worker after all" (the call is unchanged). */
 bool mcp_call_can_inline(const mcp_call *c);
+bool mcp_call_may_wait(const mcp_call *c); /* the tool may wait on I/O (not pure) */
 char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                           double budget_ms, bool *over);
 void mcp_call_free(mcp_call *c);

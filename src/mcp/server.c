@@ -259,6 +259,12 @@ struct mcp_call {
     json_t *result;
     char *error;
     double duration_ms;
+    /* an asynchronous run (mcp_call_start): what the provider reads until done */
+    mcp_sink sink;
+    mcp_call_ctx ctx;
+    mcp_call_done_fn done;
+    void *done_user;
+    double t0;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -398,6 +404,7 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
     return res;
 }
 
+
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
 
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
@@ -412,6 +419,37 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
     return finish_call(c, res, &err);
+}
+
+static void call_async_done(void *user, json_t *res, gg_error *err) {
+    mcp_call *c = user;
+    c->duration_ms = gg_now_ms() - c->t0;
+    gg_error e = GG_ERROR_INIT;
+    if (err && gg_error_is_set(err)) gg_error_move(&e, err);
+    char *body = finish_call(c, res, &e);
+    c->done(c->done_user, body);
+}
+
+/* Run the tool without holding this thread while it waits on downstream servers (see
+ * mcp.h); providers without an asynchronous call run synchronously here. */
+void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                    const mcp_call_async *how) {
+    c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
+    c->ctx = (mcp_call_ctx){&c->sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
+                            c->use_text ? &c->history_text : NULL, c->history_max, how->resume, how->resume_user,
+                            how->accepted_ms};
+    c->done = how->done;
+    c->done_user = how->user;
+    mcp_provider *p = c->srv->provider;
+    c->t0 = gg_now_ms();
+    if (p->call_tool_async) {
+        p->call_tool_async(p, c->tool->name, c->args, &c->ctx, call_async_done, c);
+        return;
+    }
+    gg_error err = GG_ERROR_INIT;
+    json_t *res = p->call_tool(p, c->tool->name, c->args, &c->ctx, &err);
+    call_async_done(c, res, &err);
+    gg_error_clear(&err);
 }
 
 /* The response for what the provider returned (res consumed, err cleared). */
@@ -450,6 +488,9 @@ static long long inline_backoff_ms(int misses) {
     long long ms = 50LL << (misses > 10 ? 8 : misses - 3);
     return ms > 10000 ? 10000 : ms;
 }
+
+/* Whether the tool can wait on I/O (it is not pure): such calls count in the waiting bounds. */
+bool mcp_call_may_wait(const mcp_call *c) { return !c->tool->pure; }
 
 /* Whether the call may be tried on the calling thread with mcp_call_run_inline: the tool
  * only computes, nothing will be streamed (no progressToken, no log level), and it has not

@@ -31,18 +31,18 @@ static void *stopper(void *p) {
 
 START_TEST(pool_bounds_and_stop) {
     gate_open = ran = refused = 0;
-    gw_pool *p = gw_pool_new(2, 3);
+    gw_pool *p = gw_pool_new(2, 3, 0, 0);
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(gw_pool_threads(p), 2);
-    gw_job j = {blocking_run, count_refuse, NULL};
+    gw_job j = {blocking_run, count_refuse, NULL, "t"};
     /* 2 running + 3 queued; the 6th is refused at once */
-    int accepted = gw_pool_submit(p, j) + gw_pool_submit(p, j);
+    int accepted = (gw_pool_submit(p, j) == GW_SUBMIT_OK) + (gw_pool_submit(p, j) == GW_SUBMIT_OK);
     for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* both picked up */
-    for (int i = 0; i < 3; i++) accepted += gw_pool_submit(p, j);
+    for (int i = 0; i < 3; i++) accepted += gw_pool_submit(p, j) == GW_SUBMIT_OK;
     ck_assert_int_eq(accepted, 5);
     for (int i = 0; i < 50 && gw_pool_queued(p) != 3; i++) usleep(10000);
     ck_assert_int_eq(gw_pool_queued(p), 3);
-    ck_assert(!gw_pool_submit(p, j));
+    ck_assert_int_eq(gw_pool_submit(p, j), GW_SUBMIT_FULL);
     /* stop while two run: the queued three are refused, the running two finish */
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, stopper, p), 0);
@@ -54,6 +54,73 @@ START_TEST(pool_bounds_and_stop) {
     pthread_join(t, NULL);
     ck_assert_int_eq(ran + refused, 5);
     ck_assert_int_ge(ran, 2);
+}
+END_TEST
+
+/* The order jobs ran in, by tag. */
+static char order[64];
+static int norder;
+static void tagged_run(void *arg) {
+    pthread_mutex_lock(&mu);
+    while (!gate_open) pthread_cond_wait(&cv, &mu);
+    if (norder < 63) order[norder++] = *(const char *)arg;
+    pthread_mutex_unlock(&mu);
+}
+
+static void open_gate(void) {
+    pthread_mutex_lock(&mu);
+    gate_open = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* One worker: tenant a's backlog does not delay tenant b beyond one job per turn. */
+START_TEST(pool_round_robin) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    gw_pool *p = gw_pool_new(1, 100, 0, 0);
+    static const char A = 'a', B = 'b', C = 'c';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    gw_job jc = {tagged_run, count_refuse, (void *)&C, "c"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK); /* the worker takes it and waits at the gate */
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK);
+    gw_pool_resume(p, jb); /* a continuation joins b's queue */
+    open_gate();
+    for (int i = 0; i < 200 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_str_eq(order, "aabcabaaa");
+}
+END_TEST
+
+/* Per-tenant caps: a tenant gets at most tenant_running workers and tenant_queued waiting
+ * calls; another tenant still gets a worker at once. */
+START_TEST(pool_tenant_caps) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    gw_pool *p = gw_pool_new(2, 100, 1, 2);
+    static const char A = 'a', B = 'b';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* picked up */
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    /* one of a's runs, two wait: a third waiting call is over a's cap */
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
+    ck_assert_int_eq(gw_pool_queued(p), 2);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_TENANT_FULL);
+    /* b's call takes the second worker although a's were queued first */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
+    ck_assert_int_eq(gw_pool_queued(p), 2);
+    open_gate();
+    for (int i = 0; i < 200 && norder < 4; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_int_eq(norder, 4);
 }
 END_TEST
 
@@ -117,6 +184,8 @@ int main(void) {
     Suite *s = suite_create("gateway");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, pool_bounds_and_stop);
+    tcase_add_test(tc, pool_round_robin);
+    tcase_add_test(tc, pool_tenant_caps);
     tcase_add_test(tc, registry_swap_and_refcounts);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

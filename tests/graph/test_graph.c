@@ -651,6 +651,101 @@ START_TEST(mcp_env_is_explicit) {
 }
 END_TEST
 
+/* A heap run yields on its mcp node and is woken by the answer. */
+typedef struct wake_box {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int woken;
+} wake_box;
+
+static void box_wake(void *user) {
+    wake_box *b = user;
+    pthread_mutex_lock(&b->mu);
+    b->woken++;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void box_wait(wake_box *b, int n) {
+    pthread_mutex_lock(&b->mu);
+    while (b->woken < n) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Advance until the run ends, waiting for each wake-up; returns the wake-ups used. */
+static int drive(gg_graph_run *run, wake_box *b, int woken) {
+    while (!gg_graph_run_advance(run)) box_wait(b, ++woken);
+    return woken;
+}
+
+/* The resumable executor: a run that waits on its downstream call holds no thread (advance
+ * returns), resumes on the answer, and its state survives a JSON round trip: the restored
+ * run, saved while waiting, makes its call again and ends with the same output. */
+START_TEST(run_yield_save_restore) {
+    if (!have_node) return;
+    gg_graph *g = downstream();
+    ck_assert_ptr_nonnull(g);
+    wake_box b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    gg_graph_run_options ro = {.record_inputs = true, .wake = box_wake, .wake_user = &b};
+    json_t *args = json_pack("{s:s, s:i}", "name", "Ada", "n", 4);
+    gg_graph_run *run = gg_graph_run_new(g, "echo_args", args, &ro);
+    ck_assert_ptr_nonnull(run);
+    ck_assert(!gg_graph_run_advance(run)); /* entry done, waiting on "call" */
+    box_wait(&b, 1);
+    json_t *state = gg_graph_run_save(run);
+    ck_assert_ptr_nonnull(state);
+    ck_assert_str_eq(json_string_value(json_object_get(state, "node")), "call");
+    ck_assert(json_is_true(json_object_get(state, "waiting")));
+    ck_assert_int_eq(json_array_size(json_object_get(state, "outputs")), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(state, "history")), 1);
+    /* through text, as a token or a database row would carry it */
+    char *text = json_dumps(state, JSON_COMPACT);
+    json_t *back = json_loads(text, 0, NULL);
+    free(text);
+    gg_error err = GG_ERROR_INIT;
+    wake_box b2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    gg_graph_run_options ro2 = ro;
+    ro2.wake_user = &b2;
+    gg_graph_run *copy = gg_graph_run_restore(g, back, &ro2, &err);
+    ck_assert_msg(copy != NULL, "restore: %s", err.message);
+    json_t *again = gg_graph_run_save(copy);
+    /* the same, except the clock and that the copy has not sent its call yet */
+    ck_assert(!json_is_true(json_object_get(again, "waiting")));
+    json_t *want = json_deep_copy(state);
+    const char *skip[] = {"elapsedMs", "waiting"};
+    for (int i = 0; i < 2; i++) json_object_del(again, skip[i]), json_object_del(want, skip[i]);
+    char *ga = json_dumps(again, JSON_SORT_KEYS), *gw = json_dumps(want, JSON_SORT_KEYS);
+    ck_assert_msg(json_equal(again, want), "restored %s\nsaved %s", ga, gw);
+    free(ga);
+    free(gw);
+    json_decref(want);
+    json_decref(again);
+    drive(run, &b, 1);
+    drive(copy, &b2, 0);
+    gg_graph_result r1, r2;
+    ck_assert(gg_graph_run_result(run, &r1));
+    ck_assert_msg(gg_graph_run_result(copy, &r2), "%s", r2.error.message);
+    json_t *e1 = json_object_get(r1.output, "echo"), *e2 = json_object_get(r2.output, "echo");
+    ck_assert_str_eq(json_string_value(json_object_get(e1, "fromExpr")), "Ada!");
+    ck_assert(json_equal(e1, e2));
+    ck_assert_int_eq(r1.node_executions, r2.node_executions);
+    ck_assert_int_eq(json_array_size(r1.history), json_array_size(r2.history));
+    gg_graph_result_clear(&r1);
+    gg_graph_result_clear(&r2);
+    gg_graph_run_free(run);
+    gg_graph_run_free(copy);
+    /* a state that does not fit the graph is refused */
+    json_object_set_new(back, "node", json_string("nope"));
+    ck_assert_ptr_null(gg_graph_run_restore(g, back, &ro2, &err));
+    ck_assert_str_eq(err.code, "invalid_state");
+    gg_error_clear(&err);
+    json_decref(back);
+    json_decref(state);
+    json_decref(args);
+    gg_graph_unref(g);
+}
+END_TEST
+
 START_TEST(mcp_crash_then_restart) {
     if (!have_node) return;
     gg_graph *g = downstream();
@@ -1256,6 +1351,7 @@ int main(void) {
     tcase_set_timeout(td, 60);
     tcase_add_test(td, mcp_args_forms_and_results);
     tcase_add_test(td, mcp_env_is_explicit);
+    tcase_add_test(td, run_yield_save_restore);
     tcase_add_test(td, mcp_crash_then_restart);
     tcase_add_test(td, mcp_hang_times_out);
     tcase_add_test(td, mcp_restart_backs_off);
