@@ -210,7 +210,9 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_tool_calls_inline_total counter\ngraphgate_tool_calls_inline_total %llu\n"
                      "# HELP graphgate_tool_calls_inline_over_budget_total inline attempts that outgrew the budget and were re-run on a worker\n"
                      "# TYPE graphgate_tool_calls_inline_over_budget_total counter\ngraphgate_tool_calls_inline_over_budget_total %llu\n"
-                     "# HELP graphgate_tool_calls_running tool calls running on workers now\n"
+                     "# HELP graphgate_tool_calls_waiting_capable calls in flight to tools that may wait on downstream servers (bounded by tenants.max_waiting, max_waiting_runs)\n"
+                     "# TYPE graphgate_tool_calls_waiting_capable gauge\ngraphgate_tool_calls_waiting_capable %d\n"
+                     "# HELP graphgate_tool_calls_running tool calls started and not finished (computing on a worker or waiting downstream without a thread)\n"
                      "# TYPE graphgate_tool_calls_running gauge\ngraphgate_tool_calls_running %d\n"
                      "# HELP graphgate_workers tool-call worker threads\n# TYPE graphgate_workers gauge\ngraphgate_workers %d\n"
                      "# HELP graphgate_queue_depth tool calls waiting for a worker\n# TYPE graphgate_queue_depth gauge\ngraphgate_queue_depth %d\n"
@@ -220,7 +222,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
+                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);

@@ -495,7 +495,7 @@ static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
             gw->waiting = w;
         }
         w->n++;
-        gw->waiting_total++;
+        __atomic_add_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->waiting_mu);
     return rc;
@@ -506,7 +506,7 @@ static void waiting_release(gg_gateway *gw, const char *tenant) {
     for (gw_waiting **pp = &gw->waiting; *pp; pp = &(*pp)->next) {
         gw_waiting *w = *pp;
         if (strcmp(w->tenant, tenant) != 0) continue;
-        gw->waiting_total--;
+        __atomic_sub_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
         if (--w->n == 0) {
             *pp = w->next;
             free(w);
