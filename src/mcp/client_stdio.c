@@ -64,7 +64,7 @@ typedef struct stdio_client {
     char ring[RING_SIZE];
     size_t ring_pos, ring_len;
     int starts, failures;
-    double last_start_ms;
+    double died_ms;           /* when the last child was seen dead (backoff counts from it) */
 } stdio_client;
 
 static void ring_put(stdio_client *c, const char *b, size_t n) {
@@ -398,6 +398,7 @@ static void *reader_main(void *arg) {
     c->in_fd = -1;
     c->alive = c->ready = c->starting = false;
     c->exit_status = status;
+    c->died_ms = gg_now_ms();
     if (!c->closing) c->failures++;
     /* every request of this child (and those queued for its initialize) ends now */
     sreq *dead = c->queued, **tail = &dead;
@@ -487,7 +488,6 @@ static bool spawn_locked(stdio_client *c, gg_error *err) {
     c->alive = true;
     c->generation++;
     c->starts++;
-    c->last_start_ms = gg_now_ms();
     *ra = (reader_arg){c, out_p[0], err_p[0], c->generation, pid};
     pthread_t th;
     pthread_attr_t pa;
@@ -589,7 +589,7 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
         int shift = c->failures - 1 > 6 ? 6 : c->failures - 1;
         double delay = BACKOFF_MIN_MS * (double)(1 << shift);
         if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
-        double left = c->last_start_ms + delay - gg_now_ms();
+        double left = c->died_ms + delay - gg_now_ms();
         if (left > 0) {
             char m[300];
             death_message(c, m, sizeof m);
