@@ -6,6 +6,7 @@
 #include <check.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -746,6 +747,108 @@ START_TEST(run_yield_save_restore) {
 }
 END_TEST
 
+/* ---- the asynchronous client API: every started request is finished exactly once ---------- */
+
+typedef struct tally {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int total, ok, timeout, cancelled, other;
+} tally;
+
+static void tally_done(void *user, json_t *result, gg_error *err) {
+    tally *t = user;
+    pthread_mutex_lock(&t->mu);
+    t->total++;
+    if (result) t->ok++;
+    else if (!strcmp(err->code, "timeout")) t->timeout++;
+    else if (!strcmp(err->code, "cancelled")) t->cancelled++;
+    else t->other++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Wait (bounded) until *field reaches want. */
+static int tally_wait(tally *t, int *field, int want, int ms) {
+    double end = gg_now_ms() + ms;
+    pthread_mutex_lock(&t->mu);
+    while (*field < want && gg_now_ms() < end) {
+        pthread_mutex_unlock(&t->mu);
+        usleep(5000);
+        pthread_mutex_lock(&t->mu);
+    }
+    int v = *field;
+    pthread_mutex_unlock(&t->mu);
+    return v;
+}
+
+/* 40 calls that time out, 40 cancelled through their flag, 40 answered: 120 callbacks, no
+ * more, no thread per call; hung calls end by their deadline. */
+static void async_exactly_once(mcp_client *c) {
+    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
+    volatile int cancel = 0;
+    json_t *slow = json_pack("{s:i}", "ms", 20);
+    double t0 = gg_now_ms();
+    for (int i = 0; i < 40; i++) {
+        mcp_client_call_tool_start(c, "hang", NULL, 400, NULL, tally_done, &t);
+        mcp_client_call_tool_start(c, "hang", NULL, 30000, &cancel, tally_done, &t);
+        mcp_client_call_tool_start(c, "slow", slow, 30000, NULL, tally_done, &t);
+    }
+    ck_assert_int_eq(tally_wait(&t, &t.ok, 40, 20000), 40);
+    __atomic_store_n(&cancel, 1, __ATOMIC_RELAXED);
+    ck_assert_int_eq(tally_wait(&t, &t.total, 120, 20000), 120);
+    ck_assert_msg(gg_now_ms() - t0 < 15000, "took %.0f ms", gg_now_ms() - t0);
+    usleep(300000); /* a second callback for any of them would show now */
+    pthread_mutex_lock(&t.mu);
+    ck_assert_int_eq(t.total, 120);
+    ck_assert_int_eq(t.timeout, 40);
+    ck_assert_int_eq(t.cancelled, 40);
+    ck_assert_int_eq(t.other, 0);
+    pthread_mutex_unlock(&t.mu);
+    json_decref(slow);
+}
+
+START_TEST(client_async_stdio) {
+    if (!have_node) return;
+    char fault[PATH_MAX + 64];
+    snprintf(fault, sizeof fault, "%.*s/tests/fixtures/fault/fault_server.mjs", PATH_MAX - 60, srcdir);
+    const char *args[] = {fault, NULL};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "fault", .command = "node", .args = args};
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
+    ck_assert_ptr_nonnull(c);
+    async_exactly_once(c);
+    ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+}
+END_TEST
+
+START_TEST(client_async_http) {
+    if (!have_node) return;
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "exec node %.*s/tests/fixtures/fault/fault_server.mjs --http 2>&1", PATH_MAX - 60, srcdir);
+    setenv("PORT", "0", 1);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    const char *at = strstr(line, "listening on ");
+    ck_assert_ptr_nonnull(at);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", atoi(at + 13));
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "fault", .url = url};
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
+    ck_assert_ptr_nonnull(c);
+    async_exactly_once(c);
+    ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+    const char *pid = strstr(line, "pid ");
+    ck_assert_ptr_nonnull(pid);
+    kill((pid_t)atoi(pid + 4), SIGTERM);
+    pclose(f);
+}
+END_TEST
+
 START_TEST(mcp_crash_then_restart) {
     if (!have_node) return;
     gg_graph *g = downstream();
@@ -1352,6 +1455,8 @@ int main(void) {
     tcase_add_test(td, mcp_args_forms_and_results);
     tcase_add_test(td, mcp_env_is_explicit);
     tcase_add_test(td, run_yield_save_restore);
+    tcase_add_test(td, client_async_stdio);
+    tcase_add_test(td, client_async_http);
     tcase_add_test(td, mcp_crash_then_restart);
     tcase_add_test(td, mcp_hang_times_out);
     tcase_add_test(td, mcp_restart_backs_off);
