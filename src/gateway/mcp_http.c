@@ -633,17 +633,11 @@ typedef struct batch_job {
     endpoint ep;
     char key_id[GG_KEY_ID_LEN + 1];
     bool has_key;
+    size_t next;        /* the call running or next to run */
+    int meet;           /* atomic: its starter and its answer meet; the second goes on */
 } batch_job;
 
-static void batch_finish(batch_job *b, bool refuse) {
-    for (size_t i = 0; i < b->ncalls; i++) {
-        char *body = refuse ? mcp_call_refuse(b->calls[i], MCP_SERVER_BUSY, "the server is shutting down")
-                            : mcp_call_run(b->calls[i], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant);
-        json_t *v = body ? json_loads(body, 0, NULL) : NULL;
-        if (v) json_array_append_new(b->responses, v);
-        free(body);
-        mcp_call_free(b->calls[i]);
-    }
+static void batch_end(batch_job *b) {
     free(b->calls);
     if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
     gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
@@ -651,8 +645,49 @@ static void batch_finish(batch_job *b, bool refuse) {
     mcp_server_unref(b->ep.srv);
     free(b);
 }
-static void batch_run(void *arg) { batch_finish(arg, false); }
-static void batch_refuse(void *arg) { batch_finish(arg, true); }
+
+static void batch_add(batch_job *b, char *body) {
+    json_t *v = body ? json_loads(body, 0, NULL) : NULL;
+    if (v) json_array_append_new(b->responses, v);
+    free(body);
+    mcp_call_free(b->calls[b->next]);
+    b->next++;
+}
+
+static void batch_resume(void *user, void (*fn)(void *arg), void *arg) {
+    batch_job *b = user;
+    gw_job job = {fn, fn, arg, b->ep.tenant};
+    gw_pool_resume(b->gw->pool, job);
+}
+
+static void batch_step(batch_job *b);
+
+/* One call of the batch ended (on a worker, or inside mcp_call_start). */
+static void batch_call_done(void *user, char *body) {
+    batch_job *b = user;
+    batch_add(b, body);
+    /* the second of starter and answer goes on with the next call */
+    if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 2) batch_step(b);
+}
+
+/* Run the batch's calls one after another; a call waiting downstream holds no thread. */
+static void batch_step(batch_job *b) {
+    while (b->next < b->ncalls) {
+        __atomic_store_n(&b->meet, 0, __ATOMIC_RELAXED);
+        mcp_call_async how = {batch_resume, b, 0, batch_call_done, b};
+        mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant, &how);
+        if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 1) return; /* the answer goes on */
+    }
+    batch_end(b);
+}
+
+static void batch_run(void *arg) { batch_step(arg); }
+
+static void batch_refuse(void *arg) {
+    batch_job *b = arg;
+    while (b->next < b->ncalls) batch_add(b, mcp_call_refuse(b->calls[b->next], MCP_SERVER_BUSY, "the server is shutting down"));
+    batch_end(b);
+}
 
 /* ------------------------------------------------------------------ the handler */
 

@@ -116,6 +116,13 @@ call http_ok >/dev/null
 t "a stopped HTTP downstream: 'connection refused'" has "$GG_TMP/r.json" 'connection refused'
 start_http "$HTTP_PORT"
 
+# a 2025-03-26 batch of calls that wait downstream (one after another, no thread held)
+sid_old=$(gw_init "$url" "" 2025-03-26)
+gw_rpc "$GG_TMP/batch.json" "$url" "" "$sid_old" \
+  '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","arguments":{}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"http_ok","arguments":{}}}]' \
+  -H 'MCP-Protocol-Version: 2025-03-26' >/dev/null
+t "a batch of downstream calls answers each" eq "$(jget "$GG_TMP/batch.json" 'sorted(r["id"] for r in d if r["result"]["structuredContent"]["ok"])')" "[1, 2]"
+
 # cancellation of a waiting run: notifications/cancelled
 cancel_case() { # TOOL STATS-TOOL HOW
   local before; call "$2" >/dev/null; before=$(jget "$GG_TMP/r.json" 'd["result"]["structuredContent"]["cancelled"]')
