@@ -67,6 +67,13 @@ static void tagged_run(void *arg) {
     pthread_mutex_unlock(&mu);
 }
 
+static int ran_count(void) {
+    pthread_mutex_lock(&mu);
+    int n = norder;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
 static void open_gate(void) {
     pthread_mutex_lock(&mu);
     gate_open = 1;
@@ -118,7 +125,7 @@ START_TEST(pool_tenant_caps) {
     for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
     ck_assert_int_eq(gw_pool_queued(p), 2);
     open_gate();
-    for (int i = 0; i < 200 && norder < 4; i++) usleep(10000);
+    for (int i = 0; i < 200 && ran_count() < 4; i++) usleep(10000);
     gw_pool_stop(p);
     ck_assert_int_eq(norder, 4);
 }
