@@ -49,7 +49,7 @@ void mcp_client_start(mcp_client *c, const char *method, json_t *params, int tim
 
 void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
                                 volatile int *cancel, mcp_client_done_fn done, void *user) {
-    json_t *params = json_pack("{s:s, s:O}", "name", tool, "arguments", arguments ? arguments : json_object());
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (!params) {
         gg_error e = GG_ERROR_INIT;
         gg_error_set(&e, "oom", "out of memory");
@@ -103,7 +103,7 @@ json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, in
 /* tools/call {name, arguments}; returns the CallToolResult. */
 json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms, volatile int *cancel,
                              gg_error *err) {
-    json_t *params = json_pack("{s:s, s:O}", "name", tool, "arguments", arguments ? arguments : json_object());
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (!params) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;
