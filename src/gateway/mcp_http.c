@@ -163,6 +163,7 @@ typedef struct gw_call_job {
     double accepted_ms;  /* monotonic, when the call was accepted (its time limits count from it) */
     double started_ms;   /* monotonic, when the worker picked it up */
     bool may_wait;       /* counted in the waiting bounds (a tool with mcp nodes) */
+    bool answering;      /* set under gw->jobs_mu before the answer goes out (j->a then ends) */
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
@@ -216,8 +217,10 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
             j->timed_out = 1;
             __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
         }
-        /* the client went away (when the HTTP layer saw it): nobody reads the answer */
-        if (j->a && gg_http_async_abandoned(j->a)) __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+        /* the client went away (when the HTTP layer saw it): nobody reads the answer. j->a
+         * is ours until the job answers (then the HTTP layer may free it at once) */
+        if (j->a && !j->answering && gg_http_async_abandoned(j->a))
+            __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->jobs_mu);
 }
@@ -415,6 +418,9 @@ static void job_call_done(void *user, char *body) {
     /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
     if (j->may_wait) waiting_release(gw, j->ep.tenant);
+    pthread_mutex_lock(&gw->jobs_mu);
+    j->answering = true;
+    pthread_mutex_unlock(&gw->jobs_mu);
     job_respond(j, body, 200);
     running_remove(gw, j);
     job_free(j);

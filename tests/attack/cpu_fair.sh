@@ -14,6 +14,7 @@ eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 cat >"$GG_TMP/config.yaml" <<YAML
 workers: 4
 inline_budget: 1ms
+request_timeout: 300s # the burst runs for long under sanitizers: queue time counts
 YAML
 cat >"$GG_TMP/burn.yaml" <<'YAML'
 version: "1.0"
@@ -73,7 +74,7 @@ worst=$(sort -n "$GG_TMP/b.ms" | tail -1)
 still=$(metric graphgate_queue_depth)
 # generous for a loaded 2-core machine: B's call takes a few ms alone; behind A's backlog
 # on a shared FIFO it would wait for A's runs (seconds)
-t "B's calls during A's burst: worst $worst ms (bound 2000)" le "$worst" 2000
+t "B's calls during A's burst: worst $worst ms (bound 3000)" le "$worst" 3000
 t "... while A's calls were still queued ($still)" ge "$still" 1
 t "B's answer is right" grep -q '"sum":800020000' "$GG_TMP/b.json"
 t "/health within 100 ms during the burst" health_fast 100

@@ -121,7 +121,11 @@ sid_old=$(gw_init "$url" "" 2025-03-26)
 gw_rpc "$GG_TMP/batch.json" "$url" "" "$sid_old" \
   '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok","arguments":{}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"http_ok","arguments":{}}}]' \
   -H 'MCP-Protocol-Version: 2025-03-26' >/dev/null
-t "a batch of downstream calls answers each" eq "$(jget "$GG_TMP/batch.json" 'sorted(r["id"] for r in d if r["result"]["structuredContent"]["ok"])')" "[1, 2]"
+batch_ok() {
+  [ "$(jget "$GG_TMP/batch.json" 'sorted(r["id"] for r in d if r["result"]["structuredContent"]["ok"])')" = "[1, 2]" ] ||
+    { echo "   batch answer:" >&2; head -c 800 "$GG_TMP/batch.json" >&2; echo >&2; return 1; }
+}
+t "a batch of downstream calls answers each" batch_ok
 
 # cancellation of a waiting run: notifications/cancelled
 cancel_case() { # TOOL STATS-TOOL HOW
