@@ -228,10 +228,21 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
     c->queued = NULL;
     c->starting = false;
     bool ok = !emsg[0] && c->alive && c->generation == gen;
+    /* the lines go out after mu is let go, when the list may change (a deadline or cancel
+     * flag finishes a request): each is held by a reference meanwhile */
+    size_t n = 0;
+    for (sreq *r = q; r; r = r->next) n++;
+    sreq **out = ok && n ? malloc(n * sizeof *out) : NULL;
+    if (ok && n && !out) ok = false, snprintf(emsg, sizeof emsg, "out of memory");
     if (ok) {
         c->ready = true;
         c->failures = 0;
-        for (sreq *r = q; r; r = r->next) r->generation = gen;
+        n = 0;
+        for (sreq *r = q; r; r = r->next) {
+            r->generation = gen;
+            mcp_pending_ref(&r->p);
+            out[n++] = r;
+        }
         /* in order, ahead of anything sent later */
         sreq **tail = &q;
         while (*tail) tail = &(*tail)->next;
@@ -246,11 +257,13 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
         fail_all(q, "transport", emsg[0] ? emsg : "MCP server exited during initialize");
         return;
     }
-    for (sreq *r = q; r;) {
-        sreq *next = r->next; /* read first: a reply may finish r once its line is out */
-        if (!send_line(c, gen, r->line, r->len, r->p.deadline)) break; /* the reader fails the rest */
-        r = next;
+    /* a line that cannot be written means the child is gone: its death fails the rest */
+    bool sending = true;
+    for (size_t i = 0; i < n; i++) {
+        if (sending) sending = send_line(c, gen, out[i]->line, out[i]->len, out[i]->p.deadline);
+        mcp_pending_unref(&out[i]->p);
     }
+    free(out);
 }
 
 static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
