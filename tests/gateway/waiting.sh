@@ -16,12 +16,15 @@ le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got 
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2':" >&2; head -c 600 "$1" >&2; echo >&2; return 1; }; }
 
 HTTP_PID=""
+HTTP_STARTS=0
 start_http() { # [PORT] → starts the HTTP fault server, sets HTTP_PORT
-  PORT=${1:-0} "$NODE" "$FAULT" --http 2>"$GG_TMP/http.err" &
+  HTTP_STARTS=$((HTTP_STARTS + 1))
+  local log="$GG_TMP/http.$HTTP_STARTS.err" # a fresh file: never the previous server's line
+  PORT=${1:-0} "$NODE" "$FAULT" --http 2>"$log" &
   HTTP_PID=$!
   HTTP_PORT=""
   for _ in $(seq 1 300); do
-    HTTP_PORT=$(sed -n 's/.*listening on \([0-9]*\).*/\1/p' "$GG_TMP/http.err")
+    HTTP_PORT=$(sed -n 's/.*listening on \([0-9]*\).*/\1/p' "$log" 2>/dev/null)
     [ -n "$HTTP_PORT" ] && return 0
     sleep 0.05
   done
