@@ -481,12 +481,13 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
 /* A tool that keeps outgrowing its inline budget runs on workers only for a while before it
  * is tried inline again. The budget is wall time, so a thread preempted on a busy machine
  * misses it now and then: only the third miss in a row (no inline success between) counts
- * as "too slow", then 50 ms on workers, doubling with each further miss up to 10 s (a tool
- * that is simply too slow then wastes at most one budget every 10 s). */
+ * as "too slow", then 50 ms on workers, doubling with each further miss up to 1 s (short:
+ * a tool whose inputs vary gets back inline soon; one that is simply too slow wastes at
+ * most one budget a second — its calls meanwhile wait in the tenant's fair queue). */
 static long long inline_backoff_ms(int misses) {
     if (misses < 3) return 0;
-    long long ms = 50LL << (misses > 10 ? 8 : misses - 3);
-    return ms > 10000 ? 10000 : ms;
+    long long ms = 50LL << (misses > 8 ? 5 : misses - 3);
+    return ms > 1000 ? 1000 : ms;
 }
 
 /* Whether the tool can wait on I/O (it is not pure): such calls count in the waiting bounds. */
