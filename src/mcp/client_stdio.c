@@ -50,7 +50,9 @@ typedef struct stdio_client {
 
     pthread_mutex_t mu;       /* guards everything below */
     pthread_cond_t cv;        /* the reader ended */
-    pthread_mutex_t write_mu; /* one writer at a time on stdin */
+    pthread_mutex_t write_mu; /* guards outbox: one writer at a time on stdin */
+    gg_strbuf outbox;         /* what the child's stdin did not take yet (its reader drains it) */
+    int wake[2];              /* a byte here tells the reader the outbox has data */
     pid_t pid;
     int in_fd;                /* the child's stdin (its stdout and stderr belong to its reader) */
     int readers;              /* reader threads still running (detached) */
@@ -104,34 +106,40 @@ static int stdio_start_count(void *impl) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-static bool write_all(int fd, const char *buf, size_t len, double deadline_ms) {
+/* Write what the child's stdin takes now, without waiting; the rest stays in the outbox
+ * (caller holds write_mu). */
+static void outbox_flush(stdio_client *c, int fd) {
     size_t off = 0;
-    while (off < len) {
-        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            off += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            double left = deadline_ms - gg_now_ms();
-            if (left <= 0) return false;
-            struct pollfd p = {fd, POLLOUT, 0};
-            poll(&p, 1, left > 100 ? 100 : (int)left + 1);
-            continue;
-        }
-        return false;
+    while (off < c->outbox.len) {
+        ssize_t w = send(fd, c->outbox.data + off, c->outbox.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) off += (size_t)w;
+        else if (w < 0 && errno == EINTR) continue;
+        else break; /* full (the reader waits for room) or gone (its death ends the requests) */
     }
-    return true;
+    memmove(c->outbox.data, c->outbox.data + off, c->outbox.len - off);
+    c->outbox.len -= off;
 }
 
-/* Write one line to the child of generation gen (false when it is gone or stuck). */
+/* Queue one line for the child of generation gen and write what fits now. Never waits: a
+ * child that does not read its input only grows its outbox, up to MAX_LINE, past which
+ * writes fail (false also when the child is gone). */
 static bool send_line(stdio_client *c, int gen, const char *line, size_t len, double deadline_ms) {
+    (void)deadline_ms;
     pthread_mutex_lock(&c->write_mu);
     pthread_mutex_lock(&c->mu);
     int fd = c->alive && c->generation == gen ? c->in_fd : -1;
     pthread_mutex_unlock(&c->mu);
-    bool ok = fd >= 0 && write_all(fd, line, len, deadline_ms);
+    bool ok = fd >= 0 && c->outbox.len + len <= MAX_LINE;
+    if (ok) {
+        bool was_empty = c->outbox.len == 0;
+        gg_strbuf_append(&c->outbox, line, len);
+        ok = !c->outbox.oom;
+        if (ok) outbox_flush(c, fd);
+        if (ok && c->outbox.len && was_empty) { /* the reader polls for room from now on */
+            char one = 1;
+            if (write(c->wake[1], &one, 1) < 0) {} /* full pipe: the reader is awake anyway */
+        }
+    }
     pthread_mutex_unlock(&c->write_mu);
     return ok;
 }
@@ -314,7 +322,7 @@ static int reap(pid_t pid) {
 
 typedef struct reader_arg {
     stdio_client *c;
-    int out_fd, err_fd, gen;
+    int in_fd, out_fd, err_fd, gen;
     pid_t pid;
 } reader_arg;
 
@@ -336,10 +344,23 @@ static bool read_lines(stdio_client *c, const reader_arg *a, bool *err_open) {
     size_t len = 0, cap = 0;
     bool ok = true;
     for (;;) {
-        struct pollfd fds[2] = {{a->out_fd, POLLIN, 0}, {*err_open ? a->err_fd : -1, POLLIN, 0}};
-        int rc = poll(fds, 2, 1000);
+        pthread_mutex_lock(&c->write_mu);
+        bool pending_out = c->outbox.len > 0;
+        pthread_mutex_unlock(&c->write_mu);
+        struct pollfd fds[4] = {{a->out_fd, POLLIN, 0}, {*err_open ? a->err_fd : -1, POLLIN, 0},
+                                {c->wake[0], POLLIN, 0}, {pending_out ? a->in_fd : -1, POLLOUT, 0}};
+        int rc = poll(fds, 4, 1000);
         if (rc < 0 && errno == EINTR) continue;
         if (rc < 0) break;
+        if (fds[2].revents & POLLIN) {
+            char drain[64];
+            while (read(c->wake[0], drain, sizeof drain) > 0) {}
+        }
+        if (fds[3].revents & (POLLOUT | POLLERR | POLLHUP)) { /* room on the child's stdin */
+            pthread_mutex_lock(&c->write_mu);
+            outbox_flush(c, a->in_fd);
+            pthread_mutex_unlock(&c->write_mu);
+        }
         if (*err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) ring_read(c, a->err_fd, err_open);
         if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (cap - len < 65536) {
@@ -409,6 +430,7 @@ static void *reader_main(void *arg) {
     if (!ok) ring_put(c, "\n[graphgate: response line too long]\n", 37);
     close(c->in_fd);
     c->in_fd = -1;
+    gg_strbuf_reset(&c->outbox); /* lines for the dead child */
     c->alive = c->ready = c->starting = false;
     c->exit_status = status;
     c->died_ms = gg_now_ms();
@@ -501,7 +523,7 @@ static bool spawn_locked(stdio_client *c, gg_error *err) {
     c->alive = true;
     c->generation++;
     c->starts++;
-    *ra = (reader_arg){c, out_p[0], err_p[0], c->generation, pid};
+    *ra = (reader_arg){c, in_sv[1], out_p[0], err_p[0], c->generation, pid};
     pthread_t th;
     pthread_attr_t pa;
     pthread_attr_init(&pa);
@@ -717,6 +739,9 @@ static void stdio_destroy(void *impl) {
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->write_mu);
     pthread_cond_destroy(&c->cv);
+    for (int i = 0; i < 2; i++)
+        if (c->wake[i] >= 0) close(c->wake[i]);
+    gg_strbuf_free(&c->outbox);
     free(c->name);
     free(c->command);
     free(c->cwd);
@@ -772,6 +797,7 @@ void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *polic
         return NULL;
     }
     c->in_fd = -1;
+    c->wake[0] = c->wake[1] = -1;
     c->policy = policy;
     c->loop = mcp_loop_shared();
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
@@ -782,7 +808,7 @@ void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *polic
     for (const char *const *p = cfg->args; p && *p; p++) n++;
     c->argv = calloc(n + 2, sizeof *c->argv);
     c->envp = build_env(cfg->env);
-    bool ok = c->loop && c->name && c->command && (!cfg->cwd || c->cwd) && c->argv && c->envp;
+    bool ok = pipe2(c->wake, O_NONBLOCK | O_CLOEXEC) == 0 && c->loop && c->name && c->command && (!cfg->cwd || c->cwd) && c->argv && c->envp;
     if (c->argv) {
         c->argv[0] = strdup(cfg->command);
         ok = ok && c->argv[0];

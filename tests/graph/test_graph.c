@@ -753,6 +753,7 @@ typedef struct tally {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int total, ok, timeout, cancelled, other;
+    char last_other[300];
 } tally;
 
 static void tally_done(void *user, json_t *result, gg_error *err) {
@@ -762,7 +763,10 @@ static void tally_done(void *user, json_t *result, gg_error *err) {
     if (result) t->ok++;
     else if (!strcmp(err->code, "timeout")) t->timeout++;
     else if (!strcmp(err->code, "cancelled")) t->cancelled++;
-    else t->other++;
+    else {
+        t->other++;
+        snprintf(t->last_other, sizeof t->last_other, "%s: %s", err->code, err->message ? err->message : "");
+    }
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
 }
@@ -784,7 +788,7 @@ static int tally_wait(tally *t, int *field, int want, int ms) {
 /* 40 calls that time out, 40 cancelled through their flag, 40 answered: 120 callbacks, no
  * more, no thread per call; hung calls end by their deadline. */
 static void async_exactly_once(mcp_client *c) {
-    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
+    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
     volatile int cancel = 0;
     json_t *slow = json_pack("{s:i}", "ms", 20);
     double t0 = gg_now_ms();
@@ -818,6 +822,38 @@ START_TEST(client_async_stdio) {
     ck_assert_ptr_nonnull(c);
     async_exactly_once(c);
     ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+}
+END_TEST
+
+/* A child that stops reading its input never blocks the caller: 100 calls with 20 KB of
+ * arguments each (far more than the pipe holds) start at once and end at their deadline. */
+START_TEST(client_stdio_deaf_child) {
+    if (!have_node) return;
+    char fault[PATH_MAX + 64];
+    snprintf(fault, sizeof fault, "%.*s/tests/fixtures/fault/fault_server.mjs", PATH_MAX - 60, srcdir);
+    const char *args[] = {fault, NULL};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "fault", .command = "node", .args = args};
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
+    ck_assert_ptr_nonnull(c);
+    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
+    mcp_client_call_tool_start(c, "deaf", NULL, 1500, NULL, tally_done, &t);
+    usleep(300000); /* the child takes its first call and stops reading */
+    char *big = malloc(20001);
+    memset(big, 'x', 20000);
+    big[20000] = '\0';
+    json_t *a = json_pack("{s:s}", "pad", big);
+    double t0 = gg_now_ms();
+    for (int i = 0; i < 100; i++) mcp_client_call_tool_start(c, "ok", a, 1500, NULL, tally_done, &t);
+    double took = gg_now_ms() - t0;
+    ck_assert_msg(took < 1000, "starting 100 calls to a deaf child took %.0f ms", took);
+    ck_assert_int_eq(tally_wait(&t, &t.total, 101, 20000), 101);
+    /* a few lines it had buffered before it stopped reading may still be answered */
+    ck_assert_msg(t.timeout >= 90, "timeouts %d, answered %d, other %d (%s)", t.timeout, t.ok, t.other,
+                  t.last_other);
+    json_decref(a);
+    free(big);
     mcp_client_free(c);
 }
 END_TEST
@@ -1457,6 +1493,7 @@ int main(void) {
     tcase_add_test(td, run_yield_save_restore);
     tcase_add_test(td, client_async_stdio);
     tcase_add_test(td, client_async_http);
+    tcase_add_test(td, client_stdio_deaf_child);
     tcase_add_test(td, mcp_crash_then_restart);
     tcase_add_test(td, mcp_hang_times_out);
     tcase_add_test(td, mcp_restart_backs_off);
