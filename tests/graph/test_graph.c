@@ -811,15 +811,21 @@ static void async_exactly_once(mcp_client *c) {
     json_decref(slow);
 }
 
-START_TEST(client_async_stdio) {
-    if (!have_node) return;
+/* A client for the fault server over stdio (nothing starts before the first call). */
+static mcp_client *fault_stdio_client(void) {
     char fault[PATH_MAX + 64];
     snprintf(fault, sizeof fault, "%.*s/tests/fixtures/fault/fault_server.mjs", PATH_MAX - 60, srcdir);
     const char *args[] = {fault, NULL};
     mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "fault", .command = "node", .args = args};
     gg_error err = GG_ERROR_INIT;
-    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err); /* copies the definition */
     ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+START_TEST(client_async_stdio) {
+    if (!have_node) return;
+    mcp_client *c = fault_stdio_client();
     async_exactly_once(c);
     ck_assert_int_eq(mcp_client_start_count(c), 1);
     mcp_client_free(c);
@@ -830,13 +836,7 @@ END_TEST
  * arguments each (far more than the pipe holds) start at once and end at their deadline. */
 START_TEST(client_stdio_deaf_child) {
     if (!have_node) return;
-    char fault[PATH_MAX + 64];
-    snprintf(fault, sizeof fault, "%.*s/tests/fixtures/fault/fault_server.mjs", PATH_MAX - 60, srcdir);
-    const char *args[] = {fault, NULL};
-    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "fault", .command = "node", .args = args};
-    gg_error err = GG_ERROR_INIT;
-    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
-    ck_assert_ptr_nonnull(c);
+    mcp_client *c = fault_stdio_client();
     tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
     mcp_client_call_tool_start(c, "deaf", NULL, 1500, NULL, tally_done, &t);
     usleep(300000); /* the child takes its first call and stops reading */
