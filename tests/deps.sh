@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
       libmicrohttpd-dev libjansson-dev libsqlite3-dev libyaml-dev libsodium-dev libpcre2-dev
-      libcurl4-openssl-dev check wrk nginx-light)
+      libcurl4-openssl-dev check wrk nginx-light
+      clang libclang-rt-14-dev) # clang + libFuzzer: tests/fuzz/run.sh
 # Node may come from elsewhere (nodesource); only ask Debian for it when there is none.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/gateway/run.sh — tools/call of the switch example graph with 64 connections
-# against graphgate, nginx serving the same response bytes as a static file, and the same
-# graph in mcpgraph@0.1.23, all in one invocation on this machine. Prints req/s, p50/p99
-# and the ratios (goals: >= 50% of nginx, >= 20x mcpgraph).
+# against graphgate (history.durability durable, then async), nginx serving the same
+# response bytes as a static file (measured between the two), and the same graph in
+# mcpgraph@0.1.23, all in one invocation on this machine. Prints req/s, p50/p99 and the
+# ratios (goals: durable >= 45% of nginx, async >= 50%, >= 20x mcpgraph).
 #
 # usage: bench/gateway/run.sh [BUILD_DIR (default build)] [SECONDS (default 10)]
 # Needs wrk, nginx, and the npm peers (tests/npm-deps.sh) for mcpgraph and Node.
@@ -30,28 +31,46 @@ trap cleanup EXIT
 export GG_SRCDIR="$top"
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 
-# ---- graphgate
+# ---- graphgate: one server per history.durability mode, on the same database
+"$bin" migrate --db "$tmp/gg.db" >/dev/null 2>&1
 "$bin" tenant create bench --db "$tmp/gg.db" >/dev/null 2>&1
 admin=$("$bin" key create --tenant bench --scopes admin --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
 key=$("$bin" key create --tenant bench --scopes tools:read,tools:execute --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
-GRAPHGATE_LOG_ACCESS=false "$bin" serve --db "$tmp/gg.db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
-  >"$tmp/serve.out" 2>"$tmp/serve.err" &
-gpid=$!
-for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
-pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
-[ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve.err"; exit 1; }
-code=$(curl -s -o "$tmp/put.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
-  -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
-[ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put.json"; exit 1; }
-url="$pub/mcp/bench/switch"
-sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-  -H 'Accept: application/json, text/event-stream' "$url" \
-  --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-  | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
-[ -n "$sid" ] || { echo "bench: no session"; exit 1; }
-curl -s -H "Authorization: Bearer $key" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' "$url" \
-  --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' > "$tmp/answer.json"
-grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
+# start_gg MODE → sets pub, int, url, sid (the graph is uploaded on the first start)
+start_gg() {
+  : >"$tmp/serve.out"
+  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$1 "$bin" serve --db "$tmp/gg.db" \
+    --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$1.err" &
+  gpid=$!
+  for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
+  pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
+  int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
+  [ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve-$1.err"; exit 1; }
+  if [ ! -f "$tmp/put.json" ]; then
+    code=$(curl -s -o "$tmp/put.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
+      -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
+    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put.json"; exit 1; }
+  fi
+  url="$pub/mcp/bench/switch"
+  sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' "$url" \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+    | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
+  [ -n "$sid" ] || { echo "bench: no session"; exit 1; }
+  curl -s -H "Authorization: Bearer $key" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' "$url" \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' > "$tmp/answer.json"
+  grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
+}
+# stop_gg MODE → the writer's counts for that mode in hist_MODE
+stop_gg() {
+  sleep 1 # async: let the history writer catch up, then count what it recorded
+  local h
+  h=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
+  printf -v "hist_$1" '%s' "$h"
+  kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
+}
+
+start_gg durable # (its answer is what nginx serves)
 
 # ---- nginx serving the same bytes
 mkdir -p "$tmp/www"
@@ -83,15 +102,16 @@ field() { # file → rps p50 p99 errors(non-2xx + socket + bad answers)
        /Non-2xx/ {bad+=$NF} /Socket errors/ {for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+,?$/) {gsub(",","",$i); bad+=$i}}
        /^BAD/ {bad+=$2} END {printf "%s %s %s %d", rps, p50, p99, bad}' "$1"
 }
-measure "$tmp/gg.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+measure "$tmp/gg-durable.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+stop_gg durable
 measure "$tmp/ngx.txt" "http://127.0.0.1:$nport/answer.json" "$top/bench/gateway/static.lua"
+start_gg async
+measure "$tmp/gg-async.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+stop_gg async
 kill "$npid" 2>/dev/null; npid=""
-read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg.txt")"
+read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg-durable.txt")"
+read -r a_rps a_p50 a_p99 a_bad <<<"$(field "$tmp/gg-async.txt")"
 read -r n_rps n_p50 n_p99 n_bad <<<"$(field "$tmp/ngx.txt")"
-int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
-sleep 2 # let the history writer catch up, then count what it recorded
-hist=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
-kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
 
 # ---- mcpgraph (stdio, driven by the SDK client)
 msecs=$(( secs < 5 ? secs : 5 ))
@@ -102,15 +122,20 @@ read -r ms_rps ms_p50 ms_p99 ms_fail <<<"$m_seq"
 read -r mp_rps mp_p50 mp_p99 mp_fail mp_ok <<<"$m_par"
 
 printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns connections, ${secs}s)" "req/s" "p50" "p99" "errors"
-printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
+printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (durable)" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
+printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (async)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
 printf '%-34s %12s %10s %10s %8s\n' "nginx static JSON" "$n_rps" "$n_p50" "$n_p99" "$n_bad"
 printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 (1 in flight)" "$ms_rps" "$ms_p50" "$ms_p99" "$ms_fail"
 printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 ($conns in flight)" "$mp_rps" "$mp_p50" "$mp_p99" "$mp_fail/$((mp_ok + mp_fail))"
-python3 - "$g_rps" "$n_rps" "$ms_rps" "$mp_rps" <<'PY'
+python3 - "$g_rps" "$n_rps" "$ms_rps" "$mp_rps" "$a_rps" <<'PY'
 import sys
-g, n, ms, mp = (float(x or 0) for x in sys.argv[1:5])
+g, n, ms, mp, a = (float(x or 0) for x in sys.argv[1:6])
 best_mg = max(ms, mp)
-print("\ngraphgate / nginx      = %.1f%%  (goal >= 50%%)" % (100 * g / n if n else 0))
-print("graphgate / mcpgraph   = %.1fx  (best mcpgraph mode; goal >= 20x)" % (g / best_mg if best_mg else float('inf')))
+print("\ngraphgate durable / nginx = %.1f%%  (goal >= 45%%)" % (100 * g / n if n else 0))
+print("graphgate async / nginx   = %.1f%%  (goal >= 50%%)" % (100 * a / n if n else 0))
+print("durable / async           = %.1f%%" % (100 * g / a if a else 0))
+print("graphgate / mcpgraph      = %.1fx  (durable; best mcpgraph mode; goal >= 20x)" % (g / best_mg if best_mg else float('inf')))
 PY
-echo "graphgate execution history records: ${hist:-?}"
+echo "history records, durable run: ${hist_durable:-?}"
+echo "history records, async run:   ${hist_async:-?}"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

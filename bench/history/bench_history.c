@@ -11,10 +11,16 @@
  *   - reference: in the same invocation, a bare prepared-INSERT loop writing the same runs
  *     in the layout of migrations 0001+0002 (one executions row plus one node_executions
  *     row a node, the layout before 0003) in transactions of the writer's average batch,
- *     and the writer's figure as a ratio of it (machine speed cancels out).
+ *     and the writer's figure as a ratio of it (machine speed cancels out);
+ *   - group commit (history.durability: durable): WAITERS threads in a closed loop, each
+ *     submitting a run with gg_history_submit_then and waiting for its commit before the
+ *     next, as the gateway's connections do: runs/s, submit-to-commit latency p50/p99,
+ *     average batch and writer µs a run.
  *
  * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE]   (defaults 100000, 20000)
  */
+#include <pthread.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -336,8 +342,8 @@ static void rm_tree(const char *dir) {
     char cmd[4300];
     /* only our own mkdtemp directory; no shell: remove known names */
     const char *names[] = {"writer-nodes.db", "writer-fast.db", "writer-text.db", "writer-pos.db", "reference.db",
-                           "floor.db"};
-    for (int i = 0; i < 6; i++)
+                           "floor.db", "group-commit-1.db", "group-commit-64.db"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         for (int k = 0; k < 3; k++) {
             snprintf(cmd, sizeof cmd, "%s/%s%s", dir, names[i], k == 0 ? "" : k == 1 ? "-wal" : "-shm");
             unlink(cmd);
@@ -350,6 +356,110 @@ static void rm_tree(const char *dir) {
     snprintf(cmd, sizeof cmd, "%s/migrations-0002", dir);
     rmdir(cmd);
     rmdir(dir);
+}
+
+/* ---- group commit: closed-loop waiters ------------------------------------------------ */
+
+typedef struct waiter {
+    gg_history *h;
+    sem_t done;
+    bool ok;
+    double stop_ms;
+    long n;
+    double *lat;         /* ms, up to cap */
+    long cap;
+} waiter;
+
+static void on_commit(void *user, bool ok) {
+    waiter *w = user;
+    w->ok = ok;
+    sem_post(&w->done);
+}
+
+static void *waiter_main(void *arg) {
+    waiter *w = arg;
+    json_t *args = json_pack("{s:i}", "value", 42), *result = json_pack("{s:s}", "result", "high");
+    while (mono_ms() < w->stop_ms && w->n < w->cap) {
+        json_t *hist = switch_history(gg_wall_ms());
+        gg_exec_record *r = gg_history_record_new(w->h, "bench", "switch", 1, "test_switch", "2aa75f896173af27", args);
+        r->status = GG_EXEC_SUCCEEDED;
+        r->finished_ms = r->started_ms;
+        r->result = json_incref(result);
+        gg_exec_record_set_nodes_json(r, history_positional(hist));
+        json_decref(hist);
+        double t = mono_ms();
+        gg_history_submit_then(w->h, r, on_commit, w);
+        while (sem_wait(&w->done) != 0) {}
+        w->lat[w->n++] = mono_ms() - t;
+        if (!w->ok) break;
+    }
+    json_decref(args);
+    json_decref(result);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct gc_figures {
+    double rps, p50, p99, avg_batch, writer_us;
+    unsigned long long written;
+} gc_figures;
+
+static bool run_group_commit(const char *dir, const char *mig, int nwait, double secs, gc_figures *g) {
+    char name[64];
+    snprintf(name, sizeof name, "group-commit-%d.db", nwait);
+    gg_store *s = open_db(dir, name, mig);
+    if (!s) return false;
+    gg_error err = GG_ERROR_INIT;
+    gg_history *h = gg_history_start(s, NULL, &err);
+    if (!h) {
+        gg_store_close(s);
+        return false;
+    }
+    waiter *w = calloc((size_t)nwait, sizeof *w);
+    pthread_t *th = calloc((size_t)nwait, sizeof *th);
+    long cap = 400000;
+    double t0 = mono_ms();
+    for (int i = 0; i < nwait; i++) {
+        w[i].h = h;
+        sem_init(&w[i].done, 0, 0);
+        w[i].stop_ms = t0 + secs * 1000;
+        w[i].cap = cap;
+        w[i].lat = malloc((size_t)cap * sizeof *w[i].lat);
+        pthread_create(&th[i], NULL, waiter_main, &w[i]);
+    }
+    long total = 0;
+    for (int i = 0; i < nwait; i++) {
+        pthread_join(th[i], NULL);
+        total += w[i].n;
+    }
+    double elapsed = mono_ms() - t0;
+    double *all = malloc((size_t)(total ? total : 1) * sizeof *all);
+    long k = 0;
+    for (int i = 0; i < nwait; i++) {
+        memcpy(all + k, w[i].lat, (size_t)w[i].n * sizeof *all);
+        k += w[i].n;
+        free(w[i].lat);
+        sem_destroy(&w[i].done);
+    }
+    qsort(all, (size_t)total, sizeof *all, cmp_double);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    g->rps = (double)total * 1000.0 / elapsed;
+    g->p50 = total ? all[total / 2] : 0;
+    g->p99 = total ? all[(long)((double)total * 0.99)] : 0;
+    g->written = st.written;
+    g->avg_batch = (double)st.written / (double)(st.batches ? st.batches : 1);
+    g->writer_us = (double)st.writer_cpu_ns / 1e3 / (double)(st.written ? st.written : 1);
+    free(all);
+    free(w);
+    free(th);
+    gg_history_stop(h);
+    gg_store_close(s);
+    return total > 0;
 }
 
 static void print(const char *what, const figures *f, double ref) {
@@ -375,6 +485,8 @@ int main(int argc, char **argv) {
               run_writer(dir, "writer-pos.db", mig, runs, rate, PATH_POSITIONAL, &pos);
     double ref = ok ? run_reference(dir, mig, runs, (long)(nodes.avg_batch + 0.5)) : -1;
     double floor_us = ok ? run_floor(dir, mig, runs, (long)(fast.avg_batch + 0.5)) : -1;
+    gc_figures gc1, gc64;
+    bool gc_ok = ok && run_group_commit(dir, mig, 1, 2.0, &gc1) && run_group_commit(dir, mig, 64, 3.0, &gc64);
     rm_tree(dir);
     if (!ok || ref <= 0) return 1;
     printf("%ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
@@ -385,5 +497,13 @@ int main(int argc, char **argv) {
     print("writer, fast path (history array)", &fast, ref);
     print("writer, executor-shaped JSON text", &text, ref);
     print("writer, positional JSON text", &pos, ref);
-    return nodes.dropped || fast.dropped || text.dropped || pos.dropped ? 1 : 0;
+    if (gc_ok) {
+        printf("group commit (durable), closed loop of waiters, commit window 1 ms:\n");
+        const gc_figures *g[2] = {&gc1, &gc64};
+        const char *names[2] = {"   1 waiter", "  64 waiters"};
+        for (int i = 0; i < 2; i++)
+            printf("%-34s %8.0f runs/s   commit latency p50 %6.2f ms  p99 %6.2f ms   batch %6.1f   writer %6.2f us/run\n",
+                   names[i], g[i]->rps, g[i]->p50, g[i]->p99, g[i]->avg_batch, g[i]->writer_us);
+    }
+    return nodes.dropped || fast.dropped || text.dropped || pos.dropped || !gc_ok ? 1 : 0;
 }

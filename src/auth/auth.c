@@ -473,9 +473,15 @@ bool gg_auth_revoke_key(gg_auth *a, const char *id, const char *tenant, gg_error
     return ok;
 }
 
+void gg_auth_set_limits(gg_auth *a, double rate, int burst, int tenant_max_concurrent) {
+    gg_ratelimit_set(a->rate, rate, burst);
+    gg_tenant_slots_set(a->slots, tenant_max_concurrent);
+}
+
 int gg_auth_rate_take(gg_auth *a, const gg_principal *p) {
     return gg_ratelimit_take(a->rate, p ? p->key_id : NULL, gg_now_ms());
 }
 
 bool gg_auth_exec_acquire(gg_auth *a, const char *tenant) { return gg_tenant_slots_acquire(a->slots, tenant); }
 void gg_auth_exec_release(gg_auth *a, const char *tenant) { gg_tenant_slots_release(a->slots, tenant); }
+int gg_auth_exec_in_use(gg_auth *a, const char *tenant) { return gg_tenant_slots_in_use(a->slots, tenant); }

@@ -82,6 +82,8 @@ void gg_ratelimit_free(gg_ratelimit *rl);
 /* Take one token for key at now_ms (monotonic). 0 = allowed; otherwise the whole seconds
  * (>= 1) until a token is available — the Retry-After value. */
 int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms);
+/* New rate/burst from now on (configuration reload); buckets keep their tokens. */
+void gg_ratelimit_set(gg_ratelimit *rl, double rate, int burst);
 
 /* ---- per-tenant concurrent executions (thread-safe) ----------------------------------- */
 
@@ -92,6 +94,8 @@ void gg_tenant_slots_free(gg_tenant_slots *t);
 bool gg_tenant_slots_acquire(gg_tenant_slots *t, const char *tenant);
 void gg_tenant_slots_release(gg_tenant_slots *t, const char *tenant);
 int gg_tenant_slots_in_use(gg_tenant_slots *t, const char *tenant);
+/* A new cap from now on (configuration reload); calls running beyond it finish. */
+void gg_tenant_slots_set(gg_tenant_slots *t, int max_per_tenant);
 
 /* ---- the authenticator ------------------------------------------------------------------ */
 
@@ -110,6 +114,8 @@ gg_auth *gg_auth_new(gg_store *s, const gg_auth_options *o, gg_error *err);
 void gg_auth_free(gg_auth *a);
 /* Let last-used updates flow through the history writer once it runs. */
 void gg_auth_set_history(gg_auth *a, gg_history *h);
+/* Apply new rate limits and tenant cap (options' meaning) from now on: SIGHUP. */
+void gg_auth_set_limits(gg_auth *a, double rate, int burst, int tenant_max_concurrent);
 
 typedef struct gg_principal {
     char key_id[GG_KEY_ID_LEN + 1];
@@ -145,6 +151,8 @@ int gg_auth_rate_take(gg_auth *a, const gg_principal *p);
 /* Per-tenant execution slots (pair acquire/release). */
 bool gg_auth_exec_acquire(gg_auth *a, const char *tenant);
 void gg_auth_exec_release(gg_auth *a, const char *tenant);
+/* Slots the tenant holds now (its calls running or waiting for a worker). */
+int gg_auth_exec_in_use(gg_auth *a, const char *tenant);
 
 /* May principal p act on tenant's resources needing scope `need`? (admin: any tenant; else
  * its own tenant and the scope.) Returns the missing scope via *missing (0 = tenant

@@ -79,13 +79,23 @@ struct gg_ratelimit {
     table *t;
 };
 
+/* rate and burst may change at run time (gg_ratelimit_set): atomics, read once a take. */
+static void ratelimit_store(gg_ratelimit *rl, double rate, int burst) {
+    double b = burst > 0 ? burst : (rate * 2 >= 1 ? ceil(rate * 2) : 1);
+    __atomic_store(&rl->burst, &b, __ATOMIC_RELAXED);
+    __atomic_store(&rl->rate, &rate, __ATOMIC_RELAXED);
+}
+
 gg_ratelimit *gg_ratelimit_new(double rate, int burst) {
     gg_ratelimit *rl = calloc(1, sizeof *rl);
     if (!rl) return NULL;
-    rl->rate = rate;
-    rl->burst = burst > 0 ? burst : (rate * 2 >= 1 ? ceil(rate * 2) : 1);
-    if (rate > 0 && !(rl->t = table_new())) { free(rl); return NULL; }
+    ratelimit_store(rl, rate, burst);
+    if (!(rl->t = table_new())) { free(rl); return NULL; } /* also unlimited: a reload may set a rate */
     return rl;
+}
+
+void gg_ratelimit_set(gg_ratelimit *rl, double rate, int burst) {
+    if (rl) ratelimit_store(rl, rate, burst);
 }
 
 void gg_ratelimit_free(gg_ratelimit *rl) {
@@ -95,24 +105,27 @@ void gg_ratelimit_free(gg_ratelimit *rl) {
 }
 
 int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms) {
-    if (!rl || rl->rate <= 0 || !key) return 0;
+    double rate = 0, burst = 0;
+    if (rl) __atomic_load(&rl->rate, &rate, __ATOMIC_RELAXED);
+    if (!rl || rate <= 0 || !key) return 0;
+    __atomic_load(&rl->burst, &burst, __ATOMIC_RELAXED);
     pthread_mutex_t *lock;
     entry *e = table_get(rl->t, key, &lock, true);
     if (!e) return 1; /* out of memory: refuse briefly rather than run unlimited */
     if (e->tokens < 0) {
-        e->tokens = rl->burst;
+        e->tokens = burst;
         e->last_ms = now_ms;
     }
     double elapsed = now_ms - e->last_ms;
     if (elapsed > 0) {
-        e->tokens = fmin(rl->burst, e->tokens + elapsed * rl->rate / 1000.0);
+        e->tokens = fmin(burst, e->tokens + elapsed * rate / 1000.0);
         e->last_ms = now_ms;
     }
     int retry = 0;
     if (e->tokens >= 1.0) {
         e->tokens -= 1.0;
     } else {
-        double secs = (1.0 - e->tokens) / rl->rate;
+        double secs = (1.0 - e->tokens) / rate;
         retry = (int)ceil(secs);
         if (retry < 1) retry = 1;
     }
@@ -135,6 +148,10 @@ gg_tenant_slots *gg_tenant_slots_new(int max_per_tenant) {
     return ts;
 }
 
+void gg_tenant_slots_set(gg_tenant_slots *ts, int max_per_tenant) {
+    if (ts) __atomic_store_n(&ts->max, max_per_tenant, __ATOMIC_RELAXED);
+}
+
 void gg_tenant_slots_free(gg_tenant_slots *ts) {
     if (!ts) return;
     table_free(ts->t);
@@ -146,7 +163,8 @@ bool gg_tenant_slots_acquire(gg_tenant_slots *ts, const char *tenant) {
     pthread_mutex_t *lock;
     entry *e = table_get(ts->t, tenant, &lock, true);
     if (!e) return false;
-    bool ok = ts->max <= 0 || e->in_use < ts->max;
+    int max = __atomic_load_n(&ts->max, __ATOMIC_RELAXED); /* gg_tenant_slots_set may change it */
+    bool ok = max <= 0 || e->in_use < max;
     if (ok) e->in_use++;
     pthread_mutex_unlock(lock);
     return ok;

@@ -48,6 +48,15 @@ typedef struct gg_app gg_app;
  * stopped (every request finished or abandoned) and before the store is closed. */
 typedef void (*gg_app_shutdown_fn)(gg_app *app, void *user);
 #define GG_APP_MAX_SHUTDOWN 16
+/* Called once when SIGTERM/SIGINT arrives, before the listeners drain, on the signal
+ * thread: refuse work that has not started (e.g. queued tool calls) at once. Quick. */
+typedef void (*gg_app_drain_fn)(gg_app *app, void *user);
+#define GG_APP_MAX_DRAIN 8
+/* Called on SIGHUP with the configuration as it would load now (validated; borrowed for
+ * the call), on the signal thread: apply the run-time-changeable settings the subsystem
+ * owns (cmd_serve.c lists which keys those are). */
+typedef void (*gg_app_reload_fn)(gg_app *app, const struct gg_config *next, void *user);
+#define GG_APP_MAX_RELOAD 8
 struct gg_app {
     const struct gg_config *config;  /* loaded configuration (file, env, flags applied) */
     struct gg_store *store;          /* open, migrated store */
@@ -56,9 +65,17 @@ struct gg_app {
     volatile int stopping;           /* set when shutdown begins (read-only for others) */
     size_t nshutdown;
     struct { gg_app_shutdown_fn fn; void *user; } shutdown[GG_APP_MAX_SHUTDOWN];
+    size_t ndrain;
+    struct { gg_app_drain_fn fn; void *user; } drain[GG_APP_MAX_DRAIN];
+    size_t nreload;
+    struct { gg_app_reload_fn fn; void *user; } reload[GG_APP_MAX_RELOAD];
 };
 /* Register a shutdown callback; false when the table is full. */
 bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user);
+/* Register a drain callback; false when the table is full. */
+bool gg_app_on_drain(gg_app *app, gg_app_drain_fn fn, void *user);
+/* Register a reload callback; false when the table is full. */
+bool gg_app_on_reload(gg_app *app, gg_app_reload_fn fn, void *user);
 int gg_cmd_serve(int argc, char **argv);
 
 /* ---- Configuration (src/cli/config.c) -------------------------------------------------
@@ -95,6 +112,13 @@ typedef struct gg_config {
     gg_strlist origins;           /* http.origins: allowed Origin values ("*" = any) */
     gg_strlist allowed_hosts;     /* http.allowed_hosts: Host values accepted besides
                                    * the listen address on loopback binds */
+    int http_max_connections;     /* http.max_connections: per listener; 1024 */
+    int http_max_conn_per_ip;     /* http.max_connections_per_ip: per listener; 256; 0 = off */
+    long long http_receive_timeout_ms; /* http.receive_timeout: a request's headers and body
+                                   * must arrive within this (also the keep-alive idle
+                                   * limit); 15s */
+    bool internal_listen_public;  /* internal_listen_public: allow a non-loopback internal
+                                   * listener (no authentication there); false */
     /* database */
     char *db_path;                /* database.path: default ./var/graphgate.db */
     char *migrations_dir;         /* database.migrations_dir: NULL = search */
@@ -121,16 +145,47 @@ typedef struct gg_config {
     int tenant_max_waiting;       /* tenants.max_waiting: one tenant's calls in flight to tools
                                    * that may wait on downstream servers; 64; 0 = no cap */
     int max_waiting_runs;         /* max_waiting_runs: the same in all; 4096; 0 = no cap */
+    int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */
+    int tenant_max_sessions;      /* tenants.max_sessions: 256 live MCP sessions; 0 = no cap */
     /* history */
     long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */
     long long history_max_count;  /* history.max_count: 1000000; 0 = keep */
     int history_flush_ms;         /* history.flush_interval: 5ms */
+    char *history_durability;     /* history.durability: "durable" (a tools/call is answered
+                                   * only once its record is committed) or "async" */
+    int history_commit_window_ms; /* history.commit_window: batch window while answers
+                                   * wait for the commit; 1ms */
+    size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
+                                   * written (disk full...); past it calls are refused; 256MiB */
+    bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
+    long long history_max_run_records; /* history.max_run_records: 10000 node records a run */
+    size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */
+    long long history_tenant_max_rows; /* history.tenant_max_rows: 100000; 0 = no cap */
+    size_t history_tenant_max_bytes; /* history.tenant_max_bytes: 256MiB; 0 = no cap */
     /* policy for graph nodes that reach out */
-    gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed executables
-                                       * (absolute paths or names); empty = none */
+    gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed argv prefixes
+                                       * ("npx -y @scope/server"); empty = none */
     gg_strlist policy_http_hosts; /* policy.http_hosts: allowed downstream hosts
                                    * ("host" or "host:port"); empty = none */
+    char *policy_stdio_cwd_root;  /* policy.stdio_cwd_root: stdio cwd confined here;
+                                   * NULL = graphs cannot set cwd */
+    gg_strlist policy_tenant_stdio_commands; /* policy.tenant_stdio_commands: "TENANT=ENTRY" */
+    gg_strlist policy_tenant_http_hosts;     /* policy.tenant_http_hosts: "TENANT=ENTRY" */
+    /* graph uploads (per tenant; 0 = no limit unless noted) */
+    int graphs_max_per_tenant;    /* graphs.max_per_tenant: graphs a tenant may have; 100 */
+    size_t graphs_max_bytes;      /* graphs.max_bytes: one graph source; 1MiB */
+    size_t graphs_max_tenant_bytes; /* graphs.max_tenant_bytes: all stored versions; 16MiB */
+    int graphs_max_versions;      /* graphs.max_versions: kept per graph (oldest inactive
+                                   * dropped first); 20 */
+    int graphs_upload_threads;    /* graphs.upload_threads: validation threads; 2 (min 1) */
+    int graphs_uploads_per_tenant;/* graphs.uploads_per_tenant: queued + running; 4 (one
+                                   * runs at a time while others wait) */
+    long long graphs_upload_timeout_ms; /* graphs.upload_timeout: validation time limit; 10s */
+    int graphs_cap_node_executions; /* graphs.max_node_executions: cap on executionLimits
+                                     * .maxNodeExecutions; 100000 */
+    long long graphs_cap_execution_ms; /* graphs.max_execution_time: cap on executionLimits
+                                        * .maxExecutionTimeMs; 5m */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */
@@ -156,13 +211,18 @@ bool gg_config_validate(const gg_config *c, gg_error *err);
  * gg_config_validate again. */
 bool gg_config_load(gg_config *c, const char *config_file, gg_error *err);
 /* Find a data directory (migrations, specs, schema): the configured path if non-NULL
- * (must exist), else $GG_SRCDIR/<name>, next to the binary (../share/graphgate/<name>,
- * ../<name>, ../../<name>), GG_PKGDATADIR/<name>, then the source tree it was built
- * from. Writes the path into out. "not_found" lists where it looked. */
+ * (must exist), else $GG_SRCDIR/<name> (how the tests point a binary at a source tree),
+ * next to the binary (../share/graphgate/<name>, ../<name>, ../../<name>: a build
+ * directory inside the tree), then GG_PKGDATADIR/<name>. No source path is compiled in.
+ * Writes the path into out. "not_found" lists where it looked. */
 bool gg_config_find_data_dir(const char *configured, const char *name, char *out, size_t size,
                              gg_error *err);
 /* Print the effective configuration as YAML-ish "key: value" lines (secrets masked). */
 void gg_config_dump(const gg_config *c, FILE *f);
+/* Call fn for every key whose value differs between a and b (values as the dump prints
+ * them, secrets masked); returns how many. */
+typedef void (*gg_config_diff_fn)(void *user, const char *key, const char *old_value, const char *new_value);
+size_t gg_config_diff(const gg_config *a, const gg_config *b, gg_config_diff_fn fn, void *user);
 
 /* Common store options every store-touching command accepts:
  *   --config FILE, --db PATH, --migrations DIR (and --opt=value forms).
@@ -172,8 +232,11 @@ void gg_config_dump(const gg_config *c, FILE *f);
 int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
                        int *n_rest);
 /* Open the store configured in c and apply pending migrations (prints errors; returns NULL
- * with *exit_code set). */
+ * with *exit_code set). A database path that does not exist is refused (a typo must not
+ * silently read an empty database); only migrate, serve and `tenant create` (the first
+ * step of a new installation) create one, the last with gg_cli_open_store_create. */
 struct gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code);
+struct gg_store *gg_cli_open_store_create(const gg_config *c, const char *cmd, int *exit_code);
 
 int gg_cmd_migrate(int argc, char **argv);
 int gg_cmd_tenant(int argc, char **argv);

@@ -69,31 +69,43 @@ static const char *opt(int n, char **rest, int *i, const char *name) {
     return NULL;
 }
 
-/* Validate a source the way `serve` will load it (same downstream policy). */
-static bool validate_source(const gg_config *c, const char *name, const char *src, size_t len) {
-    char **cmds = calloc(c->policy_stdio_commands.n + 1, sizeof *cmds);
-    char **hosts = calloc(c->policy_http_hosts.n + 1, sizeof *hosts);
-    if (!cmds || !hosts) {
-        free(cmds);
-        free(hosts);
-        return false;
+/* A NULL-terminated view of a config list (the strings stay the config's). */
+static const char **strv(const gg_strlist *l) {
+    const char **v = calloc(l->n + 1, sizeof *v);
+    for (size_t i = 0; v && i < l->n; i++) v[i] = l->items[i];
+    return v;
+}
+
+/* Validate a source the way `serve` will load it for tenant (same downstream policy). */
+static bool validate_source(const gg_config *c, const char *tenant, const char *name, const char *src, size_t len) {
+    const char **cmds = strv(&c->policy_stdio_commands), **hosts = strv(&c->policy_http_hosts);
+    const char **cg = strv(&c->policy_tenant_stdio_commands), **hg = strv(&c->policy_tenant_http_hosts);
+    mcp_client_policy policy = {false, cmds, hosts, true};
+    policy.cwd_root = c->policy_stdio_cwd_root;
+    gg_error err = GG_ERROR_INIT;
+    mcp_policy_set *ps = cmds && hosts && cg && hg ? mcp_policy_set_new(&policy, cg, hg, &err) : NULL;
+    bool ok = false;
+    if (!ps) {
+        fprintf(stderr, "graphgate: %s\n", err.message ? err.message : "out of memory");
+    } else {
+        gg_graph_options o = {mcp_policy_set_get(ps, tenant), 0, 0};
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_string(src, len, name, &o, &d);
+        for (size_t i = 0; i < d.count; i++) {
+            char buf[2048];
+            gg_graph_diag_format(&d.items[i], buf, sizeof buf);
+            fprintf(stderr, "%s\n", buf);
+        }
+        ok = g != NULL;
+        gg_graph_unref(g);
+        gg_graph_diags_free(&d);
+        mcp_policy_set_free(ps);
     }
-    for (size_t i = 0; i < c->policy_stdio_commands.n; i++) cmds[i] = c->policy_stdio_commands.items[i];
-    for (size_t i = 0; i < c->policy_http_hosts.n; i++) hosts[i] = c->policy_http_hosts.items[i];
-    mcp_client_policy policy = {false, (const char *const *)cmds, (const char *const *)hosts, true};
-    gg_graph_options o = {&policy, 0, 0};
-    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-    gg_graph *g = gg_graph_load_string(src, len, name, &o, &d);
-    for (size_t i = 0; i < d.count; i++) {
-        char buf[2048];
-        gg_graph_diag_format(&d.items[i], buf, sizeof buf);
-        fprintf(stderr, "%s\n", buf);
-    }
-    bool ok = g != NULL;
-    gg_graph_unref(g);
-    gg_graph_diags_free(&d);
+    gg_error_clear(&err);
     free(cmds);
     free(hosts);
+    free(cg);
+    free(hg);
     return ok;
 }
 
@@ -137,7 +149,7 @@ static int graph_put_run(gg_store *s, const gg_config *c, int n, char **rest) {
         fprintf(stderr, "graphgate graph put: cannot read %s\n", file);
         return GG_EXIT_USAGE;
     }
-    if (!validate_source(c, file, src, len)) {
+    if (!validate_source(c, tenant, file, src, len)) {
         fprintf(stderr, "graphgate graph put: %s is invalid; nothing stored\n", file);
         free(src);
         return GG_EXIT_USAGE;
@@ -224,7 +236,7 @@ static int graph_activate_run(gg_store *s, const gg_config *c, int n, char **res
     if (!gg_store_graph_get_version(s, rest[1], rest[2], (int)v, &src, &err)) return fail("graph activate", &err);
     char name[160];
     snprintf(name, sizeof name, "%s/%s@%ld", rest[1], rest[2], v);
-    bool ok = validate_source(c, name, src.source, src.source_len);
+    bool ok = validate_source(c, rest[1], name, src.source, src.source_len);
     gg_graph_source_clear(&src);
     if (!ok) {
         fprintf(stderr, "graphgate graph activate: version %ld no longer loads; not activated\n", v);

@@ -17,7 +17,7 @@ static void print_err(const char *cmd, const gg_error *err) {
 /* Open the configured database and bring its schema up to date. Commands run this while
  * `serve` may be using the same file: WAL plus the busy timeout make that safe, and
  * migrating is idempotent. */
-gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code) {
+static gg_store *open_store(const gg_config *c, const char *cmd, bool create, int *exit_code) {
     gg_error err = GG_ERROR_INIT;
     char dir[PATH_MAX];
     if (!gg_config_find_data_dir(c->migrations_dir, "migrations", dir, sizeof dir, &err)) {
@@ -26,7 +26,8 @@ gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code)
         *exit_code = GG_EXIT_FAIL;
         return NULL;
     }
-    gg_store_options o = {.path = c->db_path, .pool_size = 2, .busy_timeout_ms = c->busy_timeout_ms};
+    gg_store_options o = {.path = c->db_path, .pool_size = 2, .busy_timeout_ms = c->busy_timeout_ms,
+                          .must_exist = !create};
     gg_store *s = gg_store_open(&o, &err);
     if (s && !gg_store_migrate(s, dir, NULL, &err)) {
         gg_store_close(s);
@@ -38,6 +39,15 @@ gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code)
         *exit_code = GG_EXIT_FAIL;
     }
     return s;
+}
+
+/* See cli.h. */
+gg_store *gg_cli_open_store(const gg_config *c, const char *cmd, int *exit_code) {
+    return open_store(c, cmd, false, exit_code);
+}
+
+gg_store *gg_cli_open_store_create(const gg_config *c, const char *cmd, int *exit_code) {
+    return open_store(c, cmd, true, exit_code);
 }
 
 static void usage(FILE *f) {

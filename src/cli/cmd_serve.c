@@ -1,6 +1,7 @@
 /* cmd_serve.c — `graphgate serve`: load the configuration, open and migrate the store, build
  * the HTTP server, let each subsystem install its routes, serve until SIGTERM/SIGINT, then
- * drain and shut down in order (listeners, subsystems, store). */
+ * drain and shut down in order (drain callbacks, listeners, subsystems, store). SIGHUP
+ * re-reads the configuration and applies what can change at run time. */
 #include "cli/cli.h"
 #include "gateway/gateway.h"
 #include "http/http.h"
@@ -26,7 +27,10 @@ static void serve_usage(FILE *f) {
     fprintf(f,
             "usage: graphgate serve [--config FILE] [--listen ADDR:PORT] [--internal-listen ADDR:PORT]\n"
             "                       [--db PATH] [--migrations DIR] [--workers N]\n\n"
-            "Run the gateway in the foreground until SIGTERM or SIGINT.\n\n"
+            "Run the gateway in the foreground until SIGTERM or SIGINT. SIGHUP re-reads the\n"
+            "configuration: log.level, log.file (reopened), rate_limit.* and\n"
+            "tenants.max_concurrent_executions change at once; other changed keys are logged as\n"
+            "needing a restart.\n\n"
             "  --config FILE              YAML configuration (default: $GRAPHGATE_CONFIG, else none)\n"
             "  --listen ADDR:PORT         public listener (default 127.0.0.1:8080; port 0 = any free port)\n"
             "  --internal-listen ADDR:PORT  internal listener, no auth (default 127.0.0.1:8081; \"\" = off)\n"
@@ -43,6 +47,24 @@ bool gg_app_on_shutdown(gg_app *app, gg_app_shutdown_fn fn, void *user) {
     app->shutdown[app->nshutdown].fn = fn;
     app->shutdown[app->nshutdown].user = user;
     app->nshutdown++;
+    return true;
+}
+
+/* Register a drain callback; see cli.h. */
+bool gg_app_on_drain(gg_app *app, gg_app_drain_fn fn, void *user) {
+    if (!fn || app->ndrain >= GG_APP_MAX_DRAIN) return false;
+    app->drain[app->ndrain].fn = fn;
+    app->drain[app->ndrain].user = user;
+    app->ndrain++;
+    return true;
+}
+
+/* Register a reload callback; see cli.h. */
+bool gg_app_on_reload(gg_app *app, gg_app_reload_fn fn, void *user) {
+    if (!fn || app->nreload >= GG_APP_MAX_RELOAD) return false;
+    app->reload[app->nreload].fn = fn;
+    app->reload[app->nreload].user = user;
+    app->nreload++;
     return true;
 }
 
@@ -171,14 +193,66 @@ static void *second_signal(void *arg) {
     return NULL;
 }
 
-static int serve(gg_config *cfg) {
+/* Keys SIGHUP applies at once (log here, the others through the reload callbacks: the
+ * gateway's rate limits and tenant cap); every other change needs a restart. */
+static bool reloadable(const char *key) {
+    static const char *const keys[] = {"log.level", "log.file", "rate_limit.rate", "rate_limit.burst",
+                                       "tenants.max_concurrent_executions"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(key, keys[i]) == 0) return true;
+    return false;
+}
+
+static void log_change(void *user, const char *key, const char *old_value, const char *new_value) {
+    (void)user;
+    if (reloadable(key)) gg_log(GG_LOG_INFO, "configuration reloaded: applied", "key", key, "old", old_value, "new", new_value, NULL);
+    else gg_log(GG_LOG_WARN, "configuration reloaded: changed key needs a restart (still running with the old value)",
+                "key", key, "old", old_value, "new", new_value, NULL);
+}
+
+/* SIGHUP: the configuration as serve would load it now (file, environment, flags), the
+ * changes logged, log.level / log.file applied (the log file is reopened either way, which
+ * also serves log rotation). A configuration that no longer loads changes nothing. */
+static void reload_config(gg_app *app, gg_config *cfg, int argc, char **argv) {
+    gg_config next;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n_rest = 0;
+    int rc = rest ? gg_cli_load_config(&next, argc, argv, "serve", rest, &n_rest) : GG_EXIT_FAIL;
+    if (rc == GG_EXIT_OK) {
+        rc = apply_serve_flags(&next, rest, n_rest, argv[0]);
+        if (rc != GG_EXIT_OK) gg_config_free(&next);
+    }
+    free(rest);
+    if (rc != GG_EXIT_OK) {
+        gg_log(GG_LOG_ERROR, "SIGHUP: the configuration does not load (see stderr); nothing changed", NULL);
+        return;
+    }
+    size_t n = gg_config_diff(cfg, &next, log_change, NULL);
+    for (size_t i = 0; i < app->nreload; i++) app->reload[i].fn(app, &next, app->reload[i].user);
+    cfg->rate_limit_rate = next.rate_limit_rate; /* the running values, for the next diff */
+    cfg->rate_limit_burst = next.rate_limit_burst;
+    cfg->tenant_max_concurrent = next.tenant_max_concurrent;
+    cfg->log_level = next.log_level;
+    char *old_file = cfg->log_file;
+    cfg->log_file = next.log_file;
+    next.log_file = old_file;
+    gg_log_configure(cfg->log_level, cfg->log_file);
+    gg_config_free(&next);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%zu", n);
+    gg_log(GG_LOG_INFO, "SIGHUP: configuration re-read", "changed_keys", buf, NULL);
+}
+
+static int serve(gg_config *cfg, int argc, char **argv) {
     /* Signals are taken synchronously by this thread (sigwait), so they must be blocked
      * before any other thread starts: every thread inherits the mask. */
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
-    sigset_t blocked = stop_signals;
+    sigset_t waited = stop_signals;
+    sigaddset(&waited, SIGHUP);
+    sigset_t blocked = waited;
     sigaddset(&blocked, SIGUSR2); /* only used to wake the second-signal watcher */
     pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
@@ -199,6 +273,13 @@ static int serve(gg_config *cfg) {
         .internal_addr = cfg->internal_listen,
         .threads = polling_threads(cfg),
         .body_limit = cfg->body_limit,
+        .max_connections = (unsigned)cfg->http_max_connections,
+        .max_connections_per_ip = (unsigned)cfg->http_max_conn_per_ip,
+        .receive_timeout_ms = (unsigned)cfg->http_receive_timeout_ms,
+        .internal_hosts = cfg->allowed_hosts.items,
+        .n_internal_hosts = cfg->allowed_hosts.n,
+        .internal_origins = cfg->origins.items,
+        .n_internal_origins = cfg->origins.n,
         .access_log = cfg->access_log,
         .access_log_file = cfg->access_log_file,
         .version = GG_VERSION,
@@ -226,9 +307,10 @@ static int serve(gg_config *cfg) {
            "ports", ports, "db", gg_store_path(store), NULL);
 
     int sig = 0;
-    sigwait(&stop_signals, &sig);
+    while (sigwait(&waited, &sig) == 0 && sig == SIGHUP) reload_config(&app, cfg, argc, argv);
     app.stopping = 1;
     gg_log(GG_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+    for (size_t i = 0; i < app.ndrain; i++) app.drain[i].fn(&app, app.drain[i].user);
     /* A second signal while draining means "now": a watcher thread cuts the wait short. */
     pthread_t watcher;
     bool watching = pthread_create(&watcher, NULL, second_signal, app.http) == 0;
@@ -280,7 +362,7 @@ int gg_cmd_serve(int argc, char **argv) {
     }
     rc = apply_serve_flags(&cfg, rest, n_rest, argv[0]);
     free(rest);
-    if (rc == GG_EXIT_OK) rc = serve(&cfg);
+    if (rc == GG_EXIT_OK) rc = serve(&cfg, argc, argv);
     gg_config_free(&cfg);
     return rc;
 }

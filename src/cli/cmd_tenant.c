@@ -94,7 +94,8 @@ int gg_cmd_tenant(int argc, char **argv) {
         usage(stderr);
         rc = GG_EXIT_USAGE;
     } else {
-        gg_store *s = gg_cli_open_store(&c, "tenant", &rc);
+        gg_store *s = strcmp(rest[1], "create") == 0 ? gg_cli_open_store_create(&c, "tenant", &rc)
+                                                     : gg_cli_open_store(&c, "tenant", &rc);
         if (s) {
             rc = run(s, n, rest);
             gg_store_close(s);

@@ -41,6 +41,10 @@ static const key_def keys[] = {
     {"http.threads", T_INT, F(http_threads), 0, 256, false},
     {"http.origins", T_LIST, F(origins), 0, 0, false},
     {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
+    {"http.max_connections", T_INT, F(http_max_connections), 16, 1000000, false},
+    {"http.max_connections_per_ip", T_INT, F(http_max_conn_per_ip), 0, 1000000, false},
+    {"http.receive_timeout", T_DUR, F(http_receive_timeout_ms), 1000, 3600000, false},
+    {"internal_listen_public", T_BOOL, F(internal_listen_public), 0, 0, false},
     {"database.path", T_STR, F(db_path), 0, 0, false},
     {"database.migrations_dir", T_STR, F(migrations_dir), 0, 0, false},
     {"database.pool_size", T_INT, F(db_pool_size), 2, 64, false},
@@ -60,12 +64,34 @@ static const key_def keys[] = {
     {"tenants.max_queued", T_INT, F(tenant_max_queued), 0, 1000000, false},
     {"tenants.max_waiting", T_INT, F(tenant_max_waiting), 0, 1000000, false},
     {"max_waiting_runs", T_INT, F(max_waiting_runs), 0, 10000000, false},
+    {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
+    {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
     {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
     {"history.max_count", T_LL, F(history_max_count), 0, 1e12, false},
     {"history.flush_interval", T_DUR_I, F(history_flush_ms), 1, 10000, false},
+    {"history.durability", T_STR, F(history_durability), 0, 0, false},
+    {"history.commit_window", T_DUR_I, F(history_commit_window_ms), 0, 1000, false},
+    {"history.fsync", T_BOOL, F(history_fsync), 0, 0, false},
+    {"history.backlog_max", T_SIZE, F(history_backlog_max), 1024.0 * 1024, 64.0 * 1024 * 1024 * 1024, false},
     {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
+    {"history.max_run_records", T_LL, F(history_max_run_records), 1, 1e9, false},
+    {"history.max_run_bytes", T_SIZE, F(history_max_run_bytes), 1024, 512.0 * 1024 * 1024, false},
+    {"history.tenant_max_rows", T_LL, F(history_tenant_max_rows), 0, 1e12, false},
+    {"history.tenant_max_bytes", T_SIZE, F(history_tenant_max_bytes), 0, 1e15, false},
     {"policy.stdio_commands", T_LIST, F(policy_stdio_commands), 0, 0, false},
     {"policy.http_hosts", T_LIST, F(policy_http_hosts), 0, 0, false},
+    {"policy.stdio_cwd_root", T_STR, F(policy_stdio_cwd_root), 0, 0, false},
+    {"policy.tenant_stdio_commands", T_LIST, F(policy_tenant_stdio_commands), 0, 0, false},
+    {"policy.tenant_http_hosts", T_LIST, F(policy_tenant_http_hosts), 0, 0, false},
+    {"graphs.max_per_tenant", T_INT, F(graphs_max_per_tenant), 0, 1000000, false},
+    {"graphs.max_bytes", T_SIZE, F(graphs_max_bytes), 1024, 64.0 * 1024 * 1024, false},
+    {"graphs.max_tenant_bytes", T_SIZE, F(graphs_max_tenant_bytes), 0, 1024.0 * 1024 * 1024 * 1024, false},
+    {"graphs.max_versions", T_INT, F(graphs_max_versions), 0, 1000000, false},
+    {"graphs.upload_threads", T_INT, F(graphs_upload_threads), 1, 64, false},
+    {"graphs.uploads_per_tenant", T_INT, F(graphs_uploads_per_tenant), 1, 1024, false},
+    {"graphs.upload_timeout", T_DUR, F(graphs_upload_timeout_ms), 100, 3600000, false},
+    {"graphs.max_node_executions", T_INT, F(graphs_cap_node_executions), 0, 100000000, false},
+    {"graphs.max_execution_time", T_DUR, F(graphs_cap_execution_ms), 0, 86400000, false},
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
@@ -135,10 +161,31 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;
+    c->history_commit_window_ms = 1;
+    c->history_backlog_max = 256u << 20;
     c->history_max_payload = 64 * 1024;
+    c->history_max_run_records = 10000;
+    c->history_max_run_bytes = 4 * 1024 * 1024;
+    c->history_tenant_max_rows = 100000;
+    c->history_tenant_max_bytes = 256 * 1024 * 1024;
+    c->tenant_max_streams = 64;
+    c->tenant_max_sessions = 256;
+    c->graphs_max_per_tenant = 100;
+    c->graphs_max_bytes = 1024 * 1024;
+    c->graphs_max_tenant_bytes = 16 * 1024 * 1024;
+    c->graphs_max_versions = 20;
+    c->graphs_upload_threads = 2;
+    c->graphs_uploads_per_tenant = 4;
+    c->graphs_upload_timeout_ms = 10000;
+    c->graphs_cap_node_executions = 100000;
+    c->graphs_cap_execution_ms = 300000;
     c->specs_load_on_start = true;
+    c->http_max_connections = 1024;
+    c->http_max_conn_per_ip = 256;
+    c->http_receive_timeout_ms = 15000;
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
-        !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err)) {
+        !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err) ||
+        !set_str(&c->history_durability, "durable", err)) {
         gg_config_free(c);
         return false;
     }
@@ -354,6 +401,23 @@ static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *
     return true;
 }
 
+/* A key given twice in one mapping is an error naming both places (libyaml keeps both,
+ * and silently taking the last would hide a typo'd override). */
+static bool check_duplicate(file_ctx *f, yaml_node_t *map, yaml_node_pair_t *p, yaml_node_t *kn,
+                            const char *prefix, gg_error *err) {
+    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+        yaml_node_t *prev = yaml_document_get_node(f->doc, q->key);
+        if (!prev || prev->type != YAML_SCALAR_NODE || prev->data.scalar.length != kn->data.scalar.length ||
+            memcmp(prev->data.scalar.value, kn->data.scalar.value, kn->data.scalar.length) != 0)
+            continue;
+        gg_error_set(err, "invalid_config", "duplicate key '%s%s%s' (first at line %d, column %d)", prefix,
+                     *prefix ? "." : "", (const char *)kn->data.scalar.value, (int)prev->start_mark.line + 1,
+                     (int)prev->start_mark.column + 1);
+        return node_error(f, kn, err);
+    }
+    return true;
+}
+
 static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int depth, gg_error *err) {
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = yaml_document_get_node(f->doc, p->key);
@@ -362,6 +426,7 @@ static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int 
             gg_error_set(err, "invalid_config", "keys must be plain names");
             return node_error(f, kn, err);
         }
+        if (!check_duplicate(f, map, p, kn, prefix, err)) return false;
         char name[128];
         int n = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", (const char *)kn->data.scalar.value);
         if (n < 0 || (size_t)n >= sizeof name) {
@@ -475,6 +540,11 @@ static bool valid_addr(const char *a) {
     return !*end && !errno && port >= 0 && port <= 65535;
 }
 
+/* 127.0.0.0/8, [::1] or localhost (the internal listener's safe binds). */
+static bool loopback_addr(const char *a) {
+    return !strncmp(a, "127.", 4) || !strncmp(a, "[::1]:", 6) || !strncasecmp(a, "localhost:", 10);
+}
+
 bool gg_config_validate(const gg_config *c, gg_error *err) {
     if (!c->listen || !valid_addr(c->listen)) {
         gg_error_set(err, "invalid_config", "listen: '%s' is not ADDR:PORT", c->listen ? c->listen : "");
@@ -484,12 +554,24 @@ bool gg_config_validate(const gg_config *c, gg_error *err) {
         gg_error_set(err, "invalid_config", "internal_listen: '%s' is not ADDR:PORT (or \"\" to disable)", c->internal_listen);
         return false;
     }
+    if (c->internal_listen && *c->internal_listen && !c->internal_listen_public && !loopback_addr(c->internal_listen)) {
+        gg_error_set(err, "invalid_config",
+                     "internal_listen: '%s' is not a loopback address; the internal listener has no authentication "
+                     "(set internal_listen_public: true to bind it there anyway)", c->internal_listen);
+        return false;
+    }
     if (!c->db_path || !*c->db_path) {
         gg_error_set(err, "invalid_config", "database.path must not be empty");
         return false;
     }
     if (c->session_secret && *c->session_secret && strlen(c->session_secret) < 32) {
         gg_error_set(err, "invalid_config", "session.secret must be at least 32 characters");
+        return false;
+    }
+    if (!c->history_durability || (strcmp(c->history_durability, "durable") != 0 &&
+                                   strcmp(c->history_durability, "async") != 0)) {
+        gg_error_set(err, "invalid_config", "history.durability: '%s' is not durable or async",
+                     c->history_durability ? c->history_durability : "");
         return false;
     }
     if (c->key_pepper && *c->key_pepper && strlen(c->key_pepper) < 16) {
@@ -524,7 +606,7 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
         snprintf(out, size, "%s", configured);
         return true;
     }
-    char cands[6][PATH_MAX];
+    char cands[5][PATH_MAX];
     int n = 0;
     const char *src = getenv("GG_SRCDIR");
     if (src && *src) snprintf(cands[n++], PATH_MAX, "%s/%s", src, name);
@@ -542,9 +624,6 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
     }
 #ifdef GG_PKGDATADIR
     snprintf(cands[n++], PATH_MAX, "%s/%s", GG_PKGDATADIR, name);
-#endif
-#ifdef GG_SRCDIR
-    snprintf(cands[n++], PATH_MAX, "%s/%s", GG_SRCDIR, name);
 #endif
     for (int i = 0; i < n; i++) {
         if (is_dir(cands[i])) {
@@ -564,37 +643,63 @@ bool gg_config_find_data_dir(const char *configured, const char *name, char *out
 
 /* ---- dump ------------------------------------------------------------------------------- */
 
-void gg_config_dump(const gg_config *c, FILE *f) {
+/* One key's value as dump text (secrets masked, unless reveal) into b. */
+static void format_value(const gg_config *c, const key_def *k, bool reveal, gg_strbuf *b) {
     static const char *const levels[] = {"debug", "info", "warn", "error"};
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const key_def *k = &keys[i];
-        const void *slot = (const char *)c + k->offset;
-        fprintf(f, "%s: ", k->name);
-        switch (k->type) {
-        case T_STR: {
-            const char *s = *(char *const *)slot;
-            if (!s) fprintf(f, "null");
-            else if (k->secret && *s) fprintf(f, "\"********\"");
-            else fprintf(f, "\"%s\"", s);
-            break;
-        }
-        case T_INT: case T_DUR_I: fprintf(f, "%d%s", *(const int *)slot, k->type == T_DUR_I ? "ms" : ""); break;
-        case T_LL: fprintf(f, "%lld", *(const long long *)slot); break;
-        case T_DUR: fprintf(f, "%lldms", *(const long long *)slot); break;
-        case T_SIZE: fprintf(f, "%zu", *(const size_t *)slot); break;
-        case T_DOUBLE: fprintf(f, "%g", *(const double *)slot); break;
-        case T_BOOL: fprintf(f, "%s", *(const bool *)slot ? "true" : "false"); break;
-        case T_LEVEL: fprintf(f, "%s", levels[*(const gg_log_level *)slot]); break;
-        case T_LIST: {
-            const gg_strlist *l = slot;
-            fprintf(f, "[");
-            for (size_t j = 0; j < l->n; j++) fprintf(f, "%s\"%s\"", j ? ", " : "", l->items[j]);
-            fprintf(f, "]");
-            break;
-        }
-        }
-        fprintf(f, "\n");
+    const void *slot = (const char *)c + k->offset;
+    switch (k->type) {
+    case T_STR: {
+        const char *s = *(char *const *)slot;
+        if (!s) gg_strbuf_printf(b, "null");
+        else if (k->secret && *s && !reveal) gg_strbuf_printf(b, "\"********\"");
+        else gg_strbuf_printf(b, "\"%s\"", s);
+        break;
     }
+    case T_INT: case T_DUR_I: gg_strbuf_printf(b, "%d%s", *(const int *)slot, k->type == T_DUR_I ? "ms" : ""); break;
+    case T_LL: gg_strbuf_printf(b, "%lld", *(const long long *)slot); break;
+    case T_DUR: gg_strbuf_printf(b, "%lldms", *(const long long *)slot); break;
+    case T_SIZE: gg_strbuf_printf(b, "%zu", *(const size_t *)slot); break;
+    case T_DOUBLE: gg_strbuf_printf(b, "%g", *(const double *)slot); break;
+    case T_BOOL: gg_strbuf_printf(b, "%s", *(const bool *)slot ? "true" : "false"); break;
+    case T_LEVEL: gg_strbuf_printf(b, "%s", levels[*(const gg_log_level *)slot]); break;
+    case T_LIST: {
+        const gg_strlist *l = slot;
+        gg_strbuf_printf(b, "[");
+        for (size_t j = 0; j < l->n; j++) gg_strbuf_printf(b, "%s\"%s\"", j ? ", " : "", l->items[j]);
+        gg_strbuf_printf(b, "]");
+        break;
+    }
+    }
+}
+
+void gg_config_dump(const gg_config *c, FILE *f) {
+    for (size_t i = 0; i < N_KEYS; i++) {
+        gg_strbuf b = GG_STRBUF_INIT;
+        format_value(c, &keys[i], false, &b);
+        fprintf(f, "%s: %s\n", keys[i].name, b.data ? b.data : "");
+        gg_strbuf_free(&b);
+    }
+}
+
+/* Every key whose value differs between a and b; see cli.h. */
+size_t gg_config_diff(const gg_config *a, const gg_config *b, gg_config_diff_fn fn, void *user) {
+    size_t n = 0;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        gg_strbuf va = GG_STRBUF_INIT, vb = GG_STRBUF_INIT, ma = GG_STRBUF_INIT, mb = GG_STRBUF_INIT;
+        format_value(a, &keys[i], true, &va);
+        format_value(b, &keys[i], true, &vb);
+        if (strcmp(va.data ? va.data : "", vb.data ? vb.data : "") != 0) {
+            format_value(a, &keys[i], false, &ma);
+            format_value(b, &keys[i], false, &mb);
+            fn(user, keys[i].name, ma.data ? ma.data : "", mb.data ? mb.data : "");
+            n++;
+        }
+        gg_strbuf_free(&va);
+        gg_strbuf_free(&vb);
+        gg_strbuf_free(&ma);
+        gg_strbuf_free(&mb);
+    }
+    return n;
 }
 
 /* ---- the common store options of CLI commands ------------------------------------------- */

@@ -189,19 +189,144 @@ static json_t *tool_names(mcp_server *s) {
 
 static int validation_failed(gg_http_res *res, gg_graph_diags *d, const gg_error *err) {
     json_t *errors = json_array(), *warnings = json_array();
-    for (size_t i = 0; i < d->count; i++)
+    bool timed_out = false;
+    for (size_t i = 0; i < d->count; i++) {
         json_array_append_new(d->items[i].severity == GG_DIAG_ERROR ? errors : warnings, gg_graph_diag_json(&d->items[i]));
+        if (!strcmp(d->items[i].code, "timeout")) timed_out = true;
+    }
     if (json_array_size(errors) == 0 && err && err->message)
         json_array_append_new(errors, json_pack("{s:s,s:s}", "severity", "error", "message", err->message));
-    char msg[96];
-    snprintf(msg, sizeof msg, "the graph has %zu error(s)", json_array_size(errors));
-    return reply(res, 422, json_pack("{s:{s:s,s:s},s:o,s:o}", "error", "code", "validation", "message", msg, "errors",
-                                     errors, "warnings", warnings));
+    char msg[128];
+    if (timed_out) snprintf(msg, sizeof msg, "validating the graph took longer than the server allows");
+    else snprintf(msg, sizeof msg, "the graph has %zu error(s)", json_array_size(errors));
+    return reply(res, 422, json_pack("{s:{s:s,s:s},s:o,s:o}", "error", "code", timed_out ? "validation_timeout" : "validation",
+                                     "message", msg, "errors", errors, "warnings", warnings));
 }
 
 static const char *body_format(gg_http_req *req) {
     const char *ct = gg_http_header(req, "Content-Type");
     return ct && strstr(ct, "json") ? "json" : "yaml";
+}
+
+/* Loader options from the configuration; see internal.h. */
+gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms) {
+    const gg_config *cfg = gw->cfg;
+    gg_graph_options o = {0};
+    o.max_source_bytes = upload ? cfg->graphs_max_bytes : 0;
+    o.cap_node_executions = cfg->graphs_cap_node_executions;
+    o.cap_execution_ms = (long)cfg->graphs_cap_execution_ms;
+    o.clamp_limits = !upload;
+    o.deadline_ms = deadline_ms;
+    return o;
+}
+
+/* An upload (version 0) or a rollback, validated on an upload thread (uploads.c). The
+ * request's params and body stay valid until the deferred response is completed. */
+typedef struct graph_job {
+    gg_gateway *gw;
+    gg_http_async *a;
+    gg_principal pr;
+    const char *tenant, *graph, *format;
+    const char *src;
+    size_t len;
+    int version;            /* rollback: the stored version to activate; upload: 0 */
+    gg_graph_source stored; /* rollback: that version's source (owned) */
+    double deadline_ms;     /* gg_now_ms() terms; from acceptance, queue time included */
+} graph_job;
+
+static int graph_store_error(gg_http_res *res, gg_error *err) {
+    if (strcmp(err->code, "quota_exceeded") != 0) return store_error(res, err);
+    gg_http_res_error_from(res, 409, err);
+    gg_error_clear(err);
+    return GG_HTTP_DONE;
+}
+
+/* Validate and compile, store (upload) or activate (rollback), install, answer. */
+static void graph_job_apply(graph_job *j, gg_http_res *res) {
+    gg_gateway *gw = j->gw;
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_error err = GG_ERROR_INIT;
+    gg_graph_options o = gw_graph_options(gw, true, j->deadline_ms);
+    mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
+    if (!s) {
+        if (strcmp(err.code, "validation") == 0) validation_failed(res, &d, &err);
+        else store_error(res, &err);
+        gg_error_clear(&err);
+        gg_graph_diags_free(&d);
+        return;
+    }
+    int version = j->version;
+    bool ok;
+    if (version) ok = gg_store_graph_activate(gw->store, j->tenant, j->graph, version, &err);
+    else {
+        gg_graph_quota q = {gw->cfg->graphs_max_per_tenant, (long long)gw->cfg->graphs_max_tenant_bytes,
+                            gw->cfg->graphs_max_versions};
+        ok = gg_store_graph_put_quota(gw->store, j->tenant, j->graph, j->src, j->len, j->format, j->pr.key_id, &q,
+                                      &version, &err);
+    }
+    if (!ok) {
+        mcp_server_unref(s);
+        gg_graph_diags_free(&d);
+        graph_store_error(res, &err);
+        return;
+    }
+    gw_registry_put(gw->registry, j->tenant, j->graph, version, s);
+    json_t *warnings = json_array();
+    for (size_t i = 0; i < d.count; i++) json_array_append_new(warnings, gg_graph_diag_json(&d.items[i]));
+    gg_graph_diags_free(&d);
+    if (j->version) audit(gw, &j->pr, j->tenant, "graph.activate", j->graph, json_pack("{s:i}", "version", version));
+    else
+        audit(gw, &j->pr, j->tenant, "graph.put", j->graph,
+              json_pack("{s:i,s:I}", "version", version, "bytes", (json_int_t)j->len));
+    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o,s:o}", "tenant", j->tenant, "graph", j->graph, "version", version,
+                            "active", 1, "tools", tool_names(s), "warnings", warnings);
+    mcp_server_unref(s);
+    reply(res, j->version ? 200 : 201, out);
+}
+
+static void graph_job_finish(graph_job *j) {
+    gg_http_async_complete(j->a);
+    gg_graph_source_clear(&j->stored);
+    free(j);
+}
+
+static void graph_job_run(void *arg) {
+    graph_job *j = arg;
+    gg_http_res *res = gg_http_async_res(j->a);
+    if (gg_http_async_abandoned(j->a)) {
+        /* the server answered already (shutdown) */
+    } else if (gg_now_ms() > j->deadline_ms) {
+        gg_http_res_header(res, "Retry-After", "5");
+        gg_http_res_error(res, 503, "busy", "the upload waited longer than its time limit for a validation thread; retry");
+    } else {
+        graph_job_apply(j, res);
+    }
+    graph_job_finish(j);
+}
+
+static void graph_job_refuse(void *arg) {
+    graph_job *j = arg;
+    gg_http_res_error(gg_http_async_res(j->a), 503, "shutting_down", "the server is shutting down");
+    graph_job_finish(j);
+}
+
+/* Hand the job to the upload threads and defer the response; on refusal answer now. */
+static int graph_job_submit(gg_gateway *gw, gg_http_req *req, gg_http_res *res, graph_job *j) {
+    j->gw = gw;
+    j->deadline_ms = gg_now_ms() + (double)gw->cfg->graphs_upload_timeout_ms;
+    if (!(j->a = gg_http_defer(req))) {
+        gg_graph_source_clear(&j->stored);
+        free(j);
+        return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    }
+    gg_error err = GG_ERROR_INIT;
+    if (gw_uploads_submit(gw->uploads, j->tenant, (gw_job){graph_job_run, graph_job_refuse, j}, &err)) return GG_HTTP_DEFERRED;
+    gg_http_res *ares = gg_http_async_res(j->a);
+    gg_http_res_header(ares, "Retry-After", "1");
+    gg_http_res_error_from(ares, strcmp(err.code, "rate_limited") == 0 ? 429 : 503, &err);
+    gg_error_clear(&err);
+    graph_job_finish(j);
+    return GG_HTTP_DEFERRED;
 }
 
 static int put_graph(gg_http_req *req, gg_http_res *res, void *user) {
@@ -214,30 +339,14 @@ static int put_graph(gg_http_req *req, gg_http_res *res, void *user) {
     size_t len = 0;
     const char *src = gg_http_body(req, &len);
     if (!len) return gg_http_res_error(res, 400, "bad_request", "the body must hold the graph (YAML or JSON)"), GG_HTTP_DONE;
-    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-    gg_error err = GG_ERROR_INIT;
-    mcp_server *s = gw_build_graph(gw, t, g, src, len, &d, &err);
-    if (!s) {
-        int rc = strcmp(err.code, "validation") == 0 ? validation_failed(res, &d, &err) : store_error(res, &err);
-        gg_error_clear(&err);
-        gg_graph_diags_free(&d);
-        return rc;
-    }
-    int version = 0;
-    if (!gg_store_graph_put(gw->store, t, g, src, len, body_format(req), pr.key_id, &version, &err)) {
-        mcp_server_unref(s);
-        gg_graph_diags_free(&d);
-        return store_error(res, &err);
-    }
-    gw_registry_put(gw->registry, t, g, version, s);
-    json_t *warnings = json_array();
-    for (size_t i = 0; i < d.count; i++) json_array_append_new(warnings, gg_graph_diag_json(&d.items[i]));
-    gg_graph_diags_free(&d);
-    audit(gw, &pr, t, "graph.put", g, json_pack("{s:i,s:I}", "version", version, "bytes", (json_int_t)len));
-    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o,s:o}", "tenant", t, "graph", g, "version", version, "active", 1,
-                            "tools", tool_names(s), "warnings", warnings);
-    mcp_server_unref(s);
-    return reply(res, 201, out);
+    if (gw->cfg->graphs_max_bytes && len > gw->cfg->graphs_max_bytes)
+        return gg_http_res_error(res, 413, "too_large", "the graph is %zu bytes; a graph may have at most %zu", len,
+                                 gw->cfg->graphs_max_bytes),
+               GG_HTTP_DONE;
+    graph_job *j = calloc(1, sizeof *j);
+    if (!j) return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    *j = (graph_job){.pr = pr, .tenant = t, .graph = g, .format = body_format(req), .src = src, .len = len};
+    return graph_job_submit(gw, req, res, j);
 }
 
 static int list_graphs(gg_http_req *req, gg_http_res *res, void *user) {
@@ -303,28 +412,19 @@ static int activate_graph(gg_http_req *req, gg_http_res *res, void *user) {
     int version = json_is_integer(jv) ? (int)json_integer_value(jv) : 0;
     json_decref(body);
     if (version <= 0) return gg_http_res_error(res, 400, "bad_request", "body must be {\"version\": N} with N >= 1"), GG_HTTP_DONE;
-    gg_graph_source s = {0};
-    if (!gg_store_graph_get_version(gw->store, t, g, version, &s, &err)) return store_error(res, &err);
-    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-    mcp_server *srv = gw_build_graph(gw, t, g, s.source, s.source_len, &d, &err);
-    gg_graph_source_clear(&s);
-    if (!srv) {
-        int rc = validation_failed(res, &d, &err);
-        gg_graph_diags_free(&d);
-        gg_error_clear(&err);
-        return rc;
-    }
-    gg_graph_diags_free(&d);
-    if (!gg_store_graph_activate(gw->store, t, g, version, &err)) {
-        mcp_server_unref(srv);
+    graph_job *j = calloc(1, sizeof *j);
+    if (!j) return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    if (!gg_store_graph_get_version(gw->store, t, g, version, &j->stored, &err)) {
+        free(j);
         return store_error(res, &err);
     }
-    gw_registry_put(gw->registry, t, g, version, srv);
-    audit(gw, &pr, t, "graph.activate", g, json_pack("{s:i}", "version", version));
-    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o}", "tenant", t, "graph", g, "version", version, "active", 1, "tools",
-                            tool_names(srv));
-    mcp_server_unref(srv);
-    return reply(res, 200, out);
+    j->pr = pr;
+    j->tenant = t;
+    j->graph = g;
+    j->version = version;
+    j->src = j->stored.source;
+    j->len = j->stored.source_len;
+    return graph_job_submit(gw, req, res, j);
 }
 
 static int delete_graph(gg_http_req *req, gg_http_res *res, void *user) {
@@ -411,6 +511,44 @@ static int list_audit(gg_http_req *req, gg_http_res *res, void *user) {
     return reply(res, 200, json_pack("{s:o}", "entries", l));
 }
 
+/* ------------------------------------------------------------------ usage */
+
+/* What a tenant holds now against its limits: graphs (store), execution history (store,
+ * kept current by triggers; dropped = runs the quota pass removed), MCP sessions and GET
+ * streams (this process), calls holding one of the tenant's execution slots. */
+static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    gg_principal pr;
+    const char *t = gg_http_param(req, "t");
+    if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !tenant_exists(gw, res, t)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    gg_graph_usage gu;
+    gg_history_usage hu;
+    if (!gg_store_graph_usage(gw->store, t, &gu, &err) || !gg_store_history_usage(gw->store, t, &hu, &err))
+        return store_error(res, &err);
+    size_t live = 0, revoked = 0;
+    mcp_sessions_owner_usage(gw->sessions, t, &live, &revoked, NULL);
+    const gg_config *c = gw->cfg;
+    return reply(res, 200,
+                 json_pack("{s:s, s:{s:I,s:I,s:I,s:I}, s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
+                           " s:{s:I,s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}}",
+                           "tenant", t,
+                           "graphs", "count", (json_int_t)gu.graphs, "versions", (json_int_t)gu.versions,
+                           "active_bytes", (json_int_t)gu.active_bytes, "stored_bytes", (json_int_t)gu.stored_bytes,
+                           "history", "rows", (json_int_t)hu.rows, "bytes", (json_int_t)hu.bytes,
+                           "max_rows", (json_int_t)c->history_tenant_max_rows,
+                           "max_bytes", (json_int_t)c->history_tenant_max_bytes,
+                           "dropped", (json_int_t)hu.dropped, "dropped_bytes", (json_int_t)hu.dropped_bytes,
+                           "max_run_records", (json_int_t)c->history_max_run_records,
+                           "max_run_bytes", (json_int_t)c->history_max_run_bytes,
+                           "sessions", "live", (json_int_t)live, "deleted_unexpired", (json_int_t)revoked,
+                           "max", (json_int_t)c->tenant_max_sessions,
+                           "streams", "open", (json_int_t)gw_streams_tenant_count(gw->streams, t),
+                           "max", (json_int_t)c->tenant_max_streams,
+                           "calls", "in_progress", (json_int_t)gg_auth_exec_in_use(gw->auth, t),
+                           "max", (json_int_t)c->tenant_max_concurrent));
+}
+
 /* ------------------------------------------------------------------ routes */
 
 /* Register every admin route on the public listener. */
@@ -434,7 +572,12 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/tenants/{t}/executions", list_executions},
         {"GET", "/admin/executions/{id}", get_execution},
         {"GET", "/admin/audit", list_audit},
+        {"GET", "/admin/tenants/{t}/usage", tenant_usage},
     };
+    if (!(gw->uploads = gw_uploads_new(gw->cfg->graphs_upload_threads, gw->cfg->graphs_uploads_per_tenant))) {
+        gg_error_set(err, "oom", "cannot start the graph upload threads");
+        return false;
+    }
     gg_router *r = gg_http_server_router(gw->app->http);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!gg_router_add(r, GG_LISTENER_PUBLIC, routes[i].method, routes[i].pattern, routes[i].fn, gw, err))

@@ -2,6 +2,7 @@
  * history writer, sessions, the worker pool, the graph registry loaded from the store and
  * kept in sync with it, provider mounts, metrics and an orderly shutdown. */
 #include <sodium.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,11 @@ static void history_into_call(void *user, const char *tool, const mcp_call_ctx *
 
 /* Compile one graph version into an MCP server; see internal.h. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph, const char *source,
-                           size_t len, gg_graph_diags *diags, gg_error *err) {
+                           size_t len, const gg_graph_options *opts, gg_graph_diags *diags, gg_error *err) {
     char name[2 * GG_NAME_MAX + 8];
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
-    gg_graph_options o = {&gw->policy, 0, 0};
+    gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
+    o.policy = mcp_policy_set_get(gw->policies, tenant);
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
     if (!g) {
@@ -74,7 +76,7 @@ static bool sync_visit(void *user, const gg_graph_source *g) {
     mcp_server_unref(cur);
     if (cur && have == g->version) return true;
     gg_error err = GG_ERROR_INIT;
-    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, &err);
+    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, NULL, &err);
     if (!s) {
         char v[16];
         snprintf(v, sizeof v, "%d", g->version);
@@ -195,6 +197,64 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
 struct gg_auth *gg_gateway_auth(gg_gateway *gw) { return gw->auth; }
 struct gg_history *gg_gateway_history(gg_gateway *gw) { return gw->history; }
 
+/* ------------------------------------------------------------------ readiness, refusals */
+
+/* See internal.h. */
+bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size) {
+    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+        snprintf(why, why_size, "Server busy: the server is shutting down; retry the request");
+        return true;
+    }
+    if (is_graph && !gg_history_has_room(gw->history)) { /* bounded memory, either mode */
+        snprintf(why, why_size, "Server busy: the execution history backlog is full; retry later");
+        return true;
+    }
+    if (!is_graph || !gw->durable) return false;
+    char reason[256];
+    if (gg_history_healthy(gw->history, reason, sizeof reason)) return false;
+    snprintf(why, why_size, "Server busy: the execution history cannot be written (%s); retry later", reason);
+    return true;
+}
+
+/* /ready: the database answers with the expected schema, the history writer can write
+ * (while its backlog cannot be written the gateway refuses durable calls anyway), and the
+ * server is not draining. */
+static bool ready_check(void *user, gg_error *err) {
+    gg_gateway *gw = user;
+    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+        gg_error_set(err, "shutting_down", "the server is shutting down");
+        return false;
+    }
+    if (!gg_store_migrations_current(gw->store, err)) return false;
+    char why[256];
+    if (!gg_history_healthy(gw->history, why, sizeof why)) {
+        gg_error_set(err, "history_unavailable", "the execution history cannot be written: %s", why);
+        return false;
+    }
+    return true;
+}
+
+/* SIGTERM: refuse what has not started yet (503 + Retry-After) instead of holding it to the
+ * drain deadline; running calls finish. */
+static void on_drain(gg_app *app, void *user) {
+    (void)app;
+    gg_gateway *gw = user;
+    __atomic_store_n(&gw->draining, 1, __ATOMIC_RELAXED);
+    int n = gw_pool_refuse_queued(gw->pool);
+    if (n > 0) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%d", n);
+        gg_log(GG_LOG_INFO, "draining: queued tool calls refused", "count", buf, NULL);
+    }
+}
+
+/* SIGHUP: the rate limits and the tenant cap of the new configuration, from now on. */
+static void on_reload(gg_app *app, const gg_config *next, void *user) {
+    (void)app;
+    gg_gateway *gw = user;
+    gg_auth_set_limits(gw->auth, next->rate_limit_rate, next->rate_limit_burst, next->tenant_max_concurrent);
+}
+
 /* ------------------------------------------------------------------ metrics */
 
 static void metrics(gg_strbuf *out, void *user) {
@@ -227,12 +287,39 @@ static void metrics(gg_strbuf *out, void *user) {
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);
     gg_strbuf_printf(out,
-                     "# HELP graphgate_history_records_total execution records by fate\n"
+                     "# HELP graphgate_history_records_total execution records by fate (dropped: refused at "
+                     "submit, the backlog bound being reached; lost: given up at stop)\n"
                      "# TYPE graphgate_history_records_total counter\n"
                      "graphgate_history_records_total{fate=\"submitted\"} %llu\n"
                      "graphgate_history_records_total{fate=\"written\"} %llu\n"
-                     "graphgate_history_records_total{fate=\"dropped\"} %llu\n",
-                     hs.submitted, hs.written, hs.dropped);
+                     "graphgate_history_records_total{fate=\"dropped\"} %llu\n"
+                     "graphgate_history_records_total{fate=\"lost\"} %llu\n"
+                     "# HELP graphgate_history_pending_records records queued or being retried, not yet written\n"
+                     "# TYPE graphgate_history_pending_records gauge\ngraphgate_history_pending_records %llu\n"
+                     "# HELP graphgate_history_pending_bytes memory held by pending records\n"
+                     "# TYPE graphgate_history_pending_bytes gauge\ngraphgate_history_pending_bytes %llu\n"
+                     "# HELP graphgate_history_failing 1 while the history cannot be written (batches kept and retried)\n"
+                     "# TYPE graphgate_history_failing gauge\ngraphgate_history_failing %d\n"
+                     "# HELP graphgate_history_write_errors_total failed history write attempts\n"
+                     "# TYPE graphgate_history_write_errors_total counter\ngraphgate_history_write_errors_total %llu\n"
+                     "# HELP graphgate_history_durable 1 when tool calls are answered only after their record is committed\n"
+                     "# TYPE graphgate_history_durable gauge\ngraphgate_history_durable %d\n",
+                     hs.submitted, hs.written, hs.dropped, hs.lost, hs.pending, hs.pending_bytes, hs.failing ? 1 : 0,
+                     hs.write_errors, gw->durable ? 1 : 0);
+    gg_history_quota_stats qs;
+    gg_history_quota_get_stats(gw->quota, &qs);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_history_quota_dropped_total runs removed, oldest first, from tenants over history.tenant_max_rows/_bytes\n"
+                     "# TYPE graphgate_history_quota_dropped_total counter\ngraphgate_history_quota_dropped_total %llu\n"
+                     "# HELP graphgate_history_quota_dropped_bytes_total bytes of those runs\n"
+                     "# TYPE graphgate_history_quota_dropped_bytes_total counter\ngraphgate_history_quota_dropped_bytes_total %llu\n",
+                     qs.dropped, qs.dropped_bytes);
+    unsigned long long sess_refused = 0;
+    mcp_sessions_owner_usage(gw->sessions, NULL, NULL, NULL, &sess_refused);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_mcp_sessions_refused_total initialize refused by the per-tenant bound (tenants.max_sessions)\n"
+                     "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
+                     sess_refused);
 }
 
 /* ------------------------------------------------------------------ install / shutdown */
@@ -254,7 +341,20 @@ static bool bind_is_loopback(const char *addr) {
     return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcasecmp(host, "localhost") == 0;
 }
 
+/* Graphs may never call the gateway itself: once the listeners are bound (ports known),
+ * they join the policy's self list and downstream HTTP opens. */
+static void listeners_bound(gg_http_server *s, void *user) {
+    gg_gateway *gw = user;
+    gg_listener which[2] = {GG_LISTENER_PUBLIC, GG_LISTENER_INTERNAL};
+    for (int i = 0; i < 2; i++) {
+        struct sockaddr_storage ss;
+        if (gg_http_server_bound_addr(s, which[i], &ss)) mcp_policy_self_add(gw->policy_self, (struct sockaddr *)&ss);
+    }
+    mcp_policy_self_ready(gw->policy_self);
+}
+
 static void gateway_free(gg_gateway *gw) {
+    gw_uploads_stop(gw->uploads); /* uploads in progress use everything below */
     if (gw->watcher_started) {
         pthread_mutex_lock(&gw->watch_mu);
         gw->stopping = 1;
@@ -275,10 +375,15 @@ static void gateway_free(gg_gateway *gw) {
     gw_registry_free(gw->registry);
     if (gw->auth) gg_auth_set_history(gw->auth, NULL);
     gg_history_stop(gw->history);
+    gg_history_quota_stop(gw->quota);
     gg_auth_free(gw->auth);
     mcp_sessions_free(gw->sessions);
     free(gw->policy_commands);
     free(gw->policy_hosts);
+    mcp_policy_set_free(gw->policies);
+    free(gw->policy_grants[0]);
+    free(gw->policy_grants[1]);
+    mcp_policy_self_free(gw->policy_self);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
     pthread_mutex_destroy(&gw->waiting_mu);
@@ -317,12 +422,31 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->policy.command_allowlist = (const char *const *)gw->policy_commands;
     gw->policy.host_allowlist = (const char *const *)gw->policy_hosts;
     gw->policy.allow_http_plaintext = true;
+    gw->policy.cwd_root = cfg->policy_stdio_cwd_root;
+    gw->policy_grants[0] = strlist_copy(&cfg->policy_tenant_stdio_commands);
+    gw->policy_grants[1] = strlist_copy(&cfg->policy_tenant_http_hosts);
+    if (!gw->policy_grants[0] || !gw->policy_grants[1] || !(gw->policy_self = mcp_policy_self_new())) goto oom;
+    gw->policy.self = gw->policy_self;
+    if (!(gw->policies = mcp_policy_set_new(&gw->policy, (const char *const *)gw->policy_grants[0],
+                                            (const char *const *)gw->policy_grants[1], err)))
+        goto fail;
+    if (!gg_http_server_on_start(app->http, listeners_bound, gw)) {
+        gg_error_set(err, "too_many", "no room for the gateway's start callback");
+        goto fail;
+    }
     gw->public_loopback = bind_is_loopback(cfg->listen);
     gw->internal_loopback = bind_is_loopback(cfg->internal_listen);
 
-    gg_history_options ho = {cfg->history_flush_ms, 0, cfg->history_max_age_ms, cfg->history_max_count,
-                             cfg->history_max_payload, true};
+    gw->durable = !cfg->history_durability || strcmp(cfg->history_durability, "async") != 0;
+    gg_history_options ho = {.flush_ms = cfg->history_flush_ms, .max_age_ms = cfg->history_max_age_ms,
+                             .max_count = cfg->history_max_count, .max_payload_bytes = cfg->history_max_payload,
+                             .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms > 0 ? cfg->history_commit_window_ms : -1,
+                             .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync};
+    ho.max_run_nodes = (size_t)cfg->history_max_run_records;
+    ho.max_run_node_bytes = cfg->history_max_run_bytes;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
+    gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};
+    if (!(gw->quota = gg_history_quota_start(gw->store, &qo, err))) goto fail;
     gg_auth_options ao = {cfg->key_pepper, cfg->key_cache_ttl_ms, cfg->rate_limit_rate, cfg->rate_limit_burst,
                           cfg->tenant_max_concurrent, gw->history};
     if (!(gw->auth = gg_auth_new(gw->store, &ao, err))) goto fail;
@@ -336,6 +460,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->sessions = mcp_sessions_new(sp, ttl > 0 ? ttl : 1, 100000);
     sodium_memzero(secret, sizeof secret);
     if (!gw->sessions) goto oom;
+    mcp_sessions_set_owner_max(gw->sessions, cfg->tenant_max_sessions > 0 ? (size_t)cfg->tenant_max_sessions : 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
     /* no tenant on more than half the workers unless configured: another tenant always
@@ -355,8 +480,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
     gg_http_server_add_metrics(app->http, metrics, gw);
+    gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;
-    if (!gg_app_on_shutdown(app, on_shutdown, gw)) {
+    if (!gg_app_on_shutdown(app, on_shutdown, gw) || !gg_app_on_drain(app, on_drain, gw) ||
+        !gg_app_on_reload(app, on_reload, gw)) {
         gg_error_set(err, "too_many", "no room for the gateway's shutdown callback");
         goto fail;
     }

@@ -35,7 +35,21 @@ void gw_pool_resume(gw_pool *p, gw_job job);
  * cancels them first); joins the threads and frees the pool. */
 void gw_pool_stop(gw_pool *p);
 int gw_pool_queued(gw_pool *p);
+/* Take every tenant's queued calls out now and run their refuse (run when none) on the
+ * calling thread: SIGTERM answers what has not started at once. Queued continuations stay
+ * for the workers (their calls are running and finish). Returns how many were refused. */
+int gw_pool_refuse_queued(gw_pool *p);
 int gw_pool_threads(gw_pool *p);
+
+/* ---- graph uploads (uploads.c) ---------------------------------------------------------
+ * Validation threads apart from the worker pool; at most per_tenant uploads of one tenant
+ * queued or running. submit never waits: false + err "busy" (queue full), "rate_limited"
+ * (the tenant's uploads are pending) or "shutting_down". stop refuses what has not started,
+ * waits for what runs, joins and frees. */
+typedef struct gw_uploads gw_uploads;
+gw_uploads *gw_uploads_new(int threads, int per_tenant);
+bool gw_uploads_submit(gw_uploads *u, const char *tenant, gw_job job, gg_error *err);
+void gw_uploads_stop(gw_uploads *u);
 
 /* ---- graph registry (registry.c) -------------------------------------------------------
  * (tenant, graph) → the active version's mcp_server. Readers take a reference under a
@@ -78,6 +92,9 @@ struct gg_gateway {
     gw_registry *registry;
     mcp_client_policy policy;
     char **policy_commands, **policy_hosts; /* NULL-terminated copies for policy */
+    char **policy_grants[2];                 /* tenant command / host grants, same */
+    mcp_policy_self *policy_self;            /* our listeners: never a graph's target */
+    mcp_policy_set *policies;                /* policy plus per-tenant grants */
     bool public_loopback, internal_loopback;
     gw_mount mounts[GW_MAX_MOUNTS];
     int nmounts;
@@ -87,6 +104,8 @@ struct gg_gateway {
     struct gw_call_job *jobs;
     int running;
     volatile int stopping;
+    bool durable;          /* history.durability: durable — answers wait for the commit */
+    int draining;          /* atomic: SIGTERM came; calls not yet started are refused */
     /* store change watcher */
     pthread_t watcher;
     bool watcher_started;
@@ -104,11 +123,19 @@ struct gg_gateway {
     int waiting_total;
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
+    gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
+    gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
 };
 
-/* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). */
+/* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
+ * = gw_graph_options(gw, false, 0): how stored versions are loaded. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,
-                           const char *source, size_t len, gg_graph_diags *diags, gg_error *err);
+                           const char *source, size_t len, const gg_graph_options *opts,
+                           gg_graph_diags *diags, gg_error *err);
+/* The loader options the configuration asks for (admin.c): the operator's caps on
+ * executionLimits (an upload declaring more is refused; a stored version is clamped) and,
+ * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
+gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false
@@ -124,6 +151,10 @@ bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res);
 bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err);
 bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err);
 bool gw_admin_install_routes(gg_gateway *gw, gg_error *err);
+/* True (and why, for the 503) when a new tools/call must be refused before it runs: the
+ * server is draining, the history backlog is full (graph calls), or — durable mode, graph
+ * calls — the history cannot be written. */
+bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size);
 /* Cancel running calls and wait for them (shutdown). */
 void gw_cancel_running(gg_gateway *gw);
 /* Submit RUNNING records for runs older than min_age_ms (called by the watcher). */
@@ -152,5 +183,6 @@ void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_count(gw_streams *s);
+size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
 
 #endif

@@ -163,7 +163,6 @@ typedef struct gw_call_job {
     double accepted_ms;  /* monotonic, when the call was accepted (its time limits count from it) */
     double started_ms;   /* monotonic, when the worker picked it up */
     bool may_wait;       /* counted in the waiting bounds (a tool with mcp nodes) */
-    bool answering;      /* set under gw->jobs_mu before the answer goes out (j->a then ends) */
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
@@ -218,8 +217,8 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
             __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
         }
         /* the client went away (when the HTTP layer saw it): nobody reads the answer. j->a
-         * is ours until the job answers (then the HTTP layer may free it at once) */
-        if (j->a && !j->answering && gg_http_async_abandoned(j->a))
+         * is ours while j is on this list (it leaves before it answers) */
+        if (j->a && gg_http_async_abandoned(j->a))
             __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->jobs_mu);
@@ -261,8 +260,10 @@ static void job_emit(void *user, const char *json, size_t len) {
     gg_http_sse_event(j->a, "message", NULL, json);
 }
 
-/* Convert the graph's node records to the store's and submit the final state. */
-static void record_finish(gw_call_job *j) {
+/* Convert the graph's node records to the store's and submit the final state; done (may
+ * be NULL) runs once it is committed (gg_history_submit_then), at once when nothing is
+ * recorded. */
+static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, void *user) {
     gg_gateway *gw = j->gw;
     pthread_mutex_lock(&gw->jobs_mu);
     gg_exec_record *r = j->rec;
@@ -270,6 +271,7 @@ static void record_finish(gw_call_job *j) {
     pthread_mutex_unlock(&gw->jobs_mu);
     if (!r || !gw->history) {
         gg_exec_record_free(r);
+        if (done) done(user, true);
         return;
     }
     const char *st = mcp_call_status(j->call);
@@ -289,7 +291,7 @@ static void record_finish(gw_call_job *j) {
         /* the provider wrote the node records as text while the run went (bounded there) */
         char *nodes = mcp_call_take_history_text(j->call);
         if (nodes) gg_exec_record_set_nodes_json(r, nodes);
-        gg_history_submit(gw->history, r);
+        gg_history_submit_then(gw->history, r, done, user);
         return;
     }
     size_t i;
@@ -310,8 +312,10 @@ static void record_finish(gw_call_job *j) {
         if (nr && json_is_number(json_object_get(n, "duration")))
             nr->duration_ms = json_number_value(json_object_get(n, "duration"));
     }
-    gg_history_submit(gw->history, r);
+    gg_history_submit_then(gw->history, r, done, user);
 }
+
+static void record_finish(gw_call_job *j) { record_finish_then(j, NULL, NULL); }
 
 static gg_http_res *job_res(gw_call_job *j) { return j->a ? gg_http_async_res(j->a) : j->res; }
 
@@ -351,7 +355,8 @@ static void respond_plain(gw_call_job *j, const char *rpc_body) {
     json_decref(resp);
 }
 
-static void job_respond(gw_call_job *j, char *body, int status) {
+/* Fill the response (the last event when streaming); the caller completes it. */
+static void job_fill(gw_call_job *j, char *body, int status) {
     if (j->plain) respond_plain(j, body);
     else if (j->streaming) {
         if (body) gg_http_sse_event(j->a, "message", NULL, body);
@@ -362,7 +367,67 @@ static void job_respond(gw_call_job *j, char *body, int status) {
         gg_http_res_error(job_res(j), 500, "internal_error", "out of memory");
     }
     free(body);
+}
+
+static void job_respond(gw_call_job *j, char *body, int status) {
+    job_fill(j, body, status);
     if (j->a) gg_http_async_complete(j->a);
+}
+
+/* "Answered means recorded" (history.durability: durable): the answer is filled in at
+ * once but sent only when the history writer has committed the batch holding the call's
+ * record (on the writer thread, every answer of a batch together). What waits is this
+ * small block; the job is freed by the thread that made it. A record that cannot be
+ * stored turns the answer into a 503. */
+typedef struct gw_waiter {
+    gg_http_async *a;
+    bool plain;
+    char *sse;  /* streaming: the final event, sent on commit */
+    json_t *id; /* the call's JSON-RPC id, for the refusal */
+} gw_waiter;
+
+#define GW_UNRECORDED "Server busy: the execution history cannot be written, so the call is not acknowledged; retry later"
+
+static void waiter_committed(void *user, bool ok) {
+    gw_waiter *w = user;
+    if (!ok && w->sse) {
+        free(w->sse);
+        w->sse = mcp_jsonrpc_error(w->id, MCP_SERVER_BUSY, GW_UNRECORDED, NULL);
+    } else if (!ok) {
+        gg_http_res *res = gg_http_async_res(w->a);
+        gg_http_res_header(res, "Retry-After", "1");
+        if (w->plain) gg_http_res_error(res, 503, "unavailable", "%s", GW_UNRECORDED);
+        else rpc_http_error(res, 503, w->id, MCP_SERVER_BUSY, GW_UNRECORDED);
+    }
+    if (w->sse) gg_http_sse_event(w->a, "message", NULL, w->sse);
+    gg_http_async_complete(w->a);
+    free(w->sse);
+    json_decref(w->id);
+    free(w);
+}
+
+/* Record j's final state and answer it: at once (async), or once the record is committed
+ * (durable; j->a must be set). The caller frees j. */
+static void job_answer(gw_call_job *j, char *body, int status) {
+    bool wait = j->gw->durable && j->rec && j->gw->history;
+    gw_waiter *w = wait && j->a ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        record_finish(j);
+        if (wait) { /* out of memory: the answer cannot wait for the commit */
+            free(body);
+            body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "Server busy: out of memory; retry later");
+            status = 503;
+        }
+        job_respond(j, body, status);
+        return;
+    }
+    w->a = j->a;
+    w->plain = j->plain;
+    w->id = json_incref(mcp_call_id(j->call));
+    if (j->streaming) w->sse = body;
+    else job_fill(j, body, status);
+    j->a = NULL; /* the waiter completes it */
+    record_finish_then(j, waiter_committed, w);
 }
 
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
@@ -414,15 +479,13 @@ static void job_call_done(void *user, char *body) {
     }
     if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
     if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
-    record_finish(j);
     /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
     if (j->may_wait) waiting_release(gw, j->ep.tenant);
-    pthread_mutex_lock(&gw->jobs_mu);
-    j->answering = true;
-    pthread_mutex_unlock(&gw->jobs_mu);
-    job_respond(j, body, 200);
+    /* off the watcher's list before the answer: once answered (or handed to the commit
+     * waiter) j->a is no longer the job's */
     running_remove(gw, j);
+    job_answer(j, body, 200);
     job_free(j);
 }
 
@@ -444,11 +507,13 @@ static void job_refuse(void *arg) {
  * more than a small graph run costs). Past the budget the attempt is dropped unrecorded
  * (a pure run has no effects) and the call goes to the pool like any other. Not for calls
  * that stream notifications, nor while the history writer is behind (the pool path waits
- * for it, an HTTP thread must not). The tenant slot is already held. True = answered. */
-static bool try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
-                       const gg_principal *pr, bool plain, bool text_history) {
-    if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return false;
-    if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return false;
+ * for it, an HTTP thread must not). The tenant slot is already held. -1 = not run here (to
+ * the pool), else the handler's answer: GG_HTTP_DONE, or GG_HTTP_DEFERRED when durable
+ * (the answer waits for the commit of its record). */
+static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
+                      const gg_principal *pr, bool plain, bool text_history) {
+    if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return -1;
+    if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return -1;
     gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain, .text_history = text_history};
     if (pr) {
         snprintf(j.key_id, sizeof j.key_id, "%s", pr->key_id);
@@ -462,15 +527,16 @@ static bool try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const
     if (over) {
         gg_exec_record_free(j.rec);
         __atomic_add_fetch(&gw->calls_inline_over, 1, __ATOMIC_RELAXED);
-        return false;
+        return -1;
     }
     __atomic_add_fetch(&gw->calls_inline, 1, __ATOMIC_RELAXED);
     if (strcmp(mcp_call_status(call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
-    record_finish(&j);
     if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
-    job_respond(&j, body, 200);
+    if (gw->durable && j.rec) j.a = gg_http_defer(req); /* answered once the record is committed */
+    int rc = j.a ? GG_HTTP_DEFERRED : GG_HTTP_DONE;
+    job_answer(&j, body, 200);
     mcp_call_free(call);
-    return true;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ waiting bounds */
@@ -537,6 +603,16 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     double accepted = gg_now_ms(); /* the call's time limits count from here */
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
     json_t *id = json_incref(mcp_call_id(call));
+    char why[320];
+    if (gw_refuse_calls(gw, ep->is_graph, why, sizeof why)) { /* draining, or durable and unrecordable */
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        mcp_call_free(call);
+        gg_http_res_header(res, "Retry-After", "1");
+        if (plain) gg_http_res_error(res, 503, "unavailable", "%s", why);
+        else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, why);
+        json_decref(id);
+        return GG_HTTP_DONE;
+    }
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_MAX) {
         /* every run is recorded: refuse rather than run one the writer would drop */
         __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
@@ -568,10 +644,14 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     }
     /* the plain endpoint answers from the exit node's output in the JSON history */
     bool text_history = ep->is_graph && !plain && gw->history;
-    if (text_history) mcp_call_use_history_text(call, gw->cfg->history_max_payload);
-    if (try_inline(gw, req, res, ep, call, pr, plain, text_history)) {
+    if (text_history) {
+        mcp_call_use_history_text(call, gw->cfg->history_max_payload);
+        mcp_call_bound_history(call, (size_t)gw->cfg->history_max_run_records, gw->cfg->history_max_run_bytes);
+    }
+    int irc = try_inline(gw, req, res, ep, call, pr, plain, text_history);
+    if (irc >= 0) {
         json_decref(id);
-        return GG_HTTP_DONE;
+        return irc;
     }
     gw_call_job *j = calloc(1, sizeof *j);
     gg_http_async *a = j ? gg_http_defer(req) : NULL;
@@ -717,6 +797,20 @@ static gg_scope scope_for(const mcp_message *m) {
                                                                                 : GG_SCOPE_TOOLS_READ;
 }
 
+/* initialize past the tenant's bound of live sessions (tenants.max_sessions): 429 with
+ * the request's id, no session issued. */
+static int session_refused(gg_gateway *gw, gg_http_res *res, mcp_outcome *o) {
+    json_t *resp = o->body ? json_loads(o->body, 0, NULL) : NULL;
+    char msg[200];
+    snprintf(msg, sizeof msg, "Too many sessions: at most %d live MCP sessions per tenant (tenants.max_sessions);"
+             " end one with DELETE or retry later", gw->cfg->tenant_max_sessions);
+    gg_http_res_header(res, "Retry-After", "60");
+    int rc = rpc_http_error(res, 429, json_object_get(resp, "id"), MCP_SERVER_BUSY, msg);
+    json_decref(resp);
+    mcp_outcome_clear(o);
+    return rc;
+}
+
 /* Apply an outcome's session side effects and turn it into the HTTP answer. */
 static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_outcome *o,
                           const mcp_session *sess, const gg_principal *pr) {
@@ -725,6 +819,7 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
         char sid[MCP_SESSION_ID_MAX];
         if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, NULL))
             gg_http_res_header(res, SESSION_HEADER, sid);
+        else return session_refused(gw, res, o);
     }
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);

@@ -220,6 +220,69 @@ int gw_pool_queued(gw_pool *p) {
     return n;
 }
 
+/* Unlink the new calls (not the continuations) of q into *out; q leaves the round-robin
+ * list when nothing stays queued (caller holds mu). */
+static void take_calls(gw_pool *p, tq *q, qnode **out) {
+    qnode **pp = &q->head, *last = NULL;
+    while (*pp) {
+        qnode *n = *pp;
+        if (n->resume) {
+            last = n;
+            pp = &n->next;
+            continue;
+        }
+        *pp = n->next;
+        q->queued--;
+        p->count--;
+        n->next = *out;
+        *out = n;
+    }
+    q->tail = last;
+}
+
+/* Refuse what is queued, now, on this thread; see internal.h. Every tenant's queued calls
+ * are taken out under one lock; continuations stay for the workers (their runs are running
+ * calls, which finish). */
+int gw_pool_refuse_queued(gw_pool *p) {
+    qnode *calls = NULL;
+    pthread_mutex_lock(&p->mu);
+    tq *prev = NULL;
+    for (tq *q = p->active_head, *next; q; q = next) {
+        next = q->anext;
+        take_calls(p, q, &calls);
+        if (q->head) {
+            prev = q;
+            continue;
+        }
+        if (prev) prev->anext = next;
+        else p->active_head = next;
+        if (p->active_tail == q) p->active_tail = prev;
+        q->active = false;
+    }
+    pthread_mutex_unlock(&p->mu);
+    int n = 0;
+    qnode *done = NULL;
+    while (calls) { /* no order among them: each answers its own client */
+        qnode *c = calls;
+        calls = c->next;
+        if (c->job.refuse) c->job.refuse(c->job.arg);
+        else c->job.run(c->job.arg);
+        c->next = done;
+        done = c;
+        n++;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (done) { /* back to the free list, which the pool frees at stop */
+        qnode *c = done;
+        done = c->next;
+        c->next = p->free_nodes;
+        p->free_nodes = c;
+        p->nfree++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 /* Worker threads running. */
 int gw_pool_threads(gw_pool *p) { return p->nthreads; }
 

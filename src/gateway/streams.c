@@ -17,8 +17,10 @@
  * so dead clients are found), and as soon as shutdown begins (app->stopping) ends every
  * stream (after a "retry:" reconnection delay) so the graceful stop never waits on them.
  *
- * Bounds: GW_STREAMS_PER_SESSION per session (more → 409), GW_STREAMS_MAX in all (more →
- * 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
+ * Bounds: GW_STREAMS_PER_SESSION per session (more → 409), tenants.max_streams per tenant
+ * (the endpoint's tenant, or the key's on a mount; none for a mount on the internal
+ * listener; more → 429 with Retry-After, so one tenant cannot hold every slot),
+ * GW_STREAMS_MAX in all (more → 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
  * (a reconnecting client gets a fresh stream; list_changed is idempotent — the client
  * lists the tools again).
  *
@@ -47,6 +49,7 @@ static const char RETRY[] = "retry: 3000\n\n";
 typedef struct ssess {
     uint8_t nonce[16];
     char tenant[GG_NAME_MAX + 1], graph[GG_NAME_MAX + 1];
+    char owner[GG_NAME_MAX + 1]; /* the tenant whose per-tenant bound the streams count in */
     int64_t expires; /* unix seconds */
     gg_http_async *streams[GW_STREAMS_PER_SESSION];
     int n;
@@ -63,7 +66,7 @@ struct gw_streams {
     pthread_t thread;
     double next_ping_ms;
     /* counters for /metrics (under mu) */
-    unsigned long long opened, notified, refused;
+    unsigned long long opened, notified, refused, refused_tenant;
 };
 
 static size_t bucket_of(const uint8_t nonce[16]) {
@@ -125,6 +128,15 @@ static bool notify_session(gw_streams *s, ssess *ss) {
     return false;
 }
 
+/* Streams open for owner (a walk of the table: it holds at most GW_STREAMS_MAX streams). */
+static size_t owner_streams(const gw_streams *s, const char *owner) {
+    size_t n = 0;
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (const ssess *ss = s->buckets[b]; ss; ss = ss->next)
+            if (strcmp(ss->owner, owner) == 0) n += (size_t)ss->n;
+    return n;
+}
+
 static bool same_endpoint(const ssess *ss, const char *tenant, const char *graph) {
     return strcmp(ss->tenant, tenant) == 0 && strcmp(ss->graph, graph) == 0;
 }
@@ -176,6 +188,7 @@ static void metrics(gg_strbuf *out, void *user) {
     pthread_mutex_lock(&s->mu);
     size_t open = s->open;
     unsigned long long opened = s->opened, notified = s->notified, refused = s->refused;
+    unsigned long long refused_tenant = s->refused_tenant;
     pthread_mutex_unlock(&s->mu);
     gg_strbuf_printf(out,
                      "# HELP graphgate_mcp_streams open standalone MCP GET (SSE) streams\n"
@@ -184,9 +197,11 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_mcp_streams_opened_total counter\ngraphgate_mcp_streams_opened_total %llu\n"
                      "# HELP graphgate_mcp_streams_refused_total GET streams refused by the per-session or total bound\n"
                      "# TYPE graphgate_mcp_streams_refused_total counter\ngraphgate_mcp_streams_refused_total %llu\n"
+                     "# HELP graphgate_mcp_streams_refused_tenant_total GET streams refused by the per-tenant bound (tenants.max_streams)\n"
+                     "# TYPE graphgate_mcp_streams_refused_tenant_total counter\ngraphgate_mcp_streams_refused_tenant_total %llu\n"
                      "# HELP graphgate_mcp_list_changed_total notifications/tools/list_changed sent (one per session per change)\n"
                      "# TYPE graphgate_mcp_list_changed_total counter\ngraphgate_mcp_list_changed_total %llu\n",
-                     open, opened, refused, notified);
+                     open, opened, refused, refused_tenant, notified);
 }
 
 /* ------------------------------------------------------------------ public (internal.h) */
@@ -231,8 +246,11 @@ void gw_streams_free(gw_streams *s) {
     free(s);
 }
 
-/* Open a stream for a checked session: 409/503 past the bounds, else 200 streaming. */
-static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const mcp_session *sess) {
+/* Open a stream for a checked session owned by owner: 409/429/503 past the bounds, else
+ * 200 streaming. */
+static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const mcp_session *sess,
+                       const char *owner) {
+    int tenant_max = s->gw->cfg ? s->gw->cfg->tenant_max_streams : 0;
     pthread_mutex_lock(&s->mu);
     ssess **link, *ss = find_session(s, sess->nonce, &link);
     if (ss && ss->n >= GW_STREAMS_PER_SESSION) {
@@ -241,6 +259,16 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
         char msg[128];
         snprintf(msg, sizeof msg, "Conflict: at most %d open GET streams per session", GW_STREAMS_PER_SESSION);
         return rpc_error(res, 409, MCP_INVALID_REQUEST, msg);
+    }
+    if (tenant_max > 0 && *owner && owner_streams(s, owner) >= (size_t)tenant_max) {
+        s->refused++;
+        s->refused_tenant++;
+        pthread_mutex_unlock(&s->mu);
+        char msg[160];
+        snprintf(msg, sizeof msg, "Too many requests: at most %d open GET streams per tenant (tenants.max_streams)",
+                 tenant_max);
+        gg_http_res_header(res, "Retry-After", "5");
+        return rpc_error(res, 429, MCP_SERVER_BUSY, msg);
     }
     if (s->open >= GW_STREAMS_MAX) {
         s->refused++;
@@ -257,6 +285,7 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
         memcpy(ss->nonce, sess->nonce, 16);
         snprintf(ss->tenant, sizeof ss->tenant, "%s", sess->tenant);
         snprintf(ss->graph, sizeof ss->graph, "%s", sess->graph);
+        snprintf(ss->owner, sizeof ss->owner, "%s", owner);
         ss->expires = sess->expires;
         created = true;
     }
@@ -305,7 +334,7 @@ int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
         gg_http_res_header(res, "Retry-After", "1");
         return rpc_error(res, 503, MCP_SERVER_BUSY, "Server busy: shutting down");
     }
-    return open_stream(gw->streams, req, res, &sess);
+    return open_stream(gw->streams, req, res, &sess, *tenant ? tenant : pr ? pr->tenant : "");
 }
 
 /* A new version of tenant/graph is active: notifications/tools/list_changed to each
@@ -349,6 +378,15 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed) {
     if (removed) gw_streams_end_graph(user, tenant, graph);
     else gw_streams_tools_changed(user, tenant, graph);
+}
+
+/* Streams open now that count in tenant's bound. */
+size_t gw_streams_tenant_count(gw_streams *s, const char *tenant) {
+    if (!s) return 0;
+    pthread_mutex_lock(&s->mu);
+    size_t n = owner_streams(s, tenant);
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 /* Streams open now. */

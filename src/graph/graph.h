@@ -55,7 +55,22 @@ typedef struct gg_graph_options {
     int default_timeout_ms;
     /* Stop after this many source bytes (0 = 4 MiB). */
     size_t max_source_bytes;
+    /* Nodes YAML aliases may add to the document once expanded (0 = GG_GRAPH_MAX_ALIAS_NODES). */
+    size_t max_alias_nodes;
+    /* Largest inputSchema/outputSchema, as compact JSON (0 = GG_GRAPH_MAX_SCHEMA_BYTES). */
+    size_t max_schema_bytes;
+    /* Operator caps on executionLimits (0 = none). A graph declaring more is refused
+     * ("limit_exceeds_cap") unless clamp_limits, which lowers it to the cap with a warning
+     * (for stored versions loaded at start after the operator lowered a cap). */
+    long cap_node_executions;
+    long cap_execution_ms;
+    bool clamp_limits;
+    /* Give up with error "timeout" once gg_now_ms() passes this (0 = no deadline). */
+    double deadline_ms;
 } gg_graph_options;
+
+#define GG_GRAPH_MAX_ALIAS_NODES 20000
+#define GG_GRAPH_MAX_SCHEMA_BYTES (256u * 1024u)
 
 typedef struct gg_graph gg_graph;
 

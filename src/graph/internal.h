@@ -24,6 +24,10 @@ struct ynode {
     ynode **items;      /* seq items; map: keys at 2i, values at 2i+1 */
     size_t count;       /* seq: items; map: pairs */
     size_t cap;
+    size_t expanded;    /* nodes this one stands for once aliases are expanded (itself included) */
+    size_t text;        /* bytes of scalar text it stands for once expanded */
+    int height;         /* levels below and including it, aliases expanded */
+    bool open;          /* still being built (an alias to it would be a cycle) */
 };
 
 typedef struct yarena yarena;
@@ -32,8 +36,12 @@ typedef struct ydoc {
     yarena *arena;
 } ydoc;
 
-/* Parse YAML (one document). On failure returns false with a positioned error. */
-bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err);
+/* Parse YAML (one document). On failure returns false with a positioned error; aliases may
+ * add at most max_alias_nodes nodes to the document (0 = GG_GRAPH_MAX_ALIAS_NODES). */
+bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err);
+/* For each key of a mapping, the index (pair number) of an earlier equal key, or -1;
+ * O(n log n). Caller frees; NULL on OOM or when the map has no keys. */
+long *yn_duplicate_keys(const ynode *map);
 void ydoc_free(ydoc *d);
 /* Map lookup: value node for key or NULL. */
 ynode *yn_get(const ynode *map, const char *key);

@@ -15,6 +15,8 @@
 #define DEFAULT_MAX_EXECUTION_MS 300000L
 #define DEFAULT_MAX_SOURCE (4u << 20)
 #define MAX_ARGS_DEPTH 64
+#define MAX_TOOLS 500          /* per graph */
+#define MAX_NODES 2000         /* per tool */
 
 typedef struct lctx {
     const char *file, *src;
@@ -23,6 +25,7 @@ typedef struct lctx {
     gg_graph *g;
     const gg_graph_options *opts;
     const char *tool, *node; /* what diagnostics are about right now */
+    bool timed_out;          /* the deadline passed (reported once) */
 } lctx;
 
 #define LERR(c, n, code, ...) \
@@ -32,9 +35,21 @@ typedef struct lctx {
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
+/* Whether the caller's deadline has passed; the first time, says so as an error. Checked
+ * between tools and nodes: every step in between is bounded by the document's size. */
+static bool over_deadline(lctx *c) {
+    if (c->timed_out) return true;
+    if (!c->opts || c->opts->deadline_ms <= 0 || gg_now_ms() <= c->opts->deadline_ms) return false;
+    c->timed_out = true;
+    gdiag_add(c->d, GG_DIAG_ERROR, "timeout", c->file, 0, 0, c->tool, c->node,
+              "validating the graph took longer than its time limit; make it smaller");
+    return true;
+}
+
 /* Report duplicate and unknown keys of a mapping. allowed is NULL-terminated. */
 static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, const char *what) {
     bool ok = true;
+    long *dup = yn_duplicate_keys(map);
     for (size_t i = 0; i < map->count; i++) {
         const ynode *k = map->items[2 * i];
         if (k->kind != YN_SCALAR) {
@@ -42,12 +57,10 @@ static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, co
             ok = false;
             continue;
         }
-        for (size_t j = 0; j < i; j++) {
-            const ynode *k2 = map->items[2 * j];
-            if (k2->kind == YN_SCALAR && strcmp(k2->str, k->str) == 0) {
-                LERR(c, k, "duplicate_key", "duplicate key '%s' in %s (first at line %d)", k->str, what, k2->line);
-                ok = false;
-            }
+        if (dup && dup[i] >= 0) {
+            LERR(c, k, "duplicate_key", "duplicate key '%s' in %s (first at line %d)", k->str, what,
+                 map->items[2 * dup[i]]->line);
+            ok = false;
         }
         if (!allowed) continue;
         bool known = false;
@@ -62,6 +75,7 @@ static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, co
             ok = false;
         }
     }
+    free(dup);
     return ok;
 }
 
@@ -283,6 +297,14 @@ static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, boo
     if (!j) {
         LERR(c, v, "invalid_schema", "%s: %s", key, e.message ? e.message : "cannot convert");
         gg_error_clear(&e);
+        return NULL;
+    }
+    /* every tools/list carries it and every call is checked against it */
+    size_t max = c->opts && c->opts->max_schema_bytes ? c->opts->max_schema_bytes : GG_GRAPH_MAX_SCHEMA_BYTES;
+    size_t bytes = json_dumpb(j, NULL, 0, JSON_COMPACT);
+    if (bytes > max) {
+        LERR(c, v, "too_large", "%s is %zu bytes as JSON (limit %zu)", key, bytes, max);
+        json_decref(j);
         return NULL;
     }
     /* the gateway validates tools/call arguments with this validator: it must accept it */
@@ -512,7 +534,7 @@ static void load_servers(lctx *c, const ynode *v) {
             if (cmd) {
                 s->cfg.command = strdup(cmd);
                 if (!*cmd) LERR(c, yn_get(def, "command"), "invalid_server", "%s: command is empty", what);
-                else if (c->opts && c->opts->policy && !mcp_policy_check_command(c->opts->policy, cmd, &e))
+                else if (c->opts && c->opts->policy && !mcp_policy_check_stdio(c->opts->policy, &s->cfg, &e))
                     LERR(c, yn_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
             }
         }
@@ -761,13 +783,17 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
         LERR(c, nodes, "invalid_type", "nodes must be a non-empty sequence");
         return;
     }
+    if (nodes->count > MAX_NODES) {
+        LERR(c, nodes, "too_large", "a tool has at most %d nodes (this one has %zu)", MAX_NODES, nodes->count);
+        return;
+    }
     t->nodes = calloc(nodes->count, sizeof *t->nodes);
     tool_build tb = {calloc(nodes->count, sizeof(ynode *)), NULL, 0, 0, NULL};
     if (!t->nodes || !tb.node_at) {
         free(tb.node_at);
         return;
     }
-    for (size_t i = 0; i < nodes->count; i++) {
+    for (size_t i = 0; i < nodes->count && !over_deadline(c); i++) {
         const ynode *nm = nodes->items[i];
         gnode *n = &t->nodes[t->nnodes++];
         n->next = n->default_next = -1;
@@ -846,6 +872,19 @@ static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
     return atol(v->str);
 }
 
+/* A declared limit above the operator's cap: refused at upload, lowered (with a warning)
+ * when clamp_limits (stored versions loaded after the cap was lowered). */
+static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long cap) {
+    const ynode *at = yn_get(lim, key);
+    if (cap <= 0 || v <= cap || !at) return v;
+    if (c->opts->clamp_limits) {
+        LWARN(c, at, "limit_clamped", "executionLimits.%s %ld is above the server's cap; %ld is used", key, v, cap);
+        return cap;
+    }
+    LERR(c, at, "limit_exceeds_cap", "executionLimits.%s %ld is above this server's cap of %ld", key, v, cap);
+    return cap;
+}
+
 static void load_top(lctx *c, const ynode *root) {
     static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", NULL};
     gg_graph *g = c->g;
@@ -881,10 +920,18 @@ static void load_top(lctx *c, const ynode *root) {
             static const char *const lk[] = {"maxNodeExecutions", "maxExecutionTimeMs", NULL};
             check_keys(c, lim, lk, "executionLimits");
             long m = get_limit(c, lim, "maxNodeExecutions", DEFAULT_MAX_NODE_EXECUTIONS);
+            m = cap_limit(c, lim, "maxNodeExecutions", m, c->opts ? c->opts->cap_node_executions : 0);
             g->max_node_executions = m > 100000000 ? 100000000 : (int)m;
             g->max_execution_ms = get_limit(c, lim, "maxExecutionTimeMs", DEFAULT_MAX_EXECUTION_MS);
+            g->max_execution_ms = cap_limit(c, lim, "maxExecutionTimeMs", g->max_execution_ms,
+                                            c->opts ? c->opts->cap_execution_ms : 0);
         }
     }
+    /* the defaults obey the caps too, silently (the graph did not ask for more) */
+    if (c->opts && c->opts->cap_node_executions > 0 && g->max_node_executions > c->opts->cap_node_executions)
+        g->max_node_executions = (int)c->opts->cap_node_executions;
+    if (c->opts && c->opts->cap_execution_ms > 0 && g->max_execution_ms > c->opts->cap_execution_ms)
+        g->max_execution_ms = c->opts->cap_execution_ms;
     load_servers(c, yn_get(root, "mcpServers"));
     const ynode *tools = yn_get(root, "tools");
     if (!tools) {
@@ -895,10 +942,14 @@ static void load_top(lctx *c, const ynode *root) {
         LERR(c, tools, "invalid_type", "tools must be a non-empty sequence");
         return;
     }
+    if (tools->count > MAX_TOOLS) {
+        LERR(c, tools, "too_large", "a graph has at most %d tools (this one has %zu)", MAX_TOOLS, tools->count);
+        return;
+    }
     g->tools = calloc(tools->count, sizeof *g->tools);
     g->tools_json = json_array();
     if (!g->tools || !g->tools_json) return;
-    for (size_t i = 0; i < tools->count; i++) {
+    for (size_t i = 0; i < tools->count && !over_deadline(c); i++) {
         const ynode *tm = tools->items[i];
         gtool *t = &g->tools[g->ntools++];
         t->entry = t->exit = -1;
@@ -980,7 +1031,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     gg_graph_diags *d = diags ? diags : &local;
     size_t errors_before = d->errors;
     size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
-    lctx c = {name, src, len, d, NULL, opts, NULL, NULL};
+    lctx c = {name, src, len, d, NULL, opts, NULL, NULL, false};
     if (len > max) {
         gdiag_add(d, GG_DIAG_ERROR, "too_large", name, 0, 0, NULL, NULL, "graph source is %zu bytes (limit %zu)", len, max);
         gg_graph_diags_free(&local);
@@ -988,7 +1039,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     }
     gg_error e = GG_ERROR_INIT;
     ydoc doc;
-    if (!ydoc_parse(&doc, src, len, &e)) {
+    if (!ydoc_parse(&doc, src, len, opts ? opts->max_alias_nodes : 0, &e)) {
         gdiag_add(d, GG_DIAG_ERROR, e.code, name, e.line, e.column, NULL, NULL, "%s", e.message ? e.message : "invalid YAML");
         gg_error_clear(&e);
         gg_graph_diags_free(&local);

@@ -27,6 +27,7 @@ static json_t *p_get_tool(mcp_provider *p, const char *name) {
 typedef struct call_state {
     const mcp_call_ctx *ctx;
     long completed; /* nodes completed so far: the progress value */
+    size_t kept, dropped; /* history records written / left out past the run's bounds */
 } call_state;
 
 /* Milliseconds with microsecond precision, trailing zeros dropped ("0.012", "3"): the
@@ -88,6 +89,29 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     gg_strbuf_putc(b, ']');
 }
 
+/* A node's record into the history text, unless the run already wrote its bound of
+ * records or bytes: then it is only counted (history_truncated writes the count). */
+static void history_record(call_state *cs, const gg_graph_event *ev) {
+    const mcp_call_ctx *c = cs->ctx;
+    if (!c || !c->history_text) return;
+    if ((c->history_max_records && cs->kept >= c->history_max_records) ||
+        (c->history_max_bytes && c->history_text->len >= c->history_max_bytes)) {
+        cs->dropped++;
+        return;
+    }
+    put_record(c->history_text, ev, c->history_max);
+    cs->kept++;
+}
+
+/* After the run: a run cut by the bounds ends its records with the marker the store shows
+ * as nodes_truncated (never a silently shorter list). */
+static void history_truncated(const call_state *cs) {
+    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    if (!b || !cs->dropped) return;
+    bool first = !b->len || b->data[b->len - 1] == '[';
+    gg_strbuf_printf(b, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",", cs->dropped, cs->kept);
+}
+
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after
  * the first) and one debug log per node. The server drops what the client did not ask for
  * (no progressToken, a higher logging level), so nothing is built for those. */
@@ -95,7 +119,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
     cs->completed++;
-    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev, cs->ctx->history_max);
+    history_record(cs, ev);
     if (!s) return;
     if (s->progress) {
         char msg[256];
@@ -113,7 +137,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
 static void on_node_error(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
     const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
-    if (cs->ctx && cs->ctx->history_text) put_record(cs->ctx->history_text, ev, cs->ctx->history_max);
+    history_record(cs, ev);
     if (s && s->log) {
         json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
                               round(ev->duration_ms * 1000) / 1000, "error",
@@ -185,11 +209,12 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
         gg_error_set(err, "unknown_tool", "Tool not found: %s", name);
         return NULL;
     }
-    call_state cs = {ctx, 0};
+    call_state cs = {ctx, 0, 0, 0};
     gg_graph_hooks hooks = {NULL, on_node_complete, on_node_error, &cs};
     gg_graph_run_options ro = run_options(gp, ctx, &hooks);
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_execute(gp->g, name, arguments, &ro, &r);
+    history_truncated(&cs);
     json_t *out = run_outcome(gp, name, ctx, ok, &r, err);
     gg_graph_result_clear(&r);
     return out;
@@ -217,6 +242,7 @@ static void acall_step(void *arg) {
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_run_result(a->run, &r);
     gg_error err = GG_ERROR_INIT;
+    history_truncated(&a->cs);
     json_t *out = run_outcome(gp, a->tool, a->ctx, ok, &r, &err);
     gg_graph_result_clear(&r);
     gg_graph_run_free(a->run);
@@ -245,7 +271,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->p = mcp_provider_ref(p);
         a->tool = strdup(name);
         a->ctx = ctx;
-        a->cs = (call_state){ctx, 0};
+        a->cs = (call_state){ctx, 0, 0, 0};
         a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
         a->ro = run_options(gp, ctx, &a->hooks);
         a->ro.wake = acall_wake;

@@ -1,6 +1,13 @@
 /* yaml_tree.c — libyaml events into a small tree that remembers where every node was
  * written, so every later error (unknown key, bad target, expression error) can name
- * file:line:column. Aliases share the anchored node; expansion is bounded. */
+ * file:line:column. Aliases share the anchored node, so every walk of the tree (schema
+ * checks, JSON conversion, compilation) sees the expanded document: the parser therefore
+ * bounds what expansion costs before anyone walks it — each node knows how many nodes it
+ * stands for once expanded (and how many bytes of text) and how deep it reaches; aliases
+ * may add at most max_alias_nodes nodes and YT_MAX_ALIAS_BYTES of text to the document
+ * (one long string aliased many times is few nodes but much memory), and expanded
+ * nesting stays under YT_MAX_DEPTH. An alias to a node still being built (a cycle) is
+ * refused. Anchors are found by hash, so 40k anchors and aliases cost linear time. */
 #include "graph/internal.h"
 
 #include <errno.h>
@@ -11,13 +18,21 @@
 
 #define YT_MAX_DEPTH 200
 #define YT_MAX_NODES 1000000
-#define YT_MAX_EXPANSION 2000000
+#define YT_MAX_ALIAS_BYTES (1u << 20) /* scalar text aliases may add to a document */
+
+typedef struct yanchor {
+    char *name; /* NULL = empty slot */
+    ynode *node;
+} yanchor;
 
 struct yarena {
     ynode **nodes;
     size_t count, cap;
-    struct { char *name; ynode *node; } *anchors;
+    yanchor *anchors; /* open addressing, power-of-two size, at most half full */
     size_t nanchors, canchors;
+    size_t expanded;  /* nodes of the document once every alias is expanded */
+    size_t text, expanded_text; /* scalar bytes as written / once expanded */
+    size_t max_alias_nodes;
 };
 
 static ynode *yt_new(yarena *a, yn_kind kind, const yaml_mark_t *m) {
@@ -32,10 +47,45 @@ static ynode *yt_new(yarena *a, yn_kind kind, const yaml_mark_t *m) {
     ynode *n = calloc(1, sizeof *n);
     if (!n) return NULL;
     n->kind = kind;
+    n->expanded = 1;
+    n->height = 1;
     n->line = (int)m->line + 1;
     n->column = (int)m->column + 1;
     a->nodes[a->count++] = n;
+    a->expanded++;
     return n;
+}
+
+/* A finished child (or an alias) adds its expanded size and height to its container. */
+static void yt_fold(ynode **stack, int depth, const ynode *child) {
+    if (depth == 0) return;
+    ynode *p = stack[depth - 1];
+    p->expanded += child->expanded;
+    p->text += child->text;
+    if (child->height + 1 > p->height) p->height = child->height + 1;
+}
+
+/* The checks an alias must pass before it is attached at nesting `depth`; false + err. */
+static bool yt_alias_ok(yarena *a, const ynode *t, int depth, const yaml_mark_t *m, gg_error *err) {
+    char msg[160];
+    if (t->open) {
+        snprintf(msg, sizeof msg, "YAML alias refers to a node that contains it (recursive aliases are not supported)");
+    } else if (depth + t->height > YT_MAX_DEPTH) {
+        snprintf(msg, sizeof msg, "YAML alias expansion nests deeper than %d levels", YT_MAX_DEPTH);
+    } else {
+        a->expanded += t->expanded;
+        a->expanded_text += t->text;
+        if (a->expanded - a->count <= a->max_alias_nodes && a->expanded_text - a->text <= YT_MAX_ALIAS_BYTES) return true;
+        if (a->expanded - a->count > a->max_alias_nodes)
+            snprintf(msg, sizeof msg, "YAML alias expansion exceeds %zu nodes (the limit on what aliases may add to a document)",
+                     a->max_alias_nodes);
+        else
+            snprintf(msg, sizeof msg, "YAML alias expansion exceeds %u bytes of text (the limit on what aliases may add to a document)",
+                     YT_MAX_ALIAS_BYTES);
+    }
+    gg_error_set(err, "yaml_alias", "%s", msg);
+    gg_error_set_pos(err, (int)m->line + 1, (int)m->column + 1);
+    return false;
 }
 
 static bool yt_push(ynode *parent, ynode *child) {
@@ -50,27 +100,44 @@ static bool yt_push(ynode *parent, ynode *child) {
     return true;
 }
 
+static size_t yt_hash(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static yanchor *yt_slot(yanchor *tab, size_t cap, const char *name) {
+    for (size_t i = yt_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!tab[i].name || strcmp(tab[i].name, name) == 0) return &tab[i];
+}
+
+static bool yt_anchor_grow(yarena *a) {
+    size_t nc = a->canchors ? a->canchors * 2 : 16;
+    yanchor *tab = calloc(nc, sizeof *tab);
+    if (!tab) return false;
+    for (size_t i = 0; i < a->canchors; i++)
+        if (a->anchors[i].name) *yt_slot(tab, nc, a->anchors[i].name) = a->anchors[i];
+    free(a->anchors);
+    a->anchors = tab;
+    a->canchors = nc;
+    return true;
+}
+
+/* Define (or, as YAML allows, redefine) an anchor. */
 static bool yt_anchor(yarena *a, const char *name, ynode *n) {
     if (!name) return true;
-    if (a->nanchors == a->canchors) {
-        size_t nc = a->canchors ? a->canchors * 2 : 8;
-        void *na = realloc(a->anchors, nc * sizeof *a->anchors);
-        if (!na) return false;
-        a->anchors = na;
-        a->canchors = nc;
+    if (2 * (a->nanchors + 1) > a->canchors && !yt_anchor_grow(a)) return false;
+    yanchor *slot = yt_slot(a->anchors, a->canchors, name);
+    if (!slot->name) {
+        if (!(slot->name = strdup(name))) return false;
+        a->nanchors++;
     }
-    char *dup = strdup(name);
-    if (!dup) return false;
-    a->anchors[a->nanchors].name = dup;
-    a->anchors[a->nanchors].node = n;
-    a->nanchors++;
+    slot->node = n;
     return true;
 }
 
 static ynode *yt_lookup_anchor(yarena *a, const char *name) {
-    for (size_t i = a->nanchors; i-- > 0;)
-        if (strcmp(a->anchors[i].name, name) == 0) return a->anchors[i].node;
-    return NULL;
+    return a->canchors ? yt_slot(a->anchors, a->canchors, name)->node : NULL;
 }
 
 /* Append child to the open container on top of the stack (map: key then value). */
@@ -104,13 +171,14 @@ static void yt_err(gg_error *err, const yaml_mark_t *m, const char *code, const 
 }
 
 /* Parse src into d. Documents after the first are an error (a graph file is one document). */
-bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err) {
+bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err) {
     memset(d, 0, sizeof *d);
     d->arena = calloc(1, sizeof *d->arena);
     if (!d->arena) {
         gg_error_set(err, "oom", "out of memory");
         return false;
     }
+    d->arena->max_alias_nodes = max_alias_nodes ? max_alias_nodes : GG_GRAPH_MAX_ALIAS_NODES;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         gg_error_set(err, "oom", "cannot initialize the YAML parser");
@@ -149,10 +217,14 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err) {
             memcpy(n->str, ev.data.scalar.value, ev.data.scalar.length);
             n->str[ev.data.scalar.length] = '\0';
             n->len = ev.data.scalar.length;
+            n->text = n->len;
+            d->arena->text += n->len;
+            d->arena->expanded_text += n->len;
             n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
                        !(ev.data.scalar.tag && strcmp((const char *)ev.data.scalar.tag, YAML_STR_TAG) == 0);
             anchor = (const char *)ev.data.scalar.anchor;
             if (!yt_anchor(d->arena, anchor, n) || !yt_attach(stack, depth, n, d)) n = NULL;
+            else yt_fold(stack, depth, n);
             break;
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT:
@@ -166,11 +238,16 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err) {
             anchor = ev.type == YAML_SEQUENCE_START_EVENT ? (const char *)ev.data.sequence_start.anchor
                                                           : (const char *)ev.data.mapping_start.anchor;
             if (!yt_anchor(d->arena, anchor, n) || !yt_attach(stack, depth, n, d)) { n = NULL; break; }
+            n->open = true;
             stack[depth++] = n;
             break;
         case YAML_SEQUENCE_END_EVENT:
         case YAML_MAPPING_END_EVENT:
-            if (depth > 0) depth--;
+            if (depth > 0) {
+                ynode *done_node = stack[--depth];
+                done_node->open = false;
+                yt_fold(stack, depth, done_node);
+            }
             n = (ynode *)1;
             break;
         case YAML_ALIAS_EVENT: {
@@ -180,8 +257,13 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, gg_error *err) {
                 ok = false;
                 break;
             }
+            if (!yt_alias_ok(d->arena, t, depth, &ev.start_mark, err)) {
+                ok = false;
+                break;
+            }
             n = t;
             if (!yt_attach(stack, depth, t, d)) n = NULL;
+            else yt_fold(stack, depth, t);
             break;
         }
         default: n = (ynode *)1; break;
@@ -209,7 +291,7 @@ void ydoc_free(ydoc *d) {
         free(a->nodes[i]->items);
         free(a->nodes[i]);
     }
-    for (size_t i = 0; i < a->nanchors; i++) free(a->anchors[i].name);
+    for (size_t i = 0; i < a->canchors; i++) free(a->anchors[i].name);
     free(a->anchors);
     free(a->nodes);
     free(a);
@@ -288,6 +370,9 @@ static json_t *yn_scalar_json(const ynode *n, gg_error *err) {
     return json_stringn(s, n->len);
 }
 
+/* Recursion is bounded: the parser refused documents whose expanded nesting exceeds
+ * YT_MAX_DEPTH and whose aliases expand past the document's budget; the checks below only
+ * guard against a tree built some other way. */
 static json_t *yn_to_json_rec(const ynode *n, long *budget, int depth, gg_error *err) {
     if (--*budget < 0 || depth > YT_MAX_DEPTH) {
         gg_error_set(err, "yaml", "YAML aliases expand to too much data");
@@ -329,7 +414,45 @@ static json_t *yn_to_json_rec(const ynode *n, long *budget, int depth, gg_error 
 }
 
 json_t *yn_to_json(const ynode *n, gg_error *err) {
-    long budget = YT_MAX_EXPANSION;
+    long budget = (long)(n ? n->expanded : 0) + 1;
     if (!n) return json_null();
     return yn_to_json_rec(n, &budget, 0, err);
+}
+
+typedef struct ykey {
+    const char *s;
+    size_t i;
+} ykey;
+
+static int ykey_cmp(const void *a, const void *b) {
+    const ykey *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Sorting the keys (ties by position) puts equal keys together, first occurrence first:
+ * a mapping of 40k keys costs n log n comparisons instead of n^2 / 2. */
+long *yn_duplicate_keys(const ynode *map) {
+    if (!map || map->kind != YN_MAP || map->count == 0) return NULL;
+    long *first = malloc(map->count * sizeof *first);
+    ykey *keys = malloc(map->count * sizeof *keys);
+    if (!first || !keys) {
+        free(first);
+        free(keys);
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < map->count; i++) {
+        first[i] = -1;
+        const ynode *k = map->items[2 * i];
+        if (k->kind == YN_SCALAR) keys[n++] = (ykey){k->str, i};
+    }
+    qsort(keys, n, sizeof *keys, ykey_cmp);
+    for (size_t r = 1; r < n; r++) {
+        size_t head = r - 1;
+        if (strcmp(keys[head].s, keys[r].s) != 0) continue;
+        first[keys[r].i] = first[keys[head].i] >= 0 ? first[keys[head].i] : (long)keys[head].i;
+    }
+    free(keys);
+    return first;
 }

@@ -203,6 +203,16 @@ typedef struct gg_http_options {
     size_t body_limit;           /* bytes (0 → 1 MiB); larger bodies answer 413 */
     unsigned connection_timeout; /* idle seconds (0 → 60) */
     unsigned max_connections;    /* per listener (0 → 1024) */
+    unsigned max_connections_per_ip; /* per listener and client address (0 = no cap) */
+    unsigned receive_timeout_ms; /* a request's headers and body must arrive within this
+                                  * from when the connection starts waiting for it (accept
+                                  * or the previous response), else the connection is cut:
+                                  * slowloris; also the keep-alive idle limit (0 → 15000) */
+    char *const *internal_hosts;   /* Host values the internal listener accepts besides
+                                    * loopback names (borrowed; n_internal_hosts of them) */
+    size_t n_internal_hosts;
+    char *const *internal_origins; /* Origin values it accepts ("*" = any; borrowed) */
+    size_t n_internal_origins;
     size_t header_memory;        /* per-connection bytes for request line + headers (0 →
                                   * GG_HTTP_HEADER_MEMORY, at least 4096); a request whose
                                   * headers need more answers 431. libmicrohttpd zeroes this
@@ -226,6 +236,17 @@ gg_router *gg_http_server_router(gg_http_server *s);
 void gg_http_server_set_ready_check(gg_http_server *s, gg_http_ready_fn fn, void *user);
 /* Register before start; at most 16 hooks. */
 bool gg_http_server_add_metrics(gg_http_server *s, gg_http_metrics_fn fn, void *user);
+/* Called once by gg_http_server_start right after both listeners are bound (at most 4). */
+typedef void (*gg_http_started_fn)(gg_http_server *s, void *user);
+bool gg_http_server_on_start(gg_http_server *s, gg_http_started_fn fn, void *user);
+/* The address a running listener is bound to, with its real port; false when not running. */
+struct sockaddr_storage;
+bool gg_http_server_bound_addr(const gg_http_server *s, gg_listener which, struct sockaddr_storage *out);
+/* Request framing and the internal listener (every route there but /health and /ready)
+ * are checked before routing: conflicting or invalid Content-Length, Content-Length with
+ * Transfer-Encoding → 400; a transfer coding other than chunked → 501 (both close the
+ * connection); a Host that is not a loopback name, an internal_hosts value or (on a
+ * non-loopback bind) an IP literal, or an Origin that is not listed or loopback → 403. */
 /* Bind and start both listeners. False + err ("listen_failed") when a port cannot be bound. */
 bool gg_http_server_start(gg_http_server *s, gg_error *err);
 /* The port actually bound (useful with port 0); 0 when that listener is not running. */

@@ -79,4 +79,38 @@ struct gg_http_req {
     unsigned shard;             /* the server's per-CPU counter shard this request counts in */
 };
 
+/* ---- guard.c: refusals before routing ---------------------------------------------------- */
+
+/* 0 when body framing is unambiguous, else 400/501 with *msg (answer, then close). */
+int gg_http_framing_check(struct MHD_Connection *conn, const char **msg);
+
+/* Who may address the internal listener (lists borrowed from the options). */
+typedef struct gg_http_guard_cfg {
+    bool loopback_bind;        /* the internal listener is bound to a loopback address */
+    char *const *hosts;        /* extra Host values (names, host:port) */
+    size_t nhosts;
+    char *const *origins;      /* extra Origin values ("*" = any) */
+    size_t norigins;
+} gg_http_guard_cfg;
+bool gg_http_internal_host_ok(const gg_http_guard_cfg *g, struct MHD_Connection *conn, const char **msg);
+
+/* One tracked connection (embedded in the connection's context). */
+typedef struct gg_conn_track {
+    struct gg_conn_track *prev, *next; /* under the tracker's lock */
+    int fd;
+    unsigned char listener;     /* 0 public, 1 internal */
+    bool cut;                   /* already shut down by the reaper (under the lock) */
+    atomic_bool receiving;      /* waiting for a request's headers or body */
+    atomic_llong since_ms;      /* monotonic time it started waiting */
+} gg_conn_track;
+typedef struct gg_conn_tracker gg_conn_tracker;
+/* Start the reaper: connections receiving for longer than timeout_ms (1 s while their
+ * listener holds 7/8 of max_connections) are shut down. */
+gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms, unsigned max_connections);
+void gg_conn_tracker_stop(gg_conn_tracker *t); /* after the listeners stopped */
+unsigned long gg_conn_tracker_cut(const gg_conn_tracker *t); /* connections cut so far */
+void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd, bool internal);
+void gg_conn_track_remove(gg_conn_tracker *t, gg_conn_track *c);
+void gg_conn_track_receiving(gg_conn_track *c, bool receiving);
+
 #endif

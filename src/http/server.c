@@ -88,6 +88,10 @@ struct gg_http_server {
     atomic_int draining, abandoning, hurry; /* read per request, written only at shutdown */
     bool started, stopped;
     unsigned char rid_key[crypto_shorthash_siphashx24_KEYBYTES]; /* request ids, see below */
+    gg_http_guard_cfg guard;   /* who may address the internal listener */
+    gg_conn_tracker *tracker;  /* the receive deadline (NULL until started) */
+    struct { gg_http_started_fn fn; void *user; } started_hooks[4];
+    int nstarted;
     /* The fields above are read on every request and those below are written on every
      * (deferred, logged) request: the padding keeps them on different cache lines. */
     char pad0[64];
@@ -103,6 +107,9 @@ struct gg_http_server {
     gg_http_async *alist;
     char pad1[64];
     access_writer alog;
+    atomic_llong mhdlog_sec;   /* libmicrohttpd messages: the current second, */
+    atomic_uint mhdlog_count;  /* how many were logged in it, */
+    atomic_ulong mhdlog_dropped; /* and how many were not (MHD_LOG_PER_SECOND) */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -169,6 +176,8 @@ static void req_free(gg_http_req *req) {
  * is never parked here: its owner may outlive the connection. */
 typedef struct conn_ctx {
     gg_http_req *spare;
+    gg_conn_track track;        /* the receive deadline's view of this connection */
+    bool tracked;
     char client[64];
     time_t date_sec;            /* the second date_text shows (0 = none yet) */
     char date_text[32];         /* IMF-fixdate */
@@ -178,6 +187,7 @@ typedef struct conn_ctx {
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
+    gg_http_server *srv = ((listener *)cls)->srv;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         conn_ctx *x = calloc(1, sizeof *x); /* NULL is fine: requests then allocate */
         if (x) {
@@ -187,10 +197,16 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, x->client, sizeof x->client);
             else if (sa && sa->sa_family == AF_INET6)
                 inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, x->client, sizeof x->client);
+            const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (fi && srv->tracker) {
+                gg_conn_track_add(srv->tracker, &x->track, fi->connect_fd, ((listener *)cls)->kind == GG_LISTENER_INTERNAL);
+                x->tracked = true;
+            }
         }
         *socket_context = x;
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         conn_ctx *x = *socket_context;
+        if (x && x->tracked) gg_conn_track_remove(srv->tracker, &x->track);
         if (x) req_free(x->spare);
         free(x);
         *socket_context = NULL;
@@ -200,6 +216,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static conn_ctx *conn_ctx_of(struct MHD_Connection *conn) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
+}
+
+/* The connection is (again) waiting for a request, or no longer: the receive deadline
+ * covers headers and body only, never the time a handler or a stream takes. */
+static void conn_receiving(struct MHD_Connection *conn, bool receiving) {
+    conn_ctx *x = conn_ctx_of(conn);
+    if (x && x->tracked) gg_conn_track_receiving(&x->track, receiving);
 }
 
 /* Date header value for now, formatted at most once a second per connection (libmicrohttpd
@@ -384,6 +407,34 @@ static enum MHD_Result send_error(gg_http_req *req, int status, const char *code
     return send_res(req, &req->res);
 }
 
+/* An answer after which the connection's bytes cannot be trusted to frame a next request. */
+static enum MHD_Result send_error_close(gg_http_req *req, int status, const char *code, const char *msg) {
+    gg_http_res_clear(&req->res);
+    if (!gg_http_res_error(&req->res, status, code, "%s", msg) ||
+        !gg_http_res_header(&req->res, "Connection", "close"))
+        return MHD_NO;
+    return send_res(req, &req->res);
+}
+
+/* Checks before routing (framing, internal Host/Origin): false when the request may go on;
+ * else true, the refusal queued, req->dispatched set and *out the result for libmicrohttpd. */
+static bool refused_early(listener *L, gg_http_req *req, enum MHD_Result *out) {
+    const char *msg = NULL;
+    int status = gg_http_framing_check(req->conn, &msg);
+    if (status) {
+        req->dispatched = true;
+        *out = send_error_close(req, status, status == 501 ? "not_implemented" : "bad_request", msg);
+        return true;
+    }
+    if (L->kind == GG_LISTENER_INTERNAL && strcmp(req->path, "/health") && strcmp(req->path, "/ready") &&
+        !gg_http_internal_host_ok(&L->srv->guard, req->conn, &msg)) {
+        req->dispatched = true;
+        *out = send_error(req, 403, "forbidden", msg);
+        return true;
+    }
+    return false;
+}
+
 /* Content reader for streamed (SSE) bodies: drain the queue, or park the connection until
  * the owner writes more or finishes. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -489,6 +540,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             req->dispatched = true;
             return send_error(req, 414, "uri_too_long", "request path is too long");
         }
+        enum MHD_Result early;
+        if (refused_early(L, req, &early)) return early;
         gg_router_match(srv->router, L->kind, req->method, req->path, &req->match);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
@@ -533,6 +586,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     req->dispatched = true;
+    conn_receiving(conn, false);
     return dispatch(req);
 }
 
@@ -929,6 +983,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     listener *L = cls;
     gg_http_server *srv = L->srv;
     gg_http_req *req = *con_cls;
+    conn_receiving(conn, true); /* the next request's deadline starts now */
     if (!req) return;
     *con_cls = NULL;
     unsigned shard = req->shard;
@@ -1071,6 +1126,9 @@ static int h_metrics(gg_http_req *req, gg_http_res *res, void *user) {
                        "graphgate_build_info{version=\"");
     label_escape(&b, srv->version);
     gg_strbuf_puts(&b, "\"} 1\n");
+    gg_strbuf_printf(&b, "# HELP graphgate_http_receive_timeouts_total Connections cut for not delivering a request within http.receive_timeout.\n"
+                         "# TYPE graphgate_http_receive_timeouts_total counter\ngraphgate_http_receive_timeouts_total %lu\n",
+                     gg_conn_tracker_cut(srv->tracker));
     gg_strbuf_printf(&b, "# HELP graphgate_access_log_dropped_total Access log lines dropped (writer behind).\n"
                          "# TYPE graphgate_access_log_dropped_total counter\ngraphgate_access_log_dropped_total %lu\n",
                      atomic_load(&srv->alog.dropped));
@@ -1157,7 +1215,26 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
     return (size_t)(w - s);
 }
 
+/* An attacker makes libmicrohttpd log one line per refused or cut connection: at most this
+ * many per second reach the log, the rest are counted in the next line that does. */
+#define MHD_LOG_PER_SECOND 10u
+
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+    gg_http_server *srv = cls;
+    long long now = (long long)time(NULL), sec = atomic_load(&srv->mhdlog_sec);
+    if (sec != now && atomic_compare_exchange_strong(&srv->mhdlog_sec, &sec, now)) {
+        atomic_store(&srv->mhdlog_count, 0);
+        unsigned long dropped = atomic_exchange(&srv->mhdlog_dropped, 0);
+        if (dropped) {
+            char n[24];
+            snprintf(n, sizeof n, "%lu", dropped);
+            gg_log(GG_LOG_WARN, "libmicrohttpd messages suppressed (rate limit)", "count", n, NULL);
+        }
+    }
+    if (atomic_fetch_add(&srv->mhdlog_count, 1) >= MHD_LOG_PER_SECOND) {
+        atomic_fetch_add(&srv->mhdlog_dropped, 1);
+        return;
+    }
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
@@ -1190,6 +1267,11 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
     if (!srv->opts.body_limit) srv->opts.body_limit = 1u << 20;
     if (!srv->opts.connection_timeout) srv->opts.connection_timeout = 60;
     if (!srv->opts.max_connections) srv->opts.max_connections = 1024;
+    if (!srv->opts.receive_timeout_ms) srv->opts.receive_timeout_ms = 15000;
+    srv->guard.hosts = opts->internal_hosts;
+    srv->guard.nhosts = opts->n_internal_hosts;
+    srv->guard.origins = opts->internal_origins;
+    srv->guard.norigins = opts->n_internal_origins;
     if (!srv->opts.header_memory) srv->opts.header_memory = GG_HTTP_HEADER_MEMORY;
     if (srv->opts.header_memory < 4096) srv->opts.header_memory = 4096;
     pthread_mutex_init(&srv->alock, NULL);
@@ -1237,6 +1319,24 @@ bool gg_http_server_add_metrics(gg_http_server *s, gg_http_metrics_fn fn, void *
     return true;
 }
 
+/* The internal listener has no authentication: a non-loopback bind (allowed by the
+ * configuration only with an explicit flag) is worth a warning at every start, and widens
+ * the Host values it answers to IP literals. */
+static void internal_bind_check(gg_http_server *s) {
+    char host[128];
+    unsigned port;
+    gg_error e = GG_ERROR_INIT;
+    s->guard.loopback_bind = true;
+    if (!s->internal_addr[0] || !gg_http_parse_addr(s->internal_addr, host, sizeof host, &port, &e)) {
+        gg_error_clear(&e);
+        return;
+    }
+    s->guard.loopback_bind = !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcasecmp(host, "localhost");
+    if (!s->guard.loopback_bind)
+        gg_log(GG_LOG_WARN, "internal listener bound to a non-loopback address: its routes have no authentication",
+               "internal_listen", s->internal_addr, NULL);
+}
+
 static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     char host[128];
     unsigned port;
@@ -1267,6 +1367,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, L,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->opts.connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)srv->opts.max_connections_per_ip,
                             MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->opts.threads,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, srv->opts.header_memory,
                             MHD_OPTION_END);
@@ -1292,6 +1393,11 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
         gg_error_set(err, "internal_error", "cannot start the access log writer thread");
         return false;
     }
+    if (!s->tracker && !(s->tracker = gg_conn_tracker_start(s->opts.receive_timeout_ms, s->opts.max_connections))) {
+        gg_error_set(err, "internal_error", "cannot start the receive-deadline thread");
+        return false;
+    }
+    internal_bind_check(s);
     if (!start_listener(s, &s->pub, err)) return false;
     if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {
         MHD_stop_daemon(s->pub.d);
@@ -1300,7 +1406,27 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
     }
     s->started = true;
     s->started_ms = gg_now_ms();
+    for (int i = 0; i < s->nstarted; i++) s->started_hooks[i].fn(s, s->started_hooks[i].user);
     return true;
+}
+
+/* Register a post-start hook; see http.h. */
+bool gg_http_server_on_start(gg_http_server *s, gg_http_started_fn fn, void *user) {
+    if (!fn || s->started || s->nstarted >= (int)(sizeof s->started_hooks / sizeof s->started_hooks[0])) return false;
+    s->started_hooks[s->nstarted].fn = fn;
+    s->started_hooks[s->nstarted].user = user;
+    s->nstarted++;
+    return true;
+}
+
+/* The bound address of a running listener; see http.h. */
+bool gg_http_server_bound_addr(const gg_http_server *s, gg_listener which, struct sockaddr_storage *out) {
+    const listener *L = which == GG_LISTENER_INTERNAL ? &s->intl : &s->pub;
+    if (!L->d) return false;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(L->d, MHD_DAEMON_INFO_LISTEN_FD);
+    socklen_t len = sizeof *out;
+    memset(out, 0, sizeof *out);
+    return di && getsockname(di->listen_fd, (struct sockaddr *)out, &len) == 0;
 }
 
 unsigned gg_http_server_port(const gg_http_server *s, gg_listener which) {
@@ -1366,6 +1492,8 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
         MHD_stop_daemon(ls[i]->d);
         ls[i]->d = NULL;
     }
+    gg_conn_tracker_stop(s->tracker); /* every connection is closed: nothing left to cut */
+    s->tracker = NULL;
     alog_stop(&s->alog);
     return abandoned;
 }
@@ -1374,6 +1502,7 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
 void gg_http_server_free(gg_http_server *s) {
     if (!s) return;
     gg_http_server_stop(s, 0);
+    gg_conn_tracker_stop(s->tracker); /* started, then the listeners failed to bind */
     gg_router_free(s->router);
     free(s->rm);
     alog_stop(&s->alog);

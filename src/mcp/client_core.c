@@ -1,17 +1,10 @@
-/* client.c — the transport-independent MCP client front (mcp_client) and the policy that
- * decides which downstream servers may be reached. */
+/* client.c — the transport-independent MCP client front (mcp_client); the policy that
+ * decides which downstream servers may be reached is in policy.c. */
 #include "mcp/mcp.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 struct mcp_client {
     const mcp_client_ops *ops;
@@ -116,125 +109,3 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
 /* Diagnostics: the child's recent stderr and how often the transport was (re)started. */
 char *mcp_client_stderr_tail(mcp_client *c) { return c->ops->stderr_tail ? c->ops->stderr_tail(c->impl) : strdup(""); }
 int mcp_client_start_count(mcp_client *c) { return c->ops->start_count ? c->ops->start_count(c->impl) : 0; }
-
-/* ---- policy ------------------------------------------------------------------------------- */
-
-static bool in_list(const char *const *list, const char *s) {
-    for (; list && *list; list++)
-        if (!strcmp(*list, s)) return true;
-    return false;
-}
-
-/* Where execvp would find command (first executable on PATH), into buf; false if nowhere. */
-static bool resolve_on_path(const char *command, char *buf, size_t size) {
-    const char *path = getenv("PATH");
-    if (!path || strchr(command, '/')) return false;
-    while (*path) {
-        const char *end = strchr(path, ':');
-        size_t n = end ? (size_t)(end - path) : strlen(path);
-        if (n && (size_t)snprintf(buf, size, "%.*s/%s", (int)n, path, command) < size && access(buf, X_OK) == 0)
-            return true;
-        path += n + (end ? 1 : 0);
-    }
-    return false;
-}
-
-/* A stdio command may run when local mode allows everything or it is listed: either as
- * written in the graph or as the absolute path PATH resolves it to. */
-bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err) {
-    if (!p || p->allow_all) return true;
-    if (in_list(p->command_allowlist, command)) return true;
-    char resolved[4096];
-    if (resolve_on_path(command, resolved, sizeof resolved) && in_list(p->command_allowlist, resolved)) return true;
-    gg_error_set(err, "policy", "command '%s' is not in the stdio command allowlist", command);
-    return false;
-}
-
-static bool v4_internal(uint32_t a) { /* host byte order */
-    return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 || (a >> 16) == 0xA9FE /* 169.254/16 */ ||
-           (a >> 20) == 0xAC1 /* 172.16/12 */ || (a >> 16) == 0xC0A8 /* 192.168/16 */ ||
-           (a >> 22) == (100u << 2 | 1) /* 100.64/10 */ || (a >> 28) == 0xE /* multicast */ ||
-           (a >> 28) == 0xF /* reserved, broadcast */ || (a >> 8) == 0xC00000 /* 192.0.0/24 */;
-}
-
-/* Internal-network test used for HTTP targets (see mcp.h for the ranges). */
-bool mcp_policy_address_is_internal(const struct sockaddr *sa) {
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        return v4_internal(ntohl(s4->sin_addr.s_addr));
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a)) {
-            uint32_t v4;
-            memcpy(&v4, &a->s6_addr[12], 4);
-            return v4_internal(ntohl(v4));
-        }
-        return IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LINKLOCAL(a) ||
-               IN6_IS_ADDR_SITELOCAL(a) || IN6_IS_ADDR_MULTICAST(a) || (a->s6_addr[0] & 0xfe) == 0xfc /* fc00::/7 */;
-    }
-    return true; /* unknown families are never allowed */
-}
-
-/* Extract the host of an http(s) URL into buf (brackets of IPv6 literals removed). */
-static bool url_host(const char *url, char *buf, size_t size) {
-    const char *p = strstr(url, "://");
-    if (!p) return false;
-    p += 3;
-    const char *at = NULL;
-    for (const char *q = p; *q && *q != '/' && *q != '?' && *q != '#'; q++)
-        if (*q == '@') at = q;
-    if (at) p = at + 1;
-    const char *end;
-    if (*p == '[') {
-        p++;
-        end = strchr(p, ']');
-        if (!end) return false;
-    } else {
-        end = p;
-        while (*end && *end != ':' && *end != '/' && *end != '?' && *end != '#') end++;
-    }
-    size_t n = (size_t)(end - p);
-    if (n == 0 || n >= size) return false;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return true;
-}
-
-/* URL check before connecting: scheme, then every address the host resolves to. libcurl's
- * socket callback repeats the address check at connect time. */
-bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error *err) {
-    if (!p || p->allow_all) return true;
-    bool https = !strncasecmp(url, "https://", 8);
-    if (!https && !(p->allow_http_plaintext && !strncasecmp(url, "http://", 7))) {
-        gg_error_set(err, "policy", "url '%s' must use https", url);
-        return false;
-    }
-    char host[256];
-    if (!url_host(url, host, sizeof host)) {
-        gg_error_set(err, "policy", "url '%s' has no valid host", url);
-        return false;
-    }
-    if (in_list(p->host_allowlist, host)) return true;
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0) {
-        gg_error_set(err, "dns", "cannot resolve host '%s': %s", host, gai_strerror(rc));
-        return false;
-    }
-    bool ok = true;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        if (mcp_policy_address_is_internal(ai->ai_addr)) ok = false;
-    freeaddrinfo(res);
-    if (!ok) gg_error_set(err, "policy", "host '%s' resolves to a loopback, link-local or private address", host);
-    return ok;
-}
-
-/* Is host (from a URL) on the allowlist? Used by the HTTP transport's socket callback. */
-bool mcp_policy_host_allowlisted(const mcp_client_policy *p, const char *url);
-bool mcp_policy_host_allowlisted(const mcp_client_policy *p, const char *url) {
-    char host[256];
-    if (!p || p->allow_all) return true;
-    return url_host(url, host, sizeof host) && in_list(p->host_allowlist, host);
-}

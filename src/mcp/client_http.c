@@ -19,16 +19,16 @@
 
 #define MAX_BODY (64u << 20)
 
-bool mcp_policy_host_allowlisted(const mcp_client_policy *p, const char *url);
-
 typedef struct hreq hreq;
+
+/* Why on_opensocket refused a connection (the policy logs the exact reason). */
+#define POLICY_REFUSED "refused by policy.http_hosts (an internal address not listed as an IP, or the gateway's own listener)"
 
 typedef struct http_client {
     char *name, *url;
     char **headers;
     int timeout_ms;
     const mcp_client_policy *policy;
-    bool host_allowlisted;
     mcp_loop *loop;
     /* loop thread only */
     char *session;      /* Mcp-Session-Id */
@@ -229,11 +229,14 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
     return n;
 }
 
-/* Refuse sockets to internal addresses unless the policy allows them. */
+/* Every address libcurl connects to passes the policy again (DNS rebinding, own listeners). */
 static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl_sockaddr *a) {
     hreq *r = user;
     http_client *c = r->c;
-    if (c->policy && !c->policy->allow_all && !c->host_allowlisted && mcp_policy_address_is_internal(&a->addr)) {
+    gg_error e = GG_ERROR_INIT;
+    if (!mcp_policy_connect_ok(c->policy, c->url, &a->addr, &e)) {
+        gg_log(GG_LOG_WARN, "downstream connection refused by policy", "server", c->name, "reason", e.message, NULL);
+        gg_error_clear(&e);
         r->refused_by_policy = true;
         return CURL_SOCKET_BAD;
     }
@@ -277,6 +280,7 @@ static void launch(hreq *r) {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, r);
+    curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
     /* a backstop: the loop's deadline heap normally ends a late call first */
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left < 1 ? 1 : left + 50));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -374,7 +378,7 @@ static void transport_error(hreq *r, CURLcode rc) {
     if (rc == CURLE_OPERATION_TIMEDOUT) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
     else if (r->too_big) finish(r, NULL, "transport", "response from MCP server '%s' is too large", c->name);
     else if (rc == CURLE_COULDNT_CONNECT && r->refused_by_policy)
-        finish(r, NULL, "policy", "cannot connect to MCP server '%s': internal addresses are refused by policy", c->name);
+        finish(r, NULL, "policy", "cannot connect to MCP server '%s': " POLICY_REFUSED, c->name);
     else if (rc == CURLE_COULDNT_CONNECT)
         finish(r, NULL, "refused", "cannot connect to MCP server '%s': connection refused", c->name);
     else finish(r, NULL, "transport", "MCP server '%s': %s", c->name, curl_easy_strerror(rc));
@@ -425,7 +429,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
         snprintf(err, sizeof err, "%s MCP server '%s' (initialize): %s",
                  rc == CURLE_COULDNT_CONNECT && !r->refused_by_policy ? "connection refused by" : "cannot reach", c->name,
-                 r->refused_by_policy ? "internal addresses are refused by policy" : curl_easy_strerror(rc));
+                 r->refused_by_policy ? POLICY_REFUSED : curl_easy_strerror(rc));
     } else if (status < 200 || status >= 300) {
         snprintf(err, sizeof err, "MCP server '%s' answered HTTP %ld to initialize", c->name, status);
     } else if (!(m = response_message(r)) || !json_is_object(json_object_get(m, "result"))) {
@@ -559,6 +563,7 @@ static void http_destroy(void *impl) {
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
             curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &probe);
+            curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
             curl_easy_perform(h);
             curl_slist_free_all(hd);
             curl_easy_cleanup(h);
@@ -595,7 +600,6 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     pthread_cond_init(&c->cv, NULL);
     c->loop = mcp_loop_shared();
     c->policy = policy;
-    c->host_allowlisted = mcp_policy_host_allowlisted(policy, cfg->url);
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);

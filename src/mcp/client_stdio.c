@@ -790,7 +790,7 @@ void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *polic
         gg_error_set(err, "invalid_config", "stdio MCP server needs a command");
         return NULL;
     }
-    if (!mcp_policy_check_command(policy, cfg->command, err)) return NULL;
+    if (!mcp_policy_check_stdio(policy, cfg, err)) return NULL;
     stdio_client *c = calloc(1, sizeof *c);
     if (!c) {
         gg_error_set(err, "oom", "out of memory");

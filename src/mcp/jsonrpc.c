@@ -207,7 +207,7 @@ static json_t *jp_object(jparse *s) {
         size_t klen = 0;
         char *heap = NULL, kbuf[64]; /* the key must outlive the value's parse */
         const char *k = jp_string(s, kbuf, sizeof kbuf, &klen, &heap);
-        if (!k) { json_decref(o); return NULL; }
+        if (!k) { free(heap); json_decref(o); return NULL; } /* an escape error after decoding began */
         jp_ws(s);
         if (s->p >= s->end || *s->p != ':') { free(heap); json_decref(o); return jp_fail(s, "':' expected"); }
         s->p++;

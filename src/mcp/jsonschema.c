@@ -9,6 +9,15 @@
  * Subschemas that only decide a match (anyOf, oneOf, not, if, contains, propertyNames)
  * run quietly and stop at their first failure; tests/mcp/schema_cases.json holds the
  * cases, checked against ajv by tests/mcp/schema_ajv.mjs.
+ *
+ * Budgets: a schema has at most SCHEMA_MAX_NODES subschemas (compiled nodes are found by
+ * hash, so compiling is linear). $ref and allOf can make a small schema apply a subschema
+ * exponentially often to one value (each level allOf ten $refs of the previous): a schema
+ * applying more than SCHEMA_MAX_FANOUT subschemas at one instance location does not
+ * compile (a $ref loop that never moves into the value ends at the depth bound, on its
+ * first path). One validation takes at
+ * most SCHEMA_MAX_STEPS subschema applications (what is left grows with the value's size);
+ * a check that runs out fails with a clear message instead of holding a thread.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -25,6 +34,9 @@
 #define SCHEMA_MAX_COMPILE_DEPTH 128
 #define SCHEMA_MAX_VALIDATE_DEPTH 256
 #define SCHEMA_MATCH_LIMIT 200000
+#define SCHEMA_MAX_NODES 20000
+#define SCHEMA_MAX_STEPS 1000000
+#define SCHEMA_MAX_FANOUT 1000
 
 enum {
     T_NULL = 1 << 0, T_BOOLEAN = 1 << 1, T_OBJECT = 1 << 2, T_ARRAY = 1 << 3,
@@ -73,13 +85,18 @@ struct snode {
     snode **all_of, **any_of, **one_of;
     snode *not_, *if_, *then_, *else_;
     snode *uneval_props, *uneval_items; /* unevaluatedProperties / unevaluatedItems */
+    size_t fanout;          /* subschemas applied at one instance location (0 = not known yet) */
+    bool fanout_busy;       /* being computed (a cycle that never moves into the value) */
 };
 
 struct mcp_schema {
     json_t *root;
     snode *top;
-    snode **nodes; /* every node, for freeing and for $ref cycles */
+    snode **nodes; /* every node, for freeing */
     size_t nnodes, cap;
+    snode **index; /* open addressing by src pointer (power-of-two size, at most half full) */
+    size_t index_cap;
+    json_t *anchors; /* "$anchor" name → subschema, built on the first "#name" $ref */
     pcre2_match_context *mctx; /* bounds backtracking of every pattern (ReDoS) */
 };
 
@@ -93,13 +110,36 @@ typedef struct cctx {
 
 static snode *compile_node(cctx *c, json_t *js);
 
-static snode *find_compiled(mcp_schema *s, json_t *js) {
-    for (size_t i = 0; i < s->nnodes; i++)
-        if (s->nodes[i]->src == js) return s->nodes[i];
-    return NULL;
+static size_t index_slot(snode **index, size_t cap, const json_t *js) {
+    uintptr_t h = (uintptr_t)js;
+    h ^= h >> 17;
+    h *= 0x9e3779b97f4a7c15ull;
+    for (size_t i = (size_t)(h >> 20) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!index[i] || index[i]->src == js) return i;
 }
 
+static snode *find_compiled(mcp_schema *s, json_t *js) {
+    if (!s->index_cap) return NULL;
+    return s->index[index_slot(s->index, s->index_cap, js)];
+}
+
+static bool index_add(mcp_schema *s, snode *n) {
+    if (2 * (s->nnodes + 1) > s->index_cap) {
+        size_t cap = s->index_cap ? s->index_cap * 2 : 64;
+        snode **idx = calloc(cap, sizeof *idx);
+        if (!idx) return false;
+        for (size_t i = 0; i < s->nnodes; i++) idx[index_slot(idx, cap, s->nodes[i]->src)] = s->nodes[i];
+        free(s->index);
+        s->index = idx;
+        s->index_cap = cap;
+    }
+    s->index[index_slot(s->index, s->index_cap, n->src)] = n;
+    return true;
+}
+
+/* Keep n (src already set) for freeing and for later lookups (shared subschemas, $ref). */
 static bool register_node(mcp_schema *s, snode *n) {
+    if (!index_add(s, n)) return false;
     if (s->nnodes == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         snode **nn = realloc(s->nodes, cap * sizeof *nn);
@@ -203,24 +243,30 @@ static void pointer_unescape(char *t) {
 
 /* The subschema declaring "$anchor": name. Values of enum/const/default/examples are data,
  * not schemas, so they are not searched. Bounded like compilation. */
-static json_t *find_anchor(json_t *js, const char *name, int depth) {
-    if (depth > SCHEMA_MAX_COMPILE_DEPTH) return NULL;
+/* Every "$anchor" of the schema into out (name → subschema, the first one in document order
+ * wins), in one walk: looking each "#name" $ref up separately would be quadratic. */
+static void collect_anchors(json_t *js, json_t *out, int depth) {
+    if (depth > SCHEMA_MAX_COMPILE_DEPTH) return;
     if (json_is_object(js)) {
-        if (json_is_string(json_object_get(js, "$anchor")) &&
-            strcmp(json_string_value(json_object_get(js, "$anchor")), name) == 0)
-            return js;
+        json_t *a = json_object_get(js, "$anchor");
+        if (json_is_string(a) && !json_object_get(out, json_string_value(a)))
+            json_object_set(out, json_string_value(a), js);
         const char *k;
-        json_t *sub, *found;
+        json_t *sub;
         json_object_foreach(js, k, sub) {
             if (!strcmp(k, "enum") || !strcmp(k, "const") || !strcmp(k, "default") || !strcmp(k, "examples")) continue;
-            if ((found = find_anchor(sub, name, depth + 1))) return found;
+            collect_anchors(sub, out, depth + 1);
         }
     } else if (json_is_array(js)) {
         size_t i;
-        json_t *sub, *found;
-        json_array_foreach(js, i, sub) if ((found = find_anchor(sub, name, depth + 1))) return found;
+        json_t *sub;
+        json_array_foreach(js, i, sub) collect_anchors(sub, out, depth + 1);
     }
-    return NULL;
+}
+
+static json_t *find_anchor(mcp_schema *s, const char *name) {
+    if (!s->anchors && (s->anchors = json_object())) collect_anchors(s->root, s->anchors, 0);
+    return json_object_get(s->anchors, name);
 }
 
 static json_t *resolve_ref(cctx *c, const char *ref) {
@@ -235,7 +281,7 @@ static json_t *resolve_ref(cctx *c, const char *ref) {
     }
     if (ref[1] == 0) return c->s->root;
     if (ref[1] != '/') {
-        json_t *target = find_anchor(c->s->root, ref + 1, 0);
+        json_t *target = find_anchor(c->s, ref + 1);
         if (!target) gg_error_set(c->err, "invalid_schema", "$ref \"%s\": no \"$anchor\" of that name", ref);
         return target;
     }
@@ -492,13 +538,19 @@ static snode *compile_node(cctx *c, json_t *js) {
         gg_error_set(c->err, "invalid_schema", "schema nested deeper than %d levels", SCHEMA_MAX_COMPILE_DEPTH);
         return NULL;
     }
+    if (c->s->nnodes >= SCHEMA_MAX_NODES) {
+        c->depth--;
+        gg_error_set(c->err, "invalid_schema", "schema has more than %d subschemas", SCHEMA_MAX_NODES);
+        return NULL;
+    }
     snode *n = calloc(1, sizeof *n);
+    if (n) n->src = js;
     if (!n || !register_node(c->s, n)) {
         free(n);
+        c->depth--;
         gg_error_set(c->err, "oom", "out of memory");
         return NULL;
     }
-    n->src = js;
     n->boolean = -1;
     n->min_len = n->max_len = n->min_items = n->max_items = n->min_props = n->max_props = -1;
     n->min_contains = n->max_contains = -1;
@@ -550,6 +602,49 @@ static void free_node(snode *n) {
     free(n);
 }
 
+static size_t fanout_add(size_t a, size_t b) { return a + b > SCHEMA_MAX_FANOUT ? SCHEMA_MAX_FANOUT + 1 : a + b; }
+
+static size_t fanout_list(snode **l, size_t n);
+
+/* How many subschemas applying n to one value applies at that same location (n included):
+ * $ref, allOf/anyOf/oneOf, not, if/then/else and dependentSchemas stay there, the other
+ * applicators move into the value. Saturates past SCHEMA_MAX_FANOUT; a node already being
+ * counted (a loop) counts once: validation stops such a loop at the depth bound. */
+static size_t fanout(snode *n) {
+    if (!n || n->boolean >= 0) return 1;
+    if (n->fanout) return n->fanout;
+    if (n->fanout_busy) return 1;
+    n->fanout_busy = true;
+    size_t f = fanout_add(1, n->ref ? fanout(n->ref) : 0);
+    f = fanout_add(f, fanout_list(n->all_of, n->nall));
+    f = fanout_add(f, fanout_list(n->any_of, n->nany));
+    f = fanout_add(f, fanout_list(n->one_of, n->none));
+    f = fanout_add(f, fanout_list(n->depschemas, n->ndepschemas));
+    snode *same[] = {n->not_, n->if_, n->then_, n->else_};
+    for (size_t i = 0; i < 4; i++)
+        if (same[i]) f = fanout_add(f, fanout(same[i]));
+    n->fanout_busy = false;
+    return n->fanout = f;
+}
+
+static size_t fanout_list(snode **l, size_t n) {
+    size_t f = 0;
+    for (size_t i = 0; i < n && f <= SCHEMA_MAX_FANOUT; i++) f = fanout_add(f, fanout(l[i]));
+    return f;
+}
+
+/* Every compiled node's fan-out within the limit; else err. */
+static bool check_fanout(mcp_schema *s, gg_error *err) {
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (fanout(s->nodes[i]) > SCHEMA_MAX_FANOUT) {
+            gg_error_set(err, "invalid_schema",
+                         "the schema applies more than %d subschemas to one value ($ref/allOf/anyOf chains multiply)",
+                         SCHEMA_MAX_FANOUT);
+            return false;
+        }
+    return true;
+}
+
 /* Compile a JSON Schema once; the result is immutable and may be shared by threads. */
 mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err) {
     mcp_schema *s = calloc(1, sizeof *s);
@@ -566,7 +661,8 @@ mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err) {
     gg_error tmp = GG_ERROR_INIT;
     cctx c = {s, err ? err : &tmp, 0};
     s->top = schema ? compile_node(&c, schema) : NULL;
-    if (!s->top) {
+    if (!s->top || !check_fanout(s, c.err)) {
+        s->top = NULL;
         if (!schema) gg_error_set(c.err, "invalid_schema", "no schema");
         gg_error_clear(&tmp);
         mcp_schema_free(s);
@@ -580,6 +676,8 @@ void mcp_schema_free(mcp_schema *s) {
     if (!s) return;
     for (size_t i = 0; i < s->nnodes; i++) free_node(s->nodes[i]);
     free(s->nodes);
+    free(s->index);
+    json_decref(s->anchors);
     if (s->mctx) pcre2_match_context_free(s->mctx);
     json_decref(s->root);
     free(s);
@@ -592,6 +690,8 @@ typedef struct vctx {
     int quiet; /* > 0 inside anyOf/oneOf/not/if/contains/propertyNames: record nothing */
     bool quiet_failed; /* a failure was seen in the current quiet subschema check */
     int depth;
+    size_t steps;   /* subschema applications so far (SCHEMA_MAX_STEPS) */
+    bool exhausted; /* the budget ran out: everything stops, the check fails */
     mcp_schema_error_fn fn;
     void *user;
     gg_strbuf path;
@@ -601,10 +701,20 @@ typedef struct vctx {
 
 /* Whether the remaining checks can be skipped: only once a failure is already known (the
  * first failure decides a quiet subschema check; max failures end a reporting run). */
-static bool stop(const vctx *v) { return v->quiet > 0 ? v->quiet_failed : v->count >= v->max; }
+static bool stop(const vctx *v) {
+    if (v->exhausted) return true;
+    return v->quiet > 0 ? v->quiet_failed : v->count >= v->max;
+}
+
+/* Count one subschema application; false once the budget is spent. */
+static bool step(vctx *v) {
+    if (!v->exhausted && ++v->steps > SCHEMA_MAX_STEPS) v->exhausted = true;
+    return !v->exhausted;
+}
 
 static bool fail(vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(vctx *v, const char *fmt, ...) {
+    if (v->exhausted) return false; /* reported once, as the budget, at the end */
     if (v->quiet > 0) {
         v->quiet_failed = true;
         return false;
@@ -1026,7 +1136,7 @@ static void mark_property(evaluated *e, const char *k) {
 }
 
 static void collect_evaluated(vctx *v, const snode *n, json_t *x, evaluated *e, int depth) {
-    if (!n || n->boolean >= 0 || e->all || depth > SCHEMA_MAX_VALIDATE_DEPTH) return;
+    if (!n || n->boolean >= 0 || e->all || depth > SCHEMA_MAX_VALIDATE_DEPTH || !step(v)) return;
     if (json_is_object(x)) {
         /* depth 0 is the schema whose unevaluatedProperties is being applied */
         if (n->additional || (n->uneval_props && depth > 0)) { e->all = true; return; }
@@ -1101,6 +1211,7 @@ done:
 }
 
 static bool validate(vctx *v, const snode *n, json_t *x) {
+    if (!step(v)) return false;
     if (n->boolean >= 0) return n->boolean ? true : fail(v, "no value is allowed here");
     if (++v->depth > SCHEMA_MAX_VALIDATE_DEPTH) {
         v->depth--;
@@ -1150,11 +1261,17 @@ out:
 /* Validate and report up to max violations through fn; returns the number reported. */
 size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
                                mcp_schema_error_fn fn, void *user) {
-    vctx v = {max ? max : 1, 0, 0, false, 0, fn, user, GG_STRBUF_INIT, NULL, s->mctx};
+    vctx v = {max ? max : 1, 0, 0, false, 0, 0, false, fn, user, GG_STRBUF_INIT, NULL, s->mctx};
     gg_strbuf_putc(&v.path, 0);
     v.path.len = 0;
     bool ok = validate(&v, s->top, instance);
-    if (!ok && v.count == 0) { /* a failure always reports something */
+    if (v.exhausted && v.count < v.max) { /* say why rather than blame the value */
+        v.count++;
+        char msg[128];
+        snprintf(msg, sizeof msg, "checking the value against the schema exceeded its budget of %d steps",
+                 SCHEMA_MAX_STEPS);
+        if (fn) fn(user, "", msg);
+    } else if (!ok && v.count == 0) { /* a failure always reports something */
         v.count++;
         if (fn) fn(user, "", "value does not match the schema");
     }

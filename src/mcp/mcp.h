@@ -38,26 +38,67 @@ typedef struct mcp_server_config {
     int timeout_ms;              /* per call; 0 = MCP_CLIENT_DEFAULT_TIMEOUT_MS */
 } mcp_server_config;
 
-/* What downstream servers may be reached. allow_all is local mode (`graphgate run`).
- * Otherwise a stdio command must be in command_allowlist (exact match of the command as
- * written, or of its absolute path) and an HTTP host must not resolve to loopback,
- * link-local, private or unspecified addresses unless it is in host_allowlist. The check
- * runs before a child is spawned and again on every socket libcurl opens (DNS rebinding). */
+/* ---- policy (policy.c): what downstream servers a graph may reach -------------------------
+ * allow_all is local mode (`graphgate run`). Otherwise:
+ * - HTTP: the URL's host and port must match a host_allowlist entry: "host" (any port),
+ *   "host:port" (that port only), "[v6]" / "[v6]:port" or a bare IPv6 literal; names compare
+ *   case-insensitively, IP literals by address. Empty list = no HTTP server at all. Every
+ *   address the host is or resolves to is checked again when libcurl connects
+ *   (mcp_policy_connect_ok, no DNS rebinding in between): never one of the gateway's own
+ *   listeners (self; a wildcard bind covers every local address), and a loopback,
+ *   link-local, private, CGNAT, unspecified or multicast address only when the matching
+ *   entry names an IP literal or "localhost" (a name is trusted for public addresses only).
+ * - stdio: command + args must start with a command_allowlist entry, an argv prefix written
+ *   as blank-separated words ("npx -y @modelcontextprotocol/server-filesystem"); the first
+ *   word matches the command as written or the absolute path PATH resolves it to. Extra
+ *   arguments are free, except that an entry naming no operand ("node", "npx -y") does not
+ *   let the next argument be an option ("node -e CODE" is refused). env may not set loader
+ *   or interpreter variables (mcp_policy_env_refused); cwd must be an existing absolute
+ *   directory inside cwd_root (none allowed when cwd_root is NULL). */
+typedef struct mcp_policy_self mcp_policy_self;
 typedef struct mcp_client_policy {
     bool allow_all;
-    const char *const *command_allowlist; /* NULL-terminated; NULL = none */
-    const char *const *host_allowlist;    /* NULL-terminated host names or IP literals */
+    const char *const *command_allowlist; /* NULL-terminated argv prefixes; NULL = none */
+    const char *const *host_allowlist;    /* NULL-terminated host entries; NULL = none */
     bool allow_http_plaintext;            /* allow http:// (https:// always allowed) */
+    const char *cwd_root;                 /* stdio cwd confined here; NULL = no cwd allowed */
+    const mcp_policy_self *self;          /* the gateway's listeners; NULL = none in process */
 } mcp_client_policy;
 
+/* err code "policy" when refused. mcp_policy_check_command checks a bare command (no args). */
+bool mcp_policy_check_stdio(const mcp_client_policy *p, const mcp_server_config *cfg, gg_error *err);
 bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err);
+/* NULL when a graph may set this "NAME=value", else the reason (static text). */
+const char *mcp_policy_env_refused(const char *assignment);
 /* err code "policy" when refused, "dns" when the host does not resolve (the connect-time
  * check still applies once it does). */
 bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error *err);
+/* The connect-time check of one address (libcurl's CURLOPT_OPENSOCKETFUNCTION) for url. */
+struct sockaddr;
+bool mcp_policy_connect_ok(const mcp_client_policy *p, const char *url, const struct sockaddr *sa,
+                           gg_error *err);
 /* True when the address (sockaddr_in/in6) is loopback, link-local, private, CGNAT,
  * unspecified, multicast or IPv4-mapped versions of those. */
-struct sockaddr;
 bool mcp_policy_address_is_internal(const struct sockaddr *sa);
+
+/* The gateway's own listeners (bound addresses with their real ports). Until _ready every
+ * HTTP egress under a policy holding it is refused (the listeners are not known yet). Add
+ * from one thread before _ready; read from any. */
+mcp_policy_self *mcp_policy_self_new(void);
+void mcp_policy_self_free(mcp_policy_self *s);
+bool mcp_policy_self_add(mcp_policy_self *s, const struct sockaddr *sa); /* false when full */
+void mcp_policy_self_ready(mcp_policy_self *s);
+
+/* A default policy plus per-tenant grants: "TENANT=ENTRY" items add ENTRY to that tenant's
+ * command or host allowlist (the default entries still apply). base's lists and the grant
+ * strings are borrowed and must outlive the set. NULL + err "invalid_config" for a grant
+ * without "TENANT=". */
+typedef struct mcp_policy_set mcp_policy_set;
+mcp_policy_set *mcp_policy_set_new(const mcp_client_policy *base, const char *const *cmd_grants,
+                                   const char *const *host_grants, gg_error *err);
+/* The tenant's policy (the default one when it has no grants); valid until _free. */
+const mcp_client_policy *mcp_policy_set_get(const mcp_policy_set *s, const char *tenant);
+void mcp_policy_set_free(mcp_policy_set *s);
 
 typedef struct mcp_client mcp_client;
 
@@ -264,6 +305,8 @@ bool mcp_call_wants_progress(const mcp_call *c);
 json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
 /* Node records as JSON text instead (see mcp_call_ctx.history_text); set before running. */
 void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes);
+/* Bounds on those records for the whole run (0 = none); see mcp_call_ctx. */
+void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
@@ -315,7 +358,14 @@ typedef struct mcp_session {
 /* secret: 32 bytes, or NULL for a random one (sessions then end with the process). */
 mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_t max_entries);
 void mcp_sessions_free(mcp_sessions *ss);
-/* Issue a token into id (MCP_SESSION_ID_MAX bytes). */
+/* Sessions per owner (the endpoint's tenant; on a mount the key): at most max live ones
+ * and 4 x max deleted ones not yet expired (0 = no bound; the default). */
+void mcp_sessions_set_owner_max(mcp_sessions *ss, size_t max);
+/* The tenant's live and deleted-but-unexpired sessions issued by this process, and the
+ * sessions refused by the bound in all (each may be NULL). */
+void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live, size_t *revoked,
+                              unsigned long long *refused_all);
+/* Issue a token into id (MCP_SESSION_ID_MAX bytes); false when the owner is at its bound. */
 bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
                        const char *key_id, const char *version, char *id, mcp_session *out);
 /* Check a token for this endpoint and key: "not_found" for a bad signature, expiry,

@@ -53,6 +53,11 @@ typedef struct mcp_call_ctx {
     void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg);
     void *resume_user;
     double accepted_ms; /* > 0: monotonic time the call was accepted (time limits count from it) */
+    /* Bounds on history_text for the whole run (0 = none): past history_max_records records
+     * or history_max_bytes bytes, further records are left out and counted; the provider
+     * then ends the text with {"truncated":true,"dropped":N,"kept":K} so the stored run
+     * shows it was cut (src/store/history_query.c). */
+    size_t history_max_records, history_max_bytes;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

@@ -253,6 +253,7 @@ struct mcp_call {
     gg_strbuf history_text; /* node records as JSON text, when use_text */
     bool use_text;
     size_t history_max;
+    size_t history_max_records, history_max_bytes; /* mcp_call_bound_history */
     double last_progress;
     bool sent_progress;
     const char *status;
@@ -291,6 +292,12 @@ void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
     c->history_max = max_value_bytes;
     gg_strbuf_reserve(&c->history_text, 1000); /* a few nodes' records without regrowing */
     gg_strbuf_putc(&c->history_text, '[');
+}
+
+/* Bound the run's node records as text (mcp_call_ctx.history_max_records/_bytes). */
+void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes) {
+    c->history_max_records = max_records;
+    c->history_max_bytes = max_bytes;
 }
 
 /* The node records as one JSON array text ("[...]"), handed to the caller (free it);
@@ -407,12 +414,20 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
 
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
 
+/* The provider's view of the call (history as the caller asked, bounds included). */
+static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *request_id, const char *key_id,
+                             const char *tenant, double budget_ms) {
+    return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
+                          .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
+                          .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
+                          .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes};
+}
+
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant) {
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
                      c->level != MCP_LOG_OFF ? sink_log : NULL, c};
-    mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
-                        c->use_text ? &c->history_text : NULL, c->history_max};
+    mcp_call_ctx ctx = call_ctx(c, &sink, request_id, key_id, tenant, 0);
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
@@ -435,9 +450,10 @@ static void call_async_done(void *user, json_t *res, gg_error *err) {
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                     const mcp_call_async *how) {
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
-    c->ctx = (mcp_call_ctx){&c->sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
-                            c->use_text ? &c->history_text : NULL, c->history_max, how->resume, how->resume_user,
-                            how->accepted_ms};
+    c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
+    c->ctx.resume = how->resume;
+    c->ctx.resume_user = how->resume_user;
+    c->ctx.accepted_ms = how->accepted_ms;
     c->done = how->done;
     c->done_user = how->user;
     mcp_provider *p = c->srv->provider;
@@ -508,8 +524,7 @@ bool mcp_call_can_inline(const mcp_call *c) {
 char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                           double budget_ms, bool *over) {
     *over = false;
-    mcp_call_ctx ctx = {NULL, &c->cancelled, request_id, key_id, tenant, c->history, budget_ms,
-                        c->use_text ? &c->history_text : NULL, c->history_max};
+    mcp_call_ctx ctx = call_ctx(c, NULL, request_id, key_id, tenant, budget_ms);
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();

@@ -21,6 +21,14 @@
  * it: a hit with the current stamp needs no table lookup, any other re-reads the table, so
  * a DELETE takes effect on the very next request. The HMAC key's inner and outer pad states
  * are computed once, so a miss costs two SHA-512 blocks fewer.
+ *
+ * Per-owner bound (mcp_sessions_set_owner_max): the sessions this process issued are listed
+ * per owner (the endpoint's tenant, or "key:<id>" on a mount, none on the internal
+ * listener) in issue order, which is expiry order (one TTL for all). An owner holds at most
+ * max live sessions, and at most OWNER_REVOKED_FACTOR x max deleted ones whose tokens have
+ * not expired yet (their revocations must be remembered until then); past either, a new
+ * session is refused, so one tenant can neither hold every session nor fill the table with
+ * revocations that other tenants' DELETEs then find no room for.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -44,6 +52,25 @@
 #define VC_SETS 64    /* sets x ways entries (8 x 256 entries, about 700 KiB in all) */
 #define VC_WAYS 4
 #define BIND_MAX 64   /* tenant, graph, key id as in mcp_session */
+
+#define OWNER_BUCKETS 64
+#define OWNER_REVOKED_FACTOR 4
+#define OWNER_MAX (BIND_MAX + 4) /* "key:" + a key id */
+
+/* One session issued here, in its owner's list. */
+typedef struct oslot {
+    uint8_t nonce[16];
+    int64_t expires;
+    bool revoked;
+} oslot;
+
+/* An owner's sessions, oldest first. */
+typedef struct owner {
+    char name[OWNER_MAX];
+    oslot *slots;
+    size_t n, cap, live, revoked;
+    struct owner *next;
+} owner;
 
 typedef struct inflight {
     json_t *id; /* reference */
@@ -99,6 +126,10 @@ struct mcp_sessions {
      * log level, eviction): a cached entry stamped with the current epoch needs no table
      * lookup; any other entry is re-checked against the table (and re-stamped). */
     _Atomic uint64_t epoch;
+    pthread_mutex_t omu;            /* guards the owner lists */
+    size_t owner_max;               /* live sessions per owner; 0 = no bound */
+    owner *owners[OWNER_BUCKETS];
+    unsigned long long owner_refused;
     vc_shard vc[VC_SHARDS];
 };
 
@@ -119,6 +150,7 @@ mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_
     size_t max = max_entries ? max_entries : 100000;
     ss->max_entries = max / SHARDS ? max / SHARDS : 1;
     for (int i = 0; i < SHARDS; i++) pthread_mutex_init(&ss->shards[i].mu, NULL);
+    pthread_mutex_init(&ss->omu, NULL);
     return ss;
 }
 
@@ -143,6 +175,13 @@ void mcp_sessions_free(mcp_sessions *ss) {
         pthread_mutex_destroy(&ss->shards[sh].mu);
     }
     for (int i = 0; i < VC_SHARDS; i++) pthread_mutex_destroy(&ss->vc[i].mu);
+    for (int b = 0; b < OWNER_BUCKETS; b++)
+        for (owner *o = ss->owners[b], *n; o; o = n) {
+            n = o->next;
+            free(o->slots);
+            free(o);
+        }
+    pthread_mutex_destroy(&ss->omu);
     sodium_memzero(ss->key, sizeof ss->key);
     sodium_memzero(&ss->mac0, sizeof ss->mac0);
     sodium_memzero(ss->vc, sizeof ss->vc);
@@ -279,7 +318,107 @@ static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const cha
     sodium_memzero(&n, sizeof n);
 }
 
-/* Issue a session token (written to id, at least MCP_SESSION_ID_MAX bytes). */
+/* ---- sessions per owner ------------------------------------------------------------------ */
+
+/* Whose bound a session counts in: the endpoint's tenant, else (a mount) the key's id as
+ * "key:<id>"; false for neither (the internal listener: the operator's, unbounded). */
+static bool owner_name(const char *tenant, const char *key_id, char out[OWNER_MAX]) {
+    if (tenant && *tenant) copy_field(out, OWNER_MAX, tenant);
+    else if (key_id && *key_id) {
+        memcpy(out, "key:", 4);
+        copy_field(out + 4, OWNER_MAX - 4, key_id);
+    } else return false;
+    return true;
+}
+
+static size_t owner_bucket(const char *name) {
+    size_t h = 5381;
+    for (; *name; name++) h = h * 33 + (unsigned char)*name;
+    return h % OWNER_BUCKETS;
+}
+
+/* Caller holds omu. create: add the owner when missing (NULL on OOM). */
+static owner *find_owner(mcp_sessions *ss, const char *name, bool create) {
+    owner **pp = &ss->owners[owner_bucket(name)];
+    for (; *pp; pp = &(*pp)->next)
+        if (strcmp((*pp)->name, name) == 0) return *pp;
+    if (!create || !(*pp = calloc(1, sizeof **pp))) return NULL;
+    copy_field((*pp)->name, OWNER_MAX, name);
+    return *pp;
+}
+
+/* Caller holds omu. Forget the owner's sessions whose tokens expired (the oldest first). */
+static void owner_expire(owner *o, int64_t now) {
+    size_t k = 0;
+    while (k < o->n && o->slots[k].expires < now) {
+        if (o->slots[k].revoked) o->revoked--;
+        else o->live--;
+        k++;
+    }
+    if (!k) return;
+    memmove(o->slots, o->slots + k, (o->n - k) * sizeof *o->slots);
+    o->n -= k;
+}
+
+/* Caller holds omu. Room for one more session of o, else false (counted). */
+static bool owner_admit(mcp_sessions *ss, owner *o, const uint8_t nonce[16], int64_t expires) {
+    owner_expire(o, now_s());
+    if (ss->owner_max && (o->live >= ss->owner_max || o->revoked >= OWNER_REVOKED_FACTOR * ss->owner_max)) {
+        ss->owner_refused++;
+        return false;
+    }
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        oslot *ns = realloc(o->slots, cap * sizeof *ns);
+        if (!ns) return false;
+        o->slots = ns;
+        o->cap = cap;
+    }
+    oslot *sl = &o->slots[o->n++];
+    memcpy(sl->nonce, nonce, 16);
+    sl->expires = expires;
+    sl->revoked = false;
+    o->live++;
+    return true;
+}
+
+/* At most max live sessions per owner from now on (0 = no bound). */
+void mcp_sessions_set_owner_max(mcp_sessions *ss, size_t max) {
+    pthread_mutex_lock(&ss->omu);
+    ss->owner_max = max;
+    pthread_mutex_unlock(&ss->omu);
+}
+
+/* Live and deleted-but-unexpired sessions this process issued for tenant's endpoints. */
+void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live, size_t *revoked,
+                              unsigned long long *refused_all) {
+    pthread_mutex_lock(&ss->omu);
+    owner *o = tenant && *tenant ? find_owner(ss, tenant, false) : NULL;
+    if (o) owner_expire(o, now_s());
+    if (live) *live = o ? o->live : 0;
+    if (revoked) *revoked = o ? o->revoked : 0;
+    if (refused_all) *refused_all = ss->owner_refused;
+    pthread_mutex_unlock(&ss->omu);
+}
+
+/* A deleted session stops counting as live and starts counting as revoked. */
+static void owner_revoke(mcp_sessions *ss, const mcp_session *s) {
+    char name[OWNER_MAX];
+    if (!owner_name(s->tenant, s->key_id, name)) return;
+    pthread_mutex_lock(&ss->omu);
+    owner *o = find_owner(ss, name, false);
+    for (size_t i = 0; o && i < o->n; i++)
+        if (!o->slots[i].revoked && memcmp(o->slots[i].nonce, s->nonce, 16) == 0) {
+            o->slots[i].revoked = true;
+            o->live--;
+            o->revoked++;
+            break;
+        }
+    pthread_mutex_unlock(&ss->omu);
+}
+
+/* Issue a session token (written to id, at least MCP_SESSION_ID_MAX bytes); false when the
+ * owner holds its bound of sessions (mcp_sessions_set_owner_max) or memory ran out. */
 bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
                        const char *key_id, const char *version, char *id, mcp_session *out) {
     if (!version || strlen(version) != VERSION_LEN) return false;
@@ -288,6 +427,14 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
     buf[0] = TOKEN_FORMAT;
     put_be64(buf + 1, expires);
     randombytes_buf(buf + 9, 16);
+    char oname[OWNER_MAX];
+    if (owner_name(tenant, key_id, oname)) {
+        pthread_mutex_lock(&ss->omu);
+        owner *o = find_owner(ss, oname, true);
+        bool admitted = o && owner_admit(ss, o, buf + 9, expires);
+        pthread_mutex_unlock(&ss->omu);
+        if (!admitted) return false;
+    }
     memcpy(buf + 25, version, VERSION_LEN);
     compute_mac(ss, buf, tenant, graph, key_id, buf + PAYLOAD_LEN);
     sodium_bin2base64(id, MCP_SESSION_ID_MAX, buf, sizeof buf, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
@@ -434,6 +581,7 @@ bad:
 
 /* End a session: its token is refused from now on (until it would have expired). */
 void mcp_session_revoke(mcp_sessions *ss, const mcp_session *s) {
+    owner_revoke(ss, s);
     struct shard *sh = shard_of(ss, s->nonce);
     pthread_mutex_lock(&sh->mu);
     entry *e = get_or_add(ss, sh, s);

@@ -43,6 +43,15 @@ static const char SQL_VERSIONS[] =
     "SELECT v.version, v.content_hash, v.format, v.created_at, v.created_by, v.version = g.active_version"
     " FROM graphs g JOIN graph_versions v ON v.graph_id = g.id"
     " WHERE g.tenant = ?1 AND g.name = ?2 ORDER BY v.version DESC";
+static const char SQL_TENANT_GRAPHS[] = "SELECT count(*) FROM graphs WHERE tenant = ?1";
+static const char SQL_TENANT_BYTES[] =
+    "SELECT coalesce(sum(length(CAST(v.source AS BLOB))), 0) FROM graphs g"
+    " JOIN graph_versions v ON v.graph_id = g.id WHERE g.tenant = ?1";
+/* Versions of graph ?1 older than the newest ?2 - 1 (room for the one being added), except
+ * the active one (which a rollback may have made old). */
+static const char SQL_PRUNE_VERSIONS[] =
+    "DELETE FROM graph_versions WHERE graph_id = ?1 AND version <= ?2 - ?3"
+    " AND version <> coalesce((SELECT active_version FROM graphs WHERE id = ?1), 0)";
 static const char SQL_ALL_ACTIVE[] =
     "SELECT g.tenant, g.name, v.version, v.source, v.format, v.content_hash, v.created_at, v.created_by"
     " FROM graphs g JOIN graph_versions v ON v.graph_id = g.id AND v.version = g.active_version"
@@ -74,9 +83,66 @@ static bool set_active(gg_store_conn *c, long long gid, int version, gg_error *e
     return gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
 }
 
+/* One number from a query bound to the tenant (-1 + err on failure). */
+static long long tenant_number(gg_store_conn *c, const char *sql, const char *tenant, gg_error *err) {
+    sqlite3_stmt *st = gg_store_conn_stmt(c, sql, err);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_reset(st);
+    if (v < 0) gg_store_set_db_error(c, err, "graph usage");
+    return v;
+}
+
+/* Inside the put transaction, before the graph row exists: a new graph must fit the count. */
+static bool quota_count(gg_store_conn *c, const char *tenant, const char *name, const gg_graph_quota *q,
+                        gg_error *err) {
+    if (!q || q->max_graphs <= 0) return true;
+    long long id = graph_id(c, tenant, name, err);
+    if (id) return true;
+    if (strcmp(err->code, "not_found") != 0) return false;
+    gg_error_clear(err);
+    long long n = tenant_number(c, SQL_TENANT_GRAPHS, tenant, err);
+    if (n < 0) return false;
+    if (n < q->max_graphs) return true;
+    gg_error_set(err, "quota_exceeded", "tenant '%s' has %lld graphs, the most it may have; delete one first", tenant, n);
+    return false;
+}
+
+/* Drop the oldest inactive versions past max_versions, then check the tenant's bytes with
+ * the new version added (all in the put transaction: a failed check undoes the drop). */
+static bool quota_bytes(gg_store_conn *c, const char *tenant, long long gid, int version, size_t len,
+                        const gg_graph_quota *q, gg_error *err) {
+    if (!q) return true;
+    if (q->max_versions > 0) {
+        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_PRUNE_VERSIONS, err);
+        if (!st) return false;
+        sqlite3_bind_int64(st, 1, gid);
+        sqlite3_bind_int(st, 2, version);
+        sqlite3_bind_int(st, 3, q->max_versions);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); return false; }
+    }
+    if (q->max_tenant_bytes <= 0) return true;
+    long long used = tenant_number(c, SQL_TENANT_BYTES, tenant, err);
+    if (used < 0) return false;
+    if ((unsigned long long)used + len <= (unsigned long long)q->max_tenant_bytes) return true;
+    gg_error_set(err, "quota_exceeded",
+                 "tenant '%s' stores %lld bytes of graph sources; this %zu-byte version would pass its limit of %lld bytes"
+                 " (delete graphs to make room)", tenant, used, len, q->max_tenant_bytes);
+    return false;
+}
+
 bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const char *source,
                         size_t source_len, const char *format, const char *created_by,
                         int *version_out, gg_error *err) {
+    return gg_store_graph_put_quota(s, tenant, name, source, source_len, format, created_by, NULL, version_out, err);
+}
+
+bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name, const char *source,
+                              size_t source_len, const char *format, const char *created_by,
+                              const gg_graph_quota *q, int *version_out, gg_error *err) {
     if (!format || (strcmp(format, "yaml") != 0 && strcmp(format, "json") != 0)) {
         gg_error_set(err, "invalid", "graph format must be yaml or json");
         return false;
@@ -89,6 +155,7 @@ bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
     long long now = gg_wall_ms(), gid = 0;
     int version = 0;
+    if (ok) ok = quota_count(c, tenant, name, q, err);
     sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err) : NULL;
     if (!st) ok = false;
     if (ok) {
@@ -109,6 +176,7 @@ bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const
     } else {
         ok = false;
     }
+    if (ok) ok = quota_bytes(c, tenant, gid, version, source_len, q, err);
     if (ok && (st = gg_store_conn_stmt(c, SQL_VERSION_INSERT, err)) != NULL) {
         sqlite3_bind_int64(st, 1, gid);
         sqlite3_bind_int(st, 2, version);

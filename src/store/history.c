@@ -420,13 +420,30 @@ static void tb_node(tbuf *b, bool first, long long base, long long index, const 
     tb_putc(b, ']');
 }
 
+/* The run's node bounds (gg_history_options.max_run_nodes / _node_bytes, 0 = none): room
+ * for one more record, else it is counted as dropped. */
+typedef struct node_bound {
+    size_t max_nodes, max_bytes, start, kept, dropped;
+} node_bound;
+
+static bool nb_room(node_bound *nb, const tbuf *b) {
+    if ((nb->max_nodes && nb->kept >= nb->max_nodes) || (nb->max_bytes && b->len - nb->start >= nb->max_bytes)) {
+        nb->dropped++;
+        return false;
+    }
+    nb->kept++;
+    return true;
+}
+
 /* Every node of r as one JSON array, appended to b. */
-static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max) {
+static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max, node_bound *nb) {
+    nb->start = b->len;
     tb_putc(b, '[');
     bool first = true;
     size_t i;
     json_t *n;
     json_array_foreach(r->node_history, i, n) {
+        if (!nb_room(nb, b)) continue;
         json_t *err = json_object_get(n, "error");
         const char *emsg = NULL;
         if (err) {
@@ -445,9 +462,16 @@ static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max) {
     }
     for (size_t k = 0; k < r->n_nodes; k++) {
         const gg_node_exec_record *d = &r->nodes[k];
+        if (!nb_room(nb, b)) continue;
         tb_node(b, first, r->started_ms, d->index, d->node_id, d->node_type, d->start_ms, d->end_ms, d->duration_ms,
                 d->output, d->output_text, d->input, d->input_text, d->error, max);
         first = false;
+    }
+    if (nb->dropped) {
+        char m[96];
+        int len = snprintf(m, sizeof m, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",",
+                           nb->dropped, nb->kept);
+        tb_put(b, m, (size_t)len);
     }
     tb_putc(b, ']');
 }
@@ -468,6 +492,9 @@ typedef struct hist_item {
     struct hist_item *next;
     bool is_row;                  /* else a key touch */
     bool pooled;                  /* data has ITEM_POOL_DATA bytes: goes back to the pool */
+    size_t bytes;                 /* the allocation, for the backlog's memory bound */
+    gg_history_committed_fn committed; /* a waiter (gg_history_submit_then), or NULL */
+    void *committed_user;
     hist_row row;
     char key_id[GG_KEY_ID_MAX];
     long long when_ms;
@@ -510,8 +537,12 @@ struct gg_history {
     pthread_cond_t done;          /* signalled after each batch */
     hist_item *head, *tail;
     size_t queued;
+    size_t waiters;               /* queued items with a committed callback */
     unsigned long long enqueued_seq, written_seq;
     unsigned long long backlog;   /* atomic: written under lock, read without (gg_history_backlog) */
+    unsigned long long backlog_bytes; /* atomic like backlog: queued and retried items' allocations */
+    int failing;                  /* atomic: the last write attempt failed */
+    char fail_reason[256];        /* why, while failing */
     bool stopping, flush_wanted;
     unsigned long long retention_req, retention_done; /* requests / completed passes */
     gg_history_stats stats;
@@ -531,7 +562,7 @@ static size_t tb_text_value(tbuf *b, json_t *v, const char *text, size_t max) {
     return at;
 }
 
-static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
+static void build_texts(const gg_history *h, tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
     t->args = tb_text_value(b, r->arguments, r->arguments_text, max);
     t->result = tb_text_value(b, r->result, r->result_text, max);
     t->nodes = SIZE_MAX;
@@ -540,7 +571,8 @@ static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts 
         tb_put(b, r->nodes_text, strlen(r->nodes_text) + 1);
     } else if (r->node_history || r->n_nodes) {
         t->nodes = b->len;
-        tb_nodes(b, r, max);
+        node_bound nb = {h->opt.max_run_nodes, h->opt.max_run_node_bytes, 0, 0, 0};
+        tb_nodes(b, r, max, &nb);
         tb_putc(b, '\0');
     }
 }
@@ -549,7 +581,10 @@ static void build_texts(tbuf *b, const gg_exec_record *r, size_t max, rec_texts 
 static hist_item *item_get(gg_history *h, size_t need) {
     if (need > ITEM_POOL_DATA) {
         hist_item *it = malloc(sizeof *it + need);
-        if (it) it->pooled = false;
+        if (it) {
+            it->pooled = false;
+            it->bytes = sizeof *it + need;
+        }
         return it;
     }
     pthread_mutex_lock(&h->pool_lock);
@@ -560,6 +595,7 @@ static hist_item *item_get(gg_history *h, size_t need) {
     }
     pthread_mutex_unlock(&h->pool_lock);
     if (!it && (it = malloc(sizeof *it + ITEM_POOL_DATA)) != NULL) it->pooled = true;
+    if (it) it->bytes = sizeof *it + ITEM_POOL_DATA;
     return it;
 }
 
@@ -577,12 +613,14 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         off[i] = b.len;
         tb_put(&b, strs[i], strlen(strs[i]) + 1);
     }
-    build_texts(&b, r, max, &t);
+    build_texts(h, &b, r, max, &t);
     hist_item *it = b.oom ? NULL : item_get(h, b.len);
     if (it) {
         bool pooled = it->pooled;
+        size_t bytes = it->bytes;
         memset(it, 0, sizeof *it);
         it->pooled = pooled;
+        it->bytes = bytes;
         memcpy(it->data, b.p, b.len);
         it->is_row = true;
         hist_row *w = &it->row;
@@ -815,10 +853,10 @@ static void run_retention(gg_history *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
-static void abs_deadline(struct timespec *ts, long long ms) {
+static void abs_deadline_us(struct timespec *ts, long long us) {
     clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
+    ts->tv_sec += us / 1000000;
+    ts->tv_nsec += (us % 1000000) * 1000L;
     if (ts->tv_nsec >= 1000000000L) { ts->tv_sec++; ts->tv_nsec -= 1000000000L; }
 }
 
@@ -828,42 +866,192 @@ static void abs_deadline(struct timespec *ts, long long ms) {
  * commits: an unbounded batch taken after the writer fell behind (a burst, or the thread
  * starved of CPU) held every worker for the whole of its write, hundreds of ms. */
 #define BATCH_MAX 2048
+/* A failed batch: QUICK_ATTEMPTS tries 50 ms apart (a briefly busy database), then its
+ * waiters are answered and it is retried alone, BACKOFF_FIRST_MS doubling to
+ * BACKOFF_MAX_MS, until it commits. */
+#define QUICK_ATTEMPTS 3
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* A batch taken from the queue; kept (retried) until it commits or is given up at stop. */
+typedef struct batch {
+    hist_item *items;
+    size_t n;                /* items: rows and key touches */
+    unsigned long long bytes, seq; /* seq: enqueued_seq after its last item */
+} batch;
+
+/* Call and clear the waiters of a list of items (never under h->lock). */
+static void release_waiters(hist_item *items, bool ok) {
+    for (hist_item *it = items; it; it = it->next)
+        if (it->committed) {
+            gg_history_committed_fn fn = it->committed;
+            it->committed = NULL;
+            fn(it->committed_user, ok);
+        }
+}
+
+/* Called with h->lock held: the waiters of every queued item answered "not stored" (the
+ * writer is failing; their records stay queued). Unlocks while calling them. */
+static void release_queued_waiters(gg_history *h) {
+    while (h->waiters) {
+        struct { gg_history_committed_fn fn; void *user; } w[64];
+        size_t n = 0;
+        for (hist_item *it = h->head; it && n < 64; it = it->next)
+            if (it->committed) {
+                w[n].fn = it->committed;
+                w[n++].user = it->committed_user;
+                it->committed = NULL;
+            }
+        h->waiters = n < 64 ? 0 : h->waiters - n;
+        pthread_mutex_unlock(&h->lock);
+        for (size_t i = 0; i < n; i++) w[i].fn(w[i].user, false);
+        pthread_mutex_lock(&h->lock);
+        if (n == 0) h->waiters = 0;
+    }
+}
+
+/* Called with h->lock held: wait for work, then let a burst accumulate so it becomes one
+ * transaction (a shorter window while someone waits for the commit). */
+static void wait_for_work(gg_history *h, double next_retention) {
+    while (!h->head && !h->stopping && !h->flush_wanted && h->retention_req == h->retention_done) {
+        double wait = next_retention - gg_now_ms();
+        if (wait <= 0) break;
+        struct timespec ts;
+        abs_deadline_us(&ts, (long long)(wait * 1000) + 1000);
+        pthread_cond_timedwait(&h->work, &h->lock, &ts);
+    }
+    if (!h->head) return;
+    double start = gg_now_ms();
+    while (!h->stopping && !h->flush_wanted && h->queued < BATCH_MAX) {
+        double left = start + (h->waiters ? h->opt.commit_window_ms : h->opt.flush_ms) - gg_now_ms();
+        if (left <= 0) break;
+        struct timespec ts;
+        abs_deadline_us(&ts, (long long)(left * 1000) + 1);
+        pthread_cond_timedwait(&h->work, &h->lock, &ts);
+    }
+}
+
+/* Called with h->lock held: the oldest BATCH_MAX queued items (or all). */
+static batch take_batch(gg_history *h) {
+    batch b = {h->head, 0, 0, 0};
+    size_t waiters = 0;
+    hist_item *last = NULL;
+    for (hist_item *it = h->head; it && b.n < BATCH_MAX; it = it->next) {
+        b.n++;
+        b.bytes += it->bytes;
+        waiters += it->committed != NULL;
+        last = it;
+    }
+    if (!last) return b;
+    h->head = last->next;
+    last->next = NULL;
+    if (!h->head) {
+        h->tail = NULL;
+        h->flush_wanted = false;
+    }
+    h->queued -= b.n;
+    h->waiters -= waiters;
+    b.seq = h->enqueued_seq - h->queued;
+    return b;
+}
+
+/* Write b: a few quick attempts for a new batch, one for a retried one. */
+static bool write_attempts(gg_history *h, batch *b, bool retried, size_t *rows, gg_error *err) {
+    for (int attempt = 0; attempt < (retried ? 1 : QUICK_ATTEMPTS); attempt++) {
+        if (attempt) {
+            struct timespec d = {0, 50000000L};
+            nanosleep(&d, NULL);
+        }
+        gg_error_clear(err);
+        if (write_batch(h, b->items, b->n, rows, err)) return true;
+    }
+    return false;
+}
+
+static size_t count_rows(const hist_item *it) {
+    size_t n = 0;
+    for (; it; it = it->next) n += it->is_row;
+    return n;
+}
+
+/* Called with h->lock held, at stop once retrying is over: everything left is lost. */
+static void give_up(gg_history *h, batch *retry) {
+    hist_item *rest = h->head;
+    h->head = h->tail = NULL;
+    unsigned long long n = retry->n + h->queued;
+    unsigned long long lost = count_rows(retry->items) + count_rows(rest);
+    h->queued = 0;
+    h->waiters = 0;
+    h->stats.lost += lost;
+    __atomic_store_n(&h->backlog_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
+    h->written_seq = h->enqueued_seq;
+    pthread_mutex_unlock(&h->lock);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", lost);
+    gg_log(GG_LOG_ERROR, "history records lost at stop: the database could not be written", "records", buf,
+           "error", h->fail_reason, NULL);
+    release_waiters(retry->items, false);
+    release_waiters(rest, false);
+    free_items(h, retry->items);
+    free_items(h, rest);
+    retry->items = NULL;
+    pthread_mutex_lock(&h->lock);
+}
+
+/* Called with h->lock held after a write attempt of b. */
+static void after_write(gg_history *h, batch *b, bool ok, size_t rows, const gg_error *err, batch *retry,
+                        int *backoff) {
+    if (ok) {
+        h->stats.batches++;
+        h->stats.written += rows;
+        h->written_seq = b->seq;
+        __atomic_sub_fetch(&h->backlog_bytes, b->bytes, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&h->backlog, b->n, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&h->failing, 0, __ATOMIC_RELAXED);
+            char buf[32];
+            snprintf(buf, sizeof buf, "%llu", (unsigned long long)h->queued);
+            gg_log(GG_LOG_WARN, "history writer recovered: batches commit again", "queued", buf, NULL);
+        }
+        retry->items = NULL;
+        *backoff = 0;
+        return;
+    }
+    h->stats.write_errors++;
+    if (!retry->items) h->stats.failed_batches++;
+    bool was_failing = __atomic_load_n(&h->failing, __ATOMIC_RELAXED);
+    snprintf(h->fail_reason, sizeof h->fail_reason, "%s", err->message ? err->message : "database error");
+    __atomic_store_n(&h->failing, 1, __ATOMIC_RELAXED);
+    if (!was_failing) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)(b->n + h->queued));
+        gg_log(GG_LOG_ERROR, "history batch cannot be written: kept and retried", "records", buf, "error",
+               h->fail_reason, NULL);
+    }
+    *retry = *b;
+    *backoff = *backoff ? (*backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *backoff * 2) : BACKOFF_FIRST_MS;
+    release_queued_waiters(h);
+}
 
 static void *writer_main(void *arg) {
     gg_history *h = arg;
     pthread_setname_np(pthread_self(), "gg-history"); /* for top -H, perf, /proc/PID/task */
-    double next_retention = gg_now_ms() + RETENTION_EVERY_MS;
+    double next_retention = gg_now_ms() + RETENTION_EVERY_MS, stop_deadline = 0;
+    batch retry = {NULL, 0, 0, 0};
+    int backoff = 0;
     pthread_mutex_lock(&h->lock);
     for (;;) {
-        while (!h->head && !h->stopping && !h->flush_wanted && h->retention_req == h->retention_done) {
-            double wait = next_retention - gg_now_ms();
-            if (wait <= 0) break;
+        bool retried = retry.items != NULL;
+        batch b = retry;
+        if (retried) { /* back off (shorter once stopping), then the same batch again */
             struct timespec ts;
-            abs_deadline(&ts, (long long)wait + 1);
-            pthread_cond_timedwait(&h->work, &h->lock, &ts);
-        }
-        if (h->head && !h->stopping && !h->flush_wanted && h->queued < BATCH_MAX) {
-            /* Let a burst accumulate so it becomes one transaction. */
-            struct timespec ts;
-            abs_deadline(&ts, h->opt.flush_ms);
-            while (!h->stopping && !h->flush_wanted &&
-                   pthread_cond_timedwait(&h->work, &h->lock, &ts) == 0) {}
-        }
-        hist_item *items = h->head;
-        size_t n = h->queued;
-        if (n > BATCH_MAX) { /* take the oldest BATCH_MAX; the rest is the next batch */
-            hist_item *last = items;
-            for (size_t i = 1; i < BATCH_MAX; i++) last = last->next;
-            h->head = last->next;
-            last->next = NULL;
-            n = BATCH_MAX;
-            h->queued -= BATCH_MAX;
+            abs_deadline_us(&ts, 1000LL * (h->stopping && backoff > 250 ? 250 : backoff));
+            while (!h->stopping && pthread_cond_timedwait(&h->work, &h->lock, &ts) == 0) {}
         } else {
-            h->head = h->tail = NULL;
-            h->queued = 0;
-            h->flush_wanted = false;
+            wait_for_work(h, next_retention);
+            b = take_batch(h);
         }
-        unsigned long long seq = h->enqueued_seq - h->queued;
         unsigned long long retention_req = h->retention_req;
         bool retention = retention_req != h->retention_done;
         bool stop = h->stopping;
@@ -871,24 +1059,13 @@ static void *writer_main(void *arg) {
 
         bool ok = true;
         size_t rows = 0; /* records (not key touches) in this batch */
-        if (items) {
-            gg_error err = GG_ERROR_INIT;
-            /* A busy database (a long CLI transaction) is retried a few times. */
-            for (int attempt = 0; attempt < 3; attempt++) {
-                ok = write_batch(h, items, n, &rows, &err);
-                if (ok) break;
-                struct timespec d = {0, 50000000L};
-                nanosleep(&d, NULL);
-            }
-            if (!ok) {
-                char buf[32];
-                snprintf(buf, sizeof buf, "%zu", n);
-                gg_log(GG_LOG_ERROR, "history batch lost", "records", buf, "error", err.message, NULL);
-            }
-            gg_error_clear(&err);
-            free_items(h, items);
+        gg_error err = GG_ERROR_INIT;
+        if (b.items) {
+            ok = write_attempts(h, &b, retried, &rows, &err);
+            release_waiters(b.items, ok);
+            if (ok) free_items(h, b.items);
         }
-        if (retention || gg_now_ms() >= next_retention) {
+        if (!__atomic_load_n(&h->failing, __ATOMIC_RELAXED) && (retention || gg_now_ms() >= next_retention)) {
             run_retention(h);
             next_retention = gg_now_ms() + RETENTION_EVERY_MS;
         }
@@ -896,16 +1073,15 @@ static void *writer_main(void *arg) {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
         pthread_mutex_lock(&h->lock);
         h->stats.writer_cpu_ns = (unsigned long long)cpu.tv_sec * 1000000000ULL + (unsigned long long)cpu.tv_nsec;
-        if (items) {
-            h->stats.batches++;
-            if (ok) h->stats.written += rows;
-            else h->stats.failed_batches++;
-        }
-        h->written_seq = seq;
-        if (items) __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
+        if (b.items) after_write(h, &b, ok, rows, &err, &retry, &backoff);
+        gg_error_clear(&err);
         if (retention) h->retention_done = retention_req;
+        if (stop && retry.items) {
+            if (stop_deadline == 0) stop_deadline = gg_now_ms() + h->opt.stop_retry_ms;
+            if (gg_now_ms() >= stop_deadline) give_up(h, &retry);
+        }
         pthread_cond_broadcast(&h->done);
-        if (stop && !h->head) break;
+        if (stop && !h->head && !retry.items) break;
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;
@@ -917,14 +1093,19 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     h->store = s;
     if (o) h->opt = *o;
     if (h->opt.flush_ms <= 0) h->opt.flush_ms = 5;
+    if (h->opt.commit_window_ms == 0) h->opt.commit_window_ms = 1;
+    else if (h->opt.commit_window_ms < 0) h->opt.commit_window_ms = 0; /* commit as soon as free */
     if (h->opt.queue_max == 0) h->opt.queue_max = 65536;
+    if (h->opt.backlog_max_bytes == 0) h->opt.backlog_max_bytes = 256u << 20;
+    if (h->opt.stop_retry_ms <= 0) h->opt.stop_retry_ms = 3000;
     if (h->opt.max_payload_bytes == 0) h->opt.max_payload_bytes = 65536;
     h->conn = gg_store_conn_open(s, err);
     if (!h->conn) { free(h); return NULL; }
     /* See the top of this file: batches never need the foreign-key checks. Nor the CHECK
      * on executions.status: the writer only ever writes gg_exec_status_name values, and
      * evaluating it cost ≈ 0.6 µs a row (bench/history). */
-    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF; PRAGMA ignore_check_constraints=ON", err)) {
+    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF; PRAGMA ignore_check_constraints=ON", err) ||
+        (h->opt.fsync && !gg_store_conn_exec(h->conn, "PRAGMA synchronous=FULL", err))) {
         gg_store_conn_close(h->conn);
         free(h);
         return NULL;
@@ -957,22 +1138,32 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     return h;
 }
 
-static bool enqueue(gg_history *h, hist_item *it) {
+/* Queue it (false: refused, counted dropped). A waiter is kept only while the writer is
+ * healthy: *refused_waiter tells the caller to answer it "not stored" itself. */
+static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter) {
     pthread_mutex_lock(&h->lock);
-    if (h->stopping || h->queued >= h->opt.queue_max) {
-        h->stats.dropped++;
+    if (h->stopping || h->queued >= h->opt.queue_max || h->backlog_bytes + it->bytes > h->opt.backlog_max_bytes) {
+        if (it->is_row) h->stats.dropped++;
         pthread_mutex_unlock(&h->lock);
         return false;
+    }
+    if (it->committed && __atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
+        it->committed = NULL;
+        *refused_waiter = true;
     }
     if (h->tail) h->tail->next = it;
     else h->head = it;
     h->tail = it;
     h->queued++;
     h->enqueued_seq++;
+    __atomic_add_fetch(&h->backlog_bytes, it->bytes, __ATOMIC_RELAXED);
     __atomic_add_fetch(&h->backlog, 1, __ATOMIC_RELAXED);
     if (it->is_row) h->stats.submitted++;
-    /* Wake the writer only for the first item: it then waits flush_ms for the rest. */
-    if (h->queued == 1) pthread_cond_signal(&h->work);
+    /* Wake the writer for the first item (it then waits flush_ms for the rest) and for
+     * the first waiter (its window is shorter). */
+    bool wake = h->queued == 1;
+    if (it->committed && h->waiters++ == 0) wake = true;
+    if (wake) pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);
     return true;
 }
@@ -996,25 +1187,34 @@ gg_exec_record *gg_history_record_new(gg_history *h, const char *tenant, const c
     return record_new(rnd, tenant, graph, version, tool, key_id, arguments);
 }
 
-bool gg_history_submit(gg_history *h, gg_exec_record *r) {
-    if (!r) return false;
+bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user) {
+    if (!r) {
+        if (committed) committed(user, false);
+        return false;
+    }
     hist_item *it = h ? pack_record(h, r, h->opt.max_payload_bytes) : NULL;
     /* the record is freed here, by the thread that allocated it */
     gg_exec_record_free(r);
-    if (!it) {
-        if (h) {
+    bool refused_waiter = false;
+    if (it) {
+        it->committed = committed;
+        it->committed_user = user;
+    }
+    if (!it || !enqueue(h, it, &refused_waiter)) {
+        if (h && !it) {
             pthread_mutex_lock(&h->lock);
             h->stats.dropped++;
             pthread_mutex_unlock(&h->lock);
         }
-        return false;
-    }
-    if (!enqueue(h, it)) {
         free(it);
+        if (committed) committed(user, false);
         return false;
     }
+    if (refused_waiter) committed(user, false);
     return true;
 }
+
+bool gg_history_submit(gg_history *h, gg_exec_record *r) { return gg_history_submit_then(h, r, NULL, NULL); }
 
 void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) {
     if (!h || !key_id || strlen(key_id) >= GG_KEY_ID_MAX) return;
@@ -1022,21 +1222,43 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) 
     if (!it) return;
     snprintf(it->key_id, sizeof it->key_id, "%s", key_id);
     it->when_ms = when_ms;
-    if (!enqueue(h, it)) free(it);
+    it->bytes = sizeof *it;
+    bool ignored = false;
+    if (!enqueue(h, it, &ignored)) free(it);
 }
 
 unsigned long long gg_history_backlog(gg_history *h) {
     return h ? __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) : 0;
 }
 
-void gg_history_flush(gg_history *h) {
-    if (!h) return;
+bool gg_history_has_room(gg_history *h) {
+    if (!h) return true;
+    /* a margin of 1 MiB: a record is at most a few payloads of max_payload_bytes */
+    return __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) < h->opt.queue_max &&
+           __atomic_load_n(&h->backlog_bytes, __ATOMIC_RELAXED) + (1u << 20) < h->opt.backlog_max_bytes;
+}
+
+bool gg_history_healthy(gg_history *h, char *why, size_t why_size) {
+    if (!h || !__atomic_load_n(&h->failing, __ATOMIC_RELAXED)) return true;
+    if (why && why_size) {
+        pthread_mutex_lock(&h->lock);
+        snprintf(why, why_size, "%s", h->fail_reason);
+        pthread_mutex_unlock(&h->lock);
+    }
+    return false;
+}
+
+bool gg_history_flush(gg_history *h) {
+    if (!h) return true;
     pthread_mutex_lock(&h->lock);
     unsigned long long target = h->enqueued_seq;
     h->flush_wanted = true;
     pthread_cond_signal(&h->work);
-    while (h->written_seq < target) pthread_cond_wait(&h->done, &h->lock);
+    while (h->written_seq < target && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED))
+        pthread_cond_wait(&h->done, &h->lock);
+    bool ok = h->written_seq >= target;
     pthread_mutex_unlock(&h->lock);
+    return ok;
 }
 
 void gg_history_retention_now(gg_history *h) {
@@ -1053,6 +1275,9 @@ void gg_history_get_stats(gg_history *h, gg_history_stats *out) {
     if (!h) return;
     pthread_mutex_lock(&h->lock);
     *out = h->stats;
+    out->pending = __atomic_load_n(&h->backlog, __ATOMIC_RELAXED);
+    out->pending_bytes = h->backlog_bytes;
+    out->failing = __atomic_load_n(&h->failing, __ATOMIC_RELAXED) != 0;
     pthread_mutex_unlock(&h->lock);
 }
 

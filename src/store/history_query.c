@@ -289,8 +289,16 @@ static json_t *node_object(json_t *n, long long run_start) {
                      "error", error_or_null(err));
 }
 
-/* The nodes column as the API's array ([] for NULL or text that is not a JSON array). */
-static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start) {
+/* The marker a run cut by its history bounds ends with: {"truncated":true,"dropped":N,
+ * "kept":K} (src/graph/provider.c, src/store/history.c). */
+static bool is_truncation_marker(json_t *n) {
+    return json_is_object(n) && json_is_true(json_object_get(n, "truncated")) && !json_object_get(n, "nodeId");
+}
+
+/* The nodes column as the API's array ([] for NULL or text that is not a JSON array);
+ * *dropped gets the records a truncation marker says were left out (0 when none). */
+static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start, long long *dropped) {
+    *dropped = 0;
     json_t *res = json_array();
     if (!res || sqlite3_column_type(st, col) == SQLITE_NULL) return res;
     json_t *stored = json_loadb((const char *)sqlite3_column_blob(st, col), (size_t)sqlite3_column_bytes(st, col),
@@ -298,6 +306,10 @@ static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start) {
     size_t i;
     json_t *n;
     json_array_foreach(stored, i, n) {
+        if (is_truncation_marker(n)) {
+            *dropped += json_integer_value(json_object_get(n, "dropped"));
+            continue;
+        }
         json_t *o = node_object(n, run_start);
         if (!o && (json_is_array(n) || json_is_object(n))) { /* out of memory */
             json_decref(res);
@@ -325,11 +337,15 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
             o = exec_row(st);
-            json_t *nodes = o ? nodes_array(st, 13, sqlite3_column_int64(st, 7)) : NULL;
+            long long dropped = 0;
+            json_t *nodes = o ? nodes_array(st, 13, sqlite3_column_int64(st, 7), &dropped) : NULL;
             if (o && nodes) {
                 json_object_set_new(o, "arguments", gg_store_json_column(st, 11));
                 json_object_set_new(o, "result", gg_store_json_column(st, 12));
                 json_object_set_new(o, "nodes", nodes);
+                /* a run cut by history.max_run_records / max_run_bytes says so */
+                json_object_set_new(o, "nodes_truncated", json_boolean(dropped > 0));
+                json_object_set_new(o, "nodes_dropped", json_integer(dropped));
             } else {
                 json_decref(o);
                 o = NULL;

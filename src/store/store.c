@@ -117,6 +117,13 @@ gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
     s->busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
+    struct stat st;
+    if (opts->must_exist && strcmp(s->path, ":memory:") != 0 && stat(s->path, &st) != 0) {
+        gg_error_set(err, "not_found", "database %s does not exist (%s); create it with `graphgate migrate --db %s`",
+                     s->path, strerror(errno), s->path);
+        gg_store_close(s);
+        return NULL;
+    }
     if (strcmp(s->path, ":memory:") != 0 && !make_parent_dirs(s->path, err)) {
         gg_store_close(s);
         return NULL;

@@ -3,8 +3,8 @@
  *
  * Ownership: the store owns its connections and statements; callers own every string,
  * struct and json_t the functions hand back (free with the matching *_clear / free /
- * json_decref) and keep ownership of every argument, except gg_history_submit, which
- * takes the record.
+ * json_decref) and keep ownership of every argument, except gg_history_submit and
+ * gg_history_submit_then, which take the record.
  *
  * Backend: SQLite in WAL mode (readers never wait for the writer), foreign keys on, a busy
  * timeout so the CLI can work while `serve` runs, a small pool of connections (each used
@@ -38,9 +38,12 @@ typedef struct gg_store_options {
     const char *path;      /* database file; its directory is created if missing */
     int pool_size;         /* connections shared by request threads; 0 = 4 */
     int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
+    bool must_exist;       /* refuse ("not_found") a path that does not exist instead of
+                            * creating an empty database (commands that only read) */
 } gg_store_options;
 
-/* Open (creating if needed) the database. Does not migrate. NULL + err on failure. */
+/* Open (creating if needed, unless must_exist) the database. Does not migrate. NULL + err
+ * on failure. */
 gg_store *gg_store_open(const gg_store_options *opts, gg_error *err);
 /* Close every connection (waits for borrowed ones to come back); NULL is allowed. */
 void gg_store_close(gg_store *s);
@@ -139,6 +142,19 @@ void gg_graph_source_clear(gg_graph_source *g);
 bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const char *source,
                         size_t source_len, const char *format, const char *created_by,
                         int *version_out, gg_error *err);
+/* Per-tenant limits checked inside the put's transaction (so parallel uploads cannot
+ * overshoot). 0 = no limit. Past max_graphs (a new graph) or max_tenant_bytes (every stored
+ * version of every graph of the tenant, the new one included): "quota_exceeded". A graph
+ * keeps its max_versions newest versions (and the active one); older ones are dropped as
+ * the new version is added, before the bytes are counted. */
+typedef struct gg_graph_quota {
+    long long max_graphs;
+    long long max_tenant_bytes;
+    int max_versions;
+} gg_graph_quota;
+bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name, const char *source,
+                              size_t source_len, const char *format, const char *created_by,
+                              const gg_graph_quota *q, int *version_out, gg_error *err);
 bool gg_store_graph_get_active(gg_store *s, const char *tenant, const char *name,
                                gg_graph_source *out, gg_error *err);
 bool gg_store_graph_get_version(gg_store *s, const char *tenant, const char *name, int version,
@@ -249,16 +265,38 @@ void gg_exec_id_new(char out[33]);
 typedef struct gg_history gg_history;
 typedef struct gg_history_options {
     int flush_ms;               /* batch window; 0 = 5 */
-    size_t queue_max;           /* records waiting; beyond it submissions are dropped; 0 = 65536 */
+    size_t queue_max;           /* records waiting; beyond it submissions are refused; 0 = 65536 */
     long long max_age_ms;       /* retention by age; 0 = keep */
     long long max_count;        /* retention by count (all tenants); 0 = keep */
     size_t max_payload_bytes;   /* larger arguments/result/input/output are stored as
                                  * {"truncated":true,"bytes":N}; 0 = 65536 */
     bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
+    /* A run's node records given as structs or a history array (not as text, which the
+     * caller bounds): past this many records or bytes the rest is left out and the text
+     * ends with {"truncated":true,"dropped":N,"kept":K}; 0 = no bound. */
+    size_t max_run_nodes, max_run_node_bytes;
+    int commit_window_ms;       /* batch window while a submitter waits for the commit
+                                 * (gg_history_submit_then); 0 = 1, negative = none (commit
+                                 * as soon as the writer is free; batches form while it
+                                 * writes). Shorter than flush_ms: latency every durable
+                                 * call pays */
+    size_t backlog_max_bytes;   /* memory the queued records may hold; beyond it
+                                 * submissions are refused; 0 = 256 MiB */
+    int stop_retry_ms;          /* at stop, how long a batch that cannot be written is
+                                 * still retried before it is counted lost; 0 = 3000 */
+    bool fsync;                 /* every commit synced to disk (synchronous=FULL): batches
+                                 * survive a power loss too, not only a process crash */
 } gg_history_options;
 
 /* Start the writer thread on its own connection. With mark_interrupted, rows left
- * `running` by a previous process are marked `interrupted` first (count in log). */
+ * `running` by a previous process are marked `interrupted` first (count in log).
+ *
+ * When a batch cannot be written (disk full, I/O error, database locked past its busy
+ * timeout) it is kept, never dropped: the writer retries it (oldest first) with a backoff
+ * of 100 ms doubling to 5 s, the records behind it stay queued (within queue_max and
+ * backlog_max_bytes: past them new records are refused and counted dropped), and
+ * gg_history_healthy turns false until a write succeeds again. Only at stop, after
+ * stop_retry_ms of failed retries, are the remaining records given up (counted lost). */
 gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error *err);
 /* gg_exec_record_new for a record that goes to h: the id's random bits come from a pool h
  * refills in blocks, sparing the getrandom system call each id otherwise costs (≈ 0.5 µs).
@@ -271,19 +309,41 @@ gg_exec_record *gg_history_record_new(gg_history *h, const char *tenant, const c
  * here into one block the writer only binds. Never waits for SQLite: returns false (and
  * counts it as dropped) when the queue is full, memory ran out or the writer stopped. */
 bool gg_history_submit(gg_history *h, gg_exec_record *r);
+/* "Answered means recorded": gg_history_submit, then committed(user, ok) exactly once.
+ *   ok = true:  on the writer thread, right after the transaction holding the record
+ *               committed (every waiter of a batch is released together, in order);
+ *   ok = false: the record is not known to be stored. On the calling thread before this
+ *               returns when it was not queued (then the return value is false too), or
+ *               while the writer is failing (see gg_history_start); on the writer thread
+ *               when the batch holding it failed its quick retries (the record stays
+ *               queued and may still be written later) or was given up at stop.
+ * The callback must be quick (it delays the whole batch) and must not call h. */
+typedef void (*gg_history_committed_fn)(void *user, bool ok);
+bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user);
 /* Queue a key "last used" update (coalesced per batch). */
 void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
 /* Items queued and not yet through a batch (written or lost). Lock-free: request paths
  * read it on every call to apply backpressure without contending with the writer. */
 unsigned long long gg_history_backlog(gg_history *h);
-/* Wait until everything submitted before this call has been written (tests, shutdown). */
-void gg_history_flush(gg_history *h);
+/* False when the backlog is (nearly) at queue_max or backlog_max_bytes: a new record would
+ * be refused. Lock-free, for request paths. */
+bool gg_history_has_room(gg_history *h);
+/* False while the writer cannot write (its last attempt failed); why (may be NULL) gets
+ * the database's reason. Lock-free on the healthy path: request paths call it per call. */
+bool gg_history_healthy(gg_history *h, char *why, size_t why_size);
+/* Wait until everything submitted before this call has been written (tests, shutdown).
+ * Returns early (false) while the writer is failing. */
+bool gg_history_flush(gg_history *h);
 /* Run retention now (the writer also runs it at start and every minute). */
 void gg_history_retention_now(gg_history *h);
 typedef struct gg_history_stats {
-    /* records (key touches are not counted): accepted, committed, refused; written counts
-     * a record whose tenant was deleted meanwhile too (it is dropped inside the batch) */
-    unsigned long long submitted, written, dropped, batches, failed_batches, pruned;
+    /* records (key touches are not counted): accepted, committed, refused at submit
+     * (queue or memory bound, writer stopped), given up at stop; written counts a record
+     * whose tenant was deleted meanwhile too (it is dropped inside the batch) */
+    unsigned long long submitted, written, dropped, lost, batches, failed_batches, pruned;
+    unsigned long long write_errors;  /* failed write attempts (each retry counts) */
+    unsigned long long pending, pending_bytes; /* queued or being retried, now */
+    bool failing;                     /* the last write attempt failed */
     unsigned long long writer_cpu_ns; /* CPU time the writer thread has used so far */
 } gg_history_stats;
 void gg_history_get_stats(gg_history *h, gg_history_stats *out);
@@ -295,6 +355,47 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err);
 /* Synchronous retention (what the writer runs periodically). Returns rows deleted or -1. */
 long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long max_count,
                                     gg_error *err);
+
+/* ---- what a tenant holds, and the per-tenant history quota (src/store/usage.c) ----------
+ * history_usage (migration 0004): rows and bytes (octets of arguments, result, error and
+ * nodes) a tenant's history holds, brought up to date by every reader (runs written since
+ * are added in bulk, in the reader's transaction); dropped / dropped_bytes what the quota
+ * pass removed from it, ever. */
+typedef struct gg_history_usage {
+    long long rows, bytes, dropped, dropped_bytes;
+} gg_history_usage;
+/* Up to date as of the call (a short write transaction); all zero for an unknown tenant. */
+bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err);
+
+typedef struct gg_graph_usage {
+    long long graphs, versions;   /* graphs and every version kept of them */
+    long long stored_bytes;       /* source bytes of every version */
+    long long active_bytes;       /* source bytes of the active versions */
+} gg_graph_usage;
+bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, gg_error *err);
+
+/* One quota pass, synchronously: every tenant holding more than max_rows runs or
+ * max_bytes of history (0 = no bound) loses its oldest runs (by started_at) until it
+ * holds at most 90 % of each bound, in short transactions that add what went to its
+ * dropped counters. Returns runs deleted (*bytes_out, may be NULL: their bytes) or -1. */
+long long gg_store_history_quota_enforce(gg_store *s, long long max_rows, long long max_bytes, long long *bytes_out,
+                                         gg_error *err);
+
+/* The same pass every interval on a thread with its own connection. */
+typedef struct gg_history_quota gg_history_quota;
+typedef struct gg_history_quota_options {
+    long long max_rows, max_bytes; /* per tenant; 0 = no bound */
+    int interval_ms;               /* 0 = 1000 */
+} gg_history_quota_options;
+typedef struct gg_history_quota_stats {
+    unsigned long long passes, failed_passes, dropped, dropped_bytes; /* since start */
+} gg_history_quota_stats;
+gg_history_quota *gg_history_quota_start(gg_store *s, const gg_history_quota_options *o, gg_error *err);
+/* Run a pass now and wait for it (tests). */
+void gg_history_quota_now(gg_history_quota *q);
+void gg_history_quota_get_stats(gg_history_quota *q, gg_history_quota_stats *out);
+/* Stop the thread and free q (NULL allowed). */
+void gg_history_quota_stop(gg_history_quota *q);
 
 typedef struct gg_exec_filter {
     const char *graph, *tool, *status; /* NULL = any; status validated ("invalid") */
@@ -310,7 +411,9 @@ typedef struct gg_exec_filter {
 json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
                                  gg_error *err);
 /* One execution with "arguments", "result", "error" and "nodes":[{"index","node_id",
- * "node_type","started_at","finished_at","duration_ms","input","output","error"}].
+ * "node_type","started_at","finished_at","duration_ms","input","output","error"}], plus
+ * "nodes_truncated" (bool) and "nodes_dropped" (records left out past the run's bounds,
+ * history.max_run_records / max_run_bytes).
  * tenant NULL = any tenant (admin). "not_found" (also for another tenant's id). */
 json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err);
 

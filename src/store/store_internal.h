@@ -74,5 +74,8 @@ bool gg_store_key_touch_conn(gg_store_conn *c, const char *id, long long when_ms
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err);
 long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
                                          gg_error *err);
+/* The per-tenant quota pass on a given connection (usage.c). */
+long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
+                                              long long *bytes_out, gg_error *err);
 
 #endif

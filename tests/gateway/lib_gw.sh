@@ -5,8 +5,20 @@
 GG_DB="$GG_TMP/gg.db"
 # gw_cli ARGS... — the CLI against the test database.
 gw_cli() { "$GG_BIN" "$@" --db "$GG_DB"; }
+# gw_cli_run ARGS... — the CLI for setup steps that must work: a nonzero exit or a sanitizer
+# report on stderr is recorded in $GG_TMP/cli.fail (checked by gw_cli_clean).
+gw_cli_run() {
+  local rc
+  gw_cli "$@" 2>"$GG_TMP/cli.err"; rc=$?
+  if [ $rc -ne 0 ] || grep -qE 'Sanitizer|runtime error' "$GG_TMP/cli.err"; then
+    { echo "graphgate $* → exit $rc"; head -20 "$GG_TMP/cli.err"; } >>"$GG_TMP/cli.fail"
+  fi
+  return $rc
+}
+# gw_cli_clean: true when no gw_cli_run failed (else prints what did)
+gw_cli_clean() { [ ! -s "$GG_TMP/cli.fail" ] || { cat "$GG_TMP/cli.fail" >&2; return 1; }; }
 # gw_key TENANT SCOPES → prints a new key.
-gw_key() { gw_cli key create --tenant "$1" --scopes "$2" 2>/dev/null | grep '^gg_' | head -1; }
+gw_key() { gw_cli_run key create --tenant "$1" --scopes "$2" | grep '^gg_' | head -1; }
 # gw_put_graph KEY TENANT GRAPH FILE → prints the status code (body in $GG_TMP/put.json).
 gw_put_graph() {
   gg_curl "$GG_TMP/put.json" -X PUT -H "Authorization: Bearer $1" -H 'Content-Type: application/yaml' \
@@ -38,4 +50,15 @@ gw_stop_clean() {
     return 1
   fi
   [ "$GG_EXIT" = 0 ] || { echo "   serve exited $GG_EXIT" >&2; tail -5 "$GG_TMP/serve.err" >&2; return 1; }
+}
+# gw_fold OUT RC: fold a client script's own "N passed, N failed" (ok/not ok lines shown)
+# into ours; no result line, or a nonzero exit with no failure counted, is one failure.
+gw_fold() {
+  sed 's/^/  sdk: /' "$1" | grep -v ' passed, '
+  local sp sf
+  sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$1" | tail -1)
+  sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$1" | tail -1)
+  [ -n "$sf" ] || echo "not ok - the client printed no result line"
+  [ "$2" = 0 ] || [ "${sf:-1}" != 0 ] || { echo "not ok - the client exited $2"; sf=1; }
+  GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
 }

@@ -5,11 +5,12 @@
 # the internal listener.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
-SWITCH="$GG_SHARED/compat/mcpgraph/switch_example.yaml"
-[ -f "$SWITCH" ] || SWITCH="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
+# until_ok CMD...: retried until it succeeds, for up to 10 s (the server polls the database)
+until_ok() { local i; for i in $(seq 1 100); do "$@" && return 0; sleep 0.1; done; return 1; }
+SWITCH="$GG_SRCDIR/tests/fixtures/graphs/value_switch.yaml"
 
-gw_cli tenant create acme >/dev/null 2>&1
-gw_cli tenant create beta >/dev/null 2>&1
+gw_cli_run tenant create acme >/dev/null
+gw_cli_run tenant create beta >/dev/null
 ADMIN=$(gw_key acme admin)
 READ=$(gw_key acme tools:read)
 EXEC=$(gw_key acme tools:execute)
@@ -19,8 +20,11 @@ HEALTH=$(gw_key acme health:check)
 OTHER=$(gw_key beta tools:read,tools:execute,graphs:write)
 REVOKED=$(gw_key acme tools:read,tools:execute,graphs:write)
 BAD="gg_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-gw_cli key revoke "$(echo "$REVOKED" | cut -d_ -f2)" >/dev/null 2>&1
-gg_start || { echo "0 passed, 1 failed"; exit 1; }
+gw_cli_run key revoke "$(echo "$REVOKED" | cut -d_ -f2)" >/dev/null
+keys_made() { for k in "$ADMIN" "$READ" "$EXEC" "$RW" "$GW" "$HEALTH" "$OTHER" "$REVOKED"; do [ -n "$k" ] || return 1; done; }
+t "setup: the CLI created tenants and 8 keys, revoked one (exit 0, no sanitizer report)" gw_cli_clean
+t "setup: every key printed" keys_made
+gg_start || { echo "$GG_PASSED passed, $((GG_FAILED + 1)) failed"; exit 1; }
 
 t "admin uploads the switch graph → 201" eq "$(gw_put_graph "$ADMIN" acme switch "$SWITCH")" 201
 t "graphs:write uploads a second graph → 201" eq "$(gw_put_graph "$GW" acme other "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" 201
@@ -80,6 +84,9 @@ admin_case "GET executions" GET /admin/tenants/acme/executions "" 401 401 401 40
 admin_case "GET keys" GET /admin/tenants/acme/keys "" 401 401 401 403 403 403 200
 admin_case "POST key" POST /admin/tenants/acme/keys '{"scopes":["tools:read"],"name":"x"}' 401 401 401 403 403 403 201
 admin_case "GET audit" GET /admin/audit "" 401 401 401 403 403 403 200
+admin_case "PUT tenant" PUT /admin/tenants/delta "" 401 401 401 403 403 403 201
+t "PUT of an existing tenant → 200 (created false)" eq "$(gg_curl "$GG_TMP/a.json" -X PUT -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/delta"; jget "$GG_TMP/a.json" 'd["created"]')" "200False"
+t "the tenant exists once" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants"; jget "$GG_TMP/a.json" '[x["name"] if isinstance(x, dict) else x for x in d["tenants"]].count("delta")')" 2001
 
 # ---- admin REST behaviour
 printf 'version: "1.0"\nserver: {name: x, version: "1"}\ntools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n      - {id: entry, type: entry, next: nowhere}\n      - {id: exit, type: ext}\n' > "$GG_TMP/bad.yaml"
@@ -116,6 +123,12 @@ EID=$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')
 t "executions list shows the run" eq "$(jget "$GG_TMP/e.json" 'd["executions"][0]["status"]')" succeeded
 gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/executions/$EID" >/dev/null
 t "execution show has the node history" python3 -c "import json; d=json.load(open('$GG_TMP/x.json')); assert [n['node_id'] for n in d['nodes']]==['entry','switch_node','high_path','exit'] and d['arguments']=={'value':42}, d"
+for who in none bad read exec; do
+  case $who in none) k="";; bad) k=$BAD;; read) k=$READ;; exec) k=$EXEC;; esac
+  e=403; [ $who = none ] || [ $who = bad ] && e=401
+  args=(); [ -n "$k" ] && args=(-H "Authorization: Bearer $k")
+  t "execution show as $who (no graphs:write) → $e" eq "$(gg_curl "$GG_TMP/a.json" "${args[@]}" "$GG_PUB/admin/executions/$EID")" $e
+done
 t "another tenant's execution → 404" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $OTHER" "$GG_PUB/admin/executions/$EID")" 404
 gg_curl "$GG_TMP/e2.json" -H "Authorization: Bearer $OTHER" "$GG_PUB/admin/tenants/beta/executions" >/dev/null
 t "other tenant's execution list does not show acme runs" python3 -c "import json; d=json.load(open('$GG_TMP/e2.json')); assert all(e['tenant']=='beta' for e in d['executions'])"
@@ -131,6 +144,20 @@ gg_curl "$GG_TMP/kl.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenan
 t "key list never shows a secret" python3 -c "import sys; s=open('$GG_TMP/kl.json').read(); assert '$NEWID' in s and '$NEWKEY' not in s"
 t "revoke via admin → 200" eq "$(gg_curl "$GG_TMP/a.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/keys/$NEWID")" 200
 t "a revoked key → 401 at once" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$NEWKEY" "" "$INIT")" 401
+# a key revoked by the CLI (another process, same database) while serve runs: refused once
+# the server's key cache sees it (polled, bounded)
+CLIKEY=$(gw_key acme tools:read)
+t "a CLI-created key works on the running server" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$CLIKEY" "" "$INIT")" 200
+t "CLI key revoke → 0" gw_cli_run key revoke "$(echo "$CLIKEY" | cut -d_ -f2)"
+refused() { eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$CLIKEY" "" "$INIT")" 401 2>/dev/null; }
+t "... then refused by the running server (401)" until_ok refused
+# a deleted tenant's keys stop working
+gw_cli_run tenant create gamma >/dev/null
+GAMMA=$(gw_key gamma tools:read,graphs:write)
+t "gamma's key works" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $GAMMA" "$GG_PUB/admin/tenants/gamma/graphs")" 200
+t "tenant DELETE → 200" eq "$(gg_curl "$GG_TMP/a.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/gamma")" 200
+t "a deleted tenant's key → 401" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $GAMMA" "$GG_PUB/admin/tenants/gamma/graphs")" 401
+t "... on MCP too" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$GAMMA" "" "$INIT")" 401
 
 # ---- internal listener
 t "internal MCP needs no key" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_INT/internal/mcp/acme/switch" "" "" "$INIT")" 200
@@ -145,14 +172,16 @@ t "admin does not exist on the internal listener" eq "$(gg_curl "$GG_TMP/a.json"
 # ---- the CLI on the same database; the running server follows within a second
 t "CLI graph put → 0" eq "$(gw_cli graph put acme from-cli "$SWITCH" >/dev/null; echo $?)" 0
 t "CLI graph put of an invalid file → 2" eq "$(gw_cli graph put acme broken "$GG_TMP/bad.yaml" 2>/dev/null; echo $?)" 2
-sleep 1.5
-t "a graph put by the CLI is served" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/from-cli" "$RW" "" "$INIT")" 200
+served() { eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/from-cli" "$RW" "" "$INIT")" 200 2>/dev/null; }
+t "a graph put by the CLI is served" until_ok served
 t "CLI graph list shows it" grep -q from-cli <(gw_cli graph list acme)
 t "CLI graph activate (rollback) → 0" eq "$(gw_cli graph activate acme switch 2 >/dev/null; echo $?)" 0
-sleep 1.5
-sid=$(gw_init "$MCP" "$RW")
-gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
-t "the server follows a CLI activation" grep -q test_simple_text "$GG_TMP/l.json"
+follows() {
+  sid=$(gw_init "$MCP" "$RW")
+  gw_rpc "$GG_TMP/l.json" "$MCP" "$RW" "$sid" "$LIST" >/dev/null
+  grep -q test_simple_text "$GG_TMP/l.json"
+}
+t "the server follows a CLI activation" until_ok follows
 gw_cli executions list acme --json > "$GG_TMP/ex.json"
 t "CLI executions list" python3 -c "import json; d=json.load(open('$GG_TMP/ex.json')); assert any(e['id']=='$EID' for e in d['executions'])"
 t "CLI executions show has the nodes" grep -q switch_node <(gw_cli executions show "$EID")
@@ -160,7 +189,7 @@ t "CLI executions show has the nodes" grep -q switch_node <(gw_cli executions sh
 # ---- per-key rate limit and per-tenant concurrency cap (restart with tight limits)
 gg_stop
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_RATE_LIMIT_RATE=1 GRAPHGATE_RATE_LIMIT_BURST=2 gg_start || { echo "restart failed"; gg_finish; }
+GRAPHGATE_RATE_LIMIT_RATE=1 GRAPHGATE_RATE_LIMIT_BURST=2 gg_restart "restart with a tight rate limit"
 MCP="$GG_PUB/mcp/acme/switch"
 gw_rpc "$GG_TMP/r1.json" "$MCP" "$RW" "" "$INIT" >/dev/null
 gw_rpc "$GG_TMP/r2.json" "$MCP" "$RW" "" "$INIT" >/dev/null

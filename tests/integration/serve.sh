@@ -117,9 +117,13 @@ c_graceful() {
   done
   local t0; t0=$(date +%s%N)
   kill -TERM "$GG_PID"
-  sleep 0.3
+  # new connections are refused while the upload is still in flight (polled, bounded)
   local refused=0
-  curl -s --max-time 2 -o /dev/null "$GG_PUB/health" || refused=1
+  for i in $(seq 1 100); do
+    kill -0 $cpid 2>/dev/null || break
+    curl -s --max-time 2 -o /dev/null "$GG_PUB/health" || { kill -0 $cpid 2>/dev/null && refused=1; break; }
+    sleep 0.05
+  done
   wait $cpid
   gg_stop
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -142,7 +146,10 @@ c_second_signal() {
     sleep 0.05
   done
   local t0; t0=$(date +%s%N)
-  kill -TERM "$GG_PID"; sleep 0.3; kill -TERM "$GG_PID"
+  kill -TERM "$GG_PID"
+  # the second signal once the first has been taken (it logs "shutting down"), bounded
+  for i in $(seq 1 200); do grep -q '"shutting down"' "$GG_TMP/serve.err" && break; sleep 0.05; done
+  kill -TERM "$GG_PID"
   gg_stop
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null

@@ -78,11 +78,16 @@ static int check_expr(const char *x, long *runs) {
 }
 
 int main(void) {
-    const char *shared = getenv("GG_SHARED");
+    const char *conf = getenv("GG_CONFORMANCE_DIR"), *shared = getenv("GG_SHARED");
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/conformance/jsonata/groups", shared ? shared : "/work/shared");
+    if (conf && *conf) snprintf(dir, sizeof dir, "%s/jsonata/groups", conf);
+    else snprintf(dir, sizeof dir, "%s/conformance/jsonata/groups", shared && *shared ? shared : "../shared");
     DIR *d = opendir(dir);
-    if (!d) { printf("cannot open %s\n0 passed, 1 failed\n", dir); return 1; }
+    if (!d) {
+        printf("SKIP: the JSONata test suite's expressions not found in %s (set GG_CONFORMANCE_DIR or GG_SHARED; "
+               "README: where the conformance suites come from)\n", dir);
+        return 77;
+    }
     int passed = 0, failed = 0, k = 0;
     long runs = 0;
     struct dirent *g;

@@ -1,6 +1,7 @@
 // Differential cases for jsonlogic-suite: json-logic-js 2.0.5 computes the expected value of
 // (1) every binary operation on every pair of edge values and (2) seeded random rules and
-// data. Written as a tests.json-style file: [rule, data, expected].
+// data. Written as a tests.json-style file: [rule, data, expected], or [rule, data, null,
+// {"error": message}] where json-logic-js throws (the engine must fail there too).
 //   node differential.js JSON_LOGIC_JS_DIR OUT.json [RANDOM_CASES] [SEED]
 'use strict';
 const jsonLogic = require(process.argv[2]);
@@ -20,9 +21,41 @@ function plain(x) {
   return x;
 }
 const out = [];
+// Where json-logic-js throws, the engine must fail too, except where it deliberately
+// differs (SEMANTICS.md); such a case is waived (counted apart) only when the engine answers.
+const ops = (r, acc = new Set()) => {
+  if (Array.isArray(r)) r.forEach((x) => ops(x, acc));
+  else if (r && typeof r === 'object') for (const k in r) { acc.add(k); ops(r[k], acc); }
+  return acc;
+};
+// true when every node matching pred sits in a var default (args after the first), which
+// json-logic-js evaluates eagerly and the engine only when the path is missing
+function onlyInVarDefaults(r, pred, inDefault = false) {
+  if (Array.isArray(r)) return r.every((x) => onlyInVarDefaults(x, pred, inDefault));
+  if (!r || typeof r !== 'object') return true;
+  if (pred(r) && !inDefault) return false;
+  return Object.keys(r).every((k) => {
+    const a = r[k];
+    if (k === 'var' && Array.isArray(a)) return a.every((x, i) => onlyInVarDefaults(x, pred, inDefault || i > 0));
+    return onlyInVarDefaults(a, pred, inDefault);
+  });
+}
+function divergence(rule, error) {
+  const m = /^Unrecognized operation (.*)$/.exec(error);
+  if (m && !ops(rule).has(m[1])) return 'json-logic-js evaluates a data value as a rule (missing keys); the engine never runs data as logic';
+  if (/^Cannot read properties of (undefined|null) \(reading 'length'\)$/.test(error) && ops(rule).has('missing_some'))
+    return 'missing_some without a key array: json-logic-js crashes (TypeError), the engine answers';
+  if (/^Reduce of empty array/.test(error) && onlyInVarDefaults(rule, (n) => Array.isArray(n['*']) && n['*'].length === 0))
+    return 'a var default is evaluated only when the path is missing: the failing {"*":[]} never runs';
+  return null;
+}
 function add(rule, data) {
   let v;
-  try { v = jsonLogic.apply(rule, data); } catch (e) { return; } // errors are not compared here
+  try { v = jsonLogic.apply(rule, data); } catch (e) {
+    const error = String(e && e.message || e), why = divergence(rule, error);
+    out.push([rule, data, null, why ? { error, waived: why } : { error }]);
+    return;
+  }
   if (v === undefined) v = null;
   const text = JSON.stringify([v]);
   if (text === undefined) return;

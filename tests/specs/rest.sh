@@ -42,7 +42,8 @@ stop() {
 "$G" tenant create acme --db "$TMP/gg.db" >/dev/null 2>&1
 key() { "$G" key create --tenant acme --scopes "$1" --db "$TMP/gg.db" 2>/dev/null | tail -1; }
 ALL=$(key tools:read,tools:execute,health:check); READ=$(key tools:read); EXEC=$(key tools:execute)
-t "keys created" [ -n "$ALL" ] && [ -n "$READ" ] && [ -n "$EXEC" ]
+keys_made() { [ -n "$ALL" ] && [ -n "$READ" ] && [ -n "$EXEC" ]; }
+t "keys created" keys_made
 start
 NSPECS=$(ls "$SRC"/specs/*/*.yaml | wc -l)
 t "serve loaded the $NSPECS specs from the directory" grep -q "\"node specs loaded\".*\"count\":\"$NSPECS\"" "$TMP/serve.err"

@@ -35,7 +35,9 @@ else
 fi
 
 G=$BUILD/src/graphgate
-if [ -x "$G" ]; then
+if [ ! -x "$G" ]; then
+  echo "not ok - graphgate not built at $G"; failed=$((failed + 1))
+else
   t "specs check accepts the real specs" "$G" specs check "$SRC/specs"
   cp -r "$SRC/specs" "$TMP/specs"
   printf 'node_type: FLOW\nsubtype: BROKEN\nversion: "1.0.0"\ndescription: A broken spec for the test.\nconfigurations:\n  n: {type: integer, default: 5, max: 3, description: Too big.}\ninput_params: {}\noutput_params: {}\ntags: [x]\nexamples: [{name: abc, description: something long}]\n' > "$TMP/specs/FLOW/BROKEN.yaml"

@@ -16,8 +16,8 @@ static char specs_dir[2048], schema_path[2048], migrations_dir[2048];
 static char tmp_root[256];
 
 static void setup_paths(void) {
-    const char *src = getenv("GG_SRCDIR");
-    if (!src) src = GG_SRCDIR;
+    const char *src = getenv("GG_SRCDIR"); /* set by make check; else run from build/ */
+    if (!src) src = "..";
     snprintf(specs_dir, sizeof specs_dir, "%s/specs", src);
     snprintf(schema_path, sizeof schema_path, "%s/schema/node-spec.schema.json", src);
     snprintf(migrations_dir, sizeof migrations_dir, "%s/migrations", src);

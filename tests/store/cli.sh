@@ -64,6 +64,20 @@ t "a flag overrides the environment" quiet env GRAPHGATE_DATABASE_PATH="$GG_TMP/
 t "  (so fromflag is in the flag database)" bash -c "'$GG_BIN' tenant list --db '$db' | grep -q fromflag"
 t "GRAPHGATE_CONFIG names the file" env GRAPHGATE_CONFIG="$GG_TMP/good.yaml" bash -c "'$GG_BIN' tenant list | grep -q fromfile"
 
+# Commands that read a database refuse a path that does not exist (a typo must not read,
+# and leave behind, an empty database); only migrate, serve and tenant create create one.
+missing="$GG_TMP/typo/missing.db"
+for c in "tenant list" "tenant delete acme" "key list" "key revoke k1" "executions list" "executions show x" \
+         "graph list acme" "graph activate acme g 1" "specs list"; do
+  # shellcheck disable=SC2086
+  t "$c on a missing database: exit 1" rc_is 1 $c --db "$missing"
+  t "  names the path and how to create it" err_has "database $missing does not exist.*graphgate migrate"
+done
+t "  nothing was created" test ! -e "$GG_TMP/typo"
+t "GRAPHGATE_DATABASE_PATH to a missing file: refused too" bash -c "! GRAPHGATE_DATABASE_PATH='$missing' '$GG_BIN' tenant list 2>/dev/null"
+t "migrate creates it" rc_is 0 migrate --db "$missing"
+t "  then reading works" rc_is 0 tenant list --db "$missing"
+
 # While serve runs on the same database.
 if gg_start --db "$db"; then
   t "tenant create while serve runs" rc_is 0 tenant create beta --db "$db"

@@ -118,6 +118,55 @@ START_TEST(bad_keys_rejected_with_position) {
 }
 END_TEST
 
+/* A key given twice is an error at the second with the first's position in the message,
+ * at any level; the same name in two different sections is not a duplicate. */
+START_TEST(duplicate_keys_rejected_with_both_positions) {
+    load_expect_error("workers: 2\nqueue_size: 10\nworkers: 4\n", 3, 1, "duplicate key 'workers' (first at line 1, column 1)");
+    load_expect_error("log:\n  level: debug\n  file: x.log\n  level: info\n", 4, 3,
+                      "duplicate key 'log.level' (first at line 2, column 3)");
+    load_expect_error("log:\n  level: debug\nworkers: 1\nlog:\n  access: false\n", 4, 1,
+                      "duplicate key 'log' (first at line 1, column 1)");
+    write_config("history:\n  durability: async\nlog:\n  level: warn\n");
+    gg_config c;
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_config_init(&c, &err));
+    ck_assert_msg(gg_config_load_file(&c, path, &err), "%s", err.message);
+    ck_assert_str_eq(c.history_durability, "async");
+    gg_config_free(&c);
+    unlink(path);
+    /* durability: only the two modes */
+    ck_assert(gg_config_init(&c, &err));
+    ck_assert(gg_config_set(&c, "history.durability", "sometimes", &err));
+    ck_assert(!gg_config_validate(&c, &err));
+    ck_assert_msg(strstr(err.message, "history.durability"), "%s", err.message);
+    gg_error_clear(&err);
+    gg_config_free(&c);
+}
+END_TEST
+
+/* gg_config_diff names exactly the keys that differ, secrets masked. */
+static void count_diff(void *user, const char *key, const char *old_value, const char *new_value) {
+    gg_strbuf *b = user;
+    gg_strbuf_printf(b, "%s:%s>%s;", key, old_value, new_value);
+}
+
+START_TEST(config_diff_names_changed_keys) {
+    gg_config a, b;
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_config_init(&a, &err));
+    ck_assert(gg_config_init(&b, &err));
+    gg_strbuf out = GG_STRBUF_INIT;
+    ck_assert_int_eq(gg_config_diff(&a, &b, count_diff, &out), 0);
+    ck_assert(gg_config_set(&b, "log.level", "debug", &err));
+    ck_assert(gg_config_set(&b, "session.secret", "0123456789abcdef0123456789abcdef", &err));
+    ck_assert_int_eq(gg_config_diff(&a, &b, count_diff, &out), 2);
+    ck_assert_str_eq(out.data, "log.level:info>debug;session.secret:null>\"********\";");
+    gg_strbuf_free(&out);
+    gg_config_free(&a);
+    gg_config_free(&b);
+}
+END_TEST
+
 START_TEST(env_then_flags_override_file) {
     write_config("listen: 127.0.0.1:7000\nworkers: 3\ndatabase:\n  path: file.db\n");
     char *envp[] = {"GRAPHGATE_WORKERS=5", "GRAPHGATE_DATABASE_PATH=env.db", "GRAPHGATE_HTTP_ORIGINS=https://a, https://b",
@@ -231,6 +280,8 @@ int main(void) {
     tcase_add_test(tc, defaults_are_safe);
     tcase_add_test(tc, file_sets_every_kind_of_value);
     tcase_add_test(tc, bad_keys_rejected_with_position);
+    tcase_add_test(tc, duplicate_keys_rejected_with_both_positions);
+    tcase_add_test(tc, config_diff_names_changed_keys);
     tcase_add_test(tc, env_then_flags_override_file);
     tcase_add_test(tc, cli_options_and_validation);
     tcase_add_test(tc, example_file_matches_defaults);

@@ -11,44 +11,7 @@
 #include <sqlite3.h>
 #include "store/store.h"
 
-static char tmpdir[256];
-static char dbpath[300];
-static char migdir[300];
-
-static void sh(const char *fmt, const char *a, const char *b) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, fmt, a, b);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-store-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    snprintf(dbpath, sizeof dbpath, "%s/var/test.db", tmpdir);
-    snprintf(migdir, sizeof migdir, "%s/migrations", tmpdir);
-    const char *src = getenv("GG_SRCDIR");
-    char from[512];
-    snprintf(from, sizeof from, "%s/migrations", src ? src : "..");
-    sh("cp -R '%s' '%s'", from, migdir);
-    sh("chmod -R u+w '%s'%s", migdir, ""); /* distcheck's source tree is read-only */
-}
-
-static void teardown(void) { sh("rm -rf '%s'%s", tmpdir, ""); }
-
-static gg_store *open_store(void) {
-    gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 5000};
-    gg_store *s = gg_store_open(&o, &err);
-    ck_assert_msg(s != NULL, "open: %s", err.message);
-    return s;
-}
-
-static gg_store *open_migrated(void) {
-    gg_store *s = open_store();
-    gg_error err = GG_ERROR_INIT;
-    ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "migrate: %s", err.message);
-    return s;
-}
+#include "fixture.h"
 
 /* How many migrations the source tree ships (the tests below add the next ones). */
 static int shipped_migrations(void) {
@@ -581,6 +544,133 @@ START_TEST(history_big_batches_many_nodes_and_cascade) {
 }
 END_TEST
 
+/* gg_history_submit_then: what a committed callback saw. */
+typedef struct commit_probe {
+    gg_store *s;
+    char id[33];
+    int calls, oks;        /* atomics */
+    int visible;           /* the row was readable when the callback ran */
+} commit_probe;
+
+static void probe_committed(void *user, bool ok) {
+    commit_probe *p = user;
+    if (ok) {
+        gg_error err = GG_ERROR_INIT;
+        json_t *ex = gg_store_execution_get(p->s, "acme", p->id, &err);
+        if (ex) __atomic_store_n(&p->visible, 1, __ATOMIC_SEQ_CST);
+        json_decref(ex);
+        gg_error_clear(&err);
+        __atomic_add_fetch(&p->oks, 1, __ATOMIC_SEQ_CST);
+    }
+    __atomic_add_fetch(&p->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool wait_calls(commit_probe *p, int n) {
+    for (int i = 0; i < 1000 && __atomic_load_n(&p->calls, __ATOMIC_SEQ_CST) < n; i++) usleep(10000);
+    return __atomic_load_n(&p->calls, __ATOMIC_SEQ_CST) >= n;
+}
+
+static void submit_probe(gg_history *h, commit_probe *p) {
+    gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+    memcpy(p->id, r->id, sizeof p->id);
+    ck_assert(gg_history_submit_then(h, r, probe_committed, p));
+}
+
+/* The callback runs once the record is committed (the row is readable then); a database
+ * locked past the busy timeout makes batches fail: waiters hear "not stored" at once, the
+ * records are kept and retried, the writer reports unhealthy, and everything is written
+ * when the lock goes away. Stopping with the database still locked gives up (lost). */
+START_TEST(history_commit_callbacks_and_retry) {
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options so = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 30};
+    gg_store *s = gg_store_open(&so, &err);
+    ck_assert_msg(s && gg_store_migrate(s, migdir, NULL, &err), "%s", err.message);
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 5, .stop_retry_ms = 300};
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_ptr_nonnull(h);
+    commit_probe a = {.s = s};
+    submit_probe(h, &a);
+    ck_assert(wait_calls(&a, 1));
+    ck_assert_int_eq(a.oks, 1);
+    ck_assert_int_eq(a.visible, 1);
+    ck_assert(gg_history_healthy(h, NULL, 0));
+
+    sqlite3 *lock;
+    ck_assert_int_eq(sqlite3_open(dbpath, &lock), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(lock, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    commit_probe b = {.s = s};
+    submit_probe(h, &b);
+    ck_assert(wait_calls(&b, 1));
+    ck_assert_int_eq(b.oks, 0); /* answered "not stored" */
+    char why[256] = "";
+    ck_assert(!gg_history_healthy(h, why, sizeof why));
+    ck_assert_msg(strstr(why, "locked") != NULL, "%s", why);
+    commit_probe c = {.s = s}; /* while failing: refused at once, still queued */
+    submit_probe(h, &c);
+    ck_assert_int_eq(c.calls, 1);
+    ck_assert_int_eq(c.oks, 0);
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert(st.failing);
+    ck_assert_int_eq(st.pending, 2);
+    ck_assert_int_gt(st.write_errors, 0);
+    ck_assert_int_eq(st.dropped, 0);
+
+    ck_assert_int_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    for (int i = 0; i < 1000 && !gg_history_healthy(h, NULL, 0); i++) usleep(10000);
+    ck_assert(gg_history_healthy(h, NULL, 0));
+    ck_assert(gg_history_flush(h));
+    json_t *ex = gg_store_execution_get(s, "acme", b.id, &err);
+    ck_assert_msg(ex != NULL, "the kept record was written");
+    json_decref(ex);
+    ck_assert_ptr_nonnull(ex = gg_store_execution_get(s, "acme", c.id, &err));
+    json_decref(ex);
+    ck_assert_int_eq(b.calls, 1); /* exactly once */
+    gg_history_get_stats(h, &st);
+    ck_assert(!st.failing);
+    ck_assert_int_eq(st.pending, 0);
+    ck_assert_int_eq(st.written, 3);
+
+    /* stop while locked: retried for stop_retry_ms, then counted lost */
+    ck_assert_int_eq(sqlite3_exec(lock, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    commit_probe d = {.s = s};
+    submit_probe(h, &d);
+    ck_assert(wait_calls(&d, 1));
+    gg_history_stop(h);
+    ck_assert_int_eq(d.calls, 1);
+    ck_assert_int_eq(d.oks, 0);
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    gg_store_close(s);
+}
+END_TEST
+
+/* A full queue refuses a waiter on the calling thread (false, callback with ok = false),
+ * and says so beforehand (gg_history_has_room). */
+START_TEST(history_submit_then_refused) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 500, .commit_window_ms = 500, .queue_max = 1};
+    gg_history *h = gg_history_start(s, &o, &err);
+    commit_probe a = {.s = s}, b = {.s = s};
+    ck_assert(gg_history_has_room(h));
+    submit_probe(h, &a);
+    ck_assert(!gg_history_has_room(h)); /* the gateway refuses new calls from here */
+    gg_exec_record *r = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+    ck_assert(!gg_history_submit_then(h, r, probe_committed, &b));
+    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(b.oks, 0);
+    gg_history_stop(h);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(a.oks, 1);
+    gg_history_stats st;
+    gg_history_get_stats(NULL, &st);
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(history_queue_bound_and_truncation) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -1067,6 +1157,8 @@ int main(void) {
     tcase_add_test(tc, history_interrupted_marking);
     tcase_add_test(tc, history_retention);
     tcase_add_test(tc, history_queue_bound_and_truncation);
+    tcase_add_test(tc, history_commit_callbacks_and_retry);
+    tcase_add_test(tc, history_submit_then_refused);
     tcase_add_test(tc, history_big_batches_many_nodes_and_cascade);
     tcase_add_test(tc, migration_0003_keeps_node_rows);
     tcase_add_test(tc, history_node_paths_agree);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# diskfull.sh — the execution history on a small tmpfs the test mounts itself (skipped,
+# exit 77, where mounting is not allowed): under steady load the disk fills up; while the
+# history cannot be written, calls are refused (503, JSON-RPC error), /ready is 503 and
+# /metrics shows the writer failing with records pending; when space is freed the
+# service recovers by itself, and every call whose success the client received has its
+# record (nothing acknowledged is lost). Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+. "$GG_SRCDIR/tests/gateway/lib_durable.sh"
+MNT="$GG_TMP/mnt"
+mkdir -p "$MNT"
+if ! mount -t tmpfs -o size=8m tmpfs "$MNT" 2>"$GG_TMP/mount.err"; then
+  echo "SKIP: cannot mount a tmpfs here ($(head -1 "$GG_TMP/mount.err"))"
+  exit 77
+fi
+# unmount before lib.sh's cleanup removes the folder (the server is stopped first)
+cleanup_mnt() {
+  local keep=${GG_KEEP_TMP:-}
+  GG_KEEP_TMP=1 gg_cleanup
+  umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
+  [ -n "$keep" ] || rm -rf "$GG_TMP"
+}
+trap cleanup_mnt EXIT
+GG_DB="$MNT/gg.db"
+
+durable_setup echo
+key=$DKEY
+gg_start || { echo "0 passed, 1 failed"; exit 1; }
+metric() { curl -s --max-time 5 "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+ready() { curl -s --max-time 5 -o "$GG_TMP/ready.json" -w '%{http_code}' "$GG_PUB/ready"; }
+
+t "/ready is 200 with a writable history" [ "$(ready)" = 200 ]
+acks="$GG_TMP/acks"
+: >"$acks"
+python3 "$GG_SRCDIR/tests/gateway/ack_client.py" "$GG_PUB" acme echo "$key" "$acks" 1000000 --threads 4 \
+  >"$GG_TMP/client.out" 2>&1 &
+cpid=$!
+wait_for 20 grep -q '^ok ' "$acks"
+t "calls succeed before the disk is full" grep -q '^ok ' "$acks"
+
+# fill every free block (dd stops at ENOSPC)
+dd if=/dev/zero of="$MNT/filler" bs=16k >/dev/null 2>&1
+failing() { [ "$(metric graphgate_history_failing)" = 1 ]; }
+t "the history writer reports failing (disk full)" wait_for 30 failing
+t "/ready answers 503 while the history cannot be written" [ "$(ready)" = 503 ]
+t "  and says why" grep -q 'history' "$GG_TMP/ready.json"
+t "metrics count the pending records" [ "$(metric graphgate_history_pending_records)" -gt 0 ]
+refused() { grep -q '^refused .* 503$' "$acks"; }
+t "calls are refused with 503 meanwhile" wait_for 10 refused
+sid=$(gw_init "$GG_PUB/mcp/acme/echo" "$key")
+code=$(gw_rpc "$GG_TMP/r.json" "$GG_PUB/mcp/acme/echo" "$key" "$sid" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"n":7}}}')
+t "a call now: 503" [ "$code" = 503 ]
+t "  a JSON-RPC error naming the history" python3 -c "import json; d=json.load(open('$GG_TMP/r.json')); assert d['id']==7 and 'history' in d['error']['message'], d"
+t "  with Retry-After" grep -qi '^retry-after:' "$GG_TMP/r.json.h"
+acked_full=$(grep -c '^ok ' "$acks")
+sleep 1
+ok_meanwhile=$(( $(grep -c '^ok ' "$acks") - acked_full ))
+t "no call is acknowledged while the history cannot be written" [ "$ok_meanwhile" -le 0 ]
+
+rm -f "$MNT/filler"
+healthy() { [ "$(metric graphgate_history_failing)" = 0 ] && [ "$(ready)" = 200 ]; }
+t "the service recovers by itself when space returns" wait_for 30 healthy
+n_before=$(grep -c '^ok ' "$acks")
+more() { [ "$(grep -c '^ok ' "$acks")" -gt "$n_before" ]; }
+t "calls succeed again" wait_for 20 more
+kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
+drained() { [ "$(metric graphgate_history_pending_records)" = 0 ]; }
+t "the kept batches are written (nothing pending)" wait_for 30 drained
+t "no record lost" [ "$(metric 'graphgate_history_records_total{fate="lost"}')" = 0 ]
+check() {
+  python3 - "$GG_DB" "$acks" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+have = {json.loads(a)["n"]: s for a, s in db.execute("SELECT arguments, status FROM executions WHERE tool = 'echo'")}
+acked = [int(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("ok ")]
+missing = [n for n in acked if have.get(n) != "succeeded"]
+print("   acknowledged %d, recorded %d, missing %d %s" % (len(acked), len(have), len(missing), missing[:5]))
+sys.exit(1 if missing or not acked else 0)
+PY
+}
+t "every acknowledged call has its record" check
+t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
+gg_finish

@@ -1,0 +1,354 @@
+/* Unit tests for what a tenant holds and the per-tenant history quota (src/store/usage.c,
+ * migration 0004): the usage counts (bulk above the mark, triggers below) against an
+ * independent sum, the quota pass (oldest
+ * first, down to 90 %, counted, other tenants untouched), the keeper thread, the per-run
+ * node bounds of the writer, graph usage and the 0004 backfill. Each test works on a fresh
+ * database in its own temporary directory. */
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "fixture.h"
+
+static long long query1(const char *sql, const char *arg) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* What the tenant's executions hold, summed here independently of the triggers. */
+static long long summed_bytes(const char *tenant) {
+    return query1("SELECT coalesce(sum(coalesce(length(CAST(arguments AS BLOB)),0) + coalesce(length(CAST(result AS BLOB)),0)"
+                  " + coalesce(length(CAST(error AS BLOB)),0) + coalesce(length(CAST(nodes AS BLOB)),0)), 0)"
+                  " FROM executions WHERE tenant = ?1",
+                  tenant);
+}
+
+/* A finished run started at started_ms whose result is a string of pad bytes. */
+static gg_exec_record *run_at(const char *tenant, long long started_ms, size_t pad) {
+    gg_exec_record *r = gg_exec_record_new(tenant, "g", 1, "t", NULL, NULL);
+    ck_assert_ptr_nonnull(r);
+    char *text = malloc(pad + 1);
+    memset(text, 'x', pad);
+    text[pad] = '\0';
+    r->result = json_string(text);
+    free(text);
+    r->started_ms = started_ms;
+    r->finished_ms = started_ms + 1;
+    r->status = GG_EXEC_SUCCEEDED;
+    ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "entry", "entry", started_ms, started_ms + 1, NULL,
+                                                  json_integer(1), NULL));
+    return r;
+}
+
+static void write_runs(gg_store *s, const char *tenant, int n, size_t pad, long long base_ms) {
+    gg_error err = GG_ERROR_INIT;
+    gg_history *h = gg_history_start(s, NULL, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    for (int i = 0; i < n; i++) ck_assert(gg_history_submit(h, run_at(tenant, base_ms + i, pad)));
+    gg_history_flush(h);
+    gg_history_stop(h);
+}
+
+/* Write r through a writer with options o (NULL: defaults) and read the run back. */
+static json_t *write_and_get(gg_store *s, const gg_history_options *o, gg_exec_record *r) {
+    gg_error err = GG_ERROR_INIT;
+    gg_history *h = gg_history_start(s, o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    gg_history_stop(h);
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    return ex;
+}
+
+static gg_history_usage usage_of(gg_store *s, const char *tenant) {
+    gg_error err = GG_ERROR_INIT;
+    gg_history_usage u;
+    ck_assert_msg(gg_store_history_usage(s, tenant, &u, &err), "%s", err.message);
+    return u;
+}
+
+START_TEST(usage_follows_inserts_updates_deletes) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    gg_history_usage u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 0);
+    ck_assert_int_eq(u.bytes, 0);
+    write_runs(s, "acme", 7, 300, 1700000000000LL);
+    write_runs(s, "beta", 2, 50, 1700000000000LL);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 7);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_gt(u.bytes, 7 * 300);
+    ck_assert_int_eq(usage_of(s, "beta").bytes, summed_bytes("beta"));
+    /* a RUNNING row, then its final state (an UPDATE of the same row) */
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *r = run_at("acme", 1700000001000LL, 10);
+    gg_exec_record *head = gg_exec_record_copy_header(r);
+    head->status = GG_EXEC_RUNNING;
+    json_decref(head->result);
+    head->result = NULL;
+    ck_assert(gg_history_submit(h, head));
+    gg_history_flush(h);
+    ck_assert_int_eq(usage_of(s, "acme").bytes, summed_bytes("acme"));
+    json_decref(r->result);
+    r->result = json_string("a much longer final result than the running row had");
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    gg_history_stop(h);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 8);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    /* retention deletes follow too */
+    ck_assert_int_eq(gg_store_executions_prune(s, 0, 3, &err), 7);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, query1("SELECT count(*) FROM executions WHERE tenant = ?1", "acme"));
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(u.dropped, 0); /* retention is not the quota */
+    /* a deleted tenant takes its usage row with it */
+    ck_assert(gg_store_tenant_delete(s, "beta", &err));
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_usage WHERE tenant = ?1", "beta"), 0);
+    ck_assert_int_eq(usage_of(s, "beta").rows, 0);
+    gg_store_close(s);
+}
+END_TEST
+
+static void exec_sql(const char *sql) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* New runs are counted in bulk above a mark (rowid): deletions above and at the mark, and
+ * an insert that reuses the rowid of a deleted newest row, all keep the count exact. */
+START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    long long base = 1700000000000LL;
+    write_runs(s, "acme", 6, 100, base);
+    /* deleted before they were counted: never counted, never subtracted */
+    exec_sql("DELETE FROM executions WHERE rowid IN (SELECT rowid FROM executions ORDER BY rowid LIMIT 2)");
+    gg_history_usage u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 4);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    long long mark = query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL);
+    ck_assert_int_eq(mark, query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL));
+    /* the newest (the mark's) row goes: the mark follows it down, and the next insert,
+     * which takes the same rowid again, is counted */
+    exec_sql("DELETE FROM executions WHERE rowid = (SELECT max(rowid) FROM executions)");
+    ck_assert_int_lt(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), mark);
+    write_runs(s, "acme", 1, 300, base + 100);
+    ck_assert_int_eq(query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL), mark);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 4);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    /* everything goes, then history starts again */
+    exec_sql("DELETE FROM executions");
+    ck_assert_int_eq(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), 0);
+    write_runs(s, "acme", 3, 50, base + 200);
+    u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 3);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(quota_drops_oldest_first_and_counts) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    long long base = 1700000000000LL;
+    write_runs(s, "acme", 40, 1000, base);
+    write_runs(s, "beta", 30, 1000, base);
+    long long before = usage_of(s, "acme").bytes;
+    /* rows: 20 at most → down to 18, the 22 oldest go; beta (30 rows) is over too */
+    long long bytes = 0;
+    ck_assert_int_eq(gg_store_history_quota_enforce(s, 20, 0, &bytes, &err), 22 + 12);
+    gg_history_usage u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 18);
+    ck_assert_int_eq(u.dropped, 22);
+    ck_assert_int_eq(u.dropped_bytes, before - u.bytes);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(query1("SELECT min(started_at) FROM executions WHERE tenant = ?1", "acme"), base + 22);
+    ck_assert_int_eq(usage_of(s, "beta").rows, 18);
+    ck_assert_int_eq(bytes, u.dropped_bytes + usage_of(s, "beta").dropped_bytes);
+    /* under the bound: nothing to do */
+    ck_assert_int_eq(gg_store_history_quota_enforce(s, 20, 0, NULL, &err), 0);
+    /* bytes: at most 10 runs' worth → down to 90 % of that, oldest first */
+    long long per_run = u.bytes / u.rows, max_bytes = 10 * per_run;
+    ck_assert_int_gt(gg_store_history_quota_enforce(s, 0, max_bytes, NULL, &err), 0);
+    u = usage_of(s, "acme");
+    ck_assert_int_le(u.bytes, max_bytes - max_bytes / 10);
+    ck_assert_int_ge(u.rows, 8);
+    ck_assert_int_eq(u.dropped, 40 - u.rows);
+    ck_assert_int_eq(query1("SELECT max(started_at) FROM executions WHERE tenant = ?1", "acme"), base + 39);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(quota_keeper_thread) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_quota_options o = {.max_rows = 10, .interval_ms = 60000};
+    gg_history_quota *q = gg_history_quota_start(s, &o, &err);
+    ck_assert_msg(q != NULL, "%s", err.message);
+    write_runs(s, "acme", 25, 100, 1700000000000LL);
+    gg_history_quota_now(q);
+    gg_history_quota_stats st;
+    gg_history_quota_get_stats(q, &st);
+    ck_assert_int_eq(st.dropped, 16);
+    ck_assert_int_eq(st.failed_passes, 0);
+    ck_assert_int_gt(st.dropped_bytes, 16 * 100);
+    ck_assert_int_eq(usage_of(s, "acme").rows, 9);
+    gg_history_quota_stop(q);
+    gg_history_quota_stop(NULL);
+    gg_store_close(s);
+}
+END_TEST
+
+/* A run's node records past the writer's bounds are left out, and the run says so. */
+START_TEST(writer_bounds_node_records_per_run) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.max_run_nodes = 3};
+    gg_exec_record *r = run_at("acme", 1700000000000LL, 5);
+    for (int i = 1; i < 10; i++)
+        ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "n", "transform", r->started_ms, r->started_ms, NULL,
+                                                      json_integer(i), NULL));
+    json_t *ex = write_and_get(s, &o, r);
+    ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 3);
+    ck_assert(json_is_true(json_object_get(ex, "nodes_truncated")));
+    ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 7);
+    json_decref(ex);
+    /* by bytes: a 2 KiB bound keeps the first records of ~1 KB outputs */
+    gg_history_options ob = {.max_run_node_bytes = 2048};
+    r = run_at("acme", 1700000001000LL, 5);
+    char big[1001];
+    memset(big, 'y', 1000);
+    big[1000] = '\0';
+    for (int i = 0; i < 10; i++)
+        ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "n", "transform", r->started_ms, r->started_ms, NULL,
+                                                      json_string(big), NULL));
+    ex = write_and_get(s, &ob, r);
+    size_t kept = json_array_size(json_object_get(ex, "nodes"));
+    ck_assert_int_ge(kept, 2);
+    ck_assert_int_le(kept, 4);
+    ck_assert_int_eq((long long)kept + json_integer_value(json_object_get(ex, "nodes_dropped")), 11);
+    json_decref(ex);
+    /* an unbounded run says it is whole */
+    ex = write_and_get(s, NULL, run_at("acme", 1700000002000LL, 5));
+    ck_assert(json_is_false(json_object_get(ex, "nodes_truncated")));
+    ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 0);
+    json_decref(ex);
+    gg_store_close(s);
+}
+END_TEST
+
+/* Node records given as text (the gateway's path) end with the provider's marker. */
+START_TEST(truncation_marker_in_node_text) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_exec_record *r = run_at("acme", 1700000000000LL, 5);
+    gg_exec_record_set_nodes_json(r, strdup("[[0,\"entry\",\"entry\",0,1,1,null],[1,\"spin\",\"transform\",1,2,1,5],"
+                                            "{\"truncated\":true,\"dropped\":99,\"kept\":2}]"));
+    json_t *ex = write_and_get(s, NULL, r);
+    ck_assert_int_eq(json_array_size(json_object_get(ex, "nodes")), 2);
+    ck_assert(json_is_true(json_object_get(ex, "nodes_truncated")));
+    ck_assert_int_eq(json_integer_value(json_object_get(ex, "nodes_dropped")), 99);
+    json_decref(ex);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(graph_usage_counts_versions_and_bytes) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    int v;
+    ck_assert(gg_store_graph_put(s, "acme", "a", "0123456789", 10, "yaml", "cli", &v, &err));
+    ck_assert(gg_store_graph_put(s, "acme", "a", "01234", 5, "yaml", "cli", &v, &err));
+    ck_assert(gg_store_graph_put(s, "acme", "b", "abc", 3, "yaml", "cli", &v, &err));
+    ck_assert(gg_store_graph_put(s, "beta", "c", "zzzzzzzzzzzzzzzzzzzz", 20, "yaml", "cli", &v, &err));
+    gg_graph_usage g;
+    ck_assert(gg_store_graph_usage(s, "acme", &g, &err));
+    ck_assert_int_eq(g.graphs, 2);
+    ck_assert_int_eq(g.versions, 3);
+    ck_assert_int_eq(g.stored_bytes, 18);
+    ck_assert_int_eq(g.active_bytes, 8);
+    ck_assert(gg_store_graph_activate(s, "acme", "a", 1, &err));
+    ck_assert(gg_store_graph_usage(s, "acme", &g, &err));
+    ck_assert_int_eq(g.active_bytes, 13);
+    ck_assert(gg_store_graph_usage(s, "nobody", &g, &err));
+    ck_assert_int_eq(g.graphs + g.versions + g.stored_bytes + g.active_bytes, 0);
+    gg_store_close(s);
+}
+END_TEST
+
+/* A database with history before 0004: the migration fills history_usage from it. */
+START_TEST(migration_0004_backfills_usage) {
+    char cmd[1024];
+    /* every migration after 0003 waits aside */
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/later' && cd '%s' && for f in *.sql; do case $f in 000[123]_*) ;; *) mv \"$f\" ../later/ ;; esac; done",
+             tmpdir, migdir);
+    ck_assert_int_eq(system(cmd), 0);
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_int_eq(gg_store_schema_version(s, &err), 3);
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "empty", &err));
+    write_runs(s, "acme", 5, 200, 1700000000000LL);
+    snprintf(cmd, sizeof cmd, "mv '%s/later/'*.sql '%s/'", tmpdir, migdir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "%s", err.message);
+    gg_history_usage u = usage_of(s, "acme");
+    ck_assert_int_eq(u.rows, 5);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_usage WHERE tenant = ?1", "empty"), 1);
+    gg_store_close(s);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("usage");
+    TCase *tc = tcase_create("usage");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, usage_follows_inserts_updates_deletes);
+    tcase_add_test(tc, usage_mark_survives_deletes_and_reused_rowids);
+    tcase_add_test(tc, quota_drops_oldest_first_and_counts);
+    tcase_add_test(tc, quota_keeper_thread);
+    tcase_add_test(tc, writer_bounds_node_records_per_run);
+    tcase_add_test(tc, truncation_marker_in_node_text);
+    tcase_add_test(tc, graph_usage_counts_versions_and_bytes);
+    tcase_add_test(tc, migration_0004_backfills_usage);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    int run = srunner_ntests_run(sr);
+    srunner_free(sr);
+    printf("%d passed, %d failed\n", run - failed, failed);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
