@@ -23,6 +23,9 @@ tenants:
   max_queued: $N # a burst of N calls may wait for a worker to start them
 # in-flight calls get this long to finish on SIGTERM; waiting ones are then cancelled
 shutdown_timeout: 2s
+# A's N held requests plus the probes (/metrics, B's calls) come from one address
+http:
+  max_connections_per_ip: $((N + 64))
 YAML
 cat >"$GG_TMP/hang.yaml" <<YAML
 version: "1.0"
