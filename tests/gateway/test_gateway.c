@@ -134,6 +134,39 @@ START_TEST(pool_tenant_caps) {
 }
 END_TEST
 
+/* SIGTERM's drain: every tenant's queued calls are refused at once on the caller's thread;
+ * a queued continuation stays and runs on the worker; new calls still queue after. */
+START_TEST(pool_refuse_queued_all_tenants) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    pthread_mutex_lock(&mu);
+    refused = 0;
+    pthread_mutex_unlock(&mu);
+    gw_pool *p = gw_pool_new(1, 100, 0, 0);
+    static const char A = 'a', B = 'b', C = 'c', R = 'r';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    gw_job jc = {tagged_run, count_refuse, (void *)&C, "c"}, jr = {tagged_run, count_refuse, (void *)&R, "b"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK); /* the worker takes it and waits at the gate */
+    for (int i = 0; i < 1000 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    gw_pool_resume(p, jr); /* between b's two calls */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_refuse_queued(p), 6);
+    pthread_mutex_lock(&mu);
+    ck_assert_int_eq(refused, 6);
+    pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(gw_pool_queued(p), 1); /* the continuation */
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK); /* the queues still work */
+    open_gate();
+    for (int i = 0; i < 1000 && ran_count() < 3; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_str_eq(order, "arc");
+}
+END_TEST
+
 static json_t *p_list(mcp_provider *p) {
     (void)p;
     return json_pack("[{s:s,s:s,s:{s:s}}]", "name", "t", "description", "d", "inputSchema", "type", "object");
@@ -196,6 +229,7 @@ int main(void) {
     tcase_add_test(tc, pool_bounds_and_stop);
     tcase_add_test(tc, pool_round_robin);
     tcase_add_test(tc, pool_tenant_caps);
+    tcase_add_test(tc, pool_refuse_queued_all_tenants);
     tcase_add_test(tc, registry_swap_and_refcounts);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
