@@ -721,23 +721,96 @@ typedef struct batch_job {
     bool has_key;
     size_t next;        /* the call running or next to run */
     int meet;           /* atomic: its starter and its answer meet; the second goes on */
+    gw_call_job rec;    /* the running call's execution record (job_make_record) */
+    bool *unrecorded;   /* by response index: durable, and the call's record was not stored */
+    int pending;        /* atomic: 1 for the calls + records waiting for their commit */
 } batch_job;
 
+/* Every call ran and (durable) every record is committed: the answer goes out, each call
+ * whose record could not be stored answered with the history error instead of its result. */
 static void batch_end(batch_job *b) {
+    bool refused = false;
+    for (size_t i = 0; b->unrecorded && i < json_array_size(b->responses); i++) {
+        if (!b->unrecorded[i]) continue;
+        char *e = mcp_jsonrpc_error(json_object_get(json_array_get(b->responses, i), "id"), MCP_SERVER_BUSY,
+                                    GW_UNRECORDED, NULL);
+        json_t *ev = e ? json_loads(e, 0, NULL) : NULL;
+        free(e);
+        if (ev) json_array_set_new(b->responses, i, ev);
+        refused = true;
+    }
+    if (refused) gg_http_res_header(gg_http_async_res(b->a), "Retry-After", "1");
     free(b->calls);
-    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    free(b->unrecorded);
     gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
     gg_http_async_complete(b->a);
     mcp_server_unref(b->ep.srv);
     free(b);
 }
 
+static void batch_release(batch_job *b) {
+    if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0) batch_end(b);
+}
+
+typedef struct batch_commit {
+    batch_job *b;
+    size_t idx; /* the call's response */
+} batch_commit;
+
+/* The history writer committed (or could not store) one call's record. */
+static void batch_committed(void *user, bool ok) {
+    batch_commit *c = user;
+    batch_job *b = c->b;
+    if (!ok) b->unrecorded[c->idx] = true;
+    free(c);
+    batch_release(b);
+}
+
+/* The running call's record, made as it starts (graph endpoints only). */
+static void batch_record_start(batch_job *b) {
+    gw_call_job *j = &b->rec;
+    j->call = b->calls[b->next];
+    if (!b->ep.is_graph) return;
+    j->text_history = b->gw->history != NULL;
+    if (j->text_history) {
+        mcp_call_use_history_text(j->call, b->gw->cfg->history_max_payload);
+        mcp_call_bound_history(j->call, (size_t)b->gw->cfg->history_max_run_records, b->gw->cfg->history_max_run_bytes);
+    }
+    job_make_record(j);
+}
+
+/* The finished call's record; durable, the batch's answer waits for its commit. */
+static void batch_record_finish(batch_job *b, size_t idx, bool answered) {
+    gw_call_job *j = &b->rec;
+    j->call = b->calls[b->next];
+    if (!j->rec) return;
+    bool wait = b->gw->durable && b->gw->history && answered;
+    batch_commit *c = wait ? malloc(sizeof *c) : NULL;
+    if (!c) {
+        if (wait) b->unrecorded[idx] = true; /* out of memory: cannot wait for the commit */
+        record_finish(j);
+        return;
+    }
+    c->b = b;
+    c->idx = idx;
+    __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    record_finish_then(j, batch_committed, c);
+}
+
 static void batch_add(batch_job *b, char *body) {
     json_t *v = body ? json_loads(body, 0, NULL) : NULL;
+    size_t idx = json_array_size(b->responses);
     if (v) json_array_append_new(b->responses, v);
     free(body);
+    batch_record_finish(b, idx, v != NULL);
     mcp_call_free(b->calls[b->next]);
     b->next++;
+}
+
+/* All calls ended: the tenant's slot is free before the answer (which may wait). */
+static void batch_calls_done(batch_job *b) {
+    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    batch_release(b);
 }
 
 static void batch_resume(void *user, void (*fn)(void *arg), void *arg) {
@@ -760,20 +833,29 @@ static void batch_call_done(void *user, char *body) {
 static void batch_step(batch_job *b) {
     while (b->next < b->ncalls) {
         __atomic_store_n(&b->meet, 0, __ATOMIC_RELAXED);
+        batch_record_start(b);
         mcp_call_async how = {batch_resume, b, 0, batch_call_done, b};
         mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant, &how);
         if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 1) return; /* the answer goes on */
     }
-    batch_end(b);
+    batch_calls_done(b);
 }
 
-static void batch_run(void *arg) { batch_step(arg); }
+static void batch_refuse_all(batch_job *b, const char *why) {
+    while (b->next < b->ncalls) batch_add(b, mcp_call_refuse(b->calls[b->next], MCP_SERVER_BUSY, why));
+    batch_calls_done(b);
+}
 
-static void batch_refuse(void *arg) {
+static void batch_run(void *arg) {
     batch_job *b = arg;
-    while (b->next < b->ncalls) batch_add(b, mcp_call_refuse(b->calls[b->next], MCP_SERVER_BUSY, "the server is shutting down"));
-    batch_end(b);
+    b->rec = (gw_call_job){.gw = b->gw, .ep = b->ep, .has_key = b->has_key};
+    snprintf(b->rec.key_id, sizeof b->rec.key_id, "%s", b->key_id);
+    b->unrecorded = calloc(json_array_size(b->responses) + b->ncalls, sizeof *b->unrecorded);
+    if (!b->unrecorded) batch_refuse_all(b, "Server busy: out of memory; retry later");
+    else batch_step(b);
 }
+
+static void batch_refuse(void *arg) { batch_refuse_all(arg, "the server is shutting down"); }
 
 /* ------------------------------------------------------------------ the handler */
 
@@ -904,6 +986,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         return rpc_http_error(res, 429, NULL, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant");
     }
     b->gw = gw;
+    b->pending = 1; /* the calls' own share (batch_calls_done) */
     b->ep = *ep;
     b->ep.srv = mcp_server_ref(ep->srv);
     if (pr) {

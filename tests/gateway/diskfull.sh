@@ -96,6 +96,11 @@ code=$(gw_rpc "$GG_TMP/r.json" "$GG_PUB/mcp/acme/echo" "$key" "$sid" '{"jsonrpc"
 t "a call now: 503" [ "$code" = 503 ]
 t "  a JSON-RPC error naming the history" python3 -c "import json; d=json.load(open('$GG_TMP/r.json')); assert d['id']==7 and 'history' in d['error']['message'], d"
 t "  with Retry-After" grep -qi '^retry-after:' "$GG_TMP/r.json.h"
+# a 2025-03-26 batch meanwhile: each call's answer is the history error, not its result
+bsid=$(gw_init "$GG_PUB/mcp/acme/echo" "$key" 2025-03-26)
+batch='[{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"echo","arguments":{"n":-31}}},{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"echo","arguments":{"n":-32}}}]'
+gw_rpc "$GG_TMP/b.json" "$GG_PUB/mcp/acme/echo" "$key" "$bsid" "$batch" >/dev/null
+t "a batch's calls: each answered with the history error" python3 -c "import json; d=json.load(open('$GG_TMP/b.json')); assert sorted(r['id'] for r in d)==[31,32] and all('history' in r['error']['message'] for r in d), d"
 acked_full=$(grep -c '^ok ' "$acks")
 sleep 1
 ok_meanwhile=$(( $(grep -c '^ok ' "$acks") - acked_full ))
@@ -134,5 +139,17 @@ sys.exit(1 if missing or not acked else 0)
 PY
 }
 t "every acknowledged call has its record" check
+batch='[{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"echo","arguments":{"n":-41}}},{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"n":-42}}}]'
+gw_rpc "$GG_TMP/b.json" "$GG_PUB/mcp/acme/echo" "$key" "$bsid" "$batch" >/dev/null
+t "a batch after recovery: both results" python3 -c "import json; d=json.load(open('$GG_TMP/b.json')); assert sorted(r['result']['structuredContent']['n'] for r in d)==[-42,-41], d"
+batch_recorded() {
+  python3 - "$GG_DB" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+st = {json.loads(a)["n"]: s for a, s in db.execute("SELECT arguments, status FROM executions WHERE tool = 'echo'")}
+sys.exit(0 if st.get(-41) == st.get(-42) == "succeeded" else 1)
+PY
+}
+t "  recorded before they were answered (durable)" batch_recorded
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish
