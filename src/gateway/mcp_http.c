@@ -977,12 +977,15 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         free(b);
         return GG_HTTP_DONE;
     }
-    if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
+    char why[320];
+    bool refuse = gw_refuse_calls(gw, ep->is_graph, why, sizeof why); /* draining, or durable and unrecordable */
+    if (refuse || (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant))) {
         for (size_t k = 0; k < b->ncalls; k++) mcp_call_free(b->calls[k]);
         free(b->calls);
         json_decref(b->responses);
         free(b);
         gg_http_res_header(res, "Retry-After", "1");
+        if (refuse) return rpc_http_error(res, 503, NULL, MCP_SERVER_BUSY, why);
         return rpc_http_error(res, 429, NULL, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant");
     }
     b->gw = gw;

@@ -45,6 +45,13 @@ tools:
       - {id: entry, type: entry, next: call}
       - {id: call, type: mcp, server: fault, tool: slow, args: {ms: 12000}, next: exit}
       - {id: exit, type: exit}
+  - name: stats
+    description: the downstream server's call count
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: fault, tool: stats, args: {}, next: exit}
+      - {id: exit, type: exit}
 YAML
   gw_cli graph put acme down "$GG_TMP/down.yaml" --config "$GG_TMP/config.yaml" >/dev/null 2>"$GG_TMP/put.err" ||
     { cat "$GG_TMP/put.err"; echo "0 passed, 1 failed"; exit 1; }
@@ -63,8 +70,9 @@ cpid=$!
 wait_for 20 grep -q '^ok ' "$acks"
 t "calls succeed before the disk is full" grep -q '^ok ' "$acks"
 
-# three calls waiting downstream while the disk fills: MCP JSON, MCP SSE (progress streams
-# at once, the result event waits for the commit) and the plain endpoint; each completes
+# calls waiting downstream while the disk fills: MCP JSON, MCP SSE (progress streams at
+# once, the result event waits for the commit), the plain endpoint and a 2025-03-26 batch
+# (not counted as waiting: batches are bounded by their own slot); each completes
 # from the downstream answer after the history failed, so each must be refused
 down_pids=()
 if [ ${#START[@]} -gt 0 ]; then
@@ -78,8 +86,22 @@ if [ ${#START[@]} -gt 0 ]; then
   gg_curl "$GG_TMP/dp.json" --max-time 60 -X POST -H 'Content-Type: application/json' --data '{}' \
     "$GG_INT/internal/tenants/acme/graphs/down/tools/wait/call" >"$GG_TMP/dp.code" &
   down_pids+=($!)
-  in_flight() { [ "$(metric graphgate_tool_calls_waiting_capable)" = 3 ]; }
-  t "three calls wait downstream before the disk fills" wait_for 20 in_flight
+  bdsid=$(gw_init "$GG_PUB/mcp/acme/down" "$key" 2025-03-26)
+  call='[{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"wait","arguments":{}}}]'
+  gw_rpc "$GG_TMP/db.json" "$GG_PUB/mcp/acme/down" "$key" "$bdsid" "$call" --max-time 60 >"$GG_TMP/db.code" &
+  down_pids+=($!)
+  # the four slow calls reached the downstream server (this stats call is its fifth)
+  cat >"$GG_TMP/calls.py" <<'PY'
+import re, sys
+m = re.search(r'calls\\?"\s*:\s*(\d+)', open(sys.argv[1]).read())
+sys.exit(0 if m and int(m.group(1)) >= 5 else 1)
+PY
+  in_flight() {
+    curl -s --max-time 5 -X POST -H 'Content-Type: application/json' --data '{}' \
+      "$GG_INT/internal/tenants/acme/graphs/down/tools/stats/call" >"$GG_TMP/stats.json"
+    python3 "$GG_TMP/calls.py" "$GG_TMP/stats.json"
+  }
+  t "four calls wait downstream before the disk fills" wait_for 20 in_flight
 fi
 
 # fill every free block (dd stops at ENOSPC)
@@ -96,11 +118,11 @@ code=$(gw_rpc "$GG_TMP/r.json" "$GG_PUB/mcp/acme/echo" "$key" "$sid" '{"jsonrpc"
 t "a call now: 503" [ "$code" = 503 ]
 t "  a JSON-RPC error naming the history" python3 -c "import json; d=json.load(open('$GG_TMP/r.json')); assert d['id']==7 and 'history' in d['error']['message'], d"
 t "  with Retry-After" grep -qi '^retry-after:' "$GG_TMP/r.json.h"
-# a 2025-03-26 batch meanwhile: each call's answer is the history error, not its result
+# a 2025-03-26 batch meanwhile: refused whole, like a single call
 bsid=$(gw_init "$GG_PUB/mcp/acme/echo" "$key" 2025-03-26)
 batch='[{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"echo","arguments":{"n":-31}}},{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"echo","arguments":{"n":-32}}}]'
-gw_rpc "$GG_TMP/b.json" "$GG_PUB/mcp/acme/echo" "$key" "$bsid" "$batch" >/dev/null
-t "a batch's calls: each answered with the history error" python3 -c "import json; d=json.load(open('$GG_TMP/b.json')); assert sorted(r['id'] for r in d)==[31,32] and all('history' in r['error']['message'] for r in d), d"
+code=$(gw_rpc "$GG_TMP/b.json" "$GG_PUB/mcp/acme/echo" "$key" "$bsid" "$batch")
+t "a batch of calls now: 503 naming the history" python3 -c "import json; d=json.load(open('$GG_TMP/b.json')); assert $code==503 and 'history' in d['error']['message'], d"
 acked_full=$(grep -c '^ok ' "$acks")
 sleep 1
 ok_meanwhile=$(( $(grep -c '^ok ' "$acks") - acked_full ))
@@ -115,6 +137,7 @@ if [ ${#down_pids[@]} -gt 0 ]; then
   t "the SSE call: its last event is the history error, not the result" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['id']==22 and 'history' in d['error']['message'], d" "$(last_event "$GG_TMP/ds.json")"
   t "  after its progress had streamed" grep -q 'notifications/progress' "$GG_TMP/ds.json"
   t "the plain endpoint's call: 503 naming the history" sh -c '[ "$(cat "$1.code")" = 503 ] && grep -q history "$1.json"' _ "$GG_TMP/dp"
+  t "the batch's call: the history error in its place" python3 -c "import json; d=json.load(open('$GG_TMP/db.json')); assert d[0]['id']==23 and 'history' in d[0]['error']['message'], d"
   t "  the history was failing all along (no call acknowledged)" [ "$(grep -c '^ok ' "$acks")" = "$acked_full" ]
 fi
 rm -f "$MNT/filler"
