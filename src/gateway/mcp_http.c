@@ -744,7 +744,6 @@ static void batch_end(batch_job *b) {
     free(b->unrecorded);
     gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
     gg_http_async_complete(b->a);
-    mcp_server_unref(b->ep.srv);
     free(b);
 }
 
@@ -807,9 +806,13 @@ static void batch_add(batch_job *b, char *body) {
     b->next++;
 }
 
-/* All calls ended: the tenant's slot is free before the answer (which may wait). */
+/* All calls ended: the tenant's slot and the server are let go here, before the answer,
+ * which may go out from the history writer's commit callback (kept short there). */
 static void batch_calls_done(batch_job *b) {
     if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    mcp_server_unref(b->ep.srv);
+    b->ep.srv = NULL;
+    b->rec.ep.srv = NULL;
     batch_release(b);
 }
 
