@@ -138,6 +138,13 @@ typedef struct gg_config {
     double rate_limit_rate;       /* rate_limit.rate: requests/s per key; 0 = unlimited */
     int rate_limit_burst;         /* rate_limit.burst: bucket size; default 2 x rate */
     int tenant_max_concurrent;    /* tenants.max_concurrent_executions: 64; 0 = no cap */
+    int tenant_max_running;       /* tenants.max_running: one tenant's jobs on workers at once;
+                                   * 0 = half the workers (at least 1) */
+    int tenant_max_queued;        /* tenants.max_queued: one tenant's calls waiting for a
+                                   * worker; 64; 0 = no cap */
+    int tenant_max_waiting;       /* tenants.max_waiting: one tenant's calls in flight to tools
+                                   * that may wait on downstream servers; 64; 0 = no cap */
+    int max_waiting_runs;         /* max_waiting_runs: the same in all; 4096; 0 = no cap */
     int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */
     int tenant_max_sessions;      /* tenants.max_sessions: 256 live MCP sessions; 0 = no cap */
     /* history */

@@ -60,6 +60,10 @@ static const key_def keys[] = {
     {"rate_limit.rate", T_DOUBLE, F(rate_limit_rate), 0, 1e7, false},
     {"rate_limit.burst", T_INT, F(rate_limit_burst), 0, 10000000, false},
     {"tenants.max_concurrent_executions", T_INT, F(tenant_max_concurrent), 0, 1000000, false},
+    {"tenants.max_running", T_INT, F(tenant_max_running), 0, 1024, false},
+    {"tenants.max_queued", T_INT, F(tenant_max_queued), 0, 1000000, false},
+    {"tenants.max_waiting", T_INT, F(tenant_max_waiting), 0, 1000000, false},
+    {"max_waiting_runs", T_INT, F(max_waiting_runs), 0, 10000000, false},
     {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
     {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
     {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
@@ -151,6 +155,9 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->rate_limit_rate = 0;
     c->rate_limit_burst = 0;
     c->tenant_max_concurrent = 64;
+    c->tenant_max_queued = 64;
+    c->tenant_max_waiting = 64;
+    c->max_waiting_runs = 4096;
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;

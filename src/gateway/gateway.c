@@ -270,7 +270,9 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_tool_calls_inline_total counter\ngraphgate_tool_calls_inline_total %llu\n"
                      "# HELP graphgate_tool_calls_inline_over_budget_total inline attempts that outgrew the budget and were re-run on a worker\n"
                      "# TYPE graphgate_tool_calls_inline_over_budget_total counter\ngraphgate_tool_calls_inline_over_budget_total %llu\n"
-                     "# HELP graphgate_tool_calls_running tool calls running on workers now\n"
+                     "# HELP graphgate_tool_calls_waiting_capable calls in flight to tools that may wait on downstream servers (bounded by tenants.max_waiting, max_waiting_runs)\n"
+                     "# TYPE graphgate_tool_calls_waiting_capable gauge\ngraphgate_tool_calls_waiting_capable %d\n"
+                     "# HELP graphgate_tool_calls_running tool calls started and not finished (computing on a worker or waiting downstream without a thread)\n"
                      "# TYPE graphgate_tool_calls_running gauge\ngraphgate_tool_calls_running %d\n"
                      "# HELP graphgate_workers tool-call worker threads\n# TYPE graphgate_workers gauge\ngraphgate_workers %d\n"
                      "# HELP graphgate_queue_depth tool calls waiting for a worker\n# TYPE graphgate_queue_depth gauge\ngraphgate_queue_depth %d\n"
@@ -280,7 +282,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
+                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);
@@ -384,6 +386,7 @@ static void gateway_free(gg_gateway *gw) {
     mcp_policy_self_free(gw->policy_self);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
+    pthread_mutex_destroy(&gw->waiting_mu);
     pthread_mutex_destroy(&gw->sync_mu);
     pthread_mutex_destroy(&gw->watch_mu);
     pthread_cond_destroy(&gw->watch_cv);
@@ -408,6 +411,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->store = app->store;
     pthread_mutex_init(&gw->jobs_mu, NULL);
     pthread_cond_init(&gw->jobs_cv, NULL);
+    pthread_mutex_init(&gw->waiting_mu, NULL);
     pthread_mutex_init(&gw->sync_mu, NULL);
     pthread_mutex_init(&gw->watch_mu, NULL);
     pthread_cond_init(&gw->watch_cv, NULL);
@@ -459,7 +463,14 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     mcp_sessions_set_owner_max(gw->sessions, cfg->tenant_max_sessions > 0 ? (size_t)cfg->tenant_max_sessions : 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
-    if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024))) goto oom;
+    /* no tenant on more than half the workers unless configured: another tenant always
+     * finds one free */
+    int tenant_running = cfg->tenant_max_running > 0 ? cfg->tenant_max_running : (workers / 2 > 0 ? workers / 2 : 1);
+    if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024, tenant_running,
+                                 cfg->tenant_max_queued)))
+        goto oom;
+    gw->tenant_max_waiting = cfg->tenant_max_waiting;
+    gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new())) goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
     gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);

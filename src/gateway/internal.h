@@ -15,22 +15,29 @@
 #include "store/store.h"
 
 /* ---- worker pool (pool.c) --------------------------------------------------------------
- * Fixed threads behind a bounded queue; submit never waits. */
+ * Fixed threads fed by per-tenant queues served round-robin; submit never waits. */
 typedef struct gw_pool gw_pool;
 typedef struct gw_job {
     void (*run)(void *arg);    /* on a worker */
     void (*refuse)(void *arg); /* instead of run, when the pool stops before it started */
     void *arg;
+    const char *tenant;        /* fair-queueing key (copied); NULL or "" = mounts */
 } gw_job;
-gw_pool *gw_pool_new(int threads, int queue_size);
-/* false when the queue is full or the pool is stopping (the job was not taken). */
-bool gw_pool_submit(gw_pool *p, gw_job job);
-/* Stop: queued jobs are refused, running ones finish (the caller cancels them first);
- * joins the threads and frees the pool. */
+typedef enum { GW_SUBMIT_OK, GW_SUBMIT_FULL, GW_SUBMIT_TENANT_FULL, GW_SUBMIT_STOPPING } gw_submit_rc;
+/* tenant_running: jobs of one tenant on workers at once; tenant_queued: new calls of one
+ * tenant waiting (0 = no cap). */
+gw_pool *gw_pool_new(int threads, int queue_size, int tenant_running, int tenant_queued);
+/* Anything but GW_SUBMIT_OK: the job was not taken. */
+gw_submit_rc gw_pool_submit(gw_pool *p, gw_job job);
+/* A run's continuation (its downstream answer arrived): queued fairly, never refused. */
+void gw_pool_resume(gw_pool *p, gw_job job);
+/* Stop: queued calls are refused, queued continuations run, running ones finish (the caller
+ * cancels them first); joins the threads and frees the pool. */
 void gw_pool_stop(gw_pool *p);
 int gw_pool_queued(gw_pool *p);
-/* Take every queued job out now and run its refuse (run when it has none) on the calling
- * thread: SIGTERM answers what has not started at once. Returns how many. */
+/* Take every tenant's queued calls out now and run their refuse (run when none) on the
+ * calling thread: SIGTERM answers what has not started at once. Queued continuations stay
+ * for the workers (their calls are running and finish). Returns how many were refused. */
 int gw_pool_refuse_queued(gw_pool *p);
 int gw_pool_threads(gw_pool *p);
 
@@ -109,6 +116,12 @@ struct gg_gateway {
     /* counters for /metrics */
     unsigned long long calls_total, calls_rejected, calls_failed;
     unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
+    /* calls to tools that may wait on downstream servers, in flight (bounded per tenant by
+     * tenants.max_waiting and in all by max_waiting_runs) */
+    pthread_mutex_t waiting_mu;
+    struct gw_waiting *waiting; /* per-tenant counts */
+    int waiting_total;
+    int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */

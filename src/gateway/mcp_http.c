@@ -160,7 +160,9 @@ typedef struct gw_call_job {
     bool sse_ok, streaming, plain;
     bool text_history;   /* node records kept as text by the provider (mcp_call_use_history_text) */
     gg_exec_record *rec; /* taken under gw->jobs_mu (the announcer copies it) */
+    double accepted_ms;  /* monotonic, when the call was accepted (its time limits count from it) */
     double started_ms;   /* monotonic, when the worker picked it up */
+    bool may_wait;       /* counted in the waiting bounds (a tool with mcp nodes) */
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
@@ -208,11 +210,16 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
             gg_exec_record *h = gg_exec_record_copy_header(j->rec);
             if (h) gg_history_submit(gw->history, h);
         }
-        /* request_timeout bounds every call, whatever the graph's own limits say */
-        if (limit > 0 && !j->timed_out && now - j->started_ms >= (double)limit) {
+        /* request_timeout bounds every call from its acceptance (queue time included),
+         * whatever the graph's own limits say */
+        if (limit > 0 && !j->timed_out && now - j->accepted_ms >= (double)limit) {
             j->timed_out = 1;
             __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
         }
+        /* the client went away (when the HTTP layer saw it): nobody reads the answer. j->a
+         * is ours while j is on this list (it leaves before it answers) */
+        if (j->a && gg_http_async_abandoned(j->a))
+            __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->jobs_mu);
 }
@@ -434,6 +441,16 @@ static void job_make_record(gw_call_job *j) {
                                       j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
 }
 
+static void job_call_done(void *user, char *body);
+
+/* A continuation of the job's run (its downstream answer arrived): back to the pool, on the
+ * tenant's queue. */
+static void job_resume(void *user, void (*fn)(void *arg), void *arg) {
+    gw_call_job *j = user;
+    gw_job job = {fn, fn, arg, j->ep.tenant};
+    gw_pool_resume(j->gw->pool, job);
+}
+
 static void job_run(void *arg) {
     gw_call_job *j = arg;
     gg_gateway *gw = j->gw;
@@ -442,7 +459,18 @@ static void job_run(void *arg) {
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
-    char *body = mcp_call_run(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant);
+    /* the run holds this worker only while it computes: waiting on a downstream server it
+     * yields, and its continuation comes back through job_resume */
+    mcp_call_async how = {job_resume, j, j->accepted_ms, job_call_done, j};
+    mcp_call_start(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant, &how);
+}
+
+static void waiting_release(gg_gateway *gw, const char *tenant);
+
+/* The run ended (on a worker): record, answer, release. */
+static void job_call_done(void *user, char *body) {
+    gw_call_job *j = user;
+    gg_gateway *gw = j->gw;
     if (j->timed_out && strcmp(mcp_call_status(j->call), "cancelled") == 0) {
         char msg[96];
         snprintf(msg, sizeof msg, "Request timed out after %lld ms", gw->cfg->request_timeout_ms);
@@ -453,6 +481,9 @@ static void job_run(void *arg) {
     if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
     /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
+    if (j->may_wait) waiting_release(gw, j->ep.tenant);
+    /* off the watcher's list before the answer: once answered (or handed to the commit
+     * waiter) j->a is no longer the job's */
     running_remove(gw, j);
     job_answer(j, body, 200);
     job_free(j);
@@ -466,6 +497,7 @@ static void job_refuse(void *arg) {
     gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
     if (j->ep.is_graph) gg_auth_exec_release(j->gw->auth, j->ep.tenant);
+    if (j->may_wait) waiting_release(j->gw, j->ep.tenant);
     job_respond(j, body, 503);
     job_free(j);
 }
@@ -507,9 +539,68 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
     return rc;
 }
 
+/* ------------------------------------------------------------------ waiting bounds */
+
+/* Calls of one tenant in flight to tools that may wait on downstream servers. Such a call
+ * holds no thread while it waits, so the bound is on memory and downstream load, not on
+ * workers. Entries with no calls are dropped. */
+typedef struct gw_waiting {
+    char tenant[GG_NAME_MAX + 1];
+    int n;
+    struct gw_waiting *next;
+} gw_waiting;
+
+typedef enum { WAIT_OK, WAIT_TENANT_FULL, WAIT_FULL } wait_rc;
+
+static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
+    wait_rc rc = WAIT_OK;
+    pthread_mutex_lock(&gw->waiting_mu);
+    gw_waiting *w = gw->waiting;
+    while (w && strcmp(w->tenant, tenant) != 0) w = w->next;
+    if (gw->max_waiting > 0 && gw->waiting_total >= gw->max_waiting) rc = WAIT_FULL;
+    else if (gw->tenant_max_waiting > 0 && w && w->n >= gw->tenant_max_waiting) rc = WAIT_TENANT_FULL;
+    else if (!w && !(w = calloc(1, sizeof *w))) rc = WAIT_FULL;
+    else {
+        if (!w->n) {
+            snprintf(w->tenant, sizeof w->tenant, "%s", tenant);
+            w->next = gw->waiting;
+            gw->waiting = w;
+        }
+        w->n++;
+        __atomic_add_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&gw->waiting_mu);
+    return rc;
+}
+
+static void waiting_release(gg_gateway *gw, const char *tenant) {
+    pthread_mutex_lock(&gw->waiting_mu);
+    for (gw_waiting **pp = &gw->waiting; *pp; pp = &(*pp)->next) {
+        gw_waiting *w = *pp;
+        if (strcmp(w->tenant, tenant) != 0) continue;
+        __atomic_sub_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
+        if (--w->n == 0) {
+            *pp = w->next;
+            free(w);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&gw->waiting_mu);
+}
+
+/* Answer a call that will not run now (429 for the tenant's own caps, 503 otherwise). */
+static int refuse_call(gg_http_res *res, json_t *id, bool plain, int status, const char *message) {
+    gg_http_res_header(res, "Retry-After", "1");
+    if (plain) gg_http_res_error(res, status, status == 429 ? "rate_limited" : "busy", "%s", message);
+    else rpc_http_error(res, status, id, MCP_SERVER_BUSY, message);
+    json_decref(id);
+    return GG_HTTP_DONE;
+}
+
 /* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
+    double accepted = gg_now_ms(); /* the call's time limits count from here */
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
     json_t *id = json_incref(mcp_call_id(call));
     char why[320];
@@ -541,6 +632,16 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         json_decref(id);
         return GG_HTTP_DONE;
     }
+    bool may_wait = ep->is_graph && mcp_call_may_wait(call);
+    wait_rc wrc = may_wait ? waiting_acquire(gw, ep->tenant) : WAIT_OK;
+    if (wrc != WAIT_OK) {
+        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        mcp_call_free(call);
+        gg_auth_exec_release(gw->auth, ep->tenant);
+        return refuse_call(res, id, plain, wrc == WAIT_TENANT_FULL ? 429 : 503,
+                           wrc == WAIT_TENANT_FULL ? "Too many calls of this tenant waiting on downstream servers; retry later"
+                                                   : "Server busy: too many calls waiting on downstream servers; retry later");
+    }
     /* the plain endpoint answers from the exit node's output in the JSON history */
     bool text_history = ep->is_graph && !plain && gw->history;
     if (text_history) {
@@ -558,6 +659,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         free(j);
         mcp_call_free(call);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        if (may_wait) waiting_release(gw, ep->tenant);
         gg_http_res_header(res, "Retry-After", "1");
         if (plain) gg_http_res_error(res, 503, "busy", "server busy; retry later");
         else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
@@ -581,18 +683,25 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
     j->plain = plain;
     j->text_history = text_history;
-    gw_job job = {job_run, job_refuse, j};
-    if (!gw_pool_submit(gw->pool, job)) {
-        /* queue full: answer at once instead of piling up */
+    j->accepted_ms = accepted;
+    j->may_wait = may_wait;
+    gw_job job = {job_run, job_refuse, j, ep->tenant};
+    gw_submit_rc src = gw_pool_submit(gw->pool, job);
+    if (src != GW_SUBMIT_OK) {
+        /* queue full (the pool's or the tenant's): answer at once instead of piling up */
         __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
-        char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, "Server busy: the tool-call queue is full; retry later");
+        bool tenant = src == GW_SUBMIT_TENANT_FULL;
+        const char *msg = tenant ? "Too many queued calls for this tenant; retry later"
+                                 : "Server busy: the tool-call queue is full; retry later";
+        char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, msg);
         gg_http_res *ares = gg_http_async_res(a);
         gg_http_res_header(ares, "Retry-After", "1");
-        if (plain) gg_http_res_error(ares, 503, "busy", "the tool-call queue is full; retry later");
-        else if (body) gg_http_res_bytes(ares, 503, "application/json", body, strlen(body));
+        if (plain) gg_http_res_error(ares, tenant ? 429 : 503, tenant ? "rate_limited" : "busy", "%s", msg);
+        else if (body) gg_http_res_bytes(ares, tenant ? 429 : 503, "application/json", body, strlen(body));
         free(body);
         gg_http_async_complete(a);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        if (may_wait) waiting_release(gw, ep->tenant);
         job_free(j);
     }
     json_decref(id);
@@ -610,26 +719,146 @@ typedef struct batch_job {
     endpoint ep;
     char key_id[GG_KEY_ID_LEN + 1];
     bool has_key;
+    size_t next;        /* the call running or next to run */
+    int meet;           /* atomic: its starter and its answer meet; the second goes on */
+    gw_call_job rec;    /* the running call's execution record (job_make_record) */
+    bool *unrecorded;   /* by response index: durable, and the call's record was not stored */
+    int pending;        /* atomic: 1 for the calls + records waiting for their commit */
 } batch_job;
 
-static void batch_finish(batch_job *b, bool refuse) {
-    for (size_t i = 0; i < b->ncalls; i++) {
-        char *body = refuse ? mcp_call_refuse(b->calls[i], MCP_SERVER_BUSY, "the server is shutting down")
-                            : mcp_call_run(b->calls[i], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant);
-        json_t *v = body ? json_loads(body, 0, NULL) : NULL;
-        if (v) json_array_append_new(b->responses, v);
-        free(body);
-        mcp_call_free(b->calls[i]);
+/* Every call ran and (durable) every record is committed: the answer goes out, each call
+ * whose record could not be stored answered with the history error instead of its result. */
+static void batch_end(batch_job *b) {
+    bool refused = false;
+    for (size_t i = 0; b->unrecorded && i < json_array_size(b->responses); i++) {
+        if (!b->unrecorded[i]) continue;
+        char *e = mcp_jsonrpc_error(json_object_get(json_array_get(b->responses, i), "id"), MCP_SERVER_BUSY,
+                                    GW_UNRECORDED, NULL);
+        json_t *ev = e ? json_loads(e, 0, NULL) : NULL;
+        free(e);
+        if (ev) json_array_set_new(b->responses, i, ev);
+        refused = true;
     }
+    if (refused) gg_http_res_header(gg_http_async_res(b->a), "Retry-After", "1");
     free(b->calls);
-    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    free(b->unrecorded);
     gg_http_res_json(gg_http_async_res(b->a), 200, b->responses);
     gg_http_async_complete(b->a);
-    mcp_server_unref(b->ep.srv);
     free(b);
 }
-static void batch_run(void *arg) { batch_finish(arg, false); }
-static void batch_refuse(void *arg) { batch_finish(arg, true); }
+
+static void batch_release(batch_job *b) {
+    if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0) batch_end(b);
+}
+
+typedef struct batch_commit {
+    batch_job *b;
+    size_t idx; /* the call's response */
+} batch_commit;
+
+/* The history writer committed (or could not store) one call's record. */
+static void batch_committed(void *user, bool ok) {
+    batch_commit *c = user;
+    batch_job *b = c->b;
+    if (!ok) b->unrecorded[c->idx] = true;
+    free(c);
+    batch_release(b);
+}
+
+/* The running call's record, made as it starts (graph endpoints only). */
+static void batch_record_start(batch_job *b) {
+    gw_call_job *j = &b->rec;
+    j->call = b->calls[b->next];
+    if (!b->ep.is_graph) return;
+    j->text_history = b->gw->history != NULL;
+    if (j->text_history) {
+        mcp_call_use_history_text(j->call, b->gw->cfg->history_max_payload);
+        mcp_call_bound_history(j->call, (size_t)b->gw->cfg->history_max_run_records, b->gw->cfg->history_max_run_bytes);
+    }
+    job_make_record(j);
+}
+
+/* The finished call's record; durable, the batch's answer waits for its commit. */
+static void batch_record_finish(batch_job *b, size_t idx, bool answered) {
+    gw_call_job *j = &b->rec;
+    j->call = b->calls[b->next];
+    if (!j->rec) return;
+    bool wait = b->gw->durable && b->gw->history && answered;
+    batch_commit *c = wait ? malloc(sizeof *c) : NULL;
+    if (!c) {
+        if (wait) b->unrecorded[idx] = true; /* out of memory: cannot wait for the commit */
+        record_finish(j);
+        return;
+    }
+    c->b = b;
+    c->idx = idx;
+    __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    record_finish_then(j, batch_committed, c);
+}
+
+static void batch_add(batch_job *b, char *body) {
+    json_t *v = body ? json_loads(body, 0, NULL) : NULL;
+    size_t idx = json_array_size(b->responses);
+    if (v) json_array_append_new(b->responses, v);
+    free(body);
+    batch_record_finish(b, idx, v != NULL);
+    mcp_call_free(b->calls[b->next]);
+    b->next++;
+}
+
+/* All calls ended: the tenant's slot and the server are let go here, before the answer,
+ * which may go out from the history writer's commit callback (kept short there). */
+static void batch_calls_done(batch_job *b) {
+    if (b->ep.is_graph) gg_auth_exec_release(b->gw->auth, b->ep.tenant);
+    mcp_server_unref(b->ep.srv);
+    b->ep.srv = NULL;
+    b->rec.ep.srv = NULL;
+    batch_release(b);
+}
+
+static void batch_resume(void *user, void (*fn)(void *arg), void *arg) {
+    batch_job *b = user;
+    gw_job job = {fn, fn, arg, b->ep.tenant};
+    gw_pool_resume(b->gw->pool, job);
+}
+
+static void batch_step(batch_job *b);
+
+/* One call of the batch ended (on a worker, or inside mcp_call_start). */
+static void batch_call_done(void *user, char *body) {
+    batch_job *b = user;
+    batch_add(b, body);
+    /* the second of starter and answer goes on with the next call */
+    if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 2) batch_step(b);
+}
+
+/* Run the batch's calls one after another; a call waiting downstream holds no thread. */
+static void batch_step(batch_job *b) {
+    while (b->next < b->ncalls) {
+        __atomic_store_n(&b->meet, 0, __ATOMIC_RELAXED);
+        batch_record_start(b);
+        mcp_call_async how = {batch_resume, b, 0, batch_call_done, b};
+        mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant, &how);
+        if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 1) return; /* the answer goes on */
+    }
+    batch_calls_done(b);
+}
+
+static void batch_refuse_all(batch_job *b, const char *why) {
+    while (b->next < b->ncalls) batch_add(b, mcp_call_refuse(b->calls[b->next], MCP_SERVER_BUSY, why));
+    batch_calls_done(b);
+}
+
+static void batch_run(void *arg) {
+    batch_job *b = arg;
+    b->rec = (gw_call_job){.gw = b->gw, .ep = b->ep, .has_key = b->has_key};
+    snprintf(b->rec.key_id, sizeof b->rec.key_id, "%s", b->key_id);
+    b->unrecorded = calloc(json_array_size(b->responses) + b->ncalls, sizeof *b->unrecorded);
+    if (!b->unrecorded) batch_refuse_all(b, "Server busy: out of memory; retry later");
+    else batch_step(b);
+}
+
+static void batch_refuse(void *arg) { batch_refuse_all(arg, "the server is shutting down"); }
 
 /* ------------------------------------------------------------------ the handler */
 
@@ -751,15 +980,19 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         free(b);
         return GG_HTTP_DONE;
     }
-    if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
+    char why[320];
+    bool refuse = gw_refuse_calls(gw, ep->is_graph, why, sizeof why); /* draining, or durable and unrecordable */
+    if (refuse || (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant))) {
         for (size_t k = 0; k < b->ncalls; k++) mcp_call_free(b->calls[k]);
         free(b->calls);
         json_decref(b->responses);
         free(b);
         gg_http_res_header(res, "Retry-After", "1");
+        if (refuse) return rpc_http_error(res, 503, NULL, MCP_SERVER_BUSY, why);
         return rpc_http_error(res, 429, NULL, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant");
     }
     b->gw = gw;
+    b->pending = 1; /* the calls' own share (batch_calls_done) */
     b->ep = *ep;
     b->ep.srv = mcp_server_ref(ep->srv);
     if (pr) {
@@ -767,8 +1000,8 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         b->has_key = true;
     }
     b->a = gg_http_defer(req);
-    gw_job job = {batch_run, batch_refuse, b};
-    if (!b->a || !gw_pool_submit(gw->pool, job)) {
+    gw_job job = {batch_run, batch_refuse, b, b->ep.tenant};
+    if (!b->a || gw_pool_submit(gw->pool, job) != GW_SUBMIT_OK) {
         if (b->a) { /* answer the deferred request with 503 */
             gg_http_res_header(gg_http_async_res(b->a), "Retry-After", "1");
             char *body = mcp_jsonrpc_error(NULL, MCP_SERVER_BUSY, "Server busy", NULL);

@@ -13,6 +13,10 @@ typedef struct hrec {
     json_t *output;
 } hrec;
 
+/* A run: everything it needs to go on from where it stopped, so that it can wait for a
+ * downstream answer without a thread (gg_graph_run_advance yields, the answer wakes it) and
+ * be saved as JSON and restored (gg_graph_run_save/restore). Runs of gg_graph_execute live
+ * on its stack; runs of gg_graph_run_new on the heap. */
 typedef struct grun {
     gg_graph *g;
     const gtool *t;
@@ -34,7 +38,24 @@ typedef struct grun {
     double start_ms;     /* monotonic clock at the start of the run */
     long long start_wall; /* wall clock at the same moment */
     double now;          /* monotonic clock when the current node started */
+    /* where the run is */
+    gg_graph_result *res;
+    json_t *args;
+    int cur;             /* node to execute next (or the mcp node waiting) */
+    bool want_history, record_inputs, ended, ok;
+    /* an mcp node waiting for its downstream answer */
+    bool waiting, wait_limited;
+    int rendezvous;      /* atomic: the starter and the answer meet; the second continues */
+    double wait_t0;
+    json_t *wait_input;
+    json_t *reply;
+    gg_error reply_err;
+    gg_graph_result own_res; /* heap runs keep their result here */
 } grun;
+
+struct gg_graph_run {
+    grun r;
+};
 
 /* ---- history functions ($previousNode & co.) ------------------------------------------ */
 
@@ -426,29 +447,57 @@ static json_t *tool_result_output(json_t *res, gg_error *err) {
     return content ? json_incref(content) : json_null();
 }
 
-static json_t *exec_mcp(grun *r, const gnode *n, json_t **input, gg_error *err) {
+static void mcp_answered(void *user, json_t *result, gg_error *err);
+
+/* Start an mcp node's downstream call. False (err set) when it failed before anything was
+ * sent; otherwise the answer comes to mcp_answered, possibly before this returns. */
+static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
     update_time_limit(r);
     json_t *args = n->args ? eval_args(r, n->args, err) : json_object();
     if (!args && !gg_error_is_set(err)) args = json_object();
     if (!args) {
         if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
-        return NULL;
+        return false;
     }
     *input = args;
     mcp_client *c = gg_graph_server_client(n->server, r->g->policy, err);
-    if (!c) return NULL;
+    if (!c) return false;
     /* a downstream call never outlives the run's time limit */
     double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
     int timeout = n->server->cfg.timeout_ms;
-    bool limited = left < timeout;
-    if (limited) timeout = left < 1 ? 1 : (int)left;
-    json_t *res = mcp_client_call_tool(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL, err);
+    r->wait_limited = left < timeout;
+    if (r->wait_limited) timeout = left < 1 ? 1 : (int)left;
+    r->waiting = true;
+    r->rendezvous = 0;
+    mcp_client_call_tool_start(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL, mcp_answered, r);
+    return true;
+}
+
+/* The downstream answer of a waiting mcp node (any thread). */
+static void mcp_answered(void *user, json_t *result, gg_error *err) {
+    grun *r = user;
+    r->reply = json_incref(result);
+    if (err && gg_error_is_set(err)) gg_error_move(&r->reply_err, err);
+    else if (!result) gg_error_set(&r->reply_err, "transport", "no answer");
+    /* second to arrive continues the run: the starter has already yielded */
+    if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 2 && r->opts && r->opts->wake)
+        r->opts->wake(r->opts->wake_user);
+}
+
+/* The node's output from the answer (the reply is consumed). */
+static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+    json_t *res = r->reply;
+    r->reply = NULL;
     if (!res) {
-        if (limited && !strcmp(err->code, "timeout"))
+        gg_error_move(err, &r->reply_err);
+        if (r->wait_limited && !strcmp(err->code, "timeout")) {
+            gg_error_clear(err);
             gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
                          r->g->max_execution_ms, (long)(gg_now_ms() - r->start_ms));
+        }
         return NULL;
     }
+    gg_error_clear(&r->reply_err);
     json_t *out = tool_result_output(res, err);
     json_decref(res);
     return out;
@@ -564,18 +613,21 @@ bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool) {
     return false;
 }
 
-/* Run one tool from its entry node to its exit node (see graph.h). Limits and the cancel
- * flag are checked before every node; hooks run synchronously on this thread. */
-bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts,
+/* Set up a run of tool (heap or stack); false with res->error set. */
+static bool run_begin(grun *r, gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts,
                       gg_graph_result *res) {
     memset(res, 0, sizeof *res);
     res->error.position = -1;
-    bool want_history = !(opts && opts->no_history);
-    if (want_history) res->history = json_array();
-    const gtool *t = NULL;
+    r->g = g;
+    r->opts = opts;
+    r->res = res;
+    r->want_history = !(opts && opts->no_history);
+    r->record_inputs = opts && opts->record_inputs;
+    r->reply_err = (gg_error)GG_ERROR_INIT;
+    if (r->want_history) res->history = json_array();
     for (size_t i = 0; i < g->ntools; i++)
-        if (!strcmp(g->tools[i].name, tool)) t = &g->tools[i];
-    if (!t) {
+        if (!strcmp(g->tools[i].name, tool)) r->t = &g->tools[i];
+    if (!r->t) {
         gg_error_set(&res->error, "unknown_tool", "Tool not found: %s", tool);
         return false;
     }
@@ -583,115 +635,293 @@ bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg
         gg_error_set(&res->error, "invalid_params", "Tool arguments must be an object");
         return false;
     }
-    grun r = {.g = g, .t = t, .opts = opts};
-    r.start_ms = gg_now_ms();
-    r.start_wall = gg_wall_ms();
-    r.context = json_object();
-    bool set_up = run_setup(&r);
-    r.jopts.cancel = opts ? opts->cancelled : NULL;
-    json_t *args = arguments ? json_incref(arguments) : json_object();
-    const gg_graph_hooks *hooks = opts ? opts->hooks : NULL;
-    bool record_inputs = opts && opts->record_inputs;
-    bool ok = false;
-    int cur = t->entry;
-    if (!r.context || !set_up || !args) {
+    /* the run's time counts from when the call was accepted (queue time included) */
+    double now = gg_now_ms();
+    r->start_ms = opts && opts->start_ms > 0 && opts->start_ms <= now ? opts->start_ms : now;
+    r->start_wall = gg_wall_ms() - (long long)(now - r->start_ms);
+    r->context = json_object();
+    bool set_up = run_setup(r);
+    r->jopts.cancel = opts ? opts->cancelled : NULL;
+    r->args = arguments ? json_incref(arguments) : json_object();
+    r->cur = r->t->entry;
+    if (!r->context || !set_up || !r->args) {
         gg_error_set(&res->error, "oom", "out of memory");
-        goto done;
+        return false;
     }
+    return true;
+}
+
+static void run_end(grun *r) {
+    r->res->node_executions = (int)r->nhist;
+    r->res->elapsed_ms = gg_now_ms() - r->start_ms;
+    r->ended = true;
+}
+
+/* A node ended (out, or e set): hooks, history, context; true when the run goes on. */
+static bool node_done(grun *r, const gnode *n, double t0, json_t *input, json_t *out, bool undefined, gg_error *e,
+                      int next) {
+    const gg_graph_hooks *hooks = r->opts ? r->opts->hooks : NULL;
+    gg_graph_result *res = r->res;
+    if (!out && !undefined && !gg_error_is_set(e)) gg_error_set(e, "oom", "out of memory");
+    double t1 = gg_now_ms();
+    /* past the budget any failure (an expression's time limit, mostly) is the budget's:
+     * the caller re-runs the tool without one and gets the real outcome */
+    if (gg_error_is_set(e) && r->opts && r->opts->budget_ms > 0 && t1 - r->start_ms >= r->opts->budget_ms &&
+        strcmp(e->code, "cancelled") != 0) {
+        gg_error_clear(e);
+        gg_error_set(e, "budget", "Execution budget of %.3f ms used up", r->opts->budget_ms);
+    }
+    gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
+                         r->start_wall + (long long)(t1 - r->start_ms), t1 - t0, input, out, NULL};
+    if (gg_error_is_set(e)) {
+        ev.error = e;
+        if (hooks && hooks->node_error) hooks->node_error(hooks->user, &ev);
+        if (r->want_history)
+            json_array_append_new(res->history,
+                                  history_record(ev.execution_index, n, ev.start_ms, ev.end_ms, ev.duration_ms, input, NULL, e));
+        res->failed_node = strdup(n->id);
+        gg_error_move(&res->error, e);
+        json_decref(input);
+        return false;
+    }
+    if (!run_record(r, r->cur, out)) {
+        gg_error_set(&res->error, "oom", "out of memory");
+        json_decref(input);
+        json_decref(out);
+        return false;
+    }
+    context_touch(r, r->cur);
+    if (hooks && hooks->node_complete) hooks->node_complete(hooks->user, &ev);
+    if (r->want_history)
+        json_array_append_new(res->history,
+                              history_record(ev.execution_index, n, ev.start_ms, ev.end_ms, ev.duration_ms, input, out, NULL));
+    json_decref(input);
+    if (n->type == GN_EXIT) {
+        res->output = out;
+        r->ok = true;
+        return false;
+    }
+    json_decref(out);
+    if (next < 0) {
+        gg_error_set(&res->error, "no_route", "Node %s has no next node", n->id);
+        return false;
+    }
+    r->cur = next;
+    return true;
+}
+
+/* Execute nodes until the run ends (true) or an mcp node waits for its answer (false; the
+ * answer calls opts->wake, or for a stack run the caller waits for it). Limits and the
+ * cancel flag are checked before every node; hooks run synchronously on this thread. */
+static bool run_advance(grun *r) {
+    if (r->ended) return true;
+    const gg_graph_hooks *hooks = r->opts ? r->opts->hooks : NULL;
     for (;;) {
-        const gnode *n = &t->nodes[cur];
-        /* one clock read at the start of a node and one at its end: limits, expression
-         * time limits and wall times (start_wall + offset) all come from them */
-        double t0 = r.now = gg_now_ms();
-        if (!check_limits(&r, &res->error)) break;
-        gg_graph_event ev = {(int)r.nhist, n->id, type_name[n->type], r.start_wall + (long long)(t0 - r.start_ms), 0, 0,
-                             NULL, NULL, NULL};
-        if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
+        const gnode *n = &r->t->nodes[r->cur];
         json_t *input = NULL, *out = NULL;
         int next = n->next;
         bool undefined = false;
         gg_error e = GG_ERROR_INIT;
-        switch (n->type) {
-        case GN_ENTRY: out = json_incref(args); break;
-        case GN_EXIT: out = exit_output(&r); break;
-        case GN_TRANSFORM: {
-            update_time_limit(&r);
-            json_t *ctx = context_get(&r);
-            if (!ctx) break; /* out of memory, reported below */
-            if (record_inputs) input = json_incref(ctx);
-            out = jsonata_evaluate(n->expr, ctx, NULL, &r.jopts, &r, &e);
-            if (gg_error_is_set(&e)) {
-                gg_error err2 = GG_ERROR_INIT;
-                set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
-                gg_error_move(&e, &err2);
-                json_decref(out);
-                out = NULL;
-            } else if (!out) {
-                undefined = true; /* kept as undefined: absent from context and history */
+        double t0;
+        if (r->waiting) { /* the answer of the mcp node we yielded on is here */
+            r->waiting = false;
+            t0 = r->wait_t0;
+            input = r->wait_input;
+            r->wait_input = NULL;
+            out = exec_mcp_finish(r, &e);
+        } else {
+            /* one clock read at the start of a node and one at its end: limits, expression
+             * time limits and wall times (start_wall + offset) all come from them */
+            t0 = r->now = gg_now_ms();
+            if (!check_limits(r, &r->res->error)) break;
+            gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
+                                 0, 0, NULL, NULL, NULL};
+            if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
+            switch (n->type) {
+            case GN_ENTRY: out = json_incref(r->args); break;
+            case GN_EXIT: out = exit_output(r); break;
+            case GN_TRANSFORM: {
+                update_time_limit(r);
+                json_t *ctx = context_get(r);
+                if (!ctx) break; /* out of memory, reported below */
+                if (r->record_inputs) input = json_incref(ctx);
+                out = jsonata_evaluate(n->expr, ctx, NULL, &r->jopts, r, &e);
+                if (gg_error_is_set(&e)) {
+                    gg_error err2 = GG_ERROR_INIT;
+                    set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
+                    gg_error_move(&e, &err2);
+                    json_decref(out);
+                    out = NULL;
+                } else if (!out) {
+                    undefined = true; /* kept as undefined: absent from context and history */
+                }
+                break;
             }
-            break;
+            case GN_MCP:
+                if (exec_mcp_start(r, n, &input, &e)) {
+                    r->wait_t0 = t0;
+                    r->wait_input = input;
+                    /* first to arrive yields; if the answer came first, go on right here */
+                    if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 1) return false;
+                    continue;
+                }
+                break;
+            case GN_SWITCH: {
+                update_time_limit(r);
+                json_t *ctx = context_get(r);
+                if (!ctx) break;
+                if (r->record_inputs) input = json_incref(ctx);
+                out = exec_switch(r, n, ctx, &next, &e);
+                break;
+            }
+            }
         }
-        case GN_MCP: out = exec_mcp(&r, n, &input, &e); break;
-        case GN_SWITCH: {
-            update_time_limit(&r);
-            json_t *ctx = context_get(&r);
-            if (!ctx) break;
-            if (record_inputs) input = json_incref(ctx);
-            out = exec_switch(&r, n, ctx, &next, &e);
-            break;
-        }
-        }
-        if (!out && !undefined && !gg_error_is_set(&e)) gg_error_set(&e, "oom", "out of memory");
-        double t1 = gg_now_ms();
-        /* past the budget any failure (an expression's time limit, mostly) is the budget's:
-         * the caller re-runs the tool without one and gets the real outcome */
-        if (gg_error_is_set(&e) && opts && opts->budget_ms > 0 && t1 - r.start_ms >= opts->budget_ms &&
-            strcmp(e.code, "cancelled") != 0) {
-            gg_error_clear(&e);
-            gg_error_set(&e, "budget", "Execution budget of %.3f ms used up", opts->budget_ms);
-        }
-        ev.end_ms = r.start_wall + (long long)(t1 - r.start_ms);
-        ev.duration_ms = t1 - t0;
-        ev.input = input;
-        ev.output = out;
-        if (gg_error_is_set(&e)) {
-            ev.error = &e;
-            if (hooks && hooks->node_error) hooks->node_error(hooks->user, &ev);
-            if (want_history) json_array_append_new(res->history, history_record(ev.execution_index, n, ev.start_ms, ev.end_ms,
-                                                                                  ev.duration_ms, input, NULL, &e));
-            res->failed_node = strdup(n->id);
-            gg_error_move(&res->error, &e);
-            json_decref(input);
-            break;
-        }
-        if (!run_record(&r, cur, out)) {
-            gg_error_set(&res->error, "oom", "out of memory");
-            json_decref(input);
-            json_decref(out);
-            break;
-        }
-        context_touch(&r, cur);
-        if (hooks && hooks->node_complete) hooks->node_complete(hooks->user, &ev);
-        if (want_history)
-            json_array_append_new(res->history, history_record(ev.execution_index, n, ev.start_ms, ev.end_ms,
-                                                               ev.duration_ms, input, out, NULL));
-        json_decref(input);
-        if (n->type == GN_EXIT) {
-            res->output = out;
-            ok = true;
-            break;
-        }
-        json_decref(out);
-        if (next < 0) {
-            gg_error_set(&res->error, "no_route", "Node %s has no next node", n->id);
-            break;
-        }
-        cur = next;
+        if (!node_done(r, n, t0, input, out, undefined, &e, next)) break;
     }
-done:
-    res->node_executions = (int)r.nhist;
-    res->elapsed_ms = gg_now_ms() - r.start_ms;
-    json_decref(args);
-    run_free(&r);
+    run_end(r);
+    return true;
+}
+
+static void run_release(grun *r) {
+    json_decref(r->args);
+    json_decref(r->wait_input);
+    json_decref(r->reply);
+    gg_error_clear(&r->reply_err);
+    if (r->t) run_free(r);
+    else json_decref(r->context);
+}
+
+/* A synchronous caller waiting for a yielded run's answer. */
+typedef struct sync_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool woken;
+} sync_wait;
+
+static void sync_wake(void *user) {
+    sync_wait *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->woken = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Run one tool from its entry node to its exit node (see graph.h), on this thread: the
+ * resumable executor, waiting here whenever it yields. */
+bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts,
+                      gg_graph_result *res) {
+    grun r = {0};
+    sync_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    gg_graph_run_options local = opts ? *opts : (gg_graph_run_options){0};
+    local.wake = sync_wake;
+    local.wake_user = &w;
+    bool ok = false;
+    if (run_begin(&r, g, tool, arguments, &local, res)) {
+        while (!run_advance(&r)) {
+            pthread_mutex_lock(&w.mu);
+            while (!w.woken) pthread_cond_wait(&w.cv, &w.mu);
+            w.woken = false;
+            pthread_mutex_unlock(&w.mu);
+        }
+        ok = r.ok;
+    }
+    run_release(&r);
     return ok;
+}
+
+/* ---- heap runs: yield, resume, save, restore ---------------------------------------------- */
+
+gg_graph_run *gg_graph_run_new(gg_graph *g, const char *tool, json_t *arguments, const gg_graph_run_options *opts) {
+    gg_graph_run *run = calloc(1, sizeof *run);
+    if (!run) return NULL;
+    if (!run_begin(&run->r, g, tool, arguments, opts, &run->r.own_res)) run_end(&run->r);
+    return run;
+}
+
+bool gg_graph_run_advance(gg_graph_run *run) {
+    if (!run->r.t && !run->r.ended) run_end(&run->r);
+    return run->r.t ? run_advance(&run->r) : true;
+}
+
+/* The outcome of an ended run, moved into res. */
+bool gg_graph_run_result(gg_graph_run *run, gg_graph_result *res) {
+    *res = run->r.own_res;
+    memset(&run->r.own_res, 0, sizeof run->r.own_res);
+    run->r.own_res.error.position = -1;
+    return run->r.ok;
+}
+
+void gg_graph_run_free(gg_graph_run *run) {
+    if (!run) return;
+    run_release(&run->r);
+    gg_graph_result_clear(&run->r.own_res);
+    free(run);
+}
+
+/* The run as JSON (see graph.h): tool, position, arguments, the outputs so far in order,
+ * the history records, counters and clocks. A run waiting on a downstream call is saved at
+ * that node: restored, it makes the call again. */
+json_t *gg_graph_run_save(const gg_graph_run *run) {
+    const grun *r = &run->r;
+    if (!r->t || r->ended) return NULL;
+    json_t *outs = json_array();
+    for (size_t i = 0; outs && i < r->nhist; i++) {
+        json_t *o = r->hist[i].output;
+        json_array_append_new(outs, o ? json_pack("[s,O]", r->t->nodes[r->hist[i].node].id, o)
+                                      : json_pack("[s]", r->t->nodes[r->hist[i].node].id));
+    }
+    double elapsed = gg_now_ms() - r->start_ms;
+    return json_pack("{s:i, s:s, s:s, s:O, s:o, s:O?, s:I, s:f, s:b}", "version", 1, "tool", r->t->name, "node",
+                     r->t->nodes[r->cur].id, "arguments", r->args, "outputs", outs, "history", r->res->history,
+                     "startedAt", (json_int_t)r->start_wall, "elapsedMs", elapsed, "waiting", r->waiting);
+}
+
+static int node_by_id(const gtool *t, const char *id) {
+    for (size_t i = 0; id && i < t->nnodes; i++)
+        if (!strcmp(t->nodes[i].id, id)) return (int)i;
+    return -1;
+}
+
+/* Restore a saved run on the same graph version; NULL + err when it does not fit. */
+gg_graph_run *gg_graph_run_restore(gg_graph *g, json_t *state, const gg_graph_run_options *opts, gg_error *err) {
+    const char *tool = json_string_value(json_object_get(state, "tool"));
+    json_t *outs = json_object_get(state, "outputs");
+    if (json_integer_value(json_object_get(state, "version")) != 1 || !tool || !json_is_array(outs)) {
+        gg_error_set(err, "invalid_state", "not a saved run");
+        return NULL;
+    }
+    gg_graph_run *run = calloc(1, sizeof *run);
+    if (!run) {
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    grun *r = &run->r;
+    if (!run_begin(r, g, tool, json_object_get(state, "arguments"), opts, &r->own_res)) {
+        gg_error_set(err, "invalid_state", "%s", r->own_res.error.message ? r->own_res.error.message : "bad state");
+        gg_graph_run_free(run);
+        return NULL;
+    }
+    r->cur = node_by_id(r->t, json_string_value(json_object_get(state, "node")));
+    bool ok = r->cur >= 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(outs, i, o) {
+        int n = node_by_id(r->t, json_string_value(json_array_get(o, 0)));
+        if (!ok || n < 0 || !run_record(r, n, json_array_get(o, 1))) {
+            ok = false;
+            break;
+        }
+        context_touch(r, n);
+    }
+    json_t *hist = json_object_get(state, "history");
+    if (ok && r->want_history && json_is_array(hist)) json_array_extend(r->res->history, hist);
+    double elapsed = json_number_value(json_object_get(state, "elapsedMs"));
+    r->start_ms = gg_now_ms() - (elapsed > 0 ? elapsed : 0);
+    r->start_wall = (long long)json_integer_value(json_object_get(state, "startedAt"));
+    if (!ok) {
+        gg_error_set(err, "invalid_state", "the saved run does not match tool '%s' of this graph", tool);
+        gg_graph_run_free(run);
+        return NULL;
+    }
+    return run;
 }

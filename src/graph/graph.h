@@ -127,6 +127,13 @@ typedef struct gg_graph_run_options {
     double budget_ms;            /* > 0: give up with error code "budget" once the run has
                                     taken this long (a caller running it speculatively on a
                                     thread that must not stall retries elsewhere) */
+    /* Heap runs (gg_graph_run_new): called once, from any thread (the downstream client's),
+     * when a run that yielded on an mcp node has its answer and may advance again. It must
+     * not advance the run itself on that thread: hand it to a worker. */
+    void (*wake)(void *user);
+    void *wake_user;
+    double start_ms;             /* > 0: monotonic time the call was accepted; the run's
+                                    time limit counts from there (queue time included) */
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
@@ -150,6 +157,28 @@ void gg_graph_result_clear(gg_graph_result *r);
  * from many threads at once on the same graph. */
 bool gg_graph_execute(gg_graph *g, const char *tool, json_t *arguments,
                       const gg_graph_run_options *opts, gg_graph_result *r);
+
+/* A resumable run: it advances node by node until it ends or an mcp node waits for its
+ * downstream answer, and then yields instead of blocking — no thread waits for it. When the
+ * answer arrives opts->wake is called and gg_graph_run_advance goes on from there (on any
+ * thread, one at a time). opts (and what it points to) must outlive the run. */
+typedef struct gg_graph_run gg_graph_run;
+/* Never NULL except out of memory; a run that cannot start (unknown tool, bad arguments)
+ * ends at its first advance with the error. */
+gg_graph_run *gg_graph_run_new(gg_graph *g, const char *tool, json_t *arguments,
+                               const gg_graph_run_options *opts);
+/* true: the run ended (see gg_graph_run_result); false: it waits, wake will be called. */
+bool gg_graph_run_advance(gg_graph_run *run);
+/* After the run ended: its result moved into res (as gg_graph_execute fills it). */
+bool gg_graph_run_result(gg_graph_run *run, gg_graph_result *res);
+void gg_graph_run_free(gg_graph_run *run);
+/* The run's state as plain JSON {version, tool, node, arguments, outputs:[[id, output?]...],
+ * history, startedAt, elapsedMs, waiting} (new reference; NULL once ended), and back: a
+ * restored run continues at the saved node with the same context, history, counters and
+ * clock (a saved waiting mcp node makes its downstream call again). */
+json_t *gg_graph_run_save(const gg_graph_run *run);
+gg_graph_run *gg_graph_run_restore(gg_graph *g, json_t *state, const gg_graph_run_options *opts,
+                                   gg_error *err);
 
 /* True when the tool exists and none of its nodes can block on I/O (no mcp nodes): a run
  * then only computes, so with a budget it may run on a thread that serves other work. */

@@ -1,6 +1,8 @@
 /* provider.c — a loaded graph version served as an mcp_provider: tools come from the graph,
  * tools/call runs the executor with the caller's cancel flag and reports each node live through
- * the sink (progress + a debug log per completed node, an error log for a failed one). */
+ * the sink (progress + a debug log per completed node, an error log for a failed one). The
+ * asynchronous call runs the same executor as a heap run that yields on mcp nodes and is
+ * resumed through the caller's resume hook, so a call waiting downstream holds no thread. */
 #include "graph/internal.h"
 
 #include <math.h>
@@ -173,6 +175,34 @@ static json_t *error_result(const char *msg) {
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg ? msg : "error", "isError", 1);
 }
 
+/* The tools/call outcome of a finished run (NULL + err for protocol-level failures). */
+static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx, bool ok, gg_graph_result *r,
+                           gg_error *err) {
+    bool text = ctx && ctx->history_text;
+    bool over_budget = !ok && !strcmp(r->error.code, "budget");
+    if (gp->history_fn && !over_budget && !text) gp->history_fn(gp->history_user, name, ctx, r);
+    json_t *out = NULL;
+    if (ok) {
+        out = success_result(r->output);
+    } else if (over_budget || !strcmp(r->error.code, "cancelled") || !strcmp(r->error.code, "invalid_params")) {
+        gg_error_move(err, &r->error);
+    } else {
+        out = error_result(r->error.message);
+    }
+    if (ok && !out) gg_error_set(err, "oom", "out of memory");
+    return out;
+}
+
+/* The executor's options for a call: node records as text come from the hooks; the
+ * executor's JSON history only for the history sink. */
+static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, const gg_graph_hooks *hooks) {
+    bool text = ctx && ctx->history_text;
+    gg_graph_run_options ro = {hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
+                               text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
+    ro.start_ms = ctx ? ctx->accepted_ms : 0;
+    return ro;
+}
+
 static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx, gg_error *err) {
     gprov *gp = p->impl;
     if (!gg_graph_tool(gp->g, name)) {
@@ -181,26 +211,89 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
     }
     call_state cs = {ctx, 0, 0, 0};
     gg_graph_hooks hooks = {NULL, on_node_complete, on_node_error, &cs};
-    bool text = ctx && ctx->history_text;
-    /* records as text come from the hooks; the executor's JSON history only for the sink */
-    gg_graph_run_options ro = {&hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
-                               text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
+    gg_graph_run_options ro = run_options(gp, ctx, &hooks);
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_execute(gp->g, name, arguments, &ro, &r);
     history_truncated(&cs);
-    bool over_budget = !ok && !strcmp(r.error.code, "budget");
-    if (gp->history_fn && !over_budget && !text) gp->history_fn(gp->history_user, name, ctx, &r);
-    json_t *out = NULL;
-    if (ok) {
-        out = success_result(r.output);
-    } else if (over_budget || !strcmp(r.error.code, "cancelled") || !strcmp(r.error.code, "invalid_params")) {
-        gg_error_move(err, &r.error);
-    } else {
-        out = error_result(r.error.message);
-    }
-    if (ok && !out) gg_error_set(err, "oom", "out of memory");
+    json_t *out = run_outcome(gp, name, ctx, ok, &r, err);
     gg_graph_result_clear(&r);
     return out;
+}
+
+/* ---- asynchronous calls: a heap run that yields on mcp nodes ------------------------------- */
+
+typedef struct acall {
+    mcp_provider *p;         /* reference */
+    char *tool;
+    const mcp_call_ctx *ctx;
+    call_state cs;
+    gg_graph_hooks hooks;
+    gg_graph_run_options ro;
+    gg_graph_run *run;
+    mcp_provider_done_fn done;
+    void *user;
+} acall;
+
+/* Advance the run (on a worker) and finish the call once it ended. */
+static void acall_step(void *arg) {
+    acall *a = arg;
+    if (!gg_graph_run_advance(a->run)) return; /* waits: acall_wake brings it back */
+    gprov *gp = a->p->impl;
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    bool ok = gg_graph_run_result(a->run, &r);
+    gg_error err = GG_ERROR_INIT;
+    history_truncated(&a->cs);
+    json_t *out = run_outcome(gp, a->tool, a->ctx, ok, &r, &err);
+    gg_graph_result_clear(&r);
+    gg_graph_run_free(a->run);
+    mcp_provider_done_fn done = a->done;
+    void *user = a->user;
+    mcp_provider_unref(a->p);
+    free(a->tool);
+    free(a);
+    done(user, out, &err);
+    gg_error_clear(&err);
+}
+
+/* The downstream answer arrived (client thread): continue on a worker. */
+static void acall_wake(void *arg) {
+    acall *a = arg;
+    if (a->ctx && a->ctx->resume) a->ctx->resume(a->ctx->resume_user, acall_step, a);
+    else acall_step(a);
+}
+
+static void p_call_tool_async(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
+                              mcp_provider_done_fn done, void *user) {
+    gprov *gp = p->impl;
+    gg_error err = GG_ERROR_INIT;
+    acall *a = gg_graph_tool(gp->g, name) ? calloc(1, sizeof *a) : NULL;
+    if (a) {
+        a->p = mcp_provider_ref(p);
+        a->tool = strdup(name);
+        a->ctx = ctx;
+        a->cs = (call_state){ctx, 0, 0, 0};
+        a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
+        a->ro = run_options(gp, ctx, &a->hooks);
+        a->ro.wake = acall_wake;
+        a->ro.wake_user = a;
+        a->done = done;
+        a->user = user;
+        a->run = a->tool ? gg_graph_run_new(gp->g, name, arguments, &a->ro) : NULL;
+        if (a->run) {
+            acall_step(a);
+            return;
+        }
+        mcp_provider_unref(a->p);
+        free(a->tool);
+        free(a);
+        gg_error_set(&err, "oom", "out of memory");
+    } else if (!gg_graph_tool(gp->g, name)) {
+        gg_error_set(&err, "unknown_tool", "Tool not found: %s", name);
+    } else {
+        gg_error_set(&err, "oom", "out of memory");
+    }
+    done(user, NULL, &err);
+    gg_error_clear(&err);
 }
 
 static bool p_tool_is_pure(mcp_provider *p, const char *name) {
@@ -230,6 +323,7 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->call_tool = p_call_tool;
     p->destroy = p_destroy;
     p->tool_is_pure = p_tool_is_pure;
+    p->call_tool_async = p_call_tool_async;
     p->refcount = 1;
     p->impl = gp;
     return p;

@@ -2,6 +2,7 @@
  * decides which downstream servers may be reached is in policy.c. */
 #include "mcp/mcp.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,16 +34,69 @@ void mcp_client_free(mcp_client *c) {
     free(c);
 }
 
-/* One JSON-RPC request through the transport (see mcp.h for errors and threading). */
+/* Start one JSON-RPC request through the transport (see mcp.h). */
+void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+                      mcp_client_done_fn done, void *user) {
+    c->ops->start(c->impl, method, params, timeout_ms, cancel, done, user);
+}
+
+void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                volatile int *cancel, mcp_client_done_fn done, void *user) {
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
+    if (!params) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "oom", "out of memory");
+        done(user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    mcp_client_start(c, "tools/call", params, timeout_ms, cancel, done, user);
+    json_decref(params);
+}
+
+/* A synchronous caller waiting for its asynchronous request. */
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    json_t *result;
+    gg_error err;
+} waiter;
+
+static void waiter_done(void *user, json_t *result, gg_error *err) {
+    waiter *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->result = json_incref(result);
+    if (err && gg_error_is_set(err)) gg_error_move(&w->err, err);
+    w->done = true;
+    pthread_cond_signal(&w->cv); /* under the lock: the waiter frees w once it sees done */
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Wait for the asynchronous request (see mcp.h for errors and threading). */
 json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
                            gg_error *err) {
-    return c->ops->request(c->impl, method, params, timeout_ms, cancel, err);
+    waiter w = {.done = false, .result = NULL, .err = GG_ERROR_INIT};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    mcp_client_start(c, method, params, timeout_ms, cancel, waiter_done, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    if (!w.result) {
+        if (gg_error_is_set(&w.err)) gg_error_move(err, &w.err);
+        else gg_error_set(err, "transport", "request failed");
+    }
+    gg_error_clear(&w.err);
+    return w.result;
 }
 
 /* tools/call {name, arguments}; returns the CallToolResult. */
 json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms, volatile int *cancel,
                              gg_error *err) {
-    json_t *params = json_pack("{s:s, s:O}", "name", tool, "arguments", arguments ? arguments : json_object());
+    json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (!params) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;

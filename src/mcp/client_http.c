@@ -1,11 +1,16 @@
-/* client_http.c — a downstream MCP server over streamable HTTP (libcurl). Each request is a
- * POST accepting JSON or an SSE stream; the Mcp-Session-Id from initialize is kept and sent
- * with MCP-Protocol-Version; a 404 on a known session re-initializes once. Every socket
- * libcurl opens is checked against the policy (no loopback/private targets by default). */
-#include "mcp/mcp.h"
+/* client_http.c — a downstream MCP server over streamable HTTP, on libcurl's multi
+ * interface: every exchange of every client runs on the event loop's thread (loop.c), so a
+ * call waiting for its answer holds no thread. Each request is a POST accepting JSON or an
+ * SSE stream; the Mcp-Session-Id from initialize is kept and sent with
+ * MCP-Protocol-Version. When the server forgets the session (400/404 naming it, a restart)
+ * or the request could not be sent, the session is initialized again and the call retried
+ * once. Every socket libcurl opens is checked against the policy (no loopback/private
+ * targets by default). All client state below is touched on the loop thread only. */
+#include "mcp/loop.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,61 +19,148 @@
 
 #define MAX_BODY (64u << 20)
 
+typedef struct hreq hreq;
+
+/* Why on_opensocket refused a connection (the policy logs the exact reason). */
+#define POLICY_REFUSED "refused by policy.http_hosts (an internal address not listed as an IP, or the gateway's own listener)"
+
 typedef struct http_client {
     char *name, *url;
     char **headers;
     int timeout_ms;
     const mcp_client_policy *policy;
-    pthread_mutex_t mu;
-    pthread_mutex_t init_mu; /* one initialize at a time; concurrent callers wait for it */
+    mcp_loop *loop;
+    /* loop thread only */
     char *session;      /* Mcp-Session-Id */
     char *protocol;     /* negotiated version */
-    bool ready;
-    int starts;
-    long long next_id;
-    CURL *idle[8];      /* reusable handles: each keeps its live connections (TLS reuse) */
-    int nidle;
+    bool ready, initing, closing;
+    hreq *waiting;      /* calls waiting for the session */
+    hreq *flight;       /* exchanges in the multi handle */
+    /* any thread */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int nreqs;          /* exchanges not yet destroyed */
+    int starts;         /* atomic */
+    long long next_id;  /* atomic */
 } http_client;
 
-/* A handle for one request: an idle one (reset, connections kept) or a new one. */
-static CURL *handle_take(http_client *c) {
-    pthread_mutex_lock(&c->mu);
-    CURL *h = c->nidle ? c->idle[--c->nidle] : NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (h) curl_easy_reset(h);
-    else h = curl_easy_init();
-    return h;
-}
+enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE };
+enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE };
 
-static void handle_give(http_client *c, CURL *h) {
-    pthread_mutex_lock(&c->mu);
-    if (c->nidle < (int)(sizeof c->idle / sizeof c->idle[0])) {
-        c->idle[c->nidle++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (h) curl_easy_cleanup(h);
-}
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_ALL); }
-
-typedef struct xfer {
+struct hreq {
+    mcp_pending p; /* first: the loop's view */
+    mcp_loop_xfer lx;
     http_client *c;
-    gg_strbuf body;
-    bool sse;
+    int kind, state;
+    long long id;  /* -1 for notifications */
+    char *body;    /* the serialized message */
+    bool retried, refused_by_policy;
+    CURL *h;
+    struct curl_slist *hd;
+    gg_strbuf resp;
+    bool sse, too_big;
     char *session;
-    long long want_id;   /* id whose response ends an SSE stream */
-    json_t *found;       /* matching JSON-RPC message from the stream */
-    size_t sse_scan;     /* parsed prefix of body for SSE */
-    volatile int *cancel;
-    bool too_big;
-} xfer;
+    json_t *found; /* our response out of an SSE stream */
+    size_t sse_scan;
+    hreq *next;
+};
+
+/* ---- exchanges ------------------------------------------------------------------------- */
+
+static void hreq_reset_transfer(hreq *r) {
+    if (r->h) curl_easy_cleanup(r->h);
+    curl_slist_free_all(r->hd);
+    r->h = NULL;
+    r->hd = NULL;
+    gg_strbuf_free(&r->resp);
+    free(r->session);
+    r->session = NULL;
+    json_decref(r->found);
+    r->found = NULL;
+    r->sse = r->too_big = r->refused_by_policy = false;
+    r->sse_scan = 0;
+}
+
+static void hreq_destroy(mcp_pending *p) {
+    hreq *r = (hreq *)p;
+    http_client *c = r->c;
+    hreq_reset_transfer(r);
+    free(r->body);
+    free(r);
+    pthread_mutex_lock(&c->mu);
+    c->nreqs--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void noop_done(void *user, json_t *result, gg_error *err) { (void)user, (void)result, (void)err; }
+
+static void hreq_expire(mcp_pending *p, const char *why);
+
+static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *params, int timeout_ms,
+                      volatile int *cancel, mcp_client_done_fn done, void *user) {
+    hreq *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    mcp_pending_init(&r->p, timeout_ms, cancel, done ? done : noop_done, user);
+    r->p.expire = hreq_expire;
+    r->p.destroy = hreq_destroy;
+    r->c = c;
+    r->kind = kind;
+    r->id = kind == HR_CALL || kind == HR_INIT ? __atomic_add_fetch(&c->next_id, 1, __ATOMIC_RELAXED) : -1;
+    pthread_mutex_lock(&c->mu);
+    c->nreqs++;
+    pthread_mutex_unlock(&c->mu);
+    json_t *msg = r->id >= 0 ? json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", method)
+                             : json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+    if (msg && params) json_object_set(msg, "params", params);
+    r->body = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (!r->body) {
+        mcp_pending_unref(&r->p);
+        return NULL;
+    }
+    return r;
+}
+
+static void unlink_req(hreq **list, hreq *r) {
+    for (hreq **pp = list; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            r->next = NULL;
+            return;
+        }
+}
+
+static void finish(hreq *r, json_t *result, const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void finish(hreq *r, json_t *result, const char *code, const char *fmt, ...) {
+    gg_error e = GG_ERROR_INIT;
+    if (code) {
+        char m[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(m, sizeof m, fmt, ap);
+        va_end(ap);
+        gg_error_set(&e, code, "%s", m);
+    }
+    r->state = HS_DONE;
+    mcp_pending_finish(r->c->loop, &r->p, result, &e);
+    gg_error_clear(&e);
+}
+
+static void finish_result(hreq *r, json_t *result) {
+    r->state = HS_DONE;
+    mcp_pending_finish(r->c->loop, &r->p, result, NULL);
+}
+
+/* An internal exchange (initialize, notifications) ends: nobody waits for its outcome. */
+static void finish_quiet(hreq *r) { finish_result(r, NULL); }
+
+/* ---- reading a response ---------------------------------------------------------------- */
 
 /* Parse complete SSE events in the buffer; keep the message with our id. */
-static void sse_parse(xfer *x) {
+static void sse_parse(hreq *x) {
     for (;;) {
-        char *start = x->body.data + x->sse_scan;
+        char *start = x->resp.data + x->sse_scan;
         char *end = strstr(start, "\n\n");
         char *end2 = strstr(start, "\r\n\r\n");
         size_t sep = 2;
@@ -89,11 +181,11 @@ static void sse_parse(xfer *x) {
             }
             line = nl ? nl + 1 : end;
         }
-        x->sse_scan = (size_t)(end - x->body.data) + sep;
+        x->sse_scan = (size_t)(end - x->resp.data) + sep;
         if (data.len && !x->found) {
             json_t *m = json_loadb(data.data, data.len, 0, NULL);
             json_t *id = json_object_get(m, "id");
-            if (m && json_is_integer(id) && json_integer_value(id) == x->want_id &&
+            if (m && json_is_integer(id) && json_integer_value(id) == x->id &&
                 (json_object_get(m, "result") || json_object_get(m, "error")))
                 x->found = m;
             else
@@ -105,13 +197,13 @@ static void sse_parse(xfer *x) {
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
-    xfer *x = user;
+    hreq *x = user;
     size_t n = size * nmemb;
-    if (x->body.len + n > MAX_BODY) {
+    if (x->resp.len + n > MAX_BODY) {
         x->too_big = true;
         return 0;
     }
-    gg_strbuf_append(&x->body, ptr, n);
+    gg_strbuf_append(&x->resp, ptr, n);
     if (x->sse) {
         sse_parse(x);
         if (x->found) return 0; /* got our answer: stop reading the stream */
@@ -120,7 +212,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
-    xfer *x = user;
+    hreq *x = user;
     size_t n = size * nitems;
     if (n > 15 && !strncasecmp(buf, "mcp-session-id:", 15)) {
         const char *v = buf + 15;
@@ -137,237 +229,348 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
     return n;
 }
 
-static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
-    xfer *x = user;
-    return x->cancel && __atomic_load_n(x->cancel, __ATOMIC_RELAXED) ? 1 : 0;
-}
-
 /* Every address libcurl connects to passes the policy again (DNS rebinding, own listeners). */
 static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl_sockaddr *a) {
-    http_client *c = user;
+    hreq *r = user;
+    http_client *c = r->c;
     gg_error e = GG_ERROR_INIT;
     if (!mcp_policy_connect_ok(c->policy, c->url, &a->addr, &e)) {
         gg_log(GG_LOG_WARN, "downstream connection refused by policy", "server", c->name, "reason", e.message, NULL);
         gg_error_clear(&e);
+        r->refused_by_policy = true;
         return CURL_SOCKET_BAD;
     }
     return socket(a->family, a->socktype, a->protocol);
 }
 
-/* POST one JSON-RPC message. Returns the HTTP status (0 on transport failure, err set). */
-static long post(http_client *c, json_t *msg, long long want_id, int timeout_ms, volatile int *cancel, xfer *x,
-                 gg_error *err) {
-    CURL *h = handle_take(c);
+static void on_done(mcp_loop_xfer *lx, CURLcode rc);
+
+/* Put an exchange on the wire (loop thread). */
+static void launch(hreq *r) {
+    http_client *c = r->c;
+    hreq_reset_transfer(r);
+    CURL *h = r->h = curl_easy_init();
     if (!h) {
-        gg_error_set(err, "transport", "cannot create a curl handle");
-        return 0;
+        finish(r, NULL, "transport", "cannot create a curl handle");
+        return;
     }
-    char *body = json_dumps(msg, JSON_COMPACT);
     struct curl_slist *hd = NULL;
     hd = curl_slist_append(hd, "Content-Type: application/json");
     hd = curl_slist_append(hd, "Accept: application/json, text/event-stream");
     char line[512];
-    pthread_mutex_lock(&c->mu);
-    if (c->session) {
+    if (c->session && r->kind != HR_INIT) {
         snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
         hd = curl_slist_append(hd, line);
     }
-    snprintf(line, sizeof line, "MCP-Protocol-Version: %s", c->protocol ? c->protocol : MCP_CLIENT_PROTOCOL_VERSION);
-    pthread_mutex_unlock(&c->mu);
+    snprintf(line, sizeof line, "MCP-Protocol-Version: %s",
+             c->protocol && r->kind != HR_INIT ? c->protocol : MCP_CLIENT_PROTOCOL_VERSION);
     hd = curl_slist_append(hd, line);
     for (char **p = c->headers; p && *p; p++) hd = curl_slist_append(hd, *p);
-    x->c = c;
-    x->want_id = want_id;
-    x->cancel = cancel;
+    r->hd = hd;
+    r->lx.fn = on_done;
+    double left = r->p.deadline - gg_now_ms();
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)&r->lx);
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "{}");
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, r);
     curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    /* a backstop: the loop's deadline heap normally ends a late call first */
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left < 1 ? 1 : left + 50));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    CURLcode rc = curl_easy_perform(h);
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->found)) {
-        if (rc == CURLE_ABORTED_BY_CALLBACK) gg_error_set(err, "cancelled", "Execution cancelled");
-        else if (rc == CURLE_OPERATION_TIMEDOUT) gg_error_set(err, "timeout", "MCP error -32001: Request timed out");
-        else if (x->too_big) gg_error_set(err, "transport", "response from MCP server '%s' is too large", c->name);
-        else if (rc == CURLE_COULDNT_CONNECT && c->policy && !c->policy->allow_all)
-            gg_error_set(err, "transport", "cannot connect to MCP server '%s' (%s; refused by policy.http_hosts: an "
-                         "internal address not listed as an IP, or the gateway's own listener)",
-                         c->name, curl_easy_strerror(rc));
-        else gg_error_set(err, "transport", "MCP server '%s': %s", c->name, curl_easy_strerror(rc));
-        status = 0;
+    if (curl_multi_add_handle(mcp_loop_multi(c->loop), h) != CURLM_OK) {
+        finish(r, NULL, "transport", "cannot start an HTTP request");
+        return;
     }
-    curl_slist_free_all(hd);
-    handle_give(c, h);
-    free(body);
-    return status;
+    r->state = HS_FLIGHT;
+    r->next = c->flight;
+    c->flight = r;
 }
 
-static void xfer_free(xfer *x) {
-    gg_strbuf_free(&x->body);
-    free(x->session);
-    json_decref(x->found);
+/* Take an exchange off the wire (loop thread). */
+static void land(hreq *r) {
+    if (r->state != HS_FLIGHT) return;
+    unlink_req(&r->c->flight, r);
+    curl_multi_remove_handle(mcp_loop_multi(r->c->loop), r->h);
+    r->state = HS_NEW;
 }
 
-/* One request/response; *status gets the HTTP status for the 404 re-initialize rule. */
-static json_t *exchange(http_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
-                        long *status, gg_error *err) {
-    pthread_mutex_lock(&c->mu);
-    long long id = ++c->next_id;
-    pthread_mutex_unlock(&c->mu);
-    json_t *msg = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method);
-    if (msg && params) json_object_set(msg, "params", params);
-    xfer x = {0};
-    *status = post(c, msg, id, timeout_ms, cancel, &x, err);
-    json_decref(msg);
-    json_t *result = NULL;
-    if (*status == 0) goto out;
-    if (x.session) {
-        pthread_mutex_lock(&c->mu);
-        free(c->session);
-        c->session = x.session;
-        x.session = NULL;
-        pthread_mutex_unlock(&c->mu);
-    }
-    if (*status < 200 || *status >= 300) {
-        gg_error_set(err, "transport", "MCP server '%s' answered HTTP %ld to %s", c->name, *status, method);
-        goto out;
-    }
-    json_t *m = x.found;
-    x.found = NULL;
-    if (!m && !x.sse && x.body.len) m = json_loadb(x.body.data, x.body.len, 0, NULL);
-    if (!m) {
-        gg_error_set(err, "transport", "MCP server '%s' sent no response to %s", c->name, method);
-        goto out;
-    }
-    json_t *e = json_object_get(m, "error");
-    if (e) {
-        const char *em = json_string_value(json_object_get(e, "message"));
-        gg_error_set(err, "mcp_error", "MCP error %lld: %s", (long long)json_integer_value(json_object_get(e, "code")),
-                     em ? em : "unknown error");
-    } else {
-        result = json_incref(json_object_get(m, "result"));
-        if (!result) gg_error_set(err, "mcp_error", "MCP server '%s' sent a response without a result", c->name);
-    }
-    json_decref(m);
-out:
-    xfer_free(&x);
-    return result;
+/* A notification nobody waits for (notifications/cancelled). */
+static void fire(http_client *c, const char *method, json_t *params) {
+    hreq *n = hreq_new(c, HR_FIRE, method, params, 2000, NULL, NULL, NULL);
+    if (n) launch(n);
 }
 
-static bool initialize(http_client *c, int timeout_ms, volatile int *cancel, gg_error *err) {
-    pthread_mutex_lock(&c->mu);
+static void start_init(http_client *c);
+
+/* The session is usable (or failed): send what waited for it, or fail it. */
+static void session_settled(http_client *c, const char *error) {
+    c->initing = false;
+    c->ready = error == NULL;
+    hreq *w = c->waiting;
+    c->waiting = NULL;
+    while (w) {
+        hreq *next = w->next;
+        w->next = NULL;
+        w->state = HS_NEW;
+        if (error) finish(w, NULL, "transport", "%s", error);
+        else launch(w);
+        w = next;
+    }
+}
+
+static void start_init(http_client *c) {
+    if (c->initing) return;
+    c->initing = true;
+    c->ready = false;
     free(c->session);
     c->session = NULL;
     free(c->protocol);
     c->protocol = NULL;
-    c->starts++;
-    pthread_mutex_unlock(&c->mu);
+    __atomic_add_fetch(&c->starts, 1, __ATOMIC_RELAXED);
     json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
                                "clientInfo", "name", "graphgate", "version", GG_VERSION);
-    long status;
-    json_t *res = exchange(c, "initialize", params, timeout_ms, cancel, &status, err);
+    hreq *r = hreq_new(c, HR_INIT, "initialize", params, c->timeout_ms, NULL, NULL, NULL);
     json_decref(params);
-    if (!res) return false;
-    const char *pv = json_string_value(json_object_get(res, "protocolVersion"));
-    pthread_mutex_lock(&c->mu);
-    c->protocol = strdup(pv ? pv : MCP_CLIENT_PROTOCOL_VERSION);
-    pthread_mutex_unlock(&c->mu);
-    json_decref(res);
-    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
-    xfer x = {0};
-    gg_error e2 = GG_ERROR_INIT;
-    long st = post(c, note, -1, timeout_ms, cancel, &x, &e2);
-    json_decref(note);
-    xfer_free(&x);
-    if (st < 200 || st >= 300) {
-        if (gg_error_is_set(&e2)) gg_error_move(err, &e2);
-        else gg_error_set(err, "transport", "MCP server '%s' refused notifications/initialized (HTTP %ld)", c->name, st);
-        return false;
+    if (!r) session_settled(c, "out of memory");
+    else launch(r);
+}
+
+/* Queue a call behind a (new) session. */
+static void wait_for_session(hreq *r) {
+    http_client *c = r->c;
+    r->state = HS_WAITING;
+    hreq **tail = &c->waiting;
+    while (*tail) tail = &(*tail)->next;
+    *tail = r;
+    start_init(c);
+}
+
+static void submit(void *arg) {
+    hreq *r = arg;
+    http_client *c = r->c;
+    if (r->state == HS_NEW) {
+        if (c->closing) finish(r, NULL, "transport", "client is closing");
+        else if (c->ready) launch(r);
+        else wait_for_session(r);
     }
-    pthread_mutex_lock(&c->mu);
-    c->ready = true;
-    pthread_mutex_unlock(&c->mu);
-    return true;
+    mcp_pending_unref(&r->p); /* the post's reference */
 }
 
-static bool ensure_session(http_client *c, int timeout_ms, volatile int *cancel, gg_error *err) {
-    pthread_mutex_lock(&c->init_mu);
-    pthread_mutex_lock(&c->mu);
-    bool ready = c->ready;
-    pthread_mutex_unlock(&c->mu);
-    bool ok = ready || initialize(c, timeout_ms, cancel, err);
-    pthread_mutex_unlock(&c->init_mu);
-    return ok;
+/* The JSON-RPC message of a finished exchange (new reference) or NULL. */
+static json_t *response_message(hreq *r) {
+    json_t *m = r->found;
+    r->found = NULL;
+    if (!m && !r->sse && r->resp.len) m = json_loadb(r->resp.data, r->resp.len, 0, NULL);
+    return m;
 }
 
-static json_t *http_request(void *impl, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
-                            gg_error *err) {
-    http_client *c = impl;
-    if (timeout_ms <= 0) timeout_ms = c->timeout_ms;
-    if (!ensure_session(c, timeout_ms, cancel, err)) return NULL;
-    long status = 0;
-    json_t *r = exchange(c, method, params, timeout_ms, cancel, &status, err);
-    if (!r && status == 404) { /* the server forgot our session: start a new one, once */
-        gg_error_clear(err);
-        pthread_mutex_lock(&c->mu);
+static void transport_error(hreq *r, CURLcode rc) {
+    http_client *c = r->c;
+    if (rc == CURLE_OPERATION_TIMEDOUT) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
+    else if (r->too_big) finish(r, NULL, "transport", "response from MCP server '%s' is too large", c->name);
+    else if (rc == CURLE_COULDNT_CONNECT && r->refused_by_policy)
+        finish(r, NULL, "policy", "cannot connect to MCP server '%s': " POLICY_REFUSED, c->name);
+    else if (rc == CURLE_COULDNT_CONNECT)
+        finish(r, NULL, "refused", "cannot connect to MCP server '%s': connection refused", c->name);
+    else finish(r, NULL, "transport", "MCP server '%s': %s", c->name, curl_easy_strerror(rc));
+}
+
+/* The server does not know our session (it restarted or expired it). */
+static bool session_lost(hreq *r, long status) {
+    if (status == 404) return true;
+    if (status != 400 || !r->resp.data) return false;
+    return strcasestr(r->resp.data, "session") != NULL;
+}
+
+static void call_done(hreq *r, CURLcode rc, long status) {
+    http_client *c = r->c;
+    bool unsent = rc == CURLE_SEND_ERROR || rc == CURLE_COULDNT_CONNECT;
+    bool reset = rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR;
+    if (reset) c->ready = false; /* the server may have restarted: the next call starts over */
+    if (!r->retried && !r->refused_by_policy && ((rc == CURLE_OK && session_lost(r, status)) || (unsent && rc != CURLE_COULDNT_CONNECT))) {
+        r->retried = true;
         c->ready = false;
-        pthread_mutex_unlock(&c->mu);
-        if (!ensure_session(c, timeout_ms, cancel, err)) return NULL;
-        r = exchange(c, method, params, timeout_ms, cancel, &status, err);
+        wait_for_session(r);
+        return;
     }
-    return r;
+    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
+        transport_error(r, rc);
+        return;
+    }
+    if (status < 200 || status >= 300) {
+        finish(r, NULL, "transport", "MCP server '%s' answered HTTP %ld to a request", c->name, status);
+        return;
+    }
+    json_t *m = response_message(r);
+    json_t *e = json_object_get(m, "error"), *result = json_object_get(m, "result");
+    if (!m) finish(r, NULL, "transport", "MCP server '%s' sent no response", c->name);
+    else if (e) {
+        const char *em = json_string_value(json_object_get(e, "message"));
+        finish(r, NULL, "mcp_error", "MCP error %lld: %s", (long long)json_integer_value(json_object_get(e, "code")),
+               em ? em : "unknown error");
+    } else if (!result) finish(r, NULL, "mcp_error", "MCP server '%s' sent a response without a result", c->name);
+    else finish_result(r, result);
+    json_decref(m);
+}
+
+static void init_done(hreq *r, CURLcode rc, long status) {
+    http_client *c = r->c;
+    char err[600] = "";
+    json_t *m = NULL;
+    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
+        snprintf(err, sizeof err, "%s MCP server '%s' (initialize): %s",
+                 rc == CURLE_COULDNT_CONNECT && !r->refused_by_policy ? "connection refused by" : "cannot reach", c->name,
+                 r->refused_by_policy ? POLICY_REFUSED : curl_easy_strerror(rc));
+    } else if (status < 200 || status >= 300) {
+        snprintf(err, sizeof err, "MCP server '%s' answered HTTP %ld to initialize", c->name, status);
+    } else if (!(m = response_message(r)) || !json_is_object(json_object_get(m, "result"))) {
+        json_t *e = json_object_get(m, "error");
+        const char *em = json_string_value(json_object_get(e, "message"));
+        snprintf(err, sizeof err, "MCP server '%s' refused initialize: %s", c->name, em ? em : "no result");
+    }
+    if (err[0]) {
+        json_decref(m);
+        finish_quiet(r);
+        session_settled(c, err);
+        return;
+    }
+    const char *pv = json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion"));
+    c->protocol = strdup(pv ? pv : MCP_CLIENT_PROTOCOL_VERSION);
+    c->session = r->session;
+    r->session = NULL;
+    json_decref(m);
+    finish_quiet(r);
+    hreq *n = hreq_new(c, HR_INITIALIZED, "notifications/initialized", NULL, c->timeout_ms, NULL, NULL, NULL);
+    if (!n) session_settled(c, "out of memory");
+    else launch(n);
+}
+
+/* A transfer ended (loop thread). */
+static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
+    hreq *r = (hreq *)((char *)lx - offsetof(hreq, lx));
+    http_client *c = r->c;
+    unlink_req(&c->flight, r);
+    r->state = HS_NEW;
+    long status = 0;
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    switch (r->kind) {
+    case HR_CALL: call_done(r, rc, status); break;
+    case HR_INIT: init_done(r, rc, status); break;
+    case HR_INITIALIZED: {
+        char err[300] = "";
+        if (rc != CURLE_OK || status < 200 || status >= 300)
+            snprintf(err, sizeof err, "MCP server '%s' refused notifications/initialized (HTTP %ld)", c->name, status);
+        finish_quiet(r);
+        session_settled(c, err[0] ? err : NULL);
+        break;
+    }
+    default: finish_quiet(r); break;
+    }
+}
+
+/* Deadline or cancel flag (loop thread): the call ends now; one on the wire is abandoned
+ * and the server told with notifications/cancelled. */
+static void hreq_expire(mcp_pending *p, const char *why) {
+    hreq *r = (hreq *)p;
+    http_client *c = r->c;
+    if (r->state == HS_DONE) return;
+    bool sent = r->state == HS_FLIGHT;
+    if (sent) land(r);
+    if (r->state == HS_WAITING) unlink_req(&c->waiting, r);
+    bool timeout = !strcmp(why, "timeout");
+    if (sent && r->kind == HR_CALL) {
+        json_t *params = json_pack("{s:I, s:s}", "requestId", (json_int_t)r->id, "reason", why);
+        fire(c, "notifications/cancelled", params);
+        json_decref(params);
+    }
+    if (timeout) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
+    else finish(r, NULL, "cancelled", "Execution cancelled");
+}
+
+static void http_start(void *impl, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+                       mcp_client_done_fn done, void *user) {
+    http_client *c = impl;
+    hreq *r = hreq_new(c, HR_CALL, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);
+    if (!r) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "oom", "out of memory");
+        done(user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    mcp_loop_watch(c->loop, &r->p);
+    mcp_pending_ref(&r->p);
+    /* out of memory for the post: the watched deadline still ends the call */
+    if (!mcp_loop_post(c->loop, submit, r)) mcp_pending_unref(&r->p);
 }
 
 static char *http_stderr_tail(void *impl) { return strdup(""); }
 
-static int http_start_count(void *impl) {
-    http_client *c = impl;
+static int http_start_count(void *impl) { return __atomic_load_n(&((http_client *)impl)->starts, __ATOMIC_RELAXED); }
+
+/* Loop thread: end every exchange of the client. */
+static void close_all(void *arg) {
+    http_client *c = arg;
+    c->closing = true;
+    session_settled(c, "client is closing");
+    while (c->flight) {
+        hreq *r = c->flight;
+        land(r);
+        finish(r, NULL, "transport", "client is closing");
+    }
     pthread_mutex_lock(&c->mu);
-    int n = c->starts;
+    c->nreqs--; /* the close itself */
+    pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    return n;
 }
 
 /* Ends the session politely (DELETE, short timeout) and frees the client. */
 static void http_destroy(void *impl) {
     http_client *c = impl;
+    if (c->loop) {
+        pthread_mutex_lock(&c->mu);
+        c->nreqs++;
+        pthread_mutex_unlock(&c->mu);
+        if (!mcp_loop_post(c->loop, close_all, c)) {
+            pthread_mutex_lock(&c->mu);
+            c->nreqs--;
+            pthread_mutex_unlock(&c->mu);
+        }
+        pthread_mutex_lock(&c->mu);
+        while (c->nreqs > 0) pthread_cond_wait(&c->cv, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+    }
     if (c->session) {
         CURL *h = curl_easy_init();
         if (h) {
             char line[512];
             snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
             struct curl_slist *hd = curl_slist_append(NULL, line);
+            hreq probe = {.c = c};
             curl_easy_setopt(h, CURLOPT_URL, c->url);
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
             curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
             curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
             curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
-            curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+            curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &probe);
             curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
             curl_easy_perform(h);
             curl_slist_free_all(hd);
             curl_easy_cleanup(h);
         }
     }
-    for (int i = 0; i < c->nidle; i++) curl_easy_cleanup(c->idle[i]);
     pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->init_mu);
+    pthread_cond_destroy(&c->cv);
     for (char **p = c->headers; p && *p; p++) free(*p);
     free(c->headers);
     free(c->name);
@@ -377,7 +580,7 @@ static void http_destroy(void *impl) {
     free(c);
 }
 
-static const mcp_client_ops http_ops = {http_request, http_stderr_tail, http_start_count, http_destroy};
+static const mcp_client_ops http_ops = {http_start, http_stderr_tail, http_start_count, http_destroy};
 
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */
@@ -388,14 +591,14 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
         return NULL;
     }
     if (!mcp_policy_check_url(policy, cfg->url, err)) return NULL;
-    pthread_once(&curl_once, curl_init_once);
     http_client *c = calloc(1, sizeof *c);
     if (!c) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
     pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->init_mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->loop = mcp_loop_shared();
     c->policy = policy;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
@@ -403,7 +606,7 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     size_t n = 0;
     for (const char *const *p = cfg->headers; p && *p; p++) n++;
     c->headers = calloc(n + 1, sizeof *c->headers);
-    bool ok = c->name && c->url && c->headers;
+    bool ok = c->loop && c->name && c->url && c->headers;
     for (size_t i = 0; ok && i < n; i++) ok = (c->headers[i] = strdup(cfg->headers[i])) != NULL;
     if (!ok) {
         http_destroy(c);

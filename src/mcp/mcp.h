@@ -108,14 +108,28 @@ mcp_client *mcp_client_new(const mcp_server_config *cfg, const mcp_client_policy
 /* Stop the child (stdin closed, SIGTERM, then SIGKILL) / end the HTTP session. */
 void mcp_client_free(mcp_client *c);
 
-/* Send one request and wait for its result. Initializes the session first if needed
- * (initialize + notifications/initialized, once per process/session), restarting a crashed
- * child with backoff. Safe to call from many threads at once: requests are multiplexed by
- * id. timeout_ms 0 = the server's configured timeout. cancel (may be NULL) is polled; on
- * cancel or timeout notifications/cancelled is sent. Returns the JSON-RPC result (new
- * reference) or NULL with err: code "mcp_error" (JSON-RPC error; message "MCP error <code>:
- * <message>"), "timeout", "cancelled", "transport" (spawn/connect/crash; stderr tail
- * appended), "policy". */
+/* Asynchronous requests: start one and get its outcome through done, called exactly once
+ * (possibly before mcp_client_start returns, for an immediate failure; otherwise on the
+ * client's event-loop thread or the stdio reader thread — done must not block). result is
+ * borrowed (NULL on failure); err is the caller's to move from (set on failure). No thread
+ * waits meanwhile. The session is initialized first if needed (initialize +
+ * notifications/initialized, once per process/session); a stdio server that crashed is
+ * restarted with backoff, and while it backs off calls fail at once with the reason. A
+ * streamable-HTTP session the server forgot (400/404 naming the session, restart) is
+ * initialized again and the call retried once. cancel (may be NULL) is watched: once it
+ * is set the call ends with "cancelled" within a few ms and notifications/cancelled goes
+ * downstream, as on timeout. timeout_ms 0 = the server's configured timeout. Error codes:
+ * "mcp_error" (JSON-RPC error; message "MCP error <code>: <message>"), "timeout",
+ * "cancelled", "transport" (spawn/connect/crash; stderr tail appended), "refused" (the
+ * connection was refused), "policy", "backoff" (restarting after a crash). */
+typedef void (*mcp_client_done_fn)(void *user, json_t *result, gg_error *err);
+void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms,
+                      volatile int *cancel, mcp_client_done_fn done, void *user);
+/* tools/call {name, arguments} started asynchronously. */
+void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                volatile int *cancel, mcp_client_done_fn done, void *user);
+/* Synchronous: starts the request and waits for it (graphgate run, CLI, tests). Safe from
+ * many threads at once. Returns the JSON-RPC result (new reference) or NULL with err. */
 json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms,
                            volatile int *cancel, gg_error *err);
 /* tools/call convenience: params {name, arguments}. */
@@ -128,8 +142,8 @@ int mcp_client_start_count(mcp_client *c);
 
 /* Transport back ends (client_stdio.c, client_http.c) behind mcp_client. */
 typedef struct mcp_client_ops {
-    json_t *(*request)(void *impl, const char *method, json_t *params, int timeout_ms,
-                       volatile int *cancel, gg_error *err);
+    void (*start)(void *impl, const char *method, json_t *params, int timeout_ms,
+                  volatile int *cancel, mcp_client_done_fn done, void *user);
     char *(*stderr_tail)(void *impl);
     int (*start_count)(void *impl);
     void (*destroy)(void *impl);
@@ -296,6 +310,20 @@ void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant);
+/* Asynchronous run: the call holds no thread while the tool waits downstream. done gets the
+ * serialized JSON-RPC response (caller frees) exactly once, on a worker (through resume)
+ * or before mcp_call_start returns; request_id, key_id and tenant must stay valid until
+ * then. */
+typedef void (*mcp_call_done_fn)(void *user, char *response);
+typedef struct mcp_call_async {
+    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg); /* see mcp_call_ctx */
+    void *resume_user;
+    double accepted_ms;       /* monotonic; 0 = now */
+    mcp_call_done_fn done;
+    void *user;
+} mcp_call_async;
+void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                    const mcp_call_async *how);
 /* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
 const char *mcp_call_status(const mcp_call *c);
 json_t *mcp_call_result(const mcp_call *c);    /* borrowed CallToolResult or NULL */
@@ -306,6 +334,7 @@ char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a
  * budget; NULL + *over means "run it on a worker after all" (the call is unchanged). */
 bool mcp_call_can_inline(const mcp_call *c);
+bool mcp_call_may_wait(const mcp_call *c); /* the tool may wait on I/O (not pure) */
 char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                           double budget_ms, bool *over);
 void mcp_call_free(mcp_call *c);

@@ -47,12 +47,22 @@ typedef struct mcp_call_ctx {
      * history_max bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
     gg_strbuf *history_text;
     size_t history_max;
+    /* For call_tool_async: where a call continues once a downstream answer arrived —
+     * resume(resume_user, fn, arg) must run fn(arg) soon on a worker (fairly queued with
+     * the tenant's other work). NULL = on the thread that delivered the answer. */
+    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg);
+    void *resume_user;
+    double accepted_ms; /* > 0: monotonic time the call was accepted (time limits count from it) */
     /* Bounds on history_text for the whole run (0 = none): past history_max_records records
      * or history_max_bytes bytes, further records are left out and counted; the provider
      * then ends the text with {"truncated":true,"dropped":N,"kept":K} so the stored run
      * shows it was cut (src/store/history_query.c). */
     size_t history_max_records, history_max_bytes;
 } mcp_call_ctx;
+
+/* Outcome of call_tool_async: the same contract as call_tool's return (result new
+ * reference given to the callee, or NULL with err). */
+typedef void (*mcp_provider_done_fn)(void *user, json_t *result, gg_error *err);
 
 typedef struct mcp_provider mcp_provider;
 struct mcp_provider {
@@ -77,6 +87,11 @@ struct mcp_provider {
     /* Optional: true when the tool never waits on I/O (it only computes), so it may run
      * with a budget on the HTTP thread instead of a worker. NULL = never. */
     bool (*tool_is_pure)(mcp_provider *p, const char *name);
+    /* Optional: call_tool without holding the calling thread while the tool waits on I/O.
+     * done is called exactly once (maybe before this returns); ctx and everything it points
+     * to must stay valid until then. NULL = only call_tool. */
+    void (*call_tool_async)(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
+                            mcp_provider_done_fn done, void *user);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

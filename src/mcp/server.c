@@ -260,6 +260,12 @@ struct mcp_call {
     json_t *result;
     char *error;
     double duration_ms;
+    /* an asynchronous run (mcp_call_start): what the provider reads until done */
+    mcp_sink sink;
+    mcp_call_ctx ctx;
+    mcp_call_done_fn done;
+    void *done_user;
+    double t0;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -405,21 +411,61 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
     return res;
 }
 
+
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
+
+/* The provider's view of the call (history as the caller asked, bounds included). */
+static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *request_id, const char *key_id,
+                             const char *tenant, double budget_ms) {
+    return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
+                          .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
+                          .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
+                          .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes};
+}
 
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant) {
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
                      c->level != MCP_LOG_OFF ? sink_log : NULL, c};
-    mcp_call_ctx ctx = {&sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
-                        c->use_text ? &c->history_text : NULL, c->history_max, c->history_max_records,
-                        c->history_max_bytes};
+    mcp_call_ctx ctx = call_ctx(c, &sink, request_id, key_id, tenant, 0);
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
     json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
     return finish_call(c, res, &err);
+}
+
+static void call_async_done(void *user, json_t *res, gg_error *err) {
+    mcp_call *c = user;
+    c->duration_ms = gg_now_ms() - c->t0;
+    gg_error e = GG_ERROR_INIT;
+    if (err && gg_error_is_set(err)) gg_error_move(&e, err);
+    char *body = finish_call(c, res, &e);
+    c->done(c->done_user, body);
+}
+
+/* Run the tool without holding this thread while it waits on downstream servers (see
+ * mcp.h); providers without an asynchronous call run synchronously here. */
+void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
+                    const mcp_call_async *how) {
+    c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
+    c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
+    c->ctx.resume = how->resume;
+    c->ctx.resume_user = how->resume_user;
+    c->ctx.accepted_ms = how->accepted_ms;
+    c->done = how->done;
+    c->done_user = how->user;
+    mcp_provider *p = c->srv->provider;
+    c->t0 = gg_now_ms();
+    if (p->call_tool_async) {
+        p->call_tool_async(p, c->tool->name, c->args, &c->ctx, call_async_done, c);
+        return;
+    }
+    gg_error err = GG_ERROR_INIT;
+    json_t *res = p->call_tool(p, c->tool->name, c->args, &c->ctx, &err);
+    call_async_done(c, res, &err);
+    gg_error_clear(&err);
 }
 
 /* The response for what the provider returned (res consumed, err cleared). */
@@ -451,13 +497,17 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
 /* A tool that keeps outgrowing its inline budget runs on workers only for a while before it
  * is tried inline again. The budget is wall time, so a thread preempted on a busy machine
  * misses it now and then: only the third miss in a row (no inline success between) counts
- * as "too slow", then 50 ms on workers, doubling with each further miss up to 10 s (a tool
- * that is simply too slow then wastes at most one budget every 10 s). */
+ * as "too slow", then 50 ms on workers, doubling with each further miss up to 1 s (short:
+ * a tool whose inputs vary gets back inline soon; one that is simply too slow wastes at
+ * most one budget a second — its calls meanwhile wait in the tenant's fair queue). */
 static long long inline_backoff_ms(int misses) {
     if (misses < 3) return 0;
-    long long ms = 50LL << (misses > 10 ? 8 : misses - 3);
-    return ms > 10000 ? 10000 : ms;
+    long long ms = 50LL << (misses > 8 ? 5 : misses - 3);
+    return ms > 1000 ? 1000 : ms;
 }
+
+/* Whether the tool can wait on I/O (it is not pure): such calls count in the waiting bounds. */
+bool mcp_call_may_wait(const mcp_call *c) { return !c->tool->pure; }
 
 /* Whether the call may be tried on the calling thread with mcp_call_run_inline: the tool
  * only computes, nothing will be streamed (no progressToken, no log level), and it has not
@@ -474,9 +524,7 @@ bool mcp_call_can_inline(const mcp_call *c) {
 char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                           double budget_ms, bool *over) {
     *over = false;
-    mcp_call_ctx ctx = {NULL, &c->cancelled, request_id, key_id, tenant, c->history, budget_ms,
-                        c->use_text ? &c->history_text : NULL, c->history_max, c->history_max_records,
-                        c->history_max_bytes};
+    mcp_call_ctx ctx = call_ctx(c, NULL, request_id, key_id, tenant, budget_ms);
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();

@@ -31,21 +31,21 @@ static void *stopper(void *p) {
 
 START_TEST(pool_bounds_and_stop) {
     gate_open = ran = refused = 0;
-    gw_pool *p = gw_pool_new(2, 3);
+    gw_pool *p = gw_pool_new(2, 3, 0, 0);
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(gw_pool_threads(p), 2);
-    gw_job j = {blocking_run, count_refuse, NULL};
+    gw_job j = {blocking_run, count_refuse, NULL, "t"};
     /* 2 running + 3 queued; the 6th is refused at once */
-    int accepted = gw_pool_submit(p, j) + gw_pool_submit(p, j);
+    int accepted = (gw_pool_submit(p, j) == GW_SUBMIT_OK) + (gw_pool_submit(p, j) == GW_SUBMIT_OK);
     /* bounded waits for events (10 s: a loaded 2-core machine under ASan is slow to
      * schedule the workers), never a fixed time */
     for (int i = 0; i < 1000 && gw_pool_queued(p) != 0; i++) usleep(10000); /* both picked up */
     ck_assert_int_eq(gw_pool_queued(p), 0);
-    for (int i = 0; i < 3; i++) accepted += gw_pool_submit(p, j);
+    for (int i = 0; i < 3; i++) accepted += gw_pool_submit(p, j) == GW_SUBMIT_OK;
     ck_assert_int_eq(accepted, 5);
     for (int i = 0; i < 1000 && gw_pool_queued(p) != 3; i++) usleep(10000);
     ck_assert_int_eq(gw_pool_queued(p), 3);
-    ck_assert(!gw_pool_submit(p, j));
+    ck_assert_int_eq(gw_pool_submit(p, j), GW_SUBMIT_FULL);
     /* stop while two run: the queued three are refused, the running two finish */
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, stopper, p), 0);
@@ -57,6 +57,113 @@ START_TEST(pool_bounds_and_stop) {
     pthread_join(t, NULL);
     ck_assert_int_eq(ran + refused, 5);
     ck_assert_int_ge(ran, 2);
+}
+END_TEST
+
+/* The order jobs ran in, by tag. */
+static char order[64];
+static int norder;
+static void tagged_run(void *arg) {
+    pthread_mutex_lock(&mu);
+    while (!gate_open) pthread_cond_wait(&cv, &mu);
+    if (norder < 63) order[norder++] = *(const char *)arg;
+    pthread_mutex_unlock(&mu);
+}
+
+static int ran_count(void) {
+    pthread_mutex_lock(&mu);
+    int n = norder;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+static void open_gate(void) {
+    pthread_mutex_lock(&mu);
+    gate_open = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* One worker: tenant a's backlog does not delay tenant b beyond one job per turn. */
+START_TEST(pool_round_robin) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    gw_pool *p = gw_pool_new(1, 100, 0, 0);
+    static const char A = 'a', B = 'b', C = 'c';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    gw_job jc = {tagged_run, count_refuse, (void *)&C, "c"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK); /* the worker takes it and waits at the gate */
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK);
+    gw_pool_resume(p, jb); /* a continuation joins b's queue */
+    open_gate();
+    for (int i = 0; i < 200 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_str_eq(order, "aabcabaaa");
+}
+END_TEST
+
+/* Per-tenant caps: a tenant gets at most tenant_running workers and tenant_queued waiting
+ * calls; another tenant still gets a worker at once. */
+START_TEST(pool_tenant_caps) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    gw_pool *p = gw_pool_new(2, 100, 1, 2);
+    static const char A = 'a', B = 'b';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* picked up */
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    /* one of a's runs, two wait: a third waiting call is over a's cap */
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
+    ck_assert_int_eq(gw_pool_queued(p), 2);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_TENANT_FULL);
+    /* b's call takes the second worker although a's were queued first */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
+    ck_assert_int_eq(gw_pool_queued(p), 2);
+    open_gate();
+    for (int i = 0; i < 200 && ran_count() < 4; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_int_eq(norder, 4);
+}
+END_TEST
+
+/* SIGTERM's drain: every tenant's queued calls are refused at once on the caller's thread;
+ * a queued continuation stays and runs on the worker; new calls still queue after. */
+START_TEST(pool_refuse_queued_all_tenants) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    pthread_mutex_lock(&mu);
+    refused = 0;
+    pthread_mutex_unlock(&mu);
+    gw_pool *p = gw_pool_new(1, 100, 0, 0);
+    static const char A = 'a', B = 'b', C = 'c', R = 'r';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    gw_job jc = {tagged_run, count_refuse, (void *)&C, "c"}, jr = {tagged_run, count_refuse, (void *)&R, "b"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK); /* the worker takes it and waits at the gate */
+    for (int i = 0; i < 1000 && gw_pool_queued(p) != 0; i++) usleep(10000);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    gw_pool_resume(p, jr); /* between b's two calls */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_refuse_queued(p), 6);
+    pthread_mutex_lock(&mu);
+    ck_assert_int_eq(refused, 6);
+    pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(gw_pool_queued(p), 1); /* the continuation */
+    ck_assert_int_eq(gw_pool_submit(p, jc), GW_SUBMIT_OK); /* the queues still work */
+    open_gate();
+    for (int i = 0; i < 1000 && ran_count() < 3; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_str_eq(order, "arc");
 }
 END_TEST
 
@@ -120,6 +227,9 @@ int main(void) {
     Suite *s = suite_create("gateway");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, pool_bounds_and_stop);
+    tcase_add_test(tc, pool_round_robin);
+    tcase_add_test(tc, pool_tenant_caps);
+    tcase_add_test(tc, pool_refuse_queued_all_tenants);
     tcase_add_test(tc, registry_swap_and_refcounts);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -828,6 +829,235 @@ START_TEST(mcp_env_is_explicit) {
 }
 END_TEST
 
+/* A heap run yields on its mcp node and is woken by the answer. */
+typedef struct wake_box {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int woken;
+} wake_box;
+
+static void box_wake(void *user) {
+    wake_box *b = user;
+    pthread_mutex_lock(&b->mu);
+    b->woken++;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void box_wait(wake_box *b, int n) {
+    pthread_mutex_lock(&b->mu);
+    while (b->woken < n) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Advance until the run ends, waiting for each wake-up; returns the wake-ups used. */
+static int drive(gg_graph_run *run, wake_box *b, int woken) {
+    while (!gg_graph_run_advance(run)) box_wait(b, ++woken);
+    return woken;
+}
+
+/* The resumable executor: a run that waits on its downstream call holds no thread (advance
+ * returns), resumes on the answer, and its state survives a JSON round trip: the restored
+ * run, saved while waiting, makes its call again and ends with the same output. */
+START_TEST(run_yield_save_restore) {
+    gg_graph *g = downstream();
+    ck_assert_ptr_nonnull(g);
+    wake_box b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    gg_graph_run_options ro = {.record_inputs = true, .wake = box_wake, .wake_user = &b};
+    json_t *args = json_pack("{s:s, s:i}", "name", "Ada", "n", 4);
+    gg_graph_run *run = gg_graph_run_new(g, "echo_args", args, &ro);
+    ck_assert_ptr_nonnull(run);
+    ck_assert(!gg_graph_run_advance(run)); /* entry done, waiting on "call" */
+    box_wait(&b, 1);
+    json_t *state = gg_graph_run_save(run);
+    ck_assert_ptr_nonnull(state);
+    ck_assert_str_eq(json_string_value(json_object_get(state, "node")), "call");
+    ck_assert(json_is_true(json_object_get(state, "waiting")));
+    ck_assert_int_eq(json_array_size(json_object_get(state, "outputs")), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(state, "history")), 1);
+    /* through text, as a token or a database row would carry it */
+    char *text = json_dumps(state, JSON_COMPACT);
+    json_t *back = json_loads(text, 0, NULL);
+    free(text);
+    gg_error err = GG_ERROR_INIT;
+    wake_box b2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    gg_graph_run_options ro2 = ro;
+    ro2.wake_user = &b2;
+    gg_graph_run *copy = gg_graph_run_restore(g, back, &ro2, &err);
+    ck_assert_msg(copy != NULL, "restore: %s", err.message);
+    json_t *again = gg_graph_run_save(copy);
+    /* the same, except the clock and that the copy has not sent its call yet */
+    ck_assert(!json_is_true(json_object_get(again, "waiting")));
+    json_t *want = json_deep_copy(state);
+    const char *skip[] = {"elapsedMs", "waiting"};
+    for (int i = 0; i < 2; i++) json_object_del(again, skip[i]), json_object_del(want, skip[i]);
+    char *ga = json_dumps(again, JSON_SORT_KEYS), *gw = json_dumps(want, JSON_SORT_KEYS);
+    ck_assert_msg(json_equal(again, want), "restored %s\nsaved %s", ga, gw);
+    free(ga);
+    free(gw);
+    json_decref(want);
+    json_decref(again);
+    drive(run, &b, 1);
+    drive(copy, &b2, 0);
+    gg_graph_result r1, r2;
+    ck_assert(gg_graph_run_result(run, &r1));
+    ck_assert_msg(gg_graph_run_result(copy, &r2), "%s", r2.error.message);
+    json_t *e1 = json_object_get(r1.output, "echo"), *e2 = json_object_get(r2.output, "echo");
+    ck_assert_str_eq(json_string_value(json_object_get(e1, "fromExpr")), "Ada!");
+    ck_assert(json_equal(e1, e2));
+    ck_assert_int_eq(r1.node_executions, r2.node_executions);
+    ck_assert_int_eq(json_array_size(r1.history), json_array_size(r2.history));
+    gg_graph_result_clear(&r1);
+    gg_graph_result_clear(&r2);
+    gg_graph_run_free(run);
+    gg_graph_run_free(copy);
+    /* a state that does not fit the graph is refused */
+    json_object_set_new(back, "node", json_string("nope"));
+    ck_assert_ptr_null(gg_graph_run_restore(g, back, &ro2, &err));
+    ck_assert_str_eq(err.code, "invalid_state");
+    gg_error_clear(&err);
+    json_decref(back);
+    json_decref(state);
+    json_decref(args);
+    gg_graph_unref(g);
+}
+END_TEST
+
+/* ---- the asynchronous client API: every started request is finished exactly once ---------- */
+
+typedef struct tally {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int total, ok, timeout, cancelled, other;
+    char last_other[300];
+} tally;
+
+static void tally_done(void *user, json_t *result, gg_error *err) {
+    tally *t = user;
+    pthread_mutex_lock(&t->mu);
+    t->total++;
+    if (result) t->ok++;
+    else if (!strcmp(err->code, "timeout")) t->timeout++;
+    else if (!strcmp(err->code, "cancelled")) t->cancelled++;
+    else {
+        t->other++;
+        snprintf(t->last_other, sizeof t->last_other, "%s: %s", err->code, err->message ? err->message : "");
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Wait (bounded) until *field reaches want. */
+static int tally_wait(tally *t, int *field, int want, int ms) {
+    double end = gg_now_ms() + ms;
+    pthread_mutex_lock(&t->mu);
+    while (*field < want && gg_now_ms() < end) {
+        pthread_mutex_unlock(&t->mu);
+        usleep(5000);
+        pthread_mutex_lock(&t->mu);
+    }
+    int v = *field;
+    pthread_mutex_unlock(&t->mu);
+    return v;
+}
+
+/* 40 calls that time out, 40 cancelled through their flag, 40 answered: 120 callbacks, no
+ * more, no thread per call; hung calls end by their deadline. */
+static void async_exactly_once(mcp_client *c) {
+    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
+    volatile int cancel = 0;
+    json_t *slow = json_pack("{s:i}", "ms", 20);
+    double t0 = gg_now_ms();
+    for (int i = 0; i < 40; i++) {
+        mcp_client_call_tool_start(c, "hang", NULL, 400, NULL, tally_done, &t);
+        mcp_client_call_tool_start(c, "hang", NULL, 30000, &cancel, tally_done, &t);
+        mcp_client_call_tool_start(c, "slow", slow, 30000, NULL, tally_done, &t);
+    }
+    ck_assert_int_eq(tally_wait(&t, &t.ok, 40, 20000), 40);
+    __atomic_store_n(&cancel, 1, __ATOMIC_RELAXED);
+    ck_assert_int_eq(tally_wait(&t, &t.total, 120, 20000), 120);
+    ck_assert_msg(gg_now_ms() - t0 < 15000, "took %.0f ms", gg_now_ms() - t0);
+    usleep(300000); /* a second callback for any of them would show now */
+    pthread_mutex_lock(&t.mu);
+    ck_assert_int_eq(t.total, 120);
+    ck_assert_int_eq(t.timeout, 40);
+    ck_assert_int_eq(t.cancelled, 40);
+    ck_assert_int_eq(t.other, 0);
+    pthread_mutex_unlock(&t.mu);
+    json_decref(slow);
+}
+
+/* A client for the fault server over stdio (nothing starts before the first call). */
+static mcp_client *fault_stdio_client(void) {
+    char fault[PATH_MAX + 64];
+    snprintf(fault, sizeof fault, "%.*s/tests/fixtures/fault/fault_server.mjs", PATH_MAX - 60, srcdir);
+    const char *args[] = {fault, NULL};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "fault", .command = "node", .args = args};
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err); /* copies the definition */
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+START_TEST(client_async_stdio) {
+    mcp_client *c = fault_stdio_client();
+    async_exactly_once(c);
+    ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+}
+END_TEST
+
+/* A child that stops reading its input never blocks the caller: 100 calls with 20 KB of
+ * arguments each (far more than the pipe holds) start at once and end at their deadline. */
+START_TEST(client_stdio_deaf_child) {
+    mcp_client *c = fault_stdio_client();
+    tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
+    mcp_client_call_tool_start(c, "deaf", NULL, 1500, NULL, tally_done, &t);
+    usleep(300000); /* the child takes its first call and stops reading */
+    char *big = malloc(20001);
+    memset(big, 'x', 20000);
+    big[20000] = '\0';
+    json_t *a = json_pack("{s:s}", "pad", big);
+    double t0 = gg_now_ms();
+    for (int i = 0; i < 100; i++) mcp_client_call_tool_start(c, "ok", a, 1500, NULL, tally_done, &t);
+    double took = gg_now_ms() - t0;
+    ck_assert_msg(took < 1000, "starting 100 calls to a deaf child took %.0f ms", took);
+    ck_assert_int_eq(tally_wait(&t, &t.total, 101, 20000), 101);
+    /* a few lines it had buffered before it stopped reading may still be answered */
+    ck_assert_msg(t.timeout >= 90, "timeouts %d, answered %d, other %d (%s)", t.timeout, t.ok, t.other,
+                  t.last_other);
+    json_decref(a);
+    free(big);
+    mcp_client_free(c);
+}
+END_TEST
+
+START_TEST(client_async_http) {
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "exec node %.*s/tests/fixtures/fault/fault_server.mjs --http 2>&1", PATH_MAX - 60, srcdir);
+    setenv("PORT", "0", 1);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    const char *at = strstr(line, "listening on ");
+    ck_assert_ptr_nonnull(at);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", atoi(at + 13));
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "fault", .url = url};
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &err);
+    ck_assert_ptr_nonnull(c);
+    async_exactly_once(c);
+    ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+    const char *pid = strstr(line, "pid ");
+    ck_assert_ptr_nonnull(pid);
+    kill((pid_t)atoi(pid + 4), SIGTERM);
+    pclose(f);
+}
+END_TEST
+
 START_TEST(mcp_crash_then_restart) {
     gg_graph *g = downstream();
     gg_graph_result r;
@@ -843,7 +1073,18 @@ START_TEST(mcp_crash_then_restart) {
     ck_assert_msg(strstr(r.error.message, "exited with status 7") && strstr(r.error.message, "crashing on purpose"),
                   "message: %s", r.error.message);
     gg_graph_result_clear(&r);
-    s = run(g, "echo_args", "{\"name\": \"b\", \"n\": 2}", &r); /* restarted after a backoff */
+    /* during the backoff calls fail at once with the reason; then the child is restarted */
+    s = NULL;
+    for (int i = 0; i < 100 && !s; i++) {
+        s = run(g, "echo_args", "{\"name\": \"b\", \"n\": 2}", &r);
+        if (!s) {
+            ck_assert_msg(!strcmp(r.error.code, "backoff") && strstr(r.error.message, "restarting in"), "after crash: %s: %s",
+                          r.error.code, r.error.message);
+            gg_error_clear(&r.error);
+            gg_graph_result_clear(&r);
+            usleep(20000);
+        }
+    }
     ck_assert_msg(s != NULL, "after crash: %s", r.error.message);
     o = json_loads(s, 0, NULL);
     ck_assert_int_ne(json_integer_value(json_object_get(o, "pid")), pid1);
@@ -862,12 +1103,26 @@ START_TEST(mcp_restart_backs_off) {
     ck_assert_str_eq(r.error.code, "transport");
     ck_assert_msg(strstr(r.error.message, "refusing to start"), "message: %s", r.error.message);
     gg_graph_result_clear(&r);
+    /* no worker sleeps through the backoff: a call during it fails at once, saying why */
     double t0 = gg_now_ms();
-    ck_assert_ptr_null(run(g, "broken_start", "{}", &r)); /* waits out the backoff first */
-    gg_graph_result_clear(&r);
     ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
     double took = gg_now_ms() - t0;
+    ck_assert_str_eq(r.error.code, "backoff");
+    ck_assert_msg(strstr(r.error.message, "refusing to start") && strstr(r.error.message, "restarting in"), "message: %s",
+                  r.error.message);
+    ck_assert_msg(took < 50, "a call during the backoff took %.0f ms", took);
     gg_graph_result_clear(&r);
+    /* restarts happen no sooner than the backoff allows (100 ms, then 200 ms) */
+    int restarts = 0;
+    t0 = gg_now_ms();
+    for (int i = 0; i < 400 && restarts < 2; i++) {
+        ck_assert_ptr_null(run(g, "broken_start", "{}", &r));
+        if (!strcmp(r.error.code, "transport")) restarts++;
+        gg_graph_result_clear(&r);
+        usleep(5000);
+    }
+    took = gg_now_ms() - t0;
+    ck_assert_int_eq(restarts, 2);
     ck_assert_msg(took >= 250, "two restarts took only %.0f ms (backoff 100 ms, then 200 ms)", took);
     mcp_client *c = NULL;
     for (size_t i = 0; i < g->nservers; i++)
@@ -1420,6 +1675,10 @@ int main(void) {
     tcase_set_timeout(td, 60);
     tcase_add_test(td, mcp_args_forms_and_results);
     tcase_add_test(td, mcp_env_is_explicit);
+    tcase_add_test(td, run_yield_save_restore);
+    tcase_add_test(td, client_async_stdio);
+    tcase_add_test(td, client_async_http);
+    tcase_add_test(td, client_stdio_deaf_child);
     tcase_add_test(td, mcp_crash_then_restart);
     tcase_add_test(td, mcp_hang_times_out);
     tcase_add_test(td, mcp_restart_backs_off);
@@ -1427,7 +1686,7 @@ int main(void) {
     tcase_add_test(td, mcp_concurrent_runs_share_one_child);
     tcase_add_test(td, mcp_call_bounded_by_time_limit);
     tcase_add_test(td, policy_resolves_commands_on_path);
-    skipped += skip_case(have_node, 9, "downstream-server tests", "no node (run tests/npm-deps.sh)");
+    skipped += skip_case(have_node, 13, "downstream-server tests", "no node (run tests/npm-deps.sh)");
     if (have_node) suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

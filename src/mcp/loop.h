@@ -1,0 +1,54 @@
+/* loop.h — private to the MCP client files: the event loop that drives every downstream
+ * request without a thread per waiting call, and the pending request all transports share.
+ *
+ * Ownership: a mcp_pending is refcounted. The transport that created it holds one
+ * reference until it finishes it (mcp_pending_finish, exactly once); the loop holds one
+ * while the pending sits in its deadline heap. One loop per process (mcp_loop_shared),
+ * started on first use; its thread runs libcurl's multi interface, the deadlines and the
+ * cancel-flag checks.
+ */
+#ifndef GG_MCP_LOOP_H
+#define GG_MCP_LOOP_H
+
+#include <curl/curl.h>
+
+#include "mcp/mcp.h"
+
+typedef struct mcp_loop mcp_loop;
+typedef struct mcp_pending mcp_pending;
+
+struct mcp_pending {
+    int refs;                 /* atomic */
+    mcp_client_done_fn done;
+    void *user;
+    volatile int *cancel;     /* caller's flag, polled by the loop; may be NULL */
+    double deadline;          /* monotonic ms */
+    int heap_idx;             /* -1 when not watched; guarded by the loop's mutex */
+    /* The loop calls this (on its thread, without its lock) when the deadline passed
+     * (why "timeout") or the cancel flag was set (why "cancelled"); the transport finishes
+     * the pending unless a reply won the race. */
+    void (*expire)(mcp_pending *p, const char *why);
+    void (*destroy)(mcp_pending *p); /* frees the containing transport object */
+};
+
+mcp_loop *mcp_loop_shared(void);
+/* Run fn(arg) on the loop thread soon (FIFO). false on OOM (fn not called). */
+bool mcp_loop_post(mcp_loop *l, void (*fn)(void *arg), void *arg);
+CURLM *mcp_loop_multi(mcp_loop *l); /* loop thread only */
+/* Completion of an easy handle added to the multi: set with CURLOPT_PRIVATE to a
+ * mcp_loop_xfer whose fn is called on the loop thread after the handle was removed. */
+typedef struct mcp_loop_xfer {
+    void (*fn)(struct mcp_loop_xfer *x, CURLcode rc);
+} mcp_loop_xfer;
+
+/* Start watching deadline and cancel flag (takes a reference). */
+void mcp_loop_watch(mcp_loop *l, mcp_pending *p);
+/* Initialise a pending with one (the transport's) reference. */
+void mcp_pending_init(mcp_pending *p, int timeout_ms, volatile int *cancel, mcp_client_done_fn done, void *user);
+void mcp_pending_ref(mcp_pending *p);
+void mcp_pending_unref(mcp_pending *p);
+/* Stop watching, call done (exactly once per pending: callers guarantee it) and drop the
+ * transport's reference. result is borrowed (done increfs what it keeps). */
+void mcp_pending_finish(mcp_loop *l, mcp_pending *p, json_t *result, gg_error *err);
+
+#endif
