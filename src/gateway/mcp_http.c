@@ -728,6 +728,7 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
     }
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);
+    if (sess && o->subscribe) mcp_session_subscribe(gw->sessions, sess, o->subscribe_uri, o->subscribe > 0);
     int rc = GG_HTTP_DONE;
     switch (o->kind) {
     case MCP_OUT_ACCEPTED:
@@ -780,6 +781,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         mcp_server_dispatch(ep->srv, &m, &rc, &o);
         if (sess && o.set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o.set_log_level);
         if (sess && o.cancel_id) mcp_session_cancel_call(gw->sessions, sess, o.cancel_id);
+        if (sess && o.subscribe) mcp_session_subscribe(gw->sessions, sess, o.subscribe_uri, o.subscribe > 0);
         if (o.kind == MCP_OUT_RESPONSE) {
             json_t *r = json_loads(o.body, 0, NULL);
             if (r) json_array_append_new(b->responses, r);

@@ -79,6 +79,10 @@ json_t *gg_graph_tools(const gg_graph *g);
 /* Borrowed tool definition or NULL. */
 json_t *gg_graph_tool(const gg_graph *g, const char *name);
 size_t gg_graph_tool_count(const gg_graph *g);
+/* resources, resourceTemplates and prompts as MCP lists them (borrowed; NULL when none). */
+json_t *gg_graph_resources(const gg_graph *g);
+json_t *gg_graph_resource_templates(const gg_graph *g);
+json_t *gg_graph_prompts(const gg_graph *g);
 int gg_graph_max_node_executions(const gg_graph *g);
 long gg_graph_max_execution_ms(const gg_graph *g);
 

@@ -86,7 +86,22 @@ typedef struct gtool {
     gnode *nodes;
     size_t nnodes;
     int entry, exit;
+    bool content_result;       /* resultFormat: callToolResult — the exit output is the result */
 } gtool;
+
+/* A resource, resource template or prompt (load_extras in load.c). Produced either by a
+ * static value (resource {text}|{blob}, prompt messages) or by a hidden tool in g->tools
+ * past the public ones, named "resource:<uri>", "template:<uriTemplate>", "prompt:<name>"
+ * (':' cannot appear in a tool name, so the names never collide). */
+typedef enum { GX_RESOURCE, GX_TEMPLATE, GX_PROMPT } gextra_kind;
+typedef struct gextra {
+    gextra_kind kind;
+    char *key;                 /* uri, uriTemplate or prompt name */
+    json_t *def;               /* as listed */
+    json_t *value;             /* static content or NULL */
+    char *run;                 /* hidden tool name when nodes produce it, else NULL */
+    json_t *completions;       /* {argument or variable: [values]} or NULL */
+} gextra;
 
 struct gserver {
     char *name;
@@ -103,7 +118,11 @@ struct gg_graph {
     int max_node_executions;
     long max_execution_ms;
     gtool *tools;
-    size_t ntools;
+    size_t ntools;             /* including the hidden tools of extras */
+    size_t npublic;            /* the listed tools: g->tools[0..npublic) */
+    gextra *extras;
+    size_t nextras;
+    json_t *resources_json, *templates_json, *prompts_json;
     gserver *servers;
     size_t nservers;
     json_t *tools_json;

@@ -152,6 +152,7 @@ enum {
     MCP_SERVER_BUSY = -32000,        /* worker queue full / shutting down */
     MCP_REQUEST_TIMEOUT = -32001,    /* the call ran past the gateway's request timeout */
     MCP_REQUEST_CANCELLED = -32800,
+    MCP_RESOURCE_NOT_FOUND = -32002, /* resources/read, subscribe: no such URI (data {uri}) */
 };
 
 typedef enum {
@@ -202,6 +203,9 @@ const char *mcp_log_level_name(mcp_log_level l);
  * block holding the string itself; anything else → one text block with its JSON. */
 json_t *mcp_tool_result_from_value(json_t *value);
 json_t *mcp_tool_error_result(const char *message); /* {content:[text], isError:true} */
+/* true when b is one MCP content block (text, image, audio, resource, resource_link) with
+ * the fields its type requires; else false and why (a sentence) in why. */
+bool mcp_content_block_valid(json_t *b, char *why, size_t why_size);
 
 /* ---- the server over one provider (server.c) ------------------------------------------ */
 typedef struct mcp_server mcp_server;
@@ -242,6 +246,8 @@ typedef struct mcp_outcome {
     char negotiated_version[16];
     int set_log_level;    /* >= 0: logging/setLevel asked for this level */
     json_t *cancel_id;    /* notifications/cancelled: the requestId (new reference) */
+    int subscribe;        /* resources/subscribe 1, unsubscribe -1: subscribe_uri for the session */
+    char *subscribe_uri;  /* heap */
 } mcp_outcome;
 
 /* Dispatch one classified message. Protocol errors become JSON-RPC error responses; cheap
@@ -329,6 +335,9 @@ void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *requ
                             volatile int *cancel_flag);
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
+/* resources/subscribe (on) / unsubscribe for the session; false past 64 subscriptions. */
+bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on);
+json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s); /* new array of URIs */
 
 
 #endif

@@ -57,8 +57,11 @@ typedef struct entry {
     bool revoked;
     mcp_log_level level;
     inflight *calls;
+    json_t *subs; /* resources/subscribe URIs (array of strings, at most MAX_SUBS) or NULL */
     struct entry *next;
 } entry;
+
+#define MAX_SUBS 64 /* per session: a client cannot grow a session without bound */
 
 /* One verified token: what its MAC was checked for and what it says. */
 typedef struct vc_entry {
@@ -128,6 +131,7 @@ static void free_entry(entry *e) {
         json_decref(c->id);
         free(c);
     }
+    json_decref(e->subs);
     free(e);
 }
 
@@ -463,6 +467,35 @@ void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_l
     if (e) e->level = l;
     pthread_mutex_unlock(&sh->mu);
     bump_epoch(ss);
+}
+
+/* resources/subscribe (on) or unsubscribe (!on) for the session. false when the session
+ * already holds MAX_SUBS subscriptions (or memory ran out). */
+bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    bool ok = e != NULL;
+    size_t i, found = (size_t)-1;
+    json_t *u;
+    if (e) json_array_foreach(e->subs, i, u) if (!strcmp(json_string_value(u), uri)) found = i;
+    if (e && !on && found != (size_t)-1) json_array_remove(e->subs, found);
+    if (e && on && found == (size_t)-1) {
+        if (!e->subs) e->subs = json_array();
+        ok = json_array_size(e->subs) < MAX_SUBS && json_array_append_new(e->subs, json_string(uri)) == 0;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return ok;
+}
+
+/* The session's subscribed URIs (new array; empty when none). */
+json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
+    json_t *out = e && e->subs ? json_deep_copy(e->subs) : json_array();
+    pthread_mutex_unlock(&sh->mu);
+    return out;
 }
 
 /* Request ids compare with their type: 1 and "1" are different requests. */
