@@ -99,7 +99,8 @@ typedef struct gextra {
     char *key;                 /* uri, uriTemplate or prompt name */
     json_t *def;               /* as listed */
     json_t *value;             /* static content or NULL */
-    char *run;                 /* hidden tool name when nodes produce it, else NULL */
+    char *run;                 /* "resource:<uri>", "template:<uriTemplate>", "prompt:<name>" */
+    bool has_nodes;            /* produced by the hidden tool named run (else value) */
     json_t *completions;       /* {argument or variable: [values]} or NULL */
 } gextra;
 

@@ -898,8 +898,16 @@ static void load_annotations(lctx *c, const ynode *m, json_t *def) {
     if (j) json_object_set_new(def, "annotations", j);
 }
 
-/* The nodes producing an extra, as a hidden tool appended to g->tools. */
-static void load_extra_nodes(lctx *c, gextra *x, const ynode *m, const char *prefix) {
+/* "resource:<uri>" etc.: the name diagnostics and the execution history know an extra by
+ * (x->run holds it; its hidden tool, if any, gets the same name). */
+static const char *extra_label(gextra *x, const char *prefix) {
+    size_t n = strlen(prefix) + strlen(x->key ? x->key : "") + 1;
+    if ((x->run = malloc(n))) snprintf(x->run, n, "%s%s", prefix, x->key ? x->key : "");
+    return x->run;
+}
+
+/* The nodes producing an extra, as a hidden tool appended to g->tools (named x->run). */
+static void load_extra_nodes(lctx *c, gextra *x, const ynode *m) {
     gg_graph *g = c->g;
     gtool *nt = realloc(g->tools, (g->ntools + 1) * sizeof *nt);
     if (!nt) return;
@@ -907,10 +915,8 @@ static void load_extra_nodes(lctx *c, gextra *x, const ynode *m, const char *pre
     gtool *t = &g->tools[g->ntools++];
     memset(t, 0, sizeof *t);
     t->entry = t->exit = -1;
-    size_t n = strlen(prefix) + strlen(x->key) + 1;
-    t->name = malloc(n);
-    if (t->name) snprintf(t->name, n, "%s%s", prefix, x->key);
-    x->run = t->name ? strdup(t->name) : NULL;
+    t->name = strdup(x->run ? x->run : "");
+    x->has_nodes = true;
     load_nodes(c, t, m);
 }
 
@@ -963,7 +969,7 @@ static void load_resource(lctx *c, gextra *x, const ynode *m) {
     const char *uri = get_str(c, m, "uri", true, "a resource"), *name = get_str(c, m, "name", true, "a resource");
     if (uri && !strchr(uri, ':')) LERR(c, yn_get(m, "uri"), "invalid_uri", "resource uri '%s' needs a scheme (scheme:...)", uri);
     x->key = strdup(uri ? uri : "");
-    c->tool = x->key;
+    c->tool = extra_label(x, "resource:");
     x->def = json_pack("{s:s,s:s}", "uri", x->key, "name", name ? name : "");
     if (!x->def) return;
     copy_strs(c, m, x->def, strs, "a resource");
@@ -974,7 +980,7 @@ static void load_resource(lctx *c, gextra *x, const ynode *m) {
     const ynode *s = one_source(c, m, src, "a resource");
     if (uri) extra_dup(c, m, GX_RESOURCE, uri);
     if (!s) return;
-    if (s == yn_get(m, "nodes")) return load_extra_nodes(c, x, m, "resource:");
+    if (s == yn_get(m, "nodes")) return load_extra_nodes(c, x, m);
     bool blob = s == yn_get(m, "blob");
     const char *v = get_str(c, m, blob ? "blob" : "text", false, "a resource");
     if (v && blob && !is_base64(v)) LERR(c, s, "invalid_value", "blob must be base64 (RFC 4648, padded)");
@@ -1024,7 +1030,7 @@ static void load_template(lctx *c, gextra *x, const ynode *m) {
     const char *ut = get_str(c, m, "uriTemplate", true, "a resource template");
     const char *name = get_str(c, m, "name", true, "a resource template");
     x->key = strdup(ut ? ut : "");
-    c->tool = x->key;
+    c->tool = extra_label(x, "template:");
     x->def = json_pack("{s:s,s:s}", "uriTemplate", x->key, "name", name ? name : "");
     if (!x->def) return;
     copy_strs(c, m, x->def, strs, "a resource template");
@@ -1032,12 +1038,13 @@ static void load_template(lctx *c, gextra *x, const ynode *m) {
     const char *vars[17] = {0};
     size_t nv = 0;
     char names[1024];
+    size_t before = c->d ? c->d->errors : 0;
     if (ut) template_vars(c, yn_get(m, "uriTemplate"), ut, vars, 16, &nv, names, sizeof names);
-    if (ut && !nv) LERR(c, yn_get(m, "uriTemplate"), "invalid_template", "uriTemplate has no {variable}: declare a resource");
+    if (ut && !nv && c->d && c->d->errors == before) LERR(c, yn_get(m, "uriTemplate"), "invalid_template", "uriTemplate has no {variable}: declare a resource");
     if (ut) extra_dup(c, m, GX_TEMPLATE, ut);
     load_completions(c, x, m, vars, "variable");
     if (!yn_get(m, "nodes")) LERR(c, m, "missing_key", "a resource template needs nodes (the entry node receives the variables)");
-    else load_extra_nodes(c, x, m, "template:");
+    else load_extra_nodes(c, x, m);
 }
 
 /* Static prompt messages: a string (one user text message) or [{role, content}]. */
@@ -1077,7 +1084,7 @@ static void load_prompt(lctx *c, gextra *x, const ynode *m) {
     check_keys(c, m, keys, "a prompt");
     const char *name = get_str(c, m, "name", true, "a prompt");
     x->key = strdup(name ? name : "");
-    c->tool = x->key;
+    c->tool = extra_label(x, "prompt:");
     x->def = json_pack("{s:s}", "name", x->key);
     if (!x->def) return;
     copy_strs(c, m, x->def, strs, "a prompt");
@@ -1114,7 +1121,7 @@ static void load_prompt(lctx *c, gextra *x, const ynode *m) {
     if (name) extra_dup(c, m, GX_PROMPT, name);
     load_completions(c, x, m, names, "argument");
     const ynode *s = one_source(c, m, src, "a prompt");
-    if (s && s == yn_get(m, "nodes")) load_extra_nodes(c, x, m, "prompt:");
+    if (s && s == yn_get(m, "nodes")) load_extra_nodes(c, x, m);
     else if (s) x->value = load_messages(c, s);
 }
 

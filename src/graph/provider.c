@@ -395,7 +395,7 @@ static json_t *p_lookup(mcp_provider *p, const char *kind, const char *key, json
         *value = json_incref(found->value);
         json_decref(args);
     } else {
-        *run = found->run ? strdup(found->run) : NULL;
+        *run = found->has_nodes && found->run ? strdup(found->run) : NULL;
         *run_args = args ? args : json_is_object(arguments) ? json_incref(arguments) : json_object();
     }
     return json_incref(found->def);

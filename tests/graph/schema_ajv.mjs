@@ -33,12 +33,13 @@ const fixtures = path.join(src, 'tests/fixtures/graphs');
 const good = ['switch_example.yaml', 'loop_example.yaml', 'test_minimal.yaml', 'file_utils.yaml', 'test-graph-with-mcp.yaml']
   .map((f) => path.join(shared, f))
   .concat(['downstream.yaml', 'nested_switch.yaml', 'limits.yaml', 'history.yaml', 'results.yaml', 'live.yaml']
-    .map((f) => path.join(fixtures, f)));
+    .map((f) => path.join(fixtures, f)))
+  .concat([path.join(src, 'tests/fixtures/conformance/everything.yaml')]);
 for (const f of good) {
   const ok = schemaOk(fs.readFileSync(f, 'utf8'));
   check(`${path.basename(f)} passes the schema`, ok, validate.errors);
 }
-for (const f of ['unknown_keys.yaml', 'schemas.yaml', 'structure.yaml', 'scalar_types.yaml']) {
+for (const f of ['unknown_keys.yaml', 'schemas.yaml', 'structure.yaml', 'scalar_types.yaml', 'extras.yaml']) {
   const file = path.join(fixtures, 'invalid', f);
   check(`invalid/${f} fails the schema`, !schemaOk(fs.readFileSync(file, 'utf8')));
   check(`invalid/${f} fails the loader`, !loaderOk(file));
