@@ -221,6 +221,10 @@ mcp_server *mcp_server_ref(mcp_server *s);
 void mcp_server_unref(mcp_server *s);
 mcp_provider *mcp_server_provider(const mcp_server *s);
 size_t mcp_server_tool_count(const mcp_server *s);
+/* What the server offers beyond tools (for list_changed and resources/updated on a new version). */
+bool mcp_server_has_resources(const mcp_server *s);
+bool mcp_server_has_prompts(const mcp_server *s);
+bool mcp_server_serves_uri(const mcp_server *s, const char *uri);
 
 /* What the transport knows about the request being dispatched. */
 typedef struct mcp_request_ctx {

@@ -348,6 +348,22 @@ void mcp_server_unref(mcp_server *s) {
 mcp_provider *mcp_server_provider(const mcp_server *s) { return s->provider; }
 /* Number of tools listed. */
 size_t mcp_server_tool_count(const mcp_server *s) { return s->ntools; }
+/* Whether initialize advertises resources (fixed or templates) / prompts. */
+bool mcp_server_has_resources(const mcp_server *s) { return s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]; }
+bool mcp_server_has_prompts(const mcp_server *s) { return s->counts[L_PROMPTS] != 0; }
+
+/* Whether resources/read of uri finds something (a fixed URI or a template match). */
+bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
+    mcp_provider *p = s->provider;
+    json_t *value = NULL, *args = NULL;
+    char *run = NULL;
+    json_t *item = p->lookup ? p->lookup(p, "resource", uri, NULL, &value, &run, &args) : NULL;
+    json_decref(value);
+    json_decref(args);
+    free(run);
+    json_decref(item);
+    return item != NULL;
+}
 
 static const tool *find_tool(const mcp_server *s, const char *name) {
     for (size_t i = 0; i < s->ntools; i++)

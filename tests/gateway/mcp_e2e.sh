@@ -23,6 +23,14 @@ sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
 sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
 GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
 
+# ---- subscriptions and list_changed across new versions (the SDK's own GET stream)
+KEYR=$(gw_key conf tools:read)
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_resources.mjs" "$GG_PUB/mcp/conf/everything" "$KEYR" \
+  "$GG_PUB/admin/tenants/conf/graphs/everything" "$ADMIN" "$FIXTURE" "$GG_INT/metrics" > "$GG_TMP/sdkr.out" 2>&1
+sed 's/^/  sdk: /' "$GG_TMP/sdkr.out" | grep -v ' passed, '
+sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdkr.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdkr.out")
+GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+
 # ---- the MCP Inspector CLI lists the tools
 INSPECTOR="$NPM/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 HOME="$GG_TMP" timeout 60 "$NODE" "$INSPECTOR" --cli "$GG_PUB/mcp/conf/everything" --transport http \
