@@ -1012,7 +1012,11 @@ static void template_vars(lctx *c, const ynode *at, const char *t, const char **
             return;
         }
         if (end[1] == '{') LERR(c, at, "invalid_template", "uriTemplate has two expressions with nothing between them");
-        if (*n < max && used + len + 1 <= names_size) {
+        if (*n == max) {
+            LERR(c, at, "invalid_template", "uriTemplate has more than %zu variables", max);
+            return;
+        }
+        if (used + len + 1 <= names_size) {
             memcpy(names + used, name, len);
             names[used + len] = 0;
             vars[(*n)++] = names + used;

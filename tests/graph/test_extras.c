@@ -223,6 +223,26 @@ START_TEST(call_tool_result_checked) {
 }
 END_TEST
 
+/* A template's variables are bounded (16) and need literal text between them. */
+START_TEST(template_bounds) {
+    static const char src[] =
+        "server: {name: s, version: '1'}\n"
+        "tools:\n"
+        "  - {name: t, description: d, inputSchema: {type: object}, nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}\n"
+        "resourceTemplates:\n"
+        "  - {uriTemplate: 'a://{a}{b}', name: x, nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}\n"
+        "  - {uriTemplate: 'a://{a}/{b}/{c}/{d}/{e}/{f}/{g}/{h}/{i}/{j}/{k}/{l}/{m}/{n}/{o}/{p}/{q}', name: y,\n"
+        "     nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, sizeof src - 1, "t.yaml", NULL, &d));
+    ck_assert_int_eq(d.errors, 2);
+    ck_assert(has_diag(&d, "invalid_template", 5, 19));
+    ck_assert(has_diag(&d, "invalid_template", 6, 19));
+    ck_assert(strstr(d.items[1].message, "more than 16 variables") != NULL);
+    gg_graph_diags_free(&d);
+}
+END_TEST
+
 int main(void) {
     const char *sd = getenv("GG_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", sd ? sd : ".");
@@ -232,6 +252,7 @@ int main(void) {
     tcase_add_test(tc, lookup_and_templates);
     tcase_add_test(tc, server_resources_prompts);
     tcase_add_test(tc, call_tool_result_checked);
+    tcase_add_test(tc, template_bounds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
