@@ -123,6 +123,10 @@ typedef struct gg_graph_run_options {
     void *wake_user;
     double start_ms;             /* > 0: monotonic time the call was accepted; the run's
                                     time limit counts from there (queue time included) */
+    /* elicit and sample nodes ask the caller's MCP client (see mcp_call_ctx.client_request);
+     * NULL: those nodes fail with a clear error. */
+    mcp_client_request_fn client_request;
+    void *client_user;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {

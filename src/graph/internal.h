@@ -44,7 +44,8 @@ const char *yn_kind_name(const ynode *n);
 
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
-typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT } gnode_type;
+/* elicit and sample ask the run's client (elicitation/create, sampling/createMessage). */
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE } gnode_type;
 
 /* An args template: literal JSON, an expression, or a container of templates. */
 typedef struct gargs gargs;
@@ -78,6 +79,8 @@ typedef struct gnode {
     gcond *conds;
     size_t ncond;
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
+    /* elicit, sample: args holds the request's params; how long the client may take */
+    int timeout_ms;
 } gnode;
 
 typedef struct gtool {

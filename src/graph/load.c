@@ -561,7 +561,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
     tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
 }
 
-static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit"};
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *conds = yn_get(nm, "conditions");
@@ -624,13 +624,71 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     }
 }
 
+/* elicitation/create's requestedSchema as the spec restricts it: a flat object whose
+ * properties are strings (with format or enum), numbers, integers, booleans, or arrays of
+ * enumerated strings (multi-select); every property may have a title, description, default. */
+static void check_requested_schema(lctx *c, const ynode *v) {
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_schema", "requestedSchema must be a mapping {type: object, properties}");
+        return;
+    }
+    const ynode *t = yn_get(v, "type"), *props = yn_get(v, "properties");
+    if (!t || t->kind != YN_SCALAR || strcmp(t->str, "object"))
+        LERR(c, t ? t : v, "invalid_schema", "requestedSchema must have type: object");
+    if (!props || props->kind != YN_MAP) {
+        LERR(c, props ? props : v, "invalid_schema", "requestedSchema needs properties (a mapping)");
+        return;
+    }
+    for (size_t i = 0; i < props->count; i++) {
+        const ynode *pv = props->items[2 * i + 1], *pt = pv->kind == YN_MAP ? yn_get(pv, "type") : NULL;
+        const char *ty = pt && pt->kind == YN_SCALAR ? pt->str : "";
+        if (strcmp(ty, "string") && strcmp(ty, "number") && strcmp(ty, "integer") && strcmp(ty, "boolean") &&
+            strcmp(ty, "array"))
+            LERR(c, pt ? pt : pv, "invalid_schema",
+                 "requestedSchema property '%s' must have type string, number, integer, boolean or array (of enum strings)",
+                 props->items[2 * i]->str ? props->items[2 * i]->str : "");
+    }
+}
+
+/* elicit / sample: the request's params as an args template (expressions allowed as in mcp
+ * args), the required keys, and timeout (ms). */
+static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *what) {
+    bool elicit = n->type == GN_ELICIT;
+    static const char *const skip[] = {"id", "type", "next", "timeout", NULL};
+    const char *need[2] = {elicit ? "message" : "messages", elicit ? "requestedSchema" : "maxTokens"};
+    for (int i = 0; i < 2; i++)
+        if (!yn_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
+    const ynode *rs = yn_get(nm, "requestedSchema");
+    if (rs) check_requested_schema(c, rs);
+    const ynode *to = yn_get(nm, "timeout");
+    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
+        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
+    else if (to) n->timeout_ms = (int)atol(to->str);
+    n->args = calloc(1, sizeof *n->args);
+    if (!n->args) return;
+    n->args->kind = GA_OBJECT;
+    n->args->keys = calloc(nm->count + 1, sizeof(char *));
+    n->args->items = calloc(nm->count + 1, sizeof(gargs *));
+    for (size_t i = 0; n->args->keys && n->args->items && i < nm->count; i++) {
+        const char *k = nm->items[2 * i]->str;
+        bool skipped = !k;
+        for (const char *const *s = skip; k && *s; s++) skipped |= !strcmp(*s, k);
+        if (skipped) continue;
+        n->args->keys[n->args->count] = strdup(k);
+        n->args->items[n->args->count++] = build_args(c, nm->items[2 * i + 1], true, 1);
+    }
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[5][7] = {
+    static const char *const keys[7][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
         {"id", "type", "conditions", "next", NULL},
         {"id", "type", NULL},
+        {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
+        {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
+         "includeContext", "metadata", "timeout", "next", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -640,10 +698,11 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
-    for (int i = 0; type && i < 5; i++)
+    for (int i = 0; type && i < 7; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
-        LERR(c, yn_get(nm, "type"), "invalid_type", "unknown node type '%s' (expected entry, mcp, transform, switch or exit)",
+        LERR(c, yn_get(nm, "type"), "invalid_type",
+             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit or sample)",
              type);
         check_keys(c, nm, NULL, "a node");
         n->type = GN_TRANSFORM;
@@ -652,7 +711,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (t < 0) return;
     n->type = (gnode_type)t;
     char what[64];
-    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP ? "n" : "", type);
+    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP || t == GN_ELICIT ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
     const ynode *next = yn_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
@@ -700,6 +759,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     } else if (t == GN_SWITCH) {
         load_switch(c, n, nm, tb);
     }
+    if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
 }
 
 /* Breadth-first walk from the entry; marks reached nodes. */

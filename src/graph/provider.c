@@ -215,6 +215,8 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     gg_graph_run_options ro = {hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
                                text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
     ro.start_ms = ctx ? ctx->accepted_ms : 0;
+    ro.client_request = ctx ? ctx->client_request : NULL;
+    ro.client_user = ctx ? ctx->client_user : NULL;
     return ro;
 }
 

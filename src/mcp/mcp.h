@@ -170,6 +170,7 @@ typedef struct mcp_message {
     json_t *params;      /* object (or array: rejected at dispatch) or NULL */
     int error_code;
     const char *error_message;
+    json_t *result, *error; /* MCP_MSG_RESPONSE: one of them (borrowed) */
 } mcp_message;
 
 /* Parse a body into one JSON value (new reference) or NULL with err (code "parse_error"):
@@ -252,6 +253,9 @@ typedef struct mcp_outcome {
     json_t *cancel_id;    /* notifications/cancelled: the requestId (new reference) */
     int subscribe;        /* resources/subscribe 1, unsubscribe -1: subscribe_uri for the session */
     char *subscribe_uri;  /* heap */
+    /* a response to a request this server sent the client (elicit, sample nodes): the
+     * transport hands it to mcp_session_deliver (new references; result or error) */
+    json_t *response_id, *response_result, *response_error;
 } mcp_outcome;
 
 /* Dispatch one classified message. Protocol errors become JSON-RPC error responses; cheap
@@ -342,6 +346,21 @@ bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *req
 /* resources/subscribe (on) / unsubscribe for the session; false past 64 subscriptions. */
 bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on);
 json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s); /* new array of URIs */
+/* Requests this server sent the session's client (elicitation/create, sampling/createMessage),
+ * waiting for its answer: at most 16 per session (track → false past it). Whoever removes an
+ * entry (deliver, untrack, the session table dropping the session) calls release(u) once;
+ * deliver also calls deliver(u, result, error) first (outside the table's lock). */
+bool mcp_session_track_request(mcp_sessions *ss, const mcp_session *s, const char *id,
+                               void (*deliver)(void *u, json_t *result, json_t *error), void (*release)(void *u),
+                               void *u);
+void mcp_session_untrack_request(mcp_sessions *ss, const mcp_session *s, const char *id);
+/* The client's answer: false when no request of the session has this id (unknown or
+ * already answered). */
+bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, json_t *result, json_t *error);
+/* The call may send requests to its client (elicit and sample nodes): on the emitter's
+ * stream, answered through the session (mcp_session_deliver). Without it those nodes fail
+ * with a clear error. Set before the call starts; sessions and sess must outlive the call. */
+void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess);
 
 
 #endif

@@ -23,6 +23,13 @@ typedef struct mcp_sink {
     void *user;
 } mcp_sink;
 
+/* Send a request to the caller's MCP client (elicitation/create, sampling/createMessage)
+ * and call done exactly once (any thread) with its result (borrowed) or an error (code
+ * "client_error" with the client's message, "timeout", "cancelled", "no_client"). */
+typedef void (*mcp_client_request_fn)(void *user, const char *method, json_t *params, int timeout_ms,
+                                      volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                                      void *done_user);
+
 typedef struct mcp_call_ctx {
     const mcp_sink *sink;     /* may be NULL */
     volatile int *cancelled;  /* set non-zero by the server to stop the call */
@@ -53,6 +60,8 @@ typedef struct mcp_call_ctx {
     void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg);
     void *resume_user;
     double accepted_ms; /* > 0: monotonic time the call was accepted (time limits count from it) */
+    mcp_client_request_fn client_request; /* NULL: the client cannot be asked */
+    void *client_user;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/loop.h"
 #include "mcp/mcp.h"
 
 #ifndef GG_VERSION
@@ -403,6 +404,9 @@ struct mcp_call {
     mcp_call_done_fn done;
     void *done_user;
     double t0;
+    /* requests to the client (mcp_call_set_client) */
+    mcp_sessions *sessions;
+    mcp_session sess;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -411,6 +415,10 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit_user = user;
 }
 volatile int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
+void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
+    c->sessions = sessions;
+    c->sess = *sess;
+}
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
@@ -604,6 +612,90 @@ static void call_async_done(void *user, json_t *res, gg_error *err) {
     c->done(c->done_user, body);
 }
 
+/* ---- requests to the client: elicitation/create, sampling/createMessage -------------------- */
+
+/* One request waiting for the client's answer: the loop watches its deadline and the call's
+ * cancel flag; the session table routes the answer. Exactly one of them finishes it. */
+typedef struct creq {
+    mcp_pending p; /* first: the loop's view */
+    int claimed;   /* atomic: 1 once answered, expired or cancelled */
+    mcp_sessions *sessions;
+    mcp_session sess;
+    char id[48];
+} creq;
+
+static bool creq_claim(creq *q) {
+    int zero = 0;
+    return __atomic_compare_exchange_n(&q->claimed, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void creq_destroy(mcp_pending *p) { free(p); }
+static void creq_release(void *u) { mcp_pending_unref(&((creq *)u)->p); }
+
+static void creq_deliver(void *u, json_t *result, json_t *error) {
+    creq *q = u;
+    if (!creq_claim(q)) return;
+    gg_error e = GG_ERROR_INIT;
+    if (!result || !json_is_object(result))
+        gg_error_set(&e, "client_error", "the client answered with error %lld: %s",
+                     (long long)json_integer_value(json_object_get(error, "code")),
+                     json_string_value(json_object_get(error, "message")) ? json_string_value(json_object_get(error, "message"))
+                                                                          : "(no message)");
+    mcp_pending_finish(mcp_loop_shared(), &q->p, e.code[0] ? NULL : result, &e);
+    gg_error_clear(&e);
+}
+
+static void creq_expire(mcp_pending *p, const char *why) {
+    creq *q = (creq *)p;
+    if (!creq_claim(q)) return;
+    mcp_session_untrack_request(q->sessions, &q->sess, q->id);
+    gg_error e = GG_ERROR_INIT;
+    if (!strcmp(why, "timeout")) gg_error_set(&e, "timeout", "the client did not answer in time");
+    else gg_error_set(&e, "cancelled", "cancelled while waiting for the client");
+    mcp_pending_finish(mcp_loop_shared(), p, NULL, &e);
+    gg_error_clear(&e);
+}
+
+/* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
+ * events go) with an id unique to the session; the answer comes back through the session. */
+static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, volatile int *cancelled,
+                                void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
+    mcp_call *c = user;
+    gg_error e = GG_ERROR_INIT;
+    creq *q = calloc(1, sizeof *q);
+    mcp_loop *loop = mcp_loop_shared();
+    if (!q || !loop) {
+        free(q);
+        gg_error_set(&e, "oom", "out of memory");
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    unsigned char rnd[12];
+    randombytes_buf(rnd, sizeof rnd);
+    memcpy(q->id, "gg-", 3);
+    sodium_bin2hex(q->id + 3, sizeof q->id - 3, rnd, sizeof rnd);
+    q->sessions = c->sessions;
+    q->sess = c->sess;
+    mcp_pending_init(&q->p, timeout_ms, cancelled, done, done_user);
+    q->p.expire = creq_expire;
+    q->p.destroy = creq_destroy;
+    mcp_pending_ref(&q->p); /* the session table's */
+    if (!mcp_session_track_request(c->sessions, &c->sess, q->id, creq_deliver, creq_release, q)) {
+        mcp_pending_unref(&q->p);
+        creq_claim(q);
+        gg_error_set(&e, "too_many", "%s: this session already has 16 requests waiting for its client", method);
+        mcp_pending_finish(loop, &q->p, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    mcp_loop_watch(loop, &q->p);
+    json_t *req = json_pack("{s:s,s:s,s:s,s:O}", "jsonrpc", "2.0", "id", q->id, "method", method, "params", params);
+    char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (text && c->emit) c->emit(c->emit_user, text, strlen(text));
+    free(text);
+}
+
 /* Run the tool without holding this thread while it waits on downstream servers (see
  * mcp.h); providers without an asynchronous call run synchronously here. */
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
@@ -612,6 +704,10 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->ctx = (mcp_call_ctx){&c->sink, &c->cancelled, request_id, key_id, tenant, c->history, 0,
                             c->use_text ? &c->history_text : NULL, c->history_max, how->resume, how->resume_user,
                             how->accepted_ms};
+    if (c->sessions && c->emit) {
+        c->ctx.client_request = call_client_request;
+        c->ctx.client_user = c;
+    }
     c->done = how->done;
     c->done_user = how->user;
     mcp_provider *p = c->srv->provider;
@@ -994,8 +1090,11 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     case MCP_MSG_INVALID:
         respond_error(out, m->id, m->error_code, m->error_message);
         return;
-    case MCP_MSG_RESPONSE:
-        out->kind = MCP_OUT_ACCEPTED; /* this server sends no requests; nothing to match */
+    case MCP_MSG_RESPONSE: /* to a request of an elicit or sample node: the session routes it */
+        out->kind = MCP_OUT_ACCEPTED;
+        out->response_id = json_incref(m->id);
+        out->response_result = json_incref(m->result);
+        out->response_error = json_incref(m->error);
         return;
     case MCP_MSG_NOTIFICATION:
         do_notification(m, out);
@@ -1030,6 +1129,9 @@ void mcp_outcome_clear(mcp_outcome *out) {
     mcp_call_free(out->call);
     json_decref(out->cancel_id);
     free(out->subscribe_uri);
+    json_decref(out->response_id);
+    json_decref(out->response_result);
+    json_decref(out->response_error);
     memset(out, 0, sizeof *out);
     out->set_log_level = -1;
 }

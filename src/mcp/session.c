@@ -58,8 +58,20 @@ typedef struct entry {
     mcp_log_level level;
     inflight *calls;
     json_t *subs; /* resources/subscribe URIs (array of strings, at most MAX_SUBS) or NULL */
+    struct creq_slot *reqs; /* requests sent to the client, waiting for its answer */
+    int nreqs;
     struct entry *next;
 } entry;
+
+typedef struct creq_slot {
+    char id[64];
+    void (*deliver)(void *u, json_t *result, json_t *error);
+    void (*release)(void *u);
+    void *u;
+    struct creq_slot *next;
+} creq_slot;
+
+#define MAX_CLIENT_REQUESTS 16 /* per session */
 
 #define MAX_SUBS 64 /* per session: a client cannot grow a session without bound */
 
@@ -132,6 +144,11 @@ static void free_entry(entry *e) {
         free(c);
     }
     json_decref(e->subs);
+    for (creq_slot *q = e->reqs, *n; q; q = n) { /* their own deadline finishes them */
+        n = q->next;
+        q->release(q->u);
+        free(q);
+    }
     free(e);
 }
 
@@ -486,6 +503,66 @@ bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *u
     }
     pthread_mutex_unlock(&sh->mu);
     return ok;
+}
+
+/* Remove the slot with this id from the session's list (under the shard lock); NULL if none. */
+static creq_slot *take_request(entry *e, const char *id) {
+    for (creq_slot **pp = e ? &e->reqs : NULL; pp && *pp; pp = &(*pp)->next)
+        if (!strcmp((*pp)->id, id)) {
+            creq_slot *q = *pp;
+            *pp = q->next;
+            e->nreqs--;
+            return q;
+        }
+    return NULL;
+}
+
+bool mcp_session_track_request(mcp_sessions *ss, const mcp_session *s, const char *id,
+                               void (*deliver)(void *u, json_t *result, json_t *error), void (*release)(void *u),
+                               void *u) {
+    creq_slot *q = calloc(1, sizeof *q);
+    if (!q || strlen(id) >= sizeof q->id) {
+        free(q);
+        return false;
+    }
+    snprintf(q->id, sizeof q->id, "%s", id);
+    q->deliver = deliver;
+    q->release = release;
+    q->u = u;
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    bool ok = e && e->nreqs < MAX_CLIENT_REQUESTS;
+    if (ok) {
+        q->next = e->reqs;
+        e->reqs = q;
+        e->nreqs++;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (!ok) free(q);
+    return ok;
+}
+
+void mcp_session_untrack_request(mcp_sessions *ss, const mcp_session *s, const char *id) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    creq_slot *q = take_request(find_entry(sh, s->nonce), id);
+    pthread_mutex_unlock(&sh->mu);
+    if (q) q->release(q->u);
+    free(q);
+}
+
+bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, json_t *result, json_t *error) {
+    if (!json_is_string(id)) return false; /* this server's ids are strings */
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    creq_slot *q = take_request(find_entry(sh, s->nonce), json_string_value(id));
+    pthread_mutex_unlock(&sh->mu);
+    if (!q) return false;
+    q->deliver(q->u, result, error);
+    q->release(q->u);
+    free(q);
+    return true;
 }
 
 /* The session's subscribed URIs (new array; empty when none). */

@@ -44,7 +44,8 @@ for s in server-initialize ping tools-list tools-call-simple-text tools-call-err
          server-sse-multiple-streams tools-call-image tools-call-audio tools-call-embedded-resource \
          tools-call-mixed-content resources-list resources-read-text resources-read-binary resources-templates-read \
          resources-subscribe resources-unsubscribe prompts-list prompts-get-simple prompts-get-with-args \
-         prompts-get-embedded-resource prompts-get-with-image json-schema-2020-12; do
+         prompts-get-embedded-resource prompts-get-with-image json-schema-2020-12 tools-call-sampling \
+         tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums; do
   timeout 120 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --scenario "$s" > "$GG_TMP/conf-$s.out" 2>&1
   t "conformance $s" grep -q ', 0 failed' "$GG_TMP/conf-$s.out" || tail -20 "$GG_TMP/conf-$s.out" | sed 's/^/    /'
 done
