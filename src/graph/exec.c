@@ -484,8 +484,9 @@ static void mcp_answered(void *user, json_t *result, gg_error *err) {
         r->opts->wake(r->opts->wake_user);
 }
 
-/* The node's output from the answer (the reply is consumed). */
-static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+/* The answer a waiting node got (taken from the run), or NULL with its error — a timeout
+ * cut short by the run's own time limit reported as that limit. */
+static json_t *take_reply(grun *r, gg_error *err) {
     json_t *res = r->reply;
     r->reply = NULL;
     if (!res) {
@@ -498,6 +499,13 @@ static json_t *exec_mcp_finish(grun *r, gg_error *err) {
         return NULL;
     }
     gg_error_clear(&r->reply_err);
+    return res;
+}
+
+/* The node's output from the answer (the reply is consumed). */
+static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+    json_t *res = take_reply(r, err);
+    if (!res) return NULL;
     json_t *out = tool_result_output(res, err);
     json_decref(res);
     return out;
@@ -531,21 +539,7 @@ static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error 
 
 /* The client's answer is the node's output (elicit: {action, content?}; sample: the
  * CreateMessageResult). */
-static json_t *exec_client_finish(grun *r, gg_error *err) {
-    json_t *res = r->reply;
-    r->reply = NULL;
-    if (!res) {
-        gg_error_move(err, &r->reply_err);
-        if (r->wait_limited && !strcmp(err->code, "timeout")) {
-            gg_error_clear(err);
-            gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
-                         r->g->max_execution_ms, (long)(gg_now_ms() - r->start_ms));
-        }
-        return NULL;
-    }
-    gg_error_clear(&r->reply_err);
-    return res;
-}
+static json_t *exec_client_finish(grun *r, gg_error *err) { return take_reply(r, err); }
 
 static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_error *err) {
     for (size_t i = 0; i < n->ncond; i++) {

@@ -15,6 +15,7 @@ ADMIN=$(gw_key conf admin)
 KEY=$(gw_key conf tools:read,tools:execute)
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 eq201() { [ "$1" = 201 ] || { cat "$GG_TMP/put.json" >&2; return 1; }; }
+eq400() { [ "$1" = 400 ] && grep -q unknown_response "$GG_TMP/resp.json" || { echo "   got $1: $(cat "$GG_TMP/resp.json")" >&2; return 1; }; }
 t "fixture graph uploaded" eq201 "$(gw_put_graph "$ADMIN" conf everything "$FIXTURE")"
 
 # ---- the SDK client (its own ok/not ok lines and counts are folded into ours)
@@ -30,6 +31,12 @@ KEYR=$(gw_key conf tools:read)
 sed 's/^/  sdk: /' "$GG_TMP/sdkr.out" | grep -v ' passed, '
 sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdkr.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdkr.out")
 GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+
+# ---- a response to a request nobody sent → 400
+SID=$(gw_init "$GG_PUB/mcp/conf/everything" "$KEY")
+st=$(gw_rpc "$GG_TMP/resp.json" "$GG_PUB/mcp/conf/everything" "$KEY" "$SID" '{"jsonrpc":"2.0","id":"gg-nobody","result":{"action":"accept"}}' \
+  -H 'MCP-Protocol-Version: 2025-11-25')
+t "a response nobody waits for → 400 unknown_response" eq400 "$st"
 
 # ---- the MCP Inspector CLI lists the tools
 INSPECTOR="$NPM/@modelcontextprotocol/inspector/clients/launcher/build/index.js"

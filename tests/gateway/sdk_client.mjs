@@ -10,7 +10,8 @@ const sdk = path.join(process.env.GG_NPM || path.resolve(import.meta.dirname, '.
 const load = (p) => import(pathToFileURL(path.join(sdk, p)).href);
 const { Client } = await load('client/index.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
-const { CallToolResultSchema, LoggingMessageNotificationSchema } = await load('types.js');
+const { CallToolResultSchema, LoggingMessageNotificationSchema, ElicitRequestSchema, CreateMessageRequestSchema } =
+  await load('types.js');
 
 let passed = 0, failed = 0;
 const check = (desc, cond, detail) => {
@@ -111,6 +112,35 @@ try {
   check('completion/complete of a prompt argument', pc.completion.values.join() === 'test,testValue1', pc);
   const mixed = await client.callTool({ name: 'test_multiple_content_types', arguments: {} });
   check('tools/call rich content (text, image, resource)', mixed.content.map((c) => c.type).join() === 'text,image,resource', mixed);
+
+  // elicit and sample nodes: this client declares neither capability nor handler → a clear error
+  const noCap = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Name?' } });
+  check('elicit node, client without elicitation → isError naming the client\'s refusal',
+    noCap.isError === true && /client answered with error/.test(noCap.content[0].text), noCap);
+  const asker = new Client({ name: 'graphgate-sdk-asker', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
+  const asked = [];
+  asker.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params);
+    return req.params.message === 'decline me' ? { action: 'decline' }
+      : { action: 'accept', content: { username: 'octocat', email: 'o@example.com' } };
+  });
+  asker.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    asked.push(req.params);
+    return { role: 'assistant', content: { type: 'text', text: `echo: ${req.params.messages[0].content.text}` }, model: 'm', stopReason: 'endTurn' };
+  });
+  const t2 = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await asker.connect(t2);
+  const el = await asker.callTool({ name: 'test_elicitation', arguments: { message: 'Name?' } });
+  check('elicit node: the client\'s handler got message and requestedSchema',
+    asked[0] && asked[0].message === 'Name?' && asked[0].requestedSchema.required.join() === 'username,email', asked[0]);
+  check('elicit node: the answer flows into the graph',
+    el.content[0].text === 'User response: action=accept, content={"username":"octocat","email":"o@example.com"}', el);
+  const dec = await asker.callTool({ name: 'test_elicitation', arguments: { message: 'decline me' } });
+  check('elicit node: decline is an answer too', /action=decline/.test(dec.content[0].text), dec);
+  const sm = await asker.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
+  check('sample node: the model\'s answer flows into the graph', sm.content[0].text === 'LLM response: echo: hello', sm);
+  await t2.terminateSession();
+  await asker.close();
 
   const sid = transport.sessionId;
   await transport.terminateSession();

@@ -243,6 +243,51 @@ START_TEST(template_bounds) {
 }
 END_TEST
 
+/* elicit and sample nodes: validated; never pure; without a client to ask they fail clearly. */
+START_TEST(client_nodes) {
+    static const char bad[] =
+        "server: {name: s, version: '1'}\n"
+        "tools:\n"
+        "  - name: t\n"
+        "    description: d\n"
+        "    inputSchema: {type: object}\n"
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: a}\n"
+        "      - {id: a, type: elicit, message: hi, requestedSchema: {type: object, properties: {x: {type: object}}}, next: b}\n"
+        "      - {id: b, type: sample, maxTokens: 10, timeout: 0, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(bad, sizeof bad - 1, "t.yaml", NULL, &d));
+    ck_assert_msg(has_diag(&d, "invalid_schema", 8, 99), "nested object property refused");
+    ck_assert_msg(has_diag(&d, "missing_key", 9, 9), "sample needs messages");
+    ck_assert_msg(has_diag(&d, "invalid_value", 9, 55), "timeout must be positive");
+    ck_assert_int_eq(d.errors, 3);
+    gg_graph_diags_free(&d);
+    static const char good[] =
+        "server: {name: s, version: '1'}\n"
+        "tools:\n"
+        "  - name: t\n"
+        "    description: d\n"
+        "    inputSchema: {type: object}\n"
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: a}\n"
+        "      - {id: a, type: elicit, message: {expr: '$.entry.m'}, requestedSchema: {type: object, properties: {x: {type: string}}}, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph *g = gg_graph_load_string(good, sizeof good - 1, "t.yaml", NULL, NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert(!gg_graph_tool_is_pure(g, "t")); /* it waits on the client: never inline */
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    gg_error e = GG_ERROR_INIT;
+    json_t *res = p->call_tool(p, "t", NULL, &(mcp_call_ctx){0}, &e);
+    char *s = dump(res);
+    ck_assert_msg(strstr(s, "\"isError\":true") && strstr(s, "elicitation/create needs a client to ask"), "%s", s);
+    free(s);
+    json_decref(res);
+    mcp_provider_unref(p);
+}
+END_TEST
+
 int main(void) {
     const char *sd = getenv("GG_SRCDIR");
     snprintf(srcdir, sizeof srcdir, "%s", sd ? sd : ".");
@@ -253,6 +298,7 @@ int main(void) {
     tcase_add_test(tc, server_resources_prompts);
     tcase_add_test(tc, call_tool_result_checked);
     tcase_add_test(tc, template_bounds);
+    tcase_add_test(tc, client_nodes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
