@@ -12,6 +12,9 @@
 
 static char srcdir[PATH_MAX];
 
+/* The start of a graph with one tool t; its remaining keys follow. */
+#define ONE_TOOL "server: {name: s, version: '1'}\ntools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n"
+
 static gg_graph *load_path(const char *rel, gg_graph_diags *d) {
     char p[PATH_MAX + 64];
     snprintf(p, sizeof p, "%s/%s", srcdir, rel);
@@ -185,11 +188,7 @@ END_TEST
 /* resultFormat: callToolResult checks what the exit node gives. */
 START_TEST(call_tool_result_checked) {
     static const char src[] =
-        "server: {name: s, version: '1'}\n"
-        "tools:\n"
-        "  - name: t\n"
-        "    description: d\n"
-        "    inputSchema: {type: object}\n"
+        ONE_TOOL
         "    resultFormat: callToolResult\n"
         "    nodes:\n"
         "      - {id: entry, type: entry, next: x}\n"
@@ -246,11 +245,7 @@ END_TEST
 /* elicit and sample nodes: validated; never pure; without a client to ask they fail clearly. */
 START_TEST(client_nodes) {
     static const char bad[] =
-        "server: {name: s, version: '1'}\n"
-        "tools:\n"
-        "  - name: t\n"
-        "    description: d\n"
-        "    inputSchema: {type: object}\n"
+        ONE_TOOL
         "    nodes:\n"
         "      - {id: entry, type: entry, next: a}\n"
         "      - {id: a, type: elicit, message: hi, requestedSchema: {type: object, properties: {x: {type: object}}}, next: b}\n"
@@ -264,11 +259,7 @@ START_TEST(client_nodes) {
     ck_assert_int_eq(d.errors, 3);
     gg_graph_diags_free(&d);
     static const char good[] =
-        "server: {name: s, version: '1'}\n"
-        "tools:\n"
-        "  - name: t\n"
-        "    description: d\n"
-        "    inputSchema: {type: object}\n"
+        ONE_TOOL
         "    nodes:\n"
         "      - {id: entry, type: entry, next: a}\n"
         "      - {id: a, type: elicit, message: {expr: '$.entry.m'}, requestedSchema: {type: object, properties: {x: {type: string}}}, next: exit}\n"
