@@ -730,8 +730,10 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);
     if (sess && o->subscribe) mcp_session_subscribe(gw->sessions, sess, o->subscribe_uri, o->subscribe > 0);
-    if (o->response_id && !(sess && mcp_session_deliver(gw->sessions, sess, o->response_id, o->response_result, o->response_error)))
+    if (o->response_id && !(sess && mcp_session_deliver(gw->sessions, sess, o->response_id, o->response_result, o->response_error))) {
+        mcp_outcome_clear(o);
         return gg_http_res_error(res, 400, "unknown_response", "no request of this session waits for this response id"), GG_HTTP_DONE;
+    }
     int rc = GG_HTTP_DONE;
     switch (o->kind) {
     case MCP_OUT_ACCEPTED:
@@ -785,6 +787,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         if (sess && o.set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o.set_log_level);
         if (sess && o.cancel_id) mcp_session_cancel_call(gw->sessions, sess, o.cancel_id);
         if (sess && o.subscribe) mcp_session_subscribe(gw->sessions, sess, o.subscribe_uri, o.subscribe > 0);
+        if (sess && o.response_id) mcp_session_deliver(gw->sessions, sess, o.response_id, o.response_result, o.response_error);
         if (o.kind == MCP_OUT_RESPONSE) {
             json_t *r = json_loads(o.body, 0, NULL);
             if (r) json_array_append_new(b->responses, r);

@@ -62,5 +62,9 @@ timeout 600 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" 
   > "$GG_TMP/conf-all.out" 2>&1
 echo "  conformance --spec-version 2025-11-25 (informational):"
 grep -E '^(Total|Passed|Failed|[0-9]+ passed|.*scenarios)|[✓✗]' "$GG_TMP/conf-all.out" | head -60 | sed 's/^/    /'
+timeout 600 "$NODE" "$CONF" server --url "$GG_INT/internal/mcp/conf/everything" --spec-version 2025-06-18 \
+  > "$GG_TMP/conf-0618.out" 2>&1
+echo "  conformance --spec-version 2025-06-18 (informational): $(grep -c '✓' "$GG_TMP/conf-0618.out") passed, $(grep -c '✗' "$GG_TMP/conf-0618.out") failed"
+grep '✗' "$GG_TMP/conf-0618.out" | sed 's/^/    /'
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish
