@@ -3,23 +3,14 @@
 // (pure computation) still gets the worker; a client that never answers fails the node at
 // its timeout; notifications/cancelled ends a waiting run at once.
 // usage: node sdk_elicit_wait.mjs MCP_URL KEY METRICS_URL
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { loadSdk as load, check, sleep, until, finish } from './sdk_lib.mjs';
 
 const [url, key, metricsUrl] = process.argv.slice(2);
 const inFlight = async () => Number(/^graphgate_tool_calls_waiting_capable (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? -1);
-const sdk = path.join(process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules'),
-  '@modelcontextprotocol/sdk/dist/esm');
-const load = (p) => import(pathToFileURL(path.join(sdk, p)).href);
 const { Client } = await load('client/index.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
 const { ElicitRequestSchema } = await load('types.js');
 
-let passed = 0, failed = 0;
-const check = (desc, cond, detail) => {
-  if (cond) { passed++; console.log(`ok - ${desc}`); }
-  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
-};
 try {
   const client = new Client({ name: 'waiter', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   const pending = [];
@@ -55,7 +46,6 @@ try {
   await transport.terminateSession();
   await client.close();
 } catch (e) {
-  check('no exception', false, String(e && e.stack || e));
+  finish(e);
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

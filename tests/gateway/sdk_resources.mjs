@@ -5,30 +5,14 @@
 // usage: node sdk_resources.mjs MCP_URL KEY ADMIN_GRAPH_URL ADMIN_KEY GRAPH_YAML METRICS_URL
 // Prints one "ok - ..." / "not ok - ..." line per check and a final "N passed, N failed".
 import fs from 'node:fs';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { loadSdk as load, check, sleep, until, finish } from './sdk_lib.mjs';
 
 const [url, key, graphUrl, adminKey, yamlFile, metricsUrl] = process.argv.slice(2);
-const sdk = path.join(process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules'),
-  '@modelcontextprotocol/sdk/dist/esm');
-const load = (p) => import(pathToFileURL(path.join(sdk, p)).href);
 const { Client } = await load('client/index.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
 const { ResourceUpdatedNotificationSchema, ResourceListChangedNotificationSchema, PromptListChangedNotificationSchema } =
   await load('types.js');
 
-let passed = 0, failed = 0;
-const check = (desc, cond, detail) => {
-  if (cond) { passed++; console.log(`ok - ${desc}`); }
-  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(fn, ms = 5000) {
-  const end = Date.now() + ms;
-  let v;
-  while (!(v = await fn()) && Date.now() < end) await sleep(50);
-  return v;
-}
 async function openStreams() {
   const m = /^graphgate_mcp_streams (\d+)$/m.exec(await (await fetch(metricsUrl)).text());
   return m ? Number(m[1]) : -1;
@@ -62,7 +46,6 @@ try {
   await transport.terminateSession();
   await client.close();
 } catch (e) {
-  check('no exception', false, String(e && e.stack || e));
+  finish(e);
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();
