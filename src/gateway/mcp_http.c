@@ -724,8 +724,11 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
     const char *key_id = pr ? pr->key_id : "";
     if (o->initialize) {
         char sid[MCP_SESSION_ID_MAX];
-        if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, NULL))
+        mcp_session issued;
+        if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, &issued)) {
             gg_http_res_header(res, SESSION_HEADER, sid);
+            mcp_session_set_client_caps(gw->sessions, &issued, o->client_caps);
+        }
     }
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);

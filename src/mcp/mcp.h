@@ -248,6 +248,7 @@ typedef struct mcp_outcome {
     mcp_call *call;       /* MCP_OUT_CALL; owned by the outcome until the transport takes it */
     /* side effects for the transport to apply to the session: */
     bool initialize;      /* initialize succeeded: issue a session for negotiated_version */
+    int client_caps;      /* with initialize: MCP_CLIENT_CAPS_* the client declared */
     char negotiated_version[16];
     int set_log_level;    /* >= 0: logging/setLevel asked for this level */
     json_t *cancel_id;    /* notifications/cancelled: the requestId (new reference) */
@@ -343,6 +344,11 @@ void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *requ
                             volatile int *cancel_flag);
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
+/* The client's capabilities from initialize (KNOWN set once recorded; the table may have
+ * forgotten an idle session: then 0, unknown, and requests are sent anyway). */
+enum { MCP_CLIENT_CAPS_KNOWN = 1, MCP_CLIENT_CAPS_ELICITATION = 2, MCP_CLIENT_CAPS_SAMPLING = 4, MCP_CLIENT_CAPS_ROOTS = 8 };
+void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps);
+int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s);
 /* resources/subscribe (on) / unsubscribe for the session; false past 64 subscriptions. */
 bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on);
 json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s); /* new array of URIs */

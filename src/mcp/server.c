@@ -661,6 +661,15 @@ static void call_client_request(void *user, const char *method, json_t *params, 
                                 void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
     mcp_call *c = user;
     gg_error e = GG_ERROR_INIT;
+    int caps = mcp_session_client_caps(c->sessions, &c->sess);
+    int need = strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ELICITATION;
+    if ((caps & MCP_CLIENT_CAPS_KNOWN) && !(caps & need)) {
+        gg_error_set(&e, "no_capability", "%s: the client did not declare the %s capability at initialize", method,
+                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : "elicitation");
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
     creq *q = calloc(1, sizeof *q);
     mcp_loop *loop = mcp_loop_shared();
     if (!q || !loop) {
@@ -846,6 +855,10 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
     out->initialize = true;
+    json_t *cc = json_object_get(m->params, "capabilities");
+    out->client_caps = MCP_CLIENT_CAPS_KNOWN | (json_object_get(cc, "elicitation") ? MCP_CLIENT_CAPS_ELICITATION : 0) |
+                       (json_object_get(cc, "sampling") ? MCP_CLIENT_CAPS_SAMPLING : 0) |
+                       (json_object_get(cc, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0);
     snprintf(out->negotiated_version, sizeof out->negotiated_version, "%s", v);
 }
 

@@ -58,6 +58,7 @@ typedef struct entry {
     mcp_log_level level;
     inflight *calls;
     json_t *subs; /* resources/subscribe URIs (array of strings, at most MAX_SUBS) or NULL */
+    int client_caps;        /* MCP_CLIENT_CAPS_* from initialize; 0 = unknown */
     struct creq_slot *reqs; /* requests sent to the client, waiting for its answer */
     int nreqs;
     struct entry *next;
@@ -515,6 +516,24 @@ static creq_slot *take_request(entry *e, const char *id) {
             return q;
         }
     return NULL;
+}
+
+/* What the client declared at initialize (MCP_CLIENT_CAPS_*), remembered for the session. */
+void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    if (e) e->client_caps = caps;
+    pthread_mutex_unlock(&sh->mu);
+}
+
+int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
+    int caps = e ? e->client_caps : 0;
+    pthread_mutex_unlock(&sh->mu);
+    return caps;
 }
 
 bool mcp_session_track_request(mcp_sessions *ss, const mcp_session *s, const char *id,

@@ -115,8 +115,8 @@ try {
 
   // elicit and sample nodes: this client declares neither capability nor handler → a clear error
   const noCap = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Name?' } });
-  check('elicit node, client without elicitation → isError naming the client\'s refusal',
-    noCap.isError === true && /client answered with error/.test(noCap.content[0].text), noCap);
+  check('elicit node, client without elicitation → isError: it did not declare the capability',
+    noCap.isError === true && /did not declare the elicitation capability/.test(noCap.content[0].text), noCap);
   const asker = new Client({ name: 'graphgate-sdk-asker', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
   const asked = [];
   asker.setRequestHandler(ElicitRequestSchema, async (req) => {

@@ -159,7 +159,11 @@ START_TEST(server_resources_prompts) {
     expect(srv, REQ("resources/read", "{}"), "no uri", "-32602");
     expect(srv, REQ("resources/subscribe", "{\"uri\":\"test://missing\"}"), "subscribe unknown", "-32002");
     mcp_outcome o;
-    json_t *j = ask(srv, REQ("resources/subscribe", "{\"uri\":\"test://template/7/data\"}"), &o);
+    json_t *j = ask(srv, REQ("initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"elicitation\":{}}}"), &o);
+    ck_assert_int_eq(o.client_caps, MCP_CLIENT_CAPS_KNOWN | MCP_CLIENT_CAPS_ELICITATION); /* not sampling */
+    json_decref(j);
+    mcp_outcome_clear(&o);
+    j = ask(srv, REQ("resources/subscribe", "{\"uri\":\"test://template/7/data\"}"), &o);
     ck_assert_int_eq(o.subscribe, 1);
     ck_assert_str_eq(o.subscribe_uri, "test://template/7/data");
     json_decref(j);
