@@ -38,7 +38,13 @@ static int graph_validate(int argc, char **argv) {
         }
         if (!g) bad++;
         if (!json) {
-            if (g) printf("%s: ok (%zu tool%s, %zu warning%s)\n", argv[i], gg_graph_tool_count(g),
+            size_t nr = g ? json_array_size(gg_graph_resources(g)) : 0, np = g ? json_array_size(gg_graph_prompts(g)) : 0,
+                   nt = g ? json_array_size(gg_graph_resource_templates(g)) : 0;
+            if (g && (nr || nt || np))
+                printf("%s: ok (%zu tool%s, %zu resource%s, %zu resource template%s, %zu prompt%s, %zu warning%s)\n", argv[i],
+                       gg_graph_tool_count(g), gg_graph_tool_count(g) == 1 ? "" : "s", nr, nr == 1 ? "" : "s", nt,
+                       nt == 1 ? "" : "s", np, np == 1 ? "" : "s", d.warnings, d.warnings == 1 ? "" : "s");
+            else if (g) printf("%s: ok (%zu tool%s, %zu warning%s)\n", argv[i], gg_graph_tool_count(g),
                           gg_graph_tool_count(g) == 1 ? "" : "s", d.warnings, d.warnings == 1 ? "" : "s");
             else printf("%s: invalid (%zu error%s, %zu warning%s)\n", argv[i], d.errors, d.errors == 1 ? "" : "s",
                         d.warnings, d.warnings == 1 ? "" : "s");

@@ -459,6 +459,7 @@ static void job_run(void *arg) {
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
+    if (j->has_session && j->sse_ok && !j->plain) mcp_call_set_client(j->call, gw->sessions, &j->sess);
     /* the run holds this worker only while it computes: waiting on a downstream server it
      * yields, and its continuation comes back through job_resume */
     mcp_call_async how = {job_resume, j, j->accepted_ms, job_call_done, j};
@@ -902,12 +903,19 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
     const char *key_id = pr ? pr->key_id : "";
     if (o->initialize) {
         char sid[MCP_SESSION_ID_MAX];
-        if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, NULL))
+        mcp_session issued;
+        if (mcp_session_issue(gw->sessions, ep->tenant, ep->graph, key_id, o->negotiated_version, sid, &issued)) {
             gg_http_res_header(res, SESSION_HEADER, sid);
-        else return session_refused(gw, res, o);
+            mcp_session_set_client_caps(gw->sessions, &issued, o->client_caps);
+        } else return session_refused(gw, res, o);
     }
     if (sess && o->set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o->set_log_level);
     if (sess && o->cancel_id) mcp_session_cancel_call(gw->sessions, sess, o->cancel_id);
+    if (sess && o->subscribe) mcp_session_subscribe(gw->sessions, sess, o->subscribe_uri, o->subscribe > 0);
+    if (o->response_id && !(sess && mcp_session_deliver(gw->sessions, sess, o->response_id, o->response_result, o->response_error))) {
+        mcp_outcome_clear(o);
+        return gg_http_res_error(res, 400, "unknown_response", "no request of this session waits for this response id"), GG_HTTP_DONE;
+    }
     int rc = GG_HTTP_DONE;
     switch (o->kind) {
     case MCP_OUT_ACCEPTED:
@@ -960,6 +968,8 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         mcp_server_dispatch(ep->srv, &m, &rc, &o);
         if (sess && o.set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o.set_log_level);
         if (sess && o.cancel_id) mcp_session_cancel_call(gw->sessions, sess, o.cancel_id);
+        if (sess && o.subscribe) mcp_session_subscribe(gw->sessions, sess, o.subscribe_uri, o.subscribe > 0);
+        if (sess && o.response_id) mcp_session_deliver(gw->sessions, sess, o.response_id, o.response_result, o.response_error);
         if (o.kind == MCP_OUT_RESPONSE) {
             json_t *r = json_loads(o.body, 0, NULL);
             if (r) json_array_append_new(b->responses, r);

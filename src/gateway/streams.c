@@ -3,8 +3,10 @@
  * Server").
  *
  * A GET with a valid Mcp-Session-Id and Accept: text/event-stream answers 200
- * text/event-stream and stays open. The only server-initiated message graphgate has is
- * notifications/tools/list_changed: when a new version of a graph becomes active (admin
+ * text/event-stream and stays open. The server-initiated messages are
+ * notifications/tools/list_changed (with resources/ and prompts/list_changed and
+ * resources/updated for the session's subscriptions when the version declares resources
+ * or prompts): when a new version of a graph becomes active (admin
  * PUT, rollback, a CLI change picked up by the store sync, a remounted provider), every
  * session with an open stream on that endpoint gets it once — on its newest live stream,
  * never on several streams of the same session (the spec forbids broadcasting one message
@@ -115,12 +117,36 @@ static void prune(gw_streams *s) {
         }
 }
 
-/* Send LIST_CHANGED once for this session: on the newest stream that takes it. */
-static bool notify_session(gw_streams *s, ssess *ss) {
+static void notify_extras(gw_streams *s, ssess *ss, gg_http_async *a, mcp_server *srv) {
+    if (mcp_server_has_resources(srv)) {
+        gg_http_sse_event(a, "message", NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}");
+        mcp_session key = {0};
+        memcpy(key.nonce, ss->nonce, sizeof key.nonce);
+        json_t *subs = mcp_session_subscriptions(s->gw->sessions, &key), *u;
+        size_t i;
+        json_array_foreach(subs, i, u) {
+            if (!mcp_server_serves_uri(srv, json_string_value(u))) continue;
+            json_t *p = json_pack("{s:O}", "uri", u);
+            char *msg = p ? mcp_jsonrpc_notification("notifications/resources/updated", p) : NULL;
+            if (msg) gg_http_sse_event(a, "message", NULL, msg);
+            free(msg);
+            json_decref(p);
+        }
+        json_decref(subs);
+    }
+    if (mcp_server_has_prompts(srv))
+        gg_http_sse_event(a, "message", NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}");
+}
+
+/* Send LIST_CHANGED once for this session: on the newest stream that takes it; then, for
+ * a version offering them, resources/prompts list_changed and resources/updated for each
+ * URI the session subscribed to that the version serves (srv may be NULL). */
+static bool notify_session(gw_streams *s, ssess *ss, mcp_server *srv) {
     while (ss->n > 0) {
         int i = ss->n - 1;
         if (gg_http_sse_event(ss->streams[i], "message", NULL, LIST_CHANGED)) {
             s->notified++;
+            if (srv) notify_extras(s, ss, ss->streams[i], srv);
             return true;
         }
         end_stream(s, ss, i); /* client gone or not reading: this stream is dead */
@@ -341,12 +367,14 @@ int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
  * session with a stream there (once per session). Mounts use tenant "". */
 void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph) {
     if (!s) return;
+    mcp_server *srv = s->gw->registry ? gw_registry_get(s->gw->registry, tenant, graph, NULL) : NULL;
     pthread_mutex_lock(&s->mu);
     for (size_t b = 0; s->open && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
-            if (same_endpoint(ss, tenant, graph)) notify_session(s, ss);
+            if (same_endpoint(ss, tenant, graph)) notify_session(s, ss, srv);
     prune(s);
     pthread_mutex_unlock(&s->mu);
+    mcp_server_unref(srv);
 }
 
 /* tenant/graph is gone (graph or tenant deleted): end its streams. */

@@ -484,8 +484,9 @@ static void mcp_answered(void *user, json_t *result, gg_error *err) {
         r->opts->wake(r->opts->wake_user);
 }
 
-/* The node's output from the answer (the reply is consumed). */
-static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+/* The answer a waiting node got (taken from the run), or NULL with its error — a timeout
+ * cut short by the run's own time limit reported as that limit. */
+static json_t *take_reply(grun *r, gg_error *err) {
     json_t *res = r->reply;
     r->reply = NULL;
     if (!res) {
@@ -498,10 +499,47 @@ static json_t *exec_mcp_finish(grun *r, gg_error *err) {
         return NULL;
     }
     gg_error_clear(&r->reply_err);
+    return res;
+}
+
+/* The node's output from the answer (the reply is consumed). */
+static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+    json_t *res = take_reply(r, err);
+    if (!res) return NULL;
     json_t *out = tool_result_output(res, err);
     json_decref(res);
     return out;
 }
+
+/* elicit / sample: send the request to the run's client; the answer comes to mcp_answered
+ * like a downstream one (the run yields meanwhile). False (err set) when nothing was sent. */
+static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
+    update_time_limit(r);
+    json_t *params = eval_args(r, n->args, err);
+    if (!params) {
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        return false;
+    }
+    *input = params;
+    const char *method = n->type == GN_ELICIT ? "elicitation/create" : "sampling/createMessage";
+    if (!r->opts || !r->opts->client_request) {
+        gg_error_set(err, "no_client", "%s needs a client to ask: call the tool over MCP from a session whose client "
+                     "accepts a text/event-stream answer", method);
+        return false;
+    }
+    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+    int timeout = n->timeout_ms > 0 ? n->timeout_ms : 300000;
+    r->wait_limited = left < timeout;
+    if (r->wait_limited) timeout = left < 1 ? 1 : (int)left;
+    r->waiting = true;
+    r->rendezvous = 0;
+    r->opts->client_request(r->opts->client_user, method, params, timeout, r->opts->cancelled, mcp_answered, r);
+    return true;
+}
+
+/* The client's answer is the node's output (elicit: {action, content?}; sample: the
+ * CreateMessageResult). */
+static json_t *exec_client_finish(grun *r, gg_error *err) { return take_reply(r, err); }
 
 static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_error *err) {
     for (size_t i = 0; i < n->ncond; i++) {
@@ -543,7 +581,7 @@ static json_t *exit_output(const grun *r) {
     return falsy ? json_object() : json_incref(prev);
 }
 
-static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit"};
+static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
 
 static bool put(json_t *o, const char *key, json_t *v) { return json_object_set_new_nocheck(o, key, v) == 0; }
 
@@ -607,7 +645,7 @@ bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool) {
     for (size_t i = 0; i < g->ntools; i++) {
         if (strcmp(g->tools[i].name, tool) != 0) continue;
         for (size_t k = 0; k < g->tools[i].nnodes; k++)
-            if (g->tools[i].nodes[k].type == GN_MCP) return false;
+            if (g->tools[i].nodes[k].type == GN_MCP || g->tools[i].nodes[k].type >= GN_ELICIT) return false;
         return true;
     }
     return false;
@@ -728,7 +766,7 @@ static bool run_advance(grun *r) {
             t0 = r->wait_t0;
             input = r->wait_input;
             r->wait_input = NULL;
-            out = exec_mcp_finish(r, &e);
+            out = n->type == GN_MCP ? exec_mcp_finish(r, &e) : exec_client_finish(r, &e);
         } else {
             /* one clock read at the start of a node and one at its end: limits, expression
              * time limits and wall times (start_wall + offset) all come from them */
@@ -758,7 +796,9 @@ static bool run_advance(grun *r) {
                 break;
             }
             case GN_MCP:
-                if (exec_mcp_start(r, n, &input, &e)) {
+            case GN_ELICIT:
+            case GN_SAMPLE:
+                if (n->type == GN_MCP ? exec_mcp_start(r, n, &input, &e) : exec_client_start(r, n, &input, &e)) {
                     r->wait_t0 = t0;
                     r->wait_input = input;
                     /* first to arrive yields; if the answer came first, go on right here */

@@ -94,6 +94,10 @@ json_t *gg_graph_tools(const gg_graph *g);
 /* Borrowed tool definition or NULL. */
 json_t *gg_graph_tool(const gg_graph *g, const char *name);
 size_t gg_graph_tool_count(const gg_graph *g);
+/* resources, resourceTemplates and prompts as MCP lists them (borrowed; NULL when none). */
+json_t *gg_graph_resources(const gg_graph *g);
+json_t *gg_graph_resource_templates(const gg_graph *g);
+json_t *gg_graph_prompts(const gg_graph *g);
 int gg_graph_max_node_executions(const gg_graph *g);
 long gg_graph_max_execution_ms(const gg_graph *g);
 
@@ -134,6 +138,10 @@ typedef struct gg_graph_run_options {
     void *wake_user;
     double start_ms;             /* > 0: monotonic time the call was accepted; the run's
                                     time limit counts from there (queue time included) */
+    /* elicit and sample nodes ask the caller's MCP client (see mcp_call_ctx.client_request);
+     * NULL: those nodes fail with a clear error. */
+    mcp_client_request_fn client_request;
+    void *client_user;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {

@@ -52,7 +52,8 @@ const char *yn_kind_name(const ynode *n);
 
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
-typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT } gnode_type;
+/* elicit and sample ask the run's client (elicitation/create, sampling/createMessage). */
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE } gnode_type;
 
 /* An args template: literal JSON, an expression, or a container of templates. */
 typedef struct gargs gargs;
@@ -86,6 +87,8 @@ typedef struct gnode {
     gcond *conds;
     size_t ncond;
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
+    /* elicit, sample: args holds the request's params; how long the client may take */
+    int timeout_ms;
 } gnode;
 
 typedef struct gtool {
@@ -94,7 +97,23 @@ typedef struct gtool {
     gnode *nodes;
     size_t nnodes;
     int entry, exit;
+    bool content_result;       /* resultFormat: callToolResult — the exit output is the result */
 } gtool;
+
+/* A resource, resource template or prompt (load_extras in load.c). Produced either by a
+ * static value (resource {text}|{blob}, prompt messages) or by a hidden tool in g->tools
+ * past the public ones, named "resource:<uri>", "template:<uriTemplate>", "prompt:<name>"
+ * (':' cannot appear in a tool name, so the names never collide). */
+typedef enum { GX_RESOURCE, GX_TEMPLATE, GX_PROMPT } gextra_kind;
+typedef struct gextra {
+    gextra_kind kind;
+    char *key;                 /* uri, uriTemplate or prompt name */
+    json_t *def;               /* as listed */
+    json_t *value;             /* static content or NULL */
+    char *run;                 /* "resource:<uri>", "template:<uriTemplate>", "prompt:<name>" */
+    bool has_nodes;            /* produced by the hidden tool named run (else value) */
+    json_t *completions;       /* {argument or variable: [values]} or NULL */
+} gextra;
 
 struct gserver {
     char *name;
@@ -111,7 +130,11 @@ struct gg_graph {
     int max_node_executions;
     long max_execution_ms;
     gtool *tools;
-    size_t ntools;
+    size_t ntools;             /* including the hidden tools of extras */
+    size_t npublic;            /* the listed tools: g->tools[0..npublic) */
+    gextra *extras;
+    size_t nextras;
+    json_t *resources_json, *templates_json, *prompts_json;
     gserver *servers;
     size_t nservers;
     json_t *tools_json;

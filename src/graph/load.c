@@ -583,7 +583,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
     tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
 }
 
-static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit"};
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *conds = yn_get(nm, "conditions");
@@ -646,13 +646,71 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     }
 }
 
+/* elicitation/create's requestedSchema as the spec restricts it: a flat object whose
+ * properties are strings (with format or enum), numbers, integers, booleans, or arrays of
+ * enumerated strings (multi-select); every property may have a title, description, default. */
+static void check_requested_schema(lctx *c, const ynode *v) {
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_schema", "requestedSchema must be a mapping {type: object, properties}");
+        return;
+    }
+    const ynode *t = yn_get(v, "type"), *props = yn_get(v, "properties");
+    if (!t || t->kind != YN_SCALAR || strcmp(t->str, "object"))
+        LERR(c, t ? t : v, "invalid_schema", "requestedSchema must have type: object");
+    if (!props || props->kind != YN_MAP) {
+        LERR(c, props ? props : v, "invalid_schema", "requestedSchema needs properties (a mapping)");
+        return;
+    }
+    for (size_t i = 0; i < props->count; i++) {
+        const ynode *pv = props->items[2 * i + 1], *pt = pv->kind == YN_MAP ? yn_get(pv, "type") : NULL;
+        const char *ty = pt && pt->kind == YN_SCALAR ? pt->str : "";
+        if (strcmp(ty, "string") && strcmp(ty, "number") && strcmp(ty, "integer") && strcmp(ty, "boolean") &&
+            strcmp(ty, "array"))
+            LERR(c, pt ? pt : pv, "invalid_schema",
+                 "requestedSchema property '%s' must have type string, number, integer, boolean or array (of enum strings)",
+                 props->items[2 * i]->str ? props->items[2 * i]->str : "");
+    }
+}
+
+/* elicit / sample: the request's params as an args template (expressions allowed as in mcp
+ * args), the required keys, and timeout (ms). */
+static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *what) {
+    bool elicit = n->type == GN_ELICIT;
+    static const char *const skip[] = {"id", "type", "next", "timeout", NULL};
+    const char *need[2] = {elicit ? "message" : "messages", elicit ? "requestedSchema" : "maxTokens"};
+    for (int i = 0; i < 2; i++)
+        if (!yn_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
+    const ynode *rs = yn_get(nm, "requestedSchema");
+    if (rs) check_requested_schema(c, rs);
+    const ynode *to = yn_get(nm, "timeout");
+    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
+        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
+    else if (to) n->timeout_ms = (int)atol(to->str);
+    n->args = calloc(1, sizeof *n->args);
+    if (!n->args) return;
+    n->args->kind = GA_OBJECT;
+    n->args->keys = calloc(nm->count + 1, sizeof(char *));
+    n->args->items = calloc(nm->count + 1, sizeof(gargs *));
+    for (size_t i = 0; n->args->keys && n->args->items && i < nm->count; i++) {
+        const char *k = nm->items[2 * i]->str;
+        bool skipped = !k;
+        for (const char *const *s = skip; k && *s; s++) skipped |= !strcmp(*s, k);
+        if (skipped) continue;
+        n->args->keys[n->args->count] = strdup(k);
+        n->args->items[n->args->count++] = build_args(c, nm->items[2 * i + 1], true, 1);
+    }
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[5][7] = {
+    static const char *const keys[7][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
         {"id", "type", "conditions", "next", NULL},
         {"id", "type", NULL},
+        {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
+        {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
+         "includeContext", "metadata", "timeout", "next", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -662,10 +720,11 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
-    for (int i = 0; type && i < 5; i++)
+    for (int i = 0; type && i < 7; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
-        LERR(c, yn_get(nm, "type"), "invalid_type", "unknown node type '%s' (expected entry, mcp, transform, switch or exit)",
+        LERR(c, yn_get(nm, "type"), "invalid_type",
+             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit or sample)",
              type);
         check_keys(c, nm, NULL, "a node");
         n->type = GN_TRANSFORM;
@@ -674,7 +733,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (t < 0) return;
     n->type = (gnode_type)t;
     char what[64];
-    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP ? "n" : "", type);
+    snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP || t == GN_ELICIT ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
     const ynode *next = yn_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
@@ -722,6 +781,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     } else if (t == GN_SWITCH) {
         load_switch(c, n, nm, tb);
     }
+    if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
 }
 
 /* Breadth-first walk from the entry; marks reached nodes. */
@@ -748,8 +808,11 @@ static void reach(const gtool *t, int from, bool *seen) {
     free(queue);
 }
 
+static void load_nodes(lctx *c, gtool *t, const ynode *tm);
+
 static void load_tool(lctx *c, gtool *t, const ynode *tm) {
-    static const char *const keys[] = {"name", "title", "description", "inputSchema", "outputSchema", "nodes", NULL};
+    static const char *const keys[] = {"name", "title", "description", "inputSchema", "outputSchema", "resultFormat",
+                                       "nodes", NULL};
     t->entry = t->exit = -1;
     const char *name = get_str(c, tm, "name", true, "a tool");
     t->name = strdup(name ? name : "");
@@ -774,6 +837,15 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
         json_decref(in);
         json_decref(out);
     }
+    const ynode *rf = yn_get(tm, "resultFormat");
+    if (rf && (rf->kind != YN_SCALAR || (strcmp(rf->str, "value") && strcmp(rf->str, "callToolResult"))))
+        LERR(c, rf, "invalid_value", "resultFormat must be 'value' (default) or 'callToolResult'");
+    t->content_result = rf && rf->kind == YN_SCALAR && !strcmp(rf->str, "callToolResult");
+    load_nodes(c, t, tm);
+}
+
+/* A tool's nodes (a tool's or an extra's hidden tool): compile, resolve targets, check reachability. */
+static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
     const ynode *nodes = yn_get(tm, "nodes");
     if (!nodes) {
         LERR(c, tm, "missing_key", "tool needs 'nodes'");
@@ -860,6 +932,323 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     free(tb.refs);
 }
 
+/* ---- resources, resource templates, prompts ------------------------------------------------ */
+
+/* A plain mapping or sequence converted to JSON (NULL + error at its position). */
+static json_t *to_json_at(lctx *c, const ynode *v, const char *what) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *j = yn_to_json(v, &e);
+    if (!j) LERR(c, v, "invalid_value", "%s: %s", what, e.message ? e.message : "cannot convert");
+    gg_error_clear(&e);
+    return j;
+}
+
+static bool is_base64(const char *s) {
+    size_t n = 0, pad = 0;
+    for (; *s; s++, n++) {
+        if (*s == '=') pad++;
+        else if (pad || !(isalnum((unsigned char)*s) || *s == '+' || *s == '/')) return false;
+    }
+    return n % 4 == 0 && pad <= 2;
+}
+
+/* Optional string keys copied into def when present. */
+static void copy_strs(lctx *c, const ynode *m, json_t *def, const char *const *keys, const char *what) {
+    for (const char *const *k = keys; *k; k++) {
+        const char *v = get_str(c, m, *k, false, what);
+        if (v) json_object_set_new(def, *k, json_string(v));
+    }
+}
+
+/* annotations {audience: [user|assistant], priority: 0..1, lastModified: ISO 8601}. */
+static void load_annotations(lctx *c, const ynode *m, json_t *def) {
+    const ynode *v = yn_get(m, "annotations");
+    if (!v) return;
+    static const char *const keys[] = {"audience", "priority", "lastModified", NULL};
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "annotations must be a mapping {audience, priority, lastModified}");
+        return;
+    }
+    check_keys(c, v, keys, "annotations");
+    const ynode *aud = yn_get(v, "audience"), *pri = yn_get(v, "priority");
+    if (aud) {
+        bool ok = aud->kind == YN_SEQ;
+        for (size_t i = 0; ok && i < aud->count; i++)
+            ok = aud->items[i]->kind == YN_SCALAR && (!strcmp(aud->items[i]->str, "user") || !strcmp(aud->items[i]->str, "assistant"));
+        if (!ok) LERR(c, aud, "invalid_value", "annotations.audience must be a list of 'user' and 'assistant'");
+    }
+    if (pri && (!scalar_is_number(pri) || atof(pri->str) < 0 || atof(pri->str) > 1))
+        LERR(c, pri, "invalid_value", "annotations.priority must be a number from 0 to 1");
+    get_str(c, v, "lastModified", false, "annotations");
+    json_t *j = to_json_at(c, v, "annotations");
+    if (j) json_object_set_new(def, "annotations", j);
+}
+
+/* "resource:<uri>" etc.: the name diagnostics and the execution history know an extra by
+ * (x->run holds it; its hidden tool, if any, gets the same name). */
+static const char *extra_label(gextra *x, const char *prefix) {
+    size_t n = strlen(prefix) + strlen(x->key ? x->key : "") + 1;
+    if ((x->run = malloc(n))) snprintf(x->run, n, "%s%s", prefix, x->key ? x->key : "");
+    return x->run;
+}
+
+/* The nodes producing an extra, as a hidden tool appended to g->tools (named x->run). */
+static void load_extra_nodes(lctx *c, gextra *x, const ynode *m) {
+    gg_graph *g = c->g;
+    gtool *nt = realloc(g->tools, (g->ntools + 1) * sizeof *nt);
+    if (!nt) return;
+    g->tools = nt;
+    gtool *t = &g->tools[g->ntools++];
+    memset(t, 0, sizeof *t);
+    t->entry = t->exit = -1;
+    t->name = strdup(x->run ? x->run : "");
+    x->has_nodes = true;
+    load_nodes(c, t, m);
+}
+
+/* completions {name: [values]}: each name must be one of `names` (NULL-terminated). */
+static void load_completions(lctx *c, gextra *x, const ynode *m, const char *const *names, const char *what) {
+    const ynode *v = yn_get(m, "completions");
+    if (!v) return;
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "completions must be a mapping {%s: [values]}", what);
+        return;
+    }
+    check_keys(c, v, names, "completions");
+    for (size_t i = 0; i < v->count; i++) {
+        const ynode *vals = v->items[2 * i + 1];
+        bool ok = vals->kind == YN_SEQ && vals->count <= 1000;
+        for (size_t j = 0; ok && j < vals->count; j++) ok = vals->items[j]->kind == YN_SCALAR;
+        if (!ok) LERR(c, vals, "invalid_type", "completions of '%s' must be a list of at most 1000 strings", v->items[2 * i]->str);
+    }
+    x->completions = to_json_at(c, v, "completions");
+}
+
+static bool extra_dup(lctx *c, const ynode *at, gextra_kind kind, const char *key) {
+    for (size_t i = 0; i + 1 < c->g->nextras; i++)
+        if (c->g->extras[i].kind == kind && c->g->extras[i].key && !strcmp(c->g->extras[i].key, key)) {
+            LERR(c, at, "duplicate_name", "'%s' is declared twice", key);
+            return true;
+        }
+    return false;
+}
+
+/* Exactly one of the content keys (or nodes) must be present. */
+static const ynode *one_source(lctx *c, const ynode *m, const char *const *keys, const char *what) {
+    const ynode *found = NULL;
+    for (const char *const *k = keys; *k; k++) {
+        const ynode *v = yn_get(m, *k);
+        if (v && found) LERR(c, v, "conflicting_keys", "%s takes only one of %s", what, "its content keys or nodes");
+        if (v && !found) found = v;
+    }
+    if (!found) LERR(c, m, "missing_key", "%s needs its content (%s%s%s) or nodes", what, keys[0], keys[1] && keys[2] ? ", " : "",
+                     keys[1] && keys[2] ? keys[1] : "");
+    return found;
+}
+
+static void load_resource(lctx *c, gextra *x, const ynode *m) {
+    static const char *const keys[] = {"uri", "name", "title", "description", "mimeType", "annotations", "size", "text",
+                                       "blob", "nodes", NULL};
+    static const char *const strs[] = {"title", "description", "mimeType", NULL};
+    static const char *const src[] = {"text", "blob", "nodes", NULL};
+    check_keys(c, m, keys, "a resource");
+    const char *uri = get_str(c, m, "uri", true, "a resource"), *name = get_str(c, m, "name", true, "a resource");
+    if (uri && !strchr(uri, ':')) LERR(c, yn_get(m, "uri"), "invalid_uri", "resource uri '%s' needs a scheme (scheme:...)", uri);
+    x->key = strdup(uri ? uri : "");
+    c->tool = extra_label(x, "resource:");
+    x->def = json_pack("{s:s,s:s}", "uri", x->key, "name", name ? name : "");
+    if (!x->def) return;
+    copy_strs(c, m, x->def, strs, "a resource");
+    load_annotations(c, m, x->def);
+    const ynode *size = yn_get(m, "size");
+    if (size && !scalar_is_nonneg_int(size)) LERR(c, size, "invalid_value", "size must be a non-negative integer (bytes)");
+    else if (size) json_object_set_new(x->def, "size", json_integer(atoll(size->str)));
+    const ynode *s = one_source(c, m, src, "a resource");
+    if (uri) extra_dup(c, m, GX_RESOURCE, uri);
+    if (!s) return;
+    if (s == yn_get(m, "nodes")) return load_extra_nodes(c, x, m);
+    bool blob = s == yn_get(m, "blob");
+    const char *v = get_str(c, m, blob ? "blob" : "text", false, "a resource");
+    if (v && blob && !is_base64(v)) LERR(c, s, "invalid_value", "blob must be base64 (RFC 4648, padded)");
+    if (v) x->value = json_pack("{s:s}", blob ? "blob" : "text", v);
+}
+
+/* RFC 6570 expressions this server matches: {var} and {+var}; names are returned in vars. */
+static void template_vars(lctx *c, const ynode *at, const char *t, const char **vars, size_t max, size_t *n,
+                          char *names, size_t names_size) {
+    size_t used = 0;
+    for (const char *p = t; *p; p++) {
+        if (*p == '}') {
+            LERR(c, at, "invalid_template", "uriTemplate has a '}' without '{'");
+            return;
+        }
+        if (*p != '{') continue;
+        const char *end = strchr(p, '}');
+        if (!end) {
+            LERR(c, at, "invalid_template", "uriTemplate has an unclosed '{'");
+            return;
+        }
+        const char *name = p + 1 + (p[1] == '+');
+        size_t len = (size_t)(end - name);
+        bool ok = len > 0 && len < 64;
+        for (const char *q = name; ok && q < end; q++) ok = isalnum((unsigned char)*q) || *q == '_' || *q == '.';
+        if (!ok) {
+            LERR(c, at, "invalid_template", "uriTemplate expression '%.*s' is not {name} or {+name} (RFC 6570 levels 1-2)",
+                 (int)(end - p + 1), p);
+            return;
+        }
+        if (end[1] == '{') LERR(c, at, "invalid_template", "uriTemplate has two expressions with nothing between them");
+        if (*n == max) {
+            LERR(c, at, "invalid_template", "uriTemplate has more than %zu variables", max);
+            return;
+        }
+        if (used + len + 1 <= names_size) {
+            memcpy(names + used, name, len);
+            names[used + len] = 0;
+            vars[(*n)++] = names + used;
+            used += len + 1;
+        }
+        p = end;
+    }
+}
+
+static void load_template(lctx *c, gextra *x, const ynode *m) {
+    static const char *const keys[] = {"uriTemplate", "name", "title", "description", "mimeType", "annotations",
+                                       "completions", "nodes", NULL};
+    static const char *const strs[] = {"title", "description", "mimeType", NULL};
+    check_keys(c, m, keys, "a resource template");
+    const char *ut = get_str(c, m, "uriTemplate", true, "a resource template");
+    const char *name = get_str(c, m, "name", true, "a resource template");
+    x->key = strdup(ut ? ut : "");
+    c->tool = extra_label(x, "template:");
+    x->def = json_pack("{s:s,s:s}", "uriTemplate", x->key, "name", name ? name : "");
+    if (!x->def) return;
+    copy_strs(c, m, x->def, strs, "a resource template");
+    load_annotations(c, m, x->def);
+    const char *vars[17] = {0};
+    size_t nv = 0;
+    char names[1024];
+    size_t before = c->d ? c->d->errors : 0;
+    if (ut) template_vars(c, yn_get(m, "uriTemplate"), ut, vars, 16, &nv, names, sizeof names);
+    if (ut && !nv && c->d && c->d->errors == before) LERR(c, yn_get(m, "uriTemplate"), "invalid_template", "uriTemplate has no {variable}: declare a resource");
+    if (ut) extra_dup(c, m, GX_TEMPLATE, ut);
+    load_completions(c, x, m, vars, "variable");
+    if (!yn_get(m, "nodes")) LERR(c, m, "missing_key", "a resource template needs nodes (the entry node receives the variables)");
+    else load_extra_nodes(c, x, m);
+}
+
+/* Static prompt messages: a string (one user text message) or [{role, content}]. */
+static json_t *load_messages(lctx *c, const ynode *v) {
+    if (v->kind == YN_SCALAR && want_text(c, v, "messages"))
+        return json_pack("[{s:s,s:{s:s,s:s}}]", "role", "user", "content", "type", "text", "text", v->str);
+    if (v->kind != YN_SEQ || v->count == 0) {
+        LERR(c, v, "invalid_type", "messages must be a string or a non-empty list of {role, content}");
+        return NULL;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const ynode *msg = v->items[i];
+        static const char *const mk[] = {"role", "content", NULL};
+        if (msg->kind != YN_MAP) {
+            LERR(c, msg, "invalid_type", "a message must be a mapping {role, content}");
+            continue;
+        }
+        check_keys(c, msg, mk, "a message");
+        const char *role = get_str(c, msg, "role", true, "a message");
+        if (role && strcmp(role, "user") && strcmp(role, "assistant"))
+            LERR(c, yn_get(msg, "role"), "invalid_value", "role must be 'user' or 'assistant'");
+        const ynode *ct = yn_get(msg, "content");
+        const char *type = ct && ct->kind == YN_MAP ? get_str(c, ct, "type", true, "message content") : NULL;
+        if (!ct) LERR(c, msg, "missing_key", "a message needs 'content'");
+        else if (ct->kind != YN_MAP) LERR(c, ct, "invalid_type", "content must be a mapping {type, ...}");
+        else if (type && strcmp(type, "text") && strcmp(type, "image") && strcmp(type, "audio") && strcmp(type, "resource") &&
+                 strcmp(type, "resource_link"))
+            LERR(c, yn_get(ct, "type"), "invalid_value", "content type must be text, image, audio, resource or resource_link");
+    }
+    return to_json_at(c, v, "messages");
+}
+
+static void load_prompt(lctx *c, gextra *x, const ynode *m) {
+    static const char *const keys[] = {"name", "title", "description", "arguments", "completions", "messages", "nodes", NULL};
+    static const char *const strs[] = {"title", "description", NULL};
+    static const char *const src[] = {"messages", "nodes", NULL};
+    check_keys(c, m, keys, "a prompt");
+    const char *name = get_str(c, m, "name", true, "a prompt");
+    x->key = strdup(name ? name : "");
+    c->tool = extra_label(x, "prompt:");
+    x->def = json_pack("{s:s}", "name", x->key);
+    if (!x->def) return;
+    copy_strs(c, m, x->def, strs, "a prompt");
+    const ynode *args = yn_get(m, "arguments");
+    const char *names[65] = {0};
+    size_t na = 0;
+    if (args && (args->kind != YN_SEQ || args->count > 64)) LERR(c, args, "invalid_type", "arguments must be a list of at most 64 {name, description, required}");
+    else if (args) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < args->count; i++) {
+            const ynode *a = args->items[i];
+            static const char *const ak[] = {"name", "title", "description", "required", NULL};
+            static const char *const as[] = {"title", "description", NULL};
+            if (a->kind != YN_MAP) {
+                LERR(c, a, "invalid_type", "an argument must be a mapping {name, description, required}");
+                continue;
+            }
+            check_keys(c, a, ak, "a prompt argument");
+            const char *an = get_str(c, a, "name", true, "a prompt argument");
+            const ynode *req = yn_get(a, "required");
+            if (req && (req->kind != YN_SCALAR || !req->plain || (strcmp(req->str, "true") && strcmp(req->str, "false"))))
+                LERR(c, req, "invalid_type", "required must be true or false");
+            if (!an) continue;
+            for (size_t j = 0; j < na; j++)
+                if (!strcmp(names[j], an)) LERR(c, a, "duplicate_name", "argument '%s' is declared twice", an);
+            names[na++] = an;
+            json_t *ad = json_pack("{s:s}", "name", an);
+            copy_strs(c, a, ad, as, "a prompt argument");
+            if (req && !strcmp(req->str, "true")) json_object_set_new(ad, "required", json_true());
+            json_array_append_new(arr, ad);
+        }
+        json_object_set_new(x->def, "arguments", arr);
+    }
+    if (name) extra_dup(c, m, GX_PROMPT, name);
+    load_completions(c, x, m, names, "argument");
+    const ynode *s = one_source(c, m, src, "a prompt");
+    if (s && s == yn_get(m, "nodes")) load_extra_nodes(c, x, m);
+    else if (s) x->value = load_messages(c, s);
+}
+
+/* resources, resourceTemplates and prompts next to tools (each optional). */
+static void load_extras(lctx *c, const ynode *root) {
+    static const char *const lists[] = {"resources", "resourceTemplates", "prompts"};
+    gg_graph *g = c->g;
+    g->npublic = g->ntools;
+    json_t **out[] = {&g->resources_json, &g->templates_json, &g->prompts_json};
+    size_t total = 0;
+    for (int k = 0; k < 3; k++) {
+        const ynode *v = yn_get(root, lists[k]);
+        if (v && v->kind != YN_SEQ) LERR(c, v, "invalid_type", "%s must be a sequence", lists[k]);
+        else if (v) total += v->count;
+    }
+    if (!total || !(g->extras = calloc(total, sizeof *g->extras))) return;
+    for (int k = 0; k < 3; k++) {
+        const ynode *v = yn_get(root, lists[k]);
+        if (!v || v->kind != YN_SEQ) continue;
+        *out[k] = json_array();
+        for (size_t i = 0; i < v->count; i++) {
+            gextra *x = &g->extras[g->nextras++];
+            x->kind = (gextra_kind)k;
+            c->tool = c->node = NULL;
+            if (v->items[i]->kind != YN_MAP) {
+                LERR(c, v->items[i], "invalid_type", "an item of %s must be a mapping", lists[k]);
+                continue;
+            }
+            if (k == 0) load_resource(c, x, v->items[i]);
+            else if (k == 1) load_template(c, x, v->items[i]);
+            else load_prompt(c, x, v->items[i]);
+            if (x->def) json_array_append(*out[k], x->def);
+        }
+    }
+    c->tool = c->node = NULL;
+}
+
 /* ---- top level ---------------------------------------------------------------------------- */
 
 static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
@@ -886,7 +1275,8 @@ static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long c
 }
 
 static void load_top(lctx *c, const ynode *root) {
-    static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", NULL};
+    static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", "resources",
+                                       "resourceTemplates", "prompts", NULL};
     gg_graph *g = c->g;
     if (!root || root->kind != YN_MAP) {
         LERR(c, root, "invalid_type", "a graph file must be a mapping with server and tools");
@@ -966,6 +1356,7 @@ static void load_top(lctx *c, const ynode *root) {
                 LERR(c, tm, "duplicate_tool", "duplicate tool name '%s'", t->name);
         if (t->def) json_array_append(g->tools_json, t->def);
     }
+    load_extras(c, root);
     c->tool = NULL;
     for (size_t i = 0; i < g->nservers; i++) { /* servers nobody calls are probably a typo */
         bool used = false;
@@ -999,6 +1390,17 @@ void gg_graph_free_internal(gg_graph *g) {
         json_decref(t->def);
     }
     free(g->tools);
+    for (size_t i = 0; i < g->nextras; i++) {
+        free(g->extras[i].key);
+        free(g->extras[i].run);
+        json_decref(g->extras[i].def);
+        json_decref(g->extras[i].value);
+        json_decref(g->extras[i].completions);
+    }
+    free(g->extras);
+    json_decref(g->resources_json);
+    json_decref(g->templates_json);
+    json_decref(g->prompts_json);
     for (size_t i = 0; i < g->nservers; i++) {
         gserver *s = &g->servers[i];
         mcp_client_free(s->client);
@@ -1115,13 +1517,16 @@ json_t *gg_graph_server_info(const gg_graph *g) {
 /* Accessors of the immutable graph (borrowed results). */
 const char *gg_graph_instructions(const gg_graph *g) { return g->instructions; }
 json_t *gg_graph_tools(const gg_graph *g) { return g->tools_json; }
-size_t gg_graph_tool_count(const gg_graph *g) { return g->ntools; }
+size_t gg_graph_tool_count(const gg_graph *g) { return g->npublic; }
+json_t *gg_graph_resources(const gg_graph *g) { return g->resources_json; }
+json_t *gg_graph_resource_templates(const gg_graph *g) { return g->templates_json; }
+json_t *gg_graph_prompts(const gg_graph *g) { return g->prompts_json; }
 int gg_graph_max_node_executions(const gg_graph *g) { return g->max_node_executions; }
 long gg_graph_max_execution_ms(const gg_graph *g) { return g->max_execution_ms; }
 
 /* One tool definition by name (borrowed) or NULL. */
 json_t *gg_graph_tool(const gg_graph *g, const char *name) {
-    for (size_t i = 0; i < g->ntools; i++)
+    for (size_t i = 0; i < g->npublic; i++)
         if (!strcmp(g->tools[i].name, name)) return g->tools[i].def;
     return NULL;
 }

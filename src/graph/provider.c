@@ -171,8 +171,43 @@ static json_t *success_result(json_t *out) {
     return r;
 }
 
+/* resultFormat: callToolResult — the exit output is the CallToolResult itself: {content:
+ * [blocks], structuredContent?, isError?, _meta?}; anything else is an error result. */
+static json_t *content_result(json_t *out) {
+    char why[200] = "the exit output must be an object {content: [blocks], structuredContent?, isError?}";
+    json_t *content = json_object_get(out, "content"), *sc = json_object_get(out, "structuredContent");
+    bool ok = json_is_object(out) && json_is_array(content) && (!sc || json_is_object(sc));
+    size_t i;
+    json_t *b;
+    if (ok) json_array_foreach(content, i, b) {
+        char w[150];
+        if (!mcp_content_block_valid(b, w, sizeof w)) {
+            snprintf(why, sizeof why, "content[%zu]: %s", i, w);
+            ok = false;
+            break;
+        }
+    }
+    if (!ok) return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", why, "isError", 1);
+    json_t *r = json_pack("{s:O}", "content", content);
+    static const char *const keep[] = {"structuredContent", "isError", "_meta"};
+    for (size_t k = 0; r && k < 3; k++)
+        if (json_object_get(out, keep[k])) json_object_set(r, keep[k], json_object_get(out, keep[k]));
+    return r;
+}
+
 static json_t *error_result(const char *msg) {
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg ? msg : "error", "isError", 1);
+}
+
+static const gtool *tool_of(const gg_graph *g, const char *name) {
+    for (size_t i = 0; i < g->ntools; i++)
+        if (!strcmp(g->tools[i].name, name)) return &g->tools[i];
+    return NULL;
+}
+
+/* A listed tool, or an extra's hidden tool (never listed, reached through lookup). */
+static bool runnable(const gg_graph *g, const char *name) {
+    return gg_graph_tool(g, name) || (strchr(name, ':') && tool_of(g, name));
 }
 
 /* The tools/call outcome of a finished run (NULL + err for protocol-level failures). */
@@ -182,7 +217,11 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
     bool over_budget = !ok && !strcmp(r->error.code, "budget");
     if (gp->history_fn && !over_budget && !text) gp->history_fn(gp->history_user, name, ctx, r);
     json_t *out = NULL;
-    if (ok) {
+    if (ok && strchr(name, ':')) { /* an extra's hidden tool: the server shapes the value */
+        out = json_pack("{s:O}", "value", r->output ? r->output : json_null());
+    } else if (ok && tool_of(gp->g, name) && tool_of(gp->g, name)->content_result) {
+        out = content_result(r->output);
+    } else if (ok) {
         out = success_result(r->output);
     } else if (over_budget || !strcmp(r->error.code, "cancelled") || !strcmp(r->error.code, "invalid_params")) {
         gg_error_move(err, &r->error);
@@ -200,12 +239,14 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     gg_graph_run_options ro = {hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
                                text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
     ro.start_ms = ctx ? ctx->accepted_ms : 0;
+    ro.client_request = ctx ? ctx->client_request : NULL;
+    ro.client_user = ctx ? ctx->client_user : NULL;
     return ro;
 }
 
 static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx, gg_error *err) {
     gprov *gp = p->impl;
-    if (!gg_graph_tool(gp->g, name)) {
+    if (!runnable(gp->g, name)) {
         gg_error_set(err, "unknown_tool", "Tool not found: %s", name);
         return NULL;
     }
@@ -266,7 +307,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
                               mcp_provider_done_fn done, void *user) {
     gprov *gp = p->impl;
     gg_error err = GG_ERROR_INIT;
-    acall *a = gg_graph_tool(gp->g, name) ? calloc(1, sizeof *a) : NULL;
+    acall *a = runnable(gp->g, name) ? calloc(1, sizeof *a) : NULL;
     if (a) {
         a->p = mcp_provider_ref(p);
         a->tool = strdup(name);
@@ -287,7 +328,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         free(a->tool);
         free(a);
         gg_error_set(&err, "oom", "out of memory");
-    } else if (!gg_graph_tool(gp->g, name)) {
+    } else if (!runnable(gp->g, name)) {
         gg_error_set(&err, "unknown_tool", "Tool not found: %s", name);
     } else {
         gg_error_set(&err, "oom", "out of memory");
@@ -298,6 +339,115 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
 
 static bool p_tool_is_pure(mcp_provider *p, const char *name) {
     return gg_graph_tool_is_pure(((gprov *)p->impl)->g, name);
+}
+
+/* ---- resources, templates, prompts ----------------------------------------------------------- */
+
+static json_t *p_list_resources(mcp_provider *p) { return json_incref(gg_graph_resources(((gprov *)p->impl)->g)); }
+static json_t *p_list_templates(mcp_provider *p) {
+    return json_incref(gg_graph_resource_templates(((gprov *)p->impl)->g));
+}
+static json_t *p_list_prompts(mcp_provider *p) { return json_incref(gg_graph_prompts(((gprov *)p->impl)->g)); }
+
+static int hexval(char ch) {
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* A variable's text as the entry node gets it: percent-decoded (a malformed escape stays). */
+static json_t *decoded(const char *s, size_t n) {
+    char *buf = malloc(n + 1);
+    size_t o = 0;
+    if (!buf) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int hi = s[i] == '%' && i + 2 < n ? hexval(s[i + 1]) : -1, lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+        if (hi >= 0 && lo >= 0) {
+            buf[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            buf[o++] = s[i];
+        }
+    }
+    json_t *j = json_stringn(buf, o);
+    free(buf);
+    return j;
+}
+
+/* RFC 6570 match of uri against a template of literals, {var} and {+var} (the loader allows
+ * nothing else): each variable takes the shortest non-empty text up to the next literal;
+ * {var} never spans '/', '?' or '#' (level 1 would have encoded them). NULL = no match. */
+static json_t *match_template(const char *t, const char *uri) {
+    json_t *vars = json_object();
+    const char *u = uri;
+    for (const char *p = t; vars && *p;) {
+        if (*p != '{') {
+            if (*p++ != *u++) goto no;
+            continue;
+        }
+        const char *end = strchr(p, '}');
+        bool reserved = p[1] == '+';
+        const char *name = p + 1 + reserved, *lit = end + 1;
+        size_t litlen = strcspn(lit, "{");
+        const char *stop = litlen ? NULL : u + strlen(u);
+        for (const char *q = u; !stop && *q; q++)
+            if (q > u && !strncmp(q, lit, litlen)) stop = q;
+        if (!stop || stop == u) goto no;
+        if (!reserved && strcspn(u, "/?#") < (size_t)(stop - u)) goto no;
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(end - name), name);
+        json_object_set_new(vars, key, decoded(u, (size_t)(stop - u)));
+        u = stop;
+        p = lit;
+    }
+    if (vars && !*u) return vars;
+no:
+    json_decref(vars);
+    return NULL;
+}
+
+static json_t *p_lookup(mcp_provider *p, const char *kind, const char *key, json_t *arguments, json_t **value,
+                        char **run, json_t **run_args) {
+    const gg_graph *g = ((gprov *)p->impl)->g;
+    *value = *run_args = NULL;
+    *run = NULL;
+    bool prompt = !strcmp(kind, "prompt");
+    const gextra *found = NULL;
+    json_t *args = NULL;
+    for (size_t i = 0; i < g->nextras && !found; i++) /* fixed URIs win over templates */
+        if (g->extras[i].kind == (prompt ? GX_PROMPT : GX_RESOURCE) && g->extras[i].key && !strcmp(g->extras[i].key, key))
+            found = &g->extras[i];
+    for (size_t i = 0; i < g->nextras && !found && !prompt; i++)
+        if (g->extras[i].kind == GX_TEMPLATE && g->extras[i].key && (args = match_template(g->extras[i].key, key)))
+            found = &g->extras[i];
+    if (!found) return NULL;
+    if (found->value) {
+        *value = json_incref(found->value);
+        json_decref(args);
+    } else {
+        *run = found->has_nodes && found->run ? strdup(found->run) : NULL;
+        *run_args = args ? args : json_is_object(arguments) ? json_incref(arguments) : json_object();
+    }
+    return json_incref(found->def);
+}
+
+/* Declared completions starting with prefix, at most 100 (MCP's bound per answer). */
+static json_t *p_complete(mcp_provider *p, const char *ref_type, const char *ref, const char *arg, const char *prefix) {
+    const gg_graph *g = ((gprov *)p->impl)->g;
+    gextra_kind k = !strcmp(ref_type, "ref/prompt") ? GX_PROMPT : GX_TEMPLATE;
+    for (size_t i = 0; i < g->nextras; i++) {
+        const gextra *x = &g->extras[i];
+        if (x->kind != k || !x->key || strcmp(x->key, ref)) continue;
+        json_t *vals = json_object_get(x->completions, arg);
+        if (!vals) return NULL;
+        json_t *out = json_array();
+        size_t j, plen = strlen(prefix);
+        json_t *v;
+        json_array_foreach(vals, j, v) {
+            const char *s = json_string_value(v);
+            if (s && !strncmp(s, prefix, plen)) json_array_append(out, v);
+        }
+        return out;
+    }
+    return NULL;
 }
 
 static void p_destroy(mcp_provider *p) {
@@ -324,6 +474,11 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->destroy = p_destroy;
     p->tool_is_pure = p_tool_is_pure;
     p->call_tool_async = p_call_tool_async;
+    p->list_resources = p_list_resources;
+    p->list_resource_templates = p_list_templates;
+    p->list_prompts = p_list_prompts;
+    p->lookup = p_lookup;
+    p->complete = p_complete;
     p->refcount = 1;
     p->impl = gp;
     return p;

@@ -345,6 +345,8 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
     if (good_id && ((result != NULL) != (error != NULL)) && (!error || json_is_object(error))) {
         out->kind = MCP_MSG_RESPONSE;
         out->id = good_id;
+        out->result = result;
+        out->error = error;
         return;
     }
     invalid(out, good_id, "Invalid Request: neither a request, a notification nor a response");

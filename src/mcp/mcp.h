@@ -193,6 +193,7 @@ enum {
     MCP_SERVER_BUSY = -32000,        /* worker queue full / shutting down */
     MCP_REQUEST_TIMEOUT = -32001,    /* the call ran past the gateway's request timeout */
     MCP_REQUEST_CANCELLED = -32800,
+    MCP_RESOURCE_NOT_FOUND = -32002, /* resources/read, subscribe: no such URI (data {uri}) */
 };
 
 typedef enum {
@@ -210,6 +211,7 @@ typedef struct mcp_message {
     json_t *params;      /* object (or array: rejected at dispatch) or NULL */
     int error_code;
     const char *error_message;
+    json_t *result, *error; /* MCP_MSG_RESPONSE: one of them (borrowed) */
 } mcp_message;
 
 /* Parse a body into one JSON value (new reference) or NULL with err (code "parse_error"):
@@ -243,6 +245,9 @@ const char *mcp_log_level_name(mcp_log_level l);
  * block holding the string itself; anything else → one text block with its JSON. */
 json_t *mcp_tool_result_from_value(json_t *value);
 json_t *mcp_tool_error_result(const char *message); /* {content:[text], isError:true} */
+/* true when b is one MCP content block (text, image, audio, resource, resource_link) with
+ * the fields its type requires; else false and why (a sentence) in why. */
+bool mcp_content_block_valid(json_t *b, char *why, size_t why_size);
 
 /* ---- the server over one provider (server.c) ------------------------------------------ */
 typedef struct mcp_server mcp_server;
@@ -258,6 +263,10 @@ mcp_server *mcp_server_ref(mcp_server *s);
 void mcp_server_unref(mcp_server *s);
 mcp_provider *mcp_server_provider(const mcp_server *s);
 size_t mcp_server_tool_count(const mcp_server *s);
+/* What the server offers beyond tools (for list_changed and resources/updated on a new version). */
+bool mcp_server_has_resources(const mcp_server *s);
+bool mcp_server_has_prompts(const mcp_server *s);
+bool mcp_server_serves_uri(const mcp_server *s, const char *uri);
 
 /* What the transport knows about the request being dispatched. */
 typedef struct mcp_request_ctx {
@@ -280,9 +289,15 @@ typedef struct mcp_outcome {
     mcp_call *call;       /* MCP_OUT_CALL; owned by the outcome until the transport takes it */
     /* side effects for the transport to apply to the session: */
     bool initialize;      /* initialize succeeded: issue a session for negotiated_version */
+    int client_caps;      /* with initialize: MCP_CLIENT_CAPS_* the client declared */
     char negotiated_version[16];
     int set_log_level;    /* >= 0: logging/setLevel asked for this level */
     json_t *cancel_id;    /* notifications/cancelled: the requestId (new reference) */
+    int subscribe;        /* resources/subscribe 1, unsubscribe -1: subscribe_uri for the session */
+    char *subscribe_uri;  /* heap */
+    /* a response to a request this server sent the client (elicit, sample nodes): the
+     * transport hands it to mcp_session_deliver (new references; result or error) */
+    json_t *response_id, *response_result, *response_error;
 } mcp_outcome;
 
 /* Dispatch one classified message. Protocol errors become JSON-RPC error responses; cheap
@@ -379,6 +394,29 @@ void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *requ
                             volatile int *cancel_flag);
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
+/* The client's capabilities from initialize (KNOWN set once recorded; the table may have
+ * forgotten an idle session: then 0, unknown, and requests are sent anyway). */
+enum { MCP_CLIENT_CAPS_KNOWN = 1, MCP_CLIENT_CAPS_ELICITATION = 2, MCP_CLIENT_CAPS_SAMPLING = 4, MCP_CLIENT_CAPS_ROOTS = 8 };
+void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps);
+int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s);
+/* resources/subscribe (on) / unsubscribe for the session; false past 64 subscriptions. */
+bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on);
+json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s); /* new array of URIs */
+/* Requests this server sent the session's client (elicitation/create, sampling/createMessage),
+ * waiting for its answer: at most 16 per session (track → false past it). Whoever removes an
+ * entry (deliver, untrack, the session table dropping the session) calls release(u) once;
+ * deliver also calls deliver(u, result, error) first (outside the table's lock). */
+bool mcp_session_track_request(mcp_sessions *ss, const mcp_session *s, const char *id,
+                               void (*deliver)(void *u, json_t *result, json_t *error), void (*release)(void *u),
+                               void *u);
+void mcp_session_untrack_request(mcp_sessions *ss, const mcp_session *s, const char *id);
+/* The client's answer: false when no request of the session has this id (unknown or
+ * already answered). */
+bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, json_t *result, json_t *error);
+/* The call may send requests to its client (elicit and sample nodes): on the emitter's
+ * stream, answered through the session (mcp_session_deliver). Without it those nodes fail
+ * with a clear error. Set before the call starts; sessions and sess must outlive the call. */
+void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess);
 
 
 #endif

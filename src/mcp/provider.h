@@ -23,6 +23,13 @@ typedef struct mcp_sink {
     void *user;
 } mcp_sink;
 
+/* Send a request to the caller's MCP client (elicitation/create, sampling/createMessage)
+ * and call done exactly once (any thread) with its result (borrowed) or an error (code
+ * "client_error" with the client's message, "timeout", "cancelled", "no_client"). */
+typedef void (*mcp_client_request_fn)(void *user, const char *method, json_t *params, int timeout_ms,
+                                      volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                                      void *done_user);
+
 typedef struct mcp_call_ctx {
     const mcp_sink *sink;     /* may be NULL */
     volatile int *cancelled;  /* set non-zero by the server to stop the call */
@@ -58,6 +65,8 @@ typedef struct mcp_call_ctx {
      * then ends the text with {"truncated":true,"dropped":N,"kept":K} so the stored run
      * shows it was cut (src/store/history_query.c). */
     size_t history_max_records, history_max_bytes;
+    mcp_client_request_fn client_request; /* NULL: the client cannot be asked */
+    void *client_user;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new
@@ -92,6 +101,25 @@ struct mcp_provider {
      * to must stay valid until then. NULL = only call_tool. */
     void (*call_tool_async)(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                             mcp_provider_done_fn done, void *user);
+    /* Optional (NULL = none): resources, resource templates and prompts as listed — arrays
+     * of MCP Resource, ResourceTemplate and Prompt objects (new references). An empty or
+     * NULL list means the capability is not advertised. */
+    json_t *(*list_resources)(mcp_provider *p);
+    json_t *(*list_resource_templates)(mcp_provider *p);
+    json_t *(*list_prompts)(mcp_provider *p);
+    /* What resources/read (kind "resource", key = the URI, fixed or matching a template) or
+     * prompts/get (kind "prompt", key = its name) serves. NULL when unknown; else the item's
+     * listed definition (new reference) and either *value, its static content (new reference:
+     * {text}|{blob} for a resource, the messages array for a prompt), or *run, a name to give
+     * call_tool/call_tool_async (malloc'd) with *run_args (new reference: the template's
+     * variables, the prompt's arguments). Such a run answers {"value": exit output} (or an
+     * isError result) instead of a CallToolResult; the server shapes it. */
+    json_t *(*lookup)(mcp_provider *p, const char *kind, const char *key, json_t *arguments, json_t **value,
+                      char **run, json_t **run_args);
+    /* Optional: completion/complete — the declared values of argument arg of a prompt
+     * (ref_type "ref/prompt", ref = name) or a template variable ("ref/resource", ref = the
+     * uriTemplate) that start with prefix (new array; NULL = nothing declared). */
+    json_t *(*complete)(mcp_provider *p, const char *ref_type, const char *ref, const char *arg, const char *prefix);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/loop.h"
 #include "mcp/mcp.h"
 
 #ifndef GG_VERSION
@@ -89,6 +90,95 @@ json_t *mcp_tool_error_result(const char *message) {
                      message ? message : "tool failed", "isError", 1);
 }
 
+/* One MCP content block with the fields its type requires (see mcp.h). */
+bool mcp_content_block_valid(json_t *b, char *why, size_t n) {
+    const char *type = json_string_value(json_object_get(b, "type"));
+    const char *need = NULL;
+#define STR(k) json_is_string(json_object_get(b, k))
+    if (!json_is_object(b) || !type) need = "a content block must be an object with a type";
+    else if (!strcmp(type, "text")) need = STR("text") ? NULL : "a text block needs text (a string)";
+    else if (!strcmp(type, "image") || !strcmp(type, "audio"))
+        need = STR("data") && STR("mimeType") ? NULL : "an image or audio block needs data (base64) and mimeType";
+    else if (!strcmp(type, "resource_link")) need = STR("uri") && STR("name") ? NULL : "a resource_link needs uri and name";
+    else if (!strcmp(type, "resource")) {
+        json_t *r = json_object_get(b, "resource");
+        bool body = json_is_string(json_object_get(r, "text")) || json_is_string(json_object_get(r, "blob"));
+        need = json_is_string(json_object_get(r, "uri")) && body ? NULL : "a resource block needs resource {uri, text or blob}";
+    } else need = "type must be text, image, audio, resource or resource_link";
+#undef STR
+    if (need) snprintf(why, n, "%s", need);
+    return need == NULL;
+}
+
+/* One ResourceContents item: a string is text; an object gives text or blob (and may name
+ * its own uri and mimeType); uri and mimeType default to the request's and the item's. */
+static json_t *resource_item(json_t *v, const char *uri, const char *mime, char *why, size_t n) {
+    json_t *it = NULL;
+    if (json_is_string(v)) it = json_pack("{s:s,s:O}", "uri", uri, "text", v);
+    else if (json_is_object(v) && (json_is_string(json_object_get(v, "text")) || json_is_string(json_object_get(v, "blob")))) {
+        it = json_deep_copy(v);
+        if (it && !json_is_string(json_object_get(it, "uri"))) json_object_set_new(it, "uri", json_string(uri));
+    } else {
+        snprintf(why, n, "a resource's content must be a string or an object with text or blob");
+        return NULL;
+    }
+    if (it && mime && !json_is_string(json_object_get(it, "mimeType"))) json_object_set_new(it, "mimeType", json_string(mime));
+    return it;
+}
+
+/* ReadResourceResult {contents} for a value: one item, a list of items, or {contents}. */
+static json_t *resource_result(json_t *v, const char *uri, const char *mime, char *why, size_t n) {
+    json_t *list = json_is_object(v) && json_is_array(json_object_get(v, "contents")) ? json_object_get(v, "contents") : v;
+    json_t *contents = json_array();
+    if (!json_is_array(list)) json_array_append_new(contents, resource_item(list, uri, mime, why, n));
+    else {
+        size_t i;
+        json_t *x;
+        json_array_foreach(list, i, x) json_array_append_new(contents, resource_item(x, uri, mime, why, n));
+    }
+    if (!contents || json_array_size(contents) != (json_is_array(list) ? json_array_size(list) : 1)) {
+        json_decref(contents);
+        if (!*why) snprintf(why, n, "out of memory");
+        return NULL;
+    }
+    return json_pack("{s:o}", "contents", contents);
+}
+
+/* One PromptMessage: a string is a user text message; else {role, content block}. */
+static json_t *prompt_message(json_t *m, char *why, size_t n) {
+    if (json_is_string(m)) return json_pack("{s:s,s:{s:s,s:O}}", "role", "user", "content", "type", "text", "text", m);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    if (!role || (strcmp(role, "user") && strcmp(role, "assistant"))) {
+        snprintf(why, n, "a prompt message needs role 'user' or 'assistant'");
+        return NULL;
+    }
+    return mcp_content_block_valid(json_object_get(m, "content"), why, n) ? json_incref(m) : NULL;
+}
+
+/* GetPromptResult {description?, messages} for a value: a string, a list of messages, or
+ * {description?, messages}. */
+static json_t *prompt_result(json_t *v, const char *desc, char *why, size_t n) {
+    json_t *msgs = json_is_object(v) ? json_object_get(v, "messages") : v;
+    const char *d = json_is_object(v) && json_is_string(json_object_get(v, "description"))
+                        ? json_string_value(json_object_get(v, "description")) : desc;
+    json_t *out = json_array();
+    if (json_is_string(msgs)) json_array_append_new(out, prompt_message(msgs, why, n));
+    else if (json_is_array(msgs)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(msgs, i, x) json_array_append_new(out, prompt_message(x, why, n));
+    } else snprintf(why, n, "a prompt's output must be a string, a list of messages or {messages}");
+    if (!out || json_array_size(out) != (json_is_array(msgs) ? json_array_size(msgs) : json_is_string(msgs) ? 1 : 0) ||
+        !json_array_size(out)) {
+        json_decref(out);
+        if (!*why) snprintf(why, n, "a prompt produced no messages");
+        return NULL;
+    }
+    json_t *r = json_pack("{s:o}", "messages", out);
+    if (r && d) json_object_set_new(r, "description", json_string(d));
+    return r;
+}
+
 /* ------------------------------------------------------------------ server */
 
 typedef struct tool {
@@ -101,13 +191,22 @@ typedef struct tool {
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
 } tool;
 
+typedef struct pagelist {
+    char **pages; /* pre-serialized list results */
+    size_t npages;
+} pagelist;
+
+enum { L_TOOLS, L_RESOURCES, L_TEMPLATES, L_PROMPTS, L_COUNT };
+static const char *const list_keys[L_COUNT] = {"tools", "resources", "resourceTemplates", "prompts"};
+
 struct mcp_server {
     int refcount;
     mcp_provider *provider;
     tool *tools;
     size_t ntools;
-    char **pages; /* pre-serialized tools/list results */
-    size_t npages;
+    pagelist lists[L_COUNT];
+    size_t counts[L_COUNT]; /* items listed: a capability is advertised only when non-zero */
+    bool completions;       /* some prompt or template exists: completion/complete may suggest */
 };
 
 static void server_free(mcp_server *s) {
@@ -117,8 +216,10 @@ static void server_free(mcp_server *s) {
         mcp_schema_free(s->tools[i].output);
     }
     free(s->tools);
-    for (size_t i = 0; i < s->npages; i++) free(s->pages[i]);
-    free(s->pages);
+    for (int l = 0; l < L_COUNT; l++) {
+        for (size_t i = 0; i < s->lists[l].npages; i++) free(s->lists[l].pages[i]);
+        free(s->lists[l].pages);
+    }
     mcp_provider_unref(s->provider);
     free(s);
 }
@@ -130,7 +231,7 @@ static void cursor_for(size_t page, char *out, size_t n) {
 }
 
 /* -1 for a cursor this server did not hand out. */
-static long page_of_cursor(const mcp_server *s, const char *cursor) {
+static long page_of_cursor(const pagelist *s, const char *cursor) {
     unsigned char raw[32];
     size_t len = 0;
     if (strlen(cursor) > 40 ||
@@ -144,14 +245,14 @@ static long page_of_cursor(const mcp_server *s, const char *cursor) {
     return (*end || p <= 0 || (size_t)p >= s->npages) ? -1 : p;
 }
 
-static bool build_pages(mcp_server *s, json_t *list, size_t page_size) {
+static bool build_pages(pagelist *s, const char *key, json_t *list, size_t page_size) {
     size_t n = json_array_size(list);
     s->npages = n ? (n + page_size - 1) / page_size : 1;
     if (!(s->pages = calloc(s->npages, sizeof *s->pages))) return false;
     for (size_t p = 0; p < s->npages; p++) {
         json_t *page = json_object(), *arr = json_array();
         if (!page || !arr) { json_decref(page); json_decref(arr); return false; }
-        json_object_set_new(page, "tools", arr);
+        json_object_set_new(page, key, arr);
         for (size_t i = p * page_size; i < n && i < (p + 1) * page_size; i++)
             json_array_append(arr, json_array_get(list, i));
         if (p + 1 < s->npages) {
@@ -206,8 +307,24 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         if (!load_tool(&s->tools[i], def, err)) goto fail;
         s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
     }
-    if (!build_pages(s, list, page_size)) goto oom;
+    if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
+    s->counts[L_TOOLS] = s->ntools;
     json_decref(list);
+    list = NULL;
+    json_t *(*listers[L_COUNT])(mcp_provider *) = {NULL, provider->list_resources, provider->list_resource_templates,
+                                                   provider->list_prompts};
+    for (int l = L_RESOURCES; l < L_COUNT; l++) {
+        json_t *items = listers[l] ? listers[l](provider) : NULL;
+        if (!json_is_array(items)) {
+            json_decref(items);
+            items = json_array();
+        }
+        s->counts[l] = json_array_size(items);
+        bool ok = build_pages(&s->lists[l], list_keys[l], items, page_size);
+        json_decref(items);
+        if (!ok) goto oom;
+    }
+    s->completions = s->counts[L_TEMPLATES] || s->counts[L_PROMPTS];
     return s;
 oom:
     gg_error_set(err, "oom", "out of memory");
@@ -232,6 +349,22 @@ void mcp_server_unref(mcp_server *s) {
 mcp_provider *mcp_server_provider(const mcp_server *s) { return s->provider; }
 /* Number of tools listed. */
 size_t mcp_server_tool_count(const mcp_server *s) { return s->ntools; }
+/* Whether initialize advertises resources (fixed or templates) / prompts. */
+bool mcp_server_has_resources(const mcp_server *s) { return s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]; }
+bool mcp_server_has_prompts(const mcp_server *s) { return s->counts[L_PROMPTS] != 0; }
+
+/* Whether resources/read of uri finds something (a fixed URI or a template match). */
+bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
+    mcp_provider *p = s->provider;
+    json_t *value = NULL, *args = NULL;
+    char *run = NULL;
+    json_t *item = p->lookup ? p->lookup(p, "resource", uri, NULL, &value, &run, &args) : NULL;
+    json_decref(value);
+    json_decref(args);
+    free(run);
+    json_decref(item);
+    return item != NULL;
+}
 
 static const tool *find_tool(const mcp_server *s, const char *name) {
     for (size_t i = 0; i < s->ntools; i++)
@@ -241,9 +374,15 @@ static const tool *find_tool(const mcp_server *s, const char *name) {
 
 /* ------------------------------------------------------------------ calls */
 
+typedef enum { CALL_TOOL, CALL_RESOURCE, CALL_PROMPT } call_kind;
+
 struct mcp_call {
     mcp_server *srv;
-    const tool *tool;
+    const tool *tool;   /* CALL_TOOL only */
+    call_kind kind;
+    char *run;          /* resources/read, prompts/get: the provider's name for the run */
+    char *uri;          /* resources/read: the URI asked for */
+    json_t *item;       /* resources/read, prompts/get: the item's listed definition */
     json_t *id, *args, *progress_token;
     mcp_log_level level;
     volatile int cancelled;
@@ -266,6 +405,9 @@ struct mcp_call {
     mcp_call_done_fn done;
     void *done_user;
     double t0;
+    /* requests to the client (mcp_call_set_client) */
+    mcp_sessions *sessions;
+    mcp_session sess;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -274,7 +416,11 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit_user = user;
 }
 volatile int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
-const char *mcp_call_tool(const mcp_call *c) { return c->tool->name; }
+void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
+    c->sessions = sessions;
+    c->sess = *sess;
+}
+const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
 bool mcp_call_wants_progress(const mcp_call *c) { return c->progress_token != NULL; }
@@ -322,6 +468,9 @@ void mcp_call_free(mcp_call *c) {
     gg_strbuf_free(&c->history_text);
     json_decref(c->result);
     free(c->error);
+    free(c->run);
+    free(c->uri);
+    json_decref(c->item);
     mcp_server_unref(c->srv);
     free(c);
 }
@@ -423,6 +572,39 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes};
 }
 
+/* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
+ * why. */
+static json_t *shape_item(call_kind kind, json_t *item, const char *uri, json_t *value, char *why, size_t n) {
+    *why = 0;
+    if (kind == CALL_RESOURCE)
+        return resource_result(value, uri, json_string_value(json_object_get(item, "mimeType")), why, n);
+    return prompt_result(value, json_string_value(json_object_get(item, "description")), why, n);
+}
+
+/* resources/read or prompts/get after its nodes ran (res consumed): the shaped result, or
+ * an internal error naming what went wrong (a failed node, an output of the wrong shape). */
+static char *finish_item(mcp_call *c, json_t *res, gg_error *err) {
+    char why[300] = "";
+    json_t *value = json_object_get(res, "value");
+    json_t *shaped = value ? shape_item(c->kind, c->item, c->uri, value, why, sizeof why) : NULL;
+    if (!value) {
+        json_t *first = json_array_get(json_object_get(res, "content"), 0);
+        const char *m = json_string_value(json_object_get(first, "text"));
+        snprintf(why, sizeof why, "%s", m ? m : err->message ? err->message : "the graph failed");
+    }
+    json_decref(res);
+    if (!shaped) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s %.150s failed: %s", c->kind == CALL_RESOURCE ? "Reading resource" : "Getting prompt",
+                 c->kind == CALL_RESOURCE ? c->uri : json_string_value(json_object_get(c->item, "name")), why);
+        set_error(c, "error", msg);
+        return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, msg, NULL);
+    }
+    c->status = "ok";
+    c->result = shaped;
+    return mcp_jsonrpc_result(c->id, shaped);
+}
+
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant) {
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
@@ -431,7 +613,7 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
-    json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
+    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
     return finish_call(c, res, &err);
 }
@@ -445,6 +627,99 @@ static void call_async_done(void *user, json_t *res, gg_error *err) {
     c->done(c->done_user, body);
 }
 
+/* ---- requests to the client: elicitation/create, sampling/createMessage -------------------- */
+
+/* One request waiting for the client's answer: the loop watches its deadline and the call's
+ * cancel flag; the session table routes the answer. Exactly one of them finishes it. */
+typedef struct creq {
+    mcp_pending p; /* first: the loop's view */
+    int claimed;   /* atomic: 1 once answered, expired or cancelled */
+    mcp_sessions *sessions;
+    mcp_session sess;
+    char id[48];
+} creq;
+
+static bool creq_claim(creq *q) {
+    int zero = 0;
+    return __atomic_compare_exchange_n(&q->claimed, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void creq_destroy(mcp_pending *p) { free(p); }
+static void creq_release(void *u) { mcp_pending_unref(&((creq *)u)->p); }
+
+static void creq_deliver(void *u, json_t *result, json_t *error) {
+    creq *q = u;
+    if (!creq_claim(q)) return;
+    gg_error e = GG_ERROR_INIT;
+    if (!result || !json_is_object(result))
+        gg_error_set(&e, "client_error", "the client answered with error %lld: %s",
+                     (long long)json_integer_value(json_object_get(error, "code")),
+                     json_string_value(json_object_get(error, "message")) ? json_string_value(json_object_get(error, "message"))
+                                                                          : "(no message)");
+    mcp_pending_finish(mcp_loop_shared(), &q->p, e.code[0] ? NULL : result, &e);
+    gg_error_clear(&e);
+}
+
+static void creq_expire(mcp_pending *p, const char *why) {
+    creq *q = (creq *)p;
+    if (!creq_claim(q)) return;
+    mcp_session_untrack_request(q->sessions, &q->sess, q->id);
+    gg_error e = GG_ERROR_INIT;
+    if (!strcmp(why, "timeout")) gg_error_set(&e, "timeout", "the client did not answer in time");
+    else gg_error_set(&e, "cancelled", "cancelled while waiting for the client");
+    mcp_pending_finish(mcp_loop_shared(), p, NULL, &e);
+    gg_error_clear(&e);
+}
+
+/* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
+ * events go) with an id unique to the session; the answer comes back through the session. */
+static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, volatile int *cancelled,
+                                void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
+    mcp_call *c = user;
+    gg_error e = GG_ERROR_INIT;
+    int caps = mcp_session_client_caps(c->sessions, &c->sess);
+    int need = strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ELICITATION;
+    if ((caps & MCP_CLIENT_CAPS_KNOWN) && !(caps & need)) {
+        gg_error_set(&e, "no_capability", "%s: the client did not declare the %s capability at initialize", method,
+                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : "elicitation");
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    creq *q = calloc(1, sizeof *q);
+    mcp_loop *loop = mcp_loop_shared();
+    if (!q || !loop) {
+        free(q);
+        gg_error_set(&e, "oom", "out of memory");
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    unsigned char rnd[12];
+    randombytes_buf(rnd, sizeof rnd);
+    memcpy(q->id, "gg-", 3);
+    sodium_bin2hex(q->id + 3, sizeof q->id - 3, rnd, sizeof rnd);
+    q->sessions = c->sessions;
+    q->sess = c->sess;
+    mcp_pending_init(&q->p, timeout_ms, cancelled, done, done_user);
+    q->p.expire = creq_expire;
+    q->p.destroy = creq_destroy;
+    mcp_pending_ref(&q->p); /* the session table's */
+    if (!mcp_session_track_request(c->sessions, &c->sess, q->id, creq_deliver, creq_release, q)) {
+        mcp_pending_unref(&q->p);
+        creq_claim(q);
+        gg_error_set(&e, "too_many", "%s: this session already has 16 requests waiting for its client", method);
+        mcp_pending_finish(loop, &q->p, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    mcp_loop_watch(loop, &q->p);
+    json_t *req = json_pack("{s:s,s:s,s:s,s:O}", "jsonrpc", "2.0", "id", q->id, "method", method, "params", params);
+    char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (text && c->emit) c->emit(c->emit_user, text, strlen(text));
+    free(text);
+}
+
 /* Run the tool without holding this thread while it waits on downstream servers (see
  * mcp.h); providers without an asynchronous call run synchronously here. */
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
@@ -454,16 +729,20 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;
+    if (c->sessions && c->emit) {
+        c->ctx.client_request = call_client_request;
+        c->ctx.client_user = c;
+    }
     c->done = how->done;
     c->done_user = how->user;
     mcp_provider *p = c->srv->provider;
     c->t0 = gg_now_ms();
     if (p->call_tool_async) {
-        p->call_tool_async(p, c->tool->name, c->args, &c->ctx, call_async_done, c);
+        p->call_tool_async(p, mcp_call_tool(c), c->args, &c->ctx, call_async_done, c);
         return;
     }
     gg_error err = GG_ERROR_INIT;
-    json_t *res = p->call_tool(p, c->tool->name, c->args, &c->ctx, &err);
+    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &c->ctx, &err);
     call_async_done(c, res, &err);
     gg_error_clear(&err);
 }
@@ -480,6 +759,8 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0)) {
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
+    } else if (c->kind != CALL_TOOL) {
+        out = finish_item(c, res, &err);
     } else {
         if (!res || !json_is_object(res)) {
             /* an execution failure is a tool result the model can read, not a protocol error */
@@ -507,13 +788,13 @@ static long long inline_backoff_ms(int misses) {
 }
 
 /* Whether the tool can wait on I/O (it is not pure): such calls count in the waiting bounds. */
-bool mcp_call_may_wait(const mcp_call *c) { return !c->tool->pure; }
+bool mcp_call_may_wait(const mcp_call *c) { return !c->tool || !c->tool->pure; }
 
 /* Whether the call may be tried on the calling thread with mcp_call_run_inline: the tool
  * only computes, nothing will be streamed (no progressToken, no log level), and it has not
  * outgrown the budget recently. */
 bool mcp_call_can_inline(const mcp_call *c) {
-    if (!c->tool->pure || c->progress_token || c->level != MCP_LOG_OFF) return false;
+    if (!c->tool || !c->tool->pure || c->progress_token || c->level != MCP_LOG_OFF) return false;
     long long off = __atomic_load_n(&c->tool->inline_off_until, __ATOMIC_RELAXED);
     return off == 0 || (long long)gg_now_ms() >= off;
 }
@@ -528,7 +809,7 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
-    json_t *res = p->call_tool(p, c->tool->name, c->args, &ctx, &err);
+    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
     if (!res && strcmp(err.code, "budget") == 0) {
         gg_error_clear(&err);
         json_array_clear(c->history);
@@ -578,26 +859,35 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
         info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
     }
     if (!json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
-    json_t *res = json_pack("{s:s,s:{s:{s:b},s:{},s:{}},s:o}", "protocolVersion", v, "capabilities",
-                            "tools", "listChanged", 1, "logging", "completions", "serverInfo", info);
+    json_t *res = json_pack("{s:s,s:{s:{s:b},s:{}},s:o}", "protocolVersion", v, "capabilities", "tools",
+                            "listChanged", 1, "logging", "serverInfo", info);
+    json_t *caps = json_object_get(res, "capabilities");
+    if (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES])
+        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
+    if (s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    if (s->completions) json_object_set_new(caps, "completions", json_object());
     const char *instr = p->instructions ? p->instructions(p) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
     out->initialize = true;
+    json_t *cc = json_object_get(m->params, "capabilities");
+    out->client_caps = MCP_CLIENT_CAPS_KNOWN | (json_object_get(cc, "elicitation") ? MCP_CLIENT_CAPS_ELICITATION : 0) |
+                       (json_object_get(cc, "sampling") ? MCP_CLIENT_CAPS_SAMPLING : 0) |
+                       (json_object_get(cc, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0);
     snprintf(out->negotiated_version, sizeof out->negotiated_version, "%s", v);
 }
 
-static void do_tools_list(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+static void do_list(mcp_server *s, int l, const mcp_message *m, mcp_outcome *out) {
     json_t *cursor = json_object_get(m->params, "cursor");
     long page = 0;
     if (cursor && !json_is_null(cursor)) {
-        if (!json_is_string(cursor) || (page = page_of_cursor(s, json_string_value(cursor))) < 0) {
+        if (!json_is_string(cursor) || (page = page_of_cursor(&s->lists[l], json_string_value(cursor))) < 0) {
             respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: unknown cursor");
             return;
         }
     }
-    respond(out, mcp_jsonrpc_result_raw(m->id, s->pages[page]));
+    respond(out, mcp_jsonrpc_result_raw(m->id, s->lists[l].pages[page]));
 }
 
 static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const char *tool, const gg_error *e) {
@@ -665,14 +955,151 @@ static void do_set_level(const mcp_message *m, mcp_outcome *out) {
     respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
 }
 
-static void do_complete(const mcp_message *m, mcp_outcome *out) {
+static void do_complete(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     json_t *ref = json_object_get(m->params, "ref"), *arg = json_object_get(m->params, "argument");
-    if (!json_is_object(ref) || !json_is_string(json_object_get(ref, "type")) || !json_is_object(arg)) {
-        respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: completion/complete needs ref and argument objects");
+    const char *type = json_string_value(json_object_get(ref, "type"));
+    const char *name = json_string_value(json_object_get(arg, "name"));
+    const char *value = json_string_value(json_object_get(arg, "value"));
+    const char *target = json_string_value(json_object_get(ref, !type || strcmp(type, "ref/resource") ? "name" : "uri"));
+    if (!type || !json_is_object(arg) || !name || !value || !target ||
+        (strcmp(type, "ref/prompt") && strcmp(type, "ref/resource"))) {
+        respond_error(out, m->id, MCP_INVALID_PARAMS,
+                      "Invalid params: completion/complete needs ref {type: ref/prompt, name} or {type: ref/resource, uri} "
+                      "and argument {name, value}");
         return;
     }
-    /* graphs define no prompts or resource templates: there is never anything to suggest */
-    respond(out, mcp_jsonrpc_result_raw(m->id, "{\"completion\":{\"values\":[],\"total\":0,\"hasMore\":false}}"));
+    mcp_provider *p = s->provider;
+    json_t *vals = p->complete ? p->complete(p, type, target, name, value) : NULL;
+    size_t total = json_array_size(vals);
+    while (json_array_size(vals) > 100) json_array_remove(vals, json_array_size(vals) - 1);
+    json_t *res = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", vals ? vals : json_array(), "total",
+                            (json_int_t)total, "hasMore", total > 100);
+    respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
+    json_decref(res);
+}
+
+/* The spec's resource-not-found error, naming the URI in data. */
+static void resource_not_found(mcp_outcome *out, json_t *id, const char *uri) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "Resource not found: %.300s", uri);
+    json_t *data = json_pack("{s:s}", "uri", uri);
+    respond(out, mcp_jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, msg, data));
+    json_decref(data);
+}
+
+/* resources/read, prompts/get: a static item answers here; one produced by nodes becomes a
+ * call the transport runs like a tools/call. */
+static void do_get(mcp_server *s, const mcp_message *m, call_kind kind, const char *key, json_t *args, mcp_outcome *out) {
+    mcp_provider *p = s->provider;
+    json_t *value = NULL, *run_args = NULL;
+    char *run = NULL;
+    json_t *item = p->lookup ? p->lookup(p, kind == CALL_RESOURCE ? "resource" : "prompt", key, args, &value, &run, &run_args) : NULL;
+    char msg[400];
+    if (!item) {
+        snprintf(msg, sizeof msg, "Unknown prompt: %.300s", key);
+        if (kind == CALL_RESOURCE) resource_not_found(out, m->id, key);
+        else respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
+        return;
+    }
+    if (value) {
+        char why[300];
+        json_t *res = shape_item(kind, item, key, value, why, sizeof why);
+        if (res) respond(out, mcp_jsonrpc_result(m->id, res));
+        else respond_error(out, m->id, MCP_INTERNAL_ERROR, why);
+        json_decref(res);
+        json_decref(value);
+        json_decref(item);
+        return;
+    }
+    mcp_call *c = run ? calloc(1, sizeof *c) : NULL;
+    if (!c) {
+        free(run);
+        json_decref(run_args);
+        json_decref(item);
+        respond_error(out, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+        return;
+    }
+    c->srv = mcp_server_ref(s);
+    c->kind = kind;
+    c->run = run;
+    c->uri = kind == CALL_RESOURCE ? strdup(key) : NULL;
+    c->item = item;
+    c->id = json_incref(m->id);
+    c->args = run_args;
+    c->level = MCP_LOG_OFF;
+    c->history = json_array();
+    c->status = "running";
+    out->kind = MCP_OUT_CALL;
+    out->call = c;
+}
+
+/* resources/subscribe|unsubscribe: a URI the graph serves (fixed or through a template);
+ * the transport remembers it for the session (mcp_outcome.subscribe). */
+static void do_subscribe(mcp_server *s, const mcp_message *m, const char *uri, mcp_outcome *out) {
+    mcp_provider *p = s->provider;
+    json_t *value = NULL, *run_args = NULL;
+    char *run = NULL;
+    json_t *item = p->lookup ? p->lookup(p, "resource", uri, NULL, &value, &run, &run_args) : NULL;
+    json_decref(value);
+    json_decref(run_args);
+    free(run);
+    if (!item) {
+        resource_not_found(out, m->id, uri);
+        return;
+    }
+    json_decref(item);
+    out->subscribe = strcmp(m->method, "resources/subscribe") ? -1 : 1;
+    out->subscribe_uri = strdup(uri);
+    respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
+}
+
+/* prompts/get arguments: an object of strings with every required argument. */
+static bool prompt_args_ok(const mcp_server *s, const char *name, json_t *args, char *why, size_t n) {
+    if (args && !json_is_object(args)) return snprintf(why, n, "Invalid params: arguments must be an object") < 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v) if (!json_is_string(v)) return snprintf(why, n, "Invalid params: argument %.100s must be a string", k) < 0;
+    json_t *prompt = NULL, *a;
+    size_t i;
+    json_t *all = s->provider->list_prompts ? s->provider->list_prompts(s->provider) : NULL;
+    json_array_foreach(all, i, a) if (!strcmp(json_string_value(json_object_get(a, "name")), name)) prompt = a;
+    bool ok = true;
+    json_array_foreach(json_object_get(prompt, "arguments"), i, a) {
+        const char *an = json_string_value(json_object_get(a, "name"));
+        if (ok && json_is_true(json_object_get(a, "required")) && !json_object_get(args, an)) {
+            snprintf(why, n, "Invalid params: prompt %.100s needs argument %.100s", name, an);
+            ok = false;
+        }
+    }
+    json_decref(all);
+    return ok;
+}
+
+static void do_extras(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+    const char *meth = m->method;
+    const char *uri = json_string_value(json_object_get(m->params, "uri"));
+    const char *name = json_string_value(json_object_get(m->params, "name"));
+    char why[300];
+    bool resources = s->counts[L_RESOURCES] || s->counts[L_TEMPLATES];
+    if (!(meth[0] == 'r' ? resources : s->counts[L_PROMPTS])) { /* not advertised: not there */
+        snprintf(why, sizeof why, "Method not found: %.150s (the graph declares no %s)", meth,
+                 meth[0] == 'r' ? "resources" : "prompts");
+        respond_error(out, m->id, MCP_METHOD_NOT_FOUND, why);
+    } else if (!strcmp(meth, "resources/list")) do_list(s, L_RESOURCES, m, out);
+    else if (!strcmp(meth, "resources/templates/list")) do_list(s, L_TEMPLATES, m, out);
+    else if (!strcmp(meth, "prompts/list")) do_list(s, L_PROMPTS, m, out);
+    else if (!strcmp(meth, "prompts/get") && !name) respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: prompts/get needs a name");
+    else if (!strcmp(meth, "prompts/get") && !prompt_args_ok(s, name, json_object_get(m->params, "arguments"), why, sizeof why))
+        respond_error(out, m->id, MCP_INVALID_PARAMS, why);
+    else if (!strcmp(meth, "prompts/get")) do_get(s, m, CALL_PROMPT, name, json_object_get(m->params, "arguments"), out);
+    else if (strcmp(meth, "resources/read") && strcmp(meth, "resources/subscribe") && strcmp(meth, "resources/unsubscribe")) {
+        snprintf(why, sizeof why, "Method not found: %.150s", meth);
+        respond_error(out, m->id, MCP_METHOD_NOT_FOUND, why);
+    } else if (!uri) {
+        snprintf(why, sizeof why, "Invalid params: %.100s needs a uri", meth);
+        respond_error(out, m->id, MCP_INVALID_PARAMS, why);
+    } else if (!strcmp(meth, "resources/read")) do_get(s, m, CALL_RESOURCE, uri, NULL, out);
+    else do_subscribe(s, m, uri, out);
 }
 
 static void do_notification(const mcp_message *m, mcp_outcome *out) {
@@ -692,8 +1119,11 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     case MCP_MSG_INVALID:
         respond_error(out, m->id, m->error_code, m->error_message);
         return;
-    case MCP_MSG_RESPONSE:
-        out->kind = MCP_OUT_ACCEPTED; /* this server sends no requests; nothing to match */
+    case MCP_MSG_RESPONSE: /* to a request of an elicit or sample node: the session routes it */
+        out->kind = MCP_OUT_ACCEPTED;
+        out->response_id = json_incref(m->id);
+        out->response_result = json_incref(m->result);
+        out->response_error = json_incref(m->error);
         return;
     case MCP_MSG_NOTIFICATION:
         do_notification(m, out);
@@ -707,11 +1137,12 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     }
     const char *meth = m->method;
     if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
-    else if (strcmp(meth, "tools/list") == 0) do_tools_list(s, m, out);
+    else if (strcmp(meth, "tools/list") == 0) do_list(s, L_TOOLS, m, out);
+    else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, out);
     else if (strcmp(meth, "ping") == 0) respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
     else if (strcmp(meth, "initialize") == 0) do_initialize(s, m, out);
     else if (strcmp(meth, "logging/setLevel") == 0) do_set_level(m, out);
-    else if (strcmp(meth, "completion/complete") == 0) do_complete(m, out);
+    else if (strcmp(meth, "completion/complete") == 0) do_complete(s, m, out);
     else {
         char msg[200];
         snprintf(msg, sizeof msg, "Method not found: %.150s", meth);
@@ -726,6 +1157,10 @@ void mcp_outcome_clear(mcp_outcome *out) {
     free(out->body);
     mcp_call_free(out->call);
     json_decref(out->cancel_id);
+    free(out->subscribe_uri);
+    json_decref(out->response_id);
+    json_decref(out->response_result);
+    json_decref(out->response_error);
     memset(out, 0, sizeof *out);
     out->set_log_level = -1;
 }

@@ -84,8 +84,24 @@ typedef struct entry {
     bool revoked;
     mcp_log_level level;
     inflight *calls;
+    json_t *subs; /* resources/subscribe URIs (array of strings, at most MAX_SUBS) or NULL */
+    int client_caps;        /* MCP_CLIENT_CAPS_* from initialize; 0 = unknown */
+    struct creq_slot *reqs; /* requests sent to the client, waiting for its answer */
+    int nreqs;
     struct entry *next;
 } entry;
+
+typedef struct creq_slot {
+    char id[64];
+    void (*deliver)(void *u, json_t *result, json_t *error);
+    void (*release)(void *u);
+    void *u;
+    struct creq_slot *next;
+} creq_slot;
+
+#define MAX_CLIENT_REQUESTS 16 /* per session */
+
+#define MAX_SUBS 64 /* per session: a client cannot grow a session without bound */
 
 /* One verified token: what its MAC was checked for and what it says. */
 typedef struct vc_entry {
@@ -159,6 +175,12 @@ static void free_entry(entry *e) {
         n = c->next;
         json_decref(c->id);
         free(c);
+    }
+    json_decref(e->subs);
+    for (creq_slot *q = e->reqs, *n; q; q = n) { /* their own deadline finishes them */
+        n = q->next;
+        q->release(q->u);
+        free(q);
     }
     free(e);
 }
@@ -611,6 +633,113 @@ void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_l
     if (e) e->level = l;
     pthread_mutex_unlock(&sh->mu);
     bump_epoch(ss);
+}
+
+/* resources/subscribe (on) or unsubscribe (!on) for the session. false when the session
+ * already holds MAX_SUBS subscriptions (or memory ran out). */
+bool mcp_session_subscribe(mcp_sessions *ss, const mcp_session *s, const char *uri, bool on) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    bool ok = e != NULL;
+    size_t i, found = (size_t)-1;
+    json_t *u;
+    if (e) json_array_foreach(e->subs, i, u) if (!strcmp(json_string_value(u), uri)) found = i;
+    if (e && !on && found != (size_t)-1) json_array_remove(e->subs, found);
+    if (e && on && found == (size_t)-1) {
+        if (!e->subs) e->subs = json_array();
+        ok = json_array_size(e->subs) < MAX_SUBS && json_array_append_new(e->subs, json_string(uri)) == 0;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return ok;
+}
+
+/* Remove the slot with this id from the session's list (under the shard lock); NULL if none. */
+static creq_slot *take_request(entry *e, const char *id) {
+    for (creq_slot **pp = e ? &e->reqs : NULL; pp && *pp; pp = &(*pp)->next)
+        if (!strcmp((*pp)->id, id)) {
+            creq_slot *q = *pp;
+            *pp = q->next;
+            e->nreqs--;
+            return q;
+        }
+    return NULL;
+}
+
+/* What the client declared at initialize (MCP_CLIENT_CAPS_*), remembered for the session. */
+void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    if (e) e->client_caps = caps;
+    pthread_mutex_unlock(&sh->mu);
+}
+
+int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
+    int caps = e ? e->client_caps : 0;
+    pthread_mutex_unlock(&sh->mu);
+    return caps;
+}
+
+bool mcp_session_track_request(mcp_sessions *ss, const mcp_session *s, const char *id,
+                               void (*deliver)(void *u, json_t *result, json_t *error), void (*release)(void *u),
+                               void *u) {
+    creq_slot *q = calloc(1, sizeof *q);
+    if (!q || strlen(id) >= sizeof q->id) {
+        free(q);
+        return false;
+    }
+    snprintf(q->id, sizeof q->id, "%s", id);
+    q->deliver = deliver;
+    q->release = release;
+    q->u = u;
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = get_or_add(ss, sh, s);
+    bool ok = e && e->nreqs < MAX_CLIENT_REQUESTS;
+    if (ok) {
+        q->next = e->reqs;
+        e->reqs = q;
+        e->nreqs++;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (!ok) free(q);
+    return ok;
+}
+
+void mcp_session_untrack_request(mcp_sessions *ss, const mcp_session *s, const char *id) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    creq_slot *q = take_request(find_entry(sh, s->nonce), id);
+    pthread_mutex_unlock(&sh->mu);
+    if (q) q->release(q->u);
+    free(q);
+}
+
+bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, json_t *result, json_t *error) {
+    if (!json_is_string(id)) return false; /* this server's ids are strings */
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    creq_slot *q = take_request(find_entry(sh, s->nonce), json_string_value(id));
+    pthread_mutex_unlock(&sh->mu);
+    if (!q) return false;
+    q->deliver(q->u, result, error);
+    q->release(q->u);
+    free(q);
+    return true;
+}
+
+/* The session's subscribed URIs (new array; empty when none). */
+json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s) {
+    struct shard *sh = shard_of(ss, s->nonce);
+    pthread_mutex_lock(&sh->mu);
+    entry *e = find_entry(sh, s->nonce);
+    json_t *out = e && e->subs ? json_deep_copy(e->subs) : json_array();
+    pthread_mutex_unlock(&sh->mu);
+    return out;
 }
 
 /* Request ids compare with their type: 1 and "1" are different requests. */

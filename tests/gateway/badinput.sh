@@ -59,7 +59,7 @@ t "params not structured → -32600" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method"
 t "id of the wrong type → -32600" eq "$(rpc '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}'; code "$O")" "400-32600"
 t "params array → -32602" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}'; code "$O")" "200-32602"
 t "batch on 2025-11-25 → 400 -32600" eq "$(rpc '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'; code "$O")" "400-32600"
-t "unknown method → -32601" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"resources/list"}'; code "$O")" "200-32601"
+t "unknown method → -32601" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"sampling/nope"}'; code "$O")" "200-32601"
 t "integer id echoed as integer" eq "$(rpc '{"jsonrpc":"2.0","id":77,"method":"ping"}' >/dev/null; cat "$O")" '{"jsonrpc":"2.0","id":77,"result":{}}'
 t "string id echoed as string" eq "$(rpc '{"jsonrpc":"2.0","id":"77","method":"ping"}' >/dev/null; cat "$O")" '{"jsonrpc":"2.0","id":"77","result":{}}'
 t "notification → 202, no body" eq "$(rpc '{"jsonrpc":"2.0","method":"notifications/initialized"}'; wc -c < "$O")" "2020"

@@ -10,7 +10,8 @@ const sdk = path.join(process.env.GG_NPM || path.resolve(import.meta.dirname, '.
 const load = (p) => import(pathToFileURL(path.join(sdk, p)).href);
 const { Client } = await load('client/index.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
-const { CallToolResultSchema, LoggingMessageNotificationSchema } = await load('types.js');
+const { CallToolResultSchema, LoggingMessageNotificationSchema, ElicitRequestSchema, CreateMessageRequestSchema } =
+  await load('types.js');
 
 let passed = 0, failed = 0;
 const check = (desc, cond, detail) => {
@@ -76,6 +77,70 @@ try {
 
   const comp = await client.complete({ ref: { type: 'ref/prompt', name: 'x' }, argument: { name: 'a', value: 'b' } });
   check('completion/complete', Array.isArray(comp.completion.values), comp);
+
+  // resources, templates and prompts declared by the graph
+  check('initialize: resources (subscribe) and prompts capabilities', caps.resources && caps.resources.subscribe && caps.prompts, caps);
+  const { resources } = await client.listResources();
+  check('resources/list', resources.map((r) => r.uri).sort().join() ===
+    'test://static-binary,test://static-text,test://watched-resource', resources);
+  const { resourceTemplates } = await client.listResourceTemplates();
+  check('resources/templates/list', resourceTemplates.length === 1 && resourceTemplates[0].uriTemplate === 'test://template/{id}/data',
+    resourceTemplates);
+  const txt = await client.readResource({ uri: 'test://static-text' });
+  check('resources/read text', txt.contents[0].text === 'This is the content of the static text resource.' &&
+    txt.contents[0].mimeType === 'text/plain', txt);
+  const bin = await client.readResource({ uri: 'test://static-binary' });
+  check('resources/read blob', Buffer.from(bin.contents[0].blob, 'base64').subarray(1, 4).toString() === 'PNG', bin);
+  const tpl = await client.readResource({ uri: 'test://template/42/data' });
+  check('resources/read through a template (nodes)', JSON.parse(tpl.contents[0].text).data === 'Data for ID: 42', tpl);
+  let nf;
+  try { await client.readResource({ uri: 'test://nope' }); } catch (e) { nf = e; }
+  check('resources/read unknown → -32002', nf && nf.code === -32002, String(nf));
+  await client.subscribeResource({ uri: 'test://watched-resource' });
+  await client.unsubscribeResource({ uri: 'test://watched-resource' });
+  check('resources/subscribe + unsubscribe', true);
+  const { prompts } = await client.listPrompts();
+  check('prompts/list', prompts.length === 4 && prompts.find((p) => p.name === 'test_prompt_with_arguments').arguments.length === 2,
+    prompts);
+  const pr = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'A', arg2: 'B' } });
+  check('prompts/get with arguments (nodes)', pr.messages[0].content.text === "Prompt with arguments: arg1='A', arg2='B'", pr);
+  let miss;
+  try { await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'A' } }); } catch (e) { miss = e; }
+  check('prompts/get missing required argument → -32602', miss && miss.code === -32602, String(miss));
+  const pc = await client.complete({ ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+    argument: { name: 'arg1', value: 'te' } });
+  check('completion/complete of a prompt argument', pc.completion.values.join() === 'test,testValue1', pc);
+  const mixed = await client.callTool({ name: 'test_multiple_content_types', arguments: {} });
+  check('tools/call rich content (text, image, resource)', mixed.content.map((c) => c.type).join() === 'text,image,resource', mixed);
+
+  // elicit and sample nodes: this client declares neither capability nor handler → a clear error
+  const noCap = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Name?' } });
+  check('elicit node, client without elicitation → isError: it did not declare the capability',
+    noCap.isError === true && /did not declare the elicitation capability/.test(noCap.content[0].text), noCap);
+  const asker = new Client({ name: 'graphgate-sdk-asker', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
+  const asked = [];
+  asker.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params);
+    return req.params.message === 'decline me' ? { action: 'decline' }
+      : { action: 'accept', content: { username: 'octocat', email: 'o@example.com' } };
+  });
+  asker.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    asked.push(req.params);
+    return { role: 'assistant', content: { type: 'text', text: `echo: ${req.params.messages[0].content.text}` }, model: 'm', stopReason: 'endTurn' };
+  });
+  const t2 = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await asker.connect(t2);
+  const el = await asker.callTool({ name: 'test_elicitation', arguments: { message: 'Name?' } });
+  check('elicit node: the client\'s handler got message and requestedSchema',
+    asked[0] && asked[0].message === 'Name?' && asked[0].requestedSchema.required.join() === 'username,email', asked[0]);
+  check('elicit node: the answer flows into the graph',
+    el.content[0].text === 'User response: action=accept, content={"username":"octocat","email":"o@example.com"}', el);
+  const dec = await asker.callTool({ name: 'test_elicitation', arguments: { message: 'decline me' } });
+  check('elicit node: decline is an answer too', /action=decline/.test(dec.content[0].text), dec);
+  const sm = await asker.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
+  check('sample node: the model\'s answer flows into the graph', sm.content[0].text === 'LLM response: echo: hello', sm);
+  await t2.terminateSession();
+  await asker.close();
 
   const sid = transport.sessionId;
   await transport.terminateSession();

@@ -41,12 +41,13 @@ const examples = path.join(src, 'examples');
 const good = (skipped ? [] : sharedGood.map((f) => path.join(shared, f)))
   .concat(fs.readdirSync(examples).filter((f) => f.endsWith('.yaml')).map((f) => path.join(examples, f)))
   .concat(['downstream.yaml', 'nested_switch.yaml', 'limits.yaml', 'history.yaml', 'results.yaml', 'live.yaml']
-    .map((f) => path.join(fixtures, f)));
+    .map((f) => path.join(fixtures, f)))
+  .concat([path.join(src, 'tests/fixtures/conformance/everything.yaml')]);
 for (const f of good) {
   const ok = schemaOk(fs.readFileSync(f, 'utf8'));
   check(`${path.basename(f)} passes the schema`, ok, validate.errors);
 }
-for (const f of ['unknown_keys.yaml', 'schemas.yaml', 'structure.yaml', 'scalar_types.yaml']) {
+for (const f of ['unknown_keys.yaml', 'schemas.yaml', 'structure.yaml', 'scalar_types.yaml', 'extras.yaml']) {
   const file = path.join(fixtures, 'invalid', f);
   check(`invalid/${f} fails the schema`, !schemaOk(fs.readFileSync(file, 'utf8')));
   check(`invalid/${f} fails the loader`, !loaderOk(file));

@@ -478,7 +478,10 @@ START_TEST(dispatch_initialize_negotiates) {
     json_t *caps = json_object_get(r, "capabilities");
     ck_assert_ptr_nonnull(json_object_get(caps, "tools"));
     ck_assert_ptr_nonnull(json_object_get(caps, "logging"));
-    ck_assert_ptr_nonnull(json_object_get(caps, "completions"));
+    /* only what the provider has: no prompts or templates, so nothing to complete */
+    ck_assert_ptr_null(json_object_get(caps, "completions"));
+    ck_assert_ptr_null(json_object_get(caps, "resources"));
+    ck_assert_ptr_null(json_object_get(caps, "prompts"));
     json_decref(b);
     mcp_outcome_clear(&o);
     o = dispatch("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\"}}", MCP_LOG_OFF);

@@ -96,7 +96,7 @@ START_TEST(real_specs_load) {
         if (strcmp(specs_node_types[t], "GRAPH") != 0) eight += specs_registry_count_type(r, t);
     }
     ck_assert_uint_ge(eight, 50);
-    ck_assert_uint_eq(specs_registry_count_type(r, specs_type_index("GRAPH")), 5);
+    ck_assert_uint_eq(specs_registry_count_type(r, specs_type_index("GRAPH")), 7);
     /* every type/subtype the design document lists */
     static const char *const seed[] = {
         "TRIGGER.MANUAL", "TRIGGER.WEBHOOK", "TRIGGER.CRON", "TRIGGER.GITHUB", "TRIGGER.SLACK", "TRIGGER.EMAIL",
@@ -110,7 +110,7 @@ START_TEST(real_specs_load) {
         "HUMAN_IN_THE_LOOP.TELEGRAM_INTERACTION", "HUMAN_IN_THE_LOOP.MANUAL_REVIEW",
         "TOOL.NOTION_MCP_TOOL", "TOOL.GOOGLE_CALENDAR_MCP_TOOL", "TOOL.SLACK_MCP_TOOL", "TOOL.FIRECRAWL_MCP_TOOL",
         "TOOL.DISCORD_MCP_TOOL", "MEMORY.VECTOR_DATABASE", "MEMORY.CONVERSATION_BUFFER", "MEMORY.KEY_VALUE_STORE",
-        "GRAPH.ENTRY", "GRAPH.MCP", "GRAPH.TRANSFORM", "GRAPH.SWITCH", "GRAPH.EXIT"};
+        "GRAPH.ENTRY", "GRAPH.MCP", "GRAPH.TRANSFORM", "GRAPH.SWITCH", "GRAPH.EXIT", "GRAPH.ELICIT", "GRAPH.SAMPLE"};
     for (size_t i = 0; i < sizeof seed / sizeof seed[0]; i++) {
         char t[64];
         snprintf(t, sizeof t, "%s", seed[i]);
