@@ -186,6 +186,8 @@ typedef struct gg_config {
                                      * .maxNodeExecutions; 100000 */
     long long graphs_cap_execution_ms; /* graphs.max_execution_time: cap on executionLimits
                                         * .maxExecutionTimeMs; 5m */
+    int graphs_cache_size;        /* graphs.cache_size: compiled graph versions kept (LRU);
+                                     1000, 0 = no bound */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */

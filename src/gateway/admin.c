@@ -378,7 +378,7 @@ static int get_graph(gg_http_req *req, gg_http_res *res, void *user) {
     if (!gg_store_graph_get_active(gw->store, t, g, &s, &err)) return store_error(res, &err);
     json_t *out = source_json(&s);
     int v = 0;
-    mcp_server *srv = gw_registry_get(gw->registry, t, g, &v);
+    mcp_server *srv = gw_registry_get(gw->registry, t, g, &v, NULL); /* compiled now if not cached */
     if (out && srv) {
         mcp_provider *p = mcp_server_provider(srv);
         json_object_set_new(out, "tools", p->list_tools ? p->list_tools(p) : json_array());

@@ -60,68 +60,53 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
 
 /* ------------------------------------------------------------------ store sync */
 
+/* The registry's loader: compile a stored version on its first use (stored versions are
+ * loaded with the operator's caps clamped, as they always were). */
+static mcp_server *load_stored(void *user, const char *tenant, const char *graph, int version, gg_error *err) {
+    gg_gateway *gw = user;
+    gg_graph_source src = {0};
+    gg_error e = GG_ERROR_INIT;
+    mcp_server *s = NULL;
+    if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &e))
+        s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &e);
+    gg_graph_source_clear(&src);
+    if (!s && strcmp(e.code, "not_found") != 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", version);
+        gg_log(GG_LOG_ERROR, "stored graph version does not load", "tenant", tenant, "graph", graph, "version", v,
+               "error", e.message ? e.message : e.code, NULL);
+    }
+    if (err) *err = e; /* the caller's is empty: it takes the message */
+    else gg_error_clear(&e);
+    return s;
+}
+
 typedef struct sync_ctx {
     gg_gateway *gw;
-    json_t *seen; /* "tenant/graph" → true */
-    int loaded, failed;
+    unsigned mark;
+    int seen;
 } sync_ctx;
 
 static bool sync_visit(void *user, const gg_graph_source *g) {
     sync_ctx *sc = user;
-    char key[2 * GG_NAME_MAX + 4];
-    snprintf(key, sizeof key, "%s/%s", g->tenant, g->name);
-    json_object_set_new(sc->seen, key, json_true());
-    int have = 0;
-    mcp_server *cur = gw_registry_get(sc->gw->registry, g->tenant, g->name, &have);
-    mcp_server_unref(cur);
-    if (cur && have == g->version) return true;
-    gg_error err = GG_ERROR_INIT;
-    mcp_server *s = gw_build_graph(sc->gw, g->tenant, g->name, g->source, g->source_len, NULL, NULL, &err);
-    if (!s) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", g->version);
-        gg_log(GG_LOG_ERROR, "stored graph version does not load", "tenant", g->tenant, "graph", g->name,
-               "version", v, "error", err.message ? err.message : err.code, NULL);
-        gg_error_clear(&err);
-        sc->failed++;
-        return true;
-    }
-    gw_registry_put(sc->gw->registry, g->tenant, g->name, g->version, s);
-    mcp_server_unref(s);
-    sc->loaded++;
+    gw_registry_declare(sc->gw->registry, g->tenant, g->name, g->version, sc->mark);
+    sc->seen++;
     return true;
 }
 
-/* Bring the registry in line with the store's active versions; see gateway.h. */
+/* Bring the registry in line with the store's active versions (names and version numbers
+ * only: nothing is compiled here); see gateway.h. */
 bool gg_gateway_sync(gg_gateway *gw, gg_error *err) {
     pthread_mutex_lock(&gw->sync_mu);
-    sync_ctx sc = {gw, json_object(), 0, 0};
-    bool ok = sc.seen && gg_store_graphs_foreach_active(gw->store, sync_visit, &sc, err);
-    if (ok) { /* graphs deleted elsewhere */
-        json_t *all = gw_registry_list(gw->registry);
-        size_t i;
-        json_t *e;
-        json_array_foreach(all, i, e) {
-            char key[2 * GG_NAME_MAX + 4];
-            const char *t = json_string_value(json_array_get(e, 0)), *g = json_string_value(json_array_get(e, 1));
-            snprintf(key, sizeof key, "%s/%s", t, g);
-            if (!json_object_get(sc.seen, key)) gw_registry_remove(gw->registry, t, g);
-        }
-        json_decref(all);
-    }
-    json_decref(sc.seen);
+    sync_ctx sc = {gw, ++gw->sync_mark, 0};
+    bool ok = gg_store_graphs_foreach_active_version(gw->store, sync_visit, &sc, err);
+    if (ok) gw_registry_sweep(gw->registry, sc.mark); /* graphs deleted elsewhere */
     pthread_mutex_unlock(&gw->sync_mu);
-    if (sc.loaded || sc.failed) {
-        char a[16], b[16];
-        snprintf(a, sizeof a, "%d", sc.loaded);
-        snprintf(b, sizeof b, "%d", sc.failed);
-        gg_log(GG_LOG_INFO, "graphs synced from store", "loaded", a, "failed", b, NULL);
-    }
     return ok;
 }
 
 /* Every 50 ms: RUNNING records for long runs; every second: notice graph changes made by
- * another process (the CLI). */
+ * another process (the CLI) and trim the compiled-graph cache. */
 static void *watcher(void *arg) {
     gg_gateway *gw = arg;
     unsigned tick = 0;
@@ -146,6 +131,7 @@ static void *watcher(void *arg) {
                 gg_gateway_sync(gw, &err);
             }
             gg_error_clear(&err);
+            gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
         }
         pthread_mutex_lock(&gw->watch_mu);
     }
@@ -170,7 +156,7 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
             gw->mounts[i].srv = s;
             pthread_mutex_unlock(&gw->mounts[i].mu);
             mcp_server_unref(old);
-            gw_streams_tools_changed(gw->streams, "", name); /* GET streams on the mount */
+            gw_streams_tools_changed(gw->streams, "", name, s); /* GET streams on the mount */
             return true;
         }
     if (gw->nmounts >= GW_MAX_MOUNTS) {
@@ -276,7 +262,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_tool_calls_running gauge\ngraphgate_tool_calls_running %d\n"
                      "# HELP graphgate_workers tool-call worker threads\n# TYPE graphgate_workers gauge\ngraphgate_workers %d\n"
                      "# HELP graphgate_queue_depth tool calls waiting for a worker\n# TYPE graphgate_queue_depth gauge\ngraphgate_queue_depth %d\n"
-                     "# HELP graphgate_graphs_loaded active graph versions in memory\n# TYPE graphgate_graphs_loaded gauge\ngraphgate_graphs_loaded %zu\n",
+                     "# HELP graphgate_graphs_loaded active graph versions known (compiled or not)\n# TYPE graphgate_graphs_loaded gauge\ngraphgate_graphs_loaded %zu\n",
                      __atomic_load_n(&gw->calls_total, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_rejected, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
@@ -284,6 +270,18 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
+    gw_registry_stats rs = gw_registry_get_stats(gw->registry);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_graphs_compiled graph versions compiled in the cache (graphs.cache_size)\n"
+                     "# TYPE graphgate_graphs_compiled gauge\ngraphgate_graphs_compiled %zu\n"
+                     "# HELP graphgate_graph_cache_total graph cache events: hit (a call found its graph compiled), "
+                     "compile (compiled on first use or after eviction), evict, fail (a stored version did not compile)\n"
+                     "# TYPE graphgate_graph_cache_total counter\n"
+                     "graphgate_graph_cache_total{event=\"hit\"} %llu\n"
+                     "graphgate_graph_cache_total{event=\"compile\"} %llu\n"
+                     "graphgate_graph_cache_total{event=\"evict\"} %llu\n"
+                     "graphgate_graph_cache_total{event=\"fail\"} %llu\n",
+                     rs.compiled, rs.hits, rs.compiles, rs.evictions, rs.load_failures);
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);
     gg_strbuf_printf(out,
@@ -471,7 +469,9 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
         goto oom;
     gw->tenant_max_waiting = cfg->tenant_max_waiting;
     gw->max_waiting = cfg->max_waiting_runs;
-    if (!(gw->registry = gw_registry_new())) goto oom;
+    if (!(gw->registry = gw_registry_new(cfg->graphs_cache_size > 0 ? (size_t)cfg->graphs_cache_size : 0,
+                                         load_stored, gw)))
+        goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
     gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);
 

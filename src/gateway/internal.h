@@ -52,22 +52,39 @@ bool gw_uploads_submit(gw_uploads *u, const char *tenant, gw_job job, gg_error *
 void gw_uploads_stop(gw_uploads *u);
 
 /* ---- graph registry (registry.c) -------------------------------------------------------
- * (tenant, graph) → the active version's mcp_server. Readers take a reference under a
- * read lock; activation swaps the pointer under the write lock; runs in flight keep the
- * old server (and through it the graph version) alive until they finish. */
+ * (tenant, graph) → the active version number, and its compiled mcp_server in a bounded
+ * LRU cache: compiled on first use through the loader, dropped past cache_size when nobody
+ * else holds it. Readers take a reference; activation swaps the pointer under the write
+ * lock; runs in flight and open streams keep their server alive until they let go. */
 typedef struct gw_registry gw_registry;
-gw_registry *gw_registry_new(void);
+/* Compile tenant/graph's stored version (a new reference) or NULL + err. */
+typedef mcp_server *(*gw_registry_loader)(void *user, const char *tenant, const char *graph, int version,
+                                          gg_error *err);
+typedef struct gw_registry_stats {
+    size_t graphs, compiled, cache_size;
+    unsigned long long hits, compiles, evictions, load_failures;
+} gw_registry_stats;
+gw_registry *gw_registry_new(size_t cache_size, gw_registry_loader loader, void *loader_user);
 void gw_registry_free(gw_registry *r);
-/* New reference or NULL; *version gets the active version number. */
-mcp_server *gw_registry_get(gw_registry *r, const char *tenant, const char *graph, int *version);
-/* Install srv (reference taken) as the active version of tenant/graph. */
+/* New reference, compiled now when not cached; *version gets its number. NULL + err
+ * ("not_found" or the loader's error). */
+mcp_server *gw_registry_get(gw_registry *r, const char *tenant, const char *graph, int *version, gg_error *err);
+/* The cached server (new reference) or NULL; never compiles. */
+mcp_server *gw_registry_peek(gw_registry *r, const char *tenant, const char *graph, int *version);
+/* Install srv (reference taken, cached) as the active version of tenant/graph. */
 bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv);
+/* The store sync: version is active (not compiled until used); mark tags this pass. */
+bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark);
+/* Forget every graph not declared in pass mark. */
+void gw_registry_sweep(gw_registry *r, unsigned mark);
 void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph);
 void gw_registry_remove_tenant(gw_registry *r, const char *tenant);
-/* Every (tenant, graph, version) currently loaded, as [[t, g, v], ...]. */
-json_t *gw_registry_list(gw_registry *r);
 size_t gw_registry_count(gw_registry *r);
-/* Called after every put (a new active version) and removal, outside the registry lock. */
+/* Drop compiled versions over the size that are no longer in use. */
+void gw_registry_trim(gw_registry *r);
+gw_registry_stats gw_registry_get_stats(gw_registry *r);
+/* Called after every put or declare of a new active version and every removal, outside the
+ * registry lock. */
 typedef void (*gw_registry_hook)(void *user, const char *tenant, const char *graph, bool removed);
 void gw_registry_set_hook(gw_registry *r, gw_registry_hook fn, void *user); /* before use */
 
@@ -125,6 +142,7 @@ struct gg_gateway {
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
+    unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
@@ -176,9 +194,11 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms);
 typedef struct gw_streams gw_streams;
 gw_streams *gw_streams_new(gg_gateway *gw);
 void gw_streams_free(gw_streams *s);
+/* srv: the endpoint's server; each session with a stream holds a reference (the newest
+ * version it was told about), so the graph cache never frees a version under a stream. */
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
-                   const gg_principal *pr);
-void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph);
+                   mcp_server *srv, const gg_principal *pr);
+void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
 void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);

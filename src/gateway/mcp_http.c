@@ -1098,6 +1098,22 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     return finish_outcome(gw, req, res, ep, &o, has_sess ? &sess : NULL, pr);
 }
 
+/* ep's graph server from the registry (compiled now if the cache does not hold it): false
+ * with the answer filled — 404 for no such graph, 503 when its stored version does not
+ * compile (the registry logged why). */
+static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const char *t, const char *g) {
+    gg_error err = GG_ERROR_INIT;
+    if (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) /* ep's copies are cut to fit */
+        ep->srv = gw_registry_get(gw->registry, ep->tenant, ep->graph, &ep->version, &err);
+    if (ep->srv) return true;
+    if (!err.code[0] || strcmp(err.code, "not_found") == 0)
+        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep->tenant, ep->graph);
+    else gg_http_res_error(res, 503, "graph_unavailable", "graph %s/%s does not load now: %s", ep->tenant, ep->graph,
+                           err.message ? err.message : err.code);
+    gg_error_clear(&err);
+    return false;
+}
+
 /* Resolve, authenticate and run one MCP request on an endpoint. mount NULL = graph route. */
 static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mount *mount) {
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
@@ -1121,17 +1137,13 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
         snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
         snprintf(ep.graph, sizeof ep.graph, "%s", g);
         ep.is_graph = true;
-        ep.srv = (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) ? gw_registry_get(gw->registry, t, g, &ep.version) : NULL;
-    }
-    if (!ep.srv) {
-        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
-        return GG_HTTP_DONE;
+        if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
     const char *method = gg_http_method(req);
     int rc;
     if (strcmp(method, "POST") == 0) rc = handle_post(gw, req, res, &ep, prp);
     else if (strcmp(method, "DELETE") == 0) rc = handle_delete(gw, req, res, &ep, prp ? prp->key_id : "");
-    else if (strcmp(method, "GET") == 0) rc = gw_streams_get(gw, req, res, ep.tenant, ep.graph, prp); /* streams.c */
+    else if (strcmp(method, "GET") == 0) rc = gw_streams_get(gw, req, res, ep.tenant, ep.graph, ep.srv, prp); /* streams.c */
     else { /* HEAD: a stream has no headers-only form */
         gg_http_res_header(res, "Allow", "GET, POST, DELETE");
         gg_http_res_error(res, 405, "method_not_allowed", "use GET (with Accept: text/event-stream) to open the stream");
@@ -1173,8 +1185,7 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
     snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
     snprintf(ep.graph, sizeof ep.graph, "%s", g);
     ep.is_graph = true;
-    ep.srv = (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) ? gw_registry_get(gw->registry, t, g, &ep.version) : NULL;
-    if (!ep.srv) return gg_http_res_error(res, 404, "not_found", "no graph %s/%s", t, g), GG_HTTP_DONE;
+    if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
     gg_error err = GG_ERROR_INIT;

@@ -55,6 +55,7 @@ typedef struct ssess {
     int64_t expires; /* unix seconds */
     gg_http_async *streams[GW_STREAMS_PER_SESSION];
     int n;
+    mcp_server *srv; /* the newest version announced: held so the graph cache keeps it */
     struct ssess *next;
 } ssess;
 
@@ -105,6 +106,14 @@ static void end_all_of(gw_streams *s, ssess *ss) {
     while (ss->n > 0) end_stream(s, ss, ss->n - 1);
 }
 
+static void free_ssess(ssess *ss) {
+    /* under mu: the registry (or the mount) normally still holds this version, so this is
+     * rarely the last reference; a version replaced meanwhile was swapped out by
+     * gw_streams_tools_changed, which releases it outside the lock */
+    mcp_server_unref(ss->srv);
+    free(ss);
+}
+
 /* Unlink and free every session entry left without streams. */
 static void prune(gw_streams *s) {
     for (size_t b = 0; b < BUCKETS; b++)
@@ -112,7 +121,7 @@ static void prune(gw_streams *s) {
             ssess *ss = *pp;
             if (ss->n == 0) {
                 *pp = ss->next;
-                free(ss);
+                free_ssess(ss);
             } else pp = &ss->next;
         }
 }
@@ -275,7 +284,7 @@ void gw_streams_free(gw_streams *s) {
 /* Open a stream for a checked session owned by owner: 409/429/503 past the bounds, else
  * 200 streaming. */
 static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const mcp_session *sess,
-                       const char *owner) {
+                       const char *owner, mcp_server *srv) {
     int tenant_max = s->gw->cfg ? s->gw->cfg->tenant_max_streams : 0;
     pthread_mutex_lock(&s->mu);
     ssess **link, *ss = find_session(s, sess->nonce, &link);
@@ -313,12 +322,13 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
         snprintf(ss->graph, sizeof ss->graph, "%s", sess->graph);
         snprintf(ss->owner, sizeof ss->owner, "%s", owner);
         ss->expires = sess->expires;
+        ss->srv = mcp_server_ref(srv);
         created = true;
     }
     gg_http_async *a = gg_http_defer(req);
     if (!a || !gg_http_async_stream(a, 200, "text/event-stream")) {
         if (a) gg_http_async_complete(a); /* abandoned already: the core answers */
-        if (created) free(ss);
+        if (created) free_ssess(ss);
         pthread_mutex_unlock(&s->mu);
         if (a) return GG_HTTP_DEFERRED;
         gg_http_res_header(res, "Retry-After", "1");
@@ -337,7 +347,7 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
  * MCP-Protocol-Version if sent (400), Mcp-Session-Id (400 when absent, 404 when not a live
  * session of this endpoint and key), not shutting down (503), the bounds (409/503). */
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
-                   const gg_principal *pr) {
+                   mcp_server *srv, const gg_principal *pr) {
     if (pr && !gg_scope_allows(pr->scopes, GG_SCOPE_TOOLS_READ)) {
         gw_insufficient_scope(res, GG_SCOPE_TOOLS_READ);
         return GG_HTTP_DONE;
@@ -360,21 +370,43 @@ int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
         gg_http_res_header(res, "Retry-After", "1");
         return rpc_error(res, 503, MCP_SERVER_BUSY, "Server busy: shutting down");
     }
-    return open_stream(gw->streams, req, res, &sess, *tenant ? tenant : pr ? pr->tenant : "");
+    return open_stream(gw->streams, req, res, &sess, *tenant ? tenant : pr ? pr->tenant : "", srv);
+}
+
+static bool any_stream_on(gw_streams *s, const char *tenant, const char *graph) {
+    bool any = false;
+    pthread_mutex_lock(&s->mu);
+    for (size_t b = 0; !any && s->open && b < BUCKETS; b++)
+        for (ssess *ss = s->buckets[b]; !any && ss; ss = ss->next) any = same_endpoint(ss, tenant, graph);
+    pthread_mutex_unlock(&s->mu);
+    return any;
 }
 
 /* A new version of tenant/graph is active: notifications/tools/list_changed to each
- * session with a stream there (once per session). Mounts use tenant "". */
-void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph) {
-    if (!s) return;
-    mcp_server *srv = s->gw->registry ? gw_registry_get(s->gw->registry, tenant, graph, NULL) : NULL;
+ * session with a stream there (once per session), which then holds the new version. srv:
+ * the new version (mounts), NULL = ask the registry — only when some stream listens, so a
+ * sync declaring thousands of graphs compiles none of them. Mounts use tenant "". */
+void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
+    if (!s || !any_stream_on(s, tenant, graph)) return;
+    mcp_server *cur = srv ? mcp_server_ref(srv)
+                          : s->gw->registry ? gw_registry_get(s->gw->registry, tenant, graph, NULL, NULL) : NULL;
+    mcp_server *old[16];
+    size_t nold = 0;
     pthread_mutex_lock(&s->mu);
     for (size_t b = 0; s->open && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
-            if (same_endpoint(ss, tenant, graph)) notify_session(s, ss, srv);
+            if (same_endpoint(ss, tenant, graph)) {
+                notify_session(s, ss, cur);
+                if (cur && ss->srv != cur) { /* the last reference to the old version goes after the lock */
+                    if (nold < sizeof old / sizeof old[0]) old[nold++] = ss->srv;
+                    else mcp_server_unref(ss->srv); /* many sessions: the same version, one of them is last */
+                    ss->srv = mcp_server_ref(cur);
+                }
+            }
     prune(s);
     pthread_mutex_unlock(&s->mu);
-    mcp_server_unref(srv);
+    for (size_t i = 0; i < nold; i++) mcp_server_unref(old[i]);
+    mcp_server_unref(cur);
 }
 
 /* tenant/graph is gone (graph or tenant deleted): end its streams. */
@@ -396,7 +428,7 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
     if (ss) {
         end_all_of(s, ss);
         *link = ss->next;
-        free(ss);
+        free_ssess(ss);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -405,7 +437,7 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
  * a removal ends the streams. */
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed) {
     if (removed) gw_streams_end_graph(user, tenant, graph);
-    else gw_streams_tools_changed(user, tenant, graph);
+    else gw_streams_tools_changed(user, tenant, graph, NULL);
 }
 
 /* Streams open now that count in tenant's bound. */

@@ -261,6 +261,9 @@ typedef struct mcp_server_options {
 mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt, gg_error *err);
 mcp_server *mcp_server_ref(mcp_server *s);
 void mcp_server_unref(mcp_server *s);
+/* Whether a reference other than the caller's exists now (a cache that owns one reference
+ * asks before dropping it: a server someone else holds is in use). */
+bool mcp_server_shared(const mcp_server *s);
 mcp_provider *mcp_server_provider(const mcp_server *s);
 size_t mcp_server_tool_count(const mcp_server *s);
 /* What the server offers beyond tools (for list_changed and resources/updated on a new version). */

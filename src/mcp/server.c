@@ -345,6 +345,9 @@ void mcp_server_unref(mcp_server *s) {
     if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) server_free(s);
 }
 
+/* Another reference than the caller's exists; see mcp.h. */
+bool mcp_server_shared(const mcp_server *s) { return __atomic_load_n(&s->refcount, __ATOMIC_ACQUIRE) > 1; }
+
 /* The provider served (borrowed). */
 mcp_provider *mcp_server_provider(const mcp_server *s) { return s->provider; }
 /* Number of tools listed. */

@@ -174,6 +174,10 @@ bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg
  * walk holds one pooled connection, the pool has at least two). */
 typedef bool (*gg_graph_visit_fn)(void *user, const gg_graph_source *g);
 bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err);
+/* The same walk without reading the sources: g->source is NULL, format and content_hash
+ * empty; only tenant, name and version are set (the gateway lists every graph at start and
+ * on every change, and compiles a version only when it is used). */
+bool gg_store_graphs_foreach_active_version(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err);
 
 /* ---------------------------------------------------------------------------------------
  * Execution history: a batching writer thread, never on the request path

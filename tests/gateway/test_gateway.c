@@ -1,4 +1,5 @@
-/* Unit tests for the gateway's worker pool and graph registry. */
+/* Unit tests for the gateway's worker pool and graph registry (with its compiled-graph
+ * cache). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,35 +192,269 @@ static mcp_server *server(void) {
 
 START_TEST(registry_swap_and_refcounts) {
     destroyed = 0;
-    gw_registry *r = gw_registry_new();
+    gw_registry *r = gw_registry_new(0, NULL, NULL);
     mcp_server *v1 = server(), *v2 = server();
     ck_assert(gw_registry_put(r, "acme", "orders", 1, v1));
     ck_assert(gw_registry_put(r, "acme", "billing", 1, v2));
     ck_assert(gw_registry_put(r, "beta", "orders", 4, v2));
     int v = 0;
-    mcp_server *held = gw_registry_get(r, "acme", "orders", &v); /* a run in flight */
+    mcp_server *held = gw_registry_get(r, "acme", "orders", &v, NULL); /* a run in flight */
     ck_assert_ptr_eq(held, v1);
     ck_assert_int_eq(v, 1);
-    ck_assert_ptr_null(gw_registry_get(r, "acme", "nope", NULL));
-    ck_assert_ptr_null(gw_registry_get(r, "acm", "eorders", NULL));
+    ck_assert_ptr_null(gw_registry_get(r, "acme", "nope", NULL, NULL));
+    ck_assert_ptr_null(gw_registry_get(r, "acm", "eorders", NULL, NULL));
     ck_assert(gw_registry_put(r, "acme", "orders", 2, v2)); /* activation */
     mcp_server_unref(v1);
     ck_assert_int_eq(destroyed, 0); /* the run still holds version 1 */
     mcp_server_unref(held);
     ck_assert_int_eq(destroyed, 1);
-    mcp_server *now = gw_registry_get(r, "acme", "orders", &v);
+    mcp_server *now = gw_registry_get(r, "acme", "orders", &v, NULL);
     ck_assert_ptr_eq(now, v2);
     ck_assert_int_eq(v, 2);
     mcp_server_unref(now);
     ck_assert_uint_eq(gw_registry_count(r), 3);
     gw_registry_remove_tenant(r, "acme");
     ck_assert_uint_eq(gw_registry_count(r), 1);
-    ck_assert_ptr_null(gw_registry_get(r, "acme", "billing", NULL));
+    ck_assert_ptr_null(gw_registry_get(r, "acme", "billing", NULL, NULL));
     gw_registry_remove(r, "beta", "orders");
     ck_assert_uint_eq(gw_registry_count(r), 0);
     mcp_server_unref(v2);
     ck_assert_int_eq(destroyed, 2);
     gw_registry_free(r);
+}
+END_TEST
+
+
+/* ---- the compiled-graph cache: a loader that builds a server naming its graph and version */
+
+typedef struct fake {
+    mcp_provider p;
+    char graph[16];
+    int version;
+} fake;
+
+static int compiles[8], compiled_total, freed_total;
+static unsigned load_delay_us;
+
+static void fake_destroy(mcp_provider *p) {
+    __atomic_add_fetch(&freed_total, 1, __ATOMIC_RELAXED);
+    free(p);
+}
+
+static mcp_server *fake_loader(void *user, const char *tenant, const char *graph, int version, gg_error *err) {
+    (void)user;
+    (void)tenant;
+    if (load_delay_us) usleep(load_delay_us); /* compiling takes a while: concurrent first uses overlap */
+    if (strcmp(graph, "bad") == 0) {
+        gg_error_set(err, "validation", "1 error(s); first: broken");
+        return NULL;
+    }
+    fake *f = calloc(1, sizeof *f);
+    f->p.list_tools = p_list;
+    f->p.destroy = fake_destroy;
+    f->p.refcount = 1;
+    snprintf(f->graph, sizeof f->graph, "%s", graph);
+    f->version = version;
+    if (graph[0] == 'g' && graph[1] >= '0' && graph[1] <= '7') __atomic_add_fetch(&compiles[graph[1] - '0'], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&compiled_total, 1, __ATOMIC_RELAXED);
+    mcp_server *s = mcp_server_new(&f->p, NULL, err);
+    mcp_provider_unref(&f->p);
+    return s;
+}
+
+static void reset_fakes(void) {
+    memset(compiles, 0, sizeof compiles);
+    compiled_total = freed_total = 0;
+    load_delay_us = 0;
+}
+
+/* Get tenant "t" graph and check it is the version expected; returns the reference. */
+static mcp_server *get_checked(gw_registry *r, const char *graph, int want) {
+    int v = 0;
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = gw_registry_get(r, "t", graph, &v, &err);
+    ck_assert_msg(s != NULL, "%s: %s", graph, err.message ? err.message : err.code);
+    const fake *f = (const fake *)mcp_server_provider(s);
+    ck_assert_str_eq(f->graph, graph);
+    ck_assert_int_eq(f->version, want);
+    ck_assert_int_eq(v, want);
+    return s;
+}
+
+static void call_once(gw_registry *r, const char *graph, int want) { mcp_server_unref(get_checked(r, graph, want)); }
+
+START_TEST(cache_lru_two_of_five) {
+    reset_fakes();
+    gw_registry *r = gw_registry_new(2, fake_loader, NULL);
+    static const char *g[5] = {"g0", "g1", "g2", "g3", "g4"};
+    for (int i = 0; i < 5; i++) ck_assert(gw_registry_declare(r, "t", g[i], i + 1, 1));
+    gw_registry_stats st = gw_registry_get_stats(r);
+    ck_assert_uint_eq(st.graphs, 5);
+    ck_assert_uint_eq(st.compiled, 0); /* declaring compiles nothing */
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5; i++) {
+            call_once(r, g[i], i + 1);
+            ck_assert_uint_le(gw_registry_get_stats(r).compiled, 2);
+        }
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(compiles[i], 3); /* round-robin over 5 with room for 2 */
+    /* hot: the two most recent stay, calls hit */
+    call_once(r, "g3", 4);
+    call_once(r, "g4", 5);
+    for (int k = 0; k < 10; k++) call_once(r, g[3 + k % 2], 4 + k % 2);
+    ck_assert_int_eq(compiles[3], 3);
+    ck_assert_int_eq(compiles[4], 3);
+    /* LRU: using g3 then loading g0 evicts g4, not g3 */
+    call_once(r, "g3", 4);
+    call_once(r, "g0", 1);
+    call_once(r, "g3", 4);
+    ck_assert_int_eq(compiles[3], 3);
+    call_once(r, "g4", 5);
+    ck_assert_int_eq(compiles[4], 4);
+    st = gw_registry_get_stats(r);
+    ck_assert_uint_eq(st.compiled, 2);
+    ck_assert_uint_eq(st.compiles, (unsigned long long)compiled_total);
+    ck_assert_int_eq(freed_total, compiled_total - 2); /* every evicted version was freed */
+    gw_registry_free(r);
+    ck_assert_int_eq(freed_total, compiled_total);
+}
+END_TEST
+
+START_TEST(cache_never_frees_in_use) {
+    reset_fakes();
+    gw_registry *r = gw_registry_new(2, fake_loader, NULL);
+    for (int i = 0; i < 5; i++) {
+        char n[4] = {'g', (char)('0' + i), 0};
+        gw_registry_declare(r, "t", n, 1, 1);
+    }
+    mcp_server *running = get_checked(r, "g0", 1); /* a call in flight */
+    mcp_server *stream = get_checked(r, "g1", 1);  /* a session's open stream */
+    for (int k = 0; k < 3; k++) /* many other graphs come and go */
+        for (int i = 2; i < 5; i++) {
+            char n[4] = {'g', (char)('0' + i), 0};
+            call_once(r, n, 1);
+        }
+    ck_assert_int_eq(compiles[0], 1);
+    ck_assert_int_eq(compiles[1], 1);
+    /* the held versions were never dropped: using them again is a hit, not a compile */
+    call_once(r, "g0", 1);
+    call_once(r, "g1", 1);
+    ck_assert_int_eq(compiles[0], 1);
+    ck_assert_int_eq(compiles[1], 1);
+    ck_assert_uint_le(gw_registry_get_stats(r).compiled, 3); /* over the size only by what is in use */
+    /* the versions still work after their graphs were replaced and deleted under them */
+    ck_assert(gw_registry_declare(r, "t", "g0", 2, 1));
+    gw_registry_remove(r, "t", "g1");
+    ck_assert_str_eq(((const fake *)mcp_server_provider(running))->graph, "g0");
+    ck_assert_ptr_nonnull(mcp_server_provider(stream)->list_tools(mcp_server_provider(stream)));
+    json_decref(mcp_server_provider(stream)->list_tools(mcp_server_provider(stream)));
+    int before = freed_total;
+    mcp_server_unref(running);
+    mcp_server_unref(stream);
+    ck_assert_int_eq(freed_total, before + 2); /* freed when the last holder let go */
+    call_once(r, "g0", 2);
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_ptr_null(gw_registry_get(r, "t", "g1", NULL, &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    gw_registry_free(r);
+    ck_assert_int_eq(freed_total, compiled_total);
+}
+END_TEST
+
+START_TEST(cache_activation_deletion_sync) {
+    reset_fakes();
+    destroyed = 0;
+    gw_registry *r = gw_registry_new(2, fake_loader, NULL);
+    gw_registry_declare(r, "t", "g0", 1, 1);
+    gw_registry_declare(r, "t", "g1", 1, 1);
+    call_once(r, "g0", 1);
+    /* an upload installs its compiled version: cached, no loader call */
+    mcp_server *up = server();
+    ck_assert(gw_registry_put(r, "t", "g1", 2, up));
+    mcp_server *s = gw_registry_get(r, "t", "g1", NULL, NULL);
+    ck_assert_ptr_eq(s, up);
+    mcp_server_unref(s);
+    ck_assert_int_eq(compiles[1], 0);
+    /* another process activated version 3 of g0 (sync): the cached v1 is dropped, the next
+     * use compiles v3 */
+    ck_assert(gw_registry_declare(r, "t", "g0", 3, 2));
+    ck_assert(gw_registry_declare(r, "t", "g1", 2, 2)); /* unchanged: stays cached */
+    call_once(r, "g0", 3);
+    s = gw_registry_get(r, "t", "g1", NULL, NULL);
+    ck_assert_ptr_eq(s, up);
+    mcp_server_unref(s);
+    /* a graph the next sync does not see was deleted elsewhere */
+    gw_registry_declare(r, "t", "g0", 3, 3);
+    gw_registry_sweep(r, 3);
+    ck_assert_uint_eq(gw_registry_count(r), 1);
+    ck_assert_ptr_null(gw_registry_get(r, "t", "g1", NULL, NULL));
+    mcp_server_unref(up);
+    ck_assert_int_eq(destroyed, 1);
+    /* a stored version that does not compile: the loader's error, nothing cached */
+    gw_registry_declare(r, "t", "bad", 1, 3);
+    gg_error err = GG_ERROR_INIT;
+    ck_assert_ptr_null(gw_registry_get(r, "t", "bad", NULL, &err));
+    ck_assert_str_eq(err.code, "validation");
+    gg_error_clear(&err);
+    ck_assert_uint_eq(gw_registry_get_stats(r).load_failures, 1);
+    /* tenant deletion */
+    gw_registry_remove_tenant(r, "t");
+    ck_assert_uint_eq(gw_registry_count(r), 0);
+    ck_assert_uint_eq(gw_registry_get_stats(r).compiled, 0);
+    gw_registry_free(r);
+    ck_assert_int_eq(freed_total, compiled_total);
+}
+END_TEST
+
+typedef struct hammer_arg {
+    gw_registry *r;
+    int seed;
+} hammer_arg;
+
+static void *hammer(void *p) {
+    hammer_arg *a = p;
+    unsigned x = (unsigned)a->seed * 2654435761u + 1;
+    for (int k = 0; k < 300; k++) {
+        x = x * 1103515245u + 12345u;
+        int i = (int)((x >> 16) % 6);
+        char n[4] = {'g', (char)('0' + i), 0};
+        mcp_server *s = get_checked(a->r, n, 1);
+        if (k % 7 == 0) usleep(100); /* hold it a while, like a run */
+        mcp_server_unref(s);
+    }
+    return NULL;
+}
+
+static void *first_use(void *p) {
+    mcp_server_unref(get_checked(p, "g5", 1));
+    return NULL;
+}
+
+START_TEST(cache_concurrent_first_use) {
+    reset_fakes();
+    gw_registry *r = gw_registry_new(2, fake_loader, NULL);
+    for (int i = 0; i < 6; i++) {
+        char n[4] = {'g', (char)('0' + i), 0};
+        gw_registry_declare(r, "t", n, 1, 1);
+    }
+    /* first uses of one cold graph at once compile it once (the others wait for it) */
+    load_delay_us = 20000;
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, first_use, r), 0);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    ck_assert_int_eq(compiles[5], 1);
+    /* many threads over more graphs than the cache holds: always the right graph */
+    load_delay_us = 200;
+    hammer_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (hammer_arg){r, i + 1};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, hammer, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    gw_registry_trim(r); /* the watcher's pass: what was in use when the cache filled goes now */
+    ck_assert_uint_le(gw_registry_get_stats(r).compiled, 2);
+    gw_registry_free(r);
+    ck_assert_int_eq(freed_total, compiled_total);
 }
 END_TEST
 
@@ -231,6 +466,10 @@ int main(void) {
     tcase_add_test(tc, pool_tenant_caps);
     tcase_add_test(tc, pool_refuse_queued_all_tenants);
     tcase_add_test(tc, registry_swap_and_refcounts);
+    tcase_add_test(tc, cache_lru_two_of_five);
+    tcase_add_test(tc, cache_never_frees_in_use);
+    tcase_add_test(tc, cache_activation_deletion_sync);
+    tcase_add_test(tc, cache_concurrent_first_use);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

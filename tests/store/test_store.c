@@ -266,6 +266,13 @@ static bool count_visit(void *user, const gg_graph_source *g) {
     return g->version > 0;
 }
 
+static bool version_visit(void *user, const gg_graph_source *g) {
+    char key[160];
+    snprintf(key, sizeof key, "%s/%s", g->tenant, g->name);
+    json_object_set_new(user, key, json_integer(g->source ? -1 : g->version)); /* no source read */
+    return true;
+}
+
 START_TEST(graphs_foreach_active) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -278,6 +285,13 @@ START_TEST(graphs_foreach_active) {
     int n = 0;
     ck_assert(gg_store_graphs_foreach_active(s, count_visit, &n, &err));
     ck_assert_int_eq(n, 2);
+    /* names and versions only (the gateway's listing at start) */
+    json_t *seen = json_object();
+    ck_assert(gg_store_graphs_foreach_active_version(s, version_visit, seen, &err));
+    ck_assert_int_eq(json_object_size(seen), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(seen, "a/g1")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(seen, "b/g2")), 1);
+    json_decref(seen);
     gg_store_close(s);
 }
 END_TEST
