@@ -345,8 +345,9 @@ START_TEST(cache_never_frees_in_use) {
     ck_assert(gw_registry_declare(r, "t", "g0", 2, 1));
     gw_registry_remove(r, "t", "g1");
     ck_assert_str_eq(((const fake *)mcp_server_provider(running))->graph, "g0");
-    ck_assert_ptr_nonnull(mcp_server_provider(stream)->list_tools(mcp_server_provider(stream)));
-    json_decref(mcp_server_provider(stream)->list_tools(mcp_server_provider(stream)));
+    json_t *tools = mcp_server_provider(stream)->list_tools(mcp_server_provider(stream));
+    ck_assert_ptr_nonnull(tools);
+    json_decref(tools);
     int before = freed_total;
     mcp_server_unref(running);
     mcp_server_unref(stream);
