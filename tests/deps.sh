@@ -11,6 +11,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 # groff: tests/integration/manpages.sh formats the man pages with warnings on (groff -ww).
 pkgs+=(groff-base)
+# haproxy: tests/deploy/manifests.sh checks deploy/haproxy.cfg with haproxy -c.
+pkgs+=(haproxy)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
