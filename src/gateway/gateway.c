@@ -84,24 +84,34 @@ static mcp_server *load_stored(void *user, const char *tenant, const char *graph
 typedef struct sync_ctx {
     gg_gateway *gw;
     unsigned mark;
-    int seen;
+    json_t *hot; /* [[tenant, graph], ...] whose cached version was replaced */
 } sync_ctx;
 
 static bool sync_visit(void *user, const gg_graph_source *g) {
     sync_ctx *sc = user;
-    gw_registry_declare(sc->gw->registry, g->tenant, g->name, g->version, sc->mark);
-    sc->seen++;
+    bool was_hot = false;
+    gw_registry_declare(sc->gw->registry, g->tenant, g->name, g->version, sc->mark, &was_hot);
+    if (was_hot && sc->hot) json_array_append_new(sc->hot, json_pack("[ss]", g->tenant, g->name));
     return true;
 }
 
 /* Bring the registry in line with the store's active versions (names and version numbers
- * only: nothing is compiled here); see gateway.h. */
+ * only: nothing is compiled during the walk); see gateway.h. A graph whose previous version
+ * was in the cache (in use lately) gets its new version compiled now, on this (the
+ * watcher's) thread, so its next call does not pay for it. */
 bool gg_gateway_sync(gg_gateway *gw, gg_error *err) {
     pthread_mutex_lock(&gw->sync_mu);
-    sync_ctx sc = {gw, ++gw->sync_mark, 0};
+    sync_ctx sc = {gw, ++gw->sync_mark, json_array()};
     bool ok = gg_store_graphs_foreach_active_version(gw->store, sync_visit, &sc, err);
     if (ok) gw_registry_sweep(gw->registry, sc.mark); /* graphs deleted elsewhere */
     pthread_mutex_unlock(&gw->sync_mu);
+    size_t i;
+    json_t *tg;
+    json_array_foreach(sc.hot, i, tg) {
+        mcp_server_unref(gw_registry_get(gw->registry, json_string_value(json_array_get(tg, 0)),
+                                         json_string_value(json_array_get(tg, 1)), NULL, NULL));
+    }
+    json_decref(sc.hot);
     return ok;
 }
 

@@ -73,8 +73,10 @@ mcp_server *gw_registry_get(gw_registry *r, const char *tenant, const char *grap
 mcp_server *gw_registry_peek(gw_registry *r, const char *tenant, const char *graph, int *version);
 /* Install srv (reference taken, cached) as the active version of tenant/graph. */
 bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv);
-/* The store sync: version is active (not compiled until used); mark tags this pass. */
-bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark);
+/* The store sync: version is active (not compiled until used); mark tags this pass;
+ * *was_hot (may be NULL): another version was compiled in the cache and was dropped. */
+bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark,
+                         bool *was_hot);
 /* Forget every graph not declared in pass mark. */
 void gw_registry_sweep(gw_registry *r, unsigned mark);
 void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph);

@@ -1099,8 +1099,8 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
 }
 
 /* ep's graph server from the registry (compiled now if the cache does not hold it): false
- * with the answer filled — 404 for no such graph, 503 when its stored version does not
- * compile (the registry logged why). */
+ * with the answer filled — 404 for no such graph or a stored version that does not compile
+ * (logged), 503 when it cannot be read now (store error). */
 static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const char *t, const char *g) {
     gg_error err = GG_ERROR_INIT;
     if (strlen(t) <= GG_NAME_MAX && strlen(g) <= GG_NAME_MAX) /* ep's copies are cut to fit */
@@ -1108,7 +1108,10 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
     if (ep->srv) return true;
     if (!err.code[0] || strcmp(err.code, "not_found") == 0)
         gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep->tenant, ep->graph);
-    else gg_http_res_error(res, 503, "graph_unavailable", "graph %s/%s does not load now: %s", ep->tenant, ep->graph,
+    else if (strcmp(err.code, "validation") == 0) /* e.g. the policy no longer allows it: not served */
+        gg_http_res_error(res, 404, "not_found", "graph %s/%s is stored but does not load: %s", ep->tenant, ep->graph,
+                          err.message ? err.message : err.code);
+    else gg_http_res_error(res, 503, "graph_unavailable", "graph %s/%s cannot be loaded now: %s", ep->tenant, ep->graph,
                            err.message ? err.message : err.code);
     gg_error_clear(&err);
     return false;

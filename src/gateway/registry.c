@@ -317,9 +317,11 @@ bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int 
 }
 
 /* The store's sync (gateway.c): tenant/graph's active version is version, seen in pass
- * mark. A new graph or another version is not compiled now (its first use does); the old
- * version's server is dropped (runs in flight keep it). */
-bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark) {
+ * mark. A new graph or another version is not compiled here; the old version's server is
+ * dropped (runs in flight keep it) and *was_hot tells whether it was compiled (the caller
+ * compiles the new one in the background then). */
+bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark,
+                         bool *was_hot) {
     mcp_server *old = NULL;
     bool created, news = false;
     pthread_rwlock_wrlock(&r->lock);
@@ -334,6 +336,7 @@ bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, 
         }
     }
     pthread_rwlock_unlock(&r->lock);
+    if (was_hot) *was_hot = old != NULL;
     mcp_server_unref(old);
     if (news) changed(r, tenant, graph, false);
     return e != NULL;

@@ -287,7 +287,7 @@ START_TEST(cache_lru_two_of_five) {
     reset_fakes();
     gw_registry *r = gw_registry_new(2, fake_loader, NULL);
     static const char *g[5] = {"g0", "g1", "g2", "g3", "g4"};
-    for (int i = 0; i < 5; i++) ck_assert(gw_registry_declare(r, "t", g[i], i + 1, 1));
+    for (int i = 0; i < 5; i++) ck_assert(gw_registry_declare(r, "t", g[i], i + 1, 1, NULL));
     gw_registry_stats st = gw_registry_get_stats(r);
     ck_assert_uint_eq(st.graphs, 5);
     ck_assert_uint_eq(st.compiled, 0); /* declaring compiles nothing */
@@ -324,7 +324,7 @@ START_TEST(cache_never_frees_in_use) {
     gw_registry *r = gw_registry_new(2, fake_loader, NULL);
     for (int i = 0; i < 5; i++) {
         char n[4] = {'g', (char)('0' + i), 0};
-        gw_registry_declare(r, "t", n, 1, 1);
+        gw_registry_declare(r, "t", n, 1, 1, NULL);
     }
     mcp_server *running = get_checked(r, "g0", 1); /* a call in flight */
     mcp_server *stream = get_checked(r, "g1", 1);  /* a session's open stream */
@@ -342,7 +342,7 @@ START_TEST(cache_never_frees_in_use) {
     ck_assert_int_eq(compiles[1], 1);
     ck_assert_uint_le(gw_registry_get_stats(r).compiled, 3); /* over the size only by what is in use */
     /* the versions still work after their graphs were replaced and deleted under them */
-    ck_assert(gw_registry_declare(r, "t", "g0", 2, 1));
+    ck_assert(gw_registry_declare(r, "t", "g0", 2, 1, NULL));
     gw_registry_remove(r, "t", "g1");
     ck_assert_str_eq(((const fake *)mcp_server_provider(running))->graph, "g0");
     json_t *tools = mcp_server_provider(stream)->list_tools(mcp_server_provider(stream));
@@ -366,8 +366,8 @@ START_TEST(cache_activation_deletion_sync) {
     reset_fakes();
     destroyed = 0;
     gw_registry *r = gw_registry_new(2, fake_loader, NULL);
-    gw_registry_declare(r, "t", "g0", 1, 1);
-    gw_registry_declare(r, "t", "g1", 1, 1);
+    gw_registry_declare(r, "t", "g0", 1, 1, NULL);
+    gw_registry_declare(r, "t", "g1", 1, 1, NULL);
     call_once(r, "g0", 1);
     /* an upload installs its compiled version: cached, no loader call */
     mcp_server *up = server();
@@ -378,21 +378,25 @@ START_TEST(cache_activation_deletion_sync) {
     ck_assert_int_eq(compiles[1], 0);
     /* another process activated version 3 of g0 (sync): the cached v1 is dropped, the next
      * use compiles v3 */
-    ck_assert(gw_registry_declare(r, "t", "g0", 3, 2));
-    ck_assert(gw_registry_declare(r, "t", "g1", 2, 2)); /* unchanged: stays cached */
+    bool hot = false;
+    ck_assert(gw_registry_declare(r, "t", "g0", 3, 2, &hot));
+    ck_assert(hot); /* v1 was cached: the sync compiles v3 at once */
+    ck_assert_uint_eq(gw_registry_get_stats(r).compiled, 1);
+    ck_assert(gw_registry_declare(r, "t", "g1", 2, 2, &hot)); /* unchanged: stays cached */
+    ck_assert(!hot);
     call_once(r, "g0", 3);
     s = gw_registry_get(r, "t", "g1", NULL, NULL);
     ck_assert_ptr_eq(s, up);
     mcp_server_unref(s);
     /* a graph the next sync does not see was deleted elsewhere */
-    gw_registry_declare(r, "t", "g0", 3, 3);
+    gw_registry_declare(r, "t", "g0", 3, 3, NULL);
     gw_registry_sweep(r, 3);
     ck_assert_uint_eq(gw_registry_count(r), 1);
     ck_assert_ptr_null(gw_registry_get(r, "t", "g1", NULL, NULL));
     mcp_server_unref(up);
     ck_assert_int_eq(destroyed, 1);
     /* a stored version that does not compile: the loader's error, nothing cached */
-    gw_registry_declare(r, "t", "bad", 1, 3);
+    gw_registry_declare(r, "t", "bad", 1, 3, NULL);
     gg_error err = GG_ERROR_INIT;
     ck_assert_ptr_null(gw_registry_get(r, "t", "bad", NULL, &err));
     ck_assert_str_eq(err.code, "validation");
@@ -436,7 +440,7 @@ START_TEST(cache_concurrent_first_use) {
     gw_registry *r = gw_registry_new(2, fake_loader, NULL);
     for (int i = 0; i < 6; i++) {
         char n[4] = {'g', (char)('0' + i), 0};
-        gw_registry_declare(r, "t", n, 1, 1);
+        gw_registry_declare(r, "t", n, 1, 1, NULL);
     }
     /* first uses of one cold graph at once compile it once (the others wait for it) */
     load_delay_us = 20000;
