@@ -45,6 +45,39 @@ t "the ConfigMap's graphgate.yaml loads in graphgate" \
 echo "graphs: {cache_sise: 1}" > "$GG_TMP/typo.yaml"
 t "... and a misspelt key would not" bash -c '! "$0" migrate --config "$1" --db "$2" 2>/dev/null' "$GG_BIN" "$GG_TMP/typo.yaml" "$GG_TMP/typo.db"
 
+# the final image installs a Debian 12 package for every library graphgate links against,
+# and every package the Dockerfile names exists (this machine is Debian 12 as the image is)
+# dockerfile_pkgs final|all: the packages the final stage (or every stage) apt-get installs
+dockerfile_pkgs() {
+  python3 - "$D/Dockerfile" "$1" <<'PY'
+import re, sys
+text = re.sub(r"\\\n", " ", open(sys.argv[1]).read())
+if sys.argv[2] == "final":
+    text = text[text.rindex("\nFROM "):]
+for m in re.finditer(r"apt-get install ([^&\n]*)", text):
+    print(" ".join(w for w in m.group(1).split() if not w.startswith("-")))
+PY
+}
+runtime_pkgs=$(dockerfile_pkgs final)
+if command -v dpkg >/dev/null && command -v readelf >/dev/null; then
+  missing=""
+  for lib in $(readelf -d "$GG_BIN" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    pkg=$(dpkg -S "*/$lib" 2>/dev/null | grep -v i386 | head -1 | cut -d: -f1)
+    case "$pkg" in ""|libc6) continue ;; esac # libc6 is in every Debian image
+    echo " $runtime_pkgs " | tr '\n' ' ' | grep -q " $pkg " || missing="$missing $lib($pkg)"
+  done
+  t "the final image installs every library graphgate links against" bash -c '[ -z "$0" ] || { echo "   missing:$0" >&2; exit 1; }' "$missing"
+else
+  gg_skip "runtime libraries of the image" "dpkg or readelf not available"
+fi
+if command -v apt-cache >/dev/null && apt-cache policy libc6 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  unknown=""
+  for p in $(dockerfile_pkgs all); do apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]' || unknown="$unknown $p"; done
+  t "every package the Dockerfile installs exists in Debian 12" bash -c '[ -z "$0" ] || { echo "   unknown:$0" >&2; exit 1; }' "$unknown"
+else
+  gg_skip "Dockerfile packages exist" "no apt package lists here"
+fi
+
 if command -v haproxy >/dev/null; then
   t "haproxy -c accepts deploy/haproxy.cfg" haproxy -c -q -f "$D/haproxy.cfg"
 else
