@@ -248,13 +248,21 @@ static void reload_config(gg_app *app, gg_config *cfg, int argc, char **argv) {
 /* The trace exporter (telemetry.h): on only when telemetry.otlp_endpoint is set. */
 static bool start_telemetry(const gg_config *cfg, gg_error *err) {
     if (!cfg->otel_endpoint || !*cfg->otel_endpoint) return true;
-    gg_tel_config tc = {.enabled = true, .endpoint = cfg->otel_endpoint,
-                        .headers = (const char *const *)cfg->otel_headers.items,
+    /* the exporter wants a NULL-terminated list (it copies the strings) */
+    const char **headers = calloc(cfg->otel_headers.n + 1, sizeof *headers);
+    if (!headers) {
+        gg_error_set(err, "oom", "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < cfg->otel_headers.n; i++) headers[i] = cfg->otel_headers.items[i];
+    gg_tel_config tc = {.enabled = true, .endpoint = cfg->otel_endpoint, .headers = headers,
                         .sampling_ratio = cfg->otel_sampling_ratio, .service_name = cfg->otel_service_name,
                         .queue_spans = (size_t)cfg->otel_queue_spans, .batch_spans = (size_t)cfg->otel_batch_spans,
                         .flush_ms = cfg->otel_flush_ms, .timeout_ms = cfg->otel_timeout_ms,
                         .value_max = cfg->otel_value_max};
-    if (!gg_tel_start(&tc, err)) return false;
+    bool ok = gg_tel_start(&tc, err);
+    free(headers);
+    if (!ok) return false;
     gg_log(GG_LOG_INFO, "exporting traces", "otlp_endpoint", cfg->otel_endpoint, NULL);
     return true;
 }
