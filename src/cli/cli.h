@@ -193,6 +193,16 @@ typedef struct gg_config {
     bool specs_load_on_start;     /* specs.load_on_start: true */
     /* demo */
     char *demo_tenant;            /* demo.tenant: tenant the demo loader creates; "demo" */
+    /* OpenTelemetry traces (src/telemetry); off while otlp_endpoint is unset */
+    char *otel_endpoint;          /* telemetry.otlp_endpoint: OTLP/HTTP traces URL */
+    gg_strlist otel_headers;      /* telemetry.headers: "Name: value" sent with each export */
+    double otel_sampling_ratio;   /* telemetry.sampling_ratio: new traces kept; 1 */
+    char *otel_service_name;      /* telemetry.service_name: "graphgate" */
+    int otel_queue_spans;         /* telemetry.queue_size: spans waiting; 2048 (more dropped) */
+    int otel_batch_spans;         /* telemetry.batch_size: spans an export; 256 */
+    int otel_flush_ms;            /* telemetry.flush_interval: 1s */
+    int otel_timeout_ms;          /* telemetry.export_timeout: 5s */
+    size_t otel_value_max;        /* telemetry.node_values: node input/output bytes on spans; 0 = none */
 } gg_config;
 
 /* Defaults (never fails except on OOM). */
@@ -245,5 +255,12 @@ int gg_cmd_tenant(int argc, char **argv);
 int gg_cmd_key(int argc, char **argv);
 /* src/cli/cmd_specs.c (built with src/specs): graphgate specs load|check|list|show|search */
 int gg_cmd_specs(int argc, char **argv);
+
+/* timeline.c: a run's nodes as a terminal timeline (start offset, duration, status, a bar on
+ * the run's time axis): a stored execution (gg_store_execution_get's object) with input and
+ * output previews, or the executor's history array, compact. */
+#include <jansson.h>
+void gg_cli_timeline_execution(FILE *f, json_t *execution);
+void gg_cli_timeline_history(FILE *f, json_t *history, double elapsed_ms);
 
 #endif

@@ -262,9 +262,11 @@ static void executions_usage(FILE *f) {
     fprintf(f,
             "usage: graphgate executions list TENANT [--graph G] [--tool T] [--status S] [--since TIME]\n"
             "                                [--limit N] [--cursor C] [--json] [--db PATH] [--config FILE]\n"
-            "       graphgate executions show ID [--tenant T] [--db PATH] [--config FILE]\n\n"
+            "       graphgate executions show ID [--tenant T] [--timeline] [--db PATH] [--config FILE]\n\n"
             "The recorded tool runs, newest first (status: running, succeeded, failed, cancelled,\n"
-            "interrupted; TIME: milliseconds since the epoch), and one run with its node history.\n");
+            "interrupted; TIME: milliseconds since the epoch), and one run with its node history\n"
+            "(JSON, with the run's trace_id; --timeline: each node's start offset, duration, status\n"
+            "and a short input/output preview on the run's time axis).\n");
 }
 
 static int executions_run(gg_store *s, const gg_config *c, int n, char **rest) {
@@ -272,7 +274,12 @@ static int executions_run(gg_store *s, const gg_config *c, int n, char **rest) {
     gg_error err = GG_ERROR_INIT;
     if (n >= 3 && !strcmp(rest[1], "show")) {
         const char *tenant = NULL;
+        bool timeline = false;
         for (int i = 3; i < n; i++) {
+            if (!strcmp(rest[i], "--timeline")) {
+                timeline = true;
+                continue;
+            }
             const char *v = opt(n, rest, &i, "--tenant");
             if (!v) {
                 executions_usage(stderr);
@@ -282,7 +289,8 @@ static int executions_run(gg_store *s, const gg_config *c, int n, char **rest) {
         }
         json_t *e = gg_store_execution_get(s, tenant, rest[2], &err);
         if (!e) return fail("executions show", &err);
-        print_json(e);
+        if (timeline) gg_cli_timeline_execution(stdout, e);
+        else print_json(e);
         json_decref(e);
         return GG_EXIT_OK;
     }

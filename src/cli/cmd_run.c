@@ -1,5 +1,6 @@
-/* cmd_run.c — `graphgate run FILE TOOL [--args JSON] [--trace]`: execute one tool of a graph
- * file locally (every downstream server allowed), print the result JSON on stdout. */
+/* cmd_run.c — `graphgate run FILE TOOL [--args JSON] [--trace[=compact]]`: execute one tool of
+ * a graph file locally (every downstream server allowed), print the result JSON on stdout;
+ * --trace writes each node's record as a JSON line on stderr, --trace=compact a timeline. */
 #include "cli/cli.h"
 #include "graph/graph.h"
 #include "jsonata/jsonata.h"
@@ -39,16 +40,17 @@ static void trace_record(void *user, const gg_graph_event *ev) {
 }
 
 static int usage(FILE *f) {
-    fprintf(f, "usage: graphgate run FILE TOOL [--args JSON] [--trace]\n");
+    fprintf(f, "usage: graphgate run FILE TOOL [--args JSON] [--trace[=compact]]\n");
     return f == stdout ? GG_EXIT_OK : GG_EXIT_USAGE;
 }
 
 int gg_cmd_run(int argc, char **argv) {
     const char *file = NULL, *tool = NULL, *args_text = NULL;
-    bool trace = false;
+    bool trace = false, compact = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout);
         if (!strcmp(argv[i], "--trace")) trace = true;
+        else if (!strcmp(argv[i], "--trace=compact")) compact = true;
         else if (!strcmp(argv[i], "--args") && i + 1 < argc) args_text = argv[++i];
         else if (!strncmp(argv[i], "--args=", 7)) args_text = argv[i] + 7;
         else if (argv[i][0] == '-' && argv[i][1]) {
@@ -88,10 +90,13 @@ int gg_cmd_run(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     gg_graph_hooks hooks = {NULL, trace_record, trace_record, NULL};
-    gg_graph_run_options ro = {trace ? &hooks : NULL, &run_cancelled, trace, true};
+    /* compact: the timeline from the run's history once it ended */
+    gg_graph_run_options ro = {trace ? &hooks : NULL, &run_cancelled, trace, !compact};
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     int rc = GG_EXIT_OK;
-    if (gg_graph_execute(g, tool, args, &ro, &r)) {
+    bool ok = gg_graph_execute(g, tool, args, &ro, &r);
+    if (compact) gg_cli_timeline_history(stderr, r.history, r.elapsed_ms);
+    if (ok) {
         char *s = jsonata_dump(r.output, 0);
         printf("%s\n", s ? s : "null");
         free(s);

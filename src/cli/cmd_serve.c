@@ -8,6 +8,7 @@
 #include "http/http.h"
 #include "specs/specs.h"
 #include "store/store.h"
+#include "telemetry/telemetry.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -244,6 +245,28 @@ static void reload_config(gg_app *app, gg_config *cfg, int argc, char **argv) {
     gg_log(GG_LOG_INFO, "SIGHUP: configuration re-read", "changed_keys", buf, NULL);
 }
 
+/* The trace exporter (telemetry.h): on only when telemetry.otlp_endpoint is set. */
+static bool start_telemetry(const gg_config *cfg, gg_error *err) {
+    if (!cfg->otel_endpoint || !*cfg->otel_endpoint) return true;
+    /* the exporter wants a NULL-terminated list (it copies the strings) */
+    const char **headers = calloc(cfg->otel_headers.n + 1, sizeof *headers);
+    if (!headers) {
+        gg_error_set(err, "oom", "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < cfg->otel_headers.n; i++) headers[i] = cfg->otel_headers.items[i];
+    gg_tel_config tc = {.enabled = true, .endpoint = cfg->otel_endpoint, .headers = headers,
+                        .sampling_ratio = cfg->otel_sampling_ratio, .service_name = cfg->otel_service_name,
+                        .queue_spans = (size_t)cfg->otel_queue_spans, .batch_spans = (size_t)cfg->otel_batch_spans,
+                        .flush_ms = cfg->otel_flush_ms, .timeout_ms = cfg->otel_timeout_ms,
+                        .value_max = cfg->otel_value_max};
+    bool ok = gg_tel_start(&tc, err);
+    free(headers);
+    if (!ok) return false;
+    gg_log(GG_LOG_INFO, "exporting traces", "otlp_endpoint", cfg->otel_endpoint, NULL);
+    return true;
+}
+
 static int serve(gg_config *cfg, int argc, char **argv) {
     /* Signals are taken synchronously by this thread (sigwait), so they must be blocked
      * before any other thread starts: every thread inherits the mask. */
@@ -293,6 +316,7 @@ static int serve(gg_config *cfg, int argc, char **argv) {
     app.http = gg_http_server_new(&o, &err);
     if (!app.http) goto fail;
     gg_http_server_set_ready_check(app.http, ready_check, store);
+    if (!start_telemetry(cfg, &err)) goto fail;
     if (!install_subsystems(&app, &err)) goto fail;
     if (!gg_http_server_start(app.http, &err)) goto fail;
 
@@ -323,6 +347,7 @@ static int serve(gg_config *cfg, int argc, char **argv) {
         pthread_join(watcher, NULL);
     }
     for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
+    gg_tel_stop(); /* after the gateway: the last calls' spans are queued by now */
     gg_http_server_free(app.http);
     gg_store_close(store);
     char n[32];
@@ -336,6 +361,7 @@ fail: {
     fprintf(stderr, "graphgate serve: %s\n", buf);
     gg_error_clear(&err);
     for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
+    gg_tel_stop();
     gg_http_server_free(app.http);
     gg_store_close(store);
     return GG_EXIT_FAIL;

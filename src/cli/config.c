@@ -96,6 +96,15 @@ static const key_def keys[] = {
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
+    {"telemetry.otlp_endpoint", T_STR, F(otel_endpoint), 0, 0, false},
+    {"telemetry.headers", T_LIST, F(otel_headers), 0, 0, false},
+    {"telemetry.sampling_ratio", T_DOUBLE, F(otel_sampling_ratio), 0, 1, false},
+    {"telemetry.service_name", T_STR, F(otel_service_name), 0, 0, false},
+    {"telemetry.queue_size", T_INT, F(otel_queue_spans), 1, 1000000, false},
+    {"telemetry.batch_size", T_INT, F(otel_batch_spans), 1, 100000, false},
+    {"telemetry.flush_interval", T_DUR_I, F(otel_flush_ms), 10, 600000, false},
+    {"telemetry.export_timeout", T_DUR_I, F(otel_timeout_ms), 10, 600000, false},
+    {"telemetry.node_values", T_SIZE, F(otel_value_max), 0, 1024, false},
 };
 #undef F
 #define N_KEYS (sizeof keys / sizeof keys[0])
@@ -185,9 +194,15 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->http_max_connections = 1024;
     c->http_max_conn_per_ip = 256;
     c->http_receive_timeout_ms = 15000;
+    c->otel_sampling_ratio = 1;
+    c->otel_queue_spans = 2048;
+    c->otel_batch_spans = 256;
+    c->otel_flush_ms = 1000;
+    c->otel_timeout_ms = 5000;
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
         !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err) ||
-        !set_str(&c->history_durability, "durable", err)) {
+        !set_str(&c->history_durability, "durable", err) ||
+        !set_str(&c->otel_service_name, "graphgate", err)) {
         gg_config_free(c);
         return false;
     }

@@ -207,4 +207,10 @@ void gw_streams_registry_hook(void *user, const char *tenant, const char *graph,
 size_t gw_streams_count(gw_streams *s);
 size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
 
+/* trace.c: a tools/call's server span (NULL with telemetry off); the call's trace context
+ * is taken from the client (_meta, else HTTP headers) and then set to the span's. */
+gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant, const char *graph, int version,
+                            const char *key_id);
+void gw_call_span_end(gg_span *s, mcp_call *call, const char *refused);
+
 #endif

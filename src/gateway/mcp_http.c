@@ -166,10 +166,12 @@ typedef struct gw_call_job {
     bool announced;      /* a RUNNING record was submitted */
     volatile int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
+    gg_span *span;       /* the call's server span (gw_call_span_begin), NULL with telemetry off */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
 static void job_free(gw_call_job *j) {
+    gw_call_span_end(j->span, j->call, "not run");
     mcp_call_free(j->call);
     mcp_server_unref(j->ep.srv);
     gg_exec_record_free(j->rec);
@@ -439,6 +441,7 @@ static void job_make_record(gw_call_job *j) {
                                          mcp_call_arguments(j->call))
                  : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
                                       j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
+    if (j->rec) gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
 }
 
 static void job_call_done(void *user, char *body);
@@ -486,6 +489,8 @@ static void job_call_done(void *user, char *body) {
     /* off the watcher's list before the answer: once answered (or handed to the commit
      * waiter) j->a is no longer the job's */
     running_remove(gw, j);
+    gw_call_span_end(j->span, j->call, NULL);
+    j->span = NULL;
     job_answer(j, body, 200);
     job_free(j);
 }
@@ -494,6 +499,8 @@ static void job_refuse(void *arg) {
     gw_call_job *j = arg;
     j->refused = true;
     job_make_record(j);
+    gw_call_span_end(j->span, j->call, "the server is shutting down");
+    j->span = NULL;
     char *body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "the server is shutting down; retry the request");
     gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
@@ -512,7 +519,7 @@ static void job_refuse(void *arg) {
  * the pool), else the handler's answer: GG_HTTP_DONE, or GG_HTTP_DEFERRED when durable
  * (the answer waits for the commit of its record). */
 static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
-                      const gg_principal *pr, bool plain, bool text_history) {
+                      const gg_principal *pr, bool plain, bool text_history, gg_span *span) {
     if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return -1;
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return -1;
     gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain, .text_history = text_history};
@@ -531,6 +538,7 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
         return -1;
     }
     __atomic_add_fetch(&gw->calls_inline, 1, __ATOMIC_RELAXED);
+    gw_call_span_end(span, call, NULL);
     if (strcmp(mcp_call_status(call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
     if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
     if (gw->durable && j.rec) j.a = gg_http_defer(req); /* answered once the record is committed */
@@ -649,7 +657,8 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         mcp_call_use_history_text(call, gw->cfg->history_max_payload);
         mcp_call_bound_history(call, (size_t)gw->cfg->history_max_run_records, gw->cfg->history_max_run_bytes);
     }
-    int irc = try_inline(gw, req, res, ep, call, pr, plain, text_history);
+    gg_span *span = gw_call_span_begin(req, call, ep->tenant, ep->graph, ep->version, pr ? pr->key_id : NULL);
+    int irc = try_inline(gw, req, res, ep, call, pr, plain, text_history, span);
     if (irc >= 0) {
         json_decref(id);
         return irc;
@@ -658,6 +667,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     gg_http_async *a = j ? gg_http_defer(req) : NULL;
     if (!a) {
         free(j);
+        gw_call_span_end(span, call, "out of memory");
         mcp_call_free(call);
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
         if (may_wait) waiting_release(gw, ep->tenant);
@@ -670,6 +680,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     j->gw = gw;
     j->a = a;
     j->call = call;
+    j->span = span;
     j->ep = *ep;
     j->ep.srv = mcp_server_ref(ep->srv);
     if (sess) {

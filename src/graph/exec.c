@@ -51,7 +51,83 @@ typedef struct grun {
     json_t *reply;
     gg_error reply_err;
     gg_graph_result own_res; /* heap runs keep their result here */
+    struct run_tel *tel; /* spans of the current node and its downstream call; NULL when
+                            telemetry is off or the trace is not sampled (no allocation) */
 } grun;
+
+/* ---- spans (see telemetry.h): one per node, one per downstream call ---------------------- */
+
+typedef struct run_tel {
+    gg_span node, client;
+} run_tel;
+
+/* Spans only for a run whose caller's trace is recorded (or a new one) while the exporter
+ * runs: with telemetry off this is one atomic load per run. */
+static void tel_setup(grun *r) {
+    const gg_trace_ctx *parent = r->opts ? r->opts->trace : NULL;
+    if (!gg_tel_enabled() || (parent && parent->valid && !(parent->flags & 1))) return;
+    r->tel = malloc(sizeof *r->tel);
+    if (r->tel) r->tel->node.recording = r->tel->client.recording = false;
+}
+
+static void tel_node_begin(grun *r, const gnode *n, const char *type, double t0) {
+    if (!r->tel) return;
+    char name[96];
+    snprintf(name, sizeof name, "%s %s", type, n->id);
+    gg_span *s = &r->tel->node;
+    gg_span_begin_at(s, r->opts ? r->opts->trace : NULL, GG_SPAN_INTERNAL, name, gg_tel_mono_to_wall_ns(t0));
+    gg_span_attr_str(s, "graphgate.node.id", n->id);
+    gg_span_attr_str(s, "graphgate.node.type", type);
+    gg_span_attr_int(s, "graphgate.node.execution_index", (long long)r->nhist);
+}
+
+/* A node's input or output on its span, only when the operator asked for values. */
+static void tel_value(gg_span *s, const char *key, json_t *v) {
+    size_t max = gg_tel_value_max();
+    if (!max || !v || !s->recording) return;
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text) return;
+    if (strlen(text) > max) text[max] = 0;
+    gg_span_attr_str(s, key, text);
+    free(text);
+}
+
+static void tel_node_end(grun *r, double t1, json_t *input, json_t *out, const gg_error *e) {
+    if (!r->tel) return;
+    gg_span *s = &r->tel->node;
+    tel_value(s, "graphgate.node.input", input);
+    tel_value(s, "graphgate.node.output", out);
+    if (gg_error_is_set(e)) {
+        gg_span_attr_str(s, "graphgate.error.code", e->code);
+        gg_span_set_error(s, e->message);
+    }
+    gg_span_end_at(s, gg_tel_mono_to_wall_ns(t1));
+}
+
+/* The context a downstream call carries: its client span's (a child of the node's span),
+ * or, not recording, the caller's own so the trace still passes through. */
+static const gg_trace_ctx *tel_client_begin(grun *r, const gnode *n) {
+    if (!r->tel) return r->opts && r->opts->trace && r->opts->trace->valid ? r->opts->trace : NULL;
+    gg_span *s = &r->tel->client;
+    char name[96];
+    snprintf(name, sizeof name, "tools/call %s", n->tool);
+    gg_span_begin(s, &r->tel->node.ctx, GG_SPAN_CLIENT, name);
+    gg_span_attr_str(s, "rpc.system", "mcp");
+    gg_span_attr_str(s, "rpc.method", "tools/call");
+    gg_span_attr_str(s, "graphgate.mcp.server", n->server->name);
+    gg_span_attr_str(s, "graphgate.mcp.tool", n->tool);
+    gg_span_attr_str(s, "graphgate.mcp.transport", n->server->cfg.transport == MCP_TRANSPORT_HTTP ? "http" : "stdio");
+    return s->ctx.valid ? &s->ctx : NULL;
+}
+
+static void tel_client_end(grun *r, const gg_error *e) {
+    if (!r->tel) return;
+    if (e && gg_error_is_set(e)) {
+        gg_span_attr_str(&r->tel->client, "graphgate.error.code", e->code);
+        gg_span_set_error(&r->tel->client, e->message);
+    }
+    gg_span_end(&r->tel->client);
+}
 
 struct gg_graph_run {
     grun r;
@@ -469,7 +545,11 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     if (r->wait_limited) timeout = left < 1 ? 1 : (int)left;
     r->waiting = true;
     r->rendezvous = 0;
-    mcp_client_call_tool_start(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL, mcp_answered, r);
+    const gg_trace_ctx *tc = tel_client_begin(r, n);
+    char tp[GG_TRACEPARENT_LEN + 1];
+    gg_trace_format(tc, tp);
+    mcp_client_call_tool_start_traced(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL,
+                                      tc ? tp : NULL, tc && tc->state[0] ? tc->state : NULL, mcp_answered, r);
     return true;
 }
 
@@ -479,6 +559,7 @@ static void mcp_answered(void *user, json_t *result, gg_error *err) {
     r->reply = json_incref(result);
     if (err && gg_error_is_set(err)) gg_error_move(&r->reply_err, err);
     else if (!result) gg_error_set(&r->reply_err, "transport", "no answer");
+    tel_client_end(r, &r->reply_err);
     /* second to arrive continues the run: the starter has already yielded */
     if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 2 && r->opts && r->opts->wake)
         r->opts->wake(r->opts->wake_user);
@@ -678,6 +759,7 @@ static bool run_begin(grun *r, gg_graph *g, const char *tool, json_t *arguments,
     r->start_ms = opts && opts->start_ms > 0 && opts->start_ms <= now ? opts->start_ms : now;
     r->start_wall = gg_wall_ms() - (long long)(now - r->start_ms);
     r->context = json_object();
+    tel_setup(r);
     bool set_up = run_setup(r);
     r->jopts.cancel = opts ? opts->cancelled : NULL;
     r->args = arguments ? json_incref(arguments) : json_object();
@@ -711,6 +793,7 @@ static bool node_done(grun *r, const gnode *n, double t0, json_t *input, json_t 
     }
     gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
                          r->start_wall + (long long)(t1 - r->start_ms), t1 - t0, input, out, NULL};
+    tel_node_end(r, t1, input, out, e);
     if (gg_error_is_set(e)) {
         ev.error = e;
         if (hooks && hooks->node_error) hooks->node_error(hooks->user, &ev);
@@ -772,6 +855,7 @@ static bool run_advance(grun *r) {
              * time limits and wall times (start_wall + offset) all come from them */
             t0 = r->now = gg_now_ms();
             if (!check_limits(r, &r->res->error)) break;
+            tel_node_begin(r, n, type_name[n->type], t0);
             gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
                                  0, 0, NULL, NULL, NULL};
             if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
@@ -827,6 +911,7 @@ static void run_release(grun *r) {
     json_decref(r->wait_input);
     json_decref(r->reply);
     gg_error_clear(&r->reply_err);
+    free(r->tel);
     if (r->t) run_free(r);
     else json_decref(r->context);
 }

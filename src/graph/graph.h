@@ -15,6 +15,7 @@
 
 #include "mcp/mcp.h"
 #include "mcp/provider.h"
+#include "telemetry/telemetry.h"
 #include "util/util.h"
 
 /* ---- diagnostics ---------------------------------------------------------------------- */
@@ -142,6 +143,10 @@ typedef struct gg_graph_run_options {
      * NULL: those nodes fail with a clear error. */
     mcp_client_request_fn client_request;
     void *client_user;
+    /* The caller's trace context (its server span), or NULL: with telemetry on each node
+     * is a span under it and each downstream call a client span under its node; either
+     * way a valid context goes downstream as traceparent. Must outlive the run. */
+    const gg_trace_ctx *trace;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {

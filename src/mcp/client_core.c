@@ -42,7 +42,20 @@ void mcp_client_start(mcp_client *c, const char *method, json_t *params, int tim
 
 void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
                                 volatile int *cancel, mcp_client_done_fn done, void *user) {
+    mcp_client_call_tool_start_traced(c, tool, arguments, timeout_ms, cancel, NULL, NULL, done, user);
+}
+
+/* The trace context rides in params._meta (the MCP way, what a stdio server sees); the
+ * HTTP transport also sends it as traceparent/tracestate headers. */
+void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                       volatile int *cancel, const char *traceparent, const char *tracestate,
+                                       mcp_client_done_fn done, void *user) {
     json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
+    if (params && traceparent) {
+        json_t *meta = json_pack("{s:s}", "traceparent", traceparent);
+        if (meta && tracestate) json_object_set_new(meta, "tracestate", json_string(tracestate));
+        json_object_set_new(params, "_meta", meta);
+    }
     if (!params) {
         gg_error e = GG_ERROR_INIT;
         gg_error_set(&e, "oom", "out of memory");

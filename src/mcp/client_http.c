@@ -7,6 +7,7 @@
  * once. Every socket libcurl opens is checked against the policy (no loopback/private
  * targets by default). All client state below is touched on the loop thread only. */
 #include "mcp/loop.h"
+#include "telemetry/telemetry.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -62,6 +63,8 @@ struct hreq {
     char *session;
     json_t *found; /* our response out of an SSE stream */
     size_t sse_scan;
+    /* W3C trace context of a call carrying params._meta.traceparent: also sent as headers */
+    char traceparent_hdr[GG_TRACEPARENT_LEN + 16], tracestate_hdr[GG_TRACESTATE_MAX + 16];
     hreq *next;
 };
 
@@ -97,6 +100,19 @@ static void noop_done(void *user, json_t *result, gg_error *err) { (void)user, (
 
 static void hreq_expire(mcp_pending *p, const char *why);
 
+/* An HTTP server gets the call's trace context as headers too (where HTTP tracing
+ * middleware looks for it); only a well-formed one is passed on. */
+static void trace_headers(hreq *r, json_t *meta) {
+    gg_trace_ctx tc;
+    if (!gg_trace_parse(&tc, json_string_value(json_object_get(meta, "traceparent")),
+                        json_string_value(json_object_get(meta, "tracestate"))))
+        return;
+    char tp[GG_TRACEPARENT_LEN + 1];
+    gg_trace_format(&tc, tp);
+    snprintf(r->traceparent_hdr, sizeof r->traceparent_hdr, "traceparent: %s", tp);
+    if (tc.state[0]) snprintf(r->tracestate_hdr, sizeof r->tracestate_hdr, "tracestate: %s", tc.state);
+}
+
 static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *params, int timeout_ms,
                       volatile int *cancel, mcp_client_done_fn done, void *user) {
     hreq *r = calloc(1, sizeof *r);
@@ -113,6 +129,7 @@ static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *para
     json_t *msg = r->id >= 0 ? json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", method)
                              : json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
     if (msg && params) json_object_set(msg, "params", params);
+    trace_headers(r, json_object_get(params, "_meta"));
     r->body = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
     if (!r->body) {
@@ -266,6 +283,8 @@ static void launch(hreq *r) {
              c->protocol && r->kind != HR_INIT ? c->protocol : MCP_CLIENT_PROTOCOL_VERSION);
     hd = curl_slist_append(hd, line);
     for (char **p = c->headers; p && *p; p++) hd = curl_slist_append(hd, *p);
+    if (r->traceparent_hdr[0]) hd = curl_slist_append(hd, r->traceparent_hdr);
+    if (r->tracestate_hdr[0]) hd = curl_slist_append(hd, r->tracestate_hdr);
     r->hd = hd;
     r->lx.fn = on_done;
     double left = r->p.deadline - gg_now_ms();

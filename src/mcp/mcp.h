@@ -128,6 +128,11 @@ void mcp_client_start(mcp_client *c, const char *method, json_t *params, int tim
 /* tools/call {name, arguments} started asynchronously. */
 void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
                                 volatile int *cancel, mcp_client_done_fn done, void *user);
+/* The same carrying a W3C trace context (traceparent, tracestate may be NULL) in
+ * params._meta, and for HTTP servers also as headers. */
+void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                       volatile int *cancel, const char *traceparent, const char *tracestate,
+                                       mcp_client_done_fn done, void *user);
 /* Synchronous: starts the request and waits for it (graphgate run, CLI, tests). Safe from
  * many threads at once. Returns the JSON-RPC result (new reference) or NULL with err. */
 json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms,
@@ -342,6 +347,10 @@ typedef struct mcp_call_async {
 } mcp_call_async;
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
                     const mcp_call_async *how);
+/* The call's W3C trace context: what the client sent in params._meta (invalid when
+ * nothing), which the caller may replace (by its header's, by its own span's) before the
+ * run starts; the provider sees it as mcp_call_ctx.trace. */
+gg_trace_ctx *mcp_call_trace(mcp_call *c);
 /* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
 const char *mcp_call_status(const mcp_call *c);
 json_t *mcp_call_result(const mcp_call *c);    /* borrowed CallToolResult or NULL */

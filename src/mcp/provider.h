@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include "telemetry/telemetry.h"
 #include "util/util.h"
 
 /* Where a running call reports progress and log messages; every function may be NULL
@@ -67,6 +68,9 @@ typedef struct mcp_call_ctx {
     size_t history_max_records, history_max_bytes;
     mcp_client_request_fn client_request; /* NULL: the client cannot be asked */
     void *client_user;
+    /* The call's trace context (the gateway's server span, or the client's traceparent
+     * passed through); NULL or invalid = none. Lives as long as the call. */
+    const gg_trace_ctx *trace;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

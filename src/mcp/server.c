@@ -411,6 +411,7 @@ struct mcp_call {
     /* requests to the client (mcp_call_set_client) */
     mcp_sessions *sessions;
     mcp_session sess;
+    gg_trace_ctx trace; /* from params._meta, then the caller's span (mcp_call_trace) */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -419,6 +420,7 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit_user = user;
 }
 volatile int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
+gg_trace_ctx *mcp_call_trace(mcp_call *c) { return &c->trace; }
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
     c->sessions = sessions;
     c->sess = *sess;
@@ -572,7 +574,8 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
     return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
                           .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
-                          .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes};
+                          .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
+                          .trace = &c->trace};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -935,6 +938,9 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->history = json_array();
     c->status = "running";
+    json_t *meta = json_object_get(m->params, "_meta");
+    gg_trace_parse(&c->trace, json_string_value(json_object_get(meta, "traceparent")),
+                   json_string_value(json_object_get(meta, "tracestate")));
     gg_error e = GG_ERROR_INIT;
     if (t->input && !mcp_schema_validate(t->input, c->args, &e)) {
         invalid_arguments(out, m, t->name, &e);

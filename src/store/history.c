@@ -166,6 +166,7 @@ gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *src) {
     r->started_ms = src->started_ms;
     r->finished_ms = src->finished_ms;
     r->duration_ms = src->duration_ms;
+    memcpy(r->trace_id, src->trace_id, sizeof r->trace_id);
     r->arguments = src->arguments ? json_incref(src->arguments) : NULL;
     r->result = src->result ? json_incref(src->result) : NULL;
     r->arguments_text = dup_or_null(src->arguments_text, &oom);
@@ -486,6 +487,7 @@ typedef struct hist_row {
     long long started_ms, finished_ms;
     double duration_ms;
     const char *tenant, *graph, *tool, *key_id, *error, *arguments, *result, *nodes;
+    char trace_id[33];
 } hist_row;
 
 typedef struct hist_item {
@@ -505,7 +507,7 @@ typedef struct hist_item {
  * saved ≈ 1 µs a row, 32 or 64 nothing more. Statements for 16, 8, 4, 2 and 1 rows cover
  * every remainder. */
 #define ROWS_MAX 16
-#define ROW_COLS 14
+#define ROW_COLS 15
 #define N_ROW_STMTS 5
 
 /* Queue items of runs whose texts fit ITEM_POOL_DATA bytes are recycled, not freed: the
@@ -630,6 +632,8 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         w->started_ms = r->started_ms;
         w->finished_ms = r->finished_ms;
         w->duration_ms = r->duration_ms;
+        memcpy(w->trace_id, r->trace_id, sizeof w->trace_id);
+        w->trace_id[sizeof w->trace_id - 1] = 0;
         const char **dst[5] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error};
         for (int i = 0; i < 5; i++) *dst[i] = off[i] == SIZE_MAX ? NULL : it->data + off[i];
         w->arguments = t.args == SIZE_MAX ? NULL : it->data + t.args;
@@ -645,7 +649,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
 
 #define ROW_UPSERT_HEAD \
     "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at," \
-    " finished_at, duration_ms, arguments, result, error, nodes) VALUES"
+    " finished_at, duration_ms, arguments, result, error, nodes, trace_id) VALUES"
 #define ROW_UPSERT_TAIL \
     " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at," \
     " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error," \
@@ -690,6 +694,7 @@ static void bind_row(sqlite3_stmt *st, int p, const hist_row *w) {
     gg_store_bind_text(st, p + 12, w->result);
     gg_store_bind_text(st, p + 13, w->error);
     gg_store_bind_text(st, p + 14, w->nodes);
+    gg_store_bind_text(st, p + 15, w->trace_id[0] ? w->trace_id : NULL);
 }
 
 /* Write n (<= ROWS_MAX) rows with as few statements as n's bits. */

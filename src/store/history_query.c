@@ -128,7 +128,7 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
 /* ---- listing ------------------------------------------------------------------------------ */
 
 #define EXEC_COLUMNS \
-    "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error"
+    "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error, trace_id"
 #define EXEC_FILTERS \
     " AND (?2 IS NULL OR graph = ?2) AND (?3 IS NULL OR tool = ?3) AND (?4 IS NULL OR status = ?4)" \
     " AND started_at >= ?5 AND (?6 IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
@@ -155,6 +155,8 @@ static json_t *exec_row(sqlite3_stmt *st) {
                                               ? json_null() : json_real(sqlite3_column_double(st, 9)));
     json_object_set_new(o, "error", sqlite3_column_type(st, 10) == SQLITE_NULL
                                         ? json_null() : json_string((const char *)sqlite3_column_text(st, 10)));
+    json_object_set_new(o, "trace_id", sqlite3_column_type(st, 11) == SQLITE_NULL
+                                           ? json_null() : json_string((const char *)sqlite3_column_text(st, 11)));
     return o;
 }
 
@@ -338,10 +340,10 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         if (rc == SQLITE_ROW) {
             o = exec_row(st);
             long long dropped = 0;
-            json_t *nodes = o ? nodes_array(st, 13, sqlite3_column_int64(st, 7), &dropped) : NULL;
+            json_t *nodes = o ? nodes_array(st, 14, sqlite3_column_int64(st, 7), &dropped) : NULL;
             if (o && nodes) {
-                json_object_set_new(o, "arguments", gg_store_json_column(st, 11));
-                json_object_set_new(o, "result", gg_store_json_column(st, 12));
+                json_object_set_new(o, "arguments", gg_store_json_column(st, 12));
+                json_object_set_new(o, "result", gg_store_json_column(st, 13));
                 json_object_set_new(o, "nodes", nodes);
                 /* a run cut by history.max_run_records / max_run_bytes says so */
                 json_object_set_new(o, "nodes_truncated", json_boolean(dropped > 0));

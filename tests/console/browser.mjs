@@ -90,7 +90,10 @@ try {
   const client = new Client({ name: 'graphgate-console-test', version: '1.0.0' }, { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(pub + '/mcp/' + tenant + '/triage'),
     { requestInit: { headers: { Authorization: 'Bearer ' + key } } }));
-  const res = await client.callTool({ name: 'triage', arguments: { severity: 'critical', tier: 'free' } });
+  // a W3C trace context in params._meta: the execution page shows its trace id
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const res = await client.callTool({ name: 'triage', arguments: { severity: 'critical', tier: 'free' },
+    _meta: { traceparent: '00-' + traceId + '-00f067aa0ba902b7-01' } });
   check('tool called through the SDK client', res && !res.isError && JSON.stringify(res).includes('incident'), res);
   await client.close();
   const row = await page.waitForSelector('tbody tr .st-succeeded', WAIT).catch(() => null);
@@ -122,6 +125,7 @@ try {
   check('path highlighted on the diagram', JSON.stringify(visited) === JSON.stringify(['entry', 'exit', 'incident', 'route']), visited);
   check('branches not taken dimmed', (await page.$$eval('svg.diagram .node.skipped', (g) => g.length)) === 2);
   check('edges taken highlighted', (await page.$$eval('svg.diagram path.edge.taken', (p) => p.length)) === 3);
+  check('the execution shows the trace id of the call', (await page.$eval('code.trace-id', (c) => c.textContent).catch(() => '')) === traceId);
   await shot('execution');
 
   // keyboard: a diagram node is focusable and Enter moves to its timeline step

@@ -57,6 +57,38 @@ static void write_runs(gg_store *s, const char *tenant, int n, size_t pad, long 
     gg_history_stop(h);
 }
 
+/* n finished runs written with plain SQL: a database at an older schema than the history
+ * writer's (which binds every column the latest migration has). */
+static void insert_runs_sql(const char *tenant, int n, size_t pad, long long base_ms) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    ck_assert_msg(sqlite3_prepare_v2(db,
+                                     "INSERT INTO executions(id, tenant, graph, version, tool, status, started_at,"
+                                     " finished_at, duration_ms, result, nodes) VALUES(?1, ?2, 'g', 1, 't', 'succeeded',"
+                                     " ?3, ?3 + 1, 1, ?4, '[[0,\"entry\",\"entry\",0,1,1,1]]')",
+                                     -1, &st, NULL) == SQLITE_OK,
+                  "%s", sqlite3_errmsg(db));
+    char *text = malloc(pad + 3);
+    text[0] = '"';
+    memset(text + 1, 'x', pad);
+    memcpy(text + 1 + pad, "\"", 2);
+    for (int i = 0; i < n; i++) {
+        char id[33];
+        snprintf(id, sizeof id, "%016llx%016x", (unsigned long long)(base_ms + i), i);
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, base_ms + i);
+        sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_reset(st);
+    }
+    free(text);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* Write r through a writer with options o (NULL: defaults) and read the run back. */
 static json_t *write_and_get(gg_store *s, const gg_history_options *o, gg_exec_record *r) {
     gg_error err = GG_ERROR_INIT;
@@ -318,7 +350,7 @@ START_TEST(migration_0004_backfills_usage) {
     ck_assert_int_eq(gg_store_schema_version(s, &err), 3);
     ck_assert(gg_store_tenant_create(s, "acme", &err));
     ck_assert(gg_store_tenant_create(s, "empty", &err));
-    write_runs(s, "acme", 5, 200, 1700000000000LL);
+    insert_runs_sql("acme", 5, 200, 1700000000000LL);
     snprintf(cmd, sizeof cmd, "mv '%s/later/'*.sql '%s/'", tmpdir, migdir);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_msg(gg_store_migrate(s, migdir, NULL, &err), "%s", err.message);

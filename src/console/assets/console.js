@@ -316,6 +316,7 @@
         el('dt', { text: 'Tool' }), el('dd', { text: x.tool }),
         el('dt', { text: 'Started' }), el('dd', { text: when(x.started_at) }),
         el('dt', { text: 'Duration' }), el('dd', { text: ms(x.duration_ms) }),
+        x.trace_id ? [el('dt', { text: 'Trace' }), el('dd', {}, el('code', { class: 'trace-id', text: x.trace_id }))] : null,
         x.error ? [el('dt', { text: 'Error' }), el('dd', { class: 'err-text', text: typeof x.error === 'string' ? x.error : pretty(x.error) })] : null),
       x.nodes_truncated ? el('p', { class: 'warn', text: x.nodes_dropped + ' node records were dropped (history limits).' }) : null,
       el('div', { class: 'split' },

@@ -1,0 +1,43 @@
+/* trace.c — the server span of one tools/call (telemetry.h): the caller's W3C context comes
+ * from params._meta (MCP) or else the traceparent/tracestate headers (HTTP); the call then
+ * runs under the span's context, so its nodes, its downstream calls and its execution
+ * record share the trace. With telemetry off nothing is allocated and a client's context
+ * passes through unchanged. */
+#include "gateway/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant, const char *graph, int version,
+                            const char *key_id) {
+    gg_trace_ctx *tc = mcp_call_trace(call);
+    if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
+    if (!gg_tel_enabled()) return NULL;
+    gg_span *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    char name[160];
+    snprintf(name, sizeof name, "tools/call %s", mcp_call_tool(call) ? mcp_call_tool(call) : "");
+    gg_span_begin(s, tc, GG_SPAN_SERVER, name);
+    *tc = s->ctx; /* children (nodes, downstream calls) start under this span */
+    gg_span_attr_str(s, "rpc.system", "mcp");
+    gg_span_attr_str(s, "rpc.method", "tools/call");
+    gg_span_attr_str(s, "graphgate.tenant", tenant);
+    gg_span_attr_str(s, "graphgate.graph", graph);
+    if (version > 0) gg_span_attr_int(s, "graphgate.graph.version", version);
+    gg_span_attr_str(s, "graphgate.tool", mcp_call_tool(call));
+    if (key_id && *key_id) gg_span_attr_str(s, "graphgate.key_id", key_id);
+    gg_span_attr_str(s, "http.request_id", gg_http_request_id(req));
+    return s;
+}
+
+/* End and free the span: status from the call, or refused (never ran) with its reason. */
+void gw_call_span_end(gg_span *s, mcp_call *call, const char *refused) {
+    if (!s) return;
+    const char *st = refused ? "refused" : mcp_call_status(call);
+    gg_span_attr_str(s, "graphgate.status", st);
+    if (refused) gg_span_set_error(s, refused);
+    else if (strcmp(st, "ok") != 0) gg_span_set_error(s, mcp_call_error(call) ? mcp_call_error(call) : st);
+    else gg_span_set_ok(s);
+    gg_span_end(s);
+    free(s);
+}
