@@ -186,6 +186,11 @@ typedef struct gg_config {
                                      * .maxNodeExecutions; 100000 */
     long long graphs_cap_execution_ms; /* graphs.max_execution_time: cap on executionLimits
                                         * .maxExecutionTimeMs; 5m */
+    /* memory (caps and defaults of executionLimits.maxEvalMemoryBytes / maxRunMemoryBytes) */
+    size_t limits_eval_memory_bytes; /* limits.eval_memory_bytes: live bytes of one JSONata or
+                                      * JSON Logic evaluation; 128MiB */
+    size_t limits_run_memory_bytes;  /* limits.run_memory_bytes: node outputs a run keeps +
+                                      * its current evaluation; 256MiB */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */

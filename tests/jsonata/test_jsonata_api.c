@@ -236,6 +236,25 @@ START_TEST(operator_chains_are_bounded) {
 }
 END_TEST
 
+/* The memory budget counts live bytes: a bomb fails with D1014, a long loop of
+ * short-lived values of the same size passes, and the budget is per evaluation. */
+START_TEST(memory_budget) {
+    jsonata_options o = {.max_memory_bytes = 32L << 20};
+    char *r = run("$map([1..40], function($i){[1..1000000]})", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "ERR D1014");
+    free(r);
+    r = run("$reduce([1..40], function($a,$i){$a & $a}, 'xxxxxxxx')", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "ERR D1014");
+    free(r);
+    r = run("$sum($map([1..40], function($i){$count([1..500000])}))", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "20000000");
+    free(r);
+    r = run("$count([1..500000])", NULL, NULL, &o, NULL, NULL); /* nothing left over */
+    ck_assert_str_eq(r, "500000");
+    free(r);
+}
+END_TEST
+
 START_TEST(compiled_expression_is_shared_between_threads) {
     gg_error err = GG_ERROR_INIT;
     jsonata_expr *e = jsonata_compile("$sum(items.(\"a\" = \"a\" ? v : 0)) ~> $string() ~> $number()", NULL, &err);
@@ -388,6 +407,7 @@ int main(void) {
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
     tcase_add_test(tc, operator_chains_are_bounded);
+    tcase_add_test(tc, memory_budget);
     if (have_suite) tcase_add_test(tc, malformed_expressions_free_everything);
     else printf("# SKIP 1 test: malformed expressions from the JSONata suite: %s not found (set GG_CONFORMANCE_DIR "
                 "or GG_SHARED; README: where the conformance suites come from)\n", suite_groups);
