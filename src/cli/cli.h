@@ -188,6 +188,11 @@ typedef struct gg_config {
                                         * .maxExecutionTimeMs; 5m */
     int graphs_cache_size;        /* graphs.cache_size: compiled graph versions kept (LRU);
                                      1000, 0 = no bound */
+    /* memory (caps and defaults of executionLimits.maxEvalMemoryBytes / maxRunMemoryBytes) */
+    size_t limits_eval_memory_bytes; /* limits.eval_memory_bytes: live bytes of one JSONata or
+                                      * JSON Logic evaluation; 128MiB */
+    size_t limits_run_memory_bytes;  /* limits.run_memory_bytes: node outputs a run keeps +
+                                      * its current evaluation; 256MiB */
     /* node specs */
     char *specs_dir;              /* specs.dir: NULL = search */
     bool specs_load_on_start;     /* specs.load_on_start: true */

@@ -93,6 +93,8 @@ static const key_def keys[] = {
     {"graphs.max_node_executions", T_INT, F(graphs_cap_node_executions), 0, 100000000, false},
     {"graphs.max_execution_time", T_DUR, F(graphs_cap_execution_ms), 0, 86400000, false},
     {"graphs.cache_size", T_INT, F(graphs_cache_size), 0, 100000000, false},
+    {"limits.eval_memory_bytes", T_SIZE, F(limits_eval_memory_bytes), 1024 * 1024, 64.0 * 1024 * 1024 * 1024, false},
+    {"limits.run_memory_bytes", T_SIZE, F(limits_run_memory_bytes), 1024 * 1024, 64.0 * 1024 * 1024 * 1024, false},
     {"specs.dir", T_STR, F(specs_dir), 0, 0, false},
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
@@ -190,6 +192,8 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->graphs_cap_node_executions = 100000;
     c->graphs_cap_execution_ms = 300000;
     c->graphs_cache_size = 1000;
+    c->limits_eval_memory_bytes = 128u << 20;
+    c->limits_run_memory_bytes = 256u << 20;
     c->specs_load_on_start = true;
     c->http_max_connections = 1024;
     c->http_max_conn_per_ip = 256;

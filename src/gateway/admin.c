@@ -215,6 +215,8 @@ gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double dead
     o.max_source_bytes = upload ? cfg->graphs_max_bytes : 0;
     o.cap_node_executions = cfg->graphs_cap_node_executions;
     o.cap_execution_ms = (long)cfg->graphs_cap_execution_ms;
+    o.cap_eval_memory = (long)cfg->limits_eval_memory_bytes;
+    o.cap_run_memory = (long)cfg->limits_run_memory_bytes;
     o.clamp_limits = !upload;
     o.deadline_ms = deadline_ms;
     return o;

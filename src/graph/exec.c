@@ -35,6 +35,7 @@ typedef struct grun {
     size_t norder;
     bool context_stale;
     jsonata_options jopts;
+    long held_bytes;     /* estimated size of the node outputs the run keeps (history) */
     double start_ms;     /* monotonic clock at the start of the run */
     long long start_wall; /* wall clock at the same moment */
     double now;          /* monotonic clock when the current node started */
@@ -353,6 +354,28 @@ static bool run_setup(grun *r) {
 
 static bool pos_in_block(const grun *r, int node) { return r->per_node[node] == r->pos_first + (size_t)node * PER_FIRST; }
 
+/* Roughly what a json_t costs in memory (a node and its text), counted as if nothing were
+ * shared. Deeper than the loaders allow counts as one more node. */
+static long json_size_estimate(const json_t *v, int depth) {
+    if (!v) return 0;
+    long n = 48;
+    if (depth > 1000) return n;
+    switch (json_typeof(v)) {
+    case JSON_STRING: return n + (long)json_string_length(v);
+    case JSON_ARRAY:
+        for (size_t i = 0; i < json_array_size(v); i++) n += 8 + json_size_estimate(json_array_get(v, i), depth + 1);
+        return n;
+    case JSON_OBJECT: {
+        const char *k;
+        size_t klen;
+        json_t *x;
+        json_object_keylen_foreach((json_t *)v, k, klen, x) n += 48 + (long)klen + json_size_estimate(x, depth + 1);
+        return n;
+    }
+    default: return n;
+    }
+}
+
 static bool run_record(grun *r, int node, json_t *output) {
     if (r->nhist == r->chist) {
         size_t nc = r->chist * 2;
@@ -368,6 +391,7 @@ static bool run_record(grun *r, int node, json_t *output) {
         r->per_node[node] = np;
         r->per_cap[node] = nc;
     }
+    r->held_bytes += json_size_estimate(output, 0);
     r->per_node[node][r->per_count[node]++] = (int)r->nhist;
     r->hist[r->nhist].node = node;
     r->hist[r->nhist].output = json_incref(output);
@@ -446,6 +470,9 @@ static void update_time_limit(grun *r) {
     /* rounded up: an expression stopped by this limit has always used all that was left,
      * so the node-level checks (budget, run limit) see the time as spent too */
     r->jopts.time_limit_ms = left < 1 ? 1 : left > 2147483647.0 ? 2147483647 : (int)ceil(left);
+    /* memory: the evaluation's own budget, within what the run's kept outputs leave */
+    long room = r->g->max_run_memory - r->held_bytes;
+    r->jopts.max_memory_bytes = room < r->g->max_eval_memory ? (room < 1 ? 1 : room) : r->g->max_eval_memory;
 }
 
 static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
@@ -706,6 +733,11 @@ static bool check_limits(grun *r, gg_error *err) {
         gg_error_set(err, "limit",
                      "Execution limit exceeded: maximum node executions (%d) reached. Current execution count: %zu",
                      r->g->max_node_executions, r->nhist);
+        return false;
+    }
+    if (r->held_bytes > r->g->max_run_memory) {
+        gg_error_set(err, "limit", "Execution limit exceeded: node outputs kept by the run (about %ld bytes) passed its memory limit of %ld bytes",
+                     r->held_bytes, r->g->max_run_memory);
         return false;
     }
     double elapsed = r->now - r->start_ms;

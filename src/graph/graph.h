@@ -65,12 +65,18 @@ typedef struct gg_graph_options {
      * (for stored versions loaded at start after the operator lowered a cap). */
     long cap_node_executions;
     long cap_execution_ms;
+    /* Memory caps (and defaults) for executionLimits.maxEvalMemoryBytes / maxRunMemoryBytes
+     * (0 = GG_GRAPH_EVAL_MEMORY / GG_GRAPH_RUN_MEMORY). */
+    long cap_eval_memory;
+    long cap_run_memory;
     bool clamp_limits;
     /* Give up with error "timeout" once gg_now_ms() passes this (0 = no deadline). */
     double deadline_ms;
 } gg_graph_options;
 
 #define GG_GRAPH_MAX_ALIAS_NODES 20000
+#define GG_GRAPH_EVAL_MEMORY (128L << 20)
+#define GG_GRAPH_RUN_MEMORY (256L << 20)
 #define GG_GRAPH_MAX_SCHEMA_BYTES (256u * 1024u)
 
 typedef struct gg_graph gg_graph;

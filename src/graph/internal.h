@@ -129,6 +129,8 @@ struct gg_graph {
     char *name, *title, *version, *instructions;
     int max_node_executions;
     long max_execution_ms;
+    long max_eval_memory;      /* bytes one JSONata / JSON Logic evaluation may hold live */
+    long max_run_memory;       /* bytes a run may hold: node outputs kept + one evaluation */
     gtool *tools;
     size_t ntools;             /* including the hidden tools of extras */
     size_t npublic;            /* the listed tools: g->tools[0..npublic) */

@@ -630,7 +630,7 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
             gg_error_clear(&e);
             continue;
         }
-        jsonlogic_options lo = {.resolver = &c->g->resolver};
+        jsonlogic_options lo = {.resolver = &c->g->resolver, .max_memory_bytes = c->g->max_eval_memory};
         gc->rule = jsonlogic_compile(rj, &lo, &e);
         json_decref(rj);
         if (!gc->rule)
@@ -1266,7 +1266,7 @@ static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
 static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long cap) {
     const ynode *at = yn_get(lim, key);
     if (cap <= 0 || v <= cap || !at) return v;
-    if (c->opts->clamp_limits) {
+    if (c->opts && c->opts->clamp_limits) {
         LWARN(c, at, "limit_clamped", "executionLimits.%s %ld is above the server's cap; %ld is used", key, v, cap);
         return cap;
     }
@@ -1303,11 +1303,15 @@ static void load_top(lctx *c, const ynode *root) {
     }
     g->max_node_executions = DEFAULT_MAX_NODE_EXECUTIONS;
     g->max_execution_ms = DEFAULT_MAX_EXECUTION_MS;
+    /* the operator's memory caps are also the defaults: a graph may only ask for less */
+    g->max_eval_memory = c->opts && c->opts->cap_eval_memory > 0 ? c->opts->cap_eval_memory : GG_GRAPH_EVAL_MEMORY;
+    g->max_run_memory = c->opts && c->opts->cap_run_memory > 0 ? c->opts->cap_run_memory : GG_GRAPH_RUN_MEMORY;
     const ynode *lim = yn_get(root, "executionLimits");
     if (lim) {
         if (lim->kind != YN_MAP) LERR(c, lim, "invalid_type", "executionLimits must be a mapping");
         else {
-            static const char *const lk[] = {"maxNodeExecutions", "maxExecutionTimeMs", NULL};
+            static const char *const lk[] = {"maxNodeExecutions", "maxExecutionTimeMs", "maxEvalMemoryBytes",
+                                             "maxRunMemoryBytes", NULL};
             check_keys(c, lim, lk, "executionLimits");
             long m = get_limit(c, lim, "maxNodeExecutions", DEFAULT_MAX_NODE_EXECUTIONS);
             m = cap_limit(c, lim, "maxNodeExecutions", m, c->opts ? c->opts->cap_node_executions : 0);
@@ -1315,6 +1319,12 @@ static void load_top(lctx *c, const ynode *root) {
             g->max_execution_ms = get_limit(c, lim, "maxExecutionTimeMs", DEFAULT_MAX_EXECUTION_MS);
             g->max_execution_ms = cap_limit(c, lim, "maxExecutionTimeMs", g->max_execution_ms,
                                             c->opts ? c->opts->cap_execution_ms : 0);
+            g->max_eval_memory = cap_limit(c, lim, "maxEvalMemoryBytes",
+                                           get_limit(c, lim, "maxEvalMemoryBytes", g->max_eval_memory),
+                                           g->max_eval_memory);
+            g->max_run_memory = cap_limit(c, lim, "maxRunMemoryBytes",
+                                          get_limit(c, lim, "maxRunMemoryBytes", g->max_run_memory),
+                                          g->max_run_memory);
         }
     }
     /* the defaults obey the caps too, silently (the graph did not ask for more) */

@@ -13,6 +13,7 @@
 #define DEFAULT_MAX_DEPTH 10000
 #define DEFAULT_MAX_SEQ 10000000L
 #define DEFAULT_MAX_STACK (4L << 20)
+#define DEFAULT_MAX_MEMORY (1L << 30)
 
 typedef struct jn_binding {
     const char *name;
@@ -179,6 +180,10 @@ static bool check_limits(jn_state *c) {
     }
     if (c->time_limit > 0 && gg_now_ms() - c->start_ms > c->time_limit) {
         fail(c, -1, NULL, "D1012", "Expression evaluation timeout: Check for infinite loop");
+        return false;
+    }
+    if (jn_tl_budget && jn_tl_budget->exceeded) { /* jsonata_evaluate reports D1014 */
+        fail(c, -1, NULL, "D1014", "Evaluation exceeded its memory budget");
         return false;
     }
     return true;
@@ -1278,17 +1283,9 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
             jn_decref(ls);
             break;
         }
-        size_t a = ls ? ls->u.str.len : 0, b = rs ? rs->u.str.len : 0;
-        char *s = malloc(a + b + 1);
-        if (!s) {
-            oom(c);
-        } else {
-            if (a) memcpy(s, ls->u.str.s, a);
-            if (b) memcpy(s + a, rs->u.str.s, b);
-            s[a + b] = '\0';
-            res = jn_string_take(s, a + b);
-            if (!res) oom(c);
-        }
+        res = jn_string_cat(ls ? ls->u.str.s : "", ls ? ls->u.str.len : 0, rs ? rs->u.str.s : "",
+                            rs ? rs->u.str.len : 0);
+        if (!res) oom(c);
         jn_decref(ls);
         jn_decref(rs);
         break;
@@ -2186,9 +2183,9 @@ static jn_value *wrap_input(jn_state *c, jn_value *input) {
     return input;
 }
 
-jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *bindings,
-                          const jsonata_env *env, const jsonata_options *opts,
-                          void *call_user, gg_error *err) {
+static jn_value *evaluate_ast(const jn_node *ast, jn_value *input, jn_value *bindings,
+                              const jsonata_env *env, const jsonata_options *opts,
+                              void *call_user, gg_error *err) {
     jn_state c;
     state_init(&c, env, opts, call_user, err);
     char base;
@@ -2289,4 +2286,28 @@ jn_value *jn_eval_source(jn_call *call, const char *expr, size_t len, jn_value *
 
 static jn_value *ev(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
     return ev_ex(c, n, input, env, false);
+}
+
+/* The values an evaluation creates count against its own memory budget (thread-local
+ * while it runs; an evaluation nested in a native gets its own and the outer one resumes
+ * after it). A refused allocation surfaces as out-of-memory somewhere below, or is
+ * swallowed by a caller: either way the evaluation ends in D1014 at that position. */
+jn_value *jn_evaluate_ast(const jn_node *ast, jn_value *input, jn_value *bindings,
+                          const jsonata_env *env, const jsonata_options *opts,
+                          void *call_user, gg_error *err) {
+    jn_budget budget = {0, (opts && opts->max_memory_bytes > 0) ? opts->max_memory_bytes
+                                                                : DEFAULT_MAX_MEMORY, 0, false};
+    jn_budget *outer = jn_tl_budget;
+    jn_tl_budget = &budget;
+    jn_value *res = evaluate_ast(ast, input, bindings, env, opts, call_user, err);
+    if (budget.exceeded) {
+        jn_decref(res);
+        res = NULL;
+        int pos = gg_error_is_set(err) ? err->position : -1;
+        gg_error_clear(err);
+        gg_error_set(err, "D1014", "Evaluation exceeded its memory budget of %ld bytes", budget.limit);
+        err->position = pos;
+    }
+    jn_tl_budget = outer;
+    return res;
 }

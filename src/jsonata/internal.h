@@ -138,6 +138,21 @@ struct jsonata_call {
     const char *name;   /* name the function was called by (for error tokens), may be NULL */
 };
 
+/* ---- memory budget ----
+ * Value storage (headers, string bytes, item/entry arrays, key indexes) is allocated
+ * through jn_malloc/jn_realloc/jn_free. While an evaluation runs on a thread, its budget
+ * (thread-local, set by jsonata_evaluate) counts the LIVE bytes: an allocation that would
+ * take it past the limit fails like out-of-memory and marks the budget exceeded (reported
+ * as D1014), and a free gives the bytes back, so a long loop of short-lived values never
+ * accumulates. No budget (compile time, other threads' values) means plain malloc. */
+typedef jsonata_budget jn_budget;
+extern _Thread_local jn_budget *jn_tl_budget;
+void *jn_malloc(size_t n);
+void *jn_calloc(size_t n, size_t size);
+void *jn_realloc(void *p, size_t n);
+void jn_free(void *p);
+bool jn_charge(void *p); /* count memory malloc'd elsewhere now owned by a value */
+
 /* ---- refcounting ---- */
 static inline jn_value *jn_incref(jn_value *v) {
     if (v && v->rc >= 0) v->rc++;
@@ -155,6 +170,7 @@ jn_value *jn_bool(bool b);
 jn_value *jn_number(double d);
 jn_value *jn_string(const char *s, size_t len);   /* copies */
 jn_value *jn_string_cstr(const char *s);          /* copies */
+jn_value *jn_string_cat(const char *a, size_t alen, const char *b, size_t blen); /* copies */
 jn_value *jn_string_take(char *s, size_t len);    /* owns malloc'd s (NUL at s[len]) even on failure */
 jn_value *jn_strbuf_to_string(gg_strbuf *b);      /* takes b's bytes; b is reset */
 jn_value *jn_array_new(size_t cap_hint);          /* plain array */

@@ -24,7 +24,24 @@ typedef struct jsonata_options {
     volatile const int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
     long max_stack_bytes;     /* C stack an evaluation may use before D1011 (default 4 MB;
                                * lower it when evaluating on threads with small stacks) */
+    long max_memory_bytes;    /* live bytes of values (strings, arrays, objects, sequences,
+                               * ranges) the evaluation may hold at once before D1014
+                               * (default 1 GiB; bytes freed during the evaluation are
+                               * given back, so long loops of short-lived values pass) */
 } jsonata_options;
+
+/* The memory budget of the evaluation running on this thread. jsonata_evaluate installs
+ * one for its values; other engines (JSON Logic, for the json_t it allocates) install
+ * theirs with jsonata_budget_swap and allocate through jsonata_budget_malloc/free, which
+ * count the LIVE bytes (a free gives them back) and fail an allocation that would pass
+ * the limit, setting exceeded. Without a budget they are plain malloc/free. */
+typedef struct jsonata_budget {
+    long live, limit, peak;
+    bool exceeded;
+} jsonata_budget;
+jsonata_budget *jsonata_budget_swap(jsonata_budget *b); /* returns the previous one */
+void *jsonata_budget_malloc(size_t n);
+void jsonata_budget_free(void *p);
 
 /* A native function: args are borrowed (NULL for undefined), result is a new reference or
  * NULL for undefined. On failure set err (code, message) and return NULL. user is the

@@ -10,6 +10,10 @@
 #include <string.h>
 
 #define MAX_PARSE_DEPTH 500
+/* The AST height an expression may reach, counting each operator of a chain (1+1+1...,
+ * a ~> f ~> g...) as a level: every walk of the AST (labelling, freeing, evaluation)
+ * recurses on it, so input must not choose it freely. */
+#define MAX_NESTING 1000
 
 typedef enum { T_END, T_OP, T_NAME, T_VAR, T_STR, T_NUM, T_VALUE, T_REGEX } tok_type;
 
@@ -31,6 +35,7 @@ typedef struct parser {
     const jsonata_env *env;
     gg_error *err;
     int depth;
+    int nest_max; /* largest nesting returned by an inner expression() of the current one */
     struct slot { int level, label; } *slots;
     gg_error pending; /* S0213 is reported only when the syntax is otherwise valid */
     bool end_seen;    /* an operand was missing at the end of the input */
@@ -1245,8 +1250,24 @@ static jn_node *expression(parser *p, int rbp) {
         p->depth--;
         return NULL;
     }
+    /* nesting of this expression = its own operator count + the deepest inner expression
+     * (nodes of inner expressions never hold nodes of outer ones, so this bounds the AST
+     * height from above) */
+    int outer_max = p->nest_max, chain = 1;
+    p->nest_max = 0;
     jn_node *left = nud(p);
-    while (left && rbp < lbp_of(&p->tok) && !gg_error_is_set(p->err)) left = led(p, left);
+    while (left && rbp < lbp_of(&p->tok) && !gg_error_is_set(p->err)) {
+        if (++chain + p->nest_max > MAX_NESTING) {
+            perr(p, "D1011", p->tok.position,
+                 "Expression nested too deeply (more than 1000 levels, counting operator chains)", NULL);
+            break;
+        }
+        left = led(p, left);
+    }
+    if (chain + p->nest_max > MAX_NESTING && !gg_error_is_set(p->err))
+        perr(p, "D1011", p->tok.position,
+             "Expression nested too deeply (more than 1000 levels, counting operator chains)", NULL);
+    p->nest_max = outer_max > chain + p->nest_max ? outer_max : chain + p->nest_max;
     p->depth--;
     if (gg_error_is_set(p->err)) {
         jn_node_free(left);

@@ -3,10 +3,80 @@
  * index helpers and regex compilation. */
 #include "jsonata/core.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Thread_local jn_budget *jn_tl_budget;
+
+/* Refusing before malloc (on the requested size) keeps one huge request from ever
+ * reaching the heap; the usable size is what is counted, so frees refund exactly. */
+void *jn_malloc(size_t n) {
+    jn_budget *b = jn_tl_budget;
+    if (!b) return malloc(n);
+    if (n > (size_t)(b->limit - b->live)) {
+        b->exceeded = true;
+        return NULL;
+    }
+    void *p = malloc(n);
+    if (p) {
+        b->live += (long)malloc_usable_size(p);
+        if (b->live > b->peak) b->peak = b->live;
+    }
+    return p;
+}
+
+void *jn_calloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) return NULL;
+    void *p = jn_malloc(n * size);
+    if (p) memset(p, 0, n * size);
+    return p;
+}
+
+void *jn_realloc(void *p, size_t n) {
+    jn_budget *b = jn_tl_budget;
+    if (!b) return realloc(p, n);
+    long old = p ? (long)malloc_usable_size(p) : 0;
+    if (n > (size_t)(b->limit - b->live + old)) {
+        b->exceeded = true;
+        return NULL;
+    }
+    void *q = realloc(p, n);
+    if (q) {
+        b->live += (long)malloc_usable_size(q) - old;
+        if (b->live > b->peak) b->peak = b->live;
+    }
+    return q;
+}
+
+void jn_free(void *p) {
+    jn_budget *b = jn_tl_budget;
+    if (b && p) b->live -= (long)malloc_usable_size(p);
+    free(p);
+}
+
+jsonata_budget *jsonata_budget_swap(jsonata_budget *b) {
+    jsonata_budget *old = jn_tl_budget;
+    jn_tl_budget = b;
+    return old;
+}
+void *jsonata_budget_malloc(size_t n) { return jn_malloc(n); }
+void jsonata_budget_free(void *p) { jn_free(p); }
+
+bool jn_charge(void *p) {
+    jn_budget *b = jn_tl_budget;
+    if (!b || !p) return true;
+    long n = (long)malloc_usable_size(p);
+    if (n > b->limit - b->live) {
+        b->exceeded = true;
+        return false;
+    }
+    b->live += n;
+    if (b->live > b->peak) b->peak = b->live;
+    return true;
+}
 
 static jn_value v_null = {-1, JN_NULL, 0, {.b = false}};
 static jn_value v_true = {-1, JN_BOOL, 0, {.b = true}};
@@ -18,7 +88,7 @@ jn_value *jn_bool(bool b) { return b ? &v_true : &v_false; }
 /* One allocation per value: extra bytes after the header hold inline storage (string
  * bytes, array items, object entries) so small values cost a single malloc. */
 static jn_value *alloc_value_extra(jn_type t, size_t extra) {
-    jn_value *v = malloc(sizeof *v + extra);
+    jn_value *v = jn_malloc(sizeof *v + extra);
     if (!v) return NULL;
     memset(v, 0, sizeof *v);
     v->rc = 1;
@@ -36,9 +106,15 @@ static uint32_t hash_bytes(const char *s, size_t n);
 
 void jn_oom(gg_error *err) { gg_error_set(err, "D0000", "Out of memory"); }
 
+/* A number uses only the header and u.n: allocating just that makes ranges and numeric
+ * arrays less than half the size (values are never retyped in place or copied whole). */
 jn_value *jn_number(double d) {
-    jn_value *v = alloc_value(JN_NUMBER);
-    if (v) v->u.n = d;
+    jn_value *v = jn_malloc(offsetof(jn_value, u) + sizeof(double));
+    if (!v) return NULL;
+    v->rc = 1;
+    v->type = JN_NUMBER;
+    v->flags = 0;
+    v->u.n = d;
     return v;
 }
 
@@ -52,9 +128,13 @@ size_t jn_utf16_len(const char *s, size_t len) {
 }
 
 jn_value *jn_string_take(char *s, size_t len) {
+    if (!jn_charge(s)) {
+        free(s);
+        return NULL;
+    }
     jn_value *v = alloc_value(JN_STRING);
     if (!v) {
-        free(s);
+        jn_free(s);
         return NULL;
     }
     v->u.str.s = s;
@@ -72,6 +152,21 @@ jn_value *jn_string(const char *s, size_t len) {
     v->u.str.s = c;
     v->u.str.len = len;
     v->u.str.ulen = jn_utf16_len(c, len);
+    return v;
+}
+
+/* a followed by b in one allocation, counted against the budget before it is made */
+jn_value *jn_string_cat(const char *a, size_t alen, const char *b, size_t blen) {
+    if (alen > SIZE_MAX / 2 || blen > SIZE_MAX / 2) return NULL;
+    jn_value *v = alloc_value_extra(JN_STRING, alen + blen + 1);
+    if (!v) return NULL;
+    char *c = INLINE_PTR(v);
+    if (alen) memcpy(c, a, alen);
+    if (blen) memcpy(c + alen, b, blen);
+    c[alen + blen] = '\0';
+    v->u.str.s = c;
+    v->u.str.len = alen + blen;
+    v->u.str.ulen = jn_utf16_len(c, alen + blen);
     return v;
 }
 
@@ -113,7 +208,7 @@ bool jn_array_push(jn_value *arr, jn_value *v) {
     if (arr->u.arr.n == arr->u.arr.cap) {
         size_t nc = arr->u.arr.cap ? arr->u.arr.cap * 2 : 4;
         bool inl = arr->u.arr.items == INLINE_PTR(arr);
-        jn_value **ni = inl ? malloc(nc * sizeof *ni) : realloc(arr->u.arr.items, nc * sizeof *ni);
+        jn_value **ni = inl ? jn_malloc(nc * sizeof *ni) : jn_realloc(arr->u.arr.items, nc * sizeof *ni);
         if (!ni) {
             jn_decref(v);
             return false;
@@ -155,7 +250,7 @@ jn_value *jn_object_new(size_t cap) {
 }
 
 static void free_ents(jn_value *o) {
-    if (o->u.obj.ents != INLINE_PTR(o)) free(o->u.obj.ents);
+    if (o->u.obj.ents != INLINE_PTR(o)) jn_free(o->u.obj.ents);
 }
 
 /* Remove key from a (non-shared) object, keeping the order of the others. */
@@ -188,9 +283,9 @@ static bool index_insert(jn_value *o, size_t ent) {
 }
 
 static bool index_rebuild(jn_value *o, size_t icap) {
-    uint32_t *ix = calloc(icap, sizeof *ix);
+    uint32_t *ix = jn_calloc(icap, sizeof *ix);
     if (!ix) return false;
-    free(o->u.obj.index);
+    jn_free(o->u.obj.index);
     o->u.obj.index = ix;
     o->u.obj.icap = icap;
     for (size_t e = 0; e < o->u.obj.n; e++) index_insert(o, e);
@@ -279,7 +374,7 @@ static bool object_put(jn_value *o, jn_value *key, const char *k, size_t klen, j
     if (o->u.obj.n == o->u.obj.cap) {
         size_t nc = o->u.obj.cap ? o->u.obj.cap * 2 : 4;
         bool inl = o->u.obj.ents == INLINE_PTR(o);
-        jn_objent *ne = inl ? malloc(nc * sizeof *ne) : realloc(o->u.obj.ents, nc * sizeof *ne);
+        jn_objent *ne = inl ? jn_malloc(nc * sizeof *ne) : jn_realloc(o->u.obj.ents, nc * sizeof *ne);
         if (!ne) goto fail;
         if (inl) memcpy(ne, o->u.obj.ents, o->u.obj.n * sizeof *ne);
         o->u.obj.ents = ne;
@@ -328,11 +423,11 @@ static void function_free(jn_function *f) {
 void jn_value_free_(jn_value *v) {
     switch (v->type) {
     case JN_STRING:
-        if (v->u.str.s != INLINE_PTR(v)) free(v->u.str.s);
+        if (v->u.str.s != INLINE_PTR(v)) jn_free(v->u.str.s);
         break;
     case JN_ARRAY:
         for (size_t i = 0; i < v->u.arr.n; i++) jn_decref(v->u.arr.items[i]);
-        if (v->u.arr.items != INLINE_PTR(v)) free(v->u.arr.items);
+        if (v->u.arr.items != INLINE_PTR(v)) jn_free(v->u.arr.items);
         break;
     case JN_OBJECT:
         for (size_t i = 0; i < v->u.obj.n; i++) {
@@ -340,13 +435,13 @@ void jn_value_free_(jn_value *v) {
             jn_decref(v->u.obj.ents[i].val);
         }
         free_ents(v);
-        free(v->u.obj.index);
+        jn_free(v->u.obj.index);
         break;
     case JN_FUNCTION: function_free(v->u.fn); break;
     case JN_REGEX: jn_regex_free(v->u.re); break;
     default: break;
     }
-    free(v);
+    jn_free(v);
 }
 
 void jn_make_immortal(jn_value *v) {
@@ -433,7 +528,7 @@ bool jn_force(jn_value *v) {
     /* entries already converted on demand (cache) are reused so identity is kept */
     jn_objent *cache = v->u.obj.ents;
     size_t ncache = v->u.obj.n;
-    free(v->u.obj.index);
+    jn_free(v->u.obj.index);
     v->u.obj.index = NULL;
     v->u.obj.icap = 0;
     v->u.obj.ents = NULL;
@@ -442,7 +537,7 @@ bool jn_force(jn_value *v) {
     bool ok = true;
     size_t sz = json_object_size(src);
     if (sz) {
-        v->u.obj.ents = malloc(sz * sizeof(jn_objent));
+        v->u.obj.ents = jn_malloc(sz * sizeof(jn_objent));
         if (!v->u.obj.ents) ok = false;
         else v->u.obj.cap = sz;
     }
@@ -468,7 +563,7 @@ bool jn_force(jn_value *v) {
         jn_decref(cache[i].key);
         jn_decref(cache[i].val);
     }
-    if (cache != INLINE_PTR(v)) free(cache);
+    if (cache != INLINE_PTR(v)) jn_free(cache);
     return ok;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #define JL_DEFAULT_DEPTH 256
+#define JL_DEFAULT_MEMORY (1L << 30)
 
 struct jsonlogic_ops {
     size_t n, cap;
@@ -397,6 +398,7 @@ jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, g
     jsonlogic_rule *r = calloc(1, sizeof *r);
     if (!r) { gg_error_set(err, "out_of_memory", "out of memory compiling a rule"); gg_error_clear(&local); return NULL; }
     r->compat = cc.compat;
+    r->max_memory = opts && opts->max_memory_bytes > 0 ? opts->max_memory_bytes : JL_DEFAULT_MEMORY;
     if (opts && opts->resolver) { r->has_resolver = true; r->resolver = *opts->resolver; }
     r->root = compile(&cc, rule ? rule : json_null(), 0, false);
     if (!r->root) {

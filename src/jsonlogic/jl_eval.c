@@ -5,6 +5,7 @@
  * two differ (see tests/jsonlogic/SEMANTICS.md). All state lives in the jl_ctx and the
  * frames on the C stack, so one compiled rule serves any number of threads. */
 #include "jsonlogic/jl_internal.h"
+#include "jsonata/jsonata.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1454,14 +1455,7 @@ static const char *jl_thrown_type(json_t *v, char **heap) {
 /* Apply a compiled rule to data (borrowed; NULL means null). call_user is handed to the
  * resolver. Returns a new reference (JSON null for undefined/NaN/Infinity, as
  * JSON.stringify prints them) or NULL with err set. */
-json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (!err) { /* the caller does not want the error: use a scratch one */
-        gg_error scratch = GG_ERROR_INIT;
-        json_t *res = jsonlogic_apply(r, data, call_user, &scratch);
-        gg_error_clear(&scratch);
-        return res;
-    }
-    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return NULL; }
+static json_t *apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
     if (r->root->op == OP_CONST) { /* a constant (or fully folded) rule */
         json_t *res = r->root->cjson ? json_incref(r->root->cjson) : jl_to_json(&r->root->cval);
         if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
@@ -1489,14 +1483,7 @@ json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, 
 
 /* Apply r and return the truthiness of the result: 1, 0, or -1 with err set. The result
  * is never converted to JSON (no allocation for it). */
-int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (!err) {
-        gg_error scratch = GG_ERROR_INIT;
-        int res = jsonlogic_test(r, data, call_user, &scratch);
-        gg_error_clear(&scratch);
-        return res;
-    }
-    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return -1; }
+static int test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
     if (r->root->op == OP_CONST) return jl_truthy(&r->root->cval);
     jl_frame root;
     root.parent = NULL;
@@ -1507,6 +1494,52 @@ int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_er
     if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal", "evaluation failed");
     json_decref(c.thrown);
     return res;
+}
+
+/* The JSON an evaluation allocates (through jansson, whose allocator is the budget's: see
+ * jl_value.c) counts against the rule's memory budget while the evaluation runs; a refused
+ * allocation fails like out-of-memory and is reported as "memory_exceeded". */
+static jsonata_budget *budget_enter(const jsonlogic_rule *r, jsonata_budget *b) {
+    *b = (jsonata_budget){0, r->max_memory, 0, false};
+    return jsonata_budget_swap(b);
+}
+
+static bool budget_leave(const jsonata_budget *b, jsonata_budget *outer, gg_error *err) {
+    jsonata_budget_swap(outer);
+    if (!b->exceeded) return true;
+    gg_error_clear(err);
+    gg_error_set(err, "memory_exceeded", "JSON Logic evaluation exceeded its memory budget of %ld bytes", b->limit);
+    return false;
+}
+
+json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    if (!err) { /* the caller does not want the error: use a scratch one */
+        gg_error scratch = GG_ERROR_INIT;
+        json_t *res = jsonlogic_apply(r, data, call_user, &scratch);
+        gg_error_clear(&scratch);
+        return res;
+    }
+    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return NULL; }
+    jsonata_budget b, *outer = budget_enter(r, &b);
+    json_t *res = apply(r, data, call_user, err);
+    if (!budget_leave(&b, outer, err)) {
+        json_decref(res);
+        res = NULL;
+    }
+    return res;
+}
+
+int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    if (!err) {
+        gg_error scratch = GG_ERROR_INIT;
+        int res = jsonlogic_test(r, data, call_user, &scratch);
+        gg_error_clear(&scratch);
+        return res;
+    }
+    if (!r) { gg_error_set(err, "invalid_rule", "no rule"); return -1; }
+    jsonata_budget b, *outer = budget_enter(r, &b);
+    int res = test(r, data, call_user, err);
+    return budget_leave(&b, outer, err) ? res : -1;
 }
 
 /* JavaScript truthiness as json-logic-js applies it ([] is falsy). NULL is falsy. */

@@ -227,6 +227,7 @@ typedef struct jl_node {
 
 struct jsonlogic_rule {
     jl_node *root;
+    long max_memory; /* bytes; see jsonlogic_options */
     bool compat;
     bool has_resolver;
     jsonlogic_var_resolver resolver;

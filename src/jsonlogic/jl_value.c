@@ -10,6 +10,13 @@
 
 #include "jsonata/jsonata.h"
 
+/* Every json_t of the process is allocated through the memory budget of the evaluation
+ * running on its thread, if any (JSON Logic's values are jansson's). Set before main, so
+ * before any other thread exists and before jansson has allocated anything. */
+__attribute__((constructor)) static void jl_budget_allocator(void) {
+    json_set_alloc_funcs(jsonata_budget_malloc, jsonata_budget_free);
+}
+
 #define JL_COERCE_DEPTH 256 /* nested arrays followed by ToString / ToNumber */
 
 static bool is_sentinel(const json_t *j);

@@ -34,6 +34,9 @@ typedef struct jsonlogic_options {
     const jsonlogic_var_resolver *resolver;  /* NULL = plain dotted paths */
     bool compat_semantics;                   /* follow the compat suites where they differ */
     int max_depth;                           /* rule nesting bound; 0 = default (256) */
+    long max_memory_bytes;                   /* live bytes of JSON one evaluation may hold
+                                              * before error "memory_exceeded"; 0 = default
+                                              * (1 GiB) */
 } jsonlogic_options;
 
 /* A custom operation: args are the evaluated arguments and data the current scope (the
@@ -61,7 +64,7 @@ void jsonlogic_free(jsonlogic_rule *r);
 /* JavaScript truthiness as json-logic-js applies it ([] is falsy). */
 bool jsonlogic_truthy(json_t *v);
 
-/* Runtime error codes: "type_error" (where json-logic-js throws a TypeError) and, with
+/* Runtime error codes: "memory_exceeded" (the evaluation's memory budget), "type_error" (where json-logic-js throws a TypeError) and, with
  * compat_semantics, "nan", "invalid_arguments" and "thrown" ({"throw"}; the message is
  * the thrown type). jsonlogic_error_type names them as the compat suites do ("NaN",
  * "Invalid Arguments", the thrown type); NULL when err is unset. */

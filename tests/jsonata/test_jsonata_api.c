@@ -183,6 +183,78 @@ static void *eval_many(void *arg) {
     return NULL;
 }
 
+/* Long operator chains and deep nesting end in D1011 at compile time (with a position),
+ * never in a crash of a recursive AST walk; a chain of 999 terms still works. */
+static char *chain(const char *first, const char *op, const char *term, int n) {
+    size_t fl = strlen(first), ol = strlen(op), tl = strlen(term);
+    char *s = malloc(fl + (size_t)n * (ol + tl) + 1), *w = s;
+    memcpy(w, first, fl);
+    w += fl;
+    for (int i = 0; i < n; i++) {
+        memcpy(w, op, ol);
+        memcpy(w + ol, term, tl);
+        w += ol + tl;
+    }
+    *w = 0;
+    return s;
+}
+
+START_TEST(operator_chains_are_bounded) {
+    static const char *const ops[][2] = {
+        {"+", "1"}, {" and ", "true"}, {"&", "'a'"}, {" ~> ", "$string"}, {".", "a"},
+        {"", "[0]"}, {"*", "1"}, {" or ", "false"}, {"=", "1"},
+    };
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        char *s = chain("1", ops[k][0], ops[k][1], 100000);
+        gg_error err = GG_ERROR_INIT;
+        jsonata_expr *e = jsonata_compile(s, NULL, &err);
+        ck_assert_msg(e == NULL, "chain %s compiled", ops[k][0]);
+        ck_assert_str_eq(err.code, "D1011");
+        ck_assert_int_gt(err.position, 0);
+        gg_error_clear(&err);
+        free(s);
+    }
+    static const char *const nests[][2] = {{"(", ")"}, {"[", "]"}, {"{\"a\":", "}"},
+                                           {"$string(", ")"}, {"(1;", ")"}, {"-", ""}};
+    for (size_t k = 0; k < sizeof nests / sizeof nests[0]; k++) {
+        size_t ol = strlen(nests[k][0]), cl = strlen(nests[k][1]), n = 100000;
+        char *s = malloc(n * (ol + cl) + 2), *w = s;
+        for (size_t i = 0; i < n; i++, w += ol) memcpy(w, nests[k][0], ol);
+        *w++ = '1';
+        for (size_t i = 0; i < n; i++, w += cl) memcpy(w, nests[k][1], cl);
+        *w = 0;
+        gg_error err = GG_ERROR_INIT;
+        ck_assert(jsonata_compile(s, NULL, &err) == NULL);
+        ck_assert_str_eq(err.code, "D1011");
+        gg_error_clear(&err);
+        free(s);
+    }
+    char *ok = chain("1", "+", "1", 998), *r = run(ok, NULL, NULL, NULL, NULL, NULL);
+    ck_assert_str_eq(r, "999");
+    free(r);
+    free(ok);
+}
+END_TEST
+
+/* The memory budget counts live bytes: a bomb fails with D1014, a long loop of
+ * short-lived values of the same size passes, and the budget is per evaluation. */
+START_TEST(memory_budget) {
+    jsonata_options o = {.max_memory_bytes = 32L << 20};
+    char *r = run("$map([1..40], function($i){[1..1000000]})", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "ERR D1014");
+    free(r);
+    r = run("$reduce([1..40], function($a,$i){$a & $a}, 'xxxxxxxx')", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "ERR D1014");
+    free(r);
+    r = run("$sum($map([1..40], function($i){$count([1..500000])}))", NULL, NULL, &o, NULL, NULL);
+    ck_assert_str_eq(r, "20000000");
+    free(r);
+    r = run("$count([1..500000])", NULL, NULL, &o, NULL, NULL); /* nothing left over */
+    ck_assert_str_eq(r, "500000");
+    free(r);
+}
+END_TEST
+
 START_TEST(compiled_expression_is_shared_between_threads) {
     gg_error err = GG_ERROR_INIT;
     jsonata_expr *e = jsonata_compile("$sum(items.(\"a\" = \"a\" ? v : 0)) ~> $string() ~> $number()", NULL, &err);
@@ -334,6 +406,8 @@ int main(void) {
     tcase_add_test(tc, registered_native_functions);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
+    tcase_add_test(tc, operator_chains_are_bounded);
+    tcase_add_test(tc, memory_budget);
     if (have_suite) tcase_add_test(tc, malformed_expressions_free_everything);
     else printf("# SKIP 1 test: malformed expressions from the JSONata suite: %s not found (set GG_CONFORMANCE_DIR "
                 "or GG_SHARED; README: where the conformance suites come from)\n", suite_groups);

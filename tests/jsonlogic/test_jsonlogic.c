@@ -358,6 +358,42 @@ static void *worker(void *p) {
     return NULL;
 }
 
+/* Deep rules are refused at compile time; an evaluation holding more live JSON than its
+ * budget fails with memory_exceeded, one that frees as it goes passes. */
+START_TEST(depth_and_memory_budget) {
+    size_t n = 100000;
+    char *deep = malloc(n * 6 + 2), *w = deep;
+    for (size_t i = 0; i < n; i++, w += 5) memcpy(w, "{\"!\":", 5);
+    *w++ = '1';
+    memset(w, '}', n);
+    w[n] = 0;
+    json_error_t je;
+    json_t *rule = json_loads(deep, 0, &je); /* jansson refuses this depth itself */
+    if (rule) {
+        gg_error err = GG_ERROR_INIT;
+        ck_assert(jsonlogic_compile(rule, NULL, &err) == NULL);
+        ck_assert_str_eq(err.code, "depth_exceeded");
+        gg_error_clear(&err);
+        json_decref(rule);
+    }
+    free(deep);
+    json_t *xs = json_array();
+    for (int i = 0; i < 4000; i++) json_array_append_new(xs, json_integer(i));
+    json_t *data = json_pack("{s:o}", "xs", xs);
+    char *dt = json_dumps(data, JSON_COMPACT);
+    json_decref(data);
+    jsonlogic_options o = {.max_memory_bytes = 4L << 20};
+    /* each step keeps a copy of the accumulator plus one more item: quadratic live size */
+    char *r = run_opts("{\"reduce\":[{\"var\":\"xs\"},{\"merge\":[{\"var\":\"accumulator\"},[{\"cat\":[\"item\",{\"var\":\"current\"}]}],{\"var\":\"accumulator\"}]},[]]}", dt, &o);
+    ck_assert_str_eq(r, "ERR memory_exceeded");
+    free(r);
+    r = run_opts("{\"reduce\":[{\"var\":\"xs\"},{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current\"}]},0]}", dt, &o);
+    ck_assert_str_eq(r, "7998000");
+    free(r);
+    free(dt);
+}
+END_TEST
+
 START_TEST(one_rule_many_threads) {
     json_t *rule = json_loads("{\"cat\":[{\"var\":\"name\"},\"-\",{\"if\":[{\"==\":[{\"%\":[{\"reduce\":[{\"var\":\"xs\"},"
                               "{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current\"}]},0]},2]},0]},\"odd\",\"even\"]}]}",
@@ -397,6 +433,7 @@ int main(void) {
     tcase_add_test(tc, rule_outlives_its_source);
     tcase_add_test(tc, test_gives_truthiness);
     tcase_add_test(tc, one_rule_many_threads);
+    tcase_add_test(tc, depth_and_memory_budget);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
