@@ -99,7 +99,7 @@ static const key_def keys[] = {
     {"specs.load_on_start", T_BOOL, F(specs_load_on_start), 0, 0, false},
     {"demo.tenant", T_STR, F(demo_tenant), 0, 0, false},
     {"telemetry.otlp_endpoint", T_STR, F(otel_endpoint), 0, 0, false},
-    {"telemetry.headers", T_LIST, F(otel_headers), 0, 0, false},
+    {"telemetry.headers", T_LIST, F(otel_headers), 0, 0, true}, /* may hold a collector key */
     {"telemetry.sampling_ratio", T_DOUBLE, F(otel_sampling_ratio), 0, 1, false},
     {"telemetry.service_name", T_STR, F(otel_service_name), 0, 0, false},
     {"telemetry.queue_size", T_INT, F(otel_queue_spans), 1, 1000000, false},
@@ -686,7 +686,8 @@ static void format_value(const gg_config *c, const key_def *k, bool reveal, gg_s
     case T_LIST: {
         const gg_strlist *l = slot;
         gg_strbuf_printf(b, "[");
-        for (size_t j = 0; j < l->n; j++) gg_strbuf_printf(b, "%s\"%s\"", j ? ", " : "", l->items[j]);
+        for (size_t j = 0; j < l->n; j++)
+            gg_strbuf_printf(b, "%s\"%s\"", j ? ", " : "", k->secret && !reveal ? "********" : l->items[j]);
         gg_strbuf_printf(b, "]");
         break;
     }

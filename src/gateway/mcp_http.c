@@ -782,6 +782,7 @@ static void batch_record_start(batch_job *b) {
     gw_call_job *j = &b->rec;
     j->call = b->calls[b->next];
     if (!b->ep.is_graph) return;
+    j->span = gw_call_span_begin(NULL, j->call, b->ep.tenant, b->ep.graph, b->ep.version, b->has_key ? b->key_id : NULL);
     j->text_history = b->gw->history != NULL;
     if (j->text_history) {
         mcp_call_use_history_text(j->call, b->gw->cfg->history_max_payload);
@@ -794,6 +795,8 @@ static void batch_record_start(batch_job *b) {
 static void batch_record_finish(batch_job *b, size_t idx, bool answered) {
     gw_call_job *j = &b->rec;
     j->call = b->calls[b->next];
+    gw_call_span_end(j->span, j->call, NULL);
+    j->span = NULL;
     if (!j->rec) return;
     bool wait = b->gw->durable && b->gw->history && answered;
     batch_commit *c = wait ? malloc(sizeof *c) : NULL;
@@ -985,6 +988,8 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
             json_t *r = json_loads(o.body, 0, NULL);
             if (r) json_array_append_new(b->responses, r);
         } else if (o.kind == MCP_OUT_CALL) {
+            gg_trace_ctx *tc = mcp_call_trace(o.call); /* no _meta context: the request's headers */
+            if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
             b->calls[b->ncalls++] = o.call;
             o.call = NULL;
         }

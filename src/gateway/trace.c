@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* req may be NULL (a batch's call, started on a worker: its context was taken from the
+ * request's headers when the batch was read). */
 gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant, const char *graph, int version,
                             const char *key_id) {
     gg_trace_ctx *tc = mcp_call_trace(call);
-    if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
+    if (!tc->valid && req) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
     if (!gg_tel_enabled()) return NULL;
     gg_span *s = malloc(sizeof *s);
     if (!s) return NULL;
@@ -26,7 +28,7 @@ gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant
     if (version > 0) gg_span_attr_int(s, "graphgate.graph.version", version);
     gg_span_attr_str(s, "graphgate.tool", mcp_call_tool(call));
     if (key_id && *key_id) gg_span_attr_str(s, "graphgate.key_id", key_id);
-    gg_span_attr_str(s, "http.request_id", gg_http_request_id(req));
+    if (req) gg_span_attr_str(s, "http.request_id", gg_http_request_id(req));
     return s;
 }
 

@@ -149,6 +149,26 @@ id=$((id + 1))
 gw_rpc "$GG_TMP/meta.json" "$URL" "$KEY" "$SID" \
   "{\"jsonrpc\":\"2.0\",\"id\":$id,\"method\":\"tools/call\",\"params\":{\"name\":\"traced\",\"arguments\":{\"go\":false},\"_meta\":{\"traceparent\":\"00-$T2-00f067aa0ba902b7-01\"}}}" >/dev/null
 t "params._meta traceparent: the run joins that trace (execution record)" eq "$(exec_field $T2 status)" succeeded
+# a 2025-03-26 batch of two calls under one traceparent header: a server span and a record each
+T3=5bf92f3577b34da6a3ce929d0e0e4737
+SID_OLD=$(gw_init "$URL" "$KEY" 2025-03-26)
+gw_rpc "$GG_TMP/batch.json" "$URL" "$KEY" "$SID_OLD" \
+  '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"traced","arguments":{"go":false}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"traced","arguments":{"go":false}}}]' \
+  -H 'MCP-Protocol-Version: 2025-03-26' -H "traceparent: 00-$T3-00f067aa0ba902b7-01" >/dev/null
+batch_spans() {
+  "$PY" -c "
+import json,sys
+n=0
+for l in open(sys.argv[1]):
+    for rs in json.loads(l)['body']['resourceSpans']:
+        for ss in rs['scopeSpans']: n+=sum(1 for s in ss['spans'] if s['traceId']==sys.argv[2] and s['kind']==2 and s.get('parentSpanId')=='00f067aa0ba902b7')
+print(n)" "$GG_TMP/spans.jsonl" $T3 2>/dev/null
+}
+n=0
+for _ in $(seq 1 100); do n=$(batch_spans); [ "$n" = 2 ] && break; sleep 0.05; done
+t "a batch's calls: one server span each under the request's traceparent" eq "$n" 2
+gg_curl "$GG_TMP/ex3.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?tool=traced&limit=50" >/dev/null
+t "... and the trace id on both records" eq "$(jget "$GG_TMP/ex3.json" "sum(1 for e in d['executions'] if e.get('trace_id') == '$T3')")" 2
 t "a malformed traceparent is ignored (new trace, call answers)" \
   eq "$(call "$GG_TMP/bad.json" -H "traceparent: 00-$TRACE-0000000000000000-01")" 200
 EXEC_ID=$(exec_field $TRACE id)
