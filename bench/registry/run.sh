@@ -3,10 +3,12 @@
 # stored graphs (the loop example, examples/collatz.yaml, stored straight into the SQLite
 # store), first-call latency of a cold graph vs a hot one, hot throughput (wrk, one graph)
 # and throughput over more graphs than graphs.cache_size, all in one invocation. With
-# BASE_BIN=path/to/an/older/graphgate the same measurements run on that binary too, on the
-# same databases, and the ratios are printed (before = BASE_BIN, after = this build).
+# BASE_BIN=path/to/an/older/graphgate that binary serves the same database at the same
+# time, the wrk runs alternate between the two (best of ROUNDS each), and the ratios are
+# printed (before = BASE_BIN, after = this build).
 #
-# usage: bench/registry/run.sh [BUILD_DIR (default build)] [SECONDS (default 5)] [COUNTS (default "10000 100000")]
+# usage: bench/registry/run.sh [BUILD_DIR (default build)] [SECONDS per wrk run (default 3)]
+#        [COUNTS (default "10000 100000")] [ROUNDS (default 3)]
 # Needs python3 and wrk.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,5 +20,5 @@ trap 'rm -rf "$tmp"' EXIT
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 export GG_SRCDIR="$top"
 exec python3 "$top/bench/registry/bench.py" --bin "$build/src/graphgate" ${BASE_BIN:+--base "$BASE_BIN"} \
-  --secs "${2:-5}" --counts "${3:-10000 100000}" --tmp "$tmp" --example "$top/examples/collatz.yaml" \
+  --secs "${2:-3}" --counts "${3:-10000 100000}" --rounds "${4:-3}" --tmp "$tmp" --example "$top/examples/collatz.yaml" \
   --lua "$top/bench/registry/call.lua"
