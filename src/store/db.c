@@ -18,6 +18,7 @@
 #define OID_FLOAT4 700
 #define OID_FLOAT8 701
 #define OID_NUMERIC 1700
+#define OID_TEXT 25
 
 struct gg_db_stmt {
     gg_store_conn *c;
@@ -30,6 +31,7 @@ struct gg_db_stmt {
     int nparams;
     char **vals;
     int *lens, *fmts;
+    Oid *types;                /* of the values bound before the first execution */
     PGresult *res;
     int row, nrows;
     bool ran;
@@ -62,7 +64,8 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
 static const struct { const char *from, *to; } REWRITES[] = {
     {"INSERT OR IGNORE INTO", "INSERT INTO"},      /* + ON CONFLICT DO NOTHING at the end */
     {"length(CAST(", "octet_length(CAST("},
-    {" AS BLOB)", " AS TEXT)"},
+    {" AS BLOB))", " AS TEXT))"},                 /* octet_length(CAST(x AS TEXT)) */
+    {" AS BLOB)", " AS BYTEA)"},
     {" AS INTEGER)", " AS BIGINT)"},
     {"max(0, ", "GREATEST(0, "},
 };
@@ -135,11 +138,15 @@ static int pg_code(gg_store_conn *c, const PGresult *res) {
     return SQLITE_ERROR;
 }
 
+/* Prepared at the first execution, with the types of the values then bound (text, int8,
+ * float8, bytea; NULL leaves the type to the server, so the store writes a nullable
+ * parameter that only "IS NULL" would type as CAST(?1 AS TEXT) IS NULL): "?2 - ?3" and
+ * "?2 - ?3" are typed by their values as SQLite types them, instead of failing to infer. */
 static int pg_prepare(gg_db_stmt *st) {
     gg_store_conn *c = st->c;
     if (st->prepared && st->epoch == c->epoch) return SQLITE_OK;
     snprintf(st->name, sizeof st->name, "gg%u", ++c->n_named);
-    PGresult *r = PQprepare(c->pg, st->name, st->sql, 0, NULL);
+    PGresult *r = PQprepare(c->pg, st->name, st->sql, st->nparams, st->types);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SQLITE_OK : pg_code(c, r);
     PQclear(r);
     if (rc == SQLITE_OK) { st->prepared = true; st->epoch = c->epoch; }
@@ -162,13 +169,12 @@ int gg_db_prepare(gg_store_conn *c, const char *sql, gg_db_stmt **out) {
         st->vals = calloc((size_t)st->nparams, sizeof *st->vals);
         st->lens = calloc((size_t)st->nparams, sizeof *st->lens);
         st->fmts = calloc((size_t)st->nparams, sizeof *st->fmts);
+        st->types = calloc((size_t)st->nparams, sizeof *st->types);
     }
-    if (!st->sql || (st->nparams > 0 && (!st->vals || !st->lens || !st->fmts))) {
+    if (!st->sql || (st->nparams > 0 && (!st->vals || !st->lens || !st->fmts || !st->types))) {
         gg_db_finalize(st);
         return SQLITE_NOMEM;
     }
-    int rc = pg_prepare(st);
-    if (rc != SQLITE_OK) { gg_db_finalize(st); return rc; }
     *out = st;
     return SQLITE_OK;
 }
@@ -199,6 +205,7 @@ void gg_db_finalize(gg_db_stmt *st) {
     free(st->vals);
     free(st->lens);
     free(st->fmts);
+    free(st->types);
     free(st->sql);
     free(st);
 }
@@ -213,11 +220,12 @@ int gg_db_clear_bindings(gg_db_stmt *st) {
 }
 
 /* Keep a copy of len bytes as parameter idx (text: fmt 0, NUL-terminated; binary: 1). */
-static int pg_bind(gg_db_stmt *st, int idx, const void *data, size_t len, int fmt) {
+static int pg_bind(gg_db_stmt *st, int idx, const void *data, size_t len, int fmt, Oid type) {
     if (idx < 1 || idx > st->nparams) return SQLITE_RANGE;
     free(st->vals[idx - 1]);
     st->vals[idx - 1] = NULL;
     if (!data) return SQLITE_OK;
+    if (!st->prepared) st->types[idx - 1] = type;
     char *v = malloc(len + 1);
     if (!v) return SQLITE_NOMEM;
     memcpy(v, data, len);
@@ -230,20 +238,20 @@ static int pg_bind(gg_db_stmt *st, int idx, const void *data, size_t len, int fm
 
 int gg_db_bind_text(gg_db_stmt *st, int idx, const char *text, int len, void (*del)(void *)) {
     if (st->lite) return sqlite3_bind_text(st->lite, idx, text, len, del);
-    if (!text) return pg_bind(st, idx, NULL, 0, 0);
-    return pg_bind(st, idx, text, len < 0 ? strlen(text) : (size_t)len, 0);
+    if (!text) return pg_bind(st, idx, NULL, 0, 0, 0);
+    return pg_bind(st, idx, text, len < 0 ? strlen(text) : (size_t)len, 0, OID_TEXT);
 }
 
 int gg_db_bind_blob(gg_db_stmt *st, int idx, const void *data, int len, void (*del)(void *)) {
     if (st->lite) return sqlite3_bind_blob(st->lite, idx, data, len, del);
-    return pg_bind(st, idx, data ? data : "", (size_t)len, 1);
+    return pg_bind(st, idx, data ? data : "", (size_t)len, 1, OID_BYTEA);
 }
 
 int gg_db_bind_int64(gg_db_stmt *st, int idx, long long v) {
     if (st->lite) return sqlite3_bind_int64(st->lite, idx, v);
     char tmp[24];
     int n = snprintf(tmp, sizeof tmp, "%lld", v);
-    return pg_bind(st, idx, tmp, (size_t)n, 0);
+    return pg_bind(st, idx, tmp, (size_t)n, 0, OID_INT8);
 }
 
 int gg_db_bind_int(gg_db_stmt *st, int idx, int v) {
@@ -255,12 +263,12 @@ int gg_db_bind_double(gg_db_stmt *st, int idx, double v) {
     if (st->lite) return sqlite3_bind_double(st->lite, idx, v);
     char tmp[40];
     int n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    return pg_bind(st, idx, tmp, (size_t)n, 0);
+    return pg_bind(st, idx, tmp, (size_t)n, 0, OID_FLOAT8);
 }
 
 int gg_db_bind_null(gg_db_stmt *st, int idx) {
     if (st->lite) return sqlite3_bind_null(st->lite, idx);
-    return pg_bind(st, idx, NULL, 0, 0);
+    return pg_bind(st, idx, NULL, 0, 0, 0);
 }
 
 int gg_db_step(gg_db_stmt *st) {

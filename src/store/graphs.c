@@ -18,7 +18,7 @@ void gg_graph_source_clear(gg_graph_source *g) {
 
 static const char SQL_GRAPH_UPSERT[] =
     "INSERT INTO graphs(tenant, name, created_at, updated_at)"
-    " SELECT ?1, ?2, ?3, ?3 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)"
+    " SELECT ?1, ?2, CAST(?3 AS INTEGER), CAST(?3 AS INTEGER) WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)"
     " ON CONFLICT(tenant, name) DO UPDATE SET updated_at = excluded.updated_at";
 static const char SQL_GRAPH_ID[] =
     "SELECT id, active_version FROM graphs WHERE tenant = ?1 AND name = ?2";
@@ -50,7 +50,7 @@ static const char SQL_TENANT_BYTES[] =
 /* Versions of graph ?1 older than the newest ?2 - 1 (room for the one being added), except
  * the active one (which a rollback may have made old). */
 static const char SQL_PRUNE_VERSIONS[] =
-    "DELETE FROM graph_versions WHERE graph_id = ?1 AND version <= ?2 - ?3"
+    "DELETE FROM graph_versions WHERE graph_id = ?1 AND version <= CAST(?2 AS INTEGER) - ?3"
     " AND version <> coalesce((SELECT active_version FROM graphs WHERE id = ?1), 0)";
 static const char SQL_ALL_ACTIVE[] =
     "SELECT g.tenant, g.name, v.version, v.source, v.format, v.content_hash, v.created_at, v.created_by"

@@ -130,14 +130,14 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
 #define EXEC_COLUMNS \
     "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error"
 #define EXEC_FILTERS \
-    " AND (?2 IS NULL OR graph = ?2) AND (?3 IS NULL OR tool = ?3) AND (?4 IS NULL OR status = ?4)" \
-    " AND started_at >= ?5 AND (?6 IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
+    " AND (CAST(?2 AS TEXT) IS NULL OR graph = ?2) AND (CAST(?3 AS TEXT) IS NULL OR tool = ?3) AND (CAST(?4 AS TEXT) IS NULL OR status = ?4)" \
+    " AND started_at >= ?5 AND (CAST(?6 AS INTEGER) IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
     " ORDER BY started_at DESC, id DESC LIMIT ?8"
 /* Two statements so the tenant one can walk the (tenant, started_at, id) index. */
 static const char SQL_LIST_TENANT[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE tenant = ?1" EXEC_FILTERS;
-static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE ?1 IS NULL" EXEC_FILTERS;
+static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE CAST(?1 AS TEXT) IS NULL" EXEC_FILTERS;
 static const char SQL_GET[] =
-    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)";
+    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = ?2)";
 
 static json_t *exec_row(gg_db_stmt *st) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s?,s:s,s:o,s:o}",

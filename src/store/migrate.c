@@ -116,7 +116,7 @@ static bool load_dir(const char *dir, migration_set *out, gg_error *err) {
         memset(m, 0, sizeof *m);
         m->version = v;
         snprintf(m->file, sizeof m->file, "%s", name);
-        char path[4096];
+        char path[4096 + 512]; /* dir (up to 4096, see run) + name (< 256) */
         snprintf(path, sizeof path, "%s/%s", dir, name);
         size_t len = 0;
         m->sql = read_file(path, &len, err);
@@ -145,7 +145,7 @@ static bool load_dir(const char *dir, migration_set *out, gg_error *err) {
 static const char SQL_CREATE_TABLE[] =
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
     " version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL,"
-    " applied_at INTEGER NOT NULL)";
+    " applied_at BIGINT NOT NULL)"; /* BIGINT: milliseconds (PostgreSQL's INTEGER is 32-bit) */
 static const char SQL_APPLIED[] = "SELECT version, name, checksum FROM schema_migrations ORDER BY version";
 static const char SQL_ONE[] = "SELECT checksum FROM schema_migrations WHERE version = ?1";
 static const char SQL_RECORD[] =
@@ -227,6 +227,12 @@ fail:
 static bool run(gg_store *s, const char *dir, bool apply, int *applied, gg_error *err) {
     if (applied) *applied = 0;
     if (!dir || !*dir) { gg_error_set(err, "migration", "no migrations directory"); return false; }
+    /* PostgreSQL's migrations are the files of dir/postgres, numbered like SQLite's. */
+    char pgdir[4096];
+    if (gg_store_is_postgres(s)) {
+        snprintf(pgdir, sizeof pgdir, "%s/postgres", dir);
+        dir = pgdir;
+    }
     migration_set m = {0};
     if (!load_dir(dir, &m, err)) return false;
     gg_store_conn *c = gg_store_conn_acquire(s, err);

@@ -285,7 +285,9 @@ void gg_store_conn_release(gg_store *s, gg_store_conn *c) {
      * connection on: an unreset SELECT would pin an old WAL snapshot. */
     for (int i = 0; i < c->n_cached; i++)
         if (gg_db_busy(c->cache[i].stmt)) gg_db_reset(c->cache[i].stmt);
-    if (!sqlite3_get_autocommit(c->db)) gg_db_exec_quiet(c, "ROLLBACK");
+    bool in_tx = c->pg ? PQtransactionStatus(c->pg) == PQTRANS_INTRANS || PQtransactionStatus(c->pg) == PQTRANS_INERROR
+                       : !sqlite3_get_autocommit(c->db);
+    if (in_tx) gg_db_exec_quiet(c, "ROLLBACK");
     pthread_mutex_lock(&s->lock);
     c->next_free = s->free_list;
     s->free_list = c;
@@ -450,7 +452,7 @@ static const char SQL_AUDIT_INSERT[] =
     "INSERT INTO audit_log(ts, actor, tenant, action, target, details) VALUES (?1,?2,?3,?4,?5,?6)";
 static const char SQL_AUDIT_LIST[] =
     "SELECT id, ts, actor, tenant, action, target, details FROM audit_log"
-    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR tenant = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
 
 bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
                            const char *action, const char *target, json_t *details,

@@ -29,7 +29,18 @@ static const char SQL_SEARCH[] =
     "SELECT node_type, subtype, description, "
     "snippet(node_specs_fts, -1, '[', ']', '…', 14), "
     "bm25(node_specs_fts, 2.0, 8.0, 3.0, 4.0, 1.0) AS rank "
-    "FROM node_specs_fts WHERE node_specs_fts MATCH ?1 AND (?2 IS NULL OR node_type = ?2) "
+    "FROM node_specs_fts WHERE node_specs_fts MATCH ?1 AND (CAST(?2 AS TEXT) IS NULL OR node_type = ?2) "
+    "ORDER BY rank, subtype LIMIT ?3";
+/* PostgreSQL: the same columns from its own text search (see migrations/postgres/0001):
+ * websearch_to_tsquery reads what a user types (words, "phrases", -exclusions, OR) without
+ * syntax errors; ts_rank with the A-D weights of the tsvector stands in for bm25, negated
+ * so that smaller is better as with bm25. */
+static const char SQL_SEARCH_PG[] =
+    "SELECT node_type, subtype, description, "
+    "ts_headline('english', coalesce(description, '') || ' ' || coalesce(tags, ''), q, "
+    "'StartSel=[, StopSel=], MaxWords=14, MinWords=4, FragmentDelimiter=…'), "
+    "-ts_rank('{0.1, 0.3, 0.6, 1.0}', tsv, q) AS rank "
+    "FROM node_specs_fts, websearch_to_tsquery('english', ?1) AS q WHERE tsv @@ q AND (CAST(?2 AS TEXT) IS NULL OR node_type = ?2) "
     "ORDER BY rank, subtype LIMIT ?3";
 static const char SQL_VERSIONS[] =
     "SELECT version, checksum, source_path, loaded_at, id IN (SELECT rowid FROM node_specs_fts) "
@@ -177,7 +188,7 @@ json_t *gg_store_specs_search(gg_store *s, const char *match, const char *node_t
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *out = json_array();
-    gg_db_stmt *st = out ? gg_store_conn_stmt(c, SQL_SEARCH, err) : NULL;
+    gg_db_stmt *st = out ? gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_SEARCH_PG : SQL_SEARCH, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
         gg_store_bind_text(st, 1, match);
@@ -193,7 +204,7 @@ json_t *gg_store_specs_search(gg_store *s, const char *match, const char *node_t
             }
         }
         if (rc != SQLITE_DONE) {
-            const char *msg = sqlite3_errmsg(c->db);
+            const char *msg = c->pg ? c->errmsg : sqlite3_errmsg(c->db);
             if (rc == SQLITE_ERROR && msg && (strstr(msg, "fts5") || strstr(msg, "syntax")))
                 gg_error_set(err, "invalid", "search query not understood: %s", msg);
             else

@@ -105,14 +105,14 @@ json_t *gg_store_tenants_list(gg_store *s, gg_error *err) {
 
 static const char SQL_KEY_INSERT[] =
     "INSERT INTO api_keys(id, tenant, name, hash, scopes, created_at)"
-    " SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)";
+    " SELECT ?1, ?2, ?3, CAST(?4 AS BLOB), ?5, CAST(?6 AS INTEGER) WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)";
 static const char SQL_KEY_GET[] =
     "SELECT id, tenant, scopes, hash, revoked_at, created_at, last_used_at FROM api_keys WHERE id = ?1";
 static const char SQL_KEY_LIST[] =
     "SELECT id, tenant, name, scopes, created_at, last_used_at, revoked_at FROM api_keys"
-    " WHERE (?1 IS NULL OR tenant = ?1) ORDER BY tenant, created_at, id";
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR tenant = ?1) ORDER BY tenant, created_at, id";
 static const char SQL_KEY_REVOKE[] =
-    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 AND (?3 IS NULL OR tenant = ?3)";
+    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 AND (CAST(?3 AS TEXT) IS NULL OR tenant = ?3)";
 static const char SQL_KEY_TOUCH[] =
     "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)";
 

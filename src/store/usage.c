@@ -40,7 +40,8 @@ static const char SQL_SET_MARK[] = "UPDATE history_usage_mark SET counted = ?1 W
 static const char SQL_HISTORY_USAGE[] =
     "SELECT rows, bytes, dropped, dropped_bytes FROM history_usage WHERE tenant = ?1";
 static const char SQL_OVER_QUOTA[] =
-    "SELECT tenant FROM history_usage WHERE (?1 > 0 AND rows > ?1) OR (?2 > 0 AND bytes > ?2) LIMIT ?3";
+    "SELECT tenant FROM history_usage WHERE (CAST(?1 AS INTEGER) > 0 AND rows > ?1) OR (CAST(?2 AS INTEGER) > 0 AND bytes > ?2)"
+    " LIMIT ?3";
 static const char SQL_DELETE_OLDEST[] =
     "DELETE FROM executions WHERE rowid IN"
     " (SELECT rowid FROM executions WHERE tenant = ?1 ORDER BY started_at LIMIT ?2)";
