@@ -124,6 +124,8 @@ typedef struct gg_config {
     char *migrations_dir;         /* database.migrations_dir: NULL = search */
     int db_pool_size;             /* database.pool_size: 4 */
     int busy_timeout_ms;          /* database.busy_timeout: 5s */
+    char *db_url;                 /* database.url: postgres://… selects PostgreSQL; NULL = SQLite */
+    int statement_timeout_ms;     /* database.statement_timeout (PostgreSQL): 30s */
     /* logging */
     gg_log_level log_level;       /* log.level: debug|info|warn|error, default info */
     char *log_file;               /* log.file: NULL = stderr */

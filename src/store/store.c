@@ -332,7 +332,7 @@ gg_db_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err)
  * transaction holding one advisory lock until it ends; PRAGMAs are SQLite's alone. */
 static bool pg_exec(gg_store_conn *c, const char *sql, gg_error *err) {
     if (strncmp(sql, "PRAGMA", 6) == 0) return true;
-    if (PQtransactionStatus(c->pg) == PQTRANS_IDLE && !gg_store_conn_ensure(c, err)) return false;
+    if (PQstatus(c->pg) != CONNECTION_OK && !gg_store_conn_ensure(c, err)) return false;
     if (strcmp(sql, "BEGIN IMMEDIATE") == 0) sql = "BEGIN; SELECT pg_advisory_xact_lock(7347246)";
     PGresult *r = PQexec(c->pg, sql);
     ExecStatusType st = PQresultStatus(r);
@@ -340,6 +340,7 @@ static bool pg_exec(gg_store_conn *c, const char *sql, gg_error *err) {
     if (!ok) {
         const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         const char *m = PQresultErrorMessage(r);
+        if (!m || !*m) m = PQerrorMessage(c->pg); /* no result: the connection went away */
         gg_error_set(err, state && strncmp(state, "23", 2) == 0 ? "conflict" : "db", "PostgreSQL: %.*s",
                      (int)strcspn(m ? m : "", "\n"), m && *m ? m : "error");
     }
