@@ -107,7 +107,10 @@ CREATE TABLE executions (
     duration_ms DOUBLE PRECISION,
     arguments   TEXT,
     result      TEXT,
-    error       TEXT
+    error       TEXT,
+    -- the replica that ran it (history.replica_id, set per writer session): at start a
+    -- replica marks only its own runs still 'running' as interrupted
+    replica     TEXT DEFAULT current_setting('graphgate.replica', true)
 );
 CREATE INDEX executions_tenant_started ON executions(tenant, started_at DESC, id DESC);
 CREATE INDEX executions_tenant_graph ON executions(tenant, graph, started_at DESC);

@@ -1110,6 +1110,11 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
         free(h);
         return NULL;
     }
+    if (!gg_store_conn_set_replica(h->conn, h->opt.replica_id, err)) {
+        gg_store_conn_close(h->conn);
+        free(h);
+        return NULL;
+    }
     if (h->opt.mark_interrupted) {
         long long n = gg_store_executions_mark_interrupted_conn(h->conn, err);
         if (n < 0) { gg_store_conn_close(h->conn); free(h); return NULL; }

@@ -11,6 +11,12 @@ static const char SQL_MARK_INTERRUPTED[] =
     " duration_ms = max(0, ?1 - started_at),"
     " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
     " WHERE status = 'running'";
+/* PostgreSQL: replicas share the table; a replica marks only the runs it recorded itself. */
+static const char SQL_MARK_INTERRUPTED_PG[] =
+    "UPDATE executions SET status = 'interrupted', finished_at = ?1,"
+    " duration_ms = max(0, ?1 - started_at),"
+    " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
+    " WHERE status = 'running' AND replica IS NOT DISTINCT FROM current_setting('graphgate.replica', true)";
 /* Retention deletes in slices, which keeps each write transaction short, so request-path
  * readers and the CLI are never held up by a big purge. Since 0003 there is no index on
  * started_at alone (it cost every run an insert): the age cut walks each tenant's range
@@ -27,7 +33,7 @@ static const char SQL_PRUNE_COUNT[] =
     " (SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000)";
 
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_MARK_INTERRUPTED, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_MARK_INTERRUPTED_PG : SQL_MARK_INTERRUPTED, err);
     if (!st) return -1;
     gg_db_bind_int64(st, 1, gg_wall_ms());
     int rc = gg_db_step(st);

@@ -43,9 +43,25 @@ static bool pg_setup(gg_store_conn *c, gg_error *err) {
              c->store->statement_timeout_ms, c->store->busy_timeout_ms);
     PGresult *r = PQexec(c->pg, sql);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    if (!ok) gg_error_set(err, "db", "PostgreSQL: %s", PQerrorMessage(c->pg));
     PQclear(r);
+    if (ok && c->replica[0]) { /* the executions.replica default of this session's rows */
+        const char *v[1] = {c->replica};
+        r = PQexecParams(c->pg, "SELECT set_config('graphgate.replica', $1, false)", 1, NULL, v, NULL, NULL, 0);
+        ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+    }
+    if (!ok) gg_error_set(err, "db", "PostgreSQL: %s", PQerrorMessage(c->pg));
     return ok;
+}
+
+bool gg_store_conn_set_replica(gg_store_conn *c, const char *replica, gg_error *err) {
+    if (!c->pg || !replica || !*replica) return true;
+    if (strlen(replica) >= sizeof c->replica) {
+        gg_error_set(err, "invalid", "replica id longer than %zu bytes", sizeof c->replica - 1);
+        return false;
+    }
+    snprintf(c->replica, sizeof c->replica, "%s", replica);
+    return pg_setup(c, err);
 }
 
 static gg_store_conn *pg_open(gg_store *s, gg_store_conn *c, gg_error *err) {

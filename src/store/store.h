@@ -280,6 +280,9 @@ typedef struct gg_history_options {
     size_t max_payload_bytes;   /* larger arguments/result/input/output are stored as
                                  * {"truncated":true,"bytes":N}; 0 = 65536 */
     bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
+    const char *replica_id;     /* PostgreSQL (replicas share the database): recorded with each
+                                 * run, and mark_interrupted touches only this replica's runs;
+                                 * up to 63 bytes; ignored on SQLite (one process, every run) */
     /* A run's node records given as structs or a history array (not as text, which the
      * caller bounds): past this many records or bytes the rest is left out and the text
      * ends with {"truncated":true,"dropped":N,"kept":K}; 0 = no bound. */

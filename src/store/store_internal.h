@@ -26,6 +26,7 @@ struct gg_store_conn {
     unsigned n_named;     /* PostgreSQL: names of server-side prepared statements */
     int changes;          /* PostgreSQL: rows of the last statement */
     char errmsg[512];     /* PostgreSQL: the last error */
+    char replica[64];     /* PostgreSQL: graphgate.replica for this session ("" = none) */
     struct {
         const char *sql; /* identity: the address of a static SQL string */
         gg_db_stmt *stmt;
@@ -69,6 +70,9 @@ void gg_store_conn_close(gg_store_conn *c);
 /* PostgreSQL: reconnect a connection the server dropped (with the store's backoff);
  * true at once on SQLite or a live connection. */
 bool gg_store_conn_ensure(gg_store_conn *c, gg_error *err);
+/* PostgreSQL: the replica id this connection records with the runs it writes (kept across
+ * reconnects); no-op on SQLite or for NULL/"". */
+bool gg_store_conn_set_replica(gg_store_conn *c, const char *replica, gg_error *err);
 
 /* Bind a possibly-NULL text. */
 int gg_store_bind_text(gg_db_stmt *st, int idx, const char *text);

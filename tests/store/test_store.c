@@ -1145,6 +1145,39 @@ START_TEST(history_concurrent_submitters) {
 }
 END_TEST
 
+/* PostgreSQL: replicas share executions; one starting marks only its own runs interrupted. */
+START_TEST(history_interrupted_per_replica) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options oa = {.replica_id = "replica-a"}, ob = {.replica_id = "replica-b"};
+    gg_history *a = gg_history_start(s, &oa, &err), *b = gg_history_start(s, &ob, &err);
+    ck_assert(a && b);
+    gg_exec_record *ra = make_run("acme", "g", "t", GG_EXEC_RUNNING), *rb = make_run("acme", "g", "t", GG_EXEC_RUNNING);
+    char ida[33], idb[33];
+    memcpy(ida, ra->id, sizeof ida);
+    memcpy(idb, rb->id, sizeof idb);
+    ck_assert(gg_history_submit(a, ra));
+    ck_assert(gg_history_submit(b, rb));
+    gg_history_flush(a);
+    gg_history_flush(b);
+    gg_history_stop(a); /* replica a "crashes" and comes back; b keeps running its run */
+    oa.mark_interrupted = true;
+    a = gg_history_start(s, &oa, &err);
+    ck_assert_ptr_nonnull(a);
+    json_t *ex = gg_store_execution_get(s, "acme", ida, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
+    json_decref(ex);
+    ex = gg_store_execution_get(s, "acme", idb, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "running");
+    json_decref(ex);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions WHERE replica = 'replica-b'"), 1);
+    gg_history_stop(a);
+    gg_history_stop(b);
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -1168,6 +1201,7 @@ int main(void) {
     tcase_add_test(tc, history_submit_then_refused);
     tcase_add_test(tc, history_big_batches_many_nodes_and_cascade);
     if (!pg_mode()) tcase_add_test(tc, migration_0003_keeps_node_rows);
+    if (pg_mode()) tcase_add_test(tc, history_interrupted_per_replica); /* replica ids: PostgreSQL only */
     tcase_add_test(tc, history_node_paths_agree);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);
