@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
       libmicrohttpd-dev libjansson-dev libsqlite3-dev libyaml-dev libsodium-dev libpcre2-dev
       libcurl4-openssl-dev check wrk nginx-light
+      libpq-dev postgresql-15 postgresql-common # the PostgreSQL backend and its tests (pg_virtualenv)
       clang libclang-rt-14-dev # clang + libFuzzer: tests/fuzz/run.sh
       chromium) # chromium: the web console's browser test (tests/console/browser.sh)
 # Node may come from elsewhere (nodesource); only ask Debian for it when there is none.

@@ -18,6 +18,10 @@
  *     average batch and writer µs a run.
  *
  * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE]   (defaults 100000, 20000)
+ *
+ * With GG_BENCH_PG set (run inside pg_virtualenv: bench/history/run.sh --postgres), the
+ * writer and group-commit figures are measured on PostgreSQL instead, each in a database of
+ * its own created with createdb (the SQLite-only reference and floor loops are left out).
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -142,11 +146,21 @@ static int make_tmpdir(char *dir, size_t size) {
     return mkdtemp(dir) ? 0 : -1;
 }
 
+static bool pg_mode(void) { return getenv("GG_BENCH_PG") && *getenv("GG_BENCH_PG"); }
+
 static gg_store *open_db(const char *dir, const char *name, const char *migrations) {
-    char path[4200];
+    char path[4200], url[160] = "";
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (pg_mode()) { /* writer-fast.db → database bench_writer_fast */
+        char db[64], cmd[200];
+        snprintf(db, sizeof db, "bench_%.*s", (int)(strcspn(name, ".") < 40 ? strcspn(name, ".") : 40), name);
+        for (char *p = db; *p; p++) if (*p == '-') *p = '_';
+        snprintf(cmd, sizeof cmd, "dropdb --if-exists %s && createdb %s", db, db);
+        if (system(cmd) != 0) { fprintf(stderr, "bench_history: %s failed\n", cmd); return NULL; }
+        snprintf(url, sizeof url, "postgresql:///%s", db);
+    }
     gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {path, 0, 0};
+    gg_store_options o = {.path = path, .url = url[0] ? url : NULL};
     gg_store *s = gg_store_open(&o, &err);
     if (!s || !gg_store_migrate(s, migrations, NULL, &err) || !gg_store_tenant_create(s, "bench", &err)) {
         fprintf(stderr, "bench_history: %s: %s\n", path, err.message);
@@ -479,6 +493,21 @@ int main(int argc, char **argv) {
     char dir[4096];
     if (make_tmpdir(dir, sizeof dir) != 0) { perror("mkdtemp"); return 1; }
     figures nodes, fast, text, pos;
+    if (pg_mode()) {
+        gc_figures gc1, gc64;
+        bool pok = run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast) &&
+                   run_group_commit(dir, mig, 1, 2.0, &gc1) && run_group_commit(dir, mig, 64, 3.0, &gc64);
+        rm_tree(dir);
+        if (!pok) return 1;
+        printf("PostgreSQL: %ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
+        print("writer, fast path (history array)", &fast, fast.writer_us);
+        const gc_figures *g[2] = {&gc1, &gc64};
+        const char *names[2] = {"   1 waiter", "  64 waiters"};
+        for (int i = 0; i < 2; i++)
+            printf("%-34s %8.0f runs/s   commit latency p50 %6.2f ms  p99 %6.2f ms   batch %6.1f   writer %6.2f us/run\n",
+                   names[i], g[i]->rps, g[i]->p50, g[i]->p99, g[i]->avg_batch, g[i]->writer_us);
+        return fast.dropped ? 1 : 0;
+    }
     bool ok = run_writer(dir, "writer-nodes.db", mig, runs, rate, PATH_NODES, &nodes) &&
               run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast) &&
               run_writer(dir, "writer-text.db", mig, runs, rate, PATH_TEXT, &text) &&

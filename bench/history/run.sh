@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Execution-history benchmark: CPU a recorded run costs on the submitting thread and in the
 # history writer, against a bare INSERT loop of the 0002 layout in the same invocation.
-# usage: bench/history/run.sh [BUILDDIR] [RUNS] [RATE runs/s]
+# usage: bench/history/run.sh [--postgres] [BUILDDIR] [RUNS] [RATE runs/s]
+# --postgres: the writer and group-commit figures on a throwaway PostgreSQL cluster
+# (pg_virtualenv, fsync on as a server would run) instead of SQLite.
 set -euo pipefail
+pg=""
+if [ "${1:-}" = --postgres ]; then pg=1; shift; fi
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
 runs=${2:-100000}
 rate=${3:-20000}
 make -s -C "$build" bench/history/bench_history >/dev/null
+if [ -n "$pg" ]; then
+  exec pg_virtualenv env GG_BENCH_PG=1 "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"
+fi
 exec "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"

@@ -124,6 +124,8 @@ typedef struct gg_config {
     char *migrations_dir;         /* database.migrations_dir: NULL = search */
     int db_pool_size;             /* database.pool_size: 4 */
     int busy_timeout_ms;          /* database.busy_timeout: 5s */
+    char *db_url;                 /* database.url: postgres://… selects PostgreSQL; NULL = SQLite */
+    int statement_timeout_ms;     /* database.statement_timeout (PostgreSQL): 30s */
     /* logging */
     gg_log_level log_level;       /* log.level: debug|info|warn|error, default info */
     char *log_file;               /* log.file: NULL = stderr */
@@ -158,6 +160,7 @@ typedef struct gg_config {
     size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
                                    * written (disk full...); past it calls are refused; 256MiB */
     bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
+    char *history_replica_id;     /* history.replica_id: NULL = the host name */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
     long long history_max_run_records; /* history.max_run_records: 10000 node records a run */
     size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */

@@ -26,8 +26,8 @@ static gg_store *open_store(const gg_config *c, const char *cmd, bool create, in
         *exit_code = GG_EXIT_FAIL;
         return NULL;
     }
-    gg_store_options o = {.path = c->db_path, .pool_size = 2, .busy_timeout_ms = c->busy_timeout_ms,
-                          .must_exist = !create};
+    gg_store_options o = {.path = c->db_path, .url = c->db_url, .statement_timeout_ms = c->statement_timeout_ms,
+                          .pool_size = 2, .busy_timeout_ms = c->busy_timeout_ms, .must_exist = !create};
     gg_store *s = gg_store_open(&o, &err);
     if (s && !gg_store_migrate(s, dir, NULL, &err)) {
         gg_store_close(s);
@@ -57,6 +57,7 @@ static void usage(FILE *f) {
             "Apply pending database migrations (serve also does this at start).\n"
             "\n"
             "  --db PATH          database file (default from the configuration: ./var/graphgate.db)\n"
+            "  --database-url URL PostgreSQL instead of the file (postgres://…; migrations/postgres)\n"
             "  --config FILE      configuration file (or $GRAPHGATE_CONFIG)\n"
             "  --migrations DIR   migrations directory (default: found next to the binary or installed)\n"
             "  --check            only verify: exit 1 if migrations are pending, changed or missing\n");
@@ -91,16 +92,17 @@ int gg_cmd_migrate(int argc, char **argv) {
     int applied = 0;
     rc = GG_EXIT_FAIL;
     if (!gg_config_find_data_dir(c.migrations_dir, "migrations", dir, sizeof dir, &err)) goto out;
-    gg_store_options o = {.path = c.db_path, .pool_size = 2, .busy_timeout_ms = c.busy_timeout_ms};
+    gg_store_options o = {.path = c.db_path, .url = c.db_url, .statement_timeout_ms = c.statement_timeout_ms,
+                          .pool_size = 2, .busy_timeout_ms = c.busy_timeout_ms};
     if (!(s = gg_store_open(&o, &err))) goto out;
     if (check) {
         if (!gg_store_migrations_verify(s, dir, &err)) goto out;
-        printf("%s: schema is current (migration %04d)\n", c.db_path, gg_store_schema_version(s, &err));
+        printf("%s: schema is current (migration %04d)\n", gg_store_path(s), gg_store_schema_version(s, &err));
         rc = GG_EXIT_OK;
         goto out;
     }
     if (!gg_store_migrate(s, dir, &applied, &err)) goto out;
-    printf("%s: %d migration(s) applied, schema at %04d\n", c.db_path, applied, gg_store_schema_version(s, &err));
+    printf("%s: %d migration(s) applied, schema at %04d\n", gg_store_path(s), applied, gg_store_schema_version(s, &err));
     rc = GG_EXIT_OK;
 out:
     if (gg_error_is_set(&err) && rc != GG_EXIT_OK) print_err("migrate", &err);

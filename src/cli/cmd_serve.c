@@ -37,6 +37,7 @@ static void serve_usage(FILE *f) {
             "  --listen ADDR:PORT         public listener (default 127.0.0.1:8080; port 0 = any free port)\n"
             "  --internal-listen ADDR:PORT  internal listener, no auth (default 127.0.0.1:8081; \"\" = off)\n"
             "  --db PATH                  SQLite database (default ./var/graphgate.db); migrated on start\n"
+            "  --database-url URL         PostgreSQL instead (postgres://user:pass@host/db?sslmode=...)\n"
             "  --migrations DIR           migrations directory (default: found automatically)\n"
             "  --workers N                tool-call worker threads (default 2 x cores)\n\n"
             "Flags override GRAPHGATE_* environment variables, which override the file.\n"
@@ -157,8 +158,8 @@ static void print_url(const char *label, const char *addr, unsigned port) {
 static gg_store *open_store(const gg_config *cfg, gg_error *err) {
     char dir[4096];
     if (!gg_config_find_data_dir(cfg->migrations_dir, "migrations", dir, sizeof dir, err)) return NULL;
-    gg_store_options o = {.path = cfg->db_path, .pool_size = cfg->db_pool_size,
-                          .busy_timeout_ms = cfg->busy_timeout_ms};
+    gg_store_options o = {.path = cfg->db_path, .url = cfg->db_url, .statement_timeout_ms = cfg->statement_timeout_ms,
+                          .pool_size = cfg->db_pool_size, .busy_timeout_ms = cfg->busy_timeout_ms};
     gg_store *s = gg_store_open(&o, err);
     if (s && !gg_store_migrate(s, dir, NULL, err)) {
         gg_store_close(s);

@@ -49,6 +49,8 @@ static const key_def keys[] = {
     {"database.migrations_dir", T_STR, F(migrations_dir), 0, 0, false},
     {"database.pool_size", T_INT, F(db_pool_size), 2, 64, false},
     {"database.busy_timeout", T_DUR_I, F(busy_timeout_ms), 1, 600000, false},
+    {"database.url", T_STR, F(db_url), 0, 0, true},
+    {"database.statement_timeout", T_DUR_I, F(statement_timeout_ms), 1, 3600000, false},
     {"log.level", T_LEVEL, F(log_level), 0, 0, false},
     {"log.file", T_STR, F(log_file), 0, 0, false},
     {"log.access", T_BOOL, F(access_log), 0, 0, false},
@@ -72,6 +74,7 @@ static const key_def keys[] = {
     {"history.durability", T_STR, F(history_durability), 0, 0, false},
     {"history.commit_window", T_DUR_I, F(history_commit_window_ms), 0, 1000, false},
     {"history.fsync", T_BOOL, F(history_fsync), 0, 0, false},
+    {"history.replica_id", T_STR, F(history_replica_id), 0, 0, false},
     {"history.backlog_max", T_SIZE, F(history_backlog_max), 1024.0 * 1024, 64.0 * 1024 * 1024 * 1024, false},
     {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
     {"history.max_run_records", T_LL, F(history_max_run_records), 1, 1e9, false},
@@ -160,6 +163,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->inline_budget_ms = 2;
     c->db_pool_size = 4;
     c->busy_timeout_ms = 5000;
+    c->statement_timeout_ms = 30000;
     c->log_level = GG_LOG_INFO;
     c->access_log = true;
     c->session_ttl_ms = 24LL * 3600 * 1000;
@@ -581,6 +585,11 @@ bool gg_config_validate(const gg_config *c, gg_error *err) {
                      "(set internal_listen_public: true to bind it there anyway)", c->internal_listen);
         return false;
     }
+    if (c->db_url && *c->db_url && strncmp(c->db_url, "postgres://", 11) != 0 &&
+        strncmp(c->db_url, "postgresql://", 13) != 0) {
+        gg_error_set(err, "invalid_config", "database.url must start with postgres:// or postgresql://");
+        return false;
+    }
     if (!c->db_path || !*c->db_path) {
         gg_error_set(err, "invalid_config", "database.path must not be empty");
         return false;
@@ -739,7 +748,7 @@ static int take_opt(int argc, char **argv, int *i, const char *name, const char 
 
 int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, char **rest,
                        int *n_rest) {
-    const char *config = NULL, *db = NULL, *migrations = NULL;
+    const char *config = NULL, *db = NULL, *migrations = NULL, *db_url = NULL;
     int nr = 0;
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
@@ -748,10 +757,10 @@ int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, cha
             while (i < argc) rest[nr++] = argv[i++];
             break;
         }
-        static const char *const names[] = {"--config", "--db", "--migrations"};
-        const char **slots[] = {&config, &db, &migrations};
+        static const char *const names[] = {"--config", "--db", "--migrations", "--database-url"};
+        const char **slots[] = {&config, &db, &migrations, &db_url};
         bool taken = false;
-        for (int k = 0; i > 0 && k < 3 && !taken; k++) {
+        for (int k = 0; i > 0 && k < 4 && !taken; k++) {
             const char *opt = argv[i];
             if ((r = take_opt(argc, argv, &i, names[k], &v)) < 0) {
                 fprintf(stderr, "graphgate %s: %s needs a value\n", cmd, opt);
@@ -767,6 +776,7 @@ int gg_cli_load_config(gg_config *c, int argc, char **argv, const char *cmd, cha
     bool ok = gg_config_load(c, config, &err);
     if (ok && db) ok = gg_config_set(c, "database.path", db, &err);
     if (ok && migrations) ok = gg_config_set(c, "database.migrations_dir", migrations, &err);
+    if (ok && db_url) ok = gg_config_set(c, "database.url", db_url, &err);
     if (ok) ok = gg_config_validate(c, &err);
     if (!ok) {
         char buf[1024];

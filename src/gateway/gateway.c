@@ -451,6 +451,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                              .max_count = cfg->history_max_count, .max_payload_bytes = cfg->history_max_payload,
                              .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms > 0 ? cfg->history_commit_window_ms : -1,
                              .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync};
+    /* Replicas sharing a PostgreSQL database: each marks only its own interrupted runs. */
+    char host[64] = "";
+    if (!cfg->history_replica_id || !*cfg->history_replica_id) gethostname(host, sizeof host - 1);
+    ho.replica_id = cfg->history_replica_id && *cfg->history_replica_id ? cfg->history_replica_id : host;
     ho.max_run_nodes = (size_t)cfg->history_max_run_records;
     ho.max_run_node_bytes = cfg->history_max_run_bytes;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;

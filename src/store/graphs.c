@@ -18,7 +18,7 @@ void gg_graph_source_clear(gg_graph_source *g) {
 
 static const char SQL_GRAPH_UPSERT[] =
     "INSERT INTO graphs(tenant, name, created_at, updated_at)"
-    " SELECT ?1, ?2, ?3, ?3 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)"
+    " SELECT ?1, ?2, CAST(?3 AS INTEGER), CAST(?3 AS INTEGER) WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)"
     " ON CONFLICT(tenant, name) DO UPDATE SET updated_at = excluded.updated_at";
 static const char SQL_GRAPH_ID[] =
     "SELECT id, active_version FROM graphs WHERE tenant = ?1 AND name = ?2";
@@ -50,7 +50,7 @@ static const char SQL_TENANT_BYTES[] =
 /* Versions of graph ?1 older than the newest ?2 - 1 (room for the one being added), except
  * the active one (which a rollback may have made old). */
 static const char SQL_PRUNE_VERSIONS[] =
-    "DELETE FROM graph_versions WHERE graph_id = ?1 AND version <= ?2 - ?3"
+    "DELETE FROM graph_versions WHERE graph_id = ?1 AND version <= CAST(?2 AS INTEGER) - ?3"
     " AND version <> coalesce((SELECT active_version FROM graphs WHERE id = ?1), 0)";
 static const char SQL_ALL_ACTIVE[] =
     "SELECT g.tenant, g.name, v.version, v.source, v.format, v.content_hash, v.created_at, v.created_by"
@@ -64,37 +64,37 @@ static const char SQL_ALL_ACTIVE_VERSIONS[] =
 
 /* Look up the graph's row id (0 + "not_found" when absent). */
 static long long graph_id(gg_store_conn *c, const char *tenant, const char *name, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_ID, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_ID, err);
     if (!st) return 0;
-    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    long long id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    int rc = gg_db_step(st);
+    long long id = rc == SQLITE_ROW ? gg_db_column_int64(st, 0) : 0;
+    gg_db_reset(st);
     if (rc == SQLITE_DONE) gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name);
     else if (rc != SQLITE_ROW) gg_store_set_db_error(c, err, "graph");
     return id;
 }
 
 static bool set_active(gg_store_conn *c, long long gid, int version, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SET_ACTIVE, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_SET_ACTIVE, err);
     if (!st) return false;
-    sqlite3_bind_int64(st, 1, gid);
-    sqlite3_bind_int(st, 2, version);
-    sqlite3_bind_int64(st, 3, gg_wall_ms());
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    gg_db_bind_int64(st, 1, gid);
+    gg_db_bind_int(st, 2, version);
+    gg_db_bind_int64(st, 3, gg_wall_ms());
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return false; }
     return gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
 }
 
 /* One number from a query bound to the tenant (-1 + err on failure). */
 static long long tenant_number(gg_store_conn *c, const char *sql, const char *tenant, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, sql, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_reset(st);
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    long long v = gg_db_step(st) == SQLITE_ROW ? gg_db_column_int64(st, 0) : -1;
+    gg_db_reset(st);
     if (v < 0) gg_store_set_db_error(c, err, "graph usage");
     return v;
 }
@@ -120,13 +120,13 @@ static bool quota_bytes(gg_store_conn *c, const char *tenant, long long gid, int
                         const gg_graph_quota *q, gg_error *err) {
     if (!q) return true;
     if (q->max_versions > 0) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_PRUNE_VERSIONS, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_PRUNE_VERSIONS, err);
         if (!st) return false;
-        sqlite3_bind_int64(st, 1, gid);
-        sqlite3_bind_int(st, 2, version);
-        sqlite3_bind_int(st, 3, q->max_versions);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        gg_db_bind_int64(st, 1, gid);
+        gg_db_bind_int(st, 2, version);
+        gg_db_bind_int(st, 3, q->max_versions);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); return false; }
     }
     if (q->max_tenant_bytes <= 0) return true;
@@ -161,37 +161,37 @@ bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name,
     long long now = gg_wall_ms(), gid = 0;
     int version = 0;
     if (ok) ok = quota_count(c, tenant, name, q, err);
-    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err) : NULL;
+    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err) : NULL;
     if (!st) ok = false;
     if (ok) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, now);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 3, now);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        else if (sqlite3_changes(c->db) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", tenant); ok = false; }
+        else if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", tenant); ok = false; }
     }
     if (ok) ok = (gid = graph_id(c, tenant, name, err)) != 0;
     if (ok && (st = gg_store_conn_stmt(c, SQL_NEXT_VERSION, err)) != NULL) {
-        sqlite3_bind_int64(st, 1, gid);
-        if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
+        gg_db_bind_int64(st, 1, gid);
+        if (gg_db_step(st) == SQLITE_ROW) version = gg_db_column_int(st, 0);
         else { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     } else {
         ok = false;
     }
     if (ok) ok = quota_bytes(c, tenant, gid, version, source_len, q, err);
     if (ok && (st = gg_store_conn_stmt(c, SQL_VERSION_INSERT, err)) != NULL) {
-        sqlite3_bind_int64(st, 1, gid);
-        sqlite3_bind_int(st, 2, version);
-        sqlite3_bind_text(st, 3, source, (int)source_len, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, format, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, now);
+        gg_db_bind_int64(st, 1, gid);
+        gg_db_bind_int(st, 2, version);
+        gg_db_bind_text(st, 3, source, (int)source_len, SQLITE_STATIC);
+        gg_db_bind_text(st, 4, format, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 5, hash, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 6, now);
         gg_store_bind_text(st, 7, created_by);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); ok = false; }
     } else {
         ok = false;
@@ -204,19 +204,19 @@ bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name,
 }
 
 /* Fill out from a SQL_GET_VERSION / SQL_ALL_ACTIVE row. */
-static bool row_to_source(sqlite3_stmt *st, gg_graph_source *out) {
+static bool row_to_source(gg_db_stmt *st, gg_graph_source *out) {
     bool oom = false;
     memset(out, 0, sizeof *out);
     out->tenant = gg_store_column_strdup(st, 0, &oom);
     out->name = gg_store_column_strdup(st, 1, &oom);
-    out->version = sqlite3_column_int(st, 2);
-    out->source_len = (size_t)sqlite3_column_bytes(st, 3);
+    out->version = gg_db_column_int(st, 2);
+    out->source_len = (size_t)gg_db_column_bytes(st, 3);
     out->source = gg_store_column_strdup(st, 3, &oom);
     if (!out->source && !oom) out->source = strdup("");
     if (!out->source) oom = true;
     out->format = gg_store_column_strdup(st, 4, &oom);
-    snprintf(out->content_hash, sizeof out->content_hash, "%s", (const char *)sqlite3_column_text(st, 5));
-    out->created_ms = sqlite3_column_int64(st, 6);
+    snprintf(out->content_hash, sizeof out->content_hash, "%s", (const char *)gg_db_column_text(st, 5));
+    out->created_ms = gg_db_column_int64(st, 6);
     out->created_by = gg_store_column_strdup(st, 7, &oom);
     if (oom) gg_graph_source_clear(out);
     return !oom;
@@ -227,12 +227,12 @@ static bool get_version(gg_store *s, const char *tenant, const char *name, int v
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GET_VERSION, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GET_VERSION, err);
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        if (version > 0) sqlite3_bind_int(st, 3, version);
-        int rc = sqlite3_step(st);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        if (version > 0) gg_db_bind_int(st, 3, version);
+        int rc = gg_db_step(st);
         if (rc == SQLITE_ROW) {
             ok = row_to_source(st, out);
             if (!ok) gg_error_set(err, "oom", "out of memory");
@@ -242,7 +242,7 @@ static bool get_version(gg_store *s, const char *tenant, const char *name, int v
         } else {
             gg_store_set_db_error(c, err, "graph");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;
@@ -263,20 +263,20 @@ json_t *gg_store_graphs_list(gg_store *s, const char *tenant, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array();
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_LIST, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, SQL_LIST, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *o = json_pack("{s:s,s:I,s:I,s:o,s:o}", "name", (const char *)sqlite3_column_text(st, 0),
-                                  "active_version", (json_int_t)sqlite3_column_int64(st, 1),
-                                  "versions", (json_int_t)sqlite3_column_int64(st, 2),
-                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 3)),
-                                  "updated_at", gg_store_time_json(sqlite3_column_int64(st, 4)));
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
+            json_t *o = json_pack("{s:s,s:I,s:I,s:o,s:o}", "name", (const char *)gg_db_column_text(st, 0),
+                                  "active_version", (json_int_t)gg_db_column_int64(st, 1),
+                                  "versions", (json_int_t)gg_db_column_int64(st, 2),
+                                  "created_at", gg_store_time_json(gg_db_column_int64(st, 3)),
+                                  "updated_at", gg_store_time_json(gg_db_column_int64(st, 4)));
             if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "graphs");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
@@ -287,22 +287,22 @@ json_t *gg_store_graph_versions(gg_store *s, const char *tenant, const char *nam
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array();
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *o = json_pack("{s:I,s:s,s:s,s:o,s:s?,s:b}", "version", (json_int_t)sqlite3_column_int64(st, 0),
-                                  "content_hash", (const char *)sqlite3_column_text(st, 1),
-                                  "format", (const char *)sqlite3_column_text(st, 2),
-                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 3)),
-                                  "created_by", (const char *)sqlite3_column_text(st, 4),
-                                  "active", sqlite3_column_int(st, 5) != 0);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
+            json_t *o = json_pack("{s:I,s:s,s:s,s:o,s:s?,s:b}", "version", (json_int_t)gg_db_column_int64(st, 0),
+                                  "content_hash", (const char *)gg_db_column_text(st, 1),
+                                  "format", (const char *)gg_db_column_text(st, 2),
+                                  "created_at", gg_store_time_json(gg_db_column_int64(st, 3)),
+                                  "created_by", (const char *)gg_db_column_text(st, 4),
+                                  "active", gg_db_column_int(st, 5) != 0);
             if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "graph versions");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
@@ -321,12 +321,12 @@ bool gg_store_graph_activate(gg_store *s, const char *tenant, const char *name, 
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
     long long gid = ok ? graph_id(c, tenant, name, err) : 0;
     ok = gid != 0;
-    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_VERSION_EXISTS, err) : NULL;
+    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_VERSION_EXISTS, err) : NULL;
     if (st) {
-        sqlite3_bind_int64(st, 1, gid);
-        sqlite3_bind_int(st, 2, version);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        gg_db_bind_int64(st, 1, gid);
+        gg_db_bind_int(st, 2, version);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc == SQLITE_DONE) { gg_error_set(err, "not_found", "graph '%s/%s' has no version %d", tenant, name, version); ok = false; }
         else if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graph"); ok = false; }
     } else {
@@ -342,15 +342,15 @@ bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_DELETE, err) : NULL;
+    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_DELETE, err) : NULL;
     ok = st != NULL;
     if (ok) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        else if (sqlite3_changes(c->db) == 0) { gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name); ok = false; }
+        else if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name); ok = false; }
     }
     if (ok) ok = gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
     if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
@@ -361,11 +361,11 @@ bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg
 bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_ALL_ACTIVE, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ALL_ACTIVE, err);
     int rc = SQLITE_ERROR;
     bool ok = st != NULL;
     if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             gg_graph_source g;
             if (!row_to_source(st, &g)) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
             bool go_on = fn(user, &g);
@@ -373,7 +373,7 @@ bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *use
             if (!go_on) break;
         }
         if (ok && rc != SQLITE_DONE && rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graphs"); ok = false; }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;

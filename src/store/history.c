@@ -529,7 +529,7 @@ struct gg_history {
     unsigned char rnd[ID_RANDOM_POOL];
     size_t rnd_used;              /* bytes of rnd handed out (all at start) */
     gg_store_conn *conn;          /* the writer's own connection */
-    sqlite3_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
+    gg_db_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
     const char **finals;          /* the writer's per-batch set of ids with a final state */
     size_t finals_cap;
     gg_history_options opt;
@@ -656,7 +656,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
     " nodes = excluded.nodes WHERE executions.status = 'running'"
 
 /* The upsert of ROWS_MAX >> k rows (a final state never goes back to running). */
-static sqlite3_stmt *row_stmt(gg_history *h, int k, gg_error *err) {
+static gg_db_stmt *row_stmt(gg_history *h, int k, gg_error *err) {
     if (h->row_ins[k]) return h->row_ins[k];
     int rows = ROWS_MAX >> k;
     char sql[8192];
@@ -667,28 +667,28 @@ static sqlite3_stmt *row_stmt(gg_history *h, int k, gg_error *err) {
             len += snprintf(sql + len, sizeof sql - (size_t)len, "?%d%s", row * ROW_COLS + c, c < ROW_COLS ? "," : ")");
     }
     snprintf(sql + len, sizeof sql - (size_t)len, "%s", ROW_UPSERT_TAIL);
-    if (sqlite3_prepare_v3(h->conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &h->row_ins[k], NULL) != SQLITE_OK) {
+    if (gg_db_prepare(h->conn, sql, &h->row_ins[k]) != SQLITE_OK) {
         gg_store_set_db_error(h->conn, err, "prepare executions");
         return NULL;
     }
     return h->row_ins[k];
 }
 
-static void bind_row(sqlite3_stmt *st, int p, const hist_row *w) {
-    sqlite3_bind_text(st, p + 1, w->id, 32, SQLITE_STATIC);
-    sqlite3_bind_text(st, p + 2, w->tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, p + 3, w->graph, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, p + 4, w->version);
-    sqlite3_bind_text(st, p + 5, w->tool, -1, SQLITE_STATIC);
+static void bind_row(gg_db_stmt *st, int p, const hist_row *w) {
+    gg_db_bind_text(st, p + 1, w->id, 32, SQLITE_STATIC);
+    gg_db_bind_text(st, p + 2, w->tenant, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, p + 3, w->graph, -1, SQLITE_STATIC);
+    gg_db_bind_int(st, p + 4, w->version);
+    gg_db_bind_text(st, p + 5, w->tool, -1, SQLITE_STATIC);
     gg_store_bind_text(st, p + 6, w->key_id);
-    sqlite3_bind_text(st, p + 7, gg_exec_status_name(w->status), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, p + 8, w->started_ms);
+    gg_db_bind_text(st, p + 7, gg_exec_status_name(w->status), -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, p + 8, w->started_ms);
     if (w->status != GG_EXEC_RUNNING) {
-        sqlite3_bind_int64(st, p + 9, w->finished_ms ? w->finished_ms : gg_wall_ms());
-        sqlite3_bind_double(st, p + 10, w->duration_ms);
+        gg_db_bind_int64(st, p + 9, w->finished_ms ? w->finished_ms : gg_wall_ms());
+        gg_db_bind_double(st, p + 10, w->duration_ms);
     } else {
-        sqlite3_bind_null(st, p + 9);
-        sqlite3_bind_null(st, p + 10);
+        gg_db_bind_null(st, p + 9);
+        gg_db_bind_null(st, p + 10);
     }
     gg_store_bind_text(st, p + 11, w->arguments);
     gg_store_bind_text(st, p + 12, w->result);
@@ -703,11 +703,11 @@ static bool write_rows(gg_history *h, const hist_row *const *rows, int n, gg_err
     for (int k = 0; k < N_ROW_STMTS && done < n; k++) {
         int size = ROWS_MAX >> k;
         while (n - done >= size) {
-            sqlite3_stmt *st = row_stmt(h, k, err);
+            gg_db_stmt *st = row_stmt(h, k, err);
             if (!st) return false;
             for (int i = 0; i < size; i++) bind_row(st, i * ROW_COLS, rows[done + i]);
-            int rc = sqlite3_step(st);
-            sqlite3_reset(st);
+            int rc = gg_db_step(st);
+            gg_db_reset(st);
             if (rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "executions"); return false; }
             done += size;
         }
@@ -729,11 +729,11 @@ static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenants WHERE name = ?1";
 static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, gg_error *err) {
     for (int i = 0; i < tc->n; i++)
         if (strcmp(tc->name[i], tenant) == 0) return tc->exists[i];
-    sqlite3_stmt *st = gg_store_conn_stmt(h->conn, SQL_TENANT_EXISTS, err);
+    gg_db_stmt *st = gg_store_conn_stmt(h->conn, SQL_TENANT_EXISTS, err);
     if (!st) return -1;
-    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "tenants"); return -1; }
     if (tc->n < TENANT_CACHE) {
         tc->name[tc->n] = tenant;
@@ -800,7 +800,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
     }
     if (ok && np) ok = write_rows(h, pending, np, err);
     if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
-    if (!ok) sqlite3_exec(h->conn->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!ok) gg_db_exec_quiet(h->conn, "ROLLBACK");
     return ok;
 }
 
@@ -840,9 +840,9 @@ static void run_retention(gg_history *h) {
     if (h->opt.max_age_ms <= 0 && h->opt.max_count <= 0) return;
     gg_error err = GG_ERROR_INIT;
     /* as every other connection does (no cascade depends on it any more since 0003) */
-    sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
+    gg_db_exec_quiet(h->conn, "PRAGMA foreign_keys=ON");
     long long n = gg_store_executions_prune_conn(h->conn, h->opt.max_age_ms, h->opt.max_count, &err);
-    sqlite3_exec(h->conn->db, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
+    gg_db_exec_quiet(h->conn, "PRAGMA foreign_keys=OFF");
     if (n < 0) {
         gg_log(GG_LOG_WARN, "history retention failed", "error", err.message, NULL);
         gg_error_clear(&err);
@@ -1115,6 +1115,11 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
         free(h);
         return NULL;
     }
+    if (!gg_store_conn_set_replica(h->conn, h->opt.replica_id, err)) {
+        gg_store_conn_close(h->conn);
+        free(h);
+        return NULL;
+    }
     if (h->opt.mark_interrupted) {
         long long n = gg_store_executions_mark_interrupted_conn(h->conn, err);
         if (n < 0) { gg_store_conn_close(h->conn); free(h); return NULL; }
@@ -1299,7 +1304,7 @@ void gg_history_stop(gg_history *h) {
         free(it);
     }
     pthread_mutex_destroy(&h->pool_lock);
-    for (int k = 0; k < N_ROW_STMTS; k++) sqlite3_finalize(h->row_ins[k]);
+    for (int k = 0; k < N_ROW_STMTS; k++) gg_db_finalize(h->row_ins[k]);
     free(h->finals);
     gg_store_conn_close(h->conn);
     pthread_cond_destroy(&h->done);

@@ -11,6 +11,12 @@ static const char SQL_MARK_INTERRUPTED[] =
     " duration_ms = max(0, ?1 - started_at),"
     " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
     " WHERE status = 'running'";
+/* PostgreSQL: replicas share the table; a replica marks only the runs it recorded itself. */
+static const char SQL_MARK_INTERRUPTED_PG[] =
+    "UPDATE executions SET status = 'interrupted', finished_at = ?1,"
+    " duration_ms = max(0, ?1 - started_at),"
+    " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
+    " WHERE status = 'running' AND replica IS NOT DISTINCT FROM current_setting('graphgate.replica', true)";
 /* Retention deletes in slices, which keeps each write transaction short, so request-path
  * readers and the CLI are never held up by a big purge. Since 0003 there is no index on
  * started_at alone (it cost every run an insert): the age cut walks each tenant's range
@@ -27,13 +33,13 @@ static const char SQL_PRUNE_COUNT[] =
     " (SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000)";
 
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_MARK_INTERRUPTED, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_MARK_INTERRUPTED_PG : SQL_MARK_INTERRUPTED, err);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 1, gg_wall_ms());
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    gg_db_bind_int64(st, 1, gg_wall_ms());
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-    return sqlite3_changes(c->db);
+    return gg_db_changes(c);
 }
 
 long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
@@ -48,14 +54,14 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
 static long long delete_slices(gg_store_conn *c, const char *sql, const char *text, long long num, gg_error *err) {
     long long total = 0;
     for (;;) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, sql, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
         if (!st) return -1;
-        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
-        if (num) sqlite3_bind_int64(st, 2, num);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
+        gg_db_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+        if (num) gg_db_bind_int64(st, 2, num);
+        int rc = gg_db_step(st);
+        gg_db_reset(st);
         if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-        int n = sqlite3_changes(c->db);
+        int n = gg_db_changes(c);
         total += n;
         if (n < 2000) return total;
     }
@@ -64,14 +70,14 @@ static long long delete_slices(gg_store_conn *c, const char *sql, const char *te
 /* The smallest tenant name in executions after prev (NULL: the first); *name empty when
  * there is none. */
 static bool next_tenant(gg_store_conn *c, const char *prev, char *name, size_t size, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, prev ? SQL_NEXT_TENANT : SQL_FIRST_TENANT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, prev ? SQL_NEXT_TENANT : SQL_FIRST_TENANT, err);
     if (!st) return false;
-    if (prev) sqlite3_bind_text(st, 1, prev, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(st);
-    const char *t = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (prev) gg_db_bind_text(st, 1, prev, -1, SQLITE_TRANSIENT);
+    int rc = gg_db_step(st);
+    const char *t = rc == SQLITE_ROW ? (const char *)gg_db_column_text(st, 0) : NULL;
     name[0] = '\0';
     if (t) snprintf(name, size, "%s", t);
-    sqlite3_reset(st);
+    gg_db_reset(st);
     if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "executions"); return false; }
     return true;
 }
@@ -99,13 +105,13 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
         total += n;
     }
     if (max_count > 0) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_NTH_NEWEST, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_NTH_NEWEST, err);
         if (!st) return -1;
-        sqlite3_bind_int64(st, 1, max_count - 1);
-        int rc = sqlite3_step(st);
+        gg_db_bind_int64(st, 1, max_count - 1);
+        int rc = gg_db_step(st);
         char cutoff[64] = "";
-        if (rc == SQLITE_ROW) snprintf(cutoff, sizeof cutoff, "%s", (const char *)sqlite3_column_text(st, 0));
-        sqlite3_reset(st);
+        if (rc == SQLITE_ROW) snprintf(cutoff, sizeof cutoff, "%s", (const char *)gg_db_column_text(st, 0));
+        gg_db_reset(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
         if (rc == SQLITE_ROW) { /* keep the max_count newest: everything before the cutoff id goes */
             long long n = delete_slices(c, SQL_PRUNE_COUNT, cutoff, 0, err);
@@ -130,33 +136,33 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
 #define EXEC_COLUMNS \
     "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error, trace_id"
 #define EXEC_FILTERS \
-    " AND (?2 IS NULL OR graph = ?2) AND (?3 IS NULL OR tool = ?3) AND (?4 IS NULL OR status = ?4)" \
-    " AND started_at >= ?5 AND (?6 IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
+    " AND (CAST(?2 AS TEXT) IS NULL OR graph = ?2) AND (CAST(?3 AS TEXT) IS NULL OR tool = ?3) AND (CAST(?4 AS TEXT) IS NULL OR status = ?4)" \
+    " AND started_at >= ?5 AND (CAST(?6 AS INTEGER) IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
     " ORDER BY started_at DESC, id DESC LIMIT ?8"
 /* Two statements so the tenant one can walk the (tenant, started_at, id) index. */
 static const char SQL_LIST_TENANT[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE tenant = ?1" EXEC_FILTERS;
-static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE ?1 IS NULL" EXEC_FILTERS;
+static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE CAST(?1 AS TEXT) IS NULL" EXEC_FILTERS;
 static const char SQL_GET[] =
-    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)";
+    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = ?2)";
 
-static json_t *exec_row(sqlite3_stmt *st) {
+static json_t *exec_row(gg_db_stmt *st) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s?,s:s,s:o,s:o}",
-                          "id", (const char *)sqlite3_column_text(st, 0),
-                          "tenant", (const char *)sqlite3_column_text(st, 1),
-                          "graph", (const char *)sqlite3_column_text(st, 2),
-                          "version", (json_int_t)sqlite3_column_int64(st, 3),
-                          "tool", (const char *)sqlite3_column_text(st, 4),
-                          "key_id", (const char *)sqlite3_column_text(st, 5),
-                          "status", (const char *)sqlite3_column_text(st, 6),
-                          "started_at", gg_store_time_json(sqlite3_column_int64(st, 7)),
-                          "finished_at", gg_store_time_json(sqlite3_column_int64(st, 8)));
+                          "id", (const char *)gg_db_column_text(st, 0),
+                          "tenant", (const char *)gg_db_column_text(st, 1),
+                          "graph", (const char *)gg_db_column_text(st, 2),
+                          "version", (json_int_t)gg_db_column_int64(st, 3),
+                          "tool", (const char *)gg_db_column_text(st, 4),
+                          "key_id", (const char *)gg_db_column_text(st, 5),
+                          "status", (const char *)gg_db_column_text(st, 6),
+                          "started_at", gg_store_time_json(gg_db_column_int64(st, 7)),
+                          "finished_at", gg_store_time_json(gg_db_column_int64(st, 8)));
     if (!o) return NULL;
-    json_object_set_new(o, "duration_ms", sqlite3_column_type(st, 9) == SQLITE_NULL
-                                              ? json_null() : json_real(sqlite3_column_double(st, 9)));
-    json_object_set_new(o, "error", sqlite3_column_type(st, 10) == SQLITE_NULL
-                                        ? json_null() : json_string((const char *)sqlite3_column_text(st, 10)));
-    json_object_set_new(o, "trace_id", sqlite3_column_type(st, 11) == SQLITE_NULL
-                                           ? json_null() : json_string((const char *)sqlite3_column_text(st, 11)));
+    json_object_set_new(o, "duration_ms", gg_db_column_type(st, 9) == SQLITE_NULL
+                                              ? json_null() : json_real(gg_db_column_double(st, 9)));
+    json_object_set_new(o, "error", gg_db_column_type(st, 10) == SQLITE_NULL
+                                        ? json_null() : json_string((const char *)gg_db_column_text(st, 10)));
+    json_object_set_new(o, "trace_id", gg_db_column_type(st, 11) == SQLITE_NULL
+                                           ? json_null() : json_string((const char *)gg_db_column_text(st, 11)));
     return o;
 }
 
@@ -195,7 +201,7 @@ json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array(), *res = NULL;
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, tenant ? SQL_LIST_TENANT : SQL_LIST_ALL, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, tenant ? SQL_LIST_TENANT : SQL_LIST_ALL, err) : NULL;
     int rc = SQLITE_ERROR, n = 0;
     char next[64] = "";
     if (st) {
@@ -203,13 +209,13 @@ json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_
         gg_store_bind_text(st, 2, f->graph);
         gg_store_bind_text(st, 3, f->tool);
         gg_store_bind_text(st, 4, f->status);
-        sqlite3_bind_int64(st, 5, f->since_ms > 0 ? f->since_ms : 0);
+        gg_db_bind_int64(st, 5, f->since_ms > 0 ? f->since_ms : 0);
         if (cur_id[0]) {
-            sqlite3_bind_int64(st, 6, cur_ms);
-            sqlite3_bind_text(st, 7, cur_id, -1, SQLITE_STATIC);
+            gg_db_bind_int64(st, 6, cur_ms);
+            gg_db_bind_text(st, 7, cur_id, -1, SQLITE_STATIC);
         }
-        sqlite3_bind_int(st, 8, limit + 1); /* one more tells whether a next page exists */
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        gg_db_bind_int(st, 8, limit + 1); /* one more tells whether a next page exists */
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             if (n == limit) {
                 rc = SQLITE_DONE;
                 json_t *last = json_array_get(arr, (size_t)n - 1);
@@ -219,12 +225,12 @@ json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_
             }
             json_t *o = exec_row(st);
             if (!o) { rc = SQLITE_NOMEM; break; }
-            json_object_set_new(o, "_ms", json_integer(sqlite3_column_int64(st, 7)));
+            json_object_set_new(o, "_ms", json_integer(gg_db_column_int64(st, 7)));
             if (json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
             n++;
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "executions");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
@@ -299,11 +305,11 @@ static bool is_truncation_marker(json_t *n) {
 
 /* The nodes column as the API's array ([] for NULL or text that is not a JSON array);
  * *dropped gets the records a truncation marker says were left out (0 when none). */
-static json_t *nodes_array(sqlite3_stmt *st, int col, long long run_start, long long *dropped) {
+static json_t *nodes_array(gg_db_stmt *st, int col, long long run_start, long long *dropped) {
     *dropped = 0;
     json_t *res = json_array();
-    if (!res || sqlite3_column_type(st, col) == SQLITE_NULL) return res;
-    json_t *stored = json_loadb((const char *)sqlite3_column_blob(st, col), (size_t)sqlite3_column_bytes(st, col),
+    if (!res || gg_db_column_type(st, col) == SQLITE_NULL) return res;
+    json_t *stored = json_loadb((const char *)gg_db_column_blob(st, col), (size_t)gg_db_column_bytes(st, col),
                                 JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     size_t i;
     json_t *n;
@@ -332,15 +338,15 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *o = NULL;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GET, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GET, err);
     if (st) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
         gg_store_bind_text(st, 2, tenant);
-        int rc = sqlite3_step(st);
+        int rc = gg_db_step(st);
         if (rc == SQLITE_ROW) {
             o = exec_row(st);
             long long dropped = 0;
-            json_t *nodes = o ? nodes_array(st, 14, sqlite3_column_int64(st, 7), &dropped) : NULL;
+            json_t *nodes = o ? nodes_array(st, 14, gg_db_column_int64(st, 7), &dropped) : NULL;
             if (o && nodes) {
                 json_object_set_new(o, "arguments", gg_store_json_column(st, 12));
                 json_object_set_new(o, "result", gg_store_json_column(st, 13));
@@ -358,7 +364,7 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         } else {
             gg_store_set_db_error(c, err, "executions");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return o;

@@ -116,7 +116,7 @@ static bool load_dir(const char *dir, migration_set *out, gg_error *err) {
         memset(m, 0, sizeof *m);
         m->version = v;
         snprintf(m->file, sizeof m->file, "%s", name);
-        char path[4096];
+        char path[4096 + 512]; /* dir (up to 4096, see run) + name (< 256) */
         snprintf(path, sizeof path, "%s/%s", dir, name);
         size_t len = 0;
         m->sql = read_file(path, &len, err);
@@ -145,7 +145,7 @@ static bool load_dir(const char *dir, migration_set *out, gg_error *err) {
 static const char SQL_CREATE_TABLE[] =
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
     " version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL,"
-    " applied_at INTEGER NOT NULL)";
+    " applied_at BIGINT NOT NULL)"; /* BIGINT: milliseconds (PostgreSQL's INTEGER is 32-bit) */
 static const char SQL_APPLIED[] = "SELECT version, name, checksum FROM schema_migrations ORDER BY version";
 static const char SQL_ONE[] = "SELECT checksum FROM schema_migrations WHERE version = ?1";
 static const char SQL_RECORD[] =
@@ -156,14 +156,14 @@ static const char SQL_SUMMARY[] = "SELECT count(*), coalesce(max(version), 0) FR
  * migration to apply (== n when none). */
 static bool verify_applied(gg_store_conn *c, const char *dir, const migration_set *m, int *pending,
                            gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_APPLIED, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_APPLIED, err);
     if (!st) return false;
     int count = 0, rc;
     bool ok = true;
-    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int v = sqlite3_column_int(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        const char *sum = (const char *)sqlite3_column_text(st, 2);
+    while (ok && (rc = gg_db_step(st)) == SQLITE_ROW) {
+        int v = gg_db_column_int(st, 0);
+        const char *name = (const char *)gg_db_column_text(st, 1);
+        const char *sum = (const char *)gg_db_column_text(st, 2);
         if (v > m->n) {
             gg_error_set(err, "migration",
                          "the database has migration %04d (%s) applied but %s only goes up to %04d: "
@@ -183,7 +183,7 @@ static bool verify_applied(gg_store_conn *c, const char *dir, const migration_se
         count++;
     }
     if (ok && rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); ok = false; }
-    sqlite3_reset(st);
+    gg_db_reset(st);
     *pending = count;
     return ok;
 }
@@ -191,42 +191,48 @@ static bool verify_applied(gg_store_conn *c, const char *dir, const migration_se
 static bool apply_one(gg_store_conn *c, const migration *mg, gg_error *err) {
     if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
     /* Another process may have applied it while we waited for the write lock. */
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_ONE, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ONE, err);
     if (!st) goto fail;
-    sqlite3_bind_int(st, 1, mg->version);
-    int rc = sqlite3_step(st);
+    gg_db_bind_int(st, 1, mg->version);
+    int rc = gg_db_step(st);
     if (rc == SQLITE_ROW) {
-        bool same = strcmp((const char *)sqlite3_column_text(st, 0), mg->checksum) == 0;
-        sqlite3_reset(st);
+        bool same = strcmp((const char *)gg_db_column_text(st, 0), mg->checksum) == 0;
+        gg_db_reset(st);
         if (!same) { gg_error_set(err, "migration", "%s was applied concurrently with a different checksum", mg->file); goto fail; }
         return gg_store_conn_exec(c, "COMMIT", err);
     }
-    sqlite3_reset(st);
+    gg_db_reset(st);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); goto fail; }
-    char *msg = NULL;
-    if (sqlite3_exec(c->db, mg->sql, NULL, NULL, &msg) != SQLITE_OK) {
-        gg_error_set(err, "migration", "%s failed: %s", mg->file, msg ? msg : sqlite3_errmsg(c->db));
-        sqlite3_free(msg);
+    gg_error e2 = GG_ERROR_INIT;
+    if (!gg_store_conn_exec(c, mg->sql, &e2)) {
+        gg_error_set(err, "migration", "%s failed: %s", mg->file, e2.message ? e2.message : "error");
+        gg_error_clear(&e2);
         goto fail;
     }
     st = gg_store_conn_stmt(c, SQL_RECORD, err);
     if (!st) goto fail;
-    sqlite3_bind_int(st, 1, mg->version);
-    sqlite3_bind_text(st, 2, mg->file, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, mg->checksum, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, gg_wall_ms());
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    gg_db_bind_int(st, 1, mg->version);
+    gg_db_bind_text(st, 2, mg->file, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 3, mg->checksum, -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, 4, gg_wall_ms());
+    rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); goto fail; }
     return gg_store_conn_exec(c, "COMMIT", err);
 fail:
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    gg_db_exec_quiet(c, "ROLLBACK");
     return false;
 }
 
 static bool run(gg_store *s, const char *dir, bool apply, int *applied, gg_error *err) {
     if (applied) *applied = 0;
     if (!dir || !*dir) { gg_error_set(err, "migration", "no migrations directory"); return false; }
+    /* PostgreSQL's migrations are the files of dir/postgres, numbered like SQLite's. */
+    char pgdir[4096];
+    if (gg_store_is_postgres(s)) {
+        snprintf(pgdir, sizeof pgdir, "%s/postgres", dir);
+        dir = pgdir;
+    }
     migration_set m = {0};
     if (!load_dir(dir, &m, err)) return false;
     gg_store_conn *c = gg_store_conn_acquire(s, err);
@@ -271,16 +277,16 @@ bool gg_store_migrations_current(gg_store *s, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SUMMARY, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_SUMMARY, err);
     if (st) {
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            int n = sqlite3_column_int(st, 0), v = sqlite3_column_int(st, 1);
+        if (gg_db_step(st) == SQLITE_ROW) {
+            int n = gg_db_column_int(st, 0), v = gg_db_column_int(st, 1);
             ok = n == want_n && v == want_v;
             if (!ok) gg_error_set(err, "migration", "schema is at %04d (%d applied), expected %04d", v, n, want_v);
         } else {
             gg_store_set_db_error(c, err, "schema_migrations");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;
@@ -291,11 +297,11 @@ int gg_store_schema_version(gg_store *s, gg_error *err) {
     if (!c) return -1;
     int v = -1;
     if (gg_store_conn_exec(c, SQL_CREATE_TABLE, err)) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SUMMARY, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_SUMMARY, err);
         if (st) {
-            if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 1);
+            if (gg_db_step(st) == SQLITE_ROW) v = gg_db_column_int(st, 1);
             else gg_store_set_db_error(c, err, "schema_migrations");
-            sqlite3_reset(st);
+            gg_db_reset(st);
         }
     }
     gg_store_conn_release(s, c);

@@ -1,4 +1,4 @@
-/* store.c — opening the SQLite database, the connection pool, per-connection statement
+/* store.c — opening the SQLite or PostgreSQL database, the connection pool, per-connection statement
  * caches, settings and generation counters. */
 #include "store/store_internal.h"
 
@@ -22,7 +22,92 @@ static void set_sqlite_error(sqlite3 *db, int rc, gg_error *err, const char *wha
 }
 
 void gg_store_set_db_error(gg_store_conn *c, gg_error *err, const char *what) {
+    if (c && c->pg) {
+        bool constraint = strstr(c->errmsg, "violates") != NULL && strstr(c->errmsg, "constraint") != NULL;
+        gg_error_set(err, constraint ? "conflict" : "db", "%s: %s", what ? what : "database",
+                     c->errmsg[0] ? c->errmsg : "PostgreSQL error");
+        return;
+    }
     set_sqlite_error(c ? c->db : NULL, SQLITE_ERROR, err, what);
+}
+
+/* ---- PostgreSQL connections ------------------------------------------------------------ */
+
+static void pg_quiet_notice(void *arg, const char *message) { (void)arg; (void)message; }
+
+/* Per-session settings, run on every (re)connect. */
+static bool pg_setup(gg_store_conn *c, gg_error *err) {
+    PQsetNoticeProcessor(c->pg, pg_quiet_notice, NULL);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %d; SET lock_timeout = %d; SET TIME ZONE 'UTC'",
+             c->store->statement_timeout_ms, c->store->busy_timeout_ms);
+    PGresult *r = PQexec(c->pg, sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (ok && c->replica[0]) { /* the executions.replica default of this session's rows */
+        const char *v[1] = {c->replica};
+        r = PQexecParams(c->pg, "SELECT set_config('graphgate.replica', $1, false)", 1, NULL, v, NULL, NULL, 0);
+        ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+    }
+    if (!ok) gg_error_set(err, "db", "PostgreSQL: %s", PQerrorMessage(c->pg));
+    return ok;
+}
+
+bool gg_store_conn_set_replica(gg_store_conn *c, const char *replica, gg_error *err) {
+    if (!c->pg || !replica || !*replica) return true;
+    if (strlen(replica) >= sizeof c->replica) {
+        gg_error_set(err, "invalid", "replica id longer than %zu bytes", sizeof c->replica - 1);
+        return false;
+    }
+    snprintf(c->replica, sizeof c->replica, "%s", replica);
+    return pg_setup(c, err);
+}
+
+static gg_store_conn *pg_open(gg_store *s, gg_store_conn *c, gg_error *err) {
+    c->pg = PQconnectdb(s->url);
+    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+        const char *m = c->pg ? PQerrorMessage(c->pg) : "out of memory";
+        gg_error_set(err, "db", "cannot connect to PostgreSQL at %s: %.*s", s->path,
+                     (int)strcspn(m, "\n"), m);
+        PQfinish(c->pg);
+        free(c);
+        return NULL;
+    }
+    if (!pg_setup(c, err)) { PQfinish(c->pg); free(c); return NULL; }
+    return c;
+}
+
+/* A connection the server dropped (restart, failover) is re-established here, at most
+ * once per backoff period across the store (100 ms doubling to 5 s), so callers fail fast
+ * with the reason while the server is down instead of each waiting on a connect. */
+bool gg_store_conn_ensure(gg_store_conn *c, gg_error *err) {
+    if (!c->pg || PQstatus(c->pg) == CONNECTION_OK) return true;
+    gg_store *s = c->store;
+    long long now = (long long)gg_now_ms();
+    pthread_mutex_lock(&s->lock);
+    bool wait = now < s->retry_at_ms;
+    pthread_mutex_unlock(&s->lock);
+    if (!wait) {
+        PQreset(c->pg);
+        c->epoch++;
+        if (PQstatus(c->pg) == CONNECTION_OK && pg_setup(c, err)) {
+            pthread_mutex_lock(&s->lock);
+            s->backoff_ms = 0;
+            s->retry_at_ms = 0;
+            pthread_mutex_unlock(&s->lock);
+            gg_log(GG_LOG_INFO, "reconnected to PostgreSQL", "db", s->path, NULL);
+            return true;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->backoff_ms = s->backoff_ms ? (s->backoff_ms * 2 > 5000 ? 5000 : s->backoff_ms * 2) : 100;
+        s->retry_at_ms = now + s->backoff_ms;
+        pthread_mutex_unlock(&s->lock);
+    }
+    const char *m = PQerrorMessage(c->pg);
+    gg_error_set(err, "db", "PostgreSQL is unavailable (%s): %.*s", s->path, (int)strcspn(m ? m : "", "\n"),
+                 m && *m ? m : "connection lost");
+    return false;
 }
 
 /* Create the parent directory of path (one level is what ./var/graphgate.db needs; deeper
@@ -53,6 +138,8 @@ static bool make_parent_dirs(const char *path, gg_error *err) {
 gg_store_conn *gg_store_conn_open(gg_store *s, gg_error *err) {
     gg_store_conn *c = calloc(1, sizeof *c);
     if (!c) { gg_error_set(err, "oom", "out of memory"); return NULL; }
+    c->store = s;
+    if (s->url) return pg_open(s, c, err);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(s->path, &c->db, flags, NULL);
     if (rc != SQLITE_OK) {
@@ -83,8 +170,9 @@ gg_store_conn *gg_store_conn_open(gg_store *s, gg_error *err) {
 
 void gg_store_conn_close(gg_store_conn *c) {
     if (!c) return;
-    for (int i = 0; i < c->n_cached; i++) sqlite3_finalize(c->cache[i].stmt);
-    sqlite3_close(c->db);
+    for (int i = 0; i < c->n_cached; i++) gg_db_finalize(c->cache[i].stmt);
+    if (c->pg) PQfinish(c->pg);
+    else sqlite3_close(c->db);
     free(c);
 }
 
@@ -93,9 +181,29 @@ void gg_store_conn_close(gg_store_conn *c) {
 static pthread_once_t sqlite_config_once = PTHREAD_ONCE_INIT;
 static void sqlite_config(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
 
+/* The URL as shown in logs and errors: the password replaced by ***. */
+static char *redact_url(const char *url) {
+    char *r = strdup(url);
+    if (!r) return NULL;
+    char *scheme = strstr(r, "://");
+    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
+    if (at && colon && colon < at) memcpy(colon + 1, "***", 3), memmove(colon + 4, at, strlen(at) + 1);
+    return r;
+}
+
+static bool is_pg_url(const char *url) {
+    return url && (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0);
+}
+
 /* Open the database and fill the pool. */
 gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
-    if (!opts || !opts->path || !*opts->path) {
+    if (opts && opts->url && *opts->url && !is_pg_url(opts->url)) {
+        gg_error_set(err, "invalid", "database URL must start with postgres:// or postgresql://");
+        return NULL;
+    }
+    bool pg = opts && opts->url && *opts->url;
+    if (!opts || (!pg && (!opts->path || !*opts->path))) {
         gg_error_set(err, "invalid", "database path is empty");
         return NULL;
     }
@@ -105,7 +213,12 @@ gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
     }
     pthread_once(&sqlite_config_once, sqlite_config);
     gg_store *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(opts->path))) {
+    if (s && pg && (!(s->url = strdup(opts->url)) || !(s->path = redact_url(opts->url)))) {
+        free(s->url);
+        free(s);
+        s = NULL;
+    }
+    if (!s || (!pg && !(s->path = strdup(opts->path)))) {
         free(s);
         gg_error_set(err, "oom", "out of memory");
         return NULL;
@@ -115,16 +228,17 @@ gg_store *gg_store_open(const gg_store_options *opts, gg_error *err) {
     if (s->pool_size < 2) s->pool_size = 2;
     if (s->pool_size > 64) s->pool_size = 64;
     s->busy_timeout_ms = opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : 5000;
+    s->statement_timeout_ms = opts->statement_timeout_ms > 0 ? opts->statement_timeout_ms : 30000;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     struct stat st;
-    if (opts->must_exist && strcmp(s->path, ":memory:") != 0 && stat(s->path, &st) != 0) {
+    if (!pg && opts->must_exist && strcmp(s->path, ":memory:") != 0 && stat(s->path, &st) != 0) {
         gg_error_set(err, "not_found", "database %s does not exist (%s); create it with `graphgate migrate --db %s`",
                      s->path, strerror(errno), s->path);
         gg_store_close(s);
         return NULL;
     }
-    if (strcmp(s->path, ":memory:") != 0 && !make_parent_dirs(s->path, err)) {
+    if (!pg && strcmp(s->path, ":memory:") != 0 && !make_parent_dirs(s->path, err)) {
         gg_store_close(s);
         return NULL;
     }
@@ -154,10 +268,12 @@ void gg_store_close(gg_store *s) {
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
+    free(s->url);
     free(s);
 }
 
 const char *gg_store_path(const gg_store *s) { return s ? s->path : NULL; }
+bool gg_store_is_postgres(const gg_store *s) { return s && s->url; }
 
 gg_store_conn *gg_store_conn_acquire(gg_store *s, gg_error *err) {
     pthread_mutex_lock(&s->lock);
@@ -172,6 +288,10 @@ gg_store_conn *gg_store_conn_acquire(gg_store *s, gg_error *err) {
     c->next_free = NULL;
     s->n_borrowed++;
     pthread_mutex_unlock(&s->lock);
+    if (!gg_store_conn_ensure(c, err)) {
+        gg_store_conn_release(s, c);
+        return NULL;
+    }
     return c;
 }
 
@@ -180,8 +300,10 @@ void gg_store_conn_release(gg_store *s, gg_store_conn *c) {
     /* A borrower that failed mid-statement or mid-transaction must not hand a dirty
      * connection on: an unreset SELECT would pin an old WAL snapshot. */
     for (int i = 0; i < c->n_cached; i++)
-        if (sqlite3_stmt_busy(c->cache[i].stmt)) sqlite3_reset(c->cache[i].stmt);
-    if (!sqlite3_get_autocommit(c->db)) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+        if (gg_db_busy(c->cache[i].stmt)) gg_db_reset(c->cache[i].stmt);
+    bool in_tx = c->pg ? PQtransactionStatus(c->pg) == PQTRANS_INTRANS || PQtransactionStatus(c->pg) == PQTRANS_INERROR
+                       : !sqlite3_get_autocommit(c->db);
+    if (in_tx) gg_db_exec_quiet(c, "ROLLBACK");
     pthread_mutex_lock(&s->lock);
     c->next_free = s->free_list;
     s->free_list = c;
@@ -190,19 +312,20 @@ void gg_store_conn_release(gg_store *s, gg_store_conn *c) {
     pthread_mutex_unlock(&s->lock);
 }
 
-sqlite3_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err) {
+gg_db_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err) {
     for (int i = 0; i < c->n_cached; i++) {
         if (c->cache[i].sql == sql) {
-            sqlite3_stmt *st = c->cache[i].stmt;
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
+            gg_db_stmt *st = c->cache[i].stmt;
+            gg_db_reset(st);
+            gg_db_clear_bindings(st);
             return st;
         }
     }
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    gg_db_stmt *st = NULL;
+    int rc = gg_db_prepare(c, sql, &st);
     if (rc != SQLITE_OK) {
-        set_sqlite_error(c->db, rc, err, "prepare");
+        if (c->pg) gg_store_set_db_error(c, err, "prepare");
+        else set_sqlite_error(c->db, rc, err, "prepare");
         return NULL;
     }
     if (c->n_cached < GG_STORE_STMT_CACHE) {
@@ -212,7 +335,7 @@ sqlite3_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *er
     } else {
         /* Full cache means a caller passes dynamic SQL: a bug, but stay correct by
          * evicting the oldest entry rather than leaking. */
-        sqlite3_finalize(c->cache[0].stmt);
+        gg_db_finalize(c->cache[0].stmt);
         memmove(&c->cache[0], &c->cache[1], sizeof c->cache[0] * (GG_STORE_STMT_CACHE - 1));
         c->cache[GG_STORE_STMT_CACHE - 1].sql = sql;
         c->cache[GG_STORE_STMT_CACHE - 1].stmt = st;
@@ -220,7 +343,29 @@ sqlite3_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *er
     return st;
 }
 
+/* PostgreSQL: BEGIN IMMEDIATE (SQLite's one writer at a time, which the store's
+ * read-then-write transactions rely on: next version number, quotas, usage marks) becomes a
+ * transaction holding one advisory lock until it ends; PRAGMAs are SQLite's alone. */
+static bool pg_exec(gg_store_conn *c, const char *sql, gg_error *err) {
+    if (strncmp(sql, "PRAGMA", 6) == 0) return true;
+    if (PQstatus(c->pg) != CONNECTION_OK && !gg_store_conn_ensure(c, err)) return false;
+    if (strcmp(sql, "BEGIN IMMEDIATE") == 0) sql = "BEGIN; SELECT pg_advisory_xact_lock(7347246)";
+    PGresult *r = PQexec(c->pg, sql);
+    ExecStatusType st = PQresultStatus(r);
+    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *m = PQresultErrorMessage(r);
+        if (!m || !*m) m = PQerrorMessage(c->pg); /* no result: the connection went away */
+        gg_error_set(err, state && strncmp(state, "23", 2) == 0 ? "conflict" : "db", "PostgreSQL: %.*s",
+                     (int)strcspn(m ? m : "", "\n"), m && *m ? m : "error");
+    }
+    PQclear(r);
+    return ok;
+}
+
 bool gg_store_conn_exec(gg_store_conn *c, const char *sql, gg_error *err) {
+    if (c->pg) return pg_exec(c, sql, err);
     char *msg = NULL;
     int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
@@ -233,12 +378,12 @@ bool gg_store_conn_exec(gg_store_conn *c, const char *sql, gg_error *err) {
     return true;
 }
 
-int gg_store_bind_text(sqlite3_stmt *st, int idx, const char *text) {
-    return text ? sqlite3_bind_text(st, idx, text, -1, SQLITE_STATIC) : sqlite3_bind_null(st, idx);
+int gg_store_bind_text(gg_db_stmt *st, int idx, const char *text) {
+    return text ? gg_db_bind_text(st, idx, text, -1, SQLITE_STATIC) : gg_db_bind_null(st, idx);
 }
 
-char *gg_store_column_strdup(sqlite3_stmt *st, int col, bool *oom) {
-    const unsigned char *t = sqlite3_column_text(st, col);
+char *gg_store_column_strdup(gg_db_stmt *st, int col, bool *oom) {
+    const unsigned char *t = gg_db_column_text(st, col);
     if (!t) return NULL;
     char *r = strdup((const char *)t);
     if (!r && oom) *oom = true;
@@ -263,22 +408,22 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
     }
     randombytes_buf(fresh, len);
     /* Insert-if-absent then read back: whoever inserted first wins, everyone reads it. */
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_SETTING_INSERT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_SETTING_INSERT, err);
     if (!st) goto done;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, fresh, (int)len, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE) { gg_store_set_db_error(c, err, "settings"); goto done; }
-    sqlite3_reset(st);
+    gg_db_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    gg_db_bind_blob(st, 2, fresh, (int)len, SQLITE_STATIC);
+    if (gg_db_step(st) != SQLITE_DONE) { gg_store_set_db_error(c, err, "settings"); goto done; }
+    gg_db_reset(st);
     st = gg_store_conn_stmt(c, SQL_SETTING_GET, err);
     if (!st) goto done;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_ROW) { gg_store_set_db_error(c, err, "settings"); goto done; }
-    if ((size_t)sqlite3_column_bytes(st, 0) != len) {
+    gg_db_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (gg_db_step(st) != SQLITE_ROW) { gg_store_set_db_error(c, err, "settings"); goto done; }
+    if ((size_t)gg_db_column_bytes(st, 0) != len) {
         gg_error_set(err, "db", "setting %s has %d bytes, expected %zu", name,
-                     sqlite3_column_bytes(st, 0), len);
+                     gg_db_column_bytes(st, 0), len);
         goto done;
     }
-    memcpy(out, sqlite3_column_blob(st, 0), len);
+    memcpy(out, gg_db_column_blob(st, 0), len);
     ok = true;
 done:
     sodium_memzero(fresh, sizeof fresh);
@@ -297,24 +442,24 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return -1;
     long long v = -1;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GEN_GET, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GEN_GET, err);
     if (st) {
-        sqlite3_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+        gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+        if (gg_db_step(st) == SQLITE_ROW) v = gg_db_column_int64(st, 0);
         else gg_store_set_db_error(c, err, "generations");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return v;
 }
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
     if (!st) return false;
-    sqlite3_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
-    bool ok = sqlite3_step(st) == SQLITE_DONE;
+    gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+    bool ok = gg_db_step(st) == SQLITE_DONE;
     if (!ok) gg_store_set_db_error(c, err, "generations");
-    sqlite3_reset(st);
+    gg_db_reset(st);
     return ok;
 }
 
@@ -324,7 +469,7 @@ static const char SQL_AUDIT_INSERT[] =
     "INSERT INTO audit_log(ts, actor, tenant, action, target, details) VALUES (?1,?2,?3,?4,?5,?6)";
 static const char SQL_AUDIT_LIST[] =
     "SELECT id, ts, actor, tenant, action, target, details FROM audit_log"
-    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR tenant = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
 
 bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
                            const char *action, const char *target, json_t *details,
@@ -334,17 +479,17 @@ bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     bool ok = false;
     if (c) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_AUDIT_INSERT, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_AUDIT_INSERT, err);
         if (st) {
-            sqlite3_bind_int64(st, 1, gg_wall_ms());
-            sqlite3_bind_text(st, 2, actor ? actor : "unknown", -1, SQLITE_STATIC);
+            gg_db_bind_int64(st, 1, gg_wall_ms());
+            gg_db_bind_text(st, 2, actor ? actor : "unknown", -1, SQLITE_STATIC);
             gg_store_bind_text(st, 3, tenant);
-            sqlite3_bind_text(st, 4, action ? action : "", -1, SQLITE_STATIC);
+            gg_db_bind_text(st, 4, action ? action : "", -1, SQLITE_STATIC);
             gg_store_bind_text(st, 5, target);
             gg_store_bind_text(st, 6, d);
-            ok = sqlite3_step(st) == SQLITE_DONE;
+            ok = gg_db_step(st) == SQLITE_DONE;
             if (!ok) gg_store_set_db_error(c, err, "audit");
-            sqlite3_reset(st);
+            gg_db_reset(st);
         }
         gg_store_conn_release(s, c);
     }
@@ -353,8 +498,8 @@ bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
 }
 
 /* Parse stored JSON text back into a value; text that is not JSON stays a string. */
-json_t *gg_store_json_column(sqlite3_stmt *st, int col) {
-    const char *t = (const char *)sqlite3_column_text(st, col);
+json_t *gg_store_json_column(gg_db_stmt *st, int col) {
+    const char *t = (const char *)gg_db_column_text(st, col);
     if (!t) return json_null();
     json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
     return v ? v : json_string(t);
@@ -374,29 +519,29 @@ json_t *gg_store_audit_list(gg_store *s, const char *tenant, long long before_id
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array();
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_AUDIT_LIST, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, SQL_AUDIT_LIST, err) : NULL;
     if (!st) goto fail;
     gg_store_bind_text(st, 1, tenant);
-    sqlite3_bind_int64(st, 2, before_id > 0 ? before_id : 0);
-    sqlite3_bind_int(st, 3, limit);
+    gg_db_bind_int64(st, 2, before_id > 0 ? before_id : 0);
+    gg_db_bind_int(st, 3, limit);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = gg_db_step(st)) == SQLITE_ROW) {
         json_t *o = json_pack("{s:I,s:o,s:s,s:s?,s:s,s:s?,s:o}",
-            "id", (json_int_t)sqlite3_column_int64(st, 0),
-            "ts", gg_store_time_json(sqlite3_column_int64(st, 1)),
-            "actor", (const char *)sqlite3_column_text(st, 2),
-            "tenant", (const char *)sqlite3_column_text(st, 3),
-            "action", (const char *)sqlite3_column_text(st, 4),
-            "target", (const char *)sqlite3_column_text(st, 5),
+            "id", (json_int_t)gg_db_column_int64(st, 0),
+            "ts", gg_store_time_json(gg_db_column_int64(st, 1)),
+            "actor", (const char *)gg_db_column_text(st, 2),
+            "tenant", (const char *)gg_db_column_text(st, 3),
+            "action", (const char *)gg_db_column_text(st, 4),
+            "target", (const char *)gg_db_column_text(st, 5),
             "details", gg_store_json_column(st, 6));
         if (!o || json_array_append_new(arr, o) != 0) { gg_error_set(err, "oom", "out of memory"); goto fail; }
     }
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "audit"); goto fail; }
-    sqlite3_reset(st);
+    gg_db_reset(st);
     gg_store_conn_release(s, c);
     return arr;
 fail:
-    if (st) sqlite3_reset(st);
+    if (st) gg_db_reset(st);
     gg_store_conn_release(s, c);
     json_decref(arr);
     return NULL;

@@ -6,7 +6,9 @@
  * json_decref) and keep ownership of every argument, except gg_history_submit and
  * gg_history_submit_then, which take the record.
  *
- * Backend: SQLite in WAL mode (readers never wait for the writer), foreign keys on, a busy
+ * Backend: SQLite (the default) or PostgreSQL (options.url), chosen at open; the same
+ * functions behave the same on both (src/store/db.h is the layer under them).
+ * SQLite in WAL mode (readers never wait for the writer), foreign keys on, a busy
  * timeout so the CLI can work while `serve` runs, a small pool of connections (each used
  * by one thread at a time) whose statements are prepared once and reused. Nothing in this
  * header names SQLite, so a PostgreSQL backend can be added behind the same functions.
@@ -36,6 +38,9 @@ typedef struct gg_store gg_store;
 
 typedef struct gg_store_options {
     const char *path;      /* database file; its directory is created if missing */
+    const char *url;       /* postgres://… or postgresql://… (libpq URL, TLS parameters such as
+                            * sslmode/sslrootcert included): PostgreSQL instead of path */
+    int statement_timeout_ms; /* PostgreSQL: a statement running longer fails; 0 = 30000 */
     int pool_size;         /* connections shared by request threads; 0 = 4 */
     int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
     bool must_exist;       /* refuse ("not_found") a path that does not exist instead of
@@ -47,9 +52,13 @@ typedef struct gg_store_options {
 gg_store *gg_store_open(const gg_store_options *opts, gg_error *err);
 /* Close every connection (waits for borrowed ones to come back); NULL is allowed. */
 void gg_store_close(gg_store *s);
+/* The SQLite file, or the PostgreSQL URL without its password. */
 const char *gg_store_path(const gg_store *s);
+/* true when the store is on PostgreSQL. */
+bool gg_store_is_postgres(const gg_store *s);
 
-/* Apply the pending migrations of dir (files NNNN_name.sql, applied in order, each in its
+/* Apply the pending migrations of dir (files NNNN_name.sql; on PostgreSQL those of
+ * dir/postgres, applied in order, each in its
  * own transaction, recorded with their sha256 in schema_migrations). Fails with code
  * "migration" and a message naming the file when an applied migration changed, is missing
  * from dir, or the database is newer than every file in dir. *applied (may be NULL) gets
@@ -276,6 +285,9 @@ typedef struct gg_history_options {
     size_t max_payload_bytes;   /* larger arguments/result/input/output are stored as
                                  * {"truncated":true,"bytes":N}; 0 = 65536 */
     bool mark_interrupted;      /* at start, mark rows still `running` as `interrupted` */
+    const char *replica_id;     /* PostgreSQL (replicas share the database): recorded with each
+                                 * run, and mark_interrupted touches only this replica's runs;
+                                 * up to 63 bytes; ignored on SQLite (one process, every run) */
     /* A run's node records given as structs or a history array (not as text, which the
      * caller bounds): past this many records or bytes the rest is left out and the text
      * ends with {"truncated":true,"dropped":N,"kept":K}; 0 = no bound. */

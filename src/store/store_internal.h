@@ -9,25 +9,38 @@
 #ifndef GG_STORE_INTERNAL_H
 #define GG_STORE_INTERNAL_H
 
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "store/db.h"
 #include "store/store.h"
 
 #define GG_STORE_STMT_CACHE 96
 
-typedef struct gg_store_conn {
-    sqlite3 *db;
+struct gg_store_conn {
+    sqlite3 *db;          /* SQLite backend */
+    PGconn *pg;           /* PostgreSQL backend (db is NULL) */
+    struct gg_store *store;
+    unsigned epoch;       /* PostgreSQL: bumped on reconnect (server statements are gone) */
+    unsigned n_named;     /* PostgreSQL: names of server-side prepared statements */
+    int changes;          /* PostgreSQL: rows of the last statement */
+    char errmsg[512];     /* PostgreSQL: the last error */
+    char replica[64];     /* PostgreSQL: graphgate.replica for this session ("" = none) */
     struct {
         const char *sql; /* identity: the address of a static SQL string */
-        sqlite3_stmt *stmt;
+        gg_db_stmt *stmt;
     } cache[GG_STORE_STMT_CACHE];
     int n_cached;
     struct gg_store_conn *next_free;
-} gg_store_conn;
+};
 
 struct gg_store {
-    char *path;
+    char *path;                    /* SQLite file, or the PostgreSQL URL (password hidden) */
+    char *url;                     /* PostgreSQL connection URL/conninfo; NULL = SQLite */
+    int statement_timeout_ms;      /* PostgreSQL statement_timeout */
+    long long retry_at_ms;         /* PostgreSQL: no reconnect attempt before (backoff) */
+    int backoff_ms;
     int pool_size, busy_timeout_ms;
     pthread_mutex_t lock;          /* guards the pool fields below */
     pthread_cond_t cond;
@@ -45,7 +58,7 @@ void gg_store_conn_release(gg_store *s, gg_store_conn *c);
 /* The connection's prepared statement for sql (prepared on first use, then reused: pass
  * the same static string every time — the cache is keyed by its address). The returned
  * statement is reset with bindings cleared. NULL + err ("db") on a SQL error. */
-sqlite3_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err);
+gg_db_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err);
 /* Run a statement-less SQL (BEGIN, COMMIT, ...). */
 bool gg_store_conn_exec(gg_store_conn *c, const char *sql, gg_error *err);
 /* Set err from the connection's last SQLite error ("db", or "conflict" for a constraint). */
@@ -54,16 +67,22 @@ void gg_store_set_db_error(gg_store_conn *c, gg_error *err, const char *what);
 /* Open a connection configured like the pool's (WAL, foreign keys, busy timeout). */
 gg_store_conn *gg_store_conn_open(gg_store *s, gg_error *err);
 void gg_store_conn_close(gg_store_conn *c);
+/* PostgreSQL: reconnect a connection the server dropped (with the store's backoff);
+ * true at once on SQLite or a live connection. */
+bool gg_store_conn_ensure(gg_store_conn *c, gg_error *err);
+/* PostgreSQL: the replica id this connection records with the runs it writes (kept across
+ * reconnects); no-op on SQLite or for NULL/"". */
+bool gg_store_conn_set_replica(gg_store_conn *c, const char *replica, gg_error *err);
 
 /* Bind a possibly-NULL text. */
-int gg_store_bind_text(sqlite3_stmt *st, int idx, const char *text);
+int gg_store_bind_text(gg_db_stmt *st, int idx, const char *text);
 /* Copy a column's text (NULL stays NULL); sets *oom on allocation failure. */
-char *gg_store_column_strdup(sqlite3_stmt *st, int col, bool *oom);
+char *gg_store_column_strdup(gg_db_stmt *st, int col, bool *oom);
 
 /* Bump a generation counter inside the caller's transaction. */
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err);
 /* A JSON TEXT column as a value (NULL → json null; non-JSON text → string). */
-json_t *gg_store_json_column(sqlite3_stmt *st, int col);
+json_t *gg_store_json_column(gg_db_stmt *st, int col);
 /* Milliseconds as an ISO-8601 JSON string (<= 0 → null). */
 json_t *gg_store_time_json(long long ms);
 /* sha256 of bytes as 64 hex characters + NUL. */

@@ -29,21 +29,32 @@ static const char SQL_SEARCH[] =
     "SELECT node_type, subtype, description, "
     "snippet(node_specs_fts, -1, '[', ']', '…', 14), "
     "bm25(node_specs_fts, 2.0, 8.0, 3.0, 4.0, 1.0) AS rank "
-    "FROM node_specs_fts WHERE node_specs_fts MATCH ?1 AND (?2 IS NULL OR node_type = ?2) "
+    "FROM node_specs_fts WHERE node_specs_fts MATCH ?1 AND (CAST(?2 AS TEXT) IS NULL OR node_type = ?2) "
+    "ORDER BY rank, subtype LIMIT ?3";
+/* PostgreSQL: the same columns from its own text search (see migrations/postgres/0001):
+ * websearch_to_tsquery reads what a user types (words, "phrases", -exclusions, OR) without
+ * syntax errors; ts_rank with the A-D weights of the tsvector stands in for bm25, negated
+ * so that smaller is better as with bm25. */
+static const char SQL_SEARCH_PG[] =
+    "SELECT node_type, subtype, description, "
+    "ts_headline('english', coalesce(description, '') || ' ' || coalesce(tags, ''), q, "
+    "'StartSel=[, StopSel=], MaxWords=14, MinWords=4, FragmentDelimiter=…'), "
+    "-ts_rank('{0.1, 0.3, 0.6, 1.0}', tsv, q) AS rank "
+    "FROM node_specs_fts, websearch_to_tsquery('english', ?1) AS q WHERE tsv @@ q AND (CAST(?2 AS TEXT) IS NULL OR node_type = ?2) "
     "ORDER BY rank, subtype LIMIT ?3";
 static const char SQL_VERSIONS[] =
     "SELECT version, checksum, source_path, loaded_at, id IN (SELECT rowid FROM node_specs_fts) "
     "FROM node_specs WHERE node_type = ?1 AND subtype = ?2 ORDER BY loaded_at DESC, id DESC";
 
-static bool step_done(gg_store_conn *c, sqlite3_stmt *st, gg_error *err, const char *what) {
-    int rc = sqlite3_step(st);
+static bool step_done(gg_store_conn *c, gg_db_stmt *st, gg_error *err, const char *what) {
+    int rc = gg_db_step(st);
     if (rc == SQLITE_DONE || rc == SQLITE_ROW) return true;
     gg_store_set_db_error(c, err, what);
     return false;
 }
 
 static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_UPSERT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_UPSERT, err);
     if (!st) return false;
     gg_store_bind_text(st, 1, r->node_type);
     gg_store_bind_text(st, 2, r->subtype);
@@ -51,22 +62,22 @@ static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now,
     gg_store_bind_text(st, 4, r->spec_json);
     gg_store_bind_text(st, 5, r->source_path);
     gg_store_bind_text(st, 6, r->checksum);
-    sqlite3_bind_int64(st, 7, now);
+    gg_db_bind_int64(st, 7, now);
     if (!step_done(c, st, err, "node_specs upsert")) return false;
     st = gg_store_conn_stmt(c, SQL_ID, err);
     if (!st) return false;
     gg_store_bind_text(st, 1, r->node_type);
     gg_store_bind_text(st, 2, r->subtype);
     gg_store_bind_text(st, 3, r->version);
-    if (sqlite3_step(st) != SQLITE_ROW) {
+    if (gg_db_step(st) != SQLITE_ROW) {
         gg_store_set_db_error(c, err, "node_specs id");
         return false;
     }
-    long long id = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    long long id = gg_db_column_int64(st, 0);
+    gg_db_reset(st);
     st = gg_store_conn_stmt(c, SQL_FTS_INSERT, err);
     if (!st) return false;
-    sqlite3_bind_int64(st, 1, id);
+    gg_db_bind_int64(st, 1, id);
     gg_store_bind_text(st, 2, r->node_type);
     gg_store_bind_text(st, 3, r->subtype);
     gg_store_bind_text(st, 4, r->description);
@@ -83,7 +94,7 @@ bool gg_store_specs_replace(gg_store *s, const gg_store_spec_row *rows, size_t n
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
     if (ok) {
         long long now = gg_wall_ms();
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
         ok = st && step_done(c, st, err, "node_specs_fts clear");
         for (size_t i = 0; ok && i < n; i++) ok = put_row(c, &rows[i], now, err);
         if (ok) {
@@ -92,8 +103,8 @@ bool gg_store_specs_replace(gg_store *s, const gg_store_spec_row *rows, size_t n
             if (ok) {
                 gg_store_bind_text(st, 1, dir_checksum);
                 gg_store_bind_text(st, 2, source_dir ? source_dir : "");
-                sqlite3_bind_int64(st, 3, (long long)n);
-                sqlite3_bind_int64(st, 4, now);
+                gg_db_bind_int64(st, 3, (long long)n);
+                gg_db_bind_int64(st, 4, now);
                 ok = step_done(c, st, err, "specs_meta");
             }
         }
@@ -115,20 +126,20 @@ bool gg_store_specs_meta(gg_store *s, char checksum[65], long long *spec_count, 
     if (spec_count) *spec_count = 0;
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_META_GET, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_META_GET, err);
     bool ok = st != NULL;
     if (ok) {
-        int rc = sqlite3_step(st);
+        int rc = gg_db_step(st);
         if (rc == SQLITE_ROW) {
-            const char *v = (const char *)sqlite3_column_text(st, 0);
+            const char *v = (const char *)gg_db_column_text(st, 0);
             snprintf(checksum, 65, "%s", v ? v : "");
-            if (spec_count) *spec_count = sqlite3_column_int64(st, 1);
+            if (spec_count) *spec_count = gg_db_column_int64(st, 1);
             *found = true;
         } else if (rc != SQLITE_DONE) {
             gg_store_set_db_error(c, err, "specs_meta");
             ok = false;
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;
@@ -139,11 +150,11 @@ json_t *gg_store_specs_current(gg_store *s, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *out = json_array();
-    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_CURRENT, err) : NULL;
+    gg_db_stmt *st = out ? gg_store_conn_stmt(c, SQL_CURRENT, err) : NULL;
     int rc = SQLITE_ERROR;
-    while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (st && (rc = gg_db_step(st)) == SQLITE_ROW) {
         json_error_t je;
-        const char *text = (const char *)sqlite3_column_text(st, 0);
+        const char *text = (const char *)gg_db_column_text(st, 0);
         json_t *doc = text ? json_loads(text, 0, &je) : NULL;
         if (!doc) {
             gg_error_set(err, "db", "a stored node spec is not valid JSON: %s", text ? je.text : "NULL");
@@ -153,7 +164,7 @@ json_t *gg_store_specs_current(gg_store *s, gg_error *err) {
         json_array_append_new(out, doc);
     }
     if (st && rc != SQLITE_DONE && !gg_error_is_set(err)) gg_store_set_db_error(c, err, "node_specs read");
-    if (st) sqlite3_reset(st);
+    if (st) gg_db_reset(st);
     gg_store_conn_release(s, c);
     if (!st || rc != SQLITE_DONE) {
         json_decref(out);
@@ -163,8 +174,8 @@ json_t *gg_store_specs_current(gg_store *s, gg_error *err) {
     return out;
 }
 
-static json_t *text_col(sqlite3_stmt *st, int col) {
-    const char *v = (const char *)sqlite3_column_text(st, col);
+static json_t *text_col(gg_db_stmt *st, int col) {
+    const char *v = (const char *)gg_db_column_text(st, col);
     return json_string(v ? v : "");
 }
 
@@ -177,29 +188,29 @@ json_t *gg_store_specs_search(gg_store *s, const char *match, const char *node_t
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *out = json_array();
-    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_SEARCH, err) : NULL;
+    gg_db_stmt *st = out ? gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_SEARCH_PG : SQL_SEARCH, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
         gg_store_bind_text(st, 1, match);
         gg_store_bind_text(st, 2, node_type);
-        sqlite3_bind_int(st, 3, limit);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        gg_db_bind_int(st, 3, limit);
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             json_t *row = json_pack("{s:o, s:o, s:o, s:o, s:f}", "node_type", text_col(st, 0), "subtype",
                                     text_col(st, 1), "description", text_col(st, 2), "snippet", text_col(st, 3),
-                                    "score", -sqlite3_column_double(st, 4));
+                                    "score", -gg_db_column_double(st, 4));
             if (!row || json_array_append_new(out, row) != 0) {
                 rc = SQLITE_NOMEM;
                 break;
             }
         }
         if (rc != SQLITE_DONE) {
-            const char *msg = sqlite3_errmsg(c->db);
+            const char *msg = c->pg ? c->errmsg : sqlite3_errmsg(c->db);
             if (rc == SQLITE_ERROR && msg && (strstr(msg, "fts5") || strstr(msg, "syntax")))
                 gg_error_set(err, "invalid", "search query not understood: %s", msg);
             else
                 gg_store_set_db_error(c, err, "node_specs search");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) {
@@ -215,23 +226,23 @@ json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *out = json_array();
-    sqlite3_stmt *st = out ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
+    gg_db_stmt *st = out ? gg_store_conn_stmt(c, SQL_VERSIONS, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
         gg_store_bind_text(st, 1, node_type);
         gg_store_bind_text(st, 2, subtype);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             json_t *row = json_pack("{s:o, s:o, s:o, s:o, s:b}", "version", text_col(st, 0), "checksum",
                                     text_col(st, 1), "source_path", text_col(st, 2), "loaded_at",
-                                    gg_store_time_json(sqlite3_column_int64(st, 3)), "current",
-                                    sqlite3_column_int(st, 4));
+                                    gg_store_time_json(gg_db_column_int64(st, 3)), "current",
+                                    gg_db_column_int(st, 4));
             if (!row || json_array_append_new(out, row) != 0) {
                 rc = SQLITE_NOMEM;
                 break;
             }
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "node_specs versions");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) {

@@ -6,12 +6,12 @@
 
 /* Run one prepared write statement; "not_found" when it changed no row and
  * require_change is set. */
-static bool step_write(gg_store_conn *c, sqlite3_stmt *st, bool require_change, const char *what,
+static bool step_write(gg_store_conn *c, gg_db_stmt *st, bool require_change, const char *what,
                        const char *name, gg_error *err) {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, what); return false; }
-    if (require_change && sqlite3_changes(c->db) == 0) {
+    if (require_change && gg_db_changes(c) == 0) {
         gg_error_set(err, "not_found", "%s '%s' not found", what, name ? name : "");
         return false;
     }
@@ -31,13 +31,13 @@ static const char SQL_TENANT_LIST[] =
 bool gg_store_tenant_create(gg_store *s, const char *tenant, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_INSERT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_INSERT, err);
     bool ok = false;
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, gg_wall_ms());
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 2, gg_wall_ms());
         ok = step_write(c, st, false, "tenant", tenant, err);
-        if (ok && sqlite3_changes(c->db) == 0) {
+        if (ok && gg_db_changes(c) == 0) {
             gg_error_set(err, "conflict", "tenant '%s' already exists", tenant);
             ok = false;
         }
@@ -50,10 +50,10 @@ bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_TENANT_DELETE, err) : NULL;
+    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_TENANT_DELETE, err) : NULL;
     ok = st != NULL;
     if (ok) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         ok = step_write(c, st, true, "tenant", tenant, err);
     }
     /* Keys and graphs went with the tenant (ON DELETE CASCADE): tell caches. */
@@ -67,13 +67,13 @@ bool gg_store_tenant_exists(gg_store *s, const char *tenant, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool found = false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_EXISTS, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_EXISTS, err);
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        int rc = gg_db_step(st);
         found = rc == SQLITE_ROW;
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) gg_store_set_db_error(c, err, "tenant");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return found;
@@ -83,18 +83,18 @@ json_t *gg_store_tenants_list(gg_store *s, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array();
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_TENANT_LIST, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, SQL_TENANT_LIST, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *o = json_pack("{s:s,s:o,s:I,s:I}", "name", (const char *)sqlite3_column_text(st, 0),
-                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 1)),
-                                  "keys", (json_int_t)sqlite3_column_int64(st, 2),
-                                  "graphs", (json_int_t)sqlite3_column_int64(st, 3));
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
+            json_t *o = json_pack("{s:s,s:o,s:I,s:I}", "name", (const char *)gg_db_column_text(st, 0),
+                                  "created_at", gg_store_time_json(gg_db_column_int64(st, 1)),
+                                  "keys", (json_int_t)gg_db_column_int64(st, 2),
+                                  "graphs", (json_int_t)gg_db_column_int64(st, 3));
             if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "tenants");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
@@ -105,14 +105,14 @@ json_t *gg_store_tenants_list(gg_store *s, gg_error *err) {
 
 static const char SQL_KEY_INSERT[] =
     "INSERT INTO api_keys(id, tenant, name, hash, scopes, created_at)"
-    " SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)";
+    " SELECT ?1, ?2, ?3, CAST(?4 AS BLOB), ?5, CAST(?6 AS INTEGER) WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?2)";
 static const char SQL_KEY_GET[] =
     "SELECT id, tenant, scopes, hash, revoked_at, created_at, last_used_at FROM api_keys WHERE id = ?1";
 static const char SQL_KEY_LIST[] =
     "SELECT id, tenant, name, scopes, created_at, last_used_at, revoked_at FROM api_keys"
-    " WHERE (?1 IS NULL OR tenant = ?1) ORDER BY tenant, created_at, id";
+    " WHERE (CAST(?1 AS TEXT) IS NULL OR tenant = ?1) ORDER BY tenant, created_at, id";
 static const char SQL_KEY_REVOKE[] =
-    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 AND (?3 IS NULL OR tenant = ?3)";
+    "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1 AND (CAST(?3 AS TEXT) IS NULL OR tenant = ?3)";
 static const char SQL_KEY_TOUCH[] =
     "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 AND (last_used_at IS NULL OR last_used_at < ?2)";
 
@@ -125,16 +125,16 @@ bool gg_store_key_insert(gg_store *s, const char *id, const char *tenant, const 
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_KEY_INSERT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_KEY_INSERT, err);
     if (st) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, name ? name : "", -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 4, hash, GG_KEY_HASH_LEN, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, scopes, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, gg_wall_ms());
+        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+        gg_db_bind_text(st, 3, name ? name : "", -1, SQLITE_STATIC);
+        gg_db_bind_blob(st, 4, hash, GG_KEY_HASH_LEN, SQLITE_STATIC);
+        gg_db_bind_text(st, 5, scopes, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 6, gg_wall_ms());
         ok = step_write(c, st, false, "key", id, err);
-        if (ok && sqlite3_changes(c->db) == 0) {
+        if (ok && gg_db_changes(c) == 0) {
             gg_error_set(err, "not_found", "tenant '%s' not found", tenant);
             ok = false;
         }
@@ -147,26 +147,26 @@ bool gg_store_key_get(gg_store *s, const char *id, gg_key_row *out, gg_error *er
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_KEY_GET, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_KEY_GET, err);
     if (st) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 3) == GG_KEY_HASH_LEN) {
+        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        int rc = gg_db_step(st);
+        if (rc == SQLITE_ROW && gg_db_column_bytes(st, 3) == GG_KEY_HASH_LEN) {
             memset(out, 0, sizeof *out);
-            snprintf(out->id, sizeof out->id, "%s", (const char *)sqlite3_column_text(st, 0));
-            snprintf(out->tenant, sizeof out->tenant, "%s", (const char *)sqlite3_column_text(st, 1));
-            snprintf(out->scopes, sizeof out->scopes, "%s", (const char *)sqlite3_column_text(st, 2));
-            memcpy(out->hash, sqlite3_column_blob(st, 3), GG_KEY_HASH_LEN);
-            out->revoked = sqlite3_column_type(st, 4) != SQLITE_NULL;
-            out->created_ms = sqlite3_column_int64(st, 5);
-            out->last_used_ms = sqlite3_column_int64(st, 6);
+            snprintf(out->id, sizeof out->id, "%s", (const char *)gg_db_column_text(st, 0));
+            snprintf(out->tenant, sizeof out->tenant, "%s", (const char *)gg_db_column_text(st, 1));
+            snprintf(out->scopes, sizeof out->scopes, "%s", (const char *)gg_db_column_text(st, 2));
+            memcpy(out->hash, gg_db_column_blob(st, 3), GG_KEY_HASH_LEN);
+            out->revoked = gg_db_column_type(st, 4) != SQLITE_NULL;
+            out->created_ms = gg_db_column_int64(st, 5);
+            out->last_used_ms = gg_db_column_int64(st, 6);
             ok = true;
         } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
             gg_error_set(err, "not_found", "key '%s' not found", id);
         } else {
             gg_store_set_db_error(c, err, "key");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;
@@ -190,25 +190,25 @@ json_t *gg_store_keys_list(gg_store *s, const char *tenant, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
     json_t *arr = json_array();
-    sqlite3_stmt *st = arr ? gg_store_conn_stmt(c, SQL_KEY_LIST, err) : NULL;
+    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, SQL_KEY_LIST, err) : NULL;
     int rc = SQLITE_ERROR;
     if (st) {
         gg_store_bind_text(st, 1, tenant);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            bool revoked = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
+            bool revoked = gg_db_column_type(st, 6) != SQLITE_NULL;
             json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:o}",
-                                  "id", (const char *)sqlite3_column_text(st, 0),
-                                  "tenant", (const char *)sqlite3_column_text(st, 1),
-                                  "name", (const char *)sqlite3_column_text(st, 2),
-                                  "scopes", scopes_array((const char *)sqlite3_column_text(st, 3)),
-                                  "created_at", gg_store_time_json(sqlite3_column_int64(st, 4)),
-                                  "last_used_at", gg_store_time_json(sqlite3_column_int64(st, 5)),
+                                  "id", (const char *)gg_db_column_text(st, 0),
+                                  "tenant", (const char *)gg_db_column_text(st, 1),
+                                  "name", (const char *)gg_db_column_text(st, 2),
+                                  "scopes", scopes_array((const char *)gg_db_column_text(st, 3)),
+                                  "created_at", gg_store_time_json(gg_db_column_int64(st, 4)),
+                                  "last_used_at", gg_store_time_json(gg_db_column_int64(st, 5)),
                                   "revoked", revoked,
-                                  "revoked_at", gg_store_time_json(sqlite3_column_int64(st, 6)));
+                                  "revoked_at", gg_store_time_json(gg_db_column_int64(st, 6)));
             if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
         }
         if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "keys");
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
@@ -219,11 +219,11 @@ bool gg_store_key_revoke(gg_store *s, const char *id, const char *tenant, gg_err
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    sqlite3_stmt *st = ok ? gg_store_conn_stmt(c, SQL_KEY_REVOKE, err) : NULL;
+    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_KEY_REVOKE, err) : NULL;
     ok = st != NULL;
     if (ok) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, gg_wall_ms());
+        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 2, gg_wall_ms());
         gg_store_bind_text(st, 3, tenant);
         ok = step_write(c, st, true, "key", id, err);
     }
@@ -236,11 +236,11 @@ bool gg_store_key_revoke(gg_store *s, const char *id, const char *tenant, gg_err
 bool gg_store_key_touch(gg_store *s, const char *id, long long when_ms, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_KEY_TOUCH, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_KEY_TOUCH, err);
     bool ok = false;
     if (st) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, when_ms);
+        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        gg_db_bind_int64(st, 2, when_ms);
         ok = step_write(c, st, false, "key", id, err);
     }
     gg_store_conn_release(s, c);
@@ -249,9 +249,9 @@ bool gg_store_key_touch(gg_store *s, const char *id, long long when_ms, gg_error
 
 /* Used by the history writer on its own connection. */
 bool gg_store_key_touch_conn(gg_store_conn *c, const char *id, long long when_ms, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_KEY_TOUCH, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_KEY_TOUCH, err);
     if (!st) return false;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, when_ms);
+    gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, 2, when_ms);
     return step_write(c, st, false, "key", id, err);
 }

@@ -40,7 +40,8 @@ static const char SQL_SET_MARK[] = "UPDATE history_usage_mark SET counted = ?1 W
 static const char SQL_HISTORY_USAGE[] =
     "SELECT rows, bytes, dropped, dropped_bytes FROM history_usage WHERE tenant = ?1";
 static const char SQL_OVER_QUOTA[] =
-    "SELECT tenant FROM history_usage WHERE (?1 > 0 AND rows > ?1) OR (?2 > 0 AND bytes > ?2) LIMIT ?3";
+    "SELECT tenant FROM history_usage WHERE (CAST(?1 AS INTEGER) > 0 AND rows > ?1) OR (CAST(?2 AS INTEGER) > 0 AND bytes > ?2)"
+    " LIMIT ?3";
 static const char SQL_DELETE_OLDEST[] =
     "DELETE FROM executions WHERE rowid IN"
     " (SELECT rowid FROM executions WHERE tenant = ?1 ORDER BY started_at LIMIT ?2)";
@@ -51,9 +52,9 @@ static const char SQL_GRAPH_USAGE[] =
     " coalesce(sum(CASE WHEN v.version = g.active_version THEN length(CAST(v.source AS BLOB)) END), 0)"
     " FROM graphs g LEFT JOIN graph_versions v ON v.graph_id = g.id WHERE g.tenant = ?1";
 
-static bool step_done(gg_store_conn *c, sqlite3_stmt *st, const char *what, gg_error *err) {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+static bool step_done(gg_store_conn *c, gg_db_stmt *st, const char *what, gg_error *err) {
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
     if (rc == SQLITE_DONE) return true;
     gg_store_set_db_error(c, err, what);
     return false;
@@ -62,32 +63,32 @@ static bool step_done(gg_store_conn *c, sqlite3_stmt *st, const char *what, gg_e
 /* Inside the caller's write transaction: add the runs above the mark to their tenants'
  * rows and bytes and move the mark to the highest rowid added. */
 static bool catch_up(gg_store_conn *c, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_MARK, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_MARK, err);
     if (!st) return false;
-    int rc = sqlite3_step(st);
-    long long mark = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0, top = mark;
-    sqlite3_reset(st);
+    int rc = gg_db_step(st);
+    long long mark = rc == SQLITE_ROW ? gg_db_column_int64(st, 0) : 0, top = mark;
+    gg_db_reset(st);
     if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "history_usage_mark"); return false; }
-    sqlite3_stmt *sel = gg_store_conn_stmt(c, SQL_NEW_RUNS, err), *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
+    gg_db_stmt *sel = gg_store_conn_stmt(c, SQL_NEW_RUNS, err), *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
     if (!sel || !add) return false;
-    sqlite3_bind_int64(sel, 1, mark);
+    gg_db_bind_int64(sel, 1, mark);
     bool ok = true;
-    while (ok && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-        sqlite3_bind_text(add, 1, (const char *)sqlite3_column_text(sel, 0), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(add, 2, sqlite3_column_int64(sel, 1));
-        sqlite3_bind_int64(add, 3, sqlite3_column_int64(sel, 2));
-        if (sqlite3_column_int64(sel, 3) > top) top = sqlite3_column_int64(sel, 3);
+    while (ok && (rc = gg_db_step(sel)) == SQLITE_ROW) {
+        gg_db_bind_text(add, 1, (const char *)gg_db_column_text(sel, 0), -1, SQLITE_TRANSIENT);
+        gg_db_bind_int64(add, 2, gg_db_column_int64(sel, 1));
+        gg_db_bind_int64(add, 3, gg_db_column_int64(sel, 2));
+        if (gg_db_column_int64(sel, 3) > top) top = gg_db_column_int64(sel, 3);
         ok = step_done(c, add, "history_usage", err);
     }
     if (ok && rc != SQLITE_DONE) {
         gg_store_set_db_error(c, err, "executions");
         ok = false;
     }
-    sqlite3_reset(sel);
+    gg_db_reset(sel);
     if (!ok || top == mark) return ok;
-    sqlite3_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
+    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
     if (!up) return false;
-    sqlite3_bind_int64(up, 1, top);
+    gg_db_bind_int64(up, 1, top);
     return step_done(c, up, "history_usage_mark", err);
 }
 
@@ -95,23 +96,23 @@ static bool catch_up(gg_store_conn *c, gg_error *err) {
 static bool catch_up_tx(gg_store_conn *c, gg_error *err) {
     if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
     if (catch_up(c, err) && gg_store_conn_exec(c, "COMMIT", err)) return true;
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    gg_db_exec_quiet(c, "ROLLBACK");
     return false;
 }
 
 static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *out, gg_error *err) {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_HISTORY_USAGE, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_HISTORY_USAGE, err);
     if (!st) return false;
-    sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    int rc = gg_db_step(st);
     if (rc == SQLITE_ROW) {
-        out->rows = sqlite3_column_int64(st, 0);
-        out->bytes = sqlite3_column_int64(st, 1);
-        out->dropped = sqlite3_column_int64(st, 2);
-        out->dropped_bytes = sqlite3_column_int64(st, 3);
+        out->rows = gg_db_column_int64(st, 0);
+        out->bytes = gg_db_column_int64(st, 1);
+        out->dropped = gg_db_column_int64(st, 2);
+        out->dropped_bytes = gg_db_column_int64(st, 3);
     }
-    sqlite3_reset(st);
+    gg_db_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         gg_store_set_db_error(c, err, "history_usage");
         return false;
@@ -125,7 +126,7 @@ bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *o
     if (!c) return false;
     bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
     if (ok) ok = catch_up(c, err) && usage_conn(c, tenant, out, err) && gg_store_conn_exec(c, "COMMIT", err);
-    if (!ok) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!ok) gg_db_exec_quiet(c, "ROLLBACK");
     gg_store_conn_release(s, c);
     return ok;
 }
@@ -134,20 +135,20 @@ bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, 
     memset(out, 0, sizeof *out);
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_USAGE, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_USAGE, err);
     int rc = SQLITE_ERROR;
     if (st) {
-        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
+        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        rc = gg_db_step(st);
         if (rc == SQLITE_ROW) {
-            out->graphs = sqlite3_column_int64(st, 0);
-            out->versions = sqlite3_column_int64(st, 1);
-            out->stored_bytes = sqlite3_column_int64(st, 2);
-            out->active_bytes = sqlite3_column_int64(st, 3);
+            out->graphs = gg_db_column_int64(st, 0);
+            out->versions = gg_db_column_int64(st, 1);
+            out->stored_bytes = gg_db_column_int64(st, 2);
+            out->active_bytes = gg_db_column_int64(st, 3);
         } else {
             gg_store_set_db_error(c, err, "graphs");
         }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return st && rc == SQLITE_ROW;
@@ -182,30 +183,30 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
     bool ok = catch_up(c, err) && usage_conn(c, tenant, &before, err);
     long long n = ok ? slice_size(&before, low_rows, low_bytes) : 0;
     if (ok && n > 0) {
-        sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_DELETE_OLDEST, err);
+        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_DELETE_OLDEST, err);
         ok = st != NULL;
         if (ok) {
-            sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, n);
+            gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+            gg_db_bind_int64(st, 2, n);
             ok = step_done(c, st, "executions", err);
         }
-        *deleted = ok ? sqlite3_changes(c->db) : 0;
+        *deleted = ok ? gg_db_changes(c) : 0;
         ok = ok && usage_conn(c, tenant, &after, err);
         if (ok && *deleted > 0) {
             *bytes = before.bytes - after.bytes;
-            sqlite3_stmt *up = gg_store_conn_stmt(c, SQL_COUNT_DROPPED, err);
+            gg_db_stmt *up = gg_store_conn_stmt(c, SQL_COUNT_DROPPED, err);
             ok = up != NULL;
             if (ok) {
-                sqlite3_bind_text(up, 1, tenant, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(up, 2, *deleted);
-                sqlite3_bind_int64(up, 3, *bytes);
+                gg_db_bind_text(up, 1, tenant, -1, SQLITE_STATIC);
+                gg_db_bind_int64(up, 2, *deleted);
+                gg_db_bind_int64(up, 3, *bytes);
                 ok = step_done(c, up, "history_usage", err);
             }
         }
     }
     if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
     if (!ok) {
-        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+        gg_db_exec_quiet(c, "ROLLBACK");
         *deleted = *bytes = 0;
         return false;
     }
@@ -218,21 +219,21 @@ static long long low_mark(long long quota) { return quota > 0 ? quota - quota / 
 
 /* The tenants over quota now (at most PASS_TENANTS), as a JSON array of names. */
 static json_t *over_quota(gg_store_conn *c, long long max_rows, long long max_bytes, gg_error *err) {
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_OVER_QUOTA, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_OVER_QUOTA, err);
     if (!st) return NULL;
     json_t *names = json_array();
-    sqlite3_bind_int64(st, 1, max_rows);
-    sqlite3_bind_int64(st, 2, max_bytes);
-    sqlite3_bind_int(st, 3, PASS_TENANTS);
+    gg_db_bind_int64(st, 1, max_rows);
+    gg_db_bind_int64(st, 2, max_bytes);
+    gg_db_bind_int(st, 3, PASS_TENANTS);
     int rc;
-    while (names && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(names, json_string((const char *)sqlite3_column_text(st, 0)));
+    while (names && (rc = gg_db_step(st)) == SQLITE_ROW)
+        json_array_append_new(names, json_string((const char *)gg_db_column_text(st, 0)));
     if (names && rc != SQLITE_DONE) {
         gg_store_set_db_error(c, err, "history_usage");
         json_decref(names);
         names = NULL;
     }
-    sqlite3_reset(st);
+    gg_db_reset(st);
     if (!names && !err->code[0]) gg_error_set(err, "oom", "out of memory");
     return names;
 }

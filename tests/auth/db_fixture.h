@@ -8,13 +8,14 @@
 #include <stdlib.h>
 
 #include "store/store.h"
+#include "../store/pg_fixture.h"
 
 static char tmpdir[64], dbpath[128];
 
 /* Open (and migrate) the test database; the caller closes it. */
 static gg_store *open_db(void) {
     gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath};
+    gg_store_options o = {.path = dbpath, .url = pg_store_url()};
     gg_store *s = gg_store_open(&o, &err);
     ck_assert_msg(s != NULL, "%s", err.message);
     char mig[512];
@@ -28,9 +29,11 @@ static void setup(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/gg-auth-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     snprintf(dbpath, sizeof dbpath, "%s/auth.db", tmpdir);
+    pg_setup(tmpdir);
 }
 
 static void teardown(void) {
+    pg_teardown();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     ck_assert_int_eq(system(cmd), 0);

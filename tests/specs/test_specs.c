@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "specs/internal.h"
+#include "../store/pg_fixture.h"
 #include "specs/specs.h"
 #include "store/store.h"
 
@@ -72,7 +73,8 @@ static gg_store *temp_store(void) {
     ck_assert_ptr_nonnull(mkdtemp(tmp_root));
     char path[512];
     snprintf(path, sizeof path, "%s/gg.db", tmp_root);
-    gg_store_options o = {.path = path};
+    pg_setup(tmp_root); /* PostgreSQL under tests/store/postgres.sh */
+    gg_store_options o = {.path = path, .url = pg_store_url()};
     gg_error err = GG_ERROR_INIT;
     gg_store *s = gg_store_open(&o, &err);
     ck_assert_msg(s != NULL, "store: %s", err.message);
@@ -81,6 +83,7 @@ static gg_store *temp_store(void) {
 }
 
 static void rm_tree(const char *dir) {
+    if (dir == tmp_root) pg_teardown();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);

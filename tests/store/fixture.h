@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "pg_fixture.h"
 
 static char tmpdir[256];
 static char dbpath[300];
 static char migdir[300];
+static char migfiles[320]; /* where the backend's migration files are: migdir or migdir/postgres */
 
 static void sh(const char *fmt, const char *a, const char *b) {
     char cmd[1024];
@@ -31,13 +33,18 @@ static void setup(void) {
     snprintf(from, sizeof from, "%s/migrations", src ? src : "..");
     sh("cp -R '%s' '%s'", from, migdir);
     sh("chmod -R u+w '%s'%s", migdir, ""); /* distcheck's source tree is read-only */
+    pg_setup(tmpdir);
+    snprintf(migfiles, sizeof migfiles, "%s%s", migdir, pg_mode() ? "/postgres" : "");
 }
 
-static void teardown(void) { sh("rm -rf '%s'%s", tmpdir, ""); }
+static void teardown(void) {
+    pg_teardown();
+    sh("rm -rf '%s'%s", tmpdir, "");
+}
 
 static gg_store *open_store(void) {
     gg_error err = GG_ERROR_INIT;
-    gg_store_options o = {.path = dbpath, .pool_size = 3, .busy_timeout_ms = 5000};
+    gg_store_options o = {.path = dbpath, .url = pg_store_url(), .pool_size = 3, .busy_timeout_ms = 5000};
     gg_store *s = gg_store_open(&o, &err);
     ck_assert_msg(s != NULL, "open: %s", err.message);
     return s;

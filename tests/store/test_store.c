@@ -16,7 +16,7 @@
 /* How many migrations the source tree ships (the tests below add the next ones). */
 static int shipped_migrations(void) {
     int n = 0;
-    DIR *d = opendir(migdir);
+    DIR *d = opendir(migfiles);
     ck_assert_ptr_nonnull(d);
     for (struct dirent *e; (e = readdir(d)) != NULL;)
         if (strlen(e->d_name) > 4 && strcmp(e->d_name + strlen(e->d_name) - 4, ".sql") == 0) n++;
@@ -61,7 +61,7 @@ END_TEST
 START_TEST(migration_checksum_mismatch) {
     gg_store *s = open_migrated();
     gg_store_close(s);
-    sh("printf '\\n-- edited\\n' >> '%s/0001_initial.sql'%s", migdir, "");
+    sh("printf '\\n-- edited\\n' >> '%s/0001_initial.sql'%s", migfiles, "");
     s = open_store();
     gg_error err = GG_ERROR_INIT;
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
@@ -80,13 +80,13 @@ START_TEST(migration_future_and_missing) {
     snprintf(extra, sizeof extra, "%04d_extra.sql", n + 1);
     snprintf(gap, sizeof gap, "%04d_gap.sql", n + 2);
     snprintf(num, sizeof num, "%04d", n + 1);
-    write_file(migdir, extra, "CREATE TABLE extra (x INTEGER);\n");
+    write_file(migfiles, extra, "CREATE TABLE extra (x INTEGER);\n");
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert_int_eq(gg_store_schema_version(s, &err), n + 1);
     gg_store_close(s);
     /* The database is newer than the files: an older binary must refuse it. */
-    sh("rm '%s/%s'", migdir, extra);
+    sh("rm '%s/%s'", migfiles, extra);
     s = open_store();
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_str_eq(err.code, "migration");
@@ -94,7 +94,7 @@ START_TEST(migration_future_and_missing) {
     gg_error_clear(&err);
     gg_store_close(s);
     /* A gap in the files is refused before touching the database. */
-    write_file(migdir, gap, "SELECT 1;\n");
+    write_file(migfiles, gap, "SELECT 1;\n");
     s = open_store();
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_msg(strstr(err.message, num) && strstr(err.message, "is missing"), "%s", err.message);
@@ -109,7 +109,7 @@ START_TEST(migration_pending_and_failing) {
     int n = shipped_migrations();
     char broken[64];
     snprintf(broken, sizeof broken, "%04d_broken.sql", n + 1);
-    write_file(migdir, broken, "CREATE TABLE ok1 (x INTEGER);\nCREATE TABLE ok1 (y INTEGER);\n");
+    write_file(migfiles, broken, "CREATE TABLE ok1 (x INTEGER);\nCREATE TABLE ok1 (y INTEGER);\n");
     ck_assert(!gg_store_migrations_verify(s, migdir, &err)); /* pending */
     ck_assert_msg(strstr(err.message, "not applied"), "%s", err.message);
     gg_error_clear(&err);
@@ -118,10 +118,10 @@ START_TEST(migration_pending_and_failing) {
     gg_error_clear(&err);
     /* The failed migration was rolled back entirely. */
     ck_assert_int_eq(gg_store_schema_version(s, &err), n);
-    write_file(migdir, broken, "CREATE TABLE ok1 (x INTEGER);\n");
+    write_file(migfiles, broken, "CREATE TABLE ok1 (x INTEGER);\n");
     ck_assert(gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_int_eq(gg_store_schema_version(s, &err), n + 1);
-    write_file(migdir, "bad-name.sql", "SELECT 1;\n");
+    write_file(migfiles, "bad-name.sql", "SELECT 1;\n");
     ck_assert(!gg_store_migrate(s, migdir, NULL, &err));
     ck_assert_msg(strstr(err.message, "NNNN_name.sql"), "%s", err.message);
     gg_error_clear(&err);
@@ -500,6 +500,7 @@ START_TEST(history_retention) {
 END_TEST
 
 static long long count_rows(const char *sql) {
+    if (pg_mode()) return pg_query1(sql, NULL);
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
@@ -538,7 +539,8 @@ START_TEST(history_big_batches_many_nodes_and_cascade) {
     ck_assert_int_eq(st.written, RUNS + 1);
     ck_assert_msg(st.batches >= 3, "batches=%llu: one transaction took everything", st.batches);
     ck_assert_int_eq(count_rows("SELECT sum(json_array_length(nodes)) FROM executions"), RUNS * 2 + NODES);
-    ck_assert_int_eq(count_rows("SELECT count(*) FROM sqlite_master WHERE name = 'node_executions'"), 0);
+    ck_assert_int_eq(count_rows(pg_mode() ? "SELECT count(*) FROM information_schema.tables WHERE table_name = 'node_executions'"
+                                           : "SELECT count(*) FROM sqlite_master WHERE name = 'node_executions'"), 0);
     json_t *ex = gg_store_execution_get(s, "acme", big_id, &err);
     ck_assert_msg(ex != NULL, "%s", err.message);
     json_t *nodes = json_object_get(ex, "nodes");
@@ -718,6 +720,7 @@ END_TEST
 /* ---- migration 0003 and the ways of handing node records over ------------------------------ */
 
 static void exec_sql(const char *sql) {
+    if (pg_mode()) { pg_exec_sql(sql); return; }
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
     char *msg = NULL;
@@ -769,7 +772,8 @@ START_TEST(migration_0003_keeps_node_rows) {
     int applied = 0;
     ck_assert_msg(gg_store_migrate(s, migdir, &applied, &err), "%s", err.message);
     ck_assert_int_ge(applied, 1);
-    ck_assert_int_eq(count_rows("SELECT count(*) FROM sqlite_master WHERE name = 'node_executions'"), 0);
+    ck_assert_int_eq(count_rows(pg_mode() ? "SELECT count(*) FROM information_schema.tables WHERE table_name = 'node_executions'"
+                                           : "SELECT count(*) FROM sqlite_master WHERE name = 'node_executions'"), 0);
     ck_assert_int_eq(count_rows("SELECT sum(json_array_length(nodes)) FROM executions"), 5);
 
     json_t *ex = gg_store_execution_get(s, "acme", "0000000000aa00000000000000000001", &err);
@@ -1155,6 +1159,39 @@ START_TEST(history_concurrent_submitters) {
 }
 END_TEST
 
+/* PostgreSQL: replicas share executions; one starting marks only its own runs interrupted. */
+START_TEST(history_interrupted_per_replica) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options oa = {.replica_id = "replica-a"}, ob = {.replica_id = "replica-b"};
+    gg_history *a = gg_history_start(s, &oa, &err), *b = gg_history_start(s, &ob, &err);
+    ck_assert(a && b);
+    gg_exec_record *ra = make_run("acme", "g", "t", GG_EXEC_RUNNING), *rb = make_run("acme", "g", "t", GG_EXEC_RUNNING);
+    char ida[33], idb[33];
+    memcpy(ida, ra->id, sizeof ida);
+    memcpy(idb, rb->id, sizeof idb);
+    ck_assert(gg_history_submit(a, ra));
+    ck_assert(gg_history_submit(b, rb));
+    gg_history_flush(a);
+    gg_history_flush(b);
+    gg_history_stop(a); /* replica a "crashes" and comes back; b keeps running its run */
+    oa.mark_interrupted = true;
+    a = gg_history_start(s, &oa, &err);
+    ck_assert_ptr_nonnull(a);
+    json_t *ex = gg_store_execution_get(s, "acme", ida, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
+    json_decref(ex);
+    ex = gg_store_execution_get(s, "acme", idb, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "running");
+    json_decref(ex);
+    ck_assert_int_eq(count_rows("SELECT count(*) FROM executions WHERE replica = 'replica-b'"), 1);
+    gg_history_stop(a);
+    gg_history_stop(b);
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -1171,10 +1208,14 @@ int main(void) {
     tcase_add_test(tc, history_interrupted_marking);
     tcase_add_test(tc, history_retention);
     tcase_add_test(tc, history_queue_bound_and_truncation);
-    tcase_add_test(tc, history_commit_callbacks_and_retry);
+    /* SQLite-only: a second SQLite handle holds the write lock, or the database is taken
+     * back to migration 0002 (PostgreSQL's own lock and restart cases are in
+     * tests/gateway/postgres.sh). */
+    if (!pg_mode()) tcase_add_test(tc, history_commit_callbacks_and_retry);
     tcase_add_test(tc, history_submit_then_refused);
     tcase_add_test(tc, history_big_batches_many_nodes_and_cascade);
-    tcase_add_test(tc, migration_0003_keeps_node_rows);
+    if (!pg_mode()) tcase_add_test(tc, migration_0003_keeps_node_rows);
+    if (pg_mode()) tcase_add_test(tc, history_interrupted_per_replica); /* replica ids: PostgreSQL only */
     tcase_add_test(tc, history_node_paths_agree);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# postgres.sh — `graphgate serve --database-url` end to end on a throwaway PostgreSQL cluster
+# (pg_virtualenv): tenant and key through the CLI, a graph uploaded through the admin API, a
+# tool called over MCP, its execution listed; then PostgreSQL stopped while calls run — they
+# fail with the reason instead of hanging or answering unrecorded — and started again: calls
+# succeed and are recorded without restarting graphgate. Prints "N passed, N failed".
+if [ -z "${GG_PG_INNER:-}" ]; then
+  if ! command -v pg_virtualenv >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "SKIP: PostgreSQL server or pg_virtualenv not installed (tests/deps.sh installs postgresql-15, postgresql-common)"
+    exit 77
+  fi
+  log=$(mktemp "${TMPDIR:-/tmp}/gg-pg-e2e.XXXXXX")
+  GG_PG_INNER=1 pg_virtualenv -o shared_buffers=32MB bash "$0" "$@" 2>"$log"
+  rc=$?
+  [ $rc -eq 0 ] || { echo "--- pg_virtualenv / cluster log (tail)"; tail -15 "$log"; }
+  rm -f "$log"
+  exit $rc
+fi
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+exec 2>&1 # the outer script keeps the cluster's own log apart
+createdb gge2e || { echo "createdb failed"; echo "0 passed, 1 failed"; exit 1; }
+URL="postgresql:///gge2e"
+gw_cli() { "$GG_BIN" "$@" --database-url "$URL"; }
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+
+cat >"$GG_TMP/calc.yaml" <<'YAML'
+version: "1.0"
+server: {name: calc, version: "1.0.0"}
+tools:
+  - {name: double, description: twice n, inputSchema: {type: object, properties: {n: {type: number}}},
+     nodes: [{id: entry, type: entry, next: v}, {id: v, type: transform, transform: {expr: 'entry.n * 2'}, next: exit}, {id: exit, type: exit}]}
+YAML
+
+t "graphgate migrate applies migrations/postgres" \
+  sh -c "'$GG_BIN' migrate --database-url '$URL' | grep -q 'migration(s) applied, schema at 000'"
+t "migrate --check: current" sh -c "'$GG_BIN' migrate --check --database-url '$URL' | grep -q 'schema is current'"
+gw_cli_run tenant create acme >/dev/null
+ADMIN=$(gw_key acme admin)
+KEY=$(gw_key acme tools:read,tools:execute)
+t "tenant and keys created through the CLI" test -n "$ADMIN" -a -n "$KEY"
+gg_start --database-url "$URL" || { echo "0 passed, 1 failed"; exit 1; }
+t "serve logs the database without its password" grep -q 'postgresql:///gge2e' "$GG_TMP/serve.out" "$GG_TMP/serve.err"
+t "upload through the admin API" eq "$(gw_put_graph "$ADMIN" acme calc "$GG_TMP/calc.yaml")" 201
+MCP="$GG_PUB/mcp/acme/calc"
+sid=$(gw_init "$MCP" "$KEY")
+t "MCP session opened" test -n "$sid"
+call() { # N → status; body in $GG_TMP/c.json
+  gw_rpc "$GG_TMP/c.json" "$MCP" "$KEY" "$sid" \
+    "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"double\",\"arguments\":{\"n\":$1}}}"
+}
+result() { jget "$GG_TMP/c.json" 'd["result"]["content"][0]["text"]'; }
+call 21 >/dev/null
+t "tools/call over MCP answers" eq "$(result)" 42
+listed() { # → how many executions the admin API lists for acme
+  gg_curl "$GG_TMP/l.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=100" >/dev/null
+  jget "$GG_TMP/l.json" 'len(d["executions"])'
+}
+t "the execution is listed" eq "$(listed)" 1
+t "graph versions listed" sh -c "'$GG_BIN' graph list acme --database-url '$URL' | grep -q calc"
+
+# PostgreSQL stops while calls run.
+for i in $(seq 100 129); do call "$i" >/dev/null; done &
+load=$!
+pg_ctlcluster "$PGVERSION" regress stop -m fast
+wait $load
+down_status=$(call 7)
+down_body=$(cat "$GG_TMP/c.json")
+echo "   while down: HTTP $down_status $down_body" | cut -c1-300
+t "while PostgreSQL is down a call fails with the reason" \
+  sh -c "[ '$down_status' != 200 ] || grep -q '\"error\"' '$GG_TMP/c.json'"
+t "the failure names the database" grep -qiE 'postgres|database|history' "$GG_TMP/c.json"
+t "serve is still running" kill -0 "$GG_PID"
+pg_ctlcluster "$PGVERSION" regress start
+recovered=""
+for i in $(seq 1 100); do # backoff tops out at 5 s; allow 20 s on a loaded machine
+  st=$(call 50)
+  if [ "$st" = 200 ] && [ "$(result)" = 100 ]; then recovered=$i; break; fi
+  sleep 0.2
+done
+t "after PostgreSQL is back, calls succeed again (attempt ${recovered:-never})" test -n "$recovered"
+n1=$(listed)
+call 60 >/dev/null
+n2=$(listed)
+t "a call after recovery is recorded ($n1 then $n2 listed)" test "${n2:-0}" -eq "$((${n1:-0} + 1))"
+t "server stops cleanly" gw_stop_clean
+gg_finish
