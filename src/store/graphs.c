@@ -383,20 +383,20 @@ bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *use
 bool gg_store_graphs_foreach_active_version(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return false;
-    sqlite3_stmt *st = gg_store_conn_stmt(c, SQL_ALL_ACTIVE_VERSIONS, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ALL_ACTIVE_VERSIONS, err);
     int rc = SQLITE_ERROR;
     bool ok = st != NULL;
     if (st) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             gg_graph_source g = {0};
-            g.tenant = (char *)sqlite3_column_text(st, 0); /* borrowed for the visit */
-            g.name = (char *)sqlite3_column_text(st, 1);
-            g.version = sqlite3_column_int(st, 2);
+            g.tenant = (char *)gg_db_column_text(st, 0); /* borrowed for the visit */
+            g.name = (char *)gg_db_column_text(st, 1);
+            g.version = gg_db_column_int(st, 2);
             if (!g.tenant || !g.name) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
             if (!fn(user, &g)) break;
         }
         if (ok && rc != SQLITE_DONE && rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graphs"); ok = false; }
-        sqlite3_reset(st);
+        gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return ok;

@@ -10,7 +10,9 @@ if [ -z "${GG_PG_INNER:-}" ]; then
     exit 77
   fi
   log=$(mktemp "${TMPDIR:-/tmp}/gg-pg-e2e.XXXXXX")
-  GG_PG_INNER=1 pg_virtualenv -o shared_buffers=32MB bash "$0" "$@" 2>"$log"
+  # one throwaway cluster at a time on this machine: pg_virtualenv picks the first free port
+  # from 5432 and two starting at once race for it (-t: its files in a temporary directory)
+  GG_PG_INNER=1 flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv -t -o shared_buffers=32MB bash "$0" "$@" 2>"$log"
   rc=$?
   [ $rc -eq 0 ] || { echo "--- pg_virtualenv / cluster log (tail)"; tail -15 "$log"; }
   rm -f "$log"

@@ -17,7 +17,9 @@ done
 log=$(mktemp "${TMPDIR:-/tmp}/gg-pg-log.XXXXXX")
 # pg_virtualenv puts the cluster under $TMPDIR; the PG* variables it exports are what libpq
 # (and so postgresql:///dbname URLs) and psql read.
-TMPDIR=${TMPDIR:-/tmp} pg_virtualenv -o shared_buffers=32MB -o fsync=off bash -c '
+# one throwaway cluster at a time on this machine: pg_virtualenv picks the first free port
+# from 5432 and two starting at once race for it (-t: its files in a temporary directory)
+TMPDIR=${TMPDIR:-/tmp} flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv -t -o shared_buffers=32MB -o fsync=off bash -c '
   passed=0; failed=0
   for p in "$@"; do
     out=$(GG_TEST_PG=1 "'"$B"'/$p" 2>&1); rc=$?
