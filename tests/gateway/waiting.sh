@@ -64,6 +64,16 @@ YAML
   tool ok s ok; tool hang s hang; tool crash s crash; tool stats s stats
   tool boot boot ok; tool noisy noisy garbage
   tool http_ok h ok; tool http_hang h hang; tool http_stats h stats
+  cat <<YAML
+  - name: ask
+    description: asks the client's user and waits for the answer
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: ask}
+      - {id: ask, type: elicit, message: "Name?", timeout: 30000, next: exit,
+         requestedSchema: {type: object, properties: {name: {type: string}}}}
+      - {id: exit, type: exit}
+YAML
 } >"$GG_TMP/faults.yaml"
 gw_cli tenant create acme >/dev/null 2>&1
 admin=$(gw_key acme admin)
@@ -194,6 +204,31 @@ disconnect_case() { # TOOL STATS-TOOL
 }
 disconnect_case hang stats
 disconnect_case http_hang http_stats
+
+# ... and a run waiting on the client's own answer (an elicit node; the request went out
+# on the POST's SSE stream, whose connection is then suspended between events)
+gw_rpc "$GG_TMP/init2.json" "$url" "" "" \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}' >/dev/null
+sid_el=$(sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/init2.json.h" | tr -d '\r')
+c0=$(metric graphgate_tool_calls_running)
+curl -sN -o "$GG_TMP/ask.sse" --max-time 30 -X POST -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $sid_el" -H 'MCP-Protocol-Version: 2025-11-25' \
+  --data '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{}}}' "$url" &
+bg=$!
+for _ in $(seq 1 200); do grep -q elicitation/create "$GG_TMP/ask.sse" 2>/dev/null && break; sleep 0.05; done
+t "elicit node: the request reached the client on the POST stream" has "$GG_TMP/ask.sse" elicitation/create
+t0=$(date +%s%N)
+kill "$bg"; wait "$bg" 2>/dev/null
+now=""
+for _ in $(seq 1 200); do now=$(metric graphgate_tool_calls_running); [ "$now" = "$c0" ] && break; sleep 0.05; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+t "elicit node, client disconnect: the run ends within ${ms} ms" bash -c "[ '$now' = '$c0' ] && [ $ms -le 3000 ]"
+st=""
+for _ in $(seq 1 100); do
+  gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?graph=faults&tool=ask&limit=10" >/dev/null
+  st=$(jget "$GG_TMP/e.json" '",".join(e["status"] for e in d["executions"])'); [ -n "$st" ] && break; sleep 0.1
+done
+t "... recorded as cancelled" eq "$st" cancelled
 status=""
 for _ in $(seq 1 100); do
   gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?graph=faults&tool=hang&limit=10" >/dev/null
