@@ -194,8 +194,8 @@ static void notify_extras(gw_streams *s, ssess *ss, int i, mcp_server *srv) {
         mcp_session key = {0};
         memcpy(key.nonce, ss->nonce, sizeof key.nonce);
         json_t *subs = mcp_session_subscriptions(s->gw->sessions, &key), *u;
-        size_t i;
-        json_array_foreach(subs, i, u) {
+        size_t k;
+        json_array_foreach(subs, k, u) {
             if (!mcp_server_serves_uri(srv, json_string_value(u))) continue;
             json_t *p = json_pack("{s:O}", "uri", u);
             char *msg = p ? mcp_jsonrpc_notification("notifications/resources/updated", p) : NULL;
