@@ -193,6 +193,8 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms);
 #define GW_STREAMS_MAX 512       /* in all (half the public listener's connections) → 503 */
 #define GW_STREAM_PING_MS 15000  /* ": ping" comment on idle streams, for proxies */
 #define GW_STREAM_TICK_MS 250    /* the keeper's pass: dead clients, expiry, shutdown */
+#define GW_REPLAY_EVENTS 16      /* events kept per session for GET streams resumed with Last-Event-ID */
+#define GW_REPLAY_SESSIONS 1024  /* sessions whose log is kept with no stream open (more → logs dropped) */
 typedef struct gw_streams gw_streams;
 gw_streams *gw_streams_new(gg_gateway *gw);
 void gw_streams_free(gw_streams *s);

@@ -22,9 +22,18 @@
  * Bounds: GW_STREAMS_PER_SESSION per session (more → 409), tenants.max_streams per tenant
  * (the endpoint's tenant, or the key's on a mount; none for a mount on the internal
  * listener; more → 429 with Retry-After, so one tenant cannot hold every slot),
- * GW_STREAMS_MAX in all (more → 503 with Retry-After). No resumability: events carry no id, Last-Event-ID is ignored
- * (a reconnecting client gets a fresh stream; list_changed is idempotent — the client
- * lists the tools again).
+ * GW_STREAMS_MAX in all (more → 503 with Retry-After).
+ *
+ * Resumability (spec 2025-11-25 "Resumability and Redelivery"): each stream of a session
+ * has a number and every event an id "<stream>-<seq>", seq counting per session (so ids
+ * are unique within it); a 2025-11-25 client first gets a priming event (an id, empty
+ * data). The last GW_REPLAY_EVENTS events written on a session's streams stay in a log
+ * (kept while the session lives, even with no stream open; an event due while the session
+ * has none is logged on its last stream). A GET with Last-Event-ID "<k>-<s>" resumes
+ * stream k: the events of k after s are replayed, then it carries on (an older connection
+ * still holding k is ended). An id this session never issued → 400. An id older than the
+ * log (events after it were dropped) → a fresh stream that starts with the list_changed
+ * notifications, so the client lists again (all this stream carries are change signals).
  *
  * Locking: one mutex (mu) guards the table; the HTTP core's own lock is taken inside it
  * (gg_http_async_* calls), never the other way round.
@@ -47,6 +56,13 @@ static const char PING[] = ": ping\n\n";
  * reconnects its GET stream by itself) come back once a restarted server listens again. */
 static const char RETRY[] = "retry: 3000\n\n";
 
+/* One logged event: its stream, its seq and its data. */
+typedef struct revent {
+    unsigned long long stream;
+    unsigned long long seq;
+    char *data;
+} revent;
+
 /* The open streams of one session; streams[n-1] is the newest. */
 typedef struct ssess {
     uint8_t nonce[16];
@@ -54,8 +70,16 @@ typedef struct ssess {
     char owner[GG_NAME_MAX + 1]; /* the tenant whose per-tenant bound the streams count in */
     int64_t expires; /* unix seconds */
     gg_http_async *streams[GW_STREAMS_PER_SESSION];
+    unsigned long long no[GW_STREAMS_PER_SESSION]; /* each open stream's number */
     int n;
     mcp_server *srv; /* the newest version announced: held so the graph cache keeps it */
+    unsigned long long first_no; /* stream numbers are global: the first this entry issued */
+    unsigned long long last_no;  /* the newest stream that ended (0: none) */
+    unsigned long long seq;      /* the last event seq issued */
+    unsigned long long dropped;  /* the highest seq dropped from the log */
+    revent log[GW_REPLAY_EVENTS]; /* a ring: log_n entries ending at log_end - 1 */
+    int log_n, log_end;
+    bool gone;                   /* graph/tenant removed: free with its log */
     struct ssess *next;
 } ssess;
 
@@ -64,7 +88,9 @@ struct gw_streams {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     ssess *buckets[BUCKETS];
-    size_t open;
+    size_t open, entries;
+    unsigned long long next_no; /* stream numbers issued (global, so a session entry that was
+                                   freed and made again never repeats an id) */
     bool stop, thread_started;
     pthread_t thread;
     double next_ping_ms;
@@ -97,9 +123,48 @@ static ssess *find_session(gw_streams *s, const uint8_t nonce[16], ssess ***link
 /* End stream i of ss (the HTTP core sends the end of the chunked body). */
 static void end_stream(gw_streams *s, ssess *ss, int i) {
     gg_http_async_complete(ss->streams[i]);
+    ss->last_no = ss->no[i];
     memmove(&ss->streams[i], &ss->streams[i + 1], (size_t)(ss->n - i - 1) * sizeof ss->streams[0]);
+    memmove(&ss->no[i], &ss->no[i + 1], (size_t)(ss->n - i - 1) * sizeof ss->no[0]);
     ss->n--;
     s->open--;
+}
+
+static void log_clear(ssess *ss) {
+    for (int i = 0; i < GW_REPLAY_EVENTS; i++) {
+        free(ss->log[i].data);
+        ss->log[i].data = NULL;
+    }
+    ss->log_n = 0;
+}
+
+/* Keep data as event seq of stream no (the oldest goes when the log is full). */
+static void log_add(ssess *ss, unsigned long long no, unsigned long long seq, const char *data) {
+    char *copy = strdup(data);
+    if (!copy) { /* cannot keep it: a resume from before it must not pretend it saw all */
+        ss->dropped = seq;
+        return;
+    }
+    revent *e = &ss->log[ss->log_end];
+    if (ss->log_n == GW_REPLAY_EVENTS) {
+        ss->dropped = e->seq;
+        free(e->data);
+    } else ss->log_n++;
+    *e = (revent){no, seq, copy};
+    ss->log_end = (ss->log_end + 1) % GW_REPLAY_EVENTS;
+}
+
+/* One event on stream i (or, i < 0, logged on the session's last stream for a resume):
+ * false when the stream did not take it. */
+static bool send_event(ssess *ss, int i, const char *data) {
+    unsigned long long no = i >= 0 ? ss->no[i] : ss->last_no;
+    if (!no) return false;
+    char id[48];
+    snprintf(id, sizeof id, "%llu-%llu", no, ss->seq + 1);
+    if (i >= 0 && !gg_http_sse_event(ss->streams[i], "message", id, data)) return false;
+    ss->seq++;
+    log_add(ss, no, ss->seq, data);
+    return true;
 }
 
 static void end_all_of(gw_streams *s, ssess *ss) {
@@ -110,41 +175,47 @@ static void free_ssess(ssess *ss) {
     /* under mu: the registry (or the mount) normally still holds this version, so this is
      * rarely the last reference; a version replaced meanwhile was swapped out by
      * gw_streams_tools_changed, which releases it outside the lock */
+    log_clear(ss);
     mcp_server_unref(ss->srv);
     free(ss);
 }
 
-/* Unlink and free every session entry left without streams. */
+/* Unlink and free every session entry left without streams whose log is of no use (empty,
+ * its graph gone, its session expired). Entries kept only for their log are bounded by
+ * GW_REPLAY_SESSIONS: past it every such log goes (a later resume is then "too old"). */
 static void prune(gw_streams *s) {
+    int64_t now = (int64_t)time(NULL);
+    bool over = s->entries > GW_REPLAY_SESSIONS;
     for (size_t b = 0; b < BUCKETS; b++)
         for (ssess **pp = &s->buckets[b]; *pp;) {
             ssess *ss = *pp;
-            if (ss->n == 0) {
+            if (ss->n == 0 && (over || ss->log_n == 0 || ss->gone || ss->expires <= now)) {
                 *pp = ss->next;
                 free_ssess(ss);
+                s->entries--;
             } else pp = &ss->next;
         }
 }
 
-static void notify_extras(gw_streams *s, ssess *ss, gg_http_async *a, mcp_server *srv) {
+static void notify_extras(gw_streams *s, ssess *ss, int i, mcp_server *srv) {
     if (mcp_server_has_resources(srv)) {
-        gg_http_sse_event(a, "message", NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}");
+        send_event(ss, i, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}");
         mcp_session key = {0};
         memcpy(key.nonce, ss->nonce, sizeof key.nonce);
         json_t *subs = mcp_session_subscriptions(s->gw->sessions, &key), *u;
-        size_t i;
-        json_array_foreach(subs, i, u) {
+        size_t k;
+        json_array_foreach(subs, k, u) {
             if (!mcp_server_serves_uri(srv, json_string_value(u))) continue;
             json_t *p = json_pack("{s:O}", "uri", u);
             char *msg = p ? mcp_jsonrpc_notification("notifications/resources/updated", p) : NULL;
-            if (msg) gg_http_sse_event(a, "message", NULL, msg);
+            if (msg) send_event(ss, i, msg);
             free(msg);
             json_decref(p);
         }
         json_decref(subs);
     }
     if (mcp_server_has_prompts(srv))
-        gg_http_sse_event(a, "message", NULL, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}");
+        send_event(ss, i, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}");
 }
 
 /* Send LIST_CHANGED once for this session: on the newest stream that takes it; then, for
@@ -153,14 +224,17 @@ static void notify_extras(gw_streams *s, ssess *ss, gg_http_async *a, mcp_server
 static bool notify_session(gw_streams *s, ssess *ss, mcp_server *srv) {
     while (ss->n > 0) {
         int i = ss->n - 1;
-        if (gg_http_sse_event(ss->streams[i], "message", NULL, LIST_CHANGED)) {
+        if (send_event(ss, i, LIST_CHANGED)) {
             s->notified++;
-            if (srv) notify_extras(s, ss, ss->streams[i], srv);
+            if (srv) notify_extras(s, ss, i, srv);
             return true;
         }
         end_stream(s, ss, i); /* client gone or not reading: this stream is dead */
     }
-    return false;
+    /* none open (the client is reconnecting): keep them for its resume of the last one */
+    if (!send_event(ss, -1, LIST_CHANGED)) return false;
+    if (srv) notify_extras(s, ss, -1, srv);
+    return true;
 }
 
 /* Streams open for owner (a walk of the table: it holds at most GW_STREAMS_MAX streams). */
@@ -210,7 +284,7 @@ static void *keeper(void *arg) {
         ts.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         if (s->stop) break;
-        if (s->open) keep(s, gg_now_ms());
+        if (s->entries) keep(s, gg_now_ms());
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -274,20 +348,88 @@ void gw_streams_free(gw_streams *s) {
         pthread_join(s->thread, NULL);
     }
     for (size_t b = 0; b < BUCKETS; b++)
-        for (ssess *ss = s->buckets[b]; ss; ss = ss->next) end_all_of(s, ss);
+        for (ssess *ss = s->buckets[b]; ss; ss = ss->next) {
+            end_all_of(s, ss);
+            ss->gone = true;
+        }
     prune(s);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
-/* Open a stream for a checked session owned by owner: 409/429/503 past the bounds, else
- * 200 streaming. */
+/* Last-Event-ID "<k>-<s>" → 1 with *no, *seq (resume); 0 when absent; 2 when issued
+ * before this session's entry (freed meanwhile: its log is gone, as if too old); -1 when
+ * malformed or never issued (ss may be NULL). */
+static int parse_last_id(const char *h, const gw_streams *s, const ssess *ss, unsigned long long *no,
+                         unsigned long long *seq) {
+    if (!h) return 0;
+    char *end;
+    if (!*h || *h == '-' || *h == '+') return -1;
+    unsigned long long k = strtoull(h, &end, 10);
+    if (*end != '-' || end[1] == '-' || end[1] == '+' || !end[1]) return -1;
+    unsigned long long q = strtoull(end + 1, &end, 10);
+    if (*end || k == 0 || k > s->next_no) return -1;
+    if (!ss || k < ss->first_no) return 2;
+    if (q > ss->seq) return -1;
+    *no = k;
+    *seq = q;
+    return 1;
+}
+
+/* Take stream number no for the new stream at ss->n - 1 (ending a connection that still
+ * holds it) and replay its logged events after seq; false when events after seq were
+ * dropped from the log: then the new stream keeps a fresh number and gets the change
+ * signals instead (the caller). */
+static bool resume(gw_streams *s, ssess *ss, unsigned long long no, unsigned long long seq) {
+    if (seq < ss->dropped) return false;
+    for (int i = ss->n - 2; i >= 0; i--)
+        if (ss->no[i] == no) end_stream(s, ss, i);
+    int j = ss->n - 1;
+    ss->no[j] = no;
+    for (int k = 0; k < ss->log_n; k++) {
+        const revent *e = &ss->log[(ss->log_end - ss->log_n + k + GW_REPLAY_EVENTS) % GW_REPLAY_EVENTS];
+        if (e->stream != no || e->seq <= seq) continue;
+        char id[48];
+        snprintf(id, sizeof id, "%llu-%llu", no, e->seq);
+        gg_http_sse_event(ss->streams[j], "message", id, e->data);
+    }
+    return true;
+}
+
+/* The new stream ss->streams[ss->n - 1] starts: resumed from last_id, or fresh (a too-old
+ * id gets the change signals), with a priming event for a 2025-11-25 client. */
+static void start_stream(gw_streams *s, ssess *ss, int has_last, unsigned long long no, unsigned long long seq,
+                         bool prime) {
+    int j = ss->n - 1;
+    if (has_last == 1 && resume(s, ss, no, seq)) return;
+    ss->no[j] = ++s->next_no;
+    if (!ss->first_no) ss->first_no = ss->no[j];
+    if (prime) {
+        char id[48];
+        snprintf(id, sizeof id, "%llu-%llu", ss->no[j], ++ss->seq);
+        gg_http_sse_event(ss->streams[j], NULL, id, "");
+    }
+    if (has_last > 0) { /* too old: what it missed is unknown, so say everything changed */
+        mcp_server *srv = s->gw->registry ? gw_registry_get(s->gw->registry, ss->tenant, ss->graph, NULL, NULL) : NULL;
+        if (send_event(ss, j, LIST_CHANGED) && srv) notify_extras(s, ss, j, srv);
+        mcp_server_unref(srv);
+    }
+}
+
+/* Open a stream for a checked session owned by owner: 409/429/503 past the bounds, 400 for
+ * a Last-Event-ID this session never issued, else 200 streaming. */
 static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const mcp_session *sess,
-                       const char *owner, mcp_server *srv) {
+                       const char *owner, mcp_server *srv, bool prime) {
     int tenant_max = s->gw->cfg ? s->gw->cfg->tenant_max_streams : 0;
     pthread_mutex_lock(&s->mu);
     ssess **link, *ss = find_session(s, sess->nonce, &link);
+    unsigned long long last_no = 0, last_seq = 0;
+    int has_last = parse_last_id(gg_http_header(req, "Last-Event-ID"), s, ss, &last_no, &last_seq);
+    if (has_last < 0) {
+        pthread_mutex_unlock(&s->mu);
+        return rpc_error(res, 400, MCP_INVALID_REQUEST, "Bad Request: unknown Last-Event-ID for this session");
+    }
     if (ss && ss->n >= GW_STREAMS_PER_SESSION) {
         s->refused++;
         pthread_mutex_unlock(&s->mu);
@@ -334,10 +476,14 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
         gg_http_res_header(res, "Retry-After", "1");
         return rpc_error(res, 503, MCP_SERVER_BUSY, "Server busy: shutting down");
     }
-    if (created) *link = ss;
+    if (created) {
+        *link = ss;
+        s->entries++;
+    }
     ss->streams[ss->n++] = a;
     s->open++;
     s->opened++;
+    start_stream(s, ss, has_last, last_no, last_seq, prime);
     pthread_mutex_unlock(&s->mu);
     return GG_HTTP_DEFERRED;
 }
@@ -370,13 +516,16 @@ int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
         gg_http_res_header(res, "Retry-After", "1");
         return rpc_error(res, 503, MCP_SERVER_BUSY, "Server busy: shutting down");
     }
-    return open_stream(gw->streams, req, res, &sess, *tenant ? tenant : pr ? pr->tenant : "", srv);
+    /* the priming event is a 2025-11-25 feature: older clients may not expect empty data */
+    const char *v = hv ? hv : sess.version;
+    bool prime = v && strcmp(v, "2025-11-25") >= 0;
+    return open_stream(gw->streams, req, res, &sess, *tenant ? tenant : pr ? pr->tenant : "", srv, prime);
 }
 
 static bool any_stream_on(gw_streams *s, const char *tenant, const char *graph) {
     bool any = false;
     pthread_mutex_lock(&s->mu);
-    for (size_t b = 0; !any && s->open && b < BUCKETS; b++)
+    for (size_t b = 0; !any && s->entries && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; !any && ss; ss = ss->next) any = same_endpoint(ss, tenant, graph);
     pthread_mutex_unlock(&s->mu);
     return any;
@@ -393,7 +542,7 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
     mcp_server *old[16];
     size_t nold = 0;
     pthread_mutex_lock(&s->mu);
-    for (size_t b = 0; s->open && b < BUCKETS; b++)
+    for (size_t b = 0; s->entries && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
             if (same_endpoint(ss, tenant, graph)) {
                 notify_session(s, ss, cur);
@@ -413,9 +562,12 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
 void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
-    for (size_t b = 0; s->open && b < BUCKETS; b++)
+    for (size_t b = 0; s->entries && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
-            if (same_endpoint(ss, tenant, graph)) end_all_of(s, ss);
+            if (same_endpoint(ss, tenant, graph)) {
+                end_all_of(s, ss);
+                ss->gone = true;
+            }
     prune(s);
     pthread_mutex_unlock(&s->mu);
 }
@@ -429,6 +581,7 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
         end_all_of(s, ss);
         *link = ss->next;
         free_ssess(ss);
+        s->entries--;
     }
     pthread_mutex_unlock(&s->mu);
 }

@@ -146,6 +146,8 @@ struct gg_conn_tracker {
     bool stop;
     pthread_t thread;
     atomic_ulong cut;
+    void (*tick)(void *);
+    void *tick_user;
 };
 
 static long long mono_ms(void) {
@@ -182,7 +184,15 @@ static void *reaper(void *arg) {
             until.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&t->cv, &t->mu, &until);
-        if (!t->stop) reap(t);
+        if (t->stop) break;
+        reap(t);
+        if (t->tick) { /* outside our lock: the tick takes the server's */
+            void (*tick)(void *) = t->tick;
+            void *user = t->tick_user;
+            pthread_mutex_unlock(&t->mu);
+            tick(user);
+            pthread_mutex_lock(&t->mu);
+        }
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -202,6 +212,13 @@ gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms, unsigned max_connect
         return NULL;
     }
     return t;
+}
+
+void gg_conn_tracker_set_tick(gg_conn_tracker *t, void (*tick)(void *), void *user) {
+    pthread_mutex_lock(&t->mu);
+    t->tick = tick;
+    t->tick_user = user;
+    pthread_mutex_unlock(&t->mu);
 }
 
 void gg_conn_tracker_stop(gg_conn_tracker *t) {

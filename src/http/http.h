@@ -164,8 +164,9 @@ char *gg_http_error_body(const char *code, const char *message);
  *   gg_http_async_complete(a);                             // ends the stream
  *
  * The request (params, headers, body) stays valid until gg_http_async_complete. If the
- * server abandons the request (shutdown deadline, client gone while streaming), it answers
- * 503 itself (or ends the stream); later calls on a are harmless no-ops and
+ * server abandons the request (shutdown deadline; the client gone, also while the request
+ * is suspended: the core polls those sockets every quarter second), it answers 503 itself
+ * (or closes the connection, or ends the stream); later calls on a are harmless no-ops and
  * gg_http_async_abandoned(a) turns true so long work can stop early. Every gg_http_async
  * must still be completed exactly once to release it.
  * ---------------------------------------------------------------------------------------- */

@@ -49,6 +49,7 @@ struct gg_http_async {
     bool streaming;
     bool abandoned;
     bool reader_waiting;        /* the content reader suspended the connection */
+    bool client_gone;           /* the client closed while suspended: close, answer nothing */
     gg_strbuf out;              /* queued stream bytes */
     size_t out_off;
     struct gg_http_async *prev, *next; /* server's list of live asyncs */
@@ -107,6 +108,9 @@ typedef struct gg_conn_tracker gg_conn_tracker;
 /* Start the reaper: connections receiving for longer than timeout_ms (1 s while their
  * listener holds 7/8 of max_connections) are shut down. */
 gg_conn_tracker *gg_conn_tracker_start(unsigned timeout_ms, unsigned max_connections);
+/* Also run tick(user) on every reaper round (every quarter second), outside the tracker's
+ * lock: the server looks for clients that left while their request was suspended. */
+void gg_conn_tracker_set_tick(gg_conn_tracker *t, void (*tick)(void *), void *user);
 void gg_conn_tracker_stop(gg_conn_tracker *t); /* after the listeners stopped */
 unsigned long gg_conn_tracker_cut(const gg_conn_tracker *t); /* connections cut so far */
 void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd, bool internal);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -468,8 +469,9 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 static enum MHD_Result respond_async(gg_http_req *req) {
     gg_http_async *a = req->async;
     pthread_mutex_lock(&req->srv->alock);
-    bool streaming = a->streaming, abandoned = a->abandoned;
+    bool streaming = a->streaming, abandoned = a->abandoned, gone = a->client_gone;
     pthread_mutex_unlock(&req->srv->alock);
+    if (gone && !streaming) return MHD_NO; /* nobody to answer: close (logged as 499) */
     if (streaming) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, a, NULL);
         if (!r) return MHD_NO;
@@ -754,6 +756,56 @@ void gg_http_async_complete(gg_http_async *a) {
     bool last = --a->refs == 0;
     pthread_mutex_unlock(&srv->alock);
     if (last) async_free(a);
+}
+
+/* ---- clients that leave while suspended --------------------------------------------------- */
+
+/* libmicrohttpd does not watch a suspended connection's socket, so a client that closes
+ * while its request waits (a run on a downstream server or on the client's own answer, a
+ * POST stream between events) would only be noticed when the owner answers. Every quarter
+ * second (the tracker's thread) the sockets of suspended deferred requests are polled for a
+ * hangup; such a request is marked abandoned (the owner sees gg_http_async_abandoned and
+ * cancels its run) and its connection resumed so libmicrohttpd closes it now. A client
+ * that only half-closes after sending its request counts as gone too (as libmicrohttpd
+ * itself treats a read EOF). */
+static bool suspended_now(const gg_http_async *a) {
+    return !a->owner_done && !a->abandoned && (a->conn == CONN_SUSPENDED || (a->streaming && a->reader_waiting));
+}
+
+static void find_gone_clients(void *user) {
+    gg_http_server *s = user;
+    pthread_mutex_lock(&s->alock);
+    size_t n = 0;
+    for (gg_http_async *a = s->alist; a; a = a->next) n += suspended_now(a);
+    struct pollfd *fds = n ? calloc(n, sizeof *fds) : NULL;
+    gg_http_async **who = n ? calloc(n, sizeof *who) : NULL;
+    size_t k = 0;
+    for (gg_http_async *a = s->alist; a && fds && who && k < n; a = a->next) {
+        if (!suspended_now(a)) continue;
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(a->req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!fi) continue;
+        fds[k] = (struct pollfd){.fd = fi->connect_fd, .events = POLLRDHUP};
+        who[k++] = a;
+    }
+    /* under alock: a suspended connection cannot be closed meanwhile, so the fds stay ours */
+    if (k && poll(fds, k, 0) > 0) {
+        for (size_t i = 0; i < k; i++) {
+            if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+            gg_http_async *a = who[i];
+            __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+            a->client_gone = true;
+            if (a->streaming) {
+                a->reader_waiting = false;
+                MHD_resume_connection(a->req->conn);
+            } else {
+                a->ready = true;
+                wake(a);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->alock);
+    free(fds);
+    free(who);
 }
 
 /* ---- completion: access log, metrics, release ------------------------------------------- */
@@ -1397,6 +1449,7 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
         gg_error_set(err, "internal_error", "cannot start the receive-deadline thread");
         return false;
     }
+    gg_conn_tracker_set_tick(s->tracker, find_gone_clients, s);
     internal_bind_check(s);
     if (!start_listener(s, &s->pub, err)) return false;
     if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {

