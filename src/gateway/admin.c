@@ -247,6 +247,8 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_error err = GG_ERROR_INIT;
     gg_graph_options o = gw_graph_options(gw, true, j->deadline_ms);
+    gw_catalog_sink sink;
+    o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
     if (!s) {
         if (strcmp(err.code, "validation") == 0) validation_failed(res, &d, &err);

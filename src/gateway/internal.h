@@ -137,6 +137,17 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
  * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
 gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
 
+/* ---- downstream catalogs (downstream.c) --------------------------------------------------
+ * An upload lists its graph's downstream servers and checks its mcp nodes against them
+ * (gg_graph_downstream); each catalog listed is stored for the tenant. */
+typedef struct gw_catalog_sink {
+    gg_gateway *gw;
+    const char *tenant;
+    gg_graph_downstream check;
+} gw_catalog_sink;
+/* Fill the sink for tenant (borrowed) and return &sink->check for gg_graph_options. */
+const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gateway *gw, const char *tenant);
+
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false
  * returned. Rate limit included. */

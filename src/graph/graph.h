@@ -67,7 +67,33 @@ typedef struct gg_graph_options {
     bool clamp_limits;
     /* Give up with error "timeout" once gg_now_ms() passes this (0 = no deadline). */
     double deadline_ms;
+    /* Check every mcp node against its downstream server's tool catalog (downstream.c);
+     * NULL = no check (graphs loaded at start, `graph validate` without --downstream). */
+    const struct gg_graph_downstream *downstream;
 } gg_graph_options;
+
+/* ---- downstream catalogs (downstream.c) ------------------------------------------------
+ * With gg_graph_options.downstream set, a graph that loaded without errors lists the tools
+ * of each of its mcpServers (all at once, each listing bounded by timeout_ms and by the
+ * load's deadline), then checks every mcp node: the tool exists, required arguments are
+ * given, literal arguments match the tool's inputSchema, no unknown argument names.
+ * Findings are errors or warnings as the server's `check` key (error|warning|off) or the
+ * default mode says; a server that cannot be listed is a warning ("downstream_unreachable"),
+ * never a silent pass. Listing uses the graph's own clients, so the policy applies. */
+typedef enum { GG_CHECK_ERROR, GG_CHECK_WARNING, GG_CHECK_OFF } gg_check_mode;
+typedef struct gg_graph_downstream {
+    gg_check_mode mode;  /* for servers without `check` */
+    int timeout_ms;      /* per server listing; 0 = 10000 */
+    /* Called (on the loading thread) for each server listed: tools borrowed, fetched_ms
+     * wall clock. May be NULL. */
+    void (*fetched)(void *user, const char *server, json_t *tools, long long fetched_ms);
+    void *user;
+} gg_graph_downstream;
+/* Parse "error" | "warning" | "off"; -1 otherwise. */
+int gg_check_mode_parse(const char *s);
+/* List one server's tools ({tools:[...]} pages followed, at most 10000 tools) with a
+ * synchronous client (CLI, tests). New reference or NULL + err. */
+json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES 20000
 #define GG_GRAPH_MAX_SCHEMA_BYTES (256u * 1024u)
