@@ -4,7 +4,9 @@
 # wrong tool name and a wrong literal argument type are 422s with line:col; a server set
 # to `check: warning` turns them into warnings; an unreachable server is a warning (never
 # a silent pass); each listed catalog is stored for the tenant (graphgate mcp tools).
-# Prints "N passed, N failed".
+# The tenant's cached tools are virtual node specs (MCP_TOOL, <server>.<tool>) on
+# /mcp/nodes for that tenant only; a downstream that adds a tool shows it there after
+# `graphgate mcp sync`. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 NM="$GG_SRCDIR/tests/npm/node_modules"
@@ -57,8 +59,40 @@ graph bad error ecko "$port" '"forty"'
 graph soft warning ecko "$port" '"forty"'
 graph down error echo 1 40
 
+# a stdio server whose tools are the names listed in a file, read at each tools/list
+cat >"$GG_TMP/dyn.mjs" <<'JS'
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+const tool = (name) => ({ name, description: `dynamic ${name} tool`, inputSchema: { type: 'object',
+  properties: { when: { type: 'string', description: 'when to run' } }, required: ['when'] } });
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize')
+    send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+      serverInfo: { name: 'dyn', version: '1' } } });
+  else if (m.method === 'tools/list')
+    send({ jsonrpc: '2.0', id: m.id, result: { tools: readFileSync(process.argv[2], 'utf8').split(/\s+/).filter(Boolean).map(tool) } });
+  else if (m.id !== undefined) send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+});
+JS
+echo "alpha" >"$GG_TMP/dyn.tools"
+cat >"$GG_TMP/dyn.yaml" <<EOF
+version: "1.0"
+server: {name: "dyn", version: "1.0.0"}
+mcpServers:
+  dyn: {command: "$NODE", args: ["$GG_TMP/dyn.mjs", "$GG_TMP/dyn.tools"]}
+tools:
+  - {name: "go", description: "d", inputSchema: {type: "object"}, nodes: [
+      {id: "entry", type: "entry", next: "a"},
+      {id: "a", type: "mcp", server: "dyn", tool: "alpha", args: {when: "now"}, next: "exit"},
+      {id: "exit", type: "exit"}]}
+EOF
+
 gw_cli_run tenant create acme >/dev/null
+gw_cli_run tenant create beta >/dev/null
 ADMIN=$(gw_key acme admin)
+BETA=$(gw_key beta admin)
 # has FILE CODE SEV LINE [PATTERN]: the upload answer lists a finding CODE of severity SEV at LINE
 has() {
   python3 - "$@" <<'PY'
@@ -85,6 +119,45 @@ t "check: warning → accepted" eq "$(gw_put_graph "$ADMIN" acme soft "$GG_TMP/s
 t "... with the same findings as warnings" has "$GG_TMP/put.json" downstream_unknown_tool warning 15 "ecko"
 t "an unreachable downstream → accepted with a warning" eq "$(gw_put_graph "$ADMIN" acme down "$GG_TMP/down.yaml")" 201
 t "... the warning names the server" has "$GG_TMP/put.json" downstream_unreachable warning 15 "everything"
+t "the dynamic server's graph is accepted" eq "$(gw_put_graph "$ADMIN" acme dyn "$GG_TMP/dyn.yaml")" 201
+
+# nodes KEY TOOL ARGS → the structuredContent of a /mcp/nodes tools/call (JSON)
+nodes() {
+  local sid; sid=$(gw_init "$GG_PUB/mcp/nodes" "$1")
+  gw_rpc "$GG_TMP/n.json" "$GG_PUB/mcp/nodes" "$1" "$sid" \
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}" >/dev/null
+  python3 - "$GG_TMP/n.json" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+data = [l[5:] for l in t.splitlines() if l.startswith("data:")]
+print(json.dumps(json.loads(data[-1] if data else t)["result"]["structuredContent"]))
+PY
+}
+# py EXPR JSON → EXPR over the parsed JSON as d
+py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($1)" "$2"; }
+types=$(nodes "$ADMIN" get_node_types '{}')
+t "get_node_types: the tenant's downstream tools as MCP_TOOL subtypes" \
+  eq "$(py '"everything.echo" in d["MCP_TOOL"] and "files.list_directory" in d["MCP_TOOL"] and "dyn.alpha" in d["MCP_TOOL"] and "GRAPH" in d' "$types")" True
+t "... another tenant sees none of them" eq "$(py '"MCP_TOOL" in d or "GRAPH" not in d' "$(nodes "$BETA" get_node_types '{}')")" False
+det=$(nodes "$ADMIN" get_node_details '{"nodes":[{"node_type":"MCP_TOOL_NODE","subtype":"everything.get-sum"},{"node_type":"GRAPH","subtype":"MCP"},{"node_type":"MCP_TOOL","subtype":"everything.ech"}]}')
+t "get_node_details: MCP_TOOL_NODE corrected, input params from the inputSchema" \
+  eq "$(py 'd["nodes"][0]["subtype"] == "everything.get-sum" and "_NODE" in d["nodes"][0]["warning"] and d["nodes"][0]["input_params_schema"]["a"]["type"] == "number" and d["nodes"][0]["input_params_schema"]["a"]["required"] and d["nodes"][0]["fetched_at"] is not None' "$det")" True
+t "... global specs answered in the same call, in order" eq "$(py 'd["nodes"][1]["node_type"]' "$det")" GRAPH
+t "... an unknown subtype suggests the closest downstream tools" \
+  eq "$(py '{"node_type":"MCP_TOOL","subtype":"everything.echo"} in d["nodes"][2]["suggestions"]' "$det")" True
+t "search_nodes finds a downstream tool by its description" \
+  eq "$(py 'any(r["subtype"] == "dyn.alpha" for r in d["results"])' "$(nodes "$ADMIN" search_nodes '{"query":"dynamic alpha"}')")" True
+t "... not for another tenant" \
+  eq "$(py 'any(r["node_type"] == "MCP_TOOL" for r in d["results"])' "$(nodes "$BETA" search_nodes '{"query":"dynamic alpha"}')")" False
+echo "alpha beta" >"$GG_TMP/dyn.tools"
+t "graphgate mcp sync FILE --tenant refreshes the catalog (dyn now has beta)" \
+  eval 'gw_cli mcp sync "$GG_TMP/dyn.yaml" --tenant acme 2>/dev/null | grep -q "^beta"'
+ok=False
+for _ in $(seq 1 50); do
+  ok=$(py '"dyn.beta" in d["MCP_TOOL"]' "$(nodes "$ADMIN" get_node_types '{"type_filter":"MCP_TOOL"}')")
+  [ "$ok" = True ] && break; sleep 0.1
+done
+t "... and the added tool shows in the virtual specs without re-upload" eq "$ok" True
 t "server stops cleanly (stdio children included)" gw_stop_clean
 n=$(gw_cli mcp tools everything --tenant acme --json 2>"$GG_TMP/tools.err" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["tool_count"] > 5 and any(t["name"] == "echo" for t in d["tools"]) and d["fetched_at_ms"] > 0)')
 t "the stored catalog of everything lists echo (graphgate mcp tools)" eq "$n" True
