@@ -354,6 +354,7 @@ static void listeners_bound(gg_http_server *s, void *user) {
 }
 
 static void gateway_free(gg_gateway *gw) {
+    gw_refresher_stop(gw->refresher); /* it queues jobs on the upload threads */
     gw_uploads_stop(gw->uploads); /* uploads in progress use everything below */
     if (gw->watcher_started) {
         pthread_mutex_lock(&gw->watch_mu);
@@ -479,6 +480,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_error_clear(err);
     if (!gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
+    if (!(gw->refresher = gw_refresher_start(gw))) {
+        gg_error_set(err, "oom", "cannot start the downstream catalog refresh thread");
+        goto fail;
+    }
     gg_http_server_add_metrics(app->http, metrics, gw);
     gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;

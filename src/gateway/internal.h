@@ -125,6 +125,7 @@ struct gg_gateway {
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
+    struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
@@ -147,6 +148,16 @@ typedef struct gw_catalog_sink {
 } gw_catalog_sink;
 /* Fill the sink for tenant (borrowed) and return &sink->check for gg_graph_options. */
 const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gateway *gw, const char *tenant);
+/* GET /admin/tenants/{t}/downstream, POST /admin/tenants/{t}/downstream/sync (graphs:write). */
+int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user);
+int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);
+/* The periodic refresh of every tenant's installed graphs' catalogs (its own thread, the
+ * listings on the upload threads). Stop before the upload threads. */
+typedef struct gw_refresher gw_refresher;
+gw_refresher *gw_refresher_start(gg_gateway *gw);
+void gw_refresher_stop(gw_refresher *r);
+/* admin.c's authorization of a tenant route for other files: false = answered. */
+bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false

@@ -303,19 +303,18 @@ static void check_tree(check_ctx *c, const ynode *root) {
     }
 }
 
-void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d) {
-    if (!g->nservers) return;
+/* List every server and hand each catalog to the fetched callback; NULL on OOM. */
+static fetch *fetch_and_report(gg_graph *g, const gg_graph_options *o) {
     fetch *fs = calloc(g->nservers, sizeof *fs);
-    if (!fs) {
-        gdiag_add(d, GG_DIAG_ERROR, "internal", file, 0, 0, NULL, NULL, "out of memory");
-        return;
-    }
+    if (!fs) return NULL;
     fetch_all(g, fs, o);
     for (size_t i = 0; i < g->nservers; i++)
         if (o->downstream->fetched && fs[i].done && fs[i].fetched_ms && !gg_error_is_set(&fs[i].err))
             o->downstream->fetched(o->downstream->user, g->servers[i].name, fs[i].tools, fs[i].fetched_ms);
-    check_ctx c = {g, fs, file, NULL, NULL, o, d};
-    check_tree(&c, root);
+    return fs;
+}
+
+static void fetch_free(gg_graph *g, fetch *fs) {
     for (size_t i = 0; i < g->nservers; i++) {
         json_decref(fs[i].tools);
         json_decref(fs[i].page);
@@ -323,4 +322,27 @@ void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_grap
         gg_error_clear(&fs[i].err);
     }
     free(fs);
+}
+
+void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d) {
+    if (!g->nservers) return;
+    fetch *fs = fetch_and_report(g, o);
+    if (!fs) {
+        gdiag_add(d, GG_DIAG_ERROR, "internal", file, 0, 0, NULL, NULL, "out of memory");
+        return;
+    }
+    check_ctx c = {g, fs, file, NULL, NULL, o, d};
+    check_tree(&c, root);
+    fetch_free(g, fs);
+}
+
+int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, double deadline_ms) {
+    if (!g->nservers) return 0;
+    gg_graph_options o = {.downstream = ds, .deadline_ms = deadline_ms};
+    fetch *fs = fetch_and_report(g, &o);
+    if (!fs) return (int)g->nservers;
+    int failed = 0;
+    for (size_t i = 0; i < g->nservers; i++) failed += gg_error_is_set(&fs[i].err);
+    fetch_free(g, fs);
+    return failed;
 }

@@ -241,4 +241,11 @@ typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call
                                     const gg_graph_result *r);
 void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
 
+/* List g's downstream servers again (as a load with downstream set does, no node check):
+ * ds->fetched gets each catalog listed; servers set to `check: off` are skipped. Returns
+ * how many servers could not be listed. deadline_ms as in gg_graph_options (0 = none). */
+int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, double deadline_ms);
+/* The graph a provider made by gg_graph_provider_new serves (borrowed), else NULL. */
+gg_graph *gg_graph_provider_graph(mcp_provider *p);
+
 #endif

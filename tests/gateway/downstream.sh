@@ -158,6 +158,15 @@ for _ in $(seq 1 50); do
   [ "$ok" = True ] && break; sleep 0.1
 done
 t "... and the added tool shows in the virtual specs without re-upload" eq "$ok" True
+echo "alpha beta gamma" >"$GG_TMP/dyn.tools"
+t "POST /admin/tenants/acme/downstream/sync lists the installed graphs' servers again" \
+  eq "$(gg_curl "$GG_TMP/sync.json" -X POST -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream/sync")" 200
+t "... the answer holds the refreshed catalog (gamma); the graph 'down' counts unreachable" \
+  eq "$(jget "$GG_TMP/sync.json" '[c["tool_count"] for c in d["catalogs"] if c["server"] == "dyn"] == [3] and d["unreachable"] == 1')" True
+t "... another tenant's key is refused" \
+  eq "$(gg_curl "$GG_TMP/x.json" -X POST -H "Authorization: Bearer $(gw_key beta graphs:write)" "$GG_PUB/admin/tenants/acme/downstream/sync")" 403
+t "GET /admin/tenants/beta/downstream: beta has no catalogs" \
+  eq "$(gg_curl "$GG_TMP/b.json" -H "Authorization: Bearer $BETA" "$GG_PUB/admin/tenants/beta/downstream") $(jget "$GG_TMP/b.json" 'len(d["catalogs"])')" "200 0"
 t "server stops cleanly (stdio children included)" gw_stop_clean
 n=$(gw_cli mcp tools everything --tenant acme --json 2>"$GG_TMP/tools.err" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["tool_count"] > 5 and any(t["name"] == "echo" for t in d["tools"]) and d["fetched_at_ms"] > 0)')
 t "the stored catalog of everything lists echo (graphgate mcp tools)" eq "$n" True
