@@ -1,10 +1,11 @@
 /* downstream.c — the tenants' downstream tool catalogs in the gateway. Uploads list their
  * graph's servers and check the mcp nodes against them (src/graph/downstream.c); each
  * catalog listed is stored for the tenant (gw_catalog_sink). The installed graphs'
- * servers are listed again on demand (POST /admin/tenants/{t}/downstream/sync) and every
- * GW_DOWNSTREAM_REFRESH_S seconds, each tenant's listing as a job on the upload threads
- * (never a polling thread; one tenant's slow servers hold one upload thread, bounded by
- * the listing timeout). GET /admin/tenants/{t}/downstream answers the stored catalogs. */
+ * servers are listed again on demand (POST /admin/tenants/{t}/downstream/sync), when one of
+ * them sends notifications/tools/list_changed (stdio), and every GW_DOWNSTREAM_REFRESH_S s,
+ * each tenant's listing as a job on the upload threads (never a polling thread; one
+ * tenant's slow servers hold one upload thread, bounded by the listing timeout).
+ * GET /admin/tenants/{t}/downstream answers the stored catalogs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,8 +136,25 @@ struct gw_refresher {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stopping;
+    bool stopping, joined;
+    json_t *pending; /* tenants whose downstream said tools/list_changed: tenant → true */
 };
+
+#define GW_DOWNSTREAM_MAX_PENDING 1024
+
+/* A downstream server of an installed graph sent a notification (its reader thread): on
+ * tools/list_changed the tenant's catalogs are listed again, soon, by the refresher. */
+void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method) {
+    (void)server;
+    gw_refresher *r = ((gg_gateway *)user)->refresher;
+    if (!r || !tenant || strcmp(method, "notifications/tools/list_changed") != 0) return;
+    pthread_mutex_lock(&r->mu);
+    if (!r->stopping && json_object_size(r->pending) < GW_DOWNSTREAM_MAX_PENDING) {
+        json_object_set_new(r->pending, tenant, json_true());
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
 
 /* Every interval: one refresh job per tenant with installed graphs (a tenant whose
  * uploads fill its share waits for the next round). */
@@ -155,19 +173,39 @@ static void refresh_round(gg_gateway *gw) {
     json_decref(all);
 }
 
+/* Queue the tenants that asked (taken from pending). Called with mu held. */
+static void refresh_pending(gw_refresher *r) {
+    json_t *p = r->pending;
+    r->pending = json_object();
+    pthread_mutex_unlock(&r->mu);
+    const char *t;
+    json_t *v;
+    json_object_foreach(p, t, v) {
+        gg_error err = GG_ERROR_INIT;
+        if (!sync_submit(r->gw, t, NULL, &err)) gg_error_clear(&err);
+    }
+    json_decref(p);
+    pthread_mutex_lock(&r->mu);
+}
+
 static void *refresher_main(void *arg) {
     gw_refresher *r = arg;
     pthread_mutex_lock(&r->mu);
+    struct timespec next;
+    clock_gettime(CLOCK_REALTIME, &next);
+    next.tv_sec += GW_DOWNSTREAM_REFRESH_S;
     while (!r->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += GW_DOWNSTREAM_REFRESH_S;
-        while (!r->stopping && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0) {
-        }
+        int rc = 0;
+        while (!r->stopping && json_object_size(r->pending) == 0 && rc == 0)
+            rc = pthread_cond_timedwait(&r->cv, &r->mu, &next);
         if (r->stopping) break;
-        pthread_mutex_unlock(&r->mu);
+        if (json_object_size(r->pending)) refresh_pending(r);
+        if (rc == 0) continue;
+        pthread_mutex_unlock(&r->mu); /* the interval passed */
         refresh_round(r->gw);
         pthread_mutex_lock(&r->mu);
+        clock_gettime(CLOCK_REALTIME, &next);
+        next.tv_sec += GW_DOWNSTREAM_REFRESH_S;
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -177,9 +215,11 @@ gw_refresher *gw_refresher_start(gg_gateway *gw) {
     gw_refresher *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->gw = gw;
+    r->pending = json_object();
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     if (pthread_create(&r->thread, NULL, refresher_main, r) != 0) {
+        json_decref(r->pending);
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
         free(r);
@@ -189,12 +229,19 @@ gw_refresher *gw_refresher_start(gg_gateway *gw) {
 }
 
 void gw_refresher_stop(gw_refresher *r) {
-    if (!r) return;
+    if (!r || r->joined) return;
     pthread_mutex_lock(&r->mu);
-    r->stopping = true;
+    r->stopping = true; /* later notifications are ignored */
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->thread, NULL);
+    r->joined = true;
+}
+
+void gw_refresher_free(gw_refresher *r) {
+    if (!r) return;
+    gw_refresher_stop(r);
+    json_decref(r->pending);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

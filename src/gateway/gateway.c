@@ -46,6 +46,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
         return NULL;
     }
     gg_graph_diags_free(&local);
+    gg_graph_set_downstream_notify(g, gw_downstream_notified, gw, tenant);
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     if (!p) {
@@ -374,6 +375,7 @@ static void gateway_free(gg_gateway *gw) {
         pthread_mutex_destroy(&gw->mounts[i].mu);
     }
     gw_registry_free(gw->registry);
+    gw_refresher_free(gw->refresher); /* no graph left to notify it */
     if (gw->auth) gg_auth_set_history(gw->auth, NULL);
     gg_history_stop(gw->history);
     gg_history_quota_stop(gw->quota);

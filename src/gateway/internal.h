@@ -155,7 +155,10 @@ int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);
  * listings on the upload threads). Stop before the upload threads. */
 typedef struct gw_refresher gw_refresher;
 gw_refresher *gw_refresher_start(gg_gateway *gw);
-void gw_refresher_stop(gw_refresher *r);
+void gw_refresher_stop(gw_refresher *r); /* then notifications are ignored */
+void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
+/* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */
+void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
 /* admin.c's authorization of a tenant route for other files: false = answered. */
 bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
 

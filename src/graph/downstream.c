@@ -346,3 +346,24 @@ int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, doub
     fetch_free(g, fs);
     return failed;
 }
+
+/* ---- notifications ---------------------------------------------------------------------- */
+
+void gdown_notified(void *server, const char *method, json_t *params) {
+    (void)params;
+    gserver *s = server;
+    gg_graph *g = s->graph;
+    pthread_mutex_lock(&g->notify_mu);
+    if (g->notify) g->notify(g->notify_user, g->notify_tag, s->name, method);
+    pthread_mutex_unlock(&g->notify_mu);
+}
+
+void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag) {
+    char *t = tag ? strdup(tag) : NULL;
+    pthread_mutex_lock(&g->notify_mu);
+    free(g->notify_tag);
+    g->notify_tag = t;
+    g->notify = fn;
+    g->notify_user = user;
+    pthread_mutex_unlock(&g->notify_mu);
+}

@@ -245,6 +245,11 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
  * ds->fetched gets each catalog listed; servers set to `check: off` are skipped. Returns
  * how many servers could not be listed. deadline_ms as in gg_graph_options (0 = none). */
 int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, double deadline_ms);
+/* Server notifications of g's downstream servers (stdio: tools/list_changed and others)
+ * go to fn(user, tag, server, method) on a reader thread (must not block); tag is copied.
+ * fn NULL stops them. */
+typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
+void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
 /* The graph a provider made by gg_graph_provider_new serves (borrowed), else NULL. */
 gg_graph *gg_graph_provider_graph(mcp_provider *p);
 

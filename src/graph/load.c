@@ -475,6 +475,7 @@ static void load_servers(lctx *c, const ynode *v) {
         const ynode *k = v->items[2 * i], *def = v->items[2 * i + 1];
         gserver *s = &g->servers[g->nservers++];
         pthread_mutex_init(&s->lock, NULL);
+        s->graph = g;
         s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
         s->cfg.name = s->name;
         s->line = k->line;
@@ -1421,6 +1422,8 @@ void gg_graph_free_internal(gg_graph *g) {
         free(s->headers);
     }
     free(g->servers);
+    pthread_mutex_destroy(&g->notify_mu);
+    free(g->notify_tag);
     json_decref(g->tools_json);
     jsonata_env_free(g->env);
     free(g->name);
@@ -1458,6 +1461,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
         return NULL;
     }
     g->refcount = 1;
+    pthread_mutex_init(&g->notify_mu, NULL);
     g->policy = opts ? opts->policy : NULL;
     g->env = gg_graph_history_env(&e);
     g->resolver = gg_graph_var_resolver_template;
@@ -1539,7 +1543,8 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
 /* The graph's client for a server, created on first use (the child starts on first call). */
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err) {
     pthread_mutex_lock(&s->lock);
-    if (!s->client) s->client = mcp_client_new(&s->cfg, policy, err);
+    if (!s->client && (s->client = mcp_client_new(&s->cfg, policy, err)) && s->graph)
+        mcp_client_set_notify(s->client, gdown_notified, s);
     mcp_client *c = s->client;
     pthread_mutex_unlock(&s->lock);
     return c;

@@ -6,7 +6,8 @@
 # a silent pass); each listed catalog is stored for the tenant (graphgate mcp tools).
 # The tenant's cached tools are virtual node specs (MCP_TOOL, <server>.<tool>) on
 # /mcp/nodes for that tenant only; a downstream that adds a tool shows it there after
-# `graphgate mcp sync`. Prints "N passed, N failed".
+# `graphgate mcp sync`, POST .../downstream/sync, or its own notifications/tools/list_changed.
+# Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 NM="$GG_SRCDIR/tests/npm/node_modules"
@@ -61,7 +62,7 @@ graph down error echo 1 40
 
 # a stdio server whose tools are the names listed in a file, read at each tools/list
 cat >"$GG_TMP/dyn.mjs" <<'JS'
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 const tool = (name) => ({ name, description: `dynamic ${name} tool`, inputSchema: { type: 'object',
@@ -73,7 +74,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       serverInfo: { name: 'dyn', version: '1' } } });
   else if (m.method === 'tools/list')
     send({ jsonrpc: '2.0', id: m.id, result: { tools: readFileSync(process.argv[2], 'utf8').split(/\s+/).filter(Boolean).map(tool) } });
-  else if (m.id !== undefined) send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+  else if (m.method === 'tools/call') { // a call adds the tool delta and says so
+    appendFileSync(process.argv[2], ' delta\n');
+    send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'ran' }] } });
+    send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+  } else if (m.id !== undefined) send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
 });
 JS
 echo "alpha" >"$GG_TMP/dyn.tools"
@@ -152,12 +157,16 @@ t "... not for another tenant" \
 echo "alpha beta" >"$GG_TMP/dyn.tools"
 t "graphgate mcp sync FILE --tenant refreshes the catalog (dyn now has beta)" \
   eval 'gw_cli mcp sync "$GG_TMP/dyn.yaml" --tenant acme 2>/dev/null | grep -q "^beta"'
-ok=False
-for _ in $(seq 1 50); do
-  ok=$(py '"dyn.beta" in d["MCP_TOOL"]' "$(nodes "$ADMIN" get_node_types '{"type_filter":"MCP_TOOL"}')")
-  [ "$ok" = True ] && break; sleep 0.1
-done
-t "... and the added tool shows in the virtual specs without re-upload" eq "$ok" True
+# spec_appears SUBTYPE: True once acme's get_node_types lists it (within 10 s)
+spec_appears() {
+  local ok=False
+  for _ in $(seq 1 100); do
+    ok=$(py "\"$1\" in d[\"MCP_TOOL\"]" "$(nodes "$ADMIN" get_node_types '{"type_filter":"MCP_TOOL"}')")
+    [ "$ok" = True ] && break; sleep 0.1
+  done
+  echo "$ok"
+}
+t "... and the added tool shows in the virtual specs without re-upload" eq "$(spec_appears dyn.beta)" True
 echo "alpha beta gamma" >"$GG_TMP/dyn.tools"
 t "POST /admin/tenants/acme/downstream/sync lists the installed graphs' servers again" \
   eq "$(gg_curl "$GG_TMP/sync.json" -X POST -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream/sync")" 200
@@ -165,6 +174,9 @@ t "... the answer holds the refreshed catalog (gamma); the graph 'down' counts u
   eq "$(jget "$GG_TMP/sync.json" '[c["tool_count"] for c in d["catalogs"] if c["server"] == "dyn"] == [3] and d["unreachable"] == 1')" True
 t "... another tenant's key is refused" \
   eq "$(gg_curl "$GG_TMP/x.json" -X POST -H "Authorization: Bearer $(gw_key beta graphs:write)" "$GG_PUB/admin/tenants/acme/downstream/sync")" 403
+t "a call of the dyn graph makes its server add delta and send tools/list_changed" \
+  eq "$(gg_curl "$GG_TMP/c.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/dyn/tools/go/call")" 200
+t "... the gateway lists it again: delta is a virtual spec without any sync" eq "$(spec_appears dyn.delta)" True
 t "GET /admin/tenants/beta/downstream: beta has no catalogs" \
   eq "$(gg_curl "$GG_TMP/b.json" -H "Authorization: Bearer $BETA" "$GG_PUB/admin/tenants/beta/downstream") $(jget "$GG_TMP/b.json" 'len(d["catalogs"])')" "200 0"
 t "server stops cleanly (stdio children included)" gw_stop_clean
