@@ -29,6 +29,8 @@ int gg_cmd_graph_put(int argc, char **argv);
 int gg_cmd_graph_list(int argc, char **argv);
 int gg_cmd_graph_activate(int argc, char **argv);
 int gg_cmd_executions(int argc, char **argv);
+/* downstream tool catalogs (src/cli/cmd_mcp.c): graphgate mcp sync|tools */
+int gg_cmd_mcp(int argc, char **argv);
 int gg_cmd_run(int argc, char **argv);
 /* JSONata / JSON Logic evaluation (src/cli/cmd_eval.c) */
 int gg_cmd_eval(int argc, char **argv);

@@ -7,14 +7,19 @@
 #include <string.h>
 
 /* graph validate FILE... [--json]: every error and warning with its position; exit 2 when
- * any file is invalid. Downstream servers are not contacted. */
+ * any file is invalid. Downstream servers are contacted only with --downstream: each mcp
+ * node is then checked against its server's tool catalog (an unreachable server is a
+ * warning; without the flag the check is skipped). */
 static int graph_validate(int argc, char **argv) {
     bool json = false;
+    gg_graph_downstream ds = {.mode = GG_CHECK_ERROR};
+    gg_graph_options o = {0};
     int files = 0, bad = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--downstream")) o.downstream = &ds;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: graphgate graph validate [--json] FILE...\n");
+            printf("usage: graphgate graph validate [--json] [--downstream] FILE...\n");
             return GG_EXIT_OK;
         }
     }
@@ -22,7 +27,7 @@ static int graph_validate(int argc, char **argv) {
         if (argv[i][0] == '-' && argv[i][1]) continue;
         files++;
         gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-        gg_graph *g = gg_graph_load_file(argv[i], NULL, &d);
+        gg_graph *g = gg_graph_load_file(argv[i], &o, &d);
         for (size_t k = 0; k < d.count; k++) {
             if (json) {
                 json_t *o = gg_graph_diag_json(&d.items[k]);
@@ -53,7 +58,7 @@ static int graph_validate(int argc, char **argv) {
         gg_graph_diags_free(&d);
     }
     if (!files) {
-        fprintf(stderr, "usage: graphgate graph validate [--json] FILE...\n");
+        fprintf(stderr, "usage: graphgate graph validate [--json] [--downstream] FILE...\n");
         return GG_EXIT_USAGE;
     }
     return bad ? GG_EXIT_USAGE : GG_EXIT_OK;

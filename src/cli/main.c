@@ -15,6 +15,7 @@ static const gg_command commands[] = {
     {"tenant", "create, list or delete tenants", gg_cmd_tenant},
     {"key", "create, list or revoke API keys", gg_cmd_key},
     {"executions", "list recorded tool runs or show one with its node history", gg_cmd_executions},
+    {"mcp", "list downstream MCP servers' tools: sync a graph file's, show a stored catalog", gg_cmd_mcp},
     {"specs", "load, check, list and show node specifications", gg_cmd_specs},
     {"version", "print version information", gg_cmd_version},
 };

@@ -28,6 +28,11 @@ static bool admin_auth(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const
     return false;
 }
 
+bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need) {
+    gg_principal pr;
+    return admin_auth(gw, req, res, tenant, need, &pr);
+}
+
 static int store_error(gg_http_res *res, gg_error *err) {
     gg_http_res_error_from(res, strcmp(err->code, "invalid") == 0 ? 400 : 0, err);
     gg_error_clear(err);
@@ -249,6 +254,8 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_error err = GG_ERROR_INIT;
     gg_graph_options o = gw_graph_options(gw, true, j->deadline_ms);
+    gw_catalog_sink sink;
+    o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
     if (!s) {
         if (strcmp(err.code, "validation") == 0) validation_failed(res, &d, &err);
@@ -575,6 +582,8 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/executions/{id}", get_execution},
         {"GET", "/admin/audit", list_audit},
         {"GET", "/admin/tenants/{t}/usage", tenant_usage},
+        {"GET", "/admin/tenants/{t}/downstream", gw_downstream_list},
+        {"POST", "/admin/tenants/{t}/downstream/sync", gw_downstream_sync},
     };
     if (!(gw->uploads = gw_uploads_new(gw->cfg->graphs_upload_threads, gw->cfg->graphs_uploads_per_tenant))) {
         gg_error_set(err, "oom", "cannot start the graph upload threads");

@@ -46,6 +46,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
         return NULL;
     }
     gg_graph_diags_free(&local);
+    gg_graph_set_downstream_notify(g, gw_downstream_notified, gw, tenant);
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     if (!p) {
@@ -363,6 +364,7 @@ static void listeners_bound(gg_http_server *s, void *user) {
 }
 
 static void gateway_free(gg_gateway *gw) {
+    gw_refresher_stop(gw->refresher); /* it queues jobs on the upload threads */
     gw_uploads_stop(gw->uploads); /* uploads in progress use everything below */
     if (gw->watcher_started) {
         pthread_mutex_lock(&gw->watch_mu);
@@ -382,6 +384,7 @@ static void gateway_free(gg_gateway *gw) {
         pthread_mutex_destroy(&gw->mounts[i].mu);
     }
     gw_registry_free(gw->registry);
+    gw_refresher_free(gw->refresher); /* no graph left to notify it */
     if (gw->auth) gg_auth_set_history(gw->auth, NULL);
     gg_history_stop(gw->history);
     gg_history_quota_stop(gw->quota);
@@ -494,6 +497,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_error_clear(err);
     if (!gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
+    if (!(gw->refresher = gw_refresher_start(gw))) {
+        gg_error_set(err, "oom", "cannot start the downstream catalog refresh thread");
+        goto fail;
+    }
     gg_http_server_add_metrics(app->http, metrics, gw);
     gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;

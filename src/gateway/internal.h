@@ -82,6 +82,7 @@ void gw_registry_sweep(gw_registry *r, unsigned mark);
 void gw_registry_remove(gw_registry *r, const char *tenant, const char *graph);
 void gw_registry_remove_tenant(gw_registry *r, const char *tenant);
 size_t gw_registry_count(gw_registry *r);
+json_t *gw_registry_list(gw_registry *r); /* [[tenant, graph, version], ...] */
 /* Drop compiled versions over the size that are no longer in use. */
 void gw_registry_trim(gw_registry *r);
 gw_registry_stats gw_registry_get_stats(gw_registry *r);
@@ -145,6 +146,7 @@ struct gg_gateway {
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
+    struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
@@ -156,6 +158,30 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
  * executionLimits (an upload declaring more is refused; a stored version is clamped) and,
  * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
 gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
+
+/* ---- downstream catalogs (downstream.c) --------------------------------------------------
+ * An upload lists its graph's downstream servers and checks its mcp nodes against them
+ * (gg_graph_downstream); each catalog listed is stored for the tenant. */
+typedef struct gw_catalog_sink {
+    gg_gateway *gw;
+    const char *tenant;
+    gg_graph_downstream check;
+} gw_catalog_sink;
+/* Fill the sink for tenant (borrowed) and return &sink->check for gg_graph_options. */
+const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gateway *gw, const char *tenant);
+/* GET /admin/tenants/{t}/downstream, POST /admin/tenants/{t}/downstream/sync (graphs:write). */
+int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user);
+int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);
+/* The periodic refresh of every tenant's installed graphs' catalogs (its own thread, the
+ * listings on the upload threads). Stop before the upload threads. */
+typedef struct gw_refresher gw_refresher;
+gw_refresher *gw_refresher_start(gg_gateway *gw);
+void gw_refresher_stop(gw_refresher *r); /* then notifications are ignored */
+void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
+/* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */
+void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
+/* admin.c's authorization of a tenant route for other files: false = answered. */
+bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false

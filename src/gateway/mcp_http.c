@@ -142,6 +142,9 @@ typedef struct endpoint {
     bool is_graph;
     int version;
     mcp_server *srv; /* reference */
+    /* the tenant calls run for: the graph's, or on a mount the caller key's ("" on the
+     * internal listener), so a mounted provider can answer per tenant (/mcp/nodes) */
+    char caller[GG_NAME_MAX + 1];
 } endpoint;
 
 /* ------------------------------------------------------------------ running calls */
@@ -466,7 +469,7 @@ static void job_run(void *arg) {
     /* the run holds this worker only while it computes: waiting on a downstream server it
      * yields, and its continuation comes back through job_resume */
     mcp_call_async how = {job_resume, j, j->accepted_ms, job_call_done, j};
-    mcp_call_start(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.tenant, &how);
+    mcp_call_start(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.caller, &how);
 }
 
 static void waiting_release(gg_gateway *gw, const char *tenant);
@@ -530,7 +533,7 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
     snprintf(j.request_id, sizeof j.request_id, "%s", gg_http_request_id(req));
     job_make_record(&j);
     bool over = false;
-    char *body = mcp_call_run_inline(call, j.request_id, j.has_key ? j.key_id : NULL, ep->tenant,
+    char *body = mcp_call_run_inline(call, j.request_id, j.has_key ? j.key_id : NULL, ep->caller,
                                      (double)gw->cfg->inline_budget_ms, &over);
     if (over) {
         gg_exec_record_free(j.rec);
@@ -853,7 +856,7 @@ static void batch_step(batch_job *b) {
         __atomic_store_n(&b->meet, 0, __ATOMIC_RELAXED);
         batch_record_start(b);
         mcp_call_async how = {batch_resume, b, 0, batch_call_done, b};
-        mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.tenant, &how);
+        mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.caller, &how);
         if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 1) return; /* the answer goes on */
     }
     batch_calls_done(b);
@@ -1157,6 +1160,11 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
         snprintf(ep.graph, sizeof ep.graph, "%s", g);
         ep.is_graph = true;
         if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
+    }
+    snprintf(ep.caller, sizeof ep.caller, "%s", mount ? (prp ? prp->tenant : "") : ep.tenant);
+    if (!ep.srv) {
+        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
+        return GG_HTTP_DONE;
     }
     const char *method = gg_http_method(req);
     int rc;

@@ -434,6 +434,18 @@ gw_registry_stats gw_registry_get_stats(gw_registry *r) {
 }
 
 /* Graphs known (compiled or not). */
+/* Every known graph as [tenant, graph, version] (compiled or not), for walks that must not
+ * hold the lock while they work (the downstream catalog refresh). */
+json_t *gw_registry_list(gw_registry *r) {
+    json_t *out = json_array();
+    pthread_rwlock_rdlock(&r->lock);
+    for (size_t i = 0; out && i < r->nbuckets; i++)
+        for (gentry *e = r->buckets[i]; e; e = e->next)
+            json_array_append_new(out, json_pack("[ssi]", e->tenant, e->graph, e->version));
+    pthread_rwlock_unlock(&r->lock);
+    return out;
+}
+
 size_t gw_registry_count(gw_registry *r) {
     pthread_rwlock_rdlock(&r->lock);
     size_t n = r->count;

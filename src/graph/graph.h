@@ -72,7 +72,33 @@ typedef struct gg_graph_options {
     bool clamp_limits;
     /* Give up with error "timeout" once gg_now_ms() passes this (0 = no deadline). */
     double deadline_ms;
+    /* Check every mcp node against its downstream server's tool catalog (downstream.c);
+     * NULL = no check (graphs loaded at start, `graph validate` without --downstream). */
+    const struct gg_graph_downstream *downstream;
 } gg_graph_options;
+
+/* ---- downstream catalogs (downstream.c) ------------------------------------------------
+ * With gg_graph_options.downstream set, a graph that loaded without errors lists the tools
+ * of each of its mcpServers (all at once, each listing bounded by timeout_ms and by the
+ * load's deadline), then checks every mcp node: the tool exists, required arguments are
+ * given, literal arguments match the tool's inputSchema, no unknown argument names.
+ * Findings are errors or warnings as the server's `check` key (error|warning|off) or the
+ * default mode says; a server that cannot be listed is a warning ("downstream_unreachable"),
+ * never a silent pass. Listing uses the graph's own clients, so the policy applies. */
+typedef enum { GG_CHECK_ERROR, GG_CHECK_WARNING, GG_CHECK_OFF } gg_check_mode;
+typedef struct gg_graph_downstream {
+    gg_check_mode mode;  /* for servers without `check` */
+    int timeout_ms;      /* per server listing; 0 = 10000 */
+    /* Called (on the loading thread) for each server listed: tools borrowed, fetched_ms
+     * wall clock. May be NULL. */
+    void (*fetched)(void *user, const char *server, json_t *tools, long long fetched_ms);
+    void *user;
+} gg_graph_downstream;
+/* Parse "error" | "warning" | "off"; -1 otherwise. */
+int gg_check_mode_parse(const char *s);
+/* List one server's tools ({tools:[...]} pages followed, at most 10000 tools) with a
+ * synchronous client (CLI, tests). New reference or NULL + err. */
+json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES 20000
 #define GG_GRAPH_EVAL_MEMORY (128L << 20)
@@ -225,5 +251,17 @@ mcp_provider *gg_graph_provider_new(gg_graph *g);
 typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call_ctx *ctx,
                                     const gg_graph_result *r);
 void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
+
+/* List g's downstream servers again (as a load with downstream set does, no node check):
+ * ds->fetched gets each catalog listed; servers set to `check: off` are skipped. Returns
+ * how many servers could not be listed. deadline_ms as in gg_graph_options (0 = none). */
+int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, double deadline_ms);
+/* Server notifications of g's downstream servers (stdio: tools/list_changed and others)
+ * go to fn(user, tag, server, method) on a reader thread (must not block); tag is copied.
+ * fn NULL stops them. */
+typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
+void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
+/* The graph a provider made by gg_graph_provider_new serves (borrowed), else NULL. */
+gg_graph *gg_graph_provider_graph(mcp_provider *p);
 
 #endif

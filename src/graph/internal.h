@@ -49,6 +49,10 @@ ynode *yn_get(const ynode *map, const char *key);
  * expansion limits. */
 json_t *yn_to_json(const ynode *n, gg_error *err);
 const char *yn_kind_name(const ynode *n);
+/* mcp args (load.c): {expr: "..."} is an expression; so is a string starting with '$'
+ * directly under args (top); yn_has_expr: does the subtree hold one anywhere. */
+bool yn_is_expr_map(const ynode *v);
+bool yn_has_expr(const ynode *v, bool top, int depth);
 
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
@@ -122,6 +126,8 @@ struct gserver {
     char **argv, **env, **headers;
     pthread_mutex_t lock;      /* guards lazy client creation */
     mcp_client *client;
+    int check;                 /* gg_check_mode + 1 from the `check` key; 0 = not set */
+    gg_graph *graph;           /* owner, for notifications (gg_graph_set_downstream_notify) */
 };
 
 struct gg_graph {
@@ -143,10 +149,20 @@ struct gg_graph {
     jsonata_env *env;          /* history functions */
     jsonlogic_var_resolver resolver;
     const mcp_client_policy *policy;
+    /* gg_graph_set_downstream_notify; guarded by notify_mu */
+    pthread_mutex_t notify_mu;
+    gg_graph_notify_fn notify;
+    void *notify_user;
+    char *notify_tag;
 };
 
 void gg_graph_free_internal(gg_graph *g);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
+
+/* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
+void gdown_notified(void *server, const char *method, json_t *params);
+/* The downstream check of a loaded graph (downstream.c); root is its YAML document. */
+void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
 
 /* Diagnostics helper (diag.c). */
 void gdiag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,

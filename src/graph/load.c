@@ -354,18 +354,18 @@ static void gargs_free(gargs *a) {
     free(a);
 }
 
-static bool is_expr_map(const ynode *v) {
+bool yn_is_expr_map(const ynode *v) {
     return v->kind == YN_MAP && v->count == 1 && v->items[0]->kind == YN_SCALAR && !strcmp(v->items[0]->str, "expr");
 }
 
 /* Does this subtree hold an expression anywhere (otherwise it is one literal)? */
-static bool has_expr(const ynode *v, bool top, int depth) {
+bool yn_has_expr(const ynode *v, bool top, int depth) {
     if (depth > MAX_ARGS_DEPTH) return false;
     if (v->kind == YN_SCALAR) return top && v->str[0] == '$';
-    if (is_expr_map(v)) return true;
+    if (yn_is_expr_map(v)) return true;
     size_t n = v->kind == YN_MAP ? v->count : v->count;
     for (size_t i = 0; i < n; i++)
-        if (has_expr(v->kind == YN_MAP ? v->items[2 * i + 1] : v->items[i], false, depth + 1)) return true;
+        if (yn_has_expr(v->kind == YN_MAP ? v->items[2 * i + 1] : v->items[i], false, depth + 1)) return true;
     return false;
 }
 
@@ -379,12 +379,12 @@ static gargs *build_args(lctx *c, const ynode *v, bool top, int depth) {
         free(a);
         return NULL;
     }
-    if (is_expr_map(v) || (top && v->kind == YN_SCALAR && v->str[0] == '$')) {
+    if (yn_is_expr_map(v) || (top && v->kind == YN_SCALAR && v->str[0] == '$')) {
         a->kind = GA_EXPR;
-        a->expr = compile_expr(c, is_expr_map(v) ? v->items[1] : v, "args expression");
+        a->expr = compile_expr(c, yn_is_expr_map(v) ? v->items[1] : v, "args expression");
         return a;
     }
-    if (!has_expr(v, top, depth)) {
+    if (!yn_has_expr(v, top, depth)) {
         gg_error e = GG_ERROR_INIT;
         a->kind = GA_LITERAL;
         a->literal = yn_to_json(v, &e);
@@ -469,12 +469,13 @@ static void load_servers(lctx *c, const ynode *v) {
     gg_graph *g = c->g;
     g->servers = calloc(v->count ? v->count : 1, sizeof *g->servers);
     if (!g->servers) return;
-    static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", NULL};
-    static const char *const http_keys[] = {"type", "url", "headers", "timeout", NULL};
+    static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", "check", NULL};
+    static const char *const http_keys[] = {"type", "url", "headers", "timeout", "check", NULL};
     for (size_t i = 0; i < v->count; i++) {
         const ynode *k = v->items[2 * i], *def = v->items[2 * i + 1];
         gserver *s = &g->servers[g->nservers++];
         pthread_mutex_init(&s->lock, NULL);
+        s->graph = g;
         s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
         s->cfg.name = s->name;
         s->line = k->line;
@@ -500,6 +501,10 @@ static void load_servers(lctx *c, const ynode *v) {
                 LERR(c, to, "invalid_server", "%s: timeout must be milliseconds between 1 and 3600000", what);
             else s->cfg.timeout_ms = (int)atol(to->str);
         }
+        const ynode *ck = yn_get(def, "check");
+        if (ck && (ck->kind != YN_SCALAR || gg_check_mode_parse(ck->str) < 0))
+            LERR(c, ck, "invalid_server", "%s: check must be error, warning or off", what);
+        else if (ck) s->check = gg_check_mode_parse(ck->str) + 1;
         if (!s->cfg.timeout_ms) s->cfg.timeout_ms = c->opts && c->opts->default_timeout_ms ? c->opts->default_timeout_ms
                                                                                                : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
         gg_error e = GG_ERROR_INIT;
@@ -1427,6 +1432,8 @@ void gg_graph_free_internal(gg_graph *g) {
         free(s->headers);
     }
     free(g->servers);
+    pthread_mutex_destroy(&g->notify_mu);
+    free(g->notify_tag);
     json_decref(g->tools_json);
     jsonata_env_free(g->env);
     free(g->name);
@@ -1464,6 +1471,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
         return NULL;
     }
     g->refcount = 1;
+    pthread_mutex_init(&g->notify_mu, NULL);
     g->policy = opts ? opts->policy : NULL;
     g->env = gg_graph_history_env(&e);
     g->resolver = gg_graph_var_resolver_template;
@@ -1475,6 +1483,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
         gg_error_clear(&e);
     } else {
         load_top(&c, doc.root);
+        if (d->errors == errors_before && opts && opts->downstream) gdown_check(g, doc.root, name, opts, d);
     }
     ydoc_free(&doc);
     bool failed = d->errors != errors_before;
@@ -1544,7 +1553,8 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
 /* The graph's client for a server, created on first use (the child starts on first call). */
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err) {
     pthread_mutex_lock(&s->lock);
-    if (!s->client) s->client = mcp_client_new(&s->cfg, policy, err);
+    if (!s->client && (s->client = mcp_client_new(&s->cfg, policy, err)) && s->graph)
+        mcp_client_set_notify(s->client, gdown_notified, s);
     mcp_client *c = s->client;
     pthread_mutex_unlock(&s->lock);
     return c;

@@ -491,3 +491,8 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
     gp->history_fn = fn;
     gp->history_user = user;
 }
+
+/* See graph.h: only a provider of ours (recognised by its server_info function). */
+gg_graph *gg_graph_provider_graph(mcp_provider *p) {
+    return p && p->server_info == p_server_info ? ((gprov *)p->impl)->g : NULL;
+}

@@ -120,5 +120,9 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
 }
 
 /* Diagnostics: the child's recent stderr and how often the transport was (re)started. */
+void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user) {
+    if (c->ops->set_notify) c->ops->set_notify(c->impl, fn, user);
+}
+
 char *mcp_client_stderr_tail(mcp_client *c) { return c->ops->stderr_tail ? c->ops->stderr_tail(c->impl) : strdup(""); }
 int mcp_client_start_count(mcp_client *c) { return c->ops->start_count ? c->ops->start_count(c->impl) : 0; }

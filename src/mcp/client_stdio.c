@@ -49,6 +49,8 @@ typedef struct stdio_client {
     mcp_loop *loop;
 
     pthread_mutex_t mu;       /* guards everything below */
+    mcp_client_notify_fn notify; /* server notifications (mcp_client_set_notify) */
+    void *notify_user;
     pthread_cond_t cv;        /* the reader ended */
     pthread_mutex_t write_mu; /* guards outbox: one writer at a time on stdin */
     gg_strbuf outbox;         /* what the child's stdin did not take yet (its reader drains it) */
@@ -291,6 +293,13 @@ static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
         json_decref(resp);
         json_decref(msg);
         return;
+    }
+    if (!id && json_is_string(method)) { /* a notification: list_changed for the catalog */
+        pthread_mutex_lock(&c->mu);
+        mcp_client_notify_fn fn = c->notify;
+        void *user = c->notify_user;
+        pthread_mutex_unlock(&c->mu);
+        if (fn) fn(user, json_string_value(method), json_object_get(msg, "params"));
     }
     if (!id || !json_is_integer(id)) {
         json_decref(msg);
@@ -750,7 +759,16 @@ static void stdio_destroy(void *impl) {
     free(c);
 }
 
-static const mcp_client_ops stdio_ops = {stdio_start, stdio_stderr_tail, stdio_start_count, stdio_destroy};
+static void stdio_set_notify(void *impl, mcp_client_notify_fn fn, void *user) {
+    stdio_client *c = impl;
+    pthread_mutex_lock(&c->mu);
+    c->notify = fn;
+    c->notify_user = user;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static const mcp_client_ops stdio_ops = {stdio_start, stdio_stderr_tail, stdio_start_count, stdio_destroy,
+                                         stdio_set_notify};
 
 static bool has_var(const char *const *env, const char *name) {
     size_t n = strlen(name);

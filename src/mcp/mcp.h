@@ -140,6 +140,11 @@ json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, in
 /* tools/call convenience: params {name, arguments}. */
 json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
                              volatile int *cancel, gg_error *err);
+/* Notifications the server sends on its own (e.g. notifications/tools/list_changed) go to
+ * fn(user, method, params) on the transport's reader thread (it must not block); fn NULL
+ * stops them. Only the stdio transport delivers them so far. */
+typedef void (*mcp_client_notify_fn)(void *user, const char *method, json_t *params);
+void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
 /* Last bytes the child wrote on stderr (caller frees; "" for HTTP). */
 char *mcp_client_stderr_tail(mcp_client *c);
 /* Times the child was (re)started / the HTTP session initialized. */
@@ -152,6 +157,7 @@ typedef struct mcp_client_ops {
     char *(*stderr_tail)(void *impl);
     int (*start_count)(void *impl);
     void (*destroy)(void *impl);
+    void (*set_notify)(void *impl, mcp_client_notify_fn fn, void *user); /* NULL: none delivered */
 } mcp_client_ops;
 void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
                     const mcp_client_ops **ops, gg_error *err);

@@ -74,6 +74,16 @@ void specs_snapshot_release(specs_snapshot *s);
 const specs_entry *specs_snapshot_find(const specs_snapshot *s, const char *type,
                                        const char *subtype);
 
+/* ---- a tenant's downstream tools as virtual MCP_TOOL specs (virtual.c) ----------------- */
+typedef struct specs_vcache specs_vcache;
+specs_vcache *specs_vcache_new(void);
+void specs_vcache_free(specs_vcache *c);
+/* The CallToolResult of tool for a caller of tenant whose downstream catalogs give it
+ * virtual specs: the global answer merged with them (new reference). NULL when the tenant
+ * has none (or the arguments are for the global tool to refuse): answer globally. */
+json_t *specs_virtual_call(specs_registry *r, specs_vcache *c, const char *tool, json_t *args, const char *tenant,
+                           gg_error *err);
+
 /* Levenshtein distance (ASCII case-insensitive), capped at cap. */
 int specs_edit_distance(const char *a, const char *b, int cap);
 

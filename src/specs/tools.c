@@ -15,7 +15,7 @@
 
 #define TYPES_ENUM                                                                                 \
     "[\"TRIGGER\",\"AI_AGENT\",\"ACTION\",\"EXTERNAL_ACTION\",\"FLOW\",\"HUMAN_IN_THE_LOOP\",\"TOOL\"," \
-    "\"MEMORY\",\"GRAPH\"]"
+    "\"MEMORY\",\"GRAPH\",\"MCP_TOOL\"]"
 #define VALID_TYPES_TEXT \
     "TRIGGER, AI_AGENT, ACTION, EXTERNAL_ACTION, FLOW, HUMAN_IN_THE_LOOP, TOOL, MEMORY, GRAPH"
 
@@ -27,7 +27,7 @@ static const char TOOLS_JSON[] =
     "\"description\":\"Get all available workflow node types and their subtypes. IMPORTANT: "
     "HUMAN_IN_THE_LOOP nodes have built-in AI response analysis - DO NOT create separate IF or AI_AGENT "
     "nodes for HIL response classification. The GRAPH type lists graphgate's own graph nodes (entry, mcp, "
-    "transform, switch, exit).\","
+    "transform, switch, exit); MCP_TOOL lists the tools of your own downstream MCP servers as <server>.<tool>.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"type_filter\":{\"type\":\"string\",\"enum\":" TYPES_ENUM
     ",\"description\":\"Filter by node type (optional)\"}},\"additionalProperties\":false}},"
     "{\"name\":\"get_node_details\",\"title\":\"Get node specifications\","
@@ -548,6 +548,7 @@ char *specs_call_render(specs_registry *r, const char *tool, json_t *arguments, 
 typedef struct specs_provider {
     specs_registry *registry;
     json_t *tools; /* cached list */
+    specs_vcache *vcache; /* callers' tenants' virtual specs (virtual.c) */
 } specs_provider;
 
 static json_t *prov_server_info(mcp_provider *p) {
@@ -600,10 +601,11 @@ static bool prov_tool_is_pure(mcp_provider *p, const char *name) {
 
 static json_t *prov_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                               gg_error *err) {
-    (void)ctx;
+    specs_provider *sp = p->impl;
+    json_t *res = specs_virtual_call(sp->registry, sp->vcache, name, arguments, ctx ? ctx->tenant : NULL, err);
+    if (res || gg_error_is_set(err)) return res;
     specs_output o = SPECS_OUTPUT_INIT;
-    json_t *res = NULL;
-    if (specs_call(((specs_provider *)p->impl)->registry, name, arguments, &o, err)) {
+    if (specs_call(sp->registry, name, arguments, &o, err)) {
         json_t *text = result_text(&o);
         json_t *sc = o.structured.len ? json_loadb(o.structured.data, o.structured.len, 0, NULL) : NULL;
         if (text && (sc || !o.structured.len))
@@ -621,6 +623,7 @@ static json_t *prov_call_tool(mcp_provider *p, const char *name, json_t *argumen
 static void prov_destroy(mcp_provider *p) {
     specs_provider *sp = p->impl;
     json_decref(sp->tools);
+    specs_vcache_free(sp->vcache);
     specs_registry_free(sp->registry);
     free(sp);
     free(p);
@@ -639,6 +642,7 @@ mcp_provider *specs_provider_new(specs_registry *r) {
     }
     sp->registry = specs_registry_ref(r);
     sp->tools = tools;
+    sp->vcache = specs_vcache_new();
     p->server_info = prov_server_info;
     p->instructions = prov_instructions;
     p->list_tools = prov_list_tools;

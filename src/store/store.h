@@ -493,4 +493,18 @@ json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *
                                 gg_error *err);
 /* === END node-spec section === */
 
+/* ---------------------------------------------------------------------------------------
+ * Downstream tool catalogs (downstream.c, migration 0007): what each tenant's downstream
+ * MCP servers answered to tools/list, per mcpServers name, with when.
+ * ------------------------------------------------------------------------------------- */
+/* Replace the catalog of (tenant, server); tools is a JSON array (borrowed). "db" when the
+ * tenant does not exist (foreign key). */
+bool gg_store_downstream_put(gg_store *s, const char *tenant, const char *server, json_t *tools,
+                             long long fetched_ms, gg_error *err);
+/* {"server","tools","tool_count","fetched_at","fetched_at_ms"} (new reference); NULL +
+ * "not_found" when never fetched. */
+json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *server, gg_error *err);
+/* Every catalog of the tenant, as _get answers, ordered by server. */
+json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err);
+
 #endif
