@@ -1329,6 +1329,23 @@ static NOINLINE bool js_small_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     return true;
 }
 
+/* Whether v nests containers deeper than left levels (stops as soon as it does, so a
+ * reduce wrapping its accumulator costs at most JL_VALUE_DEPTH nodes per step). */
+#define JL_VALUE_DEPTH 512
+static bool nests_deeper(json_t *v, int left) {
+    if (!json_is_array(v) && !json_is_object(v)) return false;
+    if (left <= 0) return true;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (nests_deeper(json_array_get(v, i), left - 1)) return true;
+        return false;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x) if (nests_deeper(x, left - 1)) return true;
+    return false;
+}
+
 static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
     json_t *r = json_array();
     if (!r) return oom(c);
@@ -1342,6 +1359,14 @@ static NOINLINE bool eval_array(jl_ctx *c, const jl_node *n, jl_val *out) {
             if (!jl_eval(c, a, &v)) { json_decref(r); return false; }
             e = jl_to_json_elem(c, &v);
             jl_release(&v);
+            /* values built at run time (a reduce wrapping its accumulator) must not nest
+             * deeper than every recursive walk of JSON (freeing, printing) can go */
+            if (e && nests_deeper(e, JL_VALUE_DEPTH)) {
+                json_decref(e);
+                json_decref(r);
+                gg_error_set(c->err, "depth_exceeded", "an array literal would nest values deeper than %d levels", JL_VALUE_DEPTH);
+                return false;
+            }
         }
         if (!e || json_array_append_new(r, e) != 0) { json_decref(r); return oom(c); }
     }

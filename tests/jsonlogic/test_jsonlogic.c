@@ -390,6 +390,10 @@ START_TEST(depth_and_memory_budget) {
     r = run_opts("{\"reduce\":[{\"var\":\"xs\"},{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current\"}]},0]}", dt, &o);
     ck_assert_str_eq(r, "7998000");
     free(r);
+    /* a reduce wrapping its accumulator would build 4000 levels that freeing recurses on */
+    r = run("{\"reduce\":[{\"var\":\"xs\"},[{\"var\":\"accumulator\"}],[]]}", dt);
+    ck_assert_str_eq(r, "ERR depth_exceeded");
+    free(r);
     free(dt);
 }
 END_TEST
