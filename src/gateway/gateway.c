@@ -138,6 +138,7 @@ static void *watcher(void *arg) {
         if (gw->stopping) break;
         pthread_mutex_unlock(&gw->watch_mu);
         gw_announce_long_runs(gw, GW_ANNOUNCE_AFTER_MS);
+        gw_listen_tick(gw->listen, gg_now_ms());
         if (++tick % 20 == 0) {
             gg_error err = GG_ERROR_INIT;
             long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
@@ -171,6 +172,7 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
             pthread_mutex_unlock(&gw->mounts[i].mu);
             mcp_server_unref(old);
             gw_streams_tools_changed(gw->streams, "", name); /* GET streams on the mount */
+            gw_listen_changed(gw->listen, "", name);
             return true;
         }
     if (gw->nmounts >= GW_MAX_MOUNTS) {
@@ -368,6 +370,7 @@ static void gateway_free(gg_gateway *gw) {
     }
     if (gw->registry) gw_registry_set_hook(gw->registry, NULL, NULL);
     gw_streams_free(gw->streams); /* after the listeners stopped (every stream ended) */
+    gw_listen_free(gw->listen);
     for (int i = 0; i < gw->nmounts; i++) {
         mcp_server_unref(gw->mounts[i].srv);
         pthread_mutex_destroy(&gw->mounts[i].mu);
@@ -473,7 +476,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new())) goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
-    gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);
+    if (!(gw->listen = gw_listen_new(gw))) goto oom;
+    gw_registry_set_hook(gw->registry, gw_registry_changed, gw);
 
     gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);
     gg_error_clear(err);

@@ -127,6 +127,8 @@ struct gserver {
 struct gg_graph {
     int refcount;
     char *name, *title, *version, *instructions;
+    int cache_ttl_ms;  /* server.cache.ttlMs (0..a day) */
+    bool cache_public; /* server.cache.scope: public */
     int max_node_executions;
     long max_execution_ms;
     gtool *tools;

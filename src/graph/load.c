@@ -1274,6 +1274,29 @@ static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long c
     return cap;
 }
 
+/* server.cache: the caching hint of 2026-07-28 list and read results. ttlMs is how long a
+ * client may keep a result, so also how long a new version may stay unseen: bounded to a
+ * day. */
+static void load_cache(lctx *c, const ynode *cache) {
+    c->g->cache_ttl_ms = 0;
+    c->g->cache_public = false;
+    if (!cache) return;
+    if (cache->kind != YN_MAP) {
+        LERR(c, cache, "invalid_type", "server.cache must be a mapping {ttlMs, scope}");
+        return;
+    }
+    static const char *const ck[] = {"ttlMs", "scope", NULL};
+    check_keys(c, cache, ck, "server.cache");
+    const ynode *ttl = yn_get(cache, "ttlMs");
+    if (ttl && (!scalar_is_nonneg_int(ttl) || strlen(ttl->str) > 9 || atol(ttl->str) > 86400000))
+        LERR(c, ttl, "invalid_value", "server.cache.ttlMs must be an integer from 0 to 86400000 (a day)");
+    else if (ttl) c->g->cache_ttl_ms = (int)atol(ttl->str);
+    const char *scope = get_str(c, cache, "scope", false, "server.cache");
+    if (scope && strcmp(scope, "public") && strcmp(scope, "private"))
+        LERR(c, yn_get(cache, "scope"), "invalid_value", "server.cache.scope must be public or private");
+    else c->g->cache_public = scope && !strcmp(scope, "public");
+}
+
 static void load_top(lctx *c, const ynode *root) {
     static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", "resources",
                                        "resourceTemplates", "prompts", NULL};
@@ -1289,7 +1312,7 @@ static void load_top(lctx *c, const ynode *root) {
     if (!srv) LERR(c, root, "missing_key", "the graph file needs 'server' {name, version}");
     else if (srv->kind != YN_MAP) LERR(c, srv, "invalid_type", "server must be a mapping {name, version}");
     else {
-        static const char *const sk[] = {"name", "version", "title", "instructions", NULL};
+        static const char *const sk[] = {"name", "version", "title", "instructions", "cache", NULL};
         check_keys(c, srv, sk, "server");
         const char *name = get_str(c, srv, "name", true, "server");
         const char *version = get_str_ex(c, srv, "version", true, "server", true);
@@ -1300,6 +1323,7 @@ static void load_top(lctx *c, const ynode *root) {
         g->version = strdup(version ? version : "");
         g->title = strdup(title ? title : g->name ? g->name : "");
         if (instr) g->instructions = strdup(instr);
+        load_cache(c, yn_get(srv, "cache"));
     }
     g->max_node_executions = DEFAULT_MAX_NODE_EXECUTIONS;
     g->max_execution_ms = DEFAULT_MAX_EXECUTION_MS;
@@ -1516,6 +1540,10 @@ json_t *gg_graph_server_info(const gg_graph *g) {
 
 /* Accessors of the immutable graph (borrowed results). */
 const char *gg_graph_instructions(const gg_graph *g) { return g->instructions; }
+void gg_graph_cache(const gg_graph *g, int *ttl_ms, bool *public_scope) {
+    *ttl_ms = g->cache_ttl_ms;
+    *public_scope = g->cache_public;
+}
 json_t *gg_graph_tools(const gg_graph *g) { return g->tools_json; }
 size_t gg_graph_tool_count(const gg_graph *g) { return g->npublic; }
 json_t *gg_graph_resources(const gg_graph *g) { return g->resources_json; }
@@ -1529,6 +1557,19 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
     for (size_t i = 0; i < g->npublic; i++)
         if (!strcmp(g->tools[i].name, name)) return g->tools[i].def;
     return NULL;
+}
+
+/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample). */
+int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
+    int need = 0;
+    for (size_t i = 0; i < g->npublic; i++) {
+        if (strcmp(g->tools[i].name, name)) continue;
+        for (size_t k = 0; k < g->tools[i].nnodes; k++) {
+            gnode_type t = g->tools[i].nodes[k].type;
+            need |= t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING : 0;
+        }
+    }
+    return need;
 }
 
 /* The graph's client for a server, created on first use (the child starts on first call). */

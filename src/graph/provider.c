@@ -18,6 +18,12 @@ typedef struct gprov {
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
 static const char *p_instructions(mcp_provider *p) { return gg_graph_instructions(((gprov *)p->impl)->g); }
+static void p_cache_hint(mcp_provider *p, int *ttl_ms, bool *public_scope) {
+    gg_graph_cache(((gprov *)p->impl)->g, ttl_ms, public_scope);
+}
+static int p_tool_client_needs(mcp_provider *p, const char *name) {
+    return gg_graph_tool_client_needs(((gprov *)p->impl)->g, name);
+}
 static json_t *p_list_tools(mcp_provider *p) { return json_incref(gg_graph_tools(((gprov *)p->impl)->g)); }
 
 static json_t *p_get_tool(mcp_provider *p, const char *name) {
@@ -479,6 +485,8 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->list_prompts = p_list_prompts;
     p->lookup = p_lookup;
     p->complete = p_complete;
+    p->cache_hint = p_cache_hint;
+    p->tool_client_needs = p_tool_client_needs;
     p->refcount = 1;
     p->impl = gp;
     return p;

@@ -120,6 +120,11 @@ struct mcp_provider {
      * (ref_type "ref/prompt", ref = name) or a template variable ("ref/resource", ref = the
      * uriTemplate) that start with prefix (new array; NULL = nothing declared). */
     json_t *(*complete)(mcp_provider *p, const char *ref_type, const char *ref, const char *arg, const char *prefix);
+    /* Optional (NULL = ttlMs 0, private): the caching hint of 2026-07-28 list and read results. */
+    void (*cache_hint)(mcp_provider *p, int *ttl_ms, bool *public_scope);
+    /* Optional (NULL = none): MCP_CLIENT_CAPS_* (mcp.h) a tool needs the client to have
+     * declared (a 2026-07-28 call without them is refused with -32021). */
+    int (*tool_client_needs)(mcp_provider *p, const char *name);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

@@ -189,6 +189,7 @@ typedef struct tool {
     long long inline_off_until; /* monotonic ms; atomic: after a run outgrew the budget,
                                    calls go straight to a worker for a while */
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
+    int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
 } tool;
 
 typedef struct pagelist {
@@ -306,6 +307,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         s->ntools++;
         if (!load_tool(&s->tools[i], def, err)) goto fail;
         s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
+        s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
     }
     if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
     s->counts[L_TOOLS] = s->ntools;
@@ -366,6 +368,18 @@ bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
     return item != NULL;
 }
 
+void mcp_server_cache_hint(const mcp_server *s, int *ttl_ms, bool *public_scope) {
+    *ttl_ms = 0;
+    *public_scope = false;
+    if (s->provider->cache_hint) s->provider->cache_hint(s->provider, ttl_ms, public_scope);
+}
+
+static const tool *find_tool(const mcp_server *s, const char *name);
+json_t *mcp_server_tool_def(const mcp_server *s, const char *name) {
+    const tool *t = find_tool(s, name);
+    return t ? t->def : NULL;
+}
+
 static const tool *find_tool(const mcp_server *s, const char *name) {
     for (size_t i = 0; i < s->ntools; i++)
         if (strcmp(s->tools[i].name, name) == 0) return &s->tools[i];
@@ -408,6 +422,7 @@ struct mcp_call {
     /* requests to the client (mcp_call_set_client) */
     mcp_sessions *sessions;
     mcp_session sess;
+    bool modern;        /* 2026-07-28: the response is shaped by mcp_modern_shape */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -772,6 +787,8 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
         out = mcp_jsonrpc_result(c->id, res);
     }
     gg_error_clear(&err);
+    if (c->modern)
+        out = mcp_modern_shape(c->srv, c->kind == CALL_TOOL ? "tools/call" : c->kind == CALL_RESOURCE ? "resources/read" : "prompts/get", out);
     return out;
 }
 
@@ -845,6 +862,39 @@ static void respond_error(mcp_outcome *out, json_t *id, int code, const char *ms
     respond(out, mcp_jsonrpc_error(id, code, msg, NULL));
 }
 
+/* What the server offers: tools always, resources, prompts and completions when the
+ * provider has them. */
+static json_t *server_caps(const mcp_server *s) {
+    json_t *caps = json_pack("{s:{s:b},s:{}}", "tools", "listChanged", 1, "logging");
+    if (caps && (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]))
+        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
+    if (caps && s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    if (caps && s->completions) json_object_set_new(caps, "completions", json_object());
+    return caps;
+}
+
+/* serverInfo {name, version, title?} (the provider's, completed). */
+static json_t *server_info(const mcp_server *s) {
+    mcp_provider *p = s->provider;
+    json_t *info = p->server_info ? p->server_info(p) : NULL;
+    if (!json_is_object(info)) {
+        json_decref(info);
+        info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
+    }
+    if (info && !json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
+    return info;
+}
+
+/* server/discover (2026-07-28): versions, capabilities, instructions; serverInfo in _meta. */
+static void do_discover(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+    json_t *res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", mcp_modern_versions(), "capabilities",
+                            server_caps(s), "_meta", "io.modelcontextprotocol/serverInfo", server_info(s));
+    const char *instr = s->provider->instructions ? s->provider->instructions(s->provider) : NULL;
+    if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
+    respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
+    json_decref(res);
+}
+
 static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     json_t *pv = json_object_get(m->params, "protocolVersion");
     if (!json_is_string(pv)) {
@@ -853,19 +903,8 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     }
     const char *v = mcp_version_negotiate(json_string_value(pv));
     mcp_provider *p = s->provider;
-    json_t *info = p->server_info ? p->server_info(p) : NULL;
-    if (!json_is_object(info)) {
-        json_decref(info);
-        info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
-    }
-    if (!json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
-    json_t *res = json_pack("{s:s,s:{s:{s:b},s:{}},s:o}", "protocolVersion", v, "capabilities", "tools",
-                            "listChanged", 1, "logging", "serverInfo", info);
-    json_t *caps = json_object_get(res, "capabilities");
-    if (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES])
-        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
-    if (s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
-    if (s->completions) json_object_set_new(caps, "completions", json_object());
+    json_t *info = server_info(s);
+    json_t *res = json_pack("{s:s,s:o,s:o}", "protocolVersion", v, "capabilities", server_caps(s), "serverInfo", info);
     const char *instr = p->instructions ? p->instructions(p) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
@@ -899,6 +938,19 @@ static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const char
     json_decref(res);
 }
 
+/* -32021 naming, as ClientCapabilities, what the tool needs and the request did not declare. */
+static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, int missing) {
+    json_t *need = json_object();
+    if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
+    if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
+    if (missing & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(need, "roots", json_object());
+    json_t *data = json_pack("{s:o}", "requiredCapabilities", need);
+    char msg[300];
+    snprintf(msg, sizeof msg, "Missing required client capability: tool %.150s asks the client for input it did not declare", tool);
+    respond(out, mcp_jsonrpc_error(id, MCP_MISSING_CAPABILITY, msg, data));
+    json_decref(data);
+}
+
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     json_t *name = json_object_get(m->params, "name");
     json_t *args = json_object_get(m->params, "arguments");
@@ -917,6 +969,10 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
         return;
     }
+    if (rc && rc->modern && (t->needs & ~rc->client_caps & (MCP_CLIENT_CAPS_ELICITATION | MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS))) {
+        missing_capability(out, m->id, t->name, t->needs & ~rc->client_caps);
+        return;
+    }
     json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
     mcp_call *c = calloc(1, sizeof *c);
@@ -930,6 +986,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->args = (args && json_is_object(args)) ? json_incref(args) : json_object();
     c->progress_token = json_incref(token);
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
+    c->modern = rc && rc->modern;
     c->history = json_array();
     c->status = "running";
     gg_error e = GG_ERROR_INIT;
@@ -1111,6 +1168,15 @@ static void do_notification(const mcp_message *m, mcp_outcome *out) {
     /* notifications/initialized, progress, roots/list_changed, unknown ones: accepted */
 }
 
+/* Methods of the session era that 2026-07-28 removed (initialize selects that era instead). */
+static bool session_only(const char *meth) {
+    static const char *const gone[] = {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                       "resources/unsubscribe"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        if (!strcmp(meth, gone[i])) return true;
+    return false;
+}
+
 /* Dispatch one message; see mcp.h. */
 void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     memset(out, 0, sizeof *out);
@@ -1136,7 +1202,14 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
         return;
     }
     const char *meth = m->method;
-    if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
+    bool modern = rc && rc->modern;
+    if (modern ? session_only(meth) : !strcmp(meth, "server/discover")) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Method not found: %.100s (not part of protocol version %s)", meth,
+                 modern ? MCP_VERSION_MODERN : "2025-11-25 and earlier");
+        respond_error(out, m->id, MCP_METHOD_NOT_FOUND, msg);
+    } else if (strcmp(meth, "server/discover") == 0) do_discover(s, m, out);
+    else if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
     else if (strcmp(meth, "tools/list") == 0) do_list(s, L_TOOLS, m, out);
     else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, out);
     else if (strcmp(meth, "ping") == 0) respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
@@ -1150,6 +1223,8 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     }
     if (out->kind == MCP_OUT_RESPONSE && !out->body) /* only OOM leaves no body */
         out->body = strdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"Internal error\"}}");
+    if (modern && out->kind == MCP_OUT_RESPONSE) out->body = mcp_modern_shape(s, meth, out->body);
+    if (modern && out->kind == MCP_OUT_CALL) out->call->modern = true;
 }
 
 /* Release what an outcome still owns (body, an untaken call, the cancel id). */

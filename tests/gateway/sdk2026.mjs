@@ -1,0 +1,59 @@
+// sdk2026.mjs — the official TypeScript SDK v2 client (@modelcontextprotocol/client) driving a
+// graphgate endpoint in the stateless 2026-07-28 era: version negotiation through
+// server/discover, lists, calls, a resource read and a prompt, all with per-request _meta.
+// usage: node sdk2026.mjs URL KEY   (KEY may be "" for the internal listener)
+// Prints one "ok - ..." / "not ok - ..." line per check and a final "N passed, N failed".
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [url, key] = process.argv.slice(2);
+const root = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
+const { Client, StreamableHTTPClientTransport } =
+  await import(pathToFileURL(path.join(root, '@modelcontextprotocol/client/dist/index.mjs')).href);
+
+let passed = 0, failed = 0;
+const check = (desc, cond, detail) => {
+  if (cond) { passed++; console.log(`ok - ${desc}`); }
+  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
+};
+const headers = key ? { Authorization: `Bearer ${key}` } : {};
+
+try {
+  const client = new Client({ name: 'graphgate-sdk2026', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: 'auto' } });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  await client.connect(transport);
+  check('discover: negotiated 2026-07-28', client.getNegotiatedProtocolVersion() === '2026-07-28',
+    client.getNegotiatedProtocolVersion());
+  const info = client.getServerVersion();
+  check('discover: serverInfo from the graph', info && info.name === 'graphgate-conformance', info);
+  const caps = client.getServerCapabilities();
+  check('discover: tools, resources and prompts capabilities', caps && caps.tools && caps.resources && caps.prompts, caps);
+  check('no session id', !transport.sessionId, transport.sessionId);
+
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  check('tools/list', names.includes('echo') && names.includes('test_header_param'), names);
+
+  const r1 = await client.callTool({ name: 'echo', arguments: { message: 'hi 2026' } });
+  check('tools/call structuredContent', r1.structuredContent && r1.structuredContent.echo === 'hi 2026', r1);
+
+  // x-mcp-header: the SDK mirrors region into Mcp-Param-Region, the gateway checks it
+  const r2 = await client.callTool({ name: 'test_header_param', arguments: { region: 'Zürich west' } });
+  check('tools/call with an x-mcp-header argument (base64 header)', r2.content?.[0]?.text === 'region Zürich west', r2);
+
+  const { resources } = await client.listResources();
+  check('resources/list', resources.some((r) => r.uri === 'test://static-text'), resources);
+  const rr = await client.readResource({ uri: 'test://static-text' });
+  check('resources/read', typeof rr.contents?.[0]?.text === 'string', rr);
+
+  const { prompts } = await client.listPrompts();
+  check('prompts/list', prompts.some((p) => p.name === 'test_simple_prompt'), prompts);
+  const gp = await client.getPrompt({ name: 'test_simple_prompt' });
+  check('prompts/get', Array.isArray(gp.messages) && gp.messages.length > 0, gp);
+  await client.close();
+} catch (e) {
+  check('no exception', false, String(e && e.stack || e));
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
