@@ -459,6 +459,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                            strlen(cfg->session_secret), NULL, 0);
         sp = secret;
     }
+    /* requestStates get their own key, derived from the same secret (a separate context) */
+    static const char ctx_rs[] = "graphgate requestState v1";
+    if (sp) crypto_generichash(gw->state_key, sizeof gw->state_key, (const unsigned char *)ctx_rs, sizeof ctx_rs - 1, sp, 32);
+    else randombytes_buf(gw->state_key, sizeof gw->state_key);
     long long ttl = cfg->session_ttl_ms > 0 ? cfg->session_ttl_ms / 1000 : 24 * 3600;
     gw->sessions = mcp_sessions_new(sp, ttl > 0 ? ttl : 1, 100000);
     sodium_memzero(secret, sizeof secret);

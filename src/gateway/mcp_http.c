@@ -1056,7 +1056,10 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     }
     if (m.kind != MCP_MSG_REQUEST) return gg_http_res_bytes(res, 202, "application/json", "", 0), GG_HTTP_DONE;
     if (!strcmp(m.method, "subscriptions/listen")) return gw_listen_open(gw, req, res, ep->tenant, ep->graph, ep->srv, &m);
-    mcp_request_ctx rctx = {MCP_VERSION_MODERN, mr.log_level, false, true, mr.client_caps};
+    /* a requestState resumes only on this endpoint's active version, with the same key */
+    char binding[3 * GG_NAME_MAX + 64];
+    snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "");
+    mcp_request_ctx rctx = {MCP_VERSION_MODERN, mr.log_level, false, true, mr.client_caps, gw->state_key, binding};
     mcp_outcome o;
     mcp_server_dispatch(ep->srv, &m, &rctx, &o);
     int rc = GG_HTTP_DONE;

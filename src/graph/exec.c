@@ -533,7 +533,7 @@ static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error 
     if (r->wait_limited) timeout = left < 1 ? 1 : (int)left;
     r->waiting = true;
     r->rendezvous = 0;
-    r->opts->client_request(r->opts->client_user, method, params, timeout, r->opts->cancelled, mcp_answered, r);
+    r->opts->client_request(r->opts->client_user, n->id, method, params, timeout, r->opts->cancelled, mcp_answered, r);
     return true;
 }
 

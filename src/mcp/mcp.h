@@ -278,6 +278,10 @@ typedef struct mcp_request_ctx {
     bool has_session;
     bool modern;                  /* 2026-07-28, stateless (mcp_modern_check passed) */
     int client_caps;              /* modern: MCP_CLIENT_CAPS_* the request declared */
+    /* modern: the key requestStates are sealed with (NULL: no input-required results, the
+     * nodes fail for want of a client) and what they are bound to (see reqstate.c) */
+    const uint8_t *state_key;
+    const char *state_binding;
 } mcp_request_ctx;
 
 /* A tool's definition as listed (borrowed) or NULL. */
@@ -311,6 +315,15 @@ bool mcp_modern_check(const mcp_server *s, const mcp_message *m, const char *hea
 char *mcp_modern_shape(const mcp_server *s, const char *method, char *body);
 /* The HTTP status of a modern response body: 404 for -32601, 400 for request errors. */
 int mcp_modern_status(const char *body);
+
+/* ---- requestState (reqstate.c): a waiting run's state sealed for the client to hold ---- */
+#define MCP_REQSTATE_MAX (256 * 1024) /* characters of a token */
+#define MCP_REQSTATE_TTL_S 600        /* how long a client may take to answer */
+/* A token (heap) or NULL (out of memory, or the state is too large). */
+char *mcp_reqstate_seal(const uint8_t key[32], const char *binding, json_t *state, int64_t expires);
+/* The state (new reference) or NULL with why (static text): malformed, altered, bound to
+ * something else, expired, too large. */
+json_t *mcp_reqstate_open(const uint8_t key[32], const char *binding, const char *token, const char **why);
 
 typedef struct mcp_call mcp_call;
 

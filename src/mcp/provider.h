@@ -26,7 +26,8 @@ typedef struct mcp_sink {
 /* Send a request to the caller's MCP client (elicitation/create, sampling/createMessage)
  * and call done exactly once (any thread) with its result (borrowed) or an error (code
  * "client_error" with the client's message, "timeout", "cancelled", "no_client"). */
-typedef void (*mcp_client_request_fn)(void *user, const char *method, json_t *params, int timeout_ms,
+typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking node's id */, const char *method,
+                                      json_t *params, int timeout_ms,
                                       volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                                       void *done_user);
 
@@ -67,6 +68,12 @@ typedef struct mcp_call_ctx {
     size_t history_max_records, history_max_bytes;
     mcp_client_request_fn client_request; /* NULL: the client cannot be asked */
     void *client_user;
+    /* Input-required results (2026-07-28): client_request may leave a request unanswered
+     * and set *input_wait instead; call_tool_async then ends the call with the run's saved
+     * state as its result (gg_graph_run_save) and no error. resume_state (borrowed; NULL =
+     * a fresh run) is such a state to go on from. */
+    volatile int *input_wait;
+    json_t *resume_state;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

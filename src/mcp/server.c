@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcp/loop.h"
 #include "mcp/mcp.h"
@@ -423,6 +424,16 @@ struct mcp_call {
     mcp_sessions *sessions;
     mcp_session sess;
     bool modern;        /* 2026-07-28: the response is shaped by mcp_modern_shape */
+    /* input-required results (modern, with a state key): the client's answers to earlier
+     * rounds, the state to go on from, and the request the run now waits for */
+    bool can_ask;
+    int client_caps;
+    uint8_t state_key[32];
+    char *binding;
+    json_t *input_responses, *resume_state;
+    volatile int input_wait;
+    char *wait_key, *wait_method;
+    json_t *wait_params;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -474,8 +485,18 @@ char *mcp_call_take_history_text(mcp_call *c) {
 }
 
 /* Free a call (and the server reference it holds). */
+static void call_free_rounds(mcp_call *c) {
+    free(c->binding);
+    json_decref(c->input_responses);
+    json_decref(c->resume_state);
+    free(c->wait_key);
+    free(c->wait_method);
+    json_decref(c->wait_params);
+}
+
 void mcp_call_free(mcp_call *c) {
     if (!c) return;
+    call_free_rounds(c);
     json_decref(c->id);
     json_decref(c->args);
     json_decref(c->progress_token);
@@ -687,9 +708,11 @@ static void creq_expire(mcp_pending *p, const char *why) {
 
 /* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
-static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, volatile int *cancelled,
+static void call_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
+                                volatile int *cancelled,
                                 void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
     mcp_call *c = user;
+    (void)key;
     gg_error e = GG_ERROR_INIT;
     int caps = mcp_session_client_caps(c->sessions, &c->sess);
     int need = strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ELICITATION;
@@ -735,6 +758,103 @@ static void call_client_request(void *user, const char *method, json_t *params, 
     free(text);
 }
 
+/* ---- input-required rounds (2026-07-28) ---------------------------------------------------- */
+
+static void respond_error(mcp_outcome *out, json_t *id, int code, const char *msg);
+
+static int cap_of_method(const char *method) {
+    return !strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_ELICITATION
+           : !strcmp(method, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
+}
+
+/* An answer of the shape its method returns; anything else is asked for again. */
+static bool response_fits(const char *method, json_t *r) {
+    if (!json_is_object(r)) return false;
+    if (!strcmp(method, "elicitation/create")) {
+        const char *a = json_string_value(json_object_get(r, "action"));
+        return a && (!strcmp(a, "accept") || !strcmp(a, "decline") || !strcmp(a, "cancel"));
+    }
+    if (!strcmp(method, "sampling/createMessage")) return json_is_object(json_object_get(r, "content")) ||
+                                                          json_is_array(json_object_get(r, "content"));
+    return json_is_array(json_object_get(r, "roots"));
+}
+
+/* mcp_call_ctx.client_request of a modern call: the answer the request carries in
+ * inputResponses under the node's id, else the run stops here and the call becomes an
+ * input-required result (finish_call). */
+static void round_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
+                          volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                          void *done_user) {
+    mcp_call *c = user;
+    (void)timeout_ms;
+    (void)cancelled;
+    if (!(c->client_caps & cap_of_method(method))) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "no_capability", "%s: the request did not declare the client capability it needs", method);
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    json_t *resp = json_incref(json_object_get(c->input_responses, key));
+    if (resp && response_fits(method, resp)) {
+        json_object_del(c->input_responses, key); /* a loop back to the node asks again */
+        done(done_user, resp, NULL);
+        json_decref(resp);
+        return;
+    }
+    json_decref(resp);
+    free(c->wait_key);
+    free(c->wait_method);
+    json_decref(c->wait_params);
+    c->wait_key = strdup(key);
+    c->wait_method = strdup(method);
+    c->wait_params = json_incref(params);
+    c->input_wait = 1;
+}
+
+/* The call's answer when its run waits for the client: the request and the sealed state. */
+static char *input_required(mcp_call *c, json_t *state) {
+    char *tok = c->wait_key && c->wait_method ? mcp_reqstate_seal(c->state_key, c->binding, state,
+                                                                  (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
+    if (!tok) {
+        set_error(c, "failed", "the run's state is too large to hand to the client");
+        return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: the run's state is too large to hand to the client", NULL);
+    }
+    json_t *res = json_pack("{s:s,s:{s:{s:s,s:O}},s:s}", "resultType", "input_required", "inputRequests", c->wait_key,
+                            "method", c->wait_method, "params", c->wait_params ? c->wait_params : json_null(),
+                            "requestState", tok);
+    free(tok);
+    if (!res) return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+    c->status = "ok";
+    json_decref(c->result);
+    c->result = res;
+    return mcp_jsonrpc_result(c->id, res);
+}
+
+/* A modern call may ask its client through input-required rounds: take the state key, the
+ * answers and the state to go on from (checked here: a bad one is the request's error). */
+static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ctx *rc, const char *run,
+                         mcp_outcome *out) {
+    if (!rc || !rc->modern || !rc->state_key) return true;
+    c->can_ask = true;
+    c->client_caps = rc->client_caps;
+    memcpy(c->state_key, rc->state_key, sizeof c->state_key);
+    size_t n = strlen(rc->state_binding ? rc->state_binding : "") + strlen(run) + 2;
+    if ((c->binding = malloc(n))) snprintf(c->binding, n, "%s\n%s", rc->state_binding ? rc->state_binding : "", run);
+    json_t *ir = json_object_get(m->params, "inputResponses");
+    c->input_responses = json_is_object(ir) ? json_deep_copy(ir) : json_object();
+    json_t *rs = json_object_get(m->params, "requestState");
+    if (!rs || json_is_null(rs)) return c->binding && c->input_responses;
+    const char *why = "requestState must be a string";
+    if (json_is_string(rs) && c->binding)
+        c->resume_state = mcp_reqstate_open(c->state_key, c->binding, json_string_value(rs), &why);
+    if (c->resume_state) return true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "Invalid params: %s", why);
+    respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
+    return false;
+}
+
 /* Run the tool without holding this thread while it waits on downstream servers (see
  * mcp.h); providers without an asynchronous call run synchronously here. */
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
@@ -747,6 +867,12 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     if (c->sessions && c->emit) {
         c->ctx.client_request = call_client_request;
         c->ctx.client_user = c;
+    }
+    if (c->can_ask) {
+        c->ctx.client_request = round_request;
+        c->ctx.client_user = c;
+        c->ctx.input_wait = &c->input_wait;
+        c->ctx.resume_state = c->resume_state;
     }
     c->done = how->done;
     c->done_user = how->user;
@@ -767,11 +893,17 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     gg_error err = *errp;
     *errp = (gg_error)GG_ERROR_INIT;
     char *out;
+    if (c->input_wait && res && !gg_error_is_set(&err) && !c->cancelled) {
+        out = input_required(c, res);
+        json_decref(res);
+        return out;
+    }
     if (c->cancelled || strcmp(err.code, "cancelled") == 0) {
         json_decref(res);
         set_error(c, "cancelled", "Request cancelled");
         out = mcp_jsonrpc_error(c->id, MCP_REQUEST_CANCELLED, "Request cancelled", NULL);
-    } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0)) {
+    } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0 ||
+                        strcmp(err.code, "invalid_state") == 0)) {
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
     } else if (c->kind != CALL_TOOL) {
@@ -996,6 +1128,10 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         mcp_call_free(c);
         return;
     }
+    if (!setup_rounds(c, m, rc, t->name, out)) {
+        mcp_call_free(c);
+        return;
+    }
     out->kind = MCP_OUT_CALL;
     out->call = c;
 }
@@ -1046,7 +1182,8 @@ static void resource_not_found(mcp_outcome *out, json_t *id, const char *uri) {
 
 /* resources/read, prompts/get: a static item answers here; one produced by nodes becomes a
  * call the transport runs like a tools/call. */
-static void do_get(mcp_server *s, const mcp_message *m, call_kind kind, const char *key, json_t *args, mcp_outcome *out) {
+static void do_get(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, call_kind kind, const char *key, json_t *args,
+                   mcp_outcome *out) {
     mcp_provider *p = s->provider;
     json_t *value = NULL, *run_args = NULL;
     char *run = NULL;
@@ -1086,6 +1223,10 @@ static void do_get(mcp_server *s, const mcp_message *m, call_kind kind, const ch
     c->level = MCP_LOG_OFF;
     c->history = json_array();
     c->status = "running";
+    if (!setup_rounds(c, m, rc, run, out)) {
+        mcp_call_free(c);
+        return;
+    }
     out->kind = MCP_OUT_CALL;
     out->call = c;
 }
@@ -1132,7 +1273,7 @@ static bool prompt_args_ok(const mcp_server *s, const char *name, json_t *args, 
     return ok;
 }
 
-static void do_extras(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+static void do_extras(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     const char *meth = m->method;
     const char *uri = json_string_value(json_object_get(m->params, "uri"));
     const char *name = json_string_value(json_object_get(m->params, "name"));
@@ -1148,14 +1289,14 @@ static void do_extras(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     else if (!strcmp(meth, "prompts/get") && !name) respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: prompts/get needs a name");
     else if (!strcmp(meth, "prompts/get") && !prompt_args_ok(s, name, json_object_get(m->params, "arguments"), why, sizeof why))
         respond_error(out, m->id, MCP_INVALID_PARAMS, why);
-    else if (!strcmp(meth, "prompts/get")) do_get(s, m, CALL_PROMPT, name, json_object_get(m->params, "arguments"), out);
+    else if (!strcmp(meth, "prompts/get")) do_get(s, m, rc, CALL_PROMPT, name, json_object_get(m->params, "arguments"), out);
     else if (strcmp(meth, "resources/read") && strcmp(meth, "resources/subscribe") && strcmp(meth, "resources/unsubscribe")) {
         snprintf(why, sizeof why, "Method not found: %.150s", meth);
         respond_error(out, m->id, MCP_METHOD_NOT_FOUND, why);
     } else if (!uri) {
         snprintf(why, sizeof why, "Invalid params: %.100s needs a uri", meth);
         respond_error(out, m->id, MCP_INVALID_PARAMS, why);
-    } else if (!strcmp(meth, "resources/read")) do_get(s, m, CALL_RESOURCE, uri, NULL, out);
+    } else if (!strcmp(meth, "resources/read")) do_get(s, m, rc, CALL_RESOURCE, uri, NULL, out);
     else do_subscribe(s, m, uri, out);
 }
 
@@ -1211,7 +1352,7 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     } else if (strcmp(meth, "server/discover") == 0) do_discover(s, m, out);
     else if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
     else if (strcmp(meth, "tools/list") == 0) do_list(s, L_TOOLS, m, out);
-    else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, out);
+    else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, rc, out);
     else if (strcmp(meth, "ping") == 0) respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
     else if (strcmp(meth, "initialize") == 0) do_initialize(s, m, out);
     else if (strcmp(meth, "logging/setLevel") == 0) do_set_level(m, out);

@@ -47,11 +47,34 @@ try {
   const rr = await client.readResource({ uri: 'test://static-text' });
   check('resources/read', typeof rr.contents?.[0]?.text === 'string', rr);
 
-  const { prompts } = await client.listPrompts();
-  check('prompts/list', prompts.some((p) => p.name === 'test_simple_prompt'), prompts);
-  const gp = await client.getPrompt({ name: 'test_simple_prompt' });
-  check('prompts/get', Array.isArray(gp.messages) && gp.messages.length > 0, gp);
   await client.close();
+
+  // an elicit node answered through an input-required round: the SDK's handler answers,
+  // the SDK repeats the call with inputResponses and the sealed requestState
+  const asker = new Client({ name: 'graphgate-sdk2026', version: '1.0.0' },
+    { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
+  let asked = null;
+  asker.setRequestHandler('elicitation/create', async (req) => {
+    asked = req.params;
+    return { action: 'accept', content: /color/.test(req.params.message) ? { color: 'teal' } : { name: 'Ada' } };
+  });
+  await asker.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  const r3 = await asker.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
+  check('elicit node: the handler was asked the node\'s message', asked && asked.message === 'What is your name?', asked);
+  check('elicit node: the run went on with the answer', r3.content?.[0]?.text === 'Hello, Ada!', r3);
+  const r4 = await asker.callTool({ name: 'test_input_required_result_multi_round', arguments: {} });
+  check('two elicit nodes: two rounds, one result', r4.content?.[0]?.text === 'Ada likes teal', r4);
+  await asker.close();
+
+  const again = new Client({ name: 'graphgate-sdk2026', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: 'auto' } });
+  await again.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  const client2 = again;
+  const { prompts } = await client2.listPrompts();
+  check('prompts/list', prompts.some((p) => p.name === 'test_simple_prompt'), prompts);
+  const gp = await client2.getPrompt({ name: 'test_simple_prompt' });
+  check('prompts/get', Array.isArray(gp.messages) && gp.messages.length > 0, gp);
+  await client2.close();
 } catch (e) {
   check('no exception', false, String(e && e.stack || e));
 }
