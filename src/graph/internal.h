@@ -53,7 +53,7 @@ const char *yn_kind_name(const ynode *n);
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
 /* elicit and sample ask the run's client (elicitation/create, sampling/createMessage). */
-typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE } gnode_type;
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE, GN_ROOTS } gnode_type;
 
 /* An args template: literal JSON, an expression, or a container of templates. */
 typedef struct gargs gargs;
@@ -87,7 +87,7 @@ typedef struct gnode {
     gcond *conds;
     size_t ncond;
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
-    /* elicit, sample: args holds the request's params; how long the client may take */
+    /* elicit, sample (roots: no params): args holds the request's params; how long the client may take */
     int timeout_ms;
 } gnode;
 

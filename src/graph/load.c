@@ -583,7 +583,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
     tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
 }
 
-static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *conds = yn_get(nm, "conditions");
@@ -672,6 +672,14 @@ static void check_requested_schema(lctx *c, const ynode *v) {
     }
 }
 
+/* A client node's timeout (ms the client may take). */
+static void load_timeout(lctx *c, gnode *n, const ynode *nm) {
+    const ynode *to = yn_get(nm, "timeout");
+    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
+        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
+    else if (to) n->timeout_ms = (int)atol(to->str);
+}
+
 /* elicit / sample: the request's params as an args template (expressions allowed as in mcp
  * args), the required keys, and timeout (ms). */
 static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *what) {
@@ -682,10 +690,7 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
         if (!yn_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
     const ynode *rs = yn_get(nm, "requestedSchema");
     if (rs) check_requested_schema(c, rs);
-    const ynode *to = yn_get(nm, "timeout");
-    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
-        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
-    else if (to) n->timeout_ms = (int)atol(to->str);
+    load_timeout(c, n, nm);
     n->args = calloc(1, sizeof *n->args);
     if (!n->args) return;
     n->args->kind = GA_OBJECT;
@@ -702,7 +707,7 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
 }
 
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[7][13] = {
+    static const char *const keys[8][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
@@ -711,6 +716,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
          "includeContext", "metadata", "timeout", "next", NULL},
+        {"id", "type", "timeout", "next", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -720,11 +726,11 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
-    for (int i = 0; type && i < 7; i++)
+    for (int i = 0; type && i < 8; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
         LERR(c, yn_get(nm, "type"), "invalid_type",
-             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit or sample)",
+             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit, sample or roots)",
              type);
         check_keys(c, nm, NULL, "a node");
         n->type = GN_TRANSFORM;
@@ -782,6 +788,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         load_switch(c, n, nm, tb);
     }
     if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
+    if (t == GN_ROOTS) load_timeout(c, n, nm);
 }
 
 /* Breadth-first walk from the entry; marks reached nodes. */
@@ -1559,14 +1566,15 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
     return NULL;
 }
 
-/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample). */
+/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample, roots). */
 int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
     int need = 0;
     for (size_t i = 0; i < g->npublic; i++) {
         if (strcmp(g->tools[i].name, name)) continue;
         for (size_t k = 0; k < g->tools[i].nnodes; k++) {
             gnode_type t = g->tools[i].nodes[k].type;
-            need |= t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING : 0;
+            need |= t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING
+                  : t == GN_ROOTS ? MCP_CLIENT_CAPS_ROOTS : 0;
         }
     }
     return need;

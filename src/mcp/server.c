@@ -706,6 +706,12 @@ static void creq_expire(mcp_pending *p, const char *why) {
     gg_error_clear(&e);
 }
 
+/* The client capability a request to the client needs. */
+static int cap_of_method(const char *method) {
+    return !strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_ELICITATION
+           : !strcmp(method, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
+}
+
 /* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
 static void call_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
@@ -715,10 +721,10 @@ static void call_client_request(void *user, const char *key, const char *method,
     (void)key;
     gg_error e = GG_ERROR_INIT;
     int caps = mcp_session_client_caps(c->sessions, &c->sess);
-    int need = strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ELICITATION;
+    int need = cap_of_method(method);
     if ((caps & MCP_CLIENT_CAPS_KNOWN) && !(caps & need)) {
         gg_error_set(&e, "no_capability", "%s: the client did not declare the %s capability at initialize", method,
-                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : "elicitation");
+                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : need == MCP_CLIENT_CAPS_ROOTS ? "roots" : "elicitation");
         done(done_user, NULL, &e);
         gg_error_clear(&e);
         return;
@@ -761,11 +767,6 @@ static void call_client_request(void *user, const char *key, const char *method,
 /* ---- input-required rounds (2026-07-28) ---------------------------------------------------- */
 
 static void respond_error(mcp_outcome *out, json_t *id, int code, const char *msg);
-
-static int cap_of_method(const char *method) {
-    return !strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_ELICITATION
-           : !strcmp(method, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
-}
 
 /* An answer of the shape its method returns; anything else is asked for again. */
 static bool response_fits(const char *method, json_t *r) {

@@ -176,7 +176,7 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-validate-input input-required-result-ignore-extra-params \
          input-required-result-missing-input-response input-required-result-basic-elicitation \
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
-         input-required-result-non-tool-request input-required-result-result-type input-required-result-tampered-state \
+         input-required-result-non-tool-request input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
          http-custom-header-server-validation; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"

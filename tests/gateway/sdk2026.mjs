@@ -66,6 +66,22 @@ try {
   check('two elicit nodes: two rounds, one result', r4.content?.[0]?.text === 'Ada likes teal', r4);
   await asker.close();
 
+  // the same roots node in both eras: as an input-required round here, as a roots/list
+  // request on the call's stream in a 2025-11-25 session (the SDK v2 client without version
+  // negotiation initializes)
+  for (const modern of [true, false]) {
+    const rooted = new Client({ name: 'graphgate-sdk2026', version: '1.0.0' },
+      { capabilities: { roots: {} }, ...(modern ? { versionNegotiation: { mode: 'auto' } } : {}) });
+    rooted.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///srv/app', name: 'app' }] }));
+    const tr = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+    await rooted.connect(tr);
+    const era = modern ? '2026-07-28' : `session ${rooted.getNegotiatedProtocolVersion?.() ?? ''}`;
+    const r5 = await rooted.callTool({ name: 'test_input_required_result_list_roots', arguments: {} });
+    check(`roots node (${era}): the run got the client's roots`, r5.content?.[0]?.text === 'Roots: file:///srv/app', r5);
+    if (!modern) check('roots node: the 2025 client has a session', typeof tr.sessionId === 'string', tr.sessionId);
+    await rooted.close();
+  }
+
   const again = new Client({ name: 'graphgate-sdk2026', version: '1.0.0' },
     { capabilities: {}, versionNegotiation: { mode: 'auto' } });
   await again.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
