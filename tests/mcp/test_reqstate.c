@@ -43,7 +43,7 @@ START_TEST(refused) {
     other[0] ^= 1;
     ck_assert_ptr_null(mcp_reqstate_open(other, "acme\ng\n3\nk1\nt", tok, &why));
     /* one character changed anywhere */
-    for (size_t i = 0; tok[i]; i += 7) {
+    for (size_t i = 0, n = strlen(tok); i < n; i += 7) {
         char *bad = strdup(tok);
         bad[i] = bad[i] == 'A' ? 'B' : 'A';
         ck_assert_ptr_null(mcp_reqstate_open(key, "acme\ng\n3\nk1\nt", bad, &why));
