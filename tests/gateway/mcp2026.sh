@@ -6,6 +6,8 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_conf_setup
 KEYR=$(gw_key conf tools:read)
+# replicas share the secret (and the database): a requestState sealed by one opens on another
+export GRAPHGATE_SESSION_SECRET=mcp2026-test-secret-shared-by-replicas-0123456789
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 t "fixture graph uploaded" test "$(gw_put_graph "$ADMIN" conf everything "$FIXTURE")" = 201
 PUB="$GG_PUB/mcp/conf/everything"
@@ -134,6 +136,25 @@ t "a state of the previous graph version → -32602" rpc_err "$st" 400 "$R" -326
 st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_prompt\",$EMETA" -H 'Mcp-Name: test_input_required_result_prompt')
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
+
+# ---- a second replica (same secret, same database) finishes a round the first started
+SAVE_TMP=$GG_TMP SAVE_PID=$GG_PID SAVE_PUB=$GG_PUB SAVE_INT=$GG_INT
+GG_TMP="$SAVE_TMP/b"; mkdir -p "$GG_TMP"
+if gg_start; then
+  PUB_B="$GG_PUB/mcp/conf/everything" PID_B=$GG_PID
+  GG_TMP=$SAVE_TMP GG_PID=$SAVE_PID GG_PUB=$SAVE_PUB GG_INT=$SAVE_INT
+  st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$EMETA" -H "Mcp-Name: $T")
+  RS=$(jget "$R" "d['result']['requestState']")
+  ANS='"inputResponses":{"user_name":{"action":"accept","content":{"name":"Bo"}}}'
+  st=$(m26 "$R" "$PUB_B" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
+  t "a round started on one replica completes on another" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['content'][0]['text']=='Hello, Bo!', d"
+  kill -TERM "$PID_B"; wait "$PID_B"; rc_b=$?
+  t "the second replica stops cleanly" bash -c "[ $rc_b = 0 ] && ! grep -qE 'Sanitizer|runtime error' '$SAVE_TMP/b/serve.err'"
+else
+  GG_TMP=$SAVE_TMP GG_PID=$SAVE_PID GG_PUB=$SAVE_PUB GG_INT=$SAVE_INT
+  t "a second replica starts" false
+fi
 
 # ---- mixed eras
 SID=$(gw_init "$PUB" "$KEY")
