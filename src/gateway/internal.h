@@ -124,7 +124,7 @@ struct gg_gateway {
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
-    uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from mcp.session_secret, so
+    uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
                                    every replica sharing it resumes them (else random) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */

@@ -183,6 +183,12 @@ static void notify(listener *s, const mcp_server *srv) {
 /* See internal.h. */
 void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph) {
     if (!l) return;
+    /* a sync activating many graphs looks each up only when a stream listens on it */
+    pthread_mutex_lock(&l->mu);
+    bool any = false;
+    for (listener *s = l->head; s && !any; s = s->next) any = !strcmp(s->tenant, tenant) && !strcmp(s->graph, graph);
+    pthread_mutex_unlock(&l->mu);
+    if (!any) return;
     mcp_server *srv = l->gw->registry ? gw_registry_get(l->gw->registry, tenant, graph, NULL) : NULL;
     pthread_mutex_lock(&l->mu);
     for (listener *s = l->head; s; s = s->next)
