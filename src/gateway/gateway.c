@@ -134,6 +134,7 @@ static void *watcher(void *arg) {
         if (gw->stopping) break;
         pthread_mutex_unlock(&gw->watch_mu);
         gw_announce_long_runs(gw, GW_ANNOUNCE_AFTER_MS);
+        gw_listen_tick(gw->listen, gg_now_ms());
         if (++tick % 20 == 0) {
             gg_error err = GG_ERROR_INIT;
             long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
@@ -168,6 +169,7 @@ bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, 
             pthread_mutex_unlock(&gw->mounts[i].mu);
             mcp_server_unref(old);
             gw_streams_tools_changed(gw->streams, "", name, s); /* GET streams on the mount */
+            gw_listen_changed(gw->listen, "", name);
             return true;
         }
     if (gw->nmounts >= GW_MAX_MOUNTS) {
@@ -379,6 +381,7 @@ static void gateway_free(gg_gateway *gw) {
     }
     if (gw->registry) gw_registry_set_hook(gw->registry, NULL, NULL);
     gw_streams_free(gw->streams); /* after the listeners stopped (every stream ended) */
+    gw_listen_free(gw->listen);
     for (int i = 0; i < gw->nmounts; i++) {
         mcp_server_unref(gw->mounts[i].srv);
         pthread_mutex_destroy(&gw->mounts[i].mu);
@@ -472,6 +475,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                            strlen(cfg->session_secret), NULL, 0);
         sp = secret;
     }
+    /* requestStates get their own key, derived from the same secret (a separate context) */
+    static const char ctx_rs[] = "graphgate requestState v1";
+    if (sp) crypto_generichash(gw->state_key, sizeof gw->state_key, (const unsigned char *)ctx_rs, sizeof ctx_rs - 1, sp, 32);
+    else randombytes_buf(gw->state_key, sizeof gw->state_key);
     long long ttl = cfg->session_ttl_ms > 0 ? cfg->session_ttl_ms / 1000 : 24 * 3600;
     gw->sessions = mcp_sessions_new(sp, ttl > 0 ? ttl : 1, 100000);
     sodium_memzero(secret, sizeof secret);
@@ -491,7 +498,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                                          load_stored, gw)))
         goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
-    gw_registry_set_hook(gw->registry, gw_streams_registry_hook, gw->streams);
+    if (!(gw->listen = gw_listen_new(gw))) goto oom;
+    gw_registry_set_hook(gw->registry, gw_registry_changed, gw);
 
     gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);
     gg_error_clear(err);

@@ -143,6 +143,9 @@ struct gg_gateway {
     int waiting_total;
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
+    struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
+    uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
+                                   every replica sharing it resumes them (else random) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
@@ -233,6 +236,20 @@ void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_count(gw_streams *s);
+
+/* ---- subscriptions/listen streams of the 2026-07-28 revision (listen.c) */
+typedef struct gw_listen gw_listen;
+gw_listen *gw_listen_new(gg_gateway *gw);
+void gw_listen_free(gw_listen *l); /* ends what is still open */
+/* Open the stream for a checked subscriptions/listen request m (borrowed). */
+int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
+                   const mcp_server *srv, const mcp_message *m);
+void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph); /* a new version is active */
+/* End streams gracefully: of tenant/graph, of tenant (graph NULL), or all (tenant NULL). */
+void gw_listen_end(gw_listen *l, const char *tenant, const char *graph);
+void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, end all when stopping */
+/* The registry hook for GET streams and listen streams (user: the gateway). */
+void gw_registry_changed(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
 
 /* trace.c: a tools/call's server span (NULL with telemetry off); the call's trace context

@@ -1052,6 +1052,48 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
     return GG_HTTP_DEFERRED;
 }
 
+static const char *req_header(void *req, const char *name) { return gg_http_header(req, name); }
+
+/* A 2026-07-28 request (mcp_request_is_modern): no session; checked, dispatched and shaped
+ * by era2026.c; its calls run like any other. */
+static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, json_t *v, const char *hv,
+                         const gg_principal *pr) {
+    mcp_message m;
+    mcp_jsonrpc_classify(v, &m);
+    if (m.kind == MCP_MSG_INVALID) return rpc_http_error(res, 400, m.id, m.error_code, m.error_message);
+    if (gg_http_header(req, SESSION_HEADER))
+        return rpc_http_error(res, 400, m.id, MCP_INVALID_REQUEST, "Invalid Request: a request of protocol version "
+                              "2026-07-28 carries no Mcp-Session-Id (a session speaks the version its initialize chose)");
+    if (pr && !gg_scope_allows(pr->scopes, scope_for(&m))) {
+        gw_insufficient_scope(res, scope_for(&m));
+        return GG_HTTP_DONE;
+    }
+    mcp_modern_req mr;
+    if (!mcp_modern_check(ep->srv, &m, hv, req_header, req, &mr)) {
+        gg_http_res_bytes_take(res, mr.status, "application/json", mr.error, strlen(mr.error));
+        return GG_HTTP_DONE;
+    }
+    if (m.kind != MCP_MSG_REQUEST) return gg_http_res_bytes(res, 202, "application/json", "", 0), GG_HTTP_DONE;
+    if (!strcmp(m.method, "subscriptions/listen")) return gw_listen_open(gw, req, res, ep->tenant, ep->graph, ep->srv, &m);
+    /* a requestState resumes only on this endpoint's active version, with the same key */
+    char binding[3 * GG_NAME_MAX + 64];
+    snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "");
+    mcp_request_ctx rctx = {MCP_VERSION_MODERN, mr.log_level, false, true, mr.client_caps, gw->state_key, binding};
+    mcp_outcome o;
+    mcp_server_dispatch(ep->srv, &m, &rctx, &o);
+    int rc = GG_HTTP_DONE;
+    if (o.kind == MCP_OUT_RESPONSE) {
+        gg_http_res_bytes_take(res, mcp_modern_status(o.body), "application/json", o.body, strlen(o.body));
+        o.body = NULL;
+    } else if (o.kind == MCP_OUT_CALL) {
+        mcp_call *c = o.call;
+        o.call = NULL;
+        rc = submit_call(gw, req, res, ep, c, NULL, pr, false);
+    } else gg_http_res_bytes(res, 202, "application/json", "", 0);
+    mcp_outcome_clear(&o);
+    return rc;
+}
+
 static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, const gg_principal *pr) {
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
@@ -1063,6 +1105,11 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         return GG_HTTP_DONE;
     }
     const char *hv = gg_http_header(req, VERSION_HEADER);
+    if (mcp_request_is_modern(v, hv)) {
+        int rc = handle_modern(gw, req, res, ep, v, hv, pr);
+        json_decref(v);
+        return rc;
+    }
     if (hv && !mcp_version_supported(hv)) {
         json_decref(v);
         char msg[160];

@@ -623,13 +623,13 @@ static json_t *exec_mcp_finish(grun *r, gg_error *err) {
  * like a downstream one (the run yields meanwhile). False (err set) when nothing was sent. */
 static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
     update_time_limit(r);
-    json_t *params = eval_args(r, n->args, err);
+    json_t *params = n->args ? eval_args(r, n->args, err) : json_object();
     if (!params) {
         if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
         return false;
     }
     *input = params;
-    const char *method = n->type == GN_ELICIT ? "elicitation/create" : "sampling/createMessage";
+    const char *method = n->type == GN_ELICIT ? "elicitation/create" : n->type == GN_SAMPLE ? "sampling/createMessage" : "roots/list";
     if (!r->opts || !r->opts->client_request) {
         gg_error_set(err, "no_client", "%s needs a client to ask: call the tool over MCP from a session whose client "
                      "accepts a text/event-stream answer", method);
@@ -641,12 +641,12 @@ static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error 
     if (r->wait_limited) timeout = left < 1 ? 1 : (int)left;
     r->waiting = true;
     r->rendezvous = 0;
-    r->opts->client_request(r->opts->client_user, method, params, timeout, r->opts->cancelled, mcp_answered, r);
+    r->opts->client_request(r->opts->client_user, n->id, method, params, timeout, r->opts->cancelled, mcp_answered, r);
     return true;
 }
 
 /* The client's answer is the node's output (elicit: {action, content?}; sample: the
- * CreateMessageResult). */
+ * CreateMessageResult; roots: the ListRootsResult {roots}). */
 static json_t *exec_client_finish(grun *r, gg_error *err) { return take_reply(r, err); }
 
 static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_error *err) {
@@ -689,7 +689,7 @@ static json_t *exit_output(const grun *r) {
     return falsy ? json_object() : json_incref(prev);
 }
 
-static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
+static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots"};
 
 static bool put(json_t *o, const char *key, json_t *v) { return json_object_set_new_nocheck(o, key, v) == 0; }
 
@@ -914,6 +914,7 @@ static bool run_advance(grun *r) {
             case GN_MCP:
             case GN_ELICIT:
             case GN_SAMPLE:
+            case GN_ROOTS:
                 if (n->type == GN_MCP ? exec_mcp_start(r, n, &input, &e) : exec_client_start(r, n, &input, &e)) {
                     r->wait_t0 = t0;
                     r->wait_input = input;

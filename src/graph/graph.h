@@ -122,6 +122,10 @@ void gg_graph_unref(gg_graph *g);
 /* serverInfo {name, title, version} (new reference). */
 json_t *gg_graph_server_info(const gg_graph *g);
 const char *gg_graph_instructions(const gg_graph *g); /* NULL when not set */
+/* server.cache: ttlMs (default 0) and whether scope is public (default private). */
+void gg_graph_cache(const gg_graph *g, int *ttl_ms, bool *public_scope);
+/* MCP_CLIENT_CAPS_* the nodes of a listed tool need from the calling client (0 = none). */
+int gg_graph_tool_client_needs(const gg_graph *g, const char *name);
 /* MCP tools array [{name, description, inputSchema, outputSchema}] (borrowed, immutable). */
 json_t *gg_graph_tools(const gg_graph *g);
 /* Borrowed tool definition or NULL. */

@@ -57,7 +57,7 @@ bool yn_has_expr(const ynode *v, bool top, int depth);
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
 /* elicit and sample ask the run's client (elicitation/create, sampling/createMessage). */
-typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE } gnode_type;
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE, GN_ROOTS } gnode_type;
 
 /* An args template: literal JSON, an expression, or a container of templates. */
 typedef struct gargs gargs;
@@ -91,7 +91,7 @@ typedef struct gnode {
     gcond *conds;
     size_t ncond;
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
-    /* elicit, sample: args holds the request's params; how long the client may take */
+    /* elicit, sample (roots: no params): args holds the request's params; how long the client may take */
     int timeout_ms;
 } gnode;
 
@@ -133,6 +133,8 @@ struct gserver {
 struct gg_graph {
     int refcount;
     char *name, *title, *version, *instructions;
+    int cache_ttl_ms;  /* server.cache.ttlMs (0..a day) */
+    bool cache_public; /* server.cache.scope: public */
     int max_node_executions;
     long max_execution_ms;
     long max_eval_memory;      /* bytes one JSONata / JSON Logic evaluation may hold live */

@@ -588,7 +588,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
     tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
 }
 
-static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample"};
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *conds = yn_get(nm, "conditions");
@@ -677,6 +677,14 @@ static void check_requested_schema(lctx *c, const ynode *v) {
     }
 }
 
+/* A client node's timeout (ms the client may take). */
+static void load_timeout(lctx *c, gnode *n, const ynode *nm) {
+    const ynode *to = yn_get(nm, "timeout");
+    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
+        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
+    else if (to) n->timeout_ms = (int)atol(to->str);
+}
+
 /* elicit / sample: the request's params as an args template (expressions allowed as in mcp
  * args), the required keys, and timeout (ms). */
 static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *what) {
@@ -687,10 +695,7 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
         if (!yn_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
     const ynode *rs = yn_get(nm, "requestedSchema");
     if (rs) check_requested_schema(c, rs);
-    const ynode *to = yn_get(nm, "timeout");
-    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
-        LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
-    else if (to) n->timeout_ms = (int)atol(to->str);
+    load_timeout(c, n, nm);
     n->args = calloc(1, sizeof *n->args);
     if (!n->args) return;
     n->args->kind = GA_OBJECT;
@@ -707,7 +712,7 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
 }
 
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[7][13] = {
+    static const char *const keys[8][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
@@ -716,6 +721,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
          "includeContext", "metadata", "timeout", "next", NULL},
+        {"id", "type", "timeout", "next", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -725,11 +731,11 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
-    for (int i = 0; type && i < 7; i++)
+    for (int i = 0; type && i < 8; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
         LERR(c, yn_get(nm, "type"), "invalid_type",
-             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit or sample)",
+             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit, sample or roots)",
              type);
         check_keys(c, nm, NULL, "a node");
         n->type = GN_TRANSFORM;
@@ -787,6 +793,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         load_switch(c, n, nm, tb);
     }
     if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
+    if (t == GN_ROOTS) load_timeout(c, n, nm);
 }
 
 /* Breadth-first walk from the entry; marks reached nodes. */
@@ -1279,6 +1286,29 @@ static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long c
     return cap;
 }
 
+/* server.cache: the caching hint of 2026-07-28 list and read results. ttlMs is how long a
+ * client may keep a result, so also how long a new version may stay unseen: bounded to a
+ * day. */
+static void load_cache(lctx *c, const ynode *cache) {
+    c->g->cache_ttl_ms = 0;
+    c->g->cache_public = false;
+    if (!cache) return;
+    if (cache->kind != YN_MAP) {
+        LERR(c, cache, "invalid_type", "server.cache must be a mapping {ttlMs, scope}");
+        return;
+    }
+    static const char *const ck[] = {"ttlMs", "scope", NULL};
+    check_keys(c, cache, ck, "server.cache");
+    const ynode *ttl = yn_get(cache, "ttlMs");
+    if (ttl && (!scalar_is_nonneg_int(ttl) || strlen(ttl->str) > 9 || atol(ttl->str) > 86400000))
+        LERR(c, ttl, "invalid_value", "server.cache.ttlMs must be an integer from 0 to 86400000 (a day)");
+    else if (ttl) c->g->cache_ttl_ms = (int)atol(ttl->str);
+    const char *scope = get_str(c, cache, "scope", false, "server.cache");
+    if (scope && strcmp(scope, "public") && strcmp(scope, "private"))
+        LERR(c, yn_get(cache, "scope"), "invalid_value", "server.cache.scope must be public or private");
+    else c->g->cache_public = scope && !strcmp(scope, "public");
+}
+
 static void load_top(lctx *c, const ynode *root) {
     static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", "resources",
                                        "resourceTemplates", "prompts", NULL};
@@ -1294,7 +1324,7 @@ static void load_top(lctx *c, const ynode *root) {
     if (!srv) LERR(c, root, "missing_key", "the graph file needs 'server' {name, version}");
     else if (srv->kind != YN_MAP) LERR(c, srv, "invalid_type", "server must be a mapping {name, version}");
     else {
-        static const char *const sk[] = {"name", "version", "title", "instructions", NULL};
+        static const char *const sk[] = {"name", "version", "title", "instructions", "cache", NULL};
         check_keys(c, srv, sk, "server");
         const char *name = get_str(c, srv, "name", true, "server");
         const char *version = get_str_ex(c, srv, "version", true, "server", true);
@@ -1305,6 +1335,7 @@ static void load_top(lctx *c, const ynode *root) {
         g->version = strdup(version ? version : "");
         g->title = strdup(title ? title : g->name ? g->name : "");
         if (instr) g->instructions = strdup(instr);
+        load_cache(c, yn_get(srv, "cache"));
     }
     g->max_node_executions = DEFAULT_MAX_NODE_EXECUTIONS;
     g->max_execution_ms = DEFAULT_MAX_EXECUTION_MS;
@@ -1535,6 +1566,10 @@ json_t *gg_graph_server_info(const gg_graph *g) {
 
 /* Accessors of the immutable graph (borrowed results). */
 const char *gg_graph_instructions(const gg_graph *g) { return g->instructions; }
+void gg_graph_cache(const gg_graph *g, int *ttl_ms, bool *public_scope) {
+    *ttl_ms = g->cache_ttl_ms;
+    *public_scope = g->cache_public;
+}
 json_t *gg_graph_tools(const gg_graph *g) { return g->tools_json; }
 size_t gg_graph_tool_count(const gg_graph *g) { return g->npublic; }
 json_t *gg_graph_resources(const gg_graph *g) { return g->resources_json; }
@@ -1548,6 +1583,20 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
     for (size_t i = 0; i < g->npublic; i++)
         if (!strcmp(g->tools[i].name, name)) return g->tools[i].def;
     return NULL;
+}
+
+/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample, roots). */
+int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
+    int need = 0;
+    for (size_t i = 0; i < g->npublic; i++) {
+        if (strcmp(g->tools[i].name, name)) continue;
+        for (size_t k = 0; k < g->tools[i].nnodes; k++) {
+            gnode_type t = g->tools[i].nodes[k].type;
+            need |= t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING
+                  : t == GN_ROOTS ? MCP_CLIENT_CAPS_ROOTS : 0;
+        }
+    }
+    return need;
 }
 
 /* The graph's client for a server, created on first use (the child starts on first call). */

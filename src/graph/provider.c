@@ -18,6 +18,12 @@ typedef struct gprov {
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
 static const char *p_instructions(mcp_provider *p) { return gg_graph_instructions(((gprov *)p->impl)->g); }
+static void p_cache_hint(mcp_provider *p, int *ttl_ms, bool *public_scope) {
+    gg_graph_cache(((gprov *)p->impl)->g, ttl_ms, public_scope);
+}
+static int p_tool_client_needs(mcp_provider *p, const char *name) {
+    return gg_graph_tool_client_needs(((gprov *)p->impl)->g, name);
+}
 static json_t *p_list_tools(mcp_provider *p) { return json_incref(gg_graph_tools(((gprov *)p->impl)->g)); }
 
 static json_t *p_get_tool(mcp_provider *p, const char *name) {
@@ -279,14 +285,20 @@ typedef struct acall {
 /* Advance the run (on a worker) and finish the call once it ended. */
 static void acall_step(void *arg) {
     acall *a = arg;
-    if (!gg_graph_run_advance(a->run)) return; /* waits: acall_wake brings it back */
-    gprov *gp = a->p->impl;
-    gg_graph_result r = GG_GRAPH_RESULT_INIT;
-    bool ok = gg_graph_run_result(a->run, &r);
     gg_error err = GG_ERROR_INIT;
-    history_truncated(&a->cs);
-    json_t *out = run_outcome(gp, a->tool, a->ctx, ok, &r, &err);
-    gg_graph_result_clear(&r);
+    json_t *out;
+    if (!gg_graph_run_advance(a->run)) {
+        /* waits: acall_wake brings it back — unless the client is to answer in a later
+         * request (input-required): then the call ends here with the run's state */
+        if (!a->ctx || !a->ctx->input_wait || !*a->ctx->input_wait) return;
+        if (!(out = gg_graph_run_save(a->run))) gg_error_set(&err, "oom", "out of memory");
+    } else {
+        gg_graph_result r = GG_GRAPH_RESULT_INIT;
+        bool ok = gg_graph_run_result(a->run, &r);
+        history_truncated(&a->cs);
+        out = run_outcome(a->p->impl, a->tool, a->ctx, ok, &r, &err);
+        gg_graph_result_clear(&r);
+    }
     gg_graph_run_free(a->run);
     mcp_provider_done_fn done = a->done;
     void *user = a->user;
@@ -320,7 +332,19 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->ro.wake_user = a;
         a->done = done;
         a->user = user;
-        a->run = a->tool ? gg_graph_run_new(gp->g, name, arguments, &a->ro) : NULL;
+        if (ctx && ctx->resume_state) { /* an input-required round: on from the waiting node */
+            a->run = gg_graph_run_restore(gp->g, ctx->resume_state, &a->ro, &err);
+            if (!a->run && gg_error_is_set(&err)) {
+                mcp_provider_unref(a->p);
+                free(a->tool);
+                free(a);
+                done(user, NULL, &err);
+                gg_error_clear(&err);
+                return;
+            }
+        } else {
+            a->run = a->tool ? gg_graph_run_new(gp->g, name, arguments, &a->ro) : NULL;
+        }
         if (a->run) {
             acall_step(a);
             return;
@@ -480,6 +504,8 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->list_prompts = p_list_prompts;
     p->lookup = p_lookup;
     p->complete = p_complete;
+    p->cache_hint = p_cache_hint;
+    p->tool_client_needs = p_tool_client_needs;
     p->refcount = 1;
     p->impl = gp;
     return p;

@@ -205,6 +205,9 @@ enum {
     MCP_REQUEST_TIMEOUT = -32001,    /* the call ran past the gateway's request timeout */
     MCP_REQUEST_CANCELLED = -32800,
     MCP_RESOURCE_NOT_FOUND = -32002, /* resources/read, subscribe: no such URI (data {uri}) */
+    MCP_HEADER_MISMATCH = -32020,    /* 2026-07-28: headers disagree with the body, or missing */
+    MCP_MISSING_CAPABILITY = -32021, /* 2026-07-28: data {requiredCapabilities} */
+    MCP_UNSUPPORTED_VERSION = -32022, /* 2026-07-28: data {supported, requested} */
 };
 
 typedef enum {
@@ -285,9 +288,56 @@ bool mcp_server_serves_uri(const mcp_server *s, const char *uri);
 /* What the transport knows about the request being dispatched. */
 typedef struct mcp_request_ctx {
     const char *protocol_version; /* effective version (session's, header's or default) */
-    mcp_log_level log_level;      /* the session's logging level */
+    mcp_log_level log_level;      /* the session's logging level (2026-07-28: the request's) */
     bool has_session;
+    bool modern;                  /* 2026-07-28, stateless (mcp_modern_check passed) */
+    int client_caps;              /* modern: MCP_CLIENT_CAPS_* the request declared */
+    /* modern: the key requestStates are sealed with (NULL: no input-required results, the
+     * nodes fail for want of a client) and what they are bound to (see reqstate.c) */
+    const uint8_t *state_key;
+    const char *state_binding;
 } mcp_request_ctx;
+
+/* A tool's definition as listed (borrowed) or NULL. */
+json_t *mcp_server_tool_def(const mcp_server *s, const char *name);
+/* The provider's caching hint (ttlMs 0, private when it gives none). */
+void mcp_server_cache_hint(const mcp_server *s, int *ttl_ms, bool *public_scope);
+
+/* ---- the stateless 2026-07-28 revision (era2026.c) -------------------------------------
+ * Served on the same endpoints as the session era: a request whose params._meta names a
+ * protocol version (or whose MCP-Protocol-Version header is not a session-era version, or
+ * whose method is server/discover or subscriptions/listen) is checked with
+ * mcp_modern_check and dispatched with mcp_request_ctx.modern; its response body goes
+ * through mcp_modern_shape and is sent with mcp_modern_status. */
+#define MCP_VERSION_MODERN "2026-07-28"
+bool mcp_version_is_modern(const char *v);
+json_t *mcp_modern_versions(void); /* new array: supportedVersions */
+bool mcp_request_is_modern(json_t *msg, const char *header_version);
+/* A request header by name (case-insensitive), or NULL. */
+typedef const char *(*mcp_header_fn)(void *user, const char *name);
+typedef struct mcp_modern_req {
+    int client_caps;         /* MCP_CLIENT_CAPS_* declared in _meta */
+    mcp_log_level log_level; /* _meta logLevel, MCP_LOG_OFF when absent */
+    char *error;             /* on failure: the JSON-RPC error (heap, the caller frees) */
+    int status;              /* on failure: its HTTP status */
+} mcp_modern_req;
+/* The revision's per-request checks in its order (see era2026.c); false with r->error. */
+bool mcp_modern_check(const mcp_server *s, const mcp_message *m, const char *header_version, mcp_header_fn hdr,
+                      void *hu, mcp_modern_req *r);
+/* A response body (consumed) with resultType on results, ttlMs/cacheScope on cacheable
+ * ones and the revision's error codes. */
+char *mcp_modern_shape(const mcp_server *s, const char *method, char *body);
+/* The HTTP status of a modern response body: 404 for -32601, 400 for request errors. */
+int mcp_modern_status(const char *body);
+
+/* ---- requestState (reqstate.c): a waiting run's state sealed for the client to hold ---- */
+#define MCP_REQSTATE_MAX (256 * 1024) /* characters of a token */
+#define MCP_REQSTATE_TTL_S 600        /* how long a client may take to answer */
+/* A token (heap) or NULL (out of memory, or the state is too large). */
+char *mcp_reqstate_seal(const uint8_t key[32], const char *binding, json_t *state, int64_t expires);
+/* The state (new reference) or NULL with why (static text): malformed, altered, bound to
+ * something else, expired, too large. */
+json_t *mcp_reqstate_open(const uint8_t key[32], const char *binding, const char *token, const char **why);
 
 typedef struct mcp_call mcp_call;
 

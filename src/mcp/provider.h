@@ -27,7 +27,8 @@ typedef struct mcp_sink {
 /* Send a request to the caller's MCP client (elicitation/create, sampling/createMessage)
  * and call done exactly once (any thread) with its result (borrowed) or an error (code
  * "client_error" with the client's message, "timeout", "cancelled", "no_client"). */
-typedef void (*mcp_client_request_fn)(void *user, const char *method, json_t *params, int timeout_ms,
+typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking node's id */, const char *method,
+                                      json_t *params, int timeout_ms,
                                       volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                                       void *done_user);
 
@@ -71,6 +72,12 @@ typedef struct mcp_call_ctx {
     /* The call's trace context (the gateway's server span, or the client's traceparent
      * passed through); NULL or invalid = none. Lives as long as the call. */
     const gg_trace_ctx *trace;
+    /* Input-required results (2026-07-28): client_request may leave a request unanswered
+     * and set *input_wait instead; call_tool_async then ends the call with the run's saved
+     * state as its result (gg_graph_run_save) and no error. resume_state (borrowed; NULL =
+     * a fresh run) is such a state to go on from. */
+    volatile int *input_wait;
+    json_t *resume_state;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new
@@ -124,6 +131,11 @@ struct mcp_provider {
      * (ref_type "ref/prompt", ref = name) or a template variable ("ref/resource", ref = the
      * uriTemplate) that start with prefix (new array; NULL = nothing declared). */
     json_t *(*complete)(mcp_provider *p, const char *ref_type, const char *ref, const char *arg, const char *prefix);
+    /* Optional (NULL = ttlMs 0, private): the caching hint of 2026-07-28 list and read results. */
+    void (*cache_hint)(mcp_provider *p, int *ttl_ms, bool *public_scope);
+    /* Optional (NULL = none): MCP_CLIENT_CAPS_* (mcp.h) a tool needs the client to have
+     * declared (a 2026-07-28 call without them is refused with -32021). */
+    int (*tool_client_needs)(mcp_provider *p, const char *name);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcp/loop.h"
 #include "mcp/mcp.h"
@@ -189,6 +190,7 @@ typedef struct tool {
     long long inline_off_until; /* monotonic ms; atomic: after a run outgrew the budget,
                                    calls go straight to a worker for a while */
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
+    int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
 } tool;
 
 typedef struct pagelist {
@@ -306,6 +308,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         s->ntools++;
         if (!load_tool(&s->tools[i], def, err)) goto fail;
         s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
+        s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
     }
     if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
     s->counts[L_TOOLS] = s->ntools;
@@ -369,6 +372,18 @@ bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
     return item != NULL;
 }
 
+void mcp_server_cache_hint(const mcp_server *s, int *ttl_ms, bool *public_scope) {
+    *ttl_ms = 0;
+    *public_scope = false;
+    if (s->provider->cache_hint) s->provider->cache_hint(s->provider, ttl_ms, public_scope);
+}
+
+static const tool *find_tool(const mcp_server *s, const char *name);
+json_t *mcp_server_tool_def(const mcp_server *s, const char *name) {
+    const tool *t = find_tool(s, name);
+    return t ? t->def : NULL;
+}
+
 static const tool *find_tool(const mcp_server *s, const char *name) {
     for (size_t i = 0; i < s->ntools; i++)
         if (strcmp(s->tools[i].name, name) == 0) return &s->tools[i];
@@ -412,6 +427,17 @@ struct mcp_call {
     mcp_sessions *sessions;
     mcp_session sess;
     gg_trace_ctx trace; /* from params._meta, then the caller's span (mcp_call_trace) */
+    bool modern;        /* 2026-07-28: the response is shaped by mcp_modern_shape */
+    /* input-required results (modern, with a state key): the client's answers to earlier
+     * rounds, the state to go on from, and the request the run now waits for */
+    bool can_ask;
+    int client_caps;
+    uint8_t state_key[32];
+    char *binding;
+    json_t *input_responses, *resume_state;
+    volatile int input_wait;
+    char *wait_key, *wait_method;
+    json_t *wait_params;
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -464,8 +490,18 @@ char *mcp_call_take_history_text(mcp_call *c) {
 }
 
 /* Free a call (and the server reference it holds). */
+static void call_free_rounds(mcp_call *c) {
+    free(c->binding);
+    json_decref(c->input_responses);
+    json_decref(c->resume_state);
+    free(c->wait_key);
+    free(c->wait_method);
+    json_decref(c->wait_params);
+}
+
 void mcp_call_free(mcp_call *c) {
     if (!c) return;
+    call_free_rounds(c);
     json_decref(c->id);
     json_decref(c->args);
     json_decref(c->progress_token);
@@ -676,17 +712,25 @@ static void creq_expire(mcp_pending *p, const char *why) {
     gg_error_clear(&e);
 }
 
+/* The client capability a request to the client needs. */
+static int cap_of_method(const char *method) {
+    return !strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_ELICITATION
+           : !strcmp(method, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
+}
+
 /* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
-static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, volatile int *cancelled,
+static void call_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
+                                volatile int *cancelled,
                                 void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
     mcp_call *c = user;
+    (void)key;
     gg_error e = GG_ERROR_INIT;
     int caps = mcp_session_client_caps(c->sessions, &c->sess);
-    int need = strcmp(method, "elicitation/create") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ELICITATION;
+    int need = cap_of_method(method);
     if ((caps & MCP_CLIENT_CAPS_KNOWN) && !(caps & need)) {
         gg_error_set(&e, "no_capability", "%s: the client did not declare the %s capability at initialize", method,
-                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : "elicitation");
+                     need == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : need == MCP_CLIENT_CAPS_ROOTS ? "roots" : "elicitation");
         done(done_user, NULL, &e);
         gg_error_clear(&e);
         return;
@@ -726,6 +770,98 @@ static void call_client_request(void *user, const char *method, json_t *params, 
     free(text);
 }
 
+/* ---- input-required rounds (2026-07-28) ---------------------------------------------------- */
+
+static void respond_error(mcp_outcome *out, json_t *id, int code, const char *msg);
+
+/* An answer of the shape its method returns; anything else is asked for again. */
+static bool response_fits(const char *method, json_t *r) {
+    if (!json_is_object(r)) return false;
+    if (!strcmp(method, "elicitation/create")) {
+        const char *a = json_string_value(json_object_get(r, "action"));
+        return a && (!strcmp(a, "accept") || !strcmp(a, "decline") || !strcmp(a, "cancel"));
+    }
+    if (!strcmp(method, "sampling/createMessage")) return json_is_object(json_object_get(r, "content")) ||
+                                                          json_is_array(json_object_get(r, "content"));
+    return json_is_array(json_object_get(r, "roots"));
+}
+
+/* mcp_call_ctx.client_request of a modern call: the answer the request carries in
+ * inputResponses under the node's id, else the run stops here and the call becomes an
+ * input-required result (finish_call). */
+static void round_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
+                          volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                          void *done_user) {
+    mcp_call *c = user;
+    (void)timeout_ms;
+    (void)cancelled;
+    if (!(c->client_caps & cap_of_method(method))) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "no_capability", "%s: the request did not declare the client capability it needs", method);
+        done(done_user, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    json_t *resp = json_incref(json_object_get(c->input_responses, key));
+    if (resp && response_fits(method, resp)) {
+        json_object_del(c->input_responses, key); /* a loop back to the node asks again */
+        done(done_user, resp, NULL);
+        json_decref(resp);
+        return;
+    }
+    json_decref(resp);
+    free(c->wait_key);
+    free(c->wait_method);
+    json_decref(c->wait_params);
+    c->wait_key = strdup(key);
+    c->wait_method = strdup(method);
+    c->wait_params = json_incref(params);
+    c->input_wait = 1;
+}
+
+/* The call's answer when its run waits for the client: the request and the sealed state. */
+static char *input_required(mcp_call *c, json_t *state) {
+    char *tok = c->wait_key && c->wait_method ? mcp_reqstate_seal(c->state_key, c->binding, state,
+                                                                  (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
+    if (!tok) {
+        set_error(c, "failed", "the run's state is too large to hand to the client");
+        return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: the run's state is too large to hand to the client", NULL);
+    }
+    json_t *res = json_pack("{s:s,s:{s:{s:s,s:O}},s:s}", "resultType", "input_required", "inputRequests", c->wait_key,
+                            "method", c->wait_method, "params", c->wait_params ? c->wait_params : json_null(),
+                            "requestState", tok);
+    free(tok);
+    if (!res) return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+    c->status = "ok";
+    json_decref(c->result);
+    c->result = res;
+    return mcp_jsonrpc_result(c->id, res);
+}
+
+/* A modern call may ask its client through input-required rounds: take the state key, the
+ * answers and the state to go on from (checked here: a bad one is the request's error). */
+static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ctx *rc, const char *run,
+                         mcp_outcome *out) {
+    if (!rc || !rc->modern || !rc->state_key) return true;
+    c->can_ask = true;
+    c->client_caps = rc->client_caps;
+    memcpy(c->state_key, rc->state_key, sizeof c->state_key);
+    size_t n = strlen(rc->state_binding ? rc->state_binding : "") + strlen(run) + 2;
+    if ((c->binding = malloc(n))) snprintf(c->binding, n, "%s\n%s", rc->state_binding ? rc->state_binding : "", run);
+    json_t *ir = json_object_get(m->params, "inputResponses");
+    c->input_responses = json_is_object(ir) ? json_deep_copy(ir) : json_object();
+    json_t *rs = json_object_get(m->params, "requestState");
+    if (!rs || json_is_null(rs)) return c->binding && c->input_responses;
+    const char *why = "requestState must be a string";
+    if (json_is_string(rs) && c->binding)
+        c->resume_state = mcp_reqstate_open(c->state_key, c->binding, json_string_value(rs), &why);
+    if (c->resume_state) return true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "Invalid params: %s", why);
+    respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
+    return false;
+}
+
 /* Run the tool without holding this thread while it waits on downstream servers (see
  * mcp.h); providers without an asynchronous call run synchronously here. */
 void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, const char *tenant,
@@ -738,6 +874,12 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     if (c->sessions && c->emit) {
         c->ctx.client_request = call_client_request;
         c->ctx.client_user = c;
+    }
+    if (c->can_ask) {
+        c->ctx.client_request = round_request;
+        c->ctx.client_user = c;
+        c->ctx.input_wait = &c->input_wait;
+        c->ctx.resume_state = c->resume_state;
     }
     c->done = how->done;
     c->done_user = how->user;
@@ -758,11 +900,17 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     gg_error err = *errp;
     *errp = (gg_error)GG_ERROR_INIT;
     char *out;
+    if (c->input_wait && res && !gg_error_is_set(&err) && !c->cancelled) {
+        out = input_required(c, res);
+        json_decref(res);
+        return out;
+    }
     if (c->cancelled || strcmp(err.code, "cancelled") == 0) {
         json_decref(res);
         set_error(c, "cancelled", "Request cancelled");
         out = mcp_jsonrpc_error(c->id, MCP_REQUEST_CANCELLED, "Request cancelled", NULL);
-    } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0)) {
+    } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0 ||
+                        strcmp(err.code, "invalid_state") == 0)) {
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
     } else if (c->kind != CALL_TOOL) {
@@ -778,6 +926,8 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
         out = mcp_jsonrpc_result(c->id, res);
     }
     gg_error_clear(&err);
+    if (c->modern)
+        out = mcp_modern_shape(c->srv, c->kind == CALL_TOOL ? "tools/call" : c->kind == CALL_RESOURCE ? "resources/read" : "prompts/get", out);
     return out;
 }
 
@@ -851,6 +1001,39 @@ static void respond_error(mcp_outcome *out, json_t *id, int code, const char *ms
     respond(out, mcp_jsonrpc_error(id, code, msg, NULL));
 }
 
+/* What the server offers: tools always, resources, prompts and completions when the
+ * provider has them. */
+static json_t *server_caps(const mcp_server *s) {
+    json_t *caps = json_pack("{s:{s:b},s:{}}", "tools", "listChanged", 1, "logging");
+    if (caps && (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]))
+        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
+    if (caps && s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    if (caps && s->completions) json_object_set_new(caps, "completions", json_object());
+    return caps;
+}
+
+/* serverInfo {name, version, title?} (the provider's, completed). */
+static json_t *server_info(const mcp_server *s) {
+    mcp_provider *p = s->provider;
+    json_t *info = p->server_info ? p->server_info(p) : NULL;
+    if (!json_is_object(info)) {
+        json_decref(info);
+        info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
+    }
+    if (info && !json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
+    return info;
+}
+
+/* server/discover (2026-07-28): versions, capabilities, instructions; serverInfo in _meta. */
+static void do_discover(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+    json_t *res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", mcp_modern_versions(), "capabilities",
+                            server_caps(s), "_meta", "io.modelcontextprotocol/serverInfo", server_info(s));
+    const char *instr = s->provider->instructions ? s->provider->instructions(s->provider) : NULL;
+    if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
+    respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
+    json_decref(res);
+}
+
 static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     json_t *pv = json_object_get(m->params, "protocolVersion");
     if (!json_is_string(pv)) {
@@ -859,19 +1042,8 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     }
     const char *v = mcp_version_negotiate(json_string_value(pv));
     mcp_provider *p = s->provider;
-    json_t *info = p->server_info ? p->server_info(p) : NULL;
-    if (!json_is_object(info)) {
-        json_decref(info);
-        info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
-    }
-    if (!json_object_get(info, "version")) json_object_set_new(info, "version", json_string(GG_VERSION));
-    json_t *res = json_pack("{s:s,s:{s:{s:b},s:{}},s:o}", "protocolVersion", v, "capabilities", "tools",
-                            "listChanged", 1, "logging", "serverInfo", info);
-    json_t *caps = json_object_get(res, "capabilities");
-    if (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES])
-        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
-    if (s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
-    if (s->completions) json_object_set_new(caps, "completions", json_object());
+    json_t *info = server_info(s);
+    json_t *res = json_pack("{s:s,s:o,s:o}", "protocolVersion", v, "capabilities", server_caps(s), "serverInfo", info);
     const char *instr = p->instructions ? p->instructions(p) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
@@ -905,6 +1077,19 @@ static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const char
     json_decref(res);
 }
 
+/* -32021 naming, as ClientCapabilities, what the tool needs and the request did not declare. */
+static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, int missing) {
+    json_t *need = json_object();
+    if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
+    if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
+    if (missing & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(need, "roots", json_object());
+    json_t *data = json_pack("{s:o}", "requiredCapabilities", need);
+    char msg[300];
+    snprintf(msg, sizeof msg, "Missing required client capability: tool %.150s asks the client for input it did not declare", tool);
+    respond(out, mcp_jsonrpc_error(id, MCP_MISSING_CAPABILITY, msg, data));
+    json_decref(data);
+}
+
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     json_t *name = json_object_get(m->params, "name");
     json_t *args = json_object_get(m->params, "arguments");
@@ -923,6 +1108,10 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
         return;
     }
+    if (rc && rc->modern && (t->needs & ~rc->client_caps & (MCP_CLIENT_CAPS_ELICITATION | MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS))) {
+        missing_capability(out, m->id, t->name, t->needs & ~rc->client_caps);
+        return;
+    }
     json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
     mcp_call *c = calloc(1, sizeof *c);
@@ -936,6 +1125,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->args = (args && json_is_object(args)) ? json_incref(args) : json_object();
     c->progress_token = json_incref(token);
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
+    c->modern = rc && rc->modern;
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");
@@ -945,6 +1135,10 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     if (t->input && !mcp_schema_validate(t->input, c->args, &e)) {
         invalid_arguments(out, m, t->name, &e);
         gg_error_clear(&e);
+        mcp_call_free(c);
+        return;
+    }
+    if (!setup_rounds(c, m, rc, t->name, out)) {
         mcp_call_free(c);
         return;
     }
@@ -998,7 +1192,8 @@ static void resource_not_found(mcp_outcome *out, json_t *id, const char *uri) {
 
 /* resources/read, prompts/get: a static item answers here; one produced by nodes becomes a
  * call the transport runs like a tools/call. */
-static void do_get(mcp_server *s, const mcp_message *m, call_kind kind, const char *key, json_t *args, mcp_outcome *out) {
+static void do_get(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, call_kind kind, const char *key, json_t *args,
+                   mcp_outcome *out) {
     mcp_provider *p = s->provider;
     json_t *value = NULL, *run_args = NULL;
     char *run = NULL;
@@ -1038,6 +1233,10 @@ static void do_get(mcp_server *s, const mcp_message *m, call_kind kind, const ch
     c->level = MCP_LOG_OFF;
     c->history = json_array();
     c->status = "running";
+    if (!setup_rounds(c, m, rc, run, out)) {
+        mcp_call_free(c);
+        return;
+    }
     out->kind = MCP_OUT_CALL;
     out->call = c;
 }
@@ -1084,7 +1283,7 @@ static bool prompt_args_ok(const mcp_server *s, const char *name, json_t *args, 
     return ok;
 }
 
-static void do_extras(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+static void do_extras(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     const char *meth = m->method;
     const char *uri = json_string_value(json_object_get(m->params, "uri"));
     const char *name = json_string_value(json_object_get(m->params, "name"));
@@ -1100,14 +1299,14 @@ static void do_extras(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     else if (!strcmp(meth, "prompts/get") && !name) respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: prompts/get needs a name");
     else if (!strcmp(meth, "prompts/get") && !prompt_args_ok(s, name, json_object_get(m->params, "arguments"), why, sizeof why))
         respond_error(out, m->id, MCP_INVALID_PARAMS, why);
-    else if (!strcmp(meth, "prompts/get")) do_get(s, m, CALL_PROMPT, name, json_object_get(m->params, "arguments"), out);
+    else if (!strcmp(meth, "prompts/get")) do_get(s, m, rc, CALL_PROMPT, name, json_object_get(m->params, "arguments"), out);
     else if (strcmp(meth, "resources/read") && strcmp(meth, "resources/subscribe") && strcmp(meth, "resources/unsubscribe")) {
         snprintf(why, sizeof why, "Method not found: %.150s", meth);
         respond_error(out, m->id, MCP_METHOD_NOT_FOUND, why);
     } else if (!uri) {
         snprintf(why, sizeof why, "Invalid params: %.100s needs a uri", meth);
         respond_error(out, m->id, MCP_INVALID_PARAMS, why);
-    } else if (!strcmp(meth, "resources/read")) do_get(s, m, CALL_RESOURCE, uri, NULL, out);
+    } else if (!strcmp(meth, "resources/read")) do_get(s, m, rc, CALL_RESOURCE, uri, NULL, out);
     else do_subscribe(s, m, uri, out);
 }
 
@@ -1118,6 +1317,15 @@ static void do_notification(const mcp_message *m, mcp_outcome *out) {
         if (json_is_string(rid) || json_is_number(rid)) out->cancel_id = json_incref(rid);
     }
     /* notifications/initialized, progress, roots/list_changed, unknown ones: accepted */
+}
+
+/* Methods of the session era that 2026-07-28 removed (initialize selects that era instead). */
+static bool session_only(const char *meth) {
+    static const char *const gone[] = {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                       "resources/unsubscribe"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        if (!strcmp(meth, gone[i])) return true;
+    return false;
 }
 
 /* Dispatch one message; see mcp.h. */
@@ -1145,9 +1353,16 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
         return;
     }
     const char *meth = m->method;
-    if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
+    bool modern = rc && rc->modern;
+    if (modern ? session_only(meth) : !strcmp(meth, "server/discover")) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Method not found: %.100s (not part of protocol version %s)", meth,
+                 modern ? MCP_VERSION_MODERN : "2025-11-25 and earlier");
+        respond_error(out, m->id, MCP_METHOD_NOT_FOUND, msg);
+    } else if (strcmp(meth, "server/discover") == 0) do_discover(s, m, out);
+    else if (strcmp(meth, "tools/call") == 0) do_tools_call(s, m, rc, out);
     else if (strcmp(meth, "tools/list") == 0) do_list(s, L_TOOLS, m, out);
-    else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, out);
+    else if (!strncmp(meth, "resources/", 10) || !strncmp(meth, "prompts/", 8)) do_extras(s, m, rc, out);
     else if (strcmp(meth, "ping") == 0) respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
     else if (strcmp(meth, "initialize") == 0) do_initialize(s, m, out);
     else if (strcmp(meth, "logging/setLevel") == 0) do_set_level(m, out);
@@ -1159,6 +1374,8 @@ void mcp_server_dispatch(mcp_server *s, const mcp_message *m, const mcp_request_
     }
     if (out->kind == MCP_OUT_RESPONSE && !out->body) /* only OOM leaves no body */
         out->body = strdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"Internal error\"}}");
+    if (modern && out->kind == MCP_OUT_RESPONSE) out->body = mcp_modern_shape(s, meth, out->body);
+    if (modern && out->kind == MCP_OUT_CALL) out->call->modern = true;
 }
 
 /* Release what an outcome still owns (body, an untaken call, the cancel id). */

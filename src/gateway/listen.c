@@ -1,0 +1,252 @@
+/* listen.c — subscriptions/listen of the 2026-07-28 revision: a POST whose response is an
+ * SSE stream that stays open and carries the change notifications the client asked for.
+ *
+ * The stream opens with notifications/subscriptions/acknowledged (the filter the gateway
+ * honours); when a new version of the graph becomes active (the registry hook), each stream
+ * on it gets notifications/{tools,prompts,resources}/list_changed as its filter asks and
+ * notifications/resources/updated for each subscribed URI the new version serves. Every
+ * frame carries the request's id as _meta["io.modelcontextprotocol/subscriptionId"]. The
+ * graph or tenant deleted, or shutdown, ends a stream with the graceful-closure result.
+ *
+ * The gateway's watcher ticks the table (gw_listen_tick): streams whose client went away
+ * are dropped, the others get a ": ping" comment every GW_STREAM_PING_MS. Bounds: at most
+ * GW_LISTEN_MAX streams in all and GW_LISTEN_PER_TENANT per endpoint tenant (more → 429 /
+ * 503 with Retry-After), 16 subscribed URIs per stream.
+ *
+ * Locking: mu guards the list; the HTTP core's lock is taken inside it, never around it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/internal.h"
+
+#define GW_LISTEN_MAX 1024
+#define GW_LISTEN_PER_TENANT 64
+#define LISTEN_URIS 16
+#define SUB_ID "io.modelcontextprotocol/subscriptionId"
+
+enum { F_TOOLS = 1, F_PROMPTS = 2, F_RESOURCES = 4 };
+
+typedef struct listener {
+    gg_http_async *a;
+    char tenant[GG_NAME_MAX + 1], graph[GG_NAME_MAX + 1];
+    int filter;
+    json_t *id;   /* the subscription id: the request's JSON-RPC id */
+    json_t *uris; /* resourceSubscriptions honoured */
+    struct listener *next;
+} listener;
+
+struct gw_listen {
+    gg_gateway *gw;
+    pthread_mutex_t mu;
+    listener *head;
+    size_t open;
+    double next_ping_ms;
+};
+
+gw_listen *gw_listen_new(gg_gateway *gw) {
+    gw_listen *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->gw = gw;
+    pthread_mutex_init(&l->mu, NULL);
+    return l;
+}
+
+void gw_listen_free(gw_listen *l) {
+    if (!l) return;
+    gw_listen_end(l, NULL, NULL);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+/* One notification on a stream, tagged with its subscription id (params consumed). */
+static bool send_frame(listener *s, const char *method, json_t *params) {
+    if (!params) params = json_object();
+    json_t *meta = json_object();
+    json_object_set(meta, SUB_ID, s->id);
+    json_object_set_new(params, "_meta", meta);
+    char *body = mcp_jsonrpc_notification(method, params);
+    json_decref(params);
+    bool ok = body && gg_http_sse_event(s->a, "message", NULL, body);
+    free(body);
+    return ok;
+}
+
+/* The graceful end: the listen request's result, then the stream closes. */
+static void end_stream(listener *s) {
+    json_t *res = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta", SUB_ID, s->id);
+    char *body = res ? mcp_jsonrpc_result(s->id, res) : NULL;
+    if (body) gg_http_sse_event(s->a, "message", NULL, body);
+    free(body);
+    json_decref(res);
+    gg_http_async_complete(s->a);
+    json_decref(s->id);
+    json_decref(s->uris);
+    free(s);
+}
+
+static size_t tenant_count(gw_listen *l, const char *tenant) {
+    size_t n = 0;
+    for (listener *s = l->head; s; s = s->next) n += !strcmp(s->tenant, tenant);
+    return n;
+}
+
+/* The filter the endpoint can honour, from params.notifications. */
+static listener *new_listener(const mcp_message *m, const mcp_server *srv) {
+    listener *s = calloc(1, sizeof *s);
+    if (!s || !(s->uris = json_array())) {
+        free(s);
+        return NULL;
+    }
+    json_t *f = json_object_get(m->params, "notifications");
+    bool res = mcp_server_has_resources(srv);
+    s->filter = (json_is_true(json_object_get(f, "toolsListChanged")) ? F_TOOLS : 0) |
+                (json_is_true(json_object_get(f, "promptsListChanged")) && mcp_server_has_prompts(srv) ? F_PROMPTS : 0) |
+                (json_is_true(json_object_get(f, "resourcesListChanged")) && res ? F_RESOURCES : 0);
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(f, "resourceSubscriptions"), i, u)
+        if (res && json_is_string(u) && json_array_size(s->uris) < LISTEN_URIS && strlen(json_string_value(u)) < 2048)
+            json_array_append(s->uris, u);
+    s->id = json_incref(m->id);
+    return s;
+}
+
+/* The filter as acknowledged. */
+static json_t *ack_params(const listener *s) {
+    json_t *n = json_object();
+    if (s->filter & F_TOOLS) json_object_set_new(n, "toolsListChanged", json_true());
+    if (s->filter & F_PROMPTS) json_object_set_new(n, "promptsListChanged", json_true());
+    if (s->filter & F_RESOURCES) json_object_set_new(n, "resourcesListChanged", json_true());
+    if (json_array_size(s->uris)) json_object_set(n, "resourceSubscriptions", s->uris);
+    return json_pack("{s:o}", "notifications", n);
+}
+
+static int refuse(gg_http_res *res, json_t *id, int status, const char *msg) {
+    gg_http_res_header(res, "Retry-After", "1");
+    char *body = mcp_jsonrpc_error(id, MCP_SERVER_BUSY, msg, NULL);
+    if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
+    return GG_HTTP_DONE;
+}
+
+/* See internal.h. */
+int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
+                   const mcp_server *srv, const mcp_message *m) {
+    gw_listen *l = gw->listen;
+    if (!l || (gw->app && gw->app->stopping)) return refuse(res, m->id, 503, "Server busy: shutting down");
+    listener *s = new_listener(m, srv);
+    if (!s) return refuse(res, m->id, 503, "Server busy: out of memory");
+    snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+    snprintf(s->graph, sizeof s->graph, "%s", graph);
+    pthread_mutex_lock(&l->mu);
+    int status = l->open >= GW_LISTEN_MAX ? 503 : tenant_count(l, tenant) >= GW_LISTEN_PER_TENANT ? 429 : 0;
+    if (!status && !(s->a = gg_http_defer(req))) status = 503;
+    if (status) {
+        pthread_mutex_unlock(&l->mu);
+        int rc = refuse(res, m->id, status, status == 429 ? "Too many subscription streams for this tenant; retry later"
+                                                          : "Server busy: too many subscription streams; retry later");
+        json_decref(s->id);
+        json_decref(s->uris);
+        free(s);
+        return rc;
+    }
+    gg_http_res_header(gg_http_async_res(s->a), "X-Accel-Buffering", "no");
+    if (!gg_http_async_stream(s->a, 200, "text/event-stream")) {
+        pthread_mutex_unlock(&l->mu);
+        gg_http_async_complete(s->a);
+        json_decref(s->id);
+        json_decref(s->uris);
+        free(s);
+        return GG_HTTP_DEFERRED;
+    }
+    send_frame(s, "notifications/subscriptions/acknowledged", ack_params(s));
+    s->next = l->head;
+    l->head = s;
+    l->open++;
+    pthread_mutex_unlock(&l->mu);
+    return GG_HTTP_DEFERRED;
+}
+
+/* A new version is active: what each stream on the endpoint asked for. */
+static void notify(listener *s, const mcp_server *srv) {
+    if (s->filter & F_TOOLS) send_frame(s, "notifications/tools/list_changed", NULL);
+    if (s->filter & F_PROMPTS) send_frame(s, "notifications/prompts/list_changed", NULL);
+    if (s->filter & F_RESOURCES) send_frame(s, "notifications/resources/list_changed", NULL);
+    size_t i;
+    json_t *u;
+    json_array_foreach(s->uris, i, u)
+        if (srv && mcp_server_serves_uri(srv, json_string_value(u)))
+            send_frame(s, "notifications/resources/updated", json_pack("{s:O}", "uri", u));
+}
+
+/* See internal.h. */
+void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph) {
+    if (!l) return;
+    /* a sync activating many graphs looks each up only when a stream listens on it */
+    pthread_mutex_lock(&l->mu);
+    bool any = false;
+    for (listener *s = l->head; s && !any; s = s->next) any = !strcmp(s->tenant, tenant) && !strcmp(s->graph, graph);
+    pthread_mutex_unlock(&l->mu);
+    if (!any) return;
+    mcp_server *srv = l->gw->registry ? gw_registry_get(l->gw->registry, tenant, graph, NULL, NULL) : NULL;
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s; s = s->next)
+        if (!strcmp(s->tenant, tenant) && !strcmp(s->graph, graph)) notify(s, srv);
+    pthread_mutex_unlock(&l->mu);
+    mcp_server_unref(srv);
+}
+
+/* See internal.h. */
+void gw_listen_end(gw_listen *l, const char *tenant, const char *graph) {
+    if (!l) return;
+    pthread_mutex_lock(&l->mu);
+    for (listener **pp = &l->head; *pp;) {
+        listener *s = *pp;
+        if (tenant && (strcmp(s->tenant, tenant) || (graph && strcmp(s->graph, graph)))) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        l->open--;
+        end_stream(s);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+static const char PING[] = ": ping\n\n";
+
+/* See internal.h. */
+void gw_listen_tick(gw_listen *l, double now) {
+    if (!l) return;
+    if (l->gw->app && l->gw->app->stopping) {
+        gw_listen_end(l, NULL, NULL);
+        return;
+    }
+    pthread_mutex_lock(&l->mu);
+    bool ping = now >= l->next_ping_ms;
+    if (ping) l->next_ping_ms = now + GW_STREAM_PING_MS;
+    for (listener **pp = &l->head; *pp;) {
+        listener *s = *pp;
+        if (!gg_http_async_abandoned(s->a) && !(ping && !gg_http_async_write(s->a, PING, sizeof PING - 1))) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        l->open--;
+        gg_http_async_complete(s->a);
+        json_decref(s->id);
+        json_decref(s->uris);
+        free(s);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* The registry's change hook for both kinds of streams: GET streams of sessions
+ * (streams.c) and subscriptions/listen streams. */
+void gw_registry_changed(void *user, const char *tenant, const char *graph, bool removed) {
+    gg_gateway *gw = user;
+    gw_streams_registry_hook(gw->streams, tenant, graph, removed);
+    if (removed) gw_listen_end(gw->listen, tenant, graph);
+    else gw_listen_changed(gw->listen, tenant, graph);
+}
