@@ -28,7 +28,7 @@ try {
   check('get_node_types: 9 families', sc && Object.keys(sc).length === 9 && sc.HUMAN_IN_THE_LOOP.includes('SLACK_INTERACTION'), sc);
   check('get_node_types: text mirrors structuredContent', JSON.stringify(JSON.parse(types.content[0].text)) === JSON.stringify(sc));
   const f = await client.callTool({ name: 'get_node_types', arguments: { type_filter: 'GRAPH' } });
-  check('get_node_types type_filter', JSON.stringify(f.structuredContent) === '{"GRAPH":["ELICIT","ENTRY","EXIT","MCP","SAMPLE","SWITCH","TRANSFORM"]}', f.structuredContent);
+  check('get_node_types type_filter', JSON.stringify(f.structuredContent) === '{"GRAPH":["ELICIT","ENTRY","EXIT","MCP","ROOTS","SAMPLE","SWITCH","TRANSFORM"]}', f.structuredContent);
   const bad = await client.callTool({ name: 'get_node_types', arguments: { type_filter: 'NOPE' } });
   check('unknown type_filter → isError listing the types', bad.isError === true && /TRIGGER/.test(bad.content[0].text) && /MEMORY/.test(bad.content[0].text), bad);
   const d = await client.callTool({ name: 'get_node_details', arguments: {
