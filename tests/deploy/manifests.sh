@@ -62,6 +62,7 @@ runtime_pkgs=$(dockerfile_pkgs final)
 if command -v dpkg >/dev/null && command -v readelf >/dev/null; then
   missing=""
   for lib in $(readelf -d "$GG_BIN" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    case "$lib" in libasan.*|libubsan.*|libtsan.*|liblsan.*) continue ;; esac # a sanitizer build's runtime, never in an image
     pkg=$(dpkg -S "*/$lib" 2>/dev/null | grep -v i386 | head -1 | cut -d: -f1)
     case "$pkg" in ""|libc6) continue ;; esac # libc6 is in every Debian image
     echo " $runtime_pkgs " | tr '\n' ' ' | grep -q " $pkg " || missing="$missing $lib($pkg)"
