@@ -22,6 +22,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -315,7 +316,9 @@ static bool get_count(cctx *c, json_t *js, const char *kw, long long *out) {
         gg_error_set(c->err, "invalid_schema", "\"%s\" must be a non-negative integer", kw);
         return false;
     }
-    *out = (long long)d;
+    /* A count past what any instance can reach (2e91) means "no limit" for max and "never"
+     * for min; clamp before the cast, which is undefined for out-of-range doubles. */
+    *out = d >= 9.2e18 ? LLONG_MAX : (long long)d;
     return true;
 }
 

@@ -60,7 +60,8 @@ for t in $TARGETS; do
   fi
   mkdir -p "$WORK/$t"
   # new inputs go to the scratch folder; the seeds are read from the source tree
-  if "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  # a fixed seed makes a CI run replay the same inputs as a longer local run with that seed
+  if "$bin" -seed="${GG_FUZZ_SEED:-1}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$ART/$t-" "$WORK/$t" "$S/tests/fuzz/corpus/$t" >"$WORK/$t.log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$WORK/$t.log" | tail -1)
     echo "ok - $t: ${SECS}s, ${execs:-?} executions, corpus $(ls "$S/tests/fuzz/corpus/$t" | wc -l) seeds + $(ls "$WORK/$t" | wc -l) new"
