@@ -282,7 +282,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
+                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), atomic_load_explicit(&gw->running, memory_order_relaxed), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
     gg_history_stats hs;
     gg_history_get_stats(gw->history, &hs);

@@ -8,6 +8,7 @@
 #define GG_JSONATA_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "util/util.h"
 
@@ -21,7 +22,7 @@ typedef struct jsonata_options {
                                * "depth" counts the same way as the reference's harness) */
     int time_limit_ms;        /* wall time before D1012 (default 0 = none) */
     long max_sequence_length; /* longest sequence/array/range produced, D2014 (default 10,000,000) */
-    volatile const int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
+    const atomic_int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
     long max_stack_bytes;     /* C stack an evaluation may use before D1011 (default 4 MB;
                                * lower it when evaluating on threads with small stacks) */
 } jsonata_options;

@@ -385,7 +385,7 @@ struct mcp_call {
     json_t *item;       /* resources/read, prompts/get: the item's listed definition */
     json_t *id, *args, *progress_token;
     mcp_log_level level;
-    volatile int cancelled;
+    atomic_int cancelled;
     mcp_emit_fn emit;
     void *emit_user;
     json_t *history;
@@ -415,7 +415,7 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit = fn;
     c->emit_user = user;
 }
-volatile int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
+atomic_int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
     c->sessions = sessions;
     c->sess = *sess;
@@ -672,7 +672,7 @@ static void creq_expire(mcp_pending *p, const char *why) {
 
 /* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
-static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, volatile int *cancelled,
+static void call_client_request(void *user, const char *method, json_t *params, int timeout_ms, atomic_int *cancelled,
                                 void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
     mcp_call *c = user;
     gg_error e = GG_ERROR_INIT;
