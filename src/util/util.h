@@ -57,6 +57,13 @@ bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n); /* inside of 
 /* The value of the 4 hex digits at s (a \uXXXX escape), or -1 if one is not a hex digit. */
 int gg_hex4(const char *s);
 
+/* An ECMAScript regex (JSONata, JSON Schema "pattern") rewritten in PCRE2 syntax: \s, \S
+ * and "." with JavaScript's meaning, "[" literal inside a class. Compile the result with
+ * PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS ("[]" matches
+ * nothing, "[^]" anything, "$" only at the end, as in JavaScript). src need not be
+ * NUL-terminated; the result is, with its length in *outlen (may be NULL); NULL on OOM. */
+char *gg_ecma_regex_to_pcre2(const char *src, size_t len, size_t *outlen);
+
 /* Structured logging: one JSON object per line on the log stream (stderr by default). */
 typedef enum { GG_LOG_DEBUG, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR } gg_log_level;
 void gg_log_configure(gg_log_level min_level, const char *file_path /* NULL = stderr */);
