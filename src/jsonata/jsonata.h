@@ -58,9 +58,9 @@ json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
 json_t *jsonata_eval_string(const char *expr, json_t *input, json_t *bindings,
                             const jsonata_options *opts, gg_error *err);
 
-/* JavaScript's Number.prototype.toString for a double (shortest round trip), into buf
- * (at least 32 bytes). Shared with JSON Logic and the JSON serializers. */
-void jsonata_format_double(double d, char *buf, size_t size);
+/* JavaScript's Number.prototype.toString for a double: gg_js_number_format (util.h), under
+ * the name JSONata's code calls it by. */
+static inline void jsonata_format_double(double d, char *buf, size_t size) { gg_js_number_format(d, buf, size); }
 
 /* Serialize a json_t the way JSON.stringify does (numbers printed as JavaScript prints
  * them). indent 0 = compact. Caller frees. */

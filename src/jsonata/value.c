@@ -527,22 +527,6 @@ jn_value *jn_from_json(json_t *j) {
     return NULL;
 }
 
-/* Length of the valid UTF-8 sequence at p (0 if invalid, surrogates included). */
-static size_t utf8_valid_len(const unsigned char *p, size_t n) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    size_t w = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (!w || w > n) return 0;
-    unsigned cp = c & (0x7F >> w);
-    for (size_t k = 1; k < w; k++) {
-        if ((p[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (p[k] & 0x3F);
-    }
-    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[w] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return 0;
-    return w;
-}
-
 json_t *jn_to_json(const jn_value *v) {
     if (!v) return NULL;
     switch ((jn_type)v->type) {
@@ -563,7 +547,7 @@ json_t *jn_to_json(const jn_value *v) {
         const unsigned char *p = (const unsigned char *)v->u.str.s;
         size_t n = v->u.str.len, i = 0;
         while (i < n) {
-            size_t w = utf8_valid_len(p + i, n - i);
+            size_t w = gg_utf8_len(p + i, n - i);
             if (w) gg_strbuf_append(&b, (const char *)p + i, w);
             else gg_strbuf_puts(&b, "\xEF\xBF\xBD");
             i += w ? w : 1;

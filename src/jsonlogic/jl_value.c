@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonata/jsonata.h"
-
 #define JL_COERCE_DEPTH 256 /* nested arrays followed by ToString / ToNumber */
 
 static bool is_sentinel(const json_t *j);
@@ -368,7 +366,7 @@ double jl_parse_float(jl_ctx *c, const jl_val *v) {
 
 static bool append_number(gg_strbuf *b, double d) {
     char buf[40];
-    jsonata_format_double(d, buf, sizeof buf);
+    gg_js_number_format(d, buf, sizeof buf);
     return gg_strbuf_puts(b, buf);
 }
 

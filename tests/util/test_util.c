@@ -131,6 +131,27 @@ START_TEST(ecma_regex_has_javascript_meaning) {
 }
 END_TEST
 
+START_TEST(utf8_len_accepts_only_well_formed) {
+#define U(s, n) gg_utf8_len((const unsigned char *)(s), n)
+    ck_assert_uint_eq(U("a", 1), 1);
+    ck_assert_uint_eq(U("", 0), 0);
+    ck_assert_uint_eq(U("\xc3\xa9", 2), 2);             /* é */
+    ck_assert_uint_eq(U("\xe2\x80\xa8", 3), 3);         /* U+2028 */
+    ck_assert_uint_eq(U("\xf4\x8f\xbf\xbf", 4), 4);     /* U+10FFFF */
+    ck_assert_uint_eq(U("\xc3\xa9", 1), 0);             /* cut short */
+    ck_assert_uint_eq(U("\xc3", 4), 0);                 /* NUL-terminated: the NUL ends it */
+    ck_assert_uint_eq(U("\xc0\xaf", 2), 0);             /* overlong */
+    ck_assert_uint_eq(U("\xe0\x9f\xbf", 3), 0);         /* overlong 3-byte */
+    ck_assert_uint_eq(U("\xf0\x8f\xbf\xbf", 4), 0);     /* overlong 4-byte */
+    ck_assert_uint_eq(U("\xed\xa0\x80", 3), 0);         /* lone surrogate U+D800 */
+    ck_assert_uint_eq(U("\xf4\x90\x80\x80", 4), 0);     /* above U+10FFFF */
+    ck_assert_uint_eq(U("\xf5\x80\x80\x80", 4), 0);
+    ck_assert_uint_eq(U("\x80", 1), 0);                 /* a continuation byte alone */
+    ck_assert_uint_eq(U("\xe2\x28\xa1", 3), 0);
+#undef U
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -139,6 +160,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_grows_and_takes);
     tcase_add_test(tc, strbuf_integers_and_hex4);
     tcase_add_test(tc, ecma_regex_has_javascript_meaning);
+    tcase_add_test(tc, utf8_len_accepts_only_well_formed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
