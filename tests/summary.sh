@@ -5,7 +5,7 @@
 # check's "Checks: N, Failures: F, Errors: E" counts its unit tests; any other test counts
 # as one, by its automake result. Before the closing line: subtotals per kind (unit tests,
 # integration checks, conformance cases, differential cases) and every skip with its reason.
-# Only the tests the build directory's Makefile lists are read (a nested distcheck tree or a
+# Only the tests the build directory's Makefile lists (or its gg-tests.list) are read (a nested distcheck tree or a
 # log left by a removed test is not this run's result).
 set -u
 passed=0 failed=${GG_EXTRA_FAILED:-0} skipped=0
@@ -27,6 +27,14 @@ kind_of() {
 # the .trs files of the tests DIR's Makefile runs (every .trs when the list is unavailable)
 trs_of() {
   local logs
+  # a build that ran a chosen subset (tests/run-all's GG_TESTS) lists it in gg-tests.list
+  if [ -f "$1/gg-tests.list" ]; then
+    for t in $(cat "$1/gg-tests.list"); do
+      if [ -f "$1/$t.trs" ]; then echo "$1/$t.trs"
+      else echo "$1/$t: did not run (no result file)" >&2; echo "missing"; fi
+    done
+    return
+  fi
   logs=$(printf 'gg-print-test-logs:\n\t@echo $(TEST_LOGS)\n' \
     | make -s -C "$1" -f Makefile -f - gg-print-test-logs 2>/dev/null)
   if [ -n "$logs" ]; then

@@ -6,6 +6,7 @@
 #ifndef GG_CLI_H
 #define GG_CLI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -64,7 +65,7 @@ struct gg_app {
     struct gg_store *store;          /* open, migrated store */
     struct gg_http_server *http;     /* not yet started while installers run */
     const char *pkgdatadir;          /* where migrations/specs/schema live */
-    volatile int stopping;           /* set when shutdown begins (read-only for others) */
+    atomic_int stopping;           /* set when shutdown begins (read-only for others) */
     size_t nshutdown;
     struct { gg_app_shutdown_fn fn; void *user; } shutdown[GG_APP_MAX_SHUTDOWN];
     size_t ndrain;

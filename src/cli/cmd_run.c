@@ -13,7 +13,7 @@
 
 /* The run's cancel flag, set by SIGINT/SIGTERM so downstream children are stopped cleanly.
  * A signal handler can only reach it through a static. */
-static volatile int run_cancelled;
+static atomic_int run_cancelled;
 
 static void on_signal(int sig) {
     (void)sig;

@@ -200,7 +200,7 @@ struct gg_history *gg_gateway_history(gg_gateway *gw) { return gw->history; }
 
 /* See internal.h. */
 bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size) {
-    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+    if (atomic_load_explicit(&gw->draining, memory_order_relaxed)) {
         snprintf(why, why_size, "Server busy: the server is shutting down; retry the request");
         return true;
     }
@@ -220,7 +220,7 @@ bool gw_refuse_calls(gg_gateway *gw, bool is_graph, char *why, size_t why_size) 
  * server is not draining. */
 static bool ready_check(void *user, gg_error *err) {
     gg_gateway *gw = user;
-    if (__atomic_load_n(&gw->draining, __ATOMIC_RELAXED)) {
+    if (atomic_load_explicit(&gw->draining, memory_order_relaxed)) {
         gg_error_set(err, "shutting_down", "the server is shutting down");
         return false;
     }
@@ -238,7 +238,7 @@ static bool ready_check(void *user, gg_error *err) {
 static void on_drain(gg_app *app, void *user) {
     (void)app;
     gg_gateway *gw = user;
-    __atomic_store_n(&gw->draining, 1, __ATOMIC_RELAXED);
+    atomic_store_explicit(&gw->draining, 1, memory_order_relaxed);
     int n = gw_pool_refuse_queued(gw->pool);
     if (n > 0) {
         char buf[16];
@@ -281,7 +281,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), __atomic_load_n(&gw->running, __ATOMIC_RELAXED), gw_pool_threads(gw->pool),
+                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), atomic_load_explicit(&gw->running, memory_order_relaxed), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
     gw_registry_stats rs = gw_registry_get_stats(gw->registry);
     gg_strbuf_printf(out,

@@ -122,10 +122,10 @@ struct gg_gateway {
     pthread_mutex_t jobs_mu;
     pthread_cond_t jobs_cv;
     struct gw_call_job *jobs;
-    int running;
-    volatile int stopping;
+    atomic_int running;    /* changed under jobs_mu; /metrics reads it without */
+    atomic_int stopping;
     bool durable;          /* history.durability: durable — answers wait for the commit */
-    int draining;          /* atomic: SIGTERM came; calls not yet started are refused */
+    atomic_int draining;   /* SIGTERM came; calls not yet started are refused */
     /* store change watcher */
     pthread_t watcher;
     bool watcher_started;

@@ -167,7 +167,7 @@ typedef struct gw_call_job {
     double started_ms;   /* monotonic, when the worker picked it up */
     bool may_wait;       /* counted in the waiting bounds (a tool with mcp nodes) */
     bool announced;      /* a RUNNING record was submitted */
-    volatile int timed_out; /* set with the cancel flag past request_timeout */
+    atomic_int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
     gg_span *span;       /* the call's server span (gw_call_span_begin), NULL with telemetry off */
     struct gw_call_job *prev, *next;
@@ -219,12 +219,12 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
          * whatever the graph's own limits say */
         if (limit > 0 && !j->timed_out && now - j->accepted_ms >= (double)limit) {
             j->timed_out = 1;
-            __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+            atomic_store_explicit(mcp_call_cancel_flag(j->call), 1, memory_order_relaxed);
         }
         /* the client went away (when the HTTP layer saw it): nobody reads the answer. j->a
          * is ours while j is on this list (it leaves before it answers) */
         if (j->a && gg_http_async_abandoned(j->a))
-            __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+            atomic_store_explicit(mcp_call_cancel_flag(j->call), 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&gw->jobs_mu);
 }
@@ -249,7 +249,7 @@ static void wait_for_history(gg_gateway *gw) {
 void gw_cancel_running(gg_gateway *gw) {
     pthread_mutex_lock(&gw->jobs_mu);
     gw->stopping = 1;
-    for (gw_call_job *j = gw->jobs; j; j = j->next) __atomic_store_n(mcp_call_cancel_flag(j->call), 1, __ATOMIC_RELAXED);
+    for (gw_call_job *j = gw->jobs; j; j = j->next) atomic_store_explicit(mcp_call_cancel_flag(j->call), 1, memory_order_relaxed);
     while (gw->running > 0) pthread_cond_wait(&gw->jobs_cv, &gw->jobs_mu);
     pthread_mutex_unlock(&gw->jobs_mu);
 }

@@ -725,7 +725,7 @@ void gg_graph_result_clear(gg_graph_result *r) {
 }
 
 static bool check_limits(grun *r, gg_error *err) {
-    if (r->opts && r->opts->cancelled && __atomic_load_n(r->opts->cancelled, __ATOMIC_RELAXED)) {
+    if (r->opts && r->opts->cancelled && atomic_load_explicit(r->opts->cancelled, memory_order_relaxed)) {
         gg_error_set(err, "cancelled", "Execution cancelled");
         return false;
     }

@@ -162,7 +162,7 @@ typedef struct gg_graph_hooks {
 
 typedef struct gg_graph_run_options {
     const gg_graph_hooks *hooks; /* may be NULL */
-    volatile int *cancelled;     /* set non-zero from any thread to stop at the next check */
+    atomic_int *cancelled;     /* set non-zero from any thread to stop at the next check */
     bool record_inputs;          /* store each node's input in its history record */
     bool no_history;             /* skip building the history JSON (benchmarks) */
     double budget_ms;            /* > 0: give up with error code "budget" once the run has

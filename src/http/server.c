@@ -1451,6 +1451,8 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
     }
     gg_conn_tracker_set_tick(s->tracker, find_gone_clients, s);
     internal_bind_check(s);
+    /* before the listeners start: their threads read it (/health uptime) */
+    s->started_ms = gg_now_ms();
     if (!start_listener(s, &s->pub, err)) return false;
     if (s->internal_addr[0] && !start_listener(s, &s->intl, err)) {
         MHD_stop_daemon(s->pub.d);
@@ -1458,7 +1460,6 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
         return false;
     }
     s->started = true;
-    s->started_ms = gg_now_ms();
     for (int i = 0; i < s->nstarted; i++) s->started_hooks[i].fn(s, s->started_hooks[i].user);
     return true;
 }

@@ -44,7 +44,7 @@ struct jn_state {
     long max_seq;
     double start_ms;
     int time_limit;
-    volatile const int *cancel;
+    const atomic_int *cancel;
     unsigned ticks;
     long long ts;
     void *call_user;
@@ -174,7 +174,7 @@ static void frames_free(jn_state *c) {
 
 /* ---- limits ---- */
 static bool check_limits(jn_state *c) {
-    if (c->cancel && *c->cancel) {
+    if (c->cancel && atomic_load_explicit(c->cancel, memory_order_relaxed)) {
         fail(c, -1, NULL, "D1013", "Evaluation cancelled");
         return false;
     }

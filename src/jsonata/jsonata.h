@@ -8,6 +8,7 @@
 #define GG_JSONATA_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "util/util.h"
 
@@ -21,7 +22,7 @@ typedef struct jsonata_options {
                                * "depth" counts the same way as the reference's harness) */
     int time_limit_ms;        /* wall time before D1012 (default 0 = none) */
     long max_sequence_length; /* longest sequence/array/range produced, D2014 (default 10,000,000) */
-    volatile const int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
+    const atomic_int *cancel; /* optional: evaluation stops with D1013 once *cancel != 0 */
     long max_stack_bytes;     /* C stack an evaluation may use before D1011 (default 4 MB;
                                * lower it when evaluating on threads with small stacks) */
     long max_memory_bytes;    /* live bytes of values (strings, arrays, objects, sequences,
@@ -74,9 +75,9 @@ json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
 json_t *jsonata_eval_string(const char *expr, json_t *input, json_t *bindings,
                             const jsonata_options *opts, gg_error *err);
 
-/* JavaScript's Number.prototype.toString for a double (shortest round trip), into buf
- * (at least 32 bytes). Shared with JSON Logic and the JSON serializers. */
-void jsonata_format_double(double d, char *buf, size_t size);
+/* JavaScript's Number.prototype.toString for a double: gg_js_number_format (util.h), under
+ * the name JSONata's code calls it by. */
+static inline void jsonata_format_double(double d, char *buf, size_t size) { gg_js_number_format(d, buf, size); }
 
 /* Serialize a json_t the way JSON.stringify does (numbers printed as JavaScript prints
  * them). indent 0 = compact. Caller frees. */

@@ -1,90 +1,12 @@
-/* numfmt.c — numbers and JSON printed exactly as JavaScript prints them.
- *
- * jsonata_format_double is Number.prototype.toString (shortest round-trip digits laid out
- * by the ECMAScript Number::toString rules); jsonata_dump is JSON.stringify for jansson
- * values. Both are used well outside JSONata (JSON Logic, serializers), so this file
- * depends on nothing but jansson and util. */
+/* numfmt.c — JSON printed exactly as JavaScript prints it: jsonata_dump is JSON.stringify
+ * for jansson values (numbers by gg_js_number_format, util.h). Used well outside JSONata
+ * (the CLI, graph results), so this file depends on nothing but jansson and util. */
 #include "jsonata/jsonata.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Shortest decimal digits that round-trip to d (d finite, > 0). Writes the digits (no
- * dot) to digits and returns the decimal exponent of the first digit. */
-static int shortest_digits(double d, char digits[24], int *ndigits) {
-    /* 10^15 < 2^53, so the 15-digit decimal grid is coarser than the double grid: when 15
-     * digits round-trip, the shortest representation is those digits without trailing
-     * zeros. Otherwise 16 or 17 digits are needed. */
-    char tmp[40];
-    /* subnormals have fewer significant bits, so they search from one digit up */
-    for (int p = d < 2.2250738585072014e-308 ? 1 : 15; p <= 17; p++) {
-        snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
-        if (p == 17 || strtod(tmp, NULL) == d) break;
-    }
-    /* tmp looks like "d.ddddde[+-]xx" */
-    int n = 0;
-    const char *s = tmp;
-    for (; *s && *s != 'e'; s++)
-        if (*s >= '0' && *s <= '9') digits[n++] = *s;
-    int exp10 = (*s == 'e') ? atoi(s + 1) : 0;
-    while (n > 1 && digits[n - 1] == '0') n--; /* trailing zeros carry no information */
-    digits[n] = '\0';
-    *ndigits = n;
-    return exp10;
-}
-
-/* Number::toString(10) from ECMAScript: n is the position of the decimal point relative
- * to the digit string, k its length. */
-void jsonata_format_double(double d, char *buf, size_t size) {
-    if (!buf || size == 0) return;
-    if (isnan(d)) { snprintf(buf, size, "NaN"); return; }
-    if (isinf(d)) { snprintf(buf, size, d < 0 ? "-Infinity" : "Infinity"); return; }
-    if (d == 0) { snprintf(buf, size, "0"); return; } /* also -0 */
-    /* Fast path: integers that fit a double exactly. */
-    if (fabs(d) < 9007199254740992.0 && d == (double)(long long)d) {
-        char tmp[24];
-        int k = 0;
-        long long v = (long long)d;
-        unsigned long long u = v < 0 ? (unsigned long long)(-v) : (unsigned long long)v;
-        do { tmp[k++] = (char)('0' + u % 10); u /= 10; } while (u);
-        if (v < 0) tmp[k++] = '-';
-        size_t o = 0;
-        while (k > 0 && o + 1 < size) buf[o++] = tmp[--k];
-        buf[o] = '\0';
-        return;
-    }
-    char out[64];
-    size_t o = 0;
-    if (d < 0) { out[o++] = '-'; d = -d; }
-    char digits[24];
-    int k;
-    int e = shortest_digits(d, digits, &k);
-    int n = e + 1;
-    if (k <= n && n <= 21) {
-        memcpy(out + o, digits, (size_t)k); o += (size_t)k;
-        for (int i = 0; i < n - k; i++) out[o++] = '0';
-    } else if (0 < n && n <= 21) {
-        memcpy(out + o, digits, (size_t)n); o += (size_t)n;
-        out[o++] = '.';
-        memcpy(out + o, digits + n, (size_t)(k - n)); o += (size_t)(k - n);
-    } else if (-6 < n && n <= 0) {
-        out[o++] = '0'; out[o++] = '.';
-        for (int i = 0; i < -n; i++) out[o++] = '0';
-        memcpy(out + o, digits, (size_t)k); o += (size_t)k;
-    } else {
-        out[o++] = digits[0];
-        if (k > 1) {
-            out[o++] = '.';
-            memcpy(out + o, digits + 1, (size_t)(k - 1)); o += (size_t)(k - 1);
-        }
-        o += (size_t)snprintf(out + o, sizeof out - o, "e%c%d", n - 1 < 0 ? '-' : '+',
-                              abs(n - 1));
-    }
-    out[o] = '\0';
-    snprintf(buf, size, "%s", out);
-}
 
 /* JSON.stringify's string quoting: only ", \ and control characters are escaped. */
 static void dump_string(gg_strbuf *b, const char *s, size_t len) {
@@ -203,7 +125,7 @@ void jn_decimal_from_double(double v, jn_decimal *dec) {
     if (v == 0 || !isfinite(v)) { dec->d[0] = '0'; dec->n = 1; dec->point = 1; return; }
     char digits[24];
     int k;
-    int e = shortest_digits(v, digits, &k);
+    int e = gg_js_shortest_digits(v, digits, &k);
     memcpy(dec->d, digits, (size_t)k);
     dec->n = k;
     dec->point = e + 1;

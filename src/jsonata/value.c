@@ -622,22 +622,6 @@ jn_value *jn_from_json(json_t *j) {
     return NULL;
 }
 
-/* Length of the valid UTF-8 sequence at p (0 if invalid, surrogates included). */
-static size_t utf8_valid_len(const unsigned char *p, size_t n) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    size_t w = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (!w || w > n) return 0;
-    unsigned cp = c & (0x7F >> w);
-    for (size_t k = 1; k < w; k++) {
-        if ((p[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (p[k] & 0x3F);
-    }
-    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[w] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return 0;
-    return w;
-}
-
 json_t *jn_to_json(const jn_value *v) {
     if (!v) return NULL;
     switch ((jn_type)v->type) {
@@ -658,7 +642,7 @@ json_t *jn_to_json(const jn_value *v) {
         const unsigned char *p = (const unsigned char *)v->u.str.s;
         size_t n = v->u.str.len, i = 0;
         while (i < n) {
-            size_t w = utf8_valid_len(p + i, n - i);
+            size_t w = gg_utf8_len(p + i, n - i);
             if (w) gg_strbuf_append(&b, (const char *)p + i, w);
             else gg_strbuf_puts(&b, "\xEF\xBF\xBD");
             i += w ? w : 1;
@@ -878,39 +862,8 @@ size_t jn_str_byte_to_u16(const jn_value *s, size_t byte) {
 }
 
 /* ---- regex ---- */
-/* JavaScript's \s is the Unicode White_Space set plus U+FEFF (without U+0085), while its
- * \d and \w stay ASCII; PCRE2 without UCP has an ASCII \s, and with UCP a different set and
- * Unicode \d/\w. So \s and \S are spelled out as classes before compiling. */
-/* (PCRE2_ALT_BSUX: \uhhhh as in JavaScript; U+10FFFF is written as its UTF-8 bytes) */
-#define JS_SPACE "\\t\\n\\x0b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-#define JS_NONSPACE "\\x00-\\x08\\x0e-\\x1f\\x21-\\x9f\\u00a1-\\u167f\\u1681-\\u1fff\\u200b-\\u2027" \
-                    "\\u202a-\\u202e\\u2030-\\u205e\\u2060-\\u2fff\\u3001-\\ufefe\\uff00-\xf4\x8f\xbf\xbf"
-
-/* Returns a NUL-terminated copy of pattern with \s/\S rewritten (NULL on OOM). */
-static char *js_space_classes(const char *pattern, size_t len, size_t *outlen) {
-    gg_strbuf b = GG_STRBUF_INIT;
-    bool in_class = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = pattern[i];
-        if (c == '\\' && i + 1 < len) {
-            char d = pattern[++i];
-            if (d == 's') gg_strbuf_puts(&b, in_class ? JS_SPACE : "[" JS_SPACE "]");
-            else if (d == 'S') gg_strbuf_puts(&b, in_class ? JS_NONSPACE : "[^" JS_SPACE "]");
-            else { gg_strbuf_putc(&b, c); gg_strbuf_putc(&b, d); }
-            continue;
-        }
-        if (c == '[' && !in_class) in_class = true;
-        else if (c == ']' && in_class) in_class = false;
-        gg_strbuf_putc(&b, c);
-    }
-    *outlen = b.len;
-    if (b.oom) {
-        gg_strbuf_free(&b);
-        return NULL;
-    }
-    return b.data ? gg_strbuf_take(&b) : strdup("");
-}
-
+/* JavaScript regex syntax (\s, \S, ".", "[" in a class) is rewritten for PCRE2 by
+ * gg_ecma_regex_to_pcre2 (util.h). */
 jn_regex *jn_regex_compile(const char *pattern, size_t len, const char *flags, gg_error *err) {
     uint32_t opts = PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_MATCH_INVALID_UTF;
     jn_regex *re = calloc(1, sizeof *re);
@@ -935,7 +888,7 @@ jn_regex *jn_regex_compile(const char *pattern, size_t len, const char *flags, g
     int ec;
     PCRE2_SIZE eo;
     size_t plen = len;
-    char *rewritten = js_space_classes(pattern, len, &plen);
+    char *rewritten = gg_ecma_regex_to_pcre2(pattern, len, &plen);
     if (!rewritten) {
         free(re->source);
         free(re);

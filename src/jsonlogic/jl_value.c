@@ -375,7 +375,7 @@ double jl_parse_float(jl_ctx *c, const jl_val *v) {
 
 static bool append_number(gg_strbuf *b, double d) {
     char buf[40];
-    jsonata_format_double(d, buf, sizeof buf);
+    gg_js_number_format(d, buf, sizeof buf);
     return gg_strbuf_puts(b, buf);
 }
 

@@ -35,20 +35,20 @@ void mcp_client_free(mcp_client *c) {
 }
 
 /* Start one JSON-RPC request through the transport (see mcp.h). */
-void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                       mcp_client_done_fn done, void *user) {
     c->ops->start(c->impl, method, params, timeout_ms, cancel, done, user);
 }
 
 void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
-                                volatile int *cancel, mcp_client_done_fn done, void *user) {
+                                atomic_int *cancel, mcp_client_done_fn done, void *user) {
     mcp_client_call_tool_start_traced(c, tool, arguments, timeout_ms, cancel, NULL, NULL, done, user);
 }
 
 /* The trace context rides in params._meta (the MCP way, what a stdio server sees); the
  * HTTP transport also sends it as traceparent/tracestate headers. */
 void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
-                                       volatile int *cancel, const char *traceparent, const char *tracestate,
+                                       atomic_int *cancel, const char *traceparent, const char *tracestate,
                                        mcp_client_done_fn done, void *user) {
     json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (params && traceparent) {
@@ -87,7 +87,7 @@ static void waiter_done(void *user, json_t *result, gg_error *err) {
 }
 
 /* Wait for the asynchronous request (see mcp.h for errors and threading). */
-json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                            gg_error *err) {
     waiter w = {.done = false, .result = NULL, .err = GG_ERROR_INIT};
     pthread_mutex_init(&w.mu, NULL);
@@ -107,7 +107,7 @@ json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, in
 }
 
 /* tools/call {name, arguments}; returns the CallToolResult. */
-json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms, volatile int *cancel,
+json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms, atomic_int *cancel,
                              gg_error *err) {
     json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (!params) {

@@ -114,7 +114,7 @@ static void trace_headers(hreq *r, json_t *meta) {
 }
 
 static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *params, int timeout_ms,
-                      volatile int *cancel, mcp_client_done_fn done, void *user) {
+                      atomic_int *cancel, mcp_client_done_fn done, void *user) {
     hreq *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     mcp_pending_init(&r->p, timeout_ms, cancel, done ? done : noop_done, user);
@@ -515,7 +515,7 @@ static void hreq_expire(mcp_pending *p, const char *why) {
     else finish(r, NULL, "cancelled", "Execution cancelled");
 }
 
-static void http_start(void *impl, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+static void http_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                        mcp_client_done_fn done, void *user) {
     http_client *c = impl;
     hreq *r = hreq_new(c, HR_CALL, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);

@@ -603,7 +603,7 @@ static void sreq_expire(mcp_pending *p, const char *why) {
     else fail(r, "cancelled", "Execution cancelled");
 }
 
-static sreq *sreq_new(stdio_client *c, bool locked, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+static sreq *sreq_new(stdio_client *c, bool locked, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                       mcp_client_done_fn done, void *user) {
     sreq *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -671,7 +671,7 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
     return true;
 }
 
-static void stdio_start(void *impl, const char *method, json_t *params, int timeout_ms, volatile int *cancel,
+static void stdio_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                         mcp_client_done_fn done, void *user) {
     stdio_client *c = impl;
     sreq *r = sreq_new(c, false, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);

@@ -37,25 +37,6 @@ static void jp_ws(jparse *s) {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
 }
 
-/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid. */
-static size_t jp_utf8(const unsigned char *p, const unsigned char *end) {
-    unsigned c = p[0];
-    size_t n;
-    unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-    else return 0;
-    if ((size_t)(end - p) < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
 static size_t jp_put_utf8(char *o, unsigned cp) {
     if (cp < 0x80) { o[0] = (char)cp; return 1; }
     if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
@@ -85,7 +66,7 @@ static const char *jp_string(jparse *s, char *buf, size_t cap, size_t *len, char
         }
         if (c < 0x20) return jp_fail(s, "control character in a string"), NULL;
         if (c >= 0x80) {
-            size_t n = jp_utf8((const unsigned char *)s->p, (const unsigned char *)s->end);
+            size_t n = gg_utf8_len((const unsigned char *)s->p, (size_t)(s->end - s->p));
             if (!n) return jp_fail(s, "invalid UTF-8 in a string"), NULL;
             s->p += n;
         } else {

@@ -152,46 +152,12 @@ static bool register_node(mcp_schema *s, snode *n) {
     return true;
 }
 
-/* ECMA-262 (the dialect JSON Schema patterns are written in) differs from PCRE2 where it
- * matters for validation: "." excludes only \n \r U+2028 U+2029, "\s" and "\S" cover
- * Unicode white space and line terminators, "[" inside a class is a literal (no POSIX
- * [:alpha:]), "[]" matches nothing and "[^]" anything, "$" matches only at the very end.
- * The class/dot/\s differences are rewritten here; the others are compile options.
- * "\S" inside a class keeps PCRE2's ASCII meaning (no way to negate within a class). */
-#define ECMA_WS "\\t\\n\\x0b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-static char *ecma_to_pcre2(const char *src) {
-    gg_strbuf b = GG_STRBUF_INIT;
-    bool cls = false, ok = true;
-    for (const char *p = src; *p && ok; p++) {
-        if (p[0] == '\\' && p[1]) {
-            if (p[1] == 's') ok = gg_strbuf_puts(&b, cls ? ECMA_WS : "[" ECMA_WS "]");
-            else if (p[1] == 'S' && !cls) ok = gg_strbuf_puts(&b, "[^" ECMA_WS "]");
-            else ok = gg_strbuf_append(&b, p, 2);
-            p++;
-        } else if (cls) {
-            if (*p == ']') cls = false;
-            ok = *p == '[' ? gg_strbuf_puts(&b, "\\[") : gg_strbuf_putc(&b, *p);
-        } else if (*p == '[') {
-            cls = true;
-            ok = gg_strbuf_putc(&b, '[');
-            if (ok && p[1] == '^') ok = gg_strbuf_putc(&b, *++p);
-        } else if (*p == '.') {
-            ok = gg_strbuf_puts(&b, "[^\\n\\r\\u2028\\u2029]");
-        } else {
-            ok = gg_strbuf_putc(&b, *p);
-        }
-    }
-    if (!ok) {
-        gg_strbuf_free(&b);
-        return NULL;
-    }
-    return gg_strbuf_take(&b);
-}
-
+/* Patterns are ECMA-262 regexes: gg_ecma_regex_to_pcre2 (util.h) gives them JavaScript's
+ * meaning under PCRE2. */
 static bool compile_regex(cctx *c, const char *src, regex *out) {
     int rc = 0;
     PCRE2_SIZE off = 0;
-    char *pat = ecma_to_pcre2(src);
+    char *pat = gg_ecma_regex_to_pcre2(src, strlen(src), NULL);
     pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
     if (cc) pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
     out->code = pat && cc ? pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,

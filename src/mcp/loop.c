@@ -32,7 +32,7 @@ static mcp_loop *shared; /* the process's one loop (set once, then read-only) */
 
 /* ---- pending references ------------------------------------------------------------------- */
 
-void mcp_pending_init(mcp_pending *p, int timeout_ms, volatile int *cancel, mcp_client_done_fn done, void *user) {
+void mcp_pending_init(mcp_pending *p, int timeout_ms, atomic_int *cancel, mcp_client_done_fn done, void *user) {
     p->refs = 1;
     p->done = done;
     p->user = user;
@@ -178,7 +178,7 @@ static int collect_expired(mcp_loop *l, mcp_pending ***out, size_t *nout, const 
     bool flags = false;
     for (size_t i = 0; i < l->n; i++) {
         if (l->heap[i]->cancel) flags = true;
-        if (l->heap[i]->deadline <= now || (l->heap[i]->cancel && __atomic_load_n(l->heap[i]->cancel, __ATOMIC_RELAXED)))
+        if (l->heap[i]->deadline <= now || (l->heap[i]->cancel && atomic_load_explicit(l->heap[i]->cancel, memory_order_relaxed)))
             k++;
     }
     mcp_pending **list = k ? malloc(k * sizeof *list) : NULL;
@@ -187,7 +187,7 @@ static int collect_expired(mcp_loop *l, mcp_pending ***out, size_t *nout, const 
     for (size_t i = 0; list && why && i < l->n;) {
         mcp_pending *p = l->heap[i];
         bool late = p->deadline <= now;
-        if (late || (p->cancel && __atomic_load_n(p->cancel, __ATOMIC_RELAXED))) {
+        if (late || (p->cancel && atomic_load_explicit(p->cancel, memory_order_relaxed))) {
             heap_remove(l, i);
             list[got] = p;
             why[got++] = late ? "timeout" : "cancelled";

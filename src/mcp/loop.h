@@ -21,7 +21,7 @@ struct mcp_pending {
     int refs;                 /* atomic */
     mcp_client_done_fn done;
     void *user;
-    volatile int *cancel;     /* caller's flag, polled by the loop; may be NULL */
+    atomic_int *cancel;     /* caller's flag, polled by the loop; may be NULL */
     double deadline;          /* monotonic ms */
     int heap_idx;             /* -1 when not watched; guarded by the loop's mutex */
     /* The loop calls this (on its thread, without its lock) when the deadline passed
@@ -44,7 +44,7 @@ typedef struct mcp_loop_xfer {
 /* Start watching deadline and cancel flag (takes a reference). */
 void mcp_loop_watch(mcp_loop *l, mcp_pending *p);
 /* Initialise a pending with one (the transport's) reference. */
-void mcp_pending_init(mcp_pending *p, int timeout_ms, volatile int *cancel, mcp_client_done_fn done, void *user);
+void mcp_pending_init(mcp_pending *p, int timeout_ms, atomic_int *cancel, mcp_client_done_fn done, void *user);
 void mcp_pending_ref(mcp_pending *p);
 void mcp_pending_unref(mcp_pending *p);
 /* Stop watching, call done (exactly once per pending: callers guarantee it) and drop the

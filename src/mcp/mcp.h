@@ -8,6 +8,7 @@
 #define GG_MCP_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -124,22 +125,22 @@ void mcp_client_free(mcp_client *c);
  * connection was refused), "policy", "backoff" (restarting after a crash). */
 typedef void (*mcp_client_done_fn)(void *user, json_t *result, gg_error *err);
 void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms,
-                      volatile int *cancel, mcp_client_done_fn done, void *user);
+                      atomic_int *cancel, mcp_client_done_fn done, void *user);
 /* tools/call {name, arguments} started asynchronously. */
 void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
-                                volatile int *cancel, mcp_client_done_fn done, void *user);
+                                atomic_int *cancel, mcp_client_done_fn done, void *user);
 /* The same carrying a W3C trace context (traceparent, tracestate may be NULL) in
  * params._meta, and for HTTP servers also as headers. */
 void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
-                                       volatile int *cancel, const char *traceparent, const char *tracestate,
+                                       atomic_int *cancel, const char *traceparent, const char *tracestate,
                                        mcp_client_done_fn done, void *user);
 /* Synchronous: starts the request and waits for it (graphgate run, CLI, tests). Safe from
  * many threads at once. Returns the JSON-RPC result (new reference) or NULL with err. */
 json_t *mcp_client_request(mcp_client *c, const char *method, json_t *params, int timeout_ms,
-                           volatile int *cancel, gg_error *err);
+                           atomic_int *cancel, gg_error *err);
 /* tools/call convenience: params {name, arguments}. */
 json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
-                             volatile int *cancel, gg_error *err);
+                             atomic_int *cancel, gg_error *err);
 /* Notifications the server sends on its own (e.g. notifications/tools/list_changed) go to
  * fn(user, method, params) on the transport's reader thread (it must not block); fn NULL
  * stops them. Only the stdio transport delivers them so far. */
@@ -153,7 +154,7 @@ int mcp_client_start_count(mcp_client *c);
 /* Transport back ends (client_stdio.c, client_http.c) behind mcp_client. */
 typedef struct mcp_client_ops {
     void (*start)(void *impl, const char *method, json_t *params, int timeout_ms,
-                  volatile int *cancel, mcp_client_done_fn done, void *user);
+                  atomic_int *cancel, mcp_client_done_fn done, void *user);
     char *(*stderr_tail)(void *impl);
     int (*start_count)(void *impl);
     void (*destroy)(void *impl);
@@ -376,7 +377,7 @@ void mcp_outcome_clear(mcp_outcome *out);
  * on the worker thread. */
 typedef void (*mcp_emit_fn)(void *user, const char *json, size_t len);
 void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user);
-volatile int *mcp_call_cancel_flag(mcp_call *c); /* set on notifications/cancelled, shutdown */
+atomic_int *mcp_call_cancel_flag(mcp_call *c); /* set on notifications/cancelled, shutdown */
 const char *mcp_call_tool(const mcp_call *c);
 json_t *mcp_call_id(const mcp_call *c);        /* borrowed */
 json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */
@@ -459,7 +460,7 @@ void mcp_session_revoke(mcp_sessions *ss, const mcp_session *s); /* DELETE; stop
 mcp_log_level mcp_session_log_level(mcp_sessions *ss, const mcp_session *s);
 void mcp_session_set_log_level(mcp_sessions *ss, const mcp_session *s, mcp_log_level l);
 void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id,
-                            volatile int *cancel_flag);
+                            atomic_int *cancel_flag);
 void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 /* The client's capabilities from initialize (KNOWN set once recorded; the table may have

@@ -9,6 +9,7 @@
 #define GG_MCP_PROVIDER_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include "telemetry/telemetry.h"
 #include "util/util.h"
@@ -29,12 +30,12 @@ typedef struct mcp_sink {
  * "client_error" with the client's message, "timeout", "cancelled", "no_client"). */
 typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking node's id */, const char *method,
                                       json_t *params, int timeout_ms,
-                                      volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                                      atomic_int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                                       void *done_user);
 
 typedef struct mcp_call_ctx {
     const mcp_sink *sink;     /* may be NULL */
-    volatile int *cancelled;  /* set non-zero by the server to stop the call */
+    atomic_int *cancelled;  /* set non-zero by the server to stop the call */
     const char *request_id;   /* X-Request-Id, for logs */
     const char *key_id;       /* API key that made the call, NULL on the internal listener */
     const char *tenant;       /* tenant of the endpoint */
@@ -76,7 +77,7 @@ typedef struct mcp_call_ctx {
      * and set *input_wait instead; call_tool_async then ends the call with the run's saved
      * state as its result (gg_graph_run_save) and no error. resume_state (borrowed; NULL =
      * a fresh run) is such a state to go on from. */
-    volatile int *input_wait;
+    atomic_int *input_wait;
     json_t *resume_state;
 } mcp_call_ctx;
 

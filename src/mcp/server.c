@@ -403,7 +403,7 @@ struct mcp_call {
     json_t *item;       /* resources/read, prompts/get: the item's listed definition */
     json_t *id, *args, *progress_token;
     mcp_log_level level;
-    volatile int cancelled;
+    atomic_int cancelled;
     mcp_emit_fn emit;
     void *emit_user;
     json_t *history;
@@ -435,7 +435,7 @@ struct mcp_call {
     uint8_t state_key[32];
     char *binding;
     json_t *input_responses, *resume_state;
-    volatile int input_wait;
+    atomic_int input_wait;
     char *wait_key, *wait_method;
     json_t *wait_params;
 };
@@ -445,7 +445,7 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit = fn;
     c->emit_user = user;
 }
-volatile int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
+atomic_int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
 gg_trace_ctx *mcp_call_trace(mcp_call *c) { return &c->trace; }
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
     c->sessions = sessions;
@@ -721,7 +721,7 @@ static int cap_of_method(const char *method) {
 /* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
 static void call_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
-                                volatile int *cancelled,
+                                atomic_int *cancelled,
                                 void (*done)(void *user, json_t *result, gg_error *err), void *done_user) {
     mcp_call *c = user;
     (void)key;
@@ -790,7 +790,7 @@ static bool response_fits(const char *method, json_t *r) {
  * inputResponses under the node's id, else the run stops here and the call becomes an
  * input-required result (finish_call). */
 static void round_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
-                          volatile int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                          atomic_int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                           void *done_user) {
     mcp_call *c = user;
     (void)timeout_ms;

@@ -74,7 +74,7 @@ typedef struct owner {
 
 typedef struct inflight {
     json_t *id; /* reference */
-    volatile int *flag;
+    atomic_int *flag;
     struct inflight *next;
 } inflight;
 
@@ -751,7 +751,7 @@ static bool same_id(json_t *a, json_t *b) {
 
 /* Remember a running call so notifications/cancelled can set its flag. */
 void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id,
-                            volatile int *cancel_flag) {
+                            atomic_int *cancel_flag) {
     inflight *c = calloc(1, sizeof *c);
     if (!c) return; /* the call still runs; it just cannot be cancelled */
     c->id = json_incref(request_id);
@@ -798,7 +798,7 @@ bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *req
     entry *e = find_entry(sh, s->nonce);
     for (inflight *c = e ? e->calls : NULL; c; c = c->next)
         if (same_id(c->id, request_id)) {
-            __atomic_store_n(c->flag, 1, __ATOMIC_RELAXED);
+            atomic_store_explicit(c->flag, 1, memory_order_relaxed);
             found = true;
         }
     pthread_mutex_unlock(&sh->mu);

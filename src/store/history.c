@@ -268,24 +268,6 @@ static void tb_duration(tbuf *b, double d) {
     tb_put(b, tmp, (size_t)n);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid. */
-static int utf8_len(const unsigned char *s) {
-    unsigned c = s[0];
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && s[1] < 0xA0) return 0;
-        if (c == 0xED && s[1] > 0x9F) return 0; /* surrogates */
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
-        if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F)) return 0;
-        return 4;
-    }
-    return 0;
-}
-
 /* s as a JSON string; invalid UTF-8 becomes U+FFFD so the text always parses back. */
 static void tb_string(tbuf *b, const char *s) {
     tb_putc(b, '"');
@@ -296,7 +278,7 @@ static void tb_string(tbuf *b, const char *s) {
         tb_put(b, (const char *)run, (size_t)(p - run));
         if (!c) break;
         if (c >= 0x80) {
-            int n = utf8_len(p);
+            int n = (int)gg_utf8_len(p, 4); /* NUL-terminated: see util.h */
             if (n) tb_put(b, (const char *)p, (size_t)n);
             else tb_put(b, "\\ufffd", 6);
             p += n ? n : 1;

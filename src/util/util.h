@@ -57,6 +57,42 @@ bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n); /* inside of 
 /* The value of the 4 hex digits at s (a \uXXXX escape), or -1 if one is not a hex digit. */
 int gg_hex4(const char *s);
 
+/* Length (1..4) of the well-formed UTF-8 sequence at p, at most n bytes long; 0 when it is
+ * invalid, overlong, a surrogate, above U+10FFFF or cut short. Bytes are read in order and
+ * a NUL is never a continuation byte, so a NUL-terminated string may pass n = 4. Inline:
+ * the JSON encoders and parsers call it per non-ASCII character. */
+static inline size_t gg_utf8_len(const unsigned char *p, size_t n) {
+    unsigned c = p[0], cp;
+    size_t w;
+    if (c < 0x80) return n ? 1 : 0;
+    if (c >= 0xC2 && c <= 0xDF) w = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) w = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) w = 4, cp = c & 0x07;
+    else return 0;
+    if (n < w) return 0;
+    for (size_t k = 1; k < w; k++) {
+        if ((p[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (p[k] & 0x3F);
+    }
+    if ((w == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (w == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return w;
+}
+
+/* JavaScript's Number.prototype.toString for a double (shortest round trip: 0.1, 1e+21,
+ * -Infinity, NaN) into buf (at least 32 bytes for every value). */
+void gg_js_number_format(double d, char *buf, size_t size);
+/* The shortest decimal digits that round-trip to d (finite, > 0), without the point, into
+ * digits; returns the decimal exponent of the first digit, the count in *ndigits. */
+int gg_js_shortest_digits(double d, char digits[24], int *ndigits);
+
+/* An ECMAScript regex (JSONata, JSON Schema "pattern") rewritten in PCRE2 syntax: \s, \S
+ * and "." with JavaScript's meaning, "[" literal inside a class. Compile the result with
+ * PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS ("[]" matches
+ * nothing, "[^]" anything, "$" only at the end, as in JavaScript). src need not be
+ * NUL-terminated; the result is, with its length in *outlen (may be NULL); NULL on OOM. */
+char *gg_ecma_regex_to_pcre2(const char *src, size_t len, size_t *outlen);
+
 /* Structured logging: one JSON object per line on the log stream (stderr by default). */
 typedef enum { GG_LOG_DEBUG, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR } gg_log_level;
 void gg_log_configure(gg_log_level min_level, const char *file_path /* NULL = stderr */);

@@ -269,7 +269,7 @@ START_TEST(hooks_and_cancel_flag) {
     gg_graph *g = load(shared_dir, "loop_example.yaml", NULL);
     hook_log log = {0};
     gg_graph_hooks hooks = {h_start, h_complete, h_error, &log};
-    volatile int cancelled = 0;
+    atomic_int cancelled = 0;
     gg_graph_run_options ro = {&hooks, &cancelled, false, false};
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
     json_t *args = json_pack("{s:i}", "n", 3);
@@ -965,7 +965,7 @@ static int tally_wait(tally *t, int *field, int want, int ms) {
  * more, no thread per call; hung calls end by their deadline. */
 static void async_exactly_once(mcp_client *c) {
     tally t = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, ""};
-    volatile int cancel = 0;
+    atomic_int cancel = 0;
     json_t *slow = json_pack("{s:i}", "ms", 20);
     double t0 = gg_now_ms();
     for (int i = 0; i < 40; i++) {
@@ -1176,7 +1176,7 @@ START_TEST(policy_resolves_commands_on_path) {
 END_TEST
 
 typedef struct cancel_arg {
-    volatile int *flag;
+    atomic_int *flag;
     int after_ms;
 } cancel_arg;
 
@@ -1190,7 +1190,7 @@ static void *cancel_later(void *p) {
 START_TEST(mcp_cancel_mid_call) {
     gg_graph *g = downstream();
     expect_run(g, "slow", "{\"ms\": 10}", "{\"slept\":10}"); /* warm: child started */
-    volatile int flag = 0;
+    atomic_int flag = 0;
     cancel_arg ca = {&flag, 150};
     pthread_t th;
     pthread_create(&th, NULL, cancel_later, &ca);

@@ -19,7 +19,10 @@
 
 static gg_http_server *S;
 static unsigned PUB, INT;
-static volatile int ready_flag = 1;
+static atomic_int ready_flag = 1;
+/* Worker threads still holding a gg_http_async: the server may be freed only once every
+ * async is completed, so teardown waits for them (a sleep would race, ThreadSanitizer sees it). */
+static atomic_int workers_live;
 
 static void sleep_ms(int ms) {
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -80,6 +83,7 @@ static void *worker(void *arg) {
     }
     gg_http_async_complete(j->a);
     free(j);
+    atomic_fetch_sub(&workers_live, 1);
     return NULL;
 }
 
@@ -94,6 +98,7 @@ static int h_deferred(gg_http_req *req, gg_http_res *res, void *u) {
     j->delay_ms = atoi(gg_http_param(req, "ms"));
     j->stream = u != NULL;
     pthread_t t;
+    atomic_fetch_add(&workers_live, 1);
     pthread_create(&t, NULL, worker, j);
     pthread_detach(t);
     return GG_HTTP_DEFERRED;
@@ -150,6 +155,8 @@ static void setup(void) {
 
 static void teardown(void) {
     gg_http_server_stop(S, 2000);
+    for (int i = 0; i < 2000 && atomic_load(&workers_live) > 0; i++) sleep_ms(5);
+    ck_assert_int_eq(atomic_load(&workers_live), 0);
     gg_http_server_free(S);
     unlink(access_path);
 }
@@ -797,8 +804,8 @@ START_TEST(graceful_stop_abandons_past_deadline) {
     pthread_join(u, NULL);
     ck_assert_int_eq(p.status, 503);
     ck_assert_int_eq(q.status, 200); /* the stream had started; it was ended early */
-    /* Workers notice the abandonment, finish and release their asyncs after the stop. */
-    sleep_ms(300);
+    /* Workers notice the abandonment, finish and release their asyncs after the stop
+     * (teardown waits for them). */
 }
 END_TEST
 

@@ -132,7 +132,7 @@ START_TEST(limits) {
     char *got = run("($f := function(){ $f() }; $f())", NULL, NULL, &o, NULL, NULL);
     ck_assert_str_eq(got, "ERR D1012");
     free(got);
-    volatile int cancel = 1;
+    atomic_int cancel = 1;
     jsonata_options oc = {0};
     oc.cancel = &cancel;
     got = run("($f := function($n){ $n = 0 ? 0 : $f($n - 1) }; $f(1000000))", NULL, NULL, &oc, NULL, NULL);

@@ -329,7 +329,7 @@ START_TEST(sessions_sign_bind_revoke) {
     ck_assert_int_eq(mcp_session_log_level(ss, &t), MCP_LOG_OFF);
     mcp_session_set_log_level(ss, &t, MCP_LOG_INFO);
     ck_assert_int_eq(mcp_session_log_level(ss, &t), MCP_LOG_INFO);
-    volatile int flag = 0;
+    atomic_int flag = 0;
     json_t *rid = json_integer(4), *srid = json_string("4");
     mcp_session_track_call(ss, &t, rid, &flag);
     ck_assert(!mcp_session_cancel_call(ss, &t, srid)); /* "4" is not 4 */

@@ -1,5 +1,7 @@
-/* Unit tests for the error value and the string buffer. */
+/* Unit tests for the error value, the string buffer and the ECMAScript regex rewrite. */
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <check.h>
+#include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +71,87 @@ START_TEST(strbuf_grows_and_takes) {
 }
 END_TEST
 
+/* Does the ECMAScript regex re match s, once rewritten and compiled as util.h says? */
+static bool ecma_match(const char *re, const char *s) {
+    size_t n;
+    char *pat = gg_ecma_regex_to_pcre2(re, strlen(re), &n);
+    ck_assert_ptr_nonnull(pat);
+    ck_assert_uint_eq(n, strlen(pat));
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)pat, n,
+                                     PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS,
+                                     &ec, &eo, NULL);
+    ck_assert_msg(code != NULL, "/%s/ rewritten as /%s/ does not compile (error %d)", re, pat, ec);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, NULL);
+    int rc = pcre2_match(code, (PCRE2_SPTR)s, strlen(s), 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    pcre2_code_free(code);
+    free(pat);
+    return rc >= 0;
+}
+
+/* The cases where JavaScript and PCRE2 disagree (and where JSONata's and JSON Schema's
+ * rewrites once disagreed: "[\S]" was ASCII for schema patterns). */
+START_TEST(ecma_regex_has_javascript_meaning) {
+    /* \S inside a class is Unicode non-space, not PCRE2's ASCII one */
+    ck_assert(ecma_match("^[\\S]$", "\xc3\xa9"));          /* é */
+    ck_assert(ecma_match("^[\\S]$", "\xc2\x85"));          /* U+0085 is not JS white space */
+    ck_assert(!ecma_match("^[\\S]$", "\xc2\xa0"));         /* U+00A0 is */
+    ck_assert(!ecma_match("^[\\S]$", "\xe3\x80\x80"));     /* U+3000 too */
+    ck_assert(!ecma_match("^[\\S]$", " "));
+    ck_assert(ecma_match("^[^\\S]$", "\xe2\x80\xa8"));     /* U+2028: [^\S] is \s */
+    ck_assert(ecma_match("^[\\S]$", "\xf0\x9f\x98\x80"));  /* astral */
+    /* \s and \S outside classes */
+    ck_assert(ecma_match("^\\s$", "\xef\xbb\xbf"));        /* U+FEFF */
+    ck_assert(!ecma_match("^\\s$", "\xc2\x85"));
+    ck_assert(ecma_match("^\\S$", "\xc2\x85"));
+    /* "." excludes \n, \r, U+2028 and U+2029 only */
+    ck_assert(!ecma_match("^a.b$", "a\rb"));
+    ck_assert(!ecma_match("^a.b$", "a\xe2\x80\xa9" "b"));
+    ck_assert(ecma_match("^a.b$", "a\xc2\x85" "b"));
+    ck_assert(ecma_match("^a[.]b$", "a.b"));
+    ck_assert(!ecma_match("^a[.]b$", "axb"));
+    /* "[" inside a class is a literal, not a POSIX class */
+    ck_assert(ecma_match("^[[:a]+$", "[:a"));
+    ck_assert(!ecma_match("^[[:alpha:]]$", "x"));
+    /* [] matches nothing, [^] anything, $ only at the end, escapes stay */
+    ck_assert(!ecma_match("a[]", "a"));
+    ck_assert(ecma_match("^a[^]b$", "a\nb"));
+    ck_assert(!ecma_match("^a$", "a\n"));
+    ck_assert(ecma_match("^\\.\\[\\u0041$", ".[A"));
+    /* not NUL-terminated input: only len bytes are read */
+    size_t n;
+    char *p = gg_ecma_regex_to_pcre2("ab.", 2, &n);
+    ck_assert_str_eq(p, "ab");
+    free(p);
+    p = gg_ecma_regex_to_pcre2("", 0, NULL);
+    ck_assert_str_eq(p, "");
+    free(p);
+}
+END_TEST
+
+START_TEST(utf8_len_accepts_only_well_formed) {
+#define U(s, n) gg_utf8_len((const unsigned char *)(s), n)
+    ck_assert_uint_eq(U("a", 1), 1);
+    ck_assert_uint_eq(U("", 0), 0);
+    ck_assert_uint_eq(U("\xc3\xa9", 2), 2);             /* é */
+    ck_assert_uint_eq(U("\xe2\x80\xa8", 3), 3);         /* U+2028 */
+    ck_assert_uint_eq(U("\xf4\x8f\xbf\xbf", 4), 4);     /* U+10FFFF */
+    ck_assert_uint_eq(U("\xc3\xa9", 1), 0);             /* cut short */
+    ck_assert_uint_eq(U("\xc3", 4), 0);                 /* NUL-terminated: the NUL ends it */
+    ck_assert_uint_eq(U("\xc0\xaf", 2), 0);             /* overlong */
+    ck_assert_uint_eq(U("\xe0\x9f\xbf", 3), 0);         /* overlong 3-byte */
+    ck_assert_uint_eq(U("\xf0\x8f\xbf\xbf", 4), 0);     /* overlong 4-byte */
+    ck_assert_uint_eq(U("\xed\xa0\x80", 3), 0);         /* lone surrogate U+D800 */
+    ck_assert_uint_eq(U("\xf4\x90\x80\x80", 4), 0);     /* above U+10FFFF */
+    ck_assert_uint_eq(U("\xf5\x80\x80\x80", 4), 0);
+    ck_assert_uint_eq(U("\x80", 1), 0);                 /* a continuation byte alone */
+    ck_assert_uint_eq(U("\xe2\x28\xa1", 3), 0);
+#undef U
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -76,6 +159,8 @@ int main(void) {
     tcase_add_test(tc, error_move_leaves_source_clear);
     tcase_add_test(tc, strbuf_grows_and_takes);
     tcase_add_test(tc, strbuf_integers_and_hex4);
+    tcase_add_test(tc, ecma_regex_has_javascript_meaning);
+    tcase_add_test(tc, utf8_len_accepts_only_well_formed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
