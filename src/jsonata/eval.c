@@ -445,6 +445,20 @@ static jn_value *eval_descendants(jn_state *c, jn_value *input) {
 }
 
 /* ---- predicates ---- */
+/* A predicate value that selects by position: a number other than NaN (the reference's
+ * isNumeric; NaN falls through to the boolean cast, which makes it false). */
+static inline bool is_index(const jn_value *v) { return is_number(v) && !isnan(v->u.n); }
+
+/* A value about to be cast to boolean (condition, and/or, predicate): an infinite number
+ * in it is D1001, as in the reference, whose boolean() checks every number it meets. On
+ * failure the value is released and false returned. */
+static bool finite_truth(jn_state *c, jn_value *v, const jn_node *at) {
+    if (!jn_truth_meets_infinity(v)) return true;
+    jn_decref(v);
+    fail(c, at->position, at->str, "D1001", "Number out of range");
+    return false;
+}
+
 static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /* owned */,
                              jn_frame *env) {
     jn_value *res = seq_new(c);
@@ -490,10 +504,10 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
     if (pred->constant && len > 0) {
         /* a predicate that does not depend on the item (e.g. [[0..9]]) is evaluated once */
         jn_value *r = ev(c, pred, NULL, env);
-        if (FAILED(c)) goto bad;
-        bool allnum = r && (is_number(r) || r->type == JN_ARRAY);
+        if (FAILED(c) || !finite_truth(c, r, pred)) goto bad;
+        bool allnum = r && (is_index(r) || r->type == JN_ARRAY);
         for (size_t j = 0; allnum && r->type == JN_ARRAY && j < r->u.arr.n; j++)
-            if (!is_number(r->u.arr.items[j])) allnum = false;
+            if (!is_index(r->u.arr.items[j])) allnum = false;
         if (allnum && r->type == JN_ARRAY && r->u.arr.n == 0) allnum = false;
         if (!allnum) {
             bool t = jn_truthy(r);
@@ -536,7 +550,7 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
             if (!fenv) goto bad;
         }
         jn_value *r = ev(c, pred, ctx, fenv);
-        if (FAILED(c)) goto bad;
+        if (FAILED(c) || !finite_truth(c, r, pred)) goto bad;
         size_t keep = 0; /* the reference adds an item once per matching index */
         if (is_number(r)) {
             double ii = floor(r->u.n);
@@ -545,7 +559,7 @@ static jn_value *eval_filter(jn_state *c, const jn_node *pred, jn_value *input /
         } else if (r && r->type == JN_ARRAY && r->u.arr.n > 0) {
             bool allnum = true;
             for (size_t j = 0; j < r->u.arr.n; j++)
-                if (!is_number(r->u.arr.items[j])) allnum = false;
+                if (!is_index(r->u.arr.items[j])) allnum = false;
             if (allnum) {
                 for (size_t j = 0; j < r->u.arr.n; j++) {
                     double ii = floor(r->u.arr.items[j]->u.n);
@@ -1194,16 +1208,32 @@ bad:
 }
 
 /* ---- operators ---- */
+/* An operand of + - * / %: absent is fine (the result is absent), else a finite number. */
+static bool arith_operand_ok(jn_state *c, const jn_node *n, const jn_value *v, const char *code, const char *side) {
+    if (!v) return true;
+    if (is_number(v) && isinf(v->u.n)) {
+        fail(c, n->position, n->str, "D1001", "Number out of range");
+        return false;
+    }
+    if (!is_number(v) || isnan(v->u.n)) {
+        fail(c, n->position, n->str, code, "The %s side of the %s operator must evaluate to a number", side, n->str);
+        return false;
+    }
+    return true;
+}
+
 static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
     if (n->op == OP_AND || n->op == OP_OR) {
         jn_value *l = ev(c, n->lhs, input, env);
         if (FAILED(c)) return NULL;
+        if (!finite_truth(c, l, n)) return NULL;
         bool lb = jn_truthy(l);
         jn_decref(l);
         if (n->op == OP_AND && !lb) return jn_bool(false);
         if (n->op == OP_OR && lb) return jn_bool(true);
         jn_value *r = ev(c, n->rhs, input, env);
         if (FAILED(c)) return NULL;
+        if (!finite_truth(c, r, n)) return NULL;
         bool rb = jn_truthy(r);
         jn_decref(r);
         return jn_bool(rb);
@@ -1218,18 +1248,9 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
     jn_value *res = NULL;
     switch (n->op) {
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: {
-        if ((l && is_number(l) && !isfinite(l->u.n)) || (r && is_number(r) && !isfinite(r->u.n))) {
-            fail(c, n->position, n->str, "D1001", "Number out of range");
-            break;
-        }
-        if (l && !is_number(l)) {
-            fail(c, n->position, n->str, "T2001", "The left side of the %s operator must evaluate to a number", n->str);
-            break;
-        }
-        if (r && !is_number(r)) {
-            fail(c, n->position, n->str, "T2002", "The right side of the %s operator must evaluate to a number", n->str);
-            break;
-        }
+        /* Each side in turn, left first, as jsonata-js's isNumeric: an infinite number is
+         * D1001, NaN (from % 0, carried in a variable) is not a number at all (T2001/2). */
+        if (!arith_operand_ok(c, n, l, "T2001", "left") || !arith_operand_ok(c, n, r, "T2002", "right")) break;
         if (!l || !r) break;
         double a = l->u.n, b = r->u.n, x = 0;
         switch (n->op) {
@@ -1262,6 +1283,10 @@ static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_
         if (!l || !r) break;
         if (l->type != r->type) {
             fail(c, n->position, n->str, "T2009", "The values either side of operator \"%s\" must be of the same data type", n->str);
+            break;
+        }
+        if (l->type == JN_NUMBER && (isnan(l->u.n) || isnan(r->u.n))) { /* NaN is unordered */
+            res = jn_bool(false);
             break;
         }
         int cmp;
@@ -2001,7 +2026,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     }
     case N_CONDITION: {
         jn_value *cond = ev(c, n->lhs, input, env);
-        if (FAILED(c)) return NULL;
+        if (FAILED(c) || !finite_truth(c, cond, n)) return NULL;
         bool b = jn_truthy(cond);
         jn_decref(cond);
         if (b) return ev(c, n->rhs, input, env);

@@ -3,6 +3,7 @@
 #include "jsonata/fn_common.h"
 #include "jsonata/core.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,7 +116,12 @@ FN(fn_sort) {
         int t = jn_aget(a, 0)->type;
         for (size_t i = 0; i < n; i++) {
             int ti = jn_aget(a, i)->type;
-            if ((ti != JN_NUMBER && ti != JN_STRING) || ti != t) {
+            double d = ti == JN_NUMBER ? jn_aget(a, i)->u.n : 0;
+            if (t == JN_NUMBER && isinf(d)) { /* the reference's isNumeric throws on infinity */
+                jn_error(call, err, "D1001", "Number out of range");
+                return NULL;
+            }
+            if ((ti != JN_NUMBER && ti != JN_STRING) || ti != t || isnan(d)) { /* NaN is no number */
                 jn_error(call, err, "D3070", "The single argument form of the sort function can only be applied to an array of strings or an array of numbers.  Use the second argument to specify a comparison function");
                 return NULL;
             }
@@ -286,8 +292,10 @@ FN(fn_filter) {
         jn_value *v = jn_aget(a, i);
         jn_value *r = hof_call(call, fn, v, i, a, err);
         if (gg_error_is_set(err)) { jn_decref(r); jn_decref(out); return NULL; }
+        if (jn_truth_meets_infinity(r)) jn_error(call, err, "D1001", "Number out of range");
         bool keep = jn_truthy(r);
         jn_decref(r);
+        if (gg_error_is_set(err)) { jn_decref(out); return NULL; }
         if (keep && !fn_push(out, jn_incref(v), err)) { jn_decref(out); return NULL; }
     }
     return out;
@@ -304,8 +312,10 @@ FN(fn_single) {
         if (fn) {
             jn_value *r = hof_call(call, fn, v, i, a, err);
             if (gg_error_is_set(err)) { jn_decref(r); return NULL; }
+            if (jn_truth_meets_infinity(r)) jn_error(call, err, "D1001", "Number out of range");
             pass = jn_truthy(r);
             jn_decref(r);
+            if (gg_error_is_set(err)) return NULL;
         }
         if (!pass) continue;
         if (have) {

@@ -165,12 +165,14 @@ FN(fn_average) {
 FN(fn_boolean) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
+    if (jn_truth_meets_infinity(v)) { jn_error(call, err, "D1001", "Number out of range"); return NULL; }
     return jn_bool(jn_truthy(v));
 }
 
 FN(fn_not) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
+    if (jn_truth_meets_infinity(v)) { jn_error(call, err, "D1001", "Number out of range"); return NULL; }
     return jn_bool(!jn_truthy(v));
 }
 

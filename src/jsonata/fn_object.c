@@ -146,8 +146,10 @@ FN(fn_sift) {
     for (size_t i = 0; i < o->u.obj.n; i++) {
         jn_value *r = entry_call(call, fn, o, i, err);
         if (gg_error_is_set(err)) { jn_decref(r); jn_decref(out); return NULL; }
+        if (jn_truth_meets_infinity(r)) jn_error(call, err, "D1001", "Number out of range");
         bool keep = jn_truthy(r);
         jn_decref(r);
+        if (gg_error_is_set(err)) { jn_decref(out); return NULL; }
         if (keep && !jn_object_set_key(out, o->u.obj.ents[i].key, jn_incref(o->u.obj.ents[i].val))) {
             jn_decref(out);
             jn_oom(err);
@@ -180,7 +182,12 @@ FN(fn_type) {
     case JN_UNDEFINED: return NULL;
     case JN_NULL: return jn_string("null", 4);
     case JN_BOOL: return jn_string("boolean", 7);
-    case JN_NUMBER: return jn_string("number", 6);
+    case JN_NUMBER: /* the reference asks isNumeric: infinity throws, NaN is no number */
+        if (isinf(v->u.n)) {
+            jn_error(call, err, "D1001", "Number out of range");
+            return NULL;
+        }
+        return isnan(v->u.n) ? jn_string("object", 6) : jn_string("number", 6);
     case JN_STRING: return jn_string("string", 6);
     case JN_ARRAY: return jn_string("array", 5);
     case JN_OBJECT: return jn_string("object", 6);

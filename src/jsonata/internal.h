@@ -211,6 +211,10 @@ bool jn_is_function(const jn_value *v);       /* function or regex */
 bool jn_is_array(const jn_value *v);
 int jn_fn_arity(const jn_value *fn);          /* declared parameter count (for $map etc.) */
 bool jn_truthy(const jn_value *v);             /* the reference's boolean cast ($boolean) */
+/* Whether that cast meets an infinite number (alone or inside arrays, at any depth): the
+ * reference's boolean() throws D1001 there, so every condition, predicate and $filter
+ * does. NaN is no error: it is simply false. */
+bool jn_truth_meets_infinity(const jn_value *v);
 size_t jn_utf16_len(const char *s, size_t len);
 /* byte offset of UTF-16 index u16 (clamped to the string's end) */
 size_t jn_str_u16_to_byte(const jn_value *s, size_t u16);

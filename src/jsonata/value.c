@@ -712,6 +712,11 @@ static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *
     case JN_NUMBER: {
         double d = v->u.n;
         if (!isfinite(d)) {
+            /* inside a structure NaN is JSON.stringify's null; an infinite number is D1001 */
+            if (level > 0 && isnan(d)) {
+                gg_strbuf_puts(b, "null");
+                break;
+            }
             if (level == 0) gg_error_set(err, "D3001", "Attempting to invoke string function on Infinity or NaN");
             else gg_error_set(err, "D1001", "Number out of range: null");
             return false;
@@ -797,7 +802,7 @@ jn_value *jn_to_string(jn_call *call, const jn_value *v, bool pretty, gg_error *
 
 /* ---- equality, truthiness ---- */
 bool jn_deep_equal(const jn_value *a, const jn_value *b) {
-    if (a == b) return true;
+    if (a == b) return !(a && a->type == JN_NUMBER && isnan(a->u.n)); /* NaN === NaN is false */
     if (!a || !b) return false;
     if (a->type != b->type) return false;
     switch ((jn_type)a->type) {
@@ -822,6 +827,15 @@ bool jn_deep_equal(const jn_value *a, const jn_value *b) {
         return true;
     default: return false;
     }
+}
+
+bool jn_truth_meets_infinity(const jn_value *v) {
+    if (!v) return false;
+    if (v->type == JN_NUMBER) return isinf(v->u.n);
+    if (v->type != JN_ARRAY) return false;
+    for (size_t i = 0; i < v->u.arr.n; i++)
+        if (jn_truth_meets_infinity(v->u.arr.items[i])) return true;
+    return false;
 }
 
 bool jn_truthy(const jn_value *v) {

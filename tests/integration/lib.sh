@@ -40,6 +40,8 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: curl not installed"; exit 77; }
 # Start serve in the background and wait (bounded) until both URLs are printed and
 # /health answers. Output goes to $GG_TMP/serve.out and serve.err.
 gg_start() {
+  # a restart truncates serve.err: keep what the last server printed for gg_sanitizer_check
+  [ -s "$GG_TMP/serve.err" ] && cat "$GG_TMP/serve.err" >>"$GG_TMP/serve.err.earlier"
   "$GG_BIN" serve --db "${GG_DB:-$GG_TMP/gg.db}" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" \
     >"$GG_TMP/serve.out" 2>"$GG_TMP/serve.err" &
   GG_PID=$!
@@ -99,7 +101,23 @@ gg_restart() {
   gg_finish
 }
 
+# A sanitizer report from a server this script started (a data race under TSan, a leak or
+# bad access under ASan/UBSan) fails the script: the server's exit status is not what
+# every test checks, and a report in its stderr would otherwise go unseen.
+gg_sanitizer_check() {
+  local f found=""
+  for f in "$GG_TMP/serve.err.earlier" "$GG_TMP/serve.err"; do
+    [ -f "$f" ] || continue
+    if grep -qE 'WARNING: ThreadSanitizer|ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f"; then
+      found=1; grep -E -A20 'WARNING: ThreadSanitizer|ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -60
+    fi
+  done
+  [ -z "$found" ]
+}
+
 gg_finish() {
+  [ -n "$GG_PID" ] && gg_stop
+  t "no sanitizer report from the server" gg_sanitizer_check
   if [ "$GG_SKIPPED" -gt 0 ]; then echo "$GG_PASSED passed, $GG_FAILED failed, $GG_SKIPPED skipped"
   else echo "$GG_PASSED passed, $GG_FAILED failed"; fi
   [ "$GG_FAILED" -eq 0 ]
