@@ -161,6 +161,19 @@ void jn_decimal_round(jn_decimal *dec, int places) {
 }
 
 double jn_decimal_to_double(const jn_decimal *dec) {
+    /* digits as an integer m < 2^53 times 10^k with |k| <= 22: one correctly rounded
+     * multiplication or division of exact operands, which is what strtod returns */
+    if (dec->n <= 15) {
+        double m = 0;
+        for (int i = 0; i < dec->n; i++) m = m * 10 + (dec->d[i] - '0');
+        int k = dec->point - dec->n;
+        static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+        if (k >= -22 && k <= 22) {
+            double r = k >= 0 ? m * P10[k] : m / P10[-k];
+            return dec->neg ? -r : r;
+        }
+    }
     char buf[64];
     snprintf(buf, sizeof buf, "%s0.%.*se%d", dec->neg ? "-" : "", dec->n, dec->d, dec->point);
     return strtod(buf, NULL);

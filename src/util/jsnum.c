@@ -2,14 +2,51 @@
  * round-trip digits laid out by the ECMAScript Number::toString rules). JSONata, JSON Logic
  * and the JSON serializers all print numbers this way, so it lives below them. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
 
+/* Exact powers of ten as doubles: 10^0 .. 10^22 are all representable. */
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The fast path of gg_js_shortest_digits, for the numbers people write (at most 15
+ * significant digits, 1e-7 <= d < 1e15): scale to a 15-digit integer m and check that
+ * m / 10^q gives d back. That division is one correctly rounded operation on exact
+ * operands, so the check is strtod's; and a 15-digit decimal that round-trips is the only
+ * one (the 15-digit grid is coarser than the double grid), so m without its trailing
+ * zeros is the shortest representation. Returns false when the slow path must decide. */
+static bool shortest_digits_fast(double d, char digits[24], int *ndigits, int *exp10) {
+    if (!(d >= 1e-7 && d < 1e15)) return false;
+    int e = (int)floor(log10(d));
+    int q = 14 - e; /* digits after the point that make 15 significant ones */
+    if (q < 0 || q > 22) return false;
+    double m = nearbyint(d * POW10[q]);
+    if (m >= 1e15) { /* log10 rounded up across a power of ten */
+        e++;
+        q--;
+        m = nearbyint(d * POW10[q]);
+    }
+    if (m < 1e14 || m >= 1e15 || m / POW10[q] != d) return false;
+    long long mi = (long long)m;
+    char tmp[16];
+    for (int i = 14; i >= 0; i--, mi /= 10) tmp[i] = (char)('0' + mi % 10);
+    int n = 15;
+    while (n > 1 && tmp[n - 1] == '0') n--;
+    memcpy(digits, tmp, (size_t)n);
+    digits[n] = '\0';
+    *ndigits = n;
+    *exp10 = e;
+    return true;
+}
+
 /* See util.h. */
 int gg_js_shortest_digits(double d, char digits[24], int *ndigits) {
+    int e10;
+    if (shortest_digits_fast(d, digits, ndigits, &e10)) return e10;
     /* 10^15 < 2^53, so the 15-digit decimal grid is coarser than the double grid: when 15
      * digits round-trip, the shortest representation is those digits without trailing
      * zeros. Otherwise 16 or 17 digits are needed. */

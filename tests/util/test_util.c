@@ -1,6 +1,8 @@
 /* Unit tests for the error value, the string buffer and the ECMAScript regex rewrite. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <check.h>
+#include <math.h>
+#include <stdio.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,47 @@ START_TEST(utf8_len_accepts_only_well_formed) {
 }
 END_TEST
 
+/* The definition: the fewest significant digits (1..17) whose decimal reads back as d. */
+static int shortest_by_search(double d, char digits[24], int *n) {
+    char tmp[40];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    int k = 0;
+    const char *c = tmp;
+    for (; *c && *c != 'e'; c++)
+        if (*c >= '0' && *c <= '9') digits[k++] = *c;
+    while (k > 1 && digits[k - 1] == '0') k--;
+    digits[k] = '\0';
+    *n = k;
+    return atoi(c + 1);
+}
+
+/* gg_js_shortest_digits has a fast path for numbers of up to 15 digits: it must agree with
+ * the definition on values people write (k / 10^j), on random bit patterns, and at powers
+ * of ten where log10 rounds. */
+START_TEST(shortest_digits_match_the_definition) {
+    unsigned long long x = 88172645463325252ULL;
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        double d;
+        switch (i % 4) {
+        case 0: d = (double)(x % 100000000000ULL) / pow(10, (double)(x >> 60)); break;
+        case 1: { memcpy(&d, &x, sizeof d); d = fabs(d); break; }
+        case 2: d = pow(10, (double)((int)(x % 40) - 12)) * (1 + (double)(i % 3) * 1e-15); break;
+        default: d = (double)(x % 1000000) / 1000 + 0.001 * (double)(x >> 62); break;
+        }
+        if (!isfinite(d) || d <= 0) continue;
+        char a[24], b[24];
+        int na, nb;
+        int ea = gg_js_shortest_digits(d, a, &na), eb = shortest_by_search(d, b, &nb);
+        if (ea != eb || na != nb || strcmp(a, b) != 0)
+            ck_abort_msg("%.17g: fast %s e%d, definition %s e%d", d, a, ea, b, eb);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -161,6 +204,8 @@ int main(void) {
     tcase_add_test(tc, strbuf_integers_and_hex4);
     tcase_add_test(tc, ecma_regex_has_javascript_meaning);
     tcase_add_test(tc, utf8_len_accepts_only_well_formed);
+    tcase_add_test(tc, shortest_digits_match_the_definition);
+    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
