@@ -49,6 +49,10 @@ max_waiting_runs: 0
 queue_size: 100000
 log:
   access: false
+# wrk's connections all come from 127.0.0.1: the per-address cap (256) would refuse most
+http:
+  max_connections: $((conns + 64))
+  max_connections_per_ip: 0
 YAML
 cat >"$tmp/slow.yaml" <<YAML
 version: "1.0"
