@@ -1222,160 +1222,131 @@ static bool arith_operand_ok(jn_state *c, const jn_node *n, const jn_value *v, c
     return true;
 }
 
-static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
-    if (n->op == OP_AND || n->op == OP_OR) {
-        jn_value *l = ev(c, n->lhs, input, env);
-        if (FAILED(c)) return NULL;
-        if (!finite_truth(c, l, n)) return NULL;
-        bool lb = jn_truthy(l);
-        jn_decref(l);
-        if (n->op == OP_AND && !lb) return jn_bool(false);
-        if (n->op == OP_OR && lb) return jn_bool(true);
-        jn_value *r = ev(c, n->rhs, input, env);
-        if (FAILED(c)) return NULL;
-        if (!finite_truth(c, r, n)) return NULL;
-        bool rb = jn_truthy(r);
-        jn_decref(r);
-        return jn_bool(rb);
+/* ---- binary operators: one function each; l and r are borrowed (eval_binary owns them) ---- */
+typedef jn_value *(*binop_fn)(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r);
+
+static jn_value *op_arith(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    /* Each side in turn, left first, as jsonata-js's isNumeric: an infinite number is
+     * D1001, NaN (from % 0, carried in a variable) is not a number at all (T2001/2). */
+    if (!arith_operand_ok(c, n, l, "T2001", "left") || !arith_operand_ok(c, n, r, "T2002", "right")) return NULL;
+    if (!l || !r) return NULL;
+    double a = l->u.n, b = r->u.n, x;
+    switch (n->op) {
+    case OP_ADD: x = a + b; break;
+    case OP_SUB: x = a - b; break;
+    case OP_MUL: x = a * b; break;
+    case OP_DIV: x = a / b; break;
+    default: x = fmod(a, b); break;
     }
+    jn_value *res = jn_number(x);
+    return res ? res : oom(c);
+}
+
+static jn_value *op_equal(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    (void)c;
+    bool eq = l && r && jn_deep_equal(l, r);
+    return jn_bool(n->op == OP_NE ? l && r && !eq : eq);
+}
+
+/* -1, 0, 1; numbers or strings of one type (checked by the caller), no NaN */
+static int compare_same(const jn_value *l, const jn_value *r) {
+    if (l->type == JN_NUMBER) return l->u.n < r->u.n ? -1 : l->u.n > r->u.n;
+    size_t ml = l->u.str.len < r->u.str.len ? l->u.str.len : r->u.str.len;
+    int cmp = memcmp(l->u.str.s, r->u.str.s, ml);
+    return cmp ? cmp : l->u.str.len < r->u.str.len ? -1 : l->u.str.len > r->u.str.len;
+}
+
+static jn_value *op_compare(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    bool lc = !l || l->type == JN_NUMBER || l->type == JN_STRING;
+    bool rc = !r || r->type == JN_NUMBER || r->type == JN_STRING;
+    if (!lc || !rc)
+        return fail(c, n->position, n->str, "T2010", "The expressions either side of operator \"%s\" must evaluate to numeric or string values", n->str);
+    if (!l || !r) return NULL;
+    if (l->type != r->type)
+        return fail(c, n->position, n->str, "T2009", "The values either side of operator \"%s\" must be of the same data type", n->str);
+    if (l->type == JN_NUMBER && (isnan(l->u.n) || isnan(r->u.n))) return jn_bool(false); /* NaN is unordered */
+    int cmp = compare_same(l, r);
+    return jn_bool(n->op == OP_LT ? cmp < 0 : n->op == OP_LE ? cmp <= 0 : n->op == OP_GT ? cmp > 0 : cmp >= 0);
+}
+
+static jn_value *op_concat(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    jn_value *ls = l ? to_string(c, (jn_value *)l, n->position) : NULL;
+    if (FAILED(c)) return NULL;
+    jn_value *rs = r ? to_string(c, (jn_value *)r, n->position) : NULL;
+    jn_value *res = NULL;
+    if (!FAILED(c)) {
+        res = jn_string_cat(ls ? ls->u.str.s : "", ls ? ls->u.str.len : 0, rs ? rs->u.str.s : "", rs ? rs->u.str.len : 0);
+        if (!res) oom(c);
+    }
+    jn_decref(ls);
+    jn_decref(rs);
+    return res;
+}
+
+static jn_value *op_range(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    if (l && (!is_number(l) || l->u.n != floor(l->u.n)))
+        return fail(c, n->position, n->str, "T2003", "The left side of the range operator (..) must evaluate to an integer");
+    if (r && (!is_number(r) || r->u.n != floor(r->u.n)))
+        return fail(c, n->position, n->str, "T2004", "The right side of the range operator (..) must evaluate to an integer");
+    if (!l || !r || l->u.n > r->u.n) return NULL;
+    double size = r->u.n - l->u.n + 1;
+    if (size > 1e7 || size > (double)c->max_seq)
+        return fail(c, n->position, n->str, "D2014", "The size of the sequence allocated by the range operator (..) must not exceed 1e7.  Attempted to allocate %.0f.", size);
+    jn_value *res = jn_array_new((size_t)size);
+    if (!res) return oom(c);
+    for (size_t i = 0; i < (size_t)size; i++) {
+        /* up to 1e7 allocations: the time limit and cancellation are checked on the way
+         * (a caller running with a short budget relies on that) */
+        jn_value *x = (i & 16383) == 16383 && !check_limits(c) ? NULL : jn_number(l->u.n + (double)i);
+        if (!x) {
+            jn_decref(res);
+            return FAILED(c) ? NULL : oom(c);
+        }
+        res->u.arr.items[res->u.arr.n++] = x;
+    }
+    return res;
+}
+
+/* `in` compares as the reference's ===: scalars by value (NaN never), structures never. */
+static bool strict_equal(const jn_value *a, const jn_value *b) {
+    if (!a || !b || a->type != b->type || a->type == JN_OBJECT || a->type == JN_ARRAY) return a && a == b;
+    return jn_deep_equal(a, b);
+}
+
+static jn_value *op_in(jn_state *c, const jn_node *n, const jn_value *l, const jn_value *r) {
+    (void)c, (void)n;
+    if (!l || !r) return jn_bool(false);
+    if (r->type != JN_ARRAY) return jn_bool(strict_equal(r, l));
+    for (size_t i = 0; i < r->u.arr.n; i++)
+        if (strict_equal(r->u.arr.items[i], l)) return jn_bool(true);
+    return jn_bool(false);
+}
+
+static const binop_fn BINOPS[] = {
+    [OP_ADD] = op_arith,   [OP_SUB] = op_arith,   [OP_MUL] = op_arith,    [OP_DIV] = op_arith,
+    [OP_MOD] = op_arith,   [OP_EQ] = op_equal,    [OP_NE] = op_equal,     [OP_LT] = op_compare,
+    [OP_LE] = op_compare,  [OP_GT] = op_compare,  [OP_GE] = op_compare,   [OP_CONCAT] = op_concat,
+    [OP_RANGE] = op_range, [OP_IN] = op_in,
+};
+
+/* and / or: the right side is evaluated only when the left does not decide. */
+static jn_value *eval_logical(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    for (int side = 0; side < 2; side++) {
+        jn_value *v = ev(c, side ? n->rhs : n->lhs, input, env);
+        if (FAILED(c) || !finite_truth(c, v, n)) return NULL;
+        bool b = jn_truthy(v);
+        jn_decref(v);
+        if (side == 1 || b == (n->op == OP_OR)) return jn_bool(b);
+    }
+    return NULL;
+}
+
+static jn_value *eval_binary(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    if (n->op == OP_AND || n->op == OP_OR) return eval_logical(c, n, input, env);
     jn_value *l = ev(c, n->lhs, input, env);
     if (FAILED(c)) return NULL;
     jn_value *r = ev(c, n->rhs, input, env);
-    if (FAILED(c)) {
-        jn_decref(l);
-        return NULL;
-    }
-    jn_value *res = NULL;
-    switch (n->op) {
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: {
-        /* Each side in turn, left first, as jsonata-js's isNumeric: an infinite number is
-         * D1001, NaN (from % 0, carried in a variable) is not a number at all (T2001/2). */
-        if (!arith_operand_ok(c, n, l, "T2001", "left") || !arith_operand_ok(c, n, r, "T2002", "right")) break;
-        if (!l || !r) break;
-        double a = l->u.n, b = r->u.n, x = 0;
-        switch (n->op) {
-        case OP_ADD: x = a + b; break;
-        case OP_SUB: x = a - b; break;
-        case OP_MUL: x = a * b; break;
-        case OP_DIV: x = a / b; break;
-        default: x = fmod(a, b); break;
-        }
-        res = jn_number(x);
-        if (!res) oom(c);
-        break;
-    }
-    case OP_EQ: case OP_NE: {
-        if (!l || !r) {
-            res = jn_bool(false);
-            break;
-        }
-        bool eq = jn_deep_equal(l, r);
-        res = jn_bool(n->op == OP_EQ ? eq : !eq);
-        break;
-    }
-    case OP_LT: case OP_LE: case OP_GT: case OP_GE: {
-        bool lc = !l || l->type == JN_NUMBER || l->type == JN_STRING;
-        bool rc = !r || r->type == JN_NUMBER || r->type == JN_STRING;
-        if (!lc || !rc) {
-            fail(c, n->position, n->str, "T2010", "The expressions either side of operator \"%s\" must evaluate to numeric or string values", n->str);
-            break;
-        }
-        if (!l || !r) break;
-        if (l->type != r->type) {
-            fail(c, n->position, n->str, "T2009", "The values either side of operator \"%s\" must be of the same data type", n->str);
-            break;
-        }
-        if (l->type == JN_NUMBER && (isnan(l->u.n) || isnan(r->u.n))) { /* NaN is unordered */
-            res = jn_bool(false);
-            break;
-        }
-        int cmp;
-        if (l->type == JN_NUMBER) cmp = l->u.n < r->u.n ? -1 : l->u.n > r->u.n ? 1 : 0;
-        else {
-            size_t ml = l->u.str.len < r->u.str.len ? l->u.str.len : r->u.str.len;
-            cmp = memcmp(l->u.str.s, r->u.str.s, ml);
-            if (cmp == 0) cmp = l->u.str.len < r->u.str.len ? -1 : l->u.str.len > r->u.str.len;
-        }
-        bool b = n->op == OP_LT ? cmp < 0 : n->op == OP_LE ? cmp <= 0 : n->op == OP_GT ? cmp > 0 : cmp >= 0;
-        res = jn_bool(b);
-        break;
-    }
-    case OP_CONCAT: {
-        jn_value *ls = l ? to_string(c, l, n->position) : NULL;
-        if (FAILED(c)) break;
-        jn_value *rs = r ? to_string(c, r, n->position) : NULL;
-        if (FAILED(c)) {
-            jn_decref(ls);
-            break;
-        }
-        res = jn_string_cat(ls ? ls->u.str.s : "", ls ? ls->u.str.len : 0, rs ? rs->u.str.s : "",
-                            rs ? rs->u.str.len : 0);
-        if (!res) oom(c);
-        jn_decref(ls);
-        jn_decref(rs);
-        break;
-    }
-    case OP_RANGE: {
-        if (l && (!is_number(l) || l->u.n != floor(l->u.n))) {
-            fail(c, n->position, n->str, "T2003", "The left side of the range operator (..) must evaluate to an integer");
-            break;
-        }
-        if (r && (!is_number(r) || r->u.n != floor(r->u.n))) {
-            fail(c, n->position, n->str, "T2004", "The right side of the range operator (..) must evaluate to an integer");
-            break;
-        }
-        if (!l || !r || l->u.n > r->u.n) break;
-        double size = r->u.n - l->u.n + 1;
-        if (size > 1e7 || size > (double)c->max_seq) {
-            fail(c, n->position, n->str, "D2014", "The size of the sequence allocated by the range operator (..) must not exceed 1e7.  Attempted to allocate %.0f.", size);
-            break;
-        }
-        res = jn_array_new((size_t)size);
-        if (!res) {
-            oom(c);
-            break;
-        }
-        for (size_t i = 0; i < (size_t)size; i++) {
-            /* up to 1e7 allocations: the time limit and cancellation are checked on the way
-             * (a caller running with a short budget relies on that) */
-            if ((i & 16383) == 16383 && !check_limits(c)) {
-                jn_decref(res);
-                res = NULL;
-                break;
-            }
-            jn_value *x = jn_number(l->u.n + (double)i);
-            if (!x) {
-                jn_decref(res);
-                res = oom(c);
-                break;
-            }
-            res->u.arr.items[res->u.arr.n++] = x;
-        }
-        break;
-    }
-    case OP_IN: {
-        if (!l || !r) {
-            res = jn_bool(false);
-            break;
-        }
-        bool found = false;
-        if (r->type == JN_ARRAY) {
-            for (size_t i = 0; i < r->u.arr.n && !found; i++) {
-                jn_value *x = r->u.arr.items[i];
-                if (x == l) found = true;
-                else if (x && x->type == l->type && l->type != JN_OBJECT && l->type != JN_ARRAY)
-                    found = jn_deep_equal(x, l);
-            }
-        } else if (r == l) {
-            found = true;
-        } else if (r->type == l->type && l->type != JN_OBJECT && l->type != JN_ARRAY) {
-            found = jn_deep_equal(r, l);
-        }
-        res = jn_bool(found);
-        break;
-    }
-    default: break;
-    }
+    jn_value *res = FAILED(c) ? NULL : BINOPS[n->op](c, n, l, r);
     jn_decref(l);
     jn_decref(r);
     return res;
