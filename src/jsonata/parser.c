@@ -399,6 +399,7 @@ static bool push_pair(parser *p, jn_node *n, jn_node *k, jn_node *v) {
     return true;
 }
 
+
 static char *take_tok_str(token *t) {
     char *s = t->s;
     t->s = NULL;
@@ -638,6 +639,33 @@ static void assign_labels(parser *p, jn_node *n) {
     for (int i = 0; i < n->nstages; i++) assign_labels(p, n->stages[i].expr);
 }
 
+/* The key: value, ... list of an object constructor or a step's grouping, through the
+ * closing brace. `anc`: the pairs take part in parent (%) resolution (the constructor's
+ * do; a grouping's are resolved with its step). */
+static bool parse_pairs(parser *p, jn_node *obj, bool anc) {
+    while (!is_op(&p->tok, "}")) {
+        jn_node *k = expression(p, 0);
+        if (!k) return false;
+        if (!expect(p, ":")) {
+            jn_node_free(k);
+            return false;
+        }
+        jn_node *v = expression(p, 0);
+        if (!v) {
+            jn_node_free(k);
+            return false;
+        }
+        if (anc) {
+            push_anc(p, obj, k);
+            push_anc(p, obj, v);
+        }
+        if (!push_pair(p, obj, k, v)) return false;
+        if (!is_op(&p->tok, ",")) break;
+        if (!lex(p)) return false;
+    }
+    return expect(p, "}");
+}
+
 static jn_node *nud(parser *p) {
     token t = p->tok;
     memset(&p->tok, 0, sizeof p->tok);
@@ -769,21 +797,7 @@ static jn_node *nud(parser *p) {
         } else if (!strcmp(o, "{")) {
             n = node_new(p, N_OBJECT, t.position);
             if (!n) break;
-            if (!is_op(&p->tok, "}")) {
-                for (;;) {
-                    jn_node *k = expression(p, 0);
-                    if (!k) goto fail;
-                    if (!expect(p, ":")) { jn_node_free(k); goto fail; }
-                    jn_node *v = expression(p, 0);
-                    if (!v) { jn_node_free(k); goto fail; }
-                    push_anc(p, n, k);
-                    push_anc(p, n, v);
-                    if (!push_pair(p, n, k, v)) goto fail;
-                    if (!is_op(&p->tok, ",")) break;
-                    if (!lex(p)) goto fail;
-                }
-            }
-            if (!expect(p, "}")) goto fail;
+            if (!parse_pairs(p, n, true)) goto fail;
         } else if (!strcmp(o, "(")) {
             n = node_new(p, N_BLOCK, t.position);
             if (!n) break;
@@ -995,251 +1009,245 @@ static jn_node *binary(parser *p, jn_op op, jn_node *lhs, int bp, int pos) {
     return n;
 }
 
+
+/* ---- infix operators (led): one function each, found by the operator's text. Each takes
+ * ownership of `left` and, failing, frees it and whatever it built, and returns NULL. ---- */
+typedef jn_node *(*led_fn)(parser *p, jn_node *left, const char *o, int bp, int pos);
+
+static jn_node *led_fail(jn_node *left, jn_node *n) {
+    jn_node_free(left);
+    jn_node_free(n);
+    return NULL;
+}
+
+static jn_node *led_path(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    jn_node *rhs = expression(p, 75);
+    if (!rhs) return led_fail(left, NULL);
+    return make_path(p, left, rhs, pos);
+}
+
+/* step[] keeps a singleton array; step[expr] is a filter stage of the last step */
+static jn_node *led_predicate(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    if (is_op(&p->tok, "]")) {
+        if (!lex(p)) return led_fail(left, NULL);
+        last_step(left)->keep_array = true;
+        left->keep_array = true;
+        return left;
+    }
+    jn_node *e = expression(p, 0);
+    if (!e) return led_fail(left, NULL);
+    if (!expect(p, "]")) return led_fail(left, e);
+    e->constant = e->type != N_NUMBER && is_constant(e);
+    jn_node *s = last_step(left);
+    if (s->group || (left->type == N_PATH && left->group)) {
+        perr(p, "S0209", pos, "A predicate cannot follow a grouping expression in a step", NULL);
+        return led_fail(left, e);
+    }
+    int ne = e->nseek + 1;
+    for (int k = 0; k < ne; k++) {
+        int si = k < e->nseek ? e->seek[k] : (e->type == N_PARENT && e->slot ? e->slot - 1 : -1);
+        if (si < 0 || p->slots[si].level <= 0) continue;
+        if (p->slots[si].level == 1) seek_parent(p, s, si);
+        else p->slots[si].level--;
+    }
+    push_anc(p, s, e);
+    if (gg_error_is_set(p->err)) return led_fail(left, e);
+    if (!push_stage(p, s, 0, e, NULL, pos)) return led_fail(left, NULL);
+    return left;
+}
+
+/* step{key: value, ...}: the grouping of a step */
+static jn_node *led_group(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    if (left->group) {
+        perr(p, "S0210", pos, "Each step can only have one grouping expression", NULL);
+        return led_fail(left, NULL);
+    }
+    jn_node *g = node_new(p, N_OBJECT, pos);
+    if (!g) return led_fail(left, NULL);
+    left->group = g;
+    if (!parse_pairs(p, g, false)) return led_fail(left, NULL);
+    return left;
+}
+
+/* f(args) — a call, a partial application (some argument is ?), or a lambda definition
+ * when f is `function` or λ */
+static jn_node *led_call(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    jn_node *call = node_new(p, N_CALL, pos);
+    if (!call) return led_fail(left, NULL);
+    bool partial = false;
+    if (!is_op(&p->tok, ")")) {
+        for (;;) {
+            jn_node *a;
+            if (is_op(&p->tok, "?")) { /* partial application placeholder */
+                a = node_new(p, N_PLACEHOLDER, p->tok.position);
+                if (!a || !lex(p)) { jn_node_free(a); return led_fail(left, call); }
+            } else {
+                a = expression(p, 0);
+            }
+            push_anc(p, call, a);
+            if (!a || !push_item(p, call, a)) return led_fail(left, call);
+            if (a->type == N_PLACEHOLDER) partial = true;
+            if (!is_op(&p->tok, ",")) break;
+            if (!lex(p)) return led_fail(left, call);
+        }
+    }
+    if (!expect(p, ")")) return led_fail(left, call);
+    if (left->type == N_PATH && left->nitems == 1 && left->items[0]->type == N_NAME && !left->items[0]->nstages &&
+        (!strcmp(left->items[0]->str, "function") || !strcmp(left->items[0]->str, "\xCE\xBB"))) {
+        jn_node_free(left);
+        return parse_lambda(p, call, pos);
+    }
+    call->type = partial ? N_PARTIAL : N_CALL;
+    call->lhs = left;
+    return call;
+}
+
+/* step@$v binds the context item, step#$i its position: both make the path a tuple stream */
+static jn_node *led_bind_step(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)bp;
+    jn_node *v = expression(p, 80);
+    if (!v) return led_fail(left, NULL);
+    if (v->type != N_VAR) {
+        perr(p, "S0214", pos, "The right side of %s must be a variable name (start with $)", o);
+        return led_fail(left, v);
+    }
+    if (left->type != N_PATH && o[0] == '#') { /* '@' leaves a lone expression as is */
+        left = as_path(p, left);
+        if (!left) return led_fail(NULL, v);
+    }
+    jn_node *s = last_step(left);
+    if (o[0] == '@') {
+        if (s->nstages) {
+            perr(p, "S0215", pos, "A context variable binding must precede any predicates on a step", NULL);
+            return led_fail(left, v);
+        }
+        if (s->type == N_SORT) {
+            perr(p, "S0216", pos, "A context variable binding must precede the 'order-by' clause on a step", NULL);
+            return led_fail(left, v);
+        }
+        free(s->focus);
+        if (!(s->focus = pstrdup(p, v->str))) return led_fail(left, v);
+    } else if (s->nstages == 0 && !s->index) {
+        if (!(s->index = pstrdup(p, v->str))) return led_fail(left, v);
+    } else if (!push_stage(p, s, 1, NULL, v->str, pos)) {
+        return led_fail(left, v);
+    }
+    s->tuple = true;
+    jn_node_free(v);
+    return left;
+}
+
+/* path^(<key, >key, ...): an order-by step */
+static jn_node *led_sort(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    if (!expect(p, "(")) return led_fail(left, NULL);
+    jn_node *sort = node_new(p, N_SORT, pos);
+    if (!sort) return led_fail(left, NULL);
+    for (;;) {
+        bool desc = is_op(&p->tok, ">");
+        if ((desc || is_op(&p->tok, "<")) && !lex(p)) return led_fail(left, sort);
+        jn_node *e = expression(p, 0);
+        if (!e) return led_fail(left, sort);
+        push_anc(p, sort, e);
+        jn_sortterm *nt = realloc(sort->terms, (size_t)(sort->nterms + 1) * sizeof *nt);
+        if (!nt) {
+            jn_oom(p->err);
+            jn_node_free(e);
+            return led_fail(left, sort);
+        }
+        sort->terms = nt;
+        sort->terms[sort->nterms].expr = e;
+        sort->terms[sort->nterms].desc = desc;
+        sort->nterms++;
+        if (!is_op(&p->tok, ",")) break;
+        if (!lex(p)) return led_fail(left, sort);
+    }
+    if (!expect(p, ")")) return led_fail(left, sort);
+    jn_node *path = as_path(p, left);
+    if (!path) return led_fail(NULL, sort);
+    if (!push_item(p, path, sort)) return led_fail(path, NULL);
+    resolve_ancestry(p, path);
+    if (gg_error_is_set(p->err)) return led_fail(path, NULL);
+    return path;
+}
+
+/* cond ? then [: else] */
+static jn_node *led_condition(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    (void)o, (void)bp;
+    jn_node *n = node_new(p, N_CONDITION, pos);
+    if (!n) return led_fail(left, NULL);
+    n->lhs = left;
+    if (!(n->rhs = expression(p, 0))) return led_fail(NULL, n);
+    if (is_op(&p->tok, ":")) {
+        if (!lex(p) || !(n->third = expression(p, 0))) return led_fail(NULL, n);
+    }
+    push_anc(p, n, n->lhs);
+    push_anc(p, n, n->rhs);
+    push_anc(p, n, n->third);
+    return n;
+}
+
+/* the operators whose node keeps both sides: ?: and ?? (right side at bp), ~> (at bp),
+ * := (right associative: bp - 1, and only after a variable) */
+static jn_node *led_pair(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    bool bind = !strcmp(o, ":=");
+    if (bind && (left->type != N_VAR || left->nstages)) {
+        perr(p, "S0212", pos, "The left side of := must be a variable name (start with $)", NULL);
+        return led_fail(left, NULL);
+    }
+    jn_ntype type = bind ? N_BIND : !strcmp(o, "~>") ? N_APPLY : o[1] == ':' ? N_ELVIS : N_COALESCE;
+    jn_node *n = node_new(p, type, pos);
+    if (!n) return led_fail(left, NULL);
+    n->lhs = left;
+    if (!(n->rhs = expression(p, bind ? bp - 1 : bp))) return led_fail(NULL, n);
+    if (!bind) push_anc(p, n, n->lhs);
+    push_anc(p, n, n->rhs);
+    return n;
+}
+
+static const struct {
+    const char *s;
+    led_fn fn; /* NULL: a binary operator node of `op` */
+    jn_op op;
+} LED[] = {
+    {".", led_path, 0},        {"[", led_predicate, 0},  {"{", led_group, 0},      {"(", led_call, 0},
+    {"@", led_bind_step, 0},   {"#", led_bind_step, 0},  {"^", led_sort, 0},       {"?", led_condition, 0},
+    {"?:", led_pair, 0},       {"??", led_pair, 0},      {":=", led_pair, 0},      {"~>", led_pair, 0},
+    {"+", NULL, OP_ADD},       {"-", NULL, OP_SUB},      {"*", NULL, OP_MUL},      {"/", NULL, OP_DIV},
+    {"%", NULL, OP_MOD},       {"=", NULL, OP_EQ},       {"!=", NULL, OP_NE},      {"<", NULL, OP_LT},
+    {"<=", NULL, OP_LE},       {">", NULL, OP_GT},       {">=", NULL, OP_GE},      {"and", NULL, OP_AND},
+    {"or", NULL, OP_OR},       {"&", NULL, OP_CONCAT},   {"..", NULL, OP_RANGE},   {"in", NULL, OP_IN},
+};
+
+static jn_node *led_dispatch(parser *p, jn_node *left, const char *o, int bp, int pos) {
+    for (size_t i = 0; i < sizeof LED / sizeof LED[0]; i++) {
+        if (strcmp(o, LED[i].s) != 0) continue;
+        if (LED[i].fn) return LED[i].fn(p, left, o, bp, pos);
+        jn_node *n = binary(p, LED[i].op, left, bp, pos);
+        if (n && !(n->str = pstrdup(p, o))) return led_fail(NULL, n);
+        return n;
+    }
+    perr(p, "S0204", pos, "Unknown operator: %s", o);
+    return led_fail(left, NULL);
+}
+
 static jn_node *led(parser *p, jn_node *left) {
     token t = p->tok;
     memset(&p->tok, 0, sizeof p->tok);
     jn_node *n = NULL;
-    int pos = t.position;
-    if (!lex(p)) goto fail;
-    const char *o = t.s;
-    if (t.type != T_OP) {
-        perr(p, "S0201", pos, "Syntax error: %s", t.s);
-        goto fail;
-    }
-    int bp = lbp_of(&t);
-    if (!strcmp(o, ".")) {
-        jn_node *rhs = expression(p, 75);
-        if (!rhs) goto fail;
-        n = make_path(p, left, rhs, pos);
-        left = NULL;
-    } else if (!strcmp(o, "[")) {
-        if (is_op(&p->tok, "]")) {
-            if (!lex(p)) goto fail;
-            jn_node *s = last_step(left);
-            s->keep_array = true;
-            left->keep_array = true;
-            n = left;
-            left = NULL;
-        } else {
-            jn_node *e = expression(p, 0);
-            if (!e) goto fail;
-            if (!expect(p, "]")) { jn_node_free(e); goto fail; }
-            e->constant = e->type != N_NUMBER && is_constant(e);
-            jn_node *s = last_step(left);
-            if (s->group || (left->type == N_PATH && left->group)) {
-                perr(p, "S0209", pos, "A predicate cannot follow a grouping expression in a step", NULL);
-                jn_node_free(e);
-                goto fail;
-            }
-            int ne = e->nseek + 1;
-            for (int k = 0; k < ne; k++) {
-                int si = k < e->nseek ? e->seek[k] : (e->type == N_PARENT && e->slot ? e->slot - 1 : -1);
-                if (si < 0 || p->slots[si].level <= 0) continue;
-                if (p->slots[si].level == 1) seek_parent(p, s, si);
-                else p->slots[si].level--;
-            }
-            push_anc(p, s, e);
-            if (gg_error_is_set(p->err)) {
-                jn_node_free(e);
-                goto fail;
-            }
-            if (!push_stage(p, s, 0, e, NULL, pos)) goto fail;
-            n = left;
-            left = NULL;
-        }
-    } else if (!strcmp(o, "{")) {
-        if (left->group) {
-            perr(p, "S0210", pos, "Each step can only have one grouping expression", NULL);
-            goto fail;
-        }
-        jn_node *g = node_new(p, N_OBJECT, pos);
-        if (!g) goto fail;
-        left->group = g;
-        if (!is_op(&p->tok, "}")) {
-            for (;;) {
-                jn_node *k = expression(p, 0);
-                if (!k) goto fail;
-                if (!expect(p, ":")) { jn_node_free(k); goto fail; }
-                jn_node *v = expression(p, 0);
-                if (!v) { jn_node_free(k); goto fail; }
-                if (!push_pair(p, g, k, v)) goto fail;
-                if (!is_op(&p->tok, ",")) break;
-                if (!lex(p)) goto fail;
-            }
-        }
-        if (!expect(p, "}")) goto fail;
-        n = left;
-        left = NULL;
-    } else if (!strcmp(o, "(")) {
-        jn_node *call = node_new(p, N_CALL, pos);
-        if (!call) goto fail;
-        bool partial = false;
-        if (!is_op(&p->tok, ")")) {
-            for (;;) {
-                jn_node *a;
-                if (is_op(&p->tok, "?")) { /* partial application placeholder */
-                    a = node_new(p, N_PLACEHOLDER, p->tok.position);
-                    if (!a || !lex(p)) { jn_node_free(a); jn_node_free(call); goto fail; }
-                } else {
-                    a = expression(p, 0);
-                }
-                push_anc(p, call, a);
-                if (!a || !push_item(p, call, a)) { jn_node_free(call); goto fail; }
-                if (a->type == N_PLACEHOLDER) partial = true;
-                if (!is_op(&p->tok, ",")) break;
-                if (!lex(p)) { jn_node_free(call); goto fail; }
-            }
-        }
-        if (!expect(p, ")")) { jn_node_free(call); goto fail; }
-        if (left->type == N_PATH && left->nitems == 1 && left->items[0]->type == N_NAME &&
-            !left->items[0]->nstages &&
-            (!strcmp(left->items[0]->str, "function") || !strcmp(left->items[0]->str, "\xCE\xBB"))) {
-            jn_node_free(left);
-            left = NULL;
-            n = parse_lambda(p, call, pos);
-        } else {
-            call->type = partial ? N_PARTIAL : N_CALL;
-            call->lhs = left;
-            left = NULL;
-            n = call;
-        }
-    } else if (!strcmp(o, "@") || !strcmp(o, "#")) {
-        jn_node *v = expression(p, 80);
-        if (!v) goto fail;
-        if (v->type != N_VAR) {
-            jn_node_free(v);
-            perr(p, "S0214", pos, "The right side of %s must be a variable name (start with $)", o);
-            goto fail;
-        }
-        if (left->type != N_PATH && o[0] == '#') { /* '@' leaves a lone expression as is */
-            left = as_path(p, left);
-            if (!left) { jn_node_free(v); goto fail; }
-        }
-        jn_node *s = last_step(left);
-        if (o[0] == '@') {
-            if (s->nstages) {
-                jn_node_free(v);
-                perr(p, "S0215", pos, "A context variable binding must precede any predicates on a step", NULL);
-                goto fail;
-            }
-            if (s->type == N_SORT) {
-                jn_node_free(v);
-                perr(p, "S0216", pos, "A context variable binding must precede the 'order-by' clause on a step", NULL);
-                goto fail;
-            }
-            free(s->focus);
-            s->focus = pstrdup(p, v->str);
-            if (!s->focus) { jn_node_free(v); goto fail; }
-        } else {
-            if (s->nstages == 0 && !s->index) {
-                if (!(s->index = pstrdup(p, v->str))) { jn_node_free(v); goto fail; }
-            }
-            else if (!push_stage(p, s, 1, NULL, v->str, pos)) { jn_node_free(v); goto fail; }
-        }
-        s->tuple = true;
-        jn_node_free(v);
-        n = left;
-        left = NULL;
-    } else if (!strcmp(o, "^")) {
-        if (!expect(p, "(")) goto fail;
-        jn_node *sort = node_new(p, N_SORT, pos);
-        if (!sort) goto fail;
-        for (;;) {
-            bool desc = false;
-            if (is_op(&p->tok, "<")) { if (!lex(p)) { jn_node_free(sort); goto fail; } }
-            else if (is_op(&p->tok, ">")) { desc = true; if (!lex(p)) { jn_node_free(sort); goto fail; } }
-            jn_node *e = expression(p, 0);
-            if (!e) { jn_node_free(sort); goto fail; }
-            push_anc(p, sort, e);
-            jn_sortterm *nt = realloc(sort->terms, (size_t)(sort->nterms + 1) * sizeof *nt);
-            if (!nt) { jn_node_free(e); jn_node_free(sort); jn_oom(p->err); goto fail; }
-            sort->terms = nt;
-            sort->terms[sort->nterms].expr = e;
-            sort->terms[sort->nterms].desc = desc;
-            sort->nterms++;
-            if (!is_op(&p->tok, ",")) break;
-            if (!lex(p)) { jn_node_free(sort); goto fail; }
-        }
-        if (!expect(p, ")")) { jn_node_free(sort); goto fail; }
-        jn_node *path = as_path(p, left);
-        left = NULL;
-        if (!path) { jn_node_free(sort); goto fail; }
-        if (!push_item(p, path, sort)) { jn_node_free(path); goto fail; }
-        resolve_ancestry(p, path);
-        n = path;
-        if (gg_error_is_set(p->err)) goto fail;
-    } else if (!strcmp(o, "?")) {
-        n = node_new(p, N_CONDITION, pos);
-        if (!n) goto fail;
-        n->lhs = left;
-        left = NULL;
-        n->rhs = expression(p, 0);
-        if (!n->rhs) goto fail;
-        if (is_op(&p->tok, ":")) {
-            if (!lex(p)) goto fail;
-            n->third = expression(p, 0);
-            if (!n->third) goto fail;
-        }
-        push_anc(p, n, n->lhs);
-        push_anc(p, n, n->rhs);
-        push_anc(p, n, n->third);
-    } else if (!strcmp(o, "?:") || !strcmp(o, "??")) {
-        n = node_new(p, o[1] == ':' ? N_ELVIS : N_COALESCE, pos);
-        if (!n) goto fail;
-        n->lhs = left;
-        left = NULL;
-        n->rhs = expression(p, bp);
-        if (!n->rhs) goto fail;
-        push_anc(p, n, n->lhs);
-        push_anc(p, n, n->rhs);
-    } else if (!strcmp(o, ":=")) {
-        if (left->type != N_VAR || left->nstages) {
-            perr(p, "S0212", pos, "The left side of := must be a variable name (start with $)", NULL);
-            goto fail;
-        }
-        n = node_new(p, N_BIND, pos);
-        if (!n) goto fail;
-        n->lhs = left;
-        left = NULL;
-        n->rhs = expression(p, bp - 1);
-        if (!n->rhs) goto fail;
-        push_anc(p, n, n->rhs);
-    } else if (!strcmp(o, "~>")) {
-        n = node_new(p, N_APPLY, pos);
-        if (!n) goto fail;
-        n->lhs = left;
-        left = NULL;
-        n->rhs = expression(p, bp);
-        if (!n->rhs) goto fail;
-        push_anc(p, n, n->lhs);
-        push_anc(p, n, n->rhs);
+    if (!lex(p)) n = led_fail(left, NULL);
+    else if (t.type != T_OP) {
+        perr(p, "S0201", t.position, "Syntax error: %s", t.s);
+        n = led_fail(left, NULL);
     } else {
-        static const struct { const char *s; jn_op op; } bin[] = {
-            {"+", OP_ADD}, {"-", OP_SUB}, {"*", OP_MUL}, {"/", OP_DIV}, {"%", OP_MOD},
-            {"=", OP_EQ}, {"!=", OP_NE}, {"<", OP_LT}, {"<=", OP_LE}, {">", OP_GT},
-            {">=", OP_GE}, {"and", OP_AND}, {"or", OP_OR}, {"&", OP_CONCAT},
-            {"..", OP_RANGE}, {"in", OP_IN}};
-        for (size_t i = 0; i < sizeof bin / sizeof bin[0]; i++)
-            if (!strcmp(o, bin[i].s)) {
-                n = binary(p, bin[i].op, left, bp, pos);
-                left = NULL;
-                if (n && !(n->str = pstrdup(p, o))) {
-                    jn_node_free(n);
-                    n = NULL;
-                }
-                tok_clear(&t);
-                return n;
-            }
-        perr(p, "S0204", pos, "Unknown operator: %s", o);
-        goto fail;
+        n = led_dispatch(p, left, t.s, lbp_of(&t), t.position);
     }
     tok_clear(&t);
     return n;
-fail:
-    tok_clear(&t);
-    jn_node_free(left);
-    jn_node_free(n);
-    return NULL;
 }
 
 static jn_node *expression(parser *p, int rbp) {
