@@ -666,6 +666,111 @@ static bool parse_pairs(parser *p, jn_node *obj, bool anc) {
     return expect(p, "}");
 }
 
+/* ---- prefix operators (nud of an operator token): one function each; NULL on failure,
+ * having freed what they built ---- */
+static jn_node *nud_fail(jn_node *n) {
+    jn_node_free(n);
+    return NULL;
+}
+
+/* -e: a literal number is negated at parse time */
+static jn_node *nud_negate(parser *p, token *t) {
+    jn_node *e = expression(p, 70);
+    if (!e) return NULL;
+    if (e->type == N_NUMBER) {
+        e->num = -e->num;
+        e->value->u.n = -e->value->u.n;
+        return e;
+    }
+    jn_node *n = node_new(p, N_NEGATE, t->position);
+    if (!n) return nud_fail(e);
+    n->lhs = e;
+    push_anc(p, n, e);
+    return n;
+}
+
+/* [a, b, x..y]: a range is only valid as an array constructor item */
+static jn_node *nud_array(parser *p, token *t) {
+    jn_node *n = node_new(p, N_ARRAY, t->position);
+    if (!n) return NULL;
+    while (!is_op(&p->tok, "]")) {
+        jn_node *item = expression(p, 0);
+        if (item && is_op(&p->tok, "..")) {
+            int rpos = p->tok.position;
+            if (!lex(p)) { jn_node_free(item); return nud_fail(n); }
+            item = binary(p, OP_RANGE, item, 0, rpos);
+            if (item && !(item->str = pstrdup(p, ".."))) { jn_node_free(item); return nud_fail(n); }
+        }
+        push_anc(p, n, item);
+        if (!item || !push_item(p, n, item)) return nud_fail(n);
+        if (!is_op(&p->tok, ",")) break;
+        if (!lex(p)) return nud_fail(n);
+    }
+    return expect(p, "]") ? n : nud_fail(n);
+}
+
+static jn_node *nud_object(parser *p, token *t) {
+    jn_node *n = node_new(p, N_OBJECT, t->position);
+    if (!n) return NULL;
+    return parse_pairs(p, n, true) ? n : nud_fail(n);
+}
+
+/* (e1; e2; ...) */
+static jn_node *nud_block(parser *p, token *t) {
+    jn_node *n = node_new(p, N_BLOCK, t->position);
+    if (!n) return NULL;
+    while (!is_op(&p->tok, ")")) {
+        jn_node *e = expression(p, 0);
+        push_anc(p, n, e);
+        if (!e || !push_item(p, n, e)) return nud_fail(n);
+        if (!is_op(&p->tok, ";")) break;
+        if (!lex(p)) return nud_fail(n);
+    }
+    return expect(p, ")") ? n : nud_fail(n);
+}
+
+/* | pattern | update [, delete] | */
+static jn_node *nud_transform(parser *p, token *t) {
+    jn_node *n = node_new(p, N_TRANSFORM, t->position);
+    if (!n) return NULL;
+    if (!(n->lhs = expression(p, 0)) || !expect(p, "|") || !(n->rhs = expression(p, 0))) return nud_fail(n);
+    if (is_op(&p->tok, ",") && (!lex(p) || !(n->third = expression(p, 0)))) return nud_fail(n);
+    return expect(p, "|") ? n : nud_fail(n);
+}
+
+/* *, ** and % stand alone; and/or/in in operand position are field names */
+static jn_node *nud_symbol(parser *p, token *t) {
+    const char *o = t->s;
+    if (!strcmp(o, "*")) return node_new(p, N_WILDCARD, t->position);
+    if (!strcmp(o, "**")) return node_new(p, N_DESCENDANT, t->position);
+    if (!strcmp(o, "%")) {
+        jn_node *n = node_new(p, N_PARENT, t->position);
+        if (!n) return NULL;
+        int si = slot_new(p);
+        if (si < 0) return nud_fail(n);
+        n->slot = si + 1;
+        return n;
+    }
+    jn_node *n = node_new(p, N_NAME, t->position);
+    if (!n) return NULL;
+    n->slen = t->len;
+    n->str = take_tok_str(t);
+    return as_path(p, n);
+}
+
+static jn_node *nud_prefix(parser *p, token *t) {
+    static const struct {
+        const char *s;
+        jn_node *(*fn)(parser *p, token *t);
+    } NUD[] = {{"-", nud_negate}, {"[", nud_array},   {"{", nud_object},  {"(", nud_block},    {"|", nud_transform},
+               {"*", nud_symbol}, {"**", nud_symbol}, {"%", nud_symbol},  {"and", nud_symbol}, {"or", nud_symbol},
+               {"in", nud_symbol}};
+    for (size_t i = 0; i < sizeof NUD / sizeof NUD[0]; i++)
+        if (!strcmp(t->s, NUD[i].s)) return NUD[i].fn(p, t);
+    perr(p, "S0211", t->position, "The symbol %s cannot be used as a unary operator", t->s);
+    return NULL;
+}
+
 static jn_node *nud(parser *p) {
     token t = p->tok;
     memset(&p->tok, 0, sizeof p->tok);
@@ -738,102 +843,10 @@ static jn_node *nud(parser *p) {
             resolve_builtin(p, n);
         }
         break;
-    case T_OP: {
-        const char *o = t.s;
-        if (!strcmp(o, "-")) {
-            jn_node *e = expression(p, 70);
-            if (!e) break;
-            if (e->type == N_NUMBER) {
-                e->num = -e->num;
-                e->value->u.n = -e->value->u.n;
-                n = e;
-            } else {
-                n = node_new(p, N_NEGATE, t.position);
-                if (n) {
-                    n->lhs = e;
-                    push_anc(p, n, e);
-                } else {
-                    jn_node_free(e);
-                }
-            }
-        } else if (!strcmp(o, "*")) {
-            n = node_new(p, N_WILDCARD, t.position);
-        } else if (!strcmp(o, "**")) {
-            n = node_new(p, N_DESCENDANT, t.position);
-        } else if (!strcmp(o, "%")) {
-            n = node_new(p, N_PARENT, t.position);
-            if (n) {
-                int si = slot_new(p);
-                if (si < 0) goto fail;
-                n->slot = si + 1;
-            }
-        } else if (!strcmp(o, "and") || !strcmp(o, "or") || !strcmp(o, "in")) {
-            n = node_new(p, N_NAME, t.position);
-            if (n) {
-                n->slen = t.len;
-                n->str = take_tok_str(&t);
-                n = as_path(p, n);
-            }
-        } else if (!strcmp(o, "[")) {
-            n = node_new(p, N_ARRAY, t.position);
-            if (!n) break;
-            if (!is_op(&p->tok, "]")) {
-                for (;;) {
-                    jn_node *item = expression(p, 0);
-                    if (item && is_op(&p->tok, "..")) {
-                        /* a range is only valid as an array constructor item */
-                        int rpos = p->tok.position;
-                        if (!lex(p)) { jn_node_free(item); goto fail; }
-                        item = binary(p, OP_RANGE, item, 0, rpos);
-                        if (item && !(item->str = pstrdup(p, ".."))) { jn_node_free(item); goto fail; }
-                    }
-                    push_anc(p, n, item);
-                    if (!item || !push_item(p, n, item)) goto fail;
-                    if (!is_op(&p->tok, ",")) break;
-                    if (!lex(p)) goto fail;
-                }
-            }
-            if (!expect(p, "]")) goto fail;
-        } else if (!strcmp(o, "{")) {
-            n = node_new(p, N_OBJECT, t.position);
-            if (!n) break;
-            if (!parse_pairs(p, n, true)) goto fail;
-        } else if (!strcmp(o, "(")) {
-            n = node_new(p, N_BLOCK, t.position);
-            if (!n) break;
-            while (!is_op(&p->tok, ")")) {
-                jn_node *e = expression(p, 0);
-                push_anc(p, n, e);
-                if (!e || !push_item(p, n, e)) goto fail;
-                if (!is_op(&p->tok, ";")) break;
-                if (!lex(p)) goto fail;
-            }
-            if (!expect(p, ")")) goto fail;
-        } else if (!strcmp(o, "|")) {
-            n = node_new(p, N_TRANSFORM, t.position);
-            if (!n) break;
-            n->lhs = expression(p, 0);
-            if (!n->lhs || !expect(p, "|")) goto fail;
-            n->rhs = expression(p, 0);
-            if (!n->rhs) goto fail;
-            if (is_op(&p->tok, ",")) {
-                if (!lex(p)) goto fail;
-                n->third = expression(p, 0);
-                if (!n->third) goto fail;
-            }
-            if (!expect(p, "|")) goto fail;
-        } else {
-            perr(p, "S0211", t.position, "The symbol %s cannot be used as a unary operator", o);
-        }
-        break;
-    }
+    case T_OP: n = nud_prefix(p, &t); break;
     }
     tok_clear(&t);
     return n;
-fail:
-    tok_clear(&t);
-    jn_node_free(n);
-    return NULL;
 }
 
 static const char *step_literal_type(const jn_node *s) {
