@@ -1903,6 +1903,170 @@ bad:
 }
 
 /* ---- main dispatch ---- */
+/* $ alone is the context (the first item of an outer sequence); else a binding,
+ * a built-in or an extension function */
+static jn_value *eval_var(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    if (n->slen == 0) {
+        if (input && input->type == JN_ARRAY && (input->flags & JN_F_OUTER))
+            return jn_incref(input->u.arr.n ? input->u.arr.items[0] : NULL);
+        return jn_incref(input);
+    }
+    jn_value *v;
+    if (frame_lookup(env, n->str, &v)) return jn_incref(v);
+    if (n->builtin_fn) return n->builtin_fn;
+    if (n->ext) return n->ext->fnval;
+    return NULL;
+}
+
+/* % is bound by the step it refers to */
+static jn_value *eval_parent(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *v;
+    if (n->label && frame_lookup(env, n->label, &v)) return jn_incref(v);
+    return NULL;
+}
+
+static jn_value *eval_negate(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *v = ev(c, n->lhs, input, env);
+    if (!v) return NULL;
+    if (v->type != JN_NUMBER) {
+        jn_decref(v);
+        return fail(c, n->position, "-", "D1002", "Cannot negate a non-numeric value");
+    }
+    jn_value *r = jn_number(-v->u.n);
+    jn_decref(v);
+    return r ? r : oom(c);
+}
+
+/* [a, b]: items that are sequences are spread, nested constructors kept */
+static jn_value *eval_array_cons(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *a = jn_array_new(n->nitems);
+    if (!a) return oom(c);
+    for (int i = 0; i < n->nitems; i++) {
+        jn_value *v = ev(c, n->items[i], input, env);
+        if (FAILED(c)) {
+            jn_decref(a);
+            return NULL;
+        }
+        if (!v) continue;
+        if (n->items[i]->type == N_ARRAY || v->type != JN_ARRAY) {
+            if (!seq_push(c, a, v)) {
+                jn_decref(a);
+                return NULL;
+            }
+        } else {
+            for (size_t j = 0; j < v->u.arr.n; j++)
+                if (!seq_push(c, a, jn_incref(v->u.arr.items[j]))) {
+                    jn_decref(v);
+                    jn_decref(a);
+                    return NULL;
+                }
+            jn_decref(v);
+        }
+    }
+    if (n->cons_array) a->flags |= JN_F_CONS;
+    return a;
+}
+
+/* (e1; e2): a scope of its own when it binds; the value of the last */
+static jn_value *eval_block(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_frame *fr = n->scope ? frame_new(c, env) : env;
+    if (!fr) return NULL;
+    jn_value *r = NULL;
+    for (int i = 0; i < n->nitems; i++) {
+        jn_decref(r);
+        r = ev(c, n->items[i], input, fr);
+        if (FAILED(c)) {
+            jn_decref(r);
+            return NULL;
+        }
+    }
+    if (n->scope && !is_thunk(r)) frame_release(c, fr);
+    return r;
+}
+
+static jn_value *eval_bind(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *v = ev(c, n->rhs, input, env);
+    if (FAILED(c)) return NULL;
+    if (!frame_bind(c, env, n->lhs->str, jn_incref(v))) {
+        jn_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+static jn_value *eval_condition(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *cond = ev(c, n->lhs, input, env);
+    if (FAILED(c) || !finite_truth(c, cond, n)) return NULL;
+    bool b = jn_truthy(cond);
+    jn_decref(cond);
+    if (b) return ev(c, n->rhs, input, env);
+    if (n->third) return ev(c, n->third, input, env);
+    return NULL;
+}
+
+static jn_value *eval_elvis(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *l = ev(c, n->lhs, input, env);
+    if (FAILED(c)) return NULL;
+    if (jn_truthy(l)) return l;
+    jn_decref(l);
+    return ev(c, n->rhs, input, env);
+}
+
+static jn_value *eval_coalesce(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *l = ev(c, n->lhs, input, env);
+    if (FAILED(c)) return NULL;
+    if (l) return l;
+    return ev(c, n->rhs, input, env);
+}
+
+/* x ~> f(args) calls f with x first; f ~> g composes */
+static jn_value *eval_apply(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_value *l = ev(c, n->lhs, input, env);
+    if (FAILED(c)) return NULL;
+    const jn_node *r = n->rhs;
+    jn_value *res = NULL;
+    if (r->type == N_CALL) {
+        res = eval_call(c, r, input, env, true, l, false);
+        res = collapse(r, res);
+    } else {
+        jn_value *fn = ev(c, r, input, env);
+        if (!FAILED(c)) {
+            if (!jn_is_function(fn)) {
+                fail(c, n->position, NULL, "T2006", "The right side of the function application operator ~> must be a function");
+            } else if (jn_is_function(l)) {
+                /* function composition */
+                jn_function *f = calloc(1, sizeof *f);
+                if (!f) oom(c);
+                else {
+                    f->kind = FN_COMPOSE;
+                    f->target = jn_incref(l);
+                    f->bound = jn_incref(fn);
+                    res = jn_function_value(f);
+                    if (!res) oom(c);
+                }
+            } else {
+                res = apply_fn(c, fn, &l, 1, input, env, n->position, NULL);
+            }
+        }
+        jn_decref(fn);
+    }
+    jn_decref(l);
+    return res;
+}
+
+/* | pattern | update, delete |: a one-parameter function over its input */
+static jn_value *make_transform(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
+    jn_function *f = calloc(1, sizeof *f);
+    if (!f) return oom(c);
+    f->kind = FN_LAMBDA;
+    f->lambda = n; /* a transform node acts as a one-parameter lambda */
+    f->env = env;
+    frame_capture(env);
+    f->input = jn_incref(input);
+    jn_value *v = jn_function_value(f);
+    return v ? v : oom(c);
+}
+
 static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
     switch (n->type) {
     case N_NUMBER:
@@ -1910,163 +2074,28 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     case N_VALUE:
     case N_REGEX: return jn_incref(n->value);
     case N_NAME: return eval_name(c, n, input);
-    case N_VAR: {
-        if (n->slen == 0) {
-            if (input && input->type == JN_ARRAY && (input->flags & JN_F_OUTER))
-                return jn_incref(input->u.arr.n ? input->u.arr.items[0] : NULL);
-            return jn_incref(input);
-        }
-        jn_value *v;
-        if (frame_lookup(env, n->str, &v)) return jn_incref(v);
-        if (n->builtin_fn) return n->builtin_fn;
-        if (n->ext) return n->ext->fnval;
-        return NULL;
-    }
+    case N_VAR: return eval_var(c, n, input, env);
     case N_WILDCARD: return eval_wildcard(c, input);
     case N_DESCENDANT: return eval_descendants(c, input);
-    case N_PARENT: {
-        jn_value *v;
-        if (n->label && frame_lookup(env, n->label, &v)) return jn_incref(v);
-        return NULL;
-    }
+    case N_PARENT: return eval_parent(c, n, input, env);
     case N_PATH: return eval_path(c, n, input, env);
     case N_BINARY: return eval_binary(c, n, input, env);
-    case N_NEGATE: {
-        jn_value *v = ev(c, n->lhs, input, env);
-        if (!v) return NULL;
-        if (v->type != JN_NUMBER) {
-            jn_decref(v);
-            return fail(c, n->position, "-", "D1002", "Cannot negate a non-numeric value");
-        }
-        jn_value *r = jn_number(-v->u.n);
-        jn_decref(v);
-        return r ? r : oom(c);
-    }
-    case N_ARRAY: {
-        jn_value *a = jn_array_new(n->nitems);
-        if (!a) return oom(c);
-        for (int i = 0; i < n->nitems; i++) {
-            jn_value *v = ev(c, n->items[i], input, env);
-            if (FAILED(c)) {
-                jn_decref(a);
-                return NULL;
-            }
-            if (!v) continue;
-            if (n->items[i]->type == N_ARRAY || v->type != JN_ARRAY) {
-                if (!seq_push(c, a, v)) {
-                    jn_decref(a);
-                    return NULL;
-                }
-            } else {
-                for (size_t j = 0; j < v->u.arr.n; j++)
-                    if (!seq_push(c, a, jn_incref(v->u.arr.items[j]))) {
-                        jn_decref(v);
-                        jn_decref(a);
-                        return NULL;
-                    }
-                jn_decref(v);
-            }
-        }
-        if (n->cons_array) a->flags |= JN_F_CONS;
-        return a;
-    }
+    case N_NEGATE: return eval_negate(c, n, input, env);
+    case N_ARRAY: return eval_array_cons(c, n, input, env);
     case N_OBJECT: return eval_group(c, n, input, env);
-    case N_BLOCK: {
-        jn_frame *fr = n->scope ? frame_new(c, env) : env;
-        if (!fr) return NULL;
-        jn_value *r = NULL;
-        for (int i = 0; i < n->nitems; i++) {
-            jn_decref(r);
-            r = ev(c, n->items[i], input, fr);
-            if (FAILED(c)) {
-                jn_decref(r);
-                return NULL;
-            }
-        }
-        if (n->scope && !is_thunk(r)) frame_release(c, fr);
-        return r;
-    }
-    case N_BIND: {
-        jn_value *v = ev(c, n->rhs, input, env);
-        if (FAILED(c)) return NULL;
-        if (!frame_bind(c, env, n->lhs->str, jn_incref(v))) {
-            jn_decref(v);
-            return NULL;
-        }
-        return v;
-    }
-    case N_CONDITION: {
-        jn_value *cond = ev(c, n->lhs, input, env);
-        if (FAILED(c) || !finite_truth(c, cond, n)) return NULL;
-        bool b = jn_truthy(cond);
-        jn_decref(cond);
-        if (b) return ev(c, n->rhs, input, env);
-        if (n->third) return ev(c, n->third, input, env);
-        return NULL;
-    }
-    case N_ELVIS: {
-        jn_value *l = ev(c, n->lhs, input, env);
-        if (FAILED(c)) return NULL;
-        if (jn_truthy(l)) return l;
-        jn_decref(l);
-        return ev(c, n->rhs, input, env);
-    }
-    case N_COALESCE: {
-        jn_value *l = ev(c, n->lhs, input, env);
-        if (FAILED(c)) return NULL;
-        if (l) return l;
-        return ev(c, n->rhs, input, env);
-    }
+    case N_BLOCK: return eval_block(c, n, input, env);
+    case N_BIND: return eval_bind(c, n, input, env);
+    case N_CONDITION: return eval_condition(c, n, input, env);
+    case N_ELVIS: return eval_elvis(c, n, input, env);
+    case N_COALESCE: return eval_coalesce(c, n, input, env);
     case N_LAMBDA: return make_lambda(c, n, input, env);
     case N_CALL:
         if (n->thunk) return make_thunk(c, n, input, env);
         return eval_call(c, n, input, env, false, NULL, false);
     case N_PARTIAL: return eval_partial(c, n, input, env);
-    case N_APPLY: {
-        jn_value *l = ev(c, n->lhs, input, env);
-        if (FAILED(c)) return NULL;
-        const jn_node *r = n->rhs;
-        jn_value *res = NULL;
-        if (r->type == N_CALL) {
-            res = eval_call(c, r, input, env, true, l, false);
-            res = collapse(r, res);
-        } else {
-            jn_value *fn = ev(c, r, input, env);
-            if (!FAILED(c)) {
-                if (!jn_is_function(fn)) {
-                    fail(c, n->position, NULL, "T2006", "The right side of the function application operator ~> must be a function");
-                } else if (jn_is_function(l)) {
-                    /* function composition */
-                    jn_function *f = calloc(1, sizeof *f);
-                    if (!f) oom(c);
-                    else {
-                        f->kind = FN_COMPOSE;
-                        f->target = jn_incref(l);
-                        f->bound = jn_incref(fn);
-                        res = jn_function_value(f);
-                        if (!res) oom(c);
-                    }
-                } else {
-                    res = apply_fn(c, fn, &l, 1, input, env, n->position, NULL);
-                }
-            }
-            jn_decref(fn);
-        }
-        jn_decref(l);
-        return res;
-    }
+    case N_APPLY: return eval_apply(c, n, input, env);
     case N_SORT: return eval_sort(c, n, input, env);
-    case N_TRANSFORM: {
-        jn_function *f = calloc(1, sizeof *f);
-        if (!f) return oom(c);
-        f->kind = FN_LAMBDA;
-        f->lambda = n; /* a transform node acts as a one-parameter lambda */
-        f->env = env;
-        frame_capture(env);
-        f->input = jn_incref(input);
-        jn_value *v = jn_function_value(f);
-        return v ? v : oom(c);
-    }
+    case N_TRANSFORM: return make_transform(c, n, input, env);
     case N_PLACEHOLDER: return NULL;
     case N_FILTER_EXPR: return NULL;
     }
