@@ -1807,7 +1807,7 @@ static jn_value *deep_clone(jn_value *v) {
         if (!jn_force(v)) return NULL;
         jn_value *o = jn_object_new(v->u.obj.n);
         if (!o) return NULL;
-        o->flags = 0x20; /* clone: may be modified in place by the transform */
+        o->flags = JN_F_CLONE;
         for (size_t i = 0; i < v->u.obj.n; i++) {
             jn_value *x = deep_clone(v->u.obj.ents[i].val);
             if (!x || !jn_object_set_key(o, v->u.obj.ents[i].key, x)) {
@@ -1829,8 +1829,8 @@ static void clear_clone_marks(jn_value *v, int depth) {
     if (!v || depth > 10000) return;
     if (v->type == JN_ARRAY) {
         for (size_t i = 0; i < v->u.arr.n; i++) clear_clone_marks(v->u.arr.items[i], depth + 1);
-    } else if (v->type == JN_OBJECT && (v->flags & 0x20)) {
-        v->flags &= (uint8_t)~0x20;
+    } else if (v->type == JN_OBJECT && (v->flags & JN_F_CLONE)) {
+        v->flags &= (uint8_t)~JN_F_CLONE;
         for (size_t i = 0; i < v->u.obj.n; i++) clear_clone_marks(v->u.obj.ents[i].val, depth + 1);
     }
 }
@@ -1858,7 +1858,7 @@ static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_
                     oom(c);
                     goto bad2;
                 }
-                if (m && m->type == JN_OBJECT && (m->flags & 0x20))
+                if (m && m->type == JN_OBJECT && (m->flags & JN_F_CLONE))
                     for (size_t k = 0; k < upd->u.obj.n; k++)
                         if (!jn_object_set_key(m, upd->u.obj.ents[k].key, jn_incref(upd->u.obj.ents[k].val))) {
                             jn_decref(upd);
@@ -1882,7 +1882,7 @@ static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_
                         fail(c, n->third->position, NULL, "T2012", "The delete clause of the transform expression must evaluate to a string or array of strings");
                         goto bad2;
                     }
-                    if (m && m->type == JN_OBJECT && (m->flags & 0x20)) {
+                    if (m && m->type == JN_OBJECT && (m->flags & JN_F_CLONE)) {
                         if (del->type == JN_STRING) object_delete(m, del);
                         else
                             for (size_t k = 0; k < del->u.arr.n; k++) object_delete(m, del->u.arr.items[k]);

@@ -69,6 +69,7 @@ typedef enum jn_type {
 #define JN_F_OUTER 0x04    /* outerWrapper: sequence created by a path step */
 #define JN_F_CONS 0x08     /* array produced by an array constructor (not flattened) */
 #define JN_F_TUPLE 0x10    /* internal tuple stream (evaluator only) */
+#define JN_F_CLONE 0x20    /* object copied by a transform (|...|): its own, so changed in place */
 
 typedef struct jn_value jn_value;
 typedef struct jsonata_call jn_call;
