@@ -2054,19 +2054,6 @@ static jn_value *eval_apply(jn_state *c, const jn_node *n, jn_value *input, jn_f
     return res;
 }
 
-/* | pattern | update, delete |: a one-parameter function over its input */
-static jn_value *make_transform(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
-    jn_function *f = calloc(1, sizeof *f);
-    if (!f) return oom(c);
-    f->kind = FN_LAMBDA;
-    f->lambda = n; /* a transform node acts as a one-parameter lambda */
-    f->env = env;
-    frame_capture(env);
-    f->input = jn_incref(input);
-    jn_value *v = jn_function_value(f);
-    return v ? v : oom(c);
-}
-
 static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env) {
     switch (n->type) {
     case N_NUMBER:
@@ -2095,7 +2082,7 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
     case N_PARTIAL: return eval_partial(c, n, input, env);
     case N_APPLY: return eval_apply(c, n, input, env);
     case N_SORT: return eval_sort(c, n, input, env);
-    case N_TRANSFORM: return make_transform(c, n, input, env);
+    case N_TRANSFORM: return make_lambda(c, n, input, env); /* | pattern | update |: a one-parameter lambda */
     case N_PLACEHOLDER: return NULL;
     case N_FILTER_EXPR: return NULL;
     }
