@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "cli/cli.h"
+#include "app/app.h"
 #include "mcp/provider.h"
 #include "util/util.h"
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "auth/auth.h"
-#include "cli/cli.h"
+#include "app/app.h"
 #include "gateway/gateway.h"
 #include "graph/graph.h"
 #include "http/http.h"

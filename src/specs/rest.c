@@ -5,7 +5,7 @@
  * specs_call; the responses wrap its pre-serialized parts without building JSON trees. */
 #include "specs/internal.h"
 #include "auth/auth.h"
-#include "cli/cli.h"
+#include "app/app.h"
 #include "http/http.h"
 #include "store/store.h"
 
