@@ -111,7 +111,7 @@ static int get_document(gg_http_req *req, gg_http_res *res, void *user) {
         doc = gg_graph_document_json(s.source, s.source_len, &err);
     gg_graph_source_clear(&s);
     if (!doc) {
-        gg_http_res_error_from(res, strcmp(err.code, "invalid") == 0 ? 400 : 0, &err);
+        gg_http_res_error_from(res, 0, &err);
         gg_error_clear(&err);
         return GG_HTTP_DONE;
     }

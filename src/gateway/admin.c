@@ -34,7 +34,7 @@ bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const ch
 }
 
 static int store_error(gg_http_res *res, gg_error *err) {
-    gg_http_res_error_from(res, strcmp(err->code, "invalid") == 0 ? 400 : 0, err);
+    gg_http_res_error_from(res, 0, err); /* the status comes from the code (src/util/errcode.c) */
     gg_error_clear(err);
     return GG_HTTP_DONE;
 }
@@ -241,12 +241,7 @@ typedef struct graph_job {
     double deadline_ms;     /* gg_now_ms() terms; from acceptance, queue time included */
 } graph_job;
 
-static int graph_store_error(gg_http_res *res, gg_error *err) {
-    if (strcmp(err->code, "quota_exceeded") != 0) return store_error(res, err);
-    gg_http_res_error_from(res, 409, err);
-    gg_error_clear(err);
-    return GG_HTTP_DONE;
-}
+static int graph_store_error(gg_http_res *res, gg_error *err) { return store_error(res, err); }
 
 /* Validate and compile, store (upload) or activate (rollback), install, answer. */
 static void graph_job_apply(graph_job *j, gg_http_res *res) {

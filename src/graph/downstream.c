@@ -328,7 +328,7 @@ void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_grap
     if (!g->nservers) return;
     fetch *fs = fetch_and_report(g, o);
     if (!fs) {
-        gdiag_add(d, GG_DIAG_ERROR, "internal", file, 0, 0, NULL, NULL, "out of memory");
+        gdiag_add(d, GG_DIAG_ERROR, "internal_error", file, 0, 0, NULL, NULL, "out of memory");
         return;
     }
     check_ctx c = {g, fs, file, NULL, NULL, o, d};

@@ -1509,7 +1509,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     g->resolver.user = g;
     c.g = g;
     if (!g->env) {
-        gdiag_add(d, GG_DIAG_ERROR, "internal", name, 0, 0, NULL, NULL, "cannot build the expression environment: %s",
+        gdiag_add(d, GG_DIAG_ERROR, "internal_error", name, 0, 0, NULL, NULL, "cannot build the expression environment: %s",
                   e.message ? e.message : "");
         gg_error_clear(&e);
     } else {

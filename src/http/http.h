@@ -137,10 +137,7 @@ bool gg_http_res_bytes_take(gg_http_res *res, int status, const char *content_ty
 bool gg_http_res_header(gg_http_res *res, const char *name, const char *value);
 int gg_http_res_status(const gg_http_res *res);
 
-/* The edge mapping of error codes to HTTP status: not_found→404, invalid_*, bad_request,
- * invalid_json, invalid_params→400, unauthorized→401, forbidden→403, conflict/exists→409,
- * too_large→413, unsupported_media_type→415, unprocessable/validation→422,
- * rate_limited→429, unavailable/busy/shutting_down→503, timeout→504, otherwise 500. */
+/* The HTTP status of an error code: gg_error_http_status (src/util/errcode.c, one table). */
 int gg_http_status_for_error(const gg_error *e);
 /* The canonical error body text for code/message (malloc'd, caller frees; NULL on OOM). */
 char *gg_http_error_body(const char *code, const char *message);

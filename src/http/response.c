@@ -143,24 +143,5 @@ bool gg_http_res_error_from(gg_http_res *res, int status, const gg_error *e) {
     return error_json(res, status, o);
 }
 
-static bool prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
-
-/* Error code → HTTP status, see http.h. */
-int gg_http_status_for_error(const gg_error *e) {
-    if (!e || !e->code[0]) return 500;
-    const char *c = e->code;
-    static const struct { const char *code; int status; } table[] = {
-        {"not_found", 404},        {"bad_request", 400},        {"invalid_json", 400},
-        {"invalid_params", 400},   {"unauthorized", 401},       {"forbidden", 403},
-        {"conflict", 409},         {"exists", 409},             {"already_exists", 409},
-        {"too_large", 413},        {"payload_too_large", 413},  {"unsupported_media_type", 415},
-        {"unprocessable", 422},    {"validation", 422},         {"validation_failed", 422},
-        {"rate_limited", 429},     {"unavailable", 503},        {"busy", 503},
-        {"shutting_down", 503},    {"timeout", 504},            {"method_not_allowed", 405},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(c, table[i].code) == 0) return table[i].status;
-    if (prefix(c, "invalid_")) return 400;
-    if (prefix(c, "not_found")) return 404;
-    return 500;
-}
+/* Error code → HTTP status: the one table in src/util/errcode.c. */
+int gg_http_status_for_error(const gg_error *e) { return gg_error_http_status(e); }

@@ -135,7 +135,7 @@ bool gg_router_add(gg_router *r, unsigned listeners, const char *method, const c
     route *rt = calloc(1, sizeof *rt);
     if (!rt || !(rt->pattern = strdup(pattern))) {
         free(rt);
-        gg_error_set(err, "out_of_memory", "out of memory registering a route");
+        gg_error_set(err, "oom", "out of memory registering a route");
         return false;
     }
     strcpy(rt->method, method);
@@ -202,7 +202,7 @@ bool gg_router_add(gg_router *r, unsigned listeners, const char *method, const c
     r->all[r->count++] = rt;
     return true;
 oom:
-    gg_error_set(err, "out_of_memory", "out of memory registering a route");
+    gg_error_set(err, "oom", "out of memory registering a route");
 fail:
     route_free(rt);
     return false;

@@ -1303,7 +1303,7 @@ gg_http_server *gg_http_server_new(const gg_http_options *opts, gg_error *err) {
     gg_http_server *srv = calloc(1, sizeof *srv);
     if (!srv || !(srv->router = gg_router_new())) {
         free(srv);
-        gg_error_set(err, "out_of_memory", "out of memory creating the HTTP server");
+        gg_error_set(err, "oom", "out of memory creating the HTTP server");
         return NULL;
     }
     randombytes_buf(srv->rid_key, sizeof srv->rid_key);
@@ -1438,7 +1438,7 @@ bool gg_http_server_start(gg_http_server *s, gg_error *err) {
     s->nrm = gg_router_count(s->router) + 1;
     s->rm = calloc((size_t)s->nrm * METRIC_SHARDS, sizeof *s->rm);
     if (!s->rm) {
-        gg_error_set(err, "out_of_memory", "out of memory for metrics");
+        gg_error_set(err, "oom", "out of memory for metrics");
         return false;
     }
     if (s->opts.access_log && !s->alog.running && !alog_start(&s->alog)) {

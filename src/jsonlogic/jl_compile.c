@@ -87,7 +87,7 @@ static void node_free(const jsonlogic_var_resolver *res, jl_node *n);
 
 static jl_node *node_new(cctx *cc, uint8_t op) {
     jl_node *n = calloc(1, sizeof *n);
-    if (!n) gg_error_set(cc->err, "out_of_memory", "out of memory compiling a rule");
+    if (!n) gg_error_set(cc->err, "oom", "out of memory compiling a rule");
     else n->op = op;
     return n;
 }
@@ -109,7 +109,7 @@ static void fail(cctx *cc, const char *code, const char *msg, const char *name) 
 static bool make_const(cctx *cc, jl_node *n, json_t *v) {
     n->op = OP_CONST;
     n->cjson = json_deep_copy(v);
-    if (!n->cjson) { fail(cc, "out_of_memory", "out of memory compiling a rule%s", ""); return false; }
+    if (!n->cjson) { fail(cc, "oom", "out of memory compiling a rule%s", ""); return false; }
     n->cval = jl_wrap(n->cjson, JO_STATIC);
     return true;
 }
@@ -125,7 +125,7 @@ static bool compile_args(cctx *cc, jl_node *n, json_t *args, int depth, bool ite
     n->nargs = (int)cnt;
     if (cnt == 0) return true;
     n->args = calloc(cnt, sizeof *n->args);
-    if (!n->args) { fail(cc, "out_of_memory", "out of memory compiling %s", n->name); return false; }
+    if (!n->args) { fail(cc, "oom", "out of memory compiling %s", n->name); return false; }
     for (size_t i = 0; i < cnt; i++) {
         char idx[24];
         snprintf(idx, sizeof idx, "%zu", i);
@@ -156,11 +156,11 @@ static bool prepare_var(cctx *cc, jl_node *n, json_t *args) {
     n->path_len = b.len;
     n->path = ok ? gg_strbuf_take(&b) : NULL;
     gg_strbuf_free(&b);
-    if (!n->path) { fail(cc, "out_of_memory", "out of memory compiling %s", "var"); return false; }
+    if (!n->path) { fail(cc, "oom", "out of memory compiling %s", "var"); return false; }
     if (n->path_len > UINT32_MAX) { fail(cc, "invalid_rule", "%s path too long", "var"); return false; }
     int nseg = 1;
     for (size_t i = 0; i < n->path_len; i++) nseg += n->path[i] == '.';
-    if (!(n->segs = calloc((size_t)nseg, sizeof *n->segs))) { fail(cc, "out_of_memory", "out of memory compiling %s", "var"); return false; }
+    if (!(n->segs = calloc((size_t)nseg, sizeof *n->segs))) { fail(cc, "oom", "out of memory compiling %s", "var"); return false; }
     uint32_t start = 0;
     for (uint32_t i = 0; i <= n->path_len; i++)
         if (i == n->path_len || n->path[i] == '.') {
@@ -234,7 +234,7 @@ static bool prepare_missing(cctx *cc, jl_node *n) {
     }
     return true;
 oom:
-    fail(cc, "out_of_memory", "out of memory compiling %s", n->name);
+    fail(cc, "oom", "out of memory compiling %s", n->name);
     return false;
 }
 
@@ -277,7 +277,7 @@ static jl_node *compile_op(cctx *cc, const char *name, json_t *args, int depth, 
     if (ok && n->op == OP_VAR) ok = prepare_var(cc, n, args);
     if (ok && n->op == OP_VAR) n->var_fast = n->path_literal && !n->resolved;
     if (ok && (n->op == OP_MISSING || n->op == OP_MISSING_SOME) && !(n->cjson = json_array())) {
-        fail(cc, "out_of_memory", "out of memory compiling %s", name);
+        fail(cc, "oom", "out of memory compiling %s", name);
         ok = false;
     }
     if (ok && (n->op == OP_MISSING || n->op == OP_MISSING_SOME)) ok = prepare_missing(cc, n);
@@ -343,7 +343,7 @@ static jl_node *compile_array(cctx *cc, json_t *rule, int depth, bool in_iter) {
     json_t *arr = json_array();
     for (int i = 0; arr && i < n->nargs; i++)
         if (json_array_append_new(arr, jl_to_json(&n->args[i]->cval)) != 0) { json_decref(arr); arr = NULL; }
-    if (!arr) { fail(cc, "out_of_memory", "out of memory compiling %s", "an array"); node_free(RES(cc), n); return NULL; }
+    if (!arr) { fail(cc, "oom", "out of memory compiling %s", "an array"); node_free(RES(cc), n); return NULL; }
     for (int i = 0; i < n->nargs; i++) node_free(RES(cc), n->args[i]);
     free(n->args);
     n->args = NULL;
@@ -396,7 +396,7 @@ jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, g
     cctx cc = {.o = opts, .compat = opts && opts->compat_semantics, .err = err};
     cc.max_depth = opts && opts->max_depth > 0 ? opts->max_depth : JL_DEFAULT_DEPTH;
     jsonlogic_rule *r = calloc(1, sizeof *r);
-    if (!r) { gg_error_set(err, "out_of_memory", "out of memory compiling a rule"); gg_error_clear(&local); return NULL; }
+    if (!r) { gg_error_set(err, "oom", "out of memory compiling a rule"); gg_error_clear(&local); return NULL; }
     r->compat = cc.compat;
     r->max_memory = opts && opts->max_memory_bytes > 0 ? opts->max_memory_bytes : JL_DEFAULT_MEMORY;
     if (opts && opts->resolver) { r->has_resolver = true; r->resolver = *opts->resolver; }

@@ -719,7 +719,7 @@ static json_t *error_object(jl_ctx *c) {
 }
 
 static bool catchable(const gg_error *e) {
-    return strcmp(e->code, "out_of_memory") != 0 && strcmp(e->code, "depth_exceeded") != 0;
+    return strcmp(e->code, "oom") != 0 && strcmp(e->code, "depth_exceeded") != 0;
 }
 
 static NOINLINE bool op_try(jl_ctx *c, const jl_node *n, jl_val *out) {
@@ -1293,7 +1293,7 @@ static NOINLINE bool eager_op(jl_ctx *c, const jl_node *n, jl_val *out) {
     case OP_MERGE: ok = op_merge(c, &a, out); break;
     case OP_LOG: ok = op_log(c, &a, out); break;
     case OP_CUSTOM: ok = op_custom(c, n, &a, out); break;
-    default: ok = fail(c, "internal", "no implementation for %s", n->name);
+    default: ok = fail(c, "internal_error", "no implementation for %s", n->name);
     }
     args_free(&a);
     return ok;
@@ -1483,7 +1483,7 @@ static const char *jl_thrown_type(json_t *v, char **heap) {
 static json_t *apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
     if (r->root->op == OP_CONST) { /* a constant (or fully folded) rule */
         json_t *res = r->root->cjson ? json_incref(r->root->cjson) : jl_to_json(&r->root->cval);
-        if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
+        if (!res) gg_error_set(err, "oom", "out of memory building the result");
         return res;
     }
     jl_frame root;
@@ -1497,10 +1497,10 @@ static json_t *apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_
         bool held = v.t == JV_JSON && v.origin == JO_REF; /* our reference becomes the caller's */
         res = held ? v.u.j : jl_to_json(&v);
         if (!held) jl_release(&v);
-        if (!res) gg_error_set(err, "out_of_memory", "out of memory building the result");
+        if (!res) gg_error_set(err, "oom", "out of memory building the result");
         else if (c.sentinel) jl_fix_sentinels(res, 0);
     } else if (!gg_error_is_set(err)) {
-        gg_error_set(err, "internal", "evaluation failed");
+        gg_error_set(err, "internal_error", "evaluation failed");
     }
     json_decref(c.thrown);
     return res;
@@ -1516,7 +1516,7 @@ static int test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error
     jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
     jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
     int res = eval_truthy(&c, r->root);
-    if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal", "evaluation failed");
+    if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal_error", "evaluation failed");
     json_decref(c.thrown);
     return res;
 }

@@ -22,7 +22,7 @@ __attribute__((constructor)) static void jl_budget_allocator(void) {
 static bool is_sentinel(const json_t *j);
 
 void jl_oom(jl_ctx *c) {
-    if (c && c->err && !gg_error_is_set(c->err)) gg_error_set(c->err, "out_of_memory", "out of memory");
+    if (c && c->err && !gg_error_is_set(c->err)) gg_error_set(c->err, "oom", "out of memory");
 }
 
 /* The part of jl_release that frees: owned strings and held references. */

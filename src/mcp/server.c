@@ -909,8 +909,7 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
         json_decref(res);
         set_error(c, "cancelled", "Request cancelled");
         out = mcp_jsonrpc_error(c->id, MCP_REQUEST_CANCELLED, "Request cancelled", NULL);
-    } else if (!res && (strcmp(err.code, "unknown_tool") == 0 || strcmp(err.code, "invalid_params") == 0 ||
-                        strcmp(err.code, "invalid_state") == 0)) {
+    } else if (!res && gg_error_rpc_code(&err) == MCP_INVALID_PARAMS) { /* unknown_tool, invalid_params, ... */
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
     } else if (c->kind != CALL_TOOL) {

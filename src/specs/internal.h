@@ -24,7 +24,7 @@ typedef struct specs_doc {
 } specs_doc;
 
 /* Parse one YAML document (core schema scalars; aliases, multiple documents and non-scalar
- * keys are rejected). err has code "invalid_yaml" with line/column. */
+ * keys are rejected). err has code "yaml" with line/column. */
 bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *err);
 void specs_doc_free(specs_doc *doc);
 /* Position of the deepest node that is a prefix of pointer (0/0 when none). */

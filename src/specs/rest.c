@@ -446,7 +446,7 @@ bool specs_install(gg_app *app, gg_auth *auth, specs_registry **registry_out, gg
         !add(rt, GG_LISTENER_INTERNAL, "POST", "/internal/specs/reload", h_internal_reload, c, err))
         goto fail;
     if (!gg_app_on_shutdown(app, on_shutdown, c)) {
-        gg_error_set(err, "internal", "too many shutdown callbacks");
+        gg_error_set(err, "internal_error", "too many shutdown callbacks");
         goto fail; /* routes registered with c stay unreachable: the server never starts */
     }
     if (registry_out) *registry_out = c->registry;

@@ -17,14 +17,14 @@ typedef struct yj_ctx {
 } yj_ctx;
 
 static bool yj_fail(yj_ctx *c, const yaml_mark_t *m, const char *fmt, const char *arg) {
-    gg_error_set(c->err, "invalid_yaml", fmt, arg ? arg : "");
+    gg_error_set(c->err, "yaml", fmt, arg ? arg : "");
     gg_error_set_pos(c->err, (int)m->line + 1, (int)m->column + 1);
     return false;
 }
 
 static bool yj_next(yj_ctx *c, yaml_event_t *ev) {
     if (yaml_parser_parse(&c->parser, ev)) return true;
-    gg_error_set(c->err, "invalid_yaml", "%s%s%s", c->parser.problem ? c->parser.problem : "syntax error",
+    gg_error_set(c->err, "yaml", "%s%s%s", c->parser.problem ? c->parser.problem : "syntax error",
                  c->parser.context ? " " : "", c->parser.context ? c->parser.context : "");
     gg_error_set_pos(c->err, (int)c->parser.problem_mark.line + 1, (int)c->parser.problem_mark.column + 1);
     return false;
@@ -241,7 +241,7 @@ bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *er
         else if (stage == 1 && t == YAML_DOCUMENT_START_EVENT) stage = 2;
         else if (stage == 1 && t == YAML_STREAM_END_EVENT) {
             yaml_event_delete(&ev);
-            gg_error_set(err, "invalid_yaml", "the file is empty");
+            gg_error_set(err, "yaml", "the file is empty");
             gg_error_set_pos(err, 1, 1);
             goto done;
         } else if (stage == 2) {

@@ -484,7 +484,7 @@ bool gg_tel_start(const gg_tel_config *cfg, gg_error *err) {
         __atomic_store_n(&tel_on, 0, __ATOMIC_RELEASE);
         pthread_cond_destroy(&T.cv);
         tel_free_config();
-        gg_error_set(err, "internal", "cannot start the telemetry exporter thread");
+        gg_error_set(err, "internal_error", "cannot start the telemetry exporter thread");
         return false;
     }
     return true;

@@ -37,6 +37,19 @@ void gg_error_move(gg_error *dst, gg_error *src);
 /* "path:line:col: code: message" into buf (always NUL-terminated). */
 void gg_error_format(const gg_error *e, char *buf, size_t size);
 
+/* The one table of error codes (errcode.c): each code's HTTP status and JSON-RPC code. An
+ * unlisted code is an internal failure (500, -32603). */
+typedef struct gg_errcode {
+    const char *code;
+    int http_status;
+    int rpc_code;
+    const char *meaning;
+} gg_errcode;
+const gg_errcode *gg_errcode_find(const char *code); /* NULL when unlisted */
+const gg_errcode *gg_errcode_table(size_t *n);
+int gg_error_http_status(const gg_error *e);
+int gg_error_rpc_code(const gg_error *e);
+
 typedef struct gg_strbuf {
     char *data;
     size_t len, cap;

@@ -665,7 +665,7 @@ START_TEST(yaml_positions_and_scalars) {
     ck_assert_int_eq(col, 8);
     specs_doc_free(&doc);
     ck_assert(!specs_yaml_parse("a: &x 1\nb: *x\n", 14, &doc, &err));
-    ck_assert_str_eq(err.code, "invalid_yaml");
+    ck_assert_str_eq(err.code, "yaml");
     gg_error_clear(&err);
     ck_assert(!specs_yaml_parse("a: 1\na: 2\n", 10, &doc, &err));
     ck_assert_int_eq(err.line, 2);

@@ -195,6 +195,29 @@ START_TEST(shortest_digits_match_the_definition) {
 }
 END_TEST
 
+/* One table: HTTP status and JSON-RPC code per error code; invalid_* is 400; unlisted 500. */
+START_TEST(error_codes_map_once) {
+    gg_error e = GG_ERROR_INIT;
+    struct { const char *code; int http, rpc; } want[] = {
+        {"invalid", 400, -32603},       {"invalid_params", 400, -32602}, {"unknown_tool", 400, -32602},
+        {"not_found", 404, -32603},     {"quota_exceeded", 409, -32603}, {"yaml", 422, -32603},
+        {"too_many", 429, -32603},      {"shutting_down", 503, -32603},  {"timeout", 504, -32001},
+        {"invalid_config", 400, -32603}, {"oom", 500, -32603},           {"no_such_code", 500, -32603},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        gg_error_set(&e, want[i].code, "x");
+        ck_assert_msg(gg_error_http_status(&e) == want[i].http, "%s: HTTP %d", want[i].code, gg_error_http_status(&e));
+        ck_assert_msg(gg_error_rpc_code(&e) == want[i].rpc, "%s: JSON-RPC %d", want[i].code, gg_error_rpc_code(&e));
+        gg_error_clear(&e);
+    }
+    size_t n;
+    const gg_errcode *t = gg_errcode_table(&n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) ck_assert_str_ne(t[i].code, t[j].code);
+    ck_assert_int_eq(gg_error_http_status(NULL), 500);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -205,6 +228,7 @@ int main(void) {
     tcase_add_test(tc, ecma_regex_has_javascript_meaning);
     tcase_add_test(tc, utf8_len_accepts_only_well_formed);
     tcase_add_test(tc, shortest_digits_match_the_definition);
+    tcase_add_test(tc, error_codes_map_once);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
