@@ -132,6 +132,16 @@ typedef enum {
 } gg_auth_status;
 const char *gg_auth_status_message(gg_auth_status st);
 
+/* ---- as HTTP answers (http_auth.c), one for every route that takes a key ----
+ * gg_auth_http_check verifies the key of req (Authorization: Bearer or X-API-Key) and
+ * takes one from its rate limit; on failure it fills res (503 + Retry-After when the store
+ * cannot be read, 401 + WWW-Authenticate, 429 + Retry-After) and returns false. */
+struct gg_http_req;
+struct gg_http_res;
+bool gg_auth_http_check(gg_auth *auth, struct gg_http_req *req, struct gg_http_res *res, gg_principal *out);
+/* 403 naming the scope the route needs. */
+void gg_auth_http_insufficient_scope(struct gg_http_res *res, gg_scope need);
+
 /* Verify a presented key (key may be NULL = missing). Hot path: a cache hit costs one
  * BLAKE2b of ~60 bytes and a hash-table lookup; a miss reads the store once. */
 gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_principal *out);

@@ -41,13 +41,7 @@ static int rpc_http_error(gg_http_res *res, int status, json_t *id, int code, co
 }
 
 /* 403 naming the scope the key lacks; see internal.h. */
-void gw_insufficient_scope(gg_http_res *res, gg_scope need) {
-    const char *name = gg_scope_name(need);
-    char msg[64];
-    snprintf(msg, sizeof msg, "Required scope: %s", name);
-    json_t *b = json_pack("{s:s,s:s,s:s}", "error", "insufficient_scope", "message", msg, "required_scope", name);
-    if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
-}
+void gw_insufficient_scope(gg_http_res *res, gg_scope need) { gg_auth_http_insufficient_scope(res, need); }
 
 /* 403 for a key used on another tenant's resources. */
 void gw_wrong_tenant(gg_http_res *res) {
@@ -56,29 +50,7 @@ void gw_wrong_tenant(gg_http_res *res) {
 
 /* Authenticate a public request (key, revocation, rate limit); see internal.h. */
 bool gw_authenticate(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_principal *out) {
-    size_t len = 0;
-    const char *key = gg_auth_key_from_headers(gg_http_header(req, "Authorization"),
-                                               gg_http_header(req, "X-API-Key"), &len);
-    gg_auth_status st = gg_auth_verify(gw->auth, key, len, out);
-    if (st == GG_AUTH_ERROR) {
-        gg_http_res_header(res, "Retry-After", "1");
-        gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st));
-        return false;
-    }
-    if (st != GG_AUTH_OK) {
-        gg_http_res_header(res, "WWW-Authenticate", "Bearer");
-        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
-        return false;
-    }
-    int wait = gg_auth_rate_take(gw->auth, out);
-    if (wait > 0) {
-        char ra[16];
-        snprintf(ra, sizeof ra, "%d", wait);
-        gg_http_res_header(res, "Retry-After", ra);
-        gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded for this key; retry in %d s", wait);
-        return false;
-    }
-    return true;
+    return gg_auth_http_check(gw->auth, req, res, out);
 }
 
 /* "host[:port]" → host part into out (brackets kept for IPv6). */

@@ -36,42 +36,14 @@ static void rest_ctx_free(rest_ctx *c) {
 
 /* ---- auth ---------------------------------------------------------------------------- */
 
-static bool forbidden(gg_http_res *res, gg_scope need) {
-    const char *scope = gg_scope_name(need);
-    char body[256];
-    int n = snprintf(body, sizeof body,
-                     "{\"error\":\"insufficient_scope\",\"message\":\"Required scope: %s\",\"required_scope\":\"%s\"}",
-                     scope, scope);
-    gg_http_res_json_text(res, 403, body, (size_t)n);
-    return false;
-}
-
-/* Verify the API key and the scope; on failure the response is filled and false returned. */
+/* Verify the API key and the scope; on failure the response is filled and false returned
+ * (the gateway's answers: gg_auth_http_check). */
 static bool authorize(rest_ctx *c, gg_http_req *req, gg_http_res *res, gg_scope need) {
-    size_t len = 0;
-    const char *key = gg_auth_key_from_headers(gg_http_header(req, "Authorization"),
-                                               gg_http_header(req, "X-API-Key"), &len);
     gg_principal p;
-    gg_auth_status st = gg_auth_verify(c->auth, key, len, &p);
-    if (st == GG_AUTH_ERROR) {
-        gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st));
-        return false;
-    }
-    if (st != GG_AUTH_OK) {
-        gg_http_res_header(res, "WWW-Authenticate", "Bearer");
-        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
-        return false;
-    }
-    if (!gg_scope_allows(p.scopes, need)) return forbidden(res, need);
-    int retry = gg_auth_rate_take(c->auth, &p);
-    if (retry > 0) {
-        char ra[16];
-        snprintf(ra, sizeof ra, "%d", retry);
-        gg_http_res_header(res, "Retry-After", ra);
-        gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded; retry in %d s", retry);
-        return false;
-    }
-    return true;
+    if (!gg_auth_http_check(c->auth, req, res, &p)) return false;
+    if (gg_scope_allows(p.scopes, need)) return true;
+    gg_auth_http_insufficient_scope(res, need);
+    return false;
 }
 
 /* ---- helpers --------------------------------------------------------------------------- */

@@ -1,0 +1,45 @@
+/* http_auth.c — API-key checks as HTTP answers, shared by every route that takes a key
+ * (gateway MCP and admin routes, the node-spec service), so they cannot drift apart: the
+ * same statuses, bodies and Retry-After / WWW-Authenticate headers everywhere. */
+#include "auth/auth.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "http/http.h"
+
+/* See auth.h. */
+bool gg_auth_http_check(gg_auth *auth, gg_http_req *req, gg_http_res *res, gg_principal *out) {
+    size_t len = 0;
+    const char *key = gg_auth_key_from_headers(gg_http_header(req, "Authorization"), gg_http_header(req, "X-API-Key"), &len);
+    gg_auth_status st = gg_auth_verify(auth, key, len, out);
+    if (st == GG_AUTH_ERROR) { /* the store cannot be read: try again shortly */
+        gg_http_res_header(res, "Retry-After", "1");
+        gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st));
+        return false;
+    }
+    if (st != GG_AUTH_OK) {
+        gg_http_res_header(res, "WWW-Authenticate", "Bearer");
+        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
+        return false;
+    }
+    int wait = gg_auth_rate_take(auth, out);
+    if (wait > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", wait);
+        gg_http_res_header(res, "Retry-After", ra);
+        gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded for this key; retry in %d s", wait);
+        return false;
+    }
+    return true;
+}
+
+/* See auth.h. The body keeps the node knowledge server's shape (error, message,
+ * required_scope), which its clients read. */
+void gg_auth_http_insufficient_scope(gg_http_res *res, gg_scope need) {
+    const char *name = gg_scope_name(need);
+    char msg[64];
+    snprintf(msg, sizeof msg, "Required scope: %s", name);
+    json_t *b = json_pack("{s:s,s:s,s:s}", "error", "insufficient_scope", "message", msg, "required_scope", name);
+    if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
+}
