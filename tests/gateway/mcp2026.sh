@@ -133,6 +133,24 @@ import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_r
 gw_put_graph "$ADMIN" conf everything "$GG_TMP/cached.yaml" >/dev/null
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
 t "a state of the previous graph version → -32602" rpc_err "$st" 400 "$R" -32602
+# an ask node: several requests in one round; answers given are kept, the rest asked again
+T3=test_input_required_result_multiple_inputs
+AMETA='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"sampling":{},"roots":{}}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$AMETA" -H "Mcp-Name: $T3")
+t "an ask node → one input_required round with its three requests" python3 -c "
+import json; d=json.load(open('$R'))['result']; q=d['inputRequests']
+assert d['resultType']=='input_required' and {k:v['method'] for k,v in q.items()}=={'user_name':'elicitation/create','greeting':'sampling/createMessage','client_roots':'roots/list'}, d
+assert q['greeting']['params']['maxTokens']==50 and q['client_roots']['params']=={}, d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"user_name":{"action":"accept","content":{"name":"Cy"}},"client_roots":{"roots":[{"uri":"file:///r"}]}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$AMETA" -H "Mcp-Name: $T3")
+t "two of three answered → a new round asks only the third" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and list(d['inputRequests'])==['greeting'], d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"greeting":{"role":"assistant","content":{"type":"text","text":"Hi"},"model":"m"}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$AMETA" -H "Mcp-Name: $T3")
+t "the last answer completes the run with all three (earlier answers came from the state)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='complete' and d['content'][0]['text']=='Hi Cy (roots: file:///r)', d"
 st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_prompt\",$EMETA" -H 'Mcp-Name: test_input_required_result_prompt')
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
@@ -197,7 +215,7 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-validate-input input-required-result-ignore-extra-params \
          input-required-result-missing-input-response input-required-result-basic-elicitation \
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
-         input-required-result-non-tool-request input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
+         input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
          http-custom-header-server-validation; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"
