@@ -56,6 +56,7 @@ typedef struct grun {
     int ask_i;
     json_t *ask_out, *ask_in;
     bool ask_parked;
+    json_t *bindings;    /* {client: {capabilities}} once an expression asked for $client */
     gg_graph_result own_res; /* heap runs keep their result here */
     struct run_tel *tel; /* spans of the current node and its downstream call; NULL when
                             telemetry is off or the trace is not sampled (no allocation) */
@@ -301,6 +302,23 @@ static void *resolver_compile(void *user, const char *path, gg_error *err) {
     return v;
 }
 
+/* The $variables an expression may use: $client = {capabilities: {elicitation?, sampling?,
+ * roots?}} — what the caller's client declared (each {} when declared) — bound only for the
+ * expressions that name it (building the bindings costs a conversion per evaluation), and
+ * only when the run knows its client. */
+static json_t *bindings_for(grun *r, const jsonata_expr *e) {
+    int caps = r && r->opts ? r->opts->client_caps : 0;
+    if (!(caps & MCP_CLIENT_CAPS_KNOWN) || !strstr(jsonata_source(e), "$client")) return NULL;
+    if (!r->bindings) {
+        json_t *c = json_object();
+        if (caps & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(c, "elicitation", json_object());
+        if (caps & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(c, "sampling", json_object());
+        if (caps & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(c, "roots", json_object());
+        r->bindings = json_pack("{s:{s:o}}", "client", "capabilities", c);
+    }
+    return r->bindings;
+}
+
 static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *call_user, gg_error *err) {
     grun *r = call_user;
     gvar *v = compiled;
@@ -313,7 +331,7 @@ static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *cal
         }
         if (i == v->nkeys && !json_is_array(cur)) return json_incref(cur);
     }
-    return jsonata_evaluate(v->expr, data, NULL, r ? &r->jopts : NULL, call_user, err);
+    return jsonata_evaluate(v->expr, data, bindings_for(r, v->expr), r ? &r->jopts : NULL, call_user, err);
 }
 
 const jsonlogic_var_resolver gg_graph_var_resolver_template = {resolver_compile, resolver_eval, resolver_free, NULL};
@@ -490,7 +508,7 @@ static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
             return NULL;
         }
         gg_error e = GG_ERROR_INIT;
-        json_t *v = jsonata_evaluate(a->expr, ctx, NULL, &r->jopts, r, &e);
+        json_t *v = jsonata_evaluate(a->expr, ctx, bindings_for(r, a->expr), &r->jopts, r, &e);
         if (gg_error_is_set(&e)) {
             set_eval_error(err, &e, "JSONata", jsonata_source(a->expr));
             json_decref(v);
@@ -973,7 +991,7 @@ static bool run_advance(grun *r) {
                 json_t *ctx = context_get(r);
                 if (!ctx) break; /* out of memory, reported below */
                 if (r->record_inputs) input = json_incref(ctx);
-                out = jsonata_evaluate(n->expr, ctx, NULL, &r->jopts, r, &e);
+                out = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &e);
                 if (gg_error_is_set(&e)) {
                     gg_error err2 = GG_ERROR_INIT;
                     set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
@@ -1026,6 +1044,7 @@ static void run_release(grun *r) {
     json_decref(r->args);
     json_decref(r->wait_input);
     ask_reset(r);
+    json_decref(r->bindings);
     json_decref(r->reply);
     gg_error_clear(&r->reply_err);
     free(r->tel);

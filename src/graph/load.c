@@ -1646,15 +1646,31 @@ static int cap_of_node(gnode_type t) {
          : t == GN_ROOTS ? MCP_CLIENT_CAPS_ROOTS : 0;
 }
 
-/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample, roots). */
+/* Whether every run of t passes node k: the exit cannot be reached around it. */
+static bool on_every_path(const gtool *t, int k) {
+    if (t->exit < 0 || t->entry == k) return true;
+    bool *seen = calloc(t->nnodes, sizeof *seen);
+    if (!seen) return true;
+    seen[k] = true; /* blocked */
+    reach(t, t->entry, seen);
+    bool around = seen[t->exit];
+    free(seen);
+    return !around;
+}
+
+/* MCP_CLIENT_CAPS_* bits of the client features a tool's runs always ask for: its elicit,
+ * sample, roots and ask nodes that no route avoids (a node behind a switch — e.g. one on
+ * $client.capabilities — is not required of the client). */
 int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
     int need = 0;
     for (size_t i = 0; i < g->npublic; i++) {
-        if (strcmp(g->tools[i].name, name)) continue;
-        for (size_t k = 0; k < g->tools[i].nnodes; k++) {
-            const gnode *n = &g->tools[i].nodes[k];
-            need |= cap_of_node(n->type);
-            for (size_t j = 0; j < n->nsubs; j++) need |= cap_of_node(n->subs[j].type);
+        const gtool *t = &g->tools[i];
+        if (strcmp(t->name, name)) continue;
+        for (size_t k = 0; k < t->nnodes; k++) {
+            const gnode *n = &t->nodes[k];
+            int want = cap_of_node(n->type);
+            for (size_t j = 0; j < n->nsubs; j++) want |= cap_of_node(n->subs[j].type);
+            if (want && on_every_path(t, (int)k)) need |= want;
         }
     }
     return need;

@@ -602,13 +602,20 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
 
 /* The provider's view of the call (history as the caller asked, bounds included). */
+/* What the call's client declared: the request's _meta (2026-07-28) or its session's
+ * initialize; 0 when neither is known. */
+static int call_client_caps(const mcp_call *c) {
+    if (c->modern) return c->client_caps;
+    return c->sessions ? mcp_session_client_caps(c->sessions, &c->sess) : 0;
+}
+
 static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *request_id, const char *key_id,
                              const char *tenant, double budget_ms) {
     return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
                           .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
-                          .trace = &c->trace};
+                          .trace = &c->trace, .client_caps = call_client_caps(c)};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -1120,6 +1127,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->progress_token = json_incref(token);
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->modern = rc && rc->modern;
+    if (c->modern) c->client_caps = rc->client_caps;
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");

@@ -151,6 +151,23 @@ ANS='"inputResponses":{"greeting":{"role":"assistant","content":{"type":"text","
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$AMETA" -H "Mcp-Name: $T3")
 t "the last answer completes the run with all three (earlier answers came from the state)" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='complete' and d['content'][0]['text']=='Hi Cy (roots: file:///r)', d"
+# the graph sees the client's declared capabilities ($client.capabilities) and routes on them
+T4=test_input_required_result_capabilities
+SMETA='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$SMETA" -H "Mcp-Name: $T4")
+t "sampling only declared: a node behind a switch is not required (no -32021), only sampling is asked" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and {k:v['method'] for k,v in d['inputRequests'].items()}=={'model_only':'sampling/createMessage'}, d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"model_only":{"role":"assistant","content":{"type":"text","text":"Hey"},"model":"m"}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$SMETA" -H "Mcp-Name: $T4")
+t "... and a transform reads \$client.capabilities" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['content'][0]['text']=='Hey (declared: sampling)', d"
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$AMETA" -H "Mcp-Name: $T4")
+t "elicitation declared too: the switch on \$client takes the ask node (user and model)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert sorted(d['inputRequests'])==['greeting','user_name'], d"
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$META" -H "Mcp-Name: $T4")
+t "nothing declared: the model-only route fails as the tool's error (no input request it cannot answer)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['isError'] and 'did not declare' in d['content'][0]['text'], d"
 st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_prompt\",$EMETA" -H 'Mcp-Name: test_input_required_result_prompt')
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
@@ -215,7 +232,7 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-validate-input input-required-result-ignore-extra-params \
          input-required-result-missing-input-response input-required-result-basic-elicitation \
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
-         input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
+         input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-capability-check input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
          http-custom-header-server-validation; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"

@@ -77,6 +77,11 @@ try {
   check('v2 ask node: elicit, sample and roots each answered, the answers flow into the graph',
     mi.content[0].text === 'v2: Generate a greeting v2user (roots: file:///v2/root)' && asked.roots === 1, mi);
 
+  // the graph sees what the session's client declared at initialize ($client.capabilities)
+  const cc = await client.callTool({ name: 'test_input_required_result_capabilities', arguments: {} });
+  check('v2 session: a switch on $client.capabilities takes the route the client can answer',
+    cc.content[0].text === 'v2: Generate a greeting v2user', cc);
+
   // the runs are recorded (the history writer commits in batches: bounded poll)
   const el_runs = await until(async () => {
     const l = await runs('test_elicitation');

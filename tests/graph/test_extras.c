@@ -56,7 +56,7 @@ static mcp_provider *fixture_provider(void) {
     gg_graph *g = load_path("tests/fixtures/conformance/everything.yaml", &d);
     ck_assert_msg(g != NULL, "the conformance fixture loads");
     gg_graph_diags_free(&d);
-    ck_assert_int_eq(gg_graph_tool_count(g), 25); /* hidden tools are not counted or listed */
+    ck_assert_int_eq(gg_graph_tool_count(g), 26); /* hidden tools are not counted or listed */
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     return p;
@@ -325,6 +325,19 @@ START_TEST(ask_nodes) {
     ck_assert_ptr_nonnull(g);
     ck_assert_int_eq(gg_graph_tool_client_needs(g, "t"), MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS);
     no_client_fails(g, "sampling/createMessage needs a client to ask");
+    /* a client node some route avoids is not required of the client */
+    static const char routed[] =
+        ONE_TOOL
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: sw}\n"
+        "      - {id: sw, type: switch, conditions: [{rule: {var: '$client.capabilities.roots'}, target: r}, {target: s}]}\n"
+        "      - {id: r, type: roots, next: s}\n"
+        "      - {id: s, type: sample, messages: [], maxTokens: 5, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    g = gg_graph_load_string(routed, sizeof routed - 1, "t.yaml", NULL, NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(gg_graph_tool_client_needs(g, "t"), MCP_CLIENT_CAPS_SAMPLING);
+    gg_graph_unref(g);
 }
 END_TEST
 
