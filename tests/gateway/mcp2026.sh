@@ -223,6 +223,24 @@ assert all(e['params']['_meta']['io.modelcontextprotocol/subscriptionId']=='sub-
 CONF="$NPM/@modelcontextprotocol/conformance/dist/index.js"
 timeout 600 "$NODE" "$CONF" server --url "$INT" --requirements 2026-07-28 > "$GG_TMP/conf.out" 2>&1
 sed -n '/^Total:/,$p' "$GG_TMP/conf.out" | head -1 | sed 's/^/  conformance 2026-07-28 checks: /'
+# the score: the summary's scenarios less those the requirement set does not score (the tasks
+# extension, the pending ones), each passed with no failed check — all 37 of them required
+conf_score() {
+  python3 - "$GG_TMP/conf.out" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding='utf-8').read()
+summary = text.split('=== SUMMARY ===', 1)[1].split('\nTotal:', 1)[0]
+ran = {name: mark for mark, name in re.findall(r'^([✓✗]) (\S+): \d+ passed, \d+ failed', summary, re.M)}
+tail = text.split('Not scored for 2026-07-28:', 1)
+unscored = set(re.findall(r'^  [✓✗] (\S+) \(', tail[1], re.M)) if len(tail) > 1 else set()
+scored = [n for n in ran if n not in unscored]
+passed = [n for n in scored if ran[n] == '✓']
+print(f"  conformance 2026-07-28 scored: {len(passed)}/{len(scored)}" +
+      "".join(f"\n    failing: {n}" for n in scored if ran[n] != '✓'))
+sys.exit(0 if len(scored) == 37 and len(passed) == 37 else 1)
+PY
+}
+t "conformance 2026-07-28: 37/37 scored scenarios pass" conf_score
 # every scenario this gateway implements passes (what is left is listed as "not yet")
 for s in server-stateless completion-complete tools-list tools-call-simple-text tools-call-image tools-call-audio \
          tools-call-embedded-resource tools-call-mixed-content tools-call-error tools-call-with-progress \
