@@ -51,6 +51,12 @@ typedef struct grun {
     json_t *wait_input;
     json_t *reply;
     gg_error reply_err;
+    /* an ask node: the request asked next, the answers so far (kept across rounds in the
+     * saved state), the requests' params, and whether some wait for a later round */
+    int ask_i;
+    json_t *ask_out, *ask_in;
+    bool ask_parked;
+    json_t *bindings;    /* {client: {capabilities}} once an expression asked for $client */
     gg_graph_result own_res; /* heap runs keep their result here */
     struct run_tel *tel; /* spans of the current node and its downstream call; NULL when
                             telemetry is off or the trace is not sampled (no allocation) */
@@ -296,6 +302,23 @@ static void *resolver_compile(void *user, const char *path, gg_error *err) {
     return v;
 }
 
+/* The $variables an expression may use: $client = {capabilities: {elicitation?, sampling?,
+ * roots?}} — what the caller's client declared (each {} when declared) — bound only for the
+ * expressions that name it (building the bindings costs a conversion per evaluation), and
+ * only when the run knows its client. */
+static json_t *bindings_for(grun *r, const jsonata_expr *e) {
+    int caps = r && r->opts ? r->opts->client_caps : 0;
+    if (!(caps & MCP_CLIENT_CAPS_KNOWN) || !strstr(jsonata_source(e), "$client")) return NULL;
+    if (!r->bindings) {
+        json_t *c = json_object();
+        if (caps & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(c, "elicitation", json_object());
+        if (caps & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(c, "sampling", json_object());
+        if (caps & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(c, "roots", json_object());
+        r->bindings = json_pack("{s:{s:o}}", "client", "capabilities", c);
+    }
+    return r->bindings;
+}
+
 static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *call_user, gg_error *err) {
     grun *r = call_user;
     gvar *v = compiled;
@@ -308,7 +331,7 @@ static json_t *resolver_eval(void *user, void *compiled, json_t *data, void *cal
         }
         if (i == v->nkeys && !json_is_array(cur)) return json_incref(cur);
     }
-    return jsonata_evaluate(v->expr, data, NULL, r ? &r->jopts : NULL, call_user, err);
+    return jsonata_evaluate(v->expr, data, bindings_for(r, v->expr), r ? &r->jopts : NULL, call_user, err);
 }
 
 const jsonlogic_var_resolver gg_graph_var_resolver_template = {resolver_compile, resolver_eval, resolver_free, NULL};
@@ -485,7 +508,7 @@ static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
             return NULL;
         }
         gg_error e = GG_ERROR_INIT;
-        json_t *v = jsonata_evaluate(a->expr, ctx, NULL, &r->jopts, r, &e);
+        json_t *v = jsonata_evaluate(a->expr, ctx, bindings_for(r, a->expr), &r->jopts, r, &e);
         if (gg_error_is_set(&e)) {
             set_eval_error(err, &e, "JSONata", jsonata_source(a->expr));
             json_decref(v);
@@ -649,6 +672,69 @@ static bool exec_client_start(grun *r, const gnode *n, json_t **input, gg_error 
  * CreateMessageResult; roots: the ListRootsResult {roots}). */
 static json_t *exec_client_finish(grun *r, gg_error *err) { return take_reply(r, err); }
 
+static void ask_reset(grun *r) {
+    json_decref(r->ask_out);
+    json_decref(r->ask_in);
+    r->ask_out = r->ask_in = NULL;
+    r->ask_i = 0;
+    r->ask_parked = false;
+}
+
+/* The answer to the ask node's current request goes into its output. */
+static bool ask_take(grun *r, const gnode *n, gg_error *err) {
+    json_t *a = take_reply(r, err);
+    if (!a) return false;
+    json_object_set_new(r->ask_out, n->subs[r->ask_i].id, a);
+    r->ask_i++;
+    return true;
+}
+
+/* An input-required round (2026-07-28) left the request for the client's next call. */
+static bool parked(const grun *r) { return r->opts && r->opts->input_wait && atomic_load(r->opts->input_wait); }
+
+/* ask: put each request not answered yet to the client. Answers given at once (a round's
+ * inputResponses) are taken here; a request left for the next round does not stop the
+ * others, so one input-required result carries them all; in a session each answer comes
+ * back on its own (the run yields meanwhile, no thread waits) and the next request goes
+ * out after it. 1: all answered (r->ask_out), 0: the run yields, -1: err set. */
+static int exec_ask(grun *r, const gnode *n, gg_error *err) {
+    if (!r->ask_out) r->ask_out = json_object();
+    if (!r->ask_in) r->ask_in = json_object();
+    if (!r->ask_out || !r->ask_in) {
+        gg_error_set(err, "oom", "out of memory");
+        return -1;
+    }
+    while (r->ask_i < (int)n->nsubs) {
+        const gnode *q = &n->subs[r->ask_i];
+        if (json_object_get(r->ask_out, q->id)) { /* answered in an earlier round */
+            r->ask_i++;
+            continue;
+        }
+        json_t *in = NULL;
+        bool sent = exec_client_start(r, q, &in, err);
+        if (in) json_object_set_new(r->ask_in, q->id, in);
+        if (!sent) return -1;
+        if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 2) { /* answered already */
+            r->waiting = false;
+            if (!ask_take(r, n, err)) return -1;
+            continue;
+        }
+        if (!parked(r)) return 0; /* the answer wakes the run (r->waiting) */
+        r->waiting = false;
+        r->ask_parked = true;
+        r->ask_i++;
+    }
+    return r->ask_parked ? 0 : 1;
+}
+
+/* The ask node's outcome once exec_ask is done with it: its output and input (taken). */
+static json_t *ask_result(grun *r, int k, json_t **input) {
+    json_t *out = k == 1 ? json_incref(r->ask_out) : NULL;
+    *input = json_incref(r->ask_in);
+    ask_reset(r);
+    return out;
+}
+
 static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_error *err) {
     for (size_t i = 0; i < n->ncond; i++) {
         const gcond *c = &n->conds[i];
@@ -689,7 +775,7 @@ static json_t *exit_output(const grun *r) {
     return falsy ? json_object() : json_incref(prev);
 }
 
-static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots"};
+static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots", "ask"};
 
 static bool put(json_t *o, const char *key, json_t *v) { return json_object_set_new_nocheck(o, key, v) == 0; }
 
@@ -881,7 +967,13 @@ static bool run_advance(grun *r) {
             t0 = r->wait_t0;
             input = r->wait_input;
             r->wait_input = NULL;
-            out = n->type == GN_MCP ? exec_mcp_finish(r, &e) : exec_client_finish(r, &e);
+            if (n->type == GN_ASK) {
+                int k = ask_take(r, n, &e) ? exec_ask(r, n, &e) : -1;
+                if (k == 0) return false;
+                out = ask_result(r, k, &input);
+            } else {
+                out = n->type == GN_MCP ? exec_mcp_finish(r, &e) : exec_client_finish(r, &e);
+            }
         } else {
             /* one clock read at the start of a node and one at its end: limits, expression
              * time limits and wall times (start_wall + offset) all come from them */
@@ -899,7 +991,7 @@ static bool run_advance(grun *r) {
                 json_t *ctx = context_get(r);
                 if (!ctx) break; /* out of memory, reported below */
                 if (r->record_inputs) input = json_incref(ctx);
-                out = jsonata_evaluate(n->expr, ctx, NULL, &r->jopts, r, &e);
+                out = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &e);
                 if (gg_error_is_set(&e)) {
                     gg_error err2 = GG_ERROR_INIT;
                     set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
@@ -923,6 +1015,15 @@ static bool run_advance(grun *r) {
                     continue;
                 }
                 break;
+            case GN_ASK: {
+                int k = exec_ask(r, n, &e);
+                if (k == 0) {
+                    r->wait_t0 = t0;
+                    return false;
+                }
+                out = ask_result(r, k, &input);
+                break;
+            }
             case GN_SWITCH: {
                 update_time_limit(r);
                 json_t *ctx = context_get(r);
@@ -942,6 +1043,8 @@ static bool run_advance(grun *r) {
 static void run_release(grun *r) {
     json_decref(r->args);
     json_decref(r->wait_input);
+    ask_reset(r);
+    json_decref(r->bindings);
     json_decref(r->reply);
     gg_error_clear(&r->reply_err);
     free(r->tel);
@@ -1029,9 +1132,11 @@ json_t *gg_graph_run_save(const gg_graph_run *run) {
                                       : json_pack("[s]", r->t->nodes[r->hist[i].node].id));
     }
     double elapsed = gg_now_ms() - r->start_ms;
-    return json_pack("{s:i, s:s, s:s, s:O, s:o, s:O?, s:I, s:f, s:b}", "version", 1, "tool", r->t->name, "node",
+    /* an ask node waiting for a later round keeps the answers it already has */
+    return json_pack("{s:i, s:s, s:s, s:O, s:o, s:O?, s:I, s:f, s:b, s:O*}", "version", 1, "tool", r->t->name, "node",
                      r->t->nodes[r->cur].id, "arguments", r->args, "outputs", outs, "history", r->res->history,
-                     "startedAt", (json_int_t)r->start_wall, "elapsedMs", elapsed, "waiting", r->waiting);
+                     "startedAt", (json_int_t)r->start_wall, "elapsedMs", elapsed, "waiting", r->waiting,
+                     "answers", r->ask_parked ? r->ask_out : NULL);
 }
 
 static int node_by_id(const gtool *t, const char *id) {
@@ -1073,6 +1178,8 @@ gg_graph_run *gg_graph_run_restore(gg_graph *g, json_t *state, const gg_graph_ru
     }
     json_t *hist = json_object_get(state, "history");
     if (ok && r->want_history && json_is_array(hist)) json_array_extend(r->res->history, hist);
+    json_t *answers = json_object_get(state, "answers");
+    if (ok && json_is_object(answers) && r->t->nodes[r->cur].type == GN_ASK) r->ask_out = json_deep_copy(answers);
     double elapsed = json_number_value(json_object_get(state, "elapsedMs"));
     r->start_ms = gg_now_ms() - (elapsed > 0 ? elapsed : 0);
     r->start_wall = (long long)json_integer_value(json_object_get(state, "startedAt"));

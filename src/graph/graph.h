@@ -179,6 +179,12 @@ typedef struct gg_graph_run_options {
      * NULL: those nodes fail with a clear error. */
     mcp_client_request_fn client_request;
     void *client_user;
+    /* An input-required round (see mcp_call_ctx.input_wait): set when client_request left a
+     * request for the client's next call; an ask node then still asks its other requests. */
+    atomic_int *input_wait;
+    /* MCP_CLIENT_CAPS_* of the caller's client (0 = not known): expressions see them as
+     * $client.capabilities (JSONata, and JSON Logic vars, which are JSONata paths). */
+    int client_caps;
     /* The caller's trace context (its server span), or NULL: with telemetry on each node
      * is a span under it and each downstream call a client span under its node; either
      * way a valid context goes downstream as traceparent. Must outlive the run. */

@@ -56,8 +56,9 @@ bool yn_has_expr(const ynode *v, bool top, int depth);
 
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
-/* elicit and sample ask the run's client (elicitation/create, sampling/createMessage). */
-typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE, GN_ROOTS } gnode_type;
+/* elicit and sample ask the run's client (elicitation/create, sampling/createMessage);
+ * ask puts several such requests to the client at once (one input-required round). */
+typedef enum { GN_ENTRY, GN_MCP, GN_TRANSFORM, GN_SWITCH, GN_EXIT, GN_ELICIT, GN_SAMPLE, GN_ROOTS, GN_ASK } gnode_type;
 
 /* An args template: literal JSON, an expression, or a container of templates. */
 typedef struct gargs gargs;
@@ -93,6 +94,9 @@ typedef struct gnode {
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
     /* elicit, sample (roots: no params): args holds the request's params; how long the client may take */
     int timeout_ms;
+    /* ask: its requests, each an elicit/sample/roots node whose id is the request's key */
+    struct gnode *subs;
+    size_t nsubs;
 } gnode;
 
 typedef struct gtool {

@@ -588,7 +588,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
     tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
 }
 
-static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots"};
+static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots", "ask"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     const ynode *conds = yn_get(nm, "conditions");
@@ -711,8 +711,57 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
     }
 }
 
+#define ASK_MAX_REQUESTS 16
+
+/* One request of an ask node: an elicit, sample or roots node without id and next (its key
+ * is its id, the inputRequests key of a 2026-07-28 round). */
+static void load_ask_request(lctx *c, gnode *s, const char *key, const ynode *v) {
+    static const char *const keys[3][12] = {
+        {"type", "message", "requestedSchema", "timeout", NULL},
+        {"type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
+         "includeContext", "metadata", "timeout", NULL},
+        {"type", "timeout", NULL},
+    };
+    s->id = strdup(key);
+    s->next = s->default_next = -1;
+    s->type = GN_ELICIT;
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "ask request '%s' must be a mapping {type: elicit|sample|roots, ...}", key);
+        return;
+    }
+    const char *type = get_str(c, v, "type", true, "an ask request");
+    int t = !type ? -1 : !strcmp(type, "elicit") ? 0 : !strcmp(type, "sample") ? 1 : !strcmp(type, "roots") ? 2 : -1;
+    if (type && t < 0) LERR(c, yn_get(v, "type"), "invalid_type", "ask request '%s': type must be elicit, sample or roots", key);
+    if (t < 0) return;
+    s->type = (gnode_type)(GN_ELICIT + t);
+    char what[96];
+    snprintf(what, sizeof what, "ask request '%.60s'", key);
+    check_keys(c, v, keys[t], what);
+    if (t < 2) load_client_node(c, s, v, what);
+    else load_timeout(c, s, v);
+}
+
+/* ask: requests {key: {type, ...}} — at most ASK_MAX_REQUESTS, asked together. */
+static void load_ask(lctx *c, gnode *n, const ynode *nm) {
+    const ynode *rq = yn_get(nm, "requests");
+    if (!rq) {
+        LERR(c, nm, "missing_key", "an ask node needs 'requests' (a mapping of request key to request)");
+        return;
+    }
+    if (rq->kind != YN_MAP || rq->count == 0 || rq->count > ASK_MAX_REQUESTS) {
+        LERR(c, rq, "invalid_value", "requests must be a mapping of 1 to %d requests", ASK_MAX_REQUESTS);
+        return;
+    }
+    n->subs = calloc(rq->count, sizeof *n->subs);
+    if (!n->subs) return;
+    for (size_t i = 0; i < rq->count; i++) {
+        const char *k = rq->items[2 * i]->str;
+        load_ask_request(c, &n->subs[n->nsubs++], k ? k : "", rq->items[2 * i + 1]);
+    }
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[8][13] = {
+    static const char *const keys[9][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
@@ -722,6 +771,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
          "includeContext", "metadata", "timeout", "next", NULL},
         {"id", "type", "timeout", "next", NULL},
+        {"id", "type", "requests", "next", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -731,11 +781,11 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
-    for (int i = 0; type && i < 8; i++)
+    for (int i = 0; type && i < 9; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
         LERR(c, yn_get(nm, "type"), "invalid_type",
-             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit, sample or roots)",
+             "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit, sample, roots or ask)",
              type);
         check_keys(c, nm, NULL, "a node");
         n->type = GN_TRANSFORM;
@@ -794,6 +844,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     }
     if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
     if (t == GN_ROOTS) load_timeout(c, n, nm);
+    if (t == GN_ASK) load_ask(c, n, nm);
 }
 
 /* Breadth-first walk from the entry; marks reached nodes. */
@@ -1430,6 +1481,11 @@ void gg_graph_free_internal(gg_graph *g) {
             jsonata_free(n->expr);
             for (size_t k = 0; k < n->ncond; k++) jsonlogic_free(n->conds[k].rule);
             free(n->conds);
+            for (size_t k = 0; k < n->nsubs; k++) {
+                free(n->subs[k].id);
+                gargs_free(n->subs[k].args);
+            }
+            free(n->subs);
         }
         free(t->nodes);
         free(t->name);
@@ -1585,15 +1641,36 @@ json_t *gg_graph_tool(const gg_graph *g, const char *name) {
     return NULL;
 }
 
-/* MCP_CLIENT_CAPS_* bits of the client features a tool's nodes ask for (elicit, sample, roots). */
+static int cap_of_node(gnode_type t) {
+    return t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING
+         : t == GN_ROOTS ? MCP_CLIENT_CAPS_ROOTS : 0;
+}
+
+/* Whether every run of t passes node k: the exit cannot be reached around it. */
+static bool on_every_path(const gtool *t, int k) {
+    if (t->exit < 0 || t->entry == k) return true;
+    bool *seen = calloc(t->nnodes, sizeof *seen);
+    if (!seen) return true;
+    seen[k] = true; /* blocked */
+    reach(t, t->entry, seen);
+    bool around = seen[t->exit];
+    free(seen);
+    return !around;
+}
+
+/* MCP_CLIENT_CAPS_* bits of the client features a tool's runs always ask for: its elicit,
+ * sample, roots and ask nodes that no route avoids (a node behind a switch — e.g. one on
+ * $client.capabilities — is not required of the client). */
 int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
     int need = 0;
     for (size_t i = 0; i < g->npublic; i++) {
-        if (strcmp(g->tools[i].name, name)) continue;
-        for (size_t k = 0; k < g->tools[i].nnodes; k++) {
-            gnode_type t = g->tools[i].nodes[k].type;
-            need |= t == GN_ELICIT ? MCP_CLIENT_CAPS_ELICITATION : t == GN_SAMPLE ? MCP_CLIENT_CAPS_SAMPLING
-                  : t == GN_ROOTS ? MCP_CLIENT_CAPS_ROOTS : 0;
+        const gtool *t = &g->tools[i];
+        if (strcmp(t->name, name)) continue;
+        for (size_t k = 0; k < t->nnodes; k++) {
+            const gnode *n = &t->nodes[k];
+            int want = cap_of_node(n->type);
+            for (size_t j = 0; j < n->nsubs; j++) want |= cap_of_node(n->subs[j].type);
+            if (want && on_every_path(t, (int)k)) need |= want;
         }
     }
     return need;

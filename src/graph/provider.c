@@ -247,6 +247,8 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     ro.start_ms = ctx ? ctx->accepted_ms : 0;
     ro.client_request = ctx ? ctx->client_request : NULL;
     ro.client_user = ctx ? ctx->client_user : NULL;
+    ro.input_wait = ctx ? ctx->input_wait : NULL;
+    ro.client_caps = ctx ? ctx->client_caps : 0;
     ro.trace = ctx ? ctx->trace : NULL;
     return ro;
 }

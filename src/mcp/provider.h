@@ -79,6 +79,9 @@ typedef struct mcp_call_ctx {
      * a fresh run) is such a state to go on from. */
     atomic_int *input_wait;
     json_t *resume_state;
+    /* MCP_CLIENT_CAPS_* the caller's client declared (params._meta in 2026-07-28, initialize
+     * in a session); 0 = not known (no MCP client behind the call). */
+    int client_caps;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

@@ -436,8 +436,7 @@ struct mcp_call {
     char *binding;
     json_t *input_responses, *resume_state;
     atomic_int input_wait;
-    char *wait_key, *wait_method;
-    json_t *wait_params;
+    json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -494,9 +493,7 @@ static void call_free_rounds(mcp_call *c) {
     free(c->binding);
     json_decref(c->input_responses);
     json_decref(c->resume_state);
-    free(c->wait_key);
-    free(c->wait_method);
-    json_decref(c->wait_params);
+    json_decref(c->wait_requests);
 }
 
 void mcp_call_free(mcp_call *c) {
@@ -605,13 +602,20 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
 
 /* The provider's view of the call (history as the caller asked, bounds included). */
+/* What the call's client declared: the request's _meta (2026-07-28) or its session's
+ * initialize; 0 when neither is known. */
+static int call_client_caps(const mcp_call *c) {
+    if (c->modern) return c->client_caps;
+    return c->sessions ? mcp_session_client_caps(c->sessions, &c->sess) : 0;
+}
+
 static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *request_id, const char *key_id,
                              const char *tenant, double budget_ms) {
     return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
                           .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
-                          .trace = &c->trace};
+                          .trace = &c->trace, .client_caps = call_client_caps(c)};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -810,25 +814,22 @@ static void round_request(void *user, const char *key, const char *method, json_
         return;
     }
     json_decref(resp);
-    free(c->wait_key);
-    free(c->wait_method);
-    json_decref(c->wait_params);
-    c->wait_key = strdup(key);
-    c->wait_method = strdup(method);
-    c->wait_params = json_incref(params);
+    /* an ask node puts several requests in one round: each is kept under its key */
+    if (!c->wait_requests) c->wait_requests = json_object();
+    if (c->wait_requests)
+        json_object_set_new(c->wait_requests, key, json_pack("{s:s,s:O}", "method", method, "params", params ? params : json_null()));
     c->input_wait = 1;
 }
 
 /* The call's answer when its run waits for the client: the request and the sealed state. */
 static char *input_required(mcp_call *c, json_t *state) {
-    char *tok = c->wait_key && c->wait_method ? mcp_reqstate_seal(c->state_key, c->binding, state,
+    char *tok = json_object_size(c->wait_requests) ? mcp_reqstate_seal(c->state_key, c->binding, state,
                                                                   (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
     if (!tok) {
         set_error(c, "failed", "the run's state is too large to hand to the client");
         return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: the run's state is too large to hand to the client", NULL);
     }
-    json_t *res = json_pack("{s:s,s:{s:{s:s,s:O}},s:s}", "resultType", "input_required", "inputRequests", c->wait_key,
-                            "method", c->wait_method, "params", c->wait_params ? c->wait_params : json_null(),
+    json_t *res = json_pack("{s:s,s:O,s:s}", "resultType", "input_required", "inputRequests", c->wait_requests,
                             "requestState", tok);
     free(tok);
     if (!res) return mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: out of memory", NULL);
@@ -1125,6 +1126,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->progress_token = json_incref(token);
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->modern = rc && rc->modern;
+    if (c->modern) c->client_caps = rc->client_caps;
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");

@@ -133,6 +133,41 @@ import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_r
 gw_put_graph "$ADMIN" conf everything "$GG_TMP/cached.yaml" >/dev/null
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
 t "a state of the previous graph version → -32602" rpc_err "$st" 400 "$R" -32602
+# an ask node: several requests in one round; answers given are kept, the rest asked again
+T3=test_input_required_result_multiple_inputs
+AMETA='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"sampling":{},"roots":{}}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$AMETA" -H "Mcp-Name: $T3")
+t "an ask node → one input_required round with its three requests" python3 -c "
+import json; d=json.load(open('$R'))['result']; q=d['inputRequests']
+assert d['resultType']=='input_required' and {k:v['method'] for k,v in q.items()}=={'user_name':'elicitation/create','greeting':'sampling/createMessage','client_roots':'roots/list'}, d
+assert q['greeting']['params']['maxTokens']==50 and q['client_roots']['params']=={}, d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"user_name":{"action":"accept","content":{"name":"Cy"}},"client_roots":{"roots":[{"uri":"file:///r"}]}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$AMETA" -H "Mcp-Name: $T3")
+t "two of three answered → a new round asks only the third" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and list(d['inputRequests'])==['greeting'], d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"greeting":{"role":"assistant","content":{"type":"text","text":"Hi"},"model":"m"}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T3\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$AMETA" -H "Mcp-Name: $T3")
+t "the last answer completes the run with all three (earlier answers came from the state)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='complete' and d['content'][0]['text']=='Hi Cy (roots: file:///r)', d"
+# the graph sees the client's declared capabilities ($client.capabilities) and routes on them
+T4=test_input_required_result_capabilities
+SMETA='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$SMETA" -H "Mcp-Name: $T4")
+t "sampling only declared: a node behind a switch is not required (no -32021), only sampling is asked" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and {k:v['method'] for k,v in d['inputRequests'].items()}=={'model_only':'sampling/createMessage'}, d"
+RS=$(jget "$R" "d['result']['requestState']")
+ANS='"inputResponses":{"model_only":{"role":"assistant","content":{"type":"text","text":"Hey"},"model":"m"}}'
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$SMETA" -H "Mcp-Name: $T4")
+t "... and a transform reads \$client.capabilities" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['content'][0]['text']=='Hey (declared: sampling)', d"
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$AMETA" -H "Mcp-Name: $T4")
+t "elicitation declared too: the switch on \$client takes the ask node (user and model)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert sorted(d['inputRequests'])==['greeting','user_name'], d"
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T4\",\"arguments\":{},$META" -H "Mcp-Name: $T4")
+t "nothing declared: the model-only route fails as the tool's error (no input request it cannot answer)" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['isError'] and 'did not declare' in d['content'][0]['text'], d"
 st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_prompt\",$EMETA" -H 'Mcp-Name: test_input_required_result_prompt')
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
@@ -188,6 +223,24 @@ assert all(e['params']['_meta']['io.modelcontextprotocol/subscriptionId']=='sub-
 CONF="$NPM/@modelcontextprotocol/conformance/dist/index.js"
 timeout 600 "$NODE" "$CONF" server --url "$INT" --requirements 2026-07-28 > "$GG_TMP/conf.out" 2>&1
 sed -n '/^Total:/,$p' "$GG_TMP/conf.out" | head -1 | sed 's/^/  conformance 2026-07-28 checks: /'
+# the score: the summary's scenarios less those the requirement set does not score (the tasks
+# extension, the pending ones), each passed with no failed check — all 37 of them required
+conf_score() {
+  python3 - "$GG_TMP/conf.out" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding='utf-8').read()
+summary = text.split('=== SUMMARY ===', 1)[1].split('\nTotal:', 1)[0]
+ran = {name: mark for mark, name in re.findall(r'^([✓✗]) (\S+): \d+ passed, \d+ failed', summary, re.M)}
+tail = text.split('Not scored for 2026-07-28:', 1)
+unscored = set(re.findall(r'^  [✓✗] (\S+) \(', tail[1], re.M)) if len(tail) > 1 else set()
+scored = [n for n in ran if n not in unscored]
+passed = [n for n in scored if ran[n] == '✓']
+print(f"  conformance 2026-07-28 scored: {len(passed)}/{len(scored)}" +
+      "".join(f"\n    failing: {n}" for n in scored if ran[n] != '✓'))
+sys.exit(0 if len(scored) == 37 and len(passed) == 37 else 1)
+PY
+}
+t "conformance 2026-07-28: 37/37 scored scenarios pass" conf_score
 # every scenario this gateway implements passes (what is left is listed as "not yet")
 for s in server-stateless completion-complete tools-list tools-call-simple-text tools-call-image tools-call-audio \
          tools-call-embedded-resource tools-call-mixed-content tools-call-error tools-call-with-progress \
@@ -197,7 +250,7 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-validate-input input-required-result-ignore-extra-params \
          input-required-result-missing-input-response input-required-result-basic-elicitation \
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
-         input-required-result-non-tool-request input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
+         input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-capability-check input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
          http-custom-header-server-validation; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"

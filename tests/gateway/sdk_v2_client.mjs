@@ -20,11 +20,16 @@ const runs = async (tool) => {
 
 try {
   const client = new Client({ name: 'graphgate-sdk-v2', version: '2.0.0' },
-    { capabilities: { elicitation: {}, sampling: {} } });
-  const asked = { elicit: [], sample: [] };
+    { capabilities: { elicitation: {}, sampling: {}, roots: {} } });
+  const asked = { elicit: [], sample: [], roots: 0 };
+  client.setRequestHandler('roots/list', async () => {
+    asked.roots++;
+    return { roots: [{ uri: 'file:///v2/root', name: 'v2 root' }] };
+  });
   client.setRequestHandler('elicitation/create', async (req) => {
     asked.elicit.push(req.params);
-    return { action: 'accept', content: { username: 'v2user', email: 'v2@example.com' } };
+    return req.params.message === 'What is your name?' ? { action: 'accept', content: { name: 'v2user' } }
+      : { action: 'accept', content: { username: 'v2user', email: 'v2@example.com' } };
   });
   client.setRequestHandler('sampling/createMessage', async (req) => {
     asked.sample.push(req.params);
@@ -66,6 +71,16 @@ try {
   const sm = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'ping v2' } });
   check('v2 sample node: the handler got the messages', asked.sample[0]?.messages?.[0]?.content?.text === 'ping v2', asked.sample);
   check('v2 sample node: the model\'s answer flows into the graph', sm.content[0].text === 'LLM response: v2: ping v2', sm);
+
+  // an ask node in a session: its three requests go out one after another on the call's stream
+  const mi = await client.callTool({ name: 'test_input_required_result_multiple_inputs', arguments: {} });
+  check('v2 ask node: elicit, sample and roots each answered, the answers flow into the graph',
+    mi.content[0].text === 'v2: Generate a greeting v2user (roots: file:///v2/root)' && asked.roots === 1, mi);
+
+  // the graph sees what the session's client declared at initialize ($client.capabilities)
+  const cc = await client.callTool({ name: 'test_input_required_result_capabilities', arguments: {} });
+  check('v2 session: a switch on $client.capabilities takes the route the client can answer',
+    cc.content[0].text === 'v2: Generate a greeting v2user', cc);
 
   // the runs are recorded (the history writer commits in batches: bounded poll)
   const el_runs = await until(async () => {

@@ -56,7 +56,7 @@ static mcp_provider *fixture_provider(void) {
     gg_graph *g = load_path("tests/fixtures/conformance/everything.yaml", &d);
     ck_assert_msg(g != NULL, "the conformance fixture loads");
     gg_graph_diags_free(&d);
-    ck_assert_int_eq(gg_graph_tool_count(g), 24); /* hidden tools are not counted or listed */
+    ck_assert_int_eq(gg_graph_tool_count(g), 26); /* hidden tools are not counted or listed */
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     return p;
@@ -246,6 +246,21 @@ START_TEST(template_bounds) {
 }
 END_TEST
 
+/* Tool t of g (reference taken) asks its client: never pure, and without a client to ask
+ * the call is an error result with msg. */
+static void no_client_fails(gg_graph *g, const char *msg) {
+    ck_assert(!gg_graph_tool_is_pure(g, "t")); /* it waits on the client: never inline */
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    gg_error e = GG_ERROR_INIT;
+    json_t *res = p->call_tool(p, "t", NULL, &(mcp_call_ctx){0}, &e);
+    char *s = dump(res);
+    ck_assert_msg(strstr(s, "\"isError\":true") && strstr(s, msg), "%s", s);
+    free(s);
+    json_decref(res);
+    mcp_provider_unref(p);
+}
+
 /* elicit and sample nodes: validated; never pure; without a client to ask they fail clearly. */
 START_TEST(client_nodes) {
     static const char bad[] =
@@ -270,16 +285,59 @@ START_TEST(client_nodes) {
         "      - {id: exit, type: exit}\n";
     gg_graph *g = gg_graph_load_string(good, sizeof good - 1, "t.yaml", NULL, NULL);
     ck_assert_ptr_nonnull(g);
-    ck_assert(!gg_graph_tool_is_pure(g, "t")); /* it waits on the client: never inline */
-    mcp_provider *p = gg_graph_provider_new(g);
+    no_client_fails(g, "elicitation/create needs a client to ask");
+}
+END_TEST
+
+/* ask nodes: each request checked like its node type; at most 16; needs all their capabilities. */
+START_TEST(ask_nodes) {
+    static const char bad[] =
+        ONE_TOOL
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: a}\n"
+        "      - {id: a, type: ask, next: exit, requests: {x: {type: elicit, message: hi}, y: {type: mcp}, z: {type: roots, next: q}}}\n"
+        "      - {id: b, type: ask, next: exit, requests: {}}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(bad, sizeof bad - 1, "t.yaml", NULL, &d));
+    ck_assert_msg(has_diag(&d, "missing_key", 8, 54), "elicit request needs requestedSchema");
+    ck_assert_msg(has_diag(&d, "invalid_type", 8, 93), "a request of another type refused");
+    ck_assert_msg(has_diag(&d, "unknown_key", 8, 116), "a request has no next");
+    ck_assert_msg(has_diag(&d, "invalid_value", 9, 50), "empty requests refused");
+    gg_graph_diags_free(&d);
+    char big[4096];
+    int n = snprintf(big, sizeof big, "%s    nodes:\n      - {id: entry, type: entry, next: a}\n"
+                     "      - {id: a, type: ask, next: exit, requests: {", ONE_TOOL);
+    for (int i = 0; i < 17; i++) n += snprintf(big + n, sizeof big - (size_t)n, "%sr%d: {type: roots}", i ? ", " : "", i);
+    n += snprintf(big + n, sizeof big - (size_t)n, "}}\n      - {id: exit, type: exit}\n");
+    gg_graph_diags d2 = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(big, (size_t)n, "t.yaml", NULL, &d2));
+    ck_assert_msg(d2.count == 1 && !strcmp(d2.items[0].code, "invalid_value") && strstr(d2.items[0].message, "1 to 16"),
+                  "17 requests refused");
+    gg_graph_diags_free(&d2);
+    static const char good[] =
+        ONE_TOOL
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: a}\n"
+        "      - {id: a, type: ask, next: exit, requests: {s: {type: sample, messages: [], maxTokens: 5}, r: {type: roots}}}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph *g = gg_graph_load_string(good, sizeof good - 1, "t.yaml", NULL, NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(gg_graph_tool_client_needs(g, "t"), MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS);
+    no_client_fails(g, "sampling/createMessage needs a client to ask");
+    /* a client node some route avoids is not required of the client */
+    static const char routed[] =
+        ONE_TOOL
+        "    nodes:\n"
+        "      - {id: entry, type: entry, next: sw}\n"
+        "      - {id: sw, type: switch, conditions: [{rule: {var: '$client.capabilities.roots'}, target: r}, {target: s}]}\n"
+        "      - {id: r, type: roots, next: s}\n"
+        "      - {id: s, type: sample, messages: [], maxTokens: 5, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    g = gg_graph_load_string(routed, sizeof routed - 1, "t.yaml", NULL, NULL);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(gg_graph_tool_client_needs(g, "t"), MCP_CLIENT_CAPS_SAMPLING);
     gg_graph_unref(g);
-    gg_error e = GG_ERROR_INIT;
-    json_t *res = p->call_tool(p, "t", NULL, &(mcp_call_ctx){0}, &e);
-    char *s = dump(res);
-    ck_assert_msg(strstr(s, "\"isError\":true") && strstr(s, "elicitation/create needs a client to ask"), "%s", s);
-    free(s);
-    json_decref(res);
-    mcp_provider_unref(p);
 }
 END_TEST
 
@@ -294,6 +352,7 @@ int main(void) {
     tcase_add_test(tc, call_tool_result_checked);
     tcase_add_test(tc, template_bounds);
     tcase_add_test(tc, client_nodes);
+    tcase_add_test(tc, ask_nodes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
