@@ -14,6 +14,8 @@ typedef struct gprov {
     gg_graph *g;
     gg_graph_history_fn history_fn;
     void *history_user;
+    gg_graph_call_fn graph_call;
+    void *graph_call_user;
 } gprov;
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
@@ -248,6 +250,9 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     ro.client_request = ctx ? ctx->client_request : NULL;
     ro.client_user = ctx ? ctx->client_user : NULL;
     ro.trace = ctx ? ctx->trace : NULL;
+    ro.graph_call = gp->graph_call;
+    ro.graph_call_user = gp->graph_call_user;
+    ro.caller = ctx;
     return ro;
 }
 
@@ -519,6 +524,12 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
 }
 
 /* See graph.h: only a provider of ours (recognised by its server_info function). */
+void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user) {
+    gprov *gp = p->impl;
+    gp->graph_call = fn;
+    gp->graph_call_user = user;
+}
+
 gg_graph *gg_graph_provider_graph(mcp_provider *p) {
     return p && p->server_info == p_server_info ? ((gprov *)p->impl)->g : NULL;
 }

@@ -79,6 +79,11 @@ typedef struct mcp_call_ctx {
      * a fresh run) is such a state to go on from. */
     atomic_int *input_wait;
     json_t *resume_state;
+    /* The call's execution record id ("" or NULL = none) and how many graph-to-graph calls
+     * deep it runs (0 = called by an MCP client): a graph calling another records the
+     * callee's run with this id as its parent, and refuses past a depth limit. */
+    const char *exec_id;
+    int call_depth;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new
