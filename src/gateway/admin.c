@@ -259,6 +259,14 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
         gg_graph_diags_free(&d);
         return;
     }
+    /* a graph that would reach itself through the graphs it calls never runs to the end */
+    if (!gw_graph_calls_acyclic(gw, j->tenant, j->graph, gg_graph_provider_graph(mcp_server_provider(s)), &err)) {
+        mcp_server_unref(s);
+        gg_graph_diags_free(&d);
+        gg_http_res_error(res, 422, err.code, err.message);
+        gg_error_clear(&err);
+        return;
+    }
     int version = j->version;
     bool ok;
     if (version) ok = gg_store_graph_activate(gw->store, j->tenant, j->graph, version, &err);

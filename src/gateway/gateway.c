@@ -54,6 +54,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
         return NULL;
     }
     gg_graph_provider_set_history_sink(p, history_into_call, NULL);
+    gg_graph_provider_set_graph_call(p, gw_graph_call, gw);
     mcp_server *s = mcp_server_new(p, NULL, err);
     mcp_provider_unref(p);
     return s;

@@ -258,4 +258,18 @@ gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant
                             const char *key_id);
 void gw_call_span_end(gg_span *s, mcp_call *call, const char *refused);
 
+/* ---- graph-to-graph calls (graphcall.c) ------------------------------------------------
+ * gg_graph_call_fn of every graph provider the gateway builds (user = the gateway): runs a
+ * tool of another graph of the caller's tenant in-process on the same worker pool, records
+ * it as its own execution with the caller's as parent, and refuses past GW_GRAPH_CALL_DEPTH
+ * nested calls ("depth_exceeded"). The name is looked up in the caller's tenant only. */
+#define GW_GRAPH_CALL_DEPTH 8
+void gw_graph_call(void *user, const mcp_call_ctx *caller, const char *graph, const char *tool, json_t *arguments,
+                   atomic_int *cancelled, void (*done)(void *done_user, json_t *result, gg_error *err), void *done_user);
+/* Refuse an upload whose graph calls itself through other graphs (their active versions):
+ * false + err (code "graph_cycle", the path in the message). */
+bool gw_graph_calls_acyclic(gg_gateway *gw, const char *tenant, const char *graph, const gg_graph *g, gg_error *err);
+/* The tool's value of a CallToolResult into the record (mcp_http.c). */
+void gw_record_result(gg_exec_record *r, json_t *res);
+
 #endif

@@ -256,13 +256,7 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
                 : (strcmp(st, "cancelled") == 0 || j->refused) ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
     r->finished_ms = gg_wall_ms();
     r->duration_ms = mcp_call_duration_ms(j->call);
-    /* the result as the tool's value: structuredContent, else the lone text, else content */
-    json_t *res = mcp_call_result(j->call), *content = json_object_get(res, "content");
-    json_t *sc = json_object_get(res, "structuredContent");
-    json_t *text = json_array_size(content) == 1 ? json_object_get(json_array_get(content, 0), "text") : NULL;
-    if (sc) r->result = json_incref(sc);
-    else if (json_is_string(text)) r->result = json_incref(text);
-    else if (content) r->result = json_incref(content);
+    gw_record_result(r, mcp_call_result(j->call));
     if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
     if (j->text_history) {
         /* the provider wrote the node records as text while the run went (bounded there) */
@@ -290,6 +284,15 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
             nr->duration_ms = json_number_value(json_object_get(n, "duration"));
     }
     gg_history_submit_then(gw->history, r, done, user);
+}
+
+/* The result as the tool's value: structuredContent, else the lone text, else content. */
+void gw_record_result(gg_exec_record *r, json_t *res) {
+    json_t *content = json_object_get(res, "content"), *sc = json_object_get(res, "structuredContent");
+    json_t *text = json_array_size(content) == 1 ? json_object_get(json_array_get(content, 0), "text") : NULL;
+    if (sc) r->result = json_incref(sc);
+    else if (json_is_string(text)) r->result = json_incref(text);
+    else if (content) r->result = json_incref(content);
 }
 
 static void record_finish(gw_call_job *j) { record_finish_then(j, NULL, NULL); }
@@ -434,6 +437,7 @@ static void job_run(void *arg) {
     gg_gateway *gw = j->gw;
     if (j->ep.is_graph) wait_for_history(gw);
     job_make_record(j);
+    if (j->rec) mcp_call_set_exec_id(j->call, j->rec->id); /* graphs it calls name it parent */
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);
@@ -1231,6 +1235,7 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
     snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
     snprintf(ep.graph, sizeof ep.graph, "%s", g);
     ep.is_graph = true;
+    snprintf(ep.caller, sizeof ep.caller, "%s", t); /* the graph's tenant, as on /mcp */
     if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     size_t len = 0;
     const char *body = gg_http_body(req, &len);

@@ -153,7 +153,7 @@ static void fetch_all(gg_graph *g, fetch *fs, const gg_graph_options *o) {
         fs[i].tools = json_array();
         gg_error e = GG_ERROR_INIT;
         fs[i].err = e;
-        fs[i].done = g->servers[i].check == GG_CHECK_OFF + 1 ||
+        fs[i].done = g->servers[i].target_graph || g->servers[i].check == GG_CHECK_OFF + 1 ||
                      (!g->servers[i].check && o->downstream->mode == GG_CHECK_OFF);
     }
     for (int round = 0; round < DOWN_MAX_PAGES && fetch_round(g, fs, &set, o); round++)
@@ -266,6 +266,7 @@ static void check_node(check_ctx *c, const ynode *nm) {
     while (si < c->g->nservers && strcmp(c->g->servers[si].name, sname)) si++;
     if (si == c->g->nservers) return;
     gserver *s = &c->g->servers[si];
+    if (s->target_graph) return; /* another graph of the tenant: no downstream catalog */
     fetch *f = &c->fs[si];
     int mode = s->check ? s->check - 1 : (int)c->o->downstream->mode;
     if (mode == GG_CHECK_OFF) return;

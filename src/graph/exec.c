@@ -575,6 +575,24 @@ static json_t *tool_result_output(json_t *res, gg_error *err) {
 
 static void mcp_answered(void *user, json_t *result, gg_error *err);
 
+/* An mcp node whose server is `type: graph`: the caller's gateway runs the other graph
+ * in-process and answers like a downstream server would (a CallToolResult), through
+ * mcp_answered — the run yields meanwhile, as for any downstream call. */
+static bool exec_graph_call_start(grun *r, const gnode *n, json_t *args, gg_error *err) {
+    if (!r->opts || !r->opts->graph_call) {
+        gg_error_set(err, "graph_call", "server '%s' calls graph '%s': graph-to-graph calls run only in the gateway",
+                     n->server->name, n->server->target_graph);
+        return false;
+    }
+    r->wait_limited = false; /* the callee's own limits and the shared cancel flag bound it */
+    r->waiting = true;
+    r->rendezvous = 0;
+    tel_client_begin(r, n);
+    r->opts->graph_call(r->opts->graph_call_user, r->opts->caller, n->server->target_graph, n->tool, args,
+                        r->opts->cancelled, mcp_answered, r);
+    return true;
+}
+
 /* Start an mcp node's downstream call. False (err set) when it failed before anything was
  * sent; otherwise the answer comes to mcp_answered, possibly before this returns. */
 static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
@@ -586,6 +604,7 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
         return false;
     }
     *input = args;
+    if (n->server->target_graph) return exec_graph_call_start(r, n, args, err);
     mcp_client *c = gg_graph_server_client(n->server, r->g->policy, err);
     if (!c) return false;
     /* a downstream call never outlives the run's time limit */

@@ -101,6 +101,7 @@ int gg_check_mode_parse(const char *s);
 json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES 20000
+#define GG_GRAPH_NAME_MAX 63 /* a stored graph's name (the store's GG_NAME_MAX) */
 #define GG_GRAPH_EVAL_MEMORY (128L << 20)
 #define GG_GRAPH_RUN_MEMORY (256L << 20)
 #define GG_GRAPH_MAX_SCHEMA_BYTES (256u * 1024u)
@@ -160,6 +161,10 @@ typedef struct gg_graph_hooks {
     void *user;
 } gg_graph_hooks;
 
+typedef void (*gg_graph_call_fn)(void *user, const mcp_call_ctx *caller, const char *graph, const char *tool,
+                                 json_t *arguments, atomic_int *cancelled,
+                                 void (*done)(void *done_user, json_t *result, gg_error *err), void *done_user);
+
 typedef struct gg_graph_run_options {
     const gg_graph_hooks *hooks; /* may be NULL */
     atomic_int *cancelled;     /* set non-zero from any thread to stop at the next check */
@@ -189,6 +194,13 @@ typedef struct gg_graph_run_options {
      * is a span under it and each downstream call a client span under its node; either
      * way a valid context goes downstream as traceparent. Must outlive the run. */
     const gg_trace_ctx *trace;
+    /* mcp nodes whose server is `type: graph` ask this to run tool of another graph of the
+     * caller's tenant and call done exactly once (any thread) with its CallToolResult or an
+     * error; NULL: such nodes fail ("graph_call"). caller is the call's context (tenant,
+     * execution id, depth), passed through. Set by the gateway (gg_graph_provider_set_graph_call). */
+    gg_graph_call_fn graph_call;
+    void *graph_call_user;
+    const mcp_call_ctx *caller;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
@@ -261,6 +273,11 @@ mcp_provider *gg_graph_provider_new(gg_graph *g);
 typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call_ctx *ctx,
                                     const gg_graph_result *r);
 void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
+/* Optional: how the provider's runs call other graphs (gg_graph_run_options.graph_call). */
+void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user);
+/* Graphs g's `type: graph` servers name (each once, in definition order; borrowed strings in
+ * a new array), for the gateway's cycle check at upload. */
+json_t *gg_graph_call_targets(const gg_graph *g);
 
 /* List g's downstream servers again (as a load with downstream set does, no node check):
  * ds->fetched gets each catalog listed; servers set to `check: off` are skipped. Returns

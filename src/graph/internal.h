@@ -132,6 +132,8 @@ struct gserver {
     mcp_client *client;
     int check;                 /* gg_check_mode + 1 from the `check` key; 0 = not set */
     gg_graph *graph;           /* owner, for notifications (gg_graph_set_downstream_notify) */
+    char *target_graph;        /* `type: graph`: another graph of the same tenant, called
+                                  in-process through gg_graph_run_options.graph_call */
 };
 
 struct gg_graph {

@@ -459,6 +459,28 @@ static char **pair_list(lctx *c, const ynode *v, const char *what, const char *s
     return out;
 }
 
+/* `type: graph`: an in-process call of another graph of the same tenant, by its name (the
+ * name rules of the store: [A-Za-z0-9_-], at most GG_NAME_MAX). No transport, so no policy
+ * applies; the gateway resolves the name in the caller's tenant at call time, so a graph
+ * can never reach another tenant's. No timeout of its own: the callee's limits and the
+ * caller's cancel flag (request_timeout, client gone) bound the wait. */
+static void load_graph_server(lctx *c, gserver *s, const ynode *def, const char *what) {
+    static const char *const graph_keys[] = {"type", "graph", NULL};
+    check_keys(c, def, graph_keys, what);
+    s->argv = calloc(1, sizeof(char *));
+    s->env = calloc(1, sizeof(char *));
+    s->headers = calloc(1, sizeof(char *));
+    const char *name = get_str(c, def, "graph", true, what);
+    if (!name) return;
+    size_t n = strlen(name);
+    bool ok = n > 0 && n <= GG_GRAPH_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '-';
+    if (!ok) LERR(c, yn_get(def, "graph"), "invalid_server", "%s: graph must be a graph name ([A-Za-z0-9_-], at most %d)",
+                  what, GG_GRAPH_NAME_MAX);
+    else s->target_graph = strdup(name);
+}
+
 static void load_servers(lctx *c, const ynode *v) {
     if (!v) return;
     if (v->kind != YN_MAP) {
@@ -488,10 +510,14 @@ static void load_servers(lctx *c, const ynode *v) {
         }
         const char *type = get_str(c, def, "type", false, what);
         bool http = false;
+        if (type && !strcmp(type, "graph")) {
+            load_graph_server(c, s, def, what);
+            continue;
+        }
         if (type && !strcmp(type, "streamableHttp")) http = true;
         else if (type && strcmp(type, "stdio") != 0) {
-            LERR(c, yn_get(def, "type"), "invalid_server", "%s: unknown type '%s' (expected stdio or streamableHttp)",
-                 what, type);
+            LERR(c, yn_get(def, "type"), "invalid_server",
+                 "%s: unknown type '%s' (expected stdio, streamableHttp or graph)", what, type);
             continue;
         }
         check_keys(c, def, http ? http_keys : stdio_keys, what);
@@ -1511,6 +1537,7 @@ void gg_graph_free_internal(gg_graph *g) {
         free((char *)s->cfg.command);
         free((char *)s->cfg.cwd);
         free((char *)s->cfg.url);
+        free(s->target_graph);
         for (char **p = s->argv; p && *p; p++) free(*p);
         for (char **p = s->env; p && *p; p++) free(*p);
         for (char **p = s->headers; p && *p; p++) free(*p);
@@ -1676,8 +1703,24 @@ int gg_graph_tool_client_needs(const gg_graph *g, const char *name) {
     return need;
 }
 
+json_t *gg_graph_call_targets(const gg_graph *g) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < g->nservers; i++) {
+        const char *t = g->servers[i].target_graph;
+        bool seen = false;
+        for (size_t j = 0; t && j < i; j++)
+            if (g->servers[j].target_graph && !strcmp(g->servers[j].target_graph, t)) seen = true;
+        if (t && !seen) json_array_append_new(a, json_string(t));
+    }
+    return a;
+}
+
 /* The graph's client for a server, created on first use (the child starts on first call). */
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err) {
+    if (s->target_graph || (!s->cfg.command && !s->cfg.url)) { /* a graph server has no transport */
+        gg_error_set(err, "invalid_server", "server '%s' is not a downstream MCP server", s->name ? s->name : "");
+        return NULL;
+    }
     pthread_mutex_lock(&s->lock);
     if (!s->client && (s->client = mcp_client_new(&s->cfg, policy, err)) && s->graph)
         mcp_client_set_notify(s->client, gdown_notified, s);

@@ -14,6 +14,8 @@ typedef struct gprov {
     gg_graph *g;
     gg_graph_history_fn history_fn;
     void *history_user;
+    gg_graph_call_fn graph_call;
+    void *graph_call_user;
 } gprov;
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
@@ -250,6 +252,9 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     ro.input_wait = ctx ? ctx->input_wait : NULL;
     ro.client_caps = ctx ? ctx->client_caps : 0;
     ro.trace = ctx ? ctx->trace : NULL;
+    ro.graph_call = gp->graph_call;
+    ro.graph_call_user = gp->graph_call_user;
+    ro.caller = ctx;
     return ro;
 }
 
@@ -521,6 +526,12 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
 }
 
 /* See graph.h: only a provider of ours (recognised by its server_info function). */
+void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user) {
+    gprov *gp = p->impl;
+    gp->graph_call = fn;
+    gp->graph_call_user = user;
+}
+
 gg_graph *gg_graph_provider_graph(mcp_provider *p) {
     return p && p->server_info == p_server_info ? ((gprov *)p->impl)->g : NULL;
 }

@@ -486,6 +486,9 @@ bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, jso
  * stream, answered through the session (mcp_session_deliver). Without it those nodes fail
  * with a clear error. Set before the call starts; sessions and sess must outlive the call. */
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess);
+/* The call's execution record id (mcp_call_ctx.exec_id: graphs it calls record it as their
+ * parent); borrowed, must outlive the call. Set before the call starts. */
+void mcp_call_set_exec_id(mcp_call *c, const char *exec_id);
 
 
 #endif

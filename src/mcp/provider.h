@@ -82,6 +82,11 @@ typedef struct mcp_call_ctx {
     /* MCP_CLIENT_CAPS_* the caller's client declared (params._meta in 2026-07-28, initialize
      * in a session); 0 = not known (no MCP client behind the call). */
     int client_caps;
+    /* The call's execution record id ("" or NULL = none) and how many graph-to-graph calls
+     * deep it runs (0 = called by an MCP client): a graph calling another records the
+     * callee's run with this id as its parent, and refuses past a depth limit. */
+    const char *exec_id;
+    int call_depth;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

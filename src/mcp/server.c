@@ -437,6 +437,7 @@ struct mcp_call {
     json_t *input_responses, *resume_state;
     atomic_int input_wait;
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
+    const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -450,6 +451,7 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
     c->sessions = sessions;
     c->sess = *sess;
 }
+void mcp_call_set_exec_id(mcp_call *c, const char *exec_id) { c->exec_id = exec_id; }
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
@@ -869,6 +871,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
                     const mcp_call_async *how) {
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
+    c->ctx.exec_id = c->exec_id;
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;

@@ -134,7 +134,7 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
 /* ---- listing ------------------------------------------------------------------------------ */
 
 #define EXEC_COLUMNS \
-    "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error, trace_id"
+    "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error, trace_id, parent_id"
 #define EXEC_FILTERS \
     " AND (CAST(?2 AS TEXT) IS NULL OR graph = ?2) AND (CAST(?3 AS TEXT) IS NULL OR tool = ?3) AND (CAST(?4 AS TEXT) IS NULL OR status = ?4)" \
     " AND started_at >= ?5 AND (CAST(?6 AS INTEGER) IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
@@ -163,6 +163,8 @@ static json_t *exec_row(gg_db_stmt *st) {
                                         ? json_null() : json_string((const char *)gg_db_column_text(st, 10)));
     json_object_set_new(o, "trace_id", gg_db_column_type(st, 11) == SQLITE_NULL
                                            ? json_null() : json_string((const char *)gg_db_column_text(st, 11)));
+    json_object_set_new(o, "parent_id", gg_db_column_type(st, 12) == SQLITE_NULL
+                                            ? json_null() : json_string((const char *)gg_db_column_text(st, 12)));
     return o;
 }
 
@@ -346,10 +348,10 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
         if (rc == SQLITE_ROW) {
             o = exec_row(st);
             long long dropped = 0;
-            json_t *nodes = o ? nodes_array(st, 14, gg_db_column_int64(st, 7), &dropped) : NULL;
+            json_t *nodes = o ? nodes_array(st, 15, gg_db_column_int64(st, 7), &dropped) : NULL;
             if (o && nodes) {
-                json_object_set_new(o, "arguments", gg_store_json_column(st, 12));
-                json_object_set_new(o, "result", gg_store_json_column(st, 13));
+                json_object_set_new(o, "arguments", gg_store_json_column(st, 13));
+                json_object_set_new(o, "result", gg_store_json_column(st, 14));
                 json_object_set_new(o, "nodes", nodes);
                 /* a run cut by history.max_run_records / max_run_bytes says so */
                 json_object_set_new(o, "nodes_truncated", json_boolean(dropped > 0));

@@ -231,6 +231,7 @@ typedef struct gg_exec_record {
     bool all_inputs;
     char *nodes_text;            /* owned (gg_exec_record_set_nodes_json) */
     char trace_id[33];           /* W3C trace id in hex, "" when none (migration 0005) */
+    char parent_id[33];          /* the calling graph's execution id, "" when none (0008) */
 } gg_exec_record;
 
 /* How the node records are written: a run is one executions row and its nodes one JSON

@@ -18,14 +18,9 @@ FS="$NM/@modelcontextprotocol/server-filesystem/dist/index.js"
   { echo "SKIP: Node 22 / server-everything / server-filesystem not under tests/npm (run tests/npm-deps.sh) or no ss"; exit 77; }
 
 # server-everything on a port the kernel picks, read back from its listening socket
-PORT=0 "$NODE" "$EV" streamableHttp >"$GG_TMP/ev.log" 2>&1 &
-EVPID=$!
+gw_start_everything "$NODE" "$EV"
 trap 'kill $EVPID 2>/dev/null; gg_cleanup' EXIT
-port=""
-for _ in $(seq 1 300); do
-  port=$(ss -Hltnp 2>/dev/null | sed -n "s/.*:\([0-9][0-9]*\) .*pid=$EVPID,.*/\1/p" | head -1)
-  [ -n "$port" ] && break; kill -0 $EVPID 2>/dev/null || break; sleep 0.1
-done
+port=$EVPORT
 [ -n "$port" ] || { echo "server-everything did not start: $(head -3 "$GG_TMP/ev.log")"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$GG_TMP/root" && echo hello >"$GG_TMP/root/a.txt"
 

@@ -74,3 +74,14 @@ gw_conf_setup() {
   ADMIN=$(gw_key conf admin)
   KEY=$(gw_key conf tools:read,tools:execute)
 }
+# gw_start_everything NODE EV → starts server-everything over streamable HTTP on a port the
+# kernel picks; sets EVPID and EVPORT (empty when it did not start; its log in $GG_TMP/ev.log).
+gw_start_everything() {
+  PORT=0 "$1" "$2" streamableHttp >"$GG_TMP/ev.log" 2>&1 &
+  EVPID=$!
+  EVPORT=""
+  for _ in $(seq 1 300); do
+    EVPORT=$(ss -Hltnp 2>/dev/null | sed -n "s/.*:\([0-9][0-9]*\) .*pid=$EVPID,.*/\1/p" | head -1)
+    [ -n "$EVPORT" ] && break; kill -0 $EVPID 2>/dev/null || break; sleep 0.1
+  done
+}

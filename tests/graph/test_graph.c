@@ -191,6 +191,34 @@ START_TEST(node_execution_limit) {
 }
 END_TEST
 
+/* A type: graph server loads (no transport, no policy) and names its target; outside the
+ * gateway (no graph_call) its node fails with a clear error instead of reaching anything. */
+START_TEST(graph_server_outside_gateway) {
+    static const char src[] =
+        "server: {name: g, version: '1'}\n"
+        "mcpServers:\n  other: {type: graph, graph: orders}\n  again: {type: graph, graph: orders}\n"
+        "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+        "      - {id: entry, type: entry, next: c}\n"
+        "      - {id: c, type: mcp, server: other, tool: lookup, next: d}\n"
+        "      - {id: d, type: mcp, server: again, tool: lookup, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_string(src, sizeof src - 1, "g.yaml", NULL, &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.errors, 0);
+    gg_graph_diags_free(&d);
+    json_t *targets = gg_graph_call_targets(g);
+    ck_assert_int_eq(json_array_size(targets), 1); /* each graph once */
+    ck_assert_str_eq(json_string_value(json_array_get(targets, 0)), "orders");
+    json_decref(targets);
+    gg_graph_result r;
+    ck_assert_ptr_null(run(g, "t", "{}", &r));
+    ck_assert_str_eq(r.error.code, "graph_call");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+}
+END_TEST
+
 START_TEST(execution_time_limit) {
     gg_graph *g = load(fixtures, "time_limit.yaml", NULL);
     ck_assert_ptr_nonnull(g);
@@ -1629,6 +1657,7 @@ int main(void) {
     tcase_add_test(tc, nested_switches);
     tcase_add_test(tc, node_execution_limit);
     tcase_add_test(tc, execution_time_limit);
+    tcase_add_test(tc, graph_server_outside_gateway);
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
