@@ -500,10 +500,12 @@ static void job_run(void *arg) {
     gg_gateway *gw = j->gw;
     if (j->ep.is_graph) wait_for_history(gw);
     job_make_record(j);
-    /* a 2025-11-25 session's call made resumable: the stream holds the POST from here (so
-     * a POST ended early or dropped by the client does not cancel the run) */
+    /* a 2025-11-25 session's call made resumable: the stream holds the POST from here (a
+     * POST ended early does not cancel the run; one the client drops does unless the client
+     * resumes within GW_POST_GRACE_MS) */
     if (j->has_session && j->sse_ok && !j->plain && strcmp(j->sess.version, "2025-11-25") >= 0 &&
-        (j->ps = gw_pstream_open(gw->streams, &j->sess, j->a, gw->cfg->mcp_sse_close_after_ms)))
+        (j->ps = gw_pstream_open(gw->streams, &j->sess, j->a, mcp_call_cancel_flag(j->call),
+                                 gw->cfg->mcp_sse_close_after_ms)))
         j->a = NULL;
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));

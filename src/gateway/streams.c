@@ -98,6 +98,9 @@ struct gw_pstream {
     bool is_post;      /* a is the POST (its 200 may not have started: streaming) */
     bool streaming;    /* a's SSE headers and priming event went out */
     bool job;          /* the run still holds this (until gw_pstream_finish) */
+    atomic_int *cancel; /* the run's cancel flag, valid while job */
+    double orphan_at_ms; /* monotonic: the client dropped its connection; no resume by then
+                            cancels the run (0 = not dropped) */
     char *final;       /* the final response once the run ended and nobody took it */
     unsigned long long final_seq;
     double close_at_ms; /* monotonic: end the POST early (retry hint) then; 0 = never */
@@ -346,13 +349,24 @@ static void ps_close_early(gw_streams *s, gw_pstream *ps) {
     s->post_closed++;
 }
 
-/* The keeper's pass over the POST streams: end abandoned connections, end POSTs due for an
+/* The keeper's pass over the POST streams: end abandoned connections (cancelling a run
+ * whose client does not resume in time), end POSTs due for an
  * early close (not while stopping: the cancelled runs answer on them), free streams whose
  * run ended and that were delivered or waited for a resume long enough. */
 static void keep_posts(gw_streams *s, double now, bool stopping) {
     for (gw_pstream **pp = &s->posts; *pp;) {
         gw_pstream *ps = *pp;
-        if (ps->a && gg_http_async_abandoned(ps->a)) ps_drop(ps);
+        if (ps->a && gg_http_async_abandoned(ps->a)) {
+            /* the client dropped it: a POST before any event id went out can never be
+             * resumed, so its run stops now; otherwise the client gets GW_POST_GRACE_MS to
+             * come back (a disconnection is not a cancellation, an abandoned run is) */
+            if (ps->job) ps->orphan_at_ms = ps->is_post && !ps->streaming ? now : now + GW_POST_GRACE_MS;
+            ps_drop(ps);
+        }
+        if (ps->job && ps->orphan_at_ms > 0 && now >= ps->orphan_at_ms) {
+            atomic_store_explicit(ps->cancel, 1, memory_order_relaxed);
+            ps->orphan_at_ms = 0;
+        }
         if (ps->a && ps->is_post && !stopping && ps->close_at_ms > 0 && now >= ps->close_at_ms) ps_close_early(s, ps);
         if (!ps->job && !ps->a && now >= ps->keep_until_ms) {
             *pp = ps->next;
@@ -391,6 +405,7 @@ static int resume_post(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
     }
     ps_drop(ps); /* an older connection (the POST, an earlier resume) gives way */
     ps->a = a;
+    ps->orphan_at_ms = 0;
     ps->is_post = false;
     s->post_resumed++;
     ring_replay(a, ps->log, GW_POST_EVENTS, ps->log_n, ps->log_end, ps->no, q);
@@ -781,15 +796,18 @@ size_t gw_streams_count(gw_streams *s) {
 
 /* A tools/call's POST (a, suspended, not answered yet) of a 2025-11-25 session becomes a
  * resumable stream; close_after_ms > 0 ends the POST that long after the run started if
- * it is still going (with a retry hint: the client resumes with GET + Last-Event-ID).
+ * it is still going (with a retry hint: the client resumes with GET + Last-Event-ID);
+ * cancel: the run's flag, set when the client drops its connection and does not resume.
  * NULL when the table is full: the call then answers on its POST as before. */
-gw_pstream *gw_pstream_open(gw_streams *s, const mcp_session *sess, gg_http_async *a, long long close_after_ms) {
+gw_pstream *gw_pstream_open(gw_streams *s, const mcp_session *sess, gg_http_async *a, atomic_int *cancel,
+                            long long close_after_ms) {
     if (!s) return NULL;
     gw_pstream *ps = calloc(1, sizeof *ps);
     if (!ps) return NULL;
     memcpy(ps->nonce, sess->nonce, 16);
     ps->a = a;
     ps->is_post = ps->job = true;
+    ps->cancel = cancel;
     if (close_after_ms > 0) ps->close_at_ms = gg_now_ms() + (double)close_after_ms;
     pthread_mutex_lock(&s->mu);
     if (s->nposts >= GW_POST_STREAMS_MAX) {
