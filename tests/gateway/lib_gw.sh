@@ -38,7 +38,7 @@ gw_rpc() {
     curl -sS -N --max-time 60 ${key:+-H "Authorization: Bearer $key"} -H "Mcp-Session-Id: $sid" \
       -H 'Accept: text/event-stream' -H "Last-Event-ID: $last" "$url" >>"$out" 2>/dev/null
   fi
-  echo "$st"
+  printf %s "$st"
 }
 # gw_init URL KEY [version] → prints the session id (empty on failure).
 gw_init() {
