@@ -38,6 +38,7 @@ static const key_def keys[] = {
     {"shutdown_timeout", T_DUR, F(shutdown_timeout_ms), 0, 600000, false},
     {"request_timeout", T_DUR, F(request_timeout_ms), 10, 86400000, false},
     {"inline_budget", T_DUR, F(inline_budget_ms), 0, 1000, false},
+    {"mcp.sse_close_after", T_DUR, F(mcp_sse_close_after_ms), 0, 86400000, false},
     {"http.threads", T_INT, F(http_threads), 0, 256, false},
     {"http.origins", T_LIST, F(origins), 0, 0, false},
     {"http.allowed_hosts", T_LIST, F(allowed_hosts), 0, 0, false},
@@ -185,6 +186,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_tenant_max_rows = 100000;
     c->history_tenant_max_bytes = 256 * 1024 * 1024;
     c->tenant_max_streams = 64;
+    c->mcp_sse_close_after_ms = 1000;
     c->tenant_max_sessions = 256;
     c->graphs_max_per_tenant = 100;
     c->graphs_max_bytes = 1024 * 1024;

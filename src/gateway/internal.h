@@ -225,6 +225,23 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms);
 #define GW_REPLAY_EVENTS 16      /* events kept per session for GET streams resumed with Last-Event-ID */
 #define GW_REPLAY_SESSIONS 1024  /* sessions whose log is kept with no stream open (more → logs dropped) */
 typedef struct gw_streams gw_streams;
+/* Resumable POST streams (tools/call of a 2025-11-25 session; streams.c): each logs its
+ * last GW_POST_EVENTS events (the final response apart), at most GW_POST_STREAMS_MAX at once
+ * (more answer on their POST without resumability); a stream whose run ended undelivered
+ * waits GW_POST_KEEP_MS for a resume; a run whose client dropped its connection (not one
+ * the server ended early) is cancelled unless it resumes within GW_POST_GRACE_MS (at once
+ * when no event id went out). A POST ended early (mcp.sse_close_after) carries
+ * "retry: GW_POST_RETRY_MS" so clients come back at once. */
+#define GW_POST_EVENTS 16
+#define GW_POST_STREAMS_MAX 1024
+#define GW_POST_KEEP_MS 60000.0
+#define GW_POST_GRACE_MS 1000.0 /* a connection the client dropped: resume by then or the run is cancelled */
+#define GW_POST_RETRY_MS_S "250"
+typedef struct gw_pstream gw_pstream;
+gw_pstream *gw_pstream_open(gw_streams *s, const mcp_session *sess, gg_http_async *a, atomic_int *cancel,
+                            long long close_after_ms);
+void gw_pstream_event(gw_streams *s, gw_pstream *ps, const char *json);
+void gw_pstream_finish(gw_streams *s, gw_pstream *ps, char *body, int status);
 gw_streams *gw_streams_new(gg_gateway *gw);
 void gw_streams_free(gw_streams *s);
 /* srv: the endpoint's server; each session with a stream holds a reference (the newest

@@ -142,6 +142,7 @@ typedef struct gw_call_job {
     atomic_int timed_out; /* set with the cancel flag past request_timeout */
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
     gg_span *span;       /* the call's server span (gw_call_span_begin), NULL with telemetry off */
+    gw_pstream *ps;      /* a resumable POST stream (then a is NULL: the stream holds it) */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -229,6 +230,10 @@ void gw_cancel_running(gg_gateway *gw) {
 static void job_emit(void *user, const char *json, size_t len) {
     (void)len;
     gw_call_job *j = user;
+    if (j->ps) {
+        gw_pstream_event(j->gw->streams, j->ps, json);
+        return;
+    }
     if (!j->sse_ok || j->plain) return; /* a plain JSON client gets the result only */
     if (!j->streaming) {
         if (!gg_http_async_stream(j->a, 200, "text/event-stream")) return;
@@ -361,6 +366,9 @@ static void job_respond(gw_call_job *j, char *body, int status) {
  * stored turns the answer into a 503. */
 typedef struct gw_waiter {
     gg_http_async *a;
+    gw_streams *streams; /* with ps: the answer goes to the resumable stream */
+    gw_pstream *ps;
+    int status;
     bool plain;
     char *sse;  /* streaming: the final event, sent on commit */
     json_t *id; /* the call's JSON-RPC id, for the refusal */
@@ -370,6 +378,17 @@ typedef struct gw_waiter {
 
 static void waiter_committed(void *user, bool ok) {
     gw_waiter *w = user;
+    if (w->ps) {
+        if (!ok) {
+            free(w->sse);
+            w->sse = mcp_jsonrpc_error(w->id, MCP_SERVER_BUSY, GW_UNRECORDED, NULL);
+            w->status = 503;
+        }
+        gw_pstream_finish(w->streams, w->ps, w->sse, w->status);
+        json_decref(w->id);
+        free(w);
+        return;
+    }
     if (!ok && w->sse) {
         free(w->sse);
         w->sse = mcp_jsonrpc_error(w->id, MCP_SERVER_BUSY, GW_UNRECORDED, NULL);
@@ -388,7 +407,26 @@ static void waiter_committed(void *user, bool ok) {
 
 /* Record j's final state and answer it: at once (async), or once the record is committed
  * (durable; j->a must be set). The caller frees j. */
+/* job_answer for a resumable POST stream: the stream takes the answer (after the commit
+ * when durable). */
+static void job_answer_ps(gw_call_job *j, char *body, int status) {
+    gw_waiter *w = j->gw->durable && j->rec && j->gw->history ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        record_finish(j);
+        gw_pstream_finish(j->gw->streams, j->ps, body, status);
+    } else {
+        *w = (gw_waiter){.streams = j->gw->streams, .ps = j->ps, .status = status, .sse = body,
+                         .id = json_incref(mcp_call_id(j->call))};
+        record_finish_then(j, waiter_committed, w);
+    }
+    j->ps = NULL;
+}
+
 static void job_answer(gw_call_job *j, char *body, int status) {
+    if (j->ps) {
+        job_answer_ps(j, body, status);
+        return;
+    }
     bool wait = j->gw->durable && j->rec && j->gw->history;
     gw_waiter *w = wait && j->a ? calloc(1, sizeof *w) : NULL;
     if (!w) {
@@ -438,6 +476,13 @@ static void job_run(void *arg) {
     if (j->ep.is_graph) wait_for_history(gw);
     job_make_record(j);
     if (j->rec) mcp_call_set_exec_id(j->call, j->rec->id); /* graphs it calls name it parent */
+    /* a 2025-11-25 session's call made resumable: the stream holds the POST from here (a
+     * POST ended early does not cancel the run; one the client drops does unless the client
+     * resumes within GW_POST_GRACE_MS) */
+    if (j->has_session && j->sse_ok && !j->plain && strcmp(j->sess.version, "2025-11-25") >= 0 &&
+        (j->ps = gw_pstream_open(gw->streams, &j->sess, j->a, mcp_call_cancel_flag(j->call),
+                                 gw->cfg->mcp_sse_close_after_ms)))
+        j->a = NULL;
     running_add(gw, j);
     if (j->has_session) mcp_session_track_call(gw->sessions, &j->sess, mcp_call_id(j->call), mcp_call_cancel_flag(j->call));
     mcp_call_set_emitter(j->call, job_emit, j);

@@ -83,6 +83,31 @@ typedef struct ssess {
     struct ssess *next;
 } ssess;
 
+/* A POST's SSE stream made resumable (a tools/call of a 2025-11-25 session): the run's
+ * events and its final response, each with an id "<no>-<seq>", reach the connection that
+ * holds the stream now — the POST itself, or a GET that resumed it with Last-Event-ID —
+ * and are logged (the last GW_POST_EVENTS; the final response apart, never dropped) for
+ * the next resume. The run never waits on a connection: with none open, events are only
+ * logged. */
+struct gw_pstream {
+    uint8_t nonce[16];
+    unsigned long long no, seq, dropped;
+    revent log[GW_POST_EVENTS]; /* a ring, as ssess's */
+    int log_n, log_end;
+    gg_http_async *a;  /* the connection holding the stream now, NULL = none */
+    bool is_post;      /* a is the POST (its 200 may not have started: streaming) */
+    bool streaming;    /* a's SSE headers and priming event went out */
+    bool job;          /* the run still holds this (until gw_pstream_finish) */
+    atomic_int *cancel; /* the run's cancel flag, valid while job */
+    double orphan_at_ms; /* monotonic: the client dropped its connection; no resume by then
+                            cancels the run (0 = not dropped) */
+    char *final;       /* the final response once the run ended and nobody took it */
+    unsigned long long final_seq;
+    double close_at_ms; /* monotonic: end the POST early (retry hint) then; 0 = never */
+    double keep_until_ms; /* monotonic: after the run ended, how long a resume may come */
+    struct gw_pstream *next;
+};
+
 struct gw_streams {
     gg_gateway *gw;
     pthread_mutex_t mu;
@@ -94,8 +119,10 @@ struct gw_streams {
     bool stop, thread_started;
     pthread_t thread;
     double next_ping_ms;
+    gw_pstream *posts; /* resumable POST streams */
+    size_t nposts;
     /* counters for /metrics (under mu) */
-    unsigned long long opened, notified, refused, refused_tenant;
+    unsigned long long opened, notified, refused, refused_tenant, post_closed, post_resumed;
 };
 
 static size_t bucket_of(const uint8_t nonce[16]) {
@@ -130,28 +157,49 @@ static void end_stream(gw_streams *s, ssess *ss, int i) {
     s->open--;
 }
 
-static void log_clear(ssess *ss) {
-    for (int i = 0; i < GW_REPLAY_EVENTS; i++) {
-        free(ss->log[i].data);
-        ss->log[i].data = NULL;
+/* The event rings (a session's, a POST stream's): n entries ending at end - 1, the
+ * highest seq pushed out in *dropped. */
+static void ring_clear(revent *log, int cap, int *n) {
+    for (int i = 0; i < cap; i++) {
+        free(log[i].data);
+        log[i].data = NULL;
     }
-    ss->log_n = 0;
+    *n = 0;
 }
 
-/* Keep data as event seq of stream no (the oldest goes when the log is full). */
-static void log_add(ssess *ss, unsigned long long no, unsigned long long seq, const char *data) {
+/* Keep data as event seq of stream no (the oldest goes when the ring is full). */
+static void ring_add(revent *log, int cap, int *n, int *end, unsigned long long *dropped, unsigned long long no,
+                     unsigned long long seq, const char *data) {
     char *copy = strdup(data);
     if (!copy) { /* cannot keep it: a resume from before it must not pretend it saw all */
-        ss->dropped = seq;
+        *dropped = seq;
         return;
     }
-    revent *e = &ss->log[ss->log_end];
-    if (ss->log_n == GW_REPLAY_EVENTS) {
-        ss->dropped = e->seq;
+    revent *e = &log[*end];
+    if (*n == cap) {
+        *dropped = e->seq;
         free(e->data);
-    } else ss->log_n++;
+    } else (*n)++;
     *e = (revent){no, seq, copy};
-    ss->log_end = (ss->log_end + 1) % GW_REPLAY_EVENTS;
+    *end = (*end + 1) % cap;
+}
+
+/* Send a's events of stream no after seq, oldest first. */
+static void ring_replay(gg_http_async *a, const revent *log, int cap, int n, int end, unsigned long long no,
+                        unsigned long long seq) {
+    for (int k = 0; k < n; k++) {
+        const revent *e = &log[(end - n + k + cap) % cap];
+        if (e->stream != no || e->seq <= seq) continue;
+        char id[48];
+        snprintf(id, sizeof id, "%llu-%llu", no, e->seq);
+        gg_http_sse_event(a, "message", id, e->data);
+    }
+}
+
+static void log_clear(ssess *ss) { ring_clear(ss->log, GW_REPLAY_EVENTS, &ss->log_n); }
+
+static void log_add(ssess *ss, unsigned long long no, unsigned long long seq, const char *data) {
+    ring_add(ss->log, GW_REPLAY_EVENTS, &ss->log_n, &ss->log_end, &ss->dropped, no, seq, data);
 }
 
 /* One event on stream i (or, i < 0, logged on the session's last stream for a resume):
@@ -250,6 +298,127 @@ static bool same_endpoint(const ssess *ss, const char *tenant, const char *graph
     return strcmp(ss->tenant, tenant) == 0 && strcmp(ss->graph, graph) == 0;
 }
 
+/* ------------------------------------------------------------------ POST streams (under mu) */
+
+static void ps_free(gw_pstream *ps) {
+    ring_clear(ps->log, GW_POST_EVENTS, &ps->log_n);
+    free(ps->final);
+    free(ps);
+}
+
+/* End the connection holding ps, if any (the run, if still going, is not affected). */
+static void ps_drop(gw_pstream *ps) {
+    if (ps->a) gg_http_async_complete(ps->a);
+    ps->a = NULL;
+}
+
+/* The POST's SSE response starts: headers, then the priming event (an id, empty data) the
+ * client resumes from if the stream ends before anything else came. */
+static bool ps_begin(gw_pstream *ps) {
+    if (ps->streaming) return true;
+    if (!gg_http_async_stream(ps->a, 200, "text/event-stream")) return false;
+    ps->streaming = true;
+    char id[48];
+    snprintf(id, sizeof id, "%llu-%llu", ps->no, ++ps->seq);
+    gg_http_sse_event(ps->a, NULL, id, "");
+    return true;
+}
+
+/* Event seq of ps to its connection (a dead one is ended: the client resumes later). */
+static void ps_deliver(gw_pstream *ps, unsigned long long seq, const char *data) {
+    if (!ps->a) return;
+    char id[48];
+    snprintf(id, sizeof id, "%llu-%llu", ps->no, seq);
+    if (!(ps->is_post ? ps_begin(ps) : true) || !gg_http_sse_event(ps->a, "message", id, data)) ps_drop(ps);
+}
+
+static void ps_unlink(gw_streams *s, gw_pstream *ps) {
+    for (gw_pstream **pp = &s->posts; *pp; pp = &(*pp)->next)
+        if (*pp == ps) {
+            *pp = ps->next;
+            s->nposts--;
+            return;
+        }
+}
+
+/* The POST is ended early: priming (if nothing went yet), the reconnection delay, end. */
+static void ps_close_early(gw_streams *s, gw_pstream *ps) {
+    static const char hint[] = "retry: " GW_POST_RETRY_MS_S "\n\n";
+    if (ps_begin(ps)) gg_http_async_write(ps->a, hint, sizeof hint - 1);
+    ps_drop(ps);
+    s->post_closed++;
+}
+
+/* The keeper's pass over the POST streams: end abandoned connections (cancelling a run
+ * whose client does not resume in time), end POSTs due for an
+ * early close (not while stopping: the cancelled runs answer on them), free streams whose
+ * run ended and that were delivered or waited for a resume long enough. */
+static void keep_posts(gw_streams *s, double now, bool stopping) {
+    for (gw_pstream **pp = &s->posts; *pp;) {
+        gw_pstream *ps = *pp;
+        if (ps->a && gg_http_async_abandoned(ps->a)) {
+            /* the client dropped it: a POST before any event id went out can never be
+             * resumed, so its run stops now; otherwise the client gets GW_POST_GRACE_MS to
+             * come back (a disconnection is not a cancellation, an abandoned run is) */
+            if (ps->job) ps->orphan_at_ms = ps->is_post && !ps->streaming ? now : now + GW_POST_GRACE_MS;
+            ps_drop(ps);
+        }
+        if (ps->job && ps->orphan_at_ms > 0 && now >= ps->orphan_at_ms) {
+            atomic_store_explicit(ps->cancel, 1, memory_order_relaxed);
+            ps->orphan_at_ms = 0;
+        }
+        if (ps->a && ps->is_post && !stopping && ps->close_at_ms > 0 && now >= ps->close_at_ms) ps_close_early(s, ps);
+        if (!ps->job && !ps->a && now >= ps->keep_until_ms) {
+            *pp = ps->next;
+            s->nposts--;
+            ps_free(ps);
+        } else pp = &ps->next;
+    }
+}
+
+/* Resume POST stream k of this session from seq q on the GET req: -1 when k is no POST
+ * stream of the session (the caller goes on), else the handler's answer. */
+static int resume_post(gw_streams *s, gg_http_req *req, gg_http_res *res, const mcp_session *sess, const char *h) {
+    char *end;
+    if (!h || *h < '0' || *h > '9') return -1;
+    unsigned long long k = strtoull(h, &end, 10), q;
+    if (*end != '-' || end[1] < '0' || end[1] > '9') return -1;
+    q = strtoull(end + 1, &end, 10);
+    if (*end) return -1;
+    pthread_mutex_lock(&s->mu);
+    gw_pstream *ps = s->posts;
+    while (ps && !(ps->no == k && memcmp(ps->nonce, sess->nonce, 16) == 0)) ps = ps->next;
+    if (!ps) {
+        pthread_mutex_unlock(&s->mu);
+        return -1;
+    }
+    if (q > ps->seq) {
+        pthread_mutex_unlock(&s->mu);
+        return rpc_error(res, 400, MCP_INVALID_REQUEST, "Bad Request: unknown Last-Event-ID for this session");
+    }
+    gg_http_async *a = gg_http_defer(req);
+    if (!a || !gg_http_async_stream(a, 200, "text/event-stream")) {
+        if (a) gg_http_async_complete(a);
+        pthread_mutex_unlock(&s->mu);
+        if (a) return GG_HTTP_DEFERRED;
+        return rpc_error(res, 500, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    ps_drop(ps); /* an older connection (the POST, an earlier resume) gives way */
+    ps->a = a;
+    ps->orphan_at_ms = 0;
+    ps->is_post = false;
+    s->post_resumed++;
+    ring_replay(a, ps->log, GW_POST_EVENTS, ps->log_n, ps->log_end, ps->no, q);
+    if (ps->final) { /* the run ended meanwhile: its response, then this stream is done */
+        ps_deliver(ps, ps->final_seq, ps->final);
+        ps_drop(ps);
+        ps_unlink(s, ps);
+        ps_free(ps);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return GG_HTTP_DEFERRED;
+}
+
 /* ------------------------------------------------------------------ keeper thread */
 
 /* One pass: reap dead and expired streams; ping when due; end all while stopping. */
@@ -271,6 +440,7 @@ static void keep(gw_streams *s, double now) {
                     end_stream(s, ss, i);
         }
     prune(s);
+    keep_posts(s, now, stopping);
 }
 
 static void *keeper(void *arg) {
@@ -284,7 +454,7 @@ static void *keeper(void *arg) {
         ts.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         if (s->stop) break;
-        if (s->entries) keep(s, gg_now_ms());
+        if (s->entries || s->nposts) keep(s, gg_now_ms());
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -297,7 +467,7 @@ static void metrics(gg_strbuf *out, void *user) {
     pthread_mutex_lock(&s->mu);
     size_t open = s->open;
     unsigned long long opened = s->opened, notified = s->notified, refused = s->refused;
-    unsigned long long refused_tenant = s->refused_tenant;
+    unsigned long long refused_tenant = s->refused_tenant, post_closed = s->post_closed, post_resumed = s->post_resumed;
     pthread_mutex_unlock(&s->mu);
     gg_strbuf_printf(out,
                      "# HELP graphgate_mcp_streams open standalone MCP GET (SSE) streams\n"
@@ -311,6 +481,12 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_mcp_list_changed_total notifications/tools/list_changed sent (one per session per change)\n"
                      "# TYPE graphgate_mcp_list_changed_total counter\ngraphgate_mcp_list_changed_total %llu\n",
                      open, opened, refused, refused_tenant, notified);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_mcp_post_streams_closed_total tools/call POST streams ended early with a retry hint (mcp.sse_close_after)\n"
+                     "# TYPE graphgate_mcp_post_streams_closed_total counter\ngraphgate_mcp_post_streams_closed_total %llu\n"
+                     "# HELP graphgate_mcp_post_streams_resumed_total tools/call POST streams resumed by a GET with Last-Event-ID\n"
+                     "# TYPE graphgate_mcp_post_streams_resumed_total counter\ngraphgate_mcp_post_streams_resumed_total %llu\n",
+                     post_closed, post_resumed);
 }
 
 /* ------------------------------------------------------------------ public (internal.h) */
@@ -353,6 +529,12 @@ void gw_streams_free(gw_streams *s) {
             ss->gone = true;
         }
     prune(s);
+    while (s->posts) { /* every run has ended (gw_cancel_running came first) */
+        gw_pstream *ps = s->posts;
+        s->posts = ps->next;
+        ps_drop(ps);
+        ps_free(ps);
+    }
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -387,13 +569,7 @@ static bool resume(gw_streams *s, ssess *ss, unsigned long long no, unsigned lon
         if (ss->no[i] == no) end_stream(s, ss, i);
     int j = ss->n - 1;
     ss->no[j] = no;
-    for (int k = 0; k < ss->log_n; k++) {
-        const revent *e = &ss->log[(ss->log_end - ss->log_n + k + GW_REPLAY_EVENTS) % GW_REPLAY_EVENTS];
-        if (e->stream != no || e->seq <= seq) continue;
-        char id[48];
-        snprintf(id, sizeof id, "%llu-%llu", no, e->seq);
-        gg_http_sse_event(ss->streams[j], "message", id, e->data);
-    }
+    ring_replay(ss->streams[j], ss->log, GW_REPLAY_EVENTS, ss->log_n, ss->log_end, no, seq);
     return true;
 }
 
@@ -516,6 +692,8 @@ int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
         gg_http_res_header(res, "Retry-After", "1");
         return rpc_error(res, 503, MCP_SERVER_BUSY, "Server busy: shutting down");
     }
+    int prc = resume_post(gw->streams, req, res, &sess, gg_http_header(req, "Last-Event-ID"));
+    if (prc >= 0) return prc;
     /* the priming event is a 2025-11-25 feature: older clients may not expect empty data */
     const char *v = hv ? hv : sess.version;
     bool prime = v && strcmp(v, "2025-11-25") >= 0;
@@ -583,6 +761,11 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
         free_ssess(ss);
         s->entries--;
     }
+    for (gw_pstream *ps = s->posts; ps; ps = ps->next)
+        if (memcmp(ps->nonce, sess->nonce, 16) == 0) {
+            ps_drop(ps);
+            ps->keep_until_ms = 0; /* freed by the keeper once its run ended */
+        }
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -609,4 +792,75 @@ size_t gw_streams_count(gw_streams *s) {
     size_t n = s->open;
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+/* A tools/call's POST (a, suspended, not answered yet) of a 2025-11-25 session becomes a
+ * resumable stream; close_after_ms > 0 ends the POST that long after the run started if
+ * it is still going (with a retry hint: the client resumes with GET + Last-Event-ID);
+ * cancel: the run's flag, set when the client drops its connection and does not resume.
+ * NULL when the table is full: the call then answers on its POST as before. */
+gw_pstream *gw_pstream_open(gw_streams *s, const mcp_session *sess, gg_http_async *a, atomic_int *cancel,
+                            long long close_after_ms) {
+    if (!s) return NULL;
+    gw_pstream *ps = calloc(1, sizeof *ps);
+    if (!ps) return NULL;
+    memcpy(ps->nonce, sess->nonce, 16);
+    ps->a = a;
+    ps->is_post = ps->job = true;
+    ps->cancel = cancel;
+    if (close_after_ms > 0) ps->close_at_ms = gg_now_ms() + (double)close_after_ms;
+    pthread_mutex_lock(&s->mu);
+    if (s->nposts >= GW_POST_STREAMS_MAX) {
+        pthread_mutex_unlock(&s->mu);
+        free(ps);
+        return NULL;
+    }
+    ps->no = ++s->next_no;
+    ps->next = s->posts;
+    s->posts = ps;
+    s->nposts++;
+    if (s->nposts == 1) pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return ps;
+}
+
+/* One message of the run (a notification, a request to the client): logged, and sent to
+ * the connection holding the stream if any. */
+void gw_pstream_event(gw_streams *s, gw_pstream *ps, const char *json) {
+    pthread_mutex_lock(&s->mu);
+    ring_add(ps->log, GW_POST_EVENTS, &ps->log_n, &ps->log_end, &ps->dropped, ps->no, ++ps->seq, json);
+    ps_deliver(ps, ps->seq, json);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The run's final response (body, taken; NULL = out of memory): on the POST if it is still
+ * there (plain JSON with status when nothing was streamed; 503 gets Retry-After), else on
+ * the resumed GET, else kept for GW_POST_KEEP_MS for a resume. The run lets go of ps. */
+void gw_pstream_finish(gw_streams *s, gw_pstream *ps, char *body, int status) {
+    pthread_mutex_lock(&s->mu);
+    ps->job = false;
+    if (ps->a && ps->is_post && !ps->streaming) {
+        gg_http_res *res = gg_http_async_res(ps->a);
+        if (status == 503) gg_http_res_header(res, "Retry-After", "1");
+        if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
+        else gg_http_res_error(res, 500, "internal_error", "out of memory");
+        body = NULL;
+        ps_drop(ps);
+        ps->keep_until_ms = 0;
+    } else if (body) {
+        ps->final = body;
+        ps->final_seq = ++ps->seq;
+        ps_deliver(ps, ps->final_seq, body);
+        if (ps->a) { /* delivered: the stream is done */
+            ps_drop(ps);
+            ps->keep_until_ms = 0;
+        } else ps->keep_until_ms = gg_now_ms() + GW_POST_KEEP_MS;
+        body = NULL;
+    } else ps_drop(ps);
+    if (ps->keep_until_ms == 0) {
+        ps_unlink(s, ps);
+        ps_free(ps);
+    }
+    free(body);
+    pthread_mutex_unlock(&s->mu);
 }

@@ -152,8 +152,10 @@ t "429 carries Retry-After" grep -qi '^retry-after: 1' "$GG_TMP/cap.json.h"
 t "the plain endpoint answers in the plain error model" eq "$(jget "$GG_TMP/cap.json" 'd["error"]["code"]')" rate_limited
 wait $cpid
 t "a call past request_timeout → 504" eq "$(cat "$GG_TMP/to.code")" 504
-SIDT=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY")
-gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"stuck"}}' >/dev/null
+# (a 2025-06-18 session: the answer comes as JSON on the POST, never on a resumed stream)
+SIDT=$(gw_init "$GG_PUB/mcp/acme/stuck" "$KEY" 2025-06-18)
+gw_rpc "$GG_TMP/to2.json" "$GG_PUB/mcp/acme/stuck" "$KEY" "$SIDT" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"stuck"}}' \
+  -H 'MCP-Protocol-Version: 2025-06-18' >/dev/null
 t "over MCP: JSON-RPC error -32001" eq "$(jget "$GG_TMP/to2.json" 'd["error"]["code"]')" -32001
 t "server stops cleanly after timeouts" gw_stop_clean
 gw_cli executions list acme --graph stuck --status failed --json > "$GG_TMP/to.json"

@@ -78,7 +78,10 @@ down_pids=()
 if [ ${#START[@]} -gt 0 ]; then
   dsid=$(gw_init "$GG_PUB/mcp/acme/down" "$key")
   call='{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"wait","arguments":{}}}'
-  gw_rpc "$GG_TMP/dj.json" "$GG_PUB/mcp/acme/down" "$key" "$dsid" "$call" --max-time 60 >"$GG_TMP/dj.code" &
+  # a 2025-06-18 session: its call answers on the POST however long it waits (a 2025-11-25
+  # one would have its POST stream ended early, mcp.sse_close_after, and resumed by GET)
+  jsid=$(gw_init "$GG_PUB/mcp/acme/down" "$key" 2025-06-18)
+  gw_rpc "$GG_TMP/dj.json" "$GG_PUB/mcp/acme/down" "$key" "$jsid" "$call" --max-time 60 -H 'MCP-Protocol-Version: 2025-06-18' >"$GG_TMP/dj.code" &
   down_pids+=($!)
   call='{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":"p"}}}'
   gw_rpc "$GG_TMP/ds.json" "$GG_PUB/mcp/acme/down" "$key" "$dsid" "$call" --max-time 60 >"$GG_TMP/ds.code" &

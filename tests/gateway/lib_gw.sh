@@ -24,13 +24,21 @@ gw_put_graph() {
   gg_curl "$GG_TMP/put.json" -X PUT -H "Authorization: Bearer $1" -H 'Content-Type: application/yaml' \
     --data-binary @"$4" "$GG_PUB/admin/tenants/$2/graphs/$3"
 }
-# gw_rpc OUT URL KEY SESSION BODY [extra curl args] → status; response body in OUT.
+# gw_rpc OUT URL KEY SESSION BODY [extra curl args] → status; response body in OUT. A POST
+# stream the server ended early (a retry hint: mcp.sse_close_after) is resumed once with
+# GET + Last-Event-ID, as the SDK does; what that GET carries is appended to OUT.
 gw_rpc() {
   local out=$1 url=$2 key=$3 sid=$4 body=$5; shift 5
   local args=(-X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
   [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
   [ -n "$sid" ] && args+=(-H "Mcp-Session-Id: $sid")
-  gg_curl "$out" "${args[@]}" "$@" --data-binary "$body" "$url"
+  local st; st=$(gg_curl "$out" "${args[@]}" "$@" --data-binary "$body" "$url")
+  if [ -n "$sid" ] && grep -q '^retry: ' "$out" 2>/dev/null; then
+    local last; last=$(sed -n 's/^id: //p' "$out" | tail -1)
+    curl -sS -N --max-time 60 ${key:+-H "Authorization: Bearer $key"} -H "Mcp-Session-Id: $sid" \
+      -H 'Accept: text/event-stream' -H "Last-Event-ID: $last" "$url" >>"$out" 2>/dev/null
+  fi
+  printf %s "$st"
 }
 # gw_init URL KEY [version] → prints the session id (empty on failure).
 gw_init() {
