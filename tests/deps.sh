@@ -12,7 +12,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 # groff: tests/integration/manpages.sh formats the man pages with warnings on (groff -ww).
 pkgs+=(groff-base)
-# haproxy: tests/deploy/manifests.sh checks deploy/haproxy.cfg with haproxy -c.
+# haproxy: tests/deploy/manifests.sh checks deploy/haproxy.cfg with haproxy -c; tests/gateway/replicas.sh
+# runs it in front of three replicas.
 pkgs+=(haproxy)
 missing=()
 for p in "${pkgs[@]}"; do

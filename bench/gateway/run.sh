@@ -7,6 +7,10 @@
 #
 # usage: bench/gateway/run.sh [BUILD_DIR (default build)] [SECONDS (default 10)]
 # Needs wrk, nginx, and the npm peers (tests/npm-deps.sh) for mcpgraph and Node.
+# With BENCH_PG_URL=postgresql://... (an empty database graphgate may migrate) graphgate is
+# also measured on PostgreSQL (durable and async) in the same invocation, and the ratios
+# PostgreSQL / SQLite are printed; bench/gateway/postgres.sh does that on a throwaway
+# pg_virtualenv cluster.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
@@ -31,25 +35,35 @@ trap cleanup EXIT
 export GG_SRCDIR="$top"
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 
-# ---- graphgate: one server per history.durability mode, on the same database
-"$bin" migrate --db "$tmp/gg.db" >/dev/null 2>&1
-"$bin" tenant create bench --db "$tmp/gg.db" >/dev/null 2>&1
-admin=$("$bin" key create --tenant bench --scopes admin --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
-key=$("$bin" key create --tenant bench --scopes tools:read,tools:execute --db "$tmp/gg.db" 2>/dev/null | grep '^gg_')
+# ---- graphgate: one server per history.durability mode (and backend), on the same database
+pg_url=${BENCH_PG_URL:-}
+# use_db sqlite|pg → sets db (the store flags), admin and key (created on first use)
+use_db() {
+  if [ "$1" = pg ]; then db=(--database-url "$pg_url"); else db=(--db "$tmp/gg.db"); fi
+  backend=$1
+  if [ ! -f "$tmp/keys-$1" ]; then
+    "$bin" migrate "${db[@]}" >/dev/null 2>&1
+    "$bin" tenant create bench "${db[@]}" >/dev/null 2>&1
+    { "$bin" key create --tenant bench --scopes admin "${db[@]}" 2>/dev/null | grep '^gg_'
+      "$bin" key create --tenant bench --scopes tools:read,tools:execute "${db[@]}" 2>/dev/null | grep '^gg_'; } >"$tmp/keys-$1"
+  fi
+  admin=$(sed -n 1p "$tmp/keys-$1") key=$(sed -n 2p "$tmp/keys-$1")
+}
+use_db sqlite
 # start_gg MODE → sets pub, int, url, sid (the graph is uploaded on the first start)
 start_gg() {
   : >"$tmp/serve.out"
-  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$1 "$bin" serve --db "$tmp/gg.db" \
+  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$1 "$bin" serve "${db[@]}" \
     --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$1.err" &
   gpid=$!
   for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
   pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
   int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
   [ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve-$1.err"; exit 1; }
-  if [ ! -f "$tmp/put.json" ]; then
-    code=$(curl -s -o "$tmp/put.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
+  if [ ! -f "$tmp/put-$backend.json" ]; then
+    code=$(curl -s -o "$tmp/put-$backend.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
       -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
-    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put.json"; exit 1; }
+    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put-$backend.json"; exit 1; }
   fi
   url="$pub/mcp/bench/switch"
   sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
@@ -66,7 +80,7 @@ stop_gg() {
   sleep 1 # async: let the history writer catch up, then count what it recorded
   local h
   h=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
-  printf -v "hist_$1" '%s' "$h"
+  printf -v "hist_$1${2:-}" '%s' "$h"
   kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
 }
 
@@ -108,6 +122,17 @@ measure "$tmp/ngx.txt" "http://127.0.0.1:$nport/answer.json" "$top/bench/gateway
 start_gg async
 measure "$tmp/gg-async.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
 stop_gg async
+if [ -n "$pg_url" ]; then
+  use_db pg
+  start_gg durable
+  measure "$tmp/pg-durable.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+  stop_gg durable _pg
+  start_gg async
+  measure "$tmp/pg-async.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
+  stop_gg async _pg
+  read -r pd_rps pd_p50 pd_p99 pd_bad <<<"$(field "$tmp/pg-durable.txt")"
+  read -r pa_rps pa_p50 pa_p99 pa_bad <<<"$(field "$tmp/pg-async.txt")"
+fi
 kill "$npid" 2>/dev/null; npid=""
 read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg-durable.txt")"
 read -r a_rps a_p50 a_p99 a_bad <<<"$(field "$tmp/gg-async.txt")"
@@ -124,6 +149,10 @@ read -r mp_rps mp_p50 mp_p99 mp_fail mp_ok <<<"$m_par"
 printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns connections, ${secs}s)" "req/s" "p50" "p99" "errors"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (durable)" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (async)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
+if [ -n "$pg_url" ]; then
+  printf '%-34s %12s %10s %10s %8s\n' "graphgate on PostgreSQL (durable)" "$pd_rps" "$pd_p50" "$pd_p99" "$pd_bad"
+  printf '%-34s %12s %10s %10s %8s\n' "graphgate on PostgreSQL (async)" "$pa_rps" "$pa_p50" "$pa_p99" "$pa_bad"
+fi
 printf '%-34s %12s %10s %10s %8s\n' "nginx static JSON" "$n_rps" "$n_p50" "$n_p99" "$n_bad"
 printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 (1 in flight)" "$ms_rps" "$ms_p50" "$ms_p99" "$ms_fail"
 printf '%-34s %12s %10s %10s %8s\n' "mcpgraph 0.1.23 ($conns in flight)" "$mp_rps" "$mp_p50" "$mp_p99" "$mp_fail/$((mp_ok + mp_fail))"
@@ -136,6 +165,17 @@ print("graphgate async / nginx   = %.1f%%  (goal >= 50%%)" % (100 * a / n if n e
 print("durable / async           = %.1f%%" % (100 * g / a if a else 0))
 print("graphgate / mcpgraph      = %.1fx  (durable; best mcpgraph mode; goal >= 20x)" % (g / best_mg if best_mg else float('inf')))
 PY
+if [ -n "$pg_url" ]; then
+  python3 - "$pd_rps" "$pa_rps" "$g_rps" "$a_rps" "$n_rps" <<'PY'
+import sys
+pd, pa, g, a, n = (float(x or 0) for x in sys.argv[1:6])
+print("PostgreSQL durable / nginx = %.1f%%" % (100 * pd / n if n else 0))
+print("PostgreSQL async / nginx   = %.1f%%" % (100 * pa / n if n else 0))
+print("PostgreSQL / SQLite        = %.1f%% durable, %.1f%% async" % (100 * pd / g if g else 0, 100 * pa / a if a else 0))
+PY
+  echo "history records, PostgreSQL durable run: ${hist_durable_pg:-?}"
+  echo "history records, PostgreSQL async run:   ${hist_async_pg:-?}"
+fi
 echo "history records, durable run: ${hist_durable:-?}"
 echo "history records, async run:   ${hist_async:-?}"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

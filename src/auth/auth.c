@@ -220,18 +220,28 @@ static void invalidate_one(gg_auth *a, const char *id) {
 
 /* Drop the cache when another process changed keys (one cheap read per second at most;
  * only one thread does it, the others carry on). */
+/* Caller holds gen_lock. */
+static void read_generation(gg_auth *a, double now) {
+    __atomic_store_n(&a->gen_checked_ms, (long long)now, __ATOMIC_RELAXED);
+    long long g = gg_store_generation_get(a->store, GG_GEN_KEYS, NULL);
+    if (g >= 0 && g != a->generation) {
+        a->generation = g;
+        gg_auth_invalidate_all(a);
+    }
+}
+
 static void check_generation(gg_auth *a, double now) {
     long long last = __atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED);
     if (now - (double)last < GEN_CHECK_MS) return;
     if (pthread_mutex_trylock(&a->gen_lock) != 0) return;
-    if (now - (double)__atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED) >= GEN_CHECK_MS) {
-        __atomic_store_n(&a->gen_checked_ms, (long long)now, __ATOMIC_RELAXED);
-        long long g = gg_store_generation_get(a->store, GG_GEN_KEYS, NULL);
-        if (g >= 0 && g != a->generation) {
-            a->generation = g;
-            gg_auth_invalidate_all(a);
-        }
-    }
+    if (now - (double)__atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED) >= GEN_CHECK_MS) read_generation(a, now);
+    pthread_mutex_unlock(&a->gen_lock);
+}
+
+/* See auth.h. */
+void gg_auth_check_changes(gg_auth *a) {
+    pthread_mutex_lock(&a->gen_lock);
+    read_generation(a, gg_now_ms());
     pthread_mutex_unlock(&a->gen_lock);
 }
 

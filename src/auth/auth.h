@@ -155,6 +155,9 @@ void gg_auth_free_secret(char *key);
 bool gg_auth_revoke_key(gg_auth *a, const char *id, const char *tenant, gg_error *err);
 /* Forget every cached key (e.g. after deleting a tenant). */
 void gg_auth_invalidate_all(gg_auth *a);
+/* Read the store's key generation now (not at the next once-a-second check) and forget
+ * every cached key if it moved: the gateway calls it when a change notification arrives. */
+void gg_auth_check_changes(gg_auth *a);
 
 /* Per-key rate limit: 0 = go on, else Retry-After seconds. */
 int gg_auth_rate_take(gg_auth *a, const gg_principal *p);

@@ -117,8 +117,46 @@ bool gg_gateway_sync(gg_gateway *gw, gg_error *err) {
     return ok;
 }
 
-/* Every 50 ms: RUNNING records for long runs; every second: notice graph changes made by
- * another process (the CLI) and trim the compiled-graph cache. */
+/* Re-read the store's graph generation; sync the registry if it moved. Watcher thread only
+ * (graphs_gen is its own). */
+static void check_graphs(gg_gateway *gw) {
+    gg_error err = GG_ERROR_INIT;
+    long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
+    if (gen >= 0 && gen != gw->graphs_gen) {
+        gw->graphs_gen = gen;
+        gg_gateway_sync(gw, &err);
+    }
+    gg_error_clear(&err);
+}
+
+/* What a change notification asks for (watcher thread). */
+static void handle_poke(gg_gateway *gw) {
+    int poke = atomic_exchange(&gw->watch_poke, 0);
+    if (poke & GG_WATCH_GRAPHS) check_graphs(gw);
+    if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
+}
+
+/* The notifier thread (PostgreSQL): hand every notification to the watcher at once. While
+ * the watch is down the watcher's once-a-second check is all there is, as on SQLite. */
+static void *notifier(void *arg) {
+    gg_gateway *gw = arg;
+    while (!atomic_load(&gw->stopping)) {
+        int m = gg_store_watch_wait(gw->watch, 1000);
+        atomic_store(&gw->notify_up, !(m & GG_WATCH_DOWN));
+        m &= ~GG_WATCH_DOWN;
+        if (!m) continue;
+        __atomic_fetch_add(&gw->notifications_total, 1, __ATOMIC_RELAXED);
+        atomic_fetch_or(&gw->watch_poke, m);
+        pthread_mutex_lock(&gw->watch_mu);
+        pthread_cond_signal(&gw->watch_cv);
+        pthread_mutex_unlock(&gw->watch_mu);
+    }
+    return NULL;
+}
+
+/* Every 50 ms: RUNNING records for long runs; every second: notice graph and key changes
+ * made by another process (the CLI, another replica) and trim the compiled-graph cache;
+ * at once when a change notification pokes it. */
 static void *watcher(void *arg) {
     gg_gateway *gw = arg;
     unsigned tick = 0;
@@ -134,16 +172,11 @@ static void *watcher(void *arg) {
         pthread_cond_timedwait(&gw->watch_cv, &gw->watch_mu, &ts);
         if (gw->stopping) break;
         pthread_mutex_unlock(&gw->watch_mu);
+        handle_poke(gw);
         gw_announce_long_runs(gw, GW_ANNOUNCE_AFTER_MS);
         gw_listen_tick(gw->listen, gg_now_ms());
         if (++tick % 20 == 0) {
-            gg_error err = GG_ERROR_INIT;
-            long long gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, &err);
-            if (gen >= 0 && gen != gw->graphs_gen) {
-                gw->graphs_gen = gen;
-                gg_gateway_sync(gw, &err);
-            }
-            gg_error_clear(&err);
+            check_graphs(gw);
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
         }
         pthread_mutex_lock(&gw->watch_mu);
@@ -284,6 +317,13 @@ static void metrics(gg_strbuf *out, void *user) {
                      __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
                      __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), atomic_load_explicit(&gw->running, memory_order_relaxed), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
+    if (gw->watch)
+        gg_strbuf_printf(out,
+                         "# HELP graphgate_change_notify_up the PostgreSQL change-notification connection is up (else the once-a-second check alone)\n"
+                         "# TYPE graphgate_change_notify_up gauge\ngraphgate_change_notify_up %d\n"
+                         "# HELP graphgate_change_notifications_total change notifications from other processes handled\n"
+                         "# TYPE graphgate_change_notifications_total counter\ngraphgate_change_notifications_total %llu\n",
+                         atomic_load(&gw->notify_up), __atomic_load_n(&gw->notifications_total, __ATOMIC_RELAXED));
     gw_registry_stats rs = gw_registry_get_stats(gw->registry);
     gg_strbuf_printf(out,
                      "# HELP graphgate_graphs_compiled graph versions compiled in the cache (graphs.cache_size)\n"
@@ -376,6 +416,12 @@ static void gateway_free(gg_gateway *gw) {
         pthread_mutex_unlock(&gw->watch_mu);
         pthread_join(gw->watcher, NULL);
     }
+    if (gw->notifier_started) {
+        atomic_store(&gw->stopping, 1);
+        gg_store_watch_wake(gw->watch);
+        pthread_join(gw->notifier, NULL);
+    }
+    gg_store_watch_free(gw->watch);
     if (gw->pool) {
         gw_cancel_running(gw);
         gw_pool_stop(gw->pool);
@@ -513,6 +559,9 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_http_server_add_metrics(app->http, metrics, gw);
     gg_http_server_set_ready_check(app->http, ready_check, gw);
     if (pthread_create(&gw->watcher, NULL, watcher, gw) == 0) gw->watcher_started = true;
+    if ((gw->watch = gg_store_watch_new(gw->store)) &&
+        pthread_create(&gw->notifier, NULL, notifier, gw) == 0)
+        gw->notifier_started = true;
     if (!gg_app_on_shutdown(app, on_shutdown, gw) || !gg_app_on_drain(app, on_drain, gw) ||
         !gg_app_on_reload(app, on_reload, gw)) {
         gg_error_set(err, "too_many", "no room for the gateway's shutdown callback");

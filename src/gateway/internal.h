@@ -133,6 +133,14 @@ struct gg_gateway {
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv;
     long long graphs_gen;
+    /* PostgreSQL change notifications (NULL on SQLite): the notifier thread waits on the
+     * watch and pokes the watcher, which re-reads what changed at once */
+    struct gg_store_watch *watch;
+    pthread_t notifier;
+    bool notifier_started;
+    atomic_int watch_poke;    /* GG_WATCH_* bits not yet handled by the watcher */
+    atomic_int notify_up;     /* the watch's connection is up (for /metrics) */
+    unsigned long long notifications_total;
     /* counters for /metrics */
     unsigned long long calls_total, calls_rejected, calls_failed;
     unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */

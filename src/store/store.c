@@ -453,6 +453,20 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
     return v;
 }
 
+/* Tell the other replicas' watches (notify.c); PostgreSQL delivers it at commit, and
+ * folds duplicates within one transaction. */
+static const char SQL_GEN_NOTIFY[] = "SELECT pg_notify('graphgate', ?1)";
+
+static bool notify_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GEN_NOTIFY, err);
+    if (!st) return false;
+    gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+    bool ok = gg_db_step(st) == SQLITE_ROW;
+    if (!ok) gg_store_set_db_error(c, err, "notify");
+    gg_db_reset(st);
+    return ok;
+}
+
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
     if (!st) return false;
@@ -460,6 +474,7 @@ bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_er
     bool ok = gg_db_step(st) == SQLITE_DONE;
     if (!ok) gg_store_set_db_error(c, err, "generations");
     gg_db_reset(st);
+    if (ok && gg_db_is_pg(c)) ok = notify_generation(c, which, err);
     return ok;
 }
 

@@ -85,6 +85,24 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
 typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS } gg_store_generation;
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
 
+/* Change notifications (PostgreSQL only): every generation bump also NOTIFYs channel
+ * "graphgate" with the counter's name, delivered when its transaction commits. A watch is
+ * one dedicated libpq connection that LISTENs on it, so a replica hears another's change
+ * at once instead of at its next periodic read (which stays as the safety net).
+ * gg_store_watch_new returns NULL on SQLite (nothing to listen to: keep polling).
+ * gg_store_watch_wait waits up to timeout_ms (or until gg_store_watch_wake) and returns a
+ * mask of GG_WATCH_* bits: the counters changed; GG_WATCH_DOWN while the connection is
+ * lost (it reconnects by itself, backing off from 100 ms to 5 s; callers poll meanwhile);
+ * after a (re)connection every counter bit, since notifications sent while it was down are
+ * lost. Ownership: one thread waits; wake and free come from another (free after that
+ * thread stopped). */
+enum { GG_WATCH_KEYS = 1 << GG_GEN_KEYS, GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS, GG_WATCH_DOWN = 1 << 8 };
+typedef struct gg_store_watch gg_store_watch;
+gg_store_watch *gg_store_watch_new(gg_store *s);
+int gg_store_watch_wait(gg_store_watch *w, int timeout_ms);
+void gg_store_watch_wake(gg_store_watch *w);
+void gg_store_watch_free(gg_store_watch *w);
+
 /* ---------------------------------------------------------------------------------------
  * Tenants
  * ------------------------------------------------------------------------------------- */

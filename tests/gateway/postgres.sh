@@ -3,7 +3,8 @@
 # (pg_virtualenv): tenant and key through the CLI, a graph uploaded through the admin API, a
 # tool called over MCP, its execution listed; then PostgreSQL stopped while calls run — they
 # fail with the reason instead of hanging or answering unrecorded — and started again: calls
-# succeed and are recorded without restarting graphgate. Prints "N passed, N failed".
+# succeed and are recorded without restarting graphgate, and change notifications reconnect.
+# Prints "N passed, N failed".
 if [ -z "${GG_PG_INNER:-}" ]; then
   if ! command -v pg_virtualenv >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     echo "SKIP: PostgreSQL server or pg_virtualenv not installed (tests/deps.sh installs postgresql-15, postgresql-common)"
@@ -84,5 +85,28 @@ n1=$(listed)
 call 60 >/dev/null
 n2=$(listed)
 t "a call after recovery is recorded ($n1 then $n2 listed)" test "${n2:-0}" -eq "$((${n1:-0} + 1))"
+# The change-notification connection came back too: a version stored by another process
+# (the CLI) is heard at once, not at the next once-a-second check.
+notify_up() { curl -fsS --max-time 5 "$GG_INT/metrics" | grep -qx 'graphgate_change_notify_up 1'; }
+for _ in $(seq 1 100); do notify_up && break; sleep 0.2; done # its backoff tops out at 5 s
+t "change notifications reconnected after the restart" notify_up
+notified() { curl -fsS --max-time 5 "$GG_INT/metrics" | sed -n 's/^graphgate_change_notifications_total //p'; }
+put_seen() { # FACTOR → ms until serve hears of a version (multiplying by FACTOR) the CLI put
+  sed "s/entry.n \\* 2/entry.n * $1/" "$GG_TMP/calc.yaml" >"$GG_TMP/calc$1.yaml"
+  local n0 t0 i; n0=$(notified)
+  gw_cli graph put acme calc "$GG_TMP/calc$1.yaml" >/dev/null
+  t0=$(date +%s%N)
+  for i in $(seq 1 200); do
+    [ "$(notified)" -gt "$n0" ] && { echo $((($(date +%s%N) - t0) / 1000000)); return; }
+    sleep 0.01
+  done
+}
+seen=""
+for f in 3 4 5; do ms=$(put_seen $f); seen="$seen ${ms:-never}"; done
+echo "   versions put by the CLI notified to serve after:$seen ms"
+t "... versions put by the CLI are notified within 600 ms (below the 1 s check)" \
+  python3 -c "import sys; v=sys.argv[1:]; sys.exit(not all(x.isdigit() and int(x) < 600 for x in v))" $seen
+call 5 >/dev/null
+t "... and the last one is served" eq "$(result)" 25
 t "server stops cleanly" gw_stop_clean
 gg_finish

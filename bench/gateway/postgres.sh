@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# bench/gateway/postgres.sh — bench/gateway/run.sh with graphgate also on PostgreSQL: a
+# throwaway cluster (pg_virtualenv, as the tests use) holds the database, and run.sh prints
+# SQLite, PostgreSQL, nginx and mcpgraph side by side with the ratios PostgreSQL / SQLite.
+# usage: bench/gateway/postgres.sh [BUILD_DIR] [SECONDS]   (or BENCH_PG_URL=... run.sh for a
+# server of your own). Needs what run.sh needs, plus postgresql and postgresql-common.
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${GG_PG_INNER:-}" ]; then
+  command -v pg_virtualenv >/dev/null 2>&1 || { echo "bench: pg_virtualenv not installed (postgresql-common)"; exit 77; }
+  venv() { if [ "$(id -u)" = 0 ]; then flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv "$@"; else pg_virtualenv "$@"; fi; }
+  GG_PG_INNER=1 venv -t -o shared_buffers=64MB bash "$0" "$@"
+  exit $?
+fi
+createdb ggbench || { echo "bench: createdb failed"; exit 1; }
+BENCH_PG_URL=postgresql:///ggbench "$here/run.sh" "$@"

@@ -1,0 +1,190 @@
+// replicas.mjs — the official MCP SDK clients against three graphgate replicas behind HAProxy
+// (tests/gateway/replicas.sh starts them). One phase per invocation:
+//   node replicas.mjs propagate   graph versions uploaded through one replica, called through
+//                                 the others and through HAProxy at once (PostgreSQL NOTIFY)
+//   node replicas.mjs revoke      a key revoked on one replica is refused on the others
+//   node replicas.mjs resume      an input-required (2026-07-28) round through HAProxy: each
+//                                 retry lands on another replica and continues the run
+//   node replicas.mjs load OUT    calls through HAProxy until the file STOP exists; writes the
+//                                 acknowledged calls' trace ids to OUT
+// Environment: LB (HAProxy base URL), REPLICAS (comma-separated replica base URLs), ADMIN,
+// KEY (keys of tenant acme), BOUND_MS (the propagation bound checked), STOP, SLOW_N.
+// Prints "ok - ..." / "not ok - ..." lines, figures as "# ...", and "N passed, N failed".
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import { loadSdk, check, sleep, finish } from './sdk_lib.mjs';
+
+const { Client } = await loadSdk('client/index.js');
+const { StreamableHTTPClientTransport } = await loadSdk('client/streamableHttp.js');
+const env = process.env;
+const LB = env.LB, R = env.REPLICAS.split(','), BOUND = Number(env.BOUND_MS || 600);
+const auth = (k) => ({ Authorization: `Bearer ${k}` });
+
+async function connect(base, graph = 'ver') {
+  const client = new Client({ name: 'graphgate-replicas', version: '1.0.0' }, { capabilities: {} });
+  client.onerror = () => {}; // a GET stream cut by a killed replica is not a failed call
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp/acme/${graph}`),
+    { requestInit: { headers: auth(env.KEY) } }));
+  return client;
+}
+
+function graphYaml(k) {
+  return `version: "1.0"
+server: {name: ver, version: "1.0.${k}"}
+tools:
+  - {name: ver, description: the version, inputSchema: {type: object},
+     nodes: [{id: entry, type: entry, next: v}, {id: v, type: transform, transform: {expr: '"v${k}"'}, next: exit}, {id: exit, type: exit}]}
+  - {name: slow, description: a sum that takes a while, inputSchema: {type: object, properties: {n: {type: number}}},
+     nodes: [{id: entry, type: entry, next: v}, {id: v, type: transform, transform: {expr: '$sum([1..entry.n].($ * 2))'}, next: exit}, {id: exit, type: exit}]}
+`;
+}
+
+async function put(base, k) {
+  const r = await fetch(`${base}/admin/tenants/acme/graphs/ver`, {
+    method: 'PUT', headers: { ...auth(env.ADMIN), 'Content-Type': 'application/yaml' }, body: graphYaml(k) });
+  await r.text();
+  return r.status;
+}
+
+const text = (r) => r?.content?.[0]?.text;
+const stats = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  return `min ${s[0]} median ${s[Math.floor(s.length / 2)]} max ${s[s.length - 1]} ms (n=${s.length})`;
+};
+
+// Poll fn until it is true or limit ms pass; the ms it took (or Infinity).
+async function timeUntil(t0, fn, limit) {
+  while (Date.now() - t0 < limit) {
+    if (await fn()) return Date.now() - t0;
+    await sleep(2);
+  }
+  return Infinity;
+}
+
+async function propagate() {
+  check('version 1 uploaded through replica 1', (await put(R[0], 1)) === 201);
+  const direct = await Promise.all(R.map((b) => connect(b)));
+  const lb = await connect(LB);
+  const seen = [];
+  for (let i = 0; i < 6; i++) seen.push(text(await lb.callTool({ name: 'ver', arguments: {} })));
+  check('through HAProxy: one session, six calls, version 1 on every replica', seen.every((s) => s === 'v1'), seen);
+  const times = [], stale = [];
+  for (let k = 2; k <= 7; k++) {
+    const w = k % 3;
+    const st = await put(R[w], k);
+    const t0 = Date.now();
+    if (st !== 201) { check(`version ${k} uploaded`, false, st); continue; }
+    const want = `v${k}`;
+    // the other two replicas, polled directly, and HAProxy (round robin over all three)
+    const others = R.map((_, i) => i).filter((i) => i !== w);
+    const polls = others.map((i) => timeUntil(t0, async () =>
+      text(await direct[i].callTool({ name: 'ver', arguments: {} })) === want, 5000));
+    const viaLb = (async () => {
+      for (let n = 0; n < 6; n++) {
+        const got = text(await lb.callTool({ name: 'ver', arguments: {} }));
+        if (got !== want) stale.push(Date.now() - t0);
+      }
+    })();
+    const ms = await Promise.all(polls);
+    await viaLb;
+    times.push(...ms);
+    check(`version ${k} (uploaded on replica ${w + 1}) served by the others within ${BOUND} ms`,
+      ms.every((m) => m <= BOUND), ms);
+  }
+  console.log(`# propagation (upload answered → other replica serves the new version): ${stats(times)}`);
+  console.log(`# stale answers through HAProxy after an upload: ${stale.length}` +
+    (stale.length ? `, the last ${Math.max(...stale)} ms after it` : ''));
+  check(`no stale version through HAProxy later than ${BOUND} ms after the upload`, stale.every((m) => m <= BOUND), stale);
+  for (const c of [...direct, lb]) await c.close();
+}
+
+async function initStatus(base, key) {
+  const r = await fetch(`${base}/mcp/acme/ver`, {
+    method: 'POST', headers: { ...auth(key), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) });
+  await r.text();
+  return r.status;
+}
+
+async function revoke() {
+  const times = [];
+  for (let round = 0; round < 3; round++) {
+    const r = await fetch(`${R[round]}/admin/tenants/acme/keys`, {
+      method: 'POST', headers: { ...auth(env.ADMIN), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ scopes: ['tools:read', 'tools:execute'], name: `r${round}` }) });
+    const k = await r.json();
+    const before = await Promise.all(R.map((b) => initStatus(b, k.key)));
+    check(`key ${round + 1} accepted (and cached) on all three replicas`, before.every((s) => s === 200), before);
+    const d = await fetch(`${R[round]}/admin/keys/${k.id}`, { method: 'DELETE', headers: auth(env.ADMIN) });
+    await d.text();
+    const t0 = Date.now();
+    check(`key ${round + 1} revoked on replica ${round + 1}`, d.status === 200, d.status);
+    const others = R.filter((_, i) => i !== round);
+    const ms = await Promise.all(others.map((b) => timeUntil(t0, async () => (await initStatus(b, k.key)) === 401, 5000)));
+    times.push(...ms);
+    check(`... refused by the other two within ${BOUND} ms`, ms.every((m) => m <= BOUND), ms);
+    const after = [];
+    for (let i = 0; i < 3; i++) after.push(await initStatus(LB, k.key));
+    check('... and through HAProxy', after.every((s) => s === 401), after);
+  }
+  console.log(`# key revocation (revoke answered → other replica refuses): ${stats(times)}`);
+}
+
+async function resume() {
+  const root = env.GG_NPM;
+  const v2 = await import(`${root}/@modelcontextprotocol/client/dist/index.mjs`);
+  const asker = new v2.Client({ name: 'graphgate-replicas', version: '1.0.0' },
+    { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
+  let rounds = 0;
+  asker.setRequestHandler('elicitation/create', async (req) => {
+    rounds++;
+    return { action: 'accept', content: /color/.test(req.params.message) ? { color: 'teal' } : { name: 'Ada' } };
+  });
+  await asker.connect(new v2.StreamableHTTPClientTransport(new URL(`${LB}/mcp/acme/everything`),
+    { requestInit: { headers: auth(env.KEY) } }));
+  check('SDK v2 through HAProxy: negotiated 2026-07-28', asker.getNegotiatedProtocolVersion() === '2026-07-28');
+  for (let i = 0; i < 3; i++) { // round robin: each retry reaches the next replica
+    const r = await asker.callTool({ name: 'test_input_required_result_multi_round', arguments: {} });
+    check(`input-required rounds resumed across replicas (${i + 1})`, text(r) === 'Ada likes teal', r);
+  }
+  check('two rounds asked each time', rounds === 6, rounds);
+  await asker.close();
+}
+
+async function load(out) {
+  const lb = await connect(LB);
+  const acked = [];
+  let failed = 0, okAfterStop = 0;
+  const t0 = Date.now();
+  const worker = async () => {
+    while ((!fs.existsSync(env.STOP) || okAfterStop < 30) && Date.now() - t0 < 60000) {
+      const trace = crypto.randomBytes(16).toString('hex');
+      const stopped = fs.existsSync(env.STOP);
+      try {
+        const r = await lb.callTool({ name: 'slow', arguments: { n: Number(env.SLOW_N) },
+          _meta: { traceparent: `00-${trace}-${crypto.randomBytes(8).toString('hex')}-01` } });
+        if (r.isError) failed++;
+        else { acked.push(trace); if (stopped) okAfterStop++; }
+      } catch { failed++; }
+      if (acked.length === 12) console.log('# LOAD_RUNNING');
+    }
+  };
+  await Promise.all(Array.from({ length: 6 }, worker));
+  const s = (Date.now() - t0) / 1000;
+  fs.writeFileSync(out, acked.join('\n') + '\n');
+  console.log(`# load through HAProxy: ${acked.length} acknowledged, ${failed} failed in ${s.toFixed(1)} s (${(acked.length / s).toFixed(1)} calls/s, 6 at a time)`);
+  check('calls acknowledged after the kill (HAProxy routes around the dead replica)', okAfterStop >= 30, okAfterStop);
+  check('few calls failed (only those in flight on the killed replica)', failed <= 12, failed);
+  await lb.close();
+}
+
+try {
+  const phase = process.argv[2];
+  if (phase === 'propagate') await propagate();
+  else if (phase === 'revoke') await revoke();
+  else if (phase === 'resume') await resume();
+  else if (phase === 'load') await load(process.argv[3]);
+  else throw new Error(`unknown phase ${phase}`);
+  finish();
+} catch (e) { finish(e); }
