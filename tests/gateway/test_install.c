@@ -14,6 +14,7 @@
 #include "gateway/gateway.h"
 #include "http/http.h"
 #include "store/store.h"
+#include "../check_main.h"
 
 static char dir[512];
 
@@ -143,11 +144,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, install_serves_stored_graph_and_records_on_shutdown);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
+    int failed = gg_check_run(s);
     curl_global_cleanup();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
