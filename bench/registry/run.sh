@@ -19,6 +19,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gg-registry.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 export GG_SRCDIR="$top"
+# the collatz tool on the internal plain tool-call route (bench/gateway/call.lua's defaults
+# are an MCP tools/call)
+export BODY='{"n": 27}' EXPECT='"steps":111'
 exec python3 "$top/bench/registry/bench.py" --bin "$build/src/graphgate" ${BASE_BIN:+--base "$BASE_BIN"} \
   --secs "${2:-3}" --counts "${3:-10000 100000}" --rounds "${4:-3}" --tmp "$tmp" --example "$top/examples/collatz.yaml" \
-  --lua "$top/bench/registry/call.lua"
+  --lua "$top/bench/gateway/call.lua"

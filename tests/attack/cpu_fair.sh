@@ -47,7 +47,6 @@ gw_cli graph put a burn "$GG_TMP/burn.yaml" >/dev/null 2>"$GG_TMP/put.err" &&
   { cat "$GG_TMP/put.err"; echo "0 passed, 1 failed"; exit 1; }
 gg_start --config "$GG_TMP/config.yaml" || { echo "0 passed, 1 failed"; exit 1; }
 metric() { curl -s "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-plain() { echo "$GG_INT/internal/tenants/$1/graphs/$2/tools/$3/call"; }
 
 for i in $(seq 1 8); do
   [ "$i" = 1 ] || echo next
@@ -64,11 +63,6 @@ for _ in $(seq 1 200); do
 done
 t "A's backlog waits in its queue (queued: $queued)" ge "$queued" 4
 
-lat() { # → ms of one call of B (99999 unless 200)
-  curl -sS -o "$GG_TMP/b.json" --max-time 30 -w '%{http_code} %{time_total}\n' -X POST \
-    -H 'Content-Type: application/json' --data '{}' "$(plain b light light)" 2>/dev/null |
-    awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 99999 }'
-}
 for _ in $(seq 1 20); do lat; done >"$GG_TMP/b.ms"
 worst=$(sort -n "$GG_TMP/b.ms" | tail -1)
 still=$(metric graphgate_queue_depth)

@@ -106,12 +106,6 @@ EVIL=$(gw_key evil admin)
 gw_cli graph put b light "$G/light.yaml" >/dev/null 2>"$GG_TMP/put.err" || cat "$GG_TMP/put.err"
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 BASE_KB=$(rss_kb)
-plain() { echo "$GG_INT/internal/tenants/$1/graphs/$2/tools/$3/call"; }
-lat() { # → ms of one call of b's tool (99999 unless 200 with the right answer)
-  curl -sS -o "$GG_TMP/b.json" --max-time 30 -w '%{http_code} %{time_total}\n' -X POST \
-    -H 'Content-Type: application/json' --data '{}' "$(plain b light light)" 2>/dev/null |
-    awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 99999 }'
-}
 # watch: RSS peak, the slowest /health, samples and samples over 100 ms, until $GG_TMP/stop
 watch() {
   local peak=0 slow=0 n=0 over=0 r h

@@ -16,3 +16,12 @@ health_fast() { [ "$(health_ms)" -le "${1:-100}" ]; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GG_PID/status" 2>/dev/null || echo 0; }
 # alive — the server process is still running.
 alive() { [ -n "$GG_PID" ] && kill -0 "$GG_PID" 2>/dev/null; }
+# plain TENANT GRAPH TOOL → the internal plain tool-call URL of that tool.
+plain() { echo "$GG_INT/internal/tenants/$1/graphs/$2/tools/$3/call"; }
+# lat → ms of one call of tenant b's graph light, tool light (99999 unless 200); the answer
+# is left in $GG_TMP/b.json for the caller to check.
+lat() {
+  curl -sS -o "$GG_TMP/b.json" --max-time 30 -w '%{http_code} %{time_total}\n' -X POST \
+    -H 'Content-Type: application/json' --data '{}' "$(plain b light light)" 2>/dev/null |
+    awk '{ if ($1 == 200) printf "%d\n", $2 * 1000; else print 99999 }'
+}

@@ -12,6 +12,7 @@
 #include "store/store.h"
 
 #include "db_fixture.h"
+#include "../check_main.h"
 
 START_TEST(names) {
     gg_error err = GG_ERROR_INIT;
@@ -286,11 +287,5 @@ int main(void) {
     tcase_add_test(db, revocation_by_another_process);
     tcase_add_test(db, last_used_through_history);
     suite_add_tcase(s, db);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

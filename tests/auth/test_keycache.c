@@ -11,6 +11,7 @@
 #include "../../src/auth/auth.c"
 
 #include "db_fixture.h"
+#include "../check_main.h"
 
 /* Is id's cache entry present and tagged? */
 static bool tagged(gg_auth *a, const char *id) {
@@ -170,11 +171,5 @@ int main(void) {
     tcase_add_test(tc, revoked_by_another_process_despite_tag);
     tcase_add_test(tc, stale_entry_reloads);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../src/mcp/session.c"
+#include "../check_main.h"
 
 /* Hits over all CPU shards. main() pins the process to one CPU so a check and the next
  * one use the same shard and the counts below are exact. */
@@ -244,11 +245,5 @@ int main(void) {
     tcase_add_test(tc, revocation_race);
     tcase_add_test(tc, bounded_and_evicting);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "gateway/internal.h"
+#include "../check_main.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -476,10 +477,5 @@ int main(void) {
     tcase_add_test(tc, cache_activation_deletion_sync);
     tcase_add_test(tc, cache_concurrent_first_use);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? 1 : 0;
+    return gg_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "../check_main.h"
 
 static char srcdir[PATH_MAX];
 
@@ -354,10 +355,5 @@ int main(void) {
     tcase_add_test(tc, client_nodes);
     tcase_add_test(tc, ask_nodes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? 1 : 0;
+    return gg_check_run(s);
 }

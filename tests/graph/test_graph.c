@@ -17,6 +17,7 @@
 
 #include "graph/internal.h"
 #include "mcp/mcp.h"
+#include "../check_main.h"
 
 static char shared_dir[PATH_MAX], fixtures[PATH_MAX], srcdir[PATH_MAX];
 
@@ -1717,12 +1718,5 @@ int main(void) {
     tcase_add_test(td, policy_resolves_commands_on_path);
     skipped += skip_case(have_node, 13, "downstream-server tests", "no node (run tests/npm-deps.sh)");
     if (have_node) suite_add_tcase(s, td);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run_n = srunner_ntests_run(sr);
-    srunner_free(sr);
-    if (skipped) printf("%d passed, %d failed, %d skipped\n", run_n - failed, failed, skipped);
-    else printf("%d passed, %d failed\n", run_n - failed, failed);
-    return failed ? 1 : 0;
+    return gg_check_run_skipped(s, skipped);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http/http.h"
+#include "../check_main.h"
 
 static int h_a(gg_http_req *q, gg_http_res *r, void *u) { return GG_HTTP_DONE; }
 static int h_b(gg_http_req *q, gg_http_res *r, void *u) { return GG_HTTP_DONE; }
@@ -274,9 +275,5 @@ int main(void) {
     tcase_add_test(te, error_body_shape);
     tcase_add_test(te, parse_addresses);
     suite_add_tcase(s, te);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

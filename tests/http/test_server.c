@@ -16,6 +16,7 @@
 #include <sys/time.h>
 
 #include "http/internal.h"
+#include "../check_main.h"
 
 static gg_http_server *S;
 static unsigned PUB, INT;
@@ -945,10 +946,7 @@ int main(void) {
     tcase_add_test(tc, internal_hosts_configured);
     tcase_add_test(tc, start_hook_sees_bound_ports);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = gg_check_run(s);
     curl_global_cleanup();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 
 #include "jsonata/fnlib.h"
 #include "jsonata/jsonata.h"
+#include "../check_main.h"
 
 static void expect_double(double d, const char *want) {
     char buf[64];
@@ -270,9 +271,5 @@ int main(void) {
     tcase_add_test(tc, url_base64_and_rounding);
     tcase_add_test(tc, functions_end_to_end);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonlogic/jsonlogic.h"
+#include "../check_main.h"
 
 /* Apply rule text to data text; returns the compact JSON of the result or
  * "ERR <code>" / "COMPILE <code>". Caller frees. */
@@ -439,9 +440,5 @@ int main(void) {
     tcase_add_test(tc, one_rule_many_threads);
     tcase_add_test(tc, depth_and_memory_budget);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return gg_check_run(s);
 }

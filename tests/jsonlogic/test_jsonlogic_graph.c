@@ -6,6 +6,7 @@
 
 #include "jsonata/jsonata.h"
 #include "jsonlogic/jsonlogic.h"
+#include "../check_main.h"
 
 /* The resolver graphgate plugs in: compile the path as JSONata once, evaluate it against
  * the context with the per-run pointer handed to native functions. */
@@ -140,9 +141,5 @@ int main(void) {
     tcase_add_test(tc, natives_get_the_call_pointer);
     tcase_add_test(tc, jsonata_errors_surface);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return gg_check_run(s);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "mcp/mcp.h"
+#include "../check_main.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -749,10 +750,5 @@ int main(void) {
     tcase_add_test(tc, dispatch_cancel);
     tcase_add_test(tc, robust_against_mutations);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? 1 : 0;
+    return gg_check_run(s);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mcp/mcp.h"
+#include "../check_main.h"
 
 static bool url_ok(const mcp_client_policy *p, const char *url) {
     gg_error e = GG_ERROR_INIT;
@@ -347,11 +348,5 @@ int main(void) {
     tcase_add_test(tc, tenant_grants);
     tcase_add_test(tc, clients_enforce_the_policy);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? 1 : 0;
+    return gg_check_run(s);
 }

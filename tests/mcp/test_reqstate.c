@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "mcp/mcp.h"
+#include "../check_main.h"
 
 static uint8_t key[32];
 
@@ -89,11 +90,5 @@ int main(void) {
     tcase_add_test(tc, refused);
     tcase_add_test(tc, too_large_state_not_sealed);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "mcp/mcp.h"
+#include "../check_main.h"
 
 #define V "2025-11-25"
 
@@ -112,11 +113,5 @@ int main(void) {
     tcase_add_test(tc, expired_sessions_free_their_slots);
     tcase_add_test(tc, mounts_per_key_internal_unbounded);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

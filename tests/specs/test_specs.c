@@ -12,6 +12,7 @@
 #include "../store/pg_fixture.h"
 #include "specs/specs.h"
 #include "store/store.h"
+#include "../check_main.h"
 
 static char specs_dir[2048], schema_path[2048], migrations_dir[2048];
 static char tmp_root[256];
@@ -691,10 +692,5 @@ int main(void) {
     tcase_add_test(tc, provider_calls);
     tcase_add_test(tc, yaml_positions_and_scalars);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr), nr = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", nr - nf, nf);
-    return nf == 0 ? 0 : 1;
+    return gg_check_run(s);
 }

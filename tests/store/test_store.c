@@ -12,6 +12,7 @@
 #include "store/store.h"
 
 #include "fixture.h"
+#include "../check_main.h"
 
 /* How many migrations the source tree ships (the tests below add the next ones). */
 static int shipped_migrations(void) {
@@ -1224,11 +1225,5 @@ int main(void) {
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "fixture.h"
+#include "../check_main.h"
 
 static long long query1(const char *sql, const char *arg) {
     if (pg_mode()) return pg_query1(sql, arg);
@@ -380,11 +381,5 @@ int main(void) {
     tcase_add_test(tc, graph_usage_counts_versions_and_bytes);
     if (!pg_mode()) tcase_add_test(tc, migration_0004_backfills_usage);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "telemetry/telemetry.h"
+#include "../check_main.h"
 
 START_TEST(traceparent_parse_and_format) {
     gg_trace_ctx c;
@@ -200,11 +201,5 @@ int main(void) {
     tcase_add_test(tc, bad_config_refused);
     tcase_add_test(tc, sampling_follows_parent_and_ratio);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/util.h"
+#include "../check_main.h"
 
 START_TEST(error_set_format_clear) {
     gg_error e = GG_ERROR_INIT;
@@ -231,9 +232,5 @@ int main(void) {
     tcase_add_test(tc, error_codes_map_once);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return gg_check_run(s);
 }
