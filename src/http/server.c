@@ -186,6 +186,16 @@ typedef struct conn_ctx {
     char ts_text[20];           /* "YYYY-MM-DDTHH:MM:SS" */
 } conn_ctx;
 
+/* New connections are refused (accepted and closed at once) while the server drains.
+ * This replaces MHD_quiesce_daemon: in libmicrohttpd 0.9.75 quiescing an epoll daemon with a
+ * thread pool races the worker threads' own removal of the listen socket from their epoll
+ * sets, and the loser aborts the process ("Failed to remove listen FD from epoll set"). */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&((listener *)cls)->srv->draining) ? MHD_NO : MHD_YES;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
     gg_http_server *srv = ((listener *)cls)->srv;
@@ -1411,7 +1421,7 @@ static bool start_listener(gg_http_server *srv, listener *L, gg_error *err) {
     else ((struct sockaddr_in *)(void *)&ss)->sin_port = htons((uint16_t)port);
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
-    L->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, L,
+    L->d = MHD_start_daemon(flags, (uint16_t)port, accept_policy, L, on_request, L,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
@@ -1509,13 +1519,8 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
     if (s->stopped) return 0;
     s->stopped = true;
     if (!s->started) return 0;
-    atomic_store(&s->draining, 1);
+    atomic_store(&s->draining, 1); /* accept_policy refuses new connections from here */
     listener *ls[2] = {&s->pub, &s->intl};
-    for (int i = 0; i < 2; i++) {
-        if (!ls[i]->d) continue;
-        MHD_socket fd = MHD_quiesce_daemon(ls[i]->d);
-        if (fd != MHD_INVALID_SOCKET) close(fd);
-    }
     wait_idle(s, gg_now_ms() + deadline_ms);
     /* Past the deadline: answer whatever is still deferred so no connection stays suspended
      * (libmicrohttpd cannot stop with suspended connections). */

@@ -24,13 +24,13 @@ static const char SQL_MARK_INTERRUPTED_PG[] =
  * cut the primary key — ids are time-ordered, their time being the run's start. */
 static const char SQL_FIRST_TENANT[] = "SELECT min(tenant) FROM executions";
 static const char SQL_NEXT_TENANT[] = "SELECT min(tenant) FROM executions WHERE tenant > ?1";
-static const char SQL_PRUNE_AGE[] =
-    "DELETE FROM executions WHERE rowid IN"
-    " (SELECT rowid FROM executions WHERE tenant = ?1 AND started_at < ?2 LIMIT 2000)";
+#define SLICE_AGE "SELECT rowid FROM executions WHERE tenant = ?1 AND started_at < ?2 LIMIT 2000"
+static const char SQL_FORGET_AGE[] = GG_USAGE_FORGET(SLICE_AGE);
+static const char SQL_PRUNE_AGE[] = "DELETE FROM executions WHERE rowid IN (" SLICE_AGE ")";
 static const char SQL_NTH_NEWEST[] = "SELECT id FROM executions ORDER BY id DESC LIMIT 1 OFFSET ?1";
-static const char SQL_PRUNE_COUNT[] =
-    "DELETE FROM executions WHERE rowid IN"
-    " (SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000)";
+#define SLICE_COUNT "SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000"
+static const char SQL_FORGET_COUNT[] = GG_USAGE_FORGET(SLICE_COUNT);
+static const char SQL_PRUNE_COUNT[] = "DELETE FROM executions WHERE rowid IN (" SLICE_COUNT ")";
 
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_MARK_INTERRUPTED_PG : SQL_MARK_INTERRUPTED, err);
@@ -50,18 +50,19 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
     return n;
 }
 
-/* Run a slice DELETE (parameters bound by bind) until a slice removes fewer than 2000. */
-static long long delete_slices(gg_store_conn *c, const char *sql, const char *text, long long num, gg_error *err) {
+/* Delete slices (forget_sql/sql: GG_USAGE_FORGET and DELETE of one slice; ?1 = text, ?2 =
+ * num when nonzero) until one removes fewer than 2000, each in its own short transaction
+ * that also counts it out of history_usage. */
+static long long delete_slices(gg_store_conn *c, const char *forget_sql, const char *sql, const char *text,
+                               long long num, gg_error *err) {
     long long total = 0;
     for (;;) {
-        gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
-        if (!st) return -1;
-        gg_db_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
-        if (num) gg_db_bind_int64(st, 2, num);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-        int n = gg_db_changes(c);
+        if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return -1;
+        long long n = gg_store_usage_delete_slice(c, forget_sql, sql, text, num, num != 0, err);
+        if (n < 0 || !gg_store_conn_exec(c, "COMMIT", err)) {
+            gg_db_exec_quiet(c, "ROLLBACK");
+            return -1;
+        }
         total += n;
         if (n < 2000) return total;
     }
@@ -87,7 +88,7 @@ static long long prune_age(gg_store_conn *c, long long cutoff, gg_error *err) {
     char tenant[256], prev[256];
     if (!next_tenant(c, NULL, tenant, sizeof tenant, err)) return -1;
     while (tenant[0]) {
-        long long n = delete_slices(c, SQL_PRUNE_AGE, tenant, cutoff, err);
+        long long n = delete_slices(c, SQL_FORGET_AGE, SQL_PRUNE_AGE, tenant, cutoff, err);
         if (n < 0) return -1;
         total += n;
         memcpy(prev, tenant, sizeof prev);
@@ -114,7 +115,7 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
         gg_db_reset(st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
         if (rc == SQLITE_ROW) { /* keep the max_count newest: everything before the cutoff id goes */
-            long long n = delete_slices(c, SQL_PRUNE_COUNT, cutoff, 0, err);
+            long long n = delete_slices(c, SQL_FORGET_COUNT, SQL_PRUNE_COUNT, cutoff, 0, err);
             if (n < 0) return -1;
             total += n;
         }

@@ -93,6 +93,25 @@ bool gg_store_key_touch_conn(gg_store_conn *c, const char *id, long long when_ms
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err);
 long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
                                          gg_error *err);
+/* The stored bytes of one executions row (history_usage.bytes counts these). */
+#define GG_RUN_BYTES \
+    "coalesce(length(CAST(arguments AS BLOB)), 0) + coalesce(length(CAST(result AS BLOB)), 0)" \
+    " + coalesce(length(CAST(error AS BLOB)), 0) + coalesce(length(CAST(nodes AS BLOB)), 0)"
+/* The statement that counts a slice of executions (SLICE: a SELECT of their rowids, with
+ * the same parameters as the DELETE of that slice) out of history_usage before it is
+ * deleted (migration 0008). Grouped by an expression, not the column: grouping by the
+ * column makes SQLite walk the whole tenant index. */
+#define GG_USAGE_FORGET(SLICE) \
+    "UPDATE history_usage SET rows = rows - s.n, bytes = bytes - s.b FROM" \
+    " (SELECT tenant || '' AS t, count(*) AS n, sum(" GG_RUN_BYTES ") AS b FROM executions" \
+    " WHERE rowid IN (" SLICE ") AND rowid <= (SELECT counted FROM history_usage_mark WHERE id = 1)" \
+    " GROUP BY 1) AS s WHERE history_usage.tenant = s.t"
+/* Inside the caller's write transaction: count new runs in, then delete one slice of
+ * executions counted out of history_usage (forget_sql = GG_USAGE_FORGET(slice), delete_sql
+ * = DELETE ... WHERE rowid IN (slice); ?1 = text, ?2 = num when has_num). Returns the rows
+ * deleted, -1 on error (usage.c). */
+long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
+                                      const char *text, long long num, bool has_num, gg_error *err);
 /* The per-tenant quota pass on a given connection (usage.c). */
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
                                               long long *bytes_out, gg_error *err);

@@ -6,7 +6,8 @@
  * to it in bulk (catch_up: every executions row above history_usage_mark, then the mark
  * moves up), which costs the history writer nothing per run; triggers correct what changes
  * below the mark. Every reader catches up first, inside its own transaction, so what it
- * reads is exact. The quota keeper is a thread on its own connection that does that every
+ * reads is exact. Deletions are counted out by the statement that deletes (migration 0008,
+ * gg_store_usage_delete_slice), not per row. The quota keeper is a thread on its own connection that does that every
  * interval and,
  * for each tenant over max_rows or max_bytes, deletes the tenant's oldest runs until it
  * holds at most 90 % of the quota (so a tenant at the limit is pruned in
@@ -35,9 +36,7 @@ static const char SQL_MARK[] = "SELECT counted FROM history_usage_mark WHERE id 
  * made SQLite walk the whole executions_tenant_started index every pass (one second,
  * a quarter of a core at 300k runs) instead of the rowid range of the new runs. */
 static const char SQL_NEW_RUNS[] =
-    "SELECT tenant || '', count(*), sum(coalesce(length(CAST(arguments AS BLOB)), 0) + coalesce(length(CAST(result AS BLOB)), 0)"
-    " + coalesce(length(CAST(error AS BLOB)), 0) + coalesce(length(CAST(nodes AS BLOB)), 0)), max(rowid)"
-    " FROM executions WHERE rowid > ?1 GROUP BY 1";
+    "SELECT tenant || '', count(*), sum(" GG_RUN_BYTES "), max(rowid) FROM executions WHERE rowid > ?1 GROUP BY 1";
 static const char SQL_ADD_RUNS[] = "UPDATE history_usage SET rows = rows + ?2, bytes = bytes + ?3 WHERE tenant = ?1";
 static const char SQL_SET_MARK[] = "UPDATE history_usage_mark SET counted = ?1 WHERE id = 1";
 static const char SQL_HISTORY_USAGE[] =
@@ -45,9 +44,14 @@ static const char SQL_HISTORY_USAGE[] =
 static const char SQL_OVER_QUOTA[] =
     "SELECT tenant FROM history_usage WHERE (CAST(?1 AS INTEGER) > 0 AND rows > ?1) OR (CAST(?2 AS INTEGER) > 0 AND bytes > ?2)"
     " LIMIT ?3";
-static const char SQL_DELETE_OLDEST[] =
-    "DELETE FROM executions WHERE rowid IN"
-    " (SELECT rowid FROM executions WHERE tenant = ?1 ORDER BY started_at LIMIT ?2)";
+#define SLICE_OLDEST "SELECT rowid FROM executions WHERE tenant = ?1 ORDER BY started_at LIMIT ?2"
+static const char SQL_FORGET_OLDEST[] = GG_USAGE_FORGET(SLICE_OLDEST);
+static const char SQL_DELETE_OLDEST[] = "DELETE FROM executions WHERE rowid IN (" SLICE_OLDEST ")";
+/* After a delete: if the newest counted runs went, the mark comes down to the highest rowid
+ * left, since SQLite gives the next insert max(rowid) + 1, which must be above the mark. */
+static const char SQL_LOWER_MARK[] =
+    "UPDATE history_usage_mark SET counted = (SELECT coalesce(max(rowid), 0) FROM executions)"
+    " WHERE id = 1 AND counted > (SELECT coalesce(max(rowid), 0) FROM executions)";
 static const char SQL_COUNT_DROPPED[] =
     "UPDATE history_usage SET dropped = dropped + ?2, dropped_bytes = dropped_bytes + ?3 WHERE tenant = ?1";
 static const char SQL_GRAPH_USAGE[] =
@@ -186,14 +190,8 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
     bool ok = catch_up(c, err) && usage_conn(c, tenant, &before, err);
     long long n = ok ? slice_size(&before, low_rows, low_bytes) : 0;
     if (ok && n > 0) {
-        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_DELETE_OLDEST, err);
-        ok = st != NULL;
-        if (ok) {
-            gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-            gg_db_bind_int64(st, 2, n);
-            ok = step_done(c, st, "executions", err);
-        }
-        *deleted = ok ? gg_db_changes(c) : 0;
+        *deleted = gg_store_usage_delete_slice(c, SQL_FORGET_OLDEST, SQL_DELETE_OLDEST, tenant, n, true, err);
+        ok = *deleted >= 0;
         ok = ok && usage_conn(c, tenant, &after, err);
         if (ok && *deleted > 0) {
             *bytes = before.bytes - after.bytes;
@@ -215,6 +213,27 @@ static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows,
     }
     *done = n <= 0 || *deleted == 0;
     return true;
+}
+
+/* One prepared statement run to completion with ?1 = text and, when has_num, ?2 = num. */
+static bool run_bound(gg_store_conn *c, const char *sql, const char *text, long long num, bool has_num,
+                      const char *what, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
+    if (!st) return false;
+    if (text) gg_db_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+    if (has_num) gg_db_bind_int64(st, 2, num);
+    return step_done(c, st, what, err);
+}
+
+/* See store_internal.h. */
+long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
+                                      const char *text, long long num, bool has_num, gg_error *err) {
+    if (!catch_up(c, err) || !run_bound(c, forget_sql, text, num, has_num, "history_usage", err) ||
+        !run_bound(c, delete_sql, text, num, has_num, "executions", err))
+        return -1;
+    long long deleted = gg_db_changes(c);
+    if (deleted > 0 && !run_bound(c, SQL_LOWER_MARK, NULL, 0, false, "history_usage_mark", err)) return -1;
+    return deleted;
 }
 
 /* Where pruning a tenant over quota stops; -1 for no quota. */

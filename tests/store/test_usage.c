@@ -160,46 +160,36 @@ START_TEST(usage_follows_inserts_updates_deletes) {
 }
 END_TEST
 
-static void exec_sql(const char *sql) {
-    if (pg_mode()) { pg_exec_sql(sql); return; }
-    sqlite3 *db = NULL;
-    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
-    sqlite3_close(db);
-}
-
-/* New runs are counted in bulk above a mark (rowid): deletions above and at the mark, and
- * an insert that reuses the rowid of a deleted newest row, all keep the count exact. */
+/* New runs are counted in bulk above a mark (rowid); deletions are counted out by the
+ * statement that deletes (migration 0008): retention slices keep the count exact, and when
+ * the newest (the mark's) rows go, the mark follows them down so that the next insert, which
+ * takes the same rowid again, is counted. */
 START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
     long long base = 1700000000000LL;
     write_runs(s, "acme", 6, 100, base);
-    /* deleted before they were counted: never counted, never subtracted */
-    exec_sql("DELETE FROM executions WHERE rowid IN (SELECT rowid FROM executions ORDER BY rowid LIMIT 2)");
-    gg_history_usage u = usage_of(s, "acme");
-    ck_assert_int_eq(u.rows, 4);
+    write_runs(s, "beta", 2, 70, base + 50);
+    /* not yet counted when retention starts: counted in, then out, in one transaction */
+    ck_assert_int_eq(gg_store_executions_prune(s, 0, 5, &err), 3);
+    gg_history_usage u = usage_of(s, "acme"), v = usage_of(s, "beta");
+    ck_assert_int_eq(u.rows + v.rows, 5);
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(v.bytes, summed_bytes("beta"));
     long long mark = query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL);
     ck_assert_int_eq(mark, query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL));
-    /* the newest (the mark's) row goes: the mark follows it down, and the next insert,
-     * which takes the same rowid again, is counted */
-    exec_sql("DELETE FROM executions WHERE rowid = (SELECT max(rowid) FROM executions)");
-    ck_assert_int_lt(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), mark);
-    write_runs(s, "acme", 1, 300, base + 100);
-    ck_assert_int_eq(query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL), mark);
-    u = usage_of(s, "acme");
-    ck_assert_int_eq(u.rows, 4);
-    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
-    /* everything goes, then history starts again */
-    exec_sql("DELETE FROM executions");
+    /* everything goes (by age): the mark comes down to 0, and history starts again */
+    ck_assert_int_eq(gg_store_executions_prune(s, 1, 0, &err), 5);
     ck_assert_int_eq(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), 0);
+    ck_assert_int_eq(usage_of(s, "acme").rows, 0);
+    ck_assert_int_eq(usage_of(s, "acme").bytes, 0);
     write_runs(s, "acme", 3, 50, base + 200);
     u = usage_of(s, "acme");
     ck_assert_int_eq(u.rows, 3);
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(usage_of(s, "beta").rows, 0);
     gg_store_close(s);
 }
 END_TEST
