@@ -33,6 +33,7 @@ struct gg_store_conn {
     } cache[GG_STORE_STMT_CACHE];
     int n_cached;
     struct gg_store_conn *next_free;
+    double busy_since_ms; /* SQLite: when the current wait for another writer began */
 };
 
 struct gg_store {

@@ -25,8 +25,9 @@
 
 /* Pruning stops once a tenant is back under this share of its quota (90 %). */
 #define QUOTA_LOW_DIVISOR 10
-/* At most this many runs, and about this many bytes, one transaction. */
-#define SLICE_ROWS 500
+/* At most this many runs (about 3 ms of deleting), and about this many bytes, one
+ * transaction. */
+#define SLICE_ROWS 200
 #define SLICE_BYTES (16LL * 1024 * 1024)
 /* Tenants handled a pass (the rest the next pass). */
 #define PASS_TENANTS 64
@@ -236,6 +237,15 @@ long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, 
     return deleted;
 }
 
+/* Between two slices: leave the write lock free for a moment, so the history writer (which
+ * polls for it every 0.2 ms, store.c's busy_wait) commits its batch before the next slice
+ * and durable answers are not held up behind a whole pass. */
+static void yield_lock(gg_store_conn *c) {
+    if (gg_db_is_pg(c)) return; /* row locks: the writer never waits for the pass there */
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
 /* Where pruning a tenant over quota stops; -1 for no quota. */
 static long long low_mark(long long quota) { return quota > 0 ? quota - quota / QUOTA_LOW_DIVISOR : -1; }
 
@@ -281,6 +291,7 @@ long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_ro
             total += n;
             total_bytes += b;
             if (done) break;
+            yield_lock(c);
         }
     }
     json_decref(names);
