@@ -130,6 +130,8 @@ typedef struct gg_config {
     long long mcp_sse_close_after_ms; /* mcp.sse_close_after: a tools/call POST stream of a 2025-11-25
                                          session still running then ends with a retry hint; 0 = never */
     int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */
+    int tenant_max_resumable_streams; /* tenants.max_resumable_streams: 128 resumable POST
+                                         streams held at once; 0 = only the global 1024 */
     int tenant_max_sessions;      /* tenants.max_sessions: 256 live MCP sessions; 0 = no cap */
     /* history */
     long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */

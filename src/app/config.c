@@ -68,6 +68,7 @@ static const key_def keys[] = {
     {"tenants.max_waiting", T_INT, F(tenant_max_waiting), 0, 1000000, false},
     {"max_waiting_runs", T_INT, F(max_waiting_runs), 0, 10000000, false},
     {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
+    {"tenants.max_resumable_streams", T_INT, F(tenant_max_resumable_streams), 0, 1000000, false},
     {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
     {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
     {"history.max_count", T_LL, F(history_max_count), 0, 1e12, false},
@@ -186,6 +187,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_tenant_max_rows = 100000;
     c->history_tenant_max_bytes = 256 * 1024 * 1024;
     c->tenant_max_streams = 64;
+    c->tenant_max_resumable_streams = 128;
     c->mcp_sse_close_after_ms = 1000;
     c->tenant_max_sessions = 256;
     c->graphs_max_per_tenant = 100;

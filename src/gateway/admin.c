@@ -543,7 +543,7 @@ static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
     const gg_config *c = gw->cfg;
     return reply(res, 200,
                  json_pack("{s:s, s:{s:I,s:I,s:I,s:I}, s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
-                           " s:{s:I,s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}}",
+                           " s:{s:I,s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}}",
                            "tenant", t,
                            "graphs", "count", (json_int_t)gu.graphs, "versions", (json_int_t)gu.versions,
                            "active_bytes", (json_int_t)gu.active_bytes, "stored_bytes", (json_int_t)gu.stored_bytes,
@@ -557,6 +557,8 @@ static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
                            "max", (json_int_t)c->tenant_max_sessions,
                            "streams", "open", (json_int_t)gw_streams_tenant_count(gw->streams, t),
                            "max", (json_int_t)c->tenant_max_streams,
+                           "resumable_streams", "open", (json_int_t)gw_streams_tenant_posts(gw->streams, t),
+                           "max", (json_int_t)c->tenant_max_resumable_streams,
                            "calls", "in_progress", (json_int_t)gg_auth_exec_in_use(gw->auth, t),
                            "max", (json_int_t)c->tenant_max_concurrent));
 }

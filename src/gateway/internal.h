@@ -276,6 +276,7 @@ void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, en
 /* The registry hook for GET streams and listen streams (user: the gateway). */
 void gw_registry_changed(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
+size_t gw_streams_tenant_posts(gw_streams *s, const char *tenant); /* tenants.max_resumable_streams */
 
 /* trace.c: a tools/call's server span (NULL with telemetry off); the call's trace context
  * is taken from the client (_meta, else HTTP headers) and then set to the span's. */

@@ -91,6 +91,7 @@ typedef struct ssess {
  * logged. */
 struct gw_pstream {
     uint8_t nonce[16];
+    char tenant[64];   /* counted in tenants.max_resumable_streams */
     unsigned long long no, seq, dropped;
     revent log[GW_POST_EVENTS]; /* a ring, as ssess's */
     int log_n, log_end;
@@ -123,6 +124,7 @@ struct gw_streams {
     size_t nposts;
     /* counters for /metrics (under mu) */
     unsigned long long opened, notified, refused, refused_tenant, post_closed, post_resumed;
+    unsigned long long post_refused_full, post_refused_tenant;
 };
 
 static size_t bucket_of(const uint8_t nonce[16]) {
@@ -468,6 +470,8 @@ static void metrics(gg_strbuf *out, void *user) {
     size_t open = s->open;
     unsigned long long opened = s->opened, notified = s->notified, refused = s->refused;
     unsigned long long refused_tenant = s->refused_tenant, post_closed = s->post_closed, post_resumed = s->post_resumed;
+    unsigned long long post_full = s->post_refused_full, post_tenant = s->post_refused_tenant;
+    size_t nposts = s->nposts;
     pthread_mutex_unlock(&s->mu);
     gg_strbuf_printf(out,
                      "# HELP graphgate_mcp_streams open standalone MCP GET (SSE) streams\n"
@@ -485,8 +489,15 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_mcp_post_streams_closed_total tools/call POST streams ended early with a retry hint (mcp.sse_close_after)\n"
                      "# TYPE graphgate_mcp_post_streams_closed_total counter\ngraphgate_mcp_post_streams_closed_total %llu\n"
                      "# HELP graphgate_mcp_post_streams_resumed_total tools/call POST streams resumed by a GET with Last-Event-ID\n"
-                     "# TYPE graphgate_mcp_post_streams_resumed_total counter\ngraphgate_mcp_post_streams_resumed_total %llu\n",
-                     post_closed, post_resumed);
+                     "# TYPE graphgate_mcp_post_streams_resumed_total counter\ngraphgate_mcp_post_streams_resumed_total %llu\n"
+                     "# HELP graphgate_mcp_post_streams resumable tools/call POST streams held now\n"
+                     "# TYPE graphgate_mcp_post_streams gauge\ngraphgate_mcp_post_streams %zu\n"
+                     "# HELP graphgate_mcp_post_streams_refused_total tools/call POSTs answered without a resumable stream:"
+                     " all 1024 held (full) or the tenant at tenants.max_resumable_streams (tenant)\n"
+                     "# TYPE graphgate_mcp_post_streams_refused_total counter\n"
+                     "graphgate_mcp_post_streams_refused_total{reason=\"full\"} %llu\n"
+                     "graphgate_mcp_post_streams_refused_total{reason=\"tenant\"} %llu\n",
+                     post_closed, post_resumed, nposts, post_full, post_tenant);
 }
 
 /* ------------------------------------------------------------------ public (internal.h) */
@@ -785,6 +796,22 @@ size_t gw_streams_tenant_count(gw_streams *s, const char *tenant) {
     return n;
 }
 
+/* Resumable POST streams the tenant holds now (called with s->mu held). */
+static size_t tenant_posts(gw_streams *s, const char *tenant) {
+    size_t n = 0;
+    for (gw_pstream *ps = s->posts; ps; ps = ps->next) n += strcmp(ps->tenant, tenant) == 0;
+    return n;
+}
+
+/* Resumable POST streams the tenant holds now (tenants.max_resumable_streams). */
+size_t gw_streams_tenant_posts(gw_streams *s, const char *tenant) {
+    if (!s) return 0;
+    pthread_mutex_lock(&s->mu);
+    size_t n = tenant_posts(s, tenant);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* Streams open now. */
 size_t gw_streams_count(gw_streams *s) {
     if (!s) return 0;
@@ -798,19 +825,26 @@ size_t gw_streams_count(gw_streams *s) {
  * resumable stream; close_after_ms > 0 ends the POST that long after the run started if
  * it is still going (with a retry hint: the client resumes with GET + Last-Event-ID);
  * cancel: the run's flag, set when the client drops its connection and does not resume.
- * NULL when the table is full: the call then answers on its POST as before. */
+ * NULL when the table is full or the session's tenant holds tenants.max_resumable_streams
+ * (so one tenant cannot take every tenant's resumability): the call then answers on its
+ * POST as before, without an early close. */
 gw_pstream *gw_pstream_open(gw_streams *s, const mcp_session *sess, gg_http_async *a, atomic_int *cancel,
                             long long close_after_ms) {
     if (!s) return NULL;
     gw_pstream *ps = calloc(1, sizeof *ps);
     if (!ps) return NULL;
     memcpy(ps->nonce, sess->nonce, 16);
+    snprintf(ps->tenant, sizeof ps->tenant, "%s", sess->tenant);
     ps->a = a;
     ps->is_post = ps->job = true;
     ps->cancel = cancel;
     if (close_after_ms > 0) ps->close_at_ms = gg_now_ms() + (double)close_after_ms;
+    int tenant_max = s->gw->cfg ? s->gw->cfg->tenant_max_resumable_streams : 0;
     pthread_mutex_lock(&s->mu);
-    if (s->nposts >= GW_POST_STREAMS_MAX) {
+    bool full = s->nposts >= GW_POST_STREAMS_MAX;
+    if (full || (tenant_max > 0 && tenant_posts(s, ps->tenant) >= (size_t)tenant_max)) {
+        if (full) s->post_refused_full++;
+        else s->post_refused_tenant++;
         pthread_mutex_unlock(&s->mu);
         free(ps);
         return NULL;
