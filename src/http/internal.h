@@ -7,6 +7,8 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
 #include <stdatomic.h>
 
 struct gg_http_res {
@@ -116,5 +118,129 @@ unsigned long gg_conn_tracker_cut(const gg_conn_tracker *t); /* connections cut 
 void gg_conn_track_add(gg_conn_tracker *t, gg_conn_track *c, int fd, bool internal);
 void gg_conn_track_remove(gg_conn_tracker *t, gg_conn_track *c);
 void gg_conn_track_receiving(gg_conn_track *c, bool receiving);
+
+/* ---- the server (server.c) ---------------------------------------------------------------- */
+
+/* Metrics are counted in per-CPU shards (chosen with sched_getcpu, summed on scrape) so the
+ * polling threads do not bounce the same counter cache lines on every request. */
+#define METRIC_SHARDS 8
+#define MAX_HOOKS 16
+#define GG_HTTP_NSTATUS 33  /* status slots counted one by one (metrics.c), plus "other" */
+#define GG_HTTP_NBUCKETS 14 /* latency histogram bounds (metrics.c) */
+
+typedef struct route_metrics {
+    atomic_ulong by_status[GG_HTTP_NSTATUS];
+    atomic_ulong buckets[GG_HTTP_NBUCKETS + 1]; /* non-cumulative; last = above every bound */
+    atomic_ullong sum_us;
+} route_metrics;
+
+typedef struct access_writer {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    gg_strbuf pending;          /* lines separated by '\n', no trailing newline */
+    FILE *file;                 /* NULL = gg_log_json_line */
+    pthread_t thread;
+    bool running, stop;
+    atomic_ulong dropped;
+} access_writer;
+
+typedef struct listener {
+    gg_http_server *srv;
+    gg_listener kind;
+    char addr[160];
+    struct MHD_Daemon *d;
+    unsigned port;
+} listener;
+
+struct gg_http_server {
+    gg_http_options opts;
+    char public_addr[160], internal_addr[160], version[64];
+    gg_router *router;
+    listener pub, intl;
+    double started_ms;
+    long long started_wall_ms;
+    gg_http_ready_fn ready;
+    void *ready_user;
+    struct { gg_http_metrics_fn fn; void *user; } hooks[MAX_HOOKS];
+    int nhooks;
+    route_metrics *rm; /* METRIC_SHARDS blocks of nrm: one per route, plus unmatched */
+    int nrm;
+    atomic_int draining, abandoning, hurry; /* read per request, written only at shutdown */
+    bool started, stopped;
+    unsigned char rid_key[crypto_shorthash_siphashx24_KEYBYTES]; /* request ids, see gg_http_new_request_id */
+    gg_http_guard_cfg guard;   /* who may address the internal listener */
+    gg_conn_tracker *tracker;  /* the receive deadline (NULL until started) */
+    struct { gg_http_started_fn fn; void *user; } started_hooks[4];
+    int nstarted;
+    /* The fields above are read on every request and those below are written on every
+     * (deferred, logged) request: the padding keeps them on different cache lines. */
+    char pad0[64];
+    /* Per-CPU counters: requests in flight (a request decrements the shard it
+     * incremented, so every shard stays >= its own live requests and the sum never
+     * misses one) and request ids; padded so the shards do not share cache lines. */
+    struct {
+        atomic_long inflight;
+        atomic_ullong rid; /* request-id counter of the shard */
+        char pad[64 - sizeof(atomic_long) - sizeof(atomic_ullong)];
+    } cpu[METRIC_SHARDS];
+    pthread_mutex_t alock; /* deferred requests */
+    gg_http_async *alist;
+    char pad1[64];
+    access_writer alog;
+    atomic_llong mhdlog_sec;   /* libmicrohttpd messages: the current second, */
+    atomic_uint mhdlog_count;  /* how many were logged in it, */
+    atomic_ulong mhdlog_dropped; /* and how many were not (MHD_LOG_PER_SECOND) */
+};
+
+/* Per-connection state (libmicrohttpd's socket context): the client address, formatted
+ * once, and the memory of the connection's last request, which the next request on the
+ * keep-alive connection reuses instead of allocating ~2.8 KB again. A deferred request
+ * is never parked here: its owner may outlive the connection. */
+typedef struct conn_ctx {
+    gg_http_req *spare;
+    gg_conn_track track;        /* the receive deadline's view of this connection */
+    bool tracked;
+    char client[64];
+    time_t date_sec;            /* the second date_text shows (0 = none yet) */
+    char date_text[32];         /* IMF-fixdate */
+    time_t ts_sec;              /* the second ts_text shows, for access lines */
+    char ts_text[20];           /* "YYYY-MM-DDTHH:MM:SS" */
+} conn_ctx;
+
+/* ---- request.c: the request path ------------------------------------------------------- */
+
+/* libmicrohttpd callbacks (cls is the listener). */
+void gg_http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                           enum MHD_ConnectionNotificationCode toe);
+enum MHD_Result gg_http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls);
+void gg_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                          enum MHD_RequestTerminationCode toe);
+conn_ctx *gg_http_conn_ctx_of(struct MHD_Connection *conn); /* NULL when it has none */
+void gg_http_req_free(gg_http_req *req);                     /* NULL is fine */
+
+/* ---- async.c: deferred responses and streams ------------------------------------------- */
+
+void gg_http_async_free(gg_http_async *a); /* its request too */
+/* Let the connection proceed (caller holds alock). */
+void gg_http_async_wake(gg_http_async *a);
+/* libmicrohttpd content reader of a streamed body (cls is the gg_http_async). */
+ssize_t gg_http_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);
+/* The conn tracker's tick: abandon suspended requests whose client left (user = server). */
+void gg_http_find_gone_clients(void *user);
+
+/* ---- access_log.c ----------------------------------------------------------------------- */
+
+bool gg_http_alog_start(access_writer *w);
+void gg_http_alog_stop(access_writer *w); /* writes everything queued */
+void gg_http_access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminationCode toe);
+
+/* ---- metrics.c: counters and built-in routes ------------------------------------------- */
+
+void gg_http_record_metrics(gg_http_server *srv, gg_http_req *req, double dur_ms);
+int gg_http_route_health(gg_http_req *req, gg_http_res *res, void *user);  /* user = server */
+int gg_http_route_ready(gg_http_req *req, gg_http_res *res, void *user);
+int gg_http_route_metrics(gg_http_req *req, gg_http_res *res, void *user);
 
 #endif

@@ -1,4 +1,4 @@
-/* history.c — execution records, the batching history writer and history queries.
+/* history.c — the batching history writer (records: exec_record.c, their texts: history_text.c).
  *
  * Request threads hand finished (and starting) runs to gg_history_submit, which only
  * appends to an in-memory queue under a mutex. One writer thread, on its own connection,
@@ -20,7 +20,6 @@
  *   checks could catch. Retention turns them back on for its deletes. */
 #include "store/store_internal.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdint.h>
@@ -28,437 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *const status_names[] = {"running", "succeeded", "failed", "cancelled", "interrupted"};
-
-const char *gg_exec_status_name(gg_exec_status st) {
-    return (unsigned)st < sizeof status_names / sizeof status_names[0] ? status_names[st] : "unknown";
-}
-
-int gg_exec_status_parse(const char *name) {
-    for (size_t i = 0; name && i < sizeof status_names / sizeof status_names[0]; i++)
-        if (strcmp(name, status_names[i]) == 0) return (int)i;
-    return -1;
-}
-
-#define ID_RANDOM_BYTES 10
-
-/* 12 hex digits of ms, then the random bytes in hex. */
-static void id_format(unsigned long long ms, const unsigned char rnd[ID_RANDOM_BYTES], char out[33]) {
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 11; i >= 0; i--, ms >>= 4) out[i] = hex[ms & 15];
-    for (int i = 0; i < ID_RANDOM_BYTES; i++) {
-        out[12 + 2 * i] = hex[rnd[i] >> 4];
-        out[13 + 2 * i] = hex[rnd[i] & 15];
-    }
-    out[32] = '\0';
-}
-
-void gg_exec_id_new(char out[33]) {
-    unsigned char rnd[ID_RANDOM_BYTES];
-    randombytes_buf(rnd, sizeof rnd);
-    id_format((unsigned long long)gg_wall_ms(), rnd, out);
-}
-
-/* ---- records ---------------------------------------------------------------------------- */
-
-static char *dup_or_null(const char *s, bool *oom) {
-    if (!s) return NULL;
-    char *d = strdup(s);
-    if (!d) *oom = true;
-    return d;
-}
-
-static gg_exec_record *record_new(const unsigned char rnd[ID_RANDOM_BYTES], const char *tenant, const char *graph,
-                                  int version, const char *tool, const char *key_id, json_t *arguments) {
-    gg_exec_record *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    bool oom = false;
-    /* one clock read: the id's time is the start time, so ids sort like started_at */
-    r->started_ms = gg_wall_ms();
-    id_format((unsigned long long)r->started_ms, rnd, r->id);
-    r->tenant = dup_or_null(tenant ? tenant : "", &oom);
-    r->graph = dup_or_null(graph ? graph : "", &oom);
-    r->tool = dup_or_null(tool ? tool : "", &oom);
-    r->key_id = dup_or_null(key_id, &oom);
-    r->version = version;
-    r->status = GG_EXEC_RUNNING;
-    r->arguments = arguments ? json_incref(arguments) : NULL;
-    if (oom) { gg_exec_record_free(r); return NULL; }
-    return r;
-}
-
-gg_exec_record *gg_exec_record_new(const char *tenant, const char *graph, int version,
-                                   const char *tool, const char *key_id, json_t *arguments) {
-    unsigned char rnd[ID_RANDOM_BYTES];
-    randombytes_buf(rnd, sizeof rnd);
-    return record_new(rnd, tenant, graph, version, tool, key_id, arguments);
-}
-
-gg_node_exec_record *gg_exec_record_add_node(gg_exec_record *r, const char *node_id,
-                                             const char *node_type, long long start_ms,
-                                             long long end_ms, json_t *input, json_t *output,
-                                             const char *error) {
-    if (r->n_nodes == r->cap_nodes) {
-        size_t cap = r->cap_nodes ? r->cap_nodes * 2 : 8;
-        gg_node_exec_record *n = realloc(r->nodes, cap * sizeof *n);
-        if (!n) { json_decref(input); json_decref(output); return NULL; }
-        r->nodes = n;
-        r->cap_nodes = cap;
-    }
-    gg_node_exec_record *n = &r->nodes[r->n_nodes];
-    memset(n, 0, sizeof *n);
-    bool oom = false;
-    n->index = (int)r->n_nodes;
-    n->node_id = dup_or_null(node_id ? node_id : "", &oom);
-    n->node_type = dup_or_null(node_type ? node_type : "", &oom);
-    n->error = dup_or_null(error, &oom);
-    n->start_ms = start_ms;
-    n->end_ms = end_ms;
-    n->duration_ms = (double)(end_ms - start_ms);
-    n->input = input;
-    n->output = output;
-    if (oom) {
-        free(n->node_id); free(n->node_type); free(n->error);
-        json_decref(input); json_decref(output);
-        return NULL;
-    }
-    r->n_nodes++;
-    return n;
-}
-
-/* The fast path for a graph run's node records: the executor's history array as it is.
- * Takes the reference to history (it is only read, by gg_history_submit on the calling
- * thread, which writes each element as one node: executionIndex, nodeId, nodeType,
- * startTime, endTime, duration, output, input — kept on every node when all_inputs, else
- * only on a node that failed — and error, an object's "message" or a string). Replaces an
- * earlier history; nodes added with gg_exec_record_add_node are written after these. */
-void gg_exec_record_set_node_history(gg_exec_record *r, json_t *history, bool all_inputs) {
-    json_decref(r->node_history);
-    r->node_history = history;
-    r->all_inputs = all_inputs;
-}
-
-/* The node records already serialized: json_text (taken, freed with the record) is a JSON
- * array in the stored form (migrations/0003_history_one_row.sql; start/end may also be
- * absolute, see store.h) or of executor-shaped objects {executionIndex, nodeId, nodeType,
- * startTime, endTime, duration, input?, output?, error?} (json_dumps of the executor's
- * history does). Stored as given: no payload bound is applied and inputs are kept, so the
- * caller decides what goes in.
- * Takes precedence over a node history and nodes added with gg_exec_record_add_node. */
-void gg_exec_record_set_nodes_json(gg_exec_record *r, char *json_text) {
-    free(r->nodes_text);
-    r->nodes_text = json_text;
-}
-
-gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *src) {
-    gg_exec_record *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    bool oom = false;
-    memcpy(r->id, src->id, sizeof r->id);
-    r->tenant = dup_or_null(src->tenant, &oom);
-    r->graph = dup_or_null(src->graph, &oom);
-    r->tool = dup_or_null(src->tool, &oom);
-    r->key_id = dup_or_null(src->key_id, &oom);
-    r->error = dup_or_null(src->error, &oom);
-    r->version = src->version;
-    r->status = src->status;
-    r->started_ms = src->started_ms;
-    r->finished_ms = src->finished_ms;
-    r->duration_ms = src->duration_ms;
-    memcpy(r->trace_id, src->trace_id, sizeof r->trace_id);
-    memcpy(r->parent_id, src->parent_id, sizeof r->parent_id);
-    r->arguments = src->arguments ? json_incref(src->arguments) : NULL;
-    r->result = src->result ? json_incref(src->result) : NULL;
-    r->arguments_text = dup_or_null(src->arguments_text, &oom);
-    r->result_text = dup_or_null(src->result_text, &oom);
-    if (oom) { gg_exec_record_free(r); return NULL; }
-    return r;
-}
-
-void gg_exec_record_free(gg_exec_record *r) {
-    if (!r) return;
-    for (size_t i = 0; i < r->n_nodes; i++) {
-        gg_node_exec_record *n = &r->nodes[i];
-        free(n->node_id);
-        free(n->node_type);
-        free(n->error);
-        json_decref(n->input);
-        json_decref(n->output);
-        free(n->input_text);
-        free(n->output_text);
-    }
-    free(r->nodes);
-    json_decref(r->node_history);
-    free(r->nodes_text);
-    free(r->arguments_text);
-    free(r->result_text);
-    free(r->tenant);
-    free(r->graph);
-    free(r->tool);
-    free(r->key_id);
-    free(r->error);
-    json_decref(r->arguments);
-    json_decref(r->result);
-    free(r);
-}
-
-/* ---- texts, built on the submitting thread ------------------------------------------------ */
-
-/* An append-only text buffer: a caller's stack array first, the heap past it. */
-typedef struct tbuf {
-    char *p;
-    size_t len, cap;
-    bool heap, oom;
-} tbuf;
-
-static bool tb_reserve(tbuf *b, size_t extra) {
-    if (b->oom) return false;
-    if (b->len + extra <= b->cap) return true;
-    size_t cap = b->cap * 2;
-    while (cap < b->len + extra) cap *= 2;
-    char *np = b->heap ? realloc(b->p, cap) : malloc(cap);
-    if (!np) { b->oom = true; return false; }
-    if (!b->heap) memcpy(np, b->p, b->len);
-    b->p = np;
-    b->cap = cap;
-    b->heap = true;
-    return true;
-}
-
-static void tb_put(tbuf *b, const char *s, size_t n) {
-    if (!tb_reserve(b, n)) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static void tb_putc(tbuf *b, char c) {
-    if (b->len < b->cap || tb_reserve(b, 1)) b->p[b->len++] = c;
-}
-
-static void tb_int(tbuf *b, long long v) {
-    char tmp[24];
-    int i = (int)sizeof tmp;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do { tmp[--i] = (char)('0' + u % 10); u /= 10; } while (u);
-    if (v < 0) tmp[--i] = '-';
-    tb_put(b, tmp + i, sizeof tmp - (size_t)i);
-}
-
-/* A duration: the executor's are whole microseconds, written as such without printf;
- * anything else in full precision. */
-static void tb_duration(tbuf *b, double d) {
-    if (!isfinite(d)) { tb_put(b, "0", 1); return; }
-    double us = round(d * 1000.0);
-    if (fabs(us) < 1e15 && us / 1000.0 == d) {
-        long long v = (long long)us;
-        if (v < 0) { tb_putc(b, '-'); v = -v; }
-        tb_int(b, v / 1000);
-        int frac = (int)(v % 1000);
-        if (frac) {
-            char f[4] = {(char)('0' + frac / 100), (char)('0' + frac / 10 % 10), (char)('0' + frac % 10), 0};
-            int n = 3;
-            while (f[n - 1] == '0') n--;
-            tb_putc(b, '.');
-            tb_put(b, f, (size_t)n);
-        }
-        return;
-    }
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%.17g", d);
-    tb_put(b, tmp, (size_t)n);
-}
-
-/* s as a JSON string; invalid UTF-8 becomes U+FFFD so the text always parses back. */
-static void tb_string(tbuf *b, const char *s) {
-    tb_putc(b, '"');
-    const unsigned char *p = (const unsigned char *)s, *run = p;
-    for (;;) {
-        unsigned c = *p;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) { p++; continue; }
-        tb_put(b, (const char *)run, (size_t)(p - run));
-        if (!c) break;
-        if (c >= 0x80) {
-            int n = (int)gg_utf8_len(p, 4); /* NUL-terminated: see util.h */
-            if (n) tb_put(b, (const char *)p, (size_t)n);
-            else tb_put(b, "\\ufffd", 6);
-            p += n ? n : 1;
-        } else if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            tb_put(b, e, 2);
-            p++;
-        } else {
-            char e[8];
-            snprintf(e, sizeof e, "\\u%04x", c);
-            tb_put(b, e, 6);
-            p++;
-        }
-        run = p;
-    }
-    tb_putc(b, '"');
-}
-
-static int tb_dump_cb(const char *buf, size_t size, void *data) {
-    tbuf *b = data;
-    tb_put(b, buf, size);
-    return b->oom ? -1 : 0;
-}
-
-/* Nesting this deep is handed to jansson's own encoder (which also catches cycles). */
-#define TB_JSON_DEPTH 512
-
-/* v as compact JSON, written straight into b: what json_dumps(JSON_COMPACT|JSON_ENCODE_ANY)
- * writes, without its buffer allocations and callback per token (a small value cost
- * ≈ 0.3 µs through json_dumps, a few percent of that here). false when v cannot be
- * encoded (a NaN, a cycle). */
-static bool tb_json(tbuf *b, json_t *v, int depth) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        if (depth >= TB_JSON_DEPTH) break;
-        tb_putc(b, '{');
-        bool first = true;
-        const char *k;
-        json_t *e;
-        json_object_foreach(v, k, e) {
-            if (!first) tb_putc(b, ',');
-            first = false;
-            tb_string(b, k);
-            tb_putc(b, ':');
-            if (!tb_json(b, e, depth + 1)) return false;
-        }
-        tb_putc(b, '}');
-        return true;
-    }
-    case JSON_ARRAY: {
-        if (depth >= TB_JSON_DEPTH) break;
-        tb_putc(b, '[');
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e) {
-            if (i) tb_putc(b, ',');
-            if (!tb_json(b, e, depth + 1)) return false;
-        }
-        tb_putc(b, ']');
-        return true;
-    }
-    case JSON_STRING: {
-        const char *str = json_string_value(v);
-        if (strlen(str) != json_string_length(v)) break; /* embedded NUL: jansson writes \u0000 */
-        tb_string(b, str);
-        return true;
-    }
-    case JSON_INTEGER: tb_int(b, (long long)json_integer_value(v)); return true;
-    case JSON_TRUE: tb_put(b, "true", 4); return true;
-    case JSON_FALSE: tb_put(b, "false", 5); return true;
-    case JSON_NULL: tb_put(b, "null", 4); return true;
-    default: break; /* reals: jansson's formatting, exactly */
-    }
-    return json_dump_callback(v, tb_dump_cb, b, JSON_COMPACT | JSON_ENCODE_ANY) == 0;
-}
-
-/* A stored JSON value (NULL → null); larger than max bytes → {"truncated":true,"bytes":N}. */
-static void tb_value(tbuf *b, json_t *v, size_t max) {
-    if (!v) { tb_put(b, "null", 4); return; }
-    size_t at = b->len;
-    if (!tb_json(b, v, 0)) {
-        if (!b->oom) { b->len = at; tb_put(b, "null", 4); } /* not representable (NaN) */
-        return;
-    }
-    size_t n = b->len - at;
-    if (n <= max) return;
-    b->len = at;
-    tb_put(b, "{\"truncated\":true,\"bytes\":", 26);
-    tb_int(b, (long long)n);
-    tb_putc(b, '}');
-}
-
-/* One node in the stored form: [index,id,type,start,end,duration,output(,input(,error))]. */
-static void tb_node(tbuf *b, bool first, long long base, long long index, const char *id, const char *type, long long start,
-                    long long end, double duration, json_t *output, const char *output_text, json_t *input,
-                    const char *input_text, const char *error, size_t max) {
-    if (!first) tb_putc(b, ',');
-    tb_putc(b, '[');
-    tb_int(b, index);
-    tb_putc(b, ',');
-    tb_string(b, id ? id : "");
-    tb_putc(b, ',');
-    tb_string(b, type ? type : "");
-    tb_putc(b, ',');
-    tb_int(b, start - base);
-    tb_putc(b, ',');
-    tb_int(b, end - base);
-    tb_putc(b, ',');
-    tb_duration(b, duration);
-    tb_putc(b, ',');
-    if (output_text) tb_put(b, output_text, strlen(output_text));
-    else tb_value(b, output, max);
-    if (input || input_text || error) {
-        tb_putc(b, ',');
-        if (input_text) tb_put(b, input_text, strlen(input_text));
-        else tb_value(b, input, max);
-        if (error) {
-            tb_putc(b, ',');
-            tb_string(b, error);
-        }
-    }
-    tb_putc(b, ']');
-}
-
-/* The run's node bounds (gg_history_options.max_run_nodes / _node_bytes, 0 = none): room
- * for one more record, else it is counted as dropped. */
-typedef struct node_bound {
-    size_t max_nodes, max_bytes, start, kept, dropped;
-} node_bound;
-
-static bool nb_room(node_bound *nb, const tbuf *b) {
-    if ((nb->max_nodes && nb->kept >= nb->max_nodes) || (nb->max_bytes && b->len - nb->start >= nb->max_bytes)) {
-        nb->dropped++;
-        return false;
-    }
-    nb->kept++;
-    return true;
-}
-
-/* Every node of r as one JSON array, appended to b. */
-static void tb_nodes(tbuf *b, const gg_exec_record *r, size_t max, node_bound *nb) {
-    nb->start = b->len;
-    tb_putc(b, '[');
-    bool first = true;
-    size_t i;
-    json_t *n;
-    json_array_foreach(r->node_history, i, n) {
-        if (!nb_room(nb, b)) continue;
-        json_t *err = json_object_get(n, "error");
-        const char *emsg = NULL;
-        if (err) {
-            emsg = json_is_object(err) ? json_string_value(json_object_get(err, "message")) : json_string_value(err);
-            if (!emsg) emsg = "error";
-        }
-        json_t *dur = json_object_get(n, "duration");
-        long long start = json_integer_value(json_object_get(n, "startTime")),
-                  end = json_integer_value(json_object_get(n, "endTime"));
-        tb_node(b, first, r->started_ms, json_integer_value(json_object_get(n, "executionIndex")),
-                json_string_value(json_object_get(n, "nodeId")), json_string_value(json_object_get(n, "nodeType")),
-                start, end, json_is_number(dur) ? json_number_value(dur) : (double)(end - start),
-                json_object_get(n, "output"), NULL,
-                r->all_inputs || err ? json_object_get(n, "input") : NULL, NULL, emsg, max);
-        first = false;
-    }
-    for (size_t k = 0; k < r->n_nodes; k++) {
-        const gg_node_exec_record *d = &r->nodes[k];
-        if (!nb_room(nb, b)) continue;
-        tb_node(b, first, r->started_ms, d->index, d->node_id, d->node_type, d->start_ms, d->end_ms, d->duration_ms,
-                d->output, d->output_text, d->input, d->input_text, d->error, max);
-        first = false;
-    }
-    if (nb->dropped) {
-        char m[96];
-        int len = snprintf(m, sizeof m, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",",
-                           nb->dropped, nb->kept);
-        tb_put(b, m, (size_t)len);
-    }
-    tb_putc(b, ']');
-}
 
 /* ---- the writer ------------------------------------------------------------------------- */
 
@@ -535,34 +103,6 @@ struct gg_history {
 };
 
 /* Texts of a record, one after the other in b; NULL texts are absent (offset SIZE_MAX). */
-typedef struct rec_texts {
-    size_t args, result, nodes;
-} rec_texts;
-
-static size_t tb_text_value(tbuf *b, json_t *v, const char *text, size_t max) {
-    if (!v && !text) return SIZE_MAX;
-    size_t at = b->len;
-    if (text) tb_put(b, text, strlen(text));
-    else tb_value(b, v, max);
-    tb_putc(b, '\0');
-    return at;
-}
-
-static void build_texts(const gg_history *h, tbuf *b, const gg_exec_record *r, size_t max, rec_texts *t) {
-    t->args = tb_text_value(b, r->arguments, r->arguments_text, max);
-    t->result = tb_text_value(b, r->result, r->result_text, max);
-    t->nodes = SIZE_MAX;
-    if (r->nodes_text) {
-        t->nodes = b->len;
-        tb_put(b, r->nodes_text, strlen(r->nodes_text) + 1);
-    } else if (r->node_history || r->n_nodes) {
-        t->nodes = b->len;
-        node_bound nb = {h->opt.max_run_nodes, h->opt.max_run_node_bytes, 0, 0, 0};
-        tb_nodes(b, r, max, &nb);
-        tb_putc(b, '\0');
-    }
-}
-
 /* An item with room for need bytes of data: from the pool when it fits. NULL on OOM. */
 static hist_item *item_get(gg_history *h, size_t need) {
     if (need > ITEM_POOL_DATA) {
@@ -588,8 +128,8 @@ static hist_item *item_get(gg_history *h, size_t need) {
 /* The queue item for r: the row's fields and every text in ONE allocation. NULL on OOM. */
 static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max) {
     char stack[4096];
-    tbuf b = {stack, 0, sizeof stack, false, false};
-    rec_texts t;
+    gg_tbuf b = {stack, 0, sizeof stack, false, false};
+    gg_history_texts t;
     /* the short strings first, then the JSON texts */
     const char *strs[5] = {r->tenant, r->graph, r->tool, r->key_id, r->error};
     size_t off[5];
@@ -597,9 +137,9 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         off[i] = SIZE_MAX;
         if (!strs[i]) continue;
         off[i] = b.len;
-        tb_put(&b, strs[i], strlen(strs[i]) + 1);
+        gg_tbuf_put(&b, strs[i], strlen(strs[i]) + 1);
     }
-    build_texts(h, &b, r, max, &t);
+    gg_history_build_texts(&b, r, max, h->opt.max_run_nodes, h->opt.max_run_node_bytes, &t);
     hist_item *it = b.oom ? NULL : item_get(h, b.len);
     if (it) {
         bool pooled = it->pooled;
@@ -1171,17 +711,17 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter) {
 gg_exec_record *gg_history_record_new(gg_history *h, const char *tenant, const char *graph, int version,
                                       const char *tool, const char *key_id, json_t *arguments) {
     if (!h) return gg_exec_record_new(tenant, graph, version, tool, key_id, arguments);
-    unsigned char rnd[ID_RANDOM_BYTES];
+    unsigned char rnd[GG_EXEC_ID_RANDOM_BYTES];
     pthread_mutex_lock(&h->pool_lock);
-    if (h->rnd_used + ID_RANDOM_BYTES > sizeof h->rnd) {
+    if (h->rnd_used + GG_EXEC_ID_RANDOM_BYTES > sizeof h->rnd) {
         randombytes_buf(h->rnd, sizeof h->rnd);
         h->rnd_used = 0;
     }
-    memcpy(rnd, h->rnd + h->rnd_used, ID_RANDOM_BYTES);
-    sodium_memzero(h->rnd + h->rnd_used, ID_RANDOM_BYTES); /* handed out once */
-    h->rnd_used += ID_RANDOM_BYTES;
+    memcpy(rnd, h->rnd + h->rnd_used, GG_EXEC_ID_RANDOM_BYTES);
+    sodium_memzero(h->rnd + h->rnd_used, GG_EXEC_ID_RANDOM_BYTES); /* handed out once */
+    h->rnd_used += GG_EXEC_ID_RANDOM_BYTES;
     pthread_mutex_unlock(&h->pool_lock);
-    return record_new(rnd, tenant, graph, version, tool, key_id, arguments);
+    return gg_exec_record_make(rnd, tenant, graph, version, tool, key_id, arguments);
 }
 
 bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user) {
