@@ -297,4 +297,27 @@ bool gw_graph_calls_acyclic(gg_gateway *gw, const char *tenant, const char *grap
 /* The tool's value of a CallToolResult into the record (mcp_http.c). */
 void gw_record_result(gg_exec_record *r, json_t *res);
 
+/* ---- MCP 2026-07-28 tasks (tasks.c) ---------------------------------------------------- */
+/* Where a task runs: the endpoint's tenant, graph, active version and server; ep is
+ * mcp_http.c's endpoint, handed back to gw_task_run. */
+typedef struct gw_task_place {
+    const char *tenant, *graph;
+    int version;
+    mcp_server *srv;
+    void *ep;
+} gw_task_place;
+/* Store a new working task for call; its CreateTaskResult (a JSON-RPC response) and its
+ * id in task_id, or NULL + err ("too_many" past tenants.max_tasks, store errors). */
+char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,
+                     int client_caps, mcp_call *call, char task_id[48], gg_error *err);
+/* The task's run is running here with this cancel flag (tasks/cancel sets it). */
+void gw_task_track(const char *id, atomic_int *cancel);
+/* The task's run ended with body (consumed): its end goes to the store. */
+void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body);
+/* tasks/get, tasks/update, tasks/cancel (other tasks methods: -32601): the response body. */
+char *gw_tasks_dispatch(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m, int client_caps);
+/* mcp_http.c: run call as task task_id on the pool (ep: an endpoint*); false + why when refused. */
+bool gw_task_run(gg_gateway *gw, void *ep, mcp_call *call, const char *key_id, const char *task_id, char *why,
+                 size_t why_n);
+
 #endif

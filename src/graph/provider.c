@@ -235,6 +235,7 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
         gg_error_move(err, &r->error);
     } else {
         out = error_result(r->error.message);
+        if (ctx && ctx->fail_code) snprintf(ctx->fail_code, MCP_FAIL_CODE_MAX, "%s", r->error.code);
     }
     if (ok && !out) gg_error_set(err, "oom", "out of memory");
     return out;

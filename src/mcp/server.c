@@ -191,6 +191,7 @@ typedef struct tool {
                                    calls go straight to a worker for a while */
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
     int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
+    int task_support;           /* 0 forbidden, 1 optional, 2 required (def execution.taskSupport) */
 } tool;
 
 typedef struct pagelist {
@@ -309,6 +310,8 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         if (!load_tool(&s->tools[i], def, err)) goto fail;
         s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
         s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
+        const char *ts = json_string_value(json_object_get(json_object_get(def, "execution"), "taskSupport"));
+        s->tools[i].task_support = ts && !strcmp(ts, "required") ? 2 : ts && !strcmp(ts, "optional") ? 1 : 0;
     }
     if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
     s->counts[L_TOOLS] = s->ntools;
@@ -438,6 +441,8 @@ struct mcp_call {
     atomic_int input_wait;
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
+    bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
+    char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -460,6 +465,8 @@ json_t *mcp_call_history(const mcp_call *c) { return c->history; }
 const char *mcp_call_status(const mcp_call *c) { return c->status; }
 json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
+bool mcp_call_as_task(const mcp_call *c) { return c->as_task; }
+const char *mcp_call_fail_code(const mcp_call *c) { return c->fail_code; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
 /* Keep the call's node records as JSON text (mcp_call_ctx.history_text; values past
@@ -872,6 +879,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
     c->ctx.exec_id = c->exec_id;
+    c->ctx.fail_code = c->fail_code;
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;
@@ -904,6 +912,7 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     gg_error err = *errp;
     *errp = (gg_error)GG_ERROR_INIT;
     char *out;
+    if (gg_error_is_set(&err)) snprintf(c->fail_code, sizeof c->fail_code, "%s", err.code);
     if (c->input_wait && res && !gg_error_is_set(&err) && !c->cancelled) {
         out = input_required(c, res);
         json_decref(res);
@@ -1033,6 +1042,9 @@ static void do_discover(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
                             server_caps(s), "_meta", "io.modelcontextprotocol/serverInfo", server_info(s));
     const char *instr = s->provider->instructions ? s->provider->instructions(s->provider) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
+    /* the tasks extension: tasks/get, tasks/update, tasks/cancel are served (gateway tasks.c) */
+    json_t *caps = json_object_get(res, "capabilities");
+    if (caps) json_object_set_new(caps, "extensions", json_pack("{s:{}}", MCP_TASKS_EXTENSION));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
 }
@@ -1086,6 +1098,8 @@ static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, i
     if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
     if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
     if (missing & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(need, "roots", json_object());
+    if (missing & MCP_CLIENT_CAPS_TASKS)
+        json_object_set_new(need, "extensions", json_pack("{s:{}}", MCP_TASKS_EXTENSION));
     json_t *data = json_pack("{s:o}", "requiredCapabilities", need);
     char msg[300];
     snprintf(msg, sizeof msg, "Missing required client capability: tool %.150s asks the client for input it did not declare", tool);
@@ -1115,6 +1129,11 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         missing_capability(out, m->id, t->name, t->needs & ~rc->client_caps);
         return;
     }
+    bool tasks_ok = rc && rc->modern && (rc->client_caps & MCP_CLIENT_CAPS_TASKS);
+    if (t->task_support == 2 && !tasks_ok) {
+        missing_capability(out, m->id, t->name, MCP_CLIENT_CAPS_TASKS);
+        return;
+    }
     json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
     mcp_call *c = calloc(1, sizeof *c);
@@ -1130,6 +1149,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->modern = rc && rc->modern;
     if (c->modern) c->client_caps = rc->client_caps;
+    c->as_task = tasks_ok && t->task_support > 0;
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");
