@@ -910,11 +910,21 @@ static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
     }
     if (t->def && strcmp(ts->str, "forbidden"))
         json_object_set_new(t->def, "execution", json_pack("{s:s}", "taskSupport", ts->str));
+    /* taskStart: immediately (default) | afterInput — the call first gathers its input in
+     * input-required rounds and becomes a task on the round that answers them */
+    const ynode *st = yn_get(tm, "taskStart");
+    if (!st) return;
+    if (st->kind != YN_SCALAR || (strcmp(st->str, "immediately") && strcmp(st->str, "afterInput")))
+        LERR(c, st, "invalid_value", "taskStart must be 'immediately' (default) or 'afterInput'");
+    else if (!strcmp(ts->str, "forbidden"))
+        LERR(c, st, "invalid_value", "taskStart needs taskSupport optional or required");
+    else if (t->def && !strcmp(st->str, "afterInput"))
+        json_object_set_new(t->def, "_meta", json_pack("{s:s}", "io.graphgate/taskStart", "afterInput"));
 }
 
 static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     static const char *const keys[] = {"name", "title", "description", "inputSchema", "outputSchema", "resultFormat",
-                                       "taskSupport", "nodes", NULL};
+                                       "taskSupport", "taskStart", "nodes", NULL};
     t->entry = t->exit = -1;
     const char *name = get_str(c, tm, "name", true, "a tool");
     t->name = strdup(name ? name : "");

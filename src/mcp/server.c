@@ -192,6 +192,7 @@ typedef struct tool {
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
     int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
     int task_support;           /* 0 forbidden, 1 optional, 2 required (def execution.taskSupport) */
+    bool task_after_input;      /* a task only from the round answering its input (_meta io.graphgate/taskStart) */
 } tool;
 
 typedef struct pagelist {
@@ -312,6 +313,8 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
         const char *ts = json_string_value(json_object_get(json_object_get(def, "execution"), "taskSupport"));
         s->tools[i].task_support = ts && !strcmp(ts, "required") ? 2 : ts && !strcmp(ts, "optional") ? 1 : 0;
+        const char *start = json_string_value(json_object_get(json_object_get(def, "_meta"), "io.graphgate/taskStart"));
+        s->tools[i].task_after_input = start && !strcmp(start, "afterInput");
     }
     if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
     s->counts[L_TOOLS] = s->ntools;
@@ -1149,7 +1152,9 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->modern = rc && rc->modern;
     if (c->modern) c->client_caps = rc->client_caps;
-    c->as_task = tasks_ok && t->task_support > 0;
+    /* afterInput: the first round runs as an ordinary call (its input-required results are
+     * the client's to answer); the round carrying the answers and the state becomes a task */
+    c->as_task = tasks_ok && t->task_support > 0 && (!t->task_after_input || json_is_string(json_object_get(m->params, "requestState")));
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");

@@ -252,7 +252,10 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
          input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-capability-check input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
-         http-custom-header-server-validation; do
+         http-custom-header-server-validation \
+         tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input \
+         tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error \
+         tasks-mrtr-composition; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"
 done
 grep -E '^✗' "$GG_TMP/conf.out" | sort -u | sed 's/^/    not yet: /'
