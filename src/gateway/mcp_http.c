@@ -260,7 +260,9 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
     const char *st = mcp_call_status(j->call);
     r->status = strcmp(st, "ok") == 0 ? GG_EXEC_SUCCEEDED
                 : (strcmp(st, "cancelled") == 0 || j->refused) ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
-    r->finished_ms = gg_wall_ms();
+    bool waiting = r->status == GG_EXEC_SUCCEEDED && mcp_call_input_required(j->call);
+    if (waiting) r->status = GG_EXEC_RUNNING; /* its client answers in a later round (or tasks/update) */
+    r->finished_ms = waiting ? 0 : gg_wall_ms();
     r->duration_ms = mcp_call_duration_ms(j->call);
     gw_record_result(r, mcp_call_result(j->call));
     if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
@@ -458,7 +460,11 @@ static void job_make_record(gw_call_job *j) {
                                          mcp_call_arguments(j->call))
                  : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
                                       j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
-    if (j->rec) gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
+    if (!j->rec) return;
+    gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
+    /* a later input-required round writes the row of its run's first round */
+    const char *ex = mcp_call_round_exec_id(j->call);
+    if (ex) memcpy(j->rec->id, ex, sizeof j->rec->id);
 }
 
 static void job_call_done(void *user, char *body);

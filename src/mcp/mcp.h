@@ -418,6 +418,11 @@ double mcp_call_duration_ms(const mcp_call *c);
 bool mcp_call_as_task(const mcp_call *c);
 /* The error code of a run that failed ("limit", "no_route", ...; "" when none). */
 const char *mcp_call_fail_code(const mcp_call *c);
+/* Input-required rounds (2026-07-28) keep one execution record: the id the resumed state
+ * carries (NULL on a first round; the record id set with mcp_call_set_exec_id goes into the
+ * next round's sealed state), and whether the call ended waiting for input. */
+const char *mcp_call_round_exec_id(const mcp_call *c);
+bool mcp_call_input_required(const mcp_call *c);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a

@@ -445,6 +445,7 @@ struct mcp_call {
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
     bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
+    char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
 };
 
@@ -469,6 +470,11 @@ const char *mcp_call_status(const mcp_call *c) { return c->status; }
 json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 bool mcp_call_as_task(const mcp_call *c) { return c->as_task; }
+const char *mcp_call_round_exec_id(const mcp_call *c) { return c->round_exec[0] ? c->round_exec : NULL; }
+bool mcp_call_input_required(const mcp_call *c) {
+    const char *rt = json_string_value(json_object_get(c->result, "resultType"));
+    return rt && !strcmp(rt, "input_required");
+}
 const char *mcp_call_fail_code(const mcp_call *c) { return c->fail_code; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
@@ -835,6 +841,8 @@ static void round_request(void *user, const char *key, const char *method, json_
 
 /* The call's answer when its run waits for the client: the request and the sealed state. */
 static char *input_required(mcp_call *c, json_t *state) {
+    /* the run's record travels in the state: the next round writes the same row */
+    if (c->exec_id && *c->exec_id) json_object_set_new(state, "execution", json_string(c->exec_id));
     char *tok = json_object_size(c->wait_requests) ? mcp_reqstate_seal(c->state_key, c->binding, state,
                                                                   (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
     if (!tok) {
@@ -868,7 +876,12 @@ static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ct
     const char *why = "requestState must be a string";
     if (json_is_string(rs) && c->binding)
         c->resume_state = mcp_reqstate_open(c->state_key, c->binding, json_string_value(rs), &why);
-    if (c->resume_state) return true;
+    if (c->resume_state) {
+        /* the sealed state names the record of its run's earlier rounds (32 hex digits) */
+        const char *ex = json_string_value(json_object_get(c->resume_state, "execution"));
+        if (ex && strlen(ex) == 32 && strspn(ex, "0123456789abcdef") == 32) memcpy(c->round_exec, ex, 33);
+        return true;
+    }
     char msg[300];
     snprintf(msg, sizeof msg, "Invalid params: %s", why);
     respond_error(out, m->id, MCP_INVALID_PARAMS, msg);

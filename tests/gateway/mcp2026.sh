@@ -172,6 +172,20 @@ st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_p
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
 
+# ---- one execution record across a run's rounds (the three rounds of $T3 above)
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+for i in $(seq 1 100); do
+  gw_cli executions list conf --graph everything --json > "$GG_TMP/ex.json"
+  [ "$(jget "$GG_TMP/ex.json" "[e['status'] for e in d['executions'] if e['tool']=='$T3']")" = "['succeeded']" ] && break
+  sleep 0.1
+done
+t "three input-required rounds: one execution record, succeeded" eq "$(jget "$GG_TMP/ex.json" "[e['status'] for e in d['executions'] if e['tool']=='$T3']")" "['succeeded']"
+EXID=$(jget "$GG_TMP/ex.json" "[e['id'] for e in d['executions'] if e['tool']=='$T3'][0]")
+gw_cli executions show "$EXID" > "$GG_TMP/exn.json"
+t "its node records span the rounds (entry, inputs, reply, exit)" eq "$(jget "$GG_TMP/exn.json" "[n.get('node_id', n.get('nodeId')) for n in d['nodes']]")" "['entry', 'inputs', 'reply', 'exit']"
+t "a run still waiting for its client is recorded as running (the unanswered round of $T4)" python3 -c "
+import json; d=json.load(open('$GG_TMP/ex.json')); st=[e['status'] for e in d['executions'] if e['tool']=='$T4']; assert 'running' in st, st"
+
 # ---- a second replica (same secret, same database) finishes a round the first started
 SAVE_TMP=$GG_TMP SAVE_PID=$GG_PID SAVE_PUB=$GG_PUB SAVE_INT=$GG_INT
 GG_TMP="$SAVE_TMP/b"; mkdir -p "$GG_TMP"

@@ -437,6 +437,15 @@ START_TEST(history_interrupted_marking) {
     ex = gg_store_execution_get(s, "acme", id, &err);
     ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
     json_decref(ex);
+    /* ...but a run that waited for its client's answer across the restart (input-required
+     * rounds keep one id) completes its record. */
+    gg_exec_record *resumed = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+    memcpy(resumed->id, id, sizeof id);
+    ck_assert(gg_history_submit(h, resumed));
+    gg_history_flush(h);
+    ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "succeeded");
+    json_decref(ex);
     /* RUNNING then the final state in a later batch: the row is completed, nodes added. */
     gg_exec_record *fin = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
     gg_exec_record *start = gg_exec_record_copy_header(fin);
