@@ -6,6 +6,8 @@
 --   result: the CallToolResult (completed); error: {code, message} (failed)
 --   input_requests / request_state: what an input_required task waits for and the sealed
 --   run state tasks/update resumes; input_responses: answers given so far
+--   owner: the replica running it (history.replica_id, else the host name): a process that
+--   starts marks its own working tasks failed (interrupted), as the history does its runs
 CREATE TABLE tasks (
     id TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,
@@ -23,6 +25,7 @@ CREATE TABLE tasks (
     request_state TEXT,
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
-    ttl_ms BIGINT NOT NULL
+    ttl_ms BIGINT NOT NULL,
+    owner TEXT
 );
 CREATE INDEX tasks_tenant_status ON tasks (tenant, status);

@@ -43,6 +43,27 @@ typedef struct running_task {
 
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static running_task *run_list;
+static char owner_id[64]; /* this replica, written to the tasks it runs (gw_tasks_recover) */
+
+/* See internal.h. */
+bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err) {
+    pthread_mutex_lock(&run_mu);
+    snprintf(owner_id, sizeof owner_id, "%s", replica ? replica : "");
+    pthread_mutex_unlock(&run_mu);
+    long long n = gg_store_tasks_mark_interrupted(gw->store, all ? NULL : owner_id, err);
+    if (n > 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", n);
+        gg_log(GG_LOG_WARN, "tasks left working by a previous process marked failed (interrupted)", "count", buf, NULL);
+    }
+    return n >= 0;
+}
+
+static void set_owner(gg_task_row *r) {
+    pthread_mutex_lock(&run_mu);
+    snprintf(r->owner, sizeof r->owner, "%s", owner_id);
+    pthread_mutex_unlock(&run_mu);
+}
 
 void gw_task_track(const char *id, atomic_int *cancel) {
     running_task *r = calloc(1, sizeof *r);
@@ -125,6 +146,7 @@ char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int 
     r.client_caps = client_caps;
     r.ttl_ms = TASK_TTL_MS;
     r.arguments = mcp_call_arguments(call);
+    set_owner(&r);
     if (!gg_store_task_insert(gw->store, &r, gw->cfg->tenant_max_tasks, err)) return NULL;
     r.created_ms = r.updated_ms = gg_wall_ms();
     snprintf(task_id, TASK_ID_MAX + 1, "%s", r.id);
@@ -269,7 +291,10 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
     if (n > TASK_ANSWERS_MAX)
         return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "Invalid params: the task's inputResponses are too large", NULL);
     bool all = json_object_size(r->input_requests) == 0;
-    if (all) snprintf(r->status, sizeof r->status, "working");
+    if (all) {
+        snprintf(r->status, sizeof r->status, "working");
+        set_owner(r); /* the run resumes here */
+    }
     char *state = r->request_state;
     if (all) r->request_state = NULL; /* the run takes it; the row keeps none */
     bool changed;

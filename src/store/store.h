@@ -530,6 +530,7 @@ json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err)
  * A row per task; every call names the tenant (another tenant's id is not found). */
 typedef struct gg_task_row {
     char id[48], tenant[64], graph[64], tool[160], key_id[64], status[16];
+    char owner[64]; /* the replica running it ("" = unchanged by gg_store_task_set) */
     int version, client_caps;
     long long created_ms, updated_ms, ttl_ms;
     json_t *arguments, *result, *error, *input_requests, *input_responses; /* owned (may be NULL) */
@@ -545,5 +546,8 @@ bool gg_store_task_get(gg_store *s, const char *tenant, const char *id, gg_task_
 /* Set status, result, error, input_requests, input_responses and request_state of r's row
  * when its status is only_from (NULL: working or input_required); *changed says whether it was. */
 bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from, bool *changed, gg_error *err);
+/* At start: the working tasks of owner (NULL: all — one process per SQLite database) failed
+ * as interrupted; how many, or -1 + err. */
+long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_error *err);
 
 #endif

@@ -17,7 +17,7 @@ static const char SQL_TASK_LIVE[] =
     "SELECT count(*) FROM tasks WHERE tenant = ?1 AND status IN ('working', 'input_required')";
 static const char SQL_TASK_INSERT[] =
     "INSERT INTO tasks (id, tenant, graph, version, tool, key_id, client_caps, status, arguments, created_at,"
-    " updated_at, ttl_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'working', ?8, ?9, ?9, ?10)";
+    " updated_at, ttl_ms, owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'working', ?8, ?9, ?9, ?10, ?11)";
 static const char SQL_TASK_GET[] =
     "SELECT id, tenant, graph, version, tool, key_id, client_caps, status, arguments, result, error,"
     " input_requests, input_responses, request_state, created_at, updated_at, ttl_ms"
@@ -25,8 +25,30 @@ static const char SQL_TASK_GET[] =
 /* ?10: the status the row must have now (NULL: any live one) */
 static const char SQL_TASK_SET[] =
     "UPDATE tasks SET status = ?3, result = ?4, error = ?5, input_requests = ?6, input_responses = ?7,"
-    " request_state = ?8, updated_at = ?9 WHERE tenant = ?1 AND id = ?2"
+    " request_state = ?8, updated_at = ?9, owner = coalesce(?11, owner) WHERE tenant = ?1 AND id = ?2"
     " AND ((CAST(?10 AS TEXT) IS NULL AND status IN ('working', 'input_required')) OR status = ?10)";
+
+/* ?2: the replica whose tasks (NULL: every task, one process per SQLite database) */
+static const char SQL_TASK_INTERRUPTED[] =
+    "UPDATE tasks SET status = 'failed', updated_at = ?1, error ="
+    " '{\"code\":-32603,\"message\":\"the task was interrupted: the server running it stopped (restart or crash) before it finished\"}'"
+    " WHERE status = 'working' AND (CAST(?2 AS TEXT) IS NULL OR owner = ?2)";
+
+long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return -1;
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TASK_INTERRUPTED, err);
+    long long n = -1;
+    if (st) {
+        gg_db_bind_int64(st, 1, gg_wall_ms());
+        gg_store_bind_text(st, 2, owner);
+        if (gg_db_step(st) == SQLITE_DONE) n = gg_db_changes(c);
+        else gg_store_set_db_error(c, err, "tasks");
+        gg_db_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    return n;
+}
 
 static char *dump(json_t *v) { return v && !json_is_null(v) ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL; }
 
@@ -75,6 +97,7 @@ bool gg_store_task_insert(gg_store *s, const gg_task_row *r, long long max_live,
         gg_store_bind_text(st, 8, args);
         gg_db_bind_int64(st, 9, now);
         gg_db_bind_int64(st, 10, r->ttl_ms);
+        gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
         ok = gg_db_step(st) == SQLITE_DONE;
         if (!ok) gg_store_set_db_error(c, err, "tasks");
         gg_db_reset(st);
@@ -150,6 +173,7 @@ bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from,
         gg_store_bind_text(st, 8, r->request_state);
         gg_db_bind_int64(st, 9, gg_wall_ms());
         gg_store_bind_text(st, 10, only_from);
+        gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
         ok = gg_db_step(st) == SQLITE_DONE;
         if (ok) *changed = gg_db_changes(c) > 0;
         else gg_store_set_db_error(c, err, "tasks");

@@ -110,4 +110,22 @@ t "replica B stopped cleanly (exit 0, no sanitizer report)" bash -c "[ $BRC = 0 
 t "A reports B's interrupted task failed" test "$(status_of "$A" "$KEY" "$TASK")" = failed
 t "… with the reason" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert 'interrupted' in d['error']['message'] and 'result' not in d, d"
+
+# ---- a crash (kill -9) while a task works: the restarted process reports it failed; a task
+# waiting for input survives (its state is in the row) and is answered after the restart
+st=$(call "$R" "$A" "$KEY" tools/call slow_compute '{"name":"slow_compute","arguments":{"seconds":8,"label":"z"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+st=$(call "$R" "$A" "$KEY" tools/call confirm_delete '{"name":"confirm_delete","arguments":{"filename":"h.txt"}}')
+WAIT=$(jget "$R" "d['result']['taskId']")
+wait_status "$A" "$KEY" "$WAIT" input_required
+kill -KILL "$GG_PID"; wait "$GG_PID" 2>/dev/null; GG_PID=""
+gg_start || { echo "restart failed"; }
+A="$GG_PUB/mcp/conf/everything"
+t "after a crash and restart the working task is failed (interrupted)" test "$(status_of "$A" "$KEY" "$TASK")" = failed
+t "… with the reason" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert 'interrupted' in d['error']['message'], d"
+st=$(call "$R" "$A" "$KEY" tasks/update "$WAIT" "{\"taskId\":\"$WAIT\",\"inputResponses\":{\"confirm\":{\"action\":\"decline\"}}}")
+t "the task waiting for input is answered after the restart and completes" wait_status "$A" "$KEY" "$WAIT" completed
+t "… from its saved state" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['result']['content'][0]['text']=='Kept h.txt', d"
 gg_finish
