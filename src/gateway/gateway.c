@@ -178,6 +178,7 @@ static void *watcher(void *arg) {
         if (++tick % 20 == 0) {
             check_graphs(gw);
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
+            gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
         }
         pthread_mutex_lock(&gw->watch_mu);
     }

@@ -314,7 +314,10 @@ bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *e
 char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,
                      int client_caps, mcp_call *call, char task_id[48], gg_error *err);
 /* The task's run is running here with this cancel flag (tasks/cancel sets it). */
-void gw_task_track(const char *id, atomic_int *cancel);
+void gw_task_track(const char *tenant, const char *id, atomic_int *cancel);
+/* Each second (the watcher): running tasks of this process cancelled in the store (by
+ * tasks/cancel on another replica) get their cancel flag set. */
+void gw_tasks_check_cancels(gg_gateway *gw);
 /* The task's run ended with body (consumed): its end goes to the store. */
 void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body);
 /* tasks/get, tasks/update, tasks/cancel (other tasks methods: -32601): the response body. */

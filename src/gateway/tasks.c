@@ -36,6 +36,7 @@
 
 typedef struct running_task {
     char id[TASK_ID_MAX + 1];
+    char tenant[GG_NAME_MAX + 1];
     atomic_int *cancel;
     bool cancelled; /* by tasks/cancel (not by shutdown) */
     struct running_task *next;
@@ -65,10 +66,11 @@ static void set_owner(gg_task_row *r) {
     pthread_mutex_unlock(&run_mu);
 }
 
-void gw_task_track(const char *id, atomic_int *cancel) {
+void gw_task_track(const char *tenant, const char *id, atomic_int *cancel) {
     running_task *r = calloc(1, sizeof *r);
     if (!r) return; /* not cancellable in-process: tasks/cancel still ends it in the store */
     snprintf(r->id, sizeof r->id, "%s", id);
+    snprintf(r->tenant, sizeof r->tenant, "%s", tenant);
     r->cancel = cancel;
     pthread_mutex_lock(&run_mu);
     r->next = run_list;
@@ -100,6 +102,32 @@ static void cancel_local(const char *id) {
             atomic_store(r->cancel, 1);
         }
     pthread_mutex_unlock(&run_mu);
+}
+
+/* See internal.h: a tasks/cancel that reached another replica stops the run here. At most
+ * CANCEL_CHECK_MAX running tasks a pass (the oldest first: the list is newest first, so
+ * the pass takes them from the end). */
+#define CANCEL_CHECK_MAX 256
+void gw_tasks_check_cancels(gg_gateway *gw) {
+    static struct { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; } pick[CANCEL_CHECK_MAX];
+    size_t n = 0;
+    pthread_mutex_lock(&run_mu);
+    for (running_task *r = run_list; r && n < CANCEL_CHECK_MAX; r = r->next)
+        if (!r->cancelled) {
+            memcpy(pick[n].id, r->id, sizeof pick[n].id);
+            memcpy(pick[n].tenant, r->tenant, sizeof pick[n].tenant);
+            n++;
+        }
+    pthread_mutex_unlock(&run_mu);
+    for (size_t i = 0; i < n; i++) { /* the watcher thread only: pick is its own */
+        gg_task_row row;
+        gg_error e = GG_ERROR_INIT;
+        if (gg_store_task_get(gw->store, pick[i].tenant, pick[i].id, &row, &e)) {
+            if (!strcmp(row.status, "cancelled")) cancel_local(pick[i].id);
+            gg_task_row_clear(&row);
+        }
+        gg_error_clear(&e);
+    }
 }
 
 /* ------------------------------------------------------------------ shapes */

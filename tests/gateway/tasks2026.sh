@@ -59,6 +59,12 @@ st=$(call "$R" "$B" "$KEY" tasks/cancel "$TASK" "{\"taskId\":\"$TASK\"}")
 t "B cancels it: an empty acknowledgement" python3 -c "
 import json; d=json.load(open('$R')); assert $st==200 and d['result']=={'resultType':'complete'}, d"
 t "A reports it cancelled" test "$(status_of "$A" "$KEY" "$TASK")" = cancelled
+# last_run TOOL → the status of the tool's newest recorded run
+last_run() { gw_cli executions list conf --graph everything --tool "$1" --json 2>/dev/null | python3 -c "
+import json,sys; d=json.load(sys.stdin); print(d['executions'][0]['status'] if d['executions'] else '')"; }
+stopped() { local i; for i in $(seq 1 60); do [ "$(last_run slow_compute)" = cancelled ] && return 0; sleep 0.1; done
+            echo "   slow_compute's run is $(last_run slow_compute)" >&2; return 1; }
+t "… and A's run stopped within seconds (A's history records it cancelled, not after its 8 s)" stopped
 
 # ---- input on another replica: A's task waits for an answer, B takes it and resumes the run
 st=$(call "$R" "$A" "$KEY" tools/call confirm_delete '{"name":"confirm_delete","arguments":{"filename":"f.txt"}}')
