@@ -105,21 +105,22 @@ static void cancel_local(const char *id) {
 }
 
 /* See internal.h: a tasks/cancel that reached another replica stops the run here. At most
- * CANCEL_CHECK_MAX running tasks a pass (the oldest first: the list is newest first, so
- * the pass takes them from the end). */
+ * CANCEL_CHECK_MAX running tasks a pass (the newest; an older one is checked once fewer
+ * run). */
 #define CANCEL_CHECK_MAX 256
 void gw_tasks_check_cancels(gg_gateway *gw) {
-    static struct { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; } pick[CANCEL_CHECK_MAX];
+    struct pick { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; } *pick = NULL;
     size_t n = 0;
     pthread_mutex_lock(&run_mu);
-    for (running_task *r = run_list; r && n < CANCEL_CHECK_MAX; r = r->next)
+    if (run_list) pick = malloc(CANCEL_CHECK_MAX * sizeof *pick); /* the list is empty most of the time */
+    for (running_task *r = run_list; pick && r && n < CANCEL_CHECK_MAX; r = r->next)
         if (!r->cancelled) {
             memcpy(pick[n].id, r->id, sizeof pick[n].id);
             memcpy(pick[n].tenant, r->tenant, sizeof pick[n].tenant);
             n++;
         }
     pthread_mutex_unlock(&run_mu);
-    for (size_t i = 0; i < n; i++) { /* the watcher thread only: pick is its own */
+    for (size_t i = 0; i < n; i++) {
         gg_task_row row;
         gg_error e = GG_ERROR_INIT;
         if (gg_store_task_get(gw->store, pick[i].tenant, pick[i].id, &row, &e)) {
@@ -128,6 +129,7 @@ void gw_tasks_check_cancels(gg_gateway *gw) {
         }
         gg_error_clear(&e);
     }
+    free(pick);
 }
 
 /* ------------------------------------------------------------------ shapes */
