@@ -178,6 +178,7 @@ static void *watcher(void *arg) {
         if (++tick % 20 == 0) {
             check_graphs(gw);
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
+            gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
         }
         pthread_mutex_lock(&gw->watch_mu);
     }
@@ -511,6 +512,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     ho.max_run_nodes = (size_t)cfg->history_max_run_records;
     ho.max_run_node_bytes = cfg->history_max_run_bytes;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
+    if (!gw_tasks_recover(gw, ho.replica_id, !gg_store_is_postgres(gw->store), err)) goto fail; /* as the history */
     gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};
     if (!(gw->quota = gg_history_quota_start(gw->store, &qo, err))) goto fail;
     gg_auth_options ao = {cfg->key_pepper, cfg->key_cache_ttl_ms, cfg->rate_limit_rate, cfg->rate_limit_burst,

@@ -298,4 +298,33 @@ bool gw_graph_calls_acyclic(gg_gateway *gw, const char *tenant, const char *grap
 /* The tool's value of a CallToolResult into the record (mcp_http.c). */
 void gw_record_result(gg_exec_record *r, json_t *res);
 
+/* ---- MCP 2026-07-28 tasks (tasks.c) ---------------------------------------------------- */
+/* Where a task runs: the endpoint's tenant, graph, active version and server; ep is
+ * mcp_http.c's endpoint, handed back to gw_task_run. */
+typedef struct gw_task_place {
+    const char *tenant, *graph;
+    int version;
+    mcp_server *srv;
+    void *ep;
+} gw_task_place;
+/* At start: remember this replica's id (written to the tasks it runs) and mark its tasks
+ * left working by a previous process failed (all of them: SQLite, one process). */
+bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err);
+/* Store a new working task for call; its CreateTaskResult (a JSON-RPC response) and its
+ * id in task_id, or NULL + err ("too_many" past tenants.max_tasks, store errors). */
+char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,
+                     int client_caps, mcp_call *call, char task_id[48], gg_error *err);
+/* The task's run is running here with this cancel flag (tasks/cancel sets it). */
+void gw_task_track(const char *tenant, const char *id, atomic_int *cancel);
+/* Each second (the watcher): running tasks of this process cancelled in the store (by
+ * tasks/cancel on another replica) get their cancel flag set. */
+void gw_tasks_check_cancels(gg_gateway *gw);
+/* The task's run ended with body (consumed): its end goes to the store. */
+void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body);
+/* tasks/get, tasks/update, tasks/cancel (other tasks methods: -32601): the response body. */
+char *gw_tasks_dispatch(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m, int client_caps);
+/* mcp_http.c: run call as task task_id on the pool (ep: an endpoint*); false + why when refused. */
+bool gw_task_run(gg_gateway *gw, void *ep, mcp_call *call, const char *key_id, const char *task_id, char *why,
+                 size_t why_n);
+
 #endif

@@ -143,6 +143,7 @@ typedef struct gw_call_job {
     bool refused;        /* never ran: the pool stopped first (recorded as cancelled) */
     gg_span *span;       /* the call's server span (gw_call_span_begin), NULL with telemetry off */
     gw_pstream *ps;      /* a resumable POST stream (then a is NULL: the stream holds it) */
+    char task_id[48];    /* a task's run (tasks.c): no HTTP request; its end goes to the store */
     struct gw_call_job *prev, *next;
 } gw_call_job;
 
@@ -259,7 +260,9 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
     const char *st = mcp_call_status(j->call);
     r->status = strcmp(st, "ok") == 0 ? GG_EXEC_SUCCEEDED
                 : (strcmp(st, "cancelled") == 0 || j->refused) ? GG_EXEC_CANCELLED : GG_EXEC_FAILED;
-    r->finished_ms = gg_wall_ms();
+    bool waiting = r->status == GG_EXEC_SUCCEEDED && mcp_call_input_required(j->call);
+    if (waiting) r->status = GG_EXEC_RUNNING; /* its client answers in a later round (or tasks/update) */
+    r->finished_ms = waiting ? 0 : gg_wall_ms();
     r->duration_ms = mcp_call_duration_ms(j->call);
     gw_record_result(r, mcp_call_result(j->call));
     if (mcp_call_error(j->call)) r->error = strdup(mcp_call_error(j->call));
@@ -457,7 +460,11 @@ static void job_make_record(gw_call_job *j) {
                                          mcp_call_arguments(j->call))
                  : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
                                       j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
-    if (j->rec) gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
+    if (!j->rec) return;
+    gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
+    /* a later input-required round writes the row of its run's first round */
+    const char *ex = mcp_call_round_exec_id(j->call);
+    if (ex) memcpy(j->rec->id, ex, sizeof j->rec->id);
 }
 
 static void job_call_done(void *user, char *body);
@@ -515,7 +522,10 @@ static void job_call_done(void *user, char *body) {
     running_remove(gw, j);
     gw_call_span_end(j->span, j->call, NULL);
     j->span = NULL;
-    job_answer(j, body, 200);
+    if (*j->task_id) {
+        record_finish(j);
+        gw_task_finish(gw, j->ep.tenant, j->task_id, j->call, body);
+    } else job_answer(j, body, 200);
     job_free(j);
 }
 
@@ -526,11 +536,12 @@ static void job_refuse(void *arg) {
     gw_call_span_end(j->span, j->call, "the server is shutting down");
     j->span = NULL;
     char *body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, "the server is shutting down; retry the request");
-    gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
+    if (j->a) gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
     record_finish(j);
     if (j->ep.is_graph) gg_auth_exec_release(j->gw->auth, j->ep.tenant);
     if (j->may_wait) waiting_release(j->gw, j->ep.tenant);
-    job_respond(j, body, 503);
+    if (*j->task_id) gw_task_finish(j->gw, j->ep.tenant, j->task_id, j->call, body);
+    else job_respond(j, body, 503);
     job_free(j);
 }
 
@@ -627,6 +638,80 @@ static int refuse_call(gg_http_res *res, json_t *id, bool plain, int status, con
     if (plain) gg_http_res_error(res, status, status == 429 ? "rate_limited" : "busy", "%s", message);
     else rpc_http_error(res, status, id, MCP_SERVER_BUSY, message);
     json_decref(id);
+    return GG_HTTP_DONE;
+}
+
+/* See internal.h: a task's run, on the pool like any call, answered to the store. */
+static bool task_refused(gg_gateway *gw, const endpoint *ep, mcp_call *call, const char *task_id, const char *why) {
+    mcp_call_free(call);
+    gw_task_finish(gw, ep->tenant, task_id, NULL, mcp_jsonrpc_error(NULL, MCP_SERVER_BUSY, why, NULL));
+    return false;
+}
+
+bool gw_task_run(gg_gateway *gw, void *epv, mcp_call *call, const char *key_id, const char *task_id, char *why,
+                 size_t why_n) {
+    endpoint *ep = epv;
+    if (gw_refuse_calls(gw, ep->is_graph, why, why_n)) return task_refused(gw, ep, call, task_id, why);
+    if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
+        snprintf(why, why_n, "too many concurrent executions for this tenant");
+        return task_refused(gw, ep, call, task_id, why);
+    }
+    gw_call_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(why, why_n, "out of memory");
+        if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        return task_refused(gw, ep, call, task_id, why);
+    }
+    j->gw = gw;
+    j->call = call;
+    j->ep = *ep;
+    j->ep.srv = mcp_server_ref(ep->srv);
+    if (key_id && *key_id) {
+        snprintf(j->key_id, sizeof j->key_id, "%s", key_id);
+        j->has_key = true;
+    }
+    snprintf(j->task_id, sizeof j->task_id, "%s", task_id);
+    snprintf(j->request_id, sizeof j->request_id, "%s", task_id);
+    j->accepted_ms = gg_now_ms();
+    if (ep->is_graph && gw->history) {
+        j->text_history = true;
+        mcp_call_use_history_text(call, gw->cfg->history_max_payload);
+        mcp_call_bound_history(call, (size_t)gw->cfg->history_max_run_records, gw->cfg->history_max_run_bytes);
+    }
+    gw_task_track(ep->tenant, task_id, mcp_call_cancel_flag(call));
+    gw_job job = {job_run, job_refuse, j, j->ep.tenant};
+    if (gw_pool_submit(gw->pool, job) != GW_SUBMIT_OK) {
+        snprintf(why, why_n, "the tenant's call queue is full");
+        j->refused = true;
+        job_make_record(j);
+        record_finish(j);
+        gw_task_finish(gw, j->ep.tenant, task_id, NULL, mcp_jsonrpc_error(NULL, MCP_SERVER_BUSY, why, NULL));
+        if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
+        job_free(j);
+        return false;
+    }
+    return true;
+}
+
+/* A tools/call answered with a task: the row first (a tasks/get right after the answer
+ * finds it), then the run. */
+static int submit_task(gg_gateway *gw, gg_http_res *res, endpoint *ep, mcp_call *call, const gg_principal *pr,
+                       int client_caps) {
+    char task_id[48], why[320];
+    gg_error err = GG_ERROR_INIT;
+    json_t *id = json_incref(mcp_call_id(call));
+    char *body = gw_task_create(gw, ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "", client_caps, call, task_id, &err);
+    if (!body) {
+        bool many = !strcmp(err.code, "too_many");
+        int rc = rpc_http_error(res, many ? 429 : 503, id, MCP_SERVER_BUSY, err.message ? err.message : "the task could not be stored");
+        gg_error_clear(&err);
+        json_decref(id);
+        mcp_call_free(call);
+        return rc;
+    }
+    json_decref(id);
+    gw_task_run(gw, ep, call, pr ? pr->key_id : "", task_id, why, sizeof why); /* a refusal fails the task */
+    gg_http_res_bytes_take(res, 200, "application/json", body, strlen(body));
     return GG_HTTP_DONE;
 }
 
@@ -917,8 +1002,9 @@ static int handle_delete(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
 }
 
 static gg_scope scope_for(const mcp_message *m) {
-    return (m->kind == MCP_MSG_REQUEST && strcmp(m->method, "tools/call") == 0) ? GG_SCOPE_TOOLS_EXECUTE
-                                                                                : GG_SCOPE_TOOLS_READ;
+    bool exec = m->kind == MCP_MSG_REQUEST && (!strcmp(m->method, "tools/call") || !strcmp(m->method, "tasks/update") ||
+                                               !strcmp(m->method, "tasks/cancel"));
+    return exec ? GG_SCOPE_TOOLS_EXECUTE : GG_SCOPE_TOOLS_READ;
 }
 
 /* initialize past the tenant's bound of live sessions (tenants.max_sessions): 429 with
@@ -1100,6 +1186,13 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     char binding[3 * GG_NAME_MAX + 64];
     snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "");
     mcp_request_ctx rctx = {MCP_VERSION_MODERN, mr.log_level, false, true, mr.client_caps, gw->state_key, binding};
+    if (!strncmp(m.method, "tasks/", 6)) {
+        gw_task_place pl = {ep->tenant, ep->graph, ep->version, ep->srv, ep};
+        char *body = gw_tasks_dispatch(gw, &pl, &m, mr.client_caps);
+        if (!body) return rpc_http_error(res, 500, m.id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+        gg_http_res_bytes_take(res, mcp_modern_status(body), "application/json", body, strlen(body));
+        return GG_HTTP_DONE;
+    }
     mcp_outcome o;
     mcp_server_dispatch(ep->srv, &m, &rctx, &o);
     int rc = GG_HTTP_DONE;
@@ -1109,7 +1202,7 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     } else if (o.kind == MCP_OUT_CALL) {
         mcp_call *c = o.call;
         o.call = NULL;
-        rc = submit_call(gw, req, res, ep, c, NULL, pr, false);
+        rc = mcp_call_as_task(c) ? submit_task(gw, res, ep, c, pr, mr.client_caps) : submit_call(gw, req, res, ep, c, NULL, pr, false);
     } else gg_http_res_bytes(res, 202, "application/json", "", 0);
     mcp_outcome_clear(&o);
     return rc;

@@ -899,9 +899,32 @@ static void reach(const gtool *t, int from, bool *seen) {
 
 static void load_nodes(lctx *c, gtool *t, const ynode *tm);
 
+/* taskSupport: forbidden (default) | optional | required — whether a 2026-07-28 client that
+ * declared the tasks extension gets the call as a task; listed as execution.taskSupport. */
+static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
+    const ynode *ts = yn_get(tm, "taskSupport");
+    if (!ts) return;
+    if (ts->kind != YN_SCALAR || (strcmp(ts->str, "forbidden") && strcmp(ts->str, "optional") && strcmp(ts->str, "required"))) {
+        LERR(c, ts, "invalid_value", "taskSupport must be 'forbidden' (default), 'optional' or 'required'");
+        return;
+    }
+    if (t->def && strcmp(ts->str, "forbidden"))
+        json_object_set_new(t->def, "execution", json_pack("{s:s}", "taskSupport", ts->str));
+    /* taskStart: immediately (default) | afterInput — the call first gathers its input in
+     * input-required rounds and becomes a task on the round that answers them */
+    const ynode *st = yn_get(tm, "taskStart");
+    if (!st) return;
+    if (st->kind != YN_SCALAR || (strcmp(st->str, "immediately") && strcmp(st->str, "afterInput")))
+        LERR(c, st, "invalid_value", "taskStart must be 'immediately' (default) or 'afterInput'");
+    else if (!strcmp(ts->str, "forbidden"))
+        LERR(c, st, "invalid_value", "taskStart needs taskSupport optional or required");
+    else if (t->def && !strcmp(st->str, "afterInput"))
+        json_object_set_new(t->def, "_meta", json_pack("{s:s}", "io.graphgate/taskStart", "afterInput"));
+}
+
 static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     static const char *const keys[] = {"name", "title", "description", "inputSchema", "outputSchema", "resultFormat",
-                                       "nodes", NULL};
+                                       "taskSupport", "taskStart", "nodes", NULL};
     t->entry = t->exit = -1;
     const char *name = get_str(c, tm, "name", true, "a tool");
     t->name = strdup(name ? name : "");
@@ -930,6 +953,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     if (rf && (rf->kind != YN_SCALAR || (strcmp(rf->str, "value") && strcmp(rf->str, "callToolResult"))))
         LERR(c, rf, "invalid_value", "resultFormat must be 'value' (default) or 'callToolResult'");
     t->content_result = rf && rf->kind == YN_SCALAR && !strcmp(rf->str, "callToolResult");
+    load_task_support(c, t, tm);
     load_nodes(c, t, tm);
 }
 

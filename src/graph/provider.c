@@ -120,6 +120,25 @@ static void history_truncated(const call_state *cs) {
     gg_strbuf_printf(b, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",", cs->dropped, cs->kept);
 }
 
+/* An input-required round: the node records written so far go into the run's state, so the
+ * round that completes the run records them all (one execution record across rounds). */
+static void history_carry(const call_state *cs, json_t *state) {
+    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    if (!b || b->len < 2 || b->data[0] != '[') return;
+    json_object_set_new(state, "historyText", json_stringn(b->data + 1, b->len - 1));
+    json_object_set_new(state, "historyKept", json_integer((json_int_t)cs->kept));
+}
+
+/* ...and the next round starts its text with them (the state is sealed: the records are
+ * the gateway's own). */
+static void history_resume(call_state *cs, json_t *state) {
+    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    json_t *text = json_object_get(state, "historyText");
+    if (!b || !json_is_string(text) || b->len != 1 || b->data[0] != '[') return;
+    gg_strbuf_append(b, json_string_value(text), json_string_length(text));
+    cs->kept = (size_t)json_integer_value(json_object_get(state, "historyKept"));
+}
+
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after
  * the first) and one debug log per node. The server drops what the client did not ask for
  * (no progressToken, a higher logging level), so nothing is built for those. */
@@ -235,6 +254,7 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
         gg_error_move(err, &r->error);
     } else {
         out = error_result(r->error.message);
+        if (ctx && ctx->fail_code) snprintf(ctx->fail_code, MCP_FAIL_CODE_MAX, "%s", r->error.code);
     }
     if (ok && !out) gg_error_set(err, "oom", "out of memory");
     return out;
@@ -299,6 +319,7 @@ static void acall_step(void *arg) {
          * request (input-required): then the call ends here with the run's state */
         if (!a->ctx || !a->ctx->input_wait || !*a->ctx->input_wait) return;
         if (!(out = gg_graph_run_save(a->run))) gg_error_set(&err, "oom", "out of memory");
+        else history_carry(&a->cs, out);
     } else {
         gg_graph_result r = GG_GRAPH_RESULT_INIT;
         bool ok = gg_graph_run_result(a->run, &r);
@@ -341,6 +362,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->user = user;
         if (ctx && ctx->resume_state) { /* an input-required round: on from the waiting node */
             a->run = gg_graph_run_restore(gp->g, ctx->resume_state, &a->ro, &err);
+            if (a->run) history_resume(&a->cs, ctx->resume_state);
             if (!a->run && gg_error_is_set(&err)) {
                 mcp_provider_unref(a->p);
                 free(a->tool);

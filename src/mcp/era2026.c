@@ -128,7 +128,8 @@ static bool mismatch(mcp_modern_req *r, json_t *id, const char *fmt, const char 
 static bool check_name(const mcp_message *m, mcp_header_fn hdr, void *hu, mcp_modern_req *r) {
     const char *key = !strcmp(m->method, "tools/call") || !strcmp(m->method, "prompts/get") ? "name"
                       : !strcmp(m->method, "resources/read")                                  ? "uri"
-                      : !strncmp(m->method, "tasks/", 6)                                      ? "taskId"
+                      : !strcmp(m->method, "tasks/get") || !strcmp(m->method, "tasks/update") ||
+                              !strcmp(m->method, "tasks/cancel")                              ? "taskId"
                                                                                               : NULL;
     json_t *v = key ? json_object_get(m->params, key) : NULL;
     if (!json_is_string(v)) return true; /* dispatch says what is missing */
@@ -176,7 +177,8 @@ static bool check_params_in(json_t *schema, json_t *args, mcp_header_fn hdr, voi
 static int caps_of(json_t *caps) {
     return MCP_CLIENT_CAPS_KNOWN | (json_object_get(caps, "elicitation") ? MCP_CLIENT_CAPS_ELICITATION : 0) |
            (json_object_get(caps, "sampling") ? MCP_CLIENT_CAPS_SAMPLING : 0) |
-           (json_object_get(caps, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0);
+           (json_object_get(caps, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0) |
+           (json_object_get(json_object_get(caps, "extensions"), MCP_TASKS_EXTENSION) ? MCP_CLIENT_CAPS_TASKS : 0);
 }
 
 /* See mcp.h. */

@@ -413,6 +413,16 @@ const char *mcp_call_status(const mcp_call *c);
 json_t *mcp_call_result(const mcp_call *c);    /* borrowed CallToolResult or NULL */
 const char *mcp_call_error(const mcp_call *c); /* message or NULL */
 double mcp_call_duration_ms(const mcp_call *c);
+/* A 2026-07-28 call of a task-supporting tool from a client that declared the tasks
+ * extension: the transport answers with a task and runs it in the background. */
+bool mcp_call_as_task(const mcp_call *c);
+/* The error code of a run that failed ("limit", "no_route", ...; "" when none). */
+const char *mcp_call_fail_code(const mcp_call *c);
+/* Input-required rounds (2026-07-28) keep one execution record: the id the resumed state
+ * carries (NULL on a first round; the record id set with mcp_call_set_exec_id goes into the
+ * next round's sealed state), and whether the call ended waiting for input. */
+const char *mcp_call_round_exec_id(const mcp_call *c);
+bool mcp_call_input_required(const mcp_call *c);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a
@@ -465,7 +475,9 @@ void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *re
 bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *request_id);
 /* The client's capabilities from initialize (KNOWN set once recorded; the table may have
  * forgotten an idle session: then 0, unknown, and requests are sent anyway). */
-enum { MCP_CLIENT_CAPS_KNOWN = 1, MCP_CLIENT_CAPS_ELICITATION = 2, MCP_CLIENT_CAPS_SAMPLING = 4, MCP_CLIENT_CAPS_ROOTS = 8 };
+enum { MCP_CLIENT_CAPS_KNOWN = 1, MCP_CLIENT_CAPS_ELICITATION = 2, MCP_CLIENT_CAPS_SAMPLING = 4, MCP_CLIENT_CAPS_ROOTS = 8,
+       MCP_CLIENT_CAPS_TASKS = 16 /* 2026-07-28: capabilities.extensions["io.modelcontextprotocol/tasks"] */ };
+#define MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
 void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps);
 int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s);
 /* resources/subscribe (on) / unsubscribe for the session; false past 64 subscriptions. */

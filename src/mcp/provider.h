@@ -33,6 +33,7 @@ typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking 
                                       atomic_int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                                       void *done_user);
 
+#define MCP_FAIL_CODE_MAX 32
 typedef struct mcp_call_ctx {
     const mcp_sink *sink;     /* may be NULL */
     atomic_int *cancelled;  /* set non-zero by the server to stop the call */
@@ -86,6 +87,10 @@ typedef struct mcp_call_ctx {
      * deep it runs (0 = called by an MCP client): a graph calling another records the
      * callee's run with this id as its parent, and refuses past a depth limit. */
     const char *exec_id;
+    /* where a provider that turns a failed run into an isError result writes the run's error
+     * code (MCP_FAIL_CODE_MAX bytes; NULL: nowhere): the tasks extension tells a tool's own
+     * error from the graph's failure by it */
+    char *fail_code;
     int call_depth;
 } mcp_call_ctx;
 

@@ -191,6 +191,8 @@ typedef struct tool {
                                    calls go straight to a worker for a while */
     int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
     int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
+    int task_support;           /* 0 forbidden, 1 optional, 2 required (def execution.taskSupport) */
+    bool task_after_input;      /* a task only from the round answering its input (_meta io.graphgate/taskStart) */
 } tool;
 
 typedef struct pagelist {
@@ -309,6 +311,10 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         if (!load_tool(&s->tools[i], def, err)) goto fail;
         s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
         s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
+        const char *ts = json_string_value(json_object_get(json_object_get(def, "execution"), "taskSupport"));
+        s->tools[i].task_support = ts && !strcmp(ts, "required") ? 2 : ts && !strcmp(ts, "optional") ? 1 : 0;
+        const char *start = json_string_value(json_object_get(json_object_get(def, "_meta"), "io.graphgate/taskStart"));
+        s->tools[i].task_after_input = start && !strcmp(start, "afterInput");
     }
     if (!build_pages(&s->lists[L_TOOLS], "tools", list, page_size)) goto oom;
     s->counts[L_TOOLS] = s->ntools;
@@ -438,6 +444,9 @@ struct mcp_call {
     atomic_int input_wait;
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
+    bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
+    char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
+    char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -460,6 +469,13 @@ json_t *mcp_call_history(const mcp_call *c) { return c->history; }
 const char *mcp_call_status(const mcp_call *c) { return c->status; }
 json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
+bool mcp_call_as_task(const mcp_call *c) { return c->as_task; }
+const char *mcp_call_round_exec_id(const mcp_call *c) { return c->round_exec[0] ? c->round_exec : NULL; }
+bool mcp_call_input_required(const mcp_call *c) {
+    const char *rt = json_string_value(json_object_get(c->result, "resultType"));
+    return rt && !strcmp(rt, "input_required");
+}
+const char *mcp_call_fail_code(const mcp_call *c) { return c->fail_code; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
 /* Keep the call's node records as JSON text (mcp_call_ctx.history_text; values past
@@ -825,6 +841,8 @@ static void round_request(void *user, const char *key, const char *method, json_
 
 /* The call's answer when its run waits for the client: the request and the sealed state. */
 static char *input_required(mcp_call *c, json_t *state) {
+    /* the run's record travels in the state: the next round writes the same row */
+    if (c->exec_id && *c->exec_id) json_object_set_new(state, "execution", json_string(c->exec_id));
     char *tok = json_object_size(c->wait_requests) ? mcp_reqstate_seal(c->state_key, c->binding, state,
                                                                   (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
     if (!tok) {
@@ -858,7 +876,12 @@ static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ct
     const char *why = "requestState must be a string";
     if (json_is_string(rs) && c->binding)
         c->resume_state = mcp_reqstate_open(c->state_key, c->binding, json_string_value(rs), &why);
-    if (c->resume_state) return true;
+    if (c->resume_state) {
+        /* the sealed state names the record of its run's earlier rounds (32 hex digits) */
+        const char *ex = json_string_value(json_object_get(c->resume_state, "execution"));
+        if (ex && strlen(ex) == 32 && strspn(ex, "0123456789abcdef") == 32) memcpy(c->round_exec, ex, 33);
+        return true;
+    }
     char msg[300];
     snprintf(msg, sizeof msg, "Invalid params: %s", why);
     respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
@@ -872,6 +895,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
     c->ctx.exec_id = c->exec_id;
+    c->ctx.fail_code = c->fail_code;
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;
@@ -904,6 +928,7 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     gg_error err = *errp;
     *errp = (gg_error)GG_ERROR_INIT;
     char *out;
+    if (gg_error_is_set(&err)) snprintf(c->fail_code, sizeof c->fail_code, "%s", err.code);
     if (c->input_wait && res && !gg_error_is_set(&err) && !c->cancelled) {
         out = input_required(c, res);
         json_decref(res);
@@ -1033,6 +1058,9 @@ static void do_discover(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
                             server_caps(s), "_meta", "io.modelcontextprotocol/serverInfo", server_info(s));
     const char *instr = s->provider->instructions ? s->provider->instructions(s->provider) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
+    /* the tasks extension: tasks/get, tasks/update, tasks/cancel are served (gateway tasks.c) */
+    json_t *caps = json_object_get(res, "capabilities");
+    if (caps) json_object_set_new(caps, "extensions", json_pack("{s:{}}", MCP_TASKS_EXTENSION));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
 }
@@ -1086,6 +1114,8 @@ static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, i
     if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
     if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
     if (missing & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(need, "roots", json_object());
+    if (missing & MCP_CLIENT_CAPS_TASKS)
+        json_object_set_new(need, "extensions", json_pack("{s:{}}", MCP_TASKS_EXTENSION));
     json_t *data = json_pack("{s:o}", "requiredCapabilities", need);
     char msg[300];
     snprintf(msg, sizeof msg, "Missing required client capability: tool %.150s asks the client for input it did not declare", tool);
@@ -1115,6 +1145,11 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         missing_capability(out, m->id, t->name, t->needs & ~rc->client_caps);
         return;
     }
+    bool tasks_ok = rc && rc->modern && (rc->client_caps & MCP_CLIENT_CAPS_TASKS);
+    if (t->task_support == 2 && !tasks_ok) {
+        missing_capability(out, m->id, t->name, MCP_CLIENT_CAPS_TASKS);
+        return;
+    }
     json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
     mcp_call *c = calloc(1, sizeof *c);
@@ -1130,6 +1165,9 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     c->level = rc ? rc->log_level : MCP_LOG_OFF;
     c->modern = rc && rc->modern;
     if (c->modern) c->client_caps = rc->client_caps;
+    /* afterInput: the first round runs as an ordinary call (its input-required results are
+     * the client's to answer); the round carrying the answers and the state becomes a task */
+    c->as_task = tasks_ok && t->task_support > 0 && (!t->task_after_input || json_is_string(json_object_get(m->params, "requestState")));
     c->history = json_array();
     c->status = "running";
     json_t *meta = json_object_get(m->params, "_meta");

@@ -179,7 +179,8 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
 #define ROW_UPSERT_TAIL \
     " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at," \
     " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error," \
-    " nodes = excluded.nodes WHERE executions.status = 'running'"
+    " nodes = excluded.nodes WHERE executions.status = 'running'" \
+    " OR (executions.status = 'interrupted' AND excluded.status <> 'running')"
 
 /* The upsert of ROWS_MAX >> k rows (a final state never goes back to running). */
 static gg_db_stmt *row_stmt(gg_history *h, int k, gg_error *err) {

@@ -526,4 +526,28 @@ json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *ser
 /* Every catalog of the tenant, as _get answers, ordered by server. */
 json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err);
 
+/* ---- tasks of the MCP tasks extension (tasks.c, migration 0008) ----------------------
+ * A row per task; every call names the tenant (another tenant's id is not found). */
+typedef struct gg_task_row {
+    char id[48], tenant[64], graph[64], tool[160], key_id[64], status[16];
+    char owner[64]; /* the replica running it ("" = unchanged by gg_store_task_set) */
+    int version, client_caps;
+    long long created_ms, updated_ms, ttl_ms;
+    json_t *arguments, *result, *error, *input_requests, *input_responses; /* owned (may be NULL) */
+    char *request_state;                                                     /* owned (may be NULL) */
+} gg_task_row;
+void gg_task_row_clear(gg_task_row *r);
+/* Insert a working task (id, tenant, graph, version, tool, key_id, client_caps, arguments,
+ * ttl_ms); first deletes the tenant's ended tasks past their TTL. "too_many" when the
+ * tenant already has max_live tasks working or waiting (0 = no bound). */
+bool gg_store_task_insert(gg_store *s, const gg_task_row *r, long long max_live, gg_error *err);
+/* The task (out owns its values; gg_task_row_clear) or "not_found". */
+bool gg_store_task_get(gg_store *s, const char *tenant, const char *id, gg_task_row *out, gg_error *err);
+/* Set status, result, error, input_requests, input_responses and request_state of r's row
+ * when its status is only_from (NULL: working or input_required); *changed says whether it was. */
+bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from, bool *changed, gg_error *err);
+/* At start: the working tasks of owner (NULL: all — one process per SQLite database) failed
+ * as interrupted; how many, or -1 + err. */
+long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_error *err);
+
 #endif

@@ -172,6 +172,20 @@ st=$(m26 "$R" "$PUB" "$KEY" prompts/get "\"name\":\"test_input_required_result_p
 t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
 
+# ---- one execution record across a run's rounds (the three rounds of $T3 above)
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+for i in $(seq 1 100); do
+  gw_cli executions list conf --graph everything --json > "$GG_TMP/ex.json"
+  [ "$(jget "$GG_TMP/ex.json" "[e['status'] for e in d['executions'] if e['tool']=='$T3']")" = "['succeeded']" ] && break
+  sleep 0.1
+done
+t "three input-required rounds: one execution record, succeeded" eq "$(jget "$GG_TMP/ex.json" "[e['status'] for e in d['executions'] if e['tool']=='$T3']")" "['succeeded']"
+EXID=$(jget "$GG_TMP/ex.json" "[e['id'] for e in d['executions'] if e['tool']=='$T3'][0]")
+gw_cli executions show "$EXID" > "$GG_TMP/exn.json"
+t "its node records span the rounds (entry, inputs, reply, exit)" eq "$(jget "$GG_TMP/exn.json" "[n.get('node_id', n.get('nodeId')) for n in d['nodes']]")" "['entry', 'inputs', 'reply', 'exit']"
+t "a run still waiting for its client is recorded as running (the unanswered round of $T4)" python3 -c "
+import json; d=json.load(open('$GG_TMP/ex.json')); st=[e['status'] for e in d['executions'] if e['tool']=='$T4']; assert 'running' in st, st"
+
 # ---- a second replica (same secret, same database) finishes a round the first started
 SAVE_TMP=$GG_TMP SAVE_PID=$GG_PID SAVE_PUB=$GG_PUB SAVE_INT=$GG_INT
 GG_TMP="$SAVE_TMP/b"; mkdir -p "$GG_TMP"
@@ -252,7 +266,10 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
          input-required-result-basic-sampling input-required-result-request-state input-required-result-multi-round \
          input-required-result-non-tool-request input-required-result-multiple-input-requests input-required-result-capability-check input-required-result-basic-list-roots input-required-result-result-type input-required-result-tampered-state \
          json-schema-2020-12 http-header-validation \
-         http-custom-header-server-validation; do
+         http-custom-header-server-validation \
+         tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input \
+         tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error \
+         tasks-mrtr-composition; do
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"
 done
 grep -E '^✗' "$GG_TMP/conf.out" | sort -u | sed 's/^/    not yet: /'

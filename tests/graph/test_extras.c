@@ -57,7 +57,7 @@ static mcp_provider *fixture_provider(void) {
     gg_graph *g = load_path("tests/fixtures/conformance/everything.yaml", &d);
     ck_assert_msg(g != NULL, "the conformance fixture loads");
     gg_graph_diags_free(&d);
-    ck_assert_int_eq(gg_graph_tool_count(g), 27); /* hidden tools are not counted or listed */
+    ck_assert_int_eq(gg_graph_tool_count(g), 34); /* hidden tools are not counted or listed */
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     return p;

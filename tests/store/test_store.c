@@ -134,6 +134,58 @@ END_TEST
 
 static const unsigned char H1[GG_KEY_HASH_LEN] = {1, 2, 3};
 
+/* Tasks of the MCP tasks extension (migration 0008): every query filters on the tenant, the
+ * live tasks of a tenant are bounded, an ended task keeps its end, and a starting process
+ * marks the working tasks of its replica failed. */
+START_TEST(tasks_tenant_bound_and_interrupted) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    gg_task_row r = {0};
+    snprintf(r.id, sizeof r.id, "task-1");
+    snprintf(r.tenant, sizeof r.tenant, "acme");
+    snprintf(r.graph, sizeof r.graph, "g");
+    snprintf(r.tool, sizeof r.tool, "t");
+    snprintf(r.owner, sizeof r.owner, "replica-a");
+    r.version = 1;
+    r.ttl_ms = 60000;
+    ck_assert(gg_store_task_insert(s, &r, 1, &err));
+    snprintf(r.id, sizeof r.id, "task-2");
+    ck_assert(!gg_store_task_insert(s, &r, 1, &err)); /* one live task at most */
+    ck_assert_str_eq(err.code, "too_many");
+    gg_error_clear(&err);
+    gg_task_row got;
+    ck_assert(!gg_store_task_get(s, "other", "task-1", &got, &err)); /* another tenant's id */
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert(gg_store_task_get(s, "acme", "task-1", &got, &err));
+    ck_assert_str_eq(got.status, "working");
+    gg_task_row_clear(&got);
+    /* another tenant cannot end it */
+    gg_task_row end = {0};
+    snprintf(end.id, sizeof end.id, "task-1");
+    snprintf(end.tenant, sizeof end.tenant, "other");
+    snprintf(end.status, sizeof end.status, "cancelled");
+    bool changed = true;
+    ck_assert(gg_store_task_set(s, &end, NULL, &changed, &err));
+    ck_assert(!changed);
+    /* a replica's restart fails only its own working tasks */
+    ck_assert_int_eq(gg_store_tasks_mark_interrupted(s, "replica-b", &err), 0);
+    ck_assert_int_eq(gg_store_tasks_mark_interrupted(s, "replica-a", &err), 1);
+    ck_assert(gg_store_task_get(s, "acme", "task-1", &got, &err));
+    ck_assert_str_eq(got.status, "failed");
+    ck_assert(strstr(json_string_value(json_object_get(got.error, "message")), "interrupted"));
+    gg_task_row_clear(&got);
+    /* an ended task keeps its end: a late result of its run changes nothing */
+    snprintf(end.tenant, sizeof end.tenant, "acme");
+    snprintf(end.status, sizeof end.status, "completed");
+    ck_assert(gg_store_task_set(s, &end, "working", &changed, &err));
+    ck_assert(!changed);
+    snprintf(r.id, sizeof r.id, "task-3"); /* the tenant's live count is 0 again */
+    ck_assert(gg_store_task_insert(s, &r, 1, &err));
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(tenants_and_keys_crud_isolated) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -436,6 +488,15 @@ START_TEST(history_interrupted_marking) {
     gg_history_flush(h);
     ex = gg_store_execution_get(s, "acme", id, &err);
     ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "interrupted");
+    json_decref(ex);
+    /* ...but a run that waited for its client's answer across the restart (input-required
+     * rounds keep one id) completes its record. */
+    gg_exec_record *resumed = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
+    memcpy(resumed->id, id, sizeof id);
+    ck_assert(gg_history_submit(h, resumed));
+    gg_history_flush(h);
+    ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_str_eq(json_string_value(json_object_get(ex, "status")), "succeeded");
     json_decref(ex);
     /* RUNNING then the final state in a later batch: the row is completed, nodes added. */
     gg_exec_record *fin = make_run("acme", "g", "t", GG_EXEC_SUCCEEDED);
@@ -1218,6 +1279,7 @@ int main(void) {
     if (!pg_mode()) tcase_add_test(tc, migration_0003_keeps_node_rows);
     if (pg_mode()) tcase_add_test(tc, history_interrupted_per_replica); /* replica ids: PostgreSQL only */
     tcase_add_test(tc, history_node_paths_agree);
+    tcase_add_test(tc, tasks_tenant_bound_and_interrupted);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);
     tcase_add_test(tc, history_concurrent_submitters);

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# tasks2026.sh — the MCP 2026-07-28 tasks extension (io.modelcontextprotocol/tasks) across
+# two `graphgate serve` processes sharing the session secret and the SQLite database: a task
+# created on one is read, answered (tasks/update) and cancelled on the other; a replica that
+# shuts down reports its running task failed; bad input (unknown id, another tenant's id,
+# oversize id and answers), the -32021 gate and scopes. (The conformance suite's tasks-*
+# scenarios run in mcp2026.sh.)
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+gw_conf_setup
+export GRAPHGATE_SESSION_SECRET=tasks2026-test-secret-shared-by-replicas-0123456789
+gg_start || { echo "0 passed, 1 failed"; exit 1; }
+t "fixture graph uploaded" test "$(gw_put_graph "$ADMIN" conf everything "$FIXTURE")" = 201
+gw_cli tenant create other >/dev/null 2>&1
+ADMIN2=$(gw_key other admin)
+KEY2=$(gw_key other tools:read,tools:execute)
+KEYR=$(gw_key conf tools:read)
+t "another tenant's copy of the graph uploaded" test "$(gw_put_graph "$ADMIN2" other everything "$FIXTURE")" = 201
+A="$GG_PUB/mcp/conf/everything"
+
+# replica B: the same database and secret, its own ports
+"$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$GG_TMP/b.out" 2>"$GG_TMP/b.err" &
+BPID=$!
+for i in $(seq 1 600); do grep -q internal "$GG_TMP/b.out" 2>/dev/null && break; kill -0 $BPID 2>/dev/null || break; sleep 0.05; done
+BPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/b.out")
+B="$BPUB/mcp/conf/everything"
+t "replica B started" test -n "$BPUB"
+
+CAPS='{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}'
+# call OUT URL KEY METHOD NAME PARAMS_JSON [CAPS] → status (a 2026 request; NAME → Mcp-Name)
+call() {
+  local out=$1 url=$2 key=$3 method=$4 name=$5 params=$6 caps=${7:-$CAPS}
+  local body; body=$(python3 -c "
+import json,sys; p=json.loads(sys.argv[2]); p['_meta']={'io.modelcontextprotocol/protocolVersion':'2026-07-28','io.modelcontextprotocol/clientCapabilities':json.loads(sys.argv[3])}
+print(json.dumps({'jsonrpc':'2.0','id':5,'method':sys.argv[1],'params':p}))" "$method" "$params" "$caps")
+  local args=(-X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+              -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $method")
+  [ -n "$name" ] && args+=(-H "Mcp-Name: $name")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  gg_curl "$out" "${args[@]}" --data-binary "$body" "$url"
+}
+R="$GG_TMP/r.json"
+# status_of URL KEY TASK → the task's status as tasks/get reports it
+status_of() { call "$R" "$1" "$2" tasks/get "$3" "{\"taskId\":\"$3\"}" >/dev/null; jget "$R" "d['result']['status']"; }
+# wait_status URL KEY TASK WANT → true once tasks/get reports WANT (bounded: 20 s)
+wait_status() {
+  local i; for i in $(seq 1 200); do [ "$(status_of "$1" "$2" "$3")" = "$4" ] && return 0; sleep 0.1; done
+  echo "   task $3 is $(status_of "$1" "$2" "$3"), not $4: $(head -c 300 "$R")" >&2; return 1
+}
+# B sees the graph once its registry synced with the store
+for i in $(seq 1 100); do [ "$(call "$R" "$B" "$KEY" tools/list "" '{}')" = 200 ] && break; sleep 0.1; done
+
+# ---- created on A, read and cancelled on B
+st=$(call "$R" "$A" "$KEY" tools/call slow_compute '{"name":"slow_compute","arguments":{"seconds":8,"label":"x"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+t "A answers a task-supporting call with the task at once" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert $st==200 and d['resultType']=='task' and d['status']=='working' and d['ttlMs']>0, d"
+t "B reads A's task (the store is shared)" test "$(status_of "$B" "$KEY" "$TASK")" = working
+st=$(call "$R" "$B" "$KEY" tasks/cancel "$TASK" "{\"taskId\":\"$TASK\"}")
+t "B cancels it: an empty acknowledgement" python3 -c "
+import json; d=json.load(open('$R')); assert $st==200 and d['result']=={'resultType':'complete'}, d"
+t "A reports it cancelled" test "$(status_of "$A" "$KEY" "$TASK")" = cancelled
+# last_run TOOL → the status of the tool's newest recorded run
+last_run() { gw_cli executions list conf --graph everything --tool "$1" --json 2>/dev/null | python3 -c "
+import json,sys; d=json.load(sys.stdin); print(d['executions'][0]['status'] if d['executions'] else '')"; }
+stopped() { local i; for i in $(seq 1 60); do [ "$(last_run slow_compute)" = cancelled ] && return 0; sleep 0.1; done
+            echo "   slow_compute's run is $(last_run slow_compute)" >&2; return 1; }
+t "… and A's run stopped within seconds (A's history records it cancelled, not after its 8 s)" stopped
+
+# ---- input on another replica: A's task waits for an answer, B takes it and resumes the run
+st=$(call "$R" "$A" "$KEY" tools/call confirm_delete '{"name":"confirm_delete","arguments":{"filename":"f.txt"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+t "a task waiting on an elicit node is input_required (read on B)" wait_status "$B" "$KEY" "$TASK" input_required
+t "its inputRequests carry the node's elicitation" python3 -c "
+import json; d=json.load(open('$R'))['result']; q=d['inputRequests']['confirm']; assert q['method']=='elicitation/create' and q['params']['message']=='Delete f.txt?' and 'requestState' not in d, d"
+st=$(call "$R" "$B" "$KEY" tasks/update "$TASK" "{\"taskId\":\"$TASK\",\"inputResponses\":{\"confirm\":{\"action\":\"accept\",\"content\":{\"confirm\":true}}}}")
+t "B takes the answer (acknowledged)" test "$st" = 200
+t "the run resumed from the node and completed (read on A)" wait_status "$A" "$KEY" "$TASK" completed
+t "its result is inlined" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['result']['content'][0]['text']=='Deleted f.txt', d"
+
+# ---- bad input
+st=$(call "$R" "$A" "$KEY" tasks/get nope '{"taskId":"nope"}')
+t "unknown task id → -32602" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32602, d"
+st=$(call "$R" "$GG_PUB/mcp/other/everything" "$KEY2" tasks/get "$TASK" "{\"taskId\":\"$TASK\"}")
+t "another tenant's task id → -32602 (not found)" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32602, d"
+st=$(call "$R" "$GG_PUB/mcp/other/everything" "$KEY2" tasks/cancel "$TASK" "{\"taskId\":\"$TASK\"}")
+t "another tenant cannot cancel it either" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32602, d"
+LONG=$(printf 'x%.0s' $(seq 1 3000))
+st=$(call "$R" "$A" "$KEY" tasks/get "$LONG" "{\"taskId\":\"$LONG\"}")
+t "an oversize task id → -32602" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32602, d"
+st=$(call "$R" "$A" "$KEY" tasks/get "$TASK" "{\"taskId\":\"$TASK\"}" '{}')
+t "tasks/get without the extension declared → -32021" python3 -c "
+import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32021 and 'io.modelcontextprotocol/tasks' in d['error']['data']['requiredCapabilities']['extensions'], d"
+st=$(call "$R" "$A" "$KEYR" tasks/cancel "$TASK" "{\"taskId\":\"$TASK\"}")
+t "tasks/cancel with a tools:read key → 403" test "$st" = 403
+st=$(call "$R" "$A" "$KEY" tools/call confirm_delete '{"name":"confirm_delete","arguments":{"filename":"g"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+wait_status "$A" "$KEY" "$TASK" input_required
+python3 -c "
+import json; print(json.dumps({'jsonrpc':'2.0','id':5,'method':'tasks/update','params':{'taskId':'$TASK','inputResponses':{'confirm':{'action':'accept','content':{'confirm':True,'pad':'A'*300000}}},
+ '_meta':{'io.modelcontextprotocol/protocolVersion':'2026-07-28','io.modelcontextprotocol/clientCapabilities':$CAPS}}}))" > "$GG_TMP/huge.json"
+st=$(gg_curl "$R" -X POST -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tasks/update' \
+  -H "Mcp-Name: $TASK" -H "Authorization: Bearer $KEY" --data-binary @"$GG_TMP/huge.json" "$A")
+t "oversize inputResponses → -32602, the task still waits" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32602, d"
+t "… for its answer" test "$(status_of "$A" "$KEY" "$TASK")" = input_required
+st=$(call "$R" "$A" "$KEY" tools/call failing_job '{"name":"failing_job","arguments":{}}' '{}')
+t "a task-required tool without the extension → -32021" python3 -c "import json; d=json.load(open('$R')); assert $st==400 and d['error']['code']==-32021, d"
+
+# ---- a replica that shuts down reports the task it ran failed, with the reason
+st=$(call "$R" "$B" "$KEY" tools/call slow_compute '{"name":"slow_compute","arguments":{"seconds":8,"label":"y"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+sleep 0.3
+kill -TERM $BPID; for i in $(seq 1 400); do kill -0 $BPID 2>/dev/null || break; sleep 0.05; done
+wait $BPID; BRC=$?
+t "replica B stopped cleanly (exit 0, no sanitizer report)" bash -c "[ $BRC = 0 ] && ! grep -qE 'Sanitizer|runtime error' '$GG_TMP/b.err'"
+t "A reports B's interrupted task failed" test "$(status_of "$A" "$KEY" "$TASK")" = failed
+t "… with the reason" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert 'interrupted' in d['error']['message'] and 'result' not in d, d"
+
+# ---- a crash (kill -9) while a task works: the restarted process reports it failed; a task
+# waiting for input survives (its state is in the row) and is answered after the restart
+st=$(call "$R" "$A" "$KEY" tools/call slow_compute '{"name":"slow_compute","arguments":{"seconds":8,"label":"z"}}')
+TASK=$(jget "$R" "d['result']['taskId']")
+st=$(call "$R" "$A" "$KEY" tools/call confirm_delete '{"name":"confirm_delete","arguments":{"filename":"h.txt"}}')
+WAIT=$(jget "$R" "d['result']['taskId']")
+wait_status "$A" "$KEY" "$WAIT" input_required
+kill -KILL "$GG_PID"; wait "$GG_PID" 2>/dev/null; GG_PID=""
+gg_start || { echo "restart failed"; }
+A="$GG_PUB/mcp/conf/everything"
+t "after a crash and restart the working task is failed (interrupted)" test "$(status_of "$A" "$KEY" "$TASK")" = failed
+t "… with the reason" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert 'interrupted' in d['error']['message'], d"
+st=$(call "$R" "$A" "$KEY" tasks/update "$WAIT" "{\"taskId\":\"$WAIT\",\"inputResponses\":{\"confirm\":{\"action\":\"decline\"}}}")
+t "the task waiting for input is answered after the restart and completes" wait_status "$A" "$KEY" "$WAIT" completed
+t "… from its saved state" python3 -c "
+import json; d=json.load(open('$R'))['result']; assert d['result']['content'][0]['text']=='Kept h.txt', d"
+gg_finish
