@@ -218,7 +218,9 @@ void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp
     } else if (json_is_object(res)) {
         snprintf(r.status, sizeof r.status, "completed");
         r.result = json_incref(res);
-        json_object_del(r.result, "resultType");
+        /* the task's result is a 2026-07-28 CallToolResult, whose schema requires resultType
+         * (the SDK's ext-tasks client refuses one without it) */
+        if (!rt) json_object_set_new(r.result, "resultType", json_string("complete"));
     } else if (json_integer_value(json_object_get(err, "code")) == MCP_REQUEST_CANCELLED && cancelled) {
         snprintf(r.status, sizeof r.status, "cancelled");
     } else if (json_integer_value(json_object_get(err, "code")) == MCP_REQUEST_CANCELLED) {

@@ -3,7 +3,8 @@
 # two `graphgate serve` processes sharing the session secret and the SQLite database: a task
 # created on one is read, answered (tasks/update) and cancelled on the other; a replica that
 # shuts down reports its running task failed; bad input (unknown id, another tenant's id,
-# oversize id and answers), the -32021 gate and scopes. (The conformance suite's tasks-*
+# oversize id and answers), the -32021 gate and scopes; the official SDK v2 client with
+# @modelcontextprotocol/ext-tasks drives a task (sdk_tasks.mjs). (The conformance suite's tasks-*
 # scenarios run in mcp2026.sh.)
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_conf_setup
@@ -24,6 +25,11 @@ for i in $(seq 1 600); do grep -q internal "$GG_TMP/b.out" 2>/dev/null && break;
 BPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/b.out")
 B="$BPUB/mcp/conf/everything"
 t "replica B started" test -n "$BPUB"
+
+# ---- the official SDK v2 client with the tasks extension's requester: a task that
+# completes and one it cancels (public listener, API key)
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_tasks.mjs" "$A" "$KEY" > "$GG_TMP/sdk_tasks.out" 2>&1
+gw_fold "$GG_TMP/sdk_tasks.out" $?
 
 CAPS='{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}'
 # call OUT URL KEY METHOD NAME PARAMS_JSON [CAPS] → status (a 2026 request; NAME → Mcp-Name)
