@@ -333,62 +333,11 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
     invalid(out, good_id, "Invalid Request: neither a request, a notification nor a response");
 }
 
-/* JSON text of v appended to b, byte for byte what json_dumps(v, JSON_COMPACT |
- * JSON_ENCODE_ANY) prints, without its per-token callbacks and temporary string: every
- * response passes through here. Reals (rare in responses) are left to jansson so their
- * digits stay identical. Depth is bounded by the caller's data (parsed with a depth limit
- * or built by us). */
-static void put_string(gg_strbuf *b, const char *s, size_t len) {
-    gg_strbuf_putc(b, '"');
-    gg_strbuf_json_escape(b, s, len);
-    gg_strbuf_putc(b, '"');
-}
-
-static bool put_json(gg_strbuf *b, json_t *v) {
-    switch (v ? json_typeof(v) : JSON_NULL) {
-    case JSON_NULL: return gg_strbuf_puts(b, "null");
-    case JSON_TRUE: return gg_strbuf_puts(b, "true");
-    case JSON_FALSE: return gg_strbuf_puts(b, "false");
-    case JSON_INTEGER: return gg_strbuf_put_int(b, (long long)json_integer_value(v));
-    case JSON_REAL: {
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!s) return false;
-        bool ok = gg_strbuf_puts(b, s);
-        free(s);
-        return ok;
-    }
-    case JSON_STRING: put_string(b, json_string_value(v), json_string_length(v)); return !b->oom;
-    case JSON_ARRAY: {
-        gg_strbuf_putc(b, '[');
-        for (size_t i = 0, n = json_array_size(v); i < n; i++) {
-            if (i) gg_strbuf_putc(b, ',');
-            put_json(b, json_array_get(v, i));
-        }
-        return gg_strbuf_putc(b, ']');
-    }
-    case JSON_OBJECT: {
-        const char *key;
-        json_t *val;
-        bool first = true;
-        gg_strbuf_putc(b, '{');
-        json_object_foreach(v, key, val) {
-            if (!first) gg_strbuf_putc(b, ',');
-            first = false;
-            put_string(b, key, strlen(key));
-            gg_strbuf_putc(b, ':');
-            put_json(b, val);
-        }
-        return gg_strbuf_putc(b, '}');
-    }
-    }
-    return false;
-}
-
 /* A success response whose result is already serialized JSON text. */
 char *mcp_jsonrpc_result_raw(json_t *id, const char *result_json) {
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    put_json(&b, id);
+    gg_strbuf_put_json(&b, id);
     gg_strbuf_puts(&b, ",\"result\":");
     gg_strbuf_puts(&b, result_json);
     gg_strbuf_putc(&b, '}');
@@ -401,9 +350,9 @@ char *mcp_jsonrpc_result(json_t *id, json_t *result) {
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_reserve(&b, 480); /* a typical tool result without regrowing */
     gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    put_json(&b, id);
+    gg_strbuf_put_json(&b, id);
     gg_strbuf_puts(&b, ",\"result\":");
-    if (result) put_json(&b, result);
+    if (result) gg_strbuf_put_json(&b, result);
     else gg_strbuf_puts(&b, "{}");
     gg_strbuf_putc(&b, '}');
     if (b.oom) { gg_strbuf_free(&b); return NULL; }
@@ -417,9 +366,9 @@ char *mcp_jsonrpc_error(json_t *id, int code, const char *message, json_t *data)
     if (data) json_object_set(err, "data", data);
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    put_json(&b, id);
+    gg_strbuf_put_json(&b, id);
     gg_strbuf_puts(&b, ",\"error\":");
-    put_json(&b, err);
+    gg_strbuf_put_json(&b, err);
     gg_strbuf_putc(&b, '}');
     json_decref(err);
     if (b.oom) { gg_strbuf_free(&b); return NULL; }

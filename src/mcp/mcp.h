@@ -15,7 +15,7 @@
 #include "util/util.h"
 
 /* ======================================================================================
- * Client section (owned by the graph helper): downstream MCP servers used by mcp nodes.
+ * Client section: downstream MCP servers used by mcp nodes.
  * ====================================================================================== */
 
 #define MCP_CLIENT_PROTOCOL_VERSION "2025-06-18"
@@ -166,7 +166,7 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
                    const mcp_client_ops **ops, gg_error *err);
 
 /* ======================================================================================
- * Server section (owned by the gateway helper) follows.
+ * Server section: what graphgate serves over MCP.
  * ====================================================================================== */
 
 #include <stdint.h>

@@ -128,7 +128,8 @@ static hist_item *item_get(gg_history *h, size_t need) {
 /* The queue item for r: the row's fields and every text in ONE allocation. NULL on OOM. */
 static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max) {
     char stack[4096];
-    gg_tbuf b = {stack, 0, sizeof stack, false, false};
+    gg_strbuf b;
+    gg_strbuf_use(&b, stack, sizeof stack);
     gg_history_texts t;
     /* the short strings first, then the JSON texts */
     const char *strs[5] = {r->tenant, r->graph, r->tool, r->key_id, r->error};
@@ -137,7 +138,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         off[i] = SIZE_MAX;
         if (!strs[i]) continue;
         off[i] = b.len;
-        gg_tbuf_put(&b, strs[i], strlen(strs[i]) + 1);
+        gg_strbuf_append(&b, strs[i], strlen(strs[i]) + 1);
     }
     gg_history_build_texts(&b, r, max, h->opt.max_run_nodes, h->opt.max_run_node_bytes, &t);
     hist_item *it = b.oom ? NULL : item_get(h, b.len);
@@ -147,7 +148,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         memset(it, 0, sizeof *it);
         it->pooled = pooled;
         it->bytes = bytes;
-        memcpy(it->data, b.p, b.len);
+        memcpy(it->data, b.data, b.len);
         it->is_row = true;
         hist_row *w = &it->row;
         memcpy(w->id, r->id, sizeof w->id);
@@ -169,7 +170,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         if (!w->graph) w->graph = "";
         if (!w->tool) w->tool = "";
     }
-    if (b.heap) free(b.p);
+    gg_strbuf_free(&b);
     return it;
 }
 

@@ -13,6 +13,13 @@
  * by one thread at a time) whose statements are prepared once and reused. Nothing in this
  * header names SQLite, so a PostgreSQL backend can be added behind the same functions.
  *
+ * Names: an *execution* is one run of a graph's tool, one row of the `executions` table
+ * (gg_exec_record in memory while it runs and is submitted; gg_exec_status, gg_exec_id_new;
+ * "run" in prose means the same). *History* is the recorded executions as a whole and the
+ * writer that records them (gg_history_*, history.c, history_query.c), never one run. A
+ * *node record* is one node's entry inside an execution (gg_node_exec_record; the
+ * executor's array of them is the "node history").
+ *
  * Tenant isolation: every function that reads or changes a tenant's data takes the
  * tenant name and only ever touches rows of that tenant. The few functions documented as
  * accepting tenant == NULL act across tenants and are for callers holding the `admin`
@@ -470,7 +477,7 @@ json_t *gg_store_audit_list(gg_store *s, const char *tenant, long long before_id
 void gg_store_format_time(long long ms, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------------------------
- * Node specs (owned by the node-spec subsystem: implemented in src/store/store_specs.c)
+ * Node specs (implemented in src/store/store_specs.c)
  * Tables from migration 0001: node_specs (id, node_type, subtype, version, spec JSON,
  * source_path, checksum, loaded_at; UNIQUE(node_type, subtype, version)), node_specs_fts
  * (fts5: node_type, subtype, description, tags, params; rowid = node_specs.id) and

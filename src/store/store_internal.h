@@ -127,21 +127,13 @@ gg_exec_record *gg_exec_record_make(const unsigned char rnd[GG_EXEC_ID_RANDOM_BY
 
 /* ---- history_text.c: a run's stored texts, built on the submitting thread --------------- */
 
-/* An append-only text buffer: a caller's stack array first, the heap past it. */
-typedef struct gg_tbuf {
-    char *p;
-    size_t len, cap;
-    bool heap, oom;
-} gg_tbuf;
-void gg_tbuf_put(gg_tbuf *b, const char *s, size_t n);
-
 /* Offsets in the buffer of a record's texts, each NUL-terminated; SIZE_MAX = absent. */
 typedef struct gg_history_texts {
     size_t args, result, nodes;
 } gg_history_texts;
 /* Append r's arguments, result and node records (JSON values over max bytes replaced by a
  * marker; at most max_nodes nodes / max_node_bytes of them, 0 = no bound) to b. */
-void gg_history_build_texts(gg_tbuf *b, const gg_exec_record *r, size_t max, size_t max_nodes, size_t max_node_bytes,
+void gg_history_build_texts(gg_strbuf *b, const gg_exec_record *r, size_t max, size_t max_nodes, size_t max_node_bytes,
                             gg_history_texts *t);
 
 #endif

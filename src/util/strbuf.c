@@ -14,8 +14,10 @@ bool gg_strbuf_reserve(gg_strbuf *b, size_t extra) {
         if (cap > ((size_t)-1) / 2) { b->oom = true; return false; }
         cap *= 2;
     }
-    char *d = realloc(b->data, cap);
+    char *d = b->borrowed ? malloc(cap) : realloc(b->data, cap);
     if (!d) { b->oom = true; return false; }
+    if (b->borrowed) memcpy(d, b->data, b->len); /* leave the caller's array */
+    b->borrowed = false;
     b->data = d;
     b->cap = cap;
     return true;
@@ -31,7 +33,11 @@ bool gg_strbuf_append(gg_strbuf *b, const char *s, size_t n) {
 
 bool gg_strbuf_puts(gg_strbuf *b, const char *s) { return gg_strbuf_append(b, s, strlen(s)); }
 
-bool gg_strbuf_putc(gg_strbuf *b, char c) { return gg_strbuf_append(b, &c, 1); }
+/* Start b on the caller's array (cap bytes, at least 1): no allocation until it is full. */
+void gg_strbuf_use(gg_strbuf *b, char *buf, size_t cap) {
+    *b = (gg_strbuf){buf, 0, cap, false, true};
+    buf[0] = '\0';
+}
 
 bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) {
     va_list ap, ap2;
@@ -51,6 +57,12 @@ bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) {
 char *gg_strbuf_take(gg_strbuf *b) {
     if (b->oom) { gg_strbuf_free(b); return NULL; }
     if (!b->data && !gg_strbuf_reserve(b, 0)) return NULL;
+    if (b->borrowed) { /* the caller's array: hand out a copy */
+        char *d = malloc(b->len + 1);
+        if (d) memcpy(d, b->data, b->len + 1);
+        *b = (gg_strbuf)GG_STRBUF_INIT;
+        return d;
+    }
     if (b->len == 0) b->data[0] = '\0';
     char *d = b->data;
     b->data = NULL;
@@ -64,7 +76,8 @@ void gg_strbuf_reset(gg_strbuf *b) {
 }
 
 void gg_strbuf_free(gg_strbuf *b) {
-    free(b->data);
+    if (!b->borrowed) free(b->data);
+    b->borrowed = false;
     b->data = NULL;
     b->len = b->cap = 0;
     b->oom = false;
@@ -96,40 +109,4 @@ int gg_hex4(const char *s) {
         else return -1;
     }
     return v;
-}
-
-/* Append s (n bytes, UTF-8) escaped for the inside of a JSON string, as JSON.stringify and
- * jansson escape it: quote, backslash, \b \f \n \r \t, other controls as \u00XX; every
- * other byte as it is. False once b ran out of memory. Shared by every JSON writer. */
-bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    if (!gg_strbuf_reserve(b, n + n / 8 + 16)) return false;
-    size_t run = 0; /* bytes copied verbatim in one go */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
-        gg_strbuf_append(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
-        size_t en = 2;
-        switch (ch) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            en = 6;
-        }
-        gg_strbuf_append(b, esc, en);
-    }
-    gg_strbuf_append(b, s + run, n - run);
-    return !b->oom;
 }

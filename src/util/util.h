@@ -54,19 +54,41 @@ typedef struct gg_strbuf {
     char *data;
     size_t len, cap;
     bool oom; /* sticky: once an allocation failed every append is a no-op */
+    bool borrowed; /* data is the caller's array (gg_strbuf_use): never freed or resized */
 } gg_strbuf;
 
-#define GG_STRBUF_INIT {NULL, 0, 0, false}
+#define GG_STRBUF_INIT {NULL, 0, 0, false, false}
 bool gg_strbuf_reserve(gg_strbuf *b, size_t extra);
 bool gg_strbuf_append(gg_strbuf *b, const char *s, size_t n);
 bool gg_strbuf_puts(gg_strbuf *b, const char *s);
-bool gg_strbuf_putc(gg_strbuf *b, char c);
+/* Start b on a caller's array (e.g. on the stack) of cap >= 1 bytes; past it b moves to the
+ * heap. gg_strbuf_free / _take work as usual (take hands out a heap copy). */
+void gg_strbuf_use(gg_strbuf *b, char *buf, size_t cap);
+/* Inline: the JSON writers append single characters between every token. */
+static inline bool gg_strbuf_putc(gg_strbuf *b, char c) {
+    if (b->len + 2 > b->cap || b->oom) return gg_strbuf_append(b, &c, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+    return true;
+}
 bool gg_strbuf_printf(gg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *gg_strbuf_take(gg_strbuf *b); /* NUL-terminated, caller frees; NULL on OOM */
 void gg_strbuf_reset(gg_strbuf *b);
 void gg_strbuf_free(gg_strbuf *b);
 bool gg_strbuf_put_int(gg_strbuf *b, long long v); /* decimal digits, no printf */
+
+/* The one JSON writer (json_write.c). */
 bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n); /* inside of a JSON string */
+/* s (n bytes) as a JSON string, quotes included, escaped as above; a byte that is
+ * not part of well-formed UTF-8 becomes \ufffd, so the text always parses back. */
+bool gg_strbuf_json_string(gg_strbuf *b, const char *s, size_t n);
+/* v as compact JSON appended to b: byte for byte json_dumps(v, JSON_COMPACT |
+ * JSON_ENCODE_ANY) but for the hex digits of \u00XX escapes, lowercase as JSON.stringify
+ * writes them; without json_dumps' allocations and callback per token. NULL writes null.
+ * False when b ran out of memory or v cannot be encoded (a cycle): b then holds a partial
+ * text the caller cuts off. */
+struct json_t;
+bool gg_strbuf_put_json(gg_strbuf *b, const struct json_t *v);
 /* The value of the 4 hex digits at s (a \uXXXX escape), or -1 if one is not a hex digit. */
 int gg_hex4(const char *s);
 

@@ -1,7 +1,11 @@
-/* Unit tests for the error value, the string buffer and the ECMAScript regex rewrite. */
+/* Unit tests for the error value, the string buffer, the JSON writer and the ECMAScript
+ * regex rewrite. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <check.h>
+#include <ctype.h>
+#include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <pcre2.h>
 #include <stdlib.h>
@@ -219,6 +223,166 @@ START_TEST(error_codes_map_once) {
 }
 END_TEST
 
+/* ---- the JSON writer (json_write.c) against json_dumps ------------------------------------- */
+
+static unsigned long long rng_state = 88172645463325252ULL;
+static unsigned rnd(unsigned n) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+/* A string of n pieces: plain ASCII, controls, quote/backslash/DEL, 2-4 byte UTF-8, NUL. */
+static json_t *rnd_string(bool allow_nul) {
+    static const char *const pieces[] = {"a", "Z", " ", "/", "\"", "\\", "\x7f", "\n", "\r", "\t", "\b", "\f",
+                                         "\x01", "\x1f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                         "\xef\xbf\xbd", "\xed\x9f\xbf", "</script>", "\\u0000"};
+    char buf[256];
+    size_t len = 0, n = rnd(12);
+    for (size_t i = 0; i < n; i++) {
+        if (allow_nul && rnd(20) == 0) {
+            buf[len++] = '\0';
+            continue;
+        }
+        const char *p = pieces[rnd(sizeof pieces / sizeof pieces[0])];
+        memcpy(buf + len, p, strlen(p));
+        len += strlen(p);
+    }
+    return json_stringn(buf, len);
+}
+
+static json_t *rnd_number(void) {
+    static const double reals[] = {0.0, -0.0, 0.1, 1.5, -2.25, 1e21, 1e-7, 3.141592653589793, 1e300, -5e-324, 123456789.0};
+    static const json_int_t ints[] = {0, 1, -1, 9, 10, 42, -99, 2147483648LL, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    if (rnd(2)) return json_integer(ints[rnd(sizeof ints / sizeof ints[0])]);
+    return json_real(reals[rnd(sizeof reals / sizeof reals[0])] * (rnd(4) ? 1 : 1.0 / 3));
+}
+
+static json_t *rnd_value(int depth) {
+    unsigned k = depth > 5 ? rnd(6) : rnd(9);
+    switch (k) {
+    case 0: return json_null();
+    case 1: return json_true();
+    case 2: return json_false();
+    case 3: case 4: return rnd_number();
+    case 5: return rnd_string(true);
+    case 6: case 7: {
+        json_t *o = json_object();
+        for (unsigned i = rnd(5); i > 0; i--) {
+            json_t *key = rnd_string(false);
+            json_object_set_new(o, json_string_value(key), rnd_value(depth + 1));
+            json_decref(key);
+        }
+        return o;
+    }
+    default: {
+        json_t *a = json_array();
+        for (unsigned i = rnd(5); i > 0; i--) json_array_append_new(a, rnd_value(depth + 1));
+        return a;
+    }
+    }
+}
+
+/* jansson writes \u001F, the writer \u001f (as JSON.stringify and as graphgate always did). */
+static void lowercase_u_escapes(char *s) {
+    for (; *s; s++) {
+        if (*s != '\\') continue;
+        if (s[1] == 'u')
+            for (int k = 2; k < 6; k++) s[k] = (char)tolower((unsigned char)s[k]);
+        s++;
+    }
+}
+
+static void assert_writes_like_dumps(json_t *v) {
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    ck_assert_ptr_nonnull(want);
+    lowercase_u_escapes(want);
+    char stack[16];
+    gg_strbuf b;
+    gg_strbuf_use(&b, stack, sizeof stack); /* small: most values move to the heap */
+    ck_assert(gg_strbuf_put_json(&b, v));
+    ck_assert_uint_eq(b.len, strlen(want));
+    ck_assert_str_eq(b.data, want);
+    gg_strbuf_free(&b);
+    free(want);
+}
+
+START_TEST(json_write_matches_json_dumps) {
+    for (int i = 0; i < 20000; i++) {
+        json_t *v = rnd_value(0);
+        assert_writes_like_dumps(v);
+        json_decref(v);
+    }
+    /* deeper than the writer walks itself: handed to jansson, same text */
+    json_t *deep = json_integer(7);
+    for (int i = 0; i < 600; i++) {
+        json_t *w = i % 2 ? json_array() : json_object();
+        if (i % 2) json_array_append_new(w, deep);
+        else json_object_set_new(w, "k\n", deep);
+        deep = w;
+    }
+    assert_writes_like_dumps(deep);
+    json_decref(deep);
+    gg_strbuf b = GG_STRBUF_INIT;
+    ck_assert(gg_strbuf_put_json(&b, NULL));
+    ck_assert_str_eq(b.data, "null");
+    gg_strbuf_free(&b);
+}
+END_TEST
+
+START_TEST(json_string_repairs_utf8_and_parses_back) {
+    static const struct { const char *in; size_t n; const char *want; } cases[] = {
+        {"plain", 5, "\"plain\""},
+        {"a\"b\\c\n\x01\x7f", 8, "\"a\\\"b\\\\c\\n\\u0001\x7f\""},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9, "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},
+        {"x\xff" "y", 3, "\"x\\ufffdy\""},                 /* not UTF-8 at all */
+        {"\xc3", 1, "\"\\ufffd\""},                        /* cut short */
+        {"\xe2\x82", 2, "\"\\ufffd\\ufffd\""},
+        {"\xc0\xaf", 2, "\"\\ufffd\\ufffd\""},             /* overlong */
+        {"\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\""},  /* a surrogate */
+        {"a\0b", 3, "\"a\\u0000b\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gg_strbuf b = GG_STRBUF_INIT;
+        ck_assert(gg_strbuf_json_string(&b, cases[i].in, cases[i].n));
+        ck_assert_str_eq(b.data, cases[i].want);
+        json_error_t je;
+        json_t *back = json_loads(b.data, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        ck_assert_msg(back != NULL, "case %zu does not parse back: %s", i, je.text);
+        json_decref(back);
+        gg_strbuf_free(&b);
+    }
+    /* the raw escaper keeps bytes as they are */
+    gg_strbuf b = GG_STRBUF_INIT;
+    ck_assert(gg_strbuf_json_escape(&b, "x\xff\t", 3));
+    ck_assert_str_eq(b.data, "x\xff\\t");
+    gg_strbuf_free(&b);
+}
+END_TEST
+
+START_TEST(strbuf_on_a_callers_array) {
+    char stack[8];
+    gg_strbuf b;
+    gg_strbuf_use(&b, stack, sizeof stack);
+    ck_assert(gg_strbuf_puts(&b, "abc"));
+    ck_assert_ptr_eq(b.data, stack);
+    ck_assert(gg_strbuf_puts(&b, "defghijkl")); /* past the array: copied to the heap */
+    ck_assert_ptr_ne(b.data, stack);
+    ck_assert_str_eq(b.data, "abcdefghijkl");
+    gg_strbuf_free(&b);
+    gg_strbuf_use(&b, stack, sizeof stack);
+    gg_strbuf_putc(&b, 'x');
+    char *s = gg_strbuf_take(&b); /* a heap copy, the array stays the caller's */
+    ck_assert_ptr_ne(s, stack);
+    ck_assert_str_eq(s, "x");
+    free(s);
+    ck_assert_ptr_null(b.data);
+    gg_strbuf_use(&b, stack, sizeof stack);
+    gg_strbuf_free(&b); /* never frees the array */
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -230,6 +394,9 @@ int main(void) {
     tcase_add_test(tc, utf8_len_accepts_only_well_formed);
     tcase_add_test(tc, shortest_digits_match_the_definition);
     tcase_add_test(tc, error_codes_map_once);
+    tcase_add_test(tc, json_write_matches_json_dumps);
+    tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
+    tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);

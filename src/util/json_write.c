@@ -1,0 +1,113 @@
+/* json_write.c — the one fast JSON writer: string escaping and jansson values as compact
+ * text, appended to a gg_strbuf. Every JSON-RPC response (src/mcp/jsonrpc.c) and every
+ * recorded run's texts (src/store/history_text.c) pass through here, so it writes without
+ * printf, per-token callbacks or temporary strings; its output is byte for byte what
+ * json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) prints, except \u00XX escapes in lowercase
+ * hex as JSON.stringify writes them (tests/util/test_util.c checks). */
+#include "util/util.h"
+
+#include <jansson.h>
+#include <string.h>
+
+/* Quote, backslash, \b \f \n \r \t, other controls as \u00XX (lowercase, as
+ * JSON.stringify writes them); with repair, a byte outside well-formed UTF-8 as \ufffd. */
+static bool escape(gg_strbuf *b, const char *s, size_t n, bool repair) {
+    static const char hex[] = "0123456789abcdef";
+    if (!gg_strbuf_reserve(b, n + n / 8 + 16)) return false;
+    size_t run = 0; /* start of the bytes copied verbatim in one go */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\' && (ch < 0x80 || !repair)) continue;
+        if (ch >= 0x80) {
+            size_t w = gg_utf8_len((const unsigned char *)s + i, n - i);
+            if (w) {
+                i += w - 1;
+                continue;
+            }
+            gg_strbuf_append(b, s + run, i - run);
+            gg_strbuf_append(b, "\\ufffd", 6);
+            run = i + 1;
+            continue;
+        }
+        gg_strbuf_append(b, s + run, i - run);
+        run = i + 1;
+        char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        size_t en = 2;
+        switch (ch) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[ch >> 4];
+            esc[5] = hex[ch & 15];
+            en = 6;
+        }
+        gg_strbuf_append(b, esc, en);
+    }
+    gg_strbuf_append(b, s + run, n - run);
+    return !b->oom;
+}
+
+/* The inside of a JSON string, every other byte as it is. Shared by every JSON writer. */
+bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n) { return escape(b, s, n, false); }
+
+bool gg_strbuf_json_string(gg_strbuf *b, const char *s, size_t n) {
+    gg_strbuf_putc(b, '"');
+    escape(b, s, n, true);
+    return gg_strbuf_putc(b, '"');
+}
+
+static int dump_cb(const char *buf, size_t size, void *data) {
+    return gg_strbuf_append(data, buf, size) ? 0 : -1;
+}
+
+/* Nesting this deep is handed to jansson's own encoder, which also catches cycles. */
+#define JSON_WRITE_DEPTH 512
+
+static bool put_json(gg_strbuf *b, json_t *v, int depth) {
+    switch (v ? json_typeof(v) : JSON_NULL) {
+    case JSON_NULL: return gg_strbuf_append(b, "null", 4);
+    case JSON_TRUE: return gg_strbuf_append(b, "true", 4);
+    case JSON_FALSE: return gg_strbuf_append(b, "false", 5);
+    case JSON_INTEGER: return gg_strbuf_put_int(b, (long long)json_integer_value(v));
+    case JSON_STRING: return gg_strbuf_json_string(b, json_string_value(v), json_string_length(v));
+    case JSON_ARRAY: {
+        if (depth >= JSON_WRITE_DEPTH) break;
+        gg_strbuf_putc(b, '[');
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            if (i) gg_strbuf_putc(b, ',');
+            if (!put_json(b, e, depth + 1)) return false;
+        }
+        return gg_strbuf_putc(b, ']');
+    }
+    case JSON_OBJECT: {
+        if (depth >= JSON_WRITE_DEPTH) break;
+        gg_strbuf_putc(b, '{');
+        bool first = true;
+        const char *k;
+        size_t klen;
+        json_t *e;
+        json_object_keylen_foreach(v, k, klen, e) {
+            if (!first) gg_strbuf_putc(b, ',');
+            first = false;
+            gg_strbuf_json_string(b, k, klen);
+            gg_strbuf_putc(b, ':');
+            if (!put_json(b, e, depth + 1)) return false;
+        }
+        return gg_strbuf_putc(b, '}');
+    }
+    case JSON_REAL: break; /* jansson's formatting, exactly */
+    }
+    return json_dump_callback(v, dump_cb, b, JSON_COMPACT | JSON_ENCODE_ANY) == 0 && !b->oom;
+}
+
+bool gg_strbuf_put_json(gg_strbuf *b, const struct json_t *v) { return put_json(b, (json_t *)v, 0); }
