@@ -166,6 +166,20 @@ bool gg_http_async_write(gg_http_async *a, const void *data, size_t len) {
     return ok;
 }
 
+/* Called with alock held once a's owner is done or gave up: a waiting stream reader is
+ * resumed to read the end, a plain deferred answer is marked ready and its connection woken. */
+void gg_http_async_let_go(gg_http_async *a) {
+    if (a->streaming) {
+        if (a->reader_waiting) {
+            a->reader_waiting = false;
+            MHD_resume_connection(a->req->conn);
+        }
+    } else if (!a->ready) {
+        a->ready = true;
+        gg_http_async_wake(a);
+    }
+}
+
 /* One SSE event; see http.h. */
 bool gg_http_sse_event(gg_http_async *a, const char *event, const char *id, const char *data) {
     gg_strbuf b = GG_STRBUF_INIT;
@@ -198,15 +212,7 @@ void gg_http_async_complete(gg_http_async *a) {
         return;
     }
     a->owner_done = true;
-    if (a->streaming) {
-        if (a->reader_waiting) {
-            a->reader_waiting = false;
-            MHD_resume_connection(a->req->conn);
-        }
-    } else if (!a->ready) {
-        a->ready = true;
-        gg_http_async_wake(a);
-    }
+    gg_http_async_let_go(a);
     bool last = --a->refs == 0;
     pthread_mutex_unlock(&srv->alock);
     if (last) gg_http_async_free(a);

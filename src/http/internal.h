@@ -225,6 +225,8 @@ void gg_http_req_free(gg_http_req *req);                     /* NULL is fine */
 void gg_http_async_free(gg_http_async *a); /* its request too */
 /* Let the connection proceed (caller holds alock). */
 void gg_http_async_wake(gg_http_async *a);
+/* alock held: the owner is done or gave up; let the connection go on (async.c) */
+void gg_http_async_let_go(gg_http_async *a);
 /* libmicrohttpd content reader of a streamed body (cls is the gg_http_async). */
 ssize_t gg_http_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);
 /* The conn tracker's tick: abandon suspended requests whose client left (user = server). */

@@ -352,15 +352,7 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
         if (a->conn == CONN_DONE || a->owner_done) continue;
         __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
         abandoned++;
-        if (a->streaming) {
-            if (a->reader_waiting) {
-                a->reader_waiting = false;
-                MHD_resume_connection(a->req->conn);
-            }
-        } else if (!a->ready) {
-            a->ready = true;
-            gg_http_async_wake(a);
-        }
+        gg_http_async_let_go(a);
     }
     pthread_mutex_unlock(&s->alock);
     if (abandoned) {
