@@ -51,6 +51,15 @@ gw_uploads *gw_uploads_new(int threads, int per_tenant);
 bool gw_uploads_submit(gw_uploads *u, const char *tenant, gw_job job, gg_error *err);
 void gw_uploads_stop(gw_uploads *u);
 
+/* ---- tenant-wide endpoint (tenantwide.c) -----------------------------------------------
+ * /mcp/{tenant}/_all: every active graph's tools as "<graph>.<tool>" (a name graphs cannot
+ * take: they are [a-z0-9-]). The server is built per request over the registry's servers
+ * (a new reference) or NULL + err when the store cannot list the graphs. */
+#define GW_TENANTWIDE "_all"
+mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, gg_error *err);
+/* MCP 2025-11-25 tool name: 1..128 of [A-Za-z0-9_.-]. */
+bool gw_valid_tool_name(const char *s);
+
 /* ---- graph registry (registry.c) -------------------------------------------------------
  * (tenant, graph) → the active version number, and its compiled mcp_server in a bounded
  * LRU cache: compiled on first use through the loader, dropped past cache_size when nobody

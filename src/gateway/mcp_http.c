@@ -1204,6 +1204,16 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
     return false;
 }
 
+/* ep's tenant-wide server: false with 503 filled when the store cannot list the graphs. */
+static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep) {
+    gg_error err = GG_ERROR_INIT;
+    ep->srv = gw_tenantwide_server(gw, ep->tenant, &err);
+    if (!ep->srv) gg_http_res_error(res, 503, "unavailable", "the graphs of %s cannot be listed now: %s", ep->tenant,
+                                    err.message ? err.message : err.code);
+    gg_error_clear(&err);
+    return ep->srv != NULL;
+}
+
 /* Resolve, authenticate and run one MCP request on an endpoint. mount NULL = graph route. */
 static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mount *mount) {
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
@@ -1227,7 +1237,10 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
         snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
         snprintf(ep.graph, sizeof ep.graph, "%s", g);
         ep.is_graph = true;
-        if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
+        if (!g) { /* /mcp/{tenant}/_all: the tenant's graphs' tools as <graph>.<tool> (tenantwide.c) */
+            snprintf(ep.graph, sizeof ep.graph, "%s", GW_TENANTWIDE);
+            if (!tenantwide_server(gw, res, &ep)) return GG_HTTP_DONE;
+        } else if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
     snprintf(ep.caller, sizeof ep.caller, "%s", mount ? (prp ? prp->tenant : "") : ep.tenant);
     if (!ep.srv) {
@@ -1332,7 +1345,10 @@ bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err) {
     static const char *const methods[] = {"POST", "GET", "DELETE"};
     for (size_t i = 0; i < 3; i++) {
         if (!gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
-            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err))
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
+            !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw, err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw,
+                           err))
             return false;
     }
     return gg_router_add(r, GG_LISTENER_INTERNAL, "POST", "/internal/tenants/{t}/graphs/{g}/tools/{tool}/call",
