@@ -587,6 +587,10 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/tenants/{t}/usage", tenant_usage},
         {"GET", "/admin/tenants/{t}/downstream", gw_downstream_list},
         {"POST", "/admin/tenants/{t}/downstream/sync", gw_downstream_sync},
+        {"PUT", "/admin/tenants/{t}/views/{name}", gw_views_put},
+        {"GET", "/admin/tenants/{t}/views", gw_views_list},
+        {"GET", "/admin/tenants/{t}/views/{name}", gw_views_get},
+        {"DELETE", "/admin/tenants/{t}/views/{name}", gw_views_delete},
     };
     if (!(gw->uploads = gw_uploads_new(gw->cfg->graphs_upload_threads, gw->cfg->graphs_uploads_per_tenant))) {
         gg_error_set(err, "oom", "cannot start the graph upload threads");

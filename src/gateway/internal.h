@@ -56,7 +56,23 @@ void gw_uploads_stop(gw_uploads *u);
  * take: they are [a-z0-9-]). The server is built per request over the registry's servers
  * (a new reference) or NULL + err when the store cannot list the graphs. */
 #define GW_TENANTWIDE "_all"
-mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, gg_error *err);
+mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view /* NULL = all */, gg_error *err);
+/* The selected names of a view server that no graph offers now (new array). */
+json_t *gw_tenantwide_missing(mcp_server *s);
+/* ---- views (views.c): /mcp/{tenant}/_views/{name} over the admin REST's definitions ---- */
+#define GW_VIEWS_PREFIX "_views/"
+#define GW_VIEWS_MAX 100      /* views per tenant */
+#define GW_VIEW_TOOLS_MAX 200 /* tools per view */
+#define GW_VIEW_NAME_MAX 48   /* view names: [a-z0-9-], as graph names, at most this long */
+/* The view's server (new reference) or NULL + err ("not_found" for no such view). */
+mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view, gg_error *err);
+/* tenant/graph has a new active version or is gone: list_changed on the open GET streams of
+ * the tenant-wide endpoint and of each view selecting one of the graph's tools. */
+void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph);
+int gw_views_put(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_get(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_list(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user);
 /* MCP 2025-11-25 tool name: 1..128 of [A-Za-z0-9_.-]. */
 bool gw_valid_tool_name(const char *s);
 
@@ -266,6 +282,9 @@ void gw_streams_free(gw_streams *s);
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    mcp_server *srv, const gg_principal *pr);
 void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
+/* Whether some GET stream is open now on an endpoint of tenant whose graph part starts with
+ * prefix (the tenant-wide endpoints ask before they build a server to notify with). */
+bool gw_streams_any_on(gw_streams *s, const char *tenant, const char *prefix);
 void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);

@@ -1204,12 +1204,14 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
     return false;
 }
 
-/* ep's tenant-wide server: false with 503 filled when the store cannot list the graphs. */
-static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep) {
+/* ep's tenant-wide server (view NULL) or view's: false with 404 (no such view) or 503 (the
+ * store cannot be read now) filled. */
+static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const char *view) {
     gg_error err = GG_ERROR_INIT;
-    ep->srv = gw_tenantwide_server(gw, ep->tenant, &err);
-    if (!ep->srv) gg_http_res_error(res, 503, "unavailable", "the graphs of %s cannot be listed now: %s", ep->tenant,
-                                    err.message ? err.message : err.code);
+    snprintf(ep->graph, sizeof ep->graph, "%s%s", view ? GW_VIEWS_PREFIX : GW_TENANTWIDE, view ? view : "");
+    if (view && strlen(view) > GW_VIEW_NAME_MAX) gg_error_set(&err, "not_found", "no view %s", view);
+    else ep->srv = view ? gw_view_server(gw, ep->tenant, view, &err) : gw_tenantwide_server(gw, ep->tenant, NULL, &err);
+    if (!ep->srv) gg_http_res_error_from(res, 0, &err); /* not_found → 404, store errors → 5xx */
     gg_error_clear(&err);
     return ep->srv != NULL;
 }
@@ -1237,9 +1239,8 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
         snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
         snprintf(ep.graph, sizeof ep.graph, "%s", g);
         ep.is_graph = true;
-        if (!g) { /* /mcp/{tenant}/_all: the tenant's graphs' tools as <graph>.<tool> (tenantwide.c) */
-            snprintf(ep.graph, sizeof ep.graph, "%s", GW_TENANTWIDE);
-            if (!tenantwide_server(gw, res, &ep)) return GG_HTTP_DONE;
+        if (!g) { /* /mcp/{tenant}/_all or /mcp/{tenant}/_views/{view} (tenantwide.c, views.c) */
+            if (!tenantwide_server(gw, res, &ep, gg_http_param(req, "view"))) return GG_HTTP_DONE;
         } else if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
     snprintf(ep.caller, sizeof ep.caller, "%s", mount ? (prp ? prp->tenant : "") : ep.tenant);
@@ -1348,7 +1349,11 @@ bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err) {
             !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
             !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw, err) ||
             !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw,
-                           err))
+                           err) ||
+            !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/" GW_VIEWS_PREFIX "{view}", on_graph_mcp, gw,
+                           err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/" GW_VIEWS_PREFIX "{view}",
+                           on_graph_mcp, gw, err))
             return false;
     }
     return gg_router_add(r, GG_LISTENER_INTERNAL, "POST", "/internal/tenants/{t}/graphs/{g}/tools/{tool}/call",

@@ -27,6 +27,7 @@ typedef struct tw {
     json_t *tools;   /* array of MCP tool objects under their dotted names */
     json_t *route;   /* dotted name → [graph index, tool name] */
     json_t *skipped; /* names that could not form a valid dotted name */
+    json_t *missing; /* a view's selected names that no active graph offers now */
     mcp_server **srv; /* one reference per graph served */
     size_t n;
 } tw;
@@ -146,6 +147,7 @@ static void tw_destroy(mcp_provider *p) {
     json_decref(t->tools);
     json_decref(t->route);
     json_decref(t->skipped);
+    json_decref(t->missing);
     free(t);
     free(p);
 }
@@ -171,7 +173,36 @@ static void tw_add_graph(tw *t, const char *g, size_t i) {
     json_decref(tools);
 }
 
-static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, gg_error *err) {
+/* Keep only the view's selection (definition: a body gw_view_check accepted), renamed and
+ * re-described as it says; selected names no graph offers now go to t->missing. */
+static void tw_apply_view(tw *t, json_t *definition) {
+    json_t *by_name = json_object(), *tools = json_array(), *route = json_object();
+    size_t i;
+    json_t *tool, *sel;
+    json_array_foreach(t->tools, i, tool) json_object_set(by_name, json_string_value(json_object_get(tool, "name")), tool);
+    json_array_foreach(json_object_get(definition, "tools"), i, sel) {
+        const char *from = json_string_value(json_object_get(sel, "tool"));
+        const char *as = json_string_value(json_object_get(sel, "name"));
+        const char *desc = json_string_value(json_object_get(sel, "description"));
+        json_t *found = json_object_get(by_name, from);
+        if (!found) {
+            json_array_append_new(t->missing, json_string(from));
+            continue;
+        }
+        json_t *copy = json_deep_copy(found);
+        json_object_set_new(copy, "name", json_string(as ? as : from));
+        if (desc) json_object_set_new(copy, "description", json_string(desc));
+        json_array_append_new(tools, copy);
+        json_object_set(route, as ? as : from, json_object_get(t->route, from));
+    }
+    json_decref(by_name);
+    json_decref(t->tools);
+    json_decref(t->route);
+    t->tools = tools;
+    t->route = route;
+}
+
+static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, json_t *view, gg_error *err) {
     json_t *graphs = gg_store_graphs_list(gw->store, tenant, err);
     if (!graphs) return NULL;
     mcp_provider *p = calloc(1, sizeof *p);
@@ -202,6 +233,8 @@ static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, gg_erro
         t->n++;
     }
     json_decref(graphs);
+    t->missing = json_array();
+    if (view) tw_apply_view(t, view);
     p->server_info = tw_server_info;
     p->instructions = tw_instructions;
     p->list_tools = tw_list_tools;
@@ -217,10 +250,17 @@ static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, gg_erro
 }
 
 /* See internal.h. */
-mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, gg_error *err) {
-    mcp_provider *p = tw_provider_new(gw, tenant, err);
+mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view, gg_error *err) {
+    mcp_provider *p = tw_provider_new(gw, tenant, view, err);
     if (!p) return NULL;
     mcp_server *s = mcp_server_new(p, NULL, err);
     mcp_provider_unref(p);
     return s;
+}
+
+/* See internal.h. */
+json_t *gw_tenantwide_missing(mcp_server *s) {
+    mcp_provider *p = mcp_server_provider(s);
+    if (!p || p->server_info != tw_server_info) return json_array();
+    return json_copy(((tw *)p->impl)->missing);
 }

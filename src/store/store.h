@@ -526,4 +526,20 @@ json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *ser
 /* Every catalog of the tenant, as _get answers, ordered by server. */
 json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err);
 
+
+/* ---------------------------------------------------------------------------------------
+ * Views of the tenant-wide MCP endpoint (views.c, migration 0009): a named, validated JSON
+ * definition per tenant (the gateway checks its shape; the store keeps what it gets).
+ * ------------------------------------------------------------------------------------- */
+/* Create or replace; "quota_exceeded" when creating would pass max_views (0 = no bound);
+ * *created tells which. */
+bool gg_store_view_put(gg_store *s, const char *tenant, const char *name, json_t *definition, int max_views,
+                       bool *created, gg_error *err);
+/* {"name","definition","updated_at"} (new reference) or NULL + "not_found". */
+json_t *gg_store_view_get(gg_store *s, const char *tenant, const char *name, gg_error *err);
+/* Every view of the tenant, as _get answers, ordered by name. */
+json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err);
+/* "not_found" when there is none. */
+bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
+
 #endif

@@ -3,7 +3,8 @@
 # the official SDK client (list + calls across two graphs); the runs go through the graph's
 # own provider and are recorded; a tool whose dotted name breaks MCP's tool-name rule is
 # left out; another tenant's key gets 403 as on a graph endpoint; the 2026-07-28 era works
-# on the same endpoint. Prints "N passed, N failed".
+# on the same endpoint. Views (admin REST): bad bodies refused with 400s, a view with 2 tools
+# and a rename through the SDK client, list_changed when its selection changes. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 NM="$GG_SRCDIR/tests/npm/node_modules"
@@ -72,5 +73,29 @@ t "beta's key on acme's tenant-wide endpoint → 403" eq "$(gw_rpc "$GG_TMP/x.js
 t "no key → 401" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_all" "" "" "$INIT")" 401
 t "beta's own tenant-wide endpoint answers (empty list)" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/beta/_all" "$BETA" "" "$INIT")" 200
 t "the internal twin answers without a key" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_INT/internal/mcp/acme/_all" "" "" "$INIT")" 200
+# views: admin REST, bad bodies, the SDK client on a view, list_changed on a change
+V="$GG_PUB/admin/tenants/acme/views"
+vput() { gg_curl "$GG_TMP/v.json" -X PUT -H "Authorization: Bearer ${3:-$ADMIN}" -H 'Content-Type: application/json' --data-binary "$2" "$V/$1"; }
+vcode() { printf '%s %s' "$(vput "$@")" "$(jget "$GG_TMP/v.json" 'd["error"]["code"]')"; }
+PICK='{"tools":[{"tool":"alpha.add","name":"plus","description":"adds two numbers"},{"tool":"gamma.shout"},{"tool":"gone.tool"}]}'
+t "PUT a view → 201, the tool no graph offers reported under missing"   eq "$(vput pick "$PICK") $(jget "$GG_TMP/v.json" '(d["missing"], d["tool_count"], d["endpoint"])')"   "201 (['gone.tool'], 2, '/mcp/acme/_views/pick')"
+gg_curl "$GG_TMP/vl.json" -H "Authorization: Bearer $ADMIN" "$V" >/dev/null
+t "GET the list of views" eq "$(jget "$GG_TMP/vl.json" '[v["name"] for v in d["views"]]')" "['pick']"
+t "not JSON → 400 invalid_json" eq "$(vcode bad '{')" "400 invalid_json"
+t "no tools → 400 invalid_view" eq "$(vcode bad '{"tools":[]}')" "400 invalid_view"
+t "an unknown member → 400 invalid_view" eq "$(vcode bad '{"tools":[{"tool":"alpha.add"}],"x":1}')" "400 invalid_view"
+t "a tool without a graph part → 400" eq "$(vcode bad '{"tools":[{"tool":"add"}]}')" "400 invalid_view"
+t "a rename breaking MCP's name rule → 400 naming the entry"   eq "$(vcode bad '{"tools":[{"tool":"alpha.add","name":"a b"}]}') $(jget "$GG_TMP/v.json" 'd["error"]["message"][:13]')"   "400 invalid_view tools[0].name"
+t "two entries serving one name → 400"   eq "$(vcode bad '{"tools":[{"tool":"alpha.add","name":"x"},{"tool":"alpha.neg","name":"x"}]}')" "400 invalid_view"
+many=$(python3 -c 'import json; print(json.dumps({"tools": [{"tool": "alpha.add", "name": "t%d" % i} for i in range(201)]}))')
+t "201 tools in one view → 400 (at most 200)" eq "$(vcode bad "$many")" "400 invalid_view"
+t "a view name with '_' → 400 invalid_name" eq "$(vcode bad_name "$PICK")" "400 invalid_name"
+t "beta's key PUTs a view in acme → 403" eq "$(vput pick "$PICK" "$BETA")" 403
+t "GET of an unknown view → 404" eq "$(gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $ADMIN" "$V/nope")" 404
+t "MCP on an unknown view → 404" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/nope" "$KEY" "" "$INIT")" 404
+t "beta's key on acme's view → 403" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/pick" "$BETA" "" "$INIT")" 403
+"$NODE" "$GG_SRCDIR/tests/gateway/tenantwide_view.mjs" "$GG_PUB/mcp/acme/_views/pick" "$KEY" "$V/pick" "$ADMIN"   "$GG_INT/metrics" >"$GG_TMP/sdkv.out" 2>&1
+gw_fold "$GG_TMP/sdkv.out" $?
+t "DELETE the view → 200, then its endpoint is 404"   eq "$(gg_curl "$GG_TMP/x.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$V/pick") $(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/pick" "$KEY" "" "$INIT")" "200 404"
 t "server stops cleanly" gw_stop_clean
 gg_finish
