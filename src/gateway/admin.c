@@ -33,6 +33,11 @@ bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const ch
     return admin_auth(gw, req, res, tenant, need, &pr);
 }
 
+bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
+                       gg_principal *pr) {
+    return admin_auth(gw, req, res, tenant, need, pr);
+}
+
 static int store_error(gg_http_res *res, gg_error *err) {
     gg_http_res_error_from(res, 0, err); /* the status comes from the code (src/util/errcode.c) */
     gg_error_clear(err);
@@ -47,6 +52,11 @@ static void audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, co
         gg_error_clear(&err);
     }
     json_decref(details);
+}
+
+void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action, const char *target,
+                    json_t *details) {
+    audit(gw, pr, tenant, action, target, details);
 }
 
 static bool valid_name(gg_http_res *res, const char *name, const char *what) {

@@ -218,6 +218,12 @@ void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
 void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
 /* admin.c's authorization of a tenant route for other files: false = answered. */
 bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
+/* The same, keeping the principal (for gw_admin_audit). */
+bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
+                       gg_principal *pr);
+/* An audit log entry for a change by pr (details stolen, may be NULL). */
+void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action, const char *target,
+                    json_t *details);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false

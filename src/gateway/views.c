@@ -155,7 +155,8 @@ static bool view_name_ok(gg_http_res *res, const char *v) {
 int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
-    if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE) || !view_name_ok(res, v)) return GG_HTTP_DONE;
+    gg_principal pr;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !view_name_ok(res, v)) return GG_HTTP_DONE;
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
     gg_error err = GG_ERROR_INIT;
@@ -171,6 +172,8 @@ int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
         json_decref(d);
         return answer_error(res, &err);
     }
+    gw_admin_audit(gw, &pr, t, created ? "view.create" : "view.update", v,
+                   json_pack("{s:I}", "tools", (json_int_t)json_array_size(json_object_get(d, "tools"))));
     json_decref(d);
     view_changed(gw, t, v);
     json_t *row = gg_store_view_get(gw->store, t, v, &err);
@@ -204,9 +207,11 @@ int gw_views_list(gg_http_req *req, gg_http_res *res, void *user) {
 int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
-    if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE)) return GG_HTTP_DONE;
+    gg_principal pr;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
     gg_error err = GG_ERROR_INIT;
     if (!gg_store_view_delete(gw->store, t, v, &err)) return answer_error(res, &err);
+    gw_admin_audit(gw, &pr, t, "view.delete", v, NULL);
     view_changed(gw, t, v);
     gg_http_res_json(res, 200, json_pack("{s:b}", "deleted", 1));
     return GG_HTTP_DONE;
