@@ -57,6 +57,9 @@ void gw_uploads_stop(gw_uploads *u);
  * (a new reference) or NULL + err when the store cannot list the graphs. */
 #define GW_TENANTWIDE "_all"
 mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view /* NULL = all */, gg_error *err);
+/* Which graph (and its version) and tool a tenant-wide or view server's tool name runs
+ * (strings borrowed from s): false for any other server or an unknown name. */
+bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version);
 /* The selected names of a view server that no graph offers now (new array). */
 json_t *gw_tenantwide_missing(mcp_server *s);
 /* ---- views (views.c): /mcp/{tenant}/_views/{name} over the admin REST's definitions ---- */

@@ -451,12 +451,15 @@ static void job_answer(gw_call_job *j, char *body, int status) {
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
 static void job_make_record(gw_call_job *j) {
     if (!j->ep.is_graph) return;
+    /* a call through the tenant-wide endpoint or a view is recorded as the graph's own run */
+    const char *graph = j->ep.graph, *tool = mcp_call_tool(j->call);
+    int version = j->ep.version;
+    if (graph[0] == '_') gw_tenantwide_target(j->ep.srv, tool, &graph, &tool, &version);
     j->rec = j->gw->history
-                 ? gg_history_record_new(j->gw->history, j->ep.tenant, j->ep.graph, j->ep.version,
-                                         mcp_call_tool(j->call), j->has_key ? j->key_id : NULL,
-                                         mcp_call_arguments(j->call))
-                 : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
-                                      j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
+                 ? gg_history_record_new(j->gw->history, j->ep.tenant, graph, version, tool,
+                                         j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call))
+                 : gg_exec_record_new(j->ep.tenant, graph, version, tool, j->has_key ? j->key_id : NULL,
+                                      mcp_call_arguments(j->call));
     if (j->rec) gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
 }
 

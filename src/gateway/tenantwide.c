@@ -29,6 +29,7 @@ typedef struct tw {
     json_t *skipped; /* names that could not form a valid dotted name */
     json_t *missing; /* a view's selected names that no active graph offers now */
     mcp_server **srv; /* one reference per graph served */
+    json_t *graphs;   /* [[graph name, active version], ...] by the index srv has */
     size_t n;
 } tw;
 
@@ -148,6 +149,7 @@ static void tw_destroy(mcp_provider *p) {
     json_decref(t->route);
     json_decref(t->skipped);
     json_decref(t->missing);
+    json_decref(t->graphs);
     free(t);
     free(p);
 }
@@ -221,6 +223,7 @@ static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, json_t 
     t->tools = json_array();
     t->route = json_object();
     t->skipped = json_array();
+    t->graphs = json_array();
     for (size_t i = 0; i < cap; i++) {
         const char *g = json_string_value(json_object_get(json_array_get(graphs, i), "name"));
         gg_error e = GG_ERROR_INIT;
@@ -229,6 +232,7 @@ static mcp_provider *tw_provider_new(gg_gateway *gw, const char *tenant, json_t 
         gg_error_clear(&e); /* a graph that does not load now is simply not served here */
         if (!s) continue;
         t->srv[t->n] = s;
+        json_array_append_new(t->graphs, json_pack("[s,i]", g, version));
         tw_add_graph(t, g, t->n);
         t->n++;
     }
@@ -263,4 +267,18 @@ json_t *gw_tenantwide_missing(mcp_server *s) {
     mcp_provider *p = mcp_server_provider(s);
     if (!p || p->server_info != tw_server_info) return json_array();
     return json_copy(((tw *)p->impl)->missing);
+}
+
+/* See internal.h. */
+bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version) {
+    mcp_provider *p = mcp_server_provider(s);
+    if (!p || p->server_info != tw_server_info || !name) return false;
+    tw *t = p->impl;
+    json_t *r = json_object_get(t->route, name);
+    json_t *g = json_array_get(t->graphs, (size_t)json_integer_value(json_array_get(r, 0)));
+    if (!r || !g) return false;
+    *graph = json_string_value(json_array_get(g, 0));
+    *version = (int)json_integer_value(json_array_get(g, 1));
+    *tool = json_string_value(json_array_get(r, 1));
+    return true;
 }

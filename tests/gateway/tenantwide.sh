@@ -51,8 +51,9 @@ for _ in $(seq 1 100); do
   [ "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] == "succeeded")')" = 2 ] && break
   sleep 0.1
 done
-t "both calls are recorded as succeeded runs" \
-  eq "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] == "succeeded")')" 2
+t "both calls are recorded as the graphs' own runs (graph, tool, version)" \
+  eq "$(jget "$GG_TMP/ex.json" 'sorted((e["graph"], e["tool"], e["version"]) for e in d["executions"] if e["status"] == "succeeded")')" \
+  "[('alpha', 'add', 1), ('gamma', 'shout', 1)]"
 
 # a tool whose dotted name would pass 128 characters is left out, its sibling is served
 t "graph longname (a 125-character tool name: longname.<it> would pass 128) is accepted" eq "$(gw_put_graph "$ADMIN" acme longname "$GG_TMP/long.yaml")" 201
@@ -94,7 +95,7 @@ t "beta's key PUTs a view in acme → 403" eq "$(vput pick "$PICK" "$BETA")" 403
 t "GET of an unknown view → 404" eq "$(gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $ADMIN" "$V/nope")" 404
 t "MCP on an unknown view → 404" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/nope" "$KEY" "" "$INIT")" 404
 t "beta's key on acme's view → 403" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/pick" "$BETA" "" "$INIT")" 403
-"$NODE" "$GG_SRCDIR/tests/gateway/tenantwide_view.mjs" "$GG_PUB/mcp/acme/_views/pick" "$KEY" "$V/pick" "$ADMIN"   "$GG_INT/metrics" >"$GG_TMP/sdkv.out" 2>&1
+"$NODE" "$GG_SRCDIR/tests/gateway/tenantwide_view.mjs" "$GG_PUB/mcp/acme/_views/pick" "$KEY" "$V/pick" "$ADMIN"   "$GG_INT/metrics" "$GG_PUB/admin/tenants/acme/graphs/alpha" "$GG_TMP/alpha.yaml" >"$GG_TMP/sdkv.out" 2>&1
 gw_fold "$GG_TMP/sdkv.out" $?
 t "DELETE the view → 200, then its endpoint is 404"   eq "$(gg_curl "$GG_TMP/x.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$V/pick") $(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/pick" "$KEY" "" "$INIT")" "200 404"
 t "server stops cleanly" gw_stop_clean

@@ -1,10 +1,12 @@
 // tenantwide_view.mjs — the official MCP SDK client on a view (/mcp/{tenant}/_views/{name}):
 // 2 selected tools, one renamed; an admin PUT changing the selection reaches the session's
 // GET stream as notifications/tools/list_changed, after which tools/list shows the new one.
-// usage: node tenantwide_view.mjs VIEW_URL KEY ADMIN_VIEW_URL ADMIN_KEY METRICS_URL
+// A new version of a graph the view selects from sends list_changed too.
+// usage: node tenantwide_view.mjs VIEW_URL KEY ADMIN_VIEW_URL ADMIN_KEY METRICS_URL ADMIN_GRAPH_URL GRAPH_YAML
+import fs from 'node:fs';
 import { loadSdk, check, finish, until } from './sdk_lib.mjs';
 
-const [url, key, viewUrl, adminKey, metricsUrl] = process.argv.slice(2);
+const [url, key, viewUrl, adminKey, metricsUrl, graphUrl, graphFile] = process.argv.slice(2);
 const { Client } = await loadSdk('client/index.js');
 const { StreamableHTTPClientTransport } = await loadSdk('client/streamableHttp.js');
 const { ToolListChangedNotificationSchema } = await loadSdk('types.js');
@@ -35,6 +37,11 @@ try {
   check('notifications/tools/list_changed received', changes.length >= 1, changes);
   const after = (await client.listTools()).tools.map((t) => t.name).sort();
   check('tools/list shows the new selection', JSON.stringify(after) === JSON.stringify(['alpha.neg', 'plus']), after);
+  const up = await fetch(graphUrl, { method: 'PUT', headers: { Authorization: `Bearer ${adminKey}`, 'Content-Type': 'application/yaml' },
+    body: fs.readFileSync(graphFile) });
+  check('admin PUT of a new version of graph alpha → 201', up.status === 201, up.status);
+  await until(() => changes.length >= 2);
+  check('list_changed again: the view selects alpha\'s tools', changes.length >= 2, changes);
   await client.close();
   finish();
 } catch (e) {
