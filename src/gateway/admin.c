@@ -75,6 +75,8 @@ static bool tenant_exists(gg_gateway *gw, gg_http_res *res, const char *t) {
     return false;
 }
 
+bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant) { return tenant_exists(gw, res, tenant); }
+
 static int reply(gg_http_res *res, int status, json_t *body) {
     if (!body) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
     gg_http_res_json(res, status, body);

@@ -228,6 +228,8 @@ bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const ch
 /* The same, keeping the principal (for gw_admin_audit). */
 bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
                        gg_principal *pr);
+/* false with 404 (or the store's error) filled when tenant does not exist. */
+bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant);
 /* An audit log entry for a change by pr (details stolen, may be NULL). */
 void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action, const char *target,
                     json_t *details);

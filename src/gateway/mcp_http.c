@@ -1210,6 +1210,7 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
 /* ep's tenant-wide server (view NULL) or view's: false with 404 (no such view) or 503 (the
  * store cannot be read now) filled. */
 static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const char *view) {
+    if (!gw_admin_tenant_exists(gw, res, ep->tenant)) return false; /* 404 as for its graphs */
     gg_error err = GG_ERROR_INIT;
     snprintf(ep->graph, sizeof ep->graph, "%s%s", view ? GW_VIEWS_PREFIX : GW_TENANTWIDE, view ? view : "");
     if (view && strlen(view) > GW_VIEW_NAME_MAX) gg_error_set(&err, "not_found", "no view %s", view);

@@ -156,7 +156,9 @@ int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
     gg_principal pr;
-    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !view_name_ok(res, v)) return GG_HTTP_DONE;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !view_name_ok(res, v) ||
+        !gw_admin_tenant_exists(gw, res, t))
+        return GG_HTTP_DONE;
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
     gg_error err = GG_ERROR_INIT;

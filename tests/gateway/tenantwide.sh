@@ -73,6 +73,8 @@ INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":
 t "beta's key on acme's tenant-wide endpoint → 403" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_all" "$BETA" "" "$INIT")" 403
 t "no key → 401" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_all" "" "" "$INIT")" 401
 t "beta's own tenant-wide endpoint answers (empty list)" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/beta/_all" "$BETA" "" "$INIT")" 200
+t "an unknown tenant's tenant-wide endpoint → 404" \
+  eq "$(gw_rpc "$GG_TMP/x.json" "$GG_INT/internal/mcp/nobody/_all" "" "" "$INIT")" 404
 t "the internal twin answers without a key" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_INT/internal/mcp/acme/_all" "" "" "$INIT")" 200
 # views: admin REST, bad bodies, the SDK client on a view, list_changed on a change
 V="$GG_PUB/admin/tenants/acme/views"
@@ -91,6 +93,7 @@ t "two entries serving one name → 400"   eq "$(vcode bad '{"tools":[{"tool":"a
 many=$(python3 -c 'import json; print(json.dumps({"tools": [{"tool": "alpha.add", "name": "t%d" % i} for i in range(201)]}))')
 t "201 tools in one view → 400 (at most 200)" eq "$(vcode bad "$many")" "400 invalid_view"
 t "a view name with '_' → 400 invalid_name" eq "$(vcode bad_name "$PICK")" "400 invalid_name"
+t "a view in an unknown tenant → 404" eq "$(gg_curl "$GG_TMP/x.json" -X PUT -H "Authorization: Bearer $ADMIN" --data-binary "$PICK" "$GG_PUB/admin/tenants/nobody/views/v")" 404
 t "beta's key PUTs a view in acme → 403" eq "$(vput pick "$PICK" "$BETA")" 403
 t "GET of an unknown view → 404" eq "$(gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $ADMIN" "$V/nope")" 404
 t "MCP on an unknown view → 404" eq "$(gw_rpc "$GG_TMP/x.json" "$GG_PUB/mcp/acme/_views/nope" "$KEY" "" "$INIT")" 404
