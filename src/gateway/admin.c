@@ -33,6 +33,11 @@ bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const ch
     return admin_auth(gw, req, res, tenant, need, &pr);
 }
 
+bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
+                       gg_principal *pr) {
+    return admin_auth(gw, req, res, tenant, need, pr);
+}
+
 static int store_error(gg_http_res *res, gg_error *err) {
     gg_http_res_error_from(res, 0, err); /* the status comes from the code (src/util/errcode.c) */
     gg_error_clear(err);
@@ -47,6 +52,11 @@ static void audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, co
         gg_error_clear(&err);
     }
     json_decref(details);
+}
+
+void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action, const char *target,
+                    json_t *details) {
+    audit(gw, pr, tenant, action, target, details);
 }
 
 static bool valid_name(gg_http_res *res, const char *name, const char *what) {
@@ -64,6 +74,8 @@ static bool tenant_exists(gg_gateway *gw, gg_http_res *res, const char *t) {
     else gg_http_res_error(res, 404, "not_found", "no tenant %s", t);
     return false;
 }
+
+bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant) { return tenant_exists(gw, res, tenant); }
 
 static int reply(gg_http_res *res, int status, json_t *body) {
     if (!body) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
@@ -589,6 +601,10 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/tenants/{t}/usage", tenant_usage},
         {"GET", "/admin/tenants/{t}/downstream", gw_downstream_list},
         {"POST", "/admin/tenants/{t}/downstream/sync", gw_downstream_sync},
+        {"PUT", "/admin/tenants/{t}/views/{name}", gw_views_put},
+        {"GET", "/admin/tenants/{t}/views", gw_views_list},
+        {"GET", "/admin/tenants/{t}/views/{name}", gw_views_get},
+        {"DELETE", "/admin/tenants/{t}/views/{name}", gw_views_delete},
     };
     if (!(gw->uploads = gw_uploads_new(gw->cfg->graphs_upload_threads, gw->cfg->graphs_uploads_per_tenant))) {
         gg_error_set(err, "oom", "cannot start the graph upload threads");

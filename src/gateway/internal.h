@@ -51,6 +51,37 @@ gw_uploads *gw_uploads_new(int threads, int per_tenant);
 bool gw_uploads_submit(gw_uploads *u, const char *tenant, gw_job job, gg_error *err);
 void gw_uploads_stop(gw_uploads *u);
 
+/* ---- tenant-wide endpoint (tenantwide.c) -----------------------------------------------
+ * /mcp/{tenant}/_all: every active graph's tools as "<graph>.<tool>" (a name graphs cannot
+ * take: they are [a-z0-9-]). The server is built per request over the registry's servers
+ * (a new reference) or NULL + err when the store cannot list the graphs. */
+#define GW_TENANTWIDE "_all"
+typedef struct gw_twcache gw_twcache; /* servers built lately, reused while nothing changed */
+gw_twcache *gw_twcache_new(void);
+void gw_twcache_free(gw_twcache *c);
+mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view /* NULL = all */, gg_error *err);
+/* Which graph (and its version) and tool a tenant-wide or view server's tool name runs
+ * (strings borrowed from s): false for any other server or an unknown name. */
+bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version);
+/* The selected names of a view server that no graph offers now (new array). */
+json_t *gw_tenantwide_missing(mcp_server *s);
+/* ---- views (views.c): /mcp/{tenant}/_views/{name} over the admin REST's definitions ---- */
+#define GW_VIEWS_PREFIX "_views/"
+#define GW_VIEWS_MAX 100      /* views per tenant */
+#define GW_VIEW_TOOLS_MAX 200 /* tools per view */
+#define GW_VIEW_NAME_MAX 48   /* view names: [a-z0-9-], as graph names, at most this long */
+/* The view's server (new reference) or NULL + err ("not_found" for no such view). */
+mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view, gg_error *err);
+/* tenant/graph has a new active version or is gone: list_changed on the open GET streams of
+ * the tenant-wide endpoint and of each view selecting one of the graph's tools. */
+void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph);
+int gw_views_put(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_get(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_list(gg_http_req *req, gg_http_res *res, void *user);
+int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user);
+/* MCP 2025-11-25 tool name: 1..128 of [A-Za-z0-9_.-]. */
+bool gw_valid_tool_name(const char *s);
+
 /* ---- graph registry (registry.c) -------------------------------------------------------
  * (tenant, graph) → the active version number, and its compiled mcp_server in a bounded
  * LRU cache: compiled on first use through the loader, dropped past cache_size when nobody
@@ -152,6 +183,7 @@ struct gg_gateway {
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
+    struct gw_twcache *twcache; /* tenant-wide and view servers (tenantwide.c); NULL = none */
     uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
                                    every replica sharing it resumes them (else random) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
@@ -193,6 +225,14 @@ void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
 void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
 /* admin.c's authorization of a tenant route for other files: false = answered. */
 bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
+/* The same, keeping the principal (for gw_admin_audit). */
+bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
+                       gg_principal *pr);
+/* false with 404 (or the store's error) filled when tenant does not exist. */
+bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant);
+/* An audit log entry for a change by pr (details stolen, may be NULL). */
+void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *action, const char *target,
+                    json_t *details);
 
 /* ---- HTTP helpers (mcp_http.c) ---------------------------------------------------------- */
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false
@@ -257,6 +297,9 @@ void gw_streams_free(gw_streams *s);
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    mcp_server *srv, const gg_principal *pr);
 void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
+/* Whether some GET stream is open now on an endpoint of tenant whose graph part starts with
+ * prefix (the tenant-wide endpoints ask before they build a server to notify with). */
+bool gw_streams_any_on(gw_streams *s, const char *tenant, const char *prefix);
 void gw_streams_end_graph(gw_streams *s, const char *tenant, const char *graph);
 void gw_streams_end_session(gw_streams *s, const mcp_session *sess);
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed);

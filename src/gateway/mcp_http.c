@@ -454,12 +454,15 @@ static void job_answer(gw_call_job *j, char *body, int status) {
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
 static void job_make_record(gw_call_job *j) {
     if (!j->ep.is_graph) return;
+    /* a call through the tenant-wide endpoint or a view is recorded as the graph's own run */
+    const char *graph = j->ep.graph, *tool = mcp_call_tool(j->call);
+    int version = j->ep.version;
+    if (graph[0] == '_') gw_tenantwide_target(j->ep.srv, tool, &graph, &tool, &version);
     j->rec = j->gw->history
-                 ? gg_history_record_new(j->gw->history, j->ep.tenant, j->ep.graph, j->ep.version,
-                                         mcp_call_tool(j->call), j->has_key ? j->key_id : NULL,
-                                         mcp_call_arguments(j->call))
-                 : gg_exec_record_new(j->ep.tenant, j->ep.graph, j->ep.version, mcp_call_tool(j->call),
-                                      j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call));
+                 ? gg_history_record_new(j->gw->history, j->ep.tenant, graph, version, tool,
+                                         j->has_key ? j->key_id : NULL, mcp_call_arguments(j->call))
+                 : gg_exec_record_new(j->ep.tenant, graph, version, tool, j->has_key ? j->key_id : NULL,
+                                      mcp_call_arguments(j->call));
     if (!j->rec) return;
     gg_trace_id_hex(mcp_call_trace(j->call), j->rec->trace_id);
     /* a later input-required round writes the row of its run's first round */
@@ -1297,6 +1300,19 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
     return false;
 }
 
+/* ep's tenant-wide server (view NULL) or view's: false with 404 (no such view) or 503 (the
+ * store cannot be read now) filled. */
+static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const char *view) {
+    if (!gw_admin_tenant_exists(gw, res, ep->tenant)) return false; /* 404 as for its graphs */
+    gg_error err = GG_ERROR_INIT;
+    snprintf(ep->graph, sizeof ep->graph, "%s%s", view ? GW_VIEWS_PREFIX : GW_TENANTWIDE, view ? view : "");
+    if (view && strlen(view) > GW_VIEW_NAME_MAX) gg_error_set(&err, "not_found", "no view %s", view);
+    else ep->srv = view ? gw_view_server(gw, ep->tenant, view, &err) : gw_tenantwide_server(gw, ep->tenant, NULL, &err);
+    if (!ep->srv) gg_http_res_error_from(res, 0, &err); /* not_found → 404, store errors → 5xx */
+    gg_error_clear(&err);
+    return ep->srv != NULL;
+}
+
 /* Resolve, authenticate and run one MCP request on an endpoint. mount NULL = graph route. */
 static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mount *mount) {
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
@@ -1320,7 +1336,9 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
         snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
         snprintf(ep.graph, sizeof ep.graph, "%s", g);
         ep.is_graph = true;
-        if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
+        if (!g) { /* /mcp/{tenant}/_all or /mcp/{tenant}/_views/{view} (tenantwide.c, views.c) */
+            if (!tenantwide_server(gw, res, &ep, gg_http_param(req, "view"))) return GG_HTTP_DONE;
+        } else if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
     snprintf(ep.caller, sizeof ep.caller, "%s", mount ? (prp ? prp->tenant : "") : ep.tenant);
     if (!ep.srv) {
@@ -1425,7 +1443,14 @@ bool gw_mcp_install_routes(gg_gateway *gw, gg_error *err) {
     static const char *const methods[] = {"POST", "GET", "DELETE"};
     for (size_t i = 0; i < 3; i++) {
         if (!gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
-            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err))
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/{graph}", on_graph_mcp, gw, err) ||
+            !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw, err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/" GW_TENANTWIDE, on_graph_mcp, gw,
+                           err) ||
+            !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], "/mcp/{tenant}/" GW_VIEWS_PREFIX "{view}", on_graph_mcp, gw,
+                           err) ||
+            !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], "/internal/mcp/{tenant}/" GW_VIEWS_PREFIX "{view}",
+                           on_graph_mcp, gw, err))
             return false;
     }
     return gg_router_add(r, GG_LISTENER_INTERNAL, "POST", "/internal/tenants/{t}/graphs/{g}/tools/{tool}/call",

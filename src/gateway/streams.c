@@ -785,6 +785,20 @@ void gw_streams_end_session(gw_streams *s, const mcp_session *sess) {
 void gw_streams_registry_hook(void *user, const char *tenant, const char *graph, bool removed) {
     if (removed) gw_streams_end_graph(user, tenant, graph);
     else gw_streams_tools_changed(user, tenant, graph, NULL);
+    gw_tenantwide_graph_changed(((gw_streams *)user)->gw, tenant, graph); /* tenantwide.c */
+}
+
+/* See internal.h: a prefix match, cheap enough to ask on every graph change. */
+bool gw_streams_any_on(gw_streams *s, const char *tenant, const char *prefix) {
+    bool any = false;
+    size_t n = strlen(prefix);
+    if (!s) return false;
+    pthread_mutex_lock(&s->mu);
+    for (size_t b = 0; !any && s->entries && b < BUCKETS; b++)
+        for (ssess *ss = s->buckets[b]; !any && ss; ss = ss->next)
+            any = strcmp(ss->tenant, tenant) == 0 && strncmp(ss->graph, prefix, n) == 0;
+    pthread_mutex_unlock(&s->mu);
+    return any;
 }
 
 /* Streams open now that count in tenant's bound. */

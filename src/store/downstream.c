@@ -37,6 +37,17 @@ static bool put_conn(gg_store_conn *c, const char *tenant, const char *server, c
     return step_done(c, st, err);
 }
 
+typedef struct put_args {
+    const char *tenant, *server, *text;
+    size_t count;
+    long long fetched_ms;
+} put_args;
+
+static bool put_tx(gg_store_conn *c, void *user, gg_error *err) {
+    put_args *a = user;
+    return put_conn(c, a->tenant, a->server, a->text, a->count, a->fetched_ms, err);
+}
+
 bool gg_store_downstream_put(gg_store *s, const char *tenant, const char *server, json_t *tools, long long fetched_ms,
                              gg_error *err) {
     char *text = json_dumps(tools, JSON_COMPACT);
@@ -44,15 +55,8 @@ bool gg_store_downstream_put(gg_store *s, const char *tenant, const char *server
         gg_error_set(err, "oom", "out of memory");
         return false;
     }
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    bool ok = c && gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    if (ok) {
-        ok = put_conn(c, tenant, server, text, json_array_size(tools), fetched_ms, err);
-        gg_error e = GG_ERROR_INIT;
-        if (!gg_store_conn_exec(c, ok ? "COMMIT" : "ROLLBACK", ok ? err : &e)) ok = false;
-        gg_error_clear(&e);
-    }
-    if (c) gg_store_conn_release(s, c);
+    put_args a = {tenant, server, text, json_array_size(tools), fetched_ms};
+    bool ok = gg_store_write_tx(s, put_tx, &a, err);
     free(text);
     return ok;
 }
@@ -67,24 +71,7 @@ static json_t *row_json(gg_db_stmt *st) {
 
 /* Rows of sql for tenant (and server when not NULL) as an array. */
 static json_t *query(gg_store *s, const char *sql, const char *tenant, const char *server, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return NULL;
-    json_t *arr = json_array();
-    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
-    int rc = SQLITE_ERROR;
-    if (st) {
-        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        if (server) gg_db_bind_text(st, 2, server, -1, SQLITE_STATIC);
-        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
-            json_t *o = row_json(st);
-            if (!o || json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
-        }
-        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "downstream_tools");
-        gg_db_reset(st);
-    }
-    gg_store_conn_release(s, c);
-    if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
-    return arr;
+    return gg_store_tenant_rows(s, sql, tenant, server, row_json, "downstream_tools", err);
 }
 
 json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *server, gg_error *err) {

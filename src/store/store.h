@@ -533,7 +533,7 @@ json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *ser
 /* Every catalog of the tenant, as _get answers, ordered by server. */
 json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err);
 
-/* ---- tasks of the MCP tasks extension (tasks.c, migration 0008) ----------------------
+/* ---- tasks of the MCP tasks extension (tasks.c, migration 0009) ----------------------
  * A row per task; every call names the tenant (another tenant's id is not found). */
 typedef struct gg_task_row {
     char id[48], tenant[64], graph[64], tool[160], key_id[64], status[16];
@@ -556,5 +556,20 @@ bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from,
 /* At start: the working tasks of owner (NULL: all — one process per SQLite database) failed
  * as interrupted; how many, or -1 + err. */
 long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_error *err);
+
+/* ---------------------------------------------------------------------------------------
+ * Views of the tenant-wide MCP endpoint (views.c, migration 0010): a named, validated JSON
+ * definition per tenant (the gateway checks its shape; the store keeps what it gets).
+ * ------------------------------------------------------------------------------------- */
+/* Create or replace; "quota_exceeded" when creating would pass max_views (0 = no bound);
+ * *created tells which. */
+bool gg_store_view_put(gg_store *s, const char *tenant, const char *name, json_t *definition, int max_views,
+                       bool *created, gg_error *err);
+/* {"name","definition","updated_at"} (new reference) or NULL + "not_found". */
+json_t *gg_store_view_get(gg_store *s, const char *tenant, const char *name, gg_error *err);
+/* Every view of the tenant, as _get answers, ordered by name. */
+json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err);
+/* "not_found" when there is none. */
+bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
 
 #endif

@@ -80,6 +80,13 @@ int gg_store_bind_text(gg_db_stmt *st, int idx, const char *text);
 /* Copy a column's text (NULL stays NULL); sets *oom on allocation failure. */
 char *gg_store_column_strdup(gg_db_stmt *st, int col, bool *oom);
 
+/* rows.c: fn on one connection inside BEGIN IMMEDIATE … COMMIT (ROLLBACK when it fails). */
+bool gg_store_write_tx(gg_store *s, bool (*fn)(gg_store_conn *c, void *user, gg_error *err), void *user,
+                       gg_error *err);
+/* rows.c: the rows of sql bound to (tenant, key — not bound when NULL), each made by row,
+ * as a new array; NULL + err (a db error names table). */
+json_t *gg_store_tenant_rows(gg_store *s, const char *sql, const char *tenant, const char *key,
+                             json_t *(*row)(gg_db_stmt *st), const char *table, gg_error *err);
 /* Bump a generation counter inside the caller's transaction. */
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err);
 /* A JSON TEXT column as a value (NULL → json null; non-JSON text → string). */

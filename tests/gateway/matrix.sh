@@ -43,7 +43,12 @@ gw_get() {
   curl -sS -m 1 -o /dev/null -w '%{http_code}' "${args[@]}" "$1" 2>/dev/null
 }
 
-# ---- the matrix: MCP methods
+# ---- the matrix: MCP methods, on the graph's endpoint and on the tenant-wide one (its
+# tools named <graph>.<tool>, same keys, same answers)
+for ep in switch _all; do
+MCP="$GG_PUB/mcp/acme/$ep"
+name=$TOOL; [ $ep = _all ] && name="switch.$TOOL"
+CALL="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"$name\",\"arguments\":{\"value\":42}}}"
 for who in none bad revoked other read exec rw gw health admin; do
   case $who in none) k="";; bad) k=$BAD;; revoked) k=$REVOKED;; other) k=$OTHER;; read) k=$READ;; exec) k=$EXEC;;
     rw) k=$RW;; gw) k=$GW;; health) k=$HEALTH;; admin) k=$ADMIN;; esac
@@ -55,11 +60,14 @@ for who in none bad revoked other read exec rw gw health admin; do
     gw|health) e_init=403; e_list=403; e_call=403;; esac
   sid=""
   [ "$e_init" = 200 ] && sid=$(gw_init "$MCP" "$k")
-  t "matrix $who: initialize → $e_init" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "" "$INIT")" "$e_init"
-  t "matrix $who: tools/list → $e_list" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$LIST")" "$e_list"
-  t "matrix $who: tools/call → $e_call" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$CALL")" "$e_call"
-  t "matrix $who: GET stream → $e_init" eq "$(gw_get "$MCP" "$k" "$sid")" "$e_init" # needs tools:read, like initialize
+  t "matrix $ep $who: initialize → $e_init" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "" "$INIT")" "$e_init"
+  t "matrix $ep $who: tools/list → $e_list" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$LIST")" "$e_list"
+  t "matrix $ep $who: tools/call → $e_call" eq "$(gw_rpc "$GG_TMP/m.json" "$MCP" "$k" "$sid" "$CALL")" "$e_call"
+  t "matrix $ep $who: GET stream → $e_init" eq "$(gw_get "$MCP" "$k" "$sid")" "$e_init" # needs tools:read, like initialize
 done
+done
+MCP="$GG_PUB/mcp/acme/switch"
+CALL="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"$TOOL\",\"arguments\":{\"value\":42}}}"
 sid=$(gw_init "$MCP" "$READ")
 gw_rpc "$GG_TMP/s.json" "$MCP" "$READ" "$sid" "$CALL" >/dev/null
 t "403 names the missing scope" grep -q '"required_scope":"tools:execute"' "$GG_TMP/s.json"
@@ -83,6 +91,9 @@ admin_case "GET versions" GET /admin/tenants/acme/graphs/switch/versions "" 401 
 admin_case "GET executions" GET /admin/tenants/acme/executions "" 401 401 401 403 403 200 200
 admin_case "GET keys" GET /admin/tenants/acme/keys "" 401 401 401 403 403 403 200
 admin_case "POST key" POST /admin/tenants/acme/keys '{"scopes":["tools:read"],"name":"x"}' 401 401 401 403 403 403 201
+admin_case "PUT view" PUT /admin/tenants/acme/views/v1 '{"tools":[{"tool":"switch.x"}]}' 401 401 401 403 403 201 200
+admin_case "GET views" GET /admin/tenants/acme/views "" 401 401 401 403 403 200 200
+admin_case "GET view" GET /admin/tenants/acme/views/v1 "" 401 401 401 403 403 200 200
 admin_case "GET audit" GET /admin/audit "" 401 401 401 403 403 403 200
 admin_case "PUT tenant" PUT /admin/tenants/delta "" 401 401 401 403 403 403 201
 t "PUT of an existing tenant → 200 (created false)" eq "$(gg_curl "$GG_TMP/a.json" -X PUT -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/delta"; jget "$GG_TMP/a.json" 'd["created"]')" "200False"
@@ -134,7 +145,7 @@ gg_curl "$GG_TMP/e2.json" -H "Authorization: Bearer $OTHER" "$GG_PUB/admin/tenan
 t "other tenant's execution list does not show acme runs" python3 -c "import json; d=json.load(open('$GG_TMP/e2.json')); assert all(e['tenant']=='beta' for e in d['executions'])"
 t "executions: bad status filter → 400" eq "$(gg_curl "$GG_TMP/a.json" -H "Authorization: Bearer $GW" "$GG_PUB/admin/tenants/acme/executions?status=nope")" 400
 gg_curl "$GG_TMP/au.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/audit?tenant=acme" >/dev/null
-t "audit log records graph.put and graph.activate" python3 -c "import json; d=json.load(open('$GG_TMP/au.json')); a={e['action'] for e in d['entries']}; assert {'graph.put','graph.activate','key.create'} <= a, a"
+t "audit log records graph.put and graph.activate" python3 -c "import json; d=json.load(open('$GG_TMP/au.json')); a={e['action'] for e in d['entries']}; assert {'graph.put','graph.activate','key.create','view.create','view.update'} <= a, a"
 t "delete graph → 200" eq "$(gg_curl "$GG_TMP/a.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/other")" 200
 t "deleted graph's endpoint → 404" eq "$(gw_rpc "$GG_TMP/m.json" "$GG_PUB/mcp/acme/other" "$RW" "" "$INIT")" 404
 NEWKEY=$(gg_curl "$GG_TMP/k.json" -X POST -H "Authorization: Bearer $ADMIN" --data-binary '{"scopes":"tools:read","name":"tmp"}' "$GG_PUB/admin/tenants/acme/keys" >/dev/null; jget "$GG_TMP/k.json" 'd["key"]')

@@ -1,0 +1,220 @@
+/* views.c — views of the tenant-wide MCP endpoint: admin REST and their MCP servers.
+ *
+ * PUT /admin/tenants/{t}/views/{name} stores a definition
+ *   {"description"?: text, "tools": [{"tool": "<graph>.<tool>", "name"?: new name,
+ *                                     "description"?: text}, ...]}
+ * checked here (clear 400s naming the member), bounded (GW_VIEWS_MAX views per tenant,
+ * GW_VIEW_TOOLS_MAX tools per view) and served at /mcp/{tenant}/_views/{name}. A selected
+ * tool that no active graph offers is not an error: GET reports it under "missing" and the
+ * view's tools/list leaves it out. Changing or deleting a view sends list_changed on its
+ * open GET streams; so does a new version of a graph the view selects from.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/internal.h"
+
+#define VIEW_DESC_MAX 4096
+
+static bool bad(gg_error *err, const char *fmt, const char *what, size_t i) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, i, what);
+    gg_error_set(err, "invalid_view", "%s", msg);
+    return false;
+}
+
+static bool short_text(json_t *v) { return !v || (json_is_string(v) && json_string_length(v) <= VIEW_DESC_MAX); }
+
+/* One selection entry i: {"tool", "name"?, "description"?}; the name it serves under goes
+ * into seen (duplicates refused). */
+static bool check_entry(json_t *e, size_t i, json_t *seen, gg_error *err) {
+    if (!json_is_object(e)) return bad(err, "tools[%zu]: %s", "must be an object", i);
+    const char *k;
+    json_t *v;
+    json_object_foreach(e, k, v) if (strcmp(k, "tool") && strcmp(k, "name") && strcmp(k, "description"))
+        return bad(err, "tools[%zu]: unknown member (allowed: %s)", "tool, name, description", i);
+    const char *tool = json_string_value(json_object_get(e, "tool"));
+    if (!tool || !strchr(tool, '.') || !gw_valid_tool_name(tool))
+        return bad(err, "tools[%zu].tool: %s", "must be a \"<graph>.<tool>\" name of the tenant-wide endpoint", i);
+    json_t *name = json_object_get(e, "name");
+    if (name && (!json_is_string(name) || !gw_valid_tool_name(json_string_value(name))))
+        return bad(err, "tools[%zu].name: %s", "must be 1..128 characters of A-Z a-z 0-9 _ - . (MCP tool names)", i);
+    if (!short_text(json_object_get(e, "description")))
+        return bad(err, "tools[%zu].description: %s", "must be a string of at most 4096 bytes", i);
+    const char *as = name ? json_string_value(name) : tool;
+    if (json_object_get(seen, as)) return bad(err, "tools[%zu]: %s", "serves a name an earlier entry already serves", i);
+    json_object_set_new(seen, as, json_true());
+    return true;
+}
+
+/* The definition's shape (see the top of the file). */
+static bool view_check(json_t *d, gg_error *err) {
+    if (!json_is_object(d)) return gg_error_set(err, "invalid_view", "the body must be a JSON object"), false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(d, k, v) if (strcmp(k, "tools") && strcmp(k, "description"))
+        return gg_error_set(err, "invalid_view", "unknown member '%s' (allowed: tools, description)", k), false;
+    if (!short_text(json_object_get(d, "description")))
+        return gg_error_set(err, "invalid_view", "description must be a string of at most 4096 bytes"), false;
+    json_t *tools = json_object_get(d, "tools");
+    if (!json_is_array(tools) || json_array_size(tools) == 0 || json_array_size(tools) > GW_VIEW_TOOLS_MAX)
+        return gg_error_set(err, "invalid_view", "tools must be an array of 1..%d selections", GW_VIEW_TOOLS_MAX), false;
+    json_t *seen = json_object();
+    bool ok = true;
+    for (size_t i = 0; ok && i < json_array_size(tools); i++) ok = check_entry(json_array_get(tools, i), i, seen, err);
+    json_decref(seen);
+    return ok;
+}
+
+/* See internal.h. */
+mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view, gg_error *err) {
+    json_t *row = gg_store_view_get(gw->store, tenant, view, err);
+    if (!row) return NULL;
+    mcp_server *s = gw_tenantwide_server(gw, tenant, json_object_get(row, "definition"), err);
+    json_decref(row);
+    return s;
+}
+
+/* list_changed on the open GET streams of tenant's view (with its current server). */
+static void view_changed(gg_gateway *gw, const char *tenant, const char *view) {
+    char ep[GG_NAME_MAX + 1];
+    snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, view);
+    if (!gw_streams_any_on(gw->streams, tenant, ep)) return;
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = gw_view_server(gw, tenant, view, &err);
+    gg_error_clear(&err);
+    if (s) gw_streams_tools_changed(gw->streams, tenant, ep, s);
+    else gw_streams_end_graph(gw->streams, tenant, ep); /* deleted: its streams end */
+    mcp_server_unref(s);
+}
+
+/* Whether view definition d selects a tool of graph ("<graph>."). */
+static bool selects_from(json_t *d, const char *graph) {
+    size_t i, n = strlen(graph);
+    json_t *e;
+    json_array_foreach(json_object_get(d, "tools"), i, e) {
+        const char *tool = json_string_value(json_object_get(e, "tool"));
+        if (tool && strncmp(tool, graph, n) == 0 && tool[n] == '.') return true;
+    }
+    return false;
+}
+
+/* See internal.h. */
+void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph) {
+    if (!gw || !gw->store) return;
+    if (gw_streams_any_on(gw->streams, tenant, GW_TENANTWIDE)) {
+        gg_error err = GG_ERROR_INIT;
+        mcp_server *s = gw_tenantwide_server(gw, tenant, NULL, &err);
+        gg_error_clear(&err);
+        if (s) gw_streams_tools_changed(gw->streams, tenant, GW_TENANTWIDE, s);
+        mcp_server_unref(s);
+    }
+    if (!gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX)) return; /* e.g. the sync at start */
+    gg_error err = GG_ERROR_INIT;
+    json_t *views = gg_store_views_list(gw->store, tenant, &err);
+    gg_error_clear(&err);
+    size_t i;
+    json_t *v;
+    json_array_foreach(views, i, v) if (selects_from(json_object_get(v, "definition"), graph))
+        view_changed(gw, tenant, json_string_value(json_object_get(v, "name")));
+    json_decref(views);
+}
+
+/* ---- REST -------------------------------------------------------------------------------- */
+
+static int answer_error(gg_http_res *res, gg_error *err) {
+    gg_http_res_error_from(res, strcmp(err->code, "invalid_view") == 0 ? 400 : 0, err);
+    gg_error_clear(err);
+    return GG_HTTP_DONE;
+}
+
+/* The stored row plus what the tenant's graphs offer now: "missing" selected names. */
+static json_t *with_missing(gg_gateway *gw, const char *tenant, json_t *row) {
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = gw_tenantwide_server(gw, tenant, json_object_get(row, "definition"), &err);
+    gg_error_clear(&err);
+    json_object_set_new(row, "missing", s ? gw_tenantwide_missing(s) : json_null());
+    json_object_set_new(row, "tool_count", json_integer(s ? (json_int_t)mcp_server_tool_count(s) : 0));
+    char url[GG_NAME_MAX * 2 + 32];
+    snprintf(url, sizeof url, "/mcp/%s/%s%s", tenant, GW_VIEWS_PREFIX, json_string_value(json_object_get(row, "name")));
+    json_object_set_new(row, "endpoint", json_string(url));
+    mcp_server_unref(s);
+    return row;
+}
+
+static bool view_name_ok(gg_http_res *res, const char *v) {
+    gg_error err = GG_ERROR_INIT;
+    if (strlen(v) <= GW_VIEW_NAME_MAX && gg_auth_valid_name(v, "view", &err)) return true;
+    gg_http_res_error(res, 400, "invalid_name", "a view name is 1..%d characters of [a-z0-9-], not starting or ending with '-'",
+                      GW_VIEW_NAME_MAX);
+    gg_error_clear(&err);
+    return false;
+}
+
+int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
+    gg_principal pr;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !view_name_ok(res, v) ||
+        !gw_admin_tenant_exists(gw, res, t))
+        return GG_HTTP_DONE;
+    size_t len = 0;
+    const char *body = gg_http_body(req, &len);
+    gg_error err = GG_ERROR_INIT;
+    json_error_t je;
+    json_t *d = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!d) {
+        gg_http_res_error(res, 400, "invalid_json", "the body must be a JSON view definition%s%s", len ? ": " : "",
+                          len ? je.text : "");
+        return GG_HTTP_DONE;
+    }
+    bool created = false;
+    if (!view_check(d, &err) || !gg_store_view_put(gw->store, t, v, d, GW_VIEWS_MAX, &created, &err)) {
+        json_decref(d);
+        return answer_error(res, &err);
+    }
+    gw_admin_audit(gw, &pr, t, created ? "view.create" : "view.update", v,
+                   json_pack("{s:I}", "tools", (json_int_t)json_array_size(json_object_get(d, "tools"))));
+    json_decref(d);
+    view_changed(gw, t, v);
+    json_t *row = gg_store_view_get(gw->store, t, v, &err);
+    if (!row) return answer_error(res, &err);
+    gg_http_res_json(res, created ? 201 : 200, with_missing(gw, t, row));
+    return GG_HTTP_DONE;
+}
+
+int gw_views_get(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
+    if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *row = gg_store_view_get(gw->store, t, v, &err);
+    if (!row) return answer_error(res, &err);
+    gg_http_res_json(res, 200, with_missing(gw, t, row));
+    return GG_HTTP_DONE;
+}
+
+int gw_views_list(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "t");
+    if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_views_list(gw->store, t, &err);
+    if (!l) return answer_error(res, &err);
+    gg_http_res_json(res, 200, json_pack("{s:s,s:o}", "tenant", t, "views", l));
+    return GG_HTTP_DONE;
+}
+
+int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "t"), *v = gg_http_param(req, "name");
+    gg_principal pr;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    if (!gg_store_view_delete(gw->store, t, v, &err)) return answer_error(res, &err);
+    gw_admin_audit(gw, &pr, t, "view.delete", v, NULL);
+    view_changed(gw, t, v);
+    gg_http_res_json(res, 200, json_pack("{s:b}", "deleted", 1));
+    return GG_HTTP_DONE;
+}
