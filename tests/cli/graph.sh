@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# graphgate graph validate / graphgate run end to end, including the shared file_utils.yaml
+# graphgate graph validate / graphgate run end to end (tests/cli), including the shared file_utils.yaml
 # against the real @modelcontextprotocol/server-filesystem (and, for comparison, mcpgraph
 # 0.1.23 on the same file in the same layout). Prints "N passed, N failed".
 set -uo pipefail
