@@ -99,7 +99,7 @@ static json_t *tk_jsonata(toolkit *tk, json_t *args, const mcp_call_ctx *ctx) {
     jsonata_options o = {0};
     o.time_limit_ms = TK_EVAL_MS;
     o.max_memory_bytes = (long)tk->gw->cfg->limits_eval_memory_bytes;
-    o.max_stack_bytes = 1L << 20; /* workers run on smaller stacks than the main thread */
+    o.max_stack_bytes = 1L << 20; /* well inside a worker thread's stack, ASan frames included */
     o.cancel = ctx ? ctx->cancelled : NULL;
     gg_error e = GG_ERROR_INIT;
     json_t *v = jsonata_eval_string(json_string_value(je), json_object_get(args, "context"), bind, &o, &e);

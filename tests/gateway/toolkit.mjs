@@ -91,6 +91,9 @@ try {
   const ms = Date.now() - t0;
   check(`an endless expression stops with the time limit (D1012, 2 s) in ${ms} ms`,
     loop.isError && loop.structuredContent.error.code === 'D1012' && ms >= 1900 && ms < 15000, loop.structuredContent);
+  const deep = await tk.callTool({ name: 'test_jsonata', arguments: { expression: '('.repeat(20000) + '1' + ')'.repeat(20000) } });
+  check('20000 nested parentheses: an error result, the server keeps answering',
+    deep.isError && typeof deep.structuredContent.error.code === 'string', deep.structuredContent);
   const u = await tk.callTool({ name: 'test_jsonata', arguments: { expression: 'nothing', context: {} } });
   check('test_jsonata: undefined is told apart from null', !u.isError && u.structuredContent.undefined === true, u);
 
