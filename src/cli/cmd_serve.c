@@ -55,7 +55,7 @@ static bool install_subsystems(gg_app *app, gg_error *err) {
     bool mounted = nodes && gg_gateway_mount(gw, "nodes", nodes, err);
     if (!nodes) gg_error_set(err, "oom", "out of memory");
     mcp_provider_unref(nodes);
-    if (!mounted) return false;
+    if (!mounted || !gg_gateway_mount_toolkit(gw, err)) return false; /* /mcp/toolkit */
     return gg_console_install(app, gg_gateway_auth(gw), err); /* web console at /console */
 }
 
