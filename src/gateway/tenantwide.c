@@ -110,7 +110,7 @@ static void tw_call_tool_async(mcp_provider *p, const char *name, json_t *argume
     tw_wait *w = gp ? calloc(1, sizeof *w) : NULL;
     if (!w) {
         gg_error err = GG_ERROR_INIT;
-        gg_error_set(&err, gp ? "internal" : "unknown_tool", gp ? "out of memory" : "Unknown tool: %s", name);
+        gg_error_set(&err, gp ? "oom" : "unknown_tool", gp ? "out of memory" : "Unknown tool: %s", name);
         done(user, NULL, &err);
         gg_error_clear(&err);
         return;
@@ -208,7 +208,7 @@ static bool tw_gather(gg_gateway *gw, tw *t, const char *tenant, gg_strbuf *sig,
     t->graphs = json_array();
     if (!t->srv) {
         json_decref(graphs);
-        gg_error_set(err, "internal", "out of memory");
+        gg_error_set(err, "oom", "out of memory");
         return false;
     }
     for (size_t i = 0; i < cap; i++) {
@@ -335,7 +335,7 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
     tw *t = tw_new(tenant);
     gg_strbuf sig = GG_STRBUF_INIT;
     if (!t || !tw_gather(gw, t, tenant, &sig, err)) {
-        if (!t) gg_error_set(err, "internal", "out of memory");
+        if (!t) gg_error_set(err, "oom", "out of memory");
         tw_free(t);
         gg_strbuf_free(&sig);
         return NULL;
@@ -351,7 +351,7 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
         return s;
     }
     mcp_provider *p = tw_provider_new(t, view);
-    if (!p) gg_error_set(err, "internal", "out of memory");
+    if (!p) gg_error_set(err, "oom", "out of memory");
     else {
         s = mcp_server_new(p, NULL, err);
         mcp_provider_unref(p);
