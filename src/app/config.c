@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -300,23 +301,35 @@ static bool check_range(const key_def *k, double v, const char *text, gg_error *
     return true;
 }
 
+/* A number key's text read by the one core-schema rule graphs and node specs use (0x1F
+ * and 0o17 are integers, .inf/.nan are not numbers), from the file, environment or a flag
+ * alike. */
+static bool core_number(const char *v, double *out) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *j = gg_yaml_plain_scalar(v, strlen(v), &e);
+    gg_error_clear(&e);
+    bool ok = j && json_is_number(j);
+    if (ok) *out = json_number_value(j);
+    json_decref(j);
+    return ok;
+}
+
 /* Set a scalar key from text. */
 static bool set_scalar(gg_config *c, const key_def *k, const char *v, gg_error *err) {
     void *slot = (char *)c + k->offset;
     double d;
-    const char *rest;
     switch (k->type) {
     case T_STR:
         return set_str(slot, v, err);
     case T_INT:
     case T_LL:
-        if (!parse_number(v, &d, &rest) || *rest || floor(d) != d) break;
+        if (!core_number(v, &d) || floor(d) != d) break;
         if (!check_range(k, d, v, err)) return false;
         if (k->type == T_INT) *(int *)slot = (int)d;
         else *(long long *)slot = (long long)d;
         return true;
     case T_DOUBLE:
-        if (!parse_number(v, &d, &rest) || *rest) break;
+        if (!core_number(v, &d)) break;
         if (!check_range(k, d, v, err)) return false;
         *(double *)slot = d;
         return true;

@@ -3,8 +3,6 @@
  * schema (null, booleans, integers, floats; quoted and block scalars stay strings). */
 #include "specs/internal.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -54,59 +52,6 @@ static bool yj_push(gg_strbuf *b, const char *key) {
         else gg_strbuf_putc(b, *k);
     }
     return !b->oom;
-}
-
-static const char *digits(const char *s) {
-    while (*s >= '0' && *s <= '9') s++;
-    return s;
-}
-
-/* [-+]?[0-9]+ */
-static bool is_int(const char *s) {
-    if (*s == '-' || *s == '+') s++;
-    const char *e = digits(s);
-    return e != s && *e == '\0';
-}
-
-/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
-static bool is_float(const char *s) {
-    if (*s == '-' || *s == '+') s++;
-    const char *e = digits(s);
-    bool int_part = e != s;
-    if (*e == '.') {
-        const char *f = digits(e + 1);
-        if (!int_part && f == e + 1) return false;
-        e = f;
-    } else if (!int_part) {
-        return false;
-    }
-    if (*e == 'e' || *e == 'E') {
-        e++;
-        if (*e == '-' || *e == '+') e++;
-        const char *x = digits(e);
-        if (x == e) return false;
-        e = x;
-    }
-    return *e == '\0';
-}
-
-/* The core schema's resolution of a plain scalar. */
-static json_t *yj_plain(const char *s, size_t n) {
-    if (n == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
-        strcmp(s, "NULL") == 0)
-        return json_null();
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) return json_true();
-    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) return json_false();
-    if (n < 40 && is_int(s)) {
-        errno = 0;
-        long long v = strtoll(s, NULL, 10);
-        if (errno == 0) return json_integer(v);
-    }
-    if (n < 60 && is_float(s)) {
-        double v = strtod(s, NULL);
-        if (isfinite(v)) return json_real(v);
-    }
-    return json_stringn(s, n);
 }
 
 static json_t *yj_node(yj_ctx *c, yaml_event_t *ev, int depth);
@@ -204,9 +149,13 @@ static json_t *yj_node(yj_ctx *c, yaml_event_t *ev, int depth) {
             yj_fail(c, &ev->start_mark, "unsupported tag '%s'", tag);
             return NULL;
         }
-        json_t *v = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? yj_plain(s, n) : json_stringn(s, n);
-        if (!v) yj_fail(c, &ev->start_mark, "scalar is not valid UTF-8%s", NULL);
-        return v;
+        /* plain scalars resolve by the one core-schema rule in util (the same as graphs) */
+        json_t *v = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? gg_yaml_plain_scalar(s, n, c->err)
+                                                                      : json_stringn(s, n);
+        if (v) return v;
+        if (gg_error_is_set(c->err)) gg_error_set_pos(c->err, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1);
+        else yj_fail(c, &ev->start_mark, "scalar is not valid UTF-8%s", NULL);
+        return NULL;
     }
     case YAML_MAPPING_START_EVENT:
         return yj_mapping(c, ev, depth);
