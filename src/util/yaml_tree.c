@@ -8,7 +8,7 @@
  * (one long string aliased many times is few nodes but much memory), and expanded
  * nesting stays under YT_MAX_DEPTH. An alias to a node still being built (a cycle) is
  * refused. Anchors are found by hash, so 40k anchors and aliases cost linear time. */
-#include "graph/internal.h"
+#include "util/yaml.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +176,7 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
         gg_error_set(err, "oom", "out of memory");
         return false;
     }
-    d->arena->max_alias_nodes = max_alias_nodes ? max_alias_nodes : GG_GRAPH_MAX_ALIAS_NODES;
+    d->arena->max_alias_nodes = max_alias_nodes ? max_alias_nodes : GG_YAML_MAX_ALIAS_NODES;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         gg_error_set(err, "oom", "cannot initialize the YAML parser");
@@ -203,7 +203,7 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
         case YAML_STREAM_END_EVENT: done = true; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++docs > 1) {
-                yt_err(err, &ev.start_mark, "yaml", "a graph file holds exactly one YAML document");
+                yt_err(err, &ev.start_mark, "yaml", "a YAML file holds exactly one document");
                 ok = false;
             }
             break;
