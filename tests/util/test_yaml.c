@@ -152,7 +152,7 @@ START_TEST(bounds_hold_in_every_reader) {
     ck_assert(!specs_yaml_parse(deep, strlen(deep), &sd, &e));
     ck_assert_int_gt(e.line, 0);
     gg_error_clear(&e);
-    /* an alias bomb: graphs bound the expansion, specs refuse aliases */
+    /* an alias bomb: both readers bound the expansion the same way */
     const char *bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
                        "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
                        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
@@ -163,9 +163,11 @@ START_TEST(bounds_hold_in_every_reader) {
     ck_assert(!ydoc_parse(&d, bomb, strlen(bomb), 0, &e));
     ck_assert_str_eq(e.code, "yaml_alias");
     ck_assert_int_gt(e.line, 0);
+    int bomb_line = e.line;
     gg_error_clear(&e);
     ck_assert(!specs_yaml_parse(bomb, strlen(bomb), &sd, &e));
-    ck_assert_int_eq(e.line, 2);
+    ck_assert_str_eq(e.code, "yaml_alias");
+    ck_assert_int_eq(e.line, bomb_line);
     gg_error_clear(&e);
     /* duplicate keys: specs refuse at the second key's position; graphs report both */
     const char *dup = "k: 1\nk: 2\n";
