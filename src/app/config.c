@@ -3,9 +3,11 @@
  * the file parser, the environment, the flags and the dump all work from it, so a key
  * cannot be accepted in one place and unknown in another. */
 #include "app/app.h"
+#include "util/yaml.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,7 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 extern char **environ;
 
@@ -304,23 +305,35 @@ static bool check_range(const key_def *k, double v, const char *text, gg_error *
     return true;
 }
 
+/* A number key's text read by the one core-schema rule graphs and node specs use (0x1F
+ * and 0o17 are integers, .inf/.nan are not numbers), from the file, environment or a flag
+ * alike. */
+static bool core_number(const char *v, double *out) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *j = gg_yaml_plain_scalar(v, strlen(v), &e);
+    gg_error_clear(&e);
+    bool ok = j && json_is_number(j);
+    if (ok) *out = json_number_value(j);
+    json_decref(j);
+    return ok;
+}
+
 /* Set a scalar key from text. */
 static bool set_scalar(gg_config *c, const key_def *k, const char *v, gg_error *err) {
     void *slot = (char *)c + k->offset;
     double d;
-    const char *rest;
     switch (k->type) {
     case T_STR:
         return set_str(slot, v, err);
     case T_INT:
     case T_LL:
-        if (!parse_number(v, &d, &rest) || *rest || floor(d) != d) break;
+        if (!core_number(v, &d) || floor(d) != d) break;
         if (!check_range(k, d, v, err)) return false;
         if (k->type == T_INT) *(int *)slot = (int)d;
         else *(long long *)slot = (long long)d;
         return true;
     case T_DOUBLE:
-        if (!parse_number(v, &d, &rest) || *rest) break;
+        if (!core_number(v, &d)) break;
         if (!check_range(k, d, v, err)) return false;
         *(double *)slot = d;
         return true;
@@ -377,39 +390,38 @@ bool gg_config_set(gg_config *c, const char *key, const char *value, gg_error *e
 
 typedef struct file_ctx {
     gg_config *c;
-    yaml_document_t *doc;
     const char *path;
 } file_ctx;
 
-static bool node_error(file_ctx *f, yaml_node_t *n, gg_error *err) {
+static bool node_error(file_ctx *f, const ynode *n, gg_error *err) {
     gg_error_set_path(err, f->path);
-    if (n) gg_error_set_pos(err, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1);
+    if (n) gg_error_set_pos(err, n->line, n->column);
     return false;
 }
 
-static bool is_null_scalar(yaml_node_t *v) {
-    if (v->type != YAML_SCALAR_NODE || v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
-    const char *s = (const char *)v->data.scalar.value;
+static bool is_null_scalar(const ynode *v) {
+    if (v->kind != YN_SCALAR || !v->plain) return false;
+    const char *s = v->str;
     return !*s || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
 }
 
-static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *err) {
+static bool apply_node(file_ctx *f, const key_def *k, const ynode *v, gg_error *err) {
     void *slot = (char *)f->c + k->offset;
     if (k->type == T_LIST) {
         if (is_null_scalar(v)) { list_free(slot); return true; }
-        if (v->type != YAML_SEQUENCE_NODE) {
+        if (v->kind != YN_SEQ) {
             gg_error_set(err, "invalid_config", "%s must be a list", k->name);
             return node_error(f, v, err);
         }
         gg_strlist l = {0};
-        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-            yaml_node_t *item = yaml_document_get_node(f->doc, *it);
-            if (!item || item->type != YAML_SCALAR_NODE) {
+        for (size_t i = 0; i < v->count; i++) {
+            const ynode *item = v->items[i];
+            if (item->kind != YN_SCALAR) {
                 list_free(&l);
                 gg_error_set(err, "invalid_config", "%s: list items must be strings", k->name);
-                return node_error(f, item ? item : v, err);
+                return node_error(f, item, err);
             }
-            if (!list_push(&l, (const char *)item->data.scalar.value, item->data.scalar.length)) {
+            if (!list_push(&l, item->str, item->len)) {
                 list_free(&l);
                 gg_error_set(err, "oom", "out of memory");
                 return false;
@@ -419,7 +431,7 @@ static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *
         *(gg_strlist *)slot = l;
         return true;
     }
-    if (v->type != YAML_SCALAR_NODE) {
+    if (v->kind != YN_SCALAR) {
         gg_error_set(err, "invalid_config", "%s must be a single value", k->name);
         return node_error(f, v, err);
     }
@@ -428,38 +440,34 @@ static bool apply_node(file_ctx *f, const key_def *k, yaml_node_t *v, gg_error *
         gg_error_set(err, "invalid_config", "%s needs a value", k->name);
         return node_error(f, v, err);
     }
-    if (!set_scalar(f->c, k, (const char *)v->data.scalar.value, err)) return node_error(f, v, err);
+    if (!set_scalar(f->c, k, v->str, err)) return node_error(f, v, err);
     return true;
 }
 
-/* A key given twice in one mapping is an error naming both places (libyaml keeps both,
- * and silently taking the last would hide a typo'd override). */
-static bool check_duplicate(file_ctx *f, yaml_node_t *map, yaml_node_pair_t *p, yaml_node_t *kn,
-                            const char *prefix, gg_error *err) {
-    for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-        yaml_node_t *prev = yaml_document_get_node(f->doc, q->key);
-        if (!prev || prev->type != YAML_SCALAR_NODE || prev->data.scalar.length != kn->data.scalar.length ||
-            memcmp(prev->data.scalar.value, kn->data.scalar.value, kn->data.scalar.length) != 0)
-            continue;
+/* A key given twice in one mapping is an error naming both places (silently taking the
+ * last would hide a typo'd override). */
+static bool check_duplicate(file_ctx *f, const ynode *map, size_t i, const char *prefix, gg_error *err) {
+    const ynode *kn = map->items[2 * i];
+    for (size_t j = 0; j < i; j++) {
+        const ynode *prev = map->items[2 * j];
+        if (prev->kind != YN_SCALAR || prev->len != kn->len || memcmp(prev->str, kn->str, kn->len) != 0) continue;
         gg_error_set(err, "invalid_config", "duplicate key '%s%s%s' (first at line %d, column %d)", prefix,
-                     *prefix ? "." : "", (const char *)kn->data.scalar.value, (int)prev->start_mark.line + 1,
-                     (int)prev->start_mark.column + 1);
+                     *prefix ? "." : "", kn->str, prev->line, prev->column);
         return node_error(f, kn, err);
     }
     return true;
 }
 
-static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int depth, gg_error *err) {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(f->doc, p->key);
-        yaml_node_t *vn = yaml_document_get_node(f->doc, p->value);
-        if (!kn || !vn || kn->type != YAML_SCALAR_NODE) {
+static bool walk_mapping(file_ctx *f, const ynode *map, const char *prefix, int depth, gg_error *err) {
+    for (size_t i = 0; i < map->count; i++) {
+        const ynode *kn = map->items[2 * i], *vn = map->items[2 * i + 1];
+        if (kn->kind != YN_SCALAR) {
             gg_error_set(err, "invalid_config", "keys must be plain names");
             return node_error(f, kn, err);
         }
-        if (!check_duplicate(f, map, p, kn, prefix, err)) return false;
+        if (!check_duplicate(f, map, i, prefix, err)) return false;
         char name[128];
-        int n = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", (const char *)kn->data.scalar.value);
+        int n = snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", kn->str);
         if (n < 0 || (size_t)n >= sizeof name) {
             gg_error_set(err, "invalid_config", "key too long");
             return node_error(f, kn, err);
@@ -469,7 +477,7 @@ static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int 
             if (!apply_node(f, k, vn, err)) return false;
         } else if (depth == 0 && is_section(name)) {
             if (is_null_scalar(vn)) continue;
-            if (vn->type != YAML_MAPPING_NODE) {
+            if (vn->kind != YN_MAP) {
                 gg_error_set(err, "invalid_config", "%s must be a mapping of settings", name);
                 return node_error(f, vn, err);
             }
@@ -482,6 +490,46 @@ static bool walk_mapping(file_ctx *f, yaml_node_t *map, const char *prefix, int 
     return true;
 }
 
+/* The whole file in memory (a configuration file is the operator's, a few KiB). */
+static char *read_file(FILE *fp, size_t *len) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) gg_strbuf_append(&b, chunk, n);
+    if (ferror(fp) || b.oom) {
+        gg_strbuf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return gg_strbuf_take(&b);
+}
+
+/* The configuration read by the one positioned YAML reader (util/yaml.h): the same scalars,
+ * alias bounds and positions as graphs and node specs. */
+static bool load_tree(file_ctx *f, const char *src, size_t len, gg_error *err) {
+    ydoc doc;
+    gg_error perr = GG_ERROR_INIT;
+    if (!ydoc_parse(&doc, src, len, 0, &perr)) {
+        gg_error_set(err, "invalid_config", "YAML: %s", perr.message ? perr.message : "parse error");
+        gg_error_set_path(err, f->path);
+        gg_error_set_pos(err, perr.line, perr.column);
+        gg_error_clear(&perr);
+        return false;
+    }
+    bool ok = true;
+    const ynode *root = doc.root;
+    if (root && !is_null_scalar(root)) {
+        if (root->kind != YN_MAP) {
+            gg_error_set(err, "invalid_config", "the configuration must be a mapping of settings");
+            ok = node_error(f, root, err);
+        } else {
+            ok = walk_mapping(f, root, "", 0, err);
+        }
+    }
+    ydoc_free(&doc);
+    return ok;
+}
+
 bool gg_config_load_file(gg_config *c, const char *path, gg_error *err) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -489,34 +537,17 @@ bool gg_config_load_file(gg_config *c, const char *path, gg_error *err) {
         gg_error_set_path(err, path);
         return false;
     }
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(fp);
-        gg_error_set(err, "oom", "out of memory");
+    size_t len = 0;
+    char *src = read_file(fp, &len);
+    fclose(fp);
+    if (!src) {
+        gg_error_set(err, "invalid_config", "cannot read configuration file");
+        gg_error_set_path(err, path);
         return false;
     }
-    yaml_parser_set_input_file(&parser, fp);
-    bool ok = yaml_parser_load(&parser, &doc) != 0;
-    if (!ok) {
-        gg_error_set(err, "invalid_config", "YAML: %s", parser.problem ? parser.problem : "parse error");
-        gg_error_set_path(err, path);
-        gg_error_set_pos(err, (int)parser.problem_mark.line + 1, (int)parser.problem_mark.column + 1);
-    } else {
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        file_ctx f = {c, &doc, path};
-        if (root && !is_null_scalar(root)) {
-            if (root->type != YAML_MAPPING_NODE) {
-                gg_error_set(err, "invalid_config", "the configuration must be a mapping of settings");
-                ok = node_error(&f, root, err);
-            } else {
-                ok = walk_mapping(&f, root, "", 0, err);
-            }
-        }
-        yaml_document_delete(&doc);
-    }
-    yaml_parser_delete(&parser);
-    fclose(fp);
+    file_ctx f = {c, path};
+    bool ok = load_tree(&f, src, len, err);
+    free(src);
     if (ok) ok = set_str(&c->config_file, path, err);
     return ok;
 }

@@ -17,6 +17,7 @@
 #include "mcp/provider.h"
 #include "telemetry/telemetry.h"
 #include "util/util.h"
+#include "util/yaml.h"
 
 /* ---- diagnostics ---------------------------------------------------------------------- */
 
@@ -100,7 +101,7 @@ int gg_check_mode_parse(const char *s);
  * synchronous client (CLI, tests). New reference or NULL + err. */
 json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
-#define GG_GRAPH_MAX_ALIAS_NODES 20000
+#define GG_GRAPH_MAX_ALIAS_NODES GG_YAML_MAX_ALIAS_NODES
 #define GG_GRAPH_NAME_MAX 63 /* a stored graph's name (the store's GG_NAME_MAX) */
 #define GG_GRAPH_EVAL_MEMORY (128L << 20)
 #define GG_GRAPH_RUN_MEMORY (256L << 20)

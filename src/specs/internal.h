@@ -23,8 +23,9 @@ typedef struct specs_doc {
     size_t npos, cap;
 } specs_doc;
 
-/* Parse one YAML document (core schema scalars; aliases, multiple documents and non-scalar
- * keys are rejected). err has code "yaml" with line/column. */
+/* Parse one YAML document with util/yaml.h (core schema scalars, bounded aliases; multiple
+ * documents, duplicate and non-scalar keys and nesting past SPECS_MAX_DEPTH are rejected).
+ * err has code "yaml" (or "yaml_alias") with line/column. */
 bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *err);
 void specs_doc_free(specs_doc *doc);
 /* Position of the deepest node that is a prefix of pointer (0/0 when none). */

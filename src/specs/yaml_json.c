@@ -1,36 +1,27 @@
 /* yaml_json.c — one YAML document to a JSON value, remembering where every node starts so
- * schema violations can be reported as file:line:col. Scalars follow the YAML 1.2 core
- * schema (null, booleans, integers, floats; quoted and block scalars stay strings). */
+ * schema violations can be reported as file:line:col. The document is read by the one
+ * positioned reader in util (util/yaml.h: bounded aliases, core-schema scalars, the same
+ * answers graphs get); this file only walks its tree into JSON plus a pointer → position
+ * table, refusing what a spec may not hold (non-scalar or duplicate keys, deep nesting). */
 #include "specs/internal.h"
+#include "util/yaml.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 typedef struct yj_ctx {
-    yaml_parser_t parser;
     specs_doc *doc;
     gg_error *err;
     gg_strbuf ptr; /* pointer of the node being built */
 } yj_ctx;
 
-static bool yj_fail(yj_ctx *c, const yaml_mark_t *m, const char *fmt, const char *arg) {
+static bool yj_fail(yj_ctx *c, const ynode *n, const char *fmt, const char *arg) {
     gg_error_set(c->err, "yaml", fmt, arg ? arg : "");
-    gg_error_set_pos(c->err, (int)m->line + 1, (int)m->column + 1);
+    gg_error_set_pos(c->err, n->line, n->column);
     return false;
 }
 
-static bool yj_next(yj_ctx *c, yaml_event_t *ev) {
-    if (yaml_parser_parse(&c->parser, ev)) return true;
-    gg_error_set(c->err, "yaml", "%s%s%s", c->parser.problem ? c->parser.problem : "syntax error",
-                 c->parser.context ? " " : "", c->parser.context ? c->parser.context : "");
-    gg_error_set_pos(c->err, (int)c->parser.problem_mark.line + 1, (int)c->parser.problem_mark.column + 1);
-    return false;
-}
-
-static bool yj_record(yj_ctx *c, const yaml_mark_t *m) {
+static bool yj_record(yj_ctx *c, const ynode *n) {
     specs_doc *d = c->doc;
     if (d->npos == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 64;
@@ -41,7 +32,7 @@ static bool yj_record(yj_ctx *c, const yaml_mark_t *m) {
     }
     char *s = strdup(c->ptr.data ? c->ptr.data : "");
     if (!s) return false;
-    d->pos[d->npos++] = (specs_pos){s, (int)m->line + 1, (int)m->column + 1};
+    d->pos[d->npos++] = (specs_pos){s, n->line, n->column};
     return true;
 }
 
@@ -56,217 +47,86 @@ static bool yj_push(gg_strbuf *b, const char *key) {
     return !b->oom;
 }
 
-static const char *digits(const char *s) {
-    while (*s >= '0' && *s <= '9') s++;
-    return s;
+static json_t *yj_node(yj_ctx *c, const ynode *n, int depth);
+
+/* The child at key (or index text) built with the pointer extended, then restored. */
+static json_t *yj_child(yj_ctx *c, const char *key, const ynode *v, int depth) {
+    size_t saved = c->ptr.len;
+    json_t *val = yj_push(&c->ptr, key) ? yj_node(c, v, depth + 1) : NULL;
+    c->ptr.len = saved;
+    if (c->ptr.data) c->ptr.data[saved] = '\0';
+    return val;
 }
 
-/* [-+]?[0-9]+ */
-static bool is_int(const char *s) {
-    if (*s == '-' || *s == '+') s++;
-    const char *e = digits(s);
-    return e != s && *e == '\0';
-}
-
-/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
-static bool is_float(const char *s) {
-    if (*s == '-' || *s == '+') s++;
-    const char *e = digits(s);
-    bool int_part = e != s;
-    if (*e == '.') {
-        const char *f = digits(e + 1);
-        if (!int_part && f == e + 1) return false;
-        e = f;
-    } else if (!int_part) {
-        return false;
-    }
-    if (*e == 'e' || *e == 'E') {
-        e++;
-        if (*e == '-' || *e == '+') e++;
-        const char *x = digits(e);
-        if (x == e) return false;
-        e = x;
-    }
-    return *e == '\0';
-}
-
-/* The core schema's resolution of a plain scalar. */
-static json_t *yj_plain(const char *s, size_t n) {
-    if (n == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
-        strcmp(s, "NULL") == 0)
-        return json_null();
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) return json_true();
-    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) return json_false();
-    if (n < 40 && is_int(s)) {
-        errno = 0;
-        long long v = strtoll(s, NULL, 10);
-        if (errno == 0) return json_integer(v);
-    }
-    if (n < 60 && is_float(s)) {
-        double v = strtod(s, NULL);
-        if (isfinite(v)) return json_real(v);
-    }
-    return json_stringn(s, n);
-}
-
-static json_t *yj_node(yj_ctx *c, yaml_event_t *ev, int depth);
-
-static json_t *yj_mapping(yj_ctx *c, yaml_event_t *start, int depth) {
+static json_t *yj_mapping(yj_ctx *c, const ynode *n, int depth) {
     json_t *obj = json_object();
     if (!obj) return NULL;
-    for (;;) {
-        yaml_event_t k;
-        if (!yj_next(c, &k)) goto fail;
-        if (k.type == YAML_MAPPING_END_EVENT) {
-            yaml_event_delete(&k);
-            return obj;
-        }
-        if (k.type != YAML_SCALAR_EVENT) {
-            yj_fail(c, &k.start_mark, "mapping keys must be plain strings%s", NULL);
-            yaml_event_delete(&k);
+    for (size_t i = 0; i < n->count; i++) {
+        const ynode *k = n->items[2 * i];
+        if (k->kind != YN_SCALAR) {
+            yj_fail(c, k, "mapping keys must be plain strings%s", NULL);
             goto fail;
         }
-        size_t klen = k.data.scalar.length;
-        char *key = strndup((const char *)k.data.scalar.value, klen);
-        yaml_mark_t km = k.start_mark;
-        yaml_event_delete(&k);
-        if (!key) goto fail;
-        if (strlen(key) != klen || json_object_get(obj, key)) {
-            yj_fail(c, &km, "duplicate or invalid mapping key '%s'", key);
-            free(key);
+        if (strlen(k->str) != k->len || json_object_get(obj, k->str)) {
+            yj_fail(c, k, "duplicate or invalid mapping key '%s'", k->str);
             goto fail;
         }
-        size_t saved = c->ptr.len;
-        if (!yj_push(&c->ptr, key)) {
-            free(key);
-            goto fail;
-        }
-        yaml_event_t v;
-        if (!yj_next(c, &v)) {
-            free(key);
-            goto fail;
-        }
-        json_t *val = yj_node(c, &v, depth + 1);
-        yaml_event_delete(&v);
-        c->ptr.len = saved;
-        c->ptr.data[saved] = '\0';
-        if (!val || json_object_set_new(obj, key, val) != 0) {
-            free(key);
-            goto fail;
-        }
-        free(key);
+        json_t *val = yj_child(c, k->str, n->items[2 * i + 1], depth);
+        if (!val || json_object_set_new(obj, k->str, val) != 0) goto fail;
     }
+    return obj;
 fail:
-    (void)start;
     json_decref(obj);
     return NULL;
 }
 
-static json_t *yj_sequence(yj_ctx *c, int depth) {
+static json_t *yj_sequence(yj_ctx *c, const ynode *n, int depth) {
     json_t *arr = json_array();
-    if (!arr) return NULL;
-    for (size_t i = 0;; i++) {
-        yaml_event_t v;
-        if (!yj_next(c, &v)) break;
-        if (v.type == YAML_SEQUENCE_END_EVENT) {
-            yaml_event_delete(&v);
-            return arr;
-        }
-        size_t saved = c->ptr.len;
+    for (size_t i = 0; arr && i < n->count; i++) {
         char idx[24];
         snprintf(idx, sizeof idx, "%zu", i);
-        json_t *val = yj_push(&c->ptr, idx) ? yj_node(c, &v, depth + 1) : NULL;
-        yaml_event_delete(&v);
-        c->ptr.len = saved;
-        if (c->ptr.data) c->ptr.data[saved] = '\0';
-        if (!val || json_array_append_new(arr, val) != 0) break;
-    }
-    json_decref(arr);
-    return NULL;
-}
-
-static json_t *yj_node(yj_ctx *c, yaml_event_t *ev, int depth) {
-    if (depth > SPECS_MAX_DEPTH) {
-        yj_fail(c, &ev->start_mark, "nesting deeper than the limit%s", NULL);
-        return NULL;
-    }
-    if (!yj_record(c, &ev->start_mark)) {
-        gg_error_set(c->err, "oom", "out of memory");
-        return NULL;
-    }
-    switch (ev->type) {
-    case YAML_SCALAR_EVENT: {
-        const char *s = (const char *)ev->data.scalar.value;
-        size_t n = ev->data.scalar.length;
-        const char *tag = (const char *)ev->data.scalar.tag;
-        if (tag && strcmp(tag, YAML_STR_TAG) == 0) return json_stringn(s, n);
-        if (tag && strcmp(tag, "!") != 0) {
-            yj_fail(c, &ev->start_mark, "unsupported tag '%s'", tag);
+        json_t *val = yj_child(c, idx, n->items[i], depth);
+        if (!val || json_array_append_new(arr, val) != 0) {
+            json_decref(arr);
             return NULL;
         }
-        json_t *v = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? yj_plain(s, n) : json_stringn(s, n);
-        if (!v) yj_fail(c, &ev->start_mark, "scalar is not valid UTF-8%s", NULL);
-        return v;
     }
-    case YAML_MAPPING_START_EVENT:
-        return yj_mapping(c, ev, depth);
-    case YAML_SEQUENCE_START_EVENT:
-        return yj_sequence(c, depth);
-    case YAML_ALIAS_EVENT:
-        yj_fail(c, &ev->start_mark, "aliases are not supported%s", NULL);
-        return NULL;
-    default:
-        yj_fail(c, &ev->start_mark, "unexpected YAML event%s", NULL);
+    return arr;
+}
+
+static json_t *yj_node(yj_ctx *c, const ynode *n, int depth) {
+    if (depth > SPECS_MAX_DEPTH) {
+        yj_fail(c, n, "nesting deeper than the limit%s", NULL);
         return NULL;
     }
+    if (!yj_record(c, n)) return NULL;
+    if (n->kind == YN_MAP) return yj_mapping(c, n, depth);
+    if (n->kind == YN_SEQ) return yj_sequence(c, n, depth);
+    json_t *v = yn_to_json(n, c->err); /* the reader's one scalar rule */
+    if (!v && !gg_error_is_set(c->err)) yj_fail(c, n, "scalar is not valid UTF-8%s", NULL);
+    return v;
 }
 
 /* Parse text as exactly one YAML document into doc (see internal.h). */
 bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *err) {
     memset(doc, 0, sizeof *doc);
-    yj_ctx c = {.doc = doc, .err = err, .ptr = GG_STRBUF_INIT};
-    if (!yaml_parser_initialize(&c.parser)) {
-        gg_error_set(err, "oom", "out of memory");
+    ydoc y;
+    if (!ydoc_parse(&y, text, len, 0, err)) return false;
+    if (!y.root) {
+        ydoc_free(&y);
+        gg_error_set(err, "yaml", "the file is empty");
+        gg_error_set_pos(err, 1, 1);
         return false;
     }
-    yaml_parser_set_input_string(&c.parser, (const unsigned char *)text, len);
+    yj_ctx c = {.doc = doc, .err = err, .ptr = GG_STRBUF_INIT};
     gg_strbuf_puts(&c.ptr, "");
-    bool ok = false;
-    yaml_event_t ev;
-    int stage = 0; /* 0 stream start, 1 document start, 2 root, 3 document end, 4 stream end */
-    while (stage < 5) {
-        if (!yj_next(&c, &ev)) goto done;
-        yaml_event_type_t t = ev.type;
-        if (stage == 0 && t == YAML_STREAM_START_EVENT) stage = 1;
-        else if (stage == 1 && t == YAML_DOCUMENT_START_EVENT) stage = 2;
-        else if (stage == 1 && t == YAML_STREAM_END_EVENT) {
-            yaml_event_delete(&ev);
-            gg_error_set(err, "yaml", "the file is empty");
-            gg_error_set_pos(err, 1, 1);
-            goto done;
-        } else if (stage == 2) {
-            doc->root = yj_node(&c, &ev, 0);
-            if (!doc->root) {
-                if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
-                yaml_event_delete(&ev);
-                goto done;
-            }
-            stage = 3;
-        } else if (stage == 3 && t == YAML_DOCUMENT_END_EVENT) stage = 4;
-        else if (stage == 4 && t == YAML_STREAM_END_EVENT) stage = 5;
-        else {
-            yj_fail(&c, &ev.start_mark, "only one YAML document per file is allowed%s", NULL);
-            yaml_event_delete(&ev);
-            goto done;
-        }
-        yaml_event_delete(&ev);
-    }
-    ok = true;
-done:
-    yaml_parser_delete(&c.parser);
+    doc->root = yj_node(&c, y.root, 0);
     gg_strbuf_free(&c.ptr);
-    if (!ok) specs_doc_free(doc);
-    return ok;
+    ydoc_free(&y);
+    if (doc->root) return true;
+    if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+    specs_doc_free(doc);
+    return false;
 }
 
 void specs_doc_free(specs_doc *doc) {

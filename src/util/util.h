@@ -128,6 +128,12 @@ int gg_js_shortest_digits(double d, char digits[24], int *ndigits);
  * NUL-terminated; the result is, with its length in *outlen (may be NULL); NULL on OOM. */
 char *gg_ecma_regex_to_pcre2(const char *src, size_t len, size_t *outlen);
 
+/* The YAML 1.2 core schema's value of a plain scalar s (n bytes, NUL-terminated): null,
+ * true/false, integer (decimal, 0x, 0o), float, else a string. JSON has no infinity or
+ * NaN, so .inf/.nan or a float overflowing to infinity is NULL + err (code "yaml"; the
+ * caller adds the position). NULL without err only on OOM. Returns a new reference. */
+struct json_t *gg_yaml_plain_scalar(const char *s, size_t n, gg_error *err);
+
 /* Structured logging: one JSON object per line on the log stream (stderr by default). */
 typedef enum { GG_LOG_DEBUG, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR } gg_log_level;
 void gg_log_configure(gg_log_level min_level, const char *file_path /* NULL = stderr */);

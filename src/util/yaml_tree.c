@@ -8,10 +8,8 @@
  * (one long string aliased many times is few nodes but much memory), and expanded
  * nesting stays under YT_MAX_DEPTH. An alias to a node still being built (a cycle) is
  * refused. Anchors are found by hash, so 40k anchors and aliases cost linear time. */
-#include "graph/internal.h"
+#include "util/yaml.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -178,7 +176,7 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
         gg_error_set(err, "oom", "out of memory");
         return false;
     }
-    d->arena->max_alias_nodes = max_alias_nodes ? max_alias_nodes : GG_GRAPH_MAX_ALIAS_NODES;
+    d->arena->max_alias_nodes = max_alias_nodes ? max_alias_nodes : GG_YAML_MAX_ALIAS_NODES;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         gg_error_set(err, "oom", "cannot initialize the YAML parser");
@@ -205,7 +203,7 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
         case YAML_STREAM_END_EVENT: done = true; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++docs > 1) {
-                yt_err(err, &ev.start_mark, "yaml", "a graph file holds exactly one YAML document");
+                yt_err(err, &ev.start_mark, "yaml", "a YAML file holds exactly one document");
                 ok = false;
             }
             break;
@@ -315,59 +313,13 @@ const char *yn_kind_name(const ynode *n) {
     return "a scalar";
 }
 
-static bool all_match(const char *s, const char *set) {
-    if (!*s) return false;
-    for (; *s; s++)
-        if (!strchr(set, *s)) return false;
-    return true;
-}
-
-/* YAML 1.2 core schema resolution of a plain scalar (what js-yaml does for the common
- * cases); quoted scalars are always strings. */
+/* Plain scalars resolve by the one core-schema rule in util (the same as node specs);
+ * quoted scalars and !!str are always strings. */
 static json_t *yn_scalar_json(const ynode *n, gg_error *err) {
-    const char *s = n->str;
-    if (!n->plain) return json_stringn(s, n->len);
-    if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL"))
-        return json_null();
-    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) return json_true();
-    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) return json_false();
-    const char *p = s;
-    if (*p == '+' || *p == '-') p++;
-    if (all_match(p, "0123456789")) {
-        errno = 0;
-        long long v = strtoll(s, NULL, 10);
-        if (errno == 0) return json_integer(v);
-        return json_real(strtod(s, NULL));
-    }
-    if ((p[0] == '0' && (p[1] == 'x' || p[1] == 'o')) && p == s) {
-        if (p[1] == 'x' && all_match(p + 2, "0123456789abcdefABCDEF")) return json_integer(strtoll(p + 2, NULL, 16));
-        if (p[1] == 'o' && all_match(p + 2, "01234567")) return json_integer(strtoll(p + 2, NULL, 8));
-    }
-    if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF") || !strcmp(s, ".nan") ||
-        !strcmp(s, ".NaN") || !strcmp(s, ".NAN")) {
-        gg_error_set(err, "yaml", "'%s' is not a finite number and cannot be represented in JSON", s);
-        gg_error_set_pos(err, n->line, n->column);
-        return NULL;
-    }
-    /* float: digits with optional fraction and exponent, or a leading dot */
-    const char *q = p;
-    bool digits = false;
-    while (*q >= '0' && *q <= '9') q++, digits = true;
-    if (*q == '.') {
-        q++;
-        while (*q >= '0' && *q <= '9') q++, digits = true;
-    }
-    if (digits && (*q == 'e' || *q == 'E')) {
-        q++;
-        if (*q == '+' || *q == '-') q++;
-        if (!(*q >= '0' && *q <= '9')) return json_stringn(s, n->len);
-        while (*q >= '0' && *q <= '9') q++;
-    }
-    if (digits && !*q) {
-        double v = strtod(s, NULL);
-        if (isfinite(v)) return json_real(v);
-    }
-    return json_stringn(s, n->len);
+    if (!n->plain) return json_stringn(n->str, n->len);
+    json_t *v = gg_yaml_plain_scalar(n->str, n->len, err);
+    if (!v && gg_error_is_set(err)) gg_error_set_pos(err, n->line, n->column);
+    return v;
 }
 
 /* Recursion is bounded: the parser refused documents whose expanded nesting exceeds
