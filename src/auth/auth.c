@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #define CACHE_BUCKETS 1024
@@ -299,7 +300,14 @@ static bool cache_lookup(gg_auth *a, const char *id, double now, cache_entry *ou
     for (cache_entry *e = a->buckets[bucket_of(id)]; e; e = e->next) {
         if (strcmp(e->id, id) != 0) continue;
         double ttl = e->exists ? a->cache_ttl_ms : NEGATIVE_TTL_MS;
-        if (now - e->loaded_ms < ttl) { *out = *e; hit = true; }
+        if (now - e->loaded_ms < ttl) {
+            /* not a struct copy: touched_ms is written atomically by other readers */
+            memcpy(out, e, offsetof(cache_entry, touched_ms));
+            out->touched_ms = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
+            out->tagged = e->tagged;
+            memcpy(out->tag, e->tag, sizeof out->tag);
+            hit = true;
+        }
         break;
     }
     pthread_rwlock_unlock(&a->lock);
