@@ -145,6 +145,7 @@ typedef struct gg_config {
     size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
                                    * written (disk full...); past it calls are refused; 256MiB */
     bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
+    bool history_journal;         /* history.journal: durable answers through the redo log; true */
     char *history_replica_id;     /* history.replica_id: NULL = the host name */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
     long long history_max_run_records; /* history.max_run_records: 10000 node records a run */

@@ -78,6 +78,7 @@ static const key_def keys[] = {
     {"history.durability", T_STR, F(history_durability), 0, 0, false},
     {"history.commit_window", T_DUR_I, F(history_commit_window_ms), 0, 1000, false},
     {"history.fsync", T_BOOL, F(history_fsync), 0, 0, false},
+    {"history.journal", T_BOOL, F(history_journal), 0, 0, false},
     {"history.replica_id", T_STR, F(history_replica_id), 0, 0, false},
     {"history.backlog_max", T_SIZE, F(history_backlog_max), 1024.0 * 1024, 64.0 * 1024 * 1024 * 1024, false},
     {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
@@ -182,6 +183,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;
+    c->history_journal = true;
     c->history_commit_window_ms = 1;
     c->history_backlog_max = 256u << 20;
     c->history_max_payload = 64 * 1024;

@@ -485,6 +485,13 @@ static long long parse_since(const char *s) {
     return (long long)timegm(&tm) * 1000 + frac;
 }
 
+/* A run answered from the history journal may not be committed yet: an executions query
+ * first waits (a batch, about flush_interval at most) for everything answered before it,
+ * so a client that got an answer always finds its run. */
+static void history_caught_up(gg_gateway *gw) {
+    if (gg_history_journaling(gw->history)) gg_history_flush(gw->history);
+}
+
 static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     gg_principal pr;
@@ -502,6 +509,7 @@ static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
         f.limit = (int)l;
     }
     gg_error err = GG_ERROR_INIT;
+    history_caught_up(gw);
     json_t *l = gg_store_executions_list(gw->store, t, &f, &err);
     if (!l) return store_error(res, &err);
     return reply(res, 200, l);
@@ -517,6 +525,7 @@ static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
         return GG_HTTP_DONE;
     }
     gg_error err = GG_ERROR_INIT;
+    history_caught_up(gw);
     /* another tenant's execution is "not found", never "forbidden": ids reveal nothing */
     json_t *e = gg_store_execution_get(gw->store, admin ? NULL : pr.tenant, gg_http_param(req, "id"), &err);
     if (!e) return store_error(res, &err);

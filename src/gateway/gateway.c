@@ -353,12 +353,14 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_history_pending_bytes gauge\ngraphgate_history_pending_bytes %llu\n"
                      "# HELP graphgate_history_failing 1 while the history cannot be written (batches kept and retried)\n"
                      "# TYPE graphgate_history_failing gauge\ngraphgate_history_failing %d\n"
+                     "# HELP graphgate_history_batches_total history transactions committed (records per commit = written / batches)\n"
+                     "# TYPE graphgate_history_batches_total counter\ngraphgate_history_batches_total %llu\n"
                      "# HELP graphgate_history_write_errors_total failed history write attempts\n"
                      "# TYPE graphgate_history_write_errors_total counter\ngraphgate_history_write_errors_total %llu\n"
                      "# HELP graphgate_history_durable 1 when tool calls are answered only after their record is committed\n"
                      "# TYPE graphgate_history_durable gauge\ngraphgate_history_durable %d\n",
                      hs.submitted, hs.written, hs.dropped, hs.lost, hs.pending, hs.pending_bytes, hs.failing ? 1 : 0,
-                     hs.write_errors, gw->durable ? 1 : 0);
+                     hs.batches, hs.write_errors, gw->durable ? 1 : 0);
     gg_history_quota_stats qs;
     gg_history_quota_get_stats(gw->quota, &qs);
     gg_strbuf_printf(out,
@@ -512,6 +514,13 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     ho.replica_id = cfg->history_replica_id && *cfg->history_replica_id ? cfg->history_replica_id : host;
     ho.max_run_nodes = (size_t)cfg->history_max_run_records;
     ho.max_run_node_bytes = cfg->history_max_run_bytes;
+    /* the redo log beside a SQLite file (not PostgreSQL: its replicas' answers must be
+     * in the shared database; not with fsync: the log is not synced) */
+    char journal[4200];
+    const char *db = gg_store_path(gw->store);
+    if (gw->durable && cfg->history_journal && !cfg->history_fsync && !gg_store_is_postgres(gw->store) && db &&
+        strcmp(db, ":memory:") != 0 && (size_t)snprintf(journal, sizeof journal, "%s-history", db) < sizeof journal)
+        ho.journal_dir = journal;
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
     if (!gw_tasks_recover(gw, ho.replica_id, !gg_store_is_postgres(gw->store), err)) goto fail; /* as the history */
     gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};

@@ -246,7 +246,18 @@ static void job_emit(void *user, const char *json, size_t len) {
 /* Convert the graph's node records to the store's and submit the final state; done (may
  * be NULL) runs once it is committed (gg_history_submit_then), at once when nothing is
  * recorded. */
+static gg_exec_record *record_final(gw_call_job *j);
 static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, void *user) {
+    gg_exec_record *r = record_final(j);
+    if (!r) {
+        if (done) done(user, true);
+        return;
+    }
+    gg_history_submit_then(j->gw->history, r, done, user);
+}
+
+/* The final state of j's record, taken from j (NULL when nothing is recorded). */
+static gg_exec_record *record_final(gw_call_job *j) {
     gg_gateway *gw = j->gw;
     pthread_mutex_lock(&gw->jobs_mu);
     gg_exec_record *r = j->rec;
@@ -254,8 +265,7 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
     pthread_mutex_unlock(&gw->jobs_mu);
     if (!r || !gw->history) {
         gg_exec_record_free(r);
-        if (done) done(user, true);
-        return;
+        return NULL;
     }
     const char *st = mcp_call_status(j->call);
     r->status = strcmp(st, "ok") == 0 ? GG_EXEC_SUCCEEDED
@@ -270,8 +280,7 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
         /* the provider wrote the node records as text while the run went (bounded there) */
         char *nodes = mcp_call_take_history_text(j->call);
         if (nodes) gg_exec_record_set_nodes_json(r, nodes);
-        gg_history_submit_then(gw->history, r, done, user);
-        return;
+        return r;
     }
     size_t i;
     json_t *n;
@@ -291,7 +300,7 @@ static void record_finish_then(gw_call_job *j, gg_history_committed_fn done, voi
         if (nr && json_is_number(json_object_get(n, "duration")))
             nr->duration_ms = json_number_value(json_object_get(n, "duration"));
     }
-    gg_history_submit_then(gw->history, r, done, user);
+    return r;
 }
 
 /* The result as the tool's value: structuredContent, else the lone text, else content. */
@@ -431,6 +440,17 @@ static void job_answer(gw_call_job *j, char *body, int status) {
         return;
     }
     bool wait = j->gw->durable && j->rec && j->gw->history;
+    if (wait && !j->a) { /* inline with the history journal: durable once appended */
+        gg_exec_record *r = record_final(j);
+        if (r && !gg_history_submit_journaled(j->gw->history, r)) {
+            free(body);
+            gg_http_res_header(j->res, "Retry-After", "1");
+            body = mcp_call_refuse(j->call, MCP_SERVER_BUSY, GW_UNRECORDED);
+            status = 503;
+        }
+        job_respond(j, body, status);
+        return;
+    }
     gw_waiter *w = wait && j->a ? calloc(1, sizeof *w) : NULL;
     if (!w) {
         record_finish(j);
@@ -579,7 +599,9 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
     gw_call_span_end(span, call, NULL);
     if (strcmp(mcp_call_status(call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
     if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
-    if (gw->durable && j.rec) j.a = gg_http_defer(req); /* answered once the record is committed */
+    /* durable: answered once the record is committed, or at once when the history journal
+     * holds it (job_answer) */
+    if (gw->durable && j.rec && !gg_history_journaling(gw->history)) j.a = gg_http_defer(req);
     int rc = j.a ? GG_HTTP_DEFERRED : GG_HTTP_DONE;
     job_answer(&j, body, 200);
     mcp_call_free(call);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 /* ---- the writer ------------------------------------------------------------------------- */
@@ -45,6 +46,7 @@ typedef struct hist_row {
 typedef struct hist_item {
     struct hist_item *next;
     bool is_row;                  /* else a key touch */
+    bool want_journal;            /* gg_history_submit_journaled */
     bool pooled;                  /* data has ITEM_POOL_DATA bytes: goes back to the pool */
     size_t bytes;                 /* the allocation, for the backlog's memory bound */
     gg_history_committed_fn committed; /* a waiter (gg_history_submit_then), or NULL */
@@ -52,6 +54,7 @@ typedef struct hist_item {
     hist_row row;
     char key_id[GG_KEY_ID_MAX];
     long long when_ms;
+    unsigned long long jno;       /* its entry in the journal, 0 = not journaled */
     char data[];                  /* the row's strings */
 } hist_item;
 
@@ -99,8 +102,12 @@ struct gg_history {
     char fail_reason[256];        /* why, while failing */
     bool stopping, flush_wanted;
     unsigned long long retention_req, retention_done; /* requests / completed passes */
+    bool gave_up;                 /* records were given up at stop: keep the journal */
+    gg_journal *journal;          /* durable without waiting (journal.c); NULL = none */
     gg_history_stats stats;
 };
+
+static bool journal_start(gg_history *h, gg_error *err);
 
 /* Texts of a record, one after the other in b; NULL texts are absent (offset SIZE_MAX). */
 /* An item with room for need bytes of data: from the pool when it fits. NULL on OOM. */
@@ -412,6 +419,7 @@ typedef struct batch {
     hist_item *items;
     size_t n;                /* items: rows and key touches */
     unsigned long long bytes, seq; /* seq: enqueued_seq after its last item */
+    unsigned long long jno;  /* the highest journal entry among its items, 0 = none */
 } batch;
 
 /* Call and clear the waiters of a list of items (never under h->lock). */
@@ -467,12 +475,13 @@ static void wait_for_work(gg_history *h, double next_retention) {
 
 /* Called with h->lock held: the oldest BATCH_MAX queued items (or all). */
 static batch take_batch(gg_history *h) {
-    batch b = {h->head, 0, 0, 0};
+    batch b = {h->head, 0, 0, 0, 0};
     size_t waiters = 0;
     hist_item *last = NULL;
     for (hist_item *it = h->head; it && b.n < BATCH_MAX; it = it->next) {
         b.n++;
         b.bytes += it->bytes;
+        if (it->jno > b.jno) b.jno = it->jno;
         waiters += it->committed != NULL;
         last = it;
     }
@@ -502,13 +511,15 @@ static bool write_attempts(gg_history *h, batch *b, bool retried, size_t *rows, 
     return false;
 }
 
+/* Rows not in the journal (those are written at the next start, not lost). */
 static size_t count_rows(const hist_item *it) {
     size_t n = 0;
-    for (; it; it = it->next) n += it->is_row;
+    for (; it; it = it->next) n += it->is_row && !it->jno;
     return n;
 }
 
-/* Called with h->lock held, at stop once retrying is over: everything left is lost. */
+/* Called with h->lock held, at stop once retrying is over: everything left is lost (but
+ * what the journal holds, which the next start writes). */
 static void give_up(gg_history *h, batch *retry) {
     hist_item *rest = h->head;
     h->head = h->tail = NULL;
@@ -520,6 +531,7 @@ static void give_up(gg_history *h, batch *retry) {
     __atomic_store_n(&h->backlog_bytes, 0, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
     h->written_seq = h->enqueued_seq;
+    h->gave_up = true;
     pthread_mutex_unlock(&h->lock);
     char buf[32];
     snprintf(buf, sizeof buf, "%llu", lost);
@@ -572,7 +584,7 @@ static void *writer_main(void *arg) {
     gg_history *h = arg;
     pthread_setname_np(pthread_self(), "gg-history"); /* for top -H, perf, /proc/PID/task */
     double next_retention = gg_now_ms() + RETENTION_EVERY_MS, stop_deadline = 0;
-    batch retry = {NULL, 0, 0, 0};
+    batch retry = {NULL, 0, 0, 0, 0};
     int backoff = 0;
     pthread_mutex_lock(&h->lock);
     for (;;) {
@@ -596,6 +608,7 @@ static void *writer_main(void *arg) {
         gg_error err = GG_ERROR_INIT;
         if (b.items) {
             ok = write_attempts(h, &b, retried, &rows, &err);
+            if (ok && b.jno) gg_journal_release(h->journal, b.jno);
             release_waiters(b.items, ok);
             if (ok) free_items(h, b.items);
         }
@@ -664,8 +677,10 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->done, NULL);
     h->retention_req = 1; /* once at start */
-    if (pthread_create(&h->thread, NULL, writer_main, h) != 0) {
-        gg_error_set(err, "db", "cannot start the history writer thread");
+    bool started = !h->opt.journal_dir || journal_start(h, err);
+    if (!started || pthread_create(&h->thread, NULL, writer_main, h) != 0) {
+        if (started) gg_error_set(err, "db", "cannot start the history writer thread");
+        gg_journal_close(h->journal, false);
         pthread_mutex_destroy(&h->pool_lock);
         pthread_cond_destroy(&h->done);
         pthread_cond_destroy(&h->work);
@@ -677,16 +692,169 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     return h;
 }
 
-/* Queue it (false: refused, counted dropped). A waiter is kept only while the writer is
- * healthy: *refused_waiter tells the caller to answer it "not stored" itself. */
-static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter) {
+/* ---- the journal's entries (journal.c frames them) ------------------------------------------ */
+
+/* A row's fixed fields, then its strings (tenant graph tool key_id error arguments result
+ * nodes) without terminators. Native layout: the journal is read back by the same build
+ * on the same machine (the magic changes with the layout). */
+typedef struct jfixed {
+    char id[32], trace_id[32], parent_id[32];
+    int32_t version, status;
+    int64_t started_ms, finished_ms;
+    double duration_ms;
+    uint32_t len[8];                 /* UINT32_MAX = NULL */
+} jfixed;
+
+static const char **row_strings(hist_row *w, const char *out[8]) {
+    const char *s[8] = {w->tenant, w->graph, w->tool, w->key_id, w->error, w->arguments, w->result, w->nodes};
+    memcpy(out, s, sizeof s);
+    return out;
+}
+
+/* Append it's row to the journal (caller holds h->lock: entries go in queue order). */
+static unsigned long long journal_append(gg_history *h, hist_item *it) {
+    jfixed f;
+    memset(&f, 0, sizeof f);
+    hist_row *w = &it->row;
+    memcpy(f.id, w->id, 32);
+    memcpy(f.trace_id, w->trace_id, 32);
+    memcpy(f.parent_id, w->parent_id, 32);
+    f.version = w->version;
+    f.status = (int32_t)w->status;
+    f.started_ms = w->started_ms;
+    f.finished_ms = w->finished_ms;
+    f.duration_ms = w->duration_ms;
+    const char *str[8];
+    row_strings(w, str);
+    struct iovec iov[9] = {{&f, sizeof f}};
+    int n = 1;
+    for (int i = 0; i < 8; i++) {
+        f.len[i] = str[i] ? (uint32_t)strlen(str[i]) : UINT32_MAX;
+        if (str[i] && f.len[i]) iov[n++] = (struct iovec){(void *)str[i], f.len[i]};
+    }
+    return gg_journal_append(h->journal, iov, n);
+}
+
+/* The queue item of a journal entry (replay); NULL when it does not parse. */
+static hist_item *journal_item(const unsigned char *p, size_t n) {
+    jfixed f;
+    if (n < sizeof f) return NULL;
+    memcpy(&f, p, sizeof f);
+    size_t need = 0;
+    for (int i = 0; i < 8; i++) need += f.len[i] == UINT32_MAX ? 0 : (size_t)f.len[i] + 1;
+    size_t body = 0;
+    for (int i = 0; i < 8; i++) body += f.len[i] == UINT32_MAX ? 0 : f.len[i];
+    if (body != n - sizeof f || f.status < GG_EXEC_RUNNING || f.status > GG_EXEC_INTERRUPTED) return NULL;
+    hist_item *it = calloc(1, sizeof *it + need);
+    if (!it) return NULL;
+    it->is_row = true;
+    it->bytes = sizeof *it + need;
+    hist_row *w = &it->row;
+    memcpy(w->id, f.id, 32);
+    memcpy(w->trace_id, f.trace_id, 32);
+    memcpy(w->parent_id, f.parent_id, 32);
+    w->version = f.version;
+    w->status = (gg_exec_status)f.status;
+    w->started_ms = f.started_ms;
+    w->finished_ms = f.finished_ms;
+    w->duration_ms = f.duration_ms;
+    const char **dst[8] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error, &w->arguments, &w->result, &w->nodes};
+    const unsigned char *src = p + sizeof f;
+    char *d = it->data;
+    for (int i = 0; i < 8; i++) {
+        if (f.len[i] == UINT32_MAX) continue;
+        memcpy(d, src, f.len[i]);
+        d[f.len[i]] = 0;
+        *dst[i] = d;
+        src += f.len[i];
+        d += f.len[i] + 1;
+    }
+    if (!w->tenant || !w->graph || !w->tool) { free(it); return NULL; }
+    return it;
+}
+
+typedef struct replay_ctx {
+    gg_history *h;
+    hist_item *head, *tail;
+    size_t n;
+    long long written;
+    gg_error *err;
+} replay_ctx;
+
+/* Write the replayed items gathered so far in one transaction. */
+static bool replay_flush(replay_ctx *c) {
+    if (!c->head) return true;
+    size_t rows = 0;
+    bool ok = write_batch(c->h, c->head, c->n, &rows, c->err);
+    free_items(c->h, c->head);
+    c->head = c->tail = NULL;
+    c->n = 0;
+    c->written += (long long)rows;
+    return ok;
+}
+
+static bool replay_entry(void *user, const unsigned char *p, size_t n) {
+    replay_ctx *c = user;
+    hist_item *it = journal_item(p, n);
+    if (!it) return false;
+    if (c->tail) c->tail->next = it;
+    else c->head = it;
+    c->tail = it;
+    return ++c->n < 512 || replay_flush(c);
+}
+
+/* Open the journal and write what a previous process left in it (before the writer
+ * starts). Without a journal (another process holds it, or it cannot be made) durable
+ * calls wait for their commit as before; a journal that cannot be replayed stops the start
+ * (its entries stay for the next one). */
+static bool journal_recover(gg_history *h, gg_error *err);
+static bool journal_start(gg_history *h, gg_error *err) {
+    gg_error e = GG_ERROR_INIT;
+    h->journal = gg_journal_open(h->opt.journal_dir, &e);
+    if (!h->journal) {
+        gg_log(GG_LOG_WARN, "history journal not used: durable calls wait for their commit", "error", e.message, NULL);
+        gg_error_clear(&e);
+        return true;
+    }
+    if (journal_recover(h, err)) return true;
+    gg_journal_close(h->journal, false);
+    h->journal = NULL;
+    return false;
+}
+
+/* Write what a previous process left in the journal (before the writer starts). */
+static bool journal_recover(gg_history *h, gg_error *err) {
+    replay_ctx c = {.h = h, .err = err};
+    long long torn = 0;
+    long long n = gg_journal_replay(h->journal, replay_entry, &c, &torn, err);
+    bool ok = n >= 0 && replay_flush(&c);
+    free_items(h, c.head);
+    if (!ok) return false;
+    gg_journal_drop_replayed(h->journal);
+    if (n > 0 || torn > 0) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, "%lld", n);
+        snprintf(b, sizeof b, "%lld", torn);
+        gg_log(GG_LOG_WARN, "history journal replayed: runs answered before the last stop are written", "entries", a,
+               "torn", b, NULL);
+    }
+    return true;
+}
+
+/* Queue it (false: refused, counted dropped). A waiter is answered at once when its record
+ * is in the journal (*journaled); else it is kept only while the writer is healthy:
+ * *refused_waiter tells the caller to answer it "not stored" itself. */
+static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *journaled) {
     pthread_mutex_lock(&h->lock);
     if (h->stopping || h->queued >= h->opt.queue_max || h->backlog_bytes + it->bytes > h->opt.backlog_max_bytes) {
         if (it->is_row) h->stats.dropped++;
         pthread_mutex_unlock(&h->lock);
         return false;
     }
-    if (it->committed && __atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
+    if ((it->committed || it->want_journal) && h->journal && (it->jno = journal_append(h, it)) != 0) {
+        it->committed = NULL;
+        *journaled = true;
+    } else if (it->committed && __atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
         it->committed = NULL;
         *refused_waiter = true;
     }
@@ -726,32 +894,53 @@ gg_exec_record *gg_history_record_new(gg_history *h, const char *tenant, const c
     return gg_exec_record_make(rnd, tenant, graph, version, tool, key_id, arguments);
 }
 
-bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user) {
-    if (!r) {
-        if (committed) committed(user, false);
-        return false;
-    }
+/* Pack r (freed here, by the thread that allocated it) and queue it: -1 = not queued
+ * (counted dropped), 0 = queued but its waiter refused (the writer is failing), 1 = queued
+ * (*journaled: in the journal, the waiter not kept). */
+static int submit(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user, bool want_journal,
+                  bool *journaled) {
     hist_item *it = h ? pack_record(h, r, h->opt.max_payload_bytes) : NULL;
-    /* the record is freed here, by the thread that allocated it */
     gg_exec_record_free(r);
     bool refused_waiter = false;
     if (it) {
         it->committed = committed;
         it->committed_user = user;
+        it->want_journal = want_journal;
     }
-    if (!it || !enqueue(h, it, &refused_waiter)) {
+    if (!it || !enqueue(h, it, &refused_waiter, journaled)) {
         if (h && !it) {
             pthread_mutex_lock(&h->lock);
             h->stats.dropped++;
             pthread_mutex_unlock(&h->lock);
         }
         free(it);
+        return -1;
+    }
+    return refused_waiter ? 0 : 1;
+}
+
+bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user) {
+    if (!r) {
         if (committed) committed(user, false);
         return false;
     }
-    if (refused_waiter) committed(user, false);
+    bool journaled = false;
+    int rc = submit(h, r, committed, user, false, &journaled);
+    if (rc < 0) {
+        if (committed) committed(user, false);
+        return false;
+    }
+    if (committed && (rc == 0 || journaled)) committed(user, journaled); /* refused or journaled */
     return true;
 }
+
+/* See store.h. A record whose append fails stays queued, as gg_history_submit's. */
+bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r) {
+    bool journaled = false;
+    return r && submit(h, r, NULL, NULL, true, &journaled) >= 0 && journaled;
+}
+
+bool gg_history_journaling(gg_history *h) { return h && h->journal && gg_journal_usable(h->journal); }
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) { return gg_history_submit_then(h, r, NULL, NULL); }
 
@@ -762,8 +951,8 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) 
     snprintf(it->key_id, sizeof it->key_id, "%s", key_id);
     it->when_ms = when_ms;
     it->bytes = sizeof *it;
-    bool ignored = false;
-    if (!enqueue(h, it, &ignored)) free(it);
+    bool ignored = false, no_journal = false;
+    if (!enqueue(h, it, &ignored, &no_journal)) free(it);
 }
 
 unsigned long long gg_history_backlog(gg_history *h) {
@@ -827,6 +1016,7 @@ void gg_history_stop(gg_history *h) {
     pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);
     pthread_join(h->thread, NULL);
+    gg_journal_close(h->journal, !h->gave_up); /* everything in it is committed */
     free_items(h, h->head);
     for (hist_item *it = h->pool, *next; it; it = next) {
         next = it->next;

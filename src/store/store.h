@@ -329,6 +329,10 @@ typedef struct gg_history_options {
                                  * still retried before it is counted lost; 0 = 3000 */
     bool fsync;                 /* every commit synced to disk (synchronous=FULL): batches
                                  * survive a power loss too, not only a process crash */
+    const char *journal_dir;    /* SQLite: a redo log there makes a record durable when it is
+                                 * submitted (one write(2), see journal.c), so waiters are
+                                 * answered at once and batches stay large; replayed at the
+                                 * next start. NULL = none (waiters wait for the commit) */
 } gg_history_options;
 
 /* Start the writer thread on its own connection. With mark_interrupted, rows left
@@ -363,6 +367,15 @@ bool gg_history_submit(gg_history *h, gg_exec_record *r);
  * The callback must be quick (it delays the whole batch) and must not call h. */
 typedef void (*gg_history_committed_fn)(void *user, bool ok);
 bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committed_fn committed, void *user);
+/* With a journal (gg_history_options.journal_dir): queue r and append it to the journal
+ * before returning. True = the record is durable now (answer the call); false = it is not
+ * (no journal, the append failed, the queue is full): refuse the call; a record that was
+ * queued nonetheless is still written. Never waits for SQLite. */
+bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r);
+/* True while h has a usable journal: gg_history_submit_then's waiters are then answered
+ * before it returns (ok = true, unless the append failed) and
+ * gg_history_submit_journaled works. Lock-free. */
+bool gg_history_journaling(gg_history *h);
 /* Queue a key "last used" update (coalesced per batch). */
 void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms);
 /* Items queued and not yet through a batch (written or lost). Lock-free: request paths

@@ -1,0 +1,271 @@
+/* journal.c — the history's redo log on SQLite: "answered means recorded" without waiting
+ * for a commit.
+ *
+ * A durable call used to wait for the group commit of its record (suspend the connection,
+ * wait the commit window and the transaction, resume): about a quarter of the call's CPU
+ * and most of its latency. Instead the submitting thread appends the record to this log
+ * with one write(2) and answers at once; the history writer still commits it to SQLite in
+ * large batches. A write to the page cache survives a crash of the process exactly as a
+ * SQLite WAL commit with synchronous=NORMAL does (the guarantee the durable mode gives),
+ * so nothing answered is lost: at the next start every entry still in the log is written
+ * to the database (an upsert: entries already there change nothing) before anything else.
+ *
+ * Layout: a directory beside the database holding numbered segment files (8-byte magic,
+ * then entries [u32 length][u32 FNV-1a of the payload][payload]) and a lock file that one
+ * process holds (flock) while it appends. A segment is removed once every entry in it is
+ * committed; the current one is cut back to its header whenever the writer has caught up.
+ * An entry cut short by a crash in the middle of its write fails its length or checksum
+ * and ends the replay of its segment (it was never acknowledged).
+ *
+ * Thread model: append/release/close are serialized by the journal's own mutex; the payload
+ * format belongs to the caller (history.c). */
+#include "store/store_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAGIC "GGHJ0001"
+#define MAGIC_LEN 8
+#define SEGMENT_MAX (8u << 20)    /* a new segment past this size: old ones can go */
+#define ENTRY_MAX (64u << 20)     /* a length past this is a torn or foreign entry */
+#define IOV_MAX_ENTRY 24
+
+struct gg_journal {
+    pthread_mutex_t mu;
+    char *dir;
+    int lock_fd;
+    int fd;                       /* the current segment, O_APPEND */
+    unsigned first, cur;          /* oldest segment still on disk, the one appended to */
+    unsigned replay_end;          /* segments < replay_end existed at open */
+    unsigned long long size;      /* bytes in the current segment */
+    unsigned long long appended;  /* entries appended so far (entry numbers start at 1) */
+    unsigned long long cur_first; /* number of the current segment's first entry */
+    bool broken;                  /* a write failed and could not be undone: no more appends */
+};
+
+/* broken is read without the mutex (gg_journal_usable, per call) */
+static void set_broken(gg_journal *j) { __atomic_store_n(&j->broken, true, __ATOMIC_RELAXED); }
+
+static uint32_t fnv1a(uint32_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+static void seg_path(const gg_journal *j, unsigned seg, char *out, size_t size) {
+    snprintf(out, size, "%s/%010u.hj", j->dir, seg);
+}
+
+/* Create segment seg and make it current (caller holds mu or is alone). */
+static bool seg_open(gg_journal *j, unsigned seg, gg_error *err) {
+    char path[4200];
+    seg_path(j, seg, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, MAGIC, MAGIC_LEN) != MAGIC_LEN) {
+        gg_error_set(err, "db", "history journal %s: %s", path, strerror(errno));
+        if (fd >= 0) { close(fd); unlink(path); }
+        return false;
+    }
+    if (j->fd >= 0) close(j->fd);
+    j->fd = fd;
+    j->cur = seg;
+    j->size = MAGIC_LEN;
+    j->cur_first = j->appended + 1;
+    return true;
+}
+
+/* The numbers of the segments in dir: lowest and one past the highest (0, 0 when none). */
+static void seg_range(const char *dir, unsigned *lo, unsigned *hi) {
+    *lo = *hi = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    bool any = false;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        unsigned n;
+        char tail[8];
+        if (sscanf(e->d_name, "%10u.%3s", &n, tail) != 2 || strcmp(tail, "hj") != 0) continue;
+        if (!any || n < *lo) *lo = n;
+        if (!any || n + 1 > *hi) *hi = n + 1;
+        any = true;
+    }
+    closedir(d);
+}
+
+gg_journal *gg_journal_open(const char *dir, gg_error *err) {
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        gg_error_set(err, "db", "history journal %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    gg_journal *j = calloc(1, sizeof *j);
+    if (!j || !(j->dir = strdup(dir))) {
+        free(j);
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    j->fd = -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    j->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (j->lock_fd < 0 || flock(j->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        bool busy = j->lock_fd >= 0 && errno == EWOULDBLOCK;
+        gg_error_set(err, busy ? "busy" : "db", "history journal %s: %s", dir,
+                     busy ? "held by another graphgate process" : strerror(errno));
+        if (j->lock_fd >= 0) close(j->lock_fd);
+        free(j->dir);
+        free(j);
+        return NULL;
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    seg_range(dir, &j->first, &j->replay_end);
+    if (!seg_open(j, j->replay_end, err)) {
+        gg_journal_close(j, false);
+        return NULL;
+    }
+    if (j->replay_end == j->first) j->first = j->cur; /* nothing to replay */
+    return j;
+}
+
+/* Replay one segment file; false on a read error. Counts entries and torn tails. */
+static bool replay_file(const char *path, gg_journal_fn fn, void *user, long long *n, long long *torn,
+                        gg_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gg_error_set(err, "db", "history journal %s: %s", path, strerror(errno));
+        return false;
+    }
+    char magic[MAGIC_LEN];
+    bool ok = true;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    if (fread(magic, 1, MAGIC_LEN, f) == MAGIC_LEN && memcmp(magic, MAGIC, MAGIC_LEN) == 0) {
+        for (;;) {
+            uint32_t hdr[2];
+            size_t got = fread(hdr, 1, sizeof hdr, f);
+            if (got == 0) break;
+            if (got != sizeof hdr || hdr[0] > ENTRY_MAX) { (*torn)++; break; }
+            if (hdr[0] > cap) {
+                unsigned char *nb = realloc(buf, hdr[0]);
+                if (!nb) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
+                buf = nb;
+                cap = hdr[0];
+            }
+            if (fread(buf, 1, hdr[0], f) != hdr[0] || fnv1a(2166136261u, buf, hdr[0]) != hdr[1]) { (*torn)++; break; }
+            if (!fn(user, buf, hdr[0])) { gg_error_set(err, "db", "history journal %s: an entry cannot be read back", path); ok = false; break; }
+            (*n)++;
+        }
+    }
+    free(buf);
+    fclose(f);
+    return ok;
+}
+
+long long gg_journal_replay(gg_journal *j, gg_journal_fn fn, void *user, long long *torn, gg_error *err) {
+    long long n = 0;
+    *torn = 0;
+    for (unsigned seg = j->first; seg < j->replay_end; seg++) {
+        char path[4200];
+        seg_path(j, seg, path, sizeof path);
+        if (access(path, F_OK) != 0) continue;
+        if (!replay_file(path, fn, user, &n, torn, err)) return -1;
+    }
+    return n;
+}
+
+void gg_journal_drop_replayed(gg_journal *j) {
+    pthread_mutex_lock(&j->mu);
+    for (; j->first < j->replay_end; j->first++) {
+        char path[4200];
+        seg_path(j, j->first, path, sizeof path);
+        unlink(path);
+    }
+    j->first = j->cur;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Undo a failed or short append: cut the segment back to its last whole entry. */
+static void cut_back(gg_journal *j) {
+    if (ftruncate(j->fd, (off_t)j->size) != 0) set_broken(j);
+}
+
+unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, int n_parts) {
+    if (n_parts < 1 || n_parts > IOV_MAX_ENTRY - 1) return 0;
+    struct iovec iov[IOV_MAX_ENTRY];
+    uint32_t hdr[2] = {0, 2166136261u};
+    size_t len = 0;
+    for (int i = 0; i < n_parts; i++) {
+        iov[i + 1] = parts[i];
+        len += parts[i].iov_len;
+        hdr[1] = fnv1a(hdr[1], parts[i].iov_base, parts[i].iov_len);
+    }
+    if (len > ENTRY_MAX) return 0;
+    hdr[0] = (uint32_t)len;
+    iov[0] = (struct iovec){hdr, sizeof hdr};
+    unsigned long long no = 0;
+    pthread_mutex_lock(&j->mu);
+    bool broken = __atomic_load_n(&j->broken, __ATOMIC_RELAXED);
+    if (!broken && j->size >= SEGMENT_MAX) {
+        gg_error err = GG_ERROR_INIT;
+        if (!seg_open(j, j->cur + 1, &err)) set_broken(j); /* appends stop: calls wait for commits */
+        gg_error_clear(&err);
+    }
+    if (!__atomic_load_n(&j->broken, __ATOMIC_RELAXED)) {
+        ssize_t w = writev(j->fd, iov, n_parts + 1);
+        if (w == (ssize_t)(len + sizeof hdr)) {
+            j->size += (unsigned long long)w;
+            no = ++j->appended;
+        } else if (w != 0) {
+            cut_back(j);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return no;
+}
+
+void gg_journal_release(gg_journal *j, unsigned long long upto) {
+    pthread_mutex_lock(&j->mu);
+    /* Entry upto is in the current segment: every older one is committed. (Older segments'
+     * boundaries are not kept: they go once the writer reaches the current segment, which
+     * it does within a batch or two of a switch.) */
+    unsigned keep = upto >= j->cur_first ? j->cur : j->first;
+    for (; j->first < keep; j->first++) {
+        char path[4200];
+        seg_path(j, j->first, path, sizeof path);
+        unlink(path);
+    }
+    /* caught up: the current segment holds nothing uncommitted */
+    if (upto == j->appended && j->size > MAGIC_LEN && !__atomic_load_n(&j->broken, __ATOMIC_RELAXED)) {
+        if (ftruncate(j->fd, MAGIC_LEN) == 0) j->size = MAGIC_LEN;
+        else set_broken(j);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
+bool gg_journal_usable(gg_journal *j) {
+    return j && !__atomic_load_n(&j->broken, __ATOMIC_RELAXED);
+}
+
+void gg_journal_close(gg_journal *j, bool all_committed) {
+    if (!j) return;
+    if (j->fd >= 0) close(j->fd);
+    if (all_committed) {
+        unsigned lo, hi;
+        seg_range(j->dir, &lo, &hi);
+        for (unsigned seg = lo; seg < hi; seg++) {
+            char path[4200];
+            seg_path(j, seg, path, sizeof path);
+            unlink(path);
+        }
+    }
+    if (j->lock_fd >= 0) close(j->lock_fd); /* releases the flock */
+    pthread_mutex_destroy(&j->mu);
+    free(j->dir);
+    free(j);
+}
