@@ -18,6 +18,7 @@ reasons=$(mktemp); trap 'rm -f "$reasons"' EXIT
 # (a check "Checks:" line, or a compiled test) are unit tests, scripts integration checks
 kind_of() {
   case $1 in
+    */cases/*.trs) echo integration ;; # tests/cases/NAME.case logs as NAME.log
     */jsonata/suite.sh.trs|*/jsonlogic/suite-*.trs) echo conformance ;;
     *-diff.sh.trs|*/differential.sh.trs) echo differential ;;
     *.sh.trs) if [ -n "$2" ]; then echo unit; else echo integration; fi ;;
