@@ -228,6 +228,27 @@ static bool read_urls(runner *r, const char *out) {
 
 static long http_get_status(const char *url);
 
+/* wait (bounded) until serve printed both URLs and /health answers */
+static bool server_ready(runner *r, const char *out) {
+    /* 60 s: a loaded 2-core machine running sanitizer builds has taken over 10 s to start
+     * a server that starts in ~40 ms when idle; the bound costs nothing when healthy */
+    for (int i = 0; i < 1200; i++) {
+        if (read_urls(r, out)) break;
+        if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+            r->pid = 0;
+            return false;
+        }
+        sleep_ms(50);
+    }
+    char health[300];
+    snprintf(health, sizeof health, "%s/health", r->pub);
+    for (int i = 0; r->pub[0] && i < 200; i++) {
+        if (http_get_status(health) == 200) return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
 static bool server_start(runner *r, gg_strbuf *err) {
     char *argv[MAX_ARGS + 10];
     int n = 0;
@@ -250,25 +271,10 @@ static bool server_start(runner *r, gg_strbuf *err) {
         r->pid = 0;
         return false;
     }
-    /* 60 s: a loaded 2-core machine running sanitizer builds has taken over 10 s to start
-     * a server that starts in ~40 ms when idle; the bound costs nothing when healthy */
-    for (int i = 0; i < 1200; i++) {
-        if (read_urls(r, out)) break;
-        if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
-            r->pid = 0;
-            break;
-        }
-        sleep_ms(50);
-    }
-    char health[300];
-    snprintf(health, sizeof health, "%s/health", r->pub);
-    for (int i = 0; r->pid && r->pub[0] && i < 200; i++) {
-        if (http_get_status(health) == 200) {
-            var_set(r, "PUB", r->pub);
-            var_set(r, "INT", r->intl);
-            return true;
-        }
-        sleep_ms(50);
+    if (server_ready(r, out)) {
+        var_set(r, "PUB", r->pub);
+        var_set(r, "INT", r->intl);
+        return true;
     }
     char *e = read_file(errf, NULL);
     gg_strbuf_printf(err, "  # serve did not start; stderr: %.800s\n", e ? e : "");
@@ -696,47 +702,82 @@ static bool expect_json(const char *text, const json_t *body, bool subset, gg_st
     return ok;
 }
 
+/* "> 200", "> Name: glob" or "> !Name" */
+static bool expect_header(const char *t, const response *res, gg_strbuf *why) {
+    const char *v = t + 1 + strspn(t + 1, " ");
+    if (isdigit((unsigned char)*v)) {
+        long want = strtol(v, NULL, 10);
+        if (res->status != want) gg_strbuf_printf(why, "  # status %ld, expected %ld\n", res->status, want);
+        return res->status == want;
+    }
+    bool absent = *v == '!';
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(v + absent, ":"), v + absent);
+    char *got = resp_header(res, trim(name));
+    bool ok;
+    if (absent) ok = !got;
+    else {
+        const char *glob = strchr(v, ':');
+        glob = glob ? glob + 1 : "*";
+        while (*glob == ' ') glob++;
+        ok = got && fnmatch(glob, got, 0) == 0;
+    }
+    if (!ok) gg_strbuf_printf(why, "  # header %s: %s%s\n", name, got ? got : "(absent)", absent ? ", expected absent" : "");
+    free(got);
+    return ok;
+}
+
+/* ".a.b[0] PATTERN" */
+static bool expect_path(const char *t, const json_t *body, gg_strbuf *why) {
+    const char *rest;
+    bool bad;
+    const json_t *v = path_get(body, t, &rest, &bad);
+    if (bad) return gg_strbuf_printf(why, "  # bad path in: %s\n", t), false;
+    if (!body) return false;
+    json_error_t e;
+    json_t *pat = json_loads(rest, JSON_DECODE_ANY, &e);
+    if (!pat) return gg_strbuf_printf(why, "  # the expected JSON does not parse: %s\n", e.text), false;
+    char path[256];
+    snprintf(path, sizeof path, "%.*s", (int)(rest - t), t);
+    bool ok = match(pat, v, true, path, why);
+    json_decref(pat);
+    return ok;
+}
+
 static bool expect_line(const char *t, const response *res, const json_t *body, gg_strbuf *why) {
-    if (t[0] == '>') {
-        const char *v = t + 1;
-        while (*v == ' ') v++;
-        if (isdigit((unsigned char)*v)) {
-            long want = strtol(v, NULL, 10);
-            if (res->status != want) gg_strbuf_printf(why, "  # status %ld, expected %ld\n", res->status, want);
-            return res->status == want;
-        }
-        bool absent = *v == '!';
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(v + absent, ":"), v + absent);
-        char *got = resp_header(res, trim(name));
-        bool ok;
-        if (absent) ok = !got;
-        else {
-            const char *glob = strchr(v, ':');
-            glob = glob ? glob + 1 : "*";
-            while (*glob == ' ') glob++;
-            ok = got && fnmatch(glob, got, 0) == 0;
-        }
-        if (!ok) gg_strbuf_printf(why, "  # header %s: %s%s\n", name, got ? got : "(absent)", absent ? ", expected absent" : "");
-        free(got);
-        return ok;
+    switch (t[0]) {
+    case '>': return expect_header(t, res, why);
+    case '.': return expect_path(t, body, why);
+    case '=': case '~': case '|': case '#': return true; /* whole-body lines: check_response */
+    default: return gg_strbuf_printf(why, "  # not an expectation line: %s\n", t), false;
     }
-    if (t[0] == '.') {
-        const char *rest;
-        bool bad;
-        const json_t *v = path_get(body, t, &rest, &bad);
-        if (bad) return gg_strbuf_printf(why, "  # bad path in: %s\n", t), false;
-        if (!body) return false;
-        json_error_t e;
-        json_t *pat = json_loads(rest, JSON_DECODE_ANY, &e);
-        if (!pat) return gg_strbuf_printf(why, "  # the expected JSON does not parse: %s\n", e.text), false;
-        char path[256];
-        snprintf(path, sizeof path, "%.*s", (int)(rest - t), t);
-        bool ok = match(pat, v, true, path, why);
-        json_decref(pat);
-        return ok;
+}
+
+/* every expectation from line I on against the response */
+static bool check_response(const block *b, int i, const response *res, gg_strbuf *why) {
+    bool wants_json = false, has_status = false;
+    for (int k = i; k < b->n; k++) {
+        const char *t = b->lines[k].text;
+        wants_json |= strchr("=~.", t[0]) != NULL;
+        has_status |= t[0] == '>' && isdigit((unsigned char)t[1 + strspn(t + 1, " ")]);
     }
-    return true;
+    /* every case states the status it expects: a case without one could not fail */
+    if (!has_status) gg_strbuf_printf(why, "  # no expected status line (> NNN)\n");
+    json_t *body = wants_json ? response_json(res, why) : NULL;
+    bool ok = has_status && (!wants_json || body);
+    for (int k = i; k < b->n; k++) ok &= expect_line(b->lines[k].text, res, body, why);
+    char *exact = joined(b, i, '='), *subset = joined(b, i, '~'), *raw = joined(b, i, '|');
+    if (exact) ok &= expect_json(exact, body, false, why);
+    if (subset) ok &= expect_json(subset, body, true, why);
+    if (raw && strcmp(raw, res->body.data ? res->body.data : "")) {
+        gg_strbuf_printf(why, "  # the body differs from the | lines\n");
+        ok = false;
+    }
+    free(exact);
+    free(subset);
+    free(raw);
+    json_decref(body);
+    return ok;
 }
 
 static void run_case(runner *r, const block *b, int start, const char *desc) {
@@ -745,31 +786,8 @@ static void run_case(runner *r, const block *b, int start, const char *desc) {
     response res = {0, GG_STRBUF_INIT, GG_STRBUF_INIT};
     gg_strbuf why = GG_STRBUF_INIT;
     int i = start;
-    bool ok = build_request(r, b, &i, &q, &why) && http(q.method, q.url, q.hdrs, &q.body, q.has_body, &res, &why);
-    if (ok) {
-        bool wants_json = false, has_status = false;
-        for (int k = i; k < b->n; k++) {
-            const char *t = b->lines[k].text;
-            wants_json |= strchr("=~.", t[0]) != NULL;
-            has_status |= t[0] == '>' && isdigit((unsigned char)t[1 + strspn(t + 1, " ")]);
-        }
-        /* every case states the status it expects: a case without one could not fail */
-        if (!has_status) gg_strbuf_printf(&why, "  # no expected status line (> NNN)\n");
-        json_t *body = wants_json ? response_json(&res, &why) : NULL;
-        ok = has_status && (!wants_json || body);
-        for (int k = i; k < b->n; k++) ok &= expect_line(b->lines[k].text, &res, body, &why);
-        char *exact = joined(b, i, '='), *subset = joined(b, i, '~'), *raw = joined(b, i, '|');
-        if (exact) ok &= expect_json(exact, body, false, &why);
-        if (subset) ok &= expect_json(subset, body, true, &why);
-        if (raw && strcmp(raw, res.body.data ? res.body.data : "")) {
-            gg_strbuf_printf(&why, "  # the body differs from the | lines\n");
-            ok = false;
-        }
-        free(exact);
-        free(subset);
-        free(raw);
-        json_decref(body);
-    }
+    bool ok = build_request(r, b, &i, &q, &why) && http(q.method, q.url, q.hdrs, &q.body, q.has_body, &res, &why) &&
+              check_response(b, i, &res, &why);
     char name[1200];
     snprintf(name, sizeof name, "%s (%s:%d)", desc, r->file, b->lines[start].line);
     check(r, ok, name, NULL);
@@ -798,7 +816,8 @@ static int split_words(char *s, char **w, int max) {
 static bool ensure_server(runner *r, gg_strbuf *err) { return r->pid || server_start(r, err); }
 
 /* %graph KEY TENANT GRAPH FILE: PUT the file through the admin API (200 or 201) */
-static bool dir_graph(runner *r, char **w, gg_strbuf *err) {
+static bool dir_graph(runner *r, char **w, int nw, const char *rest, gg_strbuf *err) {
+    (void)nw, (void)rest;
     char path[4300], url[1024], auth[600];
     src_path(r, w[4], path, sizeof path);
     size_t n;
@@ -824,7 +843,8 @@ static bool dir_graph(runner *r, char **w, gg_strbuf *err) {
 }
 
 /* %session VAR KEY PATH [VERSION]: initialize over MCP, VAR = the Mcp-Session-Id */
-static bool dir_session(runner *r, char **w, int n, gg_strbuf *err) {
+static bool dir_session(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)rest;
     char url[1024], auth[600], body[512];
     const char *key = var_get(r, w[2], strlen(w[2]));
     snprintf(url, sizeof url, "%s%s", r->pub, w[3]);
@@ -849,7 +869,8 @@ static bool dir_session(runner *r, char **w, int n, gg_strbuf *err) {
     return sid != NULL;
 }
 
-static bool dir_serve(runner *r, char **w, int n) {
+static bool dir_serve(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)rest, (void)err;
     server_stop(r);
     for (int i = 0; i < r->nserve_args; i++) free(r->serve_args[i]);
     for (int i = 0; i < r->nserve_env; i++) free(r->serve_env[i]);
@@ -861,52 +882,84 @@ static bool dir_serve(runner *r, char **w, int n) {
     return true;
 }
 
+static bool dir_tenant(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)n, (void)rest;
+    char *args[] = {"tenant", "create", w[1]};
+    char *out = cli(r, args, 3, err);
+    free(out);
+    return out != NULL;
+}
+
+static bool dir_key(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)n, (void)rest;
+    char *args[] = {"key", "create", "--tenant", w[2], "--scopes", w[3]};
+    char *out = cli(r, args, 6, err), *k = out ? strstr(out, "gg_") : NULL;
+    if (k) {
+        k[strcspn(k, " \r\n")] = '\0';
+        var_set(r, w[1], k);
+    } else if (out) gg_strbuf_printf(err, "  # no key printed: %s\n", out);
+    free(out);
+    return k != NULL;
+}
+
+/* %set VAR value: the value is the rest of the line, spaces included */
+static bool dir_set(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)n;
+    char *val = subst(r, rest + strspn(rest, " \t") + strlen(w[1]), err);
+    var_set(r, w[1], trim(val));
+    free(val);
+    return err->len == 0;
+}
+
+/* %header Name: value — stored as written: its $vars are read at each request */
+static bool dir_header(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)w, (void)n;
+    const char *h = rest + strspn(rest, " \t");
+    size_t nl = strcspn(h, ":");
+    if (h[nl] != ':') return gg_strbuf_printf(err, "  # %%header Name: value\n"), false;
+    for (int d = 0; d < r->ndefaults; d++)
+        if (!strncasecmp(r->defaults[d], h, nl) && r->defaults[d][nl] == ':') {
+            free(r->defaults[d]);
+            r->defaults[d--] = r->defaults[--r->ndefaults];
+        }
+    if (!h[nl + 1 + strspn(h + nl + 1, " \t")]) return true; /* "Name:" drops it */
+    if (r->ndefaults == MAX_ARGS) return gg_strbuf_printf(err, "  # too many %%header lines\n"), false;
+    r->defaults[r->ndefaults++] = strdup(h);
+    return true;
+}
+
+static const struct {
+    const char *name;
+    int min, max;      /* words, the name included */
+    bool server;       /* needs the server running */
+    bool raw;          /* $vars are not replaced in the line first */
+    bool (*run)(runner *, char **, int, const char *, gg_strbuf *);
+} directives[] = {
+    {"tenant", 2, 2, false, false, dir_tenant}, {"key", 4, 4, false, false, dir_key},
+    {"graph", 5, 5, true, false, dir_graph},   {"session", 4, 5, true, false, dir_session},
+    {"set", 2, MAX_ARGS, false, true, dir_set}, {"header", 2, MAX_ARGS, false, true, dir_header},
+    {"serve", 1, MAX_ARGS, false, false, dir_serve},
+};
+
 static bool directive(runner *r, const char *text, gg_strbuf *err) {
-    char *line = subst(r, text + 1, err), *w[MAX_ARGS];
-    int n = split_words(line, w, MAX_ARGS);
-    bool ok = err->len == 0 && n > 0;
-    if (!ok) {
-        /* an unknown $variable or an empty line: already in err */
-    } else if (!strcmp(w[0], "serve")) ok = dir_serve(r, w, n);
-    else if (!strcmp(w[0], "tenant") && n == 2) {
-        char *args[] = {"tenant", "create", w[1]};
-        char *out = cli(r, args, 3, err);
-        ok = out != NULL;
-        free(out);
-    } else if (!strcmp(w[0], "key") && n == 4) {
-        char *args[] = {"key", "create", "--tenant", w[2], "--scopes", w[3]};
-        char *out = cli(r, args, 6, err), *k = out ? strstr(out, "gg_") : NULL;
-        ok = k != NULL;
-        if (k) {
-            k[strcspn(k, " \r\n")] = '\0';
-            var_set(r, w[1], k);
-        } else if (out) gg_strbuf_printf(err, "  # no key printed: %s\n", out);
-        free(out);
-    } else if (!strcmp(w[0], "graph") && n == 5) ok = ensure_server(r, err) && dir_graph(r, w, err);
-    else if (!strcmp(w[0], "session") && (n == 4 || n == 5)) ok = ensure_server(r, err) && dir_session(r, w, n, err);
-    else if (!strcmp(w[0], "set") && n >= 2) {
-        /* the value is the rest of the line, spaces included */
-        const char *v = strstr(text, w[1]) + strlen(w[1]);
-        char *val = subst(r, v, err);
-        var_set(r, w[1], trim(val));
-        free(val);
-    } else if (!strcmp(w[0], "header") && n >= 2 && r->ndefaults < MAX_ARGS) {
-        /* stored unsubstituted: $vars are read at each request */
-        const char *h = text + 1 + strspn(text + 1, " \t") + strlen("header");
-        h += strspn(h, " \t");
-        size_t nl = strcspn(h, ":");
-        for (int d = 0; d < r->ndefaults; d++)
-            if (!strncasecmp(r->defaults[d], h, nl) && r->defaults[d][nl] == ':') {
-                free(r->defaults[d]);
-                r->defaults[d--] = r->defaults[--r->ndefaults];
-            }
-        if (h[nl] == ':' && h[nl + 1 + strspn(h + nl + 1, " \t")]) r->defaults[r->ndefaults++] = strdup(h);
-    } else {
-        gg_strbuf_printf(err, "  # unknown directive or wrong arguments: %s\n", text);
-        ok = false;
+    const char *body = text + 1 + strspn(text + 1, " \t");
+    size_t wl = strcspn(body, " \t");
+    for (size_t i = 0; i < sizeof directives / sizeof directives[0]; i++) {
+        if (strlen(directives[i].name) != wl || strncmp(body, directives[i].name, wl)) continue;
+        char *line = directives[i].raw ? strdup(body) : subst(r, body, err), *w[MAX_ARGS];
+        int n = split_words(line, w, MAX_ARGS);
+        bool ok = err->len == 0; /* else an unknown $variable, already in err */
+        if (ok && (n < directives[i].min || n > directives[i].max)) {
+            gg_strbuf_printf(err, "  # %%%s takes %d to %d words\n", directives[i].name, directives[i].min - 1,
+                             directives[i].max - 1);
+            ok = false;
+        }
+        ok = ok && (!directives[i].server || ensure_server(r, err)) && directives[i].run(r, w, n, body + wl, err);
+        free(line);
+        return ok;
     }
-    free(line);
-    return ok;
+    gg_strbuf_printf(err, "  # unknown directive: %s\n", text);
+    return false;
 }
 
 /* ---- files ----------------------------------------------------------------------------------- */
@@ -970,7 +1023,13 @@ static void run_file(runner *r, const char *file) {
         if (eol) *eol = '\0';
         lineno++;
         bool blank = p[strspn(p, " \t\r")] == '\0';
-        if (!blank && b.n < MAX_LINES) {
+        if (!blank && b.n == MAX_LINES) {
+            char name[600];
+            snprintf(name, sizeof name, "%s:%d: a block of at most %d lines", file, lines[0].line, MAX_LINES);
+            check(r, false, name, NULL);
+            break;
+        }
+        if (!blank) {
             size_t n = strlen(p);
             if (n && p[n - 1] == '\r') p[n - 1] = '\0';
             lines[b.n++] = (src_line){lineno, p};
@@ -984,6 +1043,41 @@ static void run_file(runner *r, const char *file) {
     free(text);
 }
 
+/* the environment must not leak configuration into the server */
+static void clean_environment(void) {
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e && !again; e++)
+            if (!strncmp(*e, "GRAPHGATE_", 10)) {
+                char name[256];
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+                unsetenv(name);
+                again = 1;
+            }
+    }
+}
+
+/* one file in its own temporary directory (database, serve output), removed afterwards */
+static bool run_file_in_tmp(runner *r, const char *file) {
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(r->tmp, sizeof r->tmp, "%s/gg-case.XXXXXX", tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(r->tmp)) {
+        printf("cannot create a temporary directory: %s\n", strerror(errno));
+        r->failed++;
+        return false;
+    }
+    snprintf(r->db, sizeof r->db, "%s/gg.db", r->tmp);
+    var_set(r, "SRCDIR", r->srcdir);
+    run_file(r, file);
+    if (!getenv("GG_KEEP_TMP")) nftw(r->tmp, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    for (int v = 0; v < r->nvars; v++) free(r->vars[v].name), free(r->vars[v].value);
+    for (int d = 0; d < r->ndefaults; d++) free(r->defaults[d]);
+    for (int a = 0; a < r->nserve_args; a++) free(r->serve_args[a]);
+    for (int a = 0; a < r->nserve_env; a++) free(r->serve_env[a]);
+    r->nvars = r->ndefaults = r->nserve_args = r->nserve_env = 0;
+    return true;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: caserun FILE.case...\n");
@@ -994,41 +1088,13 @@ int main(int argc, char **argv) {
     snprintf(r.srcdir, sizeof r.srcdir, "%s", src ? src : ".");
     if (bin) snprintf(r.bin, sizeof r.bin, "%s", bin);
     else snprintf(r.bin, sizeof r.bin, "%s/src/graphgate", build ? build : ".");
-    /* the environment must not leak configuration into the server */
-    for (int again = 1; again;) {
-        again = 0;
-        for (char **e = environ; *e; e++)
-            if (!strncmp(*e, "GRAPHGATE_", 10)) {
-                char name[256];
-                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
-                unsetenv(name);
-                again = 1;
-                break;
-            }
-    }
+    clean_environment();
     if (access(r.bin, X_OK)) {
         printf("graphgate not built at %s\n0 passed, 1 failed\n", r.bin);
         return 1;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    const char *tmpdir = getenv("TMPDIR");
-    for (int i = 1; i < argc; i++) {
-        snprintf(r.tmp, sizeof r.tmp, "%s/gg-case.XXXXXX", tmpdir ? tmpdir : "/tmp");
-        if (!mkdtemp(r.tmp)) {
-            printf("cannot create a temporary directory: %s\n", strerror(errno));
-            r.failed++;
-            break;
-        }
-        snprintf(r.db, sizeof r.db, "%s/gg.db", r.tmp);
-        var_set(&r, "SRCDIR", r.srcdir);
-        run_file(&r, argv[i]);
-        if (!getenv("GG_KEEP_TMP")) nftw(r.tmp, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-        for (int v = 0; v < r.nvars; v++) free(r.vars[v].name), free(r.vars[v].value);
-        for (int d = 0; d < r.ndefaults; d++) free(r.defaults[d]);
-        for (int a = 0; a < r.nserve_args; a++) free(r.serve_args[a]);
-        for (int a = 0; a < r.nserve_env; a++) free(r.serve_env[a]);
-        r.nvars = r.ndefaults = r.nserve_args = r.nserve_env = 0;
-    }
+    for (int i = 1; i < argc && run_file_in_tmp(&r, argv[i]); i++) continue;
     curl_global_cleanup();
     printf("%d passed, %d failed\n", r.passed, r.failed);
     return r.failed ? 1 : 0;
