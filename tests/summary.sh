@@ -31,6 +31,7 @@ trs_of() {
   # a build that ran a chosen subset (tests/run-all's GG_TESTS) lists it in gg-tests.list
   if [ -f "$1/gg-tests.list" ]; then
     for t in $(cat "$1/gg-tests.list"); do
+      t=${t%.case} # tests/cases/NAME.case logs as NAME.log (TEST_EXTENSIONS)
       if [ -f "$1/$t.trs" ]; then echo "$1/$t.trs"
       else echo "$1/$t: did not run (no result file)" >&2; echo "missing"; fi
     done
