@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # matrix.sh — the real gateway driven with curl: every route × {no key, bad key, revoked
 # key, other tenant's key, each scope} with the exact status; admin REST (graphs,
-# versions, rollback, executions, audit; refused uploads: tests/cases/admin_errors.case); internal endpoints only on
-# the internal listener.
+# versions, rollback, executions, audit; refused uploads: tests/cases/admin_errors.case);
+# internal endpoints only on the internal listener.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # until_ok CMD...: retried until it succeeds, for up to 10 s (the server polls the database)
