@@ -657,6 +657,8 @@ static bool build_request(runner *r, const block *b, int *i, request *q, gg_strb
     for ((*i)++; *i < b->n; (*i)++) {
         const char *t = b->lines[*i].text;
         if (t[0] == '#') continue;
+        if (t[0] == '%')
+            return gg_strbuf_printf(err, "  # a directive inside a case (directives come before its request line)\n"), false;
         if (t[0] == '>' || t[0] == '=' || t[0] == '~' || t[0] == '.' || t[0] == '|') break;
         if (t[0] == '<') {
             if (!body_piece(r, t, &q->body, &last_text, err)) return false;
