@@ -665,6 +665,8 @@ static bool build_request(runner *r, const block *b, int *i, request *q, gg_strb
             q->has_body = true;
             continue;
         }
+        if (!strchr(t, ':') || t[0] == ':' || isspace((unsigned char)t[0]))
+            return gg_strbuf_printf(err, "  # not a header line (Name: value): %s\n", t), false;
         char *h = subst(r, t, err);
         q->hdrs = curl_slist_append(q->hdrs, h);
         free(h);
