@@ -30,6 +30,16 @@
 
 extern char **environ;
 
+/* the running server, killed when the runner itself is interrupted (make's timeout, ^C) so
+ * no serve outlives its test */
+static volatile sig_atomic_t g_server_pid;
+
+static void on_fatal_signal(int sig) {
+    if (g_server_pid > 0) kill((pid_t)g_server_pid, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 #define MAX_VARS 64
 #define MAX_LINES 256
 #define MAX_ARGS 32
@@ -271,6 +281,7 @@ static bool server_start(runner *r, gg_strbuf *err) {
         r->pid = 0;
         return false;
     }
+    g_server_pid = r->pid;
     if (server_ready(r, out)) {
         var_set(r, "PUB", r->pub);
         var_set(r, "INT", r->intl);
@@ -297,6 +308,7 @@ static void server_stop(runner *r) {
         waitpid(r->pid, &status, 0);
     }
     r->pid = 0;
+    g_server_pid = 0;
     r->pub[0] = r->intl[0] = '\0';
     for (int i = 0; i < r->nserve_env; i++) {
         char name[256];
@@ -1093,6 +1105,9 @@ int main(int argc, char **argv) {
     if (bin) snprintf(r.bin, sizeof r.bin, "%s", bin);
     else snprintf(r.bin, sizeof r.bin, "%s/src/graphgate", build ? build : ".");
     clean_environment();
+    signal(SIGINT, on_fatal_signal);
+    signal(SIGTERM, on_fatal_signal);
+    signal(SIGHUP, on_fatal_signal);
     if (access(r.bin, X_OK)) {
         printf("graphgate not built at %s\n0 passed, 1 failed\n", r.bin);
         return 1;
