@@ -413,13 +413,34 @@ static char *resp_header(const response *res, const char *name) {
  * is a literal "$…"); SUBSET lets objects hold keys the pattern does not name. */
 static bool match(const json_t *pat, const json_t *act, bool subset, const char *path, gg_strbuf *why);
 
-static bool match_special(const char *s, const json_t *act, const char *path, gg_strbuf *why, bool *handled) {
-    *handled = true;
-    static const struct {
-        const char *name;
-        json_type type;
-    } types[] = {{"$string", JSON_STRING}, {"$integer", JSON_INTEGER}, {"$object", JSON_OBJECT},
-                 {"$array", JSON_ARRAY},   {"$null", JSON_NULL}};
+static bool is_any(const json_t *v) { return v != NULL; }
+static bool is_string(const json_t *v) { return json_is_string(v); }
+static bool is_number(const json_t *v) { return json_is_number(v); }
+static bool is_integer(const json_t *v) { return json_is_integer(v); }
+static bool is_boolean(const json_t *v) { return json_is_boolean(v); }
+static bool is_object(const json_t *v) { return json_is_object(v); }
+static bool is_array(const json_t *v) { return json_is_array(v); }
+static bool is_null(const json_t *v) { return json_is_null(v); }
+
+static const struct {
+    const char *name;
+    bool (*test)(const json_t *);
+} type_patterns[] = {{"$any", is_any},         {"$string", is_string}, {"$number", is_number}, {"$integer", is_integer},
+                     {"$boolean", is_boolean}, {"$object", is_object}, {"$array", is_array},   {"$null", is_null}};
+
+static bool match_regex(const char *ere, const json_t *act, const char *path, gg_strbuf *why) {
+    regex_t re;
+    if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB)) {
+        gg_strbuf_printf(why, "  # %s: bad regular expression %s\n", path, ere);
+        return false;
+    }
+    bool ok = json_is_string(act) && regexec(&re, json_string_value(act), 0, NULL, 0) == 0;
+    regfree(&re);
+    return ok;
+}
+
+/* the pattern S (a string starting with one $) against ACT (NULL: absent) */
+static bool match_special(const char *s, const json_t *act, const char *path, gg_strbuf *why) {
     if (!strcmp(s, "$absent")) {
         if (act) gg_strbuf_printf(why, "  # %s: present, expected absent\n", path);
         return !act;
@@ -428,29 +449,16 @@ static bool match_special(const char *s, const json_t *act, const char *path, gg
         gg_strbuf_printf(why, "  # %s: absent, expected %s\n", path, s);
         return false;
     }
-    bool ok;
-    if (!strcmp(s, "$any")) ok = true;
-    else if (!strcmp(s, "$number")) ok = json_is_number(act);
-    else if (!strcmp(s, "$boolean")) ok = json_is_boolean(act);
-    else if (!strncmp(s, "$re:", 4)) {
-        regex_t re;
-        if (regcomp(&re, s + 4, REG_EXTENDED | REG_NOSUB)) {
-            gg_strbuf_printf(why, "  # %s: bad regular expression %s\n", path, s + 4);
-            return false;
+    int known = !strncmp(s, "$re:", 4);
+    bool ok = known && match_regex(s + 4, act, path, why);
+    for (size_t i = 0; !known && i < sizeof type_patterns / sizeof type_patterns[0]; i++)
+        if (!strcmp(s, type_patterns[i].name)) {
+            known = 1;
+            ok = type_patterns[i].test(act);
         }
-        ok = json_is_string(act) && regexec(&re, json_string_value(act), 0, NULL, 0) == 0;
-        regfree(&re);
-    } else {
-        ok = false;
-        *handled = false;
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-            if (!strcmp(s, types[i].name)) {
-                ok = json_typeof(act) == types[i].type;
-                *handled = true;
-            }
-        if (!*handled) return false;
-    }
-    if (!ok) {
+    if (!known) /* a string starting with one $ is always a pattern: a typo must not compare */
+        gg_strbuf_printf(why, "  # %s: unknown pattern %s (a literal $ is written $$)\n", path, s);
+    else if (!ok) {
         char *a = json_dumps(act, JSON_ENCODE_ANY | JSON_COMPACT);
         gg_strbuf_printf(why, "  # %s: %.300s does not match %s\n", path, a ? a : "?", s);
         free(a);
@@ -476,11 +484,8 @@ static bool match_object(const json_t *pat, const json_t *act, bool subset, cons
 }
 
 static bool match(const json_t *pat, const json_t *act, bool subset, const char *path, gg_strbuf *why) {
-    if (json_is_string(pat) && json_string_value(pat)[0] == '$' && json_string_value(pat)[1] != '$') {
-        bool handled;
-        bool ok = match_special(json_string_value(pat), act, path, why, &handled);
-        if (handled) return ok;
-    }
+    if (json_is_string(pat) && json_string_value(pat)[0] == '$' && json_string_value(pat)[1] != '$')
+        return match_special(json_string_value(pat), act, path, why);
     if (!act) {
         gg_strbuf_printf(why, "  # %s: absent\n", path);
         return false;
