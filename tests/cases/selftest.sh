@@ -3,7 +3,7 @@
 # must fail (wrong status, subset, exact JSON, path pattern, header, raw body, an unknown
 # variable, no expected status, a stray line, a directive inside a case) and one that
 # passes; each failure is reported with its FILE:LINE, the case as written, the reason and
-# the response received.
+# the response received. And every tests/cases/*.case is registered, so make check runs it.
 . "$GG_SRCDIR/tests/integration/lib.sh"
 RUN="$GG_BUILDDIR/tests/cases/caserun"
 F="$GG_SRCDIR/tests/fixtures/cases/failing.case"
@@ -25,5 +25,10 @@ t "an unknown variable is named" grep -qx '  # unknown variable $nokey' "$OUT"
 t "a case without a status is refused" grep -qx '  # no expected status line (> NNN)' "$OUT"
 t "a stray line in the request is refused" grep -qx '  # not a header line (Name: value): 200' "$OUT"
 t "a directive inside a case is refused" grep -q '^  # a directive inside a case' "$OUT"
+# make check runs every case file: each is listed in tests/cases/Makefile.inc
+for f in "$GG_SRCDIR"/tests/cases/*.case; do
+  t "$(basename "$f") is registered in tests/cases/Makefile.inc" \
+    grep -q "^GG_CASE_FILES = .*tests/cases/$(basename "$f")" "$GG_SRCDIR/tests/cases/Makefile.inc"
+done
 [ "$GG_FAILED" = 0 ] || cat "$OUT"
 gg_finish
