@@ -18,6 +18,7 @@ reasons=$(mktemp); trap 'rm -f "$reasons"' EXIT
 # (a check "Checks:" line, or a compiled test) are unit tests, scripts integration checks
 kind_of() {
   case $1 in
+    */cases/*.trs) echo integration ;; # tests/cases/NAME.case logs as NAME.log
     */jsonata/suite.sh.trs|*/jsonlogic/suite-*.trs) echo conformance ;;
     *-diff.sh.trs|*/differential.sh.trs) echo differential ;;
     *.sh.trs) if [ -n "$2" ]; then echo unit; else echo integration; fi ;;
@@ -30,6 +31,7 @@ trs_of() {
   # a build that ran a chosen subset (tests/run-all's GG_TESTS) lists it in gg-tests.list
   if [ -f "$1/gg-tests.list" ]; then
     for t in $(cat "$1/gg-tests.list"); do
+      t=${t%.case} # tests/cases/NAME.case logs as NAME.log (TEST_EXTENSIONS)
       if [ -f "$1/$t.trs" ]; then echo "$1/$t.trs"
       else echo "$1/$t: did not run (no result file)" >&2; echo "missing"; fi
     done

@@ -13,7 +13,6 @@ running_calls() {
   done
   echo "   no $1 running call(s) after 10 s" >&2; return 1
 }
-code() { jget "$1" 'd["error"]["code"]'; }
 # The slow tool (cancellation, shutdown drain and deadline) waits on a downstream MCP server
 # the test controls (tests/graph/fake_server.mjs answers after 4 s of wall time), so how
 # long it runs does not depend on the machine's speed; without Node 22 it falls back to
@@ -47,50 +46,9 @@ U="$GG_PUB/mcp/acme/fx"
 SID=$(gw_init "$U" "$KEY")
 t "session issued" test -n "$SID"
 O="$GG_TMP/o.json"
-rpc() { gw_rpc "$O" "$U" "$KEY" "$SID" "$@"; }
 
-t "malformed JSON → 400" eq "$(rpc '{"jsonrpc":"2.0","id":1,')" 400
-t "malformed JSON → -32700, id null" eq "$(jget "$O" '(d["error"]["code"], d["id"])')" "(-32700, None)"
-t "empty body → 400 -32700" eq "$(rpc '' ; code "$O")" "400-32700"
-t "not an object → 400 -32600" eq "$(rpc '42'; code "$O")" "400-32600"
-t "wrong jsonrpc version → -32600 with the id echoed" eq "$(rpc '{"jsonrpc":"1.0","id":"a","method":"ping"}'; jget "$O" '(d["error"]["code"], d["id"])')" "400(-32600, 'a')"
-t "method not a string → -32600" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":7}'; code "$O")" "400-32600"
-t "params not structured → -32600" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}'; code "$O")" "400-32600"
-t "id of the wrong type → -32600" eq "$(rpc '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}'; code "$O")" "400-32600"
-t "params array → -32602" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}'; code "$O")" "200-32602"
-t "batch on 2025-11-25 → 400 -32600" eq "$(rpc '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'; code "$O")" "400-32600"
-t "unknown method → -32601" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"sampling/nope"}'; code "$O")" "200-32601"
-t "integer id echoed as integer" eq "$(rpc '{"jsonrpc":"2.0","id":77,"method":"ping"}' >/dev/null; cat "$O")" '{"jsonrpc":"2.0","id":77,"result":{}}'
-t "string id echoed as string" eq "$(rpc '{"jsonrpc":"2.0","id":"77","method":"ping"}' >/dev/null; cat "$O")" '{"jsonrpc":"2.0","id":"77","result":{}}'
-t "notification → 202, no body" eq "$(rpc '{"jsonrpc":"2.0","method":"notifications/initialized"}'; wc -c < "$O")" "2020"
-t "unknown tool → -32602" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}'; code "$O")" "200-32602"
-t "schema-violating arguments → isError naming the path" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"","x":1}}}' >/dev/null; jget "$O" 'd["result"]["isError"] and "/message" in d["result"]["content"][0]["text"]')" True
-t "arguments not an object → -32602" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}'; code "$O")" "200-32602"
-deep=$(python3 -c 'print("["*5000 + "]"*5000)')
-t "deep nesting → 400 -32700" eq "$(rpc "$deep"; code "$O")" "400-32700"
-printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"\xff\xfe"}}}' > "$GG_TMP/utf8.json"
-t "invalid UTF-8 → 400 -32700" eq "$(gg_curl "$O" -X POST -H "Authorization: Bearer $KEY" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' --data-binary @"$GG_TMP/utf8.json" "$U"; code "$O")" "400-32700"
-head -c 3000000 /dev/zero | tr '\0' 'a' > "$GG_TMP/huge.txt"
-t "huge body → 413" eq "$(gg_curl "$O" -X POST -H "Authorization: Bearer $KEY" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' --data-binary @"$GG_TMP/huge.txt" "$U")" 413
-t "missing session → 400" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" 400
-t "forged session → 404" eq "$(gw_rpc "$O" "$U" "$KEY" "AQAAAABrforgedforgedforged" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')" 404
-t "unsupported MCP-Protocol-Version → 400" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 1999-01-01')" 400
-t "another supported MCP-Protocol-Version than negotiated → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 2025-06-18')" 200
-t "batch with a 2025-03-26 header → 200" eq "$(rpc '[{"jsonrpc":"2.0","id":1,"method":"ping"}]' -H 'MCP-Protocol-Version: 2025-03-26')" 200
-t "matching MCP-Protocol-Version → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'MCP-Protocol-Version: 2025-11-25')" 200
-t "disallowed Origin → 403" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'Origin: http://evil.example.com')" 403
-t "same-origin Origin → 200" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H "Origin: $GG_PUB")" 200
-t "foreign Host on a loopback bind → 403" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}' -H 'Host: evil.example.com')" 403
-t "GET without a session → 400 (GET streams: tests/gateway/stream.sh)" eq "$(gg_curl "$O" -H "Authorization: Bearer $KEY" -H 'Accept: text/event-stream' "$U")" 400
-t "unknown graph → 404" eq "$(gw_rpc "$O" "$GG_PUB/mcp/acme/nope" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"ping"}')" 404
-t "a session of one graph is refused on another" eq "$(gw_put_graph "$ADMIN" acme fx2 "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml" >/dev/null; gw_rpc "$O" "$GG_PUB/mcp/acme/fx2" "$KEY" "$SID" '{"jsonrpc":"2.0","id":1,"method":"ping"}')" 404
-# 2025-03-26 sessions take batches
-SID3=$(gw_init "$U" "$KEY" 2025-03-26)
-t "2025-03-26 negotiated" eq "$(jget "$GG_TMP/init.json" 'd["result"]["protocolVersion"]')" 2025-03-26
-t "batch on 2025-03-26 → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "$SID3" '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"b"}}}]')" 200
-t "batch answers every request, none for notifications" eq "$(jget "$O" 'sorted(r["id"] for r in d)')" "[1, 2]"
-t "still serving after all that" eq "$(rpc '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"ok"}}}')" 200
-t "  … with the right result" eq "$(jget "$O" 'd["result"]["structuredContent"]["echo"]')" ok
+# Malformed JSON-RPC, sessions, protocol versions, Origin/Host and auth errors, request by
+# request: tests/cases/mcp_errors.case. Here: what needs concurrency, timing or restarts.
 # concurrency: 64 calls at once all succeed
 seq 64 | xargs -P 64 -I{} sh -c "curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Authorization: Bearer $KEY' -H 'Mcp-Session-Id: $SID' -H 'Content-Type: application/json' --data-binary '{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"m{}\"}}}' '$U'" > "$GG_TMP/par.txt"
 t "64 concurrent calls: all 200" eq "$(sort "$GG_TMP/par.txt" | uniq -c | tr -s ' ')" " 64 200"
@@ -116,11 +74,7 @@ t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 # ---- shutdown: a run in flight is drained (default deadline) or cancelled (short one),
 # and recorded either way
 rm -f "$GG_TMP/serve.out"
-GRAPHGATE_SHUTDOWN_TIMEOUT=120s GRAPHGATE_HTTP_ORIGINS=https://app.example.com GRAPHGATE_HTTP_ALLOWED_HOSTS=gw.example.com gg_restart "restart with origins, hosts, a long shutdown deadline"
-U="$GG_PUB/mcp/acme/fx"
-t "allowlisted Origin → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://app.example.com')" 200
-t "other Origin → 403" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Origin: https://other.example.com')" 403
-t "allowlisted Host on a loopback bind → 200" eq "$(gw_rpc "$O" "$U" "$KEY" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' -H 'Host: gw.example.com')" 200
+GRAPHGATE_SHUTDOWN_TIMEOUT=120s gg_restart "restart with a long shutdown deadline"
 ( curl -s -o "$GG_TMP/drain.json" -w '%{http_code}' -X POST --data-binary '{}' \
     "$GG_INT/internal/tenants/acme/graphs/slow/tools/slow/call" > "$GG_TMP/drain.code" ) &
 cpid=$!
