@@ -358,9 +358,13 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_history_write_errors_total failed history write attempts\n"
                      "# TYPE graphgate_history_write_errors_total counter\ngraphgate_history_write_errors_total %llu\n"
                      "# HELP graphgate_history_durable 1 when tool calls are answered only after their record is committed\n"
-                     "# TYPE graphgate_history_durable gauge\ngraphgate_history_durable %d\n",
+                     "# TYPE graphgate_history_durable gauge\ngraphgate_history_durable %d\n"
+                     "# HELP graphgate_history_journal 1 when durable answers are made durable by the history's redo "
+                     "log (history.journal), 0 when they wait for the commit\n"
+                     "# TYPE graphgate_history_journal gauge\ngraphgate_history_journal %d\n",
                      hs.submitted, hs.written, hs.dropped, hs.lost, hs.pending, hs.pending_bytes, hs.failing ? 1 : 0,
-                     hs.batches, hs.write_errors, gw->durable ? 1 : 0);
+                     hs.batches, hs.write_errors, gw->durable ? 1 : 0,
+                     gw->durable && gg_history_journaling(gw->history) ? 1 : 0);
     gg_history_quota_stats qs;
     gg_history_quota_get_stats(gw->quota, &qs);
     gg_strbuf_printf(out,
@@ -515,12 +519,15 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     ho.max_run_nodes = (size_t)cfg->history_max_run_records;
     ho.max_run_node_bytes = cfg->history_max_run_bytes;
     /* the redo log beside a SQLite file (not PostgreSQL: its replicas' answers must be
-     * in the shared database; not with fsync: the log is not synced) */
+     * in the shared database; not with fsync: the log is not synced). Replayed at every
+     * start, also when this one does without it: what an earlier process answered. */
     char journal[4200];
     const char *db = gg_store_path(gw->store);
-    if (gw->durable && cfg->history_journal && !cfg->history_fsync && !gg_store_is_postgres(gw->store) && db &&
-        strcmp(db, ":memory:") != 0 && (size_t)snprintf(journal, sizeof journal, "%s-history", db) < sizeof journal)
+    if (!gg_store_is_postgres(gw->store) && db && strcmp(db, ":memory:") != 0 &&
+        (size_t)snprintf(journal, sizeof journal, "%s-history", db) < sizeof journal) {
         ho.journal_dir = journal;
+        ho.journal_replay_only = !gw->durable || !cfg->history_journal || cfg->history_fsync;
+    }
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
     if (!gw_tasks_recover(gw, ho.replica_id, !gg_store_is_postgres(gw->store), err)) goto fail; /* as the history */
     gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};

@@ -816,10 +816,11 @@ static bool journal_start(gg_history *h, gg_error *err) {
         gg_error_clear(&e);
         return true;
     }
-    if (journal_recover(h, err)) return true;
-    gg_journal_close(h->journal, false);
+    bool ok = journal_recover(h, err);
+    if (ok && !h->opt.journal_replay_only) return true;
+    gg_journal_close(h->journal, ok); /* replayed: nothing is left in it */
     h->journal = NULL;
-    return false;
+    return ok;
 }
 
 /* Write what a previous process left in the journal (before the writer starts). */

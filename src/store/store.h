@@ -333,6 +333,8 @@ typedef struct gg_history_options {
                                  * submitted (one write(2), see journal.c), so waiters are
                                  * answered at once and batches stay large; replayed at the
                                  * next start. NULL = none (waiters wait for the commit) */
+    bool journal_replay_only;   /* with journal_dir: write what the journal holds (a previous
+                                 * process's answers), then do without it */
 } gg_history_options;
 
 /* Start the writer thread on its own connection. With mark_interrupted, rows left

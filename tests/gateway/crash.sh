@@ -4,8 +4,11 @@
 # `kill -9` of the server, then a restart on the same database. Every acknowledged call
 # must have its execution record, succeeded and with its node history; runs that were in
 # flight (the slow tool, announced as running) must be `interrupted`, none left `running`.
-# CRASH_ROUNDS rounds (default 4), each with a random load time. CRASH_DURABILITY=async
-# runs the same against the async mode (which is expected to lose acknowledged records).
+# CRASH_ROUNDS rounds (default 4), each with a random load time; odd rounds answer through
+# the history's redo log (history.journal, the default on SQLite), even rounds wait for the
+# commit (journal: false) — each restart replays what the log holds whatever its own mode.
+# CRASH_DURABILITY=async runs the same against the async mode (which is expected to lose
+# acknowledged records).
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 . "$GG_SRCDIR/tests/gateway/lib_durable.sh"
@@ -36,8 +39,14 @@ PY
 field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
 
 [ -n "${CRASH_DURABILITY:-}" ] && export GRAPHGATE_HISTORY_DURABILITY=$CRASH_DURABILITY
+journal_metric() { curl -s "$GG_INT/metrics" | sed -n 's/^graphgate_history_journal \([01]\)$/\1/p'; }
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 for round in $(seq 1 "$ROUNDS"); do
+  if [ -z "${CRASH_DURABILITY:-}" ]; then
+    want=$((round % 2))
+    t "round $round: answers $([ $want = 1 ] && echo "through the redo log" || echo "after the commit")" \
+      [ "$(journal_metric)" = $want ]
+  fi
   acks="$GG_TMP/acks-$round"
   : >"$acks"
   python3 "$GG_SRCDIR/tests/gateway/ack_client.py" "$GG_PUB" acme crash "$key" "$acks" $((round * 100000000)) \
@@ -51,6 +60,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for _ in $(seq 1 200); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.05; done
   kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
   GG_PID=""
+  if [ $(((round + 1) % 2)) = 1 ]; then unset GRAPHGATE_HISTORY_JOURNAL; else export GRAPHGATE_HISTORY_JOURNAL=false; fi
   gg_start || { echo "restart failed"; break; }
   res=$(check_db "$acks")
   echo "   round $round: $res; $(cat "$GG_TMP/client-$round.out")"

@@ -144,6 +144,26 @@ START_TEST(answered_runs_survive_a_crash_before_their_commit) {
 }
 END_TEST
 
+START_TEST(a_start_without_the_journal_still_replays_it) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_store_close(s);
+    char ids[10][33];
+    child_journals_and_dies(10, ids, false);
+    s = open_store();
+    gg_history_options o = {.flush_ms = 5, .journal_dir = jdir, .journal_replay_only = true};
+    gg_history *h = gg_history_start(s, &o, &err); /* e.g. history.journal turned off */
+    ck_assert_msg(h != NULL, "%s", err.message);
+    ck_assert(!gg_history_journaling(h));
+    assert_written(s, 10, ids);
+    size_t largest;
+    ck_assert_int_eq(segments(&largest), 0);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(a_torn_last_entry_is_skipped) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -217,6 +237,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, jsetup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, answered_runs_survive_a_crash_before_their_commit);
+    tcase_add_test(tc, a_start_without_the_journal_still_replays_it);
     tcase_add_test(tc, a_torn_last_entry_is_skipped);
     tcase_add_test(tc, the_log_is_cut_back_once_committed);
     tcase_add_test(tc, one_process_holds_the_log);
