@@ -852,7 +852,10 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *jo
         pthread_mutex_unlock(&h->lock);
         return false;
     }
-    if ((it->committed || it->want_journal) && h->journal && (it->jno = journal_append(h, it)) != 0) {
+    /* not while the writer is failing: the journal is the fast path of a healthy history,
+     * not a second store (what it holds must reach SQLite within a batch or two) */
+    if ((it->committed || it->want_journal) && h->journal && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED) &&
+        (it->jno = journal_append(h, it)) != 0) {
         it->committed = NULL;
         *journaled = true;
     } else if (it->committed && __atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
@@ -941,7 +944,9 @@ bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r) {
     return r && submit(h, r, NULL, NULL, true, &journaled) >= 0 && journaled;
 }
 
-bool gg_history_journaling(gg_history *h) { return h && h->journal && gg_journal_usable(h->journal); }
+bool gg_history_journaling(gg_history *h) {
+    return h && h->journal && gg_journal_usable(h->journal) && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED);
+}
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) { return gg_history_submit_then(h, r, NULL, NULL); }
 

@@ -3,19 +3,26 @@
  *
  * A durable call used to wait for the group commit of its record (suspend the connection,
  * wait the commit window and the transaction, resume): about a quarter of the call's CPU
- * and most of its latency. Instead the submitting thread appends the record to this log
- * with one write(2) and answers at once; the history writer still commits it to SQLite in
- * large batches. A write to the page cache survives a crash of the process exactly as a
- * SQLite WAL commit with synchronous=NORMAL does (the guarantee the durable mode gives),
- * so nothing answered is lost: at the next start every entry still in the log is written
- * to the database (an upsert: entries already there change nothing) before anything else.
+ * and most of its latency. Instead the submitting thread copies the record into this log
+ * and answers at once; the history writer still commits it to SQLite in large batches.
  *
- * Layout: a directory beside the database holding numbered segment files (8-byte magic,
- * then entries [u32 length][u32 FNV-1a of the payload][payload]) and a lock file that one
- * process holds (flock) while it appends. A segment is removed once every entry in it is
- * committed; the current one is cut back to its header whenever the writer has caught up.
- * An entry cut short by a crash in the middle of its write fails its length or checksum
- * and ends the replay of its segment (it was never acknowledged).
+ * The log is a shared memory mapping of a preallocated file: a store into it is in the
+ * kernel's page cache at once, no system call per record, and survives a crash of the
+ * process exactly as a write(2) or a SQLite WAL commit with synchronous=NORMAL does (the
+ * guarantee of the durable mode). The file is allocated in full before it is mapped
+ * (posix_fallocate), so a full disk refuses a segment up front instead of faulting a store
+ * (SIGBUS). At the next start every entry still in the log is written to the database (an
+ * upsert: entries already there change nothing) before anything else.
+ *
+ * Layout: a directory beside the database holding numbered segment files of SEGMENT_MAX
+ * bytes (8-byte magic, then entries [u32 length][u32 FNV-1a of the payload][payload], then
+ * zeros) and a lock file that one process holds (flock) while it appends. Appends are
+ * serialized, so only the last entry can be cut short by a crash, and its caller was never
+ * answered: a zero length or a checksum that does not match ends a segment's replay. Once
+ * the writer has committed everything, the current segment is cleared (zeroed back to its
+ * header); a segment left behind by a writer that fell far behind is removed once the
+ * writer reaches the next. When no segment can be allocated (a full disk) appends fail, so
+ * durable answers wait for their commit again, and an append retries once a second.
  *
  * Thread model: append/release/close are serialized by the journal's own mutex; the payload
  * format belongs to the caller (history.c). */
@@ -30,26 +37,28 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define MAGIC "GGHJ0001"
+#define MAGIC "GGHJ0002"
 #define MAGIC_LEN 8
-#define SEGMENT_MAX (8u << 20)    /* a new segment past this size: old ones can go */
-#define ENTRY_MAX (64u << 20)     /* a length past this is a torn or foreign entry */
-#define IOV_MAX_ENTRY 24
+#define SEGMENT_MAX (2u << 20) /* ~4,000 records of a small graph; allocated in full */
+#define RETRY_MS 1000.0         /* after a segment could not be allocated (a full disk) */
+#define HDR 8
 
 struct gg_journal {
     pthread_mutex_t mu;
     char *dir;
     int lock_fd;
-    int fd;                       /* the current segment, O_APPEND */
+    unsigned char *map;           /* the current segment, SEGMENT_MAX bytes, shared */
     unsigned first, cur;          /* oldest segment still on disk, the one appended to */
     unsigned replay_end;          /* segments < replay_end existed at open */
-    unsigned long long size;      /* bytes in the current segment */
+    size_t size;                  /* bytes used in the current segment */
     unsigned long long appended;  /* entries appended so far (entry numbers start at 1) */
     unsigned long long cur_first; /* number of the current segment's first entry */
-    bool broken;                  /* a write failed and could not be undone: no more appends */
+    bool broken;                  /* no segment could be made: appends wait for retry_at */
+    double retry_at;              /* monotonic ms */
 };
 
 /* broken is read without the mutex (gg_journal_usable, per call) */
@@ -64,18 +73,23 @@ static void seg_path(const gg_journal *j, unsigned seg, char *out, size_t size) 
     snprintf(out, size, "%s/%010u.hj", j->dir, seg);
 }
 
-/* Create segment seg and make it current (caller holds mu or is alone). */
+/* Create segment seg, allocated in full, map it and make it current (caller holds mu or is
+ * alone). */
 static bool seg_open(gg_journal *j, unsigned seg, gg_error *err) {
     char path[4200];
     seg_path(j, seg, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, MAGIC, MAGIC_LEN) != MAGIC_LEN) {
-        gg_error_set(err, "db", "history journal %s: %s", path, strerror(errno));
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int rc = fd < 0 ? errno : posix_fallocate(fd, 0, SEGMENT_MAX);
+    void *map = rc ? MAP_FAILED : mmap(NULL, SEGMENT_MAX, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        gg_error_set(err, "db", "history journal %s: %s", path, strerror(rc ? rc : errno));
         if (fd >= 0) { close(fd); unlink(path); }
         return false;
     }
-    if (j->fd >= 0) close(j->fd);
-    j->fd = fd;
+    close(fd); /* the mapping keeps the file */
+    if (j->map) munmap(j->map, SEGMENT_MAX);
+    j->map = map;
+    memcpy(j->map, MAGIC, MAGIC_LEN);
     j->cur = seg;
     j->size = MAGIC_LEN;
     j->cur_first = j->appended + 1;
@@ -110,7 +124,6 @@ gg_journal *gg_journal_open(const char *dir, gg_error *err) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
-    j->fd = -1;
     char path[4200];
     snprintf(path, sizeof path, "%s/lock", dir);
     j->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -149,8 +162,8 @@ static bool replay_file(const char *path, gg_journal_fn fn, void *user, long lon
         for (;;) {
             uint32_t hdr[2];
             size_t got = fread(hdr, 1, sizeof hdr, f);
-            if (got == 0) break;
-            if (got != sizeof hdr || hdr[0] > ENTRY_MAX) { (*torn)++; break; }
+            if (got == 0 || (got == sizeof hdr && hdr[0] == 0)) break; /* the end of what was appended */
+            if (got != sizeof hdr || hdr[0] > SEGMENT_MAX) { (*torn)++; break; }
             if (hdr[0] > cap) {
                 unsigned char *nb = realloc(buf, hdr[0]);
                 if (!nb) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
@@ -190,40 +203,43 @@ void gg_journal_drop_replayed(gg_journal *j) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* Undo a failed or short append: cut the segment back to its last whole entry. */
-static void cut_back(gg_journal *j) {
-    if (ftruncate(j->fd, (off_t)j->size) != 0) set_broken(j);
-}
-
 unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, int n_parts) {
-    if (n_parts < 1 || n_parts > IOV_MAX_ENTRY - 1) return 0;
-    struct iovec iov[IOV_MAX_ENTRY];
     uint32_t hdr[2] = {0, 2166136261u};
     size_t len = 0;
     for (int i = 0; i < n_parts; i++) {
-        iov[i + 1] = parts[i];
         len += parts[i].iov_len;
         hdr[1] = fnv1a(hdr[1], parts[i].iov_base, parts[i].iov_len);
     }
-    if (len > ENTRY_MAX) return 0;
+    if (len == 0 || len > SEGMENT_MAX - MAGIC_LEN - HDR) return 0; /* such a record waits for its commit */
     hdr[0] = (uint32_t)len;
-    iov[0] = (struct iovec){hdr, sizeof hdr};
     unsigned long long no = 0;
     pthread_mutex_lock(&j->mu);
     bool broken = __atomic_load_n(&j->broken, __ATOMIC_RELAXED);
-    if (!broken && j->size >= SEGMENT_MAX) {
+    if ((broken && gg_now_ms() >= j->retry_at) || (!broken && j->size + HDR + len > SEGMENT_MAX)) {
         gg_error err = GG_ERROR_INIT;
-        if (!seg_open(j, j->cur + 1, &err)) set_broken(j); /* appends stop: calls wait for commits */
+        if (seg_open(j, j->cur + 1, &err)) {
+            if (broken) gg_log(GG_LOG_WARN, "history journal: segments can be allocated again", NULL);
+            __atomic_store_n(&j->broken, false, __ATOMIC_RELAXED);
+        } else { /* a full disk: until a retry succeeds, durable answers wait for commits */
+            if (!broken)
+                gg_log(GG_LOG_ERROR, "history journal: no new segment, durable answers wait for commits", "error",
+                       err.message, NULL);
+            set_broken(j);
+            j->retry_at = gg_now_ms() + RETRY_MS;
+        }
         gg_error_clear(&err);
     }
     if (!__atomic_load_n(&j->broken, __ATOMIC_RELAXED)) {
-        ssize_t w = writev(j->fd, iov, n_parts + 1);
-        if (w == (ssize_t)(len + sizeof hdr)) {
-            j->size += (unsigned long long)w;
-            no = ++j->appended;
-        } else if (w != 0) {
-            cut_back(j);
+        unsigned char *p = j->map + j->size;
+        memcpy(p + HDR, parts[0].iov_base, parts[0].iov_len);
+        size_t off = HDR + parts[0].iov_len;
+        for (int i = 1; i < n_parts; i++) {
+            memcpy(p + off, parts[i].iov_base, parts[i].iov_len);
+            off += parts[i].iov_len;
         }
+        memcpy(p, hdr, HDR); /* last: a zero length until the entry is whole */
+        j->size += HDR + len;
+        no = ++j->appended;
     }
     pthread_mutex_unlock(&j->mu);
     return no;
@@ -232,18 +248,19 @@ unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, i
 void gg_journal_release(gg_journal *j, unsigned long long upto) {
     pthread_mutex_lock(&j->mu);
     /* Entry upto is in the current segment: every older one is committed. (Older segments'
-     * boundaries are not kept: they go once the writer reaches the current segment, which
-     * it does within a batch or two of a switch.) */
+     * boundaries are not kept: they go once the writer reaches the current one, which it
+     * does within a batch or two of a switch.) */
     unsigned keep = upto >= j->cur_first ? j->cur : j->first;
     for (; j->first < keep; j->first++) {
         char path[4200];
         seg_path(j, j->first, path, sizeof path);
         unlink(path);
     }
-    /* caught up: the current segment holds nothing uncommitted */
-    if (upto == j->appended && j->size > MAGIC_LEN && !__atomic_load_n(&j->broken, __ATOMIC_RELAXED)) {
-        if (ftruncate(j->fd, MAGIC_LEN) == 0) j->size = MAGIC_LEN;
-        else set_broken(j);
+    /* caught up: the current segment holds nothing uncommitted; cleared so a restart finds
+     * nothing to write again (zeroing costs what the appends cost, once) */
+    if (upto == j->appended && j->size > MAGIC_LEN) {
+        memset(j->map + MAGIC_LEN, 0, j->size - MAGIC_LEN);
+        j->size = MAGIC_LEN;
     }
     pthread_mutex_unlock(&j->mu);
 }
@@ -254,7 +271,7 @@ bool gg_journal_usable(gg_journal *j) {
 
 void gg_journal_close(gg_journal *j, bool all_committed) {
     if (!j) return;
-    if (j->fd >= 0) close(j->fd);
+    if (j->map) munmap(j->map, SEGMENT_MAX);
     if (all_committed) {
         unsigned lo, hi;
         seg_range(j->dir, &lo, &hi);

@@ -374,7 +374,8 @@ bool gg_history_submit_then(gg_history *h, gg_exec_record *r, gg_history_committ
  * (no journal, the append failed, the queue is full): refuse the call; a record that was
  * queued nonetheless is still written. Never waits for SQLite. */
 bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r);
-/* True while h has a usable journal: gg_history_submit_then's waiters are then answered
+/* True while h has a usable journal and the writer is not failing (then records wait for
+ * their commit, as without a journal): gg_history_submit_then's waiters are then answered
  * before it returns (ok = true, unless the append failed) and
  * gg_history_submit_journaled works. Lock-free. */
 bool gg_history_journaling(gg_history *h);

@@ -155,8 +155,9 @@ typedef bool (*gg_journal_fn)(void *user, const unsigned char *payload, size_t n
 long long gg_journal_replay(gg_journal *j, gg_journal_fn fn, void *user, long long *torn, gg_error *err);
 /* Remove the segments present at open (their entries are committed). */
 void gg_journal_drop_replayed(gg_journal *j);
-/* Append one entry made of parts (at most 22) with one write; its number (from 1), or 0
- * when it could not be written (nothing of it stays). Any thread. */
+/* Append one entry made of parts (parts[0] non-empty); its number (from 1), or 0 when it
+ * could not be made durable (too big for a segment, no segment could be allocated).
+ * Any thread. */
 unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, int n_parts);
 /* Entries numbered up to upto are committed (and, entries being committed in order, all
  * before them): remove what only holds committed entries. */
