@@ -447,9 +447,11 @@ done:
 
 static const char SQL_GEN_GET[] = "SELECT value FROM generations WHERE name = ?1";
 const char GG_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
+/* counters added after 0001 get their row on first bump instead of by a migration */
+static const char SQL_GEN_CREATE[] = "INSERT INTO generations(name, value) VALUES (?1, 0) ON CONFLICT(name) DO NOTHING";
 
 static const char *gen_name(gg_store_generation which) {
-    return which == GG_GEN_KEYS ? "keys" : "graphs";
+    return which == GG_GEN_KEYS ? "keys" : which == GG_GEN_GRAPHS ? "graphs" : "views";
 }
 
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err) {
@@ -459,7 +461,9 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GEN_GET, err);
     if (st) {
         gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
-        if (gg_db_step(st) == SQLITE_ROW) v = gg_db_column_int64(st, 0);
+        int rc = gg_db_step(st);
+        if (rc == SQLITE_ROW) v = gg_db_column_int64(st, 0);
+        else if (rc == SQLITE_DONE && which == GG_GEN_VIEWS) v = 0; /* never bumped yet */
         else gg_store_set_db_error(c, err, "generations");
         gg_db_reset(st);
     }
@@ -481,13 +485,19 @@ static bool notify_generation(gg_store_conn *c, gg_store_generation which, gg_er
     return ok;
 }
 
-bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
+/* Run a generations statement bound to the counter's name; true when it is done. */
+static bool gen_exec(gg_store_conn *c, const char *sql, gg_store_generation which, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
     bool ok = gg_db_step(st) == SQLITE_DONE;
     if (!ok) gg_store_set_db_error(c, err, "generations");
     gg_db_reset(st);
+    return ok;
+}
+
+bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
+    bool ok = (which != GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_SQL_GEN_BUMP, which, err);
     if (ok && gg_db_is_pg(c)) ok = notify_generation(c, which, err);
     return ok;
 }

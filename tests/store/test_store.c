@@ -314,6 +314,38 @@ START_TEST(graph_versions_and_activation) {
 }
 END_TEST
 
+/* Every view change bumps the views generation in its transaction (the other replicas'
+ * watchers tell their view clients); a refused change does not. The counter reads 0 until
+ * its first bump creates its row. */
+START_TEST(views_bump_their_generation) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 0);
+    json_t *d = json_pack("{s:[{s:s}]}", "tools", "tool", "g.t");
+    bool created = false;
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err) && created);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 1);
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err) && !created);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 2);
+    ck_assert(!gg_store_view_put(s, "acme", "v2", d, 1, &created, &err)); /* over the bound */
+    ck_assert_str_eq(err.code, "quota_exceeded");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 2);
+    ck_assert(gg_store_view_delete(s, "acme", "v1", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 3);
+    ck_assert(!gg_store_view_delete(s, "acme", "v1", &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 3);
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err));
+    ck_assert(gg_store_tenant_delete(s, "acme", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 5);
+    json_decref(d);
+    gg_store_close(s);
+}
+END_TEST
+
 static bool count_visit(void *user, const gg_graph_source *g) {
     (*(int *)user)++;
     return g->version > 0;
@@ -1284,6 +1316,7 @@ int main(void) {
     tcase_add_test(tc, history_retention_every_tenant);
     tcase_add_test(tc, history_concurrent_submitters);
     tcase_add_test(tc, audit_log);
+    tcase_add_test(tc, views_bump_their_generation);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
     suite_add_tcase(s, tc);
