@@ -49,6 +49,8 @@ typedef struct gg_store_options {
                             * sslmode/sslrootcert included): PostgreSQL instead of path */
     int statement_timeout_ms; /* PostgreSQL: a statement running longer fails; 0 = 30000 */
     int pool_size;         /* connections shared by request threads; 0 = 4 */
+    bool lazy_pool;        /* PostgreSQL: connect only the first at open, the others on first
+                            * use (a CLI command: each connection costs a TCP/TLS setup) */
     int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
     bool must_exist;       /* refuse ("not_found") a path that does not exist instead of
                             * creating an empty database (commands that only read) */

@@ -346,6 +346,34 @@ START_TEST(views_bump_their_generation) {
 }
 END_TEST
 
+/* lazy_pool (CLI commands): one PostgreSQL connection at open, another only when two are
+ * in use at once (a walk whose callback uses the store). SQLite ignores the option. */
+static const char SQL_BACKENDS[] = "SELECT count(*) FROM pg_stat_activity WHERE datname = ?1 AND pid <> pg_backend_pid()";
+
+static bool nested_visit(void *user, const gg_graph_source *g) {
+    gg_error err = GG_ERROR_INIT;
+    bool ok = gg_store_tenant_exists(user, g->tenant, &err);
+    gg_error_clear(&err);
+    return ok;
+}
+
+START_TEST(lazy_pool_connects_on_demand) {
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options o = {.path = dbpath, .url = pg_store_url(), .pool_size = 3, .lazy_pool = true};
+    gg_store *s = gg_store_open(&o, &err);
+    ck_assert_msg(s != NULL, "open: %s", err.message);
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 1);
+    ck_assert(gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    int v;
+    ck_assert(gg_store_graph_put(s, "acme", "g", "a: 1", 4, "yaml", NULL, &v, &err));
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 1); /* one at a time so far */
+    ck_assert(gg_store_graphs_foreach_active_version(s, nested_visit, s, &err));
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 2);
+    gg_store_close(s);
+}
+END_TEST
+
 static bool count_visit(void *user, const gg_graph_source *g) {
     (*(int *)user)++;
     return g->version > 0;
@@ -1317,6 +1345,7 @@ int main(void) {
     tcase_add_test(tc, history_concurrent_submitters);
     tcase_add_test(tc, audit_log);
     tcase_add_test(tc, views_bump_their_generation);
+    tcase_add_test(tc, lazy_pool_connects_on_demand);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
     suite_add_tcase(s, tc);
