@@ -27,7 +27,7 @@ static gg_store *open_store(const gg_config *c, const char *cmd, bool create, in
         return NULL;
     }
     gg_store_options o = {.path = c->db_path, .url = c->db_url, .statement_timeout_ms = c->statement_timeout_ms,
-                          .pool_size = 2, .busy_timeout_ms = c->busy_timeout_ms, .must_exist = !create};
+                          .pool_size = 2, .lazy_pool = true, .busy_timeout_ms = c->busy_timeout_ms, .must_exist = !create};
     gg_store *s = gg_store_open(&o, &err);
     if (s && !gg_store_migrate(s, dir, NULL, &err)) {
         gg_store_close(s);

@@ -134,6 +134,7 @@ static void handle_poke(gg_gateway *gw) {
     int poke = atomic_exchange(&gw->watch_poke, 0);
     if (poke & GG_WATCH_GRAPHS) check_graphs(gw);
     if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
+    if (poke & GG_WATCH_VIEWS) gw_views_check(gw);
 }
 
 /* The notifier thread (PostgreSQL): hand every notification to the watcher at once. While
@@ -154,7 +155,7 @@ static void *notifier(void *arg) {
     return NULL;
 }
 
-/* Every 50 ms: RUNNING records for long runs; every second: notice graph and key changes
+/* Every 50 ms: RUNNING records for long runs; every second: notice graph, view and key changes
  * made by another process (the CLI, another replica) and trim the compiled-graph cache;
  * at once when a change notification pokes it. */
 static void *watcher(void *arg) {
@@ -177,6 +178,7 @@ static void *watcher(void *arg) {
         gw_listen_tick(gw->listen, gg_now_ms());
         if (++tick % 20 == 0) {
             check_graphs(gw);
+            gw_views_check(gw);             /* views changed through another replica */
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
             gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
         }
@@ -568,6 +570,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw_registry_set_hook(gw->registry, gw_registry_changed, gw);
 
     gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);
+    gg_error_clear(err);
+    gw->views_gen = gg_store_generation_get(gw->store, GG_GEN_VIEWS, err);
     gg_error_clear(err);
     if (!gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;

@@ -65,6 +65,9 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
 bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version);
 /* The selected names of a view server that no graph offers now (new array). */
 json_t *gw_tenantwide_missing(mcp_server *s);
+/* The definition a view server was built from (compact JSON, sorted keys; borrowed from s),
+ * NULL for any other server: what its clients were last told about. */
+const char *gw_tenantwide_view_text(const mcp_server *s);
 /* ---- views (views.c): /mcp/{tenant}/_views/{name} over the admin REST's definitions ---- */
 #define GW_VIEWS_PREFIX "_views/"
 #define GW_VIEWS_MAX 100      /* views per tenant */
@@ -75,6 +78,12 @@ mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view,
 /* tenant/graph has a new active version or is gone: list_changed on the open GET streams of
  * the tenant-wide endpoint and of each view selecting one of the graph's tools. */
 void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph);
+/* The watcher (every second, and at once on a views change notification): when the store's
+ * views generation moved, each view with clients on this replica whose definition changed
+ * (on any replica) sends them list_changed; a deleted one ends their streams. */
+void gw_views_check(gg_gateway *gw);
+/* Add [tenant, graph] to out (an object keyed by both: each endpoint once). */
+void gw_endpoint_add(json_t *out, const char *tenant, const char *graph);
 int gw_views_put(gg_http_req *req, gg_http_res *res, void *user);
 int gw_views_get(gg_http_req *req, gg_http_res *res, void *user);
 int gw_views_list(gg_http_req *req, gg_http_res *res, void *user);
@@ -164,6 +173,7 @@ struct gg_gateway {
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv;
     long long graphs_gen;
+    long long views_gen;          /* the watcher's: the views generation last handled */
     /* PostgreSQL change notifications (NULL on SQLite): the notifier thread waits on the
      * watch and pokes the watcher, which re-reads what changed at once */
     struct gg_store_watch *watch;
@@ -297,6 +307,11 @@ void gw_streams_free(gw_streams *s);
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    mcp_server *srv, const gg_principal *pr);
 void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
+/* A view's definition may have changed: list_changed to the sessions on tenant/graph whose
+ * server was built from another definition than srv's; they then hold srv. */
+void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
+/* Each endpoint whose graph part starts with prefix that has a session stream (gw_endpoint_add). */
+void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out);
 /* Whether some GET stream is open now on an endpoint of tenant whose graph part starts with
  * prefix (the tenant-wide endpoints ask before they build a server to notify with). */
 bool gw_streams_any_on(gw_streams *s, const char *tenant, const char *prefix);
@@ -313,6 +328,11 @@ void gw_listen_free(gw_listen *l); /* ends what is still open */
 int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    const mcp_server *srv, const mcp_message *m);
 void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph); /* a new version is active */
+/* A tenant-wide or view endpoint changed to srv: list_changed to its streams (view_only:
+ * only those told about another view definition than srv's). */
+void gw_listen_changed_to(gw_listen *l, const char *tenant, const char *graph, const mcp_server *srv, bool view_only);
+bool gw_listen_any_on(gw_listen *l, const char *tenant, const char *prefix); /* as gw_streams_any_on */
+void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out);    /* as gw_streams_endpoints */
 /* End streams gracefully: of tenant/graph, of tenant (graph NULL), or all (tenant NULL). */
 void gw_listen_end(gw_listen *l, const char *tenant, const char *graph);
 void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, end all when stopping */

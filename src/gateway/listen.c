@@ -34,6 +34,7 @@ typedef struct listener {
     int filter;
     json_t *id;   /* the subscription id: the request's JSON-RPC id */
     json_t *uris; /* resourceSubscriptions honoured */
+    char *view;   /* a view endpoint's definition last announced (gw_tenantwide_view_text) */
     struct listener *next;
 } listener;
 
@@ -73,6 +74,13 @@ static bool send_frame(listener *s, const char *method, json_t *params) {
     return ok;
 }
 
+static void listener_free(listener *s) {
+    json_decref(s->id);
+    json_decref(s->uris);
+    free(s->view);
+    free(s);
+}
+
 /* The graceful end: the listen request's result, then the stream closes. */
 static void end_stream(listener *s) {
     json_t *res = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta", SUB_ID, s->id);
@@ -81,9 +89,7 @@ static void end_stream(listener *s) {
     free(body);
     json_decref(res);
     gg_http_async_complete(s->a);
-    json_decref(s->id);
-    json_decref(s->uris);
-    free(s);
+    listener_free(s);
 }
 
 static size_t tenant_count(gw_listen *l, const char *tenant) {
@@ -110,6 +116,11 @@ static listener *new_listener(const mcp_message *m, const mcp_server *srv) {
         if (res && json_is_string(u) && json_array_size(s->uris) < LISTEN_URIS && strlen(json_string_value(u)) < 2048)
             json_array_append(s->uris, u);
     s->id = json_incref(m->id);
+    const char *view = gw_tenantwide_view_text(srv);
+    if (view && !(s->view = strdup(view))) {
+        listener_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -146,18 +157,14 @@ int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
         pthread_mutex_unlock(&l->mu);
         int rc = refuse(res, m->id, status, status == 429 ? "Too many subscription streams for this tenant; retry later"
                                                           : "Server busy: too many subscription streams; retry later");
-        json_decref(s->id);
-        json_decref(s->uris);
-        free(s);
+        listener_free(s);
         return rc;
     }
     gg_http_res_header(gg_http_async_res(s->a), "X-Accel-Buffering", "no");
     if (!gg_http_async_stream(s->a, 200, "text/event-stream")) {
         pthread_mutex_unlock(&l->mu);
         gg_http_async_complete(s->a);
-        json_decref(s->id);
-        json_decref(s->uris);
-        free(s);
+        listener_free(s);
         return GG_HTTP_DEFERRED;
     }
     send_frame(s, "notifications/subscriptions/acknowledged", ack_params(s));
@@ -180,21 +187,63 @@ static void notify(listener *s, const mcp_server *srv) {
             send_frame(s, "notifications/resources/updated", json_pack("{s:O}", "uri", u));
 }
 
+static bool on(const listener *s, const char *tenant, const char *graph) {
+    return !strcmp(s->tenant, tenant) && !strcmp(s->graph, graph);
+}
+
 /* See internal.h. */
 void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph) {
     if (!l) return;
     /* a sync activating many graphs looks each up only when a stream listens on it */
     pthread_mutex_lock(&l->mu);
     bool any = false;
-    for (listener *s = l->head; s && !any; s = s->next) any = !strcmp(s->tenant, tenant) && !strcmp(s->graph, graph);
+    for (listener *s = l->head; s && !any; s = s->next) any = on(s, tenant, graph);
     pthread_mutex_unlock(&l->mu);
     if (!any) return;
     mcp_server *srv = l->gw->registry ? gw_registry_get(l->gw->registry, tenant, graph, NULL, NULL) : NULL;
+    gw_listen_changed_to(l, tenant, graph, srv, false);
+    mcp_server_unref(srv);
+}
+
+/* See internal.h. */
+void gw_listen_changed_to(gw_listen *l, const char *tenant, const char *graph, const mcp_server *srv, bool view_only) {
+    if (!l) return;
+    const char *view = gw_tenantwide_view_text(srv);
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s; s = s->next) {
+        if (!on(s, tenant, graph)) continue;
+        bool same = s->view == view || (s->view && view && !strcmp(s->view, view));
+        if (view_only && same) continue; /* told already (by the replica's own admin request) */
+        notify(s, srv);
+        if (same) continue;
+        char *copy = view ? strdup(view) : NULL;
+        if (copy || !view) { /* out of memory: kept, told again next time */
+            free(s->view);
+            s->view = copy;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* See internal.h. */
+bool gw_listen_any_on(gw_listen *l, const char *tenant, const char *prefix) {
+    bool any = false;
+    size_t n = strlen(prefix);
+    if (!l) return false;
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s && !any; s = s->next) any = !strcmp(s->tenant, tenant) && !strncmp(s->graph, prefix, n);
+    pthread_mutex_unlock(&l->mu);
+    return any;
+}
+
+/* See internal.h. */
+void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out) {
+    size_t n = strlen(prefix);
+    if (!l) return;
     pthread_mutex_lock(&l->mu);
     for (listener *s = l->head; s; s = s->next)
-        if (!strcmp(s->tenant, tenant) && !strcmp(s->graph, graph)) notify(s, srv);
+        if (!strncmp(s->graph, prefix, n)) gw_endpoint_add(out, s->tenant, s->graph);
     pthread_mutex_unlock(&l->mu);
-    mcp_server_unref(srv);
 }
 
 /* See internal.h. */
@@ -235,9 +284,7 @@ void gw_listen_tick(gw_listen *l, double now) {
         *pp = s->next;
         l->open--;
         gg_http_async_complete(s->a);
-        json_decref(s->id);
-        json_decref(s->uris);
-        free(s);
+        listener_free(s);
     }
     pthread_mutex_unlock(&l->mu);
 }

@@ -720,20 +720,19 @@ static bool any_stream_on(gw_streams *s, const char *tenant, const char *graph) 
     return any;
 }
 
-/* A new version of tenant/graph is active: notifications/tools/list_changed to each
- * session with a stream there (once per session), which then holds the new version. srv:
- * the new version (mounts), NULL = ask the registry — only when some stream listens, so a
- * sync declaring thousands of graphs compiles none of them. Mounts use tenant "". */
-void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
-    if (!s || !any_stream_on(s, tenant, graph)) return;
-    mcp_server *cur = srv ? mcp_server_ref(srv)
-                          : s->gw->registry ? gw_registry_get(s->gw->registry, tenant, graph, NULL, NULL) : NULL;
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* list_changed to each session with a stream on tenant/graph (once per session), which then
+ * holds cur; view_only: only the sessions whose server was built from another view
+ * definition than cur's (a views-generation check must not repeat what they were told). */
+static void changed_to(gw_streams *s, const char *tenant, const char *graph, mcp_server *cur, bool view_only) {
     mcp_server *old[16];
     size_t nold = 0;
+    const char *want = view_only ? gw_tenantwide_view_text(cur) : NULL;
     pthread_mutex_lock(&s->mu);
     for (size_t b = 0; s->entries && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
-            if (same_endpoint(ss, tenant, graph)) {
+            if (same_endpoint(ss, tenant, graph) && !(view_only && same_text(gw_tenantwide_view_text(ss->srv), want))) {
                 notify_session(s, ss, cur);
                 if (cur && ss->srv != cur) { /* the last reference to the old version goes after the lock */
                     if (nold < sizeof old / sizeof old[0]) old[nold++] = ss->srv;
@@ -744,7 +743,34 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
     prune(s);
     pthread_mutex_unlock(&s->mu);
     for (size_t i = 0; i < nold; i++) mcp_server_unref(old[i]);
+}
+
+/* A new version of tenant/graph is active: notifications/tools/list_changed to each
+ * session with a stream there (once per session), which then holds the new version. srv:
+ * the new version (mounts), NULL = ask the registry — only when some stream listens, so a
+ * sync declaring thousands of graphs compiles none of them. Mounts use tenant "". */
+void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
+    if (!s || !any_stream_on(s, tenant, graph)) return;
+    mcp_server *cur = srv ? mcp_server_ref(srv)
+                          : s->gw->registry ? gw_registry_get(s->gw->registry, tenant, graph, NULL, NULL) : NULL;
+    changed_to(s, tenant, graph, cur, false);
     mcp_server_unref(cur);
+}
+
+/* See internal.h. */
+void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
+    if (s && srv) changed_to(s, tenant, graph, srv, true);
+}
+
+/* See internal.h. */
+void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out) {
+    size_t n = strlen(prefix);
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    for (size_t b = 0; s->entries && b < BUCKETS; b++)
+        for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
+            if (!ss->gone && strncmp(ss->graph, prefix, n) == 0) gw_endpoint_add(out, ss->tenant, ss->graph);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* tenant/graph is gone (graph or tenant deleted): end its streams. */

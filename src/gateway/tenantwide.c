@@ -31,6 +31,7 @@ typedef struct tw {
     mcp_server **srv; /* one reference per graph served */
     json_t *graphs;   /* [[graph name, active version], ...] by the index srv has */
     size_t n;
+    char *view_text;  /* the view's definition (compact, sorted keys); NULL for _all */
 } tw;
 
 /* MCP 2025-11-25: 1..128 chars, ASCII letters, digits, '_', '-', '.'. */
@@ -246,6 +247,7 @@ static void tw_free(tw *t) {
     json_decref(t->skipped);
     json_decref(t->missing);
     json_decref(t->graphs);
+    free(t->view_text);
     free(t);
 }
 
@@ -340,9 +342,8 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
         gg_strbuf_free(&sig);
         return NULL;
     }
-    char *vtext = view ? json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    gg_strbuf_printf(&sig, "|%s", vtext ? vtext : "");
-    free(vtext);
+    t->view_text = view ? json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    gg_strbuf_printf(&sig, "|%s", t->view_text ? t->view_text : "");
     char *key = gg_strbuf_take(&sig); /* NULL (out of memory): no caching */
     mcp_server *s = key ? cache_find(gw->twcache, tenant, key) : NULL;
     if (s) {
@@ -359,6 +360,12 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
     if (s && key) cache_put(gw->twcache, tenant, key, s);
     free(key);
     return s;
+}
+
+/* See internal.h. */
+const char *gw_tenantwide_view_text(const mcp_server *s) {
+    mcp_provider *p = s ? mcp_server_provider(s) : NULL;
+    return p && p->server_info == tw_server_info ? ((tw *)p->impl)->view_text : NULL;
 }
 
 /* See internal.h. */

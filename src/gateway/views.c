@@ -6,8 +6,12 @@
  * checked here (clear 400s naming the member), bounded (GW_VIEWS_MAX views per tenant,
  * GW_VIEW_TOOLS_MAX tools per view) and served at /mcp/{tenant}/_views/{name}. A selected
  * tool that no active graph offers is not an error: GET reports it under "missing" and the
- * view's tools/list leaves it out. Changing or deleting a view sends list_changed on its
- * open GET streams; so does a new version of a graph the view selects from.
+ * view's tools/list leaves it out. Changing a view's selection sends list_changed to its
+ * clients (2025 GET streams and 2026 subscriptions/listen streams), deleting it ends their
+ * streams; so does a new version of a graph the view selects from. On every replica: the
+ * store bumps the views generation with each change (NOTIFY on PostgreSQL), and each
+ * replica's watcher then compares the definitions its clients were told about with the
+ * stored ones (gw_views_check), so a client hears of a change once, wherever it was made.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,17 +80,53 @@ mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view,
     return s;
 }
 
-/* list_changed on the open GET streams of tenant's view (with its current server). */
-static void view_changed(gg_gateway *gw, const char *tenant, const char *view) {
+/* See internal.h. */
+void gw_endpoint_add(json_t *out, const char *tenant, const char *graph) {
+    char key[2 * GG_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s/%s", tenant, graph); /* tenant names have no '/' */
+    if (!json_object_get(out, key)) json_object_set_new(out, key, json_pack("[ss]", tenant, graph));
+}
+
+/* Whether some client of this replica (a 2025 session's GET stream or a 2026
+ * subscriptions/listen stream) listens on an endpoint of tenant starting with prefix. */
+static bool anyone_on(gg_gateway *gw, const char *tenant, const char *prefix) {
+    return gw_streams_any_on(gw->streams, tenant, prefix) || gw_listen_any_on(gw->listen, tenant, prefix);
+}
+
+/* list_changed to the clients of tenant's view, with its current server (view_only: only
+ * those told about another definition); a deleted view ends their streams. */
+static void view_changed(gg_gateway *gw, const char *tenant, const char *view, bool view_only) {
     char ep[GG_NAME_MAX + 1];
     snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, view);
-    if (!gw_streams_any_on(gw->streams, tenant, ep)) return;
+    if (!anyone_on(gw, tenant, ep)) return;
     gg_error err = GG_ERROR_INIT;
     mcp_server *s = gw_view_server(gw, tenant, view, &err);
+    if (s && view_only) gw_streams_view_changed(gw->streams, tenant, ep, s);
+    else if (s) gw_streams_tools_changed(gw->streams, tenant, ep, s);
+    if (s) gw_listen_changed_to(gw->listen, tenant, ep, s, view_only);
+    else if (strcmp(err.code, "not_found") == 0) { /* deleted: its streams end (a store error ends nothing) */
+        gw_streams_end_graph(gw->streams, tenant, ep);
+        gw_listen_end(gw->listen, tenant, ep);
+    }
     gg_error_clear(&err);
-    if (s) gw_streams_tools_changed(gw->streams, tenant, ep, s);
-    else gw_streams_end_graph(gw->streams, tenant, ep); /* deleted: its streams end */
     mcp_server_unref(s);
+}
+
+/* See internal.h. Watcher thread only (views_gen is its own). */
+void gw_views_check(gg_gateway *gw) {
+    gg_error err = GG_ERROR_INIT;
+    long long gen = gg_store_generation_get(gw->store, GG_GEN_VIEWS, &err);
+    gg_error_clear(&err);
+    if (gen < 0 || gen == gw->views_gen) return;
+    gw->views_gen = gen;
+    json_t *eps = json_object();
+    gw_streams_endpoints(gw->streams, GW_VIEWS_PREFIX, eps);
+    gw_listen_endpoints(gw->listen, GW_VIEWS_PREFIX, eps);
+    const char *k;
+    json_t *e;
+    json_object_foreach(eps, k, e) view_changed(gw, json_string_value(json_array_get(e, 0)),
+                                                json_string_value(json_array_get(e, 1)) + strlen(GW_VIEWS_PREFIX), true);
+    json_decref(eps);
 }
 
 /* Whether view definition d selects a tool of graph ("<graph>."). */
@@ -103,21 +143,24 @@ static bool selects_from(json_t *d, const char *graph) {
 /* See internal.h. */
 void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph) {
     if (!gw || !gw->store) return;
-    if (gw_streams_any_on(gw->streams, tenant, GW_TENANTWIDE)) {
+    if (anyone_on(gw, tenant, GW_TENANTWIDE)) {
         gg_error err = GG_ERROR_INIT;
         mcp_server *s = gw_tenantwide_server(gw, tenant, NULL, &err);
         gg_error_clear(&err);
-        if (s) gw_streams_tools_changed(gw->streams, tenant, GW_TENANTWIDE, s);
+        if (s) {
+            gw_streams_tools_changed(gw->streams, tenant, GW_TENANTWIDE, s);
+            gw_listen_changed_to(gw->listen, tenant, GW_TENANTWIDE, s, false);
+        }
         mcp_server_unref(s);
     }
-    if (!gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX)) return; /* e.g. the sync at start */
+    if (!anyone_on(gw, tenant, GW_VIEWS_PREFIX)) return; /* e.g. the sync at start */
     gg_error err = GG_ERROR_INIT;
     json_t *views = gg_store_views_list(gw->store, tenant, &err);
     gg_error_clear(&err);
     size_t i;
     json_t *v;
     json_array_foreach(views, i, v) if (selects_from(json_object_get(v, "definition"), graph))
-        view_changed(gw, tenant, json_string_value(json_object_get(v, "name")));
+        view_changed(gw, tenant, json_string_value(json_object_get(v, "name")), false);
     json_decref(views);
 }
 
@@ -177,7 +220,7 @@ int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
     gw_admin_audit(gw, &pr, t, created ? "view.create" : "view.update", v,
                    json_pack("{s:I}", "tools", (json_int_t)json_array_size(json_object_get(d, "tools"))));
     json_decref(d);
-    view_changed(gw, t, v);
+    view_changed(gw, t, v, true); /* this replica's clients at once; the others' by the views generation */
     json_t *row = gg_store_view_get(gw->store, t, v, &err);
     if (!row) return answer_error(res, &err);
     gg_http_res_json(res, created ? 201 : 200, with_missing(gw, t, row));
@@ -214,7 +257,7 @@ int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user) {
     gg_error err = GG_ERROR_INIT;
     if (!gg_store_view_delete(gw->store, t, v, &err)) return answer_error(res, &err);
     gw_admin_audit(gw, &pr, t, "view.delete", v, NULL);
-    view_changed(gw, t, v);
+    view_changed(gw, t, v, true);
     gg_http_res_json(res, 200, json_pack("{s:b}", "deleted", 1));
     return GG_HTTP_DONE;
 }

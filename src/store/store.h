@@ -49,6 +49,8 @@ typedef struct gg_store_options {
                             * sslmode/sslrootcert included): PostgreSQL instead of path */
     int statement_timeout_ms; /* PostgreSQL: a statement running longer fails; 0 = 30000 */
     int pool_size;         /* connections shared by request threads; 0 = 4 */
+    bool lazy_pool;        /* PostgreSQL: connect only the first at open, the others on first
+                            * use (a CLI command: each connection costs a TCP/TLS setup) */
     int busy_timeout_ms;   /* how long a statement waits for another writer; 0 = 5000 */
     bool must_exist;       /* refuse ("not_found") a path that does not exist instead of
                             * creating an empty database (commands that only read) */
@@ -87,9 +89,11 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
                                            size_t len, gg_error *err);
 
 /* Generation counters: bumped inside the same transaction as every change to keys
- * (revoke, delete, tenant delete) or graphs (put, activate, delete), so a long-running
- * process notices changes made by another process (the CLI) with one cheap read. */
-typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS } gg_store_generation;
+ * (revoke, delete, tenant delete), graphs (put, activate, delete) or views of the
+ * tenant-wide endpoint (put, delete, tenant delete), so a long-running process notices
+ * changes made by another process (the CLI, another replica) with one cheap read. The
+ * views counter's row is created by its first bump (no migration): until then it reads 0. */
+typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS } gg_store_generation;
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
 
 /* Change notifications (PostgreSQL only): every generation bump also NOTIFYs channel
@@ -103,7 +107,12 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
  * after a (re)connection every counter bit, since notifications sent while it was down are
  * lost. Ownership: one thread waits; wake and free come from another (free after that
  * thread stopped). */
-enum { GG_WATCH_KEYS = 1 << GG_GEN_KEYS, GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS, GG_WATCH_DOWN = 1 << 8 };
+enum {
+    GG_WATCH_KEYS = 1 << GG_GEN_KEYS,
+    GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS,
+    GG_WATCH_VIEWS = 1 << GG_GEN_VIEWS,
+    GG_WATCH_DOWN = 1 << 8
+};
 typedef struct gg_store_watch gg_store_watch;
 gg_store_watch *gg_store_watch_new(gg_store *s);
 int gg_store_watch_wait(gg_store_watch *w, int timeout_ms);

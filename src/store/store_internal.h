@@ -23,6 +23,7 @@ struct gg_store_conn {
     PGconn *pg;           /* PostgreSQL backend (db is NULL) */
     struct gg_store *store;
     unsigned epoch;       /* PostgreSQL: bumped on reconnect (server statements are gone) */
+    bool unopened;        /* PostgreSQL: a lazy pool slot not connected yet (pg is NULL) */
     unsigned n_named;     /* PostgreSQL: names of server-side prepared statements */
     int changes;          /* PostgreSQL: rows of the last statement */
     char errmsg[512];     /* PostgreSQL: the last error */

@@ -1,6 +1,8 @@
 /* views.c — views of the tenant-wide MCP endpoint, per tenant and name (migration 0010).
  * Replacing a view is DELETE + INSERT in one transaction (no SQLite-only upsert); every
- * query is filtered by tenant; the per-tenant bound is checked inside the transaction. */
+ * query is filtered by tenant; the per-tenant bound is checked inside the transaction.
+ * Every change bumps the views generation in its transaction (NOTIFY on PostgreSQL), so
+ * the other replicas tell their view clients. */
 #include "store/store_internal.h"
 
 #include <stdlib.h>
@@ -47,7 +49,7 @@ static bool put_conn(gg_store_conn *c, const char *tenant, const char *name, con
     int rc = gg_db_step(st);
     gg_db_reset(st);
     if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "views");
-    return rc == SQLITE_DONE;
+    return rc == SQLITE_DONE && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
 }
 
 typedef struct put_args {
@@ -95,12 +97,18 @@ json_t *gg_store_view_get(gg_store *s, const char *tenant, const char *name, gg_
 
 json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err) { return query(s, SQL_LIST, tenant, NULL, err); }
 
-bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
+static bool delete_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const char *const *tn = user;
     long long has = 0;
-    bool ok = run2(c, SQL_HAS, tenant, name, &has, err) && (has || (gg_error_set(err, "not_found", "no view '%s' in tenant '%s'", name, tenant), false)) &&
-              run2(c, SQL_DEL, tenant, name, NULL, err);
-    gg_store_conn_release(s, c);
-    return ok;
+    if (!run2(c, SQL_HAS, tn[0], tn[1], &has, err)) return false;
+    if (!has) {
+        gg_error_set(err, "not_found", "no view '%s' in tenant '%s'", tn[1], tn[0]);
+        return false;
+    }
+    return run2(c, SQL_DEL, tn[0], tn[1], NULL, err) && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
+}
+
+bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err) {
+    const char *tn[2] = {tenant, name};
+    return gg_store_write_tx(s, delete_tx, tn, err);
 }

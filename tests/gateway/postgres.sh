@@ -108,5 +108,20 @@ t "... versions put by the CLI are notified within 600 ms (below the 1 s check)"
   python3 -c "import sys; v=sys.argv[1:]; sys.exit(not all(x.isdigit() and int(x) < 600 for x in v))" $seen
 call 5 >/dev/null
 t "... and the last one is served" eq "$(result)" 25
+# From the CLI's start to the first call's answer: a CLI command opens one connection (more
+# only when it needs two at once) and skips a DEALLOCATE per cached statement on exit.
+cli_then_call() { # FACTOR → "CLI ms/CLI+call ms" when the call served the new version
+  sed "s/entry.n \* 2/entry.n * $1/" "$GG_TMP/calc.yaml" >"$GG_TMP/calc$1.yaml"
+  local t0 t1 t2; t0=$(date +%s%N)
+  gw_cli graph put acme calc "$GG_TMP/calc$1.yaml" >/dev/null
+  t1=$(date +%s%N)
+  call 5 >/dev/null
+  t2=$(date +%s%N)
+  [ "$(result)" = $((5 * $1)) ] && echo "$(((t1 - t0) / 1000000))/$(((t2 - t0) / 1000000))"
+}
+took=""
+for f in 6 7 8; do took="$took $(cli_then_call $f || echo stale)"; done
+echo "   CLI graph put / CLI put + first call (ms):$took"
+t "... the first call after each CLI put serves the new version" test "${took#*stale}" = "$took"
 t "server stops cleanly" gw_stop_clean
 gg_finish

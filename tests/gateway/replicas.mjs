@@ -7,12 +7,18 @@
 //                                 retry lands on another replica and continues the run
 //   node replicas.mjs load OUT    calls through HAProxy until the file STOP exists; writes the
 //                                 acknowledged calls' trace ids to OUT
-// Environment: LB (HAProxy base URL), REPLICAS (comma-separated replica base URLs), ADMIN,
+//   node replicas.mjs views       a view changed through replica 1: a 2025 session's GET stream
+//                                 on replica 2 and a 2026 subscriptions/listen stream on
+//                                 replica 3 get list_changed (and list the new selection)
+//                                 within the bound; the same for /mcp/acme/_all after a graph
+//                                 version uploaded through replica 1; a deleted view ends them
+// Environment: LB (HAProxy base URL), REPLICAS (comma-separated replica base URLs), INTERNALS
+// (their internal listeners, for /metrics), ADMIN,
 // KEY (keys of tenant acme), BOUND_MS (the propagation bound checked), STOP, SLOW_N.
 // Prints "ok - ..." / "not ok - ..." lines, figures as "# ...", and "N passed, N failed".
 import fs from 'node:fs';
 import crypto from 'node:crypto';
-import { loadSdk, check, sleep, finish } from './sdk_lib.mjs';
+import { loadSdk, check, sleep, finish, until } from './sdk_lib.mjs';
 
 const { Client } = await loadSdk('client/index.js');
 const { StreamableHTTPClientTransport } = await loadSdk('client/streamableHttp.js');
@@ -179,12 +185,106 @@ async function load(out) {
   await lb.close();
 }
 
+const { ToolListChangedNotificationSchema } = await loadSdk('types.js');
+const v2 = await import(new URL(`file://${env.GG_NPM}/@modelcontextprotocol/client/dist/index.mjs`).href);
+const INTS = (env.INTERNALS || '').split(',');
+const openStreams = async (i) =>
+  Number((/^graphgate_mcp_streams (\d+)$/m.exec(await (await fetch(`${INTS[i]}/metrics`)).text()) || [0, -1])[1]);
+
+// A 2025-11-25 session (SDK v1) on replica i's endpoint ep, its GET stream open; the times
+// its list_changed notifications arrived go to got.
+async function session2025(i, ep, got) {
+  const base = await openStreams(i);
+  const c = new Client({ name: 'replicas-views-2025', version: '1.0.0' }, { capabilities: {} });
+  c.onerror = () => {};
+  c.setNotificationHandler(ToolListChangedNotificationSchema, () => got.push(Date.now()));
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${R[i]}/mcp/acme/${ep}`), { requestInit: { headers: auth(env.KEY) } }));
+  check(`2025 session on replica ${i + 1}'s ${ep}: GET stream open`, await until(async () => (await openStreams(i)) > base), base);
+  return c;
+}
+
+// A 2026-07-28 client (SDK v2) on replica i's endpoint ep with a subscriptions/listen stream
+// for tools; the times its list_changed notifications arrived go to got.
+async function listen2026(i, ep, got) {
+  const c = new v2.Client({ name: 'replicas-views-2026', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: 'auto' } });
+  c.setNotificationHandler('notifications/tools/list_changed', () => got.push(Date.now()));
+  await c.connect(new v2.StreamableHTTPClientTransport(new URL(`${R[i]}/mcp/acme/${ep}`), { requestInit: { headers: auth(env.KEY) } }));
+  const sub = await c.listen({ toolsListChanged: true });
+  check(`2026 client on replica ${i + 1}'s ${ep}: negotiated 2026-07-28, listen acknowledged with tools`,
+    c.getNegotiatedProtocolVersion() === '2026-07-28' && sub.honoredFilter?.toolsListChanged === true, sub.honoredFilter);
+  return { c, sub };
+}
+
+async function putView(base, def) {
+  const r = await fetch(`${base}/admin/tenants/acme/views/pick`, {
+    method: 'PUT', headers: { ...auth(env.ADMIN), 'Content-Type': 'application/json' }, body: JSON.stringify(def) });
+  await r.text();
+  return r.status;
+}
+
+const names = async (c) => (await c.listTools()).tools.map((t) => t.name).sort().join();
+
+async function views() {
+  check('view created through replica 1', (await putView(R[0], { tools: [{ tool: 'ver.ver', name: 'version0' }] })) === 201);
+  const g25 = [], g26 = [];
+  const old = await session2025(1, '_views/pick', g25);
+  const { c: neu, sub } = await listen2026(2, '_views/pick', g26);
+  const times = [];
+  for (let k = 1; k <= 4; k++) {
+    const n25 = g25.length, n26 = g26.length;
+    const st = await putView(R[0], { tools: [{ tool: 'ver.ver', name: `version${k}` }, { tool: 'ver.slow' }] });
+    const t0 = Date.now();
+    const ms = [await timeUntil(t0, () => g25.length > n25, 3000), await timeUntil(t0, () => g26.length > n26, 3000)];
+    times.push(...ms);
+    check(`view change ${k} (replica 1, ${st}): list_changed on replica 2 (2025 GET stream) and 3 (2026 listen) within ${BOUND} ms`,
+      st === 200 && ms.every((m) => m <= BOUND), ms);
+    const want = `ver.slow,version${k}`, got = [await names(old), await names(neu)];
+    check(`... both list the new selection (${want})`, got.every((g) => g === want), got);
+  }
+  console.log(`# view change (PUT answered on replica 1 → list_changed on replicas 2 and 3): ${stats(times)}`);
+  // the same definition again changes nothing: no list_changed for it. The change after it
+  // is the barrier: its notification comes after any the first one would have caused.
+  const n25 = g25.length, n26 = g26.length;
+  await putView(R[0], { tools: [{ tool: 'ver.ver', name: 'version4' }, { tool: 'ver.slow' }] });
+  await putView(R[0], { tools: [{ tool: 'ver.ver', name: 'version5' }] });
+  await until(() => g25.length > n25 && g26.length > n26, 3000);
+  await sleep(300); // a second notification, if one was sent, arrives right behind the first
+  check('an unchanged definition PUT again sends no list_changed (one per client for the two PUTs)',
+    g25.length === n25 + 1 && g26.length === n26 + 1, [g25.length - n25, g26.length - n26]);
+
+  // the tenant-wide endpoint and the view after a graph version uploaded through replica 1
+  const a25 = [], a26 = [];
+  const all25 = await session2025(1, '_all', a25);
+  const { c: all26, sub: allSub } = await listen2026(2, '_all', a26);
+  const m = [g25.length, g26.length];
+  check('a new version of graph ver uploaded through replica 1', (await put(R[0], 20)) === 201);
+  const t0 = Date.now();
+  const ms = await Promise.all([() => a25.length > 0, () => a26.length > 0, () => g25.length > m[0], () => g26.length > m[1]]
+    .map((f) => timeUntil(t0, f, 3000)));
+  check(`... list_changed within ${BOUND} ms on _all (2025 on replica 2, 2026 on 3) and on the view selecting from it`,
+    ms.every((x) => x <= BOUND), ms);
+  console.log(`# graph version (replica 1) → list_changed on _all and the view (replicas 2, 3): ${ms.join(' ')} ms`);
+
+  // deleting the view ends its streams on the other replicas
+  const base = await openStreams(1);
+  const d = await fetch(`${R[0]}/admin/tenants/acme/views/pick`, { method: 'DELETE', headers: auth(env.ADMIN) });
+  await d.text();
+  const td = Date.now();
+  const how = await Promise.race([sub.closed, sleep(3000).then(() => 'still open')]);
+  const gone = await until(async () => (await openStreams(1)) < base, 3000);
+  check(`view deleted through replica 1: the 2026 listen stream on replica 3 closed gracefully (${Date.now() - td} ms), ` +
+    'the 2025 GET stream on replica 2 ended', d.status === 200 && how === 'graceful' && gone, [d.status, how, gone]);
+  for (const c of [old, neu, all25, all26]) await c.close().catch(() => {});
+  await allSub.close().catch(() => {});
+}
+
 try {
   const phase = process.argv[2];
   if (phase === 'propagate') await propagate();
   else if (phase === 'revoke') await revoke();
   else if (phase === 'resume') await resume();
   else if (phase === 'load') await load(process.argv[3]);
+  else if (phase === 'views') await views();
   else throw new Error(`unknown phase ${phase}`);
   finish();
 } catch (e) { finish(e); }

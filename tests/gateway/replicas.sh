@@ -5,6 +5,9 @@
 #  - graph versions uploaded through one replica are served by the others within the
 #    propagation bound (LISTEN/NOTIFY), and never a stale version through HAProxy later;
 #  - a key revoked on one replica is refused on all of them within the bound;
+#  - a view changed or deleted through one replica reaches the 2025 GET streams and the 2026
+#    subscriptions/listen streams of its clients on the others within the bound, and so does
+#    a new graph version to the clients of /mcp/{tenant}/_all;
 #  - input-required (2026-07-28) rounds resume on whichever replica HAProxy picks;
 #  - one replica killed with kill -9 under load: HAProxy routes around it, every acknowledged
 #    call has its succeeded execution, and the killed replica's runs are marked interrupted
@@ -97,7 +100,7 @@ for _ in $(seq 1 100); do
   sleep 0.05
 done
 t "HAProxy answers /health" test -n "$up"
-export LB REPLICAS="${PUBS[0]},${PUBS[1]},${PUBS[2]}" ADMIN KEY BOUND_MS=${GG_PROPAGATION_BOUND_MS:-600}
+export LB REPLICAS="${PUBS[0]},${PUBS[1]},${PUBS[2]}" INTERNALS="${INTS[0]},${INTS[1]},${INTS[2]}" ADMIN KEY BOUND_MS=${GG_PROPAGATION_BOUND_MS:-600}
 client() { "$NODE" "$GG_SRCDIR/tests/gateway/replicas.mjs" "$@" >"$ROOT_TMP/sdk.out" 2>&1; gw_fold "$ROOT_TMP/sdk.out" $?; }
 
 # ---- propagation of graph versions and key revocation
@@ -109,6 +112,9 @@ t "... and carried the changes (each replica heard several)" \
   test "$(metric 0 graphgate_change_notifications_total)" -ge 3 -a "$(metric 1 graphgate_change_notifications_total)" -ge 3 \
   -a "$(metric 2 graphgate_change_notifications_total)" -ge 3
 client revoke
+
+# ---- views and the tenant-wide endpoint: changes through replica 1 reach the clients of 2 and 3
+client views
 
 # ---- input-required results resume on another replica
 GG_PUB=${PUBS[0]}

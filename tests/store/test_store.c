@@ -314,6 +314,66 @@ START_TEST(graph_versions_and_activation) {
 }
 END_TEST
 
+/* Every view change bumps the views generation in its transaction (the other replicas'
+ * watchers tell their view clients); a refused change does not. The counter reads 0 until
+ * its first bump creates its row. */
+START_TEST(views_bump_their_generation) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 0);
+    json_t *d = json_pack("{s:[{s:s}]}", "tools", "tool", "g.t");
+    bool created = false;
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err) && created);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 1);
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err) && !created);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 2);
+    ck_assert(!gg_store_view_put(s, "acme", "v2", d, 1, &created, &err)); /* over the bound */
+    ck_assert_str_eq(err.code, "quota_exceeded");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 2);
+    ck_assert(gg_store_view_delete(s, "acme", "v1", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 3);
+    ck_assert(!gg_store_view_delete(s, "acme", "v1", &err));
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 3);
+    ck_assert(gg_store_view_put(s, "acme", "v1", d, 1, &created, &err));
+    ck_assert(gg_store_tenant_delete(s, "acme", &err));
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_VIEWS, &err), 5);
+    json_decref(d);
+    gg_store_close(s);
+}
+END_TEST
+
+/* lazy_pool (CLI commands): one PostgreSQL connection at open, another only when two are
+ * in use at once (a walk whose callback uses the store). SQLite ignores the option. */
+static const char SQL_BACKENDS[] = "SELECT count(*) FROM pg_stat_activity WHERE datname = ?1 AND pid <> pg_backend_pid()";
+
+static bool nested_visit(void *user, const gg_graph_source *g) {
+    gg_error err = GG_ERROR_INIT;
+    bool ok = gg_store_tenant_exists(user, g->tenant, &err);
+    gg_error_clear(&err);
+    return ok;
+}
+
+START_TEST(lazy_pool_connects_on_demand) {
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options o = {.path = dbpath, .url = pg_store_url(), .pool_size = 3, .lazy_pool = true};
+    gg_store *s = gg_store_open(&o, &err);
+    ck_assert_msg(s != NULL, "open: %s", err.message);
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 1);
+    ck_assert(gg_store_migrate(s, migdir, NULL, &err));
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    int v;
+    ck_assert(gg_store_graph_put(s, "acme", "g", "a: 1", 4, "yaml", NULL, &v, &err));
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 1); /* one at a time so far */
+    ck_assert(gg_store_graphs_foreach_active_version(s, nested_visit, s, &err));
+    if (pg_mode()) ck_assert_int_eq(pg_query1(SQL_BACKENDS, pg_db), 2);
+    gg_store_close(s);
+}
+END_TEST
+
 static bool count_visit(void *user, const gg_graph_source *g) {
     (*(int *)user)++;
     return g->version > 0;
@@ -1284,6 +1344,8 @@ int main(void) {
     tcase_add_test(tc, history_retention_every_tenant);
     tcase_add_test(tc, history_concurrent_submitters);
     tcase_add_test(tc, audit_log);
+    tcase_add_test(tc, views_bump_their_generation);
+    tcase_add_test(tc, lazy_pool_connects_on_demand);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
     suite_add_tcase(s, tc);
