@@ -268,6 +268,7 @@ typedef struct graph_job {
     double deadline_ms;     /* gg_now_ms() terms; from acceptance, queue time included */
     gw_publish_done done;   /* not over HTTP (a is NULL): the answer goes here */
     void *done_user;
+    char own_tenant[GG_TENANT_MAX]; /* gw_publish_graph's tenant (tenant points here) */
 } graph_job;
 
 
@@ -426,8 +427,10 @@ void gw_publish_graph(gg_gateway *gw, const gg_principal *pr, const char *tenant
         done(user, 503, error_of("unavailable", "out of memory", 503, &status));
         return;
     }
-    *j = (graph_job){.pr = *pr, .tenant = tenant, .graph = graph, .format = fmt == '{' ? "json" : "yaml", .src = src,
-                     .len = len, .done = done, .done_user = user};
+    *j = (graph_job){.pr = *pr, .graph = graph, .format = fmt == '{' ? "json" : "yaml", .src = src, .len = len,
+                     .done = done, .done_user = user};
+    snprintf(j->own_tenant, sizeof j->own_tenant, "%s", tenant);
+    j->tenant = j->own_tenant;
     if (graph_job_queue(gw, j, &err)) return;
     body = error_body(&err, &status);
     free(j);
