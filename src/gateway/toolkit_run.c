@@ -9,9 +9,10 @@
  * the tenant's downstream policy (gw_build_graph), the tenant's concurrent-execution slot
  * and waiting bounds, the caller's cancel flag (request_timeout and client cancellation),
  * and the history's bounds on the trace (history.max_payload per value,
- * history.max_run_records and history.max_run_bytes per run). It runs as a heap run that
- * yields on mcp nodes and continues through the caller's resume hook (the tenant's queue),
- * so no worker waits on a downstream.
+ * history.max_run_records and history.max_run_bytes per run). The source is compiled on the
+ * upload threads (as an upload: bounded per tenant, never a worker); the run is a heap run
+ * on the tenant's worker queue that yields on mcp nodes and continues through the caller's
+ * resume hook, so no worker waits on a downstream.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ typedef struct tk_run {
     json_t *trace;
     size_t trace_bytes, dropped;
     bool slot, waiting; /* the tenant's execution slot / waiting count held */
+    const mcp_call_ctx *caller; /* the toolkit call's (lives until done) */
+    json_t *args;   /* the call's arguments (reference) */
+    json_t *answer; /* compile's refusal, answered from the worker */
     mcp_provider_done_fn done;
     void *user;
 } tk_run;
@@ -102,6 +106,8 @@ static void tk_run_free(tk_run *r) {
     gg_graph_run_free(r->run);
     mcp_server_unref(r->srv);
     json_decref(r->trace);
+    json_decref(r->args);
+    json_decref(r->answer);
     free(r);
 }
 
@@ -122,6 +128,8 @@ static json_t *run_answer(tk_run *r, bool ok, gg_graph_result *res) {
     return gw_toolkit_result(sc, !ok);
 }
 
+static void tk_run_end(tk_run *r, json_t *answer, gg_error *err);
+
 /* Advance (on a worker) and answer once the run ended. */
 static void tk_run_step(void *arg) {
     tk_run *r = arg;
@@ -131,12 +139,9 @@ static void tk_run_step(void *arg) {
     gg_error err = GG_ERROR_INIT;
     json_t *out = NULL;
     if (!ok && !strcmp(res.error.code, "cancelled")) gg_error_move(&err, &res.error); /* as any call's */
-    else if (!(out = run_answer(r, ok, &res))) gg_error_set(&err, "oom", "out of memory");
+    else out = run_answer(r, ok, &res);
     gg_graph_result_clear(&res);
-    mcp_provider_done_fn done = r->done;
-    void *user = r->user;
-    tk_run_free(r);
-    done(user, out, &err);
+    tk_run_end(r, out, &err);
     gg_error_clear(&err);
 }
 
@@ -156,13 +161,11 @@ static json_t *load_failed(gg_graph_diags *d, const gg_error *err) {
     return gw_toolkit_result(json_pack("{s:b, s:b, s:o, s:o}", "ok", 0, "stored", 0, "error", e, "diagnostics", list), true);
 }
 
-/* Compile args.yaml for the caller's tenant (NULL + *answer when it cannot run). */
+/* Compile args.yaml (a string of at most graphs.max_bytes) for the caller's tenant (NULL +
+ * *answer when it cannot run). */
 static mcp_server *compile(gg_gateway *gw, const char *tenant, json_t *args, json_t **answer) {
     json_t *js = json_object_get(args, "yaml");
-    if (!json_is_string(js)) return *answer = gw_toolkit_error("invalid_params", "yaml: a string is required"), NULL;
     size_t len = json_string_length(js);
-    if (gw->cfg->graphs_max_bytes && len > gw->cfg->graphs_max_bytes)
-        return *answer = gw_toolkit_error("too_large", "the graph source is larger than graphs.max_bytes"), NULL;
     gg_graph_options o = gw_graph_options(gw, true, gg_now_ms() + (double)gw->cfg->graphs_upload_timeout_ms);
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_error e = GG_ERROR_INIT;
@@ -213,37 +216,77 @@ static void run_options(tk_run *r, const mcp_call_ctx *ctx) {
     r->ro.wake_user = r;
 }
 
-/* See internal.h. */
-void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx, mcp_provider_done_fn done, void *user) {
+/* Answer r's caller with answer (or err) and free r. */
+static void tk_run_end(tk_run *r, json_t *answer, gg_error *err) {
+    mcp_provider_done_fn done = r->done;
+    void *user = r->user;
+    tk_run_free(r);
+    if (!answer && !gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+    done(user, answer, err);
+}
+
+/* On a worker, once compiled: take the bounds and start the run (or answer why not). */
+static void tk_run_start(void *arg) {
+    tk_run *r = arg;
     gg_error err = GG_ERROR_INIT;
-    json_t *answer = NULL, *jt = json_object_get(args, "tool"), *ja = json_object_get(args, "arguments");
-    tk_run *r = NULL;
-    if (!ctx || !ctx->tenant || !ctx->tenant[0]) answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
-    else if (!json_is_string(jt)) answer = gw_toolkit_error("invalid_params", "tool: a string is required");
-    else if (ja && !json_is_object(ja)) answer = gw_toolkit_error("invalid_params", "arguments: an object is required");
-    else if (!(r = calloc(1, sizeof *r))) gg_error_set(&err, "oom", "out of memory");
-    if (r) {
-        r->gw = gw;
-        snprintf(r->tenant, sizeof r->tenant, "%s", ctx->tenant);
-        r->done = done;
-        r->user = user;
-        r->trace = json_array();
-        r->srv = compile(gw, r->tenant, args, &answer);
-    }
-    gg_graph *g = r && r->srv ? gg_graph_provider_graph(mcp_server_provider(r->srv)) : NULL;
+    json_t *answer = r->answer, *jt = json_object_get(r->args, "tool");
+    r->answer = NULL;
+    gg_graph *g = r->srv ? gg_graph_provider_graph(mcp_server_provider(r->srv)) : NULL;
     if (g && !gg_graph_tool(g, json_string_value(jt)))
         answer = gw_toolkit_error("unknown_tool", "the graph has no tool of that name");
     else if (g && !(answer = take_bounds(r, g, json_string_value(jt)))) {
-        run_options(r, ctx);
-        r->run = gg_graph_run_new(g, json_string_value(jt), ja, &r->ro);
+        run_options(r, r->caller);
+        r->run = gg_graph_run_new(g, json_string_value(jt), json_object_get(r->args, "arguments"), &r->ro);
         if (r->run) {
             tk_run_step(r);
             return;
         }
-        gg_error_set(&err, "oom", "out of memory");
     }
-    if (r) tk_run_free(r);
-    if (!answer && !gg_error_is_set(&err)) gg_error_set(&err, "oom", "out of memory");
+    tk_run_end(r, answer, &err);
+    gg_error_clear(&err);
+}
+
+/* On an upload thread: compiling costs up to graphs.upload_timeout of CPU, so it runs where
+ * uploads do (their threads, the tenant's bound), never on a worker; then back to the
+ * tenant's worker queue. */
+static void tk_compile_job(void *arg) {
+    tk_run *r = arg;
+    r->srv = compile(r->gw, r->tenant, r->args, &r->answer);
+    if (r->caller->resume) r->caller->resume(r->caller->resume_user, tk_run_start, r);
+    else tk_run_start(r);
+}
+
+static void tk_compile_refuse(void *arg) {
+    gg_error err = GG_ERROR_INIT;
+    tk_run_end(arg, gw_toolkit_error("shutting_down", "the server is shutting down"), &err);
+    gg_error_clear(&err);
+}
+
+/* See internal.h. */
+void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx, mcp_provider_done_fn done, void *user) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *answer = NULL, *ja = json_object_get(args, "arguments");
+    tk_run *r = NULL;
+    if (!ctx || !ctx->tenant || !ctx->tenant[0]) answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
+    else if (!json_is_string(json_object_get(args, "tool"))) answer = gw_toolkit_error("invalid_params", "tool: a string is required");
+    else if (ja && !json_is_object(ja)) answer = gw_toolkit_error("invalid_params", "arguments: an object is required");
+    else if (!json_is_string(json_object_get(args, "yaml"))) answer = gw_toolkit_error("invalid_params", "yaml: a string is required");
+    else if (gw->cfg->graphs_max_bytes && json_string_length(json_object_get(args, "yaml")) > gw->cfg->graphs_max_bytes)
+        answer = gw_toolkit_error("too_large", "the graph source is larger than graphs.max_bytes");
+    else if ((r = calloc(1, sizeof *r))) {
+        r->gw = gw;
+        snprintf(r->tenant, sizeof r->tenant, "%s", ctx->tenant);
+        r->caller = ctx;
+        r->args = json_incref(args);
+        r->done = done;
+        r->user = user;
+        r->trace = json_array();
+        if (gw_uploads_submit(gw->uploads, r->tenant, (gw_job){tk_compile_job, tk_compile_refuse, r}, &err)) return;
+        tk_run_free(r);
+        answer = gw_toolkit_error(err.code, err.message ? err.message : "the upload threads are busy; retry later");
+        gg_error_clear(&err);
+    }
+    if (!answer) gg_error_set(&err, "oom", "out of memory");
     done(user, answer, &err);
     gg_error_clear(&err);
 }
