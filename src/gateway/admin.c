@@ -214,6 +214,8 @@ static json_t *error_body(gg_error *err, int *status) {
         json_object_set_new(o, "line", json_integer(err->line));
         json_object_set_new(o, "column", json_integer(err->column));
     }
+    if (o && err->position >= 0) json_object_set_new(o, "position", json_integer(err->position));
+    if (o && err->path) json_object_set_new(o, "path", json_string(err->path));
     gg_error_clear(err);
     return o ? json_pack("{s:o}", "error", o) : NULL;
 }
