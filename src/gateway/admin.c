@@ -204,7 +204,24 @@ static json_t *tool_names(mcp_server *s) {
     return names;
 }
 
-static int validation_failed(gg_http_res *res, gg_graph_diags *d, const gg_error *err) {
+/* The JSON error model {"error":{code,message,...}} of err (cleared) as a body; *status from
+ * its code (src/util/errcode.c), as gg_http_res_error_from answers. */
+static json_t *error_body(gg_error *err, int *status) {
+    *status = gg_error_http_status(err);
+    json_t *o = json_pack("{s:s,s:s}", "code", err->code[0] ? err->code : "internal_error", "message",
+                          err->message ? err->message : (err->code[0] ? err->code : "internal_error"));
+    if (o && err->line > 0) {
+        json_object_set_new(o, "line", json_integer(err->line));
+        json_object_set_new(o, "column", json_integer(err->column));
+    }
+    if (o && err->position >= 0) json_object_set_new(o, "position", json_integer(err->position));
+    if (o && err->path) json_object_set_new(o, "path", json_string(err->path));
+    gg_error_clear(err);
+    return o ? json_pack("{s:o}", "error", o) : NULL;
+}
+
+/* 422 with every error and warning of a graph that did not validate. */
+static json_t *validation_failed(gg_graph_diags *d, const gg_error *err) {
     json_t *errors = json_array(), *warnings = json_array();
     bool timed_out = false;
     for (size_t i = 0; i < d->count; i++) {
@@ -216,8 +233,8 @@ static int validation_failed(gg_http_res *res, gg_graph_diags *d, const gg_error
     char msg[128];
     if (timed_out) snprintf(msg, sizeof msg, "validating the graph took longer than the server allows");
     else snprintf(msg, sizeof msg, "the graph has %zu error(s)", json_array_size(errors));
-    return reply(res, 422, json_pack("{s:{s:s,s:s},s:o,s:o}", "error", "code", timed_out ? "validation_timeout" : "validation",
-                                     "message", msg, "errors", errors, "warnings", warnings));
+    return json_pack("{s:{s:s,s:s},s:o,s:o}", "error", "code", timed_out ? "validation_timeout" : "validation",
+                     "message", msg, "errors", errors, "warnings", warnings);
 }
 
 static const char *body_format(gg_http_req *req) {
@@ -251,12 +268,15 @@ typedef struct graph_job {
     int version;            /* rollback: the stored version to activate; upload: 0 */
     gg_graph_source stored; /* rollback: that version's source (owned) */
     double deadline_ms;     /* gg_now_ms() terms; from acceptance, queue time included */
+    gw_publish_done done;   /* not over HTTP (a is NULL): the answer goes here */
+    void *done_user;
+    char own_tenant[GG_TENANT_MAX]; /* gw_publish_graph's tenant (tenant points here) */
 } graph_job;
 
-static int graph_store_error(gg_http_res *res, gg_error *err) { return store_error(res, err); }
 
-/* Validate and compile, store (upload) or activate (rollback), install, answer. */
-static void graph_job_apply(graph_job *j, gg_http_res *res) {
+/* Validate and compile, store (upload) or activate (rollback), install: the answer's body
+ * (new reference; NULL = out of memory) and *status. */
+static json_t *graph_job_apply(graph_job *j, int *status) {
     gg_gateway *gw = j->gw;
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_error err = GG_ERROR_INIT;
@@ -264,20 +284,24 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     gw_catalog_sink sink;
     o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
+    json_t *out = NULL;
     if (!s) {
-        if (strcmp(err.code, "validation") == 0) validation_failed(res, &d, &err);
-        else store_error(res, &err);
+        if (strcmp(err.code, "validation") == 0) {
+            *status = 422;
+            out = validation_failed(&d, &err);
+        }
+        else out = error_body(&err, status);
         gg_error_clear(&err);
         gg_graph_diags_free(&d);
-        return;
+        return out;
     }
     /* a graph that would reach itself through the graphs it calls never runs to the end */
     if (!gw_graph_calls_acyclic(gw, j->tenant, j->graph, gg_graph_provider_graph(mcp_server_provider(s)), &err)) {
         mcp_server_unref(s);
         gg_graph_diags_free(&d);
-        gg_http_res_error(res, 422, err.code, err.message);
-        gg_error_clear(&err);
-        return;
+        out = error_body(&err, status);
+        *status = 422;
+        return out;
     }
     int version = j->version;
     bool ok;
@@ -291,8 +315,7 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     if (!ok) {
         mcp_server_unref(s);
         gg_graph_diags_free(&d);
-        graph_store_error(res, &err);
-        return;
+        return error_body(&err, status);
     }
     gw_registry_put(gw->registry, j->tenant, j->graph, version, s);
     json_t *warnings = json_array();
@@ -302,55 +325,118 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     else
         audit(gw, &j->pr, j->tenant, "graph.put", j->graph,
               json_pack("{s:i,s:I}", "version", version, "bytes", (json_int_t)j->len));
-    json_t *out = json_pack("{s:s,s:s,s:i,s:b,s:o,s:o}", "tenant", j->tenant, "graph", j->graph, "version", version,
-                            "active", 1, "tools", tool_names(s), "warnings", warnings);
+    out = json_pack("{s:s,s:s,s:i,s:b,s:o,s:o}", "tenant", j->tenant, "graph", j->graph, "version", version,
+                    "active", 1, "tools", tool_names(s), "warnings", warnings);
     mcp_server_unref(s);
-    reply(res, j->version ? 200 : 201, out);
+    *status = j->version ? 200 : 201;
+    return out;
+}
+
+/* The answer: over HTTP, or to the publisher's callback (body stolen). */
+static void graph_job_answer(graph_job *j, int status, json_t *body) {
+    if (j->done) j->done(j->done_user, status, body);
+    else reply(gg_http_async_res(j->a), status, body);
+}
+
+static json_t *error_of(const char *code, const char *message, int status, int *out) {
+    *out = status;
+    return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
 }
 
 static void graph_job_finish(graph_job *j) {
-    gg_http_async_complete(j->a);
+    if (j->a) gg_http_async_complete(j->a);
     gg_graph_source_clear(&j->stored);
     free(j);
 }
 
 static void graph_job_run(void *arg) {
     graph_job *j = arg;
-    gg_http_res *res = gg_http_async_res(j->a);
-    if (gg_http_async_abandoned(j->a)) {
+    int status = 500;
+    json_t *body;
+    if (j->a && gg_http_async_abandoned(j->a)) {
         /* the server answered already (shutdown) */
     } else if (gg_now_ms() > j->deadline_ms) {
-        gg_http_res_header(res, "Retry-After", "5");
-        gg_http_res_error(res, 503, "busy", "the upload waited longer than its time limit for a validation thread; retry");
+        if (j->a) gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "5");
+        body = error_of("busy", "the upload waited longer than its time limit for a validation thread; retry", 503, &status);
+        graph_job_answer(j, status, body);
     } else {
-        graph_job_apply(j, res);
+        body = graph_job_apply(j, &status);
+        graph_job_answer(j, status, body);
     }
     graph_job_finish(j);
 }
 
 static void graph_job_refuse(void *arg) {
     graph_job *j = arg;
-    gg_http_res_error(gg_http_async_res(j->a), 503, "shutting_down", "the server is shutting down");
+    int status;
+    json_t *body = error_of("shutting_down", "the server is shutting down", 503, &status);
+    graph_job_answer(j, status, body);
     graph_job_finish(j);
+}
+
+/* Hand the job to the upload threads (false + err when they refuse it: busy, rate_limited,
+ * shutting_down). */
+static bool graph_job_queue(gg_gateway *gw, graph_job *j, gg_error *err) {
+    j->gw = gw;
+    j->deadline_ms = gg_now_ms() + (double)gw->cfg->graphs_upload_timeout_ms;
+    return gw_uploads_submit(gw->uploads, j->tenant, (gw_job){graph_job_run, graph_job_refuse, j}, err);
 }
 
 /* Hand the job to the upload threads and defer the response; on refusal answer now. */
 static int graph_job_submit(gg_gateway *gw, gg_http_req *req, gg_http_res *res, graph_job *j) {
-    j->gw = gw;
-    j->deadline_ms = gg_now_ms() + (double)gw->cfg->graphs_upload_timeout_ms;
     if (!(j->a = gg_http_defer(req))) {
         gg_graph_source_clear(&j->stored);
         free(j);
         return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
     }
     gg_error err = GG_ERROR_INIT;
-    if (gw_uploads_submit(gw->uploads, j->tenant, (gw_job){graph_job_run, graph_job_refuse, j}, &err)) return GG_HTTP_DEFERRED;
+    if (graph_job_queue(gw, j, &err)) return GG_HTTP_DEFERRED;
     gg_http_res *ares = gg_http_async_res(j->a);
     gg_http_res_header(ares, "Retry-After", "1");
     gg_http_res_error_from(ares, strcmp(err.code, "rate_limited") == 0 ? 429 : 503, &err);
     gg_error_clear(&err);
     graph_job_finish(j);
     return GG_HTTP_DEFERRED;
+}
+
+/* See internal.h: the REST upload's checks and path, answered to a callback. */
+void gw_publish_graph(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *graph, const char *src,
+                      size_t len, gw_publish_done done, void *user) {
+    int status = 0;
+    json_t *body = NULL;
+    gg_error err = GG_ERROR_INIT;
+    char fmt = 0;
+    for (size_t i = 0; i < len && !fmt; i++)
+        if (src[i] != ' ' && src[i] != '\t' && src[i] != '\r' && src[i] != '\n') fmt = src[i];
+    unsigned missing = 0;
+    if (!gg_auth_allows(pr, tenant, GG_SCOPE_GRAPHS_WRITE, &missing))
+        body = missing ? error_of("insufficient_scope", "Required scope: graphs:write", 403, &status)
+                       : error_of("forbidden", "this API key belongs to another tenant", 403, &status);
+    else if (!gg_auth_valid_name(graph, "graph", &err)) {
+        body = error_body(&err, &status);
+        status = 400;
+    } else if (!len) body = error_of("bad_request", "the graph source is empty", 400, &status);
+    else if (gw->cfg->graphs_max_bytes && len > gw->cfg->graphs_max_bytes)
+        body = error_of("too_large", "the graph is larger than graphs.max_bytes", 413, &status);
+    else if (!gg_store_tenant_exists(gw->store, tenant, &err))
+        body = gg_error_is_set(&err) ? error_body(&err, &status) : error_of("not_found", "no such tenant", 404, &status);
+    if (status) {
+        done(user, status, body);
+        return;
+    }
+    graph_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        done(user, 503, error_of("unavailable", "out of memory", 503, &status));
+        return;
+    }
+    *j = (graph_job){.pr = *pr, .graph = graph, .format = fmt == '{' ? "json" : "yaml", .src = src, .len = len,
+                     .done = done, .done_user = user};
+    snprintf(j->own_tenant, sizeof j->own_tenant, "%s", tenant);
+    j->tenant = j->own_tenant;
+    if (graph_job_queue(gw, j, &err)) return;
+    body = error_body(&err, &status);
+    free(j);
+    done(user, status == 429 ? 429 : 503, body);
 }
 
 static int put_graph(gg_http_req *req, gg_http_res *res, void *user) {

@@ -238,6 +238,15 @@ bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const ch
 /* The same, keeping the principal (for gw_admin_audit). */
 bool gw_admin_allow_as(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
                        gg_principal *pr);
+/* Publish src as tenant/graph's new active version for pr, exactly as PUT
+ * /admin/tenants/{t}/graphs/{g} does (graphs:write on the tenant, name, size, the upload
+ * threads and their per-tenant bound and time limit, validation with the downstream check,
+ * cycle check, quota, store, install, audit "graph.put"). done gets the REST answer's status
+ * and body (stolen; 201 {tenant, graph, version, tools, warnings} or {"error":...}) exactly
+ * once, on an upload thread or before this returns; every string must live until then. */
+typedef void (*gw_publish_done)(void *user, int status, json_t *body);
+void gw_publish_graph(gg_gateway *gw, const gg_principal *pr, const char *tenant, const char *graph, const char *src,
+                      size_t len, gw_publish_done done, void *user);
 /* false with 404 (or the store's error) filled when tenant does not exist. */
 bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant);
 /* An audit log entry for a change by pr (details stolen, may be NULL). */
@@ -252,6 +261,11 @@ bool gw_authenticate(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_prin
 void gw_insufficient_scope(gg_http_res *res, gg_scope need);
 /* 403 when a key of one tenant reaches for another's resources. */
 void gw_wrong_tenant(gg_http_res *res);
+/* The bounds on runs waiting on downstream servers (tenants.max_waiting, max_waiting_runs)
+ * for runs not started by a graph endpoint: 0 = taken (release it once), 1 = the tenant's
+ * bound is full, 2 = the server's. */
+int gw_waiting_acquire(gg_gateway *gw, const char *tenant);
+void gw_waiting_release(gg_gateway *gw, const char *tenant);
 /* Origin and Host (DNS rebinding) checks; fills 403/421 and returns false on refusal. */
 bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res);
 
@@ -346,6 +360,17 @@ size_t gw_streams_tenant_posts(gw_streams *s, const char *tenant); /* tenants.ma
 gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant, const char *graph, int version,
                             const char *key_id);
 void gw_call_span_end(gg_span *s, mcp_call *call, const char *refused);
+
+/* ---- the authoring toolkit (toolkit.c, toolkit_run.c) ---------------------------------- */
+/* A CallToolResult with sc (stolen) as structuredContent and its JSON as text; an error
+ * result {"error":{code,message}}. */
+json_t *gw_toolkit_result(json_t *sc, bool is_error);
+json_t *gw_toolkit_error(const char *code, const char *message);
+/* run_graph: compile args.yaml for ctx->tenant and run args.tool with args.arguments on the
+ * executor, under every limit a stored graph's run has; done gets {ok, output | error,
+ * trace, ...} exactly once (a worker, or before this returns). Stores nothing. */
+void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
+                          void *user);
 
 /* ---- graph-to-graph calls (graphcall.c) ------------------------------------------------
  * gg_graph_call_fn of every graph provider the gateway builds (user = the gateway): runs a

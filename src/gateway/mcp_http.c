@@ -121,6 +121,12 @@ typedef struct endpoint {
 
 /* ------------------------------------------------------------------ running calls */
 
+/* The pool's fair-queueing key: a graph's tenant, and on a mount the caller key's tenant,
+ * so a tenant's toolkit runs queue (and are capped) with its other calls. */
+static const char *queue_key(const struct endpoint *ep) {
+    return ep->is_graph || !ep->caller[0] ? ep->tenant : ep->caller;
+}
+
 typedef struct gw_call_job {
     gg_gateway *gw;
     gg_http_async *a;    /* NULL for a call run inline: then res is the answer */
@@ -496,7 +502,7 @@ static void job_call_done(void *user, char *body);
  * tenant's queue. */
 static void job_resume(void *user, void (*fn)(void *arg), void *arg) {
     gw_call_job *j = user;
-    gw_job job = {fn, fn, arg, j->ep.tenant};
+    gw_job job = {fn, fn, arg, queue_key(&j->ep)};
     gw_pool_resume(j->gw->pool, job);
 }
 
@@ -657,6 +663,10 @@ static void waiting_release(gg_gateway *gw, const char *tenant) {
     pthread_mutex_unlock(&gw->waiting_mu);
 }
 
+/* See internal.h: the same bounds for a run a mounted provider starts (toolkit run_graph). */
+int gw_waiting_acquire(gg_gateway *gw, const char *tenant) { return (int)waiting_acquire(gw, tenant); }
+void gw_waiting_release(gg_gateway *gw, const char *tenant) { waiting_release(gw, tenant); }
+
 /* Answer a call that will not run now (429 for the tenant's own caps, 503 otherwise). */
 static int refuse_call(gg_http_res *res, json_t *id, bool plain, int status, const char *message) {
     gg_http_res_header(res, "Retry-After", "1");
@@ -745,6 +755,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
     double accepted = gg_now_ms(); /* the call's time limits count from here */
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
+    mcp_call_set_scopes(call, pr ? pr->scopes : 0);
     json_t *id = json_incref(mcp_call_id(call));
     char why[320];
     if (gw_refuse_calls(gw, ep->is_graph, why, sizeof why)) { /* draining, or durable and unrecordable */
@@ -831,7 +842,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     j->text_history = text_history;
     j->accepted_ms = accepted;
     j->may_wait = may_wait;
-    gw_job job = {job_run, job_refuse, j, ep->tenant};
+    gw_job job = {job_run, job_refuse, j, queue_key(ep)};
     gw_submit_rc src = gw_pool_submit(gw->pool, job);
     if (src != GW_SUBMIT_OK) {
         /* queue full (the pool's or the tenant's): answer at once instead of piling up */
@@ -1125,6 +1136,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         } else if (o.kind == MCP_OUT_CALL) {
             gg_trace_ctx *tc = mcp_call_trace(o.call); /* no _meta context: the request's headers */
             if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
+            mcp_call_set_scopes(o.call, pr ? pr->scopes : 0);
             b->calls[b->ncalls++] = o.call;
             o.call = NULL;
         }

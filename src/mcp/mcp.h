@@ -501,6 +501,8 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
 /* The call's execution record id (mcp_call_ctx.exec_id: graphs it calls record it as their
  * parent); borrowed, must outlive the call. Set before the call starts. */
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id);
+/* The calling key's scopes (mcp_call_ctx.scopes); set before the call starts. */
+void mcp_call_set_scopes(mcp_call *c, unsigned scopes);
 
 
 #endif

@@ -92,6 +92,11 @@ typedef struct mcp_call_ctx {
      * error from the graph's failure by it */
     char *fail_code;
     int call_depth;
+    /* The scopes (auth's GG_SCOPE_* bits, opaque here) of the API key that made the call; 0
+     * = none known (internal listener, a graph calling a graph, a task). Information for a
+     * provider that acts for the caller beyond running a tool (the toolkit's put_graph
+     * needs graphs:write); it grants nothing: the route's own scope check came first. */
+    unsigned scopes;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

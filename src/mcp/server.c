@@ -444,6 +444,7 @@ struct mcp_call {
     atomic_int input_wait;
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
+    unsigned scopes;     /* mcp_call_set_scopes */
     bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
     char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
@@ -461,6 +462,7 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
     c->sess = *sess;
 }
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id) { c->exec_id = exec_id; }
+void mcp_call_set_scopes(mcp_call *c, unsigned scopes) { c->scopes = scopes; }
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
@@ -633,7 +635,7 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
                           .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
-                          .trace = &c->trace, .client_caps = call_client_caps(c)};
+                          .trace = &c->trace, .client_caps = call_client_caps(c), .scopes = c->scopes};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with

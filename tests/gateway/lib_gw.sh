@@ -107,3 +107,21 @@ gw_start_everything() {
     [ -n "$EVPORT" ] && break; kill -0 $EVPID 2>/dev/null || break; sleep 0.1
   done
 }
+# gw_everything_graph FILE: graph "ev" whose tool say echoes {m} through server-everything
+# (EVPORT, gw_with_everything); an upload of it caches that server's catalog for the tenant.
+gw_everything_graph() {
+  cat >"$1" <<YAML
+version: "1.0"
+server: {name: "ev", version: "1.0.0"}
+mcpServers:
+  everything: {type: "streamableHttp", url: "http://127.0.0.1:$EVPORT/mcp"}
+tools:
+  - name: "say"
+    description: "echo"
+    inputSchema: {type: "object", properties: {m: {type: "string"}}}
+    nodes:
+      - {id: "entry", type: "entry", next: "echo"}
+      - {id: "echo", type: "mcp", server: "everything", tool: "echo", args: {message: {expr: "\$.entry.m"}}, next: "exit"}
+      - {id: "exit", type: "exit"}
+YAML
+}

@@ -11,20 +11,7 @@
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 # a graph naming server-everything: its upload fetches and caches the downstream catalog
-cat >"$GG_TMP/ev.yaml" <<YAML
-version: "1.0"
-server: {name: "ev", version: "1.0.0"}
-mcpServers:
-  everything: {type: "streamableHttp", url: "http://127.0.0.1:$EVPORT/mcp"}
-tools:
-  - name: "say"
-    description: "echo"
-    inputSchema: {type: "object", properties: {m: {type: "string"}}}
-    nodes:
-      - {id: "entry", type: "entry", next: "echo"}
-      - {id: "echo", type: "mcp", server: "everything", tool: "echo", args: {message: {expr: "\$.entry.m"}}, next: "exit"}
-      - {id: "exit", type: "exit"}
-YAML
+gw_everything_graph "$GG_TMP/ev.yaml"
 
 # line 13: a JSONata syntax error; line 14: next names a node that does not exist
 cat >"$GG_TMP/bad.yaml" <<'YAML'
