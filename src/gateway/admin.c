@@ -310,7 +310,7 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
 
 static void graph_job_finish(graph_job *j) {
     gg_http_async_complete(j->a);
-    gg_graph_source_clear(&j->stored);
+    gg_store_graph_source_clear(&j->stored);
     free(j);
 }
 
@@ -339,7 +339,7 @@ static int graph_job_submit(gg_gateway *gw, gg_http_req *req, gg_http_res *res, 
     j->gw = gw;
     j->deadline_ms = gg_now_ms() + (double)gw->cfg->graphs_upload_timeout_ms;
     if (!(j->a = gg_http_defer(req))) {
-        gg_graph_source_clear(&j->stored);
+        gg_store_graph_source_clear(&j->stored);
         free(j);
         return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
     }
@@ -409,7 +409,7 @@ static int get_graph(gg_http_req *req, gg_http_res *res, void *user) {
         json_object_set_new(out, "loaded_version", json_integer(v));
     }
     mcp_server_unref(srv);
-    gg_graph_source_clear(&s);
+    gg_store_graph_source_clear(&s);
     return reply(res, 200, out);
 }
 

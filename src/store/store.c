@@ -446,7 +446,7 @@ done:
 }
 
 static const char SQL_GEN_GET[] = "SELECT value FROM generations WHERE name = ?1";
-const char GG_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
+const char GG_STORE_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
 
 static const char *gen_name(gg_store_generation which) {
     return which == GG_GEN_KEYS ? "keys" : "graphs";
@@ -482,7 +482,7 @@ static bool notify_generation(gg_store_conn *c, gg_store_generation which, gg_er
 }
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, GG_SQL_GEN_BUMP, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, GG_STORE_SQL_GEN_BUMP, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
     bool ok = gg_db_step(st) == SQLITE_DONE;
