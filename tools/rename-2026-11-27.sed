@@ -1,5 +1,5 @@
 # rename-2026-11-27.sed — issue 18: every external symbol of a folder carries that folder's prefix.
-# Apply: git grep -lzE 'fn_|gdiag_|gdown_|yn_|ydoc_|gg_check_mode_parse|gg_mcp_list_tools|gg_graph_source_clear|GG_SQL_GEN_BUMP' -- src tests bench README.md docs | xargs -0 sed -i -E -f tools/rename-2026-11-27.sed
+# Apply (idempotent): git grep -lzE 'fn_|gdiag_|gdown_|yn_|ydoc_|gg_check_mode_parse|gg_mcp_list_tools|gg_graph_source_clear|GG_SQL_GEN_BUMP' -- src tests bench '*.md' | xargs -0 sed -i -E -f rename-2026-11-27.sed
 # graph: one prefix gg_graph_
 s/\bgdiag_add\b/gg_graph_diag_add/g
 s/\bgdown_check\b/gg_graph_downstream_check/g

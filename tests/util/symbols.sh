@@ -40,7 +40,7 @@ owns() {
 strays() { awk 'NF == 3 && $3 !~ /^[_.]/ { print $3 }' | sort -u | while read -r s; do owns "$1" "$s" || echo "$s"; done; }
 
 # the check itself can fail: a foreign name is caught, the folder's own names pass
-t "the check rejects a symbol without its folder's prefix" test "$(printf '0 T yn_get\n0 T gg_yaml_get\n' | strays util)" = yn_get
+t "the check rejects a symbol without its folder's prefix" test "$(printf '0 T yaml_get\n0 T gg_yaml_get\n' | strays util)" = yaml_get
 t "the check rejects another folder's prefix" test "$(printf '0 T gg_graph_load\n0 T jn_fn_abs\n' | strays jsonata)" = gg_graph_load
 
 # no prefix belongs to two folders (p_ starting q_ would let a symbol match both)
