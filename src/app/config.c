@@ -511,7 +511,7 @@ static char *read_file(FILE *fp, size_t *len) {
 static bool load_tree(file_ctx *f, const char *src, size_t len, gg_error *err) {
     ydoc doc;
     gg_error perr = GG_ERROR_INIT;
-    if (!ydoc_parse(&doc, src, len, 0, &perr)) {
+    if (!gg_yaml_doc_parse(&doc, src, len, 0, &perr)) {
         gg_error_set(err, "invalid_config", "YAML: %s", perr.message ? perr.message : "parse error");
         gg_error_set_path(err, f->path);
         gg_error_set_pos(err, perr.line, perr.column);
@@ -528,7 +528,7 @@ static bool load_tree(file_ctx *f, const char *src, size_t len, gg_error *err) {
             ok = walk_mapping(f, root, "", 0, err);
         }
     }
-    ydoc_free(&doc);
+    gg_yaml_doc_free(&doc);
     return ok;
 }
 

@@ -237,7 +237,7 @@ static int graph_activate_run(gg_store *s, const gg_config *c, int n, char **res
     char name[160];
     snprintf(name, sizeof name, "%s/%s@%ld", rest[1], rest[2], v);
     bool ok = validate_source(c, rest[1], name, src.source, src.source_len);
-    gg_graph_source_clear(&src);
+    gg_store_graph_source_clear(&src);
     if (!ok) {
         fprintf(stderr, "graphgate graph activate: version %ld no longer loads; not activated\n", v);
         return GG_EXIT_USAGE;

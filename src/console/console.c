@@ -109,7 +109,7 @@ static int get_document(gg_http_req *req, gg_http_res *res, void *user) {
     json_t *doc = NULL;
     if (gg_store_graph_get_version(c->store, t, g, v, &s, &err))
         doc = gg_graph_document_json(s.source, s.source_len, &err);
-    gg_graph_source_clear(&s);
+    gg_store_graph_source_clear(&s);
     if (!doc) {
         gg_http_res_error_from(res, 0, &err);
         gg_error_clear(&err);

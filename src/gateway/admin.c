@@ -345,7 +345,7 @@ static json_t *error_of(const char *code, const char *message, int status, int *
 
 static void graph_job_finish(graph_job *j) {
     if (j->a) gg_http_async_complete(j->a);
-    gg_graph_source_clear(&j->stored);
+    gg_store_graph_source_clear(&j->stored);
     free(j);
 }
 
@@ -385,7 +385,7 @@ static bool graph_job_queue(gg_gateway *gw, graph_job *j, gg_error *err) {
 /* Hand the job to the upload threads and defer the response; on refusal answer now. */
 static int graph_job_submit(gg_gateway *gw, gg_http_req *req, gg_http_res *res, graph_job *j) {
     if (!(j->a = gg_http_defer(req))) {
-        gg_graph_source_clear(&j->stored);
+        gg_store_graph_source_clear(&j->stored);
         free(j);
         return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
     }
@@ -495,7 +495,7 @@ static int get_graph(gg_http_req *req, gg_http_res *res, void *user) {
         json_object_set_new(out, "loaded_version", json_integer(v));
     }
     mcp_server_unref(srv);
-    gg_graph_source_clear(&s);
+    gg_store_graph_source_clear(&s);
     return reply(res, 200, out);
 }
 

@@ -10,7 +10,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 /* Append one diagnostic; allocation failures drop the diagnostic but still count it so the
  * graph is never accepted with a lost error. */
-void gdiag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file, int line,
+void gg_graph_diag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file, int line,
                int col, const char *tool, const char *node, const char *fmt, ...) {
     if (!d) return;
     if (sev == GG_DIAG_ERROR) d->errors++;

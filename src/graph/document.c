@@ -21,14 +21,14 @@ static bool within(const ynode *n, long *budget, int depth) {
 
 json_t *gg_graph_document_json(const char *src, size_t len, gg_error *err) {
     ydoc d = {0};
-    if (!ydoc_parse(&d, src, len, 0, err)) return NULL; /* the loader's alias bound */
+    if (!gg_yaml_doc_parse(&d, src, len, 0, err)) return NULL; /* the loader's alias bound */
     long budget = DOC_MAX_VALUES;
     json_t *j = NULL;
     if (!d.root) j = json_null();
     else if (!within(d.root, &budget, 0))
         gg_error_set(err, "too_large", "the document expands to more than %d values or %d levels",
                       DOC_MAX_VALUES, DOC_MAX_DEPTH);
-    else j = yn_to_json(d.root, err);
-    ydoc_free(&d);
+    else j = gg_yaml_to_json(d.root, err);
+    gg_yaml_doc_free(&d);
     return j;
 }

@@ -13,7 +13,7 @@
 #define DOWN_MAX_TOOLS 10000
 #define DOWN_DEFAULT_TIMEOUT_MS 10000
 
-int gg_check_mode_parse(const char *s) {
+int gg_graph_check_mode_parse(const char *s) {
     if (!s) return -1;
     if (!strcmp(s, "error")) return GG_CHECK_ERROR;
     if (!strcmp(s, "warning")) return GG_CHECK_WARNING;
@@ -45,7 +45,7 @@ static json_t *page_params(const char *cursor) {
     return cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
 }
 
-json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err) {
+json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err) {
     json_t *tools = json_array();
     char *cursor = NULL;
     for (int page = 0; page < DOWN_MAX_PAGES; page++) {
@@ -174,7 +174,7 @@ typedef struct check_ctx {
 } check_ctx;
 
 #define CDIAG(c, sev, n, code, ...) \
-    gdiag_add((c)->d, (sev), (code), (c)->file, (n)->line, (n)->column, (c)->tool, (c)->node, __VA_ARGS__)
+    gg_graph_diag_add((c)->d, (sev), (code), (c)->file, (n)->line, (n)->column, (c)->tool, (c)->node, __VA_ARGS__)
 
 static size_t edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
@@ -214,9 +214,9 @@ static json_t *find_tool(json_t *tools, const char *name, const char **near) {
 
 /* One literal argument against its property schema. */
 static void check_literal(check_ctx *c, gg_diag_severity sev, const char *key, json_t *prop, const ynode *v) {
-    if (yn_has_expr(v, true, 1)) return; /* evaluated at run time */
+    if (gg_graph_yaml_has_expr(v, true, 1)) return; /* evaluated at run time */
     gg_error e = GG_ERROR_INIT;
-    json_t *val = yn_to_json(v, &e);
+    json_t *val = gg_yaml_to_json(v, &e);
     mcp_schema *s = val ? mcp_schema_compile(prop, &e) : NULL;
     if (s && !mcp_schema_validate(s, val, &e))
         CDIAG(c, sev, v, "downstream_argument_type", "argument '%s' does not match the tool's inputSchema: %s%s%s", key,
@@ -230,13 +230,13 @@ static void check_literal(check_ctx *c, gg_diag_severity sev, const char *key, j
 static void check_args(check_ctx *c, gg_diag_severity sev, const ynode *nm, json_t *def) {
     json_t *schema = json_object_get(def, "inputSchema");
     json_t *props = json_object_get(schema, "properties");
-    const ynode *args = yn_get(nm, "args");
+    const ynode *args = gg_yaml_get(nm, "args");
     if (args && args->kind != YN_MAP) return;
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(schema, "required"), i, r) {
         const char *name = json_string_value(r);
-        if (name && !(args && yn_get(args, name)))
+        if (name && !(args && gg_yaml_get(args, name)))
             CDIAG(c, sev, args ? args : nm, "downstream_missing_argument",
                   "tool '%s' requires argument '%s'", json_string_value(json_object_get(def, "name")), name);
     }
@@ -254,7 +254,7 @@ static void check_args(check_ctx *c, gg_diag_severity sev, const ynode *nm, json
 }
 
 static const char *scalar(const ynode *map, const char *key) {
-    const ynode *v = map ? yn_get(map, key) : NULL;
+    const ynode *v = map ? gg_yaml_get(map, key) : NULL;
     return v && v->kind == YN_SCALAR ? v->str : NULL;
 }
 
@@ -270,7 +270,7 @@ static void check_node(check_ctx *c, const ynode *nm) {
     fetch *f = &c->fs[si];
     int mode = s->check ? s->check - 1 : (int)c->o->downstream->mode;
     if (mode == GG_CHECK_OFF) return;
-    const ynode *tn = yn_get(nm, "tool");
+    const ynode *tn = gg_yaml_get(nm, "tool");
     if (gg_error_is_set(&f->err)) {
         CDIAG(c, GG_DIAG_WARNING, tn, "downstream_unreachable", "tool '%s' not checked: server '%s' could not be listed: %s",
               tname, sname, f->err.message ? f->err.message : f->err.code);
@@ -290,12 +290,12 @@ static void check_node(check_ctx *c, const ynode *nm) {
 /* Every mcp node of every tool (hidden tools of resources and prompts are not walked:
  * they share the same node form but are rarely downstream calls). */
 static void check_tree(check_ctx *c, const ynode *root) {
-    const ynode *tools = root && root->kind == YN_MAP ? yn_get(root, "tools") : NULL;
+    const ynode *tools = root && root->kind == YN_MAP ? gg_yaml_get(root, "tools") : NULL;
     for (size_t i = 0; tools && tools->kind == YN_SEQ && i < tools->count; i++) {
         const ynode *t = tools->items[i];
         if (t->kind != YN_MAP) continue;
         c->tool = scalar(t, "name");
-        const ynode *nodes = yn_get(t, "nodes");
+        const ynode *nodes = gg_yaml_get(t, "nodes");
         for (size_t j = 0; nodes && nodes->kind == YN_SEQ && j < nodes->count; j++) {
             const ynode *nm = nodes->items[j];
             const char *type = nm->kind == YN_MAP ? scalar(nm, "type") : NULL;
@@ -325,11 +325,11 @@ static void fetch_free(gg_graph *g, fetch *fs) {
     free(fs);
 }
 
-void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d) {
+void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d) {
     if (!g->nservers) return;
     fetch *fs = fetch_and_report(g, o);
     if (!fs) {
-        gdiag_add(d, GG_DIAG_ERROR, "internal_error", file, 0, 0, NULL, NULL, "out of memory");
+        gg_graph_diag_add(d, GG_DIAG_ERROR, "internal_error", file, 0, 0, NULL, NULL, "out of memory");
         return;
     }
     check_ctx c = {g, fs, file, NULL, NULL, o, d};
@@ -350,7 +350,7 @@ int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, doub
 
 /* ---- notifications ---------------------------------------------------------------------- */
 
-void gdown_notified(void *server, const char *method, json_t *params) {
+void gg_graph_downstream_notified(void *server, const char *method, json_t *params) {
     (void)params;
     gserver *s = server;
     gg_graph *g = s->graph;

@@ -96,10 +96,10 @@ typedef struct gg_graph_downstream {
     void *user;
 } gg_graph_downstream;
 /* Parse "error" | "warning" | "off"; -1 otherwise. */
-int gg_check_mode_parse(const char *s);
+int gg_graph_check_mode_parse(const char *s);
 /* List one server's tools ({tools:[...]} pages followed, at most 10000 tools) with a
  * synchronous client (CLI, tests). New reference or NULL + err. */
-json_t *gg_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
+json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES GG_YAML_MAX_ALIAS_NODES
 #define GG_GRAPH_NAME_MAX 63 /* a stored graph's name (the store's GG_NAME_MAX) */

@@ -14,9 +14,9 @@
 /* ---- the positioned YAML tree is util/yaml.h (ydoc, ynode) -------------------------- */
 
 /* mcp args (load.c): {expr: "..."} is an expression; so is a string starting with '$'
- * directly under args (top); yn_has_expr: does the subtree hold one anywhere. */
-bool yn_is_expr_map(const ynode *v);
-bool yn_has_expr(const ynode *v, bool top, int depth);
+ * directly under args (top); gg_graph_yaml_has_expr: does the subtree hold one anywhere. */
+bool gg_graph_yaml_is_expr_map(const ynode *v);
+bool gg_graph_yaml_has_expr(const ynode *v, bool top, int depth);
 
 /* ---- compiled graph (compile.c) ------------------------------------------------------- */
 
@@ -132,12 +132,12 @@ void gg_graph_free_internal(gg_graph *g);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
-void gdown_notified(void *server, const char *method, json_t *params);
+void gg_graph_downstream_notified(void *server, const char *method, json_t *params);
 /* The downstream check of a loaded graph (downstream.c); root is its YAML document. */
-void gdown_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
+void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
 
 /* Diagnostics helper (diag.c). */
-void gdiag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,
+void gg_graph_diag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,
                int line, int col, const char *tool, const char *node, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
 

@@ -29,9 +29,9 @@ typedef struct lctx {
 } lctx;
 
 #define LERR(c, n, code, ...) \
-    gdiag_add((c)->d, GG_DIAG_ERROR, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
+    gg_graph_diag_add((c)->d, GG_DIAG_ERROR, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
 #define LWARN(c, n, code, ...) \
-    gdiag_add((c)->d, GG_DIAG_WARNING, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
+    gg_graph_diag_add((c)->d, GG_DIAG_WARNING, code, (c)->file, (n) ? (n)->line : 0, (n) ? (n)->column : 0, (c)->tool, (c)->node, __VA_ARGS__)
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -41,7 +41,7 @@ static bool over_deadline(lctx *c) {
     if (c->timed_out) return true;
     if (!c->opts || c->opts->deadline_ms <= 0 || gg_now_ms() <= c->opts->deadline_ms) return false;
     c->timed_out = true;
-    gdiag_add(c->d, GG_DIAG_ERROR, "timeout", c->file, 0, 0, c->tool, c->node,
+    gg_graph_diag_add(c->d, GG_DIAG_ERROR, "timeout", c->file, 0, 0, c->tool, c->node,
               "validating the graph took longer than its time limit; make it smaller");
     return true;
 }
@@ -49,7 +49,7 @@ static bool over_deadline(lctx *c) {
 /* Report duplicate and unknown keys of a mapping. allowed is NULL-terminated. */
 static bool check_keys(lctx *c, const ynode *map, const char *const *allowed, const char *what) {
     bool ok = true;
-    long *dup = yn_duplicate_keys(map);
+    long *dup = gg_yaml_duplicate_keys(map);
     for (size_t i = 0; i < map->count; i++) {
         const ynode *k = map->items[2 * i];
         if (k->kind != YN_SCALAR) {
@@ -87,7 +87,7 @@ static const char *json_type_of(const ynode *v) {
     if (v->kind == YN_SEQ) return "array";
     if (!v->plain) return "string";
     gg_error e = GG_ERROR_INIT;
-    json_t *j = yn_to_json(v, &e);
+    json_t *j = gg_yaml_to_json(v, &e);
     const char *t = !j ? "number" /* .inf / .nan */ : json_is_string(j) ? "string" : json_is_number(j) ? "number"
                   : json_is_boolean(j) ? "boolean" : "null";
     json_decref(j);
@@ -102,7 +102,7 @@ static bool want_text(lctx *c, const ynode *v, const char *what) {
     if (v->kind == YN_SCALAR)
         LERR(c, v, "invalid_type", "%s must be a string, not %s (quote it: \"%s\")", what, t, v->str);
     else
-        LERR(c, v, "invalid_type", "%s must be a string, not %s", what, yn_kind_name(v));
+        LERR(c, v, "invalid_type", "%s must be a string, not %s", what, gg_yaml_kind_name(v));
     return false;
 }
 
@@ -110,7 +110,7 @@ static bool want_text(lctx *c, const ynode *v, const char *what) {
  * with_number also takes a plain number as its text (version fields). */
 static const char *get_str_ex(lctx *c, const ynode *map, const char *key, bool required, const char *what,
                               bool with_number) {
-    const ynode *v = yn_get(map, key);
+    const ynode *v = gg_yaml_get(map, key);
     if (!v) {
         if (required) LERR(c, map, "missing_key", "%s needs '%s'", what, key);
         return NULL;
@@ -213,7 +213,7 @@ static void check_schema(lctx *c, const ynode *n, const char *where, int depth) 
     }
     if (n->kind == YN_SCALAR && n->plain && (!strcmp(n->str, "true") || !strcmp(n->str, "false"))) return;
     if (n->kind != YN_MAP) {
-        LERR(c, n, "invalid_schema", "%s: a schema must be a mapping or a boolean, not %s", where, yn_kind_name(n));
+        LERR(c, n, "invalid_schema", "%s: a schema must be a mapping or a boolean, not %s", where, gg_yaml_kind_name(n));
         return;
     }
     static const char *const sub_map[] = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", NULL};
@@ -275,7 +275,7 @@ static void check_schema(lctx *c, const ynode *n, const char *where, int depth) 
 
 /* inputSchema/outputSchema of an MCP tool: a schema whose type is "object". */
 static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, bool required) {
-    const ynode *v = yn_get(tool, key);
+    const ynode *v = gg_yaml_get(tool, key);
     if (!v) {
         if (required) LERR(c, tool, "missing_key", "tool needs '%s'", key);
         return NULL;
@@ -288,12 +288,12 @@ static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, boo
     }
     size_t before = c->d ? c->d->errors : 0;
     check_schema(c, v, where, 0);
-    const ynode *t = yn_get(v, "type");
+    const ynode *t = gg_yaml_get(v, "type");
     if (!t || t->kind != YN_SCALAR || strcmp(t->str, "object") != 0)
         LERR(c, t ? t : v, "invalid_schema", "%s must have type: object (MCP tool schemas describe an object)", key);
     if (c->d && c->d->errors != before) return NULL;
     gg_error e = GG_ERROR_INIT;
-    json_t *j = yn_to_json(v, &e);
+    json_t *j = gg_yaml_to_json(v, &e);
     if (!j) {
         LERR(c, v, "invalid_schema", "%s: %s", key, e.message ? e.message : "cannot convert");
         gg_error_clear(&e);
@@ -333,7 +333,7 @@ static jsonata_expr *compile_expr(lctx *c, const ynode *s, const char *what) {
     if (!x) {
         int line, col;
         scalar_offset_pos(c, s, e.position, &line, &col);
-        gdiag_add(c->d, GG_DIAG_ERROR, "jsonata", c->file, line, col, c->tool, c->node,
+        gg_graph_diag_add(c->d, GG_DIAG_ERROR, "jsonata", c->file, line, col, c->tool, c->node,
                   "%s does not compile: %s %s (expression position %d)", what, e.code[0] ? e.code : "error",
                   e.message ? e.message : "", e.position);
         gg_error_clear(&e);
@@ -354,18 +354,18 @@ static void gargs_free(gargs *a) {
     free(a);
 }
 
-bool yn_is_expr_map(const ynode *v) {
+bool gg_graph_yaml_is_expr_map(const ynode *v) {
     return v->kind == YN_MAP && v->count == 1 && v->items[0]->kind == YN_SCALAR && !strcmp(v->items[0]->str, "expr");
 }
 
 /* Does this subtree hold an expression anywhere (otherwise it is one literal)? */
-bool yn_has_expr(const ynode *v, bool top, int depth) {
+bool gg_graph_yaml_has_expr(const ynode *v, bool top, int depth) {
     if (depth > MAX_ARGS_DEPTH) return false;
     if (v->kind == YN_SCALAR) return top && v->str[0] == '$';
-    if (yn_is_expr_map(v)) return true;
+    if (gg_graph_yaml_is_expr_map(v)) return true;
     size_t n = v->kind == YN_MAP ? v->count : v->count;
     for (size_t i = 0; i < n; i++)
-        if (yn_has_expr(v->kind == YN_MAP ? v->items[2 * i + 1] : v->items[i], false, depth + 1)) return true;
+        if (gg_graph_yaml_has_expr(v->kind == YN_MAP ? v->items[2 * i + 1] : v->items[i], false, depth + 1)) return true;
     return false;
 }
 
@@ -379,15 +379,15 @@ static gargs *build_args(lctx *c, const ynode *v, bool top, int depth) {
         free(a);
         return NULL;
     }
-    if (yn_is_expr_map(v) || (top && v->kind == YN_SCALAR && v->str[0] == '$')) {
+    if (gg_graph_yaml_is_expr_map(v) || (top && v->kind == YN_SCALAR && v->str[0] == '$')) {
         a->kind = GA_EXPR;
-        a->expr = compile_expr(c, yn_is_expr_map(v) ? v->items[1] : v, "args expression");
+        a->expr = compile_expr(c, gg_graph_yaml_is_expr_map(v) ? v->items[1] : v, "args expression");
         return a;
     }
-    if (!yn_has_expr(v, top, depth)) {
+    if (!gg_graph_yaml_has_expr(v, top, depth)) {
         gg_error e = GG_ERROR_INIT;
         a->kind = GA_LITERAL;
-        a->literal = yn_to_json(v, &e);
+        a->literal = gg_yaml_to_json(v, &e);
         if (!a->literal) {
             LERR(c, v, "invalid_args", "%s", e.message ? e.message : "invalid literal");
             gg_error_clear(&e);
@@ -476,7 +476,7 @@ static void load_graph_server(lctx *c, gserver *s, const ynode *def, const char 
     bool ok = n > 0 && n <= GG_GRAPH_NAME_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '-';
-    if (!ok) LERR(c, yn_get(def, "graph"), "invalid_server", "%s: graph must be a graph name ([A-Za-z0-9_-], at most %d)",
+    if (!ok) LERR(c, gg_yaml_get(def, "graph"), "invalid_server", "%s: graph must be a graph name ([A-Za-z0-9_-], at most %d)",
                   what, GG_GRAPH_NAME_MAX);
     else s->target_graph = strdup(name);
 }
@@ -516,47 +516,47 @@ static void load_servers(lctx *c, const ynode *v) {
         }
         if (type && !strcmp(type, "streamableHttp")) http = true;
         else if (type && strcmp(type, "stdio") != 0) {
-            LERR(c, yn_get(def, "type"), "invalid_server",
+            LERR(c, gg_yaml_get(def, "type"), "invalid_server",
                  "%s: unknown type '%s' (expected stdio, streamableHttp or graph)", what, type);
             continue;
         }
         check_keys(c, def, http ? http_keys : stdio_keys, what);
-        const ynode *to = yn_get(def, "timeout");
+        const ynode *to = gg_yaml_get(def, "timeout");
         if (to) {
             if (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000)
                 LERR(c, to, "invalid_server", "%s: timeout must be milliseconds between 1 and 3600000", what);
             else s->cfg.timeout_ms = (int)atol(to->str);
         }
-        const ynode *ck = yn_get(def, "check");
-        if (ck && (ck->kind != YN_SCALAR || gg_check_mode_parse(ck->str) < 0))
+        const ynode *ck = gg_yaml_get(def, "check");
+        if (ck && (ck->kind != YN_SCALAR || gg_graph_check_mode_parse(ck->str) < 0))
             LERR(c, ck, "invalid_server", "%s: check must be error, warning or off", what);
-        else if (ck) s->check = gg_check_mode_parse(ck->str) + 1;
+        else if (ck) s->check = gg_graph_check_mode_parse(ck->str) + 1;
         if (!s->cfg.timeout_ms) s->cfg.timeout_ms = c->opts && c->opts->default_timeout_ms ? c->opts->default_timeout_ms
                                                                                                : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
         gg_error e = GG_ERROR_INIT;
         if (http) {
             s->cfg.transport = MCP_TRANSPORT_HTTP;
             const char *url = get_str(c, def, "url", true, what);
-            s->headers = pair_list(c, yn_get(def, "headers"), "headers", ": ");
+            s->headers = pair_list(c, gg_yaml_get(def, "headers"), "headers", ": ");
             s->cfg.headers = (const char *const *)s->headers;
             s->argv = calloc(1, sizeof(char *));
             s->env = calloc(1, sizeof(char *));
             if (url) {
                 s->cfg.url = strdup(url);
                 if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-                    LERR(c, yn_get(def, "url"), "invalid_server", "%s: url must start with http:// or https://", what);
+                    LERR(c, gg_yaml_get(def, "url"), "invalid_server", "%s: url must start with http:// or https://", what);
                 else if (c->opts && c->opts->policy && !mcp_policy_check_url(c->opts->policy, url, &e)) {
                     if (!strcmp(e.code, "dns")) /* may resolve later; connections are checked then */
-                        LWARN(c, yn_get(def, "url"), "dns", "%s: %s", what, e.message ? e.message : "");
+                        LWARN(c, gg_yaml_get(def, "url"), "dns", "%s: %s", what, e.message ? e.message : "");
                     else
-                        LERR(c, yn_get(def, "url"), "policy", "%s: %s", what, e.message ? e.message : "url not allowed");
+                        LERR(c, gg_yaml_get(def, "url"), "policy", "%s: %s", what, e.message ? e.message : "url not allowed");
                 }
             }
         } else {
             s->cfg.transport = MCP_TRANSPORT_STDIO;
             const char *cmd = get_str(c, def, "command", true, what);
-            s->argv = str_list(c, yn_get(def, "args"), "args");
-            s->env = pair_list(c, yn_get(def, "env"), "env", "=");
+            s->argv = str_list(c, gg_yaml_get(def, "args"), "args");
+            s->env = pair_list(c, gg_yaml_get(def, "env"), "env", "=");
             s->headers = calloc(1, sizeof(char *));
             s->cfg.args = (const char *const *)s->argv;
             s->cfg.env = (const char *const *)s->env;
@@ -564,9 +564,9 @@ static void load_servers(lctx *c, const ynode *v) {
             if (cwd) s->cfg.cwd = strdup(cwd);
             if (cmd) {
                 s->cfg.command = strdup(cmd);
-                if (!*cmd) LERR(c, yn_get(def, "command"), "invalid_server", "%s: command is empty", what);
+                if (!*cmd) LERR(c, gg_yaml_get(def, "command"), "invalid_server", "%s: command is empty", what);
                 else if (c->opts && c->opts->policy && !mcp_policy_check_stdio(c->opts->policy, &s->cfg, &e))
-                    LERR(c, yn_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
+                    LERR(c, gg_yaml_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
             }
         }
         gg_error_clear(&e);
@@ -617,8 +617,8 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
 static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots", "ask"};
 
 static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    const ynode *conds = yn_get(nm, "conditions");
-    const ynode *next = yn_get(nm, "next");
+    const ynode *conds = gg_yaml_get(nm, "conditions");
+    const ynode *next = gg_yaml_get(nm, "next");
     if (!conds) {
         LERR(c, nm, "missing_key", "switch node needs 'conditions'");
         return;
@@ -640,10 +640,10 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
             LERR(c, cm, "invalid_type", "a condition must be a mapping {rule, next}");
             continue;
         }
-        bool old = yn_get(cm, "target") != NULL;
+        bool old = gg_yaml_get(cm, "target") != NULL;
         check_keys(c, cm, old ? old_keys : new_keys, "a switch condition");
-        const ynode *rule = yn_get(cm, "rule");
-        const ynode *tgt = yn_get(cm, old ? "target" : "next");
+        const ynode *rule = gg_yaml_get(cm, "rule");
+        const ynode *tgt = gg_yaml_get(cm, old ? "target" : "next");
         if (!tgt) LERR(c, cm, "missing_key", "condition needs '%s'", old ? "target" : "next");
         else if (want_text(c, tgt, "a condition's target node id")) add_ref(tb, &gc->target, tgt, tgt->str);
         if (!rule) {
@@ -655,7 +655,7 @@ static void load_switch(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
             continue;
         }
         gg_error e = GG_ERROR_INIT;
-        json_t *rj = yn_to_json(rule, &e);
+        json_t *rj = gg_yaml_to_json(rule, &e);
         if (!rj) {
             LERR(c, rule, "jsonlogic", "%s", e.message ? e.message : "invalid rule");
             gg_error_clear(&e);
@@ -685,7 +685,7 @@ static void check_requested_schema(lctx *c, const ynode *v) {
         LERR(c, v, "invalid_schema", "requestedSchema must be a mapping {type: object, properties}");
         return;
     }
-    const ynode *t = yn_get(v, "type"), *props = yn_get(v, "properties");
+    const ynode *t = gg_yaml_get(v, "type"), *props = gg_yaml_get(v, "properties");
     if (!t || t->kind != YN_SCALAR || strcmp(t->str, "object"))
         LERR(c, t ? t : v, "invalid_schema", "requestedSchema must have type: object");
     if (!props || props->kind != YN_MAP) {
@@ -693,7 +693,7 @@ static void check_requested_schema(lctx *c, const ynode *v) {
         return;
     }
     for (size_t i = 0; i < props->count; i++) {
-        const ynode *pv = props->items[2 * i + 1], *pt = pv->kind == YN_MAP ? yn_get(pv, "type") : NULL;
+        const ynode *pv = props->items[2 * i + 1], *pt = pv->kind == YN_MAP ? gg_yaml_get(pv, "type") : NULL;
         const char *ty = pt && pt->kind == YN_SCALAR ? pt->str : "";
         if (strcmp(ty, "string") && strcmp(ty, "number") && strcmp(ty, "integer") && strcmp(ty, "boolean") &&
             strcmp(ty, "array"))
@@ -705,7 +705,7 @@ static void check_requested_schema(lctx *c, const ynode *v) {
 
 /* A client node's timeout (ms the client may take). */
 static void load_timeout(lctx *c, gnode *n, const ynode *nm) {
-    const ynode *to = yn_get(nm, "timeout");
+    const ynode *to = gg_yaml_get(nm, "timeout");
     if (to && (!scalar_is_nonneg_int(to) || atol(to->str) <= 0 || atol(to->str) > 3600000))
         LERR(c, to, "invalid_value", "timeout must be a positive integer of ms (at most 3600000)");
     else if (to) n->timeout_ms = (int)atol(to->str);
@@ -718,8 +718,8 @@ static void load_client_node(lctx *c, gnode *n, const ynode *nm, const char *wha
     static const char *const skip[] = {"id", "type", "next", "timeout", NULL};
     const char *need[2] = {elicit ? "message" : "messages", elicit ? "requestedSchema" : "maxTokens"};
     for (int i = 0; i < 2; i++)
-        if (!yn_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
-    const ynode *rs = yn_get(nm, "requestedSchema");
+        if (!gg_yaml_get(nm, need[i])) LERR(c, nm, "missing_key", "%s needs '%s'", what, need[i]);
+    const ynode *rs = gg_yaml_get(nm, "requestedSchema");
     if (rs) check_requested_schema(c, rs);
     load_timeout(c, n, nm);
     n->args = calloc(1, sizeof *n->args);
@@ -757,7 +757,7 @@ static void load_ask_request(lctx *c, gnode *s, const char *key, const ynode *v)
     }
     const char *type = get_str(c, v, "type", true, "an ask request");
     int t = !type ? -1 : !strcmp(type, "elicit") ? 0 : !strcmp(type, "sample") ? 1 : !strcmp(type, "roots") ? 2 : -1;
-    if (type && t < 0) LERR(c, yn_get(v, "type"), "invalid_type", "ask request '%s': type must be elicit, sample or roots", key);
+    if (type && t < 0) LERR(c, gg_yaml_get(v, "type"), "invalid_type", "ask request '%s': type must be elicit, sample or roots", key);
     if (t < 0) return;
     s->type = (gnode_type)(GN_ELICIT + t);
     char what[96];
@@ -769,7 +769,7 @@ static void load_ask_request(lctx *c, gnode *s, const char *key, const ynode *v)
 
 /* ask: requests {key: {type, ...}} — at most ASK_MAX_REQUESTS, asked together. */
 static void load_ask(lctx *c, gnode *n, const ynode *nm) {
-    const ynode *rq = yn_get(nm, "requests");
+    const ynode *rq = gg_yaml_get(nm, "requests");
     if (!rq) {
         LERR(c, nm, "missing_key", "an ask node needs 'requests' (a mapping of request key to request)");
         return;
@@ -804,13 +804,13 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     n->id = strdup(id ? id : "");
     c->node = id && *id ? id : NULL;
     tb->owner = n->id;
-    if (id && !*id) LERR(c, yn_get(nm, "id"), "invalid_id", "node id must not be empty");
+    if (id && !*id) LERR(c, gg_yaml_get(nm, "id"), "invalid_id", "node id must not be empty");
     const char *type = get_str(c, nm, "type", true, "a node");
     int t = -1;
     for (int i = 0; type && i < 9; i++)
         if (!strcmp(type, type_names[i])) t = i;
     if (type && t < 0) {
-        LERR(c, yn_get(nm, "type"), "invalid_type",
+        LERR(c, gg_yaml_get(nm, "type"), "invalid_type",
              "unknown node type '%s' (expected entry, mcp, transform, switch, exit, elicit, sample, roots or ask)",
              type);
         check_keys(c, nm, NULL, "a node");
@@ -822,19 +822,19 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     char what[64];
     snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP || t == GN_ELICIT ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
-    const ynode *next = yn_get(nm, "next");
+    const ynode *next = gg_yaml_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
         if (!next) LERR(c, nm, "missing_key", "%s needs 'next'", what);
         else if (want_text(c, next, "next (a node id)")) add_ref(tb, &n->next, next, next->str);
     }
     if (t == GN_TRANSFORM) {
-        const ynode *tr = yn_get(nm, "transform");
+        const ynode *tr = gg_yaml_get(nm, "transform");
         if (!tr) LERR(c, nm, "missing_key", "transform node needs 'transform: {expr: ...}'");
         else if (tr->kind != YN_MAP) LERR(c, tr, "invalid_type", "transform must be a mapping {expr: ...}");
         else {
             static const char *const tk[] = {"expr", NULL};
             check_keys(c, tr, tk, "transform");
-            const ynode *ex = yn_get(tr, "expr");
+            const ynode *ex = gg_yaml_get(tr, "expr");
             if (!ex) LERR(c, tr, "missing_key", "transform needs 'expr'");
             else n->expr = compile_expr(c, ex, "transform expression");
         }
@@ -844,10 +844,10 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         if (server) {
             n->server = find_server(c->g, server);
             if (!n->server)
-                LERR(c, yn_get(nm, "server"), "unknown_server", "server '%s' is not defined in mcpServers", server);
+                LERR(c, gg_yaml_get(nm, "server"), "unknown_server", "server '%s' is not defined in mcpServers", server);
         }
         if (tool) n->tool = strdup(tool);
-        const ynode *args = yn_get(nm, "args");
+        const ynode *args = gg_yaml_get(nm, "args");
         if (args && args->kind != YN_MAP) LERR(c, args, "invalid_type", "args must be a mapping");
         if (args && args->kind == YN_MAP) {
             /* the top level is always an object of argument templates; a string directly
@@ -902,7 +902,7 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm);
 /* taskSupport: forbidden (default) | optional | required — whether a 2026-07-28 client that
  * declared the tasks extension gets the call as a task; listed as execution.taskSupport. */
 static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
-    const ynode *ts = yn_get(tm, "taskSupport");
+    const ynode *ts = gg_yaml_get(tm, "taskSupport");
     if (!ts) return;
     if (ts->kind != YN_SCALAR || (strcmp(ts->str, "forbidden") && strcmp(ts->str, "optional") && strcmp(ts->str, "required"))) {
         LERR(c, ts, "invalid_value", "taskSupport must be 'forbidden' (default), 'optional' or 'required'");
@@ -912,7 +912,7 @@ static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
         json_object_set_new(t->def, "execution", json_pack("{s:s}", "taskSupport", ts->str));
     /* taskStart: immediately (default) | afterInput — the call first gathers its input in
      * input-required rounds and becomes a task on the round that answers them */
-    const ynode *st = yn_get(tm, "taskStart");
+    const ynode *st = gg_yaml_get(tm, "taskStart");
     if (!st) return;
     if (st->kind != YN_SCALAR || (strcmp(st->str, "immediately") && strcmp(st->str, "afterInput")))
         LERR(c, st, "invalid_value", "taskStart must be 'immediately' (default) or 'afterInput'");
@@ -932,7 +932,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     c->node = NULL;
     check_keys(c, tm, keys, "a tool");
     if (name && !valid_tool_name(name))
-        LERR(c, yn_get(tm, "name"), "invalid_name",
+        LERR(c, gg_yaml_get(tm, "name"), "invalid_name",
              "tool name '%s' must be 1-128 characters of A-Z a-z 0-9 _ - . (MCP tool name rules)", name);
     const char *title = get_str(c, tm, "title", false, "a tool");
     const char *desc = get_str(c, tm, "description", true, "a tool");
@@ -949,7 +949,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
         json_decref(in);
         json_decref(out);
     }
-    const ynode *rf = yn_get(tm, "resultFormat");
+    const ynode *rf = gg_yaml_get(tm, "resultFormat");
     if (rf && (rf->kind != YN_SCALAR || (strcmp(rf->str, "value") && strcmp(rf->str, "callToolResult"))))
         LERR(c, rf, "invalid_value", "resultFormat must be 'value' (default) or 'callToolResult'");
     t->content_result = rf && rf->kind == YN_SCALAR && !strcmp(rf->str, "callToolResult");
@@ -959,7 +959,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
 
 /* A tool's nodes (a tool's or an extra's hidden tool): compile, resolve targets, check reachability. */
 static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
-    const ynode *nodes = yn_get(tm, "nodes");
+    const ynode *nodes = gg_yaml_get(tm, "nodes");
     if (!nodes) {
         LERR(c, tm, "missing_key", "tool needs 'nodes'");
         return;
@@ -994,7 +994,7 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
         for (size_t j = 0; j < i; j++)
             if (n->id && *n->id && t->nodes[j].id && !strcmp(t->nodes[j].id, n->id))
                 LERR(c, nm, "duplicate_id", "duplicate node id '%s' (first at line %d)", n->id, tb.node_at[j]->line);
-        if (n->id && yn_get(nm, "type")) {
+        if (n->id && gg_yaml_get(nm, "type")) {
             if (n->type == GN_ENTRY) {
                 if (t->entry >= 0) LERR(c, nm, "multiple_entry", "more than one entry node (first is '%s')", t->nodes[t->entry].id);
                 else t->entry = (int)i;
@@ -1050,7 +1050,7 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
 /* A plain mapping or sequence converted to JSON (NULL + error at its position). */
 static json_t *to_json_at(lctx *c, const ynode *v, const char *what) {
     gg_error e = GG_ERROR_INIT;
-    json_t *j = yn_to_json(v, &e);
+    json_t *j = gg_yaml_to_json(v, &e);
     if (!j) LERR(c, v, "invalid_value", "%s: %s", what, e.message ? e.message : "cannot convert");
     gg_error_clear(&e);
     return j;
@@ -1075,7 +1075,7 @@ static void copy_strs(lctx *c, const ynode *m, json_t *def, const char *const *k
 
 /* annotations {audience: [user|assistant], priority: 0..1, lastModified: ISO 8601}. */
 static void load_annotations(lctx *c, const ynode *m, json_t *def) {
-    const ynode *v = yn_get(m, "annotations");
+    const ynode *v = gg_yaml_get(m, "annotations");
     if (!v) return;
     static const char *const keys[] = {"audience", "priority", "lastModified", NULL};
     if (v->kind != YN_MAP) {
@@ -1083,7 +1083,7 @@ static void load_annotations(lctx *c, const ynode *m, json_t *def) {
         return;
     }
     check_keys(c, v, keys, "annotations");
-    const ynode *aud = yn_get(v, "audience"), *pri = yn_get(v, "priority");
+    const ynode *aud = gg_yaml_get(v, "audience"), *pri = gg_yaml_get(v, "priority");
     if (aud) {
         bool ok = aud->kind == YN_SEQ;
         for (size_t i = 0; ok && i < aud->count; i++)
@@ -1121,7 +1121,7 @@ static void load_extra_nodes(lctx *c, gextra *x, const ynode *m) {
 
 /* completions {name: [values]}: each name must be one of `names` (NULL-terminated). */
 static void load_completions(lctx *c, gextra *x, const ynode *m, const char *const *names, const char *what) {
-    const ynode *v = yn_get(m, "completions");
+    const ynode *v = gg_yaml_get(m, "completions");
     if (!v) return;
     if (v->kind != YN_MAP) {
         LERR(c, v, "invalid_type", "completions must be a mapping {%s: [values]}", what);
@@ -1150,7 +1150,7 @@ static bool extra_dup(lctx *c, const ynode *at, gextra_kind kind, const char *ke
 static const ynode *one_source(lctx *c, const ynode *m, const char *const *keys, const char *what) {
     const ynode *found = NULL;
     for (const char *const *k = keys; *k; k++) {
-        const ynode *v = yn_get(m, *k);
+        const ynode *v = gg_yaml_get(m, *k);
         if (v && found) LERR(c, v, "conflicting_keys", "%s takes only one of %s", what, "its content keys or nodes");
         if (v && !found) found = v;
     }
@@ -1166,21 +1166,21 @@ static void load_resource(lctx *c, gextra *x, const ynode *m) {
     static const char *const src[] = {"text", "blob", "nodes", NULL};
     check_keys(c, m, keys, "a resource");
     const char *uri = get_str(c, m, "uri", true, "a resource"), *name = get_str(c, m, "name", true, "a resource");
-    if (uri && !strchr(uri, ':')) LERR(c, yn_get(m, "uri"), "invalid_uri", "resource uri '%s' needs a scheme (scheme:...)", uri);
+    if (uri && !strchr(uri, ':')) LERR(c, gg_yaml_get(m, "uri"), "invalid_uri", "resource uri '%s' needs a scheme (scheme:...)", uri);
     x->key = strdup(uri ? uri : "");
     c->tool = extra_label(x, "resource:");
     x->def = json_pack("{s:s,s:s}", "uri", x->key, "name", name ? name : "");
     if (!x->def) return;
     copy_strs(c, m, x->def, strs, "a resource");
     load_annotations(c, m, x->def);
-    const ynode *size = yn_get(m, "size");
+    const ynode *size = gg_yaml_get(m, "size");
     if (size && !scalar_is_nonneg_int(size)) LERR(c, size, "invalid_value", "size must be a non-negative integer (bytes)");
     else if (size) json_object_set_new(x->def, "size", json_integer(atoll(size->str)));
     const ynode *s = one_source(c, m, src, "a resource");
     if (uri) extra_dup(c, m, GX_RESOURCE, uri);
     if (!s) return;
-    if (s == yn_get(m, "nodes")) return load_extra_nodes(c, x, m);
-    bool blob = s == yn_get(m, "blob");
+    if (s == gg_yaml_get(m, "nodes")) return load_extra_nodes(c, x, m);
+    bool blob = s == gg_yaml_get(m, "blob");
     const char *v = get_str(c, m, blob ? "blob" : "text", false, "a resource");
     if (v && blob && !is_base64(v)) LERR(c, s, "invalid_value", "blob must be base64 (RFC 4648, padded)");
     if (v) x->value = json_pack("{s:s}", blob ? "blob" : "text", v);
@@ -1242,11 +1242,11 @@ static void load_template(lctx *c, gextra *x, const ynode *m) {
     size_t nv = 0;
     char names[1024];
     size_t before = c->d ? c->d->errors : 0;
-    if (ut) template_vars(c, yn_get(m, "uriTemplate"), ut, vars, 16, &nv, names, sizeof names);
-    if (ut && !nv && c->d && c->d->errors == before) LERR(c, yn_get(m, "uriTemplate"), "invalid_template", "uriTemplate has no {variable}: declare a resource");
+    if (ut) template_vars(c, gg_yaml_get(m, "uriTemplate"), ut, vars, 16, &nv, names, sizeof names);
+    if (ut && !nv && c->d && c->d->errors == before) LERR(c, gg_yaml_get(m, "uriTemplate"), "invalid_template", "uriTemplate has no {variable}: declare a resource");
     if (ut) extra_dup(c, m, GX_TEMPLATE, ut);
     load_completions(c, x, m, vars, "variable");
-    if (!yn_get(m, "nodes")) LERR(c, m, "missing_key", "a resource template needs nodes (the entry node receives the variables)");
+    if (!gg_yaml_get(m, "nodes")) LERR(c, m, "missing_key", "a resource template needs nodes (the entry node receives the variables)");
     else load_extra_nodes(c, x, m);
 }
 
@@ -1268,14 +1268,14 @@ static json_t *load_messages(lctx *c, const ynode *v) {
         check_keys(c, msg, mk, "a message");
         const char *role = get_str(c, msg, "role", true, "a message");
         if (role && strcmp(role, "user") && strcmp(role, "assistant"))
-            LERR(c, yn_get(msg, "role"), "invalid_value", "role must be 'user' or 'assistant'");
-        const ynode *ct = yn_get(msg, "content");
+            LERR(c, gg_yaml_get(msg, "role"), "invalid_value", "role must be 'user' or 'assistant'");
+        const ynode *ct = gg_yaml_get(msg, "content");
         const char *type = ct && ct->kind == YN_MAP ? get_str(c, ct, "type", true, "message content") : NULL;
         if (!ct) LERR(c, msg, "missing_key", "a message needs 'content'");
         else if (ct->kind != YN_MAP) LERR(c, ct, "invalid_type", "content must be a mapping {type, ...}");
         else if (type && strcmp(type, "text") && strcmp(type, "image") && strcmp(type, "audio") && strcmp(type, "resource") &&
                  strcmp(type, "resource_link"))
-            LERR(c, yn_get(ct, "type"), "invalid_value", "content type must be text, image, audio, resource or resource_link");
+            LERR(c, gg_yaml_get(ct, "type"), "invalid_value", "content type must be text, image, audio, resource or resource_link");
     }
     return to_json_at(c, v, "messages");
 }
@@ -1291,7 +1291,7 @@ static void load_prompt(lctx *c, gextra *x, const ynode *m) {
     x->def = json_pack("{s:s}", "name", x->key);
     if (!x->def) return;
     copy_strs(c, m, x->def, strs, "a prompt");
-    const ynode *args = yn_get(m, "arguments");
+    const ynode *args = gg_yaml_get(m, "arguments");
     const char *names[65] = {0};
     size_t na = 0;
     if (args && (args->kind != YN_SEQ || args->count > 64)) LERR(c, args, "invalid_type", "arguments must be a list of at most 64 {name, description, required}");
@@ -1307,7 +1307,7 @@ static void load_prompt(lctx *c, gextra *x, const ynode *m) {
             }
             check_keys(c, a, ak, "a prompt argument");
             const char *an = get_str(c, a, "name", true, "a prompt argument");
-            const ynode *req = yn_get(a, "required");
+            const ynode *req = gg_yaml_get(a, "required");
             if (req && (req->kind != YN_SCALAR || !req->plain || (strcmp(req->str, "true") && strcmp(req->str, "false"))))
                 LERR(c, req, "invalid_type", "required must be true or false");
             if (!an) continue;
@@ -1324,7 +1324,7 @@ static void load_prompt(lctx *c, gextra *x, const ynode *m) {
     if (name) extra_dup(c, m, GX_PROMPT, name);
     load_completions(c, x, m, names, "argument");
     const ynode *s = one_source(c, m, src, "a prompt");
-    if (s && s == yn_get(m, "nodes")) load_extra_nodes(c, x, m);
+    if (s && s == gg_yaml_get(m, "nodes")) load_extra_nodes(c, x, m);
     else if (s) x->value = load_messages(c, s);
 }
 
@@ -1336,13 +1336,13 @@ static void load_extras(lctx *c, const ynode *root) {
     json_t **out[] = {&g->resources_json, &g->templates_json, &g->prompts_json};
     size_t total = 0;
     for (int k = 0; k < 3; k++) {
-        const ynode *v = yn_get(root, lists[k]);
+        const ynode *v = gg_yaml_get(root, lists[k]);
         if (v && v->kind != YN_SEQ) LERR(c, v, "invalid_type", "%s must be a sequence", lists[k]);
         else if (v) total += v->count;
     }
     if (!total || !(g->extras = calloc(total, sizeof *g->extras))) return;
     for (int k = 0; k < 3; k++) {
-        const ynode *v = yn_get(root, lists[k]);
+        const ynode *v = gg_yaml_get(root, lists[k]);
         if (!v || v->kind != YN_SEQ) continue;
         *out[k] = json_array();
         for (size_t i = 0; i < v->count; i++) {
@@ -1365,7 +1365,7 @@ static void load_extras(lctx *c, const ynode *root) {
 /* ---- top level ---------------------------------------------------------------------------- */
 
 static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
-    const ynode *v = yn_get(lim, key);
+    const ynode *v = gg_yaml_get(lim, key);
     if (!v) return def;
     if (!scalar_is_nonneg_int(v) || atol(v->str) <= 0 || strlen(v->str) > 12) {
         LERR(c, v, "invalid_limit", "executionLimits.%s must be a positive integer", key);
@@ -1377,7 +1377,7 @@ static long get_limit(lctx *c, const ynode *lim, const char *key, long def) {
 /* A declared limit above the operator's cap: refused at upload, lowered (with a warning)
  * when clamp_limits (stored versions loaded after the cap was lowered). */
 static long cap_limit(lctx *c, const ynode *lim, const char *key, long v, long cap) {
-    const ynode *at = yn_get(lim, key);
+    const ynode *at = gg_yaml_get(lim, key);
     if (cap <= 0 || v <= cap || !at) return v;
     if (c->opts && c->opts->clamp_limits) {
         LWARN(c, at, "limit_clamped", "executionLimits.%s %ld is above the server's cap; %ld is used", key, v, cap);
@@ -1400,13 +1400,13 @@ static void load_cache(lctx *c, const ynode *cache) {
     }
     static const char *const ck[] = {"ttlMs", "scope", NULL};
     check_keys(c, cache, ck, "server.cache");
-    const ynode *ttl = yn_get(cache, "ttlMs");
+    const ynode *ttl = gg_yaml_get(cache, "ttlMs");
     if (ttl && (!scalar_is_nonneg_int(ttl) || strlen(ttl->str) > 9 || atol(ttl->str) > 86400000))
         LERR(c, ttl, "invalid_value", "server.cache.ttlMs must be an integer from 0 to 86400000 (a day)");
     else if (ttl) c->g->cache_ttl_ms = (int)atol(ttl->str);
     const char *scope = get_str(c, cache, "scope", false, "server.cache");
     if (scope && strcmp(scope, "public") && strcmp(scope, "private"))
-        LERR(c, yn_get(cache, "scope"), "invalid_value", "server.cache.scope must be public or private");
+        LERR(c, gg_yaml_get(cache, "scope"), "invalid_value", "server.cache.scope must be public or private");
     else c->g->cache_public = scope && !strcmp(scope, "public");
 }
 
@@ -1419,9 +1419,9 @@ static void load_top(lctx *c, const ynode *root) {
         return;
     }
     check_keys(c, root, keys, "the graph file");
-    const ynode *ver = yn_get(root, "version");
+    const ynode *ver = gg_yaml_get(root, "version");
     if (ver && strcmp(json_type_of(ver), "number") != 0) want_text(c, ver, "version");
-    const ynode *srv = yn_get(root, "server");
+    const ynode *srv = gg_yaml_get(root, "server");
     if (!srv) LERR(c, root, "missing_key", "the graph file needs 'server' {name, version}");
     else if (srv->kind != YN_MAP) LERR(c, srv, "invalid_type", "server must be a mapping {name, version}");
     else {
@@ -1431,19 +1431,19 @@ static void load_top(lctx *c, const ynode *root) {
         const char *version = get_str_ex(c, srv, "version", true, "server", true);
         const char *title = get_str(c, srv, "title", false, "server");
         const char *instr = get_str(c, srv, "instructions", false, "server");
-        if (name && !*name) LERR(c, yn_get(srv, "name"), "invalid_name", "server name must not be empty");
+        if (name && !*name) LERR(c, gg_yaml_get(srv, "name"), "invalid_name", "server name must not be empty");
         g->name = strdup(name ? name : "");
         g->version = strdup(version ? version : "");
         g->title = strdup(title ? title : g->name ? g->name : "");
         if (instr) g->instructions = strdup(instr);
-        load_cache(c, yn_get(srv, "cache"));
+        load_cache(c, gg_yaml_get(srv, "cache"));
     }
     g->max_node_executions = DEFAULT_MAX_NODE_EXECUTIONS;
     g->max_execution_ms = DEFAULT_MAX_EXECUTION_MS;
     /* the operator's memory caps are also the defaults: a graph may only ask for less */
     g->max_eval_memory = c->opts && c->opts->cap_eval_memory > 0 ? c->opts->cap_eval_memory : GG_GRAPH_EVAL_MEMORY;
     g->max_run_memory = c->opts && c->opts->cap_run_memory > 0 ? c->opts->cap_run_memory : GG_GRAPH_RUN_MEMORY;
-    const ynode *lim = yn_get(root, "executionLimits");
+    const ynode *lim = gg_yaml_get(root, "executionLimits");
     if (lim) {
         if (lim->kind != YN_MAP) LERR(c, lim, "invalid_type", "executionLimits must be a mapping");
         else {
@@ -1469,8 +1469,8 @@ static void load_top(lctx *c, const ynode *root) {
         g->max_node_executions = (int)c->opts->cap_node_executions;
     if (c->opts && c->opts->cap_execution_ms > 0 && g->max_execution_ms > c->opts->cap_execution_ms)
         g->max_execution_ms = c->opts->cap_execution_ms;
-    load_servers(c, yn_get(root, "mcpServers"));
-    const ynode *tools = yn_get(root, "tools");
+    load_servers(c, gg_yaml_get(root, "mcpServers"));
+    const ynode *tools = gg_yaml_get(root, "tools");
     if (!tools) {
         LERR(c, root, "missing_key", "the graph file needs 'tools'");
         return;
@@ -1511,7 +1511,7 @@ static void load_top(lctx *c, const ynode *root) {
             for (size_t n = 0; n < g->tools[t].nnodes && !used; n++)
                 if (g->tools[t].nodes[n].server == &g->servers[i]) used = true;
         if (!used)
-            gdiag_add(c->d, GG_DIAG_WARNING, "unused_server", c->file, g->servers[i].line, g->servers[i].column, NULL, NULL,
+            gg_graph_diag_add(c->d, GG_DIAG_WARNING, "unused_server", c->file, g->servers[i].line, g->servers[i].column, NULL, NULL,
                       "mcpServers.%s is not used by any mcp node", g->servers[i].name);
     }
 }
@@ -1590,21 +1590,21 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
     lctx c = {name, src, len, d, NULL, opts, NULL, NULL, false};
     if (len > max) {
-        gdiag_add(d, GG_DIAG_ERROR, "too_large", name, 0, 0, NULL, NULL, "graph source is %zu bytes (limit %zu)", len, max);
+        gg_graph_diag_add(d, GG_DIAG_ERROR, "too_large", name, 0, 0, NULL, NULL, "graph source is %zu bytes (limit %zu)", len, max);
         gg_graph_diags_free(&local);
         return NULL;
     }
     gg_error e = GG_ERROR_INIT;
     ydoc doc;
-    if (!ydoc_parse(&doc, src, len, opts ? opts->max_alias_nodes : 0, &e)) {
-        gdiag_add(d, GG_DIAG_ERROR, e.code, name, e.line, e.column, NULL, NULL, "%s", e.message ? e.message : "invalid YAML");
+    if (!gg_yaml_doc_parse(&doc, src, len, opts ? opts->max_alias_nodes : 0, &e)) {
+        gg_graph_diag_add(d, GG_DIAG_ERROR, e.code, name, e.line, e.column, NULL, NULL, "%s", e.message ? e.message : "invalid YAML");
         gg_error_clear(&e);
         gg_graph_diags_free(&local);
         return NULL;
     }
     gg_graph *g = calloc(1, sizeof *g);
     if (!g) {
-        ydoc_free(&doc);
+        gg_yaml_doc_free(&doc);
         gg_graph_diags_free(&local);
         return NULL;
     }
@@ -1616,14 +1616,14 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     g->resolver.user = g;
     c.g = g;
     if (!g->env) {
-        gdiag_add(d, GG_DIAG_ERROR, "internal_error", name, 0, 0, NULL, NULL, "cannot build the expression environment: %s",
+        gg_graph_diag_add(d, GG_DIAG_ERROR, "internal_error", name, 0, 0, NULL, NULL, "cannot build the expression environment: %s",
                   e.message ? e.message : "");
         gg_error_clear(&e);
     } else {
         load_top(&c, doc.root);
-        if (d->errors == errors_before && opts && opts->downstream) gdown_check(g, doc.root, name, opts, d);
+        if (d->errors == errors_before && opts && opts->downstream) gg_graph_downstream_check(g, doc.root, name, opts, d);
     }
-    ydoc_free(&doc);
+    gg_yaml_doc_free(&doc);
     bool failed = d->errors != errors_before;
     gg_graph_diags_free(&local);
     if (failed) {
@@ -1638,7 +1638,7 @@ gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_
     size_t max = opts && opts->max_source_bytes ? opts->max_source_bytes : DEFAULT_MAX_SOURCE;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        gdiag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot open: %s", strerror(errno));
+        gg_graph_diag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot open: %s", strerror(errno));
         return NULL;
     }
     char *buf = malloc(max + 1);
@@ -1646,7 +1646,7 @@ gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_
     bool err = ferror(f);
     fclose(f);
     if (!buf || err) {
-        gdiag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot read the file");
+        gg_graph_diag_add(diags, GG_DIAG_ERROR, "io", path, 0, 0, NULL, NULL, "cannot read the file");
         free(buf);
         return NULL;
     }
@@ -1747,7 +1747,7 @@ mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, 
     }
     pthread_mutex_lock(&s->lock);
     if (!s->client && (s->client = mcp_client_new(&s->cfg, policy, err)) && s->graph)
-        mcp_client_set_notify(s->client, gdown_notified, s);
+        mcp_client_set_notify(s->client, gg_graph_downstream_notified, s);
     mcp_client *c = s->client;
     pthread_mutex_unlock(&s->lock);
     return c;

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-FN(fn_count) {
+FN(jn_fn_count) {
     jn_value *a = FN_ARG(0);
     if (!a) return jn_number(0);
     return jn_number(a->type == JN_ARRAY ? (double)jn_alen(a) : 1);
 }
 
-FN(fn_append) {
+FN(jn_fn_append) {
     jn_value *a = FN_ARG(0), *b = FN_ARG(1);
     if (!a) return jn_incref(b);
     if (!b) return jn_incref(a);
@@ -28,11 +28,11 @@ FN(fn_append) {
     for (int k = 0; k < 2; k++) {
         jn_value *p = parts[k];
         if (p->type != JN_ARRAY) {
-            if (!fn_push(out, jn_incref(p), err)) { jn_decref(out); return NULL; }
+            if (!jn_fn_push(out, jn_incref(p), err)) { jn_decref(out); return NULL; }
             continue;
         }
         for (size_t i = 0; i < jn_alen(p); i++)
-            if (!fn_push(out, jn_incref(jn_aget(p, i)), err)) { jn_decref(out); return NULL; }
+            if (!jn_fn_push(out, jn_incref(jn_aget(p, i)), err)) { jn_decref(out); return NULL; }
     }
     return out;
 }
@@ -107,7 +107,7 @@ static bool merge_sort(jn_call *call, jn_value **v, jn_value **tmp, size_t n, so
     return true;
 }
 
-FN(fn_sort) {
+FN(jn_fn_sort) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1);
     if (!a) return NULL;
     size_t n = jn_alen(a);
@@ -138,25 +138,25 @@ FN(fn_sort) {
     return out;
 }
 
-FN(fn_reverse) {
+FN(jn_fn_reverse) {
     jn_value *a = FN_ARG(0);
     if (!a) return NULL;
     size_t n = jn_alen(a);
     jn_value *out = jn_array_new(n);
     if (!out) { jn_oom(err); return NULL; }
     for (size_t i = n; i > 0; i--)
-        if (!fn_push(out, jn_incref(jn_aget(a, i - 1)), err)) { jn_decref(out); return NULL; }
+        if (!jn_fn_push(out, jn_incref(jn_aget(a, i - 1)), err)) { jn_decref(out); return NULL; }
     return out;
 }
 
-FN(fn_shuffle) {
+FN(jn_fn_shuffle) {
     jn_value *a = FN_ARG(0);
     if (!a) return NULL;
     size_t n = jn_alen(a);
     jn_value *out = jn_array_new(n);
     if (!out) { jn_oom(err); return NULL; }
     for (size_t i = 0; i < n; i++)
-        if (!fn_push(out, jn_incref(jn_aget(a, i)), err)) { jn_decref(out); return NULL; }
+        if (!jn_fn_push(out, jn_incref(jn_aget(a, i)), err)) { jn_decref(out); return NULL; }
     for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
         size_t j = (size_t)arc4random_uniform((uint32_t)i);
         jn_value *t = out->u.arr.items[i - 1];
@@ -184,7 +184,7 @@ static bool scalar_key(const jn_value *v, gg_strbuf *k) {
     }
 }
 
-FN(fn_distinct) {
+FN(jn_fn_distinct) {
     jn_value *a = FN_ARG(0);
     if (!a) return NULL;
     if (a->type != JN_ARRAY || jn_alen(a) <= 1) return jn_incref(a);
@@ -219,7 +219,7 @@ FN(fn_distinct) {
     return out;
 }
 
-FN(fn_zip) {
+FN(jn_fn_zip) {
     size_t len = (size_t)-1;
     for (int k = 0; k < nargs; k++) {
         if (!args[k]) { len = 0; break; }
@@ -234,9 +234,9 @@ FN(fn_zip) {
         if (!tuple) { jn_decref(out); jn_oom(err); return NULL; }
         for (int k = 0; k < nargs; k++) {
             jn_value *v = args[k]->type == JN_ARRAY ? jn_aget(args[k], i) : args[k];
-            if (!fn_push(tuple, jn_incref(v), err)) { jn_decref(tuple); jn_decref(out); return NULL; }
+            if (!jn_fn_push(tuple, jn_incref(v), err)) { jn_decref(tuple); jn_decref(out); return NULL; }
         }
-        if (!fn_push(out, tuple, err)) { jn_decref(out); return NULL; }
+        if (!jn_fn_push(out, tuple, err)) { jn_decref(out); return NULL; }
     }
     return out;
 }
@@ -246,7 +246,7 @@ FN(fn_zip) {
 /* The reference sizes higher-order calls of a builtin by its implementation's declared
  * parameters, which is the signature's parameter count except for $string, whose
  * "prettify" parameter has a default (so $map(xs, $string) passes only the value). */
-int fn_hof_arity(const jn_value *fn) {
+int jn_fn_hof_arity(const jn_value *fn) {
     if (fn && fn->type == JN_FUNCTION && fn->u.fn->kind == FN_NATIVE && fn->u.fn->builtin &&
         !strcmp(fn->u.fn->builtin->name, "string"))
         return 1;
@@ -256,7 +256,7 @@ int fn_hof_arity(const jn_value *fn) {
 /* Call fn with (value, index, array) cut to the function's declared arity. */
 static jn_value *hof_call(jn_call *call, jn_value *fn, jn_value *v, size_t i, jn_value *arr,
                           gg_error *err) {
-    int arity = fn_hof_arity(fn);
+    int arity = jn_fn_hof_arity(fn);
     if (arity < 0 || arity > 3) arity = 3;
     jn_value *idx = NULL;
     jn_value *args[3] = {v, NULL, arr};
@@ -270,7 +270,7 @@ static jn_value *hof_call(jn_call *call, jn_value *fn, jn_value *v, size_t i, jn
     return r;
 }
 
-FN(fn_map) {
+FN(jn_fn_map) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1);
     if (!a || !fn) return NULL;
     jn_value *out = jn_seq_new(jn_alen(a));
@@ -278,12 +278,12 @@ FN(fn_map) {
     for (size_t i = 0; i < jn_alen(a); i++) {
         jn_value *r = hof_call(call, fn, jn_aget(a, i), i, a, err);
         if (gg_error_is_set(err)) { jn_decref(r); jn_decref(out); return NULL; }
-        if (r && !fn_push(out, r, err)) { jn_decref(out); return NULL; }
+        if (r && !jn_fn_push(out, r, err)) { jn_decref(out); return NULL; }
     }
     return out;
 }
 
-FN(fn_filter) {
+FN(jn_fn_filter) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1);
     if (!a || !fn) return NULL;
     jn_value *out = jn_seq_new(jn_alen(a));
@@ -296,12 +296,12 @@ FN(fn_filter) {
         bool keep = jn_truthy(r);
         jn_decref(r);
         if (gg_error_is_set(err)) { jn_decref(out); return NULL; }
-        if (keep && !fn_push(out, jn_incref(v), err)) { jn_decref(out); return NULL; }
+        if (keep && !jn_fn_push(out, jn_incref(v), err)) { jn_decref(out); return NULL; }
     }
     return out;
 }
 
-FN(fn_single) {
+FN(jn_fn_single) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1);
     if (!a) return NULL;
     jn_value *found = NULL;
@@ -332,10 +332,10 @@ FN(fn_single) {
     return jn_incref(found);
 }
 
-FN(fn_reduce) {
+FN(jn_fn_reduce) {
     jn_value *a = FN_ARG(0), *fn = FN_ARG(1), *init = FN_ARG(2);
     if (!a || !fn) return NULL;
-    int arity = fn_hof_arity(fn);
+    int arity = jn_fn_hof_arity(fn);
     if (arity >= 0 && arity < 2) {
         jn_error(call, err, "D3050", "The second argument of reduce function must be a function with at least two arguments");
         return NULL;

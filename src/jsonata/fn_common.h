@@ -17,9 +17,9 @@ static inline size_t jn_alen(const jn_value *v) { return v->u.arr.n; }
 static inline jn_value *jn_aget(const jn_value *v, size_t i) { return v->u.arr.items[i]; }
 
 /* Turn a finished buffer into a string value (D0000 on out-of-memory). */
-jn_value *fn_buf_result(gg_strbuf *b, gg_error *err);
+jn_value *jn_fn_buf_result(gg_strbuf *b, gg_error *err);
 /* Push v (owned) onto arr; sets err and returns false on OOM. */
-bool fn_push(jn_value *arr, jn_value *v, gg_error *err);
+bool jn_fn_push(jn_value *arr, jn_value *v, gg_error *err);
 
 /* ---- regex matching (fn_regex.c) ---- */
 typedef struct fn_hit {
@@ -41,42 +41,42 @@ typedef struct fn_matcher {
     size_t offset;
 } fn_matcher;
 /* pattern is a regex or a function value; str a string value. */
-bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err);
+bool jn_fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err);
 /* Next match: 1 found, 0 none, -1 error (D1004 for zero-length matches as the reference,
  * T1010 for a custom matcher returning a malformed object). */
-int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err);
-void fn_matcher_free(fn_matcher *m);
+int jn_fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err);
+void jn_fn_matcher_free(fn_matcher *m);
 /* Group g (1-based) of a hit; false when the group did not participate. */
-bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n);
+bool jn_fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n);
 /* The reference's match object {match, index, groups}. */
-jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err);
-jn_value *fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err);
+jn_value *jn_fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err);
+jn_value *jn_fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err);
 
 /* Arity used when a higher-order function calls fn (fn_array.c). */
-int fn_hof_arity(const jn_value *fn);
+int jn_fn_hof_arity(const jn_value *fn);
 
 /* ---- natives ---- */
 /* strings */
-FN(fn_string); FN(fn_length); FN(fn_substring); FN(fn_substring_before);
-FN(fn_substring_after); FN(fn_uppercase); FN(fn_lowercase); FN(fn_trim); FN(fn_pad);
-FN(fn_contains); FN(fn_split); FN(fn_join); FN(fn_match); FN(fn_replace); FN(fn_eval);
-FN(fn_base64encode); FN(fn_base64decode); FN(fn_encode_url_component); FN(fn_encode_url);
-FN(fn_decode_url_component); FN(fn_decode_url); FN(fn_format_number); FN(fn_format_base);
-FN(fn_format_integer); FN(fn_parse_integer);
+FN(jn_fn_string); FN(jn_fn_length); FN(jn_fn_substring); FN(jn_fn_substring_before);
+FN(jn_fn_substring_after); FN(jn_fn_uppercase); FN(jn_fn_lowercase); FN(jn_fn_trim); FN(jn_fn_pad);
+FN(jn_fn_contains); FN(jn_fn_split); FN(jn_fn_join); FN(jn_fn_match); FN(jn_fn_replace); FN(jn_fn_eval);
+FN(jn_fn_base64encode); FN(jn_fn_base64decode); FN(jn_fn_encode_url_component); FN(jn_fn_encode_url);
+FN(jn_fn_decode_url_component); FN(jn_fn_decode_url); FN(jn_fn_format_number); FN(jn_fn_format_base);
+FN(jn_fn_format_integer); FN(jn_fn_parse_integer);
 /* numbers */
-FN(fn_number); FN(fn_abs); FN(fn_floor); FN(fn_ceil); FN(fn_round); FN(fn_power);
-FN(fn_sqrt); FN(fn_random); FN(fn_sum); FN(fn_max); FN(fn_min); FN(fn_average);
+FN(jn_fn_number); FN(jn_fn_abs); FN(jn_fn_floor); FN(jn_fn_ceil); FN(jn_fn_round); FN(jn_fn_power);
+FN(jn_fn_sqrt); FN(jn_fn_random); FN(jn_fn_sum); FN(jn_fn_max); FN(jn_fn_min); FN(jn_fn_average);
 /* booleans */
-FN(fn_boolean); FN(fn_not); FN(fn_exists);
+FN(jn_fn_boolean); FN(jn_fn_not); FN(jn_fn_exists);
 /* arrays */
-FN(fn_count); FN(fn_append); FN(fn_sort); FN(fn_reverse); FN(fn_shuffle); FN(fn_distinct);
-FN(fn_zip);
+FN(jn_fn_count); FN(jn_fn_append); FN(jn_fn_sort); FN(jn_fn_reverse); FN(jn_fn_shuffle); FN(jn_fn_distinct);
+FN(jn_fn_zip);
 /* objects */
-FN(fn_keys); FN(fn_lookup); FN(fn_spread); FN(fn_merge); FN(fn_each); FN(fn_sift);
-FN(fn_error); FN(fn_assert); FN(fn_type); FN(fn_clone);
+FN(jn_fn_keys); FN(jn_fn_lookup); FN(jn_fn_spread); FN(jn_fn_merge); FN(jn_fn_each); FN(jn_fn_sift);
+FN(jn_fn_error); FN(jn_fn_assert); FN(jn_fn_type); FN(jn_fn_clone);
 /* higher order */
-FN(fn_map); FN(fn_filter); FN(fn_single); FN(fn_reduce);
+FN(jn_fn_map); FN(jn_fn_filter); FN(jn_fn_single); FN(jn_fn_reduce);
 /* date/time */
-FN(fn_now); FN(fn_millis); FN(fn_from_millis); FN(fn_to_millis);
+FN(jn_fn_now); FN(jn_fn_millis); FN(jn_fn_from_millis); FN(jn_fn_to_millis);
 
 #endif

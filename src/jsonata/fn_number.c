@@ -47,7 +47,7 @@ static bool parse_number_string(const char *s, size_t n, double *out) {
     return true;
 }
 
-FN(fn_number) {
+FN(jn_fn_number) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     double d;
@@ -71,11 +71,11 @@ FN(fn_number) {
         double x = v->u.n;                          \
         return jn_number(expr);                     \
     }
-UNARY_MATH(fn_abs, fabs(x))
-UNARY_MATH(fn_floor, floor(x))
-UNARY_MATH(fn_ceil, ceil(x))
+UNARY_MATH(jn_fn_abs, fabs(x))
+UNARY_MATH(jn_fn_floor, floor(x))
+UNARY_MATH(jn_fn_ceil, ceil(x))
 
-FN(fn_round) {
+FN(jn_fn_round) {
     jn_value *v = FN_ARG(0), *p = FN_ARG(1);
     if (!v) return NULL;
     double places = p ? p->u.n : 0;
@@ -90,7 +90,7 @@ FN(fn_round) {
     return jn_number(jn_round_half_even(v->u.n, (int)places));
 }
 
-FN(fn_power) {
+FN(jn_fn_power) {
     jn_value *b = FN_ARG(0), *e = FN_ARG(1);
     if (!b) return NULL;
     double r = e ? pow(b->u.n, e->u.n) : NAN;
@@ -104,7 +104,7 @@ FN(fn_power) {
     return jn_number(r);
 }
 
-FN(fn_sqrt) {
+FN(jn_fn_sqrt) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     if (v->u.n < 0) {
@@ -117,7 +117,7 @@ FN(fn_sqrt) {
 }
 
 /* Uniform in [0, 1) with 53 random bits from the kernel-seeded arc4random. */
-FN(fn_random) {
+FN(jn_fn_random) {
     uint64_t r = ((uint64_t)arc4random() << 21) ^ (uint64_t)arc4random();
     return jn_number((double)(r & ((1ULL << 53) - 1)) / 9007199254740992.0);
 }
@@ -133,7 +133,7 @@ static bool all_numbers(jn_call *call, const jn_value *a, gg_error *err) {
     return true;
 }
 
-FN(fn_sum) {
+FN(jn_fn_sum) {
     jn_value *a = FN_ARG(0);
     if (!a || !all_numbers(call, a, err)) return NULL;
     double s = 0;
@@ -151,10 +151,10 @@ static jn_value *extreme(jn_value *a, bool max) {
     return jn_number(m);
 }
 
-FN(fn_max) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), true) : NULL; }
-FN(fn_min) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), false) : NULL; }
+FN(jn_fn_max) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), true) : NULL; }
+FN(jn_fn_min) { return FN_ARG(0) && all_numbers(call, FN_ARG(0), err) ? extreme(FN_ARG(0), false) : NULL; }
 
-FN(fn_average) {
+FN(jn_fn_average) {
     jn_value *a = FN_ARG(0);
     if (!a || jn_alen(a) == 0 || !all_numbers(call, a, err)) return NULL;
     double s = 0;
@@ -162,18 +162,18 @@ FN(fn_average) {
     return jn_number(s / (double)jn_alen(a));
 }
 
-FN(fn_boolean) {
+FN(jn_fn_boolean) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     if (jn_truth_meets_infinity(v)) { jn_error(call, err, "D1001", "Number out of range"); return NULL; }
     return jn_bool(jn_truthy(v));
 }
 
-FN(fn_not) {
+FN(jn_fn_not) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     if (jn_truth_meets_infinity(v)) { jn_error(call, err, "D1001", "Number out of range"); return NULL; }
     return jn_bool(!jn_truthy(v));
 }
 
-FN(fn_exists) { return jn_bool(FN_ARG(0) != NULL); }
+FN(jn_fn_exists) { return jn_bool(FN_ARG(0) != NULL); }

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-FN(fn_keys) {
+FN(jn_fn_keys) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     jn_value *out = jn_seq_new(4);
     if (!out) { jn_oom(err); return NULL; }
     if (v->type == JN_OBJECT) {
         for (size_t i = 0; i < v->u.obj.n; i++)
-            if (!fn_push(out, jn_incref(v->u.obj.ents[i].key), err)) { jn_decref(out); return NULL; }
+            if (!jn_fn_push(out, jn_incref(v->u.obj.ents[i].key), err)) { jn_decref(out); return NULL; }
     } else if (v->type == JN_ARRAY) {
         jn_value *seen = jn_object_new(8); /* hashed set of keys already listed */
         if (!seen) { jn_decref(out); jn_oom(err); return NULL; }
@@ -24,7 +24,7 @@ FN(fn_keys) {
             for (size_t i = 0; i < o->u.obj.n; i++) {
                 jn_value *key = o->u.obj.ents[i].key;
                 if (jn_object_get(seen, jn_s(key), jn_slen(key))) continue;
-                if (!jn_object_set_key(seen, key, jn_null()) || !fn_push(out, jn_incref(key), err)) {
+                if (!jn_object_set_key(seen, key, jn_null()) || !jn_fn_push(out, jn_incref(key), err)) {
                     jn_decref(seen);
                     jn_decref(out);
                     if (!gg_error_is_set(err)) jn_oom(err);
@@ -43,10 +43,10 @@ static bool seq_append(jn_value *out, jn_value *v, gg_error *err) {
     if (!v) return true;
     if (v->type == JN_ARRAY) {
         for (size_t i = 0; i < jn_alen(v); i++)
-            if (!fn_push(out, jn_incref(jn_aget(v, i)), err)) return false;
+            if (!jn_fn_push(out, jn_incref(jn_aget(v, i)), err)) return false;
         return true;
     }
-    return fn_push(out, jn_incref(v), err);
+    return jn_fn_push(out, jn_incref(v), err);
 }
 
 static jn_value *lookup_rec(jn_value *v, jn_value *key, int depth, gg_error *err) {
@@ -65,7 +65,7 @@ static jn_value *lookup_rec(jn_value *v, jn_value *key, int depth, gg_error *err
     return out;
 }
 
-FN(fn_lookup) {
+FN(jn_fn_lookup) {
     if (!FN_ARG(1)) return NULL;
     return lookup_rec(FN_ARG(0), FN_ARG(1), 0, err);
 }
@@ -76,7 +76,7 @@ static bool spread_into(jn_value *out, jn_value *v, int depth, gg_error *err) {
             if (!spread_into(out, jn_aget(v, i), depth + 1, err)) return false;
         return true;
     }
-    if (v->type != JN_OBJECT) return fn_push(out, jn_incref(v), err);
+    if (v->type != JN_OBJECT) return jn_fn_push(out, jn_incref(v), err);
     for (size_t i = 0; i < v->u.obj.n; i++) {
         jn_value *o = jn_object_new(1);
         if (!o) { jn_oom(err); return false; }
@@ -85,12 +85,12 @@ static bool spread_into(jn_value *out, jn_value *v, int depth, gg_error *err) {
             jn_oom(err);
             return false;
         }
-        if (!fn_push(out, o, err)) return false;
+        if (!jn_fn_push(out, o, err)) return false;
     }
     return true;
 }
 
-FN(fn_spread) {
+FN(jn_fn_spread) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     if (v->type != JN_ARRAY && v->type != JN_OBJECT) return jn_incref(v);
@@ -100,7 +100,7 @@ FN(fn_spread) {
     return out;
 }
 
-FN(fn_merge) {
+FN(jn_fn_merge) {
     jn_value *a = FN_ARG(0);
     if (!a) return NULL;
     jn_value *out = jn_object_new(8);
@@ -119,13 +119,13 @@ FN(fn_merge) {
 
 /* Call fn(value, key, object) cut to its declared arity. */
 static jn_value *entry_call(jn_call *call, jn_value *fn, jn_value *obj, size_t i, gg_error *err) {
-    int arity = fn_hof_arity(fn);
+    int arity = jn_fn_hof_arity(fn);
     if (arity < 0 || arity > 3) arity = 3;
     jn_value *args[3] = {obj->u.obj.ents[i].val, obj->u.obj.ents[i].key, obj};
     return jn_apply(call, fn, args, arity < 1 ? 1 : arity, err);
 }
 
-FN(fn_each) {
+FN(jn_fn_each) {
     jn_value *o = FN_ARG(0), *fn = FN_ARG(1);
     if (!o || !fn) return NULL;
     jn_value *out = jn_seq_new(o->u.obj.n);
@@ -133,12 +133,12 @@ FN(fn_each) {
     for (size_t i = 0; i < o->u.obj.n; i++) {
         jn_value *r = entry_call(call, fn, o, i, err);
         if (gg_error_is_set(err)) { jn_decref(r); jn_decref(out); return NULL; }
-        if (r && !fn_push(out, r, err)) { jn_decref(out); return NULL; }
+        if (r && !jn_fn_push(out, r, err)) { jn_decref(out); return NULL; }
     }
     return out;
 }
 
-FN(fn_sift) {
+FN(jn_fn_sift) {
     jn_value *o = FN_ARG(0), *fn = FN_ARG(1);
     if (!o || !fn) return NULL;
     jn_value *out = jn_object_new(o->u.obj.n);
@@ -161,22 +161,22 @@ FN(fn_sift) {
 }
 
 /* Values are immutable once built, so a clone can share the original. */
-FN(fn_clone) { return jn_incref(FN_ARG(0)); }
+FN(jn_fn_clone) { return jn_incref(FN_ARG(0)); }
 
-FN(fn_error) {
+FN(jn_fn_error) {
     jn_value *m = FN_ARG(0);
     jn_error(call, err, "D3137", "%s", m && m->type == JN_STRING ? jn_s(m) : "$error() function evaluated");
     return NULL;
 }
 
-FN(fn_assert) {
+FN(jn_fn_assert) {
     jn_value *c = FN_ARG(0), *m = FN_ARG(1);
     if (c && c->type == JN_BOOL && c->u.b) return NULL;
     jn_error(call, err, "D3141", "%s", m && m->type == JN_STRING ? jn_s(m) : "$assert() statement failed");
     return NULL;
 }
 
-FN(fn_type) {
+FN(jn_fn_type) {
     jn_value *v = FN_ARG(0);
     switch (jn_type_of(v)) {
     case JN_UNDEFINED: return NULL;
@@ -212,20 +212,20 @@ static jn_value *format_millis(jn_call *call, double ms, jn_value *pic, jn_value
         gg_strbuf_free(&b);
         return dt_error(call, &tmp, err);
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_now) { return format_millis(call, (double)jn_now_ms(call), FN_ARG(0), FN_ARG(1), err); }
+FN(jn_fn_now) { return format_millis(call, (double)jn_now_ms(call), FN_ARG(0), FN_ARG(1), err); }
 
-FN(fn_millis) { return jn_number((double)jn_now_ms(call)); }
+FN(jn_fn_millis) { return jn_number((double)jn_now_ms(call)); }
 
-FN(fn_from_millis) {
+FN(jn_fn_from_millis) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     return format_millis(call, v->u.n, FN_ARG(1), FN_ARG(2), err);
 }
 
-FN(fn_to_millis) {
+FN(jn_fn_to_millis) {
     jn_value *s = FN_ARG(0), *pic = FN_ARG(1);
     if (!s) return NULL;
     gg_error tmp = GG_ERROR_INIT;

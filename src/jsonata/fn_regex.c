@@ -12,14 +12,14 @@
 #define FN_REGEX_MATCH_LIMIT 2000000
 #define FN_REGEX_DEPTH_LIMIT 20000
 
-jn_value *fn_buf_result(gg_strbuf *b, gg_error *err) {
+jn_value *jn_fn_buf_result(gg_strbuf *b, gg_error *err) {
     if (b->oom) { gg_strbuf_free(b); jn_oom(err); return NULL; }
     jn_value *v = jn_strbuf_to_string(b);
     if (!v) jn_oom(err);
     return v;
 }
 
-bool fn_push(jn_value *arr, jn_value *v, gg_error *err) {
+bool jn_fn_push(jn_value *arr, jn_value *v, gg_error *err) {
     if (!v || !jn_array_push(arr, v)) { jn_oom(err); return false; }
     return true;
 }
@@ -36,7 +36,7 @@ static void match_ctx_init(void) {
     }
 }
 
-bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err) {
+bool jn_fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err) {
     memset(m, 0, sizeof *m);
     m->str = str;
     m->s = jn_s(str);
@@ -48,11 +48,11 @@ bool fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *
     m->re = pattern->u.re;
     pthread_once(&g_match_ctx_once, match_ctx_init);
     m->md = pcre2_match_data_create_from_pattern(m->re->code, NULL);
-    if (!m->md || !g_match_ctx) { fn_matcher_free(m); jn_oom(err); return false; }
+    if (!m->md || !g_match_ctx) { jn_fn_matcher_free(m); jn_oom(err); return false; }
     return true;
 }
 
-void fn_matcher_free(fn_matcher *m) {
+void jn_fn_matcher_free(fn_matcher *m) {
     if (m->md) pcre2_match_data_free(m->md);
     jn_decref(m->cur);
     m->cur = NULL;
@@ -91,7 +91,7 @@ static int custom_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err)
     return 1;
 }
 
-int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
+int jn_fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
     if (!jn_check_limits(call, err)) return -1;
     if (m->fn) return custom_next(call, m, out, err);
     if (m->offset > m->len) return 0;
@@ -119,7 +119,7 @@ int fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err) {
     return 1;
 }
 
-bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n) {
+bool jn_fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t *n) {
     if (g < 1 || g > h->ngroups) return false;
     if (h->groups) {
         jn_value *v = jn_aget(h->groups, (size_t)g - 1);
@@ -136,7 +136,7 @@ bool fn_hit_group(const fn_hit *h, const char *s, int g, const char **p, size_t 
 
 static jn_value *match_like(const jn_value *str, const fn_hit *mt, bool replacer, gg_error *err);
 
-jn_value *fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
+jn_value *jn_fn_match_object(const jn_value *str, const fn_hit *mt, gg_error *err) {
     return match_like(str, mt, false, err);
 }
 
@@ -147,18 +147,18 @@ static jn_value *replacer_next(jn_call *call, jn_value **args, int nargs, gg_err
     if (!b || b->type != JN_ARRAY || jn_alen(b) != 3) return NULL;
     jn_value *str = jn_aget(b, 0), *re = jn_aget(b, 1);
     fn_matcher m;
-    if (!fn_matcher_init(&m, re, str, err)) return NULL;
+    if (!jn_fn_matcher_init(&m, re, str, err)) return NULL;
     m.offset = (size_t)jn_aget(b, 2)->u.n;
     fn_hit h;
-    int rc = fn_matcher_next(call, &m, &h, err);
-    jn_value *r = rc == 1 ? fn_replacer_object(str, re, &h, err) : NULL;
-    fn_matcher_free(&m);
+    int rc = jn_fn_matcher_next(call, &m, &h, err);
+    jn_value *r = rc == 1 ? jn_fn_replacer_object(str, re, &h, err) : NULL;
+    jn_fn_matcher_free(&m);
     return r;
 }
 
 /* $replace hands its function the matcher's raw object: {match, start, end, groups} and,
  * for a regex, next() continuing the search. */
-jn_value *fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err) {
+jn_value *jn_fn_replacer_object(jn_value *str, jn_value *pattern, const fn_hit *mt, gg_error *err) {
     jn_value *o = match_like(str, mt, true, err);
     if (!o || !pattern || pattern->type != JN_REGEX) return o;
     jn_value *bound = jn_array_new(3);
@@ -198,7 +198,7 @@ static jn_value *match_like(const jn_value *str, const fn_hit *mt, bool replacer
         const char *gp;
         size_t gn;
         /* an unmatched group is undefined in JavaScript, which serialises as null */
-        jn_value *gv = fn_hit_group(mt, s, g, &gp, &gn) ? jn_string(gp, gn) : jn_null();
+        jn_value *gv = jn_fn_hit_group(mt, s, g, &gp, &gn) ? jn_string(gp, gn) : jn_null();
         ok = gv && jn_array_push(groups, gv);
     }
     if (!ok) jn_decref(groups);

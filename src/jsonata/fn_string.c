@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-FN(fn_string) {
+FN(jn_fn_string) {
     jn_value *v = FN_ARG(0);
     if (!v) return NULL;
     jn_value *pretty = FN_ARG(1);
@@ -17,7 +17,7 @@ FN(fn_string) {
     return jn_to_string(call, v, pretty && pretty->type == JN_BOOL && pretty->u.b, err);
 }
 
-FN(fn_length) {
+FN(jn_fn_length) {
     jn_value *s = FN_ARG(0);
     if (!s) return NULL;
     return jn_number((double)jn_utf8_count(jn_s(s), jn_slen(s)));
@@ -34,7 +34,7 @@ static double slice_index(double d, double len) {
 
 /* The reference slices the code points: start < 0 counts from the end (clamped to 0 when
  * it reaches before the start), end = start + length computed before truncation. */
-FN(fn_substring) {
+FN(jn_fn_substring) {
     jn_value *s = FN_ARG(0), *start = FN_ARG(1), *length = FN_ARG(2);
     if (!s) return NULL;
     if (!start) return jn_incref(s);
@@ -70,7 +70,7 @@ static const char *find_bytes(const char *h, size_t hn, const char *n, size_t nn
     return NULL;
 }
 
-FN(fn_substring_before) {
+FN(jn_fn_substring_before) {
     jn_value *s = FN_ARG(0), *chars = FN_ARG(1);
     if (!s) return NULL;
     if (!chars) return jn_incref(s);
@@ -79,7 +79,7 @@ FN(fn_substring_before) {
     return jn_string(jn_s(s), (size_t)(p - jn_s(s)));
 }
 
-FN(fn_substring_after) {
+FN(jn_fn_substring_after) {
     jn_value *s = FN_ARG(0), *chars = FN_ARG(1);
     if (!s) return NULL;
     if (!chars) return jn_incref(s);
@@ -99,14 +99,14 @@ static jn_value *case_map(jn_value *s, bool upper, gg_error *err) {
     if (i == n) return jn_incref(s);
     gg_strbuf b = GG_STRBUF_INIT;
     jn_case_map(jn_s(s), jn_slen(s), upper, &b);
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_uppercase) { return case_map(FN_ARG(0), true, err); }
-FN(fn_lowercase) { return case_map(FN_ARG(0), false, err); }
+FN(jn_fn_uppercase) { return case_map(FN_ARG(0), true, err); }
+FN(jn_fn_lowercase) { return case_map(FN_ARG(0), false, err); }
 
 /* Runs of space, tab, CR and LF collapse to one space; the ends are trimmed. */
-FN(fn_trim) {
+FN(jn_fn_trim) {
     jn_value *s = FN_ARG(0);
     if (!s) return NULL;
     const char *p = jn_s(s);
@@ -130,10 +130,10 @@ FN(fn_trim) {
         }
         while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_pad) {
+FN(jn_fn_pad) {
     jn_value *s = FN_ARG(0), *width = FN_ARG(1), *chr = FN_ARG(2);
     if (!s) return NULL;
     if (!width) return jn_incref(s);
@@ -160,19 +160,19 @@ FN(fn_pad) {
     else { gg_strbuf_append(&b, pad.data ? pad.data : "", pad.len); gg_strbuf_append(&b, jn_s(s), jn_slen(s)); }
     if (pad.oom) b.oom = true;
     gg_strbuf_free(&pad);
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_contains) {
+FN(jn_fn_contains) {
     jn_value *s = FN_ARG(0), *pat = FN_ARG(1);
     if (!s || !pat) return NULL;
     if (pat->type == JN_STRING)
         return jn_bool(find_bytes(jn_s(s), jn_slen(s), jn_s(pat), jn_slen(pat)) != NULL);
     fn_matcher m;
-    if (!fn_matcher_init(&m, pat, s, err)) return NULL;
+    if (!jn_fn_matcher_init(&m, pat, s, err)) return NULL;
     fn_hit mt;
-    int rc = fn_matcher_next(call, &m, &mt, err);
-    fn_matcher_free(&m);
+    int rc = jn_fn_matcher_next(call, &m, &mt, err);
+    jn_fn_matcher_free(&m);
     if (rc < 0) return NULL;
     return jn_bool(rc == 1);
 }
@@ -189,7 +189,7 @@ static bool limit_arg(jn_call *call, jn_value *lim, const char *code, const char
     return true;
 }
 
-FN(fn_split) {
+FN(jn_fn_split) {
     jn_value *s = FN_ARG(0), *sep = FN_ARG(1);
     if (!s || !sep) return NULL;
     double limit;
@@ -207,7 +207,7 @@ FN(fn_split) {
         while (i < n && (limit < 0 || (double)jn_alen(out) < limit)) {
             size_t st = i;
             jn_utf8_next(p, n, &i);
-            if (!fn_push(out, jn_string(p + st, i - st), err)) { jn_decref(out); return NULL; }
+            if (!jn_fn_push(out, jn_string(p + st, i - st), err)) { jn_decref(out); return NULL; }
         }
         return out;
     }
@@ -217,30 +217,30 @@ FN(fn_split) {
         while ((limit < 0 || (double)jn_alen(out) < limit) &&
                (q = find_bytes(p + pos, n - pos, jn_s(sep), jn_slen(sep)))) {
             size_t at = (size_t)(q - p);
-            if (!fn_push(out, jn_string(p + pos, at - pos), err)) { jn_decref(out); return NULL; }
+            if (!jn_fn_push(out, jn_string(p + pos, at - pos), err)) { jn_decref(out); return NULL; }
             pos = at + jn_slen(sep);
         }
     } else {
         fn_matcher m;
-        if (!fn_matcher_init(&m, sep, s, err)) { jn_decref(out); return NULL; }
+        if (!jn_fn_matcher_init(&m, sep, s, err)) { jn_decref(out); return NULL; }
         fn_hit mt;
         int rc;
-        while ((limit < 0 || (double)jn_alen(out) < limit) && (rc = fn_matcher_next(call, &m, &mt, err)) == 1) {
-            if (!fn_push(out, jn_string(p + pos, mt.start - pos), err)) { rc = -1; break; }
+        while ((limit < 0 || (double)jn_alen(out) < limit) && (rc = jn_fn_matcher_next(call, &m, &mt, err)) == 1) {
+            if (!jn_fn_push(out, jn_string(p + pos, mt.start - pos), err)) { rc = -1; break; }
             pos = mt.end;
         }
-        fn_matcher_free(&m);
+        jn_fn_matcher_free(&m);
         if (gg_error_is_set(err)) { jn_decref(out); return NULL; }
     }
     if ((limit < 0 || (double)jn_alen(out) < limit) &&
-        !fn_push(out, jn_string(p + pos, n - pos), err)) {
+        !jn_fn_push(out, jn_string(p + pos, n - pos), err)) {
         jn_decref(out);
         return NULL;
     }
     return out;
 }
 
-FN(fn_join) {
+FN(jn_fn_join) {
     jn_value *arr = FN_ARG(0), *sep = FN_ARG(1);
     if (!arr) return NULL;
     gg_strbuf b = GG_STRBUF_INIT;
@@ -254,10 +254,10 @@ FN(fn_join) {
         }
         gg_strbuf_append(&b, jn_s(it), jn_slen(it));
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_match) {
+FN(jn_fn_match) {
     jn_value *s = FN_ARG(0), *re = FN_ARG(1);
     if (!s) return NULL;
     if (!re) {
@@ -270,11 +270,11 @@ FN(fn_match) {
     jn_value *out = jn_seq_new(4);
     if (!out) { jn_oom(err); return NULL; }
     fn_matcher m;
-    if (!fn_matcher_init(&m, re, s, err)) { jn_decref(out); return NULL; }
+    if (!jn_fn_matcher_init(&m, re, s, err)) { jn_decref(out); return NULL; }
     fn_hit mt;
-    while ((limit < 0 || (double)jn_alen(out) < limit) && fn_matcher_next(call, &m, &mt, err) == 1)
-        if (!fn_push(out, fn_match_object(s, &mt, err), err)) break;
-    fn_matcher_free(&m);
+    while ((limit < 0 || (double)jn_alen(out) < limit) && jn_fn_matcher_next(call, &m, &mt, err) == 1)
+        if (!jn_fn_push(out, jn_fn_match_object(s, &mt, err), err)) break;
+    jn_fn_matcher_free(&m);
     if (gg_error_is_set(err)) { jn_decref(out); return NULL; }
     return out;
 }
@@ -297,14 +297,14 @@ static void expand_replacement(const char *r, size_t rn, const char *s, const fn
         }
         const char *gp;
         size_t gn;
-        if (fn_hit_group(mt, s, g, &gp, &gn)) gg_strbuf_append(b, gp, gn);
+        if (jn_fn_hit_group(mt, s, g, &gp, &gn)) gg_strbuf_append(b, gp, gn);
         i = j - 1;
     }
 }
 
 static bool replace_with_fn(jn_call *call, jn_value *fn, jn_value *str, jn_value *pat,
                             const fn_hit *mt, gg_strbuf *b, gg_error *err) {
-    jn_value *mo = fn_replacer_object(str, pat, mt, err);
+    jn_value *mo = jn_fn_replacer_object(str, pat, mt, err);
     if (!mo) return false;
     jn_value *r = jn_apply(call, fn, &mo, 1, err);
     jn_decref(mo);
@@ -334,7 +334,7 @@ static bool replace_bounds(jn_call *call, gg_strbuf *b, double count, gg_error *
     return true;
 }
 
-FN(fn_replace) {
+FN(jn_fn_replace) {
     jn_value *s = FN_ARG(0), *pat = FN_ARG(1), *rep = FN_ARG(2);
     if (!s || !pat) return NULL;
     jn_value *undef_rep = NULL;
@@ -378,9 +378,9 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
         }
     } else {
         fn_matcher m;
-        if (!fn_matcher_init(&m, pat, s, err)) { gg_strbuf_free(&b); return NULL; }
+        if (!jn_fn_matcher_init(&m, pat, s, err)) { gg_strbuf_free(&b); return NULL; }
         fn_hit mt;
-        while ((limit < 0 || count < limit) && fn_matcher_next(call, &m, &mt, err) == 1) {
+        while ((limit < 0 || count < limit) && jn_fn_matcher_next(call, &m, &mt, err) == 1) {
             gg_strbuf_append(&b, p + pos, mt.start - pos);
             if (rep->type == JN_STRING) expand_replacement(jn_s(rep), jn_slen(rep), p, &mt, &b);
             else if (!replace_with_fn(call, rep, s, pat, &mt, &b, err)) break;
@@ -388,15 +388,15 @@ static jn_value *replace_impl(jn_call *call, jn_value *s, jn_value *pat, jn_valu
             count++;
             if (!replace_bounds(call, &b, count, err)) break;
         }
-        fn_matcher_free(&m);
+        jn_fn_matcher_free(&m);
         if (gg_error_is_set(err)) { gg_strbuf_free(&b); return NULL; }
     }
     if (count == 0) { gg_strbuf_free(&b); return jn_incref(s); } /* nothing replaced */
     gg_strbuf_append(&b, p + pos, n - pos);
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_eval) {
+FN(jn_fn_eval) {
     jn_value *expr = FN_ARG(0);
     if (!expr) return NULL;
     jn_value *ctx = nargs > 1 ? args[1] : call->input;
@@ -418,7 +418,7 @@ static jn_value *code_string(jn_call *call, jn_value *s, bool url, coder_fn fn,
         jn_error(call, err, "D3140", "Malformed URL passed to $%s(): \"%s\"", name, jn_s(s));
         return NULL;
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
 static bool enc_comp(const char *s, size_t n, gg_strbuf *b) { return jn_url_encode(s, n, true, b); }
@@ -426,12 +426,12 @@ static bool enc_uri(const char *s, size_t n, gg_strbuf *b) { return jn_url_encod
 static bool dec_comp(const char *s, size_t n, gg_strbuf *b) { return jn_url_decode(s, n, true, b); }
 static bool dec_uri(const char *s, size_t n, gg_strbuf *b) { return jn_url_decode(s, n, false, b); }
 
-FN(fn_base64encode) { return code_string(call, FN_ARG(0), false, jn_base64_encode, "base64encode", err); }
-FN(fn_base64decode) { return code_string(call, FN_ARG(0), false, jn_base64_decode, "base64decode", err); }
-FN(fn_encode_url_component) { return code_string(call, FN_ARG(0), true, enc_comp, "encodeUrlComponent", err); }
-FN(fn_encode_url) { return code_string(call, FN_ARG(0), true, enc_uri, "encodeUrl", err); }
-FN(fn_decode_url_component) { return code_string(call, FN_ARG(0), true, dec_comp, "decodeUrlComponent", err); }
-FN(fn_decode_url) { return code_string(call, FN_ARG(0), true, dec_uri, "decodeUrl", err); }
+FN(jn_fn_base64encode) { return code_string(call, FN_ARG(0), false, jn_base64_encode, "base64encode", err); }
+FN(jn_fn_base64decode) { return code_string(call, FN_ARG(0), false, jn_base64_decode, "base64decode", err); }
+FN(jn_fn_encode_url_component) { return code_string(call, FN_ARG(0), true, enc_comp, "encodeUrlComponent", err); }
+FN(jn_fn_encode_url) { return code_string(call, FN_ARG(0), true, enc_uri, "encodeUrl", err); }
+FN(jn_fn_decode_url_component) { return code_string(call, FN_ARG(0), true, dec_comp, "decodeUrlComponent", err); }
+FN(jn_fn_decode_url) { return code_string(call, FN_ARG(0), true, dec_uri, "decodeUrl", err); }
 
 /* Report a formatting error raised by the pure helpers at the call's position. */
 static jn_value *fmt_error(jn_call *call, gg_error *tmp, gg_error *err) {
@@ -446,7 +446,7 @@ static const char *opt_str(jn_value *opts, const char *key) {
     return v && v->type == JN_STRING ? jn_s(v) : NULL;
 }
 
-FN(fn_format_number) {
+FN(jn_fn_format_number) {
     jn_value *v = FN_ARG(0), *pic = FN_ARG(1), *opts = FN_ARG(2);
     if (!v || !pic) return NULL;
     jn_decimal_format f = {
@@ -461,10 +461,10 @@ FN(fn_format_number) {
         gg_strbuf_free(&b);
         return fmt_error(call, &tmp, err);
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_format_base) {
+FN(jn_fn_format_base) {
     jn_value *v = FN_ARG(0), *radix = FN_ARG(1);
     if (!v) return NULL;
     double r = radix ? jn_round_half_even(radix->u.n, 0) : 10;
@@ -474,10 +474,10 @@ FN(fn_format_base) {
     }
     gg_strbuf b = GG_STRBUF_INIT;
     jn_format_radix(jn_round_half_even(v->u.n, 0), (int)r, &b);
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_format_integer) {
+FN(jn_fn_format_integer) {
     jn_value *v = FN_ARG(0), *pic = FN_ARG(1);
     if (!v || !pic) return NULL;
     gg_strbuf b = GG_STRBUF_INIT;
@@ -486,10 +486,10 @@ FN(fn_format_integer) {
         gg_strbuf_free(&b);
         return fmt_error(call, &tmp, err);
     }
-    return fn_buf_result(&b, err);
+    return jn_fn_buf_result(&b, err);
 }
 
-FN(fn_parse_integer) {
+FN(jn_fn_parse_integer) {
     jn_value *s = FN_ARG(0), *pic = FN_ARG(1);
     if (!s || !pic) return NULL;
     gg_error tmp = GG_ERROR_INIT;

@@ -102,7 +102,7 @@ static json_t *yj_node(yj_ctx *c, const ynode *n, int depth) {
     if (!yj_record(c, n)) return NULL;
     if (n->kind == YN_MAP) return yj_mapping(c, n, depth);
     if (n->kind == YN_SEQ) return yj_sequence(c, n, depth);
-    json_t *v = yn_to_json(n, c->err); /* the reader's one scalar rule */
+    json_t *v = gg_yaml_to_json(n, c->err); /* the reader's one scalar rule */
     if (!v && !gg_error_is_set(c->err)) yj_fail(c, n, "scalar is not valid UTF-8%s", NULL);
     return v;
 }
@@ -111,9 +111,9 @@ static json_t *yj_node(yj_ctx *c, const ynode *n, int depth) {
 bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *err) {
     memset(doc, 0, sizeof *doc);
     ydoc y;
-    if (!ydoc_parse(&y, text, len, 0, err)) return false;
+    if (!gg_yaml_doc_parse(&y, text, len, 0, err)) return false;
     if (!y.root) {
-        ydoc_free(&y);
+        gg_yaml_doc_free(&y);
         gg_error_set(err, "yaml", "the file is empty");
         gg_error_set_pos(err, 1, 1);
         return false;
@@ -122,7 +122,7 @@ bool specs_yaml_parse(const char *text, size_t len, specs_doc *doc, gg_error *er
     gg_strbuf_puts(&c.ptr, "");
     doc->root = yj_node(&c, y.root, 0);
     gg_strbuf_free(&c.ptr);
-    ydoc_free(&y);
+    gg_yaml_doc_free(&y);
     if (doc->root) return true;
     if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
     specs_doc_free(doc);

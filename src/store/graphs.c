@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gg_graph_source_clear(gg_graph_source *g) {
+void gg_store_graph_source_clear(gg_graph_source *g) {
     if (!g) return;
     free(g->tenant);
     free(g->name);
@@ -218,7 +218,7 @@ static bool row_to_source(gg_db_stmt *st, gg_graph_source *out) {
     snprintf(out->content_hash, sizeof out->content_hash, "%s", (const char *)gg_db_column_text(st, 5));
     out->created_ms = gg_db_column_int64(st, 6);
     out->created_by = gg_store_column_strdup(st, 7, &oom);
-    if (oom) gg_graph_source_clear(out);
+    if (oom) gg_store_graph_source_clear(out);
     return !oom;
 }
 
@@ -369,7 +369,7 @@ bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *use
             gg_graph_source g;
             if (!row_to_source(st, &g)) { gg_error_set(err, "oom", "out of memory"); ok = false; break; }
             bool go_on = fn(user, &g);
-            gg_graph_source_clear(&g);
+            gg_store_graph_source_clear(&g);
             if (!go_on) break;
         }
         if (ok && rc != SQLITE_DONE && rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graphs"); ok = false; }

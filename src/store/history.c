@@ -103,7 +103,7 @@ struct gg_history {
     bool stopping, flush_wanted;
     unsigned long long retention_req, retention_done; /* requests / completed passes */
     bool gave_up;                 /* records were given up at stop: keep the journal */
-    gg_journal *journal;          /* durable without waiting (journal.c); NULL = none */
+    gg_history_journal *journal;          /* durable without waiting (journal.c); NULL = none */
     gg_history_stats stats;
 };
 
@@ -608,7 +608,7 @@ static void *writer_main(void *arg) {
         gg_error err = GG_ERROR_INIT;
         if (b.items) {
             ok = write_attempts(h, &b, retried, &rows, &err);
-            if (ok && b.jno) gg_journal_release(h->journal, b.jno);
+            if (ok && b.jno) gg_history_journal_release(h->journal, b.jno);
             release_waiters(b.items, ok);
             if (ok) free_items(h, b.items);
         }
@@ -680,7 +680,7 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     bool started = !h->opt.journal_dir || journal_start(h, err);
     if (!started || pthread_create(&h->thread, NULL, writer_main, h) != 0) {
         if (started) gg_error_set(err, "db", "cannot start the history writer thread");
-        gg_journal_close(h->journal, false);
+        gg_history_journal_close(h->journal, false);
         pthread_mutex_destroy(&h->pool_lock);
         pthread_cond_destroy(&h->done);
         pthread_cond_destroy(&h->work);
@@ -732,7 +732,7 @@ static unsigned long long journal_append(gg_history *h, hist_item *it) {
         f.len[i] = str[i] ? (uint32_t)strlen(str[i]) : UINT32_MAX;
         if (str[i] && f.len[i]) iov[n++] = (struct iovec){(void *)str[i], f.len[i]};
     }
-    return gg_journal_append(h->journal, iov, n);
+    return gg_history_journal_append(h->journal, iov, n);
 }
 
 /* The queue item of a journal entry (replay); NULL when it does not parse. */
@@ -810,7 +810,7 @@ static bool replay_entry(void *user, const unsigned char *p, size_t n) {
 static bool journal_recover(gg_history *h, gg_error *err);
 static bool journal_start(gg_history *h, gg_error *err) {
     gg_error e = GG_ERROR_INIT;
-    h->journal = gg_journal_open(h->opt.journal_dir, &e);
+    h->journal = gg_history_journal_open(h->opt.journal_dir, &e);
     if (!h->journal) {
         gg_log(GG_LOG_WARN, "history journal not used: durable calls wait for their commit", "error", e.message, NULL);
         gg_error_clear(&e);
@@ -818,7 +818,7 @@ static bool journal_start(gg_history *h, gg_error *err) {
     }
     bool ok = journal_recover(h, err);
     if (ok && !h->opt.journal_replay_only) return true;
-    gg_journal_close(h->journal, ok); /* replayed: nothing is left in it */
+    gg_history_journal_close(h->journal, ok); /* replayed: nothing is left in it */
     h->journal = NULL;
     return ok;
 }
@@ -827,11 +827,11 @@ static bool journal_start(gg_history *h, gg_error *err) {
 static bool journal_recover(gg_history *h, gg_error *err) {
     replay_ctx c = {.h = h, .err = err};
     long long torn = 0;
-    long long n = gg_journal_replay(h->journal, replay_entry, &c, &torn, err);
+    long long n = gg_history_journal_replay(h->journal, replay_entry, &c, &torn, err);
     bool ok = n >= 0 && replay_flush(&c);
     free_items(h, c.head);
     if (!ok) return false;
-    gg_journal_drop_replayed(h->journal);
+    gg_history_journal_drop_replayed(h->journal);
     if (n > 0 || torn > 0) {
         char a[32], b[32];
         snprintf(a, sizeof a, "%lld", n);
@@ -945,7 +945,7 @@ bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r) {
 }
 
 bool gg_history_journaling(gg_history *h) {
-    return h && h->journal && gg_journal_usable(h->journal) && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED);
+    return h && h->journal && gg_history_journal_usable(h->journal) && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED);
 }
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) { return gg_history_submit_then(h, r, NULL, NULL); }
@@ -1022,7 +1022,7 @@ void gg_history_stop(gg_history *h) {
     pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);
     pthread_join(h->thread, NULL);
-    gg_journal_close(h->journal, !h->gave_up); /* everything in it is committed */
+    gg_history_journal_close(h->journal, !h->gave_up); /* everything in it is committed */
     free_items(h, h->head);
     for (hist_item *it = h->pool, *next; it; it = next) {
         next = it->next;

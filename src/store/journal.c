@@ -47,7 +47,7 @@
 #define RETRY_MS 1000.0         /* after a segment could not be allocated (a full disk) */
 #define HDR 8
 
-struct gg_journal {
+struct gg_history_journal {
     pthread_mutex_t mu;
     char *dir;
     int lock_fd;
@@ -61,21 +61,21 @@ struct gg_journal {
     double retry_at;              /* monotonic ms */
 };
 
-/* broken is read without the mutex (gg_journal_usable, per call) */
-static void set_broken(gg_journal *j) { __atomic_store_n(&j->broken, true, __ATOMIC_RELAXED); }
+/* broken is read without the mutex (gg_history_journal_usable, per call) */
+static void set_broken(gg_history_journal *j) { __atomic_store_n(&j->broken, true, __ATOMIC_RELAXED); }
 
 static uint32_t fnv1a(uint32_t h, const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
     return h;
 }
 
-static void seg_path(const gg_journal *j, unsigned seg, char *out, size_t size) {
+static void seg_path(const gg_history_journal *j, unsigned seg, char *out, size_t size) {
     snprintf(out, size, "%s/%010u.hj", j->dir, seg);
 }
 
 /* Create segment seg, allocated in full, map it and make it current (caller holds mu or is
  * alone). */
-static bool seg_open(gg_journal *j, unsigned seg, gg_error *err) {
+static bool seg_open(gg_history_journal *j, unsigned seg, gg_error *err) {
     char path[4200];
     seg_path(j, seg, path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -113,12 +113,12 @@ static void seg_range(const char *dir, unsigned *lo, unsigned *hi) {
     closedir(d);
 }
 
-gg_journal *gg_journal_open(const char *dir, gg_error *err) {
+gg_history_journal *gg_history_journal_open(const char *dir, gg_error *err) {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         gg_error_set(err, "db", "history journal %s: %s", dir, strerror(errno));
         return NULL;
     }
-    gg_journal *j = calloc(1, sizeof *j);
+    gg_history_journal *j = calloc(1, sizeof *j);
     if (!j || !(j->dir = strdup(dir))) {
         free(j);
         gg_error_set(err, "oom", "out of memory");
@@ -139,7 +139,7 @@ gg_journal *gg_journal_open(const char *dir, gg_error *err) {
     pthread_mutex_init(&j->mu, NULL);
     seg_range(dir, &j->first, &j->replay_end);
     if (!seg_open(j, j->replay_end, err)) {
-        gg_journal_close(j, false);
+        gg_history_journal_close(j, false);
         return NULL;
     }
     if (j->replay_end == j->first) j->first = j->cur; /* nothing to replay */
@@ -147,7 +147,7 @@ gg_journal *gg_journal_open(const char *dir, gg_error *err) {
 }
 
 /* Replay one segment file; false on a read error. Counts entries and torn tails. */
-static bool replay_file(const char *path, gg_journal_fn fn, void *user, long long *n, long long *torn,
+static bool replay_file(const char *path, gg_history_journal_fn fn, void *user, long long *n, long long *torn,
                         gg_error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -180,7 +180,7 @@ static bool replay_file(const char *path, gg_journal_fn fn, void *user, long lon
     return ok;
 }
 
-long long gg_journal_replay(gg_journal *j, gg_journal_fn fn, void *user, long long *torn, gg_error *err) {
+long long gg_history_journal_replay(gg_history_journal *j, gg_history_journal_fn fn, void *user, long long *torn, gg_error *err) {
     long long n = 0;
     *torn = 0;
     for (unsigned seg = j->first; seg < j->replay_end; seg++) {
@@ -192,7 +192,7 @@ long long gg_journal_replay(gg_journal *j, gg_journal_fn fn, void *user, long lo
     return n;
 }
 
-void gg_journal_drop_replayed(gg_journal *j) {
+void gg_history_journal_drop_replayed(gg_history_journal *j) {
     pthread_mutex_lock(&j->mu);
     for (; j->first < j->replay_end; j->first++) {
         char path[4200];
@@ -203,7 +203,7 @@ void gg_journal_drop_replayed(gg_journal *j) {
     pthread_mutex_unlock(&j->mu);
 }
 
-unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, int n_parts) {
+unsigned long long gg_history_journal_append(gg_history_journal *j, const struct iovec *parts, int n_parts) {
     uint32_t hdr[2] = {0, 2166136261u};
     size_t len = 0;
     for (int i = 0; i < n_parts; i++) {
@@ -245,7 +245,7 @@ unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, i
     return no;
 }
 
-void gg_journal_release(gg_journal *j, unsigned long long upto) {
+void gg_history_journal_release(gg_history_journal *j, unsigned long long upto) {
     pthread_mutex_lock(&j->mu);
     /* Entry upto is in the current segment: every older one is committed. (Older segments'
      * boundaries are not kept: they go once the writer reaches the current one, which it
@@ -265,11 +265,11 @@ void gg_journal_release(gg_journal *j, unsigned long long upto) {
     pthread_mutex_unlock(&j->mu);
 }
 
-bool gg_journal_usable(gg_journal *j) {
+bool gg_history_journal_usable(gg_history_journal *j) {
     return j && !__atomic_load_n(&j->broken, __ATOMIC_RELAXED);
 }
 
-void gg_journal_close(gg_journal *j, bool all_committed) {
+void gg_history_journal_close(gg_history_journal *j, bool all_committed) {
     if (!j) return;
     if (j->map) munmap(j->map, SEGMENT_MAX);
     if (all_committed) {

@@ -477,7 +477,7 @@ done:
 }
 
 static const char SQL_GEN_GET[] = "SELECT value FROM generations WHERE name = ?1";
-const char GG_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
+const char GG_STORE_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 WHERE name = ?1";
 /* counters added after 0001 get their row on first bump instead of by a migration */
 static const char SQL_GEN_CREATE[] = "INSERT INTO generations(name, value) VALUES (?1, 0) ON CONFLICT(name) DO NOTHING";
 
@@ -528,7 +528,7 @@ static bool gen_exec(gg_store_conn *c, const char *sql, gg_store_generation whic
 }
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
-    bool ok = (which != GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_SQL_GEN_BUMP, which, err);
+    bool ok = (which != GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_STORE_SQL_GEN_BUMP, which, err);
     if (ok && gg_db_is_pg(c)) ok = notify_generation(c, which, err);
     return ok;
 }

@@ -177,7 +177,7 @@ typedef struct gg_graph_source {
     long long created_ms;
     char *created_by;           /* key id or "cli"; may be NULL */
 } gg_graph_source;
-void gg_graph_source_clear(gg_graph_source *g);
+void gg_store_graph_source_clear(gg_graph_source *g);
 
 /* Store source as a new version of tenant/name (creating the graph) and make it active,
  * atomically. *version_out gets the new version number (1, 2, ...). "not_found" if the

@@ -146,26 +146,26 @@ void gg_history_build_texts(gg_strbuf *b, const gg_exec_record *r, size_t max, s
 
 
 /* journal.c — the history's redo log (see the top of journal.c). One process appends:
- * gg_journal_open fails with code "busy" while another holds dir. */
+ * gg_history_journal_open fails with code "busy" while another holds dir. */
 struct iovec;
-typedef struct gg_journal gg_journal;
-gg_journal *gg_journal_open(const char *dir, gg_error *err);
+typedef struct gg_history_journal gg_history_journal;
+gg_history_journal *gg_history_journal_open(const char *dir, gg_error *err);
 /* Each entry of the segments present at open, oldest first (fn false = stop, error).
  * Returns entries read, or -1; *torn counts entries cut short by a crash (skipped). */
-typedef bool (*gg_journal_fn)(void *user, const unsigned char *payload, size_t n);
-long long gg_journal_replay(gg_journal *j, gg_journal_fn fn, void *user, long long *torn, gg_error *err);
+typedef bool (*gg_history_journal_fn)(void *user, const unsigned char *payload, size_t n);
+long long gg_history_journal_replay(gg_history_journal *j, gg_history_journal_fn fn, void *user, long long *torn, gg_error *err);
 /* Remove the segments present at open (their entries are committed). */
-void gg_journal_drop_replayed(gg_journal *j);
+void gg_history_journal_drop_replayed(gg_history_journal *j);
 /* Append one entry made of parts (parts[0] non-empty); its number (from 1), or 0 when it
  * could not be made durable (too big for a segment, no segment could be allocated).
  * Any thread. */
-unsigned long long gg_journal_append(gg_journal *j, const struct iovec *parts, int n_parts);
+unsigned long long gg_history_journal_append(gg_history_journal *j, const struct iovec *parts, int n_parts);
 /* Entries numbered up to upto are committed (and, entries being committed in order, all
  * before them): remove what only holds committed entries. */
-void gg_journal_release(gg_journal *j, unsigned long long upto);
+void gg_history_journal_release(gg_history_journal *j, unsigned long long upto);
 /* False after a write could not be undone (appends have stopped). Lock-free. */
-bool gg_journal_usable(gg_journal *j);
+bool gg_history_journal_usable(gg_history_journal *j);
 /* Close; with all_committed, remove every segment too. NULL is allowed. */
-void gg_journal_close(gg_journal *j, bool all_committed);
+void gg_history_journal_close(gg_history_journal *j, bool all_committed);
 
 #endif

@@ -3,7 +3,7 @@
  * before anyone walks the tree, plain scalars resolved by the core schema
  * (gg_yaml_plain_scalar in util.h) when converted to JSON.
  *
- * Ownership: a ydoc owns every node and string in it (ydoc_free); nodes reached through an
+ * Ownership: a ydoc owns every node and string in it (gg_yaml_doc_free); nodes reached through an
  * alias are shared, not copied, so never free or modify a node on its own.
  */
 #ifndef GG_UTIL_YAML_H
@@ -44,15 +44,15 @@ typedef struct ydoc {
 
 /* Parse YAML (one document). On failure returns false with a positioned error; aliases may
  * add at most max_alias_nodes nodes to the document (0 = GG_YAML_MAX_ALIAS_NODES). */
-bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err);
+bool gg_yaml_doc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err);
 /* For each key of a mapping, the index (pair number) of an earlier equal key, or -1;
  * O(n log n). Caller frees; NULL on OOM or when the map has no keys. */
-long *yn_duplicate_keys(const ynode *map);
-void ydoc_free(ydoc *d);
+long *gg_yaml_duplicate_keys(const ynode *map);
+void gg_yaml_doc_free(ydoc *d);
 /* Map lookup: value node for key or NULL. */
-ynode *yn_get(const ynode *map, const char *key);
+ynode *gg_yaml_get(const ynode *map, const char *key);
 /* Convert to JSON using YAML 1.2 core scalar resolution. NULL + err on a non-string key or
  * expansion limits. */
-json_t *yn_to_json(const ynode *n, gg_error *err);
-const char *yn_kind_name(const ynode *n);
+json_t *gg_yaml_to_json(const ynode *n, gg_error *err);
+const char *gg_yaml_kind_name(const ynode *n);
 #endif

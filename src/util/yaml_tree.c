@@ -169,7 +169,7 @@ static void yt_err(gg_error *err, const yaml_mark_t *m, const char *code, const 
 }
 
 /* Parse src into d. Documents after the first are an error (a graph file is one document). */
-bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err) {
+bool gg_yaml_doc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err) {
     memset(d, 0, sizeof *d);
     d->arena = calloc(1, sizeof *d->arena);
     if (!d->arena) {
@@ -275,13 +275,13 @@ bool ydoc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg
     }
     yaml_parser_delete(&parser);
     if (!ok) {
-        ydoc_free(d);
+        gg_yaml_doc_free(d);
         return false;
     }
     return true;
 }
 
-void ydoc_free(ydoc *d) {
+void gg_yaml_doc_free(ydoc *d) {
     if (!d || !d->arena) return;
     yarena *a = d->arena;
     for (size_t i = 0; i < a->count; i++) {
@@ -297,7 +297,7 @@ void ydoc_free(ydoc *d) {
     d->root = NULL;
 }
 
-ynode *yn_get(const ynode *map, const char *key) {
+ynode *gg_yaml_get(const ynode *map, const char *key) {
     if (!map || map->kind != YN_MAP) return NULL;
     for (size_t i = 0; i < map->count; i++) {
         const ynode *k = map->items[2 * i];
@@ -306,7 +306,7 @@ ynode *yn_get(const ynode *map, const char *key) {
     return NULL;
 }
 
-const char *yn_kind_name(const ynode *n) {
+const char *gg_yaml_kind_name(const ynode *n) {
     if (!n) return "nothing";
     if (n->kind == YN_MAP) return "a mapping";
     if (n->kind == YN_SEQ) return "a sequence";
@@ -365,7 +365,7 @@ static json_t *yn_to_json_rec(const ynode *n, long *budget, int depth, gg_error 
     return out;
 }
 
-json_t *yn_to_json(const ynode *n, gg_error *err) {
+json_t *gg_yaml_to_json(const ynode *n, gg_error *err) {
     long budget = (long)(n ? n->expanded : 0) + 1;
     if (!n) return json_null();
     return yn_to_json_rec(n, &budget, 0, err);
@@ -384,7 +384,7 @@ static int ykey_cmp(const void *a, const void *b) {
 
 /* Sorting the keys (ties by position) puts equal keys together, first occurrence first:
  * a mapping of 40k keys costs n log n comparisons instead of n^2 / 2. */
-long *yn_duplicate_keys(const ynode *map) {
+long *gg_yaml_duplicate_keys(const ynode *map) {
     if (!map || map->kind != YN_MAP || map->count == 0) return NULL;
     long *first = malloc(map->count * sizeof *first);
     ykey *keys = malloc(map->count * sizeof *keys);

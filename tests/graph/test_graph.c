@@ -456,15 +456,15 @@ START_TEST(yaml_scalars_and_aliases) {
     const char *src = "a: &x {n: 1, s: '1', t: true, f: 1.5e3, h: 0x1f, z: ~, q: \"true\", neg: -7}\nb: *x\n";
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    ck_assert(ydoc_parse(&d, src, strlen(src), 0, &e));
-    json_t *j = yn_to_json(d.root, &e);
+    ck_assert(gg_yaml_doc_parse(&d, src, strlen(src), 0, &e));
+    json_t *j = gg_yaml_to_json(d.root, &e);
     ck_assert_ptr_nonnull(j);
     char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     ck_assert_str_eq(s, "{\"a\":{\"f\":1500.0,\"h\":31,\"n\":1,\"neg\":-7,\"q\":\"true\",\"s\":\"1\",\"t\":true,\"z\":null},"
                         "\"b\":{\"f\":1500.0,\"h\":31,\"n\":1,\"neg\":-7,\"q\":\"true\",\"s\":\"1\",\"t\":true,\"z\":null}}");
     free(s);
     json_decref(j);
-    ydoc_free(&d);
+    gg_yaml_doc_free(&d);
     /* billion laughs is bounded */
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_puts(&b, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
@@ -472,7 +472,7 @@ START_TEST(yaml_scalars_and_aliases) {
         gg_strbuf_printf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1,
                          i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
     double t0 = gg_now_ms();
-    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, b.data, b.len, 0, &e));
     ck_assert_str_eq(e.code, "yaml_alias");
     ck_assert_ptr_nonnull(strstr(e.message, "alias expansion exceeds 20000 nodes"));
     ck_assert_int_eq(e.line, 5); /* a4 is the first level past 20000 nodes */
@@ -488,7 +488,7 @@ START_TEST(yaml_alias_bounds) {
     ydoc d;
     gg_error e = GG_ERROR_INIT;
     const char *cyc = "a: &x [1, *x]\n";
-    ck_assert(!ydoc_parse(&d, cyc, strlen(cyc), 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, cyc, strlen(cyc), 0, &e));
     ck_assert_ptr_nonnull(strstr(e.message, "contains it"));
     ck_assert_int_eq(e.line, 1);
     ck_assert_int_eq(e.column, 11);
@@ -503,16 +503,16 @@ START_TEST(yaml_alias_bounds) {
     gg_strbuf_puts(&b, "*deep");
     for (int i = 0; i < 60; i++) gg_strbuf_putc(&b, ']');
     gg_strbuf_putc(&b, '\n');
-    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, b.data, b.len, 0, &e));
     ck_assert_ptr_nonnull(strstr(e.message, "deeper than 200"));
     gg_error_clear(&e);
     /* a caller's smaller budget: 3 aliases of a 4-node sequence add 12 nodes */
     const char *small = "a: &s [1, 2, 3]\nb: [*s, *s, *s]\n";
-    ck_assert(!ydoc_parse(&d, small, strlen(small), 11, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, small, strlen(small), 11, &e));
     gg_error_clear(&e);
-    ck_assert(ydoc_parse(&d, small, strlen(small), 12, &e));
+    ck_assert(gg_yaml_doc_parse(&d, small, strlen(small), 12, &e));
     ck_assert_int_eq(d.root->expanded, 20); /* 8 written + 12 through aliases */
-    ydoc_free(&d);
+    gg_yaml_doc_free(&d);
     /* 40k anchors then 40k aliases: linear time (a quadratic lookup took 3.3 s) */
     gg_strbuf_reset(&b);
     gg_strbuf_puts(&b, "a:\n");
@@ -520,27 +520,27 @@ START_TEST(yaml_alias_bounds) {
     gg_strbuf_puts(&b, "b:\n");
     for (int i = 0; i < 40000; i++) gg_strbuf_printf(&b, "- *n%d\n", i);
     double t0 = gg_now_ms();
-    ck_assert(ydoc_parse(&d, b.data, b.len, 0, &e) == false); /* 40k alias nodes > 20000 */
+    ck_assert(gg_yaml_doc_parse(&d, b.data, b.len, 0, &e) == false); /* 40k alias nodes > 20000 */
     gg_error_clear(&e);
-    ck_assert(ydoc_parse(&d, b.data, b.len, 40000, &e));
+    ck_assert(gg_yaml_doc_parse(&d, b.data, b.len, 40000, &e));
     ck_assert(gg_now_ms() - t0 < 2000);
-    const ynode *last = yn_get(d.root, "b")->items[39999];
+    const ynode *last = gg_yaml_get(d.root, "b")->items[39999];
     ck_assert_str_eq(last->str, "v39999");
-    ydoc_free(&d);
+    gg_yaml_doc_free(&d);
     /* few aliases of one long string: bounded by bytes, not nodes */
     gg_strbuf_reset(&b);
     gg_strbuf_puts(&b, "a: &s ");
     for (int i = 0; i < 100000; i++) gg_strbuf_putc(&b, 'x');
     gg_strbuf_puts(&b, "\nb: [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s]\n"); /* 1.1 MB */
-    ck_assert(!ydoc_parse(&d, b.data, b.len, 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, b.data, b.len, 0, &e));
     ck_assert_ptr_nonnull(strstr(e.message, "bytes of text"));
     ck_assert_int_eq(e.line, 2);
     gg_error_clear(&e);
     /* a redefined anchor: later aliases see the newer node */
     const char *redef = "a: &x 1\nb: &x 2\nc: *x\n";
-    ck_assert(ydoc_parse(&d, redef, strlen(redef), 0, &e));
-    ck_assert_str_eq(yn_get(d.root, "c")->str, "2");
-    ydoc_free(&d);
+    ck_assert(gg_yaml_doc_parse(&d, redef, strlen(redef), 0, &e));
+    ck_assert_str_eq(gg_yaml_get(d.root, "c")->str, "2");
+    gg_yaml_doc_free(&d);
     gg_strbuf_free(&b);
 }
 END_TEST
@@ -605,9 +605,9 @@ static json_t *yaml_file_json(const char *path) {
     fclose(f);
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    if (!ydoc_parse(&d, buf, n, 0, &e)) return NULL;
-    json_t *j = yn_to_json(d.root, &e);
-    ydoc_free(&d);
+    if (!gg_yaml_doc_parse(&d, buf, n, 0, &e)) return NULL;
+    json_t *j = gg_yaml_to_json(d.root, &e);
+    gg_yaml_doc_free(&d);
     gg_error_clear(&e);
     return j;
 }
@@ -1433,9 +1433,9 @@ START_TEST(loader_and_schema_agree_on_scalars) {
             gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
             gg_graph *g = gg_graph_load_string(doc, strlen(doc), "agree.yaml", NULL, &d);
             ydoc yd;
-            ck_assert(ydoc_parse(&yd, doc, strlen(doc), 0, &e));
-            json_t *j = yn_to_json(yd.root, &e);
-            ydoc_free(&yd);
+            ck_assert(gg_yaml_doc_parse(&yd, doc, strlen(doc), 0, &e));
+            json_t *j = gg_yaml_to_json(yd.root, &e);
+            gg_yaml_doc_free(&yd);
             ck_assert_ptr_nonnull(j);
             bool schema_ok = mcp_schema_validate(s, j, &e);
             char first[512] = "";

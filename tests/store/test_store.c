@@ -270,7 +270,7 @@ START_TEST(graph_versions_and_activation) {
     ck_assert_str_eq(g.source, "{\"v\":2}");
     ck_assert_str_eq(g.format, "json");
     ck_assert_int_eq(strlen(g.content_hash), 64);
-    gg_graph_source_clear(&g);
+    gg_store_graph_source_clear(&g);
     /* Isolation: the other tenant does not see it. */
     ck_assert(!gg_store_graph_get_active(s, "globex", "orders", &g, &err));
     ck_assert_str_eq(err.code, "not_found");
@@ -286,13 +286,13 @@ START_TEST(graph_versions_and_activation) {
     ck_assert_int_eq(g.version, 1);
     ck_assert_str_eq(g.source, "version: 1\n");
     ck_assert_str_eq(g.created_by, "k1");
-    gg_graph_source_clear(&g);
+    gg_store_graph_source_clear(&g);
     ck_assert(!gg_store_graph_activate(s, "acme", "orders", 9, &err));
     ck_assert_str_eq(err.code, "not_found");
     gg_error_clear(&err);
     ck_assert(gg_store_graph_get_version(s, "acme", "orders", 2, &g, &err));
     ck_assert_int_eq(g.version, 2);
-    gg_graph_source_clear(&g);
+    gg_store_graph_source_clear(&g);
     json_t *vs = gg_store_graph_versions(s, "acme", "orders", &err);
     ck_assert_int_eq(json_array_size(vs), 2);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(vs, 0), "version")), 2);
@@ -1196,7 +1196,7 @@ static void *pool_worker(void *arg) {
         gg_graph_source g;
         if (!gg_store_tenant_exists(shared_store, "acme", &err)) return (void *)1;
         if (!gg_store_graph_get_active(shared_store, "acme", "g", &g, &err)) return (void *)2;
-        gg_graph_source_clear(&g);
+        gg_store_graph_source_clear(&g);
         if (i % 50 == 0) {
             char name[32];
             snprintf(name, sizeof name, "t%ld-%d", n, i);

@@ -61,9 +61,9 @@ static char *via_graph(const char *text) {
     gg_error e = GG_ERROR_INIT;
     char *out = NULL;
     json_t *j = NULL;
-    if (ydoc_parse(&d, src, strlen(src), 0, &e)) {
-        j = yn_to_json(d.root, &e);
-        ydoc_free(&d);
+    if (gg_yaml_doc_parse(&d, src, strlen(src), 0, &e)) {
+        j = gg_yaml_to_json(d.root, &e);
+        gg_yaml_doc_free(&d);
     }
     if (j) out = json_dumps(json_object_get(j, "v"), JSON_ENCODE_ANY | JSON_COMPACT);
     else if (asprintf(&out, "error@%d:%d", e.line, e.column) < 0) out = NULL;
@@ -145,7 +145,7 @@ START_TEST(bounds_hold_in_every_reader) {
     for (int i = 0; i < 600; i++) strcat(deep, "[");
     ydoc d;
     gg_error e = GG_ERROR_INIT;
-    ck_assert(!ydoc_parse(&d, deep, strlen(deep), 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, deep, strlen(deep), 0, &e));
     ck_assert_int_gt(e.line, 0);
     gg_error_clear(&e);
     specs_doc sd;
@@ -160,7 +160,7 @@ START_TEST(bounds_hold_in_every_reader) {
                        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
                        "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
                        "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
-    ck_assert(!ydoc_parse(&d, bomb, strlen(bomb), 0, &e));
+    ck_assert(!gg_yaml_doc_parse(&d, bomb, strlen(bomb), 0, &e));
     ck_assert_str_eq(e.code, "yaml_alias");
     ck_assert_int_gt(e.line, 0);
     int bomb_line = e.line;
@@ -174,15 +174,15 @@ START_TEST(bounds_hold_in_every_reader) {
     ck_assert(!specs_yaml_parse(dup, strlen(dup), &sd, &e));
     ck_assert_int_eq(e.line, 2);
     gg_error_clear(&e);
-    ck_assert(ydoc_parse(&d, dup, strlen(dup), 0, &e));
-    long *first = yn_duplicate_keys(d.root);
+    ck_assert(gg_yaml_doc_parse(&d, dup, strlen(dup), 0, &e));
+    long *first = gg_yaml_duplicate_keys(d.root);
     ck_assert_ptr_nonnull(first);
     ck_assert_int_eq(first[0], -1);
     ck_assert_int_eq(first[1], 0);
     ck_assert_int_eq(d.root->items[0]->line, 1);
     ck_assert_int_eq(d.root->items[2]->line, 2);
     free(first);
-    ydoc_free(&d);
+    gg_yaml_doc_free(&d);
 }
 END_TEST
 
