@@ -23,7 +23,9 @@ static void jsetup(void) {
 }
 
 static gg_exec_record *run(const char *tenant, int i) {
-    gg_exec_record *r = gg_exec_record_new(tenant, "orders", 1, "lookup", NULL, json_pack("{s:i}", "i", i));
+    json_t *args = json_pack("{s:i}", "i", i);
+    gg_exec_record *r = gg_exec_record_new(tenant, "orders", 1, "lookup", NULL, args); /* takes a reference */
+    json_decref(args);
     ck_assert_ptr_nonnull(r);
     r->status = GG_EXEC_SUCCEEDED;
     r->finished_ms = r->started_ms + 2;
