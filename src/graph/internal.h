@@ -58,6 +58,10 @@ typedef struct gnode {
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
     /* elicit, sample (roots: no params): args holds the request's params; how long the client may take */
     int timeout_ms;
+    /* exit `error:` (a graphgate extension): the run fails with this text, or with the value
+     * of expr (then expr is the error message expression); lets a pre-hook stop a call */
+    bool fails;
+    char *error_text;
     /* ask: its requests, each an elicit/sample/roots node whose id is the request's key */
     struct gnode *subs;
     size_t nsubs;

@@ -786,13 +786,27 @@ static void load_ask(lctx *c, gnode *n, const ynode *nm) {
     }
 }
 
+/* exit `error: TEXT` or `error: {expr: ...}`: reaching the exit fails the run with that
+ * message (the client gets an isError result), so a switch can stop a call. */
+static void load_exit_error(lctx *c, gnode *n, const ynode *er) {
+    if (!er) return;
+    n->fails = true;
+    if (yn_is_expr_map(er)) {
+        n->expr = compile_expr(c, er->items[1], "exit error expression");
+    } else if (er->kind != YN_SCALAR) {
+        LERR(c, er, "invalid_type", "exit error must be a string or {expr: ...}");
+    } else if (want_text(c, er, "exit error")) {
+        n->error_text = strdup(er->str);
+    }
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     static const char *const keys[9][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
         {"id", "type", "conditions", "next", NULL},
-        {"id", "type", NULL},
+        {"id", "type", "error", NULL},
         {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
          "includeContext", "metadata", "timeout", "next", NULL},
@@ -867,6 +881,8 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         }
     } else if (t == GN_SWITCH) {
         load_switch(c, n, nm, tb);
+    } else if (t == GN_EXIT) {
+        load_exit_error(c, n, yn_get(nm, "error"));
     }
     if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
     if (t == GN_ROOTS) load_timeout(c, n, nm);
@@ -998,7 +1014,7 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
             if (n->type == GN_ENTRY) {
                 if (t->entry >= 0) LERR(c, nm, "multiple_entry", "more than one entry node (first is '%s')", t->nodes[t->entry].id);
                 else t->entry = (int)i;
-            } else if (n->type == GN_EXIT) {
+            } else if (n->type == GN_EXIT && !n->fails) { /* error exits may be many: each ends a run failing */
                 if (t->exit >= 0) LERR(c, nm, "multiple_exit", "more than one exit node (first is '%s')", t->nodes[t->exit].id);
                 else t->exit = (int)i;
             }
@@ -1527,6 +1543,7 @@ void gg_graph_free_internal(gg_graph *g) {
             gnode *n = &t->nodes[j];
             free(n->id);
             free(n->tool);
+            free(n->error_text);
             gargs_free(n->args);
             jsonata_free(n->expr);
             for (size_t k = 0; k < n->ncond; k++) jsonlogic_free(n->conds[k].rule);

@@ -267,6 +267,45 @@ START_TEST(run_budget) {
 }
 END_TEST
 
+/* exit `error:`: a switch stops a call with a fixed or computed message (failed_node the
+ * exit's id); other inputs pass through the plain exit; bad `error` values are positioned. */
+static void expect_exit_error(gg_graph *g, const char *args, const char *node, const char *msg) {
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    char *got = run(g, "guarded", args, &r);
+    ck_assert_msg(got == NULL, "%s succeeded: %s", args, got);
+    ck_assert_str_eq(r.error.code, "exit_error");
+    ck_assert_str_eq(r.error.message, msg);
+    ck_assert_str_eq(r.failed_node, node);
+    gg_graph_result_clear(&r);
+}
+
+START_TEST(exit_error_stops_a_call) {
+    gg_graph *g = load(fixtures, "exit_error.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_exit_error(g, "{\"message\":\"block\"}", "blocked", "blocked by policy");
+    expect_exit_error(g, "{\"message\":\"why\"}", "explained", "refused: why");
+    expect_exit_error(g, "{\"message\":\"obj\"}", "as_json", "{\"refused\":\"obj\"}");
+    expect_run(g, "guarded", "{\"message\":\"hi\"}", "{\"message\":\"HI\"}");
+    gg_graph_unref(g);
+    static const char *const bad[] = {"error: 42", "error: [a]", "error: {expr: '1 +'}", "error: {expr: x, y: 1}"};
+    static const char *const code[] = {"invalid_type", "invalid_type", "jsonata", "invalid_type"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "server: {name: s, version: \"1\"}\ntools:\n  - name: t\n    nodes:\n"
+                 "      - {id: entry, type: entry, next: exit}\n      - {id: exit, type: exit, %s}\n",
+                 bad[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "e.yaml", NULL, &d));
+        bool found = false; /* the error on the exit's `error` value, wherever it is listed */
+        for (size_t k = 0; k < d.count; k++)
+            found |= !strcmp(d.items[k].code, code[i]) && d.items[k].line == 6 && d.items[k].column > 30;
+        ck_assert_msg(found, "%s: no %s error at 6:>30 among %zu diagnostics", bad[i], code[i], d.count);
+        gg_graph_diags_free(&d);
+    }
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -1543,6 +1582,7 @@ int main(void) {
     tcase_add_test(tc, execution_time_limit);
     tcase_add_test(tc, graph_server_outside_gateway);
     tcase_add_test(tc, run_budget);
+    tcase_add_test(tc, exit_error_stops_a_call);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, yaml_alias_bounds);
