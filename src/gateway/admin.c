@@ -264,6 +264,7 @@ static void graph_job_apply(graph_job *j, gg_http_res *res) {
     gw_catalog_sink sink;
     o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
+    gw_catalog_sink_done(&sink, j->graph); /* other proxy graphs see what the listing changed */
     if (!s) {
         if (strcmp(err.code, "validation") == 0) validation_failed(res, &d, &err);
         else store_error(res, &err);

@@ -122,6 +122,7 @@ struct gg_graph {
     gserver *servers;
     size_t nservers;
     json_t *tools_json;
+    json_t *proxied;           /* servers named by proxy entries (array of strings) or NULL */
     jsonata_env *env;          /* history functions */
     jsonlogic_var_resolver resolver;
     const mcp_client_policy *policy;
@@ -133,6 +134,28 @@ struct gg_graph {
 };
 
 void gg_graph_free_internal(gg_graph *g);
+/* MCP tool-name rules: 1-128 of A-Z a-z 0-9 _ - . (load.c). */
+bool gload_tool_name_ok(const char *s);
+
+/* ---- proxy entries (proxy.c) ----------------------------------------------------------
+ * Each proxied tool is handed to the loader as a tool mapping (entry → pre… → downstream →
+ * post… → exit; borrowed, valid during the call) plus its listed definition (def, stolen)
+ * and the JSONata source of the downstream node's arguments (args, a scalar). at: where
+ * errors about the tool as a whole go (its name, `as`, or `tools: all`). */
+typedef struct gproxy_tool {
+    const ynode *map;
+    json_t *def;
+    const ynode *args;
+    const ynode *at;
+} gproxy_tool;
+typedef struct gproxy_sink {
+    void (*add)(void *user, const gproxy_tool *t);
+    void *user;
+} gproxy_sink;
+/* The graph's `proxy:` sequence (NULL: none); room = tools that may still be added;
+ * records each entry's server in g->proxied. */
+void gproxy_load(gg_graph *g, const ynode *proxy, const char *file, const gg_graph_options *o, gg_graph_diags *d,
+                 size_t room, const gproxy_sink *sink);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
