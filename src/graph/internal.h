@@ -168,6 +168,9 @@ void gdiag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const 
                int line, int col, const char *tool, const char *node, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
 
+/* Drop diagnostics from index start on that repeat an earlier one (code, file, position). */
+void gdiag_dedupe_from(gg_graph_diags *d, size_t start);
+
 /* History functions registered in the graph's JSONata environment (exec.c). */
 jsonata_env *gg_graph_history_env(gg_error *err);
 extern const jsonlogic_var_resolver gg_graph_var_resolver_template;

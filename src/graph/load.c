@@ -1477,7 +1477,9 @@ static void add_proxy_tool(void *user, const gproxy_tool *pt) {
     g->tools = nt;
     gtool *t = &g->tools[g->ntools++];
     memset(t, 0, sizeof *t);
+    size_t before = c->d ? c->d->count : 0;
     load_tool(c, t, pt->map);
+    gdiag_dedupe_from(c->d, before); /* the entry's hook nodes again: reported for its first tool */
     for (size_t j = 0; j + 1 < g->ntools; j++)
         if (!strcmp(g->tools[j].name, t->name)) {
             LERR(c, pt->at, "duplicate_tool", "duplicate tool name '%s' (a proxied tool's name must differ from every other tool's)",
@@ -1569,6 +1571,7 @@ static void load_top(lctx *c, const ynode *root) {
         for (size_t t = 0; t < g->ntools && !used; t++)
             for (size_t n = 0; n < g->tools[t].nnodes && !used; n++)
                 if (g->tools[t].nodes[n].server == &g->servers[i]) used = true;
+        used |= gg_graph_proxies(g, g->servers[i].name); /* even while its catalog is unknown */
         if (!used)
             gdiag_add(c->d, GG_DIAG_WARNING, "unused_server", c->file, g->servers[i].line, g->servers[i].column, NULL, NULL,
                       "mcpServers.%s is not used by any mcp node", g->servers[i].name);

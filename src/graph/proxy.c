@@ -221,11 +221,7 @@ static char *args_expr(const ynode *pre) {
 static bool hook_nodes(pctx *c, ynode *seq, const ynode *hook, const char *last) {
     for (size_t i = 0; hook && i < hook->count; i++) {
         const ynode *m = hook->items[i];
-        const char *id = text_of(yn_get(m, "id")), *type = text_of(yn_get(m, "type"));
-        if (id && (!strcmp(id, "entry") || !strcmp(id, "downstream") || !strcmp(id, "exit"))) {
-            PERR(c, yn_get(m, "id"), "reserved_id", "node id '%s' is the proxied tool's own (entry, downstream, exit)", id);
-            return false;
-        }
+        const char *type = text_of(yn_get(m, "type"));
         bool fall = m->kind == YN_MAP && !yn_get(m, "next") && (!type || (strcmp(type, "exit") && strcmp(type, "switch")));
         const char *to = last;
         if (i + 1 < hook->count && text_of(yn_get(hook->items[i + 1], "id"))) to = text_of(yn_get(hook->items[i + 1], "id"));
@@ -341,11 +337,18 @@ static const ynode *hook(pctx *c, const ynode *m, const char *key) {
         PERR(c, h, "invalid_type", "%s must be a sequence of nodes", key);
         return NULL;
     }
-    for (size_t i = 0; h && i < h->count; i++)
-        if (h->items[i]->kind != YN_MAP) {
-            PERR(c, h->items[i], "invalid_type", "a node must be a mapping");
+    for (size_t i = 0; h && i < h->count; i++) {
+        const ynode *m = h->items[i];
+        const char *id = text_of(yn_get(m, "id"));
+        if (m->kind != YN_MAP) {
+            PERR(c, m, "invalid_type", "a node must be a mapping");
             return NULL;
         }
+        if (id && (!strcmp(id, "entry") || !strcmp(id, "downstream") || !strcmp(id, "exit"))) {
+            PERR(c, yn_get(m, "id"), "reserved_id", "node id '%s' is the proxied tool's own (entry, downstream, exit)", id);
+            return NULL;
+        }
+    }
     return h;
 }
 
