@@ -344,6 +344,11 @@ static const ynode *hook(pctx *c, const ynode *m, const char *key) {
             PERR(c, m, "invalid_type", "a node must be a mapping");
             return NULL;
         }
+        const char *type = text_of(yn_get(m, "type"));
+        if (type && strcmp(type, "transform") && strcmp(type, "switch") && strcmp(type, "exit") && strcmp(type, "mcp")) {
+            PERR(c, yn_get(m, "type"), "invalid_type", "a %s node is transform, switch, exit or mcp (not %s)", key, type);
+            return NULL;
+        }
         if (id && (!strcmp(id, "entry") || !strcmp(id, "downstream") || !strcmp(id, "exit"))) {
             PERR(c, yn_get(m, "id"), "reserved_id", "node id '%s' is the proxied tool's own (entry, downstream, exit)", id);
             return NULL;
