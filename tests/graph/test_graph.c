@@ -306,6 +306,65 @@ START_TEST(exit_error_stops_a_call) {
 }
 END_TEST
 
+/* proxy entries: offline (no catalog) `tools: all` adds nothing and a listed tool takes any
+ * object, each with a warning; with a stored catalog both are compiled with the catalog's
+ * definitions, the pre-hook stops a call before the downstream with the exit's text, and a
+ * stored graph whose listed tool left the catalog still loads (a warning). */
+static json_t *test_catalog(void *user, const char *server) {
+    (void)server;
+    return json_loads(user, 0, NULL);
+}
+
+static gg_graph *load_proxy(const char *catalog, size_t *warnings, const char *code) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, fixtures, "proxy.yaml");
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph_options o = {.catalog = catalog ? test_catalog : NULL, .catalog_user = (void *)catalog};
+    gg_graph *g = gg_graph_load_file(p, &o, &d);
+    *warnings = 0;
+    for (size_t i = 0; i < d.count; i++) *warnings += !strcmp(d.items[i].code, code) && d.items[i].line > 0;
+    gg_graph_diags_free(&d);
+    return g;
+}
+
+START_TEST(proxy_entries_compile) {
+    size_t w;
+    gg_graph *g = load_proxy(NULL, &w, "proxy_no_catalog");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 2);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 1); /* say, open; tools: all adds none */
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(gg_graph_tool(g, "say"), "inputSchema"), "type")), "object");
+    ck_assert(gg_graph_proxies(g, "down"));
+    gg_graph_unref(g);
+    const char *cat = "[{\"name\":\"echo\",\"description\":\"Echoes\",\"inputSchema\":{\"type\":\"object\","
+                      "\"properties\":{\"message\":{\"type\":\"string\"}}},\"outputSchema\":{\"type\":\"object\"}},"
+                      "{\"name\":\"add\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"bad name\"}]";
+    g = load_proxy(cat, &w, "proxy_skipped_tool");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 1);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 3); /* say, d_echo, d_add */
+    json_t *say = gg_graph_tool(g, "say");
+    ck_assert_str_eq(json_string_value(json_object_get(say, "description")), "says it louder");
+    ck_assert(json_is_true(json_object_get(json_object_get(say, "annotations"), "readOnlyHint")));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(say, "inputSchema"), "properties"));
+    ck_assert_ptr_null(json_object_get(say, "outputSchema")); /* post may change the shape */
+    ck_assert_ptr_nonnull(json_object_get(gg_graph_tool(g, "d_echo"), "outputSchema"));
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    char *got = run(g, "say", "{\"message\":\"block\"}", &r);
+    ck_assert_msg(got == NULL, "blocked call succeeded: %s", got);
+    ck_assert_str_eq(r.error.code, "exit_error");
+    ck_assert_str_eq(r.error.message, "blocked by policy");
+    ck_assert_str_eq(r.failed_node, "deny");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+    g = load_proxy("[{\"name\":\"other\",\"inputSchema\":{\"type\":\"object\"}}]", &w, "downstream_unknown_tool");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 1);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 1); /* d_other only */
+    gg_graph_unref(g);
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -695,7 +754,7 @@ START_TEST(json_schema_accepts_examples) {
     gg_error e = GG_ERROR_INIT;
     mcp_schema *s = mcp_schema_compile(schema, &e);
     ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
-    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml"};
+    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml", "proxy.yaml"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
         pathf(p, sizeof p, fixtures, own[i]);
         json_t *doc = yaml_file_json(p);
@@ -1583,6 +1642,7 @@ int main(void) {
     tcase_add_test(tc, graph_server_outside_gateway);
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, exit_error_stops_a_call);
+    tcase_add_test(tc, proxy_entries_compile);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, yaml_alias_bounds);
