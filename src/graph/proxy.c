@@ -196,7 +196,7 @@ static json_t *tool_def(pctx *c, json_t *cat, const char *name, const ynode *ite
 /* JSONata giving the downstream call's arguments: the output of the pre transform that ran
  * last (context keys are most recent first), else the tool's own arguments. */
 static char *args_expr(const ynode *pre) {
-    size_t cap = 64;
+    size_t cap = 128;
     for (size_t i = 0; pre && i < pre->count; i++) cap += (text_of(yn_get(pre->items[i], "id")) ? strlen(text_of(yn_get(pre->items[i], "id"))) * 2 : 0) + 4;
     char *s = malloc(cap), *p = s;
     if (!s) return NULL;
@@ -283,6 +283,7 @@ static void add_all(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) 
     size_t i;
     json_t *t;
     json_array_foreach(cat, i, t) {
+        if (c->bounded) break; /* reported once; the rest would be refused too */
         const char *orig = json_string_value(json_object_get(t, "name"));
         char name[160];
         if (!orig || snprintf(name, sizeof name, "%s%s", pe->prefix ? pe->prefix : "", orig) >= (int)sizeof name ||
@@ -301,7 +302,7 @@ static void add_list(pctx *c, const pentry *pe, const ynode *tools, json_t *cat)
     if (!cat)
         PWARN(c, tools, "proxy_no_catalog",
               "server '%s' has no tool catalog here: its tools take any object until it is listed", pe->server);
-    for (size_t i = 0; i < tools->count; i++) {
+    for (size_t i = 0; i < tools->count && !c->bounded; i++) {
         const ynode *it = tools->items[i], *nm = it->kind == YN_MAP ? yn_get(it, "name") : it;
         if (it->kind == YN_MAP && !only_keys(c, it, keys, "a proxied tool")) continue;
         const char *orig = text_of(nm), *as = it->kind == YN_MAP ? text_of(yn_get(it, "as")) : NULL;

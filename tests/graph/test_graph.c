@@ -362,6 +362,21 @@ START_TEST(proxy_entries_compile) {
     ck_assert_uint_eq(w, 1);
     ck_assert_uint_eq(gg_graph_tool_count(g), 1); /* d_other only */
     gg_graph_unref(g);
+    /* attack: 501 proxied names pass the 500-tool bound: one error at the 501st, no graph */
+    size_t cap = 256 + 501 * 8;
+    char *src = malloc(cap);
+    ck_assert_ptr_nonnull(src);
+    int n = snprintf(src, cap, "server: {name: s, version: \"1\"}\nmcpServers:\n  d: {type: streamableHttp, url: \"http://127.0.0.1:9/\"}\n"
+                               "proxy:\n  - server: d\n    tools: [");
+    for (int i = 0; i < 501; i++) n += snprintf(src + n, cap - (size_t)n, "%st%d", i ? "," : "", i);
+    n += snprintf(src + n, cap - (size_t)n, "]\n");
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, (size_t)n, "big.yaml", NULL, &d));
+    size_t big = 0;
+    for (size_t i = 0; i < d.count; i++) big += !strcmp(d.items[i].code, "too_large") && d.items[i].line == 6;
+    ck_assert_uint_eq(big, 1);
+    gg_graph_diags_free(&d);
+    free(src);
 }
 END_TEST
 
