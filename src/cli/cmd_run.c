@@ -72,7 +72,9 @@ int gg_cmd_run(int argc, char **argv) {
         }
     }
     mcp_client_policy local = {.allow_all = true};
-    gg_graph_options opts = {.policy = &local};
+    /* check off: no mcp node is checked, but proxy entries list their servers' tools */
+    gg_graph_downstream live = {.mode = GG_CHECK_OFF};
+    gg_graph_options opts = {.policy = &local, .downstream = &live};
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_file(file, &opts, &d);
     for (size_t k = 0; k < d.count; k++) {

@@ -284,6 +284,7 @@ static json_t *graph_job_apply(graph_job *j, int *status) {
     gw_catalog_sink sink;
     o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
+    gw_catalog_sink_done(&sink, j->graph); /* other proxy graphs see what the listing changed */
     json_t *out = NULL;
     if (!s) {
         if (strcmp(err.code, "validation") == 0) {

@@ -5,7 +5,9 @@
  * them sends notifications/tools/list_changed (stdio), and every GW_DOWNSTREAM_REFRESH_S s,
  * each tenant's listing as a job on the upload threads (never a polling thread; one
  * tenant's slow servers hold one upload thread, bounded by the listing timeout).
- * GET /admin/tenants/{t}/downstream answers the stored catalogs. */
+ * GET /admin/tenants/{t}/downstream answers the stored catalogs. A catalog that changed
+ * recompiles the tenant's graphs that proxy that server (src/graph/proxy.c) and tells
+ * their clients tools/list_changed — no re-upload. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +16,23 @@
 #define GW_DOWNSTREAM_REFRESH_S 900
 #define GW_DOWNSTREAM_TIMEOUT_MS 10000
 
+/* Whether tools differ from the stored catalog of server (none stored: they do). */
+static bool catalog_differs(gw_catalog_sink *sink, const char *server, json_t *tools) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *row = gg_store_downstream_get(sink->gw->store, sink->tenant, server, &err);
+    gg_error_clear(&err);
+    bool differs = !row || !json_equal(json_object_get(row, "tools"), tools);
+    json_decref(row);
+    return differs;
+}
+
 static void catalog_fetched(void *user, const char *server, json_t *tools, long long fetched_ms) {
     gw_catalog_sink *sink = user;
     gg_error err = GG_ERROR_INIT;
+    if (catalog_differs(sink, server, tools)) {
+        if (!sink->changed) sink->changed = json_object();
+        json_object_set_new(sink->changed, server, json_true());
+    }
     if (!gg_store_downstream_put(sink->gw->store, sink->tenant, server, tools, fetched_ms, &err))
         gg_log(GG_LOG_WARN, "storing a downstream tool catalog failed", "tenant", sink->tenant, "server", server,
                "error", err.message ? err.message : err.code, NULL);
@@ -28,6 +44,65 @@ const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gatewa
     sink->check = (gg_graph_downstream){.mode = GG_CHECK_ERROR, .timeout_ms = GW_DOWNSTREAM_TIMEOUT_MS,
                                         .fetched = catalog_fetched, .user = sink};
     return &sink->check;
+}
+
+json_t *gw_stored_catalog(void *user, const char *server) {
+    gw_catalog_ctx *c = user;
+    gg_error err = GG_ERROR_INIT;
+    json_t *row = gg_store_downstream_get(c->gw->store, c->tenant, server, &err);
+    gg_error_clear(&err);
+    json_t *tools = json_incref(json_object_get(row, "tools"));
+    json_decref(row);
+    return tools;
+}
+
+/* Whether g has a proxy entry on one of the servers in changed. */
+static bool proxies_any(const gg_graph *g, json_t *changed) {
+    const char *server;
+    json_t *v;
+    json_object_foreach(changed, server, v)
+        if (gg_graph_proxies(g, server)) return true;
+    return false;
+}
+
+/* Compile tenant/graph's stored version again (the catalogs as stored now) and reinstall
+ * it, unless another version became active meanwhile. */
+static void recompile(gg_gateway *gw, const char *tenant, const char *graph, int version) {
+    gg_graph_source src = {0};
+    gg_error err = GG_ERROR_INIT;
+    mcp_server *s = NULL;
+    if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &err))
+        s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &err);
+    gg_store_graph_source_clear(&src);
+    if (s) gw_registry_refresh(gw->registry, tenant, graph, version, s);
+    else
+        gg_log(GG_LOG_WARN, "a proxy graph did not compile with its server's new catalog; the previous one stays",
+               "tenant", tenant, "graph", graph, "error", err.message ? err.message : err.code, NULL);
+    mcp_server_unref(s);
+    gg_error_clear(&err);
+}
+
+/* See internal.h. Graphs not compiled now pick the new catalog up when first used. */
+void gw_catalog_sink_done(gw_catalog_sink *sink, const char *skip) {
+    json_t *changed = sink->changed;
+    sink->changed = NULL;
+    if (!changed) return;
+    gg_gateway *gw = sink->gw;
+    json_t *all = gw_registry_list(gw->registry);
+    size_t i;
+    json_t *e;
+    json_array_foreach(all, i, e) {
+        const char *graph = json_string_value(json_array_get(e, 1));
+        if (strcmp(json_string_value(json_array_get(e, 0)), sink->tenant) != 0 || (skip && !strcmp(skip, graph))) continue;
+        int version = 0;
+        mcp_server *s = gw_registry_peek(gw->registry, sink->tenant, graph, &version);
+        gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+        bool hit = g && proxies_any(g, changed);
+        mcp_server_unref(s);
+        if (hit) recompile(gw, sink->tenant, graph, version);
+    }
+    json_decref(all);
+    json_decref(changed);
 }
 
 /* List the servers of every installed graph of tenant again; returns the servers that
@@ -50,6 +125,7 @@ static int refresh_tenant(gg_gateway *gw, const char *tenant) {
         if (s) mcp_server_unref(s);
     }
     json_decref(all);
+    gw_catalog_sink_done(&sink, NULL); /* proxy graphs follow their servers' catalogs */
     return failed;
 }
 

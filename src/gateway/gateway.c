@@ -31,6 +31,11 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
     gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
     o.policy = mcp_policy_set_get(gw->policies, tenant);
+    gw_catalog_ctx cat = {gw, tenant}; /* proxy entries: the tenant's stored catalogs */
+    if (!o.catalog) {
+        o.catalog = gw_stored_catalog;
+        o.catalog_user = &cat;
+    }
     gg_graph_diags local = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_string(source, len, name, &o, diags ? diags : &local);
     if (!g) {

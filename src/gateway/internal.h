@@ -113,6 +113,9 @@ mcp_server *gw_registry_get(gw_registry *r, const char *tenant, const char *grap
 mcp_server *gw_registry_peek(gw_registry *r, const char *tenant, const char *graph, int *version);
 /* Install srv (reference taken, cached) as the active version of tenant/graph. */
 bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv);
+/* Install srv as tenant/graph's active version only while version is still the active one
+ * (a recompile must not undo an activation that happened meanwhile). */
+bool gw_registry_refresh(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv);
 /* The store sync: version is active (not compiled until used); mark tags this pass;
  * *was_hot (may be NULL): another version was compiled in the cache and was dropped. */
 bool gw_registry_declare(gw_registry *r, const char *tenant, const char *graph, int version, unsigned mark,
@@ -219,9 +222,21 @@ typedef struct gw_catalog_sink {
     gg_gateway *gw;
     const char *tenant;
     gg_graph_downstream check;
+    json_t *changed; /* servers whose stored catalog changed: name → true (or NULL) */
 } gw_catalog_sink;
 /* Fill the sink for tenant (borrowed) and return &sink->check for gg_graph_options. */
 const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gateway *gw, const char *tenant);
+/* After the listing: the installed, compiled graphs of the tenant (but skip, may be NULL)
+ * with a proxy entry on a server whose catalog changed are compiled again from their
+ * stored source with the new catalog and reinstalled as the same version, which sends
+ * their clients notifications/tools/list_changed. Frees what the sink holds. */
+void gw_catalog_sink_done(gw_catalog_sink *sink, const char *skip);
+/* gg_graph_options.catalog: the tenant's stored catalog of a server (user: a gw_catalog_ctx). */
+typedef struct gw_catalog_ctx {
+    gg_gateway *gw;
+    const char *tenant;
+} gw_catalog_ctx;
+json_t *gw_stored_catalog(void *user, const char *server);
 /* GET /admin/tenants/{t}/downstream, POST /admin/tenants/{t}/downstream/sync (graphs:write). */
 int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user);
 int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);

@@ -316,6 +316,23 @@ bool gw_registry_put(gw_registry *r, const char *tenant, const char *graph, int 
     return e != NULL;
 }
 
+/* See internal.h: as gw_registry_put, for an entry still at version. */
+bool gw_registry_refresh(gw_registry *r, const char *tenant, const char *graph, int version, mcp_server *srv) {
+    mcp_server *old = NULL;
+    pthread_rwlock_wrlock(&r->lock);
+    gentry *e = *find(r, tenant, graph);
+    bool ok = e && e->version == version;
+    if (ok) {
+        old = uncache(r, e);
+        e->loading = 0;
+        cache(r, e, srv);
+    }
+    pthread_rwlock_unlock(&r->lock);
+    mcp_server_unref(old);
+    if (ok) changed(r, tenant, graph, false);
+    return ok;
+}
+
 /* The store's sync (gateway.c): tenant/graph's active version is version, seen in pass
  * mark. A new graph or another version is not compiled here; the old version's server is
  * dropped (runs in flight keep it) and *was_hot tells whether it was compiled (the caller

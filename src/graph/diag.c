@@ -38,15 +38,38 @@ void gg_graph_diag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code
     d->count++;
 }
 
+static void diag_clear(gg_graph_diag *x) {
+    free(x->message);
+    free(x->file);
+    free(x->tool);
+    free(x->node);
+}
+
+/* Drop the diagnostics from index start on that repeat an earlier one's code and position:
+ * the hook nodes of a proxy entry are compiled once per proxied tool, reported once. */
+void gg_graph_diag_dedupe_from(gg_graph_diags *d, size_t start) {
+    size_t keep = start;
+    for (size_t i = start; d && i < d->count; i++) {
+        gg_graph_diag *x = &d->items[i];
+        bool dup = false;
+        for (size_t j = 0; j < keep && !dup; j++)
+            dup = d->items[j].line == x->line && d->items[j].column == x->column && !strcmp(d->items[j].code, x->code) &&
+                  !strcmp(d->items[j].file ? d->items[j].file : "", x->file ? x->file : "");
+        if (!dup) {
+            d->items[keep++] = *x;
+            continue;
+        }
+        if (x->severity == GG_DIAG_ERROR) d->errors--;
+        else d->warnings--;
+        diag_clear(x);
+    }
+    if (d) d->count = keep;
+}
+
 /* Release every diagnostic and reset the list. */
 void gg_graph_diags_free(gg_graph_diags *d) {
     if (!d) return;
-    for (size_t i = 0; i < d->count; i++) {
-        free(d->items[i].message);
-        free(d->items[i].file);
-        free(d->items[i].tool);
-        free(d->items[i].node);
-    }
+    for (size_t i = 0; i < d->count; i++) diag_clear(&d->items[i]);
     free(d->items);
     memset(d, 0, sizeof *d);
 }

@@ -794,6 +794,32 @@ static json_t *exit_output(const grun *r) {
     return falsy ? json_object() : json_incref(prev);
 }
 
+/* An exit with `error:` fails the run with its text or its expression's value (a string
+ * as is, anything else as JSON); an expression that fails reports that instead. */
+static void exit_error(grun *r, const gnode *n, json_t **input, gg_error *e) {
+    if (!n->expr) {
+        gg_error_set(e, "exit_error", "%s", n->error_text ? n->error_text : "error");
+        return;
+    }
+    update_time_limit(r);
+    json_t *ctx = context_get(r);
+    if (!ctx) return; /* out of memory, reported by the caller */
+    if (r->record_inputs) *input = json_incref(ctx);
+    gg_error ee = GG_ERROR_INIT;
+    json_t *v = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &ee);
+    if (gg_error_is_set(&ee)) {
+        set_eval_error(e, &ee, "JSONata", jsonata_source(n->expr));
+        gg_error_clear(&ee);
+    } else if (json_is_string(v)) {
+        gg_error_set(e, "exit_error", "%s", json_string_value(v));
+    } else {
+        char *txt = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        gg_error_set(e, "exit_error", "%s", txt ? txt : "error");
+        free(txt);
+    }
+    json_decref(v);
+}
+
 static const char *const type_name[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots", "ask"};
 
 static bool put(json_t *o, const char *key, json_t *v) { return json_object_set_new_nocheck(o, key, v) == 0; }
@@ -1004,7 +1030,10 @@ static bool run_advance(grun *r) {
             if (hooks && hooks->node_start) hooks->node_start(hooks->user, &ev);
             switch (n->type) {
             case GN_ENTRY: out = json_incref(r->args); break;
-            case GN_EXIT: out = exit_output(r); break;
+            case GN_EXIT:
+                if (n->fails) exit_error(r, n, &input, &e);
+                else out = exit_output(r);
+                break;
             case GN_TRANSFORM: {
                 update_time_limit(r);
                 json_t *ctx = context_get(r);

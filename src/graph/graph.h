@@ -76,6 +76,11 @@ typedef struct gg_graph_options {
     /* Check every mcp node against its downstream server's tool catalog (downstream.c);
      * NULL = no check (graphs loaded at start, `graph validate` without --downstream). */
     const struct gg_graph_downstream *downstream;
+    /* `proxy:` entries take their tools from the server's catalog: listed live when
+     * downstream is set, else (or when that fails) catalog(catalog_user, server) — a new
+     * reference to its stored tools array, or NULL. NULL fn: no stored catalogs. */
+    json_t *(*catalog)(void *user, const char *server);
+    void *catalog_user;
 } gg_graph_options;
 
 /* ---- downstream catalogs (downstream.c) ------------------------------------------------
@@ -102,6 +107,7 @@ int gg_graph_check_mode_parse(const char *s);
 json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES GG_YAML_MAX_ALIAS_NODES
+#define GG_GRAPH_MAX_TOOLS 500 /* listed tools per graph, proxied ones included */
 #define GG_GRAPH_NAME_MAX 63 /* a stored graph's name (the store's GG_NAME_MAX) */
 #define GG_GRAPH_EVAL_MEMORY (128L << 20)
 #define GG_GRAPH_RUN_MEMORY (256L << 20)
@@ -289,6 +295,8 @@ int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, doub
  * fn NULL stops them. */
 typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
 void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
+/* Whether a `proxy:` entry of g re-exports server's tools (its catalog shapes g's list). */
+bool gg_graph_proxies(const gg_graph *g, const char *server);
 /* The graph a provider made by gg_graph_provider_new serves (borrowed), else NULL. */
 gg_graph *gg_graph_provider_graph(mcp_provider *p);
 

@@ -58,6 +58,10 @@ typedef struct gnode {
     int default_next;          /* -1 = no default (error at run time if nothing matches) */
     /* elicit, sample (roots: no params): args holds the request's params; how long the client may take */
     int timeout_ms;
+    /* exit `error:` (a graphgate extension): the run fails with this text, or with the value
+     * of expr (then expr is the error message expression); lets a pre-hook stop a call */
+    bool fails;
+    char *error_text;
     /* ask: its requests, each an elicit/sample/roots node whose id is the request's key */
     struct gnode *subs;
     size_t nsubs;
@@ -118,6 +122,7 @@ struct gg_graph {
     gserver *servers;
     size_t nservers;
     json_t *tools_json;
+    json_t *proxied;           /* servers named by proxy entries (array of strings) or NULL */
     jsonata_env *env;          /* history functions */
     jsonlogic_var_resolver resolver;
     const mcp_client_policy *policy;
@@ -129,6 +134,28 @@ struct gg_graph {
 };
 
 void gg_graph_free_internal(gg_graph *g);
+/* MCP tool-name rules: 1-128 of A-Z a-z 0-9 _ - . (load.c). */
+bool gg_graph_tool_name_ok(const char *s);
+
+/* ---- proxy entries (proxy.c) ----------------------------------------------------------
+ * Each proxied tool is handed to the loader as a tool mapping (entry → pre… → downstream →
+ * post… → exit; borrowed, valid during the call) plus its listed definition (def, stolen)
+ * and the JSONata source of the downstream node's arguments (args, a scalar). at: where
+ * errors about the tool as a whole go (its name, `as`, or `tools: all`). */
+typedef struct gproxy_tool {
+    const ynode *map;
+    json_t *def;
+    const ynode *args;
+    const ynode *at;
+} gproxy_tool;
+typedef struct gproxy_sink {
+    void (*add)(void *user, const gproxy_tool *t);
+    void *user;
+} gproxy_sink;
+/* The graph's `proxy:` sequence (NULL: none); room = tools that may still be added;
+ * records each entry's server in g->proxied. */
+void gg_graph_proxy_load(gg_graph *g, const ynode *proxy, const char *file, const gg_graph_options *o, gg_graph_diags *d,
+                 size_t room, const gproxy_sink *sink);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
@@ -140,6 +167,9 @@ void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file,
 void gg_graph_diag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,
                int line, int col, const char *tool, const char *node, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
+
+/* Drop diagnostics from index start on that repeat an earlier one (code, file, position). */
+void gg_graph_diag_dedupe_from(gg_graph_diags *d, size_t start);
 
 /* History functions registered in the graph's JSONata environment (exec.c). */
 jsonata_env *gg_graph_history_env(gg_error *err);

@@ -15,7 +15,7 @@
 #define DEFAULT_MAX_EXECUTION_MS 300000L
 #define DEFAULT_MAX_SOURCE (4u << 20)
 #define MAX_ARGS_DEPTH 64
-#define MAX_TOOLS 500          /* per graph */
+#define MAX_TOOLS GG_GRAPH_MAX_TOOLS /* per graph */
 #define MAX_NODES 2000         /* per tool */
 
 typedef struct lctx {
@@ -581,7 +581,7 @@ static gserver *find_server(gg_graph *g, const char *name) {
 
 /* ---- tools and nodes ---------------------------------------------------------------------- */
 
-static bool valid_tool_name(const char *s) {
+bool gg_graph_tool_name_ok(const char *s) {
     size_t n = strlen(s);
     if (n == 0 || n > 128) return false;
     for (; *s; s++)
@@ -786,13 +786,27 @@ static void load_ask(lctx *c, gnode *n, const ynode *nm) {
     }
 }
 
+/* exit `error: TEXT` or `error: {expr: ...}`: reaching the exit fails the run with that
+ * message (the client gets an isError result), so a switch can stop a call. */
+static void load_exit_error(lctx *c, gnode *n, const ynode *er) {
+    if (!er) return;
+    n->fails = true;
+    if (gg_graph_yaml_is_expr_map(er)) {
+        n->expr = compile_expr(c, er->items[1], "exit error expression");
+    } else if (er->kind != YN_SCALAR) {
+        LERR(c, er, "invalid_type", "exit error must be a string or {expr: ...}");
+    } else if (want_text(c, er, "exit error")) {
+        n->error_text = strdup(er->str);
+    }
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     static const char *const keys[9][13] = {
         {"id", "type", "next", NULL},
         {"id", "type", "server", "tool", "args", "next", NULL},
         {"id", "type", "transform", "next", NULL},
         {"id", "type", "conditions", "next", NULL},
-        {"id", "type", NULL},
+        {"id", "type", "error", NULL},
         {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
          "includeContext", "metadata", "timeout", "next", NULL},
@@ -867,6 +881,8 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         }
     } else if (t == GN_SWITCH) {
         load_switch(c, n, nm, tb);
+    } else if (t == GN_EXIT) {
+        load_exit_error(c, n, gg_yaml_get(nm, "error"));
     }
     if (t == GN_ELICIT || t == GN_SAMPLE) load_client_node(c, n, nm, what);
     if (t == GN_ROOTS) load_timeout(c, n, nm);
@@ -931,7 +947,7 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     c->tool = name;
     c->node = NULL;
     check_keys(c, tm, keys, "a tool");
-    if (name && !valid_tool_name(name))
+    if (name && !gg_graph_tool_name_ok(name))
         LERR(c, gg_yaml_get(tm, "name"), "invalid_name",
              "tool name '%s' must be 1-128 characters of A-Z a-z 0-9 _ - . (MCP tool name rules)", name);
     const char *title = get_str(c, tm, "title", false, "a tool");
@@ -998,7 +1014,7 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
             if (n->type == GN_ENTRY) {
                 if (t->entry >= 0) LERR(c, nm, "multiple_entry", "more than one entry node (first is '%s')", t->nodes[t->entry].id);
                 else t->entry = (int)i;
-            } else if (n->type == GN_EXIT) {
+            } else if (n->type == GN_EXIT && !n->fails) { /* error exits may be many: each ends a run failing */
                 if (t->exit >= 0) LERR(c, nm, "multiple_exit", "more than one exit node (first is '%s')", t->nodes[t->exit].id);
                 else t->exit = (int)i;
             }
@@ -1410,9 +1426,83 @@ static void load_cache(lctx *c, const ynode *cache) {
     else c->g->cache_public = scope && !strcmp(scope, "public");
 }
 
+/* The ordinary tools: a non-empty sequence, or an empty / absent one beside `proxy:`. */
+static bool load_tools(lctx *c, const ynode *root, const ynode *tools, bool proxy) {
+    gg_graph *g = c->g;
+    if (!(g->tools_json = json_array())) return false;
+    if (!tools && !proxy) {
+        LERR(c, root, "missing_key", "the graph file needs 'tools' (or 'proxy')");
+        return false;
+    }
+    if (tools && (tools->kind != YN_SEQ || (tools->count == 0 && !proxy))) {
+        LERR(c, tools, "invalid_type", "tools must be a non-empty sequence");
+        return false;
+    }
+    if (tools && tools->count > MAX_TOOLS) {
+        LERR(c, tools, "too_large", "a graph has at most %d tools (this one has %zu)", MAX_TOOLS, tools->count);
+        return false;
+    }
+    if (!tools || !tools->count) return true;
+    if (!(g->tools = calloc(tools->count, sizeof *g->tools))) return false;
+    for (size_t i = 0; i < tools->count && !over_deadline(c); i++) {
+        const ynode *tm = tools->items[i];
+        gtool *t = &g->tools[g->ntools++];
+        t->entry = t->exit = -1;
+        c->tool = NULL;
+        c->node = NULL;
+        if (tm->kind != YN_MAP) {
+            LERR(c, tm, "invalid_type", "a tool must be a mapping");
+            t->name = strdup("");
+            continue;
+        }
+        load_tool(c, t, tm);
+        for (size_t j = 0; j < i; j++)
+            if (*t->name && !strcmp(g->tools[j].name, t->name))
+                LERR(c, tm, "duplicate_tool", "duplicate tool name '%s'", t->name);
+        if (t->def) json_array_append(g->tools_json, t->def);
+    }
+    return true;
+}
+
+/* A proxied tool (proxy.c): loaded as any tool from its synthesized mapping, then listed
+ * with the downstream's definition, its downstream node's arguments compiled from args. */
+static void add_proxy_tool(void *user, const gproxy_tool *pt) {
+    lctx *c = user;
+    gg_graph *g = c->g;
+    gtool *nt = realloc(g->tools, (g->ntools + 1) * sizeof *nt);
+    if (!nt) {
+        json_decref(pt->def);
+        return;
+    }
+    g->tools = nt;
+    gtool *t = &g->tools[g->ntools++];
+    memset(t, 0, sizeof *t);
+    size_t before = c->d ? c->d->count : 0;
+    load_tool(c, t, pt->map);
+    gg_graph_diag_dedupe_from(c->d, before); /* the entry's hook nodes again: reported for its first tool */
+    for (size_t j = 0; j + 1 < g->ntools; j++)
+        if (!strcmp(g->tools[j].name, t->name)) {
+            LERR(c, pt->at, "duplicate_tool", "duplicate tool name '%s' (a proxied tool's name must differ from every other tool's)",
+                 t->name);
+            break;
+        }
+    json_decref(t->def);
+    t->def = pt->def;
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (t->nodes[j].type == GN_MCP && !strcmp(t->nodes[j].id, "downstream") && (c->node = "downstream")) {
+            gargs_free(t->nodes[j].args);
+            if ((t->nodes[j].args = calloc(1, sizeof(gargs)))) {
+                t->nodes[j].args->kind = GA_EXPR;
+                t->nodes[j].args->expr = compile_expr(c, pt->args, "proxy arguments");
+            }
+        }
+    c->tool = c->node = NULL;
+    json_array_append(g->tools_json, t->def);
+}
+
 static void load_top(lctx *c, const ynode *root) {
     static const char *const keys[] = {"version", "server", "executionLimits", "mcpServers", "tools", "resources",
-                                       "resourceTemplates", "prompts", NULL};
+                                       "resourceTemplates", "prompts", "proxy", NULL};
     gg_graph *g = c->g;
     if (!root || root->kind != YN_MAP) {
         LERR(c, root, "invalid_type", "a graph file must be a mapping with server and tools");
@@ -1470,39 +1560,10 @@ static void load_top(lctx *c, const ynode *root) {
     if (c->opts && c->opts->cap_execution_ms > 0 && g->max_execution_ms > c->opts->cap_execution_ms)
         g->max_execution_ms = c->opts->cap_execution_ms;
     load_servers(c, gg_yaml_get(root, "mcpServers"));
-    const ynode *tools = gg_yaml_get(root, "tools");
-    if (!tools) {
-        LERR(c, root, "missing_key", "the graph file needs 'tools'");
-        return;
-    }
-    if (tools->kind != YN_SEQ || tools->count == 0) {
-        LERR(c, tools, "invalid_type", "tools must be a non-empty sequence");
-        return;
-    }
-    if (tools->count > MAX_TOOLS) {
-        LERR(c, tools, "too_large", "a graph has at most %d tools (this one has %zu)", MAX_TOOLS, tools->count);
-        return;
-    }
-    g->tools = calloc(tools->count, sizeof *g->tools);
-    g->tools_json = json_array();
-    if (!g->tools || !g->tools_json) return;
-    for (size_t i = 0; i < tools->count && !over_deadline(c); i++) {
-        const ynode *tm = tools->items[i];
-        gtool *t = &g->tools[g->ntools++];
-        t->entry = t->exit = -1;
-        c->tool = NULL;
-        c->node = NULL;
-        if (tm->kind != YN_MAP) {
-            LERR(c, tm, "invalid_type", "a tool must be a mapping");
-            t->name = strdup("");
-            continue;
-        }
-        load_tool(c, t, tm);
-        for (size_t j = 0; j < i; j++)
-            if (*t->name && !strcmp(g->tools[j].name, t->name))
-                LERR(c, tm, "duplicate_tool", "duplicate tool name '%s'", t->name);
-        if (t->def) json_array_append(g->tools_json, t->def);
-    }
+    const ynode *tools = gg_yaml_get(root, "tools"), *proxy = gg_yaml_get(root, "proxy");
+    if (!load_tools(c, root, tools, proxy != NULL)) return;
+    gproxy_sink sink = {add_proxy_tool, c};
+    gg_graph_proxy_load(g, proxy, c->file, c->opts, c->d, MAX_TOOLS - g->ntools, &sink);
     load_extras(c, root);
     c->tool = NULL;
     for (size_t i = 0; i < g->nservers; i++) { /* servers nobody calls are probably a typo */
@@ -1510,6 +1571,7 @@ static void load_top(lctx *c, const ynode *root) {
         for (size_t t = 0; t < g->ntools && !used; t++)
             for (size_t n = 0; n < g->tools[t].nnodes && !used; n++)
                 if (g->tools[t].nodes[n].server == &g->servers[i]) used = true;
+        used |= gg_graph_proxies(g, g->servers[i].name); /* even while its catalog is unknown */
         if (!used)
             gg_graph_diag_add(c->d, GG_DIAG_WARNING, "unused_server", c->file, g->servers[i].line, g->servers[i].column, NULL, NULL,
                       "mcpServers.%s is not used by any mcp node", g->servers[i].name);
@@ -1527,6 +1589,7 @@ void gg_graph_free_internal(gg_graph *g) {
             gnode *n = &t->nodes[j];
             free(n->id);
             free(n->tool);
+            free(n->error_text);
             gargs_free(n->args);
             jsonata_free(n->expr);
             for (size_t k = 0; k < n->ncond; k++) jsonlogic_free(n->conds[k].rule);
@@ -1573,6 +1636,7 @@ void gg_graph_free_internal(gg_graph *g) {
     pthread_mutex_destroy(&g->notify_mu);
     free(g->notify_tag);
     json_decref(g->tools_json);
+    json_decref(g->proxied);
     jsonata_env_free(g->env);
     free(g->name);
     free(g->title);

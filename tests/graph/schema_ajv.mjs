@@ -40,7 +40,7 @@ if (!fs.existsSync(shared)) {
 const examples = path.join(src, 'examples');
 const good = (skipped ? [] : sharedGood.map((f) => path.join(shared, f)))
   .concat(fs.readdirSync(examples).filter((f) => f.endsWith('.yaml')).map((f) => path.join(examples, f)))
-  .concat(['downstream.yaml', 'nested_switch.yaml', 'limits.yaml', 'history.yaml', 'results.yaml', 'live.yaml']
+  .concat(['downstream.yaml', 'nested_switch.yaml', 'limits.yaml', 'history.yaml', 'results.yaml', 'live.yaml', 'proxy.yaml']
     .map((f) => path.join(fixtures, f)))
   .concat([path.join(src, 'tests/fixtures/conformance/everything.yaml')]);
 for (const f of good) {

@@ -267,6 +267,119 @@ START_TEST(run_budget) {
 }
 END_TEST
 
+/* exit `error:`: a switch stops a call with a fixed or computed message (failed_node the
+ * exit's id); other inputs pass through the plain exit; bad `error` values are positioned. */
+static void expect_exit_error(gg_graph *g, const char *args, const char *node, const char *msg) {
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    char *got = run(g, "guarded", args, &r);
+    ck_assert_msg(got == NULL, "%s succeeded: %s", args, got);
+    ck_assert_str_eq(r.error.code, "exit_error");
+    ck_assert_str_eq(r.error.message, msg);
+    ck_assert_str_eq(r.failed_node, node);
+    gg_graph_result_clear(&r);
+}
+
+START_TEST(exit_error_stops_a_call) {
+    gg_graph *g = load(fixtures, "exit_error.yaml", NULL);
+    ck_assert_ptr_nonnull(g);
+    expect_exit_error(g, "{\"message\":\"block\"}", "blocked", "blocked by policy");
+    expect_exit_error(g, "{\"message\":\"why\"}", "explained", "refused: why");
+    expect_exit_error(g, "{\"message\":\"obj\"}", "as_json", "{\"refused\":\"obj\"}");
+    expect_run(g, "guarded", "{\"message\":\"hi\"}", "{\"message\":\"HI\"}");
+    gg_graph_unref(g);
+    static const char *const bad[] = {"error: 42", "error: [a]", "error: {expr: '1 +'}", "error: {expr: x, y: 1}"};
+    static const char *const code[] = {"invalid_type", "invalid_type", "jsonata", "invalid_type"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "server: {name: s, version: \"1\"}\ntools:\n  - name: t\n    nodes:\n"
+                 "      - {id: entry, type: entry, next: exit}\n      - {id: exit, type: exit, %s}\n",
+                 bad[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "e.yaml", NULL, &d));
+        bool found = false; /* the error on the exit's `error` value, wherever it is listed */
+        for (size_t k = 0; k < d.count; k++)
+            found |= !strcmp(d.items[k].code, code[i]) && d.items[k].line == 6 && d.items[k].column > 30;
+        ck_assert_msg(found, "%s: no %s error at 6:>30 among %zu diagnostics", bad[i], code[i], d.count);
+        gg_graph_diags_free(&d);
+    }
+}
+END_TEST
+
+/* proxy entries: offline (no catalog) `tools: all` adds nothing and a listed tool takes any
+ * object, each with a warning; with a stored catalog both are compiled with the catalog's
+ * definitions, the pre-hook stops a call before the downstream with the exit's text, and a
+ * stored graph whose listed tool left the catalog still loads (a warning). */
+static json_t *test_catalog(void *user, const char *server) {
+    (void)server;
+    return json_loads(user, 0, NULL);
+}
+
+static gg_graph *load_proxy(const char *catalog, size_t *warnings, const char *code) {
+    char p[PATH_MAX];
+    pathf(p, sizeof p, fixtures, "proxy.yaml");
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph_options o = {.catalog = catalog ? test_catalog : NULL, .catalog_user = (void *)catalog};
+    gg_graph *g = gg_graph_load_file(p, &o, &d);
+    *warnings = 0;
+    for (size_t i = 0; i < d.count; i++) *warnings += !strcmp(d.items[i].code, code) && d.items[i].line > 0;
+    gg_graph_diags_free(&d);
+    return g;
+}
+
+START_TEST(proxy_entries_compile) {
+    size_t w;
+    gg_graph *g = load_proxy(NULL, &w, "proxy_no_catalog");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 2);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 1); /* say, open; tools: all adds none */
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(gg_graph_tool(g, "say"), "inputSchema"), "type")), "object");
+    ck_assert(gg_graph_proxies(g, "down"));
+    gg_graph_unref(g);
+    const char *cat = "[{\"name\":\"echo\",\"description\":\"Echoes\",\"inputSchema\":{\"type\":\"object\","
+                      "\"properties\":{\"message\":{\"type\":\"string\"}}},\"outputSchema\":{\"type\":\"object\"}},"
+                      "{\"name\":\"add\",\"inputSchema\":{\"type\":\"object\"}},{\"name\":\"bad name\"}]";
+    g = load_proxy(cat, &w, "proxy_skipped_tool");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 1);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 3); /* say, d_echo, d_add */
+    json_t *say = gg_graph_tool(g, "say");
+    ck_assert_str_eq(json_string_value(json_object_get(say, "description")), "says it louder");
+    ck_assert(json_is_true(json_object_get(json_object_get(say, "annotations"), "readOnlyHint")));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(say, "inputSchema"), "properties"));
+    ck_assert_ptr_null(json_object_get(say, "outputSchema")); /* post may change the shape */
+    ck_assert_ptr_nonnull(json_object_get(gg_graph_tool(g, "d_echo"), "outputSchema"));
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    char *got = run(g, "say", "{\"message\":\"block\"}", &r);
+    ck_assert_msg(got == NULL, "blocked call succeeded: %s", got);
+    ck_assert_str_eq(r.error.code, "exit_error");
+    ck_assert_str_eq(r.error.message, "blocked by policy");
+    ck_assert_str_eq(r.failed_node, "deny");
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g);
+    g = load_proxy("[{\"name\":\"other\",\"inputSchema\":{\"type\":\"object\"}}]", &w, "downstream_unknown_tool");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(w, 1);
+    ck_assert_uint_eq(gg_graph_tool_count(g), 1); /* d_other only */
+    gg_graph_unref(g);
+    /* attack: 501 proxied names pass the 500-tool bound: one error at the 501st, no graph */
+    size_t cap = 256 + 501 * 8;
+    char *src = malloc(cap);
+    ck_assert_ptr_nonnull(src);
+    int n = snprintf(src, cap, "server: {name: s, version: \"1\"}\nmcpServers:\n  d: {type: streamableHttp, url: \"http://127.0.0.1:9/\"}\n"
+                               "proxy:\n  - server: d\n    tools: [");
+    for (int i = 0; i < 501; i++) n += snprintf(src + n, cap - (size_t)n, "%st%d", i ? "," : "", i);
+    n += snprintf(src + n, cap - (size_t)n, "]\n");
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, (size_t)n, "big.yaml", NULL, &d));
+    size_t big = 0;
+    for (size_t i = 0; i < d.count; i++) big += !strcmp(d.items[i].code, "too_large") && d.items[i].line == 6;
+    ck_assert_uint_eq(big, 1);
+    gg_graph_diags_free(&d);
+    free(src);
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -656,7 +769,7 @@ START_TEST(json_schema_accepts_examples) {
     gg_error e = GG_ERROR_INIT;
     mcp_schema *s = mcp_schema_compile(schema, &e);
     ck_assert_msg(s != NULL, "schema does not compile: %s", e.message);
-    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml"};
+    const char *own[] = {"downstream.yaml", "nested_switch.yaml", "limits.yaml", "history.yaml", "results.yaml", "proxy.yaml"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
         pathf(p, sizeof p, fixtures, own[i]);
         json_t *doc = yaml_file_json(p);
@@ -1543,6 +1656,8 @@ int main(void) {
     tcase_add_test(tc, execution_time_limit);
     tcase_add_test(tc, graph_server_outside_gateway);
     tcase_add_test(tc, run_budget);
+    tcase_add_test(tc, exit_error_stops_a_call);
+    tcase_add_test(tc, proxy_entries_compile);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, yaml_alias_bounds);
@@ -1553,42 +1668,48 @@ int main(void) {
     tcase_add_test(tc, provider_result_shapes);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
     suite_add_tcase(s, tc);
-    /* mcpGraph's own example graphs, unmodified (GG_SHARED/compat/mcpgraph) */
-    TCase *tm = tcase_create("mcpgraph_examples");
-    tcase_set_timeout(tm, 60);
-    tcase_add_test(tm, shared_switch_example);
-    tcase_add_test(tm, shared_loop_example);
-    tcase_add_test(tm, shared_minimal);
-    tcase_add_test(tm, shared_file_utils_validates);
-    tcase_add_test(tm, hooks_and_cancel_flag);
-    tcase_add_test(tm, provider_serves_graph);
-    tcase_add_test(tm, json_schema_accepts_shared_examples);
-    tcase_add_test(tm, loader_survives_mutations);
-    tcase_add_test(tm, provider_live_notifications);
-    tcase_add_test(tm, var_fast_path_matches_jsonata);
+    /* mcpGraph's own example graphs, unmodified (GG_SHARED/compat/mcpgraph). A TCase
+     * is created only when it runs: one never added to the suite is never freed, and every
+     * forked test would report it to LeakSanitizer */
     int skipped = skip_case(have_shared, 10, "mcpGraph's example graphs",
                             "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, README: where the conformance suites come from)");
-    if (have_shared) suite_add_tcase(s, tm);
+    if (have_shared) {
+        TCase *tm = tcase_create("mcpgraph_examples");
+        tcase_set_timeout(tm, 60);
+        tcase_add_test(tm, shared_switch_example);
+        tcase_add_test(tm, shared_loop_example);
+        tcase_add_test(tm, shared_minimal);
+        tcase_add_test(tm, shared_file_utils_validates);
+        tcase_add_test(tm, hooks_and_cancel_flag);
+        tcase_add_test(tm, provider_serves_graph);
+        tcase_add_test(tm, json_schema_accepts_shared_examples);
+        tcase_add_test(tm, loader_survives_mutations);
+        tcase_add_test(tm, provider_live_notifications);
+        tcase_add_test(tm, var_fast_path_matches_jsonata);
+        suite_add_tcase(s, tm);
+    }
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, execution_limit_caps);
     tcase_add_test(tv, loader_bounds);
     suite_add_tcase(s, tv);
-    TCase *td = tcase_create("downstream");
-    tcase_set_timeout(td, 60);
-    tcase_add_test(td, mcp_args_forms_and_results);
-    tcase_add_test(td, mcp_env_is_explicit);
-    tcase_add_test(td, run_yield_save_restore);
-    tcase_add_test(td, client_async_stdio);
-    tcase_add_test(td, client_async_http);
-    tcase_add_test(td, client_stdio_deaf_child);
-    tcase_add_test(td, mcp_crash_then_restart);
-    tcase_add_test(td, mcp_hang_times_out);
-    tcase_add_test(td, mcp_restart_backs_off);
-    tcase_add_test(td, mcp_cancel_mid_call);
-    tcase_add_test(td, mcp_concurrent_runs_share_one_child);
-    tcase_add_test(td, mcp_call_bounded_by_time_limit);
-    tcase_add_test(td, policy_resolves_commands_on_path);
     skipped += skip_case(have_node, 13, "downstream-server tests", "no node (run tests/npm-deps.sh)");
-    if (have_node) suite_add_tcase(s, td);
+    if (have_node) { /* created only when it runs, as tm */
+        TCase *td = tcase_create("downstream");
+        tcase_set_timeout(td, 60);
+        tcase_add_test(td, mcp_args_forms_and_results);
+        tcase_add_test(td, mcp_env_is_explicit);
+        tcase_add_test(td, run_yield_save_restore);
+        tcase_add_test(td, client_async_stdio);
+        tcase_add_test(td, client_async_http);
+        tcase_add_test(td, client_stdio_deaf_child);
+        tcase_add_test(td, mcp_crash_then_restart);
+        tcase_add_test(td, mcp_hang_times_out);
+        tcase_add_test(td, mcp_restart_backs_off);
+        tcase_add_test(td, mcp_cancel_mid_call);
+        tcase_add_test(td, mcp_concurrent_runs_share_one_child);
+        tcase_add_test(td, mcp_call_bounded_by_time_limit);
+        tcase_add_test(td, policy_resolves_commands_on_path);
+        suite_add_tcase(s, td);
+    }
     return gg_check_run_skipped(s, skipped);
 }
