@@ -54,6 +54,21 @@ tools:
       - {id: "audit", type: "mcp", async: true, server: "stuck", tool: "trigger-long-running-operation", args: {duration: 60, steps: 1}, next: "exit"}
       - {id: "exit", type: "exit"}
 YAML
+# a graph-to-graph branch: an async node on a type: graph server
+cat >"$GG_TMP/caller.yaml" <<'YAML'
+version: "1.0"
+server: {name: "caller", version: "1.0.0"}
+mcpServers:
+  sub: {type: "graph", graph: "audit"}
+tools:
+  - name: "go"
+    description: "has audit's plain echo g2g in the background"
+    inputSchema: {type: "object"}
+    nodes:
+      - {id: "entry", type: "entry", next: "audit"}
+      - {id: "audit", type: "mcp", async: true, server: "sub", tool: "plain", args: {x: "g2g"}, next: "exit"}
+      - {id: "exit", type: "exit"}
+YAML
 cat >"$GG_TMP/bad.yaml" <<'YAML'
 version: "1.0"
 server: {name: "bad", version: "1.0.0"}
@@ -80,19 +95,23 @@ GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 GRAPHGATE_TENANTS_MAX_ASYNC_BRANCHES=3 gg_
 t "setup: tenants and keys" gw_cli_clean
 t "the graph with async audit nodes is accepted" eq "$(gw_put_graph "$ADMIN" acme audit "$GG_TMP/audit.yaml")" 201
 t "beta's copy is accepted" eq "$(gw_put_graph "$BETA" beta audit "$GG_TMP/audit.yaml")" 201
+t "a graph with an async graph-to-graph node is accepted" eq "$(gw_put_graph "$ADMIN" acme caller "$GG_TMP/caller.yaml")" 201
 t "async on a transform node → 422 async_not_allowed at its line" \
   eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml") $(jget "$GG_TMP/put.json" '[(e["code"], e["line"]) for e in d["errors"]]')" \
   "422 [('async_not_allowed', 11)]"
 
+gg_curl "$GG_TMP/g2g.json" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/caller/tools/go/call" >/dev/null
+t "the graph-to-graph branch started" eq "$(jget "$GG_TMP/g2g.json" 'd["started"]')" True
 "$NODE" "$GG_SRCDIR/tests/gateway/async_nodes.mjs" "$GG_PUB/mcp/acme/audit" "$KEY" >"$GG_TMP/sdk.out" 2>&1
 gw_fold "$GG_TMP/sdk.out" $?
 
-# history: 10 calls (a warm-up plain + 3 of each) and 6 branches, all final once the hanging
-# downstream's 2000 ms timeout has fired
+
+# history: 11 calls (a warm-up plain, 3 of each, caller's go) and 7 branches (and the callee
+# of the graph-to-graph one), all final once the hanging downstream's 2000 ms timeout fired
 ex() { gg_curl "$GG_TMP/ex.json" -H "Authorization: Bearer $1" "$GG_PUB/admin/tenants/$2/executions?limit=200" >/dev/null; }
 for _ in $(seq 1 150); do
   ex "$ADMIN" acme
-  [ "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] != "running")')" = 16 ] && break
+  [ "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] != "running")')" = 20 ] && break
   sleep 0.1
 done
 branch() { # TOOL CALLER → "count [statuses] [error codes]" of branch rows under CALLER runs
@@ -108,6 +127,11 @@ t "the failing audit: 3 rows 'bad.no-such-tool' under the 'fail' runs, failed" \
   eval '[[ "$(branch bad.no-such-tool fail)" =~ ^"3 ['"'"'failed'"'"'] " ]]'
 t "the hanging audit: 3 rows 'slow.trigger-long-running-operation' under the 'hang' runs, failed by timeout" \
   eq "$(branch slow.trigger-long-running-operation hang)" "3 ['failed'] ['timeout']"
+t "the graph-to-graph branch: a row 'sub.plain' under caller's run, succeeded" \
+  eq "$(branch sub.plain go)" "1 ['succeeded'] ['']"
+t "... and the callee's run (audit's plain) recorded under the branch" eq "$(jget "$GG_TMP/ex.json" '
+[e["graph"] + "/" + e["tool"] + " " + e["status"] for e in d["executions"]
+ if any(o["id"] == e["parent_id"] and o["tool"] == "sub.plain" for o in d["executions"])]')" "['audit/plain succeeded']"
 t "the calls themselves all succeeded" \
   eq "$(jget "$GG_TMP/ex.json" 'sorted({e["status"] for e in d["executions"] if e["parent_id"] is None})')" "['succeeded']"
 id=$(jget "$GG_TMP/ex.json" '[e["id"] for e in d["executions"] if e["tool"] == "hang"][0]')
