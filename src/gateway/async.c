@@ -247,10 +247,17 @@ void gw_async_free(gw_async *a) {
     free(a);
 }
 
-void gw_async_stats(gw_async *a, int *outstanding, unsigned long long *started, unsigned long long *skipped) {
+void gw_async_metrics(gw_async *a, gg_strbuf *out) {
     pthread_mutex_lock(&a->mu);
-    *outstanding = a->total;
-    *started = a->started;
-    *skipped = a->skipped;
+    int total = a->total;
+    unsigned long long started = a->started, skipped = a->skipped;
     pthread_mutex_unlock(&a->mu);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_async_branches_outstanding fire-and-forget branches (async: true nodes) started and not ended\n"
+                     "# TYPE graphgate_async_branches_outstanding gauge\ngraphgate_async_branches_outstanding %d\n"
+                     "# HELP graphgate_async_branches_total fire-and-forget branches: started, or skipped (a bound reached, shutting down)\n"
+                     "# TYPE graphgate_async_branches_total counter\n"
+                     "graphgate_async_branches_total{event=\"started\"} %llu\n"
+                     "graphgate_async_branches_total{event=\"skipped\"} %llu\n",
+                     total, started, skipped);
 }

@@ -368,6 +368,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_mcp_sessions_refused_total initialize refused by the per-tenant bound (tenants.max_sessions)\n"
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
+    gw_async_metrics(gw->async, out);
     gg_tel_metrics(out);
 }
 

@@ -353,7 +353,8 @@ const gg_graph_async_hooks *gw_async_hooks(gw_async *a);
 /* No new branches; wait up to wait_ms, then cancel the rest and wait for their rows. */
 void gw_async_drain(gw_async *a, double wait_ms);
 void gw_async_free(gw_async *a);
-void gw_async_stats(gw_async *a, int *outstanding, unsigned long long *started, unsigned long long *skipped);
+/* graphgate_async_branches_outstanding and graphgate_async_branches_total{event} for /metrics. */
+void gw_async_metrics(gw_async *a, gg_strbuf *out);
 
 /* ---- MCP 2026-07-28 tasks (tasks.c) ---------------------------------------------------- */
 /* Where a task runs: the endpoint's tenant, graph, active version and server; ep is

@@ -147,6 +147,8 @@ t "three outstanding branches start" eq "$started" "TrueTrueTrue"
 t "a fourth is skipped, the call succeeds and its output says why" \
   eq "$(probe acme '(d["started"], d["skipped"])')" "(False, 'too many outstanding async branches for this tenant (3)')"
 t "another tenant's branch still starts" eq "$(probe beta 'd["started"]')" True
+gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
+t "/metrics: 4 outstanding, 1 skipped" eq "$(grep -E '^graphgate_async_branches_(outstanding|total\{event="skipped"\})' "$GG_TMP/metrics.txt" | awk '{print $2}' | tr '\n' ' ')" "4 1 "
 
 # a stop with 4 branches outstanding (60 s operations): waits 5 s, then records them interrupted
 t "server stops cleanly with branches outstanding" gw_stop_clean
