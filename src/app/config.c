@@ -69,6 +69,8 @@ static const key_def keys[] = {
     {"tenants.max_waiting", T_INT, F(tenant_max_waiting), 0, 1000000, false},
     {"tenants.max_tasks", T_INT, F(tenant_max_tasks), 0, 1000000, false},
     {"max_waiting_runs", T_INT, F(max_waiting_runs), 0, 10000000, false},
+    {"tenants.max_async_branches", T_INT, F(tenant_max_async_branches), 0, 1000000, false},
+    {"max_async_branches", T_INT, F(max_async_branches), 0, 10000000, false},
     {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
     {"tenants.max_resumable_streams", T_INT, F(tenant_max_resumable_streams), 0, 1000000, false},
     {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
@@ -180,6 +182,8 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->tenant_max_waiting = 64;
     c->tenant_max_tasks = 100;
     c->max_waiting_runs = 4096;
+    c->tenant_max_async_branches = 64;
+    c->max_async_branches = 1024;
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;

@@ -60,6 +60,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     }
     gg_graph_provider_set_history_sink(p, history_into_call, NULL);
     gg_graph_provider_set_graph_call(p, gw_graph_call, gw);
+    if (gw->async) gg_graph_provider_set_async(p, gw_async_hooks(gw->async), graph);
     mcp_server *s = mcp_server_new(p, NULL, err);
     mcp_provider_unref(p);
     return s;
@@ -168,13 +169,7 @@ static void *watcher(void *arg) {
     unsigned tick = 0;
     pthread_mutex_lock(&gw->watch_mu);
     while (!gw->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = gg_wall_timespec_in_ms(50);
         pthread_cond_timedwait(&gw->watch_cv, &gw->watch_mu, &ts);
         if (gw->stopping) break;
         pthread_mutex_unlock(&gw->watch_mu);
@@ -386,6 +381,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_mcp_sessions_refused_total initialize refused by the per-tenant bound (tenants.max_sessions)\n"
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
+    gw_async_metrics(gw->async, out);
     gg_tel_metrics(out);
 }
 
@@ -438,6 +434,8 @@ static void gateway_free(gg_gateway *gw) {
     gg_store_watch_free(gw->watch);
     if (gw->pool) {
         gw_cancel_running(gw);
+        /* branches finish on the pool: before it stops (no call runs now to start one) */
+        gw_async_drain(gw->async, GW_ASYNC_DRAIN_MS);
         gw_pool_stop(gw->pool);
     }
     if (gw->registry) gw_registry_set_hook(gw->registry, NULL, NULL);
@@ -467,6 +465,7 @@ static void gateway_free(gg_gateway *gw) {
     pthread_mutex_destroy(&gw->sync_mu);
     pthread_mutex_destroy(&gw->watch_mu);
     pthread_cond_destroy(&gw->watch_cv);
+    gw_async_free(gw->async); /* after every provider that points at its hooks */
     free(gw);
 }
 
@@ -565,6 +564,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!(gw->pool = gw_pool_new(workers, cfg->queue_size > 0 ? cfg->queue_size : 1024, tenant_running,
                                  cfg->tenant_max_queued)))
         goto oom;
+    if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
     gw->tenant_max_waiting = cfg->tenant_max_waiting;
     gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new(cfg->graphs_cache_size > 0 ? (size_t)cfg->graphs_cache_size : 0,

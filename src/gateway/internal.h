@@ -203,6 +203,7 @@ struct gg_gateway {
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
     struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
+    struct gw_async *async;         /* fire-and-forget branches (async.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
@@ -400,6 +401,20 @@ void gw_graph_call(void *user, const mcp_call_ctx *caller, const char *graph, co
 bool gw_graph_calls_acyclic(gg_gateway *gw, const char *tenant, const char *graph, const gg_graph *g, gg_error *err);
 /* The tool's value of a CallToolResult into the record (mcp_http.c). */
 void gw_record_result(gg_exec_record *r, json_t *res);
+
+/* ---- fire-and-forget branches (async.c) -------------------------------------------------
+ * The gg_graph_async_hooks of every graph provider the gateway builds: per-tenant and total
+ * bounds on outstanding branches (0 = no cap), one execution row per branch (parent_id =
+ * the caller's), shutdown that waits, then cancels and records what is left as interrupted. */
+typedef struct gw_async gw_async;
+#define GW_ASYNC_DRAIN_MS 5000.0
+gw_async *gw_async_new(gg_gateway *gw, int tenant_max, int max);
+const gg_graph_async_hooks *gw_async_hooks(gw_async *a);
+/* No new branches; wait up to wait_ms, then cancel the rest and wait for their rows. */
+void gw_async_drain(gw_async *a, double wait_ms);
+void gw_async_free(gw_async *a);
+/* graphgate_async_branches_outstanding and graphgate_async_branches_total{event} for /metrics. */
+void gw_async_metrics(gw_async *a, gg_strbuf *out);
 
 /* ---- MCP 2026-07-28 tasks (tasks.c) ---------------------------------------------------- */
 /* Where a task runs: the endpoint's tenant, graph, active version and server; ep is

@@ -622,6 +622,18 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     return true;
 }
 
+/* `async: true`: the branch starts (async.c) and its start is the node's output; the run
+ * goes on without waiting for it. */
+static json_t *exec_async(grun *r, const gnode *n, json_t **input, gg_error *err) {
+    update_time_limit(r);
+    json_t *args = n->args ? eval_args(r, n->args, err) : json_object();
+    if (gg_error_is_set(err)) return NULL;
+    if (!args) args = json_object();
+    if (!args) return NULL; /* out of memory, reported by node_done */
+    *input = args;
+    return gg_graph_async_start(r->g, n, args, r->opts);
+}
+
 /* The downstream answer of a waiting mcp node (any thread). */
 static void mcp_answered(void *user, json_t *result, gg_error *err) {
     grun *r = user;
@@ -1052,6 +1064,11 @@ static bool run_advance(grun *r) {
                 break;
             }
             case GN_MCP:
+                if (n->async) {
+                    out = exec_async(r, n, &input, &e);
+                    break;
+                }
+                /* fall through */
             case GN_ELICIT:
             case GN_SAMPLE:
             case GN_ROOTS:

@@ -208,6 +208,9 @@ typedef struct gg_graph_run_options {
     gg_graph_call_fn graph_call;
     void *graph_call_user;
     const mcp_call_ctx *caller;
+    /* mcp nodes with `async: true` (fire-and-forget branches) ask these; NULL: such a node
+     * is skipped ({started: false, skipped}). Set by gg_graph_provider_set_async. */
+    const struct gg_graph_async_hooks *async;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
@@ -282,6 +285,27 @@ typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call
 void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
 /* Optional: how the provider's runs call other graphs (gg_graph_run_options.graph_call). */
 void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user);
+/* Fire-and-forget branches (async.c): an mcp node with `async: true` starts its call when
+ * reached — through the same client (policy, per-call timeout) or graph-call path as any
+ * mcp node — records {started: true, branch: "<id>"} as its output and the run goes on at
+ * once; the run never waits for the branch and the branch's outcome never reaches it.
+ * begin (on the run's thread) admits a branch: NULL and a reason in why (the node's output
+ * is then {started: false, skipped: why}, and the run goes on) or a handle, with in *ctx a
+ * call context owned by the handle until end: its cancelled flag stops the branch, resume
+ * (required) is where the branch's end runs (a worker, not the client's thread), exec_id
+ * names the branch (a graph target records its run under it). end runs once per admitted
+ * branch with the outcome (result borrowed; NULL with err) and releases the handle. label is
+ * what set_async gave (the graph's name, for the branch's record). */
+typedef struct gg_graph_async_hooks {
+    void *(*begin)(void *user, const char *label, const mcp_call_ctx *caller, const char *server, const char *tool,
+                   json_t *arguments, const mcp_call_ctx **ctx, char *why, size_t why_n);
+    void (*end)(void *user, void *branch, json_t *result, const gg_error *err);
+    void *user;
+    const char *label; /* set by gg_graph_provider_set_async */
+} gg_graph_async_hooks;
+/* hooks must outlive every branch of the provider's runs; label is copied. */
+void gg_graph_provider_set_async(mcp_provider *p, const gg_graph_async_hooks *hooks, const char *label);
+
 /* Graphs g's `type: graph` servers name (each once, in definition order; borrowed strings in
  * a new array), for the gateway's cycle check at upload. */
 json_t *gg_graph_call_targets(const gg_graph *g);

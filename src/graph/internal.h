@@ -65,6 +65,8 @@ typedef struct gnode {
     /* ask: its requests, each an elicit/sample/roots node whose id is the request's key */
     struct gnode *subs;
     size_t nsubs;
+    /* mcp: `async: true`, a fire-and-forget branch (async.c) */
+    bool async;
 } gnode;
 
 typedef struct gtool {
@@ -162,6 +164,10 @@ mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, 
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params);
 /* The downstream check of a loaded graph (downstream.c); root is its YAML document. */
 void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
+
+/* Start n's call as a fire-and-forget branch with args (borrowed) for a run of g with
+ * options o (async.c, graph.h): the node's output (new reference), never an error. */
+json_t *gg_graph_async_start(gg_graph *g, const gnode *n, json_t *args, const gg_graph_run_options *o);
 
 /* Diagnostics helper (diag.c). */
 void gg_graph_diag_add(gg_graph_diags *d, gg_diag_severity sev, const char *code, const char *file,

@@ -800,18 +800,35 @@ static void load_exit_error(lctx *c, gnode *n, const ynode *er) {
     }
 }
 
+/* `async: true|false`: only on mcp nodes (a fire-and-forget branch, async.c). */
+static void load_async(lctx *c, gnode *n, const ynode *nm, const char *what) {
+    const ynode *a = gg_yaml_get(nm, "async");
+    if (!a) return;
+    if (n->type != GN_MCP) {
+        LERR(c, a, "async_not_allowed", "'async' is allowed only on mcp nodes, not on %s", what);
+        return;
+    }
+    gg_error e = GG_ERROR_INIT;
+    json_t *v = a->kind == YN_SCALAR && a->plain ? gg_yaml_plain_scalar(a->str, a->len, &e) : NULL;
+    gg_error_clear(&e);
+    if (!json_is_boolean(v)) LERR(c, a, "invalid_type", "async must be true or false");
+    else n->async = json_is_true(v);
+    json_decref(v);
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
-    static const char *const keys[9][13] = {
-        {"id", "type", "next", NULL},
-        {"id", "type", "server", "tool", "args", "next", NULL},
-        {"id", "type", "transform", "next", NULL},
-        {"id", "type", "conditions", "next", NULL},
-        {"id", "type", "error", NULL},
-        {"id", "type", "message", "requestedSchema", "timeout", "next", NULL},
+    /* "async" is in every list so that a non-mcp node gets its own message below */
+    static const char *const keys[9][14] = {
+        {"id", "type", "next", "async", NULL},
+        {"id", "type", "server", "tool", "args", "next", "async", NULL},
+        {"id", "type", "transform", "next", "async", NULL},
+        {"id", "type", "conditions", "next", "async", NULL},
+        {"id", "type", "error", "async", NULL},
+        {"id", "type", "message", "requestedSchema", "timeout", "next", "async", NULL},
         {"id", "type", "messages", "systemPrompt", "maxTokens", "modelPreferences", "stopSequences", "temperature",
-         "includeContext", "metadata", "timeout", "next", NULL},
-        {"id", "type", "timeout", "next", NULL},
-        {"id", "type", "requests", "next", NULL},
+         "includeContext", "metadata", "timeout", "next", "async", NULL},
+        {"id", "type", "timeout", "next", "async", NULL},
+        {"id", "type", "requests", "next", "async", NULL},
     };
     n->next = n->default_next = -1;
     const char *id = get_str(c, nm, "id", true, "a node");
@@ -836,6 +853,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     char what[64];
     snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP || t == GN_ELICIT ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
+    load_async(c, n, nm, what);
     const ynode *next = gg_yaml_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
         if (!next) LERR(c, nm, "missing_key", "%s needs 'next'", what);

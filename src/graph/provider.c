@@ -16,6 +16,7 @@ typedef struct gprov {
     void *history_user;
     gg_graph_call_fn graph_call;
     void *graph_call_user;
+    gg_graph_async_hooks async; /* begin NULL = none; label owned */
 } gprov;
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
@@ -275,6 +276,7 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
     ro.graph_call = gp->graph_call;
     ro.graph_call_user = gp->graph_call_user;
     ro.caller = ctx;
+    ro.async = gp->async.begin ? &gp->async : NULL;
     return ro;
 }
 
@@ -507,6 +509,7 @@ static json_t *p_complete(mcp_provider *p, const char *ref_type, const char *ref
 static void p_destroy(mcp_provider *p) {
     gprov *gp = p->impl;
     gg_graph_unref(gp->g);
+    free((char *)gp->async.label);
     free(gp);
     free(p);
 }
@@ -552,6 +555,13 @@ void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void
     gprov *gp = p->impl;
     gp->graph_call = fn;
     gp->graph_call_user = user;
+}
+
+void gg_graph_provider_set_async(mcp_provider *p, const gg_graph_async_hooks *hooks, const char *label) {
+    gprov *gp = p->impl;
+    free((char *)gp->async.label);
+    gp->async = *hooks;
+    gp->async.label = strdup(label ? label : "");
 }
 
 gg_graph *gg_graph_provider_graph(mcp_provider *p) {

@@ -88,6 +88,18 @@ double gg_now_ms(void) {
     return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
 }
 
+struct timespec gg_wall_timespec_in_ms(long ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 long long gg_wall_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdbool.h>
+#include <time.h>
 
 /* Error codes are short stable strings ("not_found", "T2001", "invalid_config") so
  * every layer can map them once, at the edge, to an HTTP status or JSON-RPC code. */
@@ -146,5 +147,7 @@ bool gg_log_enabled(gg_log_level level);
 /* Monotonic and wall clocks in milliseconds / microseconds. */
 double gg_now_ms(void);
 long long gg_wall_ms(void);
+/* CLOCK_REALTIME ms from now, for pthread_cond_timedwait on a default condition variable. */
+struct timespec gg_wall_timespec_in_ms(long ms);
 
 #endif

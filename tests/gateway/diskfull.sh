@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# diskfull.sh — the execution history on a small tmpfs the test mounts itself (skipped,
+# diskfull.sh — the execution history on a small tmpfs the test mounts itself (16 MiB: the
+# database, its WAL and the history journal's 2 MiB segment need room to recover in; skipped,
 # exit 77, where mounting is not allowed): under steady load the disk fills up; while the
 # history cannot be written, calls are refused (503, JSON-RPC error), /ready is 503 and
 # /metrics shows the writer failing with records pending; when space is freed the
@@ -11,7 +12,7 @@
 . "$GG_SRCDIR/tests/gateway/lib_durable.sh"
 MNT="$GG_TMP/mnt"
 mkdir -p "$MNT"
-if ! mount -t tmpfs -o size=8m tmpfs "$MNT" 2>"$GG_TMP/mount.err"; then
+if ! mount -t tmpfs -o size=16m tmpfs "$MNT" 2>"$GG_TMP/mount.err"; then
   echo "SKIP: cannot mount a tmpfs here ($(head -1 "$GG_TMP/mount.err"))"
   exit 77
 fi

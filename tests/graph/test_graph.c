@@ -220,6 +220,42 @@ START_TEST(graph_server_outside_gateway) {
 }
 END_TEST
 
+/* async: true loads on mcp nodes only (a non-boolean or another node type is a positioned
+ * error); outside the gateway (no async hooks) the node is skipped with the reason and the
+ * run goes on to its exit. */
+START_TEST(async_nodes_outside_gateway) {
+    static const char head[] =
+        "server: {name: g, version: '1'}\n"
+        "mcpServers:\n  s: {type: streamableHttp, url: 'http://127.0.0.1:9/mcp'}\n"
+        "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+        "      - {id: entry, type: entry, next: c}\n";
+    static const char *const nodes[] = {
+        "      - {id: c, type: mcp, async: true, server: s, tool: audit, next: exit}\n",
+        "      - {id: c, type: mcp, async: 'true', server: s, tool: audit, next: exit}\n",
+        "      - {id: c, type: transform, async: true, transform: {expr: '1'}, next: exit}\n",
+    };
+    static const char *const codes[] = {NULL, "invalid_type", "async_not_allowed"};
+    for (int i = 0; i < 3; i++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s%s      - {id: exit, type: exit}\n", head, nodes[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_string(src, strlen(src), "g.yaml", NULL, &d);
+        if (codes[i]) {
+            ck_assert_ptr_null(g);
+            ck_assert_int_eq(d.errors, 1);
+            ck_assert_str_eq(d.items[0].code, codes[i]);
+            ck_assert_int_eq(d.items[0].line, 10);
+            gg_graph_diags_free(&d);
+            continue;
+        }
+        ck_assert_ptr_nonnull(g);
+        gg_graph_diags_free(&d);
+        expect_run(g, "t", "{}", "{\"started\": false, \"skipped\": \"fire-and-forget branches run only in the gateway\"}");
+        gg_graph_unref(g);
+    }
+}
+END_TEST
+
 START_TEST(execution_time_limit) {
     gg_graph *g = load(fixtures, "time_limit.yaml", NULL);
     ck_assert_ptr_nonnull(g);
@@ -1655,6 +1691,7 @@ int main(void) {
     tcase_add_test(tc, node_execution_limit);
     tcase_add_test(tc, execution_time_limit);
     tcase_add_test(tc, graph_server_outside_gateway);
+    tcase_add_test(tc, async_nodes_outside_gateway);
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, exit_error_stops_a_call);
     tcase_add_test(tc, proxy_entries_compile);
