@@ -665,9 +665,10 @@ static json_t *take_reply(grun *r, gg_error *err) {
 }
 
 /* The node's output from the answer (the reply is consumed). */
-static json_t *exec_mcp_finish(grun *r, gg_error *err) {
+static json_t *exec_mcp_finish(grun *r, const gnode *n, gg_error *err) {
     json_t *res = take_reply(r, err);
     if (!res) return NULL;
+    if (n->raw_result) return res;
     json_t *out = tool_result_output(res, err);
     json_decref(res);
     return out;
@@ -1029,7 +1030,7 @@ static bool run_advance(grun *r) {
                 if (k == 0) return false;
                 out = ask_result(r, k, &input);
             } else {
-                out = n->type == GN_MCP ? exec_mcp_finish(r, &e) : exec_client_finish(r, &e);
+                out = n->type == GN_MCP ? exec_mcp_finish(r, n, &e) : exec_client_finish(r, &e);
             }
         } else {
             /* one clock read at the start of a node and one at its end: limits, expression

@@ -67,6 +67,9 @@ typedef struct gnode {
     size_t nsubs;
     /* mcp: `async: true`, a fire-and-forget branch (async.c) */
     bool async;
+    /* mcp: the output is the downstream's CallToolResult as it came (a proxied tool without
+     * post hooks passes every content block, structuredContent and isError through) */
+    bool raw_result;
 } gnode;
 
 typedef struct gtool {
@@ -149,6 +152,7 @@ typedef struct gproxy_tool {
     json_t *def;
     const ynode *args;
     const ynode *at;
+    bool raw;          /* no post hooks: the downstream's result passes through unchanged */
 } gproxy_tool;
 typedef struct gproxy_sink {
     void (*add)(void *user, const gproxy_tool *t);

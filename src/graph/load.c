@@ -1513,7 +1513,9 @@ static void add_proxy_tool(void *user, const gproxy_tool *pt) {
                 t->nodes[j].args->kind = GA_EXPR;
                 t->nodes[j].args->expr = compile_expr(c, pt->args, "proxy arguments");
             }
+            t->nodes[j].raw_result = pt->raw;
         }
+    if (pt->raw) t->content_result = true; /* the exit's output is that CallToolResult */
     c->tool = c->node = NULL;
     json_array_append(g->tools_json, t->def);
 }

@@ -270,7 +270,7 @@ static void add_tool(pctx *c, const pentry *pe, const char *orig, const char *na
               yput(p, tm, "inputSchema", schema) && yput(p, tm, "nodes", seq);
     json_t *def = ok ? tool_def(c, cat, name, item, pe->post && pe->post->count) : NULL;
     if (!def) return; /* out of memory or an error already reported */
-    c->sink->add(c->sink->user, &(gproxy_tool){tm, def, pe->args, at});
+    c->sink->add(c->sink->user, &(gproxy_tool){tm, def, pe->args, at, !(pe->post && pe->post->count)});
 }
 
 /* `tools: all`: every catalog tool under prefix+name. */

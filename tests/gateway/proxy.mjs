@@ -40,6 +40,14 @@ async function all(client) {
     JSON.stringify(tools.map((t) => t.name).sort()) === JSON.stringify(want), tools.map((t) => t.name));
   const r = await client.callTool({ name: 'ev_echo', arguments: { message: 'all' } });
   check('a tool of tools: all calls the downstream', text(r) === 'Echo: all', r);
+  if (want.includes('ev_get-tiny-image')) {
+    // no post hook: the downstream's result passes through unchanged, every block of it
+    const img = await client.callTool({ name: 'ev_get-tiny-image', arguments: {} });
+    const types = (img.content || []).map((b) => b.type);
+    check(`without post hooks the downstream's content passes through unchanged (${types.join(', ')})`,
+      !img.isError && types.includes('image') && img.content.find((b) => b.type === 'image').data.length > 100 &&
+      img.content.find((b) => b.type === 'image').mimeType === 'image/png', img);
+  }
 }
 
 async function dyn(client, changes) {
