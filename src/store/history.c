@@ -705,10 +705,10 @@ typedef struct jfixed {
     uint32_t len[8];                 /* UINT32_MAX = NULL */
 } jfixed;
 
-static const char **row_strings(hist_row *w, const char *out[8]) {
-    const char *s[8] = {w->tenant, w->graph, w->tool, w->key_id, w->error, w->arguments, w->result, w->nodes};
-    memcpy(out, s, sizeof s);
-    return out;
+/* The row's i-th string in the journal's order (encoder and decoder share it). */
+static const char **row_text(hist_row *w, int i) {
+    const char **f[8] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error, &w->arguments, &w->result, &w->nodes};
+    return f[i];
 }
 
 /* Append it's row to the journal (caller holds h->lock: entries go in queue order). */
@@ -724,13 +724,12 @@ static unsigned long long journal_append(gg_history *h, hist_item *it) {
     f.started_ms = w->started_ms;
     f.finished_ms = w->finished_ms;
     f.duration_ms = w->duration_ms;
-    const char *str[8];
-    row_strings(w, str);
     struct iovec iov[9] = {{&f, sizeof f}};
     int n = 1;
     for (int i = 0; i < 8; i++) {
-        f.len[i] = str[i] ? (uint32_t)strlen(str[i]) : UINT32_MAX;
-        if (str[i] && f.len[i]) iov[n++] = (struct iovec){(void *)str[i], f.len[i]};
+        const char *str = *row_text(w, i);
+        f.len[i] = str ? (uint32_t)strlen(str) : UINT32_MAX;
+        if (str && f.len[i]) iov[n++] = (struct iovec){(void *)str, f.len[i]};
     }
     return gg_history_journal_append(h->journal, iov, n);
 }
@@ -740,10 +739,12 @@ static hist_item *journal_item(const unsigned char *p, size_t n) {
     jfixed f;
     if (n < sizeof f) return NULL;
     memcpy(&f, p, sizeof f);
-    size_t need = 0;
-    for (int i = 0; i < 8; i++) need += f.len[i] == UINT32_MAX ? 0 : (size_t)f.len[i] + 1;
-    size_t body = 0;
-    for (int i = 0; i < 8; i++) body += f.len[i] == UINT32_MAX ? 0 : f.len[i];
+    size_t body = 0, need = 0; /* the strings' bytes; with their terminators */
+    for (int i = 0; i < 8; i++)
+        if (f.len[i] != UINT32_MAX) {
+            body += f.len[i];
+            need += (size_t)f.len[i] + 1;
+        }
     if (body != n - sizeof f || f.status < GG_EXEC_RUNNING || f.status > GG_EXEC_INTERRUPTED) return NULL;
     hist_item *it = calloc(1, sizeof *it + need);
     if (!it) return NULL;
@@ -758,14 +759,13 @@ static hist_item *journal_item(const unsigned char *p, size_t n) {
     w->started_ms = f.started_ms;
     w->finished_ms = f.finished_ms;
     w->duration_ms = f.duration_ms;
-    const char **dst[8] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error, &w->arguments, &w->result, &w->nodes};
     const unsigned char *src = p + sizeof f;
     char *d = it->data;
     for (int i = 0; i < 8; i++) {
         if (f.len[i] == UINT32_MAX) continue;
         memcpy(d, src, f.len[i]);
         d[f.len[i]] = 0;
-        *dst[i] = d;
+        *row_text(w, i) = d;
         src += f.len[i];
         d += f.len[i] + 1;
     }
