@@ -319,6 +319,7 @@ static json_t *graph_job_apply(graph_job *j, int *status) {
         return error_body(&err, status);
     }
     gw_registry_put(gw->registry, j->tenant, j->graph, version, s);
+    gw_downstream_listen(s);
     json_t *warnings = json_array();
     for (size_t i = 0; i < d.count; i++) json_array_append_new(warnings, gg_graph_diag_json(&d.items[i]));
     gg_graph_diags_free(&d);

@@ -2,9 +2,11 @@
  * graph's servers and check the mcp nodes against them (src/graph/downstream.c); each
  * catalog listed is stored for the tenant (gw_catalog_sink). The installed graphs'
  * servers are listed again on demand (POST /admin/tenants/{t}/downstream/sync), when one of
- * them sends notifications/tools/list_changed (stdio), and every GW_DOWNSTREAM_REFRESH_S s,
+ * them sends notifications/tools/list_changed, and every GW_DOWNSTREAM_REFRESH_S s,
  * each tenant's listing as a job on the upload threads (never a polling thread; one
  * tenant's slow servers hold one upload thread, bounded by the listing timeout).
+ * Installed graphs keep listening to their streamable-HTTP servers (gw_downstream_listen:
+ * a GET stream per session, src/mcp/client_http.c), so those say list_changed too.
  * GET /admin/tenants/{t}/downstream answers the stored catalogs. A catalog that changed
  * recompiles the tenant's graphs that proxy that server (src/graph/proxy.c) and tells
  * their clients tools/list_changed — no re-upload. */
@@ -74,7 +76,10 @@ static void recompile(gg_gateway *gw, const char *tenant, const char *graph, int
     if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &err))
         s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &err);
     gg_store_graph_source_clear(&src);
-    if (s) gw_registry_refresh(gw->registry, tenant, graph, version, s);
+    if (s) {
+        gw_downstream_listen(s); /* the new compilation has its own clients: they listen now */
+        gw_registry_refresh(gw->registry, tenant, graph, version, s);
+    }
     else
         gg_log(GG_LOG_WARN, "a proxy graph did not compile with its server's new catalog; the previous one stays",
                "tenant", tenant, "graph", graph, "error", err.message ? err.message : err.code, NULL);
@@ -127,6 +132,29 @@ static int refresh_tenant(gg_gateway *gw, const char *tenant) {
     json_decref(all);
     gw_catalog_sink_done(&sink, NULL); /* proxy graphs follow their servers' catalogs */
     return failed;
+}
+
+/* See internal.h. */
+void gw_downstream_listen(mcp_server *s) {
+    gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+    if (g) gg_graph_downstream_listen(g);
+}
+
+void gw_downstream_metrics(gg_strbuf *out) {
+    mcp_listen_stats l = mcp_http_listen_stats();
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_downstream_listen_streams GET streams to streamable-HTTP downstream servers, connecting or open (at most %d)\n"
+                     "# TYPE graphgate_downstream_listen_streams gauge\ngraphgate_downstream_listen_streams %d\n"
+                     "# HELP graphgate_downstream_listen_total listen-stream events: opened, message (a JSON-RPC message received), "
+                     "list_changed (tools/list_changed among them), cut_off (oversized or not JSON-RPC: closed), "
+                     "no_stream (a server answered 405: it offers none)\n"
+                     "# TYPE graphgate_downstream_listen_total counter\n"
+                     "graphgate_downstream_listen_total{event=\"opened\"} %llu\n"
+                     "graphgate_downstream_listen_total{event=\"message\"} %llu\n"
+                     "graphgate_downstream_listen_total{event=\"list_changed\"} %llu\n"
+                     "graphgate_downstream_listen_total{event=\"cut_off\"} %llu\n"
+                     "graphgate_downstream_listen_total{event=\"no_stream\"} %llu\n",
+                     MCP_HTTP_LISTEN_MAX, l.open, l.opened, l.events, l.list_changed, l.cut_off, l.no_stream);
 }
 
 /* ---- REST -------------------------------------------------------------------------------- */

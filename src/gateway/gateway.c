@@ -78,6 +78,7 @@ static mcp_server *load_stored(void *user, const char *tenant, const char *graph
     if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &e))
         s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &e);
     gg_store_graph_source_clear(&src);
+    gw_downstream_listen(s);
     if (!s && strcmp(e.code, "not_found") != 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", version);
@@ -382,6 +383,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
     gw_async_metrics(gw->async, out);
+    gw_downstream_metrics(out);
     gg_tel_metrics(out);
 }
 

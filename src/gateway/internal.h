@@ -247,6 +247,11 @@ typedef struct gw_refresher gw_refresher;
 gw_refresher *gw_refresher_start(gg_gateway *gw);
 void gw_refresher_stop(gw_refresher *r); /* then notifications are ignored */
 void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
+/* An installed graph's streamable-HTTP servers start listening (gg_graph_downstream_listen);
+ * called for uploads, recompiles and stored versions compiled on first use. */
+void gw_downstream_listen(mcp_server *s);
+/* /metrics lines of the downstream listen streams. */
+void gw_downstream_metrics(gg_strbuf *out);
 /* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */
 void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
 /* admin.c's authorization of a tenant route for other files: false = answered. */

@@ -350,6 +350,24 @@ int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, doub
 
 /* ---- notifications ---------------------------------------------------------------------- */
 
+void gg_graph_downstream_listen(gg_graph *g) {
+    int n = 0;
+    for (size_t i = 0; i < g->nservers; i++) {
+        gserver *s = &g->servers[i];
+        if (s->target_graph || !s->cfg.url || s->cfg.transport != MCP_TRANSPORT_HTTP || s->check == GG_CHECK_OFF + 1)
+            continue; /* check: off servers are not listed on refresh either */
+        if (n++ == GG_GRAPH_LISTEN_MAX) {
+            gg_log(GG_LOG_INFO, "a graph's further HTTP servers are not listened to (GG_GRAPH_LISTEN_MAX)", "graph",
+                   g->name ? g->name : "", "server", s->name, NULL);
+            break;
+        }
+        gg_error err = GG_ERROR_INIT; /* a server the policy refuses has no client: nothing to hear */
+        mcp_client *c = gg_graph_server_client(s, g->policy, &err);
+        gg_error_clear(&err);
+        if (c) mcp_client_listen(c);
+    }
+}
+
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params) {
     (void)params;
     gserver *s = server;

@@ -314,9 +314,16 @@ json_t *gg_graph_call_targets(const gg_graph *g);
  * ds->fetched gets each catalog listed; servers set to `check: off` are skipped. Returns
  * how many servers could not be listed. deadline_ms as in gg_graph_options (0 = none). */
 int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, double deadline_ms);
-/* Server notifications of g's downstream servers (stdio: tools/list_changed and others)
- * go to fn(user, tag, server, method) on a reader thread (must not block); tag is copied.
- * fn NULL stops them. */
+/* Keep listening to g's streamable-HTTP servers (mcp_client_listen: a session and its GET
+ * stream now, for their notifications) — for installed graphs, not one-off runs. At most
+ * GG_GRAPH_LISTEN_MAX servers of a graph listen (the first in mcpServers order); the
+ * others follow the periodic refresh. Stdio servers are always heard once started. */
+#define GG_GRAPH_LISTEN_MAX 16
+void gg_graph_downstream_listen(gg_graph *g);
+/* Server notifications of g's downstream servers (tools/list_changed and others, from a
+ * stdio server's stdout or an HTTP server's listen stream) go to fn(user, tag, server,
+ * method) on a reader or event-loop thread (must not block); tag is copied. fn NULL stops
+ * them. */
 typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
 void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
 /* Whether a `proxy:` entry of g re-exports server's tools (its catalog shapes g's list). */

@@ -1,6 +1,6 @@
 /* client.c — the transport-independent MCP client front (mcp_client); the policy that
  * decides which downstream servers may be reached is in policy.c. */
-#include "mcp/mcp.h"
+#include "mcp/loop.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -126,3 +126,16 @@ void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user) {
 
 char *mcp_client_stderr_tail(mcp_client *c) { return c->ops->stderr_tail ? c->ops->stderr_tail(c->impl) : strdup(""); }
 int mcp_client_start_count(mcp_client *c) { return c->ops->start_count ? c->ops->start_count(c->impl) : 0; }
+
+/* Both transports answer what a server asks them the same way: a ping is answered (a server
+ * may drop a session whose pings go unanswered), anything else refused at once rather than
+ * left to time out on the server's side. */
+json_t *mcp_client_answer_server_request(json_t *id, const char *method) {
+    if (method && !strcmp(method, "ping")) return json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", id, "result");
+    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", MCP_METHOD_NOT_FOUND,
+                     "message", "Method not found");
+}
+
+void mcp_client_listen(mcp_client *c) {
+    if (c->ops->listen) c->ops->listen(c->impl);
+}

@@ -5,7 +5,9 @@
  * MCP-Protocol-Version. When the server forgets the session (400/404 naming it, a restart)
  * or the request could not be sent, the session is initialized again and the call retried
  * once. Every socket libcurl opens is checked against the policy (no loopback/private
- * targets by default). All client state below is touched on the loop thread only. */
+ * targets by default). A client asked to listen (mcp_client_listen) keeps one GET stream
+ * open per session for the server's own messages (list_changed and the like; see "the
+ * listen stream" below). All client state below is touched on the loop thread only. */
 #include "mcp/loop.h"
 #include "telemetry/telemetry.h"
 
@@ -37,16 +39,27 @@ typedef struct http_client {
     bool ready, initing, closing;
     hreq *waiting;      /* calls waiting for the session */
     hreq *flight;       /* exchanges in the multi handle */
+    /* the listen stream (loop thread) */
+    bool listen_wanted;    /* mcp_client_listen was called */
+    bool no_stream;        /* the server answered 405 to the GET: it offers none, never ask again */
+    bool session_streamed; /* a GET stream of this session opened (a later 404 means the session is gone) */
+    hreq *listener;        /* the GET: connecting, open, or waiting out its backoff */
+    int listen_fails;      /* streams in a row that failed or died young: the backoff's exponent */
+    long retry_ms;         /* the server's retry: hint, -1 none */
+    char last_event_id[256];
     /* any thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int nreqs;          /* exchanges not yet destroyed */
+    int answers;        /* answers to the server's requests not yet destroyed */
+    mcp_client_notify_fn notify;
+    void *notify_user;
     int starts;         /* atomic */
     long long next_id;  /* atomic */
 } http_client;
 
-enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE };
-enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE };
+enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER };
+enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to reconnect */ };
 
 struct hreq {
     mcp_pending p; /* first: the loop's view */
@@ -63,6 +76,12 @@ struct hreq {
     char *session;
     json_t *found; /* our response out of an SSE stream */
     size_t sse_scan;
+    /* HR_LISTEN */
+    mcp_sse_reader *in;   /* the stream's events, while it is open */
+    bool listen_open;     /* 200 text/event-stream came */
+    bool counted;         /* one of the process's live listen streams */
+    const char *cut;      /* why we cut the stream off (static text) */
+    double opened_ms;
     /* W3C trace context of a call carrying params._meta.traceparent: also sent as headers */
     char traceparent_hdr[GG_TRACEPARENT_LEN + 16], tracestate_hdr[GG_TRACESTATE_MAX + 16];
     hreq *next, **pprev; /* in c->flight or c->waiting: pprev is the link to it (O(1) unlink) */
@@ -82,16 +101,22 @@ static void hreq_reset_transfer(hreq *r) {
     r->found = NULL;
     r->sse = r->too_big = r->refused_by_policy = false;
     r->sse_scan = 0;
+    if (r->in) mcp_sse_reader_free(r->in);
+    free(r->in);
+    r->in = NULL;
+    r->cut = NULL;
 }
 
 static void hreq_destroy(mcp_pending *p) {
     hreq *r = (hreq *)p;
     http_client *c = r->c;
+    bool answer = r->kind == HR_ANSWER;
     hreq_reset_transfer(r);
     free(r->body);
     free(r);
     pthread_mutex_lock(&c->mu);
     c->nreqs--;
+    if (answer) c->answers--;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -125,7 +150,9 @@ static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *para
     r->id = kind == HR_CALL || kind == HR_INIT ? __atomic_add_fetch(&c->next_id, 1, __ATOMIC_RELAXED) : -1;
     pthread_mutex_lock(&c->mu);
     c->nreqs++;
+    if (kind == HR_ANSWER) c->answers++;
     pthread_mutex_unlock(&c->mu);
+    if (!method) return r; /* a GET, or a body the caller sets */
     json_t *msg = r->id >= 0 ? json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", method)
                              : json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
     if (msg && params) json_object_set(msg, "params", params);
@@ -236,9 +263,12 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
     return n;
 }
 
+static void listen_opened(hreq *r);
+
 static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
     hreq *x = user;
     size_t n = size * nitems;
+    if (x->kind == HR_LISTEN && n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) listen_opened(x); /* headers end */
     if (n > 15 && !strncasecmp(buf, "mcp-session-id:", 15)) {
         const char *v = buf + 15;
         size_t vl = n - 15;
@@ -269,6 +299,18 @@ static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl
 }
 
 static void on_done(mcp_loop_xfer *lx, CURLcode rc);
+static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user);
+
+/* A GET stream has no deadline (it may stay quiet for hours): TCP keep-alive finds a dead
+ * peer instead, and its events come to on_listen_body. */
+static void listen_options(hreq *r, CURL *h) {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_listen_body);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->c->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 60L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 20L);
+}
 
 /* Put an exchange on the wire (loop thread). */
 static void launch(hreq *r) {
@@ -279,10 +321,15 @@ static void launch(hreq *r) {
         finish(r, NULL, "transport", "cannot create a curl handle");
         return;
     }
+    bool get = r->kind == HR_LISTEN;
     struct curl_slist *hd = NULL;
-    hd = curl_slist_append(hd, "Content-Type: application/json");
-    hd = curl_slist_append(hd, "Accept: application/json, text/event-stream");
+    if (!get) hd = curl_slist_append(hd, "Content-Type: application/json");
+    hd = curl_slist_append(hd, get ? "Accept: text/event-stream" : "Accept: application/json, text/event-stream");
     char line[512];
+    if (get && c->last_event_id[0]) {
+        snprintf(line, sizeof line, "Last-Event-ID: %s", c->last_event_id);
+        hd = curl_slist_append(hd, line);
+    }
     if (c->session && r->kind != HR_INIT) {
         snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
         hd = curl_slist_append(hd, line);
@@ -309,10 +356,11 @@ static void launch(hreq *r) {
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, r);
     curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
     /* a backstop: the loop's deadline heap normally ends a late call first */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left < 1 ? 1 : left + 50));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, get ? 0L : (long)(left < 1 ? 1 : left + 50));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (get) listen_options(r, h);
     if (curl_multi_add_handle(mcp_loop_multi(c->loop), h) != CURLM_OK) {
         finish(r, NULL, "transport", "cannot start an HTTP request");
         return;
@@ -336,8 +384,12 @@ static void fire(http_client *c, const char *method, json_t *params) {
 }
 
 static void start_init(http_client *c);
+static void listen_start(http_client *c);
+static void listen_stop(http_client *c);
+static void listen_retry_later(http_client *c);
 
-/* The session is usable (or failed): send what waited for it, or fail it. */
+/* The session is usable (or failed): send what waited for it, or fail it; a client that
+ * listens opens the session's GET stream. */
 static void session_settled(http_client *c, const char *error) {
     c->initing = false;
     c->ready = error == NULL;
@@ -352,10 +404,15 @@ static void session_settled(http_client *c, const char *error) {
         else launch(w);
         w = next;
     }
+    if (!error) listen_start(c);
+    else listen_retry_later(c);
 }
 
 static void start_init(http_client *c) {
     if (c->initing) return;
+    listen_stop(c); /* the stream belongs to the old session */
+    c->session_streamed = false;
+    c->last_event_id[0] = '\0';
     c->initing = true;
     c->ready = false;
     free(c->session);
@@ -483,6 +540,8 @@ static void init_done(hreq *r, CURLcode rc, long status) {
     else launch(n);
 }
 
+static void listen_ended(hreq *r, CURLcode rc, long status);
+
 /* A transfer ended (loop thread). */
 static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
     hreq *r = (hreq *)((char *)lx - offsetof(hreq, lx));
@@ -494,6 +553,7 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
     switch (r->kind) {
     case HR_CALL: call_done(r, rc, status); break;
     case HR_INIT: init_done(r, rc, status); break;
+    case HR_LISTEN: listen_ended(r, rc, status); break;
     case HR_INITIALIZED: {
         char err[300] = "";
         if (rc != CURLE_OK || status < 200 || status >= 300)
@@ -504,6 +564,276 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
     }
     default: finish_quiet(r); break;
     }
+}
+
+/* ---- the listen stream ------------------------------------------------------------------
+ * The streamable HTTP transport's "listening for messages from the server": one GET
+ * (Accept: text/event-stream, the session's id) per session, on the same multi handle as
+ * every call, read incrementally by an mcp_sse_reader bounded at MCP_HTTP_LISTEN_MAX_EVENT.
+ * Notifications go to the client's notify callback (the gateway's catalog refresh);
+ * requests are answered with a POST (ping → {}, anything else → -32601), at most
+ * LISTEN_MAX_ANSWERS at a time (more are dropped, logged: a server cannot make us send
+ * without bound). A stream that ends is reopened after a backoff (1 s doubling to 60 s, or
+ * the server's retry: hint; reset by a stream that lived 30 s or carried an event) with
+ * Last-Event-ID; a 404 (or a 400 naming the session) for a session whose stream was open
+ * means the server forgot it: the session is initialized again, which reopens the stream.
+ * 405 means the server offers none: never asked again. The listener is one hreq that
+ * lives from listen_start to listen_stop (re-initialization, client closing), in flight
+ * (on c->flight) or as a deadline on the loop's heap while it backs off. */
+#define LISTEN_BACKOFF_MIN_MS 1000
+#define LISTEN_BACKOFF_MAX_MS 60000
+#define LISTEN_HEALTHY_MS 30000
+#define LISTEN_MAX_ANSWERS 8
+#define LISTEN_ERR_BODY 4096
+
+static struct {
+    int live; /* GETs connecting or open */
+    unsigned long long opened, events, list_changed, cut_off, no_stream;
+} lstats; /* written on the loop thread, read anywhere (atomics) */
+
+mcp_listen_stats mcp_http_listen_stats(void) {
+    mcp_listen_stats s = {__atomic_load_n(&lstats.live, __ATOMIC_RELAXED), __atomic_load_n(&lstats.opened, __ATOMIC_RELAXED),
+                          __atomic_load_n(&lstats.events, __ATOMIC_RELAXED),
+                          __atomic_load_n(&lstats.list_changed, __ATOMIC_RELAXED),
+                          __atomic_load_n(&lstats.cut_off, __ATOMIC_RELAXED), __atomic_load_n(&lstats.no_stream, __ATOMIC_RELAXED)};
+    return s;
+}
+
+static void stat_add(unsigned long long *v) { __atomic_add_fetch(v, 1, __ATOMIC_RELAXED); }
+
+/* The response headers are in: a 200 text/event-stream is an open stream. */
+static void listen_opened(hreq *r) {
+    long status = 0;
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200 || !r->sse || r->listen_open) return;
+    r->listen_open = true;
+    r->c->session_streamed = true;
+    r->opened_ms = gg_now_ms();
+    stat_add(&lstats.opened);
+    gg_log(GG_LOG_DEBUG, "listening to a downstream server", "server", r->c->name, NULL);
+}
+
+/* Answer a request the server sent on the stream. We are inside libcurl's write callback,
+ * where no transfer may be added: the POST starts from the loop's queue (submit). */
+static void listen_answer(http_client *c, json_t *id, const char *method) {
+    pthread_mutex_lock(&c->mu);
+    bool full = c->answers >= LISTEN_MAX_ANSWERS;
+    pthread_mutex_unlock(&c->mu);
+    json_t *a = full ? NULL : mcp_client_answer_server_request(id, method);
+    hreq *r = a ? hreq_new(c, HR_ANSWER, NULL, NULL, 2000, NULL, NULL, NULL) : NULL;
+    if (r) r->body = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    if (!r || !r->body) {
+        gg_log(GG_LOG_WARN, "a downstream server's request on its listen stream was dropped (too many unanswered)",
+               "server", c->name, "method", method, NULL);
+        if (r) mcp_pending_unref(&r->p);
+        return;
+    }
+    mcp_loop_watch(c->loop, &r->p);
+    mcp_pending_ref(&r->p);
+    if (!mcp_loop_post(c->loop, submit, r)) mcp_pending_unref(&r->p);
+    mcp_pending_unref(&r->p); /* the creator's: the watch and the post hold it now */
+}
+
+/* One event of the stream: a JSON-RPC message, else the stream is cut off. */
+static bool listen_event(void *user, const char *data, size_t len) {
+    hreq *r = user;
+    http_client *c = r->c;
+    if (!len) return true; /* an empty event (a resumability primer) */
+    gg_error e = GG_ERROR_INIT;
+    json_t *m = mcp_jsonrpc_parse(data, len, 64, &e);
+    gg_error_clear(&e);
+    if (!json_is_object(m)) {
+        json_decref(m);
+        r->in->error = "an event that is not a JSON-RPC message";
+        return false;
+    }
+    stat_add(&lstats.events);
+    json_t *id = json_object_get(m, "id");
+    const char *method = json_string_value(json_object_get(m, "method"));
+    if (method && id) listen_answer(c, id, method);
+    else if (method) {
+        if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
+        pthread_mutex_lock(&c->mu);
+        mcp_client_notify_fn fn = c->notify;
+        void *nu = c->notify_user;
+        pthread_mutex_unlock(&c->mu);
+        if (fn) fn(nu, method, json_object_get(m, "params"));
+    } /* a response: we send no request whose answer could come here */
+    json_decref(m);
+    return true;
+}
+
+static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user) {
+    hreq *r = user;
+    size_t n = size * nmemb;
+    if (!r->listen_open) { /* an error answer: its start says whether the session is gone */
+        size_t room = LISTEN_ERR_BODY - r->resp.len;
+        gg_strbuf_append(&r->resp, ptr, n < room ? n : room);
+        return n <= room ? n : 0;
+    }
+    if (!r->in) {
+        r->in = malloc(sizeof *r->in);
+        if (!r->in) return 0;
+        mcp_sse_reader_init(r->in, MCP_HTTP_LISTEN_MAX_EVENT, listen_event, r);
+    }
+    if (mcp_sse_reader_feed(r->in, ptr, n)) return n;
+    r->cut = r->in->error;
+    return 0;
+}
+
+/* Leaving the wire or the heap: no longer one of the live streams. */
+static void listen_uncount(hreq *r) {
+    if (r->counted) __atomic_sub_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+    r->counted = false;
+    r->listen_open = false;
+}
+
+/* (Re)connect, unless the process has its MCP_HTTP_LISTEN_MAX streams: then wait. */
+static void listen_wait(hreq *r, long ms);
+static void listen_connect(hreq *r) {
+    if (__atomic_load_n(&lstats.live, __ATOMIC_RELAXED) >= MCP_HTTP_LISTEN_MAX) {
+        listen_wait(r, LISTEN_BACKOFF_MAX_MS);
+        return;
+    }
+    r->counted = true;
+    __atomic_add_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+    mcp_pending_ref(&r->p); /* a launch that fails finishes r */
+    launch(r);
+    if (r->state == HS_DONE) {
+        listen_uncount(r);
+        r->c->listener = NULL;
+    }
+    mcp_pending_unref(&r->p);
+}
+
+static void listen_wait(hreq *r, long ms) {
+    r->state = HS_TIMER;
+    r->p.deadline = gg_now_ms() + (double)ms;
+    mcp_loop_watch(r->c->loop, &r->p);
+}
+
+/* The backoff ran out (loop thread): reconnect, or first start a session again. */
+static void listen_expire(mcp_pending *p, const char *why) {
+    (void)why;
+    hreq *r = (hreq *)p;
+    http_client *c = r->c;
+    if (r->state != HS_TIMER) return;
+    r->state = HS_NEW;
+    if (c->ready) {
+        listen_connect(r);
+        return;
+    }
+    listen_stop(c); /* the next session's stream starts when it is ready */
+    if (!c->initing && !c->closing) start_init(c);
+}
+
+static long listen_backoff(const http_client *c) {
+    long base = c->retry_ms >= 0 ? c->retry_ms : LISTEN_BACKOFF_MIN_MS;
+    if (base < 100) base = 100;
+    int k = c->listen_fails < 7 ? c->listen_fails : 7;
+    long ms = base << k;
+    return ms > LISTEN_BACKOFF_MAX_MS ? LISTEN_BACKOFF_MAX_MS : ms;
+}
+
+static hreq *listen_new(http_client *c) {
+    if (!c->listen_wanted || c->closing || c->no_stream || c->listener) return NULL;
+    hreq *r = hreq_new(c, HR_LISTEN, NULL, NULL, c->timeout_ms, NULL, NULL, NULL);
+    if (!r) return NULL; /* out of memory: the periodic refresh still follows the catalog */
+    r->p.expire = listen_expire;
+    c->listener = r;
+    return r;
+}
+
+static void listen_start(http_client *c) {
+    hreq *r = c->ready ? listen_new(c) : NULL;
+    if (r) listen_connect(r);
+}
+
+/* The session could not start (the server is down): a listening client tries again later,
+ * so that it hears the server once it is back even if no call comes meanwhile. */
+static void listen_retry_later(http_client *c) {
+    hreq *r = listen_new(c);
+    if (!r) return;
+    c->listen_fails++;
+    listen_wait(r, listen_backoff(c));
+}
+
+static void listen_stop(http_client *c) {
+    hreq *r = c->listener;
+    if (!r) return;
+    c->listener = NULL;
+    land(r);
+    listen_uncount(r);
+    if (r->state != HS_DONE) finish_quiet(r);
+}
+
+/* The GET ended (loop thread): see the section's comment for what follows what. */
+static void listen_ended(hreq *r, CURLcode rc, long status) {
+    http_client *c = r->c;
+    bool was_open = r->listen_open;
+    double lived = was_open ? gg_now_ms() - r->opened_ms : 0;
+    unsigned long long got = r->in ? r->in->events : 0;
+    if (r->in && r->in->last_id[0]) snprintf(c->last_event_id, sizeof c->last_event_id, "%s", r->in->last_id);
+    if (r->in && r->in->retry_ms >= 0) c->retry_ms = r->in->retry_ms;
+    listen_uncount(r);
+    if (r->cut) {
+        stat_add(&lstats.cut_off);
+        gg_log(GG_LOG_WARN, "a downstream server's listen stream was cut off", "server", c->name, "reason", r->cut, NULL);
+        c->listen_fails++;
+    } else if (!was_open) {
+        bool lost = status == 404 || session_lost(r, status);
+        if (status == 405 || (rc == CURLE_OK && status >= 200 && status < 300)) {
+            stat_add(&lstats.no_stream);
+            gg_log(GG_LOG_INFO, "a downstream server offers no listen stream; its catalog follows the periodic refresh",
+                   "server", c->name, "status", status == 405 ? "405" : "not text/event-stream", NULL);
+            c->no_stream = true;
+            listen_stop(c);
+            return;
+        }
+        if (lost) {
+            listen_stop(c);
+            if (c->session_streamed) { /* the server forgot the session (a restart) */
+                c->ready = false;
+                start_init(c);
+            } /* else it never had a stream for this one: try again with the next session */
+            return;
+        }
+        c->listen_fails++; /* unreachable, 5xx, 409 (an old stream still registered): later */
+    } else if (lived >= LISTEN_HEALTHY_MS || got > 0) c->listen_fails = 0;
+    else c->listen_fails++;
+    listen_wait(r, listen_backoff(c));
+}
+
+static void http_listen_now(void *arg) {
+    http_client *c = arg;
+    c->listen_wanted = true;
+    if (c->ready) listen_start(c);
+    else if (!c->closing) start_init(c);
+    pthread_mutex_lock(&c->mu);
+    c->nreqs--; /* the post's */
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void http_listen(void *impl) {
+    http_client *c = impl;
+    pthread_mutex_lock(&c->mu);
+    c->nreqs++;
+    pthread_mutex_unlock(&c->mu);
+    if (mcp_loop_post(c->loop, http_listen_now, c)) return;
+    pthread_mutex_lock(&c->mu);
+    c->nreqs--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void http_set_notify(void *impl, mcp_client_notify_fn fn, void *user) {
+    http_client *c = impl;
+    pthread_mutex_lock(&c->mu);
+    c->notify = fn;
+    c->notify_user = user;
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* Deadline or cancel flag (loop thread): the call ends now; one on the wire is abandoned
@@ -550,6 +880,7 @@ static int http_start_count(void *impl) { return __atomic_load_n(&((http_client 
 static void close_all(void *arg) {
     http_client *c = arg;
     c->closing = true;
+    listen_stop(c);
     session_settled(c, "client is closing");
     while (c->flight) {
         hreq *r = c->flight;
@@ -609,7 +940,8 @@ static void http_destroy(void *impl) {
     free(c);
 }
 
-static const mcp_client_ops http_ops = {http_start, http_stderr_tail, http_start_count, http_destroy};
+static const mcp_client_ops http_ops = {http_start, http_stderr_tail, http_start_count, http_destroy, http_set_notify,
+                                        http_listen};
 
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */
@@ -629,6 +961,7 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     pthread_cond_init(&c->cv, NULL);
     c->loop = mcp_loop_shared();
     c->policy = policy;
+    c->retry_ms = -1;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);

