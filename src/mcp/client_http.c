@@ -37,6 +37,7 @@ typedef struct http_client {
     char *session;      /* Mcp-Session-Id */
     char *protocol;     /* negotiated version */
     bool ready, initing, closing;
+    bool init_refused;  /* the last initialize was refused by the policy */
     hreq *waiting;      /* calls waiting for the session */
     hreq *flight;       /* exchanges in the multi handle */
     /* the listen stream (loop thread) */
@@ -523,6 +524,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
         const char *em = json_string_value(json_object_get(e, "message"));
         snprintf(err, sizeof err, "MCP server '%s' refused initialize: %s", c->name, em ? em : "no result");
     }
+    c->init_refused = r->refused_by_policy;
     if (err[0]) {
         json_decref(m);
         finish_quiet(r);
@@ -753,6 +755,7 @@ static void listen_start(http_client *c) {
 /* The session could not start (the server is down): a listening client tries again later,
  * so that it hears the server once it is back even if no call comes meanwhile. */
 static void listen_retry_later(http_client *c) {
+    if (c->init_refused) return; /* the policy will not change its mind: calls say why */
     hreq *r = listen_new(c);
     if (!r) return;
     c->listen_fails++;
