@@ -43,6 +43,7 @@ typedef struct http_client {
     /* the listen stream (loop thread) */
     bool listen_wanted;    /* mcp_client_listen was called */
     bool no_stream;        /* the server answered 405 to the GET: it offers none, never ask again */
+    bool notifies;         /* the session's server declared a listChanged capability */
     bool session_streamed; /* a GET stream of this session opened (a later 404 means the session is gone) */
     hreq *listener;        /* the GET: connecting, open, or waiting out its backoff */
     int listen_fails;      /* streams in a row that failed or died young: the backoff's exponent */
@@ -509,6 +510,14 @@ static void call_done(hreq *r, CURLcode rc, long status) {
     json_decref(m);
 }
 
+/* A server that declares no listChanged sends no list_changed: no stream to hold open. */
+static bool declares_list_changed(json_t *caps) {
+    static const char *const kinds[] = {"tools", "resources", "prompts"};
+    for (size_t i = 0; i < 3; i++)
+        if (json_is_true(json_object_get(json_object_get(caps, kinds[i]), "listChanged"))) return true;
+    return false;
+}
+
 static void init_done(hreq *r, CURLcode rc, long status) {
     http_client *c = r->c;
     char err[600] = "";
@@ -532,6 +541,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
         return;
     }
     const char *pv = json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion"));
+    c->notifies = declares_list_changed(json_object_get(json_object_get(m, "result"), "capabilities"));
     c->protocol = strdup(pv ? pv : MCP_CLIENT_PROTOCOL_VERSION);
     c->session = r->session;
     r->session = NULL;
@@ -748,7 +758,7 @@ static hreq *listen_new(http_client *c) {
 }
 
 static void listen_start(http_client *c) {
-    hreq *r = c->ready ? listen_new(c) : NULL;
+    hreq *r = c->ready && c->notifies ? listen_new(c) : NULL;
     if (r) listen_connect(r);
 }
 

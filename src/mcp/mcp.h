@@ -148,7 +148,8 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
 typedef void (*mcp_client_notify_fn)(void *user, const char *method, json_t *params);
 void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
 /* Keep listening to the server (streamable HTTP; a no-op for stdio, whose stdout is always
- * read): the session is initialized now if it is not, and once it is, one GET stream
+ * read): the session is initialized now if it is not, and once it is — when the server
+ * declared a listChanged capability (tools, resources or prompts) — one GET stream
  * (Accept: text/event-stream) stays open for the server's own messages, reopened with
  * backoff (the server's retry: hint, Last-Event-ID) when it ends, and again after every
  * re-initialization. A server that answers 405 offers no stream: never asked again. A

@@ -8,7 +8,8 @@
 # specs on /mcp/nodes, (2) in a proxy graph's tools/list (`tools: all`) and (3) our SDK
 # client of that proxy graph gets notifications/tools/list_changed. The downstream forgetting
 # every session (a restart) → the stream reconnects, re-initializes, and a later tool is
-# heard too. A downstream answering 405 to GET is asked once and still serves calls; one
+# heard too. A downstream answering 405 to GET is asked once and still serves calls (one
+# declaring no listChanged is never asked); one
 # streaming a never-ending 2 MiB line or non-JSON events is cut off (logged, counted in
 # /metrics) and still serves calls. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -27,8 +28,8 @@ srv() {
   sed -n 's/^PORT //p' "$GG_TMP/srv_$1.log"
 }
 trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
-A=$(srv sdk); B=$(srv 405); C=$(srv garbage)
-[ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] ||
+A=$(srv sdk); B=$(srv 405); C=$(srv garbage); D=$(srv nolist)
+[ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] && [ -n "$D" ] ||
   { echo "a downstream did not start: $(cat "$GG_TMP"/srv_*.log | head -5)"; echo "0 passed, 1 failed"; exit 1; }
 
 # px: a proxy graph of the SDK server (tools: all, prefix l_); b, c: a tool calling alpha on
@@ -56,6 +57,7 @@ YAML
 }
 one b "$B"
 one c "$C"
+one d "$D"
 
 gw_cli_run tenant create acme >/dev/null
 ADMIN=$(gw_key acme admin)
@@ -144,7 +146,12 @@ t "... /metrics counts the cut-offs" \
 t "... its tool still calls through" \
   eq "$(gg_curl "$GG_TMP/c.out" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/c/tools/go/call") $(grep -c 'alpha ran then' "$GG_TMP/c.out")" "200 1"
 t "... reconnects back off: at most 4 GETs in the first seconds" eq "$(status "$C" 'd["gets"] <= 4')" True
+# a server declaring no listChanged: no GET at all (checked after the others took seconds)
+t "a graph on a server declaring no listChanged is accepted" eq "$(gw_put_graph "$ADMIN" acme d "$GG_TMP/d.yaml")" 201
+t "... its tool calls through" \
+  eq "$(gg_curl "$GG_TMP/d.out" -X POST --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/d/tools/go/call") $(grep -c 'alpha ran then' "$GG_TMP/d.out")" "200 1"
 t "the 405 server was asked for a stream once only" eq "$(status "$B" 'd["gets"]')" 1
+t "the server declaring no listChanged was never asked for one" eq "$(status "$D" 'd["gets"]')" 0
 t "server stops cleanly" gw_stop_clean
 t "... and every listen stream to the SDK server ended" wait_for status "$A" 'd["streams"] == 0'
 gg_finish

@@ -6,6 +6,8 @@
 //   405      as sdk, but GET is answered 405 (a server that offers no stream)
 //   garbage  as sdk, but GET streams junk: odd GETs a 2 MiB line with no end, even ones an
 //            event whose data is not JSON
+//   nolist   a hand-written server (not the SDK, which always declares it) whose initialize
+//            declares tools without listChanged: a client has no reason to open a GET
 // Control endpoints (plain HTTP, not MCP):
 //   POST /add?name=N  registers tool N on every live session (the SDK then sends
 //                     notifications/tools/list_changed on each session's GET stream) and for
@@ -61,7 +63,23 @@ function garbage(res) {
   else res.write('data: this is not json\n\n');
 }
 
+// nolist: initialize, tools/list and tools/call by hand, as plain JSON responses
+async function nolist(req, res) {
+  if (req.method === 'GET') return void (gets++, res.writeHead(405).end());
+  if (req.method !== 'POST') return void res.writeHead(200).end();
+  const m = JSON.parse(await readBody(req));
+  const tool = { name: 'alpha', description: 'dynamic alpha tool', inputSchema: { type: 'object', properties: { when: { type: 'string' } } } };
+  const result = m.method === 'initialize'
+    ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'nolist', version: '1' } }
+    : m.method === 'tools/list' ? { tools: [tool] }
+    : m.method === 'tools/call' ? { content: [{ type: 'text', text: `alpha ran ${m.params.arguments.when}` }] } : undefined;
+  if (m.id === undefined) return void res.writeHead(202).end();
+  if (m.method === 'initialize') res.setHeader('mcp-session-id', 'nolist-session');
+  json(res, 200, result ? { jsonrpc: '2.0', id: m.id, result } : { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+}
+
 async function mcp(req, res) {
+  if (mode === 'nolist') return nolist(req, res);
   if (req.method === 'GET') {
     gets++;
     if (mode === '405') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
