@@ -127,6 +127,7 @@ static int refresh_tenant(gg_gateway *gw, const char *tenant) {
         gg_error_clear(&gerr);
         gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
         if (g) failed += gg_graph_downstream_refresh(g, ds, gg_now_ms() + GW_DOWNSTREAM_TIMEOUT_MS);
+        if (g) gg_graph_downstream_listen(g); /* a graph whose listen job was refused catches up */
         if (s) mcp_server_unref(s);
     }
     json_decref(all);
@@ -138,6 +139,37 @@ static int refresh_tenant(gg_gateway *gw, const char *tenant) {
 void gw_downstream_listen(mcp_server *s) {
     gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
     if (g) gg_graph_downstream_listen(g);
+}
+
+typedef struct listen_job {
+    mcp_server *s;
+} listen_job;
+
+static void listen_run(void *arg) {
+    listen_job *j = arg;
+    gw_downstream_listen(j->s);
+    mcp_server_unref(j->s);
+    free(j);
+}
+
+static void listen_refuse(void *arg) {
+    listen_job *j = arg;
+    mcp_server_unref(j->s);
+    free(j);
+}
+
+/* Creating a graph's clients checks their URLs against the policy, which resolves host
+ * names: not on the thread that compiled the graph for a call. A job the queue refuses
+ * is made up by the next refresh of the tenant (refresh_tenant listens too). */
+void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *s) {
+    listen_job *j = s && gw->uploads ? malloc(sizeof *j) : NULL; /* no upload threads yet: a refresh listens */
+    if (!j) return;
+    j->s = mcp_server_ref(s);
+    gg_error err = GG_ERROR_INIT;
+    if (!gw_uploads_submit(gw->uploads, tenant, (gw_job){listen_run, listen_refuse, j, NULL}, &err)) {
+        gg_error_clear(&err);
+        listen_refuse(j);
+    }
 }
 
 void gw_downstream_metrics(gg_strbuf *out) {

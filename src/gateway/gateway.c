@@ -78,7 +78,7 @@ static mcp_server *load_stored(void *user, const char *tenant, const char *graph
     if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &e))
         s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &e);
     gg_store_graph_source_clear(&src);
-    gw_downstream_listen(s);
+    gw_downstream_listen_later(gw, tenant, s);
     if (!s && strcmp(e.code, "not_found") != 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", version);

@@ -250,6 +250,9 @@ void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
 /* An installed graph's streamable-HTTP servers start listening (gg_graph_downstream_listen);
  * called for uploads, recompiles and stored versions compiled on first use. */
 void gw_downstream_listen(mcp_server *s);
+/* The same as a job on the upload threads (s is referenced until it ran): for graphs
+ * compiled on first use, on whatever thread needed them. */
+void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *s);
 /* /metrics lines of the downstream listen streams. */
 void gw_downstream_metrics(gg_strbuf *out);
 /* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */

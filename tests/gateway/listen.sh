@@ -8,7 +8,8 @@
 # specs on /mcp/nodes, (2) in a proxy graph's tools/list (`tools: all`) and (3) our SDK
 # client of that proxy graph gets notifications/tools/list_changed. The downstream forgetting
 # every session (a restart) → the stream reconnects, re-initializes, and a later tool is
-# heard too. A downstream answering 405 to GET is asked once and still serves calls (one
+# heard too, and after a gateway restart once the graph is compiled on first use. A
+# downstream answering 405 to GET is asked once and still serves calls (one
 # declaring no listChanged is never asked); one
 # streaming a never-ending 2 MiB line or non-JSON events is cut off (logged, counted in
 # /metrics) and still serves calls. Prints "N passed, N failed".
@@ -154,4 +155,13 @@ t "the 405 server was asked for a stream once only" eq "$(status "$B" 'd["gets"]
 t "the server declaring no listChanged was never asked for one" eq "$(status "$D" 'd["gets"]')" 0
 t "server stops cleanly" gw_stop_clean
 t "... and every listen stream to the SDK server ended" wait_for status "$A" 'd["streams"] == 0'
+
+# a gateway restart: graphs compile on first use, and then listen
+GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_restart "the gateway restarts"
+sid=$(gw_init "$GG_PUB/mcp/acme/px" "$KEY")
+t "after a restart the proxy graph compiled on first use lists l_gamma" wait_for tl
+t "... and listens: its stream is open again" wait_for status "$A" 'd["streams"] == 1'
+curl -sS -X POST "http://127.0.0.1:$A/add?name=delta" >/dev/null
+t "... a tool added now is heard: live.delta is a virtual spec" wait_for spec delta
+t "server stops cleanly again" gw_stop_clean
 gg_finish
