@@ -163,5 +163,8 @@ t "after a restart the proxy graph compiled on first use lists l_gamma" wait_for
 t "... and listens: its stream is open again" wait_for status "$A" 'd["streams"] == 1'
 curl -sS -X POST "http://127.0.0.1:$A/add?name=delta" >/dev/null
 t "... a tool added now is heard: live.delta is a virtual spec" wait_for spec delta
+t "a re-upload (version 2) is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
+t "... the old version's stream ends, the new one's opens: one stream, one session" \
+  wait_for status "$A" 'd["streams"] == 1 and d["sessions"] == 1'
 t "server stops cleanly again" gw_stop_clean
 gg_finish
