@@ -121,9 +121,12 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
  * deleted, -1 on error (usage.c). */
 long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
                                       const char *text, long long num, bool has_num, gg_error *err);
-/* The per-tenant quota pass on a given connection (usage.c). */
+/* The per-tenant quota pass on a given connection (usage.c); progress (may be NULL) is
+ * told the rows and bytes of each slice once it is committed. */
+typedef void (*gg_quota_progress_fn)(void *ctx, long long rows, long long bytes);
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
-                                              long long *bytes_out, gg_error *err);
+                                              long long *bytes_out, gg_quota_progress_fn progress, void *ctx,
+                                              gg_error *err);
 
 /* ---- exec_record.c / history.c: records and their ids -------------------------------- */
 
