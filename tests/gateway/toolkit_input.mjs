@@ -5,7 +5,8 @@
 //    with inputResponses and requestState, the run resumes at the waiting node; final result
 //    and the trace of all rounds (earlier nodes once). Raw rounds: the inputRequests, a
 //    missing answer asks again, a tampered state, a state for another source, tool or
-//    arguments, a state used with another tenant's key, an oversize state are refused; a
+//    arguments, a state used with another tenant's key, an oversize state are refused, a run
+//    whose state would be oversize ends with an error; a
 //    client that declared neither capability gets -32021 naming both.
 //  - 2025-11-25 session, the SDK v1 client (@modelcontextprotocol/sdk 1.32.2): the requests go
 //    out on the call's SSE stream and the answers come back; a client without the
@@ -125,10 +126,19 @@ try {
   const res2 = a2.body.result;
   check('round 2: input_required asking sampling/createMessage with a new state', res2?.resultType === 'input_required' &&
     res2.inputRequests?.model?.method === 'sampling/createMessage' && res2.requestState && res2.requestState !== st1, a2.body);
+  const t3 = Date.now();
   const a3 = await raw(key, args, { inputResponses: { model: sampleAnswer }, requestState: res2?.requestState });
+  console.log(`# requestState ${st1.length} chars after round 1, ${res2?.requestState?.length} after round 2; round 3 took ${Date.now() - t3} ms`);
   const sc3 = a3.body.result?.structuredContent;
   check('round 3: the result, with the trace of all rounds', a3.body.result?.resultType === 'complete' &&
     sc3?.output === 'Bonjour, Ada (fr)' && once(nodesOf(sc3)), a3.body);
+
+  // a run whose state would not fit in a requestState (a 320 KB value before the elicit node)
+  const bigYaml = yaml.replace(`transform: {expr: '{"lang": $exists($.entry.lang) ? $.entry.lang : "en"}'}`,
+    `transform: {expr: '{"lang": "en", "pad": $join([1..40000].("abcdefgh"))}'}`);
+  const big = await raw(key, { ...args, yaml: bigYaml });
+  check('a round whose state is over 256 KiB → an error naming it, no requestState',
+    bigYaml !== yaml && big.body.error?.code === -32603 && /too large/.test(big.body.error.message), big.body);
 
   // ---- 2025-11-25 session through the SDK v1 client ----
   const c1 = new Client1({ name: 'toolkit-input-2025', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
