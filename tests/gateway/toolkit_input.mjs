@@ -133,6 +133,33 @@ try {
   check('round 3: the result, with the trace of all rounds', a3.body.result?.resultType === 'complete' &&
     sc3?.output === 'Bonjour, Ada (fr)' && once(nodesOf(sc3)), a3.body);
 
+  // an ask node: its requests in one round (roots too), then the result
+  const askYaml = `version: "1.0"
+server: {name: "asker", version: "1.0.0"}
+tools:
+  - name: "all"
+    description: "asks for everything at once"
+    inputSchema: {type: object}
+    nodes:
+      - {id: "entry", type: "entry", next: "inputs"}
+      - id: "inputs"
+        type: "ask"
+        requests:
+          who: {type: "elicit", message: "Who?", requestedSchema: {type: object, properties: {name: {type: string}}}}
+          roots: {type: "roots"}
+        next: "exit"
+      - {id: "exit", type: "exit"}
+`;
+  const askArgs = { yaml: askYaml, tool: 'all' };
+  const q1 = await raw(key, askArgs, {}, { elicitation: {}, roots: {} });
+  const ir = q1.body.result?.inputRequests;
+  check('ask node: one round carries its elicitation/create and roots/list requests',
+    ir?.who?.method === 'elicitation/create' && ir?.roots?.method === 'roots/list', q1.body);
+  const q2 = await raw(key, askArgs, { inputResponses: { who: elicitAnswer, roots: { roots: [{ uri: 'file:///w' }] } },
+    requestState: q1.body.result?.requestState }, { elicitation: {}, roots: {} });
+  const qo = q2.body.result?.structuredContent?.output;
+  check('ask node: the answers are its output', qo?.who?.content?.name === 'Ada' && qo?.roots?.roots?.[0]?.uri === 'file:///w', q2.body);
+
   // a run whose state would not fit in a requestState (a 320 KB value before the elicit node)
   const bigYaml = yaml.replace(`transform: {expr: '{"lang": $exists($.entry.lang) ? $.entry.lang : "en"}'}`,
     `transform: {expr: '{"lang": "en", "pad": $join([1..40000].("abcdefgh"))}'}`);
