@@ -391,7 +391,7 @@ void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx,
     else if (ctx->resume_state && (why = state_mismatch(ctx->resume_state, ctx->tenant, args)))
         gg_error_set(&err, "invalid_params", "Invalid params: %s", why);
     else if ((r = calloc(1, sizeof *r))) {
-        source_hash(ctx->tenant, args, r->source);
+        if (ctx->input_wait) source_hash(ctx->tenant, args, r->source); /* only a round's state needs it */
         r->gw = gw;
         snprintf(r->tenant, sizeof r->tenant, "%s", ctx->tenant);
         r->caller = ctx;
