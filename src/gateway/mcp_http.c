@@ -554,7 +554,7 @@ static void job_call_done(void *user, char *body) {
     if (*j->task_id) {
         record_finish(j);
         gw_task_finish(gw, j->ep.tenant, j->task_id, j->call, body);
-    } else job_answer(j, body, 200);
+    } else job_answer(j, body, mcp_call_http_status(j->call, body));
     job_free(j);
 }
 
