@@ -181,6 +181,7 @@ static void *watcher(void *arg) {
             gw_views_check(gw);             /* views changed through another replica */
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
             gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
+            gw_listen_tasks_check(gw->listen); /* task changes made elsewhere, to this replica's streams */
         }
         pthread_mutex_lock(&gw->watch_mu);
     }
@@ -382,6 +383,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
     gw_async_metrics(gw->async, out);
+    gw_listen_metrics(gw->listen, out);
     gg_tel_metrics(out);
 }
 
