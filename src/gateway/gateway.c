@@ -135,12 +135,28 @@ static void check_graphs(gg_gateway *gw) {
     gg_error_clear(&err);
 }
 
+/* A task changed on another replica: a cancel stops the run here, listen streams hear it.
+ * At most every GW_TASKS_POKE_MS (busy replicas change tasks all the time; each pass reads
+ * rows): a poke sooner is kept for a later turn of the watcher. */
+#define GW_TASKS_POKE_MS 100
+static void tasks_poked(gg_gateway *gw) {
+    double now = gg_now_ms();
+    if (now - gw->tasks_poked_ms < GW_TASKS_POKE_MS) {
+        atomic_fetch_or(&gw->watch_poke, GG_WATCH_TASKS);
+        return;
+    }
+    gw->tasks_poked_ms = now;
+    gw_tasks_check_cancels(gw);
+    gw_listen_tasks_check(gw->listen);
+}
+
 /* What a change notification asks for (watcher thread). */
 static void handle_poke(gg_gateway *gw) {
     int poke = atomic_exchange(&gw->watch_poke, 0);
     if (poke & GG_WATCH_GRAPHS) check_graphs(gw);
     if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
     if (poke & GG_WATCH_VIEWS) gw_views_check(gw);
+    if (poke & GG_WATCH_TASKS) tasks_poked(gw);
 }
 
 /* The notifier thread (PostgreSQL): hand every notification to the watcher at once. While

@@ -183,6 +183,7 @@ struct gg_gateway {
     pthread_t notifier;
     bool notifier_started;
     atomic_int watch_poke;    /* GG_WATCH_* bits not yet handled by the watcher */
+    double tasks_poked_ms;    /* the watcher's last pass for GG_WATCH_TASKS (watcher thread only) */
     atomic_int notify_up;     /* the watch's connection is up (for /metrics) */
     unsigned long long notifications_total;
     /* counters for /metrics */

@@ -9,6 +9,8 @@
 #    subscriptions/listen streams of its clients on the others within the bound, and so does
 #    a new graph version to the clients of /mcp/{tenant}/_all;
 #  - input-required (2026-07-28) rounds resume on whichever replica HAProxy picks;
+#  - a task cancelled through one replica is heard as notifications/tasks on another's
+#    subscriptions/listen stream within the bound;
 #  - one replica killed with kill -9 under load: HAProxy routes around it, every acknowledged
 #    call has its succeeded execution, and the killed replica's runs are marked interrupted
 #    under its own replica id when it comes back (the others' are left alone).
@@ -121,6 +123,10 @@ GG_PUB=${PUBS[0]}
 t "the conformance fixture uploaded" test "$(gw_put_graph "$ADMIN" acme everything "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" = 201
 GG_PUB=""
 client resume
+# ---- task status notifications: a task cancelled through one replica is heard on another's
+# listen stream within the bound (NOTIFY "tasks", not the once-a-second check)
+client tasks
+t "... and counted as sent on that replica" test "$(metric 1 'graphgate_task_notifications_total{outcome="sent"}')" -ge 6
 
 # ---- kill -9 one replica under load
 export STOP="$ROOT_TMP/stop" SLOW_N=${GG_SLOW_N:-150000}
