@@ -389,6 +389,7 @@ json_t *gw_task_watch_ids(const gw_task_watch *w); /* the accepted ids (for the 
 /* Whether w watches the task and r is news to it (not yet sent, and not after a terminal status). */
 bool gw_task_watch_due(const gw_task_watch *w, const gg_task_row *r);
 void gw_task_watch_sent(gw_task_watch *w, const gg_task_row *r); /* r went out */
+void gw_task_watch_gone(gw_task_watch *w, const char *id);         /* its row is deleted */
 /* The ids w still expects changes of (not terminal): out["tenant\nid"] = [tenant, id]. */
 void gw_task_watch_live(const gw_task_watch *w, const char *tenant, json_t *out);
 /* The registry hook for GET streams and listen streams (user: the gateway). */

@@ -369,6 +369,11 @@ static void refresh(gw_listen *l, const char *tenant, const char *task_id) {
         deliver(l, &r);
         pthread_mutex_unlock(&l->mu);
         gg_task_row_clear(&r);
+    } else if (!strcmp(e.code, "not_found")) { /* deleted past its TTL: no longer re-read */
+        pthread_mutex_lock(&l->mu);
+        for (listener *s = l->head; s; s = s->next)
+            if (s->tasks && !strcmp(s->tenant, tenant)) gw_task_watch_gone(s->tasks, task_id);
+        pthread_mutex_unlock(&l->mu);
     }
     gg_error_clear(&e);
 }

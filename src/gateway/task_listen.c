@@ -33,8 +33,10 @@ struct gw_task_watch {
     watched t[GW_LISTEN_TASKS];
 };
 
+#define GONE "gone" /* the row is no more (deleted past its TTL): nothing further to send */
+
 static bool terminal(const char *status) {
-    return !strcmp(status, "completed") || !strcmp(status, "failed") || !strcmp(status, "cancelled");
+    return !strcmp(status, "completed") || !strcmp(status, "failed") || !strcmp(status, "cancelled") || !strcmp(status, GONE);
 }
 
 static char *missing_capability(json_t *id) {
@@ -121,6 +123,11 @@ void gw_task_watch_sent(gw_task_watch *w, const gg_task_row *r) {
     if (!e) return;
     snprintf(e->status, sizeof e->status, "%s", r->status);
     e->updated_ms = r->updated_ms;
+}
+
+void gw_task_watch_gone(gw_task_watch *w, const char *id) {
+    watched *e = find(w, id);
+    if (e) snprintf(e->status, sizeof e->status, "%s", GONE);
 }
 
 void gw_task_watch_live(const gw_task_watch *w, const char *tenant, json_t *out) {
