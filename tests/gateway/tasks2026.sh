@@ -4,8 +4,11 @@
 # created on one is read, answered (tasks/update) and cancelled on the other; a replica that
 # shuts down reports its running task failed; bad input (unknown id, another tenant's id,
 # oversize id and answers), the -32021 gate and scopes; the official SDK v2 client with
-# @modelcontextprotocol/ext-tasks drives a task (sdk_tasks.mjs). (The conformance suite's tasks-*
-# scenarios run in mcp2026.sh.)
+# @modelcontextprotocol/ext-tasks drives a task (sdk_tasks.mjs) and hears its status
+# notifications on a subscriptions/listen stream (sdk_task_listen.mjs); streams on either
+# replica hear changes the other made (cancel, a resumed run completing, a shutdown's
+# interrupted failure); a lagging stream's notifications are coalesced, not queued. (The
+# conformance suite's tasks-* scenarios run in mcp2026.sh.)
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_conf_setup
 export GRAPHGATE_SESSION_SECRET=tasks2026-test-secret-shared-by-replicas-0123456789
@@ -81,6 +84,68 @@ PY
 }
 # B sees the graph once its registry synced with the store
 for i in $(seq 1 100); do [ "$(call "$R" "$B" "$KEY" tools/list "" '{}')" = 200 ] && break; sleep 0.1; done
+
+# ---- a listen stream whose reader lags: no queue grows. Four tasks with 400 KiB results,
+# named by a stream that is not read (a 4 KiB receive buffer): the first goes out, the others
+# are coalesced (counted) while more than 256 KiB wait unread; once the reader reads, every
+# task's completed state arrives, each once (HTTP/1.0: the stream unchunked).
+cat >"$GG_TMP/big.yaml" <<'YAML'
+version: "1.0"
+server: {name: big, version: "1.0.0"}
+tools:
+  - name: big
+    description: a large result, as a task
+    taskSupport: optional
+    inputSchema: {type: object, properties: {kb: {type: number, maximum: 1024}}}
+    nodes:
+      - {id: entry, type: entry, next: v}
+      - {id: v, type: transform, transform: {expr: '$pad("", entry.kb * 1024, "x")'}, next: exit}
+      - {id: exit, type: exit}
+YAML
+t "a graph with a large-result task tool uploaded" test "$(gw_put_graph "$ADMIN" conf big "$GG_TMP/big.yaml")" = 201
+BIGS=""
+for i in 1 2 3 4; do
+  call "$R" "$GG_PUB/mcp/conf/big" "$KEY" tools/call big '{"name":"big","arguments":{"kb":400}}' >/dev/null
+  BIGS="$BIGS $(jget "$R" "d['result']['taskId']")"
+done
+for id in $BIGS; do wait_status "$GG_PUB/mcp/conf/big" "$KEY" "$id" completed >/dev/null; done
+coalesced() { curl -fsS --max-time 5 "$GG_INT/metrics" | sed -n 's/^graphgate_task_notifications_total{outcome="coalesced"} //p'; }
+C0=$(coalesced)
+t "a lagging reader: later states coalesced, then every task's completed state arrives once" python3 - "$GG_PUB" "$KEY" "$CAPS" "$GG_INT" "$C0" $BIGS <<'PY'
+import json, socket, sys, time, urllib.request, urllib.parse
+pub, key, caps, internal, c0, ids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], int(sys.argv[5] or 0), sys.argv[6:]
+u = urllib.parse.urlparse(pub)
+body = json.dumps({'jsonrpc': '2.0', 'id': 'lag', 'method': 'subscriptions/listen', 'params': {'notifications': {'taskIds': ids},
+  '_meta': {'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps}}}).encode()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect((u.hostname, u.port))
+s.sendall((f'POST /mcp/conf/big HTTP/1.0\r\nHost: {u.netloc}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n'
+           f'Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n'
+           f'Content-Length: {len(body)}\r\n\r\n').encode() + body)
+def coalesced():
+    m = urllib.request.urlopen(internal + '/metrics', timeout=5).read().decode()
+    return int([l for l in m.splitlines() if l.startswith('graphgate_task_notifications_total{outcome="coalesced"}')][0].split()[-1])
+end = time.time() + 20
+while coalesced() - c0 < 3 and time.time() < end: time.sleep(0.1)   # unread: the later ones wait
+lagged = coalesced() - c0
+buf, seen, end = b'', {}, time.time() + 40
+s.settimeout(1)
+while len(seen) < len(ids) and time.time() < end:                  # now read
+    try: chunk = s.recv(1 << 20)
+    except socket.timeout: continue
+    if not chunk: break
+    buf += chunk
+    for l in buf.split(b'\n'):
+        if l.startswith(b'data: {') and b'notifications/tasks' in l[:200]:
+            try: p = json.loads(l[6:])['params']
+            except ValueError: continue                                 # the line is not complete yet
+            seen.setdefault(p['taskId'], []).append((p['status'], len(p['result']['content'][0]['text'])))
+    buf = buf[buf.rfind(b'\n') + 1:] if b'\n' in buf else buf
+print(f'   coalesced while unread: {lagged}; heard: {dict((k[-6:], v) for k, v in seen.items())}', file=sys.stderr)
+ok = lagged >= 3 and sorted(seen) == sorted(ids) and all(v == [('completed', 400 * 1024)] for v in seen.values())
+sys.exit(0 if ok else 1)
+PY
 
 # ---- created on A, read and cancelled on B
 st=$(call "$R" "$A" "$KEY" tools/call slow_compute '{"name":"slow_compute","arguments":{"seconds":8,"label":"x"}}')
