@@ -303,7 +303,7 @@ async function listenTask(i, id, got) {
         const ev = buf.slice(0, at); buf = buf.slice(at + 2);
         const data = ev.split('\n').find((l) => l.startsWith('data:'));
         const m = data && JSON.parse(data.slice(5));
-        if (m?.method === 'notifications/tasks') got.push({ at: Date.now(), status: m.params.status });
+        if (m?.method === 'notifications/tasks') got.push({ at: Date.now(), status: m.params.status, error: m.params.error });
       }
     }
   })().catch(() => {});
@@ -330,6 +330,23 @@ async function tasks() {
   check(`each cancel heard on replica 2's stream within ${BOUND} ms`, ms.every((m) => m <= BOUND), ms);
 }
 
+// A task working on replica 3, named by a listen stream on replica 1; the shell kills replica 3
+// (kill -9) once TASK_READY is printed and restarts it: the restart marks the task failed
+// ("interrupted") and replica 1's stream hears it.
+async function interrupted() {
+  const created = await (await post2026(2, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'killed' } })).json();
+  const id = created.result?.taskId;
+  const got = [];
+  const stop = await listenTask(0, id, got);
+  check('a task working on replica 3, named by a listen stream on replica 1',
+    await until(() => got.some((n) => n.status === 'working'), 5000), got);
+  console.log('# TASK_READY');
+  const failed = await until(() => got.find((n) => n.status === 'failed'), 60000);
+  check('replica 3 killed and restarted: replica 1\'s stream hears the task failed as interrupted',
+    /interrupted/.test(failed?.error?.message ?? ''), got);
+  stop();
+}
+
 try {
   const phase = process.argv[2];
   if (phase === 'propagate') await propagate();
@@ -338,6 +355,7 @@ try {
   else if (phase === 'load') await load(process.argv[3]);
   else if (phase === 'views') await views();
   else if (phase === 'tasks') await tasks();
+  else if (phase === 'interrupted') await interrupted();
   else throw new Error(`unknown phase ${phase}`);
   finish();
 } catch (e) { finish(e); }
