@@ -135,9 +135,10 @@ static void check_graphs(gg_gateway *gw) {
     gg_error_clear(&err);
 }
 
-/* A task changed on another replica: a cancel stops the run here, listen streams hear it.
- * At most every GW_TASKS_POKE_MS (busy replicas change tasks all the time; each pass reads
- * rows): a poke sooner is kept for a later turn of the watcher. */
+/* A task changed on another replica: this replica's listen streams watching it hear it (the
+ * pass reads only watched tasks: nothing without streams; running tasks' cancel flags stay on
+ * the once-a-second check, as every task change anywhere would re-read them all). At most
+ * every GW_TASKS_POKE_MS: a poke sooner is kept for a later turn of the watcher. */
 #define GW_TASKS_POKE_MS 100
 static void tasks_poked(gg_gateway *gw) {
     double now = gg_now_ms();
@@ -146,7 +147,6 @@ static void tasks_poked(gg_gateway *gw) {
         return;
     }
     gw->tasks_poked_ms = now;
-    gw_tasks_check_cancels(gw);
     gw_listen_tasks_check(gw->listen);
 }
 
