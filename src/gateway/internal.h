@@ -372,8 +372,8 @@ void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, en
  * as its DetailedTask. The task's row changed here (tasks.c): its listeners hear it now. */
 #define GW_LISTEN_TASKS 16
 void gw_listen_task_changed(gw_listen *l, const char *tenant, const char *task_id);
-/* The watcher, each second or when the store's change watch says tasks changed: the rows of
- * the live tasks streams watch, re-read (changes made by another replica or a restart). */
+/* The watcher, each second or when the store's change watch says tasks changed: re-read the
+ * rows of the live tasks the streams watch (changes made by another replica or a restart). */
 void gw_listen_tasks_check(gw_listen *l);
 /* graphgate_task_notifications_total{outcome} for /metrics. */
 void gw_listen_metrics(gw_listen *l, gg_strbuf *out);
