@@ -88,6 +88,8 @@ bool gg_store_write_tx(gg_store *s, bool (*fn)(gg_store_conn *c, void *user, gg_
  * as a new array; NULL + err (a db error names table). */
 json_t *gg_store_tenant_rows(gg_store *s, const char *sql, const char *tenant, const char *key,
                              json_t *(*row)(gg_db_stmt *st), const char *table, gg_error *err);
+/* PostgreSQL: NOTIFY channel "graphgate" with what (notify.c maps it to a GG_WATCH_* bit). */
+bool gg_store_notify(gg_store_conn *c, const char *what, gg_error *err);
 /* Bump a generation counter inside the caller's transaction. */
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err);
 /* A JSON TEXT column as a value (NULL → json null; non-JSON text → string). */
