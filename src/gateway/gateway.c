@@ -136,12 +136,28 @@ static void check_graphs(gg_gateway *gw) {
     gg_error_clear(&err);
 }
 
+/* A task changed on another replica: this replica's listen streams watching it hear it (the
+ * pass reads only watched tasks: nothing without streams; running tasks' cancel flags stay on
+ * the once-a-second check, as every task change anywhere would re-read them all). At most
+ * every GW_TASKS_POKE_MS: a poke sooner is kept for a later turn of the watcher. */
+#define GW_TASKS_POKE_MS 100
+static void tasks_poked(gg_gateway *gw) {
+    double now = gg_now_ms();
+    if (now - gw->tasks_poked_ms < GW_TASKS_POKE_MS) {
+        atomic_fetch_or(&gw->watch_poke, GG_WATCH_TASKS);
+        return;
+    }
+    gw->tasks_poked_ms = now;
+    gw_listen_tasks_check(gw->listen);
+}
+
 /* What a change notification asks for (watcher thread). */
 static void handle_poke(gg_gateway *gw) {
     int poke = atomic_exchange(&gw->watch_poke, 0);
     if (poke & GG_WATCH_GRAPHS) check_graphs(gw);
     if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
     if (poke & GG_WATCH_VIEWS) gw_views_check(gw);
+    if (poke & GG_WATCH_TASKS) tasks_poked(gw);
 }
 
 /* The notifier thread (PostgreSQL): hand every notification to the watcher at once. While
@@ -182,6 +198,7 @@ static void *watcher(void *arg) {
             gw_views_check(gw);             /* views changed through another replica */
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
             gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
+            gw_listen_tasks_check(gw->listen); /* task changes made elsewhere, to this replica's streams */
         }
         pthread_mutex_lock(&gw->watch_mu);
     }
@@ -383,6 +400,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
     gw_async_metrics(gw->async, out);
+    gw_listen_metrics(gw->listen, out);
     gw_downstream_metrics(out);
     gg_tel_metrics(out);
 }

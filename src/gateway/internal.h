@@ -183,6 +183,7 @@ struct gg_gateway {
     pthread_t notifier;
     bool notifier_started;
     atomic_int watch_poke;    /* GG_WATCH_* bits not yet handled by the watcher */
+    double tasks_poked_ms;    /* the watcher's last pass for GG_WATCH_TASKS (watcher thread only) */
     atomic_int notify_up;     /* the watch's connection is up (for /metrics) */
     unsigned long long notifications_total;
     /* counters for /metrics */
@@ -364,7 +365,7 @@ gw_listen *gw_listen_new(gg_gateway *gw);
 void gw_listen_free(gw_listen *l); /* ends what is still open */
 /* Open the stream for a checked subscriptions/listen request m (borrowed). */
 int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
-                   const mcp_server *srv, const mcp_message *m);
+                   const mcp_server *srv, const mcp_message *m, int client_caps);
 void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph); /* a new version is active */
 /* A tenant-wide or view endpoint changed to srv: list_changed to its streams (view_only:
  * only those told about another view definition than srv's). */
@@ -374,6 +375,31 @@ void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out);    /* a
 /* End streams gracefully: of tenant/graph, of tenant (graph NULL), or all (tenant NULL). */
 void gw_listen_end(gw_listen *l, const char *tenant, const char *graph);
 void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, end all when stopping */
+/* notifications/tasks (task_listen.c, listen.c): a listen stream names up to GW_LISTEN_TASKS
+ * task ids of its endpoint (params.notifications.taskIds); each status change of one is sent
+ * as its DetailedTask. The task's row changed here (tasks.c): its listeners hear it now. */
+#define GW_LISTEN_TASKS 16
+void gw_listen_task_changed(gw_listen *l, const char *tenant, const char *task_id);
+/* The watcher, each second or when the store's change watch says tasks changed: re-read the
+ * rows of the live tasks the streams watch (changes made by another replica or a restart). */
+void gw_listen_tasks_check(gw_listen *l);
+/* graphgate_task_notifications_total{outcome} for /metrics. */
+void gw_listen_metrics(gw_listen *l, gg_strbuf *out);
+/* One stream's watched tasks (task_listen.c); the listener owns it. */
+typedef struct gw_task_watch gw_task_watch;
+/* From the request's params.notifications: NULL + *error (a JSON-RPC error body) when taskIds
+ * is malformed or the request did not declare the tasks extension; NULL and no error when it
+ * names no tasks. Ids are accepted when the tenant's store has them on graph. */
+gw_task_watch *gw_task_watch_open(gg_gateway *gw, const char *tenant, const char *graph, const mcp_message *m,
+                                  int client_caps, char **error);
+void gw_task_watch_free(gw_task_watch *w);
+json_t *gw_task_watch_ids(const gw_task_watch *w); /* the accepted ids (for the acknowledgement) */
+/* Whether w watches the task and r is news to it (not yet sent, and not after a terminal status). */
+bool gw_task_watch_due(const gw_task_watch *w, const gg_task_row *r);
+void gw_task_watch_sent(gw_task_watch *w, const gg_task_row *r); /* r went out */
+void gw_task_watch_gone(gw_task_watch *w, const char *id);         /* its row is deleted */
+/* The ids w still expects changes of (not terminal): out["tenant\nid"] = [tenant, id]. */
+void gw_task_watch_live(const gw_task_watch *w, const char *tenant, json_t *out);
 /* The registry hook for GET streams and listen streams (user: the gateway). */
 void gw_registry_changed(void *user, const char *tenant, const char *graph, bool removed);
 size_t gw_streams_tenant_count(gw_streams *s, const char *tenant); /* counted in tenants.max_streams */
@@ -447,6 +473,9 @@ void gw_task_track(const char *tenant, const char *id, atomic_int *cancel);
 void gw_tasks_check_cancels(gg_gateway *gw);
 /* The task's run ended with body (consumed): its end goes to the store. */
 void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body);
+/* The DetailedTask of row r: what tasks/get answers (as_result: with resultType "complete")
+ * and what notifications/tasks carries (without). NULL on OOM. */
+json_t *gw_task_detailed(const gg_task_row *r, bool as_result);
 /* tasks/get, tasks/update, tasks/cancel (other tasks methods: -32601): the response body. */
 char *gw_tasks_dispatch(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m, int client_caps);
 /* mcp_http.c: run call as task task_id on the pool (ep: an endpoint*); false + why when refused. */

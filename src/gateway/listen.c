@@ -13,7 +13,16 @@
  * GW_LISTEN_MAX streams in all and GW_LISTEN_PER_TENANT per endpoint tenant (more → 429 /
  * 503 with Retry-After), 16 subscribed URIs per stream.
  *
- * Locking: mu guards the list; the HTTP core's lock is taken inside it, never around it.
+ * Task status notifications (task_listen.c holds a stream's watched tasks): a task's row
+ * changed by this replica is re-read and sent at once (gw_listen_task_changed); the watcher
+ * re-reads the live watched tasks each second, or when PostgreSQL's change watch says tasks
+ * changed, for what other replicas and restarts did (gw_listen_tasks_check). A stream whose
+ * reader lags (more than LISTEN_TASK_BACKLOG bytes queued) skips a change: its watch keeps
+ * the older state, so the next check sends the newest one (counted as coalesced).
+ *
+ * Locking: task_mu serialises reading a task's row and sending it, so streams get a task's
+ * states in the order the store took them; mu guards the list and is taken inside task_mu;
+ * the HTTP core's lock is taken inside mu, never around it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +34,8 @@
 #define GW_LISTEN_PER_TENANT 64
 #define LISTEN_URIS 16
 #define SUB_ID "io.modelcontextprotocol/subscriptionId"
+#define LISTEN_TASK_BACKLOG (256 * 1024) /* queued bytes past which a task change is coalesced */
+#define TASK_CHECK_MAX 256               /* watched tasks re-read a pass (rotating) */
 
 enum { F_TOOLS = 1, F_PROMPTS = 2, F_RESOURCES = 4 };
 
@@ -35,15 +46,19 @@ typedef struct listener {
     json_t *id;   /* the subscription id: the request's JSON-RPC id */
     json_t *uris; /* resourceSubscriptions honoured */
     char *view;   /* a view endpoint's definition last announced (gw_tenantwide_view_text) */
+    gw_task_watch *tasks; /* notifications/tasks: the tasks watched (NULL: none asked) */
     struct listener *next;
 } listener;
 
 struct gw_listen {
     gg_gateway *gw;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu, task_mu;
     listener *head;
     size_t open;
     double next_ping_ms;
+    atomic_int watching;     /* streams watching tasks: none → a task change costs nothing */
+    size_t check_from;       /* rotation of gw_listen_tasks_check (under task_mu) */
+    atomic_ullong sent, coalesced; /* notifications/tasks */
 };
 
 gw_listen *gw_listen_new(gg_gateway *gw) {
@@ -51,6 +66,7 @@ gw_listen *gw_listen_new(gg_gateway *gw) {
     if (!l) return NULL;
     l->gw = gw;
     pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->task_mu, NULL);
     return l;
 }
 
@@ -58,6 +74,7 @@ void gw_listen_free(gw_listen *l) {
     if (!l) return;
     gw_listen_end(l, NULL, NULL);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->task_mu);
     free(l);
 }
 
@@ -75,6 +92,7 @@ static bool send_frame(listener *s, const char *method, json_t *params) {
 }
 
 static void listener_free(listener *s) {
+    gw_task_watch_free(s->tasks);
     json_decref(s->id);
     json_decref(s->uris);
     free(s->view);
@@ -131,6 +149,7 @@ static json_t *ack_params(const listener *s) {
     if (s->filter & F_PROMPTS) json_object_set_new(n, "promptsListChanged", json_true());
     if (s->filter & F_RESOURCES) json_object_set_new(n, "resourcesListChanged", json_true());
     if (json_array_size(s->uris)) json_object_set(n, "resourceSubscriptions", s->uris);
+    if (s->tasks) json_object_set_new(n, "taskIds", gw_task_watch_ids(s->tasks));
     return json_pack("{s:o}", "notifications", n);
 }
 
@@ -143,11 +162,21 @@ static int refuse(gg_http_res *res, json_t *id, int status, const char *msg) {
 
 /* See internal.h. */
 int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
-                   const mcp_server *srv, const mcp_message *m) {
+                   const mcp_server *srv, const mcp_message *m, int client_caps) {
     gw_listen *l = gw->listen;
     if (!l || (gw->app && gw->app->stopping)) return refuse(res, m->id, 503, "Server busy: shutting down");
+    char *bad = NULL;
+    gw_task_watch *tasks = gw_task_watch_open(gw, tenant, graph, m, client_caps, &bad);
+    if (bad) {
+        gg_http_res_bytes_take(res, mcp_modern_status(bad), "application/json", bad, strlen(bad));
+        return GG_HTTP_DONE;
+    }
     listener *s = new_listener(m, srv);
-    if (!s) return refuse(res, m->id, 503, "Server busy: out of memory");
+    if (!s) {
+        gw_task_watch_free(tasks);
+        return refuse(res, m->id, 503, "Server busy: out of memory");
+    }
+    s->tasks = tasks;
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     snprintf(s->graph, sizeof s->graph, "%s", graph);
     pthread_mutex_lock(&l->mu);
@@ -171,7 +200,14 @@ int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
     s->next = l->head;
     l->head = s;
     l->open++;
+    json_t *ids = s->tasks ? gw_task_watch_ids(s->tasks) : NULL;
+    if (s->tasks) atomic_fetch_add(&l->watching, 1);
     pthread_mutex_unlock(&l->mu);
+    /* each watched task's state now, so a change made before the stream opened is not missed */
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id) gw_listen_task_changed(l, tenant, json_string_value(id));
+    json_decref(ids);
     return GG_HTTP_DEFERRED;
 }
 
@@ -258,6 +294,7 @@ void gw_listen_end(gw_listen *l, const char *tenant, const char *graph) {
         }
         *pp = s->next;
         l->open--;
+        if (s->tasks) atomic_fetch_sub(&l->watching, 1);
         end_stream(s);
     }
     pthread_mutex_unlock(&l->mu);
@@ -283,10 +320,105 @@ void gw_listen_tick(gw_listen *l, double now) {
         }
         *pp = s->next;
         l->open--;
+        if (s->tasks) atomic_fetch_sub(&l->watching, 1);
         gg_http_async_complete(s->a);
         listener_free(s);
     }
     pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- notifications/tasks */
+
+/* r to every stream of its tenant watching it that has not heard it (mu held). A lagging
+ * reader's copy is skipped and counted; its watch keeps the older state for a later pass. */
+static void deliver(gw_listen *l, const gg_task_row *r) {
+    json_t *task = NULL;
+    for (listener *s = l->head; s; s = s->next) {
+        if (!s->tasks || strcmp(s->tenant, r->tenant) || !gw_task_watch_due(s->tasks, r)) continue;
+        if (!task && !(task = gw_task_detailed(r, false))) return;
+        if (gg_http_async_queued(s->a) > LISTEN_TASK_BACKLOG) {
+            atomic_fetch_add(&l->coalesced, 1);
+            continue;
+        }
+        /* not sent (gone, or past the stream's buffer cap): the watch keeps the older state */
+        if (!send_frame(s, "notifications/tasks", json_copy(task))) continue;
+        gw_task_watch_sent(s->tasks, r);
+        atomic_fetch_add(&l->sent, 1);
+    }
+    json_decref(task);
+}
+
+static bool anyone_watches(gw_listen *l, const char *tenant, const char *task_id) {
+    gg_task_row probe = {0};
+    snprintf(probe.id, sizeof probe.id, "%s", task_id);
+    probe.updated_ms = 1LL << 62; /* newer than anything sent: due whenever watched and not ended */
+    bool any = false;
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s && !any; s = s->next)
+        any = s->tasks && !strcmp(s->tenant, tenant) && gw_task_watch_due(s->tasks, &probe);
+    pthread_mutex_unlock(&l->mu);
+    return any;
+}
+
+/* Read the task's row and send it where it is news (task_mu held). */
+static void refresh(gw_listen *l, const char *tenant, const char *task_id) {
+    gg_task_row r;
+    gg_error e = GG_ERROR_INIT;
+    if (gg_store_task_get(l->gw->store, tenant, task_id, &r, &e)) {
+        pthread_mutex_lock(&l->mu);
+        deliver(l, &r);
+        pthread_mutex_unlock(&l->mu);
+        gg_task_row_clear(&r);
+    } else if (!strcmp(e.code, "not_found")) { /* deleted past its TTL: no longer re-read */
+        pthread_mutex_lock(&l->mu);
+        for (listener *s = l->head; s; s = s->next)
+            if (s->tasks && !strcmp(s->tenant, tenant)) gw_task_watch_gone(s->tasks, task_id);
+        pthread_mutex_unlock(&l->mu);
+    }
+    gg_error_clear(&e);
+}
+
+/* See internal.h. */
+void gw_listen_task_changed(gw_listen *l, const char *tenant, const char *task_id) {
+    if (!l || !atomic_load(&l->watching) || !anyone_watches(l, tenant, task_id)) return;
+    pthread_mutex_lock(&l->task_mu);
+    refresh(l, tenant, task_id);
+    pthread_mutex_unlock(&l->task_mu);
+}
+
+/* See internal.h. */
+void gw_listen_tasks_check(gw_listen *l) {
+    if (!l || !atomic_load(&l->watching)) return;
+    json_t *live = json_object();
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s; s = s->next) gw_task_watch_live(s->tasks, s->tenant, live);
+    pthread_mutex_unlock(&l->mu);
+    size_t n = json_object_size(live), k = 0;
+    pthread_mutex_lock(&l->task_mu);
+    size_t from = n ? l->check_from % n : 0;
+    l->check_from = from + TASK_CHECK_MAX;
+    pthread_mutex_unlock(&l->task_mu);
+    const char *key;
+    json_t *p;
+    json_object_foreach(live, key, p) { /* a window of TASK_CHECK_MAX from the rotating start */
+        size_t at = k++;
+        if ((at + n - from) % n >= TASK_CHECK_MAX) continue;
+        pthread_mutex_lock(&l->task_mu); /* taken per task, so a local change waits one read at most */
+        refresh(l, json_string_value(json_array_get(p, 0)), json_string_value(json_array_get(p, 1)));
+        pthread_mutex_unlock(&l->task_mu);
+    }
+    json_decref(live);
+}
+
+/* See internal.h. */
+void gw_listen_metrics(gw_listen *l, gg_strbuf *out) {
+    if (!l) return;
+    gg_strbuf_printf(out, "# HELP graphgate_task_notifications_total notifications/tasks on subscriptions/listen streams: "
+                          "sent, or coalesced (a lagging stream gets the newest state later)\n"
+                          "# TYPE graphgate_task_notifications_total counter\n"
+                          "graphgate_task_notifications_total{outcome=\"sent\"} %llu\n"
+                          "graphgate_task_notifications_total{outcome=\"coalesced\"} %llu\n",
+                     (unsigned long long)atomic_load(&l->sent), (unsigned long long)atomic_load(&l->coalesced));
 }
 
 /* The registry's change hook for both kinds of streams: GET streams of sessions

@@ -554,7 +554,7 @@ static void job_call_done(void *user, char *body) {
     if (*j->task_id) {
         record_finish(j);
         gw_task_finish(gw, j->ep.tenant, j->task_id, j->call, body);
-    } else job_answer(j, body, 200);
+    } else job_answer(j, body, mcp_call_http_status(j->call, body));
     job_free(j);
 }
 
@@ -1218,7 +1218,7 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
         return GG_HTTP_DONE;
     }
     if (m.kind != MCP_MSG_REQUEST) return gg_http_res_bytes(res, 202, "application/json", "", 0), GG_HTTP_DONE;
-    if (!strcmp(m.method, "subscriptions/listen")) return gw_listen_open(gw, req, res, ep->tenant, ep->graph, ep->srv, &m);
+    if (!strcmp(m.method, "subscriptions/listen")) return gw_listen_open(gw, req, res, ep->tenant, ep->graph, ep->srv, &m, mr.client_caps);
     /* a requestState resumes only on this endpoint's active version, with the same key */
     char binding[3 * GG_NAME_MAX + 64];
     snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "");

@@ -234,6 +234,7 @@ void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp
     /* only a working task takes its run's end: a cancelled one stays cancelled */
     if (!gg_store_task_set(gw->store, &r, "working", &changed, &e))
         gg_log(GG_LOG_WARN, "task %s: its end could not be stored: %s", task_id, e.message ? e.message : e.code);
+    else if (changed) gw_listen_task_changed(gw->listen, tenant, task_id);
     gg_error_clear(&e);
     gg_task_row_clear(&r);
     json_decref(v);
@@ -251,13 +252,17 @@ static char *store_error(json_t *id, gg_error *e) {
     return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, msg, NULL);
 }
 
-static char *do_get(const gg_task_row *r, json_t *id) {
+/* See internal.h: what tasks/get answers, and notifications/tasks carries (without resultType). */
+json_t *gw_task_detailed(const gg_task_row *r, bool as_result) {
     json_t *t = task_json(r, "complete");
     if (t && !strcmp(r->status, "completed") && r->result) json_object_set(t, "result", r->result);
     if (t && !strcmp(r->status, "failed") && r->error) json_object_set(t, "error", r->error);
     if (t && !strcmp(r->status, "input_required") && r->input_requests) json_object_set(t, "inputRequests", r->input_requests);
-    return rpc_result(id, t);
+    if (t && !as_result) json_object_del(t, "resultType");
+    return t;
 }
+
+static char *do_get(const gg_task_row *r, json_t *id) { return rpc_result(id, gw_task_detailed(r, true)); }
 
 static char *ack(json_t *id) { return mcp_jsonrpc_result_raw(id, "{\"resultType\":\"complete\"}"); }
 
@@ -275,6 +280,7 @@ static char *do_cancel(gg_gateway *gw, gg_task_row *r, json_t *id) {
         return out;
     }
     cancel_local(r->id); /* the run, when it runs here; elsewhere its end finds the row cancelled */
+    if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id);
     return ack(id); /* a task already ended gets the same acknowledgement */
 }
 
@@ -338,6 +344,7 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
         gg_error_clear(&e);
         return out;
     }
+    if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id); /* working again, or fewer requests */
     if (all && changed) resume(gw, pl, r);
     return ack(id);
 }

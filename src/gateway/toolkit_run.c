@@ -13,9 +13,21 @@
  * upload threads (as an upload: bounded per tenant, never a worker); the run is a heap run
  * on the tenant's worker queue that yields on mcp nodes and continues through the caller's
  * resume hook, so no worker waits on a downstream.
+ *
+ * elicit, sample, roots and ask nodes ask the toolkit's own client, as a stored graph's
+ * nodes ask theirs: in a 2025 session on the call's SSE stream (the answer comes back
+ * through the session), in a 2026-07-28 call as input-required rounds. A round's result is
+ * the run's saved state plus the trace so far, which the server seals into requestState
+ * (reqstate.c: tenant-less mount binding + API key + tool + expiry); since the graph is not
+ * stored, the state also carries a hash of the tenant, the source, the tool and the
+ * arguments, and the repeated call must send the same ones (else -32602). The source is
+ * compiled again for each round and the run restored at its waiting node: earlier nodes
+ * do not run again, the trace goes on from their records.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "gateway/internal.h"
 
@@ -33,6 +45,8 @@ typedef struct tk_run {
     const mcp_call_ctx *caller; /* the toolkit call's (lives until done) */
     json_t *args;   /* the call's arguments (reference) */
     json_t *answer; /* compile's refusal, answered from the worker */
+    char source[2 * crypto_generichash_BYTES + 1]; /* what a round's state is bound to (source_hash) */
+    bool *parked;   /* tk_run_step's: set when an input-required round left the run waiting */
     mcp_provider_done_fn done;
     void *user;
 } tk_run;
@@ -130,10 +144,96 @@ static json_t *run_answer(tk_run *r, bool ok, gg_graph_result *res) {
 
 static void tk_run_end(tk_run *r, json_t *answer, gg_error *err);
 
+/* ---- input-required rounds (2026-07-28) ------------------------------------------------- */
+
+/* The hash a round's state is bound to: the tenant, the source, the tool and the arguments
+ * (canonical JSON), each ended by a NUL so no two different calls hash alike. */
+static void source_hash(const char *tenant, json_t *args, char out[2 * crypto_generichash_BYTES + 1]) {
+    crypto_generichash_state st;
+    unsigned char h[crypto_generichash_BYTES];
+    json_t *ja = json_object_get(args, "arguments");
+    char *canon = ja ? json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS) : NULL; /* none = {} */
+    const char *parts[4] = {tenant, json_string_value(json_object_get(args, "yaml")),
+                            json_string_value(json_object_get(args, "tool")), canon ? canon : "{}"};
+    size_t lens[4] = {strlen(tenant), json_string_length(json_object_get(args, "yaml")),
+                      json_string_length(json_object_get(args, "tool")), canon ? strlen(canon) : 2};
+    crypto_generichash_init(&st, (const unsigned char *)"graphgate run_graph", 19, sizeof h);
+    for (int i = 0; i < 4; i++) crypto_generichash_update(&st, (const unsigned char *)parts[i], lens[i] + 1);
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(out, 2 * crypto_generichash_BYTES + 1, h, sizeof h);
+    free(canon);
+}
+
+/* The executor's client_request: the caller's (a 2025 session's stream, or a 2026 round's
+ * inputResponses); a request the round leaves for the client's next call parks the run. */
+static void tk_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
+                              atomic_int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
+                              void *done_user) {
+    tk_run *r = user;
+    atomic_int *wait = r->caller->input_wait;
+    bool *parked = r->parked; /* read before: a session's answer may wake (and end) the run at once */
+    r->caller->client_request(r->caller->client_user, key, method, params, timeout_ms, cancelled, done, done_user);
+    if (wait && atomic_load(wait)) *parked = true; /* a round never answers later: r is still ours */
+}
+
+/* A round ends: the answer is the run's state (the server seals it) with what the next
+ * round needs that the executor does not keep: the binding hash and the trace so far. */
+static void tk_run_park(tk_run *r) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *state = gg_graph_run_save(r->run);
+    if (state && (json_object_set_new(state, "toolkitSource", json_string(r->source)) ||
+                  json_object_set(state, "toolkitTrace", r->trace) ||
+                  json_object_set_new(state, "toolkitTraceBytes", json_integer((json_int_t)r->trace_bytes)) ||
+                  json_object_set_new(state, "toolkitDropped", json_integer((json_int_t)r->dropped)))) {
+        json_decref(state);
+        state = NULL;
+    }
+    tk_run_end(r, state, &err);
+    gg_error_clear(&err);
+}
+
+/* The repeated call's state must be for this tenant, source, tool and arguments: NULL, or
+ * why not. */
+static const char *state_mismatch(json_t *state, const char *tenant, json_t *args) {
+    char want[2 * crypto_generichash_BYTES + 1];
+    const char *had = json_string_value(json_object_get(state, "toolkitSource"));
+    source_hash(tenant, args, want);
+    if (!had) return "requestState is not a run_graph state; call run_graph again without it";
+    if (sodium_memcmp(had, want, sizeof want - 1) != 0 || strlen(had) != sizeof want - 1)
+        return "requestState was issued for another graph source, tool or arguments: repeat the call with the yaml, "
+               "tool and arguments of the call that returned it, or call run_graph again without it";
+    return NULL;
+}
+
+/* The restored run's trace goes on from the earlier rounds' records. */
+static void trace_resume(tk_run *r, json_t *state) {
+    json_t *t = json_object_get(state, "toolkitTrace");
+    if (!json_is_array(t)) return;
+    json_decref(r->trace);
+    r->trace = json_deep_copy(t);
+    if (!r->trace) r->trace = json_array();
+    r->trace_bytes = (size_t)json_integer_value(json_object_get(state, "toolkitTraceBytes"));
+    r->dropped = (size_t)json_integer_value(json_object_get(state, "toolkitDropped"));
+}
+
+/* A 2026-07-28 call may go on only when its _meta declared what the graph's tool asks of
+ * every run (the check a stored graph's tools/call makes before running): the missing
+ * MCP_CLIENT_CAPS_* bits, 0 = none. */
+static int missing_caps(const tk_run *r, const gg_graph *g, const char *tool) {
+    if (!r->caller->input_wait || !r->caller->missing_caps) return 0; /* a session: its nodes fail as they ask */
+    int asked = MCP_CLIENT_CAPS_ELICITATION | MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS;
+    return gg_graph_tool_client_needs(g, tool) & ~r->caller->client_caps & asked;
+}
+
 /* Advance (on a worker) and answer once the run ended. */
 static void tk_run_step(void *arg) {
     tk_run *r = arg;
-    if (!gg_graph_run_advance(r->run)) return; /* waits downstream: tk_run_wake brings it back */
+    bool parked = false; /* r is not read after advance unless parked: a wake may own it */
+    r->parked = &parked;
+    if (!gg_graph_run_advance(r->run)) {
+        if (parked) tk_run_park(r); /* the client answers in its next call */
+        return;                     /* else waits: tk_run_wake brings it back */
+    }
     gg_graph_result res = GG_GRAPH_RESULT_INIT;
     bool ok = gg_graph_run_result(r->run, &res);
     gg_error err = GG_ERROR_INIT;
@@ -196,17 +296,18 @@ static void run_options(tk_run *r, const mcp_call_ctx *ctx) {
     r->ctx.history = NULL;
     r->ctx.history_text = NULL;
     r->ctx.exec_id = NULL; /* no record of this run: graphs it calls have no parent row */
-    r->ctx.input_wait = NULL;
+    r->ctx.input_wait = NULL; /* graphs it calls ask no client (gw_graph_call) */
     r->ctx.resume_state = NULL;
     r->ctx.fail_code = NULL;
+    r->ctx.missing_caps = NULL;
     r->ctx.budget_ms = 0;
-    if (ctx->input_wait) r->ctx.client_request = NULL; /* a stateless round cannot be resumed here */
     r->hooks = (gg_graph_hooks){NULL, trace_node, trace_node, r};
     r->ro = (gg_graph_run_options){.hooks = &r->hooks, .cancelled = ctx->cancelled, .record_inputs = true,
                                    .no_history = true};
     r->ro.start_ms = ctx->accepted_ms;
-    r->ro.client_request = r->ctx.client_request;
-    r->ro.client_user = r->ctx.client_user;
+    r->ro.client_request = ctx->client_request ? tk_client_request : NULL;
+    r->ro.client_user = r;
+    r->ro.input_wait = ctx->input_wait;
     r->ro.client_caps = ctx->client_caps;
     r->ro.trace = ctx->trace;
     r->ro.graph_call = gw_graph_call;
@@ -232,11 +333,24 @@ static void tk_run_start(void *arg) {
     json_t *answer = r->answer, *jt = json_object_get(r->args, "tool");
     r->answer = NULL;
     gg_graph *g = r->srv ? gg_graph_provider_graph(mcp_server_provider(r->srv)) : NULL;
-    if (g && !gg_graph_tool(g, json_string_value(jt)))
+    const char *tool = json_string_value(jt);
+    json_t *state = r->caller->resume_state;
+    int missing = 0;
+    if (g && !gg_graph_tool(g, tool)) {
         answer = gw_toolkit_error("unknown_tool", "the graph has no tool of that name");
-    else if (g && !(answer = take_bounds(r, g, json_string_value(jt)))) {
+    } else if (g && (missing = missing_caps(r, g, tool))) {
+        *r->caller->missing_caps = missing;
+        gg_error_set(&err, "missing_capability", "Missing required client capability: tool %.100s of the graph asks the "
+                     "client for input the request did not declare:%s%s%s", tool,
+                     missing & MCP_CLIENT_CAPS_ELICITATION ? " elicitation" : "",
+                     missing & MCP_CLIENT_CAPS_SAMPLING ? " sampling" : "", missing & MCP_CLIENT_CAPS_ROOTS ? " roots" : "");
+    } else if (g && !(answer = take_bounds(r, g, tool))) {
         run_options(r, r->caller);
-        r->run = gg_graph_run_new(g, json_string_value(jt), json_object_get(r->args, "arguments"), &r->ro);
+        if (state) { /* a later round: on from the waiting node */
+            if ((r->run = gg_graph_run_restore(g, state, &r->ro, &err))) trace_resume(r, state);
+        } else {
+            r->run = gg_graph_run_new(g, tool, json_object_get(r->args, "arguments"), &r->ro);
+        }
         if (r->run) {
             tk_run_step(r);
             return;
@@ -266,6 +380,7 @@ static void tk_compile_refuse(void *arg) {
 void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx, mcp_provider_done_fn done, void *user) {
     gg_error err = GG_ERROR_INIT;
     json_t *answer = NULL, *ja = json_object_get(args, "arguments");
+    const char *why = NULL;
     tk_run *r = NULL;
     if (!ctx || !ctx->tenant || !ctx->tenant[0]) answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
     else if (!json_is_string(json_object_get(args, "tool"))) answer = gw_toolkit_error("invalid_params", "tool: a string is required");
@@ -273,7 +388,10 @@ void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx,
     else if (!json_is_string(json_object_get(args, "yaml"))) answer = gw_toolkit_error("invalid_params", "yaml: a string is required");
     else if (gw->cfg->graphs_max_bytes && json_string_length(json_object_get(args, "yaml")) > gw->cfg->graphs_max_bytes)
         answer = gw_toolkit_error("too_large", "the graph source is larger than graphs.max_bytes");
+    else if (ctx->resume_state && (why = state_mismatch(ctx->resume_state, ctx->tenant, args)))
+        gg_error_set(&err, "invalid_params", "Invalid params: %s", why);
     else if ((r = calloc(1, sizeof *r))) {
+        if (ctx->input_wait) source_hash(ctx->tenant, args, r->source); /* only a round's state needs it */
         r->gw = gw;
         snprintf(r->tenant, sizeof r->tenant, "%s", ctx->tenant);
         r->caller = ctx;
@@ -286,7 +404,7 @@ void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx,
         answer = gw_toolkit_error(err.code, err.message ? err.message : "the upload threads are busy; retry later");
         gg_error_clear(&err);
     }
-    if (!answer) gg_error_set(&err, "oom", "out of memory");
+    if (!answer && !gg_error_is_set(&err)) gg_error_set(&err, "oom", "out of memory");
     done(user, answer, &err);
     gg_error_clear(&err);
 }

@@ -166,6 +166,14 @@ bool gg_http_async_write(gg_http_async *a, const void *data, size_t len) {
     return ok;
 }
 
+/* See http.h. */
+size_t gg_http_async_queued(gg_http_async *a) {
+    pthread_mutex_lock(&a->req->srv->alock);
+    size_t n = a->out.len - a->out_off;
+    pthread_mutex_unlock(&a->req->srv->alock);
+    return n;
+}
+
 /* Called with alock held once a's owner is done or gave up: a waiting stream reader is
  * resumed to read the end, a plain deferred answer is marked ready and its connection woken. */
 void gg_http_async_let_go(gg_http_async *a) {

@@ -182,6 +182,8 @@ bool gg_http_async_stream(gg_http_async *a, int status, const char *content_type
  * streaming, or past the stream's buffer cap (GG_HTTP_STREAM_BUFFER_MAX queued bytes). */
 #define GG_HTTP_STREAM_BUFFER_MAX (8u * 1024u * 1024u)
 bool gg_http_async_write(gg_http_async *a, const void *data, size_t len);
+/* Stream bytes queued and not yet read by the connection (a slow reader's backlog). */
+size_t gg_http_async_queued(gg_http_async *a);
 /* Append one SSE event: "event: <event>\n" (omitted when NULL), "id: <id>\n" when id is
  * non-NULL, one "data: " line per line of data, then a blank line. */
 bool gg_http_sse_event(gg_http_async *a, const char *event, const char *id, const char *data);

@@ -97,6 +97,11 @@ typedef struct mcp_call_ctx {
      * provider that acts for the caller beyond running a tool (the toolkit's put_graph
      * needs graphs:write); it grants nothing: the route's own scope check came first. */
     unsigned scopes;
+    /* Where a provider that learns only while running what the client must have declared
+     * (the toolkit's run_graph compiles the graph it runs) writes the MCP_CLIENT_CAPS_* the
+     * request lacks; it then ends the call with NULL + err code "missing_capability", which
+     * the server answers with -32021 naming them. NULL: nowhere (no such refusal). */
+    int *missing_caps;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

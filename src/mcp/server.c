@@ -448,6 +448,7 @@ struct mcp_call {
     bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
     char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
+    int missing_caps; /* mcp_call_ctx.missing_caps: what the provider found the client lacks */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -472,6 +473,9 @@ const char *mcp_call_status(const mcp_call *c) { return c->status; }
 json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 bool mcp_call_as_task(const mcp_call *c) { return c->as_task; }
+int mcp_call_http_status(const mcp_call *c, const char *body) {
+    return c->modern && c->status && !strcmp(c->status, "failed") && !c->result ? mcp_modern_status(body) : 200;
+}
 const char *mcp_call_round_exec_id(const mcp_call *c) { return c->round_exec[0] ? c->round_exec : NULL; }
 bool mcp_call_input_required(const mcp_call *c) {
     const char *rt = json_string_value(json_object_get(c->result, "resultType"));
@@ -620,6 +624,7 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
 
 
 static char *finish_call(mcp_call *c, json_t *res, gg_error *errp);
+static char *missing_capability_error(json_t *id, const char *msg, int missing);
 
 /* The provider's view of the call (history as the caller asked, bounds included). */
 /* What the call's client declared: the request's _meta (2026-07-28) or its session's
@@ -898,6 +903,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
     c->ctx.exec_id = c->exec_id;
     c->ctx.fail_code = c->fail_code;
+    c->ctx.missing_caps = &c->missing_caps;
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;
@@ -940,6 +946,9 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
         json_decref(res);
         set_error(c, "cancelled", "Request cancelled");
         out = mcp_jsonrpc_error(c->id, MCP_REQUEST_CANCELLED, "Request cancelled", NULL);
+    } else if (!res && c->missing_caps && !strcmp(err.code, "missing_capability")) {
+        set_error(c, "failed", err.message);
+        out = missing_capability_error(c->id, err.message ? err.message : "Missing required client capability", c->missing_caps);
     } else if (!res && gg_error_rpc_code(&err) == MCP_INVALID_PARAMS) { /* unknown_tool, invalid_params, ... */
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
@@ -1110,8 +1119,9 @@ static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const char
     json_decref(res);
 }
 
-/* -32021 naming, as ClientCapabilities, what the tool needs and the request did not declare. */
-static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, int missing) {
+/* -32021 with msg, naming as ClientCapabilities what the call needs and the request did not
+ * declare. */
+static char *missing_capability_error(json_t *id, const char *msg, int missing) {
     json_t *need = json_object();
     if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
     if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
@@ -1119,10 +1129,15 @@ static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, i
     if (missing & MCP_CLIENT_CAPS_TASKS)
         json_object_set_new(need, "extensions", json_pack("{s:{}}", MCP_TASKS_EXTENSION));
     json_t *data = json_pack("{s:o}", "requiredCapabilities", need);
+    char *body = mcp_jsonrpc_error(id, MCP_MISSING_CAPABILITY, msg, data);
+    json_decref(data);
+    return body;
+}
+
+static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, int missing) {
     char msg[300];
     snprintf(msg, sizeof msg, "Missing required client capability: tool %.150s asks the client for input it did not declare", tool);
-    respond(out, mcp_jsonrpc_error(id, MCP_MISSING_CAPABILITY, msg, data));
-    json_decref(data);
+    respond(out, missing_capability_error(id, msg, missing));
 }
 
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {

@@ -506,10 +506,11 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
  * folds duplicates within one transaction. */
 static const char SQL_GEN_NOTIFY[] = "SELECT pg_notify('graphgate', ?1)";
 
-static bool notify_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
+/* See store_internal.h. */
+bool gg_store_notify(gg_store_conn *c, const char *what, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GEN_NOTIFY, err);
     if (!st) return false;
-    gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 1, what, -1, SQLITE_STATIC);
     bool ok = gg_db_step(st) == SQLITE_ROW;
     if (!ok) gg_store_set_db_error(c, err, "notify");
     gg_db_reset(st);
@@ -529,7 +530,7 @@ static bool gen_exec(gg_store_conn *c, const char *sql, gg_store_generation whic
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
     bool ok = (which != GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_STORE_SQL_GEN_BUMP, which, err);
-    if (ok && gg_db_is_pg(c)) ok = notify_generation(c, which, err);
+    if (ok && gg_db_is_pg(c)) ok = gg_store_notify(c, gen_name(which), err);
     return ok;
 }
 

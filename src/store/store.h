@@ -97,7 +97,8 @@ typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS } gg_store_generation;
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
 
 /* Change notifications (PostgreSQL only): every generation bump also NOTIFYs channel
- * "graphgate" with the counter's name, delivered when its transaction commits. A watch is
+ * "graphgate" with the counter's name, delivered when its transaction commits; a task row
+ * changed (gg_store_task_set, gg_store_tasks_mark_interrupted) NOTIFYs "tasks". A watch is
  * one dedicated libpq connection that LISTENs on it, so a replica hears another's change
  * at once instead of at its next periodic read (which stays as the safety net).
  * gg_store_watch_new returns NULL on SQLite (nothing to listen to: keep polling).
@@ -111,6 +112,7 @@ enum {
     GG_WATCH_KEYS = 1 << GG_GEN_KEYS,
     GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS,
     GG_WATCH_VIEWS = 1 << GG_GEN_VIEWS,
+    GG_WATCH_TASKS = 1 << 4, /* a task row changed (no counter: the tasks extension's rows) */
     GG_WATCH_DOWN = 1 << 8
 };
 typedef struct gg_store_watch gg_store_watch;

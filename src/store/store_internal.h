@@ -88,6 +88,8 @@ bool gg_store_write_tx(gg_store *s, bool (*fn)(gg_store_conn *c, void *user, gg_
  * as a new array; NULL + err (a db error names table). */
 json_t *gg_store_tenant_rows(gg_store *s, const char *sql, const char *tenant, const char *key,
                              json_t *(*row)(gg_db_stmt *st), const char *table, gg_error *err);
+/* PostgreSQL: NOTIFY channel "graphgate" with what (notify.c maps it to a GG_WATCH_* bit). */
+bool gg_store_notify(gg_store_conn *c, const char *what, gg_error *err);
 /* Bump a generation counter inside the caller's transaction. */
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err);
 /* A JSON TEXT column as a value (NULL → json null; non-JSON text → string). */
@@ -121,9 +123,12 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
  * deleted, -1 on error (usage.c). */
 long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
                                       const char *text, long long num, bool has_num, gg_error *err);
-/* The per-tenant quota pass on a given connection (usage.c). */
+/* The per-tenant quota pass on a given connection (usage.c); progress (may be NULL) is
+ * told the rows and bytes of each slice once it is committed. */
+typedef void (*gg_quota_progress_fn)(void *ctx, long long rows, long long bytes);
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
-                                              long long *bytes_out, gg_error *err);
+                                              long long *bytes_out, gg_quota_progress_fn progress, void *ctx,
+                                              gg_error *err);
 
 /* ---- exec_record.c / history.c: records and their ids -------------------------------- */
 

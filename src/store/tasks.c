@@ -34,6 +34,16 @@ static const char SQL_TASK_INTERRUPTED[] =
     " '{\"code\":-32603,\"message\":\"the task was interrupted: the server running it stopped (restart or crash) before it finished\"}'"
     " WHERE status = 'working' AND (CAST(?2 AS TEXT) IS NULL OR owner = ?2)";
 
+/* A task row changed: on PostgreSQL the other replicas' watches hear "tasks" at once, so
+ * their listen streams need not wait for their next periodic check (which stays the safety
+ * net: a lost notification costs only latency, so its failure is not the change's). */
+static void tasks_changed(gg_store_conn *c) {
+    if (!gg_db_is_pg(c)) return;
+    gg_error e = GG_ERROR_INIT;
+    gg_store_notify(c, "tasks", &e);
+    gg_error_clear(&e);
+}
+
 long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return -1;
@@ -46,6 +56,7 @@ long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_err
         else gg_store_set_db_error(c, err, "tasks");
         gg_db_reset(st);
     }
+    if (n > 0) tasks_changed(c);
     gg_store_conn_release(s, c);
     return n;
 }
@@ -179,6 +190,7 @@ bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from,
         else gg_store_set_db_error(c, err, "tasks");
         gg_db_reset(st);
     }
+    if (*changed) tasks_changed(c);
     free(res);
     free(er);
     free(ir);

@@ -271,7 +271,8 @@ static json_t *over_quota(gg_store_conn *c, long long max_rows, long long max_by
 }
 
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
-                                              long long *bytes_out, gg_error *err) {
+                                              long long *bytes_out, gg_quota_progress_fn progress, void *ctx,
+                                              gg_error *err) {
     if (bytes_out) *bytes_out = 0;
     if (!catch_up_tx(c, err)) return -1;
     if (max_rows <= 0 && max_bytes <= 0) return 0;
@@ -290,6 +291,7 @@ long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_ro
             }
             total += n;
             total_bytes += b;
+            if (progress && n > 0) progress(ctx, n, b);
             if (done) break;
             yield_lock(c);
         }
@@ -303,7 +305,7 @@ long long gg_store_history_quota_enforce(gg_store *s, long long max_rows, long l
                                          gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return -1;
-    long long n = gg_store_history_quota_enforce_conn(c, max_rows, max_bytes, bytes_out, err);
+    long long n = gg_store_history_quota_enforce_conn(c, max_rows, max_bytes, bytes_out, NULL, NULL, err);
     gg_store_conn_release(s, c);
     return n;
 }
@@ -321,10 +323,21 @@ struct gg_history_quota {
     gg_history_quota_stats stats;
 };
 
+/* Counted as each slice commits, not at the end of the pass: a pass over a tenant far over
+ * its quota takes many slices, and /metrics should show the pruning while it happens. */
+static void count_slice(void *arg, long long rows, long long bytes) {
+    gg_history_quota *q = arg;
+    pthread_mutex_lock(&q->mu);
+    q->stats.dropped += (unsigned long long)rows;
+    q->stats.dropped_bytes += (unsigned long long)bytes;
+    pthread_mutex_unlock(&q->mu);
+}
+
 static void quota_pass(gg_history_quota *q) {
     gg_error err = GG_ERROR_INIT;
     long long bytes = 0;
-    long long n = gg_store_history_quota_enforce_conn(q->conn, q->opt.max_rows, q->opt.max_bytes, &bytes, &err);
+    long long n = gg_store_history_quota_enforce_conn(q->conn, q->opt.max_rows, q->opt.max_bytes, &bytes, count_slice, q,
+                                                      &err);
     if (n < 0) {
         gg_log(GG_LOG_WARN, "history quota pass failed", "error", err.message, NULL);
         gg_error_clear(&err);
@@ -337,10 +350,6 @@ static void quota_pass(gg_history_quota *q) {
     pthread_mutex_lock(&q->mu);
     q->stats.passes++;
     if (n < 0) q->stats.failed_passes++;
-    else {
-        q->stats.dropped += (unsigned long long)n;
-        q->stats.dropped_bytes += (unsigned long long)bytes;
-    }
     pthread_mutex_unlock(&q->mu);
 }
 

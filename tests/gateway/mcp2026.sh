@@ -273,5 +273,14 @@ for s in server-stateless completion-complete tools-list tools-call-simple-text 
   t "conformance 2026-07-28 $s" grep -qE "^✓ $s: [0-9]+ passed, 0 failed" "$GG_TMP/conf.out"
 done
 grep -E '^✗' "$GG_TMP/conf.out" | sort -u | sed 's/^/    not yet: /'
+# tasks-status-notifications, run by name: the pinned suite's harness for it is pending a
+# rewrite against subscriptions/listen, so it reports its one check SKIPPED whatever the server
+# sends; the checks it describes (taskId, status, the DetailedTask inlined on terminal statuses,
+# on the subscriptions/listen stream) run in sdk_task_listen.mjs and tasks2026.sh. Should a newer
+# pin run real checks, this line flips and points there.
+timeout 120 "$NODE" "$CONF" server --url "$INT" --scenario tasks-status-notifications > "$GG_TMP/conf-tsn.out" 2>&1
+echo "  tasks-status-notifications by name: $(sed "s/\x1b\[[0-9;]*m//g" "$GG_TMP/conf-tsn.out" | grep -m1 -oE '(SKIPPED|SUCCESS|FAILURE)[^"]{0,120}' | head -1)"
+t "conformance tasks-status-notifications by name: no failed check (the pinned harness skips it)" \
+  bash -c "! grep -qE 'FAILURE|[1-9][0-9]* failed' '$GG_TMP/conf-tsn.out' && grep -q 'pending subscriptions/listen rewrite' '$GG_TMP/conf-tsn.out'"
 t "server stops cleanly (exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

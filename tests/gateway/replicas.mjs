@@ -278,6 +278,75 @@ async function views() {
   await allSub.close().catch(() => {});
 }
 
+// A 2026-07-28 request of the tasks extension to replica i (raw: the SDK has no task API).
+const CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': CAPS };
+function post2026(i, method, name, params, signal) {
+  return fetch(`${R[i]}/mcp/acme/everything`, { method: 'POST', signal, headers: { ...auth(env.KEY),
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28',
+    'Mcp-Method': method, 'Mcp-Name': name }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } }) });
+}
+
+// A listen stream on replica i naming task id: its notifications/tasks go to got with their arrival time.
+async function listenTask(i, id, got) {
+  const ac = new AbortController();
+  const r = await fetch(`${R[i]}/mcp/acme/everything`, { method: 'POST', signal: ac.signal, headers: { ...auth(env.KEY),
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2026-07-28',
+    'Mcp-Method': 'subscriptions/listen' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'sub', method: 'subscriptions/listen',
+    params: { notifications: { taskIds: [id] }, _meta: meta } }) });
+  (async () => {
+    let buf = '';
+    for await (const chunk of r.body) {
+      buf += Buffer.from(chunk).toString();
+      let at;
+      while ((at = buf.indexOf('\n\n')) >= 0) {
+        const ev = buf.slice(0, at); buf = buf.slice(at + 2);
+        const data = ev.split('\n').find((l) => l.startsWith('data:'));
+        const m = data && JSON.parse(data.slice(5));
+        if (m?.method === 'notifications/tasks') got.push({ at: Date.now(), status: m.params.status, error: m.params.error });
+      }
+    }
+  })().catch(() => {});
+  return () => ac.abort();
+}
+
+async function tasks() {
+  const ms = [];
+  for (let k = 0; k < 3; k++) {
+    const created = await (await post2026(0, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 30, label: `r${k}` } })).json();
+    const id = created.result?.taskId;
+    const got = [];
+    const stop = await listenTask(1, id, got);
+    check(`task ${k} created on replica 1: replica 2's listen stream hears it working`,
+      await until(() => got.some((n) => n.status === 'working'), 5000), got);
+    const t0 = Date.now();
+    const c = await (await post2026(2, 'tasks/cancel', id, { taskId: id })).json();
+    check(`task ${k} cancelled through replica 3`, c.result?.resultType === 'complete', c);
+    const t = await timeUntil(t0, () => got.some((n) => n.status === 'cancelled'), 5000);
+    ms.push(t);
+    stop();
+  }
+  console.log(`# cancel on replica 3 → notifications/tasks on replica 2: ${stats(ms)}`);
+  check(`each cancel heard on replica 2's stream within ${BOUND} ms`, ms.every((m) => m <= BOUND), ms);
+}
+
+// A task working on replica 3, named by a listen stream on replica 1; the shell kills replica 3
+// (kill -9) once TASK_READY is printed and restarts it: the restart marks the task failed
+// ("interrupted") and replica 1's stream hears it.
+async function interrupted() {
+  const created = await (await post2026(2, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'killed' } })).json();
+  const id = created.result?.taskId;
+  const got = [];
+  const stop = await listenTask(0, id, got);
+  check('a task working on replica 3, named by a listen stream on replica 1',
+    await until(() => got.some((n) => n.status === 'working'), 5000), got);
+  console.log('# TASK_READY');
+  const failed = await until(() => got.find((n) => n.status === 'failed'), 60000);
+  check('replica 3 killed and restarted: replica 1\'s stream hears the task failed as interrupted',
+    /interrupted/.test(failed?.error?.message ?? ''), got);
+  stop();
+}
+
 try {
   const phase = process.argv[2];
   if (phase === 'propagate') await propagate();
@@ -285,6 +354,8 @@ try {
   else if (phase === 'resume') await resume();
   else if (phase === 'load') await load(process.argv[3]);
   else if (phase === 'views') await views();
+  else if (phase === 'tasks') await tasks();
+  else if (phase === 'interrupted') await interrupted();
   else throw new Error(`unknown phase ${phase}`);
   finish();
 } catch (e) { finish(e); }

@@ -9,6 +9,9 @@
 #    subscriptions/listen streams of its clients on the others within the bound, and so does
 #    a new graph version to the clients of /mcp/{tenant}/_all;
 #  - input-required (2026-07-28) rounds resume on whichever replica HAProxy picks;
+#  - a task cancelled through one replica is heard as notifications/tasks on another's
+#    subscriptions/listen stream within the bound; a task working on a replica killed with
+#    kill -9 is heard failed (interrupted) on another's stream when the replica restarts;
 #  - one replica killed with kill -9 under load: HAProxy routes around it, every acknowledged
 #    call has its succeeded execution, and the killed replica's runs are marked interrupted
 #    under its own replica id when it comes back (the others' are left alone).
@@ -121,6 +124,10 @@ GG_PUB=${PUBS[0]}
 t "the conformance fixture uploaded" test "$(gw_put_graph "$ADMIN" acme everything "$GG_SRCDIR/tests/fixtures/conformance/everything.yaml")" = 201
 GG_PUB=""
 client resume
+# ---- task status notifications: a task cancelled through one replica is heard on another's
+# listen stream within the bound (NOTIFY "tasks", not the once-a-second check)
+client tasks
+t "... and counted as sent on that replica" test "$(metric 1 'graphgate_task_notifications_total{outcome="sent"}')" -ge 6
 
 # ---- kill -9 one replica under load
 export STOP="$ROOT_TMP/stop" SLOW_N=${GG_SLOW_N:-150000}
@@ -154,6 +161,18 @@ t "... and the other replicas' runs are not" test \
   "$(psql_q "SELECT count(*) FROM executions WHERE status = 'interrupted' AND replica <> 'r3'")" = 0
 t "nothing left running" test "$(psql_q "SELECT count(*) FROM executions WHERE status = 'running'")" = 0
 psql_q "SELECT replica, status, count(*) FROM executions GROUP BY 1, 2 ORDER BY 1, 2" | sed 's/^/   executions: /'
+
+# ---- a task working on replica 3 when it is killed: its restart marks it failed
+# (interrupted), and a listen stream on replica 1 naming it hears that (NOTIFY "tasks")
+export REPLICAS="${PUBS[0]},${PUBS[1]},${PUBS[2]}"
+"$NODE" "$GG_SRCDIR/tests/gateway/replicas.mjs" interrupted >"$ROOT_TMP/interrupted.out" 2>&1 &
+INT_PID=$!
+for _ in $(seq 1 400); do grep -q TASK_READY "$ROOT_TMP/interrupted.out" && break; kill -0 $INT_PID 2>/dev/null || break; sleep 0.05; done
+kill -KILL "${PIDS[2]}"
+wait "${PIDS[2]}" 2>/dev/null
+start_replica 3
+wait $INT_PID
+gw_fold "$ROOT_TMP/interrupted.out" $?
 
 # ---- clean stops
 for n in 1 2 3; do
