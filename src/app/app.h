@@ -131,6 +131,9 @@ typedef struct gg_config {
     int tenant_max_async_branches; /* tenants.max_async_branches: one tenant's fire-and-forget
                                     * branches outstanding; 64; 0 = no cap */
     int max_async_branches;       /* max_async_branches: the same in all; 1024; 0 = no cap */
+    int tenant_max_listen_streams; /* tenants.max_listen_streams: one tenant's GET streams to its
+                                    * streamable-HTTP downstreams (of MCP_HTTP_LISTEN_MAX); 128;
+                                    * 0 = only the process bound */
     long long mcp_sse_close_after_ms; /* mcp.sse_close_after: a tools/call POST stream of a 2025-11-25
                                          session still running then ends with a retry hint; 0 = never */
     int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */

@@ -71,6 +71,7 @@ static const key_def keys[] = {
     {"max_waiting_runs", T_INT, F(max_waiting_runs), 0, 10000000, false},
     {"tenants.max_async_branches", T_INT, F(tenant_max_async_branches), 0, 1000000, false},
     {"max_async_branches", T_INT, F(max_async_branches), 0, 10000000, false},
+    {"tenants.max_listen_streams", T_INT, F(tenant_max_listen_streams), 0, 1024, false},
     {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
     {"tenants.max_resumable_streams", T_INT, F(tenant_max_resumable_streams), 0, 1000000, false},
     {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
@@ -184,6 +185,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->max_waiting_runs = 4096;
     c->tenant_max_async_branches = 64;
     c->max_async_branches = 1024;
+    c->tenant_max_listen_streams = 128; /* MCP_HTTP_LISTEN_MAX_OWNER */
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;

@@ -179,14 +179,17 @@ void gw_downstream_metrics(gg_strbuf *out) {
                      "# TYPE graphgate_downstream_listen_streams gauge\ngraphgate_downstream_listen_streams %d\n"
                      "# HELP graphgate_downstream_listen_total listen-stream events: opened, message (a JSON-RPC message received), "
                      "list_changed (tools/list_changed among them), cut_off (oversized or not JSON-RPC: closed), "
-                     "no_stream (a server answered 405: it offers none)\n"
+                     "no_stream (a server answered 405: it offers none), owner_full (a connect put off: its tenant "
+                     "held its %d streams)\n"
                      "# TYPE graphgate_downstream_listen_total counter\n"
                      "graphgate_downstream_listen_total{event=\"opened\"} %llu\n"
                      "graphgate_downstream_listen_total{event=\"message\"} %llu\n"
                      "graphgate_downstream_listen_total{event=\"list_changed\"} %llu\n"
                      "graphgate_downstream_listen_total{event=\"cut_off\"} %llu\n"
-                     "graphgate_downstream_listen_total{event=\"no_stream\"} %llu\n",
-                     MCP_HTTP_LISTEN_MAX, l.open, l.opened, l.events, l.list_changed, l.cut_off, l.no_stream);
+                     "graphgate_downstream_listen_total{event=\"no_stream\"} %llu\n"
+                     "graphgate_downstream_listen_total{event=\"owner_full\"} %llu\n",
+                     MCP_HTTP_LISTEN_MAX, l.open, MCP_HTTP_LISTEN_MAX_OWNER, l.opened, l.events, l.list_changed, l.cut_off,
+                     l.no_stream, l.owner_full);
 }
 
 /* ---- REST -------------------------------------------------------------------------------- */

@@ -31,6 +31,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     snprintf(name, sizeof name, "%s/%s", tenant, graph);
     gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
     o.policy = mcp_policy_set_get(gw->policies, tenant);
+    o.owner = tenant;
     gw_catalog_ctx cat = {gw, tenant}; /* proxy entries: the tenant's stored catalogs */
     if (!o.catalog) {
         o.catalog = gw_stored_catalog;
@@ -585,6 +586,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                                  cfg->tenant_max_queued)))
         goto oom;
     if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
+    mcp_http_set_listen_owner_max(cfg->tenant_max_listen_streams);
     gw->tenant_max_waiting = cfg->tenant_max_waiting;
     gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new(cfg->graphs_cache_size > 0 ? (size_t)cfg->graphs_cache_size : 0,

@@ -76,6 +76,9 @@ typedef struct gg_graph_options {
     /* Check every mcp node against its downstream server's tool catalog (downstream.c);
      * NULL = no check (graphs loaded at start, `graph validate` without --downstream). */
     const struct gg_graph_downstream *downstream;
+    /* The tenant the graph's downstream clients work for (mcp_server_config.owner: their
+     * listen streams are bounded per tenant); NULL = none (graphgate run, validate). */
+    const char *owner;
     /* `proxy:` entries take their tools from the server's catalog: listed live when
      * downstream is set, else (or when that fails) catalog(catalog_user, server) — a new
      * reference to its stored tools array, or NULL. NULL fn: no stored catalogs. */

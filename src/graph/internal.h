@@ -98,6 +98,7 @@ typedef struct gextra {
 
 struct gserver {
     char *name;
+    char *owner;               /* gg_graph_options.owner, copied (cfg.owner points here) */
     int line, column;          /* where the definition starts, for diagnostics */
     mcp_server_config cfg;     /* strings owned by the arrays below */
     char **argv, **env, **headers;

@@ -500,6 +500,7 @@ static void load_servers(lctx *c, const ynode *v) {
         s->graph = g;
         s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
         s->cfg.name = s->name;
+        if (c->opts && c->opts->owner) s->cfg.owner = s->owner = strdup(c->opts->owner);
         s->line = k->line;
         s->column = k->column;
         char what[160];
@@ -1641,6 +1642,7 @@ void gg_graph_free_internal(gg_graph *g) {
         mcp_client_free(s->client);
         pthread_mutex_destroy(&s->lock);
         free(s->name);
+        free(s->owner);
         free((char *)s->cfg.command);
         free((char *)s->cfg.cwd);
         free((char *)s->cfg.url);

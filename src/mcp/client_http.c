@@ -29,6 +29,7 @@ typedef struct hreq hreq;
 
 typedef struct http_client {
     char *name, *url;
+    char *owner; /* mcp_server_config.owner (NULL = none): its listen streams are bounded */
     char **headers;
     int timeout_ms;
     const mcp_client_policy *policy;
@@ -596,18 +597,85 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
 #define LISTEN_BACKOFF_MAX_MS 60000
 #define LISTEN_HEALTHY_MS 30000
 #define LISTEN_MAX_ANSWERS 8
+/* A stream put off for want of a slot looks again this often (a lock and a compare). */
+#define LISTEN_SLOT_WAIT_MS 5000
 #define LISTEN_ERR_BODY 4096
 
 static struct {
     int live; /* GETs connecting or open */
-    unsigned long long opened, events, list_changed, cut_off, no_stream;
+    unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
 } lstats; /* written on the loop thread, read anywhere (atomics) */
+
+/* Live listen streams per owner (tenant), for MCP_HTTP_LISTEN_MAX_OWNER: a short array of
+ * the owners that hold any (entries at 0 are reused), looked at only when a stream
+ * connects or ends, never per event. */
+typedef struct listen_owner {
+    char *owner;
+    int live;
+} listen_owner;
+static struct {
+    pthread_mutex_t mu;
+    listen_owner *v;
+    size_t n, cap;
+    int max; /* per owner; 0 = no bound */
+} owners = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, MCP_HTTP_LISTEN_MAX_OWNER};
+
+void mcp_http_set_listen_owner_max(int max) {
+    pthread_mutex_lock(&owners.mu);
+    owners.max = max > 0 ? max : 0;
+    pthread_mutex_unlock(&owners.mu);
+}
+
+static listen_owner *owner_find(const char *owner, bool add) {
+    listen_owner *free_slot = NULL;
+    for (size_t i = 0; i < owners.n; i++) {
+        if (!strcmp(owners.v[i].owner, owner)) return &owners.v[i];
+        if (!owners.v[i].live && !free_slot) free_slot = &owners.v[i];
+    }
+    if (!add) return NULL;
+    char *copy = strdup(owner);
+    if (!copy) return NULL;
+    if (free_slot) {
+        free(free_slot->owner);
+        free_slot->owner = copy;
+        return free_slot;
+    }
+    if (owners.n == owners.cap) {
+        size_t cap = owners.cap ? owners.cap * 2 : 16;
+        listen_owner *v = realloc(owners.v, cap * sizeof *v);
+        if (!v) { free(copy); return NULL; }
+        owners.v = v;
+        owners.cap = cap;
+    }
+    owners.v[owners.n] = (listen_owner){copy, 0};
+    return &owners.v[owners.n++];
+}
+
+/* Take one of the owner's slots: false when it holds owners.max already. */
+static bool owner_take(const char *owner) {
+    if (!owner) return true;
+    pthread_mutex_lock(&owners.mu);
+    listen_owner *o = owner_find(owner, true);
+    bool ok = o && (!owners.max || o->live < owners.max);
+    if (ok) o->live++;
+    pthread_mutex_unlock(&owners.mu);
+    return ok;
+}
+
+static void owner_give(const char *owner) {
+    if (!owner) return;
+    pthread_mutex_lock(&owners.mu);
+    listen_owner *o = owner_find(owner, false);
+    if (o && o->live > 0) o->live--;
+    pthread_mutex_unlock(&owners.mu);
+}
 
 mcp_listen_stats mcp_http_listen_stats(void) {
     mcp_listen_stats s = {__atomic_load_n(&lstats.live, __ATOMIC_RELAXED), __atomic_load_n(&lstats.opened, __ATOMIC_RELAXED),
                           __atomic_load_n(&lstats.events, __ATOMIC_RELAXED),
                           __atomic_load_n(&lstats.list_changed, __ATOMIC_RELAXED),
-                          __atomic_load_n(&lstats.cut_off, __ATOMIC_RELAXED), __atomic_load_n(&lstats.no_stream, __ATOMIC_RELAXED)};
+                          __atomic_load_n(&lstats.cut_off, __ATOMIC_RELAXED), __atomic_load_n(&lstats.no_stream, __ATOMIC_RELAXED),
+                          __atomic_load_n(&lstats.owner_full, __ATOMIC_RELAXED)};
     return s;
 }
 
@@ -696,16 +764,25 @@ static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user) {
 
 /* Leaving the wire or the heap: no longer one of the live streams. */
 static void listen_uncount(hreq *r) {
-    if (r->counted) __atomic_sub_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+    if (r->counted) {
+        __atomic_sub_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+        owner_give(r->c->owner);
+    }
     r->counted = false;
     r->listen_open = false;
 }
 
-/* (Re)connect, unless the process has its MCP_HTTP_LISTEN_MAX streams: then wait. */
+/* (Re)connect, unless the process has its MCP_HTTP_LISTEN_MAX streams or the client's
+ * owner its MCP_HTTP_LISTEN_MAX_OWNER: then wait. */
 static void listen_wait(hreq *r, long ms);
 static void listen_connect(hreq *r) {
     if (__atomic_load_n(&lstats.live, __ATOMIC_RELAXED) >= MCP_HTTP_LISTEN_MAX) {
-        listen_wait(r, LISTEN_BACKOFF_MAX_MS);
+        listen_wait(r, LISTEN_SLOT_WAIT_MS);
+        return;
+    }
+    if (!owner_take(r->c->owner)) {
+        stat_add(&lstats.owner_full);
+        listen_wait(r, LISTEN_SLOT_WAIT_MS);
         return;
     }
     r->counted = true;
@@ -948,6 +1025,7 @@ static void http_destroy(void *impl) {
     free(c->headers);
     free(c->name);
     free(c->url);
+    free(c->owner);
     free(c->session);
     free(c->protocol);
     free(c);
@@ -978,6 +1056,11 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);
+    if (cfg->owner && !(c->owner = strdup(cfg->owner))) {
+        http_destroy(c);
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
     size_t n = 0;
     for (const char *const *p = cfg->headers; p && *p; p++) n++;
     c->headers = calloc(n + 1, sizeof *c->headers);

@@ -37,6 +37,8 @@ typedef struct mcp_server_config {
     const char *url;
     const char *const *headers;  /* "Name: value" lines, NULL-terminated */
     int timeout_ms;              /* per call; 0 = MCP_CLIENT_DEFAULT_TIMEOUT_MS */
+    const char *owner;           /* the tenant the client works for: listen streams are
+                                  * bounded per owner as well (NULL = only the process bound) */
 } mcp_server_config;
 
 /* ---- policy (policy.c): what downstream servers a graph may reach -------------------------
@@ -155,14 +157,21 @@ void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
  * re-initialization. A server that answers 405 offers no stream: never asked again. A
  * stream that passes MCP_HTTP_LISTEN_MAX_EVENT bytes in a line or an event, or sends
  * something that is not JSON-RPC, is cut off (logged) and reopened later. At most
- * MCP_HTTP_LISTEN_MAX streams are open in the process; past it a client waits for a slot. */
+ * MCP_HTTP_LISTEN_MAX streams are open in the process, MCP_HTTP_LISTEN_MAX_OWNER for one
+ * owner (mcp_server_config.owner); past either a client waits for a slot. */
 #define MCP_HTTP_LISTEN_MAX 1024
+/* ... and one owner (tenant) at most this many of them, so that one tenant's graphs cannot
+ * take every slot and leave the others' downstreams heard only by the periodic refresh. */
+#define MCP_HTTP_LISTEN_MAX_OWNER 128
+/* Set the per-owner bound (config tenants.max_listen_streams; 0 = none) before clients start. */
+void mcp_http_set_listen_owner_max(int max);
 #define MCP_HTTP_LISTEN_MAX_EVENT (1u << 20)
 void mcp_client_listen(mcp_client *c);
 /* The process's listen streams: open now, and counts since start. */
 typedef struct mcp_listen_stats {
     int open;
     unsigned long long opened, events, list_changed, cut_off, no_stream;
+    unsigned long long owner_full; /* connects put off: the owner held its MCP_HTTP_LISTEN_MAX_OWNER */
 } mcp_listen_stats;
 mcp_listen_stats mcp_http_listen_stats(void);
 /* Last bytes the child wrote on stderr (caller frees; "" for HTTP). */
