@@ -17,32 +17,15 @@
 eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
-# srv MODE → starts listen_srv.mjs; prints its port (empty when it did not start)
-PIDS=""
-srv() {
-  "$NODE" "$GG_SRCDIR/tests/gateway/listen_srv.mjs" "$1" >"$GG_TMP/srv_$1.log" 2>&1 &
-  PIDS="$PIDS $!"
-  for _ in $(seq 1 300); do
-    grep -q '^PORT ' "$GG_TMP/srv_$1.log" && break
-    sleep 0.1
-  done
-  sed -n 's/^PORT //p' "$GG_TMP/srv_$1.log"
-}
-trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
-A=$(srv sdk); B=$(srv 405); C=$(srv garbage); D=$(srv nolist)
+. "$GG_SRCDIR/tests/gateway/lib_listen.sh"
+trap 'kill $LISTEN_PIDS 2>/dev/null; gg_cleanup' EXIT
+A=$(listen_srv sdk); B=$(listen_srv 405); C=$(listen_srv garbage); D=$(listen_srv nolist)
 [ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] && [ -n "$D" ] ||
   { echo "a downstream did not start: $(cat "$GG_TMP"/srv_*.log | head -5)"; echo "0 passed, 1 failed"; exit 1; }
 
 # px: a proxy graph of the SDK server (tools: all, prefix l_); b, c: a tool calling alpha on
 # the 405 and the garbage server
-cat >"$GG_TMP/px.yaml" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  live: {type: "streamableHttp", url: "http://127.0.0.1:$A/mcp"}
-proxy:
-  - {server: "live", tools: "all", prefix: "l_"}
-YAML
+proxy_yaml "$GG_TMP/px.yaml" "$A"
 one() {
   cat >"$GG_TMP/$1.yaml" <<YAML
 version: "1.0"
@@ -66,17 +49,6 @@ KEY=$(gw_key acme tools:read,tools:execute)
 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 t "setup: tenant and keys" gw_cli_clean
 
-# status PORT EXPR → EXPR over the downstream's /status as d
-status() { python3 -c "import json,sys; d=json.load(sys.stdin); print($2)" < <(curl -sS "http://127.0.0.1:$1/status"); }
-# wait_for CMD... → true once CMD prints True (polled every 0.1 s, at most 30 s)
-wait_for() {
-  for _ in $(seq 1 300); do [ "$("$@" 2>/dev/null)" = True ] && return 0; sleep 0.1; done
-  return 1
-}
-# metric NAME_WITH_LABELS → its value in /metrics (empty when absent)
-metric() { curl -sS "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-# metric_at_least VALUE [MIN=1] → prints True/False, and says so by its exit status too
-metric_at_least() { python3 -c "ok = ${2:-1} <= ${1:-0}; print(ok); raise SystemExit(0 if ok else 1)"; }
 # spec SUBTYPE → True when acme's search_nodes finds that MCP_TOOL and get_node_details knows it
 spec() {
   local sid; sid=$(gw_init "$GG_PUB/mcp/nodes" "$ADMIN")
@@ -120,12 +92,7 @@ t "... the gateway re-initializes and its GET stream is back" wait_for status "$
 curl -sS -X POST "http://127.0.0.1:$A/add?name=gamma" >/dev/null
 t "... a tool added after the restart is heard: live.gamma is a virtual spec" wait_for spec gamma
 sid=$(gw_init "$GG_PUB/mcp/acme/px" "$KEY")
-tl() {
-  gw_rpc "$GG_TMP/tl.json" "$GG_PUB/mcp/acme/px" "$KEY" "$sid" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' >/dev/null
-  python3 -c "
-import json,sys; t=open(sys.argv[1]).read(); data=[l[5:] for l in t.splitlines() if l.startswith('data:')]
-print('l_gamma' in [x['name'] for x in json.loads(data[-1] if data else t)['result']['tools']])" "$GG_TMP/tl.json"
-}
+tl() { proxy_lists "$GG_PUB/mcp/acme/px" "$KEY" "$sid" l_gamma; }
 t "... and l_gamma is in the proxy graph's tools/list" wait_for tl
 
 # 405: asked once, never again, calls work
