@@ -24,17 +24,11 @@ typedef struct gw_branch {
     struct gw_branch *prev, *next; /* outstanding, for shutdown */
 } gw_branch;
 
-typedef struct tcount {
-    char tenant[GG_NAME_MAX + 1];
-    int n;
-    struct tcount *next;
-} tcount;
-
 struct gw_async {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     gw_branch *list;
-    tcount *tenants; /* tenants with branches outstanding */
+    gg_tally tenants; /* branches outstanding per tenant */
     int total, tenant_max, max;
     bool stopping;
     unsigned long long started, skipped;
@@ -56,21 +50,13 @@ gw_async *gw_async_new(gg_gateway *gw, int tenant_max, int max) {
     return a;
 }
 
-static tcount **tenant_slot(gw_async *a, const char *tenant) {
-    tcount **p = &a->tenants;
-    while (*p && strcmp((*p)->tenant, tenant) != 0) p = &(*p)->next;
-    return p;
-}
-
 /* Count the branch in, or say why not (under a->mu). */
 static bool admit(gw_async *a, gw_branch *b, char *why, size_t why_n) {
     if (a->stopping) {
         snprintf(why, why_n, "the server is shutting down");
         return false;
     }
-    tcount **slot = tenant_slot(a, b->tenant);
-    int mine = *slot ? (*slot)->n : 0;
-    if (a->tenant_max > 0 && mine >= a->tenant_max) {
+    if (a->tenant_max > 0 && gg_tally_get(&a->tenants, b->tenant) >= a->tenant_max) {
         snprintf(why, why_n, "too many outstanding async branches for this tenant (%d)", a->tenant_max);
         return false;
     }
@@ -78,12 +64,10 @@ static bool admit(gw_async *a, gw_branch *b, char *why, size_t why_n) {
         snprintf(why, why_n, "too many outstanding async branches (%d)", a->max);
         return false;
     }
-    if (!*slot && !(*slot = calloc(1, sizeof **slot))) {
+    if (gg_tally_add(&a->tenants, b->tenant, 0) != GG_TALLY_OK) {
         snprintf(why, why_n, "out of memory");
         return false;
     }
-    snprintf((*slot)->tenant, sizeof (*slot)->tenant, "%s", b->tenant);
-    (*slot)->n++;
     a->total++;
     b->next = a->list;
     if (a->list) a->list->prev = b;
@@ -93,12 +77,7 @@ static bool admit(gw_async *a, gw_branch *b, char *why, size_t why_n) {
 
 static void release(gw_async *a, gw_branch *b) {
     pthread_mutex_lock(&a->mu);
-    tcount **slot = tenant_slot(a, b->tenant);
-    if (*slot && --(*slot)->n == 0) {
-        tcount *t = *slot;
-        *slot = t->next;
-        free(t);
-    }
+    gg_tally_sub(&a->tenants, b->tenant);
     a->total--;
     if (b->prev) b->prev->next = b->next;
     else a->list = b->next;
@@ -237,11 +216,7 @@ void gw_async_drain(gw_async *a, double wait_ms) {
 
 void gw_async_free(gw_async *a) {
     if (!a) return;
-    while (a->tenants) {
-        tcount *t = a->tenants;
-        a->tenants = t->next;
-        free(t);
-    }
+    gg_tally_clear(&a->tenants);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
     free(a);

@@ -482,6 +482,7 @@ static void gateway_free(gg_gateway *gw) {
     mcp_policy_self_free(gw->policy_self);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
+    gg_tally_clear(&gw->waiting);
     pthread_mutex_destroy(&gw->waiting_mu);
     pthread_mutex_destroy(&gw->sync_mu);
     pthread_mutex_destroy(&gw->watch_mu);

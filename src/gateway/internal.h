@@ -192,7 +192,7 @@ struct gg_gateway {
     /* calls to tools that may wait on downstream servers, in flight (bounded per tenant by
      * tenants.max_waiting and in all by max_waiting_runs) */
     pthread_mutex_t waiting_mu;
-    struct gw_waiting *waiting; /* per-tenant counts */
+    gg_tally waiting;           /* per-tenant counts (under waiting_mu) */
     int waiting_total;
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */

@@ -616,33 +616,20 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
 
 /* ------------------------------------------------------------------ waiting bounds */
 
-/* Calls of one tenant in flight to tools that may wait on downstream servers. Such a call
- * holds no thread while it waits, so the bound is on memory and downstream load, not on
- * workers. Entries with no calls are dropped. */
-typedef struct gw_waiting {
-    char tenant[GG_NAME_MAX + 1];
-    int n;
-    struct gw_waiting *next;
-} gw_waiting;
-
+/* Calls of one tenant in flight to tools that may wait on downstream servers (gw->waiting,
+ * under waiting_mu). Such a call holds no thread while it waits, so the bound is on memory
+ * and downstream load, not on workers. */
 typedef enum { WAIT_OK, WAIT_TENANT_FULL, WAIT_FULL } wait_rc;
 
 static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
     wait_rc rc = WAIT_OK;
     pthread_mutex_lock(&gw->waiting_mu);
-    gw_waiting *w = gw->waiting;
-    while (w && strcmp(w->tenant, tenant) != 0) w = w->next;
     if (gw->max_waiting > 0 && gw->waiting_total >= gw->max_waiting) rc = WAIT_FULL;
-    else if (gw->tenant_max_waiting > 0 && w && w->n >= gw->tenant_max_waiting) rc = WAIT_TENANT_FULL;
-    else if (!w && !(w = calloc(1, sizeof *w))) rc = WAIT_FULL;
     else {
-        if (!w->n) {
-            snprintf(w->tenant, sizeof w->tenant, "%s", tenant);
-            w->next = gw->waiting;
-            gw->waiting = w;
-        }
-        w->n++;
-        __atomic_add_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
+        gg_tally_rc t = gg_tally_add(&gw->waiting, tenant, gw->tenant_max_waiting);
+        if (t == GG_TALLY_FULL) rc = WAIT_TENANT_FULL;
+        else if (t == GG_TALLY_OOM) rc = WAIT_FULL;
+        else __atomic_add_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&gw->waiting_mu);
     return rc;
@@ -650,15 +637,9 @@ static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
 
 static void waiting_release(gg_gateway *gw, const char *tenant) {
     pthread_mutex_lock(&gw->waiting_mu);
-    for (gw_waiting **pp = &gw->waiting; *pp; pp = &(*pp)->next) {
-        gw_waiting *w = *pp;
-        if (strcmp(w->tenant, tenant) != 0) continue;
+    if (gg_tally_get(&gw->waiting, tenant) > 0) {
+        gg_tally_sub(&gw->waiting, tenant);
         __atomic_sub_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
-        if (--w->n == 0) {
-            *pp = w->next;
-            free(w);
-        }
-        break;
     }
     pthread_mutex_unlock(&gw->waiting_mu);
 }

@@ -606,19 +606,13 @@ static struct {
     unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
 } lstats; /* written on the loop thread, read anywhere (atomics) */
 
-/* Live listen streams per owner (tenant), for MCP_HTTP_LISTEN_MAX_OWNER: a short array of
- * the owners that hold any (entries at 0 are reused), looked at only when a stream
- * connects or ends, never per event. */
-typedef struct listen_owner {
-    char *owner;
-    int live;
-} listen_owner;
+/* Live listen streams per owner (tenant), for MCP_HTTP_LISTEN_MAX_OWNER; looked at only
+ * when a stream connects or ends, never per event. */
 static struct {
     pthread_mutex_t mu;
-    listen_owner *v;
-    size_t n, cap;
+    gg_tally live;
     int max; /* per owner; 0 = no bound */
-} owners = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, MCP_HTTP_LISTEN_MAX_OWNER};
+} owners = {PTHREAD_MUTEX_INITIALIZER, {NULL}, MCP_HTTP_LISTEN_MAX_OWNER};
 
 void mcp_http_set_listen_owner_max(int max) {
     pthread_mutex_lock(&owners.mu);
@@ -626,38 +620,11 @@ void mcp_http_set_listen_owner_max(int max) {
     pthread_mutex_unlock(&owners.mu);
 }
 
-static listen_owner *owner_find(const char *owner, bool add) {
-    listen_owner *free_slot = NULL;
-    for (size_t i = 0; i < owners.n; i++) {
-        if (!strcmp(owners.v[i].owner, owner)) return &owners.v[i];
-        if (!owners.v[i].live && !free_slot) free_slot = &owners.v[i];
-    }
-    if (!add) return NULL;
-    char *copy = strdup(owner);
-    if (!copy) return NULL;
-    if (free_slot) {
-        free(free_slot->owner);
-        free_slot->owner = copy;
-        return free_slot;
-    }
-    if (owners.n == owners.cap) {
-        size_t cap = owners.cap ? owners.cap * 2 : 16;
-        listen_owner *v = realloc(owners.v, cap * sizeof *v);
-        if (!v) { free(copy); return NULL; }
-        owners.v = v;
-        owners.cap = cap;
-    }
-    owners.v[owners.n] = (listen_owner){copy, 0};
-    return &owners.v[owners.n++];
-}
-
-/* Take one of the owner's slots: false when it holds owners.max already. */
+/* Take one of the owner's slots: false when it holds owners.max already (or out of memory). */
 static bool owner_take(const char *owner) {
     if (!owner) return true;
     pthread_mutex_lock(&owners.mu);
-    listen_owner *o = owner_find(owner, true);
-    bool ok = o && (!owners.max || o->live < owners.max);
-    if (ok) o->live++;
+    bool ok = gg_tally_add(&owners.live, owner, owners.max) == GG_TALLY_OK;
     pthread_mutex_unlock(&owners.mu);
     return ok;
 }
@@ -665,8 +632,7 @@ static bool owner_take(const char *owner) {
 static void owner_give(const char *owner) {
     if (!owner) return;
     pthread_mutex_lock(&owners.mu);
-    listen_owner *o = owner_find(owner, false);
-    if (o && o->live > 0) o->live--;
+    gg_tally_sub(&owners.live, owner);
     pthread_mutex_unlock(&owners.mu);
 }
 

@@ -144,6 +144,17 @@ void gg_log(gg_log_level level, const char *msg, ...);
 void gg_log_json_line(const char *json_line);
 bool gg_log_enabled(gg_log_level level);
 
+/* Counts per name (tenant) with an optional bound (tally.c). Zero-initialised is empty; the
+ * caller serialises. gg_tally_add with max <= 0 has no bound; a name at 0 holds no memory. */
+typedef struct gg_tally {
+    struct gg_tally_entry *head;
+} gg_tally;
+typedef enum { GG_TALLY_OK, GG_TALLY_FULL, GG_TALLY_OOM } gg_tally_rc;
+gg_tally_rc gg_tally_add(gg_tally *t, const char *name, int max);
+void gg_tally_sub(gg_tally *t, const char *name);
+int gg_tally_get(gg_tally *t, const char *name);
+void gg_tally_clear(gg_tally *t);
+
 /* Monotonic and wall clocks in milliseconds / microseconds. */
 double gg_now_ms(void);
 long long gg_wall_ms(void);

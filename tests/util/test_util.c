@@ -383,6 +383,38 @@ START_TEST(strbuf_on_a_callers_array) {
 }
 END_TEST
 
+/* gg_tally: counts per name, the bound refuses without counting, a name back at 0 is gone
+ * (so removing and re-adding starts from 0), other names are independent. */
+START_TEST(tally_counts_per_name_with_a_bound) {
+    gg_tally t = {0};
+    ck_assert_int_eq(gg_tally_add(&t, "a", 2), GG_TALLY_OK);
+    ck_assert_int_eq(gg_tally_add(&t, "a", 2), GG_TALLY_OK);
+    ck_assert_int_eq(gg_tally_add(&t, "a", 2), GG_TALLY_FULL);
+    ck_assert_int_eq(gg_tally_get(&t, "a"), 2);
+    ck_assert_int_eq(gg_tally_add(&t, "b", 2), GG_TALLY_OK);
+    ck_assert_int_eq(gg_tally_add(&t, "b", 0), GG_TALLY_OK); /* no bound */
+    ck_assert_int_eq(gg_tally_add(&t, "b", 0), GG_TALLY_OK);
+    ck_assert_int_eq(gg_tally_get(&t, "b"), 3);
+    gg_tally_sub(&t, "a");
+    ck_assert_int_eq(gg_tally_add(&t, "a", 2), GG_TALLY_OK);
+    gg_tally_sub(&t, "a");
+    gg_tally_sub(&t, "a");
+    ck_assert_int_eq(gg_tally_get(&t, "a"), 0);
+    gg_tally_sub(&t, "a"); /* below 0: nothing */
+    gg_tally_sub(&t, "nobody");
+    ck_assert_int_eq(gg_tally_get(&t, "a"), 0);
+    ck_assert_int_eq(gg_tally_get(&t, "b"), 3);
+    ck_assert_ptr_nonnull(t.head);
+    gg_tally_sub(&t, "b");
+    gg_tally_sub(&t, "b");
+    gg_tally_sub(&t, "b");
+    ck_assert_ptr_null(t.head); /* every name at 0 holds nothing */
+    ck_assert_int_eq(gg_tally_add(&t, "c", 1), GG_TALLY_OK);
+    gg_tally_clear(&t);
+    ck_assert_ptr_null(t.head);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -397,6 +429,7 @@ int main(void) {
     tcase_add_test(tc, json_write_matches_json_dumps);
     tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
     tcase_add_test(tc, strbuf_on_a_callers_array);
+    tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
