@@ -470,12 +470,30 @@ static void run_free(grun *r) {
 
 /* ---- node execution ----------------------------------------------------------------------- */
 
-static void set_eval_error(gg_error *dst, gg_error *src, const char *what, const char *expr) {
+/* False with the error when a run that has been going for elapsed ms has used up its budget
+ * or its time limit. */
+static bool time_left(grun *r, double elapsed, gg_error *err) {
+    if (r->opts && r->opts->budget_ms > 0 && elapsed > r->opts->budget_ms) {
+        gg_error_set(err, "budget", "Execution budget of %.3f ms used up", r->opts->budget_ms);
+        return false;
+    }
+    if (elapsed > (double)r->g->max_execution_ms) {
+        gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
+                     r->g->max_execution_ms, (long)elapsed);
+        return false;
+    }
+    return true;
+}
+
+static void set_eval_error(grun *r, gg_error *dst, gg_error *src, const char *what, const char *expr) {
     char code[GG_ERR_CODE_MAX];
     snprintf(code, sizeof code, "%s", src->code[0] ? src->code : "error");
     /* D1013: the expression saw the run's cancel flag (client cancel, shutdown, timeout) */
     if (!strcmp(code, "cancelled") || !strcmp(code, "D1013")) {
         gg_error_set(dst, "cancelled", "Execution cancelled");
+    } else if (!strcmp(code, "D1012") && !time_left(r, gg_now_ms() - r->start_ms, dst)) {
+        /* the expression's time limit is what was left of the run's (update_time_limit):
+         * the run's own limit stopped it, and says so, whichever check saw it first */
     } else {
         gg_error_set(dst, "jsonata", "%s evaluation failed: %s%s%s%s", what, src->message ? src->message : code,
                      expr ? "\nExpression: " : "", expr ? expr : "", "");
@@ -510,7 +528,7 @@ static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
         gg_error e = GG_ERROR_INIT;
         json_t *v = jsonata_evaluate(a->expr, ctx, bindings_for(r, a->expr), &r->jopts, r, &e);
         if (gg_error_is_set(&e)) {
-            set_eval_error(err, &e, "JSONata", jsonata_source(a->expr));
+            set_eval_error(r, err, &e, "JSONata", jsonata_source(a->expr));
             json_decref(v);
             return NULL;
         }
@@ -821,7 +839,7 @@ static void exit_error(grun *r, const gnode *n, json_t **input, gg_error *e) {
     gg_error ee = GG_ERROR_INIT;
     json_t *v = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &ee);
     if (gg_error_is_set(&ee)) {
-        set_eval_error(e, &ee, "JSONata", jsonata_source(n->expr));
+        set_eval_error(r, e, &ee, "JSONata", jsonata_source(n->expr));
         gg_error_clear(&ee);
     } else if (json_is_string(v)) {
         gg_error_set(e, "exit_error", "%s", json_string_value(v));
@@ -884,17 +902,7 @@ static bool check_limits(grun *r, gg_error *err) {
                      r->held_bytes, r->g->max_run_memory);
         return false;
     }
-    double elapsed = r->now - r->start_ms;
-    if (r->opts && r->opts->budget_ms > 0 && elapsed > r->opts->budget_ms) {
-        gg_error_set(err, "budget", "Execution budget of %.3f ms used up", r->opts->budget_ms);
-        return false;
-    }
-    if (elapsed > (double)r->g->max_execution_ms) {
-        gg_error_set(err, "limit", "Execution limit exceeded: maximum execution time (%ldms) reached. Elapsed time: %ldms",
-                     r->g->max_execution_ms, (long)elapsed);
-        return false;
-    }
-    return true;
+    return time_left(r, r->now - r->start_ms, err);
 }
 
 /* Whether a tool only computes (see graph.h): mcp nodes are the only ones that wait. */
@@ -1055,7 +1063,7 @@ static bool run_advance(grun *r) {
                 out = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &e);
                 if (gg_error_is_set(&e)) {
                     gg_error err2 = GG_ERROR_INIT;
-                    set_eval_error(&err2, &e, "JSONata", jsonata_source(n->expr));
+                    set_eval_error(r, &err2, &e, "JSONata", jsonata_source(n->expr));
                     gg_error_move(&e, &err2);
                     json_decref(out);
                     out = NULL;
