@@ -330,6 +330,19 @@ async function tasks() {
   check(`each cancel heard on replica 2's stream within ${BOUND} ms`, ms.every((m) => m <= BOUND), ms);
 }
 
+// A task working on replica 3 when the shell kills it under load: a run certainly in flight
+// there (the load's own runs on replica 3 may all be between two calls at the kill).
+async function hold() {
+  const created = await (await post2026(2, 'tools/call', 'slow_compute', { name: 'slow_compute', arguments: { seconds: 60, label: 'held' } })).json();
+  const id = created.result?.taskId;
+  const working = await until(async () => {
+    const g = await (await post2026(2, 'tasks/get', id, { taskId: id })).json();
+    return g.result?.status === 'working';
+  }, 5000);
+  check('a task working on replica 3 before it is killed', id && working, created);
+  console.log('# HOLD_READY');
+}
+
 // A task working on replica 3, named by a listen stream on replica 1; the shell kills replica 3
 // (kill -9) once TASK_READY is printed and restarts it: the restart marks the task failed
 // ("interrupted") and replica 1's stream hears it.
@@ -356,6 +369,7 @@ try {
   else if (phase === 'views') await views();
   else if (phase === 'tasks') await tasks();
   else if (phase === 'interrupted') await interrupted();
+  else if (phase === 'hold') await hold();
   else throw new Error(`unknown phase ${phase}`);
   finish();
 } catch (e) { finish(e); }
