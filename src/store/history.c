@@ -258,13 +258,18 @@ typedef struct tenant_cache {
     const char *name[TENANT_CACHE];
     bool exists[TENANT_CACHE];
     int n;
+    bool full;                    /* a tenant did not fit: the batch's sums are incomplete */
+    gg_usage_add sums[TENANT_CACHE]; /* rows written this batch, per cached tenant */
 } tenant_cache;
 
 static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenants WHERE name = ?1";
 
-static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, gg_error *err) {
+/* 1 when the tenant exists (*slot: its place in the cache, -1 if it did not fit), 0 when
+ * not, -1 on error. */
+static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, int *slot, gg_error *err) {
+    *slot = -1;
     for (int i = 0; i < tc->n; i++)
-        if (strcmp(tc->name[i], tenant) == 0) return tc->exists[i];
+        if (strcmp(tc->name[i], tenant) == 0) { *slot = i; return tc->exists[i]; }
     gg_db_stmt *st = gg_store_conn_stmt(h->conn, SQL_TENANT_EXISTS, err);
     if (!st) return -1;
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -273,9 +278,22 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, gg
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "tenants"); return -1; }
     if (tc->n < TENANT_CACHE) {
         tc->name[tc->n] = tenant;
+        tc->sums[tc->n] = (gg_usage_add){.tenant = tenant};
+        *slot = tc->n;
         tc->exists[tc->n++] = rc == SQLITE_ROW;
+    } else {
+        tc->full = true;
     }
     return rc == SQLITE_ROW;
+}
+
+/* What history_usage counts of a row (GG_RUN_BYTES: the four texts' bytes). */
+static long long row_bytes(const hist_row *w) {
+    const char *t[4] = {w->arguments, w->result, w->error, w->nodes};
+    long long n = 0;
+    for (int i = 0; i < 4; i++)
+        if (t[i]) n += (long long)strlen(t[i]);
+    return n;
 }
 
 /* FNV-1a over an id, for the per-batch "has a final state" set. */
@@ -313,7 +331,10 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
     tenant_cache tc = {.n = 0};
     const hist_row *pending[ROWS_MAX];
     int np = 0;
-    bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err);
+    long long top = 0, written = 0;
+    bool all_counted = false;
+    bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err) &&
+              gg_store_usage_writer_begin(h->conn, &top, &all_counted, err);
     for (hist_item *it = items; ok && it; it = it->next) {
         if (!it->is_row) {
             ok = gg_store_key_touch_conn(h->conn, it->key_id, it->when_ms, err);
@@ -325,9 +346,15 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
                 if (strcmp(finals[i], it->row.id) == 0) { superseded = true; break; }
             if (superseded) continue;
         }
-        int ex = tenant_exists(h, &tc, it->row.tenant, err);
+        int slot;
+        int ex = tenant_exists(h, &tc, it->row.tenant, &slot, err);
         if (ex < 0) { ok = false; break; }
         if (!ex) continue;
+        if (slot >= 0) {
+            tc.sums[slot].rows++;
+            tc.sums[slot].bytes += row_bytes(&it->row);
+        }
+        written++;
         pending[np++] = &it->row;
         if (np == ROWS_MAX) {
             ok = write_rows(h, pending, np, err);
@@ -335,6 +362,9 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         }
     }
     if (ok && np) ok = write_rows(h, pending, np, err);
+    bool counted = false; /* when not, the quota pass's catch_up counts this batch's rows */
+    if (ok && all_counted && !tc.full)
+        ok = gg_store_usage_writer_add(h->conn, top, written, tc.sums, tc.n, &counted, err);
     if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
     if (!ok) gg_db_exec_quiet(h->conn, "ROLLBACK");
     return ok;

@@ -123,6 +123,20 @@ long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms,
  * deleted, -1 on error (usage.c). */
 long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
                                       const char *text, long long num, bool has_num, gg_error *err);
+/* The history writer counts its own rows in (SQLite only; usage.c). Before its rows, inside
+ * its write transaction: *top = max(executions.rowid), *all_counted when the mark is there
+ * (nothing uncounted below). After them, when all_counted and exactly `added` rows were
+ * inserted above top (no upsert turned into an update), the per-tenant sums (rows, bytes as
+ * GG_RUN_BYTES counts them) are added and the mark moves to the new top: the quota pass then
+ * has nothing to read back. *applied says whether that happened (if not, the pass counts
+ * those runs as before). */
+typedef struct gg_usage_add {
+    const char *tenant;
+    long long rows, bytes;
+} gg_usage_add;
+bool gg_store_usage_writer_begin(gg_store_conn *c, long long *top, bool *all_counted, gg_error *err);
+bool gg_store_usage_writer_add(gg_store_conn *c, long long top, long long added, const gg_usage_add *adds, int n,
+                               bool *applied, gg_error *err);
 /* The per-tenant quota pass on a given connection (usage.c); progress (may be NULL) is
  * told the rows and bytes of each slice once it is committed. */
 typedef void (*gg_quota_progress_fn)(void *ctx, long long rows, long long bytes);

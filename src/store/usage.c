@@ -3,9 +3,11 @@
  *
  * history_usage (migrations/0004_history_usage.sql) holds each tenant's rows and bytes, so
  * "is anyone over quota" is one read of a table with a row per tenant. New runs are added
- * to it in bulk (catch_up: every executions row above history_usage_mark, then the mark
- * moves up), which costs the history writer nothing per run; triggers correct what changes
- * below the mark. Every reader catches up first, inside its own transaction, so what it
+ * to it in bulk: the history writer adds each batch's sums and moves history_usage_mark
+ * (gg_store_usage_writer_add, SQLite), and anything else above the mark (rows written by
+ * another process, a batch with updates, PostgreSQL) is read back by catch_up, which adds
+ * every executions row above the mark and moves it up; triggers correct what changes below
+ * the mark. Every reader catches up first, inside its own transaction, so what it
  * reads is exact. Deletions are counted out by the statement that deletes (migration 0008,
  * gg_store_usage_delete_slice), not per row. The quota keeper is a thread on its own connection that does that every
  * interval and,
@@ -98,6 +100,58 @@ static bool catch_up(gg_store_conn *c, gg_error *err) {
     if (!up) return false;
     gg_db_bind_int64(up, 1, top);
     return step_done(c, up, "history_usage_mark", err);
+}
+
+static const char SQL_TOP[] = "SELECT coalesce(max(rowid), 0) FROM executions";
+
+/* One integer from a statement without parameters. */
+static bool int_query(gg_store_conn *c, const char *sql, const char *what, long long *out, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
+    if (!st) return false;
+    int rc = gg_db_step(st);
+    *out = rc == SQLITE_ROW ? gg_db_column_int64(st, 0) : 0;
+    gg_db_reset(st);
+    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, what); return false; }
+    return true;
+}
+
+/* See store_internal.h. Reading the runs back cost the quota pass about as much as the
+ * writer's inserts (GROUP BY over every new row's four texts); the writer knows each run's
+ * tenant and sizes already. */
+bool gg_store_usage_writer_begin(gg_store_conn *c, long long *top, bool *all_counted, gg_error *err) {
+    *top = 0;
+    *all_counted = false;
+    if (gg_db_is_pg(c)) return true; /* other replicas' rows commit out of rowid order */
+    long long mark;
+    if (!int_query(c, SQL_MARK, "history_usage_mark", &mark, err) || !int_query(c, SQL_TOP, "executions", top, err))
+        return false;
+    *all_counted = mark == *top;
+    return true;
+}
+
+bool gg_store_usage_writer_add(gg_store_conn *c, long long top, long long added, const gg_usage_add *adds, int n,
+                               bool *applied, gg_error *err) {
+    *applied = false;
+    long long now;
+    if (added <= 0 || !int_query(c, SQL_TOP, "executions", &now, err)) return added <= 0;
+    /* rowids are max + 1 each: fewer new ones means some rows were updates, counted by the
+     * trigger if old enough and otherwise by the next catch_up, which this leaves to it */
+    if (now - top != added) return true;
+    for (int i = 0; i < n; i++) {
+        if (!adds[i].rows) continue;
+        gg_db_stmt *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
+        if (!add) return false;
+        gg_db_bind_text(add, 1, adds[i].tenant, -1, SQLITE_STATIC);
+        gg_db_bind_int64(add, 2, adds[i].rows);
+        gg_db_bind_int64(add, 3, adds[i].bytes);
+        if (!step_done(c, add, "history_usage", err)) return false;
+    }
+    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
+    if (!up) return false;
+    gg_db_bind_int64(up, 1, now);
+    if (!step_done(c, up, "history_usage_mark", err)) return false;
+    *applied = true;
+    return true;
 }
 
 /* catch_up in a transaction of its own. */

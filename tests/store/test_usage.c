@@ -194,6 +194,69 @@ START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
 }
 END_TEST
 
+/* The history writer counts its own batches in (SQLite): right after a flush, before any
+ * reader's catch_up, the mark is at the top and the usage row holds the runs. Rows another
+ * process wrote leave the mark below them: the writer leaves those (and its own batch) to
+ * catch_up, which still gets the sums exact, and then the writer counts again. */
+static long long usage_row(const char *col, const char *tenant) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT %s FROM history_usage WHERE tenant = ?1", col);
+    return query1(sql, tenant);
+}
+
+START_TEST(writer_counts_its_batches) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    long long base = 1700000000000LL;
+    write_runs(s, "acme", 5, 100, base);
+    write_runs(s, "beta", 3, 40, base);
+    const char *top = "SELECT coalesce(max(rowid), 0) FROM executions WHERE ?1 IS NULL";
+    const char *mark = "SELECT counted FROM history_usage_mark WHERE ?1 IS NULL";
+    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
+    ck_assert_int_eq(usage_row("rows", "acme"), 5);
+    ck_assert_int_eq(usage_row("bytes", "acme"), summed_bytes("acme"));
+    ck_assert_int_eq(usage_row("rows", "beta"), 3);
+    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
+    /* another process's rows: not counted by anyone yet */
+    insert_runs_sql("acme", 2, 10, base + 100);
+    ck_assert_int_lt(query1(mark, NULL), query1(top, NULL));
+    write_runs(s, "acme", 4, 30, base + 200);
+    ck_assert_int_lt(query1(mark, NULL), query1(top, NULL)); /* left to catch_up */
+    ck_assert_int_eq(usage_row("rows", "acme"), 5);
+    gg_history_usage u = usage_of(s, "acme"); /* catches up */
+    ck_assert_int_eq(u.rows, 11);
+    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
+    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
+    /* counted by the writer again */
+    write_runs(s, "beta", 2, 20, base + 300);
+    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
+    ck_assert_int_eq(usage_row("rows", "beta"), 5);
+    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
+    /* a RUNNING row finished in a later batch is an update (the trigger counts its growth) */
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *r = run_at("beta", base + 400, 10);
+    gg_exec_record *head = gg_exec_record_copy_header(r);
+    head->status = GG_EXEC_RUNNING;
+    json_decref(head->result);
+    head->result = NULL;
+    ck_assert(gg_history_submit(h, head));
+    gg_history_flush(h);
+    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
+    json_decref(r->result);
+    r->result = json_string("the final result, longer than the running row's");
+    ck_assert(gg_history_submit(h, r));
+    ck_assert(gg_history_submit(h, run_at("beta", base + 401, 10)));
+    gg_history_flush(h);
+    gg_history_stop(h);
+    u = usage_of(s, "beta");
+    ck_assert_int_eq(u.rows, 7);
+    ck_assert_int_eq(u.bytes, summed_bytes("beta"));
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(quota_drops_oldest_first_and_counts) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -364,6 +427,7 @@ int main(void) {
     /* SQLite-only: rowids reused after a delete (PostgreSQL's identity never reuses one),
      * and a database taken back to migration 0003. */
     if (!pg_mode()) tcase_add_test(tc, usage_mark_survives_deletes_and_reused_rowids);
+    if (!pg_mode()) tcase_add_test(tc, writer_counts_its_batches);
     tcase_add_test(tc, quota_drops_oldest_first_and_counts);
     tcase_add_test(tc, quota_keeper_thread);
     tcase_add_test(tc, writer_bounds_node_records_per_run);
