@@ -683,11 +683,11 @@ bool gw_task_run(gg_gateway *gw, void *epv, mcp_call *call, const char *key_id, 
     j->ep = *ep;
     j->ep.srv = mcp_server_ref(ep->srv);
     if (key_id && *key_id) {
-        snprintf(j->key_id, sizeof j->key_id, "%s", key_id);
+        gg_strcopy(j->key_id, sizeof j->key_id, key_id);
         j->has_key = true;
     }
     snprintf(j->task_id, sizeof j->task_id, "%s", task_id);
-    snprintf(j->request_id, sizeof j->request_id, "%s", task_id);
+    gg_strcopy(j->request_id, sizeof j->request_id, task_id);
     j->accepted_ms = gg_now_ms();
     if (ep->is_graph && gw->history) {
         j->text_history = true;
@@ -814,10 +814,10 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         j->has_session = true;
     }
     if (pr) {
-        snprintf(j->key_id, sizeof j->key_id, "%s", pr->key_id);
+        gg_strcopy(j->key_id, sizeof j->key_id, pr->key_id);
         j->has_key = true;
     }
-    snprintf(j->request_id, sizeof j->request_id, "%s", gg_http_request_id(req));
+    gg_strcopy(j->request_id, sizeof j->request_id, gg_http_request_id(req));
     j->sse_ok = header_has_token(gg_http_header(req, "Accept"), "text/event-stream");
     j->plain = plain;
     j->text_history = text_history;
@@ -1338,7 +1338,7 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     }
     endpoint ep = {0};
     if (mount) {
-        snprintf(ep.graph, sizeof ep.graph, "%s", mount->name);
+        gg_strcopy(ep.graph, sizeof ep.graph, mount->name);
         pthread_mutex_lock(&mount->mu);
         ep.srv = mcp_server_ref(mount->srv);
         pthread_mutex_unlock(&mount->mu);
@@ -1348,14 +1348,14 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
             gw_wrong_tenant(res);
             return GG_HTTP_DONE;
         }
-        snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
-        snprintf(ep.graph, sizeof ep.graph, "%s", g);
+        gg_strcopy(ep.tenant, sizeof ep.tenant, t);
+        gg_strcopy(ep.graph, sizeof ep.graph, g);
         ep.is_graph = true;
         if (!g) { /* /mcp/{tenant}/_all or /mcp/{tenant}/_views/{view} (tenantwide.c, views.c) */
             if (!tenantwide_server(gw, res, &ep, gg_http_param(req, "view"))) return GG_HTTP_DONE;
         } else if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
-    snprintf(ep.caller, sizeof ep.caller, "%s", mount ? (prp ? prp->tenant : "") : ep.tenant);
+    gg_strcopy(ep.caller, sizeof ep.caller, mount ? (prp ? prp->tenant : "") : ep.tenant);
     if (!ep.srv) {
         gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
         return GG_HTTP_DONE;
@@ -1403,10 +1403,10 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
     const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g"), *tool = gg_http_param(req, "tool");
     endpoint ep = {0};
-    snprintf(ep.tenant, sizeof ep.tenant, "%s", t);
-    snprintf(ep.graph, sizeof ep.graph, "%s", g);
+    gg_strcopy(ep.tenant, sizeof ep.tenant, t);
+    gg_strcopy(ep.graph, sizeof ep.graph, g);
     ep.is_graph = true;
-    snprintf(ep.caller, sizeof ep.caller, "%s", t); /* the graph's tenant, as on /mcp */
+    gg_strcopy(ep.caller, sizeof ep.caller, t); /* the graph's tenant, as on /mcp */
     if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     size_t len = 0;
     const char *body = gg_http_body(req, &len);

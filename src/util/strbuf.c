@@ -83,17 +83,34 @@ void gg_strbuf_free(gg_strbuf *b) {
     b->oom = false;
 }
 
-/* Append v in decimal. Serializers call it for every integer they write, so it formats by
- * hand instead of through snprintf. */
+/* "00".."99": two digits a division. */
+static const char DIGITS2[201] =
+    "0001020304050607080910111213141516171819"
+    "2021222324252627282930313233343536373839"
+    "4041424344454647484950515253545556575859"
+    "6061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Append v in decimal. Serializers call it for every integer they write (a run's history
+ * record has a dozen), so it formats by hand, two digits at a time, instead of through
+ * snprintf. */
 bool gg_strbuf_put_int(gg_strbuf *b, long long v) {
-    char tmp[24], out[24];
-    size_t n = 0, k = 0;
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do tmp[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0) out[k++] = '-';
-    while (n) out[k++] = tmp[--n];
-    return gg_strbuf_append(b, out, k);
+    while (u >= 100) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * u, 2);
+    } else {
+        *--p = (char)('0' + u);
+    }
+    if (v < 0) *--p = '-';
+    return gg_strbuf_append(b, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 /* Value of four hex digits (either case), -1 when one is not a hex digit; s must have 4

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 /* Error codes are short stable strings ("not_found", "T2001", "invalid_config") so
@@ -154,6 +155,15 @@ gg_tally_rc gg_tally_add(gg_tally *t, const char *name, int max);
 void gg_tally_sub(gg_tally *t, const char *name);
 int gg_tally_get(gg_tally *t, const char *name);
 void gg_tally_clear(gg_tally *t);
+
+/* Copy src (NULL = "") into dst of size bytes (> 0), truncated and NUL-terminated: what
+ * snprintf(dst, size, "%s", src) does, without the formatting machinery (about 600
+ * instructions a call, several a request on the MCP path). */
+static inline void gg_strcopy(char *dst, size_t size, const char *src) {
+    size_t n = src ? strnlen(src, size - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
 
 /* Monotonic and wall clocks in milliseconds / microseconds. */
 double gg_now_ms(void);

@@ -195,6 +195,45 @@ START_TEST(a_torn_last_entry_is_skipped) {
 }
 END_TEST
 
+/* Rewrite segment 0 in the previous format (magic GGHJ0002, bytewise FNV-1a checksums), as
+ * a process of the version before left it. */
+static bool segment_to_v2(void) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/%010u.hj", jdir, 0u);
+    FILE *f = fopen(p, "r+b");
+    if (!f) return false;
+    bool ok = fwrite("GGHJ0002", 8, 1, f) == 1;
+    long off = 8;
+    unsigned hdr[2];
+    unsigned char buf[65536];
+    while (ok && fseek(f, off, SEEK_SET) == 0 && fread(hdr, sizeof hdr, 1, f) == 1 && hdr[0] && hdr[0] <= sizeof buf) {
+        ok = fread(buf, 1, hdr[0], f) == hdr[0];
+        unsigned h = 2166136261u;
+        for (unsigned i = 0; i < hdr[0]; i++) h = (h ^ buf[i]) * 16777619u;
+        hdr[1] = h;
+        ok = ok && fseek(f, off, SEEK_SET) == 0 && fwrite(hdr, sizeof hdr, 1, f) == 1;
+        off += 8 + (long)hdr[0];
+    }
+    return fclose(f) == 0 && ok && off > 8;
+}
+
+/* An upgrade keeps what the previous version acknowledged: its segments are replayed. */
+START_TEST(a_segment_of_the_previous_format_is_replayed) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_store_close(s);
+    char ids[12][33];
+    child_journals_and_dies(12, ids, false);
+    ck_assert(segment_to_v2());
+    s = open_store();
+    gg_history *h = start(s);
+    assert_written(s, 12, ids);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
 START_TEST(the_log_is_cut_back_once_committed) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
@@ -255,6 +294,7 @@ int main(void) {
     tcase_add_test(tc, answered_runs_survive_a_crash_before_their_commit);
     tcase_add_test(tc, a_start_without_the_journal_still_replays_it);
     tcase_add_test(tc, a_torn_last_entry_is_skipped);
+    tcase_add_test(tc, a_segment_of_the_previous_format_is_replayed);
     tcase_add_test(tc, the_log_is_cut_back_once_committed);
     tcase_add_test(tc, one_process_holds_the_log);
     suite_add_tcase(su, tc);

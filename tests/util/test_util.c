@@ -54,7 +54,26 @@ START_TEST(strbuf_integers_and_hex4) {
         ck_assert(gg_strbuf_put_int(&b, vals[i]));
     }
     ck_assert_str_eq(b.data, want);
+    /* every digit count and both signs, against printf */
+    long long v = 1;
+    for (int d = 0; d < 19; d++, v = d < 19 ? v * 10 : v) {
+        const long long near[] = {v - 1, v, v + 1, v * 3 + 7, -v, -(v - 1), -(v * 7 + 3)};
+        for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+            char ref[32];
+            snprintf(ref, sizeof ref, "%lld", near[i]);
+            gg_strbuf_reset(&b);
+            ck_assert(gg_strbuf_put_int(&b, near[i]));
+            ck_assert_str_eq(b.data, ref);
+        }
+    }
     gg_strbuf_free(&b);
+    char small[6];
+    gg_strcopy(small, sizeof small, "tenant");
+    ck_assert_str_eq(small, "tenan"); /* truncated like snprintf */
+    gg_strcopy(small, sizeof small, NULL);
+    ck_assert_str_eq(small, "");
+    gg_strcopy(small, sizeof small, "ab");
+    ck_assert_str_eq(small, "ab");
     ck_assert_int_eq(gg_hex4("00e9"), 0xe9);
     ck_assert_int_eq(gg_hex4("FFfF"), 0xffff);
     ck_assert_int_eq(gg_hex4("D83D"), 0xd83d);
