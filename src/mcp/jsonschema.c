@@ -1231,8 +1231,8 @@ out:
 size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
                                mcp_schema_error_fn fn, void *user) {
     vctx v = {max ? max : 1, 0, 0, false, 0, 0, false, fn, user, GG_STRBUF_INIT, NULL, s->mctx};
-    gg_strbuf_putc(&v.path, 0);
-    v.path.len = 0;
+    char path[256]; /* the instance path on the stack until a deep one needs more (every call validates) */
+    gg_strbuf_use(&v.path, path, sizeof path);
     bool ok = validate(&v, s->top, instance);
     if (v.exhausted && v.count < v.max) { /* say why rather than blame the value */
         v.count++;
