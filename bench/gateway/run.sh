@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # bench/gateway/run.sh — tools/call of the switch example graph with 64 connections
-# against graphgate (history.durability durable, then async), nginx serving the same
-# response bytes as a static file (measured between the two), and the same graph in
+# against graphgate (history.durability durable and async, two servers on databases of
+# their own), nginx serving the same response bytes as a static file, and the same graph in
 # mcpgraph@0.1.23, all in one invocation on this machine. Prints req/s, p50/p99 and the
 # ratios (goals: durable >= 45% of nginx, async >= 50%, >= 20x mcpgraph).
+#
+# The three HTTP targets are measured in interleaved rounds (BENCH_ROUNDS, default 5, of
+# SECONDS / rounds each: durable, nginx, async, then the reverse order the next round) and
+# each target's req/s is its requests over its seconds. On a shared virtual machine the
+# speed drifts by a quarter within a minute; measured one after the other, each target got
+# a different machine and the ratios moved by ten points between runs.
 #
 # usage: bench/gateway/run.sh [BUILD_DIR (default build)] [SECONDS (default 10)]
 # Needs wrk, nginx, and the npm peers (tests/npm-deps.sh) for mcpgraph and Node.
@@ -24,9 +30,9 @@ for need in wrk nginx; do command -v "$need" >/dev/null || { echo "bench: $need 
 [ -x "$bin" ] || { echo "bench: $bin not built"; exit 1; }
 [ -x "$node" ] && [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gg-bench.XXXXXX")
-gpid=""; npid=""
+gpid=""; npid=""; gpids=()
 cleanup() {
-  [ -n "$gpid" ] && kill "$gpid" 2>/dev/null
+  for p in "${gpids[@]}"; do kill "$p" 2>/dev/null; done
   [ -n "$npid" ] && kill "$npid" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$tmp"
@@ -37,33 +43,35 @@ while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_
 
 # ---- graphgate: one server per history.durability mode (and backend), on the same database
 pg_url=${BENCH_PG_URL:-}
-# use_db sqlite|pg → sets db (the store flags), admin and key (created on first use)
+# use_db sqlite|pg [NAME] → sets db (the store flags), admin and key (created on first use);
+# SQLite: one database file per NAME
 use_db() {
-  if [ "$1" = pg ]; then db=(--database-url "$pg_url"); else db=(--db "$tmp/gg.db"); fi
-  backend=$1
-  if [ ! -f "$tmp/keys-$1" ]; then
+  backend=$1 dbname=$1${2:+-$2}
+  if [ "$1" = pg ]; then db=(--database-url "$pg_url"); else db=(--db "$tmp/gg-$dbname.db"); fi
+  if [ ! -f "$tmp/keys-$dbname" ]; then
     "$bin" migrate "${db[@]}" >/dev/null 2>&1
     "$bin" tenant create bench "${db[@]}" >/dev/null 2>&1
     { "$bin" key create --tenant bench --scopes admin "${db[@]}" 2>/dev/null | grep '^gg_'
-      "$bin" key create --tenant bench --scopes tools:read,tools:execute "${db[@]}" 2>/dev/null | grep '^gg_'; } >"$tmp/keys-$1"
+      "$bin" key create --tenant bench --scopes tools:read,tools:execute "${db[@]}" 2>/dev/null | grep '^gg_'; } >"$tmp/keys-$dbname"
   fi
-  admin=$(sed -n 1p "$tmp/keys-$1") key=$(sed -n 2p "$tmp/keys-$1")
+  admin=$(sed -n 1p "$tmp/keys-$dbname") key=$(sed -n 2p "$tmp/keys-$dbname")
 }
-use_db sqlite
-# start_gg MODE → sets pub, int, url, sid (the graph is uploaded on the first start)
+# start_gg MODE → sets pub, int, url, sid, gpid (the graph is uploaded on the first start
+# on each database)
 start_gg() {
   : >"$tmp/serve.out"
   GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$1 "$bin" serve "${db[@]}" \
     --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$1.err" &
   gpid=$!
+  gpids+=("$gpid")
   for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
   pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
   int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
   [ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve-$1.err"; exit 1; }
-  if [ ! -f "$tmp/put-$backend.json" ]; then
-    code=$(curl -s -o "$tmp/put-$backend.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
+  if [ ! -f "$tmp/put-$dbname.json" ]; then
+    code=$(curl -s -o "$tmp/put-$dbname.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
       -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
-    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put-$backend.json"; exit 1; }
+    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put-$dbname.json"; exit 1; }
   fi
   url="$pub/mcp/bench/switch"
   sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
@@ -75,16 +83,25 @@ start_gg() {
     --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' > "$tmp/answer.json"
   grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
 }
-# stop_gg MODE → the writer's counts for that mode in hist_MODE
+# stop_gg MODE [SUFFIX] [INTERNAL_URL PID] → the writer's counts for that mode in
+# hist_MODE (default: the server start_gg started last)
 stop_gg() {
+  local i=${3:-$int} p=${4:-$gpid}
   sleep 1 # async: let the history writer catch up, then count what it recorded
   local h
-  h=$(curl -s "$int/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
+  h=$(curl -s "$i/metrics" | awk -F'[ "]' '/^graphgate_history_records_total/ {printf "%s=%s ", $2, $NF}')
   printf -v "hist_$1${2:-}" '%s' "$h"
-  kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; gpid=""
+  kill "$p" 2>/dev/null; wait "$p" 2>/dev/null
 }
 
-start_gg durable # (its answer is what nginx serves)
+# both SQLite servers up at once, each on its own database (the durable one's answer is what
+# nginx serves)
+use_db sqlite async
+start_gg async
+a_url=$url a_sid=$sid a_key=$key a_int=$int a_pid=$gpid
+use_db sqlite durable
+start_gg durable
+d_url=$url d_sid=$sid d_key=$key d_int=$int d_pid=$gpid
 
 # ---- nginx serving the same bytes
 mkdir -p "$tmp/www"
@@ -116,12 +133,44 @@ field() { # file → rps p50 p99 errors(non-2xx + socket + bad answers)
        /Non-2xx/ {bad+=$NF} /Socket errors/ {for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+,?$/) {gsub(",","",$i); bad+=$i}}
        /^BAD/ {bad+=$2} END {printf "%s %s %s %d", rps, p50, p99, bad}' "$1"
 }
-measure "$tmp/gg-durable.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
-stop_gg durable
-measure "$tmp/ngx.txt" "http://127.0.0.1:$nport/answer.json" "$top/bench/gateway/static.lua"
-start_gg async
-measure "$tmp/gg-async.txt" "$url" "$top/bench/gateway/call.lua" KEY="$key" SID="$sid"
-stop_gg async
+# rounds: durable, nginx, async, then async, nginx, durable, ...
+rounds=${BENCH_ROUNDS:-5}
+rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
+for r in $(seq 1 "$rounds"); do
+  order="durable nginx async"; [ $((r % 2)) = 0 ] && order="async nginx durable"
+  for t in $order; do
+    case $t in
+      durable) env KEY="$d_key" SID="$d_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$d_url" ;;
+      async) env KEY="$a_key" SID="$a_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$a_url" ;;
+      nginx) wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/static.lua" "http://127.0.0.1:$nport/answer.json" ;;
+    esac > "$tmp/$t-$r.txt" 2>&1
+  done
+done
+stop_gg durable "" "$d_int" "$d_pid"
+stop_gg async "" "$a_int" "$a_pid"
+# rounds → "rps p50 p99 errors": requests over seconds, the median round's percentiles
+rounds_field() {
+  python3 - "$@" <<'PY'
+import re, statistics, sys
+def ms(v):
+    m = re.match(r'([0-9.]+)(us|ms|s|m)$', v)
+    return float(m.group(1)) * {'us': 1e-3, 'ms': 1, 's': 1e3, 'm': 6e4}[m.group(2)] if m else None
+n = t = bad = 0
+p50, p99 = [], []
+for path in sys.argv[1:]:
+    for line in open(path, errors='replace'):
+        f = line.split()
+        if re.match(r'\s*\d+ requests in ', line):
+            n += int(f[0]); t += ms(f[3].rstrip(',')) / 1e3
+        elif f[:1] == ['50%'] and ms(f[1]) is not None: p50.append(ms(f[1]))
+        elif f[:1] == ['99%'] and ms(f[1]) is not None: p99.append(ms(f[1]))
+        elif line.startswith('  Non-2xx'): bad += int(f[-1])
+        elif line.startswith('  Socket errors'): bad += sum(int(x.rstrip(',')) for x in f if x.rstrip(',').isdigit())
+        elif f[:1] == ['BAD']: bad += int(f[1])
+fmt = lambda v: '%.2fms' % statistics.median(v) if v else '-'
+print('%.2f %s %s %d' % (n / t if t else 0, fmt(p50), fmt(p99), bad))
+PY
+}
 if [ -n "$pg_url" ]; then
   use_db pg
   start_gg durable
@@ -134,9 +183,9 @@ if [ -n "$pg_url" ]; then
   read -r pa_rps pa_p50 pa_p99 pa_bad <<<"$(field "$tmp/pg-async.txt")"
 fi
 kill "$npid" 2>/dev/null; npid=""
-read -r g_rps g_p50 g_p99 g_bad <<<"$(field "$tmp/gg-durable.txt")"
-read -r a_rps a_p50 a_p99 a_bad <<<"$(field "$tmp/gg-async.txt")"
-read -r n_rps n_p50 n_p99 n_bad <<<"$(field "$tmp/ngx.txt")"
+read -r g_rps g_p50 g_p99 g_bad <<<"$(rounds_field "$tmp"/durable-*.txt)"
+read -r a_rps a_p50 a_p99 a_bad <<<"$(rounds_field "$tmp"/async-*.txt)"
+read -r n_rps n_p50 n_p99 n_bad <<<"$(rounds_field "$tmp"/nginx-*.txt)"
 
 # ---- mcpgraph (stdio, driven by the SDK client)
 msecs=$(( secs < 5 ? secs : 5 ))
@@ -146,7 +195,7 @@ m_par=$(echo "$mg" | python3 -c 'import json,sys; d=json.load(sys.stdin)["parall
 read -r ms_rps ms_p50 ms_p99 ms_fail <<<"$m_seq"
 read -r mp_rps mp_p50 mp_p99 mp_fail mp_ok <<<"$m_par"
 
-printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns connections, ${secs}s)" "req/s" "p50" "p99" "errors"
+printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns conn., $rounds x ${rsecs}s)" "req/s" "p50" "p99" "errors"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (durable)" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (async)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
 if [ -n "$pg_url" ]; then
