@@ -91,6 +91,16 @@ static void insert_runs_sql(const char *tenant, int n, size_t pad, long long bas
     sqlite3_close(db);
 }
 
+/* r's RUNNING row (its header, no result yet), written before r itself is submitted. */
+static void submit_running(gg_history *h, const gg_exec_record *r) {
+    gg_exec_record *head = gg_exec_record_copy_header(r);
+    head->status = GG_EXEC_RUNNING;
+    json_decref(head->result);
+    head->result = NULL;
+    ck_assert(gg_history_submit(h, head));
+    gg_history_flush(h);
+}
+
 /* Write r through a writer with options o (NULL: defaults) and read the run back. */
 static json_t *write_and_get(gg_store *s, const gg_history_options *o, gg_exec_record *r) {
     gg_error err = GG_ERROR_INIT;
@@ -131,12 +141,7 @@ START_TEST(usage_follows_inserts_updates_deletes) {
     /* a RUNNING row, then its final state (an UPDATE of the same row) */
     gg_history *h = gg_history_start(s, NULL, &err);
     gg_exec_record *r = run_at("acme", 1700000001000LL, 10);
-    gg_exec_record *head = gg_exec_record_copy_header(r);
-    head->status = GG_EXEC_RUNNING;
-    json_decref(head->result);
-    head->result = NULL;
-    ck_assert(gg_history_submit(h, head));
-    gg_history_flush(h);
+    submit_running(h, r);
     ck_assert_int_eq(usage_of(s, "acme").bytes, summed_bytes("acme"));
     json_decref(r->result);
     r->result = json_string("a much longer final result than the running row had");
@@ -237,12 +242,7 @@ START_TEST(writer_counts_its_batches) {
     /* a RUNNING row finished in a later batch is an update (the trigger counts its growth) */
     gg_history *h = gg_history_start(s, NULL, &err);
     gg_exec_record *r = run_at("beta", base + 400, 10);
-    gg_exec_record *head = gg_exec_record_copy_header(r);
-    head->status = GG_EXEC_RUNNING;
-    json_decref(head->result);
-    head->result = NULL;
-    ck_assert(gg_history_submit(h, head));
-    gg_history_flush(h);
+    submit_running(h, r);
     ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
     json_decref(r->result);
     r->result = json_string("the final result, longer than the running row's");
