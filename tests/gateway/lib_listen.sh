@@ -2,17 +2,25 @@
 # after lib_gw.sh. The downstream is listen_srv.mjs, whose GET /status says how many
 # sessions, open GET streams and GETs it has seen.
 
-# listen_srv MODE → starts listen_srv.mjs in MODE (its pid joins LISTEN_PIDS); prints its
-# port (empty when it did not start)
-LISTEN_PIDS=""
+# listen_srv MODE → starts listen_srv.mjs in MODE; prints its port (empty when it did not
+# start). Called as $(listen_srv ...), so in a subshell: its pid goes to a file, not a
+# variable, for listen_stop_all.
 listen_srv() {
   "$NODE" "$GG_SRCDIR/tests/gateway/listen_srv.mjs" "$1" >"$GG_TMP/srv_$1.log" 2>&1 &
-  LISTEN_PIDS="$LISTEN_PIDS $!"
+  echo $! >>"$GG_TMP/listen.pids"
   for _ in $(seq 1 300); do
     grep -q '^PORT ' "$GG_TMP/srv_$1.log" && break
     sleep 0.1
   done
   sed -n 's/^PORT //p' "$GG_TMP/srv_$1.log"
+}
+# listen_stop_all → stops every server listen_srv started (the tests' EXIT trap, before
+# gg_cleanup removes GG_TMP)
+listen_stop_all() {
+  [ -f "$GG_TMP/listen.pids" ] || return 0
+  # shellcheck disable=SC2046
+  kill $(cat "$GG_TMP/listen.pids") 2>/dev/null
+  return 0
 }
 # status PORT EXPR → EXPR over the downstream's /status as d
 status() { python3 -c "import json,sys; d=json.load(sys.stdin); print($2)" < <(curl -sS "http://127.0.0.1:$1/status"); }

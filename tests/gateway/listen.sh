@@ -18,7 +18,7 @@ eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh"
-trap 'kill $LISTEN_PIDS 2>/dev/null; gg_cleanup' EXIT
+trap 'listen_stop_all; gg_cleanup' EXIT
 A=$(listen_srv sdk); B=$(listen_srv 405); C=$(listen_srv garbage); D=$(listen_srv nolist)
 [ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] && [ -n "$D" ] ||
   { echo "a downstream did not start: $(cat "$GG_TMP"/srv_*.log | head -5)"; echo "0 passed, 1 failed"; exit 1; }

@@ -11,7 +11,7 @@ eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh"
-trap 'kill $LISTEN_PIDS 2>/dev/null; gg_cleanup' EXIT
+trap 'listen_stop_all; gg_cleanup' EXIT
 A=$(listen_srv sdk)
 [ -n "$A" ] || { echo "the downstream did not start: $(head -5 "$GG_TMP/srv_sdk.log")"; echo "0 passed, 1 failed"; exit 1; }
 proxy_yaml "$GG_TMP/px.yaml" "$A"
