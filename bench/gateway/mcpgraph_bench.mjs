@@ -1,11 +1,13 @@
 // mcpgraph_bench.mjs — tools/call throughput of mcpgraph@0.1.23 (stdio MCP server) on its
 // packaged switch example, driven by the official SDK client: one call at a time, then
-// `concurrency` calls in flight. Prints one JSON line.
-// usage: node mcpgraph_bench.mjs NPM_DIR SECONDS CONCURRENCY
+// `concurrency` calls in flight. Prints one JSON line. With MODE "sequential" only the
+// first (run.sh runs that once a round, between its other targets), "parallel" only the
+// second.
+// usage: node mcpgraph_bench.mjs NPM_DIR SECONDS CONCURRENCY [MODE]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [npm, secondsArg, concArg] = process.argv.slice(2);
+const [npm, secondsArg, concArg, mode] = process.argv.slice(2);
 const seconds = Number(secondsArg || 5), concurrency = Number(concArg || 64);
 const sdk = path.join(npm, '@modelcontextprotocol/sdk/dist/esm');
 const load = (p) => import(pathToFileURL(path.join(sdk, p)).href);
@@ -40,11 +42,11 @@ async function run(inflight) {
   await Promise.all(Array.from({ length: inflight }, loop));
   const elapsed = (performance.now() - t0) / 1000;
   lat.sort((a, b) => a - b);
-  return { inflight, ok, fail, rps: ok / elapsed, p50_ms: pct(lat, 50), p99_ms: pct(lat, 99) };
+  return { inflight, ok, fail, seconds: elapsed, rps: ok / elapsed, p50_ms: pct(lat, 50), p99_ms: pct(lat, 99) };
 }
 for (let i = 0; i < 200; i++) await one([]); // warm up
-const sequential = await run(1);
-const parallel = await run(concurrency);
+const sequential = mode === 'parallel' ? null : await run(1);
+const parallel = mode === 'sequential' ? null : await run(concurrency);
 console.log(JSON.stringify({ sequential, parallel }));
 await client.close();
 process.exit(0);
