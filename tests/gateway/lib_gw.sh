@@ -48,7 +48,14 @@ gw_init() {
   sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/init.json.h" | tr -d '\r'
 }
 # jget FILE EXPR → python expression over the parsed JSON file as `d`.
-jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+# (an answer that came as an event stream, gw_rpc's SSE polling included: its last event)
+jget() {
+  python3 -c "import json,sys
+t = open(sys.argv[1]).read()
+try: d = json.loads(t)
+except ValueError: d = json.loads([l[5:] for l in t.splitlines() if l.startswith('data:') and l[5:].strip()][-1])
+print($2)" "$1" 2>/dev/null
+}
 # gw_stop_clean: SIGTERM the server; true when it exited 0 and its stderr holds no
 # sanitizer report (under --enable-sanitizers leaks and errors fail the test here).
 gw_stop_clean() {
