@@ -74,6 +74,13 @@ void mcp_sse_reader_init(mcp_sse_reader *r, size_t max_bytes, mcp_sse_event_fn f
 bool mcp_sse_reader_feed(mcp_sse_reader *r, const char *buf, size_t n);
 void mcp_sse_reader_free(mcp_sse_reader *r);
 
+/* ---- downstream messages (wire.c) ---------------------------------------------------------
+ * Parse one message a downstream server sent (JSON_ALLOW_NUL: a NUL inside a string is the
+ * consumer's to judge, not a reason to drop the whole message) while the parse's heap
+ * allocations stay under max_alloc bytes. NULL with err "transport" when the text is not
+ * JSON or needs more memory than that; held (may be NULL) gets the bytes the result holds. */
+json_t *mcp_wire_parse(const char *buf, size_t len, size_t max_alloc, size_t *held, gg_error *err);
+
 /* The answer (new reference) a client gives a request the server sent it: ping → {},
  * anything else → -32601 (graphgate's downstream clients take no server requests). */
 json_t *mcp_client_answer_server_request(json_t *id, const char *method);
