@@ -114,6 +114,7 @@ typedef struct gg_config {
     /* auth */
     char *session_secret;         /* session.secret: >= 32 chars; NULL = random per start */
     long long session_ttl_ms;     /* session.ttl: 24h */
+    long long session_idle_timeout_ms; /* session.idle_timeout: 30m; 0 = sessions never idle */
     char *key_pepper;             /* auth.key_pepper: NULL = per-database random pepper */
     long long key_cache_ttl_ms;   /* auth.key_cache_ttl: 30s (revocation in-process is
                                    * immediate, from another process within 1s) */
@@ -134,12 +135,16 @@ typedef struct gg_config {
     int tenant_max_listen_streams; /* tenants.max_listen_streams: one tenant's GET streams to its
                                     * streamable-HTTP downstreams (of MCP_HTTP_LISTEN_MAX); 128;
                                     * 0 = only the process bound */
+    size_t tenant_max_downstream_bytes; /* tenants.max_downstream_bytes: bytes one tenant's downstream
+                                         * answers in flight may hold at once; 64MiB; 0 = no cap */
     long long mcp_sse_close_after_ms; /* mcp.sse_close_after: a tools/call POST stream of a 2025-11-25
                                          session still running then ends with a retry hint; 0 = never */
     int tenant_max_streams;       /* tenants.max_streams: 64 open GET streams; 0 = no cap */
     int tenant_max_resumable_streams; /* tenants.max_resumable_streams: 128 resumable POST
                                          streams held at once; 0 = only the global 1024 */
     int tenant_max_sessions;      /* tenants.max_sessions: 256 live MCP sessions; 0 = no cap */
+    size_t tenant_max_catalog_bytes;     /* tenants.max_catalog_bytes: downstream tool catalogs stored; 8MiB; 0 = no cap */
+    size_t downstream_max_catalog_bytes; /* downstream.max_catalog_bytes: one server's tools serialized; 1MiB */
     /* history */
     long long history_max_age_ms; /* history.max_age: 30d; 0 = keep */
     long long history_max_count;  /* history.max_count: 1000000; 0 = keep */
@@ -158,6 +163,21 @@ typedef struct gg_config {
     size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */
     long long history_tenant_max_rows; /* history.tenant_max_rows: 100000; 0 = no cap */
     size_t history_tenant_max_bytes; /* history.tenant_max_bytes: 256MiB; 0 = no cap */
+    /* downstream MCP servers (what one may cost the gateway; see README "Downstream limits") */
+    size_t downstream_max_message_bytes; /* downstream.max_message_bytes: one message (stdio line,
+                                          * HTTP body or event); 4MiB */
+    size_t downstream_max_parse_bytes; /* downstream.max_parse_bytes: heap one message's parse may
+                                        * use; 32MiB */
+    size_t downstream_stderr_bytes_per_s; /* downstream.stderr_bytes_per_s: a stdio child's stderr
+                                           * read at most this fast (then paused); 1MiB; 0 = no bound */
+    int downstream_child_nice;    /* downstream.child_nice: stdio children's nice value; 10 */
+    size_t downstream_child_memory_bytes; /* downstream.child_memory_bytes: RLIMIT_AS; 0 = not set */
+    int downstream_child_cpu_seconds; /* downstream.child_cpu_seconds: RLIMIT_CPU; 0 = not set */
+    int downstream_max_starts_per_minute; /* downstream.max_starts_per_minute: starts of one stdio
+                                           * server definition (per tenant); 12; 0 = no bound */
+    long long downstream_list_changed_min_interval_ms; /* downstream.list_changed_min_interval: one
+                                    * (tenant, server)'s tools/list_changed re-lists at most this
+                                    * often (more coalesce into one trailing re-listing); 5s */
     /* policy for graph nodes that reach out */
     gg_strlist policy_stdio_commands; /* policy.stdio_commands: allowed argv prefixes
                                        * ("npx -y @scope/server"); empty = none */

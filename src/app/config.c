@@ -59,6 +59,7 @@ static const key_def keys[] = {
     {"log.access_file", T_STR, F(access_log_file), 0, 0, false},
     {"session.secret", T_STR, F(session_secret), 0, 0, true},
     {"session.ttl", T_DUR, F(session_ttl_ms), 1000, 31.0 * 86400000, false},
+    {"session.idle_timeout", T_DUR, F(session_idle_timeout_ms), 0, 31.0 * 86400000, false},
     {"auth.key_pepper", T_STR, F(key_pepper), 0, 0, true},
     {"auth.key_cache_ttl", T_DUR, F(key_cache_ttl_ms), 0, 86400000, false},
     {"rate_limit.rate", T_DOUBLE, F(rate_limit_rate), 0, 1e7, false},
@@ -72,9 +73,12 @@ static const key_def keys[] = {
     {"tenants.max_async_branches", T_INT, F(tenant_max_async_branches), 0, 1000000, false},
     {"max_async_branches", T_INT, F(max_async_branches), 0, 10000000, false},
     {"tenants.max_listen_streams", T_INT, F(tenant_max_listen_streams), 0, 1024, false},
+    {"tenants.max_downstream_bytes", T_SIZE, F(tenant_max_downstream_bytes), 0, 1e15, false},
     {"tenants.max_streams", T_INT, F(tenant_max_streams), 0, 1000000, false},
     {"tenants.max_resumable_streams", T_INT, F(tenant_max_resumable_streams), 0, 1000000, false},
     {"tenants.max_sessions", T_INT, F(tenant_max_sessions), 0, 1000000, false},
+    {"tenants.max_catalog_bytes", T_SIZE, F(tenant_max_catalog_bytes), 0, 1024.0 * 1024 * 1024 * 1024, false},
+    {"downstream.max_catalog_bytes", T_SIZE, F(downstream_max_catalog_bytes), 1024, 1024.0 * 1024 * 1024, false},
     {"history.max_age", T_DUR, F(history_max_age_ms), 0, 3650.0 * 86400000, false},
     {"history.max_count", T_LL, F(history_max_count), 0, 1e12, false},
     {"history.flush_interval", T_DUR_I, F(history_flush_ms), 1, 10000, false},
@@ -89,6 +93,14 @@ static const key_def keys[] = {
     {"history.max_run_bytes", T_SIZE, F(history_max_run_bytes), 1024, 512.0 * 1024 * 1024, false},
     {"history.tenant_max_rows", T_LL, F(history_tenant_max_rows), 0, 1e12, false},
     {"history.tenant_max_bytes", T_SIZE, F(history_tenant_max_bytes), 0, 1e15, false},
+    {"downstream.max_message_bytes", T_SIZE, F(downstream_max_message_bytes), 1024, 1024.0 * 1024 * 1024, false},
+    {"downstream.max_parse_bytes", T_SIZE, F(downstream_max_parse_bytes), 64 * 1024, 64.0 * 1024 * 1024 * 1024, false},
+    {"downstream.stderr_bytes_per_s", T_SIZE, F(downstream_stderr_bytes_per_s), 0, 1024.0 * 1024 * 1024, false},
+    {"downstream.child_nice", T_INT, F(downstream_child_nice), 0, 19, false},
+    {"downstream.child_memory_bytes", T_SIZE, F(downstream_child_memory_bytes), 0, 1e15, false},
+    {"downstream.child_cpu_seconds", T_INT, F(downstream_child_cpu_seconds), 0, 100000000, false},
+    {"downstream.max_starts_per_minute", T_INT, F(downstream_max_starts_per_minute), 0, 100000, false},
+    {"downstream.list_changed_min_interval", T_DUR, F(downstream_list_changed_min_interval_ms), 0, 3600000, false},
     {"policy.stdio_commands", T_LIST, F(policy_stdio_commands), 0, 0, false},
     {"policy.http_hosts", T_LIST, F(policy_http_hosts), 0, 0, false},
     {"policy.stdio_cwd_root", T_STR, F(policy_stdio_cwd_root), 0, 0, false},
@@ -175,6 +187,7 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->log_level = GG_LOG_INFO;
     c->access_log = true;
     c->session_ttl_ms = 24LL * 3600 * 1000;
+    c->session_idle_timeout_ms = 30LL * 60 * 1000;
     c->key_cache_ttl_ms = 30000;
     c->rate_limit_rate = 0;
     c->rate_limit_burst = 0;
@@ -186,6 +199,13 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->tenant_max_async_branches = 64;
     c->max_async_branches = 1024;
     c->tenant_max_listen_streams = 128; /* MCP_HTTP_LISTEN_MAX_OWNER */
+    c->tenant_max_downstream_bytes = 64u << 20; /* MCP_DOWNSTREAM_OWNER_MAX_BYTES_DEFAULT */
+    c->downstream_max_message_bytes = 4u << 20;
+    c->downstream_max_parse_bytes = 32u << 20;
+    c->downstream_stderr_bytes_per_s = 1u << 20;
+    c->downstream_child_nice = 10;
+    c->downstream_max_starts_per_minute = 12;
+    c->downstream_list_changed_min_interval_ms = 5000;
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;
@@ -201,6 +221,8 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->tenant_max_resumable_streams = 128;
     c->mcp_sse_close_after_ms = 1000;
     c->tenant_max_sessions = 256;
+    c->tenant_max_catalog_bytes = 8 * 1024 * 1024;
+    c->downstream_max_catalog_bytes = 1024 * 1024;
     c->graphs_max_per_tenant = 100;
     c->graphs_max_bytes = 1024 * 1024;
     c->graphs_max_tenant_bytes = 16 * 1024 * 1024;

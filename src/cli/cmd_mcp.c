@@ -21,19 +21,26 @@ typedef struct sync_ctx {
     const char *tenant;
     json_t *out;       /* server → {tools, tool_count, fetched_at_ms} */
     int failed;
+    long long max_tenant_bytes; /* tenants.max_catalog_bytes */
 } sync_ctx;
 
-static void fetched(void *user, const char *server, json_t *tools, long long fetched_ms) {
+static bool fetched(void *user, const gg_graph_catalog *cat, gg_error *ferr) {
+    (void)ferr; /* a refusal is counted in failed and printed, the listing goes on */
     sync_ctx *s = user;
+    const char *server = cat->server;
+    json_t *tools = cat->tools;
+    long long fetched_ms = cat->fetched_ms;
     json_object_set_new(s->out, server, json_pack("{s:O,s:I,s:I}", "tools", tools, "tool_count",
                                                   (json_int_t)json_array_size(tools), "fetched_at_ms",
                                                   (json_int_t)fetched_ms));
     gg_error err = GG_ERROR_INIT;
-    if (s->store && !gg_store_downstream_put(s->store, s->tenant, server, tools, fetched_ms, &err)) {
+    gg_catalog_put p = {s->tenant, cat->identity, server, tools, fetched_ms, s->max_tenant_bytes};
+    if (s->store && gg_store_downstream_put(s->store, &p, &err) < 0) {
         fprintf(stderr, "graphgate mcp sync: storing %s: %s\n", server, err.message ? err.message : err.code);
         s->failed++;
     }
     gg_error_clear(&err);
+    return true;
 }
 
 static void print_tools(const char *server, json_t *tools, bool header) {
@@ -53,9 +60,10 @@ static void print_json(json_t *v) {
     free(txt);
 }
 
-static int mcp_sync(const char *file, gg_store *store, const char *tenant, bool json) {
-    sync_ctx s = {store, tenant, json_object(), 0};
-    gg_graph_downstream ds = {.mode = GG_CHECK_WARNING, .fetched = fetched, .user = &s};
+static int mcp_sync(const gg_config *c, const char *file, gg_store *store, const char *tenant, bool json) {
+    sync_ctx s = {store, tenant, json_object(), 0, (long long)c->tenant_max_catalog_bytes};
+    gg_graph_downstream ds = {.mode = GG_CHECK_WARNING, .max_catalog_bytes = c->downstream_max_catalog_bytes,
+                              .fetched = fetched, .user = &s};
     gg_graph_options o = {.downstream = &ds};
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_file(file, &o, &d);
@@ -111,7 +119,7 @@ static int run(const gg_config *c, int n, char **rest) {
     int rc = GG_EXIT_OK;
     gg_store *s = tenant ? gg_cli_open_store(c, "mcp", &rc) : NULL;
     if (tenant && !s) return rc;
-    rc = tools ? mcp_tools(s, tenant, arg, json) : mcp_sync(arg, s, tenant, json);
+    rc = tools ? mcp_tools(s, tenant, arg, json) : mcp_sync(c, arg, s, tenant, json);
     if (s) gg_store_close(s);
     return rc;
 }

@@ -645,12 +645,14 @@ static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
     gg_error err = GG_ERROR_INIT;
     gg_graph_usage gu;
     gg_history_usage hu;
-    if (!gg_store_graph_usage(gw->store, t, &gu, &err) || !gg_store_history_usage(gw->store, t, &hu, &err))
+    long long ncat = 0, catbytes = 0; /* downstream tool catalogs: their own quota, tenants.max_catalog_bytes */
+    if (!gg_store_graph_usage(gw->store, t, &gu, &err) || !gg_store_history_usage(gw->store, t, &hu, &err) ||
+        !gg_store_downstream_usage(gw->store, t, &ncat, &catbytes, &err))
         return store_error(res, &err);
     size_t live = 0, revoked = 0;
     mcp_sessions_owner_usage(gw->sessions, t, &live, &revoked, NULL);
     const gg_config *c = gw->cfg;
-    return reply(res, 200,
+    json_t *body =
                  json_pack("{s:s, s:{s:I,s:I,s:I,s:I}, s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
                            " s:{s:I,s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}, s:{s:I,s:I}}",
                            "tenant", t,
@@ -669,7 +671,12 @@ static int tenant_usage(gg_http_req *req, gg_http_res *res, void *user) {
                            "resumable_streams", "open", (json_int_t)gw_streams_tenant_posts(gw->streams, t),
                            "max", (json_int_t)c->tenant_max_resumable_streams,
                            "calls", "in_progress", (json_int_t)gg_auth_exec_in_use(gw->auth, t),
-                           "max", (json_int_t)c->tenant_max_concurrent));
+                           "max", (json_int_t)c->tenant_max_concurrent);
+    if (body)
+        json_object_set_new(body, "catalogs", json_pack("{s:I,s:I,s:I}", "count", (json_int_t)ncat, "bytes",
+                                                        (json_int_t)catbytes, "max_bytes",
+                                                        (json_int_t)c->tenant_max_catalog_bytes));
+    return reply(res, 200, body);
 }
 
 /* ------------------------------------------------------------------ routes */

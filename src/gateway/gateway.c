@@ -400,6 +400,15 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_mcp_sessions_refused_total initialize refused by the per-tenant bound (tenants.max_sessions)\n"
                      "# TYPE graphgate_mcp_sessions_refused_total counter\ngraphgate_mcp_sessions_refused_total %llu\n",
                      sess_refused);
+    unsigned long long sess_evicted = 0, sess_idle = 0;
+    mcp_sessions_forgotten(gw->sessions, &sess_evicted, &sess_idle);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_mcp_sessions_forgotten_total sessions given up: evicted (least recently used, to admit"
+                     " an initialize at tenants.max_sessions) or idle (session.idle_timeout)\n"
+                     "# TYPE graphgate_mcp_sessions_forgotten_total counter\n"
+                     "graphgate_mcp_sessions_forgotten_total{reason=\"evicted\"} %llu\n"
+                     "graphgate_mcp_sessions_forgotten_total{reason=\"idle\"} %llu\n",
+                     sess_evicted, sess_idle);
     gw_async_metrics(gw->async, out);
     gw_listen_metrics(gw->listen, out);
     gw_downstream_metrics(out);
@@ -578,6 +587,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     sodium_memzero(secret, sizeof secret);
     if (!gw->sessions) goto oom;
     mcp_sessions_set_owner_max(gw->sessions, cfg->tenant_max_sessions > 0 ? (size_t)cfg->tenant_max_sessions : 0);
+    /* abandoned sessions (no DELETE) expire when idle and give way at the bound (whole seconds, rounded up) */
+    mcp_sessions_set_idle(gw->sessions, (cfg->session_idle_timeout_ms + 999) / 1000, true);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = cfg->workers > 0 ? cfg->workers : (int)(2 * (cores > 0 ? cores : 1));
     /* no tenant on more than half the workers unless configured: another tenant always
@@ -588,6 +599,12 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
         goto oom;
     if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
     mcp_http_set_listen_owner_max(cfg->tenant_max_listen_streams);
+    mcp_http_set_limits(cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes);
+    mcp_downstream_set_owner_max_bytes(cfg->tenant_max_downstream_bytes);
+    mcp_stdio_set_limits(&(mcp_stdio_limits){cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes,
+                                              cfg->downstream_stderr_bytes_per_s, cfg->downstream_child_nice,
+                                              cfg->downstream_child_memory_bytes, cfg->downstream_child_cpu_seconds,
+                                              cfg->downstream_max_starts_per_minute});
     gw->tenant_max_waiting = cfg->tenant_max_waiting;
     gw->max_waiting = cfg->max_waiting_runs;
     if (!(gw->registry = gw_registry_new(cfg->graphs_cache_size > 0 ? (size_t)cfg->graphs_cache_size : 0,

@@ -224,7 +224,8 @@ typedef struct gw_catalog_sink {
     gg_gateway *gw;
     const char *tenant;
     gg_graph_downstream check;
-    json_t *changed; /* servers whose stored catalog changed: name → true (or NULL) */
+    json_t *changed; /* servers whose stored catalog changed: identity → true (or NULL) */
+    json_t *errors;  /* catalogs refused (over the tenant's quota): [{server, code, error}] or NULL */
 } gw_catalog_sink;
 /* Fill the sink for tenant (borrowed) and return &sink->check for gg_graph_options. */
 const gg_graph_downstream *gw_catalog_sink_init(gw_catalog_sink *sink, gg_gateway *gw, const char *tenant);
@@ -238,7 +239,7 @@ typedef struct gw_catalog_ctx {
     gg_gateway *gw;
     const char *tenant;
 } gw_catalog_ctx;
-json_t *gw_stored_catalog(void *user, const char *server);
+json_t *gw_stored_catalog(void *user, const char *server, const char *identity);
 /* GET /admin/tenants/{t}/downstream, POST /admin/tenants/{t}/downstream/sync (graphs:write). */
 int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user);
 int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);
@@ -251,6 +252,11 @@ void gw_refresher_free(gw_refresher *r); /* after every graph is gone */
 /* An installed graph's streamable-HTTP servers start listening (gg_graph_downstream_listen);
  * called for uploads, recompiles and stored versions compiled on first use. */
 void gw_downstream_listen(mcp_server *s);
+/* s, tenant/graph's version compiled again (a recompile after a catalog change), takes over
+ * the clients of the compilation it replaces (when that one is cached at the same version)
+ * for every server whose definition is the same: the downstream sessions, GET streams and
+ * stdio children carry on instead of starting again (src/graph/clients.c: ownership). */
+void gw_downstream_adopt(gg_gateway *gw, const char *tenant, const char *graph, int version, mcp_server *s);
 /* The same as a job on the upload threads (s is referenced until it ran): for graphs
  * compiled on first use, on whatever thread needed them. */
 void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *s);

@@ -506,9 +506,54 @@ static void job_resume(void *user, void (*fn)(void *arg), void *arg) {
     gw_pool_resume(j->gw->pool, job);
 }
 
+static void waiting_release(gg_gateway *gw, const char *tenant);
+
+/* How long past the state's own expiry its claim is kept: the replicas' clocks differ. */
+#define GW_ROUND_CLAIM_SLACK_S 300
+
+/* A resumed input-required round goes on once: the state's nonce is claimed in the shared
+ * store (one INSERT every replica races on) before the run — and any side effect after the
+ * node that asked — continues. A state answered before is refused here, unrun and
+ * unrecorded; the store unreachable refuses too (503: answering blind could run the round
+ * twice). Claimed on the worker, so a call refused earlier (busy, draining) may be retried
+ * with the same state. On refusal j is answered and freed: false. */
+static bool job_claim_round(gw_call_job *j) {
+    int round = 0;
+    const char *nonce = mcp_call_round_nonce(j->call, &round);
+    /* a mount's run (toolkit run_graph) is the caller's own source and arguments, runnable
+     * afresh at will, and unrecorded: its state grants nothing a replay could abuse */
+    if (!nonce || !j->ep.is_graph) return true;
+    gg_gateway *gw = j->gw;
+    gg_error e = GG_ERROR_INIT;
+    long long until = gg_wall_ms() + (MCP_REQSTATE_TTL_S + GW_ROUND_CLAIM_SLACK_S) * 1000LL;
+    if (gg_store_round_claim(gw->store, nonce, j->ep.tenant, mcp_call_round_exec_id(j->call), round, until, &e))
+        return true;
+    bool used = !strcmp(e.code, "already_answered");
+    if (!used) gg_log(GG_LOG_WARN, "input-required round not claimed", "code", e.code, "error", e.message, NULL);
+    char msg[300];
+    if (used) snprintf(msg, sizeof msg, "Invalid params: %s", e.message ? e.message : "already answered");
+    else snprintf(msg, sizeof msg, "Server busy: the answer to this input request cannot be checked against the store "
+                                   "now; retry later with the same requestState");
+    gg_error_clear(&e);
+    gw_call_span_end(j->span, j->call, used ? "input request already answered" : "store unavailable");
+    j->span = NULL;
+    char *body = mcp_call_refuse(j->call, used ? MCP_INVALID_PARAMS : MCP_SERVER_BUSY, msg);
+    if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
+    if (j->may_wait) waiting_release(gw, j->ep.tenant);
+    __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    if (*j->task_id) gw_task_finish(gw, j->ep.tenant, j->task_id, j->call, body);
+    else {
+        if (!used && j->a) gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
+        job_respond(j, body, used ? 400 : 503);
+    }
+    job_free(j);
+    return false;
+}
+
 static void job_run(void *arg) {
     gw_call_job *j = arg;
     gg_gateway *gw = j->gw;
+    if (!job_claim_round(j)) return;
     if (j->ep.is_graph) wait_for_history(gw);
     job_make_record(j);
     if (j->rec) mcp_call_set_exec_id(j->call, j->rec->id); /* graphs it calls name it parent */
@@ -528,8 +573,6 @@ static void job_run(void *arg) {
     mcp_call_async how = {job_resume, j, j->accepted_ms, job_call_done, j};
     mcp_call_start(j->call, j->request_id, j->has_key ? j->key_id : NULL, j->ep.caller, &how);
 }
-
-static void waiting_release(gg_gateway *gw, const char *tenant);
 
 /* The run ended (on a worker): record, answer, release. */
 static void job_call_done(void *user, char *body) {
@@ -585,6 +628,7 @@ static void job_refuse(void *arg) {
 static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *call,
                       const gg_principal *pr, bool plain, bool text_history, gg_span *span) {
     if (gw->cfg->inline_budget_ms <= 0 || gw->stopping || !mcp_call_can_inline(call)) return -1;
+    if (ep->is_graph && mcp_call_round_nonce(call, NULL)) return -1; /* its round is claimed first (job_run) */
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return -1;
     gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain, .text_history = text_history};
     if (pr) {
@@ -1024,13 +1068,15 @@ static gg_scope scope_for(const mcp_message *m) {
     return exec ? GG_SCOPE_TOOLS_EXECUTE : GG_SCOPE_TOOLS_READ;
 }
 
-/* initialize past the tenant's bound of live sessions (tenants.max_sessions): 429 with
- * the request's id, no session issued. */
+/* initialize past the tenant's bound of live sessions (tenants.max_sessions) while every
+ * one of them is held by a GET stream or a call in flight (an idle one would have been
+ * evicted), or past the bound on deleted ones: 429 with the request's id, no session. */
 static int session_refused(gg_gateway *gw, gg_http_res *res, mcp_outcome *o) {
     json_t *resp = o->body ? json_loads(o->body, 0, NULL) : NULL;
     char msg[200];
-    snprintf(msg, sizeof msg, "Too many sessions: at most %d live MCP sessions per tenant (tenants.max_sessions);"
-             " end one with DELETE or retry later", gw->cfg->tenant_max_sessions);
+    snprintf(msg, sizeof msg, "Too many sessions: at most %d live MCP sessions per tenant (tenants.max_sessions),"
+             " each with an open stream or a call in flight; end one with DELETE or retry later",
+             gw->cfg->tenant_max_sessions);
     gg_http_res_header(res, "Retry-After", "60");
     int rc = rpc_http_error(res, 429, json_object_get(resp, "id"), MCP_SERVER_BUSY, msg);
     json_decref(resp);

@@ -157,6 +157,7 @@ static void end_stream(gw_streams *s, ssess *ss, int i) {
     memmove(&ss->no[i], &ss->no[i + 1], (size_t)(ss->n - i - 1) * sizeof ss->no[0]);
     ss->n--;
     s->open--;
+    mcp_session_busy(s->gw->sessions, ss->nonce, -1); /* the session may be idle from now */
 }
 
 /* The event rings (a session's, a POST stream's): n entries ending at end - 1, the
@@ -669,6 +670,7 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
     }
     ss->streams[ss->n++] = a;
     s->open++;
+    mcp_session_busy(s->gw->sessions, sess->nonce, +1); /* never idle nor evicted while open */
     s->opened++;
     start_stream(s, ss, has_last, last_no, last_seq, prime);
     pthread_mutex_unlock(&s->mu);

@@ -6,10 +6,11 @@
  * listing's timeout, which the clients enforce on their event loop. */
 #include "graph/internal.h"
 
+#include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DOWN_MAX_PAGES 50
 #define DOWN_MAX_TOOLS 10000
 #define DOWN_DEFAULT_TIMEOUT_MS 10000
 
@@ -21,21 +22,54 @@ int gg_graph_check_mode_parse(const char *s) {
     return -1;
 }
 
-/* Append one tools/list page to tools; the next cursor (heap) or NULL. */
-static char *take_page(json_t *tools, json_t *page, gg_error *err) {
+/* A catalog being gathered page by page: its tools, their bytes and the bound. */
+typedef struct gathered {
+    json_t *tools;
+    size_t bytes, max_bytes;
+} gathered;
+
+/* A name a client could not use: NUL or another control character inside (a C string
+ * would stop at the NUL, a JSON answer carrying it is unparseable to many clients). */
+static bool name_ok(json_t *name) {
+    const char *s = json_string_value(name);
+    size_t n = json_string_length(name);
+    for (size_t i = 0; s && i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return false;
+    return s != NULL;
+}
+
+/* Append one tools/list page to c; the next cursor (heap) or NULL. Stops (too_large) at
+ * the tool that passes the byte bound, so at most one page past it is ever held. */
+static char *take_page(gathered *c, json_t *page, gg_error *err) {
     json_t *list = json_object_get(page, "tools");
     if (!json_is_array(list)) {
         gg_error_set(err, "mcp_error", "tools/list answered without a tools array");
         return NULL;
     }
-    size_t i;
+    size_t i, skipped = 0, max = c->max_bytes ? c->max_bytes : GG_CATALOG_DEFAULT_MAX_BYTES;
     json_t *t;
     json_array_foreach(list, i, t) {
-        if (json_array_size(tools) >= DOWN_MAX_TOOLS) {
+        if (json_array_size(c->tools) >= DOWN_MAX_TOOLS) {
             gg_error_set(err, "too_large", "the server lists more than %d tools", DOWN_MAX_TOOLS);
             return NULL;
         }
-        if (json_is_string(json_object_get(t, "name"))) json_array_append(tools, t);
+        json_t *name = json_object_get(t, "name");
+        if (!json_is_string(name)) continue;
+        if (!name_ok(name)) {
+            skipped++;
+            continue;
+        }
+        c->bytes += json_dumpb(t, NULL, 0, JSON_COMPACT) + 1;
+        if (c->bytes > max) {
+            gg_error_set(err, "too_large", "the server's tool catalog passes %zu bytes (downstream.max_catalog_bytes)", max);
+            return NULL;
+        }
+        json_array_append(c->tools, t);
+    }
+    if (skipped) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", skipped);
+        gg_log(GG_LOG_WARN, "downstream tools whose names hold control characters were skipped", "skipped", n, NULL);
     }
     const char *next = json_string_value(json_object_get(page, "nextCursor"));
     return next && *next ? strdup(next) : NULL;
@@ -45,23 +79,80 @@ static json_t *page_params(const char *cursor) {
     return cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
 }
 
-json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err) {
-    json_t *tools = json_array();
+json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, size_t max_bytes, size_t *bytes, gg_error *err) {
+    gathered got = {json_array(), 0, max_bytes};
     char *cursor = NULL;
-    for (int page = 0; page < DOWN_MAX_PAGES; page++) {
+    for (int page = 0; page < GG_CATALOG_MAX_PAGES; page++) {
         json_t *params = page_params(cursor);
         json_t *res = mcp_client_request(c, "tools/list", params, timeout_ms, NULL, err);
         json_decref(params);
         free(cursor);
-        cursor = res ? take_page(tools, res, err) : NULL;
+        cursor = res ? take_page(&got, res, err) : NULL;
         json_decref(res);
         if (gg_error_is_set(err)) break;
-        if (!cursor) return tools;
+        if (!cursor) {
+            if (bytes) *bytes = got.bytes;
+            return got.tools;
+        }
     }
     free(cursor);
-    if (!gg_error_is_set(err)) gg_error_set(err, "too_large", "tools/list has more than %d pages", DOWN_MAX_PAGES);
-    json_decref(tools);
+    if (!gg_error_is_set(err)) gg_error_set(err, "too_large", "tools/list has more than %d pages", GG_CATALOG_MAX_PAGES);
+    json_decref(got.tools);
     return NULL;
+}
+
+/* Hash of the parts (each with its NUL) behind a "kind:" prefix. */
+static void identity_of(const char *kind, const char *const *parts, size_t n, char out[GG_GRAPH_IDENTITY_MAX]) {
+    crypto_generichash_state st;
+    unsigned char h[16];
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = parts[i] ? parts[i] : "";
+        crypto_generichash_update(&st, (const unsigned char *)p, strlen(p) + 1);
+    }
+    crypto_generichash_final(&st, h, sizeof h);
+    char hex[2 * sizeof h + 1];
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    snprintf(out, GG_GRAPH_IDENTITY_MAX, "%s:%s", kind, hex);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+/* stdio: command, args, cwd, then the env names sorted (values may be secrets, and a
+ * changed token is still the same server). */
+static void stdio_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]) {
+    size_t na = 0, ne = 0;
+    while (s->cfg.args && s->cfg.args[na]) na++;
+    while (s->cfg.env && s->cfg.env[ne]) ne++;
+    size_t n = na + ne + 4, k = 0;
+    const char **parts = calloc(n, sizeof *parts);
+    char **names = calloc(ne + 1, sizeof *names);
+    if (!parts || !names) {
+        free(parts);
+        free(names);
+        identity_of("stdio", &s->cfg.command, 1, out);
+        return;
+    }
+    parts[k++] = s->cfg.command;
+    for (size_t i = 0; i < na; i++) parts[k++] = s->cfg.args[i];
+    parts[k++] = "\001cwd";
+    parts[k++] = s->cfg.cwd;
+    parts[k++] = "\001env";
+    for (size_t i = 0; i < ne; i++) names[i] = strndup(s->cfg.env[i], strcspn(s->cfg.env[i], "="));
+    qsort(names, ne, sizeof *names, cmp_str);
+    for (size_t i = 0; i < ne && k < n; i++) parts[k++] = names[i];
+    identity_of("stdio", parts, k, out);
+    for (size_t i = 0; i < ne; i++) free(names[i]);
+    free(names);
+    free(parts);
+}
+
+void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]) {
+    if (s->cfg.transport == MCP_TRANSPORT_HTTP) identity_of("http", &s->cfg.url, 1, out);
+    else stdio_identity(s, out);
 }
 
 /* ---- listing every server at once ---------------------------------------------------- */
@@ -69,7 +160,7 @@ json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err) {
 typedef struct fetch_set fetch_set;
 typedef struct fetch {
     fetch_set *set;
-    json_t *tools;   /* gathered so far; NULL once failed */
+    gathered got;    /* the tools gathered so far */
     json_t *page;    /* the last answer (new reference) */
     char *cursor;    /* next page to ask for */
     gg_error err;
@@ -133,11 +224,11 @@ static bool fetch_round(gg_graph *g, fetch *fs, fetch_set *set, const gg_graph_o
 static void fetch_absorb(fetch *f, int round) {
     free(f->cursor);
     f->cursor = NULL;
-    if (!gg_error_is_set(&f->err)) f->cursor = take_page(f->tools, f->page, &f->err);
+    if (!gg_error_is_set(&f->err)) f->cursor = take_page(&f->got, f->page, &f->err);
     json_decref(f->page);
     f->page = NULL;
-    if (!gg_error_is_set(&f->err) && f->cursor && round + 1 >= DOWN_MAX_PAGES)
-        gg_error_set(&f->err, "too_large", "tools/list has more than %d pages", DOWN_MAX_PAGES);
+    if (!gg_error_is_set(&f->err) && f->cursor && round + 1 >= GG_CATALOG_MAX_PAGES)
+        gg_error_set(&f->err, "too_large", "tools/list has more than %d pages", GG_CATALOG_MAX_PAGES);
     if (gg_error_is_set(&f->err) || !f->cursor) {
         f->done = true;
         f->fetched_ms = gg_wall_ms();
@@ -150,13 +241,13 @@ static void fetch_all(gg_graph *g, fetch *fs, const gg_graph_options *o) {
     pthread_cond_init(&set.cv, NULL);
     for (size_t i = 0; i < g->nservers; i++) {
         fs[i].set = &set;
-        fs[i].tools = json_array();
+        fs[i].got = (gathered){json_array(), 0, o->downstream->max_catalog_bytes};
         gg_error e = GG_ERROR_INIT;
         fs[i].err = e;
         fs[i].done = g->servers[i].target_graph || g->servers[i].check == GG_CHECK_OFF + 1 ||
                      (!g->servers[i].check && o->downstream->mode == GG_CHECK_OFF);
     }
-    for (int round = 0; round < DOWN_MAX_PAGES && fetch_round(g, fs, &set, o); round++)
+    for (int round = 0; round < GG_CATALOG_MAX_PAGES && fetch_round(g, fs, &set, o); round++)
         for (size_t i = 0; i < g->nservers; i++)
             if (!fs[i].done) fetch_absorb(&fs[i], round);
     pthread_mutex_destroy(&set.mu);
@@ -278,10 +369,10 @@ static void check_node(check_ctx *c, const ynode *nm) {
     }
     gg_diag_severity sev = mode == GG_CHECK_ERROR ? GG_DIAG_ERROR : GG_DIAG_WARNING;
     const char *near;
-    json_t *def = find_tool(f->tools, tname, &near);
+    json_t *def = find_tool(f->got.tools, tname, &near);
     if (!def) {
         CDIAG(c, sev, tn, "downstream_unknown_tool", "server '%s' has no tool '%s'%s%s%s (it has %zu tools)", sname, tname,
-              near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", json_array_size(f->tools));
+              near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "", json_array_size(f->got.tools));
         return;
     }
     check_args(c, sev, nm, def);
@@ -304,6 +395,15 @@ static void check_tree(check_ctx *c, const ynode *root) {
     }
 }
 
+/* Hand server i's listed catalog to the fetched callback; a refusal becomes its error. */
+static void report(gg_graph *g, fetch *f, size_t i, const gg_graph_options *o) {
+    char id[GG_GRAPH_IDENTITY_MAX];
+    gg_graph_server_identity(&g->servers[i], id);
+    gg_graph_catalog cat = {g->servers[i].name, id, f->got.tools, f->got.bytes, f->fetched_ms};
+    if (!o->downstream->fetched(o->downstream->user, &cat, &f->err) && !gg_error_is_set(&f->err))
+        gg_error_set(&f->err, "internal_error", "the catalog could not be stored");
+}
+
 /* List every server and hand each catalog to the fetched callback; NULL on OOM. */
 static fetch *fetch_and_report(gg_graph *g, const gg_graph_options *o) {
     fetch *fs = calloc(g->nservers, sizeof *fs);
@@ -311,13 +411,26 @@ static fetch *fetch_and_report(gg_graph *g, const gg_graph_options *o) {
     fetch_all(g, fs, o);
     for (size_t i = 0; i < g->nservers; i++)
         if (o->downstream->fetched && fs[i].done && fs[i].fetched_ms && !gg_error_is_set(&fs[i].err))
-            o->downstream->fetched(o->downstream->user, g->servers[i].name, fs[i].tools, fs[i].fetched_ms);
+            report(g, &fs[i], i, o);
     return fs;
+}
+
+/* A catalog over its bound (or over the tenant's) refuses the upload, whether or not a
+ * node calls the server: storing it is what the bound is for. */
+static void refuse_oversized(gg_graph *g, fetch *fs, const char *file, gg_graph_diags *d) {
+    for (size_t i = 0; i < g->nservers; i++) {
+        const char *code = fs[i].err.code;
+        if (!gg_error_is_set(&fs[i].err) || (strcmp(code, "too_large") && strcmp(code, "quota_exceeded"))) continue;
+        gserver *s = &g->servers[i];
+        gg_graph_diag_add(d, GG_DIAG_ERROR, !strcmp(code, "too_large") ? "downstream_catalog_too_large" : "downstream_quota_exceeded",
+                          file, s->line, s->column, NULL, NULL, "server '%s': %s", s->name,
+                          fs[i].err.message ? fs[i].err.message : code);
+    }
 }
 
 static void fetch_free(gg_graph *g, fetch *fs) {
     for (size_t i = 0; i < g->nservers; i++) {
-        json_decref(fs[i].tools);
+        json_decref(fs[i].got.tools);
         json_decref(fs[i].page);
         free(fs[i].cursor);
         gg_error_clear(&fs[i].err);
@@ -332,6 +445,7 @@ void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file,
         gg_graph_diag_add(d, GG_DIAG_ERROR, "internal_error", file, 0, 0, NULL, NULL, "out of memory");
         return;
     }
+    refuse_oversized(g, fs, file, d);
     check_ctx c = {g, fs, file, NULL, NULL, o, d};
     check_tree(&c, root);
     fetch_free(g, fs);

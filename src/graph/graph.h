@@ -82,7 +82,7 @@ typedef struct gg_graph_options {
     /* `proxy:` entries take their tools from the server's catalog: listed live when
      * downstream is set, else (or when that fails) catalog(catalog_user, server) — a new
      * reference to its stored tools array, or NULL. NULL fn: no stored catalogs. */
-    json_t *(*catalog)(void *user, const char *server);
+    json_t *(*catalog)(void *user, const char *server, const char *identity);
     void *catalog_user;
 } gg_graph_options;
 
@@ -95,19 +95,41 @@ typedef struct gg_graph_options {
  * default mode says; a server that cannot be listed is a warning ("downstream_unreachable"),
  * never a silent pass. Listing uses the graph's own clients, so the policy applies. */
 typedef enum { GG_CHECK_ERROR, GG_CHECK_WARNING, GG_CHECK_OFF } gg_check_mode;
+/* One server's catalog as listed: what a fetched callback gets (all borrowed). identity
+ * is gg_graph_server_identity's: catalogs are kept per server, not per mcpServers name
+ * (two graphs may give one name to different servers). */
+typedef struct gg_graph_catalog {
+    const char *server;   /* the mcpServers name it was listed under */
+    const char *identity;
+    json_t *tools;
+    size_t bytes;         /* its tools serialized (compact JSON), about */
+    long long fetched_ms; /* wall clock */
+} gg_graph_catalog;
+/* A server's catalog may hold this many bytes of serialized tools (0 in
+ * gg_graph_downstream.max_catalog_bytes) and come in at most this many tools/list pages;
+ * the listing stops at the page that passes either, with err "too_large". */
+#define GG_CATALOG_DEFAULT_MAX_BYTES (1024 * 1024)
+#define GG_CATALOG_MAX_PAGES 50
 typedef struct gg_graph_downstream {
     gg_check_mode mode;  /* for servers without `check` */
     int timeout_ms;      /* per server listing; 0 = 10000 */
-    /* Called (on the loading thread) for each server listed: tools borrowed, fetched_ms
-     * wall clock. May be NULL. */
-    void (*fetched)(void *user, const char *server, json_t *tools, long long fetched_ms);
+    size_t max_catalog_bytes; /* per server; 0 = GG_CATALOG_DEFAULT_MAX_BYTES */
+    /* Called (on the loading thread) for each server listed; false + err refuses the
+     * catalog (over the tenant's quota): an upload fails with that error, a refresh counts
+     * the server as not listed. May be NULL. */
+    bool (*fetched)(void *user, const gg_graph_catalog *cat, gg_error *err);
     void *user;
 } gg_graph_downstream;
+/* What a server is, as a catalog key: "http:" or "stdio:" and a hash of its URL, or of
+ * its command, args, cwd and env names (never values). */
+#define GG_GRAPH_IDENTITY_MAX 48
 /* Parse "error" | "warning" | "off"; -1 otherwise. */
 int gg_graph_check_mode_parse(const char *s);
-/* List one server's tools ({tools:[...]} pages followed, at most 10000 tools) with a
- * synchronous client (CLI, tests). New reference or NULL + err. */
-json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, gg_error *err);
+/* List one server's tools ({tools:[...]} pages followed, at most 10000 tools, max_bytes
+ * as in gg_graph_downstream, 0 = default) with a synchronous client (CLI, tests). A tool
+ * whose name holds a control character (NUL included) is skipped with a warning. New
+ * reference or NULL + err; *bytes (may be NULL) gets the catalog's size. */
+json_t *gg_graph_mcp_list_tools(mcp_client *c, int timeout_ms, size_t max_bytes, size_t *bytes, gg_error *err);
 
 #define GG_GRAPH_MAX_ALIAS_NODES GG_YAML_MAX_ALIAS_NODES
 #define GG_GRAPH_MAX_TOOLS 500 /* listed tools per graph, proxied ones included */
@@ -329,8 +351,15 @@ void gg_graph_downstream_listen(gg_graph *g);
  * them. */
 typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
 void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
+/* g (a new compilation) takes over old's downstream clients — sessions, GET listen streams,
+ * stdio children — for every mcpServers entry whose definition is identical, instead of
+ * starting its own; both share them until the last one is freed (src/graph/clients.c has
+ * the ownership rule). Returns how many were taken over. */
+size_t gg_graph_adopt_clients(gg_graph *g, gg_graph *old);
 /* Whether a `proxy:` entry of g re-exports server's tools (its catalog shapes g's list). */
 bool gg_graph_proxies(const gg_graph *g, const char *server);
+/* Whether a `proxy:` entry of g re-exports the server whose identity this is. */
+bool gg_graph_proxies_identity(const gg_graph *g, const char *identity);
 /* The graph a provider made by gg_graph_provider_new serves (borrowed), else NULL. */
 gg_graph *gg_graph_provider_graph(mcp_provider *p);
 

@@ -41,6 +41,7 @@ typedef struct gcond {
 } gcond;
 
 typedef struct gserver gserver;
+typedef struct gclient gclient; /* clients.c */
 
 typedef struct gnode {
     char *id;
@@ -103,7 +104,8 @@ struct gserver {
     mcp_server_config cfg;     /* strings owned by the arrays below */
     char **argv, **env, **headers;
     pthread_mutex_t lock;      /* guards lazy client creation */
-    mcp_client *client;
+    mcp_client *client;        /* shared->client (clients.c: who owns it) */
+    gclient *shared;           /* the refcounted holder, shared with other compilations */
     int check;                 /* gg_check_mode + 1 from the `check` key; 0 = not set */
     gg_graph *graph;           /* owner, for notifications (gg_graph_set_downstream_notify) */
     char *target_graph;        /* `type: graph`: another graph of the same tenant, called
@@ -164,6 +166,12 @@ typedef struct gproxy_sink {
 void gg_graph_proxy_load(gg_graph *g, const ynode *proxy, const char *file, const gg_graph_options *o, gg_graph_diags *d,
                  size_t room, const gproxy_sink *sink);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
+/* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */
+mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err);
+/* clients.c: s lets go of its client (the last holder stops it). */
+void gg_graph_client_detach(gserver *s);
+/* s's catalog key (see GG_GRAPH_IDENTITY_MAX, downstream.c). */
+void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]);
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params);

@@ -1639,7 +1639,7 @@ void gg_graph_free_internal(gg_graph *g) {
     json_decref(g->prompts_json);
     for (size_t i = 0; i < g->nservers; i++) {
         gserver *s = &g->servers[i];
-        mcp_client_free(s->client);
+        gg_graph_client_detach(s); /* the last compilation sharing it stops it (clients.c) */
         pthread_mutex_destroy(&s->lock);
         free(s->name);
         free(s->owner);
@@ -1832,8 +1832,7 @@ mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, 
         return NULL;
     }
     pthread_mutex_lock(&s->lock);
-    if (!s->client && (s->client = mcp_client_new(&s->cfg, policy, err)) && s->graph)
-        mcp_client_set_notify(s->client, gg_graph_downstream_notified, s);
+    if (!s->client) gg_graph_client_attach(s, policy, err);
     mcp_client *c = s->client;
     pthread_mutex_unlock(&s->lock);
     return c;

@@ -135,25 +135,47 @@ static bool only_keys(pctx *c, const ynode *m, const char *const *keys, const ch
     return ok;
 }
 
+/* Hand a catalog listed during an upload to the fetched callback (which stores it); false
+ * when it refuses it (over the tenant's quota): the upload fails. */
+static bool report_listed(pctx *c, gserver *s, const char *id, json_t *tools, size_t bytes, const ynode *at) {
+    if (!c->o->downstream->fetched) return true;
+    gg_error e = GG_ERROR_INIT;
+    gg_graph_catalog cat = {s->name, id, tools, bytes, gg_wall_ms()};
+    bool ok = c->o->downstream->fetched(c->o->downstream->user, &cat, &e);
+    if (!ok)
+        PERR(c, at, "downstream_quota_exceeded", "server '%s': %s", s->name, e.message ? e.message : "its catalog was refused");
+    gg_error_clear(&e);
+    return ok;
+}
+
 /* The server's tool catalog (new reference) or NULL: listed now during an upload (and
- * handed to the upload's fetched callback, which stores it), else the stored one. */
+ * handed to the upload's fetched callback, which stores it), else the stored one of the
+ * same server (by identity: another graph's server of the same name is not this one).
+ * A catalog over its bound fails the upload. */
 static json_t *catalog_for(pctx *c, gserver *s, const ynode *at) {
+    char id[GG_GRAPH_IDENTITY_MAX];
+    gg_graph_server_identity(s, id);
     if (c->o && c->o->downstream) {
         gg_error e = GG_ERROR_INIT;
         mcp_client *mc = gg_graph_server_client(s, c->g->policy, &e);
         int tmo = c->o->downstream->timeout_ms > 0 ? c->o->downstream->timeout_ms : 10000;
         if (c->o->deadline_ms > 0 && c->o->deadline_ms - gg_now_ms() < tmo)
             tmo = c->o->deadline_ms - gg_now_ms() < 1 ? 1 : (int)(c->o->deadline_ms - gg_now_ms());
-        json_t *tools = mc ? gg_graph_mcp_list_tools(mc, tmo, &e) : NULL;
-        if (tools && c->o->downstream->fetched)
-            c->o->downstream->fetched(c->o->downstream->user, s->name, tools, gg_wall_ms());
-        if (!tools)
+        size_t bytes = 0;
+        json_t *tools = mc ? gg_graph_mcp_list_tools(mc, tmo, c->o->downstream->max_catalog_bytes, &bytes, &e) : NULL;
+        if (tools && !report_listed(c, s, id, tools, bytes, at)) {
+            json_decref(tools);
+            return NULL;
+        }
+        if (!tools && !strcmp(e.code, "too_large"))
+            PERR(c, at, "downstream_catalog_too_large", "server '%s': %s", s->name, e.message ? e.message : e.code);
+        else if (!tools)
             PWARN(c, at, "downstream_unreachable", "server '%s' could not be listed: %s%s", s->name,
                   e.message ? e.message : e.code, c->o->catalog ? "; using its stored catalog" : "");
         gg_error_clear(&e);
         if (tools) return tools;
     }
-    json_t *tools = c->o && c->o->catalog ? c->o->catalog(c->o->catalog_user, s->name) : NULL;
+    json_t *tools = c->o && c->o->catalog ? c->o->catalog(c->o->catalog_user, s->name, id) : NULL;
     return json_is_array(tools) ? tools : (json_decref(tools), NULL);
 }
 
@@ -428,5 +450,15 @@ bool gg_graph_proxies(const gg_graph *g, const char *server) {
     json_t *s;
     json_array_foreach(g->proxied, i, s)
         if (!strcmp(json_string_value(s), server)) return true;
+    return false;
+}
+
+bool gg_graph_proxies_identity(const gg_graph *g, const char *identity) {
+    for (size_t i = 0; i < g->nservers; i++) {
+        if (g->servers[i].target_graph || !gg_graph_proxies(g, g->servers[i].name)) continue;
+        char id[GG_GRAPH_IDENTITY_MAX];
+        gg_graph_server_identity(&g->servers[i], id);
+        if (!strcmp(id, identity)) return true;
+    }
     return false;
 }

@@ -57,6 +57,15 @@ void jn_free(void *p) {
     free(p);
 }
 
+/* Every json_t of the process is allocated through the memory budget installed on its
+ * thread, if any: JSON Logic's values and the parse of a downstream message
+ * (mcp/wire.c) are counted that way. Set before main, so before any other thread exists
+ * and before jansson has allocated anything; in this file because whoever swaps a budget
+ * in links it. */
+__attribute__((constructor)) static void jn_json_allocator(void) {
+    json_set_alloc_funcs(jsonata_budget_malloc, jsonata_budget_free);
+}
+
 jsonata_budget *jsonata_budget_swap(jsonata_budget *b) {
     jsonata_budget *old = jn_tl_budget;
     jn_tl_budget = b;

@@ -10,12 +10,8 @@
 
 #include "jsonata/jsonata.h"
 
-/* Every json_t of the process is allocated through the memory budget of the evaluation
- * running on its thread, if any (JSON Logic's values are jansson's). Set before main, so
- * before any other thread exists and before jansson has allocated anything. */
-__attribute__((constructor)) static void jl_budget_allocator(void) {
-    json_set_alloc_funcs(jsonata_budget_malloc, jsonata_budget_free);
-}
+/* JSON Logic's values are jansson's: they are counted by the evaluation's budget because
+ * every json_t of the process is allocated through it (jsonata/value.c sets that up). */
 
 #define JL_COERCE_DEPTH 256 /* nested arrays followed by ToString / ToNumber */
 

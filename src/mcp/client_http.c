@@ -7,7 +7,13 @@
  * once. Every socket libcurl opens is checked against the policy (no loopback/private
  * targets by default). A client asked to listen (mcp_client_listen) keeps one GET stream
  * open per session for the server's own messages (list_changed and the like; see "the
- * listen stream" below). All client state below is touched on the loop thread only. */
+ * listen stream" below). Everything a server sends is bounded as it arrives, on the loop
+ * thread every tenant shares: one message (a plain body, or an SSE event read by the same
+ * incremental mcp_sse_reader as the listen stream) at most downstream.max_message_bytes, the
+ * transfer aborted at the first byte past; each parsed under downstream.max_parse_bytes
+ * (mcp_wire_parse); the bytes an exchange holds charged to its owner's
+ * tenants.max_downstream_bytes (mcp_loop_hold) until it ends; a plain answer must carry the
+ * request's id. All client state below is touched on the loop thread only. */
 #include "mcp/loop.h"
 #include "telemetry/telemetry.h"
 
@@ -20,9 +26,20 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#define MAX_BODY (64u << 20)
-
 typedef struct hreq hreq;
+
+/* What one answer may cost (mcp_http_set_limits); a client copies them when created. */
+static struct {
+    pthread_mutex_t mu;
+    size_t max_message, max_parse;
+} hlimits = {PTHREAD_MUTEX_INITIALIZER, MCP_HTTP_MAX_MESSAGE_DEFAULT, MCP_HTTP_MAX_PARSE_DEFAULT};
+
+void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes) {
+    pthread_mutex_lock(&hlimits.mu);
+    hlimits.max_message = max_message_bytes ? max_message_bytes : MCP_HTTP_MAX_MESSAGE_DEFAULT;
+    hlimits.max_parse = max_parse_bytes ? max_parse_bytes : MCP_HTTP_MAX_PARSE_DEFAULT;
+    pthread_mutex_unlock(&hlimits.mu);
+}
 
 /* Why on_opensocket refused a connection (the policy logs the exact reason). */
 #define POLICY_REFUSED "refused by policy.http_hosts (an internal address not listed as an IP, or the gateway's own listener)"
@@ -32,6 +49,7 @@ typedef struct http_client {
     char *owner; /* mcp_server_config.owner (NULL = none): its listen streams are bounded */
     char **headers;
     int timeout_ms;
+    size_t max_message, max_parse; /* downstream.max_message_bytes, downstream.max_parse_bytes */
     const mcp_client_policy *policy;
     mcp_loop *loop;
     /* loop thread only */
@@ -74,13 +92,15 @@ struct hreq {
     bool retried, refused_by_policy;
     CURL *h;
     struct curl_slist *hd;
-    gg_strbuf resp;
-    bool sse, too_big;
+    gg_strbuf resp;       /* a plain (not event-stream) body */
+    bool sse;
     char *session;
-    json_t *found; /* our response out of an SSE stream */
-    size_t sse_scan;
-    /* HR_LISTEN */
-    mcp_sse_reader *in;   /* the stream's events, while it is open */
+    json_t *found;        /* our response out of an SSE stream, or the parsed body */
+    size_t found_bytes;   /* what found holds (mcp_wire_parse) */
+    size_t held;          /* bytes charged to the owner (mcp_loop_hold): buffers and found */
+    char fail[320];       /* why we aborted the transfer ourselves ("" = we did not) */
+    /* the event reader of an SSE answer, or of the listen stream while it is open */
+    mcp_sse_reader *in;
     bool listen_open;     /* 200 text/event-stream came */
     bool counted;         /* one of the process's live listen streams */
     const char *cut;      /* why we cut the stream off (static text) */
@@ -102,12 +122,15 @@ static void hreq_reset_transfer(hreq *r) {
     r->session = NULL;
     json_decref(r->found);
     r->found = NULL;
-    r->sse = r->too_big = r->refused_by_policy = false;
-    r->sse_scan = 0;
+    r->found_bytes = 0;
+    r->sse = r->refused_by_policy = false;
+    r->fail[0] = '\0';
     if (r->in) mcp_sse_reader_free(r->in);
     free(r->in);
     r->in = NULL;
     r->cut = NULL;
+    mcp_loop_unhold(r->c->loop, r->c->owner, r->held);
+    r->held = 0;
 }
 
 static void hreq_destroy(mcp_pending *p) {
@@ -212,58 +235,85 @@ static void finish_quiet(hreq *r) { finish_result(r, NULL); }
 
 /* ---- reading a response ---------------------------------------------------------------- */
 
-/* Parse complete SSE events in the buffer; keep the message with our id. */
-static void sse_parse(hreq *x) {
-    for (;;) {
-        char *start = x->resp.data + x->sse_scan;
-        char *end = strstr(start, "\n\n");
-        char *end2 = strstr(start, "\r\n\r\n");
-        size_t sep = 2;
-        if (end2 && (!end || end2 < end)) end = end2, sep = 4;
-        if (!end) return;
-        gg_strbuf data = GG_STRBUF_INIT;
-        for (char *line = start; line < end;) {
-            char *nl = memchr(line, '\n', (size_t)(end - line));
-            char *le = nl ? nl : end;
-            size_t ll = (size_t)(le - line);
-            if (ll && line[ll - 1] == '\r') ll--;
-            if (ll >= 5 && !strncmp(line, "data:", 5)) {
-                const char *v = line + 5;
-                size_t vl = ll - 5;
-                if (vl && *v == ' ') v++, vl--;
-                if (data.len) gg_strbuf_putc(&data, '\n');
-                gg_strbuf_append(&data, v, vl);
-            }
-            line = nl ? nl + 1 : end;
-        }
-        x->sse_scan = (size_t)(end - x->resp.data) + sep;
-        if (data.len && !x->found) {
-            json_t *m = json_loadb(data.data, data.len, 0, NULL);
-            json_t *id = json_object_get(m, "id");
-            if (m && json_is_integer(id) && json_integer_value(id) == x->id &&
-                (json_object_get(m, "result") || json_object_get(m, "error")))
-                x->found = m;
-            else
-                json_decref(m);
-        }
-        gg_strbuf_free(&data);
-        if (x->found) return;
+/* Charge the owner for what the exchange holds now (its buffers and parsed answer, as
+ * allocated) and give back what it freed: false when that would pass the owner's
+ * tenants.max_downstream_bytes (r->fail says so). */
+static bool account(hreq *r) {
+    size_t now = r->resp.cap + r->found_bytes + (r->in ? r->in->line.cap + r->in->data.cap : 0);
+    if (now <= r->held) {
+        mcp_loop_unhold(r->c->loop, r->c->owner, r->held - now);
+        r->held = now;
+        return true;
     }
+    gg_error e = GG_ERROR_INIT;
+    bool ok = mcp_loop_hold(r->c->loop, r->c->owner, now - r->held, &e);
+    if (ok) r->held = now;
+    else snprintf(r->fail, sizeof r->fail, "MCP server '%s': %s", r->c->name, e.message);
+    gg_error_clear(&e);
+    return ok;
+}
+
+/* One event of an SSE answer: keep the response with our id. Requests and notifications
+ * the server sends before it are not ours to act on here; an event that cannot be parsed
+ * (not JSON, or more heap than downstream.max_parse_bytes) fails the call. */
+static bool call_event(void *user, const char *data, size_t len) {
+    hreq *r = user;
+    if (!len || r->found) return true;
+    gg_error e = GG_ERROR_INIT;
+    size_t bytes = 0;
+    json_t *m = mcp_wire_parse(data, len, r->c->max_parse, &bytes, &e);
+    if (!m) {
+        snprintf(r->fail, sizeof r->fail, "MCP server '%s': %s", r->c->name, e.message);
+        gg_error_clear(&e);
+        return false;
+    }
+    json_t *id = json_object_get(m, "id");
+    if (json_is_integer(id) && json_integer_value(id) == r->id &&
+        (json_object_get(m, "result") || json_object_get(m, "error"))) {
+        r->found = m;
+        r->found_bytes = bytes;
+    } else json_decref(m);
+    return true;
+}
+
+/* An SSE answer, read by the same incremental reader as the listen stream (each byte
+ * looked at a bounded number of times, an event at most max_message bytes). */
+static bool sse_feed(hreq *x, const char *ptr, size_t n) {
+    if (!x->in) {
+        x->in = malloc(sizeof *x->in);
+        if (!x->in) {
+            snprintf(x->fail, sizeof x->fail, "MCP server '%s': out of memory", x->c->name);
+            return false;
+        }
+        mcp_sse_reader_init(x->in, x->c->max_message, call_event, x);
+    }
+    if (mcp_sse_reader_feed(x->in, ptr, n)) return true;
+    if (!x->fail[0] && strstr(x->in->error, "bound"))
+        snprintf(x->fail, sizeof x->fail,
+                 "MCP server '%s' sent an event longer than %zu bytes (downstream.max_message_bytes)", x->c->name,
+                 x->c->max_message);
+    else if (!x->fail[0]) snprintf(x->fail, sizeof x->fail, "MCP server '%s': %s", x->c->name, x->in->error);
+    return false;
+}
+
+/* A plain body, kept whole up to max_message bytes (the transfer stops at the first byte past). */
+static bool body_append(hreq *x, const char *ptr, size_t n) {
+    if (n > x->c->max_message - x->resp.len) {
+        snprintf(x->fail, sizeof x->fail,
+                 "MCP server '%s' sent a message longer than %zu bytes (downstream.max_message_bytes)", x->c->name,
+                 x->c->max_message);
+        return false;
+    }
+    if (gg_strbuf_append(&x->resp, ptr, n)) return true;
+    snprintf(x->fail, sizeof x->fail, "MCP server '%s': out of memory", x->c->name);
+    return false;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
     hreq *x = user;
     size_t n = size * nmemb;
-    if (x->resp.len + n > MAX_BODY) {
-        x->too_big = true;
-        return 0;
-    }
-    gg_strbuf_append(&x->resp, ptr, n);
-    if (x->sse) {
-        sse_parse(x);
-        if (x->found) return 0; /* got our answer: stop reading the stream */
-    }
-    return n;
+    if (!(x->sse ? sse_feed(x, ptr, n) : body_append(x, ptr, n)) || !account(x)) return 0; /* aborts the transfer */
+    return x->found ? 0 : n; /* got our answer: stop reading the stream */
 }
 
 static void listen_opened(hreq *r);
@@ -454,18 +504,46 @@ static void submit(void *arg) {
     mcp_pending_unref(&r->p); /* the post's reference */
 }
 
-/* The JSON-RPC message of a finished exchange (new reference) or NULL. */
-static json_t *response_message(hreq *r) {
+/* The JSON-RPC response of a finished exchange (new reference), or NULL with err: none
+ * came, it cannot be parsed (downstream.max_parse_bytes), or a plain body answers another
+ * request (only a parse error's id may be null). */
+static json_t *response_message(hreq *r, gg_error *err) {
+    http_client *c = r->c;
     json_t *m = r->found;
     r->found = NULL;
-    if (!m && !r->sse && r->resp.len) m = json_loadb(r->resp.data, r->resp.len, 0, NULL);
+    if (m) return m;
+    if (r->sse || !r->resp.len) {
+        gg_error_set(err, "transport", "MCP server '%s' sent no response", c->name);
+        return NULL;
+    }
+    gg_error pe = GG_ERROR_INIT;
+    m = mcp_wire_parse(r->resp.data, r->resp.len, c->max_parse, &r->found_bytes, &pe);
+    if (!m) gg_error_set(err, "transport", "MCP server '%s': %s", c->name, pe.message);
+    gg_error_clear(&pe);
+    if (m && !account(r)) {
+        gg_error_set(err, "transport", "%s", r->fail);
+        json_decref(m);
+        m = NULL;
+    }
+    if (!m) return NULL;
+    json_t *id = json_object_get(m, "id");
+    bool ours = json_is_integer(id) && json_integer_value(id) == r->id;
+    if (!ours && !(json_is_null(id) && json_object_get(m, "error"))) {
+        char got[32] = "none";
+        if (json_is_integer(id)) snprintf(got, sizeof got, "%lld", (long long)json_integer_value(id));
+        else if (id) snprintf(got, sizeof got, "a %s", json_is_string(id) ? "string" : "non-integer");
+        gg_error_set(err, "transport", "MCP server '%s' answered request %lld with the id of another (%s)", c->name,
+                     r->id, got);
+        json_decref(m);
+        return NULL;
+    }
     return m;
 }
 
 static void transport_error(hreq *r, CURLcode rc) {
     http_client *c = r->c;
-    if (rc == CURLE_OPERATION_TIMEDOUT) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
-    else if (r->too_big) finish(r, NULL, "transport", "response from MCP server '%s' is too large", c->name);
+    if (r->fail[0]) finish(r, NULL, "transport", "%s", r->fail);
+    else if (rc == CURLE_OPERATION_TIMEDOUT) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
     else if (rc == CURLE_COULDNT_CONNECT && r->refused_by_policy)
         finish(r, NULL, "policy", "cannot connect to MCP server '%s': " POLICY_REFUSED, c->name);
     else if (rc == CURLE_COULDNT_CONNECT)
@@ -491,7 +569,7 @@ static void call_done(hreq *r, CURLcode rc, long status) {
         wait_for_session(r);
         return;
     }
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
+    if (r->fail[0] || (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found))) {
         transport_error(r, rc);
         return;
     }
@@ -499,9 +577,10 @@ static void call_done(hreq *r, CURLcode rc, long status) {
         finish(r, NULL, "transport", "MCP server '%s' answered HTTP %ld to a request", c->name, status);
         return;
     }
-    json_t *m = response_message(r);
+    gg_error why = GG_ERROR_INIT;
+    json_t *m = response_message(r, &why);
     json_t *e = json_object_get(m, "error"), *result = json_object_get(m, "result");
-    if (!m) finish(r, NULL, "transport", "MCP server '%s' sent no response", c->name);
+    if (!m) finish(r, NULL, why.code, "%s", why.message);
     else if (e) {
         const char *em = json_string_value(json_object_get(e, "message"));
         finish(r, NULL, "mcp_error", "MCP error %lld: %s", (long long)json_integer_value(json_object_get(e, "code")),
@@ -509,6 +588,7 @@ static void call_done(hreq *r, CURLcode rc, long status) {
     } else if (!result) finish(r, NULL, "mcp_error", "MCP server '%s' sent a response without a result", c->name);
     else finish_result(r, result);
     json_decref(m);
+    gg_error_clear(&why);
 }
 
 /* A server that declares no listChanged sends no list_changed: no stream to hold open. */
@@ -523,17 +603,23 @@ static void init_done(hreq *r, CURLcode rc, long status) {
     http_client *c = r->c;
     char err[600] = "";
     json_t *m = NULL;
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
+    gg_error why = GG_ERROR_INIT;
+    if (r->fail[0]) {
+        snprintf(err, sizeof err, "%s (initialize)", r->fail);
+    } else if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->found)) {
         snprintf(err, sizeof err, "%s MCP server '%s' (initialize): %s",
                  rc == CURLE_COULDNT_CONNECT && !r->refused_by_policy ? "connection refused by" : "cannot reach", c->name,
                  r->refused_by_policy ? POLICY_REFUSED : curl_easy_strerror(rc));
     } else if (status < 200 || status >= 300) {
         snprintf(err, sizeof err, "MCP server '%s' answered HTTP %ld to initialize", c->name, status);
-    } else if (!(m = response_message(r)) || !json_is_object(json_object_get(m, "result"))) {
+    } else if (!(m = response_message(r, &why))) {
+        snprintf(err, sizeof err, "%s (initialize)", why.message);
+    } else if (!json_is_object(json_object_get(m, "result"))) {
         json_t *e = json_object_get(m, "error");
         const char *em = json_string_value(json_object_get(e, "message"));
         snprintf(err, sizeof err, "MCP server '%s' refused initialize: %s", c->name, em ? em : "no result");
     }
+    gg_error_clear(&why);
     c->init_refused = r->refused_by_policy;
     if (err[0]) {
         json_decref(m);
@@ -687,7 +773,7 @@ static bool listen_event(void *user, const char *data, size_t len) {
     http_client *c = r->c;
     if (!len) return true; /* an empty event (a resumability primer) */
     gg_error e = GG_ERROR_INIT;
-    json_t *m = mcp_jsonrpc_parse(data, len, 64, &e);
+    json_t *m = mcp_wire_parse(data, len, c->max_parse, NULL, &e);
     gg_error_clear(&e);
     if (!json_is_object(m)) {
         json_decref(m);
@@ -721,7 +807,8 @@ static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user) {
     if (!r->in) {
         r->in = malloc(sizeof *r->in);
         if (!r->in) return 0;
-        mcp_sse_reader_init(r->in, MCP_HTTP_LISTEN_MAX_EVENT, listen_event, r);
+        size_t max = r->c->max_message < MCP_HTTP_LISTEN_MAX_EVENT ? r->c->max_message : MCP_HTTP_LISTEN_MAX_EVENT;
+        mcp_sse_reader_init(r->in, max, listen_event, r);
     }
     if (mcp_sse_reader_feed(r->in, ptr, n)) return n;
     r->cut = r->in->error;
@@ -974,6 +1061,7 @@ static void http_destroy(void *impl) {
             hreq probe = {.c = c};
             curl_easy_setopt(h, CURLOPT_URL, c->url);
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+            curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L); /* as every exchange: the policy checked this URL only */
             curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
             curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -1020,6 +1108,10 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     c->policy = policy;
     c->retry_ms = -1;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
+    pthread_mutex_lock(&hlimits.mu);
+    c->max_message = hlimits.max_message;
+    c->max_parse = hlimits.max_parse;
+    pthread_mutex_unlock(&hlimits.mu);
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);
     if (cfg->owner && !(c->owner = strdup(cfg->owner))) {

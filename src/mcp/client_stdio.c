@@ -4,6 +4,10 @@
  * reply, or the child's death), or by the event loop (deadline, cancel flag). stderr goes
  * to a ring buffer attached to errors; a crashed child is restarted on the next call once
  * its backoff has passed — until then calls fail at once with the reason.
+ * Everything the child sends is bounded (downstream.*, README "Downstream limits"): a stdout
+ * line by max_message_bytes (dropped as it streams past it), its parse by max_parse_bytes,
+ * stderr by stderr_bytes_per_s (then not read for a while: the child blocks on its own
+ * writes), its starts by max_starts_per_minute; it runs at child_nice, with optional rlimits.
  * The child is spawned with an argv and an explicit environment, never through a shell. */
 #include "mcp/loop.h"
 
@@ -13,9 +17,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,9 +29,88 @@
 
 #define RING_SIZE 8192
 #define TAIL_BYTES 2000
-#define MAX_LINE (64u << 20)
+#define MAX_LINE (64u << 20)   /* what the outbox (lines to the child) may hold */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define STABLE_MS 30000        /* a child up this long before it died starts the backoff over */
+#define STDERR_CHUNK 65536     /* one read() of stderr: a flood costs few system calls */
+#define STDERR_BURST_S 4       /* stderr's rate is averaged over this many seconds */
+#define PEEK_BYTES 256         /* head and tail kept of a line too long to keep whole */
+#define START_SLOTS 256        /* server definitions whose starts are remembered */
+#define START_WINDOW_MS 60000.0
+
+/* ---- limits shared by every stdio client (config downstream.*) ---------------------------- */
+
+static struct {
+    pthread_mutex_t mu;
+    mcp_stdio_limits l;
+} limits = {PTHREAD_MUTEX_INITIALIZER, MCP_STDIO_LIMITS_DEFAULT};
+
+void mcp_stdio_set_limits(const mcp_stdio_limits *l) {
+    pthread_mutex_lock(&limits.mu);
+    limits.l = *l;
+    pthread_mutex_unlock(&limits.mu);
+}
+
+static mcp_stdio_limits limits_get(void) {
+    pthread_mutex_lock(&limits.mu);
+    mcp_stdio_limits l = limits.l;
+    pthread_mutex_unlock(&limits.mu);
+    return l;
+}
+
+/* Starts of one server definition of one owner, across clients: a graph recompiled again and
+ * again (a list_changed storm, uploads) makes a new client, and so a new child, each time, so
+ * a per-client backoff alone does not bound how often a definition is started. A token bucket
+ * per definition (max_starts_per_minute tokens, refilled over a minute) bounds it; a start
+ * without a token fails at once with "backoff". The table is bounded: the slot used longest
+ * ago is reused (its history forgotten) when a new definition needs one. */
+typedef struct start_slot {
+    uint64_t key;             /* 0 = free */
+    double tokens, at_ms;     /* tokens at at_ms */
+} start_slot;
+
+static struct {
+    pthread_mutex_t mu;
+    start_slot slot[START_SLOTS];
+} starts_seen = {PTHREAD_MUTEX_INITIALIZER, {{0, 0, 0}}};
+
+/* Take a start for key; 0 when allowed, else the ms until one is. */
+static double start_take(uint64_t key, int per_minute) {
+    if (per_minute <= 0 || !key) return 0;
+    double now = gg_now_ms(), rate = per_minute / START_WINDOW_MS;
+    pthread_mutex_lock(&starts_seen.mu);
+    start_slot *s = NULL, *old = &starts_seen.slot[0];
+    for (int i = 0; i < START_SLOTS && !s; i++) {
+        start_slot *x = &starts_seen.slot[i];
+        if (x->key == key) s = x;
+        else if (!x->key || (old->key && x->at_ms < old->at_ms)) old = x;
+    }
+    if (!s) *(s = old) = (start_slot){key, per_minute, now};
+    double tokens = s->tokens + (now - s->at_ms) * rate;
+    if (tokens > per_minute) tokens = per_minute;
+    double wait = tokens >= 1 ? 0 : (1 - tokens) / rate;
+    s->tokens = tokens >= 1 ? tokens - 1 : tokens;
+    s->at_ms = now;
+    pthread_mutex_unlock(&starts_seen.mu);
+    return wait;
+}
+
+static uint64_t fnv_add(uint64_t h, const char *str) {
+    for (const char *p = str; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL; /* a separator: no two splits of the words hash alike */
+}
+
+/* FNV-1a over the owner and everything that makes the child what it is; 0 without an owner
+ * (local runs and tests: no tenant to protect from another). */
+static uint64_t start_key(const mcp_server_config *cfg) {
+    if (!cfg->owner) return 0;
+    uint64_t h = fnv_add(fnv_add(fnv_add(1469598103934665603ULL, cfg->owner), cfg->command), cfg->cwd ? cfg->cwd : "");
+    for (const char *const *a = cfg->args; a && *a; a++) h = fnv_add(h, *a);
+    h = fnv_add(h, "\x01env");
+    for (const char *const *e = cfg->env; e && *e; e++) h = fnv_add(h, *e);
+    return h ? h : 1;
+}
 
 /* One request: queued until the child is initialized, then in flight until its reply,
  * the child's death, its deadline or its cancel flag finishes it. Whoever unlinks it from
@@ -43,6 +128,7 @@ typedef struct sreq {
 
 typedef struct stdio_client {
     char *name, *command, *cwd;
+    char *owner;              /* the tenant its answers are charged to (mcp_loop_hold); NULL = none */
     char **argv, **envp;
     int timeout_ms;
     const mcp_client_policy *policy;
@@ -69,9 +155,14 @@ typedef struct stdio_client {
     size_t ring_pos, ring_len;
     int starts, failures;
     double died_ms;           /* when the last child was seen dead (backoff counts from it) */
+    double started_ms;        /* when the last child was spawned */
+    mcp_stdio_limits lim;     /* copied at creation */
+    uint64_t start_key;       /* its slot in starts_seen (0 = not counted) */
+    unsigned long long stderr_paused; /* times its stderr was paused (the first is logged) */
 } stdio_client;
 
 static void ring_put(stdio_client *c, const char *b, size_t n) {
+    if (n > RING_SIZE) b += n - RING_SIZE, n = RING_SIZE; /* the rest would be overwritten */
     for (size_t i = 0; i < n; i++) {
         c->ring[c->ring_pos] = b[i];
         c->ring_pos = (c->ring_pos + 1) % RING_SIZE;
@@ -246,7 +337,6 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
     if (ok && n && !out) ok = false, snprintf(emsg, sizeof emsg, "out of memory");
     if (ok) {
         c->ready = true;
-        c->failures = 0;
         n = 0;
         for (sreq *r = q; r; r = r->next) {
             r->generation = gen;
@@ -276,19 +366,133 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
     free(out);
 }
 
-static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
-    json_t *msg = json_loadb(line, len, 0, NULL);
-    if (!msg || !json_is_object(msg)) {
-        json_decref(msg);
-        return; /* not JSON-RPC: servers sometimes print banners on stdout */
+/* ---- reading the child's messages --------------------------------------------------------- */
+
+/* The id of the request a message answers, from the bytes kept of a message too long or too
+ * costly to parse: the member "id" of the top-level object in its head, or its last member in
+ * its tail (servers that write the id last). *note: the head names a method (a notification:
+ * there is nobody to tell). */
+static bool head_id(const char *p, size_t n, json_int_t *id, bool *note) {
+    int depth = 0;
+    bool in_str = false, esc = false;
+    size_t ks = 0, ke = 0; /* the last string closed: a key when ':' follows it */
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (in_str) {
+            if (esc) esc = false;
+            else if (ch == '\\') esc = true;
+            else if (ch == '"') in_str = false, ke = i;
+            continue;
+        }
+        if (ch == '"') in_str = true, ks = i + 1;
+        else if (ch == '{' || ch == '[') depth++;
+        else if (ch == '}' || ch == ']') depth--;
+        else if (ch == ':' && depth == 1 && ke >= ks) {
+            if (ke - ks == 6 && !memcmp(p + ks, "method", 6)) *note = true;
+            if (ke - ks == 2 && !memcmp(p + ks, "id", 2)) {
+                char num[24];
+                size_t k = 0, j = i + 1;
+                while (j < n && (p[j] == ' ' || p[j] == '\t')) j++;
+                while (j < n && k < sizeof num - 1 && (p[j] == '-' || (p[j] >= '0' && p[j] <= '9'))) num[k++] = p[j++];
+                num[k] = '\0';
+                if (k && j < n) return *id = strtoll(num, NULL, 10), true;
+            }
+        }
     }
+    return false;
+}
+
+static bool tail_id(const char *p, size_t n, json_int_t *id) {
+    size_t e = n;
+    while (e > 0 && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\r')) e--;
+    if (!e || p[--e] != '}') return false;
+    while (e > 0 && (p[e - 1] == ' ' || p[e - 1] == '\t')) e--;
+    size_t d = e;
+    while (d > 0 && p[d - 1] >= '0' && p[d - 1] <= '9') d--;
+    if (d == e) return false;
+    size_t s = d > 0 && p[d - 1] == '-' ? d - 1 : d, k = s;
+    while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t')) k--;
+    if (k < 5 || memcmp(p + k - 5, "\"id\":", 5)) return false;
+    *id = strtoll(p + s, NULL, 10);
+    return true;
+}
+
+/* The message with this id (when has_id) was dropped for why: its request fails, or a warning
+ * is logged when nobody waits for it. */
+static void drop_answer(stdio_client *c, int gen, bool has_id, json_int_t id, const char *why) {
+    pthread_mutex_lock(&c->mu);
+    sreq *r = has_id ? find_sent(c, id, gen) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    char m[600];
+    snprintf(m, sizeof m, "MCP server '%s' sent a message that was dropped: %s", c->name, why);
+    if (!r) {
+        gg_log(GG_LOG_WARN, "a downstream server's message was dropped", "server", c->name, "reason", why, NULL);
+    } else if (r->init) {
+        json_t *msg = json_pack("{s:{s:s}}", "error", "message", m);
+        init_replied(c, r, msg, gen); /* a NULL msg (OOM) reads as a refusal too */
+        json_decref(msg);
+    } else {
+        fail(r, "transport", m);
+    }
+}
+
+/* A message that cannot be used (longer than max_message_bytes, costlier to parse than
+ * max_parse_bytes, or not JSON): the request it answered, when its id is in the bytes kept,
+ * fails with why; otherwise (a notification, an answer nobody waits for) it is dropped with a
+ * warning. A refused initialize answer stops the child like any refused initialize. */
+static void drop_message(stdio_client *c, int gen, const char *head, size_t hn, const char *tail, size_t tn,
+                         const char *why) {
+    json_int_t id = 0;
+    bool note = false;
+    bool has = head_id(head, hn, &id, &note) || (!note && tail_id(tail, tn, &id));
+    drop_answer(c, gen, has && !note, id, why);
+}
+
+/* A line looks like a JSON-RPC message (worth a warning when dropped) rather than a banner. */
+static bool looks_like_json(const char *p, size_t n) {
+    size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r')) i++;
+    return i < n && (p[i] == '{' || p[i] == '[');
+}
+
+static void dispatch(stdio_client *c, json_t *msg, int gen);
+
+/* One line of stdout: parsed under max_parse_bytes, and what the parsed message holds charged
+ * to the owner's in-flight bytes (tenants.max_downstream_bytes) until it was handed over. */
+static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
+    gg_error e = GG_ERROR_INIT;
+    size_t held = 0;
+    json_t *msg = mcp_wire_parse(line, len, c->lim.max_parse_bytes, &held, &e);
+    if (msg && json_is_object(msg) && !mcp_loop_hold(c->loop, c->owner, held, &e)) {
+        json_t *id = json_object_get(msg, "id");
+        drop_answer(c, gen, json_is_integer(id), json_integer_value(id), e.message);
+        gg_error_clear(&e);
+        json_decref(msg);
+        return;
+    }
+    if (!msg || !json_is_object(msg)) {
+        /* not JSON-RPC: servers sometimes print banners on stdout; a message that fails the
+         * parse's budget (or is broken) still ends the call it answered */
+        if (looks_like_json(line, len))
+            drop_message(c, gen, line, len < PEEK_BYTES ? len : PEEK_BYTES, line + (len > PEEK_BYTES ? len - PEEK_BYTES : 0),
+                         len < PEEK_BYTES ? len : PEEK_BYTES, msg ? "not a JSON-RPC object" : e.message);
+        gg_error_clear(&e);
+        json_decref(msg);
+        return;
+    }
+    dispatch(c, msg, gen);
+    json_decref(msg);
+    mcp_loop_unhold(c->loop, c->owner, held);
+}
+
+/* A JSON-RPC message from the child (borrowed). */
+static void dispatch(stdio_client *c, json_t *msg, int gen) {
     json_t *id = json_object_get(msg, "id");
     json_t *method = json_object_get(msg, "method");
     if (method && id) { /* a request from the server: answer ping, refuse the rest */
         json_t *resp = mcp_client_answer_server_request(id, json_string_value(method));
         send_message(c, gen, resp, gg_now_ms() + 1000);
         json_decref(resp);
-        json_decref(msg);
         return;
     }
     if (!id && json_is_string(method)) { /* a notification: list_changed for the catalog */
@@ -298,16 +502,12 @@ static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
         pthread_mutex_unlock(&c->mu);
         if (fn) fn(user, json_string_value(method), json_object_get(msg, "params"));
     }
-    if (!id || !json_is_integer(id)) {
-        json_decref(msg);
-        return; /* notification (logging, progress): not used by mcp nodes */
-    }
+    if (!id || !json_is_integer(id)) return; /* notification (logging, progress): not used by mcp nodes */
     pthread_mutex_lock(&c->mu);
     sreq *r = find_sent(c, json_integer_value(id), gen);
     pthread_mutex_unlock(&c->mu);
     if (r && r->init) init_replied(c, r, msg, gen);
     else if (r) finish_reply(r, msg);
-    json_decref(msg);
 }
 
 /* Reap the child after its stdout closed: a grace period, then the whole process group is
@@ -332,30 +532,171 @@ typedef struct reader_arg {
     pid_t pid;
 } reader_arg;
 
-static void ring_read(stdio_client *c, int fd, bool *open) {
-    char eb[4096];
+/* stderr is read in large chunks and only its tail kept; a child writing more than
+ * stderr_bytes_per_s (averaged over STDERR_BURST_S seconds) is not read for a while: its pipe
+ * fills and the child blocks on its own writes, costing the gateway nothing until the
+ * average is back under the bound. */
+typedef struct err_gate {
+    double tokens, at_ms;     /* bytes it may send, as of at_ms */
+    double paused_until;      /* not read before (monotonic ms; 0 = not paused) */
+} err_gate;
+
+static void err_gate_refill(const stdio_client *c, err_gate *g, double now) {
+    double rate = (double)c->lim.stderr_bytes_per_s, burst = rate * STDERR_BURST_S;
+    g->tokens += (now - g->at_ms) * rate / 1000;
+    if (g->tokens > burst) g->tokens = burst;
+    g->at_ms = now;
+    if (g->paused_until && now >= g->paused_until) g->paused_until = 0;
+}
+
+static void ring_read(stdio_client *c, int fd, bool *open, err_gate *g) {
+    char eb[STDERR_CHUNK]; /* on the reader's stack (the default thread stack is megabytes) */
     ssize_t n = read(fd, eb, sizeof eb);
     if (n > 0) {
         pthread_mutex_lock(&c->mu);
         ring_put(c, eb, (size_t)n);
+        bool first_pause = false;
+        if (g && c->lim.stderr_bytes_per_s) {
+            g->tokens -= (double)n;
+            if (g->tokens < 0) { /* over the bound: wait until the average is back under it */
+                g->paused_until = gg_now_ms() + -g->tokens * 1000 / (double)c->lim.stderr_bytes_per_s;
+                first_pause = c->stderr_paused++ == 0;
+            }
+        }
         pthread_mutex_unlock(&c->mu);
+        if (first_pause) /* once per client: a flood would otherwise flood the log instead */
+            gg_log(GG_LOG_WARN, "a downstream child writes stderr too fast: it is read no faster than "
+                   "downstream.stderr_bytes_per_s (the child waits)", "server", c->name, NULL);
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         *open = false;
     }
 }
 
-/* Read stdout lines until EOF (or an over-long line); false on overflow. */
+/* The child's stdout, cut into lines. A line longer than max_message_bytes is never held
+ * whole: past the bound its bytes are dropped as they come (only PEEK_BYTES of its head and
+ * tail are kept, to find the request it answered) until the next newline. */
+typedef struct line_buf {
+    char *buf;
+    size_t len, cap, max;
+    size_t skipped;           /* > 0: inside a line too long, this many bytes dropped so far */
+    size_t held;              /* bytes of the partial line charged to the owner (mcp_loop_hold) */
+    char refused[200];        /* why the line is dropped when the owner's bound refused it */
+    char head[PEEK_BYTES], tail[PEEK_BYTES];
+    size_t head_len, tail_len;
+} line_buf;
+
+static void keep_tail(line_buf *b, const char *p, size_t n) {
+    if (n >= PEEK_BYTES) {
+        memcpy(b->tail, p + n - PEEK_BYTES, PEEK_BYTES);
+        b->tail_len = PEEK_BYTES;
+        return;
+    }
+    size_t keep = b->tail_len + n > PEEK_BYTES ? PEEK_BYTES - n : b->tail_len;
+    memmove(b->tail, b->tail + b->tail_len - keep, keep);
+    memcpy(b->tail + keep, p, n);
+    b->tail_len = keep + n;
+}
+
+static void skip_bytes(line_buf *b, const char *p, size_t n) {
+    if (!b->skipped) {
+        b->head_len = n < PEEK_BYTES ? n : PEEK_BYTES;
+        memcpy(b->head, p, b->head_len);
+        b->tail_len = 0;
+    } else if (b->head_len < PEEK_BYTES) {
+        size_t more = n < PEEK_BYTES - b->head_len ? n : PEEK_BYTES - b->head_len;
+        memcpy(b->head + b->head_len, p, more);
+        b->head_len += more;
+    }
+    keep_tail(b, p, n);
+    b->skipped += n;
+}
+
+static void line_too_long(stdio_client *c, line_buf *b, int gen) {
+    char why[200];
+    if (b->refused[0]) snprintf(why, sizeof why, "%s", b->refused);
+    else snprintf(why, sizeof why, "it was longer than %zu bytes (downstream.max_message_bytes; %zu bytes)", b->max,
+                  b->skipped);
+    drop_message(c, gen, b->head, b->head_len, b->tail, b->tail_len, why);
+    b->skipped = 0;
+    b->refused[0] = '\0';
+}
+
+/* The partial line waits across reads: it is charged to the owner meanwhile. Past the
+ * owner's bound it is dropped like a line too long, saying so. */
+static void lines_charge(stdio_client *c, line_buf *b) {
+    if (b->len < b->held) {
+        mcp_loop_unhold(c->loop, c->owner, b->held - b->len);
+        b->held = b->len;
+        return;
+    }
+    gg_error e = GG_ERROR_INIT;
+    if (b->len == b->held || mcp_loop_hold(c->loop, c->owner, b->len - b->held, &e)) {
+        b->held = b->len;
+        return;
+    }
+    snprintf(b->refused, sizeof b->refused, "%s", e.message);
+    gg_error_clear(&e);
+    skip_bytes(b, b->buf, b->len);
+    b->len = 0;
+    lines_charge(c, b); /* gives back what the line held */
+}
+
+/* Take the n bytes just read at buf + len: whole lines are handled, the rest kept (or
+ * dropped, past the bound). */
+static void lines_feed(stdio_client *c, line_buf *b, size_t n, int gen) {
+    size_t start = 0, end = b->len + n;
+    for (size_t i = b->len; i < end; i++) {
+        if (b->buf[i] != '\n') continue;
+        if (b->skipped || i - start > b->max) {
+            skip_bytes(b, b->buf + start, i - start);
+            line_too_long(c, b, gen);
+        } else {
+            handle_line(c, b->buf + start, i - start, gen);
+        }
+        start = i + 1;
+    }
+    b->len = end - start;
+    if (b->skipped || b->len > b->max) { /* inside a line too long: keep nothing of it */
+        skip_bytes(b, b->buf + start, b->len);
+        b->len = 0;
+    } else {
+        memmove(b->buf, b->buf + start, b->len);
+    }
+    lines_charge(c, b);
+    if (b->cap > (1u << 20) && b->len < 65536) { /* a big line went by: give its room back */
+        char *nb = realloc(b->buf, 131072);
+        if (nb) b->buf = nb, b->cap = 131072;
+    }
+}
+
+/* Room for the next read: false when out of memory. */
+static bool lines_room(line_buf *b) {
+    if (b->cap - b->len >= 65536) return true;
+    size_t nc = b->cap ? b->cap * 2 : 131072;
+    if (nc > b->max + 65536) nc = b->max + 65536; /* len <= max between reads */
+    if (nc <= b->cap) return b->cap > b->len;
+    char *nb = realloc(b->buf, nc);
+    if (!nb) return false;
+    b->buf = nb;
+    b->cap = nc;
+    return true;
+}
+
+/* Read stdout lines until EOF; false when out of memory. */
 static bool read_lines(stdio_client *c, const reader_arg *a, bool *err_open) {
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
+    line_buf b = {.max = c->lim.max_message_bytes};
+    err_gate g = {.tokens = (double)c->lim.stderr_bytes_per_s * STDERR_BURST_S, .at_ms = gg_now_ms()};
     bool ok = true;
     for (;;) {
         pthread_mutex_lock(&c->write_mu);
         bool pending_out = c->outbox.len > 0;
         pthread_mutex_unlock(&c->write_mu);
-        struct pollfd fds[4] = {{a->out_fd, POLLIN, 0}, {*err_open ? a->err_fd : -1, POLLIN, 0},
+        err_gate_refill(c, &g, gg_now_ms());
+        bool err_read = *err_open && !g.paused_until;
+        int wait_ms = g.paused_until ? (int)(g.paused_until - g.at_ms) + 1 : 1000;
+        struct pollfd fds[4] = {{a->out_fd, POLLIN, 0}, {err_read ? a->err_fd : -1, POLLIN, 0},
                                 {c->wake[0], POLLIN, 0}, {pending_out ? a->in_fd : -1, POLLOUT, 0}};
-        int rc = poll(fds, 4, 1000);
+        int rc = poll(fds, 4, wait_ms < 1000 ? wait_ms : 1000);
         if (rc < 0 && errno == EINTR) continue;
         if (rc < 0) break;
         if (fds[2].revents & POLLIN) {
@@ -367,39 +708,22 @@ static bool read_lines(stdio_client *c, const reader_arg *a, bool *err_open) {
             outbox_flush(c, a->in_fd);
             pthread_mutex_unlock(&c->write_mu);
         }
-        if (*err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) ring_read(c, a->err_fd, err_open);
+        if (err_read && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) ring_read(c, a->err_fd, err_open, &g);
         if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        if (cap - len < 65536) {
-            size_t nc = cap ? cap * 2 : 131072;
-            char *nb = nc > MAX_LINE + 65536 ? NULL : realloc(buf, nc);
-            if (!nb) {
-                ok = nc <= MAX_LINE + 65536;
-                break;
-            }
-            buf = nb;
-            cap = nc;
+        if (!lines_room(&b)) {
+            ok = false;
+            break;
         }
-        ssize_t n = read(a->out_fd, buf + len, cap - len);
+        ssize_t n = read(a->out_fd, b.buf + b.len, b.cap - b.len);
         if (n == 0) break;
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
             break;
         }
-        size_t scan = len, start = 0;
-        len += (size_t)n;
-        for (size_t i = scan; i < len; i++)
-            if (buf[i] == '\n') {
-                handle_line(c, buf + start, i - start, a->gen);
-                start = i + 1;
-            }
-        memmove(buf, buf + start, len - start);
-        len -= start;
-        if (len > MAX_LINE) {
-            ok = false;
-            break;
-        }
+        lines_feed(c, &b, (size_t)n, a->gen);
     }
-    free(buf);
+    mcp_loop_unhold(c->loop, c->owner, b.held);
+    free(b.buf);
     return ok;
 }
 
@@ -425,7 +749,7 @@ static void *reader_main(void *arg) {
     for (int i = 0; err_open && i < 16; i++) {
         struct pollfd p = {a.err_fd, POLLIN, 0};
         if (poll(&p, 1, i == 0 ? 50 : 0) <= 0) break;
-        ring_read(c, a.err_fd, &err_open);
+        ring_read(c, a.err_fd, &err_open, NULL);
     }
     if (!ok) kill(-a.pid, SIGKILL);
     int status = reap(a.pid);
@@ -433,14 +757,18 @@ static void *reader_main(void *arg) {
     close(a.err_fd);
     pthread_mutex_lock(&c->write_mu);
     pthread_mutex_lock(&c->mu);
-    if (!ok) ring_put(c, "\n[graphgate: response line too long]\n", 37);
+    static const char oom_note[] = "\n[graphgate: out of memory reading the answers]\n";
+    if (!ok) ring_put(c, oom_note, sizeof oom_note - 1);
     close(c->in_fd);
     c->in_fd = -1;
     gg_strbuf_reset(&c->outbox); /* lines for the dead child */
     c->alive = c->ready = c->starting = false;
     c->exit_status = status;
     c->died_ms = gg_now_ms();
-    if (!c->closing) c->failures++;
+    /* a child that keeps dying soon after its start backs off longer each time, even when it
+     * answered initialize (one that crashes on every call); one that stayed up a while starts
+     * the count over */
+    if (!c->closing) c->failures = c->died_ms - c->started_ms >= STABLE_MS ? 1 : c->failures + 1;
     /* every request of this child (and those queued for its initialize) ends now */
     sreq *dead = c->queued, **tail = &dead;
     c->queued = NULL;
@@ -469,6 +797,27 @@ static void *reader_main(void *arg) {
 }
 
 /* ---- process management ------------------------------------------------------------------- */
+
+/* Lower the new child's priority and set its limits (downstream.child_*). posix_spawn has no
+ * attribute for either, so the gateway sets them on the child just after its exec: the
+ * child has run only its loader by then, and whatever it starts later inherits them. A host
+ * that refuses (a container without prlimit) is logged once per child, not fatal. */
+static void child_confine(stdio_client *c, pid_t pid) {
+    const mcp_stdio_limits *l = &c->lim;
+    /* the whole process group (the child leads it): every thread it has started already */
+    if (l->child_nice > 0 && setpriority(PRIO_PGRP, (id_t)pid, l->child_nice) != 0)
+        gg_log(GG_LOG_WARN, "cannot lower a downstream child's priority", "server", c->name, "error", strerror(errno), NULL);
+    struct {
+        int resource;
+        rlim_t value;
+    } set[] = {{RLIMIT_AS, (rlim_t)l->child_memory_bytes}, {RLIMIT_CPU, (rlim_t)l->child_cpu_seconds}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+        struct rlimit rl = {set[i].value, set[i].value};
+        if (set[i].value && prlimit(pid, set[i].resource, &rl, NULL) != 0)
+            gg_log(GG_LOG_WARN, "cannot set a downstream child's resource limit", "server", c->name, "error",
+                   strerror(errno), NULL);
+    }
+}
 
 /* Start a child and its reader (caller holds mu; the previous child is dead). A restarted
  * child starts with an empty stderr tail: the old one belongs to the old crash. */
@@ -523,6 +872,8 @@ static bool spawn_locked(stdio_client *c, gg_error *err) {
                      c->cwd ? " in " : "", c->cwd ? c->cwd : "", strerror(rc ? rc : ENOMEM));
         return false;
     }
+    child_confine(c, pid);
+    c->started_ms = gg_now_ms();
     c->ring_pos = c->ring_len = 0;
     c->pid = pid;
     c->in_fd = in_sv[1];
@@ -638,6 +989,13 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
             return false;
         }
     }
+    double wait = start_take(c->start_key, c->lim.max_starts_per_minute);
+    if (wait > 0) {
+        gg_error_set(err, "backoff", "MCP server '%s' was started %d times in the last minute "
+                     "(downstream.max_starts_per_minute); restarting in %d ms", c->name, c->lim.max_starts_per_minute,
+                     (int)wait + 1);
+        return false;
+    }
     if (!spawn_locked(c, err)) return false;
     json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
                                "capabilities", "clientInfo", "name", "graphgate", "version", GG_VERSION);
@@ -749,6 +1107,7 @@ static void stdio_destroy(void *impl) {
         if (c->wake[i] >= 0) close(c->wake[i]);
     gg_strbuf_free(&c->outbox);
     free(c->name);
+    free(c->owner);
     free(c->command);
     free(c->cwd);
     free_strv(c->argv);
@@ -814,16 +1173,20 @@ void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *polic
     c->in_fd = -1;
     c->wake[0] = c->wake[1] = -1;
     c->policy = policy;
+    c->lim = limits_get();
+    c->start_key = start_key(cfg);
     c->loop = mcp_loop_shared();
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
     c->name = strdup(cfg->name ? cfg->name : cfg->command);
+    c->owner = cfg->owner ? strdup(cfg->owner) : NULL;
     c->command = strdup(cfg->command);
     c->cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
     size_t n = 0;
     for (const char *const *p = cfg->args; p && *p; p++) n++;
     c->argv = calloc(n + 2, sizeof *c->argv);
     c->envp = build_env(cfg->env);
-    bool ok = pipe2(c->wake, O_NONBLOCK | O_CLOEXEC) == 0 && c->loop && c->name && c->command && (!cfg->cwd || c->cwd) && c->argv && c->envp;
+    bool ok = pipe2(c->wake, O_NONBLOCK | O_CLOEXEC) == 0 && c->loop && c->name && c->command && (!cfg->cwd || c->cwd) &&
+              (!cfg->owner || c->owner) && c->argv && c->envp;
     if (c->argv) {
         c->argv[0] = strdup(cfg->command);
         ok = ok && c->argv[0];

@@ -18,6 +18,13 @@ typedef struct post_item {
     struct post_item *next;
 } post_item;
 
+/* Bytes one owner's downstream answers hold (see mcp_loop_hold); an entry at 0 is freed. */
+typedef struct held_owner {
+    struct held_owner *next;
+    size_t bytes;
+    char name[];
+} held_owner;
+
 struct mcp_loop {
     pthread_mutex_t mu;
     post_item *head, *tail;
@@ -25,6 +32,11 @@ struct mcp_loop {
     size_t n, cap;
     CURLM *multi;
     pthread_t thread;
+    struct {
+        pthread_mutex_t mu; /* its own: charged from write callbacks and stdio readers */
+        held_owner *head;   /* owners holding bytes now (a few tenants: a list) */
+        size_t max;         /* per owner; 0 = no bound */
+    } held;
 };
 
 static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
@@ -118,6 +130,71 @@ void mcp_pending_finish(mcp_loop *l, mcp_pending *p, json_t *result, gg_error *e
     if (watched) mcp_pending_unref(p);
     p->done(p->user, result, err);
     mcp_pending_unref(p);
+}
+
+/* ---- bytes held by downstream answers (see loop.h) ---------------------------------------- */
+
+static held_owner **held_find(mcp_loop *l, const char *owner) {
+    held_owner **p = &l->held.head;
+    while (*p && strcmp((*p)->name, owner) != 0) p = &(*p)->next;
+    return p;
+}
+
+bool mcp_loop_hold(mcp_loop *l, const char *owner, size_t n, gg_error *err) {
+    if (!owner || !n) return true;
+    pthread_mutex_lock(&l->held.mu);
+    held_owner **p = held_find(l, owner);
+    size_t now = *p ? (*p)->bytes : 0, max = l->held.max;
+    bool ok = !max || (n <= max && now <= max - n);
+    if (ok && !*p) {
+        size_t len = strlen(owner);
+        held_owner *e = malloc(sizeof *e + len + 1);
+        if (e) {
+            memcpy(e->name, owner, len + 1);
+            e->bytes = 0;
+            e->next = NULL;
+            *p = e;
+        }
+        ok = e != NULL;
+    }
+    if (ok) (*p)->bytes += n;
+    pthread_mutex_unlock(&l->held.mu);
+    if (!ok && max)
+        gg_error_set(err, "transport", "the tenant's downstream answers in flight would hold more than %zu bytes "
+                     "(tenants.max_downstream_bytes)", max);
+    else if (!ok) gg_error_set(err, "oom", "out of memory");
+    return ok;
+}
+
+void mcp_loop_unhold(mcp_loop *l, const char *owner, size_t n) {
+    if (!owner || !n) return;
+    pthread_mutex_lock(&l->held.mu);
+    held_owner **p = held_find(l, owner), *e = *p;
+    if (e) {
+        e->bytes = e->bytes > n ? e->bytes - n : 0;
+        if (!e->bytes) {
+            *p = e->next;
+            free(e);
+        }
+    }
+    pthread_mutex_unlock(&l->held.mu);
+}
+
+size_t mcp_loop_held(mcp_loop *l, const char *owner) {
+    if (!owner) return 0;
+    pthread_mutex_lock(&l->held.mu);
+    held_owner *e = *held_find(l, owner);
+    size_t n = e ? e->bytes : 0;
+    pthread_mutex_unlock(&l->held.mu);
+    return n;
+}
+
+void mcp_downstream_set_owner_max_bytes(size_t max) {
+    mcp_loop *l = mcp_loop_shared();
+    if (!l) return;
+    pthread_mutex_lock(&l->held.mu);
+    l->held.max = max;
+    pthread_mutex_unlock(&l->held.mu);
 }
 
 /* ---- posted work ------------------------------------------------------------------------- */
@@ -247,6 +324,8 @@ static void start_shared(void) {
     mcp_loop *l = calloc(1, sizeof *l);
     if (!l) return;
     pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->held.mu, NULL);
+    l->held.max = MCP_DOWNSTREAM_OWNER_MAX_BYTES_DEFAULT;
     l->multi = curl_multi_init();
     if (!l->multi) {
         free(l);

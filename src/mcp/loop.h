@@ -51,6 +51,23 @@ void mcp_pending_unref(mcp_pending *p);
  * transport's reference. result is borrowed (done increfs what it keeps). */
 void mcp_pending_finish(mcp_loop *l, mcp_pending *p, json_t *result, gg_error *err);
 
+/* ---- bytes held by downstream answers, per owner (loop.c) ----------------------------------
+ * What the answers of one owner's (tenant's) exchanges in flight hold in the gateway's
+ * memory: bytes buffered as they arrive, and the parsed message until the exchange ends.
+ * Without a bound, a tenant's many waiting calls, each buffering a large answer, could hold
+ * gigabytes before any per-run budget applies. Every transport charges here as it buffers
+ * (any thread; the loop's own mutex, looked at once per network read):
+ *   mcp_loop_hold   charge n more bytes to owner; false (nothing charged, err "transport"
+ *                   naming tenants.max_downstream_bytes) when the owner would hold more than
+ *                   the bound (mcp_downstream_set_owner_max_bytes; 0 = no bound). An owner
+ *                   NULL (the CLI, tests) is never bounded and nothing is kept for it.
+ *   mcp_loop_unhold give n bytes back (the exchange freed them, or ended): every byte held
+ *                   is given back exactly once.
+ *   mcp_loop_held   what owner holds now (tests, stats). */
+bool mcp_loop_hold(mcp_loop *l, const char *owner, size_t n, gg_error *err);
+void mcp_loop_unhold(mcp_loop *l, const char *owner, size_t n);
+size_t mcp_loop_held(mcp_loop *l, const char *owner);
+
 /* ---- text/event-stream reading (sse_reader.c) --------------------------------------------
  * Incremental: feed the bytes as they come. Each complete event of type "message" (or
  * none) goes to on_event with its data (not NUL-terminated; "" when empty); on_event returns

@@ -165,6 +165,17 @@ void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
 #define MCP_HTTP_LISTEN_MAX_OWNER 128
 /* Set the per-owner bound (config tenants.max_listen_streams; 0 = none) before clients start. */
 void mcp_http_set_listen_owner_max(int max);
+/* What one streamable-HTTP answer may cost (config downstream.max_message_bytes: one JSON
+ * body or one SSE event, the transfer aborted as soon as it passes; downstream.max_parse_bytes:
+ * heap one message's parse may use). Set before clients start; 0 keeps the default. */
+#define MCP_HTTP_MAX_MESSAGE_DEFAULT (4u << 20)
+#define MCP_HTTP_MAX_PARSE_DEFAULT (32u << 20)
+void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes);
+/* Bytes the downstream answers of one owner's (tenant's) exchanges in flight may hold at
+ * once (config tenants.max_downstream_bytes; 0 = no bound); a call whose answer would pass
+ * it fails. Set before clients start (loop.c; see mcp_loop_hold in loop.h). */
+#define MCP_DOWNSTREAM_OWNER_MAX_BYTES_DEFAULT (64u << 20)
+void mcp_downstream_set_owner_max_bytes(size_t max);
 #define MCP_HTTP_LISTEN_MAX_EVENT (1u << 20)
 void mcp_client_listen(mcp_client *c);
 /* The process's listen streams: open now, and counts since start. */
@@ -189,6 +200,19 @@ typedef struct mcp_client_ops {
     void (*set_notify)(void *impl, mcp_client_notify_fn fn, void *user); /* NULL: none delivered */
     void (*listen)(void *impl); /* NULL: nothing to do (see mcp_client_listen) */
 } mcp_client_ops;
+/* What one stdio downstream child may cost the gateway (config downstream.*; README
+ * "Downstream limits"). Set once before clients start; a client copies them when created. */
+typedef struct mcp_stdio_limits {
+    size_t max_message_bytes;  /* one stdout line; longer ones are dropped as they stream; 4MiB */
+    size_t max_parse_bytes;    /* heap one line's parse may use (mcp_wire_parse); 32MiB */
+    size_t stderr_bytes_per_s; /* stderr read at most this fast, else paused; 1MiB; 0 = no bound */
+    int child_nice;            /* nice value of every child; 10 */
+    size_t child_memory_bytes; /* RLIMIT_AS of every child; 0 = not set */
+    int child_cpu_seconds;     /* RLIMIT_CPU of every child; 0 = not set */
+    int max_starts_per_minute; /* starts of one server definition of one owner; 12; 0 = no bound */
+} mcp_stdio_limits;
+#define MCP_STDIO_LIMITS_DEFAULT {4u << 20, 32u << 20, 1u << 20, 10, 0, 0, 12}
+void mcp_stdio_set_limits(const mcp_stdio_limits *l);
 void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
                     const mcp_client_ops **ops, gg_error *err);
 void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
@@ -455,6 +479,10 @@ const char *mcp_call_fail_code(const mcp_call *c);
  * carries (NULL on a first round; the record id set with mcp_call_set_exec_id goes into the
  * next round's sealed state), and whether the call ended waiting for input. */
 const char *mcp_call_round_exec_id(const mcp_call *c);
+/* A resumed state's single-use id (32 hex digits; NULL on a first round or a state sealed
+ * without one) and, in *round, the round it answers: the gateway claims it in the shared
+ * store before the run goes on, so each round is answered once (gg_store_round_claim). */
+const char *mcp_call_round_nonce(const mcp_call *c, int *round);
 bool mcp_call_input_required(const mcp_call *c);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
@@ -488,6 +516,17 @@ void mcp_sessions_free(mcp_sessions *ss);
 /* Sessions per owner (the endpoint's tenant; on a mount the key): at most max live ones
  * and 4 x max deleted ones not yet expired (0 = no bound; the default). */
 void mcp_sessions_set_owner_max(mcp_sessions *ss, size_t max);
+/* Stale sessions (tenants.max_sessions never locks a tenant out): a session of an owner
+ * with no request for more than idle_seconds and no stream or call holding it (see
+ * mcp_session_busy) is forgotten (0 = never), and with evict_lru an initialize at the bound
+ * forgets the owner's least recently used such session instead of being refused. A
+ * session forgotten so answers "not_found" on this process. Off by default. */
+void mcp_sessions_set_idle(mcp_sessions *ss, int64_t idle_seconds, bool evict_lru);
+/* Something holds the session (delta +1: a GET stream opened, a call started) or let it go
+ * (-1): a held session is never idle nor evicted. A no-op for sessions issued elsewhere. */
+void mcp_session_busy(mcp_sessions *ss, const uint8_t nonce[16], int delta);
+/* Sessions forgotten because the owner was at its bound / because they were idle. */
+void mcp_sessions_forgotten(mcp_sessions *ss, unsigned long long *evicted, unsigned long long *idle);
 /* The tenant's live and deleted-but-unexpired sessions issued by this process, and the
  * sessions refused by the bound in all (each may be NULL). */
 void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live, size_t *revoked,

@@ -313,6 +313,22 @@ bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error 
     return ok;
 }
 
+/* The entry was matched for the URL's port: the socket must go to that port too, whatever
+ * moved it (a redirect, Alt-Svc, a CONNECT_TO or proxy setting, a later libcurl feature). */
+static bool port_is_urls(const struct sockaddr *sa, unsigned port, gg_error *err) {
+    norm_addr a;
+    if (!normalize(sa, &a)) {
+        gg_error_set(err, "policy", "address family %d is not allowed", sa->sa_family);
+        return false;
+    }
+    if (a.port == port) return true;
+    char text[80];
+    format_addr(&a, text, sizeof text);
+    gg_error_set(err, "policy", "connection to %s is not to the URL's port %u; policy.http_hosts was checked for that port",
+                 text, port);
+    return false;
+}
+
 /* The address libcurl is about to connect to, for the URL being fetched. */
 bool mcp_policy_connect_ok(const mcp_client_policy *p, const char *url, const struct sockaddr *sa, gg_error *err) {
     if (!p || p->allow_all) return true;
@@ -325,7 +341,7 @@ bool mcp_policy_connect_ok(const mcp_client_policy *p, const char *url, const st
         gg_error_set(err, "policy", "url '%s' is not allowed by policy.http_hosts", url);
         return false;
     }
-    return self_ready(p, err) && address_ok(p, entry, sa, err);
+    return self_ready(p, err) && port_is_urls(sa, port, err) && address_ok(p, entry, sa, err);
 }
 
 /* ---- stdio commands ----------------------------------------------------------------------- */

@@ -3,8 +3,9 @@
  * derives from the shared secret. The additional data binds it to where it may be resumed
  * (tenant, graph version, tool, API key — the transport's binding string), the plaintext
  * carries an expiry: a state opened anywhere else, later, or altered by one bit fails.
- * Nothing is stored server-side. Token: base64url(nonce || ciphertext), at most
- * MCP_REQSTATE_MAX characters.
+ * The run itself is not stored server-side; that a state was answered is (its round nonce,
+ * see server.c input_required and src/store/rounds.c), so each is answered once. Token:
+ * base64url(nonce || ciphertext), at most MCP_REQSTATE_MAX characters.
  */
 #include <stdlib.h>
 #include <string.h>

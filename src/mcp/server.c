@@ -447,6 +447,8 @@ struct mcp_call {
     unsigned scopes;     /* mcp_call_set_scopes */
     bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
     char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
+    char round_nonce[33]; /* the resumed state's single-use id (claimed by the gateway) */
+    int round;            /* the resumed state's round number (1 = the first answer) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
     int missing_caps; /* mcp_call_ctx.missing_caps: what the provider found the client lacks */
 };
@@ -477,6 +479,10 @@ int mcp_call_http_status(const mcp_call *c, const char *body) {
     return c->modern && c->status && !strcmp(c->status, "failed") && !c->result ? mcp_modern_status(body) : 200;
 }
 const char *mcp_call_round_exec_id(const mcp_call *c) { return c->round_exec[0] ? c->round_exec : NULL; }
+const char *mcp_call_round_nonce(const mcp_call *c, int *round) {
+    if (round) *round = c->round;
+    return c->round_nonce[0] ? c->round_nonce : NULL;
+}
 bool mcp_call_input_required(const mcp_call *c) {
     const char *rt = json_string_value(json_object_get(c->result, "resultType"));
     return rt && !strcmp(rt, "input_required");
@@ -850,6 +856,14 @@ static void round_request(void *user, const char *key, const char *method, json_
 static char *input_required(mcp_call *c, json_t *state) {
     /* the run's record travels in the state: the next round writes the same row */
     if (c->exec_id && *c->exec_id) json_object_set_new(state, "execution", json_string(c->exec_id));
+    /* each state is answered once: a fresh nonce the answering call claims in the shared
+     * store (mcp_call_round_nonce), and the round it answers */
+    unsigned char raw[16];
+    char nonce[33];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(nonce, sizeof nonce, raw, sizeof raw);
+    json_object_set_new(state, "nonce", json_string(nonce));
+    json_object_set_new(state, "round", json_integer(c->round + 1));
     char *tok = json_object_size(c->wait_requests) ? mcp_reqstate_seal(c->state_key, c->binding, state,
                                                                   (int64_t)time(NULL) + MCP_REQSTATE_TTL_S) : NULL;
     if (!tok) {
@@ -887,6 +901,13 @@ static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ct
         /* the sealed state names the record of its run's earlier rounds (32 hex digits) */
         const char *ex = json_string_value(json_object_get(c->resume_state, "execution"));
         if (ex && strlen(ex) == 32 && strspn(ex, "0123456789abcdef") == 32) memcpy(c->round_exec, ex, 33);
+        /* a state sealed before nonces existed has none: it expires within the TTL */
+        const char *nonce = json_string_value(json_object_get(c->resume_state, "nonce"));
+        if (nonce && strlen(nonce) == 32 && strspn(nonce, "0123456789abcdef") == 32) memcpy(c->round_nonce, nonce, 33);
+        json_int_t round = json_integer_value(json_object_get(c->resume_state, "round"));
+        c->round = round > 0 && round < 1000000 ? (int)round : 1;
+        json_object_del(c->resume_state, "nonce"); /* not the run's: the next round gets its own */
+        json_object_del(c->resume_state, "round");
         return true;
     }
     char msg[300];

@@ -29,6 +29,16 @@
  * not expired yet (their revocations must be remembered until then); past either, a new
  * session is refused, so one tenant can neither hold every session nor fill the table with
  * revocations that other tenants' DELETEs then find no room for.
+ *
+ * Stale sessions (mcp_sessions_set_idle): clients that never DELETE must not hold the bound
+ * until their tokens expire. Each owner's live sessions that nothing holds (no GET stream,
+ * no call in flight: mcp_session_busy) form an LRU list; a request moves its session to the
+ * front (O(1), at most once per second per CPU: the verified cache remembers the second it
+ * last touched), the tail is forgotten when idle too long or, at the bound, to admit a new
+ * session. A forgotten session needs no revocation entry: sessions issued for an owner carry
+ * this process's random mark in their nonce, and one so marked that the index lacks is
+ * refused (another replica's sessions are not marked with it and pass as before). Eviction
+ * bumps the epoch, so cached confirmations are re-checked.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -57,18 +67,29 @@
 #define OWNER_REVOKED_FACTOR 4
 #define OWNER_MAX (BIND_MAX + 4) /* "key:" + a key id */
 
-/* One session issued here, in its owner's list. */
-typedef struct oslot {
-    uint8_t nonce[16];
-    int64_t expires;
-    bool revoked;
-} oslot;
+/* Nonce bytes 8..13 of a session issued for an owner are the issuing process's random mark
+ * (the rest stays random; the hashes here and in streams.c read bytes 0..7 and 15), so this
+ * process can tell a session it forgot (evicted, idle) from another replica's. */
+#define ISSUER_AT 8
+#define ISSUER_LEN 6
 
-/* An owner's sessions, oldest first. */
+/* One session issued here: in the index by nonce, in its owner's issue list (all of them,
+ * oldest first: expiry order) and, while live and held by nothing, in its LRU list. */
+typedef struct osess {
+    uint8_t nonce[16];
+    int64_t expires, last_used;
+    int busy; /* GET streams open and calls in flight (mcp_session_busy) */
+    bool revoked, in_lru;
+    struct owner *owner;
+    struct osess *hnext, *iprev, *inext, *lprev, *lnext;
+} osess;
+
+/* An owner's sessions. */
 typedef struct owner {
     char name[OWNER_MAX];
-    oslot *slots;
-    size_t n, cap, live, revoked;
+    osess *ihead, *itail; /* issue order, oldest first */
+    osess *lhead, *ltail; /* live and not held: most recently used first */
+    size_t live, revoked;
     struct owner *next;
 } owner;
 
@@ -113,6 +134,7 @@ typedef struct vc_entry {
     uint8_t nonce[16];
     uint32_t age;                /* insertion stamp: the oldest way is replaced */
     uint64_t epoch;              /* state epoch at which "not revoked, this level" held */
+    int64_t touched;             /* second of the last owner_touch through this entry */
     mcp_log_level level;
 } vc_entry;
 
@@ -145,7 +167,13 @@ struct mcp_sessions {
     pthread_mutex_t omu;            /* guards the owner lists */
     size_t owner_max;               /* live sessions per owner; 0 = no bound */
     owner *owners[OWNER_BUCKETS];
-    unsigned long long owner_refused;
+    osess **idx;                    /* every owner's sessions by nonce (idx_cap a power of 2) */
+    size_t idx_cap, idx_n;
+    uint8_t issuer[ISSUER_LEN];     /* this process's mark in its sessions' nonces */
+    int64_t idle_s;                 /* mcp_sessions_set_idle: 0 = sessions are never idle */
+    bool evict;                     /* at the bound, forget the LRU idle session */
+    atomic_bool track;              /* either: requests touch the owner's LRU list */
+    unsigned long long owner_refused, evicted, idle_expired;
     vc_shard vc[VC_SHARDS];
 };
 
@@ -167,6 +195,8 @@ mcp_sessions *mcp_sessions_new(const uint8_t *secret, int64_t ttl_seconds, size_
     ss->max_entries = max / SHARDS ? max / SHARDS : 1;
     for (int i = 0; i < SHARDS; i++) pthread_mutex_init(&ss->shards[i].mu, NULL);
     pthread_mutex_init(&ss->omu, NULL);
+    randombytes_buf(ss->issuer, sizeof ss->issuer);
+    atomic_init(&ss->track, false);
     return ss;
 }
 
@@ -200,9 +230,14 @@ void mcp_sessions_free(mcp_sessions *ss) {
     for (int b = 0; b < OWNER_BUCKETS; b++)
         for (owner *o = ss->owners[b], *n; o; o = n) {
             n = o->next;
-            free(o->slots);
             free(o);
         }
+    for (size_t i = 0; i < ss->idx_cap; i++)
+        for (osess *r = ss->idx[i], *n; r; r = n) {
+            n = r->hnext;
+            free(r);
+        }
+    free(ss->idx);
     pthread_mutex_destroy(&ss->omu);
     sodium_memzero(ss->key, sizeof ss->key);
     sodium_memzero(&ss->mac0, sizeof ss->mac0);
@@ -277,9 +312,12 @@ static void bump_epoch(mcp_sessions *ss) { atomic_fetch_add_explicit(&ss->epoch,
 
 /* A verified entry for exactly this token text and binding whose token has not expired:
  * fills the token's part of *out (version, expiry, nonce, cached level) and says whether
- * the entry is stamped with epoch. The token text is compared in constant time. */
+ * the entry is stamped with epoch, and (*fresh) whether a request through it touched the
+ * session's owner list this second already (then this one need not: at most one touch
+ * per session, CPU and second). The token text is compared in constant time. */
 static bool vc_lookup(mcp_sessions *ss, const char *token, uint64_t h, const char *tenant, const char *graph,
-                      const char *key_id, int64_t now, uint64_t epoch, mcp_session *out, bool *current) {
+                      const char *key_id, int64_t now, uint64_t epoch, mcp_session *out, bool *current,
+                      bool *fresh) {
     vc_shard *sh = vc_here(ss);
     size_t set = (size_t)(h % VC_SETS);
     bool hit = false;
@@ -297,6 +335,8 @@ static bool vc_lookup(mcp_sessions *ss, const char *token, uint64_t h, const cha
             memcpy(out->nonce, e->nonce, 16);
             out->level = e->level;
             *current = e->epoch == epoch;
+            *fresh = e->touched == now;
+            e->touched = now;
             hit = true;
         }
         break;
@@ -308,9 +348,10 @@ static bool vc_lookup(mcp_sessions *ss, const char *token, uint64_t h, const cha
 }
 
 /* Remember a token whose MAC verified for this binding and that the nonce table showed
- * not revoked, with this level, at epoch (replacing the same token or the oldest way). */
+ * not revoked, with this level, at epoch (replacing the same token or the oldest way);
+ * touched: the second its owner list was last touched through it (0: never). */
 static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const char *tenant, const char *graph,
-                      const char *key_id, const mcp_session *s, uint64_t epoch) {
+                      const char *key_id, const mcp_session *s, uint64_t epoch, int64_t touched) {
     if (!vc_bindable(tenant, graph, key_id)) return;
     vc_entry n;
     memset(&n, 0, sizeof n);
@@ -323,6 +364,7 @@ static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const cha
     n.expires = s->expires;
     memcpy(n.nonce, s->nonce, 16);
     n.epoch = epoch;
+    n.touched = touched;
     n.level = s->level;
     vc_shard *sh = vc_here(ss);
     size_t set = (size_t)(h % VC_SETS);
@@ -338,6 +380,18 @@ static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const cha
     sh->e[set][victim] = n;
     pthread_mutex_unlock(&sh->mu);
     sodium_memzero(&n, sizeof n);
+}
+
+/* Drop this CPU's entry for the token: its owner list no longer holds the session (the
+ * other CPUs' entries touch it, or are stale, before they answer again). */
+static void vc_forget(mcp_sessions *ss, const char *token, uint64_t h) {
+    vc_shard *sh = vc_here(ss);
+    pthread_mutex_lock(&sh->mu);
+    for (int w = 0; w < VC_WAYS; w++) {
+        vc_entry *e = &sh->e[h % VC_SETS][w];
+        if (e->hash == h && token_eq(e->token, token)) sodium_memzero(e, sizeof *e);
+    }
+    pthread_mutex_unlock(&sh->mu);
 }
 
 /* ---- sessions per owner ------------------------------------------------------------------ */
@@ -369,37 +423,142 @@ static owner *find_owner(mcp_sessions *ss, const char *name, bool create) {
     return *pp;
 }
 
-/* Caller holds omu. Forget the owner's sessions whose tokens expired (the oldest first). */
-static void owner_expire(owner *o, int64_t now) {
-    size_t k = 0;
-    while (k < o->n && o->slots[k].expires < now) {
-        if (o->slots[k].revoked) o->revoked--;
-        else o->live--;
-        k++;
-    }
-    if (!k) return;
-    memmove(o->slots, o->slots + k, (o->n - k) * sizeof *o->slots);
-    o->n -= k;
+/* A session this process issued for an owner: its nonce carries the process's mark. */
+static bool issued_here(const mcp_sessions *ss, const uint8_t nonce[16]) {
+    return memcmp(nonce + ISSUER_AT, ss->issuer, ISSUER_LEN) == 0;
 }
 
-/* Caller holds omu. Room for one more session of o, else false (counted). */
-static bool owner_admit(mcp_sessions *ss, owner *o, const uint8_t nonce[16], int64_t expires) {
-    owner_expire(o, now_s());
-    if (ss->owner_max && (o->live >= ss->owner_max || o->revoked >= OWNER_REVOKED_FACTOR * ss->owner_max)) {
+/* The index by nonce (caller holds omu): the nonce's first bytes are random, so they are
+ * the hash. */
+static size_t idx_slot(const mcp_sessions *ss, const uint8_t nonce[16]) {
+    size_t h;
+    memcpy(&h, nonce, sizeof h);
+    return h & (ss->idx_cap - 1);
+}
+
+static osess *idx_find(mcp_sessions *ss, const uint8_t nonce[16]) {
+    if (!ss->idx_cap) return NULL;
+    for (osess *r = ss->idx[idx_slot(ss, nonce)]; r; r = r->hnext)
+        if (memcmp(r->nonce, nonce, 16) == 0) return r;
+    return NULL;
+}
+
+/* Add r, doubling the buckets past one record per bucket (false on OOM). */
+static bool idx_add(mcp_sessions *ss, osess *r) {
+    if (ss->idx_n >= ss->idx_cap) {
+        size_t cap = ss->idx_cap ? ss->idx_cap * 2 : 256;
+        osess **nb = calloc(cap, sizeof *nb);
+        if (!nb) return false;
+        size_t old = ss->idx_cap;
+        osess **ob = ss->idx;
+        ss->idx = nb;
+        ss->idx_cap = cap;
+        for (size_t i = 0; i < old; i++)
+            for (osess *x = ob[i], *n; x; x = n) {
+                n = x->hnext;
+                size_t b = idx_slot(ss, x->nonce);
+                x->hnext = nb[b];
+                nb[b] = x;
+            }
+        free(ob);
+    }
+    size_t b = idx_slot(ss, r->nonce);
+    r->hnext = ss->idx[b];
+    ss->idx[b] = r;
+    ss->idx_n++;
+    return true;
+}
+
+static void idx_del(mcp_sessions *ss, osess *r) {
+    for (osess **pp = &ss->idx[idx_slot(ss, r->nonce)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == r) {
+            *pp = r->hnext;
+            ss->idx_n--;
+            return;
+        }
+}
+
+/* The LRU list holds the owner's live sessions that nothing holds, most recent first. */
+static void lru_unlink(osess *r) {
+    owner *o = r->owner;
+    if (!r->in_lru) return;
+    if (r->lprev) r->lprev->lnext = r->lnext;
+    else o->lhead = r->lnext;
+    if (r->lnext) r->lnext->lprev = r->lprev;
+    else o->ltail = r->lprev;
+    r->lprev = r->lnext = NULL;
+    r->in_lru = false;
+}
+
+static void lru_push(osess *r) {
+    owner *o = r->owner;
+    r->lprev = NULL;
+    r->lnext = o->lhead;
+    if (o->lhead) o->lhead->lprev = r;
+    else o->ltail = r;
+    o->lhead = r;
+    r->in_lru = true;
+}
+
+/* Forget a session: out of the index, the issue list and the LRU list, uncounted. */
+static void osess_drop(mcp_sessions *ss, osess *r) {
+    owner *o = r->owner;
+    lru_unlink(r);
+    if (r->iprev) r->iprev->inext = r->inext;
+    else o->ihead = r->inext;
+    if (r->inext) r->inext->iprev = r->iprev;
+    else o->itail = r->iprev;
+    if (r->revoked) o->revoked--;
+    else o->live--;
+    idx_del(ss, r);
+    free(r);
+}
+
+/* Unused for longer than the idle time (whole seconds: at least idle_s, under idle_s + 1). */
+static bool osess_idle(const mcp_sessions *ss, const osess *r, int64_t now) {
+    return ss->idle_s > 0 && r->in_lru && now - r->last_used > ss->idle_s;
+}
+
+/* Caller holds omu. Forget the owner's sessions whose tokens expired (the issue list is in
+ * expiry order: one TTL for all) and those idle too long (the LRU list's tail is the
+ * longest unused): each step pops an end of a list, so this costs O(1) per session ever. */
+static void owner_expire(mcp_sessions *ss, owner *o, int64_t now) {
+    while (o->ihead && o->ihead->expires < now) osess_drop(ss, o->ihead);
+    while (o->ltail && osess_idle(ss, o->ltail, now)) {
+        osess_drop(ss, o->ltail);
+        ss->idle_expired++;
+    }
+}
+
+/* Caller holds omu. Room for one more session of o, else false (counted); *evicted when
+ * the least recently used idle session was forgotten to make it. */
+static bool owner_admit(mcp_sessions *ss, owner *o, const uint8_t nonce[16], int64_t expires, bool *evicted) {
+    int64_t now = now_s();
+    owner_expire(ss, o, now);
+    bool full = ss->owner_max && o->live >= ss->owner_max;
+    if (ss->owner_max && (o->revoked >= OWNER_REVOKED_FACTOR * ss->owner_max || (full && !(ss->evict && o->ltail)))) {
         ss->owner_refused++;
         return false;
     }
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 16;
-        oslot *ns = realloc(o->slots, cap * sizeof *ns);
-        if (!ns) return false;
-        o->slots = ns;
-        o->cap = cap;
+    osess *r = calloc(1, sizeof *r);
+    if (r) memcpy(r->nonce, nonce, 16);
+    if (!r || !idx_add(ss, r)) {
+        free(r);
+        return false;
     }
-    oslot *sl = &o->slots[o->n++];
-    memcpy(sl->nonce, nonce, 16);
-    sl->expires = expires;
-    sl->revoked = false;
+    if (full) { /* every client that never said goodbye must not lock the others out */
+        osess_drop(ss, o->ltail);
+        ss->evicted++;
+        *evicted = true;
+    }
+    r->expires = expires;
+    r->last_used = now;
+    r->owner = o;
+    r->iprev = o->itail;
+    if (o->itail) o->itail->inext = r;
+    else o->ihead = r;
+    o->itail = r;
+    lru_push(r);
     o->live++;
     return true;
 }
@@ -411,12 +570,28 @@ void mcp_sessions_set_owner_max(mcp_sessions *ss, size_t max) {
     pthread_mutex_unlock(&ss->omu);
 }
 
+/* See mcp.h. */
+void mcp_sessions_set_idle(mcp_sessions *ss, int64_t idle_seconds, bool evict_lru) {
+    pthread_mutex_lock(&ss->omu);
+    ss->idle_s = idle_seconds > 0 ? idle_seconds : 0;
+    ss->evict = evict_lru;
+    atomic_store_explicit(&ss->track, ss->idle_s > 0 || evict_lru, memory_order_relaxed);
+    pthread_mutex_unlock(&ss->omu);
+}
+
+void mcp_sessions_forgotten(mcp_sessions *ss, unsigned long long *evicted, unsigned long long *idle) {
+    pthread_mutex_lock(&ss->omu);
+    if (evicted) *evicted = ss->evicted;
+    if (idle) *idle = ss->idle_expired;
+    pthread_mutex_unlock(&ss->omu);
+}
+
 /* Live and deleted-but-unexpired sessions this process issued for tenant's endpoints. */
 void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live, size_t *revoked,
                               unsigned long long *refused_all) {
     pthread_mutex_lock(&ss->omu);
     owner *o = tenant && *tenant ? find_owner(ss, tenant, false) : NULL;
-    if (o) owner_expire(o, now_s());
+    if (o) owner_expire(ss, o, now_s());
     if (live) *live = o ? o->live : 0;
     if (revoked) *revoked = o ? o->revoked : 0;
     if (refused_all) *refused_all = ss->owner_refused;
@@ -425,18 +600,57 @@ void mcp_sessions_owner_usage(mcp_sessions *ss, const char *tenant, size_t *live
 
 /* A deleted session stops counting as live and starts counting as revoked. */
 static void owner_revoke(mcp_sessions *ss, const mcp_session *s) {
-    char name[OWNER_MAX];
-    if (!owner_name(s->tenant, s->key_id, name)) return;
     pthread_mutex_lock(&ss->omu);
-    owner *o = find_owner(ss, name, false);
-    for (size_t i = 0; o && i < o->n; i++)
-        if (!o->slots[i].revoked && memcmp(o->slots[i].nonce, s->nonce, 16) == 0) {
-            o->slots[i].revoked = true;
-            o->live--;
-            o->revoked++;
-            break;
-        }
+    osess *r = idx_find(ss, s->nonce);
+    if (r && !r->revoked) {
+        lru_unlink(r);
+        r->revoked = true;
+        r->owner->live--;
+        r->owner->revoked++;
+    }
     pthread_mutex_unlock(&ss->omu);
+}
+
+/* See mcp.h. A held session leaves the LRU list (neither idle nor evictable) and comes
+ * back at its head, as just used, when the last holder lets go. */
+void mcp_session_busy(mcp_sessions *ss, const uint8_t nonce[16], int delta) {
+    if (!ss || !issued_here(ss, nonce)) return;
+    pthread_mutex_lock(&ss->omu);
+    osess *r = idx_find(ss, nonce);
+    if (r && delta > 0) {
+        r->busy++;
+        lru_unlink(r);
+    } else if (r && r->busy > 0) {
+        r->last_used = now_s();
+        if (--r->busy == 0 && !r->revoked) lru_push(r);
+    }
+    pthread_mutex_unlock(&ss->omu);
+}
+
+/* A request on the session (O(1)): it becomes the owner's most recently used. false when
+ * this process issued it for an owner and no longer holds it (evicted at the bound, idle
+ * too long, expired): the token is then refused like a deleted one. */
+static bool owner_touch(mcp_sessions *ss, const mcp_session *s, int64_t now) {
+    char name[OWNER_MAX];
+    if (!atomic_load_explicit(&ss->track, memory_order_relaxed) || !issued_here(ss, s->nonce) ||
+        !owner_name(s->tenant, s->key_id, name))
+        return true; /* another replica's session, or the operator's: not counted here */
+    pthread_mutex_lock(&ss->omu);
+    osess *r = idx_find(ss, s->nonce);
+    bool ok = r != NULL;
+    if (r && osess_idle(ss, r, now)) {
+        osess_drop(ss, r);
+        ss->idle_expired++;
+        ok = false;
+    } else if (r && !r->revoked) { /* a revoked one: the nonce table refuses it */
+        r->last_used = now;
+        if (r->in_lru) {
+            lru_unlink(r);
+            lru_push(r);
+        }
+    }
+    pthread_mutex_unlock(&ss->omu);
+    return ok;
 }
 
 /* Issue a session token (written to id, at least MCP_SESSION_ID_MAX bytes); false when the
@@ -451,10 +665,13 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
     randombytes_buf(buf + 9, 16);
     char oname[OWNER_MAX];
     if (owner_name(tenant, key_id, oname)) {
+        memcpy(buf + 9 + ISSUER_AT, ss->issuer, ISSUER_LEN);
+        bool evicted = false;
         pthread_mutex_lock(&ss->omu);
         owner *o = find_owner(ss, oname, true);
-        bool admitted = o && owner_admit(ss, o, buf + 9, expires);
+        bool admitted = o && owner_admit(ss, o, buf + 9, expires, &evicted);
         pthread_mutex_unlock(&ss->omu);
+        if (evicted) bump_epoch(ss); /* its cached confirmations must be checked again */
         if (!admitted) return false;
     }
     memcpy(buf + 25, version, VERSION_LEN);
@@ -468,7 +685,7 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
         memcpy(fresh.nonce, buf + 9, 16);
         fresh.level = MCP_LOG_OFF;
         vc_insert(ss, id, vc_hash(ss, id), tenant, graph, key_id, &fresh,
-                  atomic_load_explicit(&ss->epoch, memory_order_acquire));
+                  atomic_load_explicit(&ss->epoch, memory_order_acquire), 0); /* first use touches */
     }
     if (out) {
         memset(out, 0, sizeof *out);
@@ -557,15 +774,19 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     int64_t now = now_s();
     mcp_session s;
     memset(&s, 0, sizeof s);
-    bool cacheable = idlen == TOKEN_TEXT_LEN && vc_bindable(tenant, graph, key_id), current = false;
+    bool cacheable = idlen == TOKEN_TEXT_LEN && vc_bindable(tenant, graph, key_id), current = false, fresh = false;
     /* read before the table: a change made after this read bumps past it */
     uint64_t epoch = atomic_load_explicit(&ss->epoch, memory_order_acquire);
     uint64_t h = cacheable ? vc_hash(ss, id) : 0;
-    if (cacheable && vc_lookup(ss, id, h, tenant, graph, key_id, now, epoch, &s, &current)) {
+    if (cacheable && vc_lookup(ss, id, h, tenant, graph, key_id, now, epoch, &s, &current, &fresh)) {
         if (current) { /* nothing in the nonce table changed since it was confirmed */
             copy_field(s.tenant, sizeof s.tenant, tenant);
             copy_field(s.graph, sizeof s.graph, graph);
             copy_field(s.key_id, sizeof s.key_id, key_id);
+            if (!fresh && !owner_touch(ss, &s, now)) {
+                vc_forget(ss, id, h);
+                goto bad;
+            }
             if (out) *out = s;
             return true;
         }
@@ -593,7 +814,8 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     pthread_mutex_unlock(&sh->mu);
     if (revoked) goto bad;
     if (!mcp_version_supported(s.version)) goto bad;
-    if (cacheable) vc_insert(ss, id, h, tenant, graph, key_id, &s, epoch); /* (re-)stamp */
+    if (!owner_touch(ss, &s, now)) goto bad; /* evicted or idle: forgotten here */
+    if (cacheable) vc_insert(ss, id, h, tenant, graph, key_id, &s, epoch, now); /* (re-)stamp */
     if (out) *out = s;
     return true;
 bad:
@@ -768,7 +990,7 @@ void mcp_session_track_call(mcp_sessions *ss, const mcp_session *s, json_t *requ
     if (c) {
         json_decref(c->id);
         free(c);
-    }
+    } else mcp_session_busy(ss, s->nonce, +1); /* a call in flight holds its session */
 }
 
 /* Forget a call that finished. */
@@ -787,6 +1009,7 @@ void mcp_session_untrack_call(mcp_sessions *ss, const mcp_session *s, json_t *re
     if (gone) {
         json_decref(gone->id);
         free(gone);
+        mcp_session_busy(ss, s->nonce, -1);
     }
 }
 

@@ -10,10 +10,41 @@
 
 #include "jsonata/jsonata.h"
 
+/* A lower bound on what jansson allocates for the text, in one linear pass and without
+ * allocating: an object costs at least its struct and first hash table, an array its
+ * struct and first slots, every other value a struct. Texts far past the budget (a few MB of
+ * "[{},{},…]") are refused here without building anything; what the bound misses, the
+ * budget of the parse itself still stops. */
+static size_t parse_cost_floor(const char *buf, size_t len) {
+    size_t cost = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = buf[i];
+        if (in_string) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_string = false;
+            continue;
+        }
+        switch (ch) {
+        case '"': in_string = true; cost += 32; break;
+        case '{': cost += 160; break;
+        case '[': cost += 96; break;
+        case ',': cost += 16; break;
+        default: break;
+        }
+    }
+    return cost + len;
+}
+
 /* The parse runs with its own budget in place of any the thread had: a downstream answer
  * is charged to the exchange, not to whatever evaluation happens to run on this thread. */
 json_t *mcp_wire_parse(const char *buf, size_t len, size_t max_alloc, size_t *held, gg_error *err) {
     if (held) *held = 0;
+    if (parse_cost_floor(buf, len) > max_alloc) {
+        gg_error_set(err, "transport", "the downstream message needs more than %zu bytes of memory to parse "
+                     "(downstream.max_parse_bytes)", max_alloc);
+        return NULL;
+    }
     jsonata_budget b = {.limit = max_alloc > (size_t)LONG_MAX ? LONG_MAX : (long)max_alloc};
     jsonata_budget *outer = jsonata_budget_swap(&b);
     json_error_t je;

@@ -547,18 +547,35 @@ json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *
 /* === END node-spec section === */
 
 /* ---------------------------------------------------------------------------------------
- * Downstream tool catalogs (downstream.c, migration 0007): what each tenant's downstream
- * MCP servers answered to tools/list, per mcpServers name, with when.
+ * Downstream tool catalogs (downstream.c, migrations 0006, 0011): what each tenant's
+ * downstream MCP servers answered to tools/list, per server identity (see
+ * gg_graph_server_identity) with the mcpServers name it was last listed under.
  * ------------------------------------------------------------------------------------- */
-/* Replace the catalog of (tenant, server); tools is a JSON array (borrowed). "db" when the
- * tenant does not exist (foreign key). */
-bool gg_store_downstream_put(gg_store *s, const char *tenant, const char *server, json_t *tools,
-                             long long fetched_ms, gg_error *err);
-/* {"server","tools","tool_count","fetched_at","fetched_at_ms"} (new reference); NULL +
- * "not_found" when never fetched. */
+typedef struct gg_catalog_put {
+    const char *tenant, *identity, *server;
+    json_t *tools;               /* a JSON array (borrowed) */
+    long long fetched_ms;
+    long long max_tenant_bytes;  /* all the tenant's catalogs together; 0 = no bound */
+} gg_catalog_put;
+/* Replace the catalog of (tenant, identity) unless it is the same (then nothing is
+ * written). 1 = stored (changed), 0 = the same, -1 + err: "quota_exceeded" when the
+ * tenant's catalogs would pass max_tenant_bytes, "db" when the tenant does not exist. */
+int gg_store_downstream_put(gg_store *s, const gg_catalog_put *p, gg_error *err);
+/* {"server","identity","tools","tool_count","bytes","fetched_at","fetched_at_ms"} (new
+ * reference) of the catalog last listed under the name server; NULL + "not_found" when
+ * never fetched. */
 json_t *gg_store_downstream_get(gg_store *s, const char *tenant, const char *server, gg_error *err);
+/* The same for a server identity; NULL + "not_found" when none. */
+json_t *gg_store_downstream_get_identity(gg_store *s, const char *tenant, const char *identity, gg_error *err);
 /* Every catalog of the tenant, as _get answers, ordered by server. */
 json_t *gg_store_downstream_list(gg_store *s, const char *tenant, gg_error *err);
+/* One page ordered by identity, after the identity after (NULL = from the start): at most
+ * limit catalogs and, past the first, max_bytes of tools. *next (heap, NULL at the end)
+ * is the cursor of the next page. */
+json_t *gg_store_downstream_page(gg_store *s, const char *tenant, const char *after, int limit, long long max_bytes,
+                                 char **next, gg_error *err);
+/* How many catalogs the tenant holds and their bytes. */
+bool gg_store_downstream_usage(gg_store *s, const char *tenant, long long *count, long long *bytes, gg_error *err);
 
 /* ---- tasks of the MCP tasks extension (tasks.c, migration 0009) ----------------------
  * A row per task; every call names the tenant (another tenant's id is not found). */
@@ -598,5 +615,13 @@ json_t *gg_store_view_get(gg_store *s, const char *tenant, const char *name, gg_
 json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err);
 /* "not_found" when there is none. */
 bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
+
+/* ---- input-required rounds answered once (rounds.c, migration 0012) -----------------
+ * Claim a requestState's nonce for the call answering it: true for the first claim,
+ * "already_answered" for every later one (any replica sharing the store); the row lives
+ * until expires_ms (past the state's own expiry). execution (may be NULL) and round are
+ * kept for diagnostics. */
+bool gg_store_round_claim(gg_store *s, const char *nonce, const char *tenant, const char *execution, int round,
+                          long long expires_ms, gg_error *err);
 
 #endif

@@ -25,6 +25,7 @@ static const gg_errcode TABLE[] = {
     {"invalid_scope", 400, RPC_INTERNAL, "an unknown key scope"},
     {"unknown_tool", 400, RPC_INVALID_PARAMS, "no such tool in this graph"},
     {"invalid_state", 400, RPC_INVALID_PARAMS, "a requestState that is forged, expired or bound elsewhere"},
+    {"already_answered", 400, RPC_INVALID_PARAMS, "a requestState whose input-required round was answered already (single-use)"},
     {"too_large", 413, RPC_INVALID_REQUEST, "a body or value over its limit"},
     {"method_not_allowed", 405, RPC_INVALID_REQUEST, "the route exists, not for this method"},
     /* who asks */

@@ -46,7 +46,6 @@ gw_cli graph put a burn "$GG_TMP/burn.yaml" >/dev/null 2>"$GG_TMP/put.err" &&
   gw_cli graph put b light "$GG_TMP/light.yaml" >/dev/null 2>>"$GG_TMP/put.err" ||
   { cat "$GG_TMP/put.err"; echo "0 passed, 1 failed"; exit 1; }
 gg_start --config "$GG_TMP/config.yaml" || { echo "0 passed, 1 failed"; exit 1; }
-metric() { curl -s "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 for i in $(seq 1 8); do
   [ "$i" = 1 ] || echo next

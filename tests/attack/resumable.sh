@@ -46,7 +46,6 @@ KEY_A=$(gw_key a tools:read,tools:execute)
 KEY_B=$(gw_key b tools:read,tools:execute)
 ADMIN=$(gw_key a admin)
 gg_start --config "$GG_TMP/config.yaml" || { echo "0 passed, 1 failed"; exit 1; }
-metric() { curl -s "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 CALL='{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"wait","arguments":{}}}'
 
 # A: N slow calls at once on one session, none collected afterwards

@@ -62,18 +62,8 @@ tools:
       - {id: call, type: mcp, server: fault, tool: ok, args: {}, next: exit}
       - {id: exit, type: exit}
 YAML
-gw_cli tenant create a >/dev/null 2>&1
-gw_cli tenant create b >/dev/null 2>&1
-for g in "a hang" "b quick"; do
-  set -- $g
-  gw_cli graph put "$1" "$2" "$GG_TMP/$2.yaml" --config "$GG_TMP/config.yaml" >/dev/null 2>"$GG_TMP/put.err" ||
-    gw_cli graph put "$1" "$2" "$GG_TMP/$2.yaml" >/dev/null 2>"$GG_TMP/put.err" ||
-    { cat "$GG_TMP/put.err"; echo "0 passed, 1 failed"; exit 1; }
-done
-gg_start --config "$GG_TMP/config.yaml" || { echo "0 passed, 1 failed"; exit 1; }
+put_graphs_and_start "a hang" "b quick"
 
-metric() { curl -s "$GG_INT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-plain() { echo "$GG_INT/internal/tenants/$1/graphs/$2/tools/$3/call"; }
 
 # A: N calls at once through one curl process, each held until the server answers
 for i in $(seq 1 $N); do

@@ -105,8 +105,8 @@ st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"
 t "the answer and the state resume the run at the node" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='complete' and d['content'][0]['text']=='Hello, Ann!', d"
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
-t "a state is not consumed by use (stateless): the same round again gives the same result" python3 -c "
-import json; d=json.load(open('$R'))['result']; assert d['content'][0]['text']=='Hello, Ann!', d"
+t "a state is answered once: the same round again → -32602, HTTP 400 (tests/attack/replay.sh)" rpc_err "$st" 400 "$R" -32602
+t "... naming the answered round" grep -q 'already answered' "$R"
 BAD=$(python3 -c "import sys; s=sys.argv[1]; i=len(s)//2; print(s[:i]+('A' if s[i]!='A' else 'B')+s[i+1:])" "$RS")
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$BAD\",$EMETA" -H "Mcp-Name: $T")
 t "a tampered requestState → -32602" rpc_err "$st" 400 "$R" -32602
@@ -124,12 +124,16 @@ import json,sys; print(json.dumps({'jsonrpc':'2.0','id':77,'method':'tools/call'
 st=$(gg_curl "$R" -X POST -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
   -H "Mcp-Name: $T" -H "Authorization: Bearer $KEY" --data-binary @"$GG_TMP/huge.json" "$PUB")
 t "an oversized requestState → -32602 (not decoded)" rpc_err "$st" 400 "$R" -32602
+st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$EMETA" -H "Mcp-Name: $T")
+RS=$(jget "$R" "d['result']['requestState']") # a fresh round: the one above was answered
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},\"inputResponses\":{\"other\":{\"action\":\"accept\"}},\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
 t "a missing response asks again (input_required, a new state)" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_name' in d['inputRequests'] and d['requestState']!='$RS', d"
+RS=$(jget "$R" "d['result']['requestState']") # the round asked again has its own state
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},\"inputResponses\":{\"user_name\":{\"content\":7}},\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
 t "a mistyped response asks again" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required', d"
+RS=$(jget "$R" "d['result']['requestState']")
 gw_put_graph "$ADMIN" conf everything "$GG_TMP/cached.yaml" >/dev/null
 st=$(m26 "$R" "$PUB" "$KEY" tools/call "\"name\":\"$T\",\"arguments\":{},$ANS,\"requestState\":\"$RS\",$EMETA" -H "Mcp-Name: $T")
 t "a state of the previous graph version → -32602" rpc_err "$st" 400 "$R" -32602

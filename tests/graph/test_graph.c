@@ -346,8 +346,9 @@ END_TEST
  * object, each with a warning; with a stored catalog both are compiled with the catalog's
  * definitions, the pre-hook stops a call before the downstream with the exit's text, and a
  * stored graph whose listed tool left the catalog still loads (a warning). */
-static json_t *test_catalog(void *user, const char *server) {
+static json_t *test_catalog(void *user, const char *server, const char *identity) {
     (void)server;
+    (void)identity;
     return json_loads(user, 0, NULL);
 }
 

@@ -111,6 +111,29 @@ START_TEST(names_reach_public_addresses_only) {
 }
 END_TEST
 
+/* The entry was matched for the URL's port: a socket to any other port (a redirect, an
+ * alternate service) is refused at connect time, even to an address the entry allows. */
+START_TEST(connect_port_is_the_urls) {
+    const char *hosts[] = {"127.0.0.1:8080", "mcp.example.com", NULL};
+    mcp_client_policy p = {.host_allowlist = hosts, .allow_http_plaintext = true};
+    gg_error e = GG_ERROR_INIT;
+    struct sockaddr_in same = v4("127.0.0.1", 8080), other = v4("127.0.0.1", 22);
+    ck_assert(mcp_policy_connect_ok(&p, "http://127.0.0.1:8080/mcp", (struct sockaddr *)&same, &e));
+    ck_assert(!mcp_policy_connect_ok(&p, "http://127.0.0.1:8080/mcp", (struct sockaddr *)&other, &e));
+    ck_assert_str_eq(e.code, "policy");
+    ck_assert(strstr(e.message, "127.0.0.1:22 is not to the URL's port 8080"));
+    gg_error_clear(&e);
+    /* an entry without a port: the URL's (default) port still holds for the socket */
+    struct sockaddr_in pub443 = v4("93.184.216.34", 443), pub8443 = v4("93.184.216.34", 8443);
+    ck_assert(mcp_policy_connect_ok(&p, "https://mcp.example.com/mcp", (struct sockaddr *)&pub443, &e));
+    ck_assert(!mcp_policy_connect_ok(&p, "https://mcp.example.com/mcp", (struct sockaddr *)&pub8443, &e));
+    gg_error_clear(&e);
+    struct sockaddr_in6 mapped = v6("::ffff:127.0.0.1", 8081);
+    ck_assert(!mcp_policy_connect_ok(&p, "http://127.0.0.1:8080/mcp", (struct sockaddr *)&mapped, &e));
+    gg_error_clear(&e);
+}
+END_TEST
+
 START_TEST(own_listeners_never_reachable) {
     mcp_policy_self *self = mcp_policy_self_new();
     ck_assert_ptr_nonnull(self);
@@ -342,6 +365,7 @@ int main(void) {
     tcase_add_test(tc, empty_list_means_none);
     tcase_add_test(tc, names_reach_public_addresses_only);
     tcase_add_test(tc, own_listeners_never_reachable);
+    tcase_add_test(tc, connect_port_is_the_urls);
     tcase_add_test(tc, argv_prefixes);
     tcase_add_test(tc, environment);
     tcase_add_test(tc, cwd_confined);

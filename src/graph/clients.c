@@ -1,0 +1,143 @@
+/* clients.c — who owns a compiled graph's downstream clients.
+ *
+ * Each mcpServers entry (gserver) of a compiled graph reaches its server through one
+ * mcp_client (a stdio child, or an HTTP session and its GET listen stream), created on first
+ * use (gg_graph_server_client). The client lives in a shared holder (gclient), so that a
+ * graph compiled again from the same source — a proxy graph recompiled after its server's
+ * catalog changed — takes over the previous compilation's clients instead of starting new
+ * ones (a new initialize, a new GET stream, a new child): gg_graph_adopt_clients.
+ *
+ * Ownership rule: every gserver holding a client is one of its holder's holders; the client
+ * is stopped and freed when the last of them is freed (gg_graph_free_internal).
+ * A run in flight on the old compilation holds that graph, hence its gserver, hence the
+ * holder: the client it uses outlives it, whichever compilation goes first. Only servers
+ * whose definitions are identical share (transport, command, args, env, cwd or URL and
+ * headers, timeout, owner, name, policy): the client copied those at creation.
+ *
+ * Notifications (list_changed) come to the holder and go to the gserver that joined it last
+ * (the newest compilation); when that one is freed, the newest one left hears them. */
+#include "graph/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct gclient {
+    mcp_client *client;
+    pthread_mutex_t mu; /* guards who and n */
+    gserver **who;      /* the gservers holding it, oldest first; notifications go to the last */
+    size_t n, cap;
+};
+
+static void holder_notified(void *user, const char *method, json_t *params) {
+    gclient *h = user;
+    pthread_mutex_lock(&h->mu); /* held so that the gserver is not freed meanwhile */
+    if (h->n && h->who[h->n - 1]->graph) gg_graph_downstream_notified(h->who[h->n - 1], method, params);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* s joins h's holders (and hears the server from now on); false on OOM. */
+static bool holder_join(gclient *h, gserver *s) {
+    pthread_mutex_lock(&h->mu);
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 2;
+        gserver **who = realloc(h->who, cap * sizeof *who);
+        if (!who) {
+            pthread_mutex_unlock(&h->mu);
+            return false;
+        }
+        h->who = who;
+        h->cap = cap;
+    }
+    h->who[h->n++] = s;
+    pthread_mutex_unlock(&h->mu);
+    return true;
+}
+
+/* s leaves h's holders; the last one out stops and frees the client. */
+static void holder_leave(gclient *h, gserver *s) {
+    pthread_mutex_lock(&h->mu);
+    size_t i = 0;
+    while (i < h->n && h->who[i] != s) i++;
+    if (i < h->n) memmove(&h->who[i], &h->who[i + 1], (h->n - i - 1) * sizeof *h->who);
+    if (i < h->n) h->n--; /* the newest one left hears it now */
+    bool last = h->n == 0;
+    pthread_mutex_unlock(&h->mu);
+    if (!last) return;
+    mcp_client_free(h->client); /* stops its reader: no notification comes after this */
+    pthread_mutex_destroy(&h->mu);
+    free(h->who);
+    free(h);
+}
+
+/* See internal.h. */
+mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err) {
+    gclient *h = calloc(1, sizeof *h);
+    if (!h) return gg_error_set(err, "oom", "out of memory"), NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    if (!holder_join(h, s) || !(h->client = mcp_client_new(&s->cfg, policy, err))) {
+        if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
+        pthread_mutex_destroy(&h->mu);
+        free(h->who);
+        free(h);
+        return NULL;
+    }
+    mcp_client_set_notify(h->client, holder_notified, h);
+    s->shared = h;
+    s->client = h->client;
+    return h->client;
+}
+
+/* See internal.h. */
+void gg_graph_client_detach(gserver *s) {
+    gclient *h = s->shared;
+    s->shared = NULL;
+    s->client = NULL;
+    if (h) holder_leave(h, s);
+}
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool same_list(const char *const *a, const char *const *b) {
+    for (; a && b && *a && *b; a++, b++)
+        if (strcmp(*a, *b)) return false;
+    return (!a || !*a) && (!b || !*b);
+}
+
+/* Whether a client made for a's definition serves b's as well. */
+static bool same_server(const gserver *a, const gg_graph *ga, const gserver *b, const gg_graph *gb) {
+    const mcp_server_config *x = &a->cfg, *y = &b->cfg;
+    return ga->policy == gb->policy && !a->target_graph && !b->target_graph && x->transport == y->transport &&
+           x->timeout_ms == y->timeout_ms && same_str(a->name, b->name) && same_str(x->owner, y->owner) &&
+           same_str(x->url, y->url) && same_str(x->command, y->command) && same_str(x->cwd, y->cwd) &&
+           same_list(x->args, y->args) && same_list(x->env, y->env) && same_list(x->headers, y->headers);
+}
+
+/* s takes from's client, unless it has one already. Both locks are never held at once. */
+static bool adopt(gserver *s, gserver *from) {
+    pthread_mutex_lock(&s->lock);
+    bool took = false;
+    if (!s->shared) {
+        pthread_mutex_lock(&from->lock); /* s is new: nobody takes s->lock then from->lock */
+        gclient *h = from->shared;
+        if (h && (took = holder_join(h, s))) {
+            s->shared = h;
+            s->client = h->client;
+        }
+        pthread_mutex_unlock(&from->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return took;
+}
+
+/* See graph.h. */
+size_t gg_graph_adopt_clients(gg_graph *g, gg_graph *old) {
+    size_t n = 0;
+    if (!g || !old || g == old) return 0;
+    for (size_t i = 0; i < g->nservers; i++)
+        for (size_t j = 0; j < old->nservers; j++)
+            if (same_server(&g->servers[i], g, &old->servers[j], old)) {
+                n += adopt(&g->servers[i], &old->servers[j]);
+                break;
+            }
+    return n;
+}
