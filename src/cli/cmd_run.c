@@ -103,8 +103,11 @@ int gg_cmd_run(int argc, char **argv) {
         printf("%s\n", s ? s : "null");
         free(s);
     } else {
-        if (r.failed_node) fprintf(stderr, "graphgate run: node '%s': %s\n", r.failed_node, r.error.message ? r.error.message : r.error.code);
-        else fprintf(stderr, "graphgate run: %s\n", r.error.message ? r.error.message : r.error.code);
+        char *text = gg_graph_error_text(&r.error); /* an expression's error names its node */
+        const char *msg = text ? text : r.error.code;
+        if (r.failed_node && !r.error.path) fprintf(stderr, "graphgate run: node '%s': %s\n", r.failed_node, msg);
+        else fprintf(stderr, "graphgate run: %s\n", msg);
+        free(text);
         rc = !strcmp(r.error.code, "unknown_tool") ? GG_EXIT_USAGE : GG_EXIT_FAIL;
     }
     gg_graph_result_clear(&r);

@@ -292,8 +292,11 @@ static gg_exec_record *record_final(gw_call_job *j) {
     json_t *n;
     json_array_foreach(mcp_call_history(j->call), i, n) {
         json_t *err = json_object_get(n, "error");
-        const char *emsg = json_is_object(err) ? json_string_value(json_object_get(err, "message"))
-                                               : json_string_value(err);
+        /* the error's one text (gg_graph_error_text: code, position and node when known) */
+        json_t *etext = json_object_get(err, "text");
+        const char *emsg = json_is_string(etext) ? json_string_value(etext)
+                           : json_is_object(err) ? json_string_value(json_object_get(err, "message"))
+                                                 : json_string_value(err);
         json_t *in = json_object_get(n, "input"), *out = json_object_get(n, "output");
         gg_node_exec_record *nr = gg_exec_record_add_node(r, json_string_value(json_object_get(n, "nodeId")),
                                 json_string_value(json_object_get(n, "nodeType")),

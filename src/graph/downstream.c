@@ -267,39 +267,24 @@ typedef struct check_ctx {
 #define CDIAG(c, sev, n, code, ...) \
     gg_graph_diag_add((c)->d, (sev), (code), (c)->file, (n)->line, (n)->column, (c)->tool, (c)->node, __VA_ARGS__)
 
-static size_t edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64) return (size_t)-1;
-    size_t row[65];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* The tool definition named name in tools, or NULL with the closest name in *near. */
+/* The tool definition named name in tools, or NULL with the closest name (gg_closest) in
+ * *near. */
 static json_t *find_tool(json_t *tools, const char *name, const char **near) {
-    size_t i, best = (size_t)-1;
+    size_t i, n = json_array_size(tools);
     json_t *t;
     *near = NULL;
+    const char **names = n ? malloc(n * sizeof *names) : NULL;
     json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(t, "name"));
-        if (!strcmp(n, name)) return t;
-        size_t dist = edit_distance(n, name);
-        if (dist < best && dist <= 3) {
-            best = dist;
-            *near = n;
+        const char *tn = json_string_value(json_object_get(t, "name"));
+        if (tn && !strcmp(tn, name)) {
+            free(names);
+            return t;
         }
+        if (names) names[i] = tn;
     }
+    if (!names) return NULL; /* no tools, or out of memory: no suggestion */
+    *near = gg_closest(name, (const char *const *)names, n);
+    free(names);
     return NULL;
 }
 

@@ -485,7 +485,10 @@ static bool time_left(grun *r, double elapsed, gg_error *err) {
     return true;
 }
 
-static void set_eval_error(grun *r, gg_error *dst, gg_error *src, const char *what, const char *expr) {
+/* An expression's failure keeps the engine's code (T1006, D3030, a JSON Logic code) and
+ * position, and names its node in path: gg_graph_error_text and gg_graph_error_json turn
+ * that into the one text and object every surface shows. */
+static void set_eval_error(grun *r, gg_error *dst, gg_error *src) {
     char code[GG_ERR_CODE_MAX];
     snprintf(code, sizeof code, "%s", src->code[0] ? src->code : "error");
     /* D1013: the expression saw the run's cancel flag (client cancel, shutdown, timeout) */
@@ -495,11 +498,39 @@ static void set_eval_error(grun *r, gg_error *dst, gg_error *src, const char *wh
         /* the expression's time limit is what was left of the run's (update_time_limit):
          * the run's own limit stopped it, and says so, whichever check saw it first */
     } else {
-        gg_error_set(dst, "jsonata", "%s evaluation failed: %s%s%s%s", what, src->message ? src->message : code,
-                     expr ? "\nExpression: " : "", expr ? expr : "", "");
+        gg_error_set(dst, code, "%s", src->message ? src->message : code);
         dst->position = src->position;
+        gg_error_set_path(dst, r->t->nodes[r->cur].id);
     }
     gg_error_clear(src);
+}
+
+/* The one text of a failure: "node 'sum': T1006 at position 7: message" for an evaluation
+ * error (set_eval_error: path is its node), the message alone for any other. Heap. */
+char *gg_graph_error_text(const gg_error *e) {
+    const char *msg = e->message ? e->message : e->code;
+    if (!e->path) return strdup(msg);
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_printf(&b, "node '%s': %s", e->path, e->code);
+    if (e->position >= 0) gg_strbuf_printf(&b, " at position %d", e->position);
+    gg_strbuf_printf(&b, ": %s", msg);
+    return gg_strbuf_take(&b);
+}
+
+/* The same as an object {code, message, position?, node?, text} (history, result _meta). */
+json_t *gg_graph_error_json(const gg_error *e) {
+    json_t *o = json_object();
+    char *text = gg_graph_error_text(e);
+    if (!o || !text || json_object_set_new(o, "code", json_string(e->code)) ||
+        json_object_set_new(o, "text", json_string(text)) ||
+        json_object_set_new(o, "message", json_string(e->message ? e->message : "")) ||
+        (e->position >= 0 && json_object_set_new(o, "position", json_integer(e->position))) ||
+        (e->path && json_object_set_new(o, "node", json_string(e->path)))) {
+        json_decref(o);
+        o = NULL;
+    }
+    free(text);
+    return o;
 }
 
 /* The time an expression may take: what is left of the run's limit (or of its budget, when
@@ -528,7 +559,7 @@ static json_t *eval_args(grun *r, const gargs *a, gg_error *err) {
         gg_error e = GG_ERROR_INIT;
         json_t *v = jsonata_evaluate(a->expr, ctx, bindings_for(r, a->expr), &r->jopts, r, &e);
         if (gg_error_is_set(&e)) {
-            set_eval_error(r, err, &e, "JSONata", jsonata_source(a->expr));
+            set_eval_error(r, err, &e);
             json_decref(v);
             return NULL;
         }
@@ -797,9 +828,7 @@ static json_t *exec_switch(grun *r, const gnode *n, json_t *ctx, int *next, gg_e
         gg_error e = GG_ERROR_INIT;
         int hit = jsonlogic_test(c->rule, ctx, r, &e);
         if (hit < 0) {
-            if (!strcmp(e.code, "cancelled")) gg_error_set(err, "cancelled", "Execution cancelled");
-            else gg_error_set(err, "jsonlogic", "JSON Logic evaluation failed: %s", e.message ? e.message : e.code);
-            gg_error_clear(&e);
+            set_eval_error(r, err, &e);
             return NULL;
         }
         if (hit) {
@@ -839,7 +868,7 @@ static void exit_error(grun *r, const gnode *n, json_t **input, gg_error *e) {
     gg_error ee = GG_ERROR_INIT;
     json_t *v = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &ee);
     if (gg_error_is_set(&ee)) {
-        set_eval_error(r, e, &ee, "JSONata", jsonata_source(n->expr));
+        set_eval_error(r, e, &ee);
         gg_error_clear(&ee);
     } else if (json_is_string(v)) {
         gg_error_set(e, "exit_error", "%s", json_string_value(v));
@@ -867,7 +896,7 @@ static json_t *history_record(int idx, const gnode *n, long long start, long lon
               /* absent output: the node yielded undefined, or failed */
               (!output || put(rec, "output", json_incref(output)));
     if (ok && e && gg_error_is_set(e))
-        ok = put(rec, "error", json_pack("{s:s, s:s}", "code", e->code, "message", e->message ? e->message : ""));
+        ok = put(rec, "error", gg_graph_error_json(e));
     if (!ok) {
         json_decref(rec);
         return NULL;
@@ -905,6 +934,22 @@ static bool check_limits(grun *r, gg_error *err) {
     return time_left(r, r->now - r->start_ms, err);
 }
 
+/* "Tool not found: digst; did you mean 'digest'?; tools: digest, sum" — the closest listed
+ * tool and, for a graph with few, all of them (an extra's hidden "x:y" tools are not
+ * offered). */
+void gg_graph_unknown_tool(const gg_graph *g, const char *name, gg_error *err) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    const char **names = g->ntools ? malloc(g->ntools * sizeof *names) : NULL;
+    size_t n = 0;
+    gg_strbuf_printf(&b, "Tool not found: %s", name);
+    for (size_t i = 0; names && i < g->ntools; i++)
+        if (!strchr(g->tools[i].name, ':')) names[n++] = g->tools[i].name;
+    if (names) gg_suggest(&b, name, (const char *const *)names, n, "tools");
+    free(names);
+    gg_error_set(err, "unknown_tool", "%s", b.data && !b.oom ? b.data : "Tool not found");
+    gg_strbuf_free(&b);
+}
+
 /* Whether a tool only computes (see graph.h): mcp nodes are the only ones that wait. */
 bool gg_graph_tool_is_pure(const gg_graph *g, const char *tool) {
     for (size_t i = 0; i < g->ntools; i++) {
@@ -931,7 +976,7 @@ static bool run_begin(grun *r, gg_graph *g, const char *tool, json_t *arguments,
     for (size_t i = 0; i < g->ntools; i++)
         if (!strcmp(g->tools[i].name, tool)) r->t = &g->tools[i];
     if (!r->t) {
-        gg_error_set(&res->error, "unknown_tool", "Tool not found: %s", tool);
+        gg_graph_unknown_tool(g, tool, &res->error);
         return false;
     }
     if (arguments && !json_is_object(arguments)) {
@@ -1063,7 +1108,7 @@ static bool run_advance(grun *r) {
                 out = jsonata_evaluate(n->expr, ctx, bindings_for(r, n->expr), &r->jopts, r, &e);
                 if (gg_error_is_set(&e)) {
                     gg_error err2 = GG_ERROR_INIT;
-                    set_eval_error(r, &err2, &e, "JSONata", jsonata_source(n->expr));
+                    set_eval_error(r, &err2, &e);
                     gg_error_move(&e, &err2);
                     json_decref(out);
                     out = NULL;

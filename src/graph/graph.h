@@ -245,7 +245,8 @@ typedef struct gg_graph_result {
                          duration, input?, output?, error?} — one value for one transaction;
                          output is absent when the node failed or yielded undefined */
     gg_error error;   /* set when the run failed; code "unknown_tool", "limit", "cancelled",
-                         "timeout", "jsonata", "jsonlogic", "mcp", "tool_error", ... */
+                         "timeout", "mcp", "tool_error", an expression's engine code
+                         (T1006, D3030, a JSON Logic code; path = node), ... */
     char *failed_node; /* node id of the failure, or NULL */
     int node_executions;
     double elapsed_ms;
@@ -253,6 +254,15 @@ typedef struct gg_graph_result {
 
 #define GG_GRAPH_RESULT_INIT {NULL, NULL, GG_ERROR_INIT, NULL, 0, 0}
 void gg_graph_result_clear(gg_graph_result *r);
+/* A run's failure as every surface shows it (tools/call isError, history, CLI): an
+ * expression's error keeps the engine's code and position and names its node in path, and
+ * reads "node 'sum': T1006 at position 7: message"; any other failure is its message (heap,
+ * NULL on OOM). gg_graph_error_json: {code, message, position?, node?, text} (new reference). */
+char *gg_graph_error_text(const gg_error *e);
+/* err = unknown_tool "Tool not found: NAME" with the closest tool and, for a graph with
+ * few tools, their names (gg_suggest). */
+void gg_graph_unknown_tool(const gg_graph *g, const char *name, gg_error *err);
+json_t *gg_graph_error_json(const gg_error *e);
 
 /* Run one tool with arguments (object; NULL = {}). Returns true on success (r->output set),
  * false with r->error set. r->history is filled either way (unless no_history). Safe to call

@@ -322,6 +322,27 @@ static json_t *load_tool_schema(lctx *c, const ynode *tool, const char *key, boo
 
 /* ---- expressions ------------------------------------------------------------------------- */
 
+/* The $variables a run binds for every expression (exec.c bindings_for): never "unknown". */
+static const char *const run_variables[] = {"client"};
+
+typedef struct unknown_ctx {
+    lctx *c;
+    const ynode *s;
+    const char *what;
+} unknown_ctx;
+
+/* A call of a function that exists nowhere fails every run that reaches it: warn now, at
+ * the call's position, with the closest function name when one is near. */
+static void warn_unknown_call(void *user, const char *name, int offset) {
+    unknown_ctx *u = user;
+    int line, col;
+    scalar_offset_pos(u->c, u->s, offset, &line, &col);
+    const char *near = jsonata_closest_function(u->c->g->env, name);
+    gg_graph_diag_add(u->c->d, GG_DIAG_WARNING, "unknown_function", u->c->file, line, col, u->c->tool, u->c->node,
+                      "%s calls $%s, which is neither a JSONata function nor a variable bound in the expression%s%s%s",
+                      u->what, name, near ? " (did you mean $" : "", near ? near : "", near ? "?)" : "");
+}
+
 static jsonata_expr *compile_expr(lctx *c, const ynode *s, const char *what) {
     if (!s || s->kind != YN_SCALAR) {
         LERR(c, s, "invalid_type", "%s must be a string holding a JSONata expression", what);
@@ -338,6 +359,8 @@ static jsonata_expr *compile_expr(lctx *c, const ynode *s, const char *what) {
                   e.message ? e.message : "", e.position);
         gg_error_clear(&e);
     }
+    unknown_ctx u = {c, s, what};
+    jsonata_unknown_calls(x, run_variables, sizeof run_variables / sizeof run_variables[0], warn_unknown_call, &u);
     return x;
 }
 
@@ -595,6 +618,7 @@ typedef struct pending_ref { /* a target to resolve once every node id is known 
     const ynode *at;
     const char *node;
     const char *owner; /* id of the node holding the reference */
+    bool guessed;      /* missing target: *slot holds the closest node only while reach runs */
 } pending_ref;
 
 typedef struct tool_build {
@@ -612,7 +636,7 @@ static void add_ref(tool_build *tb, int *slot, const ynode *at, const char *node
         tb->refs = nr;
         tb->crefs = nc;
     }
-    tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner};
+    tb->refs[tb->nrefs++] = (pending_ref){slot, at, node, tb->owner, false};
 }
 
 static const char *const type_names[] = {"entry", "mcp", "transform", "switch", "exit", "elicit", "sample", "roots", "ask"};
@@ -934,6 +958,70 @@ static void reach(const gtool *t, int from, bool *seen) {
 
 static void load_nodes(lctx *c, gtool *t, const ynode *tm);
 
+/* The node a missing target most likely meant: the id closest to it (entries cannot be
+ * targets, nodes without an id cannot be named), or -1. */
+static int closest_node(const gtool *t, const char *name) {
+    const char **ids = malloc(t->nnodes * sizeof *ids);
+    if (!ids) return -1;
+    for (size_t j = 0; j < t->nnodes; j++)
+        ids[j] = t->nodes[j].type != GN_ENTRY && t->nodes[j].id && *t->nodes[j].id ? t->nodes[j].id : NULL;
+    const char *best = gg_closest(name, ids, t->nnodes);
+    int k = -1;
+    for (size_t j = 0; best && j < t->nnodes && k < 0; j++)
+        if (ids[j] == best) k = (int)j;
+    free(ids);
+    return k;
+}
+
+/* Point every reference at its node now that every id is known. A missing target is an
+ * error naming the closest id; its slot holds that node while reachability is checked,
+ * so the nodes the typo cut off are not reported too. False when some missing target has
+ * no close id. */
+static bool resolve_refs(lctx *c, gtool *t, tool_build *tb) {
+    bool all_guessed = true;
+    for (size_t r = 0; r < tb->nrefs; r++) {
+        pending_ref *ref = &tb->refs[r];
+        int found = -1;
+        for (size_t j = 0; j < t->nnodes && found < 0; j++)
+            if (t->nodes[j].id && !strcmp(t->nodes[j].id, ref->node)) found = (int)j;
+        *ref->slot = found;
+        c->node = ref->owner;
+        if (found < 0) {
+            int near = closest_node(t, ref->node);
+            if (near >= 0) {
+                LERR(c, ref->at, "missing_target", "target node '%s' does not exist (did you mean '%s'?)", ref->node,
+                     t->nodes[near].id);
+                *ref->slot = near;
+                ref->guessed = true;
+            } else {
+                LERR(c, ref->at, "missing_target", "target node '%s' does not exist", ref->node);
+                all_guessed = false;
+            }
+        } else if (t->nodes[found].type == GN_ENTRY) {
+            LERR(c, ref->at, "invalid_target", "the entry node '%s' cannot be a target", ref->node);
+        }
+    }
+    c->node = NULL;
+    return all_guessed;
+}
+
+/* Nodes the entry never reaches: the exit is an error, any other node a warning. */
+static void check_reach(lctx *c, const gtool *t, const tool_build *tb) {
+    bool *seen = calloc(t->nnodes, sizeof *seen);
+    if (!seen) return;
+    reach(t, t->entry, seen);
+    if (t->exit >= 0 && !seen[t->exit]) {
+        c->node = t->nodes[t->exit].id;
+        LERR(c, tb->node_at[t->exit], "exit_unreachable", "the exit node is not reachable from the entry node");
+    }
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (!seen[j] && (int)j != t->exit && tb->node_at[j]->kind == YN_MAP) {
+            c->node = t->nodes[j].id && *t->nodes[j].id ? t->nodes[j].id : NULL;
+            LWARN(c, tb->node_at[j], "unreachable", "node is not reachable from the entry node");
+        }
+    free(seen);
+}
+
 /* taskSupport: forbidden (default) | optional | required — whether a 2026-07-28 client that
  * declared the tasks extension gets the call as a task; listed as execution.taskSupport. */
 static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
@@ -1039,42 +1127,15 @@ static void load_nodes(lctx *c, gtool *t, const ynode *tm) {
             }
         }
     }
-    /* resolve targets now that every id is known */
-    for (size_t r = 0; r < tb.nrefs; r++) {
-        int found = -1;
-        for (size_t j = 0; j < t->nnodes; j++)
-            if (t->nodes[j].id && !strcmp(t->nodes[j].id, tb.refs[r].node)) {
-                found = (int)j;
-                break;
-            }
-        *tb.refs[r].slot = found;
-        if (found < 0) {
-            c->node = tb.refs[r].owner;
-            LERR(c, tb.refs[r].at, "missing_target", "target node '%s' does not exist", tb.refs[r].node);
-        } else if (t->nodes[found].type == GN_ENTRY) {
-            c->node = tb.refs[r].owner;
-            LERR(c, tb.refs[r].at, "invalid_target", "the entry node '%s' cannot be a target", tb.refs[r].node);
-        }
-    }
+    bool all_guessed = resolve_refs(c, t, &tb);
     c->node = NULL;
     if (t->entry < 0) LERR(c, nodes, "missing_entry", "tool has no entry node");
     if (t->exit < 0) LERR(c, nodes, "missing_exit", "tool has no exit node");
-    if (t->entry >= 0) {
-        bool *seen = calloc(t->nnodes, sizeof *seen);
-        if (seen) {
-            reach(t, t->entry, seen);
-            if (t->exit >= 0 && !seen[t->exit]) {
-                c->node = t->nodes[t->exit].id;
-                LERR(c, tb.node_at[t->exit], "exit_unreachable", "the exit node is not reachable from the entry node");
-            }
-            for (size_t j = 0; j < t->nnodes; j++)
-                if (!seen[j] && (int)j != t->exit && tb.node_at[j]->kind == YN_MAP) {
-                    c->node = t->nodes[j].id && *t->nodes[j].id ? t->nodes[j].id : NULL;
-                    LWARN(c, tb.node_at[j], "unreachable", "node is not reachable from the entry node");
-                }
-            free(seen);
-        }
-    }
+    /* with a missing target nobody can guess, any node may be the one it meant: what is
+     * unreachable is unknown until it is fixed (the missing_target error says so) */
+    if (t->entry >= 0 && all_guessed) check_reach(c, t, &tb);
+    for (size_t r = 0; r < tb.nrefs; r++)
+        if (tb.refs[r].guessed) *tb.refs[r].slot = -1;
     c->node = NULL;
     free(tb.node_at);
     free(tb.refs);

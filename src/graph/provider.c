@@ -91,9 +91,10 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
         gg_strbuf_putc(b, ',');
         if (ev->input) put_value(b, ev->input, max);
         else gg_strbuf_puts(b, "null");
-        const char *m = ev->error->message ? ev->error->message : ev->error->code;
+        char *m = gg_graph_error_text(ev->error);
         gg_strbuf_putc(b, ',');
-        jsonata_dump_string_to(b, m, strlen(m));
+        jsonata_dump_string_to(b, m ? m : ev->error->code, strlen(m ? m : ev->error->code));
+        free(m);
     }
     gg_strbuf_putc(b, ']');
 }
@@ -170,6 +171,7 @@ static void on_node_error(void *user, const gg_graph_event *ev) {
         json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
                               round(ev->duration_ms * 1000) / 1000, "error",
                               ev->error && ev->error->message ? ev->error->message : "");
+        if (d && ev->error && ev->error->path) json_object_set_new(d, "detail", gg_graph_error_json(ev->error));
         if (d) s->log(s->user, "error", "graph", d);
         json_decref(d);
     }
@@ -223,8 +225,18 @@ static json_t *content_result(json_t *out) {
     return r;
 }
 
-static json_t *error_result(const char *msg) {
-    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg ? msg : "error", "isError", 1);
+/* A failed run's result: its one text (gg_graph_error_text), and for an expression's
+ * error the same detail as data in _meta["io.graphgate/error"] {code, message, position?,
+ * node, text} (_meta, not structuredContent: that one answers to the tool's outputSchema). */
+static json_t *error_result(const gg_error *e) {
+    char *text = gg_graph_error_text(e);
+    json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text ? text : "error", "isError", 1);
+    free(text);
+    if (r && e->path && json_object_set_new(r, "_meta", json_pack("{s:o*}", "io.graphgate/error", gg_graph_error_json(e)))) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
 }
 
 static const gtool *tool_of(const gg_graph *g, const char *name) {
@@ -254,7 +266,7 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
     } else if (over_budget || !strcmp(r->error.code, "cancelled") || !strcmp(r->error.code, "invalid_params")) {
         gg_error_move(err, &r->error);
     } else {
-        out = error_result(r->error.message);
+        out = error_result(&r->error);
         if (ctx && ctx->fail_code) snprintf(ctx->fail_code, MCP_FAIL_CODE_MAX, "%s", r->error.code);
     }
     if (ok && !out) gg_error_set(err, "oom", "out of memory");
@@ -283,7 +295,7 @@ static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, cons
 static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx, gg_error *err) {
     gprov *gp = p->impl;
     if (!runnable(gp->g, name)) {
-        gg_error_set(err, "unknown_tool", "Tool not found: %s", name);
+        gg_graph_unknown_tool(gp->g, name, err);
         return NULL;
     }
     call_state cs = {ctx, 0, 0, 0};
@@ -385,7 +397,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         free(a);
         gg_error_set(&err, "oom", "out of memory");
     } else if (!runnable(gp->g, name)) {
-        gg_error_set(&err, "unknown_tool", "Tool not found: %s", name);
+        gg_graph_unknown_tool(gp->g, name, &err);
     } else {
         gg_error_set(&err, "oom", "out of memory");
     }

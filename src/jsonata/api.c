@@ -137,3 +137,108 @@ json_t *jsonata_eval_string(const char *expr, json_t *input, json_t *bindings,
     jsonata_free(e);
     return r;
 }
+
+/* ---- calls to functions that do not exist (graph validation) ------------------------------ */
+
+typedef struct name_set {
+    const char **v;
+    size_t n, cap;
+} name_set;
+
+static void names_add(name_set *s, const char *name) {
+    if (!name || !*name) return;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 8;
+        const char **nv = realloc(s->v, nc * sizeof *nv);
+        if (!nv) return; /* a lost name can only add a warning, never hide an error */
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->v[s->n++] = name;
+}
+
+static bool names_has(const name_set *s, const char *name) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i], name)) return true;
+    return false;
+}
+
+typedef void (*node_visit)(const jn_node *n, void *user);
+
+/* Visit n and every node under it (the same children jn_node_free releases). */
+static void walk_nodes(const jn_node *n, node_visit visit, void *user) {
+    if (!n) return;
+    visit(n, user);
+    walk_nodes(n->lhs, visit, user);
+    walk_nodes(n->rhs, visit, user);
+    walk_nodes(n->third, visit, user);
+    for (int i = 0; i < n->nitems; i++) walk_nodes(n->items[i], visit, user);
+    for (int i = 0; i < n->npairs; i++) {
+        walk_nodes(n->pairs[i].key, visit, user);
+        walk_nodes(n->pairs[i].val, visit, user);
+    }
+    for (int i = 0; i < n->nterms; i++) walk_nodes(n->terms[i].expr, visit, user);
+    for (int i = 0; i < n->nstages; i++) walk_nodes(n->stages[i].expr, visit, user);
+    walk_nodes(n->group, visit, user);
+}
+
+/* Every name the expression binds somewhere: $v := ..., lambda parameters, @$v, #$i. Scope
+ * is ignored on purpose: a name bound anywhere is never reported. */
+static void collect_bound(const jn_node *n, void *user) {
+    name_set *s = user;
+    if (n->type == N_BIND && n->lhs) names_add(s, n->lhs->str);
+    if (n->type == N_LAMBDA)
+        for (int i = 0; i < n->nitems; i++) names_add(s, n->items[i]->str);
+    names_add(s, n->focus);
+    names_add(s, n->index);
+    for (int i = 0; i < n->nstages; i++) names_add(s, n->stages[i].var);
+}
+
+typedef struct unknown_walk {
+    name_set bound;
+    jsonata_unknown_call_fn fn;
+    void *user;
+} unknown_walk;
+
+static void report_unknown(const jn_node *n, void *user) {
+    unknown_walk *w = user;
+    if (n->type != N_CALL && n->type != N_PARTIAL) return;
+    const jn_node *f = n->lhs;
+    if (!f || f->type != N_VAR || f->builtin || f->ext || !f->str || !*f->str || names_has(&w->bound, f->str)) return;
+    /* a variable token ends at position and is "$" + name long */
+    w->fn(w->user, f->str, f->position - (int)strlen(f->str) - 1);
+}
+
+/* See jsonata.h. */
+void jsonata_unknown_calls(const jsonata_expr *e, const char *const *known, size_t nknown,
+                           jsonata_unknown_call_fn fn, void *user) {
+    if (!e || !fn) return;
+    unknown_walk w = {{NULL, 0, 0}, fn, user};
+    for (size_t i = 0; i < nknown; i++) names_add(&w.bound, known[i]);
+    walk_nodes(e->ast, collect_bound, &w.bound);
+    walk_nodes(e->ast, report_unknown, &w);
+    free(w.bound.v);
+}
+
+/* A name cut short ($upper, $substr) is far from the function by edit distance: the shortest
+ * candidate that name begins (at least 3 characters of it), or NULL. */
+static const char *shortest_extension(const char *name, const char *const *names, size_t n) {
+    size_t len = strlen(name);
+    const char *best = NULL;
+    for (size_t i = 0; len >= 3 && i < n; i++)
+        if (!strncmp(names[i], name, len) && (!best || strlen(names[i]) < strlen(best))) best = names[i];
+    return best;
+}
+
+/* See jsonata.h. */
+const char *jsonata_closest_function(const jsonata_env *env, const char *name) {
+    size_t n = jn_builtins_count + (env ? env->n : 0);
+    const char **names = malloc(n * sizeof *names);
+    if (!names) return NULL; /* the suggestion is a courtesy */
+    for (size_t i = 0; i < jn_builtins_count; i++) names[i] = jn_builtins[i].name;
+    for (size_t i = 0; env && i < env->n; i++) names[jn_builtins_count + i] = env->fns[i]->name;
+    const char *best = gg_closest(name, names, n);
+    if (!best) best = shortest_extension(name, names, n);
+    free(names);
+    return best;
+}

@@ -64,6 +64,18 @@ jsonata_expr *jsonata_compile(const char *expr, const jsonata_env *env, gg_error
 void jsonata_free(jsonata_expr *e);
 const char *jsonata_source(const jsonata_expr *e);
 
+/* The calls $name(...) in e whose name is neither a builtin, a function of e's environment,
+ * a variable bound anywhere in e ($v := ..., lambda parameters, @$v, #$i) nor one of known
+ * (variables the embedder binds at evaluation, without "$"): evaluating such a call fails
+ * ("Attempted to invoke a non-function"), so a validator reports it before. fn gets each
+ * name (without "$") and the character offset of its "$" in the source. */
+typedef void (*jsonata_unknown_call_fn)(void *user, const char *name, int offset);
+void jsonata_unknown_calls(const jsonata_expr *e, const char *const *known, size_t nknown,
+                           jsonata_unknown_call_fn fn, void *user);
+/* The builtin or env function name closest to name (gg_closest, else the shortest one name
+ * begins), for "did you mean"; NULL when none is close. Points into a static table or env. */
+const char *jsonata_closest_function(const jsonata_env *env, const char *name);
+
 /* Evaluate against input (NULL = undefined). bindings: object of extra $variables (may be
  * NULL). call_user is handed to native functions. Returns the result (NULL = undefined, in
  * which case err is unset) or NULL with err set. err->path, when set, holds the offending

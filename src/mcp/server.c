@@ -1161,6 +1161,19 @@ static void missing_capability(mcp_outcome *out, json_t *id, const char *tool, i
     respond(out, missing_capability_error(id, msg, missing));
 }
 
+/* "Unknown tool: digst; did you mean 'digest'?; tools: digest, summarize" — the closest
+ * name and, for a server with few tools, all of them (gg_suggest). */
+static void unknown_tool(mcp_outcome *out, json_t *id, const mcp_server *s, const char *name) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    const char **names = s->ntools ? malloc(s->ntools * sizeof *names) : NULL;
+    gg_strbuf_printf(&b, "Unknown tool: %.200s", name);
+    for (size_t i = 0; names && i < s->ntools; i++) names[i] = s->tools[i].name;
+    if (names) gg_suggest(&b, name, (const char *const *)names, s->ntools, "tools");
+    free(names);
+    respond_error(out, id, MCP_INVALID_PARAMS, b.data && !b.oom ? b.data : "Unknown tool");
+    gg_strbuf_free(&b);
+}
+
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     json_t *name = json_object_get(m->params, "name");
     json_t *args = json_object_get(m->params, "arguments");
@@ -1174,9 +1187,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     }
     const tool *t = find_tool(s, json_string_value(name));
     if (!t) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "Unknown tool: %.200s", json_string_value(name));
-        respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
+        unknown_tool(out, m->id, s, json_string_value(name));
         return;
     }
     if (rc && rc->modern && (t->needs & ~rc->client_caps & (MCP_CLIENT_CAPS_ELICITATION | MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS))) {

@@ -165,6 +165,16 @@ static inline void gg_strcopy(char *dst, size_t size, const char *src) {
     dst[n] = '\0';
 }
 
+/* The candidate closest to word by edit distance (suggest.c), if within max(2, strlen(word)/3)
+ * edits; the first of equally close ones; NULL when none is that close (NULL entries are
+ * skipped). For "did you mean 'x'?" in messages about a misspelt name. */
+const char *gg_closest(const char *word, const char *const *candidates, size_t n);
+/* The tail of an unknown-name message, appended to b: "; did you mean 'digest'?" when
+ * gg_closest finds one, then "; <what>: a, b, c" when there are at most GG_SUGGEST_LIST_MAX
+ * names (NULL entries skipped). */
+#define GG_SUGGEST_LIST_MAX 20
+void gg_suggest(gg_strbuf *b, const char *word, const char *const *names, size_t n, const char *what);
+
 /* Monotonic and wall clocks in milliseconds / microseconds. */
 double gg_now_ms(void);
 long long gg_wall_ms(void);

@@ -168,6 +168,68 @@ static void yt_err(gg_error *err, const yaml_mark_t *m, const char *code, const 
     if (m) gg_error_set_pos(err, (int)m->line + 1, (int)m->column + 1);
 }
 
+/* "c: 2" under a line "b 1" at the same indentation: libyaml read "b 1 c" as one plain
+ * scalar and fails at the ':' of the second line (or, past a comment, at its key); the
+ * mistake is the first line's missing ':'. Finds that earlier line (0-based line, column
+ * of its text) when it has no ':'. */
+static bool yt_colonless_line_before(const char *src, size_t len, const yaml_mark_t *m, size_t *line, size_t *col) {
+    size_t at = m->index < len ? m->index : len, bol = at;
+    while (bol > 0 && src[bol - 1] != '\n') bol--;
+    size_t indent = 0;
+    while (bol + indent < at && src[bol + indent] == ' ') indent++;
+    size_t l = m->line;
+    while (bol > 0 && l > 0) { /* previous lines, skipping blank ones */
+        size_t end = bol - 1, start = end;
+        while (start > 0 && src[start - 1] != '\n') start--;
+        bol = start;
+        l--;
+        size_t i = start;
+        while (i < end && src[i] == ' ') i++;
+        if (i == end || src[i] == '#') continue;
+        if (i - start != indent || memchr(src + i, ':', end - i)) return false;
+        *line = l;
+        *col = indent;
+        return true;
+    }
+    return false;
+}
+
+/* libyaml's syntax error, where the writer will look for the mistake. A tab that cannot start
+ * a token is indentation (YAML forbids tabs there): say so at the tab. A plain line where a
+ * key was expected ("next exit" without ':') is found only on a later line: libyaml's
+ * problem mark is there, its context mark on the key, so report the key's line. */
+static void yt_syntax_err(gg_error *err, const yaml_parser_t *p, const char *src, size_t len) {
+    const char *problem = p->problem ? p->problem : "invalid YAML";
+    const yaml_mark_t *m = p->problem ? &p->problem_mark : &p->context_mark;
+    char msg[512];
+    if (p->problem && m->index < len && src[m->index] == '\t' &&
+        (strstr(problem, "cannot start any token") || strstr(problem, "tab character"))) {
+        yt_err(err, m, "yaml",
+               "YAML syntax error: tab characters are not allowed for indentation in YAML (use spaces)");
+        return;
+    }
+    if (p->problem && p->context && !strcmp(problem, "could not find expected ':'") &&
+        !strcmp(p->context, "while scanning a simple key")) {
+        yt_err(err, &p->context_mark, "yaml",
+               "YAML syntax error: could not find expected ':' after the key that starts here (a mapping entry is "
+               "written 'key: value')");
+        return;
+    }
+    yaml_mark_t key = *m;
+    if (p->problem &&
+        (!strcmp(problem, "mapping values are not allowed in this context") ||
+         !strcmp(problem, "did not find expected key")) &&
+        yt_colonless_line_before(src, len, m, &key.line, &key.column)) {
+        yt_err(err, &key, "yaml",
+               "YAML syntax error: this line needs a ':' after its key (a mapping entry is written 'key: value'; "
+               "without it the line runs on into the next one)");
+        return;
+    }
+    snprintf(msg, sizeof msg, "YAML syntax error: %s%s%s", problem, p->context ? " " : "",
+             p->context ? p->context : "");
+    yt_err(err, m, "yaml", msg);
+}
+
 /* Parse src into d. Documents after the first are an error (a graph file is one document). */
 bool gg_yaml_doc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_nodes, gg_error *err) {
     memset(d, 0, sizeof *d);
@@ -189,11 +251,7 @@ bool gg_yaml_doc_parse(ydoc *d, const char *src, size_t len, size_t max_alias_no
     while (ok && !done) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&parser, &ev)) {
-            const yaml_mark_t *m = parser.problem ? &parser.problem_mark : &parser.context_mark;
-            char msg[512];
-            snprintf(msg, sizeof msg, "YAML syntax error: %s%s%s", parser.problem ? parser.problem : "invalid YAML",
-                     parser.context ? " " : "", parser.context ? parser.context : "");
-            yt_err(err, m, "yaml", msg);
+            yt_syntax_err(err, &parser, src, len);
             ok = false;
             break;
         }

@@ -83,6 +83,14 @@ executions broken 1 >/dev/null
 gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/executions/$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')" >/dev/null
 t "its record is failed" eq "$(jget "$GG_TMP/x.json" 'd["status"]')" failed
 t "the failed node keeps its error" eq "$(jget "$GG_TMP/x.json" '"boom ann" in d["nodes"][1]["error"]')" True
+# the engine's code, the position and the node reach the result, the run and the node (issue 29)
+why="node 'fail': D3137 at position 7: boom ann"
+t "the isError text names node, code and position" eq "$(jget "$GG_TMP/c1.json" 'd["result"]["content"][0]["text"]')" "$why"
+t "... and _meta carries them as data" eq "$(jget "$GG_TMP/c1.json" 'sorted((k, v) for k, v in d["result"]["_meta"]["io.graphgate/error"].items() if k != "text")')" \
+  "[('code', 'D3137'), ('message', 'boom ann'), ('node', 'fail'), ('position', 7)]"
+t "... the run's record keeps them" eq "$(jget "$GG_TMP/x.json" 'd["error"]')" "$why"
+t "... and so does the failed node's" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["error"]')" "$why"
+t "... and graphgate executions show prints it" grep -qF "$why" <(gw_cli executions show "$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')")
 t "... and the input it saw" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["input"]["entry"]["who"]')" ann
 t "... and no output" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["output"]')" None
 

@@ -116,7 +116,10 @@ START_TEST(shared_minimal) {
     gg_graph_result r;
     ck_assert_ptr_null(run(g, "nope", "{}", &r));
     ck_assert_str_eq(r.error.code, "unknown_tool");
-    ck_assert_str_eq(r.error.message, "Tool not found: nope");
+    ck_assert_str_eq(r.error.message, "Tool not found: nope; tools: test_tool"); /* nothing close: the list */
+    gg_graph_result_clear(&r);
+    ck_assert_ptr_null(run(g, "test_tol", "{}", &r));
+    ck_assert_str_eq(r.error.message, "Tool not found: test_tol; did you mean 'test_tool'?; tools: test_tool");
     gg_graph_result_clear(&r);
     gg_graph_unref(g);
     g = load(shared_dir, "test-graph-with-mcp.yaml", NULL);
@@ -477,6 +480,115 @@ static char *limits_graph(const char *limits, const char *props) {
 
 /* The operator's caps on executionLimits: refused at upload, clamped (warning) for stored
  * versions, and the defaults obey them silently. */
+/* The diagnostic with this code whose message contains sub, or NULL. */
+static const gg_graph_diag *find_diag(const gg_graph_diags *d, const char *code, const char *sub) {
+    for (size_t i = 0; i < d->count; i++)
+        if (!strcmp(d->items[i].code, code) && d->items[i].message && strstr(d->items[i].message, sub))
+            return &d->items[i];
+    return NULL;
+}
+
+/* A graph of one transform node `id` (expression expr) between entry and exit. */
+static gg_graph *load_transform(const char *expr, gg_graph_diags *d) {
+    char src[1024];
+    snprintf(src, sizeof src,
+             "server: {name: g, version: '1'}\n"
+             "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+             "      - {id: entry, type: entry, next: x}\n"
+             "      - id: x\n        type: transform\n        transform: {expr: '%s'}\n        next: exit\n"
+             "      - {id: exit, type: exit}\n",
+             expr);
+    return gg_graph_load_string(src, strlen(src), "g.yaml", NULL, d);
+}
+
+/* A call of a function that exists nowhere is a warning at the call, with the closest
+ * builtin; builtins, graph functions and names the expression binds are never reported. */
+START_TEST(validation_warns_on_unknown_functions) {
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = load_transform("{\"v\": $upper($.entry.x)}", &d);
+    ck_assert_ptr_nonnull(g); /* a warning: the graph still loads */
+    ck_assert_int_eq(d.errors, 0);
+    ck_assert_int_eq(d.warnings, 1);
+    const gg_graph_diag *w = find_diag(&d, "unknown_function", "calls $upper,");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(w->line, 10);
+    ck_assert_int_eq(w->column, 34); /* the '$' of $upper */
+    ck_assert_str_eq(w->node, "x");
+    ck_assert_ptr_nonnull(strstr(w->message, "(did you mean $uppercase?)"));
+    gg_graph_diags_free(&d);
+    gg_graph_unref(g);
+
+    g = load_transform("$lenght(\"ab\") + $frobnicate(?)(1)", &d);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(d.warnings, 2); /* a partial application calls too */
+    ck_assert_ptr_nonnull(find_diag(&d, "unknown_function",
+                                    "$lenght, which is neither a JSONata function nor a variable bound in the "
+                                    "expression (did you mean $length?)"));
+    w = find_diag(&d, "unknown_function", "$frobnicate,");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_ptr_null(strstr(w->message, "did you mean")); /* nothing is close */
+    gg_graph_diags_free(&d);
+    gg_graph_unref(g);
+
+    static const char *const fine[] = {
+        "($f := function($a){ $a + 1 }; $f(1))",             /* bound with := */
+        "$map([1, 2], function($v, $i, $g){ $g($v) })",      /* lambda parameters */
+        "$previousNode() & $executionCount(\"x\")",          /* graph functions */
+        "$sum([1]) ~> $string()",                            /* builtins, also after ~> */
+        "$client.capabilities",                              /* a variable the run binds */
+        "[1, 2]@$e.($e)",                                    /* @$e, used as a value */
+    };
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        g = load_transform(fine[i], &d);
+        ck_assert_msg(g && d.count == 0, "'%s': %zu diagnostics (%s)", fine[i], d.count,
+                      d.count ? d.items[0].message : "");
+        gg_graph_diags_free(&d);
+        gg_graph_unref(g);
+    }
+}
+END_TEST
+
+/* A misspelt target names the closest node id, and the nodes it cut off are not reported
+ * as unreachable; a node unreachable for another reason still is. A target close to no id
+ * leaves reachability unreported until it is fixed. */
+START_TEST(validation_suggests_misspelt_targets) {
+    static const char head[] =
+        "server: {name: g, version: '1'}\n"
+        "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+        "      - {id: entry, type: entry, next: %s}\n"
+        "      - {id: summary, type: transform, transform: {expr: '1'}, next: exit}\n"
+        "      - {id: lost, type: transform, transform: {expr: '2'}, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    char src[1024];
+    snprintf(src, sizeof src, head, "sumary");
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "g.yaml", NULL, &d));
+    ck_assert_int_eq(d.errors, 1);
+    const gg_graph_diag *e =
+        find_diag(&d, "missing_target", "target node 'sumary' does not exist (did you mean 'summary'?)");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->line, 7);
+    ck_assert_ptr_null(find_diag(&d, "exit_unreachable", ""));
+    ck_assert_int_eq(d.warnings, 1);
+    const gg_graph_diag *w = find_diag(&d, "unreachable", "");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_str_eq(w->node, "lost");
+    gg_graph_diags_free(&d);
+
+    snprintf(src, sizeof src, head, "nowhere");
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "g.yaml", NULL, &d));
+    ck_assert_int_eq(d.count, 1);
+    ck_assert_str_eq(d.items[0].message, "target node 'nowhere' does not exist");
+    gg_graph_diags_free(&d);
+
+    snprintf(src, sizeof src, head, "entyr"); /* the entry cannot be a target: never suggested */
+    ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "g.yaml", NULL, &d));
+    ck_assert_ptr_nonnull(find_diag(&d, "missing_target", "target node 'entyr' does not exist"));
+    ck_assert_ptr_null(find_diag(&d, "missing_target", "did you mean"));
+    gg_graph_diags_free(&d);
+}
+END_TEST
+
 START_TEST(execution_limit_caps) {
     gg_graph_options o = {.cap_node_executions = 500, .cap_execution_ms = 20000};
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
@@ -1426,9 +1538,85 @@ START_TEST(provider_result_shapes) {
     expect_call(p, "as_number", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"0.30000000000000004\"}]}");
     expect_call(p, "as_object", &ctx,
                 "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"a\\\":0.1}\"}],\"structuredContent\":{\"a\":0.1}}");
-    expect_call(p, "fails", &ctx, "{\"content\":[{\"type\":\"text\",\"text\":\"JSONata evaluation failed: boom\\n"
-                                  "Expression: $error(\\\"boom\\\")\"}],\"isError\":true}");
+    /* an expression's failure: its engine code, position and node, as text and as data */
+    expect_call(p, "fails", &ctx,
+                "{\"content\":[{\"type\":\"text\",\"text\":\"node 'bad': D3137 at position 7: boom\"}],\"isError\":true,"
+                "\"_meta\":{\"io.graphgate/error\":{\"code\":\"D3137\",\"text\":\"node 'bad': D3137 at position 7: boom\","
+                "\"message\":\"boom\",\"position\":7,\"node\":\"bad\"}}}");
     mcp_provider_unref(p);
+}
+END_TEST
+
+/* A failed expression keeps what the engine knew (issue 29): the code (D3137 for $error,
+ * T1006 for a call of a non-function), the position and the node, in the result, in both
+ * history forms and in the one text; an unknown tool names the closest one. */
+START_TEST(runtime_error_keeps_code_position_node) {
+    gg_graph *g = load(fixtures, "results.yaml", NULL);
+    gg_graph_result r;
+    ck_assert_ptr_null(run(g, "fails", "{}", &r));
+    ck_assert_str_eq(r.error.code, "D3137");
+    ck_assert_int_eq(r.error.position, 7);
+    ck_assert_str_eq(r.error.path, "bad");
+    ck_assert_str_eq(r.failed_node, "bad");
+    char *text = gg_graph_error_text(&r.error);
+    ck_assert_str_eq(text, "node 'bad': D3137 at position 7: boom");
+    free(text);
+    json_t *herr = json_object_get(json_array_get(r.history, json_array_size(r.history) - 1), "error");
+    ck_assert_str_eq(json_string_value(json_object_get(herr, "code")), "D3137");
+    ck_assert_int_eq(json_integer_value(json_object_get(herr, "position")), 7);
+    ck_assert_str_eq(json_string_value(json_object_get(herr, "node")), "bad");
+    ck_assert_str_eq(json_string_value(json_object_get(herr, "text")), "node 'bad': D3137 at position 7: boom");
+    gg_graph_result_clear(&r);
+
+    /* a call of a non-function, in an inline graph: T1006 at the call's position */
+    static const char src[] = "server: {name: s, version: \"1\"}\ntools:\n  - name: t\n    description: d\n"
+                              "    inputSchema: {type: object}\n    nodes:\n"
+                              "      - {id: entry, type: entry, next: sum}\n"
+                              "      - {id: sum, type: transform, transform: {expr: '1 + $y()'}, next: exit}\n"
+                              "      - {id: exit, type: exit}\n";
+    gg_graph *g2 = gg_graph_load_string(src, strlen(src), "t.yaml", NULL, NULL);
+    ck_assert_ptr_nonnull(g2);
+    ck_assert_ptr_null(run(g2, "t", "{}", &r));
+    text = gg_graph_error_text(&r.error);
+    ck_assert_str_eq(text, "node 'sum': T1006 at position 7: Attempted to invoke a non-function");
+    free(text);
+    gg_graph_result_clear(&r);
+    gg_graph_unref(g2);
+
+    /* any other failure reads as its message alone */
+    gg_error plain = GG_ERROR_INIT;
+    gg_error_set(&plain, "exit_error", "blocked by policy");
+    text = gg_graph_error_text(&plain);
+    ck_assert_str_eq(text, "blocked by policy");
+    free(text);
+    json_t *pj = gg_graph_error_json(&plain);
+    ck_assert_ptr_null(json_object_get(pj, "node"));
+    ck_assert_ptr_null(json_object_get(pj, "position"));
+    json_decref(pj);
+    gg_error_clear(&plain);
+
+    /* the history as text (what the gateway stores): the failed node's error is the one text */
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_strbuf hist = GG_STRBUF_INIT;
+    gg_strbuf_putc(&hist, '[');
+    mcp_call_ctx ctx = {.history_text = &hist};
+    gg_error e = GG_ERROR_INIT;
+    json_t *args = json_object();
+    json_t *res = p->call_tool(p, "fails", args, &ctx, &e);
+    ck_assert(json_is_true(json_object_get(res, "isError")));
+    json_decref(res);
+    ck_assert_msg(strstr(hist.data, "\"node 'bad': D3137 at position 7: boom\"") != NULL, "history: %s", hist.data);
+    gg_strbuf_free(&hist);
+
+    /* an unknown tool: a protocol error naming the closest tool and the few there are */
+    ck_assert_ptr_null(p->call_tool(p, "fals", args, NULL, &e));
+    ck_assert_str_eq(e.code, "unknown_tool");
+    ck_assert_str_eq(e.message, "Tool not found: fals; did you mean 'fails'?; tools: as_string, as_array, as_number, "
+                                "as_object, undef, falsy_exit, infinity, fails");
+    gg_error_clear(&e);
+    json_decref(args);
+    mcp_provider_unref(p);
+    gg_graph_unref(g);
 }
 END_TEST
 
@@ -1704,6 +1892,7 @@ int main(void) {
     tcase_add_test(tc, results_match_mcpgraph);
     tcase_add_test(tc, undefined_output_absent_from_history);
     tcase_add_test(tc, provider_result_shapes);
+    tcase_add_test(tc, runtime_error_keeps_code_position_node);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
     suite_add_tcase(s, tc);
     /* mcpGraph's own example graphs, unmodified (GG_SHARED/compat/mcpgraph). A TCase
@@ -1728,6 +1917,8 @@ int main(void) {
     }
     TCase *tv = tcase_create("validation");
     tcase_add_test(tv, execution_limit_caps);
+    tcase_add_test(tv, validation_warns_on_unknown_functions);
+    tcase_add_test(tv, validation_suggests_misspelt_targets);
     tcase_add_test(tv, loader_bounds);
     suite_add_tcase(s, tv);
     skipped += skip_case(have_node, 13, "downstream-server tests", "no node (run tests/npm-deps.sh)");

@@ -127,6 +127,51 @@ START_TEST(registered_native_functions) {
 }
 END_TEST
 
+/* Collects "name@offset;" for each unknown call. */
+static void note_unknown(void *user, const char *name, int offset) {
+    char *buf = user;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 256 - n, "%s@%d;", name, offset);
+}
+
+static void unknown_calls_of(const char *src, const jsonata_env *env, char *out) {
+    static const char *const known[] = {"client"};
+    gg_error err = GG_ERROR_INIT;
+    jsonata_expr *e = jsonata_compile(src, env, &err);
+    ck_assert_msg(e != NULL, "%s does not compile", src);
+    out[0] = '\0';
+    jsonata_unknown_calls(e, known, 1, note_unknown, out);
+    jsonata_free(e);
+}
+
+/* Calls of names that are no function anywhere, with the offset of their '$'; names bound
+ * by the expression, the environment or the embedder are never reported. */
+START_TEST(unknown_function_calls) {
+    jsonata_env *env = jsonata_env_new();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(jsonata_env_register(env, "previousNode", NULL, previous_node, NULL, &err));
+    char out[256];
+    unknown_calls_of("1 + $upper(\"a\") & $x.$nope(?)", env, out);
+    ck_assert_str_eq(out, "upper@4;nope@21;");
+    static const char *const fine[] = {
+        "($f := function($a){ $a($a) }; $f($f))", "$map([1], function($v){ $v })", "$previousNode(\"x\")",
+        "[1,2]#$i[$i(1)]", "[1,2]@$o.$o()", "$client()", "$", "$$.a", "$string(1) ~> $uppercase()",
+    };
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        unknown_calls_of(fine[i], env, out);
+        ck_assert_msg(out[0] == '\0', "%s: %s", fine[i], out);
+    }
+    /* the closest name: by edit distance, else the shortest one the name begins */
+    ck_assert_str_eq(jsonata_closest_function(env, "lenght"), "length");
+    ck_assert_str_eq(jsonata_closest_function(env, "upper"), "uppercase");
+    ck_assert_str_eq(jsonata_closest_function(env, "substr"), "substring");
+    ck_assert_str_eq(jsonata_closest_function(env, "previousNod"), "previousNode");
+    ck_assert_ptr_null(jsonata_closest_function(env, "frobnicate"));
+    ck_assert_ptr_null(jsonata_closest_function(NULL, "previousNod"));
+    jsonata_env_free(env);
+}
+END_TEST
+
 START_TEST(limits) {
     jsonata_options o = {0};
     o.time_limit_ms = 50;
@@ -405,6 +450,7 @@ int main(void) {
     tcase_add_test(tc, bindings_and_lambdas);
     tcase_add_test(tc, errors_carry_code_position_token);
     tcase_add_test(tc, registered_native_functions);
+    tcase_add_test(tc, unknown_function_calls);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
     tcase_add_test(tc, operator_chains_are_bounded);

@@ -623,7 +623,12 @@ START_TEST(dispatch_tools_call) {
     /* unknown tool and bad shapes are protocol errors */
     b = call("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}}", MCP_LOG_OFF, NULL, &st);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "error"), "code")), MCP_INVALID_PARAMS);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "error"), "message")), "Unknown tool: nope");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "error"), "message")),
+                     "Unknown tool: nope; tools: echo, say, fail, steps, cancel, bad_out"); /* few: listed */
+    json_decref(b);
+    b = call("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"ech\"}}", MCP_LOG_OFF, NULL, &st);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "error"), "message")),
+                     "Unknown tool: ech; did you mean 'echo'?; tools: echo, say, fail, steps, cancel, bad_out");
     json_decref(b);
     b = call("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}", MCP_LOG_OFF, NULL, &st);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b, "error"), "code")), MCP_INVALID_PARAMS);

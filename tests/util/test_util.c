@@ -434,6 +434,50 @@ START_TEST(tally_counts_per_name_with_a_bound) {
 }
 END_TEST
 
+START_TEST(closest_name_within_the_threshold) {
+    const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
+    const size_t n = sizeof tools / sizeof tools[0];
+    ck_assert_str_eq(gg_closest("digst", tools, n), "digest");   /* one deletion */
+    ck_assert_str_eq(gg_closest("dgiest", tools, n), "digest");  /* a swap is two edits */
+    ck_assert_str_eq(gg_closest("digest", tools, n), "digest");  /* exact */
+    ck_assert_str_eq(gg_closest("sumarise", tools, n), "summarize");
+    ck_assert_str_eq(gg_closest("fetch_pag", tools, n), "fetch_page"); /* the closer of two */
+    ck_assert_str_eq(gg_closest("fetch_pagess", tools, n), "fetch_pages");
+    ck_assert_ptr_null(gg_closest("xyz", tools, n));             /* 3 edits from nothing near */
+    ck_assert_ptr_null(gg_closest("dig", tools, n));             /* 3 edits > max(2, 1) */
+    ck_assert_ptr_null(gg_closest("", tools, n));
+    ck_assert_ptr_null(gg_closest("digst", tools, 0));
+    ck_assert_ptr_null(gg_closest(NULL, tools, n));
+    /* the threshold grows with the word: 12 letters allow 4 edits, not 5 */
+    const char *const long_names[] = {"abcdefghijkl"};
+    ck_assert_str_eq(gg_closest("abcdefghWXYZ", long_names, 1), "abcdefghijkl");
+    ck_assert_ptr_null(gg_closest("abcdefgVWXYZ", long_names, 1));
+    /* equally close: the first */
+    const char *const ties[] = {"cat", "bat"};
+    ck_assert_str_eq(gg_closest("at", ties, 2), "cat");
+    /* the message tail: the closest, then the list while it is short */
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_suggest(&b, "digst", tools, n, "tools");
+    ck_assert_str_eq(b.data, "; did you mean 'digest'?; tools: digest, summarize, fetch_page, fetch_pages");
+    gg_strbuf_free(&b);
+    gg_suggest(&b, "xyz", tools, n, "tools");
+    ck_assert_str_eq(b.data, "; tools: digest, summarize, fetch_page, fetch_pages");
+    gg_strbuf_free(&b);
+    const char *many[GG_SUGGEST_LIST_MAX + 1];
+    char names[GG_SUGGEST_LIST_MAX + 1][8];
+    for (size_t i = 0; i <= GG_SUGGEST_LIST_MAX; i++) {
+        snprintf(names[i], sizeof names[i], "t%zu", i);
+        many[i] = names[i];
+    }
+    gg_suggest(&b, "tool", many, GG_SUGGEST_LIST_MAX, "tools"); /* 20: listed */
+    ck_assert_ptr_nonnull(strstr(b.data, "; tools: t0, t1, "));
+    gg_strbuf_free(&b);
+    gg_suggest(&b, "t20x", many, GG_SUGGEST_LIST_MAX + 1, "tools"); /* 21: only the closest */
+    ck_assert_str_eq(b.data, "; did you mean 't20'?");
+    gg_strbuf_free(&b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -449,6 +493,7 @@ int main(void) {
     tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
+    tcase_add_test(tc, closest_name_within_the_threshold);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);

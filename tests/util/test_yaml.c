@@ -186,6 +186,50 @@ START_TEST(bounds_hold_in_every_reader) {
 }
 END_TEST
 
+#define RUN_ON_ERROR                                                                                           \
+    "YAML syntax error: this line needs a ':' after its key (a mapping entry is written 'key: value'; without it " \
+    "the line runs on into the next one)"
+#define TAB_ERROR "YAML syntax error: tab characters are not allowed for indentation in YAML (use spaces)"
+
+/* src through the graph reader: "CODE@L:C MESSAGE" of its syntax error. */
+static char *yaml_error(const char *src) {
+    ydoc d;
+    gg_error e = GG_ERROR_INIT;
+    char *out = NULL;
+    if (gg_yaml_doc_parse(&d, src, strlen(src), 0, &e)) gg_yaml_doc_free(&d);
+    else if (asprintf(&out, "%s@%d:%d %s", e.code, e.line, e.column, e.message) < 0) out = NULL;
+    gg_error_clear(&e);
+    return out;
+}
+
+/* Syntax errors point where the writer must look: a tab used as indentation is named at the
+ * tab; a key without its ':' at the key's line, not at a later line where libyaml gives up. */
+START_TEST(syntax_errors_point_at_the_mistake) {
+    static const char *const cases[][2] = {
+        {"a: 1\nb:\n\tc: 2\n", "yaml@3:1 " TAB_ERROR},
+        {"a:\n  b: 1\n  \tc: 2\n", "yaml@3:3 " TAB_ERROR},
+        {"a:\n  - id: x\n    next exit\n    type: t\n",
+         "yaml@3:5 YAML syntax error: could not find expected ':' after the key that starts here (a mapping entry is "
+         "written 'key: value')"},
+        /* the next line is a key at the same indentation: the first one runs on into it */
+        {"a:\n  b 1\n  c: 2\n", "yaml@2:3 " RUN_ON_ERROR},
+        {"a:\n  b 1\n\n  # note\n  c: 2\n", "yaml@2:3 " RUN_ON_ERROR},
+        /* other errors keep libyaml's words and mark */
+        {"a:\n  b: 1\n  c: 2: 3\n", "yaml@3:7 YAML syntax error: mapping values are not allowed in this context"},
+        {"a:\n  b: 1\n  - x\n", "yaml@3:3 YAML syntax error: did not find expected key while parsing a block mapping"},
+        {"a: {b: 1\nc: 2\n",
+         "yaml@2:2 YAML syntax error: did not find expected ',' or '}' while parsing a flow mapping"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = yaml_error(cases[i][0]);
+        ck_assert_msg(got && !strcmp(got, cases[i][1]), "case %zu: %s", i, got ? got : "(parsed)");
+        free(got);
+    }
+    char *fine = yaml_error("a:\tb\n"); /* a tab that is not indentation is YAML */
+    ck_assert_ptr_null(fine);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("yaml");
     TCase *tc = tcase_create("core");
@@ -193,6 +237,7 @@ int main(void) {
     tcase_add_test(tc, graph_and_spec_read_a_scalar_alike);
     tcase_add_test(tc, config_reads_numbers_like_graphs);
     tcase_add_test(tc, bounds_hold_in_every_reader);
+    tcase_add_test(tc, syntax_errors_point_at_the_mistake);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
