@@ -75,7 +75,10 @@ try {
   // ---- a draft with a broken branch: the error listed and placed on its node
   await page.click('a[href$="/draft?from=triage"]');
   await page.waitForFunction(() => { const a = document.querySelector('#draft'); return a && a.value.includes('Ticket triage'); }, WAIT);
-  await page.$eval('#draft', (a) => { a.value = a.value.replace('next: "incident"', 'next: "nowhere"'); });
+  // (a target naming no node is an error; a call of a function nothing defines, a warning)
+  await page.$eval('#draft', (a) => {
+    a.value = a.value.replace('next: "incident"', 'next: "nowhere"').replace('"page_on_call": true}', '"page_on_call": $upper("x")}');
+  });
   await page.click('form.draft button[type=submit]');
   await page.waitForSelector('#draft-result svg.diagram', WAIT);
   check('draft errors listed with their position', (await texts('.diags li.diag-error')).some((x) => x.includes('33:') && x.includes("'nowhere'")));
