@@ -741,10 +741,14 @@ START_TEST(metrics_and_ready) {
     r = call(PUB, NULL, "/nope", NULL, 0, NULL, false);
     reply_free(&r);
     /* A request is counted when its connection's polling thread completes it, just after
-     * the answer went out; the scrape may run on the other polling thread first. */
+     * the answer went out; the scrape may run on the other polling thread first, and the
+     * two earlier requests may complete in either order, so wait for both. */
     for (int tries = 0;; tries++) {
         r = call(INT, NULL, "/metrics", NULL, 0, NULL, false);
-        if (tries == 100 || (r.body.data && strstr(r.body.data, "route=\"unmatched\",method=\"\",status=\"404\"} 1\n")))
+        if (tries == 500 || (r.body.data &&
+                             strstr(r.body.data, "route=\"unmatched\",method=\"\",status=\"404\"} 1\n") &&
+                             strstr(r.body.data, "route=\"/health\",method=\"GET\",le=\"+Inf\"} 1\n") &&
+                             strstr(r.body.data, "route=\"/health\",method=\"GET\",status=\"200\"} 1\n")))
             break;
         reply_free(&r);
         usleep(10000);
