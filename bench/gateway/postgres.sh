@@ -6,9 +6,9 @@
 # server of your own). Needs what run.sh needs, plus postgresql and postgresql-common.
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${GG_PG_INNER:-}" ]; then
-  command -v pg_virtualenv >/dev/null 2>&1 || { echo "bench: pg_virtualenv not installed (postgresql-common)"; exit 77; }
-  venv() { if [ "$(id -u)" = 0 ]; then flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv "$@"; else pg_virtualenv "$@"; fi; }
-  GG_PG_INNER=1 venv -t -o shared_buffers=64MB bash "$0" "$@"
+  . "$here/../../tests/lib_pg.sh"
+  gg_pg_installed || { echo "bench: pg_virtualenv or a PostgreSQL server not installed (postgresql-common)"; exit 77; }
+  GG_PG_INNER=1 gg_pg_venv -o shared_buffers=64MB bash "$0" "$@"
   exit $?
 fi
 createdb ggbench || { echo "bench: createdb failed"; exit 1; }

@@ -2,8 +2,9 @@
 # bench/gateway/run.sh — tools/call of the switch example graph with 64 connections
 # against graphgate (history.durability durable and async, two servers on databases of
 # their own), nginx serving the same response bytes as a static file, and the same graph in
-# mcpgraph@0.1.23, all in one invocation on this machine. Prints req/s, p50/p99 and the
-# ratios (goals: durable >= 45% of nginx, async >= 50%, >= 20x mcpgraph).
+# mcpgraph@0.1.23, all in one invocation on this machine; also the durable server called with an
+# OAuth access token instead of an API key. Prints req/s, p50/p99 and the ratios (goals:
+# durable >= 45% of nginx, async >= 50%, >= 20x mcpgraph, OAuth >= 90% of the API key).
 #
 # The three HTTP targets are measured in interleaved rounds (BENCH_ROUNDS, default 5, of
 # SECONDS / rounds each: durable, nginx, async, then the reverse order the next round) and
@@ -123,6 +124,35 @@ nginx -c "$tmp/nginx.conf" -p "$tmp" >/dev/null 2>&1 &
 npid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$nport/answer.json" >/dev/null 2>&1 && break; sleep 0.05; done
 
+# ---- OAuth: the durable server also takes access tokens of an issuer whose metadata and keys
+# nginx serves; the same call with a token (verified once, then by its hash) and with a key
+# are measured in the same rounds
+oauth_ok=""
+if d_admin=$(sed -n 1p "$tmp/keys-sqlite-durable") && "$node" "$top/tests/fixtures/oauth/jwt.mjs" keys "$tmp/as-keys.json" ES256 >/dev/null 2>&1; then
+  iss="http://127.0.0.1:$nport"
+  mkdir -p "$tmp/www/.well-known"
+  python3 - "$tmp/as-keys.json" "$iss" "$tmp/www" <<'PY'
+import json, sys
+keys = [{k: v for k, v in j.items() if k not in ("d", "p", "q", "dp", "dq", "qi")} for j in json.load(open(sys.argv[1]))["keys"]]
+json.dump({"keys": keys}, open(sys.argv[3] + "/jwks.json", "w"))
+json.dump({"issuer": sys.argv[2], "jwks_uri": sys.argv[2] + "/jwks.json"}, open(sys.argv[3] + "/.well-known/oauth-authorization-server", "w"))
+PY
+  kid=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['keys'][0]['kid'])" "$tmp/as-keys.json")
+  token=$("$node" "$top/tests/fixtures/oauth/jwt.mjs" mint "$tmp/as-keys.json" "$kid" \
+    "{\"iss\":\"$iss\",\"aud\":\"$d_url\",\"sub\":\"bench\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+3600\"}")
+  d_pub=${d_url%/mcp/bench/switch}
+  curl -s -o /dev/null -X PUT -H "Authorization: Bearer $d_admin" -H 'Content-Type: application/json' \
+    --data-binary "{\"issuers\":[{\"issuer\":\"$iss\"}]}" "$d_pub/admin/tenants/bench/oauth"
+  for _ in $(seq 100); do
+    o_sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+      -H 'Accept: application/json, text/event-stream' "$d_url" \
+      --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+      | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
+    [ -n "$o_sid" ] && break; sleep 0.1 # the keys are fetched in the background
+  done
+  [ -n "$o_sid" ] && oauth_ok=1 || echo "bench: the OAuth session did not open; no OAuth row"
+fi
+
 # wrk OUT URL SCRIPT [env...] → runs one measurement
 measure() {
   local out=$1 u=$2 script=$3; shift 3
@@ -138,11 +168,12 @@ field() { # file → rps p50 p99 errors(non-2xx + socket + bad answers)
 rounds=${BENCH_ROUNDS:-5}
 rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
 for r in $(seq 1 "$rounds"); do
-  order="durable nginx async"; [ $((r % 2)) = 0 ] && order="async nginx durable"
+  order="durable nginx async${oauth_ok:+ oauth}"; [ $((r % 2)) = 0 ] && order="${oauth_ok:+oauth }async nginx durable"
   for t in $order; do
     case $t in
       durable) env KEY="$d_key" SID="$d_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$d_url" ;;
       async) env KEY="$a_key" SID="$a_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$a_url" ;;
+      oauth) env KEY="$token" SID="$o_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$d_url" ;;
       nginx) wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/static.lua" "http://127.0.0.1:$nport/answer.json" ;;
     esac > "$tmp/$t-$r.txt" 2>&1
   done
@@ -188,6 +219,7 @@ kill "$npid" 2>/dev/null; npid=""
 read -r g_rps g_p50 g_p99 g_bad <<<"$(rounds_field "$tmp"/durable-*.txt)"
 read -r a_rps a_p50 a_p99 a_bad <<<"$(rounds_field "$tmp"/async-*.txt)"
 read -r n_rps n_p50 n_p99 n_bad <<<"$(rounds_field "$tmp"/nginx-*.txt)"
+[ -n "$oauth_ok" ] && read -r o_rps o_p50 o_p99 o_bad <<<"$(rounds_field "$tmp"/oauth-*.txt)"
 
 # ---- mcpgraph (stdio, driven by the SDK client): one call at a time from the rounds (calls
 # over seconds, the median round's percentiles), 64 in flight once here
@@ -213,6 +245,7 @@ read -r mp_rps mp_p50 mp_p99 mp_fail mp_ok <<<"$m_par"
 printf '\n%-34s %12s %10s %10s %8s\n' "target ($conns conn., $rounds x ${rsecs}s)" "req/s" "p50" "p99" "errors"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (durable)" "$g_rps" "$g_p50" "$g_p99" "$g_bad"
 printf '%-34s %12s %10s %10s %8s\n' "graphgate tools/call (async)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
+[ -n "$oauth_ok" ] && printf '%-34s %12s %10s %10s %8s\n' "graphgate OAuth token (durable)" "$o_rps" "$o_p50" "$o_p99" "$o_bad"
 if [ -n "$pg_url" ]; then
   printf '%-34s %12s %10s %10s %8s\n' "graphgate on PostgreSQL (durable)" "$pd_rps" "$pd_p50" "$pd_p99" "$pd_bad"
   printf '%-34s %12s %10s %10s %8s\n' "graphgate on PostgreSQL (async)" "$pa_rps" "$pa_p50" "$pa_p99" "$pa_bad"
@@ -240,6 +273,7 @@ PY
   echo "history records, PostgreSQL durable run: ${hist_durable_pg:-?}"
   echo "history records, PostgreSQL async run:   ${hist_async_pg:-?}"
 fi
+[ -n "$oauth_ok" ] && python3 -c "import sys; o, g = float(sys.argv[1] or 0), float(sys.argv[2] or 0); print('OAuth token / API key     = %.1f%%  (the same durable server; goal >= 90%%)' % (100 * o / g if g else 0))" "$o_rps" "$g_rps"
 echo "history records, durable run: ${hist_durable:-?}"
 echo "history records, async run:   ${hist_async:-?}"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

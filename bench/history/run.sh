@@ -13,6 +13,8 @@ runs=${2:-100000}
 rate=${3:-20000}
 make -s -C "$build" bench/history/bench_history >/dev/null
 if [ -n "$pg" ]; then
-  exec flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv -t env GG_BENCH_PG=1 "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"
+  . "$src/tests/lib_pg.sh"
+  gg_pg_venv -- env GG_BENCH_PG=1 "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"
+  exit $?
 fi
 exec "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"

@@ -116,6 +116,15 @@ typedef struct gg_config {
     long long session_ttl_ms;     /* session.ttl: 24h */
     long long session_idle_timeout_ms; /* session.idle_timeout: 30m; 0 = sessions never idle */
     char *key_pepper;             /* auth.key_pepper: NULL = per-database random pepper */
+    char *public_url;             /* public_url: the base URL clients reach the public
+                                   * listener at ("https://mcp.example.com"); names the
+                                   * OAuth resources; NULL = http://<listen> on a loopback
+                                   * listen address, else OAuth tokens are not accepted */
+    long long oauth_refresh_ms;   /* oauth.refresh: an issuer's keys refetched; 5m */
+    long long oauth_unknown_kid_interval_ms; /* oauth.unknown_kid_interval: at most one
+                                   * refetch per issuer this often for unknown kids; 10s */
+    long long oauth_fetch_timeout_ms; /* oauth.fetch_timeout: one metadata/JWKS fetch; 5s */
+    size_t oauth_max_document_bytes;  /* oauth.max_document_bytes: 256 KiB */
     long long key_cache_ttl_ms;   /* auth.key_cache_ttl: 30s (revocation in-process is
                                    * immediate, from another process within 1s) */
     double rate_limit_rate;       /* rate_limit.rate: requests/s per key; 0 = unlimited */
@@ -163,7 +172,7 @@ typedef struct gg_config {
     size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */
     long long history_tenant_max_rows; /* history.tenant_max_rows: 100000; 0 = no cap */
     size_t history_tenant_max_bytes; /* history.tenant_max_bytes: 256MiB; 0 = no cap */
-    /* downstream MCP servers (what one may cost the gateway; see README "Downstream limits") */
+    /* downstream MCP servers (what one may cost the gateway; see docs/operations.md "Downstream limits") */
     size_t downstream_max_message_bytes; /* downstream.max_message_bytes: one message (stdio line,
                                           * HTTP body or event); 4MiB */
     size_t downstream_max_parse_bytes; /* downstream.max_parse_bytes: heap one message's parse may

@@ -58,6 +58,11 @@ static const key_def keys[] = {
     {"log.access", T_BOOL, F(access_log), 0, 0, false},
     {"log.access_file", T_STR, F(access_log_file), 0, 0, false},
     {"session.secret", T_STR, F(session_secret), 0, 0, true},
+    {"public_url", T_STR, F(public_url), 0, 0, false},
+    {"oauth.refresh", T_DUR, F(oauth_refresh_ms), 10000, 86400000, false},
+    {"oauth.unknown_kid_interval", T_DUR, F(oauth_unknown_kid_interval_ms), 1000, 3600000, false},
+    {"oauth.fetch_timeout", T_DUR, F(oauth_fetch_timeout_ms), 100, 60000, false},
+    {"oauth.max_document_bytes", T_SIZE, F(oauth_max_document_bytes), 1024, 16.0 * 1024 * 1024, false},
     {"session.ttl", T_DUR, F(session_ttl_ms), 1000, 31.0 * 86400000, false},
     {"session.idle_timeout", T_DUR, F(session_idle_timeout_ms), 0, 31.0 * 86400000, false},
     {"auth.key_pepper", T_STR, F(key_pepper), 0, 0, true},
@@ -239,6 +244,10 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->http_max_connections = 1024;
     c->http_max_conn_per_ip = 256;
     c->http_receive_timeout_ms = 15000;
+    c->oauth_refresh_ms = 300000;
+    c->oauth_unknown_kid_interval_ms = 10000;
+    c->oauth_fetch_timeout_ms = 5000;
+    c->oauth_max_document_bytes = 256 * 1024;
     c->otel_sampling_ratio = 1;
     c->otel_queue_spans = 2048;
     c->otel_batch_spans = 256;
@@ -660,6 +669,15 @@ bool gg_config_validate(const gg_config *c, gg_error *err) {
     if (!c->db_path || !*c->db_path) {
         gg_error_set(err, "invalid_config", "database.path must not be empty");
         return false;
+    }
+    if (c->public_url && *c->public_url) {
+        size_t n = strlen(c->public_url);
+        if ((strncmp(c->public_url, "https://", 8) && strncmp(c->public_url, "http://", 7)) ||
+            strpbrk(c->public_url, "?#@ ") || c->public_url[n - 1] == '/') {
+            gg_error_set(err, "invalid_config",
+                         "public_url must be an http(s) base URL without a trailing slash, query or fragment");
+            return false;
+        }
     }
     if (c->session_secret && *c->session_secret && strlen(c->session_secret) < 32) {
         gg_error_set(err, "invalid_config", "session.secret must be at least 32 characters");

@@ -380,7 +380,14 @@ static void maybe_touch(gg_auth *a, const char *id, double now) {
     if (due && h) gg_history_touch_key(h, id, gg_wall_ms());
 }
 
+/* An API key's principal carries no token fields. */
+static inline void not_oauth(gg_principal *p) {
+    p->oauth = false;
+    p->subject[0] = p->client_id[0] = p->issuer[0] = '\0';
+}
+
 gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_principal *out) {
+    if (out) not_oauth(out);
     if (!key) return GG_AUTH_MISSING;
     char id[GG_KEY_ID_LEN + 1];
     const char *secret;
@@ -400,6 +407,7 @@ gg_auth_status gg_auth_verify(gg_auth *a, const char *key, size_t len, gg_princi
         gg_history *h = atomic_load(&a->history);
         if (touch && h) gg_history_touch_key(h, id, gg_wall_ms());
         front_fill(a, id, tag, &p, loaded_ms, now, epoch);
+        not_oauth(&p);
         if (out) *out = p;
         return GG_AUTH_OK;
     }

@@ -18,6 +18,7 @@
 #define GG_AUTH_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #include "store/store.h"
@@ -118,9 +119,11 @@ void gg_auth_set_history(gg_auth *a, gg_history *h);
 void gg_auth_set_limits(gg_auth *a, double rate, int burst, int tenant_max_concurrent);
 
 typedef struct gg_principal {
-    char key_id[GG_KEY_ID_LEN + 1];
+    char key_id[GG_KEY_ID_LEN + 1]; /* an API key's id; for a token, a hash of issuer + subject */
     char tenant[GG_TENANT_MAX];
     unsigned scopes;
+    bool oauth; /* an OAuth access token, not an API key: the fields below are set */
+    char subject[96], client_id[96], issuer[160]; /* cut to fit: for display and history */
 } gg_principal;
 
 typedef enum {
@@ -171,5 +174,119 @@ int gg_auth_exec_in_use(gg_auth *a, const char *tenant);
  * its own tenant and the scope.) Returns the missing scope via *missing (0 = tenant
  * mismatch) when false. */
 bool gg_auth_allows(const gg_principal *p, const char *tenant, gg_scope need, unsigned *missing);
+
+/* ---- JWT access tokens (jwt.c; pure, any thread) --------------------------------------- */
+
+/* Signature algorithms an issuer may be allowed. Never `none`, never an HMAC algorithm:
+ * a resource server holds only public keys, so HS256 "keyed" with one is a forgery. */
+enum { GG_JWT_RS256 = 1u << 0, GG_JWT_PS256 = 1u << 1, GG_JWT_ES256 = 1u << 2, GG_JWT_EDDSA = 1u << 3 };
+#define GG_JWT_ALGS_DEFAULT (GG_JWT_RS256 | GG_JWT_PS256 | GG_JWT_ES256 | GG_JWT_EDDSA)
+#define GG_JWT_MAX_BYTES 8192
+/* "RS256" → GG_JWT_RS256; 0 for anything unsupported. */
+unsigned gg_jwt_alg_bit(const char *name);
+
+typedef struct gg_jwt_check {
+    const char *issuer;     /* `iss` must equal it exactly */
+    const char *audience;   /* `aud` (string or array) must contain it: RFC 8707's resource */
+    unsigned algs;          /* GG_JWT_* allowed */
+    double skew_s;          /* tolerated clock difference for exp, nbf, iat */
+    double now_s;           /* seconds since the epoch */
+    size_t max_token_bytes; /* 0: GG_JWT_MAX_BYTES */
+} gg_jwt_check;
+
+typedef enum {
+    GG_JWT_OK,
+    GG_JWT_INVALID,     /* err "invalid_token" says why, without quoting the token */
+    GG_JWT_UNKNOWN_KID, /* the header names a kid the key set lacks: the caller may refetch
+                         * the JWKS (rate-limited) and try again */
+} gg_jwt_result;
+
+/* Verify a compact JWS access token against the issuer's JWK Set (borrowed) and check its
+ * claims. On GG_JWT_OK *claims gets the payload (caller's reference). */
+gg_jwt_result gg_jwt_verify(const char *token, size_t len, const json_t *jwks, const gg_jwt_check *c,
+                            json_t **claims, gg_error *err);
+/* The header's kid (malloc'd) or NULL; no verification. */
+char *gg_jwt_kid(const char *token, size_t len);
+/* The claims' iss (malloc'd) or NULL, unverified: only to choose whose keys verify it. */
+char *gg_jwt_unverified_issuer(const char *token, size_t len);
+
+/* ---- a tenant's OAuth authorization servers (oauth.c; pure, any thread) ---------------- */
+
+/* Check and normalize PUT /admin/tenants/{t}/oauth's body:
+ *   {"issuers": [{"issuer": URL, "jwks_uri"?: URL, "algorithms"?: [...],
+ *                 "clock_skew_s"?: 0..300, "scope_map"?: {"token scope": ["tools:read", ...]},
+ *                 "tenant_claim"?: "claim that must equal the tenant's name"}]}
+ * Defaults are written in (all four algorithms, 60 s, graphgate's scope names mapping to
+ * themselves). Returns a new definition, or NULL + "invalid_argument" saying what is wrong.
+ * A token never gets admin or graphs:write: those stay with API keys. */
+json_t *gg_oauth_definition_check(const json_t *in, gg_error *err);
+/* The issuer entry of a (normalized) definition whose "issuer" equals iss, or NULL. */
+const json_t *gg_oauth_issuer_find(const json_t *definition, const char *iss);
+/* graphgate scopes a verified token grants: its `scope` (space-separated) and `scp`
+ * (array) values through the issuer's scope_map. */
+unsigned gg_oauth_claims_scopes(const json_t *issuer_def, const json_t *claims);
+/* An issuer or jwks_uri URL: https, or http to a loopback host; no query, fragment or user
+ * info. false + "invalid_argument" naming what. */
+bool gg_oauth_url_ok(const char *url, const char *what, gg_error *err);
+/* The token scopes a client should ask for (scope_map names across issuers, in order,
+ * space-separated) into buf; an empty string when none fits. */
+void gg_oauth_scopes_text(const json_t *definition, char *buf, size_t n);
+
+/* ---- graphgate as an OAuth resource server (issuers.c; thread-safe) --------------------
+ * Ownership: gg_oauth borrows the store; one background thread (started by _new, joined by
+ * _free) fetches each followed issuer's metadata and JWKS, bounded in time and size, and
+ * refreshes them every refresh_s and on an unknown kid (at most once per
+ * unknown_kid_interval_s per issuer). Requests never wait on the network: they read what
+ * the fetcher published. Verified tokens are remembered by hash (with tenant and resource)
+ * until they expire, at most 5 minutes, and forgotten when a definition changes. */
+typedef struct gg_oauth gg_oauth;
+typedef struct gg_oauth_options {
+    double refresh_s;              /* 300 */
+    double unknown_kid_interval_s; /* 10 */
+    double fetch_timeout_s;        /* 5 */
+    size_t max_document_bytes;     /* 256 KiB: metadata and JWKS answers */
+} gg_oauth_options;
+gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err);
+void gg_oauth_free(gg_oauth *o);
+/* Another replica (or the CLI) may have changed definitions: read the generation now. */
+void gg_oauth_changed(gg_oauth *o);
+/* This process changed tenant's definition: forget cached ones and tokens now. */
+void gg_oauth_tenant_changed(gg_oauth *o, const char *tenant);
+
+typedef enum {
+    GG_OAUTH_OK,
+    GG_OAUTH_NONE,        /* the tenant has no authorization servers */
+    GG_OAUTH_INVALID,     /* err "invalid_token" says why */
+    GG_OAUTH_UNAVAILABLE, /* keys not fetched yet, or the store unreadable: try again shortly */
+} gg_oauth_result;
+/* Verify an access token presented to resource (the endpoint's canonical URL) of tenant;
+ * on GG_OAUTH_OK *out is the principal (oauth set; key_id stable per issuer and subject). */
+gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
+                                size_t len, gg_principal *out, gg_error *err);
+/* The tenant's definition (new reference), following its issuers from now on; NULL +
+ * "not_found" when it has none, or a store error. */
+json_t *gg_oauth_definition(gg_oauth *o, const char *tenant, gg_error *err);
+/* What is known of one issuer entry: keys, jwks_uri, fetched_at, last_error, fetches. */
+json_t *gg_oauth_issuer_status(gg_oauth *o, const json_t *entry);
+void gg_oauth_metrics(gg_oauth *o, unsigned long *fetches, unsigned long *failures);
+
+/* ---- MCP endpoints as OAuth protected resources (http_oauth.c) -------------------------
+ * The endpoint a request is for: tenant, its canonical URL (the token's audience; NULL when
+ * the server has no public URL, then tokens are not taken) and its RFC 9728 metadata URL.
+ * All borrowed. The scopes a challenge names come from the tenant's definition. */
+typedef struct gg_resource {
+    const char *tenant, *url, *metadata_url;
+} gg_resource;
+/* An API key as gg_auth_http_check takes it, or a bearer JWT verified by o for r (o may be
+ * NULL: keys only). Failures fill res: 401 with a challenge naming r's metadata when its
+ * tenant has authorization servers, 503 + Retry-After, 429 + Retry-After. */
+bool gg_auth_http_check_resource(gg_auth *auth, gg_oauth *o, struct gg_http_req *req, struct gg_http_res *res,
+                                 const gg_resource *r, gg_principal *out);
+/* 403 naming the scope; for a token also the step-up challenge (error="insufficient_scope"). */
+void gg_auth_http_insufficient_scope_at(struct gg_http_res *res, gg_oauth *o, const gg_resource *r,
+                                        const gg_principal *p, gg_scope need);
+/* Set WWW-Authenticate: Bearer with the given parameters (each may be NULL). */
+void gg_auth_http_challenge(struct gg_http_res *res, const gg_resource *r, const char *error, const char *desc,
+                            const char *scope);
 
 #endif

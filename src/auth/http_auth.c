@@ -15,7 +15,8 @@ bool gg_auth_http_check(gg_auth *auth, gg_http_req *req, gg_http_res *res, gg_pr
     gg_auth_status st = gg_auth_verify(auth, key, len, out);
     if (st == GG_AUTH_ERROR) { /* the store cannot be read: try again shortly */
         gg_http_res_header(res, "Retry-After", "1");
-        gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st));
+        gg_http_res_error_extra(res, 503, "unavailable", json_pack("{s:i}", "retry_after", 1), "%s",
+                                gg_auth_status_message(st));
         return false;
     }
     if (st != GG_AUTH_OK) {
@@ -28,18 +29,17 @@ bool gg_auth_http_check(gg_auth *auth, gg_http_req *req, gg_http_res *res, gg_pr
         char ra[16];
         snprintf(ra, sizeof ra, "%d", wait);
         gg_http_res_header(res, "Retry-After", ra);
-        gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded for this key; retry in %d s", wait);
+        gg_http_res_error_extra(res, 429, "rate_limited", json_pack("{s:i}", "retry_after", wait),
+                                "rate limit exceeded for this key; retry in %d s", wait);
         return false;
     }
     return true;
 }
 
-/* See auth.h. The body keeps the node knowledge server's shape (error, message,
- * required_scope), which its clients read. */
+/* See auth.h. The JSON error model, with the scope the key lacks as a member of its own
+ * so that clients (the console, the node-spec clients) need not parse the message. */
 void gg_auth_http_insufficient_scope(gg_http_res *res, gg_scope need) {
     const char *name = gg_scope_name(need);
-    char msg[64];
-    snprintf(msg, sizeof msg, "Required scope: %s", name);
-    json_t *b = json_pack("{s:s,s:s,s:s}", "error", "insufficient_scope", "message", msg, "required_scope", name);
-    if (!b || !gg_http_res_json(res, 403, b)) gg_http_res_error(res, 403, "insufficient_scope", "Required scope: %s", name);
+    gg_http_res_error_extra(res, 403, "insufficient_scope", json_pack("{s:s}", "required_scope", name),
+                            "Required scope: %s", name);
 }

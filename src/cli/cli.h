@@ -67,4 +67,10 @@ int gg_cmd_specs(int argc, char **argv);
 void gg_cli_timeline_execution(FILE *f, json_t *execution);
 void gg_cli_timeline_history(FILE *f, json_t *history, double elapsed_ms);
 
+/* JSON as every command prints it (timeline.c): JSON.stringify(v, null, indent) and a
+ * newline, numbers shortest round trip (48.6, never jansson's %.17g 48.600000000000001),
+ * as the executions API and `graphgate eval` print them. Nothing for v NULL; false when
+ * out of memory. */
+bool gg_cli_print_json(FILE *f, json_t *v, int indent);
+
 #endif

@@ -8,19 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "graph/graph.h"
 #include "jsonata/jsonata.h"
 #include "jsonlogic/jsonlogic.h"
 
 #define EVAL_MAX_INPUT (64L * 1024 * 1024) /* largest expression or input file read */
 
 static const char eval_usage[] =
-    "usage: graphgate eval jsonata [--bindings JSON] [--file EXPR_FILE | EXPR] [INPUT.json]\n"
+    "usage: graphgate eval jsonata [--bindings JSON] [--history FILE] [--file EXPR_FILE | EXPR] [INPUT.json]\n"
     "       graphgate eval jsonlogic [--compat] RULE_JSON [DATA.json]\n"
     "\n"
     "jsonata    evaluate a JSONata 2.2 expression against INPUT.json (or stdin when it is\n"
     "           not a terminal); prints the result as JSON, nothing when it is undefined.\n"
     "           --bindings JSON  an object of extra $variables\n"
     "           --file FILE      read the expression from FILE\n"
+    "           --history FILE   a graph run's node records [{nodeId, output}, ...] in execution\n"
+    "                            order (run --trace lines in an array, or executions show --json):\n"
+    "                            $previousNode, $executionCount, $nodeExecution and\n"
+    "                            $nodeExecutions read them, and without INPUT.json the input is\n"
+    "                            the context {nodeId: latest output} a transform node would see\n"
     "jsonlogic  apply a JSON Logic rule (json-logic-js 2.0.5 semantics) to DATA.json (or\n"
     "           stdin when it is not a terminal); prints the result as JSON.\n"
     "           --compat         the compat suites' semantics (val, ??, try, throw, ...)\n"
@@ -106,12 +112,36 @@ static void print_error(const gg_error *e) {
     fputc('\n', stderr);
 }
 
+/* --history FILE as a run's history; NULL (message printed) when unreadable or malformed. */
+static gg_graph_history *load_history(const char *path) {
+    size_t len = 0;
+    char *text = read_path(path, &len);
+    if (!text) {
+        fprintf(stderr, "graphgate eval jsonata: cannot read %s\n", path);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *v = parse_json(text, len, &je);
+    free(text);
+    if (!v) {
+        fprintf(stderr, "graphgate eval jsonata: %s: line %d column %d: %s\n", path, je.line, je.column, je.text);
+        return NULL;
+    }
+    gg_error err = GG_ERROR_INIT;
+    gg_graph_history *h = gg_graph_history_load(v, &err);
+    if (!h) fprintf(stderr, "graphgate eval jsonata: %s: %s\n", path, err.message);
+    gg_error_clear(&err);
+    json_decref(v);
+    return h;
+}
+
 static int eval_jsonata(int argc, char **argv) {
-    const char *bindings_text = NULL, *expr_file = NULL, *expr = NULL, *input = NULL;
+    const char *bindings_text = NULL, *expr_file = NULL, *expr = NULL, *input = NULL, *history_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) { fputs(eval_usage, stdout); return GG_EXIT_OK; }
         if (strcmp(argv[i], "--bindings") == 0 && i + 1 < argc) bindings_text = argv[++i];
         else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc) expr_file = argv[++i];
+        else if (strcmp(argv[i], "--history") == 0 && i + 1 < argc) history_file = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1] == '-') {
             fprintf(stderr, "graphgate eval jsonata: unknown or incomplete option '%s'\n%s", argv[i], eval_usage);
             return GG_EXIT_USAGE;
@@ -130,8 +160,10 @@ static int eval_jsonata(int argc, char **argv) {
         expr = expr_text;
     }
     json_t *bindings = NULL, *in = NULL;
+    gg_graph_history *hist = NULL;
     bool present;
     int rc = GG_EXIT_USAGE;
+    if (history_file && !(hist = load_history(history_file))) goto out;
     if (bindings_text) {
         json_error_t je;
         bindings = parse_json(bindings_text, strlen(bindings_text), &je);
@@ -142,15 +174,23 @@ static int eval_jsonata(int argc, char **argv) {
         }
     }
     if (!load_input("jsonata", input, &in, &present)) goto out;
+    if (hist && !present) { /* what a transform node after those records sees as $ */
+        in = json_incref(gg_graph_history_context(hist));
+        present = in != NULL;
+    }
     gg_error err = GG_ERROR_INIT;
-    jsonata_expr *e = jsonata_compile(expr, NULL, &err);
-    json_t *r = e ? jsonata_evaluate(e, present ? in : NULL, bindings, NULL, NULL, &err) : NULL;
+    /* the graph's environment: the history functions read --history or say they need it */
+    jsonata_env *env = gg_graph_expr_env(hist != NULL, &err);
+    jsonata_expr *e = env ? jsonata_compile(expr, env, &err) : NULL;
+    json_t *r = e ? gg_graph_history_evaluate(hist, e, present ? in : NULL, bindings, &err) : NULL;
     if (gg_error_is_set(&err)) { print_error(&err); rc = GG_EXIT_FAIL; }
     else rc = r ? print_json(r) : GG_EXIT_OK; /* undefined prints nothing */
     json_decref(r);
     jsonata_free(e);
+    jsonata_env_free(env);
     gg_error_clear(&err);
 out:
+    gg_graph_history_free(hist);
     json_decref(bindings);
     json_decref(in);
     free(expr_text);

@@ -55,11 +55,7 @@ static int fail(const char *cmd, gg_error *err) {
     return rc;
 }
 
-static void print_json(json_t *v) {
-    char *txt = v ? json_dumps(v, JSON_INDENT(2)) : NULL;
-    if (txt) puts(txt);
-    free(txt);
-}
+static void print_json(json_t *v) { gg_cli_print_json(stdout, v, 2); }
 
 /* "--name value" or "--name=value" at rest[*i]; advances *i over a separate value. */
 static const char *opt(int n, char **rest, int *i, const char *name) {
@@ -264,7 +260,8 @@ static void executions_usage(FILE *f) {
             "                                [--limit N] [--cursor C] [--json] [--db PATH] [--config FILE]\n"
             "       graphgate executions show ID [--tenant T] [--timeline] [--db PATH] [--config FILE]\n\n"
             "The recorded tool runs, newest first (status: running, succeeded, failed, cancelled,\n"
-            "interrupted; TIME: milliseconds since the epoch), and one run with its node history\n"
+            "interrupted, invalid_input = refused by the tool's inputSchema; TIME:\n"
+            "milliseconds since the epoch), and one run with its node history\n"
             "(JSON, with the run's trace_id; --timeline: each node's start offset, duration, status\n"
             "and a short input/output preview on the run's time axis).\n");
 }
@@ -318,11 +315,11 @@ static int executions_run(gg_store *s, const gg_config *c, int n, char **rest) {
     if (!l) return fail("executions list", &err);
     if (as_json) print_json(l);
     else {
-        printf("%-32s %-20s %-4s %-20s %-11s %-26s %10s\n", "ID", "GRAPH", "VER", "TOOL", "STATUS", "STARTED", "MS");
+        printf("%-32s %-20s %-4s %-20s %-13s %-26s %10s\n", "ID", "GRAPH", "VER", "TOOL", "STATUS", "STARTED", "MS");
         size_t i;
         json_t *e;
         json_array_foreach(json_object_get(l, "executions"), i, e)
-            printf("%-32s %-20s %-4lld %-20s %-11s %-26s %10.2f\n", json_string_value(json_object_get(e, "id")),
+            printf("%-32s %-20s %-4lld %-20s %-13s %-26s %10.3f\n", json_string_value(json_object_get(e, "id")),
                    json_string_value(json_object_get(e, "graph")),
                    (long long)json_integer_value(json_object_get(e, "version")),
                    json_string_value(json_object_get(e, "tool")), json_string_value(json_object_get(e, "status")),

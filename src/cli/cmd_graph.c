@@ -31,9 +31,7 @@ static int graph_validate(int argc, char **argv) {
         for (size_t k = 0; k < d.count; k++) {
             if (json) {
                 json_t *o = gg_graph_diag_json(&d.items[k]);
-                char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-                if (s) printf("%s\n", s);
-                free(s);
+                gg_cli_print_json(stdout, o, 0);
                 json_decref(o);
             } else {
                 char buf[2048];

@@ -97,9 +97,7 @@ static int cmd_list(gg_store *s, const key_opts *o) {
     json_t *list = gg_store_keys_list(s, o->tenant, &err);
     if (!list) return fail("list", &err);
     if (o->json) {
-        char *txt = json_dumps(list, JSON_INDENT(2));
-        if (txt) puts(txt);
-        free(txt);
+        gg_cli_print_json(stdout, list, 2);
     } else {
         printf("%-16s %-20s %-20s %-8s %-24s %s\n", "ID", "TENANT", "NAME", "STATUS", "LAST USED", "SCOPES");
         size_t i;

@@ -54,11 +54,7 @@ static void print_tools(const char *server, json_t *tools, bool header) {
     }
 }
 
-static void print_json(json_t *v) {
-    char *txt = json_dumps(v, JSON_INDENT(2));
-    if (txt) puts(txt);
-    free(txt);
-}
+static void print_json(json_t *v) { gg_cli_print_json(stdout, v, 2); }
 
 static int mcp_sync(const gg_config *c, const char *file, gg_store *store, const char *tenant, bool json) {
     sync_ctx s = {store, tenant, json_object(), 0, (long long)c->tenant_max_catalog_bytes};

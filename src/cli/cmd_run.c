@@ -1,5 +1,7 @@
 /* cmd_run.c — `graphgate run FILE TOOL [--args JSON] [--trace[=compact]]`: execute one tool of
- * a graph file locally (every downstream server allowed), print the result JSON on stdout;
+ * a graph file locally (every downstream server allowed), print the result JSON on stdout.
+ * The arguments and the result are checked against the tool's schemas exactly as the
+ * gateway's tools/call checks them (mcp_tool_check_*), so a run that passes here passes there;
  * --trace writes each node's record as a JSON line on stderr, --trace=compact a timeline. */
 #include "cli/cli.h"
 #include "graph/graph.h"
@@ -37,6 +39,40 @@ static void trace_record(void *user, const gg_graph_event *ev) {
     if (s) fprintf(stderr, "%s\n", s);
     free(s);
     json_decref(rec);
+}
+
+/* The tool's inputSchema or outputSchema compiled (NULL when it declares none, or when the
+ * tool is unknown: the run then says so). The loader compiled it already, so this succeeds. */
+static mcp_schema *tool_schema(gg_graph *g, const char *tool, const char *key) {
+    json_t *s = json_object_get(gg_graph_tool(g, tool), key);
+    gg_error e = GG_ERROR_INIT;
+    mcp_schema *ms = s ? mcp_schema_compile(s, &e) : NULL;
+    gg_error_clear(&e);
+    return ms;
+}
+
+/* The gateway's tools/call check of the arguments (an absent --args is {} there too). */
+static bool args_ok(gg_graph *g, const char *tool, json_t *args) {
+    mcp_schema *in = tool_schema(g, tool, "inputSchema");
+    json_t *checked = args ? json_incref(args) : json_object();
+    gg_error e = GG_ERROR_INIT;
+    bool ok = mcp_tool_check_arguments(in, tool, checked, &e);
+    if (!ok) fprintf(stderr, "graphgate run: %s\n", e.message);
+    gg_error_clear(&e);
+    json_decref(checked);
+    mcp_schema_free(in);
+    return ok;
+}
+
+/* The gateway's check of a result: an object output is its structuredContent. */
+static bool output_ok(gg_graph *g, const char *tool, json_t *output) {
+    mcp_schema *out = tool_schema(g, tool, "outputSchema");
+    gg_error e = GG_ERROR_INIT;
+    bool ok = mcp_tool_check_output(out, tool, json_is_object(output) ? output : NULL, &e);
+    if (!ok) fprintf(stderr, "graphgate run: %s\n", e.message);
+    gg_error_clear(&e);
+    mcp_schema_free(out);
+    return ok;
 }
 
 static int usage(FILE *f) {
@@ -83,8 +119,9 @@ int gg_cmd_run(int argc, char **argv) {
         fprintf(stderr, "%s\n", buf);
     }
     gg_graph_diags_free(&d);
-    if (!g) {
+    if (!g || !args_ok(g, tool, args)) {
         json_decref(args);
+        gg_graph_unref(g);
         return GG_EXIT_USAGE;
     }
     struct sigaction sa = {0}, old_int, old_term;
@@ -98,7 +135,9 @@ int gg_cmd_run(int argc, char **argv) {
     int rc = GG_EXIT_OK;
     bool ok = gg_graph_execute(g, tool, args, &ro, &r);
     if (compact) gg_cli_timeline_history(stderr, r.history, r.elapsed_ms);
-    if (ok) {
+    if (ok && !output_ok(g, tool, r.output)) {
+        rc = GG_EXIT_FAIL;
+    } else if (ok) {
         char *s = jsonata_dump(r.output, 0);
         printf("%s\n", s ? s : "null");
         free(s);

@@ -28,7 +28,7 @@
 static void serve_usage(FILE *f) {
     fprintf(f,
             "usage: graphgate serve [--config FILE] [--listen ADDR:PORT] [--internal-listen ADDR:PORT]\n"
-            "                       [--db PATH] [--migrations DIR] [--workers N]\n\n"
+            "                       [--db PATH] [--migrations DIR] [--workers N] [--print-routes]\n\n"
             "Run the gateway in the foreground until SIGTERM or SIGINT. SIGHUP re-reads the\n"
             "configuration: log.level, log.file (reopened), rate_limit.* and\n"
             "tenants.max_concurrent_executions change at once; other changed keys are logged as\n"
@@ -39,7 +39,9 @@ static void serve_usage(FILE *f) {
             "  --db PATH                  SQLite database (default ./var/graphgate.db); migrated on start\n"
             "  --database-url URL         PostgreSQL instead (postgres://user:pass@host/db?sslmode=...)\n"
             "  --migrations DIR           migrations directory (default: found automatically)\n"
-            "  --workers N                tool-call worker threads (default 2 x cores)\n\n"
+            "  --workers N                tool-call worker threads (default 2 x cores)\n"
+            "  --print-routes             build the server as serve would, print its route table\n"
+            "                             (METHOD PATTERN LISTENERS per line) and exit without binding\n\n"
             "Flags override GRAPHGATE_* environment variables, which override the file.\n"
             "On start it prints the public and internal base URLs on stdout.\n");
 }
@@ -63,8 +65,9 @@ static bool ready_check(void *user, gg_error *err) {
     return gg_store_migrations_current((gg_store *)user, err);
 }
 
-/* Pull serve's own flags out of rest (what gg_cli_load_config left) into the config. */
-static int apply_serve_flags(gg_config *cfg, char **rest, int n_rest, const char *argv0) {
+/* Pull serve's own flags out of rest (what gg_cli_load_config left) into the config;
+ * --print-routes sets *print_routes (NULL on a SIGHUP re-read: the flag is ignored). */
+static int apply_serve_flags(gg_config *cfg, char **rest, int n_rest, const char *argv0, bool *print_routes) {
     static const struct { const char *flag, *key; } flags[] = {
         {"--listen", "listen"},
         {"--internal-listen", "internal_listen"},
@@ -73,6 +76,10 @@ static int apply_serve_flags(gg_config *cfg, char **rest, int n_rest, const char
     for (int i = 0; i < n_rest; i++) {
         const char *a = rest[i];
         if (i == 0 && argv0 && strcmp(a, argv0) == 0) continue; /* the command name */
+        if (strcmp(a, "--print-routes") == 0) {
+            if (print_routes) *print_routes = true;
+            continue;
+        }
         bool matched = false;
         for (size_t f = 0; f < sizeof flags / sizeof flags[0] && !matched; f++) {
             size_t n = strlen(flags[f].flag);
@@ -195,7 +202,7 @@ static void reload_config(gg_app *app, gg_config *cfg, int argc, char **argv) {
     int n_rest = 0;
     int rc = rest ? gg_cli_load_config(&next, argc, argv, "serve", rest, &n_rest) : GG_EXIT_FAIL;
     if (rc == GG_EXIT_OK) {
-        rc = apply_serve_flags(&next, rest, n_rest, argv[0]);
+        rc = apply_serve_flags(&next, rest, n_rest, argv[0], NULL);
         if (rc != GG_EXIT_OK) gg_config_free(&next);
     }
     free(rest);
@@ -241,7 +248,18 @@ static bool start_telemetry(const gg_config *cfg, gg_error *err) {
     return true;
 }
 
-static int serve(gg_config *cfg, int argc, char **argv) {
+/* --print-routes: one line per route of the table install_subsystems built, so docs/rest.md
+ * can be checked against the routes the server really registers (tests/docs/routes.sh). */
+static void print_route_table(gg_router *r) {
+    for (int i = 0; i < gg_router_count(r); i++) {
+        unsigned l = gg_router_listeners(r, i);
+        printf("%s %s %s\n", gg_router_method(r, i), gg_router_pattern(r, i),
+               l == GG_LISTENER_BOTH ? "public,internal" : l == GG_LISTENER_INTERNAL ? "internal" : "public");
+    }
+    fflush(stdout);
+}
+
+static int serve(gg_config *cfg, int argc, char **argv, bool print_routes) {
     /* Signals are taken synchronously by this thread (sigwait), so they must be blocked
      * before any other thread starts: every thread inherits the mask. */
     sigset_t stop_signals;
@@ -257,6 +275,7 @@ static int serve(gg_config *cfg, int argc, char **argv) {
 
     gg_log_configure(cfg->log_level, cfg->log_file);
     gg_error err = GG_ERROR_INIT;
+    int rc = GG_EXIT_FAIL; /* what the fail/unbuilt exit returns */
     gg_store *store = open_store(cfg, &err);
     if (!store) {
         char buf[512];
@@ -292,6 +311,11 @@ static int serve(gg_config *cfg, int argc, char **argv) {
     gg_http_server_set_ready_check(app.http, ready_check, store);
     if (!start_telemetry(cfg, &err)) goto fail;
     if (!install_subsystems(&app, &err)) goto fail;
+    if (print_routes) {
+        print_route_table(gg_http_server_router(app.http));
+        rc = GG_EXIT_OK;
+        goto unbuilt;
+    }
     if (!gg_http_server_start(app.http, &err)) goto fail;
 
     printf("graphgate %s serving (Ctrl-C or SIGTERM to stop)\n", GG_VERSION);
@@ -334,12 +358,13 @@ fail: {
     gg_error_format(&err, buf, sizeof buf);
     fprintf(stderr, "graphgate serve: %s\n", buf);
     gg_error_clear(&err);
+}
+unbuilt: /* the subsystems installed so far stop in reverse order; nothing was bound */
     for (size_t i = app.nshutdown; i-- > 0;) app.shutdown[i].fn(&app, app.shutdown[i].user);
     gg_tel_stop();
     gg_http_server_free(app.http);
     gg_store_close(store);
-    return GG_EXIT_FAIL;
-}
+    return rc;
 }
 
 /* `graphgate serve`; see serve_usage. */
@@ -361,9 +386,10 @@ int gg_cmd_serve(int argc, char **argv) {
         free(rest);
         return rc;
     }
-    rc = apply_serve_flags(&cfg, rest, n_rest, argv[0]);
+    bool print_routes = false;
+    rc = apply_serve_flags(&cfg, rest, n_rest, argv[0], &print_routes);
     free(rest);
-    if (rc == GG_EXIT_OK) rc = serve(&cfg, argc, argv);
+    if (rc == GG_EXIT_OK) rc = serve(&cfg, argc, argv, print_routes);
     gg_config_free(&cfg);
     return rc;
 }

@@ -128,9 +128,7 @@ static int print_call(specs_registry *r, const char *tool, json_t *args) {
         rc = GG_EXIT_USAGE;
     } else {
         json_t *v = json_loadb(out.structured.data, out.structured.len, 0, NULL);
-        char *txt = v ? json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
-        if (txt) puts(txt);
-        free(txt);
+        gg_cli_print_json(stdout, v, 2);
         json_decref(v);
     }
     specs_output_free(&out);
@@ -202,9 +200,7 @@ static int cmd_show(specs_registry *r, gg_store *store, int n, char **a) {
         gg_error err = GG_ERROR_INIT;
         json_t *v = gg_store_specs_versions(store, type, sub, &err);
         if (!v) return fail("show", &err);
-        char *txt = json_dumps(v, JSON_INDENT(2));
-        if (txt) puts(txt);
-        free(txt);
+        gg_cli_print_json(stdout, v, 2);
         json_decref(v);
         return GG_EXIT_OK;
     }

@@ -40,9 +40,7 @@ static int run(gg_store *s, int n, char **rest) {
         json_t *list = gg_store_tenants_list(s, &err);
         if (!list) return fail("list", &err);
         if (as_json) {
-            char *txt = json_dumps(list, JSON_INDENT(2));
-            if (txt) puts(txt);
-            free(txt);
+            gg_cli_print_json(stdout, list, 2);
         } else {
             printf("%-32s %-26s %6s %7s\n", "NAME", "CREATED", "KEYS", "GRAPHS");
             size_t i;

@@ -1,8 +1,10 @@
 /* timeline.c — a run's nodes as a terminal timeline: each node's start offset from the run's
  * start, its duration, status, a bar placed on the run's time axis and (in the full view) a
  * short preview of its input, output or error. Used by `graphgate executions show ID
- * --timeline` (a stored run) and `graphgate run --trace=compact` (the run just made). */
+ * --timeline` (a stored run) and `graphgate run --trace=compact` (the run just made). Also
+ * home of gg_cli_print_json, every command's JSON output. */
 #include "cli/cli.h"
+#include "jsonata/jsonata.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +27,12 @@ static long long iso_ms(json_t *v) {
     return (long long)timegm(&tm) * 1000 + ms;
 }
 
-/* Compact JSON of v cut to max characters (an ellipsis marks the cut) into out. */
+/* Compact JSON of v (numbers as the CLI prints them) cut to max characters (an ellipsis
+ * marks the cut) into out. */
 static void preview(json_t *v, char *out, size_t max) {
     out[0] = 0;
     if (!v || json_is_null(v)) return;
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = jsonata_dump(v, 0);
     if (!text) return;
     size_t n = strlen(text);
     if (n > max) {
@@ -111,9 +114,14 @@ void gg_cli_timeline_execution(FILE *f, json_t *e) {
     for (size_t i = 0; i < n; i++) {
         json_t *x = json_array_get(nodes, i);
         long long s = iso_ms(json_object_get(x, "started_at"));
+        /* the stored times are whole ms, the durations µs: nodes run one after another, so
+         * a node starts no earlier than the one before ended (as the console draws it) —
+         * sub-millisecond offsets for a fast run instead of every node at 0.000 */
+        double wall = s >= 0 && t0 >= 0 && s >= t0 ? (double)(s - t0) : 0;
+        double prev_end = i ? rows[i - 1].start + rows[i - 1].dur : 0;
         rows[i] = (tl_node){json_string_value(json_object_get(x, "node_id")),
                             json_string_value(json_object_get(x, "node_type")), error_message(json_object_get(x, "error")),
-                            s >= 0 && t0 >= 0 && s >= t0 ? (double)(s - t0) : 0,
+                            wall > prev_end ? wall : prev_end,
                             json_number_value(json_object_get(x, "duration_ms")), json_object_get(x, "input"),
                             json_object_get(x, "output")};
         if (!rows[i].id) rows[i].id = "";
@@ -153,4 +161,14 @@ void gg_cli_timeline_history(FILE *f, json_t *history, double elapsed_ms) {
     fprintf(f, "%zu nodes, %.3f ms\n", n, elapsed_ms);
     print_rows(f, rows, n, elapsed_ms > cum ? elapsed_ms : cum, false);
     free(rows);
+}
+
+/* See cli.h: one printer for every command's JSON, the serializer jsonata_dump already is
+ * (JSON.stringify), so the CLI and the API never print the same number two ways. */
+bool gg_cli_print_json(FILE *f, json_t *v, int indent) {
+    if (!v) return true;
+    char *txt = jsonata_dump(v, indent);
+    if (txt) fprintf(f, "%s\n", txt);
+    free(txt);
+    return txt != NULL;
 }

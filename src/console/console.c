@@ -59,32 +59,14 @@ static int get_asset(gg_http_req *req, gg_http_res *res, void *user) {
 /* The key must be valid, within its rate, and hold graphs:write on tenant (or admin):
  * the same rule as GET /admin/tenants/{t}/graphs/{g}, whose source this route reshapes. */
 static bool authorize(console_ctx *c, gg_http_req *req, gg_http_res *res, const char *tenant) {
-    size_t len = 0;
-    const char *key = gg_auth_key_from_headers(gg_http_header(req, "Authorization"),
-                                               gg_http_header(req, "X-API-Key"), &len);
     gg_principal p;
-    gg_auth_status st = gg_auth_verify(c->auth, key, len, &p);
-    if (st != GG_AUTH_OK) {
-        if (st == GG_AUTH_ERROR) {
-            gg_http_res_header(res, "Retry-After", "1");
-            return gg_http_res_error(res, 503, "unavailable", "%s", gg_auth_status_message(st)), false;
-        }
-        gg_http_res_header(res, "WWW-Authenticate", "Bearer");
-        return gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st)), false;
-    }
+    /* the same checks, codes and bodies as the admin API's answers (auth/http_auth.c) */
+    if (!gg_auth_http_check(c->auth, req, res, &p)) return false;
     unsigned missing = 0;
     if (!gg_auth_allows(&p, tenant, GG_SCOPE_GRAPHS_WRITE, &missing)) {
-        /* the same codes and words as the admin API's answers */
         if (missing == 0) gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
-        else gg_http_res_error(res, 403, "insufficient_scope", "Required scope: graphs:write");
+        else gg_auth_http_insufficient_scope(res, GG_SCOPE_GRAPHS_WRITE);
         return false;
-    }
-    int wait = gg_auth_rate_take(c->auth, &p);
-    if (wait > 0) {
-        char ra[16];
-        snprintf(ra, sizeof ra, "%d", wait);
-        gg_http_res_header(res, "Retry-After", ra);
-        return gg_http_res_error(res, 429, "rate_limited", "rate limit exceeded for this key; retry in %d s", wait), false;
     }
     return true;
 }

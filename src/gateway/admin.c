@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "gateway/internal.h"
+#include "jsonata/jsonata.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -83,6 +84,17 @@ static int reply(gg_http_res *res, int status, json_t *body) {
     return GG_HTTP_DONE;
 }
 
+/* reply for execution history: numbers as JSON.stringify prints them (jsonata_dump, as the
+ * CLI prints them too), so a duration of 48.6 ms reads 48.6, not jansson's
+ * 48.600000000000001. */
+static int reply_history(gg_http_res *res, json_t *body) {
+    char *text = body ? jsonata_dump(body, 0) : NULL;
+    json_decref(body);
+    if (!text) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
+    gg_http_res_bytes_take(res, 200, "application/json", text, strlen(text));
+    return GG_HTTP_DONE;
+}
+
 /* ------------------------------------------------------------------ tenants */
 
 static int put_tenant(gg_http_req *req, gg_http_res *res, void *user) {
@@ -123,13 +135,25 @@ static int delete_tenant(gg_http_req *req, gg_http_res *res, void *user) {
 
 /* ------------------------------------------------------------------ keys */
 
+/* Canonical scopes text (gg_scopes_format) as the array of names that GET
+ * /admin/tenants/{t}/keys lists for the same key. */
+static json_t *scopes_json(const char *csv) {
+    json_t *a = json_array();
+    for (const char *p = csv; a && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n) json_array_append_new(a, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
+    return a;
+}
+
 static int create_key(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     gg_principal pr;
     const char *t = gg_http_param(req, "t");
     if (!admin_auth(gw, req, res, NULL, GG_SCOPE_ADMIN, &pr)) return GG_HTTP_DONE;
     gg_error err = GG_ERROR_INIT;
-    json_t *body = gg_http_body_json(req, false, &err);
+    json_t *body = gg_http_body_object(req, "a JSON object like {\"scopes\": [\"tools:read\"], \"name\": \"ci\"}", &err);
     if (!body) return store_error(res, &err);
     json_t *sc = json_object_get(body, "scopes");
     const char *name = json_string_value(json_object_get(body, "name"));
@@ -163,8 +187,8 @@ static int create_key(gg_http_req *req, gg_http_res *res, void *user) {
     char sbuf[160];
     gg_scopes_format(scopes, sbuf, sizeof sbuf);
     audit(gw, &pr, t, "key.create", id, json_pack("{s:s,s:s}", "scopes", sbuf, "name", name ? name : ""));
-    json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "key", key, "tenant", t, "scopes", sbuf, "name",
-                            name ? name : "");
+    json_t *out = json_pack("{s:s,s:s,s:s,s:o,s:s}", "id", id, "key", key, "tenant", t, "scopes", scopes_json(sbuf),
+                            "name", name ? name : "");
     gg_auth_free_secret(key);
     json_decref(body);
     return reply(res, 201, out);
@@ -518,7 +542,7 @@ static int activate_graph(gg_http_req *req, gg_http_res *res, void *user) {
     const char *t = gg_http_param(req, "t"), *g = gg_http_param(req, "g");
     if (!admin_auth(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
     gg_error err = GG_ERROR_INIT;
-    json_t *body = gg_http_body_json(req, false, &err);
+    json_t *body = gg_http_body_object(req, "a JSON object like {\"version\": N}", &err);
     if (!body) return store_error(res, &err);
     json_t *jv = json_object_get(body, "version");
     int version = json_is_integer(jv) ? (int)json_integer_value(jv) : 0;
@@ -600,7 +624,7 @@ static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
     history_caught_up(gw);
     json_t *l = gg_store_executions_list(gw->store, t, &f, &err);
     if (!l) return store_error(res, &err);
-    return reply(res, 200, l);
+    return reply_history(res, l);
 }
 
 static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
@@ -617,7 +641,7 @@ static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
     /* another tenant's execution is "not found", never "forbidden": ids reveal nothing */
     json_t *e = gg_store_execution_get(gw->store, admin ? NULL : pr.tenant, gg_http_param(req, "id"), &err);
     if (!e) return store_error(res, &err);
-    return reply(res, 200, e);
+    return reply_history(res, e);
 }
 
 static int list_audit(gg_http_req *req, gg_http_res *res, void *user) {

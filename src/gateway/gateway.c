@@ -158,6 +158,7 @@ static void handle_poke(gg_gateway *gw) {
     if (poke & GG_WATCH_GRAPHS) check_graphs(gw);
     if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
     if (poke & GG_WATCH_VIEWS) gw_views_check(gw);
+    if (poke & GG_WATCH_OAUTH) gg_oauth_changed(gw->oauth);
     if (poke & GG_WATCH_TASKS) tasks_poked(gw);
 }
 
@@ -346,6 +347,7 @@ static void metrics(gg_strbuf *out, void *user) {
                          "# HELP graphgate_change_notifications_total change notifications from other processes handled\n"
                          "# TYPE graphgate_change_notifications_total counter\ngraphgate_change_notifications_total %llu\n",
                          atomic_load(&gw->notify_up), __atomic_load_n(&gw->notifications_total, __ATOMIC_RELAXED));
+    gw_oauth_metrics(gw, out);
     gw_registry_stats rs = gw_registry_get_stats(gw->registry);
     gg_strbuf_printf(out,
                      "# HELP graphgate_graphs_compiled graph versions compiled in the cache (graphs.cache_size)\n"
@@ -482,6 +484,7 @@ static void gateway_free(gg_gateway *gw) {
     gg_history_stop(gw->history);
     gg_history_quota_stop(gw->quota);
     gg_auth_free(gw->auth);
+    gg_oauth_free(gw->oauth);
     mcp_sessions_free(gw->sessions);
     free(gw->policy_commands);
     free(gw->policy_hosts);
@@ -619,7 +622,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->views_gen = gg_store_generation_get(gw->store, GG_GEN_VIEWS, err);
     gg_error_clear(err);
     if (!gg_gateway_sync(gw, err)) goto fail;
-    if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err)) goto fail;
+    if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err) || !gw_oauth_start(gw, err)) goto fail;
     if (!(gw->refresher = gw_refresher_start(gw))) {
         gg_error_set(err, "oom", "cannot start the downstream catalog refresh thread");
         goto fail;

@@ -44,7 +44,7 @@ static void record_callee(gcall *c, json_t *result, const gg_error *err) {
     if (result) gw_record_result(r, result);
     if (err && gg_error_is_set(err)) r->error = strdup(err->message ? err->message : err->code);
     else if (failed) r->error = strdup("tool error");
-    gg_exec_record_set_node_history(r, json_incref(c->history), false);
+    gg_exec_record_set_node_history(r, json_incref(c->history), true); /* every node's input */
     gg_history_submit(c->gw->history, r);
 }
 

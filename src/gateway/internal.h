@@ -149,6 +149,11 @@ struct gg_gateway {
     const gg_config *cfg;
     gg_store *store;
     gg_auth *auth;
+    gg_oauth *oauth;       /* tenants' authorization servers and token checks (oauth.c) */
+    char public_base[256]; /* public_url, or http://<loopback listen>; "" = tokens not taken;
+                            * written once (at start, or right after the listeners bound,
+                            * when the port is known), then public_base_ready set */
+    atomic_bool public_base_ready;
     gg_history *history;
     mcp_sessions *sessions;
     gw_pool *pool;
@@ -288,8 +293,23 @@ void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, 
 /* Authenticate a public request: on failure the response (401/429/503) is filled and false
  * returned. Rate limit included. */
 bool gw_authenticate(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_principal *out);
-/* 403 {"error":"insufficient_scope","message":"Required scope: x","required_scope":"x"}. */
+/* 403 {"error":{"code":"insufficient_scope","message":"Required scope: x","required_scope":"x"}}. */
 void gw_insufficient_scope(gg_http_res *res, gg_scope need);
+/* ---- MCP endpoints as OAuth protected resources (oauth.c) ------------------------------ */
+typedef struct gw_resource {
+    gg_resource r;
+    char url[800], meta[840];
+} gw_resource;
+/* gw_authenticate for the MCP endpoints /mcp/{tenant}/...: an API key, or an access token
+ * issued for this endpoint by the tenant's authorization servers; 401s carry the challenge
+ * naming the endpoint's protected-resource metadata. */
+bool gw_authenticate_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_principal *out);
+/* gw_insufficient_scope on an MCP endpoint: for a token also the step-up challenge. */
+void gw_insufficient_scope_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const gg_principal *p,
+                               gg_scope need);
+/* Start the token checker and install the admin and metadata routes. */
+bool gw_oauth_start(gg_gateway *gw, gg_error *err);
+void gw_oauth_metrics(gg_gateway *gw, gg_strbuf *out);
 /* 403 when a key of one tenant reaches for another's resources. */
 void gw_wrong_tenant(gg_http_res *res);
 /* The bounds on runs waiting on downstream servers (tenants.max_waiting, max_waiting_runs)

@@ -302,9 +302,8 @@ static gg_exec_record *record_final(gw_call_job *j) {
                                 json_string_value(json_object_get(n, "nodeType")),
                                 json_integer_value(json_object_get(n, "startTime")),
                                 json_integer_value(json_object_get(n, "endTime")),
-                                /* a node's input (its whole context) is kept only where
-                                 * it explains something: on the node that failed */
-                                err ? json_incref(in) : NULL, json_incref(out),
+                                /* what the node received (bounded like its output) */
+                                json_incref(in), json_incref(out),
                                 err ? (emsg ? emsg : "error") : NULL);
         if (nr && json_is_number(json_object_get(n, "duration")))
             nr->duration_ms = json_number_value(json_object_get(n, "duration"));
@@ -322,6 +321,25 @@ void gw_record_result(gg_exec_record *r, json_t *res) {
 }
 
 static void record_finish(gw_call_job *j) { record_finish_then(j, NULL, NULL); }
+
+/* A graph's tools/call refused before it ran, its arguments failing the tool's inputSchema
+ * (mcp_outcome.refused_*): recorded as a run of its own status, invalid_input, with no
+ * nodes, the arguments bounded as every run's are and the refusal's message as its error.
+ * key_id NULL on the internal listener. */
+static void record_refusal(gg_gateway *gw, const endpoint *ep, const char *key_id, const mcp_outcome *o) {
+    if (!o->refused_tool || !o->refused_error || !ep->is_graph || !gw->history) return;
+    /* a call through the tenant-wide endpoint or a view is recorded as the graph's own */
+    const char *graph = ep->graph, *tool = o->refused_tool;
+    int version = ep->version;
+    if (graph[0] == '_') gw_tenantwide_target(ep->srv, tool, &graph, &tool, &version);
+    gg_exec_record *r = gg_history_record_new(gw->history, ep->tenant, graph, version, tool, key_id, o->refused_args);
+    if (!r) return;
+    r->status = GG_EXEC_INVALID_INPUT;
+    r->finished_ms = r->started_ms;
+    r->duration_ms = 0;
+    r->error = strdup(o->refused_error);
+    gg_history_submit(gw->history, r); /* a full queue drops it, counted as any record */
+}
 
 static gg_http_res *job_res(gw_call_job *j) { return j->a ? gg_http_async_res(j->a) : j->res; }
 
@@ -881,7 +899,9 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         char *body = mcp_call_refuse(call, MCP_SERVER_BUSY, msg);
         gg_http_res *ares = gg_http_async_res(a);
         gg_http_res_header(ares, "Retry-After", "1");
-        if (plain) gg_http_res_error(ares, tenant ? 429 : 503, tenant ? "rate_limited" : "busy", "%s", msg);
+        if (plain)
+            gg_http_res_error_extra(ares, tenant ? 429 : 503, tenant ? "rate_limited" : "busy",
+                                    json_pack("{s:i}", "retry_after", 1), "%s", msg);
         else if (body) gg_http_res_bytes(ares, tenant ? 429 : 503, "application/json", body, strlen(body));
         free(body);
         gg_http_async_complete(a);
@@ -1091,6 +1111,7 @@ static int session_refused(gg_gateway *gw, gg_http_res *res, mcp_outcome *o) {
 static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_outcome *o,
                           const mcp_session *sess, const gg_principal *pr) {
     const char *key_id = pr ? pr->key_id : "";
+    record_refusal(gw, ep, pr ? pr->key_id : NULL, o);
     if (o->initialize) {
         char sid[MCP_SESSION_ID_MAX];
         mcp_session issued;
@@ -1145,7 +1166,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         mcp_message m;
         mcp_jsonrpc_classify(v, &m);
         if (pr && m.kind != MCP_MSG_INVALID && !gg_scope_allows(pr->scopes, scope_for(&m))) {
-            gw_insufficient_scope(res, scope_for(&m));
+            gw_insufficient_scope_mcp(gw, req, res, pr, scope_for(&m));
             status = 403;
             break;
         }
@@ -1156,6 +1177,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         }
         mcp_outcome o;
         mcp_server_dispatch(ep->srv, &m, &rc, &o);
+        record_refusal(gw, ep, pr ? pr->key_id : NULL, &o);
         if (sess && o.set_log_level >= 0) mcp_session_set_log_level(gw->sessions, sess, (mcp_log_level)o.set_log_level);
         if (sess && o.cancel_id) mcp_session_cancel_call(gw->sessions, sess, o.cancel_id);
         if (sess && o.subscribe) mcp_session_subscribe(gw->sessions, sess, o.subscribe_uri, o.subscribe > 0);
@@ -1239,7 +1261,7 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
         return rpc_http_error(res, 400, m.id, MCP_INVALID_REQUEST, "Invalid Request: a request of protocol version "
                               "2026-07-28 carries no Mcp-Session-Id (a session speaks the version its initialize chose)");
     if (pr && !gg_scope_allows(pr->scopes, scope_for(&m))) {
-        gw_insufficient_scope(res, scope_for(&m));
+        gw_insufficient_scope_mcp(gw, req, res, pr, scope_for(&m));
         return GG_HTTP_DONE;
     }
     mcp_modern_req mr;
@@ -1262,6 +1284,7 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     }
     mcp_outcome o;
     mcp_server_dispatch(ep->srv, &m, &rctx, &o);
+    record_refusal(gw, ep, pr ? pr->key_id : NULL, &o);
     int rc = GG_HTTP_DONE;
     if (o.kind == MCP_OUT_RESPONSE) {
         gg_http_res_bytes_take(res, mcp_modern_status(o.body), "application/json", o.body, strlen(o.body));
@@ -1308,7 +1331,7 @@ static int handle_post(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     bool is_init = !batch && m.kind == MCP_MSG_REQUEST && strcmp(m.method, "initialize") == 0;
     /* scope first: list results never reveal what a call would refuse */
     if (!batch && pr && m.kind != MCP_MSG_INVALID && !gg_scope_allows(pr->scopes, scope_for(&m))) {
-        gw_insufficient_scope(res, scope_for(&m));
+        gw_insufficient_scope_mcp(gw, req, res, pr, scope_for(&m));
         json_decref(v); /* m borrows from v */
         return GG_HTTP_DONE;
     }
@@ -1382,7 +1405,8 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
     gg_principal pr, *prp = NULL;
     if (gg_http_listener(req) == GG_LISTENER_PUBLIC) {
-        if (!gw_authenticate(gw, req, res, &pr)) return GG_HTTP_DONE;
+        if (!(mount ? gw_authenticate(gw, req, res, &pr) : gw_authenticate_mcp(gw, req, res, &pr)))
+            return GG_HTTP_DONE;
         prp = &pr;
     }
     endpoint ep = {0};
@@ -1463,9 +1487,11 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
     json_t *args = len ? mcp_jsonrpc_parse(body, len, MAX_JSON_DEPTH, &err) : json_object();
     int rc = GG_HTTP_DONE;
     if (!args) {
-        gg_http_res_error(res, 400, "invalid_json", "%s", err.message ? err.message : "invalid JSON");
+        gg_http_res_error(res, 400, "invalid_json", "the request body is not valid JSON (%s): expected a JSON object "
+                          "of the tool's arguments, like {\"a\": 1}", err.message ? err.message : "invalid JSON");
     } else if (!json_is_object(args)) {
-        gg_http_res_error(res, 400, "invalid_params", "the body must be a JSON object of tool arguments");
+        gg_http_res_error(res, 400, "bad_request", "the request body is not an object: expected a JSON object of the "
+                          "tool's arguments, like {\"a\": 1}");
     } else {
         json_t *msg = json_pack("{s:s,s:i,s:s,s:{s:s,s:O}}", "jsonrpc", "2.0", "id", 1, "method", "tools/call",
                                 "params", "name", tool, "arguments", args);
@@ -1474,6 +1500,7 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
         mcp_request_ctx rctx = {MCP_VERSION_LATEST, MCP_LOG_OFF, false};
         mcp_outcome o;
         mcp_server_dispatch(ep.srv, &m, &rctx, &o);
+        record_refusal(gw, &ep, NULL, &o);
         if (o.kind == MCP_OUT_CALL) {
             mcp_call *c = o.call;
             o.call = NULL;

@@ -684,7 +684,7 @@ static int open_stream(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
 int gw_streams_get(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    mcp_server *srv, const gg_principal *pr) {
     if (pr && !gg_scope_allows(pr->scopes, GG_SCOPE_TOOLS_READ)) {
-        gw_insufficient_scope(res, GG_SCOPE_TOOLS_READ);
+        gw_insufficient_scope_mcp(gw, req, res, pr, GG_SCOPE_TOOLS_READ);
         return GG_HTTP_DONE;
     }
     const char *accept = gg_http_header(req, "Accept");

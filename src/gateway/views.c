@@ -202,16 +202,9 @@ int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
     if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr) || !view_name_ok(res, v) ||
         !gw_admin_tenant_exists(gw, res, t))
         return GG_HTTP_DONE;
-    size_t len = 0;
-    const char *body = gg_http_body(req, &len);
     gg_error err = GG_ERROR_INIT;
-    json_error_t je;
-    json_t *d = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
-    if (!d) {
-        gg_http_res_error(res, 400, "invalid_json", "the body must be a JSON view definition%s%s", len ? ": " : "",
-                          len ? je.text : "");
-        return GG_HTTP_DONE;
-    }
+    json_t *d = gg_http_body_object(req, "a JSON view definition like {\"tools\": [{\"tool\": \"graph.tool\"}]}", &err);
+    if (!d) return answer_error(res, &err);
     bool created = false;
     if (!view_check(d, &err) || !gg_store_view_put(gw->store, t, v, d, GW_VIEWS_MAX, &created, &err)) {
         json_decref(d);

@@ -213,22 +213,43 @@ static json_t *fn_node_executions(jsonata_call *call, json_t **args, int nargs, 
     return out;
 }
 
-/* The environment every expression of a graph compiles against. */
-jsonata_env *gg_graph_history_env(gg_error *err) {
+static const struct {
+    const char *name;
+    jsonata_native_fn fn;
+} history_fns[] = {{"previousNode", fn_previous_node},
+                   {"executionCount", fn_execution_count},
+                   {"nodeExecution", fn_node_execution},
+                   {"nodeExecutions", fn_node_executions}};
+
+/* A history function where there is no run (user: its name): saying so beats answering
+ * null, which would look like a run that had not executed the node yet. */
+static json_t *fn_no_history(jsonata_call *call, json_t **args, int nargs, void *user, void *call_user, gg_error *err) {
+    gg_error_set(err, "no_history", "$%s reads the history of a graph run and there is none here; give one with --history FILE",
+                 (const char *)user);
+    return NULL;
+}
+
+static jsonata_env *history_env(bool with_run, gg_error *err) {
     jsonata_env *env = jsonata_env_new();
     if (!env) {
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
-    if (!jsonata_env_register(env, "previousNode", NULL, fn_previous_node, NULL, err) ||
-        !jsonata_env_register(env, "executionCount", NULL, fn_execution_count, NULL, err) ||
-        !jsonata_env_register(env, "nodeExecution", NULL, fn_node_execution, NULL, err) ||
-        !jsonata_env_register(env, "nodeExecutions", NULL, fn_node_executions, NULL, err)) {
-        jsonata_env_free(env);
-        return NULL;
+    for (size_t i = 0; i < sizeof history_fns / sizeof *history_fns; i++) {
+        const char *name = history_fns[i].name;
+        if (!jsonata_env_register(env, name, NULL, with_run ? history_fns[i].fn : fn_no_history, (void *)name, err)) {
+            jsonata_env_free(env);
+            return NULL;
+        }
     }
     return env;
 }
+
+/* The environment every expression of a graph compiles against. */
+jsonata_env *gg_graph_history_env(gg_error *err) { return history_env(true, err); }
+
+/* See graph.h. */
+jsonata_env *gg_graph_expr_env(bool with_history, gg_error *err) { return history_env(with_history, err); }
 
 /* ---- JSON Logic var resolver: a string var is a JSONata expression on the context ------ */
 
@@ -466,6 +487,88 @@ static void run_free(grun *r) {
     for (size_t i = 0; i < r->t->nnodes; i++)
         if (!pos_in_block(r, (int)i)) free(r->per_node[i]);
     free(r->block);
+}
+
+/* ---- a history fixture (graphgate eval --history) ----------------------------------------- */
+
+#define FIXTURE_MAX_RECORDS 100000
+#define FIXTURE_MAX_NODES 1000
+
+/* A run holding only its history: a tool whose nodes are the ids the records name. */
+struct gg_graph_history {
+    gtool tool;
+    grun run;
+};
+
+static int fixture_node(gtool *t, const char *id) {
+    for (size_t i = 0; i < t->nnodes; i++)
+        if (!strcmp(t->nodes[i].id, id)) return (int)i;
+    if (t->nnodes == FIXTURE_MAX_NODES || !(t->nodes[t->nnodes].id = strdup(id))) return -1;
+    return (int)t->nnodes++;
+}
+
+static bool fixture_records(json_t *v, json_t **records, gg_error *err) {
+    *records = json_is_object(v) ? json_object_get(v, "history") : v;
+    if (!json_is_array(*records))
+        return gg_error_set(err, "invalid_history", "a history is an array of node records (or an object with one as \"history\")"), false;
+    if (json_array_size(*records) > FIXTURE_MAX_RECORDS)
+        return gg_error_set(err, "invalid_history", "a history holds at most %d records", FIXTURE_MAX_RECORDS), false;
+    return true;
+}
+
+/* See graph.h. */
+gg_graph_history *gg_graph_history_load(json_t *v, gg_error *err) {
+    json_t *records;
+    if (!fixture_records(v, &records, err)) return NULL;
+    gg_graph_history *h = calloc(1, sizeof *h);
+    if (!h || !(h->tool.nodes = calloc(FIXTURE_MAX_NODES, sizeof *h->tool.nodes))) {
+        free(h);
+        return gg_error_set(err, "oom", "out of memory"), NULL;
+    }
+    size_t i;
+    json_t *rec;
+    json_array_foreach(records, i, rec) { /* the node ids first: the run's arrays are sized by them */
+        const char *id = json_string_value(json_object_get(rec, "nodeId"));
+        if (!id || fixture_node(&h->tool, id) < 0) {
+            gg_error_set(err, "invalid_history", "record %zu: %s", i,
+                         id ? "more distinct node ids than a history may hold" : "needs \"nodeId\" (a string)");
+            gg_graph_history_free(h);
+            return NULL;
+        }
+    }
+    h->run.t = &h->tool;
+    if (!run_setup(&h->run)) {
+        gg_graph_history_free(h);
+        return gg_error_set(err, "oom", "out of memory"), NULL;
+    }
+    json_array_foreach(records, i, rec) { /* absent output: the node yielded undefined, or failed */
+        int node = fixture_node(&h->tool, json_string_value(json_object_get(rec, "nodeId")));
+        if (!run_record(&h->run, node, json_object_get(rec, "output"))) {
+            gg_graph_history_free(h);
+            return gg_error_set(err, "oom", "out of memory"), NULL;
+        }
+        context_touch(&h->run, node);
+    }
+    h->run.context_stale = true;
+    return h;
+}
+
+/* See graph.h. */
+void gg_graph_history_free(gg_graph_history *h) {
+    if (!h) return;
+    run_free(&h->run);
+    for (size_t i = 0; i < h->tool.nnodes; i++) free(h->tool.nodes[i].id);
+    free(h->tool.nodes);
+    free(h);
+}
+
+/* See graph.h. */
+json_t *gg_graph_history_context(gg_graph_history *h) { return context_get(&h->run); }
+
+/* See graph.h. */
+json_t *gg_graph_history_evaluate(gg_graph_history *h, const jsonata_expr *e, json_t *input, json_t *bindings,
+                                  gg_error *err) {
+    return jsonata_evaluate(e, input, bindings, NULL, h ? &h->run : NULL, err);
 }
 
 /* ---- node execution ----------------------------------------------------------------------- */

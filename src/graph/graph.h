@@ -264,6 +264,26 @@ char *gg_graph_error_text(const gg_error *e);
 void gg_graph_unknown_tool(const gg_graph *g, const char *name, gg_error *err);
 json_t *gg_graph_error_json(const gg_error *e);
 
+/* ---- the history functions outside a run (graphgate eval) ----------------------------------
+ * gg_graph_expr_env: the JSONata environment graph expressions compile against; without a
+ * history each history function ($previousNode, $executionCount, $nodeExecution,
+ * $nodeExecutions) fails with code "no_history" saying it needs one (free with
+ * jsonata_env_free after the expressions compiled against it). gg_graph_history_load: a run's
+ * history rebuilt from its node records [{nodeId, output?}, ...] in execution order, as
+ * `run --trace`, `executions show --json` and GET /admin/executions/{id} ("history") give
+ * them (an object with a "history" array is read too); NULL + err "invalid_history".
+ * gg_graph_history_context: the context {nodeId: latest output} a node after those records
+ * sees (borrowed). gg_graph_history_evaluate: evaluate with the history functions reading h. */
+typedef struct gg_graph_history gg_graph_history;
+struct jsonata_env;
+struct jsonata_expr;
+struct jsonata_env *gg_graph_expr_env(bool with_history, gg_error *err);
+gg_graph_history *gg_graph_history_load(json_t *records, gg_error *err);
+void gg_graph_history_free(gg_graph_history *h);
+json_t *gg_graph_history_context(gg_graph_history *h);
+json_t *gg_graph_history_evaluate(gg_graph_history *h, const struct jsonata_expr *e, json_t *input, json_t *bindings,
+                                  gg_error *err);
+
 /* Run one tool with arguments (object; NULL = {}). Returns true on success (r->output set),
  * false with r->error set. r->history is filled either way (unless no_history). Safe to call
  * from many threads at once on the same graph. */

@@ -66,10 +66,10 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
 }
 
 /* One node's history record as JSON text in the history store's positional form (see
- * mcp_call_ctx.history_text): [index, "id", "type", start, end, duration, output|null] and
- * for a failed node also input|null and the message. The input (the whole context the node
- * saw) is kept only for a failed node, where it explains something; on every other node it
- * would repeat what the earlier records already hold. */
+ * mcp_call_ctx.history_text): [index, "id", "type", start, end, duration, output|null],
+ * then input|null when the node had one (what it received: an mcp node's evaluated
+ * arguments, the context a transform or switch evaluated) or failed, and a failed node's
+ * message. Inputs and outputs are bounded alike (put_value). */
 static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     bool first = !b->len || b->data[b->len - 1] == '[';
     gg_strbuf_puts(b, first ? "[" : ",[");
@@ -87,10 +87,12 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     gg_strbuf_putc(b, ',');
     if (ev->output) put_value(b, ev->output, max);
     else gg_strbuf_puts(b, "null");
-    if (ev->error) {
+    if (ev->input || ev->error) {
         gg_strbuf_putc(b, ',');
         if (ev->input) put_value(b, ev->input, max);
         else gg_strbuf_puts(b, "null");
+    }
+    if (ev->error) {
         char *m = gg_graph_error_text(ev->error);
         gg_strbuf_putc(b, ',');
         jsonata_dump_string_to(b, m ? m : ev->error->code, strlen(m ? m : ev->error->code));

@@ -86,6 +86,9 @@ void gg_router_match(const gg_router *r, gg_listener listener, const char *metho
 int gg_router_count(const gg_router *r);
 const char *gg_router_pattern(const gg_router *r, int i);
 const char *gg_router_method(const gg_router *r, int i);
+/* The listeners route i is registered on (GG_LISTENER_* bits; 0 when out of range), so
+ * `graphgate serve --print-routes` can list the table the server really builds. */
+unsigned gg_router_listeners(const gg_router *r, int i);
 
 /* ------------------------------------------------------------------------------------------
  * Requests
@@ -107,6 +110,10 @@ const char *gg_http_body(const gg_http_req *req, size_t *len);
 /* Parse the body as JSON (NULL + err "invalid_json" with line/column on failure; a JSON body
  * is required to be an object or array unless allow_any). New reference. */
 json_t *gg_http_body_json(const gg_http_req *req, bool allow_any, gg_error *err);
+/* A body that must be one JSON object (duplicate keys refused): NULL + err when it is empty,
+ * not JSON ("invalid_json", with line/column) or another value ("bad_request"), each message
+ * ending in what the route needs: shape, e.g. "a JSON object like {\"version\": N}". */
+json_t *gg_http_body_object(const gg_http_req *req, const char *shape, gg_error *err);
 /* Opaque per-request slot a handler (or middleware) may use; freed by nobody. */
 void gg_http_set_user(gg_http_req *req, void *p);
 void *gg_http_get_user(const gg_http_req *req);
@@ -123,6 +130,10 @@ bool gg_http_res_json_text(gg_http_res *res, int status, const char *json, size_
 /* The JSON error model: {"error":{"code":code,"message":message}}. */
 bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with extra members in the error object ({"required_scope": ...}, {"retry_after":
+ * N}); extra is stolen and may be NULL. */
+bool gg_http_res_error_extra(gg_http_res *res, int status, const char *code, json_t *extra, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Same from a gg_error; status 0 means "derive from the code" (gg_http_status_for_error).
  * Adds "line"/"column"/"position"/"path" members when the error carries them. */
 bool gg_http_res_error_from(gg_http_res *res, int status, const gg_error *e);

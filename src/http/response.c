@@ -115,16 +115,36 @@ static bool error_json(gg_http_res *res, int status, json_t *err_obj) {
     return gg_http_res_json(res, status, o);
 }
 
-/* The JSON error model with a printf message. */
-bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...) {
+static bool error_va(gg_http_res *res, int status, const char *code, json_t *extra, const char *fmt, va_list ap) {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     json_t *e = json_pack("{s:s,s:s}", "code", code ? code : "internal_error", "message", msg);
+    /* code and message come first and cannot be overwritten by an extra member */
+    if (e && extra && json_object_update_missing(e, extra) != 0) {
+        json_decref(e);
+        e = NULL;
+    }
+    json_decref(extra);
     if (!e) return false;
     return error_json(res, status, e);
+}
+
+/* The JSON error model with a printf message. */
+bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = error_va(res, status, code, NULL, fmt, ap);
+    va_end(ap);
+    return ok;
+}
+
+/* See http.h. */
+bool gg_http_res_error_extra(gg_http_res *res, int status, const char *code, json_t *extra, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = error_va(res, status, code, extra, fmt, ap);
+    va_end(ap);
+    return ok;
 }
 
 /* The JSON error model from a gg_error; status 0 derives it from the code. */

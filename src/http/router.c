@@ -344,3 +344,8 @@ const char *gg_router_pattern(const gg_router *r, int i) {
 const char *gg_router_method(const gg_router *r, int i) {
     return (r && i >= 0 && i < r->count) ? r->all[i]->method : NULL;
 }
+
+/* Listener mask of route i (gg_listener bits), 0 when out of range. */
+unsigned gg_router_listeners(const gg_router *r, int i) {
+    return (r && i >= 0 && i < r->count) ? r->all[i]->listeners : 0;
+}

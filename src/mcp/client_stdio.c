@@ -4,7 +4,7 @@
  * reply, or the child's death), or by the event loop (deadline, cancel flag). stderr goes
  * to a ring buffer attached to errors; a crashed child is restarted on the next call once
  * its backoff has passed — until then calls fail at once with the reason.
- * Everything the child sends is bounded (downstream.*, README "Downstream limits"): a stdout
+ * Everything the child sends is bounded (downstream.*, docs/operations.md "Downstream limits"): a stdout
  * line by max_message_bytes (dropped as it streams past it), its parse by max_parse_bytes,
  * stderr by stderr_bytes_per_s (then not read for a while: the child blocks on its own
  * writes), its starts by max_starts_per_minute; it runs at child_nice, with optional rlimits.

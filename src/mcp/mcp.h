@@ -200,8 +200,8 @@ typedef struct mcp_client_ops {
     void (*set_notify)(void *impl, mcp_client_notify_fn fn, void *user); /* NULL: none delivered */
     void (*listen)(void *impl); /* NULL: nothing to do (see mcp_client_listen) */
 } mcp_client_ops;
-/* What one stdio downstream child may cost the gateway (config downstream.*; README
- * "Downstream limits"). Set once before clients start; a client copies them when created. */
+/* What one stdio downstream child may cost the gateway (config downstream.*;
+ * docs/operations.md "Downstream limits"). Set once before clients start; a client copies them when created. */
 typedef struct mcp_stdio_limits {
     size_t max_message_bytes;  /* one stdout line; longer ones are dropped as they stream; 4MiB */
     size_t max_parse_bytes;    /* heap one line's parse may use (mcp_wire_parse); 32MiB */
@@ -247,6 +247,13 @@ bool mcp_schema_validate(const mcp_schema *s, json_t *instance, gg_error *err);
 typedef void (*mcp_schema_error_fn)(void *user, const char *pointer, const char *message);
 size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
                                mcp_schema_error_fn fn, void *user);
+/* A tools/call's checks, shared by the gateway and `graphgate run` so both answer alike:
+ * arguments against inputSchema (err "invalid_params": "Invalid arguments for tool T:
+ * /pointer: why") and structuredContent (NULL when the result has none) against outputSchema
+ * (err "schema_violation": "Tool T returned output that does not match its outputSchema:
+ * ..."). A NULL schema accepts anything. */
+bool mcp_tool_check_arguments(const mcp_schema *input, const char *tool, json_t *args, gg_error *err);
+bool mcp_tool_check_output(const mcp_schema *output, const char *tool, json_t *structured, gg_error *err);
 
 /* ---- JSON-RPC 2.0 (jsonrpc.c) --------------------------------------------------------- */
 enum {
@@ -416,6 +423,12 @@ typedef struct mcp_outcome {
     /* a response to a request this server sent the client (elicit, sample nodes): the
      * transport hands it to mcp_session_deliver (new references; result or error) */
     json_t *response_id, *response_result, *response_error;
+    /* a tools/call of a known tool refused before it ran, its arguments failing the tool's
+     * inputSchema (or not an object): the tool, the arguments as sent and the refusal's
+     * message, for the transport to record (the gateway's history: status invalid_input);
+     * NULL otherwise. Heap / new reference. */
+    char *refused_tool, *refused_error;
+    json_t *refused_args;
 } mcp_outcome;
 
 /* Dispatch one classified message. Protocol errors become JSON-RPC error responses; cheap

@@ -595,20 +595,13 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
         return res;
     }
     json_t *sc = json_object_get(res, "structuredContent");
-    if (c->tool->output) {
-        gg_error e = GG_ERROR_INIT;
-        const char *why = NULL;
-        if (!json_is_object(sc)) why = "the tool returned no structured content";
-        else if (!mcp_schema_validate(c->tool->output, sc, &e)) why = e.message;
-        if (why) {
-            char msg[768];
-            snprintf(msg, sizeof msg, "Tool %s returned output that does not match its outputSchema: %s%s%s",
-                     c->tool->name, e.path && *e.path ? e.path : "", e.path && *e.path ? ": " : "", why);
-            gg_error_clear(&e);
-            json_decref(res);
-            set_error(c, "error", msg);
-            return mcp_tool_error_result(msg);
-        }
+    gg_error e = GG_ERROR_INIT;
+    if (!mcp_tool_check_output(c->tool->output, c->tool->name, sc, &e)) {
+        json_decref(res);
+        set_error(c, "error", e.message);
+        res = mcp_tool_error_result(e.message);
+        gg_error_clear(&e);
+        return res;
     }
     json_t *content = json_object_get(res, "content");
     if (sc && (!json_is_array(content) || json_array_size(content) == 0)) {
@@ -1131,13 +1124,21 @@ static void do_list(mcp_server *s, int l, const mcp_message *m, mcp_outcome *out
     respond(out, mcp_jsonrpc_result_raw(m->id, s->lists[l].pages[page]));
 }
 
-static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const char *tool, const gg_error *e) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "Invalid arguments for tool %s: %s: %s", tool,
-             e->path && *e->path ? e->path : "(root)", e->message ? e->message : "invalid");
-    json_t *res = mcp_tool_error_result(msg);
+/* A known tool's call refused for its arguments: noted in the outcome for the transport to
+ * record (mcp_outcome.refused_*), whatever answer the caller gets. */
+static void note_refusal(mcp_outcome *out, const mcp_message *m, const char *why) {
+    out->refused_tool = strdup(json_string_value(json_object_get(m->params, "name")));
+    out->refused_error = strdup(why);
+    json_t *args = json_object_get(m->params, "arguments");
+    out->refused_args = args ? json_incref(args) : json_object();
+}
+
+/* e: from mcp_tool_check_arguments, whose message names the tool and the argument. */
+static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const gg_error *e) {
+    json_t *res = mcp_tool_error_result(e->message ? e->message : "Invalid arguments");
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
+    note_refusal(out, m, e->message ? e->message : "Invalid arguments");
 }
 
 /* -32021 with msg, naming as ClientCapabilities what the call needs and the request did not
@@ -1183,6 +1184,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     }
     if (args && !json_is_null(args) && !json_is_object(args)) {
         respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: arguments must be an object");
+        if (find_tool(s, json_string_value(name))) note_refusal(out, m, "Invalid params: arguments must be an object");
         return;
     }
     const tool *t = find_tool(s, json_string_value(name));
@@ -1223,8 +1225,8 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     gg_trace_parse(&c->trace, json_string_value(json_object_get(meta, "traceparent")),
                    json_string_value(json_object_get(meta, "tracestate")));
     gg_error e = GG_ERROR_INIT;
-    if (t->input && !mcp_schema_validate(t->input, c->args, &e)) {
-        invalid_arguments(out, m, t->name, &e);
+    if (!mcp_tool_check_arguments(t->input, t->name, c->args, &e)) {
+        invalid_arguments(out, m, &e);
         gg_error_clear(&e);
         mcp_call_free(c);
         return;
@@ -1478,6 +1480,9 @@ void mcp_outcome_clear(mcp_outcome *out) {
     json_decref(out->response_id);
     json_decref(out->response_result);
     json_decref(out->response_error);
+    free(out->refused_tool);
+    free(out->refused_error);
+    json_decref(out->refused_args);
     memset(out, 0, sizeof *out);
     out->set_log_level = -1;
 }

@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* GRAPH first: graphgate's own node types, the only ones a graphgate graph can use; the
+ * other eight families are the seed's generic workflow catalog, kept as a reference. */
 const char *const specs_node_types[SPECS_NTYPES] = {
-    "TRIGGER", "AI_AGENT", "ACTION", "EXTERNAL_ACTION", "FLOW",
-    "HUMAN_IN_THE_LOOP", "TOOL", "MEMORY", "GRAPH",
+    "GRAPH", "TRIGGER", "AI_AGENT", "ACTION", "EXTERNAL_ACTION", "FLOW",
+    "HUMAN_IN_THE_LOOP", "TOOL", "MEMORY",
 };
 
 /* See specs.h. */

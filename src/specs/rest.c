@@ -23,6 +23,7 @@ typedef struct rest_ctx {
     bool own_auth;
     char *tools_raw;      /* [{name,title,description,inputSchema,parameters,category,tags}] */
     char *tools_simple;   /* {"tools":[{name,description,inputSchema}]} for /internal/tools */
+    specs_vcache *vcache; /* callers' tenants' downstream tools as MCP_TOOL specs (virtual.c) */
     char dir[2048], schema[2048];
 } rest_ctx;
 
@@ -31,16 +32,18 @@ static void rest_ctx_free(rest_ctx *c) {
     if (c->own_auth) gg_auth_free(c->auth);
     free(c->tools_raw);
     free(c->tools_simple);
+    specs_vcache_free(c->vcache);
     free(c);
 }
 
 /* ---- auth ---------------------------------------------------------------------------- */
 
 /* Verify the API key and the scope; on failure the response is filled and false returned
- * (the gateway's answers: gg_auth_http_check). */
-static bool authorize(rest_ctx *c, gg_http_req *req, gg_http_res *res, gg_scope need) {
+ * (the gateway's answers: gg_auth_http_check). p (may be NULL) receives the caller. */
+static bool authorize(rest_ctx *c, gg_http_req *req, gg_http_res *res, gg_scope need, gg_principal *who) {
     gg_principal p;
     if (!gg_auth_http_check(c->auth, req, res, &p)) return false;
+    if (who) *who = p;
     if (gg_scope_allows(p.scopes, need)) return true;
     gg_auth_http_insufficient_scope(res, need);
     return false;
@@ -80,20 +83,23 @@ static const struct tool_meta {
     const char *name, *guidance, *examples;
 } TOOL_META[] = {
     {"get_node_types",
-     "Start here to see every node family and subtype. ANTI-PATTERN: HIL -> AI_AGENT -> IF. CORRECT: a single "
-     "HUMAN_IN_THE_LOOP node with built-in AI analysis routing to confirmed/rejected/unrelated/timeout.",
+     "Start here to see every node family and subtype. A graphgate graph uses the GRAPH family (listed first) and "
+     "calls your downstream tools (MCP_TOOL) with mcp nodes; the other families are the generic workflow catalog. "
+     "In that catalog, ANTI-PATTERN: HIL -> AI_AGENT -> IF. CORRECT: a single HUMAN_IN_THE_LOOP node with built-in "
+     "AI analysis routing to confirmed/rejected/unrelated/timeout.",
      "[{},{\"type_filter\":\"ACTION\"},{\"type_filter\":\"GRAPH\"}]"},
     {"get_node_details",
      "Ask for every node you plan to use in one call (up to 100) and copy configuration names exactly. Use "
      "include_examples=false to save tokens once you know a node.",
-     "[{\"nodes\":[{\"node_type\":\"AI_AGENT\",\"subtype\":\"OPENAI_CHATGPT\"}]},"
+     "[{\"nodes\":[{\"node_type\":\"GRAPH\",\"subtype\":\"TRANSFORM\"},{\"node_type\":\"GRAPH\",\"subtype\":"
+     "\"SWITCH\"}]},{\"nodes\":[{\"node_type\":\"AI_AGENT\",\"subtype\":\"OPENAI_CHATGPT\"}]},"
      "{\"nodes\":[{\"node_type\":\"TRIGGER\",\"subtype\":\"WEBHOOK\"},{\"node_type\":\"AI_AGENT\",\"subtype\":"
      "\"ANTHROPIC_CLAUDE\"},{\"node_type\":\"EXTERNAL_ACTION\",\"subtype\":\"SLACK\"}],\"include_examples\":false,"
      "\"include_schemas\":true}]"},
     {"search_nodes",
      "Describe what the node should do in a few words; follow up with get_node_details on the best matches.",
-     "[{\"query\":\"send a slack message\"},{\"query\":\"vector memory for rag\",\"type_filter\":\"MEMORY\","
-     "\"limit\":3}]"},
+     "[{\"query\":\"loop over a list\"},{\"query\":\"send a slack message\"},"
+     "{\"query\":\"vector memory for rag\",\"type_filter\":\"MEMORY\",\"limit\":3}]"},
 };
 
 static const struct tool_meta *tool_meta(const char *name) {
@@ -133,7 +139,7 @@ static bool build_tool_texts(rest_ctx *c) {
 /* GET /mcp/tools */
 static int h_tools(gg_http_req *req, gg_http_res *res, void *user) {
     rest_ctx *c = user;
-    if (!authorize(c, req, res, GG_SCOPE_TOOLS_READ)) return GG_HTTP_DONE;
+    if (!authorize(c, req, res, GG_SCOPE_TOOLS_READ, NULL)) return GG_HTTP_DONE;
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     put_json_string(&b, gg_http_request_id(req));
@@ -148,7 +154,7 @@ static int h_tools(gg_http_req *req, gg_http_res *res, void *user) {
 static int h_tool_info(gg_http_req *req, gg_http_res *res, void *user) {
     rest_ctx *c = user;
     double t0 = gg_now_ms();
-    if (!authorize(c, req, res, GG_SCOPE_TOOLS_READ)) return GG_HTTP_DONE;
+    if (!authorize(c, req, res, GG_SCOPE_TOOLS_READ, NULL)) return GG_HTTP_DONE;
     const char *name = gg_http_param(req, "tool_name");
     const struct tool_meta *m = name ? tool_meta(name) : NULL;
     if (!m) {
@@ -182,14 +188,15 @@ static int h_tool_info(gg_http_req *req, gg_http_res *res, void *user) {
 static int h_health(gg_http_req *req, gg_http_res *res, void *user) {
     rest_ctx *c = user;
     double t0 = gg_now_ms();
-    if (!authorize(c, req, res, GG_SCOPE_HEALTH_CHECK)) return GG_HTTP_DONE;
+    if (!authorize(c, req, res, GG_SCOPE_HEALTH_CHECK, NULL)) return GG_HTTP_DONE;
     size_t n = specs_registry_count(c->registry);
-    json_t *body = json_pack("{s:b, s:s, s:[s,s,s], s:I, s:I, s:s?, s:s}", "healthy", n > 0, "version", GG_VERSION,
+    /* unhealthy: the JSON error model every error status answers; healthy: "error": null */
+    json_t *error = n > 0 ? json_null()
+                          : json_pack("{s:s, s:s}", "code", "unavailable", "message", "no node specifications are loaded");
+    json_t *body = json_pack("{s:b, s:s, s:[s,s,s], s:I, s:I, s:o, s:s}", "healthy", n > 0, "version", GG_VERSION,
                              "available_tools", "get_node_types", "get_node_details", "search_nodes", "spec_count",
-                             (json_int_t)n, "timestamp", (json_int_t)(gg_wall_ms() / 1000), "error",
-                             n > 0 ? NULL : "no node specifications are loaded", "request_id",
-                             gg_http_request_id(req));
-    if (body && !json_object_get(body, "error")) json_object_set_new(body, "error", json_null());
+                             (json_int_t)n, "timestamp", (json_int_t)(gg_wall_ms() / 1000), "error", error,
+                             "request_id", gg_http_request_id(req));
     if (body) json_object_set_new(body, "processing_time_ms", json_real(gg_now_ms() - t0));
     if (!body) gg_http_res_error(res, 500, "oom", "out of memory");
     else gg_http_res_json(res, n > 0 ? 200 : 503, body);
@@ -201,14 +208,14 @@ static int h_health(gg_http_req *req, gg_http_res *res, void *user) {
 static bool invoke_request(gg_http_req *req, gg_http_res *res, json_t **body_out, const char **name,
                            json_t **args, char **id_json, bool envelope) {
     gg_error err = GG_ERROR_INIT;
-    json_t *body = gg_http_body_json(req, false, &err);
+    json_t *body = gg_http_body_object(
+        req, "a JSON object like {\"name\": \"search_nodes\", \"arguments\": {\"query\": \"http\"}}", &err);
     *id_json = NULL;
     if (!body) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "invalid JSON body: %s", err.message ? err.message : err.code);
+        bool parse = !strcmp(err.code, "invalid_json");
+        if (envelope) rpc_error(res, 400, "null", parse ? -32700 : -32600, err.message);
+        else gg_http_res_error_from(res, 400, &err);
         gg_error_clear(&err);
-        if (envelope) rpc_error(res, 400, "null", -32700, msg);
-        else gg_http_res_error(res, 400, "invalid_json", "%s", msg);
         return false;
     }
     json_t *src = body, *params = json_object_get(body, "params");
@@ -253,8 +260,36 @@ static void write_extra(gg_strbuf *b, void *user) {
     put_json_string(b, x->request_id);
 }
 
-/* POST /mcp/invoke (envelope) and POST /internal/invoke (direct result). */
-static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope) {
+/* The answer for a caller whose tenant has downstream tools (MCP_TOOL specs): what
+ * /mcp/nodes answers the same key, with the bookkeeping members and the envelope. NULL when
+ * the global answer applies (specs_virtual_call's rule) or on failure (err set). */
+static char *render_virtual(rest_ctx *c, const char *tenant, const char *name, json_t *args, const char *prefix,
+                            invoke_extra *x, const char *suffix, size_t *len, gg_error *err) {
+    json_t *v = specs_virtual_call(c->registry, c->vcache, name, args, tenant, err);
+    if (!v) return NULL;
+    char *body = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(v);
+    gg_strbuf b = GG_STRBUF_INIT;
+    bool ok = body != NULL;
+    if (ok && prefix) gg_strbuf_puts(&b, prefix);
+    if (ok) gg_strbuf_append(&b, body, strlen(body) - 1); /* up to the closing brace */
+    gg_strbuf_putc(&b, ',');
+    write_extra(&b, x);
+    gg_strbuf_putc(&b, '}');
+    if (suffix) gg_strbuf_puts(&b, suffix);
+    free(body);
+    if (!ok || b.oom) {
+        gg_strbuf_free(&b);
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    *len = b.len;
+    return gg_strbuf_take(&b);
+}
+
+/* POST /mcp/invoke (envelope) and POST /internal/invoke (direct result). tenant: the
+ * caller's (NULL on the internal listener), whose downstream tools join the answer. */
+static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope, const char *tenant) {
     invoke_extra x = {.t0 = gg_now_ms(), .request_id = gg_http_request_id(req)};
     json_t *body = NULL, *args = NULL;
     const char *name = NULL;
@@ -265,8 +300,12 @@ static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope
     char prefix[256];
     snprintf(prefix, sizeof prefix, "{\"jsonrpc\":\"2.0\",\"id\":%.200s,\"result\":", id_json);
     size_t len = 0;
-    char *out = specs_call_render(c->registry, name, args, envelope ? prefix : NULL, write_extra, &x,
-                                  envelope ? "}" : NULL, &len, &err);
+    char *out = tenant ? render_virtual(c, tenant, name, args, envelope ? prefix : NULL, &x, envelope ? "}" : NULL,
+                                        &len, &err)
+                       : NULL;
+    if (!out && !gg_error_is_set(&err))
+        out = specs_call_render(c->registry, name, args, envelope ? prefix : NULL, write_extra, &x,
+                                envelope ? "}" : NULL, &len, &err);
     if (out) {
         gg_http_res_bytes_take(res, 200, "application/json", out, len); /* takes out */
     } else {
@@ -285,12 +324,13 @@ static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope
 
 static int h_invoke(gg_http_req *req, gg_http_res *res, void *user) {
     rest_ctx *c = user;
-    if (!authorize(c, req, res, GG_SCOPE_TOOLS_EXECUTE)) return GG_HTTP_DONE;
-    return invoke(req, res, c, true);
+    gg_principal who;
+    if (!authorize(c, req, res, GG_SCOPE_TOOLS_EXECUTE, &who)) return GG_HTTP_DONE;
+    return invoke(req, res, c, true, who.tenant);
 }
 
 static int h_internal_invoke(gg_http_req *req, gg_http_res *res, void *user) {
-    return invoke(req, res, user, false);
+    return invoke(req, res, user, false, NULL);
 }
 
 /* GET /internal/tools */
@@ -394,7 +434,8 @@ bool specs_install(gg_app *app, gg_auth *auth, specs_registry **registry_out, gg
     }
     snprintf(c->schema, sizeof c->schema, "%.2000s/node-spec.schema.json", sdir);
     c->registry = specs_registry_new(app->store);
-    if (!c->registry || !build_tool_texts(c)) {
+    c->vcache = specs_vcache_new();
+    if (!c->registry || !c->vcache || !build_tool_texts(c)) {
         gg_error_set(err, "oom", "out of memory");
         goto fail;
     }

@@ -1,4 +1,4 @@
-/* specs.h — the node-spec knowledge service: a registry of workflow node specifications
+/* specs.h — the node-spec knowledge service: a registry of node specifications (GRAPH first)
  * loaded from specs/<TYPE>/<SUBTYPE>.yaml, validated against schema/node-spec.schema.json,
  * persisted in the store (node_specs + FTS5) and served by three tools (get_node_types,
  * get_node_details, search_nodes) through an MCP provider and the REST endpoints of the

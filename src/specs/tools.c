@@ -14,26 +14,40 @@
 #endif
 
 #define TYPES_ENUM                                                                                 \
-    "[\"TRIGGER\",\"AI_AGENT\",\"ACTION\",\"EXTERNAL_ACTION\",\"FLOW\",\"HUMAN_IN_THE_LOOP\",\"TOOL\"," \
-    "\"MEMORY\",\"GRAPH\",\"MCP_TOOL\"]"
+    "[\"GRAPH\",\"MCP_TOOL\",\"TRIGGER\",\"AI_AGENT\",\"ACTION\",\"EXTERNAL_ACTION\",\"FLOW\"," \
+    "\"HUMAN_IN_THE_LOOP\",\"TOOL\",\"MEMORY\"]"
 #define VALID_TYPES_TEXT \
-    "TRIGGER, AI_AGENT, ACTION, EXTERNAL_ACTION, FLOW, HUMAN_IN_THE_LOOP, TOOL, MEMORY, GRAPH"
+    "GRAPH, TRIGGER, AI_AGENT, ACTION, EXTERNAL_ACTION, FLOW, HUMAN_IN_THE_LOOP, TOOL, MEMORY"
+/* Search results of graphgate's own family score this many times their BM25 relevance, so
+ * a node a graph can use outranks a workflow-catalog entry that matches about as well
+ * ("loop over a list", "branch on a condition" → SWITCH before FLOW.LOOP/IF) while a query
+ * naming a catalog node still finds it first ("http request" → HTTP_REQUEST; at 3 the
+ * GRAPH nodes that send client requests would win). */
+#define GRAPH_FAMILY_BOOST 2.5
+/* Rows a search across families fetches before weighting (the store's maximum). */
+#define SPECS_SEARCH_CANDIDATES 100
 
-/* The tool definitions, as MCP tool objects. Descriptions carry the guidance of the design
- * (HIL nodes classify replies themselves). */
+/* The tool definitions, as MCP tool objects. Descriptions say which families a graphgate
+ * graph can use (GRAPH, MCP_TOOL) and which are the seed's workflow catalog, kept with the
+ * design's guidance for it (HIL nodes classify replies themselves). */
 static const char TOOLS_JSON[] =
     "["
     "{\"name\":\"get_node_types\",\"title\":\"List node types\","
-    "\"description\":\"Get all available workflow node types and their subtypes. IMPORTANT: "
-    "HUMAN_IN_THE_LOOP nodes have built-in AI response analysis - DO NOT create separate IF or AI_AGENT "
-    "nodes for HIL response classification. The GRAPH type lists graphgate's own graph nodes (entry, mcp, "
-    "transform, switch, exit); MCP_TOOL lists the tools of your own downstream MCP servers as <server>.<tool>.\","
+    "\"description\":\"Get the node families and their subtypes. GRAPH comes first: graphgate's own graph "
+    "node types (entry, mcp, transform, switch, exit, elicit, sample, roots, ask), the only ones a graphgate "
+    "graph can use; MCP_TOOL lists the tools of your own downstream MCP servers as <server>.<tool> (called "
+    "with an mcp node). The other families (TRIGGER, AI_AGENT, ACTION, EXTERNAL_ACTION, FLOW, "
+    "HUMAN_IN_THE_LOOP, TOOL, MEMORY) are a generic workflow catalog kept for reference: a graphgate graph "
+    "cannot use them. In that catalog HUMAN_IN_THE_LOOP nodes have built-in AI response analysis - do not "
+    "add separate IF or AI_AGENT nodes for HIL response classification.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"type_filter\":{\"type\":\"string\",\"enum\":" TYPES_ENUM
     ",\"description\":\"Filter by node type (optional)\"}},\"additionalProperties\":false}},"
     "{\"name\":\"get_node_details\",\"title\":\"Get node specifications\","
-    "\"description\":\"Get detailed specifications for workflow nodes including parameters, ports, and "
-    "examples. KEY FEATURE: HUMAN_IN_THE_LOOP nodes include integrated AI response analysis with "
-    "confirmed/rejected/unrelated/timeout output ports - eliminating need for separate IF/AI_AGENT nodes. "
+    "\"description\":\"Get detailed specifications of nodes: parameters, ports and examples. For a "
+    "graphgate graph ask for GRAPH nodes (subtype = the node's type in upper case, e.g. TRANSFORM, ASK) and "
+    "MCP_TOOL <server>.<tool> entries; the other families are the workflow catalog, not usable in a graph "
+    "(there, HUMAN_IN_THE_LOOP nodes include integrated AI response analysis with "
+    "confirmed/rejected/unrelated/timeout output ports). "
     "Up to 100 nodes per call; a node_type with a _NODE suffix is corrected automatically and an unknown "
     "subtype is answered with the closest existing ones.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
@@ -45,7 +59,8 @@ static const char TOOLS_JSON[] =
     "\"required\":[\"nodes\"]}},"
     "{\"name\":\"search_nodes\",\"title\":\"Search node specifications\","
     "\"description\":\"Full-text search over node names, descriptions, tags and parameter names, ranked by "
-    "relevance (BM25). Use it when you know what a node should do but not its type or subtype.\","
+    "relevance (BM25) with graphgate's own GRAPH nodes weighted ahead of the workflow catalog, which a "
+    "graphgate graph cannot use. Use it when you know what a node should do but not its type or subtype.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":200,\"description\":\"Words describing the node, "
     "e.g. 'send slack message'\"},"
@@ -352,6 +367,30 @@ static bool fts_expression(const char *q, gg_strbuf *b) {
     return words > 0 && !b->oom;
 }
 
+/* Graphgate's own family first among comparable matches: the store ranks by relevance
+ * alone, so every GRAPH score is weighted by GRAPH_FAMILY_BOOST, the rows re-sorted (stable,
+ * best first) and cut to limit. The caller fetched more than limit rows, so a GRAPH entry
+ * just below the cut can move up. */
+static void rank_graph_first(json_t *rows, size_t limit) {
+    size_t n = json_array_size(rows);
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array_get(rows, i);
+        if (strcmp(json_string_value(json_object_get(row, "node_type")), "GRAPH") == 0)
+            json_object_set_new(row, "score",
+                                json_real(json_number_value(json_object_get(row, "score")) * GRAPH_FAMILY_BOOST));
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: at most SPECS_SEARCH_CANDIDATES rows */
+        for (size_t j = i; j > 0; j--) {
+            json_t *a = json_array_get(rows, j - 1), *b = json_array_get(rows, j);
+            if (json_number_value(json_object_get(a, "score")) >= json_number_value(json_object_get(b, "score")))
+                break;
+            json_incref(a);
+            json_array_set(rows, j - 1, b);
+            json_array_set_new(rows, j, a);
+        }
+    while (json_array_size(rows) > limit) json_array_remove(rows, json_array_size(rows) - 1);
+}
+
 static bool tool_search_nodes(specs_registry *r, json_t *args, specs_output *out) {
     const char *q = json_string_value(json_object_get(args, "query"));
     if (!q || !q[0]) return tool_error(out, "query must be a non-empty string");
@@ -372,13 +411,16 @@ static bool tool_search_nodes(specs_registry *r, json_t *args, specs_output *out
         return tool_error(out, "query '%.200s' has no searchable words", q);
     }
     gg_error err = GG_ERROR_INIT;
-    json_t *rows = gg_store_specs_search(r->store, expr.data, t >= 0 ? specs_node_types[t] : NULL, (int)limit, &err);
+    /* across families the family weighting re-ranks more candidates than it returns */
+    int fetch = t < 0 ? SPECS_SEARCH_CANDIDATES : (int)limit;
+    json_t *rows = gg_store_specs_search(r->store, expr.data, t >= 0 ? specs_node_types[t] : NULL, fetch, &err);
     gg_strbuf_free(&expr);
     if (!rows) {
         bool ok = tool_error(out, "search failed: %s", err.message ? err.message : err.code);
         gg_error_clear(&err);
         return ok;
     }
+    rank_graph_first(rows, (size_t)limit);
     json_t *res = json_pack("{s:s, s:I, s:o}", "query", q, "count", (json_int_t)json_array_size(rows), "results", rows);
     bool ok = res && set_json_value(out, res);
     json_decref(res);
@@ -559,11 +601,11 @@ static json_t *prov_server_info(mcp_provider *p) {
 
 static const char *prov_instructions(mcp_provider *p) {
     (void)p;
-    return "Node knowledge for building workflows: call get_node_types to see the node families and "
+    return "Node knowledge for building graphgate graphs: call get_node_types to see the node families and "
            "subtypes, search_nodes to find nodes by what they do, then get_node_details for the exact "
-           "configurations, inputs, outputs, ports and examples of the nodes you use. HUMAN_IN_THE_LOOP nodes "
-           "classify replies themselves (confirmed/rejected/unrelated/timeout). The GRAPH family documents "
-           "graphgate's own graph nodes.";
+           "configurations, inputs, outputs, ports and examples of the nodes you use. A graph uses the GRAPH "
+           "family (graphgate's own node types) and calls your downstream tools (MCP_TOOL) with mcp nodes; "
+           "the other families are a generic workflow catalog kept for reference, not usable in a graph.";
 }
 
 static json_t *prov_list_tools(mcp_provider *p) {

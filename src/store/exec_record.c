@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const status_names[] = {"running", "succeeded", "failed", "cancelled", "interrupted"};
+static const char *const status_names[] = {"running", "succeeded", "failed", "cancelled", "interrupted",
+                                           "invalid_input"};
 
 const char *gg_exec_status_name(gg_exec_status st) {
     return (unsigned)st < sizeof status_names / sizeof status_names[0] ? status_names[st] : "unknown";

@@ -163,7 +163,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         w->status = r->status;
         w->started_ms = r->started_ms;
         w->finished_ms = r->finished_ms;
-        w->duration_ms = r->duration_ms;
+        w->duration_ms = gg_store_round_us(r->duration_ms);
         memcpy(w->trace_id, r->trace_id, sizeof w->trace_id);
         w->trace_id[sizeof w->trace_id - 1] = 0;
         memcpy(w->parent_id, r->parent_id, sizeof w->parent_id);
@@ -775,7 +775,7 @@ static hist_item *journal_item(const unsigned char *p, size_t n) {
             body += f.len[i];
             need += (size_t)f.len[i] + 1;
         }
-    if (body != n - sizeof f || f.status < GG_EXEC_RUNNING || f.status > GG_EXEC_INTERRUPTED) return NULL;
+    if (body != n - sizeof f || f.status < GG_EXEC_RUNNING || f.status > GG_EXEC_INVALID_INPUT) return NULL;
     hist_item *it = calloc(1, sizeof *it + need);
     if (!it) return NULL;
     it->is_row = true;

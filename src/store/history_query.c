@@ -159,7 +159,7 @@ static json_t *exec_row(gg_db_stmt *st) {
                           "finished_at", gg_store_time_json(gg_db_column_int64(st, 8)));
     if (!o) return NULL;
     json_object_set_new(o, "duration_ms", gg_db_column_type(st, 9) == SQLITE_NULL
-                                              ? json_null() : json_real(gg_db_column_double(st, 9)));
+                                              ? json_null() : json_real(gg_store_round_us(gg_db_column_double(st, 9))));
     json_object_set_new(o, "error", gg_db_column_type(st, 10) == SQLITE_NULL
                                         ? json_null() : json_string((const char *)gg_db_column_text(st, 10)));
     json_object_set_new(o, "trace_id", gg_db_column_type(st, 11) == SQLITE_NULL
@@ -192,7 +192,8 @@ json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_
     int limit = f->limit <= 0 ? 50 : f->limit;
     if (limit > 1000) { gg_error_set(err, "invalid", "limit must be between 1 and 1000"); return NULL; }
     if (f->status && gg_exec_status_parse(f->status) < 0) {
-        gg_error_set(err, "invalid", "status must be one of running, succeeded, failed, cancelled, interrupted");
+        gg_error_set(err, "invalid",
+                     "status must be one of running, succeeded, failed, cancelled, interrupted, invalid_input");
         return NULL;
     }
     long long cur_ms = 0;
@@ -294,7 +295,7 @@ static json_t *node_object(json_t *n, long long run_start) {
                      "node_type", json_is_string(type) ? json_string_value(type) : "",
                      "started_at", gg_store_time_json(t0),
                      "finished_at", gg_store_time_json(t1),
-                     "duration_ms", json_is_number(dur) ? json_number_value(dur) : 0.0,
+                     "duration_ms", json_is_number(dur) ? gg_store_round_us(json_number_value(dur)) : 0.0,
                      "input", value_or_null(in),
                      "output", value_or_null(out),
                      "error", error_or_null(err));

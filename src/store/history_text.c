@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A duration: the executor's are whole microseconds, written as such without printf;
- * anything else in full precision. */
+/* A duration rounded to whole microseconds (gg_store_round_us), written as such without
+ * printf; only a value past 1e12 ms falls back to full precision. */
 static void tb_duration(gg_strbuf *b, double d) {
     if (!isfinite(d)) { gg_strbuf_append(b, "0", 1); return; }
     double us = round(d * 1000.0);
+    d = us / 1000.0;
     if (fabs(us) < 1e15 && us / 1000.0 == d) {
         long long v = (long long)us;
         if (v < 0) { gg_strbuf_putc(b, '-'); v = -v; }

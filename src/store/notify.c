@@ -16,7 +16,7 @@
 
 #define WATCH_BACKOFF_FIRST_MS 100
 #define WATCH_BACKOFF_MAX_MS 5000
-#define WATCH_ALL (GG_WATCH_KEYS | GG_WATCH_GRAPHS | GG_WATCH_VIEWS | GG_WATCH_TASKS)
+#define WATCH_ALL (GG_WATCH_KEYS | GG_WATCH_GRAPHS | GG_WATCH_VIEWS | GG_WATCH_OAUTH | GG_WATCH_TASKS)
 
 struct gg_store_watch {
     gg_store *s;
@@ -92,6 +92,7 @@ static int take_notifications(gg_store_watch *w) {
         if (strcmp(n->extra, "keys") == 0) mask |= GG_WATCH_KEYS;
         else if (strcmp(n->extra, "graphs") == 0) mask |= GG_WATCH_GRAPHS;
         else if (strcmp(n->extra, "views") == 0) mask |= GG_WATCH_VIEWS;
+        else if (strcmp(n->extra, "oauth") == 0) mask |= GG_WATCH_OAUTH;
         else if (strcmp(n->extra, "tasks") == 0) mask |= GG_WATCH_TASKS;
         PQfreemem(n);
     }

@@ -482,7 +482,8 @@ const char GG_STORE_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 W
 static const char SQL_GEN_CREATE[] = "INSERT INTO generations(name, value) VALUES (?1, 0) ON CONFLICT(name) DO NOTHING";
 
 static const char *gen_name(gg_store_generation which) {
-    return which == GG_GEN_KEYS ? "keys" : which == GG_GEN_GRAPHS ? "graphs" : "views";
+    static const char *const names[] = {"keys", "graphs", "views", "oauth"};
+    return names[which];
 }
 
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err) {
@@ -494,7 +495,7 @@ long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_err
         gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
         int rc = gg_db_step(st);
         if (rc == SQLITE_ROW) v = gg_db_column_int64(st, 0);
-        else if (rc == SQLITE_DONE && which == GG_GEN_VIEWS) v = 0; /* never bumped yet */
+        else if (rc == SQLITE_DONE && which >= GG_GEN_VIEWS) v = 0; /* never bumped yet */
         else gg_store_set_db_error(c, err, "generations");
         gg_db_reset(st);
     }
@@ -529,7 +530,7 @@ static bool gen_exec(gg_store_conn *c, const char *sql, gg_store_generation whic
 }
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
-    bool ok = (which != GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_STORE_SQL_GEN_BUMP, which, err);
+    bool ok = (which < GG_GEN_VIEWS || gen_exec(c, SQL_GEN_CREATE, which, err)) && gen_exec(c, GG_STORE_SQL_GEN_BUMP, which, err);
     if (ok && gg_db_is_pg(c)) ok = gg_store_notify(c, gen_name(which), err);
     return ok;
 }

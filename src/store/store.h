@@ -92,8 +92,9 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
  * (revoke, delete, tenant delete), graphs (put, activate, delete) or views of the
  * tenant-wide endpoint (put, delete, tenant delete), so a long-running process notices
  * changes made by another process (the CLI, another replica) with one cheap read. The
- * views counter's row is created by its first bump (no migration): until then it reads 0. */
-typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS } gg_store_generation;
+ * views and oauth counters' rows are created by their first bump (no migration): until
+ * then they read 0. oauth: a tenant's authorization servers (put, delete, tenant delete). */
+typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS, GG_GEN_OAUTH } gg_store_generation;
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
 
 /* Change notifications (PostgreSQL only): every generation bump also NOTIFYs channel
@@ -112,6 +113,7 @@ enum {
     GG_WATCH_KEYS = 1 << GG_GEN_KEYS,
     GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS,
     GG_WATCH_VIEWS = 1 << GG_GEN_VIEWS,
+    GG_WATCH_OAUTH = 1 << GG_GEN_OAUTH,
     GG_WATCH_TASKS = 1 << 4, /* a task row changed (no counter: the tasks extension's rows) */
     GG_WATCH_DOWN = 1 << 8
 };
@@ -233,7 +235,8 @@ typedef enum {
     GG_EXEC_SUCCEEDED,
     GG_EXEC_FAILED,
     GG_EXEC_CANCELLED,
-    GG_EXEC_INTERRUPTED
+    GG_EXEC_INTERRUPTED,
+    GG_EXEC_INVALID_INPUT  /* a tools/call refused by the tool's inputSchema: never ran (0013) */
 } gg_exec_status;
 const char *gg_exec_status_name(gg_exec_status st);
 /* -1 for an unknown name. */
@@ -615,6 +618,15 @@ json_t *gg_store_view_get(gg_store *s, const char *tenant, const char *name, gg_
 json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err);
 /* "not_found" when there is none. */
 bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
+
+/* ---- a tenant's OAuth authorization servers (oauth.c, migration 0014) ----------------
+ * One validated JSON definition per tenant (src/auth checks its shape; the store keeps
+ * what it gets). put replaces it; get answers {"definition","updated_at"} (new reference)
+ * or NULL + "not_found"; delete: "not_found" when there is none. Each change bumps the
+ * oauth generation. */
+bool gg_store_oauth_put(gg_store *s, const char *tenant, json_t *definition, gg_error *err);
+json_t *gg_store_oauth_get(gg_store *s, const char *tenant, gg_error *err);
+bool gg_store_oauth_delete(gg_store *s, const char *tenant, gg_error *err);
 
 /* ---- input-required rounds answered once (rounds.c, migration 0012) -----------------
  * Claim a requestState's nonce for the call answering it: true for the first claim,

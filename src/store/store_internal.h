@@ -10,11 +10,16 @@
 #define GG_STORE_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
 #include "store/db.h"
 #include "store/store.h"
+
+/* A duration in ms rounded to the microsecond, as every duration is stored and served (a
+ * monotonic clock's difference otherwise reads 0.48612600000342354); 0 when not finite. */
+static inline double gg_store_round_us(double ms) { return isfinite(ms) ? round(ms * 1000.0) / 1000.0 : 0; }
 
 #define GG_STORE_STMT_CACHE 96
 

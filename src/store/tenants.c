@@ -56,10 +56,11 @@ bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err) {
         gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         ok = step_write(c, st, true, "tenant", tenant, err);
     }
-    /* Keys, graphs and views went with the tenant (ON DELETE CASCADE): tell caches. */
+    /* Keys, graphs, views and authorization servers went with the tenant (ON DELETE
+     * CASCADE): tell caches. */
     if (ok)
         ok = gg_store_bump_generation(c, GG_GEN_KEYS, err) && gg_store_bump_generation(c, GG_GEN_GRAPHS, err) &&
-             gg_store_bump_generation(c, GG_GEN_VIEWS, err);
+             gg_store_bump_generation(c, GG_GEN_VIEWS, err) && gg_store_bump_generation(c, GG_GEN_OAUTH, err);
     if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
     gg_store_conn_release(s, c); /* rolls back when not committed */
     return ok;

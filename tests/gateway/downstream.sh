@@ -149,6 +149,34 @@ t "search_nodes finds a downstream tool by its description" \
   eq "$(py 'any(r["subtype"] == "dyn.alpha" for r in d["results"])' "$(nodes "$ADMIN" search_nodes '{"query":"dynamic alpha"}')")" True
 t "... not for another tenant" \
   eq "$(py 'any(r["node_type"] == "MCP_TOOL" for r in d["results"])' "$(nodes "$BETA" search_nodes '{"query":"dynamic alpha"}')")" False
+# The REST front doors answer a key exactly as /mcp/nodes does: POST /mcp/invoke with the
+# tenant's MCP_TOOL specs (and never another tenant's), GET /mcp/tools the same tool list.
+invoke() { # KEY TOOL ARGS → structuredContent of POST /mcp/invoke (compact JSON)
+  gg_curl "$GG_TMP/inv.json" -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    --data "{\"name\":\"$2\",\"arguments\":$3}" "$GG_PUB/mcp/invoke" >/dev/null
+  jget "$GG_TMP/inv.json" 'json.dumps(d["result"]["structuredContent"])'
+}
+same() { # KEY TOOL ARGS: /mcp/invoke's answer equals /mcp/nodes'
+  local a b; a=$(invoke "$1" "$2" "$3"); b=$(nodes "$1" "$2" "$3")
+  [ -n "$a" ] && [ "$(py 'json.dumps(d, sort_keys=True)' "$a")" = "$(py 'json.dumps(d, sort_keys=True)' "$b")" ] ||
+    { echo "   /mcp/invoke: ${a:0:300}" >&2; echo "   /mcp/nodes:  ${b:0:300}" >&2; return 1; }
+}
+t "POST /mcp/invoke get_node_types = /mcp/nodes (MCP_TOOL for the tenant)" same "$ADMIN" get_node_types '{}'
+t "... get_node_types type_filter MCP_TOOL" same "$ADMIN" get_node_types '{"type_filter":"MCP_TOOL"}'
+t "... get_node_details of a downstream tool" same "$ADMIN" get_node_details '{"nodes":[{"node_type":"MCP_TOOL","subtype":"everything.echo"},{"node_type":"GRAPH","subtype":"ASK"}]}'
+t "... search_nodes" same "$ADMIN" search_nodes '{"query":"dynamic alpha"}'
+t "... and for another tenant, without acme's tools" same "$BETA" get_node_types '{}'
+t "... (which it does not list)" eq "$(py '"MCP_TOOL" in d' "$(invoke "$BETA" get_node_types '{}')")" False
+tools_same() { # GET /mcp/tools lists what tools/list on /mcp/nodes lists
+  gg_curl "$GG_TMP/rt.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/mcp/tools" >/dev/null
+  local sid; sid=$(gw_init "$GG_PUB/mcp/nodes" "$ADMIN")
+  gw_rpc "$GG_TMP/tl.json" "$GG_PUB/mcp/nodes" "$ADMIN" "$sid" '{"jsonrpc":"2.0","id":3,"method":"tools/list"}' >/dev/null
+  local a b
+  a=$(jget "$GG_TMP/rt.json" 'json.dumps([[t["name"], t["description"], t["inputSchema"]] for t in d["result"]["tools"]], sort_keys=True)')
+  b=$(jget "$GG_TMP/tl.json" 'json.dumps([[t["name"], t["description"], t["inputSchema"]] for t in d["result"]["tools"]], sort_keys=True)')
+  [ -n "$a" ] && [ "$a" = "$b" ] || { echo "   /mcp/tools: ${a:0:200}"; echo "   tools/list: ${b:0:200}"; return 1; } >&2
+}
+t "GET /mcp/tools = tools/list on /mcp/nodes (names, descriptions, input schemas)" tools_same
 echo "alpha beta" >"$GG_TMP/dyn.tools"
 t "graphgate mcp sync FILE --tenant refreshes the catalog (dyn now has beta)" \
   eval 'gw_cli mcp sync "$GG_TMP/dyn.yaml" --tenant acme 2>/dev/null | grep -q "^beta"'

@@ -107,6 +107,8 @@ id=$(jget "$GG_TMP/ex.json" '[e["id"] for e in d["executions"] if e["graph"] == 
 gg_curl "$GG_TMP/one.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$id" >/dev/null
 t "GET /admin/executions/{callee}: parent_id and the callee's own nodes" eq "$(jget "$GG_TMP/one.json" '
 d["parent_id"] is not None and [n.get("node_id", n.get("nodeId")) for n in d["nodes"]] == ["entry", "echo", "out", "exit"]')" True
+t "... each with its input: the arguments the mcp node sent, the context the transform saw" eq "$(jget "$GG_TMP/one.json" '
+(d["nodes"][1]["input"] == {"message": str(d["arguments"]["x"])}, d["nodes"][2]["input"]["entry"] == d["arguments"])')" "(True, True)"
 
 # attacks
 t "a graph calling itself → 422 graph_cycle" \

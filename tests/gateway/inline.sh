@@ -76,6 +76,44 @@ t "each inline run is recorded once" eq "$(executions quick 5)" 5
 gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/executions/$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')" >/dev/null
 t "an inline run's record has its node history" eq "$(jget "$GG_TMP/x.json" '",".join(n["node_id"] for n in d["nodes"])')" 'entry,double,exit'
 t "... with the node outputs (newest run first: n=5)" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["output"]')" "{'twice': 10}"
+# history (issue 29): what each node received, durations to the microsecond, numbers
+# printed alike by the API and the CLI, a refused call recorded, a sub-ms timeline
+t "... and a succeeded transform's input: the context it evaluated" eq "$(jget "$GG_TMP/x.json" 'd["nodes"][1]["input"]["entry"]["n"]')" 5
+decimals() { # FILE → the most decimals of any "duration_ms" in it (run and nodes)
+  python3 -c "import re,sys; v=re.findall(r'\"duration_ms\": ?([-0-9.eE+]+)', open(sys.argv[1]).read()); assert len(v) >= 4, v; print(max(len(x.split('.')[1]) if '.' in x else (9 if 'e' in x.lower() else 0) for x in v))" "$1"
+}
+t "the API's durations have at most 3 decimals" test "$(decimals "$GG_TMP/x.json")" -le 3
+r=$(call 16 quick '{"n":24.3}')
+t "a fractional result" eq "$r" '{"twice":48.6}'
+executions quick 6 >/dev/null
+eid=$(jget "$GG_TMP/e.json" 'd["executions"][0]["id"]')
+gw_cli executions show "$eid" >"$GG_TMP/show.json"
+t "executions show prints 48.6 as the API does" grep -q '"twice": 48.6$' "$GG_TMP/show.json"
+t "... never 48.600000000000001" eq "$(grep -c '48.60000' "$GG_TMP/show.json")" 0
+t "... and durations with at most 3 decimals" test "$(decimals "$GG_TMP/show.json")" -le 3
+gw_cli executions show "$eid" --timeline >"$GG_TMP/tl.txt"
+# rows: START DUR STATUS NODE TYPE |bar| ...; a node starts where the one before ended (or
+# later): a fast run's offsets are fractions of a millisecond, not every node at 0.000
+t "--timeline offsets are sub-millisecond, each node after the previous one's end" python3 -c "
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0].replace('.', '', 1).isdigit()]
+assert [r[3] for r in rows] == ['entry', 'double', 'exit'], rows
+s = [(float(r[0]), float(r[1])) for r in rows]
+assert all(s[i][0] >= s[i - 1][0] + s[i - 1][1] - 0.0015 for i in (1, 2)), s
+assert s[2][0] % 1 > 0, s" "$GG_TMP/tl.txt"
+call 17 quick '{"n":"five"}' >/dev/null
+t "a call its inputSchema refuses answers isError" eq "$(jget "$GG_TMP/c1.json" 'd["result"]["isError"]')" True
+for i in $(seq 1 100); do # the history writer flushes every few ms, later on a loaded machine
+  gw_cli executions list acme --status invalid_input --json >"$GG_TMP/inv.json" 2>/dev/null
+  [ "$(jget "$GG_TMP/inv.json" 'len(d["executions"])')" = 1 ] && break
+  sleep 0.1
+done
+t "... and is recorded with status invalid_input (CLI --status)" eq "$(jget "$GG_TMP/inv.json" '[(e["tool"], e["status"]) for e in d["executions"]]')" "[('quick', 'invalid_input')]"
+gg_curl "$GG_TMP/inv2.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/acme/executions?status=invalid_input" >/dev/null
+t "... listed by the API's status filter" eq "$(jget "$GG_TMP/inv2.json" 'len(d["executions"])')" 1
+gg_curl "$GG_TMP/inv3.json" -H "Authorization: Bearer $admin" "$GG_PUB/admin/executions/$(jget "$GG_TMP/inv.json" 'd["executions"][0]["id"]')" >/dev/null
+t "... with the arguments sent, the refusal as its error and no nodes" eq "$(jget "$GG_TMP/inv3.json" '(d["arguments"], d["error"], d["nodes"])')" \
+  "({'n': 'five'}, 'Invalid arguments for tool quick: /n: $(jget "$GG_TMP/c1.json" 'd["result"]["content"][0]["text"].split(": ", 2)[2]')', [])"
 
 call 15 broken '{"who":"ann"}' >/dev/null
 t "a failing pure tool answers isError" eq "$(jget "$GG_TMP/c1.json" 'd["result"]["isError"]')" True

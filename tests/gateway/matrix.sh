@@ -70,7 +70,7 @@ MCP="$GG_PUB/mcp/acme/switch"
 CALL="{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"$TOOL\",\"arguments\":{\"value\":42}}}"
 sid=$(gw_init "$MCP" "$READ")
 gw_rpc "$GG_TMP/s.json" "$MCP" "$READ" "$sid" "$CALL" >/dev/null
-t "403 names the missing scope" grep -q '"required_scope":"tools:execute"' "$GG_TMP/s.json"
+t "403 names the missing scope in the error object" grep -q '"error":{"code":"insufficient_scope",.*"required_scope":"tools:execute"}' "$GG_TMP/s.json"
 
 # ---- the matrix: admin routes (status for none, bad, revoked, other, read, gw, admin)
 admin_case() { # desc method path body expected...

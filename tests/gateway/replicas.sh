@@ -17,7 +17,8 @@
 #    under its own replica id when it comes back (the others' are left alone).
 # Prints "N passed, N failed".
 if [ -z "${GG_PG_INNER:-}" ]; then
-  if ! command -v pg_virtualenv >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  . "${GG_SRCDIR:-$(dirname "$0")/../..}/tests/lib_pg.sh"
+  if ! gg_pg_installed; then
     echo "SKIP: PostgreSQL server or pg_virtualenv not installed (tests/deps.sh installs postgresql-15, postgresql-common)"
     exit 77
   fi
@@ -27,10 +28,8 @@ if [ -z "${GG_PG_INNER:-}" ]; then
     exit 77
   fi
   export GG_HAPROXY=$HAPROXY
-  # as root the cluster is always 15/regress: root runs take turns (see tests/store/postgres.sh)
-  venv() { if [ "$(id -u)" = 0 ]; then flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv "$@"; else pg_virtualenv "$@"; fi; }
   log=$(mktemp "${TMPDIR:-/tmp}/gg-pg-replicas.XXXXXX")
-  GG_PG_INNER=1 venv -t -o shared_buffers=32MB -o max_connections=100 bash "$0" "$@" 2>"$log"
+  GG_PG_INNER=1 gg_pg_venv -o shared_buffers=32MB -o max_connections=100 bash "$0" "$@" 2>"$log"
   rc=$?
   [ $rc -eq 0 ] || { echo "--- pg_virtualenv / cluster log (tail)"; tail -15 "$log"; }
   rm -f "$log"

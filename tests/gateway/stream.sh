@@ -115,7 +115,7 @@ t "GET with curl's default Accept (*/*) → 406" eq "$(get r "$U" "$KEY" "$SID")
 t "GET without a key → 401" eq "$(get r "$U" "" "$SID" "${SSE[@]}")" 401
 t "GET with another tenant's key → 403" eq "$(get r "$U" "$OTHER" "$SID" "${SSE[@]}")" 403
 t "GET with a key lacking tools:read → 403" eq "$(get r "$U" "$EXEC" "$SID" "${SSE[@]}")" 403
-t "403 names tools:read" grep -q '"required_scope":"tools:read"' "$GG_TMP/r"
+t "403 names tools:read in the error object" grep -q '"error":{"code":"insufficient_scope",.*"required_scope":"tools:read"}' "$GG_TMP/r"
 t "GET with an unknown session → 404" eq "$(get r "$U" "$KEY" "AQAAAAnotasession" "${SSE[@]}")" 404
 t "GET with a session of another graph → 404" eq "$(get r "$U" "$KEY" "$SIDP" "${SSE[@]}")" 404
 t "GET with a session of another key → 404" eq "$(get r "$U" "$KEY2" "$SID" "${SSE[@]}")" 404

@@ -35,7 +35,7 @@ const sharedGood = ['switch_example.yaml', 'loop_example.yaml', 'test_minimal.ya
 let skipped = 0;
 if (!fs.existsSync(shared)) {
   skipped += sharedGood.length;
-  console.log(`# SKIP ${sharedGood.length} checks: mcpGraph's example graphs not found at ${shared} (set GG_SHARED, README: where the conformance suites come from)`);
+  console.log(`# SKIP ${sharedGood.length} checks: mcpGraph's example graphs not found at ${shared} (set GG_SHARED, docs/internals.md: where the conformance suites come from)`);
 }
 const examples = path.join(src, 'examples');
 const good = (skipped ? [] : sharedGood.map((f) => path.join(shared, f)))

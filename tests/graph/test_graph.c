@@ -1899,7 +1899,7 @@ int main(void) {
      * is created only when it runs: one never added to the suite is never freed, and every
      * forked test would report it to LeakSanitizer */
     int skipped = skip_case(have_shared, 10, "mcpGraph's example graphs",
-                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, README: where the conformance suites come from)");
+                            "not found at GG_SHARED/compat/mcpgraph (set GG_SHARED, docs/internals.md: where the conformance suites come from)");
     if (have_shared) {
         TCase *tm = tcase_create("mcpgraph_examples");
         tcase_set_timeout(tm, 60);

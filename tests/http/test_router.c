@@ -192,6 +192,8 @@ START_TEST(conflicts_detected_per_listener) {
     ck_assert_str_eq(gg_router_pattern(R, 10), "/mcp/{x}/{y}");
     ck_assert_str_eq(gg_router_method(R, 10), "POST");
     ck_assert_ptr_null(gg_router_pattern(R, 11));
+    ck_assert_uint_eq(gg_router_listeners(R, 10), GG_LISTENER_INTERNAL);
+    ck_assert_uint_eq(gg_router_listeners(R, 11), 0);
 }
 END_TEST
 

@@ -457,7 +457,7 @@ int main(void) {
     tcase_add_test(tc, memory_budget);
     if (have_suite) tcase_add_test(tc, malformed_expressions_free_everything);
     else printf("# SKIP 1 test: malformed expressions from the JSONata suite: %s not found (set GG_CONFORMANCE_DIR "
-                "or GG_SHARED; README: where the conformance suites come from)\n", suite_groups);
+                "or GG_SHARED; docs/internals.md: where the conformance suites come from)\n", suite_groups);
     tcase_add_test(tc, ranges_only_in_array_constructors);
     tcase_add_test(tc, regex_empty_classes_like_javascript);
     tcase_add_test(tc, regex_space_class_like_javascript);

@@ -85,7 +85,7 @@ int main(void) {
     DIR *d = opendir(dir);
     if (!d) {
         printf("SKIP: the JSONata test suite's expressions not found in %s (set GG_CONFORMANCE_DIR or GG_SHARED; "
-               "README: where the conformance suites come from)\n", dir);
+               "docs/internals.md: where the conformance suites come from)\n", dir);
         return 77;
     }
     int passed = 0, failed = 0, k = 0;

@@ -57,7 +57,7 @@ J=(-H "Content-Type: application/json")
 
 # --- POST /mcp/invoke -------------------------------------------------------------------------
 req types POST "$PUB/mcp/invoke" "${E[@]}" "${J[@]}" -d '{"name":"get_node_types","arguments":{}}'
-t "get_node_types: the 8 workflow types + GRAPH, 50+ specs outside GRAPH" j "$TMP/types" 'const s=j.result.structuredContent; Object.keys(s).length===9 && Object.entries(s).filter(([k])=>k!=="GRAPH").reduce((n,[,v])=>n+v.length,0)>=50'
+t "get_node_types: GRAPH first, then the 8 workflow catalog types, 50+ specs outside GRAPH" j "$TMP/types" 'const s=j.result.structuredContent; Object.keys(s).length===9 && Object.keys(s)[0]==="GRAPH" && s.GRAPH.includes("ASK") && Object.entries(s).filter(([k])=>k!=="GRAPH").reduce((n,[,v])=>n+v.length,0)>=50'
 t "get_node_types: text block mirrors structuredContent" j "$TMP/types" 'JSON.stringify(JSON.parse(j.result.content[0].text))===JSON.stringify(j.result.structuredContent)'
 req filt POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"get_node_types","arguments":{"type_filter":"HUMAN_IN_THE_LOOP"}}'
 t "type_filter: only that type" j "$TMP/filt" 'const s=j.result.structuredContent; Object.keys(s).join()==="HUMAN_IN_THE_LOOP" && s.HUMAN_IN_THE_LOOP.includes("MANUAL_REVIEW")'
@@ -68,7 +68,13 @@ BATCH=$("$NODE" -e 'const t=JSON.parse(process.argv[1]).result.structuredContent
 req batch POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d "$BATCH"
 t "batch of 100 nodes in one call, in order" j "$TMP/batch" 'const n=j.result.structuredContent.nodes; n.length===100 && n[0].subtype===JSON.parse(require("fs").readFileSync(process.argv[1]+"",{encoding:"utf8"})).result.structuredContent.nodes[0].subtype && n.every(x=>!x.error)'
 req search POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"search_nodes","arguments":{"query":"wait for human approval in slack"}}'
-t "search_nodes: bm25 ranking puts SLACK_INTERACTION first" j "$TMP/search" 'const r=j.result.structuredContent.results; r[0].subtype==="SLACK_INTERACTION" && r.every((x,i)=>i===0||x.score<=r[i-1].score) && r[0].snippet && r[0].description'
+t "search_nodes: graphgate's ELICIT first, then the catalog's SLACK_INTERACTION, best first" j "$TMP/search" 'const r=j.result.structuredContent.results; r[0].node_type==="GRAPH" && r[0].subtype==="ELICIT" && r.find(x=>x.node_type!=="GRAPH").subtype==="SLACK_INTERACTION" && r.every((x,i)=>i===0||x.score<=r[i-1].score) && r[0].snippet && r[0].description'
+for q in "loop over a list" "branch on a condition" "iterate over items"; do
+  req graphq POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d "{\"name\":\"search_nodes\",\"arguments\":{\"query\":\"$q\"}}"
+  t "search_nodes '$q': graph-building query → GRAPH.SWITCH first, the workflow catalog after" j "$TMP/graphq" 'const r=j.result.structuredContent.results; r[0].node_type==="GRAPH" && r[0].subtype==="SWITCH" && r.some(x=>x.node_type==="FLOW")'
+done
+req catq POST "$PUB/mcp/invoke" "${A[@]}" "${J[@]}" -d '{"name":"search_nodes","arguments":{"query":"http request","limit":3}}'
+t "search_nodes naming a catalog node still finds it first (http request → HTTP_REQUEST)" j "$TMP/catq" 'const r=j.result.structuredContent.results; r.length===3 && r[0].subtype==="HTTP_REQUEST"'
 
 # --- GET /mcp/health -------------------------------------------------------------------------
 req health GET "$PUB/mcp/health" "${A[@]}"

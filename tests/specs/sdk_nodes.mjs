@@ -26,9 +26,10 @@ try {
   const types = await client.callTool({ name: 'get_node_types', arguments: {} });
   const sc = types.structuredContent;
   check('get_node_types: 9 families', sc && Object.keys(sc).length === 9 && sc.HUMAN_IN_THE_LOOP.includes('SLACK_INTERACTION'), sc);
+  check('get_node_types: graphgate\'s own GRAPH family first', sc && Object.keys(sc)[0] === 'GRAPH', sc && Object.keys(sc));
   check('get_node_types: text mirrors structuredContent', JSON.stringify(JSON.parse(types.content[0].text)) === JSON.stringify(sc));
   const f = await client.callTool({ name: 'get_node_types', arguments: { type_filter: 'GRAPH' } });
-  check('get_node_types type_filter', JSON.stringify(f.structuredContent) === '{"GRAPH":["ELICIT","ENTRY","EXIT","MCP","ROOTS","SAMPLE","SWITCH","TRANSFORM"]}', f.structuredContent);
+  check('get_node_types type_filter', JSON.stringify(f.structuredContent) === '{"GRAPH":["ASK","ELICIT","ENTRY","EXIT","MCP","ROOTS","SAMPLE","SWITCH","TRANSFORM"]}', f.structuredContent);
   const bad = await client.callTool({ name: 'get_node_types', arguments: { type_filter: 'NOPE' } });
   check('unknown type_filter → isError listing the types', bad.isError === true && /TRIGGER/.test(bad.content[0].text) && /MEMORY/.test(bad.content[0].text), bad);
   const d = await client.callTool({ name: 'get_node_details', arguments: {
@@ -47,6 +48,11 @@ try {
   check('search_nodes: best match first', s.structuredContent?.results?.[0]?.subtype === 'SEND_EMAIL', s.structuredContent);
   const s2 = await client.callTool({ name: 'search_nodes', arguments: { query: 'json logic routing', type_filter: 'GRAPH' } });
   check('search_nodes: type_filter', s2.structuredContent?.results?.length > 0 && s2.structuredContent.results.every((r) => r.node_type === 'GRAPH') && s2.structuredContent.results[0].subtype === 'SWITCH', s2.structuredContent);
+  const s3 = await client.callTool({ name: 'search_nodes', arguments: { query: 'loop over a list' } });
+  const r3 = s3.structuredContent?.results || [];
+  check('search_nodes: a graph-building query ranks the GRAPH node first, the workflow catalog after', r3[0]?.node_type === 'GRAPH' && r3.some((r) => r.node_type === 'FLOW' && r.subtype === 'LOOP'), r3.slice(0, 3));
+  const tl = await client.listTools();
+  check('tool descriptions name the GRAPH family and the workflow catalog', tl.tools.every((t) => /GRAPH/.test(t.description) && /workflow catalog/.test(t.description) && !/workflow nodes/.test(t.description)), tl.tools.map((t) => t.description));
   await client.close();
 } catch (e) {
   check('SDK session', false, String(e && e.stack || e));

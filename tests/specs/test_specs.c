@@ -100,7 +100,7 @@ START_TEST(real_specs_load) {
         if (strcmp(specs_node_types[t], "GRAPH") != 0) eight += specs_registry_count_type(r, t);
     }
     ck_assert_uint_ge(eight, 50);
-    ck_assert_uint_eq(specs_registry_count_type(r, specs_type_index("GRAPH")), 8);
+    ck_assert_uint_eq(specs_registry_count_type(r, specs_type_index("GRAPH")), 9);
     /* every type/subtype the design document lists */
     static const char *const seed[] = {
         "TRIGGER.MANUAL", "TRIGGER.WEBHOOK", "TRIGGER.CRON", "TRIGGER.GITHUB", "TRIGGER.SLACK", "TRIGGER.EMAIL",
@@ -114,7 +114,8 @@ START_TEST(real_specs_load) {
         "HUMAN_IN_THE_LOOP.TELEGRAM_INTERACTION", "HUMAN_IN_THE_LOOP.MANUAL_REVIEW",
         "TOOL.NOTION_MCP_TOOL", "TOOL.GOOGLE_CALENDAR_MCP_TOOL", "TOOL.SLACK_MCP_TOOL", "TOOL.FIRECRAWL_MCP_TOOL",
         "TOOL.DISCORD_MCP_TOOL", "MEMORY.VECTOR_DATABASE", "MEMORY.CONVERSATION_BUFFER", "MEMORY.KEY_VALUE_STORE",
-        "GRAPH.ENTRY", "GRAPH.MCP", "GRAPH.TRANSFORM", "GRAPH.SWITCH", "GRAPH.EXIT", "GRAPH.ELICIT", "GRAPH.SAMPLE"};
+        "GRAPH.ENTRY", "GRAPH.MCP", "GRAPH.TRANSFORM", "GRAPH.SWITCH", "GRAPH.EXIT", "GRAPH.ELICIT", "GRAPH.SAMPLE",
+        "GRAPH.ROOTS", "GRAPH.ASK"};
     for (size_t i = 0; i < sizeof seed / sizeof seed[0]; i++) {
         char t[64];
         snprintf(t, sizeof t, "%s", seed[i]);
@@ -136,6 +137,45 @@ START_TEST(real_specs_load) {
     timeout = json_object_get(json_object_get(claude, "configurations"), "timeout");
     ck_assert_int_eq(json_integer_value(json_object_get(timeout, "default")), 180); /* override */
     json_decref(claude);
+    /* GRAPH documents every node type a graph may use (src/graph/load.c), ask with its
+     * requests; every other spec says it is the workflow catalog's */
+    static const char *const graph_types[] = {"ENTRY", "MCP", "TRANSFORM", "SWITCH", "EXIT",
+                                              "ELICIT", "SAMPLE", "ROOTS", "ASK"};
+    for (size_t i = 0; i < sizeof graph_types / sizeof graph_types[0]; i++) {
+        json_t *doc = specs_registry_get(r, "GRAPH", graph_types[i]);
+        ck_assert_msg(doc != NULL, "no GRAPH spec for node type %s", graph_types[i]);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(doc, "description")), "graphgate graph node"));
+        json_decref(doc);
+    }
+    json_t *ask = specs_registry_get(r, "GRAPH", "ASK");
+    json_t *cfg = json_object_get(ask, "configurations");
+    ck_assert_int_eq(json_object_size(cfg), 3);
+    ck_assert(json_is_true(json_object_get(json_object_get(cfg, "requests"), "required")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cfg, "requests"), "type")), "object");
+    ck_assert_ptr_nonnull(json_object_get(cfg, "id"));
+    ck_assert_ptr_nonnull(json_object_get(cfg, "next"));
+    json_decref(ask);
+    json_t *all = NULL;
+    specs_output o = SPECS_OUTPUT_INIT;
+    gg_error e = GG_ERROR_INIT;
+    ck_assert(specs_call(r, "get_node_types", NULL, &o, &e));
+    all = json_loadb(o.structured.data, o.structured.len, 0, NULL);
+    const char *fam;
+    json_t *subs;
+    json_object_foreach(all, fam, subs) {
+        if (!strcmp(fam, "GRAPH")) continue;
+        size_t k;
+        json_t *sub;
+        json_array_foreach(subs, k, sub) {
+            json_t *doc = specs_registry_get(r, fam, json_string_value(sub));
+            const char *d = json_string_value(json_object_get(doc, "description"));
+            ck_assert_msg(strncmp(d, "Workflow catalog node, not usable in a graphgate graph. ", 56) == 0,
+                          "%s.%s is not labelled as the workflow catalog", fam, json_string_value(sub));
+            json_decref(doc);
+        }
+    }
+    json_decref(all);
+    specs_output_free(&o);
     specs_registry_free(r);
 }
 END_TEST
@@ -288,7 +328,7 @@ START_TEST(tool_get_node_types) {
     ck_assert(!e);
     ck_assert_int_eq(json_object_size(all), SPECS_NTYPES);
     const char *first = json_object_iter_key(json_object_iter(all));
-    ck_assert_str_eq(first, "TRIGGER");
+    ck_assert_str_eq(first, "GRAPH"); /* graphgate's own node types come first */
     json_t *ai = json_object_get(all, "AI_AGENT");
     ck_assert_int_ge(json_array_size(ai), 3);
     json_decref(all);
@@ -299,7 +339,7 @@ START_TEST(tool_get_node_types) {
     json_decref(one);
     json_t *bad = call(r, "get_node_types", "{\"type_filter\":\"ACTIONS\"}", &e);
     ck_assert(e);
-    ck_assert_ptr_nonnull(strstr(json_string_value(bad), "Valid types: TRIGGER, AI_AGENT"));
+    ck_assert_ptr_nonnull(strstr(json_string_value(bad), "Valid types: GRAPH, TRIGGER, AI_AGENT"));
     ck_assert_ptr_nonnull(strstr(json_string_value(bad), "Did you mean ACTION?"));
     json_decref(bad);
     specs_registry_free(r);
@@ -528,6 +568,23 @@ START_TEST(persist_search_and_sync) {
     ck_assert_str_eq(json_string_value(json_object_get(top, "node_type")), "EXTERNAL_ACTION");
     ck_assert_str_eq(json_string_value(json_object_get(top, "subtype")), "SLACK");
     json_decref(s);
+    /* graph-building queries rank graphgate's own family first (the family weighting), the
+     * workflow catalog's match after it; limit cuts after the re-ranking */
+    s = call(r2, "search_nodes", "{\"query\":\"loop over a list\",\"limit\":5}", &e1);
+    ck_assert(!e1);
+    ck_assert_int_eq(json_array_size(json_object_get(s, "results")), 5);
+    top = json_array_get(json_object_get(s, "results"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(top, "node_type")), "GRAPH");
+    ck_assert_str_eq(json_string_value(json_object_get(top, "subtype")), "SWITCH");
+    bool loop_listed = false;
+    prev = 1e9;
+    json_array_foreach(json_object_get(s, "results"), i, row) {
+        loop_listed |= strcmp(json_string_value(json_object_get(row, "subtype")), "LOOP") == 0;
+        ck_assert(json_number_value(json_object_get(row, "score")) <= prev);
+        prev = json_number_value(json_object_get(row, "score"));
+    }
+    ck_assert(loop_listed);
+    json_decref(s);
     s = call(r2, "search_nodes", "{\"query\":\"slack\",\"type_filter\":\"HUMAN_IN_THE_LOOP\"}", &e1);
     json_array_foreach(json_object_get(s, "results"), i, row)
         ck_assert_str_eq(json_string_value(json_object_get(row, "node_type")), "HUMAN_IN_THE_LOOP");
@@ -640,7 +697,7 @@ START_TEST(provider_calls) {
     ck_assert(json_is_true(json_object_get(res, "isError")));
     ck_assert_ptr_null(json_object_get(res, "structuredContent"));
     const char *msg = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
-    ck_assert_ptr_nonnull(strstr(msg, "Unknown type_filter 'NOPE'. Valid types: TRIGGER"));
+    ck_assert_ptr_nonnull(strstr(msg, "Unknown type_filter 'NOPE'. Valid types: GRAPH, TRIGGER"));
     json_decref(res);
     json_decref(args);
     json_t *info = p->server_info(p);

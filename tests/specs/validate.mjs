@@ -39,7 +39,7 @@ const eight = ['TRIGGER', 'AI_AGENT', 'ACTION', 'EXTERNAL_ACTION', 'FLOW', 'HUMA
 const total8 = eight.reduce((n, t) => n + (perType[t] || 0), 0);
 check(`at least 50 specs in the 8 workflow types (${total8})`, total8 >= 50, perType);
 check('every workflow type has specs', eight.every((t) => perType[t] > 0), perType);
-check('GRAPH has entry, mcp, transform, switch, exit, elicit, sample, roots', perType.GRAPH === 8, perType);
+check('GRAPH has entry, mcp, transform, switch, exit, elicit, sample, roots, ask', perType.GRAPH === 9, perType);
 for (const f of bad) check(`broken file ${path.basename(f)} is rejected by the schema`, !validate(load(f)));
 console.log(JSON.stringify(perType));
 console.log(`${passed} passed, ${failed} failed`);

@@ -5,7 +5,8 @@
 # own (tests/store/pg_fixture.h), the cluster dropped at the end. Never uses a running server.
 set -u
 B=${GG_BUILDDIR:-$(pwd)}
-if ! command -v pg_virtualenv >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+. "${GG_SRCDIR:-$(dirname "$0")/../..}/tests/lib_pg.sh"
+if ! gg_pg_installed; then
   echo "SKIP: PostgreSQL server or pg_virtualenv not installed (tests/deps.sh installs postgresql-15, postgresql-common)"
   echo "0 passed, 0 failed"
   exit 77
@@ -14,14 +15,11 @@ progs=(tests/store/test_store tests/store/test_usage tests/auth/test_auth tests/
 for p in "${progs[@]}"; do
   [ -x "$B/$p" ] || { echo "missing $B/$p (build with check installed)"; echo "0 passed, 1 failed"; exit 1; }
 done
-# As root pg_virtualenv always names its cluster 15/regress under /etc/postgresql, so two at
-# once (make -j check runs tests/store/postgres.sh and tests/gateway/postgres.sh together)
-# would collide: root runs take turns on a lock.
-venv() { if [ "$(id -u)" = 0 ]; then flock /tmp/graphgate-pg_virtualenv.lock pg_virtualenv "$@"; else pg_virtualenv "$@"; fi; }
 log=$(mktemp "${TMPDIR:-/tmp}/gg-pg-log.XXXXXX")
-# pg_virtualenv puts the cluster under $TMPDIR; the PG* variables it exports are what libpq
-# (and so postgresql:///dbname URLs) and psql read.
-TMPDIR=${TMPDIR:-/tmp} venv -t -o shared_buffers=32MB -o fsync=off bash -c '
+# The PG* variables pg_virtualenv exports are what libpq (and so postgresql:///dbname URLs)
+# and psql read. As root its clusters share a name and port, so make -j check's two
+# PostgreSQL tests take turns (tests/lib_pg.sh).
+gg_pg_venv -o shared_buffers=32MB -o fsync=off bash -c '
   passed=0; failed=0
   for p in "$@"; do
     out=$(GG_TEST_PG=1 "'"$B"'/$p" 2>&1); rc=$?

@@ -1045,7 +1045,7 @@ START_TEST(history_node_paths_agree) {
     ck_assert(json_is_null(json_object_get(last, "output")));
     ck_assert(json_is_null(json_object_get(json_array_get(nodes, 1), "input"))); /* kept on failures only */
     ck_assert(json_is_object(json_object_get(json_array_get(json_object_get(all, "nodes"), 1), "input")));
-    ck_assert(json_real_value(json_object_get(last, "duration_ms")) == 5.0000001);
+    ck_assert(json_real_value(json_object_get(last, "duration_ms")) == 5.0); /* 5.0000001 to the µs */
     ck_assert(json_real_value(json_object_get(json_array_get(nodes, 1), "duration_ms")) == 1.234);
     ck_assert_str_eq(json_string_value(json_object_get(last, "started_at")), "2023-11-14T22:13:20.002Z");
     ck_assert_str_eq(json_string_value(json_object_get(last, "finished_at")), "2023-11-14T22:13:20.007Z");
@@ -1055,6 +1055,55 @@ START_TEST(history_node_paths_agree) {
     json_decref(text);
     json_decref(pos);
     json_decref(hist);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
+/* A call refused by its tool's inputSchema is a run of its own status (migration 0013),
+ * listed by that status; durations are stored and read to the microsecond. */
+START_TEST(history_invalid_input_and_durations) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    ck_assert_int_eq(gg_exec_status_parse("invalid_input"), GG_EXEC_INVALID_INPUT);
+    ck_assert_str_eq(gg_exec_status_name(GG_EXEC_INVALID_INPUT), "invalid_input");
+    json_t *args = json_pack("{s:s}", "n", "five");
+    gg_exec_record *r = gg_exec_record_new("acme", "g", 1, "quick", "k1", args);
+    json_decref(args);
+    r->status = GG_EXEC_INVALID_INPUT;
+    r->finished_ms = r->started_ms;
+    r->error = strdup("Invalid arguments for tool quick: /n: expected number");
+    char refused[33];
+    memcpy(refused, r->id, sizeof refused);
+    ck_assert(gg_history_submit(h, r));
+    gg_exec_record *ok = make_run("acme", "g", "quick", GG_EXEC_SUCCEEDED);
+    ok->duration_ms = 0.48612600000342354;
+    ok->nodes[1].duration_ms = 48.600000000000001 + 1e-9;
+    char ok_id[33];
+    memcpy(ok_id, ok->id, sizeof ok_id);
+    ck_assert(gg_history_submit(h, ok));
+    gg_history_flush(h);
+    json_t *l = gg_store_executions_list(s, "acme", &(gg_exec_filter){.status = "invalid_input"}, &err);
+    ck_assert_msg(l != NULL, "%s", err.message);
+    ck_assert_int_eq(json_array_size(json_object_get(l, "executions")), 1);
+    json_t *e = json_array_get(json_object_get(l, "executions"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "id")), refused);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "status")), "invalid_input");
+    json_decref(l);
+    json_t *x = gg_store_execution_get(s, "acme", refused, &err);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(x, "arguments"), "n")), "five");
+    ck_assert(strstr(json_string_value(json_object_get(x, "error")), "/n: expected number") != NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(x, "nodes")), 0);
+    json_decref(x);
+    x = gg_store_execution_get(s, "acme", ok_id, &err);
+    ck_assert_ptr_nonnull(x);
+    ck_assert(json_real_value(json_object_get(x, "duration_ms")) == 0.486);
+    ck_assert(json_real_value(json_object_get(json_array_get(json_object_get(x, "nodes"), 1), "duration_ms")) == 48.6);
+    json_decref(x);
     gg_history_stop(h);
     gg_store_close(s);
 }
@@ -1344,6 +1393,7 @@ int main(void) {
     tcase_add_test(tc, history_retention_every_tenant);
     tcase_add_test(tc, history_concurrent_submitters);
     tcase_add_test(tc, audit_log);
+    tcase_add_test(tc, history_invalid_input_and_durations);
     tcase_add_test(tc, views_bump_their_generation);
     tcase_add_test(tc, lazy_pool_connects_on_demand);
     tcase_add_test(tc, two_processes_share_the_database);

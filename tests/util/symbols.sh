@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # symbols.sh — every external symbol of a library starts with a prefix its folder owns, and no
-# prefix is owned by two folders, so a name says where it lives (README "Symbol names"). Runs
+# prefix is owned by two folders, so a name says where it lives (docs/internals.md "Symbol names"). Runs
 # nm over the built src/*/libgg*.a; a symbol outside its folder's prefixes fails the test.
 set -u
 build=${GG_BUILDDIR:-$(pwd)}
@@ -9,7 +9,7 @@ t() { if "${@:2}"; then passed=$((passed + 1)); echo "ok - $1"; else failed=$((f
 
 # folder: prefixes it owns (a symbol matches p when it is p, starts with p_, or with P_ upper-cased)
 owners='app: gg_app gg_config
-auth: gg_auth gg_ratelimit gg_scope gg_scopes gg_tenant
+auth: gg_auth gg_ratelimit gg_scope gg_scopes gg_tenant gg_jwt gg_oauth
 cli: gg_cli gg_cmd
 console: gg_console
 gateway: gg_gateway gw

@@ -11,6 +11,7 @@
   const status = document.getElementById('status');
   let timer = null;      /* the live-tail poll of the executions page */
   let routeSeq = 0;      /* a page whose data arrives after the route changed is dropped */
+  let lastTenant = '';   /* the tenant an admin looked at last: its links stay in the nav */
 
   const session = {
     get key() { return sessionStorage.getItem(KEY) || ''; },
@@ -53,9 +54,23 @@
     main.replaceChildren(el('h1', { text: title }), ...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
     status.textContent = title + ' loaded';
   }
+  /* "insufficient_scope: Required scope: graphs:write (needs graphs:write)": the code, the
+   * message and the scope the key lacks. */
   function errorBox(e) {
     return el('div', { class: 'error', role: 'alert' },
-      el('strong', { text: e.code ? e.code + ': ' : 'Error: ' }), e.message || String(e));
+      el('strong', { class: 'error-code', text: e.code ? e.code + ': ' : 'Error: ' }),
+      el('span', { class: 'error-message', text: e.message || String(e) }),
+      e.scope ? el('span', { class: 'error-scope', text: ' (needs ' + e.scope + ')' }) : null);
+  }
+  /* A run's error as text, unescaped: a string as it is; {code, message, …} as
+   * "code: message" and then its other fields one a line ("position: 7"). */
+  function errorText(e) {
+    if (e === null || e === undefined) return '';
+    if (typeof e !== 'object') return String(e);
+    const head = [e.code, e.message].filter((v) => typeof v === 'string' && v).join(': ');
+    const rest = Object.entries(e).filter(([k]) => k !== 'code' && k !== 'message')
+      .map(([k, v]) => k + ': ' + (typeof v === 'string' ? v : JSON.stringify(v)));
+    return [head || JSON.stringify(e)].concat(rest).join('\n');
   }
   const empty = (text) => el('p', { class: 'empty' }, text);
   const pretty = (v) => JSON.stringify(v, null, 2);
@@ -70,8 +85,8 @@
     return v < 1000 ? (Math.round(v * 10) / 10) + ' ms' : (v / 1000).toFixed(2) + ' s';
   }
 
-  function table(caption, headers, rows) {
-    return el('div', { class: 'scroll' }, el('table', {},
+  function table(caption, headers, rows, cls) {
+    return el('div', { class: 'scroll' }, el('table', { class: cls },
       el('caption', { text: caption }),
       el('thead', {}, el('tr', {}, headers.map((h) => el('th', { scope: 'col', text: h })))),
       el('tbody', {}, rows.map((cells) => el('tr', {}, cells.map((c) => el('td', {}, c)))))));
@@ -80,13 +95,27 @@
   /* ---- API -------------------------------------------------------------------------- */
 
   class ApiError extends Error {
-    constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+    constructor(status, code, message, scope) { super(message); this.status = status; this.code = code; this.scope = scope; }
   }
-  async function api(path, body) {
+  /* An error answer: {"error":{"code","message","required_scope"}}, or the older
+   * {"error":"code","message":…,"required_scope":…} some 403s gave. */
+  function apiError(r, answer) {
+    const e = answer && answer.error;
+    const o = e && typeof e === 'object' ? e : (answer || {});
+    const code = typeof e === 'string' ? e : o.code;
+    const err = new ApiError(r.status, code || 'http_' + r.status, o.message || r.statusText,
+      typeof o.required_scope === 'string' ? o.required_scope : '');
+    err.body = answer; /* the rest of it: a refused upload's "errors" and "warnings" */
+    return err;
+  }
+  /* body: a string is sent as YAML, anything else as JSON; method defaults to POST with a
+   * body, GET without. */
+  async function api(path, body, method) {
     let r;
     const init = { headers: { Authorization: 'Bearer ' + session.key }, cache: 'no-store' };
+    if (method) init.method = method;
     if (body !== undefined) {
-      init.method = 'POST';
+      init.method = method || 'POST';
       init.headers['Content-Type'] = typeof body === 'string' ? 'application/yaml' : 'application/json';
       init.body = typeof body === 'string' ? body : JSON.stringify(body);
     }
@@ -97,10 +126,7 @@
     }
     let answer = null;
     try { answer = await r.json(); } catch (e) { answer = null; }
-    if (!r.ok) {
-      const err = (answer && answer.error) || {};
-      throw new ApiError(r.status, err.code || 'http_' + r.status, err.message || r.statusText);
-    }
+    if (!r.ok) throw apiError(r, answer);
     return answer;
   }
 
@@ -142,11 +168,61 @@
     const d = await api('/admin/tenants');
     const list = d.tenants || [];
     render(seq, 'Tenants', list.length
-      ? table('Tenants (' + list.length + ')', ['Tenant', 'Created', 'Executions'], list.map((t) => {
+      ? table('Tenants (' + list.length + ')', ['Tenant', 'Created', 'Graphs', 'Active keys', 'Executions'], list.map((t) => {
         const name = typeof t === 'string' ? t : t.name;
-        return [link('#/t/' + enc(name), name), when(t.created_at), link('#/t/' + enc(name) + '/executions', 'executions')];
-      }))
+        const count = (n) => typeof n === 'number' ? String(n) : '—';
+        return [link('#/t/' + enc(name), name), when(t.created_at), count(t.graphs),
+          link('#/t/' + enc(name) + '/keys', count(t.keys), { 'aria-label': 'Keys of ' + name + ': ' + count(t.keys) }),
+          link('#/t/' + enc(name) + '/executions', 'executions')];
+      }), 'tenants')
       : empty('No tenants yet. Create one with "graphgate tenant create NAME" or PUT /admin/tenants/NAME.'));
+  }
+
+  /* An admin's key management for one tenant: list, create (the secret shown once) and
+   * revoke, through /admin/tenants/{t}/keys and DELETE /admin/keys/{id}. */
+  const SCOPES = ['tools:read', 'tools:execute', 'graphs:write', 'health:check', 'admin'];
+  async function keysPage(t) {
+    const seq = routeSeq;
+    const d = await api('/admin/tenants/' + enc(t) + '/keys');
+    const list = d.keys || [];
+    const out = el('div', { id: 'key-result', 'aria-live': 'polite' });
+    const nameIn = el('input', { id: 'k-name', name: 'name', type: 'text', maxlength: 64, autocomplete: 'off' });
+    const boxes = SCOPES.map((sc) => el('input', { type: 'checkbox', id: 'k-' + sc.replace(':', '-'), value: sc,
+      checked: sc === 'tools:read' || sc === 'tools:execute' }));
+    const form = el('form', { class: 'filters keys-form', 'aria-label': 'Create a key' },
+      el('label', { for: 'k-name', text: 'Name' }), nameIn,
+      el('fieldset', {}, el('legend', { text: 'Scopes' }), boxes.map((b) => el('span', { class: 'live' }, b,
+        el('label', { for: b.id, text: b.value })))),
+      el('button', { type: 'submit', text: 'Create key' }));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const scopes = boxes.filter((b) => b.checked).map((b) => b.value);
+      try {
+        const k = await api('/admin/tenants/' + enc(t) + '/keys', { name: nameIn.value.trim(), scopes });
+        /* the secret is in this answer only: shown once, never stored by the console */
+        await keysPage(t);
+        document.getElementById('key-result').replaceChildren(el('div', { class: 'card secret', role: 'status' },
+          el('p', {}, 'Key ', el('code', { text: k.id }), ' created. Copy its secret now; it is not shown again:'),
+          el('pre', { class: 'wrap', id: 'new-secret', text: k.key })));
+      } catch (e) {
+        out.replaceChildren(errorBox(e));
+      }
+    });
+    const revoke = (k) => el('button', { type: 'button', class: 'revoke', 'data-key': k.id, text: 'Revoke',
+      'aria-label': 'Revoke key ' + k.id, onclick: async () => {
+        if (!window.confirm('Revoke key ' + k.id + (k.name ? ' (' + k.name + ')' : '') + '? Calls with it stop at once.')) return;
+        try {
+          await api('/admin/keys/' + enc(k.id), undefined, 'DELETE');
+          await keysPage(t);
+        } catch (e) {
+          out.replaceChildren(errorBox(e));
+        }
+      } });
+    render(seq, 'Keys of ' + t, form, out, list.length
+      ? table('Keys (' + list.length + ')', ['Id', 'Name', 'Scopes', 'Created', 'Last used', 'State'], list.map((k) => [
+        el('code', { text: k.id }), k.name || '—', (Array.isArray(k.scopes) ? k.scopes : [String(k.scopes)]).join(', '),
+        when(k.created_at), when(k.last_used_at), k.revoked ? 'revoked ' + when(k.revoked_at) : revoke(k)]), 'keys')
+      : empty('No keys yet.'));
   }
 
   async function graphsPage(t) {
@@ -186,7 +262,7 @@
       el('p', {}, 'Active version ', el('strong', { text: 'v' + active.version }),
         v !== active.version ? ' · viewing v' + v : '', ' · ',
         link('#/t/' + enc(t) + '/executions?graph=' + enc(g), 'Executions of this graph'), ' · ',
-        link('#/t/' + enc(t) + '/draft?from=' + enc(g), 'Check a draft of it')),
+        link('#/t/' + enc(t) + '/draft?from=' + enc(g), 'Edit, check and publish a draft of it')),
       el('div', { class: 'split' },
         el('section', { 'aria-labelledby': 'h-diagram' },
           el('h2', { id: 'h-diagram', text: tool ? 'Tool ' + tool.name : 'Tools' }), toolNav,
@@ -202,8 +278,14 @@
     const params = new URLSearchParams();
     for (const k of ['graph', 'tool', 'status', 'since', 'cursor']) if (q.get(k)) params.set(k, q.get(k));
     params.set('limit', '50');
+    /* a refused filter (a bad "since") is said beside the form, which stays to fix it */
+    let failure = null;
     const [d, gl] = await Promise.all([
-      api('/admin/tenants/' + enc(t) + '/executions?' + params),
+      api('/admin/tenants/' + enc(t) + '/executions?' + params).catch((e) => {
+        if (e.status === 401 || !e.status) throw e;
+        failure = e;
+        return {};
+      }),
       api('/admin/tenants/' + enc(t) + '/graphs')]);
     /* the API has no duration filter: the page filters what it fetched and says so */
     const minMs = parseFloat(q.get('min_ms') || '');
@@ -213,7 +295,7 @@
       (gl.graphs || []).map((g) => el('option', { value: g.name, text: g.name, selected: q.get('graph') === g.name })));
     const toolIn = el('input', { id: 'f-tool', name: 'tool', type: 'text', value: q.get('tool') || '' });
     const statusSel = el('select', { id: 'f-status', name: 'status' },
-      ['', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted'].map((s) =>
+      ['', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted', 'invalid_input'].map((s) =>
         el('option', { value: s, text: s || 'any', selected: (q.get('status') || '') === s })));
     const sinceIn = el('input', { id: 'f-since', name: 'since', type: 'text', value: q.get('since') || '',
       placeholder: '2026-01-31T12:00:00Z', size: 22, 'aria-describedby': 'f-since-help' });
@@ -242,18 +324,23 @@
     live.addEventListener('change', go);
 
     const rows = list.map((x) => [
-      link('#/x/' + enc(x.id), x.id, { class: 'mono' }),
+      /* 8 hex digits tell runs apart on a page; the full id is in the link and its tooltip */
+      link('#/x/' + enc(x.id), String(x.id).slice(0, 8), { class: 'mono', title: x.id, 'aria-label': 'Execution ' + x.id }),
       link('#/t/' + enc(t) + '/g/' + enc(x.graph) + '/v/' + x.version, x.graph + ' v' + x.version),
       x.tool, el('span', { class: 'st st-' + x.status, text: x.status }), when(x.started_at), ms(x.duration_ms),
-      x.error ? el('span', { class: 'err-text', text: typeof x.error === 'string' ? x.error : JSON.stringify(x.error) }) : '']);
+      x.error ? el('span', { class: 'err-text', text: errorText(x.error).split('\n')[0] }) : '']);
     const more = d.next_cursor
       ? el('p', {}, link('#/t/' + enc(t) + '/executions?' + new URLSearchParams(Object.assign(
         Object.fromEntries(q), { cursor: d.next_cursor })), 'Older executions')) : null;
+    if (failure) {
+      if (/^since/.test(failure.message)) sinceIn.setAttribute('aria-invalid', 'true');
+      return render(seq, 'Executions of ' + t, form, el('div', { id: 'filter-error' }, errorBox(failure)));
+    }
     render(seq, 'Executions of ' + t, form,
       list.length < fetched.length ? el('p', { class: 'muted', text: (fetched.length - list.length) +
         ' of the ' + fetched.length + ' fetched runs are shorter than ' + minMs + ' ms and hidden.' }) : null,
       list.length ? table('Executions (' + list.length + (d.next_cursor ? '+' : '') + ')',
-        ['Id', 'Graph', 'Tool', 'Status', 'Started', 'Duration', 'Error'], rows)
+        ['Id', 'Graph', 'Tool', 'Status', 'Started', 'Duration', 'Error'], rows, 'executions')
         : empty('No executions match. Call a tool of one of this tenant\'s graphs (POST /mcp/' + t + '/GRAPH) and it shows here.'),
       more);
     if (live.checked && seq === routeSeq) timer = setTimeout(() => route(), 2000);
@@ -262,6 +349,7 @@
   async function executionPage(id) {
     const seq = routeSeq;
     const x = await api('/admin/executions/' + enc(id));
+    if (seq === routeSeq && x.tenant) navigation(x.tenant);
     const nodes = Array.isArray(x.nodes) ? x.nodes : [];
     /* Nodes run one after another, so a step starts no earlier than the one before ended:
      * that keeps the waterfall readable when a run is shorter than the timestamps' 1 ms. */
@@ -293,7 +381,7 @@
       const detail = el('details', {}, el('summary', { text: 'input / output' + (n.error ? ' / error' : '') + ' / context' }), ctx,
         el('h4', { text: 'Input' }), el('pre', { text: pretty(n.input) }),
         el('h4', { text: 'Output' }), el('pre', { text: pretty(n.output) }),
-        n.error ? [el('h4', { text: 'Error' }), el('pre', { class: 'err-text', text: pretty(n.error) })] : null);
+        n.error ? [el('h4', { text: 'Error' }), el('pre', { class: 'err-text wrap', text: errorText(n.error) })] : null);
       return el('li', { id: 'step-' + i, class: 'step' + (n.error ? ' failed' : ''), tabindex: '-1',
         'data-node': n.node_id },
         el('div', { class: 'step-head' },
@@ -317,10 +405,10 @@
         el('dt', { text: 'Started' }), el('dd', { text: when(x.started_at) }),
         el('dt', { text: 'Duration' }), el('dd', { text: ms(x.duration_ms) }),
         x.trace_id ? [el('dt', { text: 'Trace' }), el('dd', {}, el('code', { class: 'trace-id', text: x.trace_id }))] : null,
-        x.error ? [el('dt', { text: 'Error' }), el('dd', { class: 'err-text', text: typeof x.error === 'string' ? x.error : pretty(x.error) })] : null),
+        x.error ? [el('dt', { text: 'Error' }), el('dd', { class: 'err-text wrap', text: errorText(x.error) })] : null),
       x.nodes_truncated ? el('p', { class: 'warn', text: x.nodes_dropped + ' node records were dropped (history limits).' }) : null,
       el('div', { class: 'split' },
-        el('section', { 'aria-labelledby': 'h-path' }, el('h2', { id: 'h-path', text: 'Path taken' }), diag),
+        el('section', { class: 'sticky', 'aria-labelledby': 'h-path' }, el('h2', { id: 'h-path', text: 'Path taken' }), diag),
         el('section', { 'aria-labelledby': 'h-timeline' }, el('h2', { id: 'h-timeline', text: 'Timeline' }), timeline)),
       el('details', {}, el('summary', { text: 'Arguments and result' }),
         el('h4', { text: 'Arguments' }), el('pre', { text: pretty(x.arguments) }),
@@ -330,7 +418,8 @@
       const doc = await api('/console/api/tenants/' + enc(t) + '/graphs/' + enc(x.graph) + '/versions/' + x.version + '/document');
       if (seq !== routeSeq) return;
       const tool = ((doc.document && doc.document.tools) || []).find((y) => y.name === x.tool);
-      diag.replaceChildren(tool ? diagram(tool, nodes.map((n) => n.node_id)) : empty('Tool ' + x.tool + ' is not in v' + x.version + '.'));
+      const failed = new Set(nodes.filter((n) => n.error).map((n) => n.node_id));
+      diag.replaceChildren(tool ? diagram(tool, nodes.map((n) => n.node_id), null, failed) : empty('Tool ' + x.tool + ' is not in v' + x.version + '.'));
     } catch (e) {
       if (seq === routeSeq) diag.replaceChildren(errorBox(e));
     }
@@ -341,32 +430,94 @@
   async function draftPage(t, q) {
     const seq = routeSeq;
     const from = q.get('from');
-    const area = el('textarea', { id: 'draft', name: 'draft', rows: 18, spellcheck: 'false', 'aria-describedby': 'draft-help' });
+    const area = el('textarea', { id: 'draft', name: 'draft', rows: 18, spellcheck: 'false', wrap: 'off',
+      'aria-describedby': 'draft-help' });
     if (from) area.value = (await api('/admin/tenants/' + enc(t) + '/graphs/' + enc(from))).source || '';
+    const nameIn = el('input', { id: 'draft-name', name: 'name', type: 'text', value: from || '', required: true,
+      maxlength: 64, spellcheck: 'false', autocomplete: 'off' });
     const out = el('div', { id: 'draft-result', 'aria-live': 'polite' });
+    const publish = el('button', { type: 'button', id: 'publish', text: 'Publish' });
     const form = el('form', { class: 'draft' },
-      el('label', { for: 'draft', text: 'Graph source (YAML or JSON)' }), area,
-      el('p', { id: 'draft-help', class: 'help', text: 'Validated like an upload (downstream policy excepted) and drawn; nothing is stored.' }),
-      el('button', { type: 'submit', text: 'Check' }));
+      el('label', { for: 'draft', text: 'Graph source (YAML or JSON)' }), editor(area),
+      el('p', { id: 'draft-help', class: 'help', text: 'Check validates it like an upload (downstream policy excepted) and draws it; ' +
+        'nothing is stored. Publish uploads it as a new version of the graph named below, which becomes the active one.' }),
+      el('label', { for: 'draft-name', text: 'Graph name' }), nameIn,
+      el('div', { class: 'actions' }, el('button', { type: 'submit', text: 'Check' }), publish));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       out.replaceChildren(el('p', { class: 'muted', text: 'Checking…' }));
       try {
         const r = await api('/console/api/tenants/' + enc(t) + '/check', area.value);
-        out.replaceChildren(...draftResult(r).flat().filter((k) => k !== null));
+        out.replaceChildren(...draftResult(r, area).flat().filter((k) => k !== null));
       } catch (e) {
         out.replaceChildren(errorBox(e));
       }
     });
-    render(seq, 'Check a draft (' + t + ')', form, out);
+    /* PUT /admin/tenants/{t}/graphs/{g}: a new version, active once it validates */
+    publish.addEventListener('click', async () => {
+      const g = nameIn.value.trim();
+      if (!g) { out.replaceChildren(errorBox({ code: 'missing_name', message: 'name the graph to publish' })); nameIn.focus(); return; }
+      out.replaceChildren(el('p', { class: 'muted', text: 'Publishing…' }));
+      try {
+        const r = await api('/admin/tenants/' + enc(t) + '/graphs/' + enc(g), area.value, 'PUT');
+        out.replaceChildren(el('p', { class: 'ok-text', id: 'published' }, 'Published ',
+          link('#/t/' + enc(t) + '/g/' + enc(g) + '/v/' + r.version, g + ' v' + r.version),
+          r.active ? ', now the active version.' : '.'),
+        (r.warnings || []).length ? el('p', { class: 'warn', text: r.warnings.length + ' warning(s): ' +
+          r.warnings.map((w) => w.message).join('; ') }) : null);
+      } catch (e) {
+        const b = e.body || {};
+        out.replaceChildren(errorBox(e), diagList((b.errors || []).concat(b.warnings || []), area));
+      }
+    });
+    render(seq, 'Check or publish a draft (' + t + ')', form, out);
   }
 
-  function draftResult(r) {
+  /* A textarea with line numbers beside it, scrolled with it (lines do not wrap). */
+  function editor(area) {
+    const gutter = el('pre', { class: 'gutter', 'aria-hidden': 'true' });
+    const number = () => {
+      const n = area.value.split('\n').length;
+      if (gutter.dataset.lines !== String(n)) {
+        gutter.textContent = Array.from({ length: n }, (_, i) => i + 1).join('\n') + '\n';
+        gutter.dataset.lines = String(n);
+        gutter.style.width = 'calc(' + (String(n).length + 1) + 'ch + 12px)';
+      }
+      gutter.scrollTop = area.scrollTop;
+    };
+    area.addEventListener('input', number);
+    area.addEventListener('scroll', () => { gutter.scrollTop = area.scrollTop; });
+    number();
+    return el('div', { class: 'editor' }, gutter, area);
+  }
+
+  /* Put the caret on line:column (1-based) of the editor and scroll it into view. */
+  function jumpTo(area, line, column) {
+    const lines = area.value.split('\n');
+    const l = Math.min(Math.max(1, line), lines.length);
+    let at = 0;
+    for (let i = 0; i < l - 1; i++) at += lines[i].length + 1;
+    at += Math.min(Math.max(0, (column || 1) - 1), lines[l - 1].length);
+    area.focus();
+    area.setSelectionRange(at, at);
+    const lh = parseFloat(getComputedStyle(area).lineHeight) || 18;
+    area.scrollTop = Math.max(0, (l - 3) * lh);
+    area.dispatchEvent(new Event('scroll'));
+  }
+
+  /* Diagnostics listed, each position a button that puts the caret there. */
+  function diagList(diags, area) {
+    return diags.length ? el('ul', { class: 'diags' }, diags.map((d) => el('li', { class: 'diag-' + d.severity },
+      el('strong', { text: d.severity + ' ' }),
+      d.line ? el('button', { type: 'button', class: 'mono pos', title: 'Go to line ' + d.line + ', column ' + d.column,
+        text: d.line + ':' + d.column, onclick: () => jumpTo(area, d.line, d.column) }) : null, ' ',
+      d.tool ? 'tool ' + d.tool + ' ' : '', d.node ? 'node ' + d.node + ': ' : '', d.message))) : null;
+  }
+
+  function draftResult(r, area) {
     const diags = r.diagnostics || [];
     const errors = diags.filter((d) => d.severity === 'error').length;
-    const list = diags.length ? el('ul', { class: 'diags' }, diags.map((d) => el('li', { class: 'diag-' + d.severity },
-      el('strong', { text: d.severity + ' ' }), el('span', { class: 'mono', text: (d.line ? d.line + ':' + d.column + ' ' : '') }),
-      d.tool ? 'tool ' + d.tool + ' ' : '', d.node ? 'node ' + d.node + ': ' : '', d.message))) : null;
+    const list = diagList(diags, area);
     const tools = (r.document && Array.isArray(r.document.tools)) ? r.document.tools : [];
     return [el('p', { class: r.ok ? 'ok-text' : 'err-text', role: r.ok ? null : 'alert',
       text: r.ok ? 'Valid' + (diags.length ? ', with ' + diags.length + ' warning(s).' : '.') : errors + ' error(s), ' + (diags.length - errors) + ' warning(s).' }),
@@ -429,7 +580,39 @@
     const spec = (d.nodes || d.results || [d])[0] || d;
     render(seq, type + ' / ' + subtype, el('p', {}, link('#/specs', 'All node specifications')),
       spec && spec.description ? el('p', { text: spec.description }) : null,
-      el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Specification of ' + type + ' / ' + subtype, text: pretty(spec) }));
+      specBody(spec || {}),
+      el('details', {}, el('summary', { text: 'The specification as JSON' }),
+        el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Specification of ' + type + ' / ' + subtype, text: pretty(spec) })));
+  }
+
+  /* A spec as tables: its scalar facts, each map of fields (configurations, input_params,
+   * output_params: field → {type, required, default, options, description}) as a table of
+   * fields, each list of objects (output_ports) as a table, anything else as JSON. */
+  const cell = (v) => v === undefined ? '' : (v !== null && typeof v === 'object' ? el('code', { text: JSON.stringify(v) }) : String(v));
+  const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  function specBody(spec) {
+    const facts = [], parts = [];
+    for (const [k, v] of Object.entries(spec)) {
+      /* the description leads the page; the legacy parameters list and the default_* maps
+       * repeat what the field tables show */
+      if (k === 'description' || k === 'parameters' || k.startsWith('default_')) continue;
+      const title = k.replace(/_/g, ' ');
+      if (v === null || typeof v !== 'object') facts.push(el('dt', { text: title }), el('dd', { text: String(v) }));
+      else if (isObj(v) && Object.values(v).every(isObj) && Object.keys(v).length) {
+        parts.push(el('h2', { text: title }), table(title + ' (' + Object.keys(v).length + ')',
+          ['Field', 'Type', 'Required', 'Default', 'Description'], Object.entries(v).map(([f, d]) => [
+            el('code', { text: f }), cell(d.type), d.required ? 'yes' : 'no', cell(d.default),
+            (d.description || '') + (Array.isArray(d.options) ? ' One of: ' + d.options.join(', ') + '.' : '')]), 'spec-fields'));
+      } else if (Array.isArray(v) && v.length && v.every(isObj)) {
+        const cols = [...new Set(v.flatMap((o) => Object.keys(o)))];
+        parts.push(el('h2', { text: title }), table(title + ' (' + v.length + ')', cols, v.map((o) => cols.map((c) => cell(o[c])))));
+      } else if (Array.isArray(v) && v.every((x) => x === null || typeof x !== 'object')) {
+        facts.push(el('dt', { text: title }), el('dd', { text: v.join(', ') }));
+      } else {
+        parts.push(el('h2', { text: title }), el('pre', { text: pretty(v) }));
+      }
+    }
+    return [facts.length ? el('dl', { class: 'facts spec-facts' }, facts) : null].concat(parts);
   }
 
   /* ---- the diagram ------------------------------------------------------------------ */
@@ -465,8 +648,9 @@
   }
 
   /* Layers by breadth-first distance from the entry; an edge to the same or an earlier
-   * layer is a loop and is drawn as an arc on the right. visited: node ids in run order. */
-  function diagram(tool, visited, diags) {
+   * layer is a loop and is drawn around the nodes on the right. visited: node ids in run
+   * order; failed: a Set of the ids of nodes that failed. */
+  function diagram(tool, visited, diags, failed) {
     const problems = new Map();
     for (const d of diags || []) problems.set(d.node, (problems.get(d.node) || []).concat(d));
     const nodes = (Array.isArray(tool.nodes) ? tool.nodes : []).filter((n) => n && typeof n.id === 'string');
@@ -490,7 +674,8 @@
     const loops = edges.filter((e) => depth.get(e.to) <= depth.get(e.from));
     const LABEL = 170; /* room right of the loop arcs for their labels */
     const width = PAD * 2 + cols * W + (cols - 1) * GX + (loops.length ? LOOP * (loops.length + 1) + LABEL : 0);
-    const height = PAD * 2 + layers.length * H + (layers.length - 1) * GY;
+    const LANE = 6; /* the gap between the lanes of two back-edges */
+    const height = PAD * 2 + layers.length * H + (layers.length - 1) * GY + (loops.length ? 10 + LANE * loops.length : 0);
     const pos = new Map();
     layers.forEach((l, d) => (l || []).forEach((n, i) => {
       const rowW = l.length * W + (l.length - 1) * GX;
@@ -529,11 +714,15 @@
         if (e.label) labelsAt.set(e.to, k + 1);
         lx = tx; ly = ty - 8 - 14 * k;
       } else {
-        loopN++;
+        /* a back-edge leaves its source's bottom, runs in the gap below it to a lane right
+         * of every column, up that lane to the gap above its target and enters it from the
+         * top: it never crosses a node, so no other node seems to loop */
+        const k = loopN++;
         const rx = PAD + cols * W + (cols - 1) * GX + LOOP * loopN;
-        const sy = a.y + H / 2, ty = b.y + H / 2;
-        d = 'M' + (a.x + W) + ',' + sy + ' H' + rx + ' V' + ty + ' H' + (b.x + W);
-        lx = rx + 4; ly = (sy + ty) / 2 + 4;
+        const sx = a.x + W - 16 - LANE * k, tx = b.x + W - 16 - LANE * k;
+        const y1 = a.y + H + 10 + LANE * k, y2 = Math.max(4, b.y - 10 - LANE * k);
+        d = 'M' + sx + ',' + (a.y + H) + ' V' + y1 + ' H' + rx + ' V' + y2 + ' H' + tx + ' V' + b.y;
+        lx = rx + 4; ly = (y1 + y2) / 2 + 4;
       }
       edgeLayer.append(svgEl('path', { d, class: 'edge' + (loop ? ' loop' : '') + (on ? ' taken' : ''), 'marker-end': 'url(#' + uid + (on ? '-on' : '') + ')' },
         svgEl('title', { text: e.from + ' → ' + e.to + (e.label ? ' (' + e.label + ')' : '') })));
@@ -546,9 +735,11 @@
       const c = counts.get(n.id);
       const probs = problems.get(n.id) || [];
       const bad = probs.some((d) => d.severity === 'error') ? ' has-error' : (probs.length ? ' has-warning' : '');
+      const fail = failed && failed.has(n.id);
       const label = n.id + ' (' + n.type + ')' + (visited ? (c ? ', ran ' + c + (c > 1 ? ' times' : ' time') : ', not run') : '') +
+        (fail ? ', failed' : '') +
         probs.map((d) => '; ' + d.severity + ' at ' + d.line + ':' + d.column + ': ' + d.message).join('');
-      const g = svgEl('g', { class: 'node type-' + n.type + (seen.has(n.id) ? ' visited' : '') + (visited && !seen.has(n.id) ? ' skipped' : '') + bad,
+      const g = svgEl('g', { class: 'node type-' + n.type + (seen.has(n.id) ? ' visited' : '') + (visited && !seen.has(n.id) ? ' skipped' : '') + bad + (fail ? ' failed' : ''),
         tabindex: 0, role: 'button', 'aria-label': label, 'data-node': n.id },
       svgEl('title', { text: label }),
       svgEl('rect', { x: p.x, y: p.y, width: W, height: H, rx: n.type === 'switch' ? 2 : 10 }),
@@ -566,7 +757,8 @@
     }
     svg.append(edgeLayer, nodeLayer, labelLayer);
     const legend = el('p', { class: 'legend' }, ['entry', 'transform', 'switch', 'mcp', 'exit'].map((ty) =>
-      el('span', { class: 'key type-' + ty, text: ty })), visited ? el('span', { class: 'key visited', text: 'on the path' }) : null);
+      el('span', { class: 'key type-' + ty, text: ty })), visited ? el('span', { class: 'key visited', text: 'on the path' }) : null,
+    failed && failed.size ? el('span', { class: 'key failed', text: 'failed' }) : null);
     return el('figure', { class: 'diagram-wrap' }, el('div', { class: 'scroll' }, svg), legend);
   }
 
@@ -575,15 +767,20 @@
   /* An admin's links follow the tenant of the page shown; a tenant key's stay on its own. */
   function navigation(routeTenant) {
     const items = [];
-    const t = session.tenant || routeTenant;
+    /* pages without a tenant in their address (an execution, the specs) keep the last one */
+    if (routeTenant) lastTenant = routeTenant;
+    const t = session.tenant || lastTenant;
     if (session.key) {
       if (session.admin) items.push(link('#/tenants', 'Tenants'));
       if (t) {
         items.push(link('#/t/' + enc(t), session.admin ? 'Graphs of ' + t : 'Graphs'));
         items.push(link('#/t/' + enc(t) + '/executions', session.admin ? 'Executions of ' + t : 'Executions'));
+        if (session.admin) items.push(link('#/t/' + enc(t) + '/keys', 'Keys of ' + t));
       }
     }
     if (session.key) items.push(link('#/specs', 'Node specs'));
+    const here = location.hash.split('?')[0];
+    for (const a of items) if (a.getAttribute('href') === here) a.setAttribute('aria-current', 'page');
     nav.replaceChildren(...items);
     signoutBtn.hidden = !session.key;
   }
@@ -604,6 +801,7 @@
       else if (parts[0] === 't' && parts.length === 2) await graphsPage(parts[1]);
       else if (parts[0] === 't' && parts[2] === 'executions') await executionsPage(parts[1], q);
       else if (parts[0] === 't' && parts[2] === 'draft') await draftPage(parts[1], q);
+      else if (parts[0] === 't' && parts[2] === 'keys') await keysPage(parts[1]);
       else if (parts[0] === 't' && parts[2] === 'g') {
         const v = parts[4] === 'v' ? parseInt(parts[5], 10) : 0;
         const tool = parts[6] === 'tool' ? parts[7] : (parts[4] === 'tool' ? parts[5] : '');
@@ -614,12 +812,12 @@
       else render(seq, 'Not found', empty('No console page at ' + raw + '.'), el('p', {}, link('#/', 'Start page')));
     } catch (e) {
       if (seq !== routeSeq) return;
-      if (e.status === 401) { session.clear(); navigation(); return signInPage(e); }
+      if (e.status === 401) { session.clear(); lastTenant = ''; navigation(); return signInPage(e); }
       render(seq, 'Could not load this page', errorBox(e), el('p', {}, link('#/', 'Start page')));
     }
   }
 
-  signoutBtn.addEventListener('click', () => { session.clear(); location.hash = '#/'; route(); });
+  signoutBtn.addEventListener('click', () => { session.clear(); lastTenant = ''; location.hash = '#/'; route(); });
   window.addEventListener('hashchange', route);
   route();
 })();

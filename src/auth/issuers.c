@@ -1,0 +1,673 @@
+/* issuers.c — graphgate as an OAuth resource server at run time: tenants' authorization
+ * servers, their keys fetched and refreshed in the background, and access tokens verified
+ * (with a cache of verified tokens by hash).
+ *
+ * Why the keys are fetched by one background thread and never by a request: an issuer's
+ * metadata or JWKS endpoint is a server on the network that may be slow, dead or hostile;
+ * a request thread only reads what the fetcher published. A token whose kid is unknown asks
+ * for a refetch (at most one per issuer per `unknown_kid_interval_s`, so a flood of invented
+ * kids costs one fetch) and is answered at once. All fetches run concurrently in one curl
+ * multi handle, each bounded in time and size, so one tenant's dead endpoint delays no other
+ * tenant's fetch.
+ *
+ * Replicas: every replica fetches on its own and reads definitions from the store; the
+ * fetcher thread reads the oauth generation once a second (and at once when the gateway's
+ * watch hears a change), so a removed issuer stops being accepted within about a second.
+ */
+#include <curl/curl.h>
+#include <math.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth.h"
+
+#define MAX_TENANTS 4096       /* definitions cached; past it the cache starts over */
+#define MAX_ISSUER_STATES 1024 /* distinct (issuer, jwks_uri) pairs followed */
+#define MAX_KEYS 64            /* keys in one JWKS */
+#define TOKEN_SLOTS 4096       /* verified tokens remembered (direct-mapped by hash) */
+#define TOKEN_CACHE_MAX_S 300.0
+
+typedef struct issuer_state {
+    char *issuer, *jwks_uri_cfg; /* identity: the pair */
+    char *jwks_uri;              /* from the configuration or the metadata */
+    json_t *jwks;                /* published; immutable once published (readers incref) */
+    double fetched_at, next_fetch_at, kid_fetch_at; /* wall seconds */
+    double backoff_s;
+    bool wanted, fetching;
+    char last_error[200];
+    unsigned fetches;
+} issuer_state;
+
+typedef struct tenant_def {
+    char name[GG_TENANT_MAX];
+    json_t *def; /* normalized definition, or NULL: the tenant has none */
+} tenant_def;
+
+typedef struct token_slot {
+    unsigned char hash[32];
+    double until; /* wall seconds; 0 = empty */
+    unsigned long epoch;
+    gg_principal p;
+} token_slot;
+
+struct gg_oauth {
+    gg_store *store;
+    gg_oauth_options opt;
+    pthread_mutex_t mu; /* guards tenants, issuers and their fields */
+    tenant_def *tenants;
+    size_t ntenants;
+    issuer_state *issuers[MAX_ISSUER_STATES];
+    size_t nissuers;
+    long long generation;
+    pthread_cond_t wake;
+    bool stop, poke;
+    pthread_t thread;
+    bool started;
+    _Atomic unsigned long epoch; /* bumped when definitions change: cached tokens expire */
+    pthread_mutex_t tok_mu;
+    token_slot *tokens;
+    _Atomic unsigned long fetch_count, fetch_failures;
+};
+
+static double wall_s(void) { return (double)gg_wall_ms() / 1000.0; }
+
+/* ---- definitions --------------------------------------------------------------------- */
+
+/* The tenant's definition (new reference, NULL when it has none); reads the store once per
+ * tenant and generation. false + err when the store cannot be read. */
+static bool tenant_definition(gg_oauth *o, const char *tenant, json_t **out, gg_error *err) {
+    *out = NULL;
+    pthread_mutex_lock(&o->mu);
+    for (size_t i = 0; i < o->ntenants; i++)
+        if (!strcmp(o->tenants[i].name, tenant)) {
+            *out = json_incref(o->tenants[i].def);
+            pthread_mutex_unlock(&o->mu);
+            return true;
+        }
+    pthread_mutex_unlock(&o->mu);
+    gg_error e = GG_ERROR_INIT;
+    json_t *row = gg_store_oauth_get(o->store, tenant, &e);
+    if (!row && strcmp(e.code, "not_found") != 0) {
+        *err = e;
+        return false;
+    }
+    gg_error_clear(&e);
+    json_t *def = row ? json_incref(json_object_get(row, "definition")) : NULL;
+    json_decref(row);
+    pthread_mutex_lock(&o->mu);
+    if (o->ntenants == MAX_TENANTS) { /* bounded: start over rather than grow */
+        for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
+        o->ntenants = 0;
+    }
+    tenant_def *t = &o->tenants[o->ntenants++];
+    gg_strcopy(t->name, sizeof t->name, tenant);
+    t->def = json_incref(def);
+    pthread_mutex_unlock(&o->mu);
+    *out = def;
+    return true;
+}
+
+static void forget_definitions(gg_oauth *o) {
+    pthread_mutex_lock(&o->mu);
+    for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
+    o->ntenants = 0;
+    pthread_mutex_unlock(&o->mu);
+    atomic_fetch_add(&o->epoch, 1);
+}
+
+/* ---- issuer states --------------------------------------------------------------------- */
+
+static issuer_state *issuer_find_locked(gg_oauth *o, const char *iss, const char *jwks_cfg) {
+    for (size_t i = 0; i < o->nissuers; i++) {
+        issuer_state *s = o->issuers[i];
+        bool same_cfg = (!s->jwks_uri_cfg && !jwks_cfg) || (s->jwks_uri_cfg && jwks_cfg && !strcmp(s->jwks_uri_cfg, jwks_cfg));
+        if (!strcmp(s->issuer, iss) && same_cfg) return s;
+    }
+    return NULL;
+}
+
+/* The state of an issuer entry of a definition, made (and its first fetch asked for) when
+ * new; NULL when the table is full. Caller holds mu. */
+static issuer_state *issuer_of_locked(gg_oauth *o, const json_t *entry) {
+    const char *iss = json_string_value(json_object_get(entry, "issuer"));
+    const char *cfg = json_string_value(json_object_get(entry, "jwks_uri"));
+    issuer_state *s = issuer_find_locked(o, iss, cfg);
+    if (s || o->nissuers == MAX_ISSUER_STATES) return s;
+    s = calloc(1, sizeof *s);
+    if (!s || !(s->issuer = strdup(iss)) || (cfg && !(s->jwks_uri_cfg = strdup(cfg)))) {
+        if (s) free(s->issuer);
+        free(s);
+        return NULL;
+    }
+    s->wanted = true;
+    o->issuers[o->nissuers++] = s;
+    o->poke = true;
+    pthread_cond_signal(&o->wake);
+    return s;
+}
+
+/* ---- the fetcher ----------------------------------------------------------------------- */
+
+typedef struct fetch {
+    issuer_state *s;
+    CURL *h;
+    gg_strbuf body;
+    size_t max;
+    int step; /* 0: RFC 8414 metadata, 1: OpenID discovery, 2: JWKS */
+    bool too_big;
+} fetch;
+
+static size_t on_body(char *p, size_t size, size_t n, void *user) {
+    fetch *f = user;
+    size_t len = size * n;
+    if (f->body.len + len > f->max) {
+        f->too_big = true;
+        return 0; /* aborts the transfer */
+    }
+    gg_strbuf_append(&f->body, p, len);
+    return len;
+}
+
+/* RFC 8414 section 3: the well-known path goes between the host and the issuer's path. */
+static char *metadata_url(const char *iss, int step) {
+    const char *wk = step == 0 ? "/.well-known/oauth-authorization-server" : "/.well-known/openid-configuration";
+    gg_strbuf b = GG_STRBUF_INIT;
+    if (step == 1) { /* OpenID Connect Discovery 1.0: appended to the issuer */
+        size_t n = strlen(iss);
+        gg_strbuf_append(&b, iss, n && iss[n - 1] == '/' ? n - 1 : n);
+        gg_strbuf_puts(&b, wk);
+        return gg_strbuf_take(&b);
+    }
+    const char *host = strstr(iss, "://");
+    host = host ? host + 3 : iss;
+    const char *path = strchr(host, '/');
+    size_t hostend = path ? (size_t)(path - iss) : strlen(iss);
+    gg_strbuf_append(&b, iss, hostend);
+    gg_strbuf_puts(&b, wk);
+    if (path && strcmp(path, "/") != 0) gg_strbuf_puts(&b, path);
+    return gg_strbuf_take(&b);
+}
+
+static bool start_fetch(gg_oauth *o, CURLM *multi, fetch *f) {
+    char *url = NULL;
+    pthread_mutex_lock(&o->mu);
+    if (f->step == 2) url = strdup(f->s->jwks_uri);
+    else url = metadata_url(f->s->issuer, f->step);
+    pthread_mutex_unlock(&o->mu);
+    if (!url || !(f->h = curl_easy_init())) {
+        free(url);
+        return false;
+    }
+    gg_strbuf_reset(&f->body);
+    f->too_big = false;
+    f->max = o->opt.max_document_bytes;
+    curl_easy_setopt(f->h, CURLOPT_URL, url);
+    curl_easy_setopt(f->h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(f->h, CURLOPT_FOLLOWLOCATION, 0L); /* a key set is where the issuer says */
+    curl_easy_setopt(f->h, CURLOPT_TIMEOUT_MS, (long)(o->opt.fetch_timeout_s * 1000));
+    curl_easy_setopt(f->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(o->opt.fetch_timeout_s * 1000));
+    curl_easy_setopt(f->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(f->h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(f->h, CURLOPT_WRITEDATA, f);
+    curl_easy_setopt(f->h, CURLOPT_PRIVATE, f);
+    curl_easy_setopt(f->h, CURLOPT_USERAGENT, "graphgate");
+    free(url);
+    return curl_multi_add_handle(multi, f->h) == CURLM_OK;
+}
+
+/* Publish a failure: the old keys stay (an issuer's short outage must not lock its users
+ * out), the next try backs off from 10 s up to 5 min. */
+static void fetch_failed(gg_oauth *o, fetch *f, const char *what) {
+    atomic_fetch_add(&o->fetch_failures, 1);
+    pthread_mutex_lock(&o->mu);
+    issuer_state *s = f->s;
+    snprintf(s->last_error, sizeof s->last_error, "%s", what);
+    s->backoff_s = s->backoff_s ? fmin(s->backoff_s * 2, 300) : 10;
+    s->next_fetch_at = wall_s() + s->backoff_s;
+    s->fetching = false;
+    pthread_mutex_unlock(&o->mu);
+    gg_log(GG_LOG_WARN, "oauth: fetching an authorization server's keys failed", "issuer", s->issuer, "error", what,
+           NULL);
+}
+
+static json_t *parse_doc(fetch *f) {
+    return json_loadb(f->body.data ? f->body.data : "", f->body.len, JSON_REJECT_DUPLICATES, NULL);
+}
+
+/* Metadata answered: check `issuer` (RFC 8414 3.3 — a document for another issuer is an
+ * impersonation attempt) and take its jwks_uri. */
+static bool take_metadata(gg_oauth *o, fetch *f, char *why, size_t n) {
+    json_t *m = parse_doc(f);
+    const char *iss = json_string_value(json_object_get(m, "issuer"));
+    const char *jwks = json_string_value(json_object_get(m, "jwks_uri"));
+    bool ok = false;
+    gg_error e = GG_ERROR_INIT;
+    if (!json_is_object(m)) snprintf(why, n, "the metadata is not a JSON object");
+    else if (!iss || strcmp(iss, f->s->issuer)) snprintf(why, n, "the metadata names another issuer");
+    else if (!jwks || !gg_oauth_url_ok(jwks, "jwks_uri", &e)) snprintf(why, n, "the metadata has no usable jwks_uri");
+    else ok = true;
+    gg_error_clear(&e);
+    if (ok) {
+        pthread_mutex_lock(&o->mu);
+        free(f->s->jwks_uri);
+        f->s->jwks_uri = strdup(jwks);
+        ok = f->s->jwks_uri != NULL;
+        pthread_mutex_unlock(&o->mu);
+    }
+    json_decref(m);
+    return ok;
+}
+
+static bool take_jwks(gg_oauth *o, fetch *f, char *why, size_t n) {
+    json_t *k = parse_doc(f);
+    json_t *keys = json_object_get(k, "keys");
+    if (!json_is_array(keys) || json_array_size(keys) > MAX_KEYS) {
+        snprintf(why, n, "the key set is not {\"keys\": [...]} with at most %d keys", MAX_KEYS);
+        json_decref(k);
+        return false;
+    }
+    pthread_mutex_lock(&o->mu);
+    issuer_state *s = f->s;
+    json_t *old = s->jwks;
+    s->jwks = k;
+    s->fetched_at = wall_s();
+    s->next_fetch_at = s->fetched_at + o->opt.refresh_s;
+    s->backoff_s = 0;
+    s->last_error[0] = '\0';
+    s->fetching = false;
+    s->fetches++;
+    pthread_mutex_unlock(&o->mu);
+    json_decref(old);
+    return true;
+}
+
+/* One transfer ended: the next step, or done. Returns true when f goes on. */
+static bool fetch_done(gg_oauth *o, CURLM *multi, fetch *f, CURLcode rc) {
+    long status = 0;
+    curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(multi, f->h);
+    curl_easy_cleanup(f->h);
+    f->h = NULL;
+    atomic_fetch_add(&o->fetch_count, 1);
+    char why[200] = "";
+    bool got = rc == CURLE_OK && status == 200;
+    if (!got)
+        snprintf(why, sizeof why, "%s", f->too_big ? "the document is over oauth.max_document_bytes"
+                                        : rc != CURLE_OK ? curl_easy_strerror(rc) : "the server did not answer 200");
+    if (f->step < 2) {
+        if (got && take_metadata(o, f, why, sizeof why)) f->step = 2;
+        else if (f->step == 0) f->step = 1; /* RFC 8414 first, then OpenID discovery */
+        else {
+            fetch_failed(o, f, why);
+            return false;
+        }
+        if (start_fetch(o, multi, f)) return true;
+        fetch_failed(o, f, "out of memory");
+        return false;
+    }
+    if (!got || !take_jwks(o, f, why, sizeof why)) fetch_failed(o, f, why);
+    return false;
+}
+
+/* Issuers due a fetch get one started (at most one in flight each). */
+static void start_due(gg_oauth *o, CURLM *multi, fetch **live, size_t *nlive) {
+    double now = wall_s();
+    pthread_mutex_lock(&o->mu);
+    issuer_state *due[MAX_ISSUER_STATES];
+    size_t n = 0;
+    for (size_t i = 0; i < o->nissuers; i++) {
+        issuer_state *s = o->issuers[i];
+        if (s->fetching || !(s->wanted || (s->jwks && now >= s->next_fetch_at))) continue;
+        if (s->next_fetch_at > now) continue; /* backing off */
+        s->wanted = false;
+        s->fetching = true;
+        due[n++] = s;
+    }
+    pthread_mutex_unlock(&o->mu);
+    for (size_t i = 0; i < n; i++) {
+        fetch *f = calloc(1, sizeof *f);
+        if (!f) continue;
+        f->s = due[i];
+        f->step = due[i]->jwks_uri_cfg ? 2 : 0;
+        if (f->step == 2) {
+            pthread_mutex_lock(&o->mu);
+            if (!due[i]->jwks_uri) due[i]->jwks_uri = strdup(due[i]->jwks_uri_cfg);
+            pthread_mutex_unlock(&o->mu);
+        }
+        if (start_fetch(o, multi, f)) live[(*nlive)++] = f;
+        else {
+            fetch_failed(o, f, "cannot start the fetch");
+            gg_strbuf_free(&f->body);
+            free(f);
+        }
+    }
+}
+
+static void check_generation(gg_oauth *o) {
+    gg_error e = GG_ERROR_INIT;
+    long long g = gg_store_generation_get(o->store, GG_GEN_OAUTH, &e);
+    gg_error_clear(&e);
+    if (g >= 0 && g != o->generation) {
+        o->generation = g;
+        forget_definitions(o);
+    }
+}
+
+static void *fetcher_main(void *arg) {
+    gg_oauth *o = arg;
+    CURLM *multi = curl_multi_init();
+    fetch **live = calloc(MAX_ISSUER_STATES, sizeof *live);
+    size_t nlive = 0;
+    double gen_at = 0;
+    for (;;) {
+        pthread_mutex_lock(&o->mu);
+        bool stop = o->stop, poked = o->poke;
+        o->poke = false;
+        pthread_mutex_unlock(&o->mu);
+        if (stop || !multi || !live) break;
+        double now = wall_s();
+        if (poked || now - gen_at >= 1.0) {
+            check_generation(o);
+            gen_at = now;
+        }
+        start_due(o, multi, live, &nlive);
+        int running = 0;
+        curl_multi_perform(multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(multi, &left)))
+            if (m->msg == CURLMSG_DONE) {
+                fetch *f = NULL;
+                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&f);
+                if (fetch_done(o, multi, f, m->data.result)) continue;
+                for (size_t i = 0; i < nlive; i++)
+                    if (live[i] == f) live[i] = live[--nlive];
+                gg_strbuf_free(&f->body);
+                free(f);
+            }
+        if (nlive) curl_multi_poll(multi, NULL, 0, 100, NULL);
+        else {
+            pthread_mutex_lock(&o->mu);
+            if (!o->stop && !o->poke) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 250 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+                pthread_cond_timedwait(&o->wake, &o->mu, &ts);
+            }
+            pthread_mutex_unlock(&o->mu);
+        }
+    }
+    for (size_t i = 0; live && i < nlive; i++) {
+        curl_multi_remove_handle(multi, live[i]->h);
+        curl_easy_cleanup(live[i]->h);
+        gg_strbuf_free(&live[i]->body);
+        free(live[i]);
+    }
+    free(live);
+    if (multi) curl_multi_cleanup(multi);
+    return NULL;
+}
+
+/* ---- life ------------------------------------------------------------------------------ */
+
+gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err) {
+    gg_oauth *o = calloc(1, sizeof *o);
+    if (o) o->tenants = calloc(MAX_TENANTS, sizeof *o->tenants);
+    if (o && o->tenants) o->tokens = calloc(TOKEN_SLOTS, sizeof *o->tokens);
+    if (!o || !o->tokens) {
+        if (o) free(o->tenants);
+        free(o);
+        gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    o->store = store;
+    o->opt = *opt;
+    if (o->opt.refresh_s <= 0) o->opt.refresh_s = 300;
+    if (o->opt.unknown_kid_interval_s <= 0) o->opt.unknown_kid_interval_s = 10;
+    if (o->opt.fetch_timeout_s <= 0) o->opt.fetch_timeout_s = 5;
+    if (!o->opt.max_document_bytes) o->opt.max_document_bytes = 256 * 1024;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_mutex_init(&o->tok_mu, NULL);
+    pthread_cond_init(&o->wake, NULL);
+    o->generation = gg_store_generation_get(store, GG_GEN_OAUTH, NULL);
+    if (pthread_create(&o->thread, NULL, fetcher_main, o) != 0) {
+        gg_oauth_free(o);
+        gg_error_set(err, "internal_error", "cannot start the OAuth key fetcher");
+        return NULL;
+    }
+    o->started = true;
+    return o;
+}
+
+void gg_oauth_free(gg_oauth *o) {
+    if (!o) return;
+    if (o->started) {
+        pthread_mutex_lock(&o->mu);
+        o->stop = true;
+        pthread_cond_signal(&o->wake);
+        pthread_mutex_unlock(&o->mu);
+        pthread_join(o->thread, NULL);
+    }
+    for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
+    for (size_t i = 0; i < o->nissuers; i++) {
+        issuer_state *s = o->issuers[i];
+        free(s->issuer);
+        free(s->jwks_uri_cfg);
+        free(s->jwks_uri);
+        json_decref(s->jwks);
+        free(s);
+    }
+    sodium_memzero(o->tokens, TOKEN_SLOTS * sizeof *o->tokens);
+    free(o->tokens);
+    free(o->tenants);
+    pthread_mutex_destroy(&o->mu);
+    pthread_mutex_destroy(&o->tok_mu);
+    pthread_cond_destroy(&o->wake);
+    free(o);
+}
+
+void gg_oauth_changed(gg_oauth *o) {
+    if (!o) return;
+    pthread_mutex_lock(&o->mu);
+    o->poke = true;
+    pthread_cond_signal(&o->wake);
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Definitions of this tenant were replaced by this process: forget them now (the other
+ * replicas do at their next generation read) and follow the new issuers at once. */
+void gg_oauth_tenant_changed(gg_oauth *o, const char *tenant) {
+    (void)tenant;
+    forget_definitions(o);
+    gg_oauth_changed(o);
+}
+
+/* ---- verification ------------------------------------------------------------------- */
+
+static void token_hash(const char *token, size_t len, const char *tenant, const char *resource,
+                       unsigned char out[32]) {
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    crypto_generichash_update(&st, (const unsigned char *)token, len);
+    crypto_generichash_update(&st, (const unsigned char *)"", 1);
+    crypto_generichash_update(&st, (const unsigned char *)tenant, strlen(tenant) + 1);
+    crypto_generichash_update(&st, (const unsigned char *)resource, strlen(resource));
+    crypto_generichash_final(&st, out, 32);
+}
+
+static bool token_cached(gg_oauth *o, const unsigned char h[32], gg_principal *out) {
+    token_slot *s = &o->tokens[(h[0] | (h[1] << 8)) % TOKEN_SLOTS];
+    bool hit = false;
+    pthread_mutex_lock(&o->tok_mu);
+    if (s->until > wall_s() && s->epoch == atomic_load(&o->epoch) && sodium_memcmp(s->hash, h, 32) == 0) {
+        *out = s->p;
+        hit = true;
+    }
+    pthread_mutex_unlock(&o->tok_mu);
+    return hit;
+}
+
+static void token_remember(gg_oauth *o, const unsigned char h[32], const gg_principal *p, double until,
+                           unsigned long epoch) {
+    token_slot *s = &o->tokens[(h[0] | (h[1] << 8)) % TOKEN_SLOTS];
+    pthread_mutex_lock(&o->tok_mu);
+    memcpy(s->hash, h, 32);
+    s->until = until;
+    s->epoch = epoch;
+    s->p = *p;
+    pthread_mutex_unlock(&o->tok_mu);
+}
+
+/* The principal a verified token names: an id that is stable per (issuer, subject), so a
+ * user's session and rate limit follow the user, not the token. */
+static void principal_of(const char *tenant, const json_t *entry, const json_t *claims, gg_principal *p) {
+    memset(p, 0, sizeof *p);
+    gg_strcopy(p->tenant, sizeof p->tenant, tenant);
+    p->scopes = gg_oauth_claims_scopes(entry, claims);
+    const char *iss = json_string_value(json_object_get(claims, "iss"));
+    const char *sub = json_string_value(json_object_get(claims, "sub"));
+    const char *cid = json_string_value(json_object_get(claims, "client_id"));
+    if (!cid) cid = json_string_value(json_object_get(claims, "azp"));
+    unsigned char h[8];
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    crypto_generichash_update(&st, (const unsigned char *)iss, strlen(iss) + 1);
+    if (sub) crypto_generichash_update(&st, (const unsigned char *)sub, strlen(sub));
+    else if (cid) crypto_generichash_update(&st, (const unsigned char *)cid, strlen(cid)); /* a machine client */
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(p->key_id, sizeof p->key_id, h, sizeof h);
+    p->oauth = true;
+    gg_strcopy(p->subject, sizeof p->subject, sub ? sub : "");
+    gg_strcopy(p->client_id, sizeof p->client_id, cid ? cid : "");
+    gg_strcopy(p->issuer, sizeof p->issuer, iss);
+}
+
+static bool tenant_claim_ok(const json_t *entry, const json_t *claims, const char *tenant) {
+    const char *name = json_string_value(json_object_get(entry, "tenant_claim"));
+    if (!name) return true;
+    const char *v = json_string_value(json_object_get(claims, name));
+    return v && !strcmp(v, tenant);
+}
+
+/* Verify with the issuer's published keys; an unknown kid asks the fetcher for the key set
+ * again, at most once per unknown_kid_interval_s. */
+static gg_oauth_result verify_with(gg_oauth *o, issuer_state *s, const json_t *entry, const char *tenant,
+                                   const char *resource, const char *token, size_t len, json_t **claims,
+                                   gg_error *err) {
+    pthread_mutex_lock(&o->mu);
+    json_t *jwks = json_incref(s->jwks);
+    pthread_mutex_unlock(&o->mu);
+    if (!jwks) {
+        pthread_mutex_lock(&o->mu);
+        s->wanted = true;
+        pthread_cond_signal(&o->wake);
+        pthread_mutex_unlock(&o->mu);
+        gg_error_set(err, "unavailable", "the authorization server's keys are not loaded yet");
+        return GG_OAUTH_UNAVAILABLE;
+    }
+    unsigned algs = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(entry, "algorithms"), i, a) algs |= gg_jwt_alg_bit(json_string_value(a));
+    gg_jwt_check c = {json_string_value(json_object_get(entry, "issuer")), resource, algs,
+                      (double)json_integer_value(json_object_get(entry, "clock_skew_s")), wall_s(), 0};
+    gg_jwt_result r = gg_jwt_verify(token, len, jwks, &c, claims, err);
+    json_decref(jwks);
+    if (r == GG_JWT_UNKNOWN_KID) {
+        double now = wall_s();
+        pthread_mutex_lock(&o->mu);
+        if (now - s->kid_fetch_at >= o->opt.unknown_kid_interval_s && !s->fetching) {
+            s->kid_fetch_at = now;
+            s->wanted = true;
+            s->next_fetch_at = 0;
+            pthread_cond_signal(&o->wake);
+        }
+        pthread_mutex_unlock(&o->mu);
+    }
+    if (r != GG_JWT_OK) return GG_OAUTH_INVALID;
+    (void)tenant;
+    return GG_OAUTH_OK;
+}
+
+gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
+                                size_t len, gg_principal *out, gg_error *err) {
+    if (len > GG_JWT_MAX_BYTES) {
+        gg_error_set(err, "invalid_token", "the token is longer than %d bytes", GG_JWT_MAX_BYTES);
+        return GG_OAUTH_INVALID;
+    }
+    unsigned char h[32];
+    token_hash(token, len, tenant, resource, h);
+    if (token_cached(o, h, out)) return GG_OAUTH_OK;
+    unsigned long epoch = atomic_load(&o->epoch);
+    json_t *def = NULL;
+    if (!tenant_definition(o, tenant, &def, err)) return GG_OAUTH_UNAVAILABLE;
+    if (!def) return GG_OAUTH_NONE;
+    char *iss = gg_jwt_unverified_issuer(token, len);
+    const json_t *entry = gg_oauth_issuer_find(def, iss);
+    free(iss);
+    gg_oauth_result r;
+    if (!entry) {
+        gg_error_set(err, "invalid_token", "the token was not issued by this tenant's authorization servers");
+        r = GG_OAUTH_INVALID;
+    } else {
+        pthread_mutex_lock(&o->mu);
+        issuer_state *s = issuer_of_locked(o, entry);
+        pthread_mutex_unlock(&o->mu);
+        json_t *claims = NULL;
+        r = s ? verify_with(o, s, entry, tenant, resource, token, len, &claims, err) : GG_OAUTH_UNAVAILABLE;
+        if (!s) gg_error_set(err, "unavailable", "too many authorization servers are followed");
+        if (r == GG_OAUTH_OK && !tenant_claim_ok(entry, claims, tenant)) {
+            gg_error_set(err, "invalid_token", "the token is for another tenant");
+            r = GG_OAUTH_INVALID;
+        }
+        if (r == GG_OAUTH_OK) {
+            principal_of(tenant, entry, claims, out);
+            double exp = json_number_value(json_object_get(claims, "exp"));
+            token_remember(o, h, out, fmin(exp, wall_s() + TOKEN_CACHE_MAX_S), epoch);
+        }
+        json_decref(claims);
+    }
+    json_decref(def);
+    return r;
+}
+
+json_t *gg_oauth_definition(gg_oauth *o, const char *tenant, gg_error *err) {
+    json_t *def = NULL;
+    if (!tenant_definition(o, tenant, &def, err)) return NULL;
+    if (!def) gg_error_set(err, "not_found", "tenant '%s' has no authorization servers", tenant);
+    if (def) { /* start following its issuers now, before the first token arrives */
+        pthread_mutex_lock(&o->mu);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(def, "issuers"), i, e) issuer_of_locked(o, e);
+        pthread_mutex_unlock(&o->mu);
+    }
+    return def;
+}
+
+json_t *gg_oauth_issuer_status(gg_oauth *o, const json_t *entry) {
+    pthread_mutex_lock(&o->mu);
+    issuer_state *s = issuer_of_locked(o, entry);
+    json_t *st = json_object();
+    if (s) {
+        json_object_set_new(st, "keys", json_integer((json_int_t)json_array_size(json_object_get(s->jwks, "keys"))));
+        if (s->jwks_uri) json_object_set_new(st, "jwks_uri", json_string(s->jwks_uri));
+        char at[40] = "";
+        if (s->fetched_at) gg_store_format_time((long long)(s->fetched_at * 1000), at, sizeof at);
+        json_object_set_new(st, "fetched_at", at[0] ? json_string(at) : json_null());
+        json_object_set_new(st, "last_error", s->last_error[0] ? json_string(s->last_error) : json_null());
+        json_object_set_new(st, "fetches", json_integer(s->fetches));
+    }
+    pthread_mutex_unlock(&o->mu);
+    return st;
+}
+
+void gg_oauth_metrics(gg_oauth *o, unsigned long *fetches, unsigned long *failures) {
+    *fetches = atomic_load(&o->fetch_count);
+    *failures = atomic_load(&o->fetch_failures);
+}

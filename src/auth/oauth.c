@@ -1,0 +1,224 @@
+/* oauth.c — a tenant's OAuth authorization servers: the definition an admin stores
+ * (PUT /admin/tenants/{t}/oauth) checked and normalized, and how a verified token's claims
+ * become graphgate scopes. Pure: no I/O, no shared state; any thread.
+ *
+ * Why a definition is normalized at write time: every replica reads the same stored JSON
+ * and must reach the same decision, so defaults are written into it once (algorithms,
+ * skew, scope mapping) instead of being applied by whichever build reads it.
+ */
+#include <string.h>
+
+#include "auth/auth.h"
+
+#define MAX_ISSUERS 8
+#define MAX_URL 512
+#define MAX_MAPPED 64
+
+/* https, or http to a loopback host (a test's authorization server); no query, fragment or
+ * user info: RFC 8414 issuer identifiers. */
+bool gg_oauth_url_ok(const char *u, const char *what, gg_error *err) {
+    size_t n = strlen(u);
+    bool https = !strncmp(u, "https://", 8);
+    bool loop = !strncmp(u, "http://127.0.0.1", 16) || !strncmp(u, "http://localhost", 16) ||
+                !strncmp(u, "http://[::1]", 12);
+    if (n == 0 || n > MAX_URL || (!https && !loop) || strpbrk(u, "?#@ \t\r\n") != NULL) {
+        gg_error_set(err, "invalid_argument",
+                     "%s must be an https URL (http only to a loopback host) of at most %d characters, "
+                     "without query, fragment or user info",
+                     what, MAX_URL);
+        return false;
+    }
+    return true;
+}
+
+static json_t *algorithms_of(json_t *v, gg_error *err) {
+    if (!v) return json_pack("[ssss]", "RS256", "PS256", "ES256", "EdDSA");
+    size_t i;
+    json_t *a;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 4) goto bad;
+    json_array_foreach(v, i, a) if (!gg_jwt_alg_bit(json_string_value(a))) goto bad;
+    return json_incref(v);
+bad:
+    gg_error_set(err, "invalid_argument",
+                 "algorithms must be a non-empty list of RS256, PS256, ES256, EdDSA (never none or an HMAC algorithm)");
+    return NULL;
+}
+
+/* {"external scope": ["tools:read", ...]}; default: graphgate's own scope names map to
+ * themselves, so an authorization server may simply issue "tools:execute". */
+static json_t *scope_map_of(json_t *v, gg_error *err) {
+    if (!v) {
+        json_t *m = json_object();
+        static const char *own[] = {"tools:read", "tools:execute", "health:check"};
+        for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) json_object_set_new(m, own[i], json_pack("[s]", own[i]));
+        return m;
+    }
+    if (!json_is_object(v) || json_object_size(v) > MAX_MAPPED) {
+        gg_error_set(err, "invalid_argument", "scope_map must be an object of at most %d scopes", MAX_MAPPED);
+        return NULL;
+    }
+    const char *k;
+    json_t *list;
+    json_object_foreach(v, k, list) {
+        size_t i;
+        json_t *s;
+        if (!*k || strlen(k) > 128 || !json_is_array(list)) goto bad;
+        json_array_foreach(list, i, s) {
+            gg_error e2 = GG_ERROR_INIT;
+            unsigned m = json_is_string(s) ? gg_scopes_parse(json_string_value(s), &e2) : 0;
+            gg_error_clear(&e2);
+            /* admin and graphs:write are an operator's, never a hosted client's */
+            if (!m || (m & (GG_SCOPE_ADMIN | GG_SCOPE_GRAPHS_WRITE))) goto bad;
+        }
+    }
+    return json_incref(v);
+bad:
+    gg_error_set(err, "invalid_argument",
+                 "scope_map maps each token scope (1..128 characters) to a list of tools:read, tools:execute, health:check");
+    return NULL;
+}
+
+static json_t *issuer_of(json_t *in, gg_error *err) {
+    const char *iss = json_string_value(json_object_get(in, "issuer"));
+    if (!json_is_object(in) || !iss) {
+        gg_error_set(err, "invalid_argument", "each issuer is an object with an \"issuer\" URL");
+        return NULL;
+    }
+    if (!gg_oauth_url_ok(iss, "issuer", err)) return NULL;
+    const char *jwks = json_string_value(json_object_get(in, "jwks_uri"));
+    if (json_object_get(in, "jwks_uri") && (!jwks || !gg_oauth_url_ok(jwks, "jwks_uri", err))) {
+        if (!err->code[0]) gg_error_set(err, "invalid_argument", "jwks_uri must be a URL");
+        return NULL;
+    }
+    json_t *skew = json_object_get(in, "clock_skew_s");
+    if (skew && (!json_is_integer(skew) || json_integer_value(skew) < 0 || json_integer_value(skew) > 300)) {
+        gg_error_set(err, "invalid_argument", "clock_skew_s must be an integer from 0 to 300");
+        return NULL;
+    }
+    json_t *tc = json_object_get(in, "tenant_claim");
+    if (tc && (!json_is_string(tc) || !*json_string_value(tc) || strlen(json_string_value(tc)) > 64)) {
+        gg_error_set(err, "invalid_argument", "tenant_claim must name a claim (1..64 characters)");
+        return NULL;
+    }
+    const char *known[] = {"issuer", "jwks_uri", "algorithms", "clock_skew_s", "scope_map", "tenant_claim"};
+    const char *k;
+    json_t *v;
+    json_object_foreach(in, k, v) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= !strcmp(k, known[i]);
+        if (!ok) {
+            gg_error_set(err, "invalid_argument", "unknown issuer setting '%.64s'", k);
+            return NULL;
+        }
+    }
+    json_t *algs = algorithms_of(json_object_get(in, "algorithms"), err);
+    json_t *map = algs ? scope_map_of(json_object_get(in, "scope_map"), err) : NULL;
+    if (!map) {
+        json_decref(algs);
+        return NULL;
+    }
+    json_t *out = json_pack("{s:s,s:o,s:I,s:o}", "issuer", iss, "algorithms", algs, "clock_skew_s",
+                            (json_int_t)(skew ? json_integer_value(skew) : 60), "scope_map", map);
+    if (jwks) json_object_set_new(out, "jwks_uri", json_string(jwks));
+    if (tc) json_object_set(out, "tenant_claim", tc);
+    return out;
+}
+
+json_t *gg_oauth_definition_check(const json_t *in, gg_error *err) {
+    json_t *list = json_object_get(in, "issuers");
+    if (!json_is_object(in) || !json_is_array(list) || json_array_size(list) == 0 ||
+        json_array_size(list) > MAX_ISSUERS) {
+        gg_error_set(err, "invalid_argument", "the definition is {\"issuers\": [{\"issuer\": URL, ...}]} with 1..%d issuers",
+                     MAX_ISSUERS);
+        return NULL;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)in, k, v) if (strcmp(k, "issuers")) {
+        gg_error_set(err, "invalid_argument", "unknown setting '%.64s' (only \"issuers\")", k);
+        return NULL;
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_array_foreach(list, i, v) {
+        json_t *one = issuer_of(v, err);
+        for (size_t j = 0; one && j < json_array_size(out); j++)
+            if (!strcmp(json_string_value(json_object_get(json_array_get(out, j), "issuer")),
+                        json_string_value(json_object_get(one, "issuer")))) {
+                gg_error_set(err, "invalid_argument", "issuer %s is listed twice", json_string_value(json_object_get(one, "issuer")));
+                json_decref(one);
+                one = NULL;
+            }
+        if (!one) {
+            json_decref(out);
+            return NULL;
+        }
+        json_array_append_new(out, one);
+    }
+    return json_pack("{s:o}", "issuers", out);
+}
+
+/* Add the scopes one token scope maps to. */
+static void map_one(const json_t *map, const char *s, size_t n, unsigned *mask) {
+    char name[129];
+    if (n == 0 || n >= sizeof name) return;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    json_t *list = json_object_get(map, name);
+    size_t i;
+    json_t *g;
+    json_array_foreach(list, i, g) {
+        gg_error e = GG_ERROR_INIT;
+        *mask |= gg_scopes_parse(json_string_value(g), &e);
+        gg_error_clear(&e);
+    }
+}
+
+unsigned gg_oauth_claims_scopes(const json_t *issuer_def, const json_t *claims) {
+    const json_t *map = json_object_get(issuer_def, "scope_map");
+    unsigned mask = 0;
+    const char *sc = json_string_value(json_object_get(claims, "scope")); /* RFC 9068: space-separated */
+    for (const char *p = sc; p && *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        map_one(map, p, (size_t)(e - p), &mask);
+        p = e;
+    }
+    json_t *scp = json_object_get(claims, "scp"); /* Azure AD / Okta style: a list */
+    size_t i;
+    json_t *s;
+    json_array_foreach(scp, i, s) if (json_is_string(s)) map_one(map, json_string_value(s), json_string_length(s), &mask);
+    return mask & ~(unsigned)(GG_SCOPE_ADMIN | GG_SCOPE_GRAPHS_WRITE);
+}
+
+const json_t *gg_oauth_issuer_find(const json_t *definition, const char *iss) {
+    size_t i;
+    json_t *one;
+    json_array_foreach(json_object_get(definition, "issuers"), i, one) {
+        const char *x = json_string_value(json_object_get(one, "issuer"));
+        if (x && iss && !strcmp(x, iss)) return one;
+    }
+    return NULL;
+}
+
+void gg_oauth_scopes_text(const json_t *definition, char *buf, size_t n) {
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_use(&b, buf, n);
+    size_t i;
+    json_t *one;
+    json_array_foreach(json_object_get(definition, "issuers"), i, one) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(one, "scope_map"), k, v) {
+            size_t kl = strlen(k);
+            bool seen = false; /* another issuer named it already */
+            for (const char *p = buf; !seen && b.len && (p = strstr(p, k)); p += kl)
+                seen = (p == buf || p[-1] == ' ') && (p[kl] == ' ' || p[kl] == '\0');
+            if (seen || b.len + kl + 2 > n) continue;
+            if (b.len) gg_strbuf_putc(&b, ' ');
+            gg_strbuf_puts(&b, k);
+        }
+    }
+    if (!b.len && n) buf[0] = '\0';
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# oauth.sh — graphgate as an MCP OAuth resource server, end to end with a real authorization
+# server (oidc-provider, tests/fixtures/oauth/as.mjs) for each of two tenants:
+#   - admin REST for a tenant's issuers (admin scope; bad definitions refused), its keys
+#     fetched in the background; RFC 9728 metadata for graph, _all and view endpoints; the
+#     401 challenge naming it (and none for a tenant without issuers);
+#   - the official SDK clients (v1: 2025-11-25 session, v2: 2026-07-28) through their own
+#     OAuth support: discovery, dynamic registration, PKCE, resource, token, list and call;
+#   - the attack matrix: each token below must be refused (expired, not yet valid, another
+#     issuer, another tenant's issuer, another endpoint's or tenant's audience, alg none, HS256
+#     keyed with the public key, unknown kid, truncated, oversized, a scope missing → 403 with
+#     the step-up challenge, a session opened by another principal); 1,000 unknown kids cost
+#     at most 2 key fetches and leave the other tenant's calls fast; a JWKS endpoint that
+#     hangs answers its tenant's tokens 503 at once and holds nobody else;
+#   - key rotation at the authorization server followed without a restart; an issuer removed
+#     by an admin refused at once, also by a second process on the same database within 2 s.
+# Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
+gw_need_sdk
+[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+FX="$GG_SRCDIR/tests/fixtures/oauth"
+JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+
+# two authorization servers, each with its own keys; A signs with ES256, B with RS256
+JWT keys "$GG_TMP/a.json" ES256 RS256 EdDSA >"$GG_TMP/a.kids"
+JWT keys "$GG_TMP/b.json" RS256 >/dev/null
+start_as() { # NAME PORT KEYS ALG → ISS_NAME, PID_NAME
+  "$NODE" "$FX/as.mjs" "$2" "$3" "$4" >"$GG_TMP/as_$1.log" 2>&1 &
+  eval "PID_$1=$!"
+  for _ in $(seq 1 200); do grep -q '^ready ' "$GG_TMP/as_$1.log" && break; sleep 0.05; done
+  eval "ISS_$1=\$(sed -n 's/^ready //p' \"$GG_TMP/as_$1.log\")"
+}
+start_as A 0 "$GG_TMP/a.json" ES256
+start_as B 0 "$GG_TMP/b.json" RS256
+# a "JWKS endpoint" that accepts connections and never answers
+python3 -c "
+import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+" >"$GG_TMP/hang.port" &
+HANGPID=$!
+trap 'kill $PID_A $PID_B $HANGPID ${PID2:-} 2>/dev/null; gg_cleanup' EXIT
+for _ in $(seq 1 100); do [ -s "$GG_TMP/hang.port" ] && break; sleep 0.05; done
+HANG=$(cat "$GG_TMP/hang.port")
+[ -n "${ISS_A:-}" ] && [ -n "${ISS_B:-}" ] || { echo "the authorization servers did not start"; cat "$GG_TMP"/as_*.log; echo "0 passed, 1 failed"; exit 1; }
+
+cat >"$GG_TMP/gg.yaml" <<'YAML'
+oauth:
+  unknown_kid_interval: 1s
+  fetch_timeout: 1s
+YAML
+for t in acme beta slow; do gw_cli_run tenant create $t >/dev/null; done
+ADMIN=$(gw_key acme admin)
+KB=$(gw_key beta tools:read,tools:execute)
+gg_start --config "$GG_TMP/gg.yaml" || { echo "0 passed, 1 failed"; exit 1; }
+for t in acme beta slow; do gw_put_graph "$ADMIN" $t g "$GG_SRCDIR/examples/collatz.yaml" >/dev/null; done
+EP=$GG_PUB/mcp/acme/g
+WK=$GG_PUB/.well-known/oauth-protected-resource
+
+# ---- admin REST ------------------------------------------------------------------------
+put_oauth() { gg_curl "$GG_TMP/oauth.json" -X PUT -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+  --data-binary "$3" "$GG_PUB/admin/tenants/$2/oauth"; }
+t "a definition without issuers is refused (400)" eq "$(put_oauth "$ADMIN" acme '{"issuers":[]}')" 400
+t "  with the error shape" eq "$(jget "$GG_TMP/oauth.json" "d['error']['code']")" invalid_argument
+t "alg none is refused (400)" eq "$(put_oauth "$ADMIN" acme "{\"issuers\":[{\"issuer\":\"$ISS_A\",\"algorithms\":[\"none\"]}]}")" 400
+t "a tools key may not set issuers (403)" eq "$(put_oauth "$KB" beta "{\"issuers\":[{\"issuer\":\"$ISS_B\"}]}")" 403
+t "acme's issuer set (200)" eq "$(put_oauth "$ADMIN" acme "{\"issuers\":[{\"issuer\":\"$ISS_A\"}]}")" 200
+t "beta's issuer set (200)" eq "$(put_oauth "$ADMIN" beta "{\"issuers\":[{\"issuer\":\"$ISS_B\"}]}")" 200
+t "slow's issuer set, with a JWKS endpoint that hangs (200)" \
+  eq "$(put_oauth "$ADMIN" slow "{\"issuers\":[{\"issuer\":\"$ISS_A\",\"jwks_uri\":\"http://127.0.0.1:$HANG/jwks\"}]}")" 200
+keys_loaded() { # TENANT → the issuer's key count once fetched
+  for _ in $(seq 1 100); do
+    gg_curl "$GG_TMP/get.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/$1/oauth" >/dev/null
+    n=$(jget "$GG_TMP/get.json" "d['definition']['issuers'][0]['status']['keys']")
+    [ "${n:-0}" -gt 0 ] && { echo "$n"; return; }
+    sleep 0.1
+  done; echo 0; }
+t "acme's keys fetched (RFC 8414 discovery, then the JWKS)" eq "$(keys_loaded acme)" 3
+t "beta's keys fetched" eq "$(keys_loaded beta)" 1
+t "the definition came back normalized (defaults written in)" eq \
+  "$(jget "$GG_TMP/oauth.json" "d['definition']['issuers'][0]['clock_skew_s']")" 60
+
+# ---- protected-resource metadata and challenges -------------------------------------------
+t "metadata of a graph endpoint (200)" eq "$(gg_curl "$GG_TMP/prm.json" "$WK/mcp/acme/g")" 200
+t "  resource is the endpoint's public URL" eq "$(jget "$GG_TMP/prm.json" "d['resource']")" "$EP"
+t "  authorization_servers: the tenant's" eq "$(jget "$GG_TMP/prm.json" "d['authorization_servers']")" "['$ISS_A']"
+t "  scopes and bearer methods" eq "$(jget "$GG_TMP/prm.json" "('tools:execute' in d['scopes_supported'], d['bearer_methods_supported'])")" "(True, ['header'])"
+t "metadata of the tenant-wide endpoint and of a view" eq \
+  "$(gg_curl "$GG_TMP/p2.json" "$WK/mcp/acme/_all") $(jget "$GG_TMP/p2.json" "d['resource']") $(gg_curl "$GG_TMP/p3.json" "$WK/mcp/beta/_views/v1") $(jget "$GG_TMP/p3.json" "d['resource']")" \
+  "200 $GG_PUB/mcp/acme/_all 200 $GG_PUB/mcp/beta/_views/v1"
+gw_cli_run tenant create plain >/dev/null
+t "no metadata for a tenant without issuers, nor an unknown one (404 alike)" eq \
+  "$(gg_curl "$GG_TMP/p4.json" "$WK/mcp/plain/g") $(gg_curl "$GG_TMP/p5.json" "$WK/mcp/nosuch/g")" "404 404"
+st=$(gg_curl "$GG_TMP/c401.json" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+  --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' "$EP")
+t "no credentials: 401" eq "$st" 401
+t "  the challenge names the metadata and the scopes" has "$GG_TMP/c401.json.h" \
+  "WWW-Authenticate: Bearer resource_metadata=\"$WK/mcp/acme/g\", scope=\"tools:read tools:execute health:check\""
+gg_curl "$GG_TMP/c401p.json" -X POST -H 'Content-Type: application/json' --data-binary '{}' "$GG_PUB/mcp/plain/g" >/dev/null
+t "a tenant without issuers keeps the plain challenge" has "$GG_TMP/c401p.json.h" "WWW-Authenticate: Bearer\s*$"
+
+# ---- the official SDK clients through their OAuth support -------------------------------------
+"$NODE" "$GG_SRCDIR/tests/auth/oauth_client.mjs" v1 "$EP" collatz '{"n":6}' >"$GG_TMP/sdk1.out" 2>&1; gw_fold "$GG_TMP/sdk1.out" $?
+"$NODE" "$GG_SRCDIR/tests/auth/oauth_client.mjs" v2 "$GG_PUB/mcp/beta/g" collatz '{"n":7}' >"$GG_TMP/sdk2.out" 2>&1; gw_fold "$GG_TMP/sdk2.out" $?
+
+# ---- tokens by curl: a client-credentials token, then the attack matrix ------------------------
+call() { # TOKEN [URL] → status of a 2026-era tools/call (body in $GG_TMP/call.json)
+  gg_curl "$GG_TMP/call.json" -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: collatz' \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"collatz","arguments":{"n":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    "${2:-$EP}"; }
+CC=$(JWT cc "$ISS_A" "$EP")
+t "a client-credentials token calls a tool (200)" eq "$(call "$CC")" 200
+t "  and the run is done" eq "$(jget "$GG_TMP/call.json" "d['result']['structuredContent']['steps']")" 7
+refused() { # DESCRIPTION TOKEN [URL]: 401 invalid_token with the challenge
+  local st; st=$(call "$2" "${3:-$EP}")
+  t "refused: $1" eq "$st $(jget "$GG_TMP/call.json" "d['error']['code']")" "401 invalid_token"
+}
+KID_ES=$(cut -d' ' -f1 "$GG_TMP/a.kids"); KID_ED=$(cut -d' ' -f3 "$GG_TMP/a.kids")
+claims() { echo "{\"iss\":\"${2:-$ISS_A}\",\"aud\":\"${3:-$EP}\",\"sub\":\"mallory\",\"scope\":\"tools:read tools:execute\",\"exp\":\"${1:-+300}\",\"iat\":\"-5\"}"; }
+GOOD=$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims)")
+t "a token minted with the issuer's key is accepted (the matrix's control)" eq "$(call "$GOOD")" 200
+ED=$(JWT mint "$GG_TMP/a.json" "$KID_ED" "$(claims)")
+t "an EdDSA token of the issuer is accepted" eq "$(call "$ED")" 200
+refused "expired" "$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims -120)")"
+refused "not yet valid" "$(JWT mint "$GG_TMP/a.json" "$KID_ES" "{\"iss\":\"$ISS_A\",\"aud\":\"$EP\",\"sub\":\"m\",\"exp\":\"+600\",\"nbf\":\"+300\"}")"
+refused "another issuer's name, the issuer's key" "$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims +300 http://127.0.0.1:1)")"
+refused "another tenant's issuer (beta's token at acme)" "$(JWT cc "$ISS_B" "$EP")"
+refused "the audience of another endpoint" "$(JWT cc "$ISS_A" "$GG_PUB/mcp/acme/other")"
+refused "the audience of another tenant's endpoint" "$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims +300 "$ISS_A" "$GG_PUB/mcp/beta/g")")"
+b64() { printf %s "$1" | base64 -w0 | tr '+/' '-_' | tr -d '='; }
+P=$(echo "$GOOD" | cut -d. -f2)
+refused "alg none" "$(b64 '{"alg":"none","typ":"at+jwt"}').$P."
+PUBJWK=$(python3 -c "import json,sys; k=json.load(open(sys.argv[1]))['keys'][1]; print(json.dumps({x:k[x] for x in ('kty','n','e','kid')}))" "$GG_TMP/a.json")
+HS=$(python3 -c "
+import hmac, hashlib, base64, sys
+b = lambda s: base64.urlsafe_b64encode(s).rstrip(b'=').decode()
+h = b(b'{\"alg\":\"HS256\",\"kid\":\"' + sys.argv[2].encode() + b'\"}')
+m = h + '.' + sys.argv[1]
+print(m + '.' + b(hmac.new(sys.argv[3].encode(), m.encode(), hashlib.sha256).digest()))" "$P" "$(cut -d' ' -f2 "$GG_TMP/a.kids")" "$PUBJWK")
+refused "HS256 keyed with the issuer's public key" "$HS"
+refused "an unknown kid" "$(JWT mint "$GG_TMP/b.json" "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['keys'][0]['kid'])" "$GG_TMP/b.json")" "$(claims)")"
+refused "a truncated token" "${GOOD%?????}"
+refused "a signature of another token" "$(echo "$GOOD" | cut -d. -f1-2).$(echo "$ED" | cut -d. -f3)"
+BIG=$(python3 -c "print('eyJhbGciOiJFUzI1NiJ9.' + 'A' * 9000 + '.AAAA')")
+refused "an oversized token (9 KB, over the 8 KiB bound)" "$BIG"
+st=$(call "$(python3 -c "print('eyJhbGciOiJFUzI1NiJ9.' + 'A' * 70000 + '.AAAA')")")
+t "a 70 KB header is refused by the HTTP layer (431)" eq "$st" 431
+RO=$(JWT cc "$ISS_A" "$EP" tools:read)
+st=$(call "$RO")
+t "a token without tools:execute: 403 insufficient_scope" eq "$st $(jget "$GG_TMP/call.json" "d['error']['code']")" "403 insufficient_scope"
+t "  with the step-up challenge" has "$GG_TMP/call.json.h" 'error="insufficient_scope"'
+t "  naming the metadata" has "$GG_TMP/call.json.h" "resource_metadata=\"$WK/mcp/acme/g\""
+t "  the body names the scope" eq "$(jget "$GG_TMP/call.json" "d['error']['required_scope']")" tools:execute
+
+# a 2025-era session is bound to the principal that opened it
+SID=$(gw_init "$EP" "$CC")
+t "a session opened with a token" test -n "$SID"
+st=$(gw_rpc "$GG_TMP/s2.json" "$EP" "$GOOD" "$SID" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+t "another principal's token on that session is refused (404)" eq "$st" 404
+st=$(gw_rpc "$GG_TMP/s3.json" "$EP" "$CC" "$SID" '{"jsonrpc":"2.0","id":3,"method":"tools/list"}')
+t "the opener's token goes on (200)" eq "$st" 200
+
+# ---- floods and dead endpoints hold nobody else ---------------------------------------------
+metric() { curl -sS "$GG_INT/metrics" | sed -n "s/^$1 //p"; }
+f0=$(metric graphgate_oauth_key_fetches_total)
+python3 - "$GG_TMP/a.json" "$KID_ES" "$ISS_A" "$EP" >"$GG_TMP/kids.txt" <<'PY'
+# 1,000 tokens with invented kids (their signatures do not matter: the kid is unknown)
+import base64, json, sys, random
+b = lambda s: base64.urlsafe_b64encode(s).rstrip(b'=').decode()
+for i in range(1000):
+    h = b(json.dumps({"alg": "ES256", "kid": "x%06d" % i}).encode())
+    p = b(json.dumps({"iss": sys.argv[3], "aud": sys.argv[4], "sub": "f", "exp": 9999999999}).encode())
+    print(h + "." + p + "." + b(random.randbytes(64)))
+PY
+python3 - "$EP" "$GG_PUB/mcp/beta/g" "$KB" "$GG_TMP/kids.txt" >"$GG_TMP/flood.out" <<'PY'
+# 8 threads send the 1,000 tokens within about a second; meanwhile beta calls with its key
+import json, sys, threading, time, urllib.request
+ep, beta, key, kids = sys.argv[1], sys.argv[2], sys.argv[3], open(sys.argv[4]).read().split()
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "collatz", "arguments": {"n": 3},
+  "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+  "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+def post(url, tok):
+    r = urllib.request.Request(url, data=body, method="POST", headers={"Authorization": "Bearer " + tok,
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call", "Mcp-Name": "collatz"})
+    try: return urllib.request.urlopen(r, timeout=10).status
+    except urllib.error.HTTPError as e: return e.code
+codes, lat = [], []
+def flood(part):
+    for tok in part: codes.append(post(ep, tok))
+ts = [threading.Thread(target=flood, args=(kids[i::8],)) for i in range(8)]
+t0 = time.time(); [t.start() for t in ts]
+while any(t.is_alive() for t in ts):
+    a = time.time(); s = post(beta, key); lat.append((time.time() - a) * 1000)
+    if s != 200: print("beta status", s)
+[t.join() for t in ts]
+lat.sort()
+print("flood_s %.2f refused %d of %d beta_calls %d beta_p90_ms %.0f" % (time.time() - t0, codes.count(401), len(codes), len(lat), lat[int(len(lat) * 0.9)] if lat else 0))
+PY
+cat "$GG_TMP/flood.out" | sed 's/^/   /'
+f1=$(metric graphgate_oauth_key_fetches_total)
+t "1,000 unknown kids: every one refused (401)" grep -q "refused 1000 of 1000" "$GG_TMP/flood.out"
+t "  at most 2 key fetches for them (metadata + JWKS count as 2 per refetch)" test $((f1 - f0)) -le 4
+t "  beta's calls meanwhile: all 200, p90 under 300 ms" python3 -c "
+import re,sys; t=open(sys.argv[1]).read(); m=re.search(r'beta_calls (\d+) beta_p90_ms (\d+)', t)
+sys.exit(0 if m and int(m.group(1)) > 0 and int(m.group(2)) < 300 and 'beta status' not in t else 1)" "$GG_TMP/flood.out"
+SLOWTOK=$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims +300 "$ISS_A" "$GG_PUB/mcp/slow/g")")
+a=$(date +%s%N); st=$(call "$SLOWTOK" "$GG_PUB/mcp/slow/g"); b=$(date +%s%N)
+t "a tenant whose JWKS endpoint hangs: its token answered 503 at once (keys not loaded)" eq "$st" 503
+t "  within 500 ms" test $(( (b - a) / 1000000 )) -lt 500
+t "  and acme is not held meanwhile" eq "$(call "$CC")" 200
+
+# ---- rotation and removal --------------------------------------------------------------------
+PORT_A=${ISS_A##*:}
+kill $PID_A; wait $PID_A 2>/dev/null
+JWT keys "$GG_TMP/new.json" ES256 >/dev/null
+python3 -c "import json,sys; n=json.load(open(sys.argv[1])); o=json.load(open(sys.argv[2])); json.dump({'keys': n['keys']+o['keys']}, open(sys.argv[3],'w'))" \
+  "$GG_TMP/new.json" "$GG_TMP/a.json" "$GG_TMP/a2.json"
+start_as A "$PORT_A" "$GG_TMP/a2.json" ES256
+NEW=$(JWT cc "$ISS_A" "$EP")
+t "after rotation the authorization server signs with the new key" test "$(python3 -c "import base64,json,sys; h=sys.argv[1].split('.')[0]; print(json.loads(base64.urlsafe_b64decode(h+'==')) ['kid'])" "$NEW")" = "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['keys'][0]['kid'])" "$GG_TMP/new.json")"
+ok=""; for _ in $(seq 1 50); do [ "$(call "$NEW")" = 200 ] && { ok=1; break; }; sleep 0.2; done
+t "  the new key is followed without a restart (unknown kid → refetch)" test -n "$ok"
+t "  tokens of the old key still work while it is published" eq "$(call "$GOOD")" 200
+
+# a second process on the same database (as a second replica on SQLite would be)
+"$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen "" >"$GG_TMP/s2.out" 2>"$GG_TMP/s2.err" &
+PID2=$!
+for _ in $(seq 1 200); do grep -q 'public' "$GG_TMP/s2.out" 2>/dev/null && break; sleep 0.05; done
+PUB2=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/s2.out")
+EP2=$PUB2/mcp/acme/g
+CC2=$(JWT cc "$ISS_A" "$EP2")
+ok=""; for _ in $(seq 1 50); do [ "$(call "$CC2" "$EP2")" = 200 ] && { ok=1; break; }; sleep 0.1; done
+t "the second process takes tokens for its own endpoint" test -n "$ok"
+t "  but not the first's (audience)" eq "$(call "$CC" "$EP2")" 401
+t "the admin removes acme's issuer (200)" eq "$(gg_curl "$GG_TMP/del.json" -X DELETE -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/oauth")" 200
+t "  this process refuses its tokens at once (cached ones too)" eq "$(call "$CC")" 401
+a=$(date +%s%N); ok=""
+for _ in $(seq 1 40); do [ "$(call "$CC2" "$EP2")" = 401 ] && { ok=1; break; }; sleep 0.05; done
+b=$(date +%s%N)
+echo "   the second process refused the removed issuer's token after $(( (b - a) / 1000000 )) ms"
+t "  the second process refuses them within 2 s" test -n "$ok"
+kill $PID2 2>/dev/null; wait $PID2 2>/dev/null
+t "API keys are unchanged on the same endpoint" eq "$(call "$KB" "$GG_PUB/mcp/beta/g")" 200
+gg_curl "$GG_TMP/audit.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/audit" >/dev/null
+t "audit entries for the changes (3 puts, 1 delete)" eq "$(python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); a=[e['action'] for e in d.get('entries', d.get('audit', [])) if e['action'].startswith('oauth.')]
+print(a.count('oauth.put'), a.count('oauth.delete'))" "$GG_TMP/audit.json")" "3 1"
+t "no token in the server's log" python3 -c "
+import sys; log = open(sys.argv[1], errors='replace').read(); sys.exit(1 if sys.argv[2] in log or sys.argv[3] in log else 0)" "$GG_TMP/serve.err" "$(echo "$CC" | cut -d. -f3)" "$(echo "$GOOD" | cut -d. -f3)"
+gg_finish
