@@ -168,7 +168,9 @@ field() { # file → rps p50 p99 errors(non-2xx + socket + bad answers)
 rounds=${BENCH_ROUNDS:-5}
 rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
 for r in $(seq 1 "$rounds"); do
-  order="durable nginx async${oauth_ok:+ oauth}"; [ $((r % 2)) = 0 ] && order="${oauth_ok:+oauth }async nginx durable"
+  # the token's rounds next to the key's on the same server, away from the async server's
+  # writer catching up after its round
+  order="durable${oauth_ok:+ oauth} nginx async"; [ $((r % 2)) = 0 ] && order="async nginx${oauth_ok:+ oauth} durable"
   for t in $order; do
     case $t in
       durable) env KEY="$d_key" SID="$d_sid" wrk -t2 -c$conns -d${rsecs}s --latency -s "$top/bench/gateway/call.lua" "$d_url" ;;

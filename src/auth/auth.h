@@ -210,6 +210,27 @@ char *gg_jwt_kid(const char *token, size_t len);
 /* The claims' iss (malloc'd) or NULL, unverified: only to choose whose keys verify it. */
 char *gg_jwt_unverified_issuer(const char *token, size_t len);
 
+/* DPoP proofs (RFC 9449 section 4.3), pure: typ dpop+jwt, an allowed asymmetric alg, a
+ * public jwk in the header that verifies the signature, htm and htu equal to the request's
+ * method and URL (no query), iat within max_age_s of now, ath the SHA-256 of the access
+ * token. out gets the key's RFC 7638 thumbprint, the jti (the caller checks replays), the
+ * nonce (the caller checks it) and iat. false + "invalid_dpop_proof" saying what. */
+#define GG_JWK_THUMBPRINT_LEN 43
+typedef struct gg_dpop_check {
+    const char *method, *url, *token;
+    size_t token_len;
+    double now_s, max_age_s;
+} gg_dpop_check;
+typedef struct gg_dpop_proof {
+    char jkt[GG_JWK_THUMBPRINT_LEN + 1];
+    char jti[129];
+    char nonce[129];
+    double iat;
+} gg_dpop_proof;
+bool gg_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err);
+/* A public JWK's RFC 7638 thumbprint (SHA-256, base64url); false for a key without one. */
+bool gg_jwk_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]);
+
 /* ---- a tenant's OAuth authorization servers (oauth.c; pure, any thread) ---------------- */
 
 /* Check and normalize PUT /admin/tenants/{t}/oauth's body:
@@ -245,6 +266,8 @@ typedef struct gg_oauth_options {
     double unknown_kid_interval_s; /* 10 */
     double fetch_timeout_s;        /* 5 */
     size_t max_document_bytes;     /* 256 KiB: metadata and JWKS answers */
+    const unsigned char *nonce_key; /* 32 bytes shared by the replicas (DPoP nonces); NULL:
+                                     * random per process */
 } gg_oauth_options;
 gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err);
 void gg_oauth_free(gg_oauth *o);
@@ -252,6 +275,14 @@ void gg_oauth_free(gg_oauth *o);
 void gg_oauth_changed(gg_oauth *o);
 /* This process changed tenant's definition: forget cached ones and tokens now. */
 void gg_oauth_tenant_changed(gg_oauth *o, const char *tenant);
+
+/* What a verified token asks of its request beyond itself (RFC 9449): the thumbprint of the
+ * key it is bound to (cnf.jkt; "" when not bound), and its issuer's DPoP policy. */
+typedef struct gg_oauth_binding {
+    char jkt[GG_JWK_THUMBPRINT_LEN + 1];
+    bool dpop_required; /* the issuer's tokens must all be DPoP-bound */
+    bool dpop_nonce;    /* proofs must carry a nonce this server gave */
+} gg_oauth_binding;
 
 typedef enum {
     GG_OAUTH_OK,
@@ -262,7 +293,15 @@ typedef enum {
 /* Verify an access token presented to resource (the endpoint's canonical URL) of tenant;
  * on GG_OAUTH_OK *out is the principal (oauth set; key_id stable per issuer and subject). */
 gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
-                                size_t len, gg_principal *out, gg_error *err);
+                                size_t len, gg_principal *out, gg_oauth_binding *b, gg_error *err);
+/* DPoP: true when this proof (key thumbprint + jti) was seen within the last max age
+ * (remembered per process, bounded); else remembers it. */
+bool gg_oauth_dpop_replayed(gg_oauth *o, const char *jkt, const char *jti, double iat);
+/* DPoP nonces (RFC 9449 section 8): a fresh one into out, and whether one is current (made
+ * in this or the previous minute by a process with the same nonce key). */
+#define GG_DPOP_NONCE_LEN 43
+void gg_oauth_dpop_nonce(gg_oauth *o, char out[GG_DPOP_NONCE_LEN + 1]);
+bool gg_oauth_dpop_nonce_ok(gg_oauth *o, const char *nonce);
 /* The tenant's definition (new reference), following its issuers from now on; NULL +
  * "not_found" when it has none, or a store error. */
 json_t *gg_oauth_definition(gg_oauth *o, const char *tenant, gg_error *err);

@@ -17,20 +17,21 @@
 
 #include "http/http.h"
 
-/* "Bearer <token>" → the token (trimmed), else NULL. */
-static const char *bearer_of(const char *h, size_t *len) {
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return NULL;
-    const char *t = h + 7;
+/* "<scheme> <token>" → the token (trimmed), else NULL. */
+static const char *credential_of(const char *h, const char *scheme, size_t *len) {
+    size_t n = strlen(scheme);
+    if (!h || strncasecmp(h, scheme, n) != 0 || h[n] != ' ') return NULL;
+    const char *t = h + n + 1;
     while (*t == ' ') t++;
-    size_t n = strlen(t);
-    while (n && t[n - 1] == ' ') n--;
-    *len = n;
-    return n ? t : NULL;
+    size_t l = strlen(t);
+    while (l && t[l - 1] == ' ') l--;
+    *len = l;
+    return l ? t : NULL;
 }
 
 /* A challenge parameter's value: quoted-string, with `"` and `\` escaped. */
 static void param(gg_strbuf *b, const char *name, const char *v) {
-    if (b->len > 6) gg_strbuf_puts(b, ", ");
+    if (strchr(b->data, '=')) gg_strbuf_puts(b, ", ");
     else gg_strbuf_puts(b, " ");
     gg_strbuf_puts(b, name);
     gg_strbuf_puts(b, "=\"");
@@ -41,12 +42,26 @@ static void param(gg_strbuf *b, const char *name, const char *v) {
     gg_strbuf_putc(b, '"');
 }
 
+static void challenge_as(gg_http_res *res, const char *scheme, const gg_resource *r, const char *error,
+                         const char *desc, const char *scope);
+
 /* WWW-Authenticate for this resource: the metadata URL and the scopes a client should ask
  * for (MCP authorization, "Scope selection"), plus an RFC 6750 error when there is one. */
 void gg_auth_http_challenge(gg_http_res *res, const gg_resource *r, const char *error, const char *desc,
                             const char *scope) {
+    challenge_as(res, "Bearer", r, error, desc, scope);
+}
+
+/* DPoP's challenge (RFC 9449 section 7.1) names the proof algorithms it takes. */
+static void dpop_challenge(gg_http_res *res, const gg_resource *r, const char *error, const char *desc) {
+    challenge_as(res, "DPoP", r, error, desc, NULL);
+}
+
+static void challenge_as(gg_http_res *res, const char *scheme, const gg_resource *r, const char *error,
+                         const char *desc, const char *scope) {
     gg_strbuf b = GG_STRBUF_INIT;
-    gg_strbuf_puts(&b, "Bearer");
+    gg_strbuf_puts(&b, scheme);
+    if (!strcmp(scheme, "DPoP")) param(&b, "algs", "ES256 RS256 PS256 EdDSA");
     if (error) param(&b, "error", error);
     if (desc) param(&b, "error_description", desc);
     if (r && r->metadata_url) param(&b, "resource_metadata", r->metadata_url);
@@ -85,14 +100,54 @@ static bool token_scopes(gg_oauth *o, const gg_resource *r, char *buf, size_t n)
     return def != NULL;
 }
 
-static bool check_token(gg_auth *auth, gg_oauth *o, gg_http_res *res, const gg_resource *r, const char *tok,
-                        size_t len, gg_principal *out) {
+static bool refuse(gg_http_res *res, const gg_resource *r, const char *code, const char *msg, bool dpop) {
+    if (dpop) dpop_challenge(res, r, code, msg);
+    else gg_auth_http_challenge(res, r, code, msg, NULL);
+    gg_http_res_error(res, 401, code, "%s", msg);
+    return false;
+}
+
+/* RFC 9449 section 7: a token bound to a key (cnf.jkt), presented with the DPoP scheme and a
+ * proof of that key made for this request; an unbound token with a proof only if its issuer
+ * does not require binding. */
+static bool check_dpop(gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg_resource *r, const char *tok,
+                       size_t len, bool dpop_scheme, const gg_oauth_binding *b) {
+    if (!dpop_scheme && b->jkt[0])
+        return refuse(res, r, "invalid_token", "a DPoP-bound token goes with the DPoP scheme and a proof", true);
+    if (b->dpop_required && !b->jkt[0])
+        return refuse(res, r, "invalid_token", "this authorization server's tokens must be DPoP-bound", true);
+    if (!dpop_scheme) return true;
+    if (!b->jkt[0]) return refuse(res, r, "invalid_token", "the DPoP scheme with a token bound to no key", true);
+    const char *proof = gg_http_header(req, "DPoP");
+    if (!proof) return refuse(res, r, "invalid_dpop_proof", "no DPoP proof", true);
+    gg_dpop_check c = {gg_http_method(req), r->url, tok, len, (double)gg_wall_ms() / 1000.0, 60};
+    gg_dpop_proof p;
     gg_error err = GG_ERROR_INIT;
-    gg_oauth_result st = r && r->url && r->tenant ? gg_oauth_verify(o, r->tenant, r->url, tok, len, out, &err)
+    if (!gg_dpop_verify(proof, strlen(proof), &c, &p, &err)) {
+        bool ok = refuse(res, r, "invalid_dpop_proof", err.message ? err.message : "invalid DPoP proof", true);
+        gg_error_clear(&err);
+        return ok;
+    }
+    if (strcmp(p.jkt, b->jkt) != 0) return refuse(res, r, "invalid_dpop_proof", "the DPoP proof is made with another key than the token is bound to", true);
+    if (b->dpop_nonce && !gg_oauth_dpop_nonce_ok(o, p.nonce)) { /* section 9: here is one, try again */
+        char nonce[GG_DPOP_NONCE_LEN + 1];
+        gg_oauth_dpop_nonce(o, nonce);
+        gg_http_res_header(res, "DPoP-Nonce", nonce);
+        return refuse(res, r, "use_dpop_nonce", "the DPoP proof must carry the server's nonce", true);
+    }
+    if (gg_oauth_dpop_replayed(o, p.jkt, p.jti, p.iat)) return refuse(res, r, "invalid_dpop_proof", "the DPoP proof was used before", true);
+    return true;
+}
+
+static bool check_token(gg_auth *auth, gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg_resource *r,
+                        const char *tok, size_t len, bool dpop_scheme, gg_principal *out) {
+    gg_error err = GG_ERROR_INIT;
+    gg_oauth_binding b;
+    gg_oauth_result st = r && r->url && r->tenant ? gg_oauth_verify(o, r->tenant, r->url, tok, len, out, &b, &err)
                                                   : GG_OAUTH_NONE;
     if (st == GG_OAUTH_OK) {
         gg_error_clear(&err);
-        return !rate_limited(auth, res, out);
+        return check_dpop(o, req, res, r, tok, len, dpop_scheme, &b) && !rate_limited(auth, res, out);
     }
     if (st == GG_OAUTH_UNAVAILABLE) {
         bool ok = unavailable(res, err.message ? err.message : "the authorization server cannot be checked now");
@@ -113,9 +168,11 @@ bool gg_auth_http_check_resource(gg_auth *auth, gg_oauth *o, gg_http_req *req, g
                                  const gg_resource *r, gg_principal *out) {
     size_t len = 0;
     const char *authz = gg_http_header(req, "Authorization"), *xkey = gg_http_header(req, "X-API-Key");
-    const char *tok = bearer_of(authz, &len);
+    const char *tok = credential_of(authz, "Bearer", &len);
+    bool dpop = false;
+    if (!tok && (tok = credential_of(authz, "DPoP", &len))) dpop = true;
     if (tok && !xkey && strncmp(tok, "gg_", 3) != 0 && memchr(tok, '.', len))
-        return check_token(auth, o, res, r, tok, len, out);
+        return check_token(auth, o, req, res, r, tok, len, dpop, out);
     const char *key = gg_auth_key_from_headers(authz, xkey, &len);
     gg_auth_status st = gg_auth_verify(auth, key, len, out);
     if (st == GG_AUTH_ERROR) return unavailable(res, gg_auth_status_message(st));

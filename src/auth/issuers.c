@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,18 @@ typedef struct token_slot {
     double until; /* wall seconds; 0 = empty */
     unsigned long epoch;
     gg_principal p;
+    gg_oauth_binding b;
 } token_slot;
+
+/* DPoP proofs seen (RFC 9449 section 11.1): 4-way buckets by a hash of key thumbprint and
+ * jti; an entry lives as long as a proof's iat is acceptable. */
+#define PROOF_BUCKETS 16384
+#define PROOF_WAYS 4
+#define PROOF_MAX_AGE_S 60.0
+typedef struct proof_slot {
+    unsigned char id[16];
+    double until;
+} proof_slot;
 
 struct gg_oauth {
     gg_store *store;
@@ -70,6 +82,9 @@ struct gg_oauth {
     _Atomic unsigned long epoch; /* bumped when definitions change: cached tokens expire */
     pthread_mutex_t tok_mu;
     token_slot *tokens;
+    pthread_mutex_t proof_mu;
+    proof_slot *proofs;
+    unsigned char nonce_key[32];
     _Atomic unsigned long fetch_count, fetch_failures;
 };
 
@@ -419,8 +434,12 @@ gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *e
     gg_oauth *o = calloc(1, sizeof *o);
     if (o) o->tenants = calloc(MAX_TENANTS, sizeof *o->tenants);
     if (o && o->tenants) o->tokens = calloc(TOKEN_SLOTS, sizeof *o->tokens);
-    if (!o || !o->tokens) {
-        if (o) free(o->tenants);
+    if (o && o->tokens) o->proofs = calloc((size_t)PROOF_BUCKETS * PROOF_WAYS, sizeof *o->proofs);
+    if (!o || !o->proofs) {
+        if (o) {
+            free(o->tenants);
+            free(o->tokens);
+        }
         free(o);
         gg_error_set(err, "oom", "out of memory");
         return NULL;
@@ -433,7 +452,11 @@ gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *e
     if (!o->opt.max_document_bytes) o->opt.max_document_bytes = 256 * 1024;
     pthread_mutex_init(&o->mu, NULL);
     pthread_mutex_init(&o->tok_mu, NULL);
+    pthread_mutex_init(&o->proof_mu, NULL);
     pthread_cond_init(&o->wake, NULL);
+    if (opt->nonce_key) memcpy(o->nonce_key, opt->nonce_key, sizeof o->nonce_key);
+    else randombytes_buf(o->nonce_key, sizeof o->nonce_key);
+    o->opt.nonce_key = NULL; /* copied */
     o->generation = gg_store_generation_get(store, GG_GEN_OAUTH, NULL);
     if (pthread_create(&o->thread, NULL, fetcher_main, o) != 0) {
         gg_oauth_free(o);
@@ -464,9 +487,12 @@ void gg_oauth_free(gg_oauth *o) {
     }
     sodium_memzero(o->tokens, TOKEN_SLOTS * sizeof *o->tokens);
     free(o->tokens);
+    free(o->proofs);
+    sodium_memzero(o->nonce_key, sizeof o->nonce_key);
     free(o->tenants);
     pthread_mutex_destroy(&o->mu);
     pthread_mutex_destroy(&o->tok_mu);
+    pthread_mutex_destroy(&o->proof_mu);
     pthread_cond_destroy(&o->wake);
     free(o);
 }
@@ -500,26 +526,28 @@ static void token_hash(const char *token, size_t len, const char *tenant, const 
     crypto_generichash_final(&st, out, 32);
 }
 
-static bool token_cached(gg_oauth *o, const unsigned char h[32], gg_principal *out) {
+static bool token_cached(gg_oauth *o, const unsigned char h[32], gg_principal *out, gg_oauth_binding *b) {
     token_slot *s = &o->tokens[(h[0] | (h[1] << 8)) % TOKEN_SLOTS];
     bool hit = false;
     pthread_mutex_lock(&o->tok_mu);
     if (s->until > wall_s() && s->epoch == atomic_load(&o->epoch) && sodium_memcmp(s->hash, h, 32) == 0) {
         *out = s->p;
+        *b = s->b;
         hit = true;
     }
     pthread_mutex_unlock(&o->tok_mu);
     return hit;
 }
 
-static void token_remember(gg_oauth *o, const unsigned char h[32], const gg_principal *p, double until,
-                           unsigned long epoch) {
+static void token_remember(gg_oauth *o, const unsigned char h[32], const gg_principal *p,
+                           const gg_oauth_binding *b, double until, unsigned long epoch) {
     token_slot *s = &o->tokens[(h[0] | (h[1] << 8)) % TOKEN_SLOTS];
     pthread_mutex_lock(&o->tok_mu);
     memcpy(s->hash, h, 32);
     s->until = until;
     s->epoch = epoch;
     s->p = *p;
+    s->b = *b;
     pthread_mutex_unlock(&o->tok_mu);
 }
 
@@ -545,6 +573,17 @@ static void principal_of(const char *tenant, const json_t *entry, const json_t *
     gg_strcopy(p->subject, sizeof p->subject, sub ? sub : "");
     gg_strcopy(p->client_id, sizeof p->client_id, cid ? cid : "");
     gg_strcopy(p->issuer, sizeof p->issuer, iss);
+}
+
+/* cnf.jkt (RFC 9449 section 6.1) and the issuer's policy. */
+static void binding_of(const json_t *entry, const json_t *claims, gg_oauth_binding *b) {
+    memset(b, 0, sizeof *b);
+    const char *jkt = json_string_value(json_object_get(json_object_get(claims, "cnf"), "jkt"));
+    if (jkt && strlen(jkt) == GG_JWK_THUMBPRINT_LEN) memcpy(b->jkt, jkt, GG_JWK_THUMBPRINT_LEN + 1);
+    else if (jkt) b->jkt[0] = '?'; /* bound, to a thumbprint no proof can match */
+    const char *mode = json_string_value(json_object_get(entry, "dpop"));
+    b->dpop_required = mode && !strcmp(mode, "required");
+    b->dpop_nonce = json_is_true(json_object_get(entry, "dpop_nonce"));
 }
 
 static bool tenant_claim_ok(const json_t *entry, const json_t *claims, const char *tenant) {
@@ -595,14 +634,14 @@ static gg_oauth_result verify_with(gg_oauth *o, issuer_state *s, const json_t *e
 }
 
 gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
-                                size_t len, gg_principal *out, gg_error *err) {
+                                size_t len, gg_principal *out, gg_oauth_binding *b, gg_error *err) {
     if (len > GG_JWT_MAX_BYTES) {
         gg_error_set(err, "invalid_token", "the token is longer than %d bytes", GG_JWT_MAX_BYTES);
         return GG_OAUTH_INVALID;
     }
     unsigned char h[32];
     token_hash(token, len, tenant, resource, h);
-    if (token_cached(o, h, out)) return GG_OAUTH_OK;
+    if (token_cached(o, h, out, b)) return GG_OAUTH_OK;
     unsigned long epoch = atomic_load(&o->epoch);
     json_t *def = NULL;
     if (!tenant_definition(o, tenant, &def, err)) return GG_OAUTH_UNAVAILABLE;
@@ -627,8 +666,9 @@ gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *res
         }
         if (r == GG_OAUTH_OK) {
             principal_of(tenant, entry, claims, out);
+            binding_of(entry, claims, b);
             double exp = json_number_value(json_object_get(claims, "exp"));
-            token_remember(o, h, out, fmin(exp, wall_s() + TOKEN_CACHE_MAX_S), epoch);
+            token_remember(o, h, out, b, fmin(exp, wall_s() + TOKEN_CACHE_MAX_S), epoch);
         }
         json_decref(claims);
     }
@@ -670,4 +710,55 @@ json_t *gg_oauth_issuer_status(gg_oauth *o, const json_t *entry) {
 void gg_oauth_metrics(gg_oauth *o, unsigned long *fetches, unsigned long *failures) {
     *fetches = atomic_load(&o->fetch_count);
     *failures = atomic_load(&o->fetch_failures);
+}
+
+/* ---- DPoP: replays and nonces ---------------------------------------------------------- */
+
+bool gg_oauth_dpop_replayed(gg_oauth *o, const char *jkt, const char *jti, double iat) {
+    unsigned char id[16];
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, sizeof id);
+    crypto_generichash_update(&st, (const unsigned char *)jkt, strlen(jkt) + 1);
+    crypto_generichash_update(&st, (const unsigned char *)jti, strlen(jti));
+    crypto_generichash_final(&st, id, sizeof id);
+    proof_slot *bucket = &o->proofs[((size_t)id[0] | ((size_t)id[1] << 8)) % PROOF_BUCKETS * PROOF_WAYS];
+    double now = wall_s();
+    bool seen = false;
+    pthread_mutex_lock(&o->proof_mu);
+    proof_slot *free_slot = NULL;
+    for (int i = 0; i < PROOF_WAYS && !seen; i++) {
+        proof_slot *p = &bucket[i];
+        if (p->until > now && sodium_memcmp(p->id, id, sizeof id) == 0) seen = true;
+        else if (!free_slot || p->until < free_slot->until) free_slot = p; /* the emptiest or oldest */
+    }
+    if (!seen) { /* the oldest of a full bucket goes: a proof that old is refused by its iat */
+        memcpy(free_slot->id, id, sizeof id);
+        free_slot->until = fmax(iat, now) + PROOF_MAX_AGE_S;
+    }
+    pthread_mutex_unlock(&o->proof_mu);
+    return seen;
+}
+
+/* nonce = base64url(minute (8 bytes, big-endian) || HMAC-SHA-256(key, minute)[0..23]) */
+static void nonce_for(gg_oauth *o, uint64_t minute, char out[GG_DPOP_NONCE_LEN + 1]) {
+    unsigned char buf[32], mac[crypto_auth_hmacsha256_BYTES];
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(minute >> (56 - 8 * i));
+    crypto_auth_hmacsha256(mac, buf, 8, o->nonce_key);
+    memcpy(buf + 8, mac, 24);
+    sodium_bin2base64(out, GG_DPOP_NONCE_LEN + 1, buf, sizeof buf, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+void gg_oauth_dpop_nonce(gg_oauth *o, char out[GG_DPOP_NONCE_LEN + 1]) {
+    nonce_for(o, (uint64_t)(wall_s() / 60), out);
+}
+
+bool gg_oauth_dpop_nonce_ok(gg_oauth *o, const char *nonce) {
+    if (!nonce || strlen(nonce) != GG_DPOP_NONCE_LEN) return false;
+    uint64_t now = (uint64_t)(wall_s() / 60);
+    for (uint64_t m = now - 1; m <= now; m++) {
+        char want[GG_DPOP_NONCE_LEN + 1];
+        nonce_for(o, m, want);
+        if (sodium_memcmp(want, nonce, GG_DPOP_NONCE_LEN) == 0) return true;
+    }
+    return false;
 }

@@ -14,10 +14,12 @@
  * Pure: no I/O, no shared state; callable from any thread.
  */
 #include <jose/b64.h>
+#include <jose/jwk.h>
 #include <jose/jws.h>
 #include <math.h>
 #include <sodium.h>
 #include <string.h>
+#include <strings.h>
 
 #include "auth/auth.h"
 
@@ -282,4 +284,103 @@ char *gg_jwt_unverified_issuer(const char *token, size_t len) {
     char *out = iss ? strdup(iss) : NULL;
     json_decref(claims);
     return out;
+}
+
+/* ---- DPoP proofs (RFC 9449) ------------------------------------------------------------ */
+
+/* The RFC 7638 thumbprint (SHA-256, base64url) of a public JWK: libjose's for RSA and EC;
+ * for OKP (which libjose does not know) the SHA-256 of its required members in the RFC's
+ * canonical order, by libsodium. */
+bool gg_jwk_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]) {
+    const char *kty = json_string_value(json_object_get(jwk, "kty"));
+    json_t *t = NULL;
+    if (kty && !strcmp(kty, "OKP")) {
+        const char *crv = json_string_value(json_object_get(jwk, "crv")), *x = json_string_value(json_object_get(jwk, "x"));
+        if (!crv || !x || strpbrk(crv, "\"\\") || strpbrk(x, "\"\\")) return false;
+        char canon[256];
+        int n = snprintf(canon, sizeof canon, "{\"crv\":\"%s\",\"kty\":\"OKP\",\"x\":\"%s\"}", crv, x);
+        if (n < 0 || (size_t)n >= sizeof canon) return false;
+        unsigned char h[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256(h, (const unsigned char *)canon, (unsigned long long)n);
+        t = jose_b64_enc(h, sizeof h);
+    } else {
+        t = jose_jwk_thp(NULL, jwk, "S256");
+    }
+    const char *s = json_string_value(t);
+    bool ok = s && strlen(s) == GG_JWK_THUMBPRINT_LEN;
+    if (ok) memcpy(out, s, GG_JWK_THUMBPRINT_LEN + 1);
+    json_decref(t);
+    return ok;
+}
+
+/* A proof's key is in its header: a public key of an allowed kind, never a private or
+ * symmetric one (a proof keyed with a shared secret proves nothing). */
+static bool proof_key_ok(const json_t *jwk, int ai) {
+    static const char *const priv[] = {"d", "p", "q", "dp", "dq", "qi", "k", "oth"};
+    if (!json_is_object(jwk)) return false;
+    for (size_t i = 0; i < sizeof priv / sizeof priv[0]; i++)
+        if (json_object_get(jwk, priv[i])) return false;
+    return key_fits(jwk, ai);
+}
+
+static void b64_sha256(const char *s, size_t n, char out[GG_JWK_THUMBPRINT_LEN + 1]) {
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)s, n);
+    sodium_bin2base64(out, GG_JWK_THUMBPRINT_LEN + 1, h, sizeof h, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+bool gg_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err) {
+    memset(out, 0, sizeof *out);
+    const char *d1 = memchr(proof, '.', len <= GG_JWT_MAX_BYTES ? len : 0);
+    const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - proof)) : NULL;
+    if (!d2 || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - proof))) {
+        gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is not a JWT");
+        return false;
+    }
+    size_t n0 = (size_t)(d1 - proof), n1 = (size_t)(d2 - d1 - 1), n2 = len - (size_t)(d2 + 1 - proof);
+    if (!b64url_segment(proof, n0) || !b64url_segment(d1 + 1, n1) || !b64url_segment(d2 + 1, n2)) {
+        gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is not a JWT");
+        return false;
+    }
+    json_t *hdr = segment_object(proof, n0), *claims = NULL;
+    bool ok = false;
+    const char *typ = json_string_value(json_object_get(hdr, "typ"));
+    int ai = alg_index(json_string_value(json_object_get(hdr, "alg")));
+    json_t *jwk = json_object_get(hdr, "jwk");
+    if (!hdr || !typ || strcasecmp(typ, "dpop+jwt") || ai < 0 || json_object_get(hdr, "crit") ||
+        !proof_key_ok(jwk, ai)) {
+        gg_error_set(err, "invalid_dpop_proof", "the DPoP proof's header is not typ dpop+jwt with an allowed alg and a public jwk");
+        goto out;
+    }
+    bool sig = ALGS[ai].bit == GG_JWT_EDDSA ? verify_eddsa(jwk, proof, n0 + 1 + n1, d2 + 1, n2)
+                                            : verify_jose(jwk, proof, n0, d1 + 1, n1, d2 + 1, n2);
+    if (!sig || !(claims = segment_object(d1 + 1, n1))) {
+        gg_error_set(err, "invalid_dpop_proof", "the DPoP proof's signature does not verify");
+        goto out;
+    }
+    const char *jti = json_string_value(json_object_get(claims, "jti"));
+    const char *htm = json_string_value(json_object_get(claims, "htm"));
+    const char *htu = json_string_value(json_object_get(claims, "htu"));
+    const char *ath = json_string_value(json_object_get(claims, "ath"));
+    json_t *iat = json_object_get(claims, "iat");
+    char want_ath[GG_JWK_THUMBPRINT_LEN + 1];
+    b64_sha256(c->token, c->token_len, want_ath);
+    if (!jti || !*jti || strlen(jti) > 128) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof has no jti");
+    else if (!htm || strcmp(htm, c->method)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is for another method");
+    else if (!htu || strcmp(htu, c->url)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is for another URL");
+    else if (!json_is_number(iat) || fabs(json_number_value(iat) - c->now_s) > c->max_age_s)
+        gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is too old or from the future");
+    else if (!ath || strcmp(ath, want_ath)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is for another access token");
+    else if (!gg_jwk_thumbprint(jwk, out->jkt)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof's key has no thumbprint");
+    else {
+        gg_strcopy(out->jti, sizeof out->jti, jti);
+        const char *nonce = json_string_value(json_object_get(claims, "nonce"));
+        gg_strcopy(out->nonce, sizeof out->nonce, nonce ? nonce : "");
+        out->iat = json_number_value(iat);
+        ok = true;
+    }
+out:
+    json_decref(hdr);
+    json_decref(claims);
+    return ok;
 }

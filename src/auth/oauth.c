@@ -100,7 +100,19 @@ static json_t *issuer_of(json_t *in, gg_error *err) {
         gg_error_set(err, "invalid_argument", "tenant_claim must name a claim (1..64 characters)");
         return NULL;
     }
-    const char *known[] = {"issuer", "jwks_uri", "algorithms", "clock_skew_s", "scope_map", "tenant_claim"};
+    json_t *dpop = json_object_get(in, "dpop");
+    const char *dm = json_string_value(dpop);
+    if (dpop && (!dm || (strcmp(dm, "optional") && strcmp(dm, "required")))) {
+        gg_error_set(err, "invalid_argument", "dpop is \"optional\" (bound tokens need proofs) or \"required\" (every token)");
+        return NULL;
+    }
+    json_t *nonce = json_object_get(in, "dpop_nonce");
+    if (nonce && !json_is_boolean(nonce)) {
+        gg_error_set(err, "invalid_argument", "dpop_nonce is true or false");
+        return NULL;
+    }
+    const char *known[] = {"issuer", "jwks_uri", "algorithms", "clock_skew_s", "scope_map", "tenant_claim", "dpop",
+                           "dpop_nonce"};
     const char *k;
     json_t *v;
     json_object_foreach(in, k, v) {
@@ -121,6 +133,8 @@ static json_t *issuer_of(json_t *in, gg_error *err) {
                             (json_int_t)(skew ? json_integer_value(skew) : 60), "scope_map", map);
     if (jwks) json_object_set_new(out, "jwks_uri", json_string(jwks));
     if (tc) json_object_set(out, "tenant_claim", tc);
+    json_object_set_new(out, "dpop", json_string(dm ? dm : "optional"));
+    json_object_set_new(out, "dpop_nonce", json_boolean(json_is_true(nonce)));
     return out;
 }
 

@@ -7,6 +7,7 @@
  * is the audience a token must carry, so a client that could choose it (by sending another
  * Host) could make the gateway accept tokens minted for another server.
  */
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -197,9 +198,20 @@ static int oauth_delete(gg_http_req *req, gg_http_res *res, void *user) {
 
 bool gw_oauth_start(gg_gateway *gw, gg_error *err) {
     const gg_config *c = gw->cfg;
+    /* DPoP nonces: replicas sharing session.secret accept each other's */
+    unsigned char nk[32];
+    static const char ctx[] = "graphgate dpop nonce v1";
+    bool shared = c->session_secret && *c->session_secret;
+    if (shared)
+        crypto_generichash(nk, sizeof nk, (const unsigned char *)ctx, sizeof ctx - 1,
+                           (const unsigned char *)c->session_secret,
+                           strlen(c->session_secret) > crypto_generichash_KEYBYTES_MAX ? crypto_generichash_KEYBYTES_MAX
+                                                                                       : strlen(c->session_secret));
     gg_oauth_options o = {c->oauth_refresh_ms / 1000.0, c->oauth_unknown_kid_interval_ms / 1000.0,
-                          c->oauth_fetch_timeout_ms / 1000.0, c->oauth_max_document_bytes};
-    if (!(gw->oauth = gg_oauth_new(gw->store, &o, err))) return false;
+                          c->oauth_fetch_timeout_ms / 1000.0, c->oauth_max_document_bytes, shared ? nk : NULL};
+    gw->oauth = gg_oauth_new(gw->store, &o, err);
+    sodium_memzero(nk, sizeof nk);
+    if (!gw->oauth) return false;
     if (c->public_url && *c->public_url) {
         gg_strcopy(gw->public_base, sizeof gw->public_base, c->public_url);
         atomic_store(&gw->public_base_ready, true);

@@ -31,6 +31,8 @@ static const gg_errcode TABLE[] = {
     /* who asks */
     {"unauthorized", 401, RPC_INTERNAL, "no valid API key"},
     {"invalid_token", 401, RPC_INTERNAL, "a bearer token that is malformed, expired, forged or for another resource"},
+    {"invalid_dpop_proof", 401, RPC_INTERNAL, "a DPoP proof that is missing, malformed, replayed or for another request (RFC 9449)"},
+    {"use_dpop_nonce", 401, RPC_INTERNAL, "the DPoP proof must carry the nonce the server gave (RFC 9449 section 9)"},
     {"forbidden", 403, RPC_INTERNAL, "the key may not do this"},
     {"insufficient_scope", 403, RPC_INTERNAL, "the key lacks the scope the route needs"},
     /* what is stored */

@@ -12,6 +12,8 @@
 #     the step-up challenge, a session opened by another principal); 1,000 unknown kids cost
 #     at most 2 key fetches and leave the other tenant's calls fast; a JWKS endpoint that
 #     hangs answers its tenant's tokens 503 at once and holds nobody else;
+#   - DPoP (RFC 9449): tokens bound by the authorization server, proofs checked (replay, URL,
+#     method, key, age, ath, scheme), an issuer requiring DPoP with server nonces;
 #   - key rotation at the authorization server followed without a restart; an issuer removed
 #     by an admin refused at once, also by a second process on the same database within 2 s.
 # Prints "N passed, N failed".
@@ -216,6 +218,50 @@ t "a tenant whose JWKS endpoint hangs: its token answered 503 at once (keys not 
 t "  within 500 ms" test $(( (b - a) / 1000000 )) -lt 500
 t "  and acme is not held meanwhile" eq "$(call "$CC")" 200
 
+# ---- sender-constrained tokens (DPoP, RFC 9449) ------------------------------------------------
+JWT keys "$GG_TMP/client.json" ES256 EdDSA >"$GG_TMP/client.kids"
+CK=$(cut -d' ' -f1 "$GG_TMP/client.kids"); CK2=$(cut -d' ' -f2 "$GG_TMP/client.kids")
+BOUND=$(JWT ccdpop "$ISS_A" "$EP" "$GG_TMP/client.json" "$CK")
+t "the authorization server binds a token to the client's key (cnf.jkt)" test "$(python3 -c "
+import base64,json,sys; p=sys.argv[1].split('.')[1]; print(json.loads(base64.urlsafe_b64decode(p+'=='))['cnf']['jkt'])" "$BOUND")" = "$(JWT jkt "$GG_TMP/client.json" "$CK")"
+dcall() { # TOKEN PROOF [URL] [SCHEME] → status of a DPoP tools/call
+  local args=(-H "Authorization: ${4:-DPoP} $1")
+  [ -n "$2" ] && args+=(-H "DPoP: $2")
+  gg_curl "$GG_TMP/call.json" -X POST "${args[@]}" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: collatz' \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"collatz","arguments":{"n":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    "${3:-$EP}"; }
+PROOF=$(JWT proof "$GG_TMP/client.json" "$CK" POST "$EP" "$BOUND")
+t "a DPoP-bound token with its proof calls a tool (200)" eq "$(dcall "$BOUND" "$PROOF")" 200
+dref() { # DESCRIPTION CODE STATUS...: the last call refused with CODE and a DPoP challenge
+  t "refused: $1" eq "$2 $(jget "$GG_TMP/call.json" "d['error']['code']")" "401 $3"
+  t "  with a DPoP challenge" has "$GG_TMP/call.json.h" "WWW-Authenticate: DPoP algs="
+}
+dref "the same proof again (replay)" "$(dcall "$BOUND" "$PROOF")" invalid_dpop_proof
+dref "the bound token as a bearer token, no proof" "$(call "$BOUND")" invalid_token
+dref "the DPoP scheme without a proof" "$(dcall "$BOUND" "")" invalid_dpop_proof
+dref "a proof for another URL" "$(dcall "$BOUND" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$GG_PUB/mcp/acme/other" "$BOUND")")" invalid_dpop_proof
+dref "a proof for another method" "$(dcall "$BOUND" "$(JWT proof "$GG_TMP/client.json" "$CK" GET "$EP" "$BOUND")")" invalid_dpop_proof
+dref "a proof made with another key" "$(dcall "$BOUND" "$(JWT proof "$GG_TMP/client.json" "$CK2" POST "$EP" "$BOUND")")" invalid_dpop_proof
+dref "a proof two minutes old" "$(dcall "$BOUND" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$EP" "$BOUND" "" -120)")" invalid_dpop_proof
+dref "a proof for another access token (ath)" "$(dcall "$BOUND" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$EP" "$CC")")" invalid_dpop_proof
+dref "an unbound token with the DPoP scheme" "$(dcall "$CC" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$EP" "$CC")")" invalid_token
+t "an EdDSA proof of an EdDSA-bound token (200)" eq "$(B2=$(JWT ccdpop "$ISS_A" "$EP" "$GG_TMP/client.json" "$CK2"); dcall "$B2" "$(JWT proof "$GG_TMP/client.json" "$CK2" POST "$EP" "$B2")")" 200
+# beta: DPoP required, with server nonces
+t "beta's issuer now requires DPoP with nonces (200)" eq \
+  "$(put_oauth "$ADMIN" beta "{\"issuers\":[{\"issuer\":\"$ISS_B\",\"dpop\":\"required\",\"dpop_nonce\":true}]}")" 200
+BEP=$GG_PUB/mcp/beta/g
+keys_loaded beta >/dev/null
+dref "beta: an unbound bearer token" "$(call "$(JWT cc "$ISS_B" "$BEP")" "$BEP")" invalid_token
+BB=$(JWT ccdpop "$ISS_B" "$BEP" "$GG_TMP/client.json" "$CK")
+st=$(dcall "$BB" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$BEP" "$BB")" "$BEP")
+t "beta: a proof without a nonce → 401 use_dpop_nonce" eq "$st $(jget "$GG_TMP/call.json" "d['error']['code']")" "401 use_dpop_nonce"
+NONCE=$(sed -n 's/^DPoP-Nonce: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/call.json.h" | tr -d '\r')
+t "  with a DPoP-Nonce header" test -n "$NONCE"
+t "  the proof again with the nonce (200)" eq "$(dcall "$BB" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$BEP" "$BB" "$NONCE")" "$BEP")" 200
+dref "beta: a made-up nonce" "$(dcall "$BB" "$(JWT proof "$GG_TMP/client.json" "$CK" POST "$BEP" "$BB" AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA)" "$BEP")" use_dpop_nonce
+t "beta's API keys are unaffected (200)" eq "$(call "$KB" "$BEP")" 200
+
 # ---- rotation and removal --------------------------------------------------------------------
 PORT_A=${ISS_A##*:}
 kill $PID_A; wait $PID_A 2>/dev/null
@@ -249,9 +295,9 @@ t "  the second process refuses them within 2 s" test -n "$ok"
 kill $PID2 2>/dev/null; wait $PID2 2>/dev/null
 t "API keys are unchanged on the same endpoint" eq "$(call "$KB" "$GG_PUB/mcp/beta/g")" 200
 gg_curl "$GG_TMP/audit.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/audit" >/dev/null
-t "audit entries for the changes (3 puts, 1 delete)" eq "$(python3 -c "
+t "audit entries for the changes (4 puts, 1 delete)" eq "$(python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); a=[e['action'] for e in d.get('entries', d.get('audit', [])) if e['action'].startswith('oauth.')]
-print(a.count('oauth.put'), a.count('oauth.delete'))" "$GG_TMP/audit.json")" "3 1"
+print(a.count('oauth.put'), a.count('oauth.delete'))" "$GG_TMP/audit.json")" "4 1"
 t "no token in the server's log" python3 -c "
 import sys; log = open(sys.argv[1], errors='replace').read(); sys.exit(1 if sys.argv[2] in log or sys.argv[3] in log else 0)" "$GG_TMP/serve.err" "$(echo "$CC" | cut -d. -f3)" "$(echo "$GOOD" | cut -d. -f3)"
 gg_finish

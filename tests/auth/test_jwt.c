@@ -411,6 +411,94 @@ START_TEST(definition_checked) {
 }
 END_TEST
 
+/* A DPoP proof for (htm, htu) over token, signed with key k (libjose) whose public half is in
+ * the header; hdr_extra / claims_extra change them. */
+static char *make_proof(const json_t *k, const char *alg, const char *htm, const char *htu, const char *token,
+                        double iat, const char *hdr_extra_json) {
+    unsigned char h[32];
+    crypto_hash_sha256(h, (const unsigned char *)token, strlen(token));
+    char ath[64];
+    sodium_bin2base64(ath, sizeof ath, h, sizeof h, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    char claims[512];
+    snprintf(claims, sizeof claims, "{\"htm\":\"%s\",\"htu\":\"%s\",\"iat\":%.0f,\"jti\":\"j-%d\",\"ath\":\"%s\"}", htm, htu,
+             iat, rand(), ath);
+    json_t *pub = public_of(k);
+    json_t *hdr = json_pack("{s:s,s:s,s:o}", "alg", alg, "typ", "dpop+jwt", "jwk", pub);
+    if (hdr_extra_json) json_object_update(hdr, json_loads(hdr_extra_json, 0, NULL));
+    char *ht = json_dumps(hdr, JSON_COMPACT);
+    char *t = sign_jose(k, ht, claims);
+    free(ht);
+    json_decref(hdr);
+    return t;
+}
+
+START_TEST(dpop_proofs) {
+    gg_error err = GG_ERROR_INIT;
+    const char *tok = "the.access.token";
+    gg_dpop_check c = {"POST", AUD, tok, strlen(tok), NOW, 60};
+    gg_dpop_proof p;
+    char *pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW - 5, NULL);
+    ck_assert_msg(gg_dpop_verify(pr, strlen(pr), &c, &p, &err), "%s", err.message ? err.message : "");
+    json_t *thp = jose_jwk_thp(NULL, ec, "S256");
+    ck_assert_str_eq(p.jkt, json_string_value(thp));
+    json_decref(thp);
+    ck_assert(strncmp(p.jti, "j-", 2) == 0);
+    free(pr);
+    struct {
+        const char *htm, *htu, *token;
+        double iat;
+        const char *hdr;
+        const char *why;
+    } bad[] = {
+        {"GET", AUD, NULL, NOW, NULL, "another method"},
+        {"POST", AUD "/x", NULL, NOW, NULL, "another URL"},
+        {"POST", AUD, "another.token.x", NOW, NULL, "another token"},
+        {"POST", AUD, NULL, NOW - 120, NULL, "too old"},
+        {"POST", AUD, NULL, NOW + 120, NULL, "from the future"},
+        {"POST", AUD, NULL, NOW, "{\"typ\":\"JWT\"}", "not a dpop+jwt"},
+        {"POST", AUD, NULL, NOW, "{\"crit\":[\"x\"]}", "crit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pr = make_proof(ec, "ES256", bad[i].htm, bad[i].htu, bad[i].token ? bad[i].token : tok, bad[i].iat, bad[i].hdr);
+        gg_error_clear(&err);
+        ck_assert_msg(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err), "accepted: %s", bad[i].why);
+        ck_assert_str_eq(err.code, "invalid_dpop_proof");
+        free(pr);
+    }
+    /* the private key in the header: refused (a proof must name a public key) */
+    char *priv = json_dumps(ec, JSON_COMPACT), hdr[2048];
+    snprintf(hdr, sizeof hdr, "{\"jwk\":%s}", priv);
+    pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW, hdr);
+    gg_error_clear(&err);
+    ck_assert(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err));
+    free(pr);
+    free(priv);
+    /* a header key that did not sign it */
+    json_t *ec2 = gen_key("{\"alg\":\"ES256\"}", "e2");
+    json_t *pub2 = public_of(ec2);
+    char *p2 = json_dumps(pub2, JSON_COMPACT);
+    snprintf(hdr, sizeof hdr, "{\"jwk\":%s}", p2);
+    pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW, hdr);
+    gg_error_clear(&err);
+    ck_assert(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err));
+    free(pr);
+    free(p2);
+    json_decref(pub2);
+    json_decref(ec2);
+    gg_error_clear(&err);
+}
+END_TEST
+
+/* RFC 8037 appendix A.3: the Ed25519 key's RFC 7638 thumbprint. */
+START_TEST(okp_thumbprint) {
+    json_t *jwk = json_pack("{s:s,s:s,s:s}", "crv", "Ed25519", "kty", "OKP", "x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo");
+    char out[GG_JWK_THUMBPRINT_LEN + 1];
+    ck_assert(gg_jwk_thumbprint(jwk, out));
+    ck_assert_str_eq(out, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    json_decref(jwk);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("auth-jwt");
     TCase *tc = tcase_create("jwt");
@@ -422,6 +510,8 @@ int main(void) {
     tcase_add_test(tc, claims_checked);
     tcase_add_test(tc, malformed_and_oversized);
     tcase_add_test(tc, definition_checked);
+    tcase_add_test(tc, dpop_proofs);
+    tcase_add_test(tc, okp_thumbprint);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }
