@@ -84,12 +84,14 @@ gw_fold "$GG_TMP/hooks.out" $?
 # history: the blocked call is an execution that failed at the exit, never reaching downstream
 for _ in $(seq 1 100); do
   gg_curl "$GG_TMP/ex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?graph=px&limit=100" >/dev/null
-  [ "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] != "running")')" = 3 ] && break
+  [ "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] != "running")')" = 4 ] && break
   sleep 0.1
 done
 t "each proxied call that passed the inputSchema is an execution of the graph (3)" \
-  eq "$(jget "$GG_TMP/ex.json" 'len(d["executions"])')" 3
-id=$(jget "$GG_TMP/ex.json" '[e["id"] for e in d["executions"] if e["tool"] == "say" and e["status"] != "succeeded"][0]')
+  eq "$(jget "$GG_TMP/ex.json" 'sum(1 for e in d["executions"] if e["status"] != "invalid_input")')" 3
+t "... and the one refused by the inputSchema is recorded as invalid_input" \
+  eq "$(jget "$GG_TMP/ex.json" '[len(e.get("nodes") or []) for e in d["executions"] if e["status"] == "invalid_input"]')" "[0]"
+id=$(jget "$GG_TMP/ex.json" '[e["id"] for e in d["executions"] if e["tool"] == "say" and e["status"] not in ("succeeded", "invalid_input")][0]')
 gg_curl "$GG_TMP/one.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$id" >/dev/null
 t "... the blocked one ran entry, guard, deny (no downstream)" \
   eq "$(jget "$GG_TMP/one.json" '[n.get("node_id", n.get("nodeId")) for n in d["nodes"]]')" "['entry', 'guard', 'deny']"
