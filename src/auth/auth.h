@@ -227,9 +227,9 @@ typedef struct gg_dpop_proof {
     char nonce[129];
     double iat;
 } gg_dpop_proof;
-bool gg_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err);
+bool gg_jwt_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err);
 /* A public JWK's RFC 7638 thumbprint (SHA-256, base64url); false for a key without one. */
-bool gg_jwk_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]);
+bool gg_jwt_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]);
 
 /* ---- a tenant's OAuth authorization servers (oauth.c; pure, any thread) ---------------- */
 

@@ -100,7 +100,7 @@ static bool token_scopes(gg_oauth *o, const gg_resource *r, char *buf, size_t n)
     return def != NULL;
 }
 
-static bool refuse(gg_http_res *res, const gg_resource *r, const char *code, const char *msg, bool dpop) {
+static bool token_error(gg_http_res *res, const gg_resource *r, const char *code, const char *msg, bool dpop) {
     if (dpop) dpop_challenge(res, r, code, msg);
     else gg_auth_http_challenge(res, r, code, msg, NULL);
     gg_http_res_error(res, 401, code, "%s", msg);
@@ -113,29 +113,29 @@ static bool refuse(gg_http_res *res, const gg_resource *r, const char *code, con
 static bool check_dpop(gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg_resource *r, const char *tok,
                        size_t len, bool dpop_scheme, const gg_oauth_binding *b) {
     if (!dpop_scheme && b->jkt[0])
-        return refuse(res, r, "invalid_token", "a DPoP-bound token goes with the DPoP scheme and a proof", true);
+        return token_error(res, r, "invalid_token", "a DPoP-bound token goes with the DPoP scheme and a proof", true);
     if (b->dpop_required && !b->jkt[0])
-        return refuse(res, r, "invalid_token", "this authorization server's tokens must be DPoP-bound", true);
+        return token_error(res, r, "invalid_token", "this authorization server's tokens must be DPoP-bound", true);
     if (!dpop_scheme) return true;
-    if (!b->jkt[0]) return refuse(res, r, "invalid_token", "the DPoP scheme with a token bound to no key", true);
+    if (!b->jkt[0]) return token_error(res, r, "invalid_token", "the DPoP scheme with a token bound to no key", true);
     const char *proof = gg_http_header(req, "DPoP");
-    if (!proof) return refuse(res, r, "invalid_dpop_proof", "no DPoP proof", true);
+    if (!proof) return token_error(res, r, "invalid_dpop_proof", "no DPoP proof", true);
     gg_dpop_check c = {gg_http_method(req), r->url, tok, len, (double)gg_wall_ms() / 1000.0, 60};
     gg_dpop_proof p;
     gg_error err = GG_ERROR_INIT;
-    if (!gg_dpop_verify(proof, strlen(proof), &c, &p, &err)) {
-        bool ok = refuse(res, r, "invalid_dpop_proof", err.message ? err.message : "invalid DPoP proof", true);
+    if (!gg_jwt_dpop_verify(proof, strlen(proof), &c, &p, &err)) {
+        bool ok = token_error(res, r, "invalid_dpop_proof", err.message ? err.message : "invalid DPoP proof", true);
         gg_error_clear(&err);
         return ok;
     }
-    if (strcmp(p.jkt, b->jkt) != 0) return refuse(res, r, "invalid_dpop_proof", "the DPoP proof is made with another key than the token is bound to", true);
+    if (strcmp(p.jkt, b->jkt) != 0) return token_error(res, r, "invalid_dpop_proof", "the DPoP proof is made with another key than the token is bound to", true);
     if (b->dpop_nonce && !gg_oauth_dpop_nonce_ok(o, p.nonce)) { /* section 9: here is one, try again */
         char nonce[GG_DPOP_NONCE_LEN + 1];
         gg_oauth_dpop_nonce(o, nonce);
         gg_http_res_header(res, "DPoP-Nonce", nonce);
-        return refuse(res, r, "use_dpop_nonce", "the DPoP proof must carry the server's nonce", true);
+        return token_error(res, r, "use_dpop_nonce", "the DPoP proof must carry the server's nonce", true);
     }
-    if (gg_oauth_dpop_replayed(o, p.jkt, p.jti, p.iat)) return refuse(res, r, "invalid_dpop_proof", "the DPoP proof was used before", true);
+    if (gg_oauth_dpop_replayed(o, p.jkt, p.jti, p.iat)) return token_error(res, r, "invalid_dpop_proof", "the DPoP proof was used before", true);
     return true;
 }
 

@@ -61,6 +61,13 @@ typedef struct token_slot {
 #define PROOF_BUCKETS 16384
 #define PROOF_WAYS 4
 #define PROOF_MAX_AGE_S 60.0
+/* Principals to note in the store (who called), handed to the fetcher thread so a request
+ * never writes; bounded: past it a note waits for the token's next verification. */
+#define NOTE_QUEUE 256
+typedef struct principal_note {
+    gg_principal p;
+} principal_note;
+
 typedef struct proof_slot {
     unsigned char id[16];
     double until;
@@ -84,6 +91,9 @@ struct gg_oauth {
     token_slot *tokens;
     pthread_mutex_t proof_mu;
     proof_slot *proofs;
+    principal_note notes[NOTE_QUEUE]; /* guarded by mu */
+    size_t nnotes;
+    principal_note batch[NOTE_QUEUE]; /* the fetcher thread's: notes being written */
     unsigned char nonce_key[32];
     _Atomic unsigned long fetch_count, fetch_failures;
 };
@@ -372,6 +382,8 @@ static void check_generation(gg_oauth *o) {
     }
 }
 
+static void write_notes(gg_oauth *o);
+
 static void *fetcher_main(void *arg) {
     gg_oauth *o = arg;
     CURLM *multi = curl_multi_init();
@@ -390,6 +402,7 @@ static void *fetcher_main(void *arg) {
             gen_at = now;
         }
         start_due(o, multi, live, &nlive);
+        write_notes(o);
         int running = 0;
         curl_multi_perform(multi, &running);
         CURLMsg *m;
@@ -407,7 +420,7 @@ static void *fetcher_main(void *arg) {
         if (nlive) curl_multi_poll(multi, NULL, 0, 100, NULL);
         else {
             pthread_mutex_lock(&o->mu);
-            if (!o->stop && !o->poke) {
+            if (!o->stop && !o->poke && !o->nnotes) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_nsec += 250 * 1000000L;
@@ -633,6 +646,38 @@ static gg_oauth_result verify_with(gg_oauth *o, issuer_state *s, const json_t *e
     return GG_OAUTH_OK;
 }
 
+static void note_principal(gg_oauth *o, const gg_principal *p) {
+    pthread_mutex_lock(&o->mu);
+    bool queued = false;
+    for (size_t i = 0; i < o->nnotes && !queued; i++)
+        queued = !strcmp(o->notes[i].p.key_id, p->key_id) && !strcmp(o->notes[i].p.tenant, p->tenant);
+    if (!queued && o->nnotes < NOTE_QUEUE) {
+        o->notes[o->nnotes++].p = *p;
+        pthread_cond_signal(&o->wake);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Fetcher thread: write the queued notes. */
+static void write_notes(gg_oauth *o) {
+    principal_note *batch = o->batch;
+    pthread_mutex_lock(&o->mu);
+    size_t n = o->nnotes;
+    memcpy(batch, o->notes, n * sizeof *batch);
+    o->nnotes = 0;
+    pthread_mutex_unlock(&o->mu);
+    for (size_t i = 0; i < n; i++) {
+        const gg_principal *p = &batch[i].p;
+        char scopes[96];
+        gg_scopes_format(p->scopes, scopes, sizeof scopes);
+        gg_store_principal r = {p->tenant, p->key_id, p->issuer, p->subject, p->client_id, scopes, gg_wall_ms()};
+        gg_error e = GG_ERROR_INIT;
+        if (!gg_store_principal_note(o->store, &r, &e))
+            gg_log(GG_LOG_WARN, "oauth: cannot note a caller", "error", e.message ? e.message : e.code, NULL);
+        gg_error_clear(&e);
+    }
+}
+
 gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
                                 size_t len, gg_principal *out, gg_oauth_binding *b, gg_error *err) {
     if (len > GG_JWT_MAX_BYTES) {
@@ -667,6 +712,7 @@ gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *res
         if (r == GG_OAUTH_OK) {
             principal_of(tenant, entry, claims, out);
             binding_of(entry, claims, b);
+            note_principal(o, out);
             double exp = json_number_value(json_object_get(claims, "exp"));
             token_remember(o, h, out, b, fmin(exp, wall_s() + TOKEN_CACHE_MAX_S), epoch);
         }

@@ -291,7 +291,7 @@ char *gg_jwt_unverified_issuer(const char *token, size_t len) {
 /* The RFC 7638 thumbprint (SHA-256, base64url) of a public JWK: libjose's for RSA and EC;
  * for OKP (which libjose does not know) the SHA-256 of its required members in the RFC's
  * canonical order, by libsodium. */
-bool gg_jwk_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]) {
+bool gg_jwt_thumbprint(const json_t *jwk, char out[GG_JWK_THUMBPRINT_LEN + 1]) {
     const char *kty = json_string_value(json_object_get(jwk, "kty"));
     json_t *t = NULL;
     if (kty && !strcmp(kty, "OKP")) {
@@ -329,7 +329,7 @@ static void b64_sha256(const char *s, size_t n, char out[GG_JWK_THUMBPRINT_LEN +
     sodium_bin2base64(out, GG_JWK_THUMBPRINT_LEN + 1, h, sizeof h, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 }
 
-bool gg_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err) {
+bool gg_jwt_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dpop_proof *out, gg_error *err) {
     memset(out, 0, sizeof *out);
     const char *d1 = memchr(proof, '.', len <= GG_JWT_MAX_BYTES ? len : 0);
     const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - proof)) : NULL;
@@ -371,7 +371,7 @@ bool gg_dpop_verify(const char *proof, size_t len, const gg_dpop_check *c, gg_dp
     else if (!json_is_number(iat) || fabs(json_number_value(iat) - c->now_s) > c->max_age_s)
         gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is too old or from the future");
     else if (!ath || strcmp(ath, want_ath)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof is for another access token");
-    else if (!gg_jwk_thumbprint(jwk, out->jkt)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof's key has no thumbprint");
+    else if (!gg_jwt_thumbprint(jwk, out->jkt)) gg_error_set(err, "invalid_dpop_proof", "the DPoP proof's key has no thumbprint");
     else {
         gg_strcopy(out->jti, sizeof out->jti, jti);
         const char *nonce = json_string_value(json_object_get(claims, "nonce"));

@@ -641,6 +641,7 @@ static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
     /* another tenant's execution is "not found", never "forbidden": ids reveal nothing */
     json_t *e = gg_store_execution_get(gw->store, admin ? NULL : pr.tenant, gg_http_param(req, "id"), &err);
     if (!e) return store_error(res, &err);
+    gw_oauth_caller(gw, e);
     return reply_history(res, e);
 }
 
@@ -727,6 +728,7 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/executions/{id}", get_execution},
         {"GET", "/admin/audit", list_audit},
         {"GET", "/admin/tenants/{t}/usage", tenant_usage},
+        {"GET", "/admin/tenants/{t}/principals", gw_oauth_principals},
         {"GET", "/admin/tenants/{t}/downstream", gw_downstream_list},
         {"POST", "/admin/tenants/{t}/downstream/sync", gw_downstream_sync},
         {"PUT", "/admin/tenants/{t}/views/{name}", gw_views_put},

@@ -310,6 +310,11 @@ void gw_insufficient_scope_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *re
 /* Start the token checker and install the admin and metadata routes. */
 bool gw_oauth_start(gg_gateway *gw, gg_error *err);
 void gw_oauth_metrics(gg_gateway *gw, gg_strbuf *out);
+/* An execution record (borrowed, changed): "caller" {issuer, subject, client_id, scopes} when
+ * its key_id is a principal that called with an OAuth token, else nothing added. */
+void gw_oauth_caller(gg_gateway *gw, json_t *execution);
+/* GET /admin/tenants/{t}/principals: who called with tokens (graphs:write own, or admin). */
+int gw_oauth_principals(gg_http_req *req, gg_http_res *res, void *user);
 /* 403 when a key of one tenant reaches for another's resources. */
 void gw_wrong_tenant(gg_http_res *res);
 /* The bounds on runs waiting on downstream servers (tenants.max_waiting, max_waiting_runs)

@@ -194,6 +194,30 @@ static int oauth_delete(gg_http_req *req, gg_http_res *res, void *user) {
     return GG_HTTP_DONE;
 }
 
+/* ---- who called ------------------------------------------------------------------------ */
+
+void gw_oauth_caller(gg_gateway *gw, json_t *e) {
+    const char *t = json_string_value(json_object_get(e, "tenant")), *k = json_string_value(json_object_get(e, "key_id"));
+    if (!t || !k || !*k) return;
+    gg_error err = GG_ERROR_INIT;
+    json_t *p = gg_store_principal_get(gw->store, t, k, &err);
+    gg_error_clear(&err);
+    if (!p) return;
+    json_object_del(p, "id");
+    json_object_set_new(e, "caller", p);
+}
+
+int gw_oauth_principals(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "t");
+    if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *l = gg_store_principals_list(gw->store, t, &err);
+    if (!l) return answer_error(res, &err);
+    gg_http_res_json(res, 200, json_pack("{s:s,s:o}", "tenant", t, "principals", l));
+    return GG_HTTP_DONE;
+}
+
 /* ---- life ------------------------------------------------------------------------------ */
 
 bool gw_oauth_start(gg_gateway *gw, gg_error *err) {

@@ -628,6 +628,19 @@ bool gg_store_oauth_put(gg_store *s, const char *tenant, json_t *definition, gg_
 json_t *gg_store_oauth_get(gg_store *s, const char *tenant, gg_error *err);
 bool gg_store_oauth_delete(gg_store *s, const char *tenant, gg_error *err);
 
+/* ---- who called with an OAuth token (principals.c, migration 0015) --------------------
+ * note: insert or refresh (issuer, subject, client_id, scopes, last_seen) of a principal;
+ * list: the tenant's, most recently seen first (at most 1,000); get: one by id, or NULL
+ * (also on a store error: err set). Rows are {"id","issuer","subject","client_id","scopes",
+ * "first_seen","last_seen"}. No token is stored. */
+typedef struct gg_store_principal {
+    const char *tenant, *id, *issuer, *subject, *client_id, *scopes;
+    long long seen_ms;
+} gg_store_principal;
+bool gg_store_principal_note(gg_store *s, const gg_store_principal *p, gg_error *err);
+json_t *gg_store_principals_list(gg_store *s, const char *tenant, gg_error *err);
+json_t *gg_store_principal_get(gg_store *s, const char *tenant, const char *id, gg_error *err);
+
 /* ---- input-required rounds answered once (rounds.c, migration 0012) -----------------
  * Claim a requestState's nonce for the call answering it: true for the first claim,
  * "already_answered" for every later one (any replica sharing the store); the row lives

@@ -298,6 +298,30 @@ gg_curl "$GG_TMP/audit.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/au
 t "audit entries for the changes (4 puts, 1 delete)" eq "$(python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); a=[e['action'] for e in d.get('entries', d.get('audit', [])) if e['action'].startswith('oauth.')]
 print(a.count('oauth.put'), a.count('oauth.delete'))" "$GG_TMP/audit.json")" "4 1"
+# who called: principals noted by the background thread, the run's caller
+for _ in $(seq 1 100); do
+  gg_curl "$GG_TMP/pr.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/principals" >/dev/null
+  [ "$(jget "$GG_TMP/pr.json" "sorted(p['subject'] for p in d['principals'])")" = "['alice', 'machine', 'mallory']" ] && break
+  sleep 0.1
+done
+t "the callers with tokens are listed: alice (SDK), machine (client credentials), mallory (minted)" \
+  eq "$(jget "$GG_TMP/pr.json" "sorted(p['subject'] for p in d['principals'])")" "['alice', 'machine', 'mallory']"
+t "  with their issuer and scopes" eq "$(jget "$GG_TMP/pr.json" "[(p['issuer'], p['scopes']) for p in d['principals'] if p['subject'] == 'alice'][0]")" "('$ISS_A', 'tools:read,tools:execute,health:check')"
+AID=$(jget "$GG_TMP/pr.json" "[p['id'] for p in d['principals'] if p['subject'] == 'alice'][0]")
+gg_curl "$GG_TMP/ex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=1000" >/dev/null
+EID=$(jget "$GG_TMP/ex.json" "[e['id'] for e in d['executions'] if e['key_id'] == '$AID'][0]")
+gg_curl "$GG_TMP/one.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$EID" >/dev/null
+t "alice's run names its caller" eq "$(jget "$GG_TMP/one.json" "(d['caller']['subject'], d['caller']['issuer'] == '$ISS_A')")" "('alice', True)"
+gg_curl "$GG_TMP/pr2.json" -H "Authorization: Bearer $KB" "$GG_PUB/admin/tenants/acme/principals" >/dev/null
+t "another tenant's key cannot list them (403)" eq "$(gg_curl "$GG_TMP/pr2.json" -H "Authorization: Bearer $KB" "$GG_PUB/admin/tenants/acme/principals")" 403
+gg_stop
+t "no token in the database, its WAL or the history journal" python3 -c "
+import glob, os, sys
+sigs = [t.split('.')[2].encode() for t in sys.argv[2:] if t.count('.') == 2]
+files = [f for f in glob.glob(sys.argv[1] + '*') if os.path.isfile(f)] + glob.glob(os.path.dirname(sys.argv[1]) + '/**/*journal*', recursive=True)
+bad = [f for f in files if os.path.isfile(f) and any(s in open(f, 'rb').read() for s in sigs)]
+print(' leaked into', bad) if bad else None
+sys.exit(1 if bad or not sigs else 0)" "$GG_DB" "$CC" "$GOOD" "$BOUND" "$ED"
 t "no token in the server's log" python3 -c "
 import sys; log = open(sys.argv[1], errors='replace').read(); sys.exit(1 if sys.argv[2] in log or sys.argv[3] in log else 0)" "$GG_TMP/serve.err" "$(echo "$CC" | cut -d. -f3)" "$(echo "$GOOD" | cut -d. -f3)"
 gg_finish

@@ -438,7 +438,7 @@ START_TEST(dpop_proofs) {
     gg_dpop_check c = {"POST", AUD, tok, strlen(tok), NOW, 60};
     gg_dpop_proof p;
     char *pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW - 5, NULL);
-    ck_assert_msg(gg_dpop_verify(pr, strlen(pr), &c, &p, &err), "%s", err.message ? err.message : "");
+    ck_assert_msg(gg_jwt_dpop_verify(pr, strlen(pr), &c, &p, &err), "%s", err.message ? err.message : "");
     json_t *thp = jose_jwk_thp(NULL, ec, "S256");
     ck_assert_str_eq(p.jkt, json_string_value(thp));
     json_decref(thp);
@@ -461,7 +461,7 @@ START_TEST(dpop_proofs) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pr = make_proof(ec, "ES256", bad[i].htm, bad[i].htu, bad[i].token ? bad[i].token : tok, bad[i].iat, bad[i].hdr);
         gg_error_clear(&err);
-        ck_assert_msg(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err), "accepted: %s", bad[i].why);
+        ck_assert_msg(!gg_jwt_dpop_verify(pr, strlen(pr), &c, &p, &err), "accepted: %s", bad[i].why);
         ck_assert_str_eq(err.code, "invalid_dpop_proof");
         free(pr);
     }
@@ -470,7 +470,7 @@ START_TEST(dpop_proofs) {
     snprintf(hdr, sizeof hdr, "{\"jwk\":%s}", priv);
     pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW, hdr);
     gg_error_clear(&err);
-    ck_assert(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err));
+    ck_assert(!gg_jwt_dpop_verify(pr, strlen(pr), &c, &p, &err));
     free(pr);
     free(priv);
     /* a header key that did not sign it */
@@ -480,7 +480,7 @@ START_TEST(dpop_proofs) {
     snprintf(hdr, sizeof hdr, "{\"jwk\":%s}", p2);
     pr = make_proof(ec, "ES256", "POST", AUD, tok, NOW, hdr);
     gg_error_clear(&err);
-    ck_assert(!gg_dpop_verify(pr, strlen(pr), &c, &p, &err));
+    ck_assert(!gg_jwt_dpop_verify(pr, strlen(pr), &c, &p, &err));
     free(pr);
     free(p2);
     json_decref(pub2);
@@ -493,7 +493,7 @@ END_TEST
 START_TEST(okp_thumbprint) {
     json_t *jwk = json_pack("{s:s,s:s,s:s}", "crv", "Ed25519", "kty", "OKP", "x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo");
     char out[GG_JWK_THUMBPRINT_LEN + 1];
-    ck_assert(gg_jwk_thumbprint(jwk, out));
+    ck_assert(gg_jwt_thumbprint(jwk, out));
     ck_assert_str_eq(out, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
     json_decref(jwk);
 }
