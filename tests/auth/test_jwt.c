@@ -424,7 +424,11 @@ static char *make_proof(const json_t *k, const char *alg, const char *htm, const
              iat, rand(), ath);
     json_t *pub = public_of(k);
     json_t *hdr = json_pack("{s:s,s:s,s:o}", "alg", alg, "typ", "dpop+jwt", "jwk", pub);
-    if (hdr_extra_json) json_object_update(hdr, json_loads(hdr_extra_json, 0, NULL));
+    if (hdr_extra_json) {
+        json_t *extra = json_loads(hdr_extra_json, 0, NULL);
+        json_object_update(hdr, extra);
+        json_decref(extra);
+    }
     char *ht = json_dumps(hdr, JSON_COMPACT);
     char *t = sign_jose(k, ht, claims);
     free(ht);
