@@ -24,7 +24,10 @@ HWM_MB=400    # peak RSS of the gateway. Defaults: a 4 MiB cap per message, a 32
               # A's answers in flight. Measured: 49-75 MB; before the fix 1,056-1,920 MB
               # (one 20 MB [{},…] answer alone took +1.6 GB)
 # a sanitizer build holds freed memory in quarantine (ASan measured 380 MB here)
-ldd "$GG_BIN" 2>/dev/null | grep -qE 'lib[at]san' && HWM_MB=900
+# B's p90 during the attack: 300 ms; a sanitizer build is 2-3x slower per request (ASan
+# measured 327 ms under a loaded CI run): 450 ms, still under the unfixed 469 ms-8.7 s
+P90_MS=300
+ldd "$GG_BIN" 2>/dev/null | grep -qE 'lib[at]san' && HWM_MB=900 && P90_MS=450
 ATTACK_S=4    # A keeps attacking (rounds of concurrent calls) for at least this long
 BUDGET=25165824 # tenants.max_downstream_bytes for this test: 24 MiB (default 64 MiB)
 
@@ -106,7 +109,7 @@ HWM=$(hwm_mb)
 p90=$(pct 0.9 <"$GG_TMP/b.ms"); max=$(pct 1 <"$GG_TMP/b.ms")
 # before the fix (one loop thread rescanning 60 MB events, parsing 20 MB answers whole):
 # B's max 23 s, p90 0.5-8.7 s; after it, ~130-200 ms p90 on a loaded 2-core machine
-t "B meanwhile: $(grep -c . "$GG_TMP/b.ms") calls, p90 $p90 ms (bound 300)" le "$p90" 300
+t "B meanwhile: $(grep -c . "$GG_TMP/b.ms") calls, p90 $p90 ms (bound $P90_MS)" le "$p90" "$P90_MS"
 t "B meanwhile: max $max ms (bound 1000)" le "$max" 1000
 t "B's answers are right" has "$GG_TMP/bd.json" '"ok":true'
 # each fails naming a bound: the message cap, or (several at once) the tenant's budget
