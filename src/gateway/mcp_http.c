@@ -1404,10 +1404,18 @@ static bool tenantwide_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, co
 static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mount *mount) {
     if (!gw_origin_host_ok(gw, req, res)) return GG_HTTP_DONE;
     gg_principal pr, *prp = NULL;
+    /* a mount under a tenant (/mcp/{tenant}/_toolkit) is that tenant's resource: OAuth tokens
+     * are taken there, as on a graph; the bare mount (/mcp/toolkit) names no tenant whose
+     * authorization servers could vouch for a token, so it takes API keys only */
+    const char *mount_tenant = mount ? gg_http_param(req, "tenant") : NULL;
     if (gg_http_listener(req) == GG_LISTENER_PUBLIC) {
-        if (!(mount ? gw_authenticate(gw, req, res, &pr) : gw_authenticate_mcp(gw, req, res, &pr)))
+        if (!(mount && !mount_tenant ? gw_authenticate(gw, req, res, &pr) : gw_authenticate_mcp(gw, req, res, &pr)))
             return GG_HTTP_DONE;
         prp = &pr;
+    }
+    if (mount_tenant && prp && !(prp->scopes & GG_SCOPE_ADMIN) && strcmp(prp->tenant, mount_tenant) != 0) {
+        gw_wrong_tenant(res);
+        return GG_HTTP_DONE;
     }
     endpoint ep = {0};
     if (mount) {
@@ -1428,7 +1436,7 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
             if (!tenantwide_server(gw, res, &ep, gg_http_param(req, "view"))) return GG_HTTP_DONE;
         } else if (!graph_server(gw, res, &ep, t, g)) return GG_HTTP_DONE;
     }
-    gg_strcopy(ep.caller, sizeof ep.caller, mount ? (prp ? prp->tenant : "") : ep.tenant);
+    gg_strcopy(ep.caller, sizeof ep.caller, mount ? (mount_tenant ? mount_tenant : prp ? prp->tenant : "") : ep.tenant);
     if (!ep.srv) {
         gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
         return GG_HTTP_DONE;
@@ -1458,11 +1466,13 @@ static int on_mount_mcp(gg_http_req *req, gg_http_res *res, void *user) {
 bool gw_mount_routes(gg_gateway *gw, gw_mount *m, gg_error *err) {
     gg_router *r = gg_http_server_router(gw->app->http);
     static const char *const methods[] = {"POST", "GET", "DELETE"};
-    char pub[96], in[112];
+    char pub[96], in[112], scoped[112];
     snprintf(pub, sizeof pub, "/mcp/%s", m->name);
     snprintf(in, sizeof in, "/internal/mcp/%s", m->name);
+    snprintf(scoped, sizeof scoped, "/mcp/{tenant}/_%s", m->name); /* OAuth-capable (mcp_handle) */
     for (size_t i = 0; i < 3; i++)
         if (!gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], pub, on_mount_mcp, m, err) ||
+            !gg_router_add(r, GG_LISTENER_PUBLIC, methods[i], scoped, on_mount_mcp, m, err) ||
             !gg_router_add(r, GG_LISTENER_INTERNAL, methods[i], in, on_mount_mcp, m, err))
             return false;
     return true;

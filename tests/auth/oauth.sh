@@ -123,6 +123,23 @@ refused() { # DESCRIPTION TOKEN [URL]: 401 invalid_token with the challenge
   local st; st=$(call "$2" "${3:-$EP}")
   t "refused: $1" eq "$st $(jget "$GG_TMP/call.json" "d['error']['code']")" "401 invalid_token"
 }
+# the node-spec service and the toolkit under the tenant take its tokens; the bare mounts do not
+list() { # TOKEN URL → status of a 2026-era tools/list (body in $GG_TMP/list.json)
+  gg_curl "$GG_TMP/list.json" -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}' "$2"; }
+NODES=$(JWT cc "$ISS_A" "$GG_PUB/mcp/acme/_nodes")
+t "a token for /mcp/acme/_nodes lists the node-spec tools" eq \
+  "$(list "$NODES" "$GG_PUB/mcp/acme/_nodes") $(jget "$GG_TMP/list.json" "sorted(x['name'] for x in d['result']['tools'])[0]")" "200 get_node_details"
+t "  metadata of /mcp/acme/_nodes names it as the resource" eq \
+  "$(gg_curl "$GG_TMP/pn.json" "$WK/mcp/acme/_nodes") $(jget "$GG_TMP/pn.json" "d['resource']")" "200 $GG_PUB/mcp/acme/_nodes"
+t "  the graph endpoint's token is refused there (audience)" eq "$(list "$CC" "$GG_PUB/mcp/acme/_nodes")" 401
+t "  the bare /mcp/nodes takes API keys only (401 for the token)" eq "$(list "$NODES" "$GG_PUB/mcp/nodes")" 401
+t "  another tenant's URL with acme's token: refused" eq "$(list "$NODES" "$GG_PUB/mcp/beta/_nodes")" 401
+TK=$(JWT cc "$ISS_A" "$GG_PUB/mcp/acme/_toolkit")
+t "a token for /mcp/acme/_toolkit lists the toolkit" eq \
+  "$(list "$TK" "$GG_PUB/mcp/acme/_toolkit") $(jget "$GG_TMP/list.json" "'validate_graph' in [x['name'] for x in d['result']['tools']]")" "200 True"
+t "  beta's key at /mcp/acme/_toolkit: 403 wrong tenant" eq "$(list "$KB" "$GG_PUB/mcp/acme/_toolkit")" 403
 KID_ES=$(cut -d' ' -f1 "$GG_TMP/a.kids"); KID_ED=$(cut -d' ' -f3 "$GG_TMP/a.kids")
 claims() { echo "{\"iss\":\"${2:-$ISS_A}\",\"aud\":\"${3:-$EP}\",\"sub\":\"mallory\",\"scope\":\"tools:read tools:execute\",\"exp\":\"${1:-+300}\",\"iat\":\"-5\"}"; }
 GOOD=$(JWT mint "$GG_TMP/a.json" "$KID_ES" "$(claims)")
