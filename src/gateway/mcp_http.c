@@ -796,12 +796,28 @@ static int submit_task(gg_gateway *gw, gg_http_res *res, endpoint *ep, mcp_call 
     return GG_HTTP_DONE;
 }
 
+/* The calling principal's scopes and identity on the call (graphs read it as $caller):
+ * copied into the call, nothing allocated. */
+static void set_principal(mcp_call *call, const gg_principal *pr) {
+    mcp_call_set_scopes(call, pr ? pr->scopes : 0);
+    if (!pr) return;
+    char scopes[96];
+    gg_scopes_format(pr->scopes, scopes, sizeof scopes);
+    mcp_caller who = {pr->key_id, NULL, NULL, NULL, scopes};
+    if (pr->oauth) {
+        who.issuer = pr->issuer;
+        who.subject = pr->subject;
+        who.client_id = pr->client_id;
+    }
+    mcp_call_set_caller(call, &who);
+}
+
 /* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
     double accepted = gg_now_ms(); /* the call's time limits count from here */
     __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
-    mcp_call_set_scopes(call, pr ? pr->scopes : 0);
+    set_principal(call, pr);
     json_t *id = json_incref(mcp_call_id(call));
     char why[320];
     if (gw_refuse_calls(gw, ep->is_graph, why, sizeof why)) { /* draining, or durable and unrecordable */
@@ -1188,7 +1204,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
         } else if (o.kind == MCP_OUT_CALL) {
             gg_trace_ctx *tc = mcp_call_trace(o.call); /* no _meta context: the request's headers */
             if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
-            mcp_call_set_scopes(o.call, pr ? pr->scopes : 0);
+            set_principal(o.call, pr);
             b->calls[b->ncalls++] = o.call;
             o.call = NULL;
         }

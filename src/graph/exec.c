@@ -323,19 +323,45 @@ static void *resolver_compile(void *user, const char *path, gg_error *err) {
     return v;
 }
 
-/* The $variables an expression may use: $client = {capabilities: {elicitation?, sampling?,
- * roots?}} — what the caller's client declared (each {} when declared) — bound only for the
- * expressions that name it (building the bindings costs a conversion per evaluation), and
- * only when the run knows its client. */
+/* $caller: who made the call — {key_id, scopes: [names]} for an API key, plus issuer, sub
+ * and client_id for an OAuth access token (never the token itself). */
+static json_t *caller_binding(const mcp_caller *who) {
+    json_t *scopes = json_array();
+    for (const char *s = who->scopes, *e; s && *s; s = *e ? e + 1 : e) {
+        e = strchr(s, ',');
+        if (!e) e = s + strlen(s);
+        if (e > s) json_array_append_new(scopes, json_stringn(s, (size_t)(e - s)));
+    }
+    json_t *c = json_pack("{s:s,s:s,s:o}", "kind", who->issuer ? "oauth" : "api_key", "key_id", who->key_id,
+                          "scopes", scopes);
+    if (c && who->issuer)
+        json_object_update_new(c, json_pack("{s:s,s:s,s:s}", "issuer", who->issuer, "sub", who->subject,
+                                             "client_id", who->client_id));
+    return c;
+}
+
+/* The $variables an expression may use, bound only for the expressions that name them
+ * (building the bindings costs a conversion per run):
+ * - $client = {capabilities: {elicitation?, sampling?, roots?}} — what the caller's client
+ *   declared (each {} when declared), when the run knows its client;
+ * - $caller (caller_binding), when the run knows who called (not on the internal listener,
+ *   in a task or a graph called by a graph). */
 static json_t *bindings_for(grun *r, const jsonata_expr *e) {
-    int caps = r && r->opts ? r->opts->client_caps : 0;
-    if (!(caps & MCP_CLIENT_CAPS_KNOWN) || !strstr(jsonata_source(e), "$client")) return NULL;
+    if (!r || !r->opts) return NULL;
+    int caps = r->opts->client_caps;
+    const mcp_caller *who = r->opts->caller ? r->opts->caller->who : NULL;
+    const char *src = jsonata_source(e);
+    if (!((caps & MCP_CLIENT_CAPS_KNOWN) && strstr(src, "$client")) && !(who && strstr(src, "$caller"))) return NULL;
     if (!r->bindings) {
-        json_t *c = json_object();
-        if (caps & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(c, "elicitation", json_object());
-        if (caps & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(c, "sampling", json_object());
-        if (caps & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(c, "roots", json_object());
-        r->bindings = json_pack("{s:{s:o}}", "client", "capabilities", c);
+        r->bindings = json_object();
+        if (caps & MCP_CLIENT_CAPS_KNOWN) {
+            json_t *c = json_object();
+            if (caps & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(c, "elicitation", json_object());
+            if (caps & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(c, "sampling", json_object());
+            if (caps & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(c, "roots", json_object());
+            json_object_set_new(r->bindings, "client", json_pack("{s:o}", "capabilities", c));
+        }
+        if (who) json_object_set_new(r->bindings, "caller", caller_binding(who));
     }
     return r->bindings;
 }
@@ -789,7 +815,10 @@ static json_t *exec_async(grun *r, const gnode *n, json_t **input, gg_error *err
 /* The downstream answer of a waiting mcp node (any thread). */
 static void mcp_answered(void *user, json_t *result, gg_error *err) {
     grun *r = user;
-    r->reply = json_incref(result);
+    gserver *sv = r->t->nodes[r->cur].server; /* a server using secrets gets its answers redacted */
+    bool redact = sv && sv->nsecrets;
+    r->reply = redact ? gg_graph_secrets_redact(sv, result) : json_incref(result);
+    if (redact && err) gg_graph_secrets_redact_error(sv, err);
     if (err && gg_error_is_set(err)) gg_error_move(&r->reply_err, err);
     else if (!result) gg_error_set(&r->reply_err, "transport", "no answer");
     tel_client_end(r, &r->reply_err);

@@ -588,6 +588,14 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id);
 /* The calling key's scopes (mcp_call_ctx.scopes); set before the call starts. */
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes);
+/* Who makes a call, as graphs see it ($caller): strings borrowed here, copied (cut to fit)
+ * by mcp_call_set_caller into the call, so setting it allocates nothing. Never a token. */
+typedef struct mcp_caller {
+    const char *key_id;                      /* an API key's id; for a token, a hash of issuer + subject */
+    const char *issuer, *subject, *client_id; /* an OAuth access token's claims; NULL for an API key */
+    const char *scopes;                      /* graphgate scope names, comma-separated */
+} mcp_caller;
+void mcp_call_set_caller(mcp_call *c, const mcp_caller *who);
 
 
 #endif

@@ -102,6 +102,9 @@ typedef struct mcp_call_ctx {
      * request lacks; it then ends the call with NULL + err code "missing_capability", which
      * the server answers with -32021 naming them. NULL: nowhere (no such refusal). */
     int *missing_caps;
+    /* Who made the call (mcp_call_set_caller; graphs read it as $caller), or NULL when it
+     * is not known (internal listener, a task, a graph calling a graph). */
+    const struct mcp_caller *who;
 } mcp_call_ctx;
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new

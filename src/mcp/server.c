@@ -445,6 +445,12 @@ struct mcp_call {
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
     unsigned scopes;     /* mcp_call_set_scopes */
+    /* mcp_call_set_caller: the copies, and the view of them ctx.who points to */
+    struct {
+        char key_id[24], issuer[160], subject[96], client_id[96], scopes[96];
+        mcp_caller view;
+        bool set;
+    } who;
     bool as_task;        /* 2026-07-28 tasks extension: the gateway runs it as a task */
     char round_exec[33]; /* the execution record of the run's earlier rounds (from the state) */
     char round_nonce[33]; /* the resumed state's single-use id (claimed by the gateway) */
@@ -466,6 +472,20 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
 }
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id) { c->exec_id = exec_id; }
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes) { c->scopes = scopes; }
+void mcp_call_set_caller(mcp_call *c, const mcp_caller *who) {
+    gg_strcopy(c->who.key_id, sizeof c->who.key_id, who->key_id ? who->key_id : "");
+    gg_strcopy(c->who.scopes, sizeof c->who.scopes, who->scopes ? who->scopes : "");
+    c->who.view = (mcp_caller){c->who.key_id, NULL, NULL, NULL, c->who.scopes};
+    if (who->issuer) { /* a token: its claims too */
+        gg_strcopy(c->who.issuer, sizeof c->who.issuer, who->issuer);
+        gg_strcopy(c->who.subject, sizeof c->who.subject, who->subject ? who->subject : "");
+        gg_strcopy(c->who.client_id, sizeof c->who.client_id, who->client_id ? who->client_id : "");
+        c->who.view.issuer = c->who.issuer;
+        c->who.view.subject = c->who.subject;
+        c->who.view.client_id = c->who.client_id;
+    }
+    c->who.set = true;
+}
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
@@ -639,7 +659,8 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
                           .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
-                          .trace = &c->trace, .client_caps = call_client_caps(c), .scopes = c->scopes};
+                          .trace = &c->trace, .client_caps = call_client_caps(c), .scopes = c->scopes,
+                          .who = c->who.set ? &c->who.view : NULL};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with

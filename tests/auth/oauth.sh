@@ -61,6 +61,27 @@ ADMIN=$(gw_key acme admin)
 KB=$(gw_key beta tools:read,tools:execute)
 gg_start --config "$GG_TMP/gg.yaml" || { echo "0 passed, 1 failed"; exit 1; }
 for t in acme beta slow; do gw_put_graph "$ADMIN" $t g "$GG_SRCDIR/examples/collatz.yaml" >/dev/null; done
+# $caller: who called, routed on (a switch on its scopes) and returned
+cat >"$GG_TMP/who.yaml" <<'YAML'
+version: "1.0"
+server: {name: who, version: "1.0.0"}
+tools:
+  - name: who
+    description: "Says who called"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: route}
+      - id: route
+        type: switch
+        conditions:
+          - {rule: {"in": ["admin", {var: "$caller.scopes"}]}, target: boss}
+          - {target: done}
+      - {id: boss, type: transform, transform: {expr: '$merge([$caller, {"boss": true}])'}, next: out}
+      - {id: done, type: transform, transform: {expr: '$caller ? $caller : {"nobody": true}'}, next: out}
+      - {id: out, type: transform, transform: {expr: '$exists($.boss) ? $.boss : $.done'}, next: exit}
+      - {id: exit, type: exit}
+YAML
+gw_put_graph "$ADMIN" acme who "$GG_TMP/who.yaml" >/dev/null
 EP=$GG_PUB/mcp/acme/g
 WK=$GG_PUB/.well-known/oauth-protected-resource
 
@@ -123,6 +144,27 @@ refused() { # DESCRIPTION TOKEN [URL]: 401 invalid_token with the challenge
   local st; st=$(call "$2" "${3:-$EP}")
   t "refused: $1" eq "$st $(jget "$GG_TMP/call.json" "d['error']['code']")" "401 invalid_token"
 }
+# $caller in a graph: the token's principal, never the token; an API key's id and scopes
+WHO=$GG_PUB/mcp/acme/who
+whocall() { # CREDENTIAL [URL] → the who tool's structured result, as Python reprs of chosen fields
+  gg_curl "$GG_TMP/who.json" -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: who' \
+    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"who","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    "${2:-$WHO}" >/dev/null
+  jget "$GG_TMP/who.json" "$3"; }
+WT=$(JWT cc "$ISS_A" "$WHO")
+t "\$caller of a client-credentials token: kind, issuer, client and scopes" eq \
+  "$(whocall "$WT" "$WHO" "(lambda c: (c['kind'], c['issuer'], c['client_id'], c['scopes'], 'boss' in c))(d['result']['structuredContent'])")" \
+  "('oauth', '$ISS_A', 'machine', ['tools:read', 'tools:execute'], False)"
+t "  its key_id is the stable hash, never the token" eq \
+  "$(jget "$GG_TMP/who.json" "(len(d['result']['structuredContent']['key_id']), '$WT'.split('.')[2] in json.dumps(d))")" "(16, False)"
+t "\$caller of an admin API key: routed on its scopes" eq \
+  "$(whocall "$ADMIN" "$WHO" "(lambda c: (c['kind'], c['boss'], 'admin' in c['scopes'], 'issuer' in c))(d['result']['structuredContent'])")" \
+  "('api_key', True, True, False)"
+t "the internal listener names no caller: undefined" eq \
+  "$(curl -sS -X POST -H 'Content-Type: application/json' --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/who/tools/who/call" | python3 -c "import json,sys; print(json.load(sys.stdin))")" \
+  "{'nobody': True}"
+
 # the node-spec service and the toolkit under the tenant take its tokens; the bare mounts do not
 list() { # TOKEN URL → status of a 2026-era tools/list (body in $GG_TMP/list.json)
   gg_curl "$GG_TMP/list.json" -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
