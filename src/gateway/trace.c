@@ -28,6 +28,13 @@ gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant
     if (version > 0) gg_span_attr_int(s, "graphgate.graph.version", version);
     gg_span_attr_str(s, "graphgate.tool", mcp_call_tool(call));
     if (key_id && *key_id) gg_span_attr_str(s, "graphgate.key_id", key_id);
+    const mcp_caller *who = mcp_call_caller(call);
+    if (who && who->issuer) { /* an OAuth principal (OpenTelemetry's enduser.*); never the token */
+        gg_span_attr_str(s, "enduser.id", who->subject);
+        gg_span_attr_str(s, "graphgate.caller.issuer", who->issuer);
+        gg_span_attr_str(s, "graphgate.caller.client_id", who->client_id);
+    }
+    if (who && who->scopes[0]) gg_span_attr_str(s, "enduser.scope", who->scopes);
     if (req) gg_span_attr_str(s, "http.request_id", gg_http_request_id(req));
     return s;
 }

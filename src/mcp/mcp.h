@@ -596,6 +596,8 @@ typedef struct mcp_caller {
     const char *scopes;                      /* graphgate scope names, comma-separated */
 } mcp_caller;
 void mcp_call_set_caller(mcp_call *c, const mcp_caller *who);
+/* What mcp_call_set_caller set (borrowed, lives as long as the call), or NULL. */
+const mcp_caller *mcp_call_caller(const mcp_call *c);
 
 
 #endif

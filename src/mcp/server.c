@@ -486,6 +486,7 @@ void mcp_call_set_caller(mcp_call *c, const mcp_caller *who) {
     }
     c->who.set = true;
 }
+const mcp_caller *mcp_call_caller(const mcp_call *c) { return c->who.set ? &c->who.view : NULL; }
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }

@@ -46,15 +46,22 @@ while True:
     c, _ = s.accept(); conns.append(c)
 " >"$GG_TMP/hang.port" &
 HANGPID=$!
-trap 'kill $PID_A $PID_B $HANGPID ${PID2:-} 2>/dev/null; gg_cleanup' EXIT
+trap 'kill $PID_A $PID_B $HANGPID ${PID2:-} ${OTLPPID:-} 2>/dev/null; gg_cleanup' EXIT
 for _ in $(seq 1 100); do [ -s "$GG_TMP/hang.port" ] && break; sleep 0.05; done
 HANG=$(cat "$GG_TMP/hang.port")
 [ -n "${ISS_A:-}" ] && [ -n "${ISS_B:-}" ] || { echo "the authorization servers did not start"; cat "$GG_TMP"/as_*.log; echo "0 passed, 1 failed"; exit 1; }
 
-cat >"$GG_TMP/gg.yaml" <<'YAML'
+# an OTLP receiver: spans name the caller, never the token
+python3 "$GG_SRCDIR/tests/telemetry/otlp_receiver.py" "$GG_TMP/spans.jsonl" ok "$GG_TMP/otlp.port" 2>/dev/null &
+OTLPPID=$!
+for _ in $(seq 1 100); do [ -s "$GG_TMP/otlp.port" ] && break; sleep 0.05; done
+cat >"$GG_TMP/gg.yaml" <<YAML
 oauth:
   unknown_kid_interval: 1s
   fetch_timeout: 1s
+telemetry:
+  otlp_endpoint: "http://127.0.0.1:$(cat "$GG_TMP/otlp.port")/v1/traces"
+  flush_interval: 50ms
 YAML
 for t in acme beta slow; do gw_cli_run tenant create $t >/dev/null; done
 ADMIN=$(gw_key acme admin)
@@ -161,6 +168,18 @@ t "  its key_id is the stable hash, never the token" eq \
 t "\$caller of an admin API key: routed on its scopes" eq \
   "$(whocall "$ADMIN" "$WHO" "(lambda c: (c['kind'], c['boss'], 'admin' in c['scopes'], 'issuer' in c))(d['result']['structuredContent'])")" \
   "('api_key', True, True, False)"
+spans_of_who() { python3 -c "
+import json, sys
+for line in open(sys.argv[1]):
+    for rs in json.loads(line)['body'].get('resourceSpans', []):
+        for ss in rs.get('scopeSpans', []):
+            for sp in ss.get('spans', []):
+                a = {x['key']: list(x['value'].values())[0] for x in sp.get('attributes', [])}
+                if sp['name'] == 'tools/call who' and 'enduser.id' in a:
+                    print(a['enduser.id'], a['graphgate.caller.client_id'], a['graphgate.caller.issuer'] == sys.argv[2], a['enduser.scope'])
+" "$GG_TMP/spans.jsonl" "$ISS_A" 2>/dev/null | head -1; }
+for _ in $(seq 1 100); do [ -n "$(spans_of_who)" ] && break; sleep 0.1; done
+t "the call's span names the principal (enduser.id, client, issuer, scopes)" eq "$(spans_of_who)" "machine machine True tools:read,tools:execute"
 t "the internal listener names no caller: undefined" eq \
   "$(curl -sS -X POST -H 'Content-Type: application/json' --data-binary '{}' "$GG_INT/internal/tenants/acme/graphs/who/tools/who/call" | python3 -c "import json,sys; print(json.load(sys.stdin))")" \
   "{'nobody': True}"
@@ -381,6 +400,9 @@ files = [f for f in glob.glob(sys.argv[1] + '*') if os.path.isfile(f)] + glob.gl
 bad = [f for f in files if os.path.isfile(f) and any(s in open(f, 'rb').read() for s in sigs)]
 print(' leaked into', bad) if bad else None
 sys.exit(1 if bad or not sigs else 0)" "$GG_DB" "$CC" "$GOOD" "$BOUND" "$ED"
+t "no token in the exported spans" python3 -c "
+import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(1 if not d or any(t.split('.')[2].encode() in d for t in sys.argv[2:]) else 0)" \
+  "$GG_TMP/spans.jsonl" "$CC" "$GOOD" "$WT" "$ED"
 t "no token in the server's log" python3 -c "
 import sys; log = open(sys.argv[1], errors='replace').read(); sys.exit(1 if sys.argv[2] in log or sys.argv[3] in log else 0)" "$GG_TMP/serve.err" "$(echo "$CC" | cut -d. -f3)" "$(echo "$GOOD" | cut -d. -f3)"
 gg_finish

@@ -223,6 +223,8 @@ try {
   check('the failed node is red in the diagram', (await page.$eval('svg.diagram .node[data-node="bad"] rect', (r) => getComputedStyle(r).stroke)) === RED);
   check('  and red in the timeline', (await page.$eval('ol.timeline li.step.failed', (s) => getComputedStyle(s).borderTopColor)) === RED);
   check('  only the failed node', JSON.stringify(await page.$$eval('svg.diagram .node.failed', (g) => g.map((n) => n.dataset.node))) === '["bad"]');
+  const callerText = await page.$eval('dl.facts dd.caller', (d) => d.textContent).catch(() => null);
+  check('the execution names its caller (the API key id)', /^key [0-9a-f]{16}$/.test(callerText || ''), callerText);
   await page.$eval('ol.timeline li.step.failed details', (d) => { d.open = true; });
   const errPre = await page.$eval('ol.timeline li.step.failed pre.err-text', (p) =>
     ({ text: p.textContent, ws: getComputedStyle(p).whiteSpace, fits: p.scrollWidth <= p.clientWidth }));

@@ -402,6 +402,10 @@
         el('dt', { text: 'Graph' }), el('dd', {}, link('#/t/' + enc(t) + '/g/' + enc(x.graph) + '/v/' + x.version + '/tool/' + enc(x.tool),
           t + ' / ' + x.graph + ' v' + x.version)),
         el('dt', { text: 'Tool' }), el('dd', { text: x.tool }),
+        /* who called: an OAuth principal (subject, client, issuer), else the API key's id */
+        x.caller ? [el('dt', { text: 'Caller' }), el('dd', { class: 'caller' }, el('strong', { text: x.caller.subject }),
+          el('span', { class: 'muted', text: ' via ' + (x.caller.client_id || '?') + ' · ' + x.caller.issuer }))]
+          : x.key_id ? [el('dt', { text: 'Caller' }), el('dd', { class: 'caller' }, 'key ', el('code', { text: x.key_id }))] : null,
         el('dt', { text: 'Started' }), el('dd', { text: when(x.started_at) }),
         el('dt', { text: 'Duration' }), el('dd', { text: ms(x.duration_ms) }),
         x.trace_id ? [el('dt', { text: 'Trace' }), el('dd', {}, el('code', { class: 'trace-id', text: x.trace_id }))] : null,
