@@ -27,6 +27,7 @@
 #include "auth/auth.h"
 
 #define MAX_TENANTS 4096       /* definitions cached; past it the cache starts over */
+#define TENANT_SLOTS (2 * MAX_TENANTS) /* open addressing at most half full: short probes */
 #define MAX_ISSUER_STATES 1024 /* distinct (issuer, jwks_uri) pairs followed */
 #define MAX_KEYS 64            /* keys in one JWKS */
 #define TOKEN_SLOTS 4096       /* verified tokens remembered (direct-mapped by hash) */
@@ -77,7 +78,7 @@ struct gg_oauth {
     gg_store *store;
     gg_oauth_options opt;
     pthread_mutex_t mu; /* guards tenants, issuers and their fields */
-    tenant_def *tenants;
+    tenant_def *tenants; /* TENANT_SLOTS, by gg_hash_str of the name; name "" = free */
     size_t ntenants;
     issuer_state *issuers[MAX_ISSUER_STATES];
     size_t nissuers;
@@ -104,15 +105,32 @@ static double wall_s(void) { return (double)gg_wall_ms() / 1000.0; }
 
 /* The tenant's definition (new reference, NULL when it has none); reads the store once per
  * tenant and generation. false + err when the store cannot be read. */
+/* The tenant's slot: its entry, or the free one where it goes (caller holds mu). */
+static tenant_def *tenant_slot_locked(gg_oauth *o, const char *tenant) {
+    size_t i = (size_t)gg_hash_str(tenant) & (TENANT_SLOTS - 1);
+    while (o->tenants[i].name[0] && strcmp(o->tenants[i].name, tenant) != 0) i = (i + 1) & (TENANT_SLOTS - 1);
+    return &o->tenants[i];
+}
+
+static void forget_tenants_locked(gg_oauth *o) {
+    for (size_t i = 0; i < TENANT_SLOTS && o->ntenants; i++)
+        if (o->tenants[i].name[0]) {
+            json_decref(o->tenants[i].def);
+            o->tenants[i] = (tenant_def){0};
+            o->ntenants--;
+        }
+}
+
 static bool tenant_definition(gg_oauth *o, const char *tenant, json_t **out, gg_error *err) {
     *out = NULL;
+    if (!tenant[0] || strlen(tenant) >= GG_TENANT_MAX) return true; /* no such tenant: none */
     pthread_mutex_lock(&o->mu);
-    for (size_t i = 0; i < o->ntenants; i++)
-        if (!strcmp(o->tenants[i].name, tenant)) {
-            *out = json_incref(o->tenants[i].def);
-            pthread_mutex_unlock(&o->mu);
-            return true;
-        }
+    tenant_def *hit = tenant_slot_locked(o, tenant);
+    if (hit->name[0]) {
+        *out = json_incref(hit->def);
+        pthread_mutex_unlock(&o->mu);
+        return true;
+    }
     pthread_mutex_unlock(&o->mu);
     gg_error e = GG_ERROR_INIT;
     json_t *row = gg_store_oauth_get(o->store, tenant, &e);
@@ -124,13 +142,13 @@ static bool tenant_definition(gg_oauth *o, const char *tenant, json_t **out, gg_
     json_t *def = row ? json_incref(json_object_get(row, "definition")) : NULL;
     json_decref(row);
     pthread_mutex_lock(&o->mu);
-    if (o->ntenants == MAX_TENANTS) { /* bounded: start over rather than grow */
-        for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
-        o->ntenants = 0;
+    if (o->ntenants == MAX_TENANTS) forget_tenants_locked(o); /* bounded: start over rather than grow */
+    tenant_def *t = tenant_slot_locked(o, tenant);
+    if (!t->name[0]) { /* (another thread may have cached it meanwhile) */
+        gg_strcopy(t->name, sizeof t->name, tenant);
+        t->def = json_incref(def);
+        o->ntenants++;
     }
-    tenant_def *t = &o->tenants[o->ntenants++];
-    gg_strcopy(t->name, sizeof t->name, tenant);
-    t->def = json_incref(def);
     pthread_mutex_unlock(&o->mu);
     *out = def;
     return true;
@@ -138,8 +156,7 @@ static bool tenant_definition(gg_oauth *o, const char *tenant, json_t **out, gg_
 
 static void forget_definitions(gg_oauth *o) {
     pthread_mutex_lock(&o->mu);
-    for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
-    o->ntenants = 0;
+    forget_tenants_locked(o);
     pthread_mutex_unlock(&o->mu);
     atomic_fetch_add(&o->epoch, 1);
 }
@@ -445,7 +462,7 @@ static void *fetcher_main(void *arg) {
 
 gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err) {
     gg_oauth *o = calloc(1, sizeof *o);
-    if (o) o->tenants = calloc(MAX_TENANTS, sizeof *o->tenants);
+    if (o) o->tenants = calloc(TENANT_SLOTS, sizeof *o->tenants);
     if (o && o->tenants) o->tokens = calloc(TOKEN_SLOTS, sizeof *o->tokens);
     if (o && o->tokens) o->proofs = calloc((size_t)PROOF_BUCKETS * PROOF_WAYS, sizeof *o->proofs);
     if (!o || !o->proofs) {
@@ -489,7 +506,7 @@ void gg_oauth_free(gg_oauth *o) {
         pthread_mutex_unlock(&o->mu);
         pthread_join(o->thread, NULL);
     }
-    for (size_t i = 0; i < o->ntenants; i++) json_decref(o->tenants[i].def);
+    forget_tenants_locked(o);
     for (size_t i = 0; i < o->nissuers; i++) {
         issuer_state *s = o->issuers[i];
         free(s->issuer);

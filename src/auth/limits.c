@@ -26,11 +26,7 @@ typedef struct table {
     } stripe[STRIPES];
 } table;
 
-static size_t hash_name(const char *s) {
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
+static size_t hash_name(const char *s) { return (size_t)gg_hash_str(s); }
 
 static table *table_new(void) {
     table *t = calloc(1, sizeof *t);

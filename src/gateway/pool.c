@@ -44,11 +44,7 @@ struct gw_pool {
     pthread_t *threads;
 };
 
-static unsigned hash_name(const char *s) {
-    unsigned h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h % BUCKETS;
-}
+static unsigned hash_name(const char *s) { return (unsigned)(gg_hash_str(s) % BUCKETS); }
 
 /* The tenant's queue, made on first use (caller holds mu). */
 static tq *tenant_queue(gw_pool *p, const char *name) {

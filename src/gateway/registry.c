@@ -55,11 +55,7 @@ struct gw_registry {
 };
 
 static size_t hash2(const char *a, const char *b) {
-    size_t h = 1469598103934665603ull;
-    for (; *a; a++) h = (h ^ (unsigned char)*a) * 1099511628211ull;
-    h = (h ^ '/') * 1099511628211ull;
-    for (; *b; b++) h = (h ^ (unsigned char)*b) * 1099511628211ull;
-    return h;
+    return (size_t)gg_hash_add(gg_hash_sep(gg_hash_str(a), '/'), b);
 }
 
 /* An empty registry keeping at most cache_size compiled versions (0 = no bound); loader

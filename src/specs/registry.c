@@ -141,11 +141,7 @@ static json_t *entry_json(json_t *doc, bool examples, bool schemas) {
 /* ---- snapshots ----------------------------------------------------------------------- */
 
 static uint64_t key_hash(const char *type, const char *subtype) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = type; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h = (h ^ '.') * 1099511628211ull;
-    for (const char *p = subtype; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
+    return gg_hash_add(gg_hash_sep(gg_hash_str(type), '.'), subtype);
 }
 
 static void snapshot_free(specs_snapshot *s) {

@@ -297,11 +297,7 @@ static long long row_bytes(const hist_row *w) {
 }
 
 /* FNV-1a over an id, for the per-batch "has a final state" set. */
-static size_t id_hash(const char *id) {
-    size_t h = 1469598103934665603ULL;
-    for (; *id; id++) h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return h;
-}
+static size_t id_hash(const char *id) { return (size_t)gg_hash_str(id); }
 
 /* Write one batch in one transaction. A RUNNING record whose final state is in the same
  * batch is skipped: the final upsert writes the whole row anyway. */

@@ -165,6 +165,20 @@ static inline void gg_strcopy(char *dst, size_t size, const char *src) {
     dst[n] = '\0';
 }
 
+/* The hash of the in-memory tables (FNV-1a, 64 bits): fast on short names, not for anything an
+ * attacker may choose to collide where that would hurt (every table using it is bounded or
+ * keyed by names an admin created). Compose keys with gg_hash_add and a separator byte
+ * between parts, so "ab"+"c" and "a"+"bc" differ. */
+#define GG_HASH_INIT 0xcbf29ce484222325ull /* the FNV offset basis */
+static inline unsigned long long gg_hash_add(unsigned long long h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+static inline unsigned long long gg_hash_sep(unsigned long long h, unsigned char sep) {
+    return (h ^ sep) * 1099511628211ull;
+}
+static inline unsigned long long gg_hash_str(const char *s) { return gg_hash_add(GG_HASH_INIT, s); }
+
 /* The candidate closest to word by edit distance (suggest.c), if within max(2, strlen(word)/3)
  * edits; the first of equally close ones; NULL when none is that close (NULL entries are
  * skipped). For "did you mean 'x'?" in messages about a misspelt name. */

@@ -98,14 +98,8 @@ static bool yt_push(ynode *parent, ynode *child) {
     return true;
 }
 
-static size_t yt_hash(const char *s) {
-    size_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static yanchor *yt_slot(yanchor *tab, size_t cap, const char *name) {
-    for (size_t i = yt_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1))
+    for (size_t i = (size_t)gg_hash_str(name) & (cap - 1);; i = (i + 1) & (cap - 1))
         if (!tab[i].name || strcmp(tab[i].name, name) == 0) return &tab[i];
 }
 

@@ -434,6 +434,19 @@ START_TEST(tally_counts_per_name_with_a_bound) {
 }
 END_TEST
 
+START_TEST(hash_is_fnv1a_and_parts_stay_apart) {
+    /* the published FNV-1a 64 vectors */
+    ck_assert_uint_eq(gg_hash_str(""), 0xcbf29ce484222325ull);
+    ck_assert_uint_eq(gg_hash_str("a"), 0xaf63dc4c8601ec8cull);
+    ck_assert_uint_eq(gg_hash_str("foobar"), 0x85944171f73967e8ull);
+    /* composed keys: a separator keeps "ab"/"c" from "a"/"bc" */
+    unsigned long long x = gg_hash_add(gg_hash_sep(gg_hash_str("ab"), '/'), "c");
+    unsigned long long y = gg_hash_add(gg_hash_sep(gg_hash_str("a"), '/'), "bc");
+    ck_assert_uint_ne(x, y);
+    ck_assert_uint_eq(gg_hash_add(gg_hash_str("ab"), "c"), gg_hash_str("abc"));
+}
+END_TEST
+
 START_TEST(closest_name_within_the_threshold) {
     const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
     const size_t n = sizeof tools / sizeof tools[0];
@@ -494,6 +507,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
+    tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
