@@ -19,7 +19,7 @@ reasons=$(mktemp); trap 'rm -f "$reasons"' EXIT
 kind_of() {
   case $1 in
     */cases/*.trs) echo integration ;; # tests/cases/NAME.case logs as NAME.log
-    */jsonata/suite.sh.trs|*/jsonlogic/suite-*.trs) echo conformance ;;
+    */jsonata/suite.sh.trs|*/jsonlogic/suite-*.trs|*/gateway/conformance_client.sh.trs) echo conformance ;;
     *-diff.sh.trs|*/differential.sh.trs) echo differential ;;
     *.sh.trs) if [ -n "$2" ]; then echo unit; else echo integration; fi ;;
     *) echo unit ;;

@@ -116,6 +116,9 @@ typedef struct gg_config {
     long long session_ttl_ms;     /* session.ttl: 24h */
     long long session_idle_timeout_ms; /* session.idle_timeout: 30m; 0 = sessions never idle */
     char *key_pepper;             /* auth.key_pepper: NULL = per-database random pepper */
+    char *secrets_key;            /* secrets.key: the tenant secrets' master key (32 bytes, hex or
+                                   * base64); NULL = none (GRAPHGATE_SECRETS_KEY) */
+    char *secrets_key_file;       /* secrets.key_file: a file holding that key instead */
     char *public_url;             /* public_url: the base URL clients reach the public
                                    * listener at ("https://mcp.example.com"); names the
                                    * OAuth resources; NULL = http://<listen> on a loopback

@@ -66,6 +66,8 @@ static const key_def keys[] = {
     {"session.ttl", T_DUR, F(session_ttl_ms), 1000, 31.0 * 86400000, false},
     {"session.idle_timeout", T_DUR, F(session_idle_timeout_ms), 0, 31.0 * 86400000, false},
     {"auth.key_pepper", T_STR, F(key_pepper), 0, 0, true},
+    {"secrets.key", T_STR, F(secrets_key), 0, 0, true},
+    {"secrets.key_file", T_STR, F(secrets_key_file), 0, 0, false},
     {"auth.key_cache_ttl", T_DUR, F(key_cache_ttl_ms), 0, 86400000, false},
     {"rate_limit.rate", T_DOUBLE, F(rate_limit_rate), 0, 1e7, false},
     {"rate_limit.burst", T_INT, F(rate_limit_burst), 0, 10000000, false},

@@ -328,4 +328,63 @@ void gg_auth_http_insufficient_scope_at(struct gg_http_res *res, gg_oauth *o, co
 void gg_auth_http_challenge(struct gg_http_res *res, const gg_resource *r, const char *error, const char *desc,
                             const char *scope);
 
+/* ---- graphgate as the OAuth client of a downstream MCP server (oauth_client.c) ----------
+ * One per downstream server definition: its tokens (in memory only), discovery and grants;
+ * see the file's comment for the flow. Settings (an mcpServers entry's `auth`): type
+ * (oauth | client_credentials | jwt_bearer), client_id, client_secret, scope,
+ * token_endpoint_auth_method (client_secret_basic | client_secret_post | none),
+ * (+ private_key_jwt), client_metadata_url (a client ID metadata document), redirect_uri,
+ * assertion (jwt_bearer: the workload's JWT), private_key (PEM, signing private_key_jwt
+ * assertions) with signing_algorithm (ES256 | ES384 | RS256 | PS256), dpop (true: DPoP-bound
+ * tokens, RFC 9449, nonces included), timeout (ms per request, 100..120000). Errors: "invalid_config" for
+ * settings, "downstream_auth" for everything the servers answer or fail to. */
+#define GG_OAUTH_CLIENT_URL_MAX 1024
+#define GG_OAUTH_CLIENT_MAX_BODY (256u << 10) /* one metadata, registration or token answer */
+#define GG_OAUTH_CLIENT_MAX_STEP_UPS 2        /* 403 insufficient_scope re-authorizations in a row */
+#define GG_OAUTH_PKCE_VERIFIER_LEN 43
+#define GG_OAUTH_PKCE_CHALLENGE_LEN 43
+typedef struct gg_oauth_client gg_oauth_client;
+/* The caller's egress policy for every request the client makes (both may be NULL): url_ok
+ * before a request, connect_ok for each address libcurl connects to; false + why. */
+struct sockaddr;
+typedef struct gg_oauth_client_net {
+    bool (*url_ok)(void *ctx, const char *url, char *why, size_t n);
+    bool (*connect_ok)(void *ctx, const char *url, const struct sockaddr *sa, char *why, size_t n);
+    void *ctx;
+} gg_oauth_client_net;
+bool gg_oauth_client_check_settings(const json_t *settings, gg_error *err);
+gg_oauth_client *gg_oauth_client_new(const json_t *settings, const char *server_url, const char *name,
+                                     const gg_oauth_client_net *net, gg_error *err);
+/* Waits for a resolution in flight (bounded by its timeouts), then frees. */
+void gg_oauth_client_free(gg_oauth_client *c);
+/* The provider calls (impl is the gg_oauth_client), shaped as mcp_auth_provider's: the
+ * headers of a request ("Authorization: Bearer ..."; false = no token yet, or expired), and
+ * a 401/403 resolved on a helper thread, done(user, err) called once (err NULL = retry). */
+typedef void (*gg_oauth_client_done_fn)(void *user, gg_error *err);
+bool gg_oauth_client_headers(void *impl, const char *url, const char *method, char *out, size_t cap);
+void gg_oauth_client_challenge(void *impl, const char *url, int status, const char *www_authenticate,
+                               const char *dpop_nonce, gg_oauth_client_done_fn done, void *user);
+void gg_oauth_client_destroy(void *impl);
+/* {state: valid|none, valid_until_ms?, refresh_token, issuer?, fetches, failures}: never a token. */
+json_t *gg_oauth_client_state(gg_oauth_client *c);
+/* Pure parts. The Bearer challenge's parameters (false when it has none). */
+typedef struct gg_oauth_challenge {
+    bool bearer;
+    char error[64], scope[512], resource_metadata[GG_OAUTH_CLIENT_URL_MAX];
+} gg_oauth_challenge;
+bool gg_oauth_client_parse_challenge(const char *www_authenticate, gg_oauth_challenge *out);
+/* Protected-resource metadata URLs of a server URL in the order to try (path-inserted, then
+ * root); authorization-server metadata URLs of an issuer (RFC 8414, then OpenID, in the
+ * MCP spec's order). Return how many were written (at most max). */
+int gg_oauth_client_prm_urls(const char *server_url, char urls[][GG_OAUTH_CLIENT_URL_MAX], int max);
+int gg_oauth_client_as_urls(const char *issuer, char urls[][GG_OAUTH_CLIENT_URL_MAX], int max);
+/* Whether metadata's resource may name server_url: same origin, its path a prefix of the
+ * server's at a segment boundary, no fragment. */
+bool gg_oauth_client_resource_ok(const char *resource, const char *server_url);
+/* RFC 9207: iss (NULL = absent) against the issuer, by plain string comparison; absent is
+ * fine only when the server did not advertise the parameter. */
+bool gg_oauth_client_iss_ok(const char *iss, const char *issuer, bool advertised);
+/* A fresh PKCE verifier (32 random bytes, base64url) and its S256 challenge. */
+void gg_oauth_client_pkce(char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1], char challenge[GG_OAUTH_PKCE_CHALLENGE_LEN + 1]);
+
 #endif

@@ -37,6 +37,8 @@ int gg_cmd_mcp(int argc, char **argv);
 int gg_cmd_run(int argc, char **argv);
 /* JSONata / JSON Logic evaluation (src/cli/cmd_eval.c) */
 int gg_cmd_eval(int argc, char **argv);
+/* the client leg of the MCP conformance suite on the downstream client (src/cli/cmd_conformance.c) */
+int gg_cmd_conformance_client(int argc, char **argv);
 
 int gg_cmd_serve(int argc, char **argv); /* builds the gg_app (src/app/app.h) and runs it */
 
@@ -57,6 +59,7 @@ struct gg_store *gg_cli_open_store_create(const gg_config *c, const char *cmd, i
 int gg_cmd_migrate(int argc, char **argv);
 int gg_cmd_tenant(int argc, char **argv);
 int gg_cmd_key(int argc, char **argv);
+int gg_cmd_secret(int argc, char **argv); /* cmd_secret.c: graphgate secret set|list|delete|rekey */
 /* src/cli/cmd_specs.c (built with src/specs): graphgate specs load|check|list|show|search */
 int gg_cmd_specs(int argc, char **argv);
 

@@ -4,6 +4,7 @@
  * gateway's tools/call checks them (mcp_tool_check_*), so a run that passes here passes there;
  * --trace writes each node's record as a JSON line on stderr, --trace=compact a timeline. */
 #include "cli/cli.h"
+#include "gateway/gateway.h"
 #include "graph/graph.h"
 #include "jsonata/jsonata.h"
 
@@ -81,6 +82,7 @@ static int usage(FILE *f) {
 }
 
 int gg_cmd_run(int argc, char **argv) {
+    gg_gateway_downstream_auth_install(); /* servers with `auth:` get their tokens here too */
     const char *file = NULL, *tool = NULL, *args_text = NULL;
     bool trace = false, compact = false;
     for (int i = 1; i < argc; i++) {

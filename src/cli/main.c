@@ -14,9 +14,12 @@ static const gg_command commands[] = {
     {"migrate", "apply pending database migrations", gg_cmd_migrate},
     {"tenant", "create, list or delete tenants", gg_cmd_tenant},
     {"key", "create, list or revoke API keys", gg_cmd_key},
+    {"secret", "set, list or delete a tenant's secrets; re-encrypt them under a new key", gg_cmd_secret},
     {"executions", "list recorded tool runs or show one with its node history", gg_cmd_executions},
     {"mcp", "list downstream MCP servers' tools: sync a graph file's, show a stored catalog", gg_cmd_mcp},
     {"specs", "load, check, list and show node specifications", gg_cmd_specs},
+    {"conformance-client", "run one MCP conformance client scenario with the downstream client",
+     gg_cmd_conformance_client},
     {"version", "print version information", gg_cmd_version},
 };
 

@@ -276,6 +276,7 @@ gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double dead
     o.cap_eval_memory = (long)cfg->limits_eval_memory_bytes;
     o.cap_run_memory = (long)cfg->limits_run_memory_bytes;
     o.clamp_limits = !upload;
+    o.check_secrets = upload; /* a stored version naming a since-deleted secret still loads */
     o.deadline_ms = deadline_ms;
     return o;
 }
@@ -307,6 +308,11 @@ static json_t *graph_job_apply(graph_job *j, int *status) {
     gg_graph_options o = gw_graph_options(gw, true, j->deadline_ms);
     gw_catalog_sink sink;
     o.downstream = gw_catalog_sink_init(&sink, gw, j->tenant);
+    gw_pins_ctx pins = {gw, j->tenant, j->graph, j->version};
+    if (j->version) { /* a rollback serves what that version pinned */
+        o.pinned = gw_stored_pins;
+        o.pinned_user = &pins;
+    }
     mcp_server *s = gw_build_graph(gw, j->tenant, j->graph, j->src, j->len, &o, &d, &err);
     gw_catalog_sink_done(&sink, j->graph); /* other proxy graphs see what the listing changed */
     json_t *out = NULL;
@@ -342,6 +348,7 @@ static json_t *graph_job_apply(graph_job *j, int *status) {
         gg_graph_diags_free(&d);
         return error_body(&err, status);
     }
+    if (!j->version) gw_pins_store(gw, j->tenant, j->graph, version, s); /* before it is served */
     gw_registry_put(gw->registry, j->tenant, j->graph, version, s);
     gw_downstream_listen(s);
     json_t *warnings = json_array();
@@ -731,6 +738,8 @@ bool gw_admin_install_routes(gg_gateway *gw, gg_error *err) {
         {"GET", "/admin/tenants/{t}/principals", gw_oauth_principals},
         {"GET", "/admin/tenants/{t}/downstream", gw_downstream_list},
         {"POST", "/admin/tenants/{t}/downstream/sync", gw_downstream_sync},
+        {"POST", "/admin/tenants/{t}/downstream/changes/{id}/approve", gw_downstream_approve},
+        {"POST", "/admin/tenants/{t}/downstream/changes/{id}/reject", gw_downstream_reject},
         {"PUT", "/admin/tenants/{t}/views/{name}", gw_views_put},
         {"GET", "/admin/tenants/{t}/views", gw_views_list},
         {"GET", "/admin/tenants/{t}/views/{name}", gw_views_get},

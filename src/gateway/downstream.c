@@ -13,10 +13,12 @@
  * recompiles the tenant's graphs that proxy that server (src/graph/proxy.c) and tells
  * their clients tools/list_changed — no re-upload; the recompiled graph takes over the
  * previous compilation's downstream clients (gw_downstream_adopt). */
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gateway/internal.h"
+#include "util/suspicious.h"
 
 #define GW_DOWNSTREAM_REFRESH_S 900
 #define GW_DOWNSTREAM_TIMEOUT_MS 10000
@@ -27,6 +29,11 @@
 #define GW_CATALOG_PAGE_BYTES (2LL * 1024 * 1024)
 /* Refused catalogs a sync answer lists. */
 #define GW_CATALOG_MAX_ERRORS 64
+/* Pending or rejected definition changes a tenant holds at most (one per server tool). */
+#define GW_PENDING_MAX 256
+
+static void pins_listed(gw_catalog_sink *sink, const gg_graph_catalog *cat, bool changed);
+static void pins_metrics(gw_refresher *r, gg_strbuf *out);
 
 /* Store a catalog listed for the tenant: the store writes only what changed, and refuses
  * one that passes the tenant's catalog quota (an upload then fails; a refresh keeps the
@@ -36,6 +43,7 @@ static bool catalog_fetched(void *user, const gg_graph_catalog *cat, gg_error *e
     gg_catalog_put p = {sink->tenant, cat->identity, cat->server, cat->tools, cat->fetched_ms,
                         (long long)sink->gw->cfg->tenant_max_catalog_bytes};
     int stored = gg_store_downstream_put(sink->gw->store, &p, err);
+    if (stored >= 0) pins_listed(sink, cat, stored > 0);
     if (stored > 0) {
         if (!sink->changed) sink->changed = json_object();
         json_object_set_new(sink->changed, cat->identity, json_true());
@@ -88,12 +96,8 @@ static bool proxies_any(const gg_graph *g, json_t *changed) {
 /* Compile tenant/graph's stored version again (the catalogs as stored now) and reinstall
  * it, unless another version became active meanwhile. */
 static void recompile(gg_gateway *gw, const char *tenant, const char *graph, int version) {
-    gg_graph_source src = {0};
     gg_error err = GG_ERROR_INIT;
-    mcp_server *s = NULL;
-    if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &err))
-        s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &err);
-    gg_store_graph_source_clear(&src);
+    mcp_server *s = gw_build_version(gw, tenant, graph, version, &err);
     if (s) {
         gw_downstream_adopt(gw, tenant, graph, version, s); /* same servers: same sessions, streams, children */
         gw_downstream_listen(s); /* its clients listen (already, when taken over) */
@@ -203,7 +207,8 @@ void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *
     }
 }
 
-void gw_downstream_metrics(gg_strbuf *out) {
+void gw_downstream_metrics(gg_gateway *gw, gg_strbuf *out) {
+    pins_metrics(gw->refresher, out);
     mcp_listen_stats l = mcp_http_listen_stats();
     gg_strbuf_printf(out,
                      "# HELP graphgate_downstream_listen_streams GET streams to streamable-HTTP downstream servers, connecting or open (at most %d)\n"
@@ -238,8 +243,12 @@ static int answer_catalogs(gg_gateway *gw, gg_http_res *res, const char *tenant,
         gg_error_clear(&err);
         return GG_HTTP_DONE;
     }
+    json_t *changes = cursor ? NULL : gg_store_changes_list(gw->store, tenant, &err); /* on the first page */
+    gg_error_clear(&err);
     json_t *body = json_pack("{s:s,s:o,s:o}", "tenant", tenant, "catalogs", l, "next_cursor",
                              next ? json_string(next) : json_null());
+    if (changes) json_object_set_new(body, "changes", changes);
+    if (!cursor) json_object_set_new(body, "auth", gw_dsauth_tenant(gw->dsauth, tenant)); /* credentials in use */
     free(next);
     if (failed >= 0) json_object_set_new(body, "unreachable", json_integer(failed));
     if (failed >= 0) json_object_set_new(body, "errors", errors ? errors : json_array());
@@ -357,6 +366,9 @@ struct gw_refresher {
     lc_key *keys; /* LC_MAX of them */
     size_t nkeys;
     json_t *running; /* tenants whose re-listing is queued or running: tenant → true */
+    /* pinned definitions: counters (any thread) and the pins generation seen (watcher) */
+    atomic_ullong changes_recorded, changes_dropped, suspicious, suspicious_listed;
+    long long pins_gen; /* -1: not read yet */
 };
 
 static double lc_interval(const gw_refresher *r) {
@@ -529,6 +541,7 @@ gw_refresher *gw_refresher_start(gg_gateway *gw) {
     gw_refresher *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->gw = gw;
+    r->pins_gen = -1;
     r->running = json_object();
     r->keys = calloc(LC_MAX, sizeof *r->keys);
     pthread_mutex_init(&r->mu, NULL);
@@ -562,4 +575,298 @@ void gw_refresher_free(gw_refresher *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
+}
+
+/* ---- pinned definitions (issue 28) ------------------------------------------------------
+ * An upload stores what its graph pinned (gw_pins_store); a stored version compiles from
+ * its pins (gw_stored_pins, src/graph/pins.c applies the server's on_change). A listing
+ * whose catalog changed is compared with the pins of the tenant's active versions on that
+ * server (review and quarantine): each differing tool is a pending change with its diff,
+ * one row per tool (a newer change replaces it), at most GW_PENDING_MAX per tenant, an
+ * audit entry when first proposed, and counted. An admin approves (the pins take the new
+ * definition, the pins generation moves: every replica recompiles, gw_pins_check) or
+ * rejects (the row stays as rejected, so the same definition is not proposed again). */
+
+/* Hashes of the definitions g pinned, beside them (the store cannot hash: graph layer). */
+static json_t *pins_with_hashes(json_t *pins) {
+    json_t *out = json_deep_copy(pins);
+    const char *id, *tool;
+    json_t *e, *def;
+    json_object_foreach(out, id, e) {
+        json_t *h = json_object();
+        json_object_foreach(json_object_get(e, "tools"), tool, def) {
+            char hex[65];
+            if (gg_graph_tool_hash(def, hex)) json_object_set_new(h, tool, json_string(hex));
+        }
+        json_object_set_new(e, "hash", h);
+    }
+    return out;
+}
+
+void gw_pins_store(gg_gateway *gw, const char *tenant, const char *graph, int version, mcp_server *s) {
+    gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+    json_t *pins = g ? pins_with_hashes(gg_graph_pins(g)) : NULL;
+    gg_error err = GG_ERROR_INIT;
+    if (pins && !gg_store_pins_put(gw->store, tenant, graph, version, pins, &err))
+        gg_log(GG_LOG_ERROR, "the version's pinned definitions were not stored; it follows its servers' catalogs", "tenant",
+               tenant, "graph", graph, "error", err.message ? err.message : err.code, NULL);
+    gg_error_clear(&err);
+    json_decref(pins);
+}
+
+json_t *gw_stored_pins(void *user, const char *server, const char *identity) {
+    (void)server;
+    gw_pins_ctx *c = user;
+    gg_error err = GG_ERROR_INIT;
+    json_t *pins = gg_store_pins_get(c->gw->store, c->tenant, c->graph, c->version, identity, &err);
+    gg_error_clear(&err);
+    return pins;
+}
+
+/* The definition named name in tools, or NULL. */
+static json_t *def_named(json_t *tools, const char *name) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t)
+        if (json_is_string(json_object_get(t, "name")) && !strcmp(json_string_value(json_object_get(t, "name")), name)) return t;
+    return NULL;
+}
+
+/* A change's id: what it changes and to what, so an approval names exactly what was shown. */
+static void change_id(const char *identity, const char *tool, const char *new_hash, char out[17]) {
+    crypto_generichash_state st;
+    unsigned char h[8];
+    const char *parts[] = {identity, tool, new_hash ? new_hash : ""};
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    for (int i = 0; i < 3; i++) crypto_generichash_update(&st, (const unsigned char *)parts[i], strlen(parts[i]) + 1);
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(out, 17, h, sizeof h);
+}
+
+/* Suspicious text in a definition, for the change's note (NULL when none). */
+static json_t *suspicious_note(const json_t *def) {
+    json_t *part = gg_graph_tool_pin_part(def);
+    uint32_t cp = 0;
+    char where[128], first[16];
+    size_t n = part ? gg_suspicious_json(part, &cp, where, sizeof where) : 0;
+    json_decref(part);
+    if (!n) return NULL;
+    snprintf(first, sizeof first, "U+%04X", (unsigned)cp);
+    return json_pack("{s:I,s:s,s:s}", "count", (json_int_t)n, "first", first, "at", where);
+}
+
+/* Record one tool's change (old/new definitions may be NULL: added, removed). */
+static void record_change(gg_gateway *gw, const gg_graph_catalog *cat, const char *tenant, const char *tool, json_t *old,
+                          const char *old_hash, json_t *now) {
+    gw_refresher *r = gw->refresher;
+    char new_hash[65] = "", id[17];
+    if (now) gg_graph_tool_hash(now, new_hash);
+    change_id(cat->identity, tool, now ? new_hash : NULL, id);
+    json_t *diff = gg_graph_tool_diff(old, now), *part = now ? gg_graph_tool_pin_part(now) : NULL;
+    json_t *sus = now ? suspicious_note(now) : NULL;
+    if (sus) json_object_set_new(diff, "suspicious", sus);
+    char *difft = json_dumps(diff, JSON_COMPACT), *deft = part ? json_dumps(part, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    const char *kind = !old ? "added" : !now ? "removed" : "changed";
+    gg_store_change ch = {tenant, cat->identity, tool, id, cat->server, kind, old_hash, now ? new_hash : NULL, deft,
+                          difft ? difft : "{}", gg_wall_ms()};
+    gg_error err = GG_ERROR_INIT;
+    int got = difft ? gg_store_change_record(gw->store, &ch, GW_PENDING_MAX, &err) : -1;
+    if (got > 0 && r) atomic_fetch_add(&r->changes_recorded, 1);
+    if (got > 0 && sus && r) atomic_fetch_add(&r->suspicious, 1);
+    if (got < 0 && r) atomic_fetch_add(&r->changes_dropped, 1);
+    if (got == 1) {
+        gg_principal pr = {.key_id = "internal"};
+        gw_admin_audit(gw, &pr, tenant, "downstream.change", cat->server,
+                       json_pack("{s:s,s:s,s:s,s:O}", "id", id, "tool", tool, "kind", kind, "diff", diff));
+    }
+    if (got < 0)
+        gg_log(GG_LOG_WARN, "a pinned definition's change was not recorded (the pin stays)", "tenant", tenant, "server",
+               cat->server, "tool", tool, "error", err.message ? err.message : err.code, NULL);
+    else if (got > 0)
+        gg_log(GG_LOG_WARN, "a downstream tool's pinned definition changed; held for review", "tenant", tenant, "server",
+               cat->server, "tool", tool, "kind", kind, "id", id, NULL);
+    gg_error_clear(&err);
+    free(difft);
+    free(deft);
+    json_decref(part);
+    json_decref(diff);
+}
+
+/* A listed catalog that changed, against the pins of the tenant's active versions on it. */
+static void pins_compare(gg_gateway *gw, const char *tenant, const gg_graph_catalog *cat) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *pins = gg_store_pins_active(gw->store, tenant, cat->identity, &err), *seen = json_object();
+    gg_error_clear(&err);
+    json_t *pending = json_object(), *rows = json_array_size(pins) ? gg_store_changes_list(gw->store, tenant, &err) : NULL;
+    gg_error_clear(&err);
+    size_t k;
+    json_t *row;
+    json_array_foreach(rows, k, row) /* the tools with a pending change here: cleared when back to the pin */
+        if (!strcmp(json_string_value(json_object_get(row, "identity")), cat->identity) &&
+            !strcmp(json_string_value(json_object_get(row, "status")), "pending"))
+            json_object_set_new(pending, json_string_value(json_object_get(row, "tool")), json_true());
+    json_decref(rows);
+    bool whole = false;
+    size_t i;
+    json_t *p;
+    json_array_foreach(pins, i, p) {
+        const char *tool = json_string_value(json_object_get(p, "tool"));
+        whole = whole || json_is_true(json_object_get(p, "whole"));
+        json_t *now = def_named(cat->tools, tool);
+        char h[65] = "";
+        if (now) gg_graph_tool_hash(now, h);
+        bool same = now && !strcmp(h, json_string_value(json_object_get(p, "hash")));
+        if (!same) record_change(gw, cat, tenant, tool, json_object_get(p, "definition"),
+                                 json_string_value(json_object_get(p, "hash")), now);
+        else if (json_object_get(pending, tool) && !json_object_get(seen, tool))
+            gg_store_change_clear(gw->store, tenant, cat->identity, tool, &err);
+        gg_error_clear(&err);
+        json_object_set_new(seen, tool, json_true());
+    }
+    json_t *t;
+    json_array_foreach(whole ? cat->tools : NULL, i, t) { /* added: only a `tools: all` entry lists it */
+        const char *tool = json_string_value(json_object_get(t, "name"));
+        if (tool && !json_object_get(seen, tool)) record_change(gw, cat, tenant, tool, NULL, NULL, t);
+    }
+    json_decref(pending);
+    json_decref(seen);
+    json_decref(pins);
+}
+
+/* Every listing: suspicious text counted; a changed catalog compared with the pins. */
+static void pins_listed(gw_catalog_sink *sink, const gg_graph_catalog *cat, bool changed) {
+    gw_refresher *r = sink->gw->refresher;
+    size_t i;
+    json_t *t;
+    json_array_foreach(cat->tools, i, t) {
+        json_t *sus = suspicious_note(t);
+        if (!sus) continue;
+        if (r) atomic_fetch_add(&r->suspicious_listed, 1);
+        if (changed)
+            gg_log(GG_LOG_WARN, "a downstream tool definition holds invisible or direction-changing characters", "tenant",
+                   sink->tenant, "server", cat->server, "tool", json_string_value(json_object_get(t, "name")), "first",
+                   json_string_value(json_object_get(sus, "first")), NULL);
+        json_decref(sus);
+    }
+    if (changed) pins_compare(sink->gw, sink->tenant, cat);
+}
+
+/* Recompile the installed graphs of tenant that proxy identity (every one when NULL). */
+static void recompile_proxies(gg_gateway *gw, const char *tenant, const char *identity) {
+    json_t *all = gw_registry_list(gw->registry);
+    size_t i;
+    json_t *e;
+    json_array_foreach(all, i, e) {
+        const char *t = json_string_value(json_array_get(e, 0)), *graph = json_string_value(json_array_get(e, 1));
+        if (tenant && strcmp(t, tenant)) continue;
+        int version = 0;
+        mcp_server *s = gw_registry_peek(gw->registry, t, graph, &version);
+        gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+        bool hit = g && (identity ? gg_graph_proxies_identity(g, identity) : json_object_size(gg_graph_pins(g)) > 0);
+        mcp_server_unref(s);
+        if (hit) recompile(gw, t, graph, version);
+    }
+    json_decref(all);
+}
+
+/* Recompiling compiles and connects (the policy resolves host names): a job on the upload
+ * threads, never the HTTP or the watcher thread. identity "": every graph that pins. */
+typedef struct pins_job {
+    gg_gateway *gw;
+    char tenant[GG_TENANT_MAX];
+    char identity[GG_GRAPH_IDENTITY_MAX];
+} pins_job;
+
+static void pins_job_run(void *arg) {
+    pins_job *j = arg;
+    recompile_proxies(j->gw, j->tenant, j->identity[0] ? j->identity : NULL);
+    free(j);
+}
+
+static void pins_job_refuse(void *arg) { free(arg); } /* shutting down */
+
+static void recompile_later(gg_gateway *gw, const char *tenant, const char *identity) {
+    pins_job *j = gw->uploads ? calloc(1, sizeof *j) : NULL;
+    if (!j) return;
+    j->gw = gw;
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    snprintf(j->identity, sizeof j->identity, "%s", identity ? identity : "");
+    gg_error err = GG_ERROR_INIT;
+    if (!gw_uploads_submit(gw->uploads, j->tenant, (gw_job){pins_job_run, pins_job_refuse, j, NULL}, &err)) {
+        gg_log(GG_LOG_WARN, "an approved definition is served after the next catalog change or restart (upload threads refused)",
+               "tenant", tenant, "error", err.message ? err.message : err.code, NULL);
+        free(j);
+    }
+    gg_error_clear(&err);
+}
+
+/* The watcher (every replica): an approval anywhere moves the pins generation; each tenant
+ * with compiled graphs that pin definitions recompiles them. */
+void gw_pins_check(gg_gateway *gw) {
+    gw_refresher *r = gw->refresher;
+    gg_error err = GG_ERROR_INIT;
+    long long gen = r ? gg_store_generation_get(gw->store, GG_GEN_PINS, &err) : -1;
+    gg_error_clear(&err);
+    if (gen < 0 || gen == r->pins_gen) return;
+    bool first = r->pins_gen < 0;
+    r->pins_gen = gen;
+    if (first) return;
+    json_t *all = gw_registry_list(gw->registry), *tenants = json_object();
+    size_t i;
+    json_t *e;
+    json_array_foreach(all, i, e) {
+        const char *t = json_string_value(json_array_get(e, 0));
+        int version = 0;
+        mcp_server *s = json_object_get(tenants, t) ? NULL : gw_registry_peek(gw->registry, t, json_string_value(json_array_get(e, 1)), &version);
+        gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+        if (g && json_object_size(gg_graph_pins(g))) json_object_set_new(tenants, t, json_true());
+        mcp_server_unref(s);
+    }
+    const char *t;
+    json_t *v;
+    json_object_foreach(tenants, t, v) recompile_later(gw, t, NULL);
+    json_decref(tenants);
+    json_decref(all);
+}
+
+/* POST /admin/tenants/{t}/downstream/changes/{id}/approve|reject (graphs:write). */
+static int decide(gg_http_req *req, gg_http_res *res, gg_gateway *gw, bool approve) {
+    const char *t = gg_http_param(req, "t"), *id = gg_http_param(req, "id");
+    gg_principal pr;
+    if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
+    gg_error err = GG_ERROR_INIT;
+    json_t *row = gg_store_change_decide(gw->store, t, id, approve, &err);
+    if (!row) {
+        gg_http_res_error_from(res, 0, &err);
+        gg_error_clear(&err);
+        return GG_HTTP_DONE;
+    }
+    const char *server = json_string_value(json_object_get(row, "server"));
+    gw_admin_audit(gw, &pr, t, approve ? "downstream.change.approve" : "downstream.change.reject", server,
+                   json_pack("{s:s,s:O,s:O}", "id", id, "tool", json_object_get(row, "tool"), "kind", json_object_get(row, "kind")));
+    if (approve) recompile_later(gw, t, json_string_value(json_object_get(row, "identity"))); /* here at once */
+    json_object_set_new(row, "status", json_string(approve ? "approved" : "rejected"));
+    gg_http_res_json(res, 200, row);
+    return GG_HTTP_DONE;
+}
+
+int gw_downstream_approve(gg_http_req *req, gg_http_res *res, void *user) { return decide(req, res, user, true); }
+int gw_downstream_reject(gg_http_req *req, gg_http_res *res, void *user) { return decide(req, res, user, false); }
+
+static void pins_metrics(gw_refresher *r, gg_strbuf *out) {
+    if (r)
+        gg_strbuf_printf(out,
+                         "# HELP graphgate_downstream_definition_changes_total changes of pinned downstream tool definitions: "
+                         "recorded (pending review), dropped (over a tenant's %d)\n"
+                         "# TYPE graphgate_downstream_definition_changes_total counter\n"
+                         "graphgate_downstream_definition_changes_total{outcome=\"recorded\"} %llu\n"
+                         "graphgate_downstream_definition_changes_total{outcome=\"dropped\"} %llu\n"
+                         "# HELP graphgate_downstream_suspicious_text_total downstream tool definitions holding invisible or "
+                         "direction-changing characters: listed (every listing), changed (in a recorded change)\n"
+                         "# TYPE graphgate_downstream_suspicious_text_total counter\n"
+                         "graphgate_downstream_suspicious_text_total{seen=\"listed\"} %llu\n"
+                         "graphgate_downstream_suspicious_text_total{seen=\"changed\"} %llu\n",
+                         GW_PENDING_MAX, (unsigned long long)atomic_load(&r->changes_recorded),
+                         (unsigned long long)atomic_load(&r->changes_dropped),
+                         (unsigned long long)atomic_load(&r->suspicious_listed), (unsigned long long)atomic_load(&r->suspicious));
 }

@@ -32,6 +32,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     gg_graph_options o = opts ? *opts : gw_graph_options(gw, false, 0);
     o.policy = mcp_policy_set_get(gw->policies, tenant);
     o.owner = tenant;
+    if (!o.secrets) o.secrets = gw_secrets_seam(gw);
     gw_catalog_ctx cat = {gw, tenant}; /* proxy entries: the tenant's stored catalogs */
     if (!o.catalog) {
         o.catalog = gw_stored_catalog;
@@ -71,14 +72,24 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
 
 /* The registry's loader: compile a stored version on its first use (stored versions are
  * loaded with the operator's caps clamped, as they always were). */
+/* See internal.h. */
+mcp_server *gw_build_version(gg_gateway *gw, const char *tenant, const char *graph, int version, gg_error *err) {
+    gg_graph_source src = {0};
+    mcp_server *s = NULL;
+    gw_pins_ctx pins = {gw, tenant, graph, version};
+    gg_graph_options o = gw_graph_options(gw, false, 0);
+    o.pinned = gw_stored_pins;
+    o.pinned_user = &pins;
+    if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, err))
+        s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, &o, NULL, err);
+    gg_store_graph_source_clear(&src);
+    return s;
+}
+
 static mcp_server *load_stored(void *user, const char *tenant, const char *graph, int version, gg_error *err) {
     gg_gateway *gw = user;
-    gg_graph_source src = {0};
     gg_error e = GG_ERROR_INIT;
-    mcp_server *s = NULL;
-    if (gg_store_graph_get_version(gw->store, tenant, graph, version, &src, &e))
-        s = gw_build_graph(gw, tenant, graph, src.source, src.source_len, NULL, NULL, &e);
-    gg_store_graph_source_clear(&src);
+    mcp_server *s = gw_build_version(gw, tenant, graph, version, &e);
     gw_downstream_listen_later(gw, tenant, s);
     if (!s && strcmp(e.code, "not_found") != 0) {
         char v[16];
@@ -159,7 +170,9 @@ static void handle_poke(gg_gateway *gw) {
     if (poke & GG_WATCH_KEYS) gg_auth_check_changes(gw->auth);
     if (poke & GG_WATCH_VIEWS) gw_views_check(gw);
     if (poke & GG_WATCH_OAUTH) gg_oauth_changed(gw->oauth);
+    if (poke & GG_WATCH_PINS) gw_pins_check(gw);
     if (poke & GG_WATCH_TASKS) tasks_poked(gw);
+    if (poke & GG_WATCH_SECRETS) gw_secrets_check(gw);
 }
 
 /* The notifier thread (PostgreSQL): hand every notification to the watcher at once. While
@@ -198,6 +211,8 @@ static void *watcher(void *arg) {
         if (++tick % 20 == 0) {
             check_graphs(gw);
             gw_views_check(gw);             /* views changed through another replica */
+            gw_secrets_check(gw);           /* secrets changed elsewhere; last_used reports */
+            gw_pins_check(gw);              /* a definition change approved on another replica */
             gw_registry_trim(gw->registry); /* compiled graphs over the cache size freed since */
             gw_tasks_check_cancels(gw);     /* a task cancelled on another replica stops here */
             gw_listen_tasks_check(gw->listen); /* task changes made elsewhere, to this replica's streams */
@@ -348,6 +363,7 @@ static void metrics(gg_strbuf *out, void *user) {
                          "# TYPE graphgate_change_notifications_total counter\ngraphgate_change_notifications_total %llu\n",
                          atomic_load(&gw->notify_up), __atomic_load_n(&gw->notifications_total, __ATOMIC_RELAXED));
     gw_oauth_metrics(gw, out);
+    gw_dsauth_metrics(gw->dsauth, out);
     gw_registry_stats rs = gw_registry_get_stats(gw->registry);
     gg_strbuf_printf(out,
                      "# HELP graphgate_graphs_compiled graph versions compiled in the cache (graphs.cache_size)\n"
@@ -413,7 +429,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      sess_evicted, sess_idle);
     gw_async_metrics(gw->async, out);
     gw_listen_metrics(gw->listen, out);
-    gw_downstream_metrics(out);
+    gw_downstream_metrics(gw, out);
     gg_tel_metrics(out);
 }
 
@@ -486,6 +502,8 @@ static void gateway_free(gg_gateway *gw) {
     gg_auth_free(gw->auth);
     gg_oauth_free(gw->oauth);
     mcp_sessions_free(gw->sessions);
+    gw_secrets_free(gw); /* after every graph that could resolve through it */
+    gw_dsauth_free(gw->dsauth); /* a client still alive elsewhere frees it with its provider */
     free(gw->policy_commands);
     free(gw->policy_hosts);
     mcp_policy_set_free(gw->policies);
@@ -603,6 +621,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
     mcp_http_set_listen_owner_max(cfg->tenant_max_listen_streams);
     mcp_http_set_limits(cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes);
+    if (!(gw->dsauth = gw_dsauth_install())) goto oom;
     mcp_downstream_set_owner_max_bytes(cfg->tenant_max_downstream_bytes);
     mcp_stdio_set_limits(&(mcp_stdio_limits){cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes,
                                               cfg->downstream_stderr_bytes_per_s, cfg->downstream_child_nice,
@@ -621,7 +640,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_error_clear(err);
     gw->views_gen = gg_store_generation_get(gw->store, GG_GEN_VIEWS, err);
     gg_error_clear(err);
-    if (!gg_gateway_sync(gw, err)) goto fail;
+    if (!gw_secrets_start(gw, err) || !gg_gateway_sync(gw, err)) goto fail;
     if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err) || !gw_oauth_start(gw, err)) goto fail;
     if (!(gw->refresher = gw_refresher_start(gw))) {
         gg_error_set(err, "oom", "cannot start the downstream catalog refresh thread");

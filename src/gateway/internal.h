@@ -150,6 +150,7 @@ struct gg_gateway {
     gg_store *store;
     gg_auth *auth;
     gg_oauth *oauth;       /* tenants' authorization servers and token checks (oauth.c) */
+    struct gw_secrets *secrets; /* tenant secrets: the key, the graphs' seam (secrets.c) */
     char public_base[256]; /* public_url, or http://<loopback listen>; "" = tokens not taken;
                             * written once (at start, or right after the listeners bound,
                             * when the port is known), then public_base_ready set */
@@ -209,6 +210,7 @@ struct gg_gateway {
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
     struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
+    struct gw_dsauth *dsauth;       /* downstream servers' OAuth providers (downstream_auth.c) */
     struct gw_async *async;         /* fire-and-forget branches (async.c) */
 };
 
@@ -245,6 +247,23 @@ typedef struct gw_catalog_ctx {
     const char *tenant;
 } gw_catalog_ctx;
 json_t *gw_stored_catalog(void *user, const char *server, const char *identity);
+/* Compile tenant/graph's stored version, from its pinned definitions (gateway.c). */
+mcp_server *gw_build_version(gg_gateway *gw, const char *tenant, const char *graph, int version, gg_error *err);
+/* gg_graph_options.pinned: what tenant/graph's version pinned (user: a gw_pins_ctx). */
+typedef struct gw_pins_ctx {
+    gg_gateway *gw;
+    const char *tenant, *graph;
+    int version;
+} gw_pins_ctx;
+json_t *gw_stored_pins(void *user, const char *server, const char *identity);
+/* After an upload is stored: what its graph pinned, stored with the version. */
+void gw_pins_store(gg_gateway *gw, const char *tenant, const char *graph, int version, mcp_server *s);
+/* The watcher: a definition change approved anywhere (the pins generation) recompiles the
+ * compiled graphs that pin definitions. */
+void gw_pins_check(gg_gateway *gw);
+/* POST /admin/tenants/{t}/downstream/changes/{id}/approve, .../reject (graphs:write). */
+int gw_downstream_approve(gg_http_req *req, gg_http_res *res, void *user);
+int gw_downstream_reject(gg_http_req *req, gg_http_res *res, void *user);
 /* GET /admin/tenants/{t}/downstream, POST /admin/tenants/{t}/downstream/sync (graphs:write). */
 int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user);
 int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user);
@@ -266,7 +285,7 @@ void gw_downstream_adopt(gg_gateway *gw, const char *tenant, const char *graph, 
  * compiled on first use, on whatever thread needed them. */
 void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *s);
 /* /metrics lines of the downstream listen streams. */
-void gw_downstream_metrics(gg_strbuf *out);
+void gw_downstream_metrics(gg_gateway *gw, gg_strbuf *out);
 /* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */
 void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
 /* admin.c's authorization of a tenant route for other files: false = answered. */
@@ -309,7 +328,21 @@ void gw_insufficient_scope_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *re
                                gg_scope need);
 /* Start the token checker and install the admin and metadata routes. */
 bool gw_oauth_start(gg_gateway *gw, gg_error *err);
+/* secrets.c: tenant secrets. start: the master key from the configuration (refusing to
+ * start with secrets stored and no key, or another key), the admin routes; check: the
+ * watcher's pass (generation, batched last_used); seam: what gw_build_graph hands the
+ * graphs (NULL before start). */
+bool gw_secrets_start(gg_gateway *gw, gg_error *err);
+void gw_secrets_check(gg_gateway *gw);
+const gg_graph_secrets *gw_secrets_seam(gg_gateway *gw);
+void gw_secrets_free(gg_gateway *gw);
 void gw_oauth_metrics(gg_gateway *gw, gg_strbuf *out);
+/* The providers of downstream servers' `auth:` credentials (downstream_auth.c): installed as
+ * the MCP client's factory, kept per tenant for the admin view and /metrics. */
+struct gw_dsauth *gw_dsauth_install(void);
+void gw_dsauth_free(struct gw_dsauth *reg); /* the memory goes with the last provider */
+json_t *gw_dsauth_tenant(struct gw_dsauth *reg, const char *tenant); /* [{server, url, state, …}] */
+void gw_dsauth_metrics(struct gw_dsauth *reg, gg_strbuf *out);
 /* An execution record (borrowed, changed): "caller" {issuer, subject, client_id, scopes} when
  * its key_id is a principal that called with an OAuth token, else nothing added. */
 void gw_oauth_caller(gg_gateway *gw, json_t *execution);

@@ -142,6 +142,21 @@ static int tw_tool_client_needs(mcp_provider *p, const char *name) {
     return gp && gp->tool_client_needs ? gp->tool_client_needs(gp, tool) : 0;
 }
 
+/* On _all, "<graph>.<tool>" for a tool its graph withholds (on_change: quarantine): the
+ * graph's own refusal, tool_definition_changed, rather than "unknown tool". */
+static bool tw_tool_withheld(mcp_provider *p, const char *name, gg_error *err) {
+    tw *t = p->impl;
+    const char *dot = strchr(name, '.');
+    if (t->view_text || !dot) return false;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *g = json_string_value(json_array_get(json_array_get(t->graphs, i), 0));
+        if (!g || strlen(g) != (size_t)(dot - name) || strncmp(g, name, (size_t)(dot - name))) continue;
+        mcp_provider *gp = mcp_server_provider(t->srv[i]);
+        return gp->tool_withheld && gp->tool_withheld(gp, dot + 1, err);
+    }
+    return false;
+}
+
 static void tw_free(tw *t);
 
 static void tw_destroy(mcp_provider *p) {
@@ -268,6 +283,7 @@ static mcp_provider *tw_provider_new(tw *t, json_t *view) {
     p->call_tool_async = tw_call_tool_async;
     p->tool_is_pure = tw_tool_is_pure;
     p->tool_client_needs = tw_tool_client_needs;
+    p->tool_withheld = tw_tool_withheld;
     p->destroy = tw_destroy;
     p->refcount = 1;
     p->impl = t;

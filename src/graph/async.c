@@ -19,6 +19,7 @@ typedef struct gbranch {
     void *resume_user;
     json_t *result;
     gg_error err;
+    gserver *server; /* held through g; its answers are redacted when it uses secrets */
 } gbranch;
 
 static json_t *skipped(const char *why) {
@@ -38,7 +39,9 @@ static void branch_finish(void *arg) {
 /* The downstream (or callee graph's) answer, on any thread: finished on a worker. */
 static void branch_answered(void *user, json_t *result, gg_error *err) {
     gbranch *b = user;
-    b->result = json_incref(result);
+    bool redact = b->server && b->server->nsecrets;
+    b->result = redact ? gg_graph_secrets_redact(b->server, result) : json_incref(result);
+    if (redact && err) gg_graph_secrets_redact_error(b->server, err);
     if (err && gg_error_is_set(err)) gg_error_move(&b->err, err);
     else if (!result) gg_error_set(&b->err, "transport", "no answer");
     b->resume(b->resume_user, branch_finish, b);
@@ -96,6 +99,7 @@ json_t *gg_graph_async_start(gg_graph *g, const gnode *n, json_t *args, const gg
     b->err = (gg_error)GG_ERROR_INIT;
     b->resume = ctx->resume;
     b->resume_user = ctx->resume_user;
+    b->server = n->server;
     branch_send(b, n, args, ctx, o);
     return out;
 }

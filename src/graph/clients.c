@@ -11,8 +11,8 @@
  * is stopped and freed when the last of them is freed (gg_graph_free_internal).
  * A run in flight on the old compilation holds that graph, hence its gserver, hence the
  * holder: the client it uses outlives it, whichever compilation goes first. Only servers
- * whose definitions are identical share (transport, command, args, env, cwd or URL and
- * headers, timeout, owner, name, policy): the client copied those at creation.
+ * whose definitions are identical share (transport, command, args, env, cwd or URL,
+ * headers and auth, timeout, owner, name, policy): the client copied those at creation.
  *
  * Notifications (list_changed) come to the holder and go to the gserver that joined it last
  * (the newest compilation); when that one is freed, the newest one left hears them. */
@@ -71,10 +71,48 @@ static void holder_leave(gclient *h, gserver *s) {
 
 /* See internal.h. */
 mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err) {
+    return gg_graph_client_attach_cfg(s, &s->cfg, policy, err);
+}
+
+/* See internal.h. */
+gclient *gg_graph_client_release(gserver *s) {
+    gclient *h = s->shared;
+    s->shared = NULL;
+    s->client = NULL;
+    return h;
+}
+
+/* See internal.h. */
+void gg_graph_client_leave(gclient *h, gserver *s) {
+    if (h) holder_leave(h, s);
+}
+
+/* A request the server sends outside any call (the listen stream, a stdio child's): no
+ * caller to relay it to, so it gets what a client without the capability answers. */
+static void unattributed_request(void *user, const char *method, json_t *params, mcp_client_reply *reply) {
+    (void)user, (void)params;
+    gg_log(GG_LOG_DEBUG, "a downstream's request outside a call was refused", "method", method, NULL);
+    mcp_client_reply_error(reply, MCP_METHOD_NOT_FOUND, "Method not found: no call to relay this request to");
+}
+
+/* A server some node relays for (gserver.relays) is told, at initialize, that its client
+ * takes elicitation (form and URL), sampling and roots requests: each is relayed to the
+ * caller of the call it belongs to (exec.c relay_request), and refused when that caller
+ * lacks the capability. Over stdio no request names its call: nothing is declared. */
+static void declare_relay(gserver *s, mcp_client *c, const mcp_server_config *cfg) {
+    if (!s->relays || cfg->transport != MCP_TRANSPORT_HTTP) return;
+    json_t *caps = json_pack("{s:{s:{},s:{}}, s:{}, s:{}}", "elicitation", "form", "url", "sampling", "roots");
+    mcp_client_set_request_handler(c, caps, unattributed_request, NULL);
+    json_decref(caps);
+}
+
+/* See internal.h. */
+mcp_client *gg_graph_client_attach_cfg(gserver *s, const mcp_server_config *cfg, const mcp_client_policy *policy,
+                                       gg_error *err) {
     gclient *h = calloc(1, sizeof *h);
     if (!h) return gg_error_set(err, "oom", "out of memory"), NULL;
     pthread_mutex_init(&h->mu, NULL);
-    if (!holder_join(h, s) || !(h->client = mcp_client_new(&s->cfg, policy, err))) {
+    if (!holder_join(h, s) || !(h->client = mcp_client_new(cfg, policy, err))) {
         if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
         pthread_mutex_destroy(&h->mu);
         free(h->who);
@@ -82,6 +120,7 @@ mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, 
         return NULL;
     }
     mcp_client_set_notify(h->client, holder_notified, h);
+    declare_relay(s, h->client, cfg);
     s->shared = h;
     s->client = h->client;
     return h->client;
@@ -106,10 +145,14 @@ static bool same_list(const char *const *a, const char *const *b) {
 /* Whether a client made for a's definition serves b's as well. */
 static bool same_server(const gserver *a, const gg_graph *ga, const gserver *b, const gg_graph *gb) {
     const mcp_server_config *x = &a->cfg, *y = &b->cfg;
-    return ga->policy == gb->policy && !a->target_graph && !b->target_graph && x->transport == y->transport &&
+    /* a server using secrets keeps its own client: it is made from the values at one
+     * secrets generation (secrets.c), which another compilation's may not share */
+    return ga->policy == gb->policy && !a->target_graph && !b->target_graph && !a->nsecrets && !b->nsecrets &&
+           a->relays == b->relays && x->transport == y->transport &&
            x->timeout_ms == y->timeout_ms && same_str(a->name, b->name) && same_str(x->owner, y->owner) &&
            same_str(x->url, y->url) && same_str(x->command, y->command) && same_str(x->cwd, y->cwd) &&
-           same_list(x->args, y->args) && same_list(x->env, y->env) && same_list(x->headers, y->headers);
+           same_list(x->args, y->args) && same_list(x->env, y->env) && same_list(x->headers, y->headers) &&
+           (x->auth == y->auth || (x->auth && y->auth && json_equal((json_t *)x->auth, (json_t *)y->auth)));
 }
 
 /* s takes from's client, unless it has one already. Both locks are never held at once. */

@@ -361,6 +361,8 @@ static void check_node(check_ctx *c, const ynode *nm) {
         return;
     }
     check_args(c, sev, nm, def);
+    gg_graph_pin_record(c->g, s, def); /* the called tool's definition, as reviewed now */
+    gg_graph_suspicious_check(s, def, c->d, c->file, tn->line, tn->column);
 }
 
 /* Every mcp node of every tool (hidden tools of resources and prompts are not walked:

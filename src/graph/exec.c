@@ -51,6 +51,8 @@ typedef struct grun {
     json_t *wait_input;
     json_t *reply;
     gg_error reply_err;
+    int relayed;         /* atomic: the downstream's requests relayed to the caller (relay_request) */
+    double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
     /* an ask node: the request asked next, the answers so far (kept across rounds in the
      * saved state), the requests' params, and whether some wait for a later round */
     int ask_i;
@@ -771,6 +773,105 @@ static bool exec_graph_call_start(grun *r, const gnode *n, json_t *args, gg_erro
     return true;
 }
 
+/* ---- relaying a downstream's requests to the caller ---------------------------------------
+ * An mcp node with `relay: true` (every proxied tool's) hands what its downstream asks
+ * during the call (elicitation/create, sampling/createMessage, roots/list) to the run's
+ * client the way an elicit node asks it (opts->client_request): the same capability check,
+ * the same per-session bound on requests waiting for the client, the run's cancel flag, and
+ * at most the run's time left. What cannot be relayed is refused with -32601, the answer
+ * the spec prescribes for a client without the capability. */
+#define RELAY_MAX_PER_RUN 32          /* requests one run relays; past it each is refused */
+#define RELAY_TIMEOUT_MS 300000       /* the longest one waits (an elicit node's default) */
+#define RELAY_MAX_PARAMS (256u << 10) /* bytes of one request's params */
+
+static bool relay_method(const char *m) {
+    return !strcmp(m, "elicitation/create") || !strcmp(m, "sampling/createMessage") || !strcmp(m, "roots/list");
+}
+
+/* The caller's answer goes back to the downstream (any thread; touches no run state: the
+ * run may have ended meanwhile). */
+static void relay_answered(void *user, json_t *result, gg_error *err) {
+    mcp_client_reply *reply = user;
+    if (result) {
+        mcp_client_reply_result(reply, result);
+        return;
+    }
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", err && gg_error_is_set(err) ? err->message : "the calling client did not answer");
+    bool missing = err && (!strcmp(err->code, "no_capability") || !strcmp(err->code, "no_client"));
+    mcp_client_reply_error(reply, missing ? MCP_METHOD_NOT_FOUND : MCP_INTERNAL_ERROR, msg);
+}
+
+static size_t relay_params_size(json_t *params) {
+    return params ? json_dumpb(params, NULL, 0, JSON_COMPACT) : 0;
+}
+
+/* mcp_call_relay.fn: runs on the transport's thread while the node's call is in flight (the
+ * run waits, so r and its options are alive); the reply may come later, from any thread. */
+static void relay_request(void *user, const char *method, json_t *params, mcp_client_reply *reply) {
+    grun *r = user;
+    const gg_graph_run_options *o = r->opts;
+    const gnode *n = &r->t->nodes[r->cur];
+    const char *why = NULL;
+    char msg[200];
+    int code = MCP_METHOD_NOT_FOUND; /* what a client without the capability answers */
+    if (!relay_method(method)) why = "Method not found";
+    else if (!n->relay)
+        snprintf(msg, sizeof msg, "Method not found: %s is not relayed: mcp node '%.64s' has relay: false", method, n->id),
+            why = msg;
+    else if (!o || !o->client_request) why = "Method not found: the call that caused this request has no MCP client to ask";
+    else if (o->input_wait)
+        why = "Method not found: the calling client speaks 2026-07-28, to which graphgate does not relay a downstream's requests";
+    else if (relay_params_size(params) > RELAY_MAX_PARAMS)
+        why = "Request too large to relay to the calling client", code = MCP_INTERNAL_ERROR;
+    else if (__atomic_add_fetch(&r->relayed, 1, __ATOMIC_RELAXED) > RELAY_MAX_PER_RUN)
+        why = "Too many requests relayed to the calling client in one call", code = MCP_INTERNAL_ERROR;
+    if (why) {
+        gg_log(GG_LOG_DEBUG, "a downstream's request was not relayed", "method", method, "why", why, NULL);
+        mcp_client_reply_error(reply, code, why);
+        return;
+    }
+    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+    int timeout = left < RELAY_TIMEOUT_MS ? (left < 1 ? 1 : (int)left) : RELAY_TIMEOUT_MS;
+    o->client_request(o->client_user, n->id, method, params, timeout, o->cancelled, relay_answered,
+                      reply);
+}
+
+/* A downstream's progress fraction in [0, 1): p/total when it gives a total, else a
+ * function of p that grows with it. */
+static double relay_fraction(json_t *params) {
+    double p = json_number_value(json_object_get(params, "progress"));
+    double total = json_number_value(json_object_get(params, "total"));
+    if (!(p > 0)) return 0;
+    double f = total > 0 ? p / total : p / (p + 1);
+    return f < 0.999 ? f : 0.999;
+}
+
+/* mcp_call_relay.notify: the downstream's notifications on the relayed call's stream go to
+ * the caller's sink (the server drops what its client did not ask for: no progressToken, a
+ * lower logging level). Progress is the run's (nodes completed) plus the downstream's
+ * fraction, so it keeps increasing across nodes; each kind at most 10 a second per run
+ * (RELAY_NOTE_MS), the rest dropped. Runs on the transport's thread while the run waits. */
+#define RELAY_NOTE_MS 100.0
+static void relay_notify(void *user, const char *method, json_t *params) {
+    grun *r = user;
+    const mcp_sink *s = r->opts && r->opts->caller ? r->opts->caller->sink : NULL;
+    bool progress = !strcmp(method, "notifications/progress");
+    if (!s || (!progress && strcmp(method, "notifications/message"))) return;
+    if (progress ? !s->progress : !s->log) return;
+    double now = gg_now_ms(), *last = &r->relay_sent_ms[progress ? 0 : 1];
+    if (*last && now - *last < RELAY_NOTE_MS) return;
+    *last = now;
+    if (progress) {
+        const char *msg = json_string_value(json_object_get(params, "message"));
+        s->progress(s->user, (double)r->nhist + relay_fraction(params), -1, msg);
+    } else {
+        const char *level = json_string_value(json_object_get(params, "level"));
+        const char *logger = json_string_value(json_object_get(params, "logger"));
+        if (level) s->log(s->user, level, logger, json_object_get(params, "data"));
+    }
+}
+
 /* Start an mcp node's downstream call. False (err set) when it failed before anything was
  * sent; otherwise the answer comes to mcp_answered, possibly before this returns. */
 static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
@@ -795,8 +896,10 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     const gg_trace_ctx *tc = tel_client_begin(r, n);
     char tp[GG_TRACEPARENT_LEN + 1];
     gg_trace_format(tc, tp);
-    mcp_client_call_tool_start_traced(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL,
-                                      tc ? tp : NULL, tc && tc->state[0] ? tc->state : NULL, mcp_answered, r);
+    /* relay: false refuses there, naming the node; notifications only when relaying */
+    mcp_call_relay relay = {relay_request, r, n->relay ? relay_notify : NULL};
+    mcp_client_call_tool_start_relay(c, n->tool, args, timeout, r->opts ? r->opts->cancelled : NULL, tc ? tp : NULL,
+                                     tc && tc->state[0] ? tc->state : NULL, &relay, mcp_answered, r);
     return true;
 }
 

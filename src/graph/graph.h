@@ -48,6 +48,23 @@ json_t *gg_graph_diag_json(const gg_graph_diag *d);
 
 /* ---- loading -------------------------------------------------------------------------- */
 
+/* ${secrets.NAME} in mcpServers url, headers and env values names a secret of the graph's
+ * tenant (gg_graph_options.owner). The graph never holds a value but while it makes a
+ * client: the stored source keeps the reference. The seam must outlive the graphs. */
+typedef struct gg_graph_secrets {
+    /* The value (malloc'd, NUL-terminated; the graph wipes and frees it), or NULL + err
+     * ("secret_missing" naming the secret, never a value). */
+    char *(*resolve)(void *user, const char *tenant, const char *name, gg_error *err);
+    /* Whether tenant has the secret (an upload's references are checked with it). */
+    bool (*exists)(void *user, const char *tenant, const char *name);
+    /* A counter every change of a secret moves: read on every call of a server that uses
+     * secrets, so an atomic load; its client is replaced on the first call after a move. */
+    long long (*generation)(void *user);
+    /* A server using these secrets was called (at most once a minute per server). */
+    void (*used)(void *user, const char *tenant, const char *const *names, size_t n);
+    void *user;
+} gg_graph_secrets;
+
 typedef struct gg_graph_options {
     /* Which downstream servers may be reached; NULL = everything (graphgate run). Checked
      * when the graph is loaded (a definition the policy refuses is a validation error) and
@@ -84,6 +101,17 @@ typedef struct gg_graph_options {
      * reference to its stored tools array, or NULL. NULL fn: no stored catalogs. */
     json_t *(*catalog)(void *user, const char *server, const char *identity);
     void *catalog_user;
+    /* The definitions this graph version pinned for a server (pins.c): a new reference to
+     * {downstream tool name: definition}, or NULL when the version pinned none (an upload:
+     * what is listed now becomes its pins, gg_graph_pins). A server with on_change review
+     * or quarantine is then served from its pins, not from the catalog. NULL fn: none. */
+    json_t *(*pinned)(void *user, const char *server, const char *identity);
+    void *pinned_user;
+    /* Where ${secrets.NAME} references resolve (NULL: they fail at call time, naming the
+     * secret); check_secrets: one naming a secret the owner lacks is a load error
+     * ("unknown_secret", an upload). */
+    const gg_graph_secrets *secrets;
+    bool check_secrets;
 } gg_graph_options;
 
 /* ---- downstream catalogs (downstream.c) ------------------------------------------------
@@ -125,6 +153,34 @@ typedef struct gg_graph_downstream {
 #define GG_GRAPH_IDENTITY_MAX 48
 /* Parse "error" | "warning" | "off"; -1 otherwise. */
 int gg_graph_check_mode_parse(const char *s);
+
+/* ---- pinned definitions (pins.c) ------------------------------------------------------
+ * A server's `on_change` (mcpServers): what a later change of a downstream tool's
+ * definition does to the graph's clients. review: they keep the pinned definition until an
+ * admin approves the change; quarantine: a changed (added, removed) tool is withheld —
+ * not listed, its calls refused with tool_definition_changed — until approved; follow:
+ * the new definition is served at once. `suspicious_text: warn|reject` decides whether
+ * invisible or direction-changing Unicode in a definition (util/suspicious.h) is a warning
+ * or an error at upload. */
+typedef enum { GG_ON_CHANGE_REVIEW, GG_ON_CHANGE_QUARANTINE, GG_ON_CHANGE_FOLLOW } gg_on_change;
+struct gg_graph;
+int gg_graph_on_change_parse(const char *s); /* -1 when unknown */
+const char *gg_graph_on_change_name(gg_on_change m);
+/* What the compiled graph pinned: {identity: {server, on_change, tools: {name: definition}}}
+ * (borrowed; NULL when nothing): each proxied tool's and each mcp node's called tool's
+ * definition (upload only for the latter). */
+json_t *gg_graph_pins(const struct gg_graph *g);
+/* The pinned part of a tool definition: name, title, description, inputSchema,
+ * outputSchema, annotations (new reference). */
+json_t *gg_graph_tool_pin_part(const json_t *def);
+/* BLAKE2b-256 of the canonical JSON (sorted keys, compact) of the pinned part, as hex. */
+bool gg_graph_tool_hash(const json_t *def, char out[65]);
+/* What changed from old to new (either may be NULL: added, removed): {fields: [names],
+ * incompatible: [reasons]} — incompatible: an inputSchema property removed, a newly
+ * required property, a property's type changed (new reference). */
+json_t *gg_graph_tool_diff(const json_t *old, const json_t *new);
+/* Whether name is a tool of g withheld by `on_change: quarantine`. */
+bool gg_graph_tool_withheld(const struct gg_graph *g, const char *name);
 /* List one server's tools ({tools:[...]} pages followed, at most 10000 tools, max_bytes
  * as in gg_graph_downstream, 0 = default) with a synchronous client (CLI, tests). A tool
  * whose name holds a control character (NUL included) is skipped with a warning. New

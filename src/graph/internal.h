@@ -71,6 +71,9 @@ typedef struct gnode {
     /* mcp: the output is the downstream's CallToolResult as it came (a proxied tool without
      * post hooks passes every content block, structuredContent and isError through) */
     bool raw_result;
+    /* mcp: `relay: true` (every proxied tool's): what the downstream asks during the call
+     * goes to the run's client (exec.c relay_request); false: refused, the node fails */
+    bool relay;
 } gnode;
 
 typedef struct gtool {
@@ -103,13 +106,22 @@ struct gserver {
     int line, column;          /* where the definition starts, for diagnostics */
     mcp_server_config cfg;     /* strings owned by the arrays below */
     char **argv, **env, **headers;
+    json_t *auth;              /* `auth:` settings (cfg.auth points here), NULL = none */
     pthread_mutex_t lock;      /* guards lazy client creation */
     mcp_client *client;        /* shared->client (clients.c: who owns it) */
     gclient *shared;           /* the refcounted holder, shared with other compilations */
     int check;                 /* gg_check_mode + 1 from the `check` key; 0 = not set */
+    int on_change;             /* gg_on_change (default review) */
+    bool suspicious_reject;    /* suspicious_text: reject */
+    bool relays;               /* some node relays its requests: the client declares the
+                                  capabilities (clients.c) */
     gg_graph *graph;           /* owner, for notifications (gg_graph_set_downstream_notify) */
     char *target_graph;        /* `type: graph`: another graph of the same tenant, called
                                   in-process through gg_graph_run_options.graph_call */
+    /* ${secrets.NAME} references (secrets.c); all NULL/0 for a server without any */
+    char **secret_names;       /* the names its url, headers and env use */
+    size_t nsecrets;
+    struct gsecrets *sec;      /* resolved state, under lock (secrets.c) */
 };
 
 struct gg_graph {
@@ -131,9 +143,12 @@ struct gg_graph {
     size_t nservers;
     json_t *tools_json;
     json_t *proxied;           /* servers named by proxy entries (array of strings) or NULL */
+    json_t *pins;              /* gg_graph_pins, or NULL */
+    json_t *withheld;          /* tool name → true: quarantined (gg_graph_tool_withheld), or NULL */
     jsonata_env *env;          /* history functions */
     jsonlogic_var_resolver resolver;
     const mcp_client_policy *policy;
+    const gg_graph_secrets *secrets; /* gg_graph_options.secrets (may be NULL) */
     /* gg_graph_set_downstream_notify; guarded by notify_mu */
     pthread_mutex_t notify_mu;
     gg_graph_notify_fn notify;
@@ -168,10 +183,41 @@ void gg_graph_proxy_load(gg_graph *g, const ynode *proxy, const char *file, cons
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
 /* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */
 mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err);
+/* clients.c: the same, made from cfg (s->cfg with its secrets resolved; copied). */
+mcp_client *gg_graph_client_attach_cfg(gserver *s, const mcp_server_config *cfg, const mcp_client_policy *policy,
+                                       gg_error *err);
+/* clients.c: s lets go of its holder without leaving it (the client keeps running for the
+ * calls in flight on it); gg_graph_client_leave ends that later. */
+gclient *gg_graph_client_release(gserver *s);
+void gg_graph_client_leave(gclient *h, gserver *s);
+
+/* ---- ${secrets.NAME} (secrets.c) --------------------------------------------------------
+ * scan: the names text references, added to s (deduplicated); false + msg when a reference
+ * is malformed. client: s's client for the current secrets (s->lock held): the first call
+ * after the secrets generation moved replaces it, the old one serving its calls in flight
+ * until their time is up. redact: a downstream's answer with every value s was given
+ * replaced by "[secret:NAME]" (new reference); redact_error: the same in err's message. */
+bool gg_graph_secret_scan(gserver *s, const char *text, char *msg, size_t msglen);
+mcp_client *gg_graph_secrets_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
+json_t *gg_graph_secrets_redact(gserver *s, json_t *v);
+void gg_graph_secrets_redact_error(gserver *s, gg_error *err);
+void gg_graph_secrets_reclaim(gserver *s); /* frees retired clients past their time */
+void gg_graph_secrets_free(gserver *s);
 /* clients.c: s lets go of its client (the last holder stops it). */
 void gg_graph_client_detach(gserver *s);
 /* s's catalog key (see GG_GRAPH_IDENTITY_MAX, downstream.c). */
 void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]);
+
+/* pins.c: record def (the downstream's, borrowed; NULL: s's whole catalog is proxied, a
+ * `tools: all` entry) as what g pinned of s's tool; scan it for
+ * suspicious text (a diagnostic at line:col: a warning, or an error under
+ * suspicious_text: reject) when d is set. */
+void gg_graph_pin_record(gg_graph *g, const gserver *s, const json_t *def);
+void gg_graph_suspicious_check(const gserver *s, const json_t *def, gg_graph_diags *d, const char *file, int line, int col);
+/* pins.c: the catalog the graph serves of s under its on_change policy, from the listed or
+ * stored catalog cat (borrowed) and the version's pins (borrowed; NULL = none): a new
+ * reference; *held (new object or NULL) gets the downstream tool names quarantine withholds. */
+json_t *gg_graph_pin_apply(const gserver *s, json_t *cat, json_t *pins, json_t **held);
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params);

@@ -504,6 +504,103 @@ static void load_graph_server(lctx *c, gserver *s, const ynode *def, const char 
     else s->target_graph = strdup(name);
 }
 
+/* on_change (review | quarantine | follow) and suspicious_text (warn | reject): pins.c. */
+static void load_pin_policy(lctx *c, gserver *s, const ynode *def, const char *what) {
+    const ynode *oc = gg_yaml_get(def, "on_change"), *st = gg_yaml_get(def, "suspicious_text");
+    if (oc && (oc->kind != YN_SCALAR || gg_graph_on_change_parse(oc->str) < 0))
+        LERR(c, oc, "invalid_server", "%s: on_change must be review, quarantine or follow", what);
+    else if (oc) s->on_change = gg_graph_on_change_parse(oc->str);
+    if (st && (st->kind != YN_SCALAR || (strcmp(st->str, "warn") && strcmp(st->str, "reject"))))
+        LERR(c, st, "invalid_server", "%s: suspicious_text must be warn or reject", what);
+    else if (st) s->suspicious_reject = !strcmp(st->str, "reject");
+}
+
+/* ${secrets.NAME} in one value: recorded on s (secrets.c); a malformed reference, or on an
+ * upload one naming a secret the tenant lacks, is an error at the value. The message is the
+ * same whether another tenant has such a secret or none has. */
+static void secret_refs(lctx *c, gserver *s, const ynode *v, const char *what) {
+    if (!v || v->kind != YN_SCALAR || !v->str || !strstr(v->str, "${secrets.")) return;
+    size_t before = s->nsecrets;
+    char msg[160];
+    if (!gg_graph_secret_scan(s, v->str, msg, sizeof msg)) {
+        LERR(c, v, "invalid_secret_ref", "%s: %s", what, msg);
+        return;
+    }
+    const gg_graph_secrets *sec = c->opts ? c->opts->secrets : NULL;
+    if (!c->opts || !c->opts->check_secrets || !sec || !sec->exists) return;
+    for (size_t i = before; i < s->nsecrets; i++)
+        if (!sec->exists(sec->user, c->opts->owner ? c->opts->owner : "", s->secret_names[i]))
+            LERR(c, v, "unknown_secret", "%s: secret '%s' is not set (PUT /admin/tenants/{t}/secrets/%s)", what,
+                 s->secret_names[i], s->secret_names[i]);
+}
+
+/* The references in url and in every headers / env value. */
+static void server_secret_refs(lctx *c, gserver *s, const ynode *def, const char *what) {
+    secret_refs(c, s, gg_yaml_get(def, "url"), what);
+    static const char *const maps[] = {"headers", "env"};
+    for (size_t m = 0; m < 2; m++) {
+        const ynode *map = gg_yaml_get(def, maps[m]);
+        for (size_t i = 0; map && map->kind == YN_MAP && i < map->count; i++) secret_refs(c, s, map->items[2 * i + 1], what);
+    }
+}
+
+/* `auth:` of a streamable-HTTP server: how graphgate obtains its credentials (OAuth client,
+ * src/auth/oauth_client.c, which checks them again when the client starts; here every
+ * mistake gets its line:col). Values stay strings, as headers do. */
+static json_t *to_json_at(lctx *c, const ynode *v, const char *what);
+static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
+    static const char *const keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
+                                       "client_metadata_url", "redirect_uri", "assertion", "private_key",
+                                       "signing_algorithm", "idp_token_endpoint", "idp_client_id", "idp_client_secret",
+                                       "dpop", "timeout", NULL};
+    char w[200];
+    snprintf(w, sizeof w, "%s.auth", what);
+    if (v->kind != YN_MAP) {
+        LERR(c, v, "invalid_type", "%s must be a mapping", w);
+        return;
+    }
+    check_keys(c, v, keys, w);
+    for (size_t i = 0; i < v->count; i++) secret_refs(c, s, v->items[2 * i + 1], w); /* a client_secret, a key */
+    const char *type = get_str(c, v, "type", true, w);
+    if (type && strcmp(type, "oauth") && strcmp(type, "client_credentials") && strcmp(type, "jwt_bearer") &&
+        strcmp(type, "id_jag"))
+        LERR(c, gg_yaml_get(v, "type"), "invalid_server",
+             "%s.type must be oauth, client_credentials, jwt_bearer or id_jag, not '%s'", w, type);
+    for (size_t i = 1; strcmp(keys[i], "dpop"); i++) get_str(c, v, keys[i], false, w); /* each a string */
+    const ynode *dp = gg_yaml_get(v, "dpop");
+    if (dp && strcmp(json_type_of(dp), "boolean"))
+        LERR(c, dp, "invalid_server", "%s.dpop must be true or false", w);
+    const char *m = get_str(c, v, "token_endpoint_auth_method", false, w);
+    if (m && strcmp(m, "client_secret_basic") && strcmp(m, "client_secret_post") && strcmp(m, "none") &&
+        strcmp(m, "private_key_jwt"))
+        LERR(c, gg_yaml_get(v, "token_endpoint_auth_method"), "invalid_server",
+             "%s.token_endpoint_auth_method must be client_secret_basic, client_secret_post, none or private_key_jwt", w);
+    const char *alg = get_str(c, v, "signing_algorithm", false, w);
+    if (alg && strcmp(alg, "ES256") && strcmp(alg, "ES384") && strcmp(alg, "RS256") && strcmp(alg, "PS256"))
+        LERR(c, gg_yaml_get(v, "signing_algorithm"), "invalid_server", "%s.signing_algorithm must be ES256, ES384, RS256 or PS256",
+             w);
+    if (m && !strcmp(m, "private_key_jwt") && !gg_yaml_get(v, "private_key"))
+        LERR(c, v, "missing_key", "%s: private_key_jwt needs 'private_key' (PEM)", w);
+    static const char *const need_jag[] = {"idp_token_endpoint", "idp_client_id", "assertion", "client_id"};
+    for (size_t i = 0; type && !strcmp(type, "id_jag") && i < 4; i++)
+        if (!gg_yaml_get(v, need_jag[i])) LERR(c, v, "missing_key", "%s: id_jag needs '%s'", w, need_jag[i]);
+    static const char *const urls[] = {"client_metadata_url", "redirect_uri", "idp_token_endpoint"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *u = get_str(c, v, urls[i], false, w);
+        if (u && strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
+            LERR(c, gg_yaml_get(v, urls[i]), "invalid_server", "%s.%s must start with http:// or https://", w, urls[i]);
+    }
+    if (type && !strcmp(type, "client_credentials") && !gg_yaml_get(v, "client_id"))
+        LERR(c, v, "missing_key", "%s: client_credentials needs 'client_id'", w);
+    if (type && !strcmp(type, "jwt_bearer") && !gg_yaml_get(v, "assertion"))
+        LERR(c, v, "missing_key", "%s: jwt_bearer needs 'assertion' (the workload's JWT)", w);
+    const ynode *to = gg_yaml_get(v, "timeout");
+    if (to && (!scalar_is_nonneg_int(to) || atol(to->str) < 100 || atol(to->str) > 120000))
+        LERR(c, to, "invalid_server", "%s.timeout must be milliseconds between 100 and 120000", w);
+    s->auth = to_json_at(c, v, w);
+    s->cfg.auth = s->auth;
+}
+
 static void load_servers(lctx *c, const ynode *v) {
     if (!v) return;
     if (v->kind != YN_MAP) {
@@ -514,8 +611,10 @@ static void load_servers(lctx *c, const ynode *v) {
     gg_graph *g = c->g;
     g->servers = calloc(v->count ? v->count : 1, sizeof *g->servers);
     if (!g->servers) return;
-    static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", "check", NULL};
-    static const char *const http_keys[] = {"type", "url", "headers", "timeout", "check", NULL};
+    static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", "check", "on_change",
+                                             "suspicious_text", NULL};
+    static const char *const http_keys[] = {"type", "url", "headers", "auth", "timeout", "check", "on_change",
+                                            "suspicious_text", NULL};
     for (size_t i = 0; i < v->count; i++) {
         const ynode *k = v->items[2 * i], *def = v->items[2 * i + 1];
         gserver *s = &g->servers[g->nservers++];
@@ -555,6 +654,7 @@ static void load_servers(lctx *c, const ynode *v) {
         if (ck && (ck->kind != YN_SCALAR || gg_graph_check_mode_parse(ck->str) < 0))
             LERR(c, ck, "invalid_server", "%s: check must be error, warning or off", what);
         else if (ck) s->check = gg_graph_check_mode_parse(ck->str) + 1;
+        load_pin_policy(c, s, def, what);
         if (!s->cfg.timeout_ms) s->cfg.timeout_ms = c->opts && c->opts->default_timeout_ms ? c->opts->default_timeout_ms
                                                                                                : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
         gg_error e = GG_ERROR_INIT;
@@ -563,6 +663,7 @@ static void load_servers(lctx *c, const ynode *v) {
             const char *url = get_str(c, def, "url", true, what);
             s->headers = pair_list(c, gg_yaml_get(def, "headers"), "headers", ": ");
             s->cfg.headers = (const char *const *)s->headers;
+            if (gg_yaml_get(def, "auth")) load_auth(c, s, gg_yaml_get(def, "auth"), what);
             s->argv = calloc(1, sizeof(char *));
             s->env = calloc(1, sizeof(char *));
             if (url) {
@@ -593,6 +694,7 @@ static void load_servers(lctx *c, const ynode *v) {
                     LERR(c, gg_yaml_get(def, "command"), "policy", "%s: %s", what, e.message ? e.message : "command not allowed");
             }
         }
+        server_secret_refs(c, s, def, what);
         gg_error_clear(&e);
     }
 }
@@ -841,11 +943,24 @@ static void load_async(lctx *c, gnode *n, const ynode *nm, const char *what) {
     json_decref(v);
 }
 
+/* `relay: true|false` on an mcp node (default false; docs/graphs.md argues why): its
+ * server's client then declares the client capabilities it relays. */
+static void load_relay(lctx *c, gnode *n, const ynode *nm) {
+    const ynode *a = gg_yaml_get(nm, "relay");
+    if (!a || n->type != GN_MCP) return; /* on other nodes check_keys reported it */
+    gg_error e = GG_ERROR_INIT;
+    json_t *v = a->kind == YN_SCALAR && a->plain ? gg_yaml_plain_scalar(a->str, a->len, &e) : NULL;
+    gg_error_clear(&e);
+    if (!json_is_boolean(v)) LERR(c, a, "invalid_type", "relay must be true or false");
+    else n->relay = json_is_true(v);
+    json_decref(v);
+}
+
 static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     /* "async" is in every list so that a non-mcp node gets its own message below */
     static const char *const keys[9][14] = {
         {"id", "type", "next", "async", NULL},
-        {"id", "type", "server", "tool", "args", "next", "async", NULL},
+        {"id", "type", "server", "tool", "args", "next", "async", "relay", NULL},
         {"id", "type", "transform", "next", "async", NULL},
         {"id", "type", "conditions", "next", "async", NULL},
         {"id", "type", "error", "async", NULL},
@@ -879,6 +994,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
     snprintf(what, sizeof what, "a%s %s node", t == GN_ENTRY || t == GN_EXIT || t == GN_MCP || t == GN_ELICIT ? "n" : "", type);
     check_keys(c, nm, keys[t], what);
     load_async(c, n, nm, what);
+    load_relay(c, n, nm);
     const ynode *next = gg_yaml_get(nm, "next");
     if (t != GN_SWITCH && t != GN_EXIT) {
         if (!next) LERR(c, nm, "missing_key", "%s needs 'next'", what);
@@ -900,6 +1016,7 @@ static void load_node(lctx *c, gnode *n, const ynode *nm, tool_build *tb) {
         const char *tool = get_str(c, nm, "tool", true, what);
         if (server) {
             n->server = find_server(c->g, server);
+            if (n->server && n->relay) n->server->relays = true;
             if (!n->server)
                 LERR(c, gg_yaml_get(nm, "server"), "unknown_server", "server '%s' is not defined in mcpServers", server);
         }
@@ -1576,6 +1693,8 @@ static void add_proxy_tool(void *user, const gproxy_tool *pt) {
                 t->nodes[j].args->expr = compile_expr(c, pt->args, "proxy arguments");
             }
             t->nodes[j].raw_result = pt->raw;
+            t->nodes[j].relay = true; /* a proxy passes its downstream's questions through */
+            if (t->nodes[j].server) t->nodes[j].server->relays = true;
         }
     if (pt->raw) t->content_result = true; /* the exit's output is that CallToolResult */
     c->tool = c->node = NULL;
@@ -1701,6 +1820,7 @@ void gg_graph_free_internal(gg_graph *g) {
     for (size_t i = 0; i < g->nservers; i++) {
         gserver *s = &g->servers[i];
         gg_graph_client_detach(s); /* the last compilation sharing it stops it (clients.c) */
+        gg_graph_secrets_free(s);
         pthread_mutex_destroy(&s->lock);
         free(s->name);
         free(s->owner);
@@ -1714,12 +1834,15 @@ void gg_graph_free_internal(gg_graph *g) {
         free(s->argv);
         free(s->env);
         free(s->headers);
+        json_decref(s->auth);
     }
     free(g->servers);
     pthread_mutex_destroy(&g->notify_mu);
     free(g->notify_tag);
     json_decref(g->tools_json);
     json_decref(g->proxied);
+    json_decref(g->pins);
+    json_decref(g->withheld);
     jsonata_env_free(g->env);
     free(g->name);
     free(g->title);
@@ -1758,6 +1881,7 @@ gg_graph *gg_graph_load_string(const char *src, size_t len, const char *name, co
     g->refcount = 1;
     pthread_mutex_init(&g->notify_mu, NULL);
     g->policy = opts ? opts->policy : NULL;
+    g->secrets = opts ? opts->secrets : NULL;
     g->env = gg_graph_history_env(&e);
     g->resolver = gg_graph_var_resolver_template;
     g->resolver.user = g;
@@ -1892,9 +2016,10 @@ mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, 
         gg_error_set(err, "invalid_server", "server '%s' is not a downstream MCP server", s->name ? s->name : "");
         return NULL;
     }
+    if (s->nsecrets) gg_graph_secrets_reclaim(s);
     pthread_mutex_lock(&s->lock);
-    if (!s->client) gg_graph_client_attach(s, policy, err);
-    mcp_client *c = s->client;
+    mcp_client *c = s->nsecrets ? gg_graph_secrets_client(s, policy, err)
+                                : (s->client ? s->client : gg_graph_client_attach(s, policy, err));
     pthread_mutex_unlock(&s->lock);
     return c;
 }

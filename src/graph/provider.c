@@ -407,6 +407,16 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
     gg_error_clear(&err);
 }
 
+/* A proxied tool quarantined by its server's on_change (pins.c). */
+static bool p_tool_withheld(mcp_provider *p, const char *name, gg_error *err) {
+    gprov *gp = p->impl;
+    if (!gg_graph_tool_withheld(gp->g, name)) return false;
+    gg_error_set(err, "tool_definition_changed",
+                 "Tool %.200s is withheld: its downstream definition changed (on_change: quarantine) and awaits an "
+                 "admin's approval", name);
+    return true;
+}
+
 static bool p_tool_is_pure(mcp_provider *p, const char *name) {
     return gg_graph_tool_is_pure(((gprov *)p->impl)->g, name);
 }
@@ -552,6 +562,7 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->complete = p_complete;
     p->cache_hint = p_cache_hint;
     p->tool_client_needs = p_tool_client_needs;
+    p->tool_withheld = p_tool_withheld;
     p->refcount = 1;
     p->impl = gp;
     return p;

@@ -179,6 +179,31 @@ static json_t *catalog_for(pctx *c, gserver *s, const ynode *at) {
     return json_is_array(tools) ? tools : (json_decref(tools), NULL);
 }
 
+/* The catalog this graph serves of s: catalog_for's, seen through the version's pins under
+ * s's on_change (pins.c); *held gets the tools quarantine withholds (or NULL). */
+static json_t *served_catalog(pctx *c, gserver *s, const ynode *at, json_t **held) {
+    *held = NULL;
+    json_t *cat = catalog_for(c, s, at);
+    json_t *pins = NULL;
+    if (c->o && c->o->pinned && s->on_change != GG_ON_CHANGE_FOLLOW) {
+        char id[GG_GRAPH_IDENTITY_MAX];
+        gg_graph_server_identity(s, id);
+        pins = c->o->pinned(c->o->pinned_user, s->name, id);
+    }
+    if (!pins) return cat;
+    if (!cat) cat = json_array(); /* not listed, none stored: the pins alone */
+    json_t *out = gg_graph_pin_apply(s, cat, pins, held);
+    json_decref(pins);
+    json_decref(cat);
+    return out;
+}
+
+/* The tool (its name as listed) is withheld by quarantine: not listed, calls refused. */
+static void withhold(pctx *c, const char *name) {
+    if (!c->g->withheld) c->g->withheld = json_object();
+    if (c->g->withheld) json_object_set_new(c->g->withheld, name, json_true());
+}
+
 static json_t *find_tool(json_t *tools, const char *name) {
     size_t i;
     json_t *t;
@@ -263,6 +288,8 @@ typedef struct pentry {
     const ynode *m, *server_at, *pre, *post;
     const char *server, *prefix;
     const ynode *args; /* compiled per tool from this source */
+    gserver *s;
+    json_t *held;      /* downstream tool names quarantine withholds, or NULL */
 } pentry;
 
 /* One proxied tool: its synthetic tool mapping, handed to the loader with its definition. */
@@ -292,6 +319,10 @@ static void add_tool(pctx *c, const pentry *pe, const char *orig, const char *na
               yput(p, tm, "inputSchema", schema) && yput(p, tm, "nodes", seq);
     json_t *def = ok ? tool_def(c, cat, name, item, pe->post && pe->post->count) : NULL;
     if (!def) return; /* out of memory or an error already reported */
+    if (cat) {
+        gg_graph_pin_record(c->g, pe->s, cat);
+        if (c->o && c->o->downstream) gg_graph_suspicious_check(pe->s, cat, c->d, c->file, at->line, at->column);
+    }
     c->sink->add(c->sink->user, &(gproxy_tool){tm, def, pe->args, at, !(pe->post && pe->post->count)});
 }
 
@@ -304,6 +335,7 @@ static void add_all(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) 
     }
     size_t i;
     json_t *t;
+    gg_graph_pin_record(c->g, pe->s, NULL);
     json_array_foreach(cat, i, t) {
         if (c->bounded) break; /* reported once; the rest would be refused too */
         const char *orig = json_string_value(json_object_get(t, "name"));
@@ -315,6 +347,12 @@ static void add_all(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) 
             continue;
         }
         add_tool(c, pe, orig, name, tools, NULL, t);
+    }
+    const char *orig;
+    json_t *v;
+    json_object_foreach(pe->held, orig, v) {
+        char name[160];
+        if (snprintf(name, sizeof name, "%s%s", pe->prefix ? pe->prefix : "", orig) < (int)sizeof name) withhold(c, name);
     }
 }
 
@@ -337,6 +375,12 @@ static void add_list(pctx *c, const pentry *pe, const ynode *tools, json_t *cat)
             continue;
         }
         json_t *t = cat ? find_tool(cat, orig) : NULL;
+        if (!t && json_object_get(pe->held, orig)) { /* quarantined: listed again once approved */
+            char name[160];
+            snprintf(name, sizeof name, "%s%s", as ? "" : pe->prefix ? pe->prefix : "", as ? as : orig);
+            withhold(c, name);
+            continue;
+        }
         if (cat && !t) { /* an upload refuses it; a stored graph loads without it */
             gg_graph_diag_add(c->d, c->o && c->o->downstream ? GG_DIAG_ERROR : GG_DIAG_WARNING, "downstream_unknown_tool", c->file,
                       nm->line, nm->column, NULL, NULL, "server '%s' has no tool '%s' (it has %zu tools)", pe->server, orig,
@@ -415,12 +459,19 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
     char *expr = args_expr(pe.pre);
     pe.args = expr ? yscalar(&c->pool, expr, m) : NULL;
     free(expr);
+    pe.s = s;
     json_t *cat = json_object_get(seen, pe.server);
     if (!cat) { /* one listing per server, however many entries name it */
-        cat = catalog_for(c, s, pe.server_at);
-        json_object_set_new(seen, pe.server, cat ? cat : json_null());
+        json_t *held = NULL;
+        cat = served_catalog(c, s, pe.server_at, &held);
+        json_object_set_new(seen, pe.server, json_pack("{s:o,s:o}", "cat", cat ? cat : json_null(), "held",
+                                                       held ? held : json_null()));
+        cat = json_object_get(seen, pe.server);
     }
+    pe.held = json_object_get(cat, "held");
+    cat = json_object_get(cat, "cat");
     if (json_is_null(cat)) cat = NULL;
+    if (json_is_null(pe.held)) pe.held = NULL;
     if (pe.args && all) add_all(c, &pe, tools, cat);
     else if (pe.args) add_list(c, &pe, tools, cat);
     json_array_append_new(c->g->proxied, json_string(pe.server));

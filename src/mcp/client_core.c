@@ -50,11 +50,25 @@ void mcp_client_call_tool_start(mcp_client *c, const char *tool, json_t *argumen
 void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
                                        atomic_int *cancel, const char *traceparent, const char *tracestate,
                                        mcp_client_done_fn done, void *user) {
+    mcp_client_call_tool_start_relay(c, tool, arguments, timeout_ms, cancel, traceparent, tracestate, NULL, done, user);
+}
+
+/* The same with the call's own handler for what the server asks during it (mcp.h). */
+void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                      atomic_int *cancel, const char *traceparent, const char *tracestate,
+                                      const mcp_call_relay *relay, mcp_client_done_fn done, void *user) {
     json_t *params = json_pack("{s:s, s:o}", "name", tool, "arguments", arguments ? json_incref(arguments) : json_object());
     if (params && traceparent) {
         json_t *meta = json_pack("{s:s}", "traceparent", traceparent);
         if (meta && tracestate) json_object_set_new(meta, "tracestate", json_string(tracestate));
         json_object_set_new(params, "_meta", meta);
+    }
+    /* the relay hears the call's progress: ask for it (the token only needs to be unique to
+     * the call's own stream, where its notifications come) */
+    if (params && relay && relay->notify && c->ops->start_relay) {
+        json_t *meta = json_object_get(params, "_meta");
+        if (!meta) json_object_set_new(params, "_meta", meta = json_object());
+        if (meta) json_object_set_new(meta, "progressToken", json_string("gg-relay"));
     }
     if (!params) {
         gg_error e = GG_ERROR_INIT;
@@ -63,7 +77,9 @@ void mcp_client_call_tool_start_traced(mcp_client *c, const char *tool, json_t *
         gg_error_clear(&e);
         return;
     }
-    mcp_client_start(c, "tools/call", params, timeout_ms, cancel, done, user);
+    if (relay && relay->fn && c->ops->start_relay)
+        c->ops->start_relay(c->impl, "tools/call", params, timeout_ms, cancel, relay, done, user);
+    else mcp_client_start(c, "tools/call", params, timeout_ms, cancel, done, user);
     json_decref(params);
 }
 
@@ -138,4 +154,14 @@ json_t *mcp_client_answer_server_request(json_t *id, const char *method) {
 
 void mcp_client_listen(mcp_client *c) {
     if (c->ops->listen) c->ops->listen(c->impl);
+}
+
+void mcp_client_set_request_handler(mcp_client *c, json_t *capabilities, mcp_client_server_request_fn fn, void *user) {
+    if (c->ops->set_request_handler) c->ops->set_request_handler(c->impl, capabilities, fn, user);
+}
+
+void mcp_client_reply_result(mcp_client_reply *r, json_t *result) { r->send(r, result, 0, NULL); } /* NULL: {} */
+
+void mcp_client_reply_error(mcp_client_reply *r, int code, const char *message) {
+    r->send(r, NULL, code, message ? message : "error");
 }

@@ -7,17 +7,24 @@
  * once. Every socket libcurl opens is checked against the policy (no loopback/private
  * targets by default). A client asked to listen (mcp_client_listen) keeps one GET stream
  * open per session for the server's own messages (list_changed and the like; see "the
- * listen stream" below). Everything a server sends is bounded as it arrives, on the loop
+ * listen stream" below). A call's SSE answer the server ends before the response is resumed
+ * (GET, Last-Event-ID: "resuming an SSE answer"); the requests a server sends go to the
+ * client's request handler ("requests the server sends"). With mcp_server_config.protocol
+ * 2026-07-28 the client speaks the stateless era instead (no session: "the stateless era").
+ * Everything a server sends is bounded as it arrives, on the loop
  * thread every tenant shares: one message (a plain body, or an SSE event read by the same
  * incremental mcp_sse_reader as the listen stream) at most downstream.max_message_bytes, the
  * transfer aborted at the first byte past; each parsed under downstream.max_parse_bytes
  * (mcp_wire_parse); the bytes an exchange holds charged to its owner's
  * tenants.max_downstream_bytes (mcp_loop_hold) until it ends; a plain answer must carry the
- * request's id. All client state below is touched on the loop thread only. */
+ * request's id. A server with `auth` settings gets its credentials from an mcp_auth_provider
+ * (see "credentials" below): on every request, and after a 401/403 the provider resolved.
+ * All client state below is touched on the loop thread only. */
 #include "mcp/loop.h"
 #include "telemetry/telemetry.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -52,6 +59,7 @@ typedef struct http_client {
     size_t max_message, max_parse; /* downstream.max_message_bytes, downstream.max_parse_bytes */
     const mcp_client_policy *policy;
     mcp_loop *loop;
+    mcp_auth_provider auth; /* auth.impl NULL = no credentials (the config had no `auth`) */
     /* loop thread only */
     char *session;      /* Mcp-Session-Id */
     char *protocol;     /* negotiated version */
@@ -68,11 +76,19 @@ typedef struct http_client {
     int listen_fails;      /* streams in a row that failed or died young: the backoff's exponent */
     long retry_ms;         /* the server's retry: hint, -1 none */
     char last_event_id[256];
+    /* the stateless era (loop thread but modern, caps, on_request: set before the first request) */
+    bool modern;           /* mcp_server_config.protocol is MCP_VERSION_MODERN: no session, _meta */
+    json_t *tool_headers;  /* tool -> [{path, header}] from the last tools/list (x-mcp-header) */
+    json_t *caps;          /* the capabilities declared (initialize, or each request's _meta) */
+    mcp_client_server_request_fn on_request; /* NULL: the default answers */
+    void *request_user;
+    hreq *resuming;        /* calls waiting to resume their SSE answer (see resume_call) */
     /* any thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int nreqs;          /* exchanges not yet destroyed */
     int answers;        /* answers to the server's requests not yet destroyed */
+    int replies;        /* replies the request handler owes (each also one of nreqs) */
     mcp_client_notify_fn notify;
     void *notify_user;
     int starts;         /* atomic */
@@ -80,7 +96,15 @@ typedef struct http_client {
 } http_client;
 
 enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER };
-enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to reconnect */ };
+enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to reconnect */,
+       HS_AUTH /* waiting for the auth provider to resolve a 401/403 */,
+       HS_RESUME /* a call whose SSE answer ended early, waiting to resume it (GET, Last-Event-ID) */,
+       HS_INPUT /* a stateless call waiting for the answers to its input requests (MRTR) */ };
+
+/* The WWW-Authenticate header kept from an answer (a challenge is short; longer is cut). */
+#define AUTH_CHALLENGE_MAX 2048
+/* Authorization (and DPoP) header lines the provider may add to one request. */
+#define AUTH_HEADERS_MAX 16384
 
 struct hreq {
     mcp_pending p; /* first: the loop's view */
@@ -90,6 +114,10 @@ struct hreq {
     long long id;  /* -1 for notifications */
     char *body;    /* the serialized message */
     bool retried, refused_by_policy;
+    int auth_rounds;      /* 401/403 answers the provider resolved for this request */
+    char *challenge;      /* the last answer's WWW-Authenticate (NULL = none) */
+    char dpop_nonce[256]; /* and its DPoP-Nonce ("" = none) */
+    gg_error auth_err;    /* the provider's verdict, handed from its thread to the loop */
     CURL *h;
     struct curl_slist *hd;
     gg_strbuf resp;       /* a plain (not event-stream) body */
@@ -107,6 +135,15 @@ struct hreq {
     double opened_ms;
     /* W3C trace context of a call carrying params._meta.traceparent: also sent as headers */
     char traceparent_hdr[GG_TRACEPARENT_LEN + 16], tracestate_hdr[GG_TRACESTATE_MAX + 16];
+    /* the stateless era: the request as the caller gave it (each round is built from it) */
+    char *method;
+    json_t *params;
+    int rounds;           /* InputRequiredResults answered (MRTR), version retries */
+    /* the session era: resuming an SSE answer the server ended before the response */
+    bool resuming;        /* the next launch is the GET that resumes */
+    int resumes;
+    char resume_id[256];  /* Last-Event-ID */
+    mcp_call_relay relay; /* the call's own handler of the server's requests (fn NULL = the client's) */
     hreq *next, **pprev; /* in c->flight or c->waiting: pprev is the link to it (O(1) unlink) */
 };
 
@@ -120,6 +157,9 @@ static void hreq_reset_transfer(hreq *r) {
     gg_strbuf_free(&r->resp);
     free(r->session);
     r->session = NULL;
+    free(r->challenge);
+    r->challenge = NULL;
+    r->dpop_nonce[0] = '\0';
     json_decref(r->found);
     r->found = NULL;
     r->found_bytes = 0;
@@ -138,7 +178,10 @@ static void hreq_destroy(mcp_pending *p) {
     http_client *c = r->c;
     bool answer = r->kind == HR_ANSWER;
     hreq_reset_transfer(r);
+    gg_error_clear(&r->auth_err);
     free(r->body);
+    free(r->method);
+    json_decref(r->params);
     free(r);
     pthread_mutex_lock(&c->mu);
     c->nreqs--;
@@ -164,6 +207,20 @@ static void trace_headers(hreq *r, json_t *meta) {
     if (tc.state[0]) snprintf(r->tracestate_hdr, sizeof r->tracestate_hdr, "tracestate: %s", tc.state);
 }
 
+/* The stateless era: every round of a request is its own message (a new id), its params
+ * the caller's with the request metadata (_meta) and, when retrying after an
+ * InputRequiredResult, the round's extra members (inputResponses, requestState). */
+static char *modern_body(hreq *r, json_t *extra) {
+    json_t *p = mcp_era_params(r->params, r->c->protocol, r->c->caps);
+    if (p && extra) json_object_update(p, extra);
+    json_t *msg = p ? json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", r->method,
+                                "params", p)
+                    : NULL;
+    char *b = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    return b;
+}
+
 static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *params, int timeout_ms,
                       atomic_int *cancel, mcp_client_done_fn done, void *user) {
     hreq *r = calloc(1, sizeof *r);
@@ -179,6 +236,17 @@ static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *para
     if (kind == HR_ANSWER) c->answers++;
     pthread_mutex_unlock(&c->mu);
     if (!method) return r; /* a GET, or a body the caller sets */
+    if (c->modern && kind == HR_CALL) {
+        r->method = strdup(method);
+        r->params = params ? json_deep_copy(params) : NULL;
+        trace_headers(r, json_object_get(params, "_meta"));
+        if (r->method && (r->params || !params)) r->body = modern_body(r, NULL);
+        if (!r->body) {
+            mcp_pending_unref(&r->p);
+            return NULL;
+        }
+        return r;
+    }
     json_t *msg = r->id >= 0 ? json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", method)
                              : json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
     if (msg && params) json_object_set(msg, "params", params);
@@ -253,9 +321,14 @@ static bool account(hreq *r) {
     return ok;
 }
 
-/* One event of an SSE answer: keep the response with our id. Requests and notifications
- * the server sends before it are not ours to act on here; an event that cannot be parsed
- * (not JSON, or more heap than downstream.max_parse_bytes) fails the call. */
+static void server_request(http_client *c, json_t *id, const char *method, json_t *params, const mcp_call_relay *relay);
+
+/* One event of an SSE answer: keep the response with our id. A request the server sends
+ * before it (the session era: an elicitation during a tools/call) goes to the call's or the
+ * client's request handler (server_request); a notification to the call's relay, if any
+ * (mcp_call_relay.notify: progress, log messages); an event
+ * that cannot be parsed (not JSON, or more heap than downstream.max_parse_bytes) fails the
+ * call. */
 static bool call_event(void *user, const char *data, size_t len) {
     hreq *r = user;
     if (!len || r->found) return true;
@@ -268,11 +341,17 @@ static bool call_event(void *user, const char *data, size_t len) {
         return false;
     }
     json_t *id = json_object_get(m, "id");
+    const char *method = json_string_value(json_object_get(m, "method"));
     if (json_is_integer(id) && json_integer_value(id) == r->id &&
         (json_object_get(m, "result") || json_object_get(m, "error"))) {
         r->found = m;
         r->found_bytes = bytes;
-    } else json_decref(m);
+        return true;
+    }
+    if (method && id && !r->c->modern)
+        server_request(r->c, id, method, json_object_get(m, "params"), r->relay.fn ? &r->relay : NULL);
+    else if (method && !id && r->relay.notify) r->relay.notify(r->relay.user, method, json_object_get(m, "params"));
+    json_decref(m);
     return true;
 }
 
@@ -329,6 +408,30 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
         while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
         free(x->session);
         x->session = strndup(v, vl);
+    } else if (n > 17 && !strncasecmp(buf, "www-authenticate:", 17)) {
+        const char *v = buf + 17;
+        size_t vl = n - 17;
+        while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+        size_t had = x->challenge ? strlen(x->challenge) : 0; /* several headers are one list (RFC 9110) */
+        if (had + vl + 2 <= AUTH_CHALLENGE_MAX) {
+            char *m = realloc(x->challenge, had + vl + 3);
+            if (m) {
+                if (had) memcpy(m + had, ", ", 2), had += 2;
+                memcpy(m + had, v, vl);
+                m[had + vl] = '\0';
+                x->challenge = m;
+            }
+        }
+    } else if (n > 11 && !strncasecmp(buf, "dpop-nonce:", 11)) {
+        const char *v = buf + 11;
+        size_t vl = n - 11;
+        while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+        if (vl < sizeof x->dpop_nonce) {
+            memcpy(x->dpop_nonce, v, vl);
+            x->dpop_nonce[vl] = '\0';
+        }
     } else if (n > 13 && !strncasecmp(buf, "content-type:", 13)) {
         const char *v = buf + 13;
         while (*v == ' ') v++;
@@ -365,6 +468,20 @@ static void listen_options(hreq *r, CURL *h) {
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 20L);
 }
 
+/* The provider's credentials for one request (none yet: the server's 401 asks for them). */
+static struct curl_slist *auth_headers(http_client *c, const char *method, struct curl_slist *hd) {
+    if (!c->auth.impl) return hd;
+    char buf[AUTH_HEADERS_MAX];
+    if (!c->auth.headers(c->auth.impl, c->url, method, buf, sizeof buf)) return hd;
+    for (char *line = buf, *nl; line && *line; line = nl) {
+        nl = strchr(line, '\n');
+        if (nl) *nl++ = '\0';
+        if (*line) hd = curl_slist_append(hd, line);
+    }
+    sodium_memzero(buf, sizeof buf);
+    return hd;
+}
+
 /* Put an exchange on the wire (loop thread). */
 static void launch(hreq *r) {
     http_client *c = r->c;
@@ -374,13 +491,14 @@ static void launch(hreq *r) {
         finish(r, NULL, "transport", "cannot create a curl handle");
         return;
     }
-    bool get = r->kind == HR_LISTEN;
+    bool get = r->kind == HR_LISTEN || r->resuming; /* the listen stream, or a call's answer resumed */
     struct curl_slist *hd = NULL;
     if (!get) hd = curl_slist_append(hd, "Content-Type: application/json");
     hd = curl_slist_append(hd, get ? "Accept: text/event-stream" : "Accept: application/json, text/event-stream");
     char line[512];
-    if (get && c->last_event_id[0]) {
-        snprintf(line, sizeof line, "Last-Event-ID: %s", c->last_event_id);
+    const char *last_id = r->resuming ? r->resume_id : c->last_event_id;
+    if (get && last_id[0]) {
+        snprintf(line, sizeof line, "Last-Event-ID: %s", last_id);
         hd = curl_slist_append(hd, line);
     }
     if (c->session && r->kind != HR_INIT) {
@@ -390,7 +508,9 @@ static void launch(hreq *r) {
     snprintf(line, sizeof line, "MCP-Protocol-Version: %s",
              c->protocol && r->kind != HR_INIT ? c->protocol : MCP_CLIENT_PROTOCOL_VERSION);
     hd = curl_slist_append(hd, line);
+    if (c->modern && r->method) hd = mcp_era_headers(hd, r->method, r->params, c->tool_headers);
     for (char **p = c->headers; p && *p; p++) hd = curl_slist_append(hd, *p);
+    hd = auth_headers(c, get ? "GET" : "POST", hd);
     if (r->traceparent_hdr[0]) hd = curl_slist_append(hd, r->traceparent_hdr);
     if (r->tracestate_hdr[0]) hd = curl_slist_append(hd, r->tracestate_hdr);
     r->hd = hd;
@@ -409,11 +529,12 @@ static void launch(hreq *r) {
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, r);
     curl_easy_setopt(h, CURLOPT_PROXY, ""); /* no proxy from the environment: the policy checks real targets */
     /* a backstop: the loop's deadline heap normally ends a late call first */
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, get ? 0L : (long)(left < 1 ? 1 : left + 50));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, r->kind == HR_LISTEN ? 0L : (long)(left < 1 ? 1 : left + 50));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (get) listen_options(r, h);
+    if (r->kind == HR_LISTEN) listen_options(r, h);
+    else if (get) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     if (curl_multi_add_handle(mcp_loop_multi(c->loop), h) != CURLM_OK) {
         finish(r, NULL, "transport", "cannot start an HTTP request");
         return;
@@ -443,7 +564,10 @@ static void listen_retry_later(http_client *c);
 
 /* The session is usable (or failed): send what waited for it, or fail it; a client that
  * listens opens the session's GET stream. */
-static void session_settled(http_client *c, const char *error) {
+static void session_settled_as(http_client *c, const char *code, const char *error);
+static void session_settled(http_client *c, const char *error) { session_settled_as(c, "transport", error); }
+
+static void session_settled_as(http_client *c, const char *code, const char *error) {
     c->initing = false;
     c->ready = error == NULL;
     hreq *w = c->waiting;
@@ -453,7 +577,7 @@ static void session_settled(http_client *c, const char *error) {
         w->next = NULL;
         w->pprev = NULL;
         w->state = HS_NEW;
-        if (error) finish(w, NULL, "transport", "%s", error);
+        if (error) finish(w, NULL, code, "%s", error);
         else launch(w);
         w = next;
     }
@@ -463,6 +587,10 @@ static void session_settled(http_client *c, const char *error) {
 
 static void start_init(http_client *c) {
     if (c->initing) return;
+    if (c->modern) { /* no session to start: what waited goes out */
+        session_settled(c, NULL);
+        return;
+    }
     listen_stop(c); /* the stream belongs to the old session */
     c->session_streamed = false;
     c->last_event_id[0] = '\0';
@@ -473,8 +601,9 @@ static void start_init(http_client *c) {
     free(c->protocol);
     c->protocol = NULL;
     __atomic_add_fetch(&c->starts, 1, __ATOMIC_RELAXED);
-    json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
-                               "clientInfo", "name", "graphgate", "version", GG_VERSION);
+    json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
+                               c->caps ? json_deep_copy(c->caps) : json_object(), "clientInfo", "name", "graphgate",
+                               "version", GG_VERSION);
     hreq *r = hreq_new(c, HR_INIT, "initialize", params, c->timeout_ms, NULL, NULL, NULL);
     json_decref(params);
     if (!r) session_settled(c, "out of memory");
@@ -558,12 +687,311 @@ static bool session_lost(hreq *r, long status) {
     return strcasestr(r->resp.data, "session") != NULL;
 }
 
+/* ---- credentials (mcp_auth_provider) -------------------------------------------------------
+ * A 401/403 of a client with a provider: the request waits in HS_AUTH (no thread, its
+ * deadline still watched) while the provider resolves the challenge, then goes out again
+ * with the new credentials, at most MCP_AUTH_MAX_ROUNDS times. */
+
+static void auth_resumed(void *arg) {
+    hreq *r = arg;
+    http_client *c = r->c;
+    if (r->state == HS_AUTH) { /* else its deadline or cancel flag ended it meanwhile */
+        r->state = HS_NEW;
+        bool failed = gg_error_is_set(&r->auth_err);
+        if (r->kind == HR_INIT) {
+            if (c->closing) finish_quiet(r);
+            else if (!failed) launch(r);
+            else {
+                char m[600];
+                snprintf(m, sizeof m, "MCP server '%s' (initialize): %s", c->name, r->auth_err.message);
+                finish_quiet(r);
+                session_settled_as(c, r->auth_err.code, m);
+            }
+        } else if (failed) finish(r, NULL, r->auth_err.code, "MCP server '%s': %s", c->name, r->auth_err.message);
+        else if (c->closing) finish(r, NULL, "transport", "client is closing");
+        else if (c->ready) launch(r);
+        else wait_for_session(r);
+    }
+    mcp_pending_unref(&r->p); /* the challenge's */
+}
+
+/* The provider's verdict (any thread): the request goes on on the loop thread. */
+static void auth_resolved(void *user, gg_error *err) {
+    hreq *r = user;
+    if (err && gg_error_is_set(err)) gg_error_move(&r->auth_err, err);
+    else gg_error_clear(&r->auth_err);
+    /* out of memory for the post: the watched deadline ends the request */
+    if (!mcp_loop_post(r->c->loop, auth_resumed, r)) mcp_pending_unref(&r->p);
+}
+
+/* A 401/403: true when the provider takes it (the request waits), false when the answer
+ * stands (no provider, or the rounds are spent). */
+static bool auth_wait(hreq *r, long status) {
+    http_client *c = r->c;
+    if ((status != 401 && status != 403) || !c->auth.impl || r->auth_rounds >= MCP_AUTH_MAX_ROUNDS) return false;
+    r->auth_rounds++;
+    r->state = HS_AUTH;
+    char *challenge = r->challenge;
+    r->challenge = NULL;
+    mcp_pending_ref(&r->p);
+    c->auth.challenge(c->auth.impl, c->url, (int)status, challenge, r->dpop_nonce[0] ? r->dpop_nonce : NULL, auth_resolved, r);
+    free(challenge);
+    return true;
+}
+
+/* ---- resuming an SSE answer (the session era) -------------------------------------------
+ * A server may end a call's SSE answer before the response (2025-11-25, SEP-1699: it
+ * polls): when the stream gave an event id, the call waits the stream's retry: hint (1 s
+ * without one, at most RESUME_MAX_MS; on a timer of its own, its deadline still watched)
+ * and then GETs the stream again with Last-Event-ID, where the response comes; at most
+ * RESUME_MAX times per call. A call waiting so is on c->resuming (the client's close ends it). */
+#define RESUME_MAX 5
+#define RESUME_DEFAULT_MS 1000
+#define RESUME_MAX_MS 5000
+
+typedef struct resume_timer {
+    mcp_pending p;
+    hreq *r; /* a reference */
+} resume_timer;
+
+static void resume_fire(mcp_pending *p, const char *why) {
+    (void)why;
+    hreq *r = ((resume_timer *)p)->r;
+    http_client *c = r->c;
+    if (r->state != HS_RESUME) return; /* its deadline or cancel flag, or the close, ended it meanwhile */
+    unlink_req(r);
+    r->state = HS_NEW;
+    if (c->closing) finish(r, NULL, "transport", "client is closing");
+    else launch(r);
+}
+
+static void resume_destroy(mcp_pending *p) {
+    resume_timer *t = (resume_timer *)p;
+    mcp_pending_unref(&t->r->p);
+    free(t);
+}
+
+/* The answer ended without the response: resume it later (true), or not (false: no event
+ * id to resume from, or the resumptions are spent). */
+static bool resume_call(hreq *r) {
+    if (!r->in || !r->in->last_id[0] || r->resumes >= RESUME_MAX) return false;
+    resume_timer *t = calloc(1, sizeof *t);
+    if (!t) return false;
+    long ms = r->in->retry_ms >= 0 ? r->in->retry_ms : RESUME_DEFAULT_MS;
+    if (ms > RESUME_MAX_MS) ms = RESUME_MAX_MS;
+    snprintf(r->resume_id, sizeof r->resume_id, "%s", r->in->last_id);
+    r->resumes++;
+    r->resuming = true;
+    r->state = HS_RESUME;
+    link_front(&r->c->resuming, r);
+    mcp_pending_init(&t->p, ms > 0 ? (int)ms : 1, NULL, noop_done, NULL);
+    t->p.expire = resume_fire;
+    t->p.destroy = resume_destroy;
+    t->r = r;
+    mcp_pending_ref(&r->p);
+    mcp_loop_watch(r->c->loop, &t->p);
+    mcp_pending_unref(&t->p); /* the creator's: the watch holds it */
+    return true;
+}
+
+/* ---- the stateless era (2026-07-28) ------------------------------------------------------
+ * With mcp_server_config.protocol MCP_VERSION_MODERN there is no initialize and no session:
+ * every request carries the request metadata in params._meta (client_era.c) and the
+ * standard headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name, and the Mcp-Param-{Name}
+ * headers the tool's x-mcp-header annotations designate, learned from tools/list, where
+ * tools with invalid annotations are left out). A 4xx answer carries the JSON-RPC error; an
+ * UnsupportedProtocolVersionError whose supported list holds our version is retried. An
+ * InputRequiredResult (tools/call, prompts/get, resources/read) goes to the request handler,
+ * one request per input request, and the original request is sent again, under a new id,
+ * with the inputResponses and the requestState exactly as received (MRTR), at most
+ * MRTR_MAX_ROUNDS times. No GET stream, no notifications/cancelled (closing the answer is
+ * the cancellation). */
+#define MRTR_MAX_ROUNDS 8
+#define MRTR_MAX_INPUTS 16
+
+/* The request again, as a new message (a new id) with extra members (may be NULL). */
+static void modern_again(hreq *r, json_t *extra) {
+    r->id = __atomic_add_fetch(&r->c->next_id, 1, __ATOMIC_RELAXED);
+    char *b = modern_body(r, extra);
+    if (!b) {
+        finish(r, NULL, "oom", "out of memory");
+        return;
+    }
+    free(r->body);
+    r->body = b;
+    launch(r);
+}
+
+static bool lists_version(json_t *supported, const char *v) {
+    size_t i;
+    json_t *s;
+    json_array_foreach(supported, i, s)
+        if (json_is_string(s) && v && !strcmp(json_string_value(s), v)) return true;
+    return false;
+}
+
+/* A 4xx answer: the revision puts the JSON-RPC error in its body. */
+static void modern_refused(hreq *r, long status) {
+    http_client *c = r->c;
+    gg_error pe = GG_ERROR_INIT;
+    json_t *m = r->resp.len ? mcp_wire_parse(r->resp.data, r->resp.len, c->max_parse, NULL, &pe) : NULL;
+    gg_error_clear(&pe);
+    json_t *e = json_object_get(m, "error");
+    long long code = json_integer_value(json_object_get(e, "code"));
+    const char *em = json_string_value(json_object_get(e, "message"));
+    if (code == MCP_UNSUPPORTED_VERSION && r->rounds < MRTR_MAX_ROUNDS &&
+        lists_version(json_object_get(json_object_get(e, "data"), "supported"), c->protocol)) {
+        r->rounds++;
+        modern_again(r, NULL);
+    } else if (json_is_object(e))
+        finish(r, NULL, "mcp_error", "MCP error %lld: %s", code, em ? em : "unknown error");
+    else finish(r, NULL, "transport", "MCP server '%s' answered HTTP %ld to a request", c->name, status);
+    json_decref(m);
+}
+
+/* One InputRequiredResult being answered: its replies come from any thread. */
+typedef struct mrtr_round {
+    hreq *r; /* a reference */
+    pthread_mutex_t mu;
+    int left;            /* replies still owed, plus one while they are being asked */
+    json_t *responses;   /* NULL when the result had no inputRequests */
+    char *state;         /* requestState as received, NULL when none */
+    char why[300];       /* the first reply that was an error */
+} mrtr_round;
+
+typedef struct mrtr_reply {
+    mcp_client_reply base;
+    mrtr_round *round;
+    char *key;
+} mrtr_reply;
+
+static void mrtr_resume(void *arg) {
+    mrtr_round *rd = arg;
+    hreq *r = rd->r;
+    http_client *c = r->c;
+    if (r->state == HS_INPUT) { /* else its deadline or cancel flag ended it meanwhile */
+        r->state = HS_NEW;
+        json_t *extra = json_object();
+        if (extra && rd->responses) json_object_set(extra, "inputResponses", rd->responses);
+        if (extra && rd->state) json_object_set_new(extra, "requestState", json_string(rd->state));
+        if (rd->why[0]) finish(r, NULL, "mcp_error", "MCP server '%s': %s", c->name, rd->why);
+        else if (c->closing) finish(r, NULL, "transport", "client is closing");
+        else if (!extra) finish(r, NULL, "oom", "out of memory");
+        else modern_again(r, extra);
+        json_decref(extra);
+    }
+    json_decref(rd->responses);
+    free(rd->state);
+    pthread_mutex_destroy(&rd->mu);
+    free(rd);
+    mcp_pending_unref(&r->p); /* the round's */
+}
+
+static void mrtr_release(mrtr_round *rd) {
+    pthread_mutex_lock(&rd->mu);
+    bool last = --rd->left == 0;
+    pthread_mutex_unlock(&rd->mu);
+    if (!last) return;
+    if (mcp_loop_post(rd->r->c->loop, mrtr_resume, rd)) return;
+    snprintf(rd->why, sizeof rd->why, "out of memory"); /* the call's deadline ends it */
+    hreq *r = rd->r;
+    json_decref(rd->responses);
+    free(rd->state);
+    pthread_mutex_destroy(&rd->mu);
+    free(rd);
+    mcp_pending_unref(&r->p);
+}
+
+static void mrtr_answer(mrtr_round *rd, const char *key, json_t *result, int code, const char *message) {
+    pthread_mutex_lock(&rd->mu);
+    if (code && !rd->why[0])
+        snprintf(rd->why, sizeof rd->why, "the client could not answer input request '%.64s': %s", key, message);
+    else if (!code && rd->responses)
+        json_object_set_new(rd->responses, key, result ? json_deep_copy(result) : json_object());
+    pthread_mutex_unlock(&rd->mu);
+    mrtr_release(rd);
+}
+
+static void mrtr_send(mcp_client_reply *base, json_t *result, int code, const char *message) {
+    mrtr_reply *rp = (mrtr_reply *)base;
+    mrtr_answer(rp->round, rp->key, result, code, message);
+    free(rp->key);
+    free(rp);
+}
+
+static bool mrtr_method(const char *m) {
+    return !strcmp(m, "tools/call") || !strcmp(m, "prompts/get") || !strcmp(m, "resources/read");
+}
+
+/* An InputRequiredResult: ask the handler, the call waits (HS_INPUT) for every reply. */
+static void input_required(hreq *r, json_t *result) {
+    http_client *c = r->c;
+    json_t *reqs = json_object_get(result, "inputRequests"), *state = json_object_get(result, "requestState");
+    pthread_mutex_lock(&c->mu);
+    mcp_client_server_request_fn fn = r->relay.fn ? r->relay.fn : c->on_request;
+    void *u = r->relay.fn ? r->relay.user : c->request_user;
+    pthread_mutex_unlock(&c->mu);
+    const char *first = json_string_value(json_object_get(json_object_iter_value(json_object_iter(reqs)), "method"));
+    if ((reqs && !json_is_object(reqs)) || (state && !json_is_string(state)) || (!reqs && !state)) {
+        finish(r, NULL, "mcp_error", "MCP server '%s' sent a malformed InputRequiredResult", c->name);
+        return;
+    }
+    if (r->rounds >= MRTR_MAX_ROUNDS || json_object_size(reqs) > MRTR_MAX_INPUTS) {
+        finish(r, NULL, "mcp_error", "MCP server '%s' asked for input too often (%d rounds, %zu requests)", c->name,
+               r->rounds, json_object_size(reqs));
+        return;
+    }
+    if (json_object_size(reqs) && !fn) {
+        finish(r, NULL, "mcp_error", "MCP server '%s' asked the client for input (%.64s), which this client does not answer",
+               c->name, first ? first : "?");
+        return;
+    }
+    mrtr_round *rd = calloc(1, sizeof *rd);
+    if (!rd || (reqs && !(rd->responses = json_object())) || (state && !(rd->state = strdup(json_string_value(state))))) {
+        if (rd) json_decref(rd->responses), free(rd);
+        finish(r, NULL, "oom", "out of memory");
+        return;
+    }
+    pthread_mutex_init(&rd->mu, NULL);
+    rd->r = r;
+    rd->left = (int)json_object_size(reqs) + 1;
+    r->rounds++;
+    r->state = HS_INPUT;
+    mcp_pending_ref(&r->p); /* the round's */
+    const char *key;
+    json_t *ir;
+    json_object_foreach(reqs, key, ir) {
+        const char *method = json_string_value(json_object_get(ir, "method"));
+        mrtr_reply *rp = method ? calloc(1, sizeof *rp) : NULL;
+        if (rp && !(rp->key = strdup(key))) free(rp), rp = NULL;
+        if (!rp) {
+            mrtr_answer(rd, key, NULL, MCP_INVALID_REQUEST, method ? "out of memory" : "an input request without a method");
+            continue;
+        }
+        rp->base.send = mrtr_send;
+        rp->round = rd;
+        fn(u, method, json_object_get(ir, "params"), &rp->base);
+    }
+    mrtr_release(rd); /* the asking's own */
+}
+
+/* A stateless request's result: tools/list loses its invalid tools (and teaches the
+ * headers), an InputRequiredResult starts the next round, anything else is the answer. */
+static void modern_result(hreq *r, json_t *result) {
+    const char *type = json_string_value(json_object_get(result, "resultType"));
+    if (!strcmp(r->method, "tools/list")) mcp_era_filter_tools(result, r->c->tool_headers, r->c->name);
+    if (type && !strcmp(type, "input_required") && mrtr_method(r->method)) input_required(r, result);
+    else finish_result(r, result);
+}
+
 static void call_done(hreq *r, CURLcode rc, long status) {
     http_client *c = r->c;
+    bool resumed = r->resuming;
+    r->resuming = false;
     bool unsent = rc == CURLE_SEND_ERROR || rc == CURLE_COULDNT_CONNECT;
     bool reset = rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR;
-    if (reset) c->ready = false; /* the server may have restarted: the next call starts over */
-    if (!r->retried && !r->refused_by_policy && ((rc == CURLE_OK && session_lost(r, status)) || (unsent && rc != CURLE_COULDNT_CONNECT))) {
+    if (reset && !c->modern) c->ready = false; /* the server may have restarted: the next call starts over */
+    if (!c->modern && !r->retried && !r->refused_by_policy && ((rc == CURLE_OK && session_lost(r, status)) || (unsent && rc != CURLE_COULDNT_CONNECT))) {
         r->retried = true;
         c->ready = false;
         wait_for_session(r);
@@ -573,8 +1001,22 @@ static void call_done(hreq *r, CURLcode rc, long status) {
         transport_error(r, rc);
         return;
     }
+    if (!c->modern && status == 200 && r->sse && !r->found && resume_call(r)) return;
+    if (auth_wait(r, status)) return;
+    if ((status == 401 || status == 403) && c->auth.impl) {
+        finish(r, NULL, "downstream_auth", "MCP server '%s' refused the credentials (HTTP %ld) after %d tries", c->name,
+               status, r->auth_rounds + 1);
+        return;
+    }
+    if (c->modern && status >= 400 && status < 500 && !r->sse) {
+        modern_refused(r, status);
+        return;
+    }
     if (status < 200 || status >= 300) {
-        finish(r, NULL, "transport", "MCP server '%s' answered HTTP %ld to a request", c->name, status);
+        if (resumed)
+            finish(r, NULL, "transport", "MCP server '%s' ended a call's stream before its answer and refused to resume it (HTTP %ld)",
+                   c->name, status);
+        else finish(r, NULL, "transport", "MCP server '%s' answered HTTP %ld to a request", c->name, status);
         return;
     }
     gg_error why = GG_ERROR_INIT;
@@ -586,6 +1028,7 @@ static void call_done(hreq *r, CURLcode rc, long status) {
         finish(r, NULL, "mcp_error", "MCP error %lld: %s", (long long)json_integer_value(json_object_get(e, "code")),
                em ? em : "unknown error");
     } else if (!result) finish(r, NULL, "mcp_error", "MCP server '%s' sent a response without a result", c->name);
+    else if (c->modern && r->method) modern_result(r, result);
     else finish_result(r, result);
     json_decref(m);
     gg_error_clear(&why);
@@ -602,6 +1045,7 @@ static bool declares_list_changed(json_t *caps) {
 static void init_done(hreq *r, CURLcode rc, long status) {
     http_client *c = r->c;
     char err[600] = "";
+    const char *code = "transport";
     json_t *m = NULL;
     gg_error why = GG_ERROR_INIT;
     if (r->fail[0]) {
@@ -611,6 +1055,8 @@ static void init_done(hreq *r, CURLcode rc, long status) {
                  rc == CURLE_COULDNT_CONNECT && !r->refused_by_policy ? "connection refused by" : "cannot reach", c->name,
                  r->refused_by_policy ? POLICY_REFUSED : curl_easy_strerror(rc));
     } else if (status < 200 || status >= 300) {
+        if (auth_wait(r, status)) return;
+        if ((status == 401 || status == 403) && c->auth.impl) code = "downstream_auth";
         snprintf(err, sizeof err, "MCP server '%s' answered HTTP %ld to initialize", c->name, status);
     } else if (!(m = response_message(r, &why))) {
         snprintf(err, sizeof err, "%s (initialize)", why.message);
@@ -624,7 +1070,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
     if (err[0]) {
         json_decref(m);
         finish_quiet(r);
-        session_settled(c, err);
+        session_settled_as(c, code, err);
         return;
     }
     const char *pv = json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion"));
@@ -745,26 +1191,81 @@ static void listen_opened(hreq *r) {
     gg_log(GG_LOG_DEBUG, "listening to a downstream server", "server", r->c->name, NULL);
 }
 
-/* Answer a request the server sent on the stream. We are inside libcurl's write callback,
- * where no transfer may be added: the POST starts from the loop's queue (submit). */
-static void listen_answer(http_client *c, json_t *id, const char *method) {
-    pthread_mutex_lock(&c->mu);
-    bool full = c->answers >= LISTEN_MAX_ANSWERS;
-    pthread_mutex_unlock(&c->mu);
-    json_t *a = full ? NULL : mcp_client_answer_server_request(id, method);
+/* ---- requests the server sends ----------------------------------------------------------
+ * On the listen stream or a call's SSE answer (the session era). Each is answered with a
+ * POST: by the client's request handler when it has one (mcp_client_set_request_handler;
+ * a ping is always answered here), else ping -> {} and anything else -> -32601. We are
+ * inside libcurl's write callback, where no transfer may be added: every answer's POST
+ * starts from the loop's queue (submit). At most LISTEN_MAX_ANSWERS answers are in flight
+ * (past that a request is dropped, logged: a server cannot make us send without bound) and
+ * REPLIES_MAX replies owed by the handler (past that the default answer goes). */
+#define REPLIES_MAX 16
+
+typedef struct http_reply {
+    mcp_client_reply base;
+    http_client *c;
+    json_t *id;
+} http_reply;
+
+static void post_answer(http_client *c, json_t *a, const char *method) {
     hreq *r = a ? hreq_new(c, HR_ANSWER, NULL, NULL, 2000, NULL, NULL, NULL) : NULL;
     if (r) r->body = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
     if (!r || !r->body) {
-        gg_log(GG_LOG_WARN, "a downstream server's request on its listen stream was dropped (too many unanswered)",
-               "server", c->name, "method", method, NULL);
+        gg_log(GG_LOG_WARN, "an answer to a downstream server's request was dropped (out of memory)", "server", c->name,
+               "method", method, NULL);
         if (r) mcp_pending_unref(&r->p);
         return;
     }
     mcp_loop_watch(c->loop, &r->p);
     mcp_pending_ref(&r->p);
+    /* out of memory for the post: the watched deadline ends it; the creator's reference is
+     * the one its finish drops */
     if (!mcp_loop_post(c->loop, submit, r)) mcp_pending_unref(&r->p);
-    mcp_pending_unref(&r->p); /* the creator's: the watch and the post hold it now */
+}
+
+/* The handler's reply (any thread): its answer goes out, the reply is no longer owed. */
+static void reply_send(mcp_client_reply *base, json_t *result, int code, const char *message) {
+    http_reply *rp = (http_reply *)base;
+    http_client *c = rp->c;
+    json_t *a = code ? json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rp->id, "error", "code", code,
+                                 "message", message)
+                     : json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", rp->id, "result",
+                                 result ? json_incref(result) : json_object());
+    post_answer(c, a, "reply");
+    json_decref(a);
+    json_decref(rp->id);
+    free(rp);
+    pthread_mutex_lock(&c->mu);
+    c->nreqs--; /* the reply's: _free waits for replies owed */
+    c->replies--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void server_request(http_client *c, json_t *id, const char *method, json_t *params, const mcp_call_relay *relay) {
+    pthread_mutex_lock(&c->mu);
+    bool full = c->answers >= LISTEN_MAX_ANSWERS;
+    mcp_client_server_request_fn fn = relay ? relay->fn : c->on_request;
+    void *u = relay ? relay->user : c->request_user;
+    http_reply *rp = NULL;
+    if (!full && fn && strcmp(method, "ping") && c->replies < REPLIES_MAX && (rp = calloc(1, sizeof *rp)))
+        c->nreqs++, c->replies++;
+    pthread_mutex_unlock(&c->mu);
+    if (full) {
+        gg_log(GG_LOG_WARN, "a downstream server's request was dropped (too many unanswered)", "server", c->name,
+               "method", method, NULL);
+        return;
+    }
+    if (!rp) {
+        json_t *a = mcp_client_answer_server_request(id, method);
+        post_answer(c, a, method);
+        json_decref(a);
+        return;
+    }
+    rp->base.send = reply_send;
+    rp->c = c;
+    rp->id = json_incref(id);
+    fn(u, method, params, &rp->base);
 }
 
 /* One event of the stream: a JSON-RPC message, else the stream is cut off. */
@@ -783,7 +1284,7 @@ static bool listen_event(void *user, const char *data, size_t len) {
     stat_add(&lstats.events);
     json_t *id = json_object_get(m, "id");
     const char *method = json_string_value(json_object_get(m, "method"));
-    if (method && id) listen_answer(c, id, method);
+    if (method && id) server_request(c, id, method, json_object_get(m, "params"), NULL);
     else if (method) {
         if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
         pthread_mutex_lock(&c->mu);
@@ -887,8 +1388,14 @@ static hreq *listen_new(http_client *c) {
     return r;
 }
 
+/* A stream is worth holding for a server that declared listChanged, or for a client that
+ * answers the server's requests (which a server sends on the stream when they belong to no
+ * call of ours). */
 static void listen_start(http_client *c) {
-    hreq *r = c->ready && c->notifies ? listen_new(c) : NULL;
+    pthread_mutex_lock(&c->mu);
+    bool answers = c->on_request != NULL;
+    pthread_mutex_unlock(&c->mu);
+    hreq *r = c->ready && !c->modern && (c->notifies || answers) ? listen_new(c) : NULL;
     if (r) listen_connect(r);
 }
 
@@ -985,11 +1492,11 @@ static void hreq_expire(mcp_pending *p, const char *why) {
     hreq *r = (hreq *)p;
     http_client *c = r->c;
     if (r->state == HS_DONE) return;
-    bool sent = r->state == HS_FLIGHT;
-    if (sent) land(r);
-    if (r->state == HS_WAITING) unlink_req(r);
+    bool sent = r->state == HS_FLIGHT || r->state == HS_RESUME;
+    if (r->state == HS_FLIGHT) land(r);
+    if (r->state == HS_WAITING || r->state == HS_RESUME) unlink_req(r);
     bool timeout = !strcmp(why, "timeout");
-    if (sent && r->kind == HR_CALL) {
+    if (sent && r->kind == HR_CALL && !c->modern) { /* stateless: the closed answer says it */
         json_t *params = json_pack("{s:I, s:s}", "requestId", (json_int_t)r->id, "reason", why);
         fire(c, "notifications/cancelled", params);
         json_decref(params);
@@ -998,8 +1505,20 @@ static void hreq_expire(mcp_pending *p, const char *why) {
     else finish(r, NULL, "cancelled", "Execution cancelled");
 }
 
-static void http_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
-                       mcp_client_done_fn done, void *user) {
+static void http_set_request_handler(void *impl, json_t *caps, mcp_client_server_request_fn fn, void *user) {
+    http_client *c = impl;
+    json_t *copy = caps ? json_deep_copy(caps) : NULL;
+    pthread_mutex_lock(&c->mu);
+    json_decref(c->caps);
+    c->caps = copy;
+    c->on_request = fn;
+    c->request_user = user;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A call whose server requests go to its own handler (mcp_client_call_tool_start_relay). */
+static void http_start_relay(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                             const mcp_call_relay *relay, mcp_client_done_fn done, void *user) {
     http_client *c = impl;
     hreq *r = hreq_new(c, HR_CALL, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);
     if (!r) {
@@ -1009,10 +1528,16 @@ static void http_start(void *impl, const char *method, json_t *params, int timeo
         gg_error_clear(&e);
         return;
     }
+    if (relay) r->relay = *relay;
     mcp_loop_watch(c->loop, &r->p);
     mcp_pending_ref(&r->p);
     /* out of memory for the post: the watched deadline still ends the call */
     if (!mcp_loop_post(c->loop, submit, r)) mcp_pending_unref(&r->p);
+}
+
+static void http_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                       mcp_client_done_fn done, void *user) {
+    http_start_relay(impl, method, params, timeout_ms, cancel, NULL, done, user);
 }
 
 static char *http_stderr_tail(void *impl) { return strdup(""); }
@@ -1028,6 +1553,11 @@ static void close_all(void *arg) {
     while (c->flight) {
         hreq *r = c->flight;
         land(r);
+        finish(r, NULL, "transport", "client is closing");
+    }
+    while (c->resuming) { /* their timers find them done */
+        hreq *r = c->resuming;
+        unlink_req(r);
         finish(r, NULL, "transport", "client is closing");
     }
     pthread_mutex_lock(&c->mu);
@@ -1058,6 +1588,7 @@ static void http_destroy(void *impl) {
             char line[512];
             snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
             struct curl_slist *hd = curl_slist_append(NULL, line);
+            hd = auth_headers(c, "DELETE", hd);
             hreq probe = {.c = c};
             curl_easy_setopt(h, CURLOPT_URL, c->url);
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
@@ -1073,6 +1604,7 @@ static void http_destroy(void *impl) {
             curl_easy_cleanup(h);
         }
     }
+    if (c->auth.impl) c->auth.destroy(c->auth.impl); /* every challenge ended with its request */
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     for (char **p = c->headers; p && *p; p++) free(*p);
@@ -1082,11 +1614,34 @@ static void http_destroy(void *impl) {
     free(c->owner);
     free(c->session);
     free(c->protocol);
+    json_decref(c->caps);
+    json_decref(c->tool_headers);
     free(c);
 }
 
-static const mcp_client_ops http_ops = {http_start, http_stderr_tail, http_start_count, http_destroy, http_set_notify,
-                                        http_listen};
+/* The auth provider factory the composition root installed (once, before clients start):
+ * user is stored first, so a reader that sees fn sees its user. */
+static _Atomic(mcp_auth_factory_fn) auth_factory;
+static void *_Atomic auth_factory_user;
+
+void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user) {
+    atomic_store(&auth_factory_user, user);
+    atomic_store(&auth_factory, fn);
+}
+
+static bool auth_attach(http_client *c, const mcp_server_config *cfg, gg_error *err) {
+    if (!cfg->auth) return true;
+    mcp_auth_factory_fn fn = atomic_load(&auth_factory);
+    if (!fn) {
+        gg_error_set(err, "invalid_config", "MCP server '%s': auth settings are not supported here", c->name);
+        return false;
+    }
+    return fn(atomic_load(&auth_factory_user), cfg->auth, cfg->url, c->name, cfg->owner, c->policy, &c->auth, err);
+}
+
+static const mcp_client_ops http_ops = {http_start,      http_stderr_tail, http_start_count,        http_destroy,
+                                        http_set_notify, http_listen,      http_set_request_handler,
+                                        http_start_relay};
 
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */
@@ -1094,6 +1649,11 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
                    gg_error *err) {
     if (!cfg->url || (strncasecmp(cfg->url, "http://", 7) && strncasecmp(cfg->url, "https://", 8))) {
         gg_error_set(err, "invalid_config", "streamable HTTP MCP server needs an http(s) url");
+        return NULL;
+    }
+    if (cfg->protocol && !mcp_version_is_modern(cfg->protocol) && strcmp(cfg->protocol, MCP_CLIENT_PROTOCOL_VERSION)) {
+        gg_error_set(err, "invalid_config", "MCP protocol version '%.32s' is not one this client speaks (%s, %s)",
+                     cfg->protocol, MCP_CLIENT_PROTOCOL_VERSION, MCP_VERSION_MODERN);
         return NULL;
     }
     if (!mcp_policy_check_url(policy, cfg->url, err)) return NULL;
@@ -1123,10 +1683,19 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     for (const char *const *p = cfg->headers; p && *p; p++) n++;
     c->headers = calloc(n + 1, sizeof *c->headers);
     bool ok = c->loop && c->name && c->url && c->headers;
+    if (ok && cfg->protocol && mcp_version_is_modern(cfg->protocol)) { /* stateless: ready at once, no session */
+        c->modern = c->ready = true;
+        ok = (c->protocol = strdup(cfg->protocol)) && (c->tool_headers = json_object());
+    }
     for (size_t i = 0; ok && i < n; i++) ok = (c->headers[i] = strdup(cfg->headers[i])) != NULL;
     if (!ok) {
         http_destroy(c);
         gg_error_set(err, "oom", "out of memory");
+        return NULL;
+    }
+    if (!auth_attach(c, cfg, err)) {
+        c->auth.impl = NULL;
+        http_destroy(c);
         return NULL;
     }
     *ops = &http_ops;

@@ -137,6 +137,10 @@ typedef struct stdio_client {
     pthread_mutex_t mu;       /* guards everything below */
     mcp_client_notify_fn notify; /* server notifications (mcp_client_set_notify) */
     void *notify_user;
+    mcp_client_server_request_fn on_request; /* the server's requests (NULL: default answers) */
+    void *request_user;
+    json_t *caps;             /* capabilities initialize declares (NULL = {}) */
+    int replies;              /* replies on_request owes (each also one of nreqs) */
     pthread_cond_t cv;        /* the reader ended */
     pthread_mutex_t write_mu; /* guards outbox: one writer at a time on stdin */
     gg_strbuf outbox;         /* what the child's stdin did not take yet (its reader drains it) */
@@ -485,14 +489,62 @@ static void handle_line(stdio_client *c, char *line, size_t len, int gen) {
     mcp_loop_unhold(c->loop, c->owner, held);
 }
 
+/* A reply the request handler owes (mcp_client_set_request_handler); any thread. */
+#define STDIO_REPLIES_MAX 16
+typedef struct stdio_reply {
+    mcp_client_reply base;
+    stdio_client *c;
+    json_t *id;
+    int gen; /* the child that asked: a reply to a dead one is dropped */
+} stdio_reply;
+
+static void stdio_reply_send(mcp_client_reply *base, json_t *result, int code, const char *message) {
+    stdio_reply *rp = (stdio_reply *)base;
+    stdio_client *c = rp->c;
+    json_t *a = code ? json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rp->id, "error", "code", code,
+                                 "message", message)
+                     : json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", rp->id, "result",
+                                 result ? json_incref(result) : json_object());
+    send_message(c, rp->gen, a, gg_now_ms() + 1000);
+    json_decref(a);
+    json_decref(rp->id);
+    free(rp);
+    pthread_mutex_lock(&c->mu);
+    c->replies--;
+    c->nreqs--; /* destroy waits for replies owed */
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A request from the server: to the request handler (a ping, or past STDIO_REPLIES_MAX
+ * owed, or without one: answered here, ping -> {}, the rest -32601). */
+static void server_request(stdio_client *c, json_t *id, const char *method, json_t *params, int gen) {
+    pthread_mutex_lock(&c->mu);
+    mcp_client_server_request_fn fn = c->on_request;
+    void *u = c->request_user;
+    stdio_reply *rp = NULL;
+    if (fn && method && strcmp(method, "ping") && c->replies < STDIO_REPLIES_MAX && (rp = calloc(1, sizeof *rp)))
+        c->replies++, c->nreqs++;
+    pthread_mutex_unlock(&c->mu);
+    if (!rp) {
+        json_t *resp = mcp_client_answer_server_request(id, method);
+        send_message(c, gen, resp, gg_now_ms() + 1000);
+        json_decref(resp);
+        return;
+    }
+    rp->base.send = stdio_reply_send;
+    rp->c = c;
+    rp->id = json_incref(id);
+    rp->gen = gen;
+    fn(u, method, params, &rp->base);
+}
+
 /* A JSON-RPC message from the child (borrowed). */
 static void dispatch(stdio_client *c, json_t *msg, int gen) {
     json_t *id = json_object_get(msg, "id");
     json_t *method = json_object_get(msg, "method");
-    if (method && id) { /* a request from the server: answer ping, refuse the rest */
-        json_t *resp = mcp_client_answer_server_request(id, json_string_value(method));
-        send_message(c, gen, resp, gg_now_ms() + 1000);
-        json_decref(resp);
+    if (method && id) { /* a request from the server */
+        server_request(c, id, json_string_value(method), json_object_get(msg, "params"), gen);
         return;
     }
     if (!id && json_is_string(method)) { /* a notification: list_changed for the catalog */
@@ -997,8 +1049,9 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
         return false;
     }
     if (!spawn_locked(c, err)) return false;
-    json_t *params = json_pack("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
-                               "capabilities", "clientInfo", "name", "graphgate", "version", GG_VERSION);
+    json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
+                               "capabilities", c->caps ? json_deep_copy(c->caps) : json_object(), "clientInfo", "name",
+                               "graphgate", "version", GG_VERSION);
     sreq *init = sreq_new(c, true, "initialize", params, c->timeout_ms, NULL, noop_done, NULL);
     json_decref(params);
     if (!init || !init->line) {
@@ -1110,6 +1163,7 @@ static void stdio_destroy(void *impl) {
     free(c->owner);
     free(c->command);
     free(c->cwd);
+    json_decref(c->caps);
     free_strv(c->argv);
     free_strv(c->envp);
     free(c);
@@ -1123,8 +1177,20 @@ static void stdio_set_notify(void *impl, mcp_client_notify_fn fn, void *user) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static const mcp_client_ops stdio_ops = {stdio_start, stdio_stderr_tail, stdio_start_count, stdio_destroy,
-                                         stdio_set_notify};
+static void stdio_set_request_handler(void *impl, json_t *caps, mcp_client_server_request_fn fn, void *user) {
+    stdio_client *c = impl;
+    json_t *copy = caps ? json_deep_copy(caps) : NULL;
+    pthread_mutex_lock(&c->mu);
+    json_decref(c->caps);
+    c->caps = copy;
+    c->on_request = fn;
+    c->request_user = user;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static const mcp_client_ops stdio_ops = {stdio_start,      stdio_stderr_tail, stdio_start_count,        stdio_destroy,
+                                         stdio_set_notify, NULL,              stdio_set_request_handler,
+                                         NULL /* a child's requests name no call: no relay */};
 
 static bool has_var(const char *const *env, const char *name) {
     size_t n = strlen(name);

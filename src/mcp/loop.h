@@ -99,7 +99,27 @@ void mcp_sse_reader_free(mcp_sse_reader *r);
 json_t *mcp_wire_parse(const char *buf, size_t len, size_t max_alloc, size_t *held, gg_error *err);
 
 /* The answer (new reference) a client gives a request the server sent it: ping → {},
- * anything else → -32601 (graphgate's downstream clients take no server requests). */
+ * anything else → -32601: what a client without a request handler answers. */
 json_t *mcp_client_answer_server_request(json_t *id, const char *method);
+
+/* A reply owed to a request the server sent (mcp_client_set_request_handler): the
+ * transport's send delivers it (result borrowed, or code + message) and frees r. */
+struct mcp_client_reply {
+    void (*send)(mcp_client_reply *r, json_t *result, int code, const char *message);
+};
+
+/* ---- the stateless 2026-07-28 revision, client side (client_era.c) ----------------------- */
+/* params (may be NULL; borrowed) with _meta's protocolVersion, clientInfo and
+ * clientCapabilities (caps borrowed; NULL = {}) added: a new object, NULL on OOM. */
+json_t *mcp_era_params(json_t *params, const char *version, json_t *caps);
+/* A tools/list result (changed in place): tools whose x-mcp-header annotations break the
+ * revision's rules are removed (logged, naming server); each kept tool's designated headers
+ * go into header_map (tool name -> [{path, header}]). Returns how many were removed. */
+size_t mcp_era_filter_tools(json_t *result, json_t *header_map, const char *server);
+/* The request's Mcp-Method, Mcp-Name and (tools/call) Mcp-Param-{Name} header lines. */
+struct curl_slist *mcp_era_headers(struct curl_slist *hd, const char *method, json_t *params, json_t *header_map);
+/* A header value as the revision encodes it (plain, or "=?base64?...?="); false when it
+ * does not fit cap bytes. */
+bool mcp_era_header_value(const char *v, size_t n, char *out, size_t cap);
 
 #endif

@@ -18,7 +18,7 @@
  * Client section: downstream MCP servers used by mcp nodes.
  * ====================================================================================== */
 
-#define MCP_CLIENT_PROTOCOL_VERSION "2025-06-18"
+#define MCP_CLIENT_PROTOCOL_VERSION "2025-11-25" /* the session era's version a client asks for */
 #define MCP_CLIENT_DEFAULT_TIMEOUT_MS 30000
 
 typedef enum { MCP_TRANSPORT_STDIO, MCP_TRANSPORT_HTTP } mcp_transport;
@@ -39,7 +39,45 @@ typedef struct mcp_server_config {
     int timeout_ms;              /* per call; 0 = MCP_CLIENT_DEFAULT_TIMEOUT_MS */
     const char *owner;           /* the tenant the client works for: listen streams are
                                   * bounded per owner as well (NULL = only the process bound) */
+    const json_t *auth;          /* streamable HTTP: the entry's `auth` settings (borrowed, copied
+                                  * by the client's provider; NULL = none), see mcp_auth_provider */
+    const char *protocol;        /* streamable HTTP: NULL = the session era (initialize,
+                                  * MCP_CLIENT_PROTOCOL_VERSION); MCP_VERSION_MODERN = stateless
+                                  * 2026-07-28 requests (see "the stateless era" in client_http.c) */
 } mcp_server_config;
+
+/* ---- credentials for a streamable-HTTP server (the auth seam) --------------------------
+ * A client whose config carries `auth` settings gets a provider from the factory the
+ * composition root installed (mcp_http_set_auth_factory; src/auth implements it, so this
+ * layer never includes src/auth). The client asks the provider for its headers on every
+ * request (headers: "Authorization: ..." and, with DPoP, "DPoP: ..." lines separated by
+ * '\n' into out; false when it has no credential yet: the request goes without). On a 401 or
+ * 403 the client hands the provider the answer's WWW-Authenticate and DPoP-Nonce (RFC 9449
+ * section 9; each NULL when none) and waits, holding no thread, for done(user, err): err NULL = new credentials, send the
+ * request again (at most MCP_AUTH_MAX_ROUNDS times per request); else the request fails
+ * with err. challenge may call done on any thread, before it returns or later; done must
+ * not block. The provider's memory stays valid until destroy, which waits for every
+ * challenge in flight to call done. */
+#define MCP_AUTH_MAX_ROUNDS 3
+typedef void (*mcp_auth_done_fn)(void *user, gg_error *err);
+typedef struct mcp_auth_provider {
+    void *impl;
+    bool (*headers)(void *impl, const char *url, const char *method, char *out, size_t cap);
+    void (*challenge)(void *impl, const char *url, int status, const char *www_authenticate, const char *dpop_nonce,
+                      mcp_auth_done_fn done, void *user);
+    void (*destroy)(void *impl);
+} mcp_auth_provider;
+/* Make a provider for a server: settings (borrowed), the server's URL, name and owner (the
+ * tenant, may be NULL), and the client's policy (borrowed, outlives the provider; its own
+ * requests — metadata, registration, tokens — pass it too). false with err when the
+ * settings cannot be used. */
+struct mcp_client_policy;
+typedef bool (*mcp_auth_factory_fn)(void *user, const json_t *settings, const char *url, const char *name,
+                                    const char *owner, const struct mcp_client_policy *policy, mcp_auth_provider *out,
+                                    gg_error *err);
+/* Install once before clients start (NULL: a config with auth settings is refused); user is
+ * passed to fn (the installer's context, e.g. where it keeps the providers it made). */
+void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user);
 
 /* ---- policy (policy.c): what downstream servers a graph may reach -------------------------
  * allow_all is local mode (`graphgate run`). Otherwise:
@@ -124,7 +162,8 @@ void mcp_client_free(mcp_client *c);
  * downstream, as on timeout. timeout_ms 0 = the server's configured timeout. Error codes:
  * "mcp_error" (JSON-RPC error; message "MCP error <code>: <message>"), "timeout",
  * "cancelled", "transport" (spawn/connect/crash; stderr tail appended), "refused" (the
- * connection was refused), "policy", "backoff" (restarting after a crash). */
+ * connection was refused), "policy", "backoff" (restarting after a crash), "downstream_auth"
+ * (a server with auth settings: no credentials could be had, or it kept refusing them). */
 typedef void (*mcp_client_done_fn)(void *user, json_t *result, gg_error *err);
 void mcp_client_start(mcp_client *c, const char *method, json_t *params, int timeout_ms,
                       atomic_int *cancel, mcp_client_done_fn done, void *user);
@@ -149,9 +188,45 @@ json_t *mcp_client_call_tool(mcp_client *c, const char *tool, json_t *arguments,
  * stream mcp_client_listen opens. */
 typedef void (*mcp_client_notify_fn)(void *user, const char *method, json_t *params);
 void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user);
+/* Requests the server sends the client (elicitation/create, sampling/createMessage,
+ * roots/list, ...): over HTTP in the session era those that come on a call's SSE answer or
+ * the listen stream, in the stateless era each input request of an InputRequiredResult
+ * (MRTR: the client then retries the original request with the inputResponses and the
+ * requestState unchanged, under a new id); over stdio those on the child's stdout.
+ * fn(user, method, params, reply) runs on the transport's thread (the event loop, a stdio
+ * client's reader) and must not block; it answers through reply exactly once, then or
+ * later, from any thread (mcp_client_reply_result / _error; params is borrowed for the
+ * call only). At most 16 replies are owed at once (past that: the default answer). The
+ * client's _free waits for replies still owed. capabilities (borrowed, copied; NULL = {})
+ * is what initialize (or each stateless request's _meta) declares. Without a handler
+ * (the default, fn NULL) a ping is answered and anything else refused with -32601, and an
+ * InputRequiredResult fails the call. Set before the first request. */
+typedef struct mcp_client_reply mcp_client_reply;
+typedef void (*mcp_client_server_request_fn)(void *user, const char *method, json_t *params, mcp_client_reply *reply);
+void mcp_client_set_request_handler(mcp_client *c, json_t *capabilities, mcp_client_server_request_fn fn, void *user);
+void mcp_client_reply_result(mcp_client_reply *r, json_t *result); /* result borrowed */
+void mcp_client_reply_error(mcp_client_reply *r, int code, const char *message);
+/* A call's own handler for the requests the server sends while that call runs: over HTTP
+ * those on its SSE answer (session era) and its InputRequiredResults (stateless era) go to
+ * relay->fn(relay->user, ...) instead of the client-wide handler (same rules: must not
+ * block, answers through reply exactly once; fn runs before the call's done, on the
+ * transport's thread). Requests that name no call (the listen stream, a stdio child's)
+ * still go to the client-wide handler. relay NULL = mcp_client_call_tool_start_traced. */
+typedef struct mcp_call_relay {
+    mcp_client_server_request_fn fn;
+    void *user;
+    /* NULL or: the notifications on the call's SSE answer (notifications/progress, .../message)
+     * go to notify(user, ...) on the transport's thread (must not block); the call then asks
+     * for progress (params._meta.progressToken). */
+    mcp_client_notify_fn notify;
+} mcp_call_relay;
+void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,
+                                      atomic_int *cancel, const char *traceparent, const char *tracestate,
+                                      const mcp_call_relay *relay, mcp_client_done_fn done, void *user);
 /* Keep listening to the server (streamable HTTP; a no-op for stdio, whose stdout is always
  * read): the session is initialized now if it is not, and once it is — when the server
- * declared a listChanged capability (tools, resources or prompts) — one GET stream
+ * declared a listChanged capability (tools, resources or prompts), or the client has a
+ * request handler (mcp_client_set_request_handler) — one GET stream
  * (Accept: text/event-stream) stays open for the server's own messages, reopened with
  * backoff (the server's retry: hint, Last-Event-ID) when it ends, and again after every
  * re-initialization. A server that answers 405 offers no stream: never asked again. A
@@ -199,6 +274,11 @@ typedef struct mcp_client_ops {
     void (*destroy)(void *impl);
     void (*set_notify)(void *impl, mcp_client_notify_fn fn, void *user); /* NULL: none delivered */
     void (*listen)(void *impl); /* NULL: nothing to do (see mcp_client_listen) */
+    /* NULL: the transport keeps the default answers (see mcp_client_set_request_handler) */
+    void (*set_request_handler)(void *impl, json_t *capabilities, mcp_client_server_request_fn fn, void *user);
+    /* NULL: a call's relay is ignored (see mcp_client_call_tool_start_relay) */
+    void (*start_relay)(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                        const mcp_call_relay *relay, mcp_client_done_fn done, void *user);
 } mcp_client_ops;
 /* What one stdio downstream child may cost the gateway (config downstream.*;
  * docs/operations.md "Downstream limits"). Set once before clients start; a client copies them when created. */

@@ -18,7 +18,9 @@
  * (the server leaves progress NULL when the client gave no progressToken and log NULL when
  * its logging level asks for nothing, so providers skip building what nobody reads).
  * progress must increase from one report to the next; log levels are MCP's names
- * ("debug", "info", ..., "error"). Both may be called from the worker running the call. */
+ * ("debug", "info", ..., "error"). Both may be called from the worker running the call, or
+ * from a downstream client's transport thread while the run waits (a relayed notification,
+ * src/graph/exec.c relay_notify): never both at once. */
 typedef struct mcp_sink {
     void (*progress)(void *user, double progress, double total /* <0 = unknown */, const char *message);
     void (*log)(void *user, const char *level, const char *logger, json_t *data /* borrowed */);
@@ -163,6 +165,10 @@ struct mcp_provider {
     /* Optional (NULL = none): MCP_CLIENT_CAPS_* (mcp.h) a tool needs the client to have
      * declared (a 2026-07-28 call without them is refused with -32021). */
     int (*tool_client_needs)(mcp_provider *p, const char *name);
+    /* Optional (NULL = none): whether a tool that is not listed is withheld for now (a
+     * downstream definition changed under on_change: quarantine); a tools/call for it is
+     * answered with err's code in the error's data instead of "unknown tool". */
+    bool (*tool_withheld)(mcp_provider *p, const char *name, gg_error *err);
 };
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {

@@ -1197,6 +1197,18 @@ static void unknown_tool(mcp_outcome *out, json_t *id, const mcp_server *s, cons
     gg_strbuf_free(&b);
 }
 
+/* A tool the provider withholds for now (provider.h, tool_withheld): its error, with the
+ * code in data so a client can tell it from a typo. */
+static bool withheld_tool(mcp_outcome *out, json_t *id, const mcp_server *s, const char *name) {
+    gg_error err = GG_ERROR_INIT;
+    if (!s->provider->tool_withheld || !s->provider->tool_withheld(s->provider, name, &err)) return false;
+    json_t *data = json_pack("{s:s,s:s}", "code", err.code, "tool", name);
+    respond(out, mcp_jsonrpc_error(id, gg_error_rpc_code(&err), err.message ? err.message : err.code, data));
+    json_decref(data);
+    gg_error_clear(&err);
+    return true;
+}
+
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
     json_t *name = json_object_get(m->params, "name");
     json_t *args = json_object_get(m->params, "arguments");
@@ -1210,6 +1222,7 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         return;
     }
     const tool *t = find_tool(s, json_string_value(name));
+    if (!t && withheld_tool(out, m->id, s, json_string_value(name))) return;
     if (!t) {
         unknown_tool(out, m->id, s, json_string_value(name));
         return;

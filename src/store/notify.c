@@ -16,7 +16,7 @@
 
 #define WATCH_BACKOFF_FIRST_MS 100
 #define WATCH_BACKOFF_MAX_MS 5000
-#define WATCH_ALL (GG_WATCH_KEYS | GG_WATCH_GRAPHS | GG_WATCH_VIEWS | GG_WATCH_OAUTH | GG_WATCH_TASKS)
+#define WATCH_ALL (GG_WATCH_KEYS | GG_WATCH_GRAPHS | GG_WATCH_VIEWS | GG_WATCH_OAUTH | GG_WATCH_TASKS | GG_WATCH_SECRETS | GG_WATCH_PINS)
 
 struct gg_store_watch {
     gg_store *s;
@@ -94,6 +94,8 @@ static int take_notifications(gg_store_watch *w) {
         else if (strcmp(n->extra, "views") == 0) mask |= GG_WATCH_VIEWS;
         else if (strcmp(n->extra, "oauth") == 0) mask |= GG_WATCH_OAUTH;
         else if (strcmp(n->extra, "tasks") == 0) mask |= GG_WATCH_TASKS;
+        else if (strcmp(n->extra, "secrets") == 0) mask |= GG_WATCH_SECRETS;
+        else if (strcmp(n->extra, "pins") == 0) mask |= GG_WATCH_PINS;
         PQfreemem(n);
     }
     return mask;

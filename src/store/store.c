@@ -482,7 +482,7 @@ const char GG_STORE_SQL_GEN_BUMP[] = "UPDATE generations SET value = value + 1 W
 static const char SQL_GEN_CREATE[] = "INSERT INTO generations(name, value) VALUES (?1, 0) ON CONFLICT(name) DO NOTHING";
 
 static const char *gen_name(gg_store_generation which) {
-    static const char *const names[] = {"keys", "graphs", "views", "oauth"};
+    static const char *const names[] = {"keys", "graphs", "views", "oauth", NULL, "secrets", "pins"};
     return names[which];
 }
 

@@ -94,7 +94,9 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
  * changes made by another process (the CLI, another replica) with one cheap read. The
  * views and oauth counters' rows are created by their first bump (no migration): until
  * then they read 0. oauth: a tenant's authorization servers (put, delete, tenant delete). */
-typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS, GG_GEN_OAUTH } gg_store_generation;
+typedef enum { GG_GEN_KEYS, GG_GEN_GRAPHS, GG_GEN_VIEWS, GG_GEN_OAUTH, GG_GEN_SECRETS = 5, GG_GEN_PINS } gg_store_generation;
+/* secrets (5: bit 4 of the watch mask is the tasks'): a tenant's secrets (put, delete,
+ * tenant delete; not a rekey, which changes no value). */
 long long gg_store_generation_get(gg_store *s, gg_store_generation which, gg_error *err);
 
 /* Change notifications (PostgreSQL only): every generation bump also NOTIFYs channel
@@ -114,6 +116,8 @@ enum {
     GG_WATCH_GRAPHS = 1 << GG_GEN_GRAPHS,
     GG_WATCH_VIEWS = 1 << GG_GEN_VIEWS,
     GG_WATCH_OAUTH = 1 << GG_GEN_OAUTH,
+    GG_WATCH_SECRETS = 1 << GG_GEN_SECRETS,
+    GG_WATCH_PINS = 1 << GG_GEN_PINS, /* pinned downstream definitions: a change approved (pins.c) */
     GG_WATCH_TASKS = 1 << 4, /* a task row changed (no counter: the tasks extension's rows) */
     GG_WATCH_DOWN = 1 << 8
 };
@@ -580,6 +584,34 @@ json_t *gg_store_downstream_page(gg_store *s, const char *tenant, const char *af
 /* How many catalogs the tenant holds and their bytes. */
 bool gg_store_downstream_usage(gg_store *s, const char *tenant, long long *count, long long *bytes, gg_error *err);
 
+/* ---- pinned downstream definitions (pins.c, migration 0017; issue 28) -----------------
+ * pins: {identity: {server, on_change, whole?, tools: {tool: definition}, hash: {tool: hex}}} —
+ * what tenant/graph's version pinned at upload (written once; a second put adds nothing). */
+bool gg_store_pins_put(gg_store *s, const char *tenant, const char *graph, int version, json_t *pins, gg_error *err);
+/* {tool: definition} the version pinned on a server, or NULL when none (err set on failure). */
+json_t *gg_store_pins_get(gg_store *s, const char *tenant, const char *graph, int version, const char *identity,
+                          gg_error *err);
+/* [{tool, hash, definition, whole}] the tenant's active versions pinned on a server under
+ * review or quarantine (distinct; whole: a `tools: all` entry's). */
+json_t *gg_store_pins_active(gg_store *s, const char *tenant, const char *identity, gg_error *err);
+/* A change of a pinned definition (kind changed | added | removed; new_hash and definition
+ * NULL when removed; diff: JSON text). One row per (tenant, identity, tool). */
+typedef struct gg_store_change {
+    const char *tenant, *identity, *tool, *id, *server, *kind, *old_hash, *new_hash, *definition, *diff;
+    long long created_ms;
+} gg_store_change;
+/* 1 recorded, 2 recorded in place of an older proposal for the tool, 0 the same one is
+ * pending or was rejected, -1 + err (too_many: the tenant holds max_rows). */
+int gg_store_change_record(gg_store *s, const gg_store_change *ch, int max_rows, gg_error *err);
+/* Drop a pending change (the server went back to the pinned definition). */
+bool gg_store_change_clear(gg_store *s, const char *tenant, const char *identity, const char *tool, gg_error *err);
+/* [{id, server, identity, tool, kind, status, old_hash, new_hash, definition, diff, created_at}]. */
+json_t *gg_store_changes_list(gg_store *s, const char *tenant, gg_error *err);
+/* Approve (the tenant's pins on that tool take the new definition; the pins generation is
+ * bumped) or reject (kept as rejected) a pending change: the row as it was, or NULL + err
+ * (not_found, conflict: rejected already). */
+json_t *gg_store_change_decide(gg_store *s, const char *tenant, const char *id, bool approve, gg_error *err);
+
 /* ---- tasks of the MCP tasks extension (tasks.c, migration 0009) ----------------------
  * A row per task; every call names the tenant (another tenant's id is not found). */
 typedef struct gg_task_row {
@@ -627,6 +659,65 @@ bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_
 bool gg_store_oauth_put(gg_store *s, const char *tenant, json_t *definition, gg_error *err);
 json_t *gg_store_oauth_get(gg_store *s, const char *tenant, gg_error *err);
 bool gg_store_oauth_delete(gg_store *s, const char *tenant, gg_error *err);
+
+/* ---- tenant secrets (vault.c: the key and the crypto; secrets.c: rows, migration 0016) --
+ * A value is sealed with XChaCha20-Poly1305 under the master key (secrets.key /
+ * secrets.key_file), with "tenant\0name" as associated data, so a row copied to another
+ * tenant or name does not open. Each row keeps the key id (a short hash of the key) and a
+ * fingerprint (a hash keyed by a subkey of it); values never leave the store but through
+ * gg_store_secret_reveal. Every change bumps the secrets generation. */
+#define GG_STORE_VAULT_KEY_BYTES 32
+#define GG_STORE_VAULT_NONCE_BYTES 24
+#define GG_STORE_VAULT_ID_LEN 16 /* hex characters of a key id or a fingerprint */
+#define GG_STORE_VAULT_AD_MAX 256
+#define GG_STORE_SECRET_NAME_MAX 64
+#define GG_STORE_SECRET_VALUE_MAX (16 * 1024)
+typedef struct gg_store_vault {
+    bool ready;
+    unsigned char key[GG_STORE_VAULT_KEY_BYTES];
+    unsigned char fp_key[32];
+    char key_id[GG_STORE_VAULT_ID_LEN + 1];
+} gg_store_vault;
+/* A key from text (64 hex digits or base64 of 32 bytes; blanks around ignored) or from a
+ * file holding that text; false + err "invalid_config" (never quoting the text). */
+bool gg_store_vault_init(gg_store_vault *v, const char *text, gg_error *err);
+bool gg_store_vault_load_file(gg_store_vault *v, const char *path, gg_error *err);
+void gg_store_vault_wipe(gg_store_vault *v);
+/* Seal: a new random nonce into nonce, the ciphertext (malloc'd, *out_len bytes). Open:
+ * the value (malloc'd, NUL-terminated, *out_len bytes; free with gg_store_secret_free), or
+ * NULL + err "secret_unreadable" (wrong key, tenant, name, or a changed byte). */
+unsigned char *gg_store_vault_seal(const gg_store_vault *v, const char *tenant, const char *name,
+                                   const unsigned char *value, size_t len,
+                                   unsigned char nonce[GG_STORE_VAULT_NONCE_BYTES], size_t *out_len, gg_error *err);
+char *gg_store_vault_open(const gg_store_vault *v, const char *tenant, const char *name,
+                          const unsigned char nonce[GG_STORE_VAULT_NONCE_BYTES], const unsigned char *ct, size_t len,
+                          size_t *out_len, gg_error *err);
+void gg_store_vault_fingerprint(const gg_store_vault *v, const char *tenant, const char *name,
+                                const unsigned char *value, size_t len, char out[GG_STORE_VAULT_ID_LEN + 1]);
+/* Wipe and free a revealed value. */
+void gg_store_secret_free(char *value, size_t len);
+/* [A-Za-z_][A-Za-z0-9_]{0,63} */
+bool gg_store_secret_name_ok(const char *name);
+/* Store (seal) a value: 1 created, 0 replaced, -1 + err (not_found: no tenant). */
+int gg_store_secret_put(gg_store *s, const gg_store_vault *v, const char *tenant, const char *name,
+                        const char *value, size_t len, gg_error *err);
+/* Metadata only: [{name, fingerprint, created, updated, last_used}] by name; one of them
+ * (not_found when absent). */
+json_t *gg_store_secrets_list(gg_store *s, const char *tenant, gg_error *err);
+json_t *gg_store_secret_meta(gg_store *s, const char *tenant, const char *name, gg_error *err);
+bool gg_store_secret_delete(gg_store *s, const char *tenant, const char *name, gg_error *err);
+/* The value, opened (free with gg_store_secret_free); NULL + err not_found when absent. */
+char *gg_store_secret_reveal(gg_store *s, const gg_store_vault *v, const char *tenant, const char *name,
+                             size_t *len, gg_error *err);
+/* last_used of these rows := at_ms (names: "tenant\0name" pairs, n of them); no bump. */
+bool gg_store_secrets_touch(gg_store *s, const char *const *tenants, const char *const *names, size_t n,
+                            long long at_ms, gg_error *err);
+/* How many rows there are, and how many were sealed under another key than key_id
+ * (NULL: counts every row as other); -1 + err. */
+long long gg_store_secrets_count(gg_store *s, const char *key_id, long long *other, gg_error *err);
+/* Re-encrypt every row from old to new in one transaction (a row old cannot open fails
+ * it all, nothing changed); the number of rows, or -1 + err. */
+long long gg_store_secrets_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key, gg_error *err);
 
 /* ---- who called with an OAuth token (principals.c, migration 0015) --------------------
  * note: insert or refresh (issuer, subject, client_id, scopes, last_seen) of a principal;

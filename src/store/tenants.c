@@ -60,7 +60,8 @@ bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err) {
      * CASCADE): tell caches. */
     if (ok)
         ok = gg_store_bump_generation(c, GG_GEN_KEYS, err) && gg_store_bump_generation(c, GG_GEN_GRAPHS, err) &&
-             gg_store_bump_generation(c, GG_GEN_VIEWS, err) && gg_store_bump_generation(c, GG_GEN_OAUTH, err);
+             gg_store_bump_generation(c, GG_GEN_VIEWS, err) && gg_store_bump_generation(c, GG_GEN_OAUTH, err) &&
+             gg_store_bump_generation(c, GG_GEN_SECRETS, err);
     if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
     gg_store_conn_release(s, c); /* rolls back when not committed */
     return ok;

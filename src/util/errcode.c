@@ -38,12 +38,15 @@ static const gg_errcode TABLE[] = {
     /* what is stored */
     {"not_found", 404, RPC_INTERNAL, "no such tenant, graph, version, key or execution"},
     {"conflict", 409, RPC_INTERNAL, "exists already, or changed meanwhile"},
+    {"tool_definition_changed", 409, RPC_INVALID_PARAMS, "a tool withheld until an admin approves its downstream's changed definition"},
+    {"secret_missing", 409, RPC_INTERNAL, "a downstream server needs a tenant secret that is not set"},
     {"quota_exceeded", 409, RPC_INTERNAL, "the tenant holds as much as its quota allows"},
     {"validation", 422, RPC_INTERNAL, "a graph or spec that does not validate"},
     {"yaml", 422, RPC_INTERNAL, "YAML that cannot be read (syntax, aliases, depth)"},
     /* load and availability */
     {"rate_limited", 429, RPC_INTERNAL, "over a per-tenant or per-client rate or concurrency limit"},
     {"too_many", 429, RPC_INTERNAL, "over a count limit (sessions, streams, waiting runs)"},
+    {"downstream_auth", 502, RPC_INTERNAL, "credentials for a downstream server could not be obtained, or it refused them (OAuth client)"},
     {"unavailable", 503, RPC_INTERNAL, "a dependency (store, downstream) is down for now"},
     {"busy", 503, RPC_INTERNAL, "every queue is full"},
     {"shutting_down", 503, RPC_INTERNAL, "the server is draining"},

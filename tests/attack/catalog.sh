@@ -27,7 +27,7 @@ graph() {
 version: "1.0"
 server: {name: "$1", version: "1.0.0"}
 mcpServers:
-  st: {command: "$NODE", args: ["$SRV", "$GG_TMP/$2.json"], check: "warning"}
+  st: {command: "$NODE", args: ["$SRV", "$GG_TMP/$2.json"], check: "warning", on_change: follow}
 tools: []
 proxy:
   - {server: "st", tools: "all"}

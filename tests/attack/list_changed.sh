@@ -41,7 +41,7 @@ cat >"$GG_TMP/px.yaml" <<YAML
 version: "1.0"
 server: {name: "px", version: "1.0.0"}
 mcpServers:
-  storm: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp"}
+  storm: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", on_change: follow}
 proxy:
   - {server: "storm", tools: "all", prefix: "s_"}
 YAML
@@ -50,7 +50,7 @@ cat >"$GG_TMP/pxs.yaml" <<YAML
 version: "1.0"
 server: {name: "pxs", version: "1.0.0"}
 mcpServers:
-  stormy: {type: stdio, command: "$NODE", args: ["$GG_SRCDIR/tests/fixtures/hostile/storm_server.mjs", "--stdio", "$GG_TMP/stdio.count"]}
+  stormy: {type: stdio, command: "$NODE", args: ["$GG_SRCDIR/tests/fixtures/hostile/storm_server.mjs", "--stdio", "$GG_TMP/stdio.count"], on_change: follow}
 proxy:
   - {server: "stormy", tools: "all", prefix: "s_"}
 YAML

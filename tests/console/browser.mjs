@@ -90,6 +90,9 @@ try {
   await page.click('nav.tools a:nth-child(2)');
   await page.waitForFunction(() => document.querySelector('svg.diagram .node[data-node="b2"]'), WAIT);
   check('the tool links switch the diagram', firstIds.includes('a') && (await page.$eval('nav.tools a[aria-current]', (a) => a.textContent)) === 'second');
+  // (second's description hides a tag character, U+E0041: shown visibly, issue 28)
+  const helpText = await page.$eval('section[aria-labelledby="h-diagram"] p.help', (p) => p.textContent);
+  check('invisible characters in a description are shown as ⟨U+XXXX⟩', helpText === 'two steps\u27e8U+E0041\u27e9', helpText);
   await page.goto(pub + '/console#/t/' + tenant + '/g/triage', { waitUntil: 'networkidle0' });
   await page.waitForSelector('a[href$="/draft?from=triage"]', WAIT);
 

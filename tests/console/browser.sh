@@ -21,7 +21,7 @@ server: {name: two, version: "1.0.0"}
 tools:
   - {name: first, description: one step, inputSchema: {type: object},
      nodes: [{id: entry, type: entry, next: a}, {id: a, type: transform, transform: {expr: '1'}, next: exit}, {id: exit, type: exit}]}
-  - {name: second, description: two steps, inputSchema: {type: object},
+  - {name: second, description: "two steps\U000E0041", inputSchema: {type: object},
      nodes: [{id: entry, type: entry, next: b1}, {id: b1, type: transform, transform: {expr: '1'}, next: b2},
              {id: b2, type: transform, transform: {expr: '2'}, next: exit}, {id: exit, type: exit}]}
 YAML

@@ -39,7 +39,7 @@ proxy_yaml() {
 version: "1.0"
 server: {name: "px", version: "1.0.0"}
 mcpServers:
-  live: {type: "streamableHttp", url: "http://127.0.0.1:$2/mcp"}
+  live: {type: "streamableHttp", url: "http://127.0.0.1:$2/mcp", on_change: follow}
 proxy:
   - {server: "live", tools: "all", prefix: "l_"}
 YAML

@@ -43,7 +43,7 @@ cat >"$GG_TMP/dyn.yaml" <<YAML
 version: "1.0"
 server: {name: "dyn", version: "1.0.0"}
 mcpServers:
-  dyn: {command: "$NODE", args: ["$GG_SRCDIR/tests/gateway/proxy_dyn.mjs", "$GG_TMP/dyn.tools"], env: {GG_NPM: "$NM"}}
+  dyn: {command: "$NODE", args: ["$GG_SRCDIR/tests/gateway/proxy_dyn.mjs", "$GG_TMP/dyn.tools"], env: {GG_NPM: "$NM"}, on_change: follow}
 tools: []
 proxy:
   - {server: "dyn", tools: "all", prefix: "dyn_"}

@@ -11,7 +11,7 @@ if ! gg_pg_installed; then
   echo "0 passed, 0 failed"
   exit 77
 fi
-progs=(tests/store/test_store tests/store/test_usage tests/auth/test_auth tests/auth/test_keycache tests/specs/test_specs)
+progs=(tests/store/test_store tests/store/test_usage tests/store/test_vault tests/auth/test_auth tests/auth/test_keycache tests/specs/test_specs)
 for p in "${progs[@]}"; do
   [ -x "$B/$p" ] || { echo "missing $B/$p (build with check installed)"; echo "0 passed, 1 failed"; exit 1; }
 done

@@ -409,6 +409,92 @@ START_TEST(graphs_foreach_active) {
 }
 END_TEST
 
+/* ---- pinned definitions (pins.c, migration 0017) ----------------------------------------- */
+
+static int record(gg_store *s, const char *tenant, const char *tool, const char *kind, const char *new_hash, int max,
+                  gg_error *err) {
+    char id[32];
+    snprintf(id, sizeof id, "id-%s-%s", tool, new_hash ? new_hash : "gone");
+    gg_store_change ch = {tenant, "http:x", tool, id, "calc", kind, "h1", new_hash,
+                          new_hash ? "{\"name\":\"x\",\"description\":\"new\"}" : NULL, "{\"fields\":[\"description\"]}", 1000};
+    return gg_store_change_record(s, &ch, max, err);
+}
+
+/* A version's pins are written once and read back per server; the active versions' pins
+ * are what a changed catalog is compared with; a change is one row per tool (the same
+ * proposal is not recorded twice, a newer one replaces it), bounded per tenant; rejecting
+ * keeps it as rejected, approving rewrites the pins and bumps the pins generation. */
+START_TEST(pins_and_their_changes) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "a", &err));
+    ck_assert(gg_store_tenant_create(s, "b", &err));
+    int v;
+    ck_assert(gg_store_graph_put(s, "a", "px", "x: 1", 4, "yaml", NULL, &v, &err));
+    json_t *pins = json_pack("{s:{s:s,s:s,s:b,s:{s:{s:s,s:s}},s:{s:s}}}", "http:x", "server", "calc", "on_change", "review",
+                             "whole", 1, "tools", "add", "name", "add", "description", "old", "hash", "add", "h1");
+    ck_assert_msg(gg_store_pins_put(s, "a", "px", v, pins, &err), "%s", err.message);
+    ck_assert(gg_store_pins_put(s, "a", "px", v, pins, &err)); /* again: nothing new */
+    json_t *got = gg_store_pins_get(s, "a", "px", v, "http:x", &err);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "add"), "description")), "old");
+    json_decref(got);
+    ck_assert_ptr_null(gg_store_pins_get(s, "a", "px", v, "http:other", &err));
+    ck_assert(!gg_error_is_set(&err));
+    json_t *act = gg_store_pins_active(s, "a", "http:x", &err);
+    ck_assert_int_eq(json_array_size(act), 1);
+    ck_assert(json_is_true(json_object_get(json_array_get(act, 0), "whole")));
+    json_decref(act);
+    act = gg_store_pins_active(s, "b", "http:x", &err); /* another tenant's: none */
+    ck_assert_int_eq(json_array_size(act), 0);
+    json_decref(act);
+
+    ck_assert_int_eq(record(s, "a", "add", "changed", "h2", 2, &err), 1);
+    ck_assert_int_eq(record(s, "a", "add", "changed", "h2", 2, &err), 0); /* proposed already */
+    ck_assert_int_eq(record(s, "a", "add", "changed", "h3", 2, &err), 2); /* a newer one, in its place */
+    ck_assert_int_eq(record(s, "a", "echo", "added", "h9", 2, &err), 1);
+    ck_assert_int_eq(record(s, "a", "more", "added", "h8", 2, &err), -1); /* the tenant's bound */
+    ck_assert_str_eq(err.code, "too_many");
+    gg_error_clear(&err);
+    json_t *l = gg_store_changes_list(s, "a", &err);
+    ck_assert_int_eq(json_array_size(l), 2);
+    json_decref(l);
+
+    long long gen = gg_store_generation_get(s, GG_GEN_PINS, &err);
+    json_t *row = gg_store_change_decide(s, "a", "id-add-h3", false, &err);
+    ck_assert_ptr_nonnull(row);
+    json_decref(row);
+    ck_assert_int_eq(record(s, "a", "add", "changed", "h3", 2, &err), 0); /* rejected: not proposed again */
+    ck_assert_ptr_null(gg_store_change_decide(s, "a", "id-add-h3", true, &err));
+    ck_assert_str_eq(err.code, "conflict");
+    gg_error_clear(&err);
+    ck_assert_ptr_null(gg_store_change_decide(s, "b", "id-echo-h9", true, &err)); /* another tenant's id */
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_PINS, &err), gen);
+
+    row = gg_store_change_decide(s, "a", "id-echo-h9", true, &err); /* added, under a tools: all entry */
+    ck_assert_ptr_nonnull(row);
+    json_decref(row);
+    ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_PINS, &err), gen + 1);
+    got = gg_store_pins_get(s, "a", "px", v, "http:x", &err);
+    ck_assert_int_eq(json_object_size(got), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "echo"), "description")), "new");
+    json_decref(got);
+    ck_assert_int_eq(record(s, "a", "add", "changed", "h4", 2, &err), 1); /* replaces the rejected one */
+    row = gg_store_change_decide(s, "a", "id-add-h4", true, &err);
+    json_decref(row);
+    got = gg_store_pins_get(s, "a", "px", v, "http:x", &err);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "add"), "description")), "new");
+    json_decref(got);
+    ck_assert(gg_store_change_clear(s, "a", "http:x", "add", &err));
+    l = gg_store_changes_list(s, "a", &err);
+    ck_assert_int_eq(json_array_size(l), 0);
+    json_decref(l);
+    json_decref(pins);
+    gg_store_close(s);
+}
+END_TEST
+
 /* ---- history ------------------------------------------------------------------------------ */
 
 static gg_exec_record *make_run(const char *tenant, const char *graph, const char *tool, gg_exec_status st) {
@@ -1398,6 +1484,7 @@ int main(void) {
     tcase_add_test(tc, lazy_pool_connects_on_demand);
     tcase_add_test(tc, two_processes_share_the_database);
     tcase_add_test(tc, pool_shared_by_threads);
+    tcase_add_test(tc, pins_and_their_changes);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }

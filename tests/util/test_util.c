@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/suspicious.h"
 #include "util/util.h"
 #include "../check_main.h"
 
@@ -491,6 +492,43 @@ START_TEST(closest_name_within_the_threshold) {
 }
 END_TEST
 
+/* Invisible and direction-changing code points are found in strings, keys and nested
+ * schema values, and escaped visibly; ordinary text (accents, emoji, CJK) is not. */
+START_TEST(suspicious_text_found_and_escaped) {
+    uint32_t cp = 0;
+    const char *tag = "Adds\xf3\xa0\x81\x81 numbers"; /* U+E0041, a tag character */
+    ck_assert_uint_eq(gg_suspicious_scan(tag, strlen(tag), &cp), 1);
+    ck_assert_uint_eq(cp, 0xE0041);
+    const char *plain = "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe6\x97\xa5"; /* é, an emoji, 日 */
+    ck_assert_uint_eq(gg_suspicious_scan(plain, strlen(plain), NULL), 0);
+    static const uint32_t bad[] = {0xE0000, 0xE007F, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x202A, 0x202E,
+                                   0x2066, 0x2069, 0x200E, 0x200F};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) ck_assert(gg_suspicious_cp(bad[i]));
+    static const uint32_t good[] = {0x41, 0xE9, 0x200A, 0x2010, 0x2061, 0x2065, 0x206A, 0xE0080, 0xFEFE, 0x1F600};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) ck_assert(!gg_suspicious_cp(good[i]));
+    const char *rlo = "a\xe2\x80\xae" "b\xe2\x80\x8b"; /* U+202E, U+200B */
+    ck_assert_uint_eq(gg_suspicious_scan(rlo, strlen(rlo), &cp), 2);
+    ck_assert_uint_eq(cp, 0x202E);
+    ck_assert_uint_eq(gg_suspicious_scan("\xff\xfe", 2, NULL), 0); /* invalid bytes: skipped */
+    json_t *schema = json_loads("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\","
+                                "\"description\":\"x\\u200by\"}}}", 0, NULL);
+    char where[64];
+    ck_assert_uint_eq(gg_suspicious_json(schema, &cp, where, sizeof where), 1);
+    ck_assert_uint_eq(cp, 0x200B);
+    ck_assert_str_eq(where, "/properties/a/description");
+    json_decref(schema);
+    json_t *key = json_pack("{s:s}", "n\xe2\x81\xa0", "v"); /* U+2060 in a key */
+    ck_assert_uint_eq(gg_suspicious_json(key, NULL, NULL, 0), 1);
+    json_decref(key);
+    char *e = gg_suspicious_escape(tag, strlen(tag));
+    ck_assert_str_eq(e, "Adds\xe2\x9f\xa8U+E0041\xe2\x9f\xa9 numbers");
+    free(e);
+    e = gg_suspicious_escape(plain, strlen(plain));
+    ck_assert_str_eq(e, plain);
+    free(e);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("core");
@@ -508,6 +546,7 @@ int main(void) {
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
     tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
+    tcase_add_test(tc, suspicious_text_found_and_escaped);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);

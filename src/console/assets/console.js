@@ -73,7 +73,13 @@
     return [head || JSON.stringify(e)].concat(rest).join('\n');
   }
   const empty = (text) => el('p', { class: 'empty' }, text);
-  const pretty = (v) => JSON.stringify(v, null, 2);
+  const pretty = (v) => visible(JSON.stringify(v, null, 2));
+  /* Invisible and direction-changing characters (tag characters, zero-width, bidi: the set
+   * of src/util/suspicious.c) as ⟨U+XXXX⟩, so text a downstream controls shows what a model
+   * would read. */
+  const SUSPICIOUS = /[\u{E0000}-\u{E007F}\u200B-\u200F\u2060\uFEFF\u202A-\u202E\u2066-\u2069]/gu;
+  const visible = (s) => (typeof s === 'string'
+    ? s.replace(SUSPICIOUS, (c) => '\u27e8U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '\u27e9') : s);
   function when(iso) {
     if (!iso) return '—';
     const d = new Date(iso);
@@ -266,7 +272,7 @@
       el('div', { class: 'split' },
         el('section', { 'aria-labelledby': 'h-diagram' },
           el('h2', { id: 'h-diagram', text: tool ? 'Tool ' + tool.name : 'Tools' }), toolNav,
-          tool ? el('p', { class: 'help', text: tool.description || '' }) : null,
+          tool ? el('p', { class: 'help', text: visible(tool.description || '') }) : null,
           tool ? diagram(tool, null) : empty('This version defines no tools.')),
         el('section', { 'aria-labelledby': 'h-source' },
           el('h2', { id: 'h-source', text: 'Source v' + v }), source,
@@ -568,7 +574,7 @@
       const list = found.results || [];
       body = list.length
         ? el('ol', { class: 'results', 'aria-label': list.length + ' results' }, list.map((r) => el('li', {},
-          specLink(r.node_type, r.subtype), el('p', { class: 'help', text: r.description || '' }))))
+          specLink(r.node_type, r.subtype), el('p', { class: 'help', text: visible(r.description || '') }))))
         : empty('No node specification matches "' + query + '".');
     } else {
       body = el('div', { class: 'spec-types' }, Object.entries(types).filter(([t]) => !type || t === type).map(([t, subs]) =>
@@ -583,7 +589,7 @@
     const d = await specTool('get_node_details', { nodes: [{ node_type: type, subtype }] });
     const spec = (d.nodes || d.results || [d])[0] || d;
     render(seq, type + ' / ' + subtype, el('p', {}, link('#/specs', 'All node specifications')),
-      spec && spec.description ? el('p', { text: spec.description }) : null,
+      spec && spec.description ? el('p', { text: visible(spec.description) }) : null,
       specBody(spec || {}),
       el('details', {}, el('summary', { text: 'The specification as JSON' }),
         el('pre', { class: 'source', tabindex: '0', 'aria-label': 'Specification of ' + type + ' / ' + subtype, text: pretty(spec) })));
@@ -606,7 +612,7 @@
         parts.push(el('h2', { text: title }), table(title + ' (' + Object.keys(v).length + ')',
           ['Field', 'Type', 'Required', 'Default', 'Description'], Object.entries(v).map(([f, d]) => [
             el('code', { text: f }), cell(d.type), d.required ? 'yes' : 'no', cell(d.default),
-            (d.description || '') + (Array.isArray(d.options) ? ' One of: ' + d.options.join(', ') + '.' : '')]), 'spec-fields'));
+            visible(d.description || '') + (Array.isArray(d.options) ? ' One of: ' + d.options.join(', ') + '.' : '')]), 'spec-fields'));
       } else if (Array.isArray(v) && v.length && v.every(isObj)) {
         const cols = [...new Set(v.flatMap((o) => Object.keys(o)))];
         parts.push(el('h2', { text: title }), table(title + ' (' + v.length + ')', cols, v.map((o) => cols.map((c) => cell(o[c])))));

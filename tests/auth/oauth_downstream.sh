@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# oauth_downstream.sh — graphgate as the OAuth client of a downstream MCP server, end to end:
+# a real SDK server requiring bearer tokens (tests/fixtures/oauth/rs.mjs: requireBearerAuth,
+# its RFC 9728 metadata, JWTs checked against the authorization server's JWKS and audience)
+# behind a real authorization server (oidc-provider, tests/fixtures/oauth/as.mjs), reached
+# through a proxy graph whose mcpServers entry says `auth: {type: client_credentials, ...}`:
+#   - the upload lists the protected catalog and a call works: on the first 401 graphgate
+#     read the challenge, the protected-resource and authorization-server metadata, and
+#     obtained a token with client credentials (RFC 8707 resource = the server's URL);
+#   - the token never appears in the graph's GET, the history, the logs, /metrics or the
+#     database file (with its WAL);
+#   - a token revoked at the server (401 invalid_token) leads to a fresh one on the next
+#     call, which works; a token near its expiry (a second authorization server issuing
+#     20-second tokens) is renewed in the background: the server sees a new token and never
+#     has to refuse one;
+#   - a wrong client secret fails the call with a clear downstream_auth error that does not
+#     name the secret; `graphgate run` takes the same path; bad `auth:` settings are a 422 at
+#     their line:col.
+# Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
+gw_need_sdk
+[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+FX="$GG_SRCDIR/tests/fixtures/oauth"
+"$NODE" "$FX/jwt.mjs" keys "$GG_TMP/keys.json" ES256 RS256 >/dev/null  # RS256: oidc-provider's default ID token alg
+PIDS=""
+trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+ready() { # LOG: what follows "ready " once the process printed it
+  for _ in $(seq 1 200); do grep -q '^ready ' "$1" && break; sleep 0.05; done
+  sed -n 's/^ready //p' "$1"
+}
+pair() { # NAME TTL → an authorization server (tokens living TTL s) and an MCP server using it; RS_NAME
+  GG_AS_TTL=$2 "$NODE" "$FX/as.mjs" 0 "$GG_TMP/keys.json" ES256 >"$GG_TMP/as_$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+  local iss; iss=$(ready "$GG_TMP/as_$1.log")
+  [ -n "$iss" ] || { echo "the authorization server did not start: $(head -5 "$GG_TMP/as_$1.log")"; echo "0 passed, 1 failed"; exit 1; }
+  "$NODE" "$FX/rs.mjs" "$iss" >"$GG_TMP/rs_$1.log" 2>&1 &
+  PIDS="$PIDS $!"
+  eval "RS_$1=\$(ready \"$GG_TMP/rs_$1.log\")"
+  [ -n "$(eval echo "\$RS_$1")" ] || { echo "the MCP server did not start: $(head -5 "$GG_TMP/rs_$1.log")"; echo "0 passed, 1 failed"; exit 1; }
+}
+pair main 600
+pair short 20
+RS=$RS_main RSBASE=${RS_main%/mcp} SHORTBASE=${RS_short%/mcp}
+SECRET=machine-secret-0123456789
+
+graph() { # FILE SECRET [URL]: a graph calling the protected server's whoami from an mcp node
+  cat >"$1" <<YAML
+version: "1.0"
+server: {name: "px", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "${3:-$RS}"
+    auth: {type: client_credentials, client_id: machine, client_secret: "$2", scope: "tools:read tools:execute"}
+tools:
+  - name: "who"
+    description: "whoami, through an mcp node"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+YAML
+}
+graph "$GG_TMP/px.yaml" "$SECRET"
+graph "$GG_TMP/bad.yaml" wrong-secret-4711
+graph "$GG_TMP/short.yaml" "$SECRET" "$RS_short"
+cat >"$GG_TMP/typo.yaml" <<YAML
+version: "1.0"
+server: {name: "typo", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth:
+      type: client_credential
+      client_secret: 7
+      colour: red
+      dpop: "yes"
+tools: []
+YAML
+
+gw_cli_run tenant create acme >/dev/null
+ADMIN=$(gw_key acme admin)
+KEY=$(gw_key acme tools:read,tools:execute)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey"
+export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey" # the client secret can live in the secret store
+GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
+t "setup: tenant and keys" gw_cli_clean
+t "the graph with client-credentials auth is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
+
+call() { # OUT [GRAPH] → the status of a tools/call of who (a 2025-11-25 session)
+  local url="$GG_PUB/mcp/acme/${2:-px}" sid
+  sid=$(gw_init "$url" "$KEY")
+  gw_rpc "$1" "$url" "$KEY" "$sid" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"who","arguments":{}}}'
+}
+t "a call reaches the protected server" eq "$(call "$GG_TMP/c1.json")" 200
+t "with a client-credentials token of client 'machine'" has "$GG_TMP/c1.json" '\\"client\\":\\"machine\\"'
+curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens1.json"
+N1=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens1.json")
+t "the server saw one token" eq "$N1" 1
+gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
+t "the admin view shows the server's credential state" eq \
+  "$(jget "$GG_TMP/ds.json" "[(a['server'], a['state'], a['refresh_token'], a['requests'] >= 2, a['failures'], a['valid_until_ms'] > 0) for a in d['auth']]")" \
+  "[('api', 'valid', False, True, 0, True)]"
+t "  and /metrics counts the client's requests" eq \
+  "$(curl -sS "$GG_INT/metrics" | awk '/^graphgate_downstream_oauth_clients /{c=$2} /^graphgate_downstream_oauth_requests_total /{r=$2} END{print c, (r >= 2)}')" "1 1"
+
+# the token nowhere graphgate keeps or shows anything
+gg_curl "$GG_TMP/graph.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/px" >/dev/null
+gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
+gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
+absent() { # TOKEN FILES...: none of them holds it
+  local tok=$1; shift
+  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
+  return 0
+}
+for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens1.json"); do
+  t "the token is in no answer, log, metric or database file" absent "$tok" "$GG_TMP/graph.json" "$GG_TMP/execs.json" "$GG_TMP/ds.json" \
+    "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/c1.json"
+done
+t "the client secret is in no log or metric" absent "$SECRET" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_TMP/execs.json"
+
+# a token revoked at the server: the next call gets a fresh one and works
+curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
+t "after a revocation the next call works" eq "$(call "$GG_TMP/c2.json") $(jget "$GG_TMP/c2.json" '"error" in d or d["result"].get("isError", False)')" "200 False"
+N2=$(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+t "with a fresh token" eq "$N2" 2
+t "and the next one too, on the same token" eq "$(call "$GG_TMP/c3.json") $(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "200 2"
+
+# a wrong secret: a clear error, without the secret
+gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml" >/dev/null
+call "$GG_TMP/c4.json" bad >/dev/null
+t "a wrong client secret fails the call, saying why" has "$GG_TMP/c4.json" 'token request refused (HTTP 401: invalid_client)'
+t "without naming the secret" absent wrong-secret-4711 "$GG_TMP/c4.json" "$GG_TMP/serve.err"
+
+# the client secret from the tenant's secret store: never in the graph, rotated without an upload
+put_secret() { gg_curl "$GG_TMP/s.json" -X PUT -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+  --data-binary "{\"value\":\"$1\"}" "$GG_PUB/admin/tenants/acme/secrets/CC_SECRET"; }
+t "the client secret goes into the secret store" eq "$(put_secret "$SECRET")" 201
+graph "$GG_TMP/sec.yaml" '${secrets.CC_SECRET}'
+t "a graph naming it is accepted" eq "$(gw_put_graph "$ADMIN" acme sec "$GG_TMP/sec.yaml")" 201
+t "  and one naming a missing secret is a 422 at its line" eq \
+  "$(graph "$GG_TMP/sec2.yaml" '${secrets.NOPE}'; gw_put_graph "$ADMIN" acme sec2 "$GG_TMP/sec2.yaml") $(jget "$GG_TMP/put.json" "[e['code'] for e in d['errors']][0]")" "422 unknown_secret"
+t "a call with the stored secret works" eq "$(call "$GG_TMP/c6.json" sec) $(grep -c '\\"client\\":\\"machine\\"' "$GG_TMP/c6.json")" "200 1"
+gg_curl "$GG_TMP/graph2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/sec" >/dev/null
+t "the graph shows the reference, not the secret" eq "$(grep -c 'secrets.CC_SECRET' "$GG_TMP/graph2.json") $(grep -c "$SECRET" "$GG_TMP/graph2.json")" "1 0"
+put_secret wrong-secret-0815 >/dev/null
+call "$GG_TMP/c7.json" sec >/dev/null
+t "a wrong secret set in the store: the next call fails, saying why" has "$GG_TMP/c7.json" 'invalid_client'
+t "  without naming it" absent wrong-secret-0815 "$GG_TMP/c7.json" "$GG_TMP/serve.err"
+put_secret "$SECRET" >/dev/null
+t "set back: the next call works again, with no upload" eq "$(call "$GG_TMP/c8.json" sec) $(grep -c '\\"client\\":\\"machine\\"' "$GG_TMP/c8.json")" "200 1"
+
+# a token near its expiry: renewed in the background by a call made meanwhile, never refused
+count() { curl -s "$1/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+gw_put_graph "$ADMIN" acme short "$GG_TMP/short.yaml" >/dev/null
+ok=0
+for _ in $(seq 1 100); do # each call may start the renewal; the next ones show whether it came
+  [ "$(call "$GG_TMP/c5.json" short)" = 200 ] && has "$GG_TMP/c5.json" machine 2>/dev/null || break
+  [ "$(count "$SHORTBASE")" -ge 2 ] && { ok=1; break; }
+  sleep 0.1
+done
+t "a token near its expiry is renewed before it expires" eq "$ok" 1
+t "  and none was refused on the way" eq "$(curl -s "$SHORTBASE/admin/refused")" 0
+
+# graphgate run (no server): the same client, the same flow
+"$GG_BIN" run "$GG_TMP/px.yaml" who >"$GG_TMP/run.out" 2>"$GG_TMP/run.err"
+t "graphgate run gets its own token and calls" has "$GG_TMP/run.out" '"client\\*":\\*"machine'
+
+# bad settings: 422 at their line:col
+t "bad auth settings are refused" eq "$(gw_put_graph "$ADMIN" acme typo "$GG_TMP/typo.yaml")" 422
+t "  the unknown key at its line" has "$GG_TMP/put.json" "unknown key 'colour'"
+t "  the type at 8:13" has "$GG_TMP/put.json" '"line": *8, *"column": *13'
+t "  client_credentials without client_id" has "$GG_TMP/put.json" "needs 'client_id'\|auth.type must be"
+t "  dpop not a boolean" has "$GG_TMP/put.json" "dpop must be true or false"
+t "the server stops cleanly" gw_stop_clean
+gg_finish

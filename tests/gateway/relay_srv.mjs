@@ -1,0 +1,122 @@
+// relay_srv.mjs — a real streamable-HTTP MCP server (the official SDK's McpServer and
+// StreamableHTTPServerTransport, stateful sessions) whose tools ask their client during the
+// call, as the downstream of tests/gateway/relay.sh. Prints "PORT <n>" once listening.
+// Tools (each request goes out on the call's own SSE answer, extra.sendRequest):
+//   ask {who}   elicitation/create (form), elicitation/create (URL mode),
+//               sampling/createMessage, roots/list; the text is the four answers as JSON
+//   never {}    one form elicitation the test's client never answers; its abort (the call
+//               cancelled upstream) is counted in /status
+//   chatty {n}  n progress notifications (if asked for) over a few 100 ms, then a debug and a
+//               warning log message
+//   spam {n}    n elicitations one after the other; the text is {answered, refused, codes}
+// Control endpoint: GET /status  {aborted (tool calls whose signal fired), asked}
+import http from 'node:http';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { loadSdk } from './sdk_lib.mjs';
+
+const { McpServer } = await loadSdk('server/mcp.js');
+const { StreamableHTTPServerTransport } = await loadSdk('server/streamableHttp.js');
+const { isInitializeRequest, ElicitResultSchema, CreateMessageResultSchema, ListRootsResultSchema } =
+  await loadSdk('types.js');
+const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
+const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
+
+const sessions = new Map();
+let aborted = 0, asked = 0;
+const text = (v) => ({ content: [{ type: 'text', text: JSON.stringify(v) }] });
+const form = (message) => ({ method: 'elicitation/create', params: { mode: 'form', message,
+  requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } });
+
+function tools(server) {
+  server.registerTool('ask', { description: 'asks its client four ways', inputSchema: { who: z.string() } },
+    async ({ who }, extra) => {
+      asked++;
+      const f = await extra.sendRequest(form(`Hello ${who}?`), ElicitResultSchema);
+      const u = await extra.sendRequest({ method: 'elicitation/create', params: { mode: 'url', message: 'Sign in',
+        url: 'https://example.com/sign-in', elicitationId: `e-${who}` } }, ElicitResultSchema);
+      const s = await extra.sendRequest({ method: 'sampling/createMessage', params: { maxTokens: 20,
+        messages: [{ role: 'user', content: { type: 'text', text: `summarize ${who}` } }] } }, CreateMessageResultSchema);
+      const r = await extra.sendRequest({ method: 'roots/list', params: {} }, ListRootsResultSchema);
+      return text({ form: f, url: u, sample: s.content, roots: r.roots });
+    });
+  server.registerTool('never', { description: 'asks and waits', inputSchema: {} }, async (_args, extra) => {
+    extra.signal.addEventListener('abort', () => aborted++);
+    const f = await extra.sendRequest(form('never'), ElicitResultSchema, { timeout: 60000 });
+    return text(f);
+  });
+  server.registerTool('chatty', { description: 'reports progress and logs', inputSchema: { n: z.number() } },
+    async ({ n }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= n; i++) {
+        if (token !== undefined)
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i,
+            total: n, message: `step ${i}` } });
+        if (i % 100 === 1) await new Promise((r) => setTimeout(r, 20)); // spread over a few 100 ms
+      }
+      await extra.sendNotification({ method: 'notifications/message', params: { level: 'debug', logger: 'chatty', data: 'quiet' } });
+      await new Promise((r) => setTimeout(r, 150)); // past the relay's per-kind rate bound
+      await extra.sendNotification({ method: 'notifications/message', params: { level: 'warning', logger: 'chatty', data: 'loud' } });
+      return text({ sent: n, token: token !== undefined });
+    });
+  server.registerTool('spam', { description: 'asks n times', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
+    const out = { answered: 0, refused: 0, codes: {} };
+    for (let i = 0; i < n && !extra.signal.aborted; i++) {
+      try {
+        await extra.sendRequest(form(`spam ${i}`), ElicitResultSchema, { timeout: 10000 });
+        out.answered++;
+      } catch (e) {
+        out.refused++;
+        out.codes[e.code] = (out.codes[e.code] ?? 0) + 1;
+      }
+    }
+    return text(out);
+  });
+}
+
+async function newSession() {
+  const server = new McpServer({ name: 'relay', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
+  tools(server);
+  const s = { server };
+  s.transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => sessions.set(id, s),
+  });
+  s.transport.onclose = () => { if (s.transport.sessionId) sessions.delete(s.transport.sessionId); };
+  await server.connect(s.transport);
+  return s;
+}
+
+const readBody = (req) => new Promise((resolve, reject) => {
+  const parts = [];
+  req.on('data', (c) => parts.push(c));
+  req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+  req.on('error', reject);
+});
+const json = (res, status, body) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+async function mcp(req, res) {
+  const body = req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined;
+  const sid = req.headers['mcp-session-id'];
+  let s = sid ? sessions.get(sid) : undefined;
+  if (!s) {
+    if (sid || !(req.method === 'POST' && isInitializeRequest(body)))
+      return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });
+    s = await newSession();
+  }
+  await s.transport.handleRequest(req, res, body);
+}
+
+const server = http.createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url, 'http://localhost');
+    if (url.pathname === '/status') return json(res, 200, { aborted, asked });
+    if (url.pathname === '/mcp') return await mcp(req, res);
+    json(res, 404, { error: 'not found' });
+  } catch (e) {
+    if (!res.headersSent) json(res, 500, { error: String(e) });
+    else res.end();
+  }
+});
+server.listen(0, '127.0.0.1', () => console.log(`PORT ${server.address().port}`));

