@@ -131,7 +131,9 @@ static int do_rekey(gg_store *s, const gg_config *c, const char *file) {
     gg_store_vault_wipe(&old);
     gg_store_vault_wipe(&nk);
     if (n < 0) return fail("rekey", &err);
-    gg_store_audit_append(s, "cli", NULL, "secret.rekey", id, json_pack("{s:I}", "secrets", (json_int_t)n), NULL);
+    json_t *details = json_pack("{s:I}", "secrets", (json_int_t)n); /* borrowed by the store */
+    gg_store_audit_append(s, "cli", NULL, "secret.rekey", id, details, NULL);
+    json_decref(details);
     printf("%lld secret(s) re-encrypted under key %s; configure that key and restart the servers\n", n, id);
     return GG_EXIT_OK;
 }
