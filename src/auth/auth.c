@@ -82,11 +82,7 @@ struct gg_auth {
     front_shard front[FRONT_SHARDS];
 };
 
-static size_t bucket_of(const char *id) {
-    size_t h = 1469598103934665603ULL;
-    for (; *id; id++) h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return h % CACHE_BUCKETS;
-}
+static size_t bucket_of(const char *id) { return (size_t)(gg_hash_str(id) % CACHE_BUCKETS); }
 
 static void bump_epoch(gg_auth *a) { atomic_fetch_add_explicit(&a->epoch, 1, memory_order_release); }
 

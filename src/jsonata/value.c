@@ -276,11 +276,7 @@ void jn_object_remove(jn_value *o, const char *key, size_t klen) {
     }
 }
 
-static uint32_t hash_bytes(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
+static uint32_t hash_bytes(const char *s, size_t n) { return (uint32_t)gg_hash_addn(GG_HASH_INIT, s, n); }
 
 static bool index_insert(jn_value *o, size_t ent) {
     jn_value *k = o->u.obj.ents[ent].key;

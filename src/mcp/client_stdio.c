@@ -96,16 +96,14 @@ static double start_take(uint64_t key, int per_minute) {
     return wait;
 }
 
-static uint64_t fnv_add(uint64_t h, const char *str) {
-    for (const char *p = str; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return (h ^ 0xff) * 1099511628211ULL; /* a separator: no two splits of the words hash alike */
-}
+/* a word and a separator: no two splits of the words hash alike */
+static uint64_t fnv_add(uint64_t h, const char *str) { return gg_hash_sep(gg_hash_add(h, str), 0xff); }
 
 /* FNV-1a over the owner and everything that makes the child what it is; 0 without an owner
  * (local runs and tests: no tenant to protect from another). */
 static uint64_t start_key(const mcp_server_config *cfg) {
     if (!cfg->owner) return 0;
-    uint64_t h = fnv_add(fnv_add(fnv_add(1469598103934665603ULL, cfg->owner), cfg->command), cfg->cwd ? cfg->cwd : "");
+    uint64_t h = fnv_add(fnv_add(fnv_add(GG_HASH_INIT, cfg->owner), cfg->command), cfg->cwd ? cfg->cwd : "");
     for (const char *const *a = cfg->args; a && *a; a++) h = fnv_add(h, *a);
     h = fnv_add(h, "\x01env");
     for (const char *const *e = cfg->env; e && *e; e++) h = fnv_add(h, *e);

@@ -768,20 +768,17 @@ static bool jv_equal(json_t *a, json_t *b) {
 /* A hash consistent with jv_equal (numbers by value, object members in any order), so
  * uniqueItems needs O(n log n) work, not O(n^2), on large arrays. */
 static uint64_t jv_hash(json_t *x) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GG_HASH_INIT;
     switch (json_typeof(x)) {
     case JSON_INTEGER: case JSON_REAL: {
         double d = json_number_value(x);
         if (d == 0) d = 0; /* -0 == 0 */
         unsigned char bytes[sizeof d];
         memcpy(bytes, &d, sizeof d);
-        for (size_t i = 0; i < sizeof d; i++) h = (h ^ bytes[i]) * 1099511628211ull;
-        return h;
+        return gg_hash_addn(h, bytes, sizeof d);
     }
     case JSON_STRING: {
-        const unsigned char *p = (const unsigned char *)json_string_value(x);
-        for (size_t i = 0, n = json_string_length(x); i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-        return h ^ 0x5bd1e995u;
+        return gg_hash_addn(h, json_string_value(x), json_string_length(x)) ^ 0x5bd1e995u;
     }
     case JSON_ARRAY: {
         size_t i;
@@ -795,9 +792,7 @@ static uint64_t jv_hash(json_t *x) {
         json_t *e;
         uint64_t sum = 0x2545f4914f6cdd1dull;
         json_object_foreach(x, k, e) {
-            uint64_t kh = 1469598103934665603ull;
-            for (const unsigned char *p = (const unsigned char *)k; *p; p++) kh = (kh ^ *p) * 1099511628211ull;
-            sum += (kh * 0x9e3779b97f4a7c15ull) ^ jv_hash(e);
+            sum += (gg_hash_str(k) * 0x9e3779b97f4a7c15ull) ^ jv_hash(e);
         }
         return sum;
     }

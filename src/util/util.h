@@ -178,6 +178,10 @@ static inline unsigned long long gg_hash_sep(unsigned long long h, unsigned char
     return (h ^ sep) * 1099511628211ull;
 }
 static inline unsigned long long gg_hash_str(const char *s) { return gg_hash_add(GG_HASH_INIT, s); }
+static inline unsigned long long gg_hash_addn(unsigned long long h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
 
 /* The candidate closest to word by edit distance (suggest.c), if within max(2, strlen(word)/3)
  * edits; the first of equally close ones; NULL when none is that close (NULL entries are
