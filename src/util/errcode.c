@@ -1,8 +1,11 @@
 /* errcode.c — the one table of error codes: what each means at the edges, as an HTTP status
  * (REST and plain tool calls) and as a JSON-RPC error code (MCP). A code set anywhere in
- * graphgate and not listed here is an internal failure: HTTP 500, JSON-RPC -32603. Every
- * code listed is set somewhere in src/ (tests/util/errcodes.sh checks), and there are no
- * synonyms: one word per meaning (oom, internal_error, yaml, ...). */
+ * graphgate and not listed here is an internal failure: HTTP 500, JSON-RPC -32603. The table is
+ * checked both ways (tests/util/errcodes.sh): every code listed is set somewhere in src/, and
+ * every code set in src/ is listed here or follows one of two documented patterns: another
+ * invalid_* code (a bad request, 400: gg_error_http_status), or one of JSONata's own codes
+ * (a letter and four digits, e.g. T2001, as jsonata-js names them). There are no synonyms:
+ * one word per meaning (oom, internal_error, yaml, ...). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +56,53 @@ static const gg_errcode TABLE[] = {
     {"history_unavailable", 503, RPC_INTERNAL, "runs cannot be recorded (durable history)"},
     {"timeout", 504, -32001, "the request ran past its time limit"},
     {"cancelled", 500, -32800, "the client cancelled the request (nobody reads the HTTP status)"},
+    /* the MCP exchange itself (each answered by hand where it happens; listed so the table is whole) */
+    {"parse_error", 400, RPC_PARSE, "a JSON-RPC body that is not JSON"},
+    {"unknown_response", 400, RPC_INVALID_REQUEST, "a client's response to a request of ours that nobody waits for"},
+    {"tool_error", 422, RPC_INTERNAL, "a plain (REST) tool call whose run failed"},
+    {"uri_too_long", 414, RPC_INVALID_REQUEST, "a request path over its limit"},
+    {"no_tenant", 400, RPC_INTERNAL, "a toolkit call whose key names no tenant"},
+    {"graph_unavailable", 503, RPC_INTERNAL, "a stored graph that cannot be loaded now"},
+    /* why a run failed: its tool result says so (isError); a request failing with one is a 500 */
+    {"exit_error", 500, RPC_INTERNAL, "an exit node of kind error was reached"},
+    {"no_route", 500, RPC_INTERNAL, "no switch condition matched and there is no default"},
+    {"budget", 500, RPC_INTERNAL, "an expression used up its execution budget"},
+    {"limit", 500, RPC_INTERNAL, "a run passed a graph's limits (time, nodes, depth)"},
+    {"depth_exceeded", 500, RPC_INTERNAL, "a JSON Logic value nested past its depth bound"},
+    {"memory_exceeded", 500, RPC_INTERNAL, "an evaluation passed its memory budget"},
+    {"schema_violation", 500, RPC_INTERNAL, "a value that does not match its JSON Schema (tool output)"},
+    {"no_history", 500, RPC_INTERNAL, "a history function with no run history to read"},
+    {"no_client", 500, RPC_INTERNAL, "a node that asks the client, with no client to ask"},
+    {"no_capability", 500, RPC_INTERNAL, "the client did not declare the capability a request to it needs"},
+    {"missing_capability", 500, RPC_INTERNAL, "a tool needs a client capability the caller lacks"},
+    {"client_error", 500, RPC_INTERNAL, "the client answered our request with an error"},
+    {"graph_call", 500, RPC_INTERNAL, "a graph-to-graph call outside the gateway"},
+    {"graph_cycle", 500, RPC_INTERNAL, "a graph that calls itself, directly or not"},
+    /* downstream servers and the network */
+    {"transport", 500, RPC_INTERNAL, "a downstream server's connection failed or it did not answer"},
+    {"mcp_error", 500, RPC_INTERNAL, "a downstream server's answer breaks the protocol"},
+    {"backoff", 500, RPC_INTERNAL, "a stdio server that keeps failing waits before its next start"},
+    {"policy", 500, RPC_INTERNAL, "the egress policy refuses a downstream address or command"},
+    {"dns", 500, RPC_INTERNAL, "a host name that does not resolve"},
+    {"refused", 500, RPC_INTERNAL, "a downstream server refused the connection"},
+    {"secret_unreadable", 500, RPC_INTERNAL, "a stored secret that does not decrypt under the configured key"},
+    /* the server's own failures */
+    {"internal_error", 500, RPC_INTERNAL, "a bug or an impossible state"},
+    {"oom", 500, RPC_INTERNAL, "out of memory"},
+    {"db", 500, RPC_INTERNAL, "the store failed"},
+    {"migration", 500, RPC_INTERNAL, "a schema migration could not be read or applied"},
+    {"auth", 500, RPC_INTERNAL, "the crypto library could not start"},
+    {"listen_failed", 500, RPC_INTERNAL, "a listener could not be opened"},
+    {"route_conflict", 500, RPC_INTERNAL, "two handlers for one route (a startup bug)"},
+    {"yaml_alias", 422, RPC_INTERNAL, "YAML whose aliases expand past their budget"},
+    /* findings inside a `validation` answer's diagnostics (never a request's own code) */
+    {"unknown_operation", 422, RPC_INTERNAL, "a JSON Logic rule names an operation that does not exist"},
+    {"jsonata", 422, RPC_INTERNAL, "a JSONata expression that does not parse"},
+    {"unknown_function", 422, RPC_INTERNAL, "an expression calls a function that is not defined (warning)"},
+    {"unused_server", 422, RPC_INTERNAL, "an mcpServers entry no node uses (warning)"},
+    {"downstream_unknown_tool", 422, RPC_INTERNAL, "a node names a tool its downstream does not list"},
+    {"suspicious_text", 422, RPC_INTERNAL, "invisible or direction-changing characters in a downstream definition"},
+    {"io", 422, RPC_INTERNAL, "a file named for validation cannot be read"},
 };
 
 const gg_errcode *gg_errcode_find(const char *code) {
