@@ -37,7 +37,7 @@ typedef struct cache_entry {
     char tenant[GG_TENANT_MAX];
     unsigned scopes;
     double loaded_ms;      /* monotonic */
-    long long touched_ms;  /* last last-used report (monotonic ms; __atomic access) */
+    _Atomic long long touched_ms; /* last last-used report (monotonic ms) */
     bool tagged;           /* tag holds the text that last matched hash */
     unsigned char tag[crypto_shorthash_siphashx24_BYTES];
 } cache_entry;
@@ -76,7 +76,7 @@ struct gg_auth {
     cache_entry *buckets[CACHE_BUCKETS];
     size_t n_entries;
     pthread_mutex_t gen_lock;        /* guards generation */
-    long long gen_checked_ms;        /* monotonic ms; __atomic access (read without the lock) */
+    _Atomic long long gen_checked_ms; /* monotonic ms (read without the lock) */
     long long generation;
     _Atomic uint64_t epoch;          /* see front_entry */
     front_shard front[FRONT_SHARDS];
@@ -219,7 +219,7 @@ static void invalidate_one(gg_auth *a, const char *id) {
  * only one thread does it, the others carry on). */
 /* Caller holds gen_lock. */
 static void read_generation(gg_auth *a, double now) {
-    __atomic_store_n(&a->gen_checked_ms, (long long)now, __ATOMIC_RELAXED);
+    atomic_store_explicit(&a->gen_checked_ms, (long long)now, memory_order_relaxed);
     long long g = gg_store_generation_get(a->store, GG_GEN_KEYS, NULL);
     if (g >= 0 && g != a->generation) {
         a->generation = g;
@@ -228,10 +228,10 @@ static void read_generation(gg_auth *a, double now) {
 }
 
 static void check_generation(gg_auth *a, double now) {
-    long long last = __atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED);
+    long long last = atomic_load_explicit(&a->gen_checked_ms, memory_order_relaxed);
     if (now - (double)last < GEN_CHECK_MS) return;
     if (pthread_mutex_trylock(&a->gen_lock) != 0) return;
-    if (now - (double)__atomic_load_n(&a->gen_checked_ms, __ATOMIC_RELAXED) >= GEN_CHECK_MS) read_generation(a, now);
+    if (now - (double)atomic_load_explicit(&a->gen_checked_ms, memory_order_relaxed) >= GEN_CHECK_MS) read_generation(a, now);
     pthread_mutex_unlock(&a->gen_lock);
 }
 
@@ -246,9 +246,9 @@ void gg_auth_check_changes(gg_auth *a) {
  * makes exactly one of several concurrent requests win). Caller holds the lock. */
 static bool touch_due(cache_entry *e, double now) {
     long long now_ll = (long long)now;
-    long long last = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
+    long long last = atomic_load_explicit(&e->touched_ms, memory_order_relaxed);
     if (last != 0 && now_ll - last < (long long)TOUCH_EVERY_MS) return false;
-    return __atomic_compare_exchange_n(&e->touched_ms, &last, now_ll, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return atomic_compare_exchange_strong_explicit(&e->touched_ms, &last, now_ll, memory_order_relaxed, memory_order_relaxed);
 }
 
 /* The fast path: id's entry is fresh, exists, is not revoked and its tag equals the tag of
@@ -299,7 +299,7 @@ static bool cache_lookup(gg_auth *a, const char *id, double now, cache_entry *ou
         if (now - e->loaded_ms < ttl) {
             /* not a struct copy: touched_ms is written atomically by other readers */
             memcpy(out, e, offsetof(cache_entry, touched_ms));
-            out->touched_ms = __atomic_load_n(&e->touched_ms, __ATOMIC_RELAXED);
+            out->touched_ms = atomic_load_explicit(&e->touched_ms, memory_order_relaxed);
             out->tagged = e->tagged;
             memcpy(out->tag, e->tag, sizeof out->tag);
             hit = true;

@@ -4,6 +4,7 @@
  * bounded by the number of keys/tenants, which only authenticated callers reach. */
 #include "auth/auth.h"
 
+#include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -71,15 +72,15 @@ static entry *table_get(table *t, const char *name, pthread_mutex_t **lock, bool
 /* ---- rate limiter -------------------------------------------------------------------------- */
 
 struct gg_ratelimit {
-    double rate, burst;
+    _Atomic double rate, burst;
     table *t;
 };
 
 /* rate and burst may change at run time (gg_ratelimit_set): atomics, read once a take. */
 static void ratelimit_store(gg_ratelimit *rl, double rate, int burst) {
     double b = burst > 0 ? burst : (rate * 2 >= 1 ? ceil(rate * 2) : 1);
-    __atomic_store(&rl->burst, &b, __ATOMIC_RELAXED);
-    __atomic_store(&rl->rate, &rate, __ATOMIC_RELAXED);
+    atomic_store_explicit(&rl->burst, b, memory_order_relaxed);
+    atomic_store_explicit(&rl->rate, rate, memory_order_relaxed);
 }
 
 gg_ratelimit *gg_ratelimit_new(double rate, int burst) {
@@ -102,9 +103,9 @@ void gg_ratelimit_free(gg_ratelimit *rl) {
 
 int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms) {
     double rate = 0, burst = 0;
-    if (rl) __atomic_load(&rl->rate, &rate, __ATOMIC_RELAXED);
+    if (rl) rate = atomic_load_explicit(&rl->rate, memory_order_relaxed);
     if (!rl || rate <= 0 || !key) return 0;
-    __atomic_load(&rl->burst, &burst, __ATOMIC_RELAXED);
+    burst = atomic_load_explicit(&rl->burst, memory_order_relaxed);
     pthread_mutex_t *lock;
     entry *e = table_get(rl->t, key, &lock, true);
     if (!e) return 1; /* out of memory: refuse briefly rather than run unlimited */
@@ -132,7 +133,7 @@ int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms) {
 /* ---- tenant slots --------------------------------------------------------------------------- */
 
 struct gg_tenant_slots {
-    int max;
+    _Atomic int max;
     table *t;
 };
 
@@ -145,7 +146,7 @@ gg_tenant_slots *gg_tenant_slots_new(int max_per_tenant) {
 }
 
 void gg_tenant_slots_set(gg_tenant_slots *ts, int max_per_tenant) {
-    if (ts) __atomic_store_n(&ts->max, max_per_tenant, __ATOMIC_RELAXED);
+    if (ts) atomic_store_explicit(&ts->max, max_per_tenant, memory_order_relaxed);
 }
 
 void gg_tenant_slots_free(gg_tenant_slots *ts) {
@@ -159,7 +160,7 @@ bool gg_tenant_slots_acquire(gg_tenant_slots *ts, const char *tenant) {
     pthread_mutex_t *lock;
     entry *e = table_get(ts->t, tenant, &lock, true);
     if (!e) return false;
-    int max = __atomic_load_n(&ts->max, __ATOMIC_RELAXED); /* gg_tenant_slots_set may change it */
+    int max = atomic_load_explicit(&ts->max, memory_order_relaxed); /* gg_tenant_slots_set may change it */
     bool ok = max <= 0 || e->in_use < max;
     if (ok) e->in_use++;
     pthread_mutex_unlock(lock);

@@ -19,6 +19,7 @@
  * Concurrent first uses of one version compile it once: the first caller marks the entry
  * loading, the others wait on a condition (compiling takes milliseconds of CPU, never a
  * downstream wait) and then take its result. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ typedef struct gentry {
     char tenant[GG_NAME_MAX + 1], graph[GG_NAME_MAX + 1];
     int version;
     mcp_server *srv;               /* NULL: not compiled (never used, or evicted) */
-    unsigned long long used;       /* LRU clock of the last lookup (atomic) */
+    _Atomic unsigned long long used; /* LRU clock of the last lookup */
     unsigned long long loading;    /* nonzero: the id of the load in progress */
     unsigned mark;                 /* the sync pass that last saw the graph */
     struct gentry *next;           /* hash chain */
@@ -42,14 +43,14 @@ struct gw_registry {
     gentry **buckets;
     size_t nbuckets, count, compiled, cache_size;
     gentry *compiled_head;
-    unsigned long long clock;      /* LRU clock (atomic) */
+    _Atomic unsigned long long clock; /* LRU clock */
     unsigned long long load_ids;   /* under the write lock */
     gw_registry_loader loader;
     void *loader_user;
     pthread_mutex_t load_mu;       /* load_gen and load_cv: a load finished */
     pthread_cond_t load_cv;
     unsigned long long load_gen;
-    gw_registry_stats stats;       /* atomic counters */
+    struct { _Atomic unsigned long long hits, compiles, evictions, load_failures; } stats;
     gw_registry_hook hook;         /* change listener (the GET streams), set before use */
     void *hook_user;
 };
@@ -130,10 +131,10 @@ static void grow(gw_registry *r) {
 }
 
 static void touch(gw_registry *r, gentry *e) {
-    __atomic_store_n(&e->used, __atomic_add_fetch(&r->clock, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    atomic_store_explicit(&e->used, atomic_fetch_add_explicit(&r->clock, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
-static void stat_add(unsigned long long *c) { __atomic_add_fetch(c, 1, __ATOMIC_RELAXED); }
+static void stat_add(_Atomic unsigned long long *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
 
 /* Take e's compiled server out (under the write lock); the caller unrefs it outside. */
 static mcp_server *uncache(gw_registry *r, gentry *e) {
@@ -439,10 +440,10 @@ gw_registry_stats gw_registry_get_stats(gw_registry *r) {
     st.compiled = r->compiled;
     st.cache_size = r->cache_size;
     pthread_rwlock_unlock(&r->lock);
-    st.hits = __atomic_load_n(&r->stats.hits, __ATOMIC_RELAXED);
-    st.compiles = __atomic_load_n(&r->stats.compiles, __ATOMIC_RELAXED);
-    st.evictions = __atomic_load_n(&r->stats.evictions, __ATOMIC_RELAXED);
-    st.load_failures = __atomic_load_n(&r->stats.load_failures, __ATOMIC_RELAXED);
+    st.hits = atomic_load_explicit(&r->stats.hits, memory_order_relaxed);
+    st.compiles = atomic_load_explicit(&r->stats.compiles, memory_order_relaxed);
+    st.evictions = atomic_load_explicit(&r->stats.evictions, memory_order_relaxed);
+    st.load_failures = atomic_load_explicit(&r->stats.load_failures, memory_order_relaxed);
     return st;
 }
 

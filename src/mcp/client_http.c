@@ -23,6 +23,7 @@
 #include "mcp/loop.h"
 #include "telemetry/telemetry.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -91,8 +92,8 @@ typedef struct http_client {
     int replies;        /* replies the request handler owes (each also one of nreqs) */
     mcp_client_notify_fn notify;
     void *notify_user;
-    int starts;         /* atomic */
-    long long next_id;  /* atomic */
+    _Atomic int starts;
+    _Atomic long long next_id;
 } http_client;
 
 enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER };
@@ -230,7 +231,7 @@ static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *para
     r->p.destroy = hreq_destroy;
     r->c = c;
     r->kind = kind;
-    r->id = kind == HR_CALL || kind == HR_INIT ? __atomic_add_fetch(&c->next_id, 1, __ATOMIC_RELAXED) : -1;
+    r->id = kind == HR_CALL || kind == HR_INIT ? (atomic_fetch_add_explicit(&c->next_id, 1, memory_order_relaxed) + 1) : -1;
     pthread_mutex_lock(&c->mu);
     c->nreqs++;
     if (kind == HR_ANSWER) c->answers++;
@@ -600,7 +601,7 @@ static void start_init(http_client *c) {
     c->session = NULL;
     free(c->protocol);
     c->protocol = NULL;
-    __atomic_add_fetch(&c->starts, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&c->starts, 1, memory_order_relaxed);
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
                                c->caps ? json_deep_copy(c->caps) : json_object(), "clientInfo", "name", "graphgate",
                                "version", GG_VERSION);
@@ -811,7 +812,7 @@ static bool resume_call(hreq *r) {
 
 /* The request again, as a new message (a new id) with extra members (may be NULL). */
 static void modern_again(hreq *r, json_t *extra) {
-    r->id = __atomic_add_fetch(&r->c->next_id, 1, __ATOMIC_RELAXED);
+    r->id = (atomic_fetch_add_explicit(&r->c->next_id, 1, memory_order_relaxed) + 1);
     char *b = modern_body(r, extra);
     if (!b) {
         finish(r, NULL, "oom", "out of memory");
@@ -1134,9 +1135,9 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
 #define LISTEN_ERR_BODY 4096
 
 static struct {
-    int live; /* GETs connecting or open */
-    unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
-} lstats; /* written on the loop thread, read anywhere (atomics) */
+    _Atomic int live; /* GETs connecting or open */
+    _Atomic unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
+} lstats; /* written on the loop thread, read anywhere */
 
 /* Live listen streams per owner (tenant), for MCP_HTTP_LISTEN_MAX_OWNER; looked at only
  * when a stream connects or ends, never per event. */
@@ -1169,15 +1170,15 @@ static void owner_give(const char *owner) {
 }
 
 mcp_listen_stats mcp_http_listen_stats(void) {
-    mcp_listen_stats s = {__atomic_load_n(&lstats.live, __ATOMIC_RELAXED), __atomic_load_n(&lstats.opened, __ATOMIC_RELAXED),
-                          __atomic_load_n(&lstats.events, __ATOMIC_RELAXED),
-                          __atomic_load_n(&lstats.list_changed, __ATOMIC_RELAXED),
-                          __atomic_load_n(&lstats.cut_off, __ATOMIC_RELAXED), __atomic_load_n(&lstats.no_stream, __ATOMIC_RELAXED),
-                          __atomic_load_n(&lstats.owner_full, __ATOMIC_RELAXED)};
+    mcp_listen_stats s = {atomic_load_explicit(&lstats.live, memory_order_relaxed), atomic_load_explicit(&lstats.opened, memory_order_relaxed),
+                          atomic_load_explicit(&lstats.events, memory_order_relaxed),
+                          atomic_load_explicit(&lstats.list_changed, memory_order_relaxed),
+                          atomic_load_explicit(&lstats.cut_off, memory_order_relaxed), atomic_load_explicit(&lstats.no_stream, memory_order_relaxed),
+                          atomic_load_explicit(&lstats.owner_full, memory_order_relaxed)};
     return s;
 }
 
-static void stat_add(unsigned long long *v) { __atomic_add_fetch(v, 1, __ATOMIC_RELAXED); }
+static void stat_add(_Atomic unsigned long long *v) { atomic_fetch_add_explicit(v, 1, memory_order_relaxed); }
 
 /* The response headers are in: a 200 text/event-stream is an open stream. */
 static void listen_opened(hreq *r) {
@@ -1319,7 +1320,7 @@ static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user) {
 /* Leaving the wire or the heap: no longer one of the live streams. */
 static void listen_uncount(hreq *r) {
     if (r->counted) {
-        __atomic_sub_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+        atomic_fetch_sub_explicit(&lstats.live, 1, memory_order_relaxed);
         owner_give(r->c->owner);
     }
     r->counted = false;
@@ -1330,7 +1331,7 @@ static void listen_uncount(hreq *r) {
  * owner its MCP_HTTP_LISTEN_MAX_OWNER: then wait. */
 static void listen_wait(hreq *r, long ms);
 static void listen_connect(hreq *r) {
-    if (__atomic_load_n(&lstats.live, __ATOMIC_RELAXED) >= MCP_HTTP_LISTEN_MAX) {
+    if (atomic_load_explicit(&lstats.live, memory_order_relaxed) >= MCP_HTTP_LISTEN_MAX) {
         listen_wait(r, LISTEN_SLOT_WAIT_MS);
         return;
     }
@@ -1340,7 +1341,7 @@ static void listen_connect(hreq *r) {
         return;
     }
     r->counted = true;
-    __atomic_add_fetch(&lstats.live, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&lstats.live, 1, memory_order_relaxed);
     mcp_pending_ref(&r->p); /* a launch that fails finishes r */
     launch(r);
     if (r->state == HS_DONE) {
@@ -1542,7 +1543,7 @@ static void http_start(void *impl, const char *method, json_t *params, int timeo
 
 static char *http_stderr_tail(void *impl) { return strdup(""); }
 
-static int http_start_count(void *impl) { return __atomic_load_n(&((http_client *)impl)->starts, __ATOMIC_RELAXED); }
+static int http_start_count(void *impl) { return atomic_load_explicit(&((http_client *)impl)->starts, memory_order_relaxed); }
 
 /* Loop thread: end every exchange of the client. */
 static void close_all(void *arg) {

@@ -4,6 +4,7 @@
  * thousands of calls can wait on downstream servers with no thread of their own. */
 #include "mcp/loop.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,10 @@ void mcp_pending_init(mcp_pending *p, int timeout_ms, atomic_int *cancel, mcp_cl
     p->heap_idx = -1;
 }
 
-void mcp_pending_ref(mcp_pending *p) { __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED); }
+void mcp_pending_ref(mcp_pending *p) { atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed); }
 
 void mcp_pending_unref(mcp_pending *p) {
-    if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) p->destroy(p);
+    if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) p->destroy(p);
 }
 
 /* ---- deadline heap (under mu) -------------------------------------------------------------- */

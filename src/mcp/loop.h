@@ -18,7 +18,7 @@ typedef struct mcp_loop mcp_loop;
 typedef struct mcp_pending mcp_pending;
 
 struct mcp_pending {
-    int refs;                 /* atomic */
+    _Atomic int refs;
     mcp_client_done_fn done;
     void *user;
     atomic_int *cancel;     /* caller's flag, polled by the loop; may be NULL */

@@ -48,7 +48,7 @@ typedef struct specs_entry {
 } specs_entry;
 
 typedef struct specs_snapshot {
-    int refcount;
+    _Atomic int refcount;
     specs_entry *v;
     size_t n;
     size_t *slots;                     /* open-addressing index: entry index + 1, 0 = empty */
@@ -62,7 +62,7 @@ typedef struct specs_snapshot {
 } specs_snapshot;
 
 struct specs_registry {
-    int refs;                          /* owners: creator, providers (atomic) */
+    _Atomic int refs;                  /* owners: creator, providers */
     pthread_mutex_t lock;
     specs_snapshot *cur;               /* never NULL */
     struct gg_store *store;

@@ -5,6 +5,7 @@
 #include "specs/internal.h"
 #include "store/store.h"
 
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,13 +288,13 @@ const specs_entry *specs_snapshot_find(const specs_snapshot *s, const char *type
 specs_snapshot *specs_snapshot_acquire(specs_registry *r) {
     pthread_mutex_lock(&r->lock);
     specs_snapshot *s = r->cur;
-    __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
     return s;
 }
 
 void specs_snapshot_release(specs_snapshot *s) {
-    if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) snapshot_free(s);
+    if (s && atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) snapshot_free(s);
 }
 
 static void publish(specs_registry *r, specs_snapshot *s) {
@@ -327,14 +328,14 @@ specs_registry *specs_registry_new(struct gg_store *store) {
 
 /* Drop one reference; the last one frees the registry. */
 void specs_registry_free(specs_registry *r) {
-    if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (!r || atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) > 1) return;
     specs_snapshot_release(r->cur);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
 
 specs_registry *specs_registry_ref(specs_registry *r) {
-    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+    if (r) atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
     return r;
 }
 

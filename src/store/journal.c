@@ -30,6 +30,7 @@
  * format belongs to the caller (history.c). */
 #include "store/store_internal.h"
 
+#include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,12 +61,12 @@ struct gg_history_journal {
     size_t size;                  /* bytes used in the current segment */
     unsigned long long appended;  /* entries appended so far (entry numbers start at 1) */
     unsigned long long cur_first; /* number of the current segment's first entry */
-    bool broken;                  /* no segment could be made: appends wait for retry_at */
+    _Atomic bool broken;          /* no segment could be made: appends wait for retry_at */
     double retry_at;              /* monotonic ms */
 };
 
 /* broken is read without the mutex (gg_history_journal_usable, per call) */
-static void set_broken(gg_history_journal *j) { __atomic_store_n(&j->broken, true, __ATOMIC_RELAXED); }
+static void set_broken(gg_history_journal *j) { atomic_store_explicit(&j->broken, true, memory_order_relaxed); }
 
 static uint32_t fnv1a(uint32_t h, const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
@@ -234,12 +235,12 @@ unsigned long long gg_history_journal_append(gg_history_journal *j, const struct
     hdr[0] = (uint32_t)len;
     unsigned long long no = 0;
     pthread_mutex_lock(&j->mu);
-    bool broken = __atomic_load_n(&j->broken, __ATOMIC_RELAXED);
+    bool broken = atomic_load_explicit(&j->broken, memory_order_relaxed);
     if ((broken && gg_now_ms() >= j->retry_at) || (!broken && j->size + HDR + len > SEGMENT_MAX)) {
         gg_error err = GG_ERROR_INIT;
         if (seg_open(j, j->cur + 1, &err)) {
             if (broken) gg_log(GG_LOG_WARN, "history journal: segments can be allocated again", NULL);
-            __atomic_store_n(&j->broken, false, __ATOMIC_RELAXED);
+            atomic_store_explicit(&j->broken, false, memory_order_relaxed);
         } else { /* a full disk: until a retry succeeds, durable answers wait for commits */
             if (!broken)
                 gg_log(GG_LOG_ERROR, "history journal: no new segment, durable answers wait for commits", "error",
@@ -249,7 +250,7 @@ unsigned long long gg_history_journal_append(gg_history_journal *j, const struct
         }
         gg_error_clear(&err);
     }
-    if (!__atomic_load_n(&j->broken, __ATOMIC_RELAXED)) {
+    if (!atomic_load_explicit(&j->broken, memory_order_relaxed)) {
         unsigned char *p = j->map + j->size;
         memcpy(p + HDR, parts[0].iov_base, parts[0].iov_len);
         size_t off = HDR + parts[0].iov_len;
@@ -287,7 +288,7 @@ void gg_history_journal_release(gg_history_journal *j, unsigned long long upto) 
 }
 
 bool gg_history_journal_usable(gg_history_journal *j) {
-    return j && !__atomic_load_n(&j->broken, __ATOMIC_RELAXED);
+    return j && !atomic_load_explicit(&j->broken, memory_order_relaxed);
 }
 
 void gg_history_journal_close(gg_history_journal *j, bool all_committed) {

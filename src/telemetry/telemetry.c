@@ -4,6 +4,7 @@
  * takes a batch out under the lock and posts it with the lock released. */
 #include "telemetry/telemetry.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
@@ -156,9 +157,9 @@ typedef struct tel {
 } tel;
 
 static tel T = {.mu = PTHREAD_MUTEX_INITIALIZER};
-static int tel_on; /* read without the lock on every span: atomic */
+static _Atomic int tel_on; /* read without the lock on every span */
 
-bool gg_tel_enabled(void) { return __atomic_load_n(&tel_on, __ATOMIC_ACQUIRE) != 0; }
+bool gg_tel_enabled(void) { return atomic_load_explicit(&tel_on, memory_order_acquire) != 0; }
 size_t gg_tel_value_max(void) { return gg_tel_enabled() ? T.value_max : 0; }
 
 /* ------------------------------------------------------------------ spans */
@@ -284,7 +285,7 @@ void gg_span_end_at(gg_span *s, long long end_ns) {
     s->recording = false; /* ends once */
     s->end_ns = end_ns < s->start_ns ? s->start_ns : end_ns;
     pthread_mutex_lock(&T.mu);
-    if (!tel_on) {
+    if (!atomic_load_explicit(&tel_on, memory_order_acquire)) {
         pthread_mutex_unlock(&T.mu);
         return;
     }
@@ -479,9 +480,9 @@ bool gg_tel_start(const gg_tel_config *cfg, gg_error *err) {
         return false;
     }
     pthread_cond_init(&T.cv, NULL);
-    __atomic_store_n(&tel_on, 1, __ATOMIC_RELEASE);
+    atomic_store_explicit(&tel_on, 1, memory_order_release);
     if (pthread_create(&T.thread, NULL, exporter_main, NULL) != 0) {
-        __atomic_store_n(&tel_on, 0, __ATOMIC_RELEASE);
+        atomic_store_explicit(&tel_on, 0, memory_order_release);
         pthread_cond_destroy(&T.cv);
         tel_free_config();
         gg_error_set(err, "internal_error", "cannot start the telemetry exporter thread");
@@ -493,7 +494,7 @@ bool gg_tel_start(const gg_tel_config *cfg, gg_error *err) {
 void gg_tel_stop(void) {
     if (!gg_tel_enabled()) return;
     pthread_mutex_lock(&T.mu);
-    __atomic_store_n(&tel_on, 0, __ATOMIC_RELEASE); /* spans ending from now on are not queued */
+    atomic_store_explicit(&tel_on, 0, memory_order_release); /* spans ending from now on are not queued */
     T.stop = true;
     pthread_cond_signal(&T.cv);
     pthread_mutex_unlock(&T.mu);
