@@ -17,13 +17,21 @@
  *     next, as the gateway's connections do: runs/s, submit-to-commit latency p50/p99,
  *     average batch and writer µs a run.
  *
- * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE]   (defaults 100000, 20000)
+ *   - saturation: RUNS submitted as fast as possible over four tenants with the per-tenant
+ *     history quota enforced meanwhile (the quota keeper deleting): the writer's records/s
+ *     on one core (1e6 / its CPU µs a record, the quota keeper's CPU added) and the wall
+ *     records/s (GG_BENCH_SAT_NO_QUOTA set: a quota never reached, for comparison).
+ *
+ * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE] [saturation]   (defaults 100000, 20000;
+ *        "saturation": that part alone)
  *
  * With GG_BENCH_PG set (run inside pg_virtualenv: bench/history/run.sh --postgres), the
  * writer and group-commit figures are measured on PostgreSQL instead, each in a database of
  * its own created with createdb (the SQLite-only reference and floor loops are left out).
  */
 #include <pthread.h>
+#include <dirent.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -356,7 +364,7 @@ static void rm_tree(const char *dir) {
     char cmd[4300];
     /* only our own mkdtemp directory; no shell: remove known names */
     const char *names[] = {"writer-nodes.db", "writer-fast.db", "writer-text.db", "writer-pos.db", "reference.db",
-                           "floor.db", "group-commit-1.db", "group-commit-64.db"};
+                           "floor.db", "group-commit-1.db", "group-commit-64.db", "saturation.db"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         for (int k = 0; k < 3; k++) {
             snprintf(cmd, sizeof cmd, "%s/%s%s", dir, names[i], k == 0 ? "" : k == 1 ? "-wal" : "-shm");
@@ -476,6 +484,133 @@ static bool run_group_commit(const char *dir, const char *mig, int nwait, double
     return total > 0;
 }
 
+/* ---- saturation: the writer never waits for work, the quota keeper deleting -------------- */
+
+/* CPU µs used so far by this process's threads named name (/proc/self/task/N/comm): the
+ * quota keeper keeps no CPU figure of its own. Clock ticks, so runs of seconds. */
+static double named_threads_cpu_us(const char *name) {
+    DIR *d = opendir("/proc/self/task");
+    double us = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], comm[64] = "", stat[1024];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *fp = fopen(path, "r");
+        if (!fp) continue;
+        bool match = fgets(comm, sizeof comm, fp) && strncmp(comm, name, strlen(name)) == 0 && comm[strlen(name)] == '\n';
+        fclose(fp);
+        if (!match) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        if (!(fp = fopen(path, "r"))) continue;
+        size_t n = fread(stat, 1, sizeof stat - 1, fp);
+        fclose(fp);
+        stat[n] = 0;
+        const char *p = strrchr(stat, ')'); /* fields after the command name: state is 3rd */
+        unsigned long long ut = 0, st = 0;
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+            us += (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+    }
+    if (d) closedir(d);
+    return us;
+}
+
+typedef struct sat_figures {
+    double wall_rps, writer_us, quota_us, submit_us, avg_batch, secs;
+    unsigned long long written, dropped, quota_dropped, passes;
+} sat_figures;
+
+#define SAT_TENANTS 4
+
+/* Runs submitted as fast as one thread can (the texts made beforehand, as the gateway's
+ * provider does while a run goes; a full queue is waited out, not dropped), spread over
+ * SAT_TENANTS tenants whose per-tenant quota (runs / 8 rows) the quota keeper enforces
+ * every 100 ms from its own thread and connection, as `serve` runs it. The writer's
+ * records/s on one core is 1e6 / its CPU µs a record; the wall figure is bounded by the
+ * submitting thread too on a machine with few cores. */
+static bool run_saturation(const char *dir, const char *mig, long runs, sat_figures *f) {
+    gg_store *s = open_db(dir, "saturation.db", mig);
+    if (!s) return false;
+    gg_error err = GG_ERROR_INIT;
+    const char *tenants[SAT_TENANTS] = {"bench", "bench-b", "bench-c", "bench-d"};
+    for (int i = 1; i < SAT_TENANTS; i++)
+        if (!gg_store_tenant_create(s, tenants[i], &err)) {
+            fprintf(stderr, "bench_history: %s\n", err.message);
+            gg_error_clear(&err);
+            gg_store_close(s);
+            return false;
+        }
+    gg_history *h = gg_history_start(s, NULL, &err);
+    /* GG_BENCH_SAT_NO_QUOTA: a quota never reached (the keeper's passes, no deletes) */
+    long long quota = getenv("GG_BENCH_SAT_NO_QUOTA") ? runs * 10LL : runs / 8 > 0 ? runs / 8 : 1;
+    gg_history_quota_options qo = {.max_rows = quota, .interval_ms = 100};
+    gg_history_quota *q = h ? gg_history_quota_start(s, &qo, &err) : NULL;
+    if (!q) {
+        fprintf(stderr, "bench_history: %s\n", err.message);
+        gg_error_clear(&err);
+        gg_history_stop(h);
+        gg_store_close(s);
+        return false;
+    }
+    json_t *args = json_pack("{s:i}", "value", 42), *result = json_pack("{s:s}", "result", "high");
+    json_t *hist = switch_history(gg_wall_ms());
+    char *text = history_positional(hist);
+    json_decref(hist);
+    memset(f, 0, sizeof *f);
+    gg_history_stats st0;
+    gg_history_get_stats(h, &st0);
+    double t0 = mono_ms(), c0 = thread_cpu_us(), waited = 0;
+    for (long i = 0; i < runs; i++) {
+        while (!gg_history_has_room(h)) { /* back-pressure, as the gateway applies it */
+            double w0 = thread_cpu_us();
+            sched_yield();
+            waited += thread_cpu_us() - w0;
+        }
+        gg_exec_record *r = gg_history_record_new(h, tenants[i % SAT_TENANTS], "switch", 1, "test_switch",
+                                                  "2aa75f896173af27", args);
+        if (!r) break;
+        r->status = GG_EXEC_SUCCEEDED;
+        r->finished_ms = r->started_ms;
+        r->duration_ms = 0.0034;
+        r->result = json_incref(result);
+        gg_exec_record_set_nodes_json(r, strdup(text));
+        gg_history_submit(h, r);
+    }
+    f->submit_us = (thread_cpu_us() - c0 - waited) / (double)runs;
+    gg_history_flush(h);
+    f->secs = (mono_ms() - t0) / 1000.0;
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    gg_history_quota_now(q); /* one more pass, so the last runs are pruned too */
+    gg_history_quota_stats qs;
+    gg_history_quota_get_stats(q, &qs);
+    f->quota_us = named_threads_cpu_us("gg-quota");
+    f->written = st.written - st0.written;
+    f->dropped = st.dropped;
+    f->quota_dropped = qs.dropped;
+    f->passes = qs.passes;
+    f->wall_rps = (double)f->written / f->secs;
+    f->writer_us = (double)(st.writer_cpu_ns - st0.writer_cpu_ns) / 1e3 / (double)(f->written ? f->written : 1);
+    f->quota_us /= (double)(f->written ? f->written : 1);
+    f->avg_batch = (double)(st.written - st0.written) / (double)(st.batches - st0.batches ? st.batches - st0.batches : 1);
+    free(text);
+    json_decref(args);
+    json_decref(result);
+    gg_history_quota_stop(q);
+    gg_history_stop(h);
+    gg_store_close(s);
+    return f->written > 0;
+}
+
+static void print_saturation(long runs, const sat_figures *f) {
+    printf("saturation (not paced), %ld runs over %d tenants, quota %lld rows each (keeper every 100 ms):\n", runs,
+           SAT_TENANTS, getenv("GG_BENCH_SAT_NO_QUOTA") ? runs * 10LL : runs / 8 > 0 ? runs / 8 : 1);
+    printf("%-34s %8.0f records/s on one core (writer %5.2f + quota keeper %5.2f us/record)   wall %8.0f records/s\n"
+           "%-34s submit %5.2f us/run   batch %6.0f   written %llu dropped %llu   quota dropped %llu in %llu passes\n",
+           "  writer + quota deletes", 1e6 / (f->writer_us + f->quota_us), f->writer_us, f->quota_us, f->wall_rps, "",
+           f->submit_us, f->avg_batch, f->written, f->dropped, f->quota_dropped, f->passes);
+}
+
 static void print(const char *what, const figures *f, double ref) {
     printf("%-34s submit %6.2f us/run   writer %6.2f us/run (%.2fx reference)   batch %6.0f   written %llu dropped %llu\n",
            what, f->submit_us, f->writer_us, f->writer_us / ref, f->avg_batch, f->written, f->dropped);
@@ -493,6 +628,14 @@ int main(int argc, char **argv) {
     char dir[4096];
     if (make_tmpdir(dir, sizeof dir) != 0) { perror("mkdtemp"); return 1; }
     figures nodes, fast, text, pos;
+    sat_figures sat;
+    if (argc > 4 && strcmp(argv[4], "saturation") == 0) {
+        bool sok = run_saturation(dir, mig, runs, &sat);
+        rm_tree(dir);
+        if (!sok) return 1;
+        print_saturation(runs, &sat);
+        return sat.dropped ? 1 : 0;
+    }
     if (pg_mode()) {
         gc_figures gc1, gc64;
         bool pok = run_writer(dir, "writer-fast.db", mig, runs, rate, PATH_FAST, &fast) &&
@@ -516,6 +659,7 @@ int main(int argc, char **argv) {
     double floor_us = ok ? run_floor(dir, mig, runs, (long)(fast.avg_batch + 0.5)) : -1;
     gc_figures gc1, gc64;
     bool gc_ok = ok && run_group_commit(dir, mig, 1, 2.0, &gc1) && run_group_commit(dir, mig, 64, 3.0, &gc64);
+    bool sat_ok = ok && run_saturation(dir, mig, runs, &sat);
     rm_tree(dir);
     if (!ok || ref <= 0) return 1;
     printf("%ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
@@ -534,5 +678,6 @@ int main(int argc, char **argv) {
             printf("%-34s %8.0f runs/s   commit latency p50 %6.2f ms  p99 %6.2f ms   batch %6.1f   writer %6.2f us/run\n",
                    names[i], g[i]->rps, g[i]->p50, g[i]->p99, g[i]->avg_batch, g[i]->writer_us);
     }
-    return nodes.dropped || fast.dropped || text.dropped || pos.dropped || !gc_ok ? 1 : 0;
+    if (sat_ok) print_saturation(runs, &sat);
+    return nodes.dropped || fast.dropped || text.dropped || pos.dropped || !gc_ok || !sat_ok || sat.dropped ? 1 : 0;
 }

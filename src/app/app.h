@@ -136,7 +136,8 @@ typedef struct gg_config {
     int tenant_max_running;       /* tenants.max_running: one tenant's jobs on workers at once;
                                    * 0 = half the workers (at least 1) */
     int tenant_max_queued;        /* tenants.max_queued: one tenant's calls waiting for a
-                                   * worker; 64; 0 = no cap */
+                                   * worker while another tenant's wait too (alone: up to
+                                   * half of queue_size); 64; 0 = no cap */
     int tenant_max_waiting;       /* tenants.max_waiting: one tenant's calls in flight to tools
                                    * that may wait on downstream servers; 64; 0 = no cap */
     int tenant_max_tasks;         /* tenants.max_tasks: one tenant's live MCP tasks (store-wide); 100; 0 = no cap */

@@ -244,7 +244,8 @@ json_t *gg_oauth_definition_check(const json_t *in, gg_error *err);
 /* The issuer entry of a (normalized) definition whose "issuer" equals iss, or NULL. */
 const json_t *gg_oauth_issuer_find(const json_t *definition, const char *iss);
 /* graphgate scopes a verified token grants: its `scope` (space-separated) and `scp`
- * (array) values through the issuer's scope_map. */
+ * (array) values through the issuer's scope_map; never admin (graphs:write is kept here and
+ * dropped by gg_auth_http_check_resource everywhere but a tenant's console resource). */
 unsigned gg_oauth_claims_scopes(const json_t *issuer_def, const json_t *claims);
 /* An issuer or jwks_uri URL: https, or http to a loopback host; no query, fragment or user
  * info. false + "invalid_argument" naming what. */
@@ -252,6 +253,9 @@ bool gg_oauth_url_ok(const char *url, const char *what, gg_error *err);
 /* The token scopes a client should ask for (scope_map names across issuers, in order,
  * space-separated) into buf; an empty string when none fits. */
 void gg_oauth_scopes_text(const json_t *definition, char *buf, size_t n);
+/* The same, only the token scopes that map to one of want (gg_scope bits): an MCP
+ * endpoint's are the tools scopes (gg_oauth_scopes_text), a console resource's graphs:write. */
+void gg_oauth_scopes_text_for(const json_t *definition, unsigned want, char *buf, size_t n);
 
 /* ---- graphgate as an OAuth resource server (issuers.c; thread-safe) --------------------
  * Ownership: gg_oauth borrows the store; one background thread (started by _new, joined by
@@ -268,6 +272,11 @@ typedef struct gg_oauth_options {
     size_t max_document_bytes;     /* 256 KiB: metadata and JWKS answers */
     const unsigned char *nonce_key; /* 32 bytes shared by the replicas (DPoP nonces); NULL:
                                      * random per process */
+    /* A tenant's secret by name (introspection client secrets, "${secrets.NAME}"): the
+     * value malloc'd and NUL-terminated (wiped and freed by the caller), or NULL + err.
+     * Called on the fetcher thread only. NULL: introspection has no secrets. */
+    char *(*secret)(void *user, const char *tenant, const char *name, gg_error *err);
+    void *secret_user;
 } gg_oauth_options;
 gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err);
 void gg_oauth_free(gg_oauth *o);
@@ -289,11 +298,32 @@ typedef enum {
     GG_OAUTH_NONE,        /* the tenant has no authorization servers */
     GG_OAUTH_INVALID,     /* err "invalid_token" says why */
     GG_OAUTH_UNAVAILABLE, /* keys not fetched yet, or the store unreadable: try again shortly */
+    GG_OAUTH_PENDING,     /* an opaque token not checked yet: gg_oauth_await */
 } gg_oauth_result;
 /* Verify an access token presented to resource (the endpoint's canonical URL) of tenant;
  * on GG_OAUTH_OK *out is the principal (oauth set; key_id stable per issuer and subject). */
 gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
                                 size_t len, gg_principal *out, gg_oauth_binding *b, gg_error *err);
+/* Opaque tokens (not a JWT: no dot) are checked by introspection (RFC 7662) at the first
+ * issuer of the tenant's definition with "introspection" settings; gg_oauth_verify answers
+ * from the answers remembered (active: until the token's exp, at most cache_s; inactive:
+ * negative_cache_s; the endpoint failing: 1 s) or GG_OAUTH_PENDING. Whether tenant's
+ * definition introspects opaque tokens at all: */
+bool gg_oauth_introspects(gg_oauth *o, const char *tenant);
+/* After GG_OAUTH_PENDING: have the token introspected (or join the check already under way)
+ * and call fn(user) once, on the fetcher thread, when its answer is remembered (or the
+ * check ended: then gg_oauth_verify answers UNAVAILABLE for a second), and at gg_oauth_free
+ * for a check still open. Returns GG_OAUTH_PENDING when fn will be called; anything else
+ * (fn never called): the answer is there now (verify again), or UNAVAILABLE + err when the
+ * issuer has its `concurrency` checks under way, its `rate_per_s` spent, or too many
+ * requests wait on this token: a flood of invented tokens never becomes a flood of calls. */
+typedef void (*gg_oauth_wake_fn)(void *user);
+gg_oauth_result gg_oauth_await(gg_oauth *o, const char *tenant, const char *resource, const char *token, size_t len,
+                               gg_oauth_wake_fn fn, void *user, gg_error *err);
+/* Introspection calls made, those that failed (no answer, not 200, not JSON), and checks
+ * refused by the limits. */
+void gg_oauth_introspection_metrics(gg_oauth *o, unsigned long *calls, unsigned long *failures,
+                                    unsigned long *refused);
 /* DPoP: true when this proof (key thumbprint + jti) was seen within the last max age
  * (remembered per process, bounded); else remembers it. */
 bool gg_oauth_dpop_replayed(gg_oauth *o, const char *jkt, const char *jti, double iat);
@@ -315,10 +345,17 @@ void gg_oauth_metrics(gg_oauth *o, unsigned long *fetches, unsigned long *failur
  * All borrowed. The scopes a challenge names come from the tenant's definition. */
 typedef struct gg_resource {
     const char *tenant, *url, *metadata_url;
+    /* the tenant's console resource (its admin routes, docs/oauth.md): a token keeps the
+     * graphs:write its scope_map grants; on every other resource it never has it */
+    bool console;
 } gg_resource;
 /* An API key as gg_auth_http_check takes it, or a bearer JWT verified by o for r (o may be
- * NULL: keys only). Failures fill res: 401 with a challenge naming r's metadata when its
- * tenant has authorization servers, 503 + Retry-After, 429 + Retry-After. */
+ * NULL: keys only), or an opaque token introspected. Failures fill res: 401 with a challenge
+ * naming r's metadata when its tenant has authorization servers, 503 + Retry-After, 429 +
+ * Retry-After. Or false with the request deferred (gg_http_deferred(req): the handler
+ * returns GG_HTTP_DEFERRED and touches neither req nor res again): an opaque token is being
+ * introspected, and the handler runs again from the start once the answer is in
+ * (gg_http_async_redispatch), so it must hold nothing of its own across this call. */
 bool gg_auth_http_check_resource(gg_auth *auth, gg_oauth *o, struct gg_http_req *req, struct gg_http_res *res,
                                  const gg_resource *r, gg_principal *out);
 /* 403 naming the scope; for a token also the step-up challenge (error="insufficient_scope"). */

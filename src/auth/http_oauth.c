@@ -95,7 +95,8 @@ static bool token_scopes(gg_oauth *o, const gg_resource *r, char *buf, size_t n)
     gg_error e = GG_ERROR_INIT;
     json_t *def = gg_oauth_definition(o, r->tenant, &e);
     gg_error_clear(&e);
-    if (def) gg_oauth_scopes_text(def, buf, n);
+    if (def && r->console) gg_oauth_scopes_text_for(def, GG_SCOPE_GRAPHS_WRITE, buf, n);
+    else if (def) gg_oauth_scopes_text(def, buf, n);
     json_decref(def);
     return def != NULL;
 }
@@ -139,14 +140,36 @@ static bool check_dpop(gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg
     return true;
 }
 
+static void run_again(void *user) { gg_http_async_redispatch(user); }
+
+/* An opaque token nobody has introspected yet: the request waits for the answer without a
+ * thread (deferred; the fetcher thread redispatches it, and the handler's second run finds
+ * the answer remembered). false with res filled, or false with the request deferred. */
+static bool await_introspection(gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg_resource *r,
+                                const char *tok, size_t len) {
+    gg_http_async *a = gg_http_defer(req);
+    if (!a) return unavailable(res, "the server is busy; retry shortly");
+    gg_error err = GG_ERROR_INIT;
+    gg_oauth_result st = gg_oauth_await(o, r->tenant, r->url, tok, len, run_again, a, &err);
+    if (st == GG_OAUTH_PENDING) return false;
+    if (st == GG_OAUTH_UNAVAILABLE) { /* refused by the limits: answered through the async */
+        unavailable(gg_http_async_res(a), err.message ? err.message : "the token cannot be checked now");
+        gg_http_async_complete(a);
+    } else gg_http_async_redispatch(a); /* answered meanwhile */
+    gg_error_clear(&err);
+    return false;
+}
+
 static bool check_token(gg_auth *auth, gg_oauth *o, gg_http_req *req, gg_http_res *res, const gg_resource *r,
                         const char *tok, size_t len, bool dpop_scheme, gg_principal *out) {
     gg_error err = GG_ERROR_INIT;
     gg_oauth_binding b;
     gg_oauth_result st = r && r->url && r->tenant ? gg_oauth_verify(o, r->tenant, r->url, tok, len, out, &b, &err)
                                                   : GG_OAUTH_NONE;
+    if (st == GG_OAUTH_PENDING) return await_introspection(o, req, res, r, tok, len);
     if (st == GG_OAUTH_OK) {
         gg_error_clear(&err);
+        if (!r->console) out->scopes &= ~(unsigned)GG_SCOPE_GRAPHS_WRITE; /* an MCP client never writes graphs */
         return check_dpop(o, req, res, r, tok, len, dpop_scheme, &b) && !rate_limited(auth, res, out);
     }
     if (st == GG_OAUTH_UNAVAILABLE) {
@@ -171,7 +194,10 @@ bool gg_auth_http_check_resource(gg_auth *auth, gg_oauth *o, gg_http_req *req, g
     const char *tok = credential_of(authz, "Bearer", &len);
     bool dpop = false;
     if (!tok && (tok = credential_of(authz, "DPoP", &len))) dpop = true;
-    if (tok && !xkey && strncmp(tok, "gg_", 3) != 0 && memchr(tok, '.', len))
+    /* a JWT, or an opaque token where the tenant introspects them (elsewhere a token that is
+     * neither keeps the answers of a wrong API key) */
+    if (tok && !xkey && strncmp(tok, "gg_", 3) != 0 &&
+        (memchr(tok, '.', len) || (o && r && r->url && gg_oauth_introspects(o, r->tenant))))
         return check_token(auth, o, req, res, r, tok, len, dpop, out);
     const char *key = gg_auth_key_from_headers(authz, xkey, &len);
     gg_auth_status st = gg_auth_verify(auth, key, len, out);

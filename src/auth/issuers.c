@@ -8,7 +8,10 @@
  * for a refetch (at most one per issuer per `unknown_kid_interval_s`, so a flood of invented
  * kids costs one fetch) and is answered at once. All fetches run concurrently in one curl
  * multi handle, each bounded in time and size, so one tenant's dead endpoint delays no other
- * tenant's fetch.
+ * tenant's fetch. The same thread and multi handle introspect opaque tokens (RFC 7662): a
+ * request with a token not seen yet is deferred and run again once the answer is
+ * remembered (gg_oauth_await, gg_http_async_redispatch), never holding a thread; checks are
+ * bounded per issuer in concurrency and rate, so invented tokens cannot flood the issuer.
  *
  * Replicas: every replica fetches on its own and reads definitions from the store; the
  * fetcher thread reads the oauth generation once a second (and at once when the gateway's
@@ -42,6 +45,9 @@ typedef struct issuer_state {
     bool wanted, fetching;
     char last_error[200];
     unsigned fetches;
+    char *introspection_uri;          /* from the metadata (under mu) */
+    unsigned intro_open;              /* checks queued or under way (under intro_mu) */
+    double intro_budget, intro_at;    /* calls left in the rate bucket, and when (intro_mu) */
 } issuer_state;
 
 typedef struct tenant_def {
@@ -68,6 +74,45 @@ typedef struct token_slot {
 typedef struct principal_note {
     gg_principal p;
 } principal_note;
+
+/* Introspection (RFC 7662). Answers are remembered direct-mapped by the token's hash (with
+ * tenant and resource), like verified JWTs; checks wait in a bounded list and run on the
+ * fetcher thread's curl multi handle beside the key fetches. */
+#define INTRO_SLOTS 4096
+#define INTRO_MAX 256     /* checks queued or under way, all tenants */
+#define INTRO_WAITERS 16  /* requests waiting on one check */
+#define INTRO_KIND 0x1d7  /* tags an intro_check among the multi handle's transfers */
+#define INTRO_FAIL_CACHE_S 1.0
+
+typedef struct intro_result {
+    unsigned char hash[32];
+    double until;
+    unsigned long epoch;
+    gg_oauth_result st; /* OK, INVALID or UNAVAILABLE */
+    gg_principal p;
+    gg_oauth_binding b;
+    char msg[128];
+} intro_result;
+
+typedef struct intro_check {
+    int kind; /* INTRO_KIND; a fetch's is 0 */
+    unsigned char hash[32];
+    char tenant[GG_TENANT_MAX];
+    char *token, *resource;
+    json_t *entry; /* the issuer entry whose settings apply */
+    issuer_state *s;
+    unsigned long epoch;
+    bool started;
+    struct {
+        gg_oauth_wake_fn fn;
+        void *user;
+    } w[INTRO_WAITERS];
+    size_t nw;
+    CURL *h;
+    struct curl_slist *hdrs;
+    gg_strbuf body;
+    bool too_big;
+} intro_check;
 
 typedef struct proof_slot {
     unsigned char id[16];
@@ -97,6 +142,13 @@ struct gg_oauth {
     principal_note batch[NOTE_QUEUE]; /* the fetcher thread's: notes being written */
     unsigned char nonce_key[32];
     _Atomic unsigned long fetch_count, fetch_failures;
+    CURLM *multi;             /* the fetcher thread's; others only curl_multi_wakeup it */
+    bool intro_wanted;        /* a check was queued (under mu: the fetcher's wake) */
+    pthread_mutex_t intro_mu; /* guards results, checks and the issuers' intro_* fields */
+    intro_result *results;
+    intro_check *checks[INTRO_MAX];
+    size_t nchecks;
+    _Atomic unsigned long intro_calls, intro_failures, intro_refused;
 };
 
 static double wall_s(void) { return (double)gg_wall_ms() / 1000.0; }
@@ -195,6 +247,7 @@ static issuer_state *issuer_of_locked(gg_oauth *o, const json_t *entry) {
 /* ---- the fetcher ----------------------------------------------------------------------- */
 
 typedef struct fetch {
+    int kind; /* 0: tells it from an intro_check */
     issuer_state *s;
     CURL *h;
     gg_strbuf body;
@@ -294,10 +347,16 @@ static bool take_metadata(gg_oauth *o, fetch *f, char *why, size_t n) {
     else ok = true;
     gg_error_clear(&e);
     if (ok) {
+        const char *ie = json_string_value(json_object_get(m, "introspection_endpoint"));
+        gg_error e2 = GG_ERROR_INIT;
+        if (ie && !gg_oauth_url_ok(ie, "introspection_endpoint", &e2)) ie = NULL;
+        gg_error_clear(&e2);
         pthread_mutex_lock(&o->mu);
         free(f->s->jwks_uri);
         f->s->jwks_uri = strdup(jwks);
         ok = f->s->jwks_uri != NULL;
+        free(f->s->introspection_uri);
+        f->s->introspection_uri = ie ? strdup(ie) : NULL;
         pthread_mutex_unlock(&o->mu);
     }
     json_decref(m);
@@ -400,10 +459,12 @@ static void check_generation(gg_oauth *o) {
 }
 
 static void write_notes(gg_oauth *o);
+static size_t intro_start_queued(gg_oauth *o, CURLM *multi);
+static void intro_done(gg_oauth *o, CURLM *multi, intro_check *c, CURLcode rc);
 
 static void *fetcher_main(void *arg) {
     gg_oauth *o = arg;
-    CURLM *multi = curl_multi_init();
+    CURLM *multi = o->multi;
     fetch **live = calloc(MAX_ISSUER_STATES, sizeof *live);
     size_t nlive = 0;
     double gen_at = 0;
@@ -419,6 +480,7 @@ static void *fetcher_main(void *arg) {
             gen_at = now;
         }
         start_due(o, multi, live, &nlive);
+        size_t nintro = intro_start_queued(o, multi);
         write_notes(o);
         int running = 0;
         curl_multi_perform(multi, &running);
@@ -428,16 +490,20 @@ static void *fetcher_main(void *arg) {
             if (m->msg == CURLMSG_DONE) {
                 fetch *f = NULL;
                 curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&f);
+                if (f->kind == INTRO_KIND) {
+                    intro_done(o, multi, (intro_check *)(void *)f, m->data.result);
+                    continue;
+                }
                 if (fetch_done(o, multi, f, m->data.result)) continue;
                 for (size_t i = 0; i < nlive; i++)
                     if (live[i] == f) live[i] = live[--nlive];
                 gg_strbuf_free(&f->body);
                 free(f);
             }
-        if (nlive) curl_multi_poll(multi, NULL, 0, 100, NULL);
+        if (nlive || nintro) curl_multi_poll(multi, NULL, 0, 100, NULL); /* curl_multi_wakeup ends it */
         else {
             pthread_mutex_lock(&o->mu);
-            if (!o->stop && !o->poke && !o->nnotes) {
+            if (!o->stop && !o->poke && !o->nnotes && !o->intro_wanted) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_nsec += 250 * 1000000L;
@@ -454,21 +520,26 @@ static void *fetcher_main(void *arg) {
         free(live[i]);
     }
     free(live);
-    if (multi) curl_multi_cleanup(multi);
     return NULL;
 }
 
 /* ---- life ------------------------------------------------------------------------------ */
+
+static void intro_release_all(gg_oauth *o);
 
 gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *err) {
     gg_oauth *o = calloc(1, sizeof *o);
     if (o) o->tenants = calloc(TENANT_SLOTS, sizeof *o->tenants);
     if (o && o->tenants) o->tokens = calloc(TOKEN_SLOTS, sizeof *o->tokens);
     if (o && o->tokens) o->proofs = calloc((size_t)PROOF_BUCKETS * PROOF_WAYS, sizeof *o->proofs);
-    if (!o || !o->proofs) {
+    if (o && o->proofs) o->results = calloc(INTRO_SLOTS, sizeof *o->results);
+    if (o && o->results) o->multi = curl_multi_init();
+    if (!o || !o->multi) {
         if (o) {
             free(o->tenants);
             free(o->tokens);
+            free(o->proofs);
+            free(o->results);
         }
         free(o);
         gg_error_set(err, "oom", "out of memory");
@@ -483,6 +554,7 @@ gg_oauth *gg_oauth_new(gg_store *store, const gg_oauth_options *opt, gg_error *e
     pthread_mutex_init(&o->mu, NULL);
     pthread_mutex_init(&o->tok_mu, NULL);
     pthread_mutex_init(&o->proof_mu, NULL);
+    pthread_mutex_init(&o->intro_mu, NULL);
     pthread_cond_init(&o->wake, NULL);
     if (opt->nonce_key) memcpy(o->nonce_key, opt->nonce_key, sizeof o->nonce_key);
     else randombytes_buf(o->nonce_key, sizeof o->nonce_key);
@@ -506,23 +578,29 @@ void gg_oauth_free(gg_oauth *o) {
         pthread_mutex_unlock(&o->mu);
         pthread_join(o->thread, NULL);
     }
+    intro_release_all(o);
+    if (o->multi) curl_multi_cleanup(o->multi);
     forget_tenants_locked(o);
     for (size_t i = 0; i < o->nissuers; i++) {
         issuer_state *s = o->issuers[i];
         free(s->issuer);
         free(s->jwks_uri_cfg);
         free(s->jwks_uri);
+        free(s->introspection_uri);
         json_decref(s->jwks);
         free(s);
     }
     sodium_memzero(o->tokens, TOKEN_SLOTS * sizeof *o->tokens);
     free(o->tokens);
     free(o->proofs);
+    sodium_memzero(o->results, INTRO_SLOTS * sizeof *o->results);
+    free(o->results);
     sodium_memzero(o->nonce_key, sizeof o->nonce_key);
     free(o->tenants);
     pthread_mutex_destroy(&o->mu);
     pthread_mutex_destroy(&o->tok_mu);
     pthread_mutex_destroy(&o->proof_mu);
+    pthread_mutex_destroy(&o->intro_mu);
     pthread_cond_destroy(&o->wake);
     free(o);
 }
@@ -695,6 +773,9 @@ static void write_notes(gg_oauth *o) {
     }
 }
 
+static gg_oauth_result verify_opaque(gg_oauth *o, const char *tenant, const unsigned char h[32], gg_principal *out,
+                                     gg_oauth_binding *b, gg_error *err);
+
 gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *resource, const char *token,
                                 size_t len, gg_principal *out, gg_oauth_binding *b, gg_error *err) {
     if (len > GG_JWT_MAX_BYTES) {
@@ -703,6 +784,7 @@ gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *res
     }
     unsigned char h[32];
     token_hash(token, len, tenant, resource, h);
+    if (!memchr(token, '.', len)) return verify_opaque(o, tenant, h, out, b, err); /* not a JWT */
     if (token_cached(o, h, out, b)) return GG_OAUTH_OK;
     unsigned long epoch = atomic_load(&o->epoch);
     json_t *def = NULL;
@@ -737,6 +819,412 @@ gg_oauth_result gg_oauth_verify(gg_oauth *o, const char *tenant, const char *res
     }
     json_decref(def);
     return r;
+}
+
+/* ---- opaque tokens: introspection (RFC 7662) --------------------------------------------- */
+
+/* The first issuer entry of def that introspects (borrowed), or NULL. */
+static const json_t *introspecting_entry(const json_t *def) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(def, "issuers"), i, e) if (json_object_get(e, "introspection")) return e;
+    return NULL;
+}
+
+bool gg_oauth_introspects(gg_oauth *o, const char *tenant) {
+    json_t *def = NULL;
+    gg_error e = GG_ERROR_INIT;
+    bool ok = o && tenant && tenant_definition(o, tenant, &def, &e) && introspecting_entry(def);
+    gg_error_clear(&e);
+    json_decref(def);
+    return ok;
+}
+
+static intro_result *result_slot(gg_oauth *o, const unsigned char h[32]) {
+    return &o->results[(h[0] | (h[1] << 8) | ((unsigned)h[2] << 16)) % INTRO_SLOTS];
+}
+
+/* The remembered answer for h: OK/INVALID/UNAVAILABLE, or PENDING when none (intro_mu held). */
+static gg_oauth_result intro_cached_locked(gg_oauth *o, const unsigned char h[32], gg_principal *out,
+                                           gg_oauth_binding *b, gg_error *err) {
+    intro_result *r = result_slot(o, h);
+    if (!(r->until > wall_s() && r->epoch == atomic_load(&o->epoch) && sodium_memcmp(r->hash, h, 32) == 0))
+        return GG_OAUTH_PENDING;
+    if (r->st == GG_OAUTH_OK) {
+        *out = r->p;
+        *b = r->b;
+    } else gg_error_set(err, r->st == GG_OAUTH_INVALID ? "invalid_token" : "unavailable", "%s", r->msg);
+    return r->st;
+}
+
+static gg_oauth_result verify_opaque(gg_oauth *o, const char *tenant, const unsigned char h[32], gg_principal *out,
+                                     gg_oauth_binding *b, gg_error *err) {
+    pthread_mutex_lock(&o->intro_mu);
+    gg_oauth_result st = intro_cached_locked(o, h, out, b, err);
+    pthread_mutex_unlock(&o->intro_mu);
+    if (st != GG_OAUTH_PENDING) return st;
+    json_t *def = NULL;
+    if (!tenant_definition(o, tenant, &def, err)) return GG_OAUTH_UNAVAILABLE;
+    if (!def) return GG_OAUTH_NONE;
+    if (!introspecting_entry(def)) {
+        gg_error_set(err, "invalid_token", "the token is not a JWT, and this tenant's authorization servers are not "
+                                           "set up for introspection");
+        st = GG_OAUTH_INVALID;
+    }
+    json_decref(def);
+    return st;
+}
+
+/* May one more check go to s now? Its open checks under `concurrency`, and a call left in
+ * its `rate_per_s` bucket (intro_mu held). */
+static bool intro_admit_locked(issuer_state *s, const json_t *settings) {
+    double conc = (double)json_integer_value(json_object_get(settings, "concurrency"));
+    double rate = (double)json_integer_value(json_object_get(settings, "rate_per_s"));
+    double now = wall_s();
+    if (s->intro_at == 0) s->intro_budget = rate;
+    s->intro_budget = fmin(rate, s->intro_budget + (now - s->intro_at) * rate);
+    s->intro_at = now;
+    if (s->intro_open >= conc || s->intro_budget < 1) return false;
+    s->intro_budget -= 1;
+    return true;
+}
+
+static void intro_check_free(intro_check *c) {
+    if (!c) return;
+    if (c->token) sodium_memzero(c->token, strlen(c->token));
+    free(c->token);
+    free(c->resource);
+    json_decref(c->entry);
+    curl_slist_free_all(c->hdrs);
+    gg_strbuf_free(&c->body);
+    free(c);
+}
+
+gg_oauth_result gg_oauth_await(gg_oauth *o, const char *tenant, const char *resource, const char *token, size_t len,
+                               gg_oauth_wake_fn fn, void *user, gg_error *err) {
+    if (len > GG_JWT_MAX_BYTES || !tenant || !resource) {
+        gg_error_set(err, "invalid_token", "the token is longer than %d bytes", GG_JWT_MAX_BYTES);
+        return GG_OAUTH_INVALID;
+    }
+    unsigned char h[32];
+    token_hash(token, len, tenant, resource, h);
+    unsigned long epoch = atomic_load(&o->epoch);
+    json_t *def = NULL;
+    if (!tenant_definition(o, tenant, &def, err)) return GG_OAUTH_UNAVAILABLE;
+    const json_t *entry = introspecting_entry(def);
+    if (!entry) {
+        json_decref(def);
+        gg_error_set(err, "invalid_token", "this tenant's authorization servers are not set up for introspection");
+        return GG_OAUTH_INVALID;
+    }
+    pthread_mutex_lock(&o->mu);
+    issuer_state *s = issuer_of_locked(o, entry);
+    pthread_mutex_unlock(&o->mu);
+    gg_principal p;
+    gg_oauth_binding b;
+    gg_error scratch = GG_ERROR_INIT;
+    pthread_mutex_lock(&o->intro_mu);
+    gg_oauth_result st = intro_cached_locked(o, h, &p, &b, &scratch);
+    gg_error_clear(&scratch);
+    intro_check *c = NULL;
+    for (size_t i = 0; st == GG_OAUTH_PENDING && i < o->nchecks && !c; i++)
+        if (sodium_memcmp(o->checks[i]->hash, h, 32) == 0) c = o->checks[i];
+    const char *busy = NULL;
+    if (st != GG_OAUTH_PENDING) { /* answered meanwhile: verify again */
+    } else if (c) {
+        if (c->nw == INTRO_WAITERS) busy = "too many requests wait on this token's introspection";
+    } else if (!s) busy = "too many authorization servers are followed";
+    else if (o->nchecks == INTRO_MAX) busy = "too many tokens are being introspected";
+    else if (!intro_admit_locked(s, json_object_get(entry, "introspection")))
+        busy = "too many new tokens are being introspected at this tenant's authorization server";
+    else if ((c = calloc(1, sizeof *c)) && (c->token = strndup(token, len)) && (c->resource = strdup(resource))) {
+        c->kind = INTRO_KIND;
+        memcpy(c->hash, h, 32);
+        gg_strcopy(c->tenant, sizeof c->tenant, tenant);
+        c->entry = json_incref((json_t *)entry);
+        c->s = s;
+        c->epoch = epoch;
+        s->intro_open++;
+        o->checks[o->nchecks++] = c;
+    } else {
+        intro_check_free(c);
+        c = NULL;
+        busy = "out of memory";
+    }
+    if (c && !busy) {
+        c->w[c->nw].fn = fn;
+        c->w[c->nw++].user = user;
+    }
+    pthread_mutex_unlock(&o->intro_mu);
+    json_decref(def);
+    if (st != GG_OAUTH_PENDING) return st;
+    if (busy) {
+        atomic_fetch_add(&o->intro_refused, 1);
+        gg_error_set(err, "unavailable", "%s; retry shortly", busy);
+        return GG_OAUTH_UNAVAILABLE;
+    }
+    pthread_mutex_lock(&o->mu);
+    o->intro_wanted = true;
+    pthread_cond_signal(&o->wake);
+    pthread_mutex_unlock(&o->mu);
+    curl_multi_wakeup(o->multi);
+    return GG_OAUTH_PENDING;
+}
+
+/* Remember c's answer, take c off the list and wake its waiters (fetcher thread). */
+static void intro_finish(gg_oauth *o, intro_check *c, const intro_result *r) {
+    pthread_mutex_lock(&o->intro_mu);
+    intro_result *slot = result_slot(o, c->hash);
+    *slot = *r;
+    /* at least a second: the waiters, run again now, must find it (else they would wait on a
+     * new check, and so on) */
+    slot->until = fmax(r->until, wall_s() + 1.0);
+    memcpy(slot->hash, c->hash, 32);
+    slot->epoch = c->epoch;
+    for (size_t i = 0; i < o->nchecks; i++)
+        if (o->checks[i] == c) o->checks[i] = o->checks[--o->nchecks];
+    c->s->intro_open--;
+    pthread_mutex_unlock(&o->intro_mu);
+    for (size_t i = 0; i < c->nw; i++) c->w[i].fn(c->w[i].user);
+    intro_check_free(c);
+}
+
+static void intro_fail(gg_oauth *o, intro_check *c, const char *why) {
+    atomic_fetch_add(&o->intro_failures, 1);
+    intro_result r = {0};
+    r.st = GG_OAUTH_UNAVAILABLE;
+    r.until = wall_s() + INTRO_FAIL_CACHE_S;
+    snprintf(r.msg, sizeof r.msg, "the authorization server's introspection failed: %s", why);
+    gg_log(GG_LOG_WARN, "oauth: token introspection failed", "issuer", c->s->issuer, "error", why, NULL);
+    intro_finish(o, c, &r);
+}
+
+static size_t intro_on_body(char *p, size_t size, size_t n, void *user) {
+    intro_check *c = user;
+    size_t len = size * n;
+    if (c->body.len + len > 64 * 1024) {
+        c->too_big = true;
+        return 0;
+    }
+    gg_strbuf_append(&c->body, p, len);
+    return len;
+}
+
+/* "${secrets.NAME}" → NAME into out (checked at write time by gg_oauth_definition_check). */
+static void secret_name(const char *ref, char *out, size_t n) {
+    size_t l = ref ? strlen(ref) : 0;
+    out[0] = '\0';
+    if (l > 11 && l - 11 < n) {
+        memcpy(out, ref + 10, l - 11);
+        out[l - 11] = '\0';
+    }
+}
+
+/* The form body and client authentication (RFC 7662 section 2.1, RFC 6749 section 2.3.1:
+ * id and secret form-encoded, then Basic). false + why when it cannot be sent. */
+static bool intro_request(gg_oauth *o, intro_check *c, const json_t *set, gg_strbuf *form, char *why, size_t n) {
+    char name[80];
+    secret_name(json_string_value(json_object_get(set, "client_secret")), name, sizeof name);
+    gg_error e = GG_ERROR_INIT;
+    char *secret = o->opt.secret ? o->opt.secret(o->opt.secret_user, c->tenant, name, &e) : NULL;
+    if (!secret) {
+        snprintf(why, n, "the client secret %s cannot be read (%s)", name,
+                 e.message ? e.message : o->opt.secret ? e.code : "no secret store");
+        gg_error_clear(&e);
+        return false;
+    }
+    const char *id = json_string_value(json_object_get(set, "client_id"));
+    char *etok = curl_easy_escape(c->h, c->token, 0), *eid = curl_easy_escape(c->h, id, 0),
+         *esec = curl_easy_escape(c->h, secret, 0);
+    sodium_memzero(secret, strlen(secret));
+    free(secret);
+    bool ok = etok && eid && esec;
+    if (ok) {
+        gg_strbuf_printf(form, "token=%s&token_type_hint=access_token", etok);
+        if (!strcmp(json_string_value(json_object_get(set, "auth_method")), "client_secret_post"))
+            gg_strbuf_printf(form, "&client_id=%s&client_secret=%s", eid, esec);
+        else {
+            gg_strbuf cred = GG_STRBUF_INIT;
+            gg_strbuf_printf(&cred, "%s:%s", eid, esec);
+            size_t bl = sodium_base64_ENCODED_LEN(cred.len, sodium_base64_VARIANT_ORIGINAL);
+            char *hdr = malloc(bl + 32);
+            if (hdr && cred.data) {
+                memcpy(hdr, "Authorization: Basic ", 21);
+                sodium_bin2base64(hdr + 21, bl, (const unsigned char *)cred.data, cred.len, sodium_base64_VARIANT_ORIGINAL);
+                c->hdrs = curl_slist_append(c->hdrs, hdr);
+                sodium_memzero(hdr, bl + 32);
+            }
+            ok = hdr && cred.data && c->hdrs;
+            free(hdr);
+            if (cred.data) sodium_memzero(cred.data, cred.len);
+            gg_strbuf_free(&cred);
+        }
+    }
+    if (esec) sodium_memzero(esec, strlen(esec));
+    if (etok) sodium_memzero(etok, strlen(etok));
+    curl_free(etok);
+    curl_free(eid);
+    curl_free(esec);
+    if (!ok || form->oom) snprintf(why, n, "out of memory");
+    return ok && !form->oom;
+}
+
+static bool intro_start(gg_oauth *o, CURLM *multi, intro_check *c, char *why, size_t n) {
+    const json_t *set = json_object_get(c->entry, "introspection");
+    const char *ep = json_string_value(json_object_get(set, "endpoint"));
+    pthread_mutex_lock(&o->mu);
+    char *url = ep ? strdup(ep) : c->s->introspection_uri ? strdup(c->s->introspection_uri) : NULL;
+    pthread_mutex_unlock(&o->mu);
+    if (!url) {
+        snprintf(why, n, "no introspection endpoint is known for %s (none configured, none in its metadata yet)",
+                 c->s->issuer);
+        return false;
+    }
+    gg_strbuf form = GG_STRBUF_INIT;
+    bool ok = (c->h = curl_easy_init()) != NULL;
+    if (!ok) snprintf(why, n, "out of memory");
+    ok = ok && intro_request(o, c, set, &form, why, n);
+    if (ok) {
+        c->hdrs = curl_slist_append(c->hdrs, "Accept: application/json");
+        long ms = (long)json_integer_value(json_object_get(set, "timeout_s")) * 1000;
+        curl_easy_setopt(c->h, CURLOPT_URL, url);
+        curl_easy_setopt(c->h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c->h, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, ms);
+        curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS, ms);
+        curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, c->hdrs);
+        curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE, (long)form.len);
+        curl_easy_setopt(c->h, CURLOPT_COPYPOSTFIELDS, form.data);
+        curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, intro_on_body);
+        curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+        curl_easy_setopt(c->h, CURLOPT_PRIVATE, c);
+        curl_easy_setopt(c->h, CURLOPT_USERAGENT, "graphgate");
+        ok = curl_multi_add_handle(multi, c->h) == CURLM_OK;
+        if (!ok) snprintf(why, n, "cannot start the request");
+        else atomic_fetch_add(&o->intro_calls, 1);
+    }
+    if (form.data) sodium_memzero(form.data, form.len);
+    gg_strbuf_free(&form);
+    free(url);
+    if (!ok && c->h) {
+        curl_easy_cleanup(c->h);
+        c->h = NULL;
+    }
+    return ok;
+}
+
+/* Start the queued checks; returns how many are under way (fetcher thread). */
+static size_t intro_start_queued(gg_oauth *o, CURLM *multi) {
+    pthread_mutex_lock(&o->mu);
+    o->intro_wanted = false;
+    pthread_mutex_unlock(&o->mu);
+    intro_check *todo[INTRO_MAX];
+    size_t n = 0, open = 0;
+    pthread_mutex_lock(&o->intro_mu);
+    for (size_t i = 0; i < o->nchecks; i++) {
+        if (!o->checks[i]->started) {
+            o->checks[i]->started = true;
+            todo[n++] = o->checks[i];
+        }
+        open++;
+    }
+    pthread_mutex_unlock(&o->intro_mu);
+    for (size_t i = 0; i < n; i++) {
+        char why[200];
+        if (!intro_start(o, multi, todo[i], why, sizeof why)) {
+            intro_fail(o, todo[i], why);
+            open--;
+        }
+    }
+    return open;
+}
+
+/* aud (a string or a list) names resource. */
+static bool aud_has(const json_t *aud, const char *resource) {
+    if (json_is_string(aud)) return !strcmp(json_string_value(aud), resource);
+    size_t i;
+    json_t *a;
+    json_array_foreach(aud, i, a) if (json_is_string(a) && !strcmp(json_string_value(a), resource)) return true;
+    return false;
+}
+
+/* Judge an introspection answer (RFC 7662 section 2.2) for c into r. */
+static void intro_judge(gg_oauth *o, intro_check *c, json_t *ans, intro_result *r) {
+    (void)o;
+    const json_t *set = json_object_get(c->entry, "introspection");
+    const char *iss_cfg = json_string_value(json_object_get(c->entry, "issuer"));
+    const char *iss = json_string_value(json_object_get(ans, "iss"));
+    json_t *exp = json_object_get(ans, "exp"), *nbf = json_object_get(ans, "nbf"), *aud = json_object_get(ans, "aud");
+    double now = wall_s(), skew = (double)json_integer_value(json_object_get(c->entry, "clock_skew_s"));
+    const char *why = NULL;
+    if (!json_is_true(json_object_get(ans, "active")))
+        why = "the token is not active (revoked, expired or unknown to its authorization server)";
+    else if (json_object_get(ans, "iss") && (!iss || strcmp(iss, iss_cfg)))
+        why = "the introspection answer names another issuer";
+    else if (exp && (!json_is_number(exp) || json_number_value(exp) + skew <= now)) why = "the token has expired";
+    else if (nbf && (!json_is_number(nbf) || json_number_value(nbf) - skew > now)) why = "the token is not valid yet";
+    else if (aud && !aud_has(aud, c->resource)) why = "the token is for another resource (aud)";
+    else if (!tenant_claim_ok(c->entry, ans, c->tenant)) why = "the token is for another tenant";
+    if (why) {
+        r->st = GG_OAUTH_INVALID;
+        r->until = now + (double)json_integer_value(json_object_get(set, "negative_cache_s"));
+        snprintf(r->msg, sizeof r->msg, "%s", why);
+        return;
+    }
+    if (!iss) json_object_set_new(ans, "iss", json_string(iss_cfg));
+    principal_of(c->tenant, c->entry, ans, &r->p);
+    binding_of(c->entry, ans, &r->b);
+    note_principal(o, &r->p);
+    r->st = GG_OAUTH_OK;
+    r->until = now + (double)json_integer_value(json_object_get(set, "cache_s"));
+    if (exp) r->until = fmin(r->until, json_number_value(exp));
+}
+
+static void intro_done(gg_oauth *o, CURLM *multi, intro_check *c, CURLcode rc) {
+    long status = 0;
+    curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(multi, c->h);
+    curl_easy_cleanup(c->h);
+    c->h = NULL;
+    char why[200];
+    json_t *ans = NULL;
+    if (rc != CURLE_OK || status != 200 || c->too_big) {
+        snprintf(why, sizeof why, "%s", c->too_big ? "the answer is over 64 KiB"
+                                         : rc != CURLE_OK ? curl_easy_strerror(rc) : "the endpoint did not answer 200");
+        if (rc == CURLE_OK && !c->too_big) snprintf(why, sizeof why, "the endpoint answered %ld", status);
+    } else if (!json_is_object(ans = json_loadb(c->body.data ? c->body.data : "", c->body.len, JSON_REJECT_DUPLICATES, NULL)))
+        snprintf(why, sizeof why, "the answer is not a JSON object");
+    if (!json_is_object(ans)) {
+        json_decref(ans);
+        intro_fail(o, c, why);
+        return;
+    }
+    intro_result r = {0};
+    intro_judge(o, c, ans, &r);
+    json_decref(ans);
+    intro_finish(o, c, &r);
+}
+
+/* At free: the checks still open end, their waiters woken (they find no answer). */
+static void intro_release_all(gg_oauth *o) {
+    while (o->nchecks) {
+        intro_check *c = o->checks[--o->nchecks];
+        if (c->h) {
+            curl_multi_remove_handle(o->multi, c->h);
+            curl_easy_cleanup(c->h);
+            c->h = NULL;
+        }
+        for (size_t i = 0; i < c->nw; i++) c->w[i].fn(c->w[i].user);
+        intro_check_free(c);
+    }
+}
+
+void gg_oauth_introspection_metrics(gg_oauth *o, unsigned long *calls, unsigned long *failures,
+                                    unsigned long *refused) {
+    *calls = atomic_load(&o->intro_calls);
+    *failures = atomic_load(&o->intro_failures);
+    *refused = atomic_load(&o->intro_refused);
 }
 
 json_t *gg_oauth_definition(gg_oauth *o, const char *tenant, gg_error *err) {

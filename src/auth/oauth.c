@@ -67,15 +67,91 @@ static json_t *scope_map_of(json_t *v, gg_error *err) {
             gg_error e2 = GG_ERROR_INIT;
             unsigned m = json_is_string(s) ? gg_scopes_parse(json_string_value(s), &e2) : 0;
             gg_error_clear(&e2);
-            /* admin and graphs:write are an operator's, never a hosted client's */
-            if (!m || (m & (GG_SCOPE_ADMIN | GG_SCOPE_GRAPHS_WRITE))) goto bad;
+            /* admin is an operator's, never a token's; graphs:write counts only on the
+             * tenant's console resource (its admin routes), never on an MCP endpoint */
+            if (!m || (m & GG_SCOPE_ADMIN)) goto bad;
         }
     }
     return json_incref(v);
 bad:
     gg_error_set(err, "invalid_argument",
-                 "scope_map maps each token scope (1..128 characters) to a list of tools:read, tools:execute, health:check");
+                 "scope_map maps each token scope (1..128 characters) to a list of tools:read, tools:execute, health:check, "
+                 "graphs:write (the console's)");
     return NULL;
+}
+
+/* An integer setting from lo to hi, def when absent; -1 + err when out of range. */
+/* Every key of in is one of known (NULL-terminated); else invalid_argument naming it, so a
+ * misspelt setting is refused rather than silently ignored. */
+static bool only_known(const json_t *in, const char *const *known, const char *what, gg_error *err) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)in, k, v) {
+        size_t i = 0;
+        while (known[i] && strcmp(k, known[i])) i++;
+        if (!known[i]) {
+            gg_error_set(err, "invalid_argument", "unknown %s setting '%.64s'", what, k);
+            return false;
+        }
+    }
+    return true;
+}
+
+static json_int_t int_setting(const json_t *in, const char *name, json_int_t lo, json_int_t hi, json_int_t def,
+                              gg_error *err) {
+    json_t *v = json_object_get(in, name);
+    if (!v) return def;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        gg_error_set(err, "invalid_argument", "introspection.%s must be an integer from %lld to %lld", name,
+                     (long long)lo, (long long)hi);
+        return -1;
+    }
+    return json_integer_value(v);
+}
+
+/* {"client_id", "client_secret": "${secrets.NAME}", "endpoint"?, "auth_method"?, limits}:
+ * opaque tokens checked at the issuer's introspection endpoint (RFC 7662). The secret is
+ * only ever a reference to the tenant's secret store, so the definition (which the admin
+ * API answers with) never holds it. */
+static json_t *introspection_of(json_t *in, gg_error *err) {
+    const char *id = json_string_value(json_object_get(in, "client_id"));
+    const char *sec = json_string_value(json_object_get(in, "client_secret"));
+    const char *ep = json_string_value(json_object_get(in, "endpoint"));
+    const char *am = json_string_value(json_object_get(in, "auth_method"));
+    if (!json_is_object(in) || !id || !*id || strlen(id) > 128 || strpbrk(id, "\r\n")) {
+        gg_error_set(err, "invalid_argument", "introspection needs a client_id (1..128 characters)");
+        return NULL;
+    }
+    size_t sl = sec ? strlen(sec) : 0;
+    char name[80] = "";
+    if (sl > 12 && sl - 11 < sizeof name && !strncmp(sec, "${secrets.", 10) && sec[sl - 1] == '}')
+        memcpy(name, sec + 10, sl - 11), name[sl - 11] = '\0';
+    if (!name[0] || !gg_store_secret_name_ok(name)) {
+        gg_error_set(err, "invalid_argument",
+                     "introspection.client_secret must be a reference to a tenant secret, \"${secrets.NAME}\" "
+                     "(the secret itself is never stored in the definition)");
+        return NULL;
+    }
+    if (json_object_get(in, "endpoint") && (!ep || !gg_oauth_url_ok(ep, "introspection.endpoint", err))) {
+        if (!err->code[0]) gg_error_set(err, "invalid_argument", "introspection.endpoint must be a URL");
+        return NULL;
+    }
+    if (json_object_get(in, "auth_method") && (!am || (strcmp(am, "client_secret_basic") && strcmp(am, "client_secret_post")))) {
+        gg_error_set(err, "invalid_argument", "introspection.auth_method is client_secret_basic or client_secret_post");
+        return NULL;
+    }
+    json_int_t cache = int_setting(in, "cache_s", 1, 300, 60, err), neg = int_setting(in, "negative_cache_s", 1, 300, 10, err),
+               tmo = int_setting(in, "timeout_s", 1, 30, 5, err), conc = int_setting(in, "concurrency", 1, 64, 4, err),
+               rate = int_setting(in, "rate_per_s", 1, 1000, 20, err);
+    if (cache < 0 || neg < 0 || tmo < 0 || conc < 0 || rate < 0) return NULL;
+    static const char *const known[] = {"client_id", "client_secret", "endpoint", "auth_method", "cache_s",
+                                        "negative_cache_s", "timeout_s", "concurrency", "rate_per_s", NULL};
+    if (!only_known(in, known, "introspection", err)) return NULL;
+    json_t *out = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "client_id", id, "client_secret", sec, "auth_method",
+                            am ? am : "client_secret_basic", "cache_s", cache, "negative_cache_s", neg, "timeout_s", tmo,
+                            "concurrency", conc, "rate_per_s", rate);
+    if (ep) json_object_set_new(out, "endpoint", json_string(ep));
+    return out;
 }
 
 static json_t *issuer_of(json_t *in, gg_error *err) {
@@ -111,22 +187,19 @@ static json_t *issuer_of(json_t *in, gg_error *err) {
         gg_error_set(err, "invalid_argument", "dpop_nonce is true or false");
         return NULL;
     }
-    const char *known[] = {"issuer", "jwks_uri", "algorithms", "clock_skew_s", "scope_map", "tenant_claim", "dpop",
-                           "dpop_nonce"};
-    const char *k;
-    json_t *v;
-    json_object_foreach(in, k, v) {
-        bool ok = false;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= !strcmp(k, known[i]);
-        if (!ok) {
-            gg_error_set(err, "invalid_argument", "unknown issuer setting '%.64s'", k);
-            return NULL;
-        }
+    json_t *intro = json_object_get(in, "introspection");
+    if (intro && !(intro = introspection_of(intro, err))) return NULL;
+    static const char *const known[] = {"issuer", "jwks_uri", "algorithms", "clock_skew_s", "scope_map",
+                                        "tenant_claim", "dpop", "dpop_nonce", "introspection", NULL};
+    if (!only_known(in, known, "issuer", err)) {
+        json_decref(intro);
+        return NULL;
     }
     json_t *algs = algorithms_of(json_object_get(in, "algorithms"), err);
     json_t *map = algs ? scope_map_of(json_object_get(in, "scope_map"), err) : NULL;
     if (!map) {
         json_decref(algs);
+        json_decref(intro);
         return NULL;
     }
     json_t *out = json_pack("{s:s,s:o,s:I,s:o}", "issuer", iss, "algorithms", algs, "clock_skew_s",
@@ -135,6 +208,7 @@ static json_t *issuer_of(json_t *in, gg_error *err) {
     if (tc) json_object_set(out, "tenant_claim", tc);
     json_object_set_new(out, "dpop", json_string(dm ? dm : "optional"));
     json_object_set_new(out, "dpop_nonce", json_boolean(json_is_true(nonce)));
+    if (intro) json_object_set_new(out, "introspection", intro);
     return out;
 }
 
@@ -203,7 +277,7 @@ unsigned gg_oauth_claims_scopes(const json_t *issuer_def, const json_t *claims) 
     size_t i;
     json_t *s;
     json_array_foreach(scp, i, s) if (json_is_string(s)) map_one(map, json_string_value(s), json_string_length(s), &mask);
-    return mask & ~(unsigned)(GG_SCOPE_ADMIN | GG_SCOPE_GRAPHS_WRITE);
+    return mask & ~(unsigned)GG_SCOPE_ADMIN;
 }
 
 const json_t *gg_oauth_issuer_find(const json_t *definition, const char *iss) {
@@ -216,7 +290,24 @@ const json_t *gg_oauth_issuer_find(const json_t *definition, const char *iss) {
     return NULL;
 }
 
+/* Whether a scope_map entry grants any of want. */
+static bool grants_any(const json_t *list, unsigned want) {
+    unsigned mask = 0;
+    size_t i;
+    json_t *g;
+    json_array_foreach(list, i, g) {
+        gg_error e = GG_ERROR_INIT;
+        mask |= gg_scopes_parse(json_string_value(g), &e);
+        gg_error_clear(&e);
+    }
+    return (mask & want) != 0;
+}
+
 void gg_oauth_scopes_text(const json_t *definition, char *buf, size_t n) {
+    gg_oauth_scopes_text_for(definition, GG_SCOPE_TOOLS_READ | GG_SCOPE_TOOLS_EXECUTE | GG_SCOPE_HEALTH_CHECK, buf, n);
+}
+
+void gg_oauth_scopes_text_for(const json_t *definition, unsigned want, char *buf, size_t n) {
     gg_strbuf b = GG_STRBUF_INIT;
     gg_strbuf_use(&b, buf, n);
     size_t i;
@@ -225,6 +316,7 @@ void gg_oauth_scopes_text(const json_t *definition, char *buf, size_t n) {
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(one, "scope_map"), k, v) {
+            if (!grants_any(v, want)) continue;
             size_t kl = strlen(k);
             bool seen = false; /* another issuer named it already */
             for (const char *p = buf; !seen && b.len && (p = strstr(p, k)); p += kl)

@@ -32,6 +32,7 @@
  */
 #include "auth/auth.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <jose/b64.h>
 #include <jose/jwk.h>
@@ -92,7 +93,9 @@ struct gg_oauth_client {
     waiter *waiting;
     int pending_status;
     char *pending_challenge;
-    unsigned long fetches, failures;
+    char last_error[256]; /* why the last resolution failed (its message: no credential in it) */
+    double last_error_at; /* wall seconds; 0 = the last one succeeded */
+    _Atomic unsigned long fetches, failures;
 };
 
 /* ---- pure parts (exported for the unit test) ---------------------------------------------- */
@@ -576,9 +579,9 @@ static long http_ex(gg_oauth_client *c, xfer *x, const char *url, const char *fo
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
-    __atomic_add_fetch(&c->fetches, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&c->fetches, 1, memory_order_relaxed);
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && !x->too_big)) {
-        __atomic_add_fetch(&c->failures, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&c->failures, 1, memory_order_relaxed);
         if (x->refused) gg_error_set(err, "downstream_auth", "%s: %s", url, x->why[0] ? x->why : "refused by policy");
         else if (x->too_big) gg_error_set(err, "downstream_auth", "%s: answer longer than %u bytes", url, (unsigned)MAX_BODY);
         else gg_error_set(err, "downstream_auth", "%s: %s", url, curl_easy_strerror(rc));
@@ -1045,6 +1048,16 @@ static void resolve(gg_oauth_client *c, int status, const char *www, gg_error *e
     free(scope);
 }
 
+/* Under mu: what an admin sees of the last resolution (gg_oauth_client_state). */
+static void remember_outcome(gg_oauth_client *c, const gg_error *err) {
+    if (!gg_error_is_set(err)) {
+        c->last_error_at = 0;
+        return;
+    }
+    snprintf(c->last_error, sizeof c->last_error, "%s", err->message ? err->message : err->code);
+    c->last_error_at = (double)gg_wall_ms() / 1000.0;
+}
+
 static void *resolver_main(void *arg) {
     gg_oauth_client *c = arg;
     pthread_mutex_lock(&c->mu);
@@ -1056,10 +1069,11 @@ static void *resolver_main(void *arg) {
     resolve(c, status, www, &err);
     free(www);
     if (gg_error_is_set(&err)) {
-        __atomic_add_fetch(&c->failures, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&c->failures, 1, memory_order_relaxed);
         gg_log(GG_LOG_WARN, "downstream authorization failed", "server", c->name, "reason", err.message, NULL);
     }
     pthread_mutex_lock(&c->mu);
+    remember_outcome(c, &err);
     waiter *w = c->waiting;
     c->waiting = NULL;
     c->busy = false;
@@ -1162,15 +1176,22 @@ bool gg_oauth_client_headers(void *impl, const char *url, const char *method, ch
 
 void gg_oauth_client_destroy(void *impl) { gg_oauth_client_free(impl); }
 
+/* valid: a token not known to be expired; failing: none, and the last try failed; none:
+ * no token yet (or expired) and nothing failed since. */
 json_t *gg_oauth_client_state(gg_oauth_client *c) {
     pthread_mutex_lock(&c->mu);
     double now = (double)gg_wall_ms() / 1000.0;
+    bool valid = c->access && (c->expires_at == 0 || c->expires_at > now);
     json_t *s = json_pack("{s:s, s:b, s:s?, s:I, s:I}", "state",
-                          c->access && (c->expires_at == 0 || c->expires_at > now) ? "valid" : "none", "refresh_token",
+                          valid ? "valid" : c->last_error_at ? "failing" : "none", "refresh_token",
                           c->refresh != NULL, "issuer", c->issuer, "fetches",
-                          (json_int_t)__atomic_load_n(&c->fetches, __ATOMIC_RELAXED), "failures",
-                          (json_int_t)__atomic_load_n(&c->failures, __ATOMIC_RELAXED));
+                          (json_int_t)atomic_load_explicit(&c->fetches, memory_order_relaxed), "failures",
+                          (json_int_t)atomic_load_explicit(&c->failures, memory_order_relaxed));
     if (s && c->expires_at) json_object_set_new(s, "valid_until_ms", json_integer((json_int_t)(c->expires_at * 1000)));
+    if (s && c->last_error_at) {
+        json_object_set_new(s, "last_failure", json_string(c->last_error));
+        json_object_set_new(s, "last_failure_ms", json_integer((json_int_t)(c->last_error_at * 1000)));
+    }
     pthread_mutex_unlock(&c->mu);
     return s;
 }

@@ -58,7 +58,8 @@ static bool install_subsystems(gg_app *app, gg_error *err) {
     if (!nodes) gg_error_set(err, "oom", "out of memory");
     mcp_provider_unref(nodes);
     if (!mounted || !gg_gateway_mount_toolkit(gw, err)) return false; /* /mcp/toolkit */
-    return gg_console_install(app, gg_gateway_auth(gw), err); /* web console at /console */
+    gg_console_hooks hooks = {gg_gateway_tenant_authorize, gg_gateway_console_origins, gw};
+    return gg_console_install(app, gg_gateway_auth(gw), &hooks, err); /* web console at /console */
 }
 
 static bool ready_check(void *user, gg_error *err) {

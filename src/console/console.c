@@ -15,16 +15,42 @@
 typedef struct console_ctx {
     gg_store *store;
     gg_auth *auth;
+    gg_console_hooks hooks;
 } console_ctx;
+
+#define CONNECT_SELF "connect-src 'self'"
+
+/* The CSP of the page /console?tenant=T: the sign-in through T's authorization server
+ * fetches its metadata, registers and exchanges the code from the browser, so
+ * connect-src names T's issuers' origins beside 'self' (and nothing else). */
+static char *page_csp(console_ctx *c, gg_http_req *req) {
+    const char *t = gg_http_query(req, "tenant");
+    char origins[1024] = "";
+    gg_error e = GG_ERROR_INIT;
+    if (t && c->hooks.connect_origins && gg_auth_valid_name(t, "tenant", &e))
+        c->hooks.connect_origins(c->hooks.user, t, origins, sizeof origins);
+    gg_error_clear(&e);
+    const char *csp = GG_CONSOLE_CSP, *at = strstr(csp, CONNECT_SELF);
+    if (!origins[0] || !at) return NULL;
+    gg_strbuf b = GG_STRBUF_INIT;
+    size_t head = (size_t)(at - csp) + strlen(CONNECT_SELF);
+    gg_strbuf_append(&b, csp, head);
+    gg_strbuf_putc(&b, ' ');
+    gg_strbuf_puts(&b, origins);
+    gg_strbuf_puts(&b, csp + head);
+    return gg_strbuf_take(&b);
+}
 
 /* Headers on every console response: the CSP and its companions (no sniffing, no referrer
  * carrying tenant names elsewhere, no stale console after an upgrade). */
-static void security_headers(gg_http_res *res) {
-    gg_http_res_header(res, "Content-Security-Policy", GG_CONSOLE_CSP);
+static void security_headers_csp(gg_http_res *res, const char *csp) {
+    gg_http_res_header(res, "Content-Security-Policy", csp ? csp : GG_CONSOLE_CSP);
     gg_http_res_header(res, "X-Content-Type-Options", "nosniff");
     gg_http_res_header(res, "Referrer-Policy", "no-referrer");
     gg_http_res_header(res, "Cache-Control", "no-cache");
 }
+
+static void security_headers(gg_http_res *res) { security_headers_csp(res, NULL); }
 
 static const gg_console_asset *find_asset(const char *name) {
     for (size_t i = 0; i < gg_console_asset_count; i++)
@@ -32,8 +58,8 @@ static const gg_console_asset *find_asset(const char *name) {
     return NULL;
 }
 
-static int send_asset(gg_http_res *res, const char *name) {
-    security_headers(res);
+static int send_asset(gg_http_res *res, const char *name, const char *csp) {
+    security_headers_csp(res, csp);
     const gg_console_asset *a = find_asset(name);
     if (!a) {
         gg_http_res_error(res, 404, "not_found", "no console asset '%.100s'", name);
@@ -44,8 +70,10 @@ static int send_asset(gg_http_res *res, const char *name) {
 }
 
 static int get_index(gg_http_req *req, gg_http_res *res, void *user) {
-    (void)req, (void)user;
-    return send_asset(res, "index.html");
+    char *csp = page_csp(user, req);
+    int rc = send_asset(res, "index.html", csp);
+    free(csp);
+    return rc;
 }
 
 static int get_asset(gg_http_req *req, gg_http_res *res, void *user) {
@@ -53,12 +81,14 @@ static int get_asset(gg_http_req *req, gg_http_res *res, void *user) {
     const char *name = gg_http_param(req, "asset");
     /* the page itself lives at /console only, so there is one address to bookmark */
     if (strcmp(name, "index.html") == 0) name = "";
-    return send_asset(res, name);
+    return send_asset(res, name, NULL);
 }
 
 /* The key must be valid, within its rate, and hold graphs:write on tenant (or admin):
  * the same rule as GET /admin/tenants/{t}/graphs/{g}, whose source this route reshapes. */
 static bool authorize(console_ctx *c, gg_http_req *req, gg_http_res *res, const char *tenant) {
+    /* the admin API's own check, so a tenant's console token works here too */
+    if (c->hooks.authorize) return c->hooks.authorize(c->hooks.user, req, res, tenant, GG_SCOPE_GRAPHS_WRITE);
     gg_principal p;
     /* the same checks, codes and bodies as the admin API's answers (auth/http_auth.c) */
     if (!gg_auth_http_check(c->auth, req, res, &p)) return false;
@@ -132,11 +162,12 @@ static void on_shutdown(gg_app *app, void *user) {
     free(user);
 }
 
-bool gg_console_install(gg_app *app, struct gg_auth *auth, gg_error *err) {
+bool gg_console_install(gg_app *app, struct gg_auth *auth, const gg_console_hooks *hooks, gg_error *err) {
     console_ctx *c = calloc(1, sizeof *c);
     if (!c) return gg_error_set(err, "oom", "out of memory"), false;
     c->store = app->store;
     c->auth = auth;
+    if (hooks) c->hooks = *hooks;
     gg_router *r = gg_http_server_router(app->http);
     if (!gg_router_add(r, GG_LISTENER_PUBLIC, "GET", "/console", get_index, c, err) ||
         !gg_router_add(r, GG_LISTENER_PUBLIC, "GET", "/console/{asset}", get_asset, c, err) ||

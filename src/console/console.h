@@ -19,9 +19,26 @@
 #include "util/util.h"
 
 struct gg_auth;
+struct gg_http_req;
+struct gg_http_res;
 
-/* Register the console's routes on the app's public listener before it starts. */
-bool gg_console_install(gg_app *app, struct gg_auth *auth, gg_error *err);
+/* What the console needs from the layer that knows tenants' authorization servers (the
+ * gateway; cli wires it, since the console may not include it). Both may be NULL: then the
+ * console's routes take API keys only and its page connects to itself only. */
+typedef struct gg_console_hooks {
+    /* an API key or the tenant's console token on tenant's routes, needing scope `need`
+     * (a gg_scope); on false res holds the answer (401 with a challenge, 403, 429, 503) */
+    bool (*authorize)(void *user, struct gg_http_req *req, struct gg_http_res *res, const char *tenant,
+                      unsigned need);
+    /* the origins the sign-in page of tenant may connect to (its authorization servers',
+     * "scheme://host[:port]" space-separated) into buf; "" for none */
+    void (*connect_origins)(void *user, const char *tenant, char *buf, size_t n);
+    void *user;
+} gg_console_hooks;
+
+/* Register the console's routes on the app's public listener before it starts; hooks is
+ * copied (may be NULL). */
+bool gg_console_install(gg_app *app, struct gg_auth *auth, const gg_console_hooks *hooks, gg_error *err);
 
 /* The Content-Security-Policy every console response carries (no inline script or style,
  * nothing loaded from elsewhere, no framing). */

@@ -13,18 +13,23 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-/* Authenticate and authorize: tenant NULL means the route needs `admin`. */
+/* Authenticate and authorize: tenant NULL means the route needs `admin`. A tenant's routes
+ * also take a token for the tenant's console resource (docs/oauth.md); the global ones take
+ * API keys only. */
 static bool admin_auth(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need,
                        gg_principal *pr) {
-    if (!gw_origin_host_ok(gw, req, res) || !gw_authenticate(gw, req, res, pr)) return false;
+    if (!gw_origin_host_ok(gw, req, res)) return false;
     if (!tenant) {
+        if (!gw_authenticate(gw, req, res, pr)) return false;
         if (pr->scopes & GG_SCOPE_ADMIN) return true;
         gw_insufficient_scope(res, GG_SCOPE_ADMIN);
         return false;
     }
+    if (!gw_authenticate_tenant(gw, req, res, tenant, pr)) return false;
     unsigned missing = 0;
     if (gg_auth_allows(pr, tenant, need, &missing)) return true;
     if (missing == 0) gw_wrong_tenant(res);
+    else if (pr->oauth) gw_insufficient_scope_tenant(gw, res, tenant, pr, need);
     else gw_insufficient_scope(res, need);
     return false;
 }
@@ -637,8 +642,12 @@ static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
 static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
     gg_gateway *gw = user;
     gg_principal pr;
-    if (!gw_origin_host_ok(gw, req, res) || !gw_authenticate(gw, req, res, &pr)) return GG_HTTP_DONE;
-    bool admin = pr.scopes & GG_SCOPE_ADMIN;
+    /* ?tenant=: a tenant's route, so the tenant's console token is taken too */
+    const char *qt = gg_http_query(req, "tenant");
+    if (qt ? !admin_auth(gw, req, res, qt, GG_SCOPE_GRAPHS_WRITE, &pr)
+           : !gw_origin_host_ok(gw, req, res) || !gw_authenticate(gw, req, res, &pr))
+        return GG_HTTP_DONE;
+    bool admin = !qt && (pr.scopes & GG_SCOPE_ADMIN);
     if (!admin && !gg_scope_allows(pr.scopes, GG_SCOPE_GRAPHS_WRITE)) {
         gw_insufficient_scope(res, GG_SCOPE_GRAPHS_WRITE);
         return GG_HTTP_DONE;
@@ -646,7 +655,7 @@ static int get_execution(gg_http_req *req, gg_http_res *res, void *user) {
     gg_error err = GG_ERROR_INIT;
     history_caught_up(gw);
     /* another tenant's execution is "not found", never "forbidden": ids reveal nothing */
-    json_t *e = gg_store_execution_get(gw->store, admin ? NULL : pr.tenant, gg_http_param(req, "id"), &err);
+    json_t *e = gg_store_execution_get(gw->store, admin ? NULL : qt ? qt : pr.tenant, gg_http_param(req, "id"), &err);
     if (!e) return store_error(res, &err);
     gw_oauth_caller(gw, e);
     return reply_history(res, e);

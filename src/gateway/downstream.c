@@ -368,6 +368,7 @@ struct gw_refresher {
     json_t *running; /* tenants whose re-listing is queued or running: tenant → true */
     /* pinned definitions: counters (any thread) and the pins generation seen (watcher) */
     atomic_ullong changes_recorded, changes_dropped, suspicious, suspicious_listed;
+    atomic_ullong pins_tenant_recompiles; /* tenants the watcher recompiled after an approval */
     long long pins_gen; /* -1: not read yet */
 };
 
@@ -800,22 +801,41 @@ static void recompile_later(gg_gateway *gw, const char *tenant, const char *iden
     gg_error_clear(&err);
 }
 
-/* The watcher (every replica): an approval anywhere moves the pins generation; each tenant
- * with compiled graphs that pin definitions recompiles them. */
+/* The tenants whose approvals moved the pins generation past since, as a set (NULL: the
+ * store did not say; every tenant then). */
+static json_t *tenants_moved(gg_gateway *gw, long long since) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *list = gg_store_pins_tenants_since(gw->store, since, &err), *set = list ? json_object() : NULL;
+    if (!list)
+        gg_log(GG_LOG_WARN, "the tenants of an approved definition change are unknown; every tenant's pinned graphs recompile",
+               "error", err.message ? err.message : err.code, NULL);
+    gg_error_clear(&err);
+    size_t i;
+    json_t *t;
+    json_array_foreach(list, i, t) json_object_set_new(set, json_string_value(t), json_true());
+    json_decref(list);
+    return set;
+}
+
+/* The watcher (every replica): an approval anywhere moves the pins generation and the
+ * approving tenant's own counter; each such tenant with compiled graphs that pin
+ * definitions recompiles them (another tenant's graphs stay as they are). */
 void gw_pins_check(gg_gateway *gw) {
     gw_refresher *r = gw->refresher;
     gg_error err = GG_ERROR_INIT;
     long long gen = r ? gg_store_generation_get(gw->store, GG_GEN_PINS, &err) : -1;
     gg_error_clear(&err);
     if (gen < 0 || gen == r->pins_gen) return;
-    bool first = r->pins_gen < 0;
+    long long since = r->pins_gen;
     r->pins_gen = gen;
-    if (first) return;
+    if (since < 0) return; /* the first read: nothing compiled before it is stale */
+    json_t *moved = tenants_moved(gw, since);
     json_t *all = gw_registry_list(gw->registry), *tenants = json_object();
     size_t i;
     json_t *e;
     json_array_foreach(all, i, e) {
         const char *t = json_string_value(json_array_get(e, 0));
+        if (moved && !json_object_get(moved, t)) continue;
         int version = 0;
         mcp_server *s = json_object_get(tenants, t) ? NULL : gw_registry_peek(gw->registry, t, json_string_value(json_array_get(e, 1)), &version);
         gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
@@ -824,8 +844,12 @@ void gw_pins_check(gg_gateway *gw) {
     }
     const char *t;
     json_t *v;
-    json_object_foreach(tenants, t, v) recompile_later(gw, t, NULL);
+    json_object_foreach(tenants, t, v) {
+        atomic_fetch_add(&r->pins_tenant_recompiles, 1);
+        recompile_later(gw, t, NULL);
+    }
     json_decref(tenants);
+    json_decref(moved);
     json_decref(all);
 }
 
@@ -865,8 +889,13 @@ static void pins_metrics(gw_refresher *r, gg_strbuf *out) {
                          "direction-changing characters: listed (every listing), changed (in a recorded change)\n"
                          "# TYPE graphgate_downstream_suspicious_text_total counter\n"
                          "graphgate_downstream_suspicious_text_total{seen=\"listed\"} %llu\n"
-                         "graphgate_downstream_suspicious_text_total{seen=\"changed\"} %llu\n",
+                         "graphgate_downstream_suspicious_text_total{seen=\"changed\"} %llu\n"
+                         "# HELP graphgate_downstream_pins_tenant_recompiles_total tenants whose compiled graphs pinning "
+                         "definitions were recompiled because an approval (here or on another replica) changed their pins\n"
+                         "# TYPE graphgate_downstream_pins_tenant_recompiles_total counter\n"
+                         "graphgate_downstream_pins_tenant_recompiles_total %llu\n",
                          GW_PENDING_MAX, (unsigned long long)atomic_load(&r->changes_recorded),
                          (unsigned long long)atomic_load(&r->changes_dropped),
-                         (unsigned long long)atomic_load(&r->suspicious_listed), (unsigned long long)atomic_load(&r->suspicious));
+                         (unsigned long long)atomic_load(&r->suspicious_listed), (unsigned long long)atomic_load(&r->suspicious),
+                         (unsigned long long)atomic_load(&r->pins_tenant_recompiles));
 }

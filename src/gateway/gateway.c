@@ -1,6 +1,7 @@
 /* gateway.c — installing the gateway into `serve`: configuration, the authenticator and
  * history writer, sessions, the worker pool, the graph registry loaded from the store and
  * kept in sync with it, provider mounts, metrics and an orderly shutdown. */
+#include <stdatomic.h>
 #include <sodium.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -184,7 +185,7 @@ static void *notifier(void *arg) {
         atomic_store(&gw->notify_up, !(m & GG_WATCH_DOWN));
         m &= ~GG_WATCH_DOWN;
         if (!m) continue;
-        __atomic_fetch_add(&gw->notifications_total, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->notifications_total, 1, memory_order_relaxed);
         atomic_fetch_or(&gw->watch_poke, m);
         pthread_mutex_lock(&gw->watch_mu);
         pthread_cond_signal(&gw->watch_cv);
@@ -348,12 +349,12 @@ static void metrics(gg_strbuf *out, void *user) {
                      "# HELP graphgate_workers tool-call worker threads\n# TYPE graphgate_workers gauge\ngraphgate_workers %d\n"
                      "# HELP graphgate_queue_depth tool calls waiting for a worker\n# TYPE graphgate_queue_depth gauge\ngraphgate_queue_depth %d\n"
                      "# HELP graphgate_graphs_loaded active graph versions known (compiled or not)\n# TYPE graphgate_graphs_loaded gauge\ngraphgate_graphs_loaded %zu\n",
-                     __atomic_load_n(&gw->calls_total, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->calls_rejected, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->calls_failed, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->calls_inline, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->calls_inline_over, __ATOMIC_RELAXED),
-                     __atomic_load_n(&gw->waiting_total, __ATOMIC_RELAXED), atomic_load_explicit(&gw->running, memory_order_relaxed), gw_pool_threads(gw->pool),
+                     atomic_load_explicit(&gw->calls_total, memory_order_relaxed),
+                     atomic_load_explicit(&gw->calls_rejected, memory_order_relaxed),
+                     atomic_load_explicit(&gw->calls_failed, memory_order_relaxed),
+                     atomic_load_explicit(&gw->calls_inline, memory_order_relaxed),
+                     atomic_load_explicit(&gw->calls_inline_over, memory_order_relaxed),
+                     atomic_load_explicit(&gw->waiting_total, memory_order_relaxed), atomic_load_explicit(&gw->running, memory_order_relaxed), gw_pool_threads(gw->pool),
                      gw_pool_queued(gw->pool), gw_registry_count(gw->registry));
     if (gw->watch)
         gg_strbuf_printf(out,
@@ -361,7 +362,7 @@ static void metrics(gg_strbuf *out, void *user) {
                          "# TYPE graphgate_change_notify_up gauge\ngraphgate_change_notify_up %d\n"
                          "# HELP graphgate_change_notifications_total change notifications from other processes handled\n"
                          "# TYPE graphgate_change_notifications_total counter\ngraphgate_change_notifications_total %llu\n",
-                         atomic_load(&gw->notify_up), __atomic_load_n(&gw->notifications_total, __ATOMIC_RELAXED));
+                         atomic_load(&gw->notify_up), atomic_load_explicit(&gw->notifications_total, memory_order_relaxed));
     gw_oauth_metrics(gw, out);
     gw_dsauth_metrics(gw->dsauth, out);
     gw_registry_stats rs = gw_registry_get_stats(gw->registry);

@@ -50,6 +50,17 @@ bool gg_gateway_mount_toolkit(gg_gateway *gw, gg_error *err);
 struct gg_auth *gg_gateway_auth(gg_gateway *gw);
 struct gg_history *gg_gateway_history(gg_gateway *gw);
 
+/* The web console's seam (src/console is above the gateway; cmd_serve wires these, user the
+ * gg_gateway): authorize req on tenant's admin routes for scope `need` (a gg_scope) as the
+ * admin API does, an API key or the tenant's console token, filling res on failure; and the
+ * origins of tenant's authorization servers ("scheme://host[:port]", space-separated, "" for
+ * none) that the console's sign-in page may connect to. */
+struct gg_http_req;
+struct gg_http_res;
+bool gg_gateway_tenant_authorize(void *user, struct gg_http_req *req, struct gg_http_res *res, const char *tenant,
+                                 unsigned need);
+void gg_gateway_console_origins(void *user, const char *tenant, char *buf, size_t n);
+
 /* Bring the in-memory registry in line with the store's active versions now (the gateway
  * also does this by itself within a second of any change made by another process). */
 bool gg_gateway_sync(gg_gateway *gw, gg_error *err);

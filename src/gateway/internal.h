@@ -25,7 +25,8 @@ typedef struct gw_job {
 } gw_job;
 typedef enum { GW_SUBMIT_OK, GW_SUBMIT_FULL, GW_SUBMIT_TENANT_FULL, GW_SUBMIT_STOPPING } gw_submit_rc;
 /* tenant_running: jobs of one tenant on workers at once; tenant_queued: new calls of one
- * tenant waiting (0 = no cap). */
+ * tenant waiting while another tenant has calls waiting too (0 = no cap); a tenant alone
+ * may queue up to half of queue_size. */
 gw_pool *gw_pool_new(int threads, int queue_size, int tenant_running, int tenant_queued);
 /* Anything but GW_SUBMIT_OK: the job was not taken. */
 gw_submit_rc gw_pool_submit(gw_pool *p, gw_job job);
@@ -191,15 +192,15 @@ struct gg_gateway {
     atomic_int watch_poke;    /* GG_WATCH_* bits not yet handled by the watcher */
     double tasks_poked_ms;    /* the watcher's last pass for GG_WATCH_TASKS (watcher thread only) */
     atomic_int notify_up;     /* the watch's connection is up (for /metrics) */
-    unsigned long long notifications_total;
+    _Atomic unsigned long long notifications_total;
     /* counters for /metrics */
-    unsigned long long calls_total, calls_rejected, calls_failed;
-    unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
+    _Atomic unsigned long long calls_total, calls_rejected, calls_failed;
+    _Atomic unsigned long long calls_inline, calls_inline_over; /* run on the HTTP thread / outgrew the budget */
     /* calls to tools that may wait on downstream servers, in flight (bounded per tenant by
      * tenants.max_waiting and in all by max_waiting_runs) */
     pthread_mutex_t waiting_mu;
     gg_tally waiting;           /* per-tenant counts (under waiting_mu) */
-    int waiting_total;
+    _Atomic int waiting_total;
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
@@ -326,6 +327,17 @@ bool gw_authenticate_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_
 /* gw_insufficient_scope on an MCP endpoint: for a token also the step-up challenge. */
 void gw_insufficient_scope_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const gg_principal *p,
                                gg_scope need);
+/* The tenant's console resource: <public base>/admin/tenants/{t} (its admin routes); url
+ * NULL when there is no public base or tenant is no valid name. */
+#define GW_TENANT_ADMIN "/admin/tenants/"
+void gw_tenant_resource(gg_gateway *gw, const char *tenant, gw_resource *out);
+/* gw_authenticate for a tenant's admin routes: an API key, or a token of the tenant's
+ * authorization servers whose audience is the tenant's console resource. */
+bool gw_authenticate_tenant(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant,
+                            gg_principal *out);
+/* gw_insufficient_scope on a tenant's admin route: for a token also the step-up challenge. */
+void gw_insufficient_scope_tenant(gg_gateway *gw, gg_http_res *res, const char *tenant, const gg_principal *p,
+                                  gg_scope need);
 /* Start the token checker and install the admin and metadata routes. */
 bool gw_oauth_start(gg_gateway *gw, gg_error *err);
 /* secrets.c: tenant secrets. start: the master key from the configuration (refusing to

@@ -13,6 +13,7 @@
  * skips the session check and passes that version (and the log level from _meta) in
  * mcp_request_ctx; server.c then adds server/discover beside initialize.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -500,7 +501,8 @@ static void job_answer(gw_call_job *j, char *body, int status) {
 
 /* The execution record, made on the worker (off the HTTP thread) when the run starts. */
 static void job_make_record(gw_call_job *j) {
-    if (!j->ep.is_graph) return;
+    /* a proxied resources/prompts request is no run of the graph: nothing to record */
+    if (!j->ep.is_graph || mcp_call_forwarded(j->call)) return;
     /* a call through the tenant-wide endpoint or a view is recorded as the graph's own run */
     const char *graph = j->ep.graph, *tool = mcp_call_tool(j->call);
     int version = j->ep.version;
@@ -561,7 +563,7 @@ static bool job_claim_round(gw_call_job *j) {
     char *body = mcp_call_refuse(j->call, used ? MCP_INVALID_PARAMS : MCP_SERVER_BUSY, msg);
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
     if (j->may_wait) waiting_release(gw, j->ep.tenant);
-    __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&gw->calls_failed, 1, memory_order_relaxed);
     if (*j->task_id) gw_task_finish(gw, j->ep.tenant, j->task_id, j->call, body);
     else {
         if (!used && j->a) gg_http_res_header(gg_http_async_res(j->a), "Retry-After", "1");
@@ -606,7 +608,7 @@ static void job_call_done(void *user, char *body) {
         body = mcp_call_refuse(j->call, MCP_REQUEST_TIMEOUT, msg);
     }
     if (j->has_session) mcp_session_untrack_call(gw->sessions, &j->sess, mcp_call_id(j->call));
-    if (strcmp(mcp_call_status(j->call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    if (strcmp(mcp_call_status(j->call), "ok") != 0) atomic_fetch_add_explicit(&gw->calls_failed, 1, memory_order_relaxed);
     /* free the tenant's slot before answering: the client may send its next call at once */
     if (j->ep.is_graph) gg_auth_exec_release(gw->auth, j->ep.tenant);
     if (j->may_wait) waiting_release(gw, j->ep.tenant);
@@ -663,12 +665,12 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
                                      (double)gw->cfg->inline_budget_ms, &over);
     if (over) {
         gg_exec_record_free(j.rec);
-        __atomic_add_fetch(&gw->calls_inline_over, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_inline_over, 1, memory_order_relaxed);
         return -1;
     }
-    __atomic_add_fetch(&gw->calls_inline, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&gw->calls_inline, 1, memory_order_relaxed);
     gw_call_span_end(span, call, NULL);
-    if (strcmp(mcp_call_status(call), "ok") != 0) __atomic_add_fetch(&gw->calls_failed, 1, __ATOMIC_RELAXED);
+    if (strcmp(mcp_call_status(call), "ok") != 0) atomic_fetch_add_explicit(&gw->calls_failed, 1, memory_order_relaxed);
     if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
     /* durable: answered once the record is committed, or at once when the history journal
      * holds it (job_answer) */
@@ -694,7 +696,7 @@ static wait_rc waiting_acquire(gg_gateway *gw, const char *tenant) {
         gg_tally_rc t = gg_tally_add(&gw->waiting, tenant, gw->tenant_max_waiting);
         if (t == GG_TALLY_FULL) rc = WAIT_TENANT_FULL;
         else if (t == GG_TALLY_OOM) rc = WAIT_FULL;
-        else __atomic_add_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
+        else atomic_fetch_add_explicit(&gw->waiting_total, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&gw->waiting_mu);
     return rc;
@@ -704,7 +706,7 @@ static void waiting_release(gg_gateway *gw, const char *tenant) {
     pthread_mutex_lock(&gw->waiting_mu);
     if (gg_tally_get(&gw->waiting, tenant) > 0) {
         gg_tally_sub(&gw->waiting, tenant);
-        __atomic_sub_fetch(&gw->waiting_total, 1, __ATOMIC_RELAXED);
+        atomic_fetch_sub_explicit(&gw->waiting_total, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&gw->waiting_mu);
 }
@@ -816,12 +818,12 @@ static void set_principal(mcp_call *call, const gg_principal *pr) {
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
     double accepted = gg_now_ms(); /* the call's time limits count from here */
-    __atomic_add_fetch(&gw->calls_total, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&gw->calls_total, 1, memory_order_relaxed);
     set_principal(call, pr);
     json_t *id = json_incref(mcp_call_id(call));
     char why[320];
     if (gw_refuse_calls(gw, ep->is_graph, why, sizeof why)) { /* draining, or durable and unrecordable */
-        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
         if (plain) gg_http_res_error(res, 503, "unavailable", "%s", why);
@@ -831,7 +833,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     }
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_MAX) {
         /* every run is recorded: refuse rather than run one the writer would drop */
-        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
         if (plain) gg_http_res_error(res, 503, "busy", "the execution history writer is behind; retry later");
@@ -840,7 +842,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         return GG_HTTP_DONE;
     }
     if (ep->is_graph && !gg_auth_exec_acquire(gw->auth, ep->tenant)) {
-        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
         if (plain) gg_http_res_error(res, 429, "rate_limited", "too many concurrent executions for this tenant; retry later");
@@ -851,7 +853,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     bool may_wait = ep->is_graph && mcp_call_may_wait(call);
     wait_rc wrc = may_wait ? waiting_acquire(gw, ep->tenant) : WAIT_OK;
     if (wrc != WAIT_OK) {
-        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_auth_exec_release(gw->auth, ep->tenant);
         return refuse_call(res, id, plain, wrc == WAIT_TENANT_FULL ? 429 : 503,
@@ -908,7 +910,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
     gw_submit_rc src = gw_pool_submit(gw->pool, job);
     if (src != GW_SUBMIT_OK) {
         /* queue full (the pool's or the tenant's): answer at once instead of piling up */
-        __atomic_add_fetch(&gw->calls_rejected, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         bool tenant = src == GW_SUBMIT_TENANT_FULL;
         const char *msg = tenant ? "Too many queued calls for this tenant; retry later"
                                  : "Server busy: the tool-call queue is full; retry later";
@@ -941,10 +943,10 @@ typedef struct batch_job {
     char key_id[GG_KEY_ID_LEN + 1];
     bool has_key;
     size_t next;        /* the call running or next to run */
-    int meet;           /* atomic: its starter and its answer meet; the second goes on */
+    _Atomic int meet;   /* its starter and its answer meet; the second goes on */
     gw_call_job rec;    /* the running call's execution record (job_make_record) */
     bool *unrecorded;   /* by response index: durable, and the call's record was not stored */
-    int pending;        /* atomic: 1 for the calls + records waiting for their commit */
+    _Atomic int pending; /* 1 for the calls + records waiting for their commit */
 } batch_job;
 
 /* Every call ran and (durable) every record is committed: the answer goes out, each call
@@ -969,7 +971,7 @@ static void batch_end(batch_job *b) {
 }
 
 static void batch_release(batch_job *b) {
-    if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0) batch_end(b);
+    if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1) batch_end(b);
 }
 
 typedef struct batch_commit {
@@ -1016,7 +1018,7 @@ static void batch_record_finish(batch_job *b, size_t idx, bool answered) {
     }
     c->b = b;
     c->idx = idx;
-    __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    atomic_fetch_add_explicit(&b->pending, 1, memory_order_acq_rel);
     record_finish_then(j, batch_committed, c);
 }
 
@@ -1053,17 +1055,17 @@ static void batch_call_done(void *user, char *body) {
     batch_job *b = user;
     batch_add(b, body);
     /* the second of starter and answer goes on with the next call */
-    if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 2) batch_step(b);
+    if (atomic_fetch_add_explicit(&b->meet, 1, memory_order_acq_rel) == 1) batch_step(b);
 }
 
 /* Run the batch's calls one after another; a call waiting downstream holds no thread. */
 static void batch_step(batch_job *b) {
     while (b->next < b->ncalls) {
-        __atomic_store_n(&b->meet, 0, __ATOMIC_RELAXED);
+        atomic_store_explicit(&b->meet, 0, memory_order_relaxed);
         batch_record_start(b);
         mcp_call_async how = {batch_resume, b, 0, batch_call_done, b};
         mcp_call_start(b->calls[b->next], NULL, b->has_key ? b->key_id : NULL, b->ep.caller, &how);
-        if (__atomic_add_fetch(&b->meet, 1, __ATOMIC_ACQ_REL) == 1) return; /* the answer goes on */
+        if (atomic_fetch_add_explicit(&b->meet, 1, memory_order_acq_rel) == 0) return; /* the answer goes on */
     }
     batch_calls_done(b);
 }
@@ -1426,7 +1428,7 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     const char *mount_tenant = mount ? gg_http_param(req, "tenant") : NULL;
     if (gg_http_listener(req) == GG_LISTENER_PUBLIC) {
         if (!(mount && !mount_tenant ? gw_authenticate(gw, req, res, &pr) : gw_authenticate_mcp(gw, req, res, &pr)))
-            return GG_HTTP_DONE;
+            return gg_http_deferred(req) ? GG_HTTP_DEFERRED : GG_HTTP_DONE; /* deferred: introspection, then again */
         prp = &pr;
     }
     if (mount_tenant && prp && !(prp->scopes & GG_SCOPE_ADMIN) && strcmp(prp->tenant, mount_tenant) != 0) {

@@ -75,14 +75,43 @@ void gw_insufficient_scope_mcp(gg_gateway *gw, gg_http_req *req, gg_http_res *re
     gg_auth_http_insufficient_scope_at(res, gw->oauth, &r.r, p, need);
 }
 
-/* GET /.well-known/oauth-protected-resource/mcp/{tenant}/... (RFC 9728): public, cached by
- * clients; 404 alike for an unknown tenant and one without authorization servers. */
-static int protected_resource(gg_http_req *req, gg_http_res *res, void *user) {
-    gg_gateway *gw = user;
-    const char *t = gg_http_param(req, "tenant"), *path = gg_http_path(req);
-    gg_error err = GG_ERROR_INIT;
+/* The tenant's console resource: its admin routes, named by their common prefix
+ * /admin/tenants/{t} (docs/oauth.md says why not /console/...). No URL for a name that is
+ * not a tenant name, so a crafted path can never name another resource. */
+void gw_tenant_resource(gg_gateway *gw, const char *tenant, gw_resource *out) {
+    memset(out, 0, sizeof *out);
+    out->r.tenant = tenant;
+    out->r.console = true;
     const char *b = base(gw);
-    json_t *def = b[0] && t ? gg_oauth_definition(gw->oauth, t, &err) : NULL;
+    gg_error e = GG_ERROR_INIT;
+    bool ok = b[0] && tenant && gg_auth_valid_name(tenant, "tenant", &e);
+    gg_error_clear(&e);
+    if (!ok) return;
+    snprintf(out->url, sizeof out->url, "%s" GW_TENANT_ADMIN "%s", b, tenant);
+    snprintf(out->meta, sizeof out->meta, "%s" WELL_KNOWN GW_TENANT_ADMIN "%s", b, tenant);
+    out->r.url = out->url;
+    out->r.metadata_url = out->meta;
+}
+
+bool gw_authenticate_tenant(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant,
+                            gg_principal *out) {
+    gw_resource r;
+    gw_tenant_resource(gw, tenant, &r);
+    return gg_auth_http_check_resource(gw->auth, gw->oauth, req, res, &r.r, out);
+}
+
+void gw_insufficient_scope_tenant(gg_gateway *gw, gg_http_res *res, const char *tenant, const gg_principal *p,
+                                  gg_scope need) {
+    gw_resource r;
+    gw_tenant_resource(gw, tenant, &r);
+    gg_auth_http_insufficient_scope_at(res, gw->oauth, &r.r, p, need);
+}
+
+/* RFC 9728 metadata of resource url (tenant t's), naming the token scopes that grant want. */
+static int metadata_answer(gg_gateway *gw, gg_http_res *res, const char *t, const char *url, const char *name,
+                           unsigned want) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *def = base(gw)[0] && t ? gg_oauth_definition(gw->oauth, t, &err) : NULL;
     if (!def) {
         if (err.code[0] && strcmp(err.code, "not_found") != 0) gg_http_res_error_from(res, 0, &err);
         else gg_http_res_error(res, 404, "not_found", "no OAuth protected resource here");
@@ -94,16 +123,13 @@ static int protected_resource(gg_http_req *req, gg_http_res *res, void *user) {
     json_t *one;
     json_array_foreach(json_object_get(def, "issuers"), i, one) json_array_append(servers, json_object_get(one, "issuer"));
     char scopes[512];
-    gg_oauth_scopes_text(def, scopes, sizeof scopes);
+    gg_oauth_scopes_text_for(def, want, scopes, sizeof scopes);
     json_t *list = json_array();
     for (char *s = scopes, *e; *s; s = *e ? e + 1 : e) {
         e = strchr(s, ' ');
         if (!e) e = s + strlen(s);
         json_array_append_new(list, json_stringn(s, (size_t)(e - s)));
     }
-    char url[1024], name[160];
-    snprintf(url, sizeof url, "%s%s", b, path + strlen(WELL_KNOWN));
-    snprintf(name, sizeof name, "graphgate %s", path + strlen(WELL_KNOWN "/mcp/"));
     json_t *body = json_pack("{s:s,s:o,s:o,s:[s],s:s}", "resource", url, "authorization_servers", servers,
                              "scopes_supported", list, "bearer_methods_supported", "header", "resource_name", name);
     json_decref(def);
@@ -112,6 +138,72 @@ static int protected_resource(gg_http_req *req, gg_http_res *res, void *user) {
     gg_http_res_header(res, "Cache-Control", "max-age=300");
     if (!body || !gg_http_res_json(res, 200, body)) gg_http_res_error(res, 500, "internal_error", "out of memory");
     return GG_HTTP_DONE;
+}
+
+/* GET /.well-known/oauth-protected-resource/mcp/{tenant}/... (RFC 9728): public, cached by
+ * clients; 404 alike for an unknown tenant and one without authorization servers. */
+static int protected_resource(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *path = gg_http_path(req);
+    char url[1024], name[160];
+    snprintf(url, sizeof url, "%s%s", base(gw), path + strlen(WELL_KNOWN));
+    snprintf(name, sizeof name, "graphgate %s", path + strlen(WELL_KNOWN "/mcp/"));
+    return metadata_answer(gw, res, gg_http_param(req, "tenant"), url, name,
+                           GG_SCOPE_TOOLS_READ | GG_SCOPE_TOOLS_EXECUTE | GG_SCOPE_HEALTH_CHECK);
+}
+
+/* GET /.well-known/oauth-protected-resource/admin/tenants/{tenant}: the console resource. */
+static int console_resource(gg_http_req *req, gg_http_res *res, void *user) {
+    gg_gateway *gw = user;
+    const char *t = gg_http_param(req, "tenant");
+    gw_resource r;
+    gw_tenant_resource(gw, t, &r);
+    if (!r.r.url) return gg_http_res_error(res, 404, "not_found", "no OAuth protected resource here"), GG_HTTP_DONE;
+    char name[160];
+    snprintf(name, sizeof name, "graphgate console of %s", t);
+    return metadata_answer(gw, res, t, r.url, name, GG_SCOPE_GRAPHS_WRITE);
+}
+
+/* ---- the console's seam (src/console calls these through gg_console_hooks) ---------------- */
+
+bool gg_gateway_tenant_authorize(void *user, gg_http_req *req, gg_http_res *res, const char *tenant, unsigned need) {
+    return gw_admin_allow(user, req, res, tenant, (gg_scope)need);
+}
+
+/* "scheme://host[:port]" of url into out when it is plain enough for a CSP source. */
+static bool origin_of(const char *url, char *out, size_t n) {
+    const char *p = strstr(url, "://");
+    if (!p || n < 16) return false;
+    size_t i = (size_t)(p - url) + 3;
+    while (url[i] && url[i] != '/') i++;
+    if (i >= n) return false;
+    for (size_t j = 0; j < i; j++)
+        if (!(url[j] == ':' || url[j] == '/' || url[j] == '.' || url[j] == '-' || url[j] == '[' || url[j] == ']' ||
+              (url[j] >= '0' && url[j] <= '9') || (url[j] >= 'a' && url[j] <= 'z') || (url[j] >= 'A' && url[j] <= 'Z')))
+            return false;
+    memcpy(out, url, i);
+    out[i] = '\0';
+    return true;
+}
+
+void gg_gateway_console_origins(void *user, const char *tenant, char *buf, size_t n) {
+    gg_gateway *gw = user;
+    gg_strbuf b = GG_STRBUF_INIT;
+    gg_strbuf_use(&b, buf, n);
+    if (n) buf[0] = '\0';
+    gg_error err = GG_ERROR_INIT;
+    json_t *def = tenant ? gg_oauth_definition(gw->oauth, tenant, &err) : NULL;
+    gg_error_clear(&err);
+    size_t i;
+    json_t *one;
+    json_array_foreach(json_object_get(def, "issuers"), i, one) {
+        char o[300];
+        const char *iss = json_string_value(json_object_get(one, "issuer"));
+        if (!iss || !origin_of(iss, o, sizeof o) || b.len + strlen(o) + 2 > n) continue;
+        if (b.len) gg_strbuf_putc(&b, ' ');
+        gg_strbuf_puts(&b, o);
+    }
+    json_decref(def);
 }
 
 /* ---- REST: /admin/tenants/{t}/oauth (admin scope) ----------------------------------------- */
@@ -133,6 +225,8 @@ static json_t *with_status(gg_gateway *gw, const char *t, json_t *row) {
     if (b[0]) {
         snprintf(url, sizeof url, "%s" WELL_KNOWN "/mcp/%s/{graph}", b, t);
         json_object_set_new(row, "resource_metadata", json_string(url));
+        snprintf(url, sizeof url, "%s" WELL_KNOWN GW_TENANT_ADMIN "%s", b, t);
+        json_object_set_new(row, "console_resource_metadata", json_string(url));
     } else {
         json_object_set_new(row, "resource_metadata", json_null());
         json_object_set_new(row, "warning", json_string("no public_url: tokens are not accepted until it is set"));
@@ -231,8 +325,11 @@ bool gw_oauth_start(gg_gateway *gw, gg_error *err) {
                            (const unsigned char *)c->session_secret,
                            strlen(c->session_secret) > crypto_generichash_KEYBYTES_MAX ? crypto_generichash_KEYBYTES_MAX
                                                                                        : strlen(c->session_secret));
+    /* introspection client secrets resolve through the tenant's secret store, as graphs' do */
+    const gg_graph_secrets *sec = gw_secrets_seam(gw);
     gg_oauth_options o = {c->oauth_refresh_ms / 1000.0, c->oauth_unknown_kid_interval_ms / 1000.0,
-                          c->oauth_fetch_timeout_ms / 1000.0, c->oauth_max_document_bytes, shared ? nk : NULL};
+                          c->oauth_fetch_timeout_ms / 1000.0, c->oauth_max_document_bytes, shared ? nk : NULL,
+                          sec ? sec->resolve : NULL, sec ? sec->user : NULL};
     gw->oauth = gg_oauth_new(gw->store, &o, err);
     sodium_memzero(nk, sizeof nk);
     if (!gw->oauth) return false;
@@ -254,6 +351,7 @@ bool gw_oauth_start(gg_gateway *gw, gg_error *err) {
         {"GET", WELL_KNOWN "/mcp/{tenant}/{graph}", protected_resource},
         {"GET", WELL_KNOWN "/mcp/{tenant}/" GW_TENANTWIDE, protected_resource},
         {"GET", WELL_KNOWN "/mcp/{tenant}/" GW_VIEWS_PREFIX "{view}", protected_resource},
+        {"GET", WELL_KNOWN GW_TENANT_ADMIN "{tenant}", console_resource},
     };
     gg_router *r = gg_http_server_router(gw->app->http);
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
@@ -264,8 +362,20 @@ bool gw_oauth_start(gg_gateway *gw, gg_error *err) {
 
 void gw_oauth_metrics(gg_gateway *gw, gg_strbuf *out) {
     if (!gw->oauth) return;
-    unsigned long fetches, failures;
+    unsigned long fetches, failures, calls, ifail, refused;
     gg_oauth_metrics(gw->oauth, &fetches, &failures);
+    gg_oauth_introspection_metrics(gw->oauth, &calls, &ifail, &refused);
+    gg_strbuf_printf(out,
+                     "# HELP graphgate_oauth_introspections_total Opaque access tokens sent to an authorization server's introspection endpoint.\n"
+                     "# TYPE graphgate_oauth_introspections_total counter\n"
+                     "graphgate_oauth_introspections_total %lu\n"
+                     "# HELP graphgate_oauth_introspection_failures_total Introspections without a usable answer (timeout, error status, not JSON).\n"
+                     "# TYPE graphgate_oauth_introspection_failures_total counter\n"
+                     "graphgate_oauth_introspection_failures_total %lu\n"
+                     "# HELP graphgate_oauth_introspections_refused_total Opaque tokens refused (503) because their issuer's introspection concurrency or rate was spent.\n"
+                     "# TYPE graphgate_oauth_introspections_refused_total counter\n"
+                     "graphgate_oauth_introspections_refused_total %lu\n",
+                     calls, ifail, refused);
     gg_strbuf_printf(out,
                      "# HELP graphgate_oauth_key_fetches_total Metadata and JWKS fetches of tenants' authorization servers.\n"
                      "# TYPE graphgate_oauth_key_fetches_total counter\n"

@@ -124,7 +124,8 @@ static void *worker(void *arg) {
 }
 
 /* Start threads workers (>= 1) with room for queue_size waiting jobs (>= 1); a tenant may
- * have at most tenant_running jobs on workers and tenant_queued calls waiting (0 = no cap). */
+ * have at most tenant_running jobs on workers and tenant_queued calls waiting (0 = no cap;
+ * more while it is alone: tenant_may_queue). */
 gw_pool *gw_pool_new(int threads, int queue_size, int tenant_running, int tenant_queued) {
     gw_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -177,6 +178,19 @@ static bool enqueue(gw_pool *p, gw_job job, bool resume) {
     return true;
 }
 
+/* Whether q may queue one more new call (caller holds mu). Within tenant_queued always.
+ * Past it only while no other tenant has a call waiting, and up to half the pool's queue:
+ * the per-tenant cap exists to keep room and turns for other tenants, so a tenant alone
+ * borrows the idle capacity instead of being refused while workers are free (issue 31: one
+ * tenant at 256 connections got 429 whenever its calls left the inline path). Once another
+ * tenant queues, the cap applies again to new calls; what was borrowed drains round-robin,
+ * and the other half of the queue is still free for the newcomers. */
+static bool tenant_may_queue(const gw_pool *p, const tq *q) {
+    if (p->tenant_queued <= 0 || q->queued < p->tenant_queued) return true;
+    bool others_waiting = p->count > q->queued;
+    return !others_waiting && q->queued < p->cap / 2;
+}
+
 /* Queue a new call (see internal.h). The wake-up is sent after unlocking (a worker woken
  * under the lock would at once block on it again: profiles showed the polling threads
  * waiting on this mutex) and only when a worker is idle; busy workers take the job when
@@ -188,7 +202,7 @@ gw_submit_rc gw_pool_submit(gw_pool *p, gw_job job) {
     else if (p->count >= p->cap) rc = GW_SUBMIT_FULL;
     else {
         tq *q = tenant_queue(p, job.tenant);
-        if (q && p->tenant_queued > 0 && q->queued >= p->tenant_queued) rc = GW_SUBMIT_TENANT_FULL;
+        if (q && !tenant_may_queue(p, q)) rc = GW_SUBMIT_TENANT_FULL;
         else if (!enqueue(p, job, false)) rc = GW_SUBMIT_FULL;
     }
     bool wake = rc == GW_SUBMIT_OK && p->idle > 0;

@@ -28,6 +28,7 @@ typedef struct tw {
     json_t *route;   /* dotted name → [graph index, tool name] */
     json_t *skipped; /* names that could not form a valid dotted name */
     json_t *missing; /* a view's selected names that no active graph offers now */
+    json_t *unlisted; /* a view's name for each of them → its "<graph>.<tool>" (tw_tool_withheld) */
     mcp_server **srv; /* one reference per graph served */
     json_t *graphs;   /* [[graph name, active version], ...] by the index srv has */
     size_t n;
@@ -142,12 +143,14 @@ static int tw_tool_client_needs(mcp_provider *p, const char *name) {
     return gp && gp->tool_client_needs ? gp->tool_client_needs(gp, tool) : 0;
 }
 
-/* On _all, "<graph>.<tool>" for a tool its graph withholds (on_change: quarantine): the
- * graph's own refusal, tool_definition_changed, rather than "unknown tool". */
+/* On _all, "<graph>.<tool>" for a tool its graph withholds (on_change: quarantine), and on
+ * a view the name it selected that tool under: the graph's own refusal,
+ * tool_definition_changed, rather than "unknown tool". */
 static bool tw_tool_withheld(mcp_provider *p, const char *name, gg_error *err) {
     tw *t = p->impl;
-    const char *dot = strchr(name, '.');
-    if (t->view_text || !dot) return false;
+    if (t->view_text) name = json_string_value(json_object_get(t->unlisted, name));
+    const char *dot = name ? strchr(name, '.') : NULL;
+    if (!dot) return false;
     for (size_t i = 0; i < t->n; i++) {
         const char *g = json_string_value(json_array_get(json_array_get(t->graphs, i), 0));
         if (!g || strlen(g) != (size_t)(dot - name) || strncmp(g, name, (size_t)(dot - name))) continue;
@@ -199,6 +202,7 @@ static void tw_apply_view(tw *t, json_t *definition) {
         json_t *found = json_object_get(by_name, from);
         if (!found) {
             json_array_append_new(t->missing, json_string(from));
+            json_object_set_new(t->unlisted, as ? as : from, json_string(from));
             continue;
         }
         json_t *copy = json_deep_copy(found);
@@ -250,6 +254,7 @@ static tw *tw_new(const char *tenant) {
     t->route = json_object();
     t->skipped = json_array();
     t->missing = json_array();
+    t->unlisted = json_object();
     return t;
 }
 
@@ -261,6 +266,7 @@ static void tw_free(tw *t) {
     json_decref(t->route);
     json_decref(t->skipped);
     json_decref(t->missing);
+    json_decref(t->unlisted);
     json_decref(t->graphs);
     free(t->view_text);
     free(t);

@@ -18,11 +18,13 @@ gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant
     gg_span *s = malloc(sizeof *s);
     if (!s) return NULL;
     char name[160];
-    snprintf(name, sizeof name, "tools/call %s", mcp_call_tool(call) ? mcp_call_tool(call) : "");
+    /* a proxied resources/prompts request (mcp_call_tool is then its method) is named by it */
+    bool fwd = mcp_call_forwarded(call);
+    snprintf(name, sizeof name, fwd ? "%s" : "tools/call %s", mcp_call_tool(call) ? mcp_call_tool(call) : "");
     gg_span_begin(s, tc, GG_SPAN_SERVER, name);
     *tc = s->ctx; /* children (nodes, downstream calls) start under this span */
     gg_span_attr_str(s, "rpc.system", "mcp");
-    gg_span_attr_str(s, "rpc.method", "tools/call");
+    gg_span_attr_str(s, "rpc.method", fwd ? mcp_call_tool(call) : "tools/call");
     gg_span_attr_str(s, "graphgate.tenant", tenant);
     gg_span_attr_str(s, "graphgate.graph", graph);
     if (version > 0) gg_span_attr_int(s, "graphgate.graph.version", version);

@@ -3,6 +3,7 @@
  * before every node, and calls hooks. A run owns its state; the graph is only read. */
 #include "graph/internal.h"
 
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +47,12 @@ typedef struct grun {
     bool want_history, record_inputs, ended, ok;
     /* an mcp node waiting for its downstream answer */
     bool waiting, wait_limited;
-    int rendezvous;      /* atomic: the starter and the answer meet; the second continues */
+    _Atomic int rendezvous; /* the starter and the answer meet; the second continues */
     double wait_t0;
     json_t *wait_input;
     json_t *reply;
     gg_error reply_err;
-    int relayed;         /* atomic: the downstream's requests relayed to the caller (relay_request) */
+    _Atomic int relayed; /* the downstream's requests relayed to the caller (relay_request) */
     double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
     /* an ask node: the request asked next, the answers so far (kept across rounds in the
      * saved state), the requests' params, and whether some wait for a later round */
@@ -824,7 +825,7 @@ static void relay_request(void *user, const char *method, json_t *params, mcp_cl
         why = "Method not found: the calling client speaks 2026-07-28, to which graphgate does not relay a downstream's requests";
     else if (relay_params_size(params) > RELAY_MAX_PARAMS)
         why = "Request too large to relay to the calling client", code = MCP_INTERNAL_ERROR;
-    else if (__atomic_add_fetch(&r->relayed, 1, __ATOMIC_RELAXED) > RELAY_MAX_PER_RUN)
+    else if ((atomic_fetch_add_explicit(&r->relayed, 1, memory_order_relaxed) + 1) > RELAY_MAX_PER_RUN)
         why = "Too many requests relayed to the calling client in one call", code = MCP_INTERNAL_ERROR;
     if (why) {
         gg_log(GG_LOG_DEBUG, "a downstream's request was not relayed", "method", method, "why", why, NULL);
@@ -903,6 +904,16 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     return true;
 }
 
+/* A node calling a tool its server's `on_change: quarantine` withholds (pins.c): refused
+ * before anything is sent, as a proxy graph's tools/call of it is. */
+static void withheld_error(const gnode *n, gg_error *err) {
+    gg_error_set(err, "tool_definition_changed",
+                 "tool '%.200s' of server '%s' is withheld: its downstream definition changed since this graph "
+                 "version pinned it (on_change: quarantine) and awaits an admin's approval",
+                 n->tool, n->server->name);
+    gg_error_set_path(err, n->id); /* the result's text and _meta name the node */
+}
+
 /* `async: true`: the branch starts (async.c) and its start is the node's output; the run
  * goes on without waiting for it. */
 static json_t *exec_async(grun *r, const gnode *n, json_t **input, gg_error *err) {
@@ -926,7 +937,7 @@ static void mcp_answered(void *user, json_t *result, gg_error *err) {
     else if (!result) gg_error_set(&r->reply_err, "transport", "no answer");
     tel_client_end(r, &r->reply_err);
     /* second to arrive continues the run: the starter has already yielded */
-    if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 2 && r->opts && r->opts->wake)
+    if (atomic_fetch_add_explicit(&r->rendezvous, 1, memory_order_acq_rel) == 1 && r->opts && r->opts->wake)
         r->opts->wake(r->opts->wake_user);
 }
 
@@ -1030,7 +1041,7 @@ static int exec_ask(grun *r, const gnode *n, gg_error *err) {
         bool sent = exec_client_start(r, q, &in, err);
         if (in) json_object_set_new(r->ask_in, q->id, in);
         if (!sent) return -1;
-        if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 2) { /* answered already */
+        if (atomic_fetch_add_explicit(&r->rendezvous, 1, memory_order_acq_rel) == 1) { /* answered already */
             r->waiting = false;
             if (!ask_take(r, n, err)) return -1;
             continue;
@@ -1353,6 +1364,10 @@ static bool run_advance(grun *r) {
                 break;
             }
             case GN_MCP:
+                if (n->withheld) {
+                    withheld_error(n, &e);
+                    break;
+                }
                 if (n->async) {
                     out = exec_async(r, n, &input, &e);
                     break;
@@ -1365,7 +1380,7 @@ static bool run_advance(grun *r) {
                     r->wait_t0 = t0;
                     r->wait_input = input;
                     /* first to arrive yields; if the answer came first, go on right here */
-                    if (__atomic_add_fetch(&r->rendezvous, 1, __ATOMIC_ACQ_REL) == 1) return false;
+                    if (atomic_fetch_add_explicit(&r->rendezvous, 1, memory_order_acq_rel) == 0) return false;
                     continue;
                 }
                 break;

@@ -74,6 +74,9 @@ typedef struct gnode {
     /* mcp: `relay: true` (every proxied tool's): what the downstream asks during the call
      * goes to the run's client (exec.c relay_request); false: refused, the node fails */
     bool relay;
+    /* mcp: the called tool's definition moved from this version's pin under `on_change:
+     * quarantine` (pins.c gg_graph_pin_nodes): the node fails with tool_definition_changed */
+    bool withheld;
 } gnode;
 
 typedef struct gtool {
@@ -125,7 +128,7 @@ struct gserver {
 };
 
 struct gg_graph {
-    int refcount;
+    _Atomic int refcount;
     char *name, *title, *version, *instructions;
     int cache_ttl_ms;  /* server.cache.ttlMs (0..a day) */
     bool cache_public; /* server.cache.scope: public */
@@ -145,6 +148,7 @@ struct gg_graph {
     json_t *proxied;           /* servers named by proxy entries (array of strings) or NULL */
     json_t *pins;              /* gg_graph_pins, or NULL */
     json_t *withheld;          /* tool name → true: quarantined (gg_graph_tool_withheld), or NULL */
+    json_t *px_extras;         /* proxy entries' resources/prompts selections (proxy_extras.c), or NULL */
     jsonata_env *env;          /* history functions */
     jsonlogic_var_resolver resolver;
     const mcp_client_policy *policy;
@@ -181,6 +185,15 @@ typedef struct gproxy_sink {
 void gg_graph_proxy_load(gg_graph *g, const ynode *proxy, const char *file, const gg_graph_options *o, gg_graph_diags *d,
                  size_t room, const gproxy_sink *sink);
 mcp_client *gg_graph_server_client(gserver *s, const mcp_client_policy *policy, gg_error *err);
+/* proxy_extras.c: entry m's `resources`, `prompts` and `uri_prefix` checked (diagnostics at
+ * their line:col, collisions with earlier entries included) and kept in g->px_extras;
+ * gg_graph_forwards: the MCP_FORWARD_* kinds they give; gg_graph_forward: the provider's
+ * forward (mcp/provider.h), answered through the entry's server. */
+void gg_graph_proxy_extras_load(gg_graph *g, const ynode *m, const char *server, const char *prefix, const char *file,
+                                gg_graph_diags *d);
+int gg_graph_forwards(const gg_graph *g);
+void gg_graph_forward(gg_graph *g, const char *method, json_t *params, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
+                      void *user);
 /* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */
 mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err);
 /* clients.c: the same, made from cfg (s->cfg with its secrets resolved; copied). */
@@ -213,6 +226,12 @@ void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX])
  * suspicious text (a diagnostic at line:col: a warning, or an error under
  * suspicious_text: reject) when d is set. */
 void gg_graph_pin_record(gg_graph *g, const gserver *s, const json_t *def);
+/* pins.c: whether an mcp node of g calls s. */
+bool gg_graph_server_called(const gg_graph *g, const gserver *s);
+/* pins.c: a stored version compiled from its pins (o->pinned): each mcp node calling a tool
+ * that its server's `on_change: quarantine` withholds now gets gnode.withheld; the pins of
+ * such servers go into g->pins (an approval recompiles the graph). */
+void gg_graph_pin_nodes(gg_graph *g, const gg_graph_options *o);
 void gg_graph_suspicious_check(const gserver *s, const json_t *def, gg_graph_diags *d, const char *file, int line, int col);
 /* pins.c: the catalog the graph serves of s under its on_change policy, from the listed or
  * stored catalog cat (borrowed) and the version's pins (borrowed; NULL = none): a new

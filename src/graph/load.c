@@ -4,6 +4,7 @@
  * (entry/exit, targets, reachability). Every problem is reported, not just the first. */
 #include "graph/internal.h"
 
+#include <stdatomic.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -1765,6 +1766,7 @@ static void load_top(lctx *c, const ynode *root) {
     if (!load_tools(c, root, tools, proxy != NULL)) return;
     gproxy_sink sink = {add_proxy_tool, c};
     gg_graph_proxy_load(g, proxy, c->file, c->opts, c->d, MAX_TOOLS - g->ntools, &sink);
+    gg_graph_pin_nodes(g, c->opts); /* quarantined tools its mcp nodes call fail there */
     load_extras(c, root);
     c->tool = NULL;
     for (size_t i = 0; i < g->nservers; i++) { /* servers nobody calls are probably a typo */
@@ -1843,6 +1845,7 @@ void gg_graph_free_internal(gg_graph *g) {
     json_decref(g->proxied);
     json_decref(g->pins);
     json_decref(g->withheld);
+    json_decref(g->px_extras);
     jsonata_env_free(g->env);
     free(g->name);
     free(g->title);
@@ -1928,13 +1931,13 @@ gg_graph *gg_graph_load_file(const char *path, const gg_graph_options *opts, gg_
 
 /* Another holder of the immutable graph (runs, providers). */
 gg_graph *gg_graph_ref(gg_graph *g) {
-    if (g) __atomic_add_fetch(&g->refcount, 1, __ATOMIC_RELAXED);
+    if (g) atomic_fetch_add_explicit(&g->refcount, 1, memory_order_relaxed);
     return g;
 }
 
 /* The last unref frees the graph and stops its downstream clients (may block ~1 s). */
 void gg_graph_unref(gg_graph *g) {
-    if (g && __atomic_sub_fetch(&g->refcount, 1, __ATOMIC_ACQ_REL) == 0) gg_graph_free_internal(g);
+    if (g && atomic_fetch_sub_explicit(&g->refcount, 1, memory_order_acq_rel) == 1) gg_graph_free_internal(g);
 }
 
 /* serverInfo for initialize: {name, title (defaults to name), version}. */

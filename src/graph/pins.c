@@ -171,3 +171,42 @@ json_t *gg_graph_pin_apply(const gserver *s, json_t *cat, json_t *pins, json_t *
 bool gg_graph_tool_withheld(const gg_graph *g, const char *name) {
     return g->withheld && name && json_object_get(g->withheld, name) != NULL;
 }
+
+/* ---- mcp nodes ------------------------------------------------------------------------- */
+
+bool gg_graph_server_called(const gg_graph *g, const gserver *s) {
+    for (size_t t = 0; t < g->ntools; t++)
+        for (size_t n = 0; n < g->tools[t].nnodes; n++)
+            if (g->tools[t].nodes[n].type == GN_MCP && g->tools[t].nodes[n].server == s) return true;
+    return false;
+}
+
+/* Flag the mcp nodes of g calling s's tools that held names (borrowed, may be NULL). */
+static void withhold_nodes(gg_graph *g, const gserver *s, json_t *held) {
+    for (size_t t = 0; held && t < g->ntools; t++)
+        for (size_t n = 0; n < g->tools[t].nnodes; n++) {
+            gnode *nd = &g->tools[t].nodes[n];
+            if (nd->type == GN_MCP && nd->server == s && nd->tool && json_object_get(held, nd->tool)) nd->withheld = true;
+        }
+}
+
+void gg_graph_pin_nodes(gg_graph *g, const gg_graph_options *o) {
+    if (!o || !o->pinned) return;
+    for (size_t i = 0; i < g->nservers; i++) {
+        gserver *s = &g->servers[i];
+        if (s->target_graph || s->on_change != GG_ON_CHANGE_QUARANTINE || !gg_graph_server_called(g, s)) continue;
+        char id[GG_GRAPH_IDENTITY_MAX];
+        gg_graph_server_identity(s, id);
+        json_t *pins = o->pinned(o->pinned_user, s->name, id);
+        /* no catalog known (never listed, none stored): nothing seen to differ from the pins */
+        json_t *cat = pins && o->catalog ? o->catalog(o->catalog_user, s->name, id) : NULL, *held = NULL;
+        if (json_is_array(cat)) json_decref(gg_graph_pin_apply(s, cat, pins, &held));
+        withhold_nodes(g, s, held);
+        const char *name;
+        json_t *def;
+        json_object_foreach(pins, name, def) gg_graph_pin_record(g, s, def);
+        json_decref(held);
+        json_decref(cat);
+        json_decref(pins);
+    }
+}

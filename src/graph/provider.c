@@ -530,6 +530,13 @@ static json_t *p_complete(mcp_provider *p, const char *ref_type, const char *ref
     return NULL;
 }
 
+/* Proxied resources and prompts (proxy_extras.c): answered by the entry's downstream. */
+static int p_forwards(mcp_provider *p) { return gg_graph_forwards(((gprov *)p->impl)->g); }
+static void p_forward(mcp_provider *p, const char *method, json_t *params, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
+                      void *user) {
+    gg_graph_forward(((gprov *)p->impl)->g, method, params, ctx, done, user);
+}
+
 static void p_destroy(mcp_provider *p) {
     gprov *gp = p->impl;
     gg_graph_unref(gp->g);
@@ -563,6 +570,8 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
     p->cache_hint = p_cache_hint;
     p->tool_client_needs = p_tool_client_needs;
     p->tool_withheld = p_tool_withheld;
+    p->forwards = p_forwards;
+    p->forward = p_forward;
     p->refcount = 1;
     p->impl = gp;
     return p;

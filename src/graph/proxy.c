@@ -425,7 +425,7 @@ static const ynode *hook(pctx *c, const ynode *m, const char *key) {
 }
 
 static void load_entry(pctx *c, const ynode *m, json_t *seen) {
-    static const char *const keys[] = {"server", "tools", "prefix", "pre", "post", NULL};
+    static const char *const keys[] = {"server", "tools", "prefix", "pre", "post", "resources", "prompts", "uri_prefix", NULL};
     if (m->kind != YN_MAP) {
         PERR(c, m, "invalid_type", "a proxy entry must be a mapping {server, tools, pre?, post?}");
         return;
@@ -435,8 +435,9 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
     pe.server = text_of(pe.server_at);
     pe.prefix = text_of(gg_yaml_get(m, "prefix"));
     const ynode *tools = gg_yaml_get(m, "tools");
-    if (!pe.server || !tools) {
-        PERR(c, m, "missing_key", "a proxy entry needs 'server' and 'tools' (all, or a list)");
+    bool extras = gg_yaml_get(m, "resources") || gg_yaml_get(m, "prompts");
+    if (!pe.server || (!tools && !extras)) {
+        PERR(c, m, "missing_key", "a proxy entry needs 'server' and 'tools' (all, or a list), 'resources' or 'prompts'");
         return;
     }
     if ((gg_yaml_get(m, "pre") && !pe.pre) || (gg_yaml_get(m, "post") && !pe.post)) return;
@@ -449,6 +450,14 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
         if (c->g->servers[i].name && !strcmp(c->g->servers[i].name, pe.server)) s = &c->g->servers[i];
     if (!s || s->target_graph) {
         PERR(c, pe.server_at, "unknown_server", "server '%s' is not a downstream MCP server defined in mcpServers", pe.server);
+        return;
+    }
+    gg_graph_proxy_extras_load(c->g, m, pe.server, pe.prefix, c->file, c->d); /* resources, prompts */
+    if (!tools && (pe.pre || pe.post))
+        PERR(c, pe.pre ? gg_yaml_get(m, "pre") : gg_yaml_get(m, "post"), "invalid_type",
+             "pre and post hooks apply to proxied tools: this entry has no 'tools'");
+    if (!tools) { /* resources and prompts only: answered live, nothing to compile */
+        json_array_append_new(c->g->proxied, json_string(pe.server));
         return;
     }
     bool all = tools->kind == YN_SCALAR && !strcmp(tools->str, "all");
@@ -506,7 +515,9 @@ bool gg_graph_proxies(const gg_graph *g, const char *server) {
 
 bool gg_graph_proxies_identity(const gg_graph *g, const char *identity) {
     for (size_t i = 0; i < g->nservers; i++) {
-        if (g->servers[i].target_graph || !gg_graph_proxies(g, g->servers[i].name)) continue;
+        const gserver *s = &g->servers[i]; /* a quarantined server's mcp nodes follow its catalog too */
+        bool follows = gg_graph_proxies(g, s->name) || (s->on_change == GG_ON_CHANGE_QUARANTINE && gg_graph_server_called(g, s));
+        if (s->target_graph || !follows) continue;
         char id[GG_GRAPH_IDENTITY_MAX];
         gg_graph_server_identity(&g->servers[i], id);
         if (!strcmp(id, identity)) return true;

@@ -7,6 +7,7 @@
  * can never cross. */
 #include "http/internal.h"
 
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,14 @@ void gg_http_async_free(gg_http_async *a) {
     free(a);
 }
 
-/* Copy s into a fixed field (truncating). */
+void gg_http_async_unlink(gg_http_async *a) {
+    gg_http_server *srv = a->req->srv;
+    if (a->prev) a->prev->next = a->next;
+    else if (srv->alist == a) srv->alist = a->next;
+    if (a->next) a->next->prev = a->prev;
+    a->prev = a->next = NULL;
+}
+
 /* Content reader for streamed (SSE) bodies: drain the queue, or park the connection until
  * the owner writes more or finishes. */
 ssize_t gg_http_stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -78,29 +86,36 @@ static enum MHD_Result kv_copy(void *cls, enum MHD_ValueKind kind, const char *k
     return MHD_YES;
 }
 
-/* Defer the response; see http.h. */
-gg_http_async *gg_http_defer(gg_http_req *req) {
-    gg_http_server *srv = req->srv;
-    if (req->async || atomic_load(&srv->abandoning)) return NULL;
-    /* The owner may read headers after the connection is gone: copy headers and query
-     * arguments now, into one allocation (measured first). */
+/* Copy the request's headers and query arguments into req->kv (one allocation). */
+static bool snapshot(gg_http_req *req) {
     kv_fill f = {0, 0, NULL, NULL, 0};
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, kv_measure, &f);
     MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, kv_measure, &f);
     size_t slots = f.count ? f.count : 1; /* never NULL: NULL means "not snapshotted" */
     char *block = malloc(slots * sizeof(gg_http_kv) + f.bytes);
-    gg_http_async *a = calloc(1, sizeof *a);
-    if (!block || !a) {
-        free(block);
-        free(a);
-        return NULL;
-    }
+    if (!block) return false;
     f.kv = (gg_http_kv *)(void *)block;
     f.strings = block + slots * sizeof(gg_http_kv);
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, kv_copy, &f);
     MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, kv_copy, &f);
     req->kv = f.kv;
     req->nkv = f.n;
+    return true;
+}
+
+/* Defer the response; see http.h. */
+gg_http_async *gg_http_defer(gg_http_req *req) {
+    gg_http_server *srv = req->srv;
+    if (req->async || atomic_load(&srv->abandoning)) return NULL;
+    /* The owner may read headers after the connection is gone: copy headers and query
+     * arguments now, into one allocation (measured first); a request deferred again after
+     * gg_http_async_redispatch keeps its first copy. */
+    gg_http_async *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    if (!req->kv && !snapshot(req)) {
+        free(a);
+        return NULL;
+    }
     a->req = req;
     a->refs = 2;
     a->conn = CONN_IN_HANDLER;
@@ -123,7 +138,7 @@ gg_http_req *gg_http_async_req(gg_http_async *a) { return a->req; }
 gg_http_res *gg_http_async_res(gg_http_async *a) { return &a->res; }
 
 bool gg_http_async_abandoned(const gg_http_async *a) {
-    return __atomic_load_n(&a->abandoned, __ATOMIC_RELAXED);
+    return atomic_load_explicit(&a->abandoned, memory_order_relaxed);
 }
 
 /* Let the connection proceed (caller holds alock). */
@@ -210,6 +225,26 @@ bool gg_http_sse_event(gg_http_async *a, const char *event, const char *id, cons
     return ok;
 }
 
+bool gg_http_deferred(const gg_http_req *req) { return req->async != NULL; }
+
+/* Run the handler again; see http.h. Like a completion for the owner; the connection's
+ * thread does the rest (request.c: respond_async). */
+void gg_http_async_redispatch(gg_http_async *a) {
+    if (!a) return;
+    gg_http_server *srv = a->req->srv;
+    pthread_mutex_lock(&srv->alock);
+    if (a->owner_done || a->streaming) { /* a caller bug; keep it harmless */
+        pthread_mutex_unlock(&srv->alock);
+        return;
+    }
+    a->redispatch = true;
+    a->owner_done = true;
+    gg_http_async_let_go(a);
+    bool last = --a->refs == 0;
+    pthread_mutex_unlock(&srv->alock);
+    if (last) gg_http_async_free(a);
+}
+
 /* Finish a deferred request; see http.h. */
 void gg_http_async_complete(gg_http_async *a) {
     if (!a) return;
@@ -260,7 +295,7 @@ void gg_http_find_gone_clients(void *user) {
         for (size_t i = 0; i < k; i++) {
             if (!(fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
             gg_http_async *a = who[i];
-            __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+            atomic_store_explicit(&a->abandoned, true, memory_order_relaxed);
             a->client_gone = true;
             if (a->streaming) {
                 a->reader_waiting = false;

@@ -179,8 +179,21 @@ char *gg_http_error_body(const char *code, const char *message);
  * must still be completed exactly once to release it.
  * ---------------------------------------------------------------------------------------- */
 
-/* Call from the handler only; at most once per request. */
+/* Call from the handler only; at most once per dispatch of a request. */
 gg_http_async *gg_http_defer(gg_http_req *req);
+/* Whether the handler running now deferred its request (for a handler whose helper may
+ * have deferred: it then returns GG_HTTP_DEFERRED). */
+bool gg_http_deferred(const gg_http_req *req);
+/* Instead of completing: run the request's route handler again from the start, on the
+ * connection's polling thread, once the connection is resumed (from any thread; a is
+ * released like by gg_http_async_complete, and nothing of a's response is sent). The
+ * request keeps its body, method, path, params and headers; the handler sees it as a new
+ * dispatch, answers or defers it again (gg_http_defer works anew). For an owner that waited
+ * for something the handler needs (e.g. a credential check done on a background thread)
+ * without holding the polling thread: that state must be where the handler's second run
+ * finds it, else it may defer forever. An abandoned request is not run again (503, or
+ * closed). Not after gg_http_async_stream. */
+void gg_http_async_redispatch(gg_http_async *a);
 /* The request this async belongs to (valid until completion). */
 gg_http_req *gg_http_async_req(gg_http_async *a);
 /* The response to fill before gg_http_async_complete (only the owner writes it). */

@@ -49,9 +49,10 @@ struct gg_http_async {
     bool owner_done;
     bool ready;                 /* the connection may proceed: result, stream or abandon */
     bool streaming;
-    bool abandoned;
+    _Atomic bool abandoned;
     bool reader_waiting;        /* the content reader suspended the connection */
     bool client_gone;           /* the client closed while suspended: close, answer nothing */
+    bool redispatch;            /* the owner asked for the route's handler to run again */
     gg_strbuf out;              /* queued stream bytes */
     size_t out_off;
     struct gg_http_async *prev, *next; /* server's list of live asyncs */
@@ -223,6 +224,8 @@ void gg_http_req_free(gg_http_req *req);                     /* NULL is fine */
 /* ---- async.c: deferred responses and streams ------------------------------------------- */
 
 void gg_http_async_free(gg_http_async *a); /* its request too */
+/* alock held: take a off the server's list of live asyncs */
+void gg_http_async_unlink(gg_http_async *a);
 /* Let the connection proceed (caller holds alock). */
 void gg_http_async_wake(gg_http_async *a);
 /* alock held: the owner is done or gave up; let the connection go on (async.c) */

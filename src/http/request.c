@@ -3,6 +3,7 @@
  * counts and recycles the request. */
 #include "http/internal.h"
 
+#include <stdatomic.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
@@ -334,13 +335,36 @@ static bool refused_early(listener *L, gg_http_req *req, enum MHD_Result *out) {
     return false;
 }
 
-/* The connection may proceed with a deferred request: stream, result, or 503. */
+static enum MHD_Result dispatch(gg_http_req *req);
+
+/* gg_http_async_redispatch: the async is dropped (its owner let go, so this connection
+ * holds the last reference) and the request goes to its handler again, as if new; the
+ * request keeps its body and header snapshot. */
+static enum MHD_Result redispatch(gg_http_req *req) {
+    gg_http_async *a = req->async;
+    pthread_mutex_lock(&req->srv->alock);
+    gg_http_async_unlink(a);
+    req->async = NULL;
+    bool last = --a->refs == 0;
+    pthread_mutex_unlock(&req->srv->alock);
+    if (last) { /* always: the owner's reference went with its redispatch */
+        gg_http_res_clear(&a->res);
+        gg_strbuf_free(&a->out);
+        free(a);
+    }
+    gg_http_res_clear(&req->res);
+    return dispatch(req);
+}
+
+/* The connection may proceed with a deferred request: stream, result, 503, or the handler
+ * again. */
 static enum MHD_Result respond_async(gg_http_req *req) {
     gg_http_async *a = req->async;
     pthread_mutex_lock(&req->srv->alock);
-    bool streaming = a->streaming, abandoned = a->abandoned, gone = a->client_gone;
+    bool streaming = a->streaming, abandoned = a->abandoned, gone = a->client_gone, again = a->redispatch;
     pthread_mutex_unlock(&req->srv->alock);
     if (gone && !streaming) return MHD_NO; /* nobody to answer: close (logged as 499) */
+    if (again && !abandoned) return redispatch(req);
     if (streaming) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, gg_http_stream_reader, a, NULL);
         if (!r) return MHD_NO;
@@ -477,7 +501,7 @@ void gg_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls
     if (a) {
         pthread_mutex_lock(&srv->alock);
         a->conn = CONN_DONE;
-        if (!a->owner_done) __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+        if (!a->owner_done) atomic_store_explicit(&a->abandoned, true, memory_order_relaxed);
         if (a->prev) a->prev->next = a->next;
         else if (srv->alist == a) srv->alist = a->next;
         if (a->next) a->next->prev = a->prev;

@@ -3,6 +3,7 @@
  * in async.c, the access log in access_log.c, metrics and built-in routes in metrics.c. */
 #include "http/internal.h"
 
+#include <stdatomic.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -350,7 +351,7 @@ int gg_http_server_stop(gg_http_server *s, unsigned deadline_ms) {
     atomic_store(&s->abandoning, 1);
     for (gg_http_async *a = s->alist; a; a = a->next) {
         if (a->conn == CONN_DONE || a->owner_done) continue;
-        __atomic_store_n(&a->abandoned, true, __ATOMIC_RELAXED);
+        atomic_store_explicit(&a->abandoned, true, memory_order_relaxed);
         abandoned++;
         gg_http_async_let_go(a);
     }

@@ -562,6 +562,9 @@ double mcp_call_duration_ms(const mcp_call *c);
 /* A 2026-07-28 call of a task-supporting tool from a client that declared the tasks
  * extension: the transport answers with a task and runs it in the background. */
 bool mcp_call_as_task(const mcp_call *c);
+/* A request the provider answers through its downstream servers (provider.h forward): not a
+ * run of the graph, so not recorded as an execution. */
+bool mcp_call_forwarded(const mcp_call *c);
 /* The HTTP status of the call's answer when sent as plain JSON: a 2026-07-28 call refused by
  * its provider with a request error (-32602, -32021) is a 400, as the same refusal before
  * the call ran; everything else 200. */

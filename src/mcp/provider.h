@@ -131,7 +131,7 @@ struct mcp_provider {
     json_t *(*call_tool)(mcp_provider *p, const char *name, json_t *arguments,
                          const mcp_call_ctx *ctx, gg_error *err);
     void (*destroy)(mcp_provider *p);
-    int refcount; /* atomic; see mcp_provider_ref/unref */
+    _Atomic int refcount; /* see mcp_provider_ref/unref */
     void *impl;
     /* Optional: true when the tool never waits on I/O (it only computes), so it may run
      * with a budget on the HTTP thread instead of a worker. NULL = never. */
@@ -169,14 +169,28 @@ struct mcp_provider {
      * downstream definition changed under on_change: quarantine); a tools/call for it is
      * answered with err's code in the error's data instead of "unknown tool". */
     bool (*tool_withheld)(mcp_provider *p, const char *name, gg_error *err);
+    /* Optional (NULL = none): requests the provider answers by asking its downstream servers
+     * (a graph's proxied resources and prompts, src/graph/proxy_extras.c). forwards returns
+     * the MCP_FORWARD_* kinds: their capabilities are advertised, their list methods
+     * (resources/list, resources/templates/list, prompts/list) always go to forward, and so do
+     * a resources/read, prompts/get or completion/complete the provider's own lookup and
+     * complete do not know. forward ends with done exactly once (any thread) with the
+     * JSON-RPC result (new reference given) or NULL + err ("invalid_params" → -32602,
+     * "not_found" of resources/read → -32002, else -32603 with err's message); params is
+     * borrowed until then. */
+    int (*forwards)(mcp_provider *p);
+    void (*forward)(mcp_provider *p, const char *method, json_t *params, const mcp_call_ctx *ctx,
+                    mcp_provider_done_fn done, void *user);
 };
+#define MCP_FORWARD_RESOURCES 1
+#define MCP_FORWARD_PROMPTS 2
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {
-    if (p) __atomic_add_fetch(&p->refcount, 1, __ATOMIC_RELAXED);
+    if (p) atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
     return p;
 }
 static inline void mcp_provider_unref(mcp_provider *p) {
-    if (p && __atomic_sub_fetch(&p->refcount, 1, __ATOMIC_ACQ_REL) == 0 && p->destroy) p->destroy(p);
+    if (p && atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) == 1 && p->destroy) p->destroy(p);
 }
 
 #endif

@@ -10,6 +10,7 @@
  * Kept stateless per request (everything a request needs arrives in mcp_request_ctx) so the
  * sessionless 2026-07-28 revision can reuse dispatch with the version taken from _meta.
  */
+#include <stdatomic.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -187,9 +188,9 @@ typedef struct tool {
     json_t *def;
     mcp_schema *input, *output;
     bool pure;        /* the provider says it only computes: may run inline with a budget */
-    long long inline_off_until; /* monotonic ms; atomic: after a run outgrew the budget,
+    _Atomic long long inline_off_until; /* monotonic ms: after a run outgrew the budget,
                                    calls go straight to a worker for a while */
-    int inline_misses;          /* atomic: consecutive inline runs that outgrew it */
+    _Atomic int inline_misses;  /* consecutive inline runs that outgrew it */
     int needs;                  /* MCP_CLIENT_CAPS_* its nodes ask of the client */
     int task_support;           /* 0 forbidden, 1 optional, 2 required (def execution.taskSupport) */
     bool task_after_input;      /* a task only from the round answering its input (_meta io.graphgate/taskStart) */
@@ -204,13 +205,14 @@ enum { L_TOOLS, L_RESOURCES, L_TEMPLATES, L_PROMPTS, L_COUNT };
 static const char *const list_keys[L_COUNT] = {"tools", "resources", "resourceTemplates", "prompts"};
 
 struct mcp_server {
-    int refcount;
+    _Atomic int refcount;
     mcp_provider *provider;
     tool *tools;
     size_t ntools;
     pagelist lists[L_COUNT];
     size_t counts[L_COUNT]; /* items listed: a capability is advertised only when non-zero */
     bool completions;       /* some prompt or template exists: completion/complete may suggest */
+    int fwd;                /* MCP_FORWARD_* the provider answers through its downstream servers */
 };
 
 static void server_free(mcp_server *s) {
@@ -334,6 +336,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         if (!ok) goto oom;
     }
     s->completions = s->counts[L_TEMPLATES] || s->counts[L_PROMPTS];
+    s->fwd = provider->forwards && provider->forward ? provider->forwards(provider) : 0;
     return s;
 oom:
     gg_error_set(err, "oom", "out of memory");
@@ -345,25 +348,27 @@ fail:
 
 /* Take a reference (calls in flight hold one). */
 mcp_server *mcp_server_ref(mcp_server *s) {
-    if (s) __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+    if (s) atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
     return s;
 }
 
 /* Drop a reference; the last one frees the server and its provider reference. */
 void mcp_server_unref(mcp_server *s) {
-    if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) server_free(s);
+    if (s && atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) server_free(s);
 }
 
 /* Another reference than the caller's exists; see mcp.h. */
-bool mcp_server_shared(const mcp_server *s) { return __atomic_load_n(&s->refcount, __ATOMIC_ACQUIRE) > 1; }
+bool mcp_server_shared(const mcp_server *s) { return atomic_load_explicit(&s->refcount, memory_order_acquire) > 1; }
 
 /* The provider served (borrowed). */
 mcp_provider *mcp_server_provider(const mcp_server *s) { return s->provider; }
 /* Number of tools listed. */
 size_t mcp_server_tool_count(const mcp_server *s) { return s->ntools; }
 /* Whether initialize advertises resources (fixed or templates) / prompts. */
-bool mcp_server_has_resources(const mcp_server *s) { return s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]; }
-bool mcp_server_has_prompts(const mcp_server *s) { return s->counts[L_PROMPTS] != 0; }
+bool mcp_server_has_resources(const mcp_server *s) {
+    return s->counts[L_RESOURCES] || s->counts[L_TEMPLATES] || (s->fwd & MCP_FORWARD_RESOURCES);
+}
+bool mcp_server_has_prompts(const mcp_server *s) { return s->counts[L_PROMPTS] || (s->fwd & MCP_FORWARD_PROMPTS); }
 
 /* Whether resources/read of uri finds something (a fixed URI or a template match). */
 bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
@@ -398,7 +403,9 @@ static const tool *find_tool(const mcp_server *s, const char *name) {
 
 /* ------------------------------------------------------------------ calls */
 
-typedef enum { CALL_TOOL, CALL_RESOURCE, CALL_PROMPT } call_kind;
+/* CALL_FORWARD: a request the provider answers through its downstream servers (run = the
+ * method, args = its params). */
+typedef enum { CALL_TOOL, CALL_RESOURCE, CALL_PROMPT, CALL_FORWARD } call_kind;
 
 struct mcp_call {
     mcp_server *srv;
@@ -496,6 +503,7 @@ const char *mcp_call_status(const mcp_call *c) { return c->status; }
 json_t *mcp_call_result(const mcp_call *c) { return c->result; }
 const char *mcp_call_error(const mcp_call *c) { return c->error; }
 bool mcp_call_as_task(const mcp_call *c) { return c->as_task; }
+bool mcp_call_forwarded(const mcp_call *c) { return c->kind == CALL_FORWARD; }
 int mcp_call_http_status(const mcp_call *c, const char *body) {
     return c->modern && c->status && !strcmp(c->status, "failed") && !c->result ? mcp_modern_status(body) : 200;
 }
@@ -697,6 +705,27 @@ static char *finish_item(mcp_call *c, json_t *res, gg_error *err) {
     return mcp_jsonrpc_result(c->id, shaped);
 }
 
+/* A forwarded request's answer (res consumed): the provider's result as it is, or its
+ * error as the JSON-RPC error its code maps to. */
+static char *finish_forward(mcp_call *c, json_t *res, gg_error *err) {
+    if (res && json_is_object(res)) {
+        c->status = "ok";
+        c->result = res;
+        return mcp_jsonrpc_result(c->id, res);
+    }
+    json_decref(res);
+    const char *msg = err->message ? err->message : "the downstream server did not answer";
+    set_error(c, "failed", msg);
+    if (!strcmp(c->run, "resources/read") && !strcmp(err->code, "not_found")) {
+        json_t *data = json_pack("{s:O}", "uri", json_object_get(c->args, "uri") ? json_object_get(c->args, "uri") : json_null());
+        char *out = mcp_jsonrpc_error(c->id, MCP_RESOURCE_NOT_FOUND, msg, data);
+        json_decref(data);
+        return out;
+    }
+    return mcp_jsonrpc_error(c->id, gg_error_rpc_code(err) == MCP_INVALID_PARAMS ? MCP_INVALID_PARAMS : MCP_INTERNAL_ERROR, msg,
+                             NULL);
+}
+
 /* Run the tool on the calling (worker) thread; returns the serialized response. */
 char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, const char *tenant) {
     mcp_sink sink = {c->progress_token ? sink_progress : NULL,
@@ -704,6 +733,8 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     mcp_call_ctx ctx = call_ctx(c, &sink, request_id, key_id, tenant, 0);
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
+    if (c->kind == CALL_FORWARD) /* only asynchronous: the provider waits on its downstream */
+        return mcp_call_refuse(c, MCP_INTERNAL_ERROR, "Internal error: a forwarded request runs only asynchronously");
     double t0 = gg_now_ms();
     json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
@@ -725,7 +756,7 @@ static void call_async_done(void *user, json_t *res, gg_error *err) {
  * cancel flag; the session table routes the answer. Exactly one of them finishes it. */
 typedef struct creq {
     mcp_pending p; /* first: the loop's view */
-    int claimed;   /* atomic: 1 once answered, expired or cancelled */
+    _Atomic int claimed; /* 1 once answered, expired or cancelled */
     mcp_sessions *sessions;
     mcp_session sess;
     char id[48];
@@ -733,7 +764,7 @@ typedef struct creq {
 
 static bool creq_claim(creq *q) {
     int zero = 0;
-    return __atomic_compare_exchange_n(&q->claimed, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return atomic_compare_exchange_strong_explicit(&q->claimed, &zero, 1, memory_order_acq_rel, memory_order_acquire);
 }
 static void creq_destroy(mcp_pending *p) { free(p); }
 static void creq_release(void *u) { mcp_pending_unref(&((creq *)u)->p); }
@@ -957,6 +988,10 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->done_user = how->user;
     mcp_provider *p = c->srv->provider;
     c->t0 = gg_now_ms();
+    if (c->kind == CALL_FORWARD) {
+        p->forward(p, c->run, c->args, &c->ctx, call_async_done, c);
+        return;
+    }
     if (p->call_tool_async) {
         p->call_tool_async(p, mcp_call_tool(c), c->args, &c->ctx, call_async_done, c);
         return;
@@ -985,6 +1020,8 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     } else if (!res && c->missing_caps && !strcmp(err.code, "missing_capability")) {
         set_error(c, "failed", err.message);
         out = missing_capability_error(c->id, err.message ? err.message : "Missing required client capability", c->missing_caps);
+    } else if (c->kind == CALL_FORWARD) {
+        out = finish_forward(c, res, &err);
     } else if (!res && gg_error_rpc_code(&err) == MCP_INVALID_PARAMS) { /* unknown_tool, invalid_params, ... */
         set_error(c, "failed", err.message);
         out = mcp_jsonrpc_error(c->id, MCP_INVALID_PARAMS, err.message ? err.message : "Invalid params", NULL);
@@ -1002,7 +1039,8 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     }
     gg_error_clear(&err);
     if (c->modern)
-        out = mcp_modern_shape(c->srv, c->kind == CALL_TOOL ? "tools/call" : c->kind == CALL_RESOURCE ? "resources/read" : "prompts/get", out);
+        out = mcp_modern_shape(c->srv, c->kind == CALL_TOOL ? "tools/call" : c->kind == CALL_RESOURCE ? "resources/read"
+                                       : c->kind == CALL_FORWARD ? c->run : "prompts/get", out);
     return out;
 }
 
@@ -1026,7 +1064,7 @@ bool mcp_call_may_wait(const mcp_call *c) { return !c->tool || !c->tool->pure; }
  * outgrown the budget recently. */
 bool mcp_call_can_inline(const mcp_call *c) {
     if (!c->tool || !c->tool->pure || c->progress_token || c->level != MCP_LOG_OFF) return false;
-    long long off = __atomic_load_n(&c->tool->inline_off_until, __ATOMIC_RELAXED);
+    long long off = atomic_load_explicit(&c->tool->inline_off_until, memory_order_relaxed);
     return off == 0 || (long long)gg_now_ms() >= off;
 }
 
@@ -1047,14 +1085,14 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
         gg_strbuf_reset(&c->history_text);
         gg_strbuf_putc(&c->history_text, '[');
         tool *t = (tool *)c->tool; /* only its atomic counters change */
-        int misses = __atomic_add_fetch(&t->inline_misses, 1, __ATOMIC_RELAXED);
+        int misses = (atomic_fetch_add_explicit(&t->inline_misses, 1, memory_order_relaxed) + 1);
         long long backoff = inline_backoff_ms(misses);
-        if (backoff) __atomic_store_n(&t->inline_off_until, (long long)gg_now_ms() + backoff, __ATOMIC_RELAXED);
+        if (backoff) atomic_store_explicit(&t->inline_off_until, (long long)gg_now_ms() + backoff, memory_order_relaxed);
         *over = true;
         return NULL;
     }
-    if (__atomic_load_n(&c->tool->inline_misses, __ATOMIC_RELAXED))
-        __atomic_store_n(&((tool *)c->tool)->inline_misses, 0, __ATOMIC_RELAXED);
+    if (atomic_load_explicit(&c->tool->inline_misses, memory_order_relaxed))
+        atomic_store_explicit(&((tool *)c->tool)->inline_misses, 0, memory_order_relaxed);
     c->duration_ms = gg_now_ms() - t0;
     return finish_call(c, res, &err);
 }
@@ -1080,10 +1118,12 @@ static void respond_error(mcp_outcome *out, json_t *id, int code, const char *ms
  * provider has them. */
 static json_t *server_caps(const mcp_server *s) {
     json_t *caps = json_pack("{s:{s:b},s:{}}", "tools", "listChanged", 1, "logging");
-    if (caps && (s->counts[L_RESOURCES] || s->counts[L_TEMPLATES]))
-        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", 1, "listChanged", 1));
-    if (caps && s->counts[L_PROMPTS]) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
-    if (caps && s->completions) json_object_set_new(caps, "completions", json_object());
+    /* subscriptions are served for the graph's own resources only (not relayed downstream) */
+    bool own = s->counts[L_RESOURCES] || s->counts[L_TEMPLATES];
+    if (caps && mcp_server_has_resources(s))
+        json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", own, "listChanged", 1));
+    if (caps && mcp_server_has_prompts(s)) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
+    if (caps && (s->completions || s->fwd)) json_object_set_new(caps, "completions", json_object());
     return caps;
 }
 
@@ -1286,6 +1326,26 @@ static void do_set_level(const mcp_message *m, mcp_outcome *out) {
     respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
 }
 
+/* A request the provider answers through its downstream servers: a call the transport runs
+ * like a tools/call (unrecorded: mcp_call_forwarded). */
+static void do_forward(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
+    mcp_call *c = calloc(1, sizeof *c);
+    if (!c || !(c->run = strdup(m->method)) || !(c->args = m->params ? json_deep_copy(m->params) : json_object())) {
+        if (c) free(c->run);
+        free(c);
+        respond_error(out, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+        return;
+    }
+    c->srv = mcp_server_ref(s);
+    c->kind = CALL_FORWARD;
+    c->id = json_incref(m->id);
+    c->level = MCP_LOG_OFF;
+    c->history = json_array();
+    c->status = "running";
+    out->kind = MCP_OUT_CALL;
+    out->call = c;
+}
+
 static void do_complete(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     json_t *ref = json_object_get(m->params, "ref"), *arg = json_object_get(m->params, "argument");
     const char *type = json_string_value(json_object_get(ref, "type"));
@@ -1301,6 +1361,10 @@ static void do_complete(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     }
     mcp_provider *p = s->provider;
     json_t *vals = p->complete ? p->complete(p, type, target, name, value) : NULL;
+    if (!vals && s->fwd) { /* not one of the graph's own: maybe a proxied prompt's or template's */
+        do_forward(s, m, out);
+        return;
+    }
     size_t total = json_array_size(vals);
     while (json_array_size(vals) > 100) json_array_remove(vals, json_array_size(vals) - 1);
     json_t *res = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", vals ? vals : json_array(), "total",
@@ -1327,6 +1391,10 @@ static void do_get(mcp_server *s, const mcp_message *m, const mcp_request_ctx *r
     char *run = NULL;
     json_t *item = p->lookup ? p->lookup(p, kind == CALL_RESOURCE ? "resource" : "prompt", key, args, &value, &run, &run_args) : NULL;
     char msg[400];
+    if (!item && (s->fwd & (kind == CALL_RESOURCE ? MCP_FORWARD_RESOURCES : MCP_FORWARD_PROMPTS))) {
+        do_forward(s, m, out); /* not the graph's own: a proxied one, or the downstream says so */
+        return;
+    }
     if (!item) {
         snprintf(msg, sizeof msg, "Unknown prompt: %.300s", key);
         if (kind == CALL_RESOURCE) resource_not_found(out, m->id, key);
@@ -1416,12 +1484,15 @@ static void do_extras(mcp_server *s, const mcp_message *m, const mcp_request_ctx
     const char *uri = json_string_value(json_object_get(m->params, "uri"));
     const char *name = json_string_value(json_object_get(m->params, "name"));
     char why[300];
-    bool resources = s->counts[L_RESOURCES] || s->counts[L_TEMPLATES];
-    if (!(meth[0] == 'r' ? resources : s->counts[L_PROMPTS])) { /* not advertised: not there */
+    bool resources = mcp_server_has_resources(s);
+    bool fwd_list = (s->fwd & (meth[0] == 'r' ? MCP_FORWARD_RESOURCES : MCP_FORWARD_PROMPTS)) &&
+                    (!strcmp(meth, "resources/list") || !strcmp(meth, "resources/templates/list") || !strcmp(meth, "prompts/list"));
+    if (!(meth[0] == 'r' ? resources : mcp_server_has_prompts(s))) { /* not advertised: not there */
         snprintf(why, sizeof why, "Method not found: %.150s (the graph declares no %s)", meth,
                  meth[0] == 'r' ? "resources" : "prompts");
         respond_error(out, m->id, MCP_METHOD_NOT_FOUND, why);
-    } else if (!strcmp(meth, "resources/list")) do_list(s, L_RESOURCES, m, out);
+    } else if (fwd_list) do_forward(s, m, out); /* the graph's own items come first in its answer */
+    else if (!strcmp(meth, "resources/list")) do_list(s, L_RESOURCES, m, out);
     else if (!strcmp(meth, "resources/templates/list")) do_list(s, L_TEMPLATES, m, out);
     else if (!strcmp(meth, "prompts/list")) do_list(s, L_PROMPTS, m, out);
     else if (!strcmp(meth, "prompts/get") && !name) respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: prompts/get needs a name");

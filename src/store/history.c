@@ -20,6 +20,7 @@
  *   checks could catch. Retention turns them back on for its deletes. */
 #include "store/store_internal.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdint.h>
@@ -96,9 +97,9 @@ struct gg_history {
     size_t queued;
     size_t waiters;               /* queued items with a committed callback */
     unsigned long long enqueued_seq, written_seq;
-    unsigned long long backlog;   /* atomic: written under lock, read without (gg_history_backlog) */
-    unsigned long long backlog_bytes; /* atomic like backlog: queued and retried items' allocations */
-    int failing;                  /* atomic: the last write attempt failed */
+    _Atomic unsigned long long backlog; /* written under lock, read without (gg_history_backlog) */
+    _Atomic unsigned long long backlog_bytes; /* like backlog: queued and retried items' allocations */
+    _Atomic int failing;          /* the last write attempt failed */
     char fail_reason[256];        /* why, while failing */
     bool stopping, flush_wanted;
     unsigned long long retention_req, retention_done; /* requests / completed passes */
@@ -554,8 +555,8 @@ static void give_up(gg_history *h, batch *retry) {
     h->queued = 0;
     h->waiters = 0;
     h->stats.lost += lost;
-    __atomic_store_n(&h->backlog_bytes, 0, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&h->backlog, n, __ATOMIC_RELAXED);
+    atomic_store_explicit(&h->backlog_bytes, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&h->backlog, n, memory_order_relaxed);
     h->written_seq = h->enqueued_seq;
     h->gave_up = true;
     pthread_mutex_unlock(&h->lock);
@@ -578,10 +579,10 @@ static void after_write(gg_history *h, batch *b, bool ok, size_t rows, const gg_
         h->stats.batches++;
         h->stats.written += rows;
         h->written_seq = b->seq;
-        __atomic_sub_fetch(&h->backlog_bytes, b->bytes, __ATOMIC_RELAXED);
-        __atomic_sub_fetch(&h->backlog, b->n, __ATOMIC_RELAXED);
-        if (__atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&h->failing, 0, __ATOMIC_RELAXED);
+        atomic_fetch_sub_explicit(&h->backlog_bytes, b->bytes, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&h->backlog, b->n, memory_order_relaxed);
+        if (atomic_load_explicit(&h->failing, memory_order_relaxed)) {
+            atomic_store_explicit(&h->failing, 0, memory_order_relaxed);
             char buf[32];
             snprintf(buf, sizeof buf, "%llu", (unsigned long long)h->queued);
             gg_log(GG_LOG_WARN, "history writer recovered: batches commit again", "queued", buf, NULL);
@@ -592,9 +593,9 @@ static void after_write(gg_history *h, batch *b, bool ok, size_t rows, const gg_
     }
     h->stats.write_errors++;
     if (!retry->items) h->stats.failed_batches++;
-    bool was_failing = __atomic_load_n(&h->failing, __ATOMIC_RELAXED);
+    bool was_failing = atomic_load_explicit(&h->failing, memory_order_relaxed);
     snprintf(h->fail_reason, sizeof h->fail_reason, "%s", err->message ? err->message : "database error");
-    __atomic_store_n(&h->failing, 1, __ATOMIC_RELAXED);
+    atomic_store_explicit(&h->failing, 1, memory_order_relaxed);
     if (!was_failing) {
         char buf[32];
         snprintf(buf, sizeof buf, "%llu", (unsigned long long)(b->n + h->queued));
@@ -638,7 +639,7 @@ static void *writer_main(void *arg) {
             release_waiters(b.items, ok);
             if (ok) free_items(h, b.items);
         }
-        if (!__atomic_load_n(&h->failing, __ATOMIC_RELAXED) && (retention || gg_now_ms() >= next_retention)) {
+        if (!atomic_load_explicit(&h->failing, memory_order_relaxed) && (retention || gg_now_ms() >= next_retention)) {
             run_retention(h);
             next_retention = gg_now_ms() + RETENTION_EVERY_MS;
         }
@@ -880,11 +881,11 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *jo
     }
     /* not while the writer is failing: the journal is the fast path of a healthy history,
      * not a second store (what it holds must reach SQLite within a batch or two) */
-    if ((it->committed || it->want_journal) && h->journal && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED) &&
+    if ((it->committed || it->want_journal) && h->journal && !atomic_load_explicit(&h->failing, memory_order_relaxed) &&
         (it->jno = journal_append(h, it)) != 0) {
         it->committed = NULL;
         *journaled = true;
-    } else if (it->committed && __atomic_load_n(&h->failing, __ATOMIC_RELAXED)) {
+    } else if (it->committed && atomic_load_explicit(&h->failing, memory_order_relaxed)) {
         it->committed = NULL;
         *refused_waiter = true;
     }
@@ -893,8 +894,8 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *jo
     h->tail = it;
     h->queued++;
     h->enqueued_seq++;
-    __atomic_add_fetch(&h->backlog_bytes, it->bytes, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&h->backlog, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&h->backlog_bytes, it->bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->backlog, 1, memory_order_relaxed);
     if (it->is_row) h->stats.submitted++;
     /* Wake the writer for the first item (it then waits flush_ms for the rest) and for
      * the first waiter (its window is shorter). */
@@ -971,7 +972,7 @@ bool gg_history_submit_journaled(gg_history *h, gg_exec_record *r) {
 }
 
 bool gg_history_journaling(gg_history *h) {
-    return h && h->journal && gg_history_journal_usable(h->journal) && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED);
+    return h && h->journal && gg_history_journal_usable(h->journal) && !atomic_load_explicit(&h->failing, memory_order_relaxed);
 }
 
 bool gg_history_submit(gg_history *h, gg_exec_record *r) { return gg_history_submit_then(h, r, NULL, NULL); }
@@ -988,18 +989,18 @@ void gg_history_touch_key(gg_history *h, const char *key_id, long long when_ms) 
 }
 
 unsigned long long gg_history_backlog(gg_history *h) {
-    return h ? __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) : 0;
+    return h ? atomic_load_explicit(&h->backlog, memory_order_relaxed) : 0;
 }
 
 bool gg_history_has_room(gg_history *h) {
     if (!h) return true;
     /* a margin of 1 MiB: a record is at most a few payloads of max_payload_bytes */
-    return __atomic_load_n(&h->backlog, __ATOMIC_RELAXED) < h->opt.queue_max &&
-           __atomic_load_n(&h->backlog_bytes, __ATOMIC_RELAXED) + (1u << 20) < h->opt.backlog_max_bytes;
+    return atomic_load_explicit(&h->backlog, memory_order_relaxed) < h->opt.queue_max &&
+           atomic_load_explicit(&h->backlog_bytes, memory_order_relaxed) + (1u << 20) < h->opt.backlog_max_bytes;
 }
 
 bool gg_history_healthy(gg_history *h, char *why, size_t why_size) {
-    if (!h || !__atomic_load_n(&h->failing, __ATOMIC_RELAXED)) return true;
+    if (!h || !atomic_load_explicit(&h->failing, memory_order_relaxed)) return true;
     if (why && why_size) {
         pthread_mutex_lock(&h->lock);
         snprintf(why, why_size, "%s", h->fail_reason);
@@ -1014,7 +1015,7 @@ bool gg_history_flush(gg_history *h) {
     unsigned long long target = h->enqueued_seq;
     h->flush_wanted = true;
     pthread_cond_signal(&h->work);
-    while (h->written_seq < target && !__atomic_load_n(&h->failing, __ATOMIC_RELAXED))
+    while (h->written_seq < target && !atomic_load_explicit(&h->failing, memory_order_relaxed))
         pthread_cond_wait(&h->done, &h->lock);
     bool ok = h->written_seq >= target;
     pthread_mutex_unlock(&h->lock);
@@ -1035,9 +1036,9 @@ void gg_history_get_stats(gg_history *h, gg_history_stats *out) {
     if (!h) return;
     pthread_mutex_lock(&h->lock);
     *out = h->stats;
-    out->pending = __atomic_load_n(&h->backlog, __ATOMIC_RELAXED);
+    out->pending = atomic_load_explicit(&h->backlog, memory_order_relaxed);
     out->pending_bytes = h->backlog_bytes;
-    out->failing = __atomic_load_n(&h->failing, __ATOMIC_RELAXED) != 0;
+    out->failing = atomic_load_explicit(&h->failing, memory_order_relaxed) != 0;
     pthread_mutex_unlock(&h->lock);
 }
 

@@ -3,7 +3,10 @@
  * pinned definition is at most one row per (tenant, server identity, tool), pending or
  * rejected, bounded per tenant by the caller. Approving applies the change to every pin
  * of the tenant on that tool and bumps the pins generation (NOTIFY on PostgreSQL) in the
- * same transaction, so every replica recompiles the graphs it serves. */
+ * same transaction, and sets the tenant's own row "pins:<tenant>" of the generations table
+ * (no migration: such rows are created by their first write) to the new value, so every
+ * replica finds which tenants moved since the value it saw and recompiles only their
+ * graphs (gg_store_pins_tenants_since). */
 #include "store/store_internal.h"
 
 #include <stdlib.h>
@@ -41,6 +44,12 @@ static const char SQL_AP_ADDED[] =
     "INSERT INTO graph_pins(graph_id, version, identity, server, on_change, tool, definition, hash, whole)"
     " SELECT DISTINCT graph_id, version, identity, server, on_change, ?3, ?4, ?5, whole FROM graph_pins WHERE " TENANT_GRAPHS
     " AND identity = ?2 AND on_change <> 'follow' AND whole = 1 ON CONFLICT DO NOTHING";
+
+static const char SQL_TENANT_GEN[] =
+    "INSERT INTO generations(name, value) SELECT 'pins:' || ?1, value FROM generations WHERE name = 'pins'"
+    " ON CONFLICT(name) DO UPDATE SET value = excluded.value";
+static const char SQL_TENANTS_SINCE[] =
+    "SELECT substr(name, 6) FROM generations WHERE name LIKE 'pins:%' AND value > ?1 ORDER BY name";
 
 static bool done(gg_store_conn *c, gg_db_stmt *st, const char *table, gg_error *err) {
     int rc = gg_db_step(st);
@@ -284,6 +293,14 @@ static bool apply_pins(gg_store_conn *c, const char *tenant, json_t *row, gg_err
     return ok;
 }
 
+/* The tenant's row takes the pins generation just bumped (after it, in the same transaction). */
+static bool tenant_generation(gg_store_conn *c, const char *tenant, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_GEN, err);
+    if (!st) return false;
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    return done(c, st, "generations", err);
+}
+
 static bool decide_tx(gg_store_conn *c, void *user, gg_error *err) {
     decide_args *a = user;
     a->row = one_change(c, a->tenant, a->id, err);
@@ -297,12 +314,31 @@ static bool decide_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->id, -1, SQLITE_STATIC);
     if (!done(c, st, "downstream_changes", err)) return false;
-    return !a->approve || (apply_pins(c, a->tenant, a->row, err) && gg_store_bump_generation(c, GG_GEN_PINS, err));
+    return !a->approve || (apply_pins(c, a->tenant, a->row, err) && gg_store_bump_generation(c, GG_GEN_PINS, err) &&
+                           tenant_generation(c, a->tenant, err));
 }
 
 json_t *gg_store_change_decide(gg_store *s, const char *tenant, const char *id, bool approve, gg_error *err) {
     decide_args a = {tenant, id, approve, NULL};
     if (gg_store_write_tx(s, decide_tx, &a, err)) return a.row;
     json_decref(a.row);
+    return NULL;
+}
+
+json_t *gg_store_pins_tenants_since(gg_store *s, long long since, gg_error *err) {
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (!c) return NULL;
+    json_t *out = json_array();
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANTS_SINCE, err);
+    int rc = SQLITE_ERROR;
+    if (st) {
+        gg_db_bind_int64(st, 1, since);
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) json_array_append_new(out, json_string((const char *)gg_db_column_text(st, 0)));
+        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "generations");
+        gg_db_reset(st);
+    }
+    gg_store_conn_release(s, c);
+    if (rc == SQLITE_DONE) return out;
+    json_decref(out);
     return NULL;
 }

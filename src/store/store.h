@@ -611,6 +611,9 @@ json_t *gg_store_changes_list(gg_store *s, const char *tenant, gg_error *err);
  * bumped) or reject (kept as rejected) a pending change: the row as it was, or NULL + err
  * (not_found, conflict: rejected already). */
 json_t *gg_store_change_decide(gg_store *s, const char *tenant, const char *id, bool approve, gg_error *err);
+/* The tenants an approval moved the pins generation for since the value since: ["acme", ...],
+ * or NULL + err (an approval also sets the approving tenant's own counter). */
+json_t *gg_store_pins_tenants_since(gg_store *s, long long since, gg_error *err);
 
 /* ---- tasks of the MCP tasks extension (tasks.c, migration 0009) ----------------------
  * A row per task; every call names the tenant (another tenant's id is not found). */

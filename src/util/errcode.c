@@ -49,6 +49,7 @@ static const gg_errcode TABLE[] = {
     /* load and availability */
     {"rate_limited", 429, RPC_INTERNAL, "over a per-tenant or per-client rate or concurrency limit"},
     {"too_many", 429, RPC_INTERNAL, "over a count limit (sessions, streams, waiting runs)"},
+    {"downstream_invalid", 502, RPC_INTERNAL, "a downstream server's answer is malformed or past its bounds (proxied resources, prompts)"},
     {"downstream_auth", 502, RPC_INTERNAL, "credentials for a downstream server could not be obtained, or it refused them (OAuth client)"},
     {"unavailable", 503, RPC_INTERNAL, "a dependency (store, downstream) is down for now"},
     {"busy", 503, RPC_INTERNAL, "every queue is full"},

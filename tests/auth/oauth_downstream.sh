@@ -135,6 +135,11 @@ gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml" >/dev/null
 call "$GG_TMP/c4.json" bad >/dev/null
 t "a wrong client secret fails the call, saying why" has "$GG_TMP/c4.json" 'token request refused (HTTP 401: invalid_client)'
 t "without naming the secret" absent wrong-secret-4711 "$GG_TMP/c4.json" "$GG_TMP/serve.err"
+gg_curl "$GG_TMP/ds2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
+t "the admin view shows that server failing, with the last failure's reason and time" eq \
+  "$(jget "$GG_TMP/ds2.json" "[(a['state'], 'invalid_client' in a['last_failure'], a['last_failure_ms'] > 0) for a in d['auth'] if a['server'] == 'api' and a['url'] == '$RS' and a['state'] != 'valid']")" \
+  "[('failing', True, True)]"
+t "  without the secret" absent wrong-secret-4711 "$GG_TMP/ds2.json"
 
 # the client secret from the tenant's secret store: never in the graph, rotated without an upload
 put_secret() { gg_curl "$GG_TMP/s.json" -X PUT -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \

@@ -386,6 +386,22 @@ START_TEST(definition_checked) {
     json_decref(claims);
     json_decref(d);
     json_decref(in);
+    /* the console's scope: graphs:write may be mapped (kept only on the console resource),
+     * and each resource kind names only its own token scopes */
+    in = json_loads("{\"issuers\":[{\"issuer\":\"https://as.example\",\"scope_map\":"
+                    "{\"mcp\":[\"tools:read\"],\"console\":[\"graphs:write\"]}}]}", 0, NULL);
+    d = gg_oauth_definition_check(in, &err);
+    ck_assert_ptr_nonnull(d);
+    claims = json_loads("{\"scope\":\"console admin\"}", 0, NULL);
+    ck_assert_uint_eq(gg_oauth_claims_scopes(gg_oauth_issuer_find(d, "https://as.example"), claims), GG_SCOPE_GRAPHS_WRITE);
+    json_decref(claims);
+    char text[64];
+    gg_oauth_scopes_text(d, text, sizeof text);
+    ck_assert_str_eq(text, "mcp");
+    gg_oauth_scopes_text_for(d, GG_SCOPE_GRAPHS_WRITE, text, sizeof text);
+    ck_assert_str_eq(text, "console");
+    json_decref(d);
+    json_decref(in);
     const char *bad[] = {
         "[]", "{}", "{\"issuers\":[]}", "{\"issuers\":[{}]}", "{\"issuers\":[{\"issuer\":\"http://as.example\"}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example?x=1\"}]}",
@@ -393,7 +409,6 @@ START_TEST(definition_checked) {
         "{\"issuers\":[{\"issuer\":\"https://as.example\",\"algorithms\":[\"HS256\"]}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example\",\"clock_skew_s\":3600}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example\",\"scope_map\":{\"x\":[\"admin\"]}}]}",
-        "{\"issuers\":[{\"issuer\":\"https://as.example\",\"scope_map\":{\"x\":[\"graphs:write\"]}}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example\",\"secret\":\"x\"}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example\"},{\"issuer\":\"https://as.example\"}]}",
         "{\"issuers\":[{\"issuer\":\"https://as.example\"}],\"extra\":1}",

@@ -1,7 +1,8 @@
 // browser.mjs — the web console in Debian's headless chromium, driven by puppeteer-core:
 // sign in with a tenant key, open a graph (diagram + source), call a tool through the MCP
 // SDK client, watch the execution appear in the live list, open it and check the timeline
-// and the highlighted path; keyboard and narrow window; no browser console error anywhere.
+// and the highlighted path; keyboard and narrow window; a tenant's definition changes (the
+// diff, approve one, reject one); no browser console error anywhere.
 // Layout facts, not pictures: page width at 1366 px, computed colours, visibility, text.
 // usage: node browser.mjs   (env: GG_PUB, GG_KEY, GG_ADMIN_KEY, GG_TENANT, GG_OUT, GG_CHROMIUM, GG_NPM)
 // Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed"; screenshots in GG_OUT.
@@ -406,6 +407,41 @@ try {
       && document.querySelector('#f-since').getAttribute('aria-invalid') === 'true' && document.querySelector('h1').textContent.startsWith('Executions of');
   }));
   check('  and the navigation', (await texts('#nav a')).includes('Executions of ' + tenant), await texts('#nav a'));
+
+  // ---- pinned definition changes (issue 28): the diff shown, one approved, one rejected
+  const ct = process.env.GG_CHANGES_TENANT;
+  await page.goto(pub + '/console#/t/' + ct + '/changes', { waitUntil: 'networkidle0' });
+  await page.waitForSelector('section.change', WAIT);
+  const cards = () => page.$$eval('section.change', (cs) => cs.map((c) => ({ id: c.dataset.change, status: c.dataset.status,
+    head: c.querySelector('h2').textContent, fields: c.querySelector('.fields').textContent,
+    bad: [...c.querySelectorAll('.incompatible li')].map((l) => l.textContent),
+    sus: (c.querySelector('.suspicious') || {}).textContent || '', def: (c.querySelector('pre.definition') || {}).textContent || '',
+    buttons: [...c.querySelectorAll('button.decide')].map((b) => b.textContent) })));
+  const listed = await cards();
+  const ca = listed.find((c) => c.head === 'ca / add'), cr = listed.find((c) => c.head === 'cr / add');
+  check('definition changes: both pending changes listed, each with Approve and Reject', ca && cr
+    && [ca, cr].every((c) => c.status === 'pending' && c.buttons.join() === 'Approve,Reject'), listed);
+  check('  the navigation links the page', (await texts('#nav a')).includes('Definition changes of ' + ct), await texts('#nav a'));
+  check('  the diff names the fields changed', ca && ca.fields === 'description, inputSchema', ca);
+  check('  the incompatible schema changes are flagged', ca && ca.bad.includes("inputSchema property 'b' removed")
+    && ca.bad.includes("inputSchema property 'note' newly required"), ca);
+  check('  in red', (await page.$eval('section.change .incompatible', (u) => getComputedStyle(u).color)) === RED);
+  check('  the new definition is shown', ca && ca.def.includes('id_rsa') && ca.def.includes('"note"'), ca);
+  check('  a hidden tag character is shown visibly (⟨U+E0041⟩) and named', cr && cr.def.includes('\u27e8U+E0041\u27e9')
+    && !cr.def.includes('\u{E0041}') && cr.sus.includes('U+E0041'), cr);
+  check('  no change page wider than the window', await fitsWidth(), await width());
+  await shot('changes');
+  await page.click('button.decide[data-change="' + ca.id + '"][data-action="approve"]');
+  await page.waitForFunction((id) => document.querySelector('#change-result [role=status]')
+    && !document.querySelector('section.change[data-change="' + id + '"]'), WAIT, ca.id);
+  check('approve: the change leaves the list and the page says so',
+    (await page.$eval('#change-result', (r) => r.textContent)) === 'The change of ca / add was approved.');
+  await page.click('button.decide[data-change="' + cr.id + '"][data-action="reject"]');
+  await page.waitForFunction((id) => { const c = document.querySelector('section.change[data-change="' + id + '"]');
+    return c && c.dataset.status === 'rejected'; }, WAIT, cr.id);
+  const decided = await cards();
+  check('reject: the change stays listed as rejected, with no buttons', decided.length === 1 && decided[0].id === cr.id
+    && decided[0].buttons.length === 0, decided);
 } catch (e) {
   check('browser run', false, String(e && e.stack || e));
   const pages = await browser.pages().catch(() => []);

@@ -8,7 +8,9 @@
 #    (and a re-listing does not propose it again); a newer change is approved and our SDK
 #    client gets tools/list_changed, then lists the new definition;
 #  - quarantine: the tool disappears from tools/list and its calls are refused with data code
-#    tool_definition_changed, until approved;
+#    tool_definition_changed, until approved — on the graph's endpoint, on _all, on a view
+#    selecting it under another name, and at a plain graph's mcp node calling it (the node
+#    fails with that code, recorded in the execution's node record);
 #  - follow: the new definition is served at once, nothing pending (today's behaviour);
 #  - a description hiding a tag character (U+E0041) is a finding at upload (a warning, an
 #    error under suspicious_text: reject);
@@ -51,6 +53,20 @@ px "$GG_TMP/tg.yaml" tg ts "$T" ""
 px "$GG_TMP/tr.yaml" tr ts "$T" ", suspicious_text: reject"
 px "$GG_TMP/lv.yaml" lv ls "$L" ""
 px "$GG_TMP/bad.yaml" bad bs "$R" ", on_change: sometimes"
+cat >"$GG_TMP/qn.yaml" <<YAML
+version: "1.0"
+server: {name: "qn", version: "1.0.0"}
+mcpServers:
+  qs: {type: "streamableHttp", url: "http://127.0.0.1:$Q/mcp", on_change: quarantine}
+tools:
+  - name: "sum"
+    description: "adds through the quarantined server's add"
+    inputSchema: {type: "object"}
+    nodes:
+      - {id: "entry", type: "entry", next: "call"}
+      - {id: "call", type: "mcp", server: "qs", tool: "add", args: {a: 1, b: 2}, next: "exit"}
+      - {id: "exit", type: "exit"}
+YAML
 cat >"$GG_TMP/pure.yaml" <<'YAML'
 version: "1.0"
 server: {name: "pure", version: "1.0.0"}
@@ -81,6 +97,18 @@ t "on_change: sometimes → 422 invalid_server at its line:col" \
 for g in rv qv fw; do
   t "the $g proxy graph is accepted" eq "$(gw_put_graph "$ADMIN" acme $g "$GG_TMP/$g.yaml")" 201
 done
+t "a plain graph whose mcp node calls the quarantined server's add is accepted" eq "$(gw_put_graph "$ADMIN" acme qn "$GG_TMP/qn.yaml")" 201
+t "a view selecting qv.add as sum is accepted" eq "$(gg_curl "$GG_TMP/v.json" -X PUT "${A[@]}" -H 'Content-Type: application/json' \
+  --data-binary '{"tools":[{"tool":"qv.add","name":"sum"},{"tool":"qv.echo"}]}' "$GG_PUB/admin/tenants/acme/views/qview")" 201
+# qn_call → "CODE|TEXT" of a tools/call of qn's sum: a failed run's code (_meta) and text, or ok
+qn_call() {
+  local sid; sid=$(gw_init "$GG_PUB/mcp/acme/qn" "$KEY")
+  gw_rpc "$GG_TMP/qn.json" "$GG_PUB/mcp/acme/qn" "$KEY" "$sid" \
+    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sum","arguments":{}}}' >/dev/null
+  jget "$GG_TMP/qn.json" '(lambda e, r: (e.get("data") or {}).get("code", "") + "|" + e.get("message", "") if e else
+    ((r.get("_meta") or {}).get("io.graphgate/error") or {}).get("code", "ok") + "|" + r["content"][0]["text"])(d.get("error"), d.get("result"))'
+}
+t "... its node calls add while nothing changed" eq "$(qn_call | cut -d'|' -f1)" ok
 t "... with no suspicious_text finding" eq "$(jget "$GG_TMP/put.json" 'any(w["code"] == "suspicious_text" for w in d["warnings"])')" False
 t "a tool description with a tag character (U+E0041): accepted with a suspicious_text warning" \
   eq "$(gw_put_graph "$ADMIN" acme tg "$GG_TMP/tg.yaml") $(jget "$GG_TMP/put.json" '[w["message"].split(":")[0] for w in d["warnings"] if w["code"] == "suspicious_text" and "U+E0041" in w["message"]]')" \
@@ -146,12 +174,36 @@ asid=$(gw_init "$GG_PUB/mcp/acme/_all" "$KEY")
 gw_rpc "$GG_TMP/call.json" "$GG_PUB/mcp/acme/_all" "$KEY" "$asid" \
   '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"qv.add","arguments":{"a":1,"b":2}}}' >/dev/null
 t "... and so on the tenant-wide endpoint (qv.add)" eq "$(jget "$GG_TMP/call.json" 'd["error"]["data"]["code"]')" tool_definition_changed
+vsid=$(gw_init "$GG_PUB/mcp/acme/_views/qview" "$KEY")
+gw_rpc "$GG_TMP/call.json" "$GG_PUB/mcp/acme/_views/qview" "$KEY" "$vsid" \
+  '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sum","arguments":{"a":1,"b":2}}}' >/dev/null
+t "... and on a view that selected it as sum (-32602, not unknown tool)" \
+  eq "$(jget "$GG_TMP/call.json" 'd["error"]["data"]["code"] + " " + str(d["error"]["code"])')" "tool_definition_changed -32602"
+gw_rpc "$GG_TMP/call.json" "$GG_PUB/mcp/acme/_views/qview" "$KEY" "$vsid" \
+  '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nosuch","arguments":{}}}' >/dev/null
+t "... while a name the view never selected stays unknown" \
+  eq "$(jget "$GG_TMP/call.json" '(d["error"].get("data") or {}).get("code") != "tool_definition_changed" and d["error"]["message"].startswith("Unknown tool")')" True
+t "... and a plain graph's mcp node calling add fails with tool_definition_changed" \
+  wait_for eval '[ "$(qn_call | cut -d"|" -f1)" = tool_definition_changed ] && echo True'
+t "... its message names the node, the server and the tool" \
+  eq "$(qn_call | cut -d'|' -f2- | grep -o "node 'call': tool_definition_changed: tool 'add' of server 'qs' is withheld")" \
+  "node 'call': tool_definition_changed: tool 'add' of server 'qs' is withheld"
+# the node record of the refused run (the writer commits a moment after the answer)
+qn_node() {
+  gg_curl "$GG_TMP/ex.json" "${A[@]}" "$GG_PUB/admin/tenants/acme/executions?graph=qn&limit=1" >/dev/null
+  local id; id=$(jget "$GG_TMP/ex.json" 'd["executions"][0]["id"] if d["executions"] and d["executions"][0]["status"] == "failed" else ""')
+  [ -n "$id" ] || return 1
+  gg_curl "$GG_TMP/one.json" "${A[@]}" "$GG_PUB/admin/executions/$id" >/dev/null
+  jget "$GG_TMP/one.json" '[n["node_id"] for n in d["nodes"] if n["node_id"] == "call" and "tool_definition_changed" in json.dumps(n["error"])] == ["call"]'
+}
+t "... recorded in the execution's node record (call's error: tool_definition_changed)" wait_for qn_node
 t "... echo, unchanged, still serves" eq "$(add_of qv 'True') $(jget "$GG_TMP/tl.json" '[x["name"] for x in d["result"]["tools"]]')" "True ['echo']"
 ID3=$(change qs 'c["id"]')
 t "... the change is pending" test -n "$ID3"
 "$NODE" "$GG_SRCDIR/tests/gateway/rugpull.mjs" "$GG_PUB/mcp/acme/qv" "$KEY" "$(decide_url "$ID3" approve)" "$ADMIN" \
   absent "(v1)" "$GG_INT/metrics" >"$GG_TMP/sdk_qv.out" 2>&1
 gw_fold "$GG_TMP/sdk_qv.out" $?
+t "... approved: qn's node calls add again" wait_for eval '[ "$(qn_call | cut -d"|" -f1)" != tool_definition_changed ] && echo True'
 
 # ---- follow
 poison "$F" 1

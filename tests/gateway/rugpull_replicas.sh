@@ -4,7 +4,10 @@
 # of a real SDK server (rugpull_srv.mjs) that changes its tool; the change is approved
 # through replica 1 and our SDK client connected to replica 2 gets
 # notifications/tools/list_changed within a second and lists the new definition (the pins
-# generation's NOTIFY wakes replica 2's watcher, which recompiles). Prints "N passed, N failed".
+# generation's NOTIFY wakes replica 2's watcher, which recompiles) — only the approving
+# tenant's graphs: tenant other's proxy graph of the same server, compiled on replica 2 too,
+# is not recompiled (graphgate_downstream_pins_tenant_recompiles_total moves by one).
+# Prints "N passed, N failed".
 if [ -z "${GG_PG_INNER:-}" ]; then
   . "${GG_SRCDIR:-$(dirname "$0")/../..}/tests/lib_pg.sh"
   if ! gg_pg_installed; then
@@ -30,6 +33,8 @@ gw_cli() { "$GG_BIN" "$@" --database-url "$URL"; }
 gw_cli_run tenant create acme >/dev/null
 ADMIN=$(gw_key acme admin)
 KEY=$(gw_key acme tools:read,tools:execute)
+gw_cli_run tenant create other >/dev/null
+OKEY=$(gw_key other graphs:write,tools:read)
 
 "$NODE" "$GG_SRCDIR/tests/gateway/rugpull_srv.mjs" plain >"$GG_TMP/srv.log" 2>&1 &
 SRV_PID=$!
@@ -69,6 +74,14 @@ GG_PUB=${PUBS[0]}
 t "the review proxy graph is accepted through replica 1" eq "$(gw_put_graph "$ADMIN" acme rv "$GG_TMP/rv.yaml")" 201
 # replica 2 serves it (compiled there on first use from the store, pins included)
 t "... and served by replica 2" wait_for eval 'curl -s -o /dev/null -w "%{http_code}" -X POST "${PUBS[1]}/mcp/acme/rv" -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" -H "Accept: application/json, text/event-stream" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}" | grep -q 200 && echo True'
+t "other's proxy graph of the same server is accepted" eq "$(gw_put_graph "$OKEY" other rv "$GG_TMP/rv.yaml")" 201
+init2() { curl -s -o /dev/null -w "%{http_code}" -X POST "${PUBS[1]}/mcp/$1/rv" -H "Authorization: Bearer $2" -H "Content-Type: application/json" \
+  -H "Accept: application/json, text/event-stream" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'; }
+t "... and compiled on replica 2 too" eq "$(init2 other "$OKEY")" 200
+recompiles() { curl -sS "${INTS[1]}/metrics" | awk '$1 == "graphgate_downstream_pins_tenant_recompiles_total" {print $2}'; }
+BEFORE=$(recompiles)
+t "replica 2 counts the tenants it recompiled after approvals" test -n "$BEFORE"
 curl -fsS -X POST "http://127.0.0.1:$R/poison?n=1" >/dev/null
 change() {
   gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "${PUBS[0]}/admin/tenants/acme/downstream" >/dev/null
@@ -80,4 +93,6 @@ ID=$(change 'c["id"]')
   "${PUBS[0]}/admin/tenants/acme/downstream/changes/$ID/approve" "$ADMIN" "Adds two numbers" "(v1)" "${INTS[1]}/metrics" \
   >"$GG_TMP/sdk.out" 2>&1
 gw_fold "$GG_TMP/sdk.out" $?
+t "replica 2 recompiled acme's pinned graphs only, not other's (tenants recompiled: $BEFORE → $(recompiles))" \
+  eq "$(recompiles)" "$((BEFORE + 1))"
 gg_finish

@@ -108,8 +108,10 @@ START_TEST(pool_round_robin) {
 }
 END_TEST
 
-/* Per-tenant caps: a tenant gets at most tenant_running workers and tenant_queued waiting
- * calls; another tenant still gets a worker at once. */
+/* Per-tenant caps: a tenant gets at most tenant_running workers; another tenant still gets
+ * a worker at once. tenant_queued waiting calls bound a tenant while another tenant has
+ * calls waiting: alone it may queue past it (up to half the pool's queue), since the cap
+ * is there to defend other tenants, not to refuse one while workers are free (issue 31). */
 START_TEST(pool_tenant_caps) {
     gate_open = 0;
     norder = 0;
@@ -119,20 +121,48 @@ START_TEST(pool_tenant_caps) {
     gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
     ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
     for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* picked up */
-    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
-    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
-    /* one of a's runs, two wait: a third waiting call is over a's cap */
-    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
-    ck_assert_int_eq(gw_pool_queued(p), 2);
-    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_TENANT_FULL);
+    /* one of a's runs (its cap of one worker), the rest wait: a alone queues past its 2 */
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_queued(p), 4);
     /* b's call takes the second worker although a's were queued first */
     ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
-    for (int i = 0; i < 100 && gw_pool_queued(p) != 2; i++) usleep(10000);
-    ck_assert_int_eq(gw_pool_queued(p), 2);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 4; i++) usleep(10000);
+    ck_assert_int_eq(gw_pool_queued(p), 4);
+    /* b's next call waits (b is at its one worker): now a's cap applies, b's does not yet */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_TENANT_FULL);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_TENANT_FULL);
+    ck_assert_int_eq(gw_pool_queued(p), 6);
     open_gate();
-    for (int i = 0; i < 200 && ran_count() < 4; i++) usleep(10000);
+    for (int i = 0; i < 200 && ran_count() < 8; i++) usleep(10000);
     gw_pool_stop(p);
-    ck_assert_int_eq(norder, 4);
+    ck_assert_int_eq(norder, 8);
+}
+END_TEST
+
+/* A tenant alone borrows at most half the pool's queue: the other half stays for tenants
+ * that arrive, which are then admitted within their own cap. */
+START_TEST(pool_tenant_alone_half_queue) {
+    gate_open = 0;
+    norder = 0;
+    memset(order, 0, sizeof order);
+    gw_pool *p = gw_pool_new(1, 10, 0, 2);
+    static const char A = 'a', B = 'b';
+    gw_job ja = {tagged_run, count_refuse, (void *)&A, "a"}, jb = {tagged_run, count_refuse, (void *)&B, "b"};
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    for (int i = 0; i < 100 && gw_pool_queued(p) != 0; i++) usleep(10000); /* picked up */
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, ja), GW_SUBMIT_TENANT_FULL); /* 5 = half of 10 */
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_OK);
+    ck_assert_int_eq(gw_pool_submit(p, jb), GW_SUBMIT_TENANT_FULL); /* b's own cap of 2 */
+    open_gate();
+    for (int i = 0; i < 200 && ran_count() < 8; i++) usleep(10000);
+    gw_pool_stop(p);
+    ck_assert_int_eq(norder, 8);
+    /* round-robin from the moment b queued: b's calls are not behind all of a's */
+    ck_assert_str_eq(order, "aabab" "aaa");
 }
 END_TEST
 
@@ -470,6 +500,7 @@ int main(void) {
     tcase_add_test(tc, pool_bounds_and_stop);
     tcase_add_test(tc, pool_round_robin);
     tcase_add_test(tc, pool_tenant_caps);
+    tcase_add_test(tc, pool_tenant_alone_half_queue);
     tcase_add_test(tc, pool_refuse_queued_all_tenants);
     tcase_add_test(tc, registry_swap_and_refcounts);
     tcase_add_test(tc, cache_lru_two_of_five);

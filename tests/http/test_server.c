@@ -113,6 +113,42 @@ static int h_deferred_now(gg_http_req *req, gg_http_res *res, void *u) {
     return GG_HTTP_DEFERRED;
 }
 
+/* gg_http_async_redispatch: the handler runs again from the start with the same request;
+ * rounds counted in the request's user pointer. Odd rounds are run again from another
+ * thread, even ones before the handler returns (before the connection is suspended). */
+static void *again_worker(void *arg) {
+    sleep_ms(5);
+    gg_http_async_redispatch(arg);
+    atomic_fetch_sub(&workers_live, 1);
+    return NULL;
+}
+
+static int h_again(gg_http_req *req, gg_http_res *res, void *u) {
+    intptr_t round = (intptr_t)gg_http_get_user(req) + 1;
+    gg_http_set_user(req, (void *)round);
+    if (round > atoi(gg_http_param(req, "n"))) {
+        size_t len;
+        const char *body = gg_http_body(req, &len);
+        gg_http_res_json(res, 200, json_pack("{s:I,s:s%,s:s?}", "rounds", (json_int_t)round, "body", body, len, "h",
+                                             gg_http_header(req, "X-Test")));
+        return GG_HTTP_DONE;
+    }
+    gg_http_async *a = gg_http_defer(req);
+    if (!a) {
+        gg_http_res_error(res, 503, "unavailable", "cannot defer round %d", (int)round);
+        return GG_HTTP_DONE;
+    }
+    if (round % 2 == 0) {
+        gg_http_async_redispatch(a);
+        return GG_HTTP_DEFERRED;
+    }
+    pthread_t t;
+    atomic_fetch_add(&workers_live, 1);
+    pthread_create(&t, NULL, again_worker, a);
+    pthread_detach(t);
+    return GG_HTTP_DEFERRED;
+}
+
 static bool ready_fn(void *u, gg_error *e) {
     if (ready_flag) return true;
     gg_error_set(e, "migration", "schema is behind");
@@ -137,6 +173,7 @@ static gg_http_server *make_server(size_t limit) {
     ck_assert(gg_router_add(r, GG_LISTENER_INTERNAL, "GET", "/internal/only", h_internal, NULL, &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/nothing", h_nothing, NULL, &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/deferred/{ms}", h_deferred, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "POST", "/again/{n}", h_again, NULL, &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/sse/{ms}", h_deferred, "stream", &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/now", h_deferred_now, NULL, &e));
     gg_http_server_set_ready_check(s, ready_fn, NULL);
@@ -710,6 +747,20 @@ START_TEST(deferred_from_worker_thread) {
 }
 END_TEST
 
+START_TEST(deferred_then_redispatched) {
+    reply r = call(PUB, NULL, "/again/3", "{\"a\":1}", 7, "X-Test: kept", false);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "rounds")), 4); /* 3 deferrals, then the answer */
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "body")), "{\"a\":1}");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "h")), "kept");
+    reply_free(&r);
+    r = call(PUB, NULL, "/again/0", "{}", 2, NULL, false); /* never deferred: as before */
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "rounds")), 1);
+    reply_free(&r);
+}
+END_TEST
+
 typedef struct par { unsigned port; char path[64]; long status; } par;
 static void *par_call(void *arg) {
     par *p = arg;
@@ -942,6 +993,7 @@ int main(void) {
     tcase_add_test(tc, header_limits);
     tcase_add_test(tc, deferred_from_worker_thread);
     tcase_add_test(tc, many_deferred_in_parallel);
+    tcase_add_test(tc, deferred_then_redispatched);
     tcase_add_test(tc, sse_stream);
     tcase_add_test(tc, metrics_and_ready);
     tcase_add_test(tc, access_log_lines);

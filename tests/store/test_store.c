@@ -471,11 +471,21 @@ START_TEST(pins_and_their_changes) {
     ck_assert_str_eq(err.code, "not_found");
     gg_error_clear(&err);
     ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_PINS, &err), gen);
+    json_t *moved = gg_store_pins_tenants_since(s, gen, &err); /* a rejection moves no tenant */
+    ck_assert_int_eq(json_array_size(moved), 0);
+    json_decref(moved);
 
     row = gg_store_change_decide(s, "a", "id-echo-h9", true, &err); /* added, under a tools: all entry */
     ck_assert_ptr_nonnull(row);
     json_decref(row);
     ck_assert_int_eq(gg_store_generation_get(s, GG_GEN_PINS, &err), gen + 1);
+    moved = gg_store_pins_tenants_since(s, gen, &err); /* the approving tenant only (replicas recompile it) */
+    ck_assert_int_eq(json_array_size(moved), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(moved, 0)), "a");
+    json_decref(moved);
+    moved = gg_store_pins_tenants_since(s, gen + 1, &err); /* none since the value seen after it */
+    ck_assert_msg(moved && json_array_size(moved) == 0, "%s", err.message ? err.message : "");
+    json_decref(moved);
     got = gg_store_pins_get(s, "a", "px", v, "http:x", &err);
     ck_assert_int_eq(json_object_size(got), 2);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "echo"), "description")), "new");

@@ -18,7 +18,7 @@
     get tenant() { return sessionStorage.getItem(TENANT) || ''; },
     get admin() { return !this.tenant; },
     set(key, tenant) { sessionStorage.setItem(KEY, key); sessionStorage.setItem(TENANT, tenant); },
-    clear() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(TENANT); },
+    clear() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(TENANT); oauth.clear(); },
   };
 
   /* ---- DOM helpers ------------------------------------------------------------------ */
@@ -118,6 +118,7 @@
    * body, GET without. */
   async function api(path, body, method) {
     let r;
+    await oauthFresh();
     const init = { headers: { Authorization: 'Bearer ' + session.key }, cache: 'no-store' };
     if (method) init.method = method;
     if (body !== undefined) {
@@ -144,6 +145,8 @@
     const tenantIn = el('input', { id: 'tenant', name: 'tenant', type: 'text', autocomplete: 'off',
       spellcheck: 'false', 'aria-describedby': 'tenant-help' });
     const out = el('div', { id: 'signin-error' });
+    message = message || oauthError;
+    oauthError = null;
     if (message) out.append(errorBox(message));
     const form = el('form', { class: 'card signin', novalidate: true },
       el('label', { for: 'key', text: 'API key' }), keyIn,
@@ -165,7 +168,7 @@
       }
       location.hash = tenant ? '#/t/' + enc(tenant) : '#/tenants';
     });
-    render(routeSeq, 'Sign in', form);
+    render(routeSeq, 'Sign in', form, oauthForm());
     keyIn.focus();
   }
 
@@ -354,7 +357,7 @@
 
   async function executionPage(id) {
     const seq = routeSeq;
-    const x = await api('/admin/executions/' + enc(id));
+    const x = await api('/admin/executions/' + enc(id) + (oauth.info ? '?tenant=' + enc(session.tenant) : ''));
     if (seq === routeSeq && x.tenant) navigation(x.tenant);
     const nodes = Array.isArray(x.nodes) ? x.nodes : [];
     /* Nodes run one after another, so a step starts no earlier than the one before ended:
@@ -772,6 +775,199 @@
     return el('figure', { class: 'diagram-wrap' }, el('div', { class: 'scroll' }, svg), legend);
   }
 
+  /* Changes of the tenant's pinned downstream tool definitions (issue 28): each pending or
+   * rejected change with its diff — the fields changed, the incompatible schema changes,
+   * suspicious characters (shown as ⟨U+XXXX⟩) — and the new definition; Approve and Reject
+   * call /admin/tenants/{t}/downstream/changes/{id}/approve|reject. */
+  async function changesPage(t) {
+    const seq = routeSeq;
+    const d = await api('/admin/tenants/' + enc(t) + '/downstream');
+    const list = d.changes || [];
+    const out = el('div', { id: 'change-result', 'aria-live': 'polite' });
+    const decide = (c, what, label) => el('button', { type: 'button', class: 'decide', 'data-change': c.id,
+      'data-action': what, text: label, 'aria-label': label + ' the change of ' + visible(c.server + ' / ' + c.tool),
+      onclick: async () => {
+        try {
+          const r = await api('/admin/tenants/' + enc(t) + '/downstream/changes/' + enc(c.id) + '/' + what, undefined, 'POST');
+          await changesPage(t);
+          document.getElementById('change-result').replaceChildren(el('p', { class: 'card', role: 'status',
+            text: 'The change of ' + visible(r.server + ' / ' + r.tool) + ' was ' + r.status + '.' }));
+        } catch (e) {
+          out.replaceChildren(errorBox(e));
+        }
+      } });
+    const card = (c) => {
+      const diff = c.diff || {}, sus = diff.suspicious;
+      const bad = Array.isArray(diff.incompatible) ? diff.incompatible : [];
+      return el('section', { class: 'card change', 'data-change': c.id, 'data-status': c.status },
+        el('h2', { text: visible(c.server + ' / ' + c.tool) }),
+        el('p', { class: 'muted', text: c.kind + ' · ' + c.status + ' · ' + when(c.created_at) }),
+        el('dl', { class: 'facts' },
+          el('dt', { text: 'Fields changed' }),
+          el('dd', { class: 'fields', text: (Array.isArray(diff.fields) ? diff.fields : []).join(', ') || '—' }),
+          el('dt', { text: 'Incompatible' }),
+          el('dd', {}, bad.length ? el('ul', { class: 'incompatible' }, bad.map((b) => el('li', { text: visible(b) })))
+            : 'none'),
+          sus ? el('dt', { text: 'Suspicious text' }) : null,
+          sus ? el('dd', { class: 'suspicious', text: sus.count + ' invisible or direction-changing character(s), the first '
+            + sus.first + ' at ' + sus.at }) : null),
+        el('h4', { text: c.definition ? 'New definition' : 'Removed by the server' }),
+        c.definition ? el('pre', { class: 'definition wrap', text: pretty(c.definition) }) : null,
+        c.status === 'pending' ? el('p', { class: 'decisions' }, decide(c, 'approve', 'Approve'), ' ',
+          decide(c, 'reject', 'Reject')) : null);
+    };
+    render(seq, 'Definition changes of ' + t, out, list.length ? list.map(card)
+      : empty('No changes of pinned downstream tool definitions.'));
+  }
+
+  /* ---- sign-in through the tenant's authorization server ------------------------------
+   * OAuth 2.1 in the browser (docs/oauth.md): the console resource's metadata (RFC 9728),
+   * the authorization server's (RFC 8414, then OpenID discovery), dynamic registration as a
+   * public client, authorization code with PKCE (S256), `state` and `resource` (RFC 8707),
+   * the code exchanged here, and the access token kept in sessionStorage as the "key". The
+   * page runs at /console?tenant=T so that its CSP lets it talk to T's servers. */
+  const OAUTH = 'graphgate.oauth', PENDING = 'graphgate.oauth.pending', START = 'graphgate.oauth.start';
+  let oauthError = null; /* a failed sign-in, shown by the next sign-in page */
+  const oauth = {
+    get info() { try { return JSON.parse(sessionStorage.getItem(OAUTH) || 'null'); } catch (e) { return null; } },
+    set info(v) { sessionStorage.setItem(OAUTH, JSON.stringify(v)); },
+    clear() { sessionStorage.removeItem(OAUTH); sessionStorage.removeItem(PENDING); sessionStorage.removeItem(START); },
+  };
+  const b64url = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)))
+    .replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  const randomText = (n) => b64url(crypto.getRandomValues(new Uint8Array(n)));
+  const redirectUri = (t) => location.origin + '/console?tenant=' + enc(t);
+  const pageTenant = () => new URLSearchParams(location.search).get('tenant') || '';
+
+  /* A JSON answer from anywhere (no API key sent): an OAuth error's description as message. */
+  async function getJson(url, init) {
+    let r;
+    try { r = await fetch(url, Object.assign({ cache: 'no-store', credentials: 'omit' }, init || {})); } catch (e) {
+      throw new ApiError(0, 'network', new URL(url, location.href).origin + ' did not answer (' + e.message + ')');
+    }
+    let answer = null;
+    try { answer = await r.json(); } catch (e) { answer = null; }
+    if (!r.ok) {
+      const err = apiError(r, answer);
+      if (answer && typeof answer.error_description === 'string') err.message = answer.error_description;
+      throw err;
+    }
+    return answer;
+  }
+  async function asMetadata(issuer) {
+    const u = new URL(issuer), p = u.pathname.replace(/\/$/, '');
+    for (const url of [u.origin + '/.well-known/oauth-authorization-server' + p,
+      u.origin + '/.well-known/openid-configuration' + p, issuer.replace(/\/$/, '') + '/.well-known/openid-configuration']) {
+      let m = null;
+      try { m = await getJson(url); } catch (e) { continue; }
+      if (m && m.issuer === issuer) return m; /* RFC 8414 section 3.3 */
+    }
+    throw new ApiError(0, 'oauth_metadata', 'no authorization server metadata for ' + issuer);
+  }
+  const form = (o) => ({ method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(o) });
+
+  async function oauthStart(t) {
+    if (pageTenant() !== t) { /* reload as /console?tenant=t: its CSP names t's servers */
+      sessionStorage.setItem(START, t);
+      location.assign(redirectUri(t));
+      return;
+    }
+    const prm = await getJson('/.well-known/oauth-protected-resource/admin/tenants/' + enc(t)).catch((e) => {
+      throw e.status === 404 ? new ApiError(404, 'not_found', 'tenant ' + t + ' signs in with no authorization server') : e;
+    });
+    const issuer = (prm.authorization_servers || [])[0];
+    const m = await asMetadata(issuer);
+    if (!(m.code_challenge_methods_supported || []).includes('S256'))
+      throw new ApiError(0, 'oauth_pkce', issuer + ' does not offer PKCE with S256');
+    if (!m.registration_endpoint) throw new ApiError(0, 'oauth_registration', issuer + ' offers no dynamic client registration');
+    const redirect = redirectUri(t), scope = (prm.scopes_supported || []).join(' ');
+    const reg = await getJson(m.registration_endpoint, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ client_name: 'graphgate console', redirect_uris: [redirect], response_types: ['code'],
+        grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'none', scope }) });
+    const verifier = randomText(32), state = randomText(16);
+    const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
+    sessionStorage.setItem(PENDING, JSON.stringify({ tenant: t, issuer, resource: prm.resource, client_id: reg.client_id,
+      token_endpoint: m.token_endpoint, verifier, state, redirect }));
+    const q = new URLSearchParams({ response_type: 'code', client_id: reg.client_id, redirect_uri: redirect, state,
+      code_challenge: challenge, code_challenge_method: 'S256', resource: prm.resource });
+    if (scope) q.set('scope', scope);
+    location.assign(m.authorization_endpoint + (m.authorization_endpoint.includes('?') ? '&' : '?') + q);
+  }
+
+  /* The token answer kept: who it names is read from the JWT for display only (the gateway
+   * verifies it on every request). */
+  function oauthKeep(p, tok) {
+    if (!tok || typeof tok.access_token !== 'string') throw new ApiError(0, 'oauth_token', 'no access token in the answer');
+    if (tok.token_type && tok.token_type.toLowerCase() !== 'bearer')
+      throw new ApiError(0, 'oauth_token', 'a ' + tok.token_type + ' token: the console uses bearer tokens');
+    let c = {};
+    try { c = JSON.parse(atob(tok.access_token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))); } catch (e) { c = {}; }
+    const life = typeof tok.expires_in === 'number' ? tok.expires_in * 1000 : (c.exp ? c.exp * 1000 - Date.now() : 300000);
+    oauth.info = { tenant: p.tenant, issuer: p.issuer, resource: p.resource, client_id: p.client_id,
+      token_endpoint: p.token_endpoint, refresh_token: tok.refresh_token || p.refresh_token || '',
+      exp: Date.now() + life, sub: typeof c.sub === 'string' ? c.sub : '',
+      client: typeof c.client_id === 'string' ? c.client_id : p.client_id };
+    session.set(tok.access_token, p.tenant);
+  }
+
+  /* On load: a sign-in to go on with after the reload, or the authorization server's answer
+   * (code and state), which leaves the address bar and the history at once. */
+  async function oauthCallback() {
+    const q = new URLSearchParams(location.search);
+    const start = sessionStorage.getItem(START);
+    sessionStorage.removeItem(START);
+    if (start && start === q.get('tenant') && !q.has('state')) return oauthStart(start);
+    if (!q.has('state') || !(q.has('code') || q.has('error'))) return;
+    const p = (() => { try { return JSON.parse(sessionStorage.getItem(PENDING) || 'null'); } catch (e) { return null; } })();
+    sessionStorage.removeItem(PENDING);
+    history.replaceState(null, '', location.pathname + '?tenant=' + enc(q.get('tenant') || '') + '#/');
+    if (!p || q.get('state') !== p.state) throw new ApiError(0, 'oauth_state', 'this sign-in answer was not asked for here');
+    if (q.has('error')) throw new ApiError(0, q.get('error'), q.get('error_description') || 'the sign-in was refused');
+    if (q.has('iss') && q.get('iss') !== p.issuer) throw new ApiError(0, 'oauth_issuer', 'the answer came from another issuer'); /* RFC 9207 */
+    oauthKeep(p, await getJson(p.token_endpoint, form({ grant_type: 'authorization_code', code: q.get('code'),
+      redirect_uri: p.redirect, client_id: p.client_id, code_verifier: p.verifier, resource: p.resource })));
+  }
+
+  /* Before each request: a token about to expire is refreshed when there is a refresh
+   * token; otherwise the user signs in again (a 401, as the gateway would answer). */
+  async function oauthFresh() {
+    const i = oauth.info;
+    if (!i || Date.now() < i.exp - 15000) return;
+    if (i.refresh_token) {
+      try {
+        return oauthKeep(i, await getJson(i.token_endpoint, form({ grant_type: 'refresh_token',
+          refresh_token: i.refresh_token, client_id: i.client_id, resource: i.resource })));
+      } catch (e) { /* sign in again */ }
+    }
+    throw new ApiError(401, 'token_expired', 'the sign-in through ' + i.issuer + ' has expired: sign in again');
+  }
+
+  function oauthForm() {
+    const tIn = el('input', { id: 'oauth-tenant', name: 'tenant', type: 'text', required: true, autocomplete: 'off',
+      spellcheck: 'false', value: pageTenant() || null, 'aria-describedby': 'oauth-help' });
+    const out = el('div', { id: 'oauth-error' });
+    const f = el('form', { class: 'card signin', id: 'oauth-signin', novalidate: true },
+      el('label', { for: 'oauth-tenant', text: 'Tenant' }), tIn,
+      el('p', { id: 'oauth-help', class: 'help',
+        text: 'Sign in through the tenant\u2019s authorization server (OAuth, in this browser); the token stays in this tab.' }),
+      el('button', { type: 'submit', text: 'Sign in with the tenant\u2019s authorization server' }), out);
+    f.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const t = tIn.value.trim();
+      if (!t) { out.replaceChildren(errorBox({ code: 'missing_tenant', message: 'enter a tenant' })); tIn.focus(); return; }
+      oauthStart(t).catch((e) => out.replaceChildren(errorBox(e)));
+    });
+    return f;
+  }
+
+  /* "Signed in as alice (client …) through https://as…": a token's principal, in the header. */
+  const whoami = el('span', { id: 'whoami', class: 'muted' });
+  signoutBtn.before(whoami);
+  function showWho() {
+    const i = session.key && oauth.info;
+    whoami.textContent = i ? 'Signed in as ' + (i.sub || '?') + ' (client ' + i.client + ') through ' + i.issuer : '';
+  }
+
   /* ---- routing ---------------------------------------------------------------------- */
 
   /* An admin's links follow the tenant of the page shown; a tenant key's stay on its own. */
@@ -786,9 +982,11 @@
         items.push(link('#/t/' + enc(t), session.admin ? 'Graphs of ' + t : 'Graphs'));
         items.push(link('#/t/' + enc(t) + '/executions', session.admin ? 'Executions of ' + t : 'Executions'));
         if (session.admin) items.push(link('#/t/' + enc(t) + '/keys', 'Keys of ' + t));
+        if (session.admin) items.push(link('#/t/' + enc(t) + '/changes', 'Definition changes of ' + t));
       }
     }
-    if (session.key) items.push(link('#/specs', 'Node specs'));
+    if (session.key && !oauth.info) items.push(link('#/specs', 'Node specs')); /* /mcp/invoke takes keys only */
+    showWho();
     const here = location.hash.split('?')[0];
     for (const a of items) if (a.getAttribute('href') === here) a.setAttribute('aria-current', 'page');
     nav.replaceChildren(...items);
@@ -805,6 +1003,9 @@
     try { parts = path.split('/').filter(Boolean).map(decodeURIComponent); } catch (e) { parts = ['?']; }
     navigation(parts[0] === 't' ? parts[1] : '');
     if (!session.key) return signInPage();
+    try { await oauthFresh(); } catch (e) { /* an expired sign-in: every page would fail alike */
+      session.clear(); lastTenant = ''; navigation(); return signInPage(e);
+    }
     try {
       if (parts.length === 0) location.replace(session.admin ? '#/tenants' : '#/t/' + enc(session.tenant));
       else if (parts[0] === 'tenants') await tenantsPage();
@@ -812,6 +1013,7 @@
       else if (parts[0] === 't' && parts[2] === 'executions') await executionsPage(parts[1], q);
       else if (parts[0] === 't' && parts[2] === 'draft') await draftPage(parts[1], q);
       else if (parts[0] === 't' && parts[2] === 'keys') await keysPage(parts[1]);
+      else if (parts[0] === 't' && parts[2] === 'changes') await changesPage(parts[1]);
       else if (parts[0] === 't' && parts[2] === 'g') {
         const v = parts[4] === 'v' ? parseInt(parts[5], 10) : 0;
         const tool = parts[6] === 'tool' ? parts[7] : (parts[4] === 'tool' ? parts[5] : '');
@@ -829,5 +1031,5 @@
 
   signoutBtn.addEventListener('click', () => { session.clear(); lastTenant = ''; location.hash = '#/'; route(); });
   window.addEventListener('hashchange', route);
-  route();
+  oauthCallback().catch((e) => { oauthError = e; }).finally(route);
 })();

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# proxy_resources.sh — `proxy:` entries with `resources` and `prompts` (src/graph/proxy_extras.c):
+# a downstream's resources, resource templates, prompts and completions re-exported through the
+# graph's endpoint, driven by the official SDK client (proxy_resources.mjs). server-everything
+# over stdio behind `resources: all` + `uri_prefix` and `prompts: all` + `prefix` (every page
+# listed, static and templated reads, a blob, a prompt with arguments, completions with
+# context); a chosen and renamed subset with URIs unchanged (nothing else listed or
+# reachable; the graph's own resources and prompts first, a proxied prompt of the same name
+# left out); an entry with tools only (no capability, -32601); a hostile stdio downstream
+# (proxy_resources_srv.mjs: an item without a uri, 5000 templates, a content without text or
+# blob, 6 MiB of text, a role "system" message, numeric completions, a 4 KiB cursor) — each a
+# clear JSON-RPC error, the gateway unharmed, its well-formed pages passed through with their
+# cursor. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
+# line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
+# names. Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
+gw_need_sdk
+EV="$NM/@modelcontextprotocol/server-everything/dist/index.js"
+[ -f "$EV" ] || { echo "SKIP: server-everything not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+HOSTILE="$GG_SRCDIR/tests/gateway/proxy_resources_srv.mjs"
+
+hdr() { printf 'version: "1.0"\nserver: {name: "%s", version: "1.0.0"}\nmcpServers:\n' "$1"; }
+{ hdr ev; cat <<YAML
+  everything: {command: "$NODE", args: ["$EV", "stdio"]}
+proxy:
+  - {server: "everything", resources: "all", uri_prefix: "ev+", prompts: "all", prefix: "ev_"}
+YAML
+} >"$GG_TMP/ev.yaml"
+{ hdr sel; cat <<YAML
+  everything: {command: "$NODE", args: ["$EV", "stdio"]}
+proxy:
+  - server: "everything"
+    tools: ["echo"]
+    resources:
+      - "demo://resource/static/document/architecture.md"
+      - {uri: "demo://resource/dynamic/text/{resourceId}", description: "text by id"}
+    prompts:
+      - {name: "args-prompt", as: "weather", description: "asks the weather"}
+      - "completable-prompt"
+resources:
+  - {uri: "docs://mine", name: "mine", mimeType: "text/plain", text: "my own"}
+prompts:
+  - {name: "hello", messages: "Say hello."}
+  - {name: "completable-prompt", description: "mine", messages: "my own wins"}
+YAML
+} >"$GG_TMP/sel.yaml"
+{ hdr none; cat <<YAML
+  everything: {command: "$NODE", args: ["$EV", "stdio"]}
+proxy:
+  - {server: "everything", tools: ["echo"]}
+YAML
+} >"$GG_TMP/none.yaml"
+{ hdr hostile; cat <<YAML
+  hostile: {command: "$NODE", args: ["$HOSTILE"]}
+proxy:
+  - {server: "hostile", resources: "all", prompts: "all"}
+YAML
+} >"$GG_TMP/hostile.yaml"
+# line numbers matter below (has FILE CODE LINE)
+{ hdr bad; cat <<YAML
+  a: {command: "$NODE", args: ["$HOSTILE"]}
+  b: {command: "$NODE", args: ["$HOSTILE", "b"]}
+proxy:
+  - {server: "a", resources: 42}
+  - {server: "a", resources: "all", prompts: [{name: "p1", bogus: 1}]}
+  - {server: "b", resources: ["x://1"]}
+  - {server: "b", resources: "all", uri_prefix: "b{x}"}
+  - {server: "a", prompts: "all"}
+  - {server: "b", prompts: "all"}
+  - {server: "b", uri_prefix: "z+"}
+  - {server: "a", resources: "all"}
+  - {server: "a", prompts: ["p1", {name: "p2", as: "q_p1"}], prefix: "q_"}
+YAML
+} >"$GG_TMP/bad.yaml"
+
+gw_cli_run tenant create acme >/dev/null
+ADMIN=$(gw_key acme admin)
+KEY=$(gw_key acme tools:read,tools:execute)
+GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" gg_start || { echo "0 passed, 1 failed"; exit 1; }
+t "setup: tenant and keys" gw_cli_clean
+
+sdk() { # MODE GRAPH: the SDK client's checks folded into ours
+  "$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" "$1" "$GG_PUB/mcp/acme/$2" "$KEY" >"$GG_TMP/$1.out" 2>&1
+  gw_fold "$GG_TMP/$1.out" $?
+}
+t "ev (resources: all, uri_prefix, prompts: all, prefix) is accepted" eq "$(gw_put_graph "$ADMIN" acme ev "$GG_TMP/ev.yaml")" 201
+sdk ev ev
+t "sel (a chosen, renamed subset) is accepted" eq "$(gw_put_graph "$ADMIN" acme sel "$GG_TMP/sel.yaml")" 201
+sdk sel sel
+t "none (tools only) is accepted" eq "$(gw_put_graph "$ADMIN" acme none "$GG_TMP/none.yaml")" 201
+sdk none none
+t "hostile is accepted" eq "$(gw_put_graph "$ADMIN" acme hostile "$GG_TMP/hostile.yaml")" 201
+sdk hostile hostile
+
+# the same through a stateless MCP 2026-07-28 request (no session): the answer shaped for that era
+m26() { # OUT METHOD PARAMS (without braces) NAME (prompt name or URI) → HTTP status
+  gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $2" -H "Mcp-Name: $4" -H "Authorization: Bearer $KEY" \
+    --data-binary "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"$2\",\"params\":{$3,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}" \
+    "$GG_PUB/mcp/acme/ev"
+}
+t "2026-07-28: prompts/get of a proxied prompt, resultType complete" eq "$(m26 "$GG_TMP/r.json" prompts/get \
+  '"name":"ev_args-prompt","arguments":{"city":"Rome"}' ev_args-prompt) $(jget "$GG_TMP/r.json" 'd["result"]["resultType"] + " " + str("Rome" in d["result"]["messages"][0]["content"]["text"])')" "200 complete True"
+t "2026-07-28: resources/read of a proxied URI" eq "$(m26 "$GG_TMP/r.json" resources/read \
+  '"uri":"ev+demo://resource/dynamic/text/3"' 'ev+demo://resource/dynamic/text/3') $(jget "$GG_TMP/r.json" 'd["result"]["contents"][0]["uri"]')" \
+  "200 ev+demo://resource/dynamic/text/3"
+m26 "$GG_TMP/r.json" resources/read '"uri":"ev+demo://resource/static/document/none.md"' 'ev+demo://resource/static/document/none.md' >/dev/null
+t "2026-07-28: a proxied URI the downstream lacks → that era's -32602" eq "$(jget "$GG_TMP/r.json" 'd["error"]["code"]')" -32602
+
+gg_curl "$GG_TMP/ex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?graph=ev&limit=100" >/dev/null
+t "forwarded requests are not runs: graph ev has no execution" eq "$(jget "$GG_TMP/ex.json" 'len(d["executions"])')" 0
+
+# has FILE CODE LINE: the 422 lists an error CODE at LINE with a column
+has() { jget "$1" "any(e['code'] == '$2' and e['line'] == $3 and e['column'] > 0 for e in d['errors'])"; }
+t "bad selections → 422" eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml")" 422
+t "... resources: 42 (not all, not a list)" eq "$(has "$GG_TMP/put.json" invalid_type 7)" True
+t "... an unknown key in a proxied prompt" eq "$(has "$GG_TMP/put.json" unknown_key 8)" True
+t "... a uri_prefix with a brace" eq "$(has "$GG_TMP/put.json" invalid_type 10)" True
+t "... two 'prompts: all' without distinct prefixes" eq "$(has "$GG_TMP/put.json" duplicate_prompt 12)" True
+t "... an entry with neither tools, resources nor prompts" eq "$(has "$GG_TMP/put.json" missing_key 13)" True
+t "... two entries whose URIs could collide (no uri_prefix)" eq "$(has "$GG_TMP/put.json" proxy_uri_collision 14)" True
+t "... two proxied prompts under one name" eq "$(has "$GG_TMP/put.json" duplicate_prompt 15)" True
+t "nothing refused was stored" eq "$(gg_curl "$GG_TMP/x.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/bad")" 404
+t "server stops cleanly (stdio children included)" gw_stop_clean
+gg_finish
