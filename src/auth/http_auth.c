@@ -21,7 +21,7 @@ bool gg_auth_http_check(gg_auth *auth, gg_http_req *req, gg_http_res *res, gg_pr
     }
     if (st != GG_AUTH_OK) {
         gg_http_res_header(res, "WWW-Authenticate", "Bearer");
-        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
+        gg_http_res_fail(res, "unauthorized", "%s", gg_auth_status_message(st));
         return false;
     }
     int wait = gg_auth_rate_take(auth, out);

@@ -182,7 +182,7 @@ static bool check_token(gg_auth *auth, gg_oauth *o, gg_http_req *req, gg_http_re
     char scopes[512] = "";
     bool oauth = st != GG_OAUTH_NONE && token_scopes(o, r, scopes, sizeof scopes);
     gg_auth_http_challenge(res, oauth ? r : NULL, "invalid_token", msg, oauth ? scopes : NULL);
-    gg_http_res_error(res, 401, st == GG_OAUTH_NONE ? "unauthorized" : "invalid_token", "%s", msg);
+    gg_http_res_fail(res, st == GG_OAUTH_NONE ? "unauthorized" : "invalid_token", "%s", msg);
     gg_error_clear(&err);
     return false;
 }
@@ -207,7 +207,7 @@ bool gg_auth_http_check_resource(gg_auth *auth, gg_oauth *o, gg_http_req *req, g
         bool oauth = token_scopes(o, r, scopes, sizeof scopes);
         gg_auth_http_challenge(res, oauth ? r : NULL, key && oauth ? "invalid_token" : NULL, NULL,
                                oauth ? scopes : NULL);
-        gg_http_res_error(res, 401, "unauthorized", "%s", gg_auth_status_message(st));
+        gg_http_res_fail(res, "unauthorized", "%s", gg_auth_status_message(st));
         return false;
     }
     return !rate_limited(auth, res, out);

@@ -62,7 +62,7 @@ static int send_asset(gg_http_res *res, const char *name, const char *csp) {
     security_headers_csp(res, csp);
     const gg_console_asset *a = find_asset(name);
     if (!a) {
-        gg_http_res_error(res, 404, "not_found", "no console asset '%.100s'", name);
+        gg_http_res_fail(res, "not_found", "no console asset '%.100s'", name);
         return GG_HTTP_DONE;
     }
     gg_http_res_bytes(res, 200, a->content_type, a->data, a->len);
@@ -94,7 +94,7 @@ static bool authorize(console_ctx *c, gg_http_req *req, gg_http_res *res, const 
     if (!gg_auth_http_check(c->auth, req, res, &p)) return false;
     unsigned missing = 0;
     if (!gg_auth_allows(&p, tenant, GG_SCOPE_GRAPHS_WRITE, &missing)) {
-        if (missing == 0) gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
+        if (missing == 0) gg_http_res_fail(res, "forbidden", "this API key belongs to another tenant");
         else gg_auth_http_insufficient_scope(res, GG_SCOPE_GRAPHS_WRITE);
         return false;
     }
@@ -115,7 +115,7 @@ static int get_document(gg_http_req *req, gg_http_res *res, void *user) {
     security_headers(res);
     if (!authorize(c, req, res, t)) return GG_HTTP_DONE;
     int v = parse_version(gg_http_param(req, "v"));
-    if (!v) return gg_http_res_error(res, 400, "bad_request", "version: an integer from 1"), GG_HTTP_DONE;
+    if (!v) return gg_http_res_fail(res, "bad_request", "version: an integer from 1"), GG_HTTP_DONE;
     gg_graph_source s = {0};
     gg_error err = GG_ERROR_INIT;
     json_t *doc = NULL;
@@ -141,7 +141,7 @@ static int post_check(gg_http_req *req, gg_http_res *res, void *user) {
     if (!authorize(c, req, res, gg_http_param(req, "t"))) return GG_HTTP_DONE;
     size_t len = 0;
     const char *src = gg_http_body(req, &len);
-    if (len == 0) return gg_http_res_error(res, 400, "bad_request", "the body must be a graph (YAML or JSON)"), GG_HTTP_DONE;
+    if (len == 0) return gg_http_res_fail(res, "bad_request", "the body must be a graph (YAML or JSON)"), GG_HTTP_DONE;
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph_options o = {0};
     gg_graph_unref(gg_graph_load_string(src, len, "draft", &o, &d));
@@ -152,7 +152,7 @@ static int post_check(gg_http_req *req, gg_http_res *res, void *user) {
     for (size_t i = 0; diags && i < d.count; i++) json_array_append_new(diags, gg_graph_diag_json(&d.items[i]));
     json_t *out = json_pack("{s:b,s:o,s:o*}", "ok", d.errors == 0, "document", doc ? doc : json_null(), "diagnostics", diags);
     gg_graph_diags_free(&d);
-    if (!out) return gg_http_res_error(res, 500, "oom", "out of memory"), GG_HTTP_DONE;
+    if (!out) return gg_http_res_fail(res, "oom", "out of memory"), GG_HTTP_DONE;
     gg_http_res_json(res, 200, out);
     return GG_HTTP_DONE;
 }

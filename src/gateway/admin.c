@@ -68,7 +68,7 @@ void gw_admin_audit(gg_gateway *gw, const gg_principal *pr, const char *tenant, 
 static bool valid_name(gg_http_res *res, const char *name, const char *what) {
     gg_error err = GG_ERROR_INIT;
     if (gg_auth_valid_name(name, what, &err)) return true;
-    gg_http_res_error(res, 400, "invalid_name", "%s", err.message ? err.message : "invalid name");
+    gg_http_res_fail(res, "invalid_name", "%s", err.message ? err.message : "invalid name");
     gg_error_clear(&err);
     return false;
 }
@@ -77,14 +77,14 @@ static bool tenant_exists(gg_gateway *gw, gg_http_res *res, const char *t) {
     gg_error err = GG_ERROR_INIT;
     if (gg_store_tenant_exists(gw->store, t, &err)) return true;
     if (gg_error_is_set(&err)) store_error(res, &err);
-    else gg_http_res_error(res, 404, "not_found", "no tenant %s", t);
+    else gg_http_res_fail(res, "not_found", "no tenant %s", t);
     return false;
 }
 
 bool gw_admin_tenant_exists(gg_gateway *gw, gg_http_res *res, const char *tenant) { return tenant_exists(gw, res, tenant); }
 
 static int reply(gg_http_res *res, int status, json_t *body) {
-    if (!body) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
+    if (!body) return gg_http_res_fail(res, "internal_error", "out of memory"), GG_HTTP_DONE;
     gg_http_res_json(res, status, body);
     return GG_HTTP_DONE;
 }
@@ -95,7 +95,7 @@ static int reply(gg_http_res *res, int status, json_t *body) {
 static int reply_history(gg_http_res *res, json_t *body) {
     char *text = body ? jsonata_dump(body, 0) : NULL;
     json_decref(body);
-    if (!text) return gg_http_res_error(res, 500, "internal_error", "out of memory"), GG_HTTP_DONE;
+    if (!text) return gg_http_res_fail(res, "internal_error", "out of memory"), GG_HTTP_DONE;
     gg_http_res_bytes_take(res, 200, "application/json", text, strlen(text));
     return GG_HTTP_DONE;
 }
@@ -171,7 +171,7 @@ static int create_key(gg_http_req *req, gg_http_res *res, void *user) {
             if (!json_is_string(e)) {
                 gg_strbuf_free(&csv);
                 json_decref(body);
-                return gg_http_res_error(res, 400, "invalid_scope", "scopes must be strings"), GG_HTTP_DONE;
+                return gg_http_res_fail(res, "invalid_scope", "scopes must be strings"), GG_HTTP_DONE;
             }
             if (i) gg_strbuf_putc(&csv, ',');
             gg_strbuf_puts(&csv, json_string_value(e));
@@ -182,7 +182,7 @@ static int create_key(gg_http_req *req, gg_http_res *res, void *user) {
     if (!scopes) {
         json_decref(body);
         if (!gg_error_is_set(&err)) gg_error_set(&err, "invalid_scope", "scopes: a non-empty list of scopes is required");
-        return gg_http_res_error(res, 400, "invalid_scope", "%s", err.message), gg_error_clear(&err), GG_HTTP_DONE;
+        return gg_http_res_fail(res, "invalid_scope", "%s", err.message), gg_error_clear(&err), GG_HTTP_DONE;
     }
     char *key = NULL, id[GG_KEY_ID_LEN + 1];
     if (!gg_auth_create_key(gw->auth, t, scopes, name ? name : "", &key, id, &err)) {
@@ -425,7 +425,7 @@ static int graph_job_submit(gg_gateway *gw, gg_http_req *req, gg_http_res *res, 
     if (!(j->a = gg_http_defer(req))) {
         gg_store_graph_source_clear(&j->stored);
         free(j);
-        return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+        return gg_http_res_fail(res, "unavailable", "out of memory"), GG_HTTP_DONE;
     }
     gg_error err = GG_ERROR_INIT;
     if (graph_job_queue(gw, j, &err)) return GG_HTTP_DEFERRED;
@@ -486,13 +486,13 @@ static int put_graph(gg_http_req *req, gg_http_res *res, void *user) {
         return GG_HTTP_DONE;
     size_t len = 0;
     const char *src = gg_http_body(req, &len);
-    if (!len) return gg_http_res_error(res, 400, "bad_request", "the body must hold the graph (YAML or JSON)"), GG_HTTP_DONE;
+    if (!len) return gg_http_res_fail(res, "bad_request", "the body must hold the graph (YAML or JSON)"), GG_HTTP_DONE;
     if (gw->cfg->graphs_max_bytes && len > gw->cfg->graphs_max_bytes)
-        return gg_http_res_error(res, 413, "too_large", "the graph is %zu bytes; a graph may have at most %zu", len,
+        return gg_http_res_fail(res, "too_large", "the graph is %zu bytes; a graph may have at most %zu", len,
                                  gw->cfg->graphs_max_bytes),
                GG_HTTP_DONE;
     graph_job *j = calloc(1, sizeof *j);
-    if (!j) return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    if (!j) return gg_http_res_fail(res, "unavailable", "out of memory"), GG_HTTP_DONE;
     *j = (graph_job){.pr = pr, .tenant = t, .graph = g, .format = body_format(req), .src = src, .len = len};
     return graph_job_submit(gw, req, res, j);
 }
@@ -559,9 +559,9 @@ static int activate_graph(gg_http_req *req, gg_http_res *res, void *user) {
     json_t *jv = json_object_get(body, "version");
     int version = json_is_integer(jv) ? (int)json_integer_value(jv) : 0;
     json_decref(body);
-    if (version <= 0) return gg_http_res_error(res, 400, "bad_request", "body must be {\"version\": N} with N >= 1"), GG_HTTP_DONE;
+    if (version <= 0) return gg_http_res_fail(res, "bad_request", "body must be {\"version\": N} with N >= 1"), GG_HTTP_DONE;
     graph_job *j = calloc(1, sizeof *j);
-    if (!j) return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    if (!j) return gg_http_res_fail(res, "unavailable", "out of memory"), GG_HTTP_DONE;
     if (!gg_store_graph_get_version(gw->store, t, g, version, &j->stored, &err)) {
         free(j);
         return store_error(res, &err);
@@ -624,12 +624,12 @@ static int list_executions(gg_http_req *req, gg_http_res *res, void *user) {
     gg_exec_filter f = {gg_http_query(req, "graph"), gg_http_query(req, "tool"), gg_http_query(req, "status"), 0, 0,
                         gg_http_query(req, "cursor")};
     f.since_ms = parse_since(gg_http_query(req, "since"));
-    if (f.since_ms < 0) return gg_http_res_error(res, 400, "bad_request", "since: milliseconds or an ISO 8601 UTC time"), GG_HTTP_DONE;
+    if (f.since_ms < 0) return gg_http_res_fail(res, "bad_request", "since: milliseconds or an ISO 8601 UTC time"), GG_HTTP_DONE;
     const char *lim = gg_http_query(req, "limit");
     if (lim) {
         char *end;
         long l = strtol(lim, &end, 10);
-        if (*end || l < 1 || l > 1000) return gg_http_res_error(res, 400, "bad_request", "limit: 1..1000"), GG_HTTP_DONE;
+        if (*end || l < 1 || l > 1000) return gg_http_res_fail(res, "bad_request", "limit: 1..1000"), GG_HTTP_DONE;
         f.limit = (int)l;
     }
     gg_error err = GG_ERROR_INIT;

@@ -267,7 +267,7 @@ int gw_downstream_list(gg_http_req *req, gg_http_res *res, void *user) {
         char *end;
         limit = strtol(lim, &end, 10);
         if (*end || limit < 1 || limit > GW_CATALOG_PAGE_MAX) {
-            gg_http_res_error(res, 400, "bad_request", "limit: 1..%d", GW_CATALOG_PAGE_MAX);
+            gg_http_res_fail(res, "bad_request", "limit: 1..%d", GW_CATALOG_PAGE_MAX);
             return GG_HTTP_DONE;
         }
     }
@@ -301,7 +301,7 @@ static void sync_run(void *arg) {
 static void sync_refuse(void *arg) {
     sync_job *j = arg;
     if (j->a) {
-        gg_http_res_error(gg_http_async_res(j->a), 503, "shutting_down", "the server is shutting down");
+        gg_http_res_fail(gg_http_async_res(j->a), "shutting_down", "the server is shutting down");
         gg_http_async_complete(j->a);
     }
     if (j->notified) relisted(j->gw->refresher, j->tenant);
@@ -325,7 +325,7 @@ int gw_downstream_sync(gg_http_req *req, gg_http_res *res, void *user) {
     const char *t = gg_http_param(req, "t");
     if (!gw_admin_allow(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE)) return GG_HTTP_DONE;
     gg_http_async *a = gg_http_defer(req);
-    if (!a) return gg_http_res_error(res, 503, "unavailable", "out of memory"), GG_HTTP_DONE;
+    if (!a) return gg_http_res_fail(res, "unavailable", "out of memory"), GG_HTTP_DONE;
     gg_error err = GG_ERROR_INIT;
     if (!sync_submit(gw, t, a, false, &err)) {
         gg_http_res *ares = gg_http_async_res(a);

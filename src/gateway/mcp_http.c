@@ -37,7 +37,7 @@ static bool header_has_token(const char *h, const char *token) {
 static int rpc_http_error(gg_http_res *res, int status, json_t *id, int code, const char *msg) {
     char *body = mcp_jsonrpc_error(id, code, msg, NULL);
     if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
-    else gg_http_res_error(res, 500, "internal_error", "out of memory");
+    else gg_http_res_fail(res, "internal_error", "out of memory");
     return GG_HTTP_DONE;
 }
 
@@ -46,7 +46,7 @@ void gw_insufficient_scope(gg_http_res *res, gg_scope need) { gg_auth_http_insuf
 
 /* 403 for a key used on another tenant's resources. */
 void gw_wrong_tenant(gg_http_res *res) {
-    gg_http_res_error(res, 403, "forbidden", "this API key belongs to another tenant");
+    gg_http_res_fail(res, "forbidden", "this API key belongs to another tenant");
 }
 
 /* Authenticate a public request (key, revocation, rate limit); see internal.h. */
@@ -358,7 +358,7 @@ static void respond_plain(gw_call_job *j, const char *rpc_body) {
     } else if (json_is_true(json_object_get(result, "isError"))) {
         json_t *first = json_array_get(json_object_get(result, "content"), 0);
         const char *msg = json_string_value(json_object_get(first, "text"));
-        gg_http_res_error(res, 422, "tool_error", "%s", msg ? msg : "tool failed");
+        gg_http_res_fail(res, "tool_error", "%s", msg ? msg : "tool failed");
     } else {
         /* the tool's value exactly as the exit node yielded it (the text block cannot tell
          * the string "42" from the number 42); results without that history fall back to
@@ -389,7 +389,7 @@ static void job_fill(gw_call_job *j, char *body, int status) {
         gg_http_res_bytes_take(job_res(j), status, "application/json", body, strlen(body));
         body = NULL;
     } else {
-        gg_http_res_error(job_res(j), 500, "internal_error", "out of memory");
+        gg_http_res_fail(job_res(j), "internal_error", "out of memory");
     }
     free(body);
 }
@@ -435,7 +435,7 @@ static void waiter_committed(void *user, bool ok) {
     } else if (!ok) {
         gg_http_res *res = gg_http_async_res(w->a);
         gg_http_res_header(res, "Retry-After", "1");
-        if (w->plain) gg_http_res_error(res, 503, "unavailable", "%s", GW_UNRECORDED);
+        if (w->plain) gg_http_res_fail(res, "unavailable", "%s", GW_UNRECORDED);
         else rpc_http_error(res, 503, w->id, MCP_SERVER_BUSY, GW_UNRECORDED);
     }
     if (w->sse) gg_http_sse_event(w->a, "message", NULL, w->sse);
@@ -826,7 +826,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
-        if (plain) gg_http_res_error(res, 503, "unavailable", "%s", why);
+        if (plain) gg_http_res_fail(res, "unavailable", "%s", why);
         else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, why);
         json_decref(id);
         return GG_HTTP_DONE;
@@ -836,7 +836,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
-        if (plain) gg_http_res_error(res, 503, "busy", "the execution history writer is behind; retry later");
+        if (plain) gg_http_res_fail(res, "busy", "the execution history writer is behind; retry later");
         else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy: the execution history writer is behind; retry later");
         json_decref(id);
         return GG_HTTP_DONE;
@@ -845,7 +845,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         atomic_fetch_add_explicit(&gw->calls_rejected, 1, memory_order_relaxed);
         mcp_call_free(call);
         gg_http_res_header(res, "Retry-After", "1");
-        if (plain) gg_http_res_error(res, 429, "rate_limited", "too many concurrent executions for this tenant; retry later");
+        if (plain) gg_http_res_fail(res, "rate_limited", "too many concurrent executions for this tenant; retry later");
         else rpc_http_error(res, 429, id, MCP_SERVER_BUSY, "Too many concurrent executions for this tenant; retry later");
         json_decref(id);
         return GG_HTTP_DONE;
@@ -881,7 +881,7 @@ static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpo
         if (ep->is_graph) gg_auth_exec_release(gw->auth, ep->tenant);
         if (may_wait) waiting_release(gw, ep->tenant);
         gg_http_res_header(res, "Retry-After", "1");
-        if (plain) gg_http_res_error(res, 503, "busy", "server busy; retry later");
+        if (plain) gg_http_res_fail(res, "busy", "server busy; retry later");
         else rpc_http_error(res, 503, id, MCP_SERVER_BUSY, "Server busy");
         json_decref(id);
         return GG_HTTP_DONE;
@@ -1143,7 +1143,7 @@ static int finish_outcome(gg_gateway *gw, gg_http_req *req, gg_http_res *res, en
     if (sess && o->subscribe) mcp_session_subscribe(gw->sessions, sess, o->subscribe_uri, o->subscribe > 0);
     if (o->response_id && !(sess && mcp_session_deliver(gw->sessions, sess, o->response_id, o->response_result, o->response_error))) {
         mcp_outcome_clear(o);
-        return gg_http_res_error(res, 400, "unknown_response", "no request of this session waits for this response id"), GG_HTTP_DONE;
+        return gg_http_res_fail(res, "unknown_response", "no request of this session waits for this response id"), GG_HTTP_DONE;
     }
     int rc = GG_HTTP_DONE;
     switch (o->kind) {
@@ -1395,11 +1395,11 @@ static bool graph_server(gg_gateway *gw, gg_http_res *res, endpoint *ep, const c
         ep->srv = gw_registry_get(gw->registry, ep->tenant, ep->graph, &ep->version, &err);
     if (ep->srv) return true;
     if (!err.code[0] || strcmp(err.code, "not_found") == 0)
-        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep->tenant, ep->graph);
+        gg_http_res_fail(res, "not_found", "no graph %s/%s", ep->tenant, ep->graph);
     else if (strcmp(err.code, "validation") == 0) /* e.g. the policy no longer allows it: not served */
-        gg_http_res_error(res, 404, "not_found", "graph %s/%s is stored but does not load: %s", ep->tenant, ep->graph,
+        gg_http_res_fail(res, "not_found", "graph %s/%s is stored but does not load: %s", ep->tenant, ep->graph,
                           err.message ? err.message : err.code);
-    else gg_http_res_error(res, 503, "graph_unavailable", "graph %s/%s cannot be loaded now: %s", ep->tenant, ep->graph,
+    else gg_http_res_fail(res, "graph_unavailable", "graph %s/%s cannot be loaded now: %s", ep->tenant, ep->graph,
                            err.message ? err.message : err.code);
     gg_error_clear(&err);
     return false;
@@ -1456,7 +1456,7 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     }
     gg_strcopy(ep.caller, sizeof ep.caller, mount ? (mount_tenant ? mount_tenant : prp ? prp->tenant : "") : ep.tenant);
     if (!ep.srv) {
-        gg_http_res_error(res, 404, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
+        gg_http_res_fail(res, "not_found", "no graph %s/%s", ep.tenant, ep.graph);
         return GG_HTTP_DONE;
     }
     const char *method = gg_http_method(req);
@@ -1466,7 +1466,7 @@ static int mcp_handle(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gw_mou
     else if (strcmp(method, "GET") == 0) rc = gw_streams_get(gw, req, res, ep.tenant, ep.graph, ep.srv, prp); /* streams.c */
     else { /* HEAD: a stream has no headers-only form */
         gg_http_res_header(res, "Allow", "GET, POST, DELETE");
-        gg_http_res_error(res, 405, "method_not_allowed", "use GET (with Accept: text/event-stream) to open the stream");
+        gg_http_res_fail(res, "method_not_allowed", "use GET (with Accept: text/event-stream) to open the stream");
         rc = GG_HTTP_DONE;
     }
     mcp_server_unref(ep.srv);
@@ -1515,10 +1515,10 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
     json_t *args = len ? mcp_jsonrpc_parse(body, len, MAX_JSON_DEPTH, &err) : json_object();
     int rc = GG_HTTP_DONE;
     if (!args) {
-        gg_http_res_error(res, 400, "invalid_json", "the request body is not valid JSON (%s): expected a JSON object "
+        gg_http_res_fail(res, "invalid_json", "the request body is not valid JSON (%s): expected a JSON object "
                           "of the tool's arguments, like {\"a\": 1}", err.message ? err.message : "invalid JSON");
     } else if (!json_is_object(args)) {
-        gg_http_res_error(res, 400, "bad_request", "the request body is not an object: expected a JSON object of the "
+        gg_http_res_fail(res, "bad_request", "the request body is not an object: expected a JSON object of the "
                           "tool's arguments, like {\"a\": 1}");
     } else {
         json_t *msg = json_pack("{s:s,s:i,s:s,s:{s:s,s:O}}", "jsonrpc", "2.0", "id", 1, "method", "tools/call",
@@ -1537,11 +1537,11 @@ static int on_internal_call(gg_http_req *req, gg_http_res *res, void *user) {
             json_t *resp = json_loads(o.body ? o.body : "{}", 0, NULL);
             json_t *e = json_object_get(resp, "error"), *r = json_object_get(resp, "result");
             const char *emsg = json_string_value(json_object_get(e, "message"));
-            if (e && emsg && strncmp(emsg, "Unknown tool", 12) == 0) gg_http_res_error(res, 404, "not_found", "%s", emsg);
-            else if (e) gg_http_res_error(res, 400, "invalid_params", "%s", emsg ? emsg : "invalid");
+            if (e && emsg && strncmp(emsg, "Unknown tool", 12) == 0) gg_http_res_fail(res, "not_found", "%s", emsg);
+            else if (e) gg_http_res_fail(res, "invalid_params", "%s", emsg ? emsg : "invalid");
             else {
                 const char *text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
-                gg_http_res_error(res, 400, "invalid_params", "%s", text ? text : "invalid arguments");
+                gg_http_res_fail(res, "invalid_params", "%s", text ? text : "invalid arguments");
             }
             json_decref(resp);
         }

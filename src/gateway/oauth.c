@@ -114,7 +114,7 @@ static int metadata_answer(gg_gateway *gw, gg_http_res *res, const char *t, cons
     json_t *def = base(gw)[0] && t ? gg_oauth_definition(gw->oauth, t, &err) : NULL;
     if (!def) {
         if (err.code[0] && strcmp(err.code, "not_found") != 0) gg_http_res_error_from(res, 0, &err);
-        else gg_http_res_error(res, 404, "not_found", "no OAuth protected resource here");
+        else gg_http_res_fail(res, "not_found", "no OAuth protected resource here");
         gg_error_clear(&err);
         return GG_HTTP_DONE;
     }
@@ -136,7 +136,7 @@ static int metadata_answer(gg_gateway *gw, gg_http_res *res, const char *t, cons
     /* browser-based MCP clients read it from another origin: public, and carries nothing secret */
     gg_http_res_header(res, "Access-Control-Allow-Origin", "*");
     gg_http_res_header(res, "Cache-Control", "max-age=300");
-    if (!body || !gg_http_res_json(res, 200, body)) gg_http_res_error(res, 500, "internal_error", "out of memory");
+    if (!body || !gg_http_res_json(res, 200, body)) gg_http_res_fail(res, "internal_error", "out of memory");
     return GG_HTTP_DONE;
 }
 
@@ -158,7 +158,7 @@ static int console_resource(gg_http_req *req, gg_http_res *res, void *user) {
     const char *t = gg_http_param(req, "tenant");
     gw_resource r;
     gw_tenant_resource(gw, t, &r);
-    if (!r.r.url) return gg_http_res_error(res, 404, "not_found", "no OAuth protected resource here"), GG_HTTP_DONE;
+    if (!r.r.url) return gg_http_res_fail(res, "not_found", "no OAuth protected resource here"), GG_HTTP_DONE;
     char name[160];
     snprintf(name, sizeof name, "graphgate console of %s", t);
     return metadata_answer(gw, res, t, r.url, name, GG_SCOPE_GRAPHS_WRITE);

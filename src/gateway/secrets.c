@@ -184,7 +184,7 @@ static bool route_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res, gg_prin
     if (!gw_admin_allow_as(gw, req, res, *t, GG_SCOPE_GRAPHS_WRITE, pr) || !gw_admin_tenant_exists(gw, res, *t))
         return false;
     if (name && !gg_store_secret_name_ok(*name)) {
-        gg_http_res_error(res, 400, "invalid_name", "a secret name is [A-Za-z_][A-Za-z0-9_]{0,63}");
+        gg_http_res_fail(res, "invalid_name", "a secret name is [A-Za-z_][A-Za-z0-9_]{0,63}");
         return false;
     }
     return true;
@@ -220,7 +220,7 @@ static int secret_put(gg_http_req *req, gg_http_res *res, void *user) {
     const char *t, *name;
     if (!route_ok(gw, req, res, &pr, &t, &name)) return GG_HTTP_DONE;
     if (!s->vault.ready) {
-        gg_http_res_error(res, 503, "unavailable", "no secrets key is configured (secrets.key_file, GRAPHGATE_SECRETS_KEY)");
+        gg_http_res_fail(res, "unavailable", "no secrets key is configured (secrets.key_file, GRAPHGATE_SECRETS_KEY)");
         return GG_HTTP_DONE;
     }
     gg_error err = GG_ERROR_INIT;

@@ -135,7 +135,7 @@ static size_t bucket_of(const uint8_t nonce[16]) {
 static int rpc_error(gg_http_res *res, int status, int code, const char *msg) {
     char *body = mcp_jsonrpc_error(NULL, code, msg, NULL);
     if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
-    else gg_http_res_error(res, 500, "internal_error", "out of memory");
+    else gg_http_res_fail(res, "internal_error", "out of memory");
     return GG_HTTP_DONE;
 }
 
@@ -919,7 +919,7 @@ void gw_pstream_finish(gw_streams *s, gw_pstream *ps, char *body, int status) {
         gg_http_res *res = gg_http_async_res(ps->a);
         if (status == 503) gg_http_res_header(res, "Retry-After", "1");
         if (body) gg_http_res_bytes_take(res, status, "application/json", body, strlen(body));
-        else gg_http_res_error(res, 500, "internal_error", "out of memory");
+        else gg_http_res_fail(res, "internal_error", "out of memory");
         body = NULL;
         ps_drop(ps);
         ps->keep_until_ms = 0;

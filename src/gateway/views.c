@@ -189,7 +189,7 @@ static json_t *with_missing(gg_gateway *gw, const char *tenant, json_t *row) {
 static bool view_name_ok(gg_http_res *res, const char *v) {
     gg_error err = GG_ERROR_INIT;
     if (strlen(v) <= GW_VIEW_NAME_MAX && gg_auth_valid_name(v, "view", &err)) return true;
-    gg_http_res_error(res, 400, "invalid_name", "a view name is 1..%d characters of [a-z0-9-], not starting or ending with '-'",
+    gg_http_res_fail(res, "invalid_name", "a view name is 1..%d characters of [a-z0-9-], not starting or ending with '-'",
                       GW_VIEW_NAME_MAX);
     gg_error_clear(&err);
     return false;

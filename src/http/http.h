@@ -130,6 +130,10 @@ bool gg_http_res_json_text(gg_http_res *res, int status, const char *json, size_
 /* The JSON error model: {"error":{"code":code,"message":message}}. */
 bool gg_http_res_error(gg_http_res *res, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with the status the one error table (util/errcode.c) gives code: the usual call,
+ * so a code's status is written once. gg_http_res_error is for a status the code alone does
+ * not say (a 503 graph_unavailable beside the table's, a status computed elsewhere). */
+bool gg_http_res_fail(gg_http_res *res, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same with extra members in the error object ({"required_scope": ...}, {"retry_after":
  * N}); extra is stolen and may be NULL. */
 bool gg_http_res_error_extra(gg_http_res *res, int status, const char *code, json_t *extra, const char *fmt, ...)

@@ -42,7 +42,7 @@ int gg_http_route_health(gg_http_req *req, gg_http_res *res, void *user) {
     json_int_t up = (json_int_t)((gg_now_ms() - srv->started_ms) / 1000.0);
     json_t *o = json_pack("{s:s,s:s,s:I}", "status", atomic_load(&srv->draining) ? "draining" : "ok",
                           "version", srv->version, "uptime_seconds", up);
-    if (!o || !gg_http_res_json(res, 200, o)) gg_http_res_error(res, 500, "internal_error", "out of memory");
+    if (!o || !gg_http_res_json(res, 200, o)) gg_http_res_fail(res, "internal_error", "out of memory");
     return GG_HTTP_DONE;
 }
 
@@ -61,7 +61,7 @@ int gg_http_route_ready(gg_http_req *req, gg_http_res *res, void *user) {
                       err.message ? err.message : "not ready");
     }
     gg_error_clear(&err);
-    if (!o || !gg_http_res_json(res, ok ? 200 : 503, o)) gg_http_res_error(res, 500, "internal_error", "out of memory");
+    if (!o || !gg_http_res_json(res, ok ? 200 : 503, o)) gg_http_res_fail(res, "internal_error", "out of memory");
     return GG_HTTP_DONE;
 }
 
@@ -161,14 +161,14 @@ int gg_http_route_metrics(gg_http_req *req, gg_http_res *res, void *user) {
     for (int i = 0; i < srv->nhooks; i++) srv->hooks[i].fn(&b, srv->hooks[i].user);
     if (b.oom) {
         gg_strbuf_free(&b);
-        gg_http_res_error(res, 500, "internal_error", "out of memory");
+        gg_http_res_fail(res, "internal_error", "out of memory");
         return GG_HTTP_DONE;
     }
     size_t len = b.len;
     char *text = gg_strbuf_take(&b);
     if (!text || !gg_http_res_bytes_take(res, 200, "text/plain; version=0.0.4; charset=utf-8", text, len)) {
         free(text);
-        gg_http_res_error(res, 500, "internal_error", "out of memory");
+        gg_http_res_fail(res, "internal_error", "out of memory");
     }
     return GG_HTTP_DONE;
 }

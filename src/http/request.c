@@ -283,7 +283,7 @@ static enum MHD_Result send_res(gg_http_req *req, gg_http_res *res) {
         gg_log(GG_LOG_ERROR, "handler produced no response", "route", gg_http_route(req),
                "request_id", req->request_id, NULL);
         gg_http_res_clear(res);
-        if (!gg_http_res_error(res, 500, "internal_error", "the handler produced no response")) return MHD_NO;
+        if (!gg_http_res_fail(res, "internal_error", "the handler produced no response")) return MHD_NO;
     }
     struct MHD_Response *r;
     if (res->body && res->len) {
@@ -393,7 +393,7 @@ static enum MHD_Result dispatch(gg_http_req *req) {
         return send_error(req, 404, "not_found", "no route for this path");
     if (req->match.status == 405) {
         gg_http_res_clear(&req->res);
-        gg_http_res_error(&req->res, 405, "method_not_allowed", "method %s is not allowed here", req->method);
+        gg_http_res_fail(&req->res, "method_not_allowed", "method %s is not allowed here", req->method);
         gg_http_res_header(&req->res, "Allow", req->match.allow);
         return send_res(req, &req->res);
     }

@@ -139,6 +139,15 @@ bool gg_http_res_error(gg_http_res *res, int status, const char *code, const cha
 }
 
 /* See http.h. */
+bool gg_http_res_fail(gg_http_res *res, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = error_va(res, gg_errcode_http_status(code), code, NULL, fmt, ap);
+    va_end(ap);
+    return ok;
+}
+
+/* See http.h. */
 bool gg_http_res_error_extra(gg_http_res *res, int status, const char *code, json_t *extra, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -60,7 +60,7 @@ static void put_json_string(gg_strbuf *b, const char *s) {
 static bool send_buf(gg_http_res *res, int status, gg_strbuf *b) {
     if (b->oom) {
         gg_strbuf_free(b);
-        return gg_http_res_error(res, 500, "oom", "out of memory");
+        return gg_http_res_fail(res, "oom", "out of memory");
     }
     size_t n = b->len;
     char *p = gg_strbuf_take(b);
@@ -158,7 +158,7 @@ static int h_tool_info(gg_http_req *req, gg_http_res *res, void *user) {
     const char *name = gg_http_param(req, "tool_name");
     const struct tool_meta *m = name ? tool_meta(name) : NULL;
     if (!m) {
-        gg_http_res_error(res, 404, "not_found", "Unknown tool '%.100s'. Available tools: get_node_types, "
+        gg_http_res_fail(res, "not_found", "Unknown tool '%.100s'. Available tools: get_node_types, "
                           "get_node_details, search_nodes", name ? name : "");
         return GG_HTTP_DONE;
     }
@@ -176,7 +176,7 @@ static int h_tool_info(gg_http_req *req, gg_http_res *res, void *user) {
                        : NULL;
     json_decref(tools);
     if (!body) {
-        gg_http_res_error(res, 500, "oom", "out of memory");
+        gg_http_res_fail(res, "oom", "out of memory");
         return GG_HTTP_DONE;
     }
     json_object_set_new(body, "processing_time_ms", json_real(gg_now_ms() - t0));
@@ -198,7 +198,7 @@ static int h_health(gg_http_req *req, gg_http_res *res, void *user) {
                              (json_int_t)n, "timestamp", (json_int_t)(gg_wall_ms() / 1000), "error", error,
                              "request_id", gg_http_request_id(req));
     if (body) json_object_set_new(body, "processing_time_ms", json_real(gg_now_ms() - t0));
-    if (!body) gg_http_res_error(res, 500, "oom", "out of memory");
+    if (!body) gg_http_res_fail(res, "oom", "out of memory");
     else gg_http_res_json(res, n > 0 ? 200 : 503, body);
     return GG_HTTP_DONE;
 }
@@ -236,7 +236,7 @@ static bool invoke_request(gg_http_req *req, gg_http_res *res, json_t **body_out
     if (!*name) {
         const char *msg = "the body needs \"name\" (the tool) and optional \"arguments\" (an object)";
         if (envelope) rpc_error(res, 400, *id_json ? *id_json : "null", -32602, msg);
-        else gg_http_res_error(res, 400, "invalid_params", "%s", msg);
+        else gg_http_res_fail(res, "invalid_params", "%s", msg);
         json_decref(body);
         free(*id_json);
         *id_json = NULL;
@@ -314,7 +314,7 @@ static int invoke(gg_http_req *req, gg_http_res *res, rest_ctx *c, bool envelope
         snprintf(msg, sizeof msg, "%s%s", err.message ? err.message : err.code,
                  unknown ? ". Available tools: get_node_types, get_node_details, search_nodes" : "");
         if (envelope) rpc_error(res, unknown ? 404 : 500, id_json, unknown ? -32602 : -32603, msg);
-        else gg_http_res_error(res, unknown ? 404 : 500, unknown ? "not_found" : "internal_error", "%s", msg);
+        else gg_http_res_fail(res, unknown ? "not_found" : "internal_error", "%s", msg);
     }
     gg_error_clear(&err);
     json_decref(body);

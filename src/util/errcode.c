@@ -120,11 +120,13 @@ const gg_errcode *gg_errcode_table(size_t *n) {
 
 /* Beside the table, one rule: any other invalid_* code (invalid_config, invalid_schema,
  * invalid_route, ...) is a bad request, 400. */
-int gg_error_http_status(const gg_error *e) {
-    const gg_errcode *c = e ? gg_errcode_find(e->code) : NULL;
+int gg_errcode_http_status(const char *code) {
+    const gg_errcode *c = gg_errcode_find(code);
     if (c) return c->http_status;
-    return e && strncmp(e->code, "invalid_", 8) == 0 ? 400 : 500;
+    return code && strncmp(code, "invalid_", 8) == 0 ? 400 : 500;
 }
+
+int gg_error_http_status(const gg_error *e) { return gg_errcode_http_status(e ? e->code : NULL); }
 
 int gg_error_rpc_code(const gg_error *e) {
     const gg_errcode *c = e ? gg_errcode_find(e->code) : NULL;

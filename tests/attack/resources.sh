@@ -6,7 +6,6 @@
 # quickly with a result or a clear error and /health stays fast. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/attack/lib_attack.sh"
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 FX="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
 
 gw_cli tenant create a >/dev/null 2>&1

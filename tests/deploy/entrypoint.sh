@@ -5,7 +5,6 @@
 . "$GG_SRCDIR/tests/integration/lib.sh"
 EP="$GG_SRCDIR/deploy/docker-entrypoint.sh"
 export GRAPHGATE_BIN="$GG_BIN" GRAPHGATE_DATABASE_PATH="$GG_TMP/ep.db"
-eq() { [ "$1" = "$2" ] || { echo "   expected '$2', got '$1'" >&2; return 1; }; }
 
 t "sh -n: valid POSIX shell" sh -n "$EP"
 t "a graphgate command runs graphgate (version)" bash -c '"$0" version | grep -q graphgate' "$EP"

@@ -10,7 +10,6 @@
 # outstanding records them as interrupted; `async` on another node type is refused at its
 # line. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 url="http://127.0.0.1:$EVPORT/mcp"
 

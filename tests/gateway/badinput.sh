@@ -2,7 +2,6 @@
 # badinput.sh — hostile and malformed requests against the real gateway: each gets the
 # right error and the server keeps serving.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # running_calls N: wait (bounded, 10 s) until N tool calls run on workers, so a test acts
 # on a call that is really in flight however slowly a loaded machine starts it
 running_calls() {

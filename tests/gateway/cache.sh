@@ -6,7 +6,6 @@
 # announced on the stream; a rollback by another process (the CLI) is picked up by the sync;
 # deletion answers 404; the server stops clean (ASan builds: no leak, no error).
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # graph_src NAME VERSION: a graph whose one tool is named NAME_vVERSION and answers "NAME vVERSION"
 graph_src() {
   cat <<EOF

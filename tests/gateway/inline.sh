@@ -4,7 +4,6 @@
 # execution record); calls that stream notifications and inline_budget: 0 always use
 # workers. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 ge() { [ "${1:-0}" -ge "$2" ] 2>/dev/null || { echo "   expected >= $2, got $1" >&2; return 1; }; }
 
 cat >"$GG_TMP/inline.yaml" <<'YAML'

@@ -14,7 +14,6 @@
 # streaming a never-ending 2 MiB line or non-JSON events is cut off (logged, counted in
 # /metrics) and still serves calls. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh"

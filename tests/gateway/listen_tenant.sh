@@ -7,7 +7,6 @@
 # shows in fair's proxy graph's tools/list with no upload and no sync. When hog deletes a
 # graph, its put-off graph takes the freed slot. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh"

@@ -10,7 +10,6 @@
 # raised here to the burst's size. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 . "$GG_SRCDIR/tests/gateway/lib_durable.sh" # wait_for
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 N=${LONE_N:-256}
 
 cat >"$GG_TMP/busy.yaml" <<'YAML'

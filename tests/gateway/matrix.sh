@@ -4,7 +4,6 @@
 # versions, rollback, executions, audit; refused uploads: tests/cases/admin_errors.case);
 # internal endpoints only on the internal listener.
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # until_ok CMD...: retried until it succeeds, for up to 10 s (the server polls the database)
 until_ok() { local i; for i in $(seq 1 100); do "$@" && return 0; sleep 0.1; done; return 1; }
 SWITCH="$GG_SRCDIR/tests/fixtures/graphs/value_switch.yaml"

@@ -177,7 +177,6 @@ t "prompts/get backed by an elicit node → input_required" python3 -c "
 import json; d=json.load(open('$R'))['result']; assert d['resultType']=='input_required' and 'user_context' in d['inputRequests'], d"
 
 # ---- one execution record across a run's rounds (the three rounds of $T3 above)
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 for i in $(seq 1 100); do
   gw_cli executions list conf --graph everything --json > "$GG_TMP/ex.json"
   [ "$(jget "$GG_TMP/ex.json" "[e['status'] for e in d['executions'] if e['tool']=='$T3']")" = "['succeeded']" ] && break

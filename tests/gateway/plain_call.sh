@@ -4,7 +4,6 @@
 # arrays, numbers and booleans come back as themselves (not re-parsed from the MCP text
 # block). Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 cat >"$GG_TMP/values.yaml" <<'YAML'
 version: "1.0"

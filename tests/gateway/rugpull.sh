@@ -18,7 +18,6 @@
 #    often it changes, while another tenant's calls stay fast.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "$1" -le "$2" ] || { echo "   $1 > $2" >&2; return 1; }; }
 gw_need_sdk
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh" # wait_for, metric, metric_at_least

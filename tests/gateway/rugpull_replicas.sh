@@ -23,7 +23,6 @@ if [ -z "${GG_PG_INNER:-}" ]; then
 fi
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 exec 2>&1
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh" # wait_for
 createdb ggpin || { echo "createdb failed"; echo "0 passed, 1 failed"; exit 1; }

@@ -15,7 +15,6 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_need_sdk
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
-eq() { [ "$1" = "$2" ] || { echo "   expected '$2', got '$1'" >&2; return 1; }; }
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2': $(head -c 600 "$1")" >&2; return 1; }; }
 hasnt() { ! grep -q -- "$2" "$1" || { echo "   $1 has '$2'" >&2; return 1; }; }
 

@@ -8,7 +8,6 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_conf_setup
 gg_start || { echo "0 passed, 1 failed"; exit 1; }
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 t "fixture graph uploaded" eq "$(gw_put_graph "$ADMIN" conf everything "$FIXTURE")" 201
 URL="$GG_PUB/mcp/conf/everything"
 SID=$(gw_init "$URL" "$KEY")

@@ -7,7 +7,6 @@
 # session, the graph, the tenant; session expiry; dead clients), keep-alive pings, the
 # total bound (503) and SIGTERM with open streams (clean exit 0, quickly).
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 FX="$GG_SRCDIR/tests/fixtures/conformance/everything.yaml"
 T0=$(date +%s)
 

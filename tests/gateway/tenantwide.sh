@@ -6,7 +6,6 @@
 # on the same endpoint. Views (admin REST): bad bodies refused with 400s, a view with 2 tools
 # and a rename through the SDK client, list_changed when its selection changes. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_need_sdk
 
 # graph NAME TOOL EXPR [TOOL2 EXPR2]

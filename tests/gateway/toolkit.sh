@@ -8,7 +8,6 @@
 # expression (stopped by the time limit), a key without tools:execute (403), no key (401).
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 # a graph naming server-everything: its upload fetches and caches the downstream catalog
 gw_everything_graph "$GG_TMP/ev.yaml"

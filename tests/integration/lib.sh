@@ -86,6 +86,10 @@ t() {
   else GG_FAILED=$((GG_FAILED + 1)); echo "not ok - $desc"; fi
 }
 
+# eq GOT WANT — a case's comparison (t "…" eq "$got" want): when they differ it says what it
+# expected and what it got, so a failure reads without rerunning.
+eq() { [ "$1" = "$2" ] || { echo "   expected '$2', got '$1'" >&2; return 1; }; }
+
 # The summary (tests/summary.sh) lists "# SKIP" lines with their reasons.
 gg_skip() {
   GG_SKIPPED=$((GG_SKIPPED + ${3:-1})); echo "skip - $1 # SKIP $2"

@@ -6,7 +6,6 @@
 # count keeps the 4 newest ids of what is left. Either rule missing leaves another set.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-eq() { [ "$1" = "$2" ] || { echo "   expected $2, got $1" >&2; return 1; }; }
 # sql "STATEMENT": one statement on the test database (python3's sqlite3; prints a scalar)
 sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); c.commit(); print(r[0] if r else "")' "$GG_DB" "$1"; }
 

@@ -12,7 +12,6 @@
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 PY=$(command -v python3)
 D="$GG_SRCDIR/tests/telemetry"
-eq() { [ "$1" = "$2" ] || { echo "   expected '$2', got '$1'" >&2; return 1; }; }
 has() { grep -q -- "$2" "$1" || { echo "   $1 lacks '$2':" >&2; head -c 800 "$1" >&2; echo >&2; return 1; }; }
 
 PIDS=()

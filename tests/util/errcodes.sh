@@ -14,7 +14,7 @@ for code in $table; do t "'$code' is set somewhere in src/" used "$code"; done
 # or one of JSONata's own codes (a letter and four digits). A code is the first string literal
 # of a call to one of the functions that set codes (gg_error_set and the helpers that wrap it).
 # (src/cli's own fail() takes what the command was doing, not a code.)
-setters='gg_error_set|gg_http_res_error[a-z_]*|gg_graph_diag_add|gw_toolkit_error|error_of|token_error|send_error|finish|yt_err'
+setters='gg_error_set|gg_http_res_error[a-z_]*|gg_http_res_fail|gg_graph_diag_add|gw_toolkit_error|error_of|token_error|send_error|finish|yt_err'
 set_codes=$({ grep -rhoE "\b($setters)\([^\"()]*\"[a-zA-Z0-9_]+\"" "$src/src" --include=*.c --exclude=errcode.c
   grep -rhoE "\bfail\([^\"()]*\"[a-zA-Z0-9_]+\"" "$src/src" --include=*.c --exclude-dir=cli; } |
   sed -E 's/.*"([a-zA-Z0-9_]+)"$/\1/' | sort -u)
