@@ -1248,8 +1248,8 @@ json_t *gg_oauth_issuer_status(gg_oauth *o, const json_t *entry) {
     if (s) {
         json_object_set_new(st, "keys", json_integer((json_int_t)json_array_size(json_object_get(s->jwks, "keys"))));
         if (s->jwks_uri) json_object_set_new(st, "jwks_uri", json_string(s->jwks_uri));
-        char at[40] = "";
-        if (s->fetched_at) gg_store_format_time((long long)(s->fetched_at * 1000), at, sizeof at);
+        char at[GG_TIME_ISO_MAX] = "";
+        if (s->fetched_at) gg_time_iso8601((long long)(s->fetched_at * 1000), at);
         json_object_set_new(st, "fetched_at", at[0] ? json_string(at) : json_null());
         json_object_set_new(st, "last_error", s->last_error[0] ? json_string(s->last_error) : json_null());
         json_object_set_new(st, "fetches", json_integer(s->fetches));

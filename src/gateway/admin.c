@@ -509,8 +509,8 @@ static int list_graphs(gg_http_req *req, gg_http_res *res, void *user) {
 }
 
 static json_t *source_json(const gg_graph_source *s) {
-    char ts[40];
-    gg_store_format_time(s->created_ms, ts, sizeof ts);
+    char ts[GG_TIME_ISO_MAX];
+    gg_time_iso8601(s->created_ms, ts);
     return json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:s%}", "tenant", s->tenant, "graph", s->name, "version", s->version,
                      "format", s->format ? s->format : "yaml", "content_hash", s->content_hash, "created_at", ts,
                      "source", s->source, s->source_len);

@@ -135,12 +135,8 @@ void gw_tasks_check_cancels(gg_gateway *gw) {
 /* ------------------------------------------------------------------ shapes */
 
 static json_t *iso(long long ms) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char b[96];
-    snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    char b[GG_TIME_ISO_MAX];
+    gg_time_iso8601(ms, b);
     return json_string(b);
 }
 

@@ -146,23 +146,13 @@ static void put_uint(line *l, unsigned long long v, int min_digits) {
     while (k) l->p[l->n++] = d[--k];
 }
 
-/* "YYYY-MM-DDTHH:MM:SS" for sec (20 bytes with the NUL). */
+/* "YYYY-MM-DDTHH:MM:SS" for sec (20 bytes with the NUL): util's ISO 8601 time without its
+ * milliseconds, which each line adds (the seconds are cached per connection). */
 static void format_ts_seconds(time_t sec, char out[20]) {
-    struct tm tm;
-    if (!gmtime_r(&sec, &tm)) memset(&tm, 0, sizeof tm);
-    line l = {out, 0};
-    put_uint(&l, (unsigned long long)(tm.tm_year + 1900) % 10000, 4);
-    out[l.n++] = '-';
-    put_uint(&l, (unsigned)(tm.tm_mon + 1) % 100, 2);
-    out[l.n++] = '-';
-    put_uint(&l, (unsigned)tm.tm_mday % 100, 2);
-    out[l.n++] = 'T';
-    put_uint(&l, (unsigned)tm.tm_hour % 100, 2);
-    out[l.n++] = ':';
-    put_uint(&l, (unsigned)tm.tm_min % 100, 2);
-    out[l.n++] = ':';
-    put_uint(&l, (unsigned)tm.tm_sec % 100, 2);
-    out[l.n] = '\0';
+    char full[GG_TIME_ISO_MAX];
+    gg_time_iso8601((long long)sec * 1000, full);
+    memcpy(out, full, 19);
+    out[19] = '\0';
 }
 
 void gg_http_access_log(gg_http_req *req, double dur_ms, enum MHD_RequestTerminationCode toe) {

@@ -579,8 +579,8 @@ json_t *gg_store_json_column(gg_db_stmt *st, int col) {
 
 json_t *gg_store_time_json(long long ms) {
     if (ms <= 0) return json_null();
-    char buf[40];
-    gg_store_format_time(ms, buf, sizeof buf);
+    char buf[GG_TIME_ISO_MAX];
+    gg_time_iso8601(ms, buf);
     return json_string(buf);
 }
 
@@ -619,10 +619,3 @@ fail:
     return NULL;
 }
 
-void gg_store_format_time(long long ms, char *buf, size_t size) {
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (n) snprintf(buf + n, size - n, ".%03lldZ", ms % 1000);
-}

@@ -507,8 +507,6 @@ bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
 json_t *gg_store_audit_list(gg_store *s, const char *tenant, long long before_id, int limit,
                             gg_error *err);
 
-/* Format a wall-clock millisecond time as "YYYY-MM-DDTHH:MM:SS.mmmZ" (buf >= 32 bytes). */
-void gg_store_format_time(long long ms, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------------------------
  * Node specs (implemented in src/store/store_specs.c)

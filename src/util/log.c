@@ -55,13 +55,8 @@ void gg_log(gg_log_level level, const char *msg, ...) {
     if (!gg_log_enabled(level)) return;
     json_t *o = json_object();
     if (!o) return;
-    char ts[40];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+    char ts[GG_TIME_ISO_MAX];
+    gg_time_iso8601(gg_wall_ms(), ts);
     json_object_set_new(o, "ts", json_string(ts));
     json_object_set_new(o, "level", json_string(level_name(level)));
     json_object_set_new(o, "msg", json_string(msg ? msg : ""));
@@ -98,6 +93,15 @@ struct timespec gg_wall_timespec_in_ms(long ms) {
         ts.tv_nsec -= 1000000000L;
     }
     return ts;
+}
+
+void gg_time_iso8601(long long wall_ms, char out[GG_TIME_ISO_MAX]) {
+    long long ms = wall_ms >= 0 ? wall_ms % 1000 : 0;
+    time_t secs = (time_t)(wall_ms >= 0 ? wall_ms / 1000 : 0);
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm)) memset(&tm, 0, sizeof tm);
+    snprintf(out, GG_TIME_ISO_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
 long long gg_wall_ms(void) {

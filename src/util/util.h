@@ -147,6 +147,11 @@ void gg_log(gg_log_level level, const char *msg, ...);
 void gg_log_json_line(const char *json_line);
 bool gg_log_enabled(gg_log_level level);
 
+/* A wall-clock time in ms since the epoch as ISO 8601 UTC with milliseconds,
+ * "2026-11-29T07:40:00.123Z": the one format of times in logs, API answers and records. */
+#define GG_TIME_ISO_MAX 64 /* the 25 it takes, with room for any int in struct tm */
+void gg_time_iso8601(long long wall_ms, char out[GG_TIME_ISO_MAX]);
+
 /* Counts per name (tenant) with an optional bound (tally.c). Zero-initialised is empty; the
  * caller serialises. gg_tally_add with max <= 0 has no bound; a name at 0 holds no memory. */
 typedef struct gg_tally {

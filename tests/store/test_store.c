@@ -948,8 +948,8 @@ static void exec_sql(const char *sql) {
 }
 
 static json_t *iso(long long ms) {
-    char buf[32];
-    gg_store_format_time(ms, buf, sizeof buf);
+    char buf[GG_TIME_ISO_MAX];
+    gg_time_iso8601(ms, buf);
     return json_string(buf);
 }
 

@@ -448,6 +448,25 @@ START_TEST(hash_is_fnv1a_and_parts_stay_apart) {
 }
 END_TEST
 
+/* The one time format (log lines, API answers, task records): ISO 8601 UTC with milliseconds,
+ * checked against dates computed independently (Python's datetime), a leap day included. */
+START_TEST(iso8601_times_in_utc_with_milliseconds) {
+    char b[GG_TIME_ISO_MAX];
+    gg_time_iso8601(0, b);
+    ck_assert_str_eq(b, "1970-01-01T00:00:00.000Z");
+    gg_time_iso8601(1795938000123LL, b);
+    ck_assert_str_eq(b, "2026-11-29T07:40:00.123Z");
+    gg_time_iso8601(951782400999LL, b);
+    ck_assert_str_eq(b, "2000-02-29T00:00:00.999Z");
+    gg_time_iso8601(-5, b); /* before the epoch: clamped, never a negative field */
+    ck_assert_str_eq(b, "1970-01-01T00:00:00.000Z");
+    long long now = gg_wall_ms();
+    gg_time_iso8601(now, b);
+    ck_assert_uint_eq(strlen(b), 24);
+    ck_assert(b[4] == '-' && b[10] == 'T' && b[19] == '.' && b[23] == 'Z');
+}
+END_TEST
+
 START_TEST(closest_name_within_the_threshold) {
     const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
     const size_t n = sizeof tools / sizeof tools[0];
@@ -545,6 +564,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
+    tcase_add_test(tc, iso8601_times_in_utc_with_milliseconds);
     tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
     tcase_add_test(tc, suspicious_text_found_and_escaped);
     tcase_set_timeout(tc, 60);
