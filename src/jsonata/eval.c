@@ -3,6 +3,7 @@
  * closures, partial application, trampolined tail calls, transforms, and the limits
  * (depth, time, sequence length, cancellation). The AST is only read, never changed. */
 #include "jsonata/core.h"
+#include "util/regex.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1486,17 +1487,12 @@ static jn_value *regex_next_native(jn_call *call, jn_value **args, int nargs, gg
 static jn_value *regex_match_at(jn_state *c, jn_regex *re, jn_value *str, size_t off, jn_value *self_re) {
     if (off > str->u.str.len) return NULL;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
-    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    pcre2_match_context *mc = gg_regex_context(GG_REGEX_EXPRESSION); /* pathological patterns end in an error */
     if (!md || !mc) {
         pcre2_match_data_free(md);
-        pcre2_match_context_free(mc);
         return oom(c);
     }
-    /* pathological patterns end in an error instead of running away */
-    pcre2_set_match_limit(mc, 10000000);
-    pcre2_set_depth_limit(mc, 100000);
     int rc = pcre2_match(re->code, (PCRE2_SPTR)str->u.str.s, str->u.str.len, off, 0, md, mc);
-    pcre2_match_context_free(mc);
     jn_value *res = NULL;
     if (rc < 0) {
         if (rc != PCRE2_ERROR_NOMATCH) fail(c, -1, NULL, "D1004", "Regular expression matching failed (%d)", rc);

@@ -36,6 +36,7 @@ typedef struct fn_matcher {
     jn_value *cur;            /* last match object of a custom matcher (owned) */
     jn_value *str;            /* subject string (borrowed) */
     pcre2_match_data *md;
+    pcre2_match_context *mctx; /* the expression budget's limits (util/regex.h) */
     const char *s;
     size_t len;
     size_t offset;

@@ -2,15 +2,10 @@
  * JavaScript's "g" semantics, the reference's D1004 for zero-length matches, and PCRE2
  * match/depth limits so pathological patterns end in an error instead of a hang. */
 #include "jsonata/fn_common.h"
+#include "util/regex.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Backtracking budget per match attempt: generous for real patterns, small enough that
- * catastrophic backtracking stops within milliseconds. */
-#define FN_REGEX_MATCH_LIMIT 2000000
-#define FN_REGEX_DEPTH_LIMIT 20000
 
 jn_value *jn_fn_buf_result(gg_strbuf *b, gg_error *err) {
     if (b->oom) { gg_strbuf_free(b); jn_oom(err); return NULL; }
@@ -24,17 +19,6 @@ bool jn_fn_push(jn_value *arr, jn_value *v, gg_error *err) {
     return true;
 }
 
-/* One match context with the limits, created once and only read afterwards, so every
- * thread can share it (saves an allocation per regex call). */
-static pcre2_match_context *g_match_ctx;
-static pthread_once_t g_match_ctx_once = PTHREAD_ONCE_INIT;
-static void match_ctx_init(void) {
-    g_match_ctx = pcre2_match_context_create(NULL);
-    if (g_match_ctx) {
-        pcre2_set_match_limit(g_match_ctx, FN_REGEX_MATCH_LIMIT);
-        pcre2_set_depth_limit(g_match_ctx, FN_REGEX_DEPTH_LIMIT);
-    }
-}
 
 bool jn_fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_error *err) {
     memset(m, 0, sizeof *m);
@@ -46,9 +30,9 @@ bool jn_fn_matcher_init(fn_matcher *m, jn_value *pattern, jn_value *str, gg_erro
         return true;
     }
     m->re = pattern->u.re;
-    pthread_once(&g_match_ctx_once, match_ctx_init);
+    m->mctx = gg_regex_context(GG_REGEX_EXPRESSION);
     m->md = pcre2_match_data_create_from_pattern(m->re->code, NULL);
-    if (!m->md || !g_match_ctx) { jn_fn_matcher_free(m); jn_oom(err); return false; }
+    if (!m->md || !m->mctx) { jn_fn_matcher_free(m); jn_oom(err); return false; }
     return true;
 }
 
@@ -95,7 +79,7 @@ int jn_fn_matcher_next(jn_call *call, fn_matcher *m, fn_hit *out, gg_error *err)
     if (!jn_check_limits(call, err)) return -1;
     if (m->fn) return custom_next(call, m, out, err);
     if (m->offset > m->len) return 0;
-    int rc = pcre2_match(m->re->code, (PCRE2_SPTR)m->s, m->len, m->offset, 0, m->md, g_match_ctx);
+    int rc = pcre2_match(m->re->code, (PCRE2_SPTR)m->s, m->len, m->offset, 0, m->md, m->mctx);
     if (rc == PCRE2_ERROR_NOMATCH) return 0;
     if (rc < 0) {
         PCRE2_UCHAR msg[160];

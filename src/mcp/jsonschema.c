@@ -31,10 +31,10 @@
 #include <string.h>
 
 #include "mcp/mcp.h"
+#include "util/regex.h"
 
 #define SCHEMA_MAX_COMPILE_DEPTH 128
 #define SCHEMA_MAX_VALIDATE_DEPTH 256
-#define SCHEMA_MATCH_LIMIT 200000
 #define SCHEMA_MAX_NODES 20000
 #define SCHEMA_MAX_STEPS 1000000
 #define SCHEMA_MAX_FANOUT 1000
@@ -622,11 +622,7 @@ mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err) {
         return NULL;
     }
     s->root = json_incref(schema);
-    s->mctx = pcre2_match_context_create(NULL);
-    if (s->mctx) {
-        pcre2_set_match_limit(s->mctx, SCHEMA_MATCH_LIMIT);
-        pcre2_set_depth_limit(s->mctx, SCHEMA_MATCH_LIMIT / 10);
-    }
+    s->mctx = gg_regex_context(GG_REGEX_SCHEMA);
     gg_error tmp = GG_ERROR_INIT;
     cctx c = {s, err ? err : &tmp, 0};
     s->top = schema ? compile_node(&c, schema) : NULL;
@@ -647,7 +643,6 @@ void mcp_schema_free(mcp_schema *s) {
     free(s->nodes);
     free(s->index);
     json_decref(s->anchors);
-    if (s->mctx) pcre2_match_context_free(s->mctx);
     json_decref(s->root);
     free(s);
 }

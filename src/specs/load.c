@@ -6,6 +6,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "specs/internal.h"
 #include "mcp/mcp.h"
+#include "util/regex.h"
 
 #include <dirent.h>
 #include <pcre2.h>
@@ -265,7 +266,7 @@ static pcre2_code *compile_pattern(const char *pattern, char *msg, size_t msg_si
 static bool pattern_matches(pcre2_code *re, const char *s) {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     if (!md) return false;
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, md, gg_regex_context(GG_REGEX_SCHEMA));
     pcre2_match_data_free(md);
     return rc >= 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "util/suspicious.h"
+#include "util/regex.h"
 #include "util/util.h"
 #include "../check_main.h"
 
@@ -467,6 +468,32 @@ START_TEST(iso8601_times_in_utc_with_milliseconds) {
 }
 END_TEST
 
+/* Every budget's context bounds a catastrophic pattern: (a+)+$ against 40 a's and a b would
+ * take ~2^40 steps; under the limits it ends in PCRE2_ERROR_MATCHLIMIT (or DEPTHLIMIT). An
+ * ordinary match still matches; an unknown budget has no context. */
+START_TEST(regex_contexts_bound_backtracking) {
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *bad = pcre2_compile((PCRE2_SPTR) "(a+)+$", PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    pcre2_code *ok = pcre2_compile((PCRE2_SPTR) "b+", PCRE2_ZERO_TERMINATED, 0, &ec, &eo, NULL);
+    ck_assert(bad && ok);
+    const char *subject = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab";
+    for (int b = 0; b < GG_REGEX_BUDGETS; b++) {
+        pcre2_match_context *mc = gg_regex_context((gg_regex_budget)b);
+        ck_assert_ptr_nonnull(mc);
+        ck_assert_ptr_eq(mc, gg_regex_context((gg_regex_budget)b)); /* shared, made once */
+        pcre2_match_data *md = pcre2_match_data_create_from_pattern(bad, NULL);
+        int rc = pcre2_match(bad, (PCRE2_SPTR)subject, PCRE2_ZERO_TERMINATED, 0, 0, md, mc);
+        ck_assert_msg(rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT, "budget %d: rc %d", b, rc);
+        ck_assert_int_eq(pcre2_match(ok, (PCRE2_SPTR)subject, PCRE2_ZERO_TERMINATED, 0, 0, md, mc), 1);
+        pcre2_match_data_free(md);
+    }
+    ck_assert_ptr_null(gg_regex_context(GG_REGEX_BUDGETS));
+    pcre2_code_free(bad);
+    pcre2_code_free(ok);
+}
+END_TEST
+
 START_TEST(closest_name_within_the_threshold) {
     const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
     const size_t n = sizeof tools / sizeof tools[0];
@@ -564,6 +591,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
+    tcase_add_test(tc, regex_contexts_bound_backtracking);
     tcase_add_test(tc, iso8601_times_in_utc_with_milliseconds);
     tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
     tcase_add_test(tc, suspicious_text_found_and_escaped);
