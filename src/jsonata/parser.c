@@ -84,23 +84,6 @@ static bool is_name_char(char c) {
     return strchr(ops1, c) == NULL; /* quotes inside a name are part of it, as in the reference */
 }
 
-static void put_utf8(gg_strbuf *b, unsigned cp) {
-    char o[4];
-    if (cp < 0x80) { o[0] = (char)cp; gg_strbuf_append(b, o, 1); }
-    else if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, o, 2);
-    } else if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, o, 3);
-    } else {
-        o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, o, 4);
-    }
-}
-
 static bool set_tok(parser *p, tok_type type, const char *s, size_t len) {
     p->tok.type = type;
     p->tok.s = malloc(len + 1);
@@ -157,7 +140,8 @@ static bool lex_string(parser *p, char q) {
                     }
                 }
                 /* a lone surrogate is kept as its 3-byte (WTF-8) form, like a JS string */
-                put_utf8(&b, (unsigned)cp);
+                char u[4];
+                gg_strbuf_append(&b, u, gg_utf8_encode((uint32_t)cp, u));
                 break;
             }
             default:

@@ -35,19 +35,7 @@ uint32_t jn_utf8_next(const char *str, size_t n, size_t *i) {
 
 void jn_utf8_put(gg_strbuf *b, uint32_t cp) {
     char t[4];
-    if (cp < 0x80) { t[0] = (char)cp; gg_strbuf_append(b, t, 1); }
-    else if (cp < 0x800) {
-        t[0] = (char)(0xC0 | (cp >> 6)); t[1] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, t, 2);
-    } else if (cp < 0x10000) {
-        t[0] = (char)(0xE0 | (cp >> 12)); t[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        t[2] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, t, 3);
-    } else {
-        t[0] = (char)(0xF0 | (cp >> 18)); t[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        t[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); t[3] = (char)(0x80 | (cp & 0x3F));
-        gg_strbuf_append(b, t, 4);
-    }
+    gg_strbuf_append(b, t, gg_utf8_encode(cp, t));
 }
 
 /* Both walk code points exactly as jn_utf8_next does (an invalid byte counts as one

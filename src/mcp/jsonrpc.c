@@ -37,18 +37,6 @@ static void jp_ws(jparse *s) {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
 }
 
-static size_t jp_put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* A string starting after its opening quote. Without escapes it is returned in place
  * (*len bytes at the returned pointer); with escapes it is decoded into buf (cap bytes) or,
  * when longer, into *heap (the caller frees it). NULL on error. */
@@ -113,7 +101,7 @@ static const char *jp_string(jparse *s, char *buf, size_t cap, size_t *len, char
                 s->p = q - 6;
                 return jp_fail(s, "\\u0000 is not allowed"), NULL;
             }
-            n += jp_put_utf8(o + n, cp);
+            n += gg_utf8_encode(cp, o + n);
             break;
         }
         default: s->p = q - 2; return jp_fail(s, "invalid escape"), NULL;

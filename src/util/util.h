@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
@@ -116,6 +117,21 @@ static inline size_t gg_utf8_len(const unsigned char *p, size_t n) {
     if ((w == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (w == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
         return 0;
     return w;
+}
+
+/* The UTF-8 bytes (1..4) of code point cp (below U+110000) into out; the count. A lone
+ * surrogate gets its 3-byte (WTF-8) form, as JSONata keeps it like a JavaScript string; the
+ * JSON parser pairs surrogates or replaces them before it gets here. */
+static inline size_t gg_utf8_encode(uint32_t cp, char out[4]) {
+    if (cp < 0x80) return out[0] = (char)cp, 1;
+    if (cp < 0x800) return out[0] = (char)(0xC0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12), out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        return out[2] = (char)(0x80 | (cp & 0x3F)), 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18), out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
 }
 
 /* JavaScript's Number.prototype.toString for a double (shortest round trip: 0.1, 1e+21,

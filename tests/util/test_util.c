@@ -494,6 +494,28 @@ START_TEST(regex_contexts_bound_backtracking) {
 }
 END_TEST
 
+/* UTF-8 encoding at every length boundary, read back by gg_utf8_len (the one decoder's
+ * validity rule) and compared with the bytes the standard gives. */
+START_TEST(utf8_encode_at_each_length) {
+    static const struct {
+        uint32_t cp;
+        const char *bytes;
+    } v[] = {{0x24, "\x24"}, {0x7F, "\x7f"}, {0x80, "\xc2\x80"}, {0xE9, "\xc3\xa9"}, {0x7FF, "\xdf\xbf"},
+             {0x800, "\xe0\xa0\x80"}, {0x20AC, "\xe2\x82\xac"}, {0xFFFF, "\xef\xbf\xbf"},
+             {0x10000, "\xf0\x90\x80\x80"}, {0x1F600, "\xf0\x9f\x98\x80"}, {0x10FFFF, "\xf4\x8f\xbf\xbf"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char out[4];
+        size_t n = gg_utf8_encode(v[i].cp, out);
+        ck_assert_uint_eq(n, strlen(v[i].bytes));
+        ck_assert(memcmp(out, v[i].bytes, n) == 0);
+        ck_assert_uint_eq(gg_utf8_len((const unsigned char *)out, n), n);
+    }
+    char out[4]; /* a lone surrogate: 3 bytes, which the strict decoder refuses */
+    ck_assert_uint_eq(gg_utf8_encode(0xD800, out), 3);
+    ck_assert_uint_eq(gg_utf8_len((const unsigned char *)out, 3), 0);
+}
+END_TEST
+
 START_TEST(closest_name_within_the_threshold) {
     const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
     const size_t n = sizeof tools / sizeof tools[0];
@@ -591,6 +613,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
+    tcase_add_test(tc, utf8_encode_at_each_length);
     tcase_add_test(tc, regex_contexts_bound_backtracking);
     tcase_add_test(tc, iso8601_times_in_utc_with_milliseconds);
     tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
