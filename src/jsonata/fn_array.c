@@ -41,30 +41,9 @@ FN(jn_fn_append) {
  * error. */
 typedef int (*sort_cmp)(jn_call *call, jn_value *fn, jn_value *a, jn_value *b, gg_error *err);
 
-/* JavaScript compares strings by UTF-16 code units. UTF-8 byte order agrees except
- * between U+E000..U+FFFF and supplementary characters (surrogates sort lower), so the
- * slow path only runs when such bytes occur. */
-static int utf16_cmp(const char *a, size_t an, const char *b, size_t bn) {
-    size_t i = 0, j = 0;
-    uint32_t pa = 0, pb = 0; /* pending low surrogates */
-    while ((i < an || pa) && (j < bn || pb)) {
-        uint32_t ca, cb;
-        if (pa) { ca = pa; pa = 0; }
-        else {
-            ca = jn_utf8_next(a, an, &i);
-            if (ca >= 0x10000) { pa = 0xDC00 + ((ca - 0x10000) & 0x3FF); ca = 0xD800 + ((ca - 0x10000) >> 10); }
-        }
-        if (pb) { cb = pb; pb = 0; }
-        else {
-            cb = jn_utf8_next(b, bn, &j);
-            if (cb >= 0x10000) { pb = 0xDC00 + ((cb - 0x10000) & 0x3FF); cb = 0xD800 + ((cb - 0x10000) >> 10); }
-        }
-        if (ca != cb) return ca < cb ? -1 : 1;
-    }
-    bool a_left = i < an || pa, b_left = j < bn || pb;
-    return a_left == b_left ? 0 : a_left ? 1 : -1;
-}
-
+/* JavaScript compares strings by UTF-16 code units (gg_utf16_cmp). UTF-8 byte order agrees
+ * except between U+E000..U+FFFF and supplementary characters (surrogates sort lower), so
+ * the slow path only runs when such bytes occur. */
 static bool has_high_bytes(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) if ((unsigned char)s[i] >= 0xEE) return true;
     return false;
@@ -73,7 +52,7 @@ static bool has_high_bytes(const char *s, size_t n) {
 static int default_cmp(jn_call *call, jn_value *fn, jn_value *a, jn_value *b, gg_error *err) {
     if (a->type == JN_NUMBER) return a->u.n > b->u.n;
     if (has_high_bytes(jn_s(a), jn_slen(a)) || has_high_bytes(jn_s(b), jn_slen(b)))
-        return utf16_cmp(jn_s(a), jn_slen(a), jn_s(b), jn_slen(b)) > 0;
+        return gg_utf16_cmp(jn_s(a), jn_slen(a), jn_s(b), jn_slen(b)) > 0;
     size_t n = jn_slen(a) < jn_slen(b) ? jn_slen(a) : jn_slen(b);
     int c = memcmp(jn_s(a), jn_s(b), n);
     return c > 0 || (c == 0 && jn_slen(a) > jn_slen(b));

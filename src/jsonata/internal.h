@@ -216,7 +216,6 @@ bool jn_truthy(const jn_value *v);             /* the reference's boolean cast (
  * reference's boolean() throws D1001 there, so every condition, predicate and $filter
  * does. NaN is no error: it is simply false. */
 bool jn_truth_meets_infinity(const jn_value *v);
-size_t jn_utf16_len(const char *s, size_t len);
 /* byte offset of UTF-16 index u16 (clamped to the string's end) */
 size_t jn_str_u16_to_byte(const jn_value *s, size_t u16);
 /* UTF-16 index of byte offset (for regex match positions) */

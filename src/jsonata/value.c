@@ -127,15 +127,6 @@ jn_value *jn_number(double d) {
     return v;
 }
 
-size_t jn_utf16_len(const char *s, size_t len) {
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c & 0xC0) != 0x80) n += (c >= 0xF0) ? 2 : 1;
-    }
-    return n;
-}
-
 jn_value *jn_string_take(char *s, size_t len) {
     if (!jn_charge(s)) {
         free(s);
@@ -148,7 +139,7 @@ jn_value *jn_string_take(char *s, size_t len) {
     }
     v->u.str.s = s;
     v->u.str.len = len;
-    v->u.str.ulen = jn_utf16_len(s, len);
+    v->u.str.ulen = gg_utf16_len(s, len);
     return v;
 }
 
@@ -160,7 +151,7 @@ jn_value *jn_string(const char *s, size_t len) {
     c[len] = '\0';
     v->u.str.s = c;
     v->u.str.len = len;
-    v->u.str.ulen = jn_utf16_len(c, len);
+    v->u.str.ulen = gg_utf16_len(c, len);
     return v;
 }
 
@@ -175,7 +166,7 @@ jn_value *jn_string_cat(const char *a, size_t alen, const char *b, size_t blen) 
     c[alen + blen] = '\0';
     v->u.str.s = c;
     v->u.str.len = alen + blen;
-    v->u.str.ulen = jn_utf16_len(c, alen + blen);
+    v->u.str.ulen = gg_utf16_len(c, alen + blen);
     return v;
 }
 
@@ -877,7 +868,7 @@ size_t jn_str_u16_to_byte(const jn_value *s, size_t u16) {
 
 size_t jn_str_byte_to_u16(const jn_value *s, size_t byte) {
     if (byte > s->u.str.len) byte = s->u.str.len;
-    return jn_utf16_len(s->u.str.s, byte);
+    return gg_utf16_len(s->u.str.s, byte);
 }
 
 /* ---- regex ---- */

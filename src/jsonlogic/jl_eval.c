@@ -186,9 +186,9 @@ static bool get_prop(jl_ctx *c, const jl_val *base, const char *key, size_t klen
     size_t slen;
     const char *s = jl_strp(base, &slen);
     if (s) {
-        if (klen == 6 && memcmp(key, "length", 6) == 0) { jl_set_num(out, (double)jl_u16_len(s, slen)); return true; }
+        if (klen == 6 && memcmp(key, "length", 6) == 0) { jl_set_num(out, (double)gg_utf16_len(s, slen)); return true; }
         long idx = canonical_index(key, klen);
-        if (idx >= 0 && (size_t)idx < jl_u16_len(s, slen)) return u16_slice(c, s, slen, (size_t)idx, (size_t)idx + 1, out);
+        if (idx >= 0 && (size_t)idx < gg_utf16_len(s, slen)) return u16_slice(c, s, slen, (size_t)idx, (size_t)idx + 1, out);
         return true;
     }
     if (base->t != JV_JSON) return true;
@@ -505,7 +505,7 @@ static bool op_missing_some(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val
     }
     size_t sl;
     const char *s = jl_strp(opts, &sl);
-    double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)jl_u16_len(s, sl) : NAN;
+    double have = jl_is_arr(opts) ? (double)json_array_size(opts->u.j) : s ? (double)gg_utf16_len(s, sl) : NAN;
     bool ok = missing_run(c, n, &k, arg(a, 0), have, out, nonempty);
     jl_release(&first);
     return ok;
@@ -893,7 +893,7 @@ static bool compat_pair(jl_ctx *c, uint8_t op, const jl_val *a, const jl_val *b,
         return true;
     }
     int r;
-    if (sa && sb) r = jl_u16_cmp(sa, la, sb, lb);
+    if (sa && sb) r = gg_utf16_cmp(sa, la, sb, lb);
     else {
         double x = compat_num(a), y = compat_num(b);
         if (isnan(x) || isnan(y)) return nan_error(c);
@@ -1055,7 +1055,7 @@ static double to_integer(const jl_val *v) {
 
 /* String.prototype.substr(start, length) on UTF-16 code units. */
 static bool js_substr(jl_ctx *c, const char *s, size_t len, double start, bool has_len, double length, jl_val *out) {
-    double size = (double)jl_u16_len(s, len);
+    double size = (double)gg_utf16_len(s, len);
     if (start < 0) start = fmax(size + start, 0);
     start = fmin(start, size);
     double l = has_len ? fmin(fmax(length, 0), size) : size;
@@ -1077,7 +1077,7 @@ static bool op_substr(jl_ctx *c, const argv_t *a, jl_val *out) {
         jl_val temp;
         ok = js_substr(c, s, b.len, start, false, 0, &temp);
         if (ok) {
-            double tl = (double)jl_u16_len(temp.u.str.s, temp.u.str.len), l;
+            double tl = (double)gg_utf16_len(temp.u.str.s, temp.u.str.len), l;
             size_t el;
             if (jl_strp(end, &el)) {
                 gg_strbuf t = GG_STRBUF_INIT;

@@ -164,12 +164,10 @@ bool jl_strict_eq(const jl_val *a, const jl_val *b);
 /* Abstract relational comparison: -1, 0, 1, or 2 when unordered (NaN involved). */
 int jl_compare(jl_ctx *c, const jl_val *a, const jl_val *b);
 
-/* UTF-16 view of UTF-8 strings (JavaScript string semantics). */
-size_t jl_u16_len(const char *s, size_t len);
-/* Byte offset of UTF-16 index i (clamped to len); *split set when i lands inside a
- * surrogate pair. */
+/* UTF-16 view of UTF-8 strings (JavaScript string semantics; length and order are util's
+ * gg_utf16_len and gg_utf16_cmp). Byte offset of UTF-16 index i (clamped to len); *split
+ * set when i lands inside a surrogate pair. */
 size_t jl_u16_offset(const char *s, size_t len, size_t i, bool *split);
-int jl_u16_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- compiled rules (jl_compile.c, evaluated by jl_eval.c) ---- */
 typedef enum {

@@ -141,15 +141,6 @@ static size_t u8_seq_len(unsigned char c) {
     return 1; /* stray continuation byte: step over it */
 }
 
-size_t jl_u16_len(const char *s, size_t len) {
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c & 0xC0) != 0x80) n += c >= 0xF0 ? 2 : 1;
-    }
-    return n;
-}
-
 size_t jl_u16_offset(const char *s, size_t len, size_t i, bool *split) {
     size_t units = 0, pos = 0;
     if (split) *split = false;
@@ -175,25 +166,6 @@ static uint32_t u8_decode(const unsigned char *s, size_t n) {
         return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
                ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
     }
-}
-
-/* Code-unit order: equal to byte order except that supplementary characters (surrogates
- * 0xD800..) sort below U+E000..U+FFFF. */
-int jl_u16_cmp(const char *a, size_t alen, const char *b, size_t blen) {
-    size_t i = 0, m = alen < blen ? alen : blen;
-    while (i < m && a[i] == b[i]) i++;
-    if (i == m) return alen == blen ? 0 : (alen < blen ? -1 : 1);
-    size_t start = i;
-    while (start > 0 && ((unsigned char)a[start] & 0xC0) == 0x80) start--;
-    const unsigned char *pa = (const unsigned char *)a + start, *pb = (const unsigned char *)b + start;
-    size_t na = u8_seq_len(*pa), nb = u8_seq_len(*pb);
-    if (start + na > alen) na = alen - start;
-    if (start + nb > blen) nb = blen - start;
-    uint32_t ca = u8_decode(pa, na), cb = u8_decode(pb, nb);
-    uint32_t ua = ca >= 0x10000 ? 0xD800 + ((ca - 0x10000) >> 10) : ca;
-    uint32_t ub = cb >= 0x10000 ? 0xD800 + ((cb - 0x10000) >> 10) : cb;
-    if (ua != ub) return ua < ub ? -1 : 1;
-    return ca < cb ? -1 : 1;
 }
 
 /* ---------------------------------------------------------------- numbers */
@@ -498,7 +470,7 @@ int jl_compare(jl_ctx *c, const jl_val *a, const jl_val *b) {
     size_t lx, ly;
     const char *sx = jl_strp(x, &lx), *sy = jl_strp(y, &ly);
     if (sx && sy) {
-        r = jl_u16_cmp(sx, lx, sy, ly);
+        r = gg_utf16_cmp(sx, lx, sy, ly);
     } else {
         double dx = jl_to_number(x), dy = jl_to_number(y);
         if (isnan(dx) || isnan(dy)) r = 2;

@@ -119,6 +119,11 @@ static inline size_t gg_utf8_len(const unsigned char *p, size_t n) {
     return w;
 }
 
+/* JavaScript's view of a UTF-8 string (utf16.c): its length in UTF-16 code units, and the
+ * order of two strings by code units (<0, 0, >0), as String.prototype.length and < do. */
+size_t gg_utf16_len(const char *s, size_t len);
+int gg_utf16_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
 /* The UTF-8 bytes (1..4) of code point cp (below U+110000) into out; the count. A lone
  * surrogate gets its 3-byte (WTF-8) form, as JSONata keeps it like a JavaScript string; the
  * JSON parser pairs surrogates or replaces them before it gets here. */

@@ -21,7 +21,7 @@ mcp: mcp
 specs: specs
 store: gg_store gg_db gg_exec gg_history gg_task
 telemetry: gg_tel gg_span gg_trace
-util: gg_error gg_errcode gg_strbuf gg_log gg_yaml gg_ecma gg_js gg_hex4 gg_now gg_wall gg_tally gg_closest gg_suggest gg_suspicious gg_time gg_regex'
+util: gg_error gg_errcode gg_strbuf gg_log gg_yaml gg_ecma gg_js gg_hex4 gg_now gg_wall gg_tally gg_closest gg_suggest gg_suspicious gg_time gg_regex gg_utf16'
 
 prefixes_of() { sed -n "s/^$1: //p" <<<"$owners"; }
 

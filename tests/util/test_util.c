@@ -516,6 +516,23 @@ START_TEST(utf8_encode_at_each_length) {
 }
 END_TEST
 
+/* JavaScript's string length and order (UTF-16 code units) over UTF-8: a supplementary
+ * character is two units and sorts below U+E000..U+FFFF although its UTF-8 bytes sort above. */
+START_TEST(utf16_length_and_order_as_javascript) {
+    ck_assert_uint_eq(gg_utf16_len("", 0), 0);
+    ck_assert_uint_eq(gg_utf16_len("abc", 3), 3);
+    ck_assert_uint_eq(gg_utf16_len("\xc3\xa9\xe2\x82\xac", 5), 2);     /* é€ */
+    ck_assert_uint_eq(gg_utf16_len("a\xf0\x9f\x98\x80", 5), 3);         /* a😀 */
+    const char *pua = "\xee\x80\x80", *emoji = "\xf0\x9f\x98\x80"; /* U+E000, U+1F600 */
+    ck_assert_int_lt(gg_utf16_cmp(emoji, 4, pua, 3), 0);                 /* 0xD83D < 0xE000 */
+    ck_assert_int_gt(gg_utf16_cmp(pua, 3, emoji, 4), 0);
+    ck_assert_int_lt(gg_utf16_cmp("ab", 2, "abc", 3), 0);
+    ck_assert_int_eq(gg_utf16_cmp("abc", 3, "abc", 3), 0);
+    ck_assert_int_gt(gg_utf16_cmp("b", 1, "abc", 3), 0);
+    ck_assert_int_lt(gg_utf16_cmp("\xc3\xa9", 2, "\xe2\x82\xac", 3), 0); /* é < € */
+}
+END_TEST
+
 START_TEST(closest_name_within_the_threshold) {
     const char *const tools[] = {"digest", "summarize", NULL, "fetch_page", "fetch_pages"};
     const size_t n = sizeof tools / sizeof tools[0];
@@ -613,6 +630,7 @@ int main(void) {
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
+    tcase_add_test(tc, utf16_length_and_order_as_javascript);
     tcase_add_test(tc, utf8_encode_at_each_length);
     tcase_add_test(tc, regex_contexts_bound_backtracking);
     tcase_add_test(tc, iso8601_times_in_utc_with_milliseconds);
