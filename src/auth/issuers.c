@@ -1193,8 +1193,11 @@ static void intro_done(gg_oauth *o, CURLM *multi, intro_check *c, CURLcode rc) {
         snprintf(why, sizeof why, "%s", c->too_big ? "the answer is over 64 KiB"
                                          : rc != CURLE_OK ? curl_easy_strerror(rc) : "the endpoint did not answer 200");
         if (rc == CURLE_OK && !c->too_big) snprintf(why, sizeof why, "the endpoint answered %ld", status);
-    } else if (!json_is_object(ans = json_loadb(c->body.data ? c->body.data : "", c->body.len, JSON_REJECT_DUPLICATES, NULL)))
-        snprintf(why, sizeof why, "the answer is not a JSON object");
+    } else {
+        /* parsed once, then tested: json_is_object is a macro that names its argument twice */
+        ans = json_loadb(c->body.data ? c->body.data : "", c->body.len, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(ans)) snprintf(why, sizeof why, "the answer is not a JSON object");
+    }
     if (!json_is_object(ans)) {
         json_decref(ans);
         intro_fail(o, c, why);
