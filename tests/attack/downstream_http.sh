@@ -28,7 +28,10 @@ HWM_MB=400    # peak RSS of the gateway. Defaults: a 4 MiB cap per message, a 32
 # 508 ms in loaded CI runs, so 800 ms there; the unfixed gateway took 469 ms-8.7 s in a
 # plain build, 2-3x that under ASan
 P90_MS=300
-ldd "$GG_BIN" 2>/dev/null | grep -qE 'lib[at]san' && HWM_MB=900 && P90_MS=800
+# B's slowest call: 1,000 ms; under a sanitizer 2,500 ms (ASan measured 1,234 ms once in a loaded
+# CI run, with its p90 at 380 ms). The unfixed gateway's slowest was 23 s.
+MAX_MS=1000
+ldd "$GG_BIN" 2>/dev/null | grep -qE 'lib[at]san' && HWM_MB=900 && P90_MS=800 && MAX_MS=2500
 ATTACK_S=4    # A keeps attacking (rounds of concurrent calls) for at least this long
 BUDGET=25165824 # tenants.max_downstream_bytes for this test: 24 MiB (default 64 MiB)
 
@@ -111,7 +114,7 @@ p90=$(pct 0.9 <"$GG_TMP/b.ms"); max=$(pct 1 <"$GG_TMP/b.ms")
 # before the fix (one loop thread rescanning 60 MB events, parsing 20 MB answers whole):
 # B's max 23 s, p90 0.5-8.7 s; after it, ~130-200 ms p90 on a loaded 2-core machine
 t "B meanwhile: $(grep -c . "$GG_TMP/b.ms") calls, p90 $p90 ms (bound $P90_MS)" le "$p90" "$P90_MS"
-t "B meanwhile: max $max ms (bound 1000)" le "$max" 1000
+t "B meanwhile: max $max ms (bound $MAX_MS)" le "$max" "$MAX_MS"
 t "B's answers are right" has "$GG_TMP/bd.json" '"ok":true'
 # each fails naming a bound: the message cap, or (several at once) the tenant's budget
 BOUND='downstream\.max_message_bytes|tenants\.max_downstream_bytes'
