@@ -923,6 +923,20 @@ static bool dir_key(runner *r, char **w, int n, const char *rest, gg_strbuf *err
     return k != NULL;
 }
 
+/* %revoke VAR: `graphgate key revoke` of the key in $VAR (its id is the part between the
+ * first two underscores: gg_<id>_<secret>); the variable keeps the revoked key */
+static bool dir_revoke(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
+    (void)n, (void)rest;
+    const char *key = var_get(r, w[1], strlen(w[1]));
+    char id[128];
+    if (!key || strncmp(key, "gg_", 3) || sscanf(key + 3, "%127[^_]", id) != 1)
+        return gg_strbuf_printf(err, "  # %%revoke: $%s is not a key\n", w[1]), false;
+    char *args[] = {"key", "revoke", id};
+    char *out = cli(r, args, 3, err);
+    free(out);
+    return out != NULL;
+}
+
 /* %set VAR value: the value is the rest of the line, spaces included */
 static bool dir_set(runner *r, char **w, int n, const char *rest, gg_strbuf *err) {
     (void)n;
@@ -959,7 +973,7 @@ static const struct {
     {"tenant", 2, 2, false, false, dir_tenant}, {"key", 4, 4, false, false, dir_key},
     {"graph", 5, 5, true, false, dir_graph},   {"session", 4, 5, true, false, dir_session},
     {"set", 2, MAX_ARGS, false, true, dir_set}, {"header", 2, MAX_ARGS, false, true, dir_header},
-    {"serve", 1, MAX_ARGS, false, false, dir_serve},
+    {"serve", 1, MAX_ARGS, false, false, dir_serve}, {"revoke", 2, 2, false, false, dir_revoke},
 };
 
 static bool directive(runner *r, const char *text, gg_strbuf *err) {
