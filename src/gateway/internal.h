@@ -57,9 +57,9 @@ void gw_uploads_stop(gw_uploads *u);
  * take: they are [a-z0-9-]). The server is built per request over the registry's servers
  * (a new reference) or NULL + err when the store cannot list the graphs. */
 #define GW_TENANTWIDE "_all"
-typedef struct gw_twcache gw_twcache; /* servers built lately, reused while nothing changed */
-gw_twcache *gw_twcache_new(void);
-void gw_twcache_free(gw_twcache *c);
+typedef struct gw_tenantwide_cache gw_tenantwide_cache; /* servers built lately, reused while nothing changed */
+gw_tenantwide_cache *gw_tenantwide_cache_new(void);
+void gw_tenantwide_cache_free(gw_tenantwide_cache *c);
 mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view /* NULL = all */, gg_error *err);
 /* Which graph (and its version) and tool a tenant-wide or view server's tool name runs
  * (strings borrowed from s): false for any other server or an unknown name. */
@@ -204,7 +204,7 @@ struct gg_gateway {
     int tenant_max_waiting, max_waiting;
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
-    struct gw_twcache *twcache; /* tenant-wide and view servers (tenantwide.c); NULL = none */
+    struct gw_tenantwide_cache *tenantwide_cache; /* tenant-wide and view servers (tenantwide.c); NULL = none */
     uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
                                    every replica sharing it resumes them (else random) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */

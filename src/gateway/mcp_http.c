@@ -1269,7 +1269,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
 static const char *req_header(void *req, const char *name) { return gg_http_header(req, name); }
 
 /* A 2026-07-28 request (mcp_request_is_modern): no session; checked, dispatched and shaped
- * by era2026.c; its calls run like any other. */
+ * by stateless.c; its calls run like any other. */
 static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, json_t *v, const char *hv,
                          const gg_principal *pr) {
     mcp_message m;

@@ -55,7 +55,7 @@ struct gw_registry {
     void *hook_user;
 };
 
-static size_t hash2(const char *a, const char *b) {
+static size_t tenant_graph_hash(const char *a, const char *b) {
     return (size_t)gg_hash_add(gg_hash_sep(gg_hash_str(a), '/'), b);
 }
 
@@ -105,7 +105,7 @@ static void changed(gw_registry *r, const char *tenant, const char *graph, bool 
 }
 
 static gentry **find(gw_registry *r, const char *tenant, const char *graph) {
-    gentry **pp = &r->buckets[hash2(tenant, graph) % r->nbuckets];
+    gentry **pp = &r->buckets[tenant_graph_hash(tenant, graph) % r->nbuckets];
     for (; *pp; pp = &(*pp)->next)
         if (strcmp((*pp)->tenant, tenant) == 0 && strcmp((*pp)->graph, graph) == 0) break;
     return pp;
@@ -121,7 +121,7 @@ static void grow(gw_registry *r) {
     for (size_t i = 0; i < r->nbuckets; i++)
         for (gentry *e = r->buckets[i], *next; e; e = next) {
             next = e->next;
-            size_t h = hash2(e->tenant, e->graph) % n;
+            size_t h = tenant_graph_hash(e->tenant, e->graph) % n;
             e->next = b[h];
             b[h] = e;
         }

@@ -306,19 +306,19 @@ typedef struct tw_slot {
     char *sig;
     mcp_server *srv;
 } tw_slot;
-struct gw_twcache {
+struct gw_tenantwide_cache {
     pthread_mutex_t mu;
     tw_slot slot[TW_CACHE_SLOTS];
     size_t next;
 };
 
-gw_twcache *gw_twcache_new(void) {
-    gw_twcache *c = calloc(1, sizeof *c);
+gw_tenantwide_cache *gw_tenantwide_cache_new(void) {
+    gw_tenantwide_cache *c = calloc(1, sizeof *c);
     if (c) pthread_mutex_init(&c->mu, NULL);
     return c;
 }
 
-void gw_twcache_free(gw_twcache *c) {
+void gw_tenantwide_cache_free(gw_tenantwide_cache *c) {
     if (!c) return;
     for (size_t i = 0; i < TW_CACHE_SLOTS; i++) {
         free(c->slot[i].sig);
@@ -328,7 +328,7 @@ void gw_twcache_free(gw_twcache *c) {
     free(c);
 }
 
-static mcp_server *cache_find(gw_twcache *c, const char *tenant, const char *sig) {
+static mcp_server *cache_find(gw_tenantwide_cache *c, const char *tenant, const char *sig) {
     mcp_server *s = NULL;
     if (!c) return NULL;
     pthread_mutex_lock(&c->mu);
@@ -339,7 +339,7 @@ static mcp_server *cache_find(gw_twcache *c, const char *tenant, const char *sig
     return s;
 }
 
-static void cache_put(gw_twcache *c, const char *tenant, const char *sig, mcp_server *s) {
+static void cache_put(gw_tenantwide_cache *c, const char *tenant, const char *sig, mcp_server *s) {
     char *copy = c ? strdup(sig) : NULL;
     if (!copy) return;
     pthread_mutex_lock(&c->mu);
@@ -367,7 +367,7 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
     t->view_text = view ? json_dumps(view, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     gg_strbuf_printf(&sig, "|%s", t->view_text ? t->view_text : "");
     char *key = gg_strbuf_take(&sig); /* NULL (out of memory): no caching */
-    mcp_server *s = key ? cache_find(gw->twcache, tenant, key) : NULL;
+    mcp_server *s = key ? cache_find(gw->tenantwide_cache, tenant, key) : NULL;
     if (s) {
         tw_free(t);
         free(key);
@@ -379,7 +379,7 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
         s = mcp_server_new(p, NULL, err);
         mcp_provider_unref(p);
     }
-    if (s && key) cache_put(gw->twcache, tenant, key, s);
+    if (s && key) cache_put(gw->tenantwide_cache, tenant, key, s);
     free(key);
     return s;
 }

@@ -315,7 +315,7 @@ static bool parse_offset(const char *tz, int *hh, int *mm) {
     return true;
 }
 
-static void put2(char *p, int v) { p[0] = (char)('0' + v / 10 % 10); p[1] = (char)('0' + v % 10); }
+static void put_2digits(char *p, int v) { p[0] = (char)('0' + v / 10 % 10); p[1] = (char)('0' + v % 10); }
 
 /* The default ISO 8601 rendering in UTC, by hand: the common case of $fromMillis/$now. */
 static bool format_iso_utc(double millis, gg_strbuf *out) {
@@ -323,12 +323,12 @@ static bool format_iso_utc(double millis, gg_strbuf *out) {
     dt_compute(millis, 0, &f);
     if (f.year < 0 || f.year > 9999) return false;
     char b[24];
-    put2(b, (int)(f.year / 100));
-    put2(b + 2, (int)(f.year % 100));
-    b[4] = '-'; put2(b + 5, f.month); b[7] = '-'; put2(b + 8, f.day);
-    b[10] = 'T'; put2(b + 11, f.hour); b[13] = ':'; put2(b + 14, f.minute);
-    b[16] = ':'; put2(b + 17, f.second); b[19] = '.';
-    b[20] = (char)('0' + f.ms / 100); put2(b + 21, f.ms % 100);
+    put_2digits(b, (int)(f.year / 100));
+    put_2digits(b + 2, (int)(f.year % 100));
+    b[4] = '-'; put_2digits(b + 5, f.month); b[7] = '-'; put_2digits(b + 8, f.day);
+    b[10] = 'T'; put_2digits(b + 11, f.hour); b[13] = ':'; put_2digits(b + 14, f.minute);
+    b[16] = ':'; put_2digits(b + 17, f.second); b[19] = '.';
+    b[20] = (char)('0' + f.ms / 100); put_2digits(b + 21, f.ms % 100);
     b[23] = 'Z';
     gg_strbuf_append(out, b, 24);
     return true;

@@ -444,7 +444,7 @@ json_t *mcp_server_tool_def(const mcp_server *s, const char *name);
 /* The provider's caching hint (ttlMs 0, private when it gives none). */
 void mcp_server_cache_hint(const mcp_server *s, int *ttl_ms, bool *public_scope);
 
-/* ---- the stateless 2026-07-28 revision (era2026.c) -------------------------------------
+/* ---- the stateless 2026-07-28 revision (stateless.c) -------------------------------------
  * Served on the same endpoints as the session era: a request whose params._meta names a
  * protocol version (or whose MCP-Protocol-Version header is not a session-era version, or
  * whose method is server/discover or subscriptions/listen) is checked with
@@ -462,7 +462,7 @@ typedef struct mcp_modern_req {
     char *error;             /* on failure: the JSON-RPC error (heap, the caller frees) */
     int status;              /* on failure: its HTTP status */
 } mcp_modern_req;
-/* The revision's per-request checks in its order (see era2026.c); false with r->error. */
+/* The revision's per-request checks in its order (see stateless.c); false with r->error. */
 bool mcp_modern_check(const mcp_server *s, const mcp_message *m, const char *header_version, mcp_header_fn hdr,
                       void *hu, mcp_modern_req *r);
 /* A response body (consumed) with resultType on results, ttlMs/cacheScope on cacheable

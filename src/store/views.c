@@ -16,8 +16,8 @@ static const char SQL_GET[] = "SELECT name, definition, updated_at FROM views WH
 static const char SQL_LIST[] = "SELECT name, definition, updated_at FROM views WHERE tenant = ?1 ORDER BY name";
 
 /* Run sql bound to (tenant, name): its single integer (count) into *out, or done. */
-static bool run2(gg_store_conn *c, const char *sql, const char *tenant, const char *name, long long *out,
-                 gg_error *err) {
+static bool exec_tenant_name(gg_store_conn *c, const char *sql, const char *tenant, const char *name, long long *out,
+                             gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -33,13 +33,13 @@ static bool run2(gg_store_conn *c, const char *sql, const char *tenant, const ch
 static bool put_conn(gg_store_conn *c, const char *tenant, const char *name, const char *text, long long now_ms,
                      int max_views, bool *created, gg_error *err) {
     long long others = 0, has = 0;
-    if (!run2(c, SQL_COUNT, tenant, name, &others, err) || !run2(c, SQL_HAS, tenant, name, &has, err)) return false;
+    if (!exec_tenant_name(c, SQL_COUNT, tenant, name, &others, err) || !exec_tenant_name(c, SQL_HAS, tenant, name, &has, err)) return false;
     if (!has && max_views > 0 && others >= max_views) {
         gg_error_set(err, "quota_exceeded", "tenant '%s' has %lld views (at most %d)", tenant, others, max_views);
         return false;
     }
     *created = !has;
-    if (!run2(c, SQL_DEL, tenant, name, NULL, err)) return false;
+    if (!exec_tenant_name(c, SQL_DEL, tenant, name, NULL, err)) return false;
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_INS, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -100,12 +100,12 @@ json_t *gg_store_views_list(gg_store *s, const char *tenant, gg_error *err) { re
 static bool delete_tx(gg_store_conn *c, void *user, gg_error *err) {
     const char *const *tn = user;
     long long has = 0;
-    if (!run2(c, SQL_HAS, tn[0], tn[1], &has, err)) return false;
+    if (!exec_tenant_name(c, SQL_HAS, tn[0], tn[1], &has, err)) return false;
     if (!has) {
         gg_error_set(err, "not_found", "no view '%s' in tenant '%s'", tn[1], tn[0]);
         return false;
     }
-    return run2(c, SQL_DEL, tn[0], tn[1], NULL, err) && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
+    return exec_tenant_name(c, SQL_DEL, tn[0], tn[1], NULL, err) && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
 }
 
 bool gg_store_view_delete(gg_store *s, const char *tenant, const char *name, gg_error *err) {

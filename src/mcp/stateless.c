@@ -1,4 +1,4 @@
-/* era2026.c — the stateless 2026-07-28 revision beside the session era: which era a request
+/* stateless.c — the stateless 2026-07-28 revision beside the session era: which era a request
  * speaks, the per-request checks the specification orders (headers against the body, _meta,
  * version, client capabilities) and the shape of its results (resultType, caching hints).
  *
