@@ -151,7 +151,10 @@ static void stdio_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]) {
 }
 
 void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]) {
-    if (s->cfg.transport == MCP_TRANSPORT_HTTP) identity_of("http", &s->cfg.url, 1, out);
+    /* the stateless era lists a server's tools its own way (x-mcp-header rules), so it is a
+     * catalog of its own; the session era keeps the identity it always had */
+    const char *http[] = {s->cfg.url, s->cfg.protocol};
+    if (s->cfg.transport == MCP_TRANSPORT_HTTP) identity_of("http", http, s->cfg.protocol ? 2 : 1, out);
     else stdio_identity(s, out);
 }
 

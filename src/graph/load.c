@@ -505,6 +505,18 @@ static void load_graph_server(lctx *c, gserver *s, const ynode *def, const char 
     else s->target_graph = strdup(name);
 }
 
+/* protocol: the era the client speaks to a streamable HTTP server. 2025-11-25 (the default)
+ * initializes a session; 2026-07-28 sends stateless requests (client_http.c). There is no
+ * automatic choice: a server that answers both would be asked twice on every first contact,
+ * and one that mishandles an unknown version must not decide which era graphgate speaks. */
+static void load_protocol(lctx *c, gserver *s, const ynode *p, const char *what) {
+    if (!p) return;
+    if (p->kind == YN_SCALAR && !strcmp(p->str, MCP_VERSION_MODERN)) s->cfg.protocol = MCP_VERSION_MODERN;
+    else if (!(p->kind == YN_SCALAR && !strcmp(p->str, MCP_CLIENT_PROTOCOL_VERSION)))
+        LERR(c, p, "invalid_server", "%s: protocol must be %s or %s", what, MCP_CLIENT_PROTOCOL_VERSION,
+             MCP_VERSION_MODERN);
+}
+
 /* on_change (review | quarantine | follow) and suspicious_text (warn | reject): pins.c. */
 static void load_pin_policy(lctx *c, gserver *s, const ynode *def, const char *what) {
     const ynode *oc = gg_yaml_get(def, "on_change"), *st = gg_yaml_get(def, "suspicious_text");
@@ -615,7 +627,7 @@ static void load_servers(lctx *c, const ynode *v) {
     static const char *const stdio_keys[] = {"type", "command", "args", "cwd", "env", "timeout", "check", "on_change",
                                              "suspicious_text", NULL};
     static const char *const http_keys[] = {"type", "url", "headers", "auth", "timeout", "check", "on_change",
-                                            "suspicious_text", NULL};
+                                            "suspicious_text", "protocol", NULL};
     for (size_t i = 0; i < v->count; i++) {
         const ynode *k = v->items[2 * i], *def = v->items[2 * i + 1];
         gserver *s = &g->servers[g->nservers++];
@@ -665,6 +677,7 @@ static void load_servers(lctx *c, const ynode *v) {
             s->headers = pair_list(c, gg_yaml_get(def, "headers"), "headers", ": ");
             s->cfg.headers = (const char *const *)s->headers;
             if (gg_yaml_get(def, "auth")) load_auth(c, s, gg_yaml_get(def, "auth"), what);
+            load_protocol(c, s, gg_yaml_get(def, "protocol"), what);
             s->argv = calloc(1, sizeof(char *));
             s->env = calloc(1, sizeof(char *));
             if (url) {

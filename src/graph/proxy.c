@@ -453,6 +453,10 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
         return;
     }
     gg_graph_proxy_extras_load(c->g, m, pe.server, pe.prefix, c->file, c->d); /* resources, prompts */
+    /* every proxied tool relays its downstream's questions: known before the catalog is
+     * listed below, whose client is the one calls use and declares the capabilities then
+     * (clients.c declare_relay; in the stateless era they go with every request) */
+    if (tools) s->relays = true;
     if (!tools && (pe.pre || pe.post))
         PERR(c, pe.pre ? gg_yaml_get(m, "pre") : gg_yaml_get(m, "post"), "invalid_type",
              "pre and post hooks apply to proxied tools: this entry has no 'tools'");
