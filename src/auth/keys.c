@@ -79,12 +79,17 @@ unsigned gg_scopes_parse(const char *csv, gg_error *err) {
 size_t gg_scopes_format(unsigned mask, char *buf, size_t size) {
     size_t n = 0;
     if (size) buf[0] = '\0';
-    for (size_t i = 0; i < N_SCOPES; i++) {
+    /* what snprintf("%s%s", sep, name) per scope did, without the formatting machinery
+     * (twice on every MCP call) */
+    for (size_t i = 0; i < N_SCOPES && size; i++) {
         if (!(mask & (unsigned)scope_names[i].s)) continue;
-        int w = snprintf(buf + n, size > n ? size - n : 0, "%s%s", n ? "," : "", scope_names[i].name);
-        if (w < 0) break;
-        n += (size_t)w;
-        if (n >= size) { n = size ? size - 1 : 0; break; }
+        if (n && n + 1 < size) buf[n++] = ',';
+        else if (n) { n = size - 1; break; }
+        size_t len = strlen(scope_names[i].name), room = size - 1 - n;
+        memcpy(buf + n, scope_names[i].name, len < room ? len : room);
+        n += len < room ? len : room;
+        buf[n] = '\0';
+        if (len >= room) break; /* full: n is size - 1 */
     }
     return n;
 }

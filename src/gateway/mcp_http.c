@@ -655,10 +655,10 @@ static int try_inline(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const 
     if (ep->is_graph && history_backlog(gw) > GW_HISTORY_BACKLOG_SOFT) return -1;
     gw_call_job j = {.gw = gw, .res = res, .call = call, .ep = *ep, .plain = plain, .text_history = text_history};
     if (pr) {
-        snprintf(j.key_id, sizeof j.key_id, "%s", pr->key_id);
+        gg_strcopy(j.key_id, sizeof j.key_id, pr->key_id);
         j.has_key = true;
     }
-    snprintf(j.request_id, sizeof j.request_id, "%s", gg_http_request_id(req));
+    gg_strcopy(j.request_id, sizeof j.request_id, gg_http_request_id(req));
     job_make_record(&j);
     bool over = false;
     char *body = mcp_call_run_inline(call, j.request_id, j.has_key ? j.key_id : NULL, ep->caller,

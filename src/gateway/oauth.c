@@ -49,6 +49,20 @@ static void on_started(gg_http_server *s, void *user) {
 
 /* ---- resources ------------------------------------------------------------------------- */
 
+/* a, b and c into dst of size bytes, truncated and NUL-terminated: snprintf("%s%s%s")
+ * without the formatting machinery (twice on every MCP call) */
+static void join3(char *dst, size_t size, const char *a, const char *b, const char *c) {
+    const char *part[3] = {a, b, c};
+    size_t n = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen(part[i]), room = size - 1 - n;
+        if (len > room) len = room;
+        memcpy(dst + n, part[i], len);
+        n += len;
+    }
+    dst[n] = '\0';
+}
+
 /* The resource a public MCP request is for: its URL is the public base and the request's
  * own (routed, decoded) path. */
 static void resource_of(gg_gateway *gw, gg_http_req *req, gw_resource *out) {
@@ -56,8 +70,8 @@ static void resource_of(gg_gateway *gw, gg_http_req *req, gw_resource *out) {
     out->r.tenant = gg_http_param(req, "tenant");
     const char *path = gg_http_path(req), *b = base(gw);
     if (!b[0] || !path || strlen(path) > 512) return;
-    snprintf(out->url, sizeof out->url, "%s%s", b, path);
-    snprintf(out->meta, sizeof out->meta, "%s" WELL_KNOWN "%s", b, path);
+    join3(out->url, sizeof out->url, b, "", path);
+    join3(out->meta, sizeof out->meta, b, WELL_KNOWN, path);
     out->r.url = out->url;
     out->r.metadata_url = out->meta;
 }

@@ -179,7 +179,17 @@ static void on_node_error(void *user, const gg_graph_event *ev) {
     }
 }
 
-static json_t *text_block(const char *text) { return json_pack("{s:s, s:s}", "type", "text", "text", text); }
+/* {"type": "text", "text": text}, built directly: json_pack's format parsing cost more than
+ * the block on every call (NULL when memory runs out) */
+static json_t *text_block(const char *text) {
+    json_t *b = json_object(); /* a set_new takes its value even when it fails */
+    if (!b || json_object_set_new_nocheck(b, "type", json_string_nocheck("text")) != 0 ||
+        json_object_set_new_nocheck(b, "text", json_string(text)) != 0) {
+        json_decref(b);
+        return NULL;
+    }
+    return b;
+}
 
 /* The tools/call result for a run's output, as MCP asks: an object is structuredContent
  * plus the same JSON as one text block (MCP 2025-11-25: structuredContent is a JSON
@@ -195,7 +205,16 @@ static json_t *success_result(json_t *out) {
         block = text ? text_block(text) : NULL;
         free(text);
     }
-    json_t *r = block ? json_pack("{s:[o]}", "content", block) : NULL;
+    /* {"content": [block]}, built directly (see text_block); an append or set_new takes its
+     * value even when it fails */
+    json_t *content = block ? json_array() : NULL, *r = NULL;
+    if (!content) json_decref(block);
+    else if (json_array_append_new(content, block) != 0) json_decref(content);
+    else if (!(r = json_object())) json_decref(content);
+    else if (json_object_set_new_nocheck(r, "content", content) != 0) {
+        json_decref(r);
+        r = NULL;
+    }
     if (r && json_is_object(out) && json_object_set(r, "structuredContent", out) != 0) {
         json_decref(r);
         return NULL;

@@ -43,6 +43,11 @@ typedef struct jsonata_budget {
 jsonata_budget *jsonata_budget_swap(jsonata_budget *b); /* returns the previous one */
 void *jsonata_budget_malloc(size_t n);
 void jsonata_budget_free(void *p);
+/* Small blocks freed through these (every json_t, JSONata's values) wait in a per-thread
+ * cache for the next allocation of their size (value.c). This returns the calling thread's
+ * cached blocks to free() and stops caching on it: for a test that counts malloc and free
+ * calls (tests/jsonata/test_parse_oom.c). */
+void jsonata_alloc_cache_close(void);
 
 /* A native function: args are borrowed (NULL for undefined), result is a new reference or
  * NULL for undefined. On failure set err (code, message) and return NULL. user is the

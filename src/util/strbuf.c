@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool gg_strbuf_reserve(gg_strbuf *b, size_t extra) {
+/* The slow half of gg_strbuf_reserve (util.h): out of memory before, or not enough room. */
+bool gg_strbuf_grow(gg_strbuf *b, size_t extra) {
     if (b->oom) return false;
     if (b->len + extra + 1 <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 64;
@@ -22,16 +23,6 @@ bool gg_strbuf_reserve(gg_strbuf *b, size_t extra) {
     b->cap = cap;
     return true;
 }
-
-bool gg_strbuf_append(gg_strbuf *b, const char *s, size_t n) {
-    if (!gg_strbuf_reserve(b, n)) return false;
-    if (n) memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return true;
-}
-
-bool gg_strbuf_puts(gg_strbuf *b, const char *s) { return gg_strbuf_append(b, s, strlen(s)); }
 
 /* Start b on the caller's array (cap bytes, at least 1): no allocation until it is full. */
 void gg_strbuf_use(gg_strbuf *b, char *buf, size_t cap) {

@@ -44,6 +44,18 @@ START_TEST(scopes) {
     char buf[160];
     gg_scopes_format(GG_SCOPE_ALL, buf, sizeof buf);
     ck_assert_str_eq(buf, "tools:read,tools:execute,health:check,graphs:write,admin");
+    /* truncated as snprintf truncates: the prefix that fits, the length size - 1 */
+    char small[16];
+    ck_assert_uint_eq(gg_scopes_format(GG_SCOPE_ALL, small, sizeof small), 15);
+    ck_assert_str_eq(small, "tools:read,tool");
+    ck_assert_uint_eq(gg_scopes_format(GG_SCOPE_TOOLS_READ | GG_SCOPE_TOOLS_EXECUTE, small, 12), 11);
+    ck_assert_str_eq(small, "tools:read,");
+    ck_assert_uint_eq(gg_scopes_format(GG_SCOPE_TOOLS_READ | GG_SCOPE_TOOLS_EXECUTE, small, 11), 10);
+    ck_assert_str_eq(small, "tools:read");
+    ck_assert_uint_eq(gg_scopes_format(GG_SCOPE_TOOLS_READ, small, 1), 0);
+    ck_assert_str_eq(small, "");
+    ck_assert_uint_eq(gg_scopes_format(0, small, sizeof small), 0);
+    ck_assert_str_eq(small, "");
     ck_assert_uint_eq(gg_scopes_parse(buf, &err), GG_SCOPE_ALL);
     ck_assert_uint_eq(gg_scopes_parse("tools:write", &err), 0);
     ck_assert_str_eq(err.code, "invalid_scope");

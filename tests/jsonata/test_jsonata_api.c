@@ -3,6 +3,7 @@
  * stack) and sharing one compiled expression between threads. */
 #include <check.h>
 #include <dirent.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,54 @@ END_TEST
 
 /* The memory budget counts live bytes: a bomb fails with D1014, a long loop of
  * short-lived values of the same size passes, and the budget is per evaluation. */
+/* The per-thread cache of small freed blocks (value.c): a block handed out again has room
+ * for what is asked, whatever size it was freed at; a budget still counts exactly (freed
+ * into the cache is given back); a thread's blocks are given back when it ends. */
+static void *churn(void *arg) {
+    (void)arg;
+    void *p[64];
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < 64; i++) p[i] = jsonata_budget_malloc(1 + (i * 37 + (size_t)round * 11) % 200);
+        for (size_t i = 0; i < 64; i++) jsonata_budget_free(p[i]);
+    }
+    return NULL;
+}
+
+START_TEST(alloc_cache) {
+    void *p[300];
+    for (size_t n = 1; n < 300; n++) p[n] = jsonata_budget_malloc(n);
+    for (size_t n = 1; n < 300; n++) jsonata_budget_free(p[n]);
+    for (size_t n = 299; n >= 1; n--) { /* the other way round: each from a block freed at another size */
+        p[n] = jsonata_budget_malloc(n);
+        ck_assert_ptr_nonnull(p[n]);
+        ck_assert_uint_ge(malloc_usable_size(p[n]), n);
+        memset(p[n], 0xab, n);
+    }
+    long usable = 0;
+    for (size_t n = 1; n < 300; n++) usable += (long)malloc_usable_size(p[n]);
+    jsonata_budget b = {.limit = 1 << 20};
+    jsonata_budget *old = jsonata_budget_swap(&b);
+    for (size_t n = 1; n < 300; n++) jsonata_budget_free(p[n]); /* not counted in: b goes below 0 */
+    ck_assert_int_eq(b.live, -usable);
+    b.live = 0;
+    usable = 0;
+    for (size_t n = 1; n < 300; n++) { /* from the cache, counted at their usable size */
+        p[n] = jsonata_budget_malloc(n);
+        usable += (long)malloc_usable_size(p[n]);
+    }
+    ck_assert_int_eq(b.live, usable);
+    for (size_t n = 1; n < 300; n++) jsonata_budget_free(p[n]);
+    ck_assert_int_eq(b.live, 0);
+    b.limit = 16; /* refused on the size asked, before the cache is looked at */
+    ck_assert_ptr_null(jsonata_budget_malloc(24));
+    ck_assert(b.exceeded);
+    jsonata_budget_swap(old);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+}
+END_TEST
+
 START_TEST(memory_budget) {
     jsonata_options o = {.max_memory_bytes = 32L << 20};
     char *r = run("$map([1..40], function($i){[1..1000000]})", NULL, NULL, &o, NULL, NULL);
@@ -455,6 +504,7 @@ int main(void) {
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
     tcase_add_test(tc, operator_chains_are_bounded);
     tcase_add_test(tc, memory_budget);
+    tcase_add_test(tc, alloc_cache);
     if (have_suite) tcase_add_test(tc, malformed_expressions_free_everything);
     else printf("# SKIP 1 test: malformed expressions from the JSONata suite: %s not found (set GG_CONFORMANCE_DIR "
                 "or GG_SHARED; docs/internals.md: where the conformance suites come from)\n", suite_groups);
