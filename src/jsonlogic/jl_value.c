@@ -133,19 +133,11 @@ bool jl_truthy(const jl_val *v) {
 
 /* ---------------------------------------------------------------- UTF-16 view */
 
-static size_t u8_seq_len(unsigned char c) {
-    if (c < 0x80) return 1;
-    if (c >= 0xF0) return 4;
-    if (c >= 0xE0) return 3;
-    if (c >= 0xC0) return 2;
-    return 1; /* stray continuation byte: step over it */
-}
-
 size_t jl_u16_offset(const char *s, size_t len, size_t i, bool *split) {
     size_t units = 0, pos = 0;
     if (split) *split = false;
     while (pos < len && units < i) {
-        size_t n = u8_seq_len((unsigned char)s[pos]);
+        size_t n = gg_utf8_lead_len((unsigned char)s[pos]);
         size_t u = n == 4 ? 2 : 1;
         if (units + u > i) { /* i is the low half of a surrogate pair */
             if (split) *split = true;
@@ -157,17 +149,6 @@ size_t jl_u16_offset(const char *s, size_t len, size_t i, bool *split) {
     return pos < len ? pos : len;
 }
 
-static uint32_t u8_decode(const unsigned char *s, size_t n) {
-    switch (n) {
-    case 1: return s[0];
-    case 2: return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    case 3: return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    default:
-        return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-               ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-    }
-}
-
 /* ---------------------------------------------------------------- numbers */
 
 /* Length of the JavaScript WhiteSpace/LineTerminator character at s, or 0. */
@@ -176,7 +157,7 @@ static size_t js_space(const unsigned char *s, size_t len) {
     if (s[0] == ' ' || (s[0] >= 0x09 && s[0] <= 0x0D)) return 1;
     if (len >= 2 && s[0] == 0xC2 && s[1] == 0xA0) return 2; /* NBSP */
     if (len >= 3) {
-        uint32_t c = u8_decode(s, 3);
+        uint32_t c = gg_utf8_decode(s, 3);
         if (s[0] >= 0xE0 && s[0] < 0xF0 &&
             (c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
              c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF))
@@ -194,7 +175,7 @@ static void trim_js(const char **s, size_t *len) {
     while (i < n) {
         k = js_space(p + i, n - i);
         if (k) { i += k; continue; }
-        i += u8_seq_len(p[i]);
+        i += gg_utf8_lead_len(p[i]);
         last = i;
     }
     *s = (const char *)p;

@@ -145,6 +145,56 @@ bool gg_store_graph_put(gg_store *s, const char *tenant, const char *name, const
     return gg_store_graph_put_quota(s, tenant, name, source, source_len, format, created_by, NULL, version_out, err);
 }
 
+typedef struct {
+    const char *tenant, *name, *source, *format, *created_by;
+    size_t source_len;
+    const gg_graph_quota *q;
+    const char *hash;
+    int version; /* out: the version written */
+} graph_put_args;
+
+/* The graph's row (made on first put), the next version number. 0 + err on failure. */
+static long long put_graph_row(gg_store_conn *c, graph_put_args *a, long long now, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err);
+    if (!st) return 0;
+    gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, 3, now);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return 0; }
+    if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", a->tenant); return 0; }
+    long long gid = graph_id(c, a->tenant, a->name, err);
+    if (gid == 0 || !(st = gg_store_conn_stmt(c, SQL_NEXT_VERSION, err))) return 0;
+    gg_db_bind_int64(st, 1, gid);
+    if (gg_db_step(st) == SQLITE_ROW) a->version = gg_db_column_int(st, 0);
+    else { gg_store_set_db_error(c, err, "graph"); gid = 0; }
+    gg_db_reset(st);
+    return gid;
+}
+
+/* Quotas checked, then the new version written and made active, in one transaction. */
+static bool graph_put_tx(gg_store_conn *c, void *user, gg_error *err) {
+    graph_put_args *a = user;
+    long long now = gg_wall_ms(), gid = 0;
+    if (!quota_count(c, a->tenant, a->name, a->q, err) || !(gid = put_graph_row(c, a, now, err)) ||
+        !quota_bytes(c, a->tenant, gid, a->version, a->source_len, a->q, err))
+        return false;
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_VERSION_INSERT, err);
+    if (!st) return false;
+    gg_db_bind_int64(st, 1, gid);
+    gg_db_bind_int(st, 2, a->version);
+    gg_db_bind_text(st, 3, a->source, (int)a->source_len, SQLITE_STATIC);
+    gg_db_bind_text(st, 4, a->format, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 5, a->hash, -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, 6, now);
+    gg_store_bind_text(st, 7, a->created_by);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); return false; }
+    return set_active(c, gid, a->version, err);
+}
+
 bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name, const char *source,
                               size_t source_len, const char *format, const char *created_by,
                               const gg_graph_quota *q, int *version_out, gg_error *err) {
@@ -155,51 +205,9 @@ bool gg_store_graph_put_quota(gg_store *s, const char *tenant, const char *name,
     if (source_len > (size_t)1 << 30) { gg_error_set(err, "invalid", "graph source too large"); return false; }
     char hash[65];
     gg_store_sha256_hex(source, source_len, hash);
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    long long now = gg_wall_ms(), gid = 0;
-    int version = 0;
-    if (ok) ok = quota_count(c, tenant, name, q, err);
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_UPSERT, err) : NULL;
-    if (!st) ok = false;
-    if (ok) {
-        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        gg_db_bind_int64(st, 3, now);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        else if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", tenant); ok = false; }
-    }
-    if (ok) ok = (gid = graph_id(c, tenant, name, err)) != 0;
-    if (ok && (st = gg_store_conn_stmt(c, SQL_NEXT_VERSION, err)) != NULL) {
-        gg_db_bind_int64(st, 1, gid);
-        if (gg_db_step(st) == SQLITE_ROW) version = gg_db_column_int(st, 0);
-        else { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        gg_db_reset(st);
-    } else {
-        ok = false;
-    }
-    if (ok) ok = quota_bytes(c, tenant, gid, version, source_len, q, err);
-    if (ok && (st = gg_store_conn_stmt(c, SQL_VERSION_INSERT, err)) != NULL) {
-        gg_db_bind_int64(st, 1, gid);
-        gg_db_bind_int(st, 2, version);
-        gg_db_bind_text(st, 3, source, (int)source_len, SQLITE_STATIC);
-        gg_db_bind_text(st, 4, format, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 5, hash, -1, SQLITE_STATIC);
-        gg_db_bind_int64(st, 6, now);
-        gg_store_bind_text(st, 7, created_by);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); ok = false; }
-    } else {
-        ok = false;
-    }
-    if (ok) ok = set_active(c, gid, version, err);
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    gg_store_conn_release(s, c);
-    if (ok && version_out) *version_out = version;
+    graph_put_args a = {tenant, name, source, format, created_by, source_len, q, hash, 0};
+    bool ok = gg_store_write_tx(s, graph_put_tx, &a, err);
+    if (ok && version_out) *version_out = a.version;
     return ok;
 }
 
@@ -314,48 +322,53 @@ json_t *gg_store_graph_versions(gg_store *s, const char *tenant, const char *nam
     return arr;
 }
 
+typedef struct {
+    const char *tenant, *name;
+    int version;
+} graph_ref_args;
+
+static bool graph_activate_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const graph_ref_args *a = user;
+    long long gid = graph_id(c, a->tenant, a->name, err);
+    gg_db_stmt *st = gid ? gg_store_conn_stmt(c, SQL_VERSION_EXISTS, err) : NULL;
+    if (!st) return false;
+    gg_db_bind_int64(st, 1, gid);
+    gg_db_bind_int(st, 2, a->version);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc == SQLITE_DONE) {
+        gg_error_set(err, "not_found", "graph '%s/%s' has no version %d", a->tenant, a->name, a->version);
+        return false;
+    }
+    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graph"); return false; }
+    return set_active(c, gid, a->version, err);
+}
+
 bool gg_store_graph_activate(gg_store *s, const char *tenant, const char *name, int version,
                              gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    long long gid = ok ? graph_id(c, tenant, name, err) : 0;
-    ok = gid != 0;
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_VERSION_EXISTS, err) : NULL;
-    if (st) {
-        gg_db_bind_int64(st, 1, gid);
-        gg_db_bind_int(st, 2, version);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc == SQLITE_DONE) { gg_error_set(err, "not_found", "graph '%s/%s' has no version %d", tenant, name, version); ok = false; }
-        else if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "graph"); ok = false; }
-    } else {
-        ok = false;
+    graph_ref_args a = {tenant, name, version};
+    return gg_store_write_tx(s, graph_activate_tx, &a, err);
+}
+
+static bool graph_delete_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const graph_ref_args *a = user;
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GRAPH_DELETE, err);
+    if (!st) return false;
+    gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return false; }
+    if (gg_db_changes(c) == 0) {
+        gg_error_set(err, "not_found", "graph '%s/%s' not found", a->tenant, a->name);
+        return false;
     }
-    if (ok) ok = set_active(c, gid, version, err);
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    gg_store_conn_release(s, c);
-    return ok;
+    return gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
 }
 
 bool gg_store_graph_delete(gg_store *s, const char *tenant, const char *name, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_GRAPH_DELETE, err) : NULL;
-    ok = st != NULL;
-    if (ok) {
-        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); ok = false; }
-        else if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "graph '%s/%s' not found", tenant, name); ok = false; }
-    }
-    if (ok) ok = gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    gg_store_conn_release(s, c);
-    return ok;
+    graph_ref_args a = {tenant, name, 0};
+    return gg_store_write_tx(s, graph_delete_tx, &a, err);
 }
 
 bool gg_store_graphs_foreach_active(gg_store *s, gg_graph_visit_fn fn, void *user, gg_error *err) {

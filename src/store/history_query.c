@@ -50,21 +50,29 @@ long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
     return n;
 }
 
+typedef struct {
+    const char *forget_sql, *sql, *text;
+    long long num;
+    long long n; /* out: rows the slice deleted */
+} slice_args;
+
+static bool slice_tx(gg_store_conn *c, void *user, gg_error *err) {
+    slice_args *a = user;
+    a->n = gg_store_usage_delete_slice(c, a->forget_sql, a->sql, a->text, a->num, a->num != 0, err);
+    return a->n >= 0;
+}
+
 /* Delete slices (forget_sql/sql: GG_USAGE_FORGET and DELETE of one slice; ?1 = text, ?2 =
  * num when nonzero) until one removes fewer than 2000, each in its own short transaction
  * that also counts it out of history_usage. */
 static long long delete_slices(gg_store_conn *c, const char *forget_sql, const char *sql, const char *text,
                                long long num, gg_error *err) {
+    slice_args a = {forget_sql, sql, text, num, 0};
     long long total = 0;
     for (;;) {
-        if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return -1;
-        long long n = gg_store_usage_delete_slice(c, forget_sql, sql, text, num, num != 0, err);
-        if (n < 0 || !gg_store_conn_exec(c, "COMMIT", err)) {
-            gg_db_exec_quiet(c, "ROLLBACK");
-            return -1;
-        }
-        total += n;
-        if (n < 2000) return total;
+        if (!gg_store_conn_write_tx(c, slice_tx, &a, err)) return -1;
+        total += a.n;
+        if (a.n < 2000) return total;
     }
 }
 

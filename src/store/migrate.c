@@ -188,40 +188,41 @@ static bool verify_applied(gg_store_conn *c, const char *dir, const migration_se
     return ok;
 }
 
-static bool apply_one(gg_store_conn *c, const migration *mg, gg_error *err) {
-    if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
+static bool apply_one_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const migration *mg = user;
     /* Another process may have applied it while we waited for the write lock. */
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ONE, err);
-    if (!st) goto fail;
+    if (!st) return false;
     gg_db_bind_int(st, 1, mg->version);
     int rc = gg_db_step(st);
     if (rc == SQLITE_ROW) {
         bool same = strcmp((const char *)gg_db_column_text(st, 0), mg->checksum) == 0;
         gg_db_reset(st);
-        if (!same) { gg_error_set(err, "migration", "%s was applied concurrently with a different checksum", mg->file); goto fail; }
-        return gg_store_conn_exec(c, "COMMIT", err);
+        if (!same) gg_error_set(err, "migration", "%s was applied concurrently with a different checksum", mg->file);
+        return same;
     }
     gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); goto fail; }
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); return false; }
     gg_error e2 = GG_ERROR_INIT;
     if (!gg_store_conn_exec(c, mg->sql, &e2)) {
         gg_error_set(err, "migration", "%s failed: %s", mg->file, e2.message ? e2.message : "error");
         gg_error_clear(&e2);
-        goto fail;
+        return false;
     }
     st = gg_store_conn_stmt(c, SQL_RECORD, err);
-    if (!st) goto fail;
+    if (!st) return false;
     gg_db_bind_int(st, 1, mg->version);
     gg_db_bind_text(st, 2, mg->file, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, mg->checksum, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 4, gg_wall_ms());
     rc = gg_db_step(st);
     gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); goto fail; }
-    return gg_store_conn_exec(c, "COMMIT", err);
-fail:
-    gg_db_exec_quiet(c, "ROLLBACK");
-    return false;
+    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); return false; }
+    return true;
+}
+
+static bool apply_one(gg_store_conn *c, const migration *mg, gg_error *err) {
+    return gg_store_conn_write_tx(c, apply_one_tx, (void *)mg, err);
 }
 
 static bool run(gg_store *s, const char *dir, bool apply, int *applied, gg_error *err) {

@@ -1,19 +1,23 @@
-/* rows.c — what the small per-tenant tables (downstream.c, views.c) share: a write in one
- * transaction, and the rows of a tenant-filtered query as a JSON array. */
+/* rows.c — what the store's files share: every write transaction (BEGIN IMMEDIATE … COMMIT,
+ * on SQLite and PostgreSQL alike), and the rows of a tenant-filtered query as a JSON array. */
 #include "store/store_internal.h"
 
 /* See store_internal.h. */
-bool gg_store_write_tx(gg_store *s, bool (*fn)(gg_store_conn *c, void *user, gg_error *err), void *user,
-                       gg_error *err) {
+bool gg_store_conn_write_tx(gg_store_conn *c, gg_store_tx_fn fn, void *user, gg_error *err) {
+    if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
+    if (fn(c, user, err) && gg_store_conn_exec(c, "COMMIT", err)) return true;
+    /* A failed COMMIT (SQLite: busy) leaves the transaction open: end it here, since the
+     * caller may go on using the connection. */
+    gg_db_exec_quiet(c, "ROLLBACK");
+    return false;
+}
+
+/* See store_internal.h. */
+bool gg_store_write_tx(gg_store *s, gg_store_tx_fn fn, void *user, gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
-    bool ok = c && gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    if (ok) {
-        ok = fn(c, user, err);
-        gg_error e = GG_ERROR_INIT;
-        if (!gg_store_conn_exec(c, ok ? "COMMIT" : "ROLLBACK", ok ? err : &e)) ok = false;
-        gg_error_clear(&e);
-    }
-    if (c) gg_store_conn_release(s, c);
+    if (!c) return false;
+    bool ok = gg_store_conn_write_tx(c, fn, user, err);
+    gg_store_conn_release(s, c);
     return ok;
 }
 

@@ -86,9 +86,15 @@ int gg_store_bind_text(gg_db_stmt *st, int idx, const char *text);
 /* Copy a column's text (NULL stays NULL); sets *oom on allocation failure. */
 char *gg_store_column_strdup(gg_db_stmt *st, int col, bool *oom);
 
-/* rows.c: fn on one connection inside BEGIN IMMEDIATE … COMMIT (ROLLBACK when it fails). */
-bool gg_store_write_tx(gg_store *s, bool (*fn)(gg_store_conn *c, void *user, gg_error *err), void *user,
-                       gg_error *err);
+/* The body of a write transaction: false + err rolls it back. */
+typedef bool (*gg_store_tx_fn)(gg_store_conn *c, void *user, gg_error *err);
+/* rows.c: fn inside BEGIN IMMEDIATE … COMMIT on c, a connection the caller holds (ROLLBACK
+ * when fn or COMMIT fails; c is outside a transaction afterwards either way). On
+ * PostgreSQL BEGIN IMMEDIATE takes the store's advisory lock (store.c). Every store write
+ * transaction goes through here or gg_store_write_tx. */
+bool gg_store_conn_write_tx(gg_store_conn *c, gg_store_tx_fn fn, void *user, gg_error *err);
+/* rows.c: gg_store_conn_write_tx on a connection borrowed from the pool for the call. */
+bool gg_store_write_tx(gg_store *s, gg_store_tx_fn fn, void *user, gg_error *err);
 /* rows.c: the rows of sql bound to (tenant, key — not bound when NULL), each made by row,
  * as a new array; NULL + err (a db error names table). */
 json_t *gg_store_tenant_rows(gg_store *s, const char *sql, const char *tenant, const char *key,

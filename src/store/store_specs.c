@@ -86,37 +86,32 @@ static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now,
     return step_done(c, st, err, "node_specs_fts insert");
 }
 
+typedef struct {
+    const gg_store_spec_row *rows;
+    size_t n;
+    const char *dir_checksum, *source_dir;
+} replace_args;
+
+/* The index emptied and refilled, and its meta row, in one transaction. */
+static bool replace_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const replace_args *a = user;
+    long long now = gg_wall_ms();
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
+    bool ok = st && step_done(c, st, err, "node_specs_fts clear");
+    for (size_t i = 0; ok && i < a->n; i++) ok = put_row(c, &a->rows[i], now, err);
+    if (!ok || !(st = gg_store_conn_stmt(c, SQL_META_SET, err))) return false;
+    gg_store_bind_text(st, 1, a->dir_checksum);
+    gg_store_bind_text(st, 2, a->source_dir ? a->source_dir : "");
+    gg_db_bind_int64(st, 3, (long long)a->n);
+    gg_db_bind_int64(st, 4, now);
+    return step_done(c, st, err, "specs_meta");
+}
+
 /* See store.h. */
 bool gg_store_specs_replace(gg_store *s, const gg_store_spec_row *rows, size_t n,
                             const char *dir_checksum, const char *source_dir, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    if (ok) {
-        long long now = gg_wall_ms();
-        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
-        ok = st && step_done(c, st, err, "node_specs_fts clear");
-        for (size_t i = 0; ok && i < n; i++) ok = put_row(c, &rows[i], now, err);
-        if (ok) {
-            st = gg_store_conn_stmt(c, SQL_META_SET, err);
-            ok = st != NULL;
-            if (ok) {
-                gg_store_bind_text(st, 1, dir_checksum);
-                gg_store_bind_text(st, 2, source_dir ? source_dir : "");
-                gg_db_bind_int64(st, 3, (long long)n);
-                gg_db_bind_int64(st, 4, now);
-                ok = step_done(c, st, err, "specs_meta");
-            }
-        }
-        if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-        if (!ok) {
-            gg_error ignored = GG_ERROR_INIT;
-            gg_store_conn_exec(c, "ROLLBACK", &ignored);
-            gg_error_clear(&ignored);
-        }
-    }
-    gg_store_conn_release(s, c);
-    return ok;
+    replace_args a = {rows, n, dir_checksum, source_dir};
+    return gg_store_write_tx(s, replace_tx, &a, err);
 }
 
 /* See store.h. */

@@ -73,50 +73,59 @@ void gg_task_row_clear(gg_task_row *r) {
     memset(r, 0, sizeof *r);
 }
 
-bool gg_store_task_insert(gg_store *s, const gg_task_row *r, long long max_live, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
+typedef struct {
+    const gg_task_row *r;
+    long long max_live;
+} task_insert_args;
+
+/* Expired tasks dropped, then the live count checked against max_live (0: no bound). */
+static bool task_room(gg_store_conn *c, const char *tenant, long long max_live, long long now, gg_error *err) {
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TASK_EXPIRE, err);
+    if (!st) return false;
+    gg_store_bind_text(st, 1, tenant);
+    gg_db_bind_int64(st, 2, now);
+    bool ok = gg_db_step(st) == SQLITE_DONE;
+    if (!ok) gg_store_set_db_error(c, err, "tasks");
+    gg_db_reset(st);
+    if (!ok || max_live <= 0) return ok;
+    if (!(st = gg_store_conn_stmt(c, SQL_TASK_LIVE, err))) return false;
+    gg_store_bind_text(st, 1, tenant);
+    long long live = gg_db_step(st) == SQLITE_ROW ? gg_db_column_int64(st, 0) : max_live;
+    gg_db_reset(st);
+    if (live < max_live) return true;
+    gg_error_set(err, "too_many", "the tenant has %lld tasks working or waiting for input (at most %lld)", live, max_live);
+    return false;
+}
+
+static bool task_insert_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const task_insert_args *a = user;
+    const gg_task_row *r = a->r;
     long long now = gg_wall_ms();
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_TASK_EXPIRE, err) : NULL;
-    ok = st != NULL;
-    if (ok) {
-        gg_store_bind_text(st, 1, r->tenant);
-        gg_db_bind_int64(st, 2, now);
-        ok = gg_db_step(st) == SQLITE_DONE;
-        if (!ok) gg_store_set_db_error(c, err, "tasks");
-        gg_db_reset(st);
-    }
-    if (ok && max_live > 0 && (ok = (st = gg_store_conn_stmt(c, SQL_TASK_LIVE, err)) != NULL)) {
-        gg_store_bind_text(st, 1, r->tenant);
-        long long live = gg_db_step(st) == SQLITE_ROW ? gg_db_column_int64(st, 0) : max_live;
-        gg_db_reset(st);
-        if (live >= max_live) {
-            gg_error_set(err, "too_many", "the tenant has %lld tasks working or waiting for input (at most %lld)", live, max_live);
-            ok = false;
-        }
-    }
-    char *args = ok ? dump(r->arguments) : NULL;
-    if (ok && (ok = (st = gg_store_conn_stmt(c, SQL_TASK_INSERT, err)) != NULL)) {
-        gg_store_bind_text(st, 1, r->id);
-        gg_store_bind_text(st, 2, r->tenant);
-        gg_store_bind_text(st, 3, r->graph);
-        gg_db_bind_int64(st, 4, r->version);
-        gg_store_bind_text(st, 5, r->tool);
-        gg_store_bind_text(st, 6, r->key_id);
-        gg_db_bind_int64(st, 7, r->client_caps);
-        gg_store_bind_text(st, 8, args);
-        gg_db_bind_int64(st, 9, now);
-        gg_db_bind_int64(st, 10, r->ttl_ms);
-        gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
-        ok = gg_db_step(st) == SQLITE_DONE;
-        if (!ok) gg_store_set_db_error(c, err, "tasks");
-        gg_db_reset(st);
-    }
+    gg_db_stmt *st;
+    if (!task_room(c, r->tenant, a->max_live, now, err) || !(st = gg_store_conn_stmt(c, SQL_TASK_INSERT, err)))
+        return false;
+    char *args = dump(r->arguments);
+    gg_store_bind_text(st, 1, r->id);
+    gg_store_bind_text(st, 2, r->tenant);
+    gg_store_bind_text(st, 3, r->graph);
+    gg_db_bind_int64(st, 4, r->version);
+    gg_store_bind_text(st, 5, r->tool);
+    gg_store_bind_text(st, 6, r->key_id);
+    gg_db_bind_int64(st, 7, r->client_caps);
+    gg_store_bind_text(st, 8, args);
+    gg_db_bind_int64(st, 9, now);
+    gg_db_bind_int64(st, 10, r->ttl_ms);
+    gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
+    bool ok = gg_db_step(st) == SQLITE_DONE;
+    if (!ok) gg_store_set_db_error(c, err, "tasks");
+    gg_db_reset(st);
     free(args);
-    ok = ok ? gg_store_conn_exec(c, "COMMIT", err) : (gg_store_conn_exec(c, "ROLLBACK", NULL), false);
-    gg_store_conn_release(s, c);
     return ok;
+}
+
+bool gg_store_task_insert(gg_store *s, const gg_task_row *r, long long max_live, gg_error *err) {
+    task_insert_args a = {r, max_live};
+    return gg_store_write_tx(s, task_insert_tx, &a, err);
 }
 
 static json_t *json_col(gg_db_stmt *st, int col) {

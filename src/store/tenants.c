@@ -46,25 +46,20 @@ bool gg_store_tenant_create(gg_store *s, const char *tenant, gg_error *err) {
     return ok;
 }
 
-bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_TENANT_DELETE, err) : NULL;
-    ok = st != NULL;
-    if (ok) {
-        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        ok = step_write(c, st, true, "tenant", tenant, err);
-    }
+static bool tenant_delete_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const char *tenant = user;
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_DELETE, err);
+    if (!st) return false;
+    gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     /* Keys, graphs, views and authorization servers went with the tenant (ON DELETE
      * CASCADE): tell caches. */
-    if (ok)
-        ok = gg_store_bump_generation(c, GG_GEN_KEYS, err) && gg_store_bump_generation(c, GG_GEN_GRAPHS, err) &&
-             gg_store_bump_generation(c, GG_GEN_VIEWS, err) && gg_store_bump_generation(c, GG_GEN_OAUTH, err) &&
-             gg_store_bump_generation(c, GG_GEN_SECRETS, err);
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    gg_store_conn_release(s, c); /* rolls back when not committed */
-    return ok;
+    return step_write(c, st, true, "tenant", tenant, err) && gg_store_bump_generation(c, GG_GEN_KEYS, err) &&
+           gg_store_bump_generation(c, GG_GEN_GRAPHS, err) && gg_store_bump_generation(c, GG_GEN_VIEWS, err) &&
+           gg_store_bump_generation(c, GG_GEN_OAUTH, err) && gg_store_bump_generation(c, GG_GEN_SECRETS, err);
+}
+
+bool gg_store_tenant_delete(gg_store *s, const char *tenant, gg_error *err) {
+    return gg_store_write_tx(s, tenant_delete_tx, (void *)tenant, err);
 }
 
 bool gg_store_tenant_exists(gg_store *s, const char *tenant, gg_error *err) {
@@ -219,22 +214,23 @@ json_t *gg_store_keys_list(gg_store *s, const char *tenant, gg_error *err) {
     return arr;
 }
 
+typedef struct {
+    const char *id, *tenant;
+} key_revoke_args;
+
+static bool key_revoke_tx(gg_store_conn *c, void *user, gg_error *err) {
+    const key_revoke_args *a = user;
+    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_KEY_REVOKE, err);
+    if (!st) return false;
+    gg_db_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+    gg_db_bind_int64(st, 2, gg_wall_ms());
+    gg_store_bind_text(st, 3, a->tenant);
+    return step_write(c, st, true, "key", a->id, err) && gg_store_bump_generation(c, GG_GEN_KEYS, err);
+}
+
 bool gg_store_key_revoke(gg_store *s, const char *id, const char *tenant, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    gg_db_stmt *st = ok ? gg_store_conn_stmt(c, SQL_KEY_REVOKE, err) : NULL;
-    ok = st != NULL;
-    if (ok) {
-        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        gg_db_bind_int64(st, 2, gg_wall_ms());
-        gg_store_bind_text(st, 3, tenant);
-        ok = step_write(c, st, true, "key", id, err);
-    }
-    if (ok) ok = gg_store_bump_generation(c, GG_GEN_KEYS, err);
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    gg_store_conn_release(s, c);
-    return ok;
+    key_revoke_args a = {id, tenant};
+    return gg_store_write_tx(s, key_revoke_tx, &a, err);
 }
 
 bool gg_store_key_touch(gg_store *s, const char *id, long long when_ms, gg_error *err) {

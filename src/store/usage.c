@@ -154,13 +154,13 @@ bool gg_store_usage_writer_add(gg_store_conn *c, long long top, long long added,
     return true;
 }
 
-/* catch_up in a transaction of its own. */
-static bool catch_up_tx(gg_store_conn *c, gg_error *err) {
-    if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
-    if (catch_up(c, err) && gg_store_conn_exec(c, "COMMIT", err)) return true;
-    gg_db_exec_quiet(c, "ROLLBACK");
-    return false;
+static bool catch_up_body(gg_store_conn *c, void *user, gg_error *err) {
+    (void)user;
+    return catch_up(c, err);
 }
+
+/* catch_up in a transaction of its own. */
+static bool catch_up_tx(gg_store_conn *c, gg_error *err) { return gg_store_conn_write_tx(c, catch_up_body, NULL, err); }
 
 static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *out, gg_error *err) {
     memset(out, 0, sizeof *out);
@@ -182,15 +182,21 @@ static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *o
     return true;
 }
 
+typedef struct {
+    const char *tenant;
+    gg_history_usage *out;
+} usage_args;
+
+/* Counters brought up to date (a write, hence the write transaction), then read. */
+static bool usage_tx(gg_store_conn *c, void *user, gg_error *err) {
+    usage_args *a = user;
+    return catch_up(c, err) && usage_conn(c, a->tenant, a->out, err);
+}
+
 bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err) {
     memset(out, 0, sizeof *out);
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return false;
-    bool ok = gg_store_conn_exec(c, "BEGIN IMMEDIATE", err);
-    if (ok) ok = catch_up(c, err) && usage_conn(c, tenant, out, err) && gg_store_conn_exec(c, "COMMIT", err);
-    if (!ok) gg_db_exec_quiet(c, "ROLLBACK");
-    gg_store_conn_release(s, c);
-    return ok;
+    usage_args a = {tenant, out};
+    return gg_store_write_tx(s, usage_tx, &a, err);
 }
 
 bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, gg_error *err) {
@@ -233,41 +239,41 @@ static long long slice_size(const gg_history_usage *u, long long low_rows, long 
     return need < cap ? need : cap;
 }
 
+typedef struct {
+    const char *tenant;
+    long long low_rows, low_bytes;
+    long long n, deleted, bytes; /* out: the slice size asked for, runs and bytes deleted */
+} drop_args;
+
+static bool drop_slice_tx(gg_store_conn *c, void *user, gg_error *err) {
+    drop_args *a = user;
+    gg_history_usage before, after;
+    /* counted first: a run written since may be among the oldest (a long one) */
+    if (!catch_up(c, err) || !usage_conn(c, a->tenant, &before, err)) return false;
+    a->n = slice_size(&before, a->low_rows, a->low_bytes);
+    if (a->n <= 0) return true;
+    a->deleted = gg_store_usage_delete_slice(c, SQL_FORGET_OLDEST, SQL_DELETE_OLDEST, a->tenant, a->n, true, err);
+    if (a->deleted < 0 || !usage_conn(c, a->tenant, &after, err)) return false;
+    if (a->deleted == 0) return true;
+    a->bytes = before.bytes - after.bytes;
+    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_COUNT_DROPPED, err);
+    if (!up) return false;
+    gg_db_bind_text(up, 1, a->tenant, -1, SQLITE_STATIC);
+    gg_db_bind_int64(up, 2, a->deleted);
+    gg_db_bind_int64(up, 3, a->bytes);
+    return step_done(c, up, "history_usage", err);
+}
+
 /* One transaction: delete the tenant's n oldest runs and count them as dropped. *deleted
  * and *bytes get what went; *done when nothing was left to delete. */
 static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows, long long low_bytes,
                        long long *deleted, long long *bytes, bool *done, gg_error *err) {
-    *deleted = *bytes = 0;
-    *done = false;
-    if (!gg_store_conn_exec(c, "BEGIN IMMEDIATE", err)) return false;
-    gg_history_usage before, after;
-    /* counted first: a run written since may be among the oldest (a long one) */
-    bool ok = catch_up(c, err) && usage_conn(c, tenant, &before, err);
-    long long n = ok ? slice_size(&before, low_rows, low_bytes) : 0;
-    if (ok && n > 0) {
-        *deleted = gg_store_usage_delete_slice(c, SQL_FORGET_OLDEST, SQL_DELETE_OLDEST, tenant, n, true, err);
-        ok = *deleted >= 0;
-        ok = ok && usage_conn(c, tenant, &after, err);
-        if (ok && *deleted > 0) {
-            *bytes = before.bytes - after.bytes;
-            gg_db_stmt *up = gg_store_conn_stmt(c, SQL_COUNT_DROPPED, err);
-            ok = up != NULL;
-            if (ok) {
-                gg_db_bind_text(up, 1, tenant, -1, SQLITE_STATIC);
-                gg_db_bind_int64(up, 2, *deleted);
-                gg_db_bind_int64(up, 3, *bytes);
-                ok = step_done(c, up, "history_usage", err);
-            }
-        }
-    }
-    if (ok) ok = gg_store_conn_exec(c, "COMMIT", err);
-    if (!ok) {
-        gg_db_exec_quiet(c, "ROLLBACK");
-        *deleted = *bytes = 0;
-        return false;
-    }
-    *done = n <= 0 || *deleted == 0;
-    return true;
+    drop_args a = {tenant, low_rows, low_bytes, 0, 0, 0};
+    bool ok = gg_store_conn_write_tx(c, drop_slice_tx, &a, err);
+    *deleted = ok ? a.deleted : 0;
+    *bytes = ok ? a.bytes : 0;
+    *done = ok && (a.n <= 0 || a.deleted == 0);
+    return ok;
 }
 
 /* One prepared statement run to completion with ?1 = text and, when has_num, ?2 = num. */

@@ -132,6 +132,28 @@ static inline size_t gg_utf8_len(const unsigned char *p, size_t n) {
     return w;
 }
 
+/* Bytes (1..4) of the sequence led by c, unchecked: a stray continuation byte counts as one,
+ * so a walk over malformed text still advances. For text already checked (jansson's strings,
+ * gg_utf8_len), where it is the sequence's length. */
+static inline size_t gg_utf8_lead_len(unsigned char c) {
+    if (c < 0x80) return 1;
+    if (c >= 0xF0) return 4;
+    if (c >= 0xE0) return 3;
+    if (c >= 0xC0) return 2;
+    return 1;
+}
+/* The code point of the n-byte (1..4) sequence at s, unchecked (gg_utf8_len checks). */
+static inline uint32_t gg_utf8_decode(const unsigned char *s, size_t n) {
+    switch (n) {
+    case 1: return s[0];
+    case 2: return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    case 3: return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    default:
+        return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+               (s[3] & 0x3F);
+    }
+}
+
 /* JavaScript's view of a UTF-8 string (utf16.c): its length in UTF-16 code units, and the
  * order of two strings by code units (<0, 0, >0), as String.prototype.length and < do. */
 size_t gg_utf16_len(const char *s, size_t len);

@@ -20,35 +20,16 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
-[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-FX="$GG_SRCDIR/tests/fixtures/oauth"
-JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+. "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
+trap 'kill ${PID_A:-} ${PID_B:-} ${HANGPID:-} ${PID2:-} ${OTLPPID:-} 2>/dev/null; gg_cleanup' EXIT
 
 # two authorization servers, each with its own keys; A signs with ES256, B with RS256
 JWT keys "$GG_TMP/a.json" ES256 RS256 EdDSA >"$GG_TMP/a.kids"
 JWT keys "$GG_TMP/b.json" RS256 >/dev/null
-start_as() { # NAME PORT KEYS ALG → ISS_NAME, PID_NAME
-  "$NODE" "$FX/as.mjs" "$2" "$3" "$4" >"$GG_TMP/as_$1.log" 2>&1 &
-  eval "PID_$1=$!"
-  for _ in $(seq 1 200); do grep -q '^ready ' "$GG_TMP/as_$1.log" && break; sleep 0.05; done
-  eval "ISS_$1=\$(sed -n 's/^ready //p' \"$GG_TMP/as_$1.log\")"
-}
-start_as A 0 "$GG_TMP/a.json" ES256
-start_as B 0 "$GG_TMP/b.json" RS256
-# a "JWKS endpoint" that accepts connections and never answers
-python3 -c "
-import socket, time
-s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64)
-print(s.getsockname()[1], flush=True)
-conns = []
-while True:
-    c, _ = s.accept(); conns.append(c)
-" >"$GG_TMP/hang.port" &
-HANGPID=$!
-trap 'kill $PID_A $PID_B $HANGPID ${PID2:-} ${OTLPPID:-} 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 100); do [ -s "$GG_TMP/hang.port" ] && break; sleep 0.05; done
-HANG=$(cat "$GG_TMP/hang.port")
-[ -n "${ISS_A:-}" ] && [ -n "${ISS_B:-}" ] || { echo "the authorization servers did not start"; cat "$GG_TMP"/as_*.log; echo "0 passed, 1 failed"; exit 1; }
+oauth_start_as A 0 "$GG_TMP/a.json" ES256
+oauth_start_as B 0 "$GG_TMP/b.json" RS256
+oauth_start_hang # a "JWKS endpoint" that accepts connections and never answers
+oauth_need_as A B
 
 # an OTLP receiver: spans name the caller, never the token
 python3 "$GG_SRCDIR/tests/telemetry/otlp_receiver.py" "$GG_TMP/spans.jsonl" ok "$GG_TMP/otlp.port" 2>/dev/null &
@@ -321,7 +302,7 @@ kill $PID_A; wait $PID_A 2>/dev/null
 JWT keys "$GG_TMP/new.json" ES256 >/dev/null
 python3 -c "import json,sys; n=json.load(open(sys.argv[1])); o=json.load(open(sys.argv[2])); json.dump({'keys': n['keys']+o['keys']}, open(sys.argv[3],'w'))" \
   "$GG_TMP/new.json" "$GG_TMP/a.json" "$GG_TMP/a2.json"
-start_as A "$PORT_A" "$GG_TMP/a2.json" ES256
+oauth_start_as A "$PORT_A" "$GG_TMP/a2.json" ES256
 NEW=$(JWT cc "$ISS_A" "$EP")
 t "after rotation the authorization server signs with the new key" test "$(python3 -c "import base64,json,sys; h=sys.argv[1].split('.')[0]; print(json.loads(base64.urlsafe_b64decode(h+'==')) ['kid'])" "$NEW")" = "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['keys'][0]['kid'])" "$GG_TMP/new.json")"
 ok=""; for _ in $(seq 1 50); do [ "$(call "$NEW")" = 200 ] && { ok=1; break; }; sleep 0.2; done

@@ -18,35 +18,16 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
-[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-FX="$GG_SRCDIR/tests/fixtures/oauth"
-JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+. "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
+trap 'kill ${PID_A:-} ${PID_B:-} ${HANGPID:-} 2>/dev/null; gg_cleanup' EXIT
 RS_SECRET=rs-secret-0123456789
 
 JWT keys "$GG_TMP/a.json" ES256 RS256 >/dev/null
 JWT keys "$GG_TMP/b.json" RS256 >/dev/null
-start_as() { # NAME KEYS ALG → ISS_NAME, PID_NAME
-  "$NODE" "$FX/as.mjs" 0 "$2" "$3" >"$GG_TMP/as_$1.log" 2>&1 &
-  eval "PID_$1=$!"
-  for _ in $(seq 1 200); do grep -q '^ready ' "$GG_TMP/as_$1.log" && break; sleep 0.05; done
-  eval "ISS_$1=\$(sed -n 's/^ready //p' \"$GG_TMP/as_$1.log\")"
-}
-start_as A "$GG_TMP/a.json" ES256
-start_as B "$GG_TMP/b.json" RS256
-# an "introspection endpoint" that accepts connections and never answers
-python3 -c "
-import socket
-s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64)
-print(s.getsockname()[1], flush=True)
-conns = []
-while True:
-    c, _ = s.accept(); conns.append(c)
-" >"$GG_TMP/hang.port" &
-HANGPID=$!
-trap 'kill $PID_A $PID_B $HANGPID 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 100); do [ -s "$GG_TMP/hang.port" ] && break; sleep 0.05; done
-HANG=$(cat "$GG_TMP/hang.port")
-[ -n "${ISS_A:-}" ] && [ -n "${ISS_B:-}" ] || { echo "the authorization servers did not start"; cat "$GG_TMP"/as_*.log; echo "0 passed, 1 failed"; exit 1; }
+oauth_start_as A 0 "$GG_TMP/a.json" ES256
+oauth_start_as B 0 "$GG_TMP/b.json" RS256
+oauth_start_hang # an "introspection endpoint" that accepts connections and never answers
+oauth_need_as A B
 
 python3 -c 'import os; print(os.urandom(32).hex())' >"$GG_TMP/sk"
 printf 'secrets:\n  key_file: "%s"\n' "$GG_TMP/sk" >"$GG_TMP/gg.yaml"

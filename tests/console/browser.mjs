@@ -7,35 +7,17 @@
 // usage: node browser.mjs   (env: GG_PUB, GG_KEY, GG_ADMIN_KEY, GG_TENANT, GG_OUT, GG_CHROMIUM, GG_NPM)
 // Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed"; screenshots in GG_OUT.
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { WAIT, check, finish, launch, load, openPage, problems } from './lib_browser.mjs';
 
-const { GG_PUB: pub, GG_KEY: key, GG_READER_KEY: readerKey, GG_ADMIN_KEY: adminKey, GG_TENANT: tenant, GG_OUT: out, GG_CHROMIUM: chromium, GG_NPM: npm } = process.env;
-const load = (p) => import(pathToFileURL(path.join(npm, p)).href);
-const puppeteer = (await load('puppeteer-core/lib/puppeteer/puppeteer-core.js')).default;
+const { GG_PUB: pub, GG_KEY: key, GG_READER_KEY: readerKey, GG_ADMIN_KEY: adminKey, GG_TENANT: tenant, GG_OUT: out } = process.env;
 const sdk = '@modelcontextprotocol/sdk/dist/esm';
 const { Client } = await load(sdk + '/client/index.js');
 const { StreamableHTTPClientTransport } = await load(sdk + '/client/streamableHttp.js');
 
-let passed = 0, failed = 0;
-const check = (desc, cond, detail) => {
-  if (cond) { passed++; console.log(`ok - ${desc}`); }
-  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
-};
-const WAIT = { timeout: 45000 }; // generous: a loaded 2-core CI machine runs both builds
-const problems = [];   // browser console errors, page errors, failed requests
-
-const browser = await puppeteer.launch({
-  executablePath: chromium, headless: true, userDataDir: path.join(out, 'profile'),
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn') problems.push(`console.${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+  const { page, shot, texts } = await openPage(browser);
   page.on('requestfailed', (r) => problems.push('requestfailed: ' + r.url() + ' ' + (r.failure() || {}).errorText));
-  await page.setViewport({ width: 1280, height: 800 });
-  const shot = (name) => page.screenshot({ path: path.join(out, name + '.png'), fullPage: true });
-  const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent.trim()));
   const fitsWidth = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
   const width = () => page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
   const RED = 'rgb(207, 34, 46)'; // --bad
@@ -448,7 +430,5 @@ try {
   if (pages.length) await pages[pages.length - 1].screenshot({ path: path.join(out, 'failure.png'), fullPage: true }).catch(() => {});
   if (problems.length) console.log('# browser problems: ' + JSON.stringify(problems));
 } finally {
-  await browser.close();
+  await finish(browser);
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);

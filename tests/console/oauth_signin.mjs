@@ -5,33 +5,15 @@
 // sign-in asks to sign in again; sign out; the API-key sign-in beside it still works.
 // usage: node oauth_signin.mjs   (env: GG_PUB, GG_KEY, GG_TENANT, GG_ISS, GG_OUT, GG_CHROMIUM, GG_NPM)
 // Prints "ok - ..." / "not ok - ..." lines and "N passed, N failed"; screenshots in GG_OUT.
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { WAIT, check, finish, launch, openPage, problems } from './lib_browser.mjs';
 
-const { GG_PUB: pub, GG_KEY: key, GG_TENANT: tenant, GG_ISS: iss, GG_OUT: out, GG_CHROMIUM: chromium, GG_NPM: npm } = process.env;
-const puppeteer = (await import(pathToFileURL(path.join(npm, 'puppeteer-core/lib/puppeteer/puppeteer-core.js')).href)).default;
-
-let passed = 0, failed = 0;
-const check = (desc, cond, detail) => {
-  if (cond) { passed++; console.log(`ok - ${desc}`); }
-  else { failed++; console.log(`not ok - ${desc}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`); }
-};
-const WAIT = { timeout: 45000 };
-const problems = [];   // browser console errors (a CSP refusal among them), page errors
+const { GG_PUB: pub, GG_KEY: key, GG_TENANT: tenant, GG_ISS: iss } = process.env;
 const visited = [];    // every address the page was at
 
-const browser = await puppeteer.launch({
-  executablePath: chromium, headless: true, userDataDir: path.join(out, 'profile'),
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warn') problems.push(`console.${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+  const { page, shot, texts } = await openPage(browser);
   page.on('request', (r) => { if (r.isNavigationRequest() && r.frame() === page.mainFrame()) visited.push(r.url()); });
-  await page.setViewport({ width: 1280, height: 800 });
-  const shot = (name) => page.screenshot({ path: path.join(out, name + '.png'), fullPage: true });
-  const texts = (sel) => page.$$eval(sel, (els) => els.map((e) => e.textContent.trim()));
   const store = () => page.evaluate(() => ({ key: sessionStorage.getItem('graphgate.key') || '',
     oauth: JSON.parse(sessionStorage.getItem('graphgate.oauth') || 'null'), local: localStorage.length, cookie: document.cookie }));
 
@@ -92,11 +74,8 @@ try {
   await shot('key-graphs');
   check('no browser console error or CSP refusal anywhere', problems.length === 0, problems);
 } catch (e) {
-  failed++;
-  console.log('not ok - the browser session: ' + (e && e.stack || e));
+  check('the browser session', false, String(e && e.stack || e));
   console.log('  visited: ' + JSON.stringify(visited.map((u) => u.replace(/code=[^&]*/, 'code=…'))));
 } finally {
-  await browser.close();
+  await finish(browser);
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);

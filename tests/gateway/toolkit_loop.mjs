@@ -37,7 +37,7 @@ tools:
 // one transform tool: expr is the whole node (a failing one, a loop, a big value)
 const oneNode = (expr, loop = false) => `version: "1.0"
 server: {name: "one", version: "1.0.0"}
-${loop ? 'executionLimits: {maxNodeExecutions: 100000}\n' : ''}tools:
+${loop ? 'executionLimits: {maxNodeExecutions: 1000000}\n' : ''}tools:
   - name: "t"
     description: "one transform"
     inputSchema: {type: "object"}
@@ -135,8 +135,9 @@ try {
     (await rest('/admin/tenants/acme/graphs/loop')).body.version === 1, sc(p2));
 
   // no worker waits on a downstream: with one worker, three runs each waiting 2 s on
-  // server-everything end together in about 2 s (held workers would take 6 s, past the 3 s
-  // cap), and a call made meanwhile answers at once
+  // server-everything end together in about 2 s (held workers would take 6 s at least), and a
+  // call made meanwhile answers at once. The 8 s cap leaves a slow (sanitizer, loaded)
+  // machine room: its 2 s downstream wait was seen taking 3.5 s
   const slow = graph().replace('tool: "echo", args: {message: {expr: "$.entry.m"}}, next: "up"',
     'tool: "trigger-long-running-operation", args: {duration: 2, steps: 2}, next: "exit"');
   t0 = Date.now();
@@ -147,18 +148,18 @@ try {
   const quickMs = Date.now() - t1;
   const done3 = await Promise.all(runs);
   ms = Date.now() - t0;
-  check(`one worker: 3 run_graph calls waiting 2 s downstream end in ${ms} ms (< 5000), all ok`,
-    done3.every((x) => !x.isError && sc(x).ok) && ms >= 1900 && ms < 5000, done3.map(sc));
+  check(`one worker: 3 run_graph calls waiting 2 s downstream end in ${ms} ms (< 5500), all ok`,
+    done3.every((x) => !x.isError && sc(x).ok) && ms >= 1900 && ms < 5500, done3.map(sc));
   check(`... and a call made while they wait answers in ${quickMs} ms (< 1500)`,
     !quick.isError && sc(quick).result === 3 && quickMs < 1500, sc(quick));
 
   // ---- attacks ----
   t0 = Date.now();
-  // each round heavy enough that the 3 s cap, not the 100,000-node limit, stops it on a fast machine
+  // each round heavy enough that the 8 s cap, not the 1,000,000-node limit, stops it on a fast machine
   const spin = await tk.callTool({ name: 'run_graph', arguments: { yaml: oneNode('$sum([1..20000])', true), tool: 't' } });
   ms = Date.now() - t0;
-  check(`an endless loop stops at the 3 s time cap (in ${ms} ms): an error result, not a hang`,
-    spin.isError && sc(spin).ok === false && sc(spin).error.code === 'limit' && ms >= 2900 && ms < 20000, sc(spin).error);
+  check(`an endless loop stops at the 8 s time cap (in ${ms} ms): an error result, not a hang`,
+    spin.isError && sc(spin).ok === false && sc(spin).error.code === 'limit' && ms >= 7900 && ms < 30000, sc(spin).error);
   check('... its trace is cut at history.max_run_records (50) and says how many were dropped',
     sc(spin).trace.length <= 50 && sc(spin).trace_truncated && sc(spin).trace_truncated.dropped > 0, sc(spin).trace_truncated);
   const more = await tk.callTool({ name: 'run_graph', arguments: {

@@ -4,7 +4,7 @@
 # validate_graph → run_graph (result and node trace, real downstream server-everything;
 # nothing stored: no version, no history row) → put_graph → the published graph called on
 # /mcp/acme/loop. Attacks on run_graph/put_graph: an endless loop stops at the time cap
-# (graphs.max_execution_time 3s) and a graph asking for more is refused; memory past
+# (graphs.max_execution_time 8s) and a graph asking for more is refused; memory past
 # limits.eval_memory_bytes fails the run; trace values past history.max_payload and records
 # past history.max_run_records are cut; a key without graphs:write cannot put_graph; a
 # tenant cannot put into another; run_graph reaches neither the gateway's own listeners
@@ -21,7 +21,7 @@ WRITER=$(gw_key acme tools:read,tools:execute,graphs:write)
 KEY=$(gw_key acme tools:read,tools:execute)
 BETA=$(gw_key beta tools:read,tools:execute,graphs:write)
 # only acme may reach 127.0.0.1 (server-everything); beta has no grant
-GRAPHGATE_POLICY_TENANT_HTTP_HOSTS=acme=127.0.0.1 GRAPHGATE_GRAPHS_MAX_EXECUTION_TIME=3s \
+GRAPHGATE_POLICY_TENANT_HTTP_HOSTS=acme=127.0.0.1 GRAPHGATE_GRAPHS_MAX_EXECUTION_TIME=8s GRAPHGATE_GRAPHS_MAX_NODE_EXECUTIONS=1000000 \
   GRAPHGATE_LIMITS_EVAL_MEMORY_BYTES=8MiB GRAPHGATE_LIMITS_RUN_MEMORY_BYTES=16MiB \
   GRAPHGATE_HISTORY_MAX_PAYLOAD=4096 GRAPHGATE_HISTORY_MAX_RUN_RECORDS=50 GRAPHGATE_BODY_LIMIT=4194304 GRAPHGATE_WORKERS=1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
 t "setup: tenants and keys" gw_cli_clean

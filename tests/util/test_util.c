@@ -516,6 +516,22 @@ START_TEST(utf8_encode_at_each_length) {
 }
 END_TEST
 
+/* The unchecked walk: each sequence's length from its lead byte (a stray continuation byte
+ * steps one), its code point decoded back to what gg_utf8_encode wrote. */
+START_TEST(utf8_lead_len_and_decode_read_back_encode) {
+    const uint32_t cps[] = {0x24, 0x7F, 0x80, 0x7FF, 0x800, 0x20AC, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
+    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+        char out[4];
+        size_t n = gg_utf8_encode(cps[i], out);
+        ck_assert_uint_eq(gg_utf8_lead_len((unsigned char)out[0]), n);
+        ck_assert_uint_eq(gg_utf8_decode((const unsigned char *)out, n), cps[i]);
+    }
+    ck_assert_uint_eq(gg_utf8_lead_len(0x80), 1); /* stray continuation byte */
+    ck_assert_uint_eq(gg_utf8_lead_len(0xBF), 1);
+    ck_assert_uint_eq(gg_utf8_decode((const unsigned char *)"\xe3\x80\x80", 3), 0x3000); /* ideographic space */
+}
+END_TEST
+
 /* JavaScript's string length and order (UTF-16 code units) over UTF-8: a supplementary
  * character is two units and sorts below U+E000..U+FFFF although its UTF-8 bytes sort above. */
 START_TEST(utf16_length_and_order_as_javascript) {
@@ -632,6 +648,7 @@ int main(void) {
     tcase_add_test(tc, closest_name_within_the_threshold);
     tcase_add_test(tc, utf16_length_and_order_as_javascript);
     tcase_add_test(tc, utf8_encode_at_each_length);
+    tcase_add_test(tc, utf8_lead_len_and_decode_read_back_encode);
     tcase_add_test(tc, regex_contexts_bound_backtracking);
     tcase_add_test(tc, iso8601_times_in_utc_with_milliseconds);
     tcase_add_test(tc, hash_is_fnv1a_and_parts_stay_apart);
