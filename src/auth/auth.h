@@ -424,4 +424,76 @@ bool gg_oauth_client_iss_ok(const char *iss, const char *issuer, bool advertised
 /* A fresh PKCE verifier (32 random bytes, base64url) and its S256 challenge. */
 void gg_oauth_client_pkce(char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1], char challenge[GG_OAUTH_PKCE_CHALLENGE_LEN + 1]);
 
+/* ---- per-user consent for a downstream server (oauth_consent.c) ------------------------
+ * What an authorization request's `state` carries to graphgate's callback, sealed under a
+ * key all replicas share (XChaCha20-Poly1305): the grant's tenant, principal (key_id) and
+ * server, the elicitation id (32 hex), the PKCE verifier, an expiry (unix ms) and what the
+ * code's exchange needs. */
+#define GG_OAUTH_CONSENT_KEY_BYTES 32
+#define GG_OAUTH_CONSENT_STATE_MAX 4096 /* characters of a sealed state */
+typedef struct gg_oauth_consent {
+    char tenant[64], principal[65], server[101], elicitation_id[33];
+    char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1];
+    long long expires_ms;
+    /* where the callback exchanges the code, whichever replica it lands on (set by the
+     * caller after _new; "" = none): the token endpoint, the client registered there (its
+     * secret for a confidential client), the issuer (RFC 9207) and the resource (RFC 8707) */
+    char token_endpoint[512], client_id[256], client_secret[256], issuer[512], resource[512];
+    /* which step of the connect flow the state is for (src/gateway/consent.c): 0 the
+     * elicitation's URL (resource: the downstream server's URL; client and scope: its
+     * configured ones), 1 the user signing in at the tenant's own authorization server, 2 the
+     * downstream's authorization */
+    int leg;
+    char scope[512];
+    char next[2048]; /* leg 1: the elicitation's sealed state, to go on with once signed in */
+} gg_oauth_consent;
+/* A new consent (random elicitation id, a fresh PKCE verifier; its S256 challenge into
+ * challenge); false when a name is empty or too long. */
+bool gg_oauth_consent_new(gg_oauth_consent *c, const char *tenant, const char *principal, const char *server,
+                          long long expires_ms, char challenge[GG_OAUTH_PKCE_CHALLENGE_LEN + 1]);
+/* The sealed state (base64url, malloc'd), or NULL (out of memory, or longer than
+ * GG_OAUTH_CONSENT_STATE_MAX). */
+char *gg_oauth_consent_seal(const unsigned char key[GG_OAUTH_CONSENT_KEY_BYTES], const gg_oauth_consent *c);
+/* Open a state: false + err "invalid_consent" when it is not one sealed under key (forged,
+ * changed, truncated) or expired at now_ms; no part of a refused state is kept. */
+bool gg_oauth_consent_open(const unsigned char key[GG_OAUTH_CONSENT_KEY_BYTES], const char *state, long long now_ms,
+                           gg_oauth_consent *out, gg_error *err);
+/* The authorization request (RFC 6749 4.1.1, PKCE S256, RFC 8707 resource; scope and
+ * resource left out when NULL; prompt=consent with offline_access), malloc'd; NULL when a
+ * required part is missing. */
+char *gg_oauth_consent_url(const char *authorization_endpoint, const char *client_id, const char *redirect_uri,
+                           const char *scope, const char *resource, const char *challenge, const char *state);
+/* The data of a URLElicitationRequiredError (-32042, MCP 2025-11-25): {elicitations: [{mode:
+ * "url", elicitationId, url, message}]} (new reference). */
+json_t *gg_oauth_consent_elicitation(const char *url, const char *elicitation_id, const char *server);
+
+/* ---- a per-user client (auth.per_user: true, type oauth; oauth_client.c) ----------------
+ * Holds one principal's grant: seeded from the store (gg_oauth_client_seed: the grant as
+ * gg_oauth_client_grant wrote it), refreshed on a 401 or near its expiry (the new grant
+ * handed to store.saved), never obtained here: with no token, or when the refresh fails
+ * (revoked), store.dropped is called and the challenge fails with code
+ * "url_elicitation_required" (the call asks the user's consent, src/gateway/consent.c). */
+typedef struct gg_oauth_client_store {
+    /* the stored grant now (malloc'd, *len bytes; NULL: none), read first on every 401: the
+     * user may have consented, or another replica refreshed it, since this client started */
+    char *(*load)(void *user, size_t *len);
+    void (*saved)(void *user, const char *grant, long long expires_ms); /* helper thread */
+    void (*dropped)(void *user);
+    void *user;
+} gg_oauth_client_store;
+void gg_oauth_client_set_store(gg_oauth_client *c, const gg_oauth_client_store *store);
+bool gg_oauth_client_seed(gg_oauth_client *c, const char *grant, size_t len);
+/* The grant (JSON text: tokens, expiry, and the token endpoint, issuer, resource and client a
+ * refresh needs; malloc'd, wipe before freeing), or NULL when the client holds no token. */
+char *gg_oauth_client_grant(gg_oauth_client *c);
+/* Consent, blocking (a helper thread; c new, nothing resolved on it yet): discovery of c's
+ * server, a client registered for redirect_uri when none is configured, the exchange's
+ * fields of cs filled, the authorization endpoint and scope to ask into authz and scope. */
+bool gg_oauth_client_consent_prepare(gg_oauth_client *c, const char *redirect_uri, gg_oauth_consent *cs, char *authz,
+                                     size_t authz_cap, char *scope, size_t scope_cap, gg_error *err);
+/* The code's exchange (PKCE verifier and exchange fields from cs; iss: the response's, NULL
+ * when absent); c then holds the tokens (gg_oauth_client_grant). */
+bool gg_oauth_client_consent_exchange(gg_oauth_client *c, const gg_oauth_consent *cs, const char *code, const char *iss,
+                                      const char *redirect_uri, gg_error *err);
+
 #endif

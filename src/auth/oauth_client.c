@@ -73,6 +73,8 @@ struct gg_oauth_client {
     json_t *dpop_key;   /* DPoP: the private JWK of this client's proofs (ES256, made at start) */
     json_t *dpop_pub;   /* its public half, in every proof's header */
     int timeout_ms;
+    bool per_user;              /* one principal's grant: refreshed, never made here */
+    gg_oauth_client_store store; /* per_user: where its grant goes after a refresh */
     gg_oauth_client_net net;
     /* state, under mu */
     pthread_mutex_t mu;
@@ -97,6 +99,8 @@ struct gg_oauth_client {
     double last_error_at; /* wall seconds; 0 = the last one succeeded */
     _Atomic unsigned long fetches, failures;
 };
+
+char *gg_oauth_client_grant(gg_oauth_client *c);
 
 /* ---- pure parts (exported for the unit test) ---------------------------------------------- */
 
@@ -257,7 +261,7 @@ void gg_oauth_client_pkce(char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1], char ch
 static const char *const setting_keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                            "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                            "signing_algorithm", "dpop", "idp_token_endpoint", "idp_client_id",
-                                           "idp_client_secret", "timeout", NULL};
+                                           "idp_client_secret", "timeout", "per_user", NULL};
 
 bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
     if (!json_is_object(s)) return gg_error_set(err, "invalid_config", "auth must be a mapping"), false;
@@ -267,7 +271,7 @@ bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
         size_t i = 0;
         while (setting_keys[i] && strcmp(setting_keys[i], k)) i++;
         if (!setting_keys[i]) return gg_error_set(err, "invalid_config", "auth: unknown key '%s'", k), false;
-        bool num = !strcmp(k, "timeout"), flag = !strcmp(k, "dpop");
+        bool num = !strcmp(k, "timeout"), flag = !strcmp(k, "dpop") || !strcmp(k, "per_user");
         if (num ? !json_is_integer(v) : flag ? !json_is_boolean(v) : !json_is_string(v))
             return gg_error_set(err, "invalid_config", "auth.%s must be a %s", k, num ? "number" : flag ? "boolean" : "string"),
                    false;
@@ -293,6 +297,8 @@ bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
     const char *alg = json_string_value(json_object_get(s, "signing_algorithm"));
     if (alg && strcmp(alg, "ES256") && strcmp(alg, "ES384") && strcmp(alg, "RS256") && strcmp(alg, "PS256"))
         return gg_error_set(err, "invalid_config", "auth.signing_algorithm must be ES256, ES384, RS256 or PS256"), false;
+    if (json_is_true(json_object_get(s, "per_user")) && strcmp(type, "oauth"))
+        return gg_error_set(err, "invalid_config", "auth.per_user needs type oauth (each user's consent)"), false;
     if (!strcmp(type, "client_credentials") && !json_object_get(s, "client_id"))
         return gg_error_set(err, "invalid_config", "auth: client_credentials needs client_id"), false;
     if (!strcmp(type, "jwt_bearer") && !json_object_get(s, "assertion"))
@@ -362,6 +368,7 @@ gg_oauth_client *gg_oauth_client_new(const json_t *settings, const char *server_
     c->assertion = opt_dup(settings, "assertion");
     json_t *to = json_object_get(settings, "timeout");
     c->timeout_ms = to ? (int)json_integer_value(to) : DEFAULT_TIMEOUT_MS;
+    c->per_user = json_is_true(json_object_get(settings, "per_user"));
     if (net) c->net = *net;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
@@ -1003,6 +1010,52 @@ static bool grant_code(gg_oauth_client *c, const char *scope, gg_error *err) {
 
 /* ---- resolution --------------------------------------------------------------------------- */
 
+/* per_user: the principal's grant is refreshed here, never made (only the user can consent):
+ * a token refreshed goes back to the store; without a refresh token, or when the refresh is
+ * refused (revoked, expired), the grant is dropped and the call asks for consent again. */
+static bool seed_grant(gg_oauth_client *c, const char *grant, size_t len);
+
+/* The stored grant when it is not the one held (the user consented since, or another replica
+ * refreshed it): adopted; true when there was one. */
+static bool adopt_stored(gg_oauth_client *c) {
+    size_t len = 0;
+    char *g = c->store.load ? c->store.load(c->store.user, &len) : NULL;
+    if (!g) return false;
+    json_t *j = json_loadb(g, len, 0, NULL);
+    const char *at = meta_str(j, "access");
+    pthread_mutex_lock(&c->mu);
+    bool fresh = at && (!c->access || strcmp(at, c->access));
+    pthread_mutex_unlock(&c->mu);
+    if (at) sodium_memzero((char *)at, strlen(at));
+    json_decref(j);
+    bool ok = fresh && seed_grant(c, g, len);
+    sodium_memzero(g, len);
+    free(g);
+    return ok;
+}
+
+static void resolve_user(gg_oauth_client *c, gg_error *err) {
+    if (adopt_stored(c)) return;
+    if (c->refresh) {
+        gg_error re = GG_ERROR_INIT;
+        bool ok = grant_refresh(c, &re);
+        gg_error_clear(&re);
+        if (ok) {
+            char *g = gg_oauth_client_grant(c);
+            if (g && c->store.saved) c->store.saved(c->store.user, g, (long long)(c->expires_at * 1000));
+            if (g) sodium_memzero(g, strlen(g));
+            free(g);
+            return;
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    bool had = c->access || c->refresh;
+    forget_tokens(c);
+    pthread_mutex_unlock(&c->mu);
+    if (had && c->store.dropped) c->store.dropped(c->store.user);
+    gg_error_set(err, "url_elicitation_required", "the user's consent is needed first");
+}
+
 /* Resolve one challenge (helper thread; c->mu not held: this thread alone changes the
  * state while busy, the header reads take the lock). */
 static void resolve(gg_oauth_client *c, int status, const char *www, gg_error *err) {
@@ -1024,6 +1077,10 @@ static void resolve(gg_oauth_client *c, int status, const char *www, gg_error *e
         char *issuer = discover_resource(c, ch.resource_metadata, err);
         if (!issuer) return;
         if (!discover_server(c, issuer, err)) return;
+    }
+    if (c->per_user) {
+        resolve_user(c, err);
+        return;
     }
     /* a refresh is enough for a token that expired or was revoked (and for a renewal, status 0) */
     if (!step_up && c->refresh) {
@@ -1068,7 +1125,9 @@ static void *resolver_main(void *arg) {
     gg_error err = GG_ERROR_INIT;
     resolve(c, status, www, &err);
     free(www);
-    if (gg_error_is_set(&err)) {
+    if (gg_error_is_set(&err) && !strcmp(err.code, "url_elicitation_required")) {
+        gg_log(GG_LOG_INFO, "downstream authorization needs the user's consent", "server", c->name, NULL);
+    } else if (gg_error_is_set(&err)) {
         atomic_fetch_add_explicit(&c->failures, 1, memory_order_relaxed);
         gg_log(GG_LOG_WARN, "downstream authorization failed", "server", c->name, "reason", err.message, NULL);
     }
@@ -1194,4 +1253,126 @@ json_t *gg_oauth_client_state(gg_oauth_client *c) {
     }
     pthread_mutex_unlock(&c->mu);
     return s;
+}
+
+/* ---- per-user grants and consent (the gateway's side: src/gateway/consent.c) -------------- */
+
+void gg_oauth_client_set_store(gg_oauth_client *c, const gg_oauth_client_store *store) {
+    if (store) c->store = *store;
+}
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+char *gg_oauth_client_grant(gg_oauth_client *c) {
+    pthread_mutex_lock(&c->mu);
+    json_t *j = c->access ? json_pack("{s:s, s:s?, s:f, s:s?, s:s, s:s, s:s, s:s, s:s}", "access", c->access, "refresh",
+                                      c->refresh, "expires_at", c->expires_at, "scope", c->granted_scope, "issuer",
+                                      or_empty(c->issuer), "resource", or_empty(c->resource), "token_endpoint",
+                                      or_empty(meta_str(c->as_meta, "token_endpoint")), "client_id",
+                                      or_empty(client_id_of(c)), "client_secret", or_empty(secret_of(c)))
+                          : NULL;
+    pthread_mutex_unlock(&c->mu);
+    char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    static const char *const secret_keys[] = {"access", "refresh", "client_secret"};
+    for (size_t i = 0; j && i < 3; i++) {
+        const char *v = meta_str(j, secret_keys[i]);
+        if (v) sodium_memzero((char *)v, strlen(v));
+    }
+    json_decref(j);
+    return out;
+}
+
+/* What an exchange or a refresh needs, from a consent or a stored grant (no resolution may be
+ * in flight: a new client, or under mu from the request path). */
+static bool seed_exchange(gg_oauth_client *c, const char *token_endpoint, const char *issuer, const char *resource,
+                          const char *client_id, const char *client_secret) {
+    if (!token_endpoint || !*token_endpoint) return false;
+    json_decref(c->as_meta);
+    c->as_meta = json_pack("{s:s, s:s}", "token_endpoint", token_endpoint, "issuer", or_empty(issuer));
+    free(c->issuer);
+    c->issuer = issuer && *issuer ? strdup(issuer) : NULL;
+    free(c->resource);
+    c->resource = resource && *resource ? strdup(resource) : NULL;
+    if (!c->client_id && client_id && *client_id) { /* registered when the user consented */
+        forget_registration(c);
+        c->reg_id = strdup(client_id);
+        c->reg_secret = client_secret && *client_secret ? strdup(client_secret) : NULL;
+    }
+    return c->as_meta != NULL;
+}
+
+/* The grant's tokens and exchange into c (its resolution thread, or nothing resolving). */
+static bool seed_grant(gg_oauth_client *c, const char *grant, size_t len) {
+    json_t *j = json_loadb(grant, len, 0, NULL);
+    const char *at = meta_str(j, "access");
+    pthread_mutex_lock(&c->mu);
+    bool ok = at && seed_exchange(c, meta_str(j, "token_endpoint"), meta_str(j, "issuer"), meta_str(j, "resource"),
+                                              meta_str(j, "client_id"), meta_str(j, "client_secret"));
+    if (ok) {
+        forget_tokens(c);
+        c->access = strdup(at);
+        c->refresh = meta_str(j, "refresh") ? strdup(meta_str(j, "refresh")) : NULL;
+        c->granted_scope = meta_str(j, "scope") ? strdup(meta_str(j, "scope")) : NULL;
+        c->expires_at = json_number_value(json_object_get(j, "expires_at"));
+    }
+    pthread_mutex_unlock(&c->mu);
+    static const char *const secret_keys[] = {"access", "refresh", "client_secret"};
+    for (size_t i = 0; j && i < 3; i++) {
+        const char *v = meta_str(j, secret_keys[i]);
+        if (v) sodium_memzero((char *)v, strlen(v));
+    }
+    json_decref(j);
+    return ok;
+}
+
+bool gg_oauth_client_seed(gg_oauth_client *c, const char *grant, size_t len) {
+    pthread_mutex_lock(&c->mu);
+    bool busy = c->busy;
+    pthread_mutex_unlock(&c->mu);
+    return !busy && seed_grant(c, grant, len);
+}
+
+bool gg_oauth_client_consent_prepare(gg_oauth_client *c, const char *redirect_uri, gg_oauth_consent *cs, char *authz,
+                                     size_t authz_cap, char *scope, size_t scope_cap, gg_error *err) {
+    char *issuer = discover_resource(c, NULL, err);
+    if (!issuer || !discover_server(c, issuer, err) || !ensure_client(c, redirect_uri, err)) return false;
+    const char *ae = meta_str(c->as_meta, "authorization_endpoint");
+    if (!ae) return gg_error_set(err, "downstream_auth", "authorization-server metadata has no authorization_endpoint"), false;
+    const json_t *methods = json_object_get(c->as_meta, "code_challenge_methods_supported");
+    if (methods && !list_has(methods, "S256")) /* the spec: refuse a server that cannot do PKCE S256 */
+        return gg_error_set(err, "downstream_auth", "the authorization server does not support PKCE S256"), false;
+    const char *id = client_id_of(c), *sec = secret_of(c), *te = meta_str(c->as_meta, "token_endpoint");
+    if (strlen(te) >= sizeof cs->token_endpoint || strlen(id) >= sizeof cs->client_id ||
+        strlen(or_empty(sec)) >= sizeof cs->client_secret || strlen(c->issuer) >= sizeof cs->issuer ||
+        strlen(or_empty(c->resource)) >= sizeof cs->resource || strlen(ae) >= authz_cap)
+        return gg_error_set(err, "downstream_auth", "the authorization server's endpoints or client are too long"), false;
+    strcpy(cs->token_endpoint, te);
+    strcpy(cs->client_id, id);
+    strcpy(cs->client_secret, or_empty(sec));
+    strcpy(cs->issuer, c->issuer);
+    strcpy(cs->resource, or_empty(c->resource));
+    strcpy(authz, ae);
+    char *sc = choose_scope(c, NULL);
+    gg_strcopy(scope, scope_cap, or_empty(sc));
+    free(sc);
+    return true;
+}
+
+bool gg_oauth_client_consent_exchange(gg_oauth_client *c, const gg_oauth_consent *cs, const char *code, const char *iss,
+                                      const char *redirect_uri, gg_error *err) {
+    pthread_mutex_lock(&c->mu);
+    bool ok = seed_exchange(c, cs->token_endpoint, cs->issuer, cs->resource, cs->client_id, cs->client_secret);
+    pthread_mutex_unlock(&c->mu);
+    if (!ok) return gg_error_set(err, "downstream_auth", "the consent names no token endpoint"), false;
+    if (iss && strcmp(iss, cs->issuer)) /* RFC 9207: a response from another server is refused */
+        return gg_error_set(err, "downstream_auth", "the authorization response's iss names another issuer (RFC 9207)"), false;
+    gg_strbuf f = {0};
+    form_add(&f, "grant_type", "authorization_code");
+    form_add(&f, "code", code);
+    form_add(&f, "redirect_uri", redirect_uri);
+    form_add(&f, "code_verifier", cs->verifier);
+    if (cs->resource[0]) form_add(&f, "resource", cs->resource);
+    ok = token_request(c, &f, client_id_of(c), secret_of(c), err);
+    gg_strbuf_free(&f);
+    return ok;
 }

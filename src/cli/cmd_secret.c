@@ -126,15 +126,18 @@ static int do_rekey(gg_store *s, const gg_config *c, const char *file) {
         return fail("rekey", &err);
     }
     long long n = gg_store_secrets_rekey(s, &old, &nk, &err);
+    /* per-user grants of downstream servers are sealed with the same key */
+    long long g = n < 0 ? -1 : gg_store_user_grants_rekey(s, &old, &nk, &err);
     char id[GG_STORE_VAULT_ID_LEN + 1];
     memcpy(id, nk.key_id, sizeof id);
     gg_store_vault_wipe(&old);
     gg_store_vault_wipe(&nk);
-    if (n < 0) return fail("rekey", &err);
-    json_t *details = json_pack("{s:I}", "secrets", (json_int_t)n); /* borrowed by the store */
+    if (n < 0 || g < 0) return fail("rekey", &err);
+    json_t *details = json_pack("{s:I, s:I}", "secrets", (json_int_t)n, "user_grants", (json_int_t)g); /* borrowed */
     gg_store_audit_append(s, "cli", NULL, "secret.rekey", id, details, NULL);
     json_decref(details);
-    printf("%lld secret(s) re-encrypted under key %s; configure that key and restart the servers\n", n, id);
+    printf("%lld secret(s) and %lld per-user grant(s) re-encrypted under key %s; configure that key and restart the "
+           "servers\n", n, g, id);
     return GG_EXIT_OK;
 }
 

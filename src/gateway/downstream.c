@@ -249,6 +249,11 @@ static int answer_catalogs(gg_gateway *gw, gg_http_res *res, const char *tenant,
                              next ? json_string(next) : json_null());
     if (changes) json_object_set_new(body, "changes", changes);
     if (!cursor) json_object_set_new(body, "auth", gw_dsauth_tenant(gw->dsauth, tenant)); /* credentials in use */
+    if (!cursor) { /* per_user servers: how many users hold a grant (never a token) */
+        json_t *pu = gg_store_user_grants_summary(gw->store, tenant, &err);
+        gg_error_clear(&err);
+        json_object_set_new(body, "per_user", pu ? pu : json_array());
+    }
     free(next);
     if (failed >= 0) json_object_set_new(body, "unreachable", json_integer(failed));
     if (failed >= 0) json_object_set_new(body, "errors", errors ? errors : json_array());

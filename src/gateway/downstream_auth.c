@@ -7,6 +7,12 @@
  * sees each downstream server's credential state (GET /admin/tenants/{t}/downstream) and
  * /metrics counts the providers' requests; `run` and `conformance-client` keep none.
  *
+ * A server whose `auth` says per_user has one provider per (server, principal) (the graph
+ * keeps a client per caller, src/graph/clients.c): it starts from the principal's grant in
+ * the store (sealed with the secrets key), writes it back after a refresh and deletes it
+ * when the refresh is refused; with none the call asks for consent (consent.c). The admin
+ * view counts such grants per server instead of listing each user's provider.
+ *
  * Threads: providers are made and destroyed on any thread that makes or frees a client;
  * the list is guarded by its mutex, taken before a client's own (never the other way).
  */
@@ -22,6 +28,7 @@ typedef struct dsa_entry {
     struct gw_dsauth *reg;
     gg_oauth_client *c;
     char owner[GG_TENANT_MAX], name[128], url[512];
+    char principal[GG_KEY_ID_LEN + 1]; /* per_user: whose grant it holds; "" = a shared client */
     struct dsa_entry *prev, *next;
 } dsa_entry;
 
@@ -30,6 +37,7 @@ struct gw_dsauth {
     dsa_entry *live;
     unsigned long gone_requests, gone_failures; /* of providers already destroyed */
     bool closing;                               /* freed by the last destroy once set */
+    gg_gateway *gw;                             /* the store and key of per-user grants */
 };
 
 static bool net_url_ok(void *ctx, const char *url, char *why, size_t n) {
@@ -46,6 +54,11 @@ static bool net_connect_ok(void *ctx, const char *url, const struct sockaddr *sa
     if (!ok) snprintf(why, n, "%s", e.message ? e.message : "refused by policy");
     gg_error_clear(&e);
     return ok;
+}
+
+/* See internal.h. */
+gg_oauth_client_net gw_dsauth_net(const mcp_client_policy *policy) {
+    return (gg_oauth_client_net){net_url_ok, net_connect_ok, (void *)policy};
 }
 
 /* ---- a kept provider: forwards to its client, leaves the list when destroyed ---------------- */
@@ -87,14 +100,80 @@ static void kept_destroy(void *impl) {
     }
 }
 
+/* ---- per-user grants (helper threads of the client: after a refresh, or when it failed) ---- */
+
+static void grant_saved(void *user, const char *grant, long long expires_ms) {
+    dsa_entry *e = user;
+    gg_gateway *gw = e->reg->gw;
+    const gg_store_vault *v = gw_secrets_vault(gw);
+    gg_error err = GG_ERROR_INIT;
+    if (!v || gg_store_user_grant_put(gw->store, v, e->owner, e->name, e->principal, grant, strlen(grant), expires_ms,
+                                      &err) < 0)
+        gg_log(GG_LOG_WARN, "a refreshed per-user grant was not stored", "server", e->name, "error",
+               err.message ? err.message : "no secrets key", NULL);
+    gg_error_clear(&err);
+}
+
+static void grant_dropped(void *user) {
+    dsa_entry *e = user;
+    gg_error err = GG_ERROR_INIT;
+    if (gg_store_user_grant_delete(e->reg->gw->store, e->owner, e->name, e->principal, &err) < 0)
+        gg_log(GG_LOG_WARN, "a refused per-user grant was not deleted", "server", e->name, "error",
+               err.message ? err.message : err.code, NULL);
+    gg_error_clear(&err);
+}
+
+/* The principal's stored grant (malloc'd), or NULL. */
+static char *grant_load(void *user, size_t *len) {
+    dsa_entry *e = user;
+    gg_gateway *gw = e->reg->gw;
+    const gg_store_vault *v = gw_secrets_vault(gw);
+    gg_error ge = GG_ERROR_INIT;
+    char *g = v ? gg_store_user_grant_get(gw->store, v, e->owner, e->name, e->principal, len, &ge) : NULL;
+    if (!g && v && strcmp(ge.code, "not_found"))
+        gg_log(GG_LOG_WARN, "a per-user grant could not be read: consent is asked again", "server", e->name, "error",
+               ge.message ? ge.message : ge.code, NULL);
+    gg_error_clear(&ge);
+    return g;
+}
+
+/* A per-user client starts from its principal's stored grant (none: the first call asks). */
+static bool seed_user(dsa_entry *e, gg_error *err) {
+    if (!gw_secrets_vault(e->reg->gw))
+        return gg_error_set(err, "invalid_config",
+                            "server '%s': auth.per_user keeps each user's grant sealed with the secrets key, and none is "
+                            "configured (secrets.key_file)",
+                            e->name),
+               false;
+    size_t len = 0;
+    char *g = grant_load(e, &len);
+    if (g) gg_oauth_client_seed(e->c, g, len);
+    gg_store_secret_free(g, len);
+    gg_oauth_client_set_store(e->c, &(gg_oauth_client_store){grant_load, grant_saved, grant_dropped, e});
+    return true;
+}
+
 static bool make_provider(void *user, const json_t *settings, const char *url, const char *name, const char *owner,
-                          const struct mcp_client_policy *policy, mcp_auth_provider *out, gg_error *err) {
+                          const char *principal, const struct mcp_client_policy *policy, mcp_auth_provider *out,
+                          gg_error *err) {
     struct gw_dsauth *reg = user;
-    gg_oauth_client_net net = {NULL, NULL, NULL};
-    if (policy) net = (gg_oauth_client_net){net_url_ok, net_connect_ok, (void *)policy};
+    bool per_user = json_is_true(json_object_get(settings, "per_user"));
+    if (per_user && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
+        return gg_error_set(err, "principal_required", "server '%s' acts for each user (auth.per_user): no user called",
+                            name ? name : url),
+               false;
+    if (per_user && (!reg || !reg->gw || !owner))
+        return gg_error_set(err, "invalid_config", "server '%s': auth.per_user works under graphgate serve only",
+                            name ? name : url),
+               false;
+    gg_oauth_client_net net = policy ? gw_dsauth_net(policy) : (gg_oauth_client_net){NULL, NULL, NULL};
     gg_oauth_client *c = gg_oauth_client_new(settings, url, name, &net, err);
     if (!c) return false;
     dsa_entry *e = reg ? calloc(1, sizeof *e) : NULL;
+    if (!e && per_user) {
+        gg_oauth_client_free(c);
+        return gg_error_set(err, "oom", "out of memory"), false;
+    }
     if (!e) { /* nothing kept: run, conformance-client (or out of memory: unlisted) */
         *out = (mcp_auth_provider){c, gg_oauth_client_headers, gg_oauth_client_challenge, gg_oauth_client_destroy};
         return true;
@@ -103,6 +182,14 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
     gg_strcopy(e->owner, sizeof e->owner, owner);
     gg_strcopy(e->name, sizeof e->name, name);
     gg_strcopy(e->url, sizeof e->url, url);
+    if (per_user) {
+        gg_strcopy(e->principal, sizeof e->principal, principal);
+        if (!seed_user(e, err)) {
+            gg_oauth_client_free(c);
+            free(e);
+            return false;
+        }
+    }
     pthread_mutex_lock(&reg->mu);
     e->next = reg->live;
     if (reg->live) reg->live->prev = e;
@@ -116,9 +203,10 @@ void gg_gateway_downstream_auth_install(void) { mcp_http_set_auth_factory(make_p
 
 /* ---- the gateway's list ----------------------------------------------------------------------- */
 
-struct gw_dsauth *gw_dsauth_install(void) {
+struct gw_dsauth *gw_dsauth_install(gg_gateway *gw) {
     struct gw_dsauth *reg = calloc(1, sizeof *reg);
     if (!reg) return NULL;
+    reg->gw = gw;
     pthread_mutex_init(&reg->mu, NULL);
     mcp_http_set_auth_factory(make_provider, reg);
     return reg;
@@ -144,7 +232,7 @@ json_t *gw_dsauth_tenant(struct gw_dsauth *reg, const char *tenant) {
     if (!reg || !out) return out;
     pthread_mutex_lock(&reg->mu);
     for (dsa_entry *e = reg->live; e; e = e->next) {
-        if (strcmp(e->owner, tenant) != 0) continue;
+        if (strcmp(e->owner, tenant) != 0 || e->principal[0]) continue; /* users' grants: counted instead */
         json_t *s = gg_oauth_client_state(e->c);
         if (!s) continue;
         json_object_set_new(s, "server", json_string(e->name));

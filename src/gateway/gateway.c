@@ -63,6 +63,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     }
     gg_graph_provider_set_history_sink(p, history_into_call, NULL);
     gg_graph_provider_set_graph_call(p, gw_graph_call, gw);
+    gg_graph_provider_set_consent(p, gw_consent_elicitation, gw);
     if (gw->async) gg_graph_provider_set_async(p, gw_async_hooks(gw->async), graph);
     mcp_server *s = mcp_server_new(p, NULL, err);
     mcp_provider_unref(p);
@@ -466,6 +467,7 @@ static void listeners_bound(gg_http_server *s, void *user) {
 }
 
 static void gateway_free(gg_gateway *gw) {
+    gw_consent_free(gw); /* its helpers end first: they use the store, the token checker and the key */
     gw_refresher_stop(gw->refresher); /* it queues jobs on the upload threads */
     gw_uploads_stop(gw->uploads); /* uploads in progress use everything below */
     if (gw->watcher_started) {
@@ -622,7 +624,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
     mcp_http_set_listen_owner_max(cfg->tenant_max_listen_streams);
     mcp_http_set_limits(cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes);
-    if (!(gw->dsauth = gw_dsauth_install())) goto oom;
+    if (!(gw->dsauth = gw_dsauth_install(gw))) goto oom;
     mcp_downstream_set_owner_max_bytes(cfg->tenant_max_downstream_bytes);
     mcp_stdio_set_limits(&(mcp_stdio_limits){cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes,
                                               cfg->downstream_stderr_bytes_per_s, cfg->downstream_child_nice,
@@ -642,7 +644,9 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gw->views_gen = gg_store_generation_get(gw->store, GG_GEN_VIEWS, err);
     gg_error_clear(err);
     if (!gw_secrets_start(gw, err) || !gg_gateway_sync(gw, err)) goto fail;
-    if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err) || !gw_oauth_start(gw, err)) goto fail;
+    if (!gw_mcp_install_routes(gw, err) || !gw_admin_install_routes(gw, err) || !gw_oauth_start(gw, err) ||
+        !gw_consent_start(gw, err))
+        goto fail;
     if (!(gw->refresher = gw_refresher_start(gw))) {
         gg_error_set(err, "oom", "cannot start the downstream catalog refresh thread");
         goto fail;

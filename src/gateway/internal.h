@@ -212,6 +212,7 @@ struct gg_gateway {
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
     struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
     struct gw_dsauth *dsauth;       /* downstream servers' OAuth providers (downstream_auth.c) */
+    struct gw_consent *consent;     /* per-user consent for downstream servers (consent.c) */
     struct gw_async *async;         /* fire-and-forget branches (async.c) */
 };
 
@@ -348,10 +349,22 @@ bool gw_secrets_start(gg_gateway *gw, gg_error *err);
 void gw_secrets_check(gg_gateway *gw);
 const gg_graph_secrets *gw_secrets_seam(gg_gateway *gw);
 void gw_secrets_free(gg_gateway *gw);
+/* The master key (per-user grants are sealed with it too), or NULL when none is configured. */
+const gg_store_vault *gw_secrets_vault(gg_gateway *gw);
+/* consent.c: per-user consent for downstream servers (`auth.per_user`, docs/oauth.md): the
+ * graphs' consent hook (gg_graph_consent_fn: the -32042 elicitation naming the connect
+ * page), and the public routes GET /oauth/connect and GET /oauth/callback. start: after
+ * gw_secrets_start (the state key derives from the master key); free waits for its helpers. */
+bool gw_consent_start(gg_gateway *gw, gg_error *err);
+void gw_consent_free(gg_gateway *gw);
+json_t *gw_consent_elicitation(void *gw, const char *tenant, const char *server, const char *url, const json_t *auth,
+                               const mcp_caller *who);
 void gw_oauth_metrics(gg_gateway *gw, gg_strbuf *out);
 /* The providers of downstream servers' `auth:` credentials (downstream_auth.c): installed as
  * the MCP client's factory, kept per tenant for the admin view and /metrics. */
-struct gw_dsauth *gw_dsauth_install(void);
+struct gw_dsauth *gw_dsauth_install(gg_gateway *gw);
+/* The egress checks of an OAuth client's own requests under a tenant's policy. */
+gg_oauth_client_net gw_dsauth_net(const mcp_client_policy *policy);
 void gw_dsauth_free(struct gw_dsauth *reg); /* the memory goes with the last provider */
 json_t *gw_dsauth_tenant(struct gw_dsauth *reg, const char *tenant); /* [{server, url, state, …}] */
 void gw_dsauth_metrics(struct gw_dsauth *reg, gg_strbuf *out);

@@ -89,11 +89,15 @@ static bool load_key(gw_secrets *s, const gg_config *c, gg_error *err) {
     return true;
 }
 
-/* Stored secrets need the key they were sealed with. */
+/* Stored secrets and per-user grants (sealed alike) need the key they were sealed with. */
 static bool check_rows(gw_secrets *s, gg_error *err) {
-    long long other = 0;
+    long long other = 0, gother = 0;
     long long n = gg_store_secrets_count(s->gw->store, s->vault.ready ? s->vault.key_id : NULL, &other, err);
     if (n < 0) return false;
+    long long g = gg_store_user_grants_count(s->gw->store, s->vault.ready ? s->vault.key_id : NULL, &gother, err);
+    if (g < 0) return false;
+    n += g;
+    other += gother;
     if (n > 0 && !s->vault.ready) {
         gg_error_set(err, "invalid_config",
                      "%lld tenant secret(s) are stored and no secrets key is configured (secrets.key_file, "
@@ -151,6 +155,11 @@ void gw_secrets_check(gg_gateway *gw) {
 
 /* See internal.h. */
 const gg_graph_secrets *gw_secrets_seam(gg_gateway *gw) { return gw->secrets ? &gw->secrets->seam : NULL; }
+
+/* See internal.h. */
+const gg_store_vault *gw_secrets_vault(gg_gateway *gw) {
+    return gw->secrets && gw->secrets->vault.ready ? &gw->secrets->vault : NULL;
+}
 
 /* See internal.h. */
 void gw_secrets_free(gg_gateway *gw) {

@@ -185,3 +185,113 @@ size_t gg_graph_adopt_clients(gg_graph *g, gg_graph *old) {
             }
     return n;
 }
+
+/* ---- per-user clients (`auth.per_user`) ----------------------------------------------------
+ * A server whose credentials are each caller's own grant cannot share one client: each
+ * principal gets its own, whose provider holds that principal's tokens. The table is bounded
+ * (GG_GRAPH_USERS_MAX); the least recently used principal leaves it, and its client is
+ * retired, not freed — a run may still be calling through it — and freed once the server's
+ * call timeout (plus a grace) has passed. These clients are not shared with a recompiled
+ * graph and relay no downstream requests: a new compilation makes its own on first use. */
+
+#define USER_RETIRE_GRACE_MS 5000
+
+typedef struct guser {
+    char principal[GG_GRAPH_PRINCIPAL_MAX + 1];
+    mcp_client *client;
+    double used_ms;
+} guser;
+
+typedef struct guser_retired {
+    mcp_client *client;
+    double free_after_ms;
+    struct guser_retired *next;
+} guser_retired;
+
+struct gusers {
+    guser u[GG_GRAPH_USERS_MAX];
+    size_t n;
+    guser_retired *retired;
+};
+
+/* Take the retired clients whose time is up off the list (s->lock held); the caller frees
+ * them without the lock. */
+static guser_retired *users_due(struct gusers *us, double now) {
+    guser_retired *due = NULL;
+    for (guser_retired **p = &us->retired; *p;) {
+        guser_retired *r = *p;
+        if (r->free_after_ms > now) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        r->next = due;
+        due = r;
+    }
+    return due;
+}
+
+static void free_retired(guser_retired *r) {
+    while (r) {
+        guser_retired *next = r->next;
+        mcp_client_free(r->client);
+        free(r);
+        r = next;
+    }
+}
+
+/* The least recently used entry leaves the full table (s->lock held); false on OOM. */
+static bool users_evict(gserver *s, struct gusers *us, double now) {
+    size_t lru = 0;
+    for (size_t i = 1; i < us->n; i++)
+        if (us->u[i].used_ms < us->u[lru].used_ms) lru = i;
+    guser_retired *r = malloc(sizeof *r);
+    if (!r) return false;
+    int tmo = s->cfg.timeout_ms > 0 ? s->cfg.timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
+    *r = (guser_retired){us->u[lru].client, now + tmo + USER_RETIRE_GRACE_MS, us->retired};
+    us->retired = r;
+    us->u[lru] = us->u[--us->n];
+    return true;
+}
+
+/* See internal.h. */
+mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_client_policy *policy, gg_error *err) {
+    if (!principal || !*principal || strlen(principal) > GG_GRAPH_PRINCIPAL_MAX)
+        return gg_error_set(err, "principal_required", "server '%s' needs the caller's principal", s->name), NULL;
+    double now = gg_now_ms();
+    mcp_client *c = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (!s->users) s->users = calloc(1, sizeof *s->users);
+    struct gusers *us = s->users;
+    guser_retired *due = us ? users_due(us, now) : NULL;
+    for (size_t i = 0; us && i < us->n && !c; i++)
+        if (!strcmp(us->u[i].principal, principal)) {
+            us->u[i].used_ms = now;
+            c = us->u[i].client;
+        }
+    if (!us) gg_error_set(err, "oom", "out of memory");
+    else if (!c && (us->n < GG_GRAPH_USERS_MAX || users_evict(s, us, now))) {
+        mcp_server_config cfg = s->cfg;
+        cfg.principal = principal; /* the provider copies it */
+        if ((c = mcp_client_new(&cfg, policy, err))) {
+            declare_relay(s, c, &cfg); /* the caller's questions are relayed as on the shared client */
+            guser *u = &us->u[us->n++];
+            gg_strcopy(u->principal, sizeof u->principal, principal);
+            u->client = c;
+            u->used_ms = now;
+        }
+    } else if (!c) gg_error_set(err, "oom", "out of memory");
+    pthread_mutex_unlock(&s->lock);
+    free_retired(due);
+    return c;
+}
+
+/* See internal.h. */
+void gg_graph_users_free(gserver *s) {
+    struct gusers *us = s->users;
+    s->users = NULL;
+    if (!us) return;
+    for (size_t i = 0; i < us->n; i++) mcp_client_free(us->u[i].client);
+    free_retired(us->retired);
+    free(us);
+}

@@ -247,7 +247,8 @@ static void fetch_all(gg_graph *g, fetch *fs, const gg_graph_options *o) {
         fs[i].got = (gathered){json_array(), 0, o->downstream->max_catalog_bytes};
         gg_error e = GG_ERROR_INIT;
         fs[i].err = e;
-        fs[i].done = g->servers[i].target_graph || g->servers[i].check == GG_CHECK_OFF + 1 ||
+        /* a per_user server answers its users only: nobody's tools to list at an upload */
+        fs[i].done = g->servers[i].target_graph || g->servers[i].per_user || g->servers[i].check == GG_CHECK_OFF + 1 ||
                      (!g->servers[i].check && o->downstream->mode == GG_CHECK_OFF);
     }
     for (int round = 0; round < GG_CATALOG_MAX_PAGES && fetch_round(g, fs, &set, o); round++)

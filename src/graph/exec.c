@@ -54,6 +54,19 @@ typedef struct grun {
     gg_error reply_err;
     _Atomic int relayed; /* the downstream's requests relayed to the caller (relay_request) */
     double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
+    /* a 2026-07-28 caller: the downstream's requests waiting for its answer (relay_park);
+     * relay_mu guards them and opts against gg_graph_run_rebind (the transport's thread
+     * reads opts while relaying) */
+    pthread_mutex_t relay_mu;
+    struct relay_wait {
+        char key[24];
+        char *method;
+        json_t *params;
+        mcp_client_reply *reply;
+    } relay_wait[16];
+    int nrelay_wait;
+    void (*wake)(void *user); /* opts->wake, kept: opts may be rebound while a reply comes */
+    void *wake_user;
     /* an ask node: the request asked next, the answers so far (kept across rounds in the
      * saved state), the requests' params, and whether some wait for a later round */
     int ask_i;
@@ -807,35 +820,156 @@ static size_t relay_params_size(json_t *params) {
     return params ? json_dumpb(params, NULL, 0, JSON_COMPACT) : 0;
 }
 
+/* ---- relaying to a 2026-07-28 caller: input-required rounds ------------------------------
+ * The caller cannot be asked on a stream: the downstream's request waits in the run (at most
+ * RELAY_MAX_WAITING at once, the transport's own bound on replies owed), the caller's call
+ * answers input_required with it (the provider's relay_round, gg_graph_run_relay_ask), and
+ * the retry's inputResponses answer the downstream; the downstream's call stays open meanwhile
+ * and its deadline (at most the run's time left) bounds the wait. Under relay_mu. */
+#define RELAY_MAX_WAITING 16
+
+static int method_cap(const char *m) {
+    return !strcmp(m, "elicitation/create") ? MCP_CLIENT_CAPS_ELICITATION
+           : !strcmp(m, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
+}
+
+static void relay_wait_drop(grun *r, int i) {
+    free(r->relay_wait[i].method);
+    json_decref(r->relay_wait[i].params);
+    r->relay_wait[i] = r->relay_wait[--r->nrelay_wait];
+}
+
+/* Every request still waiting gets an error: its call, or the run, ends without the answer
+ * (a reply is owed exactly once: the downstream's client waits for it). */
+static void relay_fail_all(grun *r, const char *why) {
+    pthread_mutex_lock(&r->relay_mu);
+    while (r->nrelay_wait > 0) {
+        mcp_client_reply_error(r->relay_wait[r->nrelay_wait - 1].reply, MCP_INTERNAL_ERROR, why);
+        relay_wait_drop(r, r->nrelay_wait - 1);
+    }
+    pthread_mutex_unlock(&r->relay_mu);
+}
+
+/* Keep the request for the caller's round (relay_mu held); NULL, or why it cannot wait. */
+static const char *relay_park(grun *r, const char *method, json_t *params, mcp_client_reply *reply, int *code,
+                              char *msg, size_t msg_n) {
+    int cap = method_cap(method);
+    if (!(r->opts->client_caps & cap)) {
+        snprintf(msg, msg_n, "Method not found: the calling client did not declare the %s capability",
+                 cap == MCP_CLIENT_CAPS_ELICITATION ? "elicitation" : cap == MCP_CLIENT_CAPS_SAMPLING ? "sampling" : "roots");
+        return msg;
+    }
+    *code = MCP_INTERNAL_ERROR;
+    if (r->nrelay_wait >= RELAY_MAX_WAITING) return "Too many requests waiting for the calling client's answer";
+    struct relay_wait *w = &r->relay_wait[r->nrelay_wait];
+    snprintf(w->key, sizeof w->key, "relay-%d", atomic_load_explicit(&r->relayed, memory_order_relaxed));
+    w->method = strdup(method);
+    w->params = params ? json_deep_copy(params) : json_object();
+    w->reply = reply;
+    if (!w->method || !w->params) {
+        free(w->method);
+        json_decref(w->params);
+        return "out of memory";
+    }
+    r->nrelay_wait++;
+    return NULL;
+}
+
 /* mcp_call_relay.fn: runs on the transport's thread while the node's call is in flight (the
- * run waits, so r and its options are alive); the reply may come later, from any thread. */
+ * run waits, so r is alive; relay_mu keeps its options from being rebound meanwhile); the
+ * reply may come later, from any thread. */
 static void relay_request(void *user, const char *method, json_t *params, mcp_client_reply *reply) {
     grun *r = user;
+    pthread_mutex_lock(&r->relay_mu);
     const gg_graph_run_options *o = r->opts;
     const gnode *n = &r->t->nodes[r->cur];
     const char *why = NULL;
     char msg[200];
     int code = MCP_METHOD_NOT_FOUND; /* what a client without the capability answers */
+    bool modern = o && o->input_wait, round = false;
     if (!relay_method(method)) why = "Method not found";
     else if (!n->relay)
         snprintf(msg, sizeof msg, "Method not found: %s is not relayed: mcp node '%.64s' has relay: false", method, n->id),
             why = msg;
-    else if (!o || !o->client_request) why = "Method not found: the call that caused this request has no MCP client to ask";
-    else if (o->input_wait)
-        why = "Method not found: the calling client speaks 2026-07-28, to which graphgate does not relay a downstream's requests";
+    else if (modern && !o->relay_round)
+        why = "Method not found: the calling client speaks 2026-07-28, and this call cannot hold an input-required round";
+    else if (!modern && (!o || !o->client_request))
+        why = "Method not found: the call that caused this request has no MCP client to ask";
     else if (relay_params_size(params) > RELAY_MAX_PARAMS)
         why = "Request too large to relay to the calling client", code = MCP_INTERNAL_ERROR;
     else if ((atomic_fetch_add_explicit(&r->relayed, 1, memory_order_relaxed) + 1) > RELAY_MAX_PER_RUN)
         why = "Too many requests relayed to the calling client in one call", code = MCP_INTERNAL_ERROR;
+    else if (modern && !(why = relay_park(r, method, params, reply, &code, msg, sizeof msg)))
+        round = true;
+    bool (*hold)(void *) = round ? o->relay_round : NULL;
+    void *hold_user = round ? o->relay_user : NULL;
+    if (!why && !modern) {
+        double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
+        int timeout = left < RELAY_TIMEOUT_MS ? (left < 1 ? 1 : (int)left) : RELAY_TIMEOUT_MS;
+        o->client_request(o->client_user, n->id, method, params, timeout, o->cancelled, relay_answered, reply);
+    }
+    pthread_mutex_unlock(&r->relay_mu);
+    /* the provider schedules the round (outside the lock: it may ask the run at once) */
+    if (hold && !hold(hold_user)) {
+        pthread_mutex_lock(&r->relay_mu);
+        for (int i = 0; i < r->nrelay_wait; i++)
+            if (r->relay_wait[i].reply == reply) {
+                relay_wait_drop(r, i);
+                why = "Too many input-required rounds waiting on this server; try again later", code = MCP_INTERNAL_ERROR;
+                break;
+            }
+        pthread_mutex_unlock(&r->relay_mu);
+        if (!why) return; /* a round took it meanwhile */
+    }
     if (why) {
         gg_log(GG_LOG_DEBUG, "a downstream's request was not relayed", "method", method, "why", why, NULL);
         mcp_client_reply_error(reply, code, why);
-        return;
     }
-    double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
-    int timeout = left < RELAY_TIMEOUT_MS ? (left < 1 ? 1 : (int)left) : RELAY_TIMEOUT_MS;
-    o->client_request(o->client_user, n->id, method, params, timeout, o->cancelled, relay_answered,
-                      reply);
+}
+
+/* What client_request gave a waiting request within a round (synchronously: a round's
+ * answers are in the request that carries them). */
+typedef struct relay_slot {
+    bool called;
+    json_t *result;
+    gg_error err;
+} relay_slot;
+
+static void relay_slot_done(void *user, json_t *result, gg_error *err) {
+    relay_slot *s = user;
+    s->called = true;
+    s->result = json_incref(result);
+    if (err && gg_error_is_set(err)) gg_error_move(&s->err, err);
+}
+
+int gg_graph_run_relay_ask(gg_graph_run *run) {
+    grun *r = &run->r;
+    pthread_mutex_lock(&r->relay_mu);
+    const gg_graph_run_options *o = r->opts;
+    for (int i = 0; o && o->client_request && i < r->nrelay_wait;) {
+        struct relay_wait *w = &r->relay_wait[i];
+        relay_slot s = {false, NULL, GG_ERROR_INIT};
+        o->client_request(o->client_user, w->key, w->method, w->params, 0, o->cancelled, relay_slot_done, &s);
+        if (!s.called) {
+            i++;
+            continue;
+        }
+        relay_answered(w->reply, s.result, &s.err); /* the answer (or the refusal) goes to the downstream */
+        json_decref(s.result);
+        gg_error_clear(&s.err);
+        relay_wait_drop(r, i);
+    }
+    int left = r->nrelay_wait;
+    pthread_mutex_unlock(&r->relay_mu);
+    return left;
+}
+
+void gg_graph_run_rebind(gg_graph_run *run, const gg_graph_run_options *opts) {
+    grun *r = &run->r;
+    pthread_mutex_lock(&r->relay_mu);
+    r->opts = opts;
+    r->jopts.cancel = opts ? opts->cancelled : NULL;
+    pthread_mutex_unlock(&r->relay_mu);
 }
 
 /* A downstream's progress fraction in [0, 1): p/total when it gives a total, else a
@@ -854,8 +988,15 @@ static double relay_fraction(json_t *params) {
  * fraction, so it keeps increasing across nodes; each kind at most 10 a second per run
  * (RELAY_NOTE_MS), the rest dropped. Runs on the transport's thread while the run waits. */
 #define RELAY_NOTE_MS 100.0
+static void relay_notify_locked(grun *r, const char *method, json_t *params);
 static void relay_notify(void *user, const char *method, json_t *params) {
     grun *r = user;
+    pthread_mutex_lock(&r->relay_mu); /* the caller's sink is the current call's (rebind) */
+    relay_notify_locked(r, method, params);
+    pthread_mutex_unlock(&r->relay_mu);
+}
+
+static void relay_notify_locked(grun *r, const char *method, json_t *params) {
     const mcp_sink *s = r->opts && r->opts->caller ? r->opts->caller->sink : NULL;
     bool progress = !strcmp(method, "notifications/progress");
     if (!s || (!progress && strcmp(method, "notifications/message"))) return;
@@ -873,6 +1014,20 @@ static void relay_notify(void *user, const char *method, json_t *params) {
     }
 }
 
+/* A per_user server's client for the run's caller: only an OAuth principal (a user) has
+ * grants of their own; an API key, the internal listener or a task acts for nobody. */
+static mcp_client *user_client(grun *r, gserver *s, gg_error *err) {
+    const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->who : NULL;
+    if (!who || !who->issuer || !who->subject || !who->key_id) {
+        gg_error_set(err, "principal_required",
+                     "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
+                     "token of a user, not an API key",
+                     s->name);
+        return NULL;
+    }
+    return gg_graph_user_client(s, who->key_id, r->g->policy, err);
+}
+
 /* Start an mcp node's downstream call. False (err set) when it failed before anything was
  * sent; otherwise the answer comes to mcp_answered, possibly before this returns. */
 static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *err) {
@@ -885,7 +1040,8 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     }
     *input = args;
     if (n->server->target_graph) return exec_graph_call_start(r, n, args, err);
-    mcp_client *c = gg_graph_server_client(n->server, r->g->policy, err);
+    mcp_client *c = n->server->per_user ? user_client(r, n->server, err) : gg_graph_server_client(n->server, r->g->policy, err);
+    if (!c && !strcmp(err->code, "principal_required")) gg_error_set_path(err, n->id); /* the result's _meta names it */
     if (!c) return false;
     /* a downstream call never outlives the run's time limit */
     double left = r->g->max_execution_ms - (gg_now_ms() - r->start_ms);
@@ -937,8 +1093,7 @@ static void mcp_answered(void *user, json_t *result, gg_error *err) {
     else if (!result) gg_error_set(&r->reply_err, "transport", "no answer");
     tel_client_end(r, &r->reply_err);
     /* second to arrive continues the run: the starter has already yielded */
-    if (atomic_fetch_add_explicit(&r->rendezvous, 1, memory_order_acq_rel) == 1 && r->opts && r->opts->wake)
-        r->opts->wake(r->opts->wake_user);
+    if (atomic_fetch_add_explicit(&r->rendezvous, 1, memory_order_acq_rel) == 1 && r->wake) r->wake(r->wake_user);
 }
 
 /* The answer a waiting node got (taken from the run), or NULL with its error — a timeout
@@ -961,6 +1116,7 @@ static json_t *take_reply(grun *r, gg_error *err) {
 
 /* The node's output from the answer (the reply is consumed). */
 static json_t *exec_mcp_finish(grun *r, const gnode *n, gg_error *err) {
+    relay_fail_all(r, "the downstream's call ended before the calling client answered this request");
     json_t *res = take_reply(r, err);
     if (!res) return NULL;
     if (n->raw_result) return res;
@@ -1215,6 +1371,9 @@ static bool run_begin(grun *r, gg_graph *g, const char *tool, json_t *arguments,
     r->g = g;
     r->opts = opts;
     r->res = res;
+    pthread_mutex_init(&r->relay_mu, NULL);
+    r->wake = opts ? opts->wake : NULL;
+    r->wake_user = opts ? opts->wake_user : NULL;
     r->want_history = !(opts && opts->no_history);
     r->record_inputs = opts && opts->record_inputs;
     r->reply_err = (gg_error)GG_ERROR_INIT;
@@ -1410,6 +1569,8 @@ static bool run_advance(grun *r) {
 }
 
 static void run_release(grun *r) {
+    relay_fail_all(r, "the call that caused this request ended before the calling client answered it");
+    pthread_mutex_destroy(&r->relay_mu);
     json_decref(r->args);
     json_decref(r->wait_input);
     ask_reset(r);

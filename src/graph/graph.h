@@ -292,6 +292,14 @@ typedef struct gg_graph_run_options {
     /* mcp nodes with `async: true` (fire-and-forget branches) ask these; NULL: such a node
      * is skipped ({started: false, skipped}). Set by gg_graph_provider_set_async. */
     const struct gg_graph_async_hooks *async;
+    /* Heap runs of a 2026-07-28 caller (input_wait set): a downstream's request to its client
+     * during an mcp node with relay (elicitation/create, sampling/createMessage, roots/list)
+     * waits in the run, its downstream call open, and relay_round(relay_user) is told (any
+     * thread, no lock of the run held); it hands the requests to the client in an
+     * input-required round (gg_graph_run_relay_ask). false: no round can be held now (the
+     * downstream's request is refused). NULL: such requests are refused (-32601). */
+    bool (*relay_round)(void *relay_user);
+    void *relay_user;
 } gg_graph_run_options;
 
 typedef struct gg_graph_result {
@@ -367,6 +375,14 @@ void gg_graph_run_free(gg_graph_run *run);
 json_t *gg_graph_run_save(const gg_graph_run *run);
 gg_graph_run *gg_graph_run_restore(gg_graph *g, json_t *state, const gg_graph_run_options *opts,
                                    gg_error *err);
+/* Relaying to a 2026-07-28 caller (gg_graph_run_options.relay_round). The run, waiting on its
+ * mcp node, asks each waiting request through opts->client_request under its key
+ * ("relay-N", unique in the run): an answer the round carries (inputResponses) goes to the
+ * downstream at once; the others stay and set *opts->input_wait. Returns how many still
+ * wait. gg_graph_run_rebind: the run goes on with other options (a later call's, or none
+ * while no call holds it); only while it waits, from the thread that advances it. */
+int gg_graph_run_relay_ask(gg_graph_run *run);
+void gg_graph_run_rebind(gg_graph_run *run, const gg_graph_run_options *opts);
 
 /* True when the tool exists and none of its nodes can block on I/O (no mcp nodes): a run
  * then only computes, so with a budget it may run on a thread that serves other work. */
@@ -396,6 +412,14 @@ typedef void (*gg_graph_history_fn)(void *user, const char *tool, const mcp_call
 void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn, void *user);
 /* Optional: how the provider's runs call other graphs (gg_graph_run_options.graph_call). */
 void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user);
+/* Optional: a run that failed because a per_user server (`auth.per_user`) holds no grant of
+ * its caller (code url_elicitation_required) asks fn for the URLElicitationRequiredError's
+ * data (new reference; NULL: the run's failure stands), for the caller's tenant, the server's
+ * name, URL and auth settings, and who called; the call then ends with -32042
+ * (mcp_call_ctx.elicitation). */
+typedef json_t *(*gg_graph_consent_fn)(void *user, const char *tenant, const char *server, const char *url,
+                                       const json_t *auth, const mcp_caller *who);
+void gg_graph_provider_set_consent(mcp_provider *p, gg_graph_consent_fn fn, void *user);
 /* Fire-and-forget branches (async.c): an mcp node with `async: true` starts its call when
  * reached — through the same client (policy, per-call timeout) or graph-call path as any
  * mcp node — records {started: true, branch: "<id>"} as its output and the run goes on at

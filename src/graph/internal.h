@@ -125,6 +125,9 @@ struct gserver {
     char **secret_names;       /* the names its url, headers and env use */
     size_t nsecrets;
     struct gsecrets *sec;      /* resolved state, under lock (secrets.c) */
+    /* `auth.per_user`: a client per caller (clients.c gg_graph_user_client), under lock */
+    bool per_user;
+    struct gusers *users;
 };
 
 struct gg_graph {
@@ -194,6 +197,15 @@ void gg_graph_proxy_extras_load(gg_graph *g, const ynode *m, const char *server,
 int gg_graph_forwards(const gg_graph *g);
 void gg_graph_forward(gg_graph *g, const char *method, json_t *params, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
                       void *user);
+/* clients.c: the client of a per_user server for one principal (its key_id): made on first
+ * use with the principal passed to its credential provider, kept in a table of at most
+ * GG_GRAPH_USERS_MAX principals per server entry (the least recently used one leaves;
+ * its client is retired, freed once a call on it can no longer be in flight). NULL + err. */
+#define GG_GRAPH_USERS_MAX 256
+#define GG_GRAPH_PRINCIPAL_MAX 64
+mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_client_policy *policy, gg_error *err);
+/* clients.c: frees s's per-user clients (the gserver is going). */
+void gg_graph_users_free(gserver *s);
 /* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */
 mcp_client *gg_graph_client_attach(gserver *s, const mcp_client_policy *policy, gg_error *err);
 /* clients.c: the same, made from cfg (s->cfg with its secrets resolved; copied). */

@@ -565,7 +565,7 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
     static const char *const keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                        "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                        "signing_algorithm", "idp_token_endpoint", "idp_client_id", "idp_client_secret",
-                                       "dpop", "timeout", NULL};
+                                       "dpop", "timeout", "per_user", NULL};
     char w[200];
     snprintf(w, sizeof w, "%s.auth", what);
     if (v->kind != YN_MAP) {
@@ -583,6 +583,17 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
     const ynode *dp = gg_yaml_get(v, "dpop");
     if (dp && strcmp(json_type_of(dp), "boolean"))
         LERR(c, dp, "invalid_server", "%s.dpop must be true or false", w);
+    /* per_user: every caller's own grant (their consent through a URL elicitation), so only
+     * the authorization code grant fits, and a secret would be shared by every user anyway */
+    const ynode *pu = gg_yaml_get(v, "per_user");
+    if (pu && strcmp(json_type_of(pu), "boolean"))
+        LERR(c, pu, "invalid_server", "%s.per_user must be true or false", w);
+    else if (pu && !strcmp(pu->str, "true")) {
+        s->per_user = true;
+        if (type && strcmp(type, "oauth"))
+            LERR(c, gg_yaml_get(v, "type"), "invalid_server", "%s.per_user needs type oauth (each user's consent), not '%s'", w,
+                 type);
+    }
     const char *m = get_str(c, v, "token_endpoint_auth_method", false, w);
     if (m && strcmp(m, "client_secret_basic") && strcmp(m, "client_secret_post") && strcmp(m, "none") &&
         strcmp(m, "private_key_jwt"))
@@ -709,6 +720,8 @@ static void load_servers(lctx *c, const ynode *v) {
             }
         }
         server_secret_refs(c, s, def, what);
+        if (s->per_user && s->nsecrets) /* per-user clients are made from the definition as written */
+            LERR(c, gg_yaml_get(def, "auth"), "invalid_server", "%s: auth.per_user takes no ${secrets.NAME} references", what);
         gg_error_clear(&e);
     }
 }
@@ -1836,6 +1849,7 @@ void gg_graph_free_internal(gg_graph *g) {
         gserver *s = &g->servers[i];
         gg_graph_client_detach(s); /* the last compilation sharing it stops it (clients.c) */
         gg_graph_secrets_free(s);
+        gg_graph_users_free(s);
         pthread_mutex_destroy(&s->lock);
         free(s->name);
         free(s->owner);

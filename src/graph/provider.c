@@ -6,6 +6,7 @@
 #include "graph/internal.h"
 
 #include <math.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,12 @@ typedef struct gprov {
     gg_graph_call_fn graph_call;
     void *graph_call_user;
     gg_graph_async_hooks async; /* begin NULL = none; label owned */
+    /* runs of 2026-07-28 callers held between input-required rounds (acall_park) */
+    pthread_mutex_t parked_mu;
+    struct acall *parked;
+    int nparked;
+    gg_graph_consent_fn consent;
+    void *consent_user;
 } gprov;
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
@@ -272,6 +279,27 @@ static bool runnable(const gg_graph *g, const char *name) {
 }
 
 /* The tools/call outcome of a finished run (NULL + err for protocol-level failures). */
+/* The server of the node a run failed at, or NULL. */
+static const gserver *failed_server(const gg_graph *g, const char *tool, const char *node) {
+    const gtool *t = tool_of(g, tool);
+    for (size_t i = 0; t && node && i < t->nnodes; i++)
+        if (t->nodes[i].id && !strcmp(t->nodes[i].id, node)) return t->nodes[i].server;
+    return NULL;
+}
+
+/* A run stopped at a per_user server that holds no grant of its caller: the consent hook's
+ * URL elicitation goes into the call's slot; true when the call ends with it (-32042). */
+static bool consent_needed(gprov *gp, const char *name, const mcp_call_ctx *ctx, const gg_graph_result *r) {
+    if (strcmp(r->error.code, "url_elicitation_required") || !gp->consent || !ctx || !ctx->elicitation || !ctx->who)
+        return false;
+    const gserver *s = failed_server(gp->g, name, r->failed_node);
+    json_t *data = s && s->per_user ? gp->consent(gp->consent_user, ctx->tenant, s->name, s->cfg.url, s->auth, ctx->who) : NULL;
+    if (!data) return false;
+    json_decref(*ctx->elicitation);
+    *ctx->elicitation = data;
+    return true;
+}
+
 static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx, bool ok, gg_graph_result *r,
                            gg_error *err) {
     bool text = ctx && ctx->history_text;
@@ -284,7 +312,8 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
         out = content_result(r->output);
     } else if (ok) {
         out = success_result(r->output);
-    } else if (over_budget || !strcmp(r->error.code, "cancelled") || !strcmp(r->error.code, "invalid_params")) {
+    } else if (over_budget || !strcmp(r->error.code, "cancelled") || !strcmp(r->error.code, "invalid_params") ||
+               consent_needed(gp, name, ctx, r)) {
         gg_error_move(err, &r->error);
     } else {
         out = error_result(&r->error);
@@ -330,78 +359,282 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
     return out;
 }
 
-/* ---- asynchronous calls: a heap run that yields on mcp nodes ------------------------------- */
+/* ---- asynchronous calls: a heap run that yields on mcp nodes -------------------------------
+ * A 2026-07-28 caller's run may outlive its call: a downstream's request relayed to the
+ * client (exec.c relay_request) becomes an input-required round while the downstream's call
+ * stays open. The call then ends with {"relay": id} as the state the server seals; the run
+ * stays here, parked in gprov's list without a thread, until the client's retry (same
+ * requestState) takes it back, or its downstream call ends first (it answered, failed or hit
+ * its deadline, at most the run's time left): then the run is dropped and a retry is told to
+ * call again. One cancel flag (mcp_cancel_cell) follows the run across its calls.
+ *
+ * Locking: a->mu guards the call the run belongs to (ctx, done, user) and the flags below;
+ * busy: one worker advances the run at a time. gp->parked_mu guards the parked list; it is
+ * never taken while a->mu is held. */
+#define RELAY_MAX_PARKED 64 /* runs one provider holds between rounds (each keeps a downstream call open) */
 
 typedef struct acall {
     mcp_provider *p;         /* reference */
     char *tool;
-    const mcp_call_ctx *ctx;
+    const mcp_call_ctx *ctx; /* NULL while parked */
     call_state cs;
     gg_graph_hooks hooks;
-    gg_graph_run_options ro;
+    gg_graph_run_options ro;     /* the current call's */
+    gg_graph_run_options parked; /* between rounds: no caller */
     gg_graph_run *run;
     mcp_provider_done_fn done;
     void *user;
+    mcp_cancel_cell *cell; /* a 2026-07-28 caller's: the run's cancel flag */
+    atomic_int parked_wait; /* parked.input_wait: nobody reads it */
+    pthread_mutex_t mu;
+    bool busy, woken, round_due, held; /* held: parked, no call (ctx NULL) */
+    char relay_id[33];
+    struct acall *next; /* gp->parked */
 } acall;
 
-/* Advance the run (on a worker) and finish the call once it ended. */
+static void acall_free(acall *a) {
+    gg_graph_run_free(a->run); /* requests still waiting get their error here */
+    mcp_cancel_cell_unref(a->cell);
+    pthread_mutex_destroy(&a->mu);
+    mcp_provider_unref(a->p);
+    free(a->tool);
+    free(a);
+}
+
+/* Take a parked run out of the list (by pointer, or by id when a is NULL): NULL if absent. */
+static acall *parked_take(gprov *gp, acall *a, const char *id) {
+    pthread_mutex_lock(&gp->parked_mu);
+    acall **pp = &gp->parked;
+    while (*pp && !(a ? *pp == a : id && !strcmp((*pp)->relay_id, id))) pp = &(*pp)->next;
+    acall *got = *pp;
+    if (got) {
+        *pp = got->next;
+        gp->nparked--;
+    }
+    pthread_mutex_unlock(&gp->parked_mu);
+    return got;
+}
+
+static void acall_step(void *arg);
+static void acall_wake(void *arg);
+static bool acall_relay_round(void *arg);
+
+/* The run's options for call ctx (NULL: parked, no caller). */
+static void acall_options(acall *a, const mcp_call_ctx *ctx) {
+    gprov *gp = a->p->impl;
+    gg_graph_run_options *o = ctx ? &a->ro : &a->parked;
+    *o = run_options(gp, ctx, &a->hooks);
+    o->wake = acall_wake;
+    o->wake_user = a;
+    if (a->cell) {
+        o->cancelled = &a->cell->flag;
+        o->relay_round = acall_relay_round;
+        o->relay_user = a;
+        if (!ctx) {
+            o->input_wait = &a->parked_wait;
+            o->client_caps = a->ro.client_caps;
+        }
+    }
+}
+
+/* Continue on a worker (a->busy set by the caller). */
+static void acall_schedule(acall *a) {
+    if (a->ctx && a->ctx->resume) a->ctx->resume(a->ctx->resume_user, acall_step, a);
+    else acall_step(a);
+}
+
+/* End the call with the run's outcome, or with out/err as given, and free the acall. */
+static void acall_finish(acall *a, json_t *out, gg_error *err) {
+    mcp_provider_done_fn done = a->done;
+    void *user = a->user;
+    acall_free(a);
+    done(user, out, err);
+    gg_error_clear(err);
+}
+
+/* List a held run, or drop it when its downstream's call ended meanwhile (a->woken): listed
+ * and marked held at once, so a downstream answer before this drops the run here and one
+ * after it finds the run listed (acall_wake); either way a is not touched afterwards. */
+static void acall_list(gprov *gp, acall *a) {
+    pthread_mutex_lock(&gp->parked_mu);
+    pthread_mutex_lock(&a->mu);
+    a->held = true;
+    bool ended = a->woken;
+    if (!ended) {
+        a->next = gp->parked;
+        gp->parked = a;
+        gp->nparked++;
+    }
+    pthread_mutex_unlock(&a->mu);
+    pthread_mutex_unlock(&gp->parked_mu);
+    if (ended) acall_free(a);
+}
+
+/* The run waits on its downstream with requests for the client: this call ends with an
+ * input-required round; the run stays parked until the retry (p_call_tool_async). */
+static void acall_park(acall *a) {
+    gprov *gp = a->p->impl;
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(a->relay_id, sizeof a->relay_id, raw, sizeof raw);
+    json_t *state = json_pack("{s:i,s:s,s:s}", "version", 1, "tool", a->tool, "relay", a->relay_id);
+    if (state) history_carry(&a->cs, state);
+    acall_options(a, NULL);
+    gg_graph_run_rebind(a->run, &a->parked);
+    pthread_mutex_lock(&a->mu);
+    mcp_provider_done_fn done = a->done;
+    void *user = a->user;
+    a->ctx = NULL;
+    a->cs.ctx = NULL;
+    a->busy = false;
+    a->held = true; /* from here a downstream answer no longer advances the run */
+    pthread_mutex_unlock(&a->mu);
+    acall_list(gp, a);
+    gg_error err = GG_ERROR_INIT;
+    if (!state) gg_error_set(&err, "oom", "out of memory");
+    done(user, state, &err);
+    gg_error_clear(&err);
+}
+
+/* Advance the run (on a worker, a->busy) until it ends, parks or waits for its downstream. */
 static void acall_step(void *arg) {
     acall *a = arg;
     gg_error err = GG_ERROR_INIT;
     json_t *out;
-    if (!gg_graph_run_advance(a->run)) {
+    for (;;) {
+        pthread_mutex_lock(&a->mu);
+        bool advance = a->woken, round = a->round_due;
+        a->woken = a->round_due = false;
+        if (!advance && !round) {
+            a->busy = false;
+            pthread_mutex_unlock(&a->mu);
+            return;
+        }
+        pthread_mutex_unlock(&a->mu);
+        if (advance && gg_graph_run_advance(a->run)) break;
         /* waits: acall_wake brings it back — unless the client is to answer in a later
-         * request (input-required): then the call ends here with the run's state */
-        if (!a->ctx || !a->ctx->input_wait || !*a->ctx->input_wait) return;
-        if (!(out = gg_graph_run_save(a->run))) gg_error_set(&err, "oom", "out of memory");
-        else history_carry(&a->cs, out);
-    } else {
-        gg_graph_result r = GG_GRAPH_RESULT_INIT;
-        bool ok = gg_graph_run_result(a->run, &r);
-        history_truncated(&a->cs);
-        out = run_outcome(a->p->impl, a->tool, a->ctx, ok, &r, &err);
-        gg_graph_result_clear(&r);
+         * request (input-required): an elicit node's round ends the call with the run's state */
+        if (advance && a->ctx && a->ctx->input_wait && *a->ctx->input_wait) {
+            if (!(out = gg_graph_run_save(a->run))) gg_error_set(&err, "oom", "out of memory");
+            else history_carry(&a->cs, out);
+            acall_finish(a, out, &err);
+            return;
+        }
+        /* a downstream's requests for the client: answered by this call's inputResponses, or
+         * the call ends with them as its round */
+        if (a->cell && gg_graph_run_relay_ask(a->run) > 0 && a->ctx->input_wait && *a->ctx->input_wait) {
+            acall_park(a);
+            return;
+        }
     }
-    gg_graph_run_free(a->run);
-    mcp_provider_done_fn done = a->done;
-    void *user = a->user;
-    mcp_provider_unref(a->p);
-    free(a->tool);
-    free(a);
-    done(user, out, &err);
-    gg_error_clear(&err);
+    gg_graph_result r = GG_GRAPH_RESULT_INIT;
+    bool ok = gg_graph_run_result(a->run, &r);
+    history_truncated(&a->cs);
+    out = run_outcome(a->p->impl, a->tool, a->ctx, ok, &r, &err);
+    gg_graph_result_clear(&r);
+    acall_finish(a, out, &err);
 }
 
-/* The downstream answer arrived (client thread): continue on a worker. */
+/* The downstream answer arrived (client thread): continue on a worker. Parked, the run is
+ * dropped (its round expired with the downstream's call) unless a retry is taking it. */
 static void acall_wake(void *arg) {
     acall *a = arg;
-    if (a->ctx && a->ctx->resume) a->ctx->resume(a->ctx->resume_user, acall_step, a);
-    else acall_step(a);
+    pthread_mutex_lock(&a->mu);
+    a->woken = true;
+    bool parked = a->held, go = !a->held && !a->busy;
+    if (go) a->busy = true;
+    pthread_mutex_unlock(&a->mu);
+    if (parked) {
+        if (parked_take(a->p->impl, a, NULL)) acall_free(a);
+        return;
+    }
+    if (go) acall_schedule(a);
+}
+
+/* gg_graph_run_options.relay_round (the transport's thread): the round goes out from a
+ * worker; parked, it waits for the retry. */
+static bool acall_relay_round(void *arg) {
+    acall *a = arg;
+    gprov *gp = a->p->impl;
+    pthread_mutex_lock(&gp->parked_mu);
+    bool room = gp->nparked < RELAY_MAX_PARKED;
+    pthread_mutex_unlock(&gp->parked_mu);
+    if (!room) return false;
+    pthread_mutex_lock(&a->mu);
+    a->round_due = true;
+    bool go = !a->held && !a->busy;
+    if (go) a->busy = true;
+    pthread_mutex_unlock(&a->mu);
+    if (go) acall_schedule(a);
+    return true;
+}
+
+/* A retry with a relay round's state: the parked run goes on with this call. */
+static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
+                               void *user) {
+    const char *id = json_string_value(json_object_get(ctx->resume_state, "relay"));
+    acall *a = id ? parked_take(gp, NULL, id) : NULL;
+    if (a && (strcmp(a->tool, name) || !ctx->adopt_cancel)) {
+        /* not this call's to take (a task resuming it): the run's downstream call is still
+         * open, so it is cancelled and the run goes back to wait for that call's end */
+        atomic_store(&a->cell->flag, 1);
+        acall_list(gp, a);
+        a = NULL;
+    }
+    if (!a) {
+        gg_error err = GG_ERROR_INIT;
+        gg_error_set(&err, "invalid_state",
+                     "the input round this requestState answers is no longer waiting: its downstream call ended or "
+                     "timed out, it was answered already, or another replica holds it; call the tool again without "
+                     "requestState");
+        done(user, NULL, &err);
+        gg_error_clear(&err);
+        return;
+    }
+    ctx->adopt_cancel(ctx->adopt_user, a->cell);
+    acall_options(a, ctx);
+    gg_graph_run_rebind(a->run, &a->ro);
+    pthread_mutex_lock(&a->mu);
+    a->ctx = ctx;
+    a->held = false;
+    a->cs = (call_state){ctx, a->cs.completed, 0, 0};
+    a->done = done;
+    a->user = user;
+    a->busy = true;
+    a->round_due = true; /* ask the waiting requests: this call's inputResponses answer them */
+    pthread_mutex_unlock(&a->mu);
+    history_resume(&a->cs, ctx->resume_state);
+    acall_step(a);
 }
 
 static void p_call_tool_async(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                               mcp_provider_done_fn done, void *user) {
     gprov *gp = p->impl;
     gg_error err = GG_ERROR_INIT;
+    if (ctx && ctx->resume_state && json_object_get(ctx->resume_state, "relay")) {
+        acall_resume_relay(gp, name, ctx, done, user);
+        return;
+    }
     acall *a = runnable(gp->g, name) ? calloc(1, sizeof *a) : NULL;
     if (a) {
         a->p = mcp_provider_ref(p);
         a->tool = strdup(name);
+        pthread_mutex_init(&a->mu, NULL);
         a->ctx = ctx;
         a->cs = (call_state){ctx, 0, 0, 0};
         a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
-        a->ro = run_options(gp, ctx, &a->hooks);
-        a->ro.wake = acall_wake;
-        a->ro.wake_user = a;
+        /* a 2026-07-28 caller: its run may hold its downstream call open across rounds */
+        if (ctx && ctx->input_wait && ctx->adopt_cancel && (a->cell = mcp_cancel_cell_new()))
+            ctx->adopt_cancel(ctx->adopt_user, a->cell);
+        acall_options(a, ctx);
         a->done = done;
         a->user = user;
+        a->busy = a->woken = true; /* the first step starts the run */
         if (ctx && ctx->resume_state) { /* an input-required round: on from the waiting node */
             a->run = gg_graph_run_restore(gp->g, ctx->resume_state, &a->ro, &err);
             if (a->run) history_resume(&a->cs, ctx->resume_state);
             if (!a->run && gg_error_is_set(&err)) {
-                mcp_provider_unref(a->p);
-                free(a->tool);
-                free(a);
+                acall_free(a);
                 done(user, NULL, &err);
                 gg_error_clear(&err);
                 return;
@@ -413,9 +646,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
             acall_step(a);
             return;
         }
-        mcp_provider_unref(a->p);
-        free(a->tool);
-        free(a);
+        acall_free(a);
         gg_error_set(&err, "oom", "out of memory");
     } else if (!runnable(gp->g, name)) {
         gg_graph_unknown_tool(gp->g, name, &err);
@@ -559,6 +790,7 @@ static void p_forward(mcp_provider *p, const char *method, json_t *params, const
 static void p_destroy(mcp_provider *p) {
     gprov *gp = p->impl;
     gg_graph_unref(gp->g);
+    pthread_mutex_destroy(&gp->parked_mu); /* empty: each parked run holds a reference */
     free((char *)gp->async.label);
     free(gp);
     free(p);
@@ -573,6 +805,7 @@ mcp_provider *gg_graph_provider_new(gg_graph *g) {
         return NULL;
     }
     gp->g = gg_graph_ref(g);
+    pthread_mutex_init(&gp->parked_mu, NULL);
     p->server_info = p_server_info;
     p->instructions = p_instructions;
     p->list_tools = p_list_tools;
@@ -604,6 +837,12 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
 }
 
 /* See graph.h: only a provider of ours (recognised by its server_info function). */
+void gg_graph_provider_set_consent(mcp_provider *p, gg_graph_consent_fn fn, void *user) {
+    gprov *gp = p->impl;
+    gp->consent = fn;
+    gp->consent_user = user;
+}
+
 void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void *user) {
     gprov *gp = p->impl;
     gp->graph_call = fn;

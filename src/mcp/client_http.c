@@ -1637,7 +1637,8 @@ static bool auth_attach(http_client *c, const mcp_server_config *cfg, gg_error *
         gg_error_set(err, "invalid_config", "MCP server '%s': auth settings are not supported here", c->name);
         return false;
     }
-    return fn(atomic_load(&auth_factory_user), cfg->auth, cfg->url, c->name, cfg->owner, c->policy, &c->auth, err);
+    return fn(atomic_load(&auth_factory_user), cfg->auth, cfg->url, c->name, cfg->owner, cfg->principal, c->policy,
+              &c->auth, err);
 }
 
 static const mcp_client_ops http_ops = {http_start,      http_stderr_tail, http_start_count,        http_destroy,

@@ -44,6 +44,8 @@ typedef struct mcp_server_config {
     const char *protocol;        /* streamable HTTP: NULL = the session era (initialize,
                                   * MCP_CLIENT_PROTOCOL_VERSION); MCP_VERSION_MODERN = stateless
                                   * 2026-07-28 requests (see "the stateless era" in client_http.c) */
+    const char *principal;       /* streamable HTTP with per-user auth: the caller (its key_id)
+                                  * whose grant the provider uses (NULL = none) */
 } mcp_server_config;
 
 /* ---- credentials for a streamable-HTTP server (the auth seam) --------------------------
@@ -67,14 +69,14 @@ typedef struct mcp_auth_provider {
                       mcp_auth_done_fn done, void *user);
     void (*destroy)(void *impl);
 } mcp_auth_provider;
-/* Make a provider for a server: settings (borrowed), the server's URL, name and owner (the
- * tenant, may be NULL), and the client's policy (borrowed, outlives the provider; its own
+/* Make a provider for a server: settings (borrowed), the server's URL, name, owner (the
+ * tenant, may be NULL) and principal (per-user credentials: whose; NULL), and the client's policy (borrowed, outlives the provider; its own
  * requests — metadata, registration, tokens — pass it too). false with err when the
  * settings cannot be used. */
 struct mcp_client_policy;
 typedef bool (*mcp_auth_factory_fn)(void *user, const json_t *settings, const char *url, const char *name,
-                                    const char *owner, const struct mcp_client_policy *policy, mcp_auth_provider *out,
-                                    gg_error *err);
+                                    const char *owner, const char *principal, const struct mcp_client_policy *policy,
+                                    mcp_auth_provider *out, gg_error *err);
 /* Install once before clients start (NULL: a config with auth settings is refused); user is
  * passed to fn (the installer's context, e.g. where it keeps the providers it made). */
 void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user);
@@ -348,6 +350,7 @@ enum {
     MCP_RESOURCE_NOT_FOUND = -32002, /* resources/read, subscribe: no such URI (data {uri}) */
     MCP_HEADER_MISMATCH = -32020,    /* 2026-07-28: headers disagree with the body, or missing */
     MCP_MISSING_CAPABILITY = -32021, /* 2026-07-28: data {requiredCapabilities} */
+    MCP_URL_ELICITATION_REQUIRED = -32042, /* 2025-11-25: data {elicitations: [url-mode]} */
     MCP_UNSUPPORTED_VERSION = -32022, /* 2026-07-28: data {supported, requested} */
 };
 

@@ -36,6 +36,7 @@ typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking 
                                       void *done_user);
 
 #define MCP_FAIL_CODE_MAX 32
+typedef struct mcp_cancel_cell mcp_cancel_cell;
 typedef struct mcp_call_ctx {
     const mcp_sink *sink;     /* may be NULL */
     atomic_int *cancelled;  /* set non-zero by the server to stop the call */
@@ -107,7 +108,29 @@ typedef struct mcp_call_ctx {
     /* Who made the call (mcp_call_set_caller; graphs read it as $caller), or NULL when it
      * is not known (internal listener, a task, a graph calling a graph). */
     const struct mcp_caller *who;
+    /* Where a provider whose call needs the user to open a URL first (per-user consent for a
+     * downstream server) puts the URLElicitationRequiredError's data (new reference); it
+     * then ends the call with NULL + err code "url_elicitation_required", which the server
+     * answers with -32042 carrying it. NULL: nowhere (the call fails as a tool error). */
+    json_t **elicitation;
+    /* A 2026-07-28 call whose run may outlive it (a downstream's request relayed to the
+     * client as an input-required round: the downstream's call stays open for the retry):
+     * adopt_cancel(adopt_user, cell) makes the call's cancel flag the cell's (referenced
+     * until the call is freed), so whatever stops the call — and later the retry that
+     * adopts the same cell — stops the run and its downstream call. NULL: not offered. */
+    void (*adopt_cancel)(void *adopt_user, mcp_cancel_cell *cell);
+    void *adopt_user;
 } mcp_call_ctx;
+
+/* A cancel flag shared by the calls one run spans (mcp_call_ctx.adopt_cancel): referenced,
+ * freed with its last reference (any thread). */
+struct mcp_cancel_cell {
+    _Atomic int refs;
+    atomic_int flag;
+};
+mcp_cancel_cell *mcp_cancel_cell_new(void);
+void mcp_cancel_cell_ref(mcp_cancel_cell *c);
+void mcp_cancel_cell_unref(mcp_cancel_cell *c);
 
 /* Outcome of call_tool_async: the same contract as call_tool's return (result new
  * reference given to the callee, or NULL with err). */

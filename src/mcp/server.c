@@ -464,6 +464,8 @@ struct mcp_call {
     int round;            /* the resumed state's round number (1 = the first answer) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
     int missing_caps; /* mcp_call_ctx.missing_caps: what the provider found the client lacks */
+    json_t *elicitation; /* mcp_call_ctx.elicitation: -32042's data, or NULL */
+    mcp_cancel_cell *_Atomic shared_cancel; /* mcp_call_ctx.adopt_cancel: the run's flag, or NULL */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -471,7 +473,31 @@ void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user) {
     c->emit = fn;
     c->emit_user = user;
 }
-atomic_int *mcp_call_cancel_flag(mcp_call *c) { return &c->cancelled; }
+atomic_int *mcp_call_cancel_flag(mcp_call *c) {
+    mcp_cancel_cell *cell = atomic_load_explicit(&c->shared_cancel, memory_order_acquire);
+    return cell ? &cell->flag : &c->cancelled;
+}
+static bool call_cancelled(mcp_call *c) { return atomic_load_explicit(mcp_call_cancel_flag(c), memory_order_relaxed); }
+
+/* mcp_call_ctx.adopt_cancel (once per call): from now on the call's flag is the cell's; a
+ * cancellation already set carries over. */
+static void call_adopt_cancel(void *user, mcp_cancel_cell *cell) {
+    mcp_call *c = user;
+    mcp_cancel_cell_ref(cell);
+    mcp_cancel_cell *was = atomic_exchange_explicit(&c->shared_cancel, cell, memory_order_acq_rel);
+    if (was) mcp_cancel_cell_unref(was);
+    if (atomic_load(&c->cancelled)) atomic_store(&cell->flag, 1);
+}
+
+mcp_cancel_cell *mcp_cancel_cell_new(void) {
+    mcp_cancel_cell *c = calloc(1, sizeof *c);
+    if (c) atomic_init(&c->refs, 1);
+    return c;
+}
+void mcp_cancel_cell_ref(mcp_cancel_cell *c) { atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); }
+void mcp_cancel_cell_unref(mcp_cancel_cell *c) {
+    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) free(c);
+}
 gg_trace_ctx *mcp_call_trace(mcp_call *c) { return &c->trace; }
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
     c->sessions = sessions;
@@ -568,6 +594,8 @@ void mcp_call_free(mcp_call *c) {
     free(c->run);
     free(c->uri);
     json_decref(c->item);
+    json_decref(c->elicitation);
+    mcp_cancel_cell_unref(atomic_load(&c->shared_cancel));
     mcp_server_unref(c->srv);
     free(c);
 }
@@ -971,6 +999,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     c->ctx.exec_id = c->exec_id;
     c->ctx.fail_code = c->fail_code;
     c->ctx.missing_caps = &c->missing_caps;
+    c->ctx.elicitation = &c->elicitation;
     c->ctx.resume = how->resume;
     c->ctx.resume_user = how->resume_user;
     c->ctx.accepted_ms = how->accepted_ms;
@@ -983,6 +1012,10 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
         c->ctx.client_user = c;
         c->ctx.input_wait = &c->input_wait;
         c->ctx.resume_state = c->resume_state;
+        if (!c->as_task) { /* a task's flag is tracked by the gateway as it is (tasks/cancel) */
+            c->ctx.adopt_cancel = call_adopt_cancel;
+            c->ctx.adopt_user = c;
+        }
     }
     c->done = how->done;
     c->done_user = how->user;
@@ -1008,18 +1041,22 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
     *errp = (gg_error)GG_ERROR_INIT;
     char *out;
     if (gg_error_is_set(&err)) snprintf(c->fail_code, sizeof c->fail_code, "%s", err.code);
-    if (c->input_wait && res && !gg_error_is_set(&err) && !c->cancelled) {
+    if (c->input_wait && res && !gg_error_is_set(&err) && !call_cancelled(c)) {
         out = input_required(c, res);
         json_decref(res);
         return out;
     }
-    if (c->cancelled || strcmp(err.code, "cancelled") == 0) {
+    if (call_cancelled(c) || strcmp(err.code, "cancelled") == 0) {
         json_decref(res);
         set_error(c, "cancelled", "Request cancelled");
         out = mcp_jsonrpc_error(c->id, MCP_REQUEST_CANCELLED, "Request cancelled", NULL);
     } else if (!res && c->missing_caps && !strcmp(err.code, "missing_capability")) {
         set_error(c, "failed", err.message);
         out = missing_capability_error(c->id, err.message ? err.message : "Missing required client capability", c->missing_caps);
+    } else if (!res && c->elicitation && !strcmp(err.code, "url_elicitation_required")) {
+        set_error(c, "failed", err.message);
+        out = mcp_jsonrpc_error(c->id, MCP_URL_ELICITATION_REQUIRED, err.message ? err.message : "URL elicitation required",
+                                c->elicitation);
     } else if (c->kind == CALL_FORWARD) {
         out = finish_forward(c, res, &err);
     } else if (!res && gg_error_rpc_code(&err) == MCP_INVALID_PARAMS) { /* unknown_tool, invalid_params, ... */

@@ -39,15 +39,11 @@ bool gg_store_secret_name_ok(const char *name) {
     return true;
 }
 
-/* A sealed value as the row's text columns. */
-typedef struct sealed {
-    char nonce[NONCE_HEX];
-    char *value; /* base64 */
-    char fp[GG_STORE_VAULT_ID_LEN + 1];
-} sealed;
+typedef gg_store_sealed sealed;
 
-static bool seal(const gg_store_vault *v, const char *tenant, const char *name, const char *value, size_t len,
-                 sealed *out, gg_error *err) {
+/* See store_internal.h. */
+bool gg_store_seal_text(const gg_store_vault *v, const char *tenant, const char *name, const char *value, size_t len,
+                        gg_store_sealed *out, gg_error *err) {
     unsigned char nonce[GG_STORE_VAULT_NONCE_BYTES];
     size_t n = 0;
     unsigned char *ct = gg_store_vault_seal(v, tenant, name, (const unsigned char *)value, len, nonce, &n, err);
@@ -125,7 +121,7 @@ int gg_store_secret_put(gg_store *s, const gg_store_vault *v, const char *tenant
     if (len > GG_STORE_SECRET_VALUE_MAX)
         return gg_error_set(err, "too_large", "a secret value is at most %d bytes", GG_STORE_SECRET_VALUE_MAX), -1;
     sealed sl = {0};
-    if (!seal(v, tenant, name, value, len, &sl, err)) return -1;
+    if (!gg_store_seal_text(v, tenant, name, value, len, &sl, err)) return -1;
     put_args a = {tenant, name, v->key_id, &sl, 0};
     bool ok = gg_store_write_tx(s, put_tx, &a, err);
     free(sl.value);
@@ -177,8 +173,8 @@ bool gg_store_secret_delete(gg_store *s, const char *tenant, const char *name, g
     return gg_store_write_tx(s, delete_tx, &a, err);
 }
 
-/* Open one row's text columns. */
-static char *open_row(const gg_store_vault *v, const char *tenant, const char *name, const char *nonce_hex,
+/* See store_internal.h. */
+char *gg_store_open_text(const gg_store_vault *v, const char *tenant, const char *name, const char *nonce_hex,
                       const char *b64, size_t *len, gg_error *err) {
     unsigned char nonce[GG_STORE_VAULT_NONCE_BYTES];
     size_t got = 0, blen = strlen(b64), n = 0;
@@ -205,7 +201,7 @@ char *gg_store_secret_reveal(gg_store *s, const gg_store_vault *v, const char *t
         gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
         int rc = gg_db_step(st);
         if (rc == SQLITE_ROW)
-            out = open_row(v, tenant, name, (const char *)gg_db_column_text(st, 0), (const char *)gg_db_column_text(st, 1),
+            out = gg_store_open_text(v, tenant, name, (const char *)gg_db_column_text(st, 0), (const char *)gg_db_column_text(st, 1),
                            len, err);
         else if (rc == SQLITE_DONE) gg_error_set(err, "not_found", "no secret '%s'", name);
         else gg_store_set_db_error(c, err, "tenant_secrets");
@@ -296,7 +292,7 @@ static bool rekey_read(gg_store_conn *c, rekey_args *a, gg_error *err) {
         rekey_row *r = &a->rows[a->n];
         r->tenant = strdup((const char *)gg_db_column_text(st, 0));
         r->name = strdup((const char *)gg_db_column_text(st, 1));
-        r->value = r->tenant && r->name ? open_row(a->old, r->tenant, r->name, (const char *)gg_db_column_text(st, 2),
+        r->value = r->tenant && r->name ? gg_store_open_text(a->old, r->tenant, r->name, (const char *)gg_db_column_text(st, 2),
                                                    (const char *)gg_db_column_text(st, 3), &r->len, err)
                                         : NULL;
         a->n++;
@@ -320,7 +316,7 @@ static bool rekey_tx(gg_store_conn *c, void *user, gg_error *err) {
     for (size_t i = 0; i < a->n; i++) {
         rekey_row *r = &a->rows[i];
         sealed sl = {0};
-        bool ok = seal(a->new_key, r->tenant, r->name, r->value, r->len, &sl, err) &&
+        bool ok = gg_store_seal_text(a->new_key, r->tenant, r->name, r->value, r->len, &sl, err) &&
                   write_row(c, SQL_UPD, r->tenant, r->name, &sl, a->new_key->key_id, now, err);
         free(sl.value);
         if (!ok) return false;

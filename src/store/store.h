@@ -720,6 +720,34 @@ long long gg_store_secrets_count(gg_store *s, const char *key_id, long long *oth
  * it all, nothing changed); the number of rows, or -1 + err. */
 long long gg_store_secrets_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key, gg_error *err);
 
+/* ---- per-user grants of downstream OAuth servers (user_grants.c, migration 0018) --------
+ * What one principal (its key_id, as principals.id) granted for one mcpServers entry of a
+ * tenant whose auth asks each caller's consent: an opaque value (the OAuth client's JSON of
+ * tokens and client) sealed like a secret, with "user-grant\n<principal>\n<server>" as the name
+ * in the associated data, so a row copied to another tenant, principal or server does not
+ * open. Only the value is secret; expires_ms (the access token's expiry, 0 = unknown) is not. */
+#define GG_STORE_GRANT_PRINCIPAL_MAX 64
+#define GG_STORE_GRANT_SERVER_MAX 100
+#define GG_STORE_GRANT_VALUE_MAX (32 * 1024)
+/* Store (seal) a grant, replacing the principal's earlier one: 1 created, 0 replaced, -1 +
+ * err (invalid_argument: a name too long or with a newline; not_found: no tenant). */
+int gg_store_user_grant_put(gg_store *s, const gg_store_vault *v, const char *tenant, const char *server,
+                            const char *principal, const char *value, size_t len, long long expires_ms, gg_error *err);
+/* The value, opened (free with gg_store_secret_free); NULL + err not_found when absent,
+ * secret_unreadable when it does not open (another key, a copied or damaged row). */
+char *gg_store_user_grant_get(gg_store *s, const gg_store_vault *v, const char *tenant, const char *server,
+                              const char *principal, size_t *len, gg_error *err);
+/* Delete one principal's grant (principal NULL: every grant of that server); the number of
+ * rows deleted, or -1 + err. */
+long long gg_store_user_grant_delete(gg_store *s, const char *tenant, const char *server, const char *principal,
+                                     gg_error *err);
+/* [{server, users}] of a tenant by server: how many principals hold a grant (no value read). */
+json_t *gg_store_user_grants_summary(gg_store *s, const char *tenant, gg_error *err);
+/* Like gg_store_secrets_count and gg_store_secrets_rekey, for the grants' rows. */
+long long gg_store_user_grants_count(gg_store *s, const char *key_id, long long *other, gg_error *err);
+long long gg_store_user_grants_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key,
+                                     gg_error *err);
+
 /* ---- who called with an OAuth token (principals.c, migration 0015) --------------------
  * note: insert or refresh (issuer, subject, client_id, scopes, last_seen) of a principal;
  * list: the tenant's, most recently seen first (at most 1,000); get: one by id, or NULL

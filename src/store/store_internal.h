@@ -198,4 +198,16 @@ bool gg_history_journal_usable(gg_history_journal *j);
 /* Close; with all_committed, remove every segment too. NULL is allowed. */
 void gg_history_journal_close(gg_history_journal *j, bool all_committed);
 
+/* secrets.c: a value sealed by the vault (vault.c) as a row's text columns, and opened from
+ * them (secret_unreadable when it does not open); user_grants.c seals its rows the same way. */
+typedef struct gg_store_sealed {
+    char nonce[2 * GG_STORE_VAULT_NONCE_BYTES + 1]; /* hex */
+    char *value;                                    /* base64 (malloc'd) */
+    char fp[GG_STORE_VAULT_ID_LEN + 1];
+} gg_store_sealed;
+bool gg_store_seal_text(const gg_store_vault *v, const char *tenant, const char *name, const char *value, size_t len,
+                        gg_store_sealed *out, gg_error *err);
+char *gg_store_open_text(const gg_store_vault *v, const char *tenant, const char *name, const char *nonce_hex,
+                         const char *b64, size_t *len, gg_error *err);
+
 #endif

@@ -29,6 +29,7 @@ static const gg_errcode TABLE[] = {
     {"unknown_tool", 400, RPC_INVALID_PARAMS, "no such tool in this graph"},
     {"invalid_state", 400, RPC_INVALID_PARAMS, "a requestState that is forged, expired or bound elsewhere"},
     {"already_answered", 400, RPC_INVALID_PARAMS, "a requestState whose input-required round was answered already (single-use)"},
+    {"invalid_consent", 400, RPC_INTERNAL, "a downstream consent callback whose state is forged, changed or expired"},
     {"too_large", 413, RPC_INVALID_REQUEST, "a body or value over its limit"},
     {"method_not_allowed", 405, RPC_INVALID_REQUEST, "the route exists, not for this method"},
     /* who asks */
@@ -38,6 +39,8 @@ static const gg_errcode TABLE[] = {
     {"use_dpop_nonce", 401, RPC_INTERNAL, "the DPoP proof must carry the nonce the server gave (RFC 9449 section 9)"},
     {"forbidden", 403, RPC_INTERNAL, "the key may not do this"},
     {"insufficient_scope", 403, RPC_INTERNAL, "the key lacks the scope the route needs"},
+    {"principal_required", 403, RPC_INTERNAL, "a downstream server with per-user consent called without an OAuth principal (an API key)"},
+    {"url_elicitation_required", 403, -32042, "the user must open a URL first: consent to a per-user downstream server (MCP 2025-11-25)"},
     /* what is stored */
     {"not_found", 404, RPC_INTERNAL, "no such tenant, graph, version, key or execution"},
     {"conflict", 409, RPC_INTERNAL, "exists already, or changed meanwhile"},

@@ -1,10 +1,12 @@
 /* Unit tests for the pure parts of the downstream OAuth client (src/auth/oauth_client.c):
  * WWW-Authenticate parsing, the metadata URLs in the MCP spec's order, the resource and
- * RFC 9207 iss checks, PKCE S256, and the settings a graph's `auth:` may hold. The flows
+ * RFC 9207 iss checks, PKCE S256, the settings a graph's `auth:` may hold, and per-user
+ * consent's sealed state, authorization URL and elicitation (src/auth/oauth_consent.c). The flows
  * themselves run against real servers: the conformance suite's client leg and
  * tests/auth/oauth_downstream.sh. */
 #include <check.h>
 #include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth/auth.h"
@@ -160,6 +162,103 @@ START_TEST(settings_checked) {
 }
 END_TEST
 
+/* Per-user consent (src/auth/oauth_consent.c): the sealed state round-trips and binds its
+ * tenant, principal, server and verifier; a changed byte, another key, a truncation or an
+ * expiry is refused; the authorization URL and the -32042 data have the spec's shape. */
+START_TEST(consent_state_sealed) {
+    unsigned char key[GG_OAUTH_CONSENT_KEY_BYTES], other[GG_OAUTH_CONSENT_KEY_BYTES];
+    randombytes_buf(key, sizeof key);
+    randombytes_buf(other, sizeof other);
+    gg_oauth_consent c, got;
+    char ch[GG_OAUTH_PKCE_CHALLENGE_LEN + 1];
+    ck_assert(gg_oauth_consent_new(&c, "acme", "0123456789abcdef", "docs", 2000000000000LL, ch));
+    ck_assert(!gg_oauth_consent_new(&got, "acme", "", "docs", 1, ch));
+    ck_assert_uint_eq(strlen(c.elicitation_id), 32);
+    strcpy(c.token_endpoint, "https://as.example/token");
+    strcpy(c.client_id, "client-1");
+    strcpy(c.client_secret, "client-secret-0123456789");
+    strcpy(c.resource, "https://mcp.example/mcp");
+    c.leg = 1; /* the connect flow's step, the downstream's configured scope, the state to go on with */
+    strcpy(c.scope, "read write");
+    memset(c.next, 'n', 1500);
+    char *st = gg_oauth_consent_seal(key, &c);
+    ck_assert_ptr_nonnull(st);
+    ck_assert(strstr(st, c.verifier) == NULL && strstr(st, "acme") == NULL && strstr(st, "client-secret") == NULL);
+    for (const char *p = st; *p; p++) ck_assert(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", *p));
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_oauth_consent_open(key, st, 1000, &got, &err));
+    ck_assert_str_eq(got.tenant, "acme");
+    ck_assert_str_eq(got.principal, "0123456789abcdef");
+    ck_assert_str_eq(got.server, "docs");
+    ck_assert_str_eq(got.elicitation_id, c.elicitation_id);
+    ck_assert_str_eq(got.verifier, c.verifier);
+    ck_assert_int_eq(got.expires_ms, 2000000000000LL);
+    ck_assert_str_eq(got.token_endpoint, "https://as.example/token");
+    ck_assert_str_eq(got.client_id, "client-1");
+    ck_assert_str_eq(got.client_secret, "client-secret-0123456789");
+    ck_assert_str_eq(got.issuer, "");
+    ck_assert_str_eq(got.resource, "https://mcp.example/mcp");
+    ck_assert_int_eq(got.leg, 1);
+    ck_assert_str_eq(got.scope, "read write");
+    ck_assert_uint_eq(strlen(got.next), 1500);
+    /* the verifier's S256 challenge is the one the URL carries */
+    unsigned char h[crypto_hash_sha256_BYTES];
+    char want[GG_OAUTH_PKCE_CHALLENGE_LEN + 1];
+    crypto_hash_sha256(h, (const unsigned char *)got.verifier, strlen(got.verifier));
+    sodium_bin2base64(want, sizeof want, h, sizeof h, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+    ck_assert_str_eq(ch, want);
+    /* refused: another key, expired, every changed character, truncated, empty */
+    ck_assert(!gg_oauth_consent_open(other, st, 1000, &got, &err));
+    ck_assert_str_eq(err.code, "invalid_consent");
+    ck_assert(got.tenant[0] == '\0' && got.verifier[0] == '\0');
+    gg_error_clear(&err);
+    ck_assert(!gg_oauth_consent_open(key, st, 2000000000001LL, &got, &err));
+    ck_assert(strstr(err.message, "expired") != NULL);
+    gg_error_clear(&err);
+    size_t n = strlen(st);
+    for (size_t i = 0; i < n; i++) {
+        char o = st[i];
+        st[i] = o == 'A' ? 'B' : 'A';
+        ck_assert(!gg_oauth_consent_open(key, st, 1000, &got, &err));
+        gg_error_clear(&err);
+        st[i] = o;
+    }
+    st[n - 3] = '\0';
+    ck_assert(!gg_oauth_consent_open(key, st, 1000, &got, &err));
+    gg_error_clear(&err);
+    ck_assert(!gg_oauth_consent_open(key, "", 1000, &got, &err));
+    gg_error_clear(&err);
+    free(st);
+    /* two consents never share an elicitation id or a verifier */
+    gg_oauth_consent c2;
+    ck_assert(gg_oauth_consent_new(&c2, "acme", "0123456789abcdef", "docs", 2000000000000LL, ch));
+    ck_assert_str_ne(c.elicitation_id, c2.elicitation_id);
+    ck_assert_str_ne(c.verifier, c2.verifier);
+}
+END_TEST
+
+START_TEST(consent_url_and_elicitation) {
+    char *u = gg_oauth_consent_url("https://as.example/authorize", "client 1", "https://gg.example/oauth/callback",
+                                   "read offline_access", "https://mcp.example/mcp", "CHAL", "ST-1");
+    ck_assert_str_eq(u, "https://as.example/authorize?response_type=code&client_id=client%201&redirect_uri=https%3A%2F%2F"
+                        "gg.example%2Foauth%2Fcallback&code_challenge=CHAL&code_challenge_method=S256&state=ST-1&scope=read"
+                        "%20offline_access&resource=https%3A%2F%2Fmcp.example%2Fmcp&prompt=consent");
+    free(u);
+    u = gg_oauth_consent_url("https://as.example/auth?x=1", "c", "https://gg/cb", NULL, NULL, "C", "S");
+    ck_assert_str_eq(u, "https://as.example/auth?x=1&response_type=code&client_id=c&redirect_uri=https%3A%2F%2Fgg%2Fcb"
+                        "&code_challenge=C&code_challenge_method=S256&state=S");
+    free(u);
+    ck_assert_ptr_null(gg_oauth_consent_url("https://as/a", "c", "https://gg/cb", NULL, NULL, NULL, "S"));
+    json_t *d = gg_oauth_consent_elicitation("https://as/a?x", "00ff", "docs");
+    json_t *e = json_array_get(json_object_get(d, "elicitations"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "mode")), "url");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "elicitationId")), "00ff");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "url")), "https://as/a?x");
+    ck_assert(strstr(json_string_value(json_object_get(e, "message")), "'docs'") != NULL);
+    json_decref(d);
+}
+END_TEST
+
 int main(void) {
     if (sodium_init() < 0) return 1;
     Suite *s = suite_create("auth-oauth-client");
@@ -169,6 +268,8 @@ int main(void) {
     tcase_add_test(tc, resource_and_iss_checked);
     tcase_add_test(tc, pkce_s256);
     tcase_add_test(tc, settings_checked);
+    tcase_add_test(tc, consent_state_sealed);
+    tcase_add_test(tc, consent_url_and_elicitation);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }

@@ -94,21 +94,23 @@ GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay.mjs" "$GG_PUB/mcp/acme/
 sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
 sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
 GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
-# a 2026-07-28 client (stateless, input-required rounds): not relayed; the downstream is told
-# so (-32601) and the call's result says it
+# a 2026-07-28 client (stateless): the downstream's question becomes an input-required round
+# (relay2026.sh follows such rounds to the end)
 M26='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"sampling":{},"roots":{}}}'
 st=$(gg_curl "$GG_TMP/m26.json" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
   -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: r_ask' -H "Authorization: Bearer $KEY" \
   --data-binary "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"r_ask\",\"arguments\":{\"who\":\"dee\"},$M26}}" \
   "$GG_PUB/mcp/acme/px")
-m26_refused() {
+m26_round() {
   [ "$st" = 200 ] && python3 -c "
 import json,sys
-d=json.load(open(sys.argv[1])); r=d['result']; t=r['content'][0]['text']
-assert r.get('isError') is True and '-32601' in t and '2026-07-28' in t, d" "$GG_TMP/m26.json" ||
+d=json.load(open(sys.argv[1])); r=d['result']; q=r['inputRequests']
+assert r['resultType'] == 'input_required' and isinstance(r['requestState'], str), d
+assert list(q) == ['relay-1'] and q['relay-1']['method'] == 'elicitation/create', d
+assert q['relay-1']['params']['message'] == 'Hello dee?', d" "$GG_TMP/m26.json" ||
     { echo "   got HTTP $st: $(head -c 400 "$GG_TMP/m26.json")" >&2; return 1; }
 }
-t "a 2026-07-28 client: the downstream's question is refused (-32601) and the result says why" m26_refused
+t "a 2026-07-28 client: the downstream's question is its call's input-required round" m26_round
 rss1=$(awk '/^VmRSS:/ { print $2 }' "/proc/$GG_PID/status")
 echo "  gateway RSS ${rss0} kB before the SDK calls, ${rss1} kB after"
 grow() { [ $((rss1 - rss0)) -lt 32768 ] || { echo "   grew by $((rss1 - rss0)) kB" >&2; return 1; }; }

@@ -9,6 +9,8 @@
 //   chatty {n}  n progress notifications (if asked for) over a few 100 ms, then a debug and a
 //               warning log message
 //   spam {n}    n elicitations one after the other; the text is {answered, refused, codes}
+//   slow {}     one form elicitation, then up to 20 s of work that stops (and counts in
+//               aborted) when the call is cancelled upstream (relay2026.sh)
 // Control endpoint: GET /status  {aborted (tool calls whose signal fired), asked}
 import http from 'node:http';
 import path from 'node:path';
@@ -60,6 +62,14 @@ function tools(server) {
       await extra.sendNotification({ method: 'notifications/message', params: { level: 'warning', logger: 'chatty', data: 'loud' } });
       return text({ sent: n, token: token !== undefined });
     });
+  server.registerTool('slow', { description: 'asks, then works a while', inputSchema: {} }, async (_args, extra) => {
+    const f = await extra.sendRequest(form('slow'), ElicitResultSchema);
+    const stopped = await new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), 20000);
+      extra.signal.addEventListener('abort', () => { aborted++; clearTimeout(t); resolve(true); });
+    });
+    return text({ form: f, stopped });
+  });
   server.registerTool('spam', { description: 'asks n times', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
     const out = { answered: 0, refused: 0, codes: {} };
     for (let i = 0; i < n && !extra.signal.aborted; i++) {

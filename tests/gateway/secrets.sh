@@ -267,7 +267,7 @@ config "$GG_TMP/k2"
 t "another key: serve refuses to start" refuses "$GG_TMP/config.yaml"
 t "… saying why" has "$GG_TMP/serve.err" 'sealed under another key'
 GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/k1" gw_cli secret rekey --new-key-file "$GG_TMP/k2" >"$GG_TMP/rekey.out" 2>&1
-t "secret rekey re-encrypts under the new key" has "$GG_TMP/rekey.out" '1 secret(s) re-encrypted'
+t "secret rekey re-encrypts under the new key" has "$GG_TMP/rekey.out" '1 secret(s) and 0 per-user grant(s) re-encrypted'
 gg_restart "serve starts with the new key" --config "$GG_TMP/config.yaml"
 EP="$GG_PUB/mcp/acme/sec"
 SID=$(gw_init "$EP" "$AX")

@@ -1,7 +1,8 @@
 /* test_vault.c — tenant secrets: the crypto (src/store/vault.c: round trip, wrong key,
  * wrong tenant/name as associated data, a changed byte, key parsing) and the rows
  * (src/store/secrets.c: put/list/delete, no value in the database file, a row copied to
- * another tenant does not open, rekey in one transaction, key-id counts). */
+ * another tenant does not open, rekey in one transaction, key-id counts), and the per-user
+ * grants of downstream OAuth servers (src/store/user_grants.c). */
 #include <check.h>
 #include <sodium.h>
 #include <sqlite3.h>
@@ -183,6 +184,93 @@ START_TEST(rows_put_list_reveal_delete_rekey) {
 }
 END_TEST
 
+/* Per-user grants (src/store/user_grants.c): sealed like secrets, bound to tenant, server
+ * and principal, counted per server without reading a value, deleted, rekeyed. */
+START_TEST(user_grants_put_get_summary_delete_rekey) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    gg_store_vault a = vault(KEY_A), b = vault(KEY_B_B64);
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    const char *g1 = "{\"access_token\":\"at-alice-0123456789abcdef\"}", *g2 = "{\"access_token\":\"at-bob-fedcba9876543210\"}";
+    ck_assert_int_eq(gg_store_user_grant_put(s, &a, "acme", "docs", "p-alice", g1, strlen(g1), 1700000000000LL, &err), 1);
+    ck_assert_int_eq(gg_store_user_grant_put(s, &a, "acme", "docs", "p-alice", g1, strlen(g1), 0, &err), 0);
+    ck_assert_int_eq(gg_store_user_grant_put(s, &a, "acme", "docs", "p-bob", g2, strlen(g2), 0, &err), 1);
+    ck_assert_int_eq(gg_store_user_grant_put(s, &a, "acme", "do\ncs", "p-bob", g2, strlen(g2), 0, &err), -1);
+    ck_assert_str_eq(err.code, "invalid_argument");
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_user_grant_put(s, &a, "nobody", "docs", "p-bob", g2, strlen(g2), 0, &err), -1);
+    ck_assert_str_eq(err.code, "not_found");
+    gg_error_clear(&err);
+    size_t len = 0;
+    char *got = gg_store_user_grant_get(s, &a, "acme", "docs", "p-alice", &len, &err);
+    ck_assert_str_eq(got, g1);
+    gg_store_secret_free(got, len);
+    /* another principal, server or tenant has none */
+    const char *miss[][3] = {{"acme", "docs", "p-carol"}, {"acme", "mail", "p-alice"}, {"beta", "docs", "p-alice"}};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_ptr_null(gg_store_user_grant_get(s, &a, miss[i][0], miss[i][1], miss[i][2], &len, &err));
+        ck_assert_str_eq(err.code, "not_found");
+        gg_error_clear(&err);
+    }
+    json_t *sum = gg_store_user_grants_summary(s, "acme", &err);
+    char *dump = json_dumps(sum, JSON_COMPACT);
+    ck_assert_str_eq(dump, "[{\"server\":\"docs\",\"users\":2}]");
+    free(dump);
+    json_decref(sum);
+    if (!pg_mode()) {
+        ck_assert(!file_has(dbpath, "at-alice-0123456789abcdef") && !file_has(dbpath, "at-bob-fedcba9876543210"));
+        /* a row copied to another tenant, principal or server does not open there */
+        sqlite3 *db;
+        ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_exec(db,
+                                      "INSERT INTO downstream_user_grants SELECT 'beta', server, principal, nonce, value, "
+                                      "key_id, expires_at, created_at, updated_at FROM downstream_user_grants WHERE "
+                                      "principal='p-alice';"
+                                      "INSERT INTO downstream_user_grants SELECT tenant, server, 'p-mallory', nonce, value, "
+                                      "key_id, expires_at, created_at, updated_at FROM downstream_user_grants WHERE "
+                                      "tenant='acme' AND principal='p-alice';"
+                                      "INSERT INTO downstream_user_grants SELECT tenant, 'mail', principal, nonce, value, "
+                                      "key_id, expires_at, created_at, updated_at FROM downstream_user_grants WHERE "
+                                      "tenant='acme' AND principal='p-alice'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+        const char *copied[][3] = {{"beta", "docs", "p-alice"}, {"acme", "docs", "p-mallory"}, {"acme", "mail", "p-alice"}};
+        for (size_t i = 0; i < 3; i++) {
+            ck_assert_ptr_null(gg_store_user_grant_get(s, &a, copied[i][0], copied[i][1], copied[i][2], &len, &err));
+            ck_assert_str_eq(err.code, "secret_unreadable");
+            ck_assert(strchr(err.message, '\n') == NULL);
+            gg_error_clear(&err);
+        }
+        ck_assert_int_eq(gg_store_user_grant_delete(s, "beta", "docs", NULL, &err), 1);
+        ck_assert_int_eq(gg_store_user_grant_delete(s, "acme", "mail", NULL, &err), 1);
+        ck_assert_int_eq(gg_store_user_grant_delete(s, "acme", "docs", "p-mallory", &err), 1);
+    }
+    /* counts by key, rekey, counts again; a secret's rows are not the grants' */
+    long long other = -1;
+    ck_assert_int_eq(gg_store_user_grants_count(s, a.key_id, &other, &err), 2);
+    ck_assert_int_eq(other, 0);
+    ck_assert_int_eq(gg_store_user_grants_rekey(s, &b, &a, &err), -1);
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_user_grants_rekey(s, &a, &b, &err), 2);
+    ck_assert_int_eq(gg_store_user_grants_count(s, b.key_id, &other, &err), 2);
+    ck_assert_int_eq(other, 0);
+    got = gg_store_user_grant_get(s, &b, "acme", "docs", "p-bob", &len, &err);
+    ck_assert_str_eq(got, g2);
+    gg_store_secret_free(got, len);
+    ck_assert_ptr_null(gg_store_user_grant_get(s, &a, "acme", "docs", "p-bob", &len, &err));
+    gg_error_clear(&err);
+    ck_assert_int_eq(gg_store_user_grant_delete(s, "acme", "docs", "p-bob", &err), 1);
+    ck_assert_int_eq(gg_store_user_grant_delete(s, "acme", "docs", "p-bob", &err), 0);
+    ck_assert_int_eq(gg_store_user_grant_delete(s, "acme", "docs", NULL, &err), 1);
+    sum = gg_store_user_grants_summary(s, "acme", &err);
+    ck_assert_int_eq(json_array_size(sum), 0);
+    json_decref(sum);
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("vault");
     TCase *tc = tcase_create("vault");
@@ -191,6 +279,7 @@ int main(void) {
     tcase_add_test(tc, keys_parse_and_have_ids);
     tcase_add_test(tc, seal_open_round_trip_and_refusals);
     tcase_add_test(tc, rows_put_list_reveal_delete_rekey);
+    tcase_add_test(tc, user_grants_put_get_summary_delete_rekey);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# oauth_consent.sh — per-user consent for a downstream MCP server (`auth: {type: oauth,
+# per_user: true}`, issue 27), end to end: one real authorization server (oidc-provider,
+# tests/fixtures/oauth/as.mjs) is both the tenant's (its users call with its JWTs) and the
+# downstream's; the downstream is an SDK server with bearer middleware (rs.mjs) whose whoami
+# says whose token it got; a proxy graph re-exports it.
+#   - the SDK client (tests/auth/oauth_consent.mjs) calling as alice gets -32042 with one
+#     url-mode elicitation naming graphgate's connect page; bob gets his own;
+#   - the browser part is a user agent following redirects with cookies (curl -L; the test
+#     server signs in whoever X-Test-Account names): bob opening alice's URL signs in at the
+#     tenant's server and gets 403, nothing stored; alice opening it signs in, consents at the
+#     downstream's server and lands on graphgate's "Connected" page; her retry of the call
+#     reaches the downstream with her own token (sub alice); bob still gets -32042;
+#   - a forged or changed state is a 400 page, a replayed callback too; an API-key caller gets
+#     principal_required; bad per_user settings are a 422 at their line:col;
+#   - a token revoked at the downstream: the next call asks for consent again (grant deleted);
+#   - the admin view counts alice's grant, never a token; the tokens are in no log line,
+#     answer or database file.
+# Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
+gw_need_sdk
+[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+FX="$GG_SRCDIR/tests/fixtures/oauth"
+JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids" # RS256: oidc-provider's default ID token alg
+KID=$(cut -d' ' -f1 "$GG_TMP/kids")
+PIDS=""
+trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+ready() { # LOG: what follows "ready " once the process printed it
+  for _ in $(seq 1 200); do grep -q '^ready ' "$1" && break; sleep 0.05; done
+  sed -n 's/^ready //p' "$1"
+}
+"$NODE" "$FX/as.mjs" 0 "$GG_TMP/keys.json" ES256 >"$GG_TMP/as.log" 2>&1 &
+ASPID=$!
+PIDS="$PIDS $ASPID"
+ISS=$(ready "$GG_TMP/as.log")
+[ -n "$ISS" ] || { echo "the authorization server did not start: $(head -5 "$GG_TMP/as.log")"; echo "0 passed, 1 failed"; exit 1; }
+"$NODE" "$FX/rs.mjs" "$ISS" >"$GG_TMP/rs.log" 2>&1 &
+PIDS="$PIDS $!"
+RS=$(ready "$GG_TMP/rs.log")
+[ -n "$RS" ] || { echo "the MCP server did not start: $(head -5 "$GG_TMP/rs.log")"; echo "0 passed, 1 failed"; exit 1; }
+RSBASE=${RS%/mcp}
+
+cat >"$GG_TMP/px.yaml" <<YAML
+version: "1.0"
+server: {name: "px", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: oauth, per_user: true}
+proxy:
+  - {server: "api", tools: ["whoami"]}
+YAML
+cat >"$GG_TMP/bad.yaml" <<YAML
+version: "1.0"
+server: {name: "bad", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth:
+      type: client_credentials
+      client_id: machine
+      per_user: "yes"
+  two:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: client_credentials, client_id: machine, per_user: true}
+tools: []
+YAML
+
+gw_cli_run tenant create acme >/dev/null
+ADMIN=$(gw_key acme admin)
+KEY=$(gw_key acme tools:read,tools:execute)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey"
+export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey" # grants are sealed with it
+GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
+t "setup: tenant and keys" gw_cli_clean
+MAP='{"tools:read":["tools:read"],"tools:execute":["tools:execute"],"graphs:write":["graphs:write"]}'
+t "acme trusts the authorization server (200)" eq "$(gg_curl "$GG_TMP/o.json" -X PUT \
+  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+  --data-binary "{\"issuers\":[{\"issuer\":\"$ISS\",\"scope_map\":$MAP}]}" "$GG_PUB/admin/tenants/acme/oauth")" 200
+wait_keys() { # until the server holds the authorization server's keys
+  for _ in $(seq 1 100); do
+    gg_curl "$GG_TMP/get.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/oauth" >/dev/null
+    [ "$(jget "$GG_TMP/get.json" "d['definition']['issuers'][0]['status']['keys']")" -gt 0 ] 2>/dev/null && break; sleep 0.1
+  done
+}
+wait_keys
+t "the proxy graph with per_user auth is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
+t "bad per_user settings are a 422" eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml")" 422
+t "  per_user not a boolean, at its line:col (10:17)" eq \
+  "$(jget "$GG_TMP/put.json" "[(e['line'], e['column']) for e in d['errors'] if 'per_user must be true or false' in e['message']]")" "[(10, 17)]"
+t "  per_user with client_credentials, at the type" has "$GG_TMP/put.json" 'per_user needs type oauth'
+
+EP=$GG_PUB/mcp/acme/px
+token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"$EP\",\"sub\":\"$1\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+TOKA=$(token alice)
+TOKB=$(token bob)
+sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP" "$1" whoami >"$2" 2>"$2.err"; }
+el() { jget "$1" "d['error']['data']['elicitations'][0]$2"; }
+
+# ---- no grant: a URL elicitation, each user their own --------------------------------------
+sdk "$TOKA" "$GG_TMP/a1.json"
+t "alice's call without a grant: -32042" eq "$(jget "$GG_TMP/a1.json" "d['error']['code']")" -32042
+t "  one url-mode elicitation naming the server" eq \
+  "$(jget "$GG_TMP/a1.json" "len(d['error']['data']['elicitations'])") $(el "$GG_TMP/a1.json" "['mode']") $(el "$GG_TMP/a1.json" "['message']" | grep -c "'api'")" "1 url 1"
+t "  its id is 32 hex digits" eq "$(el "$GG_TMP/a1.json" "['elicitationId']" | grep -cE '^[0-9a-f]{32}$')" 1
+URLA=$(el "$GG_TMP/a1.json" "['url']")
+t "  its URL is graphgate's connect page" eq "${URLA%%\?*}" "$GG_PUB/oauth/connect"
+sdk "$TOKB" "$GG_TMP/b1.json"
+URLB=$(el "$GG_TMP/b1.json" "['url']")
+t "bob's call: -32042 with a URL of his own" eq "$(jget "$GG_TMP/b1.json" "d['error']['code']") $([ -n "$URLB" ] && [ "$URLB" != "$URLA" ] && echo own)" "-32042 own"
+t "the downstream was never called with a token" eq "$(curl -s "$RSBASE/admin/tokens")" "[]"
+
+# ---- an API key acts for nobody ----------------------------------------------------------------
+SID=$(gw_init "$EP" "$KEY")
+gw_rpc "$GG_TMP/k1.json" "$EP" "$KEY" "$SID" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' >/dev/null
+t "an API-key caller gets a clear error" eq "$(jget "$GG_TMP/k1.json" "d['result']['isError']") $(grep -c 'not an API key' "$GG_TMP/k1.json")" "True 1"
+t "  its code is principal_required" has "$GG_TMP/k1.json" "principal_required"
+
+# ---- the browser: a user agent following redirects, with its own cookies --------------------
+browse() { # JAR ACCOUNT URL → the final status; the page in $GG_TMP/page.html, its URL in $GG_TMP/last.url
+  curl -sS -L --max-redirs 20 --max-time 60 -c "$1" -b "$1" -H "X-Test-Account: $2" -o "$GG_TMP/page.html" \
+    -w '%{http_code} %{url_effective}' "$3" >"$GG_TMP/browse.out" 2>&1
+  sed 's/ .*//' "$GG_TMP/browse.out"; sed 's/^[^ ]* //' "$GG_TMP/browse.out" >"$GG_TMP/last.url"
+}
+grants() { gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
+  jget "$GG_TMP/ds.json" "[(g['server'], g['users']) for g in d['per_user']]"; }
+t "bob opening alice's URL signs in and is refused (403)" eq "$(browse "$GG_TMP/jar.b" bob "$URLA")" 403
+t "  the page says it is not his request" has "$GG_TMP/page.html" 'made for another user'
+t "  and nothing is stored" eq "$(grants)" "[]"
+t "alice opening her URL signs in, consents and is connected (200)" eq "$(browse "$GG_TMP/jar.a" alice "$URLA")" 200
+t "  the page says to return to the client" has "$GG_TMP/page.html" 'Return to your MCP client'
+CALLBACK=$(cat "$GG_TMP/last.url")
+t "  through graphgate's callback" eq "${CALLBACK%%\?*}" "$GG_PUB/oauth/callback"
+t "the admin view counts one user's grant for api" eq "$(grants)" "[('api', 1)]"
+sdk "$TOKA" "$GG_TMP/a2.json"
+t "alice's retry reaches the downstream" eq "$(jget "$GG_TMP/a2.json" "d['result'].get('isError', False)")" False
+t "  with her own token (sub alice)" has "$GG_TMP/a2.json" '\\"sub\\":\\"alice\\"'
+sdk "$TOKB" "$GG_TMP/b2.json"
+t "bob still gets his own -32042 (no sharing)" eq "$(jget "$GG_TMP/b2.json" "d['error']['code']")" -32042
+
+# ---- forged, changed, replayed -----------------------------------------------------------------
+t "a forged state: 400" eq "$(gg_curl "$GG_TMP/f1.html" "$GG_PUB/oauth/connect?state=AAAAforged")" 400
+t "  saying it is not graphgate's" has "$GG_TMP/f1.html" 'not one graphgate made'
+ST=${URLA#*state=}
+FLIP=$(printf %s "$ST" | sed 's/^\(.\{20\}\)./\1A/; s/^\(.\{20\}\)AA/\1BA/')
+[ "$FLIP" = "$ST" ] && FLIP=$(printf %s "$ST" | sed 's/^\(.\{20\}\)./\1B/')
+t "a changed state: 400" eq "$(gg_curl "$GG_TMP/f2.html" "$GG_PUB/oauth/connect?state=$FLIP")" 400
+t "a callback with a forged state: 400" eq "$(gg_curl "$GG_TMP/f3.html" "$GG_PUB/oauth/callback?code=x&state=AAAAforged")" 400
+t "the elicitation's state is no callback state: 400" eq "$(gg_curl "$GG_TMP/f4.html" "$GG_PUB/oauth/callback?code=x&state=$ST")" 400
+t "a replayed callback: 400" eq "$(gg_curl "$GG_TMP/f5.html" "$CALLBACK")" 400
+t "  saying it was used" has "$GG_TMP/f5.html" 'used already'
+t "  and alice's grant is still there" eq "$(grants)" "[('api', 1)]"
+
+# ---- no token anywhere it should not be -----------------------------------------------------
+curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
+gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
+gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
+absent() { # TOKEN FILES...: none of them holds it
+  local tok=$1; shift
+  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
+  return 0
+}
+n=0
+for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
+  n=$((n + 1))
+  t "alice's downstream token is in no answer, log or database file" absent "$tok" "$GG_TMP/ds.json" "$GG_TMP/execs.json" \
+    "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/a2.json" "$GG_TMP/page.html"
+done
+t "the downstream saw one token" eq "$n" 1
+
+# ---- revoked at the downstream: refreshed; the refresh refused too: consent again ------------
+curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
+sdk "$TOKA" "$GG_TMP/a3.json"
+t "after a revocation alice's next call works (refresh token)" eq \
+  "$(jget "$GG_TMP/a3.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/a3.json")" "False 1"
+t "  on a new token" eq "$(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
+t "  and her grant is kept (refreshed)" eq "$(grants)" "[('api', 1)]"
+# the authorization server restarted: its refresh tokens (and clients) are gone
+kill "$ASPID" 2>/dev/null; wait "$ASPID" 2>/dev/null
+"$NODE" "$FX/as.mjs" "${ISS##*:}" "$GG_TMP/keys.json" ES256 >"$GG_TMP/as2.log" 2>&1 &
+ASPID=$!
+PIDS="$PIDS $ASPID"
+t "the authorization server restarts on its port" eq "$(ready "$GG_TMP/as2.log")" "$ISS"
+curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
+sdk "$TOKA" "$GG_TMP/a4.json"
+t "revoked again, the refresh refused: alice's next call asks for consent again" eq "$(jget "$GG_TMP/a4.json" "d['error']['code']")" -32042
+t "  and her grant is gone" eq "$(grants)" "[]"
+
+# ---- grants are sealed with the secrets key: the startup check and `secret rekey` cover them --
+t "alice consents again" eq "$(browse "$GG_TMP/jar.a2" alice "$(el "$GG_TMP/a4.json" "['url']")")" 200
+t "the server stops cleanly" gw_stop_clean
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey2"
+refuses() { # → true when serve exits nonzero without serving
+  if gg_start >/dev/null 2>&1; then gg_stop; return 1; fi
+  wait "$GG_PID" 2>/dev/null; local rc=$?; GG_PID=""
+  [ $rc -ne 0 ] || { echo "   serve exited $rc" >&2; return 1; }
+}
+GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey2" refuses
+t "with another key and a grant stored, serve refuses to start" eq $? 0
+t "  saying why" has "$GG_TMP/serve.err" 'sealed under another key'
+gw_cli secret rekey --new-key-file "$GG_TMP/skey2" >"$GG_TMP/rekey.out" 2>&1
+t "secret rekey re-encrypts the grant too" has "$GG_TMP/rekey.out" '0 secret(s) and 1 per-user grant(s) re-encrypted'
+export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey2"
+GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_restart "serve starts with the new key"
+EP=$GG_PUB/mcp/acme/px # a new port: a new audience
+wait_keys
+sdk "$(token alice)" "$GG_TMP/a5.json"
+t "after the rekey alice's call works with her grant" eq \
+  "$(jget "$GG_TMP/a5.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/a5.json")" "False 1"
+t "the server stops cleanly" gw_stop_clean
+gg_finish
