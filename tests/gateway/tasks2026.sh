@@ -12,13 +12,14 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_conf_setup
 # The tasks that are cancelled, interrupted by a shutdown or lost in a crash compute for up to
-# 60 s and end long before: a copy of the fixture gives them the time (its own limits are 10 s and 240 spins),
+# 60 s and end long before: a copy of the fixture gives them the time (its own limits are 10 s, 240 spins and 500 nodes),
 # so each check has the task still working however slow the machine is (each check costs a
 # python start, close to a second where python3 is a pyenv shim)
-sed -e 's/^  maxExecutionTimeMs: 10000$/  maxExecutionTimeMs: 90000/' \
+sed -e 's/^  maxExecutionTimeMs: 10000$/  maxExecutionTimeMs: 90000/' -e 's/^  maxNodeExecutions: 500 /  maxNodeExecutions: 13000 /' \
     -e 's/{ "var": "start.ms" }\] }, { "<": \[{ "var": "spin.i" }, 240\]/{ "var": "start.ms" }] }, { "<": [{ "var": "spin.i" }, 6000]/' \
     "$FIXTURE" >"$GG_TMP/everything.yaml"
-grep -q '^  maxExecutionTimeMs: 90000$' "$GG_TMP/everything.yaml" && grep -q '"spin.i" }, 6000\]' "$GG_TMP/everything.yaml" ||
+grep -q '^  maxExecutionTimeMs: 90000$' "$GG_TMP/everything.yaml" && grep -q '^  maxNodeExecutions: 13000 ' "$GG_TMP/everything.yaml" &&
+  grep -q '"spin.i" }, 6000\]' "$GG_TMP/everything.yaml" ||
   { echo "slow_compute's limits moved in the fixture"; echo "0 passed, 1 failed"; exit 1; }
 FIXTURE="$GG_TMP/everything.yaml"
 export GRAPHGATE_SESSION_SECRET=tasks2026-test-secret-shared-by-replicas-0123456789
