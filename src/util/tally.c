@@ -1,6 +1,7 @@
 /* tally.c — counts per name (tenant) with an optional bound: the one home of "how many of
  * these does this tenant hold" for the gateway's per-tenant caps (async branches, calls that
- * may wait downstream) and the downstream clients' listen streams. A short list of the names
+ * may wait downstream), auth's execution slots (gg_tenant_slots) and the downstream clients'
+ * listen streams. A short list of the names
  * that hold any; an entry is freed when its count returns to 0, so the list never outgrows
  * the names in use. The caller serialises (each user already holds its own lock around the
  * count and the state it guards). */

@@ -278,6 +278,15 @@ START_TEST(tenant_slots) {
     gg_tenant_slots_free(t);
     t = gg_tenant_slots_new(0);
     for (int i = 0; i < 100; i++) ck_assert(gg_tenant_slots_acquire(t, "acme"));
+    gg_tenant_slots_set(t, 100); /* a reload's lower cap: the running calls finish, no new one */
+    ck_assert(!gg_tenant_slots_acquire(t, "acme"));
+    gg_tenant_slots_release(t, "acme");
+    ck_assert(gg_tenant_slots_acquire(t, "acme"));
+    char long_name[GG_TENANT_MAX + 1];
+    memset(long_name, 'x', GG_TENANT_MAX);
+    long_name[GG_TENANT_MAX] = 0;
+    ck_assert(!gg_tenant_slots_acquire(t, long_name)); /* not a tenant name: no slot */
+    ck_assert_int_eq(gg_tenant_slots_in_use(t, long_name), 0);
     gg_tenant_slots_free(t);
 }
 END_TEST
