@@ -189,25 +189,36 @@ char *gg_store_open_text(const gg_store_vault *v, const char *tenant, const char
     return out;
 }
 
-/* See store.h. */
-char *gg_store_secret_reveal(gg_store *s, const gg_store_vault *v, const char *tenant, const char *name,
-                             size_t *len, gg_error *err) {
+/* See store_internal.h. */
+int gg_store_sealed_read(gg_store *s, const gg_store_vault *v, const char *sql, const char *table,
+                         const char *const *keys, int n, const char *name, char **out, size_t *len, gg_error *err) {
+    *out = NULL;
     gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return NULL;
-    char *out = NULL;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GET, err);
+    if (!c) return -1;
+    int ret = -1;
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (st) {
-        gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        for (int i = 0; i < n; i++) gg_db_bind_text(st, i + 1, keys[i], -1, SQLITE_STATIC);
         int rc = gg_db_step(st);
-        if (rc == SQLITE_ROW)
-            out = gg_store_open_text(v, tenant, name, (const char *)gg_db_column_text(st, 0), (const char *)gg_db_column_text(st, 1),
-                           len, err);
-        else if (rc == SQLITE_DONE) gg_error_set(err, "not_found", "no secret '%s'", name);
-        else gg_store_set_db_error(c, err, "tenant_secrets");
+        if (rc == SQLITE_ROW) {
+            *out = gg_store_open_text(v, keys[0], name, (const char *)gg_db_column_text(st, 0),
+                                      (const char *)gg_db_column_text(st, 1), len, err);
+            ret = *out ? 1 : -2;
+        } else if (rc == SQLITE_DONE) ret = 0;
+        else gg_store_set_db_error(c, err, table);
         gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
+    return ret;
+}
+
+/* See store.h. */
+char *gg_store_secret_reveal(gg_store *s, const gg_store_vault *v, const char *tenant, const char *name,
+                             size_t *len, gg_error *err) {
+    const char *keys[] = {tenant, name};
+    char *out;
+    if (gg_store_sealed_read(s, v, SQL_GET, "tenant_secrets", keys, 2, name, &out, len, err) == 0)
+        gg_error_set(err, "not_found", "no secret '%s'", name);
     return out;
 }
 
@@ -240,102 +251,125 @@ bool gg_store_secrets_touch(gg_store *s, const char *const *tenants, const char 
     return gg_store_write_tx(s, touch_tx, &a, err);
 }
 
-/* See store.h. */
-long long gg_store_secrets_count(gg_store *s, const char *key_id, long long *other, gg_error *err) {
+/* See store_internal.h. */
+long long gg_store_sealed_count(gg_store *s, const char *sql, const char *table, const char *key_id, long long *other,
+                                gg_error *err) {
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return -1;
     long long total = -1;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_COUNT, err);
+    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (st) {
         gg_db_bind_text(st, 1, key_id ? key_id : "", -1, SQLITE_STATIC);
         if (gg_db_step(st) == SQLITE_ROW) {
             total = gg_db_column_int64(st, 0);
             if (other) *other = gg_db_column_int64(st, 1);
-        } else gg_store_set_db_error(c, err, "tenant_secrets");
+        } else gg_store_set_db_error(c, err, table);
         gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     return total;
 }
 
-/* ---- rekey ------------------------------------------------------------------------------ */
+/* See store.h. */
+long long gg_store_secrets_count(gg_store *s, const char *key_id, long long *other, gg_error *err) {
+    return gg_store_sealed_count(s, SQL_COUNT, "tenant_secrets", key_id, other, err);
+}
+
+/* ---- rekey: every sealed row of a table opened with the old key and sealed with the new
+ * one, in one transaction (a row the old key cannot open fails it all, nothing changed) -- */
 
 typedef struct rekey_row {
-    char *tenant, *name, *value;
+    char *keys[GG_STORE_SEALED_KEYS_MAX];
+    char *value;
     size_t len;
 } rekey_row;
 
 typedef struct rekey_args {
+    const gg_store_sealed_table *t;
     const gg_store_vault *old, *new_key;
     rekey_row *rows;
     size_t n, cap;
 } rekey_args;
 
-/* Every row, opened with the old key, into a->rows. */
-static bool rekey_read(gg_store_conn *c, rekey_args *a, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ALL, err);
-    if (!st) return false;
-    int rc;
-    bool ok = true;
-    while (ok && (rc = gg_db_step(st)) == SQLITE_ROW) {
-        if (a->n == a->cap) {
-            size_t cap = a->cap ? 2 * a->cap : 16;
-            rekey_row *r = realloc(a->rows, cap * sizeof *r);
-            if (!r) {
-                gg_error_set(err, "oom", "out of memory");
-                ok = false;
-                break;
-            }
-            a->rows = r;
-            a->cap = cap;
-        }
-        rekey_row *r = &a->rows[a->n];
-        r->tenant = strdup((const char *)gg_db_column_text(st, 0));
-        r->name = strdup((const char *)gg_db_column_text(st, 1));
-        r->value = r->tenant && r->name ? gg_store_open_text(a->old, r->tenant, r->name, (const char *)gg_db_column_text(st, 2),
-                                                   (const char *)gg_db_column_text(st, 3), &r->len, err)
-                                        : NULL;
-        a->n++;
-        if (!r->value) {
-            if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
-            ok = false;
-        }
+/* The row st is on, kept in a->rows and opened with the old key. */
+static bool rekey_keep(rekey_args *a, gg_db_stmt *st, gg_error *err) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 16;
+        rekey_row *r = realloc(a->rows, cap * sizeof *r);
+        if (!r) return gg_error_set(err, "oom", "out of memory"), false;
+        a->rows = r;
+        a->cap = cap;
     }
-    if (ok && rc != SQLITE_DONE) {
-        gg_store_set_db_error(c, err, "tenant_secrets");
-        ok = false;
-    }
-    gg_db_reset(st);
+    rekey_row *r = &a->rows[a->n++];
+    *r = (rekey_row){0};
+    int k = a->t->nkeys;
+    for (int i = 0; i < k; i++)
+        if (!(r->keys[i] = strdup((const char *)gg_db_column_text(st, i))))
+            return gg_error_set(err, "oom", "out of memory"), false;
+    const char *const *keys = (const char *const *)r->keys;
+    char buf[GG_STORE_VAULT_AD_MAX];
+    const char *name = a->t->name(keys, buf, sizeof buf, err);
+    if (!name) return false;
+    r->value = gg_store_open_text(a->old, keys[0], name, (const char *)gg_db_column_text(st, k),
+                                  (const char *)gg_db_column_text(st, k + 1), &r->len, err);
+    if (!r->value && a->t->unreadable) a->t->unreadable(keys, err);
+    return r->value != NULL;
+}
+
+static bool rekey_write(gg_store_conn *c, rekey_args *a, const rekey_row *r, long long now, gg_error *err) {
+    const char *const *keys = (const char *const *)r->keys;
+    char buf[GG_STORE_VAULT_AD_MAX];
+    const char *name = a->t->name(keys, buf, sizeof buf, err); /* not NULL: it was when read */
+    gg_store_sealed sl = {0};
+    bool ok = gg_store_seal_text(a->new_key, keys[0], name, r->value, r->len, &sl, err) &&
+              a->t->write(c, keys, &sl, a->new_key->key_id, now, err);
+    free(sl.value);
     return ok;
 }
 
 static bool rekey_tx(gg_store_conn *c, void *user, gg_error *err) {
     rekey_args *a = user;
-    if (!rekey_read(c, a, err)) return false;
+    gg_db_stmt *st = gg_store_conn_stmt(c, a->t->all_sql, err);
+    if (!st) return false;
+    int rc;
+    bool ok = true;
+    while (ok && (rc = gg_db_step(st)) == SQLITE_ROW) ok = rekey_keep(a, st, err);
+    if (ok && rc != SQLITE_DONE) ok = (gg_store_set_db_error(c, err, a->t->table), false);
+    gg_db_reset(st);
     long long now = gg_wall_ms();
-    for (size_t i = 0; i < a->n; i++) {
-        rekey_row *r = &a->rows[i];
-        sealed sl = {0};
-        bool ok = gg_store_seal_text(a->new_key, r->tenant, r->name, r->value, r->len, &sl, err) &&
-                  write_row(c, SQL_UPD, r->tenant, r->name, &sl, a->new_key->key_id, now, err);
-        free(sl.value);
-        if (!ok) return false;
-    }
-    /* no generation bump: the values are the same, and running servers (still on the old
-     * key until their restart) keep the clients they made instead of failing to open the
-     * rows again */
-    return true;
+    for (size_t i = 0; ok && i < a->n; i++) ok = rekey_write(c, a, &a->rows[i], now, err);
+    return ok;
 }
 
-/* See store.h. */
-long long gg_store_secrets_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key, gg_error *err) {
-    rekey_args a = {old, new_key, NULL, 0, 0};
+/* See store_internal.h. */
+long long gg_store_sealed_rekey(gg_store *s, const gg_store_sealed_table *t, const gg_store_vault *old,
+                                const gg_store_vault *new_key, gg_error *err) {
+    rekey_args a = {t, old, new_key, NULL, 0, 0};
     bool ok = gg_store_write_tx(s, rekey_tx, &a, err);
     for (size_t i = 0; i < a.n; i++) {
-        free(a.rows[i].tenant);
-        free(a.rows[i].name);
+        for (int k = 0; k < t->nkeys; k++) free(a.rows[i].keys[k]);
         gg_store_secret_free(a.rows[i].value, a.rows[i].len);
     }
     free(a.rows);
     return ok ? (long long)a.n : -1;
+}
+
+/* A secret's row is sealed as its name. */
+static const char *secret_row_name(const char *const *keys, char *buf, size_t cap, gg_error *err) {
+    (void)buf, (void)cap, (void)err;
+    return keys[1];
+}
+
+static bool secret_row_write(gg_store_conn *c, const char *const *keys, const gg_store_sealed *sl, const char *key_id,
+                             long long now, gg_error *err) {
+    return write_row(c, SQL_UPD, keys[0], keys[1], sl, key_id, now, err);
+}
+
+/* See store.h. No generation bump: the values are the same, and running servers (still on
+ * the old key until their restart) keep the clients they made instead of failing to open
+ * the rows again. */
+long long gg_store_secrets_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key, gg_error *err) {
+    static const gg_store_sealed_table secrets = {"tenant_secrets", SQL_ALL, 2, secret_row_name, secret_row_write,
+                                                  NULL /* the vault's message names the secret */};
+    return gg_store_sealed_rekey(s, &secrets, old, new_key, err);
 }

@@ -209,5 +209,33 @@ bool gg_store_seal_text(const gg_store_vault *v, const char *tenant, const char 
                         gg_store_sealed *out, gg_error *err);
 char *gg_store_open_text(const gg_store_vault *v, const char *tenant, const char *name, const char *nonce_hex,
                          const char *b64, size_t *len, gg_error *err);
+/* secrets.c: the one sealed row sql selects as (nonce, value), keys[0..n-1] bound to ?1..?n
+ * (keys[0]: the tenant), opened with v as the tenant's name. 1: *out holds the value
+ * (malloc'd, *len bytes); 0: no such row (err untouched); -1: a database error naming table;
+ * -2: the row does not open (err: the vault's, its message quoting name). */
+int gg_store_sealed_read(gg_store *s, const gg_store_vault *v, const char *sql, const char *table,
+                         const char *const *keys, int n, const char *name, char **out, size_t *len, gg_error *err);
+/* secrets.c: a table of sealed rows, for gg_store_sealed_rekey. all_sql selects every row:
+ * its nkeys (1..GG_STORE_SEALED_KEYS_MAX) key columns, the first the tenant, then nonce and
+ * value. name: the vault's name of a row (in buf, or one of keys), or NULL + err when its
+ * keys make none; write: the row's new seal stored; unreadable (NULL: none): err's message
+ * replaced when a row does not open with the old key. */
+#define GG_STORE_SEALED_KEYS_MAX 3
+typedef struct gg_store_sealed_table {
+    const char *table, *all_sql;
+    int nkeys;
+    const char *(*name)(const char *const *keys, char *buf, size_t cap, gg_error *err);
+    bool (*write)(gg_store_conn *c, const char *const *keys, const gg_store_sealed *sl, const char *key_id,
+                  long long now_ms, gg_error *err);
+    void (*unreadable)(const char *const *keys, gg_error *err);
+} gg_store_sealed_table;
+/* secrets.c: every row of t opened with old and sealed with new_key in one transaction (a
+ * row old cannot open fails it all, nothing changed): the rows, or -1 + err. */
+long long gg_store_sealed_rekey(gg_store *s, const gg_store_sealed_table *t, const gg_store_vault *old,
+                                const gg_store_vault *new_key, gg_error *err);
+/* secrets.c: sql's one row of (all rows, those not sealed by key_id), key_id bound to ?1: the
+ * first (*other: the second), or -1 with a database error naming table. */
+long long gg_store_sealed_count(gg_store *s, const char *sql, const char *table, const char *key_id, long long *other,
+                                gg_error *err);
 
 #endif

@@ -42,6 +42,19 @@ static bool grant_name(const char *server, const char *principal, char *out, siz
     return n > 0 && (size_t)n < cap;
 }
 
+/* A grant that does not open: the vault's message would quote the name, newlines and all, so
+ * err keeps its code with a message of its own (tenant: NULL when reading, set in a rekey). */
+static void unreadable(gg_error *err, const char *tenant, const char *server) {
+    if (!err) return;
+    char code[GG_ERR_CODE_MAX];
+    snprintf(code, sizeof code, "%s", err->code);
+    if (tenant)
+        gg_error_set(err, code, "the grant of tenant '%s' for server '%s' does not open with the old key", tenant, server);
+    else
+        gg_error_set(err, code, "the grant for server '%s' cannot be decrypted (another key, or a copied or damaged row)",
+                     server);
+}
+
 static void bind3(gg_db_stmt *st, const char *tenant, const char *server, const char *principal) {
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, server, -1, SQLITE_STATIC);
@@ -105,26 +118,11 @@ char *gg_store_user_grant_get(gg_store *s, const gg_store_vault *v, const char *
     char name[GG_STORE_VAULT_AD_MAX];
     if (!grant_name(server, principal, name, sizeof name))
         return gg_error_set(err, "not_found", "no grant of that principal for server '%.100s'", server ? server : ""), NULL;
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return NULL;
-    char *out = NULL;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GET, err);
-    if (st) {
-        bind3(st, tenant, server, principal);
-        int rc = gg_db_step(st);
-        if (rc == SQLITE_ROW) {
-            gg_error e = GG_ERROR_INIT; /* the vault's message would quote the name, newlines and all */
-            out = gg_store_open_text(v, tenant, name, (const char *)gg_db_column_text(st, 0),
-                                     (const char *)gg_db_column_text(st, 1), len, &e);
-            if (!out)
-                gg_error_set(err, e.code, "the grant for server '%s' cannot be decrypted (another key, or a copied or "
-                                          "damaged row)", server);
-            gg_error_clear(&e);
-        } else if (rc == SQLITE_DONE) gg_error_set(err, "not_found", "no grant of that principal for server '%s'", server);
-        else gg_store_set_db_error(c, err, TABLE);
-        gg_db_reset(st);
-    }
-    gg_store_conn_release(s, c);
+    const char *keys[] = {tenant, server, principal};
+    char *out;
+    int rc = gg_store_sealed_read(s, v, SQL_GET, TABLE, keys, 3, name, &out, len, err);
+    if (rc == 0) gg_error_set(err, "not_found", "no grant of that principal for server '%s'", server);
+    if (rc == -2) unreadable(err, NULL, server);
     return out;
 }
 
@@ -166,103 +164,38 @@ json_t *gg_store_user_grants_summary(gg_store *s, const char *tenant, gg_error *
 
 /* See store.h. */
 long long gg_store_user_grants_count(gg_store *s, const char *key_id, long long *other, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return -1;
-    long long total = -1;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_COUNT, err);
-    if (st) {
-        gg_db_bind_text(st, 1, key_id ? key_id : "", -1, SQLITE_STATIC);
-        if (gg_db_step(st) == SQLITE_ROW) {
-            total = gg_db_column_int64(st, 0);
-            if (other) *other = gg_db_column_int64(st, 1);
-        } else gg_store_set_db_error(c, err, TABLE);
-        gg_db_reset(st);
-    }
-    gg_store_conn_release(s, c);
-    return total;
+    return gg_store_sealed_count(s, SQL_COUNT, TABLE, key_id, other, err);
 }
 
-/* ---- rekey: every row opened with the old key and sealed with the new one, in one
- * transaction (a row the old key cannot open fails it all, nothing changed) ------------- */
+/* ---- rekey (gg_store_sealed_rekey) --------------------------------------------------- */
 
-typedef struct rekey_row {
-    char *tenant, *server, *principal, *value;
-    size_t len;
-} rekey_row;
-
-typedef struct rekey_args {
-    const gg_store_vault *old, *new_key;
-    rekey_row *rows;
-    size_t n, cap;
-} rekey_args;
-
-static bool rekey_keep(rekey_args *a, gg_db_stmt *st, gg_error *err) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 16;
-        rekey_row *r = realloc(a->rows, cap * sizeof *r);
-        if (!r) return gg_error_set(err, "oom", "out of memory"), false;
-        a->rows = r;
-        a->cap = cap;
-    }
-    rekey_row *r = &a->rows[a->n++];
-    *r = (rekey_row){strdup((const char *)gg_db_column_text(st, 0)), strdup((const char *)gg_db_column_text(st, 1)),
-                     strdup((const char *)gg_db_column_text(st, 2)), NULL, 0};
-    char name[GG_STORE_VAULT_AD_MAX];
-    if (!r->tenant || !r->server || !r->principal) return gg_error_set(err, "oom", "out of memory"), false;
-    if (!grant_name(r->server, r->principal, name, sizeof name))
-        return gg_error_set(err, "secret_unreadable", "a grant row has an unusable server or principal"), false;
-    gg_error e = GG_ERROR_INIT;
-    r->value = gg_store_open_text(a->old, r->tenant, name, (const char *)gg_db_column_text(st, 3),
-                                  (const char *)gg_db_column_text(st, 4), &r->len, &e);
-    if (!r->value)
-        gg_error_set(err, e.code, "the grant of tenant '%s' for server '%s' does not open with the old key", r->tenant,
-                     r->server);
-    gg_error_clear(&e);
-    return r->value != NULL;
+static const char *grant_row_name(const char *const *keys, char *buf, size_t cap, gg_error *err) {
+    if (grant_name(keys[1], keys[2], buf, cap)) return buf;
+    gg_error_set(err, "secret_unreadable", "a grant row has an unusable server or principal");
+    return NULL;
 }
 
-static bool rekey_write(gg_store_conn *c, rekey_args *a, const rekey_row *r, gg_error *err) {
-    char name[GG_STORE_VAULT_AD_MAX];
-    grant_name(r->server, r->principal, name, sizeof name); /* checked when read */
-    gg_store_sealed sl = {0};
-    if (!gg_store_seal_text(a->new_key, r->tenant, name, r->value, r->len, &sl, err)) return false;
+static bool grant_row_write(gg_store_conn *c, const char *const *keys, const gg_store_sealed *sl, const char *key_id,
+                            long long now_ms, gg_error *err) {
+    (void)now_ms; /* a rekey is no update of the grant */
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_REKEY, err);
-    int rc = SQLITE_ERROR;
-    if (st) {
-        bind3(st, r->tenant, r->server, r->principal);
-        gg_db_bind_text(st, 4, sl.nonce, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 5, sl.value, -1, SQLITE_STATIC);
-        gg_db_bind_text(st, 6, a->new_key->key_id, -1, SQLITE_STATIC);
-        rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, TABLE);
-    }
-    free(sl.value);
+    if (!st) return false;
+    bind3(st, keys[0], keys[1], keys[2]);
+    gg_db_bind_text(st, 4, sl->nonce, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 5, sl->value, -1, SQLITE_STATIC);
+    gg_db_bind_text(st, 6, key_id, -1, SQLITE_STATIC);
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, TABLE);
     return rc == SQLITE_DONE;
 }
 
-static bool rekey_tx(gg_store_conn *c, void *user, gg_error *err) {
-    rekey_args *a = user;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ALL, err);
-    if (!st) return false;
-    int rc;
-    bool ok = true;
-    while (ok && (rc = gg_db_step(st)) == SQLITE_ROW) ok = rekey_keep(a, st, err);
-    if (ok && rc != SQLITE_DONE) ok = (gg_store_set_db_error(c, err, TABLE), false);
-    gg_db_reset(st);
-    for (size_t i = 0; ok && i < a->n; i++) ok = rekey_write(c, a, &a->rows[i], err);
-    return ok;
-}
+static void grant_row_unreadable(const char *const *keys, gg_error *err) { unreadable(err, keys[0], keys[1]); }
 
 /* See store.h. */
 long long gg_store_user_grants_rekey(gg_store *s, const gg_store_vault *old, const gg_store_vault *new_key,
                                      gg_error *err) {
-    rekey_args a = {old, new_key, NULL, 0, 0};
-    bool ok = gg_store_write_tx(s, rekey_tx, &a, err);
-    for (size_t i = 0; i < a.n; i++) {
-        free(a.rows[i].tenant), free(a.rows[i].server), free(a.rows[i].principal);
-        gg_store_secret_free(a.rows[i].value, a.rows[i].len);
-    }
-    free(a.rows);
-    return ok ? (long long)a.n : -1;
+    static const gg_store_sealed_table grants = {TABLE, SQL_ALL, 3, grant_row_name, grant_row_write,
+                                                 grant_row_unreadable};
+    return gg_store_sealed_rekey(s, &grants, old, new_key, err);
 }

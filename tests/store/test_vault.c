@@ -167,6 +167,7 @@ START_TEST(rows_put_list_reveal_delete_rekey) {
     ck_assert_int_eq(gg_store_secrets_count(s, b.key_id, &other, &err), 1);
     ck_assert_int_eq(other, 1);
     ck_assert_int_eq(gg_store_secrets_rekey(s, &b, &a, &err), -1); /* the wrong old key changes nothing */
+    ck_assert(gg_error_is_set(&err) && strstr(err.message, "TOKEN"));
     gg_error_clear(&err);
     ck_assert_int_eq(gg_store_secrets_rekey(s, &a, &b, &err), 1);
     ck_assert_int_eq(gg_store_secrets_count(s, b.key_id, &other, &err), 1);
@@ -240,7 +241,7 @@ START_TEST(user_grants_put_get_summary_delete_rekey) {
         for (size_t i = 0; i < 3; i++) {
             ck_assert_ptr_null(gg_store_user_grant_get(s, &a, copied[i][0], copied[i][1], copied[i][2], &len, &err));
             ck_assert_str_eq(err.code, "secret_unreadable");
-            ck_assert(strchr(err.message, '\n') == NULL);
+            ck_assert(strchr(err.message, '\n') == NULL && strstr(err.message, "cannot be decrypted"));
             gg_error_clear(&err);
         }
         ck_assert_int_eq(gg_store_user_grant_delete(s, "beta", "docs", NULL, &err), 1);
@@ -252,6 +253,7 @@ START_TEST(user_grants_put_get_summary_delete_rekey) {
     ck_assert_int_eq(gg_store_user_grants_count(s, a.key_id, &other, &err), 2);
     ck_assert_int_eq(other, 0);
     ck_assert_int_eq(gg_store_user_grants_rekey(s, &b, &a, &err), -1);
+    ck_assert(strchr(err.message, '\n') == NULL && strstr(err.message, "does not open with the old key"));
     gg_error_clear(&err);
     ck_assert_int_eq(gg_store_user_grants_rekey(s, &a, &b, &err), 2);
     ck_assert_int_eq(gg_store_user_grants_count(s, b.key_id, &other, &err), 2);
