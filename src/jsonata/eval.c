@@ -1783,14 +1783,19 @@ jn_value *jn_apply(jn_call *call, jn_value *fn, jn_value **args, int nargs, gg_e
 }
 
 /* ---- transform ---- */
-static jn_value *deep_clone(jn_value *v) {
+
+/* A deep copy of v's arrays and objects: for a transform (detach false) its objects are
+ * marked JN_F_CLONE, to be updated in place while it runs, and share the leaves and keys;
+ * detached (for a result that outlives the state), no immortal value but null/true/false
+ * remains in it, since those of expressions compiled by $eval die with the state. */
+static jn_value *copy_tree(jn_value *v, bool detach) {
     if (!v) return NULL;
     if (v->type == JN_ARRAY) {
         jn_value *a = jn_array_new(v->u.arr.n);
         if (!a) return NULL;
         a->flags = v->flags;
         for (size_t i = 0; i < v->u.arr.n; i++) {
-            jn_value *x = v->u.arr.items[i] ? deep_clone(v->u.arr.items[i]) : NULL;
+            jn_value *x = v->u.arr.items[i] ? copy_tree(v->u.arr.items[i], detach) : NULL;
             if (v->u.arr.items[i] && !x) {
                 jn_decref(a);
                 return NULL;
@@ -1803,17 +1808,20 @@ static jn_value *deep_clone(jn_value *v) {
         if (!jn_force(v)) return NULL;
         jn_value *o = jn_object_new(v->u.obj.n);
         if (!o) return NULL;
-        o->flags = JN_F_CLONE;
+        if (!detach) o->flags = JN_F_CLONE;
         for (size_t i = 0; i < v->u.obj.n; i++) {
-            jn_value *x = deep_clone(v->u.obj.ents[i].val);
-            if (!x || !jn_object_set_key(o, v->u.obj.ents[i].key, x)) {
+            jn_value *k = v->u.obj.ents[i].key, *x = copy_tree(v->u.obj.ents[i].val, detach);
+            if (!x || !(detach ? jn_object_set(o, k->u.str.s, k->u.str.len, x) : jn_object_set_key(o, k, x))) {
                 jn_decref(o);
                 return NULL;
             }
         }
         return o;
     }
-    return jn_incref(v);
+    if (!detach || v->rc >= 0 || v->type == JN_NULL || v->type == JN_BOOL) return jn_incref(v);
+    if (v->type == JN_NUMBER) return jn_number(v->u.n);
+    if (v->type == JN_STRING) return jn_string(v->u.str.s, v->u.str.len);
+    return jn_string("", 0); /* functions/regexes from a dead expression */
 }
 
 static void object_delete(jn_value *o, const jn_value *key) {
@@ -1833,7 +1841,7 @@ static void clear_clone_marks(jn_value *v, int depth) {
 
 static jn_value *run_transform(jn_state *c, const jn_node *n, jn_value *obj, jn_frame *env) {
     if (!obj) return NULL;
-    jn_value *res = deep_clone(obj);
+    jn_value *res = copy_tree(obj, false);
     if (!res) return oom(c);
     jn_value *matches = ev(c, n->lhs, res, env);
     if (FAILED(c)) goto bad;
@@ -2140,43 +2148,6 @@ static void state_free(jn_state *c) {
     }
 }
 
-/* Deep copy of v in which no immortal value (other than null/true/false) remains. */
-static jn_value *detach(jn_value *v) {
-    if (!v || v->type == JN_NULL || v->type == JN_BOOL) return v;
-    if (v->type == JN_ARRAY) {
-        jn_value *a = jn_array_new(v->u.arr.n);
-        if (!a) return NULL;
-        a->flags = v->flags;
-        for (size_t i = 0; i < v->u.arr.n; i++) {
-            jn_value *x = v->u.arr.items[i] ? detach(v->u.arr.items[i]) : NULL;
-            if (v->u.arr.items[i] && !x) {
-                jn_decref(a);
-                return NULL;
-            }
-            a->u.arr.items[a->u.arr.n++] = x;
-        }
-        return a;
-    }
-    if (v->type == JN_OBJECT) {
-        if (!jn_force(v)) return NULL;
-        jn_value *o = jn_object_new(v->u.obj.n);
-        if (!o) return NULL;
-        for (size_t i = 0; i < v->u.obj.n; i++) {
-            jn_value *k = v->u.obj.ents[i].key;
-            jn_value *x = detach(v->u.obj.ents[i].val);
-            if (!x || !jn_object_set(o, k->u.str.s, k->u.str.len, x)) {
-                jn_decref(o);
-                return NULL;
-            }
-        }
-        return o;
-    }
-    if (v->rc >= 0) return jn_incref(v);
-    if (v->type == JN_NUMBER) return jn_number(v->u.n);
-    if (v->type == JN_STRING) return jn_string(v->u.str.s, v->u.str.len);
-    return jn_string("", 0); /* functions/regexes from a dead expression */
-}
-
 /* Wrap a top-level array input the way the reference does (outer wrapper sequence). */
 static jn_value *wrap_input(jn_state *c, jn_value *input) {
     if (input && input->type == JN_ARRAY && !jn_is_sequence(input)) {
@@ -2224,7 +2195,7 @@ static jn_value *evaluate_ast(const jn_node *ast, jn_value *input, jn_value *bin
     }
     /* values owned by expressions compiled by $eval die with the state: copy them */
     if (res && c.keep) {
-        jn_value *d = detach(res);
+        jn_value *d = copy_tree(res, true);
         jn_decref(res);
         res = d;
         if (!res) jn_oom(err);

@@ -402,6 +402,18 @@ static void keylist_init(keylist *k, const jl_val *args, size_t nargs) {
     k->cnt = k->list ? json_array_size(k->list->u.j) : nargs;
 }
 
+/* Whether the value a key found counts as missing: 1 (null, ""), 0 (present), -1 (a
+ * sentinel string: only the generic path can tell). */
+static int leaf_missing(const json_t *j) {
+    if (json_is_null(j)) return 1;
+    if (json_is_string(j)) {
+        size_t l = json_string_length(j);
+        if (l == 0) return 1;
+        if (l == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) return -1;
+    }
+    return 0;
+}
+
 /* Whether the value at a key (a dotted path computed at run time) is missing, read in
  * place: 1 missing, 0 present, -1 when only the generic path can tell. */
 static int path_missing(const jl_frame *f, const char *s, size_t len) {
@@ -418,13 +430,7 @@ static int path_missing(const jl_frame *f, const char *s, size_t len) {
         if (!dot) break;
         s = dot + 1;
     }
-    if (json_is_null(j)) return 1;
-    if (json_is_string(j)) {
-        size_t l = json_string_length(j);
-        if (l == 0) return 1;
-        if (l == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) return -1;
-    }
-    return 0;
+    return leaf_missing(j);
 }
 
 /* Mark each missing key in flags; *nmiss counts them. No allocation for the result. */
@@ -535,13 +541,7 @@ static int mkey_missing(const jl_frame *f, const jl_mkey *k) {
         if (!e) return 1;
         j = e;
     }
-    if (json_is_null(j)) return 1;
-    if (json_is_string(j)) {
-        size_t l = json_string_length(j);
-        if (l == 0) return 1;
-        if (l == 2 && (unsigned char)json_string_value(j)[0] == JL_SENTINEL) return -1;
-    }
-    return 0;
+    return leaf_missing(j);
 }
 
 static bool has_mplan(const jl_node *n) { return n->mk || n->mk_sub; }
