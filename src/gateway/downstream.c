@@ -360,6 +360,8 @@ typedef struct lc_key {
     char server[GG_NAME_MAX + 1]; /* "": the tenant's servers past LC_PER_TENANT */
     double last_ms;               /* its tenant's last re-listing for it (monotonic); 0 = never */
     bool due;                     /* a list_changed no re-listing has answered yet */
+    int relay;                    /* MCP_FORWARD_* whose list_changed is still to relay (relay_due) */
+    double relayed_ms;            /* when one was last relayed (monotonic); 0 = never */
 } lc_key;
 
 struct gw_refresher {
@@ -385,7 +387,9 @@ static double lc_interval(const gw_refresher *r) {
 static void lc_prune(gw_refresher *r, double now) {
     size_t n = 0;
     for (size_t i = 0; i < r->nkeys; i++)
-        if (r->keys[i].due || now - r->keys[i].last_ms < lc_interval(r)) r->keys[n++] = r->keys[i];
+        if (r->keys[i].due || r->keys[i].relay || now - r->keys[i].last_ms < lc_interval(r) ||
+            now - r->keys[i].relayed_ms < lc_interval(r))
+            r->keys[n++] = r->keys[i];
     r->nkeys = n;
 }
 
@@ -409,17 +413,99 @@ static lc_key *lc_find(gw_refresher *r, const char *tenant, const char *server, 
 }
 
 /* A downstream server of an installed graph sent a notification (its reader thread): on
- * tools/list_changed its tenant's catalogs are listed again by the refresher, debounced. */
+ * tools/list_changed its tenant's catalogs are listed again by the refresher, debounced;
+ * resources/ and prompts/list_changed are relayed by it to the clients of the graphs that
+ * proxy them, debounced the same way (relay_due). */
 void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method) {
     gw_refresher *r = ((gg_gateway *)user)->refresher;
-    if (!r || !tenant || strcmp(method, "notifications/tools/list_changed") != 0) return;
+    int relay = !strcmp(method, "notifications/resources/list_changed") ? MCP_FORWARD_RESOURCES
+                : !strcmp(method, "notifications/prompts/list_changed") ? MCP_FORWARD_PROMPTS : 0;
+    if (!r || !tenant || (!relay && strcmp(method, "notifications/tools/list_changed") != 0)) return;
     pthread_mutex_lock(&r->mu);
     lc_key *k = r->stopping ? NULL : lc_find(r, tenant, server ? server : "", gg_now_ms());
-    if (k && !k->due) { /* the first since its last re-listing: the refresher works out when */
+    if (k && relay && !(k->relay & relay)) {
+        k->relay |= relay;
+        pthread_cond_broadcast(&r->cv);
+    } else if (k && !relay && !k->due) { /* the first since its last re-listing: the refresher works out when */
         k->due = true;
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+/* notifications/resources|prompts/list_changed (kinds: MCP_FORWARD_*) of tenant's server
+ * ("": any of its servers) to the GET streams of each installed graph re-exporting them, of
+ * /mcp/{t}/_all, and of the views naming such a graph (the refresher's thread). */
+static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *server, int kinds) {
+    static const char *const msg[] = {"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}",
+                                      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}"};
+    json_t *all = gw_registry_list(gw->registry), *e, *views = NULL, *v;
+    int tw = 0;
+    size_t i, j;
+    json_array_foreach(all, i, e) {
+        const char *graph = json_string_value(json_array_get(e, 1));
+        if (strcmp(json_string_value(json_array_get(e, 0)), tenant)) continue;
+        mcp_server *s = gw_registry_peek(gw->registry, tenant, graph, NULL);
+        gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+        int hit = g ? kinds & gg_graph_proxies_extras(g, *server ? server : NULL) : 0;
+        mcp_server_unref(s);
+        if (!hit) continue;
+        tw |= hit;
+        for (int k = 0; k < 2; k++)
+            if (hit & (1 << k)) gw_streams_notify(gw->streams, tenant, graph, msg[k]);
+        if (!views && gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX)) {
+            gg_error err = GG_ERROR_INIT;
+            views = gw->store ? gg_store_views_list(gw->store, tenant, &err) : NULL;
+            gg_error_clear(&err);
+            if (!views) views = json_array();
+        }
+        json_array_foreach(views, j, v) for (int k = 0; k < 2; k++) {
+            json_t *d = json_object_get(v, "definition"), *n;
+            size_t x;
+            char ep[GG_NAME_MAX + 1];
+            if (!(hit & (1 << k))) continue;
+            json_array_foreach(json_object_get(d, k ? "prompts" : "resources"), x, n) if (json_is_string(n) && !strcmp(json_string_value(n), graph)) {
+                snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, json_string_value(json_object_get(v, "name")));
+                gw_streams_notify(gw->streams, tenant, ep, msg[k]);
+            }
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (tw & (1 << k)) gw_streams_notify(gw->streams, tenant, GW_TENANTWIDE, msg[k]);
+    json_decref(views);
+    json_decref(all);
+}
+
+/* Relay the list_changed notifications due now (mu held, let go meanwhile): per (tenant,
+ * server) the first at once, later ones within downstream.list_changed_min_interval folded
+ * into one trailing relay. The next time one falls due (0: none). */
+static double relay_due(gw_refresher *r) {
+    double now = gg_now_ms(), iv = lc_interval(r), next = 0;
+    struct due { char tenant[GG_TENANT_MAX], server[GG_NAME_MAX + 1]; int kinds; } *go = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nkeys; i++) {
+        lc_key *k = &r->keys[i];
+        if (!k->relay) continue;
+        double at = k->relayed_ms ? k->relayed_ms + iv : now;
+        if (at > now) {
+            if (!next || at < next) next = at;
+            continue;
+        }
+        struct due *more = realloc(go, (n + 1) * sizeof *go);
+        if (!more) break; /* out of memory: tried again on the next wake */
+        go = more;
+        memcpy(go[n].tenant, k->tenant, sizeof go[n].tenant);
+        memcpy(go[n].server, k->server, sizeof go[n].server);
+        go[n++].kinds = k->relay;
+        k->relay = 0;
+        k->relayed_ms = now;
+    }
+    if (!n) return next;
+    pthread_mutex_unlock(&r->mu);
+    for (size_t i = 0; i < n; i++) relay_list_changed(r->gw, go[i].tenant, go[i].server, go[i].kinds);
+    free(go);
+    pthread_mutex_lock(&r->mu);
+    return next;
 }
 
 /* A re-listing after list_changed ended (an upload thread): the tenant's keys may go on. */
@@ -524,7 +610,8 @@ static void *refresher_main(void *arg) {
     pthread_mutex_lock(&r->mu);
     struct timespec round = realtime_in(GW_DOWNSTREAM_REFRESH_S * 1000.0), now;
     while (!r->stopping) {
-        double next = refresh_due(r);
+        double next = refresh_due(r), rnext = r->stopping ? 0 : relay_due(r);
+        if (rnext && (!next || rnext < next)) next = rnext;
         if (r->stopping) break;
         struct timespec until = round;
         if (next) {

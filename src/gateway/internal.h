@@ -438,6 +438,9 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
 /* A view's definition may have changed: list_changed to the sessions on tenant/graph whose
  * server was built from another definition than srv's; they then hold srv. */
 void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
+/* msg (a serialized notification) once to each session with a stream on tenant/graph (a
+ * downstream's resources/prompts list_changed relayed, downstream.c). */
+void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, const char *msg);
 /* Each endpoint whose graph part starts with prefix that has a session stream (gw_endpoint_add). */
 void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out);
 /* Whether some GET stream is open now on an endpoint of tenant whose graph part starts with

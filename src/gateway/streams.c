@@ -760,6 +760,24 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
 }
 
 /* See internal.h. */
+void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, const char *msg) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    for (size_t b = 0; s->entries && b < BUCKETS; b++)
+        for (ssess *ss = s->buckets[b]; ss; ss = ss->next) {
+            if (ss->gone || !same_endpoint(ss, tenant, graph)) continue;
+            bool sent = false; /* once per session: its newest stream that takes it */
+            while (!sent && ss->n > 0) {
+                sent = send_event(ss, ss->n - 1, msg);
+                if (!sent) end_stream(s, ss, ss->n - 1);
+            }
+            if (!sent) send_event(ss, -1, msg); /* none open: kept for its resume */
+        }
+    prune(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* See internal.h. */
 void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
     if (s && srv) changed_to(s, tenant, graph, srv, true);
 }

@@ -2,7 +2,10 @@
  *
  * PUT /admin/tenants/{t}/views/{name} stores a definition
  *   {"description"?: text, "tools": [{"tool": "<graph>.<tool>", "name"?: new name,
- *                                     "description"?: text}, ...]}
+ *                                     "description"?: text}, ...],
+ *    "resources"?: ["<graph>", ...], "prompts"?: ["<graph>", ...]}
+ * (tools may be absent when resources or prompts name a graph: those graphs' proxied
+ * resources and prompts under their tenant-wide names, tenantwide.c)
  * checked here (clear 400s naming the member), bounded (GW_VIEWS_MAX views per tenant,
  * GW_VIEW_TOOLS_MAX tools per view) and served at /mcp/{tenant}/_views/{name}. A selected
  * tool that no active graph offers is not an error: GET reports it under "missing" and the
@@ -52,17 +55,38 @@ static bool check_entry(json_t *e, size_t i, json_t *seen, gg_error *err) {
     return true;
 }
 
+/* "resources" / "prompts": the graphs whose proxied ones the view serves, as a list of
+ * distinct graph names (at most GW_VIEW_TOOLS_MAX). */
+static bool graphs_check(json_t *d, const char *key, gg_error *err) {
+    json_t *l = json_object_get(d, key), *g;
+    if (!l) return true;
+    if (!json_is_array(l) || json_array_size(l) > GW_VIEW_TOOLS_MAX)
+        return gg_error_set(err, "invalid_view", "%s must be an array of at most %d graph names", key, GW_VIEW_TOOLS_MAX), false;
+    size_t i, j;
+    json_array_foreach(l, i, g) {
+        gg_error e = GG_ERROR_INIT;
+        bool ok = json_is_string(g) && gg_auth_valid_name(json_string_value(g), "graph", &e);
+        gg_error_clear(&e);
+        for (j = 0; ok && j < i; j++) ok = !json_equal(json_array_get(l, j), g);
+        if (!ok) return gg_error_set(err, "invalid_view", "%s[%zu]: must be a graph name, named once", key, i), false;
+    }
+    return true;
+}
+
 /* The definition's shape (see the top of the file). */
 static bool view_check(json_t *d, gg_error *err) {
     if (!json_is_object(d)) return gg_error_set(err, "invalid_view", "the body must be a JSON object"), false;
     const char *k;
     json_t *v;
-    json_object_foreach(d, k, v) if (strcmp(k, "tools") && strcmp(k, "description"))
-        return gg_error_set(err, "invalid_view", "unknown member '%s' (allowed: tools, description)", k), false;
+    json_object_foreach(d, k, v) if (strcmp(k, "tools") && strcmp(k, "description") && strcmp(k, "resources") && strcmp(k, "prompts"))
+        return gg_error_set(err, "invalid_view", "unknown member '%s' (allowed: tools, resources, prompts, description)", k), false;
     if (!short_text(json_object_get(d, "description")))
         return gg_error_set(err, "invalid_view", "description must be a string of at most 4096 bytes"), false;
+    if (!graphs_check(d, "resources", err) || !graphs_check(d, "prompts", err)) return false;
     json_t *tools = json_object_get(d, "tools");
-    if (!json_is_array(tools) || json_array_size(tools) == 0 || json_array_size(tools) > GW_VIEW_TOOLS_MAX)
+    bool extras = json_array_size(json_object_get(d, "resources")) || json_array_size(json_object_get(d, "prompts"));
+    if ((tools || !extras) &&
+        (!json_is_array(tools) || (json_array_size(tools) == 0 && !extras) || json_array_size(tools) > GW_VIEW_TOOLS_MAX))
         return gg_error_set(err, "invalid_view", "tools must be an array of 1..%d selections", GW_VIEW_TOOLS_MAX), false;
     json_t *seen = json_object();
     bool ok = true;
@@ -137,6 +161,9 @@ static bool selects_from(json_t *d, const char *graph) {
         const char *tool = json_string_value(json_object_get(e, "tool"));
         if (tool && strncmp(tool, graph, n) == 0 && tool[n] == '.') return true;
     }
+    static const char *const keys[] = {"resources", "prompts"};
+    for (int k = 0; k < 2; k++)
+        json_array_foreach(json_object_get(d, keys[k]), i, e) if (json_is_string(e) && !strcmp(json_string_value(e), graph)) return true;
     return false;
 }
 

@@ -468,6 +468,9 @@ void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *us
 size_t gg_graph_adopt_clients(gg_graph *g, gg_graph *old);
 /* Whether a `proxy:` entry of g re-exports server's tools (its catalog shapes g's list). */
 bool gg_graph_proxies(const gg_graph *g, const char *server);
+/* The MCP_FORWARD_* kinds (resources, prompts) g's `proxy:` entries re-export from server
+ * (NULL: from any server), so its list_changed can reach g's clients. */
+int gg_graph_proxies_extras(const gg_graph *g, const char *server);
 /* Whether a `proxy:` entry of g re-exports the server whose identity this is, or an mcp
  * node calls it under `on_change: quarantine` (its catalog decides what the node may call). */
 bool gg_graph_proxies_identity(const gg_graph *g, const char *identity);

@@ -247,6 +247,19 @@ int gg_graph_forwards(const gg_graph *g) {
     return kinds;
 }
 
+/* See graph.h. */
+int gg_graph_proxies_extras(const gg_graph *g, const char *server) {
+    int kinds = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(g->px_extras, i, e) {
+        if (server && strcmp(json_string_value(json_object_get(e, "server")), server)) continue;
+        if (json_object_get(e, "res")) kinds |= MCP_FORWARD_RESOURCES;
+        if (json_object_get(e, "prm")) kinds |= MCP_FORWARD_PROMPTS;
+    }
+    return kinds;
+}
+
 /* ---- answering: one request, one downstream exchange --------------------------------------- */
 
 typedef enum { F_LIST, F_READ, F_GET, F_COMPLETE } fkind;

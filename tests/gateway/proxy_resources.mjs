@@ -8,8 +8,12 @@
 //   none:    a proxy entry with tools only: no resources, prompts or completions at all
 //   hostile: a downstream answering malformed and oversized results: clear errors, no crash;
 //            its well-formed prompt pages pass through with their cursor
+//   tenantwide: /mcp/{t}/_all over those graphs: "<graph>." names and URIs, every page, a
+//            failing graph skipped, another tenant's graph unreachable
+//   view:    a view naming graphs in "resources" and "prompts": only theirs
+//   notify:  (URL = the tenant's /mcp/acme, then METRICS_URL) list_changed relayed, rate-bounded
 // prints "ok - ..." lines and "N passed, N failed".
-import { loadSdk, check, finish } from './sdk_lib.mjs';
+import { loadSdk, check, finish, until } from './sdk_lib.mjs';
 
 const [mode, url, key] = process.argv.slice(2);
 const { Client } = await loadSdk('client/index.js');
@@ -156,11 +160,152 @@ async function hostile(client) {
   check('completion values that are not strings → -32603', e && e.code === -32603, String(e));
 }
 
-try {
+// /mcp/acme/_all: graphs ev, hostile, none and sel; beta's graph vault proxies the same server.
+async function tenantwide(client) {
+  const caps = client.getServerCapabilities();
+  check('_all advertises resources, prompts and completions (some graph proxies them)',
+    !!(caps.resources && caps.prompts && caps.completions), caps);
+  const skipped = [];
+  const pages = async (fn, field) => {
+    let cursor, n = 0;
+    const items = [];
+    do {
+      const r = await fn(cursor ? { cursor } : {});
+      items.push(...r[field]);
+      for (const s of r._meta?.['io.graphgate/skipped'] ?? []) skipped.push(s.graph);
+      cursor = r.nextCursor;
+      n++;
+    } while (cursor && n < 50);
+    return [items, n];
+  };
+  const [res] = await pages((p) => client.listResources(p), 'resources');
+  const uris = res.map((r) => r.uri);
+  check(`resources/list walks the graphs: ev's under "ev.", sel's selection under "sel." (${res.length} items)`,
+    uris.includes('ev.ev+demo://resource/static/document/architecture.md') &&
+    uris.includes('sel.demo://resource/static/document/architecture.md') &&
+    uris.every((u) => u.startsWith('ev.ev+demo://') || u.startsWith('sel.demo://')), uris);
+  check('... a graph\'s own declared resource stays on its endpoint (no sel.docs://mine)', !uris.includes('sel.docs://mine'), uris);
+  check('... hostile\'s failing list is skipped on its page and named in _meta', skipped.includes('hostile'), skipped);
+  const [tpl] = await pages((p) => client.listResourceTemplates(p), 'resourceTemplates');
+  const tn = tpl.map((x) => x.uriTemplate);
+  check('resources/templates/list: ev\'s and sel\'s templates under their graphs',
+    tn.includes('ev.ev+demo://resource/dynamic/text/{resourceId}') && tn.includes('sel.demo://resource/dynamic/text/{resourceId}') &&
+    tpl.find((x) => x.uriTemplate === 'sel.demo://resource/dynamic/text/{resourceId}').description === 'text by id', tn);
+  const rd = await client.readResource({ uri: 'ev.ev+demo://resource/static/document/architecture.md' });
+  check('resources/read through _all: the text, its uri under "ev."',
+    rd.contents[0].uri === 'ev.ev+demo://resource/static/document/architecture.md' && rd.contents[0].text.length > 100,
+    rd.contents.map((c) => c.uri));
+  const t = await client.readResource({ uri: 'sel.demo://resource/dynamic/text/2' });
+  check('resources/read through a selected template of sel', t.contents[0].uri === 'sel.demo://resource/dynamic/text/2' &&
+    /2/.test(t.contents[0].text), t);
+  for (const [uri, why] of [['sel.docs://mine', 'a graph\'s own resource'],
+    ['sel.demo://resource/dynamic/blob/2', 'a URI its graph did not select'],
+    ['ev+demo://resource/static/document/architecture.md', 'a URI without a graph'],
+    ['nope.demo://resource/static/document/architecture.md', 'an unknown graph'],
+    ['none.demo://resource/static/document/architecture.md', 'a graph proxying no resources'],
+    ['vault.demo://resource/static/document/architecture.md', 'another tenant\'s graph (beta/vault proxies it)']]) {
+    const e = await failure(client.readResource({ uri }));
+    check(`${why} is not served (-32002): ${uri}`, e && e.code === -32002, String(e));
+  }
+  const [pr, ppages] = await pages((p) => client.listPrompts(p), 'prompts');
+  const names = pr.map((p) => p.name).sort();
+  check(`prompts/list: ev's, hostile's (both its pages) and sel's proxied prompts (${names.length} over ${ppages} pages)`,
+    names.includes('ev.ev_args-prompt') && names.includes('sel.weather') && names.includes('hostile.p1') &&
+    names.includes('hostile.p2') && !names.includes('sel.hello') && !names.includes('sel.completable-prompt') &&
+    names.every((n) => /^(ev|hostile|sel)\./.test(n)), names);
+  const g = await client.getPrompt({ name: 'ev.ev_args-prompt', arguments: { city: 'Paris', state: 'Texas' } });
+  check('prompts/get with arguments through _all', g.messages[0].content.text.includes('Paris, Texas'), g);
+  const w = await client.getPrompt({ name: 'sel.weather', arguments: { city: 'Oslo' } });
+  check('... a renamed one keeps its graph\'s description', w.messages[0].content.text.includes('Oslo') &&
+    w.description === 'asks the weather', w);
+  for (const name of ['sel.completable-prompt', 'vault.simple-prompt', 'ev_args-prompt', 'sel.simple-prompt']) {
+    const e = await failure(client.getPrompt({ name, arguments: { city: 'x' } }));
+    check(`prompts/get ${name} → -32602 (own, another tenant's, no graph, not selected)`, e && e.code === -32602, String(e));
+  }
+  const c = await client.complete({ ref: { type: 'ref/prompt', name: 'ev.ev_completable-prompt' },
+    argument: { name: 'department', value: 'Eng' } });
+  check('completion/complete of a proxied prompt through _all', JSON.stringify(c.completion.values) === '["Engineering"]', c);
+  const c3 = await client.complete({ ref: { type: 'ref/resource', uri: 'ev.ev+demo://resource/dynamic/text/{resourceId}' },
+    argument: { name: 'resourceId', value: '4' } });
+  check('... of a proxied template variable', JSON.stringify(c3.completion.values) === '["4"]', c3);
+  const c4 = await client.complete({ ref: { type: 'ref/prompt', name: 'vault.completable-prompt' },
+    argument: { name: 'department', value: 'Eng' } });
+  check('... of another tenant\'s graph\'s prompt: nothing', c4.completion.values.length === 0, c4);
+  const e = await failure(client.listPrompts({ cursor: Buffer.from('vault\n').toString('base64url') }));
+  check('a cursor naming another tenant\'s graph → -32602', e && e.code === -32602, String(e));
+}
+
+// /mcp/acme/_views/px: {"tools":[{"tool":"sel.echo"}], "resources":["sel"], "prompts":["ev"]}
+async function view(client) {
+  const { resources } = await client.listResources();
+  check('a view lists the proxied resources of the graphs its "resources" names (sel) only',
+    JSON.stringify(resources.map((r) => r.uri)) === '["sel.demo://resource/static/document/architecture.md"]', resources);
+  const r = await client.readResource({ uri: 'sel.demo://resource/static/document/architecture.md' });
+  check('... read through the view', r.contents[0].text.length > 100, r.contents.map((x) => x.uri));
+  let e = await failure(client.readResource({ uri: 'ev.ev+demo://resource/static/document/architecture.md' }));
+  check('a graph the view does not name for resources (ev) is not served (-32002)', e && e.code === -32002, String(e));
+  const [pr] = await all((p) => client.listPrompts(p), 'prompts');
+  check('prompts: only ev\'s (the view\'s "prompts")', pr.length > 3 && pr.every((p) => p.name.startsWith('ev.ev_')),
+    pr.map((p) => p.name));
+  const g = await client.getPrompt({ name: 'ev.ev_args-prompt', arguments: { city: 'Lima' } });
+  check('prompts/get through the view', g.messages[0].content.text.includes('Lima'), g);
+  e = await failure(client.getPrompt({ name: 'sel.weather', arguments: { city: 'x' } }));
+  check('a prompt of a graph the view does not name for prompts → -32602', e && e.code === -32602, String(e));
+  const c = await client.complete({ ref: { type: 'ref/prompt', name: 'ev.ev_completable-prompt' },
+    argument: { name: 'department', value: 'Mar' } });
+  check('completion/complete through the view', JSON.stringify(c.completion.values) === '["Marketing"]', c);
+  const { tools } = await client.listTools();
+  check('its tools as before (sel.echo)', tools.map((x) => x.name).join() === 'sel.echo', tools);
+}
+
+// A downstream's resources/ and prompts/list_changed relayed to the GET streams of the graph
+// proxying them (lc), of _all and of a view naming lc under "resources" only (lcv); a burst of
+// 50 folds into one trailing relay per downstream.list_changed_min_interval (1 s here).
+// usage: node proxy_resources.mjs notify BASE_URL(/mcp/acme) KEY METRICS_URL
+async function notify(base, metricsUrl) {
+  const { ResourceListChangedNotificationSchema, PromptListChangedNotificationSchema } = await loadSdk('types.js');
+  const streams = async () => Number((/^graphgate_mcp_streams (\d+)$/m.exec(await (await fetch(metricsUrl)).text()) || [0, -1])[1]);
+  const before = await streams();
+  const seen = {};
+  const clients = {};
+  for (const ep of ['lc', '_all', '_views/lcv']) {
+    const c = new Client({ name: `notify-${ep}`, version: '1.0.0' }, { capabilities: {} });
+    seen[ep] = { resources: 0, prompts: 0 };
+    c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { seen[ep].resources++; });
+    c.setNotificationHandler(PromptListChangedNotificationSchema, () => { seen[ep].prompts++; });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${base}/${ep}`),
+      { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+    clients[ep] = c;
+  }
+  check('the SDK clients opened their GET streams (graph, _all, view)', (await until(async () => (await streams()) >= before + 3)) === true,
+    [before, await streams()]);
+  const want = (n) => seen.lc.resources >= n && seen.lc.prompts >= n && seen._all.resources >= n && seen._all.prompts >= n &&
+    seen['_views/lcv'].resources >= n;
+  await clients.lc.callTool({ name: 'change', arguments: { n: 1 } });
+  check('the downstream\'s resources/ and prompts/list_changed reach the graph\'s, _all\'s and the view\'s streams',
+    (await until(() => want(1))) === true, seen);
+  await clients.lc.callTool({ name: 'change', arguments: { n: 50 } });
+  check('a burst of 50 of each arrives as one trailing relay after the interval', (await until(() => want(2))) === true, seen);
+  await clients.lc.callTool({ name: 'change', arguments: { n: 1 } });
+  check('... and a later one as the next (the burst left nothing else pending)', (await until(() => want(3))) === true, seen);
+  check('... so each client got exactly 3 of each, the view no prompts/list_changed (it names lc for resources only)',
+    JSON.stringify(seen) === JSON.stringify({ lc: { resources: 3, prompts: 3 }, _all: { resources: 3, prompts: 3 },
+      '_views/lcv': { resources: 3, prompts: 0 } }), seen);
+  for (const c of Object.values(clients)) await c.close();
+}
+
+if (mode === 'notify') {
+  try {
+    await notify(url, process.argv[5]);
+    finish();
+  } catch (e) {
+    finish(e);
+  }
+} else try {
   const client = new Client({ name: 'proxy-resources-test', version: '1.0.0' }, { capabilities: {} });
   await client.connect(new StreamableHTTPClientTransport(new URL(url),
     { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  await ({ ev, sel, none, hostile })[mode](client);
+  await ({ ev, sel, none, hostile, tenantwide, view })[mode](client);
   await client.close();
   finish();
 } catch (e) {

@@ -10,7 +10,11 @@
 # (proxy_resources_srv.mjs: an item without a uri, 5000 templates, a content without text or
 # blob, 6 MiB of text, a role "system" message, numeric completions, a 4 KiB cursor) — each a
 # clear JSON-RPC error, the gateway unharmed, its well-formed pages passed through with their
-# cursor. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
+# cursor. The same through the tenant-wide endpoint (names and URIs under "<graph>.", every
+# page across graphs, the failing graph skipped and named, a graph's own items, unselected
+# URIs and another tenant's graph not reachable) and a view naming graphs under "resources" and
+# "prompts" (only theirs; bad selections 400). A downstream's resources/ and prompts/list_changed
+# reach the GET streams of its graph, _all and a view naming it, a burst folded into one. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -56,6 +60,12 @@ proxy:
   - {server: "hostile", resources: "all", prompts: "all"}
 YAML
 } >"$GG_TMP/hostile.yaml"
+{ hdr lc; cat <<YAML
+  notifier: {command: "$NODE", args: ["$HOSTILE", "notify"]}
+proxy:
+  - {server: "notifier", tools: ["change"], resources: "all", prompts: "all"}
+YAML
+} >"$GG_TMP/lc.yaml"
 # line numbers matter below (has FILE CODE LINE)
 { hdr bad; cat <<YAML
   a: {command: "$NODE", args: ["$HOSTILE"]}
@@ -73,10 +83,20 @@ proxy:
 YAML
 } >"$GG_TMP/bad.yaml"
 
+{ hdr vault; cat <<YAML
+  everything: {command: "$NODE", args: ["$EV", "stdio"]}
+proxy:
+  - {server: "everything", resources: "all", prompts: "all"}
+YAML
+} >"$GG_TMP/vault.yaml"
+
 gw_cli_run tenant create acme >/dev/null
+gw_cli_run tenant create beta >/dev/null
 ADMIN=$(gw_key acme admin)
 KEY=$(gw_key acme tools:read,tools:execute)
-GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" gg_start || { echo "0 passed, 1 failed"; exit 1; }
+BADMIN=$(gw_key beta admin)
+BKEY=$(gw_key beta tools:read,tools:execute)
+GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" GRAPHGATE_DOWNSTREAM_LIST_CHANGED_MIN_INTERVAL=1s gg_start || { echo "0 passed, 1 failed"; exit 1; }
 t "setup: tenant and keys" gw_cli_clean
 
 sdk() { # MODE GRAPH: the SDK client's checks folded into ours
@@ -91,6 +111,44 @@ t "none (tools only) is accepted" eq "$(gw_put_graph "$ADMIN" acme none "$GG_TMP
 sdk none none
 t "hostile is accepted" eq "$(gw_put_graph "$ADMIN" acme hostile "$GG_TMP/hostile.yaml")" 201
 sdk hostile hostile
+
+# the tenant-wide endpoint and a view (src/gateway/tenantwide.c): every graph's proxied
+# resources, templates, prompts and completions under "<graph>."; beta's graph vault proxies
+# the same server and is not reachable through acme's endpoints
+t "beta's vault (resources: all, prompts: all, no prefix) is accepted" eq "$(gw_put_graph "$BADMIN" beta vault "$GG_TMP/vault.yaml")" 201
+sdk tenantwide _all
+V="$GG_PUB/admin/tenants/acme/views"
+vput() { gg_curl "$GG_TMP/v.json" -X PUT -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' --data-binary "$2" "$V/$1"; }
+t "a view naming graphs under resources and prompts → 201" \
+  eq "$(vput px '{"tools":[{"tool":"sel.echo"}],"resources":["sel"],"prompts":["ev"]}')" 201
+sdk view _views/px
+t "a view with prompts only (no tools) → 201" eq "$(vput po '{"prompts":["ev"]}') $(jget "$GG_TMP/v.json" 'd["tool_count"]')" "201 0"
+t "views: resources not a list of graph names → 400 invalid_view" \
+  eq "$(vput bad '{"resources":"ev"}') $(vput bad '{"prompts":["Not A Graph"]}') $(vput bad '{"resources":["ev","ev"]}') $(jget "$GG_TMP/v.json" 'd["error"]["code"]')" \
+  "400 400 400 invalid_view"
+t "views: neither tools nor resources nor prompts → 400" eq "$(vput bad '{"resources":[]}')" 400
+# a downstream's resources/ and prompts/list_changed relayed to the GET streams of its graph,
+# _all and a view naming the graph (for resources only), rate-bounded (downstream.c relay_due)
+t "lc (a downstream announcing changed lists) is accepted, view lcv names it for resources" \
+  eq "$(gw_put_graph "$ADMIN" acme lc "$GG_TMP/lc.yaml") $(vput lcv '{"resources":["lc"]}')" "201 201"
+"$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" notify "$GG_PUB/mcp/acme" "$KEY" "$GG_INT/metrics" >"$GG_TMP/notify.out" 2>&1
+gw_fold "$GG_TMP/notify.out" $?
+# the same in the stateless 2026-07-28 era; beta's key on acme's _all is refused as for tools
+rpc26() { # OUT URL KEY METHOD PARAMS NAME → HTTP status
+  gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $4" -H "Mcp-Name: $6" -H "Authorization: Bearer $3" \
+    --data-binary "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"$4\",\"params\":{$5,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}" "$2"
+}
+U='ev.ev+demo://resource/dynamic/text/5'
+t "2026-07-28: resources/read through _all" \
+  eq "$(rpc26 "$GG_TMP/r.json" "$GG_PUB/mcp/acme/_all" "$KEY" resources/read "\"uri\":\"$U\"" "$U") $(jget "$GG_TMP/r.json" 'd["result"]["contents"][0]["uri"]')" "200 $U"
+t "2026-07-28: prompts/get through the view" eq "$(rpc26 "$GG_TMP/r.json" "$GG_PUB/mcp/acme/_views/px" "$KEY" prompts/get \
+  '"name":"ev.ev_args-prompt","arguments":{"city":"Rome"}' ev.ev_args-prompt) $(jget "$GG_TMP/r.json" 'str("Rome" in d["result"]["messages"][0]["content"]["text"])')" "200 True"
+t "beta's key reading a URI on acme's _all → 403" \
+  eq "$(rpc26 "$GG_TMP/r.json" "$GG_PUB/mcp/acme/_all" "$BKEY" resources/read "\"uri\":\"$U\"" "$U")" 403
+t "beta's own _all reads its vault, not acme's graphs" eq "$(rpc26 "$GG_TMP/r.json" "$GG_PUB/mcp/beta/_all" "$BKEY" resources/read \
+  '"uri":"vault.demo://resource/dynamic/text/5"' vault.demo://resource/dynamic/text/5) $(rpc26 "$GG_TMP/r2.json" "$GG_PUB/mcp/beta/_all" "$BKEY" resources/read "\"uri\":\"$U\"" "$U") $(jget "$GG_TMP/r2.json" 'd["error"]["code"]')" \
+  "200 400 -32602"
 
 # the same through a stateless MCP 2026-07-28 request (no session): the answer shaped for that era
 m26() { # OUT METHOD PARAMS (without braces) NAME (prompt name or URI) → HTTP status
@@ -108,7 +166,7 @@ m26 "$GG_TMP/r.json" resources/read '"uri":"ev+demo://resource/static/document/n
 t "2026-07-28: a proxied URI the downstream lacks → that era's -32602" eq "$(jget "$GG_TMP/r.json" 'd["error"]["code"]')" -32602
 
 gg_curl "$GG_TMP/ex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?graph=ev&limit=100" >/dev/null
-t "forwarded requests are not runs: graph ev has no execution" eq "$(jget "$GG_TMP/ex.json" 'len(d["executions"])')" 0
+t "forwarded requests are not runs (graph, _all or view): graph ev has no execution" eq "$(jget "$GG_TMP/ex.json" 'len(d["executions"])')" 0
 
 # has FILE CODE LINE: the 422 lists an error CODE at LINE with a column
 has() { jget "$1" "any(e['code'] == '$2' and e['line'] == $3 and e['column'] > 0 for e in d['errors'])"; }

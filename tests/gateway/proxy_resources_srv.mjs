@@ -11,7 +11,12 @@
 //                             cursor "long" → a nextCursor of 4 KiB
 //   prompts/get               p1 → a message with role "system"; p2 → a valid message
 //   completion/complete       values that are numbers
+// With the argument "notify" it also lists a tool "change" ({n}): a call sends n
+// notifications/resources/list_changed and n notifications/prompts/list_changed, then answers.
 import readline from 'node:readline';
+
+const notifying = process.argv[2] === 'notify';
+const CHANGE = { name: 'change', description: 'announces changed lists', inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } };
 
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 const ok = (id, result) => send({ jsonrpc: '2.0', id, result });
@@ -21,11 +26,18 @@ function answer(id, method, params) {
     case 'initialize':
       return ok(id, {
         protocolVersion: params.protocolVersion || '2025-06-18',
-        capabilities: { resources: {}, prompts: {}, completions: {} },
+        capabilities: notifying ? { tools: {}, resources: { listChanged: true }, prompts: { listChanged: true }, completions: {} }
+          : { resources: {}, prompts: {}, completions: {} },
         serverInfo: { name: 'hostile', version: '1.0.0' },
       });
     case 'ping': return ok(id, {});
-    case 'tools/list': return ok(id, { tools: [] });
+    case 'tools/list': return ok(id, { tools: notifying ? [CHANGE] : [] });
+    case 'tools/call':
+      for (let i = 0; i < (params.arguments?.n ?? 1); i++) {
+        send({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+        send({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+      }
+      return ok(id, { content: [{ type: 'text', text: 'changed' }] });
     case 'resources/list': return ok(id, { resources: [{ uri: 'ok://a', name: 'a' }, { name: 'no uri' }] });
     case 'resources/templates/list':
       return ok(id, { resourceTemplates: Array.from({ length: 5000 }, (_, i) => ({ uriTemplate: `t://${i}/{x}`, name: `t${i}` })) });
