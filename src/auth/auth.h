@@ -402,6 +402,11 @@ bool gg_oauth_client_headers(void *impl, const char *url, const char *method, ch
 void gg_oauth_client_challenge(void *impl, const char *url, int status, const char *www_authenticate,
                                const char *dpop_nonce, gg_oauth_client_done_fn done, void *user);
 void gg_oauth_client_destroy(void *impl);
+/* type token_exchange: the caller's access token, held (a copy, the newest) while any call
+ * holds it (token: one more hold; NULL: one less, the copy wiped with the last), as the
+ * subject of the next exchange (RFC 8693); mcp_auth_provider.subject's shape. Other types
+ * ignore it. */
+void gg_oauth_client_subject(void *impl, const char *token);
 /* {state: valid|none, valid_until_ms?, refresh_token, issuer?, fetches, failures}: never a token. */
 json_t *gg_oauth_client_state(gg_oauth_client *c);
 /* Pure parts. The Bearer challenge's parameters (false when it has none). */
@@ -446,6 +451,10 @@ typedef struct gg_oauth_consent {
     int leg;
     char scope[512];
     char next[2048]; /* leg 1: the elicitation's sealed state, to go on with once signed in */
+    /* the 2025-11-25 session the elicitation went to (its nonce, hex; "" = none): told
+     * notifications/elicitation/complete once the grant is stored; the configured
+     * token_endpoint_auth_method of the downstream's exchange ("" = the client's choice) */
+    char session[33], auth_method[24];
 } gg_oauth_consent;
 /* A new consent (random elicitation id, a fresh PKCE verifier; its S256 challenge into
  * challenge); false when a name is empty or too long. */

@@ -55,7 +55,17 @@
 #define RENEW_RETRY_S 10.0
 #define DEFAULT_REDIRECT "http://127.0.0.1/callback"
 
-typedef enum { GT_OAUTH, GT_CLIENT_CREDENTIALS, GT_JWT_BEARER, GT_ID_JAG } grant_type;
+typedef enum { GT_OAUTH, GT_CLIENT_CREDENTIALS, GT_JWT_BEARER, GT_ID_JAG, GT_EXCHANGE } grant_type;
+
+/* token_exchange (RFC 8693, on behalf of the caller): an exchanged token is used until this
+ * close to its expiry, or for half its life when that is shorter (then the next call
+ * exchanges again: nothing renews it in the background, since only a call brings a caller's
+ * token); one without expires_in is kept at most EXCHANGE_UNKNOWN_TTL_S. A token refused (401 invalid_token) within
+ * EXCHANGE_REFUSED_WINDOW_S of an exchange that followed a refusal is not exchanged again. */
+#define EXCHANGE_MARGIN_S 30.0
+#define EXCHANGE_UNKNOWN_TTL_S 300.0
+#define EXCHANGE_REFUSED_WINDOW_S 60.0
+#define TOKEN_TYPE_ACCESS "urn:ietf:params:oauth:token-type:access_token"
 
 typedef struct waiter {
     gg_oauth_client_done_fn done;
@@ -69,6 +79,7 @@ struct gg_oauth_client {
     char *name, *server_url;
     char *client_id, *client_secret, *scope, *auth_method, *cimd_url, *redirect_uri, *assertion;
     char *idp_token_endpoint, *idp_client_id, *idp_client_secret; /* id_jag: the enterprise IdP */
+    char *audience; /* token_exchange: the `audience` parameter, when configured */
     json_t *client_key; /* private_key_jwt: the private JWK (with its alg) signing assertions */
     json_t *dpop_key;   /* DPoP: the private JWK of this client's proofs (ES256, made at start) */
     json_t *dpop_pub;   /* its public half, in every proof's header */
@@ -89,6 +100,13 @@ struct gg_oauth_client {
     char *want_scope; /* the scope asked for last (step-up unions with it) */
     char as_nonce[256], rs_nonce[256]; /* DPoP nonces the servers gave (RFC 9449 sections 8, 9) */
     int step_ups;     /* 403 insufficient_scope in a row */
+    /* token_exchange: the callers' token (the newest a call handed over, a copy) while any
+     * call holds it (gg_oauth_client_subject), and the last exchange */
+    char *subject;
+    int subject_holds;
+    double exchanged_at;  /* wall seconds */
+    double use_until;     /* wall seconds: the exchanged token is used until then (see EXCHANGE_MARGIN_S) */
+    bool reexchanged;     /* that exchange followed a refused token */
     /* the resolution in flight */
     bool busy;
     int threads;
@@ -261,7 +279,7 @@ void gg_oauth_client_pkce(char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1], char ch
 static const char *const setting_keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                            "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                            "signing_algorithm", "dpop", "idp_token_endpoint", "idp_client_id",
-                                           "idp_client_secret", "timeout", "per_user", NULL};
+                                           "idp_client_secret", "timeout", "per_user", "audience", NULL};
 
 bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
     if (!json_is_object(s)) return gg_error_set(err, "invalid_config", "auth must be a mapping"), false;
@@ -278,8 +296,18 @@ bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
     }
     const char *type = json_string_value(json_object_get(s, "type"));
     if (!type || (strcmp(type, "oauth") && strcmp(type, "client_credentials") && strcmp(type, "jwt_bearer") &&
-                  strcmp(type, "id_jag")))
-        return gg_error_set(err, "invalid_config", "auth.type must be oauth, client_credentials, jwt_bearer or id_jag"), false;
+                  strcmp(type, "id_jag") && strcmp(type, "token_exchange")))
+        return gg_error_set(err, "invalid_config",
+                            "auth.type must be oauth, client_credentials, jwt_bearer, id_jag or token_exchange"),
+               false;
+    bool ex = !strcmp(type, "token_exchange");
+    if (ex && !json_object_get(s, "client_id"))
+        return gg_error_set(err, "invalid_config", "auth: token_exchange needs client_id"), false;
+    if (ex && json_object_get(s, "assertion"))
+        return gg_error_set(err, "invalid_config", "auth: token_exchange takes no assertion (the caller's token is the subject)"),
+               false;
+    if (!ex && json_object_get(s, "audience"))
+        return gg_error_set(err, "invalid_config", "auth.audience is a token_exchange setting"), false;
     if (!strcmp(type, "id_jag") && (!json_object_get(s, "idp_token_endpoint") || !json_object_get(s, "idp_client_id") ||
                                     !json_object_get(s, "assertion") || !json_object_get(s, "client_id")))
         return gg_error_set(err, "invalid_config",
@@ -353,7 +381,9 @@ gg_oauth_client *gg_oauth_client_new(const json_t *settings, const char *server_
     c->type = !strcmp(type, "oauth")                ? GT_OAUTH
               : !strcmp(type, "client_credentials") ? GT_CLIENT_CREDENTIALS
               : !strcmp(type, "id_jag")             ? GT_ID_JAG
+              : !strcmp(type, "token_exchange")     ? GT_EXCHANGE
                                                     : GT_JWT_BEARER;
+    c->audience = opt_dup(settings, "audience");
     c->idp_token_endpoint = opt_dup(settings, "idp_token_endpoint");
     c->idp_client_id = opt_dup(settings, "idp_client_id");
     c->idp_client_secret = opt_dup(settings, "idp_client_secret");
@@ -418,6 +448,8 @@ void gg_oauth_client_free(gg_oauth_client *c) {
     wipe_free(c->idp_client_secret);
     free(c->cimd_url), free(c->redirect_uri), free(c->resource), free(c->issuer), free(c->want_scope);
     free(c->pending_challenge);
+    free(c->audience);
+    wipe_free(c->subject);
     json_decref(c->as_meta);
     json_decref(c->prm);
     json_decref(c->client_key);
@@ -1008,6 +1040,108 @@ static bool grant_code(gg_oauth_client *c, const char *scope, gg_error *err) {
     return ok;
 }
 
+/* ---- on behalf of the caller (token_exchange, RFC 8693) ----------------------------------- */
+
+/* The held caller's token (a copy, wiped by the caller), or NULL. */
+static char *subject_copy(gg_oauth_client *c) {
+    pthread_mutex_lock(&c->mu);
+    char *t = c->subject ? strdup(c->subject) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+/* The caller's token exchanged at the downstream's authorization server for an access token
+ * of this server (`resource`, RFC 8707; `audience` and scope when configured), graphgate
+ * authenticating as its configured client. A refusal says the server's `error` code only. */
+static bool grant_exchange(gg_oauth_client *c, const char *scope, gg_error *err) {
+    char *subject = subject_copy(c);
+    if (!subject)
+        return gg_error_set(err, "principal_required", "no caller's access token to exchange (call with a user's token)"),
+               false;
+    gg_strbuf f = {0};
+    form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
+    form_add(&f, "subject_token", subject);
+    form_add(&f, "subject_token_type", TOKEN_TYPE_ACCESS);
+    form_add(&f, "requested_token_type", TOKEN_TYPE_ACCESS);
+    form_add(&f, "resource", c->resource);
+    form_add(&f, "audience", c->audience);
+    form_add(&f, "scope", scope);
+    wipe_free(subject);
+    bool ok = token_request(c, &f, c->client_id, c->client_secret, err);
+    gg_strbuf_free(&f);
+    if (!ok && !strcmp(err->code, "downstream_auth")) { /* the AS's status and error code, nothing else */
+        char why[160];
+        const char *m = err->message ? err->message : "", *st = strstr(m, "(HTTP ");
+        bool refused = !strncmp(m, "token request refused", 21) && st;
+        snprintf(why, sizeof why, "%s", refused ? st : m);
+        gg_error_clear(err);
+        if (refused) gg_error_set(err, "token_exchange_failed", "the authorization server refused the token exchange %s", why);
+        else gg_error_set(err, "token_exchange_failed", "the token exchange failed: %s", why);
+    }
+    pthread_mutex_lock(&c->mu);
+    if (ok) { /* never refreshed: the next exchange brings a caller's token again */
+        wipe_free(c->refresh);
+        c->refresh = NULL;
+        double now = (double)gg_wall_ms() / 1000.0;
+        if (!c->expires_at) c->expires_at = now + EXCHANGE_UNKNOWN_TTL_S;
+        double life = c->expires_at - now; /* a short-lived token is used for half its life */
+        c->use_until = c->expires_at - (life > 2 * EXCHANGE_MARGIN_S ? EXCHANGE_MARGIN_S : life / 2);
+        c->exchanged_at = now;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+/* A 401/403 of a token_exchange server. A 401 without an error is a request that went out
+ * before the token now held: sent again. A refused token (invalid_token) is dropped and
+ * exchanged once more, but not a second time in a row (then the call fails). */
+static void resolve_exchange(gg_oauth_client *c, int status, const gg_oauth_challenge *ch, gg_error *err) {
+    double now = (double)gg_wall_ms() / 1000.0;
+    pthread_mutex_lock(&c->mu);
+    bool held = c->access && c->use_until > now;
+    bool refused = held && status == 401 && ch->error[0];
+    bool again = refused && c->reexchanged && now - c->exchanged_at < EXCHANGE_REFUSED_WINDOW_S;
+    if (refused) forget_tokens(c);
+    pthread_mutex_unlock(&c->mu);
+    if (status == 403) {
+        gg_error_set(err, "downstream_auth", "the server refused the exchanged token (HTTP 403%s%.64s)", ch->error[0] ? ": " : "",
+                     ch->error);
+        return;
+    }
+    if (held && !refused) return;
+    if (again) {
+        gg_error_set(err, "token_exchange_failed", "the server refused the exchanged token again (HTTP 401%s%.64s)",
+                     ch->error[0] ? ": " : "", ch->error);
+        return;
+    }
+    char *issuer = discover_resource(c, ch->resource_metadata, err);
+    if (!issuer || !discover_server(c, issuer, err)) return;
+    char *scope = c->scope ? strdup(c->scope) : NULL; /* the configured scope only: the AS decides the rest */
+    if (grant_exchange(c, scope, err)) c->reexchanged = refused;
+    free(scope);
+}
+
+/* See auth.h. */
+void gg_oauth_client_subject(void *impl, const char *token) {
+    gg_oauth_client *c = impl;
+    if (c->type != GT_EXCHANGE) return;
+    pthread_mutex_lock(&c->mu);
+    if (token) {
+        if (!c->subject || strcmp(c->subject, token)) { /* the newest of the principal's tokens */
+            char *t = strdup(token);
+            if (t) {
+                wipe_free(c->subject);
+                c->subject = t;
+            }
+        }
+        c->subject_holds++;
+    } else if (c->subject_holds > 0 && --c->subject_holds == 0) {
+        wipe_free(c->subject);
+        c->subject = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* ---- resolution --------------------------------------------------------------------------- */
 
 /* per_user: the principal's grant is refreshed here, never made (only the user can consent):
@@ -1063,6 +1197,10 @@ static void resolve(gg_oauth_client *c, int status, const char *www, gg_error *e
     gg_oauth_client_parse_challenge(www, &ch);
     char *scope = NULL;
     bool step_up = status == 403;
+    if (c->type == GT_EXCHANGE) {
+        resolve_exchange(c, status, &ch, err);
+        return;
+    }
     if (step_up && strcmp(ch.error, "insufficient_scope")) {
         gg_error_set(err, "downstream_auth", "the server refused the request (HTTP 403%s%.64s)", ch.error[0] ? ": " : "", ch.error);
         return;
@@ -1214,8 +1352,10 @@ bool gg_oauth_client_headers(void *impl, const char *url, const char *method, ch
     pthread_mutex_lock(&c->mu);
     double now = (double)gg_wall_ms() / 1000.0;
     bool have = c->access && (c->expires_at == 0 || c->expires_at > now);
+    if (c->type == GT_EXCHANGE) /* shortly before its expiry the next call exchanges again */
+        have = c->access && c->use_until > now;
     /* renew ahead of the expiry, in the background, when nothing else is being resolved */
-    if (have && c->expires_at && c->expires_at - now < RENEW_MARGIN_S && !c->busy && now - c->renew_tried > RENEW_RETRY_S) {
+    if (have && c->type != GT_EXCHANGE && c->expires_at && c->expires_at - now < RENEW_MARGIN_S && !c->busy && now - c->renew_tried > RENEW_RETRY_S) {
         c->renew_tried = now;
         start_locked(c, 0, NULL);
     }

@@ -60,6 +60,8 @@ char *gg_oauth_consent_seal(const unsigned char key[GG_OAUTH_CONSENT_KEY_BYTES],
                           (json_int_t)c->expires_ms, "te", c->token_endpoint, "ci", c->client_id, "cs", c->client_secret,
                           "is", c->issuer, "r", c->resource, "k", c->leg, "sc", c->scope);
     if (j && c->next[0]) json_object_set_new(j, "n", json_string(c->next));
+    if (j && c->session[0]) json_object_set_new(j, "ss", json_string(c->session));
+    if (j && c->auth_method[0]) json_object_set_new(j, "am", json_string(c->auth_method));
     char *pt = j ? json_dumps(j, JSON_COMPACT) : NULL;
     wipe_secrets(j);
     json_decref(j);
@@ -121,7 +123,9 @@ bool gg_oauth_consent_open(const unsigned char key[GG_OAUTH_CONSENT_KEY_BYTES], 
          take_opt(j, "cs", out->client_secret, sizeof out->client_secret) &&
          take_opt(j, "is", out->issuer, sizeof out->issuer) && take_opt(j, "r", out->resource, sizeof out->resource) &&
          take_opt(j, "sc", out->scope, sizeof out->scope) && json_is_integer(json_object_get(j, "k")) &&
-         (!json_object_get(j, "n") || take(j, "n", out->next, sizeof out->next));
+         (!json_object_get(j, "n") || take(j, "n", out->next, sizeof out->next)) &&
+         (!json_object_get(j, "ss") || take(j, "ss", out->session, sizeof out->session)) &&
+         (!json_object_get(j, "am") || take(j, "am", out->auth_method, sizeof out->auth_method));
     if (ok) out->expires_ms = (long long)json_integer_value(json_object_get(j, "x"));
     if (ok) out->leg = (int)json_integer_value(json_object_get(j, "k"));
     wipe_secrets(j);

@@ -126,7 +126,9 @@ json_t *gw_consent_elicitation(void *user, const char *tenant, const char *serve
     strcpy(cs.resource, url);
     bool ok = copy_setting(auth, "client_id", cs.client_id, sizeof cs.client_id) &&
               copy_setting(auth, "client_secret", cs.client_secret, sizeof cs.client_secret) &&
-              copy_setting(auth, "scope", cs.scope, sizeof cs.scope);
+              copy_setting(auth, "scope", cs.scope, sizeof cs.scope) &&
+              copy_setting(auth, "token_endpoint_auth_method", cs.auth_method, sizeof cs.auth_method);
+    if (who->session && strlen(who->session) < sizeof cs.session) strcpy(cs.session, who->session);
     char *state = ok ? gg_oauth_consent_seal(k->key, &cs) : NULL;
     char id[sizeof cs.elicitation_id];
     memcpy(id, cs.elicitation_id, sizeof id);
@@ -164,6 +166,7 @@ static gg_oauth_client *leg_client(gg_gateway *gw, const gg_oauth_consent *cs, c
     if (downstream && cs->client_id[0]) json_object_set_new(s, "client_id", json_string(cs->client_id));
     if (downstream && cs->client_secret[0]) json_object_set_new(s, "client_secret", json_string(cs->client_secret));
     if (downstream && cs->scope[0]) json_object_set_new(s, "scope", json_string(cs->scope));
+    if (downstream && cs->auth_method[0]) json_object_set_new(s, "token_endpoint_auth_method", json_string(cs->auth_method));
     gg_oauth_client_net net = {NULL, NULL, NULL};
     const mcp_client_policy *pol = downstream ? mcp_policy_set_get(gw->policies, cs->tenant) : NULL;
     if (pol) net = gw_dsauth_net(pol);
@@ -190,6 +193,8 @@ static bool start_leg(struct gw_consent *k, const gg_oauth_consent *from, int le
         memcpy(cs.client_id, from->client_id, sizeof cs.client_id);
         memcpy(cs.client_secret, from->client_secret, sizeof cs.client_secret);
         memcpy(cs.scope, from->scope, sizeof cs.scope);
+        memcpy(cs.auth_method, from->auth_method, sizeof cs.auth_method);
+        memcpy(cs.session, from->session, sizeof cs.session); /* told once the grant is stored */
     }
     gg_oauth_client *c = leg_client(gw, &cs, server_url, leg == 2, err);
     bool ok = c && gg_oauth_client_consent_prepare(c, redirect_uri, &cs, authz, sizeof authz, scope, sizeof scope, err);
@@ -326,6 +331,10 @@ static void *callback_main(void *arg) { /* leg 1 → 2, or leg 2 → stored */
         free(url);
     } else if (store_grant(j->k, j, &err)) {
         gg_log(GG_LOG_INFO, "consent: a per-user grant was stored", "tenant", j->cs.tenant, "server", j->cs.server, NULL);
+        /* the session that got the elicitation hears it is done (2025-11-25), when its GET
+         * stream is on this replica; elsewhere the client retries on the user's word */
+        if (j->cs.session[0])
+            gw_streams_elicitation_complete(j->k->gw->streams, j->cs.tenant, j->cs.session, j->cs.elicitation_id);
         page(res, 200, "Connected",
              "graphgate may now use this server for you. Return to your MCP client and call the tool again.");
     } else {

@@ -364,6 +364,9 @@ typedef struct lc_key {
     double relayed_ms;            /* when one was last relayed (monotonic); 0 = never */
 } lc_key;
 
+#define UNSUB_SLOTS 256
+#define UNSUB_EVERY_MS 1000
+
 struct gw_refresher {
     gg_gateway *gw;
     pthread_t thread;
@@ -377,6 +380,9 @@ struct gw_refresher {
     atomic_ullong changes_recorded, changes_dropped, suspicious, suspicious_listed;
     atomic_ullong pins_tenant_recompiles; /* tenants the watcher recompiled after an approval */
     long long pins_gen; /* -1: not read yet */
+    /* proxied URIs unsubscribed downstream lately (hash of "tenant/graph\nuri" → when),
+     * so that a flood of updates nobody hears costs one resources/unsubscribe a second */
+    struct { uint64_t h; double at; } unsub[UNSUB_SLOTS];
 };
 
 static double lc_interval(const gw_refresher *r) {
@@ -412,15 +418,56 @@ static lc_key *lc_find(gw_refresher *r, const char *tenant, const char *server, 
     return &r->keys[r->nkeys++];
 }
 
+static uint64_t fnv1a(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Whether to tell tag's downstream that nobody subscribes to uri now: once a second per
+ * (graph, uri) slot at most. */
+static bool unsub_due(gw_refresher *r, const char *tag, const char *uri) {
+    uint64_t h = fnv1a(fnv1a(fnv1a(14695981039346656037ULL, tag), "\n"), uri);
+    double now = gg_now_ms();
+    pthread_mutex_lock(&r->mu);
+    bool due = !r->stopping && (r->unsub[h % UNSUB_SLOTS].h != h || now - r->unsub[h % UNSUB_SLOTS].at >= UNSUB_EVERY_MS);
+    if (due) r->unsub[h % UNSUB_SLOTS].h = h, r->unsub[h % UNSUB_SLOTS].at = now;
+    pthread_mutex_unlock(&r->mu);
+    return due;
+}
+
+/* A proxied resource's notifications/resources/updated (uri as the graph's clients name it)
+ * to the sessions of tag's graph subscribed to it (gw_streams_updated bounds the rate);
+ * none left: the downstream is told to stop (ended sessions, unsubscribes). The graph's own
+ * endpoint only: another tenant's sessions are on other endpoints. */
+static void relay_updated(gg_gateway *gw, const char *tag, const char *uri) {
+    char tenant[GG_NAME_MAX + 1], graph[GG_NAME_MAX + 1];
+    const char *slash = strchr(tag, '/');
+    if (!slash || (size_t)(slash - tag) > GG_NAME_MAX || strlen(slash + 1) > GG_NAME_MAX) return;
+    snprintf(tenant, sizeof tenant, "%.*s", (int)(slash - tag), tag);
+    snprintf(graph, sizeof graph, "%s", slash + 1);
+    if (gw_streams_updated(gw->streams, tenant, graph, uri) || !gw->refresher || !unsub_due(gw->refresher, tag, uri)) return;
+    mcp_server *s = gw->registry ? gw_registry_peek(gw->registry, tenant, graph, NULL) : NULL;
+    gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
+    if (g) gg_graph_proxy_unsubscribe(g, uri);
+    mcp_server_unref(s);
+}
+
 /* A downstream server of an installed graph sent a notification (its reader thread): on
  * tools/list_changed its tenant's catalogs are listed again by the refresher, debounced;
  * resources/ and prompts/list_changed are relayed by it to the clients of the graphs that
- * proxy them, debounced the same way (relay_due). */
-void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method) {
+ * proxy them, debounced the same way (relay_due); a proxied resource's
+ * resources/updated goes to its subscribers at once (relay_updated). */
+void gw_downstream_notified(void *user, const char *tag, const char *server, const char *method, const char *uri) {
     gw_refresher *r = ((gg_gateway *)user)->refresher;
+    char tenant[GG_NAME_MAX + 1];
+    snprintf(tenant, sizeof tenant, "%.*s", (int)strcspn(tag ? tag : "", "/"), tag ? tag : "");
+    if (uri && tag && !strcmp(method, "notifications/resources/updated")) {
+        relay_updated(user, tag, uri);
+        return;
+    }
     int relay = !strcmp(method, "notifications/resources/list_changed") ? MCP_FORWARD_RESOURCES
                 : !strcmp(method, "notifications/prompts/list_changed") ? MCP_FORWARD_PROMPTS : 0;
-    if (!r || !tenant || (!relay && strcmp(method, "notifications/tools/list_changed") != 0)) return;
+    if (!r || !tag || (!relay && strcmp(method, "notifications/tools/list_changed") != 0)) return;
     pthread_mutex_lock(&r->mu);
     lc_key *k = r->stopping ? NULL : lc_find(r, tenant, server ? server : "", gg_now_ms());
     if (k && relay && !(k->relay & relay)) {

@@ -72,6 +72,8 @@ static void kept_challenge(void *impl, const char *url, int status, const char *
     gg_oauth_client_challenge(((dsa_entry *)impl)->c, url, status, www_authenticate, dpop_nonce, done, user);
 }
 
+static void kept_subject(void *impl, const char *token) { gg_oauth_client_subject(((dsa_entry *)impl)->c, token); }
+
 static void counts_of(gg_oauth_client *c, unsigned long *requests, unsigned long *failures) {
     json_t *s = gg_oauth_client_state(c);
     *requests = (unsigned long)json_integer_value(json_object_get(s, "fetches"));
@@ -158,6 +160,14 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
                           gg_error *err) {
     struct gw_dsauth *reg = user;
     bool per_user = json_is_true(json_object_get(settings, "per_user"));
+    /* token_exchange: a provider per (server, principal) too, whose token is exchanged for
+     * each call's caller's own (nothing stored: it lives in this provider's memory only) */
+    const char *type = json_string_value(json_object_get(settings, "type"));
+    if (type && !strcmp(type, "token_exchange") && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
+        return gg_error_set(err, "principal_required",
+                            "server '%s' is called on behalf of the caller (auth.type token_exchange): no user called",
+                            name ? name : url),
+               false;
     if (per_user && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
         return gg_error_set(err, "principal_required", "server '%s' acts for each user (auth.per_user): no user called",
                             name ? name : url),
@@ -175,13 +185,16 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
         return gg_error_set(err, "oom", "out of memory"), false;
     }
     if (!e) { /* nothing kept: run, conformance-client (or out of memory: unlisted) */
-        *out = (mcp_auth_provider){c, gg_oauth_client_headers, gg_oauth_client_challenge, gg_oauth_client_destroy};
+        *out = (mcp_auth_provider){c, gg_oauth_client_headers, gg_oauth_client_challenge, gg_oauth_client_destroy,
+                                   gg_oauth_client_subject};
         return true;
     }
     *e = (dsa_entry){.reg = reg, .c = c};
     gg_strcopy(e->owner, sizeof e->owner, owner);
     gg_strcopy(e->name, sizeof e->name, name);
     gg_strcopy(e->url, sizeof e->url, url);
+    if (principal && *principal && !per_user) /* token_exchange: listed as a user's, never seeded */
+        gg_strcopy(e->principal, sizeof e->principal, principal);
     if (per_user) {
         gg_strcopy(e->principal, sizeof e->principal, principal);
         if (!seed_user(e, err)) {
@@ -195,7 +208,7 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
     if (reg->live) reg->live->prev = e;
     reg->live = e;
     pthread_mutex_unlock(&reg->mu);
-    *out = (mcp_auth_provider){e, kept_headers, kept_challenge, kept_destroy};
+    *out = (mcp_auth_provider){e, kept_headers, kept_challenge, kept_destroy, kept_subject};
     return true;
 }
 

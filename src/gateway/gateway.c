@@ -54,7 +54,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
         return NULL;
     }
     gg_graph_diags_free(&local);
-    gg_graph_set_downstream_notify(g, gw_downstream_notified, gw, tenant);
+    gg_graph_set_downstream_notify(g, gw_downstream_notified, gw, name); /* "tenant/graph" */
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     if (!p) {

@@ -288,8 +288,8 @@ void gw_downstream_adopt(gg_gateway *gw, const char *tenant, const char *graph, 
 void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *s);
 /* /metrics lines of the downstream listen streams. */
 void gw_downstream_metrics(gg_gateway *gw, gg_strbuf *out);
-/* gg_graph_notify_fn of installed graphs (user = the gateway, tag = the tenant). */
-void gw_downstream_notified(void *user, const char *tenant, const char *server, const char *method);
+/* gg_graph_notify_fn of installed graphs (user = the gateway, tag = "tenant/graph"). */
+void gw_downstream_notified(void *user, const char *tag, const char *server, const char *method, const char *uri);
 /* admin.c's authorization of a tenant route for other files: false = answered. */
 bool gw_admin_allow(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, gg_scope need);
 /* The same, keeping the principal (for gw_admin_audit). */
@@ -441,6 +441,16 @@ void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *grap
 /* msg (a serialized notification) once to each session with a stream on tenant/graph (a
  * downstream's resources/prompts list_changed relayed, downstream.c). */
 void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, const char *msg);
+/* notifications/resources/updated of uri to each session on tenant/graph subscribed to it,
+ * at most one per (session, uri) each GW_UPDATED_MIN_MS (more within it: one trailing, sent
+ * by the keeper's next pass); returns how many sessions are subscribed (downstream.c). */
+#define GW_UPDATED_MIN_MS 250
+#define GW_UPDATED_PER_SESSION 64 /* = a session's subscriptions (mcp_session_subscribe) */
+size_t gw_streams_updated(gw_streams *s, const char *tenant, const char *graph, const char *uri);
+/* Per-user consent arrived (consent.c): notifications/elicitation/complete for elicitation_id
+ * on the GET stream of session (its nonce, 32 hex digits) of tenant, if it has one on this
+ * replica (else logged for its resume, as list_changed is); false when nothing took it. */
+bool gw_streams_elicitation_complete(gw_streams *s, const char *tenant, const char *session, const char *elicitation_id);
 /* Each endpoint whose graph part starts with prefix that has a session stream (gw_endpoint_add). */
 void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out);
 /* Whether some GET stream is open now on an endpoint of tenant whose graph part starts with

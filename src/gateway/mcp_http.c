@@ -814,12 +814,27 @@ static void set_principal(mcp_call *call, const gg_principal *pr) {
     mcp_call_set_caller(call, &who);
 }
 
+/* An OAuth principal's own access token on the call, for a downstream server whose
+ * credentials are exchanged for it (auth type token_exchange, RFC 8693): held by the call in
+ * memory only, never recorded (mcp_call_set_subject_token). An API key's call has none. */
+static void set_subject_token(mcp_call *call, gg_http_req *req, const gg_principal *pr) {
+    const char *h = pr && pr->oauth ? gg_http_header(req, "Authorization") : NULL;
+    size_t skip = h && !strncasecmp(h, "Bearer ", 7) ? 7 : h && !strncasecmp(h, "DPoP ", 5) ? 5 : 0;
+    if (!skip) return;
+    const char *t = h + skip;
+    while (*t == ' ') t++;
+    size_t len = strlen(t);
+    while (len && t[len - 1] == ' ') len--;
+    mcp_call_set_subject_token(call, t, len);
+}
+
 /* Hand a validated tools/call to the pool; answers 429/503 itself when it cannot. */
 static int submit_call(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, mcp_call *call,
                        const mcp_session *sess, const gg_principal *pr, bool plain) {
     double accepted = gg_now_ms(); /* the call's time limits count from here */
     atomic_fetch_add_explicit(&gw->calls_total, 1, memory_order_relaxed);
     set_principal(call, pr);
+    set_subject_token(call, req, pr);
     json_t *id = json_incref(mcp_call_id(call));
     char why[320];
     if (gw_refuse_calls(gw, ep->is_graph, why, sizeof why)) { /* draining, or durable and unrecordable */
@@ -1207,6 +1222,7 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
             gg_trace_ctx *tc = mcp_call_trace(o.call); /* no _meta context: the request's headers */
             if (!tc->valid) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
             set_principal(o.call, pr);
+            set_subject_token(o.call, req, pr);
             b->calls[b->ncalls++] = o.call;
             o.call = NULL;
         }

@@ -35,6 +35,11 @@
  * log (events after it were dropped) → a fresh stream that starts with the list_changed
  * notifications, so the client lists again (all this stream carries are change signals).
  *
+ * A proxied resource's notifications/resources/updated from its downstream
+ * (gw_streams_updated) goes to each session of the graph subscribed to the URI, at most one
+ * per (session, URI) every GW_UPDATED_MIN_MS: more within it fold into one trailing update
+ * the keeper sends on its first pass after the interval.
+ *
  * Locking: one mutex (mu) guards the table; the HTTP core's own lock is taken inside it
  * (gg_http_async_* calls), never the other way round.
  */
@@ -43,6 +48,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+#include <sodium.h>
 
 #include "gateway/internal.h"
 
@@ -80,8 +87,17 @@ typedef struct ssess {
     revent log[GW_REPLAY_EVENTS]; /* a ring: log_n entries ending at log_end - 1 */
     int log_n, log_end;
     bool gone;                   /* graph/tenant removed: free with its log */
+    struct supd *upd;            /* proxied resources/updated sent lately (gw_streams_updated), or NULL */
     struct ssess *next;
 } ssess;
+
+/* One URI's relayed resources/updated on a session: when the last went out, and whether
+ * one more came within GW_UPDATED_MIN_MS (sent by the keeper once the interval is over). */
+typedef struct supd {
+    char *uri; /* NULL: a free slot */
+    double at;
+    bool pending;
+} supd;
 
 /* A POST's SSE stream made resumable (a tools/call of a 2025-11-25 session): the run's
  * events and its final response, each with an id "<no>-<seq>", reach the connection that
@@ -228,6 +244,8 @@ static void free_ssess(ssess *ss) {
      * gw_streams_tools_changed, which releases it outside the lock */
     log_clear(ss);
     mcp_server_unref(ss->srv);
+    for (int i = 0; ss->upd && i < GW_UPDATED_PER_SESSION; i++) free(ss->upd[i].uri);
+    free(ss->upd);
     free(ss);
 }
 
@@ -422,6 +440,81 @@ static int resume_post(gw_streams *s, gg_http_req *req, gg_http_res *res, const 
     return GG_HTTP_DEFERRED;
 }
 
+/* ------------------------------------------------------------------ proxied resources/updated (under mu) */
+
+/* msg once to ss: its newest stream that takes it, else logged for its resume. */
+static void deliver(gw_streams *s, ssess *ss, const char *msg) {
+    bool sent = false;
+    while (!sent && ss->n > 0) {
+        sent = send_event(ss, ss->n - 1, msg);
+        if (!sent) end_stream(s, ss, ss->n - 1);
+    }
+    if (!sent) send_event(ss, -1, msg);
+}
+
+static void send_updated(gw_streams *s, ssess *ss, supd *u, double now) {
+    json_t *p = json_pack("{s:s}", "uri", u->uri);
+    char *msg = p ? mcp_jsonrpc_notification("notifications/resources/updated", p) : NULL;
+    if (msg) deliver(s, ss, msg);
+    free(msg);
+    json_decref(p);
+    u->at = now;
+    u->pending = false;
+}
+
+/* The keeper's pass: the trailing update of each URI whose interval is over. */
+static void updated_trailing(gw_streams *s, ssess *ss, double now) {
+    for (int i = 0; ss->upd && i < GW_UPDATED_PER_SESSION; i++)
+        if (ss->upd[i].pending && now - ss->upd[i].at >= GW_UPDATED_MIN_MS) send_updated(s, ss, &ss->upd[i], now);
+}
+
+/* uri's slot on ss: its own, a free one, else the one idle longest (NULL: out of memory). */
+static supd *upd_slot(ssess *ss, const char *uri) {
+    if (!ss->upd && !(ss->upd = calloc(GW_UPDATED_PER_SESSION, sizeof *ss->upd))) return NULL;
+    supd *free_slot = NULL, *idle = NULL; /* idle: not pending first, then the oldest */
+    for (int i = 0; i < GW_UPDATED_PER_SESSION; i++) {
+        supd *u = &ss->upd[i];
+        if (u->uri && !strcmp(u->uri, uri)) return u;
+        if (!u->uri) free_slot = free_slot ? free_slot : u;
+        else if (!idle || (idle->pending && !u->pending) || (idle->pending == u->pending && u->at < idle->at)) idle = u;
+    }
+    supd *pick = free_slot ? free_slot : idle;
+    char *copy = strdup(uri);
+    if (!copy) return NULL;
+    free(pick->uri);
+    *pick = (supd){copy, 0, false};
+    return pick;
+}
+
+static bool subscribed(gw_streams *s, const ssess *ss, const char *uri) {
+    mcp_session key = {0};
+    memcpy(key.nonce, ss->nonce, sizeof key.nonce);
+    json_t *subs = mcp_session_subscriptions(s->gw->sessions, &key), *u;
+    size_t k;
+    bool yes = false;
+    json_array_foreach(subs, k, u) yes = yes || !strcmp(json_string_value(u), uri);
+    json_decref(subs);
+    return yes;
+}
+
+/* See internal.h. */
+size_t gw_streams_updated(gw_streams *s, const char *tenant, const char *graph, const char *uri) {
+    size_t n = 0;
+    if (!s) return 0;
+    double now = gg_now_ms();
+    pthread_mutex_lock(&s->mu);
+    for (size_t b = 0; s->entries && b < BUCKETS; b++)
+        for (ssess *ss = s->buckets[b]; ss; ss = ss->next) {
+            if (ss->gone || !same_endpoint(ss, tenant, graph) || !subscribed(s, ss, uri)) continue;
+            n++;
+            supd *u = upd_slot(ss, uri);
+            if (u && now - u->at >= GW_UPDATED_MIN_MS) send_updated(s, ss, u, now);
+            else if (u) u->pending = true; /* folded into one after the interval */
+        }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* ------------------------------------------------------------------ keeper thread */
 
 /* One pass: reap dead and expired streams; ping when due; end all while stopping. */
@@ -441,6 +534,7 @@ static void keep(gw_streams *s, double now) {
                 if (gg_http_async_abandoned(ss->streams[i]) ||
                     (ping && !gg_http_async_write(ss->streams[i], PING, sizeof PING - 1)))
                     end_stream(s, ss, i);
+            updated_trailing(s, ss, now);
         }
     prune(s);
     keep_posts(s, now, stopping);
@@ -766,12 +860,7 @@ void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, con
     for (size_t b = 0; s->entries && b < BUCKETS; b++)
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next) {
             if (ss->gone || !same_endpoint(ss, tenant, graph)) continue;
-            bool sent = false; /* once per session: its newest stream that takes it */
-            while (!sent && ss->n > 0) {
-                sent = send_event(ss, ss->n - 1, msg);
-                if (!sent) end_stream(s, ss, ss->n - 1);
-            }
-            if (!sent) send_event(ss, -1, msg); /* none open: kept for its resume */
+            deliver(s, ss, msg); /* once per session: its newest stream that takes it, else kept for its resume */
         }
     prune(s);
     pthread_mutex_unlock(&s->mu);
@@ -791,6 +880,29 @@ void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out) {
         for (ssess *ss = s->buckets[b]; ss; ss = ss->next)
             if (!ss->gone && strncmp(ss->graph, prefix, n) == 0) gw_endpoint_add(out, ss->tenant, ss->graph);
     pthread_mutex_unlock(&s->mu);
+}
+
+/* See internal.h. */
+bool gw_streams_elicitation_complete(gw_streams *s, const char *tenant, const char *session, const char *elicitation_id) {
+    uint8_t nonce[16];
+    size_t n = 0;
+    if (!s || !session || strlen(session) != 32 ||
+        sodium_hex2bin(nonce, sizeof nonce, session, 32, NULL, &n, NULL) != 0 || n != sizeof nonce)
+        return false;
+    json_t *p = json_pack("{s:s}", "elicitationId", elicitation_id);
+    char *msg = p ? mcp_jsonrpc_notification("notifications/elicitation/complete", p) : NULL;
+    json_decref(p);
+    bool sent = false;
+    pthread_mutex_lock(&s->mu);
+    ssess *ss = msg ? find_session(s, nonce, NULL) : NULL;
+    if (ss && !ss->gone && !strcmp(ss->tenant, tenant)) {
+        while (ss->n > 0 && !(sent = send_event(ss, ss->n - 1, msg)))
+            end_stream(s, ss, ss->n - 1); /* client gone or not reading: this stream is dead */
+        if (!sent) sent = send_event(ss, -1, msg); /* none open: kept for the client's resume */
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(msg);
+    return sent;
 }
 
 /* tenant/graph is gone (graph or tenant deleted): end its streams. */

@@ -561,7 +561,8 @@ static int tw_forwards(mcp_provider *p) {
  * "prompts" name the graphs whose proxied ones it serves. */
 static int tw_graph_forwards(tw *t, size_t i, json_t *view) {
     mcp_provider *gp = mcp_server_provider(t->srv[i]);
-    int kinds = gp->forwards && gp->forward ? gp->forwards(gp) : 0, keep = view ? 0 : kinds;
+    /* no subscriptions here: a proxied resource's updates reach its graph's own endpoint only */
+    int kinds = gp->forwards && gp->forward ? gp->forwards(gp) & ~MCP_FORWARD_SUBSCRIBE : 0, keep = view ? 0 : kinds;
     static const char *const keys[] = {"resources", "prompts"};
     for (int k = 0; view && k < 2; k++) {
         size_t j;

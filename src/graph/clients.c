@@ -200,6 +200,7 @@ typedef struct guser {
     char principal[GG_GRAPH_PRINCIPAL_MAX + 1];
     mcp_client *client;
     double used_ms;
+    long long gen; /* a server with ${secrets.NAME} (token_exchange): made at this generation */
 } guser;
 
 typedef struct guser_retired {
@@ -212,6 +213,8 @@ struct gusers {
     guser u[GG_GRAPH_USERS_MAX];
     size_t n;
     guser_retired *retired;
+    double idle_ms;  /* an entry unused this long leaves (0: GG_GRAPH_USER_IDLE_MS) */
+    double swept_ms; /* when idle entries were last looked for */
 };
 
 /* Take the retired clients whose time is up off the list (s->lock held); the caller frees
@@ -240,11 +243,18 @@ static void free_retired(guser_retired *r) {
     }
 }
 
+static bool users_retire(gserver *s, struct gusers *us, size_t lru, double now);
+
 /* The least recently used entry leaves the full table (s->lock held); false on OOM. */
 static bool users_evict(gserver *s, struct gusers *us, double now) {
     size_t lru = 0;
     for (size_t i = 1; i < us->n; i++)
         if (us->u[i].used_ms < us->u[lru].used_ms) lru = i;
+    return users_retire(s, us, lru, now);
+}
+
+/* Entry lru leaves the table, its client retired (s->lock held); false on OOM. */
+static bool users_retire(gserver *s, struct gusers *us, size_t lru, double now) {
     guser_retired *r = malloc(sizeof *r);
     if (!r) return false;
     int tmo = s->cfg.timeout_ms > 0 ? s->cfg.timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
@@ -252,6 +262,36 @@ static bool users_evict(gserver *s, struct gusers *us, double now) {
     us->retired = r;
     us->u[lru] = us->u[--us->n];
     return true;
+}
+
+/* Entries unused for the idle time leave the table (s->lock held), looked for at most four
+ * times per idle time: a principal who stopped calling does not keep a client (a session and
+ * a GET stream at the downstream) until GG_GRAPH_USERS_MAX others have come. Only on a
+ * lookup: an idle table waits for its server's next call, or for the graph to be freed. */
+static void users_sweep_idle(gserver *s, struct gusers *us, double now) {
+    double idle = us->idle_ms > 0 ? us->idle_ms : GG_GRAPH_USER_IDLE_MS;
+    if (now - us->swept_ms < idle / 4) return;
+    us->swept_ms = now;
+    for (size_t i = us->n; i-- > 0;) /* users_retire moves the last entry into i: already seen */
+        if (now - us->u[i].used_ms > idle) users_retire(s, us, i, now);
+}
+
+/* See internal.h. */
+void gg_graph_users_set_idle(gserver *s, double idle_ms) {
+    pthread_mutex_lock(&s->lock);
+    if (!s->users) s->users = calloc(1, sizeof *s->users);
+    if (s->users) s->users->idle_ms = idle_ms;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* See internal.h. */
+size_t gg_graph_users_count(gserver *s, size_t *retired) {
+    pthread_mutex_lock(&s->lock);
+    size_t n = s->users ? s->users->n : 0, r = 0;
+    for (guser_retired *x = s->users ? s->users->retired : NULL; x; x = x->next) r++;
+    pthread_mutex_unlock(&s->lock);
+    if (retired) *retired = r;
+    return n;
 }
 
 /* See internal.h. */
@@ -264,14 +304,20 @@ mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_cl
     if (!s->users) s->users = calloc(1, sizeof *s->users);
     struct gusers *us = s->users;
     guser_retired *due = us ? users_due(us, now) : NULL;
+    if (us) users_sweep_idle(s, us, now);
+    /* secrets (token_exchange only): a client made before a secret changed gives way */
+    long long gen = s->nsecrets ? gg_graph_secrets_generation(s) : 0;
     for (size_t i = 0; us && i < us->n && !c; i++)
         if (!strcmp(us->u[i].principal, principal)) {
+            if (us->u[i].gen != gen && users_retire(s, us, i, now)) break;
             us->u[i].used_ms = now;
             c = us->u[i].client;
         }
+    gg_graph_resolved rv = {.cfg = s->cfg};
     if (!us) gg_error_set(err, "oom", "out of memory");
-    else if (!c && (us->n < GG_GRAPH_USERS_MAX || users_evict(s, us, now))) {
-        mcp_server_config cfg = s->cfg;
+    else if (!c && (us->n < GG_GRAPH_USERS_MAX || users_evict(s, us, now)) &&
+             (!s->nsecrets || gg_graph_secrets_resolve(s, &rv, err))) {
+        mcp_server_config cfg = rv.cfg;
         cfg.principal = principal; /* the provider copies it */
         if ((c = mcp_client_new(&cfg, policy, err))) {
             declare_relay(s, c, &cfg); /* the caller's questions are relayed as on the shared client */
@@ -279,11 +325,25 @@ mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_cl
             gg_strcopy(u->principal, sizeof u->principal, principal);
             u->client = c;
             u->used_ms = now;
+            u->gen = rv.gen;
         }
-    } else if (!c) gg_error_set(err, "oom", "out of memory");
+        if (s->nsecrets) gg_graph_secrets_resolved_free(&rv);
+    } else if (!c && !gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
     pthread_mutex_unlock(&s->lock);
     free_retired(due);
     return c;
+}
+
+/* See internal.h. Under s->lock, so the client found is not freed meanwhile (a retired one
+ * is freed only after leaving the list under that lock). */
+void gg_graph_user_release(gserver *s, mcp_client *c) {
+    pthread_mutex_lock(&s->lock);
+    struct gusers *us = s->users;
+    bool found = false;
+    for (size_t i = 0; us && i < us->n && !found; i++) found = us->u[i].client == c;
+    for (guser_retired *r = us ? us->retired : NULL; r && !found; r = r->next) found = r->client == c;
+    if (found) mcp_client_auth_subject(c, NULL);
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* See internal.h. */

@@ -247,8 +247,10 @@ static void fetch_all(gg_graph *g, fetch *fs, const gg_graph_options *o) {
         fs[i].got = (gathered){json_array(), 0, o->downstream->max_catalog_bytes};
         gg_error e = GG_ERROR_INIT;
         fs[i].err = e;
-        /* a per_user server answers its users only: nobody's tools to list at an upload */
-        fs[i].done = g->servers[i].target_graph || g->servers[i].per_user || g->servers[i].check == GG_CHECK_OFF + 1 ||
+        /* a per_user (or token_exchange) server answers its users only: nobody's tools to
+         * list at an upload */
+        fs[i].done = g->servers[i].target_graph || g->servers[i].per_user || g->servers[i].exchange ||
+                     g->servers[i].check == GG_CHECK_OFF + 1 ||
                      (!g->servers[i].check && o->downstream->mode == GG_CHECK_OFF);
     }
     for (int round = 0; round < GG_CATALOG_MAX_PAGES && fetch_round(g, fs, &set, o); round++)
@@ -347,6 +349,7 @@ static void check_node(check_ctx *c, const ynode *nm) {
     if (si == c->g->nservers) return;
     gserver *s = &c->g->servers[si];
     if (s->target_graph) return; /* another graph of the tenant: no downstream catalog */
+    if (s->exchange) return;     /* token_exchange: listed by nobody at an upload (no caller) */
     fetch *f = &c->fs[si];
     int mode = s->check ? s->check - 1 : (int)c->o->downstream->mode;
     if (mode == GG_CHECK_OFF) return;
@@ -474,11 +477,14 @@ void gg_graph_downstream_listen(gg_graph *g) {
 }
 
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params) {
-    (void)params;
     gserver *s = server;
     gg_graph *g = s->graph;
+    char uri[2304] = "";
+    if (!strcmp(method, "notifications/resources/updated") && /* only a selected URI travels on */
+        !gg_graph_proxy_client_uri(g, s->name, json_string_value(json_object_get(params, "uri")), uri, sizeof uri))
+        return;
     pthread_mutex_lock(&g->notify_mu);
-    if (g->notify) g->notify(g->notify_user, g->notify_tag, s->name, method);
+    if (g->notify) g->notify(g->notify_user, g->notify_tag, s->name, method, *uri ? uri : NULL);
     pthread_mutex_unlock(&g->notify_mu);
 }
 

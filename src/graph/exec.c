@@ -54,6 +54,10 @@ typedef struct grun {
     gg_error reply_err;
     _Atomic int relayed; /* the downstream's requests relayed to the caller (relay_request) */
     double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
+    /* a token_exchange server's client holding the caller's token for the call in flight
+     * (user_client), released when its answer is taken (exec_mcp_finish) or the run goes */
+    gserver *held_server;
+    mcp_client *held_client;
     /* a 2026-07-28 caller: the downstream's requests waiting for its answer (relay_park);
      * relay_mu guards them and opts against gg_graph_run_rebind (the transport's thread
      * reads opts while relaying) */
@@ -521,7 +525,16 @@ static json_t *context_get(grun *r) {
     return n;
 }
 
+/* The caller's token handed to a token_exchange server's client for the call: let go. */
+static void release_subject(grun *r) {
+    if (!r->held_client) return;
+    gg_graph_user_release(r->held_server, r->held_client);
+    r->held_client = NULL;
+    r->held_server = NULL;
+}
+
 static void run_free(grun *r) {
+    release_subject(r);
     json_decref(r->context);
     if (!r->block) return;
     for (size_t i = 0; i < r->nhist; i++) json_decref(r->hist[i].output);
@@ -1018,14 +1031,29 @@ static void relay_notify_locked(grun *r, const char *method, json_t *params) {
  * grants of their own; an API key, the internal listener or a task acts for nobody. */
 static mcp_client *user_client(grun *r, gserver *s, gg_error *err) {
     const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->who : NULL;
-    if (!who || !who->issuer || !who->subject || !who->key_id) {
-        gg_error_set(err, "principal_required",
-                     "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
-                     "token of a user, not an API key",
-                     s->name);
+    /* token_exchange: the caller's own token is the exchange's subject; without it (an API
+     * key, a task, a graph calling a graph) nobody's token can be had */
+    const char *subject = s->exchange && r->opts && r->opts->caller ? r->opts->caller->subject_token : NULL;
+    if (!who || !who->issuer || !who->subject || !who->key_id || (s->exchange && !subject)) {
+        if (s->exchange)
+            gg_error_set(err, "principal_required",
+                         "server '%s' is called on behalf of the caller (auth.type token_exchange): call with an OAuth "
+                         "access token of a user, not an API key",
+                         s->name);
+        else
+            gg_error_set(err, "principal_required",
+                         "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
+                         "token of a user, not an API key",
+                         s->name);
         return NULL;
     }
-    return gg_graph_user_client(s, who->key_id, r->g->policy, err);
+    mcp_client *c = gg_graph_user_client(s, who->key_id, r->g->policy, err);
+    if (c && subject) { /* held for this call only: released when its answer is taken */
+        mcp_client_auth_subject(c, subject);
+        r->held_server = s;
+        r->held_client = c;
+    }
+    return c;
 }
 
 /* Start an mcp node's downstream call. False (err set) when it failed before anything was
@@ -1040,7 +1068,8 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     }
     *input = args;
     if (n->server->target_graph) return exec_graph_call_start(r, n, args, err);
-    mcp_client *c = n->server->per_user ? user_client(r, n->server, err) : gg_graph_server_client(n->server, r->g->policy, err);
+    mcp_client *c = n->server->per_user || n->server->exchange ? user_client(r, n->server, err)
+                                                               : gg_graph_server_client(n->server, r->g->policy, err);
     if (!c && !strcmp(err->code, "principal_required")) gg_error_set_path(err, n->id); /* the result's _meta names it */
     if (!c) return false;
     /* a downstream call never outlives the run's time limit */
@@ -1117,7 +1146,9 @@ static json_t *take_reply(grun *r, gg_error *err) {
 /* The node's output from the answer (the reply is consumed). */
 static json_t *exec_mcp_finish(grun *r, const gnode *n, gg_error *err) {
     relay_fail_all(r, "the downstream's call ended before the calling client answered this request");
+    release_subject(r);
     json_t *res = take_reply(r, err);
+    if (!res && !strcmp(err->code, "token_exchange_failed")) gg_error_set_path(err, n->id); /* _meta names it */
     if (!res) return NULL;
     if (n->raw_result) return res;
     json_t *out = tool_result_output(res, err);

@@ -457,10 +457,15 @@ int gg_graph_downstream_refresh(gg_graph *g, const gg_graph_downstream *ds, doub
 void gg_graph_downstream_listen(gg_graph *g);
 /* Server notifications of g's downstream servers (tools/list_changed and others, from a
  * stdio server's stdout or an HTTP server's listen stream) go to fn(user, tag, server,
- * method) on a reader or event-loop thread (must not block); tag is copied. fn NULL stops
- * them. */
-typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method);
+ * method, uri) on a reader or event-loop thread (must not block); tag is copied. uri: for
+ * notifications/resources/updated of a proxied resource, its URI as the graph's clients
+ * name it (uri_prefix added); NULL otherwise (an updated URI no entry selects is dropped).
+ * fn NULL stops them. */
+typedef void (*gg_graph_notify_fn)(void *user, const char *tag, const char *server, const char *method, const char *uri);
 void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *user, const char *tag);
+/* No client of the graph subscribes to the proxied uri (as its clients name it) any more:
+ * resources/unsubscribe to its downstream, answered nowhere (proxy_extras.c). */
+void gg_graph_proxy_unsubscribe(gg_graph *g, const char *uri);
 /* g (a new compilation) takes over old's downstream clients — sessions, GET listen streams,
  * stdio children — for every mcpServers entry whose definition is identical, instead of
  * starting its own; both share them until the last one is freed (src/graph/clients.c has

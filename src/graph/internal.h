@@ -127,6 +127,9 @@ struct gserver {
     struct gsecrets *sec;      /* resolved state, under lock (secrets.c) */
     /* `auth.per_user`: a client per caller (clients.c gg_graph_user_client), under lock */
     bool per_user;
+    /* `auth.type: token_exchange`: a client per caller as well, each exchanging its caller's
+     * own token (mcp_call_ctx.subject_token) for one of this server (exec.c user_client) */
+    bool exchange;
     struct gusers *users;
 };
 
@@ -203,7 +206,17 @@ void gg_graph_forward(gg_graph *g, const char *method, json_t *params, const mcp
  * its client is retired, freed once a call on it can no longer be in flight). NULL + err. */
 #define GG_GRAPH_USERS_MAX 256
 #define GG_GRAPH_PRINCIPAL_MAX 64
+/* An entry unused this long leaves the table too (its client retired likewise), found on a
+ * later lookup of the server's table; gg_graph_users_set_idle changes it for one server. */
+#define GG_GRAPH_USER_IDLE_MS (15.0 * 60 * 1000)
+void gg_graph_users_set_idle(gserver *s, double idle_ms);
+/* The principals in s's table now, and into *retired (may be NULL) the clients retired and
+ * not yet freed. */
+size_t gg_graph_users_count(gserver *s, size_t *retired);
 mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_client_policy *policy, gg_error *err);
+/* clients.c: one hold of the caller's token on a per-user client (mcp_client_auth_subject)
+ * released, if c is still one of s's (current or retired): a client already freed wiped it. */
+void gg_graph_user_release(gserver *s, mcp_client *c);
 /* clients.c: frees s's per-user clients (the gserver is going). */
 void gg_graph_users_free(gserver *s);
 /* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */
@@ -227,6 +240,18 @@ mcp_client *gg_graph_secrets_client(gserver *s, const mcp_client_policy *policy,
 json_t *gg_graph_secrets_redact(gserver *s, json_t *v);
 void gg_graph_secrets_redact_error(gserver *s, gg_error *err);
 void gg_graph_secrets_reclaim(gserver *s); /* frees retired clients past their time */
+/* s->cfg with every reference resolved now (s->lock held; values remembered for redaction),
+ * for a client made per caller (clients.c); the copies are wiped by _resolved_free. gen: the
+ * secrets generation they were read at (gg_graph_secrets_generation: now; 0 = none). */
+typedef struct gg_graph_resolved {
+    mcp_server_config cfg;
+    char *url, **headers, **env;
+    json_t *auth;
+    long long gen;
+} gg_graph_resolved;
+bool gg_graph_secrets_resolve(gserver *s, gg_graph_resolved *out, gg_error *err);
+void gg_graph_secrets_resolved_free(gg_graph_resolved *r);
+long long gg_graph_secrets_generation(const gserver *s);
 void gg_graph_secrets_free(gserver *s);
 /* clients.c: s lets go of its client (the last holder stops it). */
 void gg_graph_client_detach(gserver *s);
@@ -252,6 +277,9 @@ json_t *gg_graph_pin_apply(const gserver *s, json_t *cat, json_t *pins, json_t *
 
 /* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params);
+/* The URI a proxied resource's downstream uri is known by to the graph's clients, written
+ * to out (n bytes); false when no entry of server selects it (proxy_extras.c). */
+bool gg_graph_proxy_client_uri(const gg_graph *g, const char *server, const char *uri, char *out, size_t n);
 /* The downstream check of a loaded graph (downstream.c); root is its YAML document. */
 void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
 

@@ -561,11 +561,35 @@ static void server_secret_refs(lctx *c, gserver *s, const ynode *def, const char
  * src/auth/oauth_client.c, which checks them again when the client starts; here every
  * mistake gets its line:col). Values stay strings, as headers do. */
 static json_t *to_json_at(lctx *c, const ynode *v, const char *what);
+
+/* type token_exchange (RFC 8693, on behalf of the caller): each OAuth caller's own access
+ * token is the subject, so a client of graphgate's own must authenticate the exchange, and
+ * nothing else (an assertion, a user's consent) can stand in for the caller. */
+static void load_exchange(lctx *c, gserver *s, const ynode *v, const char *type, const char *w) {
+    bool ex = type && !strcmp(type, "token_exchange");
+    if (!ex) {
+        if (gg_yaml_get(v, "audience"))
+            LERR(c, gg_yaml_get(v, "audience"), "invalid_server", "%s.audience is a token_exchange setting (type: token_exchange)",
+                 w);
+        return;
+    }
+    s->exchange = true;
+    if (!gg_yaml_get(v, "client_id"))
+        LERR(c, v, "missing_key", "%s: token_exchange needs 'client_id' (graphgate's client at the authorization server)", w);
+    static const char *const not_here[] = {"assertion", "redirect_uri", "client_metadata_url", "idp_token_endpoint",
+                                           "idp_client_id", "idp_client_secret"};
+    for (size_t i = 0; i < sizeof not_here / sizeof *not_here; i++)
+        if (gg_yaml_get(v, not_here[i]))
+            LERR(c, gg_yaml_get(v, not_here[i]), "invalid_server",
+                 "%s.%s does not apply to token_exchange (the subject is the caller's own token)", w, not_here[i]);
+    /* per_user: true is refused by load_auth (it needs type oauth) */
+}
+
 static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
     static const char *const keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                        "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                        "signing_algorithm", "idp_token_endpoint", "idp_client_id", "idp_client_secret",
-                                       "dpop", "timeout", "per_user", NULL};
+                                       "audience", "dpop", "timeout", "per_user", NULL};
     char w[200];
     snprintf(w, sizeof w, "%s.auth", what);
     if (v->kind != YN_MAP) {
@@ -576,9 +600,10 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
     for (size_t i = 0; i < v->count; i++) secret_refs(c, s, v->items[2 * i + 1], w); /* a client_secret, a key */
     const char *type = get_str(c, v, "type", true, w);
     if (type && strcmp(type, "oauth") && strcmp(type, "client_credentials") && strcmp(type, "jwt_bearer") &&
-        strcmp(type, "id_jag"))
+        strcmp(type, "id_jag") && strcmp(type, "token_exchange"))
         LERR(c, gg_yaml_get(v, "type"), "invalid_server",
-             "%s.type must be oauth, client_credentials, jwt_bearer or id_jag, not '%s'", w, type);
+             "%s.type must be oauth, client_credentials, jwt_bearer, id_jag or token_exchange, not '%s'", w, type);
+    load_exchange(c, s, v, type, w);
     for (size_t i = 1; strcmp(keys[i], "dpop"); i++) get_str(c, v, keys[i], false, w); /* each a string */
     const ynode *dp = gg_yaml_get(v, "dpop");
     if (dp && strcmp(json_type_of(dp), "boolean"))

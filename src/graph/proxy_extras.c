@@ -241,7 +241,7 @@ int gg_graph_forwards(const gg_graph *g) {
     size_t i;
     json_t *e;
     json_array_foreach(g->px_extras, i, e) {
-        if (json_object_get(e, "res")) kinds |= MCP_FORWARD_RESOURCES;
+        if (json_object_get(e, "res")) kinds |= MCP_FORWARD_RESOURCES | MCP_FORWARD_SUBSCRIBE;
         if (json_object_get(e, "prm")) kinds |= MCP_FORWARD_PROMPTS;
     }
     return kinds;
@@ -262,7 +262,7 @@ int gg_graph_proxies_extras(const gg_graph *g, const char *server) {
 
 /* ---- answering: one request, one downstream exchange --------------------------------------- */
 
-typedef enum { F_LIST, F_READ, F_GET, F_COMPLETE } fkind;
+typedef enum { F_LIST, F_READ, F_GET, F_COMPLETE, F_SUBSCRIBE } fkind;
 
 typedef struct freq {
     gg_graph *g; /* reference */
@@ -652,12 +652,16 @@ static void fstep(void *arg) {
         int code = 0;
         /* the downstream's "no such resource" stays one for the client */
         if (!strcmp(q->err.code, "mcp_error") && q->err.message && sscanf(q->err.message, "MCP error %d", &code) == 1 &&
-            q->kind == F_READ && (code == -32002 || code == -32602)) {
+            (q->kind == F_READ || q->kind == F_SUBSCRIBE) && (code == -32002 || code == -32602)) {
             fail(q, "not_found", "Resource not found: %.300s", q->asked);
             return;
         }
         if (!strcmp(q->err.code, "cancelled")) {
             freq_end(q, NULL);
+            return;
+        }
+        if (q->kind == F_SUBSCRIBE && code == -32601) { /* it declares no resources.subscribe */
+            fail(q, "invalid_params", "server '%s' does not support resource subscriptions", server);
             return;
         }
         fail(q, !strcmp(q->err.code, "mcp_error") && code == -32602 ? "invalid_params" : q->err.code, "server '%s': %s", server,
@@ -673,6 +677,7 @@ static void fstep(void *arg) {
     case F_READ: finish_read(q, server); break;
     case F_GET: finish_get(q, server); break;
     case F_COMPLETE: finish_complete(q, server); break;
+    case F_SUBSCRIBE: freq_end(q, json_object()); break;
     }
 }
 
@@ -751,6 +756,59 @@ static void start_read(freq *q, json_t *params) {
     fsend(q, json_pack("{s:s}", "uri", orig));
 }
 
+/* resources/subscribe of a selected proxied URI goes to its downstream, every time (a
+ * subscription is idempotent there; nothing is counted here). resources/unsubscribe is
+ * answered here: the downstream is told once an update of the URI finds no client left
+ * subscribed to it (gg_graph_proxy_unsubscribe), which covers sessions that ended too. */
+static void start_subscribe(freq *q, json_t *params) {
+    const char *uri = json_string_value(json_object_get(params, "uri")), *orig = NULL;
+    q->kind = F_SUBSCRIBE;
+    q->asked = strdup(uri ? uri : "");
+    json_t *sel = NULL;
+    if (!q->asked || !uri || !(q->entry = route_uri(q->g, uri, &orig)) || !*orig ||
+        !readable(json_object_get(q->entry, "res"), orig, &sel)) {
+        fail(q, "not_found", "Resource not found: %.300s", uri ? uri : "");
+        return;
+    }
+    if (strcmp(q->method, "resources/subscribe")) freq_end(q, json_object());
+    else fsend(q, json_pack("{s:s}", "uri", orig));
+}
+
+/* See internal.h. */
+bool gg_graph_proxy_client_uri(const gg_graph *g, const char *server, const char *uri, char *out, size_t n) {
+    size_t i;
+    json_t *e, *sel;
+    if (!uri || !*uri || strlen(uri) > PX_MAX_KEY) return false;
+    json_array_foreach(g->px_extras, i, e) {
+        const char *p = json_string_value(json_object_get(e, "uri_prefix"));
+        json_t *res = json_object_get(e, "res");
+        if (res && !strcmp(json_string_value(json_object_get(e, "server")), server) && readable(res, uri, &sel))
+            return snprintf(out, n, "%s%s", p ? p : "", uri) < (int)n;
+    }
+    return false;
+}
+
+static void unsubscribed(void *user, json_t *result, gg_error *err) { (void)user, (void)result, (void)err; }
+
+/* See graph.h. */
+void gg_graph_proxy_unsubscribe(gg_graph *g, const char *uri) {
+    const char *orig = NULL;
+    json_t *e = uri ? route_uri(g, uri, &orig) : NULL;
+    gserver *s = e ? server_of(g, json_string_value(json_object_get(e, "server"))) : NULL;
+    bool live = false; /* a server not started holds no subscription: none is started for this */
+    if (s && *orig) {
+        pthread_mutex_lock(&s->lock);
+        live = s->client || s->nsecrets;
+        pthread_mutex_unlock(&s->lock);
+    }
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = live ? gg_graph_server_client(s, g->policy, &err) : NULL;
+    gg_error_clear(&err);
+    json_t *p = c ? json_pack("{s:s}", "uri", orig) : NULL;
+    if (p) mcp_client_start(c, "resources/unsubscribe", p, 0, NULL, unsubscribed, NULL);
+    json_decref(p);
+}
+
 static void start_get(freq *q, json_t *params) {
     const char *name = json_string_value(json_object_get(params, "name")), *orig = NULL;
     q->kind = F_GET;
@@ -806,6 +864,7 @@ void gg_graph_forward(gg_graph *g, const char *method, json_t *params, const mcp
         start_list(q, params);
     else if (!strcmp(method, "resources/read")) start_read(q, params);
     else if (!strcmp(method, "prompts/get")) start_get(q, params);
+    else if (!strcmp(method, "resources/subscribe") || !strcmp(method, "resources/unsubscribe")) start_subscribe(q, params);
     else if (!strcmp(method, "completion/complete")) start_complete(q, params);
     else fail(q, "invalid_params", "Method not found: %.100s", method);
 }

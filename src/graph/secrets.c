@@ -220,6 +220,56 @@ static mcp_client *make_client(gserver *s, const gg_graph_secrets *seam, long lo
 static char *redact_text(const struct gsecrets *sec, const char *text);
 
 /* See internal.h. */
+long long gg_graph_secrets_generation(const gserver *s) {
+    const gg_graph_secrets *seam = s->graph ? s->graph->secrets : NULL;
+    return seam ? seam->generation(seam->user) : 0;
+}
+
+/* See internal.h. */
+bool gg_graph_secrets_resolve(gserver *s, gg_graph_resolved *out, gg_error *err) {
+    memset(out, 0, sizeof *out);
+    const gg_graph_secrets *seam = s->graph ? s->graph->secrets : NULL;
+    if (!seam)
+        return gg_error_set(err, "secret_missing", "server '%s' uses secret '%s', and no secrets are available here",
+                            s->name ? s->name : "", s->secret_names[0]),
+               false;
+    if (!s->sec && !(s->sec = calloc(1, sizeof *s->sec))) return gg_error_set(err, "oom", "out of memory"), false;
+    char **vals = calloc(s->nsecrets + 1, sizeof *vals);
+    if (!vals) return gg_error_set(err, "oom", "out of memory"), false;
+    out->gen = seam->generation(seam->user);
+    bool ok = true;
+    for (size_t i = 0; ok && i < s->nsecrets; i++)
+        if (!(vals[i] = seam->resolve(seam->user, s->owner ? s->owner : "", s->secret_names[i], err))) ok = false;
+    for (size_t i = 0; ok && i < s->nsecrets; i++) remember(s->sec, s->secret_names[i], vals[i]);
+    if (ok) {
+        out->url = expand(s, s->cfg.url, vals);
+        out->headers = expand_list(s, s->cfg.headers, vals);
+        out->env = expand_list(s, s->cfg.env, vals);
+        out->auth = s->cfg.auth ? expand_json(s, s->cfg.auth, vals) : NULL;
+        out->cfg = s->cfg;
+        out->cfg.url = out->url;
+        out->cfg.headers = (const char *const *)out->headers;
+        out->cfg.env = (const char *const *)out->env;
+        out->cfg.auth = out->auth;
+        ok = (!s->cfg.url || out->url) && out->headers && out->env && (!s->cfg.auth || out->auth);
+        if (!ok) gg_error_set(err, "oom", "out of memory");
+    }
+    for (size_t i = 0; i < s->nsecrets; i++) wipe_free(vals[i]);
+    free(vals);
+    if (!ok) gg_graph_secrets_resolved_free(out);
+    return ok;
+}
+
+/* See internal.h. */
+void gg_graph_secrets_resolved_free(gg_graph_resolved *r) {
+    wipe_json(r->auth);
+    wipe_free(r->url);
+    free_list(r->headers);
+    free_list(r->env);
+    memset(r, 0, sizeof *r);
+}
+
+/* See internal.h. */
 mcp_client *gg_graph_secrets_client(gserver *s, const mcp_client_policy *policy, gg_error *err) {
     const gg_graph_secrets *seam = s->graph ? s->graph->secrets : NULL;
     if (!seam) {

@@ -142,6 +142,9 @@ void mcp_client_set_notify(mcp_client *c, mcp_client_notify_fn fn, void *user) {
 
 char *mcp_client_stderr_tail(mcp_client *c) { return c->ops->stderr_tail ? c->ops->stderr_tail(c->impl) : strdup(""); }
 int mcp_client_start_count(mcp_client *c) { return c->ops->start_count ? c->ops->start_count(c->impl) : 0; }
+void mcp_client_auth_subject(mcp_client *c, const char *token) {
+    if (c && c->ops->auth_subject) c->ops->auth_subject(c->impl, token);
+}
 
 /* Both transports answer what a server asks them the same way: a ping is answered (a server
  * may drop a session whose pings go unanswered), anything else refused at once rather than

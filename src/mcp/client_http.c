@@ -1641,9 +1641,15 @@ static bool auth_attach(http_client *c, const mcp_server_config *cfg, gg_error *
               &c->auth, err);
 }
 
+/* The caller's token for the provider to exchange (mcp_auth_provider.subject). */
+static void http_auth_subject(void *impl, const char *token) {
+    http_client *c = impl;
+    if (c->auth.impl && c->auth.subject) c->auth.subject(c->auth.impl, token);
+}
+
 static const mcp_client_ops http_ops = {http_start,      http_stderr_tail, http_start_count,        http_destroy,
                                         http_set_notify, http_listen,      http_set_request_handler,
-                                        http_start_relay};
+                                        http_start_relay, http_auth_subject};
 
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */

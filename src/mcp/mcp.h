@@ -68,6 +68,11 @@ typedef struct mcp_auth_provider {
     void (*challenge)(void *impl, const char *url, int status, const char *www_authenticate, const char *dpop_nonce,
                       mcp_auth_done_fn done, void *user);
     void (*destroy)(void *impl);
+    /* Optional (NULL: ignored). On behalf of the caller (auth type token_exchange): a call
+     * about to go out hands the provider its caller's access token to exchange when a
+     * challenge needs one (token: a copy is held, counted); the call's end hands NULL (one
+     * hold released; the copy is wiped with the last). Never sent as is. */
+    void (*subject)(void *impl, const char *token);
 } mcp_auth_provider;
 /* Make a provider for a server: settings (borrowed), the server's URL, name, owner (the
  * tenant, may be NULL) and principal (per-user credentials: whose; NULL), and the client's policy (borrowed, outlives the provider; its own
@@ -266,6 +271,9 @@ mcp_listen_stats mcp_http_listen_stats(void);
 char *mcp_client_stderr_tail(mcp_client *c);
 /* Times the child was (re)started / the HTTP session initialized. */
 int mcp_client_start_count(mcp_client *c);
+/* The caller's access token for the client's credential provider to exchange (token: hold a
+ * copy; NULL: release one hold), see mcp_auth_provider.subject; nothing without one. */
+void mcp_client_auth_subject(mcp_client *c, const char *token);
 
 /* Transport back ends (client_stdio.c, client_http.c) behind mcp_client. */
 typedef struct mcp_client_ops {
@@ -281,6 +289,7 @@ typedef struct mcp_client_ops {
     /* NULL: a call's relay is ignored (see mcp_client_call_tool_start_relay) */
     void (*start_relay)(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                         const mcp_call_relay *relay, mcp_client_done_fn done, void *user);
+    void (*auth_subject)(void *impl, const char *token); /* NULL: no credentials to exchange */
 } mcp_client_ops;
 /* What one stdio downstream child may cost the gateway (config downstream.*;
  * docs/operations.md "Downstream limits"). Set once before clients start; a client copies them when created. */
@@ -647,7 +656,8 @@ bool mcp_session_cancel_call(mcp_sessions *ss, const mcp_session *s, json_t *req
 /* The client's capabilities from initialize (KNOWN set once recorded; the table may have
  * forgotten an idle session: then 0, unknown, and requests are sent anyway). */
 enum { MCP_CLIENT_CAPS_KNOWN = 1, MCP_CLIENT_CAPS_ELICITATION = 2, MCP_CLIENT_CAPS_SAMPLING = 4, MCP_CLIENT_CAPS_ROOTS = 8,
-       MCP_CLIENT_CAPS_TASKS = 16 /* 2026-07-28: capabilities.extensions["io.modelcontextprotocol/tasks"] */ };
+       MCP_CLIENT_CAPS_TASKS = 16 /* 2026-07-28: capabilities.extensions["io.modelcontextprotocol/tasks"] */,
+       MCP_CLIENT_CAPS_ELICITATION_URL = 32 /* elicitation.url: URL-mode elicitations ({} alone is form only) */ };
 #define MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
 void mcp_session_set_client_caps(mcp_sessions *ss, const mcp_session *s, int caps);
 int mcp_session_client_caps(mcp_sessions *ss, const mcp_session *s);
@@ -680,10 +690,18 @@ typedef struct mcp_caller {
     const char *key_id;                      /* an API key's id; for a token, a hash of issuer + subject */
     const char *issuer, *subject, *client_id; /* an OAuth access token's claims; NULL for an API key */
     const char *scopes;                      /* graphgate scope names, comma-separated */
+    const char *session; /* the 2025-11-25 session the call came on (its nonce, 32 hex digits; set by
+                            mcp_call_set_client, not by mcp_call_set_caller), or NULL */
 } mcp_caller;
 void mcp_call_set_caller(mcp_call *c, const mcp_caller *who);
 /* What mcp_call_set_caller set (borrowed, lives as long as the call), or NULL. */
 const mcp_caller *mcp_call_caller(const mcp_call *c);
+/* The caller's own access token (an OAuth principal's, as it came in the Authorization
+ * header; at most MCP_SUBJECT_TOKEN_MAX bytes, else ignored): held in memory by the call
+ * only, wiped when it is freed, read by providers as mcp_call_ctx.subject_token for a
+ * token exchange (RFC 8693). Never recorded, traced or logged. */
+#define MCP_SUBJECT_TOKEN_MAX 8192
+void mcp_call_set_subject_token(mcp_call *c, const char *token, size_t len);
 
 
 #endif

@@ -120,6 +120,10 @@ typedef struct mcp_call_ctx {
      * adopts the same cell — stops the run and its downstream call. NULL: not offered. */
     void (*adopt_cancel)(void *adopt_user, mcp_cancel_cell *cell);
     void *adopt_user;
+    /* The caller's access token (mcp_call_set_subject_token), for a downstream server whose
+     * credentials are exchanged for it (RFC 8693); NULL: none (an API key, a task, a graph
+     * calling a graph). Borrowed for the call's life; never to be recorded or copied out. */
+    const char *subject_token;
 } mcp_call_ctx;
 
 /* A cancel flag shared by the calls one run spans (mcp_call_ctx.adopt_cancel): referenced,
@@ -207,6 +211,9 @@ struct mcp_provider {
 };
 #define MCP_FORWARD_RESOURCES 1
 #define MCP_FORWARD_PROMPTS 2
+/* resources/subscribe and /unsubscribe of URIs the provider's lookup does not know go to
+ * forward too, and resources.subscribe is advertised ("not_found" → -32002 as for a read) */
+#define MCP_FORWARD_SUBSCRIBE 4
 
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {
     if (p) atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);

@@ -454,7 +454,7 @@ struct mcp_call {
     unsigned scopes;     /* mcp_call_set_scopes */
     /* mcp_call_set_caller: the copies, and the view of them ctx.who points to */
     struct {
-        char key_id[24], issuer[160], subject[96], client_id[96], scopes[96];
+        char key_id[24], issuer[160], subject[96], client_id[96], scopes[96], session[33];
         mcp_caller view;
         bool set;
     } who;
@@ -465,7 +465,9 @@ struct mcp_call {
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
     int missing_caps; /* mcp_call_ctx.missing_caps: what the provider found the client lacks */
     json_t *elicitation; /* mcp_call_ctx.elicitation: -32042's data, or NULL */
+    int consent_rounds;  /* modern: the consent rounds answered before this call (consent_round) */
     mcp_cancel_cell *_Atomic shared_cancel; /* mcp_call_ctx.adopt_cancel: the run's flag, or NULL */
+    char *subject_token; /* mcp_call_set_subject_token: the caller's token, wiped when freed */
 };
 
 /* Accessors of a call in flight (see mcp.h). */
@@ -502,13 +504,16 @@ gg_trace_ctx *mcp_call_trace(mcp_call *c) { return &c->trace; }
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess) {
     c->sessions = sessions;
     c->sess = *sess;
+    /* per-user consent names the session, to tell it when the user has consented */
+    sodium_bin2hex(c->who.session, sizeof c->who.session, sess->nonce, sizeof sess->nonce);
+    c->who.view.session = c->who.session;
 }
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id) { c->exec_id = exec_id; }
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes) { c->scopes = scopes; }
 void mcp_call_set_caller(mcp_call *c, const mcp_caller *who) {
     gg_strcopy(c->who.key_id, sizeof c->who.key_id, who->key_id ? who->key_id : "");
     gg_strcopy(c->who.scopes, sizeof c->who.scopes, who->scopes ? who->scopes : "");
-    c->who.view = (mcp_caller){c->who.key_id, NULL, NULL, NULL, c->who.scopes};
+    c->who.view = (mcp_caller){c->who.key_id, NULL, NULL, NULL, c->who.scopes, c->who.session[0] ? c->who.session : NULL};
     if (who->issuer) { /* a token: its claims too */
         gg_strcopy(c->who.issuer, sizeof c->who.issuer, who->issuer);
         gg_strcopy(c->who.subject, sizeof c->who.subject, who->subject ? who->subject : "");
@@ -520,6 +525,16 @@ void mcp_call_set_caller(mcp_call *c, const mcp_caller *who) {
     c->who.set = true;
 }
 const mcp_caller *mcp_call_caller(const mcp_call *c) { return c->who.set ? &c->who.view : NULL; }
+void mcp_call_set_subject_token(mcp_call *c, const char *token, size_t len) {
+    if (c->subject_token) sodium_memzero(c->subject_token, strlen(c->subject_token));
+    free(c->subject_token);
+    c->subject_token = NULL;
+    if (!token || !len || len > MCP_SUBJECT_TOKEN_MAX || memchr(token, '\0', len)) return;
+    if ((c->subject_token = malloc(len + 1))) {
+        memcpy(c->subject_token, token, len);
+        c->subject_token[len] = '\0';
+    }
+}
 const char *mcp_call_tool(const mcp_call *c) { return c->tool ? c->tool->name : c->run; }
 json_t *mcp_call_id(const mcp_call *c) { return c->id; }
 json_t *mcp_call_arguments(const mcp_call *c) { return c->args; }
@@ -595,6 +610,7 @@ void mcp_call_free(mcp_call *c) {
     free(c->uri);
     json_decref(c->item);
     json_decref(c->elicitation);
+    mcp_call_set_subject_token(c, NULL, 0); /* wiped */
     mcp_cancel_cell_unref(atomic_load(&c->shared_cancel));
     mcp_server_unref(c->srv);
     free(c);
@@ -697,7 +713,7 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
                           .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
                           .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
                           .trace = &c->trace, .client_caps = call_client_caps(c), .scopes = c->scopes,
-                          .who = c->who.set ? &c->who.view : NULL};
+                          .who = c->who.set ? &c->who.view : NULL, .subject_token = c->subject_token};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -744,7 +760,7 @@ static char *finish_forward(mcp_call *c, json_t *res, gg_error *err) {
     json_decref(res);
     const char *msg = err->message ? err->message : "the downstream server did not answer";
     set_error(c, "failed", msg);
-    if (!strcmp(c->run, "resources/read") && !strcmp(err->code, "not_found")) {
+    if (!strncmp(c->run, "resources/", 10) && !strcmp(err->code, "not_found")) { /* read, (un)subscribe */
         json_t *data = json_pack("{s:O}", "uri", json_object_get(c->args, "uri") ? json_object_get(c->args, "uri") : json_null());
         char *out = mcp_jsonrpc_error(c->id, MCP_RESOURCE_NOT_FOUND, msg, data);
         json_decref(data);
@@ -882,6 +898,7 @@ static void call_client_request(void *user, const char *key, const char *method,
 /* ---- input-required rounds (2026-07-28) ---------------------------------------------------- */
 
 static void respond_error(mcp_outcome *out, json_t *id, int code, const char *msg);
+static void respond(mcp_outcome *out, char *body);
 
 /* An answer of the shape its method returns; anything else is asked for again. */
 static bool response_fits(const char *method, json_t *r) {
@@ -954,6 +971,73 @@ static char *input_required(mcp_call *c, json_t *state) {
     return mcp_jsonrpc_result(c->id, res);
 }
 
+/* ---- per-user consent in the 2026-07-28 era -------------------------------------------------
+ * 2026-07-28 has no -32042: the URL elicitation a provider puts in mcp_call_ctx.elicitation
+ * (a per-user downstream server without the caller's grant) becomes an input-required round
+ * whose one request, under the key "consent-<elicitationId>", is a URL-mode elicitation/create
+ * naming the connect page. The client opens the URL, answers accept and repeats the call; the
+ * state marks it as a consent round (nothing of the run is kept: the run starts afresh and
+ * finds the grant in the shared store, on any replica). Still no grant after
+ * MCP_CONSENT_ROUNDS_MAX accepted rounds: a tool error says so. A client that did not declare
+ * URL-mode elicitation gets -32021. */
+#define MCP_CONSENT_ROUNDS_MAX 3
+
+static char *consent_round(mcp_call *c) {
+    json_t *el = json_array_get(json_object_get(c->elicitation, "elicitations"), 0);
+    const char *id = json_string_value(json_object_get(el, "elicitationId"));
+    const char *url = json_string_value(json_object_get(el, "url")), *msg = json_string_value(json_object_get(el, "message"));
+    if (!c->can_ask || !(c->client_caps & MCP_CLIENT_CAPS_ELICITATION_URL) || !id || !url) {
+        set_error(c, "failed", "the client cannot take the URL-mode elicitation the user's consent needs");
+        return missing_capability_error(c->id, "Missing required client capability: the user must open a URL to consent to "
+                                               "a downstream server, and the request did not declare URL-mode elicitation",
+                                        MCP_CLIENT_CAPS_ELICITATION_URL);
+    }
+    if (c->consent_rounds >= MCP_CONSENT_ROUNDS_MAX) {
+        json_t *res = finish_result(c, mcp_tool_error_result(
+                                           "The user's consent to a downstream server did not arrive after 3 requests: open the "
+                                           "link, finish signing in, then call the tool again for a new link."));
+        c->result = res;
+        return mcp_jsonrpc_result(c->id, res);
+    }
+    char key[64];
+    snprintf(key, sizeof key, "consent-%.40s", id);
+    json_decref(c->wait_requests);
+    c->wait_requests = json_pack("{s:{s:s,s:{s:s,s:s,s:s}}}", key, "method", "elicitation/create", "params", "mode", "url",
+                                 "message", msg ? msg : "Authorization is required", "url", url);
+    json_t *state = json_pack("{s:{s:s,s:i}}", "consent", "key", key, "n", c->consent_rounds + 1);
+    char *out = c->wait_requests && state ? input_required(c, state)
+                                          : mcp_jsonrpc_error(c->id, MCP_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+    json_decref(state);
+    return out;
+}
+
+/* The retry of a consent round (its state says "consent"): the client's answer under the
+ * round's key. accept: the call runs afresh (resume_state dropped); decline or cancel: a tool
+ * error, unrun; no answer: -32602. False when out holds the answer. */
+static bool consent_answer(mcp_call *c, const mcp_message *m, mcp_outcome *out) {
+    json_t *cn = json_object_get(c->resume_state, "consent");
+    const char *k = json_string_value(json_object_get(cn, "key"));
+    char key[64]; /* a copy: the state goes before the answer is read */
+    snprintf(key, sizeof key, "%s", k ? k : "");
+    json_int_t n = json_integer_value(json_object_get(cn, "n"));
+    const char *action = key[0] ? json_string_value(json_object_get(json_object_get(c->input_responses, key), "action")) : NULL;
+    c->consent_rounds = n > 0 && n <= MCP_CONSENT_ROUNDS_MAX ? (int)n : MCP_CONSENT_ROUNDS_MAX;
+    json_decref(c->resume_state); /* nothing of the run is kept: it starts afresh */
+    c->resume_state = NULL;
+    if (action && !strcmp(action, "accept")) return true;
+    if (action && (!strcmp(action, "decline") || !strcmp(action, "cancel"))) {
+        json_t *res = mcp_tool_error_result("The user did not consent to the downstream server this tool needs: nothing was "
+                                            "run. Call the tool again to be asked again.");
+        respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
+        json_decref(res);
+        return false;
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg, "Invalid params: inputResponses must answer %.64s (accept, decline or cancel)", key);
+    respond_error(out, m->id, MCP_INVALID_PARAMS, msg);
+    return false;
+}
+
 /* A modern call may ask its client through input-required rounds: take the state key, the
  * answers and the state to go on from (checked here: a bad one is the request's error). */
 static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ctx *rc, const char *run,
@@ -982,7 +1066,7 @@ static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ct
         c->round = round > 0 && round < 1000000 ? (int)round : 1;
         json_object_del(c->resume_state, "nonce"); /* not the run's: the next round gets its own */
         json_object_del(c->resume_state, "round");
-        return true;
+        return json_object_get(c->resume_state, "consent") ? consent_answer(c, m, out) : true;
     }
     char msg[300];
     snprintf(msg, sizeof msg, "Invalid params: %s", why);
@@ -1054,9 +1138,10 @@ static char *finish_call(mcp_call *c, json_t *res, gg_error *errp) {
         set_error(c, "failed", err.message);
         out = missing_capability_error(c->id, err.message ? err.message : "Missing required client capability", c->missing_caps);
     } else if (!res && c->elicitation && !strcmp(err.code, "url_elicitation_required")) {
-        set_error(c, "failed", err.message);
-        out = mcp_jsonrpc_error(c->id, MCP_URL_ELICITATION_REQUIRED, err.message ? err.message : "URL elicitation required",
-                                c->elicitation);
+        if (!c->modern) set_error(c, "failed", err.message); /* a round is no failure: consent_round says */
+        out = c->modern ? consent_round(c)
+                        : mcp_jsonrpc_error(c->id, MCP_URL_ELICITATION_REQUIRED,
+                                            err.message ? err.message : "URL elicitation required", c->elicitation);
     } else if (c->kind == CALL_FORWARD) {
         out = finish_forward(c, res, &err);
     } else if (!res && gg_error_rpc_code(&err) == MCP_INVALID_PARAMS) { /* unknown_tool, invalid_params, ... */
@@ -1155,8 +1240,8 @@ static void respond_error(mcp_outcome *out, json_t *id, int code, const char *ms
  * provider has them. */
 static json_t *server_caps(const mcp_server *s) {
     json_t *caps = json_pack("{s:{s:b},s:{}}", "tools", "listChanged", 1, "logging");
-    /* subscriptions are served for the graph's own resources only (not relayed downstream) */
-    bool own = s->counts[L_RESOURCES] || s->counts[L_TEMPLATES];
+    /* the graph's own resources, and proxied ones (relayed to and from their downstream) */
+    bool own = s->counts[L_RESOURCES] || s->counts[L_TEMPLATES] || (s->fwd & MCP_FORWARD_SUBSCRIBE);
     if (caps && mcp_server_has_resources(s))
         json_object_set_new(caps, "resources", json_pack("{s:b,s:b}", "subscribe", own, "listChanged", 1));
     if (caps && mcp_server_has_prompts(s)) json_object_set_new(caps, "prompts", json_pack("{s:b}", "listChanged", 1));
@@ -1207,7 +1292,8 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     json_t *cc = json_object_get(m->params, "capabilities");
     out->client_caps = MCP_CLIENT_CAPS_KNOWN | (json_object_get(cc, "elicitation") ? MCP_CLIENT_CAPS_ELICITATION : 0) |
                        (json_object_get(cc, "sampling") ? MCP_CLIENT_CAPS_SAMPLING : 0) |
-                       (json_object_get(cc, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0);
+                       (json_object_get(cc, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0) |
+                       (json_object_get(json_object_get(cc, "elicitation"), "url") ? MCP_CLIENT_CAPS_ELICITATION_URL : 0);
     snprintf(out->negotiated_version, sizeof out->negotiated_version, "%s", v);
 }
 
@@ -1245,6 +1331,7 @@ static void invalid_arguments(mcp_outcome *out, const mcp_message *m, const gg_e
 static char *missing_capability_error(json_t *id, const char *msg, int missing) {
     json_t *need = json_object();
     if (missing & MCP_CLIENT_CAPS_ELICITATION) json_object_set_new(need, "elicitation", json_object());
+    if (missing & MCP_CLIENT_CAPS_ELICITATION_URL) json_object_set_new(need, "elicitation", json_pack("{s:{}}", "url"));
     if (missing & MCP_CLIENT_CAPS_SAMPLING) json_object_set_new(need, "sampling", json_object());
     if (missing & MCP_CLIENT_CAPS_ROOTS) json_object_set_new(need, "roots", json_object());
     if (missing & MCP_CLIENT_CAPS_TASKS)
@@ -1484,14 +1571,19 @@ static void do_subscribe(mcp_server *s, const mcp_message *m, const char *uri, m
     json_decref(value);
     json_decref(run_args);
     free(run);
-    if (!item) {
+    if (!item && (s->fwd & MCP_FORWARD_SUBSCRIBE)) { /* maybe a proxied URI: its downstream decides */
+        do_forward(s, m, out);
+    } else if (!item) {
         resource_not_found(out, m->id, uri);
         return;
+    } else {
+        json_decref(item);
+        respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
     }
-    json_decref(item);
+    /* remembered for the session at once; a proxied URI refused stays there unused until
+     * unsubscribed (within the session's 64) */
     out->subscribe = strcmp(m->method, "resources/subscribe") ? -1 : 1;
     out->subscribe_uri = strdup(uri);
-    respond(out, mcp_jsonrpc_result_raw(m->id, "{}"));
 }
 
 /* prompts/get arguments: an object of strings with every required argument. */

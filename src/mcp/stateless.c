@@ -176,6 +176,7 @@ static bool check_params_in(json_t *schema, json_t *args, mcp_header_fn hdr, voi
 
 static int caps_of(json_t *caps) {
     return MCP_CLIENT_CAPS_KNOWN | (json_object_get(caps, "elicitation") ? MCP_CLIENT_CAPS_ELICITATION : 0) |
+           (json_object_get(json_object_get(caps, "elicitation"), "url") ? MCP_CLIENT_CAPS_ELICITATION_URL : 0) |
            (json_object_get(caps, "sampling") ? MCP_CLIENT_CAPS_SAMPLING : 0) |
            (json_object_get(caps, "roots") ? MCP_CLIENT_CAPS_ROOTS : 0) |
            (json_object_get(json_object_get(caps, "extensions"), MCP_TASKS_EXTENSION) ? MCP_CLIENT_CAPS_TASKS : 0);

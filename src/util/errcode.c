@@ -39,7 +39,7 @@ static const gg_errcode TABLE[] = {
     {"use_dpop_nonce", 401, RPC_INTERNAL, "the DPoP proof must carry the nonce the server gave (RFC 9449 section 9)"},
     {"forbidden", 403, RPC_INTERNAL, "the key may not do this"},
     {"insufficient_scope", 403, RPC_INTERNAL, "the key lacks the scope the route needs"},
-    {"principal_required", 403, RPC_INTERNAL, "a downstream server with per-user consent called without an OAuth principal (an API key)"},
+    {"principal_required", 403, RPC_INTERNAL, "a downstream server acting for each user (per-user consent, token exchange) called without an OAuth principal (an API key)"},
     {"url_elicitation_required", 403, -32042, "the user must open a URL first: consent to a per-user downstream server (MCP 2025-11-25)"},
     /* what is stored */
     {"not_found", 404, RPC_INTERNAL, "no such tenant, graph, version, key or execution"},
@@ -54,6 +54,7 @@ static const gg_errcode TABLE[] = {
     {"too_many", 429, RPC_INTERNAL, "over a count limit (sessions, streams, waiting runs)"},
     {"downstream_invalid", 502, RPC_INTERNAL, "a downstream server's answer is malformed or past its bounds (proxied resources, prompts)"},
     {"downstream_auth", 502, RPC_INTERNAL, "credentials for a downstream server could not be obtained, or it refused them (OAuth client)"},
+    {"token_exchange_failed", 502, RPC_INTERNAL, "the token exchange (RFC 8693) of the caller's token for a downstream server was refused, or its token refused again"},
     {"unavailable", 503, RPC_INTERNAL, "a dependency (store, downstream) is down for now"},
     {"busy", 503, RPC_INTERNAL, "every queue is full"},
     {"shutting_down", 503, RPC_INTERNAL, "the server is draining"},

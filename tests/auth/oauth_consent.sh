@@ -15,7 +15,11 @@
 #     principal_required; bad per_user settings are a 422 at their line:col;
 #   - a token revoked at the downstream: the next call asks for consent again (grant deleted);
 #   - the admin view counts alice's grant, never a token; the tokens are in no log line,
-#     answer or database file.
+#     answer or database file;
+#   - a 2026-07-28 caller (oauth_consent2026.mjs) gets an input-required round with a URL-mode
+#     elicitation instead (-32021 without the URL capability), bounded, declinable; the SDK v2
+#     client consents through it; a 2025-11-25 session connected while its user consents gets
+#     notifications/elicitation/complete.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
@@ -96,7 +100,7 @@ t "  per_user not a boolean, at its line:col (10:17)" eq \
 t "  per_user with client_credentials, at the type" has "$GG_TMP/put.json" 'per_user needs type oauth'
 
 EP=$GG_PUB/mcp/acme/px
-token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"$EP\",\"sub\":\"$1\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
 TOKA=$(token alice)
 TOKB=$(token bob)
 sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP" "$1" whoami >"$2" 2>"$2.err"; }
@@ -212,5 +216,37 @@ wait_keys
 sdk "$(token alice)" "$GG_TMP/a5.json"
 t "after the rekey alice's call works with her grant" eq \
   "$(jget "$GG_TMP/a5.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/a5.json")" "False 1"
+
+# ---- a 2026-07-28 caller (stateless): an input-required round instead of -32042 ----------------
+# carol has no grant: the raw rounds (no URL capability: -32021; decline; accept without
+# consenting, bounded), then the SDK v2 client whose handler consents in the browser
+GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent2026.mjs" "$EP" "$(token carol)" carol "$GG_PUB/oauth/connect" \
+  "$GG_TMP" >"$GG_TMP/c2026.out" 2>&1
+gw_fold "$GG_TMP/c2026.out" $?
+t "carol's grant is stored beside alice's" eq "$(grants)" "[('api', 2)]"
+
+# ---- 2025-11-25: the session that got the -32042 is told when the user has consented ----------
+# through a graph whose server names token_endpoint_auth_method client_secret_post: the client
+# registers so, and the authorization server refuses the code's exchange in any other method
+sed 's/auth: {type: oauth, per_user: true}/auth: {type: oauth, per_user: true, token_endpoint_auth_method: client_secret_post}/' \
+  "$GG_TMP/px.yaml" >"$GG_TMP/pxpost.yaml"
+t "a per_user graph with token_endpoint_auth_method client_secret_post is accepted" eq \
+  "$(gw_put_graph "$ADMIN" acme pxpost "$GG_TMP/pxpost.yaml")" 201
+EP2=$GG_PUB/mcp/acme/pxpost
+posted() { curl -s "$ISS/_count/token_post"; } # token requests without HTTP Basic client authentication
+POST0=$(posted)
+"$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP2" "$(token dave "$EP2")" whoami dave "$GG_TMP" >"$GG_TMP/d1.json" 2>"$GG_TMP/d1.err"
+t "dave's call gets -32042; he opens the URL while connected and consents (200)" eq \
+  "$(jget "$GG_TMP/d1.json" "d['error']['code']") $(jget "$GG_TMP/d1.json" "d['opened']")" "-32042 200"
+t "  his session gets notifications/elicitation/complete with the -32042's elicitationId" eq \
+  "$(jget "$GG_TMP/d1.json" "d['complete']")" "$(el "$GG_TMP/d1.json" "['elicitationId']")"
+t "  and his retry on the same session reaches the downstream as dave" eq \
+  "$(jget "$GG_TMP/d1.json" "d['retry']['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"dave\\"' "$GG_TMP/d1.json")" "False 1"
+curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
+sdk2() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP2" "$1" whoami >"$2" 2>"$2.err"; }
+sdk2 "$(token dave "$EP2")" "$GG_TMP/d2.json"
+t "  revoked at the downstream, his next call works (refresh token)" eq \
+  "$(jget "$GG_TMP/d2.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"dave\\"' "$GG_TMP/d2.json")" "False 1"
+t "  the code's exchange and the refresh both authenticated by client_secret_post" eq "$(($(posted) - POST0))" 2
 t "the server stops cleanly" gw_stop_clean
 gg_finish

@@ -145,6 +145,31 @@ START_TEST(settings_checked) {
     ck_assert(!gg_oauth_client_check_settings(s, &e));
     gg_error_clear(&e);
     json_decref(s);
+    /* token_exchange: a client of its own, no assertion (the caller's token is the subject),
+     * no per_user; audience is its setting only */
+    s = json_pack("{s:s, s:s, s:s}", "type", "token_exchange", "client_id", "a", "audience", "urn:x");
+    ck_assert(gg_oauth_client_check_settings(s, &e));
+    json_object_set_new(s, "assertion", json_string("eyJ.a.b"));
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    gg_error_clear(&e);
+    json_object_del(s, "assertion");
+    json_object_set_new(s, "per_user", json_true());
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    gg_error_clear(&e);
+    json_object_del(s, "per_user");
+    json_object_del(s, "client_id");
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    gg_error_clear(&e);
+    json_decref(s);
+    s = json_pack("{s:s, s:s, s:s}", "type", "client_credentials", "client_id", "a", "audience", "urn:x");
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    ck_assert(strstr(e.message, "audience"));
+    gg_error_clear(&e);
+    json_decref(s);
+    s = json_pack("{s:s, s:s, s:i}", "type", "token_exchange", "client_id", "a", "audience", 7);
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    gg_error_clear(&e);
+    json_decref(s);
     /* a client is made without any network; the secret never shows in its state */
     s = json_pack("{s:s, s:s, s:s}", "type", "client_credentials", "client_id", "id1", "client_secret", "s3cr3t-value");
     gg_oauth_client *c = gg_oauth_client_new(s, "https://mcp.example.com/mcp", "x", NULL, &e);
@@ -181,6 +206,8 @@ START_TEST(consent_state_sealed) {
     c.leg = 1; /* the connect flow's step, the downstream's configured scope, the state to go on with */
     strcpy(c.scope, "read write");
     memset(c.next, 'n', 1500);
+    strcpy(c.session, "00112233445566778899aabbccddeeff"); /* told when the grant is stored */
+    strcpy(c.auth_method, "client_secret_post");              /* the exchange's, as configured */
     char *st = gg_oauth_consent_seal(key, &c);
     ck_assert_ptr_nonnull(st);
     ck_assert(strstr(st, c.verifier) == NULL && strstr(st, "acme") == NULL && strstr(st, "client-secret") == NULL);
@@ -201,6 +228,8 @@ START_TEST(consent_state_sealed) {
     ck_assert_int_eq(got.leg, 1);
     ck_assert_str_eq(got.scope, "read write");
     ck_assert_uint_eq(strlen(got.next), 1500);
+    ck_assert_str_eq(got.session, "00112233445566778899aabbccddeeff");
+    ck_assert_str_eq(got.auth_method, "client_secret_post");
     /* the verifier's S256 challenge is the one the URL carries */
     unsigned char h[crypto_hash_sha256_BYTES];
     char want[GG_OAUTH_PKCE_CHALLENGE_LEN + 1];

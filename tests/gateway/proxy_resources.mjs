@@ -12,6 +12,7 @@
 //            failing graph skipped, another tenant's graph unreachable
 //   view:    a view naming graphs in "resources" and "prompts": only theirs
 //   notify:  (URL = the tenant's /mcp/acme, then METRICS_URL) list_changed relayed, rate-bounded
+//   subscribe: (URL = /mcp, then METRICS_URL, beta's KEY) proxied subscriptions and updates
 // prints "ok - ..." lines and "N passed, N failed".
 import { loadSdk, check, finish, until } from './sdk_lib.mjs';
 
@@ -40,7 +41,7 @@ async function failure(p) {
 async function ev(client) {
   const caps = client.getServerCapabilities();
   check('initialize advertises resources, prompts and completions', !!(caps.resources && caps.prompts && caps.completions), caps);
-  check('... and no subscriptions (not relayed)', caps.resources && !caps.resources.subscribe, caps.resources);
+  check('... and subscriptions (proxied URIs relayed to the downstream)', caps.resources && caps.resources.subscribe === true, caps.resources);
   const [res, pages] = await all((p) => client.listResources(p), 'resources');
   check(`resources/list: the downstream's resources, every one under ev+ (${res.length} over ${pages} page(s))`,
     res.length >= 5 && res.every((r) => r.uri.startsWith('ev+demo://')), res.map((r) => r.uri));
@@ -294,7 +295,84 @@ async function notify(base, metricsUrl) {
   for (const c of Object.values(clients)) await c.close();
 }
 
-if (mode === 'notify') {
+// usage: node proxy_resources.mjs subscribe BASE_URL(/mcp) KEY METRICS_URL BETA_KEY
+// acme/sub and beta/sub proxy the notify server's x://a and x://b under s+; acme/hostile's
+// server declares no subscriptions.
+async function subscribe(base, metricsUrl, bkey) {
+  const { ResourceUpdatedNotificationSchema } = await loadSdk('types.js');
+  const streams = async () => Number((/^graphgate_mcp_streams (\d+)$/m.exec(await (await fetch(metricsUrl)).text()) || [0, -1])[1]);
+  const before = await streams();
+  const open = async (ep, k) => {
+    const c = new Client({ name: `sub-${ep}`, version: '1.0.0' }, { capabilities: {} });
+    const got = [];
+    got.at = {}; /* uri → arrival times */
+    c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      got.push(n.params.uri);
+      (got.at[n.params.uri] ||= []).push(Date.now());
+    });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${base}/${ep}`), { requestInit: { headers: { Authorization: `Bearer ${k}` } } }));
+    return [c, got];
+  };
+  const [a, got] = await open('acme/sub', key);
+  const [b, bgot] = await open('beta/sub', bkey);
+  const count = (l, u) => l.filter((x) => x === u).length;
+  const touch = async (c, uri, n) => JSON.parse((await c.callTool({ name: 'touch', arguments: { uri, n } })).content[0].text);
+  check('the SDK clients opened their GET streams', (await until(async () => (await streams()) >= before + 2)) === true, [before, await streams()]);
+  check('initialize advertises resources.subscribe', a.getServerCapabilities().resources?.subscribe === true, a.getServerCapabilities());
+  await a.subscribeResource({ uri: 's+x://a' });
+  await a.subscribeResource({ uri: 's+x://b' });
+  await b.subscribeResource({ uri: 's+x://a' });
+  check('resources/subscribe of proxied URIs reaches the downstream without the prefix',
+    JSON.stringify(await touch(a, 'x://none', 0)) === '["x://a","x://b"]', await touch(a, 'x://none', 0));
+  let e = await failure(a.subscribeResource({ uri: 's+x://c' }));
+  check('an unselected URI → -32002', e && e.code === -32002, String(e));
+  e = await failure(a.subscribeResource({ uri: 'x://a' }));
+  check('a URI without the prefix → -32002', e && e.code === -32002, String(e));
+  await touch(a, 'x://a', 1);
+  check('the downstream\'s update arrives with the prefixed URI', (await until(() => count(got, 's+x://a') >= 1)) === true, got);
+  const t0 = Date.now(), n0 = count(got, 's+x://a');
+  await touch(a, 'x://a', 300);
+  check('a flood of 300 updates: one arrives (at once, or as the trailing one)', (await until(() => count(got, 's+x://a') > n0)) === true, got);
+  await touch(a, 'x://b', 1);
+  check('... and x://b\'s as well', (await until(() => count(got, 's+x://b') >= 1)) === true, got);
+  await b.subscribeResource({ uri: 's+x://b' });
+  await touch(b, 'x://b', 1);
+  check('beta\'s own downstream\'s update reaches beta\'s session', (await until(() => count(bgot, 's+x://b') >= 1)) === true, bgot);
+  check('... and acme\'s updates never reached beta\'s session (subscribed to the same URIs)', count(bgot, 's+x://a') === 0, bgot);
+  /* an upper bound, checked after several round trips: a trailing update not sent yet only lowers it */
+  const flood = count(got, 's+x://a') - n0, at = got.at['s+x://a'];
+  const gaps = at.slice(1).map((t, i) => t - at[i]);
+  console.log(`# 300 updates of x://a within a call → ${flood} relayed within ${Date.now() - t0} ms; gaps ${gaps.join(', ')} ms`);
+  check('... rate-bounded: at most 2 of the 300 relayed (one at once, one trailing)', flood >= 1 && flood <= 2, flood);
+  check('... no two updates of a URI to a session within the 250 ms interval (less 100 ms of jitter)', gaps.every((g) => g >= 150), gaps);
+  await a.unsubscribeResource({ uri: 's+x://a' });
+  const na = count(got, 's+x://a'), nb = count(got, 's+x://b');
+  await touch(a, 'x://a', 1);
+  await touch(a, 'x://b', 1);
+  check('after unsubscribe: a later update of x://b arrives ...', (await until(() => count(got, 's+x://b') > nb)) === true, got);
+  check('... while x://a\'s does not', count(got, 's+x://a') === na, got);
+  check('the update nobody heard unsubscribed the downstream from x://a',
+    (await until(async () => JSON.stringify(await touch(a, 'x://none', 0)) === '["x://b"]')) === true, await touch(a, 'x://none', 0));
+  await a.close();
+  const [h] = await open('acme/hostile', key);
+  e = await failure(h.subscribeResource({ uri: 'ok://a' }));
+  check('a downstream without resources.subscribe: a clear error', e && e.code === -32602 && /does not support resource subscriptions/.test(e.message), String(e));
+  await h.close();
+  const [all] = await open('acme/_all', key);
+  check('/mcp/acme/_all advertises no subscriptions (updates reach the graph\'s own endpoint only)',
+    !all.getServerCapabilities().resources?.subscribe, all.getServerCapabilities());
+  await all.close();
+  await b.close();
+}
+
+if (mode === 'subscribe') {
+  try {
+    await subscribe(url, process.argv[5], process.argv[6]);
+    finish();
+  } catch (e) {
+    finish(e);
+  }
+} else if (mode === 'notify') {
   try {
     await notify(url, process.argv[5]);
     finish();

@@ -14,7 +14,11 @@
 # page across graphs, the failing graph skipped and named, a graph's own items, unselected
 # URIs and another tenant's graph not reachable) and a view naming graphs under "resources" and
 # "prompts" (only theirs; bad selections 400). A downstream's resources/ and prompts/list_changed
-# reach the GET streams of its graph, _all and a view naming it, a burst folded into one. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
+# reach the GET streams of its graph, _all and a view naming it, a burst folded into one.
+# resources/subscribe of a proxied URI reaches the downstream (prefix stripped) and its
+# resources/updated the subscribed sessions (prefix added), 300 of them as at most 2, never
+# another tenant's; an unselected URI -32002; unsubscribe stops them (and, at the next update
+# nobody hears, unsubscribes the downstream); a downstream without subscribe: a clear error. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -60,6 +64,12 @@ proxy:
   - {server: "hostile", resources: "all", prompts: "all"}
 YAML
 } >"$GG_TMP/hostile.yaml"
+{ hdr sub; cat <<YAML
+  notifier: {command: "$NODE", args: ["$HOSTILE", "notify"]}
+proxy:
+  - {server: "notifier", tools: ["touch"], resources: ["x://a", "x://b"], uri_prefix: "s+"}
+YAML
+} >"$GG_TMP/sub.yaml"
 { hdr lc; cat <<YAML
   notifier: {command: "$NODE", args: ["$HOSTILE", "notify"]}
 proxy:
@@ -133,6 +143,10 @@ t "lc (a downstream announcing changed lists) is accepted, view lcv names it for
   eq "$(gw_put_graph "$ADMIN" acme lc "$GG_TMP/lc.yaml") $(vput lcv '{"resources":["lc"]}')" "201 201"
 "$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" notify "$GG_PUB/mcp/acme" "$KEY" "$GG_INT/metrics" >"$GG_TMP/notify.out" 2>&1
 gw_fold "$GG_TMP/notify.out" $?
+t "sub (proxied x://a and x://b under s+) is accepted by acme and by beta" \
+  eq "$(gw_put_graph "$ADMIN" acme sub "$GG_TMP/sub.yaml") $(gw_put_graph "$BADMIN" beta sub "$GG_TMP/sub.yaml")" "201 201"
+"$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" subscribe "$GG_PUB/mcp" "$KEY" "$GG_INT/metrics" "$BKEY" >"$GG_TMP/subscribe.out" 2>&1
+gw_fold "$GG_TMP/subscribe.out" $?
 # the same in the stateless 2026-07-28 era; beta's key on acme's _all is refused as for tools
 rpc26() { # OUT URL KEY METHOD PARAMS NAME → HTTP status
   gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \

@@ -223,6 +223,67 @@ START_TEST(graph_server_outside_gateway) {
 }
 END_TEST
 
+/* The per-user client table (clients.c): at most GG_GRAPH_USERS_MAX principals per server
+ * entry, the least recently used one out first (its client retired, not freed: a call may
+ * still use it); entries unused past the idle time leave on a later lookup. */
+static mcp_client *user_client(gserver *s, const char *p) {
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = gg_graph_user_client(s, p, NULL, &err);
+    ck_assert_msg(c, "%s: %s", p, err.message ? err.message : "");
+    gg_error_clear(&err);
+    return c;
+}
+
+START_TEST(per_user_table_lru_and_idle) {
+    static const char src[] =
+        "server: {name: g, version: '1'}\n"
+        "mcpServers:\n  s: {type: streamableHttp, url: 'http://127.0.0.1:9/mcp'}\n"
+        "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+        "      - {id: entry, type: entry, next: c}\n      - {id: c, type: mcp, server: s, tool: x, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "g.yaml", NULL, &d);
+    ck_assert_msg(g, "%s", d.count ? d.items[0].message : "");
+    gserver *s = &g->servers[0]; /* the table is the same without auth settings (none outside the gateway) */
+    static mcp_client *first[GG_GRAPH_USERS_MAX];
+    char p[32];
+    for (int i = 0; i < GG_GRAPH_USERS_MAX; i++) {
+        snprintf(p, sizeof p, "user%d", i);
+        first[i] = user_client(s, p);
+    }
+    size_t retired = 9;
+    ck_assert_uint_eq(gg_graph_users_count(s, &retired), GG_GRAPH_USERS_MAX);
+    ck_assert_uint_eq(retired, 0);
+    ck_assert_ptr_eq(user_client(s, "user0"), first[0]); /* the same client; now the most recent */
+    /* one more principal: user1, now the least recently used, leaves; its client is retired */
+    mcp_client *newcomer = user_client(s, "newcomer");
+    ck_assert_uint_eq(gg_graph_users_count(s, &retired), GG_GRAPH_USERS_MAX);
+    ck_assert_uint_eq(retired, 1);
+    ck_assert_ptr_eq(user_client(s, "user0"), first[0]);
+    ck_assert_ptr_eq(user_client(s, "user2"), first[2]);
+    ck_assert_ptr_eq(user_client(s, "newcomer"), newcomer);
+    /* user1 comes back: a client of its own again (the retired one is still allocated, so a
+     * different address), and user3 — the least recently used now — leaves */
+    ck_assert_ptr_ne(user_client(s, "user1"), first[1]);
+    ck_assert_uint_eq(gg_graph_users_count(s, &retired), GG_GRAPH_USERS_MAX);
+    ck_assert_uint_eq(retired, 2);
+    ck_assert_ptr_eq(user_client(s, "user4"), first[4]);
+    /* idle: with a 50 ms idle time, everyone but the principal still calling leaves */
+    gg_graph_users_set_idle(s, 50);
+    size_t n = GG_GRAPH_USERS_MAX;
+    for (int i = 0; i < 300 && n > 1; i++) { /* a lookup every 10 ms, 3 s at most */
+        ck_assert_ptr_eq(user_client(s, "user0"), first[0]);
+        n = gg_graph_users_count(s, &retired);
+        if (n > 1) usleep(10000);
+    }
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(retired, 2 + GG_GRAPH_USERS_MAX - 1);
+    ck_assert_ptr_eq(user_client(s, "user0"), first[0]);
+    gg_graph_unref(g); /* the last reference: the table and every retired client with it */
+    gg_graph_diags_free(&d);
+}
+END_TEST
+
 /* async: true loads on mcp nodes only (a non-boolean or another node type is a positioned
  * error); outside the gateway (no async hooks) the node is skipped with the reason and the
  * run goes on to its exit. */
@@ -1936,6 +1997,7 @@ int main(void) {
         tcase_add_test(td, mcp_restart_backs_off);
         tcase_add_test(td, mcp_cancel_mid_call);
         tcase_add_test(td, mcp_concurrent_runs_share_one_child);
+        tcase_add_test(td, per_user_table_lru_and_idle);
         tcase_add_test(td, mcp_call_bounded_by_time_limit);
         tcase_add_test(td, policy_resolves_commands_on_path);
         suite_add_tcase(s, td);

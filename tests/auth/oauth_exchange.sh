@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# oauth_exchange.sh — on behalf of the caller: a downstream MCP server's token obtained by
+# token exchange (RFC 8693) of the calling user's own access token (`auth: {type:
+# token_exchange}`, issue 27), end to end. One real authorization server (oidc-provider,
+# tests/fixtures/oauth/as.mjs with GG_AS_EXCHANGE=1: the token exchange grant for client
+# "exchanger") is both the tenant's (its users call with its JWTs) and the downstream's; the
+# downstream is an SDK server with bearer middleware (rs.mjs) whose whoami says the token's
+# sub, aud, jti and act. A graph's mcp node calls it.
+#   - the SDK client as alice (a 2025-11-25 session; dave: a stateless 2026-07-28 request): the downstream sees a token for sub alice, audienced to it, with
+#     act exchanger — not alice's own token (another aud and jti); her second call uses the
+#     cached token (no new exchange); bob gets his own;
+#   - an API-key caller gets principal_required; the AS refusing the exchange (a subject it
+#     refuses; a client it does not know) gives a tool error token_exchange_failed naming the
+#     server and the AS's error code; a downstream refusing the exchanged token: dropped,
+#     exchanged once more, then token_exchange_failed;
+#   - a token revoked at the downstream: the next call exchanges again and works; a
+#     short-lived (20 s) exchanged token is reused, not exchanged per request;
+#   - the client secret is a ${secrets.NAME}; bad settings are a 422 at their line:col;
+#   - the callers' tokens and the exchanged ones are in no log line, answer, /metrics, run
+#     record or database file.
+# Prints "N passed, N failed".
+. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
+has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
+gw_need_sdk
+[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
+FX="$GG_SRCDIR/tests/fixtures/oauth"
+JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids"
+KID=$(cut -d' ' -f1 "$GG_TMP/kids")
+PIDS=""
+trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+ready() { # LOG: what follows "ready " once the process printed it
+  for _ in $(seq 1 200); do grep -q '^ready ' "$1" && break; sleep 0.05; done
+  sed -n 's/^ready //p' "$1"
+}
+GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol \
+  "$NODE" "$FX/as.mjs" 0 "$GG_TMP/keys.json" ES256 >"$GG_TMP/as.log" 2>&1 &
+ASPID=$!
+PIDS="$PIDS $ASPID"
+ISS=$(ready "$GG_TMP/as.log")
+[ -n "$ISS" ] || { echo "the authorization server did not start: $(head -5 "$GG_TMP/as.log")"; echo "0 passed, 1 failed"; exit 1; }
+"$NODE" "$FX/rs.mjs" "$ISS" >"$GG_TMP/rs.log" 2>&1 &
+PIDS="$PIDS $!"
+RS=$(ready "$GG_TMP/rs.log")
+[ -n "$RS" ] || { echo "the MCP server did not start: $(head -5 "$GG_TMP/rs.log")"; echo "0 passed, 1 failed"; exit 1; }
+RSBASE=${RS%/mcp}
+
+graph() { # FILE CLIENT_ID: a tool "who" calling the protected server's whoami from an mcp node
+  cat >"$1" <<YAML
+version: "1.0"
+server: {name: "ex", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: "$2", client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
+tools:
+  - name: "who"
+    description: "whoami on behalf of the caller"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+YAML
+}
+graph "$GG_TMP/ex.yaml" exchanger
+graph "$GG_TMP/unknown.yaml" nobody
+cat >"$GG_TMP/bad.yaml" <<YAML
+version: "1.0"
+server: {name: "bad", version: "1.0.0"}
+mcpServers:
+  a:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: x, per_user: true}
+  b:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: client_credentials, client_id: x, audience: "$RS"}
+  c:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange}
+  d:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: x, assertion: "eyJ.x.y"}
+  e:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: x, audience: [1, 2]}
+tools:
+  - {name: "t", inputSchema: {type: object}, nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}
+YAML
+
+gw_cli_run tenant create acme >/dev/null
+ADMIN=$(gw_key acme admin)
+KEY=$(gw_key acme tools:read,tools:execute)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey"
+export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey"
+GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
+t "setup: tenant and keys" gw_cli_clean
+MAP='{"tools:read":["tools:read"],"tools:execute":["tools:execute"]}'
+t "acme trusts the authorization server (200)" eq "$(gg_curl "$GG_TMP/o.json" -X PUT \
+  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+  --data-binary "{\"issuers\":[{\"issuer\":\"$ISS\",\"scope_map\":$MAP}]}" "$GG_PUB/admin/tenants/acme/oauth")" 200
+for _ in $(seq 1 100); do # until the server holds the authorization server's keys
+  gg_curl "$GG_TMP/get.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/oauth" >/dev/null
+  [ "$(jget "$GG_TMP/get.json" "d['definition']['issuers'][0]['status']['keys']")" -gt 0 ] 2>/dev/null && break; sleep 0.1
+done
+t "the exchange client's secret is a tenant secret (201)" eq "$(gg_curl "$GG_TMP/s.json" -X PUT \
+  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+  --data-binary '{"value":"exchanger-secret-0123456789"}' "$GG_PUB/admin/tenants/acme/secrets/EX_SECRET")" 201
+t "the graph with token_exchange auth is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme ex "$GG_TMP/ex.yaml")" 201
+cp "$GG_TMP/put.json" "$GG_TMP/put_ex.json"
+t "  and one with a client the AS does not know" eq "$(gw_put_graph "$ADMIN" acme unknown "$GG_TMP/unknown.yaml")" 201
+t "bad token_exchange settings are a 422" eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml")" 422
+cp "$GG_TMP/put.json" "$GG_TMP/bad.json"
+at() { jget "$GG_TMP/bad.json" "[(e['line'], e['column']) for e in d['errors'] if '$1' in e['message']]"; }
+t "  per_user with token_exchange, at the type (7:18)" eq "$(at 'per_user needs type oauth')" "[(7, 18)]"
+t "  audience without token_exchange, at it (11:62)" eq "$(at 'audience is a token_exchange setting')" "[(11, 62)]"
+t "  token_exchange without client_id, at the auth (15:11)" eq "$(at 'token_exchange needs')" "[(15, 11)]"
+t "  an assertion with token_exchange, at it (19:59)" eq "$(at 'assertion does not apply')" "[(19, 59)]"
+t "  an audience that is no string, at it (23:58)" eq "$(at 'in mcpServers.e.auth must be a string')" "[(23, 58)]"
+
+EP=$GG_PUB/mcp/acme/ex
+token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"jti\":\"$1-own-token\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+TOKA=$(token alice) TOKB=$(token bob) TOKM=$(token mallory) TOKC=$(token carol)
+sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "${3:-$EP}" "$1" who >"$2" 2>"$2.err"; }
+who() { jget "$1" "json.loads(d['result']['structuredContent']['content'][0]['text'])$2" 2>/dev/null ||
+        jget "$1" "json.loads(d['result']['content'][0]['text'])$2"; }
+exchanges() { curl -s "$ISS/_count/exchange"; }
+seen() { curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+
+# ---- alice, then bob: each their own exchanged token -------------------------------------------
+sdk "$TOKA" "$GG_TMP/a1.json"
+t "alice's call reaches the downstream" eq "$(jget "$GG_TMP/a1.json" "d['result'].get('isError', False)")" False
+t "  with a token for sub alice" eq "$(who "$GG_TMP/a1.json" "['sub']")" alice
+t "  audienced to the downstream, not to graphgate" eq "$(who "$GG_TMP/a1.json" "['aud']")" "$RS"
+t "  not alice's own token (another jti)" eq "$(who "$GG_TMP/a1.json" "['jti'] != 'alice-own-token'")" True
+t "  exchanged by graphgate's client (act)" eq "$(who "$GG_TMP/a1.json" "['act']['sub']")" exchanger
+t "  after one exchange" eq "$(exchanges)" 1
+t "  and the downstream never saw alice's own token" eq "$(curl -s "$RSBASE/admin/tokens" | grep -cF -- "$TOKA")" 0
+JTIA=$(who "$GG_TMP/a1.json" "['jti']")
+sdk "$TOKA" "$GG_TMP/a2.json"
+t "alice's second call uses the cached token (no new exchange)" eq \
+  "$(who "$GG_TMP/a2.json" "['sub']") $(who "$GG_TMP/a2.json" "['jti']" | grep -cx "$JTIA") $(exchanges)" "alice 1 1"
+sdk "$TOKB" "$GG_TMP/b1.json"
+t "bob's call: a token of his own (sub bob, another jti)" eq \
+  "$(who "$GG_TMP/b1.json" "['sub']") $(who "$GG_TMP/b1.json" "['jti']" | grep -cx "$JTIA") $(exchanges)" "bob 0 2"
+
+# ---- a stateless 2026-07-28 request (dave): the same exchange --------------------------------
+M26='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+TOKD=$(token dave)
+st=$(gg_curl "$GG_TMP/d1.json" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: who' -H "Authorization: Bearer $TOKD" \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"who\",\"arguments\":{},$M26}}" "$EP")
+t "a 2026-07-28 call by dave: a token of his own" eq "$st $(who "$GG_TMP/d1.json" "['sub']") $(exchanges)" "200 dave 3"
+
+# ---- nobody's token: an API key ----------------------------------------------------------------
+SID=$(gw_init "$EP" "$KEY")
+gw_rpc "$GG_TMP/k1.json" "$EP" "$KEY" "$SID" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"who","arguments":{}}}' >/dev/null
+t "an API-key caller gets a clear tool error" eq "$(jget "$GG_TMP/k1.json" "d['result']['isError']") $(grep -c 'not an API key' "$GG_TMP/k1.json")" "True 1"
+t "  its code is principal_required" has "$GG_TMP/k1.json" "principal_required"
+t "  and nothing was exchanged" eq "$(exchanges)" 3
+
+# ---- the authorization server refuses ----------------------------------------------------------
+code() { jget "$1" "d['result']['_meta']['io.graphgate/error']['code']"; }
+sdk "$TOKM" "$GG_TMP/m1.json"
+t "a subject the AS refuses: a tool error token_exchange_failed" eq \
+  "$(jget "$GG_TMP/m1.json" "d['result']['isError']") $(code "$GG_TMP/m1.json")" "True token_exchange_failed"
+t "  naming the server and the AS's error code" eq \
+  "$(grep -c "MCP server 'api'" "$GG_TMP/m1.json") $(grep -c 'invalid_grant' "$GG_TMP/m1.json")" "1 1"
+t "  not the AS's description" eq "$(grep -c 'may not be exchanged' "$GG_TMP/m1.json")" 0
+sdk "$(token alice "$GG_PUB/mcp/acme/unknown")" "$GG_TMP/u1.json" "$GG_PUB/mcp/acme/unknown"
+t "a client the AS does not know: token_exchange_failed (invalid_client)" eq \
+  "$(code "$GG_TMP/u1.json") $(grep -c 'invalid_client' "$GG_TMP/u1.json")" "token_exchange_failed 1"
+
+# ---- the downstream refuses the exchanged token ------------------------------------------------
+before=$(exchanges) refused0=$(curl -s "$RSBASE/admin/refused")
+sdk "$TOKC" "$GG_TMP/c1.json"
+t "a token the downstream refuses: exchanged once more, then token_exchange_failed" eq \
+  "$(code "$GG_TMP/c1.json") $(( $(exchanges) - before )) $(( $(curl -s "$RSBASE/admin/refused") - refused0 ))" \
+  "token_exchange_failed 2 2"
+t "  saying the server refused it again" has "$GG_TMP/c1.json" 'refused the exchanged token again'
+
+# ---- revoked at the downstream: dropped and exchanged again ------------------------------------
+curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
+before=$(exchanges)
+sdk "$TOKA" "$GG_TMP/a3.json"
+t "after a revocation alice's next call works, on a new exchange" eq \
+  "$(who "$GG_TMP/a3.json" "['sub']") $(who "$GG_TMP/a3.json" "['jti']" | grep -cx "$JTIA") $(( $(exchanges) - before ))" \
+  "alice 0 1"
+
+# ---- no token anywhere it should not be ----------------------------------------------------------
+curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
+gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
+EXEC=$(jget "$GG_TMP/execs.json" "d['executions'][0]['id']")
+gg_curl "$GG_TMP/exec.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$EXEC?tenant=acme" >/dev/null
+gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
+gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
+t "the run records were read back" eq "$(jget "$GG_TMP/exec.json" "'nodes' in d or 'node_executions' in d or 'records' in d")" True
+absent() { # TOKEN FILES...: none of them holds it
+  local tok=$1; shift
+  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
+  return 0
+}
+FILES=("$GG_TMP/ds.json" "$GG_TMP/execs.json" "$GG_TMP/exec.json" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err"
+  "$GG_DB" "$GG_DB-wal" "$GG_TMP"/[abcdkmu][0-9].json "$GG_TMP"/*.json.err)
+n=0
+for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
+  n=$((n + 1))
+  t "exchanged token $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}"
+done
+t "the downstream saw the exchanged tokens only (alice 2, bob 1, dave 1, carol 2)" eq "$n" 6
+for pair in "alice $TOKA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD"; do
+  t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" absent "${pair#* }" "${FILES[@]}"
+done
+# ---- short-lived exchanged tokens (20 s): used for half their life, not exchanged per request --
+kill "$ASPID" 2>/dev/null; wait "$ASPID" 2>/dev/null
+GG_AS_TTL=20 GG_AS_EXCHANGE=1 "$NODE" "$FX/as.mjs" "${ISS##*:}" "$GG_TMP/keys.json" ES256 >"$GG_TMP/as2.log" 2>&1 &
+ASPID=$!
+PIDS="$PIDS $ASPID"
+t "the authorization server restarts with 20 s tokens" eq "$(ready "$GG_TMP/as2.log")" "$ISS"
+TOKE=$(token erin)
+sdk "$TOKE" "$GG_TMP/e1.json"
+sdk "$TOKE" "$GG_TMP/e2.json"
+t "erin's two calls: one exchange, the short-lived token reused" eq \
+  "$(who "$GG_TMP/e1.json" "['sub']") $(who "$GG_TMP/e2.json" "['sub']") $(exchanges)" "erin erin 1"
+t "the server stops cleanly" gw_stop_clean
+t "  and its logs name no token after the stop either" absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
+gg_finish
