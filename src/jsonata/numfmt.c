@@ -179,9 +179,30 @@ double jn_decimal_to_double(const jn_decimal *dec) {
     return strtod(buf, NULL);
 }
 
+/* v * 10^places rounded half to even on v's shortest digits, without computing them,
+ * when the product's fraction is clearly away from one half: the shortest digits differ
+ * from v by under half an ulp, so only a near-tie can round differently (those, and
+ * products past 2^52 or places beyond the exact powers, take the digit path). The
+ * result m / 10^places is one correctly rounded division of exact operands, the value
+ * jn_decimal_to_double gives for the same digits. False when the digit path must decide. */
+static bool round_fast(double v, int places, double *out) {
+    static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (places < 0 || places > 22) return false;
+    double a = fabs(v), s = a * P10[places];
+    if (!(s < 4503599627370496.0)) return false; /* 2^52: the fraction still has bits */
+    double fl = floor(s), frac = s - fl;
+    if (fabs(frac - 0.5) <= s * 4e-15 + 1e-300) return false; /* near a tie */
+    double r = (frac > 0.5 ? fl + 1 : fl) / P10[places];
+    *out = r == 0 ? 0.0 : (v < 0 ? -r : r);
+    return true;
+}
+
 double jn_round_half_even(double v, int places) {
     if (!isfinite(v) || v == 0) return v;
     if (places >= 0 && v == floor(v)) return v; /* integers need no rounding */
+    double fast;
+    if (round_fast(v, places, &fast)) return fast;
     jn_decimal dec;
     jn_decimal_from_double(v, &dec);
     jn_decimal_round(&dec, places);
@@ -215,6 +236,26 @@ bool jn_format_radix(double v, int radix, gg_strbuf *out) {
 /* toFixed(places) of a value already rounded by jn_round_half_even; numbers of 1e21 and
  * above print as Number.prototype.toString, as in JavaScript. */
 static void to_fixed(double v, int places, gg_strbuf *out) {
+    /* v is within half an ulp of some N / 10^places (it was rounded so): below 2^50 the
+     * product is within 1/4 of N, and N's digits are what printf's exact expansion rounds
+     * to; a product farther from an integer (v not so rounded) takes printf */
+    static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    double s = places >= 0 && places <= 22 ? fabs(v) * P10[places] : INFINITY;
+    double nr = nearbyint(s);
+    if (s < 1125899906842624.0 && fabs(s - nr) < 0.25) {
+        unsigned long long nv = (unsigned long long)nr;
+        char tmp[48];
+        int k = 0;
+        do { tmp[k++] = (char)('0' + nv % 10); nv /= 10; } while (nv);
+        while (k <= places) tmp[k++] = '0'; /* at least one integer digit */
+        if (signbit(v)) gg_strbuf_putc(out, '-'); /* printf writes -0.00 too */
+        for (int i = k - 1; i >= 0; i--) {
+            if (i == places - 1) gg_strbuf_putc(out, '.');
+            gg_strbuf_putc(out, tmp[i]);
+        }
+        return;
+    }
     if (fabs(v) >= 1e21) {
         char num[40];
         jsonata_format_double(v, num, sizeof num);
@@ -249,7 +290,7 @@ static size_t count_occ(const char *s, size_t n, const char *needle) {
     size_t ln = strlen(needle), c = 0;
     if (!ln) return 0;
     for (size_t i = 0; i + ln <= n; i++)
-        if (!memcmp(s + i, needle, ln)) { c++; i += ln - 1; }
+        if (s[i] == needle[0] && !memcmp(s + i, needle, ln)) { c++; i += ln - 1; }
     return c;
 }
 
@@ -352,7 +393,8 @@ static bool numpic_parse(const char *pic, const uint32_t *cp, const size_t *off,
 
 static void put_digits(gg_strbuf *out, const char *s, size_t n, const numfmt_syms *y) {
     for (size_t i = 0; i < n; i++) {
-        if (s[i] >= '0' && s[i] <= '9') jn_utf8_put(out, y->zero + (uint32_t)(s[i] - '0'));
+        if (s[i] >= '0' && s[i] <= '9' && y->zero == '0') gg_strbuf_putc(out, s[i]); /* ASCII digits as they are */
+        else if (s[i] >= '0' && s[i] <= '9') jn_utf8_put(out, y->zero + (uint32_t)(s[i] - '0'));
         else if (s[i] == ',') jn_utf8_put(out, y->gs); /* placeholder for a separator */
         else gg_strbuf_putc(out, s[i]);
     }
@@ -397,9 +439,15 @@ static bool format_sub(double v, bool neg_fallback, const char *pic, const numpi
         }
     }
     m = jn_round_half_even(m, p->max_frac);
-    gg_strbuf fx = GG_STRBUF_INIT;
+    /* the four scratch buffers start on the stack (pictures rarely need more) */
+    char fxb[64], ipb[64], gb[96], fgb[64];
+    gg_strbuf fx, ip, g, fg;
+    gg_strbuf_use(&fx, fxb, sizeof fxb);
+    gg_strbuf_use(&ip, ipb, sizeof ipb);
+    gg_strbuf_use(&g, gb, sizeof gb);
+    gg_strbuf_use(&fg, fgb, sizeof fgb);
     to_fixed(m, p->max_frac, &fx);
-    if (fx.oom || !fx.data) { gg_strbuf_free(&fx); out->oom = true; return false; }
+    if (fx.oom) { gg_strbuf_free(&fx); out->oom = true; return false; }
     char *s = fx.data;
     char *dot = strchr(s, '.');
     size_t ilen = dot ? (size_t)(dot - s) : fx.len;
@@ -408,16 +456,13 @@ static bool format_sub(double v, bool neg_fallback, const char *pic, const numpi
     /* integer digits: strip leading zeros, then pad to the minimum */
     size_t lead = 0;
     while (lead < ilen && s[lead] == '0') lead++;
-    gg_strbuf ip = GG_STRBUF_INIT;
     for (int k = (int)(ilen - lead); k < p->min_int; k++) gg_strbuf_putc(&ip, '0');
     gg_strbuf_append(&ip, s + lead, ilen - lead);
     while (flen > (size_t)p->min_frac && fp[flen - 1] == '0') flen--;
-    gg_strbuf g = GG_STRBUF_INIT;
     group_int(ip.data ? ip.data : "", ip.len, p, &g);
     put_digits(out, g.data ? g.data : "", g.len, y);
     /* with no mandatory integer digit the reference never ends on a bare integer */
     if (p->min_int == 0 && flen == 0) { fp = "0"; flen = 1; }
-    gg_strbuf fg = GG_STRBUF_INIT;
     for (size_t i = 0; i < flen; i++) {
         for (int k = 0; k < p->n_frac_groups; k++)
             if ((size_t)p->frac_groups[k] == i && i > 0) { gg_strbuf_putc(&fg, ','); break; }
@@ -463,16 +508,23 @@ bool jn_format_number(double v, const char *picture, const jn_decimal_format *fm
         .nan = fmt->nan ? fmt->nan : "NaN"};
     size_t len = strlen(picture);
     if (len > 4096) { gg_error_set(err, "D3080", "The picture string is too long"); return false; }
-    uint32_t *cp = malloc((len + 1) * sizeof *cp);
-    size_t *off = malloc((len + 2) * sizeof *off);
-    if (!cp || !off) { free(cp); free(off); gg_error_set(err, "D0000", "out of memory"); return false; }
+    /* pictures are short: their code points and offsets fit on the stack */
+    uint32_t cp_small[64];
+    size_t off_small[65];
+    bool small = len < 64;
+    uint32_t *cp = small ? cp_small : malloc((len + 1) * sizeof *cp);
+    size_t *off = small ? off_small : malloc((len + 2) * sizeof *off);
+    if (!cp || !off) {
+        if (!small) { free(cp); free(off); }
+        gg_error_set(err, "D0000", "out of memory");
+        return false;
+    }
     size_t n = 0, i = 0;
     while (i < len) { off[n] = i; cp[n++] = jn_utf8_next(picture, len, &i); }
     off[n] = len;
     cp[n] = 0;
     bool ok = format_picture(v, picture, cp, off, n, &y, out, err);
-    free(cp);
-    free(off);
+    if (!small) { free(cp); free(off); }
     return ok;
 }
 

@@ -3,6 +3,7 @@
  * context value, 'a' parameters wrap single values, 'a<x>' checks element types). */
 #include "jsonata/core.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +13,21 @@ typedef struct jn_param {
     char subtype[8]; /* a<n> */
     char quant;      /* 0, '?', '+' */
     bool context;    /* '-' */
+    uint16_t mask;   /* cls as bits of sym_bit, for the common match */
 } jn_param;
 
 struct jn_sig {
     jn_param *params;
     int n;
+    bool greedy_only; /* no '+' parameter: the first path match_from tries is the greedy walk */
 };
+
+/* One bit per type symbol of symbol_of (m l b n s a o f). */
+static uint16_t sym_bit(char c) {
+    static const char order[] = "mlbnsaof";
+    const char *q = c ? strchr(order, c) : NULL;
+    return q ? (uint16_t)(1u << (q - order)) : 0;
+}
 
 void jn_sig_free(jn_sig *sig) {
     if (!sig) return;
@@ -122,6 +132,12 @@ jn_sig *jn_sig_parse(const char *s, gg_error *err) {
         last->type = c;
         strcpy(last->cls, cl);
     }
+    sig->greedy_only = true;
+    for (int k = 0; k < sig->n; k++) {
+        jn_param *p = &sig->params[k];
+        for (const char *q = p->cls; *q; q++) p->mask |= sym_bit(*q);
+        if (p->quant == '+') sig->greedy_only = false;
+    }
     return sig;
 }
 
@@ -136,6 +152,22 @@ static char symbol_of(const jn_value *v) {
     case JN_OBJECT: return 'o';
     default: return 'f';
     }
+}
+
+/* The match_from would find first when no parameter repeats ('+'): each parameter takes
+ * the next argument when its type fits, else none (allowed for '?' and '-' ones). Most
+ * calls match this way; false sends the call through the backtracking match. */
+static bool match_greedy(const jn_sig *sig, const char *sym, int nsym, int *counts) {
+    if (!sig->greedy_only) return false;
+    int ai = 0;
+    for (int pi = 0; pi < sig->n; pi++) {
+        const jn_param *p = &sig->params[pi];
+        int k = ai < nsym && (p->mask & sym_bit(sym[ai])) ? 1 : 0;
+        if (k == 0 && p->quant != '?' && !p->context) return false;
+        counts[pi] = k;
+        ai += k;
+    }
+    return ai == nsym;
 }
 
 /* Backtracking match of symbols against params; counts[i] receives how many args param i
@@ -174,7 +206,7 @@ bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *co
     for (int i = 0; i < nargs; i++) sym[i] = symbol_of(args[i]);
     sym[nargs] = '\0';
     int good = 0;
-    if (!match_from(sig, 0, sym, 0, nargs, counts, &good)) {
+    if (!match_greedy(sig, sym, nargs, counts) && !match_from(sig, 0, sym, 0, nargs, counts, &good)) {
         gg_error_set(err, "T0410", "Argument %d of function %s does not match function signature",
                      good + 1, name ? name : "");
         err->position = position;

@@ -791,6 +791,23 @@ static void put_indent(gg_strbuf *b, bool pretty, int level) {
     for (int i = 0; i < level; i++) gg_strbuf_puts(b, "  ");
 }
 
+/* Whether d is the double nearest to a decimal of at most 15 significant digits, so that
+ * rounding it to 15 digits (toPrecision(15)) gives d back and the printf/strtod pair can be
+ * skipped: m = d * 10^q as a 15-digit integer, and m / 10^q (one correctly rounded
+ * division of exact operands, i.e. strtod's answer) is d. The 15-digit grid is coarser
+ * than the double grid (10^15 < 2^53), so that decimal is also the one %.15g prints. */
+static bool has_15_digits(double d) {
+    static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    double a = fabs(d);
+    if (!(a >= 1e-7 && a < 1e15)) return false;
+    int q = 14 - (int)floor(log10(a));
+    if (q < 0 || q > 22) return false;
+    double m = nearbyint(a * P10[q]);
+    if (m >= 1e15 && q > 0) m = nearbyint(a * P10[--q]); /* log10 rounded across a power of ten */
+    return m >= 1e14 && m < 1e15 && m / P10[q] == a;
+}
+
 static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *b,
                           gg_error *err) {
     char num[40];
@@ -814,7 +831,8 @@ static bool stringify_rec(const jn_value *v, bool pretty, int level, gg_strbuf *
             else gg_error_set(err, "D1001", "Number out of range: null");
             return false;
         }
-        if (d != floor(d)) { /* the reference rounds non-integers to 15 significant digits */
+        /* the reference rounds non-integers to 15 significant digits */
+        if (d != floor(d) && !has_15_digits(d)) {
             snprintf(num, sizeof num, "%.15g", d);
             d = strtod(num, NULL);
         }

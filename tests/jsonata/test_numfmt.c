@@ -224,6 +224,48 @@ START_TEST(url_base64_and_rounding) {
 }
 END_TEST
 
+/* Rounding on the shortest digits, as the digit path (jn_decimal_*) does it. */
+static double round_by_digits(double v, int places) {
+    jn_decimal d;
+    jn_decimal_from_double(v, &d);
+    jn_decimal_round(&d, places);
+    double r = jn_decimal_to_double(&d);
+    return r == 0 ? 0.0 : r;
+}
+
+/* jn_round_half_even skips the digits when the scaled value is clearly away from a tie,
+ * and $formatNumber prints fixed digits without printf: both must give what the digit
+ * path and printf give, ties and near-ties included. */
+START_TEST(rounding_shortcuts_agree_with_digits) {
+    static const double vals[] = {1.005, 2.675, 0.125, 0.375, 4.525, 1.0000000000000002, 0.1 + 0.2,
+                                  1.0 / 3, 2.0 / 3, 8.0 / 7, 47155.82999999999, 102.51267391304346,
+                                  1e-7, 123456789.125, 4503599627370.5, 0.5, 1.5, 2.5, 9.995, 99.995};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        for (int p = 0; p <= 8; p++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+                double v = sign * vals[i], want = round_by_digits(v, p), got = jn_round_half_even(v, p);
+                ck_assert_msg(got == want && signbit(got) == signbit(want), "%.17g at %d: %.17g, want %.17g", v, p, got, want);
+            }
+    unsigned long long x = 88172645463325252ULL;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        double v = (double)((x >> 16) % 10000000) / (double)((x >> 44) % 997 + 1);
+        int p = (int)(x % 7);
+        ck_assert_msg(jn_round_half_even(v, p) == round_by_digits(v, p), "%.17g at %d", v, p);
+    }
+    expect_fn(1.005, "0.00", "1.00");    /* a decimal tie: half to even */
+    expect_fn(2.675, "0.00", "2.68");
+    expect_fn(0.125, "0.00", "0.12");
+    expect_fn(47155.82999999999, "#,##0.00", "47,155.83");
+    expect_fn(8.0 / 7, "0.0%", "114.3%");
+    expect_fn(1e-7, "0.000000000", "0.000000100");
+    expect_fn(123456789012345.6, "#,##0.0", "123,456,789,012,345.6"); /* past the fast range */
+    expect_fn(0.5, "#", "0");
+    expect_fn(1.5, "#", "2");
+    expect_fn(12345.678, "#,###.##########", "12,345.678");
+}
+END_TEST
+
 /* End-to-end checks of behaviour the suite does not pin down. */
 static void expect_eval(const char *expr, const char *want) {
     gg_error e = GG_ERROR_INIT;
@@ -256,6 +298,27 @@ START_TEST(functions_end_to_end) {
     expect_eval("$parseInteger(\"xii\", \"I\")", "null");
     /* malformed UTF-8 counts one character per bad byte and never stalls (fuzzer find) */
     expect_eval("$length($pad(\"x\", 5, \"\x98\x80\"))", "5");
+    /* $string rounds to 15 significant digits; numbers that have at most 15 keep theirs */
+    expect_eval("$string(0.1 + 0.2)", "\"0.3\"");
+    expect_eval("$string(1 / 3)", "\"0.333333333333333\"");
+    expect_eval("$string(120.01) & \" EUR\"", "\"120.01 EUR\"");
+    expect_eval("$string(-0.000001234)", "\"-0.000001234\"");
+    expect_eval("$string(123456789012.345)", "\"123456789012.345\"");
+    expect_eval("$string(1e-8 / 3)", "\"3.33333333333333e-9\"");
+    /* signatures: the greedy match and the backtracking one agree, errors included */
+    expect_eval("$substring(\"hello\", 1)", "\"ello\"");
+    expect_eval("$formatNumber(1234.5, \"#,##0.00\")", "\"1,234.50\"");
+    expect_eval("$string(1, 2)", "!T0410");
+    expect_eval("$join([\"a\", \"b\"], 1)", "!T0410");
+    expect_eval("[1, 2].$string()", "[\"1\",\"2\"]");
+    expect_eval("$zip([1, 2], [3, 4], [5, 6])", "[[1,3,5],[2,4,6]]");
+    /* field steps over objects (eval.c's step_item shortcut) keep the reference's shapes */
+    expect_eval("[{\"a\":[1,2]},{\"a\":3},{\"b\":4}].a", "[1,2,3]");
+    expect_eval("{\"x\":{\"y\":null}}.x.y", "null");
+    expect_eval("[{\"a\":{\"b\":[[1],[2]]}}].a.b", "[[1],[2]]");
+    expect_eval("({\"k\": [5]}).k", "[5]");
+    expect_eval("{\"a\": [1,2].($)}.a", "[1,2]");
+    expect_eval("[{\"a\":1}].a[]", "[1]");
 }
 END_TEST
 
@@ -269,6 +332,7 @@ int main(void) {
     tcase_add_test(tc, integer_pictures_round_trip);
     tcase_add_test(tc, datetime_pictures);
     tcase_add_test(tc, url_base64_and_rounding);
+    tcase_add_test(tc, rounding_shortcuts_agree_with_digits);
     tcase_add_test(tc, functions_end_to_end);
     suite_add_tcase(s, tc);
     return gg_check_run(s);

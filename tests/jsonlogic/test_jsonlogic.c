@@ -304,6 +304,37 @@ START_TEST(in_place_paths_match_reference) {
 }
 END_TEST
 
+/* Small objects are scanned key by key, larger ones hashed (jl_obj_get): the same answers
+ * on both sides of the threshold, for keys sharing a prefix or a length; and a constant
+ * rule's shared result. */
+START_TEST(object_lookups_small_and_large) {
+    const char *data[] = {
+        "{\"ab\":1,\"a\":2,\"abc\":3,\"b\":{\"ab\":4}}",
+        "{\"ab\":1,\"a\":2,\"abc\":3,\"b\":{\"ab\":4},\"c\":5,\"d\":6,\"e\":7,\"f\":8,\"g\":9}"};
+    for (int i = 0; i < 2; i++) {
+        CHECK("[{\"var\":\"a\"},{\"var\":\"ab\"},{\"var\":\"abc\"},{\"var\":\"abcd\"},{\"var\":\"b.ab\"},{\"var\":\"b.a\"}]",
+              data[i], "[2,1,3,null,4,null]");
+        CHECK("{\"missing\":[\"a\",\"ba\",\"b.ab\",\"b.abc\",\"abc\"]}", data[i], "[\"ba\",\"b.abc\"]");
+        CHECK("{\"missing\":{\"merge\":[\"ab\",\"b.a\",\"b.ab\"]}}", data[i], "[\"b.a\"]");
+        CHECK("{\"map\":[[1,2],{\"var\":\"b\"}]}", "{\"b\":9}", "[null,null]");
+    }
+    CHECK("{\"==\":[1,1]}", NULL, "true");
+    CHECK("{\"cat\":[\"a\",\"b\"]}", "{}", "\"ab\"");
+    /* a folded constant is shared with the rule: two applies give equal, unchanged values */
+    gg_error err = GG_ERROR_INIT;
+    json_t *rule = json_loads("{\"merge\":[[1],[2]]}", 0, NULL);
+    jsonlogic_rule *r = jsonlogic_compile(rule, NULL, &err);
+    ck_assert_ptr_nonnull(r);
+    json_t *a = jsonlogic_apply(r, NULL, NULL, &err), *b = jsonlogic_apply(r, NULL, NULL, &err);
+    ck_assert(a && b && json_equal(a, b) && json_array_size(a) == 2);
+    ck_assert_int_eq(jsonlogic_test(r, NULL, NULL, &err), 1);
+    json_decref(a);
+    json_decref(b);
+    jsonlogic_free(r);
+    json_decref(rule);
+}
+END_TEST
+
 START_TEST(test_gives_truthiness) {
     const char *rules[] = {"{\"var\":\"a\"}", "{\"var\":\"b\"}", "{\"*\":[]}", "[]", "{\"merge\":[[1]]}", "{\"/\":[0,0]}"};
     const int want[] = {1, 0, -1, 0, 1, 0};
@@ -435,6 +466,7 @@ int main(void) {
     tcase_add_test(tc, javascript_coercions);
     tcase_add_test(tc, var_forms);
     tcase_add_test(tc, in_place_paths_match_reference);
+    tcase_add_test(tc, object_lookups_small_and_large);
     tcase_add_test(tc, rule_outlives_its_source);
     tcase_add_test(tc, test_gives_truthiness);
     tcase_add_test(tc, one_rule_many_threads);
