@@ -1,5 +1,5 @@
 /* client.c — the transport-independent MCP client front (mcp_client); the policy that
- * decides which downstream servers may be reached is in policy.c. */
+ * decides which downstream servers may be reached is in src/policy/policy.c. */
 #include "mcp/loop.h"
 
 #include <pthread.h>

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "jsonschema/jsonschema.h" /* tool schemas (mcp_schema) */
+#include "policy/policy.h"         /* what clients may reach (mcp_client_policy) */
 #include "util/util.h"
 
 /* ======================================================================================
@@ -47,6 +49,12 @@ typedef struct mcp_server_config {
     const char *principal;       /* streamable HTTP with per-user auth: the caller (its key_id)
                                   * whose grant the provider uses (NULL = none) */
 } mcp_server_config;
+
+/* The egress policy's check of a stdio definition (policy/policy.h: mcp_policy_check_argv).
+ * err code "policy" when refused. */
+static inline bool mcp_policy_check_stdio(const mcp_client_policy *p, const mcp_server_config *cfg, gg_error *err) {
+    return mcp_policy_check_argv(p, cfg->command, cfg->args, cfg->env, cfg->cwd, err);
+}
 
 /* ---- credentials for a streamable-HTTP server (the auth seam) --------------------------
  * A client whose config carries `auth` settings gets a provider from the factory the
@@ -85,68 +93,6 @@ typedef bool (*mcp_auth_factory_fn)(void *user, const json_t *settings, const ch
 /* Install once before clients start (NULL: a config with auth settings is refused); user is
  * passed to fn (the installer's context, e.g. where it keeps the providers it made). */
 void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user);
-
-/* ---- policy (policy.c): what downstream servers a graph may reach -------------------------
- * allow_all is local mode (`graphgate run`). Otherwise:
- * - HTTP: the URL's host and port must match a host_allowlist entry: "host" (any port),
- *   "host:port" (that port only), "[v6]" / "[v6]:port" or a bare IPv6 literal; names compare
- *   case-insensitively, IP literals by address. Empty list = no HTTP server at all. Every
- *   address the host is or resolves to is checked again when libcurl connects
- *   (mcp_policy_connect_ok, no DNS rebinding in between): never one of the gateway's own
- *   listeners (self; a wildcard bind covers every local address), and a loopback,
- *   link-local, private, CGNAT, unspecified or multicast address only when the matching
- *   entry names an IP literal or "localhost" (a name is trusted for public addresses only).
- * - stdio: command + args must start with a command_allowlist entry, an argv prefix written
- *   as blank-separated words ("npx -y @modelcontextprotocol/server-filesystem"); the first
- *   word matches the command as written or the absolute path PATH resolves it to. Extra
- *   arguments are free, except that an entry naming no operand ("node", "npx -y") does not
- *   let the next argument be an option ("node -e CODE" is refused). env may not set loader
- *   or interpreter variables (mcp_policy_env_refused); cwd must be an existing absolute
- *   directory inside cwd_root (none allowed when cwd_root is NULL). */
-typedef struct mcp_policy_self mcp_policy_self;
-typedef struct mcp_client_policy {
-    bool allow_all;
-    const char *const *command_allowlist; /* NULL-terminated argv prefixes; NULL = none */
-    const char *const *host_allowlist;    /* NULL-terminated host entries; NULL = none */
-    bool allow_http_plaintext;            /* allow http:// (https:// always allowed) */
-    const char *cwd_root;                 /* stdio cwd confined here; NULL = no cwd allowed */
-    const mcp_policy_self *self;          /* the gateway's listeners; NULL = none in process */
-} mcp_client_policy;
-
-/* err code "policy" when refused. mcp_policy_check_command checks a bare command (no args). */
-bool mcp_policy_check_stdio(const mcp_client_policy *p, const mcp_server_config *cfg, gg_error *err);
-bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err);
-/* NULL when a graph may set this "NAME=value", else the reason (static text). */
-const char *mcp_policy_env_refused(const char *assignment);
-/* err code "policy" when refused, "dns" when the host does not resolve (the connect-time
- * check still applies once it does). */
-bool mcp_policy_check_url(const mcp_client_policy *p, const char *url, gg_error *err);
-/* The connect-time check of one address (libcurl's CURLOPT_OPENSOCKETFUNCTION) for url. */
-struct sockaddr;
-bool mcp_policy_connect_ok(const mcp_client_policy *p, const char *url, const struct sockaddr *sa,
-                           gg_error *err);
-/* True when the address (sockaddr_in/in6) is loopback, link-local, private, CGNAT,
- * unspecified, multicast or IPv4-mapped versions of those. */
-bool mcp_policy_address_is_internal(const struct sockaddr *sa);
-
-/* The gateway's own listeners (bound addresses with their real ports). Until _ready every
- * HTTP egress under a policy holding it is refused (the listeners are not known yet). Add
- * from one thread before _ready; read from any. */
-mcp_policy_self *mcp_policy_self_new(void);
-void mcp_policy_self_free(mcp_policy_self *s);
-bool mcp_policy_self_add(mcp_policy_self *s, const struct sockaddr *sa); /* false when full */
-void mcp_policy_self_ready(mcp_policy_self *s);
-
-/* A default policy plus per-tenant grants: "TENANT=ENTRY" items add ENTRY to that tenant's
- * command or host allowlist (the default entries still apply). base's lists and the grant
- * strings are borrowed and must outlive the set. NULL + err "invalid_config" for a grant
- * without "TENANT=". */
-typedef struct mcp_policy_set mcp_policy_set;
-mcp_policy_set *mcp_policy_set_new(const mcp_client_policy *base, const char *const *cmd_grants,
-                                   const char *const *host_grants, gg_error *err);
-/* The tenant's policy (the default one when it has no grants); valid until _free. */
-const mcp_client_policy *mcp_policy_set_get(const mcp_policy_set *s, const char *tenant);
-void mcp_policy_set_free(mcp_policy_set *s);
 
 typedef struct mcp_client mcp_client;
 
@@ -316,28 +262,6 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
 #include <stdint.h>
 #include "mcp/provider.h"
 
-/* ---- JSON Schema (jsonschema.c) ------------------------------------------------------
- * A compiled validator for what tools (and schema/graph.schema.json) need: type,
- * properties, required, additionalProperties, patternProperties, propertyNames, enum,
- * const, items, prefixItems (and draft-7 tuple items/additionalItems), minItems/maxItems,
- * uniqueItems, contains, minContains/maxContains, minimum/maximum, exclusiveMinimum/Maximum (number and draft-4
- * boolean forms), multipleOf, minLength/maxLength (in code points), pattern (PCRE2, time
- * bounded, ECMA-262 meaning), minProperties/maxProperties, dependentRequired,
- * dependentSchemas, unevaluatedProperties/unevaluatedItems, $ref to "#..." JSON pointers
- * or "#name" $anchors ($defs/definitions, recursion bounded), allOf/anyOf/oneOf/not,
- * if/then/else, boolean schemas. Other keywords (format, title, description, default, ...) are annotations. */
-typedef struct mcp_schema mcp_schema;
-
-/* Compile a schema (borrowed; a reference is kept). NULL + err (code "invalid_schema"). */
-mcp_schema *mcp_schema_compile(json_t *schema, gg_error *err);
-void mcp_schema_free(mcp_schema *s);
-/* true if instance conforms. Otherwise err gets code "schema_violation", the message and
- * the failing location as a JSON pointer in err->path ("" = the instance itself). */
-bool mcp_schema_validate(const mcp_schema *s, json_t *instance, gg_error *err);
-/* Report up to max violations (depth-first, instance pointer + message); returns how many. */
-typedef void (*mcp_schema_error_fn)(void *user, const char *pointer, const char *message);
-size_t mcp_schema_validate_all(const mcp_schema *s, json_t *instance, size_t max,
-                               mcp_schema_error_fn fn, void *user);
 /* A tools/call's checks, shared by the gateway and `graphgate run` so both answer alike:
  * arguments against inputSchema (err "invalid_params": "Invalid arguments for tool T:
  * /pointer: why") and structuredContent (NULL when the result has none) against outputSchema

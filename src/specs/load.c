@@ -5,7 +5,7 @@
  * self-contained document per spec. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "specs/internal.h"
-#include "mcp/mcp.h"
+#include "jsonschema/jsonschema.h"
 #include "util/regex.h"
 
 #include <dirent.h>

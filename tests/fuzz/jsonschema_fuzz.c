@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 #include "fuzz_input.h"
-#include "mcp/mcp.h"
+#include "jsonschema/jsonschema.h"
 
 static void count(void *user, const char *pointer, const char *message) {
     (void)pointer;

@@ -1,4 +1,4 @@
-/* test_policy.c — the downstream policy (src/mcp/policy.c): host and host:port entries,
+/* test_policy.c — the downstream policy (src/policy/policy.c): host and host:port entries,
  * IPv6, the empty list, the gateway's own listeners (also behind a wildcard bind), the
  * connect-time address check, argv prefixes, environment, cwd and per-tenant grants. */
 #include <arpa/inet.h>

@@ -4,8 +4,8 @@
 # below it); the test link lines are built from those variables; and this test fails when:
 #   - a folder under src/ declares no GG_DEPS_, or names a folder that does not exist;
 #   - a declared dependency points sideways or up in the layer order of docs/internals.md
-#     (cli → gateway, console, specs → graph, auth → mcp, jsonlogic, store, http → jsonata, telemetry
-#     → app → util), which also rules out cycles;
+#     (cli → gateway, console, specs → graph, auth → mcp, jsonlogic, store, http → jsonata, telemetry,
+#     jsonschema, policy → app → util), which also rules out cycles;
 #   - a source file includes a header of a folder its own folder does not declare;
 #   - a test's link line names a library by hand instead of through GG_DEPS_<folder>.
 set -u
@@ -14,7 +14,7 @@ passed=0 failed=0
 t() { if "${@:2}"; then passed=$((passed + 1)); echo "ok - $1"; else failed=$((failed + 1)); echo "not ok - $1"; fi; }
 
 # The layer of each folder: a folder may use only folders of a lower number.
-declare -A rank=([util]=0 [app]=1 [jsonata]=2 [telemetry]=2 [mcp]=3 [jsonlogic]=3 [store]=3 [http]=3
+declare -A rank=([util]=0 [app]=1 [jsonata]=2 [telemetry]=2 [jsonschema]=2 [policy]=2 [mcp]=3 [jsonlogic]=3 [store]=3 [http]=3
                  [graph]=4 [auth]=4 [gateway]=5 [console]=5 [specs]=5 [cli]=6)
 declare -A deps
 for dir in "$src"/src/*/; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # symbols.sh — every external symbol of a library starts with a prefix its folder owns, and no
-# prefix is owned by two folders, so a name says where it lives (docs/internals.md "Symbol names"). Runs
-# nm over the built src/*/libgg*.a; a symbol outside its folder's prefixes fails the test.
+# prefix is owned by two folders, so a name says where it lives (docs/internals.md "Symbol names").
+# A folder may own a longer prefix inside another's (policy's mcp_policy inside mcp's mcp): the
+# longest prefix a symbol carries names its folder. Runs nm over the built src/*/libgg*.a; a
+# symbol outside its folder's prefixes fails the test.
 set -u
 build=${GG_BUILDDIR:-$(pwd)}
 passed=0 failed=0
@@ -17,7 +19,9 @@ graph: gg_graph
 http: gg_http gg_conn gg_router
 jsonata: jsonata jn
 jsonlogic: jsonlogic jl
+jsonschema: mcp_schema
 mcp: mcp
+policy: mcp_policy
 specs: specs
 store: gg_store gg_db gg_exec gg_history gg_task
 telemetry: gg_tel gg_span gg_trace
@@ -25,12 +29,17 @@ util: gg_error gg_errcode gg_strbuf gg_log gg_yaml gg_ecma gg_js gg_hex4 gg_now 
 
 prefixes_of() { sed -n "s/^$1: //p" <<<"$owners"; }
 
-# owns FOLDER SYMBOL: the symbol carries one of the folder's prefixes
+# matches PREFIX SYMBOL: the symbol is p, starts with p_, or with P_ upper-cased
+matches() { case $2 in "$1" | "$1"_* | "${1^^}"_*) return 0 ;; esac; return 1; }
+
+# owns FOLDER SYMBOL: the longest prefix the symbol carries is one of the folder's
+all_prefixes=$(cut -d: -f2 <<<"$owners" | tr ' ' '\n' | grep . | awk '{ print length, $0 }' | sort -rn | cut -d' ' -f2)
 owns() {
-  local p up
-  for p in $(prefixes_of "$1"); do
-    up=${p^^}
-    case $2 in "$p" | "$p"_* | "$up"_*) return 0 ;; esac
+  local p
+  for p in $all_prefixes; do
+    matches "$p" "$2" || continue
+    [[ " $(prefixes_of "$1") " == *" $p "* ]]
+    return
   done
   return 1
 }
@@ -42,17 +51,17 @@ strays() { awk 'NF == 3 && $3 !~ /^[_.]/ { print $3 }' | sort -u | while read -r
 # the check itself can fail: a foreign name is caught, the folder's own names pass
 t "the check rejects a symbol without its folder's prefix" test "$(printf '0 T yaml_get\n0 T gg_yaml_get\n' | strays util)" = yaml_get
 t "the check rejects another folder's prefix" test "$(printf '0 T gg_graph_load\n0 T jn_fn_abs\n' | strays jsonata)" = gg_graph_load
+t "the longer prefix wins: mcp_policy_ names belong to policy, not mcp" \
+  test "$(printf '0 T mcp_policy_check_url\n0 T mcp_client_new\n' | strays mcp)" = mcp_policy_check_url
+t "a folder owning a longer prefix takes those names only" \
+  test "$(printf '0 T mcp_policy_check_url\n0 T mcp_client_new\n' | strays policy)" = mcp_client_new
 
-# no prefix belongs to two folders (p_ starting q_ would let a symbol match both)
+# no prefix belongs to two folders (a longer one inside another's is the longer one's)
 disjoint() {
-  local a b p q bad=0
-  for a in $(cut -d: -f1 <<<"$owners"); do for b in $(cut -d: -f1 <<<"$owners"); do
-    [ "$a" = "$b" ] && continue
-    for p in $(prefixes_of "$a"); do for q in $(prefixes_of "$b"); do
-      case ${q}_ in "${p}"_*) echo "  $a's $p covers $b's $q"; bad=1 ;; esac
-    done; done
-  done; done
-  return $bad
+  local dup
+  dup=$(cut -d: -f2 <<<"$owners" | tr ' ' '\n' | grep . | sort | uniq -d)
+  [ -n "$dup" ] && echo "$dup" | sed 's/^/  owned twice: /'
+  [ -z "$dup" ]
 }
 t "no prefix is owned by two folders" disjoint
 

@@ -1,5 +1,5 @@
 // schema_ajv.mjs — differential test of graphgate's JSON Schema validator against ajv
-// (JSON Schema 2020-12): every case of tests/mcp/schema_cases.json is judged by ajv and by
+// (JSON Schema 2020-12): every case of tests/jsonschema/schema_cases.json is judged by ajv and by
 // our validator (test_jsonschema --print), and both must agree with the table's "valid".
 // Cases marked "ajv": false are where ajv departs from the specification (IEEE-754
 // arithmetic in multipleOf, 53-bit integers); they are run through ours only and counted
@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 const [src, driver] = process.argv.slice(2).map((p) => path.resolve(p));
 const require = createRequire(path.join(src, 'tests/npm/node_modules/'));
 const Ajv2020 = require('ajv/dist/2020').default;
-const file = path.join(src, 'tests/mcp/schema_cases.json');
+const file = path.join(src, 'tests/jsonschema/schema_cases.json');
 const cases = JSON.parse(fs.readFileSync(file, 'utf8'));
 const ours = execFileSync(driver, ['--print', file], { encoding: 'utf8' }).trim().split('\n').map((l) => JSON.parse(l));
 

@@ -4,11 +4,11 @@
  * A schema is compiled once into a tree of nodes (patterns rewritten to PCRE2 with
  * ECMA-262 meaning, $refs resolved to nodes, cycles allowed); validation walks the tree
  * with a bounded depth and reports violations with the JSON pointer of the failing instance
- * location. Beyond the keywords listed in mcp.h it applies minContains/maxContains,
+ * location. Beyond the keywords listed in jsonschema.h it applies minContains/maxContains,
  * dependentSchemas, unevaluatedProperties/unevaluatedItems and "#name" $anchor refs.
  * Subschemas that only decide a match (anyOf, oneOf, not, if, contains, propertyNames)
- * run quietly and stop at their first failure; tests/mcp/schema_cases.json holds the
- * cases, checked against ajv by tests/mcp/schema_ajv.mjs.
+ * run quietly and stop at their first failure; tests/jsonschema/schema_cases.json holds the
+ * cases, checked against ajv by tests/jsonschema/schema_ajv.mjs.
  *
  * Budgets: a schema has at most SCHEMA_MAX_NODES subschemas (compiled nodes are found by
  * hash, so compiling is linear). $ref and allOf can make a small schema apply a subschema
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/mcp.h"
+#include "jsonschema/jsonschema.h"
 #include "util/regex.h"
 
 #define SCHEMA_MAX_COMPILE_DEPTH 128
@@ -1254,32 +1254,4 @@ static void keep_first(void *user, const char *pointer, const char *message) {
 bool mcp_schema_validate(const mcp_schema *s, json_t *instance, gg_error *err) {
     first_error fe = {err};
     return mcp_schema_validate_all(s, instance, 1, keep_first, &fe) == 0;
-}
-
-/* ---- a tool's schemas, as tools/call checks them ------------------------------------------ */
-
-/* See mcp.h. The message is the one text every caller shows (the gateway's isError result,
- * `graphgate run`), so it is built here once. */
-bool mcp_tool_check_arguments(const mcp_schema *input, const char *tool, json_t *args, gg_error *err) {
-    gg_error e = GG_ERROR_INIT;
-    if (!input || mcp_schema_validate(input, args, &e)) return true;
-    gg_error_set(err, "invalid_params", "Invalid arguments for tool %s: %s: %s", tool,
-                 e.path && *e.path ? e.path : "(root)", e.message ? e.message : "invalid");
-    gg_error_set_path(err, e.path ? e.path : "");
-    gg_error_clear(&e);
-    return false;
-}
-
-/* See mcp.h. */
-bool mcp_tool_check_output(const mcp_schema *output, const char *tool, json_t *structured, gg_error *err) {
-    if (!output) return true;
-    gg_error e = GG_ERROR_INIT;
-    const char *why = NULL;
-    if (!json_is_object(structured)) why = "the tool returned no structured content";
-    else if (!mcp_schema_validate(output, structured, &e)) why = e.message;
-    if (why)
-        gg_error_set(err, "schema_violation", "Tool %s returned output that does not match its outputSchema: %s%s%s",
-                     tool, e.path && *e.path ? e.path : "", e.path && *e.path ? ": " : "", why);
-    gg_error_clear(&e);
-    return why == NULL;
 }

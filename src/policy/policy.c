@@ -1,7 +1,7 @@
 /* policy.c — which downstream MCP servers a graph may reach: HTTP hosts (host or host:port
  * entries, literal and resolved addresses, never the gateway's own listeners) and stdio
- * commands (argv prefixes, environment and working directory). See mcp.h for the rules. */
-#include "mcp/mcp.h"
+ * commands (argv prefixes, environment and working directory). See policy.h for the rules. */
+#include "policy/policy.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -30,7 +30,7 @@ static bool v4_internal(uint32_t a) { /* host byte order */
            (a >> 28) == 0xF /* reserved, broadcast */ || (a >> 8) == 0xC00000 /* 192.0.0/24 */;
 }
 
-/* Internal-network test used for HTTP targets (see mcp.h for the ranges). */
+/* Internal-network test used for HTTP targets (see policy.h for the ranges). */
 bool mcp_policy_address_is_internal(const struct sockaddr *sa) {
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
@@ -446,21 +446,22 @@ static bool cwd_ok(const mcp_client_policy *p, const char *cwd, gg_error *err) {
 }
 
 /* A stdio server definition: argv prefix, environment, working directory. */
-bool mcp_policy_check_stdio(const mcp_client_policy *p, const mcp_server_config *cfg, gg_error *err) {
+bool mcp_policy_check_argv(const mcp_client_policy *p, const char *command, const char *const *args,
+                           const char *const *env, const char *cwd, gg_error *err) {
     if (!p || p->allow_all) return true;
-    const char *command = cfg->command ? cfg->command : "";
+    if (!command) command = "";
     char resolved[4096];
     bool have_resolved = resolve_on_path(command, resolved, sizeof resolved);
     bool listed = false;
     for (const char *const *e = p->command_allowlist; e && *e && !listed; e++)
-        listed = argv_matches(*e, command, have_resolved ? resolved : NULL, cfg->args);
+        listed = argv_matches(*e, command, have_resolved ? resolved : NULL, args);
     if (!listed) {
         gg_error_set(err, "policy",
                      "command '%s' with these arguments is not in the stdio command allowlist "
                      "(entries are argv prefixes: command plus fixed arguments)", command);
         return false;
     }
-    for (const char *const *e = cfg->env; e && *e; e++) {
+    for (const char *const *e = env; e && *e; e++) {
         const char *why = mcp_policy_env_refused(*e);
         if (why) {
             const char *eq = strchr(*e, '=');
@@ -468,13 +469,12 @@ bool mcp_policy_check_stdio(const mcp_client_policy *p, const mcp_server_config 
             return false;
         }
     }
-    return !cfg->cwd || cwd_ok(p, cfg->cwd, err);
+    return !cwd || cwd_ok(p, cwd, err);
 }
 
 /* The command alone (no arguments, environment or cwd). */
 bool mcp_policy_check_command(const mcp_client_policy *p, const char *command, gg_error *err) {
-    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .command = command};
-    return mcp_policy_check_stdio(p, &cfg, err);
+    return mcp_policy_check_argv(p, command, NULL, NULL, NULL, err);
 }
 
 /* ---- per-tenant grants -------------------------------------------------------------------- */
@@ -556,7 +556,7 @@ static bool entries_valid(const char *const *list, bool hosts, bool grants, cons
     return true;
 }
 
-/* The default policy plus per-tenant grants; see mcp.h. */
+/* The default policy plus per-tenant grants; see policy.h. */
 mcp_policy_set *mcp_policy_set_new(const mcp_client_policy *base, const char *const *cmd_grants,
                                    const char *const *host_grants, gg_error *err) {
     if (!entries_valid(base->host_allowlist, true, false, "policy.http_hosts", err) ||

@@ -1,8 +1,8 @@
-/* test_jsonschema.c — table-driven tests of the JSON Schema validator (src/mcp/jsonschema.c).
+/* test_jsonschema.c — table-driven tests of the JSON Schema validator (src/jsonschema/jsonschema.c).
  *
- * The table tests/mcp/schema_cases.json holds {desc, schema, instance, valid, path?}; path
+ * The table tests/jsonschema/schema_cases.json holds {desc, schema, instance, valid, path?}; path
  * is the JSON pointer of the first violation we report. The same table is run through ajv
- * (JSON Schema 2020-12) by tests/mcp/schema_ajv.mjs, which calls this program with --print
+ * (JSON Schema 2020-12) by tests/jsonschema/schema_ajv.mjs, which calls this program with --print
  * to get our verdicts, so the expectations are checked against an independent validator.
  *
  * usage: test_jsonschema [CASES.json]          run the table, print "N passed, N failed"
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mcp/mcp.h"
+#include "jsonschema/jsonschema.h"
 
 /* Our verdict for one case: 1 valid, 0 invalid (path set, caller frees), -1 bad schema. */
 static int verdict(json_t *schema, json_t *instance, char **path, char **message) {
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
     char dflt[4096];
     if (!file) {
         const char *src = getenv("GG_SRCDIR");
-        snprintf(dflt, sizeof dflt, "%s/tests/mcp/schema_cases.json", src ? src : ".");
+        snprintf(dflt, sizeof dflt, "%s/tests/jsonschema/schema_cases.json", src ? src : ".");
         file = dflt;
     }
     json_t *cases = load_cases(file);
