@@ -349,7 +349,9 @@ static void check_node(check_ctx *c, const ynode *nm) {
     if (si == c->g->nservers) return;
     gserver *s = &c->g->servers[si];
     if (s->target_graph) return; /* another graph of the tenant: no downstream catalog */
-    if (s->exchange) return;     /* token_exchange: listed by nobody at an upload (no caller) */
+    /* per_user, token_exchange: listed by nobody at an upload (no caller); a missing tool is
+     * the downstream's error at the first call */
+    if (s->exchange || s->per_user) return;
     fetch *f = &c->fs[si];
     int mode = s->check ? s->check - 1 : (int)c->o->downstream->mode;
     if (mode == GG_CHECK_OFF) return;

@@ -155,7 +155,9 @@ static bool report_listed(pctx *c, gserver *s, const char *id, json_t *tools, si
 static json_t *catalog_for(pctx *c, gserver *s, const ynode *at) {
     char id[GG_GRAPH_IDENTITY_MAX];
     gg_graph_server_identity(s, id);
-    if (c->o && c->o->downstream) {
+    /* a server acting for each caller (per_user, token_exchange) answers its users only: an
+     * upload has no caller to list it as (a shared client would only fail principal_required) */
+    if (c->o && c->o->downstream && !s->per_user && !s->exchange) {
         gg_error e = GG_ERROR_INIT;
         mcp_client *mc = gg_graph_server_client(s, c->g->policy, &e);
         int tmo = c->o->downstream->timeout_ms > 0 ? c->o->downstream->timeout_ms : 10000;
@@ -467,6 +469,19 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
     bool all = tools->kind == YN_SCALAR && !strcmp(tools->str, "all");
     if (!all && tools->kind != YN_SEQ) {
         PERR(c, tools, "invalid_type", "tools must be 'all' or a sequence of tool names / {name, as, ...}");
+        return;
+    }
+    if (all && (s->per_user || s->exchange)) { /* nobody to list its tools as (catalog_for) */
+        /* an upload is refused; a version stored before this rule still loads, adding no tools */
+        bool stored = c->o && c->o->clamp_limits;
+        gg_graph_diag_add(c->d, stored ? GG_DIAG_WARNING : GG_DIAG_ERROR, "proxy_tools_unlisted", c->file, tools->line,
+                          tools->column, NULL, NULL,
+                          "server '%s' is called %s: an upload has no caller to list its tools as, so "
+                          "'tools: all' cannot be resolved; name them (tools: [name, ...])%s",
+                          pe.server,
+                          s->exchange ? "on behalf of the caller (auth.type token_exchange)"
+                                      : "with each user's own consent (auth.per_user)",
+                          stored ? "; this entry adds no tools" : "");
         return;
     }
     char *expr = args_expr(pe.pre);

@@ -106,6 +106,7 @@ static const gg_errcode TABLE[] = {
     {"unknown_function", 422, RPC_INTERNAL, "an expression calls a function that is not defined (warning)"},
     {"unused_server", 422, RPC_INTERNAL, "an mcpServers entry no node uses (warning)"},
     {"downstream_unknown_tool", 422, RPC_INTERNAL, "a node names a tool its downstream does not list"},
+    {"proxy_tools_unlisted", 422, RPC_INTERNAL, "a proxy entry asks for all the tools of a server acting for each caller, which no upload can list"},
     {"suspicious_text", 422, RPC_INTERNAL, "invisible or direction-changing characters in a downstream definition"},
     {"io", 422, RPC_INTERNAL, "a file named for validation cannot be read"},
 };

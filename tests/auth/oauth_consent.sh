@@ -11,6 +11,10 @@
 #     tenant's server and gets 403, nothing stored; alice opening it signs in, consents at the
 #     downstream's server and lands on graphgate's "Connected" page; her retry of the call
 #     reaches the downstream with her own token (sub alice); bob still gets -32042;
+#   - a graph with mcp nodes calling the server uploads (201: its tools are checked at the
+#     first call, not at the upload), gets -32042 for alice too and works with her grant; a node
+#     naming a tool the server lacks fails at the call with the downstream's word; a proxy with
+#     `tools: all` over the server is a 422 proxy_tools_unlisted at its line:col;
 #   - a forged or changed state is a 400 page, a replayed callback too; an API-key caller gets
 #     principal_required; bad per_user settings are a 422 at their line:col;
 #   - a token revoked at the downstream: the next call asks for consent again (grant deleted);
@@ -57,6 +61,30 @@ mcpServers:
 proxy:
   - {server: "api", tools: ["whoami"]}
 YAML
+cat >"$GG_TMP/mn.yaml" <<YAML
+version: "1.0"
+server: {name: "mn", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: oauth, per_user: true}
+tools:
+  - name: "who"
+    description: "whoami from an mcp node"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+  - name: "gone"
+    description: "a tool the server lacks"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: no_such_tool, args: {}, next: exit}
+      - {id: exit, type: exit}
+YAML
 cat >"$GG_TMP/bad.yaml" <<YAML
 version: "1.0"
 server: {name: "bad", version: "1.0.0"}
@@ -94,6 +122,13 @@ wait_keys() { # until the server holds the authorization server's keys
 }
 wait_keys
 t "the proxy graph with per_user auth is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
+t "an mcp-node graph over the per_user server is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme mn "$GG_TMP/mn.yaml")" 201
+t "  its nodes' tools are not checked at the upload (no user to list them as)" eq \
+  "$(jget "$GG_TMP/put.json" "[e['code'] for e in d.get('errors', []) + d.get('warnings', []) if e['code'].startswith('downstream_')]")" "[]"
+sed 's/tools: \["whoami"\]/tools: all/' "$GG_TMP/px.yaml" >"$GG_TMP/pxall.yaml"
+t "a proxy graph with tools: all over the per_user server is a 422 (no user to list it as)" eq \
+  "$(gw_put_graph "$ADMIN" acme pxall "$GG_TMP/pxall.yaml") $(jget "$GG_TMP/put.json" "[(e['code'], e['line'], e['column']) for e in d['errors']]")" \
+  "422 [('proxy_tools_unlisted', 9, 28)]"
 t "bad per_user settings are a 422" eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml")" 422
 t "  per_user not a boolean, at its line:col (10:17)" eq \
   "$(jget "$GG_TMP/put.json" "[(e['line'], e['column']) for e in d['errors'] if 'per_user must be true or false' in e['message']]")" "[(10, 17)]"
@@ -104,6 +139,8 @@ token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-
 TOKA=$(token alice)
 TOKB=$(token bob)
 sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP" "$1" whoami >"$2" 2>"$2.err"; }
+MN=$GG_PUB/mcp/acme/mn
+mn() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$MN" "$(token alice "$MN")" "$1" >"$2" 2>"$2.err"; }
 el() { jget "$1" "d['error']['data']['elicitations'][0]$2"; }
 
 # ---- no grant: a URL elicitation, each user their own --------------------------------------
@@ -117,6 +154,9 @@ t "  its URL is graphgate's connect page" eq "${URLA%%\?*}" "$GG_PUB/oauth/conne
 sdk "$TOKB" "$GG_TMP/b1.json"
 URLB=$(el "$GG_TMP/b1.json" "['url']")
 t "bob's call: -32042 with a URL of his own" eq "$(jget "$GG_TMP/b1.json" "d['error']['code']") $([ -n "$URLB" ] && [ "$URLB" != "$URLA" ] && echo own)" "-32042 own"
+mn who "$GG_TMP/m1.json"
+t "alice's call of the mcp-node graph without a grant: -32042 too" eq \
+  "$(jget "$GG_TMP/m1.json" "d['error']['code']") $(el "$GG_TMP/m1.json" "['mode']")" "-32042 url"
 t "the downstream was never called with a token" eq "$(curl -s "$RSBASE/admin/tokens")" "[]"
 
 # ---- an API key acts for nobody ----------------------------------------------------------------
@@ -144,6 +184,12 @@ t "the admin view counts one user's grant for api" eq "$(grants)" "[('api', 1)]"
 sdk "$TOKA" "$GG_TMP/a2.json"
 t "alice's retry reaches the downstream" eq "$(jget "$GG_TMP/a2.json" "d['result'].get('isError', False)")" False
 t "  with her own token (sub alice)" has "$GG_TMP/a2.json" '\\"sub\\":\\"alice\\"'
+mn who "$GG_TMP/m2.json"
+t "alice's call of the mcp-node graph works with the same grant (sub alice)" eq \
+  "$(jget "$GG_TMP/m2.json" "d['result'].get('isError', False)") $(grep -cE 'sub[\\"]+:[\\"]+alice' "$GG_TMP/m2.json")" "False 1"
+mn gone "$GG_TMP/m3.json"
+t "  a node naming a tool the server lacks fails at the call: a tool error, the downstream's word" eq \
+  "$(jget "$GG_TMP/m3.json" "d['result']['isError']") $(grep -c 'Tool no_such_tool not found' "$GG_TMP/m3.json")" "True 1"
 sdk "$TOKB" "$GG_TMP/b2.json"
 t "bob still gets his own -32042 (no sharing)" eq "$(jget "$GG_TMP/b2.json" "d['error']['code']")" -32042
 
@@ -173,7 +219,7 @@ n=0
 for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
   n=$((n + 1))
   t "alice's downstream token is in no answer, log or database file" absent "$tok" "$GG_TMP/ds.json" "$GG_TMP/execs.json" \
-    "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/a2.json" "$GG_TMP/page.html"
+    "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/a2.json" "$GG_TMP/m2.json" "$GG_TMP/m3.json" "$GG_TMP/page.html"
 done
 t "the downstream saw one token" eq "$n" 1
 

@@ -15,6 +15,9 @@
 #     exchanged once more, then token_exchange_failed;
 #   - a token revoked at the downstream: the next call exchanges again and works; a
 #     short-lived (20 s) exchanged token is reused, not exchanged per request;
+#   - a proxy graph naming the server's tools: uploaded without listing it (no caller), alice's
+#     call through it reaches the downstream with her exchanged token; `tools: all` over it is
+#     a 422 proxy_tools_unlisted at its line:col;
 #   - the client secret is a ${secrets.NAME}; bad settings are a 422 at their line:col;
 #   - the callers' tokens and the exchanged ones are in no log line, answer, /metrics, run
 #     record or database file.
@@ -66,6 +69,21 @@ YAML
 }
 graph "$GG_TMP/ex.yaml" exchanger
 graph "$GG_TMP/unknown.yaml" nobody
+proxy() { # FILE TOOLS: a proxy graph re-exporting the protected server's tools
+  cat >"$1" <<YAML
+version: "1.0"
+server: {name: "px", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: exchanger, client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
+proxy:
+  - {server: "api", tools: $2}
+YAML
+}
+proxy "$GG_TMP/px.yaml" '["whoami"]'
+proxy "$GG_TMP/pxall.yaml" all
 cat >"$GG_TMP/bad.yaml" <<YAML
 version: "1.0"
 server: {name: "bad", version: "1.0.0"}
@@ -115,6 +133,13 @@ t "the exchange client's secret is a tenant secret (201)" eq "$(gg_curl "$GG_TMP
 t "the graph with token_exchange auth is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme ex "$GG_TMP/ex.yaml")" 201
 cp "$GG_TMP/put.json" "$GG_TMP/put_ex.json"
 t "  and one with a client the AS does not know" eq "$(gw_put_graph "$ADMIN" acme unknown "$GG_TMP/unknown.yaml")" 201
+t "a proxy graph naming the exchange server's tools is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
+t "  without trying to list the server at the upload (no caller)" eq \
+  "$(jget "$GG_TMP/put.json" "[w['code'] for w in d.get('warnings', []) if w['code'] == 'downstream_unreachable']")" "[]"
+t "a proxy graph with tools: all over it is a 422" eq "$(gw_put_graph "$ADMIN" acme pxall "$GG_TMP/pxall.yaml")" 422
+t "  at the tools (9:28), saying why and what to do" eq \
+  "$(jget "$GG_TMP/put.json" "[(e['code'], e['line'], e['column']) for e in d['errors'] if 'on behalf of the caller' in e['message'] and 'name them' in e['message']]")" \
+  "[('proxy_tools_unlisted', 9, 28)]"
 t "bad token_exchange settings are a 422" eq "$(gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml")" 422
 cp "$GG_TMP/put.json" "$GG_TMP/bad.json"
 at() { jget "$GG_TMP/bad.json" "[(e['line'], e['column']) for e in d['errors'] if '$1' in e['message']]"; }
@@ -127,7 +152,7 @@ t "  an audience that is no string, at it (23:58)" eq "$(at 'in mcpServers.e.aut
 EP=$GG_PUB/mcp/acme/ex
 token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"jti\":\"$1-own-token\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
 TOKA=$(token alice) TOKB=$(token bob) TOKM=$(token mallory) TOKC=$(token carol)
-sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "${3:-$EP}" "$1" who >"$2" 2>"$2.err"; }
+sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "${3:-$EP}" "$1" "${4:-who}" >"$2" 2>"$2.err"; }
 who() { jget "$1" "json.loads(d['result']['structuredContent']['content'][0]['text'])$2" 2>/dev/null ||
         jget "$1" "json.loads(d['result']['content'][0]['text'])$2"; }
 exchanges() { curl -s "$ISS/_count/exchange"; }
@@ -193,6 +218,20 @@ t "after a revocation alice's next call works, on a new exchange" eq \
   "$(who "$GG_TMP/a3.json" "['sub']") $(who "$GG_TMP/a3.json" "['jti']" | grep -cx "$JTIA") $(( $(exchanges) - before ))" \
   "alice 0 1"
 
+# ---- a proxy graph over the exchange server: the same exchange, per caller ----------------------
+PX=$GG_PUB/mcp/acme/px
+TOKPA=$(token alice "$PX")
+before=$(exchanges)
+sdk "$TOKPA" "$GG_TMP/p1.json" "$PX" whoami
+t "alice's call through the proxy graph reaches the downstream" eq "$(jget "$GG_TMP/p1.json" "d['result'].get('isError', False)")" False
+t "  with her exchanged token (sub alice, aud the downstream, act exchanger), on one exchange" eq \
+  "$(who "$GG_TMP/p1.json" "['sub']") $(who "$GG_TMP/p1.json" "['aud']") $(who "$GG_TMP/p1.json" "['act']['sub']") $(( $(exchanges) - before ))" \
+  "alice $RS exchanger 1"
+SID=$(gw_init "$PX" "$KEY")
+gw_rpc "$GG_TMP/k2.json" "$PX" "$KEY" "$SID" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' >/dev/null
+t "  an API-key caller of the proxy gets principal_required" eq \
+  "$(jget "$GG_TMP/k2.json" "d['result']['isError']") $(code "$GG_TMP/k2.json")" "True principal_required"
+
 # ---- no token anywhere it should not be ----------------------------------------------------------
 curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
@@ -207,14 +246,14 @@ absent() { # TOKEN FILES...: none of them holds it
   return 0
 }
 FILES=("$GG_TMP/ds.json" "$GG_TMP/execs.json" "$GG_TMP/exec.json" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err"
-  "$GG_DB" "$GG_DB-wal" "$GG_TMP"/[abcdkmu][0-9].json "$GG_TMP"/*.json.err)
+  "$GG_DB" "$GG_DB-wal" "$GG_TMP"/[abcdkmpu][0-9].json "$GG_TMP"/*.json.err)
 n=0
 for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
   n=$((n + 1))
   t "exchanged token $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}"
 done
-t "the downstream saw the exchanged tokens only (alice 2, bob 1, dave 1, carol 2)" eq "$n" 6
-for pair in "alice $TOKA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD"; do
+t "the downstream saw the exchanged tokens only (alice 3, bob 1, dave 1, carol 2)" eq "$n" 7
+for pair in "alice $TOKA" "alice(proxy) $TOKPA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD"; do
   t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" absent "${pair#* }" "${FILES[@]}"
 done
 # ---- short-lived exchanged tokens (20 s): used for half their life, not exchanged per request --

@@ -481,6 +481,62 @@ START_TEST(proxy_entries_compile) {
 }
 END_TEST
 
+/* A server acting for each caller (auth.per_user, auth.type token_exchange) is listed by
+ * nobody at an upload: an mcp node's tool is not checked against a catalog (the first call
+ * finds out), a named proxied tool takes any object, and `tools: all` over it is an error at
+ * the `tools` value saying why, not a listing failure (a warning in a stored version). */
+static size_t count_code(const gg_graph_diags *d, const char *code, int line, int column) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->count; i++)
+        n += !strcmp(d->items[i].code, code) && (!line || (d->items[i].line == line && d->items[i].column == column));
+    return n;
+}
+
+START_TEST(per_caller_servers_at_upload) {
+    static const char *const auths[] = {"{type: oauth, per_user: true}", "{type: token_exchange, client_id: x}"};
+    gg_graph_downstream ds = {.mode = GG_CHECK_ERROR, .timeout_ms = 500};
+    gg_graph_options o = {.downstream = &ds};
+    char src[1024];
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(src, sizeof src,
+                 "server: {name: g, version: '1'}\n"
+                 "mcpServers:\n  s: {type: streamableHttp, url: 'http://127.0.0.1:9/mcp', auth: %s}\n"
+                 "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+                 "      - {id: entry, type: entry, next: c}\n      - {id: c, type: mcp, server: s, tool: nowhere, next: exit}\n"
+                 "      - {id: exit, type: exit}\n"
+                 "proxy:\n  - {server: s, tools: [whoami]}\n",
+                 auths[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_string(src, strlen(src), "pc.yaml", &o, &d);
+        ck_assert_msg(g, "%s: %s", auths[i], d.count ? d.items[0].message : "");
+        ck_assert_uint_eq(count_code(&d, "downstream_unknown_tool", 0, 0), 0);
+        ck_assert_uint_eq(count_code(&d, "downstream_unreachable", 0, 0), 0); /* nobody tried to list it */
+        ck_assert_ptr_nonnull(gg_graph_tool(g, "whoami"));
+        gg_graph_unref(g);
+        gg_graph_diags_free(&d);
+        char *all = strstr(src, "[whoami]");
+        memcpy(all, "all     ", 8); /* tools: all, at the same column */
+        g = gg_graph_load_string(src, strlen(src), "pc.yaml", &o, &d);
+        ck_assert_ptr_null(g);
+        ck_assert_uint_eq(count_code(&d, "proxy_tools_unlisted", 13, 24), 1);
+        bool why = false;
+        for (size_t k = 0; k < d.count; k++)
+            why |= strstr(d.items[k].message, i ? "on behalf of the caller" : "each user's own consent") &&
+                   strstr(d.items[k].message, "name them");
+        ck_assert(why);
+        gg_graph_diags_free(&d);
+        gg_graph_options stored = {.clamp_limits = true}; /* a version stored before the rule: loads, adds none */
+        g = gg_graph_load_string(src, strlen(src), "pc.yaml", &stored, &d);
+        ck_assert_ptr_nonnull(g);
+        ck_assert_uint_eq(count_code(&d, "proxy_tools_unlisted", 13, 24), 1);
+        ck_assert_uint_eq(d.errors, 0);
+        ck_assert_ptr_null(gg_graph_tool(g, "whoami"));
+        gg_graph_unref(g);
+        gg_graph_diags_free(&d);
+    }
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -1945,6 +2001,7 @@ int main(void) {
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, exit_error_stops_a_call);
     tcase_add_test(tc, proxy_entries_compile);
+    tcase_add_test(tc, per_caller_servers_at_upload);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, yaml_alias_bounds);
