@@ -20,28 +20,13 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
-[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-FX="$GG_SRCDIR/tests/fixtures/oauth"
+. "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
 "$NODE" "$FX/jwt.mjs" keys "$GG_TMP/keys.json" ES256 RS256 >/dev/null  # RS256: oidc-provider's default ID token alg
 PIDS=""
 trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
-ready() { # LOG: what follows "ready " once the process printed it
-  for _ in $(seq 1 200); do grep -q '^ready ' "$1" && break; sleep 0.05; done
-  sed -n 's/^ready //p' "$1"
-}
-pair() { # NAME TTL → an authorization server (tokens living TTL s) and an MCP server using it; RS_NAME
-  GG_AS_TTL=$2 "$NODE" "$FX/as.mjs" 0 "$GG_TMP/keys.json" ES256 >"$GG_TMP/as_$1.log" 2>&1 &
-  PIDS="$PIDS $!"
-  local iss; iss=$(ready "$GG_TMP/as_$1.log")
-  [ -n "$iss" ] || { echo "the authorization server did not start: $(head -5 "$GG_TMP/as_$1.log")"; echo "0 passed, 1 failed"; exit 1; }
-  "$NODE" "$FX/rs.mjs" "$iss" >"$GG_TMP/rs_$1.log" 2>&1 &
-  PIDS="$PIDS $!"
-  eval "RS_$1=\$(ready \"$GG_TMP/rs_$1.log\")"
-  [ -n "$(eval echo "\$RS_$1")" ] || { echo "the MCP server did not start: $(head -5 "$GG_TMP/rs_$1.log")"; echo "0 passed, 1 failed"; exit 1; }
-}
-pair main 600
-pair short 20
-RS=$RS_main RSBASE=${RS_main%/mcp} SHORTBASE=${RS_short%/mcp}
+GG_AS_TTL=20 oauth_start_protected short
+RS_short=$RS SHORTBASE=$RSBASE
+GG_AS_TTL=600 oauth_start_protected main
 SECRET=machine-secret-0123456789
 
 graph() { # FILE SECRET [URL]: a graph calling the protected server's whoami from an mcp node

@@ -25,28 +25,12 @@
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
-[ -d "$NM/oidc-provider" ] || { echo "SKIP: oidc-provider not under tests/npm (run tests/npm-deps.sh)"; exit 77; }
-FX="$GG_SRCDIR/tests/fixtures/oauth"
-JWT() { "$NODE" "$FX/jwt.mjs" "$@"; }
+. "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
 JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids"
 KID=$(cut -d' ' -f1 "$GG_TMP/kids")
 PIDS=""
 trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
-ready() { # LOG: what follows "ready " once the process printed it
-  for _ in $(seq 1 200); do grep -q '^ready ' "$1" && break; sleep 0.05; done
-  sed -n 's/^ready //p' "$1"
-}
-GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol \
-  "$NODE" "$FX/as.mjs" 0 "$GG_TMP/keys.json" ES256 >"$GG_TMP/as.log" 2>&1 &
-ASPID=$!
-PIDS="$PIDS $ASPID"
-ISS=$(ready "$GG_TMP/as.log")
-[ -n "$ISS" ] || { echo "the authorization server did not start: $(head -5 "$GG_TMP/as.log")"; echo "0 passed, 1 failed"; exit 1; }
-"$NODE" "$FX/rs.mjs" "$ISS" >"$GG_TMP/rs.log" 2>&1 &
-PIDS="$PIDS $!"
-RS=$(ready "$GG_TMP/rs.log")
-[ -n "$RS" ] || { echo "the MCP server did not start: $(head -5 "$GG_TMP/rs.log")"; echo "0 passed, 1 failed"; exit 1; }
-RSBASE=${RS%/mcp}
+GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol oauth_start_protected
 
 graph() { # FILE CLIENT_ID: a tool "who" calling the protected server's whoami from an mcp node
   cat >"$1" <<YAML
@@ -261,7 +245,7 @@ kill "$ASPID" 2>/dev/null; wait "$ASPID" 2>/dev/null
 GG_AS_TTL=20 GG_AS_EXCHANGE=1 "$NODE" "$FX/as.mjs" "${ISS##*:}" "$GG_TMP/keys.json" ES256 >"$GG_TMP/as2.log" 2>&1 &
 ASPID=$!
 PIDS="$PIDS $ASPID"
-t "the authorization server restarts with 20 s tokens" eq "$(ready "$GG_TMP/as2.log")" "$ISS"
+t "the authorization server restarts with 20 s tokens" eq "$(oauth_ready "$GG_TMP/as2.log")" "$ISS"
 TOKE=$(token erin)
 sdk "$TOKE" "$GG_TMP/e1.json"
 sdk "$TOKE" "$GG_TMP/e2.json"
