@@ -361,7 +361,9 @@ typedef struct lc_key {
     double last_ms;               /* its tenant's last re-listing for it (monotonic); 0 = never */
     bool due;                     /* a list_changed no re-listing has answered yet */
     int relay;                    /* MCP_FORWARD_* whose list_changed is still to relay (relay_due) */
-    double relayed_ms;            /* when one was last relayed (monotonic); 0 = never */
+    double relayed_ms[2];         /* when each kind (resources, prompts) was last relayed
+                                   * (monotonic; 0 = never): bounded apart, so one kind's
+                                   * relay never holds back the other's first */
 } lc_key;
 
 #define UNSUB_SLOTS 256
@@ -394,7 +396,7 @@ static void lc_prune(gw_refresher *r, double now) {
     size_t n = 0;
     for (size_t i = 0; i < r->nkeys; i++)
         if (r->keys[i].due || r->keys[i].relay || now - r->keys[i].last_ms < lc_interval(r) ||
-            now - r->keys[i].relayed_ms < lc_interval(r))
+            now - r->keys[i].relayed_ms[0] < lc_interval(r) || now - r->keys[i].relayed_ms[1] < lc_interval(r))
             r->keys[n++] = r->keys[i];
     r->nkeys = n;
 }
@@ -436,7 +438,8 @@ static bool unsub_due(gw_refresher *r, const char *tag, const char *uri) {
 }
 
 /* A proxied resource's notifications/resources/updated (uri as the graph's clients name it)
- * to the sessions of tag's graph subscribed to it (gw_streams_updated bounds the rate);
+ * to the sessions of tag's graph subscribed to it and its subscriptions/listen streams naming
+ * it (gw_streams_updated, gw_listen_updated bound the rate);
  * none left: the downstream is told to stop (ended sessions, unsubscribes). The graph's own
  * endpoint only: another tenant's sessions are on other endpoints. */
 static void relay_updated(gg_gateway *gw, const char *tag, const char *uri) {
@@ -445,7 +448,9 @@ static void relay_updated(gg_gateway *gw, const char *tag, const char *uri) {
     if (!slash || (size_t)(slash - tag) > GG_NAME_MAX || strlen(slash + 1) > GG_NAME_MAX) return;
     snprintf(tenant, sizeof tenant, "%.*s", (int)(slash - tag), tag);
     snprintf(graph, sizeof graph, "%s", slash + 1);
-    if (gw_streams_updated(gw->streams, tenant, graph, uri) || !gw->refresher || !unsub_due(gw->refresher, tag, uri)) return;
+    size_t heard = gw_streams_updated(gw->streams, tenant, graph, uri); /* sessions, then 2026 listen streams */
+    heard += gw_listen_updated(gw->listen, tenant, graph, uri);
+    if (heard || !gw->refresher || !unsub_due(gw->refresher, tag, uri)) return;
     mcp_server *s = gw->registry ? gw_registry_peek(gw->registry, tenant, graph, NULL) : NULL;
     gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
     if (g) gg_graph_proxy_unsubscribe(g, uri);
@@ -480,9 +485,19 @@ void gw_downstream_notified(void *user, const char *tag, const char *server, con
     pthread_mutex_unlock(&r->mu);
 }
 
+static const char *const LC_METHOD[] = {"notifications/resources/list_changed", "notifications/prompts/list_changed"};
+
+/* list_changed number k (0: resources, 1: prompts; msg its serialized notification) to the
+ * GET streams of tenant's endpoint ep and to its 2026-07-28 listen streams asking for it. */
+static void relay_to(gg_gateway *gw, const char *tenant, const char *ep, int k, const char *msg) {
+    gw_streams_notify(gw->streams, tenant, ep, msg);
+    gw_listen_relay(gw->listen, tenant, ep, LC_METHOD[k]);
+}
+
 /* notifications/resources|prompts/list_changed (kinds: MCP_FORWARD_*) of tenant's server
- * ("": any of its servers) to the GET streams of each installed graph re-exporting them, of
- * /mcp/{t}/_all, and of the views naming such a graph (the refresher's thread). */
+ * ("": any of its servers) to the GET and listen streams of each installed graph
+ * re-exporting them, of /mcp/{t}/_all, and of the views naming such a graph (the
+ * refresher's thread). */
 static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *server, int kinds) {
     static const char *const msg[] = {"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}",
                                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}"};
@@ -499,8 +514,9 @@ static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *s
         if (!hit) continue;
         tw |= hit;
         for (int k = 0; k < 2; k++)
-            if (hit & (1 << k)) gw_streams_notify(gw->streams, tenant, graph, msg[k]);
-        if (!views && gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX)) {
+            if (hit & (1 << k)) relay_to(gw, tenant, graph, k, msg[k]);
+        if (!views && (gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX) ||
+                       gw_listen_any_on(gw->listen, tenant, GW_VIEWS_PREFIX))) {
             gg_error err = GG_ERROR_INIT;
             views = gw->store ? gg_store_views_list(gw->store, tenant, &err) : NULL;
             gg_error_clear(&err);
@@ -513,18 +529,32 @@ static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *s
             if (!(hit & (1 << k))) continue;
             json_array_foreach(json_object_get(d, k ? "prompts" : "resources"), x, n) if (json_is_string(n) && !strcmp(json_string_value(n), graph)) {
                 snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, json_string_value(json_object_get(v, "name")));
-                gw_streams_notify(gw->streams, tenant, ep, msg[k]);
+                relay_to(gw, tenant, ep, k, msg[k]);
             }
         }
     }
     for (int k = 0; k < 2; k++)
-        if (tw & (1 << k)) gw_streams_notify(gw->streams, tenant, GW_TENANTWIDE, msg[k]);
+        if (tw & (1 << k)) relay_to(gw, tenant, GW_TENANTWIDE, k, msg[k]);
     json_decref(views);
     json_decref(all);
 }
 
+/* next, or earlier when a key has a relay pending: a notification that came while mu was let
+ * go broadcast to nobody (the refresher was relaying, not waiting), so its relay, trailing or
+ * not, is scheduled from here rather than left for the next notification (mu held). */
+static double relay_next(gw_refresher *r, double next) {
+    double iv = lc_interval(r), now = gg_now_ms();
+    for (size_t i = 0; i < r->nkeys; i++)
+        for (int b = 0; b < 2; b++) {
+            if (!(r->keys[i].relay & (1 << b))) continue;
+            double at = r->keys[i].relayed_ms[b] && r->keys[i].relayed_ms[b] + iv > now ? r->keys[i].relayed_ms[b] + iv : now;
+            if (!next || at < next) next = at;
+        }
+    return next;
+}
+
 /* Relay the list_changed notifications due now (mu held, let go meanwhile): per (tenant,
- * server) the first at once, later ones within downstream.list_changed_min_interval folded
+ * server, kind) the first at once, later ones within downstream.list_changed_min_interval folded
  * into one trailing relay. The next time one falls due (0: none). */
 static double relay_due(gw_refresher *r) {
     double now = gg_now_ms(), iv = lc_interval(r), next = 0;
@@ -532,27 +562,30 @@ static double relay_due(gw_refresher *r) {
     size_t n = 0;
     for (size_t i = 0; i < r->nkeys; i++) {
         lc_key *k = &r->keys[i];
-        if (!k->relay) continue;
-        double at = k->relayed_ms ? k->relayed_ms + iv : now;
-        if (at > now) {
-            if (!next || at < next) next = at;
-            continue;
+        int kinds = 0;
+        for (int b = 0; b < 2; b++) {
+            if (!(k->relay & (1 << b))) continue;
+            double at = k->relayed_ms[b] ? k->relayed_ms[b] + iv : now;
+            if (at <= now) kinds |= 1 << b;
+            else if (!next || at < next) next = at;
         }
+        if (!kinds) continue;
         struct due *more = realloc(go, (n + 1) * sizeof *go);
         if (!more) break; /* out of memory: tried again on the next wake */
         go = more;
         memcpy(go[n].tenant, k->tenant, sizeof go[n].tenant);
         memcpy(go[n].server, k->server, sizeof go[n].server);
-        go[n++].kinds = k->relay;
-        k->relay = 0;
-        k->relayed_ms = now;
+        go[n++].kinds = kinds;
+        k->relay &= ~kinds;
+        for (int b = 0; b < 2; b++)
+            if (kinds & (1 << b)) k->relayed_ms[b] = now;
     }
     if (!n) return next;
     pthread_mutex_unlock(&r->mu);
     for (size_t i = 0; i < n; i++) relay_list_changed(r->gw, go[i].tenant, go[i].server, go[i].kinds);
     free(go);
     pthread_mutex_lock(&r->mu);
-    return next;
+    return relay_next(r, next);
 }
 
 /* A re-listing after list_changed ended (an upload thread): the tenant's keys may go on. */

@@ -477,6 +477,13 @@ void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out);    /* a
 /* End streams gracefully: of tenant/graph, of tenant (graph NULL), or all (tenant NULL). */
 void gw_listen_end(gw_listen *l, const char *tenant, const char *graph);
 void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, end all when stopping */
+/* A downstream's notifications/resources|prompts/list_changed (method) relayed to the
+ * streams on tenant/graph whose filter asks for it (downstream.c, already debounced). */
+void gw_listen_relay(gw_listen *l, const char *tenant, const char *graph, const char *method);
+/* A proxied resource's notifications/resources/updated of uri to the streams on tenant/graph
+ * naming it in resourceSubscriptions, rate-bounded as gw_streams_updated; returns how many
+ * streams name it (downstream.c: none here or in sessions → the downstream is unsubscribed). */
+size_t gw_listen_updated(gw_listen *l, const char *tenant, const char *graph, const char *uri);
 /* notifications/tasks (task_listen.c, listen.c): a listen stream names up to GW_LISTEN_TASKS
  * task ids of its endpoint (params.notifications.taskIds); each status change of one is sent
  * as its DetailedTask. The task's row changed here (tasks.c): its listeners hear it now. */

@@ -13,6 +13,14 @@
  * GW_LISTEN_MAX streams in all and GW_LISTEN_PER_TENANT per endpoint tenant (more → 429 /
  * 503 with Retry-After), 16 subscribed URIs per stream.
  *
+ * A downstream's notifications relayed (downstream.c): a proxied resources/ or
+ * prompts/list_changed goes to the streams of the graphs, views and tenant-wide endpoint
+ * re-exporting them whose filter asks for it (gw_listen_relay, already debounced per
+ * downstream); a proxied URI a stream names in resourceSubscriptions is subscribed to at its
+ * downstream when the stream opens (gg_graph_proxy_subscribe), and its
+ * notifications/resources/updated reach the stream at most once per GW_UPDATED_MIN_MS per
+ * URI, more within it folded into one trailing update the tick sends (gw_listen_updated).
+ *
  * Task status notifications (task_listen.c holds a stream's watched tasks): a task's row
  * changed by this replica is re-read and sent at once (gw_listen_task_changed); the watcher
  * re-reads the live watched tasks each second, or when PostgreSQL's change watch says tasks
@@ -45,6 +53,10 @@ typedef struct listener {
     int filter;
     json_t *id;   /* the subscription id: the request's JSON-RPC id */
     json_t *uris; /* resourceSubscriptions honoured */
+    struct {      /* per uris[i]: the last relayed resources/updated, one more due after it */
+        double at;
+        bool pending;
+    } upd[LISTEN_URIS];
     char *view;   /* a view endpoint's definition last announced (gw_tenantwide_view_text) */
     gw_task_watch *tasks; /* notifications/tasks: the tasks watched (NULL: none asked) */
     struct listener *next;
@@ -160,6 +172,15 @@ static int refuse(gg_http_res *res, json_t *id, int status, const char *msg) {
     return GG_HTTP_DONE;
 }
 
+/* The proxied URIs among a new stream's resourceSubscriptions are subscribed to at their
+ * downstream (its updates come back through gw_listen_updated); the graph's own need nothing. */
+static void subscribe_proxied(const mcp_server *srv, json_t *uris) {
+    gg_graph *g = json_array_size(uris) ? gg_graph_provider_graph(mcp_server_provider(srv)) : NULL;
+    size_t i;
+    json_t *u;
+    if (g) json_array_foreach(uris, i, u) gg_graph_proxy_subscribe(g, json_string_value(u));
+}
+
 /* See internal.h. */
 int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    const mcp_server *srv, const mcp_message *m, int client_caps) {
@@ -200,9 +221,11 @@ int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const cha
     s->next = l->head;
     l->head = s;
     l->open++;
-    json_t *ids = s->tasks ? gw_task_watch_ids(s->tasks) : NULL;
+    json_t *ids = s->tasks ? gw_task_watch_ids(s->tasks) : NULL, *uris = json_incref(s->uris);
     if (s->tasks) atomic_fetch_add(&l->watching, 1);
     pthread_mutex_unlock(&l->mu);
+    subscribe_proxied(srv, uris);
+    json_decref(uris);
     /* each watched task's state now, so a change made before the stream opened is not missed */
     size_t i;
     json_t *id;
@@ -300,6 +323,49 @@ void gw_listen_end(gw_listen *l, const char *tenant, const char *graph) {
     pthread_mutex_unlock(&l->mu);
 }
 
+/* See internal.h. */
+void gw_listen_relay(gw_listen *l, const char *tenant, const char *graph, const char *method) {
+    int want = !strcmp(method, "notifications/resources/list_changed") ? F_RESOURCES
+               : !strcmp(method, "notifications/prompts/list_changed") ? F_PROMPTS : 0;
+    if (!l || !want) return;
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s; s = s->next)
+        if ((s->filter & want) && on(s, tenant, graph)) send_frame(s, method, NULL);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void send_updated(listener *s, size_t i, double now) {
+    send_frame(s, "notifications/resources/updated", json_pack("{s:O}", "uri", json_array_get(s->uris, i)));
+    s->upd[i].at = now;
+    s->upd[i].pending = false;
+}
+
+/* See internal.h. */
+size_t gw_listen_updated(gw_listen *l, const char *tenant, const char *graph, const char *uri) {
+    size_t n = 0, i;
+    json_t *u;
+    if (!l) return 0;
+    double now = gg_now_ms();
+    pthread_mutex_lock(&l->mu);
+    for (listener *s = l->head; s; s = s->next) {
+        if (!on(s, tenant, graph)) continue;
+        json_array_foreach(s->uris, i, u) {
+            if (strcmp(json_string_value(u), uri)) continue;
+            n++;
+            if (now - s->upd[i].at >= GW_UPDATED_MIN_MS) send_updated(s, i, now);
+            else s->upd[i].pending = true; /* folded into one after the interval (the tick) */
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+/* The tick's pass on a stream: the trailing update of each URI whose interval is over. */
+static void updated_trailing(listener *s, double now) {
+    for (size_t i = 0; i < json_array_size(s->uris); i++)
+        if (s->upd[i].pending && now - s->upd[i].at >= GW_UPDATED_MIN_MS) send_updated(s, i, now);
+}
+
 static const char PING[] = ": ping\n\n";
 
 /* See internal.h. */
@@ -315,6 +381,7 @@ void gw_listen_tick(gw_listen *l, double now) {
     for (listener **pp = &l->head; *pp;) {
         listener *s = *pp;
         if (!gg_http_async_abandoned(s->a) && !(ping && !gg_http_async_write(s->a, PING, sizeof PING - 1))) {
+            updated_trailing(s, now);
             pp = &s->next;
             continue;
         }

@@ -466,6 +466,10 @@ void gg_graph_set_downstream_notify(gg_graph *g, gg_graph_notify_fn fn, void *us
 /* No client of the graph subscribes to the proxied uri (as its clients name it) any more:
  * resources/unsubscribe to its downstream, answered nowhere (proxy_extras.c). */
 void gg_graph_proxy_unsubscribe(gg_graph *g, const char *uri);
+/* resources/subscribe of the proxied uri (as the graph's clients name it) to its downstream,
+ * answered nowhere (a 2026-07-28 subscriptions/listen naming it); false when no entry of g
+ * selects uri (nothing sent). */
+bool gg_graph_proxy_subscribe(gg_graph *g, const char *uri);
 /* g (a new compilation) takes over old's downstream clients — sessions, GET listen streams,
  * stdio children — for every mcpServers entry whose definition is identical, instead of
  * starting its own; both share them until the last one is freed (src/graph/clients.c has

@@ -18,7 +18,12 @@
 # resources/subscribe of a proxied URI reaches the downstream (prefix stripped) and its
 # resources/updated the subscribed sessions (prefix added), 300 of them as at most 2, never
 # another tenant's; an unselected URI -32002; unsubscribe stops them (and, at the next update
-# nobody hears, unsubscribes the downstream); a downstream without subscribe: a clear error. The same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
+# nobody hears, unsubscribes the downstream); a downstream without subscribe: a clear error.
+# 2026-07-28 subscriptions/listen streams (raw HTTP): the relayed list_changed on a graph's and
+# _all's streams as their filters ask (a burst folded), a proxied URI in resourceSubscriptions
+# subscribed at the downstream and its updates relayed (rate-bounded, subscription id), another
+# tenant's stream hearing nothing, the streams' end letting the downstream be unsubscribed. The
+# same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -164,6 +169,97 @@ t "beta's own _all reads its vault, not acme's graphs" eq "$(rpc26 "$GG_TMP/r.js
   '"uri":"vault.demo://resource/dynamic/text/5"' vault.demo://resource/dynamic/text/5) $(rpc26 "$GG_TMP/r2.json" "$GG_PUB/mcp/beta/_all" "$BKEY" resources/read "\"uri\":\"$U\"" "$U") $(jget "$GG_TMP/r2.json" 'd["error"]["code"]')" \
   "200 400 -32602"
 
+# 2026-07-28 subscriptions/listen streams (src/gateway/listen.c): a downstream's list_changed
+# relayed to those of lc and _all asking for it, debounced as for sessions; a proxied URI named
+# in resourceSubscriptions subscribed to at the downstream, its updates relayed (prefix added,
+# rate-bounded per stream and URI); beta's stream on its own sub graph hears nothing of acme's
+listen26() { # OUT URL KEY ID NOTIFICATIONS(JSON): a listen stream in the background, its pid in LPIDS
+  curl -sN --max-time 120 -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: subscriptions/listen' -H "Authorization: Bearer $3" \
+    --data-binary "{\"jsonrpc\":\"2.0\",\"id\":\"$4\",\"method\":\"subscriptions/listen\",\"params\":{\"notifications\":$5,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}" \
+    "$2" >"$1" 2>/dev/null &
+  LPIDS="$LPIDS $!"
+}
+evs() { # FILE METHOD [URI]: how many such notifications the stream carried
+  python3 - "$@" <<'PY'
+import json, sys
+n = 0
+for l in open(sys.argv[1]):
+    if l.startswith('data:'):
+        e = json.loads(l[5:])
+        n += e.get('method') == sys.argv[2] and (len(sys.argv) < 4 or e['params'].get('uri') == sys.argv[3])
+print(n)
+PY
+}
+evwait() { # FILE METHOD N [URI]: until the stream carried N of them (10 s at most)
+  local f=$1 m=$2 n=$3; shift 3
+  for _ in $(seq 1 100); do [ "$(evs "$f" "$m" "$@")" -ge "$n" ] && return 0; sleep 0.1; done
+  return 1
+}
+call26() { # GRAPH_URL KEY TOOL ARGS(JSON) → the tool result's text (the downstream's answer)
+  rpc26 "$GG_TMP/c26.json" "$1" "$2" tools/call "\"name\":\"$3\",\"arguments\":$4" "$3" >/dev/null
+  jget "$GG_TMP/c26.json" 'd["result"]["content"][0]["text"]'
+}
+ACK=notifications/subscriptions/acknowledged RLC=notifications/resources/list_changed PLC=notifications/prompts/list_changed
+UPD=notifications/resources/updated
+LPIDS=
+# one kind a stream on lc, so that each relay writes one frame to a connection
+listen26 "$GG_TMP/l-lc" "$GG_PUB/mcp/acme/lc" "$KEY" lc-1 '{"resourcesListChanged":true}'
+listen26 "$GG_TMP/l-lcp" "$GG_PUB/mcp/acme/lc" "$KEY" lcp-1 '{"promptsListChanged":true}'
+listen26 "$GG_TMP/l-all" "$GG_PUB/mcp/acme/_all" "$KEY" all-1 '{"resourcesListChanged":true}'
+listen26 "$GG_TMP/l-sub" "$GG_PUB/mcp/acme/sub" "$KEY" sub-1 '{"resourceSubscriptions":["s+x://a"]}'
+listen26 "$GG_TMP/l-beta" "$GG_PUB/mcp/beta/sub" "$BKEY" beta-1 '{"resourcesListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["s+x://a","s+x://b"]}'
+t "2026 listen: five streams acknowledged (lc twice, _all, sub, beta's sub)" bash -c "for f in l-lc l-lcp l-all l-sub l-beta; do
+  for _ in \$(seq 1 100); do grep -q acknowledged '$GG_TMP/'\$f && break; sleep 0.1; done; grep -q acknowledged '$GG_TMP/'\$f || exit 1; done"
+t "... the acknowledgement of sub names the proxied URI" eq "$(grep -m1 '^data:' "$GG_TMP/l-sub" | cut -c6- | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["notifications"]["resourceSubscriptions"])')" "['s+x://a']"
+subs_have() { # YES|NO URI: until the URIs acme/sub's downstream is subscribed to (do) or do not include URI
+  for _ in $(seq 1 100); do
+    case "$(call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}')" in
+      *"\"$2\""*) [ "$1" = YES ] && return 0 ;;
+      *) [ "$1" = NO ] && return 0 ;;
+    esac
+    [ "$1" = NO ] && call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch "{\"uri\":\"$2\",\"n\":1}" >/dev/null # one nobody hears
+    sleep 0.1
+  done
+  return 1
+}
+lc_wait() { evwait "$GG_TMP/l-lc" $RLC "$1" && evwait "$GG_TMP/l-lcp" $PLC "$1" && evwait "$GG_TMP/l-all" $RLC "$1"; }
+upd_bound() { # LOW HIGH: x://a's updates on the sub stream between them, none of x://b
+  local n; n=$(evs "$GG_TMP/l-sub" $UPD)
+  [ "$n" -ge "$1" ] && [ "$n" -le "$2" ] && [ "$(evs "$GG_TMP/l-sub" $UPD s+x://b)" = 0 ] || { echo "   $n updates" >&2; return 1; }
+}
+lcs() { echo "$(evs "$GG_TMP/l-lc" $RLC) $(evs "$GG_TMP/l-lcp" $PLC) $(evs "$GG_TMP/l-all" $RLC) $(evs "$GG_TMP/l-all" $PLC) $(evs "$GG_TMP/l-lc" $PLC) $(evs "$GG_TMP/l-lcp" $RLC)"; }
+call26 "$GG_PUB/mcp/acme/lc" "$KEY" change '{"n":1}' >/dev/null
+t "2026 listen: a downstream's resources/ and prompts/list_changed reach lc's streams, resources/ _all's" lc_wait 1
+call26 "$GG_PUB/mcp/acme/lc" "$KEY" change '{"n":50}' >/dev/null
+t "... a burst of 50 of each arrives (at once when the interval had passed, else trailing)" lc_wait 2
+call26 "$GG_PUB/mcp/acme/lc" "$KEY" change '{"n":1}' >/dev/null
+t "... a later one as the next (a relay pending while another went out is not lost)" lc_wait 3
+lc_bound() { # 1 + (1 or 2 for the burst: one at once when the interval had passed, one trailing) + 1
+  local c; for c in $(lcs | cut -d' ' -f1-3); do [ "$c" -ge 3 ] && [ "$c" -le 4 ] || { echo "   got $(lcs)" >&2; return 1; }; done
+  [ "$(lcs | cut -d' ' -f4-)" = "0 0 0" ] || { echo "   got $(lcs)" >&2; return 1; }
+}
+t "the listen stream on sub subscribed the downstream to x://a (prefix stripped)" subs_have YES x://a
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":1}' >/dev/null
+t "2026 listen: the downstream's update reaches the stream with the prefixed URI" evwait "$GG_TMP/l-sub" $UPD 1 's+x://a'
+n0=$(evs "$GG_TMP/l-sub" $UPD)
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":300}' >/dev/null
+t "... a flood of 300: one arrives (at once or trailing)" evwait "$GG_TMP/l-sub" $UPD $((n0 + 1))
+t "... the stream's update kept the downstream subscribed (someone heard it)" \
+  eq "$(call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}' | grep -c '"x://a"')" 1
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://b","n":1}' >/dev/null # round trips for a late update to show
+t "... rate-bounded: at most 2 of the 300 relayed, none of x://b (not named)" \
+  upd_bound $((n0 + 1)) $((n0 + 2))
+t "... every frame tagged with the stream's subscription id" python3 -c "
+import json
+ev=[json.loads(l[5:]) for l in open('$GG_TMP/l-sub') if l.startswith('data:')]
+assert len(ev) >= 3 and all(e['params']['_meta']['io.modelcontextprotocol/subscriptionId'] == 'sub-1' for e in ev), ev"
+t "beta's stream on its own sub graph heard nothing of acme's (acknowledgement only)" \
+  eq "$(grep -c '^data:' "$GG_TMP/l-beta")" 1
+# checked after the round trips above, so that a late relay would show
+t "2026 listen: 3 or 4 list_changed of each on lc's streams and resources/ on _all (50 folded into at most 2), none a filter left out" lc_bound
+for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+t "the streams gone, an update nobody hears unsubscribes the downstream from x://a" subs_have NO x://a
 # the same through a stateless MCP 2026-07-28 request (no session): the answer shaped for that era
 m26() { # OUT METHOD PARAMS (without braces) NAME (prompt name or URI) → HTTP status
   gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
