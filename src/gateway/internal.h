@@ -210,10 +210,10 @@ struct gg_gateway {
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
-    struct gw_refresher *refresher; /* periodic downstream catalog refresh (downstream.c) */
+    struct gw_refresher *refresher; /* periodic downstream catalog refresh (catalogs.c) */
     struct gw_dsauth *dsauth;       /* downstream servers' OAuth providers (downstream_auth.c) */
     struct gw_consent *consent;     /* per-user consent for downstream servers (consent.c) */
-    struct gw_async *async;         /* fire-and-forget branches (async.c) */
+    struct gw_async *async;         /* fire-and-forget branches (branches.c) */
 };
 
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
@@ -226,7 +226,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
  * for uploads, the size limit and the deadline. gw_build_graph adds the policy. */
 gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double deadline_ms);
 
-/* ---- downstream catalogs (downstream.c) --------------------------------------------------
+/* ---- downstream catalogs (catalogs.c) --------------------------------------------------
  * An upload lists its graph's downstream servers and checks its mcp nodes against them
  * (gg_graph_downstream); each catalog listed is stored for the tenant. */
 typedef struct gw_catalog_sink {
@@ -439,11 +439,11 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
  * server was built from another definition than srv's; they then hold srv. */
 void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv);
 /* msg (a serialized notification) once to each session with a stream on tenant/graph (a
- * downstream's resources/prompts list_changed relayed, downstream.c). */
+ * downstream's resources/prompts list_changed relayed, catalogs.c). */
 void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, const char *msg);
 /* notifications/resources/updated of uri to each session on tenant/graph subscribed to it,
  * at most one per (session, uri) each GW_UPDATED_MIN_MS (more within it: one trailing, sent
- * by the keeper's next pass); returns how many sessions are subscribed (downstream.c). */
+ * by the keeper's next pass); returns how many sessions are subscribed (catalogs.c). */
 #define GW_UPDATED_MIN_MS 250
 #define GW_UPDATED_PER_SESSION 64 /* = a session's subscriptions (mcp_session_subscribe) */
 size_t gw_streams_updated(gw_streams *s, const char *tenant, const char *graph, const char *uri);
@@ -478,11 +478,11 @@ void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out);    /* a
 void gw_listen_end(gw_listen *l, const char *tenant, const char *graph);
 void gw_listen_tick(gw_listen *l, double now_ms); /* the watcher: reap, ping, end all when stopping */
 /* A downstream's notifications/resources|prompts/list_changed (method) relayed to the
- * streams on tenant/graph whose filter asks for it (downstream.c, already debounced). */
+ * streams on tenant/graph whose filter asks for it (catalogs.c, already debounced). */
 void gw_listen_relay(gw_listen *l, const char *tenant, const char *graph, const char *method);
 /* A proxied resource's notifications/resources/updated of uri to the streams on tenant/graph
  * naming it in resourceSubscriptions, rate-bounded as gw_streams_updated; returns how many
- * streams name it (downstream.c: none here or in sessions → the downstream is unsubscribed). */
+ * streams name it (catalogs.c: none here or in sessions → the downstream is unsubscribed). */
 size_t gw_listen_updated(gw_listen *l, const char *tenant, const char *graph, const char *uri);
 /* notifications/tasks (task_listen.c, listen.c): a listen stream names up to GW_LISTEN_TASKS
  * task ids of its endpoint (params.notifications.taskIds); each status change of one is sent
@@ -545,7 +545,7 @@ bool gw_graph_calls_acyclic(gg_gateway *gw, const char *tenant, const char *grap
 /* The tool's value of a CallToolResult into the record (mcp_http.c). */
 void gw_record_result(gg_exec_record *r, json_t *res);
 
-/* ---- fire-and-forget branches (async.c) -------------------------------------------------
+/* ---- fire-and-forget branches (branches.c) -------------------------------------------------
  * The gg_graph_async_hooks of every graph provider the gateway builds: per-tenant and total
  * bounds on outstanding branches (0 = no cap), one execution row per branch (parent_id =
  * the caller's), shutdown that waits, then cancels and records what is left as interrupted. */

@@ -13,7 +13,7 @@
  * GW_LISTEN_MAX streams in all and GW_LISTEN_PER_TENANT per endpoint tenant (more → 429 /
  * 503 with Retry-After), 16 subscribed URIs per stream.
  *
- * A downstream's notifications relayed (downstream.c): a proxied resources/ or
+ * A downstream's notifications relayed (catalogs.c): a proxied resources/ or
  * prompts/list_changed goes to the streams of the graphs, views and tenant-wide endpoint
  * re-exporting them whose filter asks for it (gw_listen_relay, already debounced per
  * downstream); a proxied URI a stream names in resourceSubscriptions is subscribed to at its

@@ -1099,7 +1099,7 @@ static void withheld_error(const gnode *n, gg_error *err) {
     gg_error_set_path(err, n->id); /* the result's text and _meta name the node */
 }
 
-/* `async: true`: the branch starts (async.c) and its start is the node's output; the run
+/* `async: true`: the branch starts (branch.c) and its start is the node's output; the run
  * goes on without waiting for it. */
 static json_t *exec_async(grun *r, const gnode *n, json_t **input, gg_error *err) {
     update_time_limit(r);

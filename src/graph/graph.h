@@ -90,7 +90,7 @@ typedef struct gg_graph_options {
     bool clamp_limits;
     /* Give up with error "timeout" once gg_now_ms() passes this (0 = no deadline). */
     double deadline_ms;
-    /* Check every mcp node against its downstream server's tool catalog (downstream.c);
+    /* Check every mcp node against its downstream server's tool catalog (catalog_check.c);
      * NULL = no check (graphs loaded at start, `graph validate` without --downstream). */
     const struct gg_graph_downstream *downstream;
     /* The tenant the graph's downstream clients work for (mcp_server_config.owner: their
@@ -114,7 +114,7 @@ typedef struct gg_graph_options {
     bool check_secrets;
 } gg_graph_options;
 
-/* ---- downstream catalogs (downstream.c) ------------------------------------------------
+/* ---- downstream catalogs (catalog_check.c) ------------------------------------------------
  * With gg_graph_options.downstream set, a graph that loaded without errors lists the tools
  * of each of its mcpServers (all at once, each listing bounded by timeout_ms and by the
  * load's deadline), then checks every mcp node: the tool exists, required arguments are
@@ -420,7 +420,7 @@ void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void
 typedef json_t *(*gg_graph_consent_fn)(void *user, const char *tenant, const char *server, const char *url,
                                        const json_t *auth, const mcp_caller *who);
 void gg_graph_provider_set_consent(mcp_provider *p, gg_graph_consent_fn fn, void *user);
-/* Fire-and-forget branches (async.c): an mcp node with `async: true` starts its call when
+/* Fire-and-forget branches (branch.c): an mcp node with `async: true` starts its call when
  * reached — through the same client (policy, per-call timeout) or graph-call path as any
  * mcp node — records {started: true, branch: "<id>"} as its output and the run goes on at
  * once; the run never waits for the branch and the branch's outcome never reaches it.

@@ -66,7 +66,7 @@ typedef struct gnode {
     /* ask: its requests, each an elicit/sample/roots node whose id is the request's key */
     struct gnode *subs;
     size_t nsubs;
-    /* mcp: `async: true`, a fire-and-forget branch (async.c) */
+    /* mcp: `async: true`, a fire-and-forget branch (branch.c) */
     bool async;
     /* mcp: the output is the downstream's CallToolResult as it came (a proxied tool without
      * post hooks passes every content block, structuredContent and isError through) */
@@ -255,7 +255,7 @@ long long gg_graph_secrets_generation(const gserver *s);
 void gg_graph_secrets_free(gserver *s);
 /* clients.c: s lets go of its client (the last holder stops it). */
 void gg_graph_client_detach(gserver *s);
-/* s's catalog key (see GG_GRAPH_IDENTITY_MAX, downstream.c). */
+/* s's catalog key (see GG_GRAPH_IDENTITY_MAX, catalog_check.c). */
 void gg_graph_server_identity(const gserver *s, char out[GG_GRAPH_IDENTITY_MAX]);
 
 /* pins.c: record def (the downstream's, borrowed; NULL: s's whole catalog is proxied, a
@@ -275,16 +275,16 @@ void gg_graph_suspicious_check(const gserver *s, const json_t *def, gg_graph_dia
  * reference; *held (new object or NULL) gets the downstream tool names quarantine withholds. */
 json_t *gg_graph_pin_apply(const gserver *s, json_t *cat, json_t *pins, json_t **held);
 
-/* A downstream client's notification, passed on to the graph's notify hook (downstream.c). */
+/* A downstream client's notification, passed on to the graph's notify hook (catalog_check.c). */
 void gg_graph_downstream_notified(void *server, const char *method, json_t *params);
 /* The URI a proxied resource's downstream uri is known by to the graph's clients, written
  * to out (n bytes); false when no entry of server selects it (proxy_extras.c). */
 bool gg_graph_proxy_client_uri(const gg_graph *g, const char *server, const char *uri, char *out, size_t n);
-/* The downstream check of a loaded graph (downstream.c); root is its YAML document. */
+/* The downstream check of a loaded graph (catalog_check.c); root is its YAML document. */
 void gg_graph_downstream_check(gg_graph *g, const ynode *root, const char *file, const gg_graph_options *o, gg_graph_diags *d);
 
 /* Start n's call as a fire-and-forget branch with args (borrowed) for a run of g with
- * options o (async.c, graph.h): the node's output (new reference), never an error. */
+ * options o (branch.c, graph.h): the node's output (new reference), never an error. */
 json_t *gg_graph_async_start(gg_graph *g, const gnode *n, json_t *args, const gg_graph_run_options *o);
 
 /* Diagnostics helper (diag.c). */

@@ -979,7 +979,7 @@ static void load_exit_error(lctx *c, gnode *n, const ynode *er) {
     }
 }
 
-/* `async: true|false`: only on mcp nodes (a fire-and-forget branch, async.c). */
+/* `async: true|false`: only on mcp nodes (a fire-and-forget branch, branch.c). */
 static void load_async(lctx *c, gnode *n, const ynode *nm, const char *what) {
     const ynode *a = gg_yaml_get(nm, "async");
     if (!a) return;

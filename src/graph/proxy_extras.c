@@ -743,17 +743,25 @@ static void start_list(freq *q, json_t *params) {
     fsend(q, *dc ? json_pack("{s:s}", "cursor", dc) : json_object());
 }
 
-static void start_read(freq *q, json_t *params) {
-    const char *uri = json_string_value(json_object_get(params, "uri")), *orig = NULL;
-    q->kind = F_READ;
-    q->asked = strdup(uri ? uri : "");
+/* q (of kind) asks for params.uri: true with *orig the downstream's URI when a selected
+ * entry serves it, else q fails with -32002 (resources/read and subscribe alike). */
+static bool route_selected(freq *q, json_t *params, fkind kind, const char **orig) {
+    const char *uri = json_string_value(json_object_get(params, "uri"));
     json_t *sel = NULL;
-    if (!q->asked || !uri || !(q->entry = route_uri(q->g, uri, &orig)) || !*orig ||
-        !readable(json_object_get(q->entry, "res"), orig, &sel)) {
+    q->kind = kind;
+    q->asked = strdup(uri ? uri : "");
+    *orig = NULL;
+    if (!q->asked || !uri || !(q->entry = route_uri(q->g, uri, orig)) || !**orig ||
+        !readable(json_object_get(q->entry, "res"), *orig, &sel)) {
         fail(q, "not_found", "Resource not found: %.300s", uri ? uri : "");
-        return;
+        return false;
     }
-    fsend(q, json_pack("{s:s}", "uri", orig));
+    return true;
+}
+
+static void start_read(freq *q, json_t *params) {
+    const char *orig;
+    if (route_selected(q, params, F_READ, &orig)) fsend(q, json_pack("{s:s}", "uri", orig));
 }
 
 /* resources/subscribe of a selected proxied URI goes to its downstream, every time (a
@@ -761,15 +769,8 @@ static void start_read(freq *q, json_t *params) {
  * answered here: the downstream is told once an update of the URI finds no client left
  * subscribed to it (gg_graph_proxy_unsubscribe), which covers sessions that ended too. */
 static void start_subscribe(freq *q, json_t *params) {
-    const char *uri = json_string_value(json_object_get(params, "uri")), *orig = NULL;
-    q->kind = F_SUBSCRIBE;
-    q->asked = strdup(uri ? uri : "");
-    json_t *sel = NULL;
-    if (!q->asked || !uri || !(q->entry = route_uri(q->g, uri, &orig)) || !*orig ||
-        !readable(json_object_get(q->entry, "res"), orig, &sel)) {
-        fail(q, "not_found", "Resource not found: %.300s", uri ? uri : "");
-        return;
-    }
+    const char *orig;
+    if (!route_selected(q, params, F_SUBSCRIBE, &orig)) return;
     if (strcmp(q->method, "resources/subscribe")) freq_end(q, json_object());
     else fsend(q, json_pack("{s:s}", "uri", orig));
 }

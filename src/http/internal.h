@@ -221,14 +221,14 @@ void gg_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls
 conn_ctx *gg_http_conn_ctx_of(struct MHD_Connection *conn); /* NULL when it has none */
 void gg_http_req_free(gg_http_req *req);                     /* NULL is fine */
 
-/* ---- async.c: deferred responses and streams ------------------------------------------- */
+/* ---- deferred.c: deferred responses and streams ------------------------------------------- */
 
 void gg_http_async_free(gg_http_async *a); /* its request too */
 /* alock held: take a off the server's list of live asyncs */
 void gg_http_async_unlink(gg_http_async *a);
 /* Let the connection proceed (caller holds alock). */
 void gg_http_async_wake(gg_http_async *a);
-/* alock held: the owner is done or gave up; let the connection go on (async.c) */
+/* alock held: the owner is done or gave up; let the connection go on (deferred.c) */
 void gg_http_async_let_go(gg_http_async *a);
 /* libmicrohttpd content reader of a streamed body (cls is the gg_http_async). */
 ssize_t gg_http_stream_reader(void *cls, uint64_t pos, char *buf, size_t max);

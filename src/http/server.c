@@ -1,6 +1,6 @@
 /* server.c — the server's lifecycle: options, the two libmicrohttpd listeners, start,
  * graceful stop and free. The request path is in request.c, deferred responses and streams
- * in async.c, the access log in access_log.c, metrics and built-in routes in metrics.c. */
+ * in deferred.c, the access log in access_log.c, metrics and built-in routes in metrics.c. */
 #include "http/internal.h"
 
 #include <stdatomic.h>

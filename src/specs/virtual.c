@@ -1,5 +1,5 @@
 /* virtual.c — a tenant's downstream MCP tools as node specs. Every tool in the tenant's
- * stored catalogs (store/downstream.c, written by uploads and `graphgate mcp sync`) becomes
+ * stored catalogs (store/catalogs.c, written by uploads and `graphgate mcp sync`) becomes
  * a virtual spec of type MCP_TOOL, subtype "<server>.<tool>", built from its inputSchema
  * and outputSchema. The three tools answer a caller's tenant with the global specs plus its
  * virtual ones; the virtual specs of one tenant are never shown to another.

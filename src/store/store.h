@@ -552,7 +552,7 @@ json_t *gg_store_specs_versions(gg_store *s, const char *node_type, const char *
 /* === END node-spec section === */
 
 /* ---------------------------------------------------------------------------------------
- * Downstream tool catalogs (downstream.c, migrations 0006, 0011): what each tenant's
+ * Downstream tool catalogs (catalogs.c, migrations 0006, 0011): what each tenant's
  * downstream MCP servers answered to tools/list, per server identity (see
  * gg_graph_server_identity) with the mcpServers name it was last listed under.
  * ------------------------------------------------------------------------------------- */

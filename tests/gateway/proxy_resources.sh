@@ -143,7 +143,7 @@ t "views: resources not a list of graph names → 400 invalid_view" \
   "400 400 400 invalid_view"
 t "views: neither tools nor resources nor prompts → 400" eq "$(vput bad '{"resources":[]}')" 400
 # a downstream's resources/ and prompts/list_changed relayed to the GET streams of its graph,
-# _all and a view naming the graph (for resources only), rate-bounded (downstream.c relay_due)
+# _all and a view naming the graph (for resources only), rate-bounded (src/gateway/catalogs.c relay_due)
 t "lc (a downstream announcing changed lists) is accepted, view lcv names it for resources" \
   eq "$(gw_put_graph "$ADMIN" acme lc "$GG_TMP/lc.yaml") $(vput lcv '{"resources":["lc"]}')" "201 201"
 "$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" notify "$GG_PUB/mcp/acme" "$KEY" "$GG_INT/metrics" >"$GG_TMP/notify.out" 2>&1

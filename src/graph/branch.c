@@ -1,4 +1,4 @@
-/* async.c — fire-and-forget branches (graph.h, gg_graph_async_hooks): an mcp node with
+/* branch.c — fire-and-forget branches (graph.h, gg_graph_async_hooks): an mcp node with
  * `async: true` starts its downstream call (or graph-to-graph call) and the run goes on at
  * once. The branch owns a reference on the graph, so the graph's clients outlive the run that
  * started it; its answer is finished on a worker through the branch context's resume (the

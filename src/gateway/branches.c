@@ -1,4 +1,4 @@
-/* async.c — the gateway's side of fire-and-forget branches (graph.h, gg_graph_async_hooks):
+/* branches.c — the gateway's side of fire-and-forget branches (graph.h, gg_graph_async_hooks):
  * admission within the bounds (tenants.max_async_branches per tenant, max_async_branches in
  * all), one execution row per branch (parent_id = the caller's execution, tool
  * "<server>.<tool>", graph = the caller's graph), and shutdown. A branch holds no thread:

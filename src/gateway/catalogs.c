@@ -1,5 +1,5 @@
-/* downstream.c — the tenants' downstream tool catalogs in the gateway. Uploads list their
- * graph's servers and check the mcp nodes against them (src/graph/downstream.c); each
+/* catalogs.c — the tenants' downstream tool catalogs in the gateway. Uploads list their
+ * graph's servers and check the mcp nodes against them (src/graph/catalog_check.c); each
  * catalog listed is stored for the tenant (gw_catalog_sink). The installed graphs'
  * servers are listed again on demand (POST /admin/tenants/{t}/downstream/sync), when one of
  * them sends notifications/tools/list_changed, and every GW_DOWNSTREAM_REFRESH_S s,

@@ -1,4 +1,4 @@
-/* downstream.c — the cached tool catalogs of downstream MCP servers, per tenant and server
+/* catalogs.c — the cached tool catalogs of downstream MCP servers, per tenant and server
  * identity (migrations 0006, 0011). Replacing a catalog is DELETE + INSERT in one
  * transaction (no SQLite-only upsert), skipped when the stored text is the same (a sync
  * that finds nothing new writes nothing), and refused past the tenant's catalog quota;

@@ -1,4 +1,4 @@
-/* downstream.c — a loaded graph's mcp nodes checked against what its downstream servers
+/* catalog_check.c — a loaded graph's mcp nodes checked against what its downstream servers
  * really offer: each server's tools are listed (every server at once, through the graph's
  * own clients, so the tenant's policy applies and the connection is the one later calls
  * reuse), then every mcp node is checked in the YAML tree, which still has the positions.

@@ -1,4 +1,4 @@
-/* async.c — deferred responses (gg_http_defer) and streamed (SSE) bodies via connection
+/* deferred.c — deferred responses (gg_http_defer) and streamed (SSE) bodies via connection
  * suspend/resume, and the watch for clients that leave while suspended.
  *
  * Locking: one mutex per server (alock) guards every gg_http_async's shared state and the
