@@ -420,15 +420,10 @@ static lc_key *lc_find(gw_refresher *r, const char *tenant, const char *server, 
     return &r->keys[r->nkeys++];
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 /* Whether to tell tag's downstream that nobody subscribes to uri now: once a second per
  * (graph, uri) slot at most. */
 static bool unsub_due(gw_refresher *r, const char *tag, const char *uri) {
-    uint64_t h = fnv1a(fnv1a(fnv1a(14695981039346656037ULL, tag), "\n"), uri);
+    uint64_t h = gg_hash_add(gg_hash_sep(gg_hash_str(tag), '\n'), uri);
     double now = gg_now_ms();
     pthread_mutex_lock(&r->mu);
     bool due = !r->stopping && (r->unsub[h % UNSUB_SLOTS].h != h || now - r->unsub[h % UNSUB_SLOTS].at >= UNSUB_EVERY_MS);
