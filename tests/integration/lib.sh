@@ -128,8 +128,9 @@ gg_finish() {
   exit $?
 }
 
-# curl wrapper: gg_curl OUTFILE [curl args...] → prints the status code.
+# curl wrapper: gg_curl OUTFILE [curl args...] → prints the status code. GG_CURL_MAX_TIME
+# (default 10 s) for requests that start a downstream child (npx under a parallel CI's load).
 gg_curl() {
   local out=$1; shift
-  curl -sS --max-time 10 -o "$out" -D "$out.h" -w '%{http_code}' "$@" 2>/dev/null
+  curl -sS --max-time "${GG_CURL_MAX_TIME:-10}" -o "$out" -D "$out.h" -w '%{http_code}' "$@" 2>/dev/null
 }

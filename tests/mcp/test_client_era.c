@@ -196,6 +196,9 @@ int main(void) {
     tcase_add_test(tc, invalid_tools_left_out);
     tcase_add_test(tc, request_headers);
     tcase_add_test(tc, stdio_server_requests);
+    /* stdio_server_requests starts Node twice (≈ 0.3 s each alone, 1.5 s each under a
+     * parallel CI's load): check's 4 s default is too close to that */
+    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }
