@@ -802,7 +802,10 @@ static bool token_request(gg_oauth_client *c, gg_strbuf *form, const char *id, c
     if (!strcmp(method, "client_secret_post")) form_add(form, "client_secret", secret);
     if (!strcmp(method, "private_key_jwt")) {
         char *a = c->client_key ? client_assertion(c, id) : NULL;
-        if (!a) return gg_error_set(err, "downstream_auth", "cannot sign the client assertion (private_key_jwt)"), false;
+        if (!a) { /* the form may hold a code, refresh token or the caller's token: wiped on every path */
+            sodium_memzero(form->data, form->len);
+            return gg_error_set(err, "downstream_auth", "cannot sign the client assertion (private_key_jwt)"), false;
+        }
         form_add(form, "client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
         form_add(form, "client_assertion", a);
         free(a);
