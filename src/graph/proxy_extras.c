@@ -791,19 +791,24 @@ bool gg_graph_proxy_client_uri(const gg_graph *g, const char *server, const char
 
 static void unsubscribed(void *user, json_t *result, gg_error *err) { (void)user, (void)result, (void)err; }
 
+/* method (resources/subscribe or unsubscribe) of the downstream's uri to server s, its
+ * answer not awaited. */
+static void tell_downstream(gg_graph *g, gserver *s, const char *method, const char *uri) {
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = s ? gg_graph_server_client(s, g->policy, &err) : NULL;
+    gg_error_clear(&err);
+    json_t *p = c ? json_pack("{s:s}", "uri", uri) : NULL;
+    if (p) mcp_client_start(c, method, p, 0, NULL, unsubscribed, NULL);
+    json_decref(p);
+}
+
 /* See graph.h. */
 bool gg_graph_proxy_subscribe(gg_graph *g, const char *uri) {
     const char *orig = NULL;
     json_t *sel = NULL, *e = uri && strlen(uri) <= PX_MAX_KEY ? route_uri(g, uri, &orig) : NULL;
     if (!e || !*orig || !readable(json_object_get(e, "res"), orig, &sel)) return false;
-    gserver *s = server_of(g, json_string_value(json_object_get(e, "server")));
-    gg_error err = GG_ERROR_INIT;
-    mcp_client *c = s ? gg_graph_server_client(s, g->policy, &err) : NULL;
-    gg_error_clear(&err);
-    json_t *p = c ? json_pack("{s:s}", "uri", orig) : NULL;
     /* answered nowhere: a refusal leaves the URI subscribed here, unused, as in the session era */
-    if (p) mcp_client_start(c, "resources/subscribe", p, 0, NULL, unsubscribed, NULL);
-    json_decref(p);
+    tell_downstream(g, server_of(g, json_string_value(json_object_get(e, "server"))), "resources/subscribe", orig);
     return true;
 }
 
@@ -818,12 +823,7 @@ void gg_graph_proxy_unsubscribe(gg_graph *g, const char *uri) {
         live = s->client || s->nsecrets;
         pthread_mutex_unlock(&s->lock);
     }
-    gg_error err = GG_ERROR_INIT;
-    mcp_client *c = live ? gg_graph_server_client(s, g->policy, &err) : NULL;
-    gg_error_clear(&err);
-    json_t *p = c ? json_pack("{s:s}", "uri", orig) : NULL;
-    if (p) mcp_client_start(c, "resources/unsubscribe", p, 0, NULL, unsubscribed, NULL);
-    json_decref(p);
+    if (live) tell_downstream(g, s, "resources/unsubscribe", orig);
 }
 
 static void start_get(freq *q, json_t *params) {
