@@ -12,7 +12,10 @@ FN(jn_fn_keys) {
     if (!v) return NULL;
     jn_value *out = jn_seq_new(4);
     if (!out) { jn_oom(err); return NULL; }
+    /* $keys is lazy-safe (parser.c): only the objects whose keys it lists are
+     * materialized, not everything below them */
     if (v->type == JN_OBJECT) {
+        if (!jn_force(v)) { jn_decref(out); jn_oom(err); return NULL; }
         for (size_t i = 0; i < v->u.obj.n; i++)
             if (!jn_fn_push(out, jn_incref(v->u.obj.ents[i].key), err)) { jn_decref(out); return NULL; }
     } else if (v->type == JN_ARRAY) {
@@ -21,6 +24,12 @@ FN(jn_fn_keys) {
         for (size_t k = 0; k < jn_alen(v); k++) {
             jn_value *o = jn_aget(v, k);
             if (!o || o->type != JN_OBJECT) continue;
+            if (!jn_force(o)) {
+                jn_decref(seen);
+                jn_decref(out);
+                jn_oom(err);
+                return NULL;
+            }
             for (size_t i = 0; i < o->u.obj.n; i++) {
                 jn_value *key = o->u.obj.ents[i].key;
                 if (jn_object_get(seen, jn_s(key), jn_slen(key))) continue;

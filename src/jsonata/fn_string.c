@@ -449,6 +449,11 @@ static const char *opt_str(jn_value *opts, const char *key) {
 FN(jn_fn_format_number) {
     jn_value *v = FN_ARG(0), *pic = FN_ARG(1), *opts = FN_ARG(2);
     if (!v || !pic) return NULL;
+    if (pic->u.str.numfmt && !opts) { /* a literal picture analysed at compile time */
+        gg_strbuf b = GG_STRBUF_INIT;
+        jn_numfmt_format(pic->u.str.numfmt, v->u.n, jn_s(pic), &b); /* fails only when b ran out of memory */
+        return jn_fn_buf_result(&b, err);
+    }
     jn_decimal_format f = {
         opt_str(opts, "decimal-separator"), opt_str(opts, "grouping-separator"),
         opt_str(opts, "exponent-separator"), opt_str(opts, "infinity"),

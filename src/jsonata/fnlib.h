@@ -58,6 +58,16 @@ typedef struct jn_decimal_format {
 } jn_decimal_format;
 bool jn_format_number(double v, const char *picture, const jn_decimal_format *fmt,
                       gg_strbuf *out, gg_error *err);
+/* The same in two halves, so a literal picture is analysed once, when its expression is
+ * compiled (about 1,500 instructions a call): jn_numfmt_compile analyses a picture under
+ * the default decimal format into *out (NULL when jn_format_number would fail on it,
+ * whose error the call then raises; false when out of memory); jn_numfmt_format formats
+ * v with it, given the same picture text (the sub-pictures' prefixes and suffixes are
+ * byte ranges of it). */
+typedef struct jn_numfmt jn_numfmt;
+bool jn_numfmt_compile(const char *picture, jn_numfmt **out);
+bool jn_numfmt_format(const jn_numfmt *nf, double v, const char *picture, gg_strbuf *out);
+void jn_numfmt_free(jn_numfmt *nf);
 
 /* ---- integers (intfmt.c) ---- */
 /* XPath format-integer with the reference's picture handling (D3130, D3131). */

@@ -100,6 +100,9 @@ struct jn_value {
             char *s;
             size_t len;  /* bytes */
             size_t ulen; /* UTF-16 code units */
+            /* a literal (immortal) that a $formatNumber call takes as its picture: the
+             * picture analysed once at compile time (owned; see jn_numfmt_compile) */
+            struct jn_numfmt *numfmt;
         } str;
         struct {
             jn_value **items;

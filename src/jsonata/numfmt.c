@@ -489,15 +489,24 @@ static bool format_sub(double v, bool neg_fallback, const char *pic, const numpi
     return !out->oom;
 }
 
-static bool format_picture(double v, const char *picture, const uint32_t *cp,
-                           const size_t *off, size_t n, const numfmt_syms *yy, gg_strbuf *out,
-                           gg_error *err);
+/* What format-number derives from a picture and a decimal format before it looks at the
+ * number: the symbols and the analysed sub-pictures (byte offsets into the picture). */
+struct jn_numfmt {
+    numfmt_syms y;
+    numpic pos, neg;
+    bool has_neg; /* the picture has a negative sub-picture */
+};
 
-bool jn_format_number(double v, const char *picture, const jn_decimal_format *fmt,
-                      gg_strbuf *out, gg_error *err) {
+static bool analyse_picture(const char *picture, const uint32_t *cp, const size_t *off, size_t n,
+                            jn_numfmt *nf, gg_error *err);
+
+/* Analyse picture under fmt (NULL = the defaults) into *nf: errors D3080..D3093. The
+ * symbols point into fmt, which must outlive nf. */
+static bool numfmt_analyse(const char *picture, const jn_decimal_format *fmt, jn_numfmt *nf,
+                           gg_error *err) {
     jn_decimal_format none = {0};
     if (!fmt) fmt = &none;
-    numfmt_syms y = {
+    nf->y = (numfmt_syms){
         .ds = first_cp(fmt->decimal_separator, '.'), .gs = first_cp(fmt->grouping_separator, ','),
         .es = first_cp(fmt->exponent_separator, 'e'), .zero = first_cp(fmt->zero_digit, '0'),
         .digit = first_cp(fmt->digit, '#'), .ps = first_cp(fmt->pattern_separator, ';'),
@@ -523,24 +532,47 @@ bool jn_format_number(double v, const char *picture, const jn_decimal_format *fm
     while (i < len) { off[n] = i; cp[n++] = jn_utf8_next(picture, len, &i); }
     off[n] = len;
     cp[n] = 0;
-    bool ok = format_picture(v, picture, cp, off, n, &y, out, err);
+    bool ok = analyse_picture(picture, cp, off, n, nf, err);
     if (!small) { free(cp); free(off); }
     return ok;
 }
 
-static bool format_picture(double v, const char *picture, const uint32_t *cp,
-                           const size_t *off, size_t n, const numfmt_syms *yy, gg_strbuf *out,
-                           gg_error *err) {
-    numfmt_syms y = *yy;
+static bool analyse_picture(const char *picture, const uint32_t *cp, const size_t *off, size_t n,
+                            jn_numfmt *nf, gg_error *err) {
     size_t sep = n;
     int nsep = 0;
-    for (size_t k = 0; k < n; k++) if (cp[k] == y.ps) { nsep++; sep = k; }
+    for (size_t k = 0; k < n; k++) if (cp[k] == nf->y.ps) { nsep++; sep = k; }
     if (nsep > 1) { gg_error_set(err, "D3080", "The picture string must not contain more than one instance of the 'pattern-separator' character"); return false; }
-    numpic pos, negp;
-    if (!numpic_parse(picture, cp, off, sep, &y, &pos, err)) return false;
-    if (nsep && !numpic_parse(picture, cp + sep + 1, off + sep + 1, n - sep - 1, &y, &negp, err)) return false;
-    if (isnan(v)) { gg_strbuf_puts(out, y.nan); return !out->oom; }
-    if (v < 0) return nsep ? format_sub(v, false, picture, &negp, &y, out)
-                           : format_sub(v, true, picture, &pos, &y, out);
-    return format_sub(v, false, picture, &pos, &y, out);
+    if (!numpic_parse(picture, cp, off, sep, &nf->y, &nf->pos, err)) return false;
+    nf->has_neg = nsep > 0;
+    if (nsep && !numpic_parse(picture, cp + sep + 1, off + sep + 1, n - sep - 1, &nf->y, &nf->neg, err)) return false;
+    return true;
 }
+
+bool jn_numfmt_format(const jn_numfmt *nf, double v, const char *picture, gg_strbuf *out) {
+    if (isnan(v)) { gg_strbuf_puts(out, nf->y.nan); return !out->oom; }
+    if (v < 0) return nf->has_neg ? format_sub(v, false, picture, &nf->neg, &nf->y, out)
+                                  : format_sub(v, true, picture, &nf->pos, &nf->y, out);
+    return format_sub(v, false, picture, &nf->pos, &nf->y, out);
+}
+
+bool jn_format_number(double v, const char *picture, const jn_decimal_format *fmt,
+                      gg_strbuf *out, gg_error *err) {
+    jn_numfmt nf;
+    return numfmt_analyse(picture, fmt, &nf, err) && jn_numfmt_format(&nf, v, picture, out);
+}
+
+bool jn_numfmt_compile(const char *picture, jn_numfmt **out) {
+    *out = NULL;
+    jn_numfmt *nf = malloc(sizeof *nf);
+    if (!nf) return false;
+    gg_error err = GG_ERROR_INIT;
+    bool ok = numfmt_analyse(picture, NULL, nf, &err);
+    bool oom = !ok && strcmp(err.code, "D0000") == 0;
+    gg_error_clear(&err);
+    if (ok) *out = nf;
+    else free(nf);
+    return !oom;
+}
+
+void jn_numfmt_free(jn_numfmt *nf) { free(nf); }

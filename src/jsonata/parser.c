@@ -3,6 +3,7 @@
  * order-by, focus (@) and index (#) bindings are attached where the evaluator expects
  * them, and tail calls in lambda bodies are marked for trampolining. */
 #include "jsonata/core.h"
+#include "jsonata/fnlib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -425,15 +426,16 @@ static jn_node *as_path(parser *p, jn_node *n) {
 }
 
 /* Builtins that only pass objects along (or inspect them through jn_object_get,
- * jn_deep_equal, jn_to_string, which handle lazy objects) — their arguments are not
- * materialized, which keeps e.g. $count(items) from converting every item. */
+ * jn_deep_equal, jn_to_string, which handle lazy objects, or jn_force just the objects
+ * they read, as $keys) — their arguments are not materialized, which keeps e.g.
+ * $count(items) from converting every item. */
 static bool lazy_safe_builtin(const char *name) {
     static const char *const names[] = {
         "count", "exists", "type", "boolean", "not", "reverse", "append", "sum", "max", "min",
         "average", "map", "filter", "single", "reduce", "sort", "zip", "shuffle", "string",
         "distinct", "length", "substring", "substringBefore", "substringAfter", "uppercase",
         "lowercase", "trim", "pad", "contains", "split", "join", "number", "abs", "floor",
-        "ceil", "round", "power", "sqrt", NULL};
+        "ceil", "round", "power", "sqrt", "keys", "lookup", NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name)) return true;
     return false;
@@ -1069,6 +1071,24 @@ static jn_node *led_group(parser *p, jn_node *left, const char *o, int bp, int p
     return left;
 }
 
+/* $formatNumber(x, "#,##0.00"): a literal picture is analysed here, once, rather than at
+ * every call; the native uses the analysis when the picture it receives is this literal
+ * (jn_fn_format_number). Any string literal argument qualifies (the picture is the first
+ * one when the number comes from the context); one that is no valid picture gets none,
+ * and the call raises its error as before. */
+static void analyse_pictures(parser *p, jn_node *call) {
+    const jn_node *f = call->lhs;
+    if (f->type != N_VAR || !f->builtin || strcmp(f->builtin->name, "formatNumber") != 0) return;
+    for (int i = 0; i < call->nitems; i++) {
+        jn_value *v = call->items[i]->value;
+        if (call->items[i]->type == N_STRING && v && v->type == JN_STRING && !v->u.str.numfmt &&
+            !jn_numfmt_compile(v->u.str.s, &v->u.str.numfmt)) {
+            jn_oom(p->err);
+            return;
+        }
+    }
+}
+
 /* f(args) — a call, a partial application (some argument is ?), or a lambda definition
  * when f is `function` or λ */
 static jn_node *led_call(parser *p, jn_node *left, const char *o, int bp, int pos) {
@@ -1100,6 +1120,7 @@ static jn_node *led_call(parser *p, jn_node *left, const char *o, int bp, int po
     }
     call->type = partial ? N_PARTIAL : N_CALL;
     call->lhs = left;
+    if (!partial) analyse_pictures(p, call);
     return call;
 }
 

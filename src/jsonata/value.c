@@ -2,6 +2,7 @@
  * jansson, JSON serialization with the reference's $string rules, deep equality, UTF-16
  * index helpers and regex compilation. */
 #include "jsonata/core.h"
+#include "jsonata/fnlib.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -36,9 +37,11 @@ _Thread_local jn_budget *jn_tl_budget;
 #define JN_CACHE_MIN 24
 #define JN_CACHE_MAX (JN_CACHE_MIN + 16 * (JN_CACHE_CLASSES - 1))
 #define JN_CACHE_DEPTH 64
+_Static_assert(JN_CACHE_MIN >= 2 * sizeof(void *), "a cached block holds its next pointer and size");
 
 typedef struct jn_block {
     struct jn_block *next;
+    size_t usable; /* malloc_usable_size of the block, kept so a budget need not ask again */
 } jn_block;
 typedef struct jn_cache {
     jn_block *head[JN_CACHE_CLASSES];
@@ -67,8 +70,8 @@ static void jn_cache_key_make(void) {
     if (pthread_key_create(&jn_cache_key, jn_cache_flush) != 0) jn_cache_key = (pthread_key_t)-1;
 }
 
-/* A cached block with at least n usable bytes, or NULL. */
-static inline void *jn_cache_pop(size_t n) {
+/* A cached block with at least n usable bytes (*usable: how many), or NULL. */
+static inline void *jn_cache_pop(size_t n, size_t *usable) {
     if (!JN_CACHE || n > JN_CACHE_MAX) return NULL;
     size_t k = n <= JN_CACHE_MIN ? 0 : (n - JN_CACHE_MIN + 15) / 16;
     jn_cache *c = &jn_tl_cache;
@@ -76,6 +79,7 @@ static inline void *jn_cache_pop(size_t n) {
     if (!b) return NULL;
     c->head[k] = b->next;
     c->n[k]--;
+    *usable = b->usable;
     return b;
 }
 
@@ -91,7 +95,8 @@ static inline bool jn_cache_push(void *p, size_t usable) {
         if (jn_cache_key == (pthread_key_t)-1 || pthread_setspecific(jn_cache_key, c) != 0) return false;
         c->registered = true;
     }
-    jn_block *b = p;
+    jn_block *b = p; /* usable >= JN_CACHE_MIN: room for the block's two fields */
+    b->usable = usable;
     b->next = c->head[k];
     c->head[k] = b;
     c->n[k]++;
@@ -102,18 +107,19 @@ static inline bool jn_cache_push(void *p, size_t usable) {
  * reaching the heap; the usable size is what is counted, so frees refund exactly. */
 void *jn_malloc(size_t n) {
     jn_budget *b = jn_tl_budget;
+    size_t usable = 0;
     if (!b) {
-        void *p = jn_cache_pop(n);
+        void *p = jn_cache_pop(n, &usable);
         return p ? p : malloc(n);
     }
     if (n > (size_t)(b->limit - b->live)) {
         b->exceeded = true;
         return NULL;
     }
-    void *p = jn_cache_pop(n);
-    if (!p) p = malloc(n);
+    void *p = jn_cache_pop(n, &usable);
+    if (!p && (p = malloc(n))) usable = malloc_usable_size(p);
     if (p) {
-        b->live += (long)malloc_usable_size(p);
+        b->live += (long)usable;
         if (b->live > b->peak) b->peak = b->live;
     }
     return p;
@@ -517,6 +523,7 @@ void jn_value_free_(jn_value *v) {
     switch (v->type) {
     case JN_STRING:
         if (v->u.str.s != INLINE_PTR(v)) jn_free(v->u.str.s);
+        if (v->u.str.numfmt) jn_numfmt_free(v->u.str.numfmt);
         break;
     case JN_ARRAY:
         for (size_t i = 0; i < v->u.arr.n; i++) jn_decref(v->u.arr.items[i]);

@@ -59,6 +59,16 @@ START_TEST(basic_paths_and_constructors) {
     EXPECT("nothing", "{}", "undefined");
     EXPECT("$sum([1..100])", NULL, "5050");
     EXPECT("0.1 + 0.2", NULL, "0.30000000000000004");
+    /* $keys takes its input unconverted (lazy-safe) and converts only what it lists */
+    EXPECT("$keys(a)", "{\"a\":{\"x\":{\"y\":1},\"z\":[{\"w\":2}]}}", "[\"x\",\"z\"]");
+    EXPECT("$keys(a.x)", "{\"a\":{\"x\":{\"y\":1}}}", "\"y\"");
+    EXPECT("$keys(a)", "{\"a\":[{\"p\":1,\"q\":{\"r\":2}},{\"q\":3,\"s\":4},5]}", "[\"p\",\"q\",\"s\"]");
+    EXPECT("$keys($)", "{\"b\":{\"c\":1},\"d\":2}", "[\"b\",\"d\"]");
+    /* $lookup too (its reads go through jn_object_get), objects found handed on as they are */
+    EXPECT("$lookup(a, \"x\")", "{\"a\":{\"x\":{\"y\":[1,{\"z\":2}]}}}", "{\"y\":[1,{\"z\":2}]}");
+    EXPECT("$lookup(a, \"y\")", "{\"a\":[{\"y\":1},{\"x\":2},{\"y\":{\"w\":[3]}}]}", "[1,{\"w\":[3]}]");
+    EXPECT("$lookup(a, \"x\").y[1].z", "{\"a\":{\"x\":{\"y\":[1,{\"z\":2}]}}}", "2");
+    EXPECT("$keys(a) & $string(a)", "{\"a\":{\"x\":{\"y\":1}}}", "\"x{\\\"x\\\":{\\\"y\\\":1}}\"");
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonata/core.h"
 #include "jsonata/fnlib.h"
 #include "jsonata/jsonata.h"
 #include "../check_main.h"
@@ -322,6 +323,81 @@ START_TEST(functions_end_to_end) {
 }
 END_TEST
 
+/* A literal picture is analysed when the expression is compiled (parser.c's
+ * analyse_pictures): the literal carries the analysis, and every call gives what the
+ * analysis at each call gives (a picture built at run time), errors included. */
+static const jn_node *find_string(const jn_node *n, const char *s) {
+    if (!n) return NULL;
+    if (n->type == N_STRING && !strcmp(n->str, s)) return n;
+    const jn_node *r = find_string(n->lhs, s);
+    if (!r) r = find_string(n->rhs, s);
+    for (int i = 0; !r && i < n->nitems; i++) r = find_string(n->items[i], s);
+    return r;
+}
+
+static char *eval_text(const char *expr) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *r = jsonata_eval_string(expr, NULL, NULL, NULL, &e);
+    char err[64], *s;
+    snprintf(err, sizeof err, "!%s@%d", e.code, e.position);
+    s = gg_error_is_set(&e) ? strdup(err) : r ? jsonata_dump(r, 0) : strdup("undefined");
+    json_decref(r);
+    gg_error_clear(&e);
+    return s;
+}
+
+static void expect_same_as_runtime(const char *v, const char *pic, const char *want) {
+    char lit[256], dyn[256], ctx[256];
+    snprintf(lit, sizeof lit, "$formatNumber(%s, \"%s\")", v, pic);
+    snprintf(dyn, sizeof dyn, "$formatNumber(%s, $substring(\"%s\", 0))", v, pic);
+    snprintf(ctx, sizeof ctx, "%s ~> $formatNumber(\"%s\")", v, pic);
+    char *a = eval_text(lit), *b = eval_text(dyn), *c = eval_text(ctx);
+    ck_assert_str_eq(a, want);
+    if (want[0] != '!') { /* an error's position is where each call stands */
+        ck_assert_str_eq(b, want);
+        ck_assert_str_eq(c, want);
+    } else {
+        ck_assert_msg(!strncmp(b, want, strcspn(want, "@")), "%s: %s", dyn, b);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+START_TEST(literal_pictures_analysed_once) {
+    gg_error e = GG_ERROR_INIT;
+    jsonata_expr *x = jsonata_compile("[1, 2].$formatNumber($, \"#,##0.00\") & $formatNumber(3, \"#.0.0\")", NULL, &e);
+    ck_assert_ptr_nonnull(x);
+    const jn_node *good = find_string(x->ast, "#,##0.00"), *bad = find_string(x->ast, "#.0.0");
+    ck_assert_ptr_nonnull(good);
+    ck_assert_ptr_nonnull(bad);
+    ck_assert_ptr_nonnull(good->value->u.str.numfmt);
+    ck_assert_ptr_null(bad->value->u.str.numfmt); /* D3081: left to the call */
+    jsonata_free(x);
+    /* a string literal elsewhere is left alone */
+    x = jsonata_compile("$uppercase(\"#,##0.00\")", NULL, &e);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_null(find_string(x->ast, "#,##0.00")->value->u.str.numfmt);
+    jsonata_free(x);
+
+    expect_same_as_runtime("1234.5", "#,##0.00", "\"1,234.50\"");
+    expect_same_as_runtime("-1234.5", "#,##0.00", "\"-1,234.50\"");
+    expect_same_as_runtime("-12", "#0;(#0)", "\"(12)\"");
+    expect_same_as_runtime("0.14", "01%", "\"14%\"");
+    expect_same_as_runtime("1234.5678", "00.000e0", "\"12.346e2\"");
+    expect_same_as_runtime("1/0", "#,##0", "\"Infinity\"");
+    expect_same_as_runtime("20", "#.0.0", "!D3081@14");
+    expect_same_as_runtime("20", "#;#;#", "!D3080@14");
+    /* with a decimal format the literal's analysis (default symbols) is not used */
+    char *s = eval_text("$formatNumber(0.1, \"AeAAA\", {\"zero-digit\": \"A\"})");
+    ck_assert_str_eq(s, "\"Be-AAB\"");
+    free(s);
+    s = eval_text("$map([1, 22.5], function($v) { $formatNumber($v, \"000.0\") })");
+    ck_assert_str_eq(s, "[\"001.0\",\"022.5\"]");
+    free(s);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("jsonata-functions");
     TCase *tc = tcase_create("core");
@@ -334,6 +410,7 @@ int main(void) {
     tcase_add_test(tc, url_base64_and_rounding);
     tcase_add_test(tc, rounding_shortcuts_agree_with_digits);
     tcase_add_test(tc, functions_end_to_end);
+    tcase_add_test(tc, literal_pictures_analysed_once);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }

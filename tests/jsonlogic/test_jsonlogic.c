@@ -318,6 +318,41 @@ START_TEST(object_lookups_small_and_large) {
         CHECK("{\"missing\":{\"merge\":[\"ab\",\"b.a\",\"b.ab\"]}}", data[i], "[\"b.a\"]");
         CHECK("{\"map\":[[1,2],{\"var\":\"b\"}]}", "{\"b\":9}", "[null,null]");
     }
+    /* keys of 2 to 12 bytes that start (and end) alike and differ inside: compared in two
+     * overlapping loads up to 8 bytes (jl_mem_eq), by memcmp past that */
+    CHECK("[{\"var\":\"qa\"},{\"var\":\"qya\"},{\"var\":\"qyb\"}]", "{\"qb\":1,\"qyb\":2}", "[null,null,2]");
+    CHECK("[{\"var\":\"qxyz\"},{\"var\":\"qxzz\"},{\"var\":\"qrstuvwz\"},{\"var\":\"qrstuvxz\"},{\"var\":\"qrstuvwxyz12\"},{\"var\":\"qrstuvwxyz13\"}]",
+          "{\"qxzz\":1,\"qrstuvxz\":2,\"qrstuvwxyz13\":3}", "[null,1,null,2,null,3]");
+    CHECK("{\"missing\":[\"qxyz\",\"qxzz\",\"qrstuvwz\",\"qrstuvxz\"]}", "{\"qxzz\":1,\"qrstuvxz\":2}",
+          "[\"qxyz\",\"qrstuvwz\"]");
+    /* a key holding a NUL is not the key cut at it, either way round */
+    const char *nul_rule = "[{\"var\":\"a\"},{\"var\":\"a\\u0000b\"},{\"var\":\"a\\u0000c\"}]";
+    const char *nul_want[] = {"[null,1,null]", "[1,null,null]"};
+    for (int i = 0; i < 2; i++) {
+        gg_error en = GG_ERROR_INIT;
+        json_t *nr = json_loads(nul_rule, JSON_ALLOW_NUL, NULL), *nd = json_object(); /* jansson parses no NUL in keys */
+        json_object_setn_new(nd, "a\0b", i == 0 ? 3 : 1, json_integer(1));
+        jsonlogic_rule *rr = jsonlogic_compile(nr, NULL, &en);
+        ck_assert_ptr_nonnull(rr);
+        json_t *v = jsonlogic_apply(rr, nd, NULL, &en);
+        char *got = json_dumps(v, JSON_COMPACT);
+        ck_assert_str_eq(got, nul_want[i]);
+        free(got);
+        json_decref(v);
+        jsonlogic_free(rr);
+        json_decref(nr);
+        json_decref(nd);
+    }
+    /* no error wanted, and no rule */
+    gg_error e0 = GG_ERROR_INIT;
+    ck_assert_ptr_null(jsonlogic_apply(NULL, NULL, NULL, NULL));
+    ck_assert_ptr_null(jsonlogic_apply(NULL, NULL, NULL, &e0));
+    ck_assert_str_eq(e0.code, "invalid_rule");
+    gg_error_clear(&e0);
+    ck_assert_int_eq(jsonlogic_test(NULL, NULL, NULL, NULL), -1);
+    ck_assert_int_eq(jsonlogic_test(NULL, NULL, NULL, &e0), -1);
+    ck_assert_str_eq(e0.code, "invalid_rule");
+    gg_error_clear(&e0);
     CHECK("{\"==\":[1,1]}", NULL, "true");
     CHECK("{\"cat\":[\"a\",\"b\"]}", "{}", "\"ab\"");
     /* a folded constant is shared with the rule: two applies give equal, unchanged values */
