@@ -225,7 +225,7 @@ static int delete_key(gg_http_req *req, gg_http_res *res, void *user) {
 
 static json_t *tool_names(mcp_server *s) {
     mcp_provider *p = mcp_server_provider(s);
-    json_t *tools = p->list_tools ? p->list_tools(p) : NULL, *names = json_array();
+    json_t *tools = p->ops->list_tools ? p->ops->list_tools(p) : NULL, *names = json_array();
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) json_array_append(names, json_object_get(t, "name"));
@@ -529,7 +529,7 @@ static int get_graph(gg_http_req *req, gg_http_res *res, void *user) {
     mcp_server *srv = gw_registry_get(gw->registry, t, g, &v, NULL); /* compiled now if not cached */
     if (out && srv) {
         mcp_provider *p = mcp_server_provider(srv);
-        json_object_set_new(out, "tools", p->list_tools ? p->list_tools(p) : json_array());
+        json_object_set_new(out, "tools", p->ops->list_tools ? p->ops->list_tools(p) : json_array());
         json_object_set_new(out, "loaded_version", json_integer(v));
     }
     mcp_server_unref(srv);

@@ -107,11 +107,11 @@ void gw_graph_call(void *user, const mcp_call_ctx *caller, const char *graph, co
                             .resume_user = caller->resume_user, .accepted_ms = gg_now_ms(), .trace = caller->trace,
                             .exec_id = c->rec ? c->rec->id : NULL, .call_depth = caller->call_depth + 1};
     mcp_provider *p = mcp_server_provider(srv);
-    if (p->call_tool_async) {
-        p->call_tool_async(p, tool, arguments, &c->ctx, callee_done, c);
+    if (p->ops->call_tool_async) {
+        p->ops->call_tool_async(p, tool, arguments, &c->ctx, callee_done, c);
         return;
     }
-    json_t *res = p->call_tool(p, tool, arguments, &c->ctx, &e);
+    json_t *res = p->ops->call_tool(p, tool, arguments, &c->ctx, &e);
     callee_done(c, res, &e);
     gg_error_clear(&e);
 }

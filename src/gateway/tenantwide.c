@@ -10,7 +10,8 @@
  *
  * Proxied resources, templates, prompts and completions (a graph's `proxy:` entries) are
  * served the same way, under "<graph>.", each request handed to that graph's own forward
- * (see "proxied resources" below); a view names the graphs whose ones it serves.
+ * (see "proxied resources" below), and so are subscriptions to proxied resources; a view
+ * names the graphs whose ones it serves.
  *
  * The provider is built per request from the registry's compiled servers (each graph's
  * server is the same one /mcp/{tenant}/{graph} uses), and a call is handed to that graph's
@@ -95,7 +96,7 @@ static json_t *tw_call_tool(mcp_provider *p, const char *name, json_t *arguments
         gg_error_set(err, "unknown_tool", "Unknown tool: %s", name);
         return NULL;
     }
-    return gp->call_tool(gp, tool, arguments, ctx, err);
+    return gp->ops->call_tool(gp, tool, arguments, ctx, err);
 }
 
 /* The graph's server stays referenced until the graph's provider answers. */
@@ -128,12 +129,12 @@ static void tw_call_tool_async(mcp_provider *p, const char *name, json_t *argume
     w->srv = mcp_server_ref(srv);
     w->done = done;
     w->user = user;
-    if (gp->call_tool_async) {
-        gp->call_tool_async(gp, tool, arguments, ctx, tw_done, w);
+    if (gp->ops->call_tool_async) {
+        gp->ops->call_tool_async(gp, tool, arguments, ctx, tw_done, w);
         return;
     }
     gg_error err = GG_ERROR_INIT;
-    json_t *r = gp->call_tool(gp, tool, arguments, ctx, &err);
+    json_t *r = gp->ops->call_tool(gp, tool, arguments, ctx, &err);
     tw_done(w, r, r ? NULL : &err);
     json_decref(r);
     gg_error_clear(&err);
@@ -142,13 +143,13 @@ static void tw_call_tool_async(mcp_provider *p, const char *name, json_t *argume
 static bool tw_tool_is_pure(mcp_provider *p, const char *name) {
     const char *tool;
     mcp_provider *gp = tw_target(p->impl, name, &tool, NULL);
-    return gp && gp->tool_is_pure && gp->tool_is_pure(gp, tool);
+    return gp && gp->ops->tool_is_pure && gp->ops->tool_is_pure(gp, tool);
 }
 
 static int tw_tool_client_needs(mcp_provider *p, const char *name) {
     const char *tool;
     mcp_provider *gp = tw_target(p->impl, name, &tool, NULL);
-    return gp && gp->tool_client_needs ? gp->tool_client_needs(gp, tool) : 0;
+    return gp && gp->ops->tool_client_needs ? gp->ops->tool_client_needs(gp, tool) : 0;
 }
 
 /* On _all, "<graph>.<tool>" for a tool its graph withholds (on_change: quarantine), and on
@@ -163,22 +164,19 @@ static bool tw_tool_withheld(mcp_provider *p, const char *name, gg_error *err) {
         const char *g = json_string_value(json_array_get(json_array_get(t->graphs, i), 0));
         if (!g || strlen(g) != (size_t)(dot - name) || strncmp(g, name, (size_t)(dot - name))) continue;
         mcp_provider *gp = mcp_server_provider(t->srv[i]);
-        return gp->tool_withheld && gp->tool_withheld(gp, dot + 1, err);
+        return gp->ops->tool_withheld && gp->ops->tool_withheld(gp, dot + 1, err);
     }
     return false;
 }
 
 static void tw_free(tw *t);
 
-static void tw_destroy(mcp_provider *p) {
-    tw_free(p->impl);
-    free(p);
-}
+static void tw_destroy(mcp_provider *p) { tw_free(p->impl); }
 
 /* Add graph g's tools (server srv, index i) under "<g>.<tool>". */
 static void tw_add_graph(tw *t, const char *g, size_t i) {
     mcp_provider *gp = mcp_server_provider(t->srv[i]);
-    json_t *tools = gp->list_tools(gp);
+    json_t *tools = gp->ops->list_tools(gp);
     for (size_t k = 0; k < json_array_size(tools); k++) {
         json_t *tool = json_array_get(tools, k);
         const char *tn = json_string_value(json_object_get(tool, "name"));
@@ -292,7 +290,12 @@ static void tw_free(tw *t) {
  * endpoint (they are left out of its list pages, and a name or URI it answers itself is not
  * forwarded, so a proxied item it shadows stays unreachable here too). A list walks the
  * graphs in order; its nextCursor (base64url of "GRAPH\nGRAPH-CURSOR") names the graph to
- * ask next and the cursor that graph's endpoint handed out ("" = its first page). */
+ * ask next and the cursor that graph's endpoint handed out ("" = its first page).
+ * resources/subscribe and unsubscribe of "<graph>.<uri>" go the same way, to the graph's
+ * own subscribe path (its downstream told, the session's 64 subscriptions as anywhere); the
+ * downstream's resources/updated comes back through catalogs.c relay_updated, which hands
+ * it under "<graph>." to the sessions and listen streams of _all and of the views naming
+ * the graph under "resources" (gw_streams_updated, gw_listen_updated: their rate bounds). */
 
 #define TW_MAX_CURSOR 1024 /* bytes of a graph's cursor carried (its own are at most ~700) */
 
@@ -415,7 +418,7 @@ static void tw_listed(void *user, json_t *res, gg_error *err) {
     const char *g = tw_graph_name(f->t, f->gi);
     bool prompts = f->bit == MCP_FORWARD_PROMPTS, tpl = !strcmp(f->key, "resourceTemplates");
     const char *idkey = prompts ? "name" : tpl ? "uriTemplate" : "uri";
-    json_t *(*lister)(mcp_provider *) = prompts ? gp->list_prompts : tpl ? gp->list_resource_templates : gp->list_resources;
+    json_t *(*lister)(mcp_provider *) = prompts ? gp->ops->list_prompts : tpl ? gp->ops->list_resource_templates : gp->ops->list_resources;
     json_t *own = lister ? lister(gp) : NULL, *items = json_array(), *it;
     size_t i;
     json_array_foreach(json_object_get(res, f->key), i, it) {
@@ -441,7 +444,8 @@ static void tw_listed(void *user, json_t *res, gg_error *err) {
     tw_fwd_end(f, out, NULL);
 }
 
-/* A graph's resources/read: the contents' URIs under "<graph>.". */
+/* A graph's resources/read: the contents' URIs under "<graph>." (and its (un)subscribe: no
+ * contents, the error naming the URI as for a read). */
 static void tw_read(void *user, json_t *res, gg_error *err) {
     tw_fwd *f = user;
     if (!res && err && !strcmp(err->code, "not_found")) /* name the URI the client asked for */
@@ -464,7 +468,7 @@ static void tw_passed(void *user, json_t *res, gg_error *err) { tw_fwd_end(user,
 /* Whether the graph answers prompt name itself (its own, not forwarded). */
 static bool tw_own_prompt(mcp_server *s, const char *name) {
     mcp_provider *gp = mcp_server_provider(s);
-    json_t *own = gp->list_prompts ? gp->list_prompts(gp) : NULL;
+    json_t *own = gp->ops->list_prompts ? gp->ops->list_prompts(gp) : NULL;
     bool mine = tw_listed_in(own, "name", name);
     json_decref(own);
     return mine;
@@ -496,8 +500,12 @@ static bool tw_route(tw_fwd *f, const char *method, json_t *params, mcp_provider
         if (gi < 0) return tw_fwd_end(f, json_pack("{s:[]}", f->key), NULL), false;
         f->params = *gc ? json_pack("{s:s}", "cursor", gc) : json_object();
         *cb = tw_listed;
-    } else if (!strcmp(method, "resources/read")) {
+    } else if (!strcmp(method, "resources/read") || !strcmp(method, "resources/subscribe") ||
+               !strcmp(method, "resources/unsubscribe")) {
+        /* (un)subscribe goes to the graph's own subscribe path; its downstream's updates come
+         * back under "<graph>." (catalogs.c relay_updated) */
         const char *uri = json_string_value(json_object_get(params, "uri"));
+        if (strcmp(method, "resources/read")) f->bit = MCP_FORWARD_SUBSCRIBE;
         gi = tw_split(t, uri, f->bit, &rest);
         if (gi < 0 || mcp_server_serves_uri(t->srv[gi], rest))
             return tw_fwd_fail(f, "not_found", "Resource not found: %.300s", uri), false;
@@ -547,7 +555,7 @@ static void tw_forward(mcp_provider *p, const char *method, json_t *params, cons
     if (!tw_route(f, method, params, &cb)) return;
     f->srv = mcp_server_ref(f->t->srv[f->gi]);
     mcp_provider *gp = mcp_server_provider(f->srv);
-    gp->forward(gp, method, f->params, ctx, cb, f);
+    gp->ops->forward(gp, method, f->params, ctx, cb, f);
 }
 
 static int tw_forwards(mcp_provider *p) {
@@ -561,21 +569,36 @@ static int tw_forwards(mcp_provider *p) {
  * "prompts" name the graphs whose proxied ones it serves. */
 static int tw_graph_forwards(tw *t, size_t i, json_t *view) {
     mcp_provider *gp = mcp_server_provider(t->srv[i]);
-    /* no subscriptions here: a proxied resource's updates reach its graph's own endpoint only */
-    int kinds = gp->forwards && gp->forward ? gp->forwards(gp) & ~MCP_FORWARD_SUBSCRIBE : 0, keep = view ? 0 : kinds;
+    int kinds = gp->ops->forwards && gp->ops->forward ? gp->ops->forwards(gp) : 0, keep = view ? 0 : kinds;
     static const char *const keys[] = {"resources", "prompts"};
     for (int k = 0; view && k < 2; k++) {
         size_t j;
         json_t *g;
         json_array_foreach(json_object_get(view, keys[k]), j, g)
-            if (!strcmp(tw_str(g), tw_graph_name(t, i))) keep |= k ? MCP_FORWARD_PROMPTS : MCP_FORWARD_RESOURCES;
+            if (!strcmp(tw_str(g), tw_graph_name(t, i)))
+                keep |= k ? MCP_FORWARD_PROMPTS : MCP_FORWARD_RESOURCES | MCP_FORWARD_SUBSCRIBE;
     }
     return kinds & keep;
 }
 
+static const mcp_provider_ops tw_ops = {
+    .server_info = tw_server_info,
+    .instructions = tw_instructions,
+    .list_tools = tw_list_tools,
+    .get_tool = tw_get_tool,
+    .call_tool = tw_call_tool,
+    .call_tool_async = tw_call_tool_async,
+    .tool_is_pure = tw_tool_is_pure,
+    .tool_client_needs = tw_tool_client_needs,
+    .tool_withheld = tw_tool_withheld,
+    .forwards = tw_forwards,
+    .forward = tw_forward,
+    .destroy = tw_destroy,
+};
+
 /* The provider over t's gathered servers (takes t), the view applied when not NULL. */
 static mcp_provider *tw_provider_new(tw *t, json_t *view) {
-    mcp_provider *p = calloc(1, sizeof *p);
+    mcp_provider *p = mcp_provider_new(&tw_ops, t);
     if (!p) {
         tw_free(t);
         return NULL;
@@ -583,20 +606,6 @@ static mcp_provider *tw_provider_new(tw *t, json_t *view) {
     for (size_t i = 0; i < t->n; i++) tw_add_graph(t, json_string_value(json_array_get(json_array_get(t->graphs, i), 0)), i);
     if (view) tw_apply_view(t, view);
     for (size_t i = 0; i < t->n; i++) t->fwd[i] = tw_graph_forwards(t, i, view);
-    p->server_info = tw_server_info;
-    p->instructions = tw_instructions;
-    p->list_tools = tw_list_tools;
-    p->get_tool = tw_get_tool;
-    p->call_tool = tw_call_tool;
-    p->call_tool_async = tw_call_tool_async;
-    p->tool_is_pure = tw_tool_is_pure;
-    p->tool_client_needs = tw_tool_client_needs;
-    p->tool_withheld = tw_tool_withheld;
-    p->forwards = tw_forwards;
-    p->forward = tw_forward;
-    p->destroy = tw_destroy;
-    p->refcount = 1;
-    p->impl = t;
     return p;
 }
 
@@ -689,22 +698,34 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
 }
 
 /* See internal.h. */
+bool gw_tenantwide_subscribe(const mcp_server *s, const char *uri) {
+    mcp_provider *p = s ? mcp_server_provider(s) : NULL;
+    if (!p || p->ops != &tw_ops) return false;
+    const char *rest = NULL;
+    long gi = tw_split(p->impl, uri, MCP_FORWARD_SUBSCRIBE, &rest);
+    mcp_server *gs = gi >= 0 ? ((tw *)p->impl)->srv[gi] : NULL;
+    if (!gs || mcp_server_serves_uri(gs, rest)) return false; /* as resources/subscribe here */
+    gg_graph *g = gg_graph_provider_graph(mcp_server_provider(gs));
+    return g && gg_graph_proxy_subscribe(g, rest);
+}
+
+/* See internal.h. */
 const char *gw_tenantwide_view_text(const mcp_server *s) {
     mcp_provider *p = s ? mcp_server_provider(s) : NULL;
-    return p && p->server_info == tw_server_info ? ((tw *)p->impl)->view_text : NULL;
+    return p && p->ops == &tw_ops ? ((tw *)p->impl)->view_text : NULL;
 }
 
 /* See internal.h. */
 json_t *gw_tenantwide_missing(mcp_server *s) {
     mcp_provider *p = mcp_server_provider(s);
-    if (!p || p->server_info != tw_server_info) return json_array();
+    if (!p || p->ops != &tw_ops) return json_array();
     return json_copy(((tw *)p->impl)->missing);
 }
 
 /* See internal.h. */
 bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version) {
     mcp_provider *p = mcp_server_provider(s);
-    if (!p || p->server_info != tw_server_info || !name) return false;
+    if (!p || p->ops != &tw_ops || !name) return false;
     tw *t = p->impl;
     json_t *r = json_object_get(t->route, name);
     json_t *g = json_array_get(t->graphs, (size_t)json_integer_value(json_array_get(r, 0)));

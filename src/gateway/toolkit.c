@@ -334,16 +334,24 @@ static void tk_destroy(mcp_provider *p) {
     toolkit *tk = p->impl;
     json_decref(tk->tools);
     free(tk);
-    free(p);
 }
+
+static const mcp_provider_ops tk_ops = {
+    .server_info = tk_server_info,
+    .instructions = tk_instructions,
+    .list_tools = tk_list_tools,
+    .get_tool = tk_get_tool,
+    .call_tool = tk_call_tool,
+    .call_tool_async = tk_call_tool_async,
+    .destroy = tk_destroy,
+};
 
 /* See gateway.h. */
 bool gg_gateway_mount_toolkit(gg_gateway *gw, gg_error *err) {
-    mcp_provider *p = calloc(1, sizeof *p);
     toolkit *tk = calloc(1, sizeof *tk);
     json_t *tools = json_loads(TK_TOOLS, 0, NULL);
-    if (!p || !tk || !tools) {
-        free(p);
+    mcp_provider *p = tk && tools ? mcp_provider_new(&tk_ops, tk) : NULL;
+    if (!p) {
         free(tk);
         json_decref(tools);
         gg_error_set(err, "oom", "out of memory");
@@ -351,15 +359,6 @@ bool gg_gateway_mount_toolkit(gg_gateway *gw, gg_error *err) {
     }
     tk->gw = gw;
     tk->tools = tools;
-    p->server_info = tk_server_info;
-    p->instructions = tk_instructions;
-    p->list_tools = tk_list_tools;
-    p->get_tool = tk_get_tool;
-    p->call_tool = tk_call_tool;
-    p->call_tool_async = tk_call_tool_async;
-    p->destroy = tk_destroy;
-    p->refcount = 1;
-    p->impl = tk;
     bool ok = gg_gateway_mount(gw, "toolkit", p, err);
     mcp_provider_unref(p);
     return ok;

@@ -793,39 +793,38 @@ static void p_destroy(mcp_provider *p) {
     pthread_mutex_destroy(&gp->parked_mu); /* empty: each parked run holds a reference */
     free((char *)gp->async.label);
     free(gp);
-    free(p);
 }
 
+static const mcp_provider_ops p_ops = {
+    .server_info = p_server_info,
+    .instructions = p_instructions,
+    .list_tools = p_list_tools,
+    .get_tool = p_get_tool,
+    .call_tool = p_call_tool,
+    .destroy = p_destroy,
+    .tool_is_pure = p_tool_is_pure,
+    .call_tool_async = p_call_tool_async,
+    .list_resources = p_list_resources,
+    .list_resource_templates = p_list_templates,
+    .list_prompts = p_list_prompts,
+    .lookup = p_lookup,
+    .complete = p_complete,
+    .cache_hint = p_cache_hint,
+    .tool_client_needs = p_tool_client_needs,
+    .tool_withheld = p_tool_withheld,
+    .forwards = p_forwards,
+    .forward = p_forward,
+};
+
 mcp_provider *gg_graph_provider_new(gg_graph *g) {
-    mcp_provider *p = calloc(1, sizeof *p);
     gprov *gp = calloc(1, sizeof *gp);
-    if (!p || !gp) {
-        free(p);
+    mcp_provider *p = gp ? mcp_provider_new(&p_ops, gp) : NULL;
+    if (!p) {
         free(gp);
         return NULL;
     }
     gp->g = gg_graph_ref(g);
     pthread_mutex_init(&gp->parked_mu, NULL);
-    p->server_info = p_server_info;
-    p->instructions = p_instructions;
-    p->list_tools = p_list_tools;
-    p->get_tool = p_get_tool;
-    p->call_tool = p_call_tool;
-    p->destroy = p_destroy;
-    p->tool_is_pure = p_tool_is_pure;
-    p->call_tool_async = p_call_tool_async;
-    p->list_resources = p_list_resources;
-    p->list_resource_templates = p_list_templates;
-    p->list_prompts = p_list_prompts;
-    p->lookup = p_lookup;
-    p->complete = p_complete;
-    p->cache_hint = p_cache_hint;
-    p->tool_client_needs = p_tool_client_needs;
-    p->tool_withheld = p_tool_withheld;
-    p->forwards = p_forwards;
-    p->forward = p_forward;
-    p->refcount = 1;
-    p->impl = gp;
     return p;
 }
 
@@ -836,7 +835,7 @@ void gg_graph_provider_set_history_sink(mcp_provider *p, gg_graph_history_fn fn,
     gp->history_user = user;
 }
 
-/* See graph.h: only a provider of ours (recognised by its server_info function). */
+/* See graph.h: only a provider of ours (recognised by its ops table). */
 void gg_graph_provider_set_consent(mcp_provider *p, gg_graph_consent_fn fn, void *user) {
     gprov *gp = p->impl;
     gp->consent = fn;
@@ -857,5 +856,5 @@ void gg_graph_provider_set_async(mcp_provider *p, const gg_graph_async_hooks *ho
 }
 
 gg_graph *gg_graph_provider_graph(mcp_provider *p) {
-    return p && p->server_info == p_server_info ? ((gprov *)p->impl)->g : NULL;
+    return p && p->ops == &p_ops ? ((gprov *)p->impl)->g : NULL;
 }

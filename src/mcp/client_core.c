@@ -71,10 +71,7 @@ void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *a
         if (meta) json_object_set_new(meta, "progressToken", json_string("gg-relay"));
     }
     if (!params) {
-        gg_error e = GG_ERROR_INIT;
-        gg_error_set(&e, "oom", "out of memory");
-        done(user, NULL, &e);
-        gg_error_clear(&e);
+        mcp_client_done_oom(done, user);
         return;
     }
     if (relay && relay->fn && c->ops->start_relay)
@@ -153,6 +150,43 @@ json_t *mcp_client_answer_server_request(json_t *id, const char *method) {
     if (method && !strcmp(method, "ping")) return json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", id, "result");
     return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", MCP_METHOD_NOT_FOUND,
                      "message", "Method not found");
+}
+
+json_t *mcp_client_reply_message(json_t *id, json_t *result, int code, const char *message) {
+    if (code)
+        return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id, "error", "code", code, "message", message);
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result ? json_incref(result) : json_object());
+}
+
+/* See loop.h: one home for what both transports hold for their caller. */
+void mcp_client_hooks_set_notify(mcp_client_hooks *h, pthread_mutex_t *mu, mcp_client_notify_fn fn, void *user) {
+    pthread_mutex_lock(mu);
+    h->notify = fn;
+    h->notify_user = user;
+    pthread_mutex_unlock(mu);
+}
+
+void mcp_client_hooks_set_request_handler(mcp_client_hooks *h, pthread_mutex_t *mu, json_t *caps,
+                                          mcp_client_server_request_fn fn, void *user) {
+    json_t *copy = caps ? json_deep_copy(caps) : NULL; /* outside the lock: it may be large */
+    pthread_mutex_lock(mu);
+    json_decref(h->caps);
+    h->caps = copy;
+    h->on_request = fn;
+    h->request_user = user;
+    pthread_mutex_unlock(mu);
+}
+
+void mcp_client_hooks_clear(mcp_client_hooks *h) {
+    json_decref(h->caps);
+    *h = (mcp_client_hooks){0};
+}
+
+void mcp_client_done_oom(mcp_client_done_fn done, void *user) {
+    gg_error e = GG_ERROR_INIT;
+    gg_error_set(&e, "oom", "out of memory");
+    done(user, NULL, &e);
+    gg_error_clear(&e);
 }
 
 void mcp_client_listen(mcp_client *c) {

@@ -77,12 +77,9 @@ typedef struct http_client {
     int listen_fails;      /* streams in a row that failed or died young: the backoff's exponent */
     long retry_ms;         /* the server's retry: hint, -1 none */
     char last_event_id[256];
-    /* the stateless era (loop thread but modern, caps, on_request: set before the first request) */
+    /* the stateless era (loop thread but modern, and hooks' caps, on_request: set before the first request) */
     bool modern;           /* mcp_server_config.protocol is MCP_VERSION_MODERN: no session, _meta */
     json_t *tool_headers;  /* tool -> [{path, header}] from the last tools/list (x-mcp-header) */
-    json_t *caps;          /* the capabilities declared (initialize, or each request's _meta) */
-    mcp_client_server_request_fn on_request; /* NULL: the default answers */
-    void *request_user;
     hreq *resuming;        /* calls waiting to resume their SSE answer (see resume_call) */
     /* any thread */
     pthread_mutex_t mu;
@@ -90,8 +87,7 @@ typedef struct http_client {
     int nreqs;          /* exchanges not yet destroyed */
     int answers;        /* answers to the server's requests not yet destroyed */
     int replies;        /* replies the request handler owes (each also one of nreqs) */
-    mcp_client_notify_fn notify;
-    void *notify_user;
+    mcp_client_hooks hooks; /* the caller's handlers and declared capabilities (loop.h) */
     _Atomic int starts;
     _Atomic long long next_id;
 } http_client;
@@ -212,7 +208,7 @@ static void trace_headers(hreq *r, json_t *meta) {
  * the caller's with the request metadata (_meta) and, when retrying after an
  * InputRequiredResult, the round's extra members (inputResponses, requestState). */
 static char *modern_body(hreq *r, json_t *extra) {
-    json_t *p = mcp_era_params(r->params, r->c->protocol, r->c->caps);
+    json_t *p = mcp_era_params(r->params, r->c->protocol, r->c->hooks.caps);
     if (p && extra) json_object_update(p, extra);
     json_t *msg = p ? json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", r->method,
                                 "params", p)
@@ -603,7 +599,7 @@ static void start_init(http_client *c) {
     c->protocol = NULL;
     atomic_fetch_add_explicit(&c->starts, 1, memory_order_relaxed);
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
-                               c->caps ? json_deep_copy(c->caps) : json_object(), "clientInfo", "name", "graphgate",
+                               c->hooks.caps ? json_deep_copy(c->hooks.caps) : json_object(), "clientInfo", "name", "graphgate",
                                "version", GG_VERSION);
     hreq *r = hreq_new(c, HR_INIT, "initialize", params, c->timeout_ms, NULL, NULL, NULL);
     json_decref(params);
@@ -929,8 +925,8 @@ static void input_required(hreq *r, json_t *result) {
     http_client *c = r->c;
     json_t *reqs = json_object_get(result, "inputRequests"), *state = json_object_get(result, "requestState");
     pthread_mutex_lock(&c->mu);
-    mcp_client_server_request_fn fn = r->relay.fn ? r->relay.fn : c->on_request;
-    void *u = r->relay.fn ? r->relay.user : c->request_user;
+    mcp_client_server_request_fn fn = r->relay.fn ? r->relay.fn : c->hooks.on_request;
+    void *u = r->relay.fn ? r->relay.user : c->hooks.request_user;
     pthread_mutex_unlock(&c->mu);
     const char *first = json_string_value(json_object_get(json_object_iter_value(json_object_iter(reqs)), "method"));
     if ((reqs && !json_is_object(reqs)) || (state && !json_is_string(state)) || (!reqs && !state)) {
@@ -1228,10 +1224,7 @@ static void post_answer(http_client *c, json_t *a, const char *method) {
 static void reply_send(mcp_client_reply *base, json_t *result, int code, const char *message) {
     http_reply *rp = (http_reply *)base;
     http_client *c = rp->c;
-    json_t *a = code ? json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rp->id, "error", "code", code,
-                                 "message", message)
-                     : json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", rp->id, "result",
-                                 result ? json_incref(result) : json_object());
+    json_t *a = mcp_client_reply_message(rp->id, result, code, message);
     post_answer(c, a, "reply");
     json_decref(a);
     json_decref(rp->id);
@@ -1246,8 +1239,8 @@ static void reply_send(mcp_client_reply *base, json_t *result, int code, const c
 static void server_request(http_client *c, json_t *id, const char *method, json_t *params, const mcp_call_relay *relay) {
     pthread_mutex_lock(&c->mu);
     bool full = c->answers >= LISTEN_MAX_ANSWERS;
-    mcp_client_server_request_fn fn = relay ? relay->fn : c->on_request;
-    void *u = relay ? relay->user : c->request_user;
+    mcp_client_server_request_fn fn = relay ? relay->fn : c->hooks.on_request;
+    void *u = relay ? relay->user : c->hooks.request_user;
     http_reply *rp = NULL;
     if (!full && fn && strcmp(method, "ping") && c->replies < REPLIES_MAX && (rp = calloc(1, sizeof *rp)))
         c->nreqs++, c->replies++;
@@ -1289,8 +1282,8 @@ static bool listen_event(void *user, const char *data, size_t len) {
     else if (method) {
         if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
         pthread_mutex_lock(&c->mu);
-        mcp_client_notify_fn fn = c->notify;
-        void *nu = c->notify_user;
+        mcp_client_notify_fn fn = c->hooks.notify;
+        void *nu = c->hooks.notify_user;
         pthread_mutex_unlock(&c->mu);
         if (fn) fn(nu, method, json_object_get(m, "params"));
     } /* a response: we send no request whose answer could come here */
@@ -1394,7 +1387,7 @@ static hreq *listen_new(http_client *c) {
  * call of ours). */
 static void listen_start(http_client *c) {
     pthread_mutex_lock(&c->mu);
-    bool answers = c->on_request != NULL;
+    bool answers = c->hooks.on_request != NULL;
     pthread_mutex_unlock(&c->mu);
     hreq *r = c->ready && !c->modern && (c->notifies || answers) ? listen_new(c) : NULL;
     if (r) listen_connect(r);
@@ -1481,10 +1474,7 @@ static void http_listen(void *impl) {
 
 static void http_set_notify(void *impl, mcp_client_notify_fn fn, void *user) {
     http_client *c = impl;
-    pthread_mutex_lock(&c->mu);
-    c->notify = fn;
-    c->notify_user = user;
-    pthread_mutex_unlock(&c->mu);
+    mcp_client_hooks_set_notify(&c->hooks, &c->mu, fn, user);
 }
 
 /* Deadline or cancel flag (loop thread): the call ends now; one on the wire is abandoned
@@ -1508,13 +1498,7 @@ static void hreq_expire(mcp_pending *p, const char *why) {
 
 static void http_set_request_handler(void *impl, json_t *caps, mcp_client_server_request_fn fn, void *user) {
     http_client *c = impl;
-    json_t *copy = caps ? json_deep_copy(caps) : NULL;
-    pthread_mutex_lock(&c->mu);
-    json_decref(c->caps);
-    c->caps = copy;
-    c->on_request = fn;
-    c->request_user = user;
-    pthread_mutex_unlock(&c->mu);
+    mcp_client_hooks_set_request_handler(&c->hooks, &c->mu, caps, fn, user);
 }
 
 /* A call whose server requests go to its own handler (mcp_client_call_tool_start_relay). */
@@ -1523,10 +1507,7 @@ static void http_start_relay(void *impl, const char *method, json_t *params, int
     http_client *c = impl;
     hreq *r = hreq_new(c, HR_CALL, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);
     if (!r) {
-        gg_error e = GG_ERROR_INIT;
-        gg_error_set(&e, "oom", "out of memory");
-        done(user, NULL, &e);
-        gg_error_clear(&e);
+        mcp_client_done_oom(done, user);
         return;
     }
     if (relay) r->relay = *relay;
@@ -1615,7 +1596,7 @@ static void http_destroy(void *impl) {
     free(c->owner);
     free(c->session);
     free(c->protocol);
-    json_decref(c->caps);
+    mcp_client_hooks_clear(&c->hooks);
     json_decref(c->tool_headers);
     free(c);
 }
@@ -1628,6 +1609,14 @@ static void *_Atomic auth_factory_user;
 void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user) {
     atomic_store(&auth_factory_user, user);
     atomic_store(&auth_factory, fn);
+}
+
+/* See mcp.h. */
+bool mcp_auth_for_caller(const json_t *auth) {
+    const char *type = json_string_value(json_object_get(auth, "type"));
+    const char *subject = json_string_value(json_object_get(auth, "subject"));
+    if (!type) return false;
+    return !strcmp(type, "token_exchange") || (!strcmp(type, "id_jag") && subject && !strcmp(subject, "caller"));
 }
 
 static bool auth_attach(http_client *c, const mcp_server_config *cfg, gg_error *err) {

@@ -133,11 +133,7 @@ typedef struct stdio_client {
     mcp_loop *loop;
 
     pthread_mutex_t mu;       /* guards everything below */
-    mcp_client_notify_fn notify; /* server notifications (mcp_client_set_notify) */
-    void *notify_user;
-    mcp_client_server_request_fn on_request; /* the server's requests (NULL: default answers) */
-    void *request_user;
-    json_t *caps;             /* capabilities initialize declares (NULL = {}) */
+    mcp_client_hooks hooks;   /* the caller's handlers, the capabilities initialize declares (loop.h) */
     int replies;              /* replies on_request owes (each also one of nreqs) */
     pthread_cond_t cv;        /* the reader ended */
     pthread_mutex_t write_mu; /* guards outbox: one writer at a time on stdin */
@@ -499,10 +495,7 @@ typedef struct stdio_reply {
 static void stdio_reply_send(mcp_client_reply *base, json_t *result, int code, const char *message) {
     stdio_reply *rp = (stdio_reply *)base;
     stdio_client *c = rp->c;
-    json_t *a = code ? json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rp->id, "error", "code", code,
-                                 "message", message)
-                     : json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", rp->id, "result",
-                                 result ? json_incref(result) : json_object());
+    json_t *a = mcp_client_reply_message(rp->id, result, code, message);
     send_message(c, rp->gen, a, gg_now_ms() + 1000);
     json_decref(a);
     json_decref(rp->id);
@@ -518,8 +511,8 @@ static void stdio_reply_send(mcp_client_reply *base, json_t *result, int code, c
  * owed, or without one: answered here, ping -> {}, the rest -32601). */
 static void server_request(stdio_client *c, json_t *id, const char *method, json_t *params, int gen) {
     pthread_mutex_lock(&c->mu);
-    mcp_client_server_request_fn fn = c->on_request;
-    void *u = c->request_user;
+    mcp_client_server_request_fn fn = c->hooks.on_request;
+    void *u = c->hooks.request_user;
     stdio_reply *rp = NULL;
     if (fn && method && strcmp(method, "ping") && c->replies < STDIO_REPLIES_MAX && (rp = calloc(1, sizeof *rp)))
         c->replies++, c->nreqs++;
@@ -547,8 +540,8 @@ static void dispatch(stdio_client *c, json_t *msg, int gen) {
     }
     if (!id && json_is_string(method)) { /* a notification: list_changed for the catalog */
         pthread_mutex_lock(&c->mu);
-        mcp_client_notify_fn fn = c->notify;
-        void *user = c->notify_user;
+        mcp_client_notify_fn fn = c->hooks.notify;
+        void *user = c->hooks.notify_user;
         pthread_mutex_unlock(&c->mu);
         if (fn) fn(user, json_string_value(method), json_object_get(msg, "params"));
     }
@@ -1047,9 +1040,9 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
         return false;
     }
     if (!spawn_locked(c, err)) return false;
+    json_t *caps = c->hooks.caps ? json_deep_copy(c->hooks.caps) : json_object();
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
-                               "capabilities", c->caps ? json_deep_copy(c->caps) : json_object(), "clientInfo", "name",
-                               "graphgate", "version", GG_VERSION);
+                               "capabilities", caps, "clientInfo", "name", "graphgate", "version", GG_VERSION);
     sreq *init = sreq_new(c, true, "initialize", params, c->timeout_ms, NULL, noop_done, NULL);
     json_decref(params);
     if (!init || !init->line) {
@@ -1084,9 +1077,7 @@ static void stdio_start(void *impl, const char *method, json_t *params, int time
     gg_error e = GG_ERROR_INIT;
     if (!r || !r->line) {
         if (r) mcp_pending_unref(&r->p);
-        gg_error_set(&e, "oom", "out of memory");
-        done(user, NULL, &e);
-        gg_error_clear(&e);
+        mcp_client_done_oom(done, user);
         return;
     }
     pthread_mutex_lock(&c->mu);
@@ -1161,7 +1152,7 @@ static void stdio_destroy(void *impl) {
     free(c->owner);
     free(c->command);
     free(c->cwd);
-    json_decref(c->caps);
+    mcp_client_hooks_clear(&c->hooks);
     free_strv(c->argv);
     free_strv(c->envp);
     free(c);
@@ -1169,21 +1160,12 @@ static void stdio_destroy(void *impl) {
 
 static void stdio_set_notify(void *impl, mcp_client_notify_fn fn, void *user) {
     stdio_client *c = impl;
-    pthread_mutex_lock(&c->mu);
-    c->notify = fn;
-    c->notify_user = user;
-    pthread_mutex_unlock(&c->mu);
+    mcp_client_hooks_set_notify(&c->hooks, &c->mu, fn, user);
 }
 
 static void stdio_set_request_handler(void *impl, json_t *caps, mcp_client_server_request_fn fn, void *user) {
     stdio_client *c = impl;
-    json_t *copy = caps ? json_deep_copy(caps) : NULL;
-    pthread_mutex_lock(&c->mu);
-    json_decref(c->caps);
-    c->caps = copy;
-    c->on_request = fn;
-    c->request_user = user;
-    pthread_mutex_unlock(&c->mu);
+    mcp_client_hooks_set_request_handler(&c->hooks, &c->mu, caps, fn, user);
 }
 
 static const mcp_client_ops stdio_ops = {stdio_start,      stdio_stderr_tail, stdio_start_count,        stdio_destroy,

@@ -11,6 +11,7 @@
 #define GG_MCP_LOOP_H
 
 #include <curl/curl.h>
+#include <pthread.h>
 
 #include "mcp/mcp.h"
 
@@ -107,6 +108,29 @@ json_t *mcp_client_answer_server_request(json_t *id, const char *method);
 struct mcp_client_reply {
     void (*send)(mcp_client_reply *r, json_t *result, int code, const char *message);
 };
+/* The JSON-RPC message (new reference) such a reply sends to request id: result (borrowed;
+ * NULL = {}), or when code is not 0 the error code and message. */
+json_t *mcp_client_reply_message(json_t *id, json_t *result, int code, const char *message);
+
+/* ---- what every transport keeps for its caller (client_core.c) ---------------------------
+ * The handlers mcp_client_set_notify and mcp_client_set_request_handler register, and the
+ * capabilities the latter declares. Guarded by the transport's mutex (mu): the setters take
+ * it, and the thread delivering a notification or a server's request reads them under it. */
+typedef struct mcp_client_hooks {
+    mcp_client_notify_fn notify; /* server notifications */
+    void *notify_user;
+    mcp_client_server_request_fn on_request; /* the server's requests (NULL: the default answers) */
+    void *request_user;
+    json_t *caps; /* the capabilities declared (initialize, or each request's _meta); NULL = {} */
+} mcp_client_hooks;
+void mcp_client_hooks_set_notify(mcp_client_hooks *h, pthread_mutex_t *mu, mcp_client_notify_fn fn, void *user);
+/* caps borrowed (a copy is kept) */
+void mcp_client_hooks_set_request_handler(mcp_client_hooks *h, pthread_mutex_t *mu, json_t *caps,
+                                          mcp_client_server_request_fn fn, void *user);
+void mcp_client_hooks_clear(mcp_client_hooks *h);
+
+/* Ends a request that could not start: done(user, NULL, "oom" error). */
+void mcp_client_done_oom(mcp_client_done_fn done, void *user);
 
 /* ---- the stateless 2026-07-28 revision, client side (client_era.c) ----------------------- */
 /* params (may be NULL; borrowed) with _meta's protocolVersion, clientInfo and

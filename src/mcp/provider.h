@@ -2,8 +2,19 @@
  * A graph version is one provider, the node-spec registry another; the gateway wires each
  * endpoint to a provider.
  *
- * Ownership: the server borrows the provider for as long as it holds a reference taken with
- * mcp_provider_ref; every callback borrows its json_t arguments and returns new references.
+ * A provider is an operations table (mcp_provider_ops: one static const table per kind of
+ * provider, so p->ops == &its_ops tells the kind) and the implementation's state (impl),
+ * joined by mcp_provider_new.
+ *
+ * Ownership: mcp_provider_new returns the only reference; mcp_provider_ref takes another
+ * (the server holds one for its life), and the last mcp_provider_unref calls ops->destroy
+ * (which releases impl) and then frees the provider itself. Every callback borrows its
+ * json_t arguments and returns new references.
+ *
+ * Threads: a shared provider is used from many threads at once (HTTP threads, workers,
+ * downstream transport threads): every operation must be safe to call concurrently, ops
+ * and impl are fixed once the provider is shared (the impl's setters, e.g.
+ * gg_graph_provider_set_*, are called before that), and the reference count is atomic.
  */
 #ifndef GG_MCP_PROVIDER_H
 #define GG_MCP_PROVIDER_H
@@ -11,6 +22,7 @@
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include "telemetry/telemetry.h"
 #include "util/util.h"
 
@@ -141,7 +153,9 @@ void mcp_cancel_cell_unref(mcp_cancel_cell *c);
 typedef void (*mcp_provider_done_fn)(void *user, json_t *result, gg_error *err);
 
 typedef struct mcp_provider mcp_provider;
-struct mcp_provider {
+
+/* What a kind of provider does; the entries marked optional may be NULL. */
+typedef struct mcp_provider_ops {
     /* serverInfo {name, title?, version} and instructions (may be NULL). */
     json_t *(*server_info)(mcp_provider *p);
     const char *(*instructions)(mcp_provider *p);
@@ -157,9 +171,9 @@ struct mcp_provider {
      * worker thread. */
     json_t *(*call_tool)(mcp_provider *p, const char *name, json_t *arguments,
                          const mcp_call_ctx *ctx, gg_error *err);
+    /* Releases impl when the last reference goes (NULL = nothing to release); the provider
+     * itself is freed by mcp_provider_unref afterwards. */
     void (*destroy)(mcp_provider *p);
-    _Atomic int refcount; /* see mcp_provider_ref/unref */
-    void *impl;
     /* Optional: true when the tool never waits on I/O (it only computes), so it may run
      * with a budget on the HTTP thread instead of a worker. NULL = never. */
     bool (*tool_is_pure)(mcp_provider *p, const char *name);
@@ -208,19 +222,31 @@ struct mcp_provider {
     int (*forwards)(mcp_provider *p);
     void (*forward)(mcp_provider *p, const char *method, json_t *params, const mcp_call_ctx *ctx,
                     mcp_provider_done_fn done, void *user);
+} mcp_provider_ops;
+
+struct mcp_provider {
+    const mcp_provider_ops *ops;
+    void *impl;
+    _Atomic int refcount; /* private: only mcp_provider_new, mcp_provider_ref and _unref touch it */
 };
+
 #define MCP_FORWARD_RESOURCES 1
 #define MCP_FORWARD_PROMPTS 2
 /* resources/subscribe and /unsubscribe of URIs the provider's lookup does not know go to
  * forward too, and resources.subscribe is advertised ("not_found" → -32002 as for a read) */
 #define MCP_FORWARD_SUBSCRIBE 4
 
+/* A provider of kind ops over impl, holding one reference (NULL when out of memory; impl is
+ * then still the caller's to release). ops must outlive the provider (a static table). */
+mcp_provider *mcp_provider_new(const mcp_provider_ops *ops, void *impl);
 static inline mcp_provider *mcp_provider_ref(mcp_provider *p) {
     if (p) atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
     return p;
 }
 static inline void mcp_provider_unref(mcp_provider *p) {
-    if (p && atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) == 1 && p->destroy) p->destroy(p);
+    if (!p || atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (p->ops->destroy) p->ops->destroy(p);
+    free(p);
 }
 
 #endif

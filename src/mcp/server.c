@@ -299,7 +299,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
     }
     s->refcount = 1;
     s->provider = mcp_provider_ref(provider);
-    json_t *list = provider->list_tools ? provider->list_tools(provider) : json_array();
+    json_t *list = provider->ops->list_tools ? provider->ops->list_tools(provider) : json_array();
     if (!json_is_array(list)) {
         gg_error_set(err, "invalid_tool", "the provider listed no tools array");
         goto fail;
@@ -311,8 +311,8 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
     json_array_foreach(list, i, def) {
         s->ntools++;
         if (!load_tool(&s->tools[i], def, err)) goto fail;
-        s->tools[i].pure = provider->tool_is_pure && provider->tool_is_pure(provider, s->tools[i].name);
-        s->tools[i].needs = provider->tool_client_needs ? provider->tool_client_needs(provider, s->tools[i].name) : 0;
+        s->tools[i].pure = provider->ops->tool_is_pure && provider->ops->tool_is_pure(provider, s->tools[i].name);
+        s->tools[i].needs = provider->ops->tool_client_needs ? provider->ops->tool_client_needs(provider, s->tools[i].name) : 0;
         const char *ts = json_string_value(json_object_get(json_object_get(def, "execution"), "taskSupport"));
         s->tools[i].task_support = ts && !strcmp(ts, "required") ? 2 : ts && !strcmp(ts, "optional") ? 1 : 0;
         const char *start = json_string_value(json_object_get(json_object_get(def, "_meta"), "io.graphgate/taskStart"));
@@ -322,8 +322,8 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
     s->counts[L_TOOLS] = s->ntools;
     json_decref(list);
     list = NULL;
-    json_t *(*listers[L_COUNT])(mcp_provider *) = {NULL, provider->list_resources, provider->list_resource_templates,
-                                                   provider->list_prompts};
+    json_t *(*listers[L_COUNT])(mcp_provider *) = {NULL, provider->ops->list_resources, provider->ops->list_resource_templates,
+                                                   provider->ops->list_prompts};
     for (int l = L_RESOURCES; l < L_COUNT; l++) {
         json_t *items = listers[l] ? listers[l](provider) : NULL;
         if (!json_is_array(items)) {
@@ -336,7 +336,7 @@ mcp_server *mcp_server_new(mcp_provider *provider, const mcp_server_options *opt
         if (!ok) goto oom;
     }
     s->completions = s->counts[L_TEMPLATES] || s->counts[L_PROMPTS];
-    s->fwd = provider->forwards && provider->forward ? provider->forwards(provider) : 0;
+    s->fwd = provider->ops->forwards && provider->ops->forward ? provider->ops->forwards(provider) : 0;
     return s;
 oom:
     gg_error_set(err, "oom", "out of memory");
@@ -375,7 +375,7 @@ bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
     mcp_provider *p = s->provider;
     json_t *value = NULL, *args = NULL;
     char *run = NULL;
-    json_t *item = p->lookup ? p->lookup(p, "resource", uri, NULL, &value, &run, &args) : NULL;
+    json_t *item = p->ops->lookup ? p->ops->lookup(p, "resource", uri, NULL, &value, &run, &args) : NULL;
     json_decref(value);
     json_decref(args);
     free(run);
@@ -386,7 +386,7 @@ bool mcp_server_serves_uri(const mcp_server *s, const char *uri) {
 void mcp_server_cache_hint(const mcp_server *s, int *ttl_ms, bool *public_scope) {
     *ttl_ms = 0;
     *public_scope = false;
-    if (s->provider->cache_hint) s->provider->cache_hint(s->provider, ttl_ms, public_scope);
+    if (s->provider->ops->cache_hint) s->provider->ops->cache_hint(s->provider, ttl_ms, public_scope);
 }
 
 static const tool *find_tool(const mcp_server *s, const char *name);
@@ -489,6 +489,16 @@ static void call_adopt_cancel(void *user, mcp_cancel_cell *cell) {
     mcp_cancel_cell *was = atomic_exchange_explicit(&c->shared_cancel, cell, memory_order_acq_rel);
     if (was) mcp_cancel_cell_unref(was);
     if (atomic_load(&c->cancelled)) atomic_store(&cell->flag, 1);
+}
+
+/* See provider.h. */
+mcp_provider *mcp_provider_new(const mcp_provider_ops *ops, void *impl) {
+    mcp_provider *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    p->ops = ops;
+    p->impl = impl;
+    atomic_init(&p->refcount, 1);
+    return p;
 }
 
 mcp_cancel_cell *mcp_cancel_cell_new(void) {
@@ -780,7 +790,7 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
     if (c->kind == CALL_FORWARD) /* only asynchronous: the provider waits on its downstream */
         return mcp_call_refuse(c, MCP_INTERNAL_ERROR, "Internal error: a forwarded request runs only asynchronously");
     double t0 = gg_now_ms();
-    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
+    json_t *res = p->ops->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
     c->duration_ms = gg_now_ms() - t0;
     return finish_call(c, res, &err);
 }
@@ -1106,15 +1116,15 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
     mcp_provider *p = c->srv->provider;
     c->t0 = gg_now_ms();
     if (c->kind == CALL_FORWARD) {
-        p->forward(p, c->run, c->args, &c->ctx, call_async_done, c);
+        p->ops->forward(p, c->run, c->args, &c->ctx, call_async_done, c);
         return;
     }
-    if (p->call_tool_async) {
-        p->call_tool_async(p, mcp_call_tool(c), c->args, &c->ctx, call_async_done, c);
+    if (p->ops->call_tool_async) {
+        p->ops->call_tool_async(p, mcp_call_tool(c), c->args, &c->ctx, call_async_done, c);
         return;
     }
     gg_error err = GG_ERROR_INIT;
-    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &c->ctx, &err);
+    json_t *res = p->ops->call_tool(p, mcp_call_tool(c), c->args, &c->ctx, &err);
     call_async_done(c, res, &err);
     gg_error_clear(&err);
 }
@@ -1200,7 +1210,7 @@ char *mcp_call_run_inline(mcp_call *c, const char *request_id, const char *key_i
     gg_error err = GG_ERROR_INIT;
     mcp_provider *p = c->srv->provider;
     double t0 = gg_now_ms();
-    json_t *res = p->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
+    json_t *res = p->ops->call_tool(p, mcp_call_tool(c), c->args, &ctx, &err);
     if (!res && strcmp(err.code, "budget") == 0) {
         gg_error_clear(&err);
         json_array_clear(c->history);
@@ -1252,7 +1262,7 @@ static json_t *server_caps(const mcp_server *s) {
 /* serverInfo {name, version, title?} (the provider's, completed). */
 static json_t *server_info(const mcp_server *s) {
     mcp_provider *p = s->provider;
-    json_t *info = p->server_info ? p->server_info(p) : NULL;
+    json_t *info = p->ops->server_info ? p->ops->server_info(p) : NULL;
     if (!json_is_object(info)) {
         json_decref(info);
         info = json_pack("{s:s,s:s}", "name", "graphgate", "version", GG_VERSION);
@@ -1265,7 +1275,7 @@ static json_t *server_info(const mcp_server *s) {
 static void do_discover(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     json_t *res = json_pack("{s:o,s:o,s:{s:o}}", "supportedVersions", mcp_modern_versions(), "capabilities",
                             server_caps(s), "_meta", "io.modelcontextprotocol/serverInfo", server_info(s));
-    const char *instr = s->provider->instructions ? s->provider->instructions(s->provider) : NULL;
+    const char *instr = s->provider->ops->instructions ? s->provider->ops->instructions(s->provider) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     /* the tasks extension: tasks/get, tasks/update, tasks/cancel are served (gateway tasks.c) */
     json_t *caps = json_object_get(res, "capabilities");
@@ -1284,7 +1294,7 @@ static void do_initialize(mcp_server *s, const mcp_message *m, mcp_outcome *out)
     mcp_provider *p = s->provider;
     json_t *info = server_info(s);
     json_t *res = json_pack("{s:s,s:o,s:o}", "protocolVersion", v, "capabilities", server_caps(s), "serverInfo", info);
-    const char *instr = p->instructions ? p->instructions(p) : NULL;
+    const char *instr = p->ops->instructions ? p->ops->instructions(p) : NULL;
     if (res && instr) json_object_set_new(res, "instructions", json_string(instr));
     respond(out, res ? mcp_jsonrpc_result(m->id, res) : NULL);
     json_decref(res);
@@ -1365,7 +1375,7 @@ static void unknown_tool(mcp_outcome *out, json_t *id, const mcp_server *s, cons
  * code in data so a client can tell it from a typo. */
 static bool withheld_tool(mcp_outcome *out, json_t *id, const mcp_server *s, const char *name) {
     gg_error err = GG_ERROR_INIT;
-    if (!s->provider->tool_withheld || !s->provider->tool_withheld(s->provider, name, &err)) return false;
+    if (!s->provider->ops->tool_withheld || !s->provider->ops->tool_withheld(s->provider, name, &err)) return false;
     json_t *data = json_pack("{s:s,s:s}", "code", err.code, "tool", name);
     respond(out, mcp_jsonrpc_error(id, gg_error_rpc_code(&err), err.message ? err.message : err.code, data));
     json_decref(data);
@@ -1484,7 +1494,7 @@ static void do_complete(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
         return;
     }
     mcp_provider *p = s->provider;
-    json_t *vals = p->complete ? p->complete(p, type, target, name, value) : NULL;
+    json_t *vals = p->ops->complete ? p->ops->complete(p, type, target, name, value) : NULL;
     if (!vals && s->fwd) { /* not one of the graph's own: maybe a proxied prompt's or template's */
         do_forward(s, m, out);
         return;
@@ -1513,7 +1523,7 @@ static void do_get(mcp_server *s, const mcp_message *m, const mcp_request_ctx *r
     mcp_provider *p = s->provider;
     json_t *value = NULL, *run_args = NULL;
     char *run = NULL;
-    json_t *item = p->lookup ? p->lookup(p, kind == CALL_RESOURCE ? "resource" : "prompt", key, args, &value, &run, &run_args) : NULL;
+    json_t *item = p->ops->lookup ? p->ops->lookup(p, kind == CALL_RESOURCE ? "resource" : "prompt", key, args, &value, &run, &run_args) : NULL;
     char msg[400];
     if (!item && (s->fwd & (kind == CALL_RESOURCE ? MCP_FORWARD_RESOURCES : MCP_FORWARD_PROMPTS))) {
         do_forward(s, m, out); /* not the graph's own: a proxied one, or the downstream says so */
@@ -1567,7 +1577,7 @@ static void do_subscribe(mcp_server *s, const mcp_message *m, const char *uri, m
     mcp_provider *p = s->provider;
     json_t *value = NULL, *run_args = NULL;
     char *run = NULL;
-    json_t *item = p->lookup ? p->lookup(p, "resource", uri, NULL, &value, &run, &run_args) : NULL;
+    json_t *item = p->ops->lookup ? p->ops->lookup(p, "resource", uri, NULL, &value, &run, &run_args) : NULL;
     json_decref(value);
     json_decref(run_args);
     free(run);
@@ -1594,7 +1604,7 @@ static bool prompt_args_ok(const mcp_server *s, const char *name, json_t *args, 
     json_object_foreach(args, k, v) if (!json_is_string(v)) return snprintf(why, n, "Invalid params: argument %.100s must be a string", k) < 0;
     json_t *prompt = NULL, *a;
     size_t i;
-    json_t *all = s->provider->list_prompts ? s->provider->list_prompts(s->provider) : NULL;
+    json_t *all = s->provider->ops->list_prompts ? s->provider->ops->list_prompts(s->provider) : NULL;
     json_array_foreach(all, i, a) if (!strcmp(json_string_value(json_object_get(a, "name")), name)) prompt = a;
     bool ok = true;
     json_array_foreach(json_object_get(prompt, "arguments"), i, a) {

@@ -668,16 +668,24 @@ static void prov_destroy(mcp_provider *p) {
     specs_vcache_free(sp->vcache);
     specs_registry_free(sp->registry);
     free(sp);
-    free(p);
 }
+
+static const mcp_provider_ops prov_ops = {
+    .server_info = prov_server_info,
+    .instructions = prov_instructions,
+    .list_tools = prov_list_tools,
+    .get_tool = prov_get_tool,
+    .call_tool = prov_call_tool,
+    .destroy = prov_destroy,
+    .tool_is_pure = prov_tool_is_pure,
+};
 
 /* See specs.h. */
 mcp_provider *specs_provider_new(specs_registry *r) {
-    mcp_provider *p = calloc(1, sizeof *p);
     specs_provider *sp = calloc(1, sizeof *sp);
     json_t *tools = specs_tool_list();
-    if (!p || !sp || !tools) {
-        free(p);
+    mcp_provider *p = sp && tools ? mcp_provider_new(&prov_ops, sp) : NULL;
+    if (!p) {
         free(sp);
         json_decref(tools);
         return NULL;
@@ -685,14 +693,5 @@ mcp_provider *specs_provider_new(specs_registry *r) {
     sp->registry = specs_registry_ref(r);
     sp->tools = tools;
     sp->vcache = specs_vcache_new();
-    p->server_info = prov_server_info;
-    p->instructions = prov_instructions;
-    p->list_tools = prov_list_tools;
-    p->get_tool = prov_get_tool;
-    p->call_tool = prov_call_tool;
-    p->destroy = prov_destroy;
-    p->tool_is_pure = prov_tool_is_pure;
-    p->refcount = 1;
-    p->impl = sp;
     return p;
 }

@@ -205,15 +205,13 @@ static json_t *p_list(mcp_provider *p) {
 }
 static int destroyed;
 static void p_destroy(mcp_provider *p) {
+    (void)p;
     destroyed++;
-    free(p);
 }
+static const mcp_provider_ops p_ops = {.list_tools = p_list, .destroy = p_destroy};
 
 static mcp_server *server(void) {
-    mcp_provider *p = calloc(1, sizeof *p);
-    p->list_tools = p_list;
-    p->destroy = p_destroy;
-    p->refcount = 1;
+    mcp_provider *p = mcp_provider_new(&p_ops, NULL);
     gg_error err = GG_ERROR_INIT;
     mcp_server *s = mcp_server_new(p, NULL, &err);
     mcp_provider_unref(p);
@@ -258,8 +256,7 @@ END_TEST
 
 /* ---- the compiled-graph cache: a loader that builds a server naming its graph and version */
 
-typedef struct fake {
-    mcp_provider p;
+typedef struct fake { /* a provider's impl */
     char graph[16];
     int version;
 } fake;
@@ -269,8 +266,9 @@ static unsigned load_delay_us;
 
 static void fake_destroy(mcp_provider *p) {
     __atomic_add_fetch(&freed_total, 1, __ATOMIC_RELAXED);
-    free(p);
+    free(p->impl);
 }
+static const mcp_provider_ops fake_ops = {.list_tools = p_list, .destroy = fake_destroy};
 
 static mcp_server *fake_loader(void *user, const char *tenant, const char *graph, int version, gg_error *err) {
     (void)user;
@@ -281,15 +279,13 @@ static mcp_server *fake_loader(void *user, const char *tenant, const char *graph
         return NULL;
     }
     fake *f = calloc(1, sizeof *f);
-    f->p.list_tools = p_list;
-    f->p.destroy = fake_destroy;
-    f->p.refcount = 1;
+    mcp_provider *p = mcp_provider_new(&fake_ops, f);
     snprintf(f->graph, sizeof f->graph, "%s", graph);
     f->version = version;
     if (graph[0] == 'g' && graph[1] >= '0' && graph[1] <= '7') __atomic_add_fetch(&compiles[graph[1] - '0'], 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&compiled_total, 1, __ATOMIC_RELAXED);
-    mcp_server *s = mcp_server_new(&f->p, NULL, err);
-    mcp_provider_unref(&f->p);
+    mcp_server *s = mcp_server_new(p, NULL, err);
+    mcp_provider_unref(p);
     return s;
 }
 
@@ -305,7 +301,7 @@ static mcp_server *get_checked(gw_registry *r, const char *graph, int want) {
     gg_error err = GG_ERROR_INIT;
     mcp_server *s = gw_registry_get(r, "t", graph, &v, &err);
     ck_assert_msg(s != NULL, "%s: %s", graph, err.message ? err.message : err.code);
-    const fake *f = (const fake *)mcp_server_provider(s);
+    const fake *f = (const fake *)mcp_server_provider(s)->impl;
     ck_assert_str_eq(f->graph, graph);
     ck_assert_int_eq(f->version, want);
     ck_assert_int_eq(v, want);
@@ -375,8 +371,8 @@ START_TEST(cache_never_frees_in_use) {
     /* the versions still work after their graphs were replaced and deleted under them */
     ck_assert(gw_registry_declare(r, "t", "g0", 2, 1, NULL));
     gw_registry_remove(r, "t", "g1");
-    ck_assert_str_eq(((const fake *)mcp_server_provider(running))->graph, "g0");
-    json_t *tools = mcp_server_provider(stream)->list_tools(mcp_server_provider(stream));
+    ck_assert_str_eq(((const fake *)mcp_server_provider(running)->impl)->graph, "g0");
+    json_t *tools = mcp_server_provider(stream)->ops->list_tools(mcp_server_provider(stream));
     ck_assert_ptr_nonnull(tools);
     json_decref(tools);
     int before = freed_total;

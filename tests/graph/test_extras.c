@@ -69,19 +69,19 @@ START_TEST(lookup_and_templates) {
     mcp_provider *p = fixture_provider();
     json_t *value, *args;
     char *run;
-    json_t *def = p->lookup(p, "resource", "test://static-text", NULL, &value, &run, &args);
+    json_t *def = p->ops->lookup(p, "resource", "test://static-text", NULL, &value, &run, &args);
     ck_assert_ptr_nonnull(def);
     ck_assert_str_eq(json_string_value(json_object_get(value, "text")), "This is the content of the static text resource.");
     ck_assert_ptr_null(run);
     json_decref(def);
     json_decref(value);
     /* a template: the variable percent-decoded; '/' never inside a {var} */
-    def = p->lookup(p, "resource", "test://template/a%20b/data", NULL, &value, &run, &args);
+    def = p->ops->lookup(p, "resource", "test://template/a%20b/data", NULL, &value, &run, &args);
     ck_assert_ptr_nonnull(def);
     ck_assert_ptr_null(value);
     ck_assert_str_eq(run, "template:test://template/{id}/data");
     ck_assert_str_eq(json_string_value(json_object_get(args, "id")), "a b");
-    json_t *res = p->call_tool(p, run, args, &(mcp_call_ctx){0}, &(gg_error)GG_ERROR_INIT);
+    json_t *res = p->ops->call_tool(p, run, args, &(mcp_call_ctx){0}, &(gg_error)GG_ERROR_INIT);
     char *s = dump(res);
     ck_assert_str_eq(s, "{\"value\":\"{\\\"id\\\":\\\"a b\\\",\\\"templateTest\\\":true,\\\"data\\\":\\\"Data for ID: a b\\\"}\"}");
     free(s);
@@ -92,22 +92,22 @@ START_TEST(lookup_and_templates) {
     static const char *const misses[] = {"test://template/a/b/data", "test://template//data", "test://template/1/data/x",
                                          "test://other", "", "test://template/"};
     for (size_t i = 0; i < sizeof misses / sizeof misses[0]; i++)
-        ck_assert_msg(!p->lookup(p, "resource", misses[i], NULL, &value, &run, &args), "%s matched", misses[i]);
-    ck_assert_ptr_null(p->lookup(p, "prompt", "nope", NULL, &value, &run, &args));
+        ck_assert_msg(!p->ops->lookup(p, "resource", misses[i], NULL, &value, &run, &args), "%s matched", misses[i]);
+    ck_assert_ptr_null(p->ops->lookup(p, "prompt", "nope", NULL, &value, &run, &args));
     /* a hidden tool is not a tool */
     gg_error e = GG_ERROR_INIT;
-    ck_assert_ptr_null(p->call_tool(p, "test_nope", NULL, &(mcp_call_ctx){0}, &e));
+    ck_assert_ptr_null(p->ops->call_tool(p, "test_nope", NULL, &(mcp_call_ctx){0}, &e));
     gg_error_clear(&e);
     /* completions: declared values with the prefix; undeclared → NULL */
-    json_t *c = p->complete(p, "ref/prompt", "test_prompt_with_arguments", "arg1", "test");
+    json_t *c = p->ops->complete(p, "ref/prompt", "test_prompt_with_arguments", "arg1", "test");
     s = dump(c);
     ck_assert_str_eq(s, "[\"test\",\"testValue1\"]");
     free(s);
     json_decref(c);
-    c = p->complete(p, "ref/resource", "test://template/{id}/data", "id", "1");
+    c = p->ops->complete(p, "ref/resource", "test://template/{id}/data", "id", "1");
     ck_assert_int_eq(json_array_size(c), 2);
     json_decref(c);
-    ck_assert_ptr_null(p->complete(p, "ref/prompt", "test_prompt_with_arguments", "arg2", ""));
+    ck_assert_ptr_null(p->ops->complete(p, "ref/prompt", "test_prompt_with_arguments", "arg2", ""));
     mcp_provider_unref(p);
 }
 END_TEST
@@ -216,7 +216,7 @@ START_TEST(call_tool_result_checked) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *args = json_loads(cases[i].out, 0, NULL);
         gg_error e = GG_ERROR_INIT;
-        json_t *res = p->call_tool(p, "t", args, &(mcp_call_ctx){0}, &e);
+        json_t *res = p->ops->call_tool(p, "t", args, &(mcp_call_ctx){0}, &e);
         char *s = dump(res);
         ck_assert_msg(strstr(s, cases[i].want) != NULL, "case %zu: %s", i, s);
         free(s);
@@ -254,7 +254,7 @@ static void no_client_fails(gg_graph *g, const char *msg) {
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
     gg_error e = GG_ERROR_INIT;
-    json_t *res = p->call_tool(p, "t", NULL, &(mcp_call_ctx){0}, &e);
+    json_t *res = p->ops->call_tool(p, "t", NULL, &(mcp_call_ctx){0}, &e);
     char *s = dump(res);
     ck_assert_msg(strstr(s, "\"isError\":true") && strstr(s, msg), "%s", s);
     free(s);

@@ -412,9 +412,9 @@ static json_t *tp_call(mcp_provider *p, const char *name, json_t *args, const mc
     gg_error_set(err, "execution_failed", "node x failed: boom");
     return NULL;
 }
-static void tp_destroy(mcp_provider *p) { (void)p; }
-
-static mcp_provider tp = {tp_info, tp_instr, tp_list, tp_get, tp_call, tp_destroy, 1, NULL};
+/* no destroy: nothing to release (the provider itself is freed by its last unref) */
+static const mcp_provider_ops tp_ops = {
+    .server_info = tp_info, .instructions = tp_instr, .list_tools = tp_list, .get_tool = tp_get, .call_tool = tp_call};
 
 typedef struct emitted {
     char buf[4096];
@@ -429,6 +429,33 @@ static void collect(void *user, const char *json, size_t len) {
     e->n++;
 }
 
+/* ---- provider lifecycle: the last unref calls destroy once with the impl, then frees */
+
+static int lc_destroyed;
+static void lc_destroy(mcp_provider *p) {
+    ck_assert_int_eq(*(int *)p->impl, 42);
+    lc_destroyed++;
+}
+static const mcp_provider_ops lc_ops = {.list_tools = tp_list, .destroy = lc_destroy};
+
+START_TEST(provider_refcount_and_destroy) {
+    int impl = 42;
+    lc_destroyed = 0;
+    mcp_provider *p = mcp_provider_new(&lc_ops, &impl);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_eq(p->ops, &lc_ops);
+    ck_assert_ptr_eq(p->impl, &impl);
+    ck_assert_ptr_eq(mcp_provider_ref(p), p);
+    mcp_provider_unref(p);
+    ck_assert_int_eq(lc_destroyed, 0); /* one reference left */
+    mcp_provider_unref(p);
+    ck_assert_int_eq(lc_destroyed, 1);
+    mcp_provider_unref(NULL);
+    /* a table without destroy (nothing to release) is fine too */
+    mcp_provider_unref(mcp_provider_new(&tp_ops, NULL));
+}
+END_TEST
+
 static mcp_server *srv;
 
 static void setup(void) {
@@ -441,7 +468,10 @@ static void setup(void) {
                  "{\"name\":\"bad_out\",\"description\":\"d\",\"inputSchema\":{\"type\":\"object\"},\"outputSchema\":{\"type\":\"object\",\"required\":[\"z\"]}}]");
     mcp_server_options opt = {2};
     gg_error err = GG_ERROR_INIT;
-    srv = mcp_server_new(&tp, &opt, &err);
+    mcp_provider *tp = mcp_provider_new(&tp_ops, NULL);
+    ck_assert_ptr_nonnull(tp);
+    srv = mcp_server_new(tp, &opt, &err);
+    mcp_provider_unref(tp); /* the server holds its own reference */
     ck_assert_msg(srv != NULL, "%s", err.message);
 }
 
@@ -744,6 +774,9 @@ int main(void) {
     tcase_add_test(tc, sessions_sign_bind_revoke);
     tcase_add_test(tc, sessions_expire);
     tcase_set_timeout(tc, 10);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("provider");
+    tcase_add_test(tc, provider_refcount_and_destroy);
     suite_add_tcase(s, tc);
     tc = tcase_create("dispatch");
     tcase_add_checked_fixture(tc, setup, teardown);
