@@ -17,9 +17,12 @@
  * prompts/list_changed goes to the streams of the graphs, views and tenant-wide endpoint
  * re-exporting them whose filter asks for it (gw_listen_relay, already debounced per
  * downstream); a proxied URI a stream names in resourceSubscriptions is subscribed to at its
- * downstream when the stream opens (gg_graph_proxy_subscribe), and its
+ * downstream when the stream opens (gg_graph_proxy_subscribe; on _all and views a
+ * "<graph>.<uri>" goes to that graph, gw_tenantwide_subscribe), and its
  * notifications/resources/updated reach the stream at most once per GW_UPDATED_MIN_MS per
  * URI, more within it folded into one trailing update the tick sends (gw_listen_updated).
+ * Nothing is unsubscribed when a stream ends: the next update nobody hears does it
+ * (catalogs.c relay_updated).
  *
  * Task status notifications (task_listen.c holds a stream's watched tasks): a task's row
  * changed by this replica is re-read and sent at once (gw_listen_task_changed); the watcher
@@ -173,12 +176,16 @@ static int refuse(gg_http_res *res, json_t *id, int status, const char *msg) {
 }
 
 /* The proxied URIs among a new stream's resourceSubscriptions are subscribed to at their
- * downstream (its updates come back through gw_listen_updated); the graph's own need nothing. */
+ * downstream (its updates come back through gw_listen_updated); the graph's own need nothing.
+ * On _all or a view, "<graph>.<uri>" of a graph it serves resources of goes to that graph. */
 static void subscribe_proxied(const mcp_server *srv, json_t *uris) {
     gg_graph *g = json_array_size(uris) ? gg_graph_provider_graph(mcp_server_provider(srv)) : NULL;
     size_t i;
     json_t *u;
-    if (g) json_array_foreach(uris, i, u) gg_graph_proxy_subscribe(g, json_string_value(u));
+    json_array_foreach(uris, i, u) {
+        if (g) gg_graph_proxy_subscribe(g, json_string_value(u));
+        else gw_tenantwide_subscribe(srv, json_string_value(u));
+    }
 }
 
 /* See internal.h. */

@@ -12,7 +12,8 @@
 //            failing graph skipped, another tenant's graph unreachable
 //   view:    a view naming graphs in "resources" and "prompts": only theirs
 //   notify:  (URL = the tenant's /mcp/acme, then METRICS_URL) list_changed relayed, rate-bounded
-//   subscribe: (URL = /mcp, then METRICS_URL, beta's KEY) proxied subscriptions and updates
+//   subscribe: (URL = /mcp, then METRICS_URL, beta's KEY) proxied subscriptions and updates,
+//            on the graph's endpoint, then on _all and the view subv (URIs under "sub.")
 // prints "ok - ..." lines and "N passed, N failed".
 import { loadSdk, check, finish, until } from './sdk_lib.mjs';
 
@@ -332,6 +333,7 @@ async function subscribe(base, metricsUrl, bkey) {
   check('the downstream\'s update arrives with the prefixed URI', (await until(() => count(got, 's+x://a') >= 1)) === true, got);
   const t0 = Date.now(), n0 = count(got, 's+x://a');
   await touch(a, 'x://a', 300);
+  console.log(`# 300 updates of x://a relayed on the graph's endpoint only: the call took ${Date.now() - t0} ms`);
   check('a flood of 300 updates: one arrives (at once, or as the trailing one)', (await until(() => count(got, 's+x://a') > n0)) === true, got);
   await touch(a, 'x://b', 1);
   check('... and x://b\'s as well', (await until(() => count(got, 's+x://b') >= 1)) === true, got);
@@ -358,11 +360,71 @@ async function subscribe(base, metricsUrl, bkey) {
   e = await failure(h.subscribeResource({ uri: 'ok://a' }));
   check('a downstream without resources.subscribe: a clear error', e && e.code === -32602 && /does not support resource subscriptions/.test(e.message), String(e));
   await h.close();
-  const [all] = await open('acme/_all', key);
-  check('/mcp/acme/_all advertises no subscriptions (updates reach the graph\'s own endpoint only)',
-    !all.getServerCapabilities().resources?.subscribe, all.getServerCapabilities());
-  await all.close();
+  await tenantwideSubscribe(open, count, bkey);
   await b.close();
+}
+
+// The same through /mcp/acme/_all and the view subv ({"resources": ["sub"]}): URIs under
+// "sub.", subscribed at sub's downstream, its updates relayed with the URI mapped back; the
+// view px (names sel, not sub) and beta's own _all do not hear acme's.
+async function tenantwideSubscribe(open, count, bkey) {
+  const [all, agot] = await open('acme/_all', key);
+  const [vw, vgot] = await open('acme/_views/subv', key);
+  const [px, pgot] = await open('acme/_views/px', key);
+  const [ball, bgot] = await open('beta/_all', bkey);
+  const [gs, ggot] = await open('acme/sub', key); /* the graph's own endpoint, alongside */
+  const touch = async (uri, n) => JSON.parse((await all.callTool({ name: 'sub.touch', arguments: { uri, n } })).content[0].text);
+  const A = 'sub.s+x://a';
+  check('_all and the view advertise resources.subscribe (sub forwards subscriptions)',
+    all.getServerCapabilities().resources?.subscribe === true && vw.getServerCapabilities().resources?.subscribe === true,
+    [all.getServerCapabilities(), vw.getServerCapabilities()]);
+  check('before: acme/sub\'s downstream is not subscribed to x://a', !(await touch('x://none', 0)).includes('x://a'), await touch('x://none', 0));
+  await all.subscribeResource({ uri: A });
+  check('resources/subscribe of "sub.s+x://a" on _all reaches sub\'s downstream as x://a',
+    (await touch('x://none', 0)).includes('x://a'), await touch('x://none', 0));
+  await vw.subscribeResource({ uri: A });
+  await ball.subscribeResource({ uri: A }); /* beta's own sub graph: its own downstream */
+  await gs.subscribeResource({ uri: 's+x://a' });
+  for (const [c, uri, why] of [[px, A, 'a graph the view does not name under resources'],
+    [all, 'nope.s+x://a', 'an unknown graph'], [all, 'sub.s+x://c', 'a URI sub does not select'],
+    [all, 'sub.x://a', 'a URI without sub\'s prefix'], [all, 's+x://a', 'a URI without a graph'],
+    [all, 'vault.demo://resource/static/document/architecture.md', 'another tenant\'s graph']]) {
+    const e = await failure(c.subscribeResource({ uri }));
+    check(`subscribe: ${why} → -32002 (${uri})`, e && e.code === -32002 && e.data?.uri === uri, String(e));
+  }
+  let e = await failure(all.subscribeResource({ uri: 'hostile.ok://a' }));
+  check('subscribe through _all to a downstream without resources.subscribe: its clear error',
+    e && e.code === -32602 && /does not support resource subscriptions/.test(e.message), String(e));
+  await touch('x://a', 1);
+  check('the downstream\'s update reaches _all\'s and the view\'s sessions as "sub.s+x://a"',
+    (await until(() => count(agot, A) >= 1 && count(vgot, A) >= 1)) === true, [agot, vgot]);
+  check('... and the graph\'s own session as "s+x://a", as before', (await until(() => count(ggot, 's+x://a') >= 1)) === true, ggot);
+  await gs.unsubscribeResource({ uri: 's+x://a' });
+  const n0 = count(agot, A), t0 = Date.now();
+  await touch('x://a', 300);
+  console.log(`# 300 updates of x://a relayed to _all and a view (the views read from the store each time): the call took ${Date.now() - t0} ms`);
+  check('a flood of 300 on _all: one arrives (at once or trailing)', (await until(() => count(agot, A) > n0)) === true, agot);
+  await touch('x://none', 0); /* round trips for a late update to show */
+  await touch('x://none', 0);
+  check('... at most 2 of the 300 relayed to the _all session', count(agot, A) - n0 <= 2, agot);
+  check('... only mapped URIs reach them (nothing else, never the graph-level one)',
+    agot.every((u) => u === A) && vgot.every((u) => u === A), [agot, vgot]);
+  check('the view not naming sub and beta\'s _all heard nothing of acme\'s updates', pgot.length === 0 && bgot.length === 0, [pgot, bgot]);
+  await all.unsubscribeResource({ uri: A });
+  const na = count(agot, A), nv = count(vgot, A);
+  await touch('x://a', 1);
+  check('after _all\'s unsubscribe the view still hears x://a ...', (await until(() => count(vgot, A) > nv)) === true, vgot);
+  check('... and _all does not', count(agot, A) === na, agot);
+  check('... the downstream still subscribed (the view holds it)', (await touch('x://none', 0)).includes('x://a'), await touch('x://none', 0));
+  await vw.unsubscribeResource({ uri: A });
+  /* an update nobody hears unsubscribes the downstream, at most once a second per URI: touched until then */
+  check('nobody left: an update nobody heard unsubscribed the downstream from x://a', (await until(async () => {
+    await touch('x://a', 1);
+    return !(await touch('x://none', 0)).includes('x://a');
+  })) === true, await touch('x://none', 0));
+  for (const c of [all, vw, px, ball, gs]) await c.close();
+  e = await failure(open('acme/_all', bkey));
+  check('beta\'s key on acme\'s _all is refused (no session, nothing to subscribe)', e && /403|Forbidden|forbidden/.test(String(e)), String(e));
 }
 
 if (mode === 'subscribe') {

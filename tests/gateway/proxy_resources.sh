@@ -19,10 +19,16 @@
 # resources/updated the subscribed sessions (prefix added), 300 of them as at most 2, never
 # another tenant's; an unselected URI -32002; unsubscribe stops them (and, at the next update
 # nobody hears, unsubscribes the downstream); a downstream without subscribe: a clear error.
+# The same through _all and a view naming the graph under "resources" ("<graph>." URIs, the
+# update mapped back; a URI of a graph the view does not name, an unknown graph, an unselected
+# URI or another tenant's graph -32002; unsubscribing the last holder lets the downstream go;
+# another view and beta's own _all hear nothing; beta's key refused).
 # 2026-07-28 subscriptions/listen streams (raw HTTP): the relayed list_changed on a graph's and
 # _all's streams as their filters ask (a burst folded), a proxied URI in resourceSubscriptions
 # subscribed at the downstream and its updates relayed (rate-bounded, subscription id), another
-# tenant's stream hearing nothing, the streams' end letting the downstream be unsubscribed. The
+# tenant's stream hearing nothing, the streams' end letting the downstream be unsubscribed; the
+# same on _all's and a view's streams ("<graph>.<uri>", mapped updates, rate-bounded; another
+# view and beta's _all hear nothing, beta's key refused). The
 # same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
@@ -150,6 +156,7 @@ t "lc (a downstream announcing changed lists) is accepted, view lcv names it for
 gw_fold "$GG_TMP/notify.out" $?
 t "sub (proxied x://a and x://b under s+) is accepted by acme and by beta" \
   eq "$(gw_put_graph "$ADMIN" acme sub "$GG_TMP/sub.yaml") $(gw_put_graph "$BADMIN" beta sub "$GG_TMP/sub.yaml")" "201 201"
+t "the view subv names sub under resources → 201" eq "$(vput subv '{"resources":["sub"]}')" 201
 "$NODE" "$GG_SRCDIR/tests/gateway/proxy_resources.mjs" subscribe "$GG_PUB/mcp" "$KEY" "$GG_INT/metrics" "$BKEY" >"$GG_TMP/subscribe.out" 2>&1
 gw_fold "$GG_TMP/subscribe.out" $?
 # the same in the stateless 2026-07-28 era; beta's key on acme's _all is refused as for tools
@@ -260,6 +267,38 @@ t "beta's stream on its own sub graph heard nothing of acme's (acknowledgement o
 t "2026 listen: 3 or 4 list_changed of each on lc's streams and resources/ on _all (50 folded into at most 2), none a filter left out" lc_bound
 for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 t "the streams gone, an update nobody hears unsubscribes the downstream from x://a" subs_have NO x://a
+# the same on _all and views (tenantwide.c, catalogs.c relay_tenantwide): "sub.s+x://a" in
+# resourceSubscriptions subscribed at sub's downstream, its updates mapped back; the view px
+# (names sel, not sub) and beta's own _all naming the same URI hear none of acme's
+LPIDS=
+listen26 "$GG_TMP/l-tw" "$GG_PUB/mcp/acme/_all" "$KEY" tw-1 '{"resourceSubscriptions":["sub.s+x://a","sub.s+x://c","nope.s+x://a"]}'
+t "2026 listen on _all: the stream naming sub.s+x://a subscribed sub's downstream to x://a" subs_have YES x://a
+listen26 "$GG_TMP/l-twv" "$GG_PUB/mcp/acme/_views/subv" "$KEY" twv-1 '{"resourceSubscriptions":["sub.s+x://a"]}'
+listen26 "$GG_TMP/l-twpx" "$GG_PUB/mcp/acme/_views/px" "$KEY" twpx-1 '{"resourceSubscriptions":["sub.s+x://a"]}'
+listen26 "$GG_TMP/l-twb" "$GG_PUB/mcp/beta/_all" "$BKEY" twb-1 '{"resourceSubscriptions":["sub.s+x://a"]}'
+t "... the view subv's, px's and beta's _all's streams acknowledged" bash -c "for f in l-tw l-twv l-twpx l-twb; do
+  for _ in \$(seq 1 100); do grep -q acknowledged '$GG_TMP/'\$f && break; sleep 0.1; done; grep -q acknowledged '$GG_TMP/'\$f || exit 1; done"
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":1}' >/dev/null
+tw_upd() { evwait "$GG_TMP/l-tw" $UPD 1 sub.s+x://a && evwait "$GG_TMP/l-twv" $UPD 1 sub.s+x://a; }
+tw_bound() { # LOW: at most 2 more than LOW on _all's stream, every one sub.s+x://a
+  local n; n=$(evs "$GG_TMP/l-tw" $UPD)
+  [ $((n - $1)) -le 2 ] && [ "$(evs "$GG_TMP/l-tw" $UPD sub.s+x://a)" = "$n" ] || { echo "   $n updates" >&2; return 1; }
+}
+t "... the downstream's update reaches _all's and subv's streams as sub.s+x://a" tw_upd
+n0=$(evs "$GG_TMP/l-tw" $UPD)
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":300}' >/dev/null
+t "... a flood of 300: one arrives on _all's stream (at once or trailing)" evwait "$GG_TMP/l-tw" $UPD $((n0 + 1))
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://b","n":1}' >/dev/null # round trips for a late update to show
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}' >/dev/null
+t "... rate-bounded: at most 2 of the 300 on _all's stream, every one sub.s+x://a" tw_bound "$n0"
+t "... px's stream (its view names sel, not sub) and beta's _all's heard nothing (acknowledgement only)" \
+  eq "$(grep -c '^data:' "$GG_TMP/l-twpx") $(grep -c '^data:' "$GG_TMP/l-twb")" "1 1"
+for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+t "... the streams gone, an update nobody hears unsubscribes the downstream from x://a" subs_have NO x://a
+t "beta's key: a listen stream on acme's _all → 403" eq "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST \
+  -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+  -H 'Mcp-Method: subscriptions/listen' -H "Authorization: Bearer $BKEY" --data-binary '{"jsonrpc":"2.0","id":"x","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["sub.s+x://a"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+  "$GG_PUB/mcp/acme/_all")" 403
 # the same through a stateless MCP 2026-07-28 request (no session): the answer shaped for that era
 m26() { # OUT METHOD PARAMS (without braces) NAME (prompt name or URI) → HTTP status
   gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
