@@ -402,10 +402,11 @@ bool gg_oauth_client_headers(void *impl, const char *url, const char *method, ch
 void gg_oauth_client_challenge(void *impl, const char *url, int status, const char *www_authenticate,
                                const char *dpop_nonce, gg_oauth_client_done_fn done, void *user);
 void gg_oauth_client_destroy(void *impl);
-/* type token_exchange: the caller's access token, held (a copy, the newest) while any call
+/* On behalf of the caller (mcp_auth_for_caller: type token_exchange, or id_jag with
+ * subject: caller): the caller's access token, held (a copy, the newest) while any call
  * holds it (token: one more hold; NULL: one less, the copy wiped with the last), as the
- * subject of the next exchange (RFC 8693); mcp_auth_provider.subject's shape. Other types
- * ignore it. */
+ * subject of the next exchange (RFC 8693); mcp_auth_provider.subject's shape. Other
+ * settings ignore it. */
 void gg_oauth_client_subject(void *impl, const char *token);
 /* {state: valid|none, valid_until_ms?, refresh_token, issuer?, fetches, failures}: never a token. */
 json_t *gg_oauth_client_state(gg_oauth_client *c);

@@ -24,13 +24,19 @@
  *     configured scope, else scopes_supported, else none, plus offline_access when the server
  *     offers it and refresh tokens;
  *   - a 403 insufficient_scope steps up (the union of the scopes) at most
- *     GG_OAUTH_CLIENT_MAX_STEP_UPS times in a row.
+ *     GG_OAUTH_CLIENT_MAX_STEP_UPS times in a row;
+ *   - on behalf of the caller (mcp_auth_for_caller), instead of a grant of its own: the caller's
+ *     token exchanged (RFC 8693) at the authorization server (token_exchange), or at the
+ *     enterprise IdP for an ID-JAG then presented as a jwt-bearer grant (id_jag with
+ *     subject: caller); never refreshed; a 403 insufficient_scope exchanges it again for
+ *     more scope (the same bound).
  * Every request of the provider is blocking libcurl on a helper thread (one per resolution,
  * concurrent 401s wait for the same one), bounded in time (timeout_ms) and size
  * (GG_OAUTH_CLIENT_MAX_BODY), without redirects, each address checked by the caller's policy
  * callbacks. Tokens and secrets never go into an error message or a log line.
  */
 #include "auth/auth.h"
+#include "mcp/mcp.h" /* mcp_auth_for_caller: this client implements that seam */
 
 #include <stdatomic.h>
 #include <curl/curl.h>
@@ -66,6 +72,7 @@ typedef enum { GT_OAUTH, GT_CLIENT_CREDENTIALS, GT_JWT_BEARER, GT_ID_JAG, GT_EXC
 #define EXCHANGE_UNKNOWN_TTL_S 300.0
 #define EXCHANGE_REFUSED_WINDOW_S 60.0
 #define TOKEN_TYPE_ACCESS "urn:ietf:params:oauth:token-type:access_token"
+#define TOKEN_TYPE_ID "urn:ietf:params:oauth:token-type:id_token"
 
 typedef struct waiter {
     gg_oauth_client_done_fn done;
@@ -76,6 +83,9 @@ typedef struct waiter {
 struct gg_oauth_client {
     /* settings (immutable after _new) */
     grant_type type;
+    /* on behalf of the caller (mcp_auth_for_caller): token_exchange, or id_jag with
+     * subject: caller; each call's caller's token is exchanged, nothing is refreshed */
+    bool for_caller;
     char *name, *server_url;
     char *client_id, *client_secret, *scope, *auth_method, *cimd_url, *redirect_uri, *assertion;
     char *idp_token_endpoint, *idp_client_id, *idp_client_secret; /* id_jag: the enterprise IdP */
@@ -279,7 +289,7 @@ void gg_oauth_client_pkce(char verifier[GG_OAUTH_PKCE_VERIFIER_LEN + 1], char ch
 static const char *const setting_keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                            "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                            "signing_algorithm", "dpop", "idp_token_endpoint", "idp_client_id",
-                                           "idp_client_secret", "timeout", "per_user", "audience", NULL};
+                                           "idp_client_secret", "timeout", "per_user", "audience", "subject", NULL};
 
 bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
     if (!json_is_object(s)) return gg_error_set(err, "invalid_config", "auth must be a mapping"), false;
@@ -308,10 +318,18 @@ bool gg_oauth_client_check_settings(const json_t *s, gg_error *err) {
                false;
     if (!ex && json_object_get(s, "audience"))
         return gg_error_set(err, "invalid_config", "auth.audience is a token_exchange setting"), false;
-    if (!strcmp(type, "id_jag") && (!json_object_get(s, "idp_token_endpoint") || !json_object_get(s, "idp_client_id") ||
-                                    !json_object_get(s, "assertion") || !json_object_get(s, "client_id")))
+    const char *subject = json_string_value(json_object_get(s, "subject"));
+    if (subject && (strcmp(subject, "caller") || strcmp(type, "id_jag")))
+        return gg_error_set(err, "invalid_config", "auth.subject must be caller, with type id_jag"), false;
+    if (subject && json_object_get(s, "assertion"))
         return gg_error_set(err, "invalid_config",
-                            "auth: id_jag needs idp_token_endpoint, idp_client_id, assertion (the ID token) and client_id"),
+                            "auth: id_jag with subject caller takes no assertion (the caller's token is the subject)"),
+               false;
+    if (!strcmp(type, "id_jag") && (!json_object_get(s, "idp_token_endpoint") || !json_object_get(s, "idp_client_id") ||
+                                    (!subject && !json_object_get(s, "assertion")) || !json_object_get(s, "client_id")))
+        return gg_error_set(err, "invalid_config",
+                            "auth: id_jag needs idp_token_endpoint, idp_client_id, assertion (the ID token; or subject: "
+                            "caller) and client_id"),
                false;
     const char *m = json_string_value(json_object_get(s, "token_endpoint_auth_method"));
     if (m && strcmp(m, "client_secret_basic") && strcmp(m, "client_secret_post") && strcmp(m, "none") &&
@@ -383,6 +401,7 @@ gg_oauth_client *gg_oauth_client_new(const json_t *settings, const char *server_
               : !strcmp(type, "id_jag")             ? GT_ID_JAG
               : !strcmp(type, "token_exchange")     ? GT_EXCHANGE
                                                     : GT_JWT_BEARER;
+    c->for_caller = mcp_auth_for_caller(settings);
     c->audience = opt_dup(settings, "audience");
     c->idp_token_endpoint = opt_dup(settings, "idp_token_endpoint");
     c->idp_client_id = opt_dup(settings, "idp_client_id");
@@ -880,15 +899,17 @@ static bool grant_refresh(gg_oauth_client *c, gg_error *err) {
     return ok;
 }
 
-/* Enterprise-managed authorization (SEP-990): the ID token exchanged at the enterprise IdP
+/* Enterprise-managed authorization (SEP-990): a subject token (the configured ID token, or
+ * with subject: caller the calling user's access token) exchanged at the enterprise IdP
  * (RFC 8693) for an identity assertion grant (ID-JAG) audienced to this authorization server
- * and resource; caller frees. */
-static char *exchange_id_jag(gg_oauth_client *c, const char *scope, gg_error *err) {
+ * and resource; caller frees. A refusal says the IdP's status and `error` code only. */
+static char *exchange_id_jag(gg_oauth_client *c, const char *subject, const char *subject_type, const char *scope,
+                             gg_error *err) {
     gg_strbuf f = {0};
     form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
     form_add(&f, "requested_token_type", "urn:ietf:params:oauth:token-type:id-jag");
-    form_add(&f, "subject_token", c->assertion);
-    form_add(&f, "subject_token_type", "urn:ietf:params:oauth:token-type:id_token");
+    form_add(&f, "subject_token", subject);
+    form_add(&f, "subject_token_type", subject_type);
     form_add(&f, "audience", c->issuer);
     form_add(&f, "resource", c->resource);
     form_add(&f, "scope", scope);
@@ -914,7 +935,7 @@ static char *exchange_id_jag(gg_oauth_client *c, const char *scope, gg_error *er
 static bool grant_machine(gg_oauth_client *c, const char *scope, gg_error *err) {
     gg_strbuf f = {0};
     char *jag = NULL;
-    if (c->type == GT_ID_JAG && !(jag = exchange_id_jag(c, scope, err))) return false;
+    if (c->type == GT_ID_JAG && !(jag = exchange_id_jag(c, c->assertion, TOKEN_TYPE_ID, scope, err))) return false;
     if (c->type == GT_CLIENT_CREDENTIALS) form_add(&f, "grant_type", "client_credentials");
     else {
         form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
@@ -1043,7 +1064,7 @@ static bool grant_code(gg_oauth_client *c, const char *scope, gg_error *err) {
     return ok;
 }
 
-/* ---- on behalf of the caller (token_exchange, RFC 8693) ----------------------------------- */
+/* ---- on behalf of the caller (token_exchange, RFC 8693; id_jag with subject: caller) -------- */
 
 /* The held caller's token (a copy, wiped by the caller), or NULL. */
 static char *subject_copy(gg_oauth_client *c) {
@@ -1053,34 +1074,63 @@ static char *subject_copy(gg_oauth_client *c) {
     return t;
 }
 
+/* A downstream_auth failure of an exchange for the caller as token_exchange_failed: who
+ * refused (refused: the message's prefix of a refusal) and its "(HTTP status: error)" only
+ * (those messages carry nothing else: token_request, exchange_id_jag). */
+static void exchange_failed(gg_error *err, const char *refused, const char *who) {
+    if (strcmp(err->code, "downstream_auth")) return; /* out of memory, ... as they are */
+    char why[160];
+    const char *m = err->message ? err->message : "", *st = strstr(m, "(HTTP ");
+    bool ref = !strncmp(m, refused, strlen(refused)) && st;
+    snprintf(why, sizeof why, "%s", ref ? st : m);
+    gg_error_clear(err);
+    if (ref) gg_error_set(err, "token_exchange_failed", "%s refused the token exchange %s", who, why);
+    else gg_error_set(err, "token_exchange_failed", "the token exchange failed: %s", why);
+}
+
+/* id_jag with subject: caller (SEP-990 on behalf of the caller): the caller's token exchanged
+ * at the enterprise IdP for an ID-JAG naming that user, which this server's authorization
+ * server takes as a jwt-bearer assertion from graphgate's configured client. */
+static bool grant_id_jag_for(gg_oauth_client *c, const char *subject, const char *scope, gg_error *err) {
+    char *jag = exchange_id_jag(c, subject, TOKEN_TYPE_ACCESS, scope, err);
+    if (!jag) return exchange_failed(err, "the identity provider refused", "the identity provider"), false;
+    gg_strbuf f = {0};
+    form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
+    form_add(&f, "assertion", jag);
+    wipe_free(jag);
+    form_add(&f, "scope", scope);
+    form_add(&f, "resource", c->resource);
+    bool ok = token_request(c, &f, c->client_id, c->client_secret, err);
+    gg_strbuf_free(&f);
+    if (!ok) exchange_failed(err, "token request refused", "the authorization server (ID-JAG grant)");
+    return ok;
+}
+
 /* The caller's token exchanged at the downstream's authorization server for an access token
  * of this server (`resource`, RFC 8707; `audience` and scope when configured), graphgate
- * authenticating as its configured client. A refusal says the server's `error` code only. */
+ * authenticating as its configured client; or for id_jag, through the IdP (grant_id_jag_for).
+ * A refusal says the server's `error` code only. */
 static bool grant_exchange(gg_oauth_client *c, const char *scope, gg_error *err) {
     char *subject = subject_copy(c);
     if (!subject)
         return gg_error_set(err, "principal_required", "no caller's access token to exchange (call with a user's token)"),
                false;
-    gg_strbuf f = {0};
-    form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
-    form_add(&f, "subject_token", subject);
-    form_add(&f, "subject_token_type", TOKEN_TYPE_ACCESS);
-    form_add(&f, "requested_token_type", TOKEN_TYPE_ACCESS);
-    form_add(&f, "resource", c->resource);
-    form_add(&f, "audience", c->audience);
-    form_add(&f, "scope", scope);
-    wipe_free(subject);
-    bool ok = token_request(c, &f, c->client_id, c->client_secret, err);
-    gg_strbuf_free(&f);
-    if (!ok && !strcmp(err->code, "downstream_auth")) { /* the AS's status and error code, nothing else */
-        char why[160];
-        const char *m = err->message ? err->message : "", *st = strstr(m, "(HTTP ");
-        bool refused = !strncmp(m, "token request refused", 21) && st;
-        snprintf(why, sizeof why, "%s", refused ? st : m);
-        gg_error_clear(err);
-        if (refused) gg_error_set(err, "token_exchange_failed", "the authorization server refused the token exchange %s", why);
-        else gg_error_set(err, "token_exchange_failed", "the token exchange failed: %s", why);
+    bool ok;
+    if (c->type == GT_ID_JAG) ok = grant_id_jag_for(c, subject, scope, err);
+    else {
+        gg_strbuf f = {0};
+        form_add(&f, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
+        form_add(&f, "subject_token", subject);
+        form_add(&f, "subject_token_type", TOKEN_TYPE_ACCESS);
+        form_add(&f, "requested_token_type", TOKEN_TYPE_ACCESS);
+        form_add(&f, "resource", c->resource);
+        form_add(&f, "audience", c->audience);
+        form_add(&f, "scope", scope);
+        ok = token_request(c, &f, c->client_id, c->client_secret, err);
+        gg_strbuf_free(&f);
+        if (!ok) exchange_failed(err, "token request refused", "the authorization server");
     }
+    wipe_free(subject);
     pthread_mutex_lock(&c->mu);
     if (ok) { /* never refreshed: the next exchange brings a caller's token again */
         wipe_free(c->refresh);
@@ -1095,9 +1145,31 @@ static bool grant_exchange(gg_oauth_client *c, const char *scope, gg_error *err)
     return ok;
 }
 
-/* A 401/403 of a token_exchange server. A 401 without an error is a request that went out
- * before the token now held: sent again. A refused token (invalid_token) is dropped and
- * exchanged once more, but not a second time in a row (then the call fails). */
+/* A 403 insufficient_scope of a server acting for the caller: the caller's token exchanged
+ * again for the scope asked before plus the challenge's (the authorization server grants
+ * what it allows that caller), at most GG_OAUTH_CLIENT_MAX_STEP_UPS times in a row; later
+ * exchanges (expiry, refusal) keep asking for the stepped-up scope. */
+static void step_up_exchange(gg_oauth_client *c, const gg_oauth_challenge *ch, gg_error *err) {
+    if (++c->step_ups > GG_OAUTH_CLIENT_MAX_STEP_UPS) {
+        gg_error_set(err, "downstream_auth", "the server still wants more scope after %d step-ups", GG_OAUTH_CLIENT_MAX_STEP_UPS);
+        return;
+    }
+    char *scope = scope_union(c->want_scope ? c->want_scope : c->scope, ch->scope[0] ? ch->scope : NULL);
+    pthread_mutex_lock(&c->mu);
+    forget_tokens(c);
+    pthread_mutex_unlock(&c->mu);
+    if (grant_exchange(c, scope, err)) {
+        free(c->want_scope);
+        c->want_scope = scope;
+        scope = NULL;
+    }
+    free(scope);
+}
+
+/* A 401/403 of a server acting for the caller (token_exchange; id_jag with subject: caller).
+ * A 401 without an error is a request that went out before the token now held: sent again.
+ * A refused token (invalid_token) is dropped and exchanged once more, but not a second time
+ * in a row (then the call fails). */
 static void resolve_exchange(gg_oauth_client *c, int status, const gg_oauth_challenge *ch, gg_error *err) {
     double now = (double)gg_wall_ms() / 1000.0;
     pthread_mutex_lock(&c->mu);
@@ -1106,6 +1178,10 @@ static void resolve_exchange(gg_oauth_client *c, int status, const gg_oauth_chal
     bool again = refused && c->reexchanged && now - c->exchanged_at < EXCHANGE_REFUSED_WINDOW_S;
     if (refused) forget_tokens(c);
     pthread_mutex_unlock(&c->mu);
+    if (status == 403 && !strcmp(ch->error, "insufficient_scope")) {
+        step_up_exchange(c, ch, err);
+        return;
+    }
     if (status == 403) {
         gg_error_set(err, "downstream_auth", "the server refused the exchanged token (HTTP 403%s%.64s)", ch->error[0] ? ": " : "",
                      ch->error);
@@ -1119,15 +1195,17 @@ static void resolve_exchange(gg_oauth_client *c, int status, const gg_oauth_chal
     }
     char *issuer = discover_resource(c, ch->resource_metadata, err);
     if (!issuer || !discover_server(c, issuer, err)) return;
-    char *scope = c->scope ? strdup(c->scope) : NULL; /* the configured scope only: the AS decides the rest */
-    if (grant_exchange(c, scope, err)) c->reexchanged = refused;
+    /* the configured scope (or a stepped-up one): the AS decides the rest */
+    const char *want = c->want_scope ? c->want_scope : c->scope;
+    char *scope = want ? strdup(want) : NULL;
+    if (grant_exchange(c, scope, err)) c->reexchanged = refused, c->step_ups = 0;
     free(scope);
 }
 
 /* See auth.h. */
 void gg_oauth_client_subject(void *impl, const char *token) {
     gg_oauth_client *c = impl;
-    if (c->type != GT_EXCHANGE) return;
+    if (!c->for_caller) return;
     pthread_mutex_lock(&c->mu);
     if (token) {
         if (!c->subject || strcmp(c->subject, token)) { /* the newest of the principal's tokens */
@@ -1200,7 +1278,7 @@ static void resolve(gg_oauth_client *c, int status, const char *www, gg_error *e
     gg_oauth_client_parse_challenge(www, &ch);
     char *scope = NULL;
     bool step_up = status == 403;
-    if (c->type == GT_EXCHANGE) {
+    if (c->for_caller) {
         resolve_exchange(c, status, &ch, err);
         return;
     }
@@ -1355,10 +1433,10 @@ bool gg_oauth_client_headers(void *impl, const char *url, const char *method, ch
     pthread_mutex_lock(&c->mu);
     double now = (double)gg_wall_ms() / 1000.0;
     bool have = c->access && (c->expires_at == 0 || c->expires_at > now);
-    if (c->type == GT_EXCHANGE) /* shortly before its expiry the next call exchanges again */
+    if (c->for_caller) /* shortly before its expiry the next call exchanges again */
         have = c->access && c->use_until > now;
     /* renew ahead of the expiry, in the background, when nothing else is being resolved */
-    if (have && c->type != GT_EXCHANGE && c->expires_at && c->expires_at - now < RENEW_MARGIN_S && !c->busy && now - c->renew_tried > RENEW_RETRY_S) {
+    if (have && !c->for_caller && c->expires_at && c->expires_at - now < RENEW_MARGIN_S && !c->busy && now - c->renew_tried > RENEW_RETRY_S) {
         c->renew_tried = now;
         start_locked(c, 0, NULL);
     }

@@ -249,6 +249,7 @@ static int answer_catalogs(gg_gateway *gw, gg_http_res *res, const char *tenant,
                              next ? json_string(next) : json_null());
     if (changes) json_object_set_new(body, "changes", changes);
     if (!cursor) json_object_set_new(body, "auth", gw_dsauth_tenant(gw->dsauth, tenant)); /* credentials in use */
+    if (!cursor) json_object_set_new(body, "for_caller", gw_dsauth_for_callers(gw->dsauth, tenant));
     if (!cursor) { /* per_user servers: how many users hold a grant (never a token) */
         json_t *pu = gg_store_user_grants_summary(gw->store, tenant, &err);
         gg_error_clear(&err);
@@ -432,19 +433,48 @@ static bool unsub_due(gw_refresher *r, const char *tag, const char *uri) {
     return due;
 }
 
+/* uri to the sessions of tenant's endpoint ep subscribed to it and its subscriptions/listen
+ * streams naming it (gw_streams_updated, gw_listen_updated bound the rate): how many. */
+static size_t updated_on(gg_gateway *gw, const char *tenant, const char *ep, const char *uri) {
+    return gw_streams_updated(gw->streams, tenant, ep, uri) + gw_listen_updated(gw->listen, tenant, ep, uri);
+}
+
+/* graph's proxied uri as tenant's _all and the views naming graph under "resources" serve
+ * it, "<graph>.<uri>" (tenantwide.c), to their subscribers: how many. The views are read
+ * from the store only while a client of this replica is on one of the tenant's views. */
+static size_t relay_tenantwide(gg_gateway *gw, const char *tenant, const char *graph, const char *uri) {
+    char dotted[GG_NAME_MAX + 2 + 2304]; /* a relayed URI is shorter (gg_graph_downstream_notified) */
+    int len = snprintf(dotted, sizeof dotted, "%s.%s", graph, uri);
+    if (len < 0 || (size_t)len >= sizeof dotted) return 0;
+    size_t heard = updated_on(gw, tenant, GW_TENANTWIDE, dotted), i, j;
+    json_t *views = NULL, *v, *g;
+    if (gw->store && (gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX) || gw_listen_any_on(gw->listen, tenant, GW_VIEWS_PREFIX))) {
+        gg_error err = GG_ERROR_INIT;
+        views = gg_store_views_list(gw->store, tenant, &err);
+        gg_error_clear(&err);
+    }
+    json_array_foreach(views, i, v) json_array_foreach(json_object_get(json_object_get(v, "definition"), "resources"), j, g) {
+        char ep[GG_NAME_MAX + 1];
+        if (!json_is_string(g) || strcmp(json_string_value(g), graph)) continue;
+        snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, json_string_value(json_object_get(v, "name")));
+        heard += updated_on(gw, tenant, ep, dotted);
+    }
+    json_decref(views);
+    return heard;
+}
+
 /* A proxied resource's notifications/resources/updated (uri as the graph's clients name it)
- * to the sessions of tag's graph subscribed to it and its subscriptions/listen streams naming
- * it (gw_streams_updated, gw_listen_updated bound the rate);
- * none left: the downstream is told to stop (ended sessions, unsubscribes). The graph's own
- * endpoint only: another tenant's sessions are on other endpoints. */
+ * to the subscribers on tag's graph's endpoint, and under "<graph>." to those on its
+ * tenant's _all and views (relay_tenantwide); none left anywhere: the downstream is told to
+ * stop (ended sessions and streams, unsubscribes). Only tag's tenant's endpoints: another
+ * tenant's sessions are on other endpoints. */
 static void relay_updated(gg_gateway *gw, const char *tag, const char *uri) {
     char tenant[GG_NAME_MAX + 1], graph[GG_NAME_MAX + 1];
     const char *slash = strchr(tag, '/');
     if (!slash || (size_t)(slash - tag) > GG_NAME_MAX || strlen(slash + 1) > GG_NAME_MAX) return;
     snprintf(tenant, sizeof tenant, "%.*s", (int)(slash - tag), tag);
     snprintf(graph, sizeof graph, "%s", slash + 1);
-    size_t heard = gw_streams_updated(gw->streams, tenant, graph, uri); /* sessions, then 2026 listen streams */
-    heard += gw_listen_updated(gw->listen, tenant, graph, uri);
+    size_t heard = updated_on(gw, tenant, graph, uri) + relay_tenantwide(gw, tenant, graph, uri);
     if (heard || !gw->refresher || !unsub_due(gw->refresher, tag, uri)) return;
     mcp_server *s = gw->registry ? gw_registry_peek(gw->registry, tenant, graph, NULL) : NULL;
     gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;

@@ -29,6 +29,7 @@ typedef struct dsa_entry {
     gg_oauth_client *c;
     char owner[GG_TENANT_MAX], name[128], url[512];
     char principal[GG_KEY_ID_LEN + 1]; /* per_user: whose grant it holds; "" = a shared client */
+    bool for_caller;                   /* mcp_auth_for_caller: principal is the caller it acts for */
     struct dsa_entry *prev, *next;
 } dsa_entry;
 
@@ -160,13 +161,14 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
                           gg_error *err) {
     struct gw_dsauth *reg = user;
     bool per_user = json_is_true(json_object_get(settings, "per_user"));
-    /* token_exchange: a provider per (server, principal) too, whose token is exchanged for
-     * each call's caller's own (nothing stored: it lives in this provider's memory only) */
+    /* on behalf of the caller (token_exchange, id_jag with subject: caller): a provider per
+     * (server, principal) too, whose token is exchanged for each call's caller's own (nothing
+     * stored: it lives in this provider's memory only) */
     const char *type = json_string_value(json_object_get(settings, "type"));
-    if (type && !strcmp(type, "token_exchange") && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
+    if (mcp_auth_for_caller(settings) && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
         return gg_error_set(err, "principal_required",
-                            "server '%s' is called on behalf of the caller (auth.type token_exchange): no user called",
-                            name ? name : url),
+                            "server '%s' is called on behalf of the caller (auth.type %s): no user called",
+                            name ? name : url, type),
                false;
     if (per_user && (!principal || !*principal || strlen(principal) > GG_KEY_ID_LEN))
         return gg_error_set(err, "principal_required", "server '%s' acts for each user (auth.per_user): no user called",
@@ -193,8 +195,9 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
     gg_strcopy(e->owner, sizeof e->owner, owner);
     gg_strcopy(e->name, sizeof e->name, name);
     gg_strcopy(e->url, sizeof e->url, url);
-    if (principal && *principal && !per_user) /* token_exchange: listed as a user's, never seeded */
+    if (principal && *principal && !per_user) /* for the caller: listed as a user's, never seeded */
         gg_strcopy(e->principal, sizeof e->principal, principal);
+    e->for_caller = mcp_auth_for_caller(settings);
     if (per_user) {
         gg_strcopy(e->principal, sizeof e->principal, principal);
         if (!seed_user(e, err)) {
@@ -253,6 +256,52 @@ json_t *gw_dsauth_tenant(struct gw_dsauth *reg, const char *tenant) {
         json_object_set_new(s, "requests", json_incref(json_object_get(s, "fetches")));
         json_object_del(s, "fetches");
         json_array_append_new(out, s);
+    }
+    pthread_mutex_unlock(&reg->mu);
+    return out;
+}
+
+/* The summary row of server (name, url) in out, made on first sight. */
+static json_t *caller_row(json_t *out, const dsa_entry *e) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(out, i, r) {
+        if (!strcmp(json_string_value(json_object_get(r, "server")), e->name) &&
+            !strcmp(json_string_value(json_object_get(r, "url")), e->url))
+            return r;
+    }
+    r = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "server", e->name, "url", e->url, "callers", 0, "valid", 0, "requests",
+                  0, "failures", 0);
+    return r && !json_array_append_new(out, r) ? r : NULL;
+}
+
+static void add_to(json_t *row, const char *key, json_int_t n) {
+    json_object_set_new(row, key, json_integer(json_integer_value(json_object_get(row, key)) + n));
+}
+
+/* One caller's client folded into its server's row: counts, and the newest failure (its
+ * reason is the client's own message, which never carries a token). */
+static void fold_caller(json_t *row, json_t *s) {
+    add_to(row, "callers", 1);
+    add_to(row, "valid", !strcmp(json_string_value(json_object_get(s, "state")), "valid"));
+    add_to(row, "requests", json_integer_value(json_object_get(s, "fetches")));
+    add_to(row, "failures", json_integer_value(json_object_get(s, "failures")));
+    json_int_t at = json_integer_value(json_object_get(s, "last_failure_ms"));
+    if (at && at > json_integer_value(json_object_get(row, "last_failure_ms"))) {
+        json_object_set(row, "last_failure", json_object_get(s, "last_failure"));
+        json_object_set_new(row, "last_failure_ms", json_integer(at));
+    }
+}
+
+json_t *gw_dsauth_for_callers(struct gw_dsauth *reg, const char *tenant) {
+    json_t *out = json_array();
+    if (!reg || !out) return out;
+    pthread_mutex_lock(&reg->mu);
+    for (dsa_entry *e = reg->live; e; e = e->next) {
+        if (!e->for_caller || strcmp(e->owner, tenant) != 0) continue;
+        json_t *row = caller_row(out, e), *s = row ? gg_oauth_client_state(e->c) : NULL;
+        if (s) fold_caller(row, s);
+        json_decref(s);
     }
     pthread_mutex_unlock(&reg->mu);
     return out;

@@ -69,6 +69,10 @@ json_t *gw_tenantwide_missing(mcp_server *s);
 /* The definition a view server was built from (compact JSON, sorted keys; borrowed from s),
  * NULL for any other server: what its clients were last told about. */
 const char *gw_tenantwide_view_text(const mcp_server *s);
+/* A tenant-wide or view server s's proxied uri ("<graph>.<uri>" of a graph it serves
+ * resources of) subscribed to at its downstream, as resources/subscribe there does (a
+ * subscriptions/listen stream's resourceSubscriptions); false for anything else. */
+bool gw_tenantwide_subscribe(const mcp_server *s, const char *uri);
 /* ---- views (views.c): /mcp/{tenant}/_views/{name} over the admin REST's definitions ---- */
 #define GW_VIEWS_PREFIX "_views/"
 #define GW_VIEWS_MAX 100      /* views per tenant */
@@ -367,6 +371,10 @@ struct gw_dsauth *gw_dsauth_install(gg_gateway *gw);
 gg_oauth_client_net gw_dsauth_net(const mcp_client_policy *policy);
 void gw_dsauth_free(struct gw_dsauth *reg); /* the memory goes with the last provider */
 json_t *gw_dsauth_tenant(struct gw_dsauth *reg, const char *tenant); /* [{server, url, state, …}] */
+/* servers acting for each caller (mcp_auth_for_caller), one row each: [{server, url, callers
+ * (principals with a client on this replica), valid (of those, holding a token), requests,
+ * failures, last_failure?, last_failure_ms?}] — never a principal, never a token */
+json_t *gw_dsauth_for_callers(struct gw_dsauth *reg, const char *tenant);
 void gw_dsauth_metrics(struct gw_dsauth *reg, gg_strbuf *out);
 /* An execution record (borrowed, changed): "caller" {issuer, subject, client_id, scopes} when
  * its key_id is a principal that called with an OAuth token, else nothing added. */

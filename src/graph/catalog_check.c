@@ -247,9 +247,9 @@ static void fetch_all(gg_graph *g, fetch *fs, const gg_graph_options *o) {
         fs[i].got = (gathered){json_array(), 0, o->downstream->max_catalog_bytes};
         gg_error e = GG_ERROR_INIT;
         fs[i].err = e;
-        /* a per_user (or token_exchange) server answers its users only: nobody's tools to
+        /* a per_user (or for_caller) server answers its users only: nobody's tools to
          * list at an upload */
-        fs[i].done = g->servers[i].target_graph || g->servers[i].per_user || g->servers[i].exchange ||
+        fs[i].done = g->servers[i].target_graph || g->servers[i].per_user || g->servers[i].for_caller ||
                      g->servers[i].check == GG_CHECK_OFF + 1 ||
                      (!g->servers[i].check && o->downstream->mode == GG_CHECK_OFF);
     }
@@ -349,9 +349,9 @@ static void check_node(check_ctx *c, const ynode *nm) {
     if (si == c->g->nservers) return;
     gserver *s = &c->g->servers[si];
     if (s->target_graph) return; /* another graph of the tenant: no downstream catalog */
-    /* per_user, token_exchange: listed by nobody at an upload (no caller); a missing tool is
+    /* per_user, for_caller: listed by nobody at an upload (no caller); a missing tool is
      * the downstream's error at the first call */
-    if (s->exchange || s->per_user) return;
+    if (s->for_caller || s->per_user) return;
     fetch *f = &c->fs[si];
     int mode = s->check ? s->check - 1 : (int)c->o->downstream->mode;
     if (mode == GG_CHECK_OFF) return;

@@ -200,7 +200,7 @@ typedef struct guser {
     char principal[GG_GRAPH_PRINCIPAL_MAX + 1];
     mcp_client *client;
     double used_ms;
-    long long gen; /* a server with ${secrets.NAME} (token_exchange): made at this generation */
+    long long gen; /* a server with ${secrets.NAME} (for_caller): made at this generation */
 } guser;
 
 typedef struct guser_retired {
@@ -305,7 +305,7 @@ mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_cl
     struct gusers *us = s->users;
     guser_retired *due = us ? users_due(us, now) : NULL;
     if (us) users_sweep_idle(s, us, now);
-    /* secrets (token_exchange only): a client made before a secret changed gives way */
+    /* secrets (for_caller servers only): a client made before a secret changed gives way */
     long long gen = s->nsecrets ? gg_graph_secrets_generation(s) : 0;
     for (size_t i = 0; us && i < us->n && !c; i++)
         if (!strcmp(us->u[i].principal, principal)) {

@@ -54,7 +54,7 @@ typedef struct grun {
     gg_error reply_err;
     _Atomic int relayed; /* the downstream's requests relayed to the caller (relay_request) */
     double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
-    /* a token_exchange server's client holding the caller's token for the call in flight
+    /* a for_caller server's client holding the caller's token for the call in flight
      * (user_client), released when its answer is taken (exec_mcp_finish) or the run goes */
     gserver *held_server;
     mcp_client *held_client;
@@ -525,7 +525,7 @@ static json_t *context_get(grun *r) {
     return n;
 }
 
-/* The caller's token handed to a token_exchange server's client for the call: let go. */
+/* The caller's token handed to a for_caller server's client for the call: let go. */
 static void release_subject(grun *r) {
     if (!r->held_client) return;
     gg_graph_user_release(r->held_server, r->held_client);
@@ -1031,15 +1031,16 @@ static void relay_notify_locked(grun *r, const char *method, json_t *params) {
  * grants of their own; an API key, the internal listener or a task acts for nobody. */
 static mcp_client *user_client(grun *r, gserver *s, gg_error *err) {
     const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->who : NULL;
-    /* token_exchange: the caller's own token is the exchange's subject; without it (an API
-     * key, a task, a graph calling a graph) nobody's token can be had */
-    const char *subject = s->exchange && r->opts && r->opts->caller ? r->opts->caller->subject_token : NULL;
-    if (!who || !who->issuer || !who->subject || !who->key_id || (s->exchange && !subject)) {
-        if (s->exchange)
+    /* for the caller (token_exchange, id_jag subject: caller): the caller's own token is the
+     * exchange's subject; without it (an API key, a task, a graph calling a graph) nobody's
+     * token can be had */
+    const char *subject = s->for_caller && r->opts && r->opts->caller ? r->opts->caller->subject_token : NULL;
+    if (!who || !who->issuer || !who->subject || !who->key_id || (s->for_caller && !subject)) {
+        if (s->for_caller)
             gg_error_set(err, "principal_required",
-                         "server '%s' is called on behalf of the caller (auth.type token_exchange): call with an OAuth "
+                         "server '%s' is called on behalf of the caller (auth.type %s): call with an OAuth "
                          "access token of a user, not an API key",
-                         s->name);
+                         s->name, json_string_value(json_object_get(s->auth, "type")));
         else
             gg_error_set(err, "principal_required",
                          "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
@@ -1068,7 +1069,7 @@ static bool exec_mcp_start(grun *r, const gnode *n, json_t **input, gg_error *er
     }
     *input = args;
     if (n->server->target_graph) return exec_graph_call_start(r, n, args, err);
-    mcp_client *c = n->server->per_user || n->server->exchange ? user_client(r, n->server, err)
+    mcp_client *c = n->server->per_user || n->server->for_caller ? user_client(r, n->server, err)
                                                                : gg_graph_server_client(n->server, r->g->policy, err);
     if (!c && !strcmp(err->code, "principal_required")) gg_error_set_path(err, n->id); /* the result's _meta names it */
     if (!c) return false;

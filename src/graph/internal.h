@@ -127,9 +127,11 @@ struct gserver {
     struct gsecrets *sec;      /* resolved state, under lock (secrets.c) */
     /* `auth.per_user`: a client per caller (clients.c gg_graph_user_client), under lock */
     bool per_user;
-    /* `auth.type: token_exchange`: a client per caller as well, each exchanging its caller's
-     * own token (mcp_call_ctx.subject_token) for one of this server (exec.c user_client) */
-    bool exchange;
+    /* on behalf of the caller (mcp_auth_for_caller: `auth.type: token_exchange`, or
+     * id_jag with `subject: caller`): a client per caller as well, each exchanging its
+     * caller's own token (mcp_call_ctx.subject_token) for one of this server (exec.c
+     * user_client) */
+    bool for_caller;
     struct gusers *users;
 };
 

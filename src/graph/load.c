@@ -565,7 +565,7 @@ static json_t *to_json_at(lctx *c, const ynode *v, const char *what);
 /* type token_exchange (RFC 8693, on behalf of the caller): each OAuth caller's own access
  * token is the subject, so a client of graphgate's own must authenticate the exchange, and
  * nothing else (an assertion, a user's consent) can stand in for the caller. */
-static void load_exchange(lctx *c, gserver *s, const ynode *v, const char *type, const char *w) {
+static void load_exchange(lctx *c, const ynode *v, const char *type, const char *w) {
     bool ex = type && !strcmp(type, "token_exchange");
     if (!ex) {
         if (gg_yaml_get(v, "audience"))
@@ -573,7 +573,6 @@ static void load_exchange(lctx *c, gserver *s, const ynode *v, const char *type,
                  w);
         return;
     }
-    s->exchange = true;
     if (!gg_yaml_get(v, "client_id"))
         LERR(c, v, "missing_key", "%s: token_exchange needs 'client_id' (graphgate's client at the authorization server)", w);
     static const char *const not_here[] = {"assertion", "redirect_uri", "client_metadata_url", "idp_token_endpoint",
@@ -585,11 +584,33 @@ static void load_exchange(lctx *c, gserver *s, const ynode *v, const char *type,
     /* per_user: true is refused by load_auth (it needs type oauth) */
 }
 
+/* type id_jag (SEP-990): a configured ID token (`assertion`) is the subject of the IdP's
+ * exchange, or with `subject: caller` each OAuth caller's own access token (then the server
+ * acts for the caller as a token_exchange one does, mcp_auth_for_caller, and no assertion can
+ * stand in for the caller). */
+static void load_id_jag(lctx *c, const ynode *v, const char *type, const char *w) {
+    bool jag = type && !strcmp(type, "id_jag");
+    const ynode *sub = gg_yaml_get(v, "subject");
+    if (sub && !jag)
+        LERR(c, sub, "invalid_server", "%s.subject is an id_jag setting (type: id_jag, subject: caller)", w);
+    else if (sub && (sub->kind != YN_SCALAR || strcmp(sub->str, "caller")))
+        LERR(c, sub, "invalid_server", "%s.subject must be caller (the calling user's token is the IdP's subject)", w);
+    if (!jag) return;
+    bool caller = sub && sub->kind == YN_SCALAR && !strcmp(sub->str, "caller");
+    if (caller && gg_yaml_get(v, "assertion"))
+        LERR(c, gg_yaml_get(v, "assertion"), "invalid_server",
+             "%s.assertion does not apply to id_jag with subject: caller (the subject is the caller's own token)", w);
+    /* with a subject (caller, or a wrong one said above), no assertion */
+    static const char *const need_jag[] = {"idp_token_endpoint", "idp_client_id", "client_id", "assertion"};
+    for (size_t i = 0; i < (sub ? 3u : 4u); i++)
+        if (!gg_yaml_get(v, need_jag[i])) LERR(c, v, "missing_key", "%s: id_jag needs '%s'", w, need_jag[i]);
+}
+
 static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
     static const char *const keys[] = {"type", "client_id", "client_secret", "scope", "token_endpoint_auth_method",
                                        "client_metadata_url", "redirect_uri", "assertion", "private_key",
                                        "signing_algorithm", "idp_token_endpoint", "idp_client_id", "idp_client_secret",
-                                       "audience", "dpop", "timeout", "per_user", NULL};
+                                       "audience", "dpop", "timeout", "per_user", "subject", NULL};
     char w[200];
     snprintf(w, sizeof w, "%s.auth", what);
     if (v->kind != YN_MAP) {
@@ -603,7 +624,8 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
         strcmp(type, "id_jag") && strcmp(type, "token_exchange"))
         LERR(c, gg_yaml_get(v, "type"), "invalid_server",
              "%s.type must be oauth, client_credentials, jwt_bearer, id_jag or token_exchange, not '%s'", w, type);
-    load_exchange(c, s, v, type, w);
+    load_exchange(c, v, type, w);
+    load_id_jag(c, v, type, w);
     for (size_t i = 1; strcmp(keys[i], "dpop"); i++) get_str(c, v, keys[i], false, w); /* each a string */
     const ynode *dp = gg_yaml_get(v, "dpop");
     if (dp && strcmp(json_type_of(dp), "boolean"))
@@ -630,9 +652,6 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
              w);
     if (m && !strcmp(m, "private_key_jwt") && !gg_yaml_get(v, "private_key"))
         LERR(c, v, "missing_key", "%s: private_key_jwt needs 'private_key' (PEM)", w);
-    static const char *const need_jag[] = {"idp_token_endpoint", "idp_client_id", "assertion", "client_id"};
-    for (size_t i = 0; type && !strcmp(type, "id_jag") && i < 4; i++)
-        if (!gg_yaml_get(v, need_jag[i])) LERR(c, v, "missing_key", "%s: id_jag needs '%s'", w, need_jag[i]);
     static const char *const urls[] = {"client_metadata_url", "redirect_uri", "idp_token_endpoint"};
     for (size_t i = 0; i < 3; i++) {
         const char *u = get_str(c, v, urls[i], false, w);
@@ -648,6 +667,7 @@ static void load_auth(lctx *c, gserver *s, const ynode *v, const char *what) {
         LERR(c, to, "invalid_server", "%s.timeout must be milliseconds between 100 and 120000", w);
     s->auth = to_json_at(c, v, w);
     s->cfg.auth = s->auth;
+    s->for_caller = mcp_auth_for_caller(s->auth);
 }
 
 static void load_servers(lctx *c, const ynode *v) {

@@ -155,9 +155,9 @@ static bool report_listed(pctx *c, gserver *s, const char *id, json_t *tools, si
 static json_t *catalog_for(pctx *c, gserver *s, const ynode *at) {
     char id[GG_GRAPH_IDENTITY_MAX];
     gg_graph_server_identity(s, id);
-    /* a server acting for each caller (per_user, token_exchange) answers its users only: an
+    /* a server acting for each caller (per_user, for_caller) answers its users only: an
      * upload has no caller to list it as (a shared client would only fail principal_required) */
-    if (c->o && c->o->downstream && !s->per_user && !s->exchange) {
+    if (c->o && c->o->downstream && !s->per_user && !s->for_caller) {
         gg_error e = GG_ERROR_INIT;
         mcp_client *mc = gg_graph_server_client(s, c->g->policy, &e);
         int tmo = c->o->downstream->timeout_ms > 0 ? c->o->downstream->timeout_ms : 10000;
@@ -471,16 +471,16 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
         PERR(c, tools, "invalid_type", "tools must be 'all' or a sequence of tool names / {name, as, ...}");
         return;
     }
-    if (all && (s->per_user || s->exchange)) { /* nobody to list its tools as (catalog_for) */
+    if (all && (s->per_user || s->for_caller)) { /* nobody to list its tools as (catalog_for) */
         /* an upload is refused; a version stored before this rule still loads, adding no tools */
         bool stored = c->o && c->o->clamp_limits;
         gg_graph_diag_add(c->d, stored ? GG_DIAG_WARNING : GG_DIAG_ERROR, "proxy_tools_unlisted", c->file, tools->line,
                           tools->column, NULL, NULL,
-                          "server '%s' is called %s: an upload has no caller to list its tools as, so "
+                          "server '%s' is called %s%s%s: an upload has no caller to list its tools as, so "
                           "'tools: all' cannot be resolved; name them (tools: [name, ...])%s",
                           pe.server,
-                          s->exchange ? "on behalf of the caller (auth.type token_exchange)"
-                                      : "with each user's own consent (auth.per_user)",
+                          s->for_caller ? "on behalf of the caller (auth.type " : "with each user's own consent (auth.per_user",
+                          s->for_caller ? json_string_value(json_object_get(s->auth, "type")) : "", ")",
                           stored ? "; this entry adds no tools" : "");
         return;
     }

@@ -90,6 +90,18 @@ struct mcp_client_policy;
 typedef bool (*mcp_auth_factory_fn)(void *user, const json_t *settings, const char *url, const char *name,
                                     const char *owner, const char *principal, const struct mcp_client_policy *policy,
                                     mcp_auth_provider *out, gg_error *err);
+/* Whether `auth` settings (an `auth:` object; NULL: none) act for each caller: the calling
+ * user's own access token is the subject of an exchange (RFC 8693) made for the call, so the
+ * server is reached as that user with a token obtained for them, never with the caller's
+ * token itself — `type: token_exchange` (the downstream's authorization server exchanges
+ * it), or `type: id_jag` with `subject: caller` (the enterprise IdP exchanges it for an
+ * ID-JAG, SEP-990, which the downstream's authorization server takes as a jwt-bearer
+ * assertion). Such a server has a client per (server, principal), is called only by an
+ * OAuth principal (an API key, a task or a graph calling a graph: principal_required), is
+ * listed by nobody at an upload, and its tokens are exchanged again, never refreshed. One
+ * predicate for graph (load, runs), auth (the OAuth client) and the gateway's factory: it
+ * sits at the seam they share because graph and auth may not use each other. */
+bool mcp_auth_for_caller(const json_t *auth);
 /* Install once before clients start (NULL: a config with auth settings is refused); user is
  * passed to fn (the installer's context, e.g. where it keeps the providers it made). */
 void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user);

@@ -19,6 +19,10 @@
 #     call through it reaches the downstream with her exchanged token; `tools: all` over it is
 #     a 422 proxy_tools_unlisted at its line:col;
 #   - the client secret is a ${secrets.NAME}; bad settings are a 422 at their line:col;
+#   - a 403 insufficient_scope (rs.mjs with GG_RS_STEPUP=1): the caller's token exchanged again
+#     with the challenge's scope, kept for the next calls; a scope never granted: a bounded
+#     number of exchanges, then a tool error;
+#   - GET .../downstream counts the callers' clients per server under for_caller (no names);
 #   - the callers' tokens and the exchanged ones are in no log line, answer, /metrics, run
 #     record or database file.
 # Prints "N passed, N failed".
@@ -30,7 +34,7 @@ JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids"
 KID=$(cut -d' ' -f1 "$GG_TMP/kids")
 PIDS=""
 trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
-GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol oauth_start_protected
+GG_RS_STEPUP=1 GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol oauth_start_protected
 
 graph() { # FILE CLIENT_ID: a tool "who" calling the protected server's whoami from an mcp node
   cat >"$1" <<YAML
@@ -48,6 +52,20 @@ tools:
     nodes:
       - {id: entry, type: entry, next: call}
       - {id: call, type: mcp, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+  - name: "check"
+    description: "a downstream tool that needs more scope than the configured one"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: checkup, args: {}, next: exit}
+      - {id: exit, type: exit}
+  - name: "never"
+    description: "a downstream tool whose scope is never granted"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: api, tool: never, args: {}, next: exit}
       - {id: exit, type: exit}
 YAML
 }
@@ -216,6 +234,23 @@ gw_rpc "$GG_TMP/k2.json" "$PX" "$KEY" "$SID" '{"jsonrpc":"2.0","id":2,"method":"
 t "  an API-key caller of the proxy gets principal_required" eq \
   "$(jget "$GG_TMP/k2.json" "d['result']['isError']") $(code "$GG_TMP/k2.json")" "True principal_required"
 
+# ---- step-up: a 403 insufficient_scope exchanges the caller's token again for more scope ---------
+TOKF=$(token frank) seen0=$(seen)
+before=$(exchanges)
+sdk "$TOKF" "$GG_TMP/f1.json" "$EP" check
+t "step-up: frank's call of a tool needing health:check succeeds" eq \
+  "$(jget "$GG_TMP/f1.json" "d['result'].get('isError', False)") $(who "$GG_TMP/f1.json" "['sub']") $(who "$GG_TMP/f1.json" "['scopes'].count('health:check')")" \
+  "False frank 1"
+t "  after two exchanges (the configured scope, then with health:check)" eq "$(( $(exchanges) - before ))" 2
+sdk "$TOKF" "$GG_TMP/f2.json" "$EP" who
+t "  frank's next call keeps the stepped-up token (no exchange)" eq \
+  "$(who "$GG_TMP/f2.json" "['scopes'].count('health:check')") $(( $(exchanges) - before ))" "1 2"
+sdk "$TOKF" "$GG_TMP/f3.json" "$EP" never
+t "a scope the server never grants: a tool error after a bounded number of exchanges" eq \
+  "$(jget "$GG_TMP/f3.json" "d['result']['isError']") $(( $(exchanges) - before <= 2 + 3 ))" "True 1"
+t "  saying the server wants more scope" has "$GG_TMP/f3.json" "still wants more scope after 2 step-ups"
+seen1=$(seen)
+
 # ---- no token anywhere it should not be ----------------------------------------------------------
 curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
@@ -223,6 +258,10 @@ EXEC=$(jget "$GG_TMP/execs.json" "d['executions'][0]['id']")
 gg_curl "$GG_TMP/exec.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$EXEC?tenant=acme" >/dev/null
 gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
 gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
+t "the admin view has a for_caller row per server: its callers' clients counted, none named" eq \
+  "$(jget "$GG_TMP/ds.json" "sorted((r['server'], r['callers'] >= 4, r['valid'] >= 3, r['requests'] >= r['callers'], sorted(r)) for r in d['for_caller'])[0]")" \
+  "('api', True, True, True, ['callers', 'failures', 'last_failure', 'last_failure_ms', 'requests', 'server', 'url', 'valid'])"
+t "  and no per-caller client among the shared clients (auth)" eq "$(jget "$GG_TMP/ds.json" "len(d['auth'])")" 0
 t "the run records were read back" eq "$(jget "$GG_TMP/exec.json" "'nodes' in d or 'node_executions' in d or 'records' in d")" True
 absent() { # TOKEN FILES...: none of them holds it
   local tok=$1; shift
@@ -236,8 +275,8 @@ for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv
   n=$((n + 1))
   t "exchanged token $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}"
 done
-t "the downstream saw the exchanged tokens only (alice 3, bob 1, dave 1, carol 2)" eq "$n" 7
-for pair in "alice $TOKA" "alice(proxy) $TOKPA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD"; do
+t "the downstream saw the exchanged tokens only (alice 3, bob 1, dave 1, carol 2, frank's)" eq "$n" $((7 + seen1 - seen0))
+for pair in "alice $TOKA" "alice(proxy) $TOKPA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD" "frank $TOKF"; do
   t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" absent "${pair#* }" "${FILES[@]}"
 done
 # ---- short-lived exchanged tokens (20 s): used for half their life, not exchanged per request --

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "auth/auth.h"
+#include "mcp/mcp.h"
 
 #include "../check_main.h"
 
@@ -170,6 +171,35 @@ START_TEST(settings_checked) {
     ck_assert(!gg_oauth_client_check_settings(s, &e));
     gg_error_clear(&e);
     json_decref(s);
+    /* id_jag with subject: caller (SEP-990 for the caller): no assertion, its IdP and client
+     * still needed; subject is id_jag's only, and only "caller" */
+    s = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "id_jag", "subject", "caller", "idp_token_endpoint",
+                  "https://idp.example.com/token", "idp_client_id", "i", "client_id", "a");
+    ck_assert(gg_oauth_client_check_settings(s, &e));
+    ck_assert(mcp_auth_for_caller(s));
+    json_object_set_new(s, "assertion", json_string("eyJ.a.b"));
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    ck_assert(strstr(e.message, "assertion"));
+    gg_error_clear(&e);
+    json_object_del(s, "assertion");
+    json_object_set_new(s, "subject", json_string("user"));
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    ck_assert(!mcp_auth_for_caller(s));
+    gg_error_clear(&e);
+    json_object_del(s, "subject");
+    ck_assert(!gg_oauth_client_check_settings(s, &e)); /* without a subject: the assertion again */
+    ck_assert(!mcp_auth_for_caller(s));
+    gg_error_clear(&e);
+    json_decref(s);
+    s = json_pack("{s:s, s:s, s:s}", "type", "client_credentials", "client_id", "a", "subject", "caller");
+    ck_assert(!gg_oauth_client_check_settings(s, &e));
+    ck_assert(!mcp_auth_for_caller(s));
+    gg_error_clear(&e);
+    json_decref(s);
+    s = json_pack("{s:s, s:s}", "type", "token_exchange", "client_id", "a");
+    ck_assert(mcp_auth_for_caller(s));
+    json_decref(s);
+    ck_assert(!mcp_auth_for_caller(NULL));
     /* a client is made without any network; the secret never shows in its state */
     s = json_pack("{s:s, s:s, s:s}", "type", "client_credentials", "client_id", "id1", "client_secret", "s3cr3t-value");
     gg_oauth_client *c = gg_oauth_client_new(s, "https://mcp.example.com/mcp", "x", NULL, &e);

@@ -481,7 +481,8 @@ START_TEST(proxy_entries_compile) {
 }
 END_TEST
 
-/* A server acting for each caller (auth.per_user, auth.type token_exchange) is listed by
+/* A server acting for each caller (auth.per_user, auth.type token_exchange, id_jag with
+ * subject: caller) is listed by
  * nobody at an upload: an mcp node's tool is not checked against a catalog (the first call
  * finds out), a named proxied tool takes any object, and `tools: all` over it is an error at
  * the `tools` value saying why, not a listing failure (a warning in a stored version). */
@@ -493,11 +494,13 @@ static size_t count_code(const gg_graph_diags *d, const char *code, int line, in
 }
 
 START_TEST(per_caller_servers_at_upload) {
-    static const char *const auths[] = {"{type: oauth, per_user: true}", "{type: token_exchange, client_id: x}"};
+    static const char *const auths[] = {"{type: oauth, per_user: true}", "{type: token_exchange, client_id: x}",
+                                        "{type: id_jag, subject: caller, idp_token_endpoint: 'http://127.0.0.1:9/t', "
+                                        "idp_client_id: i, client_id: x}"};
     gg_graph_downstream ds = {.mode = GG_CHECK_ERROR, .timeout_ms = 500};
     gg_graph_options o = {.downstream = &ds};
     char src[1024];
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         snprintf(src, sizeof src,
                  "server: {name: g, version: '1'}\n"
                  "mcpServers:\n  s: {type: streamableHttp, url: 'http://127.0.0.1:9/mcp', auth: %s}\n"
@@ -1559,21 +1562,21 @@ START_TEST(provider_serves_graph) {
     gg_graph *g = load(shared_dir, "switch_example.yaml", NULL);
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g); /* the provider holds its own reference */
-    json_t *tools = p->list_tools(p);
+    json_t *tools = p->ops->list_tools(p);
     ck_assert_int_eq(json_array_size(tools), 1);
     json_decref(tools);
-    ck_assert_str_eq(p->instructions(p), "This example demonstrates conditional routing using switch nodes with JSON Logic.");
+    ck_assert_str_eq(p->ops->instructions(p), "This example demonstrates conditional routing using switch nodes with JSON Logic.");
     json_t *args = json_pack("{s:i}", "value", 15);
     gg_error e = GG_ERROR_INIT;
     mcp_call_ctx ctx = {0};
-    json_t *res = p->call_tool(p, "test_switch", args, &ctx, &e);
+    json_t *res = p->ops->call_tool(p, "test_switch", args, &ctx, &e);
     ck_assert_ptr_nonnull(res);
     char *s = json_dumps(res, JSON_COMPACT);
     ck_assert_str_eq(s, "{\"content\":[{\"type\":\"text\",\"text\":\"{\\\"result\\\":\\\"high\\\"}\"}],"
                         "\"structuredContent\":{\"result\":\"high\"}}");
     free(s);
     json_decref(res);
-    ck_assert_ptr_null(p->call_tool(p, "nope", args, &ctx, &e));
+    ck_assert_ptr_null(p->ops->call_tool(p, "nope", args, &ctx, &e));
     ck_assert_str_eq(e.code, "unknown_tool");
     gg_error_clear(&e);
     json_decref(args);
@@ -1630,7 +1633,7 @@ END_TEST
 static void expect_call(mcp_provider *p, const char *tool, const mcp_call_ctx *ctx, const char *want) {
     gg_error e = GG_ERROR_INIT;
     json_t *args = json_object();
-    json_t *res = p->call_tool(p, tool, args, ctx, &e);
+    json_t *res = p->ops->call_tool(p, tool, args, ctx, &e);
     json_decref(args);
     ck_assert_msg(res != NULL, "%s: %s", tool, e.message);
     json_t *w = json_loads(want, 0, NULL);
@@ -1719,14 +1722,14 @@ START_TEST(runtime_error_keeps_code_position_node) {
     mcp_call_ctx ctx = {.history_text = &hist};
     gg_error e = GG_ERROR_INIT;
     json_t *args = json_object();
-    json_t *res = p->call_tool(p, "fails", args, &ctx, &e);
+    json_t *res = p->ops->call_tool(p, "fails", args, &ctx, &e);
     ck_assert(json_is_true(json_object_get(res, "isError")));
     json_decref(res);
     ck_assert_msg(strstr(hist.data, "\"node 'bad': D3137 at position 7: boom\"") != NULL, "history: %s", hist.data);
     gg_strbuf_free(&hist);
 
     /* an unknown tool: a protocol error naming the closest tool and the few there are */
-    ck_assert_ptr_null(p->call_tool(p, "fals", args, NULL, &e));
+    ck_assert_ptr_null(p->ops->call_tool(p, "fals", args, NULL, &e));
     ck_assert_str_eq(e.code, "unknown_tool");
     ck_assert_str_eq(e.message, "Tool not found: fals; did you mean 'fails'?; tools: as_string, as_array, as_number, "
                                 "as_object, undef, falsy_exit, infinity, fails");
@@ -1774,7 +1777,7 @@ START_TEST(provider_live_notifications) {
     mcp_call_ctx ctx = {.sink = &sink};
     json_t *args = json_pack("{s:i}", "n", 2);
     gg_error e = GG_ERROR_INIT;
-    json_t *res = p->call_tool(p, "sum_to_n", args, &ctx, &e);
+    json_t *res = p->ops->call_tool(p, "sum_to_n", args, &ctx, &e);
     ck_assert_ptr_nonnull(res);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 3);
     json_decref(res);
@@ -1807,7 +1810,7 @@ START_TEST(provider_live_notifications) {
     json_array_clear(rec.events);
     rec.run_finished = false;
     args = json_object();
-    res = p->call_tool(p, "fails", args, &ctx, &e);
+    res = p->ops->call_tool(p, "fails", args, &ctx, &e);
     ck_assert(json_is_true(json_object_get(res, "isError")));
     json_decref(res);
     ck_assert_int_eq(rec.late, 0);
@@ -1821,7 +1824,7 @@ START_TEST(provider_live_notifications) {
     mcp_sink none = {NULL, NULL, &rec};
     mcp_call_ctx quiet = {.sink = &none};
     json_array_clear(rec.events);
-    res = p->call_tool(p, "as_object", args, &quiet, &e);
+    res = p->ops->call_tool(p, "as_object", args, &quiet, &e);
     ck_assert_ptr_nonnull(json_object_get(res, "structuredContent"));
     ck_assert_int_eq(json_array_size(rec.events), 0);
     json_decref(res);
