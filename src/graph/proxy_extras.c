@@ -4,7 +4,7 @@
  * the selection is checked at load (line:col diagnostics) and kept in g->px_extras, and each
  * request (resources/list, resources/templates/list, resources/read, prompts/list,
  * prompts/get, completion/complete) is answered by asking the downstream then and there
- * (mcp_provider.forward): its answer is checked and bounded, filtered by the selection and
+ * (mcp_provider_ops.forward): its answer is checked and bounded, filtered by the selection and
  * renamed before the client sees it.
  *
  * Names: a proxied prompt is listed as its `as`, else the entry's prefix + its name (as
