@@ -8,7 +8,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "gateway/authz.h"
+#include "gateway/calls.h"
+#include "gateway/catalogs.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 #include "jsonata/jsonata.h"
 
 /* ------------------------------------------------------------------ helpers */

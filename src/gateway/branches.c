@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/calls.h"
 #include "gateway/internal.h"
 
 typedef struct gw_branch {
@@ -110,8 +111,8 @@ static bool branch_record(gw_branch *b, const char *graph, const char *server, c
     mcp_server_unref(gw_registry_peek(gw->registry, b->tenant, graph, &version));
     b->rec = gg_history_record_new(gw->history, b->tenant, graph, version, name, b->key_id, args);
     if (!b->rec) return false;
-    if (caller->exec_id) snprintf(b->rec->parent_id, sizeof b->rec->parent_id, "%s", caller->exec_id);
-    if (caller->trace) gg_trace_id_hex(caller->trace, b->rec->trace_id);
+    if (caller->history.exec_id) snprintf(b->rec->parent_id, sizeof b->rec->parent_id, "%s", caller->history.exec_id);
+    if (caller->identity.trace) gg_trace_id_hex(caller->identity.trace, b->rec->trace_id);
     gg_exec_record *running = gg_exec_record_copy_header(b->rec);
     if (running) gg_history_submit(gw->history, running);
     return true;
@@ -121,7 +122,7 @@ static bool branch_record(gw_branch *b, const char *graph, const char *server, c
 static void *branch_begin(void *user, const char *label, const mcp_call_ctx *caller, const char *server,
                           const char *tool, json_t *arguments, const mcp_call_ctx **ctx, char *why, size_t why_n) {
     gg_gateway *gw = user;
-    if (!caller || !caller->tenant || !*caller->tenant || !gw->async) {
+    if (!caller || !caller->identity.tenant || !*caller->identity.tenant || !gw->async) {
         snprintf(why, why_n, "the call has no tenant");
         return NULL;
     }
@@ -135,7 +136,7 @@ static void *branch_begin(void *user, const char *label, const mcp_call_ctx *cal
         return NULL;
     }
     b->gw = gw;
-    snprintf(b->tenant, sizeof b->tenant, "%s", caller->tenant);
+    snprintf(b->tenant, sizeof b->tenant, "%s", caller->identity.tenant);
     pthread_mutex_lock(&gw->async->mu);
     bool ok = admit(gw->async, b, why, why_n);
     if (ok) gw->async->started++;
@@ -145,12 +146,12 @@ static void *branch_begin(void *user, const char *label, const mcp_call_ctx *cal
         free(b);
         char n[2 * GG_NAME_MAX + 4];
         snprintf(n, sizeof n, "%s.%s", server, tool);
-        gg_log(GG_LOG_WARN, "async branch skipped", "tenant", caller->tenant, "tool", n, "reason", why, NULL);
+        gg_log(GG_LOG_WARN, "async branch skipped", "tenant", caller->identity.tenant, "tool", n, "reason", why, NULL);
         return NULL;
     }
-    b->key_id = caller->key_id ? strdup(caller->key_id) : NULL;
-    b->request_id = caller->request_id ? strdup(caller->request_id) : NULL;
-    if (caller->trace) b->trace = *caller->trace;
+    b->key_id = caller->identity.key_id ? strdup(caller->identity.key_id) : NULL;
+    b->request_id = caller->identity.request_id ? strdup(caller->identity.request_id) : NULL;
+    if (caller->identity.trace) b->trace = *caller->identity.trace;
     b->started_ms = gg_now_ms();
     if (!branch_record(b, label && *label ? label : "", server, tool, caller, arguments)) {
         release(gw->async, b);
@@ -159,10 +160,11 @@ static void *branch_begin(void *user, const char *label, const mcp_call_ctx *cal
         return NULL;
     }
     /* the branch's own call: its cancel flag, no client to ask, no history of the caller's */
-    b->ctx = (mcp_call_ctx){.cancelled = &b->cancel, .request_id = b->request_id, .key_id = b->key_id,
-                            .tenant = b->tenant, .resume = branch_resume, .resume_user = b,
-                            .accepted_ms = b->started_ms, .trace = caller->trace ? &b->trace : NULL,
-                            .exec_id = b->rec->id, .call_depth = caller->call_depth};
+    b->ctx = (mcp_call_ctx){
+        .identity = {.request_id = b->request_id, .key_id = b->key_id, .tenant = b->tenant,
+                     .trace = caller->identity.trace ? &b->trace : NULL},
+        .run = {.cancelled = &b->cancel, .resume = branch_resume, .resume_user = b, .accepted_ms = b->started_ms},
+        .history = {.exec_id = b->rec->id, .call_depth = caller->history.call_depth}};
     *ctx = &b->ctx;
     return b;
 }

@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/authz.h"
+#include "gateway/catalogs.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 #include "util/suspicious.h"
 
 #define GW_DOWNSTREAM_REFRESH_S 900
@@ -161,7 +165,7 @@ static int refresh_tenant(gg_gateway *gw, const char *tenant, json_t **errors) {
     return failed;
 }
 
-/* See internal.h. */
+/* See catalogs.h. */
 void gw_downstream_adopt(gg_gateway *gw, const char *tenant, const char *graph, int version, mcp_server *s) {
     int v = 0;
     mcp_server *old = gw_registry_peek(gw->registry, tenant, graph, &v);
@@ -170,7 +174,7 @@ void gw_downstream_adopt(gg_gateway *gw, const char *tenant, const char *graph, 
     mcp_server_unref(old);
 }
 
-/* See internal.h. */
+/* See catalogs.h. */
 void gw_downstream_listen(mcp_server *s) {
     gg_graph *g = s ? gg_graph_provider_graph(mcp_server_provider(s)) : NULL;
     if (g) gg_graph_downstream_listen(g);

@@ -31,7 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/authz.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define CONSENT_TTL_MS (10 * 60 * 1000)
 #define HELPERS_MAX 16
@@ -112,7 +115,7 @@ static bool copy_setting(const json_t *auth, const char *k, char *out, size_t ca
     return true;
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 json_t *gw_consent_elicitation(void *user, const char *tenant, const char *server, const char *url, const json_t *auth,
                                const mcp_caller *who) {
     gg_gateway *gw = user;
@@ -455,7 +458,7 @@ static int callback_page(gg_http_req *req, gg_http_res *res, void *user) {
 
 /* ---- life ------------------------------------------------------------------------------- */
 
-/* See internal.h. */
+/* See credentials.h. */
 bool gw_consent_start(gg_gateway *gw, gg_error *err) {
     struct gw_consent *k = calloc(1, sizeof *k);
     if (!k) return gg_error_set(err, "oom", "out of memory"), false;
@@ -474,7 +477,7 @@ bool gw_consent_start(gg_gateway *gw, gg_error *err) {
            gg_router_add(r, GG_LISTENER_PUBLIC, "GET", CALLBACK_PATH, callback_page, gw, err);
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 void gw_consent_free(gg_gateway *gw) {
     struct gw_consent *k = gw->consent;
     if (!k) return;

@@ -17,6 +17,7 @@
  * the list is guarded by its mutex, taken before a client's own (never the other way).
  */
 #include "auth/auth.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
 
 #include <pthread.h>
@@ -57,7 +58,7 @@ static bool net_connect_ok(void *ctx, const char *url, const struct sockaddr *sa
     return ok;
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 gg_oauth_client_net gw_dsauth_net(const mcp_client_policy *policy) {
     return (gg_oauth_client_net){net_url_ok, net_connect_ok, (void *)policy};
 }

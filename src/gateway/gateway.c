@@ -11,7 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway/authz.h"
+#include "gateway/calls.h"
+#include "gateway/catalogs.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 /* ------------------------------------------------------------------ graph versions */
 
@@ -22,7 +27,7 @@ static void history_into_call(void *user, const char *tool, const mcp_call_ctx *
     (void)user;
     (void)tool;
     if (!ctx || !json_is_array(r->history)) return;
-    if (ctx->history) json_array_extend(ctx->history, r->history);
+    if (ctx->history.records) json_array_extend(ctx->history.records, r->history);
 }
 
 /* Compile one graph version into an MCP server; see internal.h. */
@@ -74,7 +79,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
 
 /* The registry's loader: compile a stored version on its first use (stored versions are
  * loaded with the operator's caps clamped, as they always were). */
-/* See internal.h. */
+/* See catalogs.h. */
 mcp_server *gw_build_version(gg_gateway *gw, const char *tenant, const char *graph, int version, gg_error *err) {
     gg_graph_source src = {0};
     mcp_server *s = NULL;

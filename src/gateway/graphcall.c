@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/calls.h"
 #include "gateway/internal.h"
 
 typedef struct gcall {
@@ -68,19 +69,19 @@ void gw_graph_call(void *user, const mcp_call_ctx *caller, const char *graph, co
                    atomic_int *cancelled, void (*done)(void *done_user, json_t *result, gg_error *err), void *done_user) {
     gg_gateway *gw = user;
     char msg[160];
-    if (!caller || !caller->tenant || !*caller->tenant) {
+    if (!caller || !caller->identity.tenant || !*caller->identity.tenant) {
         snprintf(msg, sizeof msg, "graph '%s': the call has no tenant", graph);
         answer_error(done, done_user, "graph_call", msg);
         return;
     }
-    if (caller->call_depth + 1 > GW_GRAPH_CALL_DEPTH) {
+    if (caller->history.call_depth + 1 > GW_GRAPH_CALL_DEPTH) {
         snprintf(msg, sizeof msg, "graph '%s': more than %d nested graph calls", graph, GW_GRAPH_CALL_DEPTH);
         answer_error(done, done_user, "depth_exceeded", msg);
         return;
     }
     int version = 0;
     gg_error e = GG_ERROR_INIT;
-    mcp_server *srv = gw_registry_get(gw->registry, caller->tenant, graph, &version, &e);
+    mcp_server *srv = gw_registry_get(gw->registry, caller->identity.tenant, graph, &version, &e);
     gcall *c = srv ? calloc(1, sizeof *c) : NULL;
     if (!c) {
         mcp_server_unref(srv);
@@ -94,18 +95,23 @@ void gw_graph_call(void *user, const mcp_call_ctx *caller, const char *graph, co
     c->done = done;
     c->done_user = done_user;
     c->started_ms = gg_now_ms();
-    snprintf(c->tenant, sizeof c->tenant, "%s", caller->tenant);
+    snprintf(c->tenant, sizeof c->tenant, "%s", caller->identity.tenant);
     c->history = json_array();
     if (gw->history) {
-        c->rec = gg_history_record_new(gw->history, c->tenant, graph, version, tool, caller->key_id, arguments);
-        if (c->rec && caller->exec_id) snprintf(c->rec->parent_id, sizeof c->rec->parent_id, "%s", caller->exec_id);
-        if (c->rec && caller->trace) gg_trace_id_hex(caller->trace, c->rec->trace_id);
+        c->rec = gg_history_record_new(gw->history, c->tenant, graph, version, tool, caller->identity.key_id,
+                                       arguments);
+        if (c->rec && caller->history.exec_id)
+            snprintf(c->rec->parent_id, sizeof c->rec->parent_id, "%s", caller->history.exec_id);
+        if (c->rec && caller->identity.trace) gg_trace_id_hex(caller->identity.trace, c->rec->trace_id);
     }
     /* the callee runs as part of the caller's call: same key, request, cancel flag, queue */
-    c->ctx = (mcp_call_ctx){.cancelled = cancelled, .request_id = caller->request_id, .key_id = caller->key_id,
-                            .tenant = c->tenant, .history = c->history, .resume = caller->resume,
-                            .resume_user = caller->resume_user, .accepted_ms = gg_now_ms(), .trace = caller->trace,
-                            .exec_id = c->rec ? c->rec->id : NULL, .call_depth = caller->call_depth + 1};
+    c->ctx = (mcp_call_ctx){
+        .identity = {.request_id = caller->identity.request_id, .key_id = caller->identity.key_id,
+                     .tenant = c->tenant, .trace = caller->identity.trace},
+        .run = {.cancelled = cancelled, .resume = caller->run.resume, .resume_user = caller->run.resume_user,
+                .accepted_ms = gg_now_ms()},
+        .history = {.records = c->history, .exec_id = c->rec ? c->rec->id : NULL,
+                    .call_depth = caller->history.call_depth + 1}};
     mcp_provider *p = mcp_server_provider(srv);
     if (p->ops->call_tool_async) {
         p->ops->call_tool_async(p, tool, arguments, &c->ctx, callee_done, c);

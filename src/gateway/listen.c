@@ -39,7 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/calls.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define GW_LISTEN_MAX 1024
 #define GW_LISTEN_PER_TENANT 64
@@ -188,7 +190,7 @@ static void subscribe_proxied(const mcp_server *srv, json_t *uris) {
     }
 }
 
-/* See internal.h. */
+/* See relay.h. */
 int gw_listen_open(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, const char *graph,
                    const mcp_server *srv, const mcp_message *m, int client_caps) {
     gw_listen *l = gw->listen;
@@ -257,7 +259,7 @@ static bool on(const listener *s, const char *tenant, const char *graph) {
     return !strcmp(s->tenant, tenant) && !strcmp(s->graph, graph);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph) {
     if (!l) return;
     /* a sync activating many graphs looks each up only when a stream listens on it */
@@ -271,7 +273,7 @@ void gw_listen_changed(gw_listen *l, const char *tenant, const char *graph) {
     mcp_server_unref(srv);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_changed_to(gw_listen *l, const char *tenant, const char *graph, const mcp_server *srv, bool view_only) {
     if (!l) return;
     const char *view = gw_tenantwide_view_text(srv);
@@ -291,7 +293,7 @@ void gw_listen_changed_to(gw_listen *l, const char *tenant, const char *graph, c
     pthread_mutex_unlock(&l->mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 bool gw_listen_any_on(gw_listen *l, const char *tenant, const char *prefix) {
     bool any = false;
     size_t n = strlen(prefix);
@@ -302,7 +304,7 @@ bool gw_listen_any_on(gw_listen *l, const char *tenant, const char *prefix) {
     return any;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out) {
     size_t n = strlen(prefix);
     if (!l) return;
@@ -312,7 +314,7 @@ void gw_listen_endpoints(gw_listen *l, const char *prefix, json_t *out) {
     pthread_mutex_unlock(&l->mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_end(gw_listen *l, const char *tenant, const char *graph) {
     if (!l) return;
     pthread_mutex_lock(&l->mu);
@@ -330,7 +332,7 @@ void gw_listen_end(gw_listen *l, const char *tenant, const char *graph) {
     pthread_mutex_unlock(&l->mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_relay(gw_listen *l, const char *tenant, const char *graph, const char *method) {
     int want = !strcmp(method, "notifications/resources/list_changed") ? F_RESOURCES
                : !strcmp(method, "notifications/prompts/list_changed") ? F_PROMPTS : 0;
@@ -347,7 +349,7 @@ static void send_updated(listener *s, size_t i, double now) {
     s->upd[i].pending = false;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 size_t gw_listen_updated(gw_listen *l, const char *tenant, const char *graph, const char *uri) {
     size_t n = 0, i;
     json_t *u;
@@ -375,7 +377,7 @@ static void updated_trailing(listener *s, double now) {
 
 static const char PING[] = ": ping\n\n";
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_tick(gw_listen *l, double now) {
     if (!l) return;
     if (l->gw->app && l->gw->app->stopping) {
@@ -452,7 +454,7 @@ static void refresh(gw_listen *l, const char *tenant, const char *task_id) {
     gg_error_clear(&e);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_task_changed(gw_listen *l, const char *tenant, const char *task_id) {
     if (!l || !atomic_load(&l->watching) || !anyone_watches(l, tenant, task_id)) return;
     pthread_mutex_lock(&l->task_mu);
@@ -460,7 +462,7 @@ void gw_listen_task_changed(gw_listen *l, const char *tenant, const char *task_i
     pthread_mutex_unlock(&l->task_mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_tasks_check(gw_listen *l) {
     if (!l || !atomic_load(&l->watching)) return;
     json_t *live = json_object();
@@ -484,7 +486,7 @@ void gw_listen_tasks_check(gw_listen *l) {
     json_decref(live);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_listen_metrics(gw_listen *l, gg_strbuf *out) {
     if (!l) return;
     gg_strbuf_printf(out, "# HELP graphgate_task_notifications_total notifications/tasks on subscriptions/listen streams: "

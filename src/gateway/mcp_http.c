@@ -20,7 +20,10 @@
 #include <strings.h>
 #include <time.h>
 
+#include "gateway/authz.h"
+#include "gateway/calls.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define SESSION_HEADER "Mcp-Session-Id"
 #define VERSION_HEADER "MCP-Protocol-Version"
@@ -80,7 +83,7 @@ static bool in_list(const gg_strlist *l, const char *v) {
     return false;
 }
 
-/* Origin and Host checks (DNS rebinding protection; see internal.h). */
+/* Origin and Host checks (DNS rebinding protection; see authz.h). */
 bool gw_origin_host_ok(gg_gateway *gw, gg_http_req *req, gg_http_res *res) {
     const char *host = gg_http_header(req, "Host");
     bool loopback = gg_http_listener(req) == GG_LISTENER_PUBLIC ? gw->public_loopback : gw->internal_loopback;

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway/authz.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define WELL_KNOWN "/.well-known/oauth-protected-resource"
 

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/authz.h"
+#include "gateway/credentials.h"
 #include "gateway/internal.h"
 
 #define USED_PENDING_MAX 4096 /* reports kept between two watcher passes */
@@ -120,7 +122,7 @@ static void refresh_gen(gw_secrets *s) {
     if (g >= 0) atomic_store_explicit(&s->gen, g, memory_order_release);
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 void gw_secrets_check(gg_gateway *gw) {
     gw_secrets *s = gw->secrets;
     if (!s) return;
@@ -153,15 +155,15 @@ void gw_secrets_check(gg_gateway *gw) {
     free(nm);
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 const gg_graph_secrets *gw_secrets_seam(gg_gateway *gw) { return gw->secrets ? &gw->secrets->seam : NULL; }
 
-/* See internal.h. */
+/* See credentials.h. */
 const gg_store_vault *gw_secrets_vault(gg_gateway *gw) {
     return gw->secrets && gw->secrets->vault.ready ? &gw->secrets->vault : NULL;
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 void gw_secrets_free(gg_gateway *gw) {
     gw_secrets *s = gw->secrets;
     if (!s) return;
@@ -287,7 +289,7 @@ static int secret_delete(gg_http_req *req, gg_http_res *res, void *user) {
     return GG_HTTP_DONE;
 }
 
-/* See internal.h. */
+/* See credentials.h. */
 bool gw_secrets_start(gg_gateway *gw, gg_error *err) {
     gw_secrets *s = calloc(1, sizeof *s);
     if (!s || !(s->used_tenant = calloc(USED_PENDING_MAX, sizeof *s->used_tenant)) ||

@@ -51,7 +51,9 @@
 
 #include <sodium.h>
 
+#include "gateway/authz.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define BUCKETS 64
 #define SESSION_HEADER "Mcp-Session-Id"
@@ -497,7 +499,7 @@ static bool subscribed(gw_streams *s, const ssess *ss, const char *uri) {
     return yes;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 size_t gw_streams_updated(gw_streams *s, const char *tenant, const char *graph, const char *uri) {
     size_t n = 0;
     if (!s) return 0;
@@ -595,7 +597,7 @@ static void metrics(gg_strbuf *out, void *user) {
                      post_closed, post_resumed, nposts, post_full, post_tenant);
 }
 
-/* ------------------------------------------------------------------ public (internal.h) */
+/* --------------------------------------------------------------------- public (relay.h) */
 
 /* The stream table and its keeper thread, with its /metrics hook; NULL on failure. */
 gw_streams *gw_streams_new(gg_gateway *gw) {
@@ -853,7 +855,7 @@ void gw_streams_tools_changed(gw_streams *s, const char *tenant, const char *gra
     mcp_server_unref(cur);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, const char *msg) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
@@ -866,12 +868,12 @@ void gw_streams_notify(gw_streams *s, const char *tenant, const char *graph, con
     pthread_mutex_unlock(&s->mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_streams_view_changed(gw_streams *s, const char *tenant, const char *graph, mcp_server *srv) {
     if (s && srv) changed_to(s, tenant, graph, srv, true);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out) {
     size_t n = strlen(prefix);
     if (!s) return;
@@ -882,7 +884,7 @@ void gw_streams_endpoints(gw_streams *s, const char *prefix, json_t *out) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 bool gw_streams_elicitation_complete(gw_streams *s, const char *tenant, const char *session, const char *elicitation_id) {
     uint8_t nonce[16];
     size_t n = 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define TASK_ID_MAX 47
 
@@ -65,7 +66,7 @@ static bool on_endpoint(gg_gateway *gw, const char *tenant, const char *graph, c
     return ok;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 gw_task_watch *gw_task_watch_open(gg_gateway *gw, const char *tenant, const char *graph, const mcp_message *m,
                                   int client_caps, char **error) {
     *error = NULL;

@@ -25,7 +25,9 @@
 
 #include <sodium.h>
 
+#include "gateway/calls.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define TASK_TTL_MS 3600000LL   /* tasks/get answers for an hour after the task started */
 #define TASK_POLL_MS 1000
@@ -46,7 +48,7 @@ static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static running_task *run_list;
 static char owner_id[64]; /* this replica, written to the tasks it runs (gw_tasks_recover) */
 
-/* See internal.h. */
+/* See calls.h. */
 bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err) {
     pthread_mutex_lock(&run_mu);
     snprintf(owner_id, sizeof owner_id, "%s", replica ? replica : "");
@@ -155,7 +157,7 @@ static char *rpc_result(json_t *id, json_t *res) {
 
 /* ------------------------------------------------------------------ create, finish */
 
-/* See internal.h. */
+/* See calls.h. */
 char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,
                      int client_caps, mcp_call *call, char task_id[TASK_ID_MAX + 1], gg_error *err) {
     uint8_t rnd[16];
@@ -193,7 +195,7 @@ static bool run_failure(const char *code) {
     return false;
 }
 
-/* See internal.h. */
+/* See calls.h. */
 void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body) {
     bool cancelled = untrack(task_id);
     json_t *v = body ? json_loads(body, 0, NULL) : NULL;
@@ -345,7 +347,7 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
     return ack(id);
 }
 
-/* See internal.h. */
+/* See calls.h. */
 char *gw_tasks_dispatch(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m, int client_caps) {
     const char *meth = m->method;
     if (strcmp(meth, "tasks/get") && strcmp(meth, "tasks/update") && strcmp(meth, "tasks/cancel")) {

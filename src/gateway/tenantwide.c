@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define TW_NAME_MAX 128 /* MCP 2025-11-25 tool name length */
 #define TW_GRAPHS_MAX 1000 /* graphs served on one tenant-wide endpoint */
@@ -667,7 +668,7 @@ static void cache_put(gw_tenantwide_cache *c, const char *tenant, const char *si
     mcp_server_unref(old); /* outside the lock: it may be the last reference */
 }
 
-/* See internal.h. */
+/* See relay.h. */
 mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *view, gg_error *err) {
     tw *t = tw_new(tenant);
     gg_strbuf sig = GG_STRBUF_INIT;
@@ -697,7 +698,7 @@ mcp_server *gw_tenantwide_server(gg_gateway *gw, const char *tenant, json_t *vie
     return s;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 bool gw_tenantwide_subscribe(const mcp_server *s, const char *uri) {
     mcp_provider *p = s ? mcp_server_provider(s) : NULL;
     if (!p || p->ops != &tw_ops) return false;
@@ -709,20 +710,20 @@ bool gw_tenantwide_subscribe(const mcp_server *s, const char *uri) {
     return g && gg_graph_proxy_subscribe(g, rest);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 const char *gw_tenantwide_view_text(const mcp_server *s) {
     mcp_provider *p = s ? mcp_server_provider(s) : NULL;
     return p && p->ops == &tw_ops ? ((tw *)p->impl)->view_text : NULL;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 json_t *gw_tenantwide_missing(mcp_server *s) {
     mcp_provider *p = mcp_server_provider(s);
     if (!p || p->ops != &tw_ops) return json_array();
     return json_copy(((tw *)p->impl)->missing);
 }
 
-/* See internal.h. */
+/* See relay.h. */
 bool gw_tenantwide_target(mcp_server *s, const char *name, const char **graph, const char **tool, int *version) {
     mcp_provider *p = mcp_server_provider(s);
     if (!p || p->ops != &tw_ops || !name) return false;

@@ -6,13 +6,15 @@
  * and put_graph (publish a version: the REST upload's path, gw_publish_graph).
  * The tenant is the caller key's (mounts answer per tenant); the route's scopes are the MCP
  * ones (tools/call needs tools:execute). put_graph also needs graphs:write, read from the
- * calling key's scopes (mcp_call_ctx.scopes): it is listed to every key (an agent learns it
+ * calling key's scopes (mcp_call_ctx.identity.scopes): it is listed to every key (an agent learns it
  * exists and what it needs) and a key without the scope gets an isError result naming it.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/authz.h"
+#include "gateway/calls.h"
 #include "gateway/internal.h"
 #include "jsonata/jsonata.h"
 #include "jsonlogic/jsonlogic.h"
@@ -126,7 +128,7 @@ static json_t *tk_jsonata(toolkit *tk, json_t *args, const mcp_call_ctx *ctx) {
     o.time_limit_ms = TK_EVAL_MS;
     o.max_memory_bytes = (long)tk->gw->cfg->limits_eval_memory_bytes;
     o.max_stack_bytes = 1L << 20; /* well inside a worker thread's stack, ASan frames included */
-    o.cancel = ctx ? ctx->cancelled : NULL;
+    o.cancel = ctx ? ctx->run.cancelled : NULL;
     gg_error e = GG_ERROR_INIT;
     json_t *v = jsonata_eval_string(json_string_value(je), json_object_get(args, "context"), bind, &o, &e);
     json_t *r;
@@ -162,14 +164,14 @@ static json_t *tk_jsonlogic(toolkit *tk, json_t *args) {
 static json_t *tk_downstream(toolkit *tk, json_t *args, const mcp_call_ctx *ctx) {
     json_t *js = json_object_get(args, "server");
     if (js && !json_is_string(js)) return gw_toolkit_error("invalid_params", "server: a string is required");
-    if (!ctx || !ctx->tenant || !ctx->tenant[0]) return gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
+    if (!ctx || !ctx->identity.tenant || !ctx->identity.tenant[0]) return gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
     gg_error e = GG_ERROR_INIT;
     json_t *list;
     if (js) {
-        json_t *one = gg_store_downstream_get(tk->gw->store, ctx->tenant, json_string_value(js), &e);
+        json_t *one = gg_store_downstream_get(tk->gw->store, ctx->identity.tenant, json_string_value(js), &e);
         list = one ? json_pack("[o]", one) : NULL;
     } else {
-        list = gg_store_downstream_list(tk->gw->store, ctx->tenant, &e);
+        list = gg_store_downstream_list(tk->gw->store, ctx->identity.tenant, &e);
     }
     json_t *r = list ? gw_toolkit_result(json_pack("{s:o}", "servers", list), false)
                      : gw_toolkit_error(e.code[0] ? e.code : "oom", e.message ? e.message : "out of memory");
@@ -208,9 +210,9 @@ static void tk_put_graph(toolkit *tk, json_t *args, const mcp_call_ctx *ctx, mcp
     json_t *src = json_object_get(args, "yaml");
     json_t *answer = NULL;
     gg_principal pr = {0};
-    if (!ctx || !ctx->tenant || !ctx->tenant[0] || !ctx->key_id)
+    if (!ctx || !ctx->identity.tenant || !ctx->identity.tenant[0] || !ctx->identity.key_id)
         answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
-    else if (!gg_scope_allows(ctx->scopes, GG_SCOPE_GRAPHS_WRITE))
+    else if (!gg_scope_allows(ctx->identity.scopes, GG_SCOPE_GRAPHS_WRITE))
         answer = gw_toolkit_result(json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "insufficient_scope", "message",
                                              "put_graph needs an API key with the graphs:write scope; this key lacks it",
                                              "required_scope", "graphs:write"),
@@ -225,9 +227,9 @@ static void tk_put_graph(toolkit *tk, json_t *args, const mcp_call_ctx *ctx, mcp
         gg_error_clear(&err);
         return;
     }
-    snprintf(pr.key_id, sizeof pr.key_id, "%s", ctx->key_id);
-    snprintf(pr.tenant, sizeof pr.tenant, "%s", ctx->tenant);
-    pr.scopes = ctx->scopes;
+    snprintf(pr.key_id, sizeof pr.key_id, "%s", ctx->identity.key_id);
+    snprintf(pr.tenant, sizeof pr.tenant, "%s", ctx->identity.tenant);
+    pr.scopes = ctx->identity.scopes;
     *p = (tk_put){json_incref(args), done, user};
     gw_publish_graph(tk->gw, &pr, pr.tenant, name, json_string_value(src), json_string_length(src), put_answered, p);
 }

@@ -29,6 +29,7 @@
 
 #include <sodium.h>
 
+#include "gateway/calls.h"
 #include "gateway/internal.h"
 
 typedef struct tk_run {
@@ -170,9 +171,9 @@ static void tk_client_request(void *user, const char *key, const char *method, j
                               atomic_int *cancelled, void (*done)(void *user, json_t *result, gg_error *err),
                               void *done_user) {
     tk_run *r = user;
-    atomic_int *wait = r->caller->input_wait;
+    atomic_int *wait = r->caller->run.input_wait;
     bool *parked = r->parked; /* read before: a session's answer may wake (and end) the run at once */
-    r->caller->client_request(r->caller->client_user, key, method, params, timeout_ms, cancelled, done, done_user);
+    r->caller->client.request(r->caller->client.user, key, method, params, timeout_ms, cancelled, done, done_user);
     if (wait && atomic_load(wait)) *parked = true; /* a round never answers later: r is still ours */
 }
 
@@ -220,9 +221,9 @@ static void trace_resume(tk_run *r, json_t *state) {
  * every run (the check a stored graph's tools/call makes before running): the missing
  * MCP_CLIENT_CAPS_* bits, 0 = none. */
 static int missing_caps(const tk_run *r, const gg_graph *g, const char *tool) {
-    if (!r->caller->input_wait || !r->caller->missing_caps) return 0; /* a session: its nodes fail as they ask */
+    if (!r->caller->run.input_wait || !r->caller->outcome.missing_caps) return 0; /* a session: its nodes fail as they ask */
     int asked = MCP_CLIENT_CAPS_ELICITATION | MCP_CLIENT_CAPS_SAMPLING | MCP_CLIENT_CAPS_ROOTS;
-    return gg_graph_tool_client_needs(g, tool) & ~r->caller->client_caps & asked;
+    return gg_graph_tool_client_needs(g, tool) & ~r->caller->client.caps & asked;
 }
 
 /* Advance (on a worker) and answer once the run ended. */
@@ -248,7 +249,7 @@ static void tk_run_step(void *arg) {
 /* The downstream answer arrived (a client thread): continue on the tenant's queue. */
 static void tk_run_wake(void *arg) {
     tk_run *r = arg;
-    if (r->ctx.resume) r->ctx.resume(r->ctx.resume_user, tk_run_step, r);
+    if (r->ctx.run.resume) r->ctx.run.resume(r->ctx.run.resume_user, tk_run_step, r);
     else tk_run_step(r);
 }
 
@@ -292,24 +293,24 @@ static json_t *take_bounds(tk_run *r, gg_graph *g, const char *tool) {
 /* The executor's options: the caller's cancel flag and clock, graph calls in the tenant. */
 static void run_options(tk_run *r, const mcp_call_ctx *ctx) {
     r->ctx = *ctx;
-    r->ctx.tenant = r->tenant;
-    r->ctx.history = NULL;
-    r->ctx.history_text = NULL;
-    r->ctx.exec_id = NULL; /* no record of this run: graphs it calls have no parent row */
-    r->ctx.input_wait = NULL; /* graphs it calls ask no client (gw_graph_call) */
-    r->ctx.resume_state = NULL;
-    r->ctx.fail_code = NULL;
-    r->ctx.missing_caps = NULL;
-    r->ctx.budget_ms = 0;
+    r->ctx.identity.tenant = r->tenant;
+    r->ctx.history.records = NULL;
+    r->ctx.history.text = NULL;
+    r->ctx.history.exec_id = NULL; /* no record of this run: graphs it calls have no parent row */
+    r->ctx.run.input_wait = NULL; /* graphs it calls ask no client (gw_graph_call) */
+    r->ctx.run.resume_state = NULL;
+    r->ctx.outcome.fail_code = NULL;
+    r->ctx.outcome.missing_caps = NULL;
+    r->ctx.run.budget_ms = 0;
     r->hooks = (gg_graph_hooks){NULL, trace_node, trace_node, r};
-    r->ro = (gg_graph_run_options){.hooks = &r->hooks, .cancelled = ctx->cancelled, .record_inputs = true,
+    r->ro = (gg_graph_run_options){.hooks = &r->hooks, .cancelled = ctx->run.cancelled, .record_inputs = true,
                                    .no_history = true};
-    r->ro.start_ms = ctx->accepted_ms;
-    r->ro.client_request = ctx->client_request ? tk_client_request : NULL;
+    r->ro.start_ms = ctx->run.accepted_ms;
+    r->ro.client_request = ctx->client.request ? tk_client_request : NULL;
     r->ro.client_user = r;
-    r->ro.input_wait = ctx->input_wait;
-    r->ro.client_caps = ctx->client_caps;
-    r->ro.trace = ctx->trace;
+    r->ro.input_wait = ctx->run.input_wait;
+    r->ro.client_caps = ctx->client.caps;
+    r->ro.trace = ctx->identity.trace;
     r->ro.graph_call = gw_graph_call;
     r->ro.graph_call_user = r->gw;
     r->ro.caller = &r->ctx;
@@ -334,12 +335,12 @@ static void tk_run_start(void *arg) {
     r->answer = NULL;
     gg_graph *g = r->srv ? gg_graph_provider_graph(mcp_server_provider(r->srv)) : NULL;
     const char *tool = json_string_value(jt);
-    json_t *state = r->caller->resume_state;
+    json_t *state = r->caller->run.resume_state;
     int missing = 0;
     if (g && !gg_graph_tool(g, tool)) {
         answer = gw_toolkit_error("unknown_tool", "the graph has no tool of that name");
     } else if (g && (missing = missing_caps(r, g, tool))) {
-        *r->caller->missing_caps = missing;
+        *r->caller->outcome.missing_caps = missing;
         gg_error_set(&err, "missing_capability", "Missing required client capability: tool %.100s of the graph asks the "
                      "client for input the request did not declare:%s%s%s", tool,
                      missing & MCP_CLIENT_CAPS_ELICITATION ? " elicitation" : "",
@@ -366,7 +367,7 @@ static void tk_run_start(void *arg) {
 static void tk_compile_job(void *arg) {
     tk_run *r = arg;
     r->srv = compile(r->gw, r->tenant, r->args, &r->answer);
-    if (r->caller->resume) r->caller->resume(r->caller->resume_user, tk_run_start, r);
+    if (r->caller->run.resume) r->caller->run.resume(r->caller->run.resume_user, tk_run_start, r);
     else tk_run_start(r);
 }
 
@@ -376,24 +377,24 @@ static void tk_compile_refuse(void *arg) {
     gg_error_clear(&err);
 }
 
-/* See internal.h. */
+/* See calls.h. */
 void gw_toolkit_run_graph(gg_gateway *gw, json_t *args, const mcp_call_ctx *ctx, mcp_provider_done_fn done, void *user) {
     gg_error err = GG_ERROR_INIT;
     json_t *answer = NULL, *ja = json_object_get(args, "arguments");
     const char *why = NULL;
     tk_run *r = NULL;
-    if (!ctx || !ctx->tenant || !ctx->tenant[0]) answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
+    if (!ctx || !ctx->identity.tenant || !ctx->identity.tenant[0]) answer = gw_toolkit_error("no_tenant", "no tenant: call with a tenant's API key");
     else if (!json_is_string(json_object_get(args, "tool"))) answer = gw_toolkit_error("invalid_params", "tool: a string is required");
     else if (ja && !json_is_object(ja)) answer = gw_toolkit_error("invalid_params", "arguments: an object is required");
     else if (!json_is_string(json_object_get(args, "yaml"))) answer = gw_toolkit_error("invalid_params", "yaml: a string is required");
     else if (gw->cfg->graphs_max_bytes && json_string_length(json_object_get(args, "yaml")) > gw->cfg->graphs_max_bytes)
         answer = gw_toolkit_error("too_large", "the graph source is larger than graphs.max_bytes");
-    else if (ctx->resume_state && (why = state_mismatch(ctx->resume_state, ctx->tenant, args)))
+    else if (ctx->run.resume_state && (why = state_mismatch(ctx->run.resume_state, ctx->identity.tenant, args)))
         gg_error_set(&err, "invalid_params", "Invalid params: %s", why);
     else if ((r = calloc(1, sizeof *r))) {
-        if (ctx->input_wait) source_hash(ctx->tenant, args, r->source); /* only a round's state needs it */
+        if (ctx->run.input_wait) source_hash(ctx->identity.tenant, args, r->source); /* only a round's state needs it */
         r->gw = gw;
-        snprintf(r->tenant, sizeof r->tenant, "%s", ctx->tenant);
+        snprintf(r->tenant, sizeof r->tenant, "%s", ctx->identity.tenant);
         r->caller = ctx;
         r->args = json_incref(args);
         r->done = done;

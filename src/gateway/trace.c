@@ -3,7 +3,7 @@
  * runs under the span's context, so its nodes, its downstream calls and its execution
  * record share the trace. With telemetry off nothing is allocated and a client's context
  * passes through unchanged. */
-#include "gateway/internal.h"
+#include "gateway/calls.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/authz.h"
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 
 #define VIEW_DESC_MAX 4096
 
@@ -95,7 +97,7 @@ static bool view_check(json_t *d, gg_error *err) {
     return ok;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view, gg_error *err) {
     json_t *row = gg_store_view_get(gw->store, tenant, view, err);
     if (!row) return NULL;
@@ -104,7 +106,7 @@ mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view,
     return s;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_endpoint_add(json_t *out, const char *tenant, const char *graph) {
     char key[2 * GG_NAME_MAX + 2];
     snprintf(key, sizeof key, "%s/%s", tenant, graph); /* tenant names have no '/' */
@@ -167,7 +169,7 @@ static bool selects_from(json_t *d, const char *graph) {
     return false;
 }
 
-/* See internal.h. */
+/* See relay.h. */
 void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char *graph) {
     if (!gw || !gw->store) return;
     if (anyone_on(gw, tenant, GW_TENANTWIDE)) {
