@@ -57,7 +57,7 @@ static void branch_send(gbranch *b, const gnode *n, json_t *args, const mcp_call
             branch_answered(b, NULL, &e);
             return;
         }
-        o->graph_call(o->graph_call_user, ctx, n->server->target_graph, n->tool, args, ctx->cancelled,
+        o->graph_call(o->graph_call_user, ctx, n->server->target_graph, n->tool, args, ctx->run.cancelled,
                       branch_answered, b);
         return;
     }
@@ -67,10 +67,10 @@ static void branch_send(gbranch *b, const gnode *n, json_t *args, const mcp_call
         return;
     }
     char tp[GG_TRACEPARENT_LEN + 1] = "";
-    const gg_trace_ctx *tc = ctx->trace && ctx->trace->valid ? ctx->trace : NULL;
+    const gg_trace_ctx *tc = ctx->identity.trace && ctx->identity.trace->valid ? ctx->identity.trace : NULL;
     if (tc) gg_trace_format(tc, tp);
     /* the server's own per-call timeout bounds the branch, not the caller's run limit */
-    mcp_client_call_tool_start_traced(c, n->tool, args, n->server->cfg.timeout_ms, ctx->cancelled, tc ? tp : NULL,
+    mcp_client_call_tool_start_traced(c, n->tool, args, n->server->cfg.timeout_ms, ctx->run.cancelled, tc ? tp : NULL,
                                       tc && tc->state[0] ? tc->state : NULL, branch_answered, b);
 }
 
@@ -83,8 +83,9 @@ json_t *gg_graph_async_start(gg_graph *g, const gnode *n, json_t *args, const gg
     if (!handle) return skipped(why);
     gbranch *b = calloc(1, sizeof *b);
     /* the output first: once sent, the branch may end (and its context go) at any moment */
-    json_t *out = json_pack("{s:b, s:s?}", "started", 1, "branch", ctx && ctx->exec_id && *ctx->exec_id ? ctx->exec_id : NULL);
-    if (!b || !out || !ctx || !ctx->resume) {
+    const char *exec_id = ctx ? ctx->history.exec_id : NULL;
+    json_t *out = json_pack("{s:b, s:s?}", "started", 1, "branch", exec_id && *exec_id ? exec_id : NULL);
+    if (!b || !out || !ctx || !ctx->run.resume) {
         gg_error e = GG_ERROR_INIT;
         gg_error_set(&e, "oom", "out of memory");
         h->end(h->user, handle, NULL, &e);
@@ -97,8 +98,8 @@ json_t *gg_graph_async_start(gg_graph *g, const gnode *n, json_t *args, const gg
     b->h = *h;
     b->handle = handle;
     b->err = (gg_error)GG_ERROR_INIT;
-    b->resume = ctx->resume;
-    b->resume_user = ctx->resume_user;
+    b->resume = ctx->run.resume;
+    b->resume_user = ctx->run.resume_user;
     b->server = n->server;
     branch_send(b, n, args, ctx, o);
     return out;

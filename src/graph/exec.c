@@ -369,7 +369,7 @@ static json_t *caller_binding(const mcp_caller *who) {
 static json_t *bindings_for(grun *r, const jsonata_expr *e) {
     if (!r || !r->opts) return NULL;
     int caps = r->opts->client_caps;
-    const mcp_caller *who = r->opts->caller ? r->opts->caller->who : NULL;
+    const mcp_caller *who = r->opts->caller ? r->opts->caller->identity.who : NULL;
     const char *src = jsonata_source(e);
     if (!((caps & MCP_CLIENT_CAPS_KNOWN) && strstr(src, "$client")) && !(who && strstr(src, "$caller"))) return NULL;
     if (!r->bindings) {
@@ -1010,7 +1010,7 @@ static void relay_notify(void *user, const char *method, json_t *params) {
 }
 
 static void relay_notify_locked(grun *r, const char *method, json_t *params) {
-    const mcp_sink *s = r->opts && r->opts->caller ? r->opts->caller->sink : NULL;
+    const mcp_sink *s = r->opts && r->opts->caller ? r->opts->caller->client.sink : NULL;
     bool progress = !strcmp(method, "notifications/progress");
     if (!s || (!progress && strcmp(method, "notifications/message"))) return;
     if (progress ? !s->progress : !s->log) return;
@@ -1030,11 +1030,11 @@ static void relay_notify_locked(grun *r, const char *method, json_t *params) {
 /* A per_user server's client for the run's caller: only an OAuth principal (a user) has
  * grants of their own; an API key, the internal listener or a task acts for nobody. */
 static mcp_client *user_client(grun *r, gserver *s, gg_error *err) {
-    const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->who : NULL;
+    const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->identity.who : NULL;
     /* for the caller (token_exchange, id_jag subject: caller): the caller's own token is the
      * exchange's subject; without it (an API key, a task, a graph calling a graph) nobody's
      * token can be had */
-    const char *subject = s->for_caller && r->opts && r->opts->caller ? r->opts->caller->subject_token : NULL;
+    const char *subject = s->for_caller && r->opts && r->opts->caller ? r->opts->caller->identity.subject_token : NULL;
     if (!who || !who->issuer || !who->subject || !who->key_id || (s->for_caller && !subject)) {
         if (s->for_caller)
             gg_error_set(err, "principal_required",

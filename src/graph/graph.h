@@ -268,11 +268,11 @@ typedef struct gg_graph_run_options {
     void *wake_user;
     double start_ms;             /* > 0: monotonic time the call was accepted; the run's
                                     time limit counts from there (queue time included) */
-    /* elicit and sample nodes ask the caller's MCP client (see mcp_call_ctx.client_request);
+    /* elicit and sample nodes ask the caller's MCP client (see mcp_call_ctx.client.request);
      * NULL: those nodes fail with a clear error. */
     mcp_client_request_fn client_request;
     void *client_user;
-    /* An input-required round (see mcp_call_ctx.input_wait): set when client_request left a
+    /* An input-required round (see mcp_call_ctx.run.input_wait): set when client_request left a
      * request for the client's next call; an ask node then still asks its other requests. */
     atomic_int *input_wait;
     /* MCP_CLIENT_CAPS_* of the caller's client (0 = not known): expressions see them as
@@ -416,7 +416,7 @@ void gg_graph_provider_set_graph_call(mcp_provider *p, gg_graph_call_fn fn, void
  * its caller (code url_elicitation_required) asks fn for the URLElicitationRequiredError's
  * data (new reference; NULL: the run's failure stands), for the caller's tenant, the server's
  * name, URL and auth settings, and who called; the call then ends with -32042
- * (mcp_call_ctx.elicitation). */
+ * (mcp_call_ctx.outcome.elicitation). */
 typedef json_t *(*gg_graph_consent_fn)(void *user, const char *tenant, const char *server, const char *url,
                                        const json_t *auth, const mcp_caller *who);
 void gg_graph_provider_set_consent(mcp_provider *p, gg_graph_consent_fn fn, void *user);

@@ -129,7 +129,7 @@ struct gserver {
     bool per_user;
     /* on behalf of the caller (mcp_auth_for_caller: `auth.type: token_exchange`, or
      * id_jag with `subject: caller`): a client per caller as well, each exchanging its
-     * caller's own token (mcp_call_ctx.subject_token) for one of this server (exec.c
+     * caller's own token (mcp_call_ctx.identity.subject_token) for one of this server (exec.c
      * user_client) */
     bool for_caller;
     struct gusers *users;

@@ -73,7 +73,7 @@ static void put_value(gg_strbuf *b, json_t *v, size_t max) {
 }
 
 /* One node's history record as JSON text in the history store's positional form (see
- * mcp_call_ctx.history_text): [index, "id", "type", start, end, duration, output|null],
+ * mcp_call_ctx.history.text): [index, "id", "type", start, end, duration, output|null],
  * then input|null when the node had one (what it received: an mcp node's evaluated
  * arguments, the context a transform or switch evaluated) or failed, and a failed node's
  * message. Inputs and outputs are bounded alike (put_value). */
@@ -112,20 +112,20 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
  * records or bytes: then it is only counted (history_truncated writes the count). */
 static void history_record(call_state *cs, const gg_graph_event *ev) {
     const mcp_call_ctx *c = cs->ctx;
-    if (!c || !c->history_text) return;
-    if ((c->history_max_records && cs->kept >= c->history_max_records) ||
-        (c->history_max_bytes && c->history_text->len >= c->history_max_bytes)) {
+    if (!c || !c->history.text) return;
+    if ((c->history.max_records && cs->kept >= c->history.max_records) ||
+        (c->history.max_bytes && c->history.text->len >= c->history.max_bytes)) {
         cs->dropped++;
         return;
     }
-    put_record(c->history_text, ev, c->history_max);
+    put_record(c->history.text, ev, c->history.max_value);
     cs->kept++;
 }
 
 /* After the run: a run cut by the bounds ends its records with the marker the store shows
  * as nodes_truncated (never a silently shorter list). */
 static void history_truncated(const call_state *cs) {
-    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    gg_strbuf *b = cs->ctx ? cs->ctx->history.text : NULL;
     if (!b || !cs->dropped) return;
     bool first = !b->len || b->data[b->len - 1] == '[';
     gg_strbuf_printf(b, "%s{\"truncated\":true,\"dropped\":%zu,\"kept\":%zu}", first ? "" : ",", cs->dropped, cs->kept);
@@ -134,7 +134,7 @@ static void history_truncated(const call_state *cs) {
 /* An input-required round: the node records written so far go into the run's state, so the
  * round that completes the run records them all (one execution record across rounds). */
 static void history_carry(const call_state *cs, json_t *state) {
-    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    gg_strbuf *b = cs->ctx ? cs->ctx->history.text : NULL;
     if (!b || b->len < 2 || b->data[0] != '[') return;
     json_object_set_new(state, "historyText", json_stringn(b->data + 1, b->len - 1));
     json_object_set_new(state, "historyKept", json_integer((json_int_t)cs->kept));
@@ -143,7 +143,7 @@ static void history_carry(const call_state *cs, json_t *state) {
 /* ...and the next round starts its text with them (the state is sealed: the records are
  * the gateway's own). */
 static void history_resume(call_state *cs, json_t *state) {
-    gg_strbuf *b = cs->ctx ? cs->ctx->history_text : NULL;
+    gg_strbuf *b = cs->ctx ? cs->ctx->history.text : NULL;
     json_t *text = json_object_get(state, "historyText");
     if (!b || !json_is_string(text) || b->len != 1 || b->data[0] != '[') return;
     gg_strbuf_append(b, json_string_value(text), json_string_length(text));
@@ -155,7 +155,7 @@ static void history_resume(call_state *cs, json_t *state) {
  * (no progressToken, a higher logging level), so nothing is built for those. */
 static void on_node_complete(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
-    const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
+    const mcp_sink *s = cs->ctx ? cs->ctx->client.sink : NULL;
     cs->completed++;
     history_record(cs, ev);
     if (!s) return;
@@ -174,7 +174,7 @@ static void on_node_complete(void *user, const gg_graph_event *ev) {
 
 static void on_node_error(void *user, const gg_graph_event *ev) {
     call_state *cs = user;
-    const mcp_sink *s = cs->ctx ? cs->ctx->sink : NULL;
+    const mcp_sink *s = cs->ctx ? cs->ctx->client.sink : NULL;
     history_record(cs, ev);
     if (s && s->log) {
         json_t *d = json_pack("{s:s, s:s, s:f, s:s}", "node", ev->node_id, "type", ev->node_type, "duration_ms",
@@ -290,19 +290,21 @@ static const gserver *failed_server(const gg_graph *g, const char *tool, const c
 /* A run stopped at a per_user server that holds no grant of its caller: the consent hook's
  * URL elicitation goes into the call's slot; true when the call ends with it (-32042). */
 static bool consent_needed(gprov *gp, const char *name, const mcp_call_ctx *ctx, const gg_graph_result *r) {
-    if (strcmp(r->error.code, "url_elicitation_required") || !gp->consent || !ctx || !ctx->elicitation || !ctx->who)
+    if (strcmp(r->error.code, "url_elicitation_required") || !gp->consent || !ctx || !ctx->outcome.elicitation ||
+        !ctx->identity.who)
         return false;
     const gserver *s = failed_server(gp->g, name, r->failed_node);
-    json_t *data = s && s->per_user ? gp->consent(gp->consent_user, ctx->tenant, s->name, s->cfg.url, s->auth, ctx->who) : NULL;
+    const struct mcp_ctx_identity *id = &ctx->identity;
+    json_t *data = s && s->per_user ? gp->consent(gp->consent_user, id->tenant, s->name, s->cfg.url, s->auth, id->who) : NULL;
     if (!data) return false;
-    json_decref(*ctx->elicitation);
-    *ctx->elicitation = data;
+    json_decref(*ctx->outcome.elicitation);
+    *ctx->outcome.elicitation = data;
     return true;
 }
 
 static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx, bool ok, gg_graph_result *r,
                            gg_error *err) {
-    bool text = ctx && ctx->history_text;
+    bool text = ctx && ctx->history.text;
     bool over_budget = !ok && !strcmp(r->error.code, "budget");
     if (gp->history_fn && !over_budget && !text) gp->history_fn(gp->history_user, name, ctx, r);
     json_t *out = NULL;
@@ -317,7 +319,7 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
         gg_error_move(err, &r->error);
     } else {
         out = error_result(&r->error);
-        if (ctx && ctx->fail_code) snprintf(ctx->fail_code, MCP_FAIL_CODE_MAX, "%s", r->error.code);
+        if (ctx && ctx->outcome.fail_code) snprintf(ctx->outcome.fail_code, MCP_FAIL_CODE_MAX, "%s", r->error.code);
     }
     if (ok && !out) gg_error_set(err, "oom", "out of memory");
     return out;
@@ -326,15 +328,15 @@ static json_t *run_outcome(gprov *gp, const char *name, const mcp_call_ctx *ctx,
 /* The executor's options for a call: node records as text come from the hooks; the
  * executor's JSON history only for the history sink. */
 static gg_graph_run_options run_options(gprov *gp, const mcp_call_ctx *ctx, const gg_graph_hooks *hooks) {
-    bool text = ctx && ctx->history_text;
-    gg_graph_run_options ro = {hooks, ctx ? ctx->cancelled : NULL, text || gp->history_fn != NULL,
-                               text || gp->history_fn == NULL, ctx ? ctx->budget_ms : 0};
-    ro.start_ms = ctx ? ctx->accepted_ms : 0;
-    ro.client_request = ctx ? ctx->client_request : NULL;
-    ro.client_user = ctx ? ctx->client_user : NULL;
-    ro.input_wait = ctx ? ctx->input_wait : NULL;
-    ro.client_caps = ctx ? ctx->client_caps : 0;
-    ro.trace = ctx ? ctx->trace : NULL;
+    bool text = ctx && ctx->history.text;
+    gg_graph_run_options ro = {hooks, ctx ? ctx->run.cancelled : NULL, text || gp->history_fn != NULL,
+                               text || gp->history_fn == NULL, ctx ? ctx->run.budget_ms : 0};
+    ro.start_ms = ctx ? ctx->run.accepted_ms : 0;
+    ro.client_request = ctx ? ctx->client.request : NULL;
+    ro.client_user = ctx ? ctx->client.user : NULL;
+    ro.input_wait = ctx ? ctx->run.input_wait : NULL;
+    ro.client_caps = ctx ? ctx->client.caps : 0;
+    ro.trace = ctx ? ctx->identity.trace : NULL;
     ro.graph_call = gp->graph_call;
     ro.graph_call_user = gp->graph_call_user;
     ro.caller = ctx;
@@ -439,7 +441,7 @@ static void acall_options(acall *a, const mcp_call_ctx *ctx) {
 
 /* Continue on a worker (a->busy set by the caller). */
 static void acall_schedule(acall *a) {
-    if (a->ctx && a->ctx->resume) a->ctx->resume(a->ctx->resume_user, acall_step, a);
+    if (a->ctx && a->ctx->run.resume) a->ctx->run.resume(a->ctx->run.resume_user, acall_step, a);
     else acall_step(a);
 }
 
@@ -514,7 +516,7 @@ static void acall_step(void *arg) {
         if (advance && gg_graph_run_advance(a->run)) break;
         /* waits: acall_wake brings it back — unless the client is to answer in a later
          * request (input-required): an elicit node's round ends the call with the run's state */
-        if (advance && a->ctx && a->ctx->input_wait && *a->ctx->input_wait) {
+        if (advance && a->ctx && a->ctx->run.input_wait && *a->ctx->run.input_wait) {
             if (!(out = gg_graph_run_save(a->run))) gg_error_set(&err, "oom", "out of memory");
             else history_carry(&a->cs, out);
             acall_finish(a, out, &err);
@@ -522,7 +524,7 @@ static void acall_step(void *arg) {
         }
         /* a downstream's requests for the client: answered by this call's inputResponses, or
          * the call ends with them as its round */
-        if (a->cell && gg_graph_run_relay_ask(a->run) > 0 && a->ctx->input_wait && *a->ctx->input_wait) {
+        if (a->cell && gg_graph_run_relay_ask(a->run) > 0 && a->ctx->run.input_wait && *a->ctx->run.input_wait) {
             acall_park(a);
             return;
         }
@@ -572,9 +574,9 @@ static bool acall_relay_round(void *arg) {
 /* A retry with a relay round's state: the parked run goes on with this call. */
 static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
                                void *user) {
-    const char *id = json_string_value(json_object_get(ctx->resume_state, "relay"));
+    const char *id = json_string_value(json_object_get(ctx->run.resume_state, "relay"));
     acall *a = id ? parked_take(gp, NULL, id) : NULL;
-    if (a && (strcmp(a->tool, name) || !ctx->adopt_cancel)) {
+    if (a && (strcmp(a->tool, name) || !ctx->run.adopt_cancel)) {
         /* not this call's to take (a task resuming it): the run's downstream call is still
          * open, so it is cancelled and the run goes back to wait for that call's end */
         atomic_store(&a->cell->flag, 1);
@@ -591,7 +593,7 @@ static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *
         gg_error_clear(&err);
         return;
     }
-    ctx->adopt_cancel(ctx->adopt_user, a->cell);
+    ctx->run.adopt_cancel(ctx->run.adopt_user, a->cell);
     acall_options(a, ctx);
     gg_graph_run_rebind(a->run, &a->ro);
     pthread_mutex_lock(&a->mu);
@@ -603,7 +605,7 @@ static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *
     a->busy = true;
     a->round_due = true; /* ask the waiting requests: this call's inputResponses answer them */
     pthread_mutex_unlock(&a->mu);
-    history_resume(&a->cs, ctx->resume_state);
+    history_resume(&a->cs, ctx->run.resume_state);
     acall_step(a);
 }
 
@@ -611,7 +613,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
                               mcp_provider_done_fn done, void *user) {
     gprov *gp = p->impl;
     gg_error err = GG_ERROR_INIT;
-    if (ctx && ctx->resume_state && json_object_get(ctx->resume_state, "relay")) {
+    if (ctx && ctx->run.resume_state && json_object_get(ctx->run.resume_state, "relay")) {
         acall_resume_relay(gp, name, ctx, done, user);
         return;
     }
@@ -624,15 +626,15 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->cs = (call_state){ctx, 0, 0, 0};
         a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
         /* a 2026-07-28 caller: its run may hold its downstream call open across rounds */
-        if (ctx && ctx->input_wait && ctx->adopt_cancel && (a->cell = mcp_cancel_cell_new()))
-            ctx->adopt_cancel(ctx->adopt_user, a->cell);
+        if (ctx && ctx->run.input_wait && ctx->run.adopt_cancel && (a->cell = mcp_cancel_cell_new()))
+            ctx->run.adopt_cancel(ctx->run.adopt_user, a->cell);
         acall_options(a, ctx);
         a->done = done;
         a->user = user;
         a->busy = a->woken = true; /* the first step starts the run */
-        if (ctx && ctx->resume_state) { /* an input-required round: on from the waiting node */
-            a->run = gg_graph_run_restore(gp->g, ctx->resume_state, &a->ro, &err);
-            if (a->run) history_resume(&a->cs, ctx->resume_state);
+        if (ctx && ctx->run.resume_state) { /* an input-required round: on from the waiting node */
+            a->run = gg_graph_run_restore(gp->g, ctx->run.resume_state, &a->ro, &err);
+            if (a->run) history_resume(&a->cs, ctx->run.resume_state);
             if (!a->run && gg_error_is_set(&err)) {
                 acall_free(a);
                 done(user, NULL, &err);

@@ -11,6 +11,14 @@
  * (which releases impl) and then frees the provider itself. Every callback borrows its
  * json_t arguments and returns new references.
  *
+ * A call reaches the provider with an mcp_call_ctx, grouped by concern: identity (who
+ * called: request id, key, tenant, scopes, caller, subject token, trace), client (the
+ * caller's MCP client: progress/log sink, requests to it, its capabilities), run
+ * (cancellation, time budget, resumption on a worker, adopted cancel cells, input-required
+ * rounds), history (where node records go, their bounds, the execution record id and call
+ * depth) and outcome (where a failing provider leaves its error code, the capabilities the
+ * client lacks, or a URL elicitation for the server's answer).
+ *
  * Threads: a shared provider is used from many threads at once (HTTP threads, workers,
  * downstream transport threads): every operation must be safe to call concurrently, ops
  * and impl are fixed once the provider is shared (the impl's setters, e.g.
@@ -49,82 +57,52 @@ typedef void (*mcp_client_request_fn)(void *user, const char *key /* the asking 
 
 #define MCP_FAIL_CODE_MAX 32
 typedef struct mcp_cancel_cell mcp_cancel_cell;
-typedef struct mcp_call_ctx {
-    const mcp_sink *sink;     /* may be NULL */
-    atomic_int *cancelled;  /* set non-zero by the server to stop the call */
+/* Who made the call, and the ids it is logged and traced under. */
+struct mcp_ctx_identity {
     const char *request_id;   /* X-Request-Id, for logs */
     const char *key_id;       /* API key that made the call, NULL on the internal listener */
     const char *tenant;       /* tenant of the endpoint */
-    /* Array the provider appends one record per executed node to, for the execution
-     * history: {node_id, type, started_at (unix ms), duration_ms, status ("ok"|"error"),
-     * input?, output?, error?}. Borrowed; NULL when the caller keeps no history. */
-    json_t *history;
-    /* > 0: the caller runs the call speculatively on a thread that serves other requests;
-     * a provider that honours it gives up past this many ms with NULL + err code "budget"
-     * (nothing reported, nothing appended to history) and the caller runs it again
-     * without a budget elsewhere. Only asked of tools tool_is_pure calls pure. */
-    double budget_ms;
-    /* Alternative to history, cheaper: when set, the provider appends each executed node's
-     * record as compact JSON text after what the buffer holds (with a comma first unless it
-     * is empty or ends with '['; no closing bracket), in the history store's positional
-     * form [index, "node id", "node type", start, end (unix ms), duration ms, output|null
-     * (, input|null, "error message" — only for a failed node)] (src/store/store.h,
-     * gg_exec_record_set_nodes_json); history stays empty. Inputs and outputs longer than
-     * history_max bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
-    gg_strbuf *history_text;
-    size_t history_max;
-    /* For call_tool_async: where a call continues once a downstream answer arrived —
-     * resume(resume_user, fn, arg) must run fn(arg) soon on a worker (fairly queued with
-     * the tenant's other work). NULL = on the thread that delivered the answer. */
-    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg);
-    void *resume_user;
-    double accepted_ms; /* > 0: monotonic time the call was accepted (time limits count from it) */
-    /* Bounds on history_text for the whole run (0 = none): past history_max_records records
-     * or history_max_bytes bytes, further records are left out and counted; the provider
-     * then ends the text with {"truncated":true,"dropped":N,"kept":K} so the stored run
-     * shows it was cut (src/store/history_query.c). */
-    size_t history_max_records, history_max_bytes;
-    mcp_client_request_fn client_request; /* NULL: the client cannot be asked */
-    void *client_user;
-    /* The call's trace context (the gateway's server span, or the client's traceparent
-     * passed through); NULL or invalid = none. Lives as long as the call. */
-    const gg_trace_ctx *trace;
-    /* Input-required results (2026-07-28): client_request may leave a request unanswered
-     * and set *input_wait instead; call_tool_async then ends the call with the run's saved
-     * state as its result (gg_graph_run_save) and no error. resume_state (borrowed; NULL =
-     * a fresh run) is such a state to go on from. */
-    atomic_int *input_wait;
-    json_t *resume_state;
-    /* MCP_CLIENT_CAPS_* the caller's client declared (params._meta in 2026-07-28, initialize
-     * in a session); 0 = not known (no MCP client behind the call). */
-    int client_caps;
-    /* The call's execution record id ("" or NULL = none) and how many graph-to-graph calls
-     * deep it runs (0 = called by an MCP client): a graph calling another records the
-     * callee's run with this id as its parent, and refuses past a depth limit. */
-    const char *exec_id;
-    /* where a provider that turns a failed run into an isError result writes the run's error
-     * code (MCP_FAIL_CODE_MAX bytes; NULL: nowhere): the tasks extension tells a tool's own
-     * error from the graph's failure by it */
-    char *fail_code;
-    int call_depth;
     /* The scopes (auth's GG_SCOPE_* bits, opaque here) of the API key that made the call; 0
      * = none known (internal listener, a graph calling a graph, a task). Information for a
      * provider that acts for the caller beyond running a tool (the toolkit's put_graph
      * needs graphs:write); it grants nothing: the route's own scope check came first. */
     unsigned scopes;
-    /* Where a provider that learns only while running what the client must have declared
-     * (the toolkit's run_graph compiles the graph it runs) writes the MCP_CLIENT_CAPS_* the
-     * request lacks; it then ends the call with NULL + err code "missing_capability", which
-     * the server answers with -32021 naming them. NULL: nowhere (no such refusal). */
-    int *missing_caps;
     /* Who made the call (mcp_call_set_caller; graphs read it as $caller), or NULL when it
      * is not known (internal listener, a task, a graph calling a graph). */
     const struct mcp_caller *who;
-    /* Where a provider whose call needs the user to open a URL first (per-user consent for a
-     * downstream server) puts the URLElicitationRequiredError's data (new reference); it
-     * then ends the call with NULL + err code "url_elicitation_required", which the server
-     * answers with -32042 carrying it. NULL: nowhere (the call fails as a tool error). */
-    json_t **elicitation;
+    /* The caller's access token (mcp_call_set_subject_token), for a downstream server whose
+     * credentials are exchanged for it (RFC 8693); NULL: none (an API key, a task, a graph
+     * calling a graph). Borrowed for the call's life; never to be recorded or copied out. */
+    const char *subject_token;
+    /* The call's trace context (the gateway's server span, or the client's traceparent
+     * passed through); NULL or invalid = none. Lives as long as the call. */
+    const gg_trace_ctx *trace;
+};
+
+/* The caller's MCP client: where the call reports to it and what it may ask of it. */
+struct mcp_ctx_client {
+    const mcp_sink *sink;           /* may be NULL */
+    mcp_client_request_fn request;  /* NULL: the client cannot be asked */
+    void *user;                     /* request's first argument */
+    /* MCP_CLIENT_CAPS_* the caller's client declared (params._meta in 2026-07-28, initialize
+     * in a session); 0 = not known (no MCP client behind the call). */
+    int caps;
+};
+
+/* How the call runs: when it must stop, and where it goes on after waiting. */
+struct mcp_ctx_run {
+    atomic_int *cancelled;  /* set non-zero by the server to stop the call */
+    /* > 0: the caller runs the call speculatively on a thread that serves other requests;
+     * a provider that honours it gives up past this many ms with NULL + err code "budget"
+     * (nothing reported, nothing appended to history) and the caller runs it again
+     * without a budget elsewhere. Only asked of tools tool_is_pure calls pure. */
+    double budget_ms;
+    double accepted_ms; /* > 0: monotonic time the call was accepted (time limits count from it) */
+    /* For call_tool_async: where a call continues once a downstream answer arrived —
+     * resume(resume_user, fn, arg) must run fn(arg) soon on a worker (fairly queued with
+     * the tenant's other work). NULL = on the thread that delivered the answer. */
+    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg);
+    void *resume_user;
     /* A 2026-07-28 call whose run may outlive it (a downstream's request relayed to the
      * client as an input-required round: the downstream's call stays open for the retry):
      * adopt_cancel(adopt_user, cell) makes the call's cancel flag the cell's (referenced
@@ -132,13 +110,71 @@ typedef struct mcp_call_ctx {
      * adopts the same cell — stops the run and its downstream call. NULL: not offered. */
     void (*adopt_cancel)(void *adopt_user, mcp_cancel_cell *cell);
     void *adopt_user;
-    /* The caller's access token (mcp_call_set_subject_token), for a downstream server whose
-     * credentials are exchanged for it (RFC 8693); NULL: none (an API key, a task, a graph
-     * calling a graph). Borrowed for the call's life; never to be recorded or copied out. */
-    const char *subject_token;
+    /* Input-required results (2026-07-28): client.request may leave a request unanswered
+     * and set *input_wait instead; call_tool_async then ends the call with the run's saved
+     * state as its result (gg_graph_run_save) and no error. resume_state (borrowed; NULL =
+     * a fresh run) is such a state to go on from. */
+    atomic_int *input_wait;
+    json_t *resume_state;
+};
+
+/* Where the provider records the nodes it ran, and the execution record they belong to. */
+struct mcp_ctx_history {
+    /* Array the provider appends one record per executed node to, for the execution
+     * history: {node_id, type, started_at (unix ms), duration_ms, status ("ok"|"error"),
+     * input?, output?, error?}. Borrowed; NULL when the caller keeps no history. */
+    json_t *records;
+    /* Alternative to records, cheaper: when set, the provider appends each executed node's
+     * record as compact JSON text after what the buffer holds (with a comma first unless it
+     * is empty or ends with '['; no closing bracket), in the history store's positional
+     * form [index, "node id", "node type", start, end (unix ms), duration ms, output|null
+     * (, input|null, "error message" — only for a failed node)] (src/store/store.h,
+     * gg_exec_record_set_nodes_json); records stays empty. Inputs and outputs longer than
+     * max_value bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
+    gg_strbuf *text;
+    size_t max_value;
+    /* Bounds on text for the whole run (0 = none): past max_records records or max_bytes
+     * bytes, further records are left out and counted; the provider then ends the text
+     * with {"truncated":true,"dropped":N,"kept":K} so the stored run shows it was cut
+     * (src/store/history_query.c). */
+    size_t max_records, max_bytes;
+    /* The call's execution record id ("" or NULL = none) and how many graph-to-graph calls
+     * deep it runs (0 = called by an MCP client): a graph calling another records the
+     * callee's run with this id as its parent, and refuses past a depth limit. */
+    const char *exec_id;
+    int call_depth;
+};
+
+/* Where a provider that ends a call with a failure says more about it than gg_error can,
+ * for the server's answer; each NULL: nowhere (no such detail). */
+struct mcp_ctx_outcome {
+    /* where a provider that turns a failed run into an isError result writes the run's error
+     * code (MCP_FAIL_CODE_MAX bytes): the tasks extension tells a tool's own error from the
+     * graph's failure by it */
+    char *fail_code;
+    /* Where a provider that learns only while running what the client must have declared
+     * (the toolkit's run_graph compiles the graph it runs) writes the MCP_CLIENT_CAPS_* the
+     * request lacks; it then ends the call with NULL + err code "missing_capability", which
+     * the server answers with -32021 naming them. */
+    int *missing_caps;
+    /* Where a provider whose call needs the user to open a URL first (per-user consent for a
+     * downstream server) puts the URLElicitationRequiredError's data (new reference); it
+     * then ends the call with NULL + err code "url_elicitation_required", which the server
+     * answers with -32042 carrying it. NULL: the call fails as a tool error. */
+    json_t **elicitation;
+};
+
+/* What a provider learns about one call besides the tool and its arguments; a zeroed
+ * struct is a valid ctx (no caller known, nothing recorded, never cancelled). */
+typedef struct mcp_call_ctx {
+    struct mcp_ctx_identity identity;
+    struct mcp_ctx_client client;
+    struct mcp_ctx_run run;
+    struct mcp_ctx_history history;
+    struct mcp_ctx_outcome outcome;
 } mcp_call_ctx;
 
-/* A cancel flag shared by the calls one run spans (mcp_call_ctx.adopt_cancel): referenced,
+/* A cancel flag shared by the calls one run spans (mcp_call_ctx.run.adopt_cancel): referenced,
  * freed with its last reference (any thread). */
 struct mcp_cancel_cell {
     _Atomic int refs;

@@ -452,7 +452,7 @@ struct mcp_call {
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
     unsigned scopes;     /* mcp_call_set_scopes */
-    /* mcp_call_set_caller: the copies, and the view of them ctx.who points to */
+    /* mcp_call_set_caller: the copies, and the view of them ctx.identity.who points to */
     struct {
         char key_id[24], issuer[160], subject[96], client_id[96], scopes[96], session[33];
         mcp_caller view;
@@ -463,10 +463,10 @@ struct mcp_call {
     char round_nonce[33]; /* the resumed state's single-use id (claimed by the gateway) */
     int round;            /* the resumed state's round number (1 = the first answer) */
     char fail_code[MCP_FAIL_CODE_MAX]; /* the run's error code when it failed (mcp_call_fail_code) */
-    int missing_caps; /* mcp_call_ctx.missing_caps: what the provider found the client lacks */
-    json_t *elicitation; /* mcp_call_ctx.elicitation: -32042's data, or NULL */
+    int missing_caps; /* mcp_call_ctx.outcome.missing_caps: what the provider found the client lacks */
+    json_t *elicitation; /* mcp_call_ctx.outcome.elicitation: -32042's data, or NULL */
     int consent_rounds;  /* modern: the consent rounds answered before this call (consent_round) */
-    mcp_cancel_cell *_Atomic shared_cancel; /* mcp_call_ctx.adopt_cancel: the run's flag, or NULL */
+    mcp_cancel_cell *_Atomic shared_cancel; /* mcp_call_ctx.run.adopt_cancel: the run's flag, or NULL */
     char *subject_token; /* mcp_call_set_subject_token: the caller's token, wiped when freed */
 };
 
@@ -481,7 +481,7 @@ atomic_int *mcp_call_cancel_flag(mcp_call *c) {
 }
 static bool call_cancelled(mcp_call *c) { return atomic_load_explicit(mcp_call_cancel_flag(c), memory_order_relaxed); }
 
-/* mcp_call_ctx.adopt_cancel (once per call): from now on the call's flag is the cell's; a
+/* mcp_call_ctx.run.adopt_cancel (once per call): from now on the call's flag is the cell's; a
  * cancellation already set carries over. */
 static void call_adopt_cancel(void *user, mcp_cancel_cell *cell) {
     mcp_call *c = user;
@@ -570,7 +570,7 @@ bool mcp_call_input_required(const mcp_call *c) {
 const char *mcp_call_fail_code(const mcp_call *c) { return c->fail_code; }
 double mcp_call_duration_ms(const mcp_call *c) { return c->duration_ms; }
 
-/* Keep the call's node records as JSON text (mcp_call_ctx.history_text; values past
+/* Keep the call's node records as JSON text (mcp_call_ctx.history.text; values past
  * max_value_bytes truncated) instead of the JSON array of mcp_call_history: cheaper when
  * they are only going to be stored. Set before the call runs. */
 void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
@@ -580,7 +580,7 @@ void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes) {
     gg_strbuf_putc(&c->history_text, '[');
 }
 
-/* Bound the run's node records as text (mcp_call_ctx.history_max_records/_bytes). */
+/* Bound the run's node records as text (mcp_call_ctx.history.max_records/_bytes). */
 void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes) {
     c->history_max_records = max_records;
     c->history_max_bytes = max_bytes;
@@ -718,12 +718,15 @@ static int call_client_caps(const mcp_call *c) {
 
 static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *request_id, const char *key_id,
                              const char *tenant, double budget_ms) {
-    return (mcp_call_ctx){.sink = sink, .cancelled = &c->cancelled, .request_id = request_id, .key_id = key_id,
-                          .tenant = tenant, .history = c->history, .budget_ms = budget_ms,
-                          .history_text = c->use_text ? &c->history_text : NULL, .history_max = c->history_max,
-                          .history_max_records = c->history_max_records, .history_max_bytes = c->history_max_bytes,
-                          .trace = &c->trace, .client_caps = call_client_caps(c), .scopes = c->scopes,
-                          .who = c->who.set ? &c->who.view : NULL, .subject_token = c->subject_token};
+    return (mcp_call_ctx){
+        .identity = {.request_id = request_id, .key_id = key_id, .tenant = tenant, .scopes = c->scopes,
+                     .who = c->who.set ? &c->who.view : NULL, .subject_token = c->subject_token,
+                     .trace = &c->trace},
+        .client = {.sink = sink, .caps = call_client_caps(c)},
+        .run = {.cancelled = &c->cancelled, .budget_ms = budget_ms},
+        .history = {.records = c->history, .text = c->use_text ? &c->history_text : NULL,
+                    .max_value = c->history_max, .max_records = c->history_max_records,
+                    .max_bytes = c->history_max_bytes}};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -853,7 +856,7 @@ static int cap_of_method(const char *method) {
            : !strcmp(method, "sampling/createMessage") ? MCP_CLIENT_CAPS_SAMPLING : MCP_CLIENT_CAPS_ROOTS;
 }
 
-/* mcp_call_ctx.client_request: the request goes out on the call's stream (as its SSE
+/* mcp_call_ctx.client.request: the request goes out on the call's stream (as its SSE
  * events go) with an id unique to the session; the answer comes back through the session. */
 static void call_client_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
                                 atomic_int *cancelled,
@@ -922,7 +925,7 @@ static bool response_fits(const char *method, json_t *r) {
     return json_is_array(json_object_get(r, "roots"));
 }
 
-/* mcp_call_ctx.client_request of a modern call: the answer the request carries in
+/* mcp_call_ctx.client.request of a modern call: the answer the request carries in
  * inputResponses under the node's id, else the run stops here and the call becomes an
  * input-required result (finish_call). */
 static void round_request(void *user, const char *key, const char *method, json_t *params, int timeout_ms,
@@ -982,7 +985,7 @@ static char *input_required(mcp_call *c, json_t *state) {
 }
 
 /* ---- per-user consent in the 2026-07-28 era -------------------------------------------------
- * 2026-07-28 has no -32042: the URL elicitation a provider puts in mcp_call_ctx.elicitation
+ * 2026-07-28 has no -32042: the URL elicitation a provider puts in mcp_call_ctx.outcome.elicitation
  * (a per-user downstream server without the caller's grant) becomes an input-required round
  * whose one request, under the key "consent-<elicitationId>", is a URL-mode elicitation/create
  * naming the connect page. The client opens the URL, answers accept and repeats the call; the
@@ -1090,25 +1093,25 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
                     const mcp_call_async *how) {
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
-    c->ctx.exec_id = c->exec_id;
-    c->ctx.fail_code = c->fail_code;
-    c->ctx.missing_caps = &c->missing_caps;
-    c->ctx.elicitation = &c->elicitation;
-    c->ctx.resume = how->resume;
-    c->ctx.resume_user = how->resume_user;
-    c->ctx.accepted_ms = how->accepted_ms;
+    c->ctx.history.exec_id = c->exec_id;
+    c->ctx.outcome.fail_code = c->fail_code;
+    c->ctx.outcome.missing_caps = &c->missing_caps;
+    c->ctx.outcome.elicitation = &c->elicitation;
+    c->ctx.run.resume = how->resume;
+    c->ctx.run.resume_user = how->resume_user;
+    c->ctx.run.accepted_ms = how->accepted_ms;
     if (c->sessions && c->emit) {
-        c->ctx.client_request = call_client_request;
-        c->ctx.client_user = c;
+        c->ctx.client.request = call_client_request;
+        c->ctx.client.user = c;
     }
     if (c->can_ask) {
-        c->ctx.client_request = round_request;
-        c->ctx.client_user = c;
-        c->ctx.input_wait = &c->input_wait;
-        c->ctx.resume_state = c->resume_state;
+        c->ctx.client.request = round_request;
+        c->ctx.client.user = c;
+        c->ctx.run.input_wait = &c->input_wait;
+        c->ctx.run.resume_state = c->resume_state;
         if (!c->as_task) { /* a task's flag is tracked by the gateway as it is (tasks/cancel) */
-            c->ctx.adopt_cancel = call_adopt_cancel;
-            c->ctx.adopt_user = c;
+            c->ctx.run.adopt_cancel = call_adopt_cancel;
+            c->ctx.run.adopt_user = c;
         }
     }
     c->done = how->done;

@@ -644,7 +644,7 @@ static bool prov_tool_is_pure(mcp_provider *p, const char *name) {
 static json_t *prov_call_tool(mcp_provider *p, const char *name, json_t *arguments, const mcp_call_ctx *ctx,
                               gg_error *err) {
     specs_provider *sp = p->impl;
-    json_t *res = specs_virtual_call(sp->registry, sp->vcache, name, arguments, ctx ? ctx->tenant : NULL, err);
+    json_t *res = specs_virtual_call(sp->registry, sp->vcache, name, arguments, ctx ? ctx->identity.tenant : NULL, err);
     if (res || gg_error_is_set(err)) return res;
     specs_output o = SPECS_OUTPUT_INIT;
     if (specs_call(sp->registry, name, arguments, &o, err)) {

@@ -1719,7 +1719,7 @@ START_TEST(runtime_error_keeps_code_position_node) {
     mcp_provider *p = gg_graph_provider_new(g);
     gg_strbuf hist = GG_STRBUF_INIT;
     gg_strbuf_putc(&hist, '[');
-    mcp_call_ctx ctx = {.history_text = &hist};
+    mcp_call_ctx ctx = {.history.text = &hist};
     gg_error e = GG_ERROR_INIT;
     json_t *args = json_object();
     json_t *res = p->ops->call_tool(p, "fails", args, &ctx, &e);
@@ -1762,7 +1762,7 @@ static void s_log(void *u, const char *level, const char *logger, json_t *data) 
 }
 
 static void s_history(void *u, const char *tool, const mcp_call_ctx *ctx, const gg_graph_result *r) {
-    ((sink_rec *)ctx->sink->user)->run_finished = true;
+    ((sink_rec *)ctx->client.sink->user)->run_finished = true;
 }
 
 /* Progress (= nodes completed, from 1) and a debug log per node arrive while the run is
@@ -1774,7 +1774,7 @@ START_TEST(provider_live_notifications) {
     gg_graph_provider_set_history_sink(p, s_history, NULL);
     sink_rec rec = {json_array(), false, 0};
     mcp_sink sink = {s_progress, s_log, &rec};
-    mcp_call_ctx ctx = {.sink = &sink};
+    mcp_call_ctx ctx = {.client.sink = &sink};
     json_t *args = json_pack("{s:i}", "n", 2);
     gg_error e = GG_ERROR_INIT;
     json_t *res = p->ops->call_tool(p, "sum_to_n", args, &ctx, &e);
@@ -1822,7 +1822,7 @@ START_TEST(provider_live_notifications) {
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(err, 2), "error")), "boom"));
     /* a client that asked for nothing: no sink functions, the run is the same */
     mcp_sink none = {NULL, NULL, &rec};
-    mcp_call_ctx quiet = {.sink = &none};
+    mcp_call_ctx quiet = {.client.sink = &none};
     json_array_clear(rec.events);
     res = p->ops->call_tool(p, "as_object", args, &quiet, &e);
     ck_assert_ptr_nonnull(json_object_get(res, "structuredContent"));

@@ -394,18 +394,19 @@ static json_t *tp_call(mcp_provider *p, const char *name, json_t *args, const mc
         return r;
     }
     if (strcmp(name, "steps") == 0) {
+        const mcp_sink *sink = ctx->client.sink;
         for (int i = 1; i <= 3; i++) {
-            if (ctx->sink && ctx->sink->progress) ctx->sink->progress(ctx->sink->user, i, 3, NULL);
-            if (ctx->sink && ctx->sink->progress) ctx->sink->progress(ctx->sink->user, i, 3, NULL); /* repeat: dropped */
+            if (sink && sink->progress) sink->progress(sink->user, i, 3, NULL);
+            if (sink && sink->progress) sink->progress(sink->user, i, 3, NULL); /* repeat: dropped */
             json_t *d = json_pack("{s:i}", "node", i);
-            if (ctx->sink && ctx->sink->log) ctx->sink->log(ctx->sink->user, i == 3 ? "error" : "debug", "graph", d);
+            if (sink && sink->log) sink->log(sink->user, i == 3 ? "error" : "debug", "graph", d);
             json_decref(d);
-            json_array_append_new(ctx->history, json_pack("{s:i}", "node", i));
+            json_array_append_new(ctx->history.records, json_pack("{s:i}", "node", i));
         }
         return mcp_tool_result_from_value(json_object_get(args, "n"));
     }
     if (strcmp(name, "cancel") == 0) {
-        while (!*ctx->cancelled) ;
+        while (!*ctx->run.cancelled) ;
         gg_error_set(err, "cancelled", "cancelled");
         return NULL;
     }
