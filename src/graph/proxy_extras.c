@@ -274,6 +274,8 @@ typedef struct freq {
     json_t *own;          /* F_LIST, first page: the graph's own items to put first (or NULL) */
     json_t *mine;         /* F_LIST: the graph's own items of this kind (borrowed from g) */
     char *asked;          /* F_READ: the URI as the client named it */
+    char *orig;           /* F_SUBSCRIBE: the downstream's URI (while its capabilities are learnt) */
+    bool probing;         /* F_SUBSCRIBE: waiting for mcp_client_declared_start */
     json_t *sel;          /* F_GET: the prompt's selection item (title/description overrides) */
     json_t *result;       /* the downstream's answer */
     gg_error err;
@@ -296,6 +298,7 @@ static void freq_end(freq *q, json_t *res) {
     json_decref(q->result);
     json_decref(q->own);
     free(q->asked);
+    free(q->orig);
     gg_graph_unref(q->g);
     free(q);
     done(user, res, &err);
@@ -644,9 +647,15 @@ static void finish_complete(freq *q, const char *server) {
     freq_end(q, json_pack("{s:o}", "completion", out));
 }
 
+static void subscribe_step(void *arg);
+
 /* On a worker (or the transport's thread without a resume hook): check and shape. */
 static void fstep(void *arg) {
     freq *q = arg;
+    if (q->probing) { /* the downstream's capabilities were being learnt */
+        subscribe_step(q);
+        return;
+    }
     const char *server = json_string_value(json_object_get(q->entry, "server"));
     if (gg_error_is_set(&q->err)) {
         int code = 0;
@@ -690,10 +699,10 @@ static void fanswered(void *user, json_t *result, gg_error *err) {
     if (err && gg_error_is_set(err)) {
         if (redact) gg_graph_secrets_redact_error(s, err);
         gg_error_move(&q->err, err);
-    } else if (!result) {
+    } else if (!result && !q->probing) { /* a probe's success has no result */
         gg_error_set(&q->err, "transport", "no answer");
     }
-    if (q->ctx && q->ctx->resume) q->ctx->resume(q->ctx->resume_user, fstep, q);
+    if (q->ctx && q->ctx->run.resume) q->ctx->run.resume(q->ctx->run.resume_user, fstep, q);
     else fstep(q);
 }
 
@@ -709,7 +718,7 @@ static void fsend(freq *q, json_t *params) {
         fstep(q);
         return;
     }
-    mcp_client_start(c, q->method, params, 0, q->ctx ? q->ctx->cancelled : NULL, fanswered, q);
+    mcp_client_start(c, q->method, params, 0, q->ctx ? q->ctx->run.cancelled : NULL, fanswered, q);
     json_decref(params);
 }
 
@@ -772,7 +781,40 @@ static void start_subscribe(freq *q, json_t *params) {
     const char *orig;
     if (!route_selected(q, params, F_SUBSCRIBE, &orig)) return;
     if (strcmp(q->method, "resources/subscribe")) freq_end(q, json_object());
-    else fsend(q, json_pack("{s:s}", "uri", orig));
+    else if (!(q->orig = strdup(orig))) fail(q, "oom", "out of memory");
+    else subscribe_step(q);
+}
+
+/* A subscription is asked of a downstream only when it declared resources.subscribe: one
+ * that declared otherwise is refused here, unasked. Before its capabilities are known (no
+ * session yet, a stateless server not discovered) they are learnt first (a ping or
+ * server/discover, once); a stateless server that cannot tell is asked anyway, and its
+ * -32601 still reads as no support (fstep). Runs where fstep runs. */
+static void subscribe_step(void *arg) {
+    freq *q = arg;
+    const char *server = json_string_value(json_object_get(q->entry, "server"));
+    bool probed = q->probing;
+    q->probing = false;
+    if (gg_error_is_set(&q->err)) {
+        if (strcmp(q->err.code, "mcp_error")) { /* unreachable, cancelled, ...: said as for the request */
+            fstep(q);
+            return;
+        }
+        gg_error_clear(&q->err);
+    }
+    gserver *s = server_of(q->g, server);
+    gg_error e = GG_ERROR_INIT;
+    mcp_client *c = s ? gg_graph_server_client(s, q->g->policy, &e) : NULL;
+    gg_error_clear(&e);
+    mcp_declares d = c ? mcp_client_server_declares(c, "resources.subscribe") : MCP_DECLARES_UNKNOWN;
+    if (d == MCP_DECLARES_NO) {
+        fail(q, "invalid_params", "server '%s' does not support resource subscriptions", server);
+    } else if (d == MCP_DECLARES_UNKNOWN && c && !probed) {
+        q->probing = true;
+        mcp_client_declared_start(c, NULL /* a ping or server/discover: its timeout bounds it */, fanswered, q);
+    } else {
+        fsend(q, json_pack("{s:s}", "uri", q->orig)); /* fsend says why when there is no client */
+    }
 }
 
 /* See internal.h. */
@@ -807,8 +849,14 @@ bool gg_graph_proxy_subscribe(gg_graph *g, const char *uri) {
     const char *orig = NULL;
     json_t *sel = NULL, *e = uri && strlen(uri) <= PX_MAX_KEY ? route_uri(g, uri, &orig) : NULL;
     if (!e || !*orig || !readable(json_object_get(e, "res"), orig, &sel)) return false;
-    /* answered nowhere: a refusal leaves the URI subscribed here, unused, as in the session era */
-    tell_downstream(g, server_of(g, json_string_value(json_object_get(e, "server"))), "resources/subscribe", orig);
+    /* answered nowhere: a refusal leaves the URI subscribed here, unused, as in the session era;
+     * a downstream known to declare no resources.subscribe is not asked at all */
+    gserver *s = server_of(g, json_string_value(json_object_get(e, "server")));
+    gg_error err = GG_ERROR_INIT;
+    mcp_client *c = s ? gg_graph_server_client(s, g->policy, &err) : NULL;
+    gg_error_clear(&err);
+    if (c && mcp_client_server_declares(c, "resources.subscribe") != MCP_DECLARES_NO)
+        tell_downstream(g, s, "resources/subscribe", orig);
     return true;
 }
 

@@ -202,3 +202,59 @@ void mcp_client_reply_result(mcp_client_reply *r, json_t *result) { r->send(r, r
 void mcp_client_reply_error(mcp_client_reply *r, int code, const char *message) {
     r->send(r, NULL, code, message ? message : "error");
 }
+
+/* A path of at most this many members ("resources.subscribe" has two). */
+#define DECLARES_MAX_DEPTH 8
+
+mcp_declares mcp_client_caps_declare(json_t *caps, const char *path) {
+    if (!json_is_object(caps)) return MCP_DECLARES_UNKNOWN;
+    json_t *v = caps;
+    char key[128];
+    const char *p = path ? path : "";
+    for (int depth = 0; *p && depth < DECLARES_MAX_DEPTH; depth++) {
+        size_t n = strcspn(p, ".");
+        if (n >= sizeof key || !json_is_object(v)) return MCP_DECLARES_NO;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        v = json_object_get(v, key);
+        p += n + (p[n] == '.');
+    }
+    if (*p) return MCP_DECLARES_NO; /* deeper than any capability goes */
+    return json_is_object(v) || json_is_true(v) ? MCP_DECLARES_YES : MCP_DECLARES_NO;
+}
+
+mcp_declares mcp_client_server_declares(mcp_client *c, const char *path) {
+    const char *probe = NULL;
+    return c && c->ops->server_declares ? c->ops->server_declares(c->impl, path, &probe) : MCP_DECLARES_UNKNOWN;
+}
+
+/* The probe's answer only teaches the transport; its result is nobody's. */
+typedef struct declared_wait {
+    mcp_client_done_fn done;
+    void *user;
+} declared_wait;
+
+static void declared_done(void *user, json_t *result, gg_error *err) {
+    declared_wait w = *(declared_wait *)user;
+    (void)result;
+    free(user);
+    w.done(w.user, NULL, err);
+}
+
+void mcp_client_declared_start(mcp_client *c, atomic_int *cancel, mcp_client_done_fn done, void *user) {
+    const char *probe = NULL;
+    mcp_declares d = c->ops->server_declares ? c->ops->server_declares(c->impl, "", &probe) : MCP_DECLARES_UNKNOWN;
+    declared_wait *w = d == MCP_DECLARES_UNKNOWN && probe ? malloc(sizeof *w) : NULL;
+    if (d != MCP_DECLARES_UNKNOWN || !probe) { /* known, or a transport that never knows: nothing to ask */
+        done(user, NULL, NULL);
+        return;
+    }
+    if (!w) {
+        mcp_client_done_oom(done, user);
+        return;
+    }
+    *w = (declared_wait){done, user};
+    json_t *params = json_object();
+    mcp_client_start(c, probe, params, 0, cancel, declared_done, w);
+    json_decref(params);
+}

@@ -88,6 +88,7 @@ typedef struct http_client {
     int answers;        /* answers to the server's requests not yet destroyed */
     int replies;        /* replies the request handler owes (each also one of nreqs) */
     mcp_client_hooks hooks; /* the caller's handlers and declared capabilities (loop.h) */
+    json_t *server_caps;    /* what the server declared (initialize, server/discover); NULL = not yet */
     _Atomic int starts;
     _Atomic long long next_id;
 } http_client;
@@ -972,11 +973,22 @@ static void input_required(hreq *r, json_t *result) {
     mrtr_release(rd); /* the asking's own */
 }
 
+/* The capabilities a server declared replace the last ones (an answer without an object
+ * declares nothing: {}); read from any thread by http_server_declares. */
+static void keep_server_caps(http_client *c, json_t *caps) {
+    json_t *copy = json_is_object(caps) ? json_deep_copy(caps) : json_object();
+    pthread_mutex_lock(&c->mu);
+    json_decref(c->server_caps);
+    c->server_caps = copy;
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* A stateless request's result: tools/list loses its invalid tools (and teaches the
  * headers), an InputRequiredResult starts the next round, anything else is the answer. */
 static void modern_result(hreq *r, json_t *result) {
     const char *type = json_string_value(json_object_get(result, "resultType"));
     if (!strcmp(r->method, "tools/list")) mcp_era_filter_tools(result, r->c->tool_headers, r->c->name);
+    if (!strcmp(r->method, "server/discover")) keep_server_caps(r->c, json_object_get(result, "capabilities"));
     if (type && !strcmp(type, "input_required") && mrtr_method(r->method)) input_required(r, result);
     else finish_result(r, result);
 }
@@ -1072,6 +1084,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
     }
     const char *pv = json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion"));
     c->notifies = declares_list_changed(json_object_get(json_object_get(m, "result"), "capabilities"));
+    keep_server_caps(c, json_object_get(json_object_get(m, "result"), "capabilities"));
     c->protocol = strdup(pv ? pv : MCP_CLIENT_PROTOCOL_VERSION);
     c->session = r->session;
     r->session = NULL;
@@ -1597,6 +1610,7 @@ static void http_destroy(void *impl) {
     free(c->session);
     free(c->protocol);
     mcp_client_hooks_clear(&c->hooks);
+    json_decref(c->server_caps);
     json_decref(c->tool_headers);
     free(c);
 }
@@ -1636,9 +1650,20 @@ static void http_auth_subject(void *impl, const char *token) {
     if (c->auth.impl && c->auth.subject) c->auth.subject(c->auth.impl, token);
 }
 
+/* See mcp_client_server_declares: the session era learns them from initialize (any request
+ * starts one), the stateless era from server/discover. */
+static mcp_declares http_server_declares(void *impl, const char *path, const char **probe) {
+    http_client *c = impl;
+    *probe = c->modern ? "server/discover" : "ping";
+    pthread_mutex_lock(&c->mu);
+    mcp_declares d = mcp_client_caps_declare(c->server_caps, path);
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
 static const mcp_client_ops http_ops = {http_start,      http_stderr_tail, http_start_count,        http_destroy,
                                         http_set_notify, http_listen,      http_set_request_handler,
-                                        http_start_relay, http_auth_subject};
+                                        http_start_relay, http_auth_subject, http_server_declares};
 
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */

@@ -134,6 +134,7 @@ typedef struct stdio_client {
 
     pthread_mutex_t mu;       /* guards everything below */
     mcp_client_hooks hooks;   /* the caller's handlers, the capabilities initialize declares (loop.h) */
+    json_t *server_caps;      /* what the child's last initialize answer declared (NULL: none yet) */
     int replies;              /* replies on_request owes (each also one of nreqs) */
     pthread_cond_t cv;        /* the reader ended */
     pthread_mutex_t write_mu; /* guards outbox: one writer at a time on stdin */
@@ -322,7 +323,14 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
             snprintf(emsg, sizeof emsg, "cannot write to MCP server '%s'", c->name);
         json_decref(note);
     }
+    /* copied outside the lock (it may be large); a new child may declare otherwise */
+    json_t *caps = emsg[0] ? NULL : json_object_get(json_object_get(msg, "result"), "capabilities");
+    caps = emsg[0] ? NULL : json_is_object(caps) ? json_deep_copy(caps) : json_object();
     pthread_mutex_lock(&c->mu);
+    if (caps) {
+        json_decref(c->server_caps);
+        c->server_caps = caps;
+    }
     sreq *q = c->queued;
     c->queued = NULL;
     c->starting = false;
@@ -1153,6 +1161,7 @@ static void stdio_destroy(void *impl) {
     free(c->command);
     free(c->cwd);
     mcp_client_hooks_clear(&c->hooks);
+    json_decref(c->server_caps);
     free_strv(c->argv);
     free_strv(c->envp);
     free(c);
@@ -1168,9 +1177,20 @@ static void stdio_set_request_handler(void *impl, json_t *caps, mcp_client_serve
     mcp_client_hooks_set_request_handler(&c->hooks, &c->mu, caps, fn, user);
 }
 
+/* See mcp_client_server_declares: learnt from the child's initialize (any request starts one). */
+static mcp_declares stdio_server_declares(void *impl, const char *path, const char **probe) {
+    stdio_client *c = impl;
+    *probe = "ping";
+    pthread_mutex_lock(&c->mu);
+    mcp_declares d = mcp_client_caps_declare(c->server_caps, path);
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
 static const mcp_client_ops stdio_ops = {stdio_start,      stdio_stderr_tail, stdio_start_count,        stdio_destroy,
                                          stdio_set_notify, NULL,              stdio_set_request_handler,
-                                         NULL /* a child's requests name no call: no relay */};
+                                         NULL /* a child's requests name no call: no relay */,
+                                         NULL /* no credentials */, stdio_server_declares};
 
 static bool has_var(const char *const *env, const char *name) {
     size_t n = strlen(name);

@@ -131,6 +131,9 @@ void mcp_client_hooks_clear(mcp_client_hooks *h);
 
 /* Ends a request that could not start: done(user, NULL, "oom" error). */
 void mcp_client_done_oom(mcp_client_done_fn done, void *user);
+/* What caps (a server's declared capabilities; NULL = none known yet) say of path (see
+ * mcp_client_server_declares); a transport calls it under its own lock. */
+mcp_declares mcp_client_caps_declare(json_t *caps, const char *path);
 
 /* ---- the stateless 2026-07-28 revision, client side (client_era.c) ----------------------- */
 /* params (may be NULL; borrowed) with _meta's protocolVersion, clientInfo and

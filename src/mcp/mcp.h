@@ -232,6 +232,18 @@ int mcp_client_start_count(mcp_client *c);
 /* The caller's access token for the client's credential provider to exchange (token: hold a
  * copy; NULL: release one hold), see mcp_auth_provider.subject; nothing without one. */
 void mcp_client_auth_subject(mcp_client *c, const char *token);
+/* What the server declared of itself, by a dotted path into its capabilities
+ * ("resources.subscribe", "prompts"): MCP_DECLARES_YES when the member is an object or true,
+ * MCP_DECLARES_NO when it is absent (or false/null), MCP_DECLARES_UNKNOWN while the client has
+ * none to go by — session era: before the first initialize answer (the last one counts, a
+ * re-initialization replaces it); stateless era: before a server/discover answer. Any thread
+ * (the transport keeps them under its lock; nothing is handed out). */
+typedef enum { MCP_DECLARES_UNKNOWN = -1, MCP_DECLARES_NO = 0, MCP_DECLARES_YES = 1 } mcp_declares;
+mcp_declares mcp_client_server_declares(mcp_client *c, const char *path);
+/* Learn them when unknown: a ping (session era: the session is initialized first) or a
+ * server/discover (stateless era); done(user, NULL, err) as for mcp_client_start, then
+ * mcp_client_server_declares answers. Known already: done(user, NULL, NULL) at once. */
+void mcp_client_declared_start(mcp_client *c, atomic_int *cancel, mcp_client_done_fn done, void *user);
 
 /* Transport back ends (client_stdio.c, client_http.c) behind mcp_client. */
 typedef struct mcp_client_ops {
@@ -248,6 +260,9 @@ typedef struct mcp_client_ops {
     void (*start_relay)(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
                         const mcp_call_relay *relay, mcp_client_done_fn done, void *user);
     void (*auth_subject)(void *impl, const char *token); /* NULL: no credentials to exchange */
+    /* NULL: never known. See mcp_client_server_declares; *probe (not NULL): the request that
+     * teaches them (static text) */
+    mcp_declares (*server_declares)(void *impl, const char *path, const char **probe);
 } mcp_client_ops;
 /* What one stdio downstream child may cost the gateway (config downstream.*;
  * docs/operations.md "Downstream limits"). Set once before clients start; a client copies them when created. */
@@ -477,9 +492,9 @@ json_t *mcp_call_id(const mcp_call *c);        /* borrowed */
 json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */
 bool mcp_call_wants_progress(const mcp_call *c);
 json_t *mcp_call_history(const mcp_call *c);   /* node records the provider appended */
-/* Node records as JSON text instead (see mcp_call_ctx.history_text); set before running. */
+/* Node records as JSON text instead (see mcp_call_ctx.history.text); set before running. */
 void mcp_call_use_history_text(mcp_call *c, size_t max_value_bytes);
-/* Bounds on those records for the whole run (0 = none); see mcp_call_ctx. */
+/* Bounds on those records for the whole run (0 = none); see mcp_call_ctx.history. */
 void mcp_call_bound_history(mcp_call *c, size_t max_records, size_t max_bytes);
 char *mcp_call_take_history_text(mcp_call *c);  /* "[...]", caller frees; NULL on OOM */
 /* Run the tool (blocking; on a worker) and return the serialized JSON-RPC response. */
@@ -490,7 +505,7 @@ char *mcp_call_run(mcp_call *c, const char *request_id, const char *key_id, cons
  * then. */
 typedef void (*mcp_call_done_fn)(void *user, char *response);
 typedef struct mcp_call_async {
-    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg); /* see mcp_call_ctx */
+    void (*resume)(void *resume_user, void (*fn)(void *arg), void *arg); /* see mcp_call_ctx.run */
     void *resume_user;
     double accepted_ms;       /* monotonic; 0 = now */
     mcp_call_done_fn done;
@@ -500,7 +515,7 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
                     const mcp_call_async *how);
 /* The call's W3C trace context: what the client sent in params._meta (invalid when
  * nothing), which the caller may replace (by its header's, by its own span's) before the
- * run starts; the provider sees it as mcp_call_ctx.trace. */
+ * run starts; the provider sees it as mcp_call_ctx.identity.trace. */
 gg_trace_ctx *mcp_call_trace(mcp_call *c);
 /* After run: "ok", "error" (isError result), "cancelled" or "failed" (protocol error). */
 const char *mcp_call_status(const mcp_call *c);
@@ -615,10 +630,10 @@ bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, jso
  * stream, answered through the session (mcp_session_deliver). Without it those nodes fail
  * with a clear error. Set before the call starts; sessions and sess must outlive the call. */
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess);
-/* The call's execution record id (mcp_call_ctx.exec_id: graphs it calls record it as their
+/* The call's execution record id (mcp_call_ctx.history.exec_id: graphs it calls record it as their
  * parent); borrowed, must outlive the call. Set before the call starts. */
 void mcp_call_set_exec_id(mcp_call *c, const char *exec_id);
-/* The calling key's scopes (mcp_call_ctx.scopes); set before the call starts. */
+/* The calling key's scopes (mcp_call_ctx.identity.scopes); set before the call starts. */
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes);
 /* Who makes a call, as graphs see it ($caller): strings borrowed here, copied (cut to fit)
  * by mcp_call_set_caller into the call, so setting it allocates nothing. Never a token. */
@@ -634,7 +649,7 @@ void mcp_call_set_caller(mcp_call *c, const mcp_caller *who);
 const mcp_caller *mcp_call_caller(const mcp_call *c);
 /* The caller's own access token (an OAuth principal's, as it came in the Authorization
  * header; at most MCP_SUBJECT_TOKEN_MAX bytes, else ignored): held in memory by the call
- * only, wiped when it is freed, read by providers as mcp_call_ctx.subject_token for a
+ * only, wiped when it is freed, read by providers as mcp_call_ctx.identity.subject_token for a
  * token exchange (RFC 8693). Never recorded, traced or logged. */
 #define MCP_SUBJECT_TOKEN_MAX 8192
 void mcp_call_set_subject_token(mcp_call *c, const char *token, size_t len);

@@ -7,7 +7,8 @@
 # with MCP-Protocol-Version and Mcp-Method, a tool's x-mcp-header argument mirrored into its
 # Mcp-Param header. Through the gateway: listed and called tools, the mirrored header, an
 # input_required round relayed to the official SDK client (a 2025-11-25 session) as an
-# elicitation and its answer carried back; a bad protocol value refused at its line:col.
+# elicitation and its answer carried back; resources/subscribe of a proxied URI learning what
+# the downstream declared by one server/discover; a bad protocol value refused at its line:col.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_need_sdk
@@ -53,7 +54,7 @@ mcpServers:
     headers: {Authorization: "Bearer \${secrets.down_key}"}
     protocol: $1
 proxy:
-  - {server: "down", tools: "all", prefix: "r_"}
+  - {server: "down", tools: "all", prefix: "r_", resources: "all", uri_prefix: "d+"}
 YAML
 }
 px '"2024-11-05"' >"$GG_TMP/old.yaml"
@@ -88,6 +89,19 @@ t "on the wire: tools/call names its tool in Mcp-Name" wire "
 assert any(r['rpc']=='tools/call' and r['mcp-name']=='test_header_param' for r in recs), recs"
 t "on the wire: the mirrored header reached the downstream (its call succeeded there)" wire "
 assert sum(r['rpc']=='tools/call' for r in recs)==2, recs"
+
+# ---- resources/subscribe of a proxied URI: the stateless downstream's capabilities are learnt
+# by one server/discover first (mcp_client_server_declares), then kept; this downstream (the
+# 2026-07-28 era has no resources/subscribe) answers -32601, which reads as no support
+: >"$GG_TMP/wire.jsonl"
+sub() { gw_rpc "$GG_TMP/s.json" "$MCP" "$KEY" "$sid" '{"jsonrpc":"2.0","id":8,"method":"resources/subscribe","params":{"uri":"d+test://watched-resource"}}' >/dev/null
+  jget "$GG_TMP/s.json" 'str(d["error"]["code"]) + " " + d["error"]["message"]'; }
+t "resources/subscribe of a proxied URI: the downstream's clear error" eq "$(sub)" "-32602 server 'down' does not support resource subscriptions"
+t "... asked again: the same" eq "$(sub)" "-32602 server 'down' does not support resource subscriptions"
+t "on the wire: one server/discover, before anything else, then what it declared was kept" wire "
+rpcs=[r['rpc'] for r in recs]
+assert rpcs.count('server/discover')==1 and rpcs[0]=='server/discover', rpcs
+assert all(r['mcp-method']==r['rpc'] for r in recs), recs"
 
 # ---- an input_required round relayed to a 2025-11-25 SDK client as an elicitation
 cat >"$GG_TMP/relay.mjs" <<'JS'

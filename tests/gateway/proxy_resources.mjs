@@ -357,8 +357,11 @@ async function subscribe(base, metricsUrl, bkey) {
     (await until(async () => JSON.stringify(await touch(a, 'x://none', 0)) === '["x://b"]')) === true, await touch(a, 'x://none', 0));
   await a.close();
   const [h] = await open('acme/hostile', key);
+  const asked = async () => JSON.parse((await h.readResource({ uri: 'count://requests' })).contents[0].text)['resources/subscribe'] ?? 0;
+  const asked0 = await asked(); /* its session is initialized by now: what it declared is known */
   e = await failure(h.subscribeResource({ uri: 'ok://a' }));
   check('a downstream without resources.subscribe: a clear error', e && e.code === -32602 && /does not support resource subscriptions/.test(e.message), String(e));
+  check('... refused up front: the downstream (declaring resources without subscribe) was never asked', asked0 === 0 && await asked() === 0, [asked0, await asked()]);
   await h.close();
   await tenantwideSubscribe(open, count, bkey);
   await b.close();
@@ -395,6 +398,8 @@ async function tenantwideSubscribe(open, count, bkey) {
   let e = await failure(all.subscribeResource({ uri: 'hostile.ok://a' }));
   check('subscribe through _all to a downstream without resources.subscribe: its clear error',
     e && e.code === -32602 && /does not support resource subscriptions/.test(e.message), String(e));
+  const hasked = JSON.parse((await all.readResource({ uri: 'hostile.count://requests' })).contents[0].text)['resources/subscribe'];
+  check('... refused up front there too: hostile\'s downstream never received a resources/subscribe', hasked === undefined, hasked);
   await touch('x://a', 1);
   check('the downstream\'s update reaches _all\'s and the view\'s sessions as "sub.s+x://a"',
     (await until(() => count(agot, A) >= 1 && count(vgot, A) >= 1)) === true, [agot, vgot]);

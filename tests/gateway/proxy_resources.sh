@@ -18,7 +18,8 @@
 # resources/subscribe of a proxied URI reaches the downstream (prefix stripped) and its
 # resources/updated the subscribed sessions (prefix added), 300 of them as at most 2, never
 # another tenant's; an unselected URI -32002; unsubscribe stops them (and, at the next update
-# nobody hears, unsubscribes the downstream); a downstream without subscribe: a clear error.
+# nobody hears, unsubscribes the downstream); a downstream declaring no resources.subscribe:
+# a clear error up front, the downstream never asked (its request count; so for a listen stream).
 # The same through _all and a view naming the graph under "resources" ("<graph>." URIs, the
 # update mapped back; a URI of a graph the view does not name, an unknown graph, an unselected
 # URI or another tenant's graph -32002; unsubscribing the last holder lets the downstream go;
@@ -299,6 +300,17 @@ t "beta's key: a listen stream on acme's _all → 403" eq "$(curl -s -o /dev/nul
   -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
   -H 'Mcp-Method: subscriptions/listen' -H "Authorization: Bearer $BKEY" --data-binary '{"jsonrpc":"2.0","id":"x","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["sub.s+x://a"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
   "$GG_PUB/mcp/acme/_all")" 403
+# a listen stream naming a URI of hostile (its downstream declares resources without
+# subscribe): nothing is asked of that downstream (src/graph/proxy_extras.c subscribe_step)
+hostile_asked() { # → the resources/subscribe requests hostile's downstream received so far
+  rpc26 "$GG_TMP/hc.json" "$GG_PUB/mcp/acme/hostile" "$KEY" resources/read '"uri":"count://requests"' count://requests >/dev/null
+  jget "$GG_TMP/hc.json" 'json.loads(d["result"]["contents"][0]["text"]).get("resources/subscribe", 0)'
+}
+LPIDS=
+listen26 "$GG_TMP/l-h" "$GG_PUB/mcp/acme/hostile" "$KEY" h-1 '{"resourceSubscriptions":["ok://a"]}'
+t "2026 listen on hostile naming ok://a: acknowledged" evwait "$GG_TMP/l-h" $ACK 1
+t "... and its downstream (declaring no resources.subscribe) never received a resources/subscribe" eq "$(hostile_asked)" 0
+for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 # the same through a stateless MCP 2026-07-28 request (no session): the answer shaped for that era
 m26() { # OUT METHOD PARAMS (without braces) NAME (prompt name or URI) → HTTP status
   gg_curl "$1" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \

@@ -11,6 +11,7 @@
 //                             cursor "long" → a nextCursor of 4 KiB
 //   prompts/get               p1 → a message with role "system"; p2 → a valid message
 //   completion/complete       values that are numbers
+//   resources/read count://requests → the requests this process received, by method (JSON)
 // With the argument "notify" it also lists a tool "change" ({n}): a call sends n
 // notifications/resources/list_changed and n notifications/prompts/list_changed, then answers;
 // it declares resources.subscribe, remembers resources/subscribe and /unsubscribe, and lists
@@ -22,11 +23,13 @@ const notifying = process.argv[2] === 'notify';
 const CHANGE = { name: 'change', description: 'announces changed lists', inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } };
 const TOUCH = { name: 'touch', description: 'updates a resource', inputSchema: { type: 'object', properties: { uri: { type: 'string' }, n: { type: 'integer' } } } };
 const subs = new Set();
+const seen = {}; /* method → requests received */
 
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 const ok = (id, result) => send({ jsonrpc: '2.0', id, result });
 
 function answer(id, method, params) {
+  seen[method] = (seen[method] ?? 0) + 1;
   switch (method) {
     case 'initialize':
       return ok(id, {
@@ -54,6 +57,7 @@ function answer(id, method, params) {
     case 'resources/templates/list':
       return ok(id, { resourceTemplates: Array.from({ length: 5000 }, (_, i) => ({ uriTemplate: `t://${i}/{x}`, name: `t${i}` })) });
     case 'resources/read':
+      if (params.uri === 'count://requests') return ok(id, { contents: [{ uri: params.uri, text: JSON.stringify(seen) }] });
       if (params.uri === 'bad://big') return ok(id, { contents: [{ uri: params.uri, text: 'x'.repeat(6 << 20) }] });
       if (params.uri === 'bad://both') return ok(id, { contents: [{ uri: params.uri, mimeType: 'text/plain' }] });
       return ok(id, { contents: [{ uri: params.uri, mimeType: 'text/plain', text: `read ${params.uri}` }] });

