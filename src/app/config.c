@@ -180,8 +180,9 @@ static bool set_str(char **slot, const char *v, gg_error *err) {
     return true;
 }
 
-bool gg_config_init(gg_config *c, gg_error *err) {
-    memset(c, 0, sizeof *c);
+/* The numeric defaults of the server, its tenants and its downstream servers (deploy/graphgate.yaml
+ * documents each). */
+static void defaults_serving(gg_config *c) {
     c->workers = 0;
     c->queue_size = 1024;
     c->body_limit = 1024 * 1024;
@@ -213,6 +214,10 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->downstream_child_nice = 10;
     c->downstream_max_starts_per_minute = 12;
     c->downstream_list_changed_min_interval_ms = 5000;
+}
+
+/* The numeric defaults of the history, graphs, engines, OAuth and telemetry. */
+static void defaults_keeping(gg_config *c) {
     c->history_max_age_ms = 30LL * 86400 * 1000;
     c->history_max_count = 1000000;
     c->history_flush_ms = 5;
@@ -255,6 +260,12 @@ bool gg_config_init(gg_config *c, gg_error *err) {
     c->otel_batch_spans = 256;
     c->otel_flush_ms = 1000;
     c->otel_timeout_ms = 5000;
+}
+
+bool gg_config_init(gg_config *c, gg_error *err) {
+    memset(c, 0, sizeof *c);
+    defaults_serving(c);
+    defaults_keeping(c);
     if (!set_str(&c->listen, "127.0.0.1:8080", err) || !set_str(&c->internal_listen, "127.0.0.1:8081", err) ||
         !set_str(&c->db_path, "./var/graphgate.db", err) || !set_str(&c->demo_tenant, "demo", err) ||
         !set_str(&c->history_durability, "durable", err) ||
