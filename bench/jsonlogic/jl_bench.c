@@ -3,7 +3,7 @@
  * SECONDS seconds of CPU time (process CPU time, so other load on the machine skews the
  * comparison less). Prints "graphgate <ops/s> <cases> <rounds>".
  *
- *   jl_bench FILE [SECONDS] [test]
+ *   jl_bench FILE [SECONDS] [apply|test] [serve]
  *
  * With "test", each case is evaluated with jsonlogic_test (truthiness only, what a switch
  * node needs) instead of jsonlogic_apply (JSON result).
@@ -11,6 +11,9 @@
  * Before timing, every case's result is checked against the file's expected value (the
  * truthiness of it with "test"); any difference is printed and fails the run, so the
  * figure is never that of wrong answers.
+ *
+ * With "serve", it times one slice of SECONDS per line read from stdin and prints
+ * "<name> <ops/s>" for each: run.sh alternates such slices with jl_bench.js's.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -68,6 +71,35 @@ static int check(const bcase *c, bool test) {
     return !ok;
 }
 
+/* Apply every case round after round for about seconds of CPU time: ops/s. */
+static double slice_rounds(const bcase *cases, size_t n, bool test, double seconds, long *failures, long *rounds_out) {
+    long rounds = 0, ops = 0;
+    double start = cpu_ms(), now = start;
+    while (now - start < seconds * 1000.0) {
+        for (size_t i = 0; i < n; i++) {
+            gg_error err = GG_ERROR_INIT;
+            if (test) {
+                if (jsonlogic_test(cases[i].rule, cases[i].data, NULL, &err) < 0) { (*failures)++; gg_error_clear(&err); }
+                continue;
+            }
+            json_t *v = jsonlogic_apply(cases[i].rule, cases[i].data, NULL, &err);
+            if (!v) { (*failures)++; gg_error_clear(&err); }
+            json_decref(v);
+        }
+        ops += (long)n;
+        rounds++;
+        if ((rounds & 15) == 0 || n > 10000) now = cpu_ms();
+    }
+    now = cpu_ms();
+    *rounds_out = rounds;
+    return (double)ops / ((now - start) / 1000.0);
+}
+
+static double slice(const bcase *cases, size_t n, bool test, double seconds, long *failures) {
+    long rounds;
+    return slice_rounds(cases, n, test, seconds, failures, &rounds);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: jl_bench FILE [SECONDS]\n"); return 2; }
     double seconds = argc > 2 ? atof(argv[2]) : 2.0;
@@ -89,25 +121,19 @@ int main(int argc, char **argv) {
     int wrong = 0;
     for (size_t i = 0; i < n; i++) wrong += check(&cases[i], test);
     if (wrong) { fprintf(stderr, "jl_bench: %d wrong results\n", wrong); return 1; }
-    long rounds = 0, ops = 0, failures = 0;
-    double start = cpu_ms(), now = start;
-    while (now - start < seconds * 1000.0) {
-        for (size_t i = 0; i < n; i++) {
-            gg_error err = GG_ERROR_INIT;
-            if (test) {
-                if (jsonlogic_test(cases[i].rule, cases[i].data, NULL, &err) < 0) { failures++; gg_error_clear(&err); }
-                continue;
-            }
-            json_t *v = jsonlogic_apply(cases[i].rule, cases[i].data, NULL, &err);
-            if (!v) { failures++; gg_error_clear(&err); }
-            json_decref(v);
-        }
-        ops += (long)n;
-        rounds++;
-        if ((rounds & 15) == 0 || n > 10000) now = cpu_ms();
+    const char *name = test ? "graphgate-test" : "graphgate";
+    long failures = 0;
+    if (argc > 4 && strcmp(argv[4], "serve") == 0) {
+        /* paired mode (run.sh): one slice per line read, so the caller can alternate slices
+         * of both engines and compare each pair under the same moment's load */
+        char line[64];
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        while (fgets(line, sizeof line, stdin)) printf("%s %.0f\n", name, slice(cases, n, test, seconds, &failures));
+    } else {
+        long rounds = 0;
+        double ops = slice_rounds(cases, n, test, seconds, &failures, &rounds);
+        printf("%s %.0f %zu %ld\n", name, ops, n, rounds);
     }
-    now = cpu_ms();
-    printf("%s %.0f %zu %ld\n", test ? "graphgate-test" : "graphgate", (double)ops / ((now - start) / 1000.0), n, rounds);
     for (size_t i = 0; i < n; i++) jsonlogic_free(cases[i].rule);
     free(cases);
     json_decref(doc);

@@ -1,6 +1,7 @@
 // json-logic-js 2.0.5 over the same tests.json cases as jl_bench.c, same timing scheme
 // (process CPU time: user + system of every node thread, JIT and GC included).
-// usage: node jl_bench.js JSON_LOGIC_JS_DIR FILE [SECONDS] [test]
+// usage: node jl_bench.js JSON_LOGIC_JS_DIR FILE [SECONDS] [apply|test] [serve]
+// With "serve": one timed slice per line read from stdin (see jl_bench.c).
 // With "test": jsonLogic.truthy(jsonLogic.apply(...)), what a switch condition computes.
 const jsonLogic = require(process.argv[2]);
 const fs = require('fs');
@@ -18,16 +19,28 @@ for (const c of wrong) console.error(`jl_bench.js: ${JSON.stringify(c[0])} gives
 if (wrong.length) { console.error(`jl_bench.js: ${wrong.length} wrong results`); process.exit(1); }
 // warm up the JIT before timing
 for (let k = 0; k < 2000; k++) for (const c of cases) run(c[0], c[1]);
-let ops = 0, rounds = 0;
 const cpu = () => { const u = process.cpuUsage(); return BigInt(u.user + u.system) * 1000n; };
-const start = cpu();
-let now = start;
 const limit = BigInt(Math.round(seconds * 1e9));
-while (now - start < limit) {
-  for (const c of cases) run(c[0], c[1]);
-  ops += cases.length;
-  rounds++;
-  if ((rounds & 15) === 0) now = cpu();
+// Every case round after round for about `seconds` of CPU time: [ops/s, rounds].
+function slice() {
+  let ops = 0, rounds = 0;
+  const start = cpu();
+  let now = start;
+  while (now - start < limit) {
+    for (const c of cases) run(c[0], c[1]);
+    ops += cases.length;
+    rounds++;
+    if ((rounds & 15) === 0) now = cpu();
+  }
+  now = cpu();
+  return [Math.round(ops / (Number(now - start) / 1e9)), rounds];
 }
-now = cpu();
-console.log(`json-logic-js${test ? '-test' : ''} ${Math.round(ops / (Number(now - start) / 1e9))} ${cases.length} ${rounds}`);
+const name = `json-logic-js${test ? '-test' : ''}`;
+if (process.argv[6] === 'serve') {
+  // paired mode (run.sh): one slice per line read, alternated with jl_bench's slices
+  const rl = require('readline').createInterface({ input: process.stdin });
+  rl.on('line', () => { process.stdout.write(`${name} ${slice()[0]}\n`); });
+} else {
+  const [opsPerSec, rounds] = slice();
+  console.log(`${name} ${opsPerSec} ${cases.length} ${rounds}`);
+}
