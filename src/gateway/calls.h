@@ -89,10 +89,12 @@ bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *e
  * id in task_id, or NULL + err ("too_many" past tenants.max_tasks, store errors). */
 char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,
                      int client_caps, mcp_call *call, char task_id[48], gg_error *err);
-/* The task's run is running here with this cancel flag (tasks/cancel sets it). */
-void gw_task_track(const char *tenant, const char *id, atomic_int *cancel);
+/* The task's run is running here as call (tasks/cancel sets its cancel flag; the call stays
+ * alive until gw_task_finish). */
+void gw_task_track(const char *tenant, const char *id, mcp_call *call);
 /* Each second (the watcher): running tasks of this process cancelled in the store (by
- * tasks/cancel on another replica) get their cancel flag set. */
+ * tasks/cancel on another replica) get their cancel flag set, and so do runs parked here
+ * with a downstream's relayed request whose task went on without them (tasks.c). */
 void gw_tasks_check_cancels(gg_gateway *gw);
 /* The task's run ended with body (consumed): its end goes to the store. */
 void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body);

@@ -14,8 +14,21 @@
  * runs the task also stops the run (the cancel flag of the call, found in this process's
  * table of running tasks). Every store query filters on the tenant.
  *
+ * A downstream's request relayed during a task's run (an mcp node with relay: true, a proxied
+ * tool: exec.c relay_request) turns the task input_required the same way: the request is an
+ * inputRequest (key relay-N), the sealed state names the run, which stays parked in this
+ * process with the downstream's call open (provider.c acall_park; bounded per run and per
+ * graph version as any relay round). tasks/update resumes it only on this replica; elsewhere,
+ * or once the downstream's call ended, the resumed call finds no run and the task fails with
+ * invalid_state ("call the tool again"). While it waits the table keeps the run's cancel cell
+ * (a parked entry), so tasks/cancel — here, or on another replica through the watcher's
+ * check — cancels the downstream's call (notifications/cancelled).
+ *
  * Ownership: the table of running tasks is process-wide (ids are random), guarded by its
- * mutex; entries are added by gw_task_track and removed by gw_task_finish.
+ * mutex; entries are added by gw_task_track and removed by gw_task_finish. A running entry
+ * points at its call (alive until gw_task_finish, which removes the entry first); a parked
+ * entry holds a reference to the run's cancel cell, dropped when the task resumes here, is
+ * cancelled, or its run is gone (the cell's last reference is the entry's: the watcher's pass).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -39,13 +52,16 @@
 typedef struct running_task {
     char id[TASK_ID_MAX + 1];
     char tenant[GG_NAME_MAX + 1];
-    atomic_int *cancel;
-    bool cancelled; /* by tasks/cancel (not by shutdown) */
+    mcp_call *call;        /* running: the task's call (its flag follows the run's cell) */
+    mcp_cancel_cell *cell; /* parked: input_required with the run held here (referenced) */
+    bool cancelled;        /* by tasks/cancel (not by shutdown) */
+    unsigned long seq;     /* which entry the watcher's pass read the row for */
     struct running_task *next;
 } running_task;
 
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static running_task *run_list;
+static unsigned long run_seq;
 static char owner_id[64]; /* this replica, written to the tasks it runs (gw_tasks_recover) */
 
 /* See calls.h. */
@@ -68,57 +84,110 @@ static void set_owner(gg_task_row *r) {
     pthread_mutex_unlock(&run_mu);
 }
 
-void gw_task_track(const char *tenant, const char *id, atomic_int *cancel) {
+static void track(const char *tenant, const char *id, mcp_call *call, mcp_cancel_cell *cell) {
     running_task *r = calloc(1, sizeof *r);
-    if (!r) return; /* not cancellable in-process: tasks/cancel still ends it in the store */
+    if (!r) { /* not cancellable in-process: tasks/cancel still ends it in the store */
+        mcp_cancel_cell_unref(cell);
+        return;
+    }
     snprintf(r->id, sizeof r->id, "%s", id);
     snprintf(r->tenant, sizeof r->tenant, "%s", tenant);
-    r->cancel = cancel;
+    r->call = call;
+    r->cell = cell;
     pthread_mutex_lock(&run_mu);
+    r->seq = ++run_seq;
     r->next = run_list;
     run_list = r;
     pthread_mutex_unlock(&run_mu);
 }
 
-/* Remove the entry; whether tasks/cancel asked for it. */
-static bool untrack(const char *id) {
+/* Remove the task's entries of one kind (parked or running); whether tasks/cancel asked for
+ * one. */
+static bool untrack_kind(const char *id, bool parked) {
     bool cancelled = false;
     pthread_mutex_lock(&run_mu);
-    for (running_task **p = &run_list; *p; p = &(*p)->next) {
-        if (strcmp((*p)->id, id)) continue;
+    for (running_task **p = &run_list; *p;) {
         running_task *r = *p;
+        if (strcmp(r->id, id) || (r->cell != NULL) != parked) {
+            p = &r->next;
+            continue;
+        }
         *p = r->next;
-        cancelled = r->cancelled;
+        cancelled |= r->cancelled;
+        mcp_cancel_cell_unref(r->cell);
         free(r);
-        break;
     }
     pthread_mutex_unlock(&run_mu);
     return cancelled;
 }
+static bool untrack(const char *id) { return untrack_kind(id, false); }
 
-static void cancel_local(const char *id) {
+void gw_task_track(const char *tenant, const char *id, mcp_call *call) {
+    untrack_kind(id, true); /* resumed: the parked run, if here, is this call's now */
+    track(tenant, id, call, NULL);
+}
+
+/* Set the cancel flag of the task's entries (seq: only that one). */
+static void cancel_entries(const char *id, unsigned long seq) {
     pthread_mutex_lock(&run_mu);
     for (running_task *r = run_list; r; r = r->next)
-        if (!strcmp(r->id, id)) {
+        if (!strcmp(r->id, id) && (!seq || r->seq == seq)) {
             r->cancelled = true;
-            atomic_store(r->cancel, 1);
+            atomic_store(r->cell ? &r->cell->flag : mcp_call_cancel_flag(r->call), 1);
         }
     pthread_mutex_unlock(&run_mu);
 }
+static void cancel_local(const char *id) { cancel_entries(id, 0); }
 
-/* See internal.h: a tasks/cancel that reached another replica stops the run here. At most
- * CANCEL_CHECK_MAX running tasks a pass (the newest; an older one is checked once fewer
- * run). */
+/* The parked entry of a task taken out of the table (its cell reference passes to the
+ * caller), or NULL. */
+static mcp_cancel_cell *take_parked(const char *id) {
+    mcp_cancel_cell *cell = NULL;
+    pthread_mutex_lock(&run_mu);
+    for (running_task **p = &run_list; *p; p = &(*p)->next) {
+        running_task *r = *p;
+        if (strcmp(r->id, id) || !r->cell) continue;
+        *p = r->next;
+        cell = r->cell;
+        free(r);
+        break;
+    }
+    pthread_mutex_unlock(&run_mu);
+    return cell;
+}
+
+/* Parked entries whose run is gone (the entry holds the cell's last reference: the downstream's
+ * call ended, the round expired, the run was cancelled): dropped. */
+static void prune_parked(void) {
+    pthread_mutex_lock(&run_mu);
+    for (running_task **p = &run_list; *p;) {
+        running_task *r = *p;
+        if (!r->cell || atomic_load(&r->cell->refs) > 1) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        mcp_cancel_cell_unref(r->cell);
+        free(r);
+    }
+    pthread_mutex_unlock(&run_mu);
+}
+
+/* See internal.h: a tasks/cancel that reached another replica stops the run here, and so does
+ * a task that went on without its parked run. At most CANCEL_CHECK_MAX
+ * entries a pass (the newest; an older one is checked once fewer run). */
 #define CANCEL_CHECK_MAX 256
 void gw_tasks_check_cancels(gg_gateway *gw) {
-    struct pick { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; } *pick = NULL;
+    struct pick { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; unsigned long parked; } *pick = NULL;
     size_t n = 0;
+    prune_parked();
     pthread_mutex_lock(&run_mu);
     if (run_list) pick = malloc(CANCEL_CHECK_MAX * sizeof *pick); /* the list is empty most of the time */
     for (running_task *r = run_list; pick && r && n < CANCEL_CHECK_MAX; r = r->next)
         if (!r->cancelled) {
             memcpy(pick[n].id, r->id, sizeof pick[n].id);
             memcpy(pick[n].tenant, r->tenant, sizeof pick[n].tenant);
+            pick[n].parked = r->cell ? r->seq : 0;
             n++;
         }
     pthread_mutex_unlock(&run_mu);
@@ -127,6 +196,9 @@ void gw_tasks_check_cancels(gg_gateway *gw) {
         gg_error e = GG_ERROR_INIT;
         if (gg_store_task_get(gw->store, pick[i].tenant, pick[i].id, &row, &e)) {
             if (!strcmp(row.status, "cancelled")) cancel_local(pick[i].id);
+            /* a parked run its task went on without (ended, or resumed on another replica:
+             * resumed here, its entry left the table before the row changed: do_update) */
+            else if (pick[i].parked && strcmp(row.status, "input_required")) cancel_entries(pick[i].id, pick[i].parked);
             gg_task_row_clear(&row);
         }
         gg_error_clear(&e);
@@ -205,7 +277,11 @@ void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp
     snprintf(r.id, sizeof r.id, "%s", task_id);
     snprintf(r.tenant, sizeof r.tenant, "%s", tenant);
     const char *rt = json_string_value(json_object_get(res, "resultType"));
+    mcp_cancel_cell *cell = NULL;
     if (res && rt && !strcmp(rt, "input_required")) {
+        /* the run may stay parked here (a downstream's relayed request): its cell keeps the
+         * task cancellable (an elicit node's round holds none past the call: pruned) */
+        cell = call ? mcp_call_cancel_cell(call) : NULL;
         snprintf(r.status, sizeof r.status, "input_required");
         r.input_requests = json_incref(json_object_get(res, "inputRequests"));
         r.request_state = strdup(json_string_value(json_object_get(res, "requestState")) ? json_string_value(json_object_get(res, "requestState")) : "");
@@ -230,9 +306,17 @@ void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp
     bool changed;
     gg_error e = GG_ERROR_INIT;
     /* only a working task takes its run's end: a cancelled one stays cancelled */
-    if (!gg_store_task_set(gw->store, &r, "working", &changed, &e))
+    bool stored = gg_store_task_set(gw->store, &r, "working", &changed, &e);
+    if (!stored)
         gg_log(GG_LOG_WARN, "task %s: its end could not be stored: %s", task_id, e.message ? e.message : e.code);
     else if (changed) gw_listen_task_changed(gw->listen, tenant, task_id);
+    /* listed once the row says input_required (the watcher drops a parked run whose row says
+     * otherwise); a task that is not waiting for it (cancelled meanwhile) lets it go */
+    if (cell && stored && changed) track(tenant, task_id, NULL, cell);
+    else if (cell) {
+        atomic_store(&cell->flag, 1);
+        mcp_cancel_cell_unref(cell);
+    }
     gg_error_clear(&e);
     gg_task_row_clear(&r);
     json_decref(v);
@@ -278,13 +362,16 @@ static char *do_cancel(gg_gateway *gw, gg_task_row *r, json_t *id) {
         return out;
     }
     cancel_local(r->id); /* the run, when it runs here; elsewhere its end finds the row cancelled */
+    untrack_kind(r->id, true); /* a parked run's flag is set: its downstream's call ends, then the run */
     if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id);
     return ack(id); /* a task already ended gets the same acknowledgement */
 }
 
 /* Resume an input_required task whose requests are all answered: the run goes on from its
- * state with the answers, as a task again. What keeps it from starting fails the task. */
-static void resume(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r) {
+ * state with the answers, as a task again. What keeps it from starting fails the task.
+ * parked (consumed): the cancel cell of the run parked here, if any — its downstream's call
+ * is cancelled when the resumed call does not start (no run would take it back). */
+static void resume(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, mcp_cancel_cell *parked) {
     char binding[3 * GG_NAME_MAX + 64], why[320];
     snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", r->tenant, r->graph, pl->version, r->key_id);
     json_t *msg = json_pack("{s:s,s:i,s:s,s:{s:s,s:O,s:O,s:s}}", "jsonrpc", "2.0", "id", 0, "method", "tools/call",
@@ -295,15 +382,18 @@ static void resume(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r) {
     mcp_request_ctx rc = {MCP_VERSION_MODERN, MCP_LOG_OFF, false, true, r->client_caps | MCP_CLIENT_CAPS_TASKS,
                           gw->state_key, binding};
     mcp_outcome o;
+    bool started = false;
     mcp_server_dispatch(pl->srv, &m, &rc, &o);
     if (o.kind == MCP_OUT_CALL) {
         mcp_call *c = o.call;
         o.call = NULL;
-        gw_task_run(gw, pl->ep, c, r->key_id, r->id, why, sizeof why); /* a refusal fails the task */
+        started = gw_task_run(gw, pl->ep, c, r->key_id, r->id, why, sizeof why); /* a refusal fails the task */
     } else { /* the state does not open here (another graph version, expired): the task failed */
         gw_task_finish(gw, r->tenant, r->id, NULL, o.body);
         o.body = NULL;
     }
+    if (parked && !started) atomic_store(&parked->flag, 1);
+    mcp_cancel_cell_unref(parked);
     mcp_outcome_clear(&o);
     json_decref(msg);
 }
@@ -333,9 +423,16 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
     }
     char *state = r->request_state;
     if (all) r->request_state = NULL; /* the run takes it; the row keeps none */
+    /* resuming here: the parked run leaves the table before the row says working, so the
+     * watcher never takes it for one abandoned (it goes back if the row did not change) */
+    mcp_cancel_cell *parked = all ? take_parked(r->id) : NULL;
     bool changed;
     gg_error e = GG_ERROR_INIT;
     bool ok = gg_store_task_set(gw->store, r, "input_required", &changed, &e);
+    if (parked && !(ok && changed)) { /* still waiting (or another update took it) */
+        track(r->tenant, r->id, NULL, parked);
+        parked = NULL;
+    }
     if (all) r->request_state = state;
     if (!ok) {
         char *out = store_error(id, &e);
@@ -343,7 +440,7 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
         return out;
     }
     if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id); /* working again, or fewer requests */
-    if (all && changed) resume(gw, pl, r);
+    if (all && changed) resume(gw, pl, r, parked);
     return ack(id);
 }
 

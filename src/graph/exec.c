@@ -54,6 +54,7 @@ typedef struct grun {
     gg_error reply_err;
     _Atomic int relayed; /* the downstream's requests relayed to the caller (relay_request) */
     double relay_sent_ms[2]; /* when the last relayed progress / log went out (relay_notify) */
+    double relay_progress;   /* the last relayed progress value: later ones must exceed it */
     /* a for_caller server's client holding the caller's token for the call in flight
      * (user_client), released when its answer is taken (exec_mcp_finish) or the run goes */
     gserver *held_server;
@@ -999,7 +1000,19 @@ static double relay_fraction(json_t *params) {
  * the caller's sink (the server drops what its client did not ask for: no progressToken, a
  * lower logging level). Progress is the run's (nodes completed) plus the downstream's
  * fraction, so it keeps increasing across nodes; each kind at most 10 a second per run
- * (RELAY_NOTE_MS), the rest dropped. Runs on the transport's thread while the run waits. */
+ * (RELAY_NOTE_MS), the rest dropped. Runs on the transport's thread while the run waits.
+ *
+ * Across a 2026-07-28 input-required round (provider.c acall_park / acall_resume_relay) the
+ * sink is always the current call's: gg_graph_run_rebind swaps opts under relay_mu, so what
+ * the downstream sends after the retry took the run goes to the retry's progressToken and
+ * logging level. While the run is parked there is no call (opts->caller NULL) and the
+ * notification is dropped, not kept for the next round: the downstream is then waiting on
+ * the client's answer, so a progress note from that wait says nothing the next one after the
+ * answer will not supersede; a log message held back would reach a later request, under
+ * that request's level, out of time order; and a retry may never come, so nothing is held
+ * for it. The rate bound and relay_progress belong to the run, not the call: a retry sees
+ * no burst, and a retry that reuses its progressToken never sees the value go back (a
+ * downstream that restarts its count after the answer is held to the old high mark). */
 #define RELAY_NOTE_MS 100.0
 static void relay_notify_locked(grun *r, const char *method, json_t *params);
 static void relay_notify(void *user, const char *method, json_t *params) {
@@ -1014,12 +1027,15 @@ static void relay_notify_locked(grun *r, const char *method, json_t *params) {
     bool progress = !strcmp(method, "notifications/progress");
     if (!s || (!progress && strcmp(method, "notifications/message"))) return;
     if (progress ? !s->progress : !s->log) return;
+    double v = progress ? (double)r->nhist + relay_fraction(params) : 0;
+    if (progress && r->relay_progress && !(v > r->relay_progress)) return;
     double now = gg_now_ms(), *last = &r->relay_sent_ms[progress ? 0 : 1];
     if (*last && now - *last < RELAY_NOTE_MS) return;
     *last = now;
     if (progress) {
+        r->relay_progress = v;
         const char *msg = json_string_value(json_object_get(params, "message"));
-        s->progress(s->user, (double)r->nhist + relay_fraction(params), -1, msg);
+        s->progress(s->user, v, -1, msg);
     } else {
         const char *level = json_string_value(json_object_get(params, "level"));
         const char *logger = json_string_value(json_object_get(params, "logger"));

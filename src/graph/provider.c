@@ -368,7 +368,9 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
  * stays here, parked in gprov's list without a thread, until the client's retry (same
  * requestState) takes it back, or its downstream call ends first (it answered, failed or hit
  * its deadline, at most the run's time left): then the run is dropped and a retry is told to
- * call again. One cancel flag (mcp_cancel_cell) follows the run across its calls.
+ * call again. One cancel flag (mcp_cancel_cell) follows the run across its calls, and so do
+ * the downstream's notifications: acall_options rebinds the run to the call that holds it,
+ * none while parked (exec.c relay_notify says why what comes then is dropped).
  *
  * Locking: a->mu guards the call the run belongs to (ctx, done, user) and the flags below;
  * busy: one worker advances the run at a time. gp->parked_mu guards the parked list; it is
@@ -577,8 +579,9 @@ static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *
     const char *id = json_string_value(json_object_get(ctx->run.resume_state, "relay"));
     acall *a = id ? parked_take(gp, NULL, id) : NULL;
     if (a && (strcmp(a->tool, name) || !ctx->run.adopt_cancel)) {
-        /* not this call's to take (a task resuming it): the run's downstream call is still
-         * open, so it is cancelled and the run goes back to wait for that call's end */
+        /* not this call's to take (another tool's, or a caller whose calls share no cancel
+         * flag; a task's resume adopts it like any retry: tasks.c): the run's downstream call
+         * is still open, so it is cancelled and the run goes back to wait for that call's end */
         atomic_store(&a->cell->flag, 1);
         acall_list(gp, a);
         a = NULL;

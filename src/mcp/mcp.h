@@ -487,6 +487,10 @@ void mcp_outcome_clear(mcp_outcome *out);
 typedef void (*mcp_emit_fn)(void *user, const char *json, size_t len);
 void mcp_call_set_emitter(mcp_call *c, mcp_emit_fn fn, void *user);
 atomic_int *mcp_call_cancel_flag(mcp_call *c); /* set on notifications/cancelled, shutdown */
+/* The run's shared cancel flag the call adopted (mcp_call_ctx.run.adopt_cancel), referenced
+ * for the caller (mcp_cancel_cell_unref), or NULL: a task's run parked with a downstream's
+ * relayed request keeps it after the call ends (tasks.c). */
+mcp_cancel_cell *mcp_call_cancel_cell(mcp_call *c);
 const char *mcp_call_tool(const mcp_call *c);
 json_t *mcp_call_id(const mcp_call *c);        /* borrowed */
 json_t *mcp_call_arguments(const mcp_call *c); /* borrowed */

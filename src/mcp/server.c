@@ -479,6 +479,11 @@ atomic_int *mcp_call_cancel_flag(mcp_call *c) {
     mcp_cancel_cell *cell = atomic_load_explicit(&c->shared_cancel, memory_order_acquire);
     return cell ? &cell->flag : &c->cancelled;
 }
+mcp_cancel_cell *mcp_call_cancel_cell(mcp_call *c) {
+    mcp_cancel_cell *cell = atomic_load_explicit(&c->shared_cancel, memory_order_acquire);
+    if (cell) mcp_cancel_cell_ref(cell);
+    return cell;
+}
 static bool call_cancelled(mcp_call *c) { return atomic_load_explicit(mcp_call_cancel_flag(c), memory_order_relaxed); }
 
 /* mcp_call_ctx.run.adopt_cancel (once per call): from now on the call's flag is the cell's; a
@@ -1109,10 +1114,10 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
         c->ctx.client.user = c;
         c->ctx.run.input_wait = &c->input_wait;
         c->ctx.run.resume_state = c->resume_state;
-        if (!c->as_task) { /* a task's flag is tracked by the gateway as it is (tasks/cancel) */
-            c->ctx.run.adopt_cancel = call_adopt_cancel;
-            c->ctx.run.adopt_user = c;
-        }
+        /* a task's too: the gateway's tasks/cancel goes through mcp_call_cancel_flag, which
+         * follows the adopted cell (tasks.c) */
+        c->ctx.run.adopt_cancel = call_adopt_cancel;
+        c->ctx.run.adopt_user = c;
     }
     c->done = how->done;
     c->done_user = how->user;

@@ -11,7 +11,13 @@
 //   spam {n}    n elicitations one after the other; the text is {answered, refused, codes}
 //   slow {}     one form elicitation, then up to 20 s of work that stops (and counts in
 //               aborted) when the call is cancelled upstream (relay2026.sh)
-// Control endpoint: GET /status  {aborted (tool calls whose signal fired), asked}
+//   phases {again}  progress 1, 2 (total 4) and a warning log, then one form elicitation;
+//               while it waits, after GET /poke, progress 2.5 and a warning log ("parked"),
+//               then a ping (answered in order, so the gateway has read both before
+//               parkedSent counts); after the answer (again: progress 1, 2 once more, a
+//               count restarted) progress 3, 4, a debug and a warning log
+// Control endpoints: GET /status  {aborted (tool calls whose signal fired), asked, parkedSent}
+//                    GET /poke    lets a waiting phases call send its "parked" notes
 import http from 'node:http';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -20,13 +26,16 @@ import { loadSdk } from './sdk_lib.mjs';
 
 const { McpServer } = await loadSdk('server/mcp.js');
 const { StreamableHTTPServerTransport } = await loadSdk('server/streamableHttp.js');
-const { isInitializeRequest, ElicitResultSchema, CreateMessageResultSchema, ListRootsResultSchema } =
+const { isInitializeRequest, EmptyResultSchema, ElicitResultSchema, CreateMessageResultSchema, ListRootsResultSchema } =
   await loadSdk('types.js');
 const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
 const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
 
 const sessions = new Map();
-let aborted = 0, asked = 0;
+let aborted = 0, asked = 0, parkedSent = 0;
+let poked = null; // resolves the waiting phases call's "parked" notes (GET /poke)
+const pokeWait = () => new Promise((resolve) => { poked = resolve; });
+const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (v) => ({ content: [{ type: 'text', text: JSON.stringify(v) }] });
 const form = (message) => ({ method: 'elicitation/create', params: { mode: 'form', message,
   requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } });
@@ -70,6 +79,40 @@ function tools(server) {
     });
     return text({ form: f, stopped });
   });
+  server.registerTool('phases', { description: 'progress, a question, more progress',
+    inputSchema: { again: z.boolean().optional() } },
+    async ({ again }, extra) => {
+      const token = extra._meta?.progressToken;
+      const note = (progress, message) => token === undefined ? null : extra.sendNotification({
+        method: 'notifications/progress', params: { progressToken: token, progress, total: 4, message } });
+      const log = (level, data) => extra.sendNotification({ method: 'notifications/message',
+        params: { level, logger: 'phases', data } });
+      await note(1, 'step 1');
+      await pause(150); // past the relay's per-kind rate bound (10/s)
+      await note(2, 'step 2');
+      await log('warning', 'before');
+      const poke = pokeWait();
+      const answer = extra.sendRequest(form('phases'), ElicitResultSchema, { timeout: 60000 });
+      await poke;
+      await note(2.5, 'parked');
+      await log('warning', 'parked');
+      await extra.sendRequest({ method: 'ping', params: {} }, EmptyResultSchema).catch(() => null);
+      parkedSent++;
+      const f = await answer;
+      if (again) {
+        await note(1, 'step 1');
+        await pause(150);
+        await note(2, 'step 2');
+      }
+      await pause(150);
+      await note(3, 'step 3');
+      await pause(150);
+      await note(4, 'step 4');
+      await log('debug', 'after-debug');
+      await pause(150);
+      await log('warning', 'after');
+      return text({ form: f });
+    });
   server.registerTool('spam', { description: 'asks n times', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
     const out = { answered: 0, refused: 0, codes: {} };
     for (let i = 0; i < n && !extra.signal.aborted; i++) {
@@ -121,7 +164,13 @@ async function mcp(req, res) {
 const server = http.createServer(async (req, res) => {
   try {
     const url = new URL(req.url, 'http://localhost');
-    if (url.pathname === '/status') return json(res, 200, { aborted, asked });
+    if (url.pathname === '/status') return json(res, 200, { aborted, asked, parkedSent });
+    if (url.pathname === '/poke') {
+      const was = poked !== null;
+      if (poked) poked();
+      poked = null;
+      return json(res, 200, { poked: was });
+    }
     if (url.pathname === '/mcp') return await mcp(req, res);
     json(res, 404, { error: 'not found' });
   } catch (e) {

@@ -5,13 +5,15 @@
 // client doing the rounds by hand to look at them: unique request keys, a reused or altered
 // requestState refused, a round nobody answers ending with the downstream's call (within its
 // limit, the downstream's work cancelled, another tenant unaffected, a late retry told to call
-// again), and a cancelled retry cancelling the downstream's work.
-// usage: node sdk_relay2026.mjs PROXY_URL SHORT_URL KEY OTHER_URL OTHER_KEY STATUS_URL SHORT_TIMEOUT_MS
+// again), a cancelled retry cancelling the downstream's work, and the downstream's progress
+// and log messages across a round (relay_srv.mjs phases), and a downstream's question during a
+// task call (tasks/get, tasks/update, tasks/cancel; parked here, answered on replica B).
+// usage: node sdk_relay2026.mjs PROXY_URL SHORT_URL KEY OTHER_URL OTHER_KEY STATUS_URL SHORT_TIMEOUT_MS TASK_URL TASK_SHORT_URL TASK_URL_B
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { check, until, finish, sleep } from './sdk_lib.mjs';
 
-const [proxyUrl, shortUrl, key, otherUrl, otherKey, statusUrl, shortMs] = process.argv.slice(2);
+const [proxyUrl, shortUrl, key, otherUrl, otherKey, statusUrl, shortMs, taskUrl, taskShortUrl, taskUrlB] = process.argv.slice(2);
 const root = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
 const { Client, StreamableHTTPClientTransport } =
   await import(pathToFileURL(path.join(root, '@modelcontextprotocol/client/dist/index.mjs')).href);
@@ -27,17 +29,31 @@ async function sdkClient(caps) {
 // one stateless 2026-07-28 tools/call; the JSON-RPC response (JSON or the last SSE message)
 const CAPS = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} };
 let nextId = 0;
-async function call(url, k, name, args, extra = {}, signal) {
+// (meta: more _meta, e.g. a progressToken and a logLevel; all: every message of the answer)
+async function call(url, k, name, args, extra = {}, signal, meta = {}, all = false) {
   const params = { name, arguments: args, ...extra, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': CAPS } };
+    'io.modelcontextprotocol/clientCapabilities': CAPS, ...meta } };
   const res = await fetch(url, { method: 'POST', signal, body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params }),
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${k}`,
       'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name } });
   const text = await res.text();
-  if (!(res.headers.get('content-type') || '').includes('text/event-stream')) return JSON.parse(text);
-  const msgs = text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
-  return msgs.filter((m) => m.id !== undefined).pop();
+  const msgs = !(res.headers.get('content-type') || '').includes('text/event-stream') ? [JSON.parse(text)]
+    : text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+  return all ? msgs : msgs.filter((m) => m.id !== undefined).pop();
 }
+// one 2026-07-28 request of any method (the tasks extension's): the JSON-RPC response
+const TASK_CAPS = { ...CAPS, extensions: { 'io.modelcontextprotocol/tasks': {} } };
+async function rpc(url, method, name, params, caps = TASK_CAPS) {
+  const p = { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps } };
+  const res = await fetch(url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params: p }),
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`,
+      'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': name } });
+  const text = await res.text();
+  if (!(res.headers.get('content-type') || '').includes('text/event-stream')) return JSON.parse(text);
+  return text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5))).filter((m) => m.id !== undefined).pop();
+}
+const taskGet = async (url, id) => (await rpc(url, 'tasks/get', id, { taskId: id }))?.result;
+const taskUntil = (url, id, want, ms = 15000) => until(async () => { const r = await taskGet(url, id); return want.includes(r?.status) && r; }, ms);
 const round = (resp) => resp?.result?.resultType === 'input_required' ? resp.result : null;
 const only = (r) => { const ks = Object.keys(r?.inputRequests ?? {}); return ks.length === 1 ? [ks[0], r.inputRequests[ks[0]]] : [null, null]; };
 
@@ -145,6 +161,111 @@ try {
   const st5 = await until(async () => { const s = await status(); return s.aborted > b5 && s; }, 5000);
   check('a cancelled retry (the client went away) cancels the downstream\'s work', sl && how.startsWith('aborted') && st5?.aborted === b5 + 1,
     { sl, how, st5 });
+
+  // 6. progress and log messages across a round (relay_srv.mjs phases): before the question
+  // they reach the first call (its progressToken, its logLevel: debug); what the downstream sends
+  // while the round is parked reaches nobody (exec.c relay_notify: dropped); after the retry
+  // they reach the retry's own progressToken, increasing, at its logLevel (warning: the
+  // downstream's debug message after the answer is not sent). The downstream's
+  // notes carry "step N" / "parked" as their message; the run's own per-node progress
+  // ("node ... completed") comes between them.
+  const notes = (msgs, m) => msgs.filter((x) => x.method === m).map((x) => x.params)
+    .filter((p) => m !== 'notifications/message' || p.logger === 'phases'); // the downstream's, not the run's own
+  const steps = (ps) => ps.filter((p) => /^(step|parked)/.test(p.message ?? ''));
+  const rising = (ps) => ps.every((p, i) => i === 0 || p.progress > ps[i - 1].progress);
+  const across = async (args, tok1, tok2) => {
+    const m1 = await call(proxyUrl, key, 'r_phases', args, {}, undefined,
+      { progressToken: tok1, 'io.modelcontextprotocol/logLevel': 'debug' }, true);
+    const r1 = round(m1.filter((x) => x.id !== undefined).pop());
+    const [pk] = only(r1);
+    const ps0 = (await status()).parkedSent;
+    const poked = (await (await fetch(statusUrl.replace(/status$/, 'poke'))).json()).poked;
+    const ps = await until(async () => { const s = await status(); return s.parkedSent > ps0 && s; }, 5000);
+    const m2 = await call(proxyUrl, key, 'r_phases', args, { inputResponses: { [pk]: { action: 'accept', content: { answer: 'on' } } },
+      requestState: r1?.requestState }, undefined, { progressToken: tok2, 'io.modelcontextprotocol/logLevel': 'warning' }, true);
+    return { r1, poked: poked && !!ps, p1: notes(m1, 'notifications/progress'), l1: notes(m1, 'notifications/message'),
+      fin: m2.filter((x) => x.id !== undefined).pop()?.result, p2: notes(m2, 'notifications/progress'),
+      l2: notes(m2, 'notifications/message') };
+  };
+  const a6 = await across({}, 'first', 7);
+  const s1 = steps(a6.p1), s2 = steps(a6.p2);
+  check('across a round: the first call gets the progress before the question (its token, increasing)',
+    a6.r1 && s1.map((p) => p.message).join() === 'step 1,step 2' && a6.p1.every((p) => p.progressToken === 'first') && rising(a6.p1), a6.p1);
+  check('across a round: the first call gets the log message before the question', a6.l1.map((l) => l.data).join() === 'before', a6.l1);
+  check('across a round: the retry completes with the downstream\'s result that used the answer',
+    a6.poked && a6.fin && !a6.fin.isError && body(a6.fin)?.form?.content?.answer === 'on', a6);
+  check('across a round: the retry gets the progress after the answer on its own token, increasing (nothing from while parked)',
+    s2.map((p) => p.message).join() === 'step 3,step 4' && a6.p2.every((p) => p.progressToken === 7) && rising(a6.p2) &&
+    s2[0].progress > s1[1].progress, { p1: a6.p1, p2: a6.p2 });
+  check('across a round: the retry gets the log messages after the answer at its logLevel (no debug, nothing from while parked)',
+    a6.l2.map((l) => l.data).join() === 'after', a6.l2);
+  // the same progressToken on both requests, and a downstream that restarts its count after
+  // the answer: the token's values never go back (the restarted 1, 2 are dropped)
+  const b6 = await across({ again: true }, 'same', 'same');
+  const b1 = steps(b6.p1), b2 = steps(b6.p2);
+  check('across a round, one token: its values only increase (a restarted count after the answer is dropped)',
+    b6.poked && b6.fin && !b6.fin.isError && b1.map((p) => p.message).join() === 'step 1,step 2' &&
+    b2.map((p) => p.message).join() === 'step 3,step 4' && rising([...b6.p1, ...b6.p2]), { p1: b6.p1, p2: b6.p2, fin: b6.fin });
+
+  // 7. a downstream's request during a task's run (tk: an mcp node with relay: true calling
+  // never, taskSupport optional): the task turns input_required with it as an inputRequest,
+  // tasks/update's answer reaches the downstream and the task completes with its result
+  const asked = (url, caps) => rpc(url, 'tools/call', 'asked', { name: 'asked', arguments: {} }, caps);
+  const tc = await asked(taskUrl);
+  const tid = tc?.result?.taskId;
+  check('a task call of a tool whose downstream asks: answered with a task', tc?.result?.resultType === 'task' && !!tid, tc);
+  const ir = await taskUntil(taskUrl, tid, ['input_required', 'completed', 'failed']);
+  const [tk, treq] = only(ir);
+  check('task: tasks/get shows input_required with the downstream\'s elicitation as its inputRequest',
+    ir?.status === 'input_required' && /^relay-\d+$/.test(tk) && treq?.method === 'elicitation/create' && treq.params?.message === 'never', ir);
+  const up = await rpc(taskUrl, 'tasks/update', tid, { taskId: tid, inputResponses: { [tk]: { action: 'accept', content: { answer: 'by task' } } } });
+  const tdone = await taskUntil(taskUrl, tid, ['completed', 'failed', 'cancelled']);
+  check('task: tasks/update answers, the task completes with the downstream\'s result that used the answer',
+    up?.result && tdone?.status === 'completed' && !tdone.result?.isError && JSON.stringify(tdone.result).includes('by task'), { up, tdone });
+  // ... cancelled while input_required: the downstream's call is cancelled (its work aborted)
+  const b7 = (await status()).aborted;
+  const t2 = (await asked(taskUrl))?.result?.taskId;
+  const ir2 = await taskUntil(taskUrl, t2, ['input_required', 'completed', 'failed']);
+  const cr = await rpc(taskUrl, 'tasks/cancel', t2, { taskId: t2 });
+  const st7 = await until(async () => { const s = await status(); return s.aborted > b7 && s; }, 10000);
+  const g2 = await taskGet(taskUrl, t2);
+  check('task: tasks/cancel while input_required cancels the downstream\'s call; the task is cancelled',
+    ir2?.status === 'input_required' && cr?.result && st7?.aborted === b7 + 1 && g2?.status === 'cancelled', { ir2, cr, st7, g2 });
+  // ... a client without the elicitation capability: the downstream gets the relay's refusal
+  const t3 = (await asked(taskUrl, { extensions: { 'io.modelcontextprotocol/tasks': {} } }))?.result?.taskId;
+  const d3 = await taskUntil(taskUrl, t3, ['completed', 'failed', 'input_required']);
+  check('task without the elicitation capability: the downstream got -32601 and the task reports it',
+    d3 && d3.status !== 'input_required' && /-32601/.test(JSON.stringify(d3)), d3);
+  // ... its parked run gone (the downstream's call ended at the run's time limit — what a
+  // replica that does not hold the run sees too): tasks/update fails the task, saying so
+  const b8 = (await status()).aborted;
+  const t4 = (await asked(taskShortUrl))?.result?.taskId;
+  const ir4 = await taskUntil(taskShortUrl, t4, ['input_required', 'completed', 'failed']);
+  const [k4] = only(ir4);
+  const st8 = await until(async () => { const s = await status(); return s.aborted > b8 && s; }, Number(shortMs) + 12000);
+  const up4 = await rpc(taskShortUrl, 'tasks/update', t4, { taskId: t4, inputResponses: { [k4]: { action: 'accept', content: { answer: 'late' } } } });
+  const d4 = await taskUntil(taskShortUrl, t4, ['completed', 'failed', 'cancelled']);
+  check('task: tasks/update after its parked run ended fails the task clearly (call the tool again), no hang',
+    ir4?.status === 'input_required' && st8 && up4?.result && d4?.status === 'failed' && /call the tool again/.test(d4.error?.message), { ir4, st8, up4, d4 });
+  // ... parked on this replica, answered or cancelled on replica B (same store): B holds no
+  // run, so the update fails the task there, clearly; either way this replica's watcher sees
+  // the task went on without its parked run and cancels the downstream's call
+  for (const how of ['update', 'cancel']) {
+    const b9 = (await status()).aborted;
+    const t5 = (await asked(taskUrl))?.result?.taskId;
+    const ir5 = await taskUntil(taskUrl, t5, ['input_required', 'completed', 'failed']);
+    const [k5] = only(ir5);
+    const r5 = how === 'update'
+      ? await rpc(taskUrlB, 'tasks/update', t5, { taskId: t5, inputResponses: { [k5]: { action: 'accept', content: { answer: 'on B' } } } })
+      : await rpc(taskUrlB, 'tasks/cancel', t5, { taskId: t5 });
+    const d5 = await taskUntil(taskUrlB, t5, ['completed', 'failed', 'cancelled']);
+    const st9 = await until(async () => { const s = await status(); return s.aborted > b9 && s; }, 10000);
+    check(how === 'update'
+      ? 'task parked on A, tasks/update on B: the task fails clearly (call the tool again); A cancels the downstream\'s call'
+      : 'task parked on A, tasks/cancel on B: the task is cancelled; A cancels the downstream\'s call',
+    ir5?.status === 'input_required' && r5?.result && st9?.aborted === b9 + 1 && (how === 'update'
+      ? d5?.status === 'failed' && /call the tool again/.test(d5.error?.message) : d5?.status === 'cancelled'), { ir5, r5, d5, st9 });
+  }
 } catch (e) {
   finish(e);
 }
