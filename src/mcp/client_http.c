@@ -10,7 +10,9 @@
  * listen stream" below). A call's SSE answer the server ends before the response is resumed
  * (GET, Last-Event-ID: "resuming an SSE answer"); the requests a server sends go to the
  * client's request handler ("requests the server sends"). With mcp_server_config.protocol
- * 2026-07-28 the client speaks the stateless era instead (no session: "the stateless era").
+ * 2026-07-28 the client speaks the stateless era instead (no session: "the stateless era"),
+ * and hears the server on a subscriptions/listen stream, which also carries the resource
+ * subscriptions made through the client ("subscriptions/listen").
  * Everything a server sends is bounded as it arrives, on the loop
  * thread every tenant shares: one message (a plain body, or an SSE event read by the same
  * incremental mcp_sse_reader as the listen stream) at most downstream.max_message_bytes, the
@@ -81,6 +83,10 @@ typedef struct http_client {
     bool modern;           /* mcp_server_config.protocol is MCP_VERSION_MODERN: no session, _meta */
     json_t *tool_headers;  /* tool -> [{path, header}] from the last tools/list (x-mcp-header) */
     hreq *resuming;        /* calls waiting to resume their SSE answer (see resume_call) */
+    /* the stateless era's listen stream ("subscriptions/listen" below; loop thread) */
+    json_t *subs;          /* the URIs subscribed through this client (resources/subscribe) */
+    hreq *disc_waiting;    /* subscriptions waiting for the server's capabilities */
+    bool discovering;      /* our own server/discover is in flight */
     /* any thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -97,7 +103,8 @@ enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER };
 enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to reconnect */,
        HS_AUTH /* waiting for the auth provider to resolve a 401/403 */,
        HS_RESUME /* a call whose SSE answer ended early, waiting to resume it (GET, Last-Event-ID) */,
-       HS_INPUT /* a stateless call waiting for the answers to its input requests (MRTR) */ };
+       HS_INPUT /* a stateless call waiting for the answers to its input requests (MRTR) */,
+       HS_DISCOVER /* a stateless resources/(un)subscribe waiting for server/discover */ };
 
 /* The WWW-Authenticate header kept from an answer (a challenge is short; longer is cut). */
 #define AUTH_CHALLENGE_MAX 2048
@@ -128,6 +135,7 @@ struct hreq {
     /* the event reader of an SSE answer, or of the listen stream while it is open */
     mcp_sse_reader *in;
     bool listen_open;     /* 200 text/event-stream came */
+    bool unheard;         /* a subscriptions/listen acknowledgement honouring nothing came */
     bool counted;         /* one of the process's live listen streams */
     const char *cut;      /* why we cut the stream off (static text) */
     double opened_ms;
@@ -455,10 +463,11 @@ static curl_socket_t on_opensocket(void *user, curlsocktype purpose, struct curl
 static void on_done(mcp_loop_xfer *lx, CURLcode rc);
 static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user);
 
-/* A GET stream has no deadline (it may stay quiet for hours): TCP keep-alive finds a dead
- * peer instead, and its events come to on_listen_body. */
+/* A listen stream (the session era's GET, the stateless era's subscriptions/listen POST) has
+ * no deadline (it may stay quiet for hours): TCP keep-alive finds a dead peer instead, and
+ * its events come to on_listen_body. */
 static void listen_options(hreq *r, CURL *h) {
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    if (!r->c->modern) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_listen_body);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->c->timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -489,7 +498,9 @@ static void launch(hreq *r) {
         finish(r, NULL, "transport", "cannot create a curl handle");
         return;
     }
-    bool get = r->kind == HR_LISTEN || r->resuming; /* the listen stream, or a call's answer resumed */
+    /* the session era's listen stream, or a call's answer resumed (the stateless era's
+     * listen stream is a POST: subscriptions/listen) */
+    bool get = (r->kind == HR_LISTEN && !c->modern) || r->resuming;
     struct curl_slist *hd = NULL;
     if (!get) hd = curl_slist_append(hd, "Content-Type: application/json");
     hd = curl_slist_append(hd, get ? "Accept: text/event-stream" : "Accept: application/json, text/event-stream");
@@ -620,11 +631,18 @@ static void wait_for_session(hreq *r) {
     start_init(c);
 }
 
+static void modern_subscription(hreq *r);
+
+static bool subscription_method(const char *m) {
+    return m && (!strcmp(m, "resources/subscribe") || !strcmp(m, "resources/unsubscribe"));
+}
+
 static void submit(void *arg) {
     hreq *r = arg;
     http_client *c = r->c;
     if (r->state == HS_NEW) {
         if (c->closing) finish(r, NULL, "transport", "client is closing");
+        else if (c->modern && r->kind == HR_CALL && subscription_method(r->method)) modern_subscription(r); /* not sent */
         else if (c->ready) launch(r);
         else wait_for_session(r);
     }
@@ -802,8 +820,9 @@ static bool resume_call(hreq *r) {
  * InputRequiredResult (tools/call, prompts/get, resources/read) goes to the request handler,
  * one request per input request, and the original request is sent again, under a new id,
  * with the inputResponses and the requestState exactly as received (MRTR), at most
- * MRTR_MAX_ROUNDS times. No GET stream, no notifications/cancelled (closing the answer is
- * the cancellation). */
+ * MRTR_MAX_ROUNDS times. No GET stream (a subscriptions/listen POST instead, below, which
+ * resources/subscribe and /unsubscribe feed), no notifications/cancelled (closing the answer
+ * is the cancellation). */
 #define MRTR_MAX_ROUNDS 8
 #define MRTR_MAX_INPUTS 16
 
@@ -903,7 +922,8 @@ static void mrtr_release(mrtr_round *rd) {
 static void mrtr_answer(mrtr_round *rd, const char *key, json_t *result, int code, const char *message) {
     pthread_mutex_lock(&rd->mu);
     if (code && !rd->why[0])
-        snprintf(rd->why, sizeof rd->why, "the client could not answer input request '%.64s': %s", key, message);
+        snprintf(rd->why, sizeof rd->why, "the client could not answer input request '%.64s': MCP error %d: %s", key, code,
+                 message); /* the code says why: -32601, the client lacks the capability */
     else if (!code && rd->responses)
         json_object_set_new(rd->responses, key, result ? json_deep_copy(result) : json_object());
     pthread_mutex_unlock(&rd->mu);
@@ -983,12 +1003,18 @@ static void keep_server_caps(http_client *c, json_t *caps) {
     pthread_mutex_unlock(&c->mu);
 }
 
+static void listen_reconcile(http_client *c);
+
 /* A stateless request's result: tools/list loses its invalid tools (and teaches the
- * headers), an InputRequiredResult starts the next round, anything else is the answer. */
+ * headers), server/discover what the server declares (which the listen stream asks for),
+ * an InputRequiredResult starts the next round, anything else is the answer. */
 static void modern_result(hreq *r, json_t *result) {
     const char *type = json_string_value(json_object_get(result, "resultType"));
     if (!strcmp(r->method, "tools/list")) mcp_era_filter_tools(result, r->c->tool_headers, r->c->name);
-    if (!strcmp(r->method, "server/discover")) keep_server_caps(r->c, json_object_get(result, "capabilities"));
+    if (!strcmp(r->method, "server/discover")) {
+        keep_server_caps(r->c, json_object_get(result, "capabilities"));
+        listen_reconcile(r->c);
+    }
     if (type && !strcmp(type, "input_required") && mrtr_method(r->method)) input_required(r, result);
     else finish_result(r, result);
 }
@@ -1134,7 +1160,9 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
  * means the server forgot it: the session is initialized again, which reopens the stream.
  * 405 means the server offers none: never asked again. The listener is one hreq that
  * lives from listen_start to listen_stop (re-initialization, client closing), in flight
- * (on c->flight) or as a deadline on the loop's heap while it backs off. */
+ * (on c->flight) or as a deadline on the loop's heap while it backs off. The stateless era
+ * holds the same listener as a subscriptions/listen POST ("subscriptions/listen" below:
+ * the same bounds, backoff and stats; no session to lose, no requests on it). */
 #define LISTEN_BACKOFF_MIN_MS 1000
 #define LISTEN_BACKOFF_MAX_MS 60000
 #define LISTEN_HEALTHY_MS 30000
@@ -1275,6 +1303,8 @@ static void server_request(http_client *c, json_t *id, const char *method, json_
     fn(u, method, params, &rp->base);
 }
 
+static bool modern_listen_event(hreq *r, json_t *m);
+
 /* One event of the stream: a JSON-RPC message, else the stream is cut off. */
 static bool listen_event(void *user, const char *data, size_t len) {
     hreq *r = user;
@@ -1291,6 +1321,11 @@ static bool listen_event(void *user, const char *data, size_t len) {
     stat_add(&lstats.events);
     json_t *id = json_object_get(m, "id");
     const char *method = json_string_value(json_object_get(m, "method"));
+    if (c->modern) {
+        bool ok = modern_listen_event(r, m);
+        json_decref(m);
+        return ok;
+    }
     if (method && id) server_request(c, id, method, json_object_get(m, "params"), NULL);
     else if (method) {
         if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
@@ -1336,7 +1371,12 @@ static void listen_uncount(hreq *r) {
 /* (Re)connect, unless the process has its MCP_HTTP_LISTEN_MAX streams or the client's
  * owner its MCP_HTTP_LISTEN_MAX_OWNER: then wait. */
 static void listen_wait(hreq *r, long ms);
+static bool modern_listen_prepare(hreq *r);
 static void listen_connect(hreq *r) {
+    if (r->c->modern && !modern_listen_prepare(r)) { /* nothing (left) to ask for */
+        listen_stop(r->c);
+        return;
+    }
     if (atomic_load_explicit(&lstats.live, memory_order_relaxed) >= MCP_HTTP_LISTEN_MAX) {
         listen_wait(r, LISTEN_SLOT_WAIT_MS);
         return;
@@ -1370,6 +1410,17 @@ static void listen_expire(mcp_pending *p, const char *why) {
     http_client *c = r->c;
     if (r->state != HS_TIMER) return;
     r->state = HS_NEW;
+    if (c->modern) { /* the filter is read now; without the server's capabilities, learn them first */
+        pthread_mutex_lock(&c->mu);
+        bool known = c->server_caps != NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (known) listen_connect(r);
+        else {
+            listen_stop(c);
+            listen_reconcile(c);
+        }
+        return;
+    }
     if (c->ready) {
         listen_connect(r);
         return;
@@ -1387,7 +1438,8 @@ static long listen_backoff(const http_client *c) {
 }
 
 static hreq *listen_new(http_client *c) {
-    if (!c->listen_wanted || c->closing || c->no_stream || c->listener) return NULL;
+    /* the stateless era's stream may be wanted for subscriptions alone (listen_reconcile) */
+    if ((!c->listen_wanted && !c->modern) || c->closing || c->no_stream || c->listener) return NULL;
     hreq *r = hreq_new(c, HR_LISTEN, NULL, NULL, c->timeout_ms, NULL, NULL, NULL);
     if (!r) return NULL; /* out of memory: the periodic refresh still follows the catalog */
     r->p.expire = listen_expire;
@@ -1399,6 +1451,10 @@ static hreq *listen_new(http_client *c) {
  * answers the server's requests (which a server sends on the stream when they belong to no
  * call of ours). */
 static void listen_start(http_client *c) {
+    if (c->modern) {
+        listen_reconcile(c);
+        return;
+    }
     pthread_mutex_lock(&c->mu);
     bool answers = c->hooks.on_request != NULL;
     pthread_mutex_unlock(&c->mu);
@@ -1425,12 +1481,36 @@ static void listen_stop(http_client *c) {
     if (r->state != HS_DONE) finish_quiet(r);
 }
 
-/* The GET ended (loop thread): see the section's comment for what follows what. */
+/* The server offers no stream (a 405 to the GET; a plain body or an error to the stateless
+ * era's POST; an acknowledgement honouring nothing): never asked again, said once. */
+static void listen_none(http_client *c, const char *why) {
+    stat_add(&lstats.no_stream);
+    gg_log(GG_LOG_INFO, "a downstream server offers no listen stream; its catalog follows the periodic refresh",
+           "server", c->name, "status", why, NULL);
+    c->no_stream = true;
+    listen_stop(c);
+}
+
+/* A stateless server's answer to subscriptions/listen that is no stream: anything but a
+ * transient failure (5xx, 408, 429, credentials, unreachable, which are tried again). */
+static bool modern_no_stream(CURLcode rc, long status) {
+    if (rc != CURLE_OK) return false;
+    return (status >= 200 && status < 300) ||
+           (status >= 400 && status < 500 && status != 401 && status != 403 && status != 408 && status != 429);
+}
+
+/* The listen stream ended (loop thread): see the sections' comments for what follows what. */
 static void listen_ended(hreq *r, CURLcode rc, long status) {
     http_client *c = r->c;
+    if (r->unheard) {
+        listen_uncount(r);
+        listen_none(c, "acknowledged none of the notifications asked for");
+        return;
+    }
     bool was_open = r->listen_open;
     double lived = was_open ? gg_now_ms() - r->opened_ms : 0;
     unsigned long long got = r->in ? r->in->events : 0;
+    if (c->modern && got) got--; /* the acknowledgement always comes: it says nothing of health */
     if (r->in && r->in->last_id[0]) snprintf(c->last_event_id, sizeof c->last_event_id, "%s", r->in->last_id);
     if (r->in && r->in->retry_ms >= 0) c->retry_ms = r->in->retry_ms;
     listen_uncount(r);
@@ -1439,13 +1519,12 @@ static void listen_ended(hreq *r, CURLcode rc, long status) {
         gg_log(GG_LOG_WARN, "a downstream server's listen stream was cut off", "server", c->name, "reason", r->cut, NULL);
         c->listen_fails++;
     } else if (!was_open) {
-        bool lost = status == 404 || session_lost(r, status);
-        if (status == 405 || (rc == CURLE_OK && status >= 200 && status < 300)) {
-            stat_add(&lstats.no_stream);
-            gg_log(GG_LOG_INFO, "a downstream server offers no listen stream; its catalog follows the periodic refresh",
-                   "server", c->name, "status", status == 405 ? "405" : "not text/event-stream", NULL);
-            c->no_stream = true;
-            listen_stop(c);
+        bool lost = !c->modern && (status == 404 || session_lost(r, status));
+        if (status == 405 || (rc == CURLE_OK && status >= 200 && status < 300) || (c->modern && modern_no_stream(rc, status))) {
+            char why[48];
+            snprintf(why, sizeof why, "%s", status == 405 ? "405" : status < 300 ? "not text/event-stream" : "");
+            if (!why[0]) snprintf(why, sizeof why, "HTTP %ld", status);
+            listen_none(c, why);
             return;
         }
         if (lost) {
@@ -1460,6 +1539,211 @@ static void listen_ended(hreq *r, CURLcode rc, long status) {
     } else if (lived >= LISTEN_HEALTHY_MS || got > 0) c->listen_fails = 0;
     else c->listen_fails++;
     listen_wait(r, listen_backoff(c));
+}
+
+/* ---- subscriptions/listen (the stateless era) -----------------------------------------
+ * A 2026-07-28 server has no GET stream and no resources/subscribe: its own notifications
+ * come on a subscriptions/listen POST whose answer is an SSE stream that stays open with
+ * what the request's notifications filter asked for. The client holds one such stream as
+ * the listener above (the same hreq, backoff, process and owner bounds, stats), asking for
+ * the list_changed kinds the server declared (server/discover, learnt first when unknown)
+ * when the client listens (mcp_client_listen) and has a notify hook, and for
+ * notifications/resources/updated of every URI subscribed through the client.
+ * resources/subscribe and /unsubscribe are not sent: they change that set (at most SUBS_MAX
+ * URIs of at most SUB_URI_MAX bytes; past either the subscribe fails, saying so) and are
+ * answered {} here when the server declared resources.subscribe (else -32601, as a session-era
+ * server without it answers; before anything is known, one server/discover first). A changed
+ * filter lands the stream and reconnects it after LISTEN_REOPEN_MS, the filter read as it
+ * connects, so that a burst of subscriptions opens one stream; nothing left to ask for closes
+ * it. On the stream only notifications carrying our subscription id (_meta
+ * io.modelcontextprotocol/subscriptionId) of the four change kinds reach the notify hook;
+ * the acknowledgement is read here (one honouring nothing: no stream; it does not count as an
+ * event that resets the backoff), the graceful-closure result (our id) ends the stream like a
+ * drop (reopened after the backoff), and anything else
+ * (requests, other ids) is dropped. A server answering the POST with an error or a plain body
+ * offers no stream (listen_none). */
+#define SUBS_MAX 64
+#define SUB_URI_MAX 2048
+#define LISTEN_REOPEN_MS 50
+#define SUB_ID_META "io.modelcontextprotocol/subscriptionId"
+
+/* What the stream asks for now (new reference), NULL when nothing. */
+static json_t *modern_filter(http_client *c) {
+    static const char *const kinds[][2] = {
+        {"tools", "toolsListChanged"}, {"prompts", "promptsListChanged"}, {"resources", "resourcesListChanged"}};
+    json_t *f = json_object();
+    if (!f) return NULL;
+    pthread_mutex_lock(&c->mu);
+    bool hears = c->listen_wanted && c->hooks.notify;
+    for (size_t i = 0; i < 3; i++)
+        if (hears && json_is_true(json_object_get(json_object_get(c->server_caps, kinds[i][0]), "listChanged")))
+            json_object_set_new(f, kinds[i][1], json_true());
+    bool subscribes = mcp_client_caps_declare(c->server_caps, "resources.subscribe") == MCP_DECLARES_YES;
+    pthread_mutex_unlock(&c->mu);
+    if (subscribes && json_array_size(c->subs)) json_object_set_new(f, "resourceSubscriptions", json_deep_copy(c->subs));
+    if (!json_object_size(f)) {
+        json_decref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* The listener's request for the filter as it is now: false when there is nothing to ask. */
+static bool modern_listen_prepare(hreq *r) {
+    http_client *c = r->c;
+    json_t *f = modern_filter(c);
+    if (!f) return false;
+    json_decref(r->params);
+    r->params = json_pack("{s:o}", "notifications", f);
+    if (!r->method) r->method = strdup("subscriptions/listen");
+    r->id = atomic_fetch_add_explicit(&c->next_id, 1, memory_order_relaxed) + 1; /* the subscription id */
+    free(r->body);
+    r->body = r->params && r->method ? modern_body(r, NULL) : NULL;
+    return r->body != NULL;
+}
+
+static bool change_method(const char *m) {
+    return !strcmp(m, "notifications/resources/updated") || !strcmp(m, "notifications/tools/list_changed") ||
+           !strcmp(m, "notifications/prompts/list_changed") || !strcmp(m, "notifications/resources/list_changed");
+}
+
+/* One message of the stream (see the section): false cuts the stream off. */
+static bool modern_listen_event(hreq *r, json_t *m) {
+    http_client *c = r->c;
+    json_t *params = json_object_get(m, "params");
+    const char *method = json_string_value(json_object_get(m, "method"));
+    json_t *sid = json_object_get(json_object_get(params, "_meta"), SUB_ID_META);
+    if (!method || json_object_get(m, "id") || !json_is_integer(sid) || json_integer_value(sid) != r->id)
+        return true; /* the graceful closure (the server ends the stream next), a request, another id */
+    if (!strcmp(method, "notifications/subscriptions/acknowledged")) {
+        if (json_object_size(json_object_get(params, "notifications"))) return true;
+        r->unheard = true;
+        r->in->error = "the acknowledgement honours none of the notifications asked for";
+        return false;
+    }
+    if (!change_method(method)) return true;
+    if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
+    pthread_mutex_lock(&c->mu);
+    mcp_client_notify_fn fn = c->hooks.notify;
+    void *nu = c->hooks.notify_user;
+    pthread_mutex_unlock(&c->mu);
+    if (fn) fn(nu, method, params);
+    return true;
+}
+
+static void modern_discover(http_client *c);
+
+/* The stream as the filter now wants it: opened (after LISTEN_REOPEN_MS), landed and
+ * reconnected with the new filter, or stopped; one waiting to connect reads it then. */
+static void listen_reconcile(http_client *c) {
+    if (!c->modern || c->closing || c->no_stream) return;
+    pthread_mutex_lock(&c->mu);
+    bool known = c->server_caps != NULL, hears = c->hooks.notify != NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!known) { /* subscriptions need them known: only a listening client with a hook asks */
+        if (c->listen_wanted && hears) modern_discover(c);
+        return;
+    }
+    json_t *f = modern_filter(c);
+    hreq *r = c->listener;
+    if (!f) listen_stop(c);
+    else if (!r && (r = listen_new(c))) listen_wait(r, LISTEN_REOPEN_MS);
+    else if (r && r->state == HS_FLIGHT && !json_equal(f, json_object_get(r->params, "notifications"))) {
+        land(r);
+        listen_uncount(r);
+        listen_wait(r, LISTEN_REOPEN_MS);
+    }
+    json_decref(f);
+}
+
+/* Our own server/discover ended (loop thread): what waited for the capabilities goes on. */
+static void discovered(void *user, json_t *result, gg_error *err) {
+    http_client *c = user;
+    (void)result;
+    c->discovering = false;
+    pthread_mutex_lock(&c->mu);
+    bool known = c->server_caps != NULL;
+    pthread_mutex_unlock(&c->mu);
+    bool failed = err && gg_error_is_set(err);
+    hreq *w;
+    while ((w = c->disc_waiting)) {
+        unlink_req(w);
+        w->state = HS_NEW;
+        if (c->closing) finish(w, NULL, "transport", "client is closing");
+        else if (known) modern_subscription(w);
+        else finish(w, NULL, failed ? err->code : "mcp_error", "%s",
+                    failed ? err->message : "the server did not say what it declares (server/discover)");
+    }
+    if (c->closing) return;
+    if (known) listen_reconcile(c);
+    else if (c->listen_wanted && (w = listen_new(c))) { /* a listening client asks again after the backoff */
+        c->listen_fails++;
+        listen_wait(w, listen_backoff(c));
+    }
+}
+
+static void modern_discover(http_client *c) {
+    if (c->discovering || c->closing) return;
+    json_t *p = json_object();
+    hreq *d = p ? hreq_new(c, HR_CALL, "server/discover", p, c->timeout_ms, NULL, discovered, c) : NULL;
+    json_decref(p);
+    c->discovering = true;
+    if (!d) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "oom", "out of memory");
+        discovered(c, NULL, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    mcp_loop_watch(c->loop, &d->p);
+    launch(d);
+}
+
+/* resources/subscribe or /unsubscribe of a stateless server (loop thread): see the section. */
+static void modern_subscription(hreq *r) {
+    http_client *c = r->c;
+    bool sub = !strcmp(r->method, "resources/subscribe");
+    const char *uri = json_string_value(json_object_get(r->params, "uri"));
+    pthread_mutex_lock(&c->mu);
+    mcp_declares d = mcp_client_caps_declare(c->server_caps, "resources.subscribe");
+    pthread_mutex_unlock(&c->mu);
+    if (d == MCP_DECLARES_UNKNOWN) {
+        r->state = HS_DISCOVER;
+        link_front(&c->disc_waiting, r);
+        modern_discover(c);
+        return;
+    }
+    if (d == MCP_DECLARES_NO) {
+        finish(r, NULL, "mcp_error", "MCP error %d: Method not found: MCP server '%s' declares no resources.subscribe",
+               MCP_METHOD_NOT_FOUND, c->name);
+        return;
+    }
+    if (!uri || !*uri || strlen(uri) > SUB_URI_MAX) {
+        finish(r, NULL, "mcp_error", "MCP error %d: Invalid params: a resource URI of 1 to %d bytes", MCP_INVALID_PARAMS,
+               SUB_URI_MAX);
+        return;
+    }
+    size_t i, at = (size_t)-1;
+    json_t *u;
+    json_array_foreach(c->subs, i, u) if (!strcmp(json_string_value(u), uri)) {
+        at = i;
+        break;
+    }
+    if (sub && at == (size_t)-1) {
+        if (json_array_size(c->subs) >= SUBS_MAX) {
+            finish(r, NULL, "too_many", "MCP server '%s': at most %d resources can be subscribed to at once", c->name,
+                   SUBS_MAX);
+            return;
+        }
+        if ((!c->subs && !(c->subs = json_array())) || json_array_append_new(c->subs, json_string(uri))) {
+            finish(r, NULL, "oom", "out of memory");
+            return;
+        }
+    } else if (!sub && at != (size_t)-1) json_array_remove(c->subs, at);
+    json_t *ok = json_object();
+    finish_result(r, ok);
+    json_decref(ok);
+    listen_reconcile(c);
 }
 
 static void http_listen_now(void *arg) {
@@ -1498,7 +1782,7 @@ static void hreq_expire(mcp_pending *p, const char *why) {
     if (r->state == HS_DONE) return;
     bool sent = r->state == HS_FLIGHT || r->state == HS_RESUME;
     if (r->state == HS_FLIGHT) land(r);
-    if (r->state == HS_WAITING || r->state == HS_RESUME) unlink_req(r);
+    if (r->state == HS_WAITING || r->state == HS_RESUME || r->state == HS_DISCOVER) unlink_req(r);
     bool timeout = !strcmp(why, "timeout");
     if (sent && r->kind == HR_CALL && !c->modern) { /* stateless: the closed answer says it */
         json_t *params = json_pack("{s:I, s:s}", "requestId", (json_int_t)r->id, "reason", why);
@@ -1545,6 +1829,11 @@ static void close_all(void *arg) {
     c->closing = true;
     listen_stop(c);
     session_settled(c, "client is closing");
+    while (c->disc_waiting) { /* (their server/discover, in flight, ends below) */
+        hreq *r = c->disc_waiting;
+        unlink_req(r);
+        finish(r, NULL, "transport", "client is closing");
+    }
     while (c->flight) {
         hreq *r = c->flight;
         land(r);
@@ -1612,6 +1901,7 @@ static void http_destroy(void *impl) {
     mcp_client_hooks_clear(&c->hooks);
     json_decref(c->server_caps);
     json_decref(c->tool_headers);
+    json_decref(c->subs);
     free(c);
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """era_spy.py TARGET_BASE LOG — a recording HTTP proxy between graphgate and a downstream MCP
 server: every request is forwarded to TARGET_BASE + path and answered with the whole
-response (the stateless 2026-07-28 era has no held-open streams), and one JSON line per
+response, or an event stream (a subscriptions/listen answer) passed on as it comes, and one JSON line per
 request goes to LOG: the HTTP method, the MCP-Protocol-Version, Mcp-Method, Mcp-Name and
 Mcp-Session-Id headers, the JSON-RPC method of the body, the clientCapabilities of its
-_meta and the names of its inputResponses. The Authorization header is
+_meta, the names of its inputResponses and a subscriptions/listen's notifications filter. The Authorization header is
 forwarded, never written. Prints "PORT n" once listening."""
 import json, sys, threading, urllib.error, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,7 +31,8 @@ class Spy(BaseHTTPRequestHandler):
             rpc, meta = None, {}
         rec = {'http': self.command, 'rpc': rpc,
                'caps': meta.get('io.modelcontextprotocol/clientCapabilities'),
-               'answers': sorted((msg.get('params') or {}).get('inputResponses') or {}) if isinstance(msg, dict) else []}
+               'answers': sorted((msg.get('params') or {}).get('inputResponses') or {}) if isinstance(msg, dict) else [],
+               'filter': (msg.get('params') or {}).get('notifications') if rpc == 'subscriptions/listen' else None}
         for h in ('MCP-Protocol-Version', 'Mcp-Method', 'Mcp-Name', 'Mcp-Session-Id'):
             rec[h.lower()] = self.headers.get(h)
         with lock, open(LOG, 'a') as f:
@@ -42,6 +43,8 @@ class Spy(BaseHTTPRequestHandler):
                 req.add_header(k, v)
         try:
             r = urllib.request.urlopen(req, timeout=30)
+            if (r.headers.get('Content-Type') or '').startswith('text/event-stream'):
+                return self.stream(r)
             status, headers, data = r.status, r.headers.items(), r.read()
         except urllib.error.HTTPError as e:
             status, headers, data = e.code, e.headers.items(), e.read()
@@ -52,6 +55,22 @@ class Spy(BaseHTTPRequestHandler):
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def stream(self, r):  # until either side closes; the end of the body is the connection's
+        self.close_connection = True
+        self.send_response(r.status)
+        for k, v in r.headers.items():
+            if k.lower() not in HOP:
+                self.send_header(k, v)
+        self.send_header('Connection', 'close')
+        self.end_headers()
+        try:
+            while chunk := r.read1(65536):
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except OSError:
+            pass
+        r.close()
 
     do_POST = do_GET = do_DELETE = forward
 

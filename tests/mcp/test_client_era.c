@@ -5,10 +5,18 @@
  * suite's http-custom-headers / http-invalid-tool-headers scenarios run them end to end:
  * tests/gateway/conformance_client.sh), and the request handler seam over stdio: a server's
  * request during a call answered by the handler, or refused at once without one; what the
- * downstream declared (mcp_client_server_declares), unknown until its initialize answer. */
+ * downstream declared (mcp_client_server_declares), unknown until its initialize answer;
+ * resources/subscribe of a stateless server held by the client (never sent: the URIs go in
+ * its subscriptions/listen stream's filter), bounded, against a small HTTP server here. */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "mcp/loop.h"
@@ -242,6 +250,180 @@ START_TEST(declared_over_stdio) {
 }
 END_TEST
 
+/* ---- a stateless server's subscriptions (client_http.c "subscriptions/listen") ---------- */
+
+/* A 2026-07-28 server in a thread, one message a connection: server/discover declares
+ * resources (with subscribe when asked to), anything else gets a JSON-RPC error in a plain
+ * 200 body (so a subscriptions/listen is "no stream"). It records the methods received. */
+typedef struct fake26 {
+    int fd;
+    bool subscribe;
+    pthread_t th;
+    pthread_mutex_t mu;
+    char seen[8192];   /* the methods received, each followed by a space */
+    char filter[8192]; /* the last subscriptions/listen's notifications */
+    char url[64];
+} fake26;
+
+static void fake26_answer(fake26 *f, int s, const char *body, long len) {
+    json_t *m = body ? json_loadb(body, (size_t)len, 0, NULL) : NULL;
+    const char *method = json_string_value(json_object_get(m, "method"));
+    json_int_t id = json_integer_value(json_object_get(m, "id"));
+    pthread_mutex_lock(&f->mu);
+    size_t at = strlen(f->seen);
+    snprintf(f->seen + at, sizeof f->seen - at, "%s ", method ? method : "?");
+    if (method && !strcmp(method, "subscriptions/listen")) {
+        char *n = json_dumps(json_object_get(json_object_get(m, "params"), "notifications"), JSON_COMPACT);
+        snprintf(f->filter, sizeof f->filter, "%s", n ? n : "");
+        free(n);
+    }
+    pthread_mutex_unlock(&f->mu);
+    char reply[512];
+    if (method && !strcmp(method, "server/discover"))
+        snprintf(reply, sizeof reply,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"supportedVersions\":[\"2026-07-28\"],"
+                 "\"capabilities\":{\"resources\":{\"subscribe\":%s}}}}",
+                 (long long)id, f->subscribe ? "true" : "false");
+    else
+        snprintf(reply, sizeof reply, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32601,\"message\":\"no\"}}",
+                 (long long)id);
+    dprintf(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+            strlen(reply), reply);
+    json_decref(m);
+}
+
+static void *fake26_run(void *arg) {
+    fake26 *f = arg;
+    static char buf[65536];
+    for (int s; (s = accept(f->fd, NULL, NULL)) >= 0; close(s)) {
+        size_t n = 0;
+        char *body = NULL;
+        long len = -1;
+        for (ssize_t k; n < sizeof buf - 1 && (k = read(s, buf + n, sizeof buf - 1 - n)) > 0;) {
+            n += (size_t)k;
+            buf[n] = '\0';
+            char *end = strstr(buf, "\r\n\r\n");
+            if (end && len < 0) {
+                char *cl = strcasestr(buf, "content-length:");
+                len = cl ? atol(cl + 15) : 0;
+                body = end + 4;
+            }
+            if (body && (long)(n - (size_t)(body - buf)) >= len) break;
+        }
+        fake26_answer(f, s, body, len);
+    }
+    return NULL;
+}
+
+static void fake26_start(fake26 *f, bool subscribe) {
+    memset(f, 0, sizeof *f);
+    f->subscribe = subscribe;
+    pthread_mutex_init(&f->mu, NULL);
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(f->fd, 16), 0);
+    ck_assert_int_eq(getsockname(f->fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u/mcp", (unsigned)ntohs(a.sin_port));
+    ck_assert_int_eq(pthread_create(&f->th, NULL, fake26_run, f), 0);
+}
+
+static void fake26_stop(fake26 *f) {
+    shutdown(f->fd, SHUT_RDWR);
+    close(f->fd);
+    pthread_join(f->th, NULL);
+    pthread_mutex_destroy(&f->mu);
+}
+
+static bool fake26_saw(fake26 *f, const char *what) {
+    pthread_mutex_lock(&f->mu);
+    bool yes = strstr(f->seen, what) != NULL;
+    pthread_mutex_unlock(&f->mu);
+    return yes;
+}
+
+static mcp_client *modern_client(fake26 *f) {
+    static const char *hosts[] = {"127.0.0.1", NULL};
+    static mcp_client_policy hp = {.host_allowlist = hosts, .allow_http_plaintext = true};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "s26", .url = f->url, .timeout_ms = 2000,
+                             .protocol = MCP_VERSION_MODERN};
+    gg_error e = GG_ERROR_INIT;
+    mcp_client *c = mcp_client_new(&cfg, &hp, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    return c;
+}
+
+/* resources/(un)subscribe of uri: NULL on success, else the error's code and message. */
+static char *subscribe(mcp_client *c, const char *method, const char *uri) {
+    static char why[600];
+    json_t *p = json_pack("{s:s}", "uri", uri);
+    gg_error e = GG_ERROR_INIT;
+    json_t *r = mcp_client_request(c, method, p, 2000, NULL, &e);
+    json_decref(p);
+    if (r) {
+        ck_assert_msg(json_is_object(r) && !json_object_size(r), "a subscription's result is {}");
+        json_decref(r);
+        return NULL;
+    }
+    snprintf(why, sizeof why, "%s: %s", e.code, e.message);
+    gg_error_clear(&e);
+    return why;
+}
+
+/* A server declaring no resources.subscribe: refused as -32601 after one server/discover. */
+START_TEST(stateless_subscribe_refused) {
+    fake26 f;
+    fake26_start(&f, false);
+    mcp_client *c = modern_client(&f);
+    char *why = subscribe(c, "resources/subscribe", "x://a");
+    ck_assert_msg(why && strstr(why, "mcp_error: MCP error -32601") && strstr(why, "declares no resources.subscribe"), "%s", why);
+    ck_assert_msg(subscribe(c, "resources/subscribe", "x://a") != NULL, "asked again: refused again");
+    ck_assert_msg(!strcmp(f.seen, "server/discover "), "only the discover went out: %s", f.seen);
+    mcp_client_free(c);
+    fake26_stop(&f);
+}
+END_TEST
+
+/* A server declaring it: answered here, at most 64 URIs of at most 2048 bytes, never sent;
+ * the set goes out in one subscriptions/listen, which a plain answer makes "no stream". */
+START_TEST(stateless_subscriptions_held) {
+    fake26 f;
+    fake26_start(&f, true);
+    mcp_client *c = modern_client(&f);
+    unsigned long long none0 = mcp_http_listen_stats().no_stream;
+    char uri[2100];
+    for (int i = 1; i <= 64; i++) {
+        snprintf(uri, sizeof uri, "x://n/%d", i);
+        char *why = subscribe(c, "resources/subscribe", uri);
+        ck_assert_msg(why == NULL, "%s: %s", uri, why);
+    }
+    ck_assert_msg(subscribe(c, "resources/subscribe", "x://n/7") == NULL, "one already held");
+    char *why = subscribe(c, "resources/subscribe", "x://n/65");
+    ck_assert_msg(why && strstr(why, "too_many: ") && strstr(why, "at most 64"), "%s", why);
+    ck_assert_msg(subscribe(c, "resources/unsubscribe", "x://n/1") == NULL, "unsubscribe");
+    ck_assert_msg(subscribe(c, "resources/subscribe", "x://n/65") == NULL, "room again");
+    memset(uri, 'u', sizeof uri - 1);
+    uri[sizeof uri - 1] = '\0';
+    why = subscribe(c, "resources/unsubscribe", uri);
+    ck_assert_msg(why && strstr(why, "-32602"), "%s", why);
+    for (int i = 0; i < 500 && mcp_http_listen_stats().no_stream == none0; i++) usleep(10000);
+    ck_assert_msg(mcp_http_listen_stats().no_stream == none0 + 1, "the plain answer to the listen POST: no stream");
+    ck_assert(fake26_saw(&f, "subscriptions/listen "));
+    ck_assert_msg(!fake26_saw(&f, "resources/"), "no resources/subscribe went out: %s", f.seen);
+    pthread_mutex_lock(&f.mu);
+    json_t *filter = json_loads(f.filter, 0, NULL);
+    pthread_mutex_unlock(&f.mu);
+    json_t *subs = json_object_get(filter, "resourceSubscriptions");
+    ck_assert_msg(json_array_size(subs) >= 1 && json_array_size(subs) <= 64 && !json_object_get(filter, "toolsListChanged"),
+                  "the filter names the URIs (not listening: no list_changed): %s", f.filter);
+    json_decref(filter);
+    ck_assert_msg(subscribe(c, "resources/subscribe", "x://n/66") != NULL, "still bounded");
+    mcp_client_free(c);
+    fake26_stop(&f);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("client_era");
     TCase *tc = tcase_create("core");
@@ -252,6 +434,8 @@ int main(void) {
     tcase_add_test(tc, stdio_server_requests);
     tcase_add_test(tc, declared_paths);
     tcase_add_test(tc, declared_over_stdio);
+    tcase_add_test(tc, stateless_subscribe_refused);
+    tcase_add_test(tc, stateless_subscriptions_held);
     /* stdio_server_requests starts Node twice (≈ 0.3 s each alone, 1.5 s each under a
      * parallel CI's load): check's 4 s default is too close to that */
     tcase_set_timeout(tc, 60);
