@@ -13,7 +13,12 @@
 gg_span *gw_call_span_begin(gg_http_req *req, mcp_call *call, const char *tenant, const char *graph, int version,
                             const char *key_id) {
     gg_trace_ctx *tc = mcp_call_trace(call);
-    if (!tc->valid && req) gg_trace_parse(tc, gg_http_header(req, "traceparent"), gg_http_header(req, "tracestate"));
+    if (!tc->valid && req) {
+        /* tracestate counts only beside a traceparent (gg_trace_parse): without one, a header
+         * lookup less (each walks the request's whole header list) */
+        const char *tp = gg_http_header(req, "traceparent");
+        gg_trace_parse(tc, tp, tp ? gg_http_header(req, "tracestate") : NULL);
+    }
     if (!gg_tel_enabled()) return NULL;
     gg_span *s = malloc(sizeof *s);
     if (!s) return NULL;

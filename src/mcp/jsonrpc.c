@@ -37,30 +37,38 @@ static void jp_ws(jparse *s) {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
 }
 
+#define JP_R16(c) c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c
+/* The bytes that end a run of plain string bytes: the quote, the backslash, controls and
+ * every byte >= 0x80 (UTF-8, checked by gg_utf8_len). */
+static const unsigned char jp_stop[256] = {JP_R16(1), JP_R16(1), ['"'] = 1, ['\\'] = 1,
+    [0x80] = JP_R16(1), JP_R16(1), JP_R16(1), JP_R16(1), JP_R16(1), JP_R16(1), JP_R16(1), JP_R16(1)};
+
 /* A string starting after its opening quote. Without escapes it is returned in place
  * (*len bytes at the returned pointer); with escapes it is decoded into buf (cap bytes) or,
  * when longer, into *heap (the caller frees it). NULL on error. */
 static const char *jp_string(jparse *s, char *buf, size_t cap, size_t *len, char **heap) {
-    const char *b = s->p;
+    const char *b = s->p, *p = s->p, *end = s->end;
     bool escaped = false;
-    while (s->p < s->end) {
-        unsigned char c = (unsigned char)*s->p;
+    /* every key and string of every request: plain bytes by one table lookup each, on a
+     * local pointer (stores through s->p would be reloaded after every byte read) */
+    for (;;) {
+        while (p < end && !jp_stop[(unsigned char)*p]) p++;
+        if (p >= end) break;
+        unsigned char c = (unsigned char)*p;
         if (c == '"') break;
         if (c == '\\') {
             escaped = true;
-            if (++s->p >= s->end) break;
-            s->p++;
+            if (++p >= end) break;
+            p++;
             continue;
         }
+        s->p = p;
         if (c < 0x20) return jp_fail(s, "control character in a string"), NULL;
-        if (c >= 0x80) {
-            size_t n = gg_utf8_len((const unsigned char *)s->p, (size_t)(s->end - s->p));
-            if (!n) return jp_fail(s, "invalid UTF-8 in a string"), NULL;
-            s->p += n;
-        } else {
-            s->p++;
-        }
+        size_t n = gg_utf8_len((const unsigned char *)p, (size_t)(end - p));
+        if (!n) return jp_fail(s, "invalid UTF-8 in a string"), NULL;
+        p += n;
     }
+    s->p = p;
     if (s->p >= s->end) return jp_fail(s, "unterminated string"), NULL;
     const char *e = s->p++; /* past the closing quote */
     if (!escaped) {
@@ -275,6 +283,30 @@ static void invalid(mcp_message *out, json_t *id, const char *why) {
     out->error_message = why;
 }
 
+/* The envelope's members, found in one walk over its keys: a lookup by name costs ~160
+ * instructions (strlen, hash, bucket) and classify needs four on every request, a walk ~30
+ * a member. Keys compare with their lengths, exactly as json_object_get matches them. */
+typedef struct envelope {
+    json_t *id, *jsonrpc, *method, *params, *result, *error;
+} envelope;
+
+#define KEY_IS(k, n, lit) ((n) == sizeof(lit) - 1 && !memcmp((k), (lit), sizeof(lit) - 1))
+
+static void envelope_of(json_t *v, envelope *e) {
+    memset(e, 0, sizeof *e);
+    for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t n = json_object_iter_key_len(it);
+        json_t *val = json_object_iter_value(it);
+        if (KEY_IS(k, n, "id")) e->id = val;
+        else if (KEY_IS(k, n, "jsonrpc")) e->jsonrpc = val;
+        else if (KEY_IS(k, n, "method")) e->method = val;
+        else if (KEY_IS(k, n, "params")) e->params = val;
+        else if (KEY_IS(k, n, "result")) e->result = val;
+        else if (KEY_IS(k, n, "error")) e->error = val;
+    }
+}
+
 /* Classify one parsed value (never an array: batches are split or refused by the caller). */
 void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
     memset(out, 0, sizeof *out);
@@ -282,9 +314,11 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
         invalid(out, NULL, "Invalid Request: a JSON-RPC message must be an object");
         return;
     }
-    json_t *id = json_object_get(value, "id");
+    envelope env;
+    envelope_of(value, &env);
+    json_t *id = env.id;
     json_t *good_id = (json_is_string(id) || json_is_number(id)) ? id : NULL;
-    json_t *ver = json_object_get(value, "jsonrpc");
+    json_t *ver = env.jsonrpc;
     if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
         invalid(out, good_id, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
         return;
@@ -293,13 +327,13 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
         invalid(out, NULL, "Invalid Request: \"id\" must be a string or a number");
         return;
     }
-    json_t *method = json_object_get(value, "method");
+    json_t *method = env.method;
     if (method) {
         if (!json_is_string(method)) {
             invalid(out, good_id, "Invalid Request: \"method\" must be a string");
             return;
         }
-        json_t *params = json_object_get(value, "params");
+        json_t *params = env.params;
         if (params && !json_is_object(params) && !json_is_array(params)) {
             invalid(out, good_id, "Invalid Request: \"params\" must be an object");
             return;
@@ -310,7 +344,7 @@ void mcp_jsonrpc_classify(json_t *value, mcp_message *out) {
         out->params = params;
         return;
     }
-    json_t *result = json_object_get(value, "result"), *error = json_object_get(value, "error");
+    json_t *result = env.result, *error = env.error;
     if (good_id && ((result != NULL) != (error != NULL)) && (!error || json_is_object(error))) {
         out->kind = MCP_MSG_RESPONSE;
         out->id = good_id;

@@ -20,7 +20,28 @@ static const unsigned char esc_class[256] = {
     [0x80] = ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8),
     ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8), ESC_R16(ESC_UTF8)};
 
-static bool escape(gg_strbuf *b, const char *s, size_t n, bool repair) {
+/* Short strings with nothing to escape (keys, node ids, most values: ~30 a tools/call, 9
+ * bytes on average) are copied while they are scanned: the general path's setup and its
+ * memcpy call cost more than the bytes themselves. False when s needs the general path;
+ * b is then as it was (the scan may have written into its spare capacity only). */
+#define ESC_SHORT 64
+static inline bool copy_clean_short(gg_strbuf *b, const char *s, size_t n, unsigned mask) {
+    if (n > ESC_SHORT || b->oom || b->len + n + 1 > b->cap) return false;
+    char *d = b->data + b->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (esc_class[ch] & mask) {
+            d[0] = '\0'; /* the terminator the scan wrote over */
+            return false;
+        }
+        d[i] = (char)ch;
+    }
+    d[n] = '\0';
+    b->len += n;
+    return true;
+}
+
+static bool escape_general(gg_strbuf *b, const char *s, size_t n, bool repair) {
     static const char hex[] = "0123456789abcdef";
     if (!gg_strbuf_reserve(b, n + n / 8 + 16)) return false;
     const unsigned mask = repair ? ESC_ALWAYS | ESC_UTF8 : ESC_ALWAYS;
@@ -65,6 +86,10 @@ static bool escape(gg_strbuf *b, const char *s, size_t n, bool repair) {
     return !b->oom;
 }
 
+static inline bool escape(gg_strbuf *b, const char *s, size_t n, bool repair) {
+    return copy_clean_short(b, s, n, repair ? ESC_ALWAYS | ESC_UTF8 : ESC_ALWAYS) || escape_general(b, s, n, repair);
+}
+
 /* The inside of a JSON string, every other byte as it is. Shared by every JSON writer. */
 bool gg_strbuf_json_escape(gg_strbuf *b, const char *s, size_t n) { return escape(b, s, n, false); }
 
@@ -102,16 +127,14 @@ static bool put_json(gg_strbuf *b, json_t *v, int depth) {
     case JSON_OBJECT: {
         if (depth >= JSON_WRITE_DEPTH) break;
         gg_strbuf_putc(b, '{');
+        /* one iterator walked directly, in json_object_keylen_foreach's order: the macro
+         * looks each key up again (key_to_iter three times a key) */
         bool first = true;
-        const char *k;
-        size_t klen;
-        json_t *e;
-        json_object_keylen_foreach(v, k, klen, e) {
+        for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it), first = false) {
             if (!first) gg_strbuf_putc(b, ',');
-            first = false;
-            gg_strbuf_json_string(b, k, klen);
+            gg_strbuf_json_string(b, json_object_iter_key(it), json_object_iter_key_len(it));
             gg_strbuf_putc(b, ':');
-            if (!put_json(b, e, depth + 1)) return false;
+            if (!put_json(b, json_object_iter_value(it), depth + 1)) return false;
         }
         return gg_strbuf_putc(b, '}');
     }

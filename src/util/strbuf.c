@@ -82,26 +82,54 @@ static const char DIGITS2[201] =
     "6061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
+/* 10^0 .. 10^19: a number's digit count from its bit length (digits10). */
+static const unsigned long long POW10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL,
+    10000000ULL, 100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+    10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+    100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+
+/* Decimal digits of u (1..20): floor(bits * log10 2) is the count or one short of it (u | 1
+ * has the digits of u, and 0 has one). */
+static inline int digits10(unsigned long long u) {
+    u |= 1;
+    int t = ((64 - __builtin_clzll(u)) * 1233) >> 12;
+    return t + 1 - (u < POW10[t]);
+}
+
 /* Append v in decimal. Serializers call it for every integer they write (a run's history
- * record has a dozen), so it formats by hand, two digits at a time, instead of through
- * snprintf. */
+ * record has 16, ~20 a tools/call), so it formats by hand, two digits at a time, instead of
+ * through snprintf, straight into the buffer once its length is known (no copy through a
+ * temporary and a memcpy call). */
 bool gg_strbuf_put_int(gg_strbuf *b, long long v) {
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    while (u >= 100) {
-        p -= 2;
-        memcpy(p, DIGITS2 + 2 * (u % 100), 2);
-        u /= 100;
+    size_t n = (size_t)digits10(u) + (v < 0);
+    if (!gg_strbuf_reserve(b, n)) return false;
+    char *p = b->data + b->len + n;
+    *p = '\0';
+    /* four digits a 64-bit division (the history's epoch milliseconds have 13), then two
+     * at a time in 32 bits */
+    while (u >= 10000) {
+        unsigned r = (unsigned)(u % 10000);
+        u /= 10000;
+        p -= 4;
+        memcpy(p, DIGITS2 + 2 * (r / 100), 2);
+        memcpy(p + 2, DIGITS2 + 2 * (r % 100), 2);
     }
-    if (u >= 10) {
+    unsigned w = (unsigned)u;
+    if (w >= 100) {
         p -= 2;
-        memcpy(p, DIGITS2 + 2 * u, 2);
+        memcpy(p, DIGITS2 + 2 * (w % 100), 2);
+        w /= 100;
+    }
+    if (w >= 10) {
+        p -= 2;
+        memcpy(p, DIGITS2 + 2 * w, 2);
     } else {
-        *--p = (char)('0' + u);
+        *--p = (char)('0' + w);
     }
     if (v < 0) *--p = '-';
-    return gg_strbuf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+    b->len += n;
+    return true;
 }
 
 /* Value of four hex digits (either case), -1 when one is not a hex digit; s must have 4

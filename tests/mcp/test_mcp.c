@@ -159,6 +159,17 @@ START_TEST(jsonrpc_classify_shapes) {
     m = classify(v);
     ck_assert_str_eq(json_string_value(m.id), "abc");
     json_decref(v);
+    /* members are matched by the whole key, as json_object_get matches them: keys that only
+     * start with a member's name, or hold it before a NUL, are other members */
+    v = J("{\"jsonrpc\":\"2.0\",\"ids\":1,\"i\":2,\"method\":\"ping\",\"paramsX\":\"s\",\"resul\":{}}");
+    json_object_setn_new(v, "id\0x", 4, json_integer(3));
+    json_object_setn_new(v, "params\0", 7, json_string("s"));
+    m = classify(v);
+    ck_assert_int_eq(m.kind, MCP_MSG_NOTIFICATION);
+    ck_assert_ptr_null(m.id);
+    ck_assert_ptr_null(m.params);
+    ck_assert_str_eq(m.method, "ping");
+    json_decref(v);
 }
 END_TEST
 

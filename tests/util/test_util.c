@@ -382,6 +382,33 @@ START_TEST(json_string_repairs_utf8_and_parses_back) {
 }
 END_TEST
 
+/* Short clean strings are copied while scanned (json_write.c copy_clean_short); a byte to
+ * escape anywhere in them, or a length past the short bound, takes the general path with
+ * the same text, and a buffer with room for the bytes keeps its terminator either way. */
+START_TEST(json_escape_short_and_long_alike) {
+    char s[80];
+    for (size_t n = 0; n <= 70; n++) {
+        for (size_t at = 0; at <= n; at++) { /* at == n: nothing to escape */
+            memset(s, 'a', n);
+            if (at < n) s[at] = at % 2 ? '"' : '\n';
+            gg_strbuf b = GG_STRBUF_INIT;
+            ck_assert(gg_strbuf_reserve(&b, 200));
+            ck_assert(gg_strbuf_puts(&b, "<"));
+            ck_assert(gg_strbuf_json_escape(&b, s, n));
+            ck_assert_uint_eq(b.len, 1 + n + (at < n));
+            ck_assert_uint_eq(strlen(b.data), b.len);
+            if (at < n) ck_assert(!memcmp(b.data + 1 + at, at % 2 ? "\\\"" : "\\n", 2));
+            gg_strbuf_reset(&b);
+            if (at < n) s[at] = '\xff'; /* repaired only by json_string */
+            ck_assert(gg_strbuf_json_string(&b, s, n));
+            ck_assert_uint_eq(b.len, n + 2 + (at < n ? 5 : 0));
+            ck_assert_uint_eq(strlen(b.data), b.len);
+            gg_strbuf_free(&b);
+        }
+    }
+}
+END_TEST
+
 START_TEST(strbuf_on_a_callers_array) {
     char stack[8];
     gg_strbuf b;
@@ -643,6 +670,7 @@ int main(void) {
     tcase_add_test(tc, error_codes_map_once);
     tcase_add_test(tc, json_write_matches_json_dumps);
     tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
+    tcase_add_test(tc, json_escape_short_and_long_alike);
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
