@@ -98,9 +98,11 @@ static void unattributed_request(void *user, const char *method, json_t *params,
 /* A server some node relays for (gserver.relays) is told, at initialize, that its client
  * takes elicitation (form and URL), sampling and roots requests: each is relayed to the
  * caller of the call it belongs to (exec.c relay_request), and refused when that caller
- * lacks the capability. Over stdio no request names its call: nothing is declared. */
+ * lacks the capability. Over stdio a request names no call: it is relayed when one relaying
+ * call is in flight on the child, else refused (client_stdio.c sole_relaying). */
 static void declare_relay(gserver *s, mcp_client *c, const mcp_server_config *cfg) {
-    if (!s->relays || cfg->transport != MCP_TRANSPORT_HTTP) return;
+    (void)cfg;
+    if (!s->relays) return;
     json_t *caps = json_pack("{s:{s:{},s:{}}, s:{}, s:{}}", "elicitation", "form", "url", "sampling", "roots");
     mcp_client_set_request_handler(c, caps, unattributed_request, NULL);
     json_decref(caps);

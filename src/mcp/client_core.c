@@ -3,12 +3,14 @@
 #include "mcp/loop.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct mcp_client {
     const mcp_client_ops *ops;
     void *impl;
+    _Atomic unsigned long long relay_seq; /* names each relaying call's progressToken */
 };
 
 /* A client for one downstream server; the transport starts lazily on the first request. */
@@ -63,12 +65,16 @@ void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *a
         if (meta && tracestate) json_object_set_new(meta, "tracestate", json_string(tracestate));
         json_object_set_new(params, "_meta", meta);
     }
-    /* the relay hears the call's progress: ask for it (the token only needs to be unique to
-     * the call's own stream, where its notifications come) */
+    /* the relay hears the call's progress: ask for it under a token unique on this client, so
+     * that progress the server sends outside the call's own stream (an HTTP server's GET
+     * stream) still finds its call (client_http.c relay_tab; a stdio child's calls use their
+     * request id instead, client_stdio.c) */
     if (params && relay && relay->notify && c->ops->start_relay) {
         json_t *meta = json_object_get(params, "_meta");
         if (!meta) json_object_set_new(params, "_meta", meta = json_object());
-        if (meta) json_object_set_new(meta, "progressToken", json_string("gg-relay"));
+        char tok[40];
+        snprintf(tok, sizeof tok, "gg-relay-%llu", atomic_fetch_add_explicit(&c->relay_seq, 1, memory_order_relaxed) + 1);
+        if (meta) json_object_set_new(meta, "progressToken", json_string(tok));
     }
     if (!params) {
         mcp_client_done_oom(done, user);

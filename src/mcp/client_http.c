@@ -54,6 +54,8 @@ void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes) {
 /* Why on_opensocket refused a connection (the policy logs the exact reason). */
 #define POLICY_REFUSED "refused by policy.http_hosts (an internal address not listed as an IP, or the gateway's own listener)"
 
+#define RELAY_TAB 64 /* relaying calls a client finds by progressToken (see "progress outside...") */
+
 typedef struct http_client {
     char *name, *url;
     char *owner; /* mcp_server_config.owner (NULL = none): its listen streams are bounded */
@@ -95,6 +97,8 @@ typedef struct http_client {
     int replies;        /* replies the request handler owes (each also one of nreqs) */
     mcp_client_hooks hooks; /* the caller's handlers and declared capabilities (loop.h) */
     json_t *server_caps;    /* what the server declared (initialize, server/discover); NULL = not yet */
+    hreq *relay_tab[RELAY_TAB]; /* relaying calls by progressToken ("progress outside the call's stream") */
+    int relay_n;            /* calls in relay_tab */
     _Atomic int starts;
     _Atomic long long next_id;
 } http_client;
@@ -150,6 +154,8 @@ struct hreq {
     int resumes;
     char resume_id[256];  /* Last-Event-ID */
     mcp_call_relay relay; /* the call's own handler of the server's requests (fn NULL = the client's) */
+    unsigned long long relay_seq; /* its progressToken's N ("gg-relay-N"), in c->relay_tab */
+    int relay_slot;       /* 1 + its index in c->relay_tab (0 = not there) */
     hreq *next, **pprev; /* in c->flight or c->waiting: pprev is the link to it (O(1) unlink) */
 };
 
@@ -283,6 +289,63 @@ static void link_front(hreq **list, hreq *r) {
     r->pprev = list;
 }
 
+/* ---- progress outside the call's stream -------------------------------------------------
+ * A session-era server may send a call's notifications/progress on its GET stream rather than
+ * on the call's SSE answer. Each relaying call's progressToken is unique on the client
+ * ("gg-relay-N", client_core.c): relay_tab (under mu) holds the calls that asked, at most
+ * RELAY_TAB, found by N in a probe of at most RELAY_TAB slots (a call past that many is not
+ * in it: its own stream's progress still relays). A notifications/message on the GET stream
+ * names no call: it goes to the relaying call when exactly one is in flight on the client,
+ * and is dropped with several — any pick could hand one caller's log line (its data) to
+ * another caller. The relay's own bounds (10 a second per run, increasing) apply as on the
+ * call's stream. Loop thread, but for relay_tab_add (mu). */
+
+static unsigned long long relay_token_seq(json_t *tok) {
+    const char *s = json_string_value(tok);
+    if (!s || strncmp(s, "gg-relay-", 9)) return 0;
+    char *end;
+    unsigned long long n = strtoull(s + 9, &end, 10);
+    return *end ? 0 : n;
+}
+
+static void relay_tab_add(hreq *r, json_t *params) {
+    http_client *c = r->c;
+    unsigned long long n = relay_token_seq(json_object_get(json_object_get(params, "_meta"), "progressToken"));
+    if (!n || !r->relay.notify || c->modern) return; /* the stateless era has no GET stream */
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < RELAY_TAB && !r->relay_slot; i++) {
+        int k = (int)((n + (unsigned)i) % RELAY_TAB);
+        if (!c->relay_tab[k]) c->relay_tab[k] = r, r->relay_seq = n, r->relay_slot = k + 1, c->relay_n++;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void relay_tab_drop(hreq *r) {
+    if (!r->relay_slot) return;
+    pthread_mutex_lock(&r->c->mu);
+    r->c->relay_tab[r->relay_slot - 1] = NULL;
+    r->c->relay_n--;
+    pthread_mutex_unlock(&r->c->mu);
+    r->relay_slot = 0;
+}
+
+/* A notification on the GET stream to the relaying call it belongs to (see above). */
+static void relay_listen_note(http_client *c, const char *method, json_t *params) {
+    bool progress = !strcmp(method, "notifications/progress");
+    if (!progress && strcmp(method, "notifications/message")) return;
+    unsigned long long n = progress ? relay_token_seq(json_object_get(params, "progressToken")) : 0;
+    hreq *to = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (progress ? n != 0 : c->relay_n == 1)
+        for (int i = 0; i < RELAY_TAB && !to; i++) {
+            hreq *r = c->relay_tab[(n + (unsigned)i) % RELAY_TAB];
+            if (r && (!progress || r->relay_seq == n)) to = r;
+        }
+    pthread_mutex_unlock(&c->mu);
+    /* still in flight: a call leaves relay_tab when it finishes, on this thread */
+    if (to) to->relay.notify(to->relay.user, method, params);
+}
+
 static void finish(hreq *r, json_t *result, const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void finish(hreq *r, json_t *result, const char *code, const char *fmt, ...) {
     gg_error e = GG_ERROR_INIT;
@@ -295,12 +358,14 @@ static void finish(hreq *r, json_t *result, const char *code, const char *fmt, .
         gg_error_set(&e, code, "%s", m);
     }
     r->state = HS_DONE;
+    relay_tab_drop(r);
     mcp_pending_finish(r->c->loop, &r->p, result, &e);
     gg_error_clear(&e);
 }
 
 static void finish_result(hreq *r, json_t *result) {
     r->state = HS_DONE;
+    relay_tab_drop(r);
     mcp_pending_finish(r->c->loop, &r->p, result, NULL);
 }
 
@@ -1334,6 +1399,7 @@ static bool listen_event(void *user, const char *data, size_t len) {
         void *nu = c->hooks.notify_user;
         pthread_mutex_unlock(&c->mu);
         if (fn) fn(nu, method, json_object_get(m, "params"));
+        relay_listen_note(c, method, json_object_get(m, "params"));
     } /* a response: we send no request whose answer could come here */
     json_decref(m);
     return true;
@@ -1807,7 +1873,7 @@ static void http_start_relay(void *impl, const char *method, json_t *params, int
         mcp_client_done_oom(done, user);
         return;
     }
-    if (relay) r->relay = *relay;
+    if (relay) r->relay = *relay, relay_tab_add(r, params);
     mcp_loop_watch(c->loop, &r->p);
     mcp_pending_ref(&r->p);
     /* out of memory for the post: the watched deadline still ends the call */

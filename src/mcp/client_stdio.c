@@ -121,6 +121,9 @@ typedef struct sreq {
     char *line;               /* the serialized request, newline-terminated */
     size_t len;
     bool init;                /* the initialize of a new child, not a caller's request */
+    bool relaying;            /* a call with its own relay (stdio_start_relay): relay is set */
+    mcp_call_relay relay;
+    int busy;                 /* the reader is in relay.fn / relay.notify (under mu; expire waits) */
     struct sreq *next;
 } sreq;
 
@@ -515,18 +518,86 @@ static void stdio_reply_send(mcp_client_reply *base, json_t *result, int code, c
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A request from the server: to the request handler (a ping, or past STDIO_REPLIES_MAX
- * owed, or without one: answered here, ping -> {}, the rest -32601). */
+/* ---- a child's messages that name no call --------------------------------------------------
+ * A child's requests (elicitation/create, sampling/createMessage, roots/list) and its
+ * notifications/message carry no id of the call they belong to: JSON-RPC over one pipe has
+ * no per-call stream. When exactly one relaying call (stdio_start_relay) is in flight on the
+ * child, nothing else can have caused them: they go to that call's relay. With several, any
+ * pick could hand one caller's question or log line (a user's data) to another caller, so a
+ * request is refused (-32601, saying why) and a log message dropped; with none, the request
+ * goes to the client-wide handler (refused: no call) as before. notifications/progress names
+ * its call: its progressToken is the call's request id (sreq_new), matched as a reply is. The
+ * look-ups walk c->sent, the child's requests in flight, as every reply's does. */
+
+/* The one relaying call in flight on child gen, or NULL (*several: more than one). Under mu. */
+static sreq *sole_relaying(stdio_client *c, int gen, bool *several) {
+    sreq *one = NULL;
+    *several = false;
+    for (sreq *r = c->sent; r; r = r->next)
+        if (r->relaying && r->generation == gen) {
+            if (one) {
+                *several = true;
+                return NULL;
+            }
+            one = r;
+        }
+    return one;
+}
+
+/* The relaying call progressToken names on child gen, or NULL. Under mu. */
+static sreq *token_call(stdio_client *c, json_t *params, int gen) {
+    json_t *tok = json_object_get(params, "progressToken");
+    if (!json_is_integer(tok)) return NULL;
+    for (sreq *r = c->sent; r; r = r->next)
+        if (r->relaying && r->generation == gen && r->id == json_integer_value(tok)) return r;
+    return NULL;
+}
+
+/* Hold r for a call into its relay outside mu (sreq_expire waits until it is let go). */
+static void relay_hold(sreq *r) { r->busy++; }
+static void relay_let_go(stdio_client *c, sreq *r) {
+    pthread_mutex_lock(&c->mu);
+    r->busy--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A notification for a relaying call's relay: progress by its token, a log message when one
+ * call is in flight (see above). */
+static void relay_notification(stdio_client *c, const char *method, json_t *params, int gen) {
+    bool progress = !strcmp(method, "notifications/progress"), several;
+    if (!progress && strcmp(method, "notifications/message")) return;
+    pthread_mutex_lock(&c->mu);
+    sreq *r = progress ? token_call(c, params, gen) : sole_relaying(c, gen, &several);
+    if (r && !r->relay.notify) r = NULL;
+    if (r) relay_hold(r);
+    pthread_mutex_unlock(&c->mu);
+    if (!r) return;
+    r->relay.notify(r->relay.user, method, params);
+    relay_let_go(c, r);
+}
+
+/* A request from the server: to the one relaying call's relay, else to the request handler
+ * (a ping, or past STDIO_REPLIES_MAX owed, or without one: answered here, ping -> {}, the
+ * rest -32601). */
 static void server_request(stdio_client *c, json_t *id, const char *method, json_t *params, int gen) {
     pthread_mutex_lock(&c->mu);
     mcp_client_server_request_fn fn = c->hooks.on_request;
     void *u = c->hooks.request_user;
+    bool several = false;
+    sreq *call = method && strcmp(method, "ping") ? sole_relaying(c, gen, &several) : NULL;
+    if (call) fn = call->relay.fn, u = call->relay.user;
     stdio_reply *rp = NULL;
-    if (fn && method && strcmp(method, "ping") && c->replies < STDIO_REPLIES_MAX && (rp = calloc(1, sizeof *rp)))
+    if (fn && !several && method && strcmp(method, "ping") && c->replies < STDIO_REPLIES_MAX &&
+        (rp = calloc(1, sizeof *rp)))
         c->replies++, c->nreqs++;
+    if (rp && call) relay_hold(call);
     pthread_mutex_unlock(&c->mu);
     if (!rp) {
-        json_t *resp = mcp_client_answer_server_request(id, method);
+        json_t *resp = several ? mcp_client_reply_message(id, NULL, MCP_METHOD_NOT_FOUND,
+                                                          "Method not found: several calls are in flight on this "
+                                                          "server's process, and its request names none of them")
+                               : mcp_client_answer_server_request(id, method);
         send_message(c, gen, resp, gg_now_ms() + 1000);
         json_decref(resp);
         return;
@@ -536,6 +607,7 @@ static void server_request(stdio_client *c, json_t *id, const char *method, json
     rp->id = json_incref(id);
     rp->gen = gen;
     fn(u, method, params, &rp->base);
+    if (call) relay_let_go(c, call);
 }
 
 /* A JSON-RPC message from the child (borrowed). */
@@ -552,8 +624,9 @@ static void dispatch(stdio_client *c, json_t *msg, int gen) {
         void *user = c->hooks.notify_user;
         pthread_mutex_unlock(&c->mu);
         if (fn) fn(user, json_string_value(method), json_object_get(msg, "params"));
+        relay_notification(c, json_string_value(method), json_object_get(msg, "params"), gen);
     }
-    if (!id || !json_is_integer(id)) return; /* notification (logging, progress): not used by mcp nodes */
+    if (!id || !json_is_integer(id)) return;
     pthread_mutex_lock(&c->mu);
     sreq *r = find_sent(c, json_integer_value(id), gen);
     pthread_mutex_unlock(&c->mu);
@@ -980,6 +1053,7 @@ static void sreq_expire(mcp_pending *p, const char *why) {
     pthread_mutex_lock(&c->mu);
     bool was_sent = unlink_from(&c->sent, r);
     bool found = was_sent || unlink_from(&c->queued, r);
+    while (found && r->busy) pthread_cond_wait(&c->cv, &c->mu); /* the reader is in its relay */
     sreq *q = NULL;
     if (found && r->init) {
         q = c->queued;
@@ -1002,8 +1076,11 @@ static void sreq_expire(mcp_pending *p, const char *why) {
     else fail(r, "cancelled", "Execution cancelled");
 }
 
+/* relay (NULL: none): a call's own relay; when it hears notifications the call asks for
+ * progress under its own request id, the token a child's notifications/progress is routed by
+ * (relay_notification). */
 static sreq *sreq_new(stdio_client *c, bool locked, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
-                      mcp_client_done_fn done, void *user) {
+                      const mcp_call_relay *relay, mcp_client_done_fn done, void *user) {
     sreq *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     mcp_pending_init(&r->p, timeout_ms, cancel, done, user);
@@ -1015,7 +1092,14 @@ static sreq *sreq_new(stdio_client *c, bool locked, const char *method, json_t *
     c->nreqs++;
     if (!locked) pthread_mutex_unlock(&c->mu);
     json_t *req = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method", method);
-    if (req && params) json_object_set(req, "params", params);
+    json_t *meta = json_object_get(params, "_meta");
+    if (relay) r->relaying = true, r->relay = *relay;
+    if (req && relay && relay->notify && json_is_object(meta)) { /* copies: params is the caller's */
+        json_t *p = json_copy(params), *m = json_copy(meta);
+        if (p && m) json_object_set_new(m, "progressToken", json_integer(r->id)), json_object_set(p, "_meta", m);
+        json_decref(m);
+        json_object_set_new(req, "params", p);
+    } else if (req && params) json_object_set(req, "params", params);
     char *s = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (s) {
@@ -1051,7 +1135,7 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
     json_t *caps = c->hooks.caps ? json_deep_copy(c->hooks.caps) : json_object();
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
                                "capabilities", caps, "clientInfo", "name", "graphgate", "version", GG_VERSION);
-    sreq *init = sreq_new(c, true, "initialize", params, c->timeout_ms, NULL, noop_done, NULL);
+    sreq *init = sreq_new(c, true, "initialize", params, c->timeout_ms, NULL, NULL, noop_done, NULL);
     json_decref(params);
     if (!init || !init->line) {
         if (init) { /* never watched: its last reference frees it (which takes mu) */
@@ -1078,10 +1162,9 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
     return true;
 }
 
-static void stdio_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
-                        mcp_client_done_fn done, void *user) {
-    stdio_client *c = impl;
-    sreq *r = sreq_new(c, false, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, done, user);
+static void start_req(stdio_client *c, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                      const mcp_call_relay *relay, mcp_client_done_fn done, void *user) {
+    sreq *r = sreq_new(c, false, method, params, timeout_ms > 0 ? timeout_ms : c->timeout_ms, cancel, relay, done, user);
     gg_error e = GG_ERROR_INIT;
     if (!r || !r->line) {
         if (r) mcp_pending_unref(&r->p);
@@ -1115,10 +1198,23 @@ static void stdio_start(void *impl, const char *method, json_t *params, int time
     if (!send_line(c, r->generation, r->line, r->len, r->p.deadline)) {
         pthread_mutex_lock(&c->mu);
         bool mine = unlink_from(&c->sent, r);
+        while (mine && r->busy) pthread_cond_wait(&c->cv, &c->mu); /* the reader is in its relay */
         pthread_mutex_unlock(&c->mu);
         if (mine) fail(r, "transport", "cannot write to the MCP server");
     }
     mcp_pending_unref(&r->p);
+}
+
+static void stdio_start(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                        mcp_client_done_fn done, void *user) {
+    start_req(impl, method, params, timeout_ms, cancel, NULL, done, user);
+}
+
+/* A call with its own relay: what the child asks or notes while it is the one relaying call
+ * in flight, and its progress by token, go there (see "a child's messages that name no call"). */
+static void stdio_start_relay(void *impl, const char *method, json_t *params, int timeout_ms, atomic_int *cancel,
+                              const mcp_call_relay *relay, mcp_client_done_fn done, void *user) {
+    start_req(impl, method, params, timeout_ms, cancel, relay, done, user);
 }
 
 static void free_strv(char **v) {
@@ -1189,7 +1285,7 @@ static mcp_declares stdio_server_declares(void *impl, const char *path, const ch
 
 static const mcp_client_ops stdio_ops = {stdio_start,      stdio_stderr_tail, stdio_start_count,        stdio_destroy,
                                          stdio_set_notify, NULL,              stdio_set_request_handler,
-                                         NULL /* a child's requests name no call: no relay */,
+                                         stdio_start_relay,
                                          NULL /* no credentials */, stdio_server_declares};
 
 static bool has_var(const char *const *env, const char *name) {

@@ -175,14 +175,16 @@ void mcp_client_reply_error(mcp_client_reply *r, int code, const char *message);
  * those on its SSE answer (session era) and its InputRequiredResults (stateless era) go to
  * relay->fn(relay->user, ...) instead of the client-wide handler (same rules: must not
  * block, answers through reply exactly once; fn runs before the call's done, on the
- * transport's thread). Requests that name no call (the listen stream, a stdio child's)
- * still go to the client-wide handler. relay NULL = mcp_client_call_tool_start_traced. */
+ * transport's thread). Requests that name no call (the listen stream) still go to the
+ * client-wide handler; a stdio child's go to the one relaying call in flight on it, and
+ * with several are refused (client_stdio.c). relay NULL = mcp_client_call_tool_start_traced. */
 typedef struct mcp_call_relay {
     mcp_client_server_request_fn fn;
     void *user;
     /* NULL or: the notifications on the call's SSE answer (notifications/progress, .../message)
      * go to notify(user, ...) on the transport's thread (must not block); the call then asks
-     * for progress (params._meta.progressToken). */
+     * for progress (params._meta.progressToken). A stdio child's: its progress by that token,
+     * its log messages while the call is the one relaying call in flight on it. */
     mcp_client_notify_fn notify;
 } mcp_call_relay;
 void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *arguments, int timeout_ms,

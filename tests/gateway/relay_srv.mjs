@@ -9,6 +9,8 @@
 //   chatty {n}  n progress notifications (if asked for) over a few 100 ms, then a debug and a
 //               warning log message
 //   spam {n}    n elicitations one after the other; the text is {answered, refused, codes}
+//   aside {n}   n progress notifications (if asked for, 150 ms apart) and a warning log message
+//               on the session's GET stream (no related request), then the result
 //   slow {}     one form elicitation, then up to 20 s of work that stops (and counts in
 //               aborted) when the call is cancelled upstream (relay2026.sh)
 //   phases {again}  progress 1, 2 (total 4) and a warning log, then one form elicitation;
@@ -16,7 +18,8 @@
 //               then a ping (answered in order, so the gateway has read both before
 //               parkedSent counts); after the answer (again: progress 1, 2 once more, a
 //               count restarted) progress 3, 4, a debug and a warning log
-// Control endpoints: GET /status  {aborted (tool calls whose signal fired), asked, parkedSent}
+// Control endpoints: GET /status  {aborted (tool calls whose signal fired), asked, parkedSent,
+//                                  getOpen (GET streams open now)}
 //                    GET /poke    lets a waiting phases call send its "parked" notes
 import http from 'node:http';
 import path from 'node:path';
@@ -32,7 +35,7 @@ const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_
 const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
 
 const sessions = new Map();
-let aborted = 0, asked = 0, parkedSent = 0;
+let aborted = 0, asked = 0, parkedSent = 0, getOpen = 0;
 let poked = null; // resolves the waiting phases call's "parked" notes (GET /poke)
 const pokeWait = () => new Promise((resolve) => { poked = resolve; });
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -69,6 +72,18 @@ function tools(server) {
       await extra.sendNotification({ method: 'notifications/message', params: { level: 'debug', logger: 'chatty', data: 'quiet' } });
       await new Promise((r) => setTimeout(r, 150)); // past the relay's per-kind rate bound
       await extra.sendNotification({ method: 'notifications/message', params: { level: 'warning', logger: 'chatty', data: 'loud' } });
+      return text({ sent: n, token: token !== undefined });
+    });
+  server.registerTool('aside', { description: 'progress and a log on the GET stream', inputSchema: { n: z.number() } },
+    async ({ n }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= n && token !== undefined; i++) {
+        await server.server.notification({ method: 'notifications/progress', params: { progressToken: token, progress: i,
+          total: n, message: `aside ${i}` } });
+        await pause(150);
+      }
+      await server.server.notification({ method: 'notifications/message', params: { level: 'warning', logger: 'aside', data: 'aside' } });
+      await pause(300); /* the GET stream's events are read before the call's answer comes */
       return text({ sent: n, token: token !== undefined });
     });
   server.registerTool('slow', { description: 'asks, then works a while', inputSchema: {} }, async (_args, extra) => {
@@ -158,13 +173,14 @@ async function mcp(req, res) {
       return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });
     s = await newSession();
   }
+  if (req.method === 'GET') getOpen++, res.on('close', () => getOpen--);
   await s.transport.handleRequest(req, res, body);
 }
 
 const server = http.createServer(async (req, res) => {
   try {
     const url = new URL(req.url, 'http://localhost');
-    if (url.pathname === '/status') return json(res, 200, { aborted, asked, parkedSent });
+    if (url.pathname === '/status') return json(res, 200, { aborted, asked, parkedSent, getOpen });
     if (url.pathname === '/poke') {
       const was = poked !== null;
       if (poked) poked();

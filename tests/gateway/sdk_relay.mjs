@@ -98,6 +98,17 @@ try {
   check('the downstream\'s log messages honour the client\'s level (warning relayed, debug not)',
     ds.length === 1 && ds[0].level === 'warning' && ds[0].data === 'loud', logs);
 
+  // 5b. progress and a log message the downstream sends on its GET stream, not the call's:
+  // the progress finds its call by its token, the log message goes to the one relaying call
+  // in flight (client_http.c "progress outside the call's stream")
+  check('the gateway holds the downstream\'s GET stream open', await until(async () => (await status()).getOpen >= 1), await status());
+  const aside = [];
+  const as = await full.client.callTool({ name: 'r_aside', arguments: { n: 3 } }, undefined, { onprogress: (p) => aside.push(p) });
+  const am = aside.filter((p) => /^aside /.test(p.message ?? '')).map((p) => p.message);
+  check(`progress sent on the GET stream reaches onprogress (${am.join(', ')})`, !as.isError && body(as)?.token === true &&
+    am.join() === 'aside 1,aside 2,aside 3' && aside.every((p, i) => i === 0 || p.progress > aside[i - 1].progress), { aside, as });
+  check('a log message sent on the GET stream reaches the one call in flight', logs.some((l) => l.logger === 'aside' && l.data === 'aside'), logs);
+
   // 6. a cancelled call cancels the downstream's work; the relayed question is abandoned
   const ac = new AbortController();
   onNever = () => ac.abort('test');
