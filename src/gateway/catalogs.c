@@ -443,27 +443,23 @@ static size_t updated_on(gg_gateway *gw, const char *tenant, const char *ep, con
     return gw_streams_updated(gw->streams, tenant, ep, uri) + gw_listen_updated(gw->listen, tenant, ep, uri);
 }
 
+/* Whether a client of this replica is on one of tenant's views (before they are looked up). */
+static bool on_views(gg_gateway *gw, const char *tenant) {
+    return gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX) || gw_listen_any_on(gw->listen, tenant, GW_VIEWS_PREFIX);
+}
+
 /* graph's proxied uri as tenant's _all and the views naming graph under "resources" serve
- * it, "<graph>.<uri>" (tenantwide.c), to their subscribers: how many. The views are read
- * from the store only while a client of this replica is on one of the tenant's views. */
+ * it, "<graph>.<uri>" (tenantwide.c), to their subscribers: how many. The views are looked up
+ * only while a client of this replica is on one of the tenant's views, from their cache
+ * (gw_views_naming: no store read while they are unchanged). */
 static size_t relay_tenantwide(gg_gateway *gw, const char *tenant, const char *graph, const char *uri) {
     char dotted[GG_NAME_MAX + 2 + 2304]; /* a relayed URI is shorter (gg_graph_downstream_notified) */
     int len = snprintf(dotted, sizeof dotted, "%s.%s", graph, uri);
     if (len < 0 || (size_t)len >= sizeof dotted) return 0;
-    size_t heard = updated_on(gw, tenant, GW_TENANTWIDE, dotted), i, j;
-    json_t *views = NULL, *v, *g;
-    if (gw->store && (gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX) || gw_listen_any_on(gw->listen, tenant, GW_VIEWS_PREFIX))) {
-        gg_error err = GG_ERROR_INIT;
-        views = gg_store_views_list(gw->store, tenant, &err);
-        gg_error_clear(&err);
-    }
-    json_array_foreach(views, i, v) json_array_foreach(json_object_get(json_object_get(v, "definition"), "resources"), j, g) {
-        char ep[GG_NAME_MAX + 1];
-        if (!json_is_string(g) || strcmp(json_string_value(g), graph)) continue;
-        snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, json_string_value(json_object_get(v, "name")));
-        heard += updated_on(gw, tenant, ep, dotted);
-    }
-    json_decref(views);
+    size_t heard = updated_on(gw, tenant, GW_TENANTWIDE, dotted), n = 0;
+    gw_view_ep eps[GW_VIEWS_MAX];
+    if (on_views(gw, tenant)) n = gw_views_naming(gw, tenant, graph, GW_VIEW_RESOURCES, eps);
+    for (size_t i = 0; i < n; i++) heard += updated_on(gw, tenant, eps[i], dotted);
     return heard;
 }
 
@@ -530,9 +526,9 @@ static void relay_to(gg_gateway *gw, const char *tenant, const char *ep, int k, 
 static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *server, int kinds) {
     static const char *const msg[] = {"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}",
                                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}"};
-    json_t *all = gw_registry_list(gw->registry), *e, *views = NULL, *v;
-    int tw = 0;
-    size_t i, j;
+    json_t *all = gw_registry_list(gw->registry), *e;
+    int tw = 0, viewers = -1; /* -1: not asked yet */
+    size_t i;
     json_array_foreach(all, i, e) {
         const char *graph = json_string_value(json_array_get(e, 1));
         if (strcmp(json_string_value(json_array_get(e, 0)), tenant)) continue;
@@ -542,29 +538,17 @@ static void relay_list_changed(gg_gateway *gw, const char *tenant, const char *s
         mcp_server_unref(s);
         if (!hit) continue;
         tw |= hit;
-        for (int k = 0; k < 2; k++)
-            if (hit & (1 << k)) relay_to(gw, tenant, graph, k, msg[k]);
-        if (!views && (gw_streams_any_on(gw->streams, tenant, GW_VIEWS_PREFIX) ||
-                       gw_listen_any_on(gw->listen, tenant, GW_VIEWS_PREFIX))) {
-            gg_error err = GG_ERROR_INIT;
-            views = gw->store ? gg_store_views_list(gw->store, tenant, &err) : NULL;
-            gg_error_clear(&err);
-            if (!views) views = json_array();
-        }
-        json_array_foreach(views, j, v) for (int k = 0; k < 2; k++) {
-            json_t *d = json_object_get(v, "definition"), *n;
-            size_t x;
-            char ep[GG_NAME_MAX + 1];
+        if (viewers < 0) viewers = on_views(gw, tenant);
+        for (int k = 0; k < 2; k++) {
             if (!(hit & (1 << k))) continue;
-            json_array_foreach(json_object_get(d, k ? "prompts" : "resources"), x, n) if (json_is_string(n) && !strcmp(json_string_value(n), graph)) {
-                snprintf(ep, sizeof ep, "%s%s", GW_VIEWS_PREFIX, json_string_value(json_object_get(v, "name")));
-                relay_to(gw, tenant, ep, k, msg[k]);
-            }
+            relay_to(gw, tenant, graph, k, msg[k]);
+            gw_view_ep eps[GW_VIEWS_MAX];
+            size_t n = viewers ? gw_views_naming(gw, tenant, graph, k ? GW_VIEW_PROMPTS : GW_VIEW_RESOURCES, eps) : 0;
+            for (size_t x = 0; x < n; x++) relay_to(gw, tenant, eps[x], k, msg[k]);
         }
     }
     for (int k = 0; k < 2; k++)
         if (tw & (1 << k)) relay_to(gw, tenant, GW_TENANTWIDE, k, msg[k]);
-    json_decref(views);
     json_decref(all);
 }
 

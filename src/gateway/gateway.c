@@ -498,6 +498,7 @@ static void gateway_free(gg_gateway *gw) {
     gw_streams_free(gw->streams); /* after the listeners stopped (every stream ended) */
     gw_listen_free(gw->listen);
     gw_tenantwide_cache_free(gw->tenantwide_cache);
+    gw_views_cache_free(gw->views_cache);
     for (int i = 0; i < gw->nmounts; i++) {
         mcp_server_unref(gw->mounts[i].srv);
         pthread_mutex_destroy(&gw->mounts[i].mu);
@@ -641,7 +642,9 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                                          load_stored, gw)))
         goto oom;
     if (!(gw->streams = gw_streams_new(gw))) goto oom;
-    if (!(gw->listen = gw_listen_new(gw)) || !(gw->tenantwide_cache = gw_tenantwide_cache_new())) goto oom;
+    if (!(gw->listen = gw_listen_new(gw)) || !(gw->tenantwide_cache = gw_tenantwide_cache_new()) ||
+        !(gw->views_cache = gw_views_cache_new()))
+        goto oom;
     gw_registry_set_hook(gw->registry, gw_registry_changed, gw);
 
     gw->graphs_gen = gg_store_generation_get(gw->store, GG_GEN_GRAPHS, err);

@@ -182,6 +182,7 @@ struct gg_gateway {
     struct gw_streams *streams; /* standalone GET SSE streams (streams.c) */
     struct gw_listen *listen;   /* 2026-07-28 subscriptions/listen streams (listen.c) */
     struct gw_tenantwide_cache *tenantwide_cache; /* tenant-wide and view servers (tenantwide.c); NULL = none */
+    struct gw_views_cache *views_cache; /* the views' selections per tenant (views.c); NULL = none */
     uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
                                    every replica sharing it resumes them (else random) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */

@@ -5,8 +5,9 @@
  * to all of them. Downstream servers' list_changed and resources/updated come in through
  * catalogs.c (gateway/catalogs.h) and go out here. Not for use outside src/gateway.
  *
- * Ownership: the gateway holds one gw_streams, one gw_listen and one gw_tenantwide_cache
- * (gg_gateway's streams, listen, tenantwide_cache; made in gateway.c, freed at its stop);
+ * Ownership: the gateway holds one gw_streams, one gw_listen, one gw_tenantwide_cache and one
+ * gw_views_cache (gg_gateway's streams, listen, tenantwide_cache, views_cache; made in
+ * gateway.c, freed at its stop);
  * a GET stream's session holds a reference to the newest server it was told about.
  * gw_tenantwide_server and gw_view_server return new references; what gw_tenantwide_target
  * and gw_tenantwide_view_text hand out is borrowed from the server; a gw_task_watch belongs
@@ -14,7 +15,8 @@
  *
  * Threads: called from HTTP threads, workers, the watcher, the stream keeper and downstream
  * transport threads at once. gw_streams and gw_listen each guard their table with their own
- * mutex and take the HTTP core's lock inside it, never around it (streams.c, listen.c).
+ * mutex and take the HTTP core's lock inside it, never around it (streams.c, listen.c);
+ * gw_views_cache holds its own mutex only around its table, never while fanning out (views.c).
  * gw_views_check, gw_listen_tick and gw_listen_tasks_check are the watcher's.
  */
 #ifndef GG_GATEWAY_RELAY_H
@@ -56,6 +58,16 @@ bool gw_tenantwide_subscribe(const mcp_server *s, const char *uri);
 #define GW_VIEWS_MAX 100      /* views per tenant */
 #define GW_VIEW_TOOLS_MAX 200 /* tools per view */
 #define GW_VIEW_NAME_MAX 48   /* view names: [a-z0-9-], as graph names, at most this long */
+/* Which of a tenant's views name a graph (views.c): the endpoints ("_views/<name>") of those
+ * selecting it for any of what (GW_VIEW_*) into eps, at most GW_VIEWS_MAX; how many. Served
+ * from a per-tenant cache of the parsed views (gg_gateway's views_cache), read from the store
+ * again after any view changed (see views.c); none when the store cannot be read. Any thread. */
+enum { GW_VIEW_TOOLS = 1, GW_VIEW_RESOURCES = 2, GW_VIEW_PROMPTS = 4 };
+typedef char gw_view_ep[GG_NAME_MAX + 1];
+typedef struct gw_views_cache gw_views_cache;
+gw_views_cache *gw_views_cache_new(void);
+void gw_views_cache_free(gw_views_cache *c);
+size_t gw_views_naming(gg_gateway *gw, const char *tenant, const char *graph, int what, gw_view_ep *eps);
 /* The view's server (new reference) or NULL + err ("not_found" for no such view). */
 mcp_server *gw_view_server(gg_gateway *gw, const char *tenant, const char *view, gg_error *err);
 /* tenant/graph has a new active version or is gone: list_changed on the open GET streams of

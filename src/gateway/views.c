@@ -26,6 +26,8 @@
 
 #define VIEW_DESC_MAX 4096
 
+static void vc_bump(gw_views_cache *c);
+
 static bool bad(gg_error *err, const char *fmt, const char *what, size_t i) {
     char msg[256];
     snprintf(msg, sizeof msg, fmt, i, what);
@@ -145,6 +147,7 @@ void gw_views_check(gg_gateway *gw) {
     gg_error_clear(&err);
     if (gen < 0 || gen == gw->views_gen) return;
     gw->views_gen = gen;
+    vc_bump(gw->views_cache); /* another replica's change, or this one's seen again: read anew */
     json_t *eps = json_object();
     gw_streams_endpoints(gw->streams, GW_VIEWS_PREFIX, eps);
     gw_listen_endpoints(gw->listen, GW_VIEWS_PREFIX, eps);
@@ -153,20 +156,6 @@ void gw_views_check(gg_gateway *gw) {
     json_object_foreach(eps, k, e) view_changed(gw, json_string_value(json_array_get(e, 0)),
                                                 json_string_value(json_array_get(e, 1)) + strlen(GW_VIEWS_PREFIX), true);
     json_decref(eps);
-}
-
-/* Whether view definition d selects a tool of graph ("<graph>."). */
-static bool selects_from(json_t *d, const char *graph) {
-    size_t i, n = strlen(graph);
-    json_t *e;
-    json_array_foreach(json_object_get(d, "tools"), i, e) {
-        const char *tool = json_string_value(json_object_get(e, "tool"));
-        if (tool && strncmp(tool, graph, n) == 0 && tool[n] == '.') return true;
-    }
-    static const char *const keys[] = {"resources", "prompts"};
-    for (int k = 0; k < 2; k++)
-        json_array_foreach(json_object_get(d, keys[k]), i, e) if (json_is_string(e) && !strcmp(json_string_value(e), graph)) return true;
-    return false;
 }
 
 /* See relay.h. */
@@ -183,14 +172,214 @@ void gw_tenantwide_graph_changed(gg_gateway *gw, const char *tenant, const char 
         mcp_server_unref(s);
     }
     if (!anyone_on(gw, tenant, GW_VIEWS_PREFIX)) return; /* e.g. the sync at start */
-    gg_error err = GG_ERROR_INIT;
-    json_t *views = gg_store_views_list(gw->store, tenant, &err);
-    gg_error_clear(&err);
+    gw_view_ep eps[GW_VIEWS_MAX];
+    size_t n = gw_views_naming(gw, tenant, graph, GW_VIEW_TOOLS | GW_VIEW_RESOURCES | GW_VIEW_PROMPTS, eps);
+    for (size_t i = 0; i < n; i++) view_changed(gw, tenant, eps[i] + strlen(GW_VIEWS_PREFIX), false);
+}
+
+/* ---- the views' selections, cached per tenant ----------------------------------------------
+ * A downstream's relayed resources/updated (catalogs.c relay_tenantwide, on its reader thread)
+ * and list_changed, and a graph's new version, go to the views naming the graph; reading the
+ * tenant's views from the store for each of them cost ~60 us a relayed update. The cache keeps,
+ * per tenant, which graphs each view names (under tools, resources, prompts), parsed once.
+ *
+ * Freshness: an entry is good while the cache's epoch is the one it was read under. The epoch
+ * moves with every change of a view this replica makes (gw_views_put and _delete, after the
+ * store took it) and whenever the watcher sees the store's views generation move (gw_views_check:
+ * another replica's or process's change, a tenant deleted) — the same bound within which the
+ * views' own clients hear of that change (1 s; at once on PostgreSQL's NOTIFY). The epoch is read
+ * before the store, so a change racing a read leaves an entry already stale, never a stale one
+ * taken for fresh. One epoch for all tenants: views change rarely, and a change costs each
+ * tenant with view clients one store read.
+ *
+ * Bounds: VC_TENANTS tenants and VC_SELS_MAX (view, graph) pairs in all (a tenant's views alone
+ * may name 100 x 600 graphs). Past either the least recently used entries go, stale ones first:
+ * LRU rather than dropping all, so that one more tenant than fits does not make every tenant
+ * read the store again each update; the linear scan over 64 entries costs less than one store
+ * read. A tenant whose views alone exceed VC_SELS_MAX is served from the store each time, as
+ * before. Only tenants with a client on a view this replica serves ever get an entry. */
+#define VC_TENANTS 64
+#define VC_SELS_MAX 16384
+
+typedef struct vc_sel {
+    unsigned long long h; /* of graph */
+    unsigned view;        /* index into the entry's eps */
+    int what;             /* GW_VIEW_* */
+    char graph[GG_NAME_MAX + 1];
+} vc_sel;
+
+typedef struct vc_entry {
+    char tenant[GG_NAME_MAX + 1];
+    unsigned long long epoch, used;
+    size_t nviews, nsel;
+    gw_view_ep *eps; /* "_views/<name>" of each view */
+    vc_sel *sel;
+} vc_entry;
+
+struct gw_views_cache {
+    pthread_mutex_t mu;                /* guards all but epoch */
+    _Atomic unsigned long long epoch;
+    unsigned long long tick;           /* LRU clock */
+    size_t n, nsel;                    /* entries; pairs in all of them */
+    vc_entry e[VC_TENANTS];
+};
+
+gw_views_cache *gw_views_cache_new(void) {
+    gw_views_cache *c = calloc(1, sizeof *c);
+    if (c) pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+static void vc_entry_clear(vc_entry *e) {
+    free(e->eps);
+    free(e->sel);
+    memset(e, 0, sizeof *e);
+}
+
+void gw_views_cache_free(gw_views_cache *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->n; i++) vc_entry_clear(&c->e[i]);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* A view changed somewhere: every entry is stale from now on. */
+static void vc_bump(gw_views_cache *c) {
+    if (c) atomic_fetch_add(&c->epoch, 1);
+}
+
+/* Note that view number view names graph for what (seen: "graph" → its pair's index, this
+ * view's pairs only). False when out of memory or over VC_SELS_MAX. */
+static bool vc_note(vc_entry *e, size_t *cap, json_t *seen, unsigned view, const char *graph, size_t glen, int what) {
+    char name[GG_NAME_MAX + 1];
+    if (!glen || glen > GG_NAME_MAX) return true; /* no graph can have it: names nothing */
+    memcpy(name, graph, glen);
+    name[glen] = 0;
+    json_t *at = json_object_get(seen, name);
+    if (at) return e->sel[json_integer_value(at)].what |= what, true;
+    if (e->nsel == *cap) {
+        size_t more = *cap ? 2 * *cap : 16;
+        vc_sel *grown = more <= VC_SELS_MAX ? realloc(e->sel, more * sizeof *grown) : NULL;
+        if (!grown) return false;
+        e->sel = grown, *cap = more;
+    }
+    vc_sel *p = &e->sel[e->nsel];
+    p->h = gg_hash_str(name), p->view = view, p->what = what;
+    memcpy(p->graph, name, glen + 1);
+    json_object_set_new(seen, name, json_integer((json_int_t)e->nsel++));
+    return true;
+}
+
+/* One stored view {"name", "definition"} as view number e->nviews. */
+static bool vc_add_view(vc_entry *e, size_t *cap, json_t *v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    json_t *d = json_object_get(v, "definition"), *x, *seen = json_object();
+    unsigned view = (unsigned)e->nviews;
+    int len = snprintf(e->eps[view], sizeof e->eps[view], "%s%s", GW_VIEWS_PREFIX, name ? name : "");
+    if (!seen || !name || len < 0 || (size_t)len >= sizeof e->eps[view]) return json_decref(seen), seen != NULL;
+    bool ok = true;
     size_t i;
-    json_t *v;
-    json_array_foreach(views, i, v) if (selects_from(json_object_get(v, "definition"), graph))
-        view_changed(gw, tenant, json_string_value(json_object_get(v, "name")), false);
+    json_array_foreach(json_object_get(d, "tools"), i, x) {
+        const char *tool = json_string_value(json_object_get(x, "tool"));
+        if (ok && tool) ok = vc_note(e, cap, seen, view, tool, strcspn(tool, "."), GW_VIEW_TOOLS);
+    }
+    static const char *const keys[] = {"resources", "prompts"};
+    for (int k = 0; k < 2; k++)
+        json_array_foreach(json_object_get(d, keys[k]), i, x) if (ok && json_is_string(x))
+            ok = vc_note(e, cap, seen, view, json_string_value(x), json_string_length(x), k ? GW_VIEW_PROMPTS : GW_VIEW_RESOURCES);
+    json_decref(seen);
+    e->nviews++;
+    return ok;
+}
+
+/* e from tenant's stored views (a store read); false when the store failed, memory ran out or
+ * the views name more than VC_SELS_MAX graphs (e then holds what fitted; not to be cached). */
+static bool vc_read(gg_gateway *gw, const char *tenant, vc_entry *e) {
+    gg_error err = GG_ERROR_INIT;
+    json_t *views = gg_store_views_list(gw->store, tenant, &err), *v;
+    gg_error_clear(&err);
+    size_t n = json_array_size(views) < GW_VIEWS_MAX ? json_array_size(views) : GW_VIEWS_MAX, cap = 0, i;
+    snprintf(e->tenant, sizeof e->tenant, "%s", tenant);
+    bool ok = views && (n == 0 || (e->eps = calloc(n, sizeof *e->eps)) != NULL);
+    json_array_foreach(views, i, v) if (ok && i < n) ok = vc_add_view(e, &cap, v);
     json_decref(views);
+    return ok;
+}
+
+/* The endpoints of e's views naming graph for any of what. */
+static size_t vc_match(const vc_entry *e, const char *graph, int what, gw_view_ep *eps) {
+    unsigned long long h = gg_hash_str(graph);
+    size_t n = 0;
+    for (size_t i = 0; i < e->nsel; i++)
+        if (e->sel[i].h == h && (e->sel[i].what & what) && !strcmp(e->sel[i].graph, graph))
+            memcpy(eps[n++], e->eps[e->sel[i].view], sizeof *eps); /* one pair per (view, graph) */
+    return n;
+}
+
+/* tenant's entry read under epoch, or NULL (mu held). */
+static vc_entry *vc_find(gw_views_cache *c, const char *tenant, unsigned long long epoch) {
+    for (size_t i = 0; i < c->n; i++)
+        if (c->e[i].epoch == epoch && !strcmp(c->e[i].tenant, tenant)) return &c->e[i];
+    return NULL;
+}
+
+/* Free entry i (mu held). */
+static void vc_drop(gw_views_cache *c, size_t i) {
+    c->nsel -= c->e[i].nsel;
+    vc_entry_clear(&c->e[i]);
+    c->e[i] = c->e[--c->n];
+    memset(&c->e[c->n], 0, sizeof c->e[c->n]);
+}
+
+/* Keep fresh (taken, or freed when it cannot stay): it replaces its tenant's older entry; room
+ * is made by dropping stale entries first, then the least recently used (mu held). */
+static void vc_keep(gw_views_cache *c, vc_entry *fresh, unsigned long long now_epoch) {
+    if (fresh->epoch != now_epoch) { /* a view changed during the read: of no use */
+        vc_entry_clear(fresh);
+        return;
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->e[i].tenant, fresh->tenant)) {
+            vc_drop(c, i); /* stale, or as fresh (another thread read it meanwhile) */
+            break;
+        }
+    while (c->n && (c->n == VC_TENANTS || c->nsel + fresh->nsel > VC_SELS_MAX)) {
+        size_t victim = 0;
+        for (size_t i = 1; i < c->n; i++) {
+            bool stale = c->e[i].epoch != now_epoch, vstale = c->e[victim].epoch != now_epoch;
+            if (stale > vstale || (stale == vstale && c->e[i].used < c->e[victim].used)) victim = i;
+        }
+        vc_drop(c, victim);
+    }
+    fresh->used = ++c->tick;
+    c->nsel += fresh->nsel;
+    c->e[c->n++] = *fresh;
+}
+
+/* See relay.h. */
+size_t gw_views_naming(gg_gateway *gw, const char *tenant, const char *graph, int what, gw_view_ep *eps) {
+    gw_views_cache *c = gw->views_cache;
+    if (!gw->store) return 0;
+    unsigned long long epoch = c ? atomic_load(&c->epoch) : 0;
+    if (c) {
+        pthread_mutex_lock(&c->mu);
+        vc_entry *e = vc_find(c, tenant, epoch);
+        size_t n = e ? vc_match(e, graph, what, eps) : 0;
+        if (e) e->used = ++c->tick;
+        pthread_mutex_unlock(&c->mu);
+        if (e) return n;
+    }
+    vc_entry fresh = {.epoch = epoch}; /* the store read happens outside mu */
+    bool whole = vc_read(gw, tenant, &fresh);
+    size_t n = vc_match(&fresh, graph, what, eps);
+    if (!c || !whole) {
+        vc_entry_clear(&fresh);
+        return n;
+    }
+    pthread_mutex_lock(&c->mu);
+    vc_keep(c, &fresh, atomic_load(&c->epoch));
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 /* ---- REST -------------------------------------------------------------------------------- */
@@ -242,6 +431,7 @@ int gw_views_put(gg_http_req *req, gg_http_res *res, void *user) {
     gw_admin_audit(gw, &pr, t, created ? "view.create" : "view.update", v,
                    json_pack("{s:I}", "tools", (json_int_t)json_array_size(json_object_get(d, "tools"))));
     json_decref(d);
+    vc_bump(gw->views_cache); /* the next relayed update reads the new selection */
     view_changed(gw, t, v, true); /* this replica's clients at once; the others' by the views generation */
     json_t *row = gg_store_view_get(gw->store, t, v, &err);
     if (!row) return answer_error(res, &err);
@@ -278,6 +468,7 @@ int gw_views_delete(gg_http_req *req, gg_http_res *res, void *user) {
     if (!gw_admin_allow_as(gw, req, res, t, GG_SCOPE_GRAPHS_WRITE, &pr)) return GG_HTTP_DONE;
     gg_error err = GG_ERROR_INIT;
     if (!gg_store_view_delete(gw->store, t, v, &err)) return answer_error(res, &err);
+    vc_bump(gw->views_cache);
     gw_admin_audit(gw, &pr, t, "view.delete", v, NULL);
     view_changed(gw, t, v, true);
     gg_http_res_json(res, 200, json_pack("{s:b}", "deleted", 1));

@@ -29,7 +29,8 @@
 # subscribed at the downstream and its updates relayed (rate-bounded, subscription id), another
 # tenant's stream hearing nothing, the streams' end letting the downstream be unsubscribed; the
 # same on _all's and a view's streams ("<graph>.<uri>", mapped updates, rate-bounded; another
-# view and beta's _all hear nothing, beta's key refused). The
+# view and beta's _all hear nothing, beta's key refused); a view changed under subscribed streams
+# followed at the next update (a graph removed stops, one added starts). The
 # same through stateless MCP 2026-07-28 requests. Forwarded requests are not runs: no execution is recorded. Upload errors with
 # line:col: a bad selection, an unknown key, a bad uri_prefix, overlapping URIs and prompt
 # names. Prints "N passed, N failed".
@@ -231,6 +232,15 @@ subs_have() { # YES|NO URI: until the URIs acme/sub's downstream is subscribed t
   done
   return 1
 }
+flood_ms() { # LABEL: five calls making sub's downstream send 300 updates of x://a each; their times in the log
+  local took="" t0 i
+  for i in 1 2 3 4 5; do
+    t0=$(date +%s%N)
+    rpc26 "$GG_TMP/c26.json" "$GG_PUB/mcp/acme/sub" "$KEY" tools/call '"name":"touch","arguments":{"uri":"x://a","n":300}' touch >/dev/null
+    took="$took $((($(date +%s%N) - t0) / 1000000))"
+  done
+  echo "# timing: 300 relayed updates a call, $1 (ms):$took"
+}
 lc_wait() { evwait "$GG_TMP/l-lc" $RLC "$1" && evwait "$GG_TMP/l-lcp" $PLC "$1" && evwait "$GG_TMP/l-all" $RLC "$1"; }
 upd_bound() { # LOW HIGH: x://a's updates on the sub stream between them, none of x://b
   local n; n=$(evs "$GG_TMP/l-sub" $UPD)
@@ -266,6 +276,7 @@ t "beta's stream on its own sub graph heard nothing of acme's (acknowledgement o
   eq "$(grep -c '^data:' "$GG_TMP/l-beta")" 1
 # checked after the round trips above, so that a late relay would show
 t "2026 listen: 3 or 4 list_changed of each on lc's streams and resources/ on _all (50 folded into at most 2), none a filter left out" lc_bound
+flood_ms "subscribers on the graph's endpoint only"
 for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 t "the streams gone, an update nobody hears unsubscribes the downstream from x://a" subs_have NO x://a
 # the same on _all and views (tenantwide.c, catalogs.c relay_tenantwide): "sub.s+x://a" in
@@ -294,6 +305,26 @@ call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}' >/dev/null
 t "... rate-bounded: at most 2 of the 300 on _all's stream, every one sub.s+x://a" tw_bound "$n0"
 t "... px's stream (its view names sel, not sub) and beta's _all's heard nothing (acknowledgement only)" \
   eq "$(grep -c '^data:' "$GG_TMP/l-twpx") $(grep -c '^data:' "$GG_TMP/l-twb")" "1 1"
+flood_ms "subscribers on _all and the views subv and px"
+# a view changed while streams on it are subscribed: the next relayed update follows the new
+# selection on this replica (views.c: the cached selections are read again after the change).
+# Fresh streams, so that no update of theirs is pending from the flood above
+listen26 "$GG_TMP/l-vr" "$GG_PUB/mcp/acme/_views/subv" "$KEY" vr-1 '{"resourceSubscriptions":["sub.s+x://a"]}'
+listen26 "$GG_TMP/l-va" "$GG_PUB/mcp/acme/_views/px" "$KEY" va-1 '{"resourceSubscriptions":["sub.s+x://a"]}'
+t "views changed under subscribed streams: both acknowledged" bash -c "for f in l-vr l-va; do
+  for _ in \$(seq 1 100); do grep -q acknowledged '$GG_TMP/'\$f && break; sleep 0.1; done; grep -q acknowledged '$GG_TMP/'\$f || exit 1; done"
+PX='{"tools":[{"tool":"sel.echo"}],"resources":["sel"],"prompts":["ev"]}'
+t "... subv loses sub, px gains it → 200 200" \
+  eq "$(vput subv '{"resources":["lc"]}') $(vput px '{"tools":[{"tool":"sel.echo"}],"resources":["sel","sub"],"prompts":["ev"]}')" "200 200"
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":1}' >/dev/null
+t "... the next update reaches px's stream (a graph added to the view)" evwait "$GG_TMP/l-va" $UPD 1 sub.s+x://a
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}' >/dev/null # a round trip for a late update to show
+t "... and not subv's (a graph removed from the view): acknowledgement only" eq "$(grep -c '^data:' "$GG_TMP/l-vr")" 1
+t "... subv given sub back, px restored → 200 200" eq "$(vput subv '{"resources":["sub"]}') $(vput px "$PX")" "200 200"
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://a","n":1}' >/dev/null
+t "... the next update reaches subv's stream" evwait "$GG_TMP/l-vr" $UPD 1 sub.s+x://a
+call26 "$GG_PUB/mcp/acme/sub" "$KEY" touch '{"uri":"x://none","n":0}' >/dev/null
+t "... and not px's again (it had one)" eq "$(evs "$GG_TMP/l-va" $UPD)" 1
 for p in $LPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 t "... the streams gone, an update nobody hears unsubscribes the downstream from x://a" subs_have NO x://a
 t "beta's key: a listen stream on acme's _all → 403" eq "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST \

@@ -1,11 +1,12 @@
 /* Unit tests for the gateway's worker pool and graph registry (with its compiled-graph
- * cache). */
+ * cache), and the views' cached selections. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gateway/internal.h"
+#include "gateway/relay.h"
 #include "../check_main.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -490,6 +491,84 @@ START_TEST(cache_concurrent_first_use) {
 }
 END_TEST
 
+/* ---- the views' cached selections (views.c) --------------------------------------------- */
+
+static void view_put(gg_store *s, const char *tenant, const char *name, const char *definition) {
+    gg_error e = GG_ERROR_INIT;
+    json_t *d = json_loads(definition, 0, NULL);
+    bool created;
+    ck_assert_msg(d && gg_store_view_put(s, tenant, name, d, GW_VIEWS_MAX, &created, &e), "%s", e.message);
+    json_decref(d);
+}
+
+/* How many of tenant's views name graph for what, the first being first (NULL: none). */
+static void naming(gg_gateway *gw, const char *tenant, const char *graph, int what, size_t n, const char *first) {
+    gw_view_ep eps[GW_VIEWS_MAX];
+    size_t got = gw_views_naming(gw, tenant, graph, what, eps);
+    ck_assert_uint_eq(got, n);
+    if (first) ck_assert_str_eq(eps[0], first);
+}
+
+/* Answers come from the cache while no change was seen (a change written to the store behind
+ * it, as another replica would, shows only once the watcher saw the generation move); the
+ * cache keeps 64 tenants, the least recently used going first. */
+START_TEST(views_cache_fresh_and_bounded) {
+    char dir[512], db[600], mig[4096], cmd[600];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/gg-views-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/gg.db", dir);
+    gg_error e = GG_ERROR_INIT;
+    ck_assert_msg(gg_config_find_data_dir(NULL, "migrations", mig, sizeof mig, &e), "%s", e.message);
+    gg_store_options o = {.path = db};
+    gg_store *s = gg_store_open(&o, &e);
+    ck_assert_msg(s && gg_store_migrate(s, mig, NULL, &e), "%s", e.message);
+    char t[16];
+    for (int i = 0; i <= 64; i++) {
+        snprintf(t, sizeof t, "t%d", i);
+        ck_assert(gg_store_tenant_create(s, t, &e));
+    }
+    view_put(s, "t0", "v1", "{\"resources\": [\"g\"]}");
+    view_put(s, "t0", "v2", "{\"tools\": [{\"tool\": \"g.x\"}], \"prompts\": [\"h\"]}");
+    gg_gateway *gw = calloc(1, sizeof *gw);
+    gw->store = s;
+    gw->views_cache = gw_views_cache_new();
+    gw->views_gen = gg_store_generation_get(s, GG_GEN_VIEWS, &e);
+
+    naming(gw, "t0", "g", GW_VIEW_RESOURCES, 1, "_views/v1");
+    naming(gw, "t0", "g", GW_VIEW_TOOLS, 1, "_views/v2");
+    naming(gw, "t0", "g", GW_VIEW_TOOLS | GW_VIEW_RESOURCES | GW_VIEW_PROMPTS, 2, NULL);
+    naming(gw, "t0", "h", GW_VIEW_PROMPTS, 1, "_views/v2");
+    naming(gw, "t0", "h", GW_VIEW_RESOURCES, 0, NULL);
+    /* changed behind the cache: the old answer (no store read) until the watcher's check */
+    view_put(s, "t0", "v1", "{\"resources\": [\"h\"]}");
+    naming(gw, "t0", "g", GW_VIEW_RESOURCES, 1, "_views/v1");
+    gw_views_check(gw);
+    naming(gw, "t0", "g", GW_VIEW_RESOURCES, 0, NULL);
+    naming(gw, "t0", "h", GW_VIEW_RESOURCES, 1, "_views/v1");
+    /* 63 more tenants fit beside t0 (its stale answer stays); the 65th evicts t0, the least
+     * recently used, whose next answer is read anew */
+    view_put(s, "t0", "v1", "{\"resources\": [\"k\"]}");
+    for (int i = 1; i <= 63; i++) {
+        snprintf(t, sizeof t, "t%d", i);
+        naming(gw, t, "g", GW_VIEW_RESOURCES, 0, NULL);
+    }
+    naming(gw, "t0", "k", GW_VIEW_RESOURCES, 0, NULL); /* still cached (stale), used last */
+    for (int i = 1; i <= 63; i++) {
+        snprintf(t, sizeof t, "t%d", i);
+        naming(gw, t, "g", GW_VIEW_RESOURCES, 0, NULL);
+    }
+    naming(gw, "t64", "g", GW_VIEW_RESOURCES, 0, NULL); /* t0 now the least recently used */
+    naming(gw, "t0", "k", GW_VIEW_RESOURCES, 1, "_views/v1");
+
+    gw_views_cache_free(gw->views_cache);
+    free(gw);
+    gg_store_close(s);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gateway");
     TCase *tc = tcase_create("core");
@@ -503,6 +582,7 @@ int main(void) {
     tcase_add_test(tc, cache_never_frees_in_use);
     tcase_add_test(tc, cache_activation_deletion_sync);
     tcase_add_test(tc, cache_concurrent_first_use);
+    tcase_add_test(tc, views_cache_fresh_and_bounded);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }
