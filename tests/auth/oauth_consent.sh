@@ -29,10 +29,7 @@
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
 . "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
-JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids" # RS256: oidc-provider's default ID token alg
-KID=$(cut -d' ' -f1 "$GG_TMP/kids")
-PIDS=""
-trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+oauth_keys
 oauth_start_protected
 
 cat >"$GG_TMP/px.yaml" <<YAML
@@ -88,24 +85,8 @@ mcpServers:
 tools: []
 YAML
 
-gw_cli_run tenant create acme >/dev/null
-ADMIN=$(gw_key acme admin)
-KEY=$(gw_key acme tools:read,tools:execute)
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey"
-export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey" # grants are sealed with it
-GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
-t "setup: tenant and keys" gw_cli_clean
-MAP='{"tools:read":["tools:read"],"tools:execute":["tools:execute"],"graphs:write":["graphs:write"]}'
-t "acme trusts the authorization server (200)" eq "$(gg_curl "$GG_TMP/o.json" -X PUT \
-  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
-  --data-binary "{\"issuers\":[{\"issuer\":\"$ISS\",\"scope_map\":$MAP}]}" "$GG_PUB/admin/tenants/acme/oauth")" 200
-wait_keys() { # until the server holds the authorization server's keys
-  for _ in $(seq 1 100); do
-    gg_curl "$GG_TMP/get.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/oauth" >/dev/null
-    [ "$(jget "$GG_TMP/get.json" "d['definition']['issuers'][0]['status']['keys']")" -gt 0 ] 2>/dev/null && break; sleep 0.1
-  done
-}
-wait_keys
+# grants are sealed with the secrets key, as tenant secrets are
+oauth_serve_trusting '{"tools:read":["tools:read"],"tools:execute":["tools:execute"],"graphs:write":["graphs:write"]}'
 t "the proxy graph with per_user auth is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
 t "an mcp-node graph over the per_user server is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme mn "$GG_TMP/mn.yaml")" 201
 t "  its nodes' tools are not checked at the upload (no user to list them as)" eq \
@@ -243,7 +224,7 @@ t "secret rekey re-encrypts the grant too" has "$GG_TMP/rekey.out" '0 secret(s) 
 export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey2"
 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_restart "serve starts with the new key"
 EP=$GG_PUB/mcp/acme/px # a new port: a new audience
-wait_keys
+oauth_wait_keys
 sdk "$(token alice)" "$GG_TMP/a5.json"
 t "after the rekey alice's call works with her grant" eq \
   "$(jget "$GG_TMP/a5.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/a5.json")" "False 1"

@@ -26,10 +26,7 @@
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
 . "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
-JWT keys "$GG_TMP/keys.json" ES256 RS256 >"$GG_TMP/kids"
-KID=$(cut -d' ' -f1 "$GG_TMP/kids")
-PIDS=""
-trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+oauth_keys
 GG_AS_IDJAG=1 GG_AS_IDJAG_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol oauth_start_protected
 
 AUTH() { # CLIENT_ID: the id_jag settings on behalf of the caller
@@ -103,25 +100,9 @@ tools:
   - {name: "t", inputSchema: {type: object}, nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}
 YAML
 
-gw_cli_run tenant create acme >/dev/null
-ADMIN=$(gw_key acme admin)
-KEY=$(gw_key acme tools:read,tools:execute)
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GG_TMP/skey"
-export GRAPHGATE_SECRETS_KEY_FILE="$GG_TMP/skey"
-GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
-t "setup: tenant and keys" gw_cli_clean
-MAP='{"tools:read":["tools:read"],"tools:execute":["tools:execute"]}'
-t "acme trusts the authorization server (200)" eq "$(gg_curl "$GG_TMP/o.json" -X PUT \
-  -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
-  --data-binary "{\"issuers\":[{\"issuer\":\"$ISS\",\"scope_map\":$MAP}]}" "$GG_PUB/admin/tenants/acme/oauth")" 200
-for _ in $(seq 1 100); do # until the server holds the authorization server's keys
-  gg_curl "$GG_TMP/get.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/oauth" >/dev/null
-  [ "$(jget "$GG_TMP/get.json" "d['definition']['issuers'][0]['status']['keys']")" -gt 0 ] 2>/dev/null && break; sleep 0.1
-done
-secret() { gg_curl "$GG_TMP/s.json" -X PUT -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
-  --data-binary "{\"value\":\"$2\"}" "$GG_PUB/admin/tenants/acme/secrets/$1"; }
+oauth_serve_trusting '{"tools:read":["tools:read"],"tools:execute":["tools:execute"]}'
 t "the IdP's and the authorization server's client secrets are tenant secrets (201 201)" eq \
-  "$(secret IDP_SECRET idp-secret-0123456789) $(secret JAG_SECRET jag-secret-0123456789)" "201 201"
+  "$(oauth_secret IDP_SECRET idp-secret-0123456789) $(oauth_secret JAG_SECRET jag-secret-0123456789)" "201 201"
 t "the graph with id_jag on behalf of the caller is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme jag "$GG_TMP/jag.yaml")" 201
 t "  and one with a client the authorization server does not know" eq "$(gw_put_graph "$ADMIN" acme unknown "$GG_TMP/unknown.yaml")" 201
 t "a proxy graph naming the server's tools is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
