@@ -22,8 +22,14 @@
  *     on one core (1e6 / its CPU µs a record, the quota keeper's CPU added) and the wall
  *     records/s (GG_BENCH_SAT_NO_QUOTA set: a quota never reached, for comparison).
  *
- * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE] [saturation]   (defaults 100000, 20000;
- *        "saturation": that part alone)
+ *   - layouts (issue 31, alone): the saturation line with and without quota deletes, then
+ *     bare loops of a candidate layout where a batch is the unit of storage (one
+ *     history_batches row per commit and tenant, see "candidate layout" below) with the same
+ *     records, and the readers' costs in both layouts (get by id, newest 50 of a tenant).
+ *
+ * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE] [saturation|layouts|batch]   (defaults
+ *        100000, 20000; "saturation", "layouts": that part alone; "batch": the candidate
+ *        layout's write loops alone)
  *
  * With GG_BENCH_PG set (run inside pg_virtualenv: bench/history/run.sh --postgres), the
  * writer and group-commit figures are measured on PostgreSQL instead, each in a database of
@@ -34,6 +40,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,6 +522,9 @@ static double named_threads_cpu_us(const char *name) {
     return us;
 }
 
+/* The per-tenant quota of the saturation runs: runs / 8, or one never reached. */
+static long long sat_quota(long runs, bool no_quota) { return no_quota ? runs * 10LL : runs / 8 > 0 ? runs / 8 : 1; }
+
 typedef struct sat_figures {
     double wall_rps, writer_us, quota_us, submit_us, avg_batch, secs;
     unsigned long long written, dropped, quota_dropped, passes;
@@ -528,8 +538,9 @@ typedef struct sat_figures {
  * every 100 ms from its own thread and connection, as `serve` runs it. The writer's
  * records/s on one core is 1e6 / its CPU µs a record; the wall figure is bounded by the
  * submitting thread too on a machine with few cores. */
-static bool run_saturation(const char *dir, const char *mig, long runs, sat_figures *f) {
-    gg_store *s = open_db(dir, "saturation.db", mig);
+static bool run_saturation(const char *dir, const char *name, const char *mig, long runs, bool no_quota,
+                           sat_figures *f) {
+    gg_store *s = open_db(dir, name, mig);
     if (!s) return false;
     gg_error err = GG_ERROR_INIT;
     const char *tenants[SAT_TENANTS] = {"bench", "bench-b", "bench-c", "bench-d"};
@@ -541,8 +552,8 @@ static bool run_saturation(const char *dir, const char *mig, long runs, sat_figu
             return false;
         }
     gg_history *h = gg_history_start(s, NULL, &err);
-    /* GG_BENCH_SAT_NO_QUOTA: a quota never reached (the keeper's passes, no deletes) */
-    long long quota = getenv("GG_BENCH_SAT_NO_QUOTA") ? runs * 10LL : runs / 8 > 0 ? runs / 8 : 1;
+    /* no_quota: a quota never reached (the keeper's passes, no deletes) */
+    long long quota = sat_quota(runs, no_quota);
     gg_history_quota_options qo = {.max_rows = quota, .interval_ms = 100};
     gg_history_quota *q = h ? gg_history_quota_start(s, &qo, &err) : NULL;
     if (!q) {
@@ -602,13 +613,879 @@ static bool run_saturation(const char *dir, const char *mig, long runs, sat_figu
     return f->written > 0;
 }
 
-static void print_saturation(long runs, const sat_figures *f) {
+static void print_saturation(long runs, bool no_quota, const sat_figures *f) {
     printf("saturation (not paced), %ld runs over %d tenants, quota %lld rows each (keeper every 100 ms):\n", runs,
-           SAT_TENANTS, getenv("GG_BENCH_SAT_NO_QUOTA") ? runs * 10LL : runs / 8 > 0 ? runs / 8 : 1);
+           SAT_TENANTS, sat_quota(runs, no_quota));
     printf("%-34s %8.0f records/s on one core (writer %5.2f + quota keeper %5.2f us/record)   wall %8.0f records/s\n"
            "%-34s submit %5.2f us/run   batch %6.0f   written %llu dropped %llu   quota dropped %llu in %llu passes\n",
-           "  writer + quota deletes", 1e6 / (f->writer_us + f->quota_us), f->writer_us, f->quota_us, f->wall_rps, "",
-           f->submit_us, f->avg_batch, f->written, f->dropped, f->quota_dropped, f->passes);
+           no_quota ? "  writer, quota never reached" : "  writer + quota deletes", 1e6 / (f->writer_us + f->quota_us),
+           f->writer_us, f->quota_us, f->wall_rps, "", f->submit_us, f->avg_batch, f->written, f->dropped, f->quota_dropped, f->passes);
+}
+
+/* ---- candidate layout: a batch as the unit of storage (issue 31) ---------------------------
+ *
+ * history_batches holds ONE row per (commit, tenant): that tenant's records of the commit in
+ * one body, oldest start first (a row is cut where its starts would span more than
+ * BL_SPAN_MS, and optionally at a size). No per-run index: a run is found by the start
+ * time its id carries (12 hex digits of ms), so the rows that can hold a run started at t
+ * have last_ms in [t, t + BL_SPAN_MS] and first_ms <= t. A run written twice (running,
+ * then its final state in a later commit) has two versions; readers take the one in the
+ * highest rowid. The quota is enforced by the writer itself, in the commit
+ * that takes a tenant over it: whole oldest rows deleted, the next one trimmed, down to
+ * 90 % as the keeper does today. history_usage.bytes counts body bytes here.
+ *
+ * Bare loops (no queue; the records and their ids made before the clock starts), the same
+ * records as the saturation mode (the positional node text, four tenants, quota runs / 8),
+ * starts from a synthetic clock at BL_MODEL_RATE runs a ms (the gateway at 8 cores). */
+
+#define BL_SPAN_MS 10       /* the runs of one row started within this many ms of each other */
+#define BL_MODEL_RATE 200.0 /* runs a ms on the synthetic clock: 200k calls/s */
+#define BL_TWICE_EVERY 100  /* one run in this many: running in one commit, final in the next */
+
+static const char BL_SCHEMA[] =
+    "CREATE TABLE history_batches (rowid INTEGER PRIMARY KEY, tenant TEXT NOT NULL, first_ms INTEGER NOT NULL,"
+    " last_ms INTEGER NOT NULL, n INTEGER NOT NULL, bytes INTEGER NOT NULL, body BLOB NOT NULL);"
+    "CREATE INDEX history_batches_tenant ON history_batches(tenant, last_ms, first_ms)";
+
+typedef enum { BODY_LP, BODY_JSONL } body_format;
+
+/* What the writer has of a run (its queue item's fields). */
+typedef struct bl_run {
+    char id[33];
+    int tenant;
+    gg_exec_status status;
+    int version;
+    long long started, finished, dur_us;
+    const char *s[9]; /* graph tool key_id error arguments result nodes trace_id parent_id; NULL = none */
+} bl_run;
+
+typedef struct bl_buf {
+    unsigned char *p;
+    size_t len, cap;
+} bl_buf;
+
+static bool bl_reserve(bl_buf *b, size_t more) {
+    if (b->len + more <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + more) cap *= 2;
+    unsigned char *p = realloc(b->p, cap);
+    if (!p) return false;
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static void put_u32(unsigned char *p, unsigned long v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_i64(unsigned char *p, long long v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)((unsigned long long)v >> (8 * i));
+}
+static unsigned long get_u32(const unsigned char *p) {
+    return (unsigned long)p[0] | (unsigned long)p[1] << 8 | (unsigned long)p[2] << 16 | (unsigned long)p[3] << 24;
+}
+static long long get_i64(const unsigned char *p) {
+    unsigned long long v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return (long long)v;
+}
+
+/* Length-prefixed record, little-endian: u32 length of the rest, u8 status, u32 version,
+ * i64 started, i64 finished, i64 duration µs, the 32-character id, then the nine texts as
+ * u32 length (0xffffffff = NULL) and bytes. */
+#define LP_HEAD 65
+#define LP_NULL 0xffffffffUL
+
+static bool lp_append(bl_buf *b, const bl_run *r) {
+    size_t len[9], total = LP_HEAD;
+    for (int i = 0; i < 9; i++) total += 4 + (len[i] = r->s[i] ? strlen(r->s[i]) : 0);
+    if (!bl_reserve(b, total)) return false;
+    unsigned char *p = b->p + b->len;
+    put_u32(p, total - 4);
+    p[4] = (unsigned char)r->status;
+    put_u32(p + 5, (unsigned long)r->version);
+    put_i64(p + 9, r->started);
+    put_i64(p + 17, r->finished);
+    put_i64(p + 25, r->dur_us);
+    memcpy(p + 33, r->id, 32);
+    p += LP_HEAD;
+    for (int i = 0; i < 9; i++) {
+        put_u32(p, r->s[i] ? len[i] : LP_NULL);
+        memcpy(p + 4, r->s[i] ? r->s[i] : "", len[i]);
+        p += 4 + len[i];
+    }
+    b->len += total;
+    return true;
+}
+
+/* A record of a body, decoded in place (texts point into the body, not terminated). */
+typedef struct lp_view {
+    gg_exec_status status;
+    int version;
+    long long started, finished, dur_us;
+    const char *id;
+    const char *s[9];
+    size_t len[9];
+} lp_view;
+
+/* Decode the record at p (left bytes remain); its size, or 0 when malformed. */
+static size_t lp_decode(const unsigned char *p, size_t left, lp_view *v) {
+    if (left < LP_HEAD) return 0;
+    size_t total = get_u32(p) + 4;
+    if (total > left || total < LP_HEAD + 36) return 0;
+    v->status = (gg_exec_status)p[4];
+    v->version = (int)get_u32(p + 5);
+    v->started = get_i64(p + 9);
+    v->finished = get_i64(p + 17);
+    v->dur_us = get_i64(p + 25);
+    v->id = (const char *)p + 33;
+    const unsigned char *q = p + LP_HEAD, *end = p + total;
+    for (int i = 0; i < 9; i++) {
+        if (end - q < 4) return 0;
+        unsigned long n = get_u32(q);
+        q += 4;
+        v->s[i] = n == LP_NULL ? NULL : (const char *)q;
+        v->len[i] = n == LP_NULL ? 0 : n;
+        if ((size_t)(end - q) < v->len[i]) return 0;
+        q += v->len[i];
+    }
+    return total;
+}
+
+/* JSON lines: ["id",status,started,finished,duration_us,version,"graph","tool","key_id"|null,
+ * "error"|null,arguments,result,nodes,"trace_id"|null,"parent_id"|null] and a newline. The
+ * JSON texts go in as they are; status is one digit, so started begins at byte 38. */
+static unsigned char *jl_int(unsigned char *p, long long v) {
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = (unsigned char)tmp[--n];
+    return p;
+}
+
+static unsigned char *jl_str(unsigned char *p, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    if (!s) return memcpy(p, "null", 4), p + 4;
+    *p++ = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = c;
+        } else if (c < 0x20) {
+            memcpy(p, "\\u00", 4);
+            p[4] = (unsigned char)hex[c >> 4];
+            p[5] = (unsigned char)hex[c & 15];
+            p += 6;
+        } else {
+            *p++ = c;
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+static unsigned char *jl_raw(unsigned char *p, const char *s) {
+    size_t n = s ? strlen(s) : 4;
+    memcpy(p, s ? s : "null", n);
+    return p + n;
+}
+
+static bool jl_append(bl_buf *b, const bl_run *r) {
+    size_t need = 128;
+    for (int i = 0; i < 9; i++) need += 6 * (r->s[i] ? strlen(r->s[i]) : 4) + 3;
+    if (!bl_reserve(b, need)) return false;
+    unsigned char *p = b->p + b->len;
+    *p++ = '[';
+    char id[33];
+    memcpy(id, r->id, 33);
+    p = jl_str(p, id);
+    *p++ = ',';
+    *p++ = (unsigned char)('0' + r->status);
+    long long nums[4] = {r->started, r->finished, r->dur_us, r->version};
+    for (int i = 0; i < 4; i++) {
+        *p++ = ',';
+        p = jl_int(p, nums[i]);
+    }
+    for (int i = 0; i < 9; i++) { /* names and the error are strings, the rest JSON texts */
+        *p++ = ',';
+        p = i < 4 || i > 6 ? jl_str(p, r->s[i]) : jl_raw(p, r->s[i]);
+    }
+    *p++ = ']';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
+    return true;
+}
+
+/* Bytes of the first `drop` records of a body, and the start of the record after them. */
+static size_t body_cut(const unsigned char *body, size_t len, body_format fmt, long long drop,
+                       long long *next_started) {
+    size_t off = 0;
+    *next_started = 0;
+    for (long long i = 0; i < drop && off < len; i++) {
+        if (fmt == BODY_LP) {
+            lp_view v;
+            size_t n = lp_decode(body + off, len - off, &v);
+            if (!n) return len;
+            off += n;
+        } else {
+            const unsigned char *nl = memchr(body + off, '\n', len - off);
+            off = nl ? (size_t)(nl - body) + 1 : len;
+        }
+    }
+    if (off + 39 < len) *next_started = fmt == BODY_LP ? get_i64(body + off + 9) : atoll((const char *)body + off + 38);
+    return off;
+}
+
+typedef struct bl_conn {
+    sqlite3 *db;
+    sqlite3_stmt *ins, *use, *oldest, *del, *body, *trim, *drop;
+} bl_conn;
+
+static void bl_close(bl_conn *c) {
+    sqlite3_stmt *st[] = {c->ins, c->use, c->oldest, c->del, c->body, c->trim, c->drop};
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) sqlite3_finalize(st[i]);
+    sqlite3_close(c->db);
+    memset(c, 0, sizeof *c);
+}
+
+/* A database of every migration with the bench's tenants, and history_batches. */
+static bool bl_open(const char *dir, const char *name, const char *mig, bool create, int page_size, bl_conn *c) {
+    memset(c, 0, sizeof *c);
+    if (create) {
+        gg_store *s = open_db(dir, name, mig);
+        gg_error err = GG_ERROR_INIT;
+        const char *more[] = {"bench-b", "bench-c", "bench-d"};
+        for (int i = 0; s && i < 3; i++)
+            if (!gg_store_tenant_create(s, more[i], &err)) {
+                fprintf(stderr, "bench_history: %s\n", err.message);
+                gg_error_clear(&err);
+                gg_store_close(s);
+                return false;
+            }
+        if (!s) return false;
+        gg_store_close(s);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    sqlite3 *db = NULL;
+    const char *sql[] = {
+        "INSERT INTO history_batches(tenant, first_ms, last_ms, n, bytes, body) VALUES (?1,?2,?3,?4,?5,?6)",
+        "UPDATE history_usage SET rows = rows + ?2, bytes = bytes + ?3 WHERE tenant = ?1 RETURNING rows",
+        "SELECT rowid, n, bytes FROM history_batches WHERE tenant = ?1 ORDER BY last_ms, first_ms, rowid",
+        "DELETE FROM history_batches WHERE rowid = ?1",
+        "SELECT body FROM history_batches WHERE rowid = ?1",
+        "UPDATE history_batches SET first_ms = ?2, n = n - ?3, bytes = bytes - ?4, body = ?5 WHERE rowid = ?1",
+        "UPDATE history_usage SET rows = rows - ?2, bytes = bytes - ?3, dropped = dropped + ?2,"
+        " dropped_bytes = dropped_bytes + ?3 WHERE tenant = ?1"};
+    sqlite3_stmt **st[] = {&c->ins, &c->use, &c->oldest, &c->del, &c->body, &c->trim, &c->drop};
+    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) goto fail;
+    db = c->db;
+    char resize[160]; /* a page size is set on a database out of WAL mode, by a VACUUM */
+    snprintf(resize, sizeof resize, "PRAGMA journal_mode=DELETE; PRAGMA page_size=%d; VACUUM", page_size);
+    if ((create && page_size && sqlite3_exec(db, resize, NULL, NULL, NULL) != SQLITE_OK) ||
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;"
+                         " PRAGMA temp_store=MEMORY", NULL, NULL, NULL) != SQLITE_OK ||
+        (create && sqlite3_exec(db, BL_SCHEMA, NULL, NULL, NULL) != SQLITE_OK))
+        goto fail;
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
+        if (sqlite3_prepare_v2(db, sql[i], -1, st[i], NULL) != SQLITE_OK) goto fail;
+    return true;
+fail:
+    fprintf(stderr, "bench_history: %s: %s\n", path, db ? sqlite3_errmsg(db) : "cannot open");
+    bl_close(c);
+    return false;
+}
+
+static bool bl_step_done(bl_conn *c, sqlite3_stmt *st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) return true;
+    fprintf(stderr, "bench_history: %s\n", sqlite3_errmsg(c->db));
+    return false;
+}
+
+typedef struct bl_figures {
+    double writer_us, quota_us;  /* CPU µs a run: everything the commits did, and the quota's part */
+    double sys_us, encode_us;    /* of which in the kernel (WAL, checkpoint); encoding the bodies alone */
+    long long rows, inserted, kept, deleted, max_span_ms, bodies; /* rows left, rows written, their bytes */
+} bl_figures;
+
+/* Inside the writer's transaction: tenant over quota (holding rows records) loses its oldest
+ * rows, and a trimmed one, down to low. */
+static bool bl_enforce(bl_conn *c, const char *tenant, long long rows, long long low, body_format fmt, bl_buf *tmp,
+                       long long *deleted) {
+    long long need = rows - low, gone = 0, gone_bytes = 0, trim_id = 0, trim_n = 0;
+    size_t nids = 0, cap = 0;
+    long long *ids = NULL;
+    sqlite3_bind_text(c->oldest, 1, tenant, -1, SQLITE_STATIC);
+    while (need > 0 && sqlite3_step(c->oldest) == SQLITE_ROW) {
+        long long n = sqlite3_column_int64(c->oldest, 1);
+        if (n > need) {
+            trim_id = sqlite3_column_int64(c->oldest, 0);
+            trim_n = need;
+            break;
+        }
+        if (nids == cap) {
+            long long *more = realloc(ids, (cap = cap ? cap * 2 : 64) * sizeof *ids);
+            if (!more) break;
+            ids = more;
+        }
+        ids[nids++] = sqlite3_column_int64(c->oldest, 0);
+        need -= n;
+        gone += n;
+        gone_bytes += sqlite3_column_int64(c->oldest, 2);
+    }
+    sqlite3_reset(c->oldest);
+    bool ok = true;
+    for (size_t i = 0; ok && i < nids; i++) {
+        sqlite3_bind_int64(c->del, 1, ids[i]);
+        ok = bl_step_done(c, c->del);
+    }
+    free(ids);
+    if (ok && trim_id) { /* the rest of the oldest row stays, its first trim_n records cut */
+        sqlite3_bind_int64(c->body, 1, trim_id);
+        ok = sqlite3_step(c->body) == SQLITE_ROW;
+        if (ok) {
+            const unsigned char *body = sqlite3_column_blob(c->body, 0);
+            size_t len = (size_t)sqlite3_column_bytes(c->body, 0);
+            long long next = 0;
+            size_t cut = body_cut(body, len, fmt, trim_n, &next);
+            tmp->len = 0;
+            ok = bl_reserve(tmp, len - cut + 1);
+            if (ok) memcpy(tmp->p, body + cut, (tmp->len = len - cut));
+            sqlite3_reset(c->body);
+            sqlite3_bind_int64(c->trim, 1, trim_id);
+            sqlite3_bind_int64(c->trim, 2, next);
+            sqlite3_bind_int64(c->trim, 3, trim_n);
+            sqlite3_bind_int64(c->trim, 4, (long long)cut);
+            sqlite3_bind_blob(c->trim, 5, tmp->p, (int)tmp->len, SQLITE_STATIC);
+            ok = ok && bl_step_done(c, c->trim);
+            gone += trim_n;
+            gone_bytes += (long long)cut;
+        } else {
+            sqlite3_reset(c->body);
+        }
+    }
+    sqlite3_bind_text(c->drop, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->drop, 2, gone);
+    sqlite3_bind_int64(c->drop, 3, gone_bytes);
+    *deleted += gone;
+    return ok && bl_step_done(c, c->drop);
+}
+
+static unsigned long long bl_rand(unsigned long long *x) { /* xorshift64: ids only need to differ */
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void bl_id(char out[33], long long ms, unsigned long long *rnd) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 11; i >= 0; i--, ms >>= 4) out[i] = hex[ms & 15];
+    unsigned long long a = bl_rand(rnd), b = bl_rand(rnd);
+    for (int i = 0; i < 20; i++) out[12 + i] = hex[(i < 16 ? a >> (4 * i) : b >> (4 * (i - 16))) & 15];
+    out[32] = '\0';
+}
+
+static const char *const BL_TENANTS[SAT_TENANTS] = {"bench", "bench-b", "bench-c", "bench-d"};
+
+/* The records of the next commit: the finals of last commit's twice-written runs (older,
+ * so first), then up to `commit` new runs. */
+static size_t bl_fill(bl_run *rec, bl_run *carry, size_t *ncarry, long *done, long runs, int commit, long long t0,
+                      const char *nodes, unsigned long long *rnd) {
+    size_t n = 0, nc = *ncarry;
+    for (size_t i = 0; i < nc; i++) {
+        rec[n] = carry[i];
+        rec[n].status = GG_EXEC_SUCCEEDED;
+        rec[n].finished = rec[n].started + 1;
+        rec[n].dur_us = 3;
+        rec[n].s[5] = "{\"result\":\"high\"}";
+        rec[n++].s[6] = nodes;
+    }
+    *ncarry = 0;
+    for (int j = 0; j < commit && *done < runs; j++, (*done)++) {
+        bl_run *r = &rec[n++];
+        long i = *done;
+        memset(r, 0, sizeof *r);
+        r->started = t0 + (long long)((double)i / BL_MODEL_RATE);
+        bl_id(r->id, r->started, rnd);
+        r->tenant = (int)(i % SAT_TENANTS);
+        r->version = 1;
+        r->s[0] = "switch";
+        r->s[1] = "test_switch";
+        r->s[2] = "2aa75f896173af27";
+        r->s[4] = "{\"value\":42}";
+        if (i % BL_TWICE_EVERY == 0) { /* a long run: its running record now, the final one next commit */
+            r->status = GG_EXEC_RUNNING;
+            carry[(*ncarry)++] = *r;
+            continue;
+        }
+        r->status = GG_EXEC_SUCCEEDED;
+        r->finished = r->started;
+        r->dur_us = 3;
+        r->s[5] = "{\"result\":\"high\"}";
+        r->s[6] = nodes;
+    }
+    return n;
+}
+
+/* One row of a tenant's records (b), counted into f. */
+static bool bl_put_row(bl_conn *c, int t, const bl_buf *b, long long first, long long last, long long cnt,
+                       bl_figures *f) {
+    if (last - first > f->max_span_ms) f->max_span_ms = last - first;
+    sqlite3_bind_text(c->ins, 1, BL_TENANTS[t], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->ins, 2, first);
+    sqlite3_bind_int64(c->ins, 3, last);
+    sqlite3_bind_int64(c->ins, 4, cnt);
+    sqlite3_bind_int64(c->ins, 5, (long long)b->len);
+    sqlite3_bind_blob(c->ins, 6, b->p, (int)b->len, SQLITE_STATIC);
+    f->bodies += (long long)b->len;
+    f->inserted++;
+    return bl_step_done(c, c->ins);
+}
+
+/* One commit: a row per tenant (several when row_cap bytes is set and reached), the usage
+ * counted, the quota enforced. */
+static bool bl_commit(bl_conn *c, const bl_run *rec, size_t n, body_format fmt, long long quota, size_t row_cap,
+                      bl_buf *b, bl_buf *tmp, bl_figures *f) {
+    bool ok = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+    for (int t = 0; ok && t < SAT_TENANTS; t++) {
+        long long first = 0, last = 0, cnt = 0, total = 0, bytes = 0;
+        b->len = 0;
+        for (size_t i = 0; ok && i < n; i++) {
+            if (rec[i].tenant != t) continue;
+            /* a row's starts stay within BL_SPAN_MS (the records come oldest first) */
+            if (cnt && (rec[i].started - first > BL_SPAN_MS || last - rec[i].started > BL_SPAN_MS)) {
+                ok = bl_put_row(c, t, b, first, last, cnt, f);
+                total += cnt;
+                bytes += (long long)b->len;
+                b->len = 0;
+                cnt = 0;
+            }
+            ok = ok && (fmt == BODY_LP ? lp_append(b, &rec[i]) : jl_append(b, &rec[i]));
+            if (!cnt++ || rec[i].started < first) first = rec[i].started;
+            if (rec[i].started > last) last = rec[i].started;
+            if (ok && row_cap && b->len >= row_cap) {
+                ok = bl_put_row(c, t, b, first, last, cnt, f);
+                total += cnt;
+                bytes += (long long)b->len;
+                b->len = 0;
+                cnt = 0;
+            }
+        }
+        if (ok && cnt) {
+            ok = bl_put_row(c, t, b, first, last, cnt, f);
+            total += cnt;
+            bytes += (long long)b->len;
+        }
+        if (!ok || !total) continue;
+        sqlite3_bind_text(c->use, 1, BL_TENANTS[t], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(c->use, 2, total);
+        sqlite3_bind_int64(c->use, 3, bytes);
+        long long rows = sqlite3_step(c->use) == SQLITE_ROW ? sqlite3_column_int64(c->use, 0) : -1;
+        ok = rows >= 0 && sqlite3_step(c->use) == SQLITE_DONE;
+        sqlite3_reset(c->use);
+        if (ok && quota > 0 && rows > quota) {
+            double q0 = thread_cpu_us();
+            ok = bl_enforce(c, BL_TENANTS[t], rows, quota - quota / 10, fmt, tmp, &f->deleted);
+            f->quota_us += thread_cpu_us() - q0;
+        }
+    }
+    if (ok) ok = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok) {
+        fprintf(stderr, "bench_history: history_batches: %s\n", sqlite3_errmsg(c->db));
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return ok;
+}
+
+/* CPU µs this thread has spent in the kernel (WAL writes, checkpoint copies, fsync). */
+static double thread_sys_us(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+}
+
+/* Write runs in commits of `commit` runs into history_batches of a fresh database (quota
+ * 0: none; page_size 0: SQLite's; row_cap 0: rows cut by span only); fills f. The database
+ * is left for the readers. */
+static bool run_batch_layout(const char *dir, const char *name, const char *mig, long runs, int commit,
+                             body_format fmt, long long quota, int page_size, bool checkpoint, size_t row_cap,
+                             bl_figures *f) {
+    bl_conn c;
+    if (!bl_open(dir, name, mig, true, page_size, &c)) return false;
+    if (!checkpoint) sqlite3_exec(c.db, "PRAGMA wal_autocheckpoint=0", NULL, NULL, NULL);
+    memset(f, 0, sizeof *f);
+    json_t *hist = switch_history(gg_wall_ms());
+    char *nodes = history_positional(hist);
+    json_decref(hist);
+    size_t cap = (size_t)commit + (size_t)commit / BL_TWICE_EVERY + 2;
+    bl_run *rec = malloc(cap * sizeof *rec), *carry = malloc(cap * sizeof *carry);
+    bl_buf b = {0}, tmp = {0};
+    unsigned long long rnd = 0x9e3779b97f4a7c15ULL ^ (unsigned long long)gg_wall_ms();
+    long long t0 = gg_wall_ms();
+    long done = 0;
+    size_t ncarry = 0;
+    bool ok = rec && carry && nodes;
+    double cpu = 0, enc = 0, sys0 = thread_sys_us();
+    while (ok && (done < runs || ncarry)) {
+        size_t n = bl_fill(rec, carry, &ncarry, &done, runs, commit, t0, nodes, &rnd);
+        double e0 = thread_cpu_us(); /* the bodies' encoding alone, in a pass of its own */
+        tmp.len = 0;
+        for (size_t i = 0; ok && i < n; i++) ok = fmt == BODY_LP ? lp_append(&tmp, &rec[i]) : jl_append(&tmp, &rec[i]);
+        double c0 = thread_cpu_us(); /* a commit at a time: the records exist before the writer sees them */
+        enc += c0 - e0;
+        ok = ok && bl_commit(&c, rec, n, fmt, quota, row_cap, &b, &tmp, f);
+        cpu += thread_cpu_us() - c0;
+    }
+    f->sys_us = (thread_sys_us() - sys0) / (double)runs;
+    f->encode_us = enc / (double)runs;
+    f->writer_us = cpu / (double)runs;
+    f->quota_us /= (double)runs;
+    sqlite3_stmt *st = NULL;
+    if (ok && sqlite3_prepare_v2(c.db, "SELECT (SELECT count(*) FROM history_batches),"
+                                       " (SELECT sum(rows) FROM history_usage)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        f->rows = sqlite3_column_int64(st, 0);
+        f->kept = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    free(rec);
+    free(carry);
+    free(b.p);
+    free(tmp.p);
+    free(nodes);
+    bl_close(&c);
+    return ok;
+}
+
+/* ---- the readers' costs, both layouts ---------------------------------------------------- */
+
+#define READ_IDS 1000
+#define READ_LIMIT 50
+
+typedef struct read_figures {
+    double get_us, list_us;   /* CPU µs a get by id, a listing of the newest READ_LIMIT */
+    long found, stale;        /* gets that found the run; that returned a version not the newest */
+    long cand, bodies;        /* batch layout: rows in the window of a get's start, bodies read (all gets) */
+    unsigned long long sink;  /* what was read, so that no read is optimized out */
+} read_figures;
+
+/* Today's layout: SQL_GET's and the tenant listing's statements of src/store/history_query.c. */
+static bool reads_rows(const char *path, bool mmap, read_figures *r) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *ids = NULL, *get = NULL, *list = NULL;
+    char (*id)[33] = malloc(READ_IDS * sizeof *id);
+    int n = 0;
+    bool ok = id && sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+              (!mmap || sqlite3_exec(db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL) == SQLITE_OK) &&
+              sqlite3_prepare_v2(db, "SELECT id FROM executions WHERE tenant = 'bench' ORDER BY random() LIMIT ?1",
+                                 -1, &ids, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db, "SELECT id, tenant, graph, version, tool, key_id, status, started_at, finished_at,"
+                                     " duration_ms, error, trace_id, parent_id, arguments, result, nodes"
+                                     " FROM executions WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = ?2)",
+                                 -1, &get, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db, "SELECT id, tenant, graph, version, tool, key_id, status, started_at, finished_at,"
+                                     " duration_ms, error, trace_id, parent_id FROM executions WHERE tenant = ?1"
+                                     " ORDER BY started_at DESC, id DESC LIMIT ?2", -1, &list, NULL) == SQLITE_OK;
+    if (ok) sqlite3_bind_int(ids, 1, READ_IDS);
+    while (ok && n < READ_IDS && sqlite3_step(ids) == SQLITE_ROW)
+        snprintf(id[n++], 33, "%s", (const char *)sqlite3_column_text(ids, 0));
+    memset(r, 0, sizeof *r);
+    double c0 = thread_cpu_us();
+    for (int i = 0; ok && n && i < READ_IDS; i++) { /* a tenant holding fewer runs: each more than once */
+        sqlite3_bind_text(get, 1, id[i % n], 32, SQLITE_STATIC);
+        sqlite3_bind_text(get, 2, "bench", -1, SQLITE_STATIC);
+        if (sqlite3_step(get) == SQLITE_ROW) {
+            r->found++;
+            for (int col = 0; col < 16; col++) r->sink += (unsigned long long)sqlite3_column_bytes(get, col);
+            r->stale += strcmp((const char *)sqlite3_column_text(get, 6), "running") == 0;
+        }
+        sqlite3_reset(get);
+    }
+    double c1 = thread_cpu_us();
+    for (int i = 0; ok && i < READ_IDS; i++) {
+        sqlite3_bind_text(list, 1, "bench", -1, SQLITE_STATIC);
+        sqlite3_bind_int(list, 2, READ_LIMIT + 1);
+        while (sqlite3_step(list) == SQLITE_ROW)
+            for (int col = 0; col < 13; col++) r->sink += (unsigned long long)sqlite3_column_bytes(list, col);
+        sqlite3_reset(list);
+    }
+    r->list_us = (thread_cpu_us() - c1) / READ_IDS;
+    r->get_us = (c1 - c0) / READ_IDS;
+    ok = ok && n > 0;
+    sqlite3_finalize(ids);
+    sqlite3_finalize(get);
+    sqlite3_finalize(list);
+    sqlite3_close(db);
+    free(id);
+    return ok;
+}
+
+/* A run's start from its id (12 hex digits of ms). */
+static long long id_ms(const char *id) {
+    long long ms = 0;
+    for (int i = 0; i < 12; i++) ms = ms * 16 + (id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    return ms;
+}
+
+/* Get by id: the rows whose span holds the id's start (from the index alone), then their
+ * bodies newest row first; the first that holds the id has its newest version. Records
+ * are skipped by their length, the id compared in place; only the run found is decoded.
+ * (One statement ordered by rowid would sort the bodies themselves.) */
+static bool bl_get(sqlite3_stmt *rows, sqlite3_stmt *body, const char *tenant, const char *id, lp_view *out,
+                   read_figures *r) {
+    long long t = id_ms(id), cand[64];
+    int n = 0;
+    sqlite3_bind_text(rows, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(rows, 2, t);
+    sqlite3_bind_int64(rows, 3, t + BL_SPAN_MS);
+    while (n < 64 && sqlite3_step(rows) == SQLITE_ROW) cand[n++] = sqlite3_column_int64(rows, 0);
+    sqlite3_reset(rows);
+    r->cand += n;
+    bool found = false;
+    while (!found && n > 0) {
+        int newest = 0;
+        for (int i = 1; i < n; i++) if (cand[i] > cand[newest]) newest = i;
+        sqlite3_bind_int64(body, 1, cand[newest]);
+        cand[newest] = cand[--n];
+        r->bodies++;
+        if (sqlite3_step(body) == SQLITE_ROW) {
+            const unsigned char *b = sqlite3_column_blob(body, 0);
+            size_t len = (size_t)sqlite3_column_bytes(body, 0), off = 0;
+            while (!found && off + LP_HEAD <= len) {
+                if (memcmp(b + off + 33, id, 32) == 0) found = lp_decode(b + off, len - off, out) != 0;
+                off += get_u32(b + off) + 4;
+            }
+        }
+        if (found) r->sink += out->len[6];
+        sqlite3_reset(body);
+    }
+    return found;
+}
+
+/* A run met by the listing: where its record is in the copied bodies. */
+typedef struct bl_item {
+    long long started, rowid;
+    size_t off;
+    char id[32];
+} bl_item;
+
+static int cmp_item(const void *a, const void *b) {
+    const bl_item *x = a, *y = b;
+    if (x->started != y->started) return x->started > y->started ? -1 : 1;
+    int c = memcmp(x->id, y->id, 32);
+    if (c) return -c;
+    return x->rowid > y->rowid ? -1 : x->rowid < y->rowid;
+}
+
+/* Sort newest first, one version a run (the highest rowid's); the count left. */
+static size_t bl_dedupe(bl_item *it, size_t n) {
+    qsort(it, n, sizeof *it, cmp_item);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || memcmp(it[k - 1].id, it[i].id, 32) != 0) it[k++] = it[i];
+    return k;
+}
+
+/* The newest `limit` runs of a tenant: rows by last_ms, newest first, read until limit + 1
+ * distinct runs started after the next row's last_ms (no row left can hold a newer run or
+ * a newer version of one). Bodies are copied (a step invalidates the last one); the runs
+ * listed are decoded, as the listing's JSON would need (r->stale counts running versions
+ * listed). Returns the runs listed. */
+static size_t bl_list(sqlite3_stmt *list, const char *tenant, int limit, bl_buf *bodies, bl_item **items,
+                      size_t *cap, read_figures *r) {
+    size_t n = 0;
+    bodies->len = 0;
+    sqlite3_bind_text(list, 1, tenant, -1, SQLITE_STATIC);
+    while (sqlite3_step(list) == SQLITE_ROW) {
+        long long last = sqlite3_column_int64(list, 1);
+        if (n > (size_t)limit && (n = bl_dedupe(*items, n)) > (size_t)limit && (*items)[limit].started > last) break;
+        long long rowid = sqlite3_column_int64(list, 0);
+        size_t len = (size_t)sqlite3_column_bytes(list, 2), base = bodies->len, off = 0;
+        const unsigned char *src = sqlite3_column_blob(list, 2);
+        if (!bl_reserve(bodies, len)) break;
+        memcpy(bodies->p + base, src, len);
+        bodies->len += len;
+        while (off + LP_HEAD <= len) {
+            const unsigned char *p = bodies->p + base + off;
+            if (n == *cap) {
+                bl_item *more = realloc(*items, (*cap = *cap ? *cap * 2 : 1024) * sizeof **items);
+                if (!more) break;
+                *items = more;
+            }
+            bl_item *it = &(*items)[n++];
+            it->started = get_i64(p + 9);
+            it->rowid = rowid;
+            it->off = base + off;
+            memcpy(it->id, p + 33, 32);
+            off += get_u32(p) + 4;
+        }
+    }
+    sqlite3_reset(list);
+    size_t k = bl_dedupe(*items, n);
+    if (k > (size_t)limit) k = (size_t)limit;
+    for (size_t i = 0; i < k; i++) {
+        lp_view v;
+        if (!lp_decode(bodies->p + (*items)[i].off, bodies->len - (*items)[i].off, &v)) return 0;
+        r->stale += v.status == GG_EXEC_RUNNING;
+        for (int j = 0; j < 9; j++) r->sink += (unsigned long long)v.len[j];
+    }
+    return k;
+}
+
+/* The batch layout's get by id and listing on a database run_batch_layout left (LP bodies),
+ * on READ_IDS ids of tenant "bench" picked at random. */
+static bool reads_batches(const char *path, bool mmap, read_figures *r) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *all = NULL, *get = NULL, *body = NULL, *list = NULL;
+    char (*id)[33] = NULL;
+    size_t nid = 0, idcap = 0;
+    bl_buf bodies = {0};
+    bl_item *items = NULL;
+    size_t cap = 0;
+    memset(r, 0, sizeof *r);
+    bool ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db, "SELECT body FROM history_batches WHERE tenant = 'bench'", -1, &all, NULL) ==
+                  SQLITE_OK &&
+              (!mmap || sqlite3_exec(db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL) == SQLITE_OK) &&
+              sqlite3_prepare_v2(db, "SELECT rowid FROM history_batches WHERE tenant = ?1 AND last_ms BETWEEN ?2 AND ?3"
+                                     " AND first_ms <= ?2", -1, &get, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db, "SELECT body FROM history_batches WHERE rowid = ?1", -1, &body, NULL) ==
+                  SQLITE_OK &&
+              sqlite3_prepare_v2(db, "SELECT rowid, last_ms, body FROM history_batches WHERE tenant = ?1"
+                                     " ORDER BY last_ms DESC, rowid DESC", -1, &list, NULL) == SQLITE_OK;
+    while (ok && sqlite3_step(all) == SQLITE_ROW) { /* every id kept (versions twice), for the sample */
+        const unsigned char *body = sqlite3_column_blob(all, 0);
+        size_t len = (size_t)sqlite3_column_bytes(all, 0);
+        for (size_t off = 0; off + LP_HEAD <= len; off += get_u32(body + off) + 4) {
+            if (nid == idcap) {
+                char (*more)[33] = realloc(id, (idcap = idcap ? idcap * 2 : 4096) * sizeof *id);
+                if (!more) { ok = false; break; }
+                id = more;
+            }
+            memcpy(id[nid], body + off + 33, 32);
+            id[nid++][32] = '\0';
+        }
+    }
+    unsigned long long rnd = 0x2545f4914f6cdd1dULL;
+    char (*pick)[33] = ok && nid ? malloc(READ_IDS * sizeof *pick) : NULL;
+    for (int i = 0; pick && i < READ_IDS; i++) memcpy(pick[i], id[bl_rand(&rnd) % nid], 33);
+    ok = ok && pick;
+    double c0 = thread_cpu_us();
+    for (int i = 0; ok && i < READ_IDS; i++) {
+        lp_view v;
+        if (!bl_get(get, body, "bench", pick[i], &v, r)) continue;
+        r->found++;
+        r->stale += v.status == GG_EXEC_RUNNING;
+        for (int j = 0; j < 9; j++) r->sink += (unsigned long long)v.len[j];
+    }
+    double c1 = thread_cpu_us();
+    for (int i = 0; ok && i < READ_IDS; i++)
+        ok = bl_list(list, "bench", READ_LIMIT, &bodies, &items, &cap, r) == READ_LIMIT;
+    r->list_us = (thread_cpu_us() - c1) / READ_IDS;
+    r->get_us = (c1 - c0) / READ_IDS;
+    sqlite3_finalize(all);
+    sqlite3_finalize(get);
+    sqlite3_finalize(body);
+    sqlite3_finalize(list);
+    sqlite3_close(db);
+    free(id);
+    free(pick);
+    free(bodies.p);
+    free(items);
+    return ok;
+}
+
+static void rm_db(const char *dir, const char *name) {
+    char path[4300];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s%s", dir, name, k == 0 ? "" : k == 1 ? "-wal" : "-shm");
+        unlink(path);
+    }
+}
+
+/* "layouts": today's writer at saturation (quota deletes on, then a quota never reached)
+ * and the batch layout's bare loop at the gateway's commit sizes, then both layouts'
+ * reads, in one invocation. "batch" (today false): the batch layout's loops alone. */
+static int run_layouts(const char *dir, const char *mig, long runs, bool today) {
+    sat_figures sq = {0}, sn = {0};
+    bool ok = !today || (run_saturation(dir, "saturation.db", mig, runs, false, &sq) &&
+                         run_saturation(dir, "saturation-nq.db", mig, runs, true, &sn));
+    rm_db(dir, "saturation-nq.db");
+    if (!ok) return 1;
+    if (today) {
+        print_saturation(runs, false, &sq);
+        print_saturation(runs, true, &sn);
+    }
+    /* the gateway's commits (bench/gateway: ~60-600 rows), the writer's largest (BATCH_MAX);
+     * JSON lines; 64 KB pages; and, to show the checkpoint's share, none */
+    static const struct { int commit; body_format fmt; bool quota; int page; bool ckpt; size_t cap; } cases[] = {
+        {60, BODY_LP, true, 0, true, 0},          {60, BODY_LP, false, 0, true, 0},
+        {600, BODY_LP, true, 0, true, 0},         {600, BODY_LP, false, 0, true, 0},
+        {2048, BODY_LP, true, 0, true, 0},        {2048, BODY_LP, false, 0, true, 0},
+        {600, BODY_LP, true, 0, true, 16384},     {600, BODY_LP, false, 0, true, 16384},
+        {600, BODY_JSONL, true, 0, true, 0},      {600, BODY_JSONL, false, 0, true, 0},
+        {600, BODY_LP, true, 65536, true, 0},     {600, BODY_LP, false, 65536, true, 0},
+        {600, BODY_LP, true, 0, false, 0},        {600, BODY_LP, false, 0, false, 0}};
+    printf("batch layout (one history_batches row per commit and tenant, starts within %d ms, no per-run index),\n"
+           "bare loop of the same runs, 1 in %d written twice (running, then final a commit later), quota %lld\n"
+           "runs a tenant enforced by the writer in its commit:\n", BL_SPAN_MS, BL_TWICE_EVERY, sat_quota(runs, false));
+    for (size_t i = 0; ok && i < sizeof cases / sizeof cases[0]; i++) {
+        bl_figures f;
+        char name[64];
+        snprintf(name, sizeof name, "batch-%zu.db", i);
+        ok = run_batch_layout(dir, name, mig, runs, cases[i].commit, cases[i].fmt,
+                              cases[i].quota ? sat_quota(runs, false) : 0, cases[i].page, cases[i].ckpt, cases[i].cap,
+                              &f);
+        if (ok)
+            printf("  %-5s %2d KB pages %4d a commit%s%s %-8s %8.0f records/s on one core  %5.2f us/record"
+                   " (quota %4.2f, kernel %4.2f; encoding alone %4.2f)   %lld rows of %.0f B, %lld runs kept,"
+                   " %lld deleted, span <= %lld ms\n",
+                   cases[i].fmt == BODY_LP ? "LP" : "JSONL", (cases[i].page ? cases[i].page : 4096) / 1024,
+                   cases[i].commit, cases[i].cap ? " (rows <= 16 KB)" : "", cases[i].ckpt ? "," : " (no checkpoint),",
+                   cases[i].quota ? "quota" : "no quota",
+                   1e6 / f.writer_us, f.writer_us, f.quota_us, f.sys_us, f.encode_us, f.inserted,
+                   (double)f.bodies / (double)(f.inserted ? f.inserted : 1), f.kept, f.deleted, f.max_span_ms);
+        if (i != 2 && i != 6) rm_db(dir, name); /* 600 a commit, LP, quota (and rows <= 16 KB): for the reads */
+    }
+    if (!today || !ok) { /* the databases kept for the reads go too */
+        rm_db(dir, "batch-2.db");
+        rm_db(dir, "batch-6.db");
+        return ok ? 0 : 1;
+    }
+    read_figures rr[2], rb[2], rc[2];
+    char rows_db[4300], batch_db[4300], capped_db[4300];
+    snprintf(rows_db, sizeof rows_db, "%s/saturation.db", dir);
+    snprintf(batch_db, sizeof batch_db, "%s/batch-2.db", dir);
+    snprintf(capped_db, sizeof capped_db, "%s/batch-6.db", dir);
+    for (int m = 0; ok && m < 2; m++) /* the store's connections (no mmap), then mmap I/O */
+        ok = reads_rows(rows_db, m, &rr[m]) && reads_batches(batch_db, m, &rb[m]) &&
+             reads_batches(capped_db, m, &rc[m]);
+    rm_db(dir, "batch-2.db");
+    rm_db(dir, "batch-6.db");
+    if (!ok) return 1;
+    printf("reads, tenant \"bench\" after the quota runs, %d ids at random / %d listings, CPU us each:\n", READ_IDS,
+           READ_IDS);
+    for (int m = 0; m < 2; m++) {
+        printf("  today's layout (the writer's run)%s  get by id %7.2f   newest %d %7.2f   found %ld of %d\n",
+               m ? ", mmap" : ",     ", rr[m].get_us, READ_LIMIT, rr[m].list_us, rr[m].found, READ_IDS);
+        const read_figures *b[2] = {&rb[m], &rc[m]};
+        for (int k = 0; k < 2; k++)
+            printf("  batch layout (LP, 600 a commit%s)%s  get by id %7.2f   newest %d %7.2f   found %ld of %d, running"
+                   " versions returned %ld; a get: %.1f rows in its window, %.1f bodies read\n",
+                   k ? ", rows <= 16 KB" : "", m ? ", mmap" : ",     ", b[k]->get_us, READ_LIMIT, b[k]->list_us,
+                   b[k]->found, READ_IDS, b[k]->stale, (double)b[k]->cand / READ_IDS, (double)b[k]->bodies / READ_IDS);
+    }
+    bool right = sq.dropped == 0;
+    for (int m = 0; m < 2; m++)
+        right = right && rr[m].found == READ_IDS && rb[m].found == READ_IDS && rb[m].stale == 0 &&
+                rc[m].found == READ_IDS && rc[m].stale == 0;
+    return right ? 0 : 1;
 }
 
 static void print(const char *what, const figures *f, double ref) {
@@ -629,11 +1506,22 @@ int main(int argc, char **argv) {
     if (make_tmpdir(dir, sizeof dir) != 0) { perror("mkdtemp"); return 1; }
     figures nodes, fast, text, pos;
     sat_figures sat;
+    bool no_quota = getenv("GG_BENCH_SAT_NO_QUOTA") != NULL;
+    if (argc > 4 && (strcmp(argv[4], "layouts") == 0 || strcmp(argv[4], "batch") == 0)) {
+        if (runs < 1000) { /* the listings read 51 runs of a tenant holding runs / 8 or more */
+            fprintf(stderr, "bench_history: %s needs at least 1000 runs\n", argv[4]);
+            rm_tree(dir);
+            return 2;
+        }
+        int rc = run_layouts(dir, mig, runs, strcmp(argv[4], "layouts") == 0);
+        rm_tree(dir);
+        return rc;
+    }
     if (argc > 4 && strcmp(argv[4], "saturation") == 0) {
-        bool sok = run_saturation(dir, mig, runs, &sat);
+        bool sok = run_saturation(dir, "saturation.db", mig, runs, no_quota, &sat);
         rm_tree(dir);
         if (!sok) return 1;
-        print_saturation(runs, &sat);
+        print_saturation(runs, no_quota, &sat);
         return sat.dropped ? 1 : 0;
     }
     if (pg_mode()) {
@@ -659,7 +1547,7 @@ int main(int argc, char **argv) {
     double floor_us = ok ? run_floor(dir, mig, runs, (long)(fast.avg_batch + 0.5)) : -1;
     gc_figures gc1, gc64;
     bool gc_ok = ok && run_group_commit(dir, mig, 1, 2.0, &gc1) && run_group_commit(dir, mig, 64, 3.0, &gc64);
-    bool sat_ok = ok && run_saturation(dir, mig, runs, &sat);
+    bool sat_ok = ok && run_saturation(dir, "saturation.db", mig, runs, no_quota, &sat);
     rm_tree(dir);
     if (!ok || ref <= 0) return 1;
     printf("%ld runs at %.0f runs/s (4-node switch run, every run recorded)\n", runs, rate);
@@ -678,6 +1566,6 @@ int main(int argc, char **argv) {
             printf("%-34s %8.0f runs/s   commit latency p50 %6.2f ms  p99 %6.2f ms   batch %6.1f   writer %6.2f us/run\n",
                    names[i], g[i]->rps, g[i]->p50, g[i]->p99, g[i]->avg_batch, g[i]->writer_us);
     }
-    if (sat_ok) print_saturation(runs, &sat);
+    if (sat_ok) print_saturation(runs, no_quota, &sat);
     return nodes.dropped || fast.dropped || text.dropped || pos.dropped || !gc_ok || !sat_ok || sat.dropped ? 1 : 0;
 }

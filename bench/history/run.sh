@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Execution-history benchmark: CPU a recorded run costs on the submitting thread and in the
 # history writer, against a bare INSERT loop of the 0002 layout in the same invocation.
-# usage: bench/history/run.sh [--postgres] [BUILDDIR] [RUNS] [RATE runs/s]
+# usage: bench/history/run.sh [--postgres] [BUILDDIR] [RUNS] [RATE runs/s] [saturation|layouts|batch]
+# layouts: today's writer at saturation (quota deletes on and off), the batch layout's bare
+# loops and both layouts' reads, in one invocation (README: "Batch layout, measured").
 # --postgres: the writer and group-commit figures on a throwaway PostgreSQL cluster
 # (pg_virtualenv, fsync on as a server would run) instead of SQLite.
 set -euo pipefail
@@ -17,4 +19,4 @@ if [ -n "$pg" ]; then
   gg_pg_venv -- env GG_BENCH_PG=1 "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"
   exit $?
 fi
-exec "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate"
+exec "$build/bench/history/bench_history" "$src/migrations" "$runs" "$rate" ${4:+"$4"}
