@@ -386,6 +386,33 @@ static void node_free(const jsonlogic_var_resolver *res, jl_node *n) {
     free(n);
 }
 
+/* Whether evaluating n never allocates JSON (jansson's allocations are what the memory
+ * budget counts), so that apply and test need not enter the budget (~20 instructions a
+ * call). A short list of operations known not to build a json_t, for json-logic-js mode
+ * without a resolver (the caller checks): vars read in place (only a reduce scope,
+ * excluded here, builds an object for a var), logic, comparisons and arithmetic (their
+ * strings are plain malloc, never counted), all/none/some over borrowed elements, and
+ * missing whose every result is prebuilt (mk_sub). Anything else (map, filter, reduce,
+ * merge, arrays, cat, custom operations, ...) keeps the budget. The recursion is bounded
+ * by the rule's depth limit. */
+static bool alloc_free(const jl_node *n) {
+    switch (n->op) {
+    case OP_CONST: return true;
+    case OP_MISSING: case OP_MISSING_SOME:
+        if (!n->mk_sub) return false;
+        break;
+    case OP_VAR: case OP_IF: case OP_AND: case OP_OR: case OP_NOT: case OP_NOTNOT:
+    case OP_EQ: case OP_SEQ: case OP_NE: case OP_SNE: case OP_GT: case OP_GE: case OP_LT: case OP_LE:
+    case OP_MAX: case OP_MIN: case OP_PLUS: case OP_MINUS: case OP_MUL: case OP_DIV: case OP_MOD:
+    case OP_ALL: case OP_NONE: case OP_SOME:
+        break;
+    default: return false;
+    }
+    for (int i = 0; i < n->nargs; i++)
+        if (!alloc_free(n->args[i])) return false;
+    return true;
+}
+
 /* Compile rule (borrowed; nothing of it is kept) with opts (may be NULL). The resolver's
  * user pointer must outlive the rule; custom operations are copied into the tree. On error
  * returns NULL with err set (code "unknown_operation", "depth_exceeded", or the
@@ -407,6 +434,10 @@ jsonlogic_rule *jsonlogic_compile(json_t *rule, const jsonlogic_options *opts, g
         gg_error_clear(&local);
         return NULL;
     }
+    bool constant = r->root->op == OP_CONST;
+    r->const_json = constant ? r->root->cjson : NULL; /* owned by root */
+    r->const_truthy = constant ? (int8_t)jl_truthy(&r->root->cval) : -1;
+    r->alloc_free = !constant && !r->compat && !r->has_resolver && alloc_free(r->root);
     return r;
 }
 

@@ -35,8 +35,18 @@ static NOINLINE int var_fast_path(const jl_ctx *c, const jl_node *n, jl_val *out
  * in line; a path is walked out of line, so the element's read pays no call and no
  * saving of the registers the walk needs (17 instructions a read, callgrind). */
 static inline __attribute__((always_inline)) int var_fast(const jl_ctx *c, const jl_node *n, jl_val *out) {
-    if (n->path) return var_fast_path(c, n, out);
-    const jl_frame *f = c->top; /* reduce's scope is built as an object: op_var */
+    const jl_frame *f = c->top;
+    if (n->path) {
+        /* reduce's "current" / "accumulator" alone (two reads a step of most reduces) are
+         * copied here: var_fast_path's frame cost more than the copy (callgrind) */
+        if (f->kind != F_REDUCE || n->nseg != 1 || !n->first_kind) return var_fast_path(c, n, out);
+        const jl_val *base = n->first_kind == 1 ? &f->item : f->acc;
+        if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
+        jl_copy_to(out, base);
+        if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
+        return 1;
+    }
+    /* reduce's scope is built as an object: op_var */
     if (f->kind == F_REDUCE || f->item.t == JV_UNDEF || f->item.t == JV_STR) return -1;
     jl_copy_to(out, &f->item);
     if (f->item.t == JV_JSON && f->item.origin == JO_REF) json_incref(f->item.u.j);
@@ -50,13 +60,8 @@ static NOINLINE int var_fast_path(const jl_ctx *c, const jl_node *n, jl_val *out
     if (f->kind == F_REDUCE) {
         if (!n->first_kind) return -1;
         base = n->first_kind == 1 ? &f->item : f->acc;
-        if (n->nseg == 1) {
-            if (base->t == JV_UNDEF || base->t == JV_STR) return -1;
-            jl_copy_to(out, base);
-            if (base->t == JV_JSON && base->origin == JO_REF) json_incref(base->u.j);
-            return 1;
-        }
-        i = 1; /* "current.qty": the rest of the path is read from current */
+        i = 1; /* "current.qty": the rest of the path is read from current ("current"
+                * alone is read by var_fast) */
     }
     if (jl_is_nullish(base)) return 0;
     if (base->t != JV_JSON || base->origin == JO_REF) return -1;
@@ -1484,50 +1489,6 @@ static const char *jl_thrown_type(json_t *v, char **heap) {
     return *heap;
 }
 
-/* Apply a compiled rule to data (borrowed; NULL means null). call_user is handed to the
- * resolver. Returns a new reference (JSON null for undefined/NaN/Infinity, as
- * JSON.stringify prints them) or NULL with err set. */
-static json_t *apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (r->root->op == OP_CONST) { /* a constant (or fully folded) rule */
-        json_t *res = r->root->cjson ? json_incref(r->root->cjson) : jl_to_json(&r->root->cval);
-        if (!res) gg_error_set(err, "oom", "out of memory building the result");
-        return res;
-    }
-    jl_frame root;
-    root.parent = NULL;
-    root.kind = F_ROOT;
-    jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
-    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
-    jl_val v;
-    json_t *res = NULL;
-    if (jl_eval(&c, r->root, &v)) {
-        bool held = v.t == JV_JSON && v.origin == JO_REF; /* our reference becomes the caller's */
-        res = held ? v.u.j : jl_to_json(&v);
-        if (!held) jl_release(&v);
-        if (!res) gg_error_set(err, "oom", "out of memory building the result");
-        else if (c.sentinel) jl_fix_sentinels(res, 0);
-    } else if (!gg_error_is_set(err)) {
-        gg_error_set(err, "internal_error", "evaluation failed");
-    }
-    json_decref(c.thrown);
-    return res;
-}
-
-/* Apply r and return the truthiness of the result: 1, 0, or -1 with err set. The result
- * is never converted to JSON (no allocation for it). */
-static int test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (r->root->op == OP_CONST) return jl_truthy(&r->root->cval);
-    jl_frame root;
-    root.parent = NULL;
-    root.kind = F_ROOT;
-    jl_wrap_to(&root.item, data ? data : json_null(), JO_BORROW);
-    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
-    int res = eval_truthy(&c, r->root);
-    if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal_error", "evaluation failed");
-    json_decref(c.thrown);
-    return res;
-}
-
 /* The JSON an evaluation allocates (through jansson, whose allocator is the budget's: see
  * jl_value.c) counts against the rule's memory budget while the evaluation runs; a refused
  * allocation fails like out-of-memory and is reported as "memory_exceeded". */
@@ -1544,16 +1505,113 @@ static bool budget_leave(const jsonata_budget *b, jsonata_budget *outer, gg_erro
     return false;
 }
 
+/* The data as the root scope's value. An object (the usual data) is stored in line:
+ * jl_wrap_to's dispatch on the type cost ~10 instructions an apply (callgrind). */
+static inline void root_item(jl_val *item, json_t *data) {
+    if (json_is_object(data)) {
+        item->t = JV_JSON;
+        item->origin = JO_BORROW;
+        item->u.j = data;
+        return;
+    }
+    jl_wrap_to(item, data ? data : json_null(), JO_BORROW);
+}
+
+/* A result that must be built (a computed number, a string): jl_to_json, under the
+ * rule's memory budget. An alloc_free rule's evaluation ran without the budget, which is
+ * entered here for this one allocation: the same bytes are counted as when the whole
+ * apply runs under it. NULL on failure (err set to "memory_exceeded" when refused). */
+static NOINLINE json_t *result_built(const jsonlogic_rule *r, jl_val *v, bool budgeted, gg_error *err) {
+    jsonata_budget b, *outer = budgeted ? NULL : budget_enter(r, &b);
+    json_t *res = jl_to_json(v);
+    jl_release(v);
+    if (!budgeted && !budget_leave(&b, outer, err)) {
+        json_decref(res);
+        res = NULL;
+    }
+    return res;
+}
+
+/* apply's result as a new reference, consuming v. The common results are answered in
+ * line without jl_to_json's call, and allocate nothing: a value we hold (our reference
+ * becomes the caller's), a value of the data or the rule (shared, read-only: see
+ * jsonlogic.h), a number read from them (its json_t), a boolean (jansson's own). The same
+ * values jl_to_json gives. */
+static inline json_t *result_json(const jsonlogic_rule *r, jl_val *v, bool budgeted, gg_error *err) {
+    switch (v->t) {
+    case JV_JSON: return v->origin == JO_REF ? v->u.j : json_incref(v->u.j);
+    case JV_BOOL: return v->u.b ? json_true() : json_false();
+    case JV_NUM:
+        if (v->u.num.src) return json_incref(v->u.num.src);
+        break;
+    default: break;
+    }
+    return result_built(r, v, budgeted, err); /* computed numbers, strings, undefined */
+}
+
+/* Apply a compiled rule to data (borrowed; NULL means null). call_user is handed to the
+ * resolver. Returns a new reference (JSON null for undefined/NaN/Infinity, as
+ * JSON.stringify prints them) or NULL with err set. */
+static inline __attribute__((always_inline)) json_t *apply(const jsonlogic_rule *r, json_t *data, void *call_user,
+                                                           gg_error *err, bool budgeted) {
+    if (r->root->op == OP_CONST) { /* a constant (or fully folded) rule */
+        json_t *res = r->root->cjson ? json_incref(r->root->cjson) : jl_to_json(&r->root->cval);
+        if (!res) gg_error_set(err, "oom", "out of memory building the result");
+        return res;
+    }
+    jl_frame root;
+    root.parent = NULL;
+    root.kind = F_ROOT;
+    root_item(&root.item, data);
+    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
+    jl_val v;
+    json_t *res = NULL;
+    if (jl_eval(&c, r->root, &v)) {
+        res = result_json(r, &v, budgeted, err);
+        if (!res) {
+            if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory building the result");
+        } else if (c.sentinel) {
+            jl_fix_sentinels(res, 0);
+        }
+    } else if (!gg_error_is_set(err)) {
+        gg_error_set(err, "internal_error", "evaluation failed");
+    }
+    json_decref(c.thrown);
+    return res;
+}
+
+/* Apply r and return the truthiness of the result: 1, 0, or -1 with err set. The result
+ * is never converted to JSON (no allocation for it). */
+static inline __attribute__((always_inline)) int test(const jsonlogic_rule *r, json_t *data, void *call_user,
+                                                      gg_error *err) {
+    if (r->root->op == OP_CONST) return jl_truthy(&r->root->cval);
+    jl_frame root;
+    root.parent = NULL;
+    root.kind = F_ROOT;
+    root_item(&root.item, data);
+    jl_ctx c = {.rule = r, .top = &root, .call_user = call_user, .err = err, .compat = r->compat};
+    int res = eval_truthy(&c, r->root);
+    if (res < 0 && !gg_error_is_set(err)) gg_error_set(err, "internal_error", "evaluation failed");
+    json_decref(c.thrown);
+    return res;
+}
+
 /* apply under the rule's memory budget; out of line so that the constant rules'
  * early return in jsonlogic_apply does not pay this frame's set-up. */
 static NOINLINE json_t *apply_budgeted(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
     jsonata_budget b, *outer = budget_enter(r, &b);
-    json_t *res = apply(r, data, call_user, err);
+    json_t *res = apply(r, data, call_user, err, true);
     if (!budget_leave(&b, outer, err)) {
         json_decref(res);
         res = NULL;
     }
     return res;
+}
+
+/* apply of an alloc_free rule: no budget to enter and leave (a result that must be built
+ * enters it: result_built). */
+static NOINLINE json_t *apply_unbudgeted(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    return apply(r, data, call_user, err, false);
 }
 
 /* jsonlogic_apply's rare cases, out of line so that its common ones set up no frame: no
@@ -1570,11 +1628,13 @@ static NOINLINE json_t *apply_unusual(const jsonlogic_rule *r, json_t *data, voi
 }
 
 json_t *jsonlogic_apply(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (__builtin_expect(!err || !r, 0)) return apply_unusual(r, data, call_user, err);
+    if (__builtin_expect(!r, 0)) return apply_unusual(r, data, call_user, err);
     /* a constant (or fully folded) rule shares its prebuilt JSON: nothing is allocated, so
-     * no budget is entered (two thirds of the calls of bench/jsonlogic's rules) */
-    const jl_node *root = r->root;
-    if (root->op == OP_CONST && root->cjson) return json_incref(root->cjson);
+     * no budget is entered (two thirds of the calls of bench/jsonlogic's rules); it cannot
+     * fail, so err is checked after it (4 instructions less a constant call) */
+    if (r->const_json) return json_incref(r->const_json);
+    if (__builtin_expect(!err, 0)) return apply_unusual(r, data, call_user, err);
+    if (r->alloc_free) return apply_unbudgeted(r, data, call_user, err);
     return apply_budgeted(r, data, call_user, err);
 }
 
@@ -1582,6 +1642,11 @@ static NOINLINE int test_budgeted(const jsonlogic_rule *r, json_t *data, void *c
     jsonata_budget b, *outer = budget_enter(r, &b);
     int res = test(r, data, call_user, err);
     return budget_leave(&b, outer, err) ? res : -1;
+}
+
+/* test of an alloc_free rule: it allocates no JSON, so no budget. */
+static NOINLINE int test_unbudgeted(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
+    return test(r, data, call_user, err);
 }
 
 /* jsonlogic_test's rare cases, out of line as apply_unusual. */
@@ -1597,8 +1662,10 @@ static NOINLINE int test_unusual(const jsonlogic_rule *r, json_t *data, void *ca
 }
 
 int jsonlogic_test(const jsonlogic_rule *r, json_t *data, void *call_user, gg_error *err) {
-    if (__builtin_expect(!err || !r, 0)) return test_unusual(r, data, call_user, err);
-    if (r->root->op == OP_CONST) return jl_truthy(&r->root->cval); /* allocates nothing */
+    if (__builtin_expect(!r, 0)) return test_unusual(r, data, call_user, err);
+    if (r->const_truthy >= 0) return r->const_truthy; /* constant: allocates nothing, cannot fail */
+    if (__builtin_expect(!err, 0)) return test_unusual(r, data, call_user, err);
+    if (r->alloc_free) return test_unbudgeted(r, data, call_user, err);
     return test_budgeted(r, data, call_user, err);
 }
 

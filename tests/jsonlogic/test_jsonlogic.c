@@ -465,6 +465,40 @@ START_TEST(depth_and_memory_budget) {
 }
 END_TEST
 
+/* Rules whose evaluation builds no JSON (vars, logic, comparisons, arithmetic, some/all,
+ * prebuilt missing) run without entering the memory budget; the result they must build (a
+ * computed number) is still counted, so a budget too small for it fails as before, while
+ * results that are shared (read from the data, booleans, prebuilt) need none. */
+START_TEST(budget_counts_the_result_of_rules_that_allocate_nothing) {
+    jsonlogic_options o = {.max_memory_bytes = 1};
+    const char *data = "{\"a\":1,\"b\":\"x\",\"xs\":[1,2]}";
+    struct { const char *rule, *want; } cases[] = {
+        {"{\"+\":[{\"var\":\"a\"},1]}", "ERR memory_exceeded"},
+        {"{\"if\":[{\"var\":\"a\"},{\"*\":[{\"var\":\"a\"},3]},0]}", "ERR memory_exceeded"},
+        {"{\"var\":\"a\"}", "1"},
+        {"{\"if\":[{\">\":[{\"var\":\"a\"},0]},{\"var\":\"b\"},2]}", "\"x\""},
+        {"{\"some\":[{\"var\":\"xs\"},{\">\":[{\"var\":\"\"},1]}]}", "true"},
+        {"{\"missing\":[\"a\",\"z\"]}", "[\"z\"]"},
+        {"{\"map\":[{\"var\":\"xs\"},{\"*\":[{\"var\":\"\"},2]}]}", "ERR memory_exceeded"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = run_opts(cases[i].rule, data, &o);
+        ck_assert_msg(strcmp(got, cases[i].want) == 0, "%s: got %s want %s", cases[i].rule, got, cases[i].want);
+        free(got);
+    }
+    /* test builds no result: the same rule passes there */
+    json_t *rule = json_loads("{\"+\":[{\"var\":\"a\"},1]}", 0, NULL), *d = json_loads(data, 0, NULL);
+    gg_error err = GG_ERROR_INIT;
+    jsonlogic_rule *r = jsonlogic_compile(rule, &o, &err);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(jsonlogic_test(r, d, NULL, &err), 1);
+    ck_assert(!gg_error_is_set(&err));
+    jsonlogic_free(r);
+    json_decref(rule);
+    json_decref(d);
+}
+END_TEST
+
 START_TEST(one_rule_many_threads) {
     json_t *rule = json_loads("{\"cat\":[{\"var\":\"name\"},\"-\",{\"if\":[{\"==\":[{\"%\":[{\"reduce\":[{\"var\":\"xs\"},"
                               "{\"+\":[{\"var\":\"accumulator\"},{\"var\":\"current\"}]},0]},2]},0]},\"odd\",\"even\"]}]}",
@@ -506,6 +540,7 @@ int main(void) {
     tcase_add_test(tc, test_gives_truthiness);
     tcase_add_test(tc, one_rule_many_threads);
     tcase_add_test(tc, depth_and_memory_budget);
+    tcase_add_test(tc, budget_counts_the_result_of_rules_that_allocate_nothing);
     suite_add_tcase(s, tc);
     return gg_check_run(s);
 }
