@@ -171,6 +171,8 @@ typedef struct gg_config {
     bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */
     bool history_journal;         /* history.journal: durable answers through the redo log; true */
     char *history_replica_id;     /* history.replica_id: NULL = the host name */
+    char *cluster_internal_url;   /* cluster.internal_url: where other replicas reach this one's internal
+                                     listener (a relay round's retry forwarded to its holder); NULL = none */
     size_t history_max_payload;   /* history.max_payload: 64KiB per stored JSON value */
     long long history_max_run_records; /* history.max_run_records: 10000 node records a run */
     size_t history_max_run_bytes; /* history.max_run_bytes: 4MiB of node records a run */

@@ -94,6 +94,7 @@ static const key_def keys[] = {
     {"history.fsync", T_BOOL, F(history_fsync), 0, 0, false},
     {"history.journal", T_BOOL, F(history_journal), 0, 0, false},
     {"history.replica_id", T_STR, F(history_replica_id), 0, 0, false},
+    {"cluster.internal_url", T_STR, F(cluster_internal_url), 0, 0, false},
     {"history.backlog_max", T_SIZE, F(history_backlog_max), 1024.0 * 1024, 64.0 * 1024 * 1024 * 1024, false},
     {"history.max_payload", T_SIZE, F(history_max_payload), 64, 64.0 * 1024 * 1024, false},
     {"history.max_run_records", T_LL, F(history_max_run_records), 1, 1e9, false},

@@ -85,6 +85,10 @@ typedef struct gw_task_place {
 /* At start: remember this replica's id (written to the tasks it runs) and mark its tasks
  * left working by a previous process failed (all of them: SQLite, one process). */
 bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err);
+/* The holder a tasks/update's task names (new reference; NULL: none): the task waits on a
+ * relay round whose run a replica holds (its sealed state's "holder"), so the update is for
+ * that replica to take (mcp_http.c forwards it). */
+json_t *gw_task_relay_holder(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m);
 /* Store a new working task for call; its CreateTaskResult (a JSON-RPC response) and its
  * id in task_id, or NULL + err ("too_many" past tenants.max_tasks, store errors). */
 char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int version, const char *key_id,

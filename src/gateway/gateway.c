@@ -70,6 +70,7 @@ mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph
     gg_graph_provider_set_graph_call(p, gw_graph_call, gw);
     gg_graph_provider_set_consent(p, gw_consent_elicitation, gw);
     if (gw->async) gg_graph_provider_set_async(p, gw_async_hooks(gw->async), graph);
+    if (gw->relay_holder) gg_graph_provider_set_relay_holder(p, gw->relay_holder);
     mcp_server *s = mcp_server_new(p, NULL, err);
     mcp_provider_unref(p);
     return s;
@@ -471,6 +472,30 @@ static void listeners_bound(gg_http_server *s, void *user) {
     mcp_policy_self_ready(gw->policy_self);
 }
 
+/* cluster.internal_url: this replica as the holder its relay rounds name (provider.c
+ * acall_park), with an id of this process (runs parked here die with it: a restarted replica
+ * at the same URL is another holder). Unset: none (a retry elsewhere is refused). */
+static bool relay_holder_new(gg_gateway *gw, gg_error *err) {
+    const char *url = gw->cfg->cluster_internal_url;
+    if (!url || !*url) return true;
+    size_t n = strlen(url);
+    bool ok = n < 512 && (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8));
+    for (size_t i = 0; ok && i < n; i++) ok = (unsigned char)url[i] > ' ' && url[i] != 0x7f;
+    if (!ok || !gw->cfg->internal_listen || !*gw->cfg->internal_listen) {
+        gg_error_set(err, "invalid", "cluster.internal_url must be an http:// or https:// URL (under 512 bytes, no spaces) "
+                                    "of this replica's internal listener, and internal_listen must be on");
+        return false;
+    }
+    unsigned char raw[16];
+    char id[33];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(id, sizeof id, raw, sizeof raw);
+    while (n > 0 && url[n - 1] == '/') n--;
+    gw->relay_holder = json_pack("{s:s,s:s%}", "id", id, "url", url, n);
+    if (!gw->relay_holder) gg_error_set(err, "oom", "out of memory");
+    return gw->relay_holder != NULL;
+}
+
 static void gateway_free(gg_gateway *gw) {
     gw_consent_free(gw); /* its helpers end first: they use the store, the token checker and the key */
     gw_refresher_stop(gw->refresher); /* it queues jobs on the upload threads */
@@ -519,6 +544,7 @@ static void gateway_free(gg_gateway *gw) {
     free(gw->policy_grants[0]);
     free(gw->policy_grants[1]);
     mcp_policy_self_free(gw->policy_self);
+    json_decref(gw->relay_holder);
     pthread_mutex_destroy(&gw->jobs_mu);
     pthread_cond_destroy(&gw->jobs_cv);
     gg_tally_clear(&gw->waiting);
@@ -573,6 +599,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     }
     gw->public_loopback = bind_is_loopback(cfg->listen);
     gw->internal_loopback = bind_is_loopback(cfg->internal_listen);
+    if (!relay_holder_new(gw, err)) goto fail;
 
     gw->durable = !cfg->history_durability || strcmp(cfg->history_durability, "async") != 0;
     gg_history_options ho = {.flush_ms = cfg->history_flush_ms, .max_age_ms = cfg->history_max_age_ms,

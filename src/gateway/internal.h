@@ -185,6 +185,8 @@ struct gg_gateway {
     struct gw_views_cache *views_cache; /* the views' selections per tenant (views.c); NULL = none */
     uint8_t state_key[32];      /* seals 2026-07-28 requestStates: from session.secret, so
                                    every replica sharing it resumes them (else random) */
+    json_t *relay_holder;       /* {"id","url"}: this replica as a parked relay run's holder
+                                   (cluster.internal_url; NULL = none), see mcp_http.c forward */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */

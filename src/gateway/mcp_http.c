@@ -1287,6 +1287,186 @@ static int handle_batch(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endp
 
 static const char *req_header(void *req, const char *name) { return gg_http_header(req, name); }
 
+/* ------------------------------------------------------------------ relay runs held elsewhere
+ * A relay round's run (provider.c acall_park) is held in the memory of the replica that
+ * parked it, its downstream call open there; the round's sealed state names that holder
+ * ({"id","url","until"}: cluster.internal_url). A 2026-07-28 retry that reaches another
+ * replica is checked here as usual (key, scope, the state opened under the caller's binding)
+ * and then sent, unchanged, to the holder's internal listener with the caller's key id in
+ * GW_FORWARD_HEADER; the holder's answer — the result, or the next round with a new state
+ * naming it again — goes back as it came. The forwarder claims nothing: the round's nonce is
+ * claimed once, by the holder (job_claim_round), and records nothing (the holder writes the
+ * run's row). Only the internal listener reads the header (the public one never does: a
+ * client cannot choose whose binding a state is opened under), and a request carrying it is
+ * never forwarded again (one hop). The forward accepts what the client accepts: when the holder
+ * answers with an event stream (the client asked for progress or log messages), its bytes go
+ * on to the client as they come, notifications and answer alike. */
+#define GW_FORWARD_HEADER "Graphgate-Forwarded-Key"
+
+/* The key id a forwarded request names (internal listener only): NULL when it is not one,
+ * "" for a caller without a key. */
+static const char *forwarded_key(gg_http_req *req) {
+    if (gg_http_listener(req) != GG_LISTENER_INTERNAL) return NULL;
+    const char *k = gg_http_header(req, GW_FORWARD_HEADER);
+    if (!k) return NULL;
+    if (!strcmp(k, "-")) return "";
+    size_t n = strlen(k);
+    return n && n <= GG_KEY_ID_LEN && strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n ? k : NULL;
+}
+
+typedef struct gw_fwd {
+    gg_gateway *gw;
+    gg_http_async *a;
+    json_t *id;
+    bool streamed; /* the holder's event stream is the client's answer */
+    char tenant[GG_TENANT_MAX];
+} gw_fwd;
+
+/* mcp_forward_stream_fn (loop thread): the holder's event stream, passed on unchanged
+ * (bounded by the stream's buffer: a client that does not read stops the forward). */
+static bool forward_stream(void *user, long status, const char *bytes, size_t n) {
+    gw_fwd *f = user;
+    if (!bytes) return (f->streamed = gg_http_async_stream(f->a, (int)status, "text/event-stream"));
+    return gg_http_async_write(f->a, bytes, n);
+}
+
+/* The holder's answer (loop thread): a JSON-RPC answer goes back as it came; anything else, or
+ * no answer, is an error naming neither the holder nor its URL. */
+static void forward_done(void *user, long status, const char *answer, size_t n, gg_error *err) {
+    gw_fwd *f = user;
+    gg_http_res *res = gg_http_async_res(f->a);
+    json_t *v = answer ? json_loadb(answer, n, 0, NULL) : NULL;
+    if (f->streamed) { /* handed on as it came: a stream that broke off just ends */
+        if (err && gg_error_is_set(err))
+            gg_log(GG_LOG_WARN, "relay round forward ended early", "tenant", f->tenant, "code", err->code, NULL);
+    } else if (v && json_is_object(v) && json_object_get(v, "jsonrpc") && status >= 200 && status < 600) {
+        char *copy = malloc(n + 1);
+        if (copy) memcpy(copy, answer, n + 1);
+        if (copy) gg_http_res_bytes_take(res, (int)status, "application/json", copy, n);
+        else rpc_http_error(res, 500, f->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+    } else {
+        char msg[320];
+        if (answer) snprintf(msg, sizeof msg, "Internal error: the replica holding this run answered HTTP %ld; call the tool "
+                                              "again without requestState", status);
+        else snprintf(msg, sizeof msg, "Internal error: %s; call the tool again without requestState",
+                      err && err->message ? err->message : "the replica holding this run did not answer");
+        gg_log(GG_LOG_WARN, "relay round not forwarded", "tenant", f->tenant, "code", err ? err->code : "answer", NULL);
+        rpc_http_error(res, err && !strcmp(err->code, "timeout") ? 504 : 502, f->id, MCP_INTERNAL_ERROR, msg);
+    }
+    json_decref(v);
+    gg_gateway *gw = f->gw;
+    waiting_release(gw, f->tenant);
+    json_decref(f->id);
+    gg_http_async_complete(f->a);
+    free(f);
+    /* last: shutdown (gw_cancel_running) waits for this */
+    pthread_mutex_lock(&gw->jobs_mu);
+    gw->running--;
+    pthread_cond_broadcast(&gw->jobs_cv);
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+/* The Mcp-Param-* headers of a forwarded request (its tool's x-mcp-header arguments, which
+ * the holder checks again): at most GW_FORWARD_PARAMS, each line under 256 bytes. */
+#define GW_FORWARD_PARAMS 16
+typedef struct fwd_params {
+    char line[GW_FORWARD_PARAMS][256];
+    size_t n;
+} fwd_params;
+
+static bool fwd_param(void *user, const char *name, const char *value) {
+    fwd_params *p = user;
+    if (p->n < GW_FORWARD_PARAMS &&
+        (size_t)snprintf(p->line[p->n], sizeof p->line[p->n], "%s: %s", name, value) < sizeof p->line[p->n])
+        p->n++;
+    return p->n < GW_FORWARD_PARAMS;
+}
+
+/* The URL of the replica holder names when it is another one (NULL: this one, or none). */
+static const char *holder_elsewhere(gg_gateway *gw, json_t *holder) {
+    const char *hid = json_string_value(json_object_get(holder, "id")), *url = json_string_value(json_object_get(holder, "url"));
+    const char *mine = json_string_value(json_object_get(gw->relay_holder, "id"));
+    return hid && url && !(mine && !strcmp(hid, mine)) ? url : NULL;
+}
+
+/* Send the request, unchanged, to the same route on the internal listener at url (the
+ * holder's), for request id of tenant's; *rc and the answer set. Never a request forwarded
+ * already (fkey): refused here. */
+static int forward_request(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const char *tenant, json_t *id,
+                           json_t *holder, const char *url, const gg_principal *pr, const char *fkey) {
+    const char *path = gg_http_path(req);
+    char target[1200], key[64], acc[128], hv[64], mm[64], mn[160], tp[96];
+    bool internal = !strncmp(path, "/internal/mcp/", 14);
+    if (fkey || (!internal && strncmp(path, "/mcp/", 5) != 0) ||
+        (size_t)snprintf(target, sizeof target, "%s%s%s", url, internal ? "" : "/internal", path) >= sizeof target)
+        return rpc_http_error(res, 400, id, MCP_INVALID_PARAMS,
+                              "Invalid params: the input round this requestState answers is held by another replica, "
+                              "which this request cannot reach; call the tool again without requestState");
+    wait_rc wrc = atomic_load(&gw->stopping) ? WAIT_FULL : waiting_acquire(gw, tenant);
+    if (wrc != WAIT_OK) /* the state is not spent: the client may retry it */
+        return refuse_call(res, json_incref(id), false, wrc == WAIT_TENANT_FULL ? 429 : 503,
+                           atomic_load(&gw->stopping) ? "the server is shutting down; retry the request"
+                                                      : "Server busy: too many calls waiting on downstream servers; retry later");
+    gw_fwd *f = calloc(1, sizeof *f);
+    if (f) f->a = gg_http_defer(req);
+    if (!f || !f->a) {
+        free(f);
+        waiting_release(gw, tenant);
+        return rpc_http_error(res, 500, id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
+    }
+    f->gw = gw;
+    f->id = json_incref(id);
+    gg_strcopy(f->tenant, sizeof f->tenant, tenant);
+    const char *h;
+    fwd_params params;
+    params.n = 0;
+    gg_http_headers_prefixed(req, "Mcp-Param-", fwd_param, &params);
+    const char *lines[8 + GW_FORWARD_PARAMS];
+    size_t nl = 0;
+    for (size_t i = 0; i < params.n; i++) lines[nl++] = params.line[i];
+    lines[nl++] = "Content-Type: application/json";
+    h = gg_http_header(req, "Accept");
+    if (h && strlen(h) < 100) snprintf(acc, sizeof acc, "Accept: %s", h), lines[nl++] = acc;
+    else lines[nl++] = "Accept: application/json";
+    snprintf(key, sizeof key, GW_FORWARD_HEADER ": %s", pr && pr->key_id[0] ? pr->key_id : "-");
+    lines[nl++] = key;
+    /* the headers the 2026-07-28 checks compare with the body (values bounded: cut ones fail there) */
+    if ((h = gg_http_header(req, VERSION_HEADER)) && strlen(h) < 40) snprintf(hv, sizeof hv, VERSION_HEADER ": %s", h), lines[nl++] = hv;
+    if ((h = gg_http_header(req, "Mcp-Method")) && strlen(h) < 40) snprintf(mm, sizeof mm, "Mcp-Method: %s", h), lines[nl++] = mm;
+    if ((h = gg_http_header(req, "Mcp-Name")) && strlen(h) < 140) snprintf(mn, sizeof mn, "Mcp-Name: %s", h), lines[nl++] = mn;
+    if ((h = gg_http_header(req, "traceparent")) && strlen(h) < 80) snprintf(tp, sizeof tp, "traceparent: %s", h), lines[nl++] = tp;
+    lines[nl] = NULL;
+    /* the run's time left (the holder's clock; a little slack for the replicas' clocks),
+     * never past this replica's own bound on a call */
+    long long limit = gw->cfg->request_timeout_ms > 0 ? gw->cfg->request_timeout_ms : 60000;
+    json_int_t until = json_integer_value(json_object_get(holder, "until"));
+    long long left = until > 0 ? until - gg_wall_ms() + 2000 : limit;
+    int timeout = (int)(left < 1000 ? 1000 : left > limit ? limit : left);
+    size_t len = 0;
+    const char *body = gg_http_body(req, &len);
+    /* counted as a call in flight: shutdown sets stopping (the forward's cancel flag) and
+     * waits for it to end */
+    pthread_mutex_lock(&gw->jobs_mu);
+    gw->running++;
+    pthread_mutex_unlock(&gw->jobs_mu);
+    mcp_forward_start(target, lines, body, len, timeout, &gw->stopping, forward_stream, forward_done, f);
+    return GG_HTTP_DEFERRED;
+}
+
+/* The retry of a relay round whose run another replica holds: forwarded there (true: *rc
+ * set, c consumed) — unless it was forwarded already (fkey set): then it is refused here,
+ * before its round's nonce is claimed, which only the holder may do. False: the run is this
+ * replica's, or no holder is named. */
+static bool forward_to_holder(gg_gateway *gw, gg_http_req *req, gg_http_res *res, const endpoint *ep, mcp_call *c,
+                              const gg_principal *pr, const char *fkey, int *rc) {
+    json_t *st = mcp_call_resume_state(c), *holder = json_object_get(st, "holder");
+    const char *url = json_object_get(st, "relay") ? holder_elsewhere(gw, holder) : NULL;
+    if (!url) return false;
+    *rc = forward_request(gw, req, res, ep->tenant, mcp_call_id(c), holder, url, pr, fkey);
+    mcp_call_free(c);
+    return true;
+}
+
 /* A 2026-07-28 request (mcp_request_is_modern): no session; checked, dispatched and shaped
  * by stateless.c; its calls run like any other. */
 static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, endpoint *ep, json_t *v, const char *hv,
@@ -1308,12 +1488,24 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     }
     if (m.kind != MCP_MSG_REQUEST) return gg_http_res_bytes(res, 202, "application/json", "", 0), GG_HTTP_DONE;
     if (!strcmp(m.method, "subscriptions/listen")) return gw_listen_open(gw, req, res, ep->tenant, ep->graph, ep->srv, &m, mr.client_caps);
-    /* a requestState resumes only on this endpoint's active version, with the same key */
+    /* a requestState resumes only on this endpoint's active version, with the same key: the
+     * caller's, or on the internal listener the one a forwarding replica names */
+    const char *fkey = forwarded_key(req);
     char binding[3 * GG_NAME_MAX + 64];
-    snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : "");
+    snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s", ep->tenant, ep->graph, ep->version, pr ? pr->key_id : fkey ? fkey : "");
     mcp_request_ctx rctx = {MCP_VERSION_MODERN, mr.log_level, false, true, mr.client_caps, gw->state_key, binding};
     if (!strncmp(m.method, "tasks/", 6)) {
         gw_task_place pl = {ep->tenant, ep->graph, ep->version, ep->srv, ep};
+        /* the answer to a task's relay round goes to the replica holding its run (tasks.c) */
+        json_t *holder = !fkey && ep->is_graph && !strcmp(m.method, "tasks/update") && (mr.client_caps & MCP_CLIENT_CAPS_TASKS)
+                             ? gw_task_relay_holder(gw, &pl, &m) : NULL;
+        const char *url = holder_elsewhere(gw, holder);
+        if (url) {
+            int frc = forward_request(gw, req, res, ep->tenant, m.id, holder, url, NULL, NULL);
+            json_decref(holder);
+            return frc;
+        }
+        json_decref(holder);
         char *body = gw_tasks_dispatch(gw, &pl, &m, mr.client_caps);
         if (!body) return rpc_http_error(res, 500, m.id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
         gg_http_res_bytes_take(res, mcp_modern_status(body), "application/json", body, strlen(body));
@@ -1329,7 +1521,9 @@ static int handle_modern(gg_gateway *gw, gg_http_req *req, gg_http_res *res, end
     } else if (o.kind == MCP_OUT_CALL) {
         mcp_call *c = o.call;
         o.call = NULL;
-        rc = mcp_call_as_task(c) ? submit_task(gw, res, ep, c, pr, mr.client_caps) : submit_call(gw, req, res, ep, c, NULL, pr, false);
+        if (mcp_call_as_task(c)) rc = submit_task(gw, res, ep, c, pr, mr.client_caps);
+        else if (!ep->is_graph || !forward_to_holder(gw, req, res, ep, c, pr, fkey, &rc)) /* one hop at most */
+            rc = submit_call(gw, req, res, ep, c, NULL, pr, false);
     } else gg_http_res_bytes(res, 202, "application/json", "", 0);
     mcp_outcome_clear(&o);
     return rc;

@@ -18,7 +18,9 @@
  * tool: exec.c relay_request) turns the task input_required the same way: the request is an
  * inputRequest (key relay-N), the sealed state names the run, which stays parked in this
  * process with the downstream's call open (provider.c acall_park; bounded per run and per
- * graph version as any relay round). tasks/update resumes it only on this replica; elsewhere,
+ * graph version as any relay round). tasks/update resumes it only on this replica: another
+ * replica forwards the update here when the state names this one as its holder
+ * (cluster.internal_url; gw_task_relay_holder, mcp_http.c forward_request); else elsewhere,
  * or once the downstream's call ended, the resumed call finds no run and the task fails with
  * invalid_state ("call the tool again"). While it waits the table keeps the run's cancel cell
  * (a parked entry), so tasks/cancel — here, or on another replica through the watcher's
@@ -442,6 +444,28 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
     if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id); /* working again, or fewer requests */
     if (all && changed) resume(gw, pl, r, parked);
     return ack(id);
+}
+
+/* See calls.h. */
+json_t *gw_task_relay_holder(gg_gateway *gw, const gw_task_place *pl, const mcp_message *m) {
+    json_t *tid = json_object_get(m->params, "taskId"), *holder = NULL;
+    if (!json_is_string(tid) || !json_string_length(tid) || json_string_length(tid) > TASK_ID_MAX) return NULL;
+    gg_task_row r;
+    gg_error e = GG_ERROR_INIT;
+    if (gg_store_task_get(gw->store, pl->tenant, json_string_value(tid), &r, &e)) {
+        if (!strcmp(r.graph, pl->graph) && !strcmp(r.status, "input_required") && r.request_state) {
+            /* opened as resume() will: the task's binding, the tool's name after it (server.c) */
+            char binding[4 * GG_NAME_MAX + 256];
+            const char *why;
+            snprintf(binding, sizeof binding, "%s\n%s\n%d\n%s\n%s", r.tenant, r.graph, pl->version, r.key_id, r.tool);
+            json_t *st = mcp_reqstate_open(gw->state_key, binding, r.request_state, &why);
+            if (json_object_get(st, "relay")) holder = json_incref(json_object_get(st, "holder"));
+            json_decref(st);
+        }
+        gg_task_row_clear(&r);
+    }
+    gg_error_clear(&e);
+    return holder;
 }
 
 /* See calls.h. */

@@ -440,6 +440,11 @@ typedef struct gg_graph_async_hooks {
 } gg_graph_async_hooks;
 /* hooks must outlive every branch of the provider's runs; label is copied. */
 void gg_graph_provider_set_async(mcp_provider *p, const gg_graph_async_hooks *hooks, const char *label);
+/* This replica as the holder of the runs its relay rounds park (an object the gateway makes:
+ * {"id": this process, "url": its internal listener}; a reference is kept): each such round's
+ * state names it, with "until" (wall ms its run's time limit ends), so that a retry reaching
+ * another replica can be forwarded here. Set before the provider is shared; NULL = none. */
+void gg_graph_provider_set_relay_holder(mcp_provider *p, json_t *holder);
 
 /* Graphs g's `type: graph` servers name (each once, in definition order; borrowed strings in
  * a new array), for the gateway's cycle check at upload. */

@@ -24,6 +24,7 @@ typedef struct gprov {
     int nparked;
     gg_graph_consent_fn consent;
     void *consent_user;
+    json_t *holder; /* this replica as a relay round's holder (set_relay_holder); NULL = none */
 } gprov;
 
 static json_t *p_server_info(mcp_provider *p) { return gg_graph_server_info(((gprov *)p->impl)->g); }
@@ -393,6 +394,7 @@ typedef struct acall {
     pthread_mutex_t mu;
     bool busy, woken, round_due, held; /* held: parked, no call (ctx NULL) */
     char relay_id[33];
+    long long until_wall; /* wall ms the run's time limit ends at (0 = none): the holder's */
     struct acall *next; /* gp->parked */
 } acall;
 
@@ -482,6 +484,13 @@ static void acall_park(acall *a) {
     randombytes_buf(raw, sizeof raw);
     sodium_bin2hex(a->relay_id, sizeof a->relay_id, raw, sizeof raw);
     json_t *state = json_pack("{s:i,s:s,s:s}", "version", 1, "tool", a->tool, "relay", a->relay_id);
+    /* the replica holding the run, for a retry that reaches another one to be forwarded here
+     * (gateway/mcp_http.c): the state is sealed, so the URL another replica will call is one
+     * a replica wrote, never one a client chose — the guard against server-side request forgery */
+    json_t *holder = gp->holder ? json_deep_copy(gp->holder) : NULL;
+    if (holder && a->until_wall > 0) json_object_set_new(holder, "until", json_integer(a->until_wall));
+    if (state && holder) json_object_set(state, "holder", holder);
+    json_decref(holder);
     if (state) history_carry(&a->cs, state);
     acall_options(a, NULL);
     gg_graph_run_rebind(a->run, &a->parked);
@@ -628,6 +637,9 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->ctx = ctx;
         a->cs = (call_state){ctx, 0, 0, 0};
         a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
+        long max = gg_graph_max_execution_ms(gp->g);
+        double since = ctx && ctx->run.accepted_ms > 0 ? gg_now_ms() - ctx->run.accepted_ms : 0;
+        if (max > 0) a->until_wall = gg_wall_ms() + (long long)(max - since);
         /* a 2026-07-28 caller: its run may hold its downstream call open across rounds */
         if (ctx && ctx->run.input_wait && ctx->run.adopt_cancel && (a->cell = mcp_cancel_cell_new()))
             ctx->run.adopt_cancel(ctx->run.adopt_user, a->cell);
@@ -797,6 +809,7 @@ static void p_destroy(mcp_provider *p) {
     gg_graph_unref(gp->g);
     pthread_mutex_destroy(&gp->parked_mu); /* empty: each parked run holds a reference */
     free((char *)gp->async.label);
+    json_decref(gp->holder);
     free(gp);
 }
 
@@ -858,6 +871,13 @@ void gg_graph_provider_set_async(mcp_provider *p, const gg_graph_async_hooks *ho
     free((char *)gp->async.label);
     gp->async = *hooks;
     gp->async.label = strdup(label ? label : "");
+}
+
+/* See graph.h. */
+void gg_graph_provider_set_relay_holder(mcp_provider *p, json_t *holder) {
+    gprov *gp = p->impl;
+    json_decref(gp->holder);
+    gp->holder = json_incref(holder);
 }
 
 gg_graph *gg_graph_provider_graph(mcp_provider *p) {

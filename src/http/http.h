@@ -104,6 +104,10 @@ const char *gg_http_client_addr(const gg_http_req *req);/* "127.0.0.1" or "::1" 
 const char *gg_http_param(const gg_http_req *req, const char *name);
 /* Header (case-insensitive name) / query argument, NULL when absent. */
 const char *gg_http_header(const gg_http_req *req, const char *name);
+/* Each header whose name starts with prefix (case-insensitive), in the order received:
+ * fn(user, name, value) until it returns false. */
+typedef bool (*gg_http_header_fn)(void *user, const char *name, const char *value);
+void gg_http_headers_prefixed(const gg_http_req *req, const char *prefix, gg_http_header_fn fn, void *user);
 const char *gg_http_query(const gg_http_req *req, const char *name);
 /* The body, NUL-terminated for convenience (len excludes the NUL); len 0 when empty. */
 const char *gg_http_body(const gg_http_req *req, size_t *len);

@@ -211,6 +211,35 @@ static const char *lookup(const gg_http_req *req, enum MHD_ValueKind kind, const
 
 /* Header value (case-insensitive name), NULL when absent. */
 const char *gg_http_header(const gg_http_req *req, const char *name) { return lookup(req, MHD_HEADER_KIND, name); }
+typedef struct prefixed {
+    const char *prefix;
+    size_t n;
+    gg_http_header_fn fn;
+    void *user;
+    bool stopped;
+} prefixed;
+
+static bool prefixed_one(prefixed *p, const char *name, const char *value) {
+    if (!p->stopped && name && value && !strncasecmp(name, p->prefix, p->n)) p->stopped = !p->fn(p->user, name, value);
+    return !p->stopped;
+}
+
+static enum MHD_Result prefixed_mhd(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    return prefixed_one(cls, key, value) ? MHD_YES : MHD_NO;
+}
+
+/* See http.h. */
+void gg_http_headers_prefixed(const gg_http_req *req, const char *prefix, gg_http_header_fn fn, void *user) {
+    prefixed p = {prefix, strlen(prefix), fn, user, false};
+    if (!req->kv) {
+        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, prefixed_mhd, &p);
+        return;
+    }
+    for (size_t i = 0; i < req->nkv; i++)
+        if (req->kv[i].kind == MHD_HEADER_KIND && !prefixed_one(&p, req->kv[i].name, req->kv[i].value)) return;
+}
+
 /* Query argument, NULL when absent. */
 const char *gg_http_query(const gg_http_req *req, const char *name) { return lookup(req, MHD_GET_ARGUMENT_KIND, name); }
 

@@ -549,6 +549,26 @@ const char *mcp_call_round_exec_id(const mcp_call *c);
  * store before the run goes on, so each round is answered once (gg_store_round_claim). */
 const char *mcp_call_round_nonce(const mcp_call *c, int *round);
 bool mcp_call_input_required(const mcp_call *c);
+/* The state a resumed round carries, opened (borrowed; NULL on a first round): the gateway
+ * reads where a relay round's run is held (its "holder") to forward the retry there. */
+json_t *mcp_call_resume_state(const mcp_call *c);
+
+/* ---- a request forwarded to another replica (forward.c) ------------------------------------
+ * One POST of body (len bytes) to url with the header lines given ("Name: value", NULL-
+ * terminated list; copied), on the shared event loop: no thread waits. done(user, status,
+ * answer, n, err) once, on the loop thread (or before this returns when it cannot start):
+ * the HTTP status and the answer's bytes as sent (borrowed, NUL-terminated), or err set
+ * ("unavailable": not reached, its message naming no URL; "timeout" past timeout_ms;
+ * "cancelled" once *cancel is set; "too_large" past MCP_FORWARD_MAX_BYTES; "oom").
+ * stream (NULL: none) takes an answer of type text/event-stream as it comes, on the loop
+ * thread: stream(user, status, NULL, 0) when it starts (false: buffer it as any answer), then
+ * stream(user, 0, bytes, n) per chunk (false: no more, the transfer stops); its done then has
+ * answer NULL (err set when the stream broke off). */
+#define MCP_FORWARD_MAX_BYTES (16u << 20)
+typedef void (*mcp_forward_done_fn)(void *user, long status, const char *answer, size_t n, gg_error *err);
+typedef bool (*mcp_forward_stream_fn)(void *user, long status, const char *bytes, size_t n);
+void mcp_forward_start(const char *url, const char *const *headers, const char *body, size_t len, int timeout_ms,
+                       atomic_int *cancel, mcp_forward_stream_fn stream, mcp_forward_done_fn done, void *user);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a

@@ -568,6 +568,7 @@ const char *mcp_call_round_nonce(const mcp_call *c, int *round) {
     if (round) *round = c->round;
     return c->round_nonce[0] ? c->round_nonce : NULL;
 }
+json_t *mcp_call_resume_state(const mcp_call *c) { return c->resume_state; }
 bool mcp_call_input_required(const mcp_call *c) {
     const char *rt = json_string_value(json_object_get(c->result, "resultType"));
     return rt && !strcmp(rt, "input_required");

@@ -11,10 +11,16 @@
 # the retry's after it, increasing over the whole run, nothing from while it waits between
 # rounds, each at its request's log level); a downstream's question during a task call (tk:
 # an mcp node with relay: true, taskSupport optional) turns the task input_required with it,
-# tasks/update completes it with the downstream's result, tasks/cancel cancels the
-# downstream's call, a client without the capability gets the refusal, and an update after
-# the run's end or on replica B (same store) fails the task clearly while this replica
-# cancels the downstream's call; nothing leaks (sanitizers).
+# tasks/update completes it with the downstream's result (also sent to replica B, which
+# forwards it to this one, the holder), tasks/cancel cancels the downstream's call (also on
+# B), a client without the capability gets the refusal, and an update after the run's end
+# fails the task clearly. With cluster.internal_url on each replica, a retry reaching
+# replica B is forwarded to A, which holds the run (relay_forward.mjs: rounds across replicas,
+# the answer consumed once, the holder's progress and log messages streamed through, the
+# forwarding header ignored on the public listener and never forwarded twice, another
+# tenant's key refused); a holder that went away gives a clear error at once, one that never
+# answers an error within the run's time left, and a bad cluster.internal_url keeps serve from
+# starting; nothing leaks (sanitizers).
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 gw_need_sdk
@@ -22,7 +28,9 @@ gw_need_sdk
 "$NODE" "$GG_SRCDIR/tests/gateway/relay_srv.mjs" >"$GG_TMP/srv.log" 2>&1 &
 SRV=$!
 BPID=
-trap 'kill $SRV $BPID 2>/dev/null; gg_cleanup' EXIT
+CPID=
+DPID=
+trap 'kill -CONT $DPID 2>/dev/null; kill $SRV $BPID $CPID $DPID 2>/dev/null; gg_cleanup' EXIT
 for _ in $(seq 1 300); do grep -q '^PORT ' "$GG_TMP/srv.log" && break; sleep 0.1; done
 PORT=$(sed -n 's/^PORT //p' "$GG_TMP/srv.log")
 [ -n "$PORT" ] || { echo "the downstream did not start: $(head -5 "$GG_TMP/srv.log")"; echo "0 passed, 1 failed"; exit 1; }
@@ -67,6 +75,21 @@ tools:
       - {id: exit, type: exit}
 YAML
 done
+# an argument mirrored in a header (x-mcp-header): a forward carries the header along
+cat >"$GG_TMP/hdr.yaml" <<YAML
+version: "1.0"
+server: {name: "hdr", version: "1.0.0"}
+mcpServers:
+  relay: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", timeout: 30000}
+tools:
+  - name: regional
+    description: a downstream tool that asks its client, its region argument mirrored in a header
+    inputSchema: {type: object, properties: {region: {type: string, x-mcp-header: Region}}}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, server: relay, tool: never, args: {}, relay: true, next: exit}
+      - {id: exit, type: exit}
+YAML
 cat >"$GG_TMP/quick.yaml" <<'YAML'
 version: "1.0"
 server: {name: "quick", version: "1.0.0"}
@@ -86,20 +109,29 @@ ADMIN=$(gw_key acme admin)
 KEY=$(gw_key acme tools:read,tools:execute)
 OADMIN=$(gw_key other admin)
 OKEY=$(gw_key other tools:read,tools:execute)
+KEY2=$(gw_key acme tools:read,tools:execute)
 export GRAPHGATE_SESSION_SECRET=relay-test-secret-0123456789-0123456789-0123456789
-GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start || { echo "0 passed, 1 failed"; exit 1; }
+# each replica's internal listener on a known port, named by its cluster.internal_url
+free_port() { "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+AIP=$(free_port); BIP=$(free_port); CIP=$(free_port); DIP=$(free_port)
+GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$AIP GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start --internal-listen 127.0.0.1:$AIP ||
+  { echo "0 passed, 1 failed"; exit 1; }
 t "setup: tenants and keys" gw_cli_clean
 t "the proxy graph is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
 t "the proxy graph with a short time limit is accepted" eq "$(gw_put_graph "$ADMIN" acme short "$GG_TMP/short.yaml")" 201
 t "the other tenant's graph is accepted" eq "$(gw_put_graph "$OADMIN" other quick "$GG_TMP/quick.yaml")" 201
+t "the header graph is accepted" eq "$(gw_put_graph "$ADMIN" acme hdr "$GG_TMP/hdr.yaml")" 201
 t "the task graphs are accepted" eq "$(gw_put_graph "$ADMIN" acme tk "$GG_TMP/tk.yaml") $(gw_put_graph "$ADMIN" acme tkshort "$GG_TMP/tkshort.yaml")" "201 201"
 # replica B: the same database and secret, its own ports (a task parked on this one is
 # answered or cancelled there)
-GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 "$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
-  >"$GG_TMP/b.out" 2>"$GG_TMP/b.err" &
-BPID=$!
-for i in $(seq 1 600); do grep -q internal "$GG_TMP/b.out" 2>/dev/null && break; kill -0 $BPID 2>/dev/null || break; sleep 0.05; done
-BPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/b.out")
+start_replica() { # NAME INTERNAL_PORT → its pid in RPID, public base in RPUB
+  GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$2 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 "$GG_BIN" serve --db "$GG_DB" \
+    --listen 127.0.0.1:0 --internal-listen 127.0.0.1:$2 >"$GG_TMP/$1.out" 2>"$GG_TMP/$1.err" &
+  RPID=$!
+  for i in $(seq 1 600); do grep -q internal "$GG_TMP/$1.out" 2>/dev/null && break; kill -0 $RPID 2>/dev/null || break; sleep 0.05; done
+  RPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/$1.out")
+}
+start_replica b "$BIP"; BPID=$RPID; BPUB=$RPUB
 t "replica B started" test -n "$BPUB"
 
 GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay2026.mjs" "$GG_PUB/mcp/acme/px" "$GG_PUB/mcp/acme/short" "$KEY" \
@@ -108,6 +140,45 @@ GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay2026.mjs" "$GG_PUB/mcp/a
 sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
 sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
 GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+# a retry on B of a round whose run A holds: forwarded to A
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" main "$GG_PUB" "$BPUB" "http://127.0.0.1:$BIP/internal" "$KEY" "$KEY2" "$OKEY" \
+  "http://127.0.0.1:$PORT/status" >"$GG_TMP/fwd.out" 2>&1
+sed 's/^/  fwd: /' "$GG_TMP/fwd.out" | grep -v ' passed, '
+sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/fwd.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/fwd.out")
+GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+# the holder gone (replica C parked the run, then stopped): the retry on B fails at once,
+# clearly, naming no URL
+start_replica c "$CIP"; CPID=$RPID
+t "replica C started" test -n "$RPUB"
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" round "$RPUB" "$KEY" >"$GG_TMP/c_round.json"
+t "a round on replica C" test -n "$(jget "$GG_TMP/c_round.json" 'd["state"]')"
+kill -TERM $CPID; wait $CPID
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" retry "$BPUB" "$KEY" "$(jget "$GG_TMP/c_round.json" 'd["state"]')" \
+  "$(jget "$GG_TMP/c_round.json" 'd["key"]')" >"$GG_TMP/c_retry.json"
+jget "$GG_TMP/c_retry.json" 'd["answer"]' >"$GG_TMP/c_answer.json"
+t "holder down: the retry on B gets -32603 saying the holder did not answer" \
+  eq "$(jget "$GG_TMP/c_answer.json" 'd["error"]["code"], "did not answer" in d["error"]["message"] or "cannot be reached" in d["error"]["message"]')" "-32603 True"
+t "... naming no URL or address" eq "$(grep -c "127.0.0.1\|http" "$GG_TMP/c_answer.json")" 0
+t "... at once (under 3 s)" test "$(jget "$GG_TMP/c_retry.json" 'd["ms"]')" -lt 3000
+# a holder that takes the forward and never answers (replica D, stopped with SIGSTOP): the
+# forward ends with the run's time left (SHORT_MS from the first call, plus 2 s of slack for
+# the replicas' clocks), not request_timeout (60 s)
+start_replica d "$DIP"; DPID=$RPID
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" round "$RPUB" "$KEY" short >"$GG_TMP/d_round.json"
+t "a round on replica D (the graph with a ${SHORT_MS} ms time limit)" test -n "$(jget "$GG_TMP/d_round.json" 'd["state"]')"
+kill -STOP $DPID
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" retry "$BPUB" "$KEY" "$(jget "$GG_TMP/d_round.json" 'd["state"]')" \
+  "$(jget "$GG_TMP/d_round.json" 'd["key"]')" short >"$GG_TMP/d_retry.json"
+kill -CONT $DPID; kill -TERM $DPID; wait $DPID; DPID=
+jget "$GG_TMP/d_retry.json" 'd["answer"]' >"$GG_TMP/d_answer.json"
+t "holder silent: the forward ends with -32603 (HTTP 504) saying it did not answer in time" \
+  eq "$(jget "$GG_TMP/d_answer.json" 'd["error"]["code"], "in time" in d["error"]["message"]') $(jget "$GG_TMP/d_retry.json" 'd["status"]')" "-32603 True 504"
+dms=$(jget "$GG_TMP/d_retry.json" 'd["ms"]')
+t "... within the run's time left (${dms} ms, under $((SHORT_MS + 4000)))" test "${dms:-99999}" -lt $((SHORT_MS + 4000))
+# a cluster.internal_url that is no http(s) URL: serve refuses to start, naming the key
+GRAPHGATE_CLUSTER_INTERNAL_URL=ftp://x timeout 20 "$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
+  >"$GG_TMP/bad.out" 2>"$GG_TMP/bad.err"
+t "a bad cluster.internal_url: serve refuses to start, naming the key" test $? -ne 0 -a -n "$(grep -l cluster.internal_url "$GG_TMP/bad.err" "$GG_TMP/bad.out")"
 kill -TERM $BPID; for i in $(seq 1 400); do kill -0 $BPID 2>/dev/null || break; sleep 0.05; done
 wait $BPID; BRC=$?; BPID=
 t "replica B stops cleanly (exit 0)" eq "$BRC" 0

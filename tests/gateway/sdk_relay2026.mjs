@@ -7,7 +7,7 @@
 // limit, the downstream's work cancelled, another tenant unaffected, a late retry told to call
 // again), a cancelled retry cancelling the downstream's work, and the downstream's progress
 // and log messages across a round (relay_srv.mjs phases), and a downstream's question during a
-// task call (tasks/get, tasks/update, tasks/cancel; parked here, answered on replica B).
+// task call (tasks/get, tasks/update, tasks/cancel; parked here, answered on replica B: forwarded here).
 // usage: node sdk_relay2026.mjs PROXY_URL SHORT_URL KEY OTHER_URL OTHER_KEY STATUS_URL SHORT_TIMEOUT_MS TASK_URL TASK_SHORT_URL TASK_URL_B
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -248,8 +248,9 @@ try {
   check('task: tasks/update after its parked run ended fails the task clearly (call the tool again), no hang',
     ir4?.status === 'input_required' && st8 && up4?.result && d4?.status === 'failed' && /call the tool again/.test(d4.error?.message), { ir4, st8, up4, d4 });
   // ... parked on this replica, answered or cancelled on replica B (same store): B holds no
-  // run, so the update fails the task there, clearly; either way this replica's watcher sees
-  // the task went on without its parked run and cancels the downstream's call
+  // run, but the task's state names this replica (cluster.internal_url), so B forwards the
+  // update here and the task completes with the answer; a cancel on B is seen by this
+  // replica's watcher, which cancels the downstream's call
   for (const how of ['update', 'cancel']) {
     const b9 = (await status()).aborted;
     const t5 = (await asked(taskUrl))?.result?.taskId;
@@ -259,12 +260,14 @@ try {
       ? await rpc(taskUrlB, 'tasks/update', t5, { taskId: t5, inputResponses: { [k5]: { action: 'accept', content: { answer: 'on B' } } } })
       : await rpc(taskUrlB, 'tasks/cancel', t5, { taskId: t5 });
     const d5 = await taskUntil(taskUrlB, t5, ['completed', 'failed', 'cancelled']);
-    const st9 = await until(async () => { const s = await status(); return s.aborted > b9 && s; }, 10000);
+    const st9 = how === 'update' ? await status()
+      : await until(async () => { const s = await status(); return s.aborted > b9 && s; }, 10000);
     check(how === 'update'
-      ? 'task parked on A, tasks/update on B: the task fails clearly (call the tool again); A cancels the downstream\'s call'
+      ? 'task parked on A, tasks/update on B: forwarded to A, the task completes with the downstream\'s result that used the answer'
       : 'task parked on A, tasks/cancel on B: the task is cancelled; A cancels the downstream\'s call',
-    ir5?.status === 'input_required' && r5?.result && st9?.aborted === b9 + 1 && (how === 'update'
-      ? d5?.status === 'failed' && /call the tool again/.test(d5.error?.message) : d5?.status === 'cancelled'), { ir5, r5, d5, st9 });
+    ir5?.status === 'input_required' && r5?.result && (how === 'update'
+      ? d5?.status === 'completed' && JSON.stringify(d5.result).includes('on B') && st9?.aborted === b9
+      : d5?.status === 'cancelled' && st9?.aborted === b9 + 1), { ir5, r5, d5, st9 });
   }
 } catch (e) {
   finish(e);

@@ -32,6 +32,14 @@ static void sleep_ms(int ms) {
 
 /* ---- handlers ---- */
 
+/* gg_http_headers_prefixed: "name=value;" per header into a 128-byte buffer. */
+static bool collect_header(void *user, const char *name, const char *value) {
+    char *buf = user;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 128 - n, "%s=%s;", name, value);
+    return true;
+}
+
 static int h_echo(gg_http_req *req, gg_http_res *res, void *u) {
     gg_error e = GG_ERROR_INIT;
     json_t *body = gg_http_body_json(req, true, &e);
@@ -42,8 +50,10 @@ static int h_echo(gg_http_req *req, gg_http_res *res, void *u) {
     }
     const char *q = gg_http_query(req, "q");
     const char *h = gg_http_header(req, "x-test");
-    gg_http_res_json(res, 200, json_pack("{s:o,s:s,s:s?,s:s?,s:s}", "body", body, "id",
-                                         gg_http_param(req, "id"), "q", q, "h", h, "route", gg_http_route(req)));
+    char hp[128] = "";
+    gg_http_headers_prefixed(req, "x-te", collect_header, hp);
+    gg_http_res_json(res, 200, json_pack("{s:o,s:s,s:s?,s:s?,s:s,s:s}", "body", body, "id", gg_http_param(req, "id"), "q",
+                                         q, "h", h, "route", gg_http_route(req), "hp", hp));
     gg_http_res_header(res, "X-Extra", "yes");
     /* Header injection is refused. */
     if (gg_http_res_header(res, "X-Bad", "a\r\nSet-Cookie: x=1") || gg_http_res_header(res, "X Bad", "v") ||
@@ -78,9 +88,11 @@ static void *worker(void *arg) {
         /* Long work checks for abandonment so shutdown can cut it short. */
         for (int waited = 0; waited < j->delay_ms && !gg_http_async_abandoned(j->a); waited += 10) sleep_ms(10);
         const char *h = gg_http_header(req, "X-Test");
+        char hp[128] = ""; /* from the snapshot the deferral took */
+        gg_http_headers_prefixed(req, "X-TEST", collect_header, hp);
         gg_http_res_json(gg_http_async_res(j->a), 200,
-                         json_pack("{s:s,s:s?,s:b}", "deferred", gg_http_param(req, "ms"), "h", h,
-                                   "abandoned", gg_http_async_abandoned(j->a)));
+                         json_pack("{s:s,s:s?,s:b,s:s}", "deferred", gg_http_param(req, "ms"), "h", h,
+                                   "abandoned", gg_http_async_abandoned(j->a), "hp", hp));
     }
     gg_http_async_complete(j->a);
     free(j);
@@ -588,6 +600,7 @@ START_TEST(echo_params_query_headers) {
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "id")), "42");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "q")), "hello world");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "h")), "hv");
+    ck_assert_int_eq(strcasecmp(json_string_value(json_object_get(r.json, "hp")), "X-Test=hv;"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "route")), "/echo/{id}");
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(r.json, "body"), "a"), 1)), 2);
     ck_assert_str_eq(hdr(&r, "X-Extra"), "yes");
@@ -734,6 +747,7 @@ START_TEST(deferred_from_worker_thread) {
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "deferred")), "50");
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "h")), "kept");
+    ck_assert_int_eq(strcasecmp(json_string_value(json_object_get(r.json, "hp")), "X-Test=kept;"), 0);
     ck_assert(json_is_false(json_object_get(r.json, "abandoned")));
     ck_assert_ptr_nonnull(hdr(&r, "X-Request-Id"));
     reply_free(&r);
