@@ -135,7 +135,7 @@ t "  and one naming a missing secret is a 422 at its line" eq \
   "$(graph "$GG_TMP/sec2.yaml" '${secrets.NOPE}'; gw_put_graph "$ADMIN" acme sec2 "$GG_TMP/sec2.yaml") $(jget "$GG_TMP/put.json" "[e['code'] for e in d['errors']][0]")" "422 unknown_secret"
 t "a call with the stored secret works" eq "$(call "$GG_TMP/c6.json" sec) $(grep -c '\\"client\\":\\"machine\\"' "$GG_TMP/c6.json")" "200 1"
 gg_curl "$GG_TMP/graph2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/sec" >/dev/null
-t "the graph shows the reference, not the secret" eq "$(grep -c 'secrets.CC_SECRET' "$GG_TMP/graph2.json") $(grep -c "$SECRET" "$GG_TMP/graph2.json")" "1 0"
+t "the graph shows the reference, not the secret" eq "$(grep -c 'secrets.CC_SECRET' "$GG_TMP/graph2.json") $(grep -cF -- "$SECRET" "$GG_TMP/graph2.json")" "1 0"
 put_secret wrong-secret-0815 >/dev/null
 call "$GG_TMP/c7.json" sec >/dev/null
 t "a wrong secret set in the store: the next call fails, saying why" has "$GG_TMP/c7.json" 'invalid_client'

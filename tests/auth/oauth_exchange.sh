@@ -153,10 +153,10 @@ t "  and the downstream never saw alice's own token" eq "$(curl -s "$RSBASE/admi
 JTIA=$(who "$GG_TMP/a1.json" "['jti']")
 sdk "$TOKA" "$GG_TMP/a2.json"
 t "alice's second call uses the cached token (no new exchange)" eq \
-  "$(who "$GG_TMP/a2.json" "['sub']") $(who "$GG_TMP/a2.json" "['jti']" | grep -cx "$JTIA") $(exchanges)" "alice 1 1"
+  "$(who "$GG_TMP/a2.json" "['sub']") $(who "$GG_TMP/a2.json" "['jti']" | grep -cxF -- "$JTIA") $(exchanges)" "alice 1 1"
 sdk "$TOKB" "$GG_TMP/b1.json"
 t "bob's call: a token of his own (sub bob, another jti)" eq \
-  "$(who "$GG_TMP/b1.json" "['sub']") $(who "$GG_TMP/b1.json" "['jti']" | grep -cx "$JTIA") $(exchanges)" "bob 0 2"
+  "$(who "$GG_TMP/b1.json" "['sub']") $(who "$GG_TMP/b1.json" "['jti']" | grep -cxF -- "$JTIA") $(exchanges)" "bob 0 2"
 
 # ---- a stateless 2026-07-28 request (dave): the same exchange --------------------------------
 M26='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
@@ -198,7 +198,7 @@ curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
 before=$(exchanges)
 sdk "$TOKA" "$GG_TMP/a3.json"
 t "after a revocation alice's next call works, on a new exchange" eq \
-  "$(who "$GG_TMP/a3.json" "['sub']") $(who "$GG_TMP/a3.json" "['jti']" | grep -cx "$JTIA") $(( $(exchanges) - before ))" \
+  "$(who "$GG_TMP/a3.json" "['sub']") $(who "$GG_TMP/a3.json" "['jti']" | grep -cxF -- "$JTIA") $(( $(exchanges) - before ))" \
   "alice 0 1"
 
 # ---- a proxy graph over the exchange server: the same exchange, per caller ----------------------

@@ -146,10 +146,10 @@ t "  and the downstream never saw alice's own token" eq "$(curl -s "$RSBASE/admi
 JTIA=$(who "$GG_TMP/a1.json" "['jti']")
 sdk "$TOKA" "$GG_TMP/a2.json"
 t "alice's second call uses the cached token (no new ID-JAG)" eq \
-  "$(who "$GG_TMP/a2.json" "['sub']") $(who "$GG_TMP/a2.json" "['jti']" | grep -cx "$JTIA") $(jags)" "alice 1 1"
+  "$(who "$GG_TMP/a2.json" "['sub']") $(who "$GG_TMP/a2.json" "['jti']" | grep -cxF -- "$JTIA") $(jags)" "alice 1 1"
 sdk "$TOKB" "$GG_TMP/b1.json"
 t "bob's call: a token of his own (sub bob, another jti)" eq \
-  "$(who "$GG_TMP/b1.json" "['sub']") $(who "$GG_TMP/b1.json" "['jti']" | grep -cx "$JTIA") $(jags)" "bob 0 2"
+  "$(who "$GG_TMP/b1.json" "['sub']") $(who "$GG_TMP/b1.json" "['jti']" | grep -cxF -- "$JTIA") $(jags)" "bob 0 2"
 
 # ---- nobody's token: an API key ----------------------------------------------------------------
 SID=$(gw_init "$EP" "$KEY")
