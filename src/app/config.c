@@ -333,7 +333,7 @@ static bool parse_duration(const char *v, double *out_ms) {
 }
 
 static bool parse_bool(const char *v, bool *out) {
-    static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
     for (int i = 0; i < 4; i++) {
         if (strcasecmp(v, yes[i]) == 0) { *out = true; return true; }
         if (strcasecmp(v, no[i]) == 0) { *out = false; return true; }

@@ -49,7 +49,7 @@ bad:
 static json_t *scope_map_of(json_t *v, gg_error *err) {
     if (!v) {
         json_t *m = json_object();
-        static const char *own[] = {"tools:read", "tools:execute", "health:check"};
+        static const char *const own[] = {"tools:read", "tools:execute", "health:check"};
         for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) json_object_set_new(m, own[i], json_pack("[s]", own[i]));
         return m;
     }

@@ -7,7 +7,8 @@
  * Ownership: graph calls, branches and task runs each record their own execution row
  * (parent_id = the caller's) and own copies of what they need from the caller; the gateway
  * holds the one gw_async (gg_gateway's async: made by gateway.c, drained then freed at its
- * stop). The process-wide table of running tasks is tasks.c's (gw_task_track adds,
+ * stop). The table of running tasks is tasks.c's gw_tasks, gg_gateway's tasks (made by
+ * gateway.c before gw_tasks_recover, freed at its stop after the pool; gw_task_track adds,
  * gw_task_finish removes). Results and records are borrowed unless a comment says stolen.
  *
  * Threads: none of these hold a thread while they wait: runs continue on the tenant's pool
@@ -82,6 +83,11 @@ typedef struct gw_task_place {
     mcp_server *srv;
     void *ep;
 } gw_task_place;
+/* The table of tasks running or parked in this process (gg_gateway's tasks): NULL on OOM;
+ * freed after the last run finished (parked entries let go of their cancel cells). */
+typedef struct gw_tasks gw_tasks;
+gw_tasks *gw_tasks_new(void);
+void gw_tasks_free(gw_tasks *t);
 /* At start: remember this replica's id (written to the tasks it runs) and mark its tasks
  * left working by a previous process failed (all of them: SQLite, one process). */
 bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err);
@@ -95,7 +101,7 @@ char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int 
                      int client_caps, mcp_call *call, char task_id[48], gg_error *err);
 /* The task's run is running here as call (tasks/cancel sets its cancel flag; the call stays
  * alive until gw_task_finish). */
-void gw_task_track(const char *tenant, const char *id, mcp_call *call);
+void gw_task_track(gg_gateway *gw, const char *tenant, const char *id, mcp_call *call);
 /* Each second (the watcher): running tasks of this process cancelled in the store (by
  * tasks/cancel on another replica) get their cancel flag set, and so do runs parked here
  * with a downstream's relayed request whose task went on without them (tasks.c). */

@@ -553,6 +553,7 @@ static void gateway_free(gg_gateway *gw) {
     pthread_mutex_destroy(&gw->watch_mu);
     pthread_cond_destroy(&gw->watch_cv);
     gw_async_free(gw->async); /* after every provider that points at its hooks */
+    gw_tasks_free(gw->tasks); /* after the pool: no run is left to finish */
     free(gw);
 }
 
@@ -623,6 +624,7 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
         ho.journal_replay_only = !gw->durable || !cfg->history_journal || cfg->history_fsync;
     }
     if (!(gw->history = gg_history_start(gw->store, &ho, err))) goto fail;
+    if (!(gw->tasks = gw_tasks_new())) goto oom;
     if (!gw_tasks_recover(gw, ho.replica_id, !gg_store_is_postgres(gw->store), err)) goto fail; /* as the history */
     gg_history_quota_options qo = {cfg->history_tenant_max_rows, (long long)cfg->history_tenant_max_bytes, 0};
     if (!(gw->quota = gg_history_quota_start(gw->store, &qo, err))) goto fail;

@@ -196,6 +196,7 @@ struct gg_gateway {
     struct gw_async *async;         /* fire-and-forget branches (branches.c) */
 };
 
+    struct gw_tasks *tasks;         /* tasks running or parked here (tasks.c) */
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
  * = gw_graph_options(gw, false, 0): how stored versions are loaded. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,

@@ -764,7 +764,7 @@ bool gw_task_run(gg_gateway *gw, void *epv, mcp_call *call, const char *key_id, 
         mcp_call_use_history_text(call, gw->cfg->history_max_payload);
         mcp_call_bound_history(call, (size_t)gw->cfg->history_max_run_records, gw->cfg->history_max_run_bytes);
     }
-    gw_task_track(ep->tenant, task_id, call);
+    gw_task_track(gw, ep->tenant, task_id, call);
     gw_job job = {job_run, job_refuse, j, j->ep.tenant};
     if (gw_pool_submit(gw->pool, job) != GW_SUBMIT_OK) {
         snprintf(why, why_n, "the tenant's call queue is full");

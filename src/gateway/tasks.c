@@ -26,11 +26,12 @@
  * (a parked entry), so tasks/cancel — here, or on another replica through the watcher's
  * check — cancels the downstream's call (notifications/cancelled).
  *
- * Ownership: the table of running tasks is process-wide (ids are random), guarded by its
- * mutex; entries are added by gw_task_track and removed by gw_task_finish. A running entry
- * points at its call (alive until gw_task_finish, which removes the entry first); a parked
- * entry holds a reference to the run's cancel cell, dropped when the task resumes here, is
- * cancelled, or its run is gone (the cell's last reference is the entry's: the watcher's pass).
+ * Ownership: the table of running tasks is the gateway's (gg_gateway's tasks: gateway.c makes
+ * it at start and frees it at stop, after the pool), guarded by its mutex; entries are added
+ * by gw_task_track and removed by gw_task_finish. A running entry points at its call (alive
+ * until gw_task_finish, which removes the entry first); a parked entry holds a reference to
+ * the run's cancel cell, dropped when the task resumes here, is cancelled, or its run is gone
+ * (the cell's last reference is the entry's: the watcher's pass), or at the gateway's stop.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -61,17 +62,41 @@ typedef struct running_task {
     struct running_task *next;
 } running_task;
 
-static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
-static running_task *run_list;
-static unsigned long run_seq;
-static char owner_id[64]; /* this replica, written to the tasks it runs (gw_tasks_recover) */
+/* The gateway's table of the tasks running (or parked) in this process (gg_gateway's tasks). */
+struct gw_tasks {
+    pthread_mutex_t mu;   /* guards everything below */
+    running_task *list;
+    unsigned long seq;    /* the last entry's seq */
+    char owner_id[64];    /* this replica, written to the tasks it runs (gw_tasks_recover) */
+};
+
+/* See calls.h. */
+gw_tasks *gw_tasks_new(void) {
+    gw_tasks *t = calloc(1, sizeof *t);
+    if (t) pthread_mutex_init(&t->mu, NULL);
+    return t;
+}
+
+/* See calls.h: every run has finished (gw_task_finish took its entry); parked entries
+ * let go of their cells. */
+void gw_tasks_free(gw_tasks *t) {
+    if (!t) return;
+    for (running_task *r = t->list, *next; r; r = next) {
+        next = r->next;
+        mcp_cancel_cell_unref(r->cell);
+        free(r);
+    }
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
 
 /* See calls.h. */
 bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *err) {
-    pthread_mutex_lock(&run_mu);
-    snprintf(owner_id, sizeof owner_id, "%s", replica ? replica : "");
-    pthread_mutex_unlock(&run_mu);
-    long long n = gg_store_tasks_mark_interrupted(gw->store, all ? NULL : owner_id, err);
+    gw_tasks *t = gw->tasks;
+    pthread_mutex_lock(&t->mu);
+    snprintf(t->owner_id, sizeof t->owner_id, "%s", replica ? replica : "");
+    pthread_mutex_unlock(&t->mu);
+    long long n = gg_store_tasks_mark_interrupted(gw->store, all ? NULL : t->owner_id, err);
     if (n > 0) {
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", n);
@@ -80,13 +105,13 @@ bool gw_tasks_recover(gg_gateway *gw, const char *replica, bool all, gg_error *e
     return n >= 0;
 }
 
-static void set_owner(gg_task_row *r) {
-    pthread_mutex_lock(&run_mu);
-    snprintf(r->owner, sizeof r->owner, "%s", owner_id);
-    pthread_mutex_unlock(&run_mu);
+static void set_owner(gw_tasks *t, gg_task_row *r) {
+    pthread_mutex_lock(&t->mu);
+    snprintf(r->owner, sizeof r->owner, "%s", t->owner_id);
+    pthread_mutex_unlock(&t->mu);
 }
 
-static void track(const char *tenant, const char *id, mcp_call *call, mcp_cancel_cell *cell) {
+static void track(gw_tasks *t, const char *tenant, const char *id, mcp_call *call, mcp_cancel_cell *cell) {
     running_task *r = calloc(1, sizeof *r);
     if (!r) { /* not cancellable in-process: tasks/cancel still ends it in the store */
         mcp_cancel_cell_unref(cell);
@@ -96,19 +121,19 @@ static void track(const char *tenant, const char *id, mcp_call *call, mcp_cancel
     snprintf(r->tenant, sizeof r->tenant, "%s", tenant);
     r->call = call;
     r->cell = cell;
-    pthread_mutex_lock(&run_mu);
-    r->seq = ++run_seq;
-    r->next = run_list;
-    run_list = r;
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_lock(&t->mu);
+    r->seq = ++t->seq;
+    r->next = t->list;
+    t->list = r;
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* Remove the task's entries of one kind (parked or running); whether tasks/cancel asked for
  * one. */
-static bool untrack_kind(const char *id, bool parked) {
+static bool untrack_kind(gw_tasks *t, const char *id, bool parked) {
     bool cancelled = false;
-    pthread_mutex_lock(&run_mu);
-    for (running_task **p = &run_list; *p;) {
+    pthread_mutex_lock(&t->mu);
+    for (running_task **p = &t->list; *p;) {
         running_task *r = *p;
         if (strcmp(r->id, id) || (r->cell != NULL) != parked) {
             p = &r->next;
@@ -119,34 +144,34 @@ static bool untrack_kind(const char *id, bool parked) {
         mcp_cancel_cell_unref(r->cell);
         free(r);
     }
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_unlock(&t->mu);
     return cancelled;
 }
-static bool untrack(const char *id) { return untrack_kind(id, false); }
+static bool untrack(gw_tasks *t, const char *id) { return untrack_kind(t, id, false); }
 
-void gw_task_track(const char *tenant, const char *id, mcp_call *call) {
-    untrack_kind(id, true); /* resumed: the parked run, if here, is this call's now */
-    track(tenant, id, call, NULL);
+void gw_task_track(gg_gateway *gw, const char *tenant, const char *id, mcp_call *call) {
+    untrack_kind(gw->tasks, id, true); /* resumed: the parked run, if here, is this call's now */
+    track(gw->tasks, tenant, id, call, NULL);
 }
 
 /* Set the cancel flag of the task's entries (seq: only that one). */
-static void cancel_entries(const char *id, unsigned long seq) {
-    pthread_mutex_lock(&run_mu);
-    for (running_task *r = run_list; r; r = r->next)
+static void cancel_entries(gw_tasks *t, const char *id, unsigned long seq) {
+    pthread_mutex_lock(&t->mu);
+    for (running_task *r = t->list; r; r = r->next)
         if (!strcmp(r->id, id) && (!seq || r->seq == seq)) {
             r->cancelled = true;
             atomic_store(r->cell ? &r->cell->flag : mcp_call_cancel_flag(r->call), 1);
         }
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_unlock(&t->mu);
 }
-static void cancel_local(const char *id) { cancel_entries(id, 0); }
+static void cancel_local(gw_tasks *t, const char *id) { cancel_entries(t, id, 0); }
 
 /* The parked entry of a task taken out of the table (its cell reference passes to the
  * caller), or NULL. */
-static mcp_cancel_cell *take_parked(const char *id) {
+static mcp_cancel_cell *take_parked(gw_tasks *t, const char *id) {
     mcp_cancel_cell *cell = NULL;
-    pthread_mutex_lock(&run_mu);
-    for (running_task **p = &run_list; *p; p = &(*p)->next) {
+    pthread_mutex_lock(&t->mu);
+    for (running_task **p = &t->list; *p; p = &(*p)->next) {
         running_task *r = *p;
         if (strcmp(r->id, id) || !r->cell) continue;
         *p = r->next;
@@ -154,15 +179,15 @@ static mcp_cancel_cell *take_parked(const char *id) {
         free(r);
         break;
     }
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_unlock(&t->mu);
     return cell;
 }
 
 /* Parked entries whose run is gone (the entry holds the cell's last reference: the downstream's
  * call ended, the round expired, the run was cancelled): dropped. */
-static void prune_parked(void) {
-    pthread_mutex_lock(&run_mu);
-    for (running_task **p = &run_list; *p;) {
+static void prune_parked(gw_tasks *t) {
+    pthread_mutex_lock(&t->mu);
+    for (running_task **p = &t->list; *p;) {
         running_task *r = *p;
         if (!r->cell || atomic_load(&r->cell->refs) > 1) {
             p = &r->next;
@@ -172,7 +197,7 @@ static void prune_parked(void) {
         mcp_cancel_cell_unref(r->cell);
         free(r);
     }
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* See internal.h: a tasks/cancel that reached another replica stops the run here, and so does
@@ -182,25 +207,26 @@ static void prune_parked(void) {
 void gw_tasks_check_cancels(gg_gateway *gw) {
     struct pick { char id[TASK_ID_MAX + 1], tenant[GG_NAME_MAX + 1]; unsigned long parked; } *pick = NULL;
     size_t n = 0;
-    prune_parked();
-    pthread_mutex_lock(&run_mu);
-    if (run_list) pick = malloc(CANCEL_CHECK_MAX * sizeof *pick); /* the list is empty most of the time */
-    for (running_task *r = run_list; pick && r && n < CANCEL_CHECK_MAX; r = r->next)
+    gw_tasks *t = gw->tasks;
+    prune_parked(t);
+    pthread_mutex_lock(&t->mu);
+    if (t->list) pick = malloc(CANCEL_CHECK_MAX * sizeof *pick); /* the list is empty most of the time */
+    for (running_task *r = t->list; pick && r && n < CANCEL_CHECK_MAX; r = r->next)
         if (!r->cancelled) {
             memcpy(pick[n].id, r->id, sizeof pick[n].id);
             memcpy(pick[n].tenant, r->tenant, sizeof pick[n].tenant);
             pick[n].parked = r->cell ? r->seq : 0;
             n++;
         }
-    pthread_mutex_unlock(&run_mu);
+    pthread_mutex_unlock(&t->mu);
     for (size_t i = 0; i < n; i++) {
         gg_task_row row;
         gg_error e = GG_ERROR_INIT;
         if (gg_store_task_get(gw->store, pick[i].tenant, pick[i].id, &row, &e)) {
-            if (!strcmp(row.status, "cancelled")) cancel_local(pick[i].id);
+            if (!strcmp(row.status, "cancelled")) cancel_local(t, pick[i].id);
             /* a parked run its task went on without (ended, or resumed on another replica:
              * resumed here, its entry left the table before the row changed: do_update) */
-            else if (pick[i].parked && strcmp(row.status, "input_required")) cancel_entries(pick[i].id, pick[i].parked);
+            else if (pick[i].parked && strcmp(row.status, "input_required")) cancel_entries(t, pick[i].id, pick[i].parked);
             gg_task_row_clear(&row);
         }
         gg_error_clear(&e);
@@ -248,7 +274,7 @@ char *gw_task_create(gg_gateway *gw, const char *tenant, const char *graph, int 
     r.client_caps = client_caps;
     r.ttl_ms = TASK_TTL_MS;
     r.arguments = mcp_call_arguments(call);
-    set_owner(&r);
+    set_owner(gw->tasks, &r);
     if (!gg_store_task_insert(gw->store, &r, gw->cfg->tenant_max_tasks, err)) return NULL;
     r.created_ms = r.updated_ms = gg_wall_ms();
     snprintf(task_id, TASK_ID_MAX + 1, "%s", r.id);
@@ -271,7 +297,7 @@ static bool run_failure(const char *code) {
 
 /* See calls.h. */
 void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp_call *call, char *body) {
-    bool cancelled = untrack(task_id);
+    bool cancelled = untrack(gw->tasks, task_id);
     json_t *v = body ? json_loads(body, 0, NULL) : NULL;
     free(body);
     json_t *res = json_object_get(v, "result"), *err = json_object_get(v, "error");
@@ -314,7 +340,7 @@ void gw_task_finish(gg_gateway *gw, const char *tenant, const char *task_id, mcp
     else if (changed) gw_listen_task_changed(gw->listen, tenant, task_id);
     /* listed once the row says input_required (the watcher drops a parked run whose row says
      * otherwise); a task that is not waiting for it (cancelled meanwhile) lets it go */
-    if (cell && stored && changed) track(tenant, task_id, NULL, cell);
+    if (cell && stored && changed) track(gw->tasks, tenant, task_id, NULL, cell);
     else if (cell) {
         atomic_store(&cell->flag, 1);
         mcp_cancel_cell_unref(cell);
@@ -363,8 +389,8 @@ static char *do_cancel(gg_gateway *gw, gg_task_row *r, json_t *id) {
         gg_error_clear(&e);
         return out;
     }
-    cancel_local(r->id); /* the run, when it runs here; elsewhere its end finds the row cancelled */
-    untrack_kind(r->id, true); /* a parked run's flag is set: its downstream's call ends, then the run */
+    cancel_local(gw->tasks, r->id); /* the run, when it runs here; elsewhere its end finds the row cancelled */
+    untrack_kind(gw->tasks, r->id, true); /* a parked run's flag is set: its downstream's call ends, then the run */
     if (changed) gw_listen_task_changed(gw->listen, r->tenant, r->id);
     return ack(id); /* a task already ended gets the same acknowledgement */
 }
@@ -421,18 +447,18 @@ static char *do_update(gg_gateway *gw, const gw_task_place *pl, gg_task_row *r, 
     bool all = json_object_size(r->input_requests) == 0;
     if (all) {
         snprintf(r->status, sizeof r->status, "working");
-        set_owner(r); /* the run resumes here */
+        set_owner(gw->tasks, r); /* the run resumes here */
     }
     char *state = r->request_state;
     if (all) r->request_state = NULL; /* the run takes it; the row keeps none */
     /* resuming here: the parked run leaves the table before the row says working, so the
      * watcher never takes it for one abandoned (it goes back if the row did not change) */
-    mcp_cancel_cell *parked = all ? take_parked(r->id) : NULL;
+    mcp_cancel_cell *parked = all ? take_parked(gw->tasks, r->id) : NULL;
     bool changed;
     gg_error e = GG_ERROR_INIT;
     bool ok = gg_store_task_set(gw->store, r, "input_required", &changed, &e);
     if (parked && !(ok && changed)) { /* still waiting (or another update took it) */
-        track(r->tenant, r->id, NULL, parked);
+        track(gw->tasks, r->tenant, r->id, NULL, parked);
         parked = NULL;
     }
     if (all) r->request_state = state;

@@ -31,7 +31,7 @@ typedef struct toolkit {
     json_t *tools;
 } toolkit;
 
-static const char *TK_TOOLS =
+static const char *const TK_TOOLS =
     "[{\"name\":\"validate_graph\",\"title\":\"Validate a graph\","
     "\"description\":\"Parse and check a graph's YAML exactly as an upload does (same size and time limits); "
     "returns every error and warning with line and column. Nothing is stored.\","

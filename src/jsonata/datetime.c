@@ -13,9 +13,9 @@
 #define DT_MAX_ITEMS 64
 #define DT_MAX_MILLIS 8.64e15 /* ECMAScript time value limit */
 
-static const char *MONTHS[] = {"January", "February", "March", "April", "May", "June", "July",
+static const char *const MONTHS[] = {"January", "February", "March", "April", "May", "June", "July",
                                "August", "September", "October", "November", "December"};
-static const char *DAYS[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+static const char *const DAYS[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
                              "Saturday", "Sunday"};
 
 /* Days since 1970-01-01 for a proleptic Gregorian date (month 1-12). */
@@ -431,7 +431,7 @@ static bool ci_prefix(const char *s, size_t n, const char *word, size_t wl) {
 }
 
 /* Match a name (month/day/am-pm): full name first, then the width-truncated form. */
-static size_t match_name(const char *s, size_t n, const char **names, int count,
+static size_t match_name(const char *s, size_t n, const char *const *names, int count,
                          const dt_marker *m, int *idx) {
     for (int k = 0; k < count; k++) {
         size_t wl = strlen(names[k]);
@@ -509,7 +509,7 @@ static long scan_number(const dt_picture *p, int k, const char *s, size_t n, dou
 /* Read marker k at s: bytes used (0 = no match, -1 = error) and its value in *v. */
 static long scan_marker(const dt_picture *p, int k, const char *s, size_t n, double *v,
                         gg_error *err) {
-    static const char *AMPM[] = {"am", "pm"};
+    static const char *const AMPM[] = {"am", "pm"};
     const dt_marker *m = &p->items[k].m;
     int idx = 0, off = 0;
     size_t used;

@@ -95,11 +95,11 @@ bool jn_int_picture_parse(const char *pic, size_t n, jn_int_picture *p, gg_error
     return true;
 }
 
-static const char *ONES[] = {"zero", "one", "two", "three", "four", "five", "six", "seven",
+static const char *const ONES[] = {"zero", "one", "two", "three", "four", "five", "six", "seven",
                              "eight", "nine", "ten", "eleven", "twelve", "thirteen",
                              "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
                              "nineteen"};
-static const char *TENS[] = {"", "ten", "twenty", "thirty", "forty", "fifty", "sixty",
+static const char *const TENS[] = {"", "ten", "twenty", "thirty", "forty", "fifty", "sixty",
                              "seventy", "eighty", "ninety"};
 static const struct { double v; const char *w; } MAGS[] = {
     {1e12, "trillion"}, {1e9, "billion"}, {1e6, "million"}, {1e3, "thousand"}};

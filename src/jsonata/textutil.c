@@ -101,7 +101,7 @@ bool jn_case_map(const char *s, size_t n, bool upper, gg_strbuf *out) {
         uint32_t cp = jn_utf8_next(s, n, &i);
         if (upper && cp == 0xDF) { gg_strbuf_puts(out, "SS"); continue; }
         if (upper && cp >= 0xFB00 && cp <= 0xFB06) { /* Latin ligatures expand */
-            static const char *LIG[] = {"FF", "FI", "FL", "FFI", "FFL", "ST", "ST"};
+            static const char *const LIG[] = {"FF", "FI", "FL", "FFI", "FFL", "ST", "ST"};
             gg_strbuf_puts(out, LIG[cp - 0xFB00]);
             continue;
         }
@@ -169,7 +169,7 @@ static int pct_byte(const char *s, size_t n, size_t i) {
 }
 
 bool jn_url_decode(const char *s, size_t n, bool component, gg_strbuf *out) {
-    static const char *reserved = ";/?:@&=+$,#";
+    static const char *const reserved = ";/?:@&=+$,#";
     size_t i = 0;
     gg_strbuf_reserve(out, n);
     while (i < n) {

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Process-wide on purpose (globals.allow): the budget of the evaluation running on this
+ * thread, set and restored around it (jsonata_evaluate, jsonata_budget_swap); per thread,
+ * never shared. */
 _Thread_local jn_budget *jn_tl_budget;
 
 /* ---- a per-thread cache of small freed blocks in front of malloc ----
@@ -49,6 +52,9 @@ typedef struct jn_cache {
     bool registered; /* the destructor will run at the thread's end */
     bool closed;     /* it ran: frees go straight to free */
 } jn_cache;
+/* Process-wide on purpose (globals.allow): the cache belongs to the thread that frees into
+ * it (json_t allocation has no context to hang it on: jansson's allocator is global); the
+ * key, made once, only runs its destructor at a thread's end. */
 static _Thread_local jn_cache jn_tl_cache;
 static pthread_key_t jn_cache_key;
 static pthread_once_t jn_cache_once = PTHREAD_ONCE_INIT;
@@ -190,6 +196,8 @@ bool jn_charge(void *p) {
     return true;
 }
 
+/* Immutable singletons (globals.allow): refcount -1 marks a value never counted nor freed, so
+ * nothing writes them; not const only because values are handed out as jn_value *. */
 static jn_value v_null = {-1, JN_NULL, 0, {.b = false}};
 static jn_value v_true = {-1, JN_BOOL, 0, {.b = true}};
 static jn_value v_false = {-1, JN_BOOL, 0, {.b = false}};

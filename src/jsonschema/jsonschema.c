@@ -841,7 +841,7 @@ static bool type_matches(unsigned types, json_t *x) {
 }
 
 static void types_text(unsigned types, char *buf, size_t n) {
-    static const char *names[] = {"null", "boolean", "object", "array", "number", "string", "integer"};
+    static const char *const names[] = {"null", "boolean", "object", "array", "number", "string", "integer"};
     buf[0] = 0;
     for (int i = 0; i < 7; i++)
         if (types & (1u << i)) {

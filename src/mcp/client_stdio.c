@@ -39,7 +39,11 @@
 #define START_SLOTS 256        /* server definitions whose starts are remembered */
 #define START_WINDOW_MS 60000.0
 
-/* ---- limits shared by every stdio client (config downstream.*) ---------------------------- */
+/* ---- limits shared by every stdio client (config downstream.*) ----------------------------
+ * Process-wide like the shared loop every client runs on (loop.c), each under its mutex: set
+ * once by the composition root (mcp_stdio_set_limits) and read as a client starts; the start
+ * buckets bound one definition's starts across every client of the process. Listed in
+ * tests/util/globals.allow: a downstream context owned by the gateway would hold them. */
 
 static struct {
     pthread_mutex_t mu;

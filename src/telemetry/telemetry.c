@@ -156,6 +156,9 @@ typedef struct tel {
     unsigned long long ended, exported, dropped, failed;
 } tel;
 
+/* Process-wide on purpose (globals.allow): one exporter per process (telemetry.h), started and
+ * stopped by the composition root; spans begin in every layer (http, mcp, graph) with no
+ * handle to pass, and the named context is this struct, under its mutex. */
 static tel T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static _Atomic int tel_on; /* read without the lock on every span */
 
