@@ -28,8 +28,7 @@ STORM_PID=""
 trap '[ -n "$STORM_PID" ] && kill "$STORM_PID" 2>/dev/null; gg_cleanup' EXIT
 "$NODE" "$GG_SRCDIR/tests/fixtures/hostile/storm_server.mjs" 0 >"$GG_TMP/storm.out" 2>"$GG_TMP/storm.err" &
 STORM_PID=$!
-for _ in $(seq 1 100); do grep -q '^PORT ' "$GG_TMP/storm.out" && break; sleep 0.1; done
-PORT=$(awk '/^PORT/ {print $2}' "$GG_TMP/storm.out")
+PORT=$(gw_wait_port "$GG_TMP/storm.out" $STORM_PID)
 [ -n "$PORT" ] || { echo "the storm server did not start: $(head -5 "$GG_TMP/storm.err")"; echo "0 passed, 1 failed"; exit 1; }
 # storm EXPR → EXPR over the storm server's counts as d
 storm() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)" < <(curl -sS "http://127.0.0.1:$PORT/status"); }

@@ -75,7 +75,7 @@ done
 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 GRAPHGATE_DOWNSTREAM_LIST_CHANGED_MIN_INTERVAL=100ms gg_start ||
   { echo "0 passed, 1 failed"; exit 1; }
 . "$GG_SRCDIR/tests/gateway/lib_listen.sh" # wait_for
-port() { for _ in $(seq 1 300); do grep -q '^PORT ' "$GG_TMP/srv_$1.log" && break; sleep 0.1; done; sed -n 's/^PORT //p' "$GG_TMP/srv_$1.log"; }
+port() { gw_wait_port "$GG_TMP/srv_$1.log"; }
 for s in ca cr; do
   printf 'version: "1.0"\nserver: {name: "%s", version: "1.0.0"}\nmcpServers:\n  %s: {type: "streamableHttp", url: "http://127.0.0.1:%s/mcp"}\nproxy:\n  - {server: "%s", tools: "all"}\n' \
     "$s" "$s" "$(port $s)" "$s" >"$GG_TMP/$s.yaml"

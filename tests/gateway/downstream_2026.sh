@@ -37,8 +37,7 @@ t "the downstream serves the conformance graph (201)" eq "$st" 201
 python3 "$GG_SRCDIR/tests/gateway/era_spy.py" "$DPUB" "$GG_TMP/wire.jsonl" >"$GG_TMP/spy.out" 2>&1 &
 SPY=$!
 trap 'kill $DPID $SPY 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 100); do grep -q '^PORT ' "$GG_TMP/spy.out" && break; sleep 0.05; done
-SPORT=$(sed -n 's/^PORT //p' "$GG_TMP/spy.out")
+SPORT=$(gw_wait_port "$GG_TMP/spy.out" $SPY)
 
 # ---- the gateway
 gw_cli_run tenant create acme >/dev/null
@@ -299,8 +298,7 @@ JS
 GG_NPM="$NM" "$NODE" "$GG_TMP/srv26.mjs" >"$GG_TMP/srv26.out" 2>"$GG_TMP/srv26.err" &
 S26=$!
 trap 'kill $DPID $SPY $S26 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 200); do grep -q '^PORT ' "$GG_TMP/srv26.out" && break; sleep 0.05; done
-FX="http://127.0.0.1:$(sed -n 's/^PORT //p' "$GG_TMP/srv26.out")"
+FX="http://127.0.0.1:$(gw_wait_port "$GG_TMP/srv26.out" $S26)"
 s26() { cat <<YAML
 version: "1.0"
 server: {name: "s26", version: "1.0.0"}

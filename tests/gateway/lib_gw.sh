@@ -66,10 +66,11 @@ gw_stop_clean() {
   fi
   [ "$GG_EXIT" = 0 ] || { echo "   serve exited $GG_EXIT" >&2; tail -5 "$GG_TMP/serve.err" >&2; return 1; }
 }
-# gw_fold OUT RC: fold a client script's own "N passed, N failed" (ok/not ok lines shown)
-# into ours; no result line, or a nonzero exit with no failure counted, is one failure.
+# gw_fold OUT RC [LABEL]: fold a client script's own "N passed, N failed" (ok/not ok lines
+# shown, after LABEL: "sdk" unless given) into ours; no result line, or a nonzero exit with
+# no failure counted, is one failure.
 gw_fold() {
-  sed 's/^/  sdk: /' "$1" | grep -v ' passed, '
+  sed "s/^/  ${3:-sdk}: /" "$1" | grep -v ' passed, '
   local sp sf
   sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$1" | tail -1)
   sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$1" | tail -1)
@@ -111,6 +112,19 @@ gw_with_everything() {
   gw_start_everything "$NODE" "$EV"
   trap 'kill $EVPID 2>/dev/null; gg_cleanup' EXIT
   [ -n "$EVPORT" ] || { echo "server-everything did not start: $(head -3 "$GG_TMP/ev.log")"; echo "0 passed, 1 failed"; exit 1; }
+}
+# gw_wait_port FILE [PID] → prints n from the "PORT <n>" line a helper process started in
+# the background writes to FILE (its stdout) once it listens; waits up to 30 s, less when PID
+# (that process) exits first. Prints nothing, and is false, when no such line came.
+gw_wait_port() {
+  local _ port
+  for _ in $(seq 1 600); do
+    grep -q '^PORT ' "$1" 2>/dev/null && break
+    [ -z "${2:-}" ] || kill -0 "$2" 2>/dev/null || break
+    sleep 0.05
+  done
+  port=$(sed -n 's/^PORT //p' "$1" 2>/dev/null | head -1)
+  [ -n "$port" ] && echo "$port"
 }
 # gw_start_everything NODE EV → starts server-everything over streamable HTTP on a port the
 # kernel picks; sets EVPID and EVPORT (empty when it did not start; its log in $GG_TMP/ev.log).

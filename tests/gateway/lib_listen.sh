@@ -8,11 +8,7 @@
 listen_srv() {
   "$NODE" "$GG_SRCDIR/tests/gateway/listen_srv.mjs" "$1" >"$GG_TMP/srv_$1.log" 2>&1 &
   echo $! >>"$GG_TMP/listen.pids"
-  for _ in $(seq 1 300); do
-    grep -q '^PORT ' "$GG_TMP/srv_$1.log" && break
-    sleep 0.1
-  done
-  sed -n 's/^PORT //p' "$GG_TMP/srv_$1.log"
+  gw_wait_port "$GG_TMP/srv_$1.log" $!
 }
 # listen_stop_all → stops every server listen_srv started (the tests' EXIT trap, before
 # gg_cleanup removes GG_TMP)

@@ -14,21 +14,17 @@
 //                     sessions to come
 //   POST /forget      closes every session, as a restart would (their ids become unknown: 404)
 //   GET  /status      {sessions, streams (GET streams open now), gets (GETs received)}
-import http from 'node:http';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { loadSdk } from './sdk_lib.mjs';
+import { mcpSessions, readBody, readJson, json, serve } from './http_srv_lib.mjs';
 
 const { McpServer } = await loadSdk('server/mcp.js');
-const { StreamableHTTPServerTransport } = await loadSdk('server/streamableHttp.js');
-const { isInitializeRequest } = await loadSdk('types.js');
 const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
 const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
 
 const mode = process.argv[2] || 'sdk';
 const names = ['alpha'];
-const sessions = new Map(); // session id → {server, transport}
 let streams = 0, gets = 0;
 
 function addTool(server, name) {
@@ -36,26 +32,12 @@ function addTool(server, name) {
     async ({ when }) => ({ content: [{ type: 'text', text: `${name} ran ${when}` }] }));
 }
 
-async function newSession() {
+// a session: {server, transport}
+const { sessions, handle } = mcpSessions(() => {
   const server = new McpServer({ name: 'listen', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
   for (const n of names) addTool(server, n);
-  const s = { server };
-  s.transport = new StreamableHTTPServerTransport({
-    sessionIdGenerator: () => randomUUID(),
-    onsessioninitialized: (id) => sessions.set(id, s),
-  });
-  s.transport.onclose = () => { if (s.transport.sessionId) sessions.delete(s.transport.sessionId); };
-  await server.connect(s.transport);
-  return s;
-}
-
-const readBody = (req) => new Promise((resolve, reject) => {
-  const parts = [];
-  req.on('data', (c) => parts.push(c));
-  req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-  req.on('error', reject);
+  return server;
 });
-const json = (res, status, body) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
 function garbage(res) {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -85,44 +67,29 @@ async function mcp(req, res) {
     if (mode === '405') return void res.writeHead(405, { allow: 'POST, DELETE' }).end();
     if (mode === 'garbage') return garbage(res);
   }
-  const body = req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined;
-  const sid = req.headers['mcp-session-id'];
-  let s = sid ? sessions.get(sid) : undefined;
-  if (!s) {
-    if (sid || !(req.method === 'POST' && isInitializeRequest(body)))
-      return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });
-    s = await newSession();
-  }
-  if (req.method === 'GET') {
-    streams++;
-    res.on('close', () => streams--);
-  }
-  await s.transport.handleRequest(req, res, body);
+  await handle(req, res, await readJson(req), () => {
+    if (req.method === 'GET') {
+      streams++;
+      res.on('close', () => streams--);
+    }
+  });
 }
 
-const server = http.createServer(async (req, res) => {
-  try {
-    const url = new URL(req.url, 'http://localhost');
-    if (url.pathname === '/status') return json(res, 200, { sessions: sessions.size, streams, gets });
-    if (url.pathname === '/add' && req.method === 'POST') {
-      const name = url.searchParams.get('name');
-      if (!names.includes(name)) {
-        names.push(name);
-        for (const s of sessions.values()) addTool(s.server, name); // the SDK sends list_changed
-      }
-      return json(res, 200, { sessions: sessions.size, streams });
+serve({
+  '/status': (req, res) => json(res, 200, { sessions: sessions.size, streams, gets }),
+  'POST /add': (req, res, url) => {
+    const name = url.searchParams.get('name');
+    if (!names.includes(name)) {
+      names.push(name);
+      for (const s of sessions.values()) addTool(s.server, name); // the SDK sends list_changed
     }
-    if (url.pathname === '/forget' && req.method === 'POST') {
-      const all = [...sessions.values()];
-      sessions.clear();
-      for (const s of all) await s.transport.close();
-      return json(res, 200, { closed: all.length });
-    }
-    if (url.pathname === '/mcp') return await mcp(req, res);
-    json(res, 404, { error: 'not found' });
-  } catch (e) {
-    if (!res.headersSent) json(res, 500, { error: String(e) });
-    else res.end();
-  }
+    json(res, 200, { sessions: sessions.size, streams });
+  },
+  'POST /forget': async (req, res) => {
+    const all = [...sessions.values()];
+    sessions.clear();
+    for (const s of all) await s.transport.close();
+    json(res, 200, { closed: all.length });
+  },
+  '/mcp': mcp,
 });
-server.listen(0, '127.0.0.1', () => console.log(`PORT ${server.address().port}`));

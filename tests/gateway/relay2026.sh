@@ -22,100 +22,39 @@
 # answers an error within the run's time left, and a bad cluster.internal_url keeps serve from
 # starting; nothing leaks (sanitizers).
 # Prints "N passed, N failed".
-. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-gw_need_sdk
-
-"$NODE" "$GG_SRCDIR/tests/gateway/relay_srv.mjs" >"$GG_TMP/srv.log" 2>&1 &
-SRV=$!
+. "$GG_SRCDIR/tests/gateway/lib_relay.sh"
+relay_srv_start
 BPID=
 CPID=
 DPID=
 trap 'kill -CONT $DPID 2>/dev/null; kill $SRV $BPID $CPID $DPID 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 300); do grep -q '^PORT ' "$GG_TMP/srv.log" && break; sleep 0.1; done
-PORT=$(sed -n 's/^PORT //p' "$GG_TMP/srv.log")
-[ -n "$PORT" ] || { echo "the downstream did not start: $(head -5 "$GG_TMP/srv.log")"; echo "0 passed, 1 failed"; exit 1; }
 
 SHORT_MS=3000
-cat >"$GG_TMP/px.yaml" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  relay: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", timeout: 30000}
-proxy:
-  - {server: "relay", tools: "all", prefix: "r_"}
-YAML
+LIMIT="executionLimits: {maxExecutionTimeMs: $SHORT_MS}"
+RELAY=$(relay_http 30000)
+relay_graph px "$RELAY" "$(relay_proxy_section relay)"
 # the same behind a run time limit of SHORT_MS: a round nobody answers ends with it
-cat >"$GG_TMP/short.yaml" <<YAML
-version: "1.0"
-server: {name: "short", version: "1.0.0"}
-executionLimits: {maxExecutionTimeMs: $SHORT_MS}
-mcpServers:
-  relay: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", timeout: 30000}
-proxy:
-  - {server: "relay", tools: "all", prefix: "r_"}
-YAML
+relay_graph short "$RELAY" "$(relay_proxy_section relay)" "$LIMIT"
 # a task-capable tool whose mcp node relays (relay_srv's never: one form elicitation, then its
 # answer as the result); tkshort the same under a run time limit of SHORT_MS
-for g in tk tkshort; do
-  lim=""; [ "$g" = tkshort ] && lim="executionLimits: {maxExecutionTimeMs: $SHORT_MS}"
-  cat >"$GG_TMP/$g.yaml" <<YAML
-version: "1.0"
-server: {name: "$g", version: "1.0.0"}
-$lim
-mcpServers:
-  relay: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", timeout: 30000}
-tools:
-  - name: asked
-    description: a downstream tool that asks its client, as a task when the client takes one
-    taskSupport: optional
-    inputSchema: {type: object}
-    nodes:
-      - {id: entry, type: entry, next: call}
-      - {id: call, type: mcp, server: relay, tool: never, args: {}, relay: true, next: exit}
-      - {id: exit, type: exit}
-YAML
-done
+ASKED="tools:
+$(relay_tool asked "a downstream tool that asks its client, as a task when the client takes one" "{type: object}" \
+  "$(relay_mcp_node never '{}' 'relay: true')" "taskSupport: optional")"
+relay_graph tk "$RELAY" "$ASKED"
+relay_graph tkshort "$RELAY" "$ASKED" "$LIMIT"
 # an argument mirrored in a header (x-mcp-header): a forward carries the header along
-cat >"$GG_TMP/hdr.yaml" <<YAML
-version: "1.0"
-server: {name: "hdr", version: "1.0.0"}
-mcpServers:
-  relay: {type: "streamableHttp", url: "http://127.0.0.1:$PORT/mcp", timeout: 30000}
-tools:
-  - name: regional
-    description: a downstream tool that asks its client, its region argument mirrored in a header
-    inputSchema: {type: object, properties: {region: {type: string, x-mcp-header: Region}}}
-    nodes:
-      - {id: entry, type: entry, next: call}
-      - {id: call, type: mcp, server: relay, tool: never, args: {}, relay: true, next: exit}
-      - {id: exit, type: exit}
-YAML
-cat >"$GG_TMP/quick.yaml" <<'YAML'
-version: "1.0"
-server: {name: "quick", version: "1.0.0"}
-tools:
-  - name: quick
-    description: computes only
-    inputSchema: {type: object}
-    nodes:
-      - {id: entry, type: entry, next: r}
-      - {id: r, type: transform, transform: {expr: '"done"'}, next: exit}
-      - {id: exit, type: exit}
-YAML
+relay_graph hdr "$RELAY" "tools:
+$(relay_tool regional "a downstream tool that asks its client, its region argument mirrored in a header" \
+    "{type: object, properties: {region: {type: string, x-mcp-header: Region}}}" "$(relay_mcp_node never '{}' 'relay: true')")"
+relay_quick_graph
 
-gw_cli_run tenant create acme >/dev/null
-gw_cli_run tenant create other >/dev/null
-ADMIN=$(gw_key acme admin)
-KEY=$(gw_key acme tools:read,tools:execute)
-OADMIN=$(gw_key other admin)
-OKEY=$(gw_key other tools:read,tools:execute)
+relay_tenants other
 KEY2=$(gw_key acme tools:read,tools:execute)
 export GRAPHGATE_SESSION_SECRET=relay-test-secret-0123456789-0123456789-0123456789
 # each replica's internal listener on a known port, named by its cluster.internal_url
 free_port() { "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 AIP=$(free_port); BIP=$(free_port); CIP=$(free_port); DIP=$(free_port)
-GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$AIP GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gg_start --internal-listen 127.0.0.1:$AIP ||
-  { echo "0 passed, 1 failed"; exit 1; }
+GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$AIP GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 relay_start --internal-listen 127.0.0.1:$AIP
 t "setup: tenants and keys" gw_cli_clean
 t "the proxy graph is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
 t "the proxy graph with a short time limit is accepted" eq "$(gw_put_graph "$ADMIN" acme short "$GG_TMP/short.yaml")" 201
@@ -134,18 +73,14 @@ start_replica() { # NAME INTERNAL_PORT → its pid in RPID, public base in RPUB
 start_replica b "$BIP"; BPID=$RPID; BPUB=$RPUB
 t "replica B started" test -n "$BPUB"
 
-GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay2026.mjs" "$GG_PUB/mcp/acme/px" "$GG_PUB/mcp/acme/short" "$KEY" \
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay2026.mjs" "$GG_PUB/mcp/acme/px" "$GG_PUB/mcp/acme/short" "$KEY" \
   "$GG_PUB/mcp/other/quick" "$OKEY" "http://127.0.0.1:$PORT/status" "$SHORT_MS" "$GG_PUB/mcp/acme/tk" "$GG_PUB/mcp/acme/tkshort" \
   "$BPUB/mcp/acme/tk" >"$GG_TMP/sdk.out" 2>&1
-sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
-sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
-GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+gw_fold "$GG_TMP/sdk.out" $?
 # a retry on B of a round whose run A holds: forwarded to A
 "$NODE" "$GG_SRCDIR/tests/gateway/relay_forward.mjs" main "$GG_PUB" "$BPUB" "http://127.0.0.1:$BIP/internal" "$KEY" "$KEY2" "$OKEY" \
   "http://127.0.0.1:$PORT/status" >"$GG_TMP/fwd.out" 2>&1
-sed 's/^/  fwd: /' "$GG_TMP/fwd.out" | grep -v ' passed, '
-sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/fwd.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/fwd.out")
-GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+gw_fold "$GG_TMP/fwd.out" $? fwd
 # the holder gone (replica C parked the run, then stopped): the retry on B fails at once,
 # clearly, naming no URL
 start_replica c "$CIP"; CPID=$RPID
@@ -184,11 +119,7 @@ wait $BPID; BRC=$?; BPID=
 t "replica B stops cleanly (exit 0)" eq "$BRC" 0
 # a round left waiting at shutdown (its downstream call open for 30 s more): the server
 # still stops at once and cleanly
-M26='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}'
-st=$(gg_curl "$GG_TMP/held.json" -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: r_never' -H "Authorization: Bearer $KEY" \
-  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"r_never\",\"arguments\":{},$M26}}" \
-  "$GG_PUB/mcp/acme/px")
+relay_call26 "$GG_TMP/held.json" "$GG_PUB/mcp/acme/px" r_never '{}' '{"elicitation":{"form":{}}}' 9 >/dev/null
 t "a round left waiting" eq "$(jget "$GG_TMP/held.json" 'd["result"]["resultType"]')" input_required
 t0=$(date +%s)
 t "server stops cleanly with a round waiting (exit 0, no sanitizer report)" gw_stop_clean

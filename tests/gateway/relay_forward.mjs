@@ -4,39 +4,21 @@
 //   node relay_forward.mjs main APUB BPUB BINT KEY KEY2 OKEY   → checks, "N passed, N failed"
 //   node relay_forward.mjs round URL KEY [GRAPH]               → {"state", "key"} of r_ask's first round
 //   node relay_forward.mjs retry URL KEY STATE REQKEY [GRAPH]  → {"ms", "status", "answer"} of the retry
+import { check, finish } from './sdk_lib.mjs';
+import { post2026, only } from './relay_lib.mjs';
+
 const [mode, ...args] = process.argv.slice(2);
-const CAPS = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} };
-let nextId = 0, passed = 0, failed = 0;
-const check = (name, ok, detail) => {
-  if (ok) passed++; else failed++;
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok ? '' : ': ' + JSON.stringify(detail)?.slice(0, 600)}`);
-};
 
 // one 2026-07-28 tools/call (r_ask unless tool says) on /mcp/acme/px; extra: inputResponses/requestState,
-// headers: more, meta: more _meta; msgs: every message of an event-stream answer
-async function call(base, key, extra = {}, headers = {}, tool = ['r_ask', { who: 'fwd' }], meta = {}, graph = 'px') {
-  const params = { name: tool[0], arguments: tool[1], ...extra,
-    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': CAPS, ...meta } };
-  const t0 = Date.now();
-  const res = await fetch(`${base}/mcp/acme/${graph}`, { method: 'POST', signal: AbortSignal.timeout(20000),
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params }),
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
-      ...(key ? { authorization: `Bearer ${key}` } : {}), 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call',
-      'mcp-name': tool[0], ...headers } });
-  const text = await res.text();
-  let msg, msgs = [];
-  try { msgs = !(res.headers.get('content-type') || '').includes('text/event-stream') ? [JSON.parse(text)]
-    : text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
-    msg = msgs.filter((m) => m.id !== undefined).pop(); }
-  catch { msg = { unparsed: text }; }
-  return { status: res.status, msg, msgs, text, ms: Date.now() - t0, type: res.headers.get('content-type') };
-}
+// headers: more, meta: more _meta → post2026's {status, msg, msgs (every message), text, ms, type}
+const call = (base, key, extra = {}, headers = {}, tool = ['r_ask', { who: 'fwd' }], meta = {}, graph = 'px') =>
+  post2026(`${base}/mcp/acme/${graph}`, key, 'tools/call', tool[0], { name: tool[0], arguments: tool[1], ...extra },
+    { meta, headers, signal: AbortSignal.timeout(20000) });
 const answers = {
   'elicitation/create': (p) => p.mode === 'url' ? { action: 'accept' } : { action: 'accept', content: { answer: 'from-b' } },
   'sampling/createMessage': () => ({ role: 'assistant', content: { type: 'text', text: 'sampled-on-a' }, model: 'm' }),
   'roots/list': () => ({ roots: [{ uri: 'file:///fwd', name: 'fwd' }] }),
 };
-const only = (r) => { const ks = Object.keys(r?.inputRequests ?? {}); return ks.length === 1 ? [ks[0], r.inputRequests[ks[0]]] : [null, null]; };
 const answer = (r) => { const [k, q] = only(r); return k ? { inputResponses: { [k]: answers[q.method](q.params) }, requestState: r.requestState } : {}; };
 const kid = (k) => k.slice(3, 19);
 
@@ -123,6 +105,6 @@ try {
   check('forward: ... and its log messages at the retry\'s level (warning: "after" only)', logs.join() === 'after', logs);
   check('forward: ... and the result that used the answer', JSON.parse(p2.msg?.result?.content?.[0]?.text ?? 'null')?.form?.content?.answer === 'streamed', p2.msg);
 } catch (e) {
-  check('forward: no exception', false, String(e?.stack ?? e));
+  finish(e);
 }
-console.log(`${passed} passed, ${failed} failed`);
+finish();

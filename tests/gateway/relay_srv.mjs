@@ -1,6 +1,7 @@
 // relay_srv.mjs — a real streamable-HTTP MCP server (the official SDK's McpServer and
 // StreamableHTTPServerTransport, stateful sessions) whose tools ask their client during the
-// call, as the downstream of tests/gateway/relay.sh. Prints "PORT <n>" once listening.
+// call, as the downstream of tests/gateway/relay.sh (what it shares with relay_stdio_srv.mjs:
+// relay_lib.mjs; its sessions and routing: http_srv_lib.mjs). Prints "PORT <n>" once listening.
 // Tools (each request goes out on the call's own SSE answer, extra.sendRequest):
 //   ask {who}   elicitation/create (form), elicitation/create (URL mode),
 //               sampling/createMessage, roots/list; the text is the four answers as JSON
@@ -21,33 +22,21 @@
 // Control endpoints: GET /status  {aborted (tool calls whose signal fired), asked, parkedSent,
 //                                  getOpen (GET streams open now)}
 //                    GET /poke    lets a waiting phases call send its "parked" notes
-import http from 'node:http';
-import path from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { pathToFileURL } from 'node:url';
 import { loadSdk } from './sdk_lib.mjs';
+import { z, relayServer, text, pause, elicit, log, steps } from './relay_lib.mjs';
+import { mcpSessions, readJson, json, serve } from './http_srv_lib.mjs';
 
-const { McpServer } = await loadSdk('server/mcp.js');
-const { StreamableHTTPServerTransport } = await loadSdk('server/streamableHttp.js');
-const { isInitializeRequest, EmptyResultSchema, ElicitResultSchema, CreateMessageResultSchema, ListRootsResultSchema } =
-  await loadSdk('types.js');
-const nm = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
-const { z } = await import(pathToFileURL(path.join(nm, 'zod/index.js')).href);
+const { EmptyResultSchema, ElicitResultSchema, CreateMessageResultSchema, ListRootsResultSchema } = await loadSdk('types.js');
 
-const sessions = new Map();
 let aborted = 0, asked = 0, parkedSent = 0, getOpen = 0;
 let poked = null; // resolves the waiting phases call's "parked" notes (GET /poke)
 const pokeWait = () => new Promise((resolve) => { poked = resolve; });
-const pause = (ms) => new Promise((r) => setTimeout(r, ms));
-const text = (v) => ({ content: [{ type: 'text', text: JSON.stringify(v) }] });
-const form = (message) => ({ method: 'elicitation/create', params: { mode: 'form', message,
-  requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } });
 
 function tools(server) {
   server.registerTool('ask', { description: 'asks its client four ways', inputSchema: { who: z.string() } },
     async ({ who }, extra) => {
       asked++;
-      const f = await extra.sendRequest(form(`Hello ${who}?`), ElicitResultSchema);
+      const f = await elicit(extra, `Hello ${who}?`);
       const u = await extra.sendRequest({ method: 'elicitation/create', params: { mode: 'url', message: 'Sign in',
         url: 'https://example.com/sign-in', elicitationId: `e-${who}` } }, ElicitResultSchema);
       const s = await extra.sendRequest({ method: 'sampling/createMessage', params: { maxTokens: 20,
@@ -57,22 +46,16 @@ function tools(server) {
     });
   server.registerTool('never', { description: 'asks and waits', inputSchema: {} }, async (_args, extra) => {
     extra.signal.addEventListener('abort', () => aborted++);
-    const f = await extra.sendRequest(form('never'), ElicitResultSchema, { timeout: 60000 });
+    const f = await elicit(extra, 'never', { timeout: 60000 });
     return text(f);
   });
   server.registerTool('chatty', { description: 'reports progress and logs', inputSchema: { n: z.number() } },
     async ({ n }, extra) => {
-      const token = extra._meta?.progressToken;
-      for (let i = 1; i <= n; i++) {
-        if (token !== undefined)
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i,
-            total: n, message: `step ${i}` } });
-        if (i % 100 === 1) await new Promise((r) => setTimeout(r, 20)); // spread over a few 100 ms
-      }
-      await extra.sendNotification({ method: 'notifications/message', params: { level: 'debug', logger: 'chatty', data: 'quiet' } });
-      await new Promise((r) => setTimeout(r, 150)); // past the relay's per-kind rate bound
-      await extra.sendNotification({ method: 'notifications/message', params: { level: 'warning', logger: 'chatty', data: 'loud' } });
-      return text({ sent: n, token: token !== undefined });
+      const token = await steps(extra, n, (i) => i % 100 === 1 && pause(20)); // spread over a few 100 ms
+      await log(extra, 'debug', 'chatty', 'quiet');
+      await pause(150); // past the relay's per-kind rate bound
+      await log(extra, 'warning', 'chatty', 'loud');
+      return text({ sent: n, token });
     });
   server.registerTool('aside', { description: 'progress and a log on the GET stream', inputSchema: { n: z.number() } },
     async ({ n }, extra) => {
@@ -87,7 +70,7 @@ function tools(server) {
       return text({ sent: n, token: token !== undefined });
     });
   server.registerTool('slow', { description: 'asks, then works a while', inputSchema: {} }, async (_args, extra) => {
-    const f = await extra.sendRequest(form('slow'), ElicitResultSchema);
+    const f = await elicit(extra, 'slow');
     const stopped = await new Promise((resolve) => {
       const t = setTimeout(() => resolve(false), 20000);
       extra.signal.addEventListener('abort', () => { aborted++; clearTimeout(t); resolve(true); });
@@ -100,17 +83,16 @@ function tools(server) {
       const token = extra._meta?.progressToken;
       const note = (progress, message) => token === undefined ? null : extra.sendNotification({
         method: 'notifications/progress', params: { progressToken: token, progress, total: 4, message } });
-      const log = (level, data) => extra.sendNotification({ method: 'notifications/message',
-        params: { level, logger: 'phases', data } });
+      const say = (level, data) => log(extra, level, 'phases', data);
       await note(1, 'step 1');
       await pause(150); // past the relay's per-kind rate bound (10/s)
       await note(2, 'step 2');
-      await log('warning', 'before');
+      await say('warning', 'before');
       const poke = pokeWait();
-      const answer = extra.sendRequest(form('phases'), ElicitResultSchema, { timeout: 60000 });
+      const answer = elicit(extra, 'phases', { timeout: 60000 });
       await poke;
       await note(2.5, 'parked');
-      await log('warning', 'parked');
+      await say('warning', 'parked');
       await extra.sendRequest({ method: 'ping', params: {} }, EmptyResultSchema).catch(() => null);
       parkedSent++;
       const f = await answer;
@@ -123,16 +105,16 @@ function tools(server) {
       await note(3, 'step 3');
       await pause(150);
       await note(4, 'step 4');
-      await log('debug', 'after-debug');
+      await say('debug', 'after-debug');
       await pause(150);
-      await log('warning', 'after');
+      await say('warning', 'after');
       return text({ form: f });
     });
   server.registerTool('spam', { description: 'asks n times', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
     const out = { answered: 0, refused: 0, codes: {} };
     for (let i = 0; i < n && !extra.signal.aborted; i++) {
       try {
-        await extra.sendRequest(form(`spam ${i}`), ElicitResultSchema, { timeout: 10000 });
+        await elicit(extra, `spam ${i}`, { timeout: 10000 });
         out.answered++;
       } catch (e) {
         out.refused++;
@@ -143,55 +125,21 @@ function tools(server) {
   });
 }
 
-async function newSession() {
-  const server = new McpServer({ name: 'relay', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
+const mcp = mcpSessions(() => {
+  const server = relayServer('relay');
   tools(server);
-  const s = { server };
-  s.transport = new StreamableHTTPServerTransport({
-    sessionIdGenerator: () => randomUUID(),
-    onsessioninitialized: (id) => sessions.set(id, s),
-  });
-  s.transport.onclose = () => { if (s.transport.sessionId) sessions.delete(s.transport.sessionId); };
-  await server.connect(s.transport);
-  return s;
-}
-
-const readBody = (req) => new Promise((resolve, reject) => {
-  const parts = [];
-  req.on('data', (c) => parts.push(c));
-  req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-  req.on('error', reject);
+  return server;
 });
-const json = (res, status, body) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
-async function mcp(req, res) {
-  const body = req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined;
-  const sid = req.headers['mcp-session-id'];
-  let s = sid ? sessions.get(sid) : undefined;
-  if (!s) {
-    if (sid || !(req.method === 'POST' && isInitializeRequest(body)))
-      return json(res, 404, { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } });
-    s = await newSession();
-  }
-  if (req.method === 'GET') getOpen++, res.on('close', () => getOpen--);
-  await s.transport.handleRequest(req, res, body);
-}
-
-const server = http.createServer(async (req, res) => {
-  try {
-    const url = new URL(req.url, 'http://localhost');
-    if (url.pathname === '/status') return json(res, 200, { aborted, asked, parkedSent, getOpen });
-    if (url.pathname === '/poke') {
-      const was = poked !== null;
-      if (poked) poked();
-      poked = null;
-      return json(res, 200, { poked: was });
-    }
-    if (url.pathname === '/mcp') return await mcp(req, res);
-    json(res, 404, { error: 'not found' });
-  } catch (e) {
-    if (!res.headersSent) json(res, 500, { error: String(e) });
-    else res.end();
-  }
+serve({
+  '/status': (req, res) => json(res, 200, { aborted, asked, parkedSent, getOpen }),
+  '/poke': (req, res) => {
+    const was = poked !== null;
+    if (poked) poked();
+    poked = null;
+    json(res, 200, { poked: was });
+  },
+  '/mcp': async (req, res) => mcp.handle(req, res, await readJson(req), () => {
+    if (req.method === 'GET') getOpen++, res.on('close', () => getOpen--);
+  }),
 });
-server.listen(0, '127.0.0.1', () => console.log(`PORT ${server.address().port}`));

@@ -8,28 +8,17 @@
 # completes the call; with a second call in flight its question is refused (-32601, saying
 # why) and its log message dropped; a caller without the capability → -32601.
 # Prints "N passed, N failed".
-. "$GG_SRCDIR/tests/gateway/lib_gw.sh"
-gw_need_sdk
+. "$GG_SRCDIR/tests/gateway/lib_relay.sh"
 
-cat >"$GG_TMP/px.yaml" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  kid: {type: stdio, command: "$NODE", args: ["$GG_SRCDIR/tests/gateway/relay_stdio_srv.mjs"], env: {GG_NPM: "$NM"}, timeout: 30000}
-proxy:
-  - {server: "kid", tools: "all", prefix: "r_"}
-YAML
+relay_graph px "kid: {type: stdio, command: \"$NODE\", args: [\"$GG_SRCDIR/tests/gateway/relay_stdio_srv.mjs\"], env: {GG_NPM: \"$NM\"}, timeout: 30000}" \
+  "$(relay_proxy_section kid)"
 
-gw_cli_run tenant create acme >/dev/null
-ADMIN=$(gw_key acme admin)
-KEY=$(gw_key acme tools:read,tools:execute)
-GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" gg_start || { echo "0 passed, 1 failed"; exit 1; }
+relay_tenants
+GRAPHGATE_POLICY_STDIO_COMMANDS="$NODE" relay_start
 t "setup: tenant and keys" gw_cli_clean
 t "the proxy graph on the stdio server is accepted" eq "$(gw_put_graph "$ADMIN" acme px "$GG_TMP/px.yaml")" 201
 
-GG_NPM="$NM" "$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay_stdio.mjs" "$GG_PUB/mcp/acme/px" "$KEY" >"$GG_TMP/sdk.out" 2>&1
-sed 's/^/  sdk: /' "$GG_TMP/sdk.out" | grep -v ' passed, '
-sp=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$GG_TMP/sdk.out"); sf=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$GG_TMP/sdk.out")
-GG_PASSED=$((GG_PASSED + ${sp:-0})); GG_FAILED=$((GG_FAILED + ${sf:-1}))
+"$NODE" "$GG_SRCDIR/tests/gateway/sdk_relay_stdio.mjs" "$GG_PUB/mcp/acme/px" "$KEY" >"$GG_TMP/sdk.out" 2>&1
+gw_fold "$GG_TMP/sdk.out" $?
 t "server stops cleanly (stdio child included; exit 0, no sanitizer report)" gw_stop_clean
 gg_finish

@@ -26,8 +26,7 @@ gw_need_sdk
 srv() {
   "$NODE" "$GG_SRCDIR/tests/gateway/rugpull_srv.mjs" "$1" >"$GG_TMP/srv_$2.log" 2>&1 &
   echo $! >>"$GG_TMP/listen.pids"
-  for _ in $(seq 1 300); do grep -q '^PORT ' "$GG_TMP/srv_$2.log" && break; sleep 0.1; done
-  sed -n 's/^PORT //p' "$GG_TMP/srv_$2.log"
+  gw_wait_port "$GG_TMP/srv_$2.log" $!
 }
 trap 'listen_stop_all; gg_cleanup' EXIT
 R=$(srv plain r); Q=$(srv plain q); F=$(srv plain f); T=$(srv tag t); L=$(srv loop l)

@@ -37,8 +37,7 @@ OKEY=$(gw_key other graphs:write,tools:read)
 
 "$NODE" "$GG_SRCDIR/tests/gateway/rugpull_srv.mjs" plain >"$GG_TMP/srv.log" 2>&1 &
 SRV_PID=$!
-for _ in $(seq 1 300); do grep -q '^PORT ' "$GG_TMP/srv.log" && break; sleep 0.1; done
-R=$(sed -n 's/^PORT //p' "$GG_TMP/srv.log")
+R=$(gw_wait_port "$GG_TMP/srv.log" $SRV_PID)
 ROOT_TMP=$GG_TMP PIDS=() PUBS=() INTS=()
 cleanup_all() {
   kill "$SRV_PID" 2>/dev/null

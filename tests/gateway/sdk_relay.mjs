@@ -7,20 +7,12 @@
 // downstream's work.
 // usage: node sdk_relay.mjs PROXY_URL PLAIN_URL KEY OTHER_URL OTHER_KEY STATUS_URL
 import { loadSdk as load, check, until, finish } from './sdk_lib.mjs';
+import { body, connect as connectAs } from './relay_lib.mjs';
 
 const [proxyUrl, plainUrl, key, otherUrl, otherKey, statusUrl] = process.argv.slice(2);
-const { Client } = await load('client/index.js');
-const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
 const { ElicitRequestSchema, CreateMessageRequestSchema, ListRootsRequestSchema } = await load('types.js');
 const status = async () => (await fetch(statusUrl)).json();
-
-async function connect(url, k, caps) {
-  const client = new Client({ name: 'relay-test', version: '1.0.0' }, { capabilities: caps });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${k}` } } });
-  await client.connect(transport);
-  return { client, transport, close: async () => { await transport.terminateSession(); await client.close(); } };
-}
-const body = (r) => { try { return JSON.parse(r.content[0].text); } catch { return r.content?.[0]?.text; } };
+const connect = (url, k, caps) => connectAs(url, k, caps, 'relay-test');
 
 try {
   const seen = [];

@@ -12,13 +12,13 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { check, until, finish, sleep } from './sdk_lib.mjs';
+import { body, CAPS, post2026, only } from './relay_lib.mjs';
 
 const [proxyUrl, shortUrl, key, otherUrl, otherKey, statusUrl, shortMs, taskUrl, taskShortUrl, taskUrlB] = process.argv.slice(2);
 const root = process.env.GG_NPM || path.resolve(import.meta.dirname, '../npm/node_modules');
 const { Client, StreamableHTTPClientTransport } =
   await import(pathToFileURL(path.join(root, '@modelcontextprotocol/client/dist/index.mjs')).href);
 const status = async () => (await fetch(statusUrl)).json();
-const body = (r) => { try { return JSON.parse(r.content[0].text); } catch { return r.content?.[0]?.text; } };
 
 async function sdkClient(caps) {
   const client = new Client({ name: 'relay2026-test', version: '1.0.0' }, { capabilities: caps, versionNegotiation: { mode: 'auto' } });
@@ -27,35 +27,17 @@ async function sdkClient(caps) {
 }
 
 // one stateless 2026-07-28 tools/call; the JSON-RPC response (JSON or the last SSE message)
-const CAPS = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} };
-let nextId = 0;
 // (meta: more _meta, e.g. a progressToken and a logLevel; all: every message of the answer)
 async function call(url, k, name, args, extra = {}, signal, meta = {}, all = false) {
-  const params = { name, arguments: args, ...extra, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': CAPS, ...meta } };
-  const res = await fetch(url, { method: 'POST', signal, body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params }),
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${k}`,
-      'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name } });
-  const text = await res.text();
-  const msgs = !(res.headers.get('content-type') || '').includes('text/event-stream') ? [JSON.parse(text)]
-    : text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
-  return all ? msgs : msgs.filter((m) => m.id !== undefined).pop();
+  const r = await post2026(url, k, 'tools/call', name, { name, arguments: args, ...extra }, { meta, signal });
+  return all ? r.msgs : r.msg;
 }
 // one 2026-07-28 request of any method (the tasks extension's): the JSON-RPC response
 const TASK_CAPS = { ...CAPS, extensions: { 'io.modelcontextprotocol/tasks': {} } };
-async function rpc(url, method, name, params, caps = TASK_CAPS) {
-  const p = { ...params, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps } };
-  const res = await fetch(url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params: p }),
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`,
-      'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': name } });
-  const text = await res.text();
-  if (!(res.headers.get('content-type') || '').includes('text/event-stream')) return JSON.parse(text);
-  return text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5))).filter((m) => m.id !== undefined).pop();
-}
+const rpc = async (url, method, name, params, caps = TASK_CAPS) => (await post2026(url, key, method, name, params, { caps })).msg;
 const taskGet = async (url, id) => (await rpc(url, 'tasks/get', id, { taskId: id }))?.result;
 const taskUntil = (url, id, want, ms = 15000) => until(async () => { const r = await taskGet(url, id); return want.includes(r?.status) && r; }, ms);
 const round = (resp) => resp?.result?.resultType === 'input_required' ? resp.result : null;
-const only = (r) => { const ks = Object.keys(r?.inputRequests ?? {}); return ks.length === 1 ? [ks[0], r.inputRequests[ks[0]]] : [null, null]; };
 
 try {
   // 1. the SDK v2 client: each of the downstream's four questions is a round it answers

@@ -7,17 +7,11 @@
 // without the capability gets the refusal too.
 // usage: node sdk_relay_stdio.mjs PROXY_URL KEY
 import { loadSdk as load, check, until, finish } from './sdk_lib.mjs';
+import { body, connect as connectAs } from './relay_lib.mjs';
 
 const [proxyUrl, key] = process.argv.slice(2);
-const { Client } = await load('client/index.js');
-const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
 const { ElicitRequestSchema, LoggingMessageNotificationSchema } = await load('types.js');
-const body = (r) => { try { return JSON.parse(r.content[0].text); } catch { return r.content?.[0]?.text; } };
-async function connect(caps) {
-  const client = new Client({ name: 'relay-stdio-test', version: '1.0.0' }, { capabilities: caps });
-  await client.connect(new StreamableHTTPClientTransport(new URL(proxyUrl), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
-}
+const connect = async (caps) => (await connectAs(proxyUrl, key, caps, 'relay-stdio-test')).client;
 
 try {
   const c = await connect({ elicitation: { form: {} } });

@@ -26,8 +26,7 @@ V1="tok-one-$RANDOM$RANDOM-a8f3c1"
 V2="tok-two-$RANDOM$RANDOM-77e0b2"
 "$NODE" "$GG_SRCDIR/tests/gateway/secrets_srv.mjs" "$V1" >"$GG_TMP/srv.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 300); do grep -q '^PORT' "$GG_TMP/srv.log" 2>/dev/null && break; sleep 0.05; done
-SPORT=$(sed -n 's/^PORT //p' "$GG_TMP/srv.log")
+SPORT=$(gw_wait_port "$GG_TMP/srv.log" "${PIDS[-1]}")
 [ -n "$SPORT" ] || { cat "$GG_TMP/srv.log"; echo "0 passed, 1 failed"; exit 1; }
 start_py() { # NAME ARGS... → a helper writing its port to $GG_TMP/NAME.port; sets PORT
   local name=$1; shift
