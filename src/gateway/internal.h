@@ -187,6 +187,8 @@ struct gg_gateway {
                                    every replica sharing it resumes them (else random) */
     json_t *relay_holder;       /* {"id","url"}: this replica as a parked relay run's holder
                                    (cluster.internal_url; NULL = none), see mcp_http.c forward */
+    struct gw_fwd *forwards;    /* requests forwarded to a holder, in flight (mcp_http.c;
+                                   under jobs_mu) */
     gg_history_quota *quota;    /* per-tenant history quota pass (store/usage.c) */
     gw_uploads *uploads;        /* graph validation threads (uploads.c, started by admin.c) */
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
@@ -194,9 +196,9 @@ struct gg_gateway {
     struct gw_dsauth *dsauth;       /* downstream servers' OAuth providers (downstream_auth.c) */
     struct gw_consent *consent;     /* per-user consent for downstream servers (consent.c) */
     struct gw_async *async;         /* fire-and-forget branches (branches.c) */
+    struct gw_tasks *tasks;         /* tasks running or parked here (tasks.c) */
 };
 
-    struct gw_tasks *tasks;         /* tasks running or parked here (tasks.c) */
 /* Compile a graph source into an MCP server (diagnostics into diags, may be NULL). opts NULL
  * = gw_graph_options(gw, false, 0): how stored versions are loaded. */
 mcp_server *gw_build_graph(gg_gateway *gw, const char *tenant, const char *graph,

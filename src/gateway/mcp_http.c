@@ -186,6 +186,8 @@ static void running_remove(gg_gateway *gw, gw_call_job *j) {
     pthread_mutex_unlock(&gw->jobs_mu);
 }
 
+static void forwards_cancel(gg_gateway *gw, bool all);
+
 /* Runs still going after min_age_ms get a RUNNING record, so a crash leaves a row the next
  * start marks `interrupted`. Short runs skip it: their RUNNING and final records would sit
  * in the same in-memory queue anyway, and writing both would double the writer's work. */
@@ -210,6 +212,7 @@ void gw_announce_long_runs(gg_gateway *gw, double min_age_ms) {
         if (j->a && gg_http_async_abandoned(j->a))
             atomic_store_explicit(mcp_call_cancel_flag(j->call), 1, memory_order_relaxed);
     }
+    forwards_cancel(gw, false);
     pthread_mutex_unlock(&gw->jobs_mu);
 }
 
@@ -234,6 +237,7 @@ void gw_cancel_running(gg_gateway *gw) {
     pthread_mutex_lock(&gw->jobs_mu);
     gw->stopping = 1;
     for (gw_call_job *j = gw->jobs; j; j = j->next) atomic_store_explicit(mcp_call_cancel_flag(j->call), 1, memory_order_relaxed);
+    forwards_cancel(gw, true);
     while (gw->running > 0) pthread_cond_wait(&gw->jobs_cv, &gw->jobs_mu);
     pthread_mutex_unlock(&gw->jobs_mu);
 }
@@ -1300,7 +1304,11 @@ static const char *req_header(void *req, const char *name) { return gg_http_head
  * client cannot choose whose binding a state is opened under), and a request carrying it is
  * never forwarded again (one hop). The forward accepts what the client accepts: when the holder
  * answers with an event stream (the client asked for progress or log messages), its bytes go
- * on to the client as they come, notifications and answer alike. */
+ * on to the client as they come, notifications and answer alike; the holder's Retry-After goes
+ * back too (a refusal for want of a slot: 429 with Retry-After). The request to the holder is
+ * client_http.c's raw pass-through (forward.c): a client that goes away closes it (the
+ * watcher sees the client gone, forwards_cancel), and the holder, seeing its own client go,
+ * cancels the run as it does for a client of its own. */
 #define GW_FORWARD_HEADER "Graphgate-Forwarded-Key"
 
 /* The key id a forwarded request names (internal listener only): NULL when it is not one,
@@ -1314,44 +1322,84 @@ static const char *forwarded_key(gg_http_req *req) {
     return n && n <= GG_KEY_ID_LEN && strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n ? k : NULL;
 }
 
+/* A forward in flight: on gw->forwards (under jobs_mu) from its start until its answer. */
 typedef struct gw_fwd {
     gg_gateway *gw;
     gg_http_async *a;
     json_t *id;
-    bool streamed; /* the holder's event stream is the client's answer */
+    bool streamed;              /* the holder's event stream is the client's answer */
+    atomic_int cancel;          /* the forward's: its client went away, or shutdown */
+    struct gw_fwd *next, *prev; /* gw->forwards */
     char tenant[GG_TENANT_MAX];
 } gw_fwd;
 
-/* mcp_forward_stream_fn (loop thread): the holder's event stream, passed on unchanged
+/* Under jobs_mu (the watcher every 50 ms, shutdown with all): a forward whose client went
+ * away — which a plain JSON answer, written only at the end, would never notice — closes its
+ * request, so that the holder sees its own client go and cancels the run as it would for a
+ * client of its own. */
+static void forwards_cancel(gg_gateway *gw, bool all) {
+    for (gw_fwd *f = gw->forwards; f; f = f->next)
+        if (all || gg_http_async_abandoned(f->a)) atomic_store_explicit(&f->cancel, 1, memory_order_relaxed);
+}
+
+/* On gw->forwards (in: also counted as a call in flight, which shutdown waits for; cancelled
+ * at once when shutdown began already) or off it. */
+static void forward_link(gw_fwd *f, bool in) {
+    gg_gateway *gw = f->gw;
+    pthread_mutex_lock(&gw->jobs_mu);
+    if (in) {
+        gw->running++;
+        atomic_store_explicit(&f->cancel, atomic_load(&gw->stopping) ? 1 : 0, memory_order_relaxed);
+        f->next = gw->forwards;
+        if (f->next) f->next->prev = f;
+        gw->forwards = f;
+    } else {
+        if (f->prev) f->prev->next = f->next;
+        else gw->forwards = f->next;
+        if (f->next) f->next->prev = f->prev;
+    }
+    pthread_mutex_unlock(&gw->jobs_mu);
+}
+
+/* The holder's Retry-After (validated by the client: delay-seconds or a date) goes on. */
+static void forward_retry_after(gw_fwd *f, const mcp_http_answer *a) {
+    if (a->retry_after) gg_http_res_header(gg_http_async_res(f->a), "Retry-After", a->retry_after);
+}
+
+/* mcp_http_raw_stream_fn (loop thread): the holder's event stream, passed on unchanged
  * (bounded by the stream's buffer: a client that does not read stops the forward). */
-static bool forward_stream(void *user, long status, const char *bytes, size_t n) {
+static bool forward_stream(void *user, const mcp_http_answer *head, const char *bytes, size_t n) {
     gw_fwd *f = user;
-    if (!bytes) return (f->streamed = gg_http_async_stream(f->a, (int)status, "text/event-stream"));
-    return gg_http_async_write(f->a, bytes, n);
+    if (!head) return gg_http_async_write(f->a, bytes, n);
+    forward_retry_after(f, head);
+    return (f->streamed = gg_http_async_stream(f->a, (int)head->status, "text/event-stream"));
 }
 
 /* The holder's answer (loop thread): a JSON-RPC answer goes back as it came; anything else, or
- * no answer, is an error naming neither the holder nor its URL. */
-static void forward_done(void *user, long status, const char *answer, size_t n, gg_error *err) {
+ * no answer, is an error naming neither the holder nor its URL. Either way a Retry-After the
+ * holder sent goes back with it. */
+static void forward_done(void *user, const mcp_http_answer *a, gg_error *err) {
     gw_fwd *f = user;
+    forward_link(f, false); /* f->a is completed below */
     gg_http_res *res = gg_http_async_res(f->a);
-    json_t *v = answer ? json_loadb(answer, n, 0, NULL) : NULL;
+    bool failed = err && gg_error_is_set(err);
+    json_t *v = !failed && a->body ? json_loadb(a->body, a->len, 0, NULL) : NULL;
     if (f->streamed) { /* handed on as it came: a stream that broke off just ends */
-        if (err && gg_error_is_set(err))
-            gg_log(GG_LOG_WARN, "relay round forward ended early", "tenant", f->tenant, "code", err->code, NULL);
-    } else if (v && json_is_object(v) && json_object_get(v, "jsonrpc") && status >= 200 && status < 600) {
-        char *copy = malloc(n + 1);
-        if (copy) memcpy(copy, answer, n + 1);
-        if (copy) gg_http_res_bytes_take(res, (int)status, "application/json", copy, n);
+        if (failed) gg_log(GG_LOG_WARN, "relay round forward ended early", "tenant", f->tenant, "code", err->code, NULL);
+    } else if (v && json_is_object(v) && json_object_get(v, "jsonrpc") && a->status >= 200 && a->status < 600) {
+        char *copy = malloc(a->len + 1);
+        if (copy) memcpy(copy, a->body, a->len + 1);
+        if (copy) forward_retry_after(f, a);
+        if (copy) gg_http_res_bytes_take(res, (int)a->status, "application/json", copy, a->len);
         else rpc_http_error(res, 500, f->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
     } else {
         char msg[320];
-        if (answer) snprintf(msg, sizeof msg, "Internal error: the replica holding this run answered HTTP %ld; call the tool "
-                                              "again without requestState", status);
-        else snprintf(msg, sizeof msg, "Internal error: %s; call the tool again without requestState",
-                      err && err->message ? err->message : "the replica holding this run did not answer");
-        gg_log(GG_LOG_WARN, "relay round not forwarded", "tenant", f->tenant, "code", err ? err->code : "answer", NULL);
-        rpc_http_error(res, err && !strcmp(err->code, "timeout") ? 504 : 502, f->id, MCP_INTERNAL_ERROR, msg);
+        if (!failed) forward_retry_after(f, a); /* a holder saying when to come back says so here too */
+        if (!failed) snprintf(msg, sizeof msg, "Internal error: the replica holding this run answered HTTP %ld; call the tool "
+                                               "again without requestState", a->status);
+        else snprintf(msg, sizeof msg, "Internal error: %s; call the tool again without requestState", err->message);
+        gg_log(GG_LOG_WARN, "relay round not forwarded", "tenant", f->tenant, "code", failed ? err->code : "answer", NULL);
+        rpc_http_error(res, failed && !strcmp(err->code, "timeout") ? 504 : 502, f->id, MCP_INTERNAL_ERROR, msg);
     }
     json_decref(v);
     gg_gateway *gw = f->gw;
@@ -1444,12 +1492,8 @@ static int forward_request(gg_gateway *gw, gg_http_req *req, gg_http_res *res, c
     int timeout = (int)(left < 1000 ? 1000 : left > limit ? limit : left);
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
-    /* counted as a call in flight: shutdown sets stopping (the forward's cancel flag) and
-     * waits for it to end */
-    pthread_mutex_lock(&gw->jobs_mu);
-    gw->running++;
-    pthread_mutex_unlock(&gw->jobs_mu);
-    mcp_forward_start(target, lines, body, len, timeout, &gw->stopping, forward_stream, forward_done, f);
+    forward_link(f, true); /* shutdown sets its cancel flag and waits for it to end */
+    mcp_forward_start(target, tenant, lines, body, len, timeout, &f->cancel, forward_stream, forward_done, f);
     return GG_HTTP_DEFERRED;
 }
 

@@ -21,6 +21,9 @@
  * tenants.max_downstream_bytes (mcp_loop_hold) until it ends; a plain answer must carry the
  * request's id. A server with `auth` settings gets its credentials from an mcp_auth_provider
  * (see "credentials" below): on every request, and after a 401/403 the provider resolved.
+ * The same exchange carries a raw pass-through request (mcp_http_raw_start, "raw
+ * pass-through" below): a POST built whole by its caller, with a client of its own that
+ * lives as long as it does, whose answer is handed back as it came.
  * All client state below is touched on the loop thread only. */
 #include "mcp/loop.h"
 #include "telemetry/telemetry.h"
@@ -35,6 +38,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 typedef struct hreq hreq;
 
@@ -103,7 +107,7 @@ typedef struct http_client {
     _Atomic long long next_id;
 } http_client;
 
-enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER };
+enum { HR_CALL, HR_INIT, HR_INITIALIZED, HR_FIRE, HR_LISTEN, HR_ANSWER, HR_RAW /* mcp_http_raw_start */ };
 enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to reconnect */,
        HS_AUTH /* waiting for the auth provider to resolve a 401/403 */,
        HS_RESUME /* a call whose SSE answer ended early, waiting to resume it (GET, Last-Event-ID) */,
@@ -114,6 +118,8 @@ enum { HS_NEW, HS_WAITING, HS_FLIGHT, HS_DONE, HS_TIMER /* a listener waiting to
 #define AUTH_CHALLENGE_MAX 2048
 /* Authorization (and DPoP) header lines the provider may add to one request. */
 #define AUTH_HEADERS_MAX 16384
+
+typedef struct raw_req raw_req; /* a raw pass-through's own part (see "raw pass-through") */
 
 struct hreq {
     mcp_pending p; /* first: the loop's view */
@@ -156,8 +162,34 @@ struct hreq {
     mcp_call_relay relay; /* the call's own handler of the server's requests (fn NULL = the client's) */
     unsigned long long relay_seq; /* its progressToken's N ("gg-relay-N"), in c->relay_tab */
     int relay_slot;       /* 1 + its index in c->relay_tab (0 = not there) */
+    raw_req *raw;         /* HR_RAW: the pass-through's own part; else NULL */
     hreq *next, **pprev; /* in c->flight or c->waiting: pprev is the link to it (O(1) unlink) */
 };
+
+/* A raw pass-through's own part: its caller's callbacks and what the answer's head said. */
+struct raw_req {
+    mcp_http_raw_stream_fn stream;
+    mcp_http_raw_done_fn done;
+    void *user;
+    size_t len;             /* the body's bytes (it is sent as given, NULs and all) */
+    long status;
+    bool started;           /* the first body bytes came: streaming decided */
+    bool streaming;         /* the answer is an event stream handed on as it comes */
+    bool stopped;           /* the stream's taker took no more */
+    const char *fail_code;  /* the error code of hreq.fail */
+    char content_type[128]; /* as sent ("" = none, or too long to hand on) */
+    char retry_after[32];   /* as sent when valid ("" = none) */
+};
+
+/* A raw request's own failure (the transfer is aborted): code and message. */
+static void raw_fail(hreq *r, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void raw_fail(hreq *r, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->fail, sizeof r->fail, fmt, ap);
+    va_end(ap);
+    r->raw->fail_code = code;
+}
 
 /* ---- exchanges ------------------------------------------------------------------------- */
 
@@ -191,6 +223,7 @@ static void hreq_destroy(mcp_pending *p) {
     bool answer = r->kind == HR_ANSWER;
     hreq_reset_transfer(r);
     gg_error_clear(&r->auth_err);
+    free(r->raw);
     free(r->body);
     free(r->method);
     json_decref(r->params);
@@ -449,41 +482,55 @@ static bool sse_feed(hreq *x, const char *ptr, size_t n) {
 /* A plain body, kept whole up to max_message bytes (the transfer stops at the first byte past). */
 static bool body_append(hreq *x, const char *ptr, size_t n) {
     if (n > x->c->max_message - x->resp.len) {
-        snprintf(x->fail, sizeof x->fail,
-                 "MCP server '%s' sent a message longer than %zu bytes (downstream.max_message_bytes)", x->c->name,
-                 x->c->max_message);
+        if (x->raw) raw_fail(x, "too_large", "%s's answer is longer than %zu bytes", x->c->name, x->c->max_message);
+        else snprintf(x->fail, sizeof x->fail,
+                      "MCP server '%s' sent a message longer than %zu bytes (downstream.max_message_bytes)", x->c->name,
+                      x->c->max_message);
         return false;
     }
     if (gg_strbuf_append(&x->resp, ptr, n)) return true;
     snprintf(x->fail, sizeof x->fail, "MCP server '%s': out of memory", x->c->name);
+    if (x->raw) x->raw->fail_code = "oom";
     return false;
 }
+
+static size_t raw_body(hreq *x, const char *ptr, size_t n);
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
     hreq *x = user;
     size_t n = size * nmemb;
+    if (x->raw) return raw_body(x, ptr, n);
     if (!(x->sse ? sse_feed(x, ptr, n) : body_append(x, ptr, n)) || !account(x)) return 0; /* aborts the transfer */
     return x->found ? 0 : n; /* got our answer: stop reading the stream */
 }
 
 static void listen_opened(hreq *r);
 
+/* The value of a header line (buf: n bytes, its CRLF included) named name (its ':' included),
+ * trimmed, *vl bytes long; NULL when the line is another header. */
+static const char *header_value(const char *buf, size_t n, const char *name, size_t *vl) {
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(buf, name, k)) return NULL;
+    const char *v = buf + k;
+    size_t l = n - k;
+    while (l && (*v == ' ' || *v == '\t')) v++, l--;
+    while (l && (v[l - 1] == '\r' || v[l - 1] == '\n' || v[l - 1] == ' ' || v[l - 1] == '\t')) l--;
+    *vl = l;
+    return v;
+}
+
+static void raw_header(hreq *x, const char *buf, size_t n);
+
 static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
     hreq *x = user;
-    size_t n = size * nitems;
+    size_t n = size * nitems, vl;
+    const char *v;
     if (x->kind == HR_LISTEN && n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) listen_opened(x); /* headers end */
-    if (n > 15 && !strncasecmp(buf, "mcp-session-id:", 15)) {
-        const char *v = buf + 15;
-        size_t vl = n - 15;
-        while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+    if (x->raw) raw_header(x, buf, n);
+    if ((v = header_value(buf, n, "mcp-session-id:", &vl))) {
         free(x->session);
         x->session = strndup(v, vl);
-    } else if (n > 17 && !strncasecmp(buf, "www-authenticate:", 17)) {
-        const char *v = buf + 17;
-        size_t vl = n - 17;
-        while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+    } else if ((v = header_value(buf, n, "www-authenticate:", &vl))) {
         size_t had = x->challenge ? strlen(x->challenge) : 0; /* several headers are one list (RFC 9110) */
         if (had + vl + 2 <= AUTH_CHALLENGE_MAX) {
             char *m = realloc(x->challenge, had + vl + 3);
@@ -494,19 +541,13 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
                 x->challenge = m;
             }
         }
-    } else if (n > 11 && !strncasecmp(buf, "dpop-nonce:", 11)) {
-        const char *v = buf + 11;
-        size_t vl = n - 11;
-        while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+    } else if ((v = header_value(buf, n, "dpop-nonce:", &vl))) {
         if (vl < sizeof x->dpop_nonce) {
             memcpy(x->dpop_nonce, v, vl);
             x->dpop_nonce[vl] = '\0';
         }
-    } else if (n > 13 && !strncasecmp(buf, "content-type:", 13)) {
-        const char *v = buf + 13;
-        while (*v == ' ') v++;
-        x->sse = !strncasecmp(v, "text/event-stream", 17);
+    } else if ((v = header_value(buf, n, "content-type:", &vl))) {
+        x->sse = vl >= 17 && !strncasecmp(v, "text/event-stream", 17);
     }
     return n;
 }
@@ -554,18 +595,9 @@ static struct curl_slist *auth_headers(http_client *c, const char *method, struc
     return hd;
 }
 
-/* Put an exchange on the wire (loop thread). */
-static void launch(hreq *r) {
+/* The header lines of an MCP exchange (its configured ones and credentials come after). */
+static struct curl_slist *mcp_headers(hreq *r, bool get) {
     http_client *c = r->c;
-    hreq_reset_transfer(r);
-    CURL *h = r->h = curl_easy_init();
-    if (!h) {
-        finish(r, NULL, "transport", "cannot create a curl handle");
-        return;
-    }
-    /* the session era's listen stream, or a call's answer resumed (the stateless era's
-     * listen stream is a POST: subscriptions/listen) */
-    bool get = (r->kind == HR_LISTEN && !c->modern) || r->resuming;
     struct curl_slist *hd = NULL;
     if (!get) hd = curl_slist_append(hd, "Content-Type: application/json");
     hd = curl_slist_append(hd, get ? "Accept: text/event-stream" : "Accept: application/json, text/event-stream");
@@ -583,6 +615,36 @@ static void launch(hreq *r) {
              c->protocol && r->kind != HR_INIT ? c->protocol : MCP_CLIENT_PROTOCOL_VERSION);
     hd = curl_slist_append(hd, line);
     if (c->modern && r->method) hd = mcp_era_headers(hd, r->method, r->params, c->tool_headers);
+    return hd;
+}
+
+/* curl's own defaults that a raw request does not send unless its caller gave them (Accept:
+ * any, a form's Content-Type, Expect: 100-continue): a line naming one with no value. */
+static struct curl_slist *raw_no_defaults(char **given) {
+    static const char *const names[] = {"Accept:", "Content-Type:", "Expect:"};
+    struct curl_slist *hd = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        bool has = false;
+        for (char **p = given; p && *p && !has; p++) has = !strncasecmp(*p, names[i], strlen(names[i]));
+        if (!has) hd = curl_slist_append(hd, names[i]);
+    }
+    return hd;
+}
+
+/* Put an exchange on the wire (loop thread). */
+static void launch(hreq *r) {
+    http_client *c = r->c;
+    hreq_reset_transfer(r);
+    CURL *h = r->h = curl_easy_init();
+    if (!h) {
+        finish(r, NULL, "transport", "cannot create a curl handle");
+        return;
+    }
+    /* the session era's listen stream, or a call's answer resumed (the stateless era's
+     * listen stream is a POST: subscriptions/listen) */
+    bool get = (r->kind == HR_LISTEN && !c->modern) || r->resuming;
+    /* a raw request's header lines are its caller's only */
+    struct curl_slist *hd = r->raw ? raw_no_defaults(c->headers) : mcp_headers(r, get);
     for (char **p = c->headers; p && *p; p++) hd = curl_slist_append(hd, *p);
     hd = auth_headers(c, get ? "GET" : "POST", hd);
     if (r->traceparent_hdr[0]) hd = curl_slist_append(hd, r->traceparent_hdr);
@@ -594,6 +656,7 @@ static void launch(hreq *r) {
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
+    if (r->raw) curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)r->raw->len);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
@@ -1187,6 +1250,7 @@ static void init_done(hreq *r, CURLcode rc, long status) {
 }
 
 static void listen_ended(hreq *r, CURLcode rc, long status);
+static void raw_ended(hreq *r, CURLcode rc, long status);
 
 /* A transfer ended (loop thread). */
 static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
@@ -1200,6 +1264,7 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
     case HR_CALL: call_done(r, rc, status); break;
     case HR_INIT: init_done(r, rc, status); break;
     case HR_LISTEN: listen_ended(r, rc, status); break;
+    case HR_RAW: raw_ended(r, rc, status); break;
     case HR_INITIALIZED: {
         char err[300] = "";
         if (rc != CURLE_OK || status < 200 || status >= 300)
@@ -1855,7 +1920,8 @@ static void hreq_expire(mcp_pending *p, const char *why) {
         fire(c, "notifications/cancelled", params);
         json_decref(params);
     }
-    if (timeout) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
+    if (timeout && r->raw) finish(r, NULL, "timeout", "%s did not answer in time", c->name);
+    else if (timeout) finish(r, NULL, "timeout", "MCP error -32001: Request timed out");
     else finish(r, NULL, "cancelled", "Execution cancelled");
 }
 
@@ -1916,6 +1982,8 @@ static void close_all(void *arg) {
     pthread_mutex_unlock(&c->mu);
 }
 
+static void client_release(http_client *c);
+
 /* Ends the session politely (DELETE, short timeout) and frees the client. */
 static void http_destroy(void *impl) {
     http_client *c = impl;
@@ -1954,6 +2022,11 @@ static void http_destroy(void *impl) {
             curl_easy_cleanup(h);
         }
     }
+    client_release(c);
+}
+
+/* What a client holds, freed: every exchange of it has ended. */
+static void client_release(http_client *c) {
     if (c->auth.impl) c->auth.destroy(c->auth.impl); /* every challenge ended with its request */
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
@@ -2021,6 +2094,20 @@ static const mcp_client_ops http_ops = {http_start,      http_stderr_tail, http_
                                         http_set_notify, http_listen,      http_set_request_handler,
                                         http_start_relay, http_auth_subject, http_server_declares};
 
+/* A copy of "Name: value" lines (NULL-terminated; NULL: none), NULL when out of memory. */
+static char **lines_copy(const char *const *lines) {
+    size_t n = 0;
+    for (const char *const *p = lines; p && *p; p++) n++;
+    char **out = calloc(n + 1, sizeof *out);
+    for (size_t i = 0; out && i < n; i++)
+        if (!(out[i] = strdup(lines[i]))) {
+            while (i > 0) free(out[--i]);
+            free(out);
+            out = NULL;
+        }
+    return out;
+}
+
 /* The streamable HTTP transport: checks the URL against the policy; the session starts
  * with the first request. */
 void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy, const mcp_client_ops **ops,
@@ -2057,15 +2144,12 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
-    size_t n = 0;
-    for (const char *const *p = cfg->headers; p && *p; p++) n++;
-    c->headers = calloc(n + 1, sizeof *c->headers);
+    c->headers = lines_copy(cfg->headers);
     bool ok = c->loop && c->name && c->url && c->headers;
     if (ok && cfg->protocol && mcp_version_is_modern(cfg->protocol)) { /* stateless: ready at once, no session */
         c->modern = c->ready = true;
         ok = (c->protocol = strdup(cfg->protocol)) && (c->tool_headers = json_object());
     }
-    for (size_t i = 0; ok && i < n; i++) ok = (c->headers[i] = strdup(cfg->headers[i])) != NULL;
     if (!ok) {
         http_destroy(c);
         gg_error_set(err, "oom", "out of memory");
@@ -2078,4 +2162,170 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     }
     *ops = &http_ops;
     return c;
+}
+
+/* ---- raw pass-through (mcp_http_raw_start) ------------------------------------------------
+ * A POST its caller built whole goes through the same exchange as every MCP request above —
+ * launch, on_header, on_body, on_done, hreq_expire: the deadline and cancel flag on the loop,
+ * the size bound and owner charge, the policy's connect check, no proxy, no redirects — with
+ * a client of its own (no session, ready at once; the caller's name for messages, the URL,
+ * the header lines) that lives as long as the request and is freed with it (raw_destroy). What
+ * differs is at the edges: only the caller's header lines go (launch), the body's length is
+ * as given, and the answer is not read as JSON-RPC but kept as bytes, or handed on as it
+ * comes when it is an event stream the caller takes (raw_body), with its status,
+ * Content-Type and a valid Retry-After (raw_header); the errors carry the codes mcp.h names
+ * (raw_ended). A cancelled request is landed, which closes its connection: the other end
+ * sees its client go, as it would a client of its own. */
+
+/* A Retry-After worth handing on (RFC 9110 section 10.2.3): delay-seconds up to
+ * MCP_HTTP_RETRY_AFTER_MAX, or an IMF-fixdate (the one date form a sender may generate). */
+static bool retry_after_valid(const char *v, size_t n) {
+    char buf[32];
+    if (!n || n >= sizeof buf) return false;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    if (strspn(buf, "0123456789") == n) return n <= 6 && strtol(buf, NULL, 10) <= MCP_HTTP_RETRY_AFTER_MAX;
+    struct tm tm;
+    const char *end = n == 29 ? strptime(buf, "%a, %d %b %Y %H:%M:%S GMT", &tm) : NULL;
+    return end && !*end;
+}
+
+/* One header line of a raw answer: what the caller may hand on. */
+static void raw_header(hreq *x, const char *buf, size_t n) {
+    raw_req *q = x->raw;
+    size_t vl;
+    const char *v;
+    if (n > 5 && !strncmp(buf, "HTTP/", 5)) { /* a new head (after a 1xx): what an earlier one said goes */
+        q->content_type[0] = q->retry_after[0] = '\0';
+    } else if ((v = header_value(buf, n, "content-type:", &vl))) {
+        bool ok = vl < sizeof q->content_type;
+        for (size_t i = 0; ok && i < vl; i++) ok = (unsigned char)v[i] >= ' ' && v[i] != 0x7f;
+        snprintf(q->content_type, sizeof q->content_type, "%.*s", ok ? (int)vl : 0, v);
+    } else if ((v = header_value(buf, n, "retry-after:", &vl))) {
+        snprintf(q->retry_after, sizeof q->retry_after, "%.*s", retry_after_valid(v, vl) ? (int)vl : 0, v);
+    }
+}
+
+/* What the answer's head said (no body). */
+static mcp_http_answer raw_head(const hreq *x) {
+    const raw_req *q = x->raw;
+    mcp_http_answer a = {q->status, q->content_type[0] ? q->content_type : NULL, q->retry_after[0] ? q->retry_after : NULL,
+                         NULL, 0};
+    return a;
+}
+
+/* A raw answer's bytes: handed on as they come when the caller takes its event stream, else
+ * kept (bounded at max_message, charged to the owner). 0 aborts the transfer. */
+static size_t raw_body(hreq *x, const char *ptr, size_t n) {
+    raw_req *q = x->raw;
+    if (!q->started) {
+        q->started = true;
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &q->status);
+        mcp_http_answer head = raw_head(x);
+        q->streaming = q->stream && x->sse && q->stream(q->user, &head, NULL, 0);
+    }
+    if (q->streaming) { /* the taker bounds what it queues: false stops the transfer */
+        if (q->stream(q->user, NULL, ptr, n)) return n;
+        q->stopped = true;
+        return 0;
+    }
+    if (!body_append(x, ptr, n)) return 0;
+    if (account(x)) return n;
+    q->fail_code = "too_large"; /* the owner's tenants.max_downstream_bytes (r->fail says so) */
+    return 0;
+}
+
+/* The transfer ended (loop thread): answered, or why not — curl's words name a failure,
+ * never the URL. */
+static void raw_ended(hreq *r, CURLcode rc, long status) {
+    raw_req *q = r->raw;
+    const char *name = r->c->name;
+    q->status = status;
+    if (rc == CURLE_OK) finish_result(r, NULL);
+    else if (q->stopped) finish(r, NULL, "cancelled", "the caller took no more of %s's answer", name);
+    else if (r->fail[0]) finish(r, NULL, q->fail_code ? q->fail_code : "unavailable", "%s", r->fail);
+    else if (rc == CURLE_OPERATION_TIMEDOUT) finish(r, NULL, "timeout", "%s did not answer in time", name);
+    else if (r->refused_by_policy) finish(r, NULL, "policy", "cannot connect to %s: " POLICY_REFUSED, name);
+    else finish(r, NULL, "unavailable", "%s cannot be reached (%s)", name, curl_easy_strerror(rc));
+}
+
+/* mcp_pending.done: the caller's done with the answer (its body NUL-terminated). */
+static void raw_answered(void *user, json_t *result, gg_error *err) {
+    (void)result;
+    hreq *r = user;
+    raw_req *q = r->raw;
+    mcp_http_answer a = raw_head(r);
+    bool ok = !err || !gg_error_is_set(err);
+    if (ok && !q->streaming && !gg_strbuf_putc(&r->resp, '\0')) {
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "oom", "out of memory");
+        q->done(q->user, &a, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    if (ok && !q->streaming) a.body = r->resp.data, a.len = r->resp.len - 1;
+    q->done(q->user, &a, ok ? NULL : err);
+}
+
+/* The request's client goes with it. */
+static void raw_destroy(mcp_pending *p) {
+    http_client *c = ((hreq *)p)->c;
+    hreq_destroy(p);
+    client_release(c);
+}
+
+/* The request's own client: no session (ready at once), no credentials. */
+static http_client *raw_client(const mcp_http_raw *rq) {
+    http_client *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->loop = mcp_loop_shared();
+    c->policy = rq->policy;
+    c->retry_ms = -1;
+    c->ready = true;
+    c->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
+    pthread_mutex_lock(&hlimits.mu);
+    c->max_message = rq->max_bytes ? rq->max_bytes : hlimits.max_message;
+    c->max_parse = hlimits.max_parse;
+    pthread_mutex_unlock(&hlimits.mu);
+    c->name = strdup(rq->name ? rq->name : "the server");
+    c->url = strdup(rq->url ? rq->url : "");
+    c->headers = lines_copy(rq->headers);
+    if (c->loop && c->name && c->url && c->headers && (!rq->owner || (c->owner = strdup(rq->owner)))) return c;
+    client_release(c);
+    return NULL;
+}
+
+/* See mcp.h. */
+void mcp_http_raw_start(const mcp_http_raw *rq) {
+    http_client *c = raw_client(rq);
+    hreq *r = c ? hreq_new(c, HR_RAW, NULL, NULL, c->timeout_ms, rq->cancel, raw_answered, NULL) : NULL;
+    if (c && !r) client_release(c);
+    if (r) {
+        r->p.destroy = raw_destroy;
+        r->p.user = r;
+        r->raw = calloc(1, sizeof *r->raw);
+        r->body = r->raw ? malloc(rq->len + 1) : NULL;
+    }
+    if (!r || !r->body) {
+        if (r) mcp_pending_unref(&r->p);
+        mcp_http_answer none = {0, NULL, NULL, NULL, 0};
+        gg_error e = GG_ERROR_INIT;
+        gg_error_set(&e, "oom", "out of memory");
+        rq->done(rq->user, &none, &e);
+        gg_error_clear(&e);
+        return;
+    }
+    if (rq->len) memcpy(r->body, rq->body, rq->len);
+    r->body[rq->len] = '\0';
+    raw_req *q = r->raw;
+    q->len = rq->len;
+    q->stream = rq->stream;
+    q->done = rq->done;
+    q->user = rq->user;
+    mcp_loop_watch(c->loop, &r->p);
+    mcp_pending_ref(&r->p);
+    /* out of memory for the post: the watched deadline still ends it */
+    if (!mcp_loop_post(c->loop, submit, r)) mcp_pending_unref(&r->p);
 }

@@ -2,7 +2,13 @@
  * HTTP) and the server side that serves mcp_provider tools.
  *
  * Ownership: every handle returned here is owned by the caller and released with its _free
- * function; json_t arguments are borrowed and results are new references.
+ * function; json_t arguments are borrowed and results are new references. A raw
+ * pass-through request (mcp_http_raw_start) is no handle: its strings are copied when it
+ * starts and it ends by itself with one call of its done.
+ *
+ * Threads: the client side's callbacks (done, notify, request handlers, a raw request's
+ * stream and done) run on the shared event loop's thread (a stdio client's on its reader
+ * thread), or before the starting call returns when it cannot start, and must not block.
  */
 #ifndef GG_MCP_H
 #define GG_MCP_H
@@ -218,6 +224,56 @@ void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes);
  * it fails. Set before clients start (loop.c; see mcp_loop_hold in loop.h). */
 #define MCP_DOWNSTREAM_OWNER_MAX_BYTES_DEFAULT (64u << 20)
 void mcp_downstream_set_owner_max_bytes(size_t max);
+/* ---- raw pass-through requests (client_http.c) ------------------------------------------
+ * One POST made by the streamable-HTTP client's own exchange machinery (the same headers
+ * handling, deadline and cancel flag on the shared event loop, size bound and owner charge,
+ * streamed answer), but with no MCP in it: the body goes out as given, with the header lines
+ * given and none of its own but what HTTP needs (Host, Content-Length), and the answer comes
+ * back as the other end wrote it — no session, no
+ * _meta, no id check, an error or input-required answer is an answer like any other. For a
+ * request built whole elsewhere (the gateway forwarding a call to another replica). No
+ * retries, no redirects, no proxy, only http and https; a policy (NULL: none) checks every
+ * address it connects to. Errors name `name`, never the URL.
+ * done(user, answer, err) exactly once, on the loop thread (or before mcp_http_raw_start
+ * returns when it cannot start): answer (never NULL, borrowed for the call) carries the
+ * status and the headers the caller may hand on — Content-Type, and Retry-After when it is
+ * valid (delay-seconds up to MCP_HTTP_RETRY_AFTER_MAX, or an IMF-fixdate; else NULL) — and
+ * the body as sent (NUL-terminated; NULL when streamed or on error); err set on failure:
+ * "unavailable" (not reached, or the answer broke off), "timeout" past timeout_ms,
+ * "cancelled" once *cancel is set (the connection is closed: the other end sees its client
+ * go) or the stream's taker stopped, "too_large" past max_bytes or the owner's
+ * tenants.max_downstream_bytes, "policy" (the policy refused the address), "oom".
+ * stream (NULL: none) takes an answer of type text/event-stream as it comes, on the loop
+ * thread: stream(user, head, NULL, 0) when its first bytes come (head: status and headers,
+ * no body; false: buffer it as any answer), then stream(user, NULL, bytes, n) per chunk
+ * (false: no more, the transfer stops); done's answer then has no body (err set when the
+ * stream broke off). */
+#define MCP_HTTP_RETRY_AFTER_MAX 86400
+typedef struct mcp_http_answer {
+    long status;              /* 0: no answer */
+    const char *content_type; /* NULL: none */
+    const char *retry_after;  /* NULL: none, or not valid */
+    const char *body;         /* NULL: streamed, or no answer */
+    size_t len;
+} mcp_http_answer;
+typedef void (*mcp_http_raw_done_fn)(void *user, const mcp_http_answer *answer, gg_error *err);
+typedef bool (*mcp_http_raw_stream_fn)(void *user, const mcp_http_answer *head, const char *bytes, size_t n);
+typedef struct mcp_http_raw {
+    const char *url;
+    const char *name;                /* how errors name the other end (NULL: "the server") */
+    const char *owner;               /* charged for the bytes held (NULL: nobody) */
+    const mcp_client_policy *policy; /* NULL: none (the caller trusts url) */
+    const char *const *headers;      /* "Name: value" lines, NULL-terminated */
+    const char *body;
+    size_t len;
+    size_t max_bytes;                /* a plain answer's bound; 0: downstream.max_message_bytes */
+    int timeout_ms;                  /* 0: MCP_CLIENT_DEFAULT_TIMEOUT_MS */
+    atomic_int *cancel;              /* may be NULL */
+    mcp_http_raw_stream_fn stream;
+    mcp_http_raw_done_fn done;
+    void *user;
+} mcp_http_raw;
+void mcp_http_raw_start(const mcp_http_raw *rq);
 #define MCP_HTTP_LISTEN_MAX_EVENT (1u << 20)
 void mcp_client_listen(mcp_client *c);
 /* The process's listen streams: open now, and counts since start. */
@@ -554,21 +610,15 @@ bool mcp_call_input_required(const mcp_call *c);
 json_t *mcp_call_resume_state(const mcp_call *c);
 
 /* ---- a request forwarded to another replica (forward.c) ------------------------------------
- * One POST of body (len bytes) to url with the header lines given ("Name: value", NULL-
- * terminated list; copied), on the shared event loop: no thread waits. done(user, status,
- * answer, n, err) once, on the loop thread (or before this returns when it cannot start):
- * the HTTP status and the answer's bytes as sent (borrowed, NUL-terminated), or err set
- * ("unavailable": not reached, its message naming no URL; "timeout" past timeout_ms;
- * "cancelled" once *cancel is set; "too_large" past MCP_FORWARD_MAX_BYTES; "oom").
- * stream (NULL: none) takes an answer of type text/event-stream as it comes, on the loop
- * thread: stream(user, status, NULL, 0) when it starts (false: buffer it as any answer), then
- * stream(user, 0, bytes, n) per chunk (false: no more, the transfer stops); its done then has
- * answer NULL (err set when the stream broke off). */
+ * mcp_http_raw_start for a request the gateway sends, unchanged, to another replica's internal
+ * listener (the holder of a relay round's run): its URL is the gateway's to trust (a sealed
+ * state names it), so no egress policy applies; errors name "the other replica", never its
+ * URL; a plain answer is bounded at MCP_FORWARD_MAX_BYTES and charged to owner (the tenant).
+ * See mcp_http_raw for the rest (headers, stream, done, error codes). */
 #define MCP_FORWARD_MAX_BYTES (16u << 20)
-typedef void (*mcp_forward_done_fn)(void *user, long status, const char *answer, size_t n, gg_error *err);
-typedef bool (*mcp_forward_stream_fn)(void *user, long status, const char *bytes, size_t n);
-void mcp_forward_start(const char *url, const char *const *headers, const char *body, size_t len, int timeout_ms,
-                       atomic_int *cancel, mcp_forward_stream_fn stream, mcp_forward_done_fn done, void *user);
+void mcp_forward_start(const char *url, const char *owner, const char *const *headers, const char *body, size_t len,
+                       int timeout_ms, atomic_int *cancel, mcp_http_raw_stream_fn stream, mcp_http_raw_done_fn done,
+                       void *user);
 /* The response for a call that will not run (queue full, shutdown). */
 char *mcp_call_refuse(mcp_call *c, int code, const char *message);
 /* Inline runs: a pure tool with nothing to stream may be tried on the HTTP thread with a

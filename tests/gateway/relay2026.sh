@@ -110,6 +110,14 @@ t "holder silent: the forward ends with -32603 (HTTP 504) saying it did not answ
   eq "$(jget "$GG_TMP/d_answer.json" 'd["error"]["code"], "in time" in d["error"]["message"]') $(jget "$GG_TMP/d_retry.json" 'd["status"]')" "-32603 True 504"
 dms=$(jget "$GG_TMP/d_retry.json" 'd["ms"]')
 t "... within the run's time left (${dms} ms, under $((SHORT_MS + 4000)))" test "${dms:-99999}" -lt $((SHORT_MS + 4000))
+# a holder with one execution slot for the tenant (replica E; DPID, so the trap ends it): its
+# refusal's Retry-After comes back through B, and a client of B that goes away during a
+# plain-JSON forward gets the run cancelled on E (relay_gone.mjs)
+EIP=$(free_port)
+GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=1 start_replica e "$EIP"; DPID=$RPID
+"$NODE" "$GG_SRCDIR/tests/gateway/relay_gone.mjs" "$RPUB" "http://127.0.0.1:$EIP" "$BPUB" "$KEY" "$ADMIN" >"$GG_TMP/gone.out" 2>&1
+gw_fold "$GG_TMP/gone.out" $? gone
+kill -TERM $DPID; wait $DPID; DPID=
 # a cluster.internal_url that is no http(s) URL: serve refuses to start, naming the key
 GRAPHGATE_CLUSTER_INTERNAL_URL=ftp://x timeout 20 "$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
   >"$GG_TMP/bad.out" 2>"$GG_TMP/bad.err"
