@@ -7,17 +7,18 @@
  *
  * The writer is one thread for the whole process and every tools/call is recorded, so its
  * cost per run bounds the gateway's throughput (bench/history measures it). Hence:
- * - A run is ONE executions row. Its node records are one compact JSON text in the row's
- *   `nodes` column (the form is described in migrations/0003_history_one_row.sql), built
- *   by gg_history_submit on the submitting thread together with the arguments and result
- *   texts, straight into a single allocation that also holds the queue item: the writer
- *   only binds texts, and frees one block per run (freeing many small blocks another
- *   thread allocated is what made malloc slow on both sides).
- * - Rows go in multi-row upserts (up to ROWS_MAX a statement: per-statement overhead was
- *   a third of a row's cost), and the writer's connection runs without foreign-key checks
- *   during batches: it checks once per batch and tenant that the tenant exists (inside
- *   the same IMMEDIATE transaction, so no delete can slip in between), which is all the
- *   checks could catch. Retention turns them back on for its deletes. */
+ * - A commit writes ONE history_batches row per tenant (migrations/0019_history_batches.sql:
+ *   the records as JSON lines, cut at GG_HIST_SPAN_MS of starts or GG_HIST_BODY_MAX bytes;
+ *   history_write.c), not a row and three index entries per run. A record's texts
+ *   (arguments, result and the node records, the form of migrations/0003_history_one_row.sql)
+ *   are built by gg_history_submit on the submitting thread, straight into a single
+ *   allocation that also holds the queue item: the writer only copies them into its line.
+ * - history_usage gets each tenant's records and body bytes in the same commit; runs still
+ *   running are listed in history_running (added by their running record, removed by their
+ *   final one), which is all marking interrupted runs at start reads.
+ * - The writer's connection runs without foreign-key checks during batches: it checks once
+ *   per batch and tenant that the tenant exists (inside the same IMMEDIATE transaction, so
+ *   no delete can slip in between), which is all the checks could catch. */
 #include "store/store_internal.h"
 
 #include <stdatomic.h>
@@ -59,12 +60,13 @@ typedef struct hist_item {
     char data[];                  /* the row's strings */
 } hist_item;
 
-/* Rows a statement: 16 × 16 parameters. Measured (bench/history's layouts): 1 → 16 rows
- * saved ≈ 1 µs a row, 32 or 64 nothing more. Statements for 16, 8, 4, 2 and 1 rows cover
- * every remainder. */
-#define ROWS_MAX 16
-#define ROW_COLS 16
-#define N_ROW_STMTS 5
+/* Buckets of the set of runs whose running record this writer wrote (their final record
+ * deletes their history_running entry; other finals need no delete). */
+#define RUNNING_BUCKETS 1024
+typedef struct running_id {
+    struct running_id *next;
+    char id[33];
+} running_id;
 
 /* Queue items of runs whose texts fit ITEM_POOL_DATA bytes are recycled, not freed: the
  * writer freed every item another thread had allocated, and glibc's coalescing of those
@@ -85,7 +87,11 @@ struct gg_history {
     unsigned char rnd[ID_RANDOM_POOL];
     size_t rnd_used;              /* bytes of rnd handed out (all at start) */
     gg_store_conn *conn;          /* the writer's own connection */
-    gg_db_stmt *row_ins[N_ROW_STMTS]; /* [k]: upsert of 16 >> k rows, made on first use */
+    gg_strbuf lines, body;        /* the writer's: a batch's lines, a row's body */
+    gg_hist_line *line_idx;       /* the batch's lines (grown as needed) */
+    size_t line_cap;
+    running_id *running[RUNNING_BUCKETS]; /* the writer's; see RUNNING_BUCKETS */
+    bool running_lost;            /* the set could not keep one: every final deletes */
     const char **finals;          /* the writer's per-batch set of ids with a final state */
     size_t finals_cap;
     gg_history_options opt;
@@ -182,74 +188,104 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
     return it;
 }
 
-#define ROW_UPSERT_HEAD \
-    "INSERT INTO executions(id, tenant, graph, version, tool, key_id, status, started_at," \
-    " finished_at, duration_ms, arguments, result, error, nodes, trace_id, parent_id) VALUES"
-#define ROW_UPSERT_TAIL \
-    " ON CONFLICT(id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at," \
-    " duration_ms = excluded.duration_ms, result = excluded.result, error = excluded.error," \
-    " nodes = excluded.nodes WHERE executions.status = 'running'" \
-    " OR (executions.status = 'interrupted' AND excluded.status <> 'running')"
-
-/* The upsert of ROWS_MAX >> k rows (a final state never goes back to running). */
-static gg_db_stmt *row_stmt(gg_history *h, int k, gg_error *err) {
-    if (h->row_ins[k]) return h->row_ins[k];
-    int rows = ROWS_MAX >> k;
-    char sql[8192];
-    int len = snprintf(sql, sizeof sql, "%s", ROW_UPSERT_HEAD);
-    for (int row = 0; row < rows; row++) {
-        len += snprintf(sql + len, sizeof sql - (size_t)len, "%s(", row ? "," : "");
-        for (int c = 1; c <= ROW_COLS; c++)
-            len += snprintf(sql + len, sizeof sql - (size_t)len, "?%d%s", row * ROW_COLS + c, c < ROW_COLS ? "," : ")");
-    }
-    snprintf(sql + len, sizeof sql - (size_t)len, "%s", ROW_UPSERT_TAIL);
-    if (gg_db_prepare(h->conn, sql, &h->row_ins[k]) != SQLITE_OK) {
-        gg_store_set_db_error(h->conn, err, "prepare executions");
-        return NULL;
-    }
-    return h->row_ins[k];
+/* A JSON text inlined (NULL: null); one that would break the line (a newline in it, or
+ * empty) goes in as a JSON string instead. */
+static void put_raw(gg_strbuf *b, const char *t) {
+    if (!t) { gg_strbuf_append(b, "null", 4); return; }
+    size_t n = strlen(t);
+    if (n && !memchr(t, '\n', n)) gg_strbuf_append(b, t, n);
+    else gg_strbuf_json_string(b, t, n);
 }
 
-static void bind_row(gg_db_stmt *st, int p, const hist_row *w) {
-    gg_db_bind_text(st, p + 1, w->id, 32, SQLITE_STATIC);
-    gg_db_bind_text(st, p + 2, w->tenant, -1, SQLITE_STATIC);
-    gg_db_bind_text(st, p + 3, w->graph, -1, SQLITE_STATIC);
-    gg_db_bind_int(st, p + 4, w->version);
-    gg_db_bind_text(st, p + 5, w->tool, -1, SQLITE_STATIC);
-    gg_store_bind_text(st, p + 6, w->key_id);
-    gg_db_bind_text(st, p + 7, gg_exec_status_name(w->status), -1, SQLITE_STATIC);
-    gg_db_bind_int64(st, p + 8, w->started_ms);
-    if (w->status != GG_EXEC_RUNNING) {
-        gg_db_bind_int64(st, p + 9, w->finished_ms ? w->finished_ms : gg_wall_ms());
-        gg_db_bind_double(st, p + 10, w->duration_ms);
-    } else {
-        gg_db_bind_null(st, p + 9);
-        gg_db_bind_null(st, p + 10);
-    }
-    gg_store_bind_text(st, p + 11, w->arguments);
-    gg_store_bind_text(st, p + 12, w->result);
-    gg_store_bind_text(st, p + 13, w->error);
-    gg_store_bind_text(st, p + 14, w->nodes);
-    gg_store_bind_text(st, p + 15, w->trace_id[0] ? w->trace_id : NULL);
-    gg_store_bind_text(st, p + 16, w->parent_id[0] ? w->parent_id : NULL);
+static void put_str(gg_strbuf *b, const char *t) {
+    if (t) gg_strbuf_json_string(b, t, strlen(t));
+    else gg_strbuf_append(b, "null", 4);
 }
 
-/* Write n (<= ROWS_MAX) rows with as few statements as n's bits. */
-static bool write_rows(gg_history *h, const hist_row *const *rows, int n, gg_error *err) {
-    int done = 0;
-    for (int k = 0; k < N_ROW_STMTS && done < n; k++) {
-        int size = ROWS_MAX >> k;
-        while (n - done >= size) {
-            gg_db_stmt *st = row_stmt(h, k, err);
-            if (!st) return false;
-            for (int i = 0; i < size; i++) bind_row(st, i * ROW_COLS, rows[done + i]);
-            int rc = gg_db_step(st);
-            gg_db_reset(st);
-            if (rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "executions"); return false; }
-            done += size;
+/* w's line (see GG_HL_*), with its newline. */
+static void put_line(gg_strbuf *b, const hist_row *w) {
+    gg_strbuf_putc(b, '[');
+    gg_strbuf_json_string(b, w->id, strnlen(w->id, 32));
+    gg_strbuf_putc(b, ',');
+    gg_strbuf_put_int(b, (long long)w->status);
+    gg_strbuf_putc(b, ',');
+    gg_strbuf_put_int(b, w->started_ms);
+    gg_strbuf_putc(b, ',');
+    bool final = w->status != GG_EXEC_RUNNING;
+    gg_strbuf_put_int(b, final ? (w->finished_ms ? w->finished_ms : gg_wall_ms()) : 0);
+    gg_strbuf_putc(b, ',');
+    gg_strbuf_put_int(b, final && isfinite(w->duration_ms) ? llround(w->duration_ms * 1000.0) : 0);
+    gg_strbuf_putc(b, ',');
+    gg_strbuf_put_int(b, w->version);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->graph);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->tool);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->key_id);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->error);
+    gg_strbuf_putc(b, ',');
+    put_raw(b, w->arguments);
+    gg_strbuf_putc(b, ',');
+    put_raw(b, w->result);
+    gg_strbuf_putc(b, ',');
+    put_raw(b, w->nodes);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->trace_id[0] ? w->trace_id : NULL);
+    gg_strbuf_putc(b, ',');
+    put_str(b, w->parent_id[0] ? w->parent_id : NULL);
+    gg_strbuf_append(b, "]\n", 2);
+}
+
+/* The start an id carries (its first 12 hex digits, gg_exec_id_new); -1 when it has none. */
+static long long id_start_ms(const char *id) {
+    long long t = 0;
+    for (int i = 0; i < 12; i++) {
+        char c = id[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        t = t * 16 + d;
+    }
+    return t;
+}
+
+static size_t running_bucket(const char *id) { return (size_t)gg_hash_str(id) % RUNNING_BUCKETS; }
+
+/* Remember that id's running record is written (false on OOM: then finals always delete). */
+static void running_remember(gg_history *h, const char *id) {
+    running_id *r = malloc(sizeof *r);
+    if (!r) { h->running_lost = true; return; }
+    snprintf(r->id, sizeof r->id, "%s", id);
+    size_t k = running_bucket(r->id);
+    r->next = h->running[k];
+    h->running[k] = r;
+}
+
+static bool running_known(gg_history *h, const char *id) {
+    for (running_id *r = h->running[running_bucket(id)]; r; r = r->next)
+        if (strcmp(r->id, id) == 0) return true;
+    return false;
+}
+
+/* Forget id's running record (its final one is written). */
+static void running_forget(gg_history *h, const char *id) {
+    for (running_id **p = &h->running[running_bucket(id)]; *p; p = &(*p)->next)
+        if (strcmp((*p)->id, id) == 0) {
+            running_id *r = *p;
+            *p = r->next;
+            free(r);
+            return;
         }
-    }
-    return true;
+}
+
+static void running_free(gg_history *h) {
+    for (size_t k = 0; k < RUNNING_BUCKETS; k++)
+        for (running_id *r = h->running[k], *next; r; r = next) {
+            next = r->next;
+            free(r);
+        }
+    memset(h->running, 0, sizeof h->running);
 }
 
 /* Tenants seen in this batch (a run of a deleted tenant is dropped: its rows would be
@@ -259,8 +295,6 @@ typedef struct tenant_cache {
     const char *name[TENANT_CACHE];
     bool exists[TENANT_CACHE];
     int n;
-    bool full;                    /* a tenant did not fit: the batch's sums are incomplete */
-    gg_usage_add sums[TENANT_CACHE]; /* rows written this batch, per cached tenant */
 } tenant_cache;
 
 static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenants WHERE name = ?1";
@@ -279,22 +313,10 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, in
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "tenants"); return -1; }
     if (tc->n < TENANT_CACHE) {
         tc->name[tc->n] = tenant;
-        tc->sums[tc->n] = (gg_usage_add){.tenant = tenant};
         *slot = tc->n;
         tc->exists[tc->n++] = rc == SQLITE_ROW;
-    } else {
-        tc->full = true;
     }
     return rc == SQLITE_ROW;
-}
-
-/* What history_usage counts of a row (GG_RUN_BYTES: the four texts' bytes). */
-static long long row_bytes(const hist_row *w) {
-    const char *t[4] = {w->arguments, w->result, w->error, w->nodes};
-    long long n = 0;
-    for (int i = 0; i < 4; i++)
-        if (t[i]) n += (long long)strlen(t[i]);
-    return n;
 }
 
 /* FNV-1a over an id, for the per-batch "has a final state" set. */
@@ -326,44 +348,59 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         }
     }
     tenant_cache tc = {.n = 0};
-    const hist_row *pending[ROWS_MAX];
-    int np = 0;
-    long long top = 0, written = 0;
-    bool all_counted = false;
-    bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err) &&
-              gg_store_usage_writer_begin(h->conn, &top, &all_counted, err);
+    if (n > h->line_cap) {
+        gg_hist_line *nl = realloc(h->line_idx, n * sizeof *nl);
+        if (!nl) { gg_error_set(err, "oom", "out of memory"); return false; }
+        h->line_idx = nl;
+        h->line_cap = n;
+    }
+    size_t nl = 0;
+    h->lines.len = 0;
+    bool ok = gg_store_conn_exec(h->conn, "BEGIN IMMEDIATE", err);
     for (hist_item *it = items; ok && it; it = it->next) {
         if (!it->is_row) {
             ok = gg_store_key_touch_conn(h->conn, it->key_id, it->when_ms, err);
             continue;
         }
-        if (it->row.status == GG_EXEC_RUNNING && finals) {
+        hist_row *w = &it->row;
+        /* readers find a run by the start its id carries: a later version (an input-required
+         * round re-records its run under the first round's id) is stored at that start, as
+         * the one-row upsert kept the first started_at (only ever earlier: a record whose id
+         * is newer than its start keeps its start) */
+        long long id_t = id_start_ms(w->id);
+        if (id_t >= 0 && id_t < w->started_ms) w->started_ms = id_t;
+        if (w->status == GG_EXEC_RUNNING && finals) {
             bool superseded = false;
-            for (size_t i = id_hash(it->row.id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
-                if (strcmp(finals[i], it->row.id) == 0) { superseded = true; break; }
+            for (size_t i = id_hash(w->id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
+                if (strcmp(finals[i], w->id) == 0) { superseded = true; break; }
             if (superseded) continue;
         }
         int slot;
-        int ex = tenant_exists(h, &tc, it->row.tenant, &slot, err);
+        int ex = tenant_exists(h, &tc, w->tenant, &slot, err);
         if (ex < 0) { ok = false; break; }
         if (!ex) continue;
-        if (slot >= 0) {
-            tc.sums[slot].rows++;
-            tc.sums[slot].bytes += row_bytes(&it->row);
-        }
-        written++;
-        pending[np++] = &it->row;
-        if (np == ROWS_MAX) {
-            ok = write_rows(h, pending, np, err);
-            np = 0;
-        }
+        if (w->status == GG_EXEC_RUNNING) ok = gg_history_running_add(h->conn, w->id, w->tenant, w->started_ms, err);
+        else if (h->running_lost || running_known(h, w->id)) ok = gg_history_running_del(h->conn, w->id, err);
+        size_t off = h->lines.len;
+        put_line(&h->lines, w);
+        h->line_idx[nl++] = (gg_hist_line){w->tenant, w->id, w->started_ms, (int)w->status, off,
+                                            h->lines.len - off};
     }
-    if (ok && np) ok = write_rows(h, pending, np, err);
-    bool counted = false; /* when not, the quota pass's catch_up counts this batch's rows */
-    if (ok && all_counted && !tc.full)
-        ok = gg_store_usage_writer_add(h->conn, top, written, tc.sums, tc.n, &counted, err);
+    if (ok && h->lines.oom) { gg_error_set(err, "oom", "out of memory"); ok = false; }
+    /* the quota keeper's max_rows enforced in this commit (SQLite; see usage.c) */
+    long long quota = gg_store_quota_rows(h->store), dropped = 0, dropped_bytes = 0;
+    if (ok)
+        ok = gg_history_write_lines(h->conn, h->lines.data, h->line_idx, nl, &h->body, quota, &dropped, &dropped_bytes,
+                                    err);
     if (ok) ok = gg_store_conn_exec(h->conn, "COMMIT", err);
     if (!ok) gg_db_exec_quiet(h->conn, "ROLLBACK");
+    if (ok && dropped) gg_store_quota_counted(h->store, dropped, dropped_bytes);
+    /* the set follows what committed: a retried batch adds its running records again */
+    for (size_t i = 0; ok && i < nl; i++) {
+        const gg_hist_line *l = &h->line_idx[i];
+        if (l->status == GG_EXEC_RUNNING) running_remember(h, l->id);
+        else running_forget(h, l->id);
+    }
     return ok;
 }
 
@@ -675,10 +712,8 @@ gg_history *gg_history_start(gg_store *s, const gg_history_options *o, gg_error 
     if (h->opt.max_payload_bytes == 0) h->opt.max_payload_bytes = 65536;
     h->conn = gg_store_conn_open(s, err);
     if (!h->conn) { free(h); return NULL; }
-    /* See the top of this file: batches never need the foreign-key checks. Nor the CHECK
-     * on executions.status: the writer only ever writes gg_exec_status_name values, and
-     * evaluating it cost ≈ 0.6 µs a row (bench/history). */
-    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF; PRAGMA ignore_check_constraints=ON", err) ||
+    /* See the top of this file: batches never need the foreign-key checks. */
+    if (!gg_store_conn_exec(h->conn, "PRAGMA foreign_keys=OFF", err) ||
         (h->opt.fsync && !gg_store_conn_exec(h->conn, "PRAGMA synchronous=FULL", err))) {
         gg_store_conn_close(h->conn);
         free(h);
@@ -1056,8 +1091,11 @@ void gg_history_stop(gg_history *h) {
         free(it);
     }
     pthread_mutex_destroy(&h->pool_lock);
-    for (int k = 0; k < N_ROW_STMTS; k++) gg_db_finalize(h->row_ins[k]);
     free(h->finals);
+    free(h->line_idx);
+    gg_strbuf_free(&h->lines);
+    gg_strbuf_free(&h->body);
+    running_free(h);
     gg_store_conn_close(h->conn);
     pthread_cond_destroy(&h->done);
     pthread_cond_destroy(&h->work);

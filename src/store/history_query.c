@@ -1,257 +1,289 @@
-/* history_query.c — reading execution history, marking interrupted runs, retention. */
+/* history_query.c — reading execution history from history_batches (migrations/0019):
+ * listing runs and getting one by id, over the newest version of each run.
+ *
+ * A row holds one tenant's records of one writer commit as JSON lines (GG_HL_* positions),
+ * oldest start first, cut so that last_ms - first_ms <= GG_HIST_SPAN_MS. So every version
+ * of a run started at t lies in a row with first_ms <= t <= last_ms <= t + GG_HIST_SPAN_MS:
+ * a get reads the few rows with last_ms in [t, t + SPAN], and a listing walking rows by
+ * last_ms descending has seen every version of the runs started after the last_ms of the
+ * row it read last. A run written twice (running, then final; interrupted, then final after
+ * a journal replay) has two versions: any final state wins over running, interrupted loses
+ * to another final, then the newer row (the later line within one). Marking interrupted
+ * runs and retention: history_write.c. */
 #include "store/store_internal.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char SQL_MARK_INTERRUPTED[] =
-    "UPDATE executions SET status = 'interrupted', finished_at = ?1,"
-    " duration_ms = max(0, ?1 - started_at),"
-    " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
-    " WHERE status = 'running'";
-/* PostgreSQL: replicas share the table; a replica marks only the runs it recorded itself. */
-static const char SQL_MARK_INTERRUPTED_PG[] =
-    "UPDATE executions SET status = 'interrupted', finished_at = ?1,"
-    " duration_ms = max(0, ?1 - started_at),"
-    " error = coalesce(error, 'interrupted: graphgate stopped before the run finished')"
-    " WHERE status = 'running' AND replica IS NOT DISTINCT FROM current_setting('graphgate.replica', true)";
-/* Retention deletes in slices, which keeps each write transaction short, so request-path
- * readers and the CLI are never held up by a big purge. Since 0003 there is no index on
- * started_at alone (it cost every run an insert): the age cut walks each tenant's range
- * of executions_tenant_started (tenants found by skipping through that index), the count
- * cut the primary key — ids are time-ordered, their time being the run's start. */
-static const char SQL_FIRST_TENANT[] = "SELECT min(tenant) FROM executions";
-static const char SQL_NEXT_TENANT[] = "SELECT min(tenant) FROM executions WHERE tenant > ?1";
-#define SLICE_AGE "SELECT rowid FROM executions WHERE tenant = ?1 AND started_at < ?2 LIMIT 2000"
-static const char SQL_FORGET_AGE[] = GG_USAGE_FORGET(SLICE_AGE);
-static const char SQL_PRUNE_AGE[] = "DELETE FROM executions WHERE rowid IN (" SLICE_AGE ")";
-static const char SQL_NTH_NEWEST[] = "SELECT id FROM executions ORDER BY id DESC LIMIT 1 OFFSET ?1";
-#define SLICE_COUNT "SELECT rowid FROM executions WHERE id < ?1 ORDER BY id LIMIT 2000"
-static const char SQL_FORGET_COUNT[] = GG_USAGE_FORGET(SLICE_COUNT);
-static const char SQL_PRUNE_COUNT[] = "DELETE FROM executions WHERE rowid IN (" SLICE_COUNT ")";
+/* ---- records ------------------------------------------------------------------------------ */
 
-long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, gg_db_is_pg(c) ? SQL_MARK_INTERRUPTED_PG : SQL_MARK_INTERRUPTED, err);
-    if (!st) return -1;
-    gg_db_bind_int64(st, 1, gg_wall_ms());
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-    return gg_db_changes(c);
+/* A row's body kept while records of a listing point into it (counted references). */
+typedef struct row_body {
+    int refs;
+    size_t len;
+    char text[];
+} row_body;
+
+static void body_release(row_body *b) {
+    if (b && --b->refs == 0) free(b);
 }
 
-long long gg_store_executions_mark_interrupted(gg_store *s, gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return -1;
-    long long n = gg_store_executions_mark_interrupted_conn(c, err);
-    gg_store_conn_release(s, c);
-    return n;
+/* One record: its line, as text in a row's body (listing: decoded only for the runs it
+ * answers with, and then without its texts) and/or decoded (get: whole), where it was read. */
+typedef struct hist_rec {
+    json_t *line, *tenant; /* owned references; line NULL until decoded */
+    row_body *body;        /* a reference when text points into it */
+    const char *text;
+    size_t len;
+    long long rowid, started;
+    int pos, status;       /* pos: line number within its row */
+    char id[33];
+} hist_rec;
+
+static void rec_clear(hist_rec *r) {
+    json_decref(r->line);
+    json_decref(r->tenant);
+    body_release(r->body);
+    r->line = r->tenant = NULL;
+    r->body = NULL;
 }
 
-typedef struct {
-    const char *forget_sql, *sql, *text;
-    long long num;
-    long long n; /* out: rows the slice deleted */
-} slice_args;
+static const char *field_str(const hist_rec *r, int f) { return json_string_value(json_array_get(r->line, (size_t)f)); }
+static long long field_int(const hist_rec *r, int f) { return json_integer_value(json_array_get(r->line, (size_t)f)); }
 
-static bool slice_tx(gg_store_conn *c, void *user, gg_error *err) {
-    slice_args *a = user;
-    a->n = gg_store_usage_delete_slice(c, a->forget_sql, a->sql, a->text, a->num, a->num != 0, err);
-    return a->n >= 0;
+/* Any final state over running, interrupted under the other finals. */
+static int status_rank(int status) {
+    return status == GG_EXEC_RUNNING ? 0 : status == GG_EXEC_INTERRUPTED ? 1 : 2;
 }
 
-/* Delete slices (forget_sql/sql: GG_USAGE_FORGET and DELETE of one slice; ?1 = text, ?2 =
- * num when nonzero) until one removes fewer than 2000, each in its own short transaction
- * that also counts it out of history_usage. */
-static long long delete_slices(gg_store_conn *c, const char *forget_sql, const char *sql, const char *text,
-                               long long num, gg_error *err) {
-    slice_args a = {forget_sql, sql, text, num, 0};
-    long long total = 0;
-    for (;;) {
-        if (!gg_store_conn_write_tx(c, slice_tx, &a, err)) return -1;
-        total += a.n;
-        if (a.n < 2000) return total;
+/* true when b is a newer version than a (of the same run) */
+static bool rec_newer(const hist_rec *a, const hist_rec *b) {
+    int ra = status_rank(a->status), rb = status_rank(b->status);
+    if (ra != rb) return rb > ra;
+    if (a->rowid != b->rowid) return b->rowid > a->rowid;
+    return b->pos > a->pos;
+}
+
+/* Parse one whole line into r (false when it is not a record: such a line is skipped, so
+ * one damaged line does not hide the rest of a tenant's history). */
+static bool rec_parse(const char *p, size_t n, hist_rec *r) {
+    json_t *l = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
+    const char *id = json_string_value(json_array_get(l, GG_HL_ID));
+    json_t *st = json_array_get(l, GG_HL_STATUS), *start = json_array_get(l, GG_HL_STARTED);
+    if (!id || strlen(id) != 32 || json_array_size(l) < GG_HL_FIELDS || !json_is_integer(st) ||
+        !json_is_integer(start)) {
+        json_decref(l);
+        return false;
     }
-}
-
-/* The smallest tenant name in executions after prev (NULL: the first); *name empty when
- * there is none. */
-static bool next_tenant(gg_store_conn *c, const char *prev, char *name, size_t size, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, prev ? SQL_NEXT_TENANT : SQL_FIRST_TENANT, err);
-    if (!st) return false;
-    if (prev) gg_db_bind_text(st, 1, prev, -1, SQLITE_TRANSIENT);
-    int rc = gg_db_step(st);
-    const char *t = rc == SQLITE_ROW ? (const char *)gg_db_column_text(st, 0) : NULL;
-    name[0] = '\0';
-    if (t) snprintf(name, size, "%s", t);
-    gg_db_reset(st);
-    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "executions"); return false; }
+    r->line = l;
+    memcpy(r->id, id, 33);
+    r->status = (int)json_integer_value(st);
+    r->started = json_integer_value(start);
     return true;
 }
 
-static long long prune_age(gg_store_conn *c, long long cutoff, gg_error *err) {
-    long long total = 0;
-    char tenant[256], prev[256];
-    if (!next_tenant(c, NULL, tenant, sizeof tenant, err)) return -1;
-    while (tenant[0]) {
-        long long n = delete_slices(c, SQL_FORGET_AGE, SQL_PRUNE_AGE, tenant, cutoff, err);
-        if (n < 0) return -1;
-        total += n;
-        memcpy(prev, tenant, sizeof prev);
-        if (!next_tenant(c, prev, tenant, sizeof tenant, err)) return -1;
-    }
-    return total;
-}
+/* ---- a line's fields without decoding it ---------------------------------------------------
+ * A listing reads whole rows but answers with a few runs: it takes id, status and start from
+ * the text, compares graph and tool there, and decodes only the runs it answers with (the
+ * texts, arguments/result/nodes, being most of a line, are never decoded). Lines are compact
+ * JSON (the writer's) or PostgreSQL's jsonb text (a space after each comma). */
 
-long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
-                                         gg_error *err) {
-    long long total = 0;
-    if (max_age_ms > 0) {
-        long long n = prune_age(c, gg_wall_ms() - max_age_ms, err);
-        if (n < 0) return -1;
-        total += n;
+static bool json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\r'; }
+
+/* The end of the JSON value at p, NULL when the text ends first. */
+static const char *skip_value(const char *p, const char *end) {
+    if (p >= end) return NULL;
+    if (*p != '"' && *p != '[' && *p != '{') { /* number, true, false, null */
+        while (p < end && *p != ',' && *p != ']' && *p != '}' && !json_space(*p)) p++;
+        return p;
     }
-    if (max_count > 0) {
-        gg_db_stmt *st = gg_store_conn_stmt(c, SQL_NTH_NEWEST, err);
-        if (!st) return -1;
-        gg_db_bind_int64(st, 1, max_count - 1);
-        int rc = gg_db_step(st);
-        char cutoff[64] = "";
-        if (rc == SQLITE_ROW) snprintf(cutoff, sizeof cutoff, "%s", (const char *)gg_db_column_text(st, 0));
-        gg_db_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "executions"); return -1; }
-        if (rc == SQLITE_ROW) { /* keep the max_count newest: everything before the cutoff id goes */
-            long long n = delete_slices(c, SQL_FORGET_COUNT, SQL_PRUNE_COUNT, cutoff, 0, err);
-            if (n < 0) return -1;
-            total += n;
+    int depth = 0;
+    for (; p < end; p++) {
+        if (*p == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\') p++;
+            if (p >= end) return NULL;
+            if (depth == 0) return p + 1;
+        } else if (*p == '[' || *p == '{') {
+            depth++;
+        } else if (*p == ']' || *p == '}') {
+            if (--depth == 0) return p + 1;
         }
     }
-    return total;
+    return NULL;
 }
 
-long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long max_count,
-                                    gg_error *err) {
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return -1;
-    long long n = gg_store_executions_prune_conn(c, max_age_ms, max_count, err);
-    gg_store_conn_release(s, c);
-    return n;
+/* The first `fields` elements of a line "[a,b,...]" of GG_HL_FIELDS: at[i] to to[i]
+ * (the texts come late in a line: most reads stop before them). */
+static bool split_line(const char *p, size_t n, int fields, const char *at[GG_HL_FIELDS], const char *to[GG_HL_FIELDS]) {
+    const char *end = p + n;
+    if (n < 2 || *p != '[') return false;
+    p++;
+    for (int i = 0; i < fields; i++) {
+        while (p < end && json_space(*p)) p++;
+        const char *q = skip_value(p, end);
+        if (!q) return false;
+        at[i] = p, to[i] = q;
+        while (q < end && json_space(*q)) q++;
+        if (q >= end || (*q != ',' && !(*q == ']' && i == GG_HL_FIELDS - 1))) return false;
+        p = q + 1;
+    }
+    return true;
 }
 
-/* ---- listing ------------------------------------------------------------------------------ */
+static bool token_int(const char *at, const char *to, long long *v) {
+    char buf[24];
+    if (to - at < 1 || to - at >= (long)sizeof buf) return false;
+    memcpy(buf, at, (size_t)(to - at));
+    buf[to - at] = '\0';
+    char *e;
+    *v = strtoll(buf, &e, 10);
+    return *e == '\0';
+}
 
-#define EXEC_COLUMNS \
-    "id, tenant, graph, version, tool, key_id, status, started_at, finished_at, duration_ms, error, trace_id, parent_id"
-#define EXEC_FILTERS \
-    " AND (CAST(?2 AS TEXT) IS NULL OR graph = ?2) AND (CAST(?3 AS TEXT) IS NULL OR tool = ?3) AND (CAST(?4 AS TEXT) IS NULL OR status = ?4)" \
-    " AND started_at >= ?5 AND (CAST(?6 AS INTEGER) IS NULL OR started_at < ?6 OR (started_at = ?6 AND id < ?7))" \
-    " ORDER BY started_at DESC, id DESC LIMIT ?8"
-/* Two statements so the tenant one can walk the (tenant, started_at, id) index. */
-static const char SQL_LIST_TENANT[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE tenant = ?1" EXEC_FILTERS;
-static const char SQL_LIST_ALL[] = "SELECT " EXEC_COLUMNS " FROM executions WHERE CAST(?1 AS TEXT) IS NULL" EXEC_FILTERS;
-static const char SQL_GET[] =
-    "SELECT " EXEC_COLUMNS ", arguments, result, nodes FROM executions WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = ?2)";
+/* Digits (optionally negative) at p: the end of the number, NULL when none. */
+static const char *scan_int(const char *p, const char *end, long long *v) {
+    bool neg = p < end && *p == '-';
+    const char *from = p += neg;
+    long long x = 0;
+    while (p < end && *p >= '0' && *p <= '9' && p - from < 18) x = x * 10 + (*p++ - '0');
+    if (p == from) return NULL;
+    *v = neg ? -x : x;
+    return p;
+}
 
-static json_t *exec_row(gg_db_stmt *st) {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s?,s:s,s:o,s:o}",
-                          "id", (const char *)gg_db_column_text(st, 0),
-                          "tenant", (const char *)gg_db_column_text(st, 1),
-                          "graph", (const char *)gg_db_column_text(st, 2),
-                          "version", (json_int_t)gg_db_column_int64(st, 3),
-                          "tool", (const char *)gg_db_column_text(st, 4),
-                          "key_id", (const char *)gg_db_column_text(st, 5),
-                          "status", (const char *)gg_db_column_text(st, 6),
-                          "started_at", gg_store_time_json(gg_db_column_int64(st, 7)),
-                          "finished_at", gg_store_time_json(gg_db_column_int64(st, 8)));
+/* r's id, status and start from its text (false: not a record, skipped as in rec_parse). */
+static bool rec_scan_head(hist_rec *r) {
+    const char *p = r->text, *end = r->text + r->len, *id;
+    long long st;
+    if (r->len > 40 && p[0] == '[' && p[1] == '"' && p[34] == '"' && p[35] == ',') { /* the writer's compact line */
+        id = p + 2;
+        p = scan_int(p + 36, end, &st);
+        p = p && p < end && *p == ',' ? scan_int(p + 1, end, &r->started) : NULL;
+        if (!p || p >= end || *p != ',') return false;
+    } else {
+        const char *at[GG_HL_FIELDS], *to[GG_HL_FIELDS];
+        if (!split_line(r->text, r->len, GG_HL_STARTED + 1, at, to) || to[GG_HL_ID] - at[GG_HL_ID] != 34 ||
+            *at[GG_HL_ID] != '"' || !token_int(at[GG_HL_STATUS], to[GG_HL_STATUS], &st) ||
+            !token_int(at[GG_HL_STARTED], to[GG_HL_STARTED], &r->started))
+            return false;
+        id = at[GG_HL_ID] + 1;
+    }
+    memcpy(r->id, id, 32);
+    r->id[32] = '\0';
+    if (memchr(r->id, '\\', 32) || memchr(r->id, '"', 32)) return false;
+    r->status = (int)st;
+    return true;
+}
+
+/* Whether field f of r's text is the string s. */
+static bool field_is(const hist_rec *r, int f, const char *s) {
+    const char *at[GG_HL_FIELDS], *to[GG_HL_FIELDS];
+    if (!split_line(r->text, r->len, f + 1, at, to) || *at[f] != '"') return false;
+    size_t n = (size_t)(to[f] - at[f]) - 2;
+    if (!memchr(at[f] + 1, '\\', n)) return strlen(s) == n && memcmp(at[f] + 1, s, n) == 0;
+    json_t *v = json_loadb(at[f], n + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL); /* escapes: decode */
+    bool eq = json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+    json_decref(v);
+    return eq;
+}
+
+/* One element of a line as a JSON value: strings without escapes, integers and null
+ * directly (most of a listing's work otherwise is jansson's parser), the rest parsed. */
+static json_t *token_json(const char *at, const char *to) {
+    size_t n = (size_t)(to - at);
+    long long v;
+    if (n >= 2 && *at == '"' && !memchr(at + 1, '\\', n - 2)) return json_stringn(at + 1, n - 2);
+    if (n == 4 && memcmp(at, "null", 4) == 0) return json_null();
+    const char *e = scan_int(at, to, &v);
+    if (e == to) return json_integer(v);
+    return json_loadb(at, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+}
+
+/* Decode r's text into r->line, its texts (arguments, result, nodes) left null: what the
+ * listing shows. */
+static bool rec_decode_head(hist_rec *r) {
+    const char *at[GG_HL_FIELDS], *to[GG_HL_FIELDS];
+    if (!split_line(r->text, r->len, GG_HL_FIELDS, at, to)) return false;
+    r->line = json_array();
+    for (int i = 0; r->line && i < GG_HL_FIELDS; i++) {
+        bool text = i == GG_HL_ARGUMENTS || i == GG_HL_RESULT || i == GG_HL_NODES;
+        json_t *v = text ? json_null() : token_json(at[i], to[i]);
+        if (!v || json_array_append_new(r->line, v) != 0) {
+            json_decref(r->line);
+            r->line = NULL;
+        }
+    }
+    return r->line != NULL;
+}
+
+/* Whether a line is the record of id: it opens with ["<id>" (the writer's compact form
+ * and PostgreSQL's jsonb text alike), checked before paying for a parse. */
+static bool line_is(const char *p, size_t n, const char *id) {
+    if (n < 36 || p[0] != '[') return false;
+    size_t i = 1;
+    while (i < n && json_space(p[i])) i++;
+    return n - i >= 34 && p[i] == '"' && memcmp(p + i + 1, id, 32) == 0 && p[i + 33] == '"';
+}
+
+typedef bool (*rec_fn)(void *user, hist_rec *r); /* takes r's references; false: out of memory */
+
+/* Hand each record of a row's body to fn: with body (a listing), every record, its text
+ * pointing into body; without, only id's, decoded. */
+static bool scan_body(const char *text, size_t len, row_body *body, json_t *tenant, long long rowid, const char *id,
+                      rec_fn fn, void *user) {
+    int pos = 0;
+    for (const char *p = text, *end = text + len; p < end; pos++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        hist_rec r = {.rowid = rowid, .pos = pos, .text = p, .len = n};
+        if (body ? rec_scan_head(&r) : line_is(p, n, id) && rec_parse(p, n, &r)) {
+            if (!body) r.text = NULL, r.len = 0; /* the statement's memory: decoded already */
+            r.tenant = json_incref(tenant);
+            if (body) body->refs++;
+            r.body = body;
+            if (!fn(user, &r)) return false;
+        }
+        p += n + 1;
+    }
+    return true;
+}
+
+/* ---- the API's objects -------------------------------------------------------------------- */
+
+static json_t *str_or_null(const hist_rec *r, int f) {
+    const char *s = field_str(r, f);
+    return s ? json_string(s) : json_null();
+}
+
+static const char *str_or_empty(const hist_rec *r, int f) {
+    const char *s = field_str(r, f);
+    return s ? s : "";
+}
+
+/* The listing's object of a run (the same fields and values as the executions row gave). */
+static json_t *exec_object(const hist_rec *r) {
+    json_t *o = json_pack("{s:s,s:O,s:s,s:I,s:s,s:s?,s:s,s:o,s:o}",
+                          "id", r->id,
+                          "tenant", r->tenant,
+                          "graph", str_or_empty(r, GG_HL_GRAPH),
+                          "version", (json_int_t)field_int(r, GG_HL_VERSION),
+                          "tool", str_or_empty(r, GG_HL_TOOL),
+                          "key_id", field_str(r, GG_HL_KEY_ID),
+                          "status", gg_exec_status_name((gg_exec_status)r->status),
+                          "started_at", gg_store_time_json(r->started),
+                          "finished_at", gg_store_time_json(field_int(r, GG_HL_FINISHED)));
     if (!o) return NULL;
-    json_object_set_new(o, "duration_ms", gg_db_column_type(st, 9) == SQLITE_NULL
-                                              ? json_null() : json_real(gg_store_round_us(gg_db_column_double(st, 9))));
-    json_object_set_new(o, "error", gg_db_column_type(st, 10) == SQLITE_NULL
-                                        ? json_null() : json_string((const char *)gg_db_column_text(st, 10)));
-    json_object_set_new(o, "trace_id", gg_db_column_type(st, 11) == SQLITE_NULL
-                                           ? json_null() : json_string((const char *)gg_db_column_text(st, 11)));
-    json_object_set_new(o, "parent_id", gg_db_column_type(st, 12) == SQLITE_NULL
-                                            ? json_null() : json_string((const char *)gg_db_column_text(st, 12)));
+    /* a running version has no duration (the row's column was NULL) */
+    json_object_set_new(o, "duration_ms", r->status == GG_EXEC_RUNNING ? json_null()
+                        : json_real(gg_store_round_us((double)field_int(r, GG_HL_DURATION_US) / 1000.0)));
+    json_object_set_new(o, "error", str_or_null(r, GG_HL_ERROR));
+    json_object_set_new(o, "trace_id", str_or_null(r, GG_HL_TRACE_ID));
+    json_object_set_new(o, "parent_id", str_or_null(r, GG_HL_PARENT));
     return o;
-}
-
-/* Cursor: "<started_ms>-<id>"; returns false when malformed. */
-static bool parse_cursor(const char *cur, long long *ms, char id[33]) {
-    const char *dash = strchr(cur, '-');
-    if (!dash || dash == cur || dash - cur > 18 || strlen(dash + 1) != 32) return false;
-    long long v = 0;
-    for (const char *p = cur; p < dash; p++) {
-        if (!isdigit((unsigned char)*p)) return false;
-        v = v * 10 + (*p - '0');
-    }
-    for (const char *p = dash + 1; *p; p++)
-        if (!isxdigit((unsigned char)*p)) return false;
-    *ms = v;
-    memcpy(id, dash + 1, 33);
-    return true;
-}
-
-json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
-                                 gg_error *err) {
-    gg_exec_filter none = {0};
-    if (!f) f = &none;
-    int limit = f->limit <= 0 ? 50 : f->limit;
-    if (limit > 1000) { gg_error_set(err, "invalid", "limit must be between 1 and 1000"); return NULL; }
-    if (f->status && gg_exec_status_parse(f->status) < 0) {
-        gg_error_set(err, "invalid",
-                     "status must be one of running, succeeded, failed, cancelled, interrupted, invalid_input");
-        return NULL;
-    }
-    long long cur_ms = 0;
-    char cur_id[33] = "";
-    if (f->cursor && *f->cursor && !parse_cursor(f->cursor, &cur_ms, cur_id)) {
-        gg_error_set(err, "invalid", "malformed cursor");
-        return NULL;
-    }
-    gg_store_conn *c = gg_store_conn_acquire(s, err);
-    if (!c) return NULL;
-    json_t *arr = json_array(), *res = NULL;
-    gg_db_stmt *st = arr ? gg_store_conn_stmt(c, tenant ? SQL_LIST_TENANT : SQL_LIST_ALL, err) : NULL;
-    int rc = SQLITE_ERROR, n = 0;
-    char next[64] = "";
-    if (st) {
-        gg_store_bind_text(st, 1, tenant);
-        gg_store_bind_text(st, 2, f->graph);
-        gg_store_bind_text(st, 3, f->tool);
-        gg_store_bind_text(st, 4, f->status);
-        gg_db_bind_int64(st, 5, f->since_ms > 0 ? f->since_ms : 0);
-        if (cur_id[0]) {
-            gg_db_bind_int64(st, 6, cur_ms);
-            gg_db_bind_text(st, 7, cur_id, -1, SQLITE_STATIC);
-        }
-        gg_db_bind_int(st, 8, limit + 1); /* one more tells whether a next page exists */
-        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
-            if (n == limit) {
-                rc = SQLITE_DONE;
-                json_t *last = json_array_get(arr, (size_t)n - 1);
-                snprintf(next, sizeof next, "%lld-%s", (long long)json_integer_value(json_object_get(last, "_ms")),
-                         json_string_value(json_object_get(last, "id")));
-                break;
-            }
-            json_t *o = exec_row(st);
-            if (!o) { rc = SQLITE_NOMEM; break; }
-            json_object_set_new(o, "_ms", json_integer(gg_db_column_int64(st, 7)));
-            if (json_array_append_new(arr, o) != 0) { rc = SQLITE_NOMEM; break; }
-            n++;
-        }
-        if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "executions");
-        gg_db_reset(st);
-    }
-    gg_store_conn_release(s, c);
-    if (rc != SQLITE_DONE) { json_decref(arr); return NULL; }
-    size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o) json_object_del(o, "_ms");
-    res = json_pack("{s:o,s:o}", "executions", arr, "next_cursor", next[0] ? json_string(next) : json_null());
-    if (!res) gg_error_set(err, "oom", "out of memory");
-    return res;
 }
 
 /* A stored value as the API shows it: absent → null (a stored string stays a string). */
@@ -310,74 +342,365 @@ static json_t *node_object(json_t *n, long long run_start) {
 }
 
 /* The marker a run cut by its history bounds ends with: {"truncated":true,"dropped":N,
- * "kept":K} (src/graph/provider.c, src/store/history.c). */
+ * "kept":K} (src/graph/provider.c, src/store/history_text.c). */
 static bool is_truncation_marker(json_t *n) {
     return json_is_object(n) && json_is_true(json_object_get(n, "truncated")) && !json_object_get(n, "nodeId");
 }
 
-/* The nodes column as the API's array ([] for NULL or text that is not a JSON array);
- * *dropped gets the records a truncation marker says were left out (0 when none). */
-static json_t *nodes_array(gg_db_stmt *st, int col, long long run_start, long long *dropped) {
+/* The stored nodes as the API's array ([] for null or a value that is not an array: text
+ * that was not JSON is stored as a string); *dropped gets the records a truncation marker
+ * says were left out (0 when none). NULL when memory ran out. */
+static json_t *nodes_array(json_t *stored, long long run_start, long long *dropped) {
     *dropped = 0;
     json_t *res = json_array();
-    if (!res || gg_db_column_type(st, col) == SQLITE_NULL) return res;
-    json_t *stored = json_loadb((const char *)gg_db_column_blob(st, col), (size_t)gg_db_column_bytes(st, col),
-                                JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     size_t i;
     json_t *n;
     json_array_foreach(stored, i, n) {
+        if (!res) break;
         if (is_truncation_marker(n)) {
             *dropped += json_integer_value(json_object_get(n, "dropped"));
             continue;
         }
         json_t *o = node_object(n, run_start);
-        if (!o && (json_is_array(n) || json_is_object(n))) { /* out of memory */
-            json_decref(res);
+        if ((!o && (json_is_array(n) || json_is_object(n))) || (o && json_array_append_new(res, o) != 0)) {
+            json_decref(res); /* out of memory */
             res = NULL;
-            break;
-        }
-        if (o && json_array_append_new(res, o) != 0) {
-            json_decref(res);
-            res = NULL;
-            break;
         }
     }
-    json_decref(stored);
     return res;
 }
 
+/* A run with its texts and nodes, as gg_store_execution_get answers. */
+static json_t *exec_full_object(const hist_rec *r) {
+    json_t *o = exec_object(r);
+    long long dropped = 0;
+    json_t *nodes = o ? nodes_array(json_array_get(r->line, GG_HL_NODES), r->started, &dropped) : NULL;
+    if (!nodes) { json_decref(o); return NULL; }
+    json_object_set_new(o, "arguments", value_or_null(json_array_get(r->line, GG_HL_ARGUMENTS)));
+    json_object_set_new(o, "result", value_or_null(json_array_get(r->line, GG_HL_RESULT)));
+    json_object_set_new(o, "nodes", nodes);
+    /* a run cut by history.max_run_records / max_run_bytes says so */
+    json_object_set_new(o, "nodes_truncated", json_boolean(dropped > 0));
+    json_object_set_new(o, "nodes_dropped", json_integer(dropped));
+    return o;
+}
+
+/* ---- get by id ---------------------------------------------------------------------------- */
+
+/* The rows that can hold a run started at ?2 (?3 = ?2 + GG_HIST_SPAN_MS): tenant's rows
+ * through history_batches_tenant, all tenants' (admin) through history_batches_time. */
+#define GET_ROWS "SELECT rowid, tenant, body FROM history_batches WHERE "
+#define GET_RANGE " last_ms BETWEEN ?2 AND ?3 AND first_ms <= ?2"
+static const char SQL_GET_TENANT[] = GET_ROWS "tenant = ?1 AND" GET_RANGE;
+static const char SQL_GET_ALL[] = GET_ROWS "CAST(?1 AS TEXT) IS NULL AND" GET_RANGE;
+
+/* The start in ms a run id carries (its first 12 hex digits), -1 when id is not one of
+ * ours (32 lowercase hex digits, see gg_exec_id_new). */
+static long long id_start_ms(const char *id) {
+    if (!id || strlen(id) != 32) return -1;
+    long long ms = 0;
+    for (int i = 0; i < 32; i++) {
+        char ch = id[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0) return -1;
+        if (i < 12) ms = ms * 16 + v;
+    }
+    return ms;
+}
+
+static bool keep_newest(void *user, hist_rec *r) {
+    hist_rec *best = user;
+    if (best->line && !rec_newer(best, r)) { rec_clear(r); return true; }
+    rec_clear(best);
+    *best = *r;
+    return true;
+}
+
+/* Columns 0 rowid, 1 tenant, 2 body of a row, scanned into fn; keep: the records point
+ * into a copy of the body (a listing), else only id's is handed over, decoded. */
+static bool scan_row(gg_db_stmt *st, const char *id, bool keep, rec_fn fn, void *user) {
+    json_t *tenant = json_string((const char *)gg_db_column_text(st, 1));
+    const char *text = (const char *)gg_db_column_text(st, 2);
+    size_t len = text ? (size_t)gg_db_column_bytes(st, 2) : 0;
+    row_body *body = keep ? malloc(sizeof *body + len + 1) : NULL;
+    bool ok = tenant && (!keep || body);
+    if (body) {
+        body->refs = 1;
+        body->len = len;
+        if (len) memcpy(body->text, text, len);
+        text = body->text;
+    }
+    ok = ok && scan_body(text ? text : "", len, body, tenant, gg_db_column_int64(st, 0), id, fn, user);
+    body_release(body);
+    json_decref(tenant);
+    return ok;
+}
+
 json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err) {
+    long long t = id_start_ms(id);
+    if (t < 0) { /* not an id any run can have */
+        gg_error_set(err, "not_found", "execution '%s' not found", id ? id : "");
+        return NULL;
+    }
     gg_store_conn *c = gg_store_conn_acquire(s, err);
     if (!c) return NULL;
-    json_t *o = NULL;
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_GET, err);
+    hist_rec best = {0};
+    gg_db_stmt *st = gg_store_conn_stmt(c, tenant ? SQL_GET_TENANT : SQL_GET_ALL, err);
+    int rc = SQLITE_ERROR;
+    bool oom = false;
     if (st) {
-        gg_db_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        gg_store_bind_text(st, 2, tenant);
-        int rc = gg_db_step(st);
-        if (rc == SQLITE_ROW) {
-            o = exec_row(st);
-            long long dropped = 0;
-            json_t *nodes = o ? nodes_array(st, 15, gg_db_column_int64(st, 7), &dropped) : NULL;
-            if (o && nodes) {
-                json_object_set_new(o, "arguments", gg_store_json_column(st, 13));
-                json_object_set_new(o, "result", gg_store_json_column(st, 14));
-                json_object_set_new(o, "nodes", nodes);
-                /* a run cut by history.max_run_records / max_run_bytes says so */
-                json_object_set_new(o, "nodes_truncated", json_boolean(dropped > 0));
-                json_object_set_new(o, "nodes_dropped", json_integer(dropped));
-            } else {
-                json_decref(o);
-                o = NULL;
-                gg_error_set(err, "oom", "out of memory");
-            }
-        } else if (rc == SQLITE_DONE) {
-            gg_error_set(err, "not_found", "execution '%s' not found", id);
-        } else {
-            gg_store_set_db_error(c, err, "executions");
-        }
+        gg_store_bind_text(st, 1, tenant);
+        gg_db_bind_int64(st, 2, t);
+        gg_db_bind_int64(st, 3, t + GG_HIST_SPAN_MS);
+        while ((rc = gg_db_step(st)) == SQLITE_ROW)
+            if (!scan_row(st, id, false, keep_newest, &best)) { oom = true; break; }
+        if (rc != SQLITE_DONE && !oom) gg_store_set_db_error(c, err, "executions");
         gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
+    json_t *o = NULL;
+    if (rc == SQLITE_DONE && !best.line) {
+        gg_error_set(err, "not_found", "execution '%s' not found", id);
+    } else if (rc == SQLITE_DONE || oom) {
+        o = oom ? NULL : exec_full_object(&best);
+        if (!o) gg_error_set(err, "oom", "out of memory");
+    }
+    rec_clear(&best);
     return o;
+}
+
+/* ---- listing ------------------------------------------------------------------------------ */
+
+/* Rows newest first by (last_ms, first_ms, rowid), from below the key (?2, ?4, ?5), down
+ * to last_ms ?3, ?6 at a time: the tenant's through history_batches_tenant, all tenants'
+ * (tenant NULL, the CLI) through history_batches_time. Paged because PostgreSQL hands a
+ * statement's whole result over at once. */
+#define LIST_ROWS "SELECT rowid, tenant, body, last_ms, first_ms FROM history_batches WHERE "
+#define LIST_PAGE \
+    " last_ms <= ?2 AND last_ms >= ?3 AND (last_ms < ?2 OR first_ms < ?4 OR (first_ms = ?4 AND rowid < ?5))" \
+    " ORDER BY last_ms DESC, first_ms DESC, rowid DESC LIMIT ?6"
+static const char SQL_LIST_TENANT[] = LIST_ROWS "tenant = ?1 AND" LIST_PAGE;
+static const char SQL_LIST_ALL[] = LIST_ROWS "CAST(?1 AS TEXT) IS NULL AND" LIST_PAGE;
+
+#define PAGE_ROWS_FIRST 1
+#define PAGE_ROWS_MAX 256
+
+/* The newest version of each run read so far; slot: an open-addressing index of v by id
+ * (position + 1, 0 = empty; at most half full). */
+typedef struct list_state {
+    const gg_exec_filter *f;
+    int status;             /* filter, -1 = any */
+    long long since;
+    long long cur_ms;       /* cursor; cur_id "" = none */
+    char cur_id[33];
+    hist_rec *v;
+    size_t n, cap;
+    size_t *slot, slots;
+} list_state;
+
+/* Before the cursor and not before since: the same for every version of a run. */
+static bool in_window(const list_state *q, const hist_rec *r) {
+    if (r->started < q->since) return false;
+    if (!q->cur_id[0]) return true;
+    return r->started < q->cur_ms || (r->started == q->cur_ms && strcmp(r->id, q->cur_id) < 0);
+}
+
+/* The filters on a run's newest version. */
+static bool matches(const list_state *q, const hist_rec *r) {
+    if (q->status >= 0 && r->status != q->status) return false;
+    if (q->f->graph && !field_is(r, GG_HL_GRAPH, q->f->graph)) return false;
+    return !q->f->tool || field_is(r, GG_HL_TOOL, q->f->tool);
+}
+
+/* The slot of id: the one holding it, or the empty one where it goes. */
+static size_t *slot_of(const list_state *q, const char *id) {
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+    for (int i = 0; i < 32; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211ULL;
+    for (size_t i = (size_t)h & (q->slots - 1);; i = (i + 1) & (q->slots - 1))
+        if (!q->slot[i] || strcmp(q->v[q->slot[i] - 1].id, id) == 0) return &q->slot[i];
+}
+
+/* Index v[0..n) afresh in at least min_slots slots. */
+static bool reindex(list_state *q, size_t min_slots) {
+    size_t slots = q->slots ? q->slots : 128;
+    while (slots < min_slots) slots *= 2;
+    if (slots != q->slots) {
+        size_t *slot = realloc(q->slot, slots * sizeof *slot);
+        if (!slot) return false;
+        q->slot = slot;
+        q->slots = slots;
+    }
+    memset(q->slot, 0, q->slots * sizeof *q->slot);
+    for (size_t i = 0; i < q->n; i++) *slot_of(q, q->v[i].id) = i + 1;
+    return true;
+}
+
+static bool offer(void *user, hist_rec *r) {
+    list_state *q = user;
+    if (!in_window(q, r)) { rec_clear(r); return true; }
+    size_t *at = slot_of(q, r->id);
+    if (*at) {
+        hist_rec *old = &q->v[*at - 1];
+        if (rec_newer(old, r)) {
+            rec_clear(old);
+            *old = *r;
+        } else {
+            rec_clear(r);
+        }
+        return true;
+    }
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        hist_rec *v = realloc(q->v, cap * sizeof *v);
+        if (!v) { rec_clear(r); return false; }
+        q->v = v;
+        q->cap = cap;
+    }
+    q->v[q->n++] = *r;
+    *at = q->n;
+    if (q->n * 2 > q->slots && !reindex(q, q->slots * 2)) return false;
+    return true;
+}
+
+/* Runs started after done_ms have all their versions read: drop those the filters refuse
+ * (keeps memory to the page's runs when a filter matches little) and count the others.
+ * -1 when memory ran out. */
+static long long settle(list_state *q, long long done_ms) {
+    size_t kept = 0;
+    long long settled = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        hist_rec *r = &q->v[i];
+        bool done = r->started > done_ms;
+        if (done && !matches(q, r)) { rec_clear(r); continue; }
+        settled += done;
+        q->v[kept++] = *r;
+    }
+    if (kept == q->n) return settled;
+    q->n = kept;
+    return reindex(q, 0) ? settled : -1;
+}
+
+/* Newest first: started_at, then id, descending (the cursor's order). */
+static int cmp_newest(const void *a, const void *b) {
+    const hist_rec *x = a, *y = b;
+    if (x->started != y->started) return x->started > y->started ? -1 : 1;
+    return -strcmp(x->id, y->id);
+}
+
+/* Read rows until limit + 1 runs are settled or the rows run out. false + err on failure. */
+static bool list_read(gg_store_conn *c, const char *tenant, list_state *q, int limit, gg_error *err) {
+    long long key_last = q->cur_id[0] ? q->cur_ms + GG_HIST_SPAN_MS : INT64_MAX, key_first = INT64_MAX,
+              key_rowid = INT64_MAX;
+    int page = PAGE_ROWS_FIRST;
+    for (;;) {
+        gg_db_stmt *st = gg_store_conn_stmt(c, tenant ? SQL_LIST_TENANT : SQL_LIST_ALL, err);
+        if (!st) return false;
+        gg_store_bind_text(st, 1, tenant);
+        gg_db_bind_int64(st, 2, key_last);
+        gg_db_bind_int64(st, 3, q->since);
+        gg_db_bind_int64(st, 4, key_first);
+        gg_db_bind_int64(st, 5, key_rowid);
+        gg_db_bind_int(st, 6, page + 1); /* the one after the page only says where it starts */
+        int rc, got = 0;
+        long long next_last = INT64_MIN; /* no more rows: every run read is complete */
+        bool oom = false;
+        while ((rc = gg_db_step(st)) == SQLITE_ROW) {
+            if (got == page) {
+                next_last = gg_db_column_int64(st, 3);
+                rc = SQLITE_DONE;
+                break;
+            }
+            got++;
+            key_rowid = gg_db_column_int64(st, 0);
+            key_last = gg_db_column_int64(st, 3);
+            key_first = gg_db_column_int64(st, 4);
+            if (!scan_row(st, NULL, true, offer, q)) { oom = true; break; }
+        }
+        if (rc != SQLITE_DONE && !oom) gg_store_set_db_error(c, err, "executions");
+        gg_db_reset(st);
+        if (oom) gg_error_set(err, "oom", "out of memory");
+        if (rc != SQLITE_DONE) return false;
+        /* the rows still unread have last_ms <= next_last: the runs started after it are complete */
+        long long settled = settle(q, next_last);
+        if (settled < 0) { gg_error_set(err, "oom", "out of memory"); return false; }
+        if (next_last == INT64_MIN || settled > limit) return true;
+        if (page < PAGE_ROWS_MAX) page *= 2;
+    }
+}
+
+/* Cursor: "<started_ms>-<id>"; returns false when malformed. */
+static bool parse_cursor(const char *cur, long long *ms, char id[33]) {
+    const char *dash = strchr(cur, '-');
+    if (!dash || dash == cur || dash - cur > 18 || strlen(dash + 1) != 32) return false;
+    long long v = 0;
+    for (const char *p = cur; p < dash; p++) {
+        if (!isdigit((unsigned char)*p)) return false;
+        v = v * 10 + (*p - '0');
+    }
+    for (const char *p = dash + 1; *p; p++)
+        if (!isxdigit((unsigned char)*p)) return false;
+    *ms = v;
+    memcpy(id, dash + 1, 33);
+    return true;
+}
+
+/* The page of q's settled runs: {"executions":[...],"next_cursor":...}. */
+static json_t *list_page(list_state *q, int limit, gg_error *err) {
+    /* settle(INT64_MIN) or limit + 1 settled: the newest limit + 1 here are all complete */
+    size_t n = 0;
+    for (size_t i = 0; i < q->n; i++)
+        if (matches(q, &q->v[i])) q->v[n++] = q->v[i];
+        else rec_clear(&q->v[i]);
+    for (size_t i = n; i < q->n; i++) q->v[i] = (hist_rec){0};
+    q->n = n;
+    qsort(q->v, n, sizeof *q->v, cmp_newest);
+    json_t *arr = json_array();
+    char next[64] = "";
+    const hist_rec *last = NULL;
+    for (size_t i = 0, shown = 0; arr && i < n; i++) {
+        hist_rec *r = &q->v[i];
+        if (!r->line && !rec_decode_head(r)) continue; /* a damaged line, skipped */
+        if (shown == (size_t)limit) {
+            snprintf(next, sizeof next, "%lld-%s", last->started, last->id);
+            break;
+        }
+        json_t *o = exec_object(r);
+        if (!o || json_array_append_new(arr, o) != 0) { json_decref(arr); arr = NULL; }
+        shown++;
+        last = r;
+    }
+    json_t *res = arr ? json_pack("{s:o,s:o}", "executions", arr, "next_cursor", next[0] ? json_string(next) : json_null())
+                      : NULL;
+    if (!res) gg_error_set(err, "oom", "out of memory");
+    return res;
+}
+
+json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
+                                 gg_error *err) {
+    gg_exec_filter none = {0};
+    if (!f) f = &none;
+    int limit = f->limit <= 0 ? 50 : f->limit;
+    if (limit > 1000) { gg_error_set(err, "invalid", "limit must be between 1 and 1000"); return NULL; }
+    list_state q = {.f = f, .status = -1, .since = f->since_ms > 0 ? f->since_ms : 0};
+    if (f->status && (q.status = gg_exec_status_parse(f->status)) < 0) {
+        gg_error_set(err, "invalid",
+                     "status must be one of running, succeeded, failed, cancelled, interrupted, invalid_input");
+        return NULL;
+    }
+    if (f->cursor && *f->cursor && !parse_cursor(f->cursor, &q.cur_ms, q.cur_id)) {
+        gg_error_set(err, "invalid", "malformed cursor");
+        return NULL;
+    }
+    if (!reindex(&q, 0)) { gg_error_set(err, "oom", "out of memory"); return NULL; }
+    json_t *res = NULL;
+    gg_store_conn *c = gg_store_conn_acquire(s, err);
+    if (c) {
+        bool ok = list_read(c, tenant, &q, limit, err);
+        gg_store_conn_release(s, c);
+        if (ok) res = list_page(&q, limit, err);
+    }
+    for (size_t i = 0; i < q.n; i++) rec_clear(&q.v[i]);
+    free(q.v);
+    free(q.slot);
+    return res;
 }

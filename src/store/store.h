@@ -434,14 +434,13 @@ long long gg_store_executions_prune(gg_store *s, long long max_age_ms, long long
                                     gg_error *err);
 
 /* ---- what a tenant holds, and the per-tenant history quota (src/store/usage.c) ----------
- * history_usage (migration 0004): rows and bytes (octets of arguments, result, error and
- * nodes) a tenant's history holds, brought up to date by every reader (runs written since
- * are added in bulk, in the reader's transaction); dropped / dropped_bytes what the quota
- * pass removed from it, ever. */
+ * history_usage (migrations 0004, 0019): records (each version of a run is one) and bytes
+ * (of history_batches bodies) a tenant's history holds, changed by every write and delete
+ * in its own transaction; dropped / dropped_bytes what the quota removed from it, ever. */
 typedef struct gg_history_usage {
     long long rows, bytes, dropped, dropped_bytes;
 } gg_history_usage;
-/* Up to date as of the call (a short write transaction); all zero for an unknown tenant. */
+/* Up to date as of the call; all zero for an unknown tenant. */
 bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err);
 
 typedef struct gg_graph_usage {
@@ -452,13 +451,15 @@ typedef struct gg_graph_usage {
 bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, gg_error *err);
 
 /* One quota pass, synchronously: every tenant holding more than max_rows runs or
- * max_bytes of history (0 = no bound) loses its oldest runs (by started_at) until it
- * holds at most 90 % of each bound, in short transactions that add what went to its
- * dropped counters. Returns runs deleted (*bytes_out, may be NULL: their bytes) or -1. */
+ * max_bytes of history (0 = no bound) loses its oldest records (whole history_batches rows,
+ * the last one trimmed) until it holds at most 90 % of each bound, in short transactions
+ * that add what went to its dropped counters. Returns records deleted (*bytes_out, may be NULL: their bytes) or -1. */
 long long gg_store_history_quota_enforce(gg_store *s, long long max_rows, long long max_bytes, long long *bytes_out,
                                          gg_error *err);
 
-/* The same pass every interval on a thread with its own connection. */
+/* The same pass every interval on a thread with its own connection. On SQLite, while it
+ * runs, the history writer of the same store also enforces max_rows in the commit that takes
+ * a tenant over it (counted in these stats). */
 typedef struct gg_history_quota gg_history_quota;
 typedef struct gg_history_quota_options {
     long long max_rows, max_bytes; /* per tenant; 0 = no bound */
@@ -481,10 +482,9 @@ typedef struct gg_exec_filter {
     const char *cursor;                /* from a previous page's next_cursor, or NULL */
 } gg_exec_filter;
 /* {"executions":[{"id","tenant","graph","version","tool","key_id","status","started_at",
- * "finished_at","duration_ms","error"}], "next_cursor": string|null}, newest first.
- * tenant NULL = all tenants (admin; no index serves it since migration 0003: it sorts
- * every execution, fine for the CLI on a small database only). A malformed cursor is
- * "invalid". */
+ * "finished_at","duration_ms","error"}], "next_cursor": string|null}, newest first, the
+ * newest version of each run (0019). tenant NULL = all tenants (admin, the CLI; through
+ * history_batches_time). A malformed cursor is "invalid". */
 json_t *gg_store_executions_list(gg_store *s, const char *tenant, const gg_exec_filter *f,
                                  gg_error *err);
 /* One execution with "arguments", "result", "error" and "nodes":[{"index","node_id",

@@ -56,6 +56,9 @@ struct gg_store {
     bool closing;
     /* What the last gg_store_migrate established (for gg_store_migrations_current). */
     int expected_version, expected_count;
+    /* SQLite: the quota keeper running on this store (usage.c), whose max_rows the history
+     * writer enforces in its own commits; guarded by lock. NULL = none. */
+    struct gg_history_quota *quota;
 };
 
 /* Borrow a pooled connection (waits while all are in use). Never NULL once the store is
@@ -111,49 +114,78 @@ json_t *gg_store_time_json(long long ms);
 void gg_store_sha256_hex(const void *data, size_t len, char out[65]);
 /* Last-used update on a given connection (the history writer's). */
 bool gg_store_key_touch_conn(gg_store_conn *c, const char *id, long long when_ms, gg_error *err);
-/* History helpers on a given connection (the writer's). */
+/* History helpers on a given connection (history_write.c). Mark-interrupted: for each
+ * history_running entry (of this replica on PostgreSQL) whose newest version is running,
+ * an interrupted version in a new row, and the entries cleared, in one transaction. */
 long long gg_store_executions_mark_interrupted_conn(gg_store_conn *c, gg_error *err);
 long long gg_store_executions_prune_conn(gg_store_conn *c, long long max_age_ms, long long max_count,
                                          gg_error *err);
-/* The stored bytes of one executions row (history_usage.bytes counts these). */
-#define GG_RUN_BYTES \
-    "coalesce(length(CAST(arguments AS BLOB)), 0) + coalesce(length(CAST(result AS BLOB)), 0)" \
-    " + coalesce(length(CAST(error AS BLOB)), 0) + coalesce(length(CAST(nodes AS BLOB)), 0)"
-/* The statement that counts a slice of executions (SLICE: a SELECT of their rowids, with
- * the same parameters as the DELETE of that slice) out of history_usage before it is
- * deleted (migration 0008). Grouped by an expression, not the column: grouping by the
- * column makes SQLite walk the whole tenant index. */
-#define GG_USAGE_FORGET(SLICE) \
-    "UPDATE history_usage SET rows = rows - s.n, bytes = bytes - s.b FROM" \
-    " (SELECT tenant || '' AS t, count(*) AS n, sum(" GG_RUN_BYTES ") AS b FROM executions" \
-    " WHERE rowid IN (" SLICE ") AND rowid <= (SELECT counted FROM history_usage_mark WHERE id = 1)" \
-    " GROUP BY 1) AS s WHERE history_usage.tenant = s.t"
-/* Inside the caller's write transaction: count new runs in, then delete one slice of
- * executions counted out of history_usage (forget_sql = GG_USAGE_FORGET(slice), delete_sql
- * = DELETE ... WHERE rowid IN (slice); ?1 = text, ?2 = num when has_num). Returns the rows
- * deleted, -1 on error (usage.c). */
-long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
-                                      const char *text, long long num, bool has_num, gg_error *err);
-/* The history writer counts its own rows in (SQLite only; usage.c). Before its rows, inside
- * its write transaction: *top = max(executions.rowid), *all_counted when the mark is there
- * (nothing uncounted below). After them, when all_counted and exactly `added` rows were
- * inserted above top (no upsert turned into an update), the per-tenant sums (rows, bytes as
- * GG_RUN_BYTES counts them) are added and the mark moves to the new top: the quota pass then
- * has nothing to read back. *applied says whether that happened (if not, the pass counts
- * those runs as before). */
-typedef struct gg_usage_add {
-    const char *tenant;
-    long long rows, bytes;
-} gg_usage_add;
-bool gg_store_usage_writer_begin(gg_store_conn *c, long long *top, bool *all_counted, gg_error *err);
-bool gg_store_usage_writer_add(gg_store_conn *c, long long top, long long added, const gg_usage_add *adds, int n,
-                               bool *applied, gg_error *err);
 /* The per-tenant quota pass on a given connection (usage.c); progress (may be NULL) is
  * told the rows and bytes of each slice once it is committed. */
 typedef void (*gg_quota_progress_fn)(void *ctx, long long rows, long long bytes);
 long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_rows, long long max_bytes,
                                               long long *bytes_out, gg_quota_progress_fn progress, void *ctx,
                                               gg_error *err);
+
+/* ---- history_batches (migrations/0019): the format writer and readers share ------------- */
+
+/* A row's records start within this many ms of each other (last_ms - first_ms <= SPAN), so
+ * a run started at t lies in a row of its tenant with first_ms <= t and last_ms in
+ * [t, t + SPAN]. */
+#define GG_HIST_SPAN_MS 10
+/* A row's body stops before passing this many bytes (one bigger record: a row of its own). */
+#define GG_HIST_BODY_MAX (1 << 20)
+/* The fields of a record's line, a JSON array in this order (status: gg_exec_status;
+ * finished_ms 0 = none; duration in µs; arguments/result/nodes: the stored JSON inlined). */
+enum {
+    GG_HL_ID = 0,
+    GG_HL_STATUS = 1,
+    GG_HL_STARTED = 2,
+    GG_HL_FINISHED = 3,
+    GG_HL_DURATION_US = 4,
+    GG_HL_VERSION = 5,
+    GG_HL_GRAPH = 6,
+    GG_HL_TOOL = 7,
+    GG_HL_KEY_ID = 8,
+    GG_HL_ERROR = 9,
+    GG_HL_ARGUMENTS = 10,
+    GG_HL_RESULT = 11,
+    GG_HL_NODES = 12,
+    GG_HL_TRACE_ID = 13,
+    GG_HL_PARENT = 14,
+    GG_HL_FIELDS = 15
+};
+
+/* history_write.c. A record's line in a caller's buffer (off, len: with its newline). */
+typedef struct gg_hist_line {
+    const char *tenant, *id; /* id: 32 characters */
+    long long started_ms;
+    int status;              /* gg_exec_status */
+    size_t off, len;
+} gg_hist_line;
+/* Inside the caller's write transaction: lines sorted by (tenant, start, id), cut into rows
+ * (GG_HIST_SPAN_MS, GG_HIST_BODY_MAX), one INSERT a row, each tenant's n and bytes added to
+ * history_usage. body: scratch space. quota_rows > 0: a tenant this takes over it loses its
+ * oldest records down to 90 % in the same transaction (counted as dropped; *dropped /
+ * *dropped_bytes, which may be NULL, get what went). */
+bool gg_history_write_lines(gg_store_conn *c, const char *buf, gg_hist_line *lines, size_t n, gg_strbuf *body,
+                            long long quota_rows, long long *dropped, long long *dropped_bytes, gg_error *err);
+/* usage.c: the max_rows of the quota keeper on s (SQLite), 0 when none; and what the writer
+ * dropped for it, counted into the keeper's stats. */
+long long gg_store_quota_rows(gg_store *s);
+void gg_store_quota_counted(gg_store *s, long long rows, long long bytes);
+/* history_running: a running record written / its final state written (inside the writer's
+ * transaction). */
+bool gg_history_running_add(gg_store_conn *c, const char *id, const char *tenant, long long started_ms, gg_error *err);
+bool gg_history_running_del(gg_store_conn *c, const char *id, gg_error *err);
+/* The start (third field) of a record's line; -1 when malformed. */
+long long gg_history_line_started(const char *p, size_t n);
+/* Inside the caller's write transaction: the tenant's oldest rows deleted whole (a row only
+ * partly needed: its oldest records cut) until need_rows records and need_bytes body bytes
+ * went (0 = no need), at most a slice of rows; counted out of history_usage and into its
+ * dropped counters. *gone / *gone_bytes: what went (0: nothing left). */
+bool gg_history_drop_oldest(gg_store_conn *c, const char *tenant, long long need_rows, long long need_bytes,
+                         long long *gone, long long *gone_bytes, gg_error *err);
 
 /* ---- exec_record.c / history.c: records and their ids -------------------------------- */
 

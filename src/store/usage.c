@@ -1,21 +1,22 @@
 /* usage.c — what a tenant holds (graphs, execution history) and the per-tenant history
  * quota.
  *
- * history_usage (migrations/0004_history_usage.sql) holds each tenant's rows and bytes, so
- * "is anyone over quota" is one read of a table with a row per tenant. New runs are added
- * to it in bulk: the history writer adds each batch's sums and moves history_usage_mark
- * (gg_store_usage_writer_add, SQLite), and anything else above the mark (rows written by
- * another process, a batch with updates, PostgreSQL) is read back by catch_up, which adds
- * every executions row above the mark and moves it up; triggers correct what changes below
- * the mark. Every reader catches up first, inside its own transaction, so what it
- * reads is exact. Deletions are counted out by the statement that deletes (migration 0008,
- * gg_store_usage_delete_slice), not per row. The quota keeper is a thread on its own connection that does that every
- * interval and,
- * for each tenant over max_rows or max_bytes, deletes the tenant's oldest runs until it
- * holds at most 90 % of the quota (so a tenant at the limit is pruned in
- * batches, not one run per pass). Each slice is one short IMMEDIATE transaction that also
- * adds what it removed to the tenant's dropped counters, so the history writer and the
- * request paths never wait long on it.
+ * On SQLite the history writer enforces the keeper's max_rows itself, in the commit that
+ * takes a tenant over it (history_write.c: the oldest rows deleted whole, the next one
+ * trimmed, ≈ 20x cheaper a record than a keeper's pass over per-run rows); the keeper still
+ * runs for max_bytes, for PostgreSQL (replicas write concurrently) and for what a commit
+ * left.
+ *
+ * history_usage (migrations/0004_history_usage.sql) holds each tenant's rows (records) and
+ * bytes (history_batches body bytes since 0019), so "is anyone over quota" is one read of a
+ * table with a row per tenant. Whoever writes or deletes history_batches rows changes it in
+ * the same transaction (history_write.c), so it is always exact. The quota keeper is a
+ * thread on its own connection that, every interval, for each tenant over max_rows or
+ * max_bytes, deletes the tenant's oldest rows (the last one only partly) until it holds at
+ * most 90 % of the quota (so a tenant at the limit is pruned in batches, not one run per
+ * pass). Each slice is one short IMMEDIATE transaction that also adds what it removed to the
+ * tenant's dropped counters, so the history writer and the request paths never wait long on
+ * it.
  */
 #include "store/store_internal.h"
 
@@ -34,133 +35,15 @@
 /* Tenants handled a pass (the rest the next pass). */
 #define PASS_TENANTS 64
 
-static const char SQL_MARK[] = "SELECT counted FROM history_usage_mark WHERE id = 1";
-/* Grouped by an expression (column 1), not by the tenant column: grouping by the column
- * made SQLite walk the whole executions_tenant_started index every pass (one second,
- * a quarter of a core at 300k runs) instead of the rowid range of the new runs. */
-static const char SQL_NEW_RUNS[] =
-    "SELECT tenant || '', count(*), sum(" GG_RUN_BYTES "), max(rowid) FROM executions WHERE rowid > ?1 GROUP BY 1";
-static const char SQL_ADD_RUNS[] = "UPDATE history_usage SET rows = rows + ?2, bytes = bytes + ?3 WHERE tenant = ?1";
-static const char SQL_SET_MARK[] = "UPDATE history_usage_mark SET counted = ?1 WHERE id = 1";
 static const char SQL_HISTORY_USAGE[] =
     "SELECT rows, bytes, dropped, dropped_bytes FROM history_usage WHERE tenant = ?1";
 static const char SQL_OVER_QUOTA[] =
     "SELECT tenant FROM history_usage WHERE (CAST(?1 AS INTEGER) > 0 AND rows > ?1) OR (CAST(?2 AS INTEGER) > 0 AND bytes > ?2)"
     " LIMIT ?3";
-#define SLICE_OLDEST "SELECT rowid FROM executions WHERE tenant = ?1 ORDER BY started_at LIMIT ?2"
-static const char SQL_FORGET_OLDEST[] = GG_USAGE_FORGET(SLICE_OLDEST);
-static const char SQL_DELETE_OLDEST[] = "DELETE FROM executions WHERE rowid IN (" SLICE_OLDEST ")";
-/* After a delete: if the newest counted runs went, the mark comes down to the highest rowid
- * left, since SQLite gives the next insert max(rowid) + 1, which must be above the mark. */
-static const char SQL_LOWER_MARK[] =
-    "UPDATE history_usage_mark SET counted = (SELECT coalesce(max(rowid), 0) FROM executions)"
-    " WHERE id = 1 AND counted > (SELECT coalesce(max(rowid), 0) FROM executions)";
-static const char SQL_COUNT_DROPPED[] =
-    "UPDATE history_usage SET dropped = dropped + ?2, dropped_bytes = dropped_bytes + ?3 WHERE tenant = ?1";
 static const char SQL_GRAPH_USAGE[] =
     "SELECT count(DISTINCT g.id), count(v.version), coalesce(sum(length(CAST(v.source AS BLOB))), 0),"
     " coalesce(sum(CASE WHEN v.version = g.active_version THEN length(CAST(v.source AS BLOB)) END), 0)"
     " FROM graphs g LEFT JOIN graph_versions v ON v.graph_id = g.id WHERE g.tenant = ?1";
-
-static bool step_done(gg_store_conn *c, gg_db_stmt *st, const char *what, gg_error *err) {
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, what);
-    return false;
-}
-
-/* Inside the caller's write transaction: add the runs above the mark to their tenants'
- * rows and bytes and move the mark to the highest rowid added. */
-static bool catch_up(gg_store_conn *c, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, SQL_MARK, err);
-    if (!st) return false;
-    int rc = gg_db_step(st);
-    long long mark = rc == SQLITE_ROW ? gg_db_column_int64(st, 0) : 0, top = mark;
-    gg_db_reset(st);
-    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, "history_usage_mark"); return false; }
-    gg_db_stmt *sel = gg_store_conn_stmt(c, SQL_NEW_RUNS, err), *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
-    if (!sel || !add) return false;
-    gg_db_bind_int64(sel, 1, mark);
-    bool ok = true;
-    while (ok && (rc = gg_db_step(sel)) == SQLITE_ROW) {
-        gg_db_bind_text(add, 1, (const char *)gg_db_column_text(sel, 0), -1, SQLITE_TRANSIENT);
-        gg_db_bind_int64(add, 2, gg_db_column_int64(sel, 1));
-        gg_db_bind_int64(add, 3, gg_db_column_int64(sel, 2));
-        if (gg_db_column_int64(sel, 3) > top) top = gg_db_column_int64(sel, 3);
-        ok = step_done(c, add, "history_usage", err);
-    }
-    if (ok && rc != SQLITE_DONE) {
-        gg_store_set_db_error(c, err, "executions");
-        ok = false;
-    }
-    gg_db_reset(sel);
-    if (!ok || top == mark) return ok;
-    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
-    if (!up) return false;
-    gg_db_bind_int64(up, 1, top);
-    return step_done(c, up, "history_usage_mark", err);
-}
-
-static const char SQL_TOP[] = "SELECT coalesce(max(rowid), 0) FROM executions";
-
-/* One integer from a statement without parameters. */
-static bool int_query(gg_store_conn *c, const char *sql, const char *what, long long *out, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
-    if (!st) return false;
-    int rc = gg_db_step(st);
-    *out = rc == SQLITE_ROW ? gg_db_column_int64(st, 0) : 0;
-    gg_db_reset(st);
-    if (rc != SQLITE_ROW) { gg_store_set_db_error(c, err, what); return false; }
-    return true;
-}
-
-/* See store_internal.h. Reading the runs back cost the quota pass about as much as the
- * writer's inserts (GROUP BY over every new row's four texts); the writer knows each run's
- * tenant and sizes already. */
-bool gg_store_usage_writer_begin(gg_store_conn *c, long long *top, bool *all_counted, gg_error *err) {
-    *top = 0;
-    *all_counted = false;
-    if (gg_db_is_pg(c)) return true; /* other replicas' rows commit out of rowid order */
-    long long mark;
-    if (!int_query(c, SQL_MARK, "history_usage_mark", &mark, err) || !int_query(c, SQL_TOP, "executions", top, err))
-        return false;
-    *all_counted = mark == *top;
-    return true;
-}
-
-bool gg_store_usage_writer_add(gg_store_conn *c, long long top, long long added, const gg_usage_add *adds, int n,
-                               bool *applied, gg_error *err) {
-    *applied = false;
-    long long now;
-    if (added <= 0 || !int_query(c, SQL_TOP, "executions", &now, err)) return added <= 0;
-    /* rowids are max + 1 each: fewer new ones means some rows were updates, counted by the
-     * trigger if old enough and otherwise by the next catch_up, which this leaves to it */
-    if (now - top != added) return true;
-    for (int i = 0; i < n; i++) {
-        if (!adds[i].rows) continue;
-        gg_db_stmt *add = gg_store_conn_stmt(c, SQL_ADD_RUNS, err);
-        if (!add) return false;
-        gg_db_bind_text(add, 1, adds[i].tenant, -1, SQLITE_STATIC);
-        gg_db_bind_int64(add, 2, adds[i].rows);
-        gg_db_bind_int64(add, 3, adds[i].bytes);
-        if (!step_done(c, add, "history_usage", err)) return false;
-    }
-    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_SET_MARK, err);
-    if (!up) return false;
-    gg_db_bind_int64(up, 1, now);
-    if (!step_done(c, up, "history_usage_mark", err)) return false;
-    *applied = true;
-    return true;
-}
-
-static bool catch_up_body(gg_store_conn *c, void *user, gg_error *err) {
-    (void)user;
-    return catch_up(c, err);
-}
-
-/* catch_up in a transaction of its own. */
-static bool catch_up_tx(gg_store_conn *c, gg_error *err) { return gg_store_conn_write_tx(c, catch_up_body, NULL, err); }
 
 static bool usage_conn(gg_store_conn *c, const char *tenant, gg_history_usage *out, gg_error *err) {
     memset(out, 0, sizeof *out);
@@ -187,10 +70,10 @@ typedef struct {
     gg_history_usage *out;
 } usage_args;
 
-/* Counters brought up to date (a write, hence the write transaction), then read. */
+/* Read inside a transaction (the counters of one commit together). */
 static bool usage_tx(gg_store_conn *c, void *user, gg_error *err) {
     usage_args *a = user;
-    return catch_up(c, err) && usage_conn(c, a->tenant, a->out, err);
+    return usage_conn(c, a->tenant, a->out, err);
 }
 
 bool gg_store_history_usage(gg_store *s, const char *tenant, gg_history_usage *out, gg_error *err) {
@@ -222,79 +105,32 @@ bool gg_store_graph_usage(gg_store *s, const char *tenant, gg_graph_usage *out, 
     return st && rc == SQLITE_ROW;
 }
 
-/* How many of the tenant's oldest runs the next slice deletes to get from u down to the
- * low marks: enough for the rows, and for the bytes at the tenant's average run size,
- * bounded per transaction. 0 when already there. */
-static long long slice_size(const gg_history_usage *u, long long low_rows, long long low_bytes) {
-    long long need = 0;
-    if (low_rows >= 0 && u->rows > low_rows) need = u->rows - low_rows;
-    long long avg = u->rows > 0 ? u->bytes / u->rows : 0;
-    if (low_bytes >= 0 && u->bytes > low_bytes) {
-        long long by_bytes = avg > 0 ? (u->bytes - low_bytes + avg - 1) / avg : 1;
-        if (by_bytes > need) need = by_bytes;
-    }
-    if (need <= 0 || u->rows <= 0) return 0;
-    long long cap = SLICE_ROWS;
-    if (avg > 0 && SLICE_BYTES / avg < cap) cap = SLICE_BYTES / avg > 0 ? SLICE_BYTES / avg : 1;
-    return need < cap ? need : cap;
-}
-
 typedef struct {
     const char *tenant;
     long long low_rows, low_bytes;
-    long long n, deleted, bytes; /* out: the slice size asked for, runs and bytes deleted */
+    long long deleted, bytes; /* out: records and bytes deleted */
 } drop_args;
 
 static bool drop_slice_tx(gg_store_conn *c, void *user, gg_error *err) {
     drop_args *a = user;
-    gg_history_usage before, after;
-    /* counted first: a run written since may be among the oldest (a long one) */
-    if (!catch_up(c, err) || !usage_conn(c, a->tenant, &before, err)) return false;
-    a->n = slice_size(&before, a->low_rows, a->low_bytes);
-    if (a->n <= 0) return true;
-    a->deleted = gg_store_usage_delete_slice(c, SQL_FORGET_OLDEST, SQL_DELETE_OLDEST, a->tenant, a->n, true, err);
-    if (a->deleted < 0 || !usage_conn(c, a->tenant, &after, err)) return false;
-    if (a->deleted == 0) return true;
-    a->bytes = before.bytes - after.bytes;
-    gg_db_stmt *up = gg_store_conn_stmt(c, SQL_COUNT_DROPPED, err);
-    if (!up) return false;
-    gg_db_bind_text(up, 1, a->tenant, -1, SQLITE_STATIC);
-    gg_db_bind_int64(up, 2, a->deleted);
-    gg_db_bind_int64(up, 3, a->bytes);
-    return step_done(c, up, "history_usage", err);
+    gg_history_usage u;
+    if (!usage_conn(c, a->tenant, &u, err)) return false;
+    long long need_rows = a->low_rows >= 0 && u.rows > a->low_rows ? u.rows - a->low_rows : 0;
+    long long need_bytes = a->low_bytes >= 0 && u.bytes > a->low_bytes ? u.bytes - a->low_bytes : 0;
+    if (need_rows <= 0 && need_bytes <= 0) return true;
+    return gg_history_drop_oldest(c, a->tenant, need_rows, need_bytes, &a->deleted, &a->bytes, err);
 }
 
-/* One transaction: delete the tenant's n oldest runs and count them as dropped. *deleted
- * and *bytes get what went; *done when nothing was left to delete. */
+/* One transaction: delete the tenant's oldest records (a slice of rows) and count them as
+ * dropped. *deleted and *bytes get what went; *done when nothing was left to delete. */
 static bool drop_slice(gg_store_conn *c, const char *tenant, long long low_rows, long long low_bytes,
                        long long *deleted, long long *bytes, bool *done, gg_error *err) {
-    drop_args a = {tenant, low_rows, low_bytes, 0, 0, 0};
+    drop_args a = {tenant, low_rows, low_bytes, 0, 0};
     bool ok = gg_store_conn_write_tx(c, drop_slice_tx, &a, err);
     *deleted = ok ? a.deleted : 0;
     *bytes = ok ? a.bytes : 0;
-    *done = ok && (a.n <= 0 || a.deleted == 0);
+    *done = ok && a.deleted == 0;
     return ok;
-}
-
-/* One prepared statement run to completion with ?1 = text and, when has_num, ?2 = num. */
-static bool run_bound(gg_store_conn *c, const char *sql, const char *text, long long num, bool has_num,
-                      const char *what, gg_error *err) {
-    gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
-    if (!st) return false;
-    if (text) gg_db_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
-    if (has_num) gg_db_bind_int64(st, 2, num);
-    return step_done(c, st, what, err);
-}
-
-/* See store_internal.h. */
-long long gg_store_usage_delete_slice(gg_store_conn *c, const char *forget_sql, const char *delete_sql,
-                                      const char *text, long long num, bool has_num, gg_error *err) {
-    if (!catch_up(c, err) || !run_bound(c, forget_sql, text, num, has_num, "history_usage", err) ||
-        !run_bound(c, delete_sql, text, num, has_num, "executions", err))
-        return -1;
-    long long deleted = gg_db_changes(c);
-    if (deleted > 0 && !run_bound(c, SQL_LOWER_MARK, NULL, 0, false, "history_usage_mark", err)) return -1;
-    return deleted;
 }
 
 /* Between two slices: leave the write lock free for a moment, so the history writer (which
@@ -334,7 +170,6 @@ long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_ro
                                               long long *bytes_out, gg_quota_progress_fn progress, void *ctx,
                                               gg_error *err) {
     if (bytes_out) *bytes_out = 0;
-    if (!catch_up_tx(c, err)) return -1;
     if (max_rows <= 0 && max_bytes <= 0) return 0;
     json_t *names = over_quota(c, max_rows, max_bytes, err);
     if (!names) return -1;
@@ -373,6 +208,7 @@ long long gg_store_history_quota_enforce(gg_store *s, long long max_rows, long l
 /* ---- the keeper thread ----------------------------------------------------------------- */
 
 struct gg_history_quota {
+    gg_store *store;
     gg_store_conn *conn;
     gg_history_quota_options opt;
     pthread_t thread;
@@ -444,6 +280,7 @@ gg_history_quota *gg_history_quota_start(gg_store *s, const gg_history_quota_opt
     if (o) q->opt = *o;
     if (q->opt.interval_ms <= 0) q->opt.interval_ms = 1000;
     if (!(q->conn = gg_store_conn_open(s, err))) { free(q); return NULL; }
+    q->store = s;
     pthread_mutex_init(&q->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -458,7 +295,27 @@ gg_history_quota *gg_history_quota_start(gg_store *s, const gg_history_quota_opt
         free(q);
         return NULL;
     }
+    if (!gg_db_is_pg(q->conn)) { /* one writer commits there: it enforces max_rows itself */
+        pthread_mutex_lock(&s->lock);
+        s->quota = q;
+        pthread_mutex_unlock(&s->lock);
+    }
     return q;
+}
+
+/* See store_internal.h. The writer reads the keeper under the store's lock, which the stop
+ * takes to unregister it before freeing. */
+long long gg_store_quota_rows(gg_store *s) {
+    pthread_mutex_lock(&s->lock);
+    long long n = s->quota ? s->quota->opt.max_rows : 0;
+    pthread_mutex_unlock(&s->lock);
+    return n > 0 ? n : 0;
+}
+
+void gg_store_quota_counted(gg_store *s, long long rows, long long bytes) {
+    pthread_mutex_lock(&s->lock);
+    if (s->quota) count_slice(s->quota, rows, bytes);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void gg_history_quota_now(gg_history_quota *q) {
@@ -480,6 +337,9 @@ void gg_history_quota_get_stats(gg_history_quota *q, gg_history_quota_stats *out
 
 void gg_history_quota_stop(gg_history_quota *q) {
     if (!q) return;
+    pthread_mutex_lock(&q->store->lock);
+    if (q->store->quota == q) q->store->quota = NULL;
+    pthread_mutex_unlock(&q->store->lock);
     pthread_mutex_lock(&q->mu);
     q->stop = true;
     pthread_cond_broadcast(&q->cv);

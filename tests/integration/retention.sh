@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # retention.sh — history.max_age and history.max_count configured on `serve` really prune
 # (the writer's retention pass runs once at start, then every minute; waited for, bounded).
-# Eight recorded runs; the two newest are aged past max_age in the database;
+# Eight recorded runs; the two newest are aged past max_age in the database (history_batches);
 # with max_count 4 the pass must leave exactly runs 3-6: age removes 7 and 8, then the
 # count keeps the 4 newest ids of what is left. Either rule missing leaves another set.
 # Prints "N passed, N failed".
@@ -23,7 +23,33 @@ for _ in $(seq 1 100); do set -- $(ids); [ $# -eq 8 ] && break; sleep 0.1; done
 t "eight runs recorded" eq "$#" 8
 ALL=("$@")
 t "server stops cleanly" gw_stop_clean
-sql "UPDATE executions SET started_at = started_at - 864000000 WHERE id IN ('${ALL[6]}', '${ALL[7]}')"
+# age ID...: those runs' records 10 days back, each moved to a row of its own (a row holds
+# one tenant's runs of at most 10 ms of starts: migrations/0019_history_batches.sql)
+age() { python3 - "$GG_DB" "$@" <<'PY'
+import json, sqlite3, sys
+db, ids, moved = sqlite3.connect(sys.argv[1]), set(sys.argv[2:]), []
+for rowid, tenant, body in db.execute("SELECT rowid, tenant, body FROM history_batches").fetchall():
+    lines = body.splitlines()
+    keep = [l for l in lines if json.loads(l)[0] not in ids]
+    moved += [(tenant, json.loads(l)) for l in lines if json.loads(l)[0] in ids]
+    if len(keep) == len(lines):
+        continue
+    starts, b = [json.loads(l)[2] for l in keep], "".join(l + "\n" for l in keep)
+    if keep:
+        db.execute("UPDATE history_batches SET body = ?, n = ?, bytes = ?, first_ms = ?, last_ms = ? WHERE rowid = ?",
+                   (b, len(keep), len(b.encode()), min(starts), max(starts), rowid))
+    else:
+        db.execute("DELETE FROM history_batches WHERE rowid = ?", (rowid,))
+for tenant, r in moved:
+    r[2] -= 864000000
+    r[3] = r[3] and r[3] - 864000000
+    b = json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n"
+    db.execute("INSERT INTO history_batches(tenant, first_ms, last_ms, n, bytes, body) VALUES (?, ?, ?, 1, ?, ?)",
+               (tenant, r[2], r[2], len(b.encode()), b))
+db.commit()
+PY
+}
+age "${ALL[6]}" "${ALL[7]}"
 t "runs 7 and 8 aged by 10 days" eq "$(sql "SELECT count(*) FROM executions WHERE started_at < (strftime('%s','now') - 86400) * 1000")" 2
 
 GRAPHGATE_HISTORY_MAX_AGE=1d GRAPHGATE_HISTORY_MAX_COUNT=4 gg_restart "restart with max_age 1d, max_count 4"

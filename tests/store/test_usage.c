@@ -1,8 +1,9 @@
 /* Unit tests for what a tenant holds and the per-tenant history quota (src/store/usage.c,
- * migration 0004): the usage counts (bulk above the mark, triggers below) against an
- * independent sum, the quota pass (oldest
- * first, down to 90 %, counted, other tenants untouched), the keeper thread, the per-run
- * node bounds of the writer, graph usage and the 0004 backfill. Each test works on a fresh
+ * migrations 0004 and 0019): the usage counts (records and body bytes of history_batches,
+ * added by the writer in its commit, counted out by retention and the quota) against an
+ * independent sum, the quota pass (oldest first, down to 90 %, counted, other tenants
+ * untouched), the keeper thread, the per-run node bounds of the writer, graph usage and the
+ * 0004 backfill carried through 0019. Each test works on a fresh
  * database in its own temporary directory. */
 #include <string.h>
 
@@ -25,11 +26,15 @@ static long long query1(const char *sql, const char *arg) {
     return n;
 }
 
-/* What the tenant's executions hold, summed here independently of the triggers. */
+/* What the tenant's history_batches bodies hold, summed here independently of the counters. */
 static long long summed_bytes(const char *tenant) {
-    return query1("SELECT coalesce(sum(coalesce(length(CAST(arguments AS BLOB)),0) + coalesce(length(CAST(result AS BLOB)),0)"
-                  " + coalesce(length(CAST(error AS BLOB)),0) + coalesce(length(CAST(nodes AS BLOB)),0)), 0)"
-                  " FROM executions WHERE tenant = ?1",
+    return query1("SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) FROM history_batches WHERE tenant = ?1", tenant);
+}
+
+/* The tenant's records (every version of a run is one), counted from the bodies' lines. */
+static long long summed_records(const char *tenant) {
+    return query1("SELECT coalesce(sum(length(body) - length(replace(body, '\n', ''))), 0) FROM history_batches"
+                  " WHERE tenant = ?1",
                   tenant);
 }
 
@@ -43,6 +48,9 @@ static gg_exec_record *run_at(const char *tenant, long long started_ms, size_t p
     r->result = json_string(text);
     free(text);
     r->started_ms = started_ms;
+    char hex[13]; /* the id carries the start (readers find a run by it) */
+    snprintf(hex, sizeof hex, "%012llx", (unsigned long long)started_ms);
+    memcpy(r->id, hex, 12);
     r->finished_ms = started_ms + 1;
     r->status = GG_EXEC_SUCCEEDED;
     ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "entry", "entry", started_ms, started_ms + 1, NULL,
@@ -138,7 +146,7 @@ START_TEST(usage_follows_inserts_updates_deletes) {
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
     ck_assert_int_gt(u.bytes, 7 * 300);
     ck_assert_int_eq(usage_of(s, "beta").bytes, summed_bytes("beta"));
-    /* a RUNNING row, then its final state (an UPDATE of the same row) */
+    /* a RUNNING record, then its final state in a later commit: two versions, two records */
     gg_history *h = gg_history_start(s, NULL, &err);
     gg_exec_record *r = run_at("acme", 1700000001000LL, 10);
     submit_running(h, r);
@@ -149,12 +157,14 @@ START_TEST(usage_follows_inserts_updates_deletes) {
     gg_history_flush(h);
     gg_history_stop(h);
     u = usage_of(s, "acme");
-    ck_assert_int_eq(u.rows, 8);
+    ck_assert_int_eq(u.rows, 9);
+    ck_assert_int_eq(u.rows, summed_records("acme"));
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
-    /* retention deletes follow too */
-    ck_assert_int_eq(gg_store_executions_prune(s, 0, 3, &err), 7);
+    /* retention deletes follow too: the 3 newest records stay (beta's 2 and acme's 6 oldest go) */
+    ck_assert_int_eq(gg_store_executions_prune(s, 0, 3, &err), 8);
     u = usage_of(s, "acme");
-    ck_assert_int_eq(u.rows, query1("SELECT count(*) FROM executions WHERE tenant = ?1", "acme"));
+    ck_assert_int_eq(u.rows, 3);
+    ck_assert_int_eq(u.rows, summed_records("acme"));
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
     ck_assert_int_eq(u.dropped, 0); /* retention is not the quota */
     /* a deleted tenant takes its usage row with it */
@@ -165,11 +175,9 @@ START_TEST(usage_follows_inserts_updates_deletes) {
 }
 END_TEST
 
-/* New runs are counted in bulk above a mark (rowid); deletions are counted out by the
- * statement that deletes (migration 0008): retention slices keep the count exact, and when
- * the newest (the mark's) rows go, the mark follows them down so that the next insert, which
- * takes the same rowid again, is counted. */
-START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
+/* Every delete counts itself out in its own transaction: retention by count across tenants
+ * and by age (everything), then history starts again from zero. */
+START_TEST(usage_exact_after_deletes) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
@@ -177,82 +185,23 @@ START_TEST(usage_mark_survives_deletes_and_reused_rowids) {
     long long base = 1700000000000LL;
     write_runs(s, "acme", 6, 100, base);
     write_runs(s, "beta", 2, 70, base + 50);
-    /* not yet counted when retention starts: counted in, then out, in one transaction */
     ck_assert_int_eq(gg_store_executions_prune(s, 0, 5, &err), 3);
     gg_history_usage u = usage_of(s, "acme"), v = usage_of(s, "beta");
     ck_assert_int_eq(u.rows + v.rows, 5);
+    ck_assert_int_eq(u.rows, summed_records("acme"));
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
     ck_assert_int_eq(v.bytes, summed_bytes("beta"));
-    long long mark = query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL);
-    ck_assert_int_eq(mark, query1("SELECT max(rowid) FROM executions WHERE ?1 IS NULL", NULL));
-    /* everything goes (by age): the mark comes down to 0, and history starts again */
+    /* everything goes (by age), and history starts again */
     ck_assert_int_eq(gg_store_executions_prune(s, 1, 0, &err), 5);
-    ck_assert_int_eq(query1("SELECT counted FROM history_usage_mark WHERE ?1 IS NULL", NULL), 0);
     ck_assert_int_eq(usage_of(s, "acme").rows, 0);
     ck_assert_int_eq(usage_of(s, "acme").bytes, 0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE tenant = ?1", "acme"), 0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE tenant = ?1", "beta"), 0);
     write_runs(s, "acme", 3, 50, base + 200);
     u = usage_of(s, "acme");
     ck_assert_int_eq(u.rows, 3);
     ck_assert_int_eq(u.bytes, summed_bytes("acme"));
     ck_assert_int_eq(usage_of(s, "beta").rows, 0);
-    gg_store_close(s);
-}
-END_TEST
-
-/* The history writer counts its own batches in (SQLite): right after a flush, before any
- * reader's catch_up, the mark is at the top and the usage row holds the runs. Rows another
- * process wrote leave the mark below them: the writer leaves those (and its own batch) to
- * catch_up, which still gets the sums exact, and then the writer counts again. */
-static long long usage_row(const char *col, const char *tenant) {
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT %s FROM history_usage WHERE tenant = ?1", col);
-    return query1(sql, tenant);
-}
-
-START_TEST(writer_counts_its_batches) {
-    gg_store *s = open_migrated();
-    gg_error err = GG_ERROR_INIT;
-    ck_assert(gg_store_tenant_create(s, "acme", &err));
-    ck_assert(gg_store_tenant_create(s, "beta", &err));
-    long long base = 1700000000000LL;
-    write_runs(s, "acme", 5, 100, base);
-    write_runs(s, "beta", 3, 40, base);
-    const char *top = "SELECT coalesce(max(rowid), 0) FROM executions WHERE ?1 IS NULL";
-    const char *mark = "SELECT counted FROM history_usage_mark WHERE ?1 IS NULL";
-    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
-    ck_assert_int_eq(usage_row("rows", "acme"), 5);
-    ck_assert_int_eq(usage_row("bytes", "acme"), summed_bytes("acme"));
-    ck_assert_int_eq(usage_row("rows", "beta"), 3);
-    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
-    /* another process's rows: not counted by anyone yet */
-    insert_runs_sql("acme", 2, 10, base + 100);
-    ck_assert_int_lt(query1(mark, NULL), query1(top, NULL));
-    write_runs(s, "acme", 4, 30, base + 200);
-    ck_assert_int_lt(query1(mark, NULL), query1(top, NULL)); /* left to catch_up */
-    ck_assert_int_eq(usage_row("rows", "acme"), 5);
-    gg_history_usage u = usage_of(s, "acme"); /* catches up */
-    ck_assert_int_eq(u.rows, 11);
-    ck_assert_int_eq(u.bytes, summed_bytes("acme"));
-    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
-    /* counted by the writer again */
-    write_runs(s, "beta", 2, 20, base + 300);
-    ck_assert_int_eq(query1(mark, NULL), query1(top, NULL));
-    ck_assert_int_eq(usage_row("rows", "beta"), 5);
-    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
-    /* a RUNNING row finished in a later batch is an update (the trigger counts its growth) */
-    gg_history *h = gg_history_start(s, NULL, &err);
-    gg_exec_record *r = run_at("beta", base + 400, 10);
-    submit_running(h, r);
-    ck_assert_int_eq(usage_row("bytes", "beta"), summed_bytes("beta"));
-    json_decref(r->result);
-    r->result = json_string("the final result, longer than the running row's");
-    ck_assert(gg_history_submit(h, r));
-    ck_assert(gg_history_submit(h, run_at("beta", base + 401, 10)));
-    gg_history_flush(h);
-    gg_history_stop(h);
-    u = usage_of(s, "beta");
-    ck_assert_int_eq(u.rows, 7);
-    ck_assert_int_eq(u.bytes, summed_bytes("beta"));
     gg_store_close(s);
 }
 END_TEST
@@ -424,10 +373,8 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, usage_follows_inserts_updates_deletes);
-    /* SQLite-only: rowids reused after a delete (PostgreSQL's identity never reuses one),
-     * and a database taken back to migration 0003. */
-    if (!pg_mode()) tcase_add_test(tc, usage_mark_survives_deletes_and_reused_rowids);
-    if (!pg_mode()) tcase_add_test(tc, writer_counts_its_batches);
+    /* SQLite-only: a database taken back to migration 0003. */
+    tcase_add_test(tc, usage_exact_after_deletes);
     tcase_add_test(tc, quota_drops_oldest_first_and_counts);
     tcase_add_test(tc, quota_keeper_thread);
     tcase_add_test(tc, writer_bounds_node_records_per_run);

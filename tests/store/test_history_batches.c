@@ -1,0 +1,344 @@
+/* Unit tests for the history writer's batch layout (migrations/0019_history_batches.sql,
+ * src/store/history.c and history_write.c), read back with SQL on history_batches and the
+ * executions view: a run's versions (running then final in two commits; interrupted at
+ * start then final), history_running kept, rows cut at 10 ms of starts and at 1 MiB of body
+ * with their n/bytes/first_ms/last_ms exact, every run found by the rows its start selects,
+ * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
+ * commit), retention by age and by count, history_usage equal
+ * to the rows' sums throughout. SQLite; each test on a fresh database in its own directory. */
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "fixture.h"
+#include "../check_main.h"
+
+/* One integer of sql (?1 = arg when not NULL). */
+static long long query1(const char *sql, const char *arg) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* One text of sql (a copy; NULL for a NULL). */
+static char *query_text(const char *sql, const char *arg) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    char *out = t ? strdup((const char *)t) : NULL;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+/* Every row's n, bytes, first_ms and last_ms agree with its body, its starts span at most
+ * 10 ms, its lines are ordered by start, and history_usage holds the rows' sums. */
+static void check_rows_consistent(void) {
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes <> length(CAST(body AS BLOB))"
+                            " OR last_ms - first_ms > 10 OR last_ms < first_ms OR substr(body, -1) <> char(10)",
+                            NULL),
+                     0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches b WHERE n <> (SELECT count(*) FROM json_each('['"
+                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']'))"
+                            " OR first_ms <> (SELECT min(r.value ->> 2) FROM json_each('['"
+                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']') r)"
+                            " OR last_ms <> (SELECT max(r.value ->> 2) FROM json_each('['"
+                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']') r)",
+                            NULL),
+                     0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_usage u WHERE rows <> (SELECT coalesce(sum(n), 0)"
+                            " FROM history_batches b WHERE b.tenant = u.tenant) OR bytes <> (SELECT"
+                            " coalesce(sum(bytes), 0) FROM history_batches b WHERE b.tenant = u.tenant)",
+                            NULL),
+                     0);
+}
+
+static gg_exec_record *run_at(const char *tenant, long long started_ms, gg_exec_status st, size_t pad) {
+    gg_exec_record *r = gg_exec_record_new(tenant, "g", 1, "t", "key1", NULL);
+    ck_assert_ptr_nonnull(r);
+    /* the id carries the start (gg_exec_id_new): keep them agreeing */
+    char hex[13];
+    snprintf(hex, sizeof hex, "%012llx", (unsigned long long)started_ms);
+    memcpy(r->id, hex, 12);
+    r->started_ms = started_ms;
+    if (st != GG_EXEC_RUNNING) {
+        char *text = malloc(pad + 1);
+        memset(text, 'x', pad);
+        text[pad] = '\0';
+        r->result = json_string(text);
+        free(text);
+        r->finished_ms = started_ms + 1;
+        r->duration_ms = 1.25;
+        r->status = st;
+    }
+    return r;
+}
+
+static const char SQL_STATUS[] = "SELECT status FROM executions WHERE id = ?1";
+
+static void assert_status(const char *id, const char *want) {
+    char *got = query_text(SQL_STATUS, id);
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+
+START_TEST(running_then_final_in_two_commits) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *fin = run_at("acme", gg_wall_ms(), GG_EXEC_SUCCEEDED, 10);
+    gg_exec_record *start = gg_exec_record_copy_header(fin);
+    start->status = GG_EXEC_RUNNING;
+    char id[33];
+    memcpy(id, fin->id, sizeof id);
+    ck_assert(gg_history_submit(h, start));
+    ck_assert(gg_history_flush(h));
+    assert_status(id, "running");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running WHERE id = ?1", id), 1);
+    ck_assert(gg_history_submit(h, fin));
+    ck_assert(gg_history_flush(h));
+    assert_status(id, "succeeded");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches", NULL), 2); /* two versions, two rows */
+    ck_assert_int_eq(query1("SELECT rows FROM history_usage WHERE tenant = ?1", "acme"), 2);
+    /* a late running record never hides the final one */
+    gg_exec_record *late = run_at("acme", query1("SELECT started_at FROM executions WHERE id = ?1", id), GG_EXEC_RUNNING, 0);
+    memcpy(late->id, id, sizeof id);
+    ck_assert(gg_history_submit(h, late));
+    ck_assert(gg_history_flush(h));
+    assert_status(id, "succeeded");
+    gg_history_stop(h);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(interrupted_then_final) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *r = run_at("acme", gg_wall_ms(), GG_EXEC_RUNNING, 0);
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    long long t = r->started_ms;
+    ck_assert(gg_history_submit(h, r));
+    ck_assert(gg_history_flush(h));
+    gg_history_stop(h); /* the process "crashed" with the run going */
+    gg_history_options o = {.mark_interrupted = true};
+    h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    assert_status(id, "interrupted");
+    char *e = query_text("SELECT error FROM executions WHERE id = ?1", id);
+    ck_assert_str_eq(e, "interrupted: graphgate stopped before the run finished");
+    free(e);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches", NULL), 2);
+    /* its final record (a journal replay, a resumed round) wins over interrupted */
+    gg_exec_record *fin = run_at("acme", t, GG_EXEC_SUCCEEDED, 5);
+    memcpy(fin->id, id, sizeof id);
+    ck_assert(gg_history_submit(h, fin));
+    ck_assert(gg_history_flush(h));
+    assert_status(id, "succeeded");
+    gg_history_stop(h);
+    /* a second start finds nothing left running */
+    h = gg_history_start(s, &o, &err);
+    ck_assert_ptr_nonnull(h);
+    gg_history_stop(h);
+    assert_status(id, "succeeded");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches", NULL), 3);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
+/* Rows cut where starts would span more than 10 ms, and where a body would pass 1 MiB (a
+ * bigger record alone); every run is in a row that its start selects. */
+START_TEST(rows_cut_at_10ms_and_1mib) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    gg_history_options o = {.flush_ms = 200, .max_payload_bytes = 4u << 20};
+    gg_history *h = gg_history_start(s, &o, &err);
+    long long base = gg_wall_ms() - 100000;
+    /* 60 small runs a ms apart, in reverse order, two tenants: one batch */
+    for (int i = 59; i >= 0; i--) ck_assert(gg_history_submit(h, run_at(i % 2 ? "beta" : "acme", base + i, GG_EXEC_SUCCEEDED, 20)));
+    ck_assert(gg_history_flush(h));
+    /* 3 of 400 KB in the same ms (two fit a row), then one of 1.5 MiB */
+    for (int i = 0; i < 3; i++) ck_assert(gg_history_submit(h, run_at("acme", base + 1000, GG_EXEC_SUCCEEDED, 400000)));
+    ck_assert(gg_history_submit(h, run_at("acme", base + 1001, GG_EXEC_SUCCEEDED, 1500000)));
+    ck_assert(gg_history_flush(h));
+    gg_history_stop(h);
+    check_rows_consistent();
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions", NULL), 64);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE n = 1 AND bytes > 1048576", NULL), 1);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 1048576 AND n > 1", NULL), 0);
+    ck_assert_int_eq(query1("SELECT sum(n) FROM history_batches WHERE bytes > 400000", NULL), 4);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 400000", NULL), 3);
+    /* 30 small runs a tenant over 60 ms: at least 3 rows each, at most 11 ms of starts a row */
+    ck_assert_int_ge(query1("SELECT count(*) FROM history_batches WHERE tenant = ?1 AND bytes < 10000", "beta"), 3);
+    /* each run lies in a row with last_ms in [t, t + 10] and first_ms <= t */
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions e WHERE NOT EXISTS (SELECT 1 FROM history_batches b"
+                            " WHERE b.tenant = e.tenant AND b.last_ms BETWEEN e.started_at AND e.started_at + 10"
+                            " AND b.first_ms <= e.started_at AND instr(b.body, '[\"' || e.id || '\"') > 0)",
+                            NULL),
+                     0);
+    gg_store_close(s);
+}
+END_TEST
+
+/* A run started at the edge of a cut (the next commit's row starts with older finals) is
+ * still found by its start's window. */
+START_TEST(run_found_across_a_cut) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 200};
+    gg_history *h = gg_history_start(s, &o, &err);
+    long long base = gg_wall_ms() - 50000;
+    gg_exec_record *longrun = run_at("acme", base, GG_EXEC_SUCCEEDED, 3);
+    gg_exec_record *start = gg_exec_record_copy_header(longrun);
+    start->status = GG_EXEC_RUNNING;
+    ck_assert(gg_history_submit(h, start));
+    for (int i = 1; i <= 25; i++) ck_assert(gg_history_submit(h, run_at("acme", base + i, GG_EXEC_SUCCEEDED, 3)));
+    ck_assert(gg_history_flush(h));
+    /* the next commit: the old final first, then runs 30 ms later */
+    ck_assert(gg_history_submit(h, longrun));
+    for (int i = 30; i < 40; i++) ck_assert(gg_history_submit(h, run_at("acme", base + i, GG_EXEC_SUCCEEDED, 3)));
+    ck_assert(gg_history_flush(h));
+    gg_history_stop(h);
+    check_rows_consistent();
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE status = 'succeeded'", NULL), 36);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions e WHERE NOT EXISTS (SELECT 1 FROM history_batches b"
+                            " WHERE b.tenant = e.tenant AND b.last_ms BETWEEN e.started_at AND e.started_at + 10"
+                            " AND b.first_ms <= e.started_at AND instr(b.body, '[\"' || e.id || '\"') > 0)",
+                            NULL),
+                     0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 0);
+    gg_store_close(s);
+}
+END_TEST
+
+static void write_runs(gg_store *s, const char *tenant, int n, long long base, long long step) {
+    gg_error err = GG_ERROR_INIT;
+    gg_history_options o = {.flush_ms = 50};
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    for (int i = 0; i < n; i++) ck_assert(gg_history_submit(h, run_at(tenant, base + i * step, GG_EXEC_SUCCEEDED, 50)));
+    ck_assert(gg_history_flush(h));
+    gg_history_stop(h);
+}
+
+/* The quota pass deletes the oldest rows whole and trims the next, to exactly 90 %. */
+START_TEST(quota_trims_exactly) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    long long base = gg_wall_ms() - 100000;
+    write_runs(s, "acme", 100, base, 3);
+    write_runs(s, "beta", 10, base, 3);
+    ck_assert_int_eq(gg_store_history_quota_enforce(s, 50, 0, NULL, &err), 55);
+    gg_history_usage u;
+    ck_assert(gg_store_history_usage(s, "acme", &u, &err));
+    ck_assert_int_eq(u.rows, 45);
+    ck_assert_int_eq(u.dropped, 55);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant = ?1", "acme"), 45);
+    ck_assert_int_eq(query1("SELECT min(started_at) FROM executions WHERE tenant = ?1", "acme") - base, 55 * 3);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant = ?1", "beta"), 10);
+    check_rows_consistent();
+    /* by bytes: down to 90 % of the quota or below, the oldest first */
+    long long before = u.bytes;
+    ck_assert_int_gt(gg_store_history_quota_enforce(s, 0, before / 2, NULL, &err), 0);
+    ck_assert(gg_store_history_usage(s, "acme", &u, &err));
+    ck_assert_int_le(u.bytes, before / 2 - before / 2 / 10);
+    ck_assert_int_gt(u.bytes, before / 2 - before / 2 / 10 - 200); /* within a record */
+    ck_assert_int_eq(u.dropped_bytes, query1("SELECT dropped_bytes FROM history_usage WHERE tenant = ?1", "acme"));
+    ck_assert_int_gt(u.dropped_bytes, before - before / 2);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
+/* With a quota keeper on the store, the writer's own commit takes a tenant over max_rows
+ * back to 90 % (before the keeper's first pass), counted in the keeper's stats. */
+START_TEST(quota_in_the_writers_commit) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_quota_options qo = {.max_rows = 20, .interval_ms = 600000};
+    gg_history_quota *q = gg_history_quota_start(s, &qo, &err);
+    ck_assert_msg(q != NULL, "%s", err.message);
+    long long base = gg_wall_ms() - 100000;
+    write_runs(s, "acme", 50, base, 2);
+    gg_history_quota_stats st;
+    gg_history_quota_get_stats(q, &st);
+    ck_assert_int_eq(st.passes, 0);
+    gg_history_usage u;
+    ck_assert(gg_store_history_usage(s, "acme", &u, &err));
+    ck_assert_int_le(u.rows, 20);
+    ck_assert_int_ge(u.rows, 18);
+    ck_assert_int_eq(u.dropped, 50 - u.rows);
+    ck_assert_int_eq((long long)st.dropped, u.dropped);
+    ck_assert_int_eq((long long)st.dropped_bytes, u.dropped_bytes);
+    ck_assert_int_eq(query1("SELECT min(started_at) FROM executions WHERE tenant = ?1", "acme") - base, 2 * u.dropped);
+    check_rows_consistent();
+    gg_history_quota_stop(q);
+    gg_store_close(s);
+}
+END_TEST
+
+START_TEST(retention_by_age_and_count) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    long long now = gg_wall_ms();
+    write_runs(s, "acme", 40, now - 40000, 1000); /* one a second over the last 40 s */
+    write_runs(s, "beta", 5, now - 100000, 1);
+    /* older than 20.5 s: acme's first 20 (trimmed inside rows when they straddle) and beta's 5 */
+    ck_assert_int_eq(gg_store_executions_prune(s, 20500, 0, &err), 25);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant = ?1", "acme"), 20);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant = ?1", "beta"), 0);
+    check_rows_consistent();
+    /* keep the 7 newest of all tenants */
+    ck_assert_int_eq(gg_store_executions_prune(s, 0, 7, &err), 13);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions", NULL), 7);
+    ck_assert_int_eq(query1("SELECT min(started_at) FROM executions", NULL), now - 40000 + 33 * 1000);
+    check_rows_consistent();
+    gg_history_usage u;
+    ck_assert(gg_store_history_usage(s, "acme", &u, &err));
+    ck_assert_int_eq(u.rows, 7);
+    ck_assert_int_eq(u.dropped, 0); /* retention is not the quota */
+    gg_store_close(s);
+}
+END_TEST
+
+int main(void) {
+    Suite *su = suite_create("history_batches");
+    TCase *tc = tcase_create("history_batches");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, running_then_final_in_two_commits);
+    tcase_add_test(tc, interrupted_then_final);
+    tcase_add_test(tc, rows_cut_at_10ms_and_1mib);
+    tcase_add_test(tc, run_found_across_a_cut);
+    tcase_add_test(tc, quota_trims_exactly);
+    tcase_add_test(tc, quota_in_the_writers_commit);
+    tcase_add_test(tc, retention_by_age_and_count);
+    suite_add_tcase(su, tc);
+    return gg_check_run(su);
+}
