@@ -20,6 +20,7 @@ typedef struct gbranch {
     json_t *result;
     gg_error err;
     gserver *server; /* held through g; its answers are redacted when it uses secrets */
+    mcp_client *held; /* a for_caller server's client holding the caller's token until the branch ends */
 } gbranch;
 
 static json_t *skipped(const char *why) {
@@ -29,6 +30,7 @@ static json_t *skipped(const char *why) {
 /* On a worker: report the outcome, then let the graph go. */
 static void branch_finish(void *arg) {
     gbranch *b = arg;
+    if (b->held) gg_graph_user_release(b->server, b->held); /* the caller's token: let go */
     b->h.end(b->h.user, b->handle, b->result, &b->err);
     json_decref(b->result);
     gg_error_clear(&b->err);
@@ -61,7 +63,13 @@ static void branch_send(gbranch *b, const gnode *n, json_t *args, const mcp_call
                       branch_answered, b);
         return;
     }
-    mcp_client *c = gg_graph_server_client(n->server, b->g->policy, &e);
+    /* a server acting for each caller: the client of the caller of the run that started the
+     * branch, chosen now (o->caller lives until this returns); its token, if it needs one, is
+     * held by that client until the branch ends */
+    bool held = false;
+    mcp_client *c = n->server->per_user || n->server->for_caller ? gg_graph_caller_client(n->server, o->caller, &held, &e)
+                                                                 : gg_graph_server_client(n->server, b->g->policy, &e);
+    if (held) b->held = c;
     if (!c) {
         branch_answered(b, NULL, &e);
         return;

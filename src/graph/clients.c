@@ -336,6 +336,35 @@ mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_cl
     return c;
 }
 
+/* See internal.h. */
+mcp_client *gg_graph_caller_client(gserver *s, const mcp_call_ctx *ctx, bool *held, gg_error *err) {
+    *held = false;
+    const mcp_caller *who = ctx ? ctx->identity.who : NULL;
+    /* for the caller (token_exchange, id_jag subject: caller): the caller's own token is the
+     * exchange's subject; without it (an API key, a task, a graph calling a graph) nobody's
+     * token can be had */
+    const char *subject = s->for_caller && ctx ? ctx->identity.subject_token : NULL;
+    if (!who || !who->issuer || !who->subject || !who->key_id || (s->for_caller && !subject)) {
+        if (s->for_caller)
+            gg_error_set(err, "principal_required",
+                         "server '%s' is called on behalf of the caller (auth.type %s): call with an OAuth "
+                         "access token of a user, not an API key",
+                         s->name, json_string_value(json_object_get(s->auth, "type")));
+        else
+            gg_error_set(err, "principal_required",
+                         "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
+                         "token of a user, not an API key",
+                         s->name);
+        return NULL;
+    }
+    mcp_client *c = gg_graph_user_client(s, who->key_id, s->graph->policy, err);
+    if (c && subject) { /* held for this call only */
+        mcp_client_auth_subject(c, subject);
+        *held = true;
+    }
+    return c;
+}
+
 /* See internal.h. Under s->lock, so the client found is not freed meanwhile (a retired one
  * is freed only after leaving the list under that lock). */
 void gg_graph_user_release(gserver *s, mcp_client *c) {

@@ -1043,30 +1043,12 @@ static void relay_notify_locked(grun *r, const char *method, json_t *params) {
     }
 }
 
-/* A per_user server's client for the run's caller: only an OAuth principal (a user) has
- * grants of their own; an API key, the internal listener or a task acts for nobody. */
+/* A per_user or for_caller server's client for the run's caller (clients.c); a caller's
+ * token it holds is let go when the answer is taken (exec_mcp_finish) or the run goes. */
 static mcp_client *user_client(grun *r, gserver *s, gg_error *err) {
-    const mcp_caller *who = r->opts && r->opts->caller ? r->opts->caller->identity.who : NULL;
-    /* for the caller (token_exchange, id_jag subject: caller): the caller's own token is the
-     * exchange's subject; without it (an API key, a task, a graph calling a graph) nobody's
-     * token can be had */
-    const char *subject = s->for_caller && r->opts && r->opts->caller ? r->opts->caller->identity.subject_token : NULL;
-    if (!who || !who->issuer || !who->subject || !who->key_id || (s->for_caller && !subject)) {
-        if (s->for_caller)
-            gg_error_set(err, "principal_required",
-                         "server '%s' is called on behalf of the caller (auth.type %s): call with an OAuth "
-                         "access token of a user, not an API key",
-                         s->name, json_string_value(json_object_get(s->auth, "type")));
-        else
-            gg_error_set(err, "principal_required",
-                         "server '%s' acts for each user with their own consent (auth.per_user): call with an OAuth access "
-                         "token of a user, not an API key",
-                         s->name);
-        return NULL;
-    }
-    mcp_client *c = gg_graph_user_client(s, who->key_id, r->g->policy, err);
-    if (c && subject) { /* held for this call only: released when its answer is taken */
-        mcp_client_auth_subject(c, subject);
+    bool held = false;
+    mcp_client *c = gg_graph_caller_client(s, r->opts ? r->opts->caller : NULL, &held, err);
+    if (held) {
         r->held_server = s;
         r->held_client = c;
     }

@@ -219,6 +219,15 @@ mcp_client *gg_graph_user_client(gserver *s, const char *principal, const mcp_cl
 /* clients.c: one hold of the caller's token on a per-user client (mcp_client_auth_subject)
  * released, if c is still one of s's (current or retired): a client already freed wiped it. */
 void gg_graph_user_release(gserver *s, mcp_client *c);
+/* clients.c: a per_user or for_caller server's client for the caller of ctx (a node, an
+ * async branch, a proxied resource or prompt). Only an OAuth principal has grants or a token
+ * of its own: an API key, the internal listener or a task gets principal_required (NULL +
+ * err). For a for_caller server the caller's token is handed to the client now (the client
+ * keeps a counted copy, wiped when its last holder lets go): *held is set, and the caller of
+ * this lets go with gg_graph_user_release(s, c) once the call's answer is taken. */
+mcp_client *gg_graph_caller_client(gserver *s, const mcp_call_ctx *ctx, bool *held, gg_error *err);
+/* proxy_extras.c: g's mcpServers entry of that name (NULL: none, or name NULL). */
+gserver *gg_graph_server_named(const gg_graph *g, const char *name);
 /* clients.c: frees s's per-user clients (the gserver is going). */
 void gg_graph_users_free(gserver *s);
 /* clients.c: s gets a new client in a holder of its own (s->lock held); NULL + err. */

@@ -765,8 +765,14 @@ static void load_servers(lctx *c, const ynode *v) {
             }
         }
         server_secret_refs(c, s, def, what);
-        if (s->per_user && s->nsecrets) /* per-user clients are made from the definition as written */
-            LERR(c, gg_yaml_get(def, "auth"), "invalid_server", "%s: auth.per_user takes no ${secrets.NAME} references", what);
+        /* a per_user server's url is the resource each user consents to: it goes to the
+         * authorization server and through the user's browser, so no secret may be in it */
+        const ynode *u = gg_yaml_get(def, "url");
+        if (s->per_user && u && u->kind == YN_SCALAR && u->str && strstr(u->str, "${secrets."))
+            LERR(c, u, "invalid_server",
+                 "%s: the url of an auth.per_user server is the resource users consent to (shown to them): it takes no "
+                 "${secrets.NAME}; put the secret in a header",
+                 what);
         gg_error_clear(&e);
     }
 }

@@ -288,6 +288,21 @@ static const gserver *failed_server(const gg_graph *g, const char *tool, const c
     return NULL;
 }
 
+/* The consent hook's elicitation for s: its auth settings with ${secrets.NAME} resolved (the
+ * values go only into the sealed consent state, wiped here). NULL when none can be made. */
+static json_t *consent_data(gprov *gp, gserver *s, const struct mcp_ctx_identity *id) {
+    if (!s->nsecrets) return gp->consent(gp->consent_user, id->tenant, s->name, s->cfg.url, s->auth, id->who);
+    gg_graph_resolved rv;
+    gg_error e = GG_ERROR_INIT;
+    pthread_mutex_lock(&s->lock); /* resolving remembers the values for redaction */
+    bool ok = gg_graph_secrets_resolve(s, &rv, &e);
+    pthread_mutex_unlock(&s->lock);
+    json_t *data = ok ? gp->consent(gp->consent_user, id->tenant, s->name, s->cfg.url, rv.auth, id->who) : NULL;
+    if (ok) gg_graph_secrets_resolved_free(&rv);
+    gg_error_clear(&e);
+    return data;
+}
+
 /* A run stopped at a per_user server that holds no grant of its caller: the consent hook's
  * URL elicitation goes into the call's slot; true when the call ends with it (-32042). */
 static bool consent_needed(gprov *gp, const char *name, const mcp_call_ctx *ctx, const gg_graph_result *r) {
@@ -296,7 +311,7 @@ static bool consent_needed(gprov *gp, const char *name, const mcp_call_ctx *ctx,
         return false;
     const gserver *s = failed_server(gp->g, name, r->failed_node);
     const struct mcp_ctx_identity *id = &ctx->identity;
-    json_t *data = s && s->per_user ? gp->consent(gp->consent_user, id->tenant, s->name, s->cfg.url, s->auth, id->who) : NULL;
+    json_t *data = s && s->per_user ? consent_data(gp, (gserver *)s, id) : NULL;
     if (!data) return false;
     json_decref(*ctx->outcome.elicitation);
     *ctx->outcome.elicitation = data;
@@ -799,9 +814,45 @@ static json_t *p_complete(mcp_provider *p, const char *ref_type, const char *ref
 
 /* Proxied resources and prompts (proxy_extras.c): answered by the entry's downstream. */
 static int p_forwards(mcp_provider *p) { return gg_graph_forwards(((gprov *)p->impl)->g); }
+/* A forwarded request to a per_user server whose caller holds no grant: the consent hook's
+ * URL elicitation goes into the call's slot, as for a tools call (consent_needed). */
+typedef struct fwd_consent {
+    gprov *gp;
+    const mcp_call_ctx *ctx;
+    mcp_provider_done_fn done;
+    void *user;
+} fwd_consent;
+
+static bool has_per_user(const gg_graph *g) {
+    for (size_t i = 0; i < g->nservers; i++)
+        if (g->servers[i].per_user) return true;
+    return false;
+}
+
+static void forward_done(void *arg, json_t *res, gg_error *err) {
+    fwd_consent *f = arg;
+    const mcp_call_ctx *ctx = f->ctx;
+    gserver *s = !res && err && !strcmp(err->code, "url_elicitation_required") && err->path && f->gp->consent &&
+                         ctx->outcome.elicitation && ctx->identity.who
+                     ? gg_graph_server_named(f->gp->g, err->path)
+                     : NULL;
+    json_t *data = s && s->per_user ? consent_data(f->gp, s, &ctx->identity) : NULL;
+    if (data) {
+        json_decref(*ctx->outcome.elicitation);
+        *ctx->outcome.elicitation = data;
+    }
+    mcp_provider_done_fn done = f->done;
+    void *user = f->user;
+    free(f);
+    done(user, res, err);
+}
+
 static void p_forward(mcp_provider *p, const char *method, json_t *params, const mcp_call_ctx *ctx, mcp_provider_done_fn done,
                       void *user) {
-    gg_graph_forward(((gprov *)p->impl)->g, method, params, ctx, done, user);
+    gprov *gp = p->impl;
+    fwd_consent *f = gp->consent && ctx && has_per_user(gp->g) ? malloc(sizeof *f) : NULL;
+    if (f) *f = (fwd_consent){gp, ctx, done, user};
+    gg_graph_forward(gp->g, method, params, ctx, f ? forward_done : done, f ? (void *)f : user);
 }
 
 static void p_destroy(mcp_provider *p) {

@@ -282,15 +282,20 @@ typedef struct freq {
     const mcp_call_ctx *ctx;
     mcp_provider_done_fn done;
     void *user;
+    gserver *held_server; /* a for_caller server's client holding the caller's token for the call */
+    mcp_client *held;
 } freq;
 
-static gserver *server_of(const gg_graph *g, const char *name) {
+/* See internal.h. */
+gserver *gg_graph_server_named(const gg_graph *g, const char *name) {
+    if (!name) return NULL;
     for (size_t i = 0; i < g->nservers; i++)
         if (g->servers[i].name && !strcmp(g->servers[i].name, name)) return &g->servers[i];
     return NULL;
 }
 
 static void freq_end(freq *q, json_t *res) {
+    if (q->held) gg_graph_user_release(q->held_server, q->held);
     mcp_provider_done_fn done = q->done;
     void *user = q->user;
     gg_error err = q->err;
@@ -669,6 +674,11 @@ static void fstep(void *arg) {
             freq_end(q, NULL);
             return;
         }
+        if (!strcmp(q->err.code, "url_elicitation_required") || !strcmp(q->err.code, "principal_required")) {
+            gg_error_set_path(&q->err, server); /* the provider asks for consent to it (provider.c) */
+            freq_end(q, NULL);
+            return;
+        }
         if (q->kind == F_SUBSCRIBE && code == -32601) { /* it declares no resources.subscribe */
             fail(q, "invalid_params", "server '%s' does not support resource subscriptions", server);
             return;
@@ -693,7 +703,7 @@ static void fstep(void *arg) {
 /* The downstream's answer (its transport's thread: must not block). */
 static void fanswered(void *user, json_t *result, gg_error *err) {
     freq *q = user;
-    gserver *s = server_of(q->g, json_string_value(json_object_get(q->entry, "server")));
+    gserver *s = gg_graph_server_named(q->g, json_string_value(json_object_get(q->entry, "server")));
     bool redact = s && s->nsecrets; /* a server using secrets gets its answers redacted */
     q->result = result ? (redact ? gg_graph_secrets_redact(s, result) : json_incref(result)) : NULL;
     if (err && gg_error_is_set(err)) {
@@ -708,9 +718,18 @@ static void fanswered(void *user, json_t *result, gg_error *err) {
 
 static void fsend(freq *q, json_t *params) {
     const char *server = json_string_value(json_object_get(q->entry, "server"));
-    gserver *s = server_of(q->g, server);
+    gserver *s = gg_graph_server_named(q->g, server);
     gg_error e = GG_ERROR_INIT;
-    mcp_client *c = s ? gg_graph_server_client(s, q->g->policy, &e) : NULL;
+    /* a server acting for each caller answers with the caller's own grant or token, as a
+     * tools call does (consent asked the same way: provider.c) */
+    bool held = false;
+    mcp_client *c = !s ? NULL
+                    : s->per_user || s->for_caller ? gg_graph_caller_client(s, q->ctx, &held, &e)
+                                                   : gg_graph_server_client(s, q->g->policy, &e);
+    if (held) {
+        q->held_server = s;
+        q->held = c;
+    }
     if (!c) {
         if (!s) gg_error_set(&e, "internal_error", "server '%s' is not defined", server);
         gg_error_move(&q->err, &e);
@@ -802,7 +821,7 @@ static void subscribe_step(void *arg) {
         }
         gg_error_clear(&q->err);
     }
-    gserver *s = server_of(q->g, server);
+    gserver *s = gg_graph_server_named(q->g, server);
     gg_error e = GG_ERROR_INIT;
     mcp_client *c = s ? gg_graph_server_client(s, q->g->policy, &e) : NULL;
     gg_error_clear(&e);
@@ -851,7 +870,7 @@ bool gg_graph_proxy_subscribe(gg_graph *g, const char *uri) {
     if (!e || !*orig || !readable(json_object_get(e, "res"), orig, &sel)) return false;
     /* answered nowhere: a refusal leaves the URI subscribed here, unused, as in the session era;
      * a downstream known to declare no resources.subscribe is not asked at all */
-    gserver *s = server_of(g, json_string_value(json_object_get(e, "server")));
+    gserver *s = gg_graph_server_named(g, json_string_value(json_object_get(e, "server")));
     gg_error err = GG_ERROR_INIT;
     mcp_client *c = s ? gg_graph_server_client(s, g->policy, &err) : NULL;
     gg_error_clear(&err);
@@ -864,7 +883,7 @@ bool gg_graph_proxy_subscribe(gg_graph *g, const char *uri) {
 void gg_graph_proxy_unsubscribe(gg_graph *g, const char *uri) {
     const char *orig = NULL;
     json_t *e = uri ? route_uri(g, uri, &orig) : NULL;
-    gserver *s = e ? server_of(g, json_string_value(json_object_get(e, "server"))) : NULL;
+    gserver *s = e ? gg_graph_server_named(g, json_string_value(json_object_get(e, "server"))) : NULL;
     bool live = false; /* a server not started holds no subscription: none is started for this */
     if (s && *orig) {
         pthread_mutex_lock(&s->lock);

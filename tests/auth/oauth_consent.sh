@@ -23,10 +23,19 @@
 #   - a 2026-07-28 caller (oauth_consent2026.mjs) gets an input-required round with a URL-mode
 #     elicitation instead (-32021 without the URL capability), bounded, declinable; the SDK v2
 #     client consents through it; a 2025-11-25 session connected while its user consents gets
-#     notifications/elicitation/complete.
+#     notifications/elicitation/complete;
+#   - ${secrets.NAME} in per_user servers: a header's secret reaches the downstream and its echo
+#     is [secret:RS_KEY] in the answer; a client registered for graphgate's callback, configured
+#     as two secrets, carries erin's consent (its id redacted in the answer too); a secret in a
+#     per_user url is a 422 at it; no secret's value is in an answer, page, log or database file.
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
+absent_all() { # VALUE FILES...: none of them holds it
+  local v=$1; shift
+  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$v" "$f" && { echo "   value found in $f" >&2; return 1; }; done
+  return 0
+}
 gw_need_sdk
 . "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
 oauth_keys
@@ -260,5 +269,128 @@ sdk2 "$(token dave "$EP2")" "$GG_TMP/d2.json"
 t "  revoked at the downstream, his next call works (refresh token)" eq \
   "$(jget "$GG_TMP/d2.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"dave\\"' "$GG_TMP/d2.json")" "False 1"
 t "  the code's exchange and the refresh both authenticated by client_secret_post" eq "$(($(posted) - POST0))" 2
+# ---- ${secrets.NAME} in a per_user server: a header, and the configured client -----------------
+# The downstream gets the header's value; whoami echoes it, and the answer carries [secret:RS_KEY]
+# instead. A client registered here for graphgate's callback is configured from two secrets:
+# erin's consent goes through it (its secret authenticates the code's exchange).
+RSKEY=rs-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+t "the header's secret is put (201)" eq "$(oauth_secret RS_KEY "$RSKEY")" 201
+REGEP=$(curl -s "$ISS/.well-known/openid-configuration" | python3 -c 'import json,sys; print(json.load(sys.stdin)["registration_endpoint"])')
+curl -s -H 'Content-Type: application/json' -o "$GG_TMP/reg.json" --data-binary \
+  "{\"redirect_uris\":[\"$GG_PUB/oauth/callback\"],\"grant_types\":[\"authorization_code\",\"refresh_token\"],\"response_types\":[\"code\"],\"scope\":\"tools:read tools:execute offline_access\",\"token_endpoint_auth_method\":\"client_secret_basic\"}" "$REGEP"
+CID=$(jget "$GG_TMP/reg.json" "d['client_id']")
+CSEC=$(jget "$GG_TMP/reg.json" "d['client_secret']")
+t "a client is registered for graphgate's callback; its id and secret are put as secrets" eq \
+  "$([ ${#CSEC} -gt 16 ] && echo reg) $(oauth_secret RS_CID "$CID") $(oauth_secret RS_CSECRET "$CSEC")" "reg 201 201"
+cat >"$GG_TMP/pxs.yaml" <<YAML
+version: "1.0"
+server: {name: "pxs", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    headers: {X-Api-Key: "\${secrets.RS_KEY}"}
+    auth: {type: oauth, per_user: true}
+  own:
+    type: streamableHttp
+    url: "$RS"
+    headers: {X-Api-Key: "\${secrets.RS_KEY}"}
+    auth: {type: oauth, per_user: true, client_id: "\${secrets.RS_CID}", client_secret: "\${secrets.RS_CSECRET}"}
+proxy:
+  - {server: "api", tools: ["whoami"]}
+  - {server: "own", tools: ["whoami"], prefix: "own_"}
+YAML
+sed "s|url: \"$RS\"|url: \"$RS?k=\\\${secrets.RS_KEY}\"|" "$GG_TMP/px.yaml" >"$GG_TMP/pxurl.yaml"
+t "a per_user server with a secret in its url is a 422 at the url (the resource users consent to)" eq \
+  "$(gw_put_graph "$ADMIN" acme pxurl "$GG_TMP/pxurl.yaml") $(jget "$GG_TMP/put.json" "[(e['code'], e['line'], e['column']) for e in d['errors']]")" \
+  "422 [('invalid_server', 6, 10)]"
+t "a per_user graph whose header and client come from secrets is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme pxs "$GG_TMP/pxs.yaml")" 201
+EPS=$GG_PUB/mcp/acme/pxs
+sdks() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EPS" "$(token "$1" "$EPS")" "$2" >"$3" 2>"$3.err"; }
+sdks alice whoami "$GG_TMP/s1.json"
+t "alice's call (her grant for api) reaches the downstream as alice" eq \
+  "$(jget "$GG_TMP/s1.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/s1.json")" "False 1"
+t "  with the secret's value in its header" eq "$(curl -s "$RSBASE/admin/keys")" "[\"$RSKEY\"]"
+t "  the echoed value is redacted in the answer" eq "$(grep -c 'secret:RS_KEY' "$GG_TMP/s1.json") $(grep -cF -- "$RSKEY" "$GG_TMP/s1.json")" "1 0"
+sdks erin own_whoami "$GG_TMP/e1.json"
+t "erin's call of the server with a configured client: -32042" eq "$(jget "$GG_TMP/e1.json" "d['error']['code']")" -32042
+t "  her URL holds neither the client's id nor its secret in clear" eq \
+  "$(el "$GG_TMP/e1.json" "['url']" | grep -cF -e "$CID" -e "$CSEC")" 0
+t "erin consents through the client made of secrets (200)" eq "$(browse "$GG_TMP/jar.e" erin "$(el "$GG_TMP/e1.json" "['url']")")" 200
+sdks erin own_whoami "$GG_TMP/e2.json"
+who() { jget "$1" "(lambda w: w['sub'] + ' ' + w['client'])(json.loads(d['result']['content'][0]['text']))"; }
+t "erin's retry reaches the downstream as erin, her token issued to the configured client (its id a secret: redacted)" eq \
+  "$(who "$GG_TMP/e2.json")" "erin [secret:RS_CID]"
+gg_curl "$GG_TMP/execs2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
+for v in "$RSKEY" "$CID" "$CSEC"; do
+  t "a secret's value is in no answer, page, log or database file" absent_all "$v" "$GG_TMP/s1.json" "$GG_TMP/e1.json" \
+    "$GG_TMP/e2.json" "$GG_TMP/execs2.json" "$GG_TMP/page.html" "$GG_TMP/put.json" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal"
+done
+
+# ---- async branches and proxied resources/prompts act for the caller too ------------------------
+# alice holds a grant for api, bob none; an API key acts for nobody. A branch runs with the
+# principal of the call that started it; a resource or prompt goes with the caller's own grant,
+# and a caller without one gets the same -32042 as a tools call.
+cat >"$GG_TMP/ex.yaml" <<YAML
+version: "1.0"
+server: {name: "ex", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: oauth, per_user: true}
+tools:
+  - name: "bg"
+    description: "whoami in a fire-and-forget branch"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, async: true, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+proxy:
+  - {server: "api", resources: ["who://me"], prompts: ["greet"]}
+YAML
+t "a graph with an async node and proxied resources/prompts over the per_user server is accepted (201)" eq \
+  "$(gw_put_graph "$ADMIN" acme ex "$GG_TMP/ex.yaml")" 201
+EX=$GG_PUB/mcp/acme/ex
+exinit() { gw_rpc "$GG_TMP/exinit.json" "$EX" "$1" "" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"t","version":"1"}}}' >/dev/null
+  sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^[:space:]]*\).*/\1/p' "$GG_TMP/exinit.json.h" | tr -d '\r'; }
+excall() { # WHO(token or key) SESSION OUT METHOD PARAMS
+  gw_rpc "$3" "$EX" "$1" "$2" "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"$4\",\"params\":$5}" >/dev/null; }
+TEA=$(token alice "$EX"); TEB=$(token bob "$EX")
+SA=$(exinit "$TEA"); SB=$(exinit "$TEB"); SK=$(exinit "$KEY")
+excall "$TEA" "$SA" "$GG_TMP/xr1.json" resources/read '{"uri":"who://me"}'
+t "alice reads the proxied resource with her grant (sub alice)" eq \
+  "$(jget "$GG_TMP/xr1.json" "json.loads(d['result']['contents'][0]['text'])['sub']")" alice
+excall "$TEA" "$SA" "$GG_TMP/xp1.json" prompts/get '{"name":"greet"}'
+t "alice gets the proxied prompt with her grant" eq "$(jget "$GG_TMP/xp1.json" "d['result']['messages'][0]['content']['text']")" "hello alice"
+excall "$TEB" "$SB" "$GG_TMP/xr2.json" resources/read '{"uri":"who://me"}'
+t "bob (no grant) reading it gets -32042 with his url elicitation, as for a tools call" eq \
+  "$(jget "$GG_TMP/xr2.json" "d['error']['code']") $(el "$GG_TMP/xr2.json" "['mode']") $(el "$GG_TMP/xr2.json" "['url']" | sed 's/?.*//')" \
+  "-32042 url $GG_PUB/oauth/connect"
+excall "$TEB" "$SB" "$GG_TMP/xp2.json" prompts/get '{"name":"greet"}'
+t "  getting the prompt too" eq "$(jget "$GG_TMP/xp2.json" "d['error']['code']")" -32042
+excall "$KEY" "$SK" "$GG_TMP/xr3.json" resources/read '{"uri":"who://me"}'
+t "an API key reading it gets principal_required's message" eq \
+  "$(jget "$GG_TMP/xr3.json" "d['error']['code'] != -32042 and 'not an API key' in d['error']['message']")" True
+for w in "$TEA:$SA" "$TEB:$SB" "$KEY:$SK"; do excall "${w%%:*}" "${w##*:}" "$GG_TMP/xb.json" tools/call '{"name":"bg","arguments":{}}'
+  t "the call starting a branch answers at once (started)" eq "$(jget "$GG_TMP/xb.json" "d['result'].get('isError', False)")" False; done
+for _ in $(seq 1 150); do
+  gg_curl "$GG_TMP/xex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=200" >/dev/null
+  [ "$(jget "$GG_TMP/xex.json" 'sum(1 for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] != "running")')" = 3 ] && break
+  sleep 0.1
+done
+t "three branch rows: one succeeded, bob's asks for consent, the key's needs a principal" eq "$(jget "$GG_TMP/xex.json" \
+  'sorted((e["status"], (e["error"] or "").split(":")[0]) for e in d["executions"] if e["tool"] == "api.whoami")')" \
+  "[('failed', 'principal_required'), ('failed', 'url_elicitation_required'), ('succeeded', '')]"
+XID=$(jget "$GG_TMP/xex.json" '[e["id"] for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] == "succeeded"][0]')
+gg_curl "$GG_TMP/xone.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$XID" >/dev/null
+t "  alice's branch reached the downstream as alice" eq "$(grep -cE 'sub[\\"]+:[\\"]+alice' "$GG_TMP/xone.json")" 1
+curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens2.json"
+for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens2.json"); do
+  absent_all "$tok" "$GG_TMP/xr1.json" "$GG_TMP/xp1.json" "$GG_TMP/xone.json" "$GG_TMP/xex.json" "$GG_TMP/serve.out" "$GG_TMP/serve.err" || echo "$tok"
+done >"$GG_TMP/leaked"
+t "no downstream token in those answers, the branch's row or the logs" eq "$(wc -l <"$GG_TMP/leaked")" 0
+
 t "the server stops cleanly" gw_stop_clean
 gg_finish

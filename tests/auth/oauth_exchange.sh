@@ -23,6 +23,8 @@
 #     with the challenge's scope, kept for the next calls; a scope never granted: a bounded
 #     number of exchanges, then a tool error;
 #   - GET .../downstream counts the callers' clients per server under for_caller (no names);
+#   - an async node's branch runs as the caller who started it (an API key's fails
+#     principal_required in its row); a proxied resource is read with the caller's token;
 #   - the callers' tokens and the exchanged ones are in no log line, answer, /metrics, run
 #     record or database file.
 # Prints "N passed, N failed".
@@ -271,6 +273,55 @@ sdk "$TOKE" "$GG_TMP/e1.json"
 sdk "$TOKE" "$GG_TMP/e2.json"
 t "erin's two calls: one exchange, the short-lived token reused" eq \
   "$(who "$GG_TMP/e1.json" "['sub']") $(who "$GG_TMP/e2.json" "['sub']") $(exchanges)" "erin erin 1"
+# ---- an async branch and a proxied resource act for the caller too --------------------------
+# the branch's client is the caller's, chosen when the call starts it; the caller's token is held
+# by it until the branch ends (then wiped); the resource goes with the caller's exchanged token
+cat >"$GG_TMP/bg.yaml" <<YAML
+version: "1.0"
+server: {name: "bg", version: "1.0.0"}
+mcpServers:
+  api:
+    type: streamableHttp
+    url: "$RS"
+    auth: {type: token_exchange, client_id: exchanger, client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
+tools:
+  - name: "bg"
+    description: "whoami in a fire-and-forget branch"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: call}
+      - {id: call, type: mcp, async: true, server: api, tool: whoami, args: {}, next: exit}
+      - {id: exit, type: exit}
+proxy:
+  - {server: "api", resources: ["who://me"]}
+YAML
+t "a graph with an async node and a proxied resource over the exchange server is accepted (201)" eq \
+  "$(gw_put_graph "$ADMIN" acme bg "$GG_TMP/bg.yaml")" 201
+EPB=$GG_PUB/mcp/acme/bg
+sdk "$(token erin "$EPB")" "$GG_TMP/g1.json" "$EPB" bg
+t "erin's call starting the branch answers at once" eq "$(jget "$GG_TMP/g1.json" "d['result'].get('isError', False)")" False
+SK=$(gw_init "$EPB" "$KEY")
+gw_rpc "$GG_TMP/g2.json" "$EPB" "$KEY" "$SK" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bg","arguments":{}}}' >/dev/null
+for _ in $(seq 1 150); do
+  gg_curl "$GG_TMP/gex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=200" >/dev/null
+  [ "$(jget "$GG_TMP/gex.json" 'sum(1 for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] != "running")')" = 2 ] && break
+  sleep 0.1
+done
+t "two branch rows: erin's succeeded, the API key's needs a principal" eq "$(jget "$GG_TMP/gex.json" \
+  'sorted((e["status"], (e["error"] or "").split(":")[0]) for e in d["executions"] if e["tool"] == "api.whoami")')" \
+  "[('failed', 'principal_required'), ('succeeded', '')]"
+GID=$(jget "$GG_TMP/gex.json" '[e["id"] for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] == "succeeded"][0]')
+gg_curl "$GG_TMP/gone.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$GID" >/dev/null
+t "  erin's branch reached the downstream as erin, with an exchanged token (act exchanger)" eq \
+  "$(grep -cE 'sub[\\"]+:[\\"]+erin' "$GG_TMP/gone.json") $(grep -cE 'act[\\"]+:[{\\"]+sub[\\"]+:[\\"]+exchanger' "$GG_TMP/gone.json")" "1 1"
+TOKG=$(token erin "$EPB")
+SE=$(gw_init "$EPB" "$TOKG")
+gw_rpc "$GG_TMP/g3.json" "$EPB" "$TOKG" "$SE" '{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"who://me"}}' >/dev/null
+t "erin reads the proxied resource as erin" eq "$(jget "$GG_TMP/g3.json" "json.loads(d['result']['contents'][0]['text'])['sub']")" erin
+gw_rpc "$GG_TMP/g4.json" "$EPB" "$KEY" "$SK" '{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"who://me"}}' >/dev/null
+t "  an API key reading it gets principal_required's message" eq "$(jget "$GG_TMP/g4.json" "'not an API key' in d['error']['message']")" True
+t "  erin's own token is in no answer, record or log" absent "$TOKG" "$GG_TMP/g3.json" "$GG_TMP/gone.json" "$GG_TMP/gex.json" \
+  "$GG_TMP/serve.out" "$GG_TMP/serve.err"
 t "the server stops cleanly" gw_stop_clean
 t "  and its logs name no token after the stop either" absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
 gg_finish
