@@ -321,10 +321,16 @@ static gg_exec_record *record_final(gw_call_job *j) {
 
 /* The result as the tool's value: structuredContent, else the lone text, else content. */
 void gw_record_result(gg_exec_record *r, json_t *res) {
-    json_t *content = json_object_get(res, "content"), *sc = json_object_get(res, "structuredContent");
+    static const gg_json_key keys[] = {GG_JSON_KEY("content"), GG_JSON_KEY("structuredContent")};
+    json_t *m[2];
+    gg_json_members(res, 2, keys, m); /* one walk, not two lookups */
+    json_t *content = m[0], *sc = m[1];
+    if (sc) {
+        r->result = json_incref(sc);
+        return;
+    }
     json_t *text = json_array_size(content) == 1 ? json_object_get(json_array_get(content, 0), "text") : NULL;
-    if (sc) r->result = json_incref(sc);
-    else if (json_is_string(text)) r->result = json_incref(text);
+    if (json_is_string(text)) r->result = json_incref(text);
     else if (content) r->result = json_incref(content);
 }
 

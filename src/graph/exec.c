@@ -421,7 +421,7 @@ static bool run_setup(grun *r) {
     size_t nn = r->t->nnodes;
     size_t bytes = nn * (sizeof(int) + sizeof(int *) + 2 * sizeof(size_t) + PER_FIRST * sizeof(int)) +
                    HIST_FIRST * sizeof(hrec);
-    char *b = calloc(1, bytes);
+    char *b = gg_zalloc(bytes); /* once a run: the per-thread cache, not calloc */
     if (!b) return false;
     r->block = b;
     r->hist = r->hist_first = (hrec *)(void *)b; /* hrec first: the strictest alignment */

@@ -12,6 +12,7 @@
  */
 #include <stdatomic.h>
 #include <math.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -612,6 +613,56 @@ static void call_free_rounds(mcp_call *c) {
     json_decref(c->wait_requests);
 }
 
+/* One freed call kept a thread for its next call: an mcp_call (≈ 1.8 KiB) is above glibc's
+ * per-thread cache, so its calloc and free took ≈ 1 k instructions a tools/call
+ * (bench/gateway/callgrind.sh). Process-wide on purpose (globals.allow): the spare belongs
+ * to the thread that freed it; the key, made once, frees it at the thread's end. */
+typedef struct call_cache {
+    mcp_call *spare;
+    bool registered, closed; /* closed: the destructor ran, frees go straight to free */
+} call_cache;
+static _Thread_local call_cache call_tl_cache;
+static pthread_key_t call_cache_key;
+static pthread_once_t call_cache_once = PTHREAD_ONCE_INIT;
+
+static void call_cache_flush(void *arg) {
+    call_cache *cc = arg;
+    free(cc->spare);
+    cc->spare = NULL;
+    cc->closed = true;
+}
+
+static void call_cache_key_make(void) {
+    if (pthread_key_create(&call_cache_key, call_cache_flush) != 0) call_cache_key = (pthread_key_t)-1;
+}
+
+/* A zeroed call: this thread's spare, else calloc. */
+static mcp_call *call_alloc(void) {
+    mcp_call *c = call_tl_cache.spare;
+    if (!c) return calloc(1, sizeof *c);
+    call_tl_cache.spare = NULL;
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+/* c's memory (its fields already released) kept as this thread's spare, else freed. */
+static void call_release(mcp_call *c) {
+    call_cache *cc = &call_tl_cache;
+    if (cc->spare || cc->closed) {
+        free(c);
+        return;
+    }
+    if (!cc->registered) {
+        pthread_once(&call_cache_once, call_cache_key_make);
+        if (call_cache_key == (pthread_key_t)-1 || pthread_setspecific(call_cache_key, cc) != 0) {
+            free(c);
+            return;
+        }
+        cc->registered = true;
+    }
+    cc->spare = c;
+}
+
 void mcp_call_free(mcp_call *c) {
     if (!c) return;
     call_free_rounds(c);
@@ -629,7 +680,7 @@ void mcp_call_free(mcp_call *c) {
     mcp_call_set_subject_token(c, NULL, 0); /* wiped */
     mcp_cancel_cell_unref(atomic_load(&c->shared_cancel));
     mcp_server_unref(c->srv);
-    free(c);
+    call_release(c);
 }
 
 static void emit_notification(mcp_call *c, const char *method, json_t *params) {
@@ -678,12 +729,15 @@ static void set_error(mcp_call *c, const char *status, const char *msg) {
 /* The result a client may rely on: structuredContent checked against outputSchema and
  * always mirrored as a text block. Returns the result to send (new reference). */
 static json_t *finish_result(mcp_call *c, json_t *res) {
-    if (json_is_true(json_object_get(res, "isError"))) {
-        json_t *first = json_array_get(json_object_get(res, "content"), 0);
+    static const gg_json_key keys[] = {GG_JSON_KEY("isError"), GG_JSON_KEY("structuredContent"), GG_JSON_KEY("content")};
+    json_t *m[3];
+    gg_json_members(res, 3, keys, m); /* one walk, not three lookups */
+    json_t *sc = m[1], *content = m[2];
+    if (json_is_true(m[0])) {
+        json_t *first = json_array_get(content, 0);
         set_error(c, "error", json_string_value(json_object_get(first, "text")));
         return res;
     }
-    json_t *sc = json_object_get(res, "structuredContent");
     gg_error e = GG_ERROR_INIT;
     if (!mcp_tool_check_output(c->tool->output, c->tool->name, sc, &e)) {
         json_decref(res);
@@ -692,7 +746,6 @@ static json_t *finish_result(mcp_call *c, json_t *res) {
         gg_error_clear(&e);
         return res;
     }
-    json_t *content = json_object_get(res, "content");
     if (sc && (!json_is_array(content) || json_array_size(content) == 0)) {
         char *text = json_dumps(sc, JSON_COMPACT);
         json_t *arr = json_array();
@@ -1393,8 +1446,11 @@ static bool withheld_tool(mcp_outcome *out, json_t *id, const mcp_server *s, con
 }
 
 static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request_ctx *rc, mcp_outcome *out) {
-    json_t *name = json_object_get(m->params, "name");
-    json_t *args = json_object_get(m->params, "arguments");
+    static const gg_json_key keys[] = {GG_JSON_KEY("name"), GG_JSON_KEY("arguments"), GG_JSON_KEY("_meta"),
+                                        GG_JSON_KEY("requestState")};
+    json_t *pm[4];
+    gg_json_members(m->params, 4, keys, pm); /* one walk, not four lookups */
+    json_t *name = pm[0], *args = pm[1], *meta = pm[2];
     if (!json_is_string(name)) {
         respond_error(out, m->id, MCP_INVALID_PARAMS, "Invalid params: tools/call needs a tool name");
         return;
@@ -1419,9 +1475,9 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
         missing_capability(out, m->id, t->name, MCP_CLIENT_CAPS_TASKS);
         return;
     }
-    json_t *token = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
+    json_t *token = json_object_get(meta, "progressToken");
     if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
-    mcp_call *c = calloc(1, sizeof *c);
+    mcp_call *c = call_alloc();
     if (!c) {
         respond_error(out, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");
         return;
@@ -1436,10 +1492,9 @@ static void do_tools_call(mcp_server *s, const mcp_message *m, const mcp_request
     if (c->modern) c->client_caps = rc->client_caps;
     /* afterInput: the first round runs as an ordinary call (its input-required results are
      * the client's to answer); the round carrying the answers and the state becomes a task */
-    c->as_task = tasks_ok && t->task_support > 0 && (!t->task_after_input || json_is_string(json_object_get(m->params, "requestState")));
+    c->as_task = tasks_ok && t->task_support > 0 && (!t->task_after_input || json_is_string(pm[3]));
     c->history = json_array();
     c->status = "running";
-    json_t *meta = json_object_get(m->params, "_meta");
     gg_trace_parse(&c->trace, json_string_value(json_object_get(meta, "traceparent")),
                    json_string_value(json_object_get(meta, "tracestate")));
     gg_error e = GG_ERROR_INIT;
@@ -1472,7 +1527,7 @@ static void do_set_level(const mcp_message *m, mcp_outcome *out) {
 /* A request the provider answers through its downstream servers: a call the transport runs
  * like a tools/call (unrecorded: mcp_call_forwarded). */
 static void do_forward(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
-    mcp_call *c = calloc(1, sizeof *c);
+    mcp_call *c = call_alloc();
     if (!c || !(c->run = strdup(m->method)) || !(c->args = m->params ? json_deep_copy(m->params) : json_object())) {
         if (c) free(c->run);
         free(c);
@@ -1554,7 +1609,7 @@ static void do_get(mcp_server *s, const mcp_message *m, const mcp_request_ctx *r
         json_decref(item);
         return;
     }
-    mcp_call *c = run ? calloc(1, sizeof *c) : NULL;
+    mcp_call *c = run ? call_alloc() : NULL;
     if (!c) {
         free(run);
         json_decref(run_args);

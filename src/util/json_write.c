@@ -144,3 +144,23 @@ static bool put_json(gg_strbuf *b, json_t *v, int depth) {
 }
 
 bool gg_strbuf_put_json(gg_strbuf *b, const struct json_t *v) { return put_json(b, (json_t *)v, 0); }
+
+/* See util.h. Keys are matched with their lengths, as jansson matches them. */
+void gg_json_members(const struct json_t *obj, size_t n, const gg_json_key keys[], struct json_t *vals[]) {
+    for (size_t i = 0; i < n; i++) vals[i] = NULL;
+    json_t *o = (json_t *)obj;
+    if (!json_is_object(o)) return;
+    size_t left = n;
+    for (void *it = json_object_iter(o); it && left; it = json_object_iter_next(o, it)) {
+        size_t len = json_object_iter_key_len(it);
+        const char *k = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (keys[i].len != len || vals[i]) continue;
+            if (!k) k = json_object_iter_key(it);
+            if (memcmp(k, keys[i].name, len) != 0) continue;
+            vals[i] = json_object_iter_value(it);
+            left--;
+            break;
+        }
+    }
+}

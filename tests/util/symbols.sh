@@ -25,7 +25,7 @@ policy: mcp_policy
 specs: specs
 store: gg_store gg_db gg_exec gg_history gg_task
 telemetry: gg_tel gg_span gg_trace
-util: gg_error gg_errcode gg_strbuf gg_log gg_yaml gg_ecma gg_js gg_hex4 gg_now gg_wall gg_tally gg_closest gg_suggest gg_suspicious gg_time gg_regex gg_utf16'
+util: gg_error gg_errcode gg_strbuf gg_log gg_yaml gg_ecma gg_js gg_hex4 gg_now gg_wall gg_tally gg_closest gg_suggest gg_suspicious gg_time gg_regex gg_utf16 gg_json'
 
 prefixes_of() { sed -n "s/^$1: //p" <<<"$owners"; }
 

@@ -409,6 +409,32 @@ START_TEST(json_escape_short_and_long_alike) {
 }
 END_TEST
 
+/* gg_json_members answers what json_object_get answers for each key, in one walk: keys
+ * of the same length but other bytes, a longer key sharing the prefix, absent keys, no
+ * object. */
+START_TEST(json_members_as_object_get) {
+    json_t *o = json_loads("{\"name\":\"t\",\"namE\":1,\"arguments\":{\"a\":1},\"nam\":2,\"_meta\":null}", 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    static const gg_json_key keys[] = {GG_JSON_KEY("name"), GG_JSON_KEY("arguments"), GG_JSON_KEY("_meta"),
+                                       GG_JSON_KEY("requestState"), GG_JSON_KEY("na")};
+    json_t *v[5];
+    gg_json_members(o, 5, keys, v);
+    for (int i = 0; i < 5; i++) ck_assert_ptr_eq(v[i], json_object_get(o, keys[i].name));
+    ck_assert_str_eq(json_string_value(v[0]), "t");
+    ck_assert(json_is_null(v[2]));
+    ck_assert_ptr_null(v[3]);
+    ck_assert_ptr_null(v[4]); /* "na\u0000e" is another key */
+    json_t *arr = json_array();
+    v[0] = o;
+    gg_json_members(arr, 1, keys, v);
+    ck_assert_ptr_null(v[0]);
+    gg_json_members(NULL, 1, keys, v);
+    ck_assert_ptr_null(v[0]);
+    json_decref(arr);
+    json_decref(o);
+}
+END_TEST
+
 START_TEST(strbuf_on_a_callers_array) {
     char stack[8];
     gg_strbuf b;
@@ -671,6 +697,7 @@ int main(void) {
     tcase_add_test(tc, json_write_matches_json_dumps);
     tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
     tcase_add_test(tc, json_escape_short_and_long_alike);
+    tcase_add_test(tc, json_members_as_object_get);
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
