@@ -653,7 +653,7 @@ static json_t *list_page(list_state *q, int limit, gg_error *err) {
         else rec_clear(&q->v[i]);
     for (size_t i = n; i < q->n; i++) q->v[i] = (hist_rec){0};
     q->n = n;
-    qsort(q->v, n, sizeof *q->v, cmp_newest);
+    if (n > 1) qsort(q->v, n, sizeof *q->v, cmp_newest); /* q->v may be NULL when n is 0 */
     json_t *arr = json_array();
     char next[64] = "";
     const hist_rec *last = NULL;
