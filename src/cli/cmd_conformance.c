@@ -180,8 +180,8 @@ static void answer_server(void *user, const char *method, json_t *params, mcp_cl
  * scenario's authorization server. This is where the driver gives the client credentials
  * the way a graph's mcpServers entry does: cfg->auth settings built from the scenario and
  * MCP_CONFORMANCE_CONTEXT (pre-registered client id/secret, private key, ...), with the
- * OAuth client's provider factory installed (mcp_http_set_auth_factory, by
- * gg_gateway_downstream_auth_install). Returns false when the settings cannot be made. */
+ * OAuth client's provider factory installed in the client's context (mcp_http_set_auth_factory,
+ * by gg_gateway_downstream_auth_install). Returns false when the settings cannot be made. */
 #define CONF_CIMD_URL "https://conformance-test.local/client-metadata.json" /* the URL auth/basic-cimd expects */
 static bool auth_settings(mcp_server_config *cfg, const char *scenario, json_t *context) {
     if (strncmp(scenario, "auth/", 5)) return true;
@@ -201,7 +201,7 @@ static bool auth_settings(mcp_server_config *cfg, const char *scenario, json_t *
     }
     if (s && !strncmp(rest, "dpop", 4)) json_object_set_new(s, "dpop", json_true()); /* what a user would configure */
     if (!s || json_object_set_new(context, "graphgate.auth", s)) return false; /* context owns it: lives as long */
-    gg_gateway_downstream_auth_install();
+    gg_gateway_downstream_auth_install(cfg->downstream);
     cfg->auth = s;
     return true;
 }
@@ -209,9 +209,9 @@ static bool auth_settings(mcp_server_config *cfg, const char *scenario, json_t *
 /* Until the client's GET stream is open (or a server that offers none said so), at most
  * CONF_LISTEN_WAIT_MS: the events are the client's own listen counters. */
 #define CONF_LISTEN_WAIT_MS 3000
-static void await_listen_stream(void) {
+static void await_listen_stream(const mcp_downstream *ds) {
     for (int waited = 0; waited < CONF_LISTEN_WAIT_MS; waited += 10) {
-        mcp_listen_stats st = mcp_http_listen_stats();
+        mcp_listen_stats st = mcp_http_listen_stats(ds);
         if (st.opened || st.no_stream) return;
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -259,13 +259,16 @@ int gg_cmd_conformance_client(int argc, char **argv) {
         json_decref(context);
         return GG_EXIT_USAGE;
     }
+    /* the client's own context: its auth factory and the listen counters awaited below */
     mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "conformance", .url = url,
-                             .timeout_ms = CONF_TIMEOUT_MS, .protocol = mcp_version_is_modern(era) ? era : NULL};
+                             .timeout_ms = CONF_TIMEOUT_MS, .protocol = mcp_version_is_modern(era) ? era : NULL,
+                             .downstream = mcp_downstream_new()};
     gg_error err = GG_ERROR_INIT;
-    mcp_client *c = auth_settings(&cfg, scenario, context) ? mcp_client_new(&cfg, NULL, &err) : NULL;
+    mcp_client *c = cfg.downstream && auth_settings(&cfg, scenario, context) ? mcp_client_new(&cfg, NULL, &err) : NULL;
     if (!c) {
         fprintf(stderr, "graphgate conformance-client: %s\n", err.message ? err.message : "cannot set up the client");
         gg_error_clear(&err);
+        mcp_downstream_free(cfg.downstream);
         json_decref(context);
         return GG_EXIT_FAIL;
     }
@@ -275,10 +278,11 @@ int gg_cmd_conformance_client(int argc, char **argv) {
     /* the session era: a server sends the requests that belong to no call of ours on the
      * GET stream, so the client listens before it calls (the stateless era has none) */
     mcp_client_listen(c);
-    if (!cfg.protocol) await_listen_stream();
+    if (!cfg.protocol) await_listen_stream(cfg.downstream);
     conf_run r = {c, scenario, context, 0};
     int rc = run_scenario(&r);
     mcp_client_free(c);
+    mcp_downstream_free(cfg.downstream);
     json_decref(context);
     return rc;
 }

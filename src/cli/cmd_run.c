@@ -82,7 +82,6 @@ static int usage(FILE *f) {
 }
 
 int gg_cmd_run(int argc, char **argv) {
-    gg_gateway_downstream_auth_install(); /* servers with `auth:` get their tokens here too */
     const char *file = NULL, *tool = NULL, *args_text = NULL;
     bool trace = false, compact = false;
     for (int i = 1; i < argc; i++) {
@@ -112,7 +111,14 @@ int gg_cmd_run(int argc, char **argv) {
     mcp_client_policy local = {.allow_all = true};
     /* check off: no mcp node is checked, but proxy entries list their servers' tools */
     gg_graph_downstream live = {.mode = GG_CHECK_OFF};
-    gg_graph_options opts = {.policy = &local, .downstream = &live};
+    mcp_downstream *ds = mcp_downstream_new(); /* what the run's clients share */
+    if (!ds) {
+        json_decref(args);
+        fprintf(stderr, "graphgate run: out of memory\n");
+        return GG_EXIT_FAIL;
+    }
+    gg_gateway_downstream_auth_install(ds); /* servers with `auth:` get their tokens here too */
+    gg_graph_options opts = {.policy = &local, .clients = ds, .downstream = &live};
     gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
     gg_graph *g = gg_graph_load_file(file, &opts, &d);
     for (size_t k = 0; k < d.count; k++) {
@@ -124,6 +130,7 @@ int gg_cmd_run(int argc, char **argv) {
     if (!g || !args_ok(g, tool, args)) {
         json_decref(args);
         gg_graph_unref(g);
+        mcp_downstream_free(ds);
         return GG_EXIT_USAGE;
     }
     struct sigaction sa = {0}, old_int, old_term;
@@ -154,6 +161,7 @@ int gg_cmd_run(int argc, char **argv) {
     gg_graph_result_clear(&r);
     json_decref(args);
     gg_graph_unref(g);
+    mcp_downstream_free(ds); /* after the graph: its clients held it */
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     return rc;

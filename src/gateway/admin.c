@@ -287,6 +287,7 @@ gg_graph_options gw_graph_options(const gg_gateway *gw, bool upload, double dead
     o.clamp_limits = !upload;
     o.check_secrets = upload; /* a stored version naming a since-deleted secret still loads */
     o.deadline_ms = deadline_ms;
+    o.clients = gw->downstream;
     return o;
 }
 

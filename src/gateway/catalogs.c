@@ -213,7 +213,7 @@ void gw_downstream_listen_later(gg_gateway *gw, const char *tenant, mcp_server *
 
 void gw_downstream_metrics(gg_gateway *gw, gg_strbuf *out) {
     pins_metrics(gw->refresher, out);
-    mcp_listen_stats l = mcp_http_listen_stats();
+    mcp_listen_stats l = mcp_http_listen_stats(gw->downstream);
     gg_strbuf_printf(out,
                      "# HELP graphgate_downstream_listen_streams GET streams to streamable-HTTP downstream servers, connecting or open (at most %d)\n"
                      "# TYPE graphgate_downstream_listen_streams gauge\ngraphgate_downstream_listen_streams %d\n"

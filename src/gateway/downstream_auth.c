@@ -216,7 +216,7 @@ static bool make_provider(void *user, const json_t *settings, const char *url, c
     return true;
 }
 
-void gg_gateway_downstream_auth_install(void) { mcp_http_set_auth_factory(make_provider, NULL); }
+void gg_gateway_downstream_auth_install(mcp_downstream *ds) { mcp_http_set_auth_factory(ds, make_provider, NULL); }
 
 /* ---- the gateway's list ----------------------------------------------------------------------- */
 
@@ -225,15 +225,15 @@ struct gw_dsauth *gw_dsauth_install(gg_gateway *gw) {
     if (!reg) return NULL;
     reg->gw = gw;
     pthread_mutex_init(&reg->mu, NULL);
-    mcp_http_set_auth_factory(make_provider, reg);
+    mcp_http_set_auth_factory(gw->downstream, make_provider, reg);
     return reg;
 }
 
 void gw_dsauth_free(struct gw_dsauth *reg) {
     if (!reg) return;
-    /* providers made from now on are kept nowhere (the factory must not point at a list
-     * that is going; another gateway in this process would install its own again) */
-    mcp_http_set_auth_factory(make_provider, NULL);
+    /* providers made from now on (by a client of the gateway's context still held elsewhere)
+     * are kept nowhere: the factory must not point at a list that is going */
+    mcp_http_set_auth_factory(reg->gw->downstream, make_provider, NULL);
     pthread_mutex_lock(&reg->mu);
     reg->closing = true;
     bool now = !reg->live; /* else the last provider's destroy frees it */

@@ -554,6 +554,7 @@ static void gateway_free(gg_gateway *gw) {
     pthread_cond_destroy(&gw->watch_cv);
     gw_async_free(gw->async); /* after every provider that points at its hooks */
     gw_tasks_free(gw->tasks); /* after the pool: no run is left to finish */
+    mcp_downstream_free(gw->downstream); /* freed now, or by the last client still held elsewhere */
     free(gw);
 }
 
@@ -657,11 +658,12 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
                                  cfg->tenant_max_queued)))
         goto oom;
     if (!(gw->async = gw_async_new(gw, cfg->tenant_max_async_branches, cfg->max_async_branches))) goto oom;
-    mcp_http_set_listen_owner_max(cfg->tenant_max_listen_streams);
-    mcp_http_set_limits(cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes);
+    if (!(gw->downstream = mcp_downstream_new())) goto oom;
+    mcp_http_set_listen_owner_max(gw->downstream, cfg->tenant_max_listen_streams);
+    mcp_http_set_limits(gw->downstream, cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes);
     if (!(gw->dsauth = gw_dsauth_install(gw))) goto oom;
     mcp_downstream_set_owner_max_bytes(cfg->tenant_max_downstream_bytes);
-    mcp_stdio_set_limits(&(mcp_stdio_limits){cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes,
+    mcp_stdio_set_limits(gw->downstream, &(mcp_stdio_limits){cfg->downstream_max_message_bytes, cfg->downstream_max_parse_bytes,
                                               cfg->downstream_stderr_bytes_per_s, cfg->downstream_child_nice,
                                               cfg->downstream_child_memory_bytes, cfg->downstream_child_cpu_seconds,
                                               cfg->downstream_max_starts_per_minute});

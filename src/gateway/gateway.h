@@ -37,9 +37,10 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err);
  * one). name must be a fixed route word such as "nodes" that no tenant can take. */
 bool gg_gateway_mount(gg_gateway *gw, const char *name, mcp_provider *provider, gg_error *err);
 /* Let downstream streamable-HTTP servers carry `auth` settings: installs the OAuth client
- * (src/auth) as the MCP client's auth provider factory. Once, before clients start (serve,
- * run, conformance-client). */
-void gg_gateway_downstream_auth_install(void);
+ * (src/auth) as the auth provider factory of ds (the caller's downstream context). Once,
+ * before its clients start (run, conformance-client; serve installs its own). */
+struct mcp_downstream;
+void gg_gateway_downstream_auth_install(struct mcp_downstream *ds);
 /* Mount the authoring toolkit (validate_graph, test_jsonata, test_jsonlogic, list_downstream_tools, run_graph,
  * put_graph) at /mcp/toolkit (toolkit.c, toolkit_run.c); answers per caller tenant; only put_graph (graphs:write)
  * stores anything. */

@@ -194,6 +194,8 @@ struct gg_gateway {
     unsigned sync_mark;         /* the store sync's pass (under sync_mu) */
     struct gw_refresher *refresher; /* periodic downstream catalog refresh (catalogs.c) */
     struct gw_dsauth *dsauth;       /* downstream servers' OAuth providers (downstream_auth.c) */
+    mcp_downstream *downstream;     /* what its downstream clients share (mcp.h): limits, auth
+                                       factory, listen counters; one reference per client */
     struct gw_consent *consent;     /* per-user consent for downstream servers (consent.c) */
     struct gw_async *async;         /* fire-and-forget branches (branches.c) */
     struct gw_tasks *tasks;         /* tasks running or parked here (tasks.c) */

@@ -1499,7 +1499,7 @@ static int forward_request(gg_gateway *gw, gg_http_req *req, gg_http_res *res, c
     size_t len = 0;
     const char *body = gg_http_body(req, &len);
     forward_link(f, true); /* shutdown sets its cancel flag and waits for it to end */
-    mcp_forward_start(target, tenant, lines, body, len, timeout, &f->cancel, forward_stream, forward_done, f);
+    mcp_forward_start(gw->downstream, target, tenant, lines, body, len, timeout, &f->cancel, forward_stream, forward_done, f);
     return GG_HTTP_DEFERRED;
 }
 

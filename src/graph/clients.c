@@ -12,7 +12,8 @@
  * A run in flight on the old compilation holds that graph, hence its gserver, hence the
  * holder: the client it uses outlives it, whichever compilation goes first. Only servers
  * whose definitions are identical share (transport, command, args, env, cwd or URL and
- * protocol, headers and auth, timeout, owner, name, policy): the client copied those at creation.
+ * protocol, headers and auth, timeout, owner, name, policy, downstream context): the client
+ * copied those at creation.
  *
  * Notifications (list_changed) come to the holder and go to the gserver that joined it last
  * (the newest compilation); when that one is freed, the newest one left hears them. */
@@ -150,7 +151,7 @@ static bool same_server(const gserver *a, const gg_graph *ga, const gserver *b, 
     /* a server using secrets keeps its own client: it is made from the values at one
      * secrets generation (secrets.c), which another compilation's may not share */
     return ga->policy == gb->policy && !a->target_graph && !b->target_graph && !a->nsecrets && !b->nsecrets &&
-           a->relays == b->relays && x->transport == y->transport &&
+           a->relays == b->relays && x->transport == y->transport && x->downstream == y->downstream &&
            x->timeout_ms == y->timeout_ms && same_str(a->name, b->name) && same_str(x->owner, y->owner) &&
            same_str(x->url, y->url) && same_str(x->protocol, y->protocol) && same_str(x->command, y->command) &&
            same_str(x->cwd, y->cwd) &&

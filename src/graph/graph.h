@@ -70,6 +70,10 @@ typedef struct gg_graph_options {
      * when the graph is loaded (a definition the policy refuses is a validation error) and
      * again by the client at connect time. The policy must outlive the graph. */
     const mcp_client_policy *policy;
+    /* The downstream context the graph's clients belong to (mcp.h: its limits, auth factory,
+     * listen counters; each client holds a reference); NULL = each client one of its own with
+     * the defaults (validate, tests). */
+    struct mcp_downstream *clients;
     /* Per-call timeout for downstream servers that do not set `timeout` (ms; 0 = 30000). */
     int default_timeout_ms;
     /* Stop after this many source bytes (0 = 4 MiB). */

@@ -692,6 +692,7 @@ static void load_servers(lctx *c, const ynode *v) {
         s->name = strdup(k->kind == YN_SCALAR ? k->str : "");
         s->cfg.name = s->name;
         if (c->opts && c->opts->owner) s->cfg.owner = s->owner = strdup(c->opts->owner);
+        s->cfg.downstream = c->opts ? c->opts->clients : NULL;
         s->line = k->line;
         s->column = k->column;
         char what[160];

@@ -1,5 +1,6 @@
-/* client.c — the transport-independent MCP client front (mcp_client); the policy that
- * decides which downstream servers may be reached is in src/policy/policy.c. */
+/* client.c — the transport-independent MCP client front (mcp_client) and the downstream
+ * context its clients share (mcp_downstream: each transport's part is kept in its own file);
+ * the policy that decides which downstream servers may be reached is in src/policy/policy.c. */
 #include "mcp/loop.h"
 
 #include <pthread.h>
@@ -10,29 +11,62 @@
 struct mcp_client {
     const mcp_client_ops *ops;
     void *impl;
+    mcp_downstream *ds; /* its context: one reference held */
     _Atomic unsigned long long relay_seq; /* names each relaying call's progressToken */
 };
+
+/* See mcp.h. */
+mcp_downstream *mcp_downstream_new(void) {
+    mcp_downstream *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    atomic_init(&d->refs, 1);
+    d->http = mcp_http_shared_new();
+    d->stdio = mcp_stdio_shared_new();
+    if (d->http && d->stdio) return d;
+    mcp_downstream_free(d);
+    return NULL;
+}
+
+/* See mcp.h: the last reference (the owner's or a client's) frees it. */
+void mcp_downstream_free(mcp_downstream *d) {
+    if (!d || atomic_fetch_sub(&d->refs, 1) > 1) return;
+    mcp_http_shared_free(d->http);
+    mcp_stdio_shared_free(d->stdio);
+    free(d);
+}
 
 /* A client for one downstream server; the transport starts lazily on the first request. */
 mcp_client *mcp_client_new(const mcp_server_config *cfg, const mcp_client_policy *policy, gg_error *err) {
     mcp_client *c = calloc(1, sizeof *c);
-    if (!c) {
+    if (c && cfg->downstream) {
+        c->ds = cfg->downstream;
+        atomic_fetch_add(&c->ds->refs, 1); /* freed after the client, whatever its owner does */
+    } else if (c) {
+        c->ds = mcp_downstream_new(); /* none given: one of its own, the defaults */
+    }
+    if (!c || !c->ds) {
+        free(c);
         gg_error_set(err, "oom", "out of memory");
         return NULL;
     }
-    c->impl = cfg->transport == MCP_TRANSPORT_HTTP ? mcp_http_new(cfg, policy, &c->ops, err)
-                                                   : mcp_stdio_new(cfg, policy, &c->ops, err);
+    mcp_server_config own = *cfg;
+    own.downstream = c->ds;
+    c->impl = cfg->transport == MCP_TRANSPORT_HTTP ? mcp_http_new(&own, policy, &c->ops, err)
+                                                   : mcp_stdio_new(&own, policy, &c->ops, err);
     if (!c->impl) {
+        mcp_downstream_free(c->ds);
         free(c);
         return NULL;
     }
     return c;
 }
 
-/* Stop the transport (child process or HTTP session) and free the client. */
+/* Stop the transport (child process or HTTP session) and free the client, then its hold on
+ * the context (nothing of the transport is left to read it). */
 void mcp_client_free(mcp_client *c) {
     if (!c) return;
     c->ops->destroy(c->impl);
+    mcp_downstream_free(c->ds);
     free(c);
 }
 

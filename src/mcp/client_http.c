@@ -42,17 +42,57 @@
 
 typedef struct hreq hreq;
 
-/* What one answer may cost (mcp_http_set_limits); a client copies them when created. */
-static struct {
-    pthread_mutex_t mu;
-    size_t max_message, max_parse;
-} hlimits = {PTHREAD_MUTEX_INITIALIZER, MCP_HTTP_MAX_MESSAGE_DEFAULT, MCP_HTTP_MAX_PARSE_DEFAULT};
+/* ---- this transport's part of a downstream context (mcp_downstream) -----------------------
+ * What its clients share: the settings its owner gave (each client copies the limits when
+ * created, reads the auth factory then), the listen streams' counters (written on the loop
+ * thread, read anywhere) and the live streams per owner (looked at only when a stream
+ * connects or ends, never per event). */
+struct mcp_http_shared {
+    pthread_mutex_t mu;            /* guards max_message, max_parse, owners and owner_max */
+    size_t max_message, max_parse; /* what one answer may cost (mcp_http_set_limits) */
+    gg_tally owners;               /* live listen streams per owner (tenant) */
+    int owner_max;                 /* per owner; 0 = no bound */
+    _Atomic int live;              /* listen GETs connecting or open */
+    _Atomic unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
+    /* the auth provider factory (mcp_http_set_auth_factory): user is stored first, so a
+     * reader that sees fn sees its user */
+    _Atomic(mcp_auth_factory_fn) auth_factory;
+    void *_Atomic auth_user;
+};
 
-void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes) {
-    pthread_mutex_lock(&hlimits.mu);
-    hlimits.max_message = max_message_bytes ? max_message_bytes : MCP_HTTP_MAX_MESSAGE_DEFAULT;
-    hlimits.max_parse = max_parse_bytes ? max_parse_bytes : MCP_HTTP_MAX_PARSE_DEFAULT;
-    pthread_mutex_unlock(&hlimits.mu);
+mcp_http_shared *mcp_http_shared_new(void) {
+    mcp_http_shared *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    h->max_message = MCP_HTTP_MAX_MESSAGE_DEFAULT;
+    h->max_parse = MCP_HTTP_MAX_PARSE_DEFAULT;
+    h->owner_max = MCP_HTTP_LISTEN_MAX_OWNER;
+    return h;
+}
+
+void mcp_http_shared_free(mcp_http_shared *h) {
+    if (!h) return;
+    gg_tally_clear(&h->owners);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+void mcp_http_set_limits(mcp_downstream *d, size_t max_message_bytes, size_t max_parse_bytes) {
+    pthread_mutex_lock(&d->http->mu);
+    d->http->max_message = max_message_bytes ? max_message_bytes : MCP_HTTP_MAX_MESSAGE_DEFAULT;
+    d->http->max_parse = max_parse_bytes ? max_parse_bytes : MCP_HTTP_MAX_PARSE_DEFAULT;
+    pthread_mutex_unlock(&d->http->mu);
+}
+
+/* The limits a new client copies (the defaults without a context: a raw request's). */
+static void limits_get(mcp_http_shared *h, size_t *max_message, size_t *max_parse) {
+    *max_message = MCP_HTTP_MAX_MESSAGE_DEFAULT;
+    *max_parse = MCP_HTTP_MAX_PARSE_DEFAULT;
+    if (!h) return;
+    pthread_mutex_lock(&h->mu);
+    *max_message = h->max_message;
+    *max_parse = h->max_parse;
+    pthread_mutex_unlock(&h->mu);
 }
 
 /* Why on_opensocket refused a connection (the policy logs the exact reason). */
@@ -66,6 +106,7 @@ typedef struct http_client {
     char **headers;
     int timeout_ms;
     size_t max_message, max_parse; /* downstream.max_message_bytes, downstream.max_parse_bytes */
+    mcp_http_shared *ds;           /* its downstream context's part (NULL: a raw request's client) */
     const mcp_client_policy *policy;
     mcp_loop *loop;
     mcp_auth_provider auth; /* auth.impl NULL = no credentials (the config had no `auth`) */
@@ -146,7 +187,7 @@ struct hreq {
     mcp_sse_reader *in;
     bool listen_open;     /* 200 text/event-stream came */
     bool unheard;         /* a subscriptions/listen acknowledgement honouring nothing came */
-    bool counted;         /* one of the process's live listen streams */
+    bool counted;         /* one of its downstream context's live listen streams */
     const char *cut;      /* why we cut the stream off (static text) */
     double opened_ms;
     /* W3C trace context of a call carrying params._meta.traceparent: also sent as headers */
@@ -1301,47 +1342,37 @@ static void on_done(mcp_loop_xfer *lx, CURLcode rc) {
 #define LISTEN_SLOT_WAIT_MS 5000
 #define LISTEN_ERR_BODY 4096
 
-static struct {
-    _Atomic int live; /* GETs connecting or open */
-    _Atomic unsigned long long opened, events, list_changed, cut_off, no_stream, owner_full;
-} lstats; /* written on the loop thread, read anywhere */
-
-/* Live listen streams per owner (tenant), for MCP_HTTP_LISTEN_MAX_OWNER; looked at only
- * when a stream connects or ends, never per event. */
-static struct {
-    pthread_mutex_t mu;
-    gg_tally live;
-    int max; /* per owner; 0 = no bound */
-} owners = {PTHREAD_MUTEX_INITIALIZER, {NULL}, MCP_HTTP_LISTEN_MAX_OWNER};
-
-void mcp_http_set_listen_owner_max(int max) {
-    pthread_mutex_lock(&owners.mu);
-    owners.max = max > 0 ? max : 0;
-    pthread_mutex_unlock(&owners.mu);
+/* The listen streams' counters and per-owner slots are the downstream context's
+ * (mcp_http_shared above): summed over every client of the context. */
+void mcp_http_set_listen_owner_max(mcp_downstream *d, int max) {
+    pthread_mutex_lock(&d->http->mu);
+    d->http->owner_max = max > 0 ? max : 0;
+    pthread_mutex_unlock(&d->http->mu);
 }
 
-/* Take one of the owner's slots: false when it holds owners.max already (or out of memory). */
-static bool owner_take(const char *owner) {
+/* Take one of the owner's slots: false when it holds owner_max already (or out of memory). */
+static bool owner_take(mcp_http_shared *h, const char *owner) {
     if (!owner) return true;
-    pthread_mutex_lock(&owners.mu);
-    bool ok = gg_tally_add(&owners.live, owner, owners.max) == GG_TALLY_OK;
-    pthread_mutex_unlock(&owners.mu);
+    pthread_mutex_lock(&h->mu);
+    bool ok = gg_tally_add(&h->owners, owner, h->owner_max) == GG_TALLY_OK;
+    pthread_mutex_unlock(&h->mu);
     return ok;
 }
 
-static void owner_give(const char *owner) {
+static void owner_give(mcp_http_shared *h, const char *owner) {
     if (!owner) return;
-    pthread_mutex_lock(&owners.mu);
-    gg_tally_sub(&owners.live, owner);
-    pthread_mutex_unlock(&owners.mu);
+    pthread_mutex_lock(&h->mu);
+    gg_tally_sub(&h->owners, owner);
+    pthread_mutex_unlock(&h->mu);
 }
 
-mcp_listen_stats mcp_http_listen_stats(void) {
-    mcp_listen_stats s = {atomic_load_explicit(&lstats.live, memory_order_relaxed), atomic_load_explicit(&lstats.opened, memory_order_relaxed),
-                          atomic_load_explicit(&lstats.events, memory_order_relaxed),
-                          atomic_load_explicit(&lstats.list_changed, memory_order_relaxed),
-                          atomic_load_explicit(&lstats.cut_off, memory_order_relaxed), atomic_load_explicit(&lstats.no_stream, memory_order_relaxed),
-                          atomic_load_explicit(&lstats.owner_full, memory_order_relaxed)};
+mcp_listen_stats mcp_http_listen_stats(const mcp_downstream *d) {
+    const mcp_http_shared *h = d->http;
+    mcp_listen_stats s = {atomic_load_explicit(&h->live, memory_order_relaxed), atomic_load_explicit(&h->opened, memory_order_relaxed),
+                          atomic_load_explicit(&h->events, memory_order_relaxed),
+                          atomic_load_explicit(&h->list_changed, memory_order_relaxed),
+                          atomic_load_explicit(&h->cut_off, memory_order_relaxed), atomic_load_explicit(&h->no_stream, memory_order_relaxed),
+                          atomic_load_explicit(&h->owner_full, memory_order_relaxed)};
     return s;
 }
 
@@ -1355,7 +1386,7 @@ static void listen_opened(hreq *r) {
     r->listen_open = true;
     r->c->session_streamed = true;
     r->opened_ms = gg_now_ms();
-    stat_add(&lstats.opened);
+    stat_add(&r->c->ds->opened);
     gg_log(GG_LOG_DEBUG, "listening to a downstream server", "server", r->c->name, NULL);
 }
 
@@ -1448,7 +1479,7 @@ static bool listen_event(void *user, const char *data, size_t len) {
         r->in->error = "an event that is not a JSON-RPC message";
         return false;
     }
-    stat_add(&lstats.events);
+    stat_add(&r->c->ds->events);
     json_t *id = json_object_get(m, "id");
     const char *method = json_string_value(json_object_get(m, "method"));
     if (c->modern) {
@@ -1458,7 +1489,7 @@ static bool listen_event(void *user, const char *data, size_t len) {
     }
     if (method && id) server_request(c, id, method, json_object_get(m, "params"), NULL);
     else if (method) {
-        if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
+        if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&r->c->ds->list_changed);
         pthread_mutex_lock(&c->mu);
         mcp_client_notify_fn fn = c->hooks.notify;
         void *nu = c->hooks.notify_user;
@@ -1492,14 +1523,14 @@ static size_t on_listen_body(char *ptr, size_t size, size_t nmemb, void *user) {
 /* Leaving the wire or the heap: no longer one of the live streams. */
 static void listen_uncount(hreq *r) {
     if (r->counted) {
-        atomic_fetch_sub_explicit(&lstats.live, 1, memory_order_relaxed);
-        owner_give(r->c->owner);
+        atomic_fetch_sub_explicit(&r->c->ds->live, 1, memory_order_relaxed);
+        owner_give(r->c->ds, r->c->owner);
     }
     r->counted = false;
     r->listen_open = false;
 }
 
-/* (Re)connect, unless the process has its MCP_HTTP_LISTEN_MAX streams or the client's
+/* (Re)connect, unless the context has its MCP_HTTP_LISTEN_MAX streams or the client's
  * owner its MCP_HTTP_LISTEN_MAX_OWNER: then wait. */
 static void listen_wait(hreq *r, long ms);
 static bool modern_listen_prepare(hreq *r);
@@ -1508,17 +1539,17 @@ static void listen_connect(hreq *r) {
         listen_stop(r->c);
         return;
     }
-    if (atomic_load_explicit(&lstats.live, memory_order_relaxed) >= MCP_HTTP_LISTEN_MAX) {
+    if (atomic_load_explicit(&r->c->ds->live, memory_order_relaxed) >= MCP_HTTP_LISTEN_MAX) {
         listen_wait(r, LISTEN_SLOT_WAIT_MS);
         return;
     }
-    if (!owner_take(r->c->owner)) {
-        stat_add(&lstats.owner_full);
+    if (!owner_take(r->c->ds, r->c->owner)) {
+        stat_add(&r->c->ds->owner_full);
         listen_wait(r, LISTEN_SLOT_WAIT_MS);
         return;
     }
     r->counted = true;
-    atomic_fetch_add_explicit(&lstats.live, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->c->ds->live, 1, memory_order_relaxed);
     mcp_pending_ref(&r->p); /* a launch that fails finishes r */
     launch(r);
     if (r->state == HS_DONE) {
@@ -1615,7 +1646,7 @@ static void listen_stop(http_client *c) {
 /* The server offers no stream (a 405 to the GET; a plain body or an error to the stateless
  * era's POST; an acknowledgement honouring nothing): never asked again, said once. */
 static void listen_none(http_client *c, const char *why) {
-    stat_add(&lstats.no_stream);
+    stat_add(&c->ds->no_stream);
     gg_log(GG_LOG_INFO, "a downstream server offers no listen stream; its catalog follows the periodic refresh",
            "server", c->name, "status", why, NULL);
     c->no_stream = true;
@@ -1646,7 +1677,7 @@ static void listen_ended(hreq *r, CURLcode rc, long status) {
     if (r->in && r->in->retry_ms >= 0) c->retry_ms = r->in->retry_ms;
     listen_uncount(r);
     if (r->cut) {
-        stat_add(&lstats.cut_off);
+        stat_add(&r->c->ds->cut_off);
         gg_log(GG_LOG_WARN, "a downstream server's listen stream was cut off", "server", c->name, "reason", r->cut, NULL);
         c->listen_fails++;
     } else if (!was_open) {
@@ -1676,7 +1707,7 @@ static void listen_ended(hreq *r, CURLcode rc, long status) {
  * A 2026-07-28 server has no GET stream and no resources/subscribe: its own notifications
  * come on a subscriptions/listen POST whose answer is an SSE stream that stays open with
  * what the request's notifications filter asked for. The client holds one such stream as
- * the listener above (the same hreq, backoff, process and owner bounds, stats), asking for
+ * the listener above (the same hreq, backoff, context and owner bounds, stats), asking for
  * the list_changed kinds the server declared (server/discover, learnt first when unknown)
  * when the client listens (mcp_client_listen) and has a notify hook, and for
  * notifications/resources/updated of every URI subscribed through the client.
@@ -1753,7 +1784,7 @@ static bool modern_listen_event(hreq *r, json_t *m) {
         return false;
     }
     if (!change_method(method)) return true;
-    if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&lstats.list_changed);
+    if (!strcmp(method, "notifications/tools/list_changed")) stat_add(&r->c->ds->list_changed);
     pthread_mutex_lock(&c->mu);
     mcp_client_notify_fn fn = c->hooks.notify;
     void *nu = c->hooks.notify_user;
@@ -2044,14 +2075,10 @@ static void client_release(http_client *c) {
     free(c);
 }
 
-/* The auth provider factory the composition root installed (once, before clients start):
- * user is stored first, so a reader that sees fn sees its user. */
-static _Atomic(mcp_auth_factory_fn) auth_factory;
-static void *_Atomic auth_factory_user;
-
-void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user) {
-    atomic_store(&auth_factory_user, user);
-    atomic_store(&auth_factory, fn);
+/* The auth provider factory the context's owner installed (once, before clients start). */
+void mcp_http_set_auth_factory(mcp_downstream *d, mcp_auth_factory_fn fn, void *user) {
+    atomic_store(&d->http->auth_user, user);
+    atomic_store(&d->http->auth_factory, fn);
 }
 
 /* See mcp.h. */
@@ -2064,12 +2091,12 @@ bool mcp_auth_for_caller(const json_t *auth) {
 
 static bool auth_attach(http_client *c, const mcp_server_config *cfg, gg_error *err) {
     if (!cfg->auth) return true;
-    mcp_auth_factory_fn fn = atomic_load(&auth_factory);
+    mcp_auth_factory_fn fn = atomic_load(&c->ds->auth_factory);
     if (!fn) {
         gg_error_set(err, "invalid_config", "MCP server '%s': auth settings are not supported here", c->name);
         return false;
     }
-    return fn(atomic_load(&auth_factory_user), cfg->auth, cfg->url, c->name, cfg->owner, cfg->principal, c->policy,
+    return fn(atomic_load(&c->ds->auth_user), cfg->auth, cfg->url, c->name, cfg->owner, cfg->principal, c->policy,
               &c->auth, err);
 }
 
@@ -2131,12 +2158,10 @@ void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy
     pthread_cond_init(&c->cv, NULL);
     c->loop = mcp_loop_shared();
     c->policy = policy;
+    c->ds = cfg->downstream->http;
     c->retry_ms = -1;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
-    pthread_mutex_lock(&hlimits.mu);
-    c->max_message = hlimits.max_message;
-    c->max_parse = hlimits.max_parse;
-    pthread_mutex_unlock(&hlimits.mu);
+    limits_get(c->ds, &c->max_message, &c->max_parse);
     c->name = strdup(cfg->name ? cfg->name : cfg->url);
     c->url = strdup(cfg->url);
     if (cfg->owner && !(c->owner = strdup(cfg->owner))) {
@@ -2285,10 +2310,8 @@ static http_client *raw_client(const mcp_http_raw *rq) {
     c->retry_ms = -1;
     c->ready = true;
     c->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;
-    pthread_mutex_lock(&hlimits.mu);
-    c->max_message = rq->max_bytes ? rq->max_bytes : hlimits.max_message;
-    c->max_parse = hlimits.max_parse;
-    pthread_mutex_unlock(&hlimits.mu);
+    limits_get(rq->downstream ? rq->downstream->http : NULL, &c->max_message, &c->max_parse);
+    if (rq->max_bytes) c->max_message = rq->max_bytes;
     c->name = strdup(rq->name ? rq->name : "the server");
     c->url = strdup(rq->url ? rq->url : "");
     c->headers = lines_copy(rq->headers);

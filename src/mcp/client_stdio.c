@@ -39,29 +39,9 @@
 #define START_SLOTS 256        /* server definitions whose starts are remembered */
 #define START_WINDOW_MS 60000.0
 
-/* ---- limits shared by every stdio client (config downstream.*) ----------------------------
- * Process-wide like the shared loop every client runs on (loop.c), each under its mutex: set
- * once by the composition root (mcp_stdio_set_limits) and read as a client starts; the start
- * buckets bound one definition's starts across every client of the process. Listed in
- * tests/util/globals.allow: a downstream context owned by the gateway would hold them. */
-
-static struct {
-    pthread_mutex_t mu;
-    mcp_stdio_limits l;
-} limits = {PTHREAD_MUTEX_INITIALIZER, MCP_STDIO_LIMITS_DEFAULT};
-
-void mcp_stdio_set_limits(const mcp_stdio_limits *l) {
-    pthread_mutex_lock(&limits.mu);
-    limits.l = *l;
-    pthread_mutex_unlock(&limits.mu);
-}
-
-static mcp_stdio_limits limits_get(void) {
-    pthread_mutex_lock(&limits.mu);
-    mcp_stdio_limits l = limits.l;
-    pthread_mutex_unlock(&limits.mu);
-    return l;
-}
+/* ---- this transport's part of a downstream context (mcp_downstream; config downstream.*) ---
+ * Under its mutex: the limits its owner set once (mcp_stdio_set_limits), read as a client
+ * starts; the start buckets bound one definition's starts across every client of the context. */
 
 /* Starts of one server definition of one owner, across clients: a graph recompiled again and
  * again (a list_changed storm, uploads) makes a new client, and so a new child, each time, so
@@ -74,19 +54,47 @@ typedef struct start_slot {
     double tokens, at_ms;     /* tokens at at_ms */
 } start_slot;
 
-static struct {
-    pthread_mutex_t mu;
+struct mcp_stdio_shared {
+    pthread_mutex_t mu; /* guards l and slot */
+    mcp_stdio_limits l;
     start_slot slot[START_SLOTS];
-} starts_seen = {PTHREAD_MUTEX_INITIALIZER, {{0, 0, 0}}};
+};
+
+mcp_stdio_shared *mcp_stdio_shared_new(void) {
+    mcp_stdio_shared *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    pthread_mutex_init(&d->mu, NULL);
+    d->l = (mcp_stdio_limits)MCP_STDIO_LIMITS_DEFAULT;
+    return d;
+}
+
+void mcp_stdio_shared_free(mcp_stdio_shared *d) {
+    if (!d) return;
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+void mcp_stdio_set_limits(mcp_downstream *ds, const mcp_stdio_limits *l) {
+    pthread_mutex_lock(&ds->stdio->mu);
+    ds->stdio->l = *l;
+    pthread_mutex_unlock(&ds->stdio->mu);
+}
+
+static mcp_stdio_limits limits_get(mcp_stdio_shared *d) {
+    pthread_mutex_lock(&d->mu);
+    mcp_stdio_limits l = d->l;
+    pthread_mutex_unlock(&d->mu);
+    return l;
+}
 
 /* Take a start for key; 0 when allowed, else the ms until one is. */
-static double start_take(uint64_t key, int per_minute) {
+static double start_take(mcp_stdio_shared *d, uint64_t key, int per_minute) {
     if (per_minute <= 0 || !key) return 0;
     double now = gg_now_ms(), rate = per_minute / START_WINDOW_MS;
-    pthread_mutex_lock(&starts_seen.mu);
-    start_slot *s = NULL, *old = &starts_seen.slot[0];
+    pthread_mutex_lock(&d->mu);
+    start_slot *s = NULL, *old = &d->slot[0];
     for (int i = 0; i < START_SLOTS && !s; i++) {
-        start_slot *x = &starts_seen.slot[i];
+        start_slot *x = &d->slot[i];
         if (x->key == key) s = x;
         else if (!x->key || (old->key && x->at_ms < old->at_ms)) old = x;
     }
@@ -96,7 +104,7 @@ static double start_take(uint64_t key, int per_minute) {
     double wait = tokens >= 1 ? 0 : (1 - tokens) / rate;
     s->tokens = tokens >= 1 ? tokens - 1 : tokens;
     s->at_ms = now;
-    pthread_mutex_unlock(&starts_seen.mu);
+    pthread_mutex_unlock(&d->mu);
     return wait;
 }
 
@@ -163,7 +171,8 @@ typedef struct stdio_client {
     double died_ms;           /* when the last child was seen dead (backoff counts from it) */
     double started_ms;        /* when the last child was spawned */
     mcp_stdio_limits lim;     /* copied at creation */
-    uint64_t start_key;       /* its slot in starts_seen (0 = not counted) */
+    uint64_t start_key;       /* its slot in ds's start buckets (0 = not counted) */
+    mcp_stdio_shared *ds;     /* its downstream context's part */
     unsigned long long stderr_paused; /* times its stderr was paused (the first is logged) */
 } stdio_client;
 
@@ -1128,7 +1137,7 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
             return false;
         }
     }
-    double wait = start_take(c->start_key, c->lim.max_starts_per_minute);
+    double wait = start_take(c->ds, c->start_key, c->lim.max_starts_per_minute);
     if (wait > 0) {
         gg_error_set(err, "backoff", "MCP server '%s' was started %d times in the last minute "
                      "(downstream.max_starts_per_minute); restarting in %d ms", c->name, c->lim.max_starts_per_minute,
@@ -1339,7 +1348,8 @@ void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *polic
     c->in_fd = -1;
     c->wake[0] = c->wake[1] = -1;
     c->policy = policy;
-    c->lim = limits_get();
+    c->ds = cfg->downstream->stdio;
+    c->lim = limits_get(c->ds);
     c->start_key = start_key(cfg);
     c->loop = mcp_loop_shared();
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : MCP_CLIENT_DEFAULT_TIMEOUT_MS;

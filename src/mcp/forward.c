@@ -8,7 +8,7 @@
 #include "mcp/mcp.h"
 
 /* See mcp.h. */
-void mcp_forward_start(const char *url, const char *owner, const char *const *headers, const char *body, size_t len,
+void mcp_forward_start(mcp_downstream *ds, const char *url, const char *owner, const char *const *headers, const char *body, size_t len,
                        int timeout_ms, atomic_int *cancel, mcp_http_raw_stream_fn stream, mcp_http_raw_done_fn done,
                        void *user) {
     mcp_http_raw rq = {.url = url,
@@ -19,6 +19,7 @@ void mcp_forward_start(const char *url, const char *owner, const char *const *he
                        .body = body,
                        .len = len,
                        .max_bytes = MCP_FORWARD_MAX_BYTES,
+                       .downstream = ds,
                        .timeout_ms = timeout_ms > 0 ? timeout_ms : 1,
                        .cancel = cancel,
                        .stream = stream,

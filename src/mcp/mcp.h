@@ -6,6 +6,15 @@
  * pass-through request (mcp_http_raw_start) is no handle: its strings are copied when it
  * starts and it ends by itself with one call of its done.
  *
+ * Context: what clients share — the limits set once by their owner (downstream.*), the auth
+ * provider factory, the listen streams' counters and per-owner slots, the stdio start
+ * buckets — lives in a named downstream context (mcp_downstream), never in the process: the
+ * composition root (the gateway at start; `graphgate run`, a test) makes one, sets it up
+ * before its clients start and passes it in every client's mcp_server_config.downstream.
+ * Each client holds a reference, so mcp_downstream_free (the owner's, at its stop) frees it
+ * once the last client is gone. A client made without one gets a context of its own with
+ * the defaults (nothing shared, no auth factory).
+ *
  * Threads: the client side's callbacks (done, notify, request handlers, a raw request's
  * stream and done) run on the shared event loop's thread (a stdio client's on its reader
  * thread), or before the starting call returns when it cannot start, and must not block.
@@ -31,6 +40,15 @@
 
 typedef enum { MCP_TRANSPORT_STDIO, MCP_TRANSPORT_HTTP } mcp_transport;
 
+/* A downstream context (see the opening comment): its setters (mcp_http_set_limits,
+ * mcp_http_set_listen_owner_max, mcp_http_set_auth_factory, mcp_stdio_set_limits) are the
+ * owner's, called before clients start; mcp_http_listen_stats reads it from any thread. */
+typedef struct mcp_downstream mcp_downstream;
+/* A context with the defaults (NULL when out of memory). */
+mcp_downstream *mcp_downstream_new(void);
+/* The owner lets go of it: freed now, or when the last client holding it is freed. */
+void mcp_downstream_free(mcp_downstream *d);
+
 /* One downstream server definition (a graph's mcpServers entry). Strings are copied by
  * mcp_client_new. */
 typedef struct mcp_server_config {
@@ -54,6 +72,8 @@ typedef struct mcp_server_config {
                                   * 2026-07-28 requests (see "the stateless era" in client_http.c) */
     const char *principal;       /* streamable HTTP with per-user auth: the caller (its key_id)
                                   * whose grant the provider uses (NULL = none) */
+    mcp_downstream *downstream;  /* the context the client belongs to (borrowed: the client takes
+                                  * a reference); NULL = one of its own with the defaults */
 } mcp_server_config;
 
 /* The egress policy's check of a stdio definition (policy/policy.h: mcp_policy_check_argv).
@@ -108,9 +128,9 @@ typedef bool (*mcp_auth_factory_fn)(void *user, const json_t *settings, const ch
  * predicate for graph (load, runs), auth (the OAuth client) and the gateway's factory: it
  * sits at the seam they share because graph and auth may not use each other. */
 bool mcp_auth_for_caller(const json_t *auth);
-/* Install once before clients start (NULL: a config with auth settings is refused); user is
- * passed to fn (the installer's context, e.g. where it keeps the providers it made). */
-void mcp_http_set_auth_factory(mcp_auth_factory_fn fn, void *user);
+/* Install once in d before its clients start (NULL: a config with auth settings is refused);
+ * user is passed to fn (the installer's context, e.g. where it keeps the providers it made). */
+void mcp_http_set_auth_factory(mcp_downstream *d, mcp_auth_factory_fn fn, void *user);
 
 typedef struct mcp_client mcp_client;
 
@@ -205,20 +225,20 @@ void mcp_client_call_tool_start_relay(mcp_client *c, const char *tool, json_t *a
  * re-initialization. A server that answers 405 offers no stream: never asked again. A
  * stream that passes MCP_HTTP_LISTEN_MAX_EVENT bytes in a line or an event, or sends
  * something that is not JSON-RPC, is cut off (logged) and reopened later. At most
- * MCP_HTTP_LISTEN_MAX streams are open in the process, MCP_HTTP_LISTEN_MAX_OWNER for one
- * owner (mcp_server_config.owner); past either a client waits for a slot. */
+ * MCP_HTTP_LISTEN_MAX streams are open in a downstream context, MCP_HTTP_LISTEN_MAX_OWNER for
+ * one owner (mcp_server_config.owner); past either a client waits for a slot. */
 #define MCP_HTTP_LISTEN_MAX 1024
 /* ... and one owner (tenant) at most this many of them, so that one tenant's graphs cannot
  * take every slot and leave the others' downstreams heard only by the periodic refresh. */
 #define MCP_HTTP_LISTEN_MAX_OWNER 128
-/* Set the per-owner bound (config tenants.max_listen_streams; 0 = none) before clients start. */
-void mcp_http_set_listen_owner_max(int max);
+/* Set d's per-owner bound (config tenants.max_listen_streams; 0 = none) before clients start. */
+void mcp_http_set_listen_owner_max(mcp_downstream *d, int max);
 /* What one streamable-HTTP answer may cost (config downstream.max_message_bytes: one JSON
  * body or one SSE event, the transfer aborted as soon as it passes; downstream.max_parse_bytes:
- * heap one message's parse may use). Set before clients start; 0 keeps the default. */
+ * heap one message's parse may use). Set in d before its clients start; 0 keeps the default. */
 #define MCP_HTTP_MAX_MESSAGE_DEFAULT (4u << 20)
 #define MCP_HTTP_MAX_PARSE_DEFAULT (32u << 20)
-void mcp_http_set_limits(size_t max_message_bytes, size_t max_parse_bytes);
+void mcp_http_set_limits(mcp_downstream *d, size_t max_message_bytes, size_t max_parse_bytes);
 /* Bytes the downstream answers of one owner's (tenant's) exchanges in flight may hold at
  * once (config tenants.max_downstream_bytes; 0 = no bound); a call whose answer would pass
  * it fails. Set before clients start (loop.c; see mcp_loop_hold in loop.h). */
@@ -267,6 +287,7 @@ typedef struct mcp_http_raw {
     const char *body;
     size_t len;
     size_t max_bytes;                /* a plain answer's bound; 0: downstream.max_message_bytes */
+    mcp_downstream *downstream;      /* whose limits apply (read at the start); NULL: the defaults */
     int timeout_ms;                  /* 0: MCP_CLIENT_DEFAULT_TIMEOUT_MS */
     atomic_int *cancel;              /* may be NULL */
     mcp_http_raw_stream_fn stream;
@@ -276,13 +297,13 @@ typedef struct mcp_http_raw {
 void mcp_http_raw_start(const mcp_http_raw *rq);
 #define MCP_HTTP_LISTEN_MAX_EVENT (1u << 20)
 void mcp_client_listen(mcp_client *c);
-/* The process's listen streams: open now, and counts since start. */
+/* The listen streams of d's clients: open now, and counts since d was made. */
 typedef struct mcp_listen_stats {
     int open;
     unsigned long long opened, events, list_changed, cut_off, no_stream;
     unsigned long long owner_full; /* connects put off: the owner held its MCP_HTTP_LISTEN_MAX_OWNER */
 } mcp_listen_stats;
-mcp_listen_stats mcp_http_listen_stats(void);
+mcp_listen_stats mcp_http_listen_stats(const mcp_downstream *d);
 /* Last bytes the child wrote on stderr (caller frees; "" for HTTP). */
 char *mcp_client_stderr_tail(mcp_client *c);
 /* Times the child was (re)started / the HTTP session initialized. */
@@ -334,7 +355,20 @@ typedef struct mcp_stdio_limits {
     int max_starts_per_minute; /* starts of one server definition of one owner; 12; 0 = no bound */
 } mcp_stdio_limits;
 #define MCP_STDIO_LIMITS_DEFAULT {4u << 20, 32u << 20, 1u << 20, 10, 0, 0, 12}
-void mcp_stdio_set_limits(const mcp_stdio_limits *l);
+void mcp_stdio_set_limits(mcp_downstream *d, const mcp_stdio_limits *l);
+/* The transports' parts of a downstream context (client_http.c, client_stdio.c), made and
+ * freed with it (client_core.c); a transport's new reads cfg->downstream, never NULL there. */
+typedef struct mcp_http_shared mcp_http_shared;
+typedef struct mcp_stdio_shared mcp_stdio_shared;
+mcp_http_shared *mcp_http_shared_new(void);
+void mcp_http_shared_free(mcp_http_shared *h);
+mcp_stdio_shared *mcp_stdio_shared_new(void);
+void mcp_stdio_shared_free(mcp_stdio_shared *s);
+struct mcp_downstream {
+    _Atomic int refs; /* the owner's and one per client */
+    mcp_http_shared *http;
+    mcp_stdio_shared *stdio;
+};
 void *mcp_stdio_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
                     const mcp_client_ops **ops, gg_error *err);
 void *mcp_http_new(const mcp_server_config *cfg, const mcp_client_policy *policy,
@@ -614,9 +648,10 @@ json_t *mcp_call_resume_state(const mcp_call *c);
  * listener (the holder of a relay round's run): its URL is the gateway's to trust (a sealed
  * state names it), so no egress policy applies; errors name "the other replica", never its
  * URL; a plain answer is bounded at MCP_FORWARD_MAX_BYTES and charged to owner (the tenant).
- * See mcp_http_raw for the rest (headers, stream, done, error codes). */
+ * ds: whose downstream.max_parse_bytes applies. See mcp_http_raw for the rest (headers,
+ * stream, done, error codes). */
 #define MCP_FORWARD_MAX_BYTES (16u << 20)
-void mcp_forward_start(const char *url, const char *owner, const char *const *headers, const char *body, size_t len,
+void mcp_forward_start(mcp_downstream *ds, const char *url, const char *owner, const char *const *headers, const char *body, size_t len,
                        int timeout_ms, atomic_int *cancel, mcp_http_raw_stream_fn stream, mcp_http_raw_done_fn done,
                        void *user);
 /* The response for a call that will not run (queue full, shutdown). */

@@ -164,9 +164,12 @@ static void accept_x(void *user, const char *method, json_t *params, mcp_client_
 /* The text of the call's answer from the asking server (heap), or NULL. */
 static char *ask(const char *node, const char *script, json_t *caps, mcp_client_server_request_fn fn, int *asked) {
     const char *args[] = {script, NULL};
-    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args,
+                             .downstream = mcp_downstream_new()}; /* the test's own context */
+    ck_assert_ptr_nonnull(cfg.downstream);
     gg_error e = GG_ERROR_INIT;
     mcp_client *c = mcp_client_new(&cfg, NULL, &e);
+    mcp_downstream_free(cfg.downstream); /* the client holds it now */
     ck_assert_msg(c != NULL, "%s", e.message);
     if (fn) mcp_client_set_request_handler(c, caps, fn, asked);
     json_t *r = mcp_client_call_tool(c, "t", NULL, 10000, NULL, &e);
@@ -231,9 +234,12 @@ START_TEST(declared_over_stdio) {
     snprintf(script, sizeof script, "%s/tests/mcp/asking_server.mjs", src);
     if (access(node, X_OK) != 0) return; /* no pinned Node */
     const char *args[] = {script, NULL};
-    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args};
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_STDIO, .name = "asking", .command = node, .args = args,
+                             .downstream = mcp_downstream_new()}; /* the test's own context */
+    ck_assert_ptr_nonnull(cfg.downstream);
     gg_error e = GG_ERROR_INIT;
     mcp_client *c = mcp_client_new(&cfg, NULL, &e);
+    mcp_downstream_free(cfg.downstream); /* the client holds it now */
     ck_assert_msg(c != NULL, "%s", e.message);
     ck_assert_int_eq(mcp_client_server_declares(c, "tools"), MCP_DECLARES_UNKNOWN);
     atomic_int done = 0;
@@ -343,11 +349,12 @@ static bool fake26_saw(fake26 *f, const char *what) {
     return yes;
 }
 
-static mcp_client *modern_client(fake26 *f) {
+/* A stateless client of f's in ds (the test's context, which it frees after the client). */
+static mcp_client *modern_client(fake26 *f, mcp_downstream *ds) {
     static const char *hosts[] = {"127.0.0.1", NULL};
     static mcp_client_policy hp = {.host_allowlist = hosts, .allow_http_plaintext = true};
     mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "s26", .url = f->url, .timeout_ms = 2000,
-                             .protocol = MCP_VERSION_MODERN};
+                             .protocol = MCP_VERSION_MODERN, .downstream = ds};
     gg_error e = GG_ERROR_INIT;
     mcp_client *c = mcp_client_new(&cfg, &hp, &e);
     ck_assert_msg(c != NULL, "%s", e.message);
@@ -375,12 +382,15 @@ static char *subscribe(mcp_client *c, const char *method, const char *uri) {
 START_TEST(stateless_subscribe_refused) {
     fake26 f;
     fake26_start(&f, false);
-    mcp_client *c = modern_client(&f);
+    mcp_downstream *ds = mcp_downstream_new();
+    ck_assert_ptr_nonnull(ds);
+    mcp_client *c = modern_client(&f, ds);
     char *why = subscribe(c, "resources/subscribe", "x://a");
     ck_assert_msg(why && strstr(why, "mcp_error: MCP error -32601") && strstr(why, "declares no resources.subscribe"), "%s", why);
     ck_assert_msg(subscribe(c, "resources/subscribe", "x://a") != NULL, "asked again: refused again");
     ck_assert_msg(!strcmp(f.seen, "server/discover "), "only the discover went out: %s", f.seen);
     mcp_client_free(c);
+    mcp_downstream_free(ds);
     fake26_stop(&f);
 }
 END_TEST
@@ -390,8 +400,10 @@ END_TEST
 START_TEST(stateless_subscriptions_held) {
     fake26 f;
     fake26_start(&f, true);
-    mcp_client *c = modern_client(&f);
-    unsigned long long none0 = mcp_http_listen_stats().no_stream;
+    mcp_downstream *ds = mcp_downstream_new();
+    ck_assert_ptr_nonnull(ds);
+    mcp_client *c = modern_client(&f, ds);
+    ck_assert_msg(mcp_http_listen_stats(ds).no_stream == 0, "a new context counts from 0");
     char uri[2100];
     for (int i = 1; i <= 64; i++) {
         snprintf(uri, sizeof uri, "x://n/%d", i);
@@ -407,8 +419,8 @@ START_TEST(stateless_subscriptions_held) {
     uri[sizeof uri - 1] = '\0';
     why = subscribe(c, "resources/unsubscribe", uri);
     ck_assert_msg(why && strstr(why, "-32602"), "%s", why);
-    for (int i = 0; i < 500 && mcp_http_listen_stats().no_stream == none0; i++) usleep(10000);
-    ck_assert_msg(mcp_http_listen_stats().no_stream == none0 + 1, "the plain answer to the listen POST: no stream");
+    for (int i = 0; i < 500 && mcp_http_listen_stats(ds).no_stream == 0; i++) usleep(10000);
+    ck_assert_msg(mcp_http_listen_stats(ds).no_stream == 1, "the plain answer to the listen POST: no stream");
     ck_assert(fake26_saw(&f, "subscriptions/listen "));
     ck_assert_msg(!fake26_saw(&f, "resources/"), "no resources/subscribe went out: %s", f.seen);
     pthread_mutex_lock(&f.mu);
@@ -420,6 +432,7 @@ START_TEST(stateless_subscriptions_held) {
     json_decref(filter);
     ck_assert_msg(subscribe(c, "resources/subscribe", "x://n/66") != NULL, "still bounded");
     mcp_client_free(c);
+    mcp_downstream_free(ds);
     fake26_stop(&f);
 }
 END_TEST

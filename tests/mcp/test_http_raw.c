@@ -2,7 +2,8 @@
  * mcp_http_raw_start), which the gateway's forward to another replica uses (forward.c): only
  * the caller's header lines and its body's bytes go, the answer comes back as sent (an
  * input-required result, a 429 alike) with its Content-Type and a Retry-After only when valid
- * (delay-seconds up to a day, or an IMF-fixdate), a plain answer is bounded, an event stream
+ * (delay-seconds up to a day, or an IMF-fixdate), a plain answer is bounded (by the request,
+ * else by its downstream context's max_message_bytes, else the default), an event stream
  * is handed on chunk by chunk (or buffered when its taker declines it; a taker that stops ends
  * it), and a request cancelled or past its time closes its connection, which the server
  * sees; an unreachable server is "unavailable", naming no address. Against a small HTTP
@@ -282,6 +283,33 @@ START_TEST(bounded) {
 }
 END_TEST
 
+/* No bound of its own: its downstream context's (mcp_http_set_limits) applies; without a
+ * context the default's (4 MiB) lets the same answer through. */
+START_TEST(bounded_by_context) {
+    char body[200];
+    memset(body, 'x', sizeof body - 1);
+    body[sizeof body - 1] = '\0';
+    mcp_downstream *ds = mcp_downstream_new();
+    ck_assert_ptr_nonnull(ds);
+    mcp_http_set_limits(ds, 64, 0);
+    static const char *const headers[] = {"Content-Type: application/json", NULL};
+    for (int with = 1; with >= 0; with--) {
+        fake f;
+        fake_start(&f, answer("200 OK", "", body));
+        outcome o;
+        outcome_init(&o);
+        mcp_http_raw rq = {.url = f.url, .name = "the other replica", .headers = headers, .body = "{}", .len = 2,
+                           .downstream = with ? ds : NULL, .timeout_ms = 5000, .done = on_done, .user = &o};
+        mcp_http_raw_start(&rq);
+        outcome_wait(&o);
+        if (with) ck_assert_msg(!strcmp(o.code, "too_large") && strstr(o.msg, "64"), "%s", o.msg);
+        else ck_assert_msg(!o.code[0] && o.has_body && o.len == sizeof body - 1, "the default bound: %s", o.msg);
+        fake_stop(&f);
+    }
+    mcp_downstream_free(ds);
+}
+END_TEST
+
 /* Cancelled while the server holds the request: done says so at once, and the server sees
  * its client go (the connection closed), as it would a client of its own. */
 START_TEST(cancel_closes) {
@@ -382,6 +410,7 @@ int main(void) {
     tcase_add_test(tc, answer_as_sent);
     tcase_add_test(tc, retry_after_validated);
     tcase_add_test(tc, bounded);
+    tcase_add_test(tc, bounded_by_context);
     tcase_add_test(tc, cancel_closes);
     tcase_add_test(tc, timeout_closes);
     tcase_add_test(tc, unreachable_named_not_addressed);

@@ -317,7 +317,10 @@ START_TEST(clients_enforce_the_policy) {
     const char *env[] = {"LD_PRELOAD=/tmp/evil.so", NULL};
     const char *args[] = {"/opt/server.js", NULL};
     mcp_client_policy p = {.command_allowlist = cmds, .allow_http_plaintext = true};
-    mcp_server_config st = {.transport = MCP_TRANSPORT_STDIO, .name = "s", .command = "node", .args = args, .env = env};
+    mcp_downstream *ds = mcp_downstream_new(); /* the clients' context (a refused one holds none) */
+    ck_assert_ptr_nonnull(ds);
+    mcp_server_config st = {.transport = MCP_TRANSPORT_STDIO, .name = "s", .command = "node", .args = args, .env = env,
+                            .downstream = ds};
     gg_error e = GG_ERROR_INIT;
     ck_assert_ptr_null(mcp_client_new(&st, &p, &e));
     ck_assert_str_eq(e.code, "policy");
@@ -343,7 +346,7 @@ START_TEST(clients_enforce_the_policy) {
     mcp_policy_self_ready(self);
     const char *hosts[] = {"127.0.0.1", NULL};
     mcp_client_policy hp = {.host_allowlist = hosts, .allow_http_plaintext = true, .self = self};
-    mcp_server_config ht = {.transport = MCP_TRANSPORT_HTTP, .name = "h", .url = url, .timeout_ms = 2000};
+    mcp_server_config ht = {.transport = MCP_TRANSPORT_HTTP, .name = "h", .url = url, .timeout_ms = 2000, .downstream = ds};
     mcp_client *c = mcp_client_new(&ht, &hp, &e);
     ck_assert_ptr_nonnull(c);
     ck_assert(mcp_policy_self_add(self, (struct sockaddr *)&a));
@@ -353,6 +356,7 @@ START_TEST(clients_enforce_the_policy) {
     gg_error_clear(&e);
     ck_assert_int_lt(accept(fd, NULL, NULL), 0); /* nothing ever connected */
     mcp_client_free(c);
+    mcp_downstream_free(ds);
     mcp_policy_self_free(self);
     close(fd);
 }
