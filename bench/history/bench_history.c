@@ -27,9 +27,13 @@
  *     history_batches row per commit and tenant, see "candidate layout" below) with the same
  *     records, and the readers' costs in both layouts (get by id, newest 50 of a tenant).
  *
- * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE] [saturation|layouts|batch]   (defaults
- *        100000, 20000; "saturation", "layouts": that part alone; "batch": the candidate
- *        layout's write loops alone)
+ *   - reads: a saturation run, then the store's readers over what it stored (get by id
+ *     with a tenant and without, newest 50 of a tenant and of all), CPU µs each.
+ *
+ * usage: bench_history MIGRATIONS_DIR [RUNS] [RATE] [saturation|reads|layouts|batch]
+ *        (defaults 100000, 20000; "saturation", "layouts": that part alone; "reads": the
+ *        saturation part and the readers; "batch": the candidate layout's write loops alone;
+ *        GG_BENCH_KEEP set: the temporary directory and its databases are kept, and named)
  *
  * With GG_BENCH_PG set (run inside pg_virtualenv: bench/history/run.sh --postgres), the
  * writer and group-commit figures are measured on PostgreSQL instead, each in a database of
@@ -379,6 +383,10 @@ out:
 
 static void rm_tree(const char *dir) {
     char cmd[4300];
+    if (getenv("GG_BENCH_KEEP")) { /* the databases kept for a look (sqlite3, perf of one reader) */
+        fprintf(stderr, "bench_history: kept %s\n", dir);
+        return;
+    }
     /* only our own mkdtemp directory; no shell: remove known names */
     const char *names[] = {"writer-nodes.db", "writer-fast.db", "writer-text.db", "writer-pos.db", "reference.db",
                            "floor.db", "group-commit-1.db", "group-commit-64.db", "saturation.db"};
@@ -630,6 +638,129 @@ static void print_saturation(long runs, bool no_quota, const sat_figures *f) {
            "%-34s submit %5.2f us/run   batch %6.0f   written %llu dropped %llu   quota dropped %llu in %llu passes\n",
            no_quota ? "  writer, quota never reached" : "  writer + quota deletes", 1e6 / (f->writer_us + f->quota_us),
            f->writer_us, f->quota_us, f->wall_rps, "", f->submit_us, f->avg_batch, f->written, f->dropped, f->quota_dropped, f->passes);
+}
+
+/* ---- reads: the store's readers over what the real writer stored --------------------------
+ *
+ * After a saturation run (quota on unless GG_BENCH_SAT_NO_QUOTA), the database is opened
+ * again through the store and read as the admin API and the console read it, CPU µs each:
+ * gg_store_execution_get of ids of tenant "bench" picked at random, with the tenant and
+ * without (an admin's get: every tenant's rows in the id's window), and
+ * gg_store_executions_list's newest READS_LIMIT of "bench" and of all tenants. The ids come
+ * from paging through "bench"'s listing once. Fails when a get misses its run. */
+
+#define READS_GETS 1000
+#define READS_LIMIT 50
+
+typedef struct reads_figures {
+    double get_us, get_admin_us, list_us, list_all_us;
+    long ids, found, found_admin;
+    long long rows, avg_bytes, max_bytes; /* history_batches rows and their bodies */
+} reads_figures;
+
+/* The rows the writer left and their sizes (what a reader copies). */
+static void reads_rows_stats(const char *path, reads_figures *r) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*), avg(bytes), max(bytes) FROM history_batches", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        r->rows = sqlite3_column_int64(st, 0);
+        r->avg_bytes = sqlite3_column_int64(st, 1);
+        r->max_bytes = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Up to max ids of tenant's runs, newest first; -1 on error. */
+static long reads_ids(gg_store *s, const char *tenant, char (*ids)[33], long max) {
+    gg_error err = GG_ERROR_INIT;
+    char cur[100] = "";
+    long n = 0;
+    for (;;) {
+        gg_exec_filter f = {.limit = 1000, .cursor = cur[0] ? cur : NULL};
+        json_t *page = gg_store_executions_list(s, tenant, &f, &err);
+        if (!page) {
+            fprintf(stderr, "bench_history: list: %s\n", err.message);
+            gg_error_clear(&err);
+            return -1;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(page, "executions"), i, e) if (n < max)
+            snprintf(ids[n++], 33, "%s", json_string_value(json_object_get(e, "id")));
+        json_t *next = json_object_get(page, "next_cursor");
+        bool more = json_is_string(next) && n < max;
+        if (more) snprintf(cur, sizeof cur, "%s", json_string_value(next));
+        json_decref(page);
+        if (!more) return n;
+    }
+}
+
+/* n gets of ids at random (tenant NULL: an admin's); the number found. */
+static long reads_gets(gg_store *s, const char *tenant, char (*ids)[33], long nids, unsigned *seed, double *us) {
+    gg_error err = GG_ERROR_INIT;
+    long found = 0;
+    double c0 = thread_cpu_us();
+    for (int i = 0; i < READS_GETS; i++) {
+        json_t *e = gg_store_execution_get(s, tenant, ids[rand_r(seed) % nids], &err);
+        found += e != NULL;
+        json_decref(e);
+        gg_error_clear(&err);
+    }
+    *us = (thread_cpu_us() - c0) / READS_GETS;
+    return found;
+}
+
+static double reads_lists(gg_store *s, const char *tenant, int times) {
+    gg_error err = GG_ERROR_INIT;
+    gg_exec_filter f = {.limit = READS_LIMIT};
+    double c0 = thread_cpu_us();
+    for (int i = 0; i < times; i++) {
+        json_decref(gg_store_executions_list(s, tenant, &f, &err));
+        gg_error_clear(&err);
+    }
+    return (thread_cpu_us() - c0) / times;
+}
+
+static bool run_reads(const char *dir, const char *name, reads_figures *r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    gg_error err = GG_ERROR_INIT;
+    gg_store_options o = {.path = path, .must_exist = true};
+    gg_store *s = gg_store_open(&o, &err);
+    long max = 1 << 20;
+    char (*ids)[33] = s ? malloc((size_t)max * sizeof *ids) : NULL;
+    memset(r, 0, sizeof *r);
+    if (!ids) {
+        fprintf(stderr, "bench_history: %s: %s\n", path, s ? "out of memory" : err.message);
+        gg_error_clear(&err);
+        gg_store_close(s);
+        return false;
+    }
+    r->ids = reads_ids(s, "bench", ids, max);
+    unsigned seed = 7;
+    if (r->ids > 0) {
+        r->found = reads_gets(s, "bench", ids, r->ids, &seed, &r->get_us);
+        r->found_admin = reads_gets(s, NULL, ids, r->ids, &seed, &r->get_admin_us);
+        r->list_us = reads_lists(s, "bench", READS_GETS);
+        r->list_all_us = reads_lists(s, NULL, READS_GETS / 5);
+    }
+    free(ids);
+    gg_store_close(s);
+    reads_rows_stats(path, r);
+    return r->ids > 0 && r->found == READS_GETS && r->found_admin == READS_GETS;
+}
+
+static void print_reads(const reads_figures *r) {
+    printf("rows left: %lld, body %lld B on average, %lld B at most\n", r->rows, r->avg_bytes, r->max_bytes);
+    printf("reads of what the writer stored (%ld runs of tenant \"bench\"), CPU us each:\n"
+           "  get by id %7.2f   get by id, admin (any tenant) %7.2f   found %ld + %ld of %d\n"
+           "  newest %d of \"bench\" %7.2f   newest %d of all tenants %7.2f\n",
+           r->ids, r->get_us, r->get_admin_us, r->found, r->found_admin, 2 * READS_GETS, READS_LIMIT, r->list_us,
+           READS_LIMIT, r->list_all_us);
 }
 
 /* ---- candidate layout: a batch as the unit of storage (issue 31) ---------------------------
@@ -1526,6 +1657,16 @@ int main(int argc, char **argv) {
         int rc = run_layouts(dir, mig, runs, strcmp(argv[4], "layouts") == 0);
         rm_tree(dir);
         return rc;
+    }
+    if (argc > 4 && strcmp(argv[4], "reads") == 0) {
+        reads_figures rf;
+        bool rok = run_saturation(dir, "saturation.db", mig, runs, no_quota, &sat) &&
+                   run_reads(dir, "saturation.db", &rf);
+        rm_tree(dir);
+        if (!rok) return 1;
+        print_saturation(runs, no_quota, &sat);
+        print_reads(&rf);
+        return sat.dropped ? 1 : 0;
     }
     if (argc > 4 && strcmp(argv[4], "saturation") == 0) {
         bool sok = run_saturation(dir, "saturation.db", mig, runs, no_quota, &sat);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Execution-history benchmark: CPU a recorded run costs on the submitting thread and in the
 # history writer, against a bare INSERT loop of the 0002 layout in the same invocation.
-# usage: bench/history/run.sh [--postgres] [BUILDDIR] [RUNS] [RATE runs/s] [saturation|layouts|batch]
+# usage: bench/history/run.sh [--postgres] [BUILDDIR] [RUNS] [RATE runs/s] [saturation|reads|layouts|batch]
+# reads: the saturation line, then the store's readers (get by id, newest 50) over what it stored.
 # layouts: today's writer at saturation (quota deletes on and off), the batch layout's bare
 # loops and both layouts' reads, in one invocation (README: "Batch layout, measured").
 # --postgres: the writer and group-commit figures on a throwaway PostgreSQL cluster

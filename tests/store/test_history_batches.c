@@ -1,7 +1,7 @@
 /* Unit tests for the history writer's batch layout (migrations/0019_history_batches.sql,
  * src/store/history.c and history_write.c), read back with SQL on history_batches and the
  * executions view: a run's versions (running then final in two commits; interrupted at
- * start then final), history_running kept, rows cut at 10 ms of starts and at 1 MiB of body
+ * start then final), history_running kept, rows cut at 10 ms of starts and at 16 KB of body
  * with their n/bytes/first_ms/last_ms exact, every run found by the rows its start selects,
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
  * commit), retention by age and by count, history_usage equal
@@ -164,9 +164,10 @@ START_TEST(interrupted_then_final) {
 }
 END_TEST
 
-/* Rows cut where starts would span more than 10 ms, and where a body would pass 1 MiB (a
- * bigger record alone); every run is in a row that its start selects. */
-START_TEST(rows_cut_at_10ms_and_1mib) {
+/* Rows cut where starts would span more than 10 ms, and where a body would pass 16 KB
+ * (GG_HIST_BODY_MAX, src/store/store_internal.h; a bigger record alone); every run is in a
+ * row that its start selects. */
+START_TEST(rows_cut_at_10ms_and_16kb) {
     gg_store *s = open_migrated();
     gg_error err = GG_ERROR_INIT;
     ck_assert(gg_store_tenant_create(s, "acme", &err));
@@ -177,17 +178,18 @@ START_TEST(rows_cut_at_10ms_and_1mib) {
     /* 60 small runs a ms apart, in reverse order, two tenants: one batch */
     for (int i = 59; i >= 0; i--) ck_assert(gg_history_submit(h, run_at(i % 2 ? "beta" : "acme", base + i, GG_EXEC_SUCCEEDED, 20)));
     ck_assert(gg_history_flush(h));
-    /* 3 of 400 KB in the same ms (two fit a row), then one of 1.5 MiB */
-    for (int i = 0; i < 3; i++) ck_assert(gg_history_submit(h, run_at("acme", base + 1000, GG_EXEC_SUCCEEDED, 400000)));
-    ck_assert(gg_history_submit(h, run_at("acme", base + 1001, GG_EXEC_SUCCEEDED, 1500000)));
+    /* 3 of 6 KB in the same ms (two fit a row), then one of 24 KB */
+    for (int i = 0; i < 3; i++) ck_assert(gg_history_submit(h, run_at("acme", base + 1000, GG_EXEC_SUCCEEDED, 6000)));
+    ck_assert(gg_history_submit(h, run_at("acme", base + 1001, GG_EXEC_SUCCEEDED, 24000)));
     ck_assert(gg_history_flush(h));
     gg_history_stop(h);
     check_rows_consistent();
     ck_assert_int_eq(query1("SELECT count(*) FROM executions", NULL), 64);
-    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE n = 1 AND bytes > 1048576", NULL), 1);
-    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 1048576 AND n > 1", NULL), 0);
-    ck_assert_int_eq(query1("SELECT sum(n) FROM history_batches WHERE bytes > 400000", NULL), 4);
-    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 400000", NULL), 3);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE n = 1 AND bytes > 16384", NULL), 1);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 16384 AND n > 1", NULL), 0);
+    ck_assert_int_eq(query1("SELECT sum(n) FROM history_batches WHERE bytes > 6000", NULL), 4);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 6000", NULL), 3);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes > 12000", NULL), 2);
     /* 30 small runs a tenant over 60 ms: at least 3 rows each, at most 11 ms of starts a row */
     ck_assert_int_ge(query1("SELECT count(*) FROM history_batches WHERE tenant = ?1 AND bytes < 10000", "beta"), 3);
     /* each run lies in a row with last_ms in [t, t + 10] and first_ms <= t */
@@ -334,7 +336,7 @@ int main(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, running_then_final_in_two_commits);
     tcase_add_test(tc, interrupted_then_final);
-    tcase_add_test(tc, rows_cut_at_10ms_and_1mib);
+    tcase_add_test(tc, rows_cut_at_10ms_and_16kb);
     tcase_add_test(tc, run_found_across_a_cut);
     tcase_add_test(tc, quota_trims_exactly);
     tcase_add_test(tc, quota_in_the_writers_commit);
