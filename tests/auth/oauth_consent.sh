@@ -375,11 +375,7 @@ t "an API key reading it gets principal_required's message" eq \
   "$(jget "$GG_TMP/xr3.json" "d['error']['code'] != -32042 and 'not an API key' in d['error']['message']")" True
 for w in "$TEA:$SA" "$TEB:$SB" "$KEY:$SK"; do excall "${w%%:*}" "${w##*:}" "$GG_TMP/xb.json" tools/call '{"name":"bg","arguments":{}}'
   t "the call starting a branch answers at once (started)" eq "$(jget "$GG_TMP/xb.json" "d['result'].get('isError', False)")" False; done
-for _ in $(seq 1 150); do
-  gg_curl "$GG_TMP/xex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=200" >/dev/null
-  [ "$(jget "$GG_TMP/xex.json" 'sum(1 for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] != "running")')" = 3 ] && break
-  sleep 0.1
-done
+gw_wait_runs "$GG_TMP/xex.json" "$ADMIN" acme api.whoami 3
 t "three branch rows: one succeeded, bob's asks for consent, the key's needs a principal" eq "$(jget "$GG_TMP/xex.json" \
   'sorted((e["status"], (e["error"] or "").split(":")[0]) for e in d["executions"] if e["tool"] == "api.whoami")')" \
   "[('failed', 'principal_required'), ('failed', 'url_elicitation_required'), ('succeeded', '')]"

@@ -302,11 +302,7 @@ sdk "$(token erin "$EPB")" "$GG_TMP/g1.json" "$EPB" bg
 t "erin's call starting the branch answers at once" eq "$(jget "$GG_TMP/g1.json" "d['result'].get('isError', False)")" False
 SK=$(gw_init "$EPB" "$KEY")
 gw_rpc "$GG_TMP/g2.json" "$EPB" "$KEY" "$SK" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bg","arguments":{}}}' >/dev/null
-for _ in $(seq 1 150); do
-  gg_curl "$GG_TMP/gex.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions?limit=200" >/dev/null
-  [ "$(jget "$GG_TMP/gex.json" 'sum(1 for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] != "running")')" = 2 ] && break
-  sleep 0.1
-done
+gw_wait_runs "$GG_TMP/gex.json" "$ADMIN" acme api.whoami 2
 t "two branch rows: erin's succeeded, the API key's needs a principal" eq "$(jget "$GG_TMP/gex.json" \
   'sorted((e["status"], (e["error"] or "").split(":")[0]) for e in d["executions"] if e["tool"] == "api.whoami")')" \
   "[('failed', 'principal_required'), ('succeeded', '')]"

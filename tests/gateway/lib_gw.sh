@@ -2,6 +2,20 @@
 # tenants and keys through the CLI, graph upload through the admin API, MCP sessions.
 . "$GG_SRCDIR/tests/integration/lib.sh"
 
+# gw_wait_runs OUT ADMIN_KEY TENANT TOOL N: wait (15 s at most) until N of TENANT's runs of
+# TOOL have ended (async branches are recorded after their call's answer); OUT keeps the last
+# listing (the newest 200). False when they did not.
+gw_wait_runs() {
+  local out=$1 admin=$2 tenant=$3 tool=$4 n=$5 _
+  for _ in $(seq 1 150); do
+    gg_curl "$out" -H "Authorization: Bearer $admin" "$GG_PUB/admin/tenants/$tenant/executions?limit=200" >/dev/null
+    [ "$(jget "$out" "sum(1 for e in d['executions'] if e['tool'] == '$tool' and e['status'] != 'running')")" = "$n" ] &&
+      return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 GG_DB="$GG_TMP/gg.db"
 # gw_cli ARGS... — the CLI against the test database.
 gw_cli() { "$GG_BIN" "$@" --db "$GG_DB"; }
