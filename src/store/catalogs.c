@@ -28,14 +28,6 @@ static const char SQL_PAGE[] = "SELECT " COLS " FROM downstream_catalogs WHERE t
                                " ORDER BY identity LIMIT ?3";
 static const char SQL_USAGE[] = "SELECT count(*), coalesce(sum(bytes), 0) FROM downstream_catalogs WHERE tenant = ?1";
 
-static bool step_done(gg_store_conn *c, gg_db_stmt *st, gg_error *err) {
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, "downstream_catalogs");
-    return false;
-}
-
 typedef struct put_args {
     const gg_catalog_put *p;
     const char *text;
@@ -88,7 +80,7 @@ static bool replace_row(gg_store_conn *c, put_args *a, gg_error *err) {
     gg_db_bind_text(st, 1, a->p->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->p->identity, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, a->legacy, -1, SQLITE_STATIC);
-    if (!step_done(c, st, err) || !(st = gg_store_conn_stmt(c, SQL_INS, err))) return false;
+    if (!gg_store_step_done(c, st, "downstream_catalogs", err) || !(st = gg_store_conn_stmt(c, SQL_INS, err))) return false;
     gg_db_bind_text(st, 1, a->p->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->p->identity, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, a->p->server, -1, SQLITE_STATIC);
@@ -96,7 +88,7 @@ static bool replace_row(gg_store_conn *c, put_args *a, gg_error *err) {
     gg_db_bind_int64(st, 5, (long long)json_array_size(a->p->tools));
     gg_db_bind_int64(st, 6, (long long)a->len);
     gg_db_bind_int64(st, 7, a->p->fetched_ms);
-    return step_done(c, st, err);
+    return gg_store_step_done(c, st, "downstream_catalogs", err);
 }
 
 static bool rename_row(gg_store_conn *c, put_args *a, gg_error *err) {
@@ -105,7 +97,7 @@ static bool rename_row(gg_store_conn *c, put_args *a, gg_error *err) {
     gg_db_bind_text(st, 1, a->p->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->p->identity, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, a->p->server, -1, SQLITE_STATIC);
-    return step_done(c, st, err);
+    return gg_store_step_done(c, st, "downstream_catalogs", err);
 }
 
 static bool put_tx(gg_store_conn *c, void *user, gg_error *err) {

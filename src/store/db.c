@@ -313,6 +313,16 @@ bool gg_db_busy(gg_db_stmt *st) {
     return st->res != NULL;
 }
 
+/* See store_internal.h. The reset keeps the error: SQLite hands the statement's error to
+ * the connection again, PostgreSQL's stays in c->errmsg. */
+bool gg_store_step_done(gg_store_conn *c, gg_db_stmt *st, const char *what, gg_error *err) {
+    int rc = gg_db_step(st);
+    gg_db_reset(st);
+    if (rc == SQLITE_DONE) return true;
+    gg_store_set_db_error(c, err, what);
+    return false;
+}
+
 static const char *pg_value(gg_db_stmt *st, int col) {
     if (!st->res || st->row >= st->nrows || col < 0 || col >= PQnfields(st->res)) return NULL;
     if (PQgetisnull(st->res, st->row, col)) return NULL;

@@ -82,9 +82,7 @@ static bool set_active(gg_store_conn *c, long long gid, int version, gg_error *e
     gg_db_bind_int64(st, 1, gid);
     gg_db_bind_int(st, 2, version);
     gg_db_bind_int64(st, 3, gg_wall_ms());
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return false; }
+    if (!gg_store_step_done(c, st, "graph", err)) return false;
     return gg_store_bump_generation(c, GG_GEN_GRAPHS, err);
 }
 
@@ -125,9 +123,7 @@ static bool quota_bytes(gg_store_conn *c, const char *tenant, long long gid, int
         gg_db_bind_int64(st, 1, gid);
         gg_db_bind_int(st, 2, version);
         gg_db_bind_int(st, 3, q->max_versions);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); return false; }
+        if (!gg_store_step_done(c, st, "graph version", err)) return false;
     }
     if (q->max_tenant_bytes <= 0) return true;
     long long used = tenant_number(c, SQL_TENANT_BYTES, tenant, err);
@@ -160,9 +156,7 @@ static long long put_graph_row(gg_store_conn *c, graph_put_args *a, long long no
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 3, now);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return 0; }
+    if (!gg_store_step_done(c, st, "graph", err)) return 0;
     if (gg_db_changes(c) == 0) { gg_error_set(err, "not_found", "tenant '%s' not found", a->tenant); return 0; }
     long long gid = graph_id(c, a->tenant, a->name, err);
     if (gid == 0 || !(st = gg_store_conn_stmt(c, SQL_NEXT_VERSION, err))) return 0;
@@ -189,9 +183,7 @@ static bool graph_put_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 5, a->hash, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 6, now);
     gg_store_bind_text(st, 7, a->created_by);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph version"); return false; }
+    if (!gg_store_step_done(c, st, "graph version", err)) return false;
     return set_active(c, gid, a->version, err);
 }
 
@@ -356,9 +348,7 @@ static bool graph_delete_tx(gg_store_conn *c, void *user, gg_error *err) {
     if (!st) return false;
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "graph"); return false; }
+    if (!gg_store_step_done(c, st, "graph", err)) return false;
     if (gg_db_changes(c) == 0) {
         gg_error_set(err, "not_found", "graph '%s/%s' not found", a->tenant, a->name);
         return false;

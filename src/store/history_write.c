@@ -29,14 +29,6 @@ static const char SQL_ROW_BODY[] = "SELECT body FROM history_batches WHERE rowid
 static const char SQL_ROW_TRIM[] =
     "UPDATE history_batches SET first_ms = ?2, n = n - ?3, bytes = bytes - ?4, body = ?5 WHERE rowid = ?1";
 
-static bool step_done(gg_store_conn *c, gg_db_stmt *st, const char *what, gg_error *err) {
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, what);
-    return false;
-}
-
 /* ---- lines ----------------------------------------------------------------------------- */
 
 /* The start of the line at p (n bytes, no newline needed): its third element. Tolerates the
@@ -125,7 +117,7 @@ static bool insert_row(gg_store_conn *c, const char *tenant, long long first, lo
     gg_db_bind_int64(st, 4, n);
     gg_db_bind_int64(st, 5, (long long)body->len);
     gg_db_bind_text(st, 6, body->data, (int)body->len, SQLITE_STATIC);
-    return step_done(c, st, "history_batches", err);
+    return gg_store_step_done(c, st, "history_batches", err);
 }
 
 static bool usage_change(gg_store_conn *c, const char *sql, const char *tenant, long long n, long long bytes,
@@ -135,7 +127,7 @@ static bool usage_change(gg_store_conn *c, const char *sql, const char *tenant, 
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_TRANSIENT);
     gg_db_bind_int64(st, 2, n);
     gg_db_bind_int64(st, 3, bytes);
-    return step_done(c, st, "history_usage", err);
+    return gg_store_step_done(c, st, "history_usage", err);
 }
 
 /* Slices of oldest rows one commit drops at most for the quota (the keeper does the rest). */
@@ -204,21 +196,21 @@ bool gg_history_running_add(gg_store_conn *c, const char *id, const char *tenant
     gg_db_bind_text(st, 1, id, 32, SQLITE_STATIC);
     gg_db_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 3, started_ms);
-    return step_done(c, st, "history_running", err);
+    return gg_store_step_done(c, st, "history_running", err);
 }
 
 bool gg_history_running_del(gg_store_conn *c, const char *id, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_RUNNING_DEL, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, id, (int)strnlen(id, 32), SQLITE_TRANSIENT);
-    return step_done(c, st, "history_running", err);
+    return gg_store_step_done(c, st, "history_running", err);
 }
 
 static bool delete_row(gg_store_conn *c, long long rowid, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_ROW_DELETE, err);
     if (!st) return false;
     gg_db_bind_int64(st, 1, rowid);
-    return step_done(c, st, "history_batches", err);
+    return gg_store_step_done(c, st, "history_batches", err);
 }
 
 /* Cut the first records of a row: k of them and at least want_bytes (by count), or those
@@ -258,7 +250,7 @@ static bool trim_row(gg_store_conn *c, long long rowid, long long k, long long w
             gg_db_bind_int64(up, 3, got);
             gg_db_bind_int64(up, 4, (long long)cut);
             gg_db_bind_text(up, 5, body + cut, (int)(len - cut), SQLITE_STATIC);
-            ok = step_done(c, up, "history_batches", err);
+            ok = gg_store_step_done(c, up, "history_batches", err);
         }
     }
     free(body);

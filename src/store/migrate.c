@@ -215,10 +215,7 @@ static bool apply_one_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 2, mg->file, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, mg->checksum, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 4, gg_wall_ms());
-    rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, "schema_migrations"); return false; }
-    return true;
+    return gg_store_step_done(c, st, "schema_migrations", err);
 }
 
 static bool apply_one(gg_store_conn *c, const migration *mg, gg_error *err) {

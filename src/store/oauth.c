@@ -37,11 +37,8 @@ static bool put_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->text, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 3, gg_wall_ms());
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) {
+    if (!gg_store_step_done(c, st, "tenant_oauth", err)) {
         /* the only constraint an insert after the delete can break: no such tenant */
-        gg_store_set_db_error(c, err, "tenant_oauth");
         if (strcmp(err->code, "conflict") == 0) {
             gg_error_clear(err);
             gg_error_set(err, "not_found", "no tenant '%s'", a->tenant);

@@ -51,14 +51,6 @@ static const char SQL_TENANT_GEN[] =
 static const char SQL_TENANTS_SINCE[] =
     "SELECT substr(name, 6) FROM generations WHERE name LIKE 'pins:%' AND value > ?1 ORDER BY name";
 
-static bool done(gg_store_conn *c, gg_db_stmt *st, const char *table, gg_error *err) {
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, table);
-    return false;
-}
-
 /* ---- pins ------------------------------------------------------------------------------ */
 
 typedef struct pins_args {
@@ -84,7 +76,7 @@ static bool pin_one(gg_store_conn *c, pins_args *a, const char *identity, json_t
         gg_db_bind_text(st, 8, text, -1, SQLITE_STATIC);
         gg_db_bind_text(st, 9, json_string_value(h), -1, SQLITE_STATIC);
         gg_db_bind_int64(st, 10, json_is_true(json_object_get(e, "whole")));
-        ok = done(c, st, "graph_pins", err);
+        ok = gg_store_step_done(c, st, "graph_pins", err);
     } else if (!gg_error_is_set(err)) gg_error_set(err, "oom", "out of memory");
     free(text);
     return ok;
@@ -203,7 +195,7 @@ static bool change_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_CH_DEL, err);
     if (!st) return false;
     bind_key(st, ch);
-    if (!done(c, st, "downstream_changes", err) || !(st = gg_store_conn_stmt(c, SQL_CH_INS, err))) return false;
+    if (!gg_store_step_done(c, st, "downstream_changes", err) || !(st = gg_store_conn_stmt(c, SQL_CH_INS, err))) return false;
     bind_key(st, ch);
     gg_db_bind_text(st, 4, ch->id, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 5, ch->server, -1, SQLITE_STATIC);
@@ -214,7 +206,7 @@ static bool change_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 10, ch->diff, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 11, ch->created_ms);
     a->outcome = ex == 0 ? 2 : 1; /* 2: in place of a pending proposal */
-    return done(c, st, "downstream_changes", err);
+    return gg_store_step_done(c, st, "downstream_changes", err);
 }
 
 int gg_store_change_record(gg_store *s, const gg_store_change *ch, int max_rows, gg_error *err) {
@@ -226,7 +218,7 @@ static bool clear_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_CH_DEL_PENDING, err);
     if (!st) return false;
     bind_key(st, user);
-    return done(c, st, "downstream_changes", err);
+    return gg_store_step_done(c, st, "downstream_changes", err);
 }
 
 bool gg_store_change_clear(gg_store *s, const char *tenant, const char *identity, const char *tool, gg_error *err) {
@@ -287,7 +279,7 @@ static bool apply_pins(gg_store_conn *c, const char *tenant, json_t *row, gg_err
             gg_db_bind_text(st, 4, def, -1, SQLITE_STATIC);
             gg_store_bind_text(st, 5, json_string_value(json_object_get(row, "new_hash")));
         }
-        ok = done(c, st, "graph_pins", err);
+        ok = gg_store_step_done(c, st, "graph_pins", err);
     } else if (!def) gg_error_set(err, "oom", "out of memory");
     free(def);
     return ok;
@@ -298,7 +290,7 @@ static bool tenant_generation(gg_store_conn *c, const char *tenant, gg_error *er
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_TENANT_GEN, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    return done(c, st, "generations", err);
+    return gg_store_step_done(c, st, "generations", err);
 }
 
 static bool decide_tx(gg_store_conn *c, void *user, gg_error *err) {
@@ -313,7 +305,7 @@ static bool decide_tx(gg_store_conn *c, void *user, gg_error *err) {
     if (!st) return false;
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->id, -1, SQLITE_STATIC);
-    if (!done(c, st, "downstream_changes", err)) return false;
+    if (!gg_store_step_done(c, st, "downstream_changes", err)) return false;
     return !a->approve || (apply_pins(c, a->tenant, a->row, err) && gg_store_bump_generation(c, GG_GEN_PINS, err) &&
                            tenant_generation(c, a->tenant, err));
 }

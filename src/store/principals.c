@@ -27,10 +27,7 @@ static bool note_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 5, p->client_id, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 6, p->scopes, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 7, p->seen_ms);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "principals");
-    return rc == SQLITE_DONE;
+    return gg_store_step_done(c, st, "principals", err);
 }
 
 bool gg_store_principal_note(gg_store *s, const gg_store_principal *p, gg_error *err) {

@@ -42,11 +42,12 @@ bool gg_store_round_claim(gg_store *s, const char *nonce, const char *tenant, co
         gg_db_bind_int64(st, 4, round);
         gg_db_bind_int64(st, 5, now);
         gg_db_bind_int64(st, 6, expires_ms);
-        if (gg_db_step(st) != SQLITE_DONE) gg_store_set_db_error(c, err, "request_rounds");
-        else if (gg_db_changes(c) == 1) ok = true;
-        else gg_error_set(err, "already_answered", "this input request was already answered (round %d): a requestState "
-                          "is single-use; call the tool again without it to start a new run", round);
-        gg_db_reset(st);
+        if (gg_store_step_done(c, st, "request_rounds", err)) {
+            ok = gg_db_changes(c) == 1;
+            if (!ok)
+                gg_error_set(err, "already_answered", "this input request was already answered (round %d): a "
+                             "requestState is single-use; call the tool again without it to start a new run", round);
+        }
     }
     gg_store_conn_release(s, c);
     return ok;

@@ -70,10 +70,7 @@ static bool write_row(gg_store_conn *c, const char *sql, const char *tenant, con
     gg_db_bind_text(st, 5, key_id, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 6, s->fp, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 7, now);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, "tenant_secrets");
+    if (gg_store_step_done(c, st, "tenant_secrets", err)) return true;
     if (strcmp(err->code, "conflict") == 0) { /* the only constraint left: no such tenant */
         gg_error_clear(err);
         gg_error_set(err, "not_found", "no tenant '%s'", tenant);
@@ -160,9 +157,7 @@ static bool delete_tx(gg_store_conn *c, void *user, gg_error *err) {
     if (!st) return false;
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->name, -1, SQLITE_STATIC);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) return gg_store_set_db_error(c, err, "tenant_secrets"), false;
+    if (!gg_store_step_done(c, st, "tenant_secrets", err)) return false;
     if (gg_db_changes(c) == 0) return gg_error_set(err, "not_found", "no secret '%s'", a->name), false;
     return gg_store_bump_generation(c, GG_GEN_SECRETS, err);
 }
@@ -236,9 +231,7 @@ static bool touch_tx(gg_store_conn *c, void *user, gg_error *err) {
         gg_db_bind_text(st, 1, a->tenants[i], -1, SQLITE_STATIC);
         gg_db_bind_text(st, 2, a->names[i], -1, SQLITE_STATIC);
         gg_db_bind_int64(st, 3, a->at);
-        int rc = gg_db_step(st);
-        gg_db_reset(st);
-        if (rc != SQLITE_DONE) return gg_store_set_db_error(c, err, "tenant_secrets"), false;
+        if (!gg_store_step_done(c, st, "tenant_secrets", err)) return false;
     }
     return true;
 }

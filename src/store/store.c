@@ -457,8 +457,7 @@ bool gg_store_setting_get_or_create_random(gg_store *s, const char *name, unsign
     if (!st) goto done;
     gg_db_bind_text(st, 1, name, -1, SQLITE_STATIC);
     gg_db_bind_blob(st, 2, fresh, (int)len, SQLITE_STATIC);
-    if (gg_db_step(st) != SQLITE_DONE) { gg_store_set_db_error(c, err, "settings"); goto done; }
-    gg_db_reset(st);
+    if (!gg_store_step_done(c, st, "settings", err)) goto done;
     st = gg_store_conn_stmt(c, SQL_SETTING_GET, err);
     if (!st) goto done;
     gg_db_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -523,10 +522,7 @@ static bool gen_exec(gg_store_conn *c, const char *sql, gg_store_generation whic
     gg_db_stmt *st = gg_store_conn_stmt(c, sql, err);
     if (!st) return false;
     gg_db_bind_text(st, 1, gen_name(which), -1, SQLITE_STATIC);
-    bool ok = gg_db_step(st) == SQLITE_DONE;
-    if (!ok) gg_store_set_db_error(c, err, "generations");
-    gg_db_reset(st);
-    return ok;
+    return gg_store_step_done(c, st, "generations", err);
 }
 
 bool gg_store_bump_generation(gg_store_conn *c, gg_store_generation which, gg_error *err) {
@@ -559,9 +555,7 @@ bool gg_store_audit_append(gg_store *s, const char *actor, const char *tenant,
             gg_db_bind_text(st, 4, action ? action : "", -1, SQLITE_STATIC);
             gg_store_bind_text(st, 5, target);
             gg_store_bind_text(st, 6, d);
-            ok = gg_db_step(st) == SQLITE_DONE;
-            if (!ok) gg_store_set_db_error(c, err, "audit");
-            gg_db_reset(st);
+            ok = gg_store_step_done(c, st, "audit", err);
         }
         gg_store_conn_release(s, c);
     }

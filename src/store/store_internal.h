@@ -69,6 +69,10 @@ void gg_store_conn_release(gg_store *s, gg_store_conn *c);
  * the same static string every time — the cache is keyed by its address). The returned
  * statement is reset with bindings cleared. NULL + err ("db") on a SQL error. */
 gg_db_stmt *gg_store_conn_stmt(gg_store_conn *c, const char *sql, gg_error *err);
+/* Step st once, for a statement that returns no rows (INSERT, UPDATE, DELETE), then reset
+ * it (gg_db_changes still reads its count). True when the step gave SQLITE_DONE; otherwise
+ * false with err set from the connection's error, named by what (gg_store_set_db_error). */
+bool gg_store_step_done(gg_store_conn *c, gg_db_stmt *st, const char *what, gg_error *err);
 /* Run a statement-less SQL (BEGIN, COMMIT, ...). */
 bool gg_store_conn_exec(gg_store_conn *c, const char *sql, gg_error *err);
 /* Set err from the connection's last SQLite error ("db", or "conflict" for a constraint). */

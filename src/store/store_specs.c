@@ -46,13 +46,6 @@ static const char SQL_VERSIONS[] =
     "SELECT version, checksum, source_path, loaded_at, id IN (SELECT rowid FROM node_specs_fts) "
     "FROM node_specs WHERE node_type = ?1 AND subtype = ?2 ORDER BY loaded_at DESC, id DESC";
 
-static bool step_done(gg_store_conn *c, gg_db_stmt *st, gg_error *err, const char *what) {
-    int rc = gg_db_step(st);
-    if (rc == SQLITE_DONE || rc == SQLITE_ROW) return true;
-    gg_store_set_db_error(c, err, what);
-    return false;
-}
-
 static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now, gg_error *err) {
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_UPSERT, err);
     if (!st) return false;
@@ -63,7 +56,7 @@ static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now,
     gg_store_bind_text(st, 5, r->source_path);
     gg_store_bind_text(st, 6, r->checksum);
     gg_db_bind_int64(st, 7, now);
-    if (!step_done(c, st, err, "node_specs upsert")) return false;
+    if (!gg_store_step_done(c, st, "node_specs upsert", err)) return false;
     st = gg_store_conn_stmt(c, SQL_ID, err);
     if (!st) return false;
     gg_store_bind_text(st, 1, r->node_type);
@@ -83,7 +76,7 @@ static bool put_row(gg_store_conn *c, const gg_store_spec_row *r, long long now,
     gg_store_bind_text(st, 4, r->description);
     gg_store_bind_text(st, 5, r->tags);
     gg_store_bind_text(st, 6, r->params);
-    return step_done(c, st, err, "node_specs_fts insert");
+    return gg_store_step_done(c, st, "node_specs_fts insert", err);
 }
 
 typedef struct {
@@ -97,14 +90,14 @@ static bool replace_tx(gg_store_conn *c, void *user, gg_error *err) {
     const replace_args *a = user;
     long long now = gg_wall_ms();
     gg_db_stmt *st = gg_store_conn_stmt(c, SQL_FTS_CLEAR, err);
-    bool ok = st && step_done(c, st, err, "node_specs_fts clear");
+    bool ok = st && gg_store_step_done(c, st, "node_specs_fts clear", err);
     for (size_t i = 0; ok && i < a->n; i++) ok = put_row(c, &a->rows[i], now, err);
     if (!ok || !(st = gg_store_conn_stmt(c, SQL_META_SET, err))) return false;
     gg_store_bind_text(st, 1, a->dir_checksum);
     gg_store_bind_text(st, 2, a->source_dir ? a->source_dir : "");
     gg_db_bind_int64(st, 3, (long long)a->n);
     gg_db_bind_int64(st, 4, now);
-    return step_done(c, st, err, "specs_meta");
+    return gg_store_step_done(c, st, "specs_meta", err);
 }
 
 /* See store.h. */

@@ -52,9 +52,7 @@ long long gg_store_tasks_mark_interrupted(gg_store *s, const char *owner, gg_err
     if (st) {
         gg_db_bind_int64(st, 1, gg_wall_ms());
         gg_store_bind_text(st, 2, owner);
-        if (gg_db_step(st) == SQLITE_DONE) n = gg_db_changes(c);
-        else gg_store_set_db_error(c, err, "tasks");
-        gg_db_reset(st);
+        if (gg_store_step_done(c, st, "tasks", err)) n = gg_db_changes(c);
     }
     if (n > 0) tasks_changed(c);
     gg_store_conn_release(s, c);
@@ -84,9 +82,7 @@ static bool task_room(gg_store_conn *c, const char *tenant, long long max_live, 
     if (!st) return false;
     gg_store_bind_text(st, 1, tenant);
     gg_db_bind_int64(st, 2, now);
-    bool ok = gg_db_step(st) == SQLITE_DONE;
-    if (!ok) gg_store_set_db_error(c, err, "tasks");
-    gg_db_reset(st);
+    bool ok = gg_store_step_done(c, st, "tasks", err);
     if (!ok || max_live <= 0) return ok;
     if (!(st = gg_store_conn_stmt(c, SQL_TASK_LIVE, err))) return false;
     gg_store_bind_text(st, 1, tenant);
@@ -116,9 +112,7 @@ static bool task_insert_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_int64(st, 9, now);
     gg_db_bind_int64(st, 10, r->ttl_ms);
     gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
-    bool ok = gg_db_step(st) == SQLITE_DONE;
-    if (!ok) gg_store_set_db_error(c, err, "tasks");
-    gg_db_reset(st);
+    bool ok = gg_store_step_done(c, st, "tasks", err);
     free(args);
     return ok;
 }
@@ -194,10 +188,8 @@ bool gg_store_task_set(gg_store *s, const gg_task_row *r, const char *only_from,
         gg_db_bind_int64(st, 9, gg_wall_ms());
         gg_store_bind_text(st, 10, only_from);
         gg_store_bind_text(st, 11, *r->owner ? r->owner : NULL);
-        ok = gg_db_step(st) == SQLITE_DONE;
+        ok = gg_store_step_done(c, st, "tasks", err);
         if (ok) *changed = gg_db_changes(c) > 0;
-        else gg_store_set_db_error(c, err, "tasks");
-        gg_db_reset(st);
     }
     if (*changed) tasks_changed(c);
     free(res);

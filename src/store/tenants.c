@@ -8,9 +8,7 @@
  * require_change is set. */
 static bool step_write(gg_store_conn *c, gg_db_stmt *st, bool require_change, const char *what,
                        const char *name, gg_error *err) {
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) { gg_store_set_db_error(c, err, what); return false; }
+    if (!gg_store_step_done(c, st, what, err)) return false;
     if (require_change && gg_db_changes(c) == 0) {
         gg_error_set(err, "not_found", "%s '%s' not found", what, name ? name : "");
         return false;

@@ -85,10 +85,7 @@ static bool put_tx(gg_store_conn *c, void *user, gg_error *err) {
     if (a->expires > 0) gg_db_bind_int64(st, 7, a->expires);
     else gg_db_bind_null(st, 7);
     gg_db_bind_int64(st, 8, gg_wall_ms());
-    rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc == SQLITE_DONE) return true;
-    gg_store_set_db_error(c, err, TABLE);
+    if (gg_store_step_done(c, st, TABLE, err)) return true;
     if (strcmp(err->code, "conflict") == 0) { /* the only constraint left: no such tenant */
         gg_error_clear(err);
         gg_error_set(err, "not_found", "no tenant '%s'", a->tenant);
@@ -138,9 +135,7 @@ static bool delete_tx(gg_store_conn *c, void *user, gg_error *err) {
     gg_db_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 2, a->server, -1, SQLITE_STATIC);
     if (a->principal) gg_db_bind_text(st, 3, a->principal, -1, SQLITE_STATIC);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) return gg_store_set_db_error(c, err, TABLE), false;
+    if (!gg_store_step_done(c, st, TABLE, err)) return false;
     a->n = gg_db_changes(c);
     return true;
 }
@@ -184,10 +179,7 @@ static bool grant_row_write(gg_store_conn *c, const char *const *keys, const gg_
     gg_db_bind_text(st, 4, sl->nonce, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 5, sl->value, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 6, key_id, -1, SQLITE_STATIC);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, TABLE);
-    return rc == SQLITE_DONE;
+    return gg_store_step_done(c, st, TABLE, err);
 }
 
 static void grant_row_unreadable(const char *const *keys, gg_error *err) { unreadable(err, keys[0], keys[1]); }

@@ -46,10 +46,7 @@ static bool put_conn(gg_store_conn *c, const char *tenant, const char *name, con
     gg_db_bind_text(st, 2, name, -1, SQLITE_STATIC);
     gg_db_bind_text(st, 3, text, -1, SQLITE_STATIC);
     gg_db_bind_int64(st, 4, now_ms);
-    int rc = gg_db_step(st);
-    gg_db_reset(st);
-    if (rc != SQLITE_DONE) gg_store_set_db_error(c, err, "views");
-    return rc == SQLITE_DONE && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
+    return gg_store_step_done(c, st, "views", err) && gg_store_bump_generation(c, GG_GEN_VIEWS, err);
 }
 
 typedef struct put_args {
