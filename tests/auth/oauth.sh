@@ -310,10 +310,8 @@ t "  the new key is followed without a restart (unknown kid → refetch)" test -
 t "  tokens of the old key still work while it is published" eq "$(call "$GOOD")" 200
 
 # a second process on the same database (as a second replica on SQLite would be)
-"$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen "" >"$GG_TMP/s2.out" 2>"$GG_TMP/s2.err" &
-PID2=$!
-for _ in $(seq 1 200); do grep -q 'public' "$GG_TMP/s2.out" 2>/dev/null && break; sleep 0.05; done
-PUB2=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/s2.out")
+gw_serve "$GG_TMP/s2" --internal-listen ""
+PID2=$GW_SRV_PID PUB2=$GW_SRV_PUB
 EP2=$PUB2/mcp/acme/g
 CC2=$(JWT cc "$ISS_A" "$EP2")
 ok=""; for _ in $(seq 1 50); do [ "$(call "$CC2" "$EP2")" = 200 ] && { ok=1; break; }; sleep 0.1; done

@@ -31,35 +31,17 @@
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
-absent_all() { # VALUE FILES...: none of them holds it
-  local v=$1; shift
-  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$v" "$f" && { echo "   value found in $f" >&2; return 1; }; done
-  return 0
-}
 gw_need_sdk
 . "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
 oauth_keys
 oauth_start_protected
 
-cat >"$GG_TMP/px.yaml" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: oauth, per_user: true}
+PERUSER='{type: oauth, per_user: true}'
+{ oauth_graph_head px "$PERUSER"; cat <<YAML; } >"$GG_TMP/px.yaml"
 proxy:
   - {server: "api", tools: ["whoami"]}
 YAML
-cat >"$GG_TMP/mn.yaml" <<YAML
-version: "1.0"
-server: {name: "mn", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: oauth, per_user: true}
+{ oauth_graph_head mn "$PERUSER"; cat <<YAML; } >"$GG_TMP/mn.yaml"
 tools:
   - name: "who"
     description: "whoami from an mcp node"
@@ -110,12 +92,12 @@ t "  per_user not a boolean, at its line:col (10:17)" eq \
 t "  per_user with client_credentials, at the type" has "$GG_TMP/put.json" 'per_user needs type oauth'
 
 EP=$GG_PUB/mcp/acme/px
-token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+token() { oauth_user_token "$1" "${2:-$EP}"; }
 TOKA=$(token alice)
 TOKB=$(token bob)
-sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP" "$1" whoami >"$2" 2>"$2.err"; }
+sdk() { oauth_sdk_call "$2" "$EP" "$1" whoami; }
 MN=$GG_PUB/mcp/acme/mn
-mn() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$MN" "$(token alice "$MN")" "$1" >"$2" 2>"$2.err"; }
+mn() { oauth_sdk_call "$2" "$MN" "$(token alice "$MN")" "$1"; }
 el() { jget "$1" "d['error']['data']['elicitations'][0]$2"; }
 
 # ---- no grant: a URL elicitation, each user their own --------------------------------------
@@ -182,18 +164,13 @@ t "  saying it was used" has "$GG_TMP/f5.html" 'used already'
 t "  and alice's grant is still there" eq "$(grants)" "[('api', 1)]"
 
 # ---- no token anywhere it should not be -----------------------------------------------------
-curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
+TOKS=$(oauth_rs_tokens "$GG_TMP/tokens.json")
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
 gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
-absent() { # TOKEN FILES...: none of them holds it
-  local tok=$1; shift
-  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
-  return 0
-}
 n=0
-for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
+for tok in $TOKS; do
   n=$((n + 1))
-  t "alice's downstream token is in no answer, log or database file" absent "$tok" "$GG_TMP/ds.json" "$GG_TMP/execs.json" \
+  t "alice's downstream token is in no answer, log or database file" oauth_absent "$tok" "$GG_TMP/ds.json" "$GG_TMP/execs.json" \
     "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/a2.json" "$GG_TMP/m2.json" "$GG_TMP/m3.json" "$GG_TMP/page.html"
 done
 t "the downstream saw one token" eq "$n" 1
@@ -203,13 +180,10 @@ curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
 sdk "$TOKA" "$GG_TMP/a3.json"
 t "after a revocation alice's next call works (refresh token)" eq \
   "$(jget "$GG_TMP/a3.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/a3.json")" "False 1"
-t "  on a new token" eq "$(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
+t "  on a new token" eq "$(oauth_rs_tokens "$GG_TMP/tokens.json" | wc -l)" 2
 t "  and her grant is kept (refreshed)" eq "$(grants)" "[('api', 1)]"
 # the authorization server restarted: its refresh tokens (and clients) are gone
-kill "$ASPID" 2>/dev/null; wait "$ASPID" 2>/dev/null
-"$NODE" "$FX/as.mjs" "${ISS##*:}" "$GG_TMP/keys.json" ES256 >"$GG_TMP/as2.log" 2>&1 &
-ASPID=$!
-PIDS="$PIDS $ASPID"
+oauth_restart_as as2
 t "the authorization server restarts on its port" eq "$(oauth_ready "$GG_TMP/as2.log")" "$ISS"
 curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
 sdk "$TOKA" "$GG_TMP/a4.json"
@@ -256,7 +230,7 @@ t "a per_user graph with token_endpoint_auth_method client_secret_post is accept
 EP2=$GG_PUB/mcp/acme/pxpost
 posted() { curl -s "$ISS/_count/token_post"; } # token requests without HTTP Basic client authentication
 POST0=$(posted)
-"$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP2" "$(token dave "$EP2")" whoami dave "$GG_TMP" >"$GG_TMP/d1.json" 2>"$GG_TMP/d1.err"
+oauth_sdk_call "$GG_TMP/d1.json" "$EP2" "$(token dave "$EP2")" whoami dave "$GG_TMP"
 t "dave's call gets -32042; he opens the URL while connected and consents (200)" eq \
   "$(jget "$GG_TMP/d1.json" "d['error']['code']") $(jget "$GG_TMP/d1.json" "d['opened']")" "-32042 200"
 t "  his session gets notifications/elicitation/complete with the -32042's elicitationId" eq \
@@ -264,7 +238,7 @@ t "  his session gets notifications/elicitation/complete with the -32042's elici
 t "  and his retry on the same session reaches the downstream as dave" eq \
   "$(jget "$GG_TMP/d1.json" "d['retry']['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"dave\\"' "$GG_TMP/d1.json")" "False 1"
 curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
-sdk2() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EP2" "$1" whoami >"$2" 2>"$2.err"; }
+sdk2() { oauth_sdk_call "$2" "$EP2" "$1" whoami; }
 sdk2 "$(token dave "$EP2")" "$GG_TMP/d2.json"
 t "  revoked at the downstream, his next call works (refresh token)" eq \
   "$(jget "$GG_TMP/d2.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"dave\\"' "$GG_TMP/d2.json")" "False 1"
@@ -306,7 +280,7 @@ t "a per_user server with a secret in its url is a 422 at the url (the resource 
   "422 [('invalid_server', 6, 10)]"
 t "a per_user graph whose header and client come from secrets is accepted (201)" eq "$(gw_put_graph "$ADMIN" acme pxs "$GG_TMP/pxs.yaml")" 201
 EPS=$GG_PUB/mcp/acme/pxs
-sdks() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "$EPS" "$(token "$1" "$EPS")" "$2" >"$3" 2>"$3.err"; }
+sdks() { oauth_sdk_call "$3" "$EPS" "$(token "$1" "$EPS")" "$2"; }
 sdks alice whoami "$GG_TMP/s1.json"
 t "alice's call (her grant for api) reaches the downstream as alice" eq \
   "$(jget "$GG_TMP/s1.json" "d['result'].get('isError', False)") $(grep -c '\\"sub\\":\\"alice\\"' "$GG_TMP/s1.json")" "False 1"
@@ -323,7 +297,7 @@ t "erin's retry reaches the downstream as erin, her token issued to the configur
   "$(who "$GG_TMP/e2.json")" "erin [secret:RS_CID]"
 gg_curl "$GG_TMP/execs2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
 for v in "$RSKEY" "$CID" "$CSEC"; do
-  t "a secret's value is in no answer, page, log or database file" absent_all "$v" "$GG_TMP/s1.json" "$GG_TMP/e1.json" \
+  t "a secret's value is in no answer, page, log or database file" oauth_absent "$v" "$GG_TMP/s1.json" "$GG_TMP/e1.json" \
     "$GG_TMP/e2.json" "$GG_TMP/execs2.json" "$GG_TMP/page.html" "$GG_TMP/put.json" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal"
 done
 
@@ -331,25 +305,7 @@ done
 # alice holds a grant for api, bob none; an API key acts for nobody. A branch runs with the
 # principal of the call that started it; a resource or prompt goes with the caller's own grant,
 # and a caller without one gets the same -32042 as a tools call.
-cat >"$GG_TMP/ex.yaml" <<YAML
-version: "1.0"
-server: {name: "ex", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: oauth, per_user: true}
-tools:
-  - name: "bg"
-    description: "whoami in a fire-and-forget branch"
-    inputSchema: {type: object}
-    nodes:
-      - {id: entry, type: entry, next: call}
-      - {id: call, type: mcp, async: true, server: api, tool: whoami, args: {}, next: exit}
-      - {id: exit, type: exit}
-proxy:
-  - {server: "api", resources: ["who://me"], prompts: ["greet"]}
-YAML
+oauth_branch_graph "$GG_TMP/ex.yaml" ex "$PERUSER" 'resources: ["who://me"], prompts: ["greet"]'
 t "a graph with an async node and proxied resources/prompts over the per_user server is accepted (201)" eq \
   "$(gw_put_graph "$ADMIN" acme ex "$GG_TMP/ex.yaml")" 201
 EX=$GG_PUB/mcp/acme/ex
@@ -382,9 +338,8 @@ t "three branch rows: one succeeded, bob's asks for consent, the key's needs a p
 XID=$(jget "$GG_TMP/xex.json" '[e["id"] for e in d["executions"] if e["tool"] == "api.whoami" and e["status"] == "succeeded"][0]')
 gg_curl "$GG_TMP/xone.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$XID" >/dev/null
 t "  alice's branch reached the downstream as alice" eq "$(grep -cE 'sub[\\"]+:[\\"]+alice' "$GG_TMP/xone.json")" 1
-curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens2.json"
-for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens2.json"); do
-  absent_all "$tok" "$GG_TMP/xr1.json" "$GG_TMP/xp1.json" "$GG_TMP/xone.json" "$GG_TMP/xex.json" "$GG_TMP/serve.out" "$GG_TMP/serve.err" || echo "$tok"
+for tok in $(oauth_rs_tokens "$GG_TMP/tokens2.json"); do
+  oauth_absent "$tok" "$GG_TMP/xr1.json" "$GG_TMP/xp1.json" "$GG_TMP/xone.json" "$GG_TMP/xex.json" "$GG_TMP/serve.out" "$GG_TMP/serve.err" || echo "$tok"
 done >"$GG_TMP/leaked"
 t "no downstream token in those answers, the branch's row or the logs" eq "$(wc -l <"$GG_TMP/leaked")" 0
 

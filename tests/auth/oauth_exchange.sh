@@ -35,15 +35,11 @@ gw_need_sdk
 oauth_keys
 GG_RS_STEPUP=1 GG_AS_EXCHANGE=1 GG_AS_EXCHANGE_DENY=mallory GG_AS_EXCHANGE_MISAUD=carol oauth_start_protected
 
+exauth() { # CLIENT_ID → the protected server's auth: the caller's token exchanged by that client
+  echo "{type: token_exchange, client_id: $1, client_secret: \"\${secrets.EX_SECRET}\", audience: \"$RS\", scope: \"tools:read tools:execute\"}"
+}
 graph() { # FILE CLIENT_ID: a tool "who" calling the protected server's whoami from an mcp node
-  cat >"$1" <<YAML
-version: "1.0"
-server: {name: "ex", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: token_exchange, client_id: "$2", client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
+  { oauth_graph_head ex "$(exauth "\"$2\"")"; cat <<YAML; } >"$1"
 tools:
   - name: "who"
     description: "whoami on behalf of the caller"
@@ -71,14 +67,7 @@ YAML
 graph "$GG_TMP/ex.yaml" exchanger
 graph "$GG_TMP/unknown.yaml" nobody
 proxy() { # FILE TOOLS: a proxy graph re-exporting the protected server's tools
-  cat >"$1" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: token_exchange, client_id: exchanger, client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
+  { oauth_graph_head px "$(exauth exchanger)"; cat <<YAML; } >"$1"
 proxy:
   - {server: "api", tools: $2}
 YAML
@@ -135,13 +124,13 @@ t "  an assertion with token_exchange, at it (19:59)" eq "$(at 'assertion does n
 t "  an audience that is no string, at it (23:58)" eq "$(at 'in mcpServers.e.auth must be a string')" "[(23, 58)]"
 
 EP=$GG_PUB/mcp/acme/ex
-token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"jti\":\"$1-own-token\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+token() { oauth_user_token "$1" "${2:-$EP}" "$1-own-token"; }
 TOKA=$(token alice) TOKB=$(token bob) TOKM=$(token mallory) TOKC=$(token carol)
-sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "${3:-$EP}" "$1" "${4:-who}" >"$2" 2>"$2.err"; }
+sdk() { oauth_sdk_call "$2" "${3:-$EP}" "$1" "${4:-who}"; }
 who() { jget "$1" "json.loads(d['result']['structuredContent']['content'][0]['text'])$2" 2>/dev/null ||
         jget "$1" "json.loads(d['result']['content'][0]['text'])$2"; }
 exchanges() { curl -s "$ISS/_count/exchange"; }
-seen() { curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+seen() { oauth_rs_tokens "$GG_TMP/seen.json" | wc -l; }
 
 # ---- alice, then bob: each their own exchanged token -------------------------------------------
 sdk "$TOKA" "$GG_TMP/a1.json"
@@ -235,7 +224,7 @@ t "  saying the server wants more scope" has "$GG_TMP/f3.json" "still wants more
 seen1=$(seen)
 
 # ---- no token anywhere it should not be ----------------------------------------------------------
-curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
+TOKS=$(oauth_rs_tokens "$GG_TMP/tokens.json")
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
 EXEC=$(jget "$GG_TMP/execs.json" "d['executions'][0]['id']")
 gg_curl "$GG_TMP/exec.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/executions/$EXEC?tenant=acme" >/dev/null
@@ -246,27 +235,19 @@ t "the admin view has a for_caller row per server: its callers' clients counted,
   "('api', True, True, True, ['callers', 'failures', 'last_failure', 'last_failure_ms', 'requests', 'server', 'url', 'valid'])"
 t "  and no per-caller client among the shared clients (auth)" eq "$(jget "$GG_TMP/ds.json" "len(d['auth'])")" 0
 t "the run records were read back" eq "$(jget "$GG_TMP/exec.json" "'nodes' in d or 'node_executions' in d or 'records' in d")" True
-absent() { # TOKEN FILES...: none of them holds it
-  local tok=$1; shift
-  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
-  return 0
-}
 FILES=("$GG_TMP/ds.json" "$GG_TMP/execs.json" "$GG_TMP/exec.json" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err"
   "$GG_DB" "$GG_DB-wal" "$GG_TMP"/[abcdkmpu][0-9].json "$GG_TMP"/*.json.err)
 n=0
-for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens.json"); do
+for tok in $TOKS; do
   n=$((n + 1))
-  t "exchanged token $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}"
+  t "exchanged token $n is in no answer, log, record or database file" oauth_absent "$tok" "${FILES[@]}"
 done
 t "the downstream saw the exchanged tokens only (alice 3, bob 1, dave 1, carol 2, frank's)" eq "$n" $((7 + seen1 - seen0))
 for pair in "alice $TOKA" "alice(proxy) $TOKPA" "bob $TOKB" "mallory $TOKM" "carol $TOKC" "dave $TOKD" "frank $TOKF"; do
-  t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" absent "${pair#* }" "${FILES[@]}"
+  t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" oauth_absent "${pair#* }" "${FILES[@]}"
 done
 # ---- short-lived exchanged tokens (20 s): used for half their life, not exchanged per request --
-kill "$ASPID" 2>/dev/null; wait "$ASPID" 2>/dev/null
-GG_AS_TTL=20 GG_AS_EXCHANGE=1 "$NODE" "$FX/as.mjs" "${ISS##*:}" "$GG_TMP/keys.json" ES256 >"$GG_TMP/as2.log" 2>&1 &
-ASPID=$!
-PIDS="$PIDS $ASPID"
+GG_AS_TTL=20 GG_AS_EXCHANGE=1 oauth_restart_as as2
 t "the authorization server restarts with 20 s tokens" eq "$(oauth_ready "$GG_TMP/as2.log")" "$ISS"
 TOKE=$(token erin)
 sdk "$TOKE" "$GG_TMP/e1.json"
@@ -276,25 +257,7 @@ t "erin's two calls: one exchange, the short-lived token reused" eq \
 # ---- an async branch and a proxied resource act for the caller too --------------------------
 # the branch's client is the caller's, chosen when the call starts it; the caller's token is held
 # by it until the branch ends (then wiped); the resource goes with the caller's exchanged token
-cat >"$GG_TMP/bg.yaml" <<YAML
-version: "1.0"
-server: {name: "bg", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: {type: token_exchange, client_id: exchanger, client_secret: "\${secrets.EX_SECRET}", audience: "$RS", scope: "tools:read tools:execute"}
-tools:
-  - name: "bg"
-    description: "whoami in a fire-and-forget branch"
-    inputSchema: {type: object}
-    nodes:
-      - {id: entry, type: entry, next: call}
-      - {id: call, type: mcp, async: true, server: api, tool: whoami, args: {}, next: exit}
-      - {id: exit, type: exit}
-proxy:
-  - {server: "api", resources: ["who://me"]}
-YAML
+oauth_branch_graph "$GG_TMP/bg.yaml" bg "$(exauth exchanger)" 'resources: ["who://me"]'
 t "a graph with an async node and a proxied resource over the exchange server is accepted (201)" eq \
   "$(gw_put_graph "$ADMIN" acme bg "$GG_TMP/bg.yaml")" 201
 EPB=$GG_PUB/mcp/acme/bg
@@ -316,8 +279,8 @@ gw_rpc "$GG_TMP/g3.json" "$EPB" "$TOKG" "$SE" '{"jsonrpc":"2.0","id":3,"method":
 t "erin reads the proxied resource as erin" eq "$(jget "$GG_TMP/g3.json" "json.loads(d['result']['contents'][0]['text'])['sub']")" erin
 gw_rpc "$GG_TMP/g4.json" "$EPB" "$KEY" "$SK" '{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"who://me"}}' >/dev/null
 t "  an API key reading it gets principal_required's message" eq "$(jget "$GG_TMP/g4.json" "'not an API key' in d['error']['message']")" True
-t "  erin's own token is in no answer, record or log" absent "$TOKG" "$GG_TMP/g3.json" "$GG_TMP/gone.json" "$GG_TMP/gex.json" \
+t "  erin's own token is in no answer, record or log" oauth_absent "$TOKG" "$GG_TMP/g3.json" "$GG_TMP/gone.json" "$GG_TMP/gex.json" \
   "$GG_TMP/serve.out" "$GG_TMP/serve.err"
 t "the server stops cleanly" gw_stop_clean
-t "  and its logs name no token after the stop either" absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
+t "  and its logs name no token after the stop either" oauth_absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
 gg_finish

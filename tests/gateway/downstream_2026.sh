@@ -23,12 +23,10 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; 
 D="$GG_TMP/down"; mkdir -p "$D"
 "$GG_BIN" tenant create down --db "$D/gg.db" >/dev/null 2>&1
 DKEY=$("$GG_BIN" key create --tenant down --scopes admin --db "$D/gg.db" 2>/dev/null | grep '^gg_' | head -1)
-"$GG_BIN" serve --db "$D/gg.db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$D/serve.out" 2>"$D/serve.err" &
-DPID=$!
+gw_serve "$D/serve" --db "$D/gg.db"
+DPID=$GW_SRV_PID DPUB=$GW_SRV_PUB
 SPY=""
 trap 'kill $DPID $SPY 2>/dev/null; gg_cleanup' EXIT
-for _ in $(seq 1 600); do grep -q internal "$D/serve.out" 2>/dev/null && break; sleep 0.05; done
-DPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$D/serve.out")
 [ -n "$DPUB" ] && [ -n "$DKEY" ] || { echo "the downstream graphgate did not start: $(tail -5 "$D/serve.err")"; echo "0 passed, 1 failed"; exit 1; }
 st=$(gg_curl "$D/put.json" -X PUT -H "Authorization: Bearer $DKEY" -H 'Content-Type: application/yaml' \
   --data-binary @"$GG_SRCDIR/tests/fixtures/conformance/everything.yaml" "$DPUB/admin/tenants/down/graphs/every")

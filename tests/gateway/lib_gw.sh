@@ -140,6 +140,26 @@ gw_wait_port() {
   port=$(sed -n 's/^PORT //p' "$1" 2>/dev/null | head -1)
   [ -n "$port" ] && echo "$port"
 }
+# gw_serve OUT [serve flags...] → another `graphgate serve` besides gg_start's (a second
+# replica, a downstream gateway), on the test database and free loopback ports unless the flags
+# say otherwise (a later flag wins: --db, --internal-listen 127.0.0.1:PORT or ""); the
+# caller's environment (VAR=value prefixes) reaches it; its output in OUT.out and OUT.err.
+# Waits (30 s at most, less when it exits) for its listener lines, which it prints in one
+# write once it listens; sets GW_SRV_PID, and GW_SRV_PUB and GW_SRV_INT (base URLs, no
+# trailing /; empty when it did not start, or for an internal listener turned off). The
+# caller stops it (and names GW_SRV_PID in its EXIT trap where it must not outlive the test).
+gw_serve() {
+  local out=$1 _; shift
+  "$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 "$@" >"$out.out" 2>"$out.err" &
+  GW_SRV_PID=$!
+  for _ in $(seq 1 600); do
+    grep -q '^ *public ' "$out.out" 2>/dev/null && break
+    kill -0 "$GW_SRV_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  GW_SRV_PUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$out.out" 2>/dev/null)
+  GW_SRV_INT=$(sed -n 's|^ *internal *\(http://[^ ]*\)/$|\1|p' "$out.out" 2>/dev/null)
+}
 # gw_start_everything NODE EV → starts server-everything over streamable HTTP on a port the
 # kernel picks; sets EVPID and EVPORT (empty when it did not start; its log in $GG_TMP/ev.log).
 gw_start_everything() {

@@ -64,11 +64,9 @@ t "the task graphs are accepted" eq "$(gw_put_graph "$ADMIN" acme tk "$GG_TMP/tk
 # replica B: the same database and secret, its own ports (a task parked on this one is
 # answered or cancelled there)
 start_replica() { # NAME INTERNAL_PORT → its pid in RPID, public base in RPUB
-  GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$2 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 "$GG_BIN" serve --db "$GG_DB" \
-    --listen 127.0.0.1:0 --internal-listen 127.0.0.1:$2 >"$GG_TMP/$1.out" 2>"$GG_TMP/$1.err" &
-  RPID=$!
-  for i in $(seq 1 600); do grep -q internal "$GG_TMP/$1.out" 2>/dev/null && break; kill -0 $RPID 2>/dev/null || break; sleep 0.05; done
-  RPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/$1.out")
+  GRAPHGATE_CLUSTER_INTERNAL_URL=http://127.0.0.1:$2 GRAPHGATE_POLICY_HTTP_HOSTS=127.0.0.1 gw_serve "$GG_TMP/$1" \
+    --internal-listen 127.0.0.1:$2
+  RPID=$GW_SRV_PID RPUB=$GW_SRV_PUB
 }
 start_replica b "$BIP"; BPID=$RPID; BPUB=$RPUB
 t "replica B started" test -n "$BPUB"

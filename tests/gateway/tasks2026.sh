@@ -33,10 +33,8 @@ t "another tenant's copy of the graph uploaded" test "$(gw_put_graph "$ADMIN2" o
 A="$GG_PUB/mcp/conf/everything"
 
 # replica B: the same database and secret, its own ports
-"$GG_BIN" serve --db "$GG_DB" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$GG_TMP/b.out" 2>"$GG_TMP/b.err" &
-BPID=$!
-for i in $(seq 1 600); do grep -q internal "$GG_TMP/b.out" 2>/dev/null && break; kill -0 $BPID 2>/dev/null || break; sleep 0.05; done
-BPUB=$(sed -n 's|^ *public *\(http://[^ ]*\)/$|\1|p' "$GG_TMP/b.out")
+gw_serve "$GG_TMP/b"
+BPID=$GW_SRV_PID BPUB=$GW_SRV_PUB
 B="$BPUB/mcp/conf/everything"
 t "replica B started" test -n "$BPUB"
 

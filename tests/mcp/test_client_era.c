@@ -7,19 +7,17 @@
  * request during a call answered by the handler, or refused at once without one; what the
  * downstream declared (mcp_client_server_declares), unknown until its initialize answer;
  * resources/subscribe of a stateless server held by the client (never sent: the URIs go in
- * its subscriptions/listen stream's filter), bounded, against a small HTTP server here. */
-#include <arpa/inet.h>
+ * its subscriptions/listen stream's filter), bounded, against a small HTTP server (tiny_http.h). */
 #include <check.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "mcp/loop.h"
+#include "tiny_http.h"
 #include "../check_main.h"
 
 static json_t *parse(const char *s) {
@@ -262,17 +260,17 @@ END_TEST
  * resources (with subscribe when asked to), anything else gets a JSON-RPC error in a plain
  * 200 body (so a subscriptions/listen is "no stream"). It records the methods received. */
 typedef struct fake26 {
-    int fd;
+    tiny_http http;
     bool subscribe;
-    pthread_t th;
     pthread_mutex_t mu;
     char seen[8192];   /* the methods received, each followed by a space */
     char filter[8192]; /* the last subscriptions/listen's notifications */
-    char url[64];
 } fake26;
 
-static void fake26_answer(fake26 *f, int s, const char *body, long len) {
-    json_t *m = body ? json_loadb(body, (size_t)len, 0, NULL) : NULL;
+static void fake26_answer(void *user, int s, const char *head, const char *body, size_t len) {
+    fake26 *f = user;
+    (void)head;
+    json_t *m = body ? json_loadb(body, len, 0, NULL) : NULL;
     const char *method = json_string_value(json_object_get(m, "method"));
     json_int_t id = json_integer_value(json_object_get(m, "id"));
     pthread_mutex_lock(&f->mu);
@@ -298,47 +296,15 @@ static void fake26_answer(fake26 *f, int s, const char *body, long len) {
     json_decref(m);
 }
 
-static void *fake26_run(void *arg) {
-    fake26 *f = arg;
-    static char buf[65536];
-    for (int s; (s = accept(f->fd, NULL, NULL)) >= 0; close(s)) {
-        size_t n = 0;
-        char *body = NULL;
-        long len = -1;
-        for (ssize_t k; n < sizeof buf - 1 && (k = read(s, buf + n, sizeof buf - 1 - n)) > 0;) {
-            n += (size_t)k;
-            buf[n] = '\0';
-            char *end = strstr(buf, "\r\n\r\n");
-            if (end && len < 0) {
-                char *cl = strcasestr(buf, "content-length:");
-                len = cl ? atol(cl + 15) : 0;
-                body = end + 4;
-            }
-            if (body && (long)(n - (size_t)(body - buf)) >= len) break;
-        }
-        fake26_answer(f, s, body, len);
-    }
-    return NULL;
-}
-
 static void fake26_start(fake26 *f, bool subscribe) {
     memset(f, 0, sizeof *f);
     f->subscribe = subscribe;
     pthread_mutex_init(&f->mu, NULL);
-    f->fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    ck_assert_int_eq(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(f->fd, 16), 0);
-    ck_assert_int_eq(getsockname(f->fd, (struct sockaddr *)&a, &len), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u/mcp", (unsigned)ntohs(a.sin_port));
-    ck_assert_int_eq(pthread_create(&f->th, NULL, fake26_run, f), 0);
+    tiny_http_start(&f->http, "/mcp", fake26_answer, f);
 }
 
 static void fake26_stop(fake26 *f) {
-    shutdown(f->fd, SHUT_RDWR);
-    close(f->fd);
-    pthread_join(f->th, NULL);
+    tiny_http_stop(&f->http);
     pthread_mutex_destroy(&f->mu);
 }
 
@@ -353,7 +319,7 @@ static bool fake26_saw(fake26 *f, const char *what) {
 static mcp_client *modern_client(fake26 *f, mcp_downstream *ds) {
     static const char *hosts[] = {"127.0.0.1", NULL};
     static mcp_client_policy hp = {.host_allowlist = hosts, .allow_http_plaintext = true};
-    mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "s26", .url = f->url, .timeout_ms = 2000,
+    mcp_server_config cfg = {.transport = MCP_TRANSPORT_HTTP, .name = "s26", .url = f->http.url, .timeout_ms = 2000,
                              .protocol = MCP_VERSION_MODERN, .downstream = ds};
     gg_error e = GG_ERROR_INIT;
     mcp_client *c = mcp_client_new(&cfg, &hp, &e);

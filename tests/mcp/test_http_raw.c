@@ -7,7 +7,7 @@
  * is handed on chunk by chunk (or buffered when its taker declines it; a taker that stops ends
  * it), and a request cancelled or past its time closes its connection, which the server
  * sees; an unreachable server is "unavailable", naming no address. Against a small HTTP
- * server here, one canned answer a connection. */
+ * server (tiny_http.h), one canned answer a connection. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include "mcp/mcp.h"
+#include "tiny_http.h"
 #include "../check_main.h"
 
 /* ---- the server: one request a connection, answered with reply (or held when reply is "") */
 typedef struct fake {
-    int fd;
-    pthread_t th;
+    tiny_http http;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char reply[4096];
@@ -36,56 +36,32 @@ typedef struct fake {
     size_t body_len;
     bool got;    /* a request was read */
     bool closed; /* the client closed a held connection */
-    char url[64];
 } fake;
 
-/* Read one request (head and Content-Length body) from s into f. */
-static void fake_read(fake *f, int s) {
-    char buf[8192];
-    size_t n = 0, want = 0;
-    char *end = NULL;
-    for (ssize_t k; n < sizeof buf && (k = read(s, buf + n, sizeof buf - n)) > 0;) {
-        n += (size_t)k;
-        if (!end && (end = memmem(buf, n, "\r\n\r\n", 4))) {
-            *end = '\0';
-            char *cl = strcasestr(buf, "content-length:");
-            want = cl ? (size_t)atol(cl + 15) : 0;
-        }
-        if (end && n - (size_t)(end + 4 - buf) >= want) break;
-    }
+/* Keep the request's head and body, then send the reply, or hold the connection until the
+ * client closes it. */
+static void fake_answer(void *user, int s, const char *head, const char *body, size_t len) {
+    fake *f = user;
     pthread_mutex_lock(&f->mu);
-    size_t hl = end ? (size_t)(end - buf) : 0;
-    if (hl >= sizeof f->head) hl = sizeof f->head - 1;
-    memcpy(f->head, buf, hl);
-    f->head[hl] = '\0';
-    f->body_len = end && want < sizeof f->body ? want : 0;
-    if (f->body_len) memcpy(f->body, end + 4, f->body_len);
+    snprintf(f->head, sizeof f->head, "%s", head);
+    f->body_len = len < sizeof f->body ? len : 0;
+    if (f->body_len) memcpy(f->body, body, f->body_len);
     f->got = true;
     pthread_cond_broadcast(&f->cv);
+    char reply[sizeof f->reply];
+    memcpy(reply, f->reply, sizeof reply);
     pthread_mutex_unlock(&f->mu);
-}
-
-static void *fake_run(void *arg) {
-    fake *f = arg;
-    for (int s; (s = accept(f->fd, NULL, NULL)) >= 0; close(s)) {
-        fake_read(f, s);
-        pthread_mutex_lock(&f->mu);
-        char reply[sizeof f->reply];
-        memcpy(reply, f->reply, sizeof reply);
-        pthread_mutex_unlock(&f->mu);
-        if (reply[0]) {
-            ssize_t w = send(s, reply, strlen(reply), MSG_NOSIGNAL);
-            (void)w;
-            continue;
-        }
-        char c;
-        while (read(s, &c, 1) > 0) {} /* held: until the client closes */
-        pthread_mutex_lock(&f->mu);
-        f->closed = true;
-        pthread_cond_broadcast(&f->cv);
-        pthread_mutex_unlock(&f->mu);
+    if (reply[0]) {
+        ssize_t w = send(s, reply, strlen(reply), MSG_NOSIGNAL);
+        (void)w;
+        return;
     }
-    return NULL;
+    char c;
+    while (read(s, &c, 1) > 0) {} /* held: until the client closes */
+    pthread_mutex_lock(&f->mu);
+    f->closed = true;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
 }
 
 static void fake_start(fake *f, const char *reply) {
@@ -93,20 +69,11 @@ static void fake_start(fake *f, const char *reply) {
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     snprintf(f->reply, sizeof f->reply, "%s", reply);
-    f->fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    ck_assert_int_eq(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(f->fd, 16), 0);
-    ck_assert_int_eq(getsockname(f->fd, (struct sockaddr *)&a, &len), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u/internal/mcp/t/g", (unsigned)ntohs(a.sin_port));
-    ck_assert_int_eq(pthread_create(&f->th, NULL, fake_run, f), 0);
+    tiny_http_start(&f->http, "/internal/mcp/t/g", fake_answer, f);
 }
 
 static void fake_stop(fake *f) {
-    shutdown(f->fd, SHUT_RDWR);
-    close(f->fd);
-    pthread_join(f->th, NULL);
+    tiny_http_stop(&f->http);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
 }
@@ -215,7 +182,7 @@ START_TEST(answer_as_sent) {
     fake_start(&f, answer("200 OK", "Retry-After: 120\r\n", INPUT_REQUIRED));
     outcome o;
     outcome_init(&o);
-    raw(f.url, "a\0b", 3, 0, 5000, NULL, false, &o);
+    raw(f.http.url, "a\0b", 3, 0, 5000, NULL, false, &o);
     ck_assert_msg(!o.code[0], "%s: %s", o.code, o.msg);
     ck_assert_int_eq(o.status, 200);
     ck_assert(o.has_body && o.len == strlen(INPUT_REQUIRED));
@@ -257,7 +224,7 @@ START_TEST(retry_after_validated) {
         fake_start(&f, answer("429 Too Many Requests", extra, "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000,\"message\":\"busy\"}}"));
         outcome o;
         outcome_init(&o);
-        raw(f.url, "{}", 2, 0, 5000, NULL, false, &o);
+        raw(f.http.url, "{}", 2, 0, 5000, NULL, false, &o);
         ck_assert_msg(!o.code[0], "%s: %s", o.code, o.msg);
         ck_assert_int_eq(o.status, 429); /* a refusal is an answer too */
         if (cases[i].kept) ck_assert_msg(o.has_ra && !strcmp(o.ra, cases[i].kept), "'%s' kept as '%s'", cases[i].sent, o.ra);
@@ -275,7 +242,7 @@ START_TEST(bounded) {
     fake_start(&f, answer("200 OK", "", body));
     outcome o;
     outcome_init(&o);
-    raw(f.url, "{}", 2, 64, 5000, NULL, false, &o);
+    raw(f.http.url, "{}", 2, 64, 5000, NULL, false, &o);
     ck_assert_str_eq(o.code, "too_large");
     ck_assert_msg(strstr(o.msg, "the other replica") && strstr(o.msg, "64"), "%s", o.msg);
     ck_assert(!o.has_body);
@@ -298,7 +265,7 @@ START_TEST(bounded_by_context) {
         fake_start(&f, answer("200 OK", "", body));
         outcome o;
         outcome_init(&o);
-        mcp_http_raw rq = {.url = f.url, .name = "the other replica", .headers = headers, .body = "{}", .len = 2,
+        mcp_http_raw rq = {.url = f.http.url, .name = "the other replica", .headers = headers, .body = "{}", .len = 2,
                            .downstream = with ? ds : NULL, .timeout_ms = 5000, .done = on_done, .user = &o};
         mcp_http_raw_start(&rq);
         outcome_wait(&o);
@@ -319,7 +286,7 @@ START_TEST(cancel_closes) {
     outcome o;
     outcome_init(&o);
     static const char *const headers[] = {"X-Test: one", NULL};
-    mcp_http_raw rq = {.url = f.url, .name = "the other replica", .headers = headers, .body = "{}", .len = 2,
+    mcp_http_raw rq = {.url = f.http.url, .name = "the other replica", .headers = headers, .body = "{}", .len = 2,
                        .timeout_ms = 20000, .cancel = &cancel, .done = on_done, .user = &o};
     mcp_http_raw_start(&rq);
     ck_assert_msg(fake_wait(&f, &f.got), "the request reached the server");
@@ -336,7 +303,7 @@ START_TEST(timeout_closes) {
     fake_start(&f, "");
     outcome o;
     outcome_init(&o);
-    raw(f.url, "{}", 2, 0, 300, NULL, false, &o);
+    raw(f.http.url, "{}", 2, 0, 300, NULL, false, &o);
     ck_assert_str_eq(o.code, "timeout");
     ck_assert_msg(strstr(o.msg, "the other replica did not answer in time"), "%s", o.msg);
     ck_assert_msg(fake_wait(&f, &f.closed), "the server saw its client go");
@@ -374,7 +341,7 @@ START_TEST(stream_handed_on) {
     outcome o;
     outcome_init(&o);
     o.take = true;
-    raw(f.url, "{}", 2, 0, 5000, NULL, true, &o);
+    raw(f.http.url, "{}", 2, 0, 5000, NULL, true, &o);
     ck_assert_msg(!o.code[0], "%s: %s", o.code, o.msg);
     ck_assert_int_eq(o.heads, 1);
     ck_assert_int_eq(o.head_status, 200);
@@ -390,7 +357,7 @@ START_TEST(stream_declined_or_stopped) {
     fake_start(&f, SSE_REPLY);
     outcome o;
     outcome_init(&o); /* the taker declines: buffered like any answer */
-    raw(f.url, "{}", 2, 0, 5000, NULL, true, &o);
+    raw(f.http.url, "{}", 2, 0, 5000, NULL, true, &o);
     ck_assert_msg(!o.code[0], "%s: %s", o.code, o.msg);
     ck_assert_int_eq(o.heads, 1);
     ck_assert(o.has_body);
@@ -398,7 +365,7 @@ START_TEST(stream_declined_or_stopped) {
     ck_assert_str_eq(o.ct, "text/event-stream");
     outcome_init(&o); /* the taker stops at the first chunk */
     o.take = o.stop = true;
-    raw(f.url, "{}", 2, 0, 5000, NULL, true, &o);
+    raw(f.http.url, "{}", 2, 0, 5000, NULL, true, &o);
     ck_assert_str_eq(o.code, "cancelled");
     fake_stop(&f);
 }

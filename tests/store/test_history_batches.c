@@ -13,32 +13,12 @@
 #include "fixture.h"
 #include "../check_main.h"
 
-/* One integer of sql (?1 = arg when not NULL). */
-static long long query1(const char *sql, const char *arg) {
-    sqlite3 *db = NULL;
-    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
-    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
-}
-
 /* One text of sql (a copy; NULL for a NULL). */
 static char *query_text(const char *sql, const char *arg) {
-    sqlite3 *db = NULL;
-    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
-    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    sqlite3_stmt *st = query_row(sql, arg);
     const unsigned char *t = sqlite3_column_text(st, 0);
     char *out = t ? strdup((const char *)t) : NULL;
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    query_done(st);
     return out;
 }
 
@@ -64,24 +44,10 @@ static void check_rows_consistent(void) {
                      0);
 }
 
+/* A run by key1 (see run_record), with a sub-ms duration when finished. */
 static gg_exec_record *run_at(const char *tenant, long long started_ms, gg_exec_status st, size_t pad) {
-    gg_exec_record *r = gg_exec_record_new(tenant, "g", 1, "t", "key1", NULL);
-    ck_assert_ptr_nonnull(r);
-    /* the id carries the start (gg_exec_id_new): keep them agreeing */
-    char hex[13];
-    snprintf(hex, sizeof hex, "%012llx", (unsigned long long)started_ms);
-    memcpy(r->id, hex, 12);
-    r->started_ms = started_ms;
-    if (st != GG_EXEC_RUNNING) {
-        char *text = malloc(pad + 1);
-        memset(text, 'x', pad);
-        text[pad] = '\0';
-        r->result = json_string(text);
-        free(text);
-        r->finished_ms = started_ms + 1;
-        r->duration_ms = 1.25;
-        r->status = st;
-    }
+    gg_exec_record *r = run_record(tenant, "key1", started_ms, st, pad);
+    if (st != GG_EXEC_RUNNING) r->duration_ms = 1.25;
     return r;
 }
 
@@ -234,14 +200,14 @@ START_TEST(run_found_across_a_cut) {
 }
 END_TEST
 
+static gg_exec_record *succeeded_at(const char *tenant, long long started_ms, size_t pad) {
+    return run_at(tenant, started_ms, GG_EXEC_SUCCEEDED, pad);
+}
+
+/* n succeeded runs step ms apart from base, through a writer that commits every 50 ms. */
 static void write_runs(gg_store *s, const char *tenant, int n, long long base, long long step) {
-    gg_error err = GG_ERROR_INIT;
-    gg_history_options o = {.flush_ms = 50};
-    gg_history *h = gg_history_start(s, &o, &err);
-    ck_assert_msg(h != NULL, "%s", err.message);
-    for (int i = 0; i < n; i++) ck_assert(gg_history_submit(h, run_at(tenant, base + i * step, GG_EXEC_SUCCEEDED, 50)));
-    ck_assert(gg_history_flush(h));
-    gg_history_stop(h);
+    static const gg_history_options o = {.flush_ms = 50};
+    write_runs_with(s, &o, succeeded_at, tenant, n, base, step, 50);
 }
 
 /* The quota pass deletes the oldest rows whole and trims the next, to exactly 90 %. */

@@ -12,20 +12,6 @@
 #include "fixture.h"
 #include "../check_main.h"
 
-static long long query1(const char *sql, const char *arg) {
-    if (pg_mode()) return pg_query1(sql, arg);
-    sqlite3 *db = NULL;
-    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
-    if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
-}
-
 /* What the tenant's history_batches bodies hold, summed here independently of the counters. */
 static long long summed_bytes(const char *tenant) {
     return query1("SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) FROM history_batches WHERE tenant = ?1", tenant);
@@ -38,33 +24,18 @@ static long long summed_records(const char *tenant) {
                   tenant);
 }
 
-/* A finished run started at started_ms whose result is a string of pad bytes. */
+/* A finished run started at started_ms whose result is a string of pad bytes, with its
+ * entry node's record. */
 static gg_exec_record *run_at(const char *tenant, long long started_ms, size_t pad) {
-    gg_exec_record *r = gg_exec_record_new(tenant, "g", 1, "t", NULL, NULL);
-    ck_assert_ptr_nonnull(r);
-    char *text = malloc(pad + 1);
-    memset(text, 'x', pad);
-    text[pad] = '\0';
-    r->result = json_string(text);
-    free(text);
-    r->started_ms = started_ms;
-    char hex[13]; /* the id carries the start (readers find a run by it) */
-    snprintf(hex, sizeof hex, "%012llx", (unsigned long long)started_ms);
-    memcpy(r->id, hex, 12);
-    r->finished_ms = started_ms + 1;
-    r->status = GG_EXEC_SUCCEEDED;
+    gg_exec_record *r = run_record(tenant, NULL, started_ms, GG_EXEC_SUCCEEDED, pad);
     ck_assert_ptr_nonnull(gg_exec_record_add_node(r, "entry", "entry", started_ms, started_ms + 1, NULL,
                                                   json_integer(1), NULL));
     return r;
 }
 
+/* n such runs a ms apart from base_ms, through a writer with the default options. */
 static void write_runs(gg_store *s, const char *tenant, int n, size_t pad, long long base_ms) {
-    gg_error err = GG_ERROR_INIT;
-    gg_history *h = gg_history_start(s, NULL, &err);
-    ck_assert_msg(h != NULL, "%s", err.message);
-    for (int i = 0; i < n; i++) ck_assert(gg_history_submit(h, run_at(tenant, base_ms + i, pad)));
-    gg_history_flush(h);
-    gg_history_stop(h);
+    write_runs_with(s, NULL, run_at, tenant, n, base_ms, 1, pad);
 }
 
 /* n finished runs written with plain SQL: a database at an older schema than the history
