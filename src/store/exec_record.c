@@ -36,6 +36,24 @@ void gg_exec_id_new(char out[33]) {
     id_format((unsigned long long)gg_wall_ms(), rnd, out);
 }
 
+/* One more than the value of each hex digit (lowercase, as ids have them); 0 for any other
+ * byte: the history writer reads every record's id with it. */
+static const unsigned char HEX_DIGIT1[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9,
+    ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16};
+
+long long gg_exec_id_start_ms(const char *id) {
+    if (!id) return -1;
+    long long ms = 0;
+    int i = 0;
+    for (; i < 32; i++) {
+        int d = HEX_DIGIT1[(unsigned char)id[i]] - 1; /* the NUL of a shorter id: -1 */
+        if (d < 0) return -1;
+        if (i < 12) ms = ms * 16 + d;
+    }
+    return id[i] ? -1 : ms;
+}
+
 /* ---- records ---------------------------------------------------------------------------- */
 
 static char *dup_or_null(const char *s, bool *oom) {

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,30 @@ typedef struct hist_row {
     const char *tenant, *graph, *tool, *key_id, *error, *arguments, *result, *nodes;
     char trace_id[33];
     char parent_id[33];
+    size_t len[8];                /* each text's strlen (row_text's order; 0 for NULL) */
+    unsigned char multiline;      /* bit i: text ROW_ARGUMENTS + i holds a newline */
+    unsigned long long id_hash;   /* write_batch's, once a batch (id_hash) */
+    bool written;                 /* its line is in write_batch's transaction */
 } hist_row;
+
+/* The row's i-th text in the journal's order (tenant graph tool key_id error arguments
+ * result nodes; its encoder and decoder share it). */
+#define ROW_ARGUMENTS 5
+static const size_t ROW_TEXT[8] = {
+    offsetof(hist_row, tenant), offsetof(hist_row, graph),     offsetof(hist_row, tool),   offsetof(hist_row, key_id),
+    offsetof(hist_row, error),  offsetof(hist_row, arguments), offsetof(hist_row, result), offsetof(hist_row, nodes)};
+static const char **row_text(hist_row *w, int i) { return (const char **)((char *)w + ROW_TEXT[i]); }
+
+/* Measure w's texts (len, multiline) where the row is made, on the submitting thread (or
+ * at replay): the writer's line then needs no strlen or newline scan. */
+static void row_measure(hist_row *w) {
+    w->multiline = 0;
+    for (int i = 0; i < 8; i++) {
+        const char *t = *row_text(w, i);
+        w->len[i] = t ? strlen(t) : 0;
+        if (i >= ROW_ARGUMENTS && t && memchr(t, '\n', w->len[i])) w->multiline |= 1u << (i - ROW_ARGUMENTS);
+    }
+}
 
 typedef struct hist_item {
     struct hist_item *next;
@@ -65,13 +89,14 @@ typedef struct hist_item {
 #define RUNNING_BUCKETS 1024
 typedef struct running_id {
     struct running_id *next;
+    unsigned long long hash; /* id_hash */
     char id[33];
 } running_id;
 
 /* Queue items of runs whose texts fit ITEM_POOL_DATA bytes are recycled, not freed: the
  * writer freed every item another thread had allocated, and glibc's coalescing of those
  * frees (malloc_consolidate) alone was 5 % of the writer thread. At most ITEM_POOL_MAX
- * wait in the pool (≈ 2.2 MB). */
+ * wait in the pool (≈ 2.5 MB); a batch bigger than its room fills it (free_items). */
 #define ITEM_POOL_DATA 2048
 #define ITEM_POOL_MAX 1024
 
@@ -92,7 +117,7 @@ struct gg_history {
     size_t line_cap;
     running_id *running[RUNNING_BUCKETS]; /* the writer's; see RUNNING_BUCKETS */
     bool running_lost;            /* the set could not keep one: every final deletes */
-    const char **finals;          /* the writer's per-batch set of ids with a final state */
+    const hist_row **finals;      /* the writer's per-batch set of rows with a final state */
     size_t finals_cap;
     gg_history_options opt;
     pthread_t thread;
@@ -166,6 +191,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         it->is_row = true;
         hist_row *w = &it->row;
         memcpy(w->id, r->id, sizeof w->id);
+        w->id[sizeof w->id - 1] = 0;
         w->version = r->version;
         w->status = r->status;
         w->started_ms = r->started_ms;
@@ -183,95 +209,168 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         if (!w->tenant) w->tenant = "";
         if (!w->graph) w->graph = "";
         if (!w->tool) w->tool = "";
+        row_measure(w);
     }
     gg_strbuf_free(&b);
     return it;
 }
 
-/* A JSON text inlined (NULL: null); one that would break the line (a newline in it, or
- * empty) goes in as a JSON string instead. */
-static void put_raw(gg_strbuf *b, const char *t) {
-    if (!t) { gg_strbuf_append(b, "null", 4); return; }
-    size_t n = strlen(t);
-    if (n && !memchr(t, '\n', n)) gg_strbuf_append(b, t, n);
-    else gg_strbuf_json_string(b, t, n);
+/* Eight bytes read as one word (word_plain, id_hash): 1 in each byte, its top bit in each. */
+#define ID_ONES 0x0101010101010101ull
+#define ID_HIGHS 0x8080808080808080ull
+
+/* How a line's field is written: a number; a string as a JSON string (NULL: null); a JSON
+ * text inlined (NULL: null), or as a JSON string when it would break the line (a newline
+ * in it, or empty). */
+typedef enum { HL_INT, HL_STR, HL_RAW } hl_kind;
+typedef struct hl_field {
+    hl_kind kind;
+    long long v;    /* HL_INT */
+    const char *s;  /* HL_STR, HL_RAW: s, its strlen n, and whether it holds a newline */
+    size_t n;
+    bool multiline;
+} hl_field;
+
+/* Whether the 8 bytes of w go into a JSON string as they are: none below 0x20, no quote,
+ * backslash or byte >= 0x80 (those a JSON string escapes or checks as UTF-8). */
+static inline bool word_plain(unsigned long long w) {
+    const unsigned long long ones = ID_ONES, highs = ID_HIGHS;
+    unsigned long long q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    if (w & highs) return false;
+    /* a byte below 0x20, or a zero byte of q or bs (the classic "has a byte less than"
+     * tests); ~w stands for ~q and ~bs: with no high byte their top bits are w's */
+    return !(((w - ones * 0x20) | (q - ones) | (bs - ones)) & ~w & highs);
 }
 
-static void put_str(gg_strbuf *b, const char *t) {
-    if (t) gg_strbuf_json_string(b, t, strlen(t));
-    else gg_strbuf_append(b, "null", 4);
+/* s (n bytes) copied to d eight bytes at a time while checked (up to 7 bytes past d + n
+ * may be written); false as soon as a byte would need gg_strbuf_json_string's care. Ids
+ * and names are short: one pass instead of a scan, then a memcpy call. */
+static bool copy_plain(char *d, const char *s, size_t n) {
+    unsigned long long w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        if (!word_plain(w)) return false;
+        memcpy(d + i, &w, 8);
+    }
+    if (i == n) return true;
+    w = 0x4141414141414141ull; /* the tail padded with 'A' */
+    memcpy(&w, s + i, n - i);
+    memcpy(d + i, &w, 8);
+    return word_plain(w);
 }
 
-/* w's line (see GG_HL_*), with its newline. */
+/* Room for n more bytes and the NUL at b's end; NULL when b is out of memory. */
+static inline char *room(gg_strbuf *b, size_t n) { return gg_strbuf_reserve(b, n) ? b->data + b->len : NULL; }
+
+/* f after its separator sep ('[' or ','): one reservation and plain stores in the usual
+ * cases (a digit, null, a string with nothing to escape, a JSON text), the strbuf's
+ * writers in the others. */
+static void put_field(gg_strbuf *b, char sep, const hl_field *f) {
+    char *p;
+    if (f->kind == HL_INT) {
+        if (f->v >= 0 && f->v < 10 && (p = room(b, 2)) != NULL) {
+            p[0] = sep;
+            p[1] = (char)('0' + f->v);
+            p[2] = 0;
+            b->len += 2;
+        } else {
+            gg_strbuf_putc(b, sep);
+            gg_strbuf_put_int(b, f->v);
+        }
+        return;
+    }
+    if (!f->s) {
+        if ((p = room(b, 5)) != NULL) {
+            memcpy(p, sep == '[' ? "[null" : ",null", 6);
+            b->len += 5;
+        }
+        return;
+    }
+    size_t n = f->n;
+    bool raw = f->kind == HL_RAW && n && !f->multiline;
+    if (raw && (p = room(b, n + 1)) != NULL) {
+        p[0] = sep;
+        memcpy(p + 1, f->s, n);
+        p[n + 1] = 0;
+        b->len += n + 1;
+    } else if (!raw && (p = room(b, n + 3 + 8)) != NULL) {
+        if (copy_plain(p + 2, f->s, n)) { /* what gg_strbuf_json_string writes */
+            p[0] = sep;
+            p[1] = '"';
+            p[n + 2] = '"';
+            p[n + 3] = 0;
+            b->len += n + 3;
+        } else { /* b's length and terminator are as they were */
+            gg_strbuf_putc(b, sep);
+            gg_strbuf_json_string(b, f->s, n);
+        }
+    }
+}
+
+/* w's line (see GG_HL_*), with its newline: its fields in a table, written by one loop. */
 static void put_line(gg_strbuf *b, const hist_row *w) {
-    gg_strbuf_putc(b, '[');
-    gg_strbuf_json_string(b, w->id, strnlen(w->id, 32));
-    gg_strbuf_putc(b, ',');
-    gg_strbuf_put_int(b, (long long)w->status);
-    gg_strbuf_putc(b, ',');
-    gg_strbuf_put_int(b, w->started_ms);
-    gg_strbuf_putc(b, ',');
     bool final = w->status != GG_EXEC_RUNNING;
-    gg_strbuf_put_int(b, final ? (w->finished_ms ? w->finished_ms : gg_wall_ms()) : 0);
-    gg_strbuf_putc(b, ',');
-    gg_strbuf_put_int(b, final && isfinite(w->duration_ms) ? llround(w->duration_ms * 1000.0) : 0);
-    gg_strbuf_putc(b, ',');
-    gg_strbuf_put_int(b, w->version);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->graph);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->tool);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->key_id);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->error);
-    gg_strbuf_putc(b, ',');
-    put_raw(b, w->arguments);
-    gg_strbuf_putc(b, ',');
-    put_raw(b, w->result);
-    gg_strbuf_putc(b, ',');
-    put_raw(b, w->nodes);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->trace_id[0] ? w->trace_id : NULL);
-    gg_strbuf_putc(b, ',');
-    put_str(b, w->parent_id[0] ? w->parent_id : NULL);
+    const hl_field f[GG_HL_FIELDS] = {
+        [GG_HL_ID] = {HL_STR, 0, w->id, strlen(w->id), false},
+        [GG_HL_STATUS] = {HL_INT, (long long)w->status, NULL, 0, false},
+        [GG_HL_STARTED] = {HL_INT, w->started_ms, NULL, 0, false},
+        [GG_HL_FINISHED] = {HL_INT, final ? (w->finished_ms ? w->finished_ms : gg_wall_ms()) : 0, NULL, 0, false},
+        [GG_HL_DURATION_US] = {HL_INT, final && isfinite(w->duration_ms) ? llround(w->duration_ms * 1000.0) : 0, NULL,
+                               0, false},
+        [GG_HL_VERSION] = {HL_INT, w->version, NULL, 0, false},
+        [GG_HL_GRAPH] = {HL_STR, 0, w->graph, w->len[1], false},
+        [GG_HL_TOOL] = {HL_STR, 0, w->tool, w->len[2], false},
+        [GG_HL_KEY_ID] = {HL_STR, 0, w->key_id, w->len[3], false},
+        [GG_HL_ERROR] = {HL_STR, 0, w->error, w->len[4], false},
+        [GG_HL_ARGUMENTS] = {HL_RAW, 0, w->arguments, w->len[5], w->multiline & 1},
+        [GG_HL_RESULT] = {HL_RAW, 0, w->result, w->len[6], w->multiline & 2},
+        [GG_HL_NODES] = {HL_RAW, 0, w->nodes, w->len[7], w->multiline & 4},
+        [GG_HL_TRACE_ID] = {HL_STR, 0, w->trace_id[0] ? w->trace_id : NULL, strlen(w->trace_id), false},
+        [GG_HL_PARENT] = {HL_STR, 0, w->parent_id[0] ? w->parent_id : NULL, strlen(w->parent_id), false},
+    };
+    for (int i = 0; i < GG_HL_FIELDS; i++) put_field(b, i ? ',' : '[', &f[i]);
     gg_strbuf_append(b, "]\n", 2);
 }
 
-/* The start an id carries (its first 12 hex digits, gg_exec_id_new); -1 when it has none. */
-static long long id_start_ms(const char *id) {
-    long long t = 0;
-    for (int i = 0; i < 12; i++) {
-        char c = id[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return -1;
-        t = t * 16 + d;
-    }
-    return t;
+/* The hash of an id for the writer's sets, made once a record a batch. An id of
+ * gg_exec_id_new (32 characters: 12 hex digits of time, then 20 random ones): its last 16
+ * characters mixed in a few instructions, the random part spreading well (FNV-1a over 32
+ * characters, three times a record, was ~650 instructions a record); another id: FNV-1a. */
+static unsigned long long id_hash(const char *id) {
+    unsigned long long w[4];
+    memcpy(w, id, sizeof w); /* id: a char[33] */
+    for (int i = 0; i < 4; i++)
+        if ((w[i] - ID_ONES) & ~w[i] & ID_HIGHS) return gg_hash_str(id); /* a NUL: shorter */
+    unsigned long long x = (w[2] ^ (w[3] * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
+    return x ^ (x >> 32);
 }
 
-static size_t running_bucket(const char *id) { return (size_t)gg_hash_str(id) % RUNNING_BUCKETS; }
+static running_id **running_bucket(gg_history *h, unsigned long long hash) {
+    return &h->running[hash % RUNNING_BUCKETS];
+}
 
 /* Remember that id's running record is written (false on OOM: then finals always delete). */
-static void running_remember(gg_history *h, const char *id) {
+static void running_remember(gg_history *h, const char *id, unsigned long long hash) {
     running_id *r = malloc(sizeof *r);
     if (!r) { h->running_lost = true; return; }
     snprintf(r->id, sizeof r->id, "%s", id);
-    size_t k = running_bucket(r->id);
-    r->next = h->running[k];
-    h->running[k] = r;
+    r->hash = hash;
+    running_id **b = running_bucket(h, hash);
+    r->next = *b;
+    *b = r;
 }
 
-static bool running_known(gg_history *h, const char *id) {
-    for (running_id *r = h->running[running_bucket(id)]; r; r = r->next)
-        if (strcmp(r->id, id) == 0) return true;
+static bool running_known(gg_history *h, const char *id, unsigned long long hash) {
+    for (running_id *r = *running_bucket(h, hash); r; r = r->next)
+        if (r->hash == hash && strcmp(r->id, id) == 0) return true;
     return false;
 }
 
 /* Forget id's running record (its final one is written). */
-static void running_forget(gg_history *h, const char *id) {
-    for (running_id **p = &h->running[running_bucket(id)]; *p; p = &(*p)->next)
-        if (strcmp((*p)->id, id) == 0) {
+static void running_forget(gg_history *h, const char *id, unsigned long long hash) {
+    for (running_id **p = running_bucket(h, hash); *p; p = &(*p)->next)
+        if ((*p)->hash == hash && strcmp((*p)->id, id) == 0) {
             running_id *r = *p;
             *p = r->next;
             free(r);
@@ -319,9 +418,6 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const char *tenant, in
     return rc == SQLITE_ROW;
 }
 
-/* FNV-1a over an id, for the per-batch "has a final state" set. */
-static size_t id_hash(const char *id) { return (size_t)gg_hash_str(id); }
-
 /* Write one batch in one transaction. A RUNNING record whose final state is in the same
  * batch is skipped: the final upsert writes the whole row anyway. */
 static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows, gg_error *err) {
@@ -329,22 +425,25 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
     while (cap < n * 2) cap *= 2;
     /* the set lives on with the writer: a calloc and free a batch showed in profiles */
     if (cap > h->finals_cap) {
-        const char **nf = realloc(h->finals, cap * sizeof *nf);
+        const hist_row **nf = realloc(h->finals, cap * sizeof *nf);
         if (nf) {
             h->finals = nf;
             h->finals_cap = cap;
         }
     }
-    const char **finals = cap <= h->finals_cap ? h->finals : NULL;
+    const hist_row **finals = cap <= h->finals_cap ? h->finals : NULL;
     if (finals) memset(finals, 0, cap * sizeof *finals);
     *rows = 0;
     for (hist_item *it = items; it; it = it->next) {
-        *rows += it->is_row;
-        if (finals) {
-            if (!it->is_row || it->row.status == GG_EXEC_RUNNING) continue;
-            size_t i = id_hash(it->row.id) & (cap - 1);
+        if (!it->is_row) continue;
+        ++*rows;
+        hist_row *w = &it->row;
+        w->id_hash = id_hash(w->id);
+        w->written = false;
+        if (finals && w->status != GG_EXEC_RUNNING) {
+            size_t i = w->id_hash & (cap - 1);
             while (finals[i]) i = (i + 1) & (cap - 1);
-            finals[i] = it->row.id;
+            finals[i] = w;
         }
     }
     tenant_cache tc = {.n = 0};
@@ -367,12 +466,15 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
          * round re-records its run under the first round's id) is stored at that start, as
          * the one-row upsert kept the first started_at (only ever earlier: a record whose id
          * is newer than its start keeps its start) */
-        long long id_t = id_start_ms(w->id);
+        long long id_t = gg_exec_id_start_ms(w->id);
         if (id_t >= 0 && id_t < w->started_ms) w->started_ms = id_t;
         if (w->status == GG_EXEC_RUNNING && finals) {
             bool superseded = false;
-            for (size_t i = id_hash(w->id) & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
-                if (strcmp(finals[i], w->id) == 0) { superseded = true; break; }
+            for (size_t i = w->id_hash & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
+                if (finals[i]->id_hash == w->id_hash && strcmp(finals[i]->id, w->id) == 0) {
+                    superseded = true;
+                    break;
+                }
             if (superseded) continue;
         }
         int slot;
@@ -380,11 +482,14 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         if (ex < 0) { ok = false; break; }
         if (!ex) continue;
         if (w->status == GG_EXEC_RUNNING) ok = gg_history_running_add(h->conn, w->id, w->tenant, w->started_ms, err);
-        else if (h->running_lost || running_known(h, w->id)) ok = gg_history_running_del(h->conn, w->id, err);
+        else if (h->running_lost || running_known(h, w->id, w->id_hash))
+            ok = gg_history_running_del(h->conn, w->id, err);
         size_t off = h->lines.len;
         put_line(&h->lines, w);
-        h->line_idx[nl++] = (gg_hist_line){w->tenant, w->id, w->started_ms, (int)w->status, off,
-                                            h->lines.len - off};
+        /* the tenant as the cache holds it: gg_history_write_lines groups lines by address */
+        h->line_idx[nl++] = (gg_hist_line){slot >= 0 ? tc.name[slot] : w->tenant, w->id, w->started_ms,
+                                            (int)w->status, off, h->lines.len - off};
+        w->written = true;
     }
     if (ok && h->lines.oom) { gg_error_set(err, "oom", "out of memory"); ok = false; }
     /* the quota keeper's max_rows enforced in this commit (SQLite; see usage.c) */
@@ -396,44 +501,41 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
     if (!ok) gg_db_exec_quiet(h->conn, "ROLLBACK");
     if (ok && dropped) gg_store_quota_counted(h->store, dropped, dropped_bytes);
     /* the set follows what committed: a retried batch adds its running records again */
-    for (size_t i = 0; ok && i < nl; i++) {
-        const gg_hist_line *l = &h->line_idx[i];
-        if (l->status == GG_EXEC_RUNNING) running_remember(h, l->id);
-        else running_forget(h, l->id);
+    for (hist_item *it = items; ok && it; it = it->next) {
+        const hist_row *w = &it->row;
+        if (!it->is_row || !w->written) continue;
+        if (w->status == GG_EXEC_RUNNING) running_remember(h, w->id, w->id_hash);
+        else running_forget(h, w->id, w->id_hash);
     }
     return ok;
 }
 
-/* Pooled items back to the pool (up to ITEM_POOL_MAX), the others freed. */
+/* Pooled items back to the pool (up to ITEM_POOL_MAX), the others freed. Only the writer
+ * thread (or start and stop, without it) adds to the pool, so its room only grows meanwhile. */
 static void free_items(gg_history *h, hist_item *it) {
+    pthread_mutex_lock(&h->pool_lock);
+    size_t room = ITEM_POOL_MAX - h->pooled;
+    pthread_mutex_unlock(&h->pool_lock);
     hist_item *keep = NULL, *keep_tail = NULL;
     size_t n_keep = 0;
     while (it) {
         hist_item *next = it->next;
-        if (it->pooled) {
+        if (it->pooled && n_keep < room) {
             it->next = keep;
             if (!keep) keep_tail = it;
             keep = it;
             n_keep++;
-        } else {
+        } else { /* too big for the pool, or this burst's surplus: back to malloc */
             free(it);
         }
         it = next;
     }
     if (!keep) return;
     pthread_mutex_lock(&h->pool_lock);
-    if (h->pooled + n_keep <= ITEM_POOL_MAX) {
-        keep_tail->next = h->pool;
-        h->pool = keep;
-        h->pooled += n_keep;
-        keep = NULL;
-    }
+    keep_tail->next = h->pool;
+    h->pool = keep;
+    h->pooled += n_keep;
     pthread_mutex_unlock(&h->pool_lock);
-    while (keep) { /* the pool is full: this burst's surplus goes back to malloc */
-        hist_item *next = keep->next;
-        free(keep);
-        keep = next;
-    }
 }
 
 static void run_retention(gg_history *h) {
@@ -767,11 +869,6 @@ typedef struct jfixed {
     uint32_t len[8];                 /* UINT32_MAX = NULL */
 } jfixed;
 
-/* The row's i-th string in the journal's order (encoder and decoder share it). */
-static const char **row_text(hist_row *w, int i) {
-    const char **f[8] = {&w->tenant, &w->graph, &w->tool, &w->key_id, &w->error, &w->arguments, &w->result, &w->nodes};
-    return f[i];
-}
 
 /* Append it's row to the journal (caller holds h->lock: entries go in queue order). */
 static unsigned long long journal_append(gg_history *h, hist_item *it) {
@@ -790,7 +887,7 @@ static unsigned long long journal_append(gg_history *h, hist_item *it) {
     int n = 1;
     for (int i = 0; i < 8; i++) {
         const char *str = *row_text(w, i);
-        f.len[i] = str ? (uint32_t)strlen(str) : UINT32_MAX;
+        f.len[i] = str ? (uint32_t)w->len[i] : UINT32_MAX;
         if (str && f.len[i]) iov[n++] = (struct iovec){(void *)str, f.len[i]};
     }
     return gg_history_journal_append(h->journal, iov, n);
@@ -832,6 +929,7 @@ static hist_item *journal_item(const unsigned char *p, size_t n) {
         d += f.len[i] + 1;
     }
     if (!w->tenant || !w->graph || !w->tool) { free(it); return NULL; }
+    row_measure(w);
     return it;
 }
 

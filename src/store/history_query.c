@@ -394,20 +394,6 @@ static json_t *exec_full_object(const hist_rec *r) {
 static const char SQL_GET_TENANT[] = GET_ROWS "tenant = ?1 AND" GET_RANGE;
 static const char SQL_GET_ALL[] = GET_ROWS "CAST(?1 AS TEXT) IS NULL AND" GET_RANGE;
 
-/* The start in ms a run id carries (its first 12 hex digits), -1 when id is not one of
- * ours (32 lowercase hex digits, see gg_exec_id_new). */
-static long long id_start_ms(const char *id) {
-    if (!id || strlen(id) != 32) return -1;
-    long long ms = 0;
-    for (int i = 0; i < 32; i++) {
-        char ch = id[i];
-        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-        if (v < 0) return -1;
-        if (i < 12) ms = ms * 16 + v;
-    }
-    return ms;
-}
-
 static bool keep_newest(void *user, hist_rec *r) {
     hist_rec *best = user;
     if (best->line && !rec_newer(best, r)) { rec_clear(r); return true; }
@@ -437,7 +423,7 @@ static bool scan_row(gg_db_stmt *st, const char *id, bool keep, rec_fn fn, void 
 }
 
 json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, gg_error *err) {
-    long long t = id_start_ms(id);
+    long long t = gg_exec_id_start_ms(id);
     if (t < 0) { /* not an id any run can have */
         gg_error_set(err, "not_found", "execution '%s' not found", id ? id : "");
         return NULL;

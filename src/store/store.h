@@ -319,6 +319,10 @@ gg_exec_record *gg_exec_record_copy_header(const gg_exec_record *r);
 void gg_exec_record_free(gg_exec_record *r);
 /* 32 hex characters: 12 of wall-clock milliseconds then 20 random, so ids sort by time. */
 void gg_exec_id_new(char out[33]);
+/* The start in wall-clock ms an id of gg_exec_id_new carries (its first 12 hex digits);
+ * -1 when id is not one (32 lowercase hex digits). Readers find a run by it, and node
+ * records may give their times as offsets from it (gg_exec_record_set_nodes_json). */
+long long gg_exec_id_start_ms(const char *id);
 
 typedef struct gg_history gg_history;
 typedef struct gg_history_options {

@@ -4,8 +4,9 @@
  * start then final), history_running kept, rows cut at 10 ms of starts and at 16 KB of body
  * with their n/bytes/first_ms/last_ms exact, every run found by the rows its start selects,
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
- * commit), retention by age and by count, history_usage equal
- * to the rows' sums throughout. SQLite; each test on a fresh database in its own directory. */
+ * commit), retention by age and by count, a line's exact bytes and the rows' order (tenant,
+ * start, id), history_usage equal to the rows' sums throughout. SQLite; each test on a
+ * fresh database in its own directory. */
 #include <string.h>
 
 #include <sqlite3.h>
@@ -295,6 +296,70 @@ START_TEST(retention_by_age_and_count) {
 }
 END_TEST
 
+/* A line's exact bytes (GG_HL_*: quote, backslash, a control byte, invalid UTF-8, a JSON
+ * text with a newline, an empty one, nulls) and the rows' order: tenants by name, then
+ * start, then id, whatever the order of submission. */
+START_TEST(lines_exact_and_ordered) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "zeta", &err));
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 200};
+    gg_history *h = gg_history_start(s, &o, &err);
+    long long base = gg_wall_ms() - 100000;
+    gg_exec_record *c = gg_exec_record_new("zeta", "g", 1, "t", "key1", NULL);
+    snprintf(c->id, sizeof c->id, "%012llx%s", (unsigned long long)base + 1, "11111111111111111111");
+    c->started_ms = base + 1;
+    c->finished_ms = base + 1;
+    c->status = GG_EXEC_SUCCEEDED;
+    gg_exec_record *a = gg_exec_record_new("acme", "g\"q\\b", 3, "caf\xc3\xa9\x01", NULL, NULL);
+    snprintf(a->id, sizeof a->id, "%012llx%s", (unsigned long long)base, "ffffffffffffffffffff");
+    a->started_ms = base;
+    a->finished_ms = base + 2;
+    a->duration_ms = 1.25;
+    a->status = GG_EXEC_FAILED;
+    a->error = strdup("bad\xff");
+    a->arguments_text = strdup("{\"a\":\n1}");
+    a->result_text = strdup("");
+    snprintf(a->trace_id, sizeof a->trace_id, "0af7651916cd43dd8448eb211c80319c");
+    gg_exec_record *b = gg_exec_record_new("acme", "g", 1, "t", "key1", NULL);
+    snprintf(b->id, sizeof b->id, "%012llx%s", (unsigned long long)base, "00000000000000000000");
+    b->started_ms = base;
+    b->finished_ms = base + 1;
+    b->status = GG_EXEC_SUCCEEDED;
+    memcpy(b->parent_id, a->id, sizeof b->parent_id);
+    char ida[33], idb[33], idc[33];
+    memcpy(ida, a->id, sizeof ida);
+    memcpy(idb, b->id, sizeof idb);
+    memcpy(idc, c->id, sizeof idc);
+    ck_assert(gg_history_submit(h, c)); /* one batch: zeta, then acme's in reverse id order */
+    ck_assert(gg_history_submit(h, a));
+    ck_assert(gg_history_submit(h, b));
+    ck_assert(gg_history_flush(h));
+    gg_history_stop(h);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "[\"%s\",1,%lld,%lld,0,1,\"g\",\"t\",\"key1\",null,null,null,null,null,\"%s\"]\n"
+             "[\"%s\",2,%lld,%lld,1250,3,\"g\\\"q\\\\b\",\"caf\xc3\xa9\\u0001\",null,\"bad\\ufffd\","
+             "\"{\\\"a\\\":\\n1}\",\"\",null,\"0af7651916cd43dd8448eb211c80319c\",null]\n",
+             idb, base, base + 1, ida, ida, base, base + 2);
+    char *got = query_text("SELECT body FROM history_batches WHERE tenant = ?1", "acme");
+    ck_assert_str_eq(got, want);
+    free(got);
+    snprintf(want, sizeof want, "[\"%s\",1,%lld,%lld,0,1,\"g\",\"t\",\"key1\",null,null,null,null,null,null]\n", idc,
+             base + 1, base + 1);
+    got = query_text("SELECT body FROM history_batches WHERE tenant = ?1", "zeta");
+    ck_assert_str_eq(got, want);
+    free(got);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches a, history_batches z WHERE a.tenant = 'acme'"
+                            " AND z.tenant = 'zeta' AND a.rowid < z.rowid",
+                            NULL),
+                     1);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     Suite *su = suite_create("history_batches");
     TCase *tc = tcase_create("history_batches");
@@ -307,6 +372,7 @@ int main(void) {
     tcase_add_test(tc, quota_trims_exactly);
     tcase_add_test(tc, quota_in_the_writers_commit);
     tcase_add_test(tc, retention_by_age_and_count);
+    tcase_add_test(tc, lines_exact_and_ordered);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }
