@@ -20,7 +20,9 @@
  *   - saturation: RUNS submitted as fast as possible over four tenants with the per-tenant
  *     history quota enforced meanwhile (the quota keeper deleting): the writer's records/s
  *     on one core (1e6 / its CPU µs a record, the quota keeper's CPU added) and the wall
- *     records/s (GG_BENCH_SAT_NO_QUOTA set: a quota never reached, for comparison).
+ *     records/s (GG_BENCH_SAT_NO_QUOTA set: a quota never reached, for comparison). The
+ *     records carry the node text the gateway's provider writes for the switch example
+ *     (GG_BENCH_SAT_BEFORE set: as it wrote it until 2026-11-29, see gateway_text).
  *
  *   - layouts (issue 31, alone): the saturation line with and without quota deletes, then
  *     bare loops of a candidate layout where a batch is the unit of storage (one
@@ -90,6 +92,24 @@ static json_t *switch_history(long long t) {
     json_decref(ctx1);
     json_decref(args);
     return h;
+}
+
+/* The switch example's node text as the gateway's provider writes it (src/graph/provider.c
+ * put_record: inputs kept, durations in ms to the µs): since 2026-11-30 node times as ms
+ * after the run's start and the context inputs as "$context"; `before`: as it wrote them
+ * until then (unix ms, the context copied into each input). */
+static char *gateway_text(bool before) {
+    char *s = NULL;
+    long long t = before ? gg_wall_ms() : 0;
+    const char *c1 = before ? "{\"entry\":{\"value\":42}}" : "\"$context\"";
+    const char *c2 = before ? "{\"switch_node\":\"high_path\",\"entry\":{\"value\":42}}" : "\"$context\"";
+    int n = asprintf(&s,
+                     "[[0,\"entry\",\"entry\",%lld,%lld,0.001,{\"value\":42}],"
+                     "[1,\"switch_node\",\"switch\",%lld,%lld,0.005,\"high_path\",%s],"
+                     "[2,\"high_path\",\"transform\",%lld,%lld,0.008,{\"result\":\"high\"},%s],"
+                     "[3,\"exit\",\"exit\",%lld,%lld,0,{\"result\":\"high\"}]]",
+                     t, t, t, t, c1, t, t, c2, t, t + 1);
+    return n < 0 ? NULL : s;
 }
 
 /* The history as executor-shaped objects without the inputs of nodes that succeeded: the
@@ -582,9 +602,7 @@ static bool run_saturation(const char *dir, const char *name, const char *mig, l
         return false;
     }
     json_t *args = json_pack("{s:i}", "value", 42), *result = json_pack("{s:s}", "result", "high");
-    json_t *hist = switch_history(gg_wall_ms());
-    char *text = history_positional(hist);
-    json_decref(hist);
+    char *text = gateway_text(getenv("GG_BENCH_SAT_BEFORE") != NULL);
     memset(f, 0, sizeof *f);
     gg_history_stats st0;
     gg_history_get_stats(h, &st0);

@@ -530,6 +530,10 @@ static void job_make_record(gw_call_job *j) {
     /* a later input-required round writes the row of its run's first round */
     const char *ex = mcp_call_round_exec_id(j->call);
     if (ex) memcpy(j->rec->id, ex, sizeof j->rec->id);
+    /* graphs it calls name it parent; its node records give times from the start the record
+     * is stored at (the id's: an input-required round's record is stored at its first's) */
+    long long start = gg_exec_id_start_ms(j->rec->id);
+    mcp_call_set_exec_id(j->call, j->rec->id, start > 0 ? start : 0);
 }
 
 static void job_call_done(void *user, char *body);
@@ -592,7 +596,6 @@ static void job_run(void *arg) {
     if (!job_claim_round(j)) return;
     if (j->ep.is_graph) wait_for_history(gw);
     job_make_record(j);
-    if (j->rec) mcp_call_set_exec_id(j->call, j->rec->id); /* graphs it calls name it parent */
     /* a 2025-11-25 session's call made resumable: the stream holds the POST from here (a
      * POST ended early does not cancel the run; one the client drops does unless the client
      * resumes within GW_POST_GRACE_MS) */

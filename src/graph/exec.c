@@ -1456,7 +1456,8 @@ static bool node_done(grun *r, const gnode *n, double t0, json_t *input, json_t 
         gg_error_set(e, "budget", "Execution budget of %.3f ms used up", r->opts->budget_ms);
     }
     gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
-                         r->start_wall + (long long)(t1 - r->start_ms), t1 - t0, input, out, NULL};
+                         r->start_wall + (long long)(t1 - r->start_ms), t1 - t0, input, out, NULL,
+                         input && input == r->context};
     tel_node_end(r, t1, input, out, e);
     if (gg_error_is_set(e)) {
         ev.error = e;

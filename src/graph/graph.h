@@ -243,6 +243,10 @@ typedef struct gg_graph_event {
     json_t *input;           /* evaluated mcp args / context given to an expression; may be NULL */
     json_t *output;          /* NULL on error, at start, or when the node yielded undefined */
     const gg_error *error;   /* NULL unless the node failed */
+    /* input is the run's context (a transform, switch or exit evaluated it): each earlier
+     * node's latest output that was not undefined, by node id — so a history can store a
+     * reference instead of a copy that grows with every node */
+    bool input_is_context;
 } gg_graph_event;
 
 /* Hooks: called on the executing thread, synchronously, must not block for long. */

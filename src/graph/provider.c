@@ -45,7 +45,21 @@ typedef struct call_state {
     const mcp_call_ctx *ctx;
     long completed; /* nodes completed so far: the progress value */
     size_t kept, dropped; /* history records written / left out past the run's bounds */
+    long long origin_ms; /* node times are written as ms after this (0: as unix ms) */
+    /* the records so far rebuild the run's context exactly (no output was JSON null, which
+     * the text cannot tell from undefined, nor cut short): a context input may then be
+     * written as HISTORY_CONTEXT_REF */
+    bool context_exact;
 } call_state;
+
+/* What a node record holds in place of an input that is the run's context (src/store,
+ * history_query.c, rebuilds it from the records before it): the context holds every
+ * earlier output, so copies of it made a run's text grow with the square of its nodes. */
+#define HISTORY_CONTEXT_REF "\"$context\""
+
+static call_state call_state_for(const mcp_call_ctx *ctx, long completed) {
+    return (call_state){ctx, completed, 0, 0, ctx ? ctx->history.exec_start_ms : 0, true};
+}
 
 /* Milliseconds with microsecond precision, trailing zeros dropped ("0.012", "3"): the
  * history's durations, without the shortest-round-trip search a double would need. */
@@ -60,25 +74,28 @@ static void put_ms(gg_strbuf *b, double ms) {
 }
 
 /* A node's input or output as stored: past max bytes (0 = no bound) the text is taken back
- * and replaced by {"truncated":true,"bytes":N}, as the history writer bounds values. */
-static void put_value(gg_strbuf *b, json_t *v, size_t max) {
+ * and replaced by {"truncated":true,"bytes":N}, as the history writer bounds values.
+ * False when it was. */
+static bool put_value(gg_strbuf *b, json_t *v, size_t max) {
     size_t mark = b->len;
     jsonata_dump_to(b, v);
-    if (max && b->len - mark > max) {
-        size_t bytes = b->len - mark;
-        b->len = mark;
-        gg_strbuf_puts(b, "{\"truncated\":true,\"bytes\":");
-        gg_strbuf_put_int(b, (long long)bytes);
-        gg_strbuf_putc(b, '}');
-    }
+    if (!max || b->len - mark <= max) return true;
+    size_t bytes = b->len - mark;
+    b->len = mark;
+    gg_strbuf_puts(b, "{\"truncated\":true,\"bytes\":");
+    gg_strbuf_put_int(b, (long long)bytes);
+    gg_strbuf_putc(b, '}');
+    return false;
 }
 
 /* One node's history record as JSON text in the history store's positional form (see
  * mcp_call_ctx.history.text): [index, "id", "type", start, end, duration, output|null],
  * then input|null when the node had one (what it received: an mcp node's evaluated
- * arguments, the context a transform or switch evaluated) or failed, and a failed node's
- * message. Inputs and outputs are bounded alike (put_value). */
-static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
+ * arguments, the context a transform or switch evaluated: HISTORY_CONTEXT_REF while the
+ * records rebuild it) or failed, and a failed node's message. Inputs and outputs are
+ * bounded alike (put_value). */
+static void put_record(gg_strbuf *b, const gg_graph_event *ev, call_state *cs, size_t max) {
+    long long origin_ms = cs->origin_ms;
     bool first = !b->len || b->data[b->len - 1] == '[';
     gg_strbuf_puts(b, first ? "[" : ",[");
     gg_strbuf_put_int(b, ev->execution_index);
@@ -87,17 +104,19 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, size_t max) {
     gg_strbuf_puts(b, ",\"");
     gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
     gg_strbuf_puts(b, "\",");
-    gg_strbuf_put_int(b, ev->start_ms);
+    gg_strbuf_put_int(b, ev->start_ms - origin_ms);
     gg_strbuf_putc(b, ',');
-    gg_strbuf_put_int(b, ev->end_ms);
+    gg_strbuf_put_int(b, ev->end_ms - origin_ms);
     gg_strbuf_putc(b, ',');
     put_ms(b, ev->duration_ms);
     gg_strbuf_putc(b, ',');
-    if (ev->output) put_value(b, ev->output, max);
+    bool context_ref = ev->input_is_context && cs->context_exact;
+    if (ev->output) cs->context_exact &= put_value(b, ev->output, max) && !json_is_null(ev->output);
     else gg_strbuf_puts(b, "null");
     if (ev->input || ev->error) {
         gg_strbuf_putc(b, ',');
-        if (ev->input) put_value(b, ev->input, max);
+        if (context_ref) gg_strbuf_puts(b, HISTORY_CONTEXT_REF);
+        else if (ev->input) put_value(b, ev->input, max);
         else gg_strbuf_puts(b, "null");
     }
     if (ev->error) {
@@ -119,7 +138,7 @@ static void history_record(call_state *cs, const gg_graph_event *ev) {
         cs->dropped++;
         return;
     }
-    put_record(c->history.text, ev, c->history.max_value);
+    put_record(c->history.text, ev, cs, c->history.max_value);
     cs->kept++;
 }
 
@@ -149,6 +168,7 @@ static void history_resume(call_state *cs, json_t *state) {
     if (!b || !json_is_string(text) || b->len != 1 || b->data[0] != '[') return;
     gg_strbuf_append(b, json_string_value(text), json_string_length(text));
     cs->kept = (size_t)json_integer_value(json_object_get(state, "historyKept"));
+    cs->context_exact = false; /* not known across rounds: the next inputs are copied */
 }
 
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after
@@ -366,7 +386,7 @@ static json_t *p_call_tool(mcp_provider *p, const char *name, json_t *arguments,
         gg_graph_unknown_tool(gp->g, name, err);
         return NULL;
     }
-    call_state cs = {ctx, 0, 0, 0};
+    call_state cs = call_state_for(ctx, 0);
     gg_graph_hooks hooks = {NULL, on_node_complete, on_node_error, &cs};
     gg_graph_run_options ro = run_options(gp, ctx, &hooks);
     gg_graph_result r = GG_GRAPH_RESULT_INIT;
@@ -626,7 +646,7 @@ static void acall_resume_relay(gprov *gp, const char *name, const mcp_call_ctx *
     pthread_mutex_lock(&a->mu);
     a->ctx = ctx;
     a->held = false;
-    a->cs = (call_state){ctx, a->cs.completed, 0, 0};
+    a->cs = call_state_for(ctx, a->cs.completed);
     a->done = done;
     a->user = user;
     a->busy = true;
@@ -650,7 +670,7 @@ static void p_call_tool_async(mcp_provider *p, const char *name, json_t *argumen
         a->tool = strdup(name);
         pthread_mutex_init(&a->mu, NULL);
         a->ctx = ctx;
-        a->cs = (call_state){ctx, 0, 0, 0};
+        a->cs = call_state_for(ctx, 0);
         a->hooks = (gg_graph_hooks){NULL, on_node_complete, on_node_error, &a->cs};
         long max = gg_graph_max_execution_ms(gp->g);
         double since = ctx && ctx->run.accepted_ms > 0 ? gg_now_ms() - ctx->run.accepted_ms : 0;

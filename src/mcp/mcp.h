@@ -742,8 +742,9 @@ bool mcp_session_deliver(mcp_sessions *ss, const mcp_session *s, json_t *id, jso
  * with a clear error. Set before the call starts; sessions and sess must outlive the call. */
 void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session *sess);
 /* The call's execution record id (mcp_call_ctx.history.exec_id: graphs it calls record it as their
- * parent); borrowed, must outlive the call. Set before the call starts. */
-void mcp_call_set_exec_id(mcp_call *c, const char *exec_id);
+ * parent); borrowed, must outlive the call. start_ms: the start the record is stored at
+ * (history.exec_start_ms; 0 = none). Set before the call starts. */
+void mcp_call_set_exec_id(mcp_call *c, const char *exec_id, long long start_ms);
 /* The calling key's scopes (mcp_call_ctx.identity.scopes); set before the call starts. */
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes);
 /* Who makes a call, as graphs see it ($caller): strings borrowed here, copied (cut to fit)

@@ -127,7 +127,8 @@ struct mcp_ctx_history {
     /* Alternative to records, cheaper: when set, the provider appends each executed node's
      * record as compact JSON text after what the buffer holds (with a comma first unless it
      * is empty or ends with '['; no closing bracket), in the history store's positional
-     * form [index, "node id", "node type", start, end (unix ms), duration ms, output|null
+     * form [index, "node id", "node type", start, end (unix ms, or ms after exec_start_ms
+     * when set), duration ms, output|null
      * (, input|null, "error message" — only for a failed node)] (src/store/store.h,
      * gg_exec_record_set_nodes_json); records stays empty. Inputs and outputs longer than
      * max_value bytes (0 = no bound) become {"truncated":true,"bytes":N}. */
@@ -143,6 +144,9 @@ struct mcp_ctx_history {
      * callee's run with this id as its parent, and refuses past a depth limit. */
     const char *exec_id;
     int call_depth;
+    /* The start (unix ms) the record exec_id names is stored at; text's node times are
+     * then written as ms after it (fewer bytes; the store takes both). 0 = none: unix ms. */
+    long long exec_start_ms;
 };
 
 /* Where a provider that ends a call with a failure says more about it than gg_error can,

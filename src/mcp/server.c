@@ -452,6 +452,7 @@ struct mcp_call {
     atomic_int input_wait;
     json_t *wait_requests; /* {key: {method, params}}: the round's inputRequests */
     const char *exec_id; /* mcp_call_set_exec_id (borrowed) */
+    long long exec_start_ms;
     unsigned scopes;     /* mcp_call_set_scopes */
     /* mcp_call_set_caller: the copies, and the view of them ctx.identity.who points to */
     struct {
@@ -524,7 +525,10 @@ void mcp_call_set_client(mcp_call *c, mcp_sessions *sessions, const mcp_session 
     sodium_bin2hex(c->who.session, sizeof c->who.session, sess->nonce, sizeof sess->nonce);
     c->who.view.session = c->who.session;
 }
-void mcp_call_set_exec_id(mcp_call *c, const char *exec_id) { c->exec_id = exec_id; }
+void mcp_call_set_exec_id(mcp_call *c, const char *exec_id, long long start_ms) {
+    c->exec_id = exec_id;
+    c->exec_start_ms = start_ms;
+}
 void mcp_call_set_scopes(mcp_call *c, unsigned scopes) { c->scopes = scopes; }
 void mcp_call_set_caller(mcp_call *c, const mcp_caller *who) {
     gg_strcopy(c->who.key_id, sizeof c->who.key_id, who->key_id ? who->key_id : "");
@@ -785,7 +789,8 @@ static mcp_call_ctx call_ctx(mcp_call *c, const mcp_sink *sink, const char *requ
         .run = {.cancelled = &c->cancelled, .budget_ms = budget_ms},
         .history = {.records = c->history, .text = c->use_text ? &c->history_text : NULL,
                     .max_value = c->history_max, .max_records = c->history_max_records,
-                    .max_bytes = c->history_max_bytes}};
+                    .max_bytes = c->history_max_bytes, .exec_id = c->exec_id,
+                    .exec_start_ms = c->exec_start_ms}};
 }
 
 /* The shaped result of a resources/read or prompts/get value (new reference), or NULL with
@@ -1152,7 +1157,6 @@ void mcp_call_start(mcp_call *c, const char *request_id, const char *key_id, con
                     const mcp_call_async *how) {
     c->sink = (mcp_sink){c->progress_token ? sink_progress : NULL, c->level != MCP_LOG_OFF ? sink_log : NULL, c};
     c->ctx = call_ctx(c, &c->sink, request_id, key_id, tenant, 0);
-    c->ctx.history.exec_id = c->exec_id;
     c->ctx.outcome.fail_code = c->fail_code;
     c->ctx.outcome.missing_caps = &c->missing_caps;
     c->ctx.outcome.elicitation = &c->elicitation;

@@ -309,10 +309,24 @@ static long long node_time(json_t *v, long long run_start) {
     return t < ABSOLUTE_MS_MIN ? run_start + t : t;
 }
 
+/* An input stored as this is the run's context when the node ran (src/graph/provider.c):
+ * rebuilt from the records before it (context_add). */
+#define CONTEXT_REF "$context"
+
+/* The run's context after node n: its output under its id, or its id gone when it had
+ * none (undefined), as the executor keeps each node's latest output. */
+static void context_add(json_t *context, json_t *n) {
+    json_t *id = json_array_get(n, 1), *out = json_array_get(n, 6);
+    if (!context || !json_is_string(id)) return;
+    if (!out || json_is_null(out)) json_object_del(context, json_string_value(id));
+    else json_object_set(context, json_string_value(id), out);
+}
+
 /* One stored node as the API's object: from the positional form of 0003 (times relative
- * to the run's start, or absolute, see ABSOLUTE_MS_MIN) or from an executor-shaped object
- * (absolute times). NULL when it is neither or memory ran out. */
-static json_t *node_object(json_t *n, long long run_start) {
+ * to the run's start, or absolute, see ABSOLUTE_MS_MIN; an input may be CONTEXT_REF, read
+ * from context) or from an executor-shaped object (absolute times). NULL when it is
+ * neither or memory ran out. */
+static json_t *node_object(json_t *n, long long run_start, json_t *context) {
     json_t *idx, *id, *type, *start, *end, *dur, *in, *out, *err;
     long long t0, t1;
     if (json_is_array(n)) {
@@ -320,6 +334,7 @@ static json_t *node_object(json_t *n, long long run_start) {
         start = json_array_get(n, 3), end = json_array_get(n, 4), dur = json_array_get(n, 5);
         out = json_array_get(n, 6), in = json_array_get(n, 7), err = json_array_get(n, 8);
         t0 = node_time(start, run_start), t1 = node_time(end, run_start);
+        if (json_is_string(in) && strcmp(json_string_value(in), CONTEXT_REF) == 0) in = context;
     } else if (json_is_object(n)) {
         idx = json_object_get(n, "executionIndex"), id = json_object_get(n, "nodeId");
         type = json_object_get(n, "nodeType"), start = json_object_get(n, "startTime");
@@ -336,7 +351,7 @@ static json_t *node_object(json_t *n, long long run_start) {
                      "started_at", gg_store_time_json(t0),
                      "finished_at", gg_store_time_json(t1),
                      "duration_ms", json_is_number(dur) ? gg_store_round_us(json_number_value(dur)) : 0.0,
-                     "input", value_or_null(in),
+                     "input", in == context && in ? json_copy(in) : value_or_null(in),
                      "output", value_or_null(out),
                      "error", error_or_null(err));
 }
@@ -352,21 +367,27 @@ static bool is_truncation_marker(json_t *n) {
  * says were left out (0 when none). NULL when memory ran out. */
 static json_t *nodes_array(json_t *stored, long long run_start, long long *dropped) {
     *dropped = 0;
-    json_t *res = json_array();
+    json_t *res = json_array(), *context = json_object();
     size_t i;
     json_t *n;
     json_array_foreach(stored, i, n) {
-        if (!res) break;
+        if (!res || !context) break;
         if (is_truncation_marker(n)) {
             *dropped += json_integer_value(json_object_get(n, "dropped"));
             continue;
         }
-        json_t *o = node_object(n, run_start);
+        json_t *o = node_object(n, run_start, context);
         if ((!o && (json_is_array(n) || json_is_object(n))) || (o && json_array_append_new(res, o) != 0)) {
             json_decref(res); /* out of memory */
             res = NULL;
         }
+        if (json_is_array(n)) context_add(context, n);
     }
+    if (!context) { /* out of memory */
+        json_decref(res);
+        res = NULL;
+    }
+    json_decref(context);
     return res;
 }
 

@@ -82,6 +82,17 @@ decimals() { # FILE → the most decimals of any "duration_ms" in it (run and no
   python3 -c "import re,sys; v=re.findall(r'\"duration_ms\": ?([-0-9.eE+]+)', open(sys.argv[1]).read()); assert len(v) >= 4, v; print(max(len(x.split('.')[1]) if '.' in x else (9 if 'e' in x.lower() else 0) for x in v))" "$1"
 }
 t "the API's durations have at most 3 decimals" test "$(decimals "$GG_TMP/x.json")" -le 3
+# node times are stored as ms after the run's start (a fifth of a record's bytes: the
+# history writer's cost is its bytes), and the API gives them back as times within the run
+xid=$(jget "$GG_TMP/x.json" 'd["id"]')
+stored=$(python3 -c "import json, sqlite3, sys
+db = sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True)
+n = json.loads(db.execute('SELECT nodes FROM executions WHERE id = ?', (sys.argv[2],)).fetchone()[0])
+print(max(max(abs(x[3]), abs(x[4])) for x in n))" "$GG_DB" "$xid")
+t "... node times stored as offsets from the run's start ($stored ms at most)" test "$stored" -lt 60000
+t "... and shown as times within the run" python3 -c "import json; d=json.load(open('$GG_TMP/x.json'))
+iso = lambda s: s[:23]
+assert all(iso(d['started_at']) <= iso(n['started_at']) <= iso(n['finished_at']) <= iso(d['finished_at']) for n in d['nodes']), d"
 r=$(call 16 quick '{"n":24.3}')
 t "a fractional result" eq "$r" '{"twice":48.6}'
 executions quick 6 >/dev/null

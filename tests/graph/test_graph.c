@@ -1740,6 +1740,65 @@ START_TEST(runtime_error_keeps_code_position_node) {
 }
 END_TEST
 
+/* The history as text, as the gateway stores it: node times as ms after the start the
+ * record is stored at, and an input that is the run's context written as "$context" while
+ * the records before it rebuild that context — not after an output that was JSON null
+ * (the text cannot tell it from undefined) or was cut to its size. */
+START_TEST(provider_history_text_compact) {
+    static const char src[] =
+        "server: {name: g, version: '1'}\n"
+        "tools:\n  - name: t\n    description: d\n    inputSchema: {type: object}\n    nodes:\n"
+        "      - {id: entry, type: entry, next: a}\n"
+        "      - {id: a, type: transform, transform: {expr: '{\"n\": entry.n + 1}'}, next: b}\n"
+        "      - {id: b, type: transform, transform: {expr: 'a.n'}, next: c}\n"
+        "      - {id: c, type: transform, transform: {expr: 'null'}, next: d}\n"
+        "      - {id: d, type: transform, transform: {expr: 'b * 2'}, next: exit}\n"
+        "      - {id: exit, type: exit}\n";
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_string(src, sizeof src - 1, "g.yaml", NULL, &d);
+    ck_assert_msg(g != NULL && d.errors == 0, "load");
+    gg_graph_diags_free(&d);
+    mcp_provider *p = gg_graph_provider_new(g);
+    gg_graph_unref(g);
+    for (int cut = 0; cut < 2; cut++) {
+        gg_strbuf hist = GG_STRBUF_INIT;
+        gg_strbuf_putc(&hist, '[');
+        long long start = gg_wall_ms() - 5; /* the record's start, a little before the run */
+        mcp_call_ctx ctx = {.history = {.text = &hist, .exec_start_ms = start, .max_value = cut ? 8 : 0}};
+        gg_error e = GG_ERROR_INIT;
+        json_t *args = json_pack(cut ? "{s:i,s:s}" : "{s:i}", "n", 1, "pad", "a long enough string");
+        json_t *res = p->ops->call_tool(p, "t", args, &ctx, &e);
+        ck_assert_msg(res != NULL, "%s", e.message ? e.message : "");
+        json_decref(res);
+        json_decref(args);
+        gg_strbuf_putc(&hist, ']');
+        json_t *nodes = json_loads(hist.data, 0, NULL);
+        ck_assert_msg(json_array_size(nodes) == 6, "%s", hist.data);
+        size_t i;
+        json_t *n;
+        json_array_foreach(nodes, i, n) {
+            json_int_t t0 = json_integer_value(json_array_get(n, 3)), t1 = json_integer_value(json_array_get(n, 4));
+            ck_assert_msg(t0 >= 0 && t0 <= t1 && t1 < 60000, "node %zu at %lld..%lld: %s", i, (long long)t0,
+                          (long long)t1, hist.data);
+        }
+        /* a and b evaluated the context: a reference while the records rebuild it (with the
+         * bound, entry's output was cut: copies from then on, each cut alike) */
+        const char *a_in = json_string_value(json_array_get(json_array_get(nodes, 1), 7));
+        const char *b_in = json_string_value(json_array_get(json_array_get(nodes, 2), 7));
+        ck_assert_msg(cut ? a_in == NULL : a_in && strcmp(a_in, "$context") == 0, "%s", hist.data);
+        ck_assert_msg(cut ? b_in == NULL : b_in && strcmp(b_in, "$context") == 0, "%s", hist.data);
+        /* c output null: d's input is a copy, null member included */
+        json_t *d_in = json_array_get(json_array_get(nodes, 4), 7);
+        ck_assert_msg(json_is_object(d_in) && (cut ? json_is_true(json_object_get(d_in, "truncated"))
+                                                   : json_is_null(json_object_get(d_in, "c"))),
+                      "%s", hist.data);
+        json_decref(nodes);
+        gg_strbuf_free(&hist);
+    }
+    mcp_provider_unref(p);
+}
+END_TEST
+
 /* What a sink saw, in order: [["progress", n, message] | ["log", level, data]]. */
 typedef struct sink_rec {
     json_t *events;
@@ -2013,6 +2072,7 @@ int main(void) {
     tcase_add_test(tc, results_match_mcpgraph);
     tcase_add_test(tc, undefined_output_absent_from_history);
     tcase_add_test(tc, provider_result_shapes);
+    tcase_add_test(tc, provider_history_text_compact);
     tcase_add_test(tc, runtime_error_keeps_code_position_node);
     tcase_add_test(tc, loader_and_schema_agree_on_scalars);
     suite_add_tcase(s, tc);

@@ -1386,6 +1386,56 @@ START_TEST(history_node_paths_agree) {
 }
 END_TEST
 
+/* The gateway's node text (src/graph/provider.c): times as ms after the run's start and an
+ * input that was the run's context stored as "$context", which get rebuilds from the
+ * records before it — each node's latest output by id, a node whose latest output was
+ * undefined (stored null) left out, as the executor keeps the context. */
+START_TEST(history_context_ref) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history *h = gg_history_start(s, NULL, &err);
+    gg_exec_record *r = gg_exec_record_new("acme", "g", 1, "t", NULL, NULL);
+    ck_assert_ptr_nonnull(r);
+    r->status = GG_EXEC_SUCCEEDED;
+    r->finished_ms = r->started_ms + 9;
+    gg_exec_record_set_nodes_json(r, strdup("[[0,\"entry\",\"entry\",0,0,0.001,{\"n\":1}],"
+                                            "[1,\"x\",\"transform\",1,2,0.5,{\"k\":1},\"$context\"],"
+                                            "[2,\"y\",\"switch\",2,3,0.5,\"x\",\"$context\"],"
+                                            "[3,\"x\",\"transform\",3,4,0.5,null,\"$context\"],"
+                                            "[4,\"z\",\"transform\",4,5,0.5,7,\"$context\"],"
+                                            "[5,\"exit\",\"exit\",9,9,0,7]]"));
+    char id[33];
+    memcpy(id, r->id, sizeof id);
+    long long start = r->started_ms;
+    ck_assert(gg_history_submit(h, r));
+    gg_history_flush(h);
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    ck_assert_msg(ex != NULL, "%s", err.message);
+    json_t *nodes = json_object_get(ex, "nodes");
+    char *text = json_dumps(nodes, JSON_COMPACT);
+    static const char *want[] = {NULL, "{\"entry\":{\"n\":1}}", "{\"entry\":{\"n\":1},\"x\":{\"k\":1}}",
+                                 "{\"entry\":{\"n\":1},\"x\":{\"k\":1},\"y\":\"x\"}",
+                                 "{\"entry\":{\"n\":1},\"y\":\"x\"}", NULL};
+    for (size_t i = 0; i < 6; i++) {
+        json_t *in = json_object_get(json_array_get(nodes, i), "input");
+        json_t *w = want[i] ? json_loads(want[i], 0, NULL) : json_null();
+        ck_assert_msg(json_equal(in, w), "node %zu: %s", i, text);
+        json_decref(w);
+    }
+    char at[40], day[24];
+    time_t secs = (time_t)((start + 4) / 1000);
+    struct tm tm;
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
+    snprintf(at, sizeof at, "%s.%03lldZ", day, (start + 4) % 1000);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nodes, 4), "started_at")), at);
+    free(text);
+    json_decref(ex);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
 /* A call refused by its tool's inputSchema is a run of its own status (migration 0013),
  * listed by that status; durations are stored and read to the microsecond. */
 START_TEST(history_invalid_input_and_durations) {
@@ -1714,6 +1764,7 @@ int main(void) {
     if (!pg_mode()) tcase_add_test(tc, migration_0003_keeps_node_rows);
     if (pg_mode()) tcase_add_test(tc, history_interrupted_per_replica); /* replica ids: PostgreSQL only */
     tcase_add_test(tc, history_node_paths_agree);
+    tcase_add_test(tc, history_context_ref);
     tcase_add_test(tc, tasks_tenant_bound_and_interrupted);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);
