@@ -172,6 +172,21 @@ void gg_graph_free_internal(gg_graph *g);
 /* MCP tool-name rules: 1-128 of A-Z a-z 0-9 _ - . (load.c). */
 bool gg_graph_tool_name_ok(const char *s);
 
+/* ---- task support (load.c): a tool's taskSupport (and taskStart), read for a graph's tools
+ * and for proxy entries. support: 0 forbidden (the default), 1 optional, 2 required. */
+typedef struct gtask_decl {
+    int support;
+    bool after_input; /* taskStart: afterInput */
+} gtask_decl;
+#define GTASK_DECL_INIT {0, false}
+/* map's taskSupport / taskStart into *td (left alone when absent); each bad value an error at
+ * its line:col, and for a proxied tool (proxied) any taskStart; false after an error. */
+bool gg_graph_task_decl_load(const ynode *map, bool proxied, const char *file, const char *tool, gg_graph_diags *d,
+                             gtask_decl *td);
+/* def's execution.taskSupport (and _meta io.graphgate/taskStart: afterInput) from td;
+ * nothing for forbidden. */
+void gg_graph_task_decl_apply(const gtask_decl *td, json_t *def);
+
 /* ---- proxy entries (proxy.c) ----------------------------------------------------------
  * Each proxied tool is handed to the loader as a tool mapping (entry → pre… → downstream →
  * post… → exit; borrowed, valid during the call) plus its listed definition (def, stolen)

@@ -1219,26 +1219,42 @@ static void check_reach(lctx *c, const gtool *t, const tool_build *tb) {
 }
 
 /* taskSupport: forbidden (default) | optional | required — whether a 2026-07-28 client that
- * declared the tasks extension gets the call as a task; listed as execution.taskSupport. */
-static void load_task_support(lctx *c, gtool *t, const ynode *tm) {
-    const ynode *ts = gg_yaml_get(tm, "taskSupport");
-    if (!ts) return;
+ * declared the tasks extension gets the call as a task; listed as execution.taskSupport.
+ * The one reading of it: a graph's tools (below) and proxy entries (proxy.c). */
+bool gg_graph_task_decl_load(const ynode *map, bool proxied, const char *file, const char *tool, gg_graph_diags *d,
+                             gtask_decl *td) {
+    lctx c = {.file = file, .d = d, .tool = tool};
+    const ynode *ts = gg_yaml_get(map, "taskSupport"), *st = gg_yaml_get(map, "taskStart");
+    if (st && proxied) /* a proxied tool has no input rounds of its own (graphs.md) */
+        LERR(&c, st, "invalid_key",
+             "taskStart does not apply to a proxied tool: it has no input rounds of its own (its downstream's questions "
+             "come while that call is held open), so it is a task from the start (taskSupport) or not at all");
+    if (!ts) return !(st && proxied);
     if (ts->kind != YN_SCALAR || (strcmp(ts->str, "forbidden") && strcmp(ts->str, "optional") && strcmp(ts->str, "required"))) {
-        LERR(c, ts, "invalid_value", "taskSupport must be 'forbidden' (default), 'optional' or 'required'");
-        return;
+        LERR(&c, ts, "invalid_value", "taskSupport must be 'forbidden' (default), 'optional' or 'required'");
+        return false;
     }
-    if (t->def && strcmp(ts->str, "forbidden"))
-        json_object_set_new(t->def, "execution", json_pack("{s:s}", "taskSupport", ts->str));
+    td->support = !strcmp(ts->str, "required") ? 2 : !strcmp(ts->str, "optional") ? 1 : 0;
+    td->after_input = false;
+    if (!st || proxied) return !st;
     /* taskStart: immediately (default) | afterInput — the call first gathers its input in
      * input-required rounds and becomes a task on the round that answers them */
-    const ynode *st = gg_yaml_get(tm, "taskStart");
-    if (!st) return;
-    if (st->kind != YN_SCALAR || (strcmp(st->str, "immediately") && strcmp(st->str, "afterInput")))
-        LERR(c, st, "invalid_value", "taskStart must be 'immediately' (default) or 'afterInput'");
-    else if (!strcmp(ts->str, "forbidden"))
-        LERR(c, st, "invalid_value", "taskStart needs taskSupport optional or required");
-    else if (t->def && !strcmp(st->str, "afterInput"))
-        json_object_set_new(t->def, "_meta", json_pack("{s:s}", "io.graphgate/taskStart", "afterInput"));
+    if (st->kind != YN_SCALAR || (strcmp(st->str, "immediately") && strcmp(st->str, "afterInput"))) {
+        LERR(&c, st, "invalid_value", "taskStart must be 'immediately' (default) or 'afterInput'");
+        return false;
+    }
+    if (!td->support) {
+        LERR(&c, st, "invalid_value", "taskStart needs taskSupport optional or required");
+        return false;
+    }
+    td->after_input = !strcmp(st->str, "afterInput");
+    return true;
+}
+
+void gg_graph_task_decl_apply(const gtask_decl *td, json_t *def) {
+    if (!def || td->support <= 0) return;
+    json_object_set_new(def, "execution", json_pack("{s:s}", "taskSupport", td->support == 2 ? "required" : "optional"));
+    if (td->after_input) json_object_set_new(def, "_meta", json_pack("{s:s}", "io.graphgate/taskStart", "afterInput"));
 }
 
 static void load_tool(lctx *c, gtool *t, const ynode *tm) {
@@ -1272,7 +1288,9 @@ static void load_tool(lctx *c, gtool *t, const ynode *tm) {
     if (rf && (rf->kind != YN_SCALAR || (strcmp(rf->str, "value") && strcmp(rf->str, "callToolResult"))))
         LERR(c, rf, "invalid_value", "resultFormat must be 'value' (default) or 'callToolResult'");
     t->content_result = rf && rf->kind == YN_SCALAR && !strcmp(rf->str, "callToolResult");
-    load_task_support(c, t, tm);
+    gtask_decl td = GTASK_DECL_INIT;
+    gg_graph_task_decl_load(tm, false, c->file, c->tool, c->d, &td);
+    gg_graph_task_decl_apply(&td, t->def);
     load_nodes(c, t, tm);
 }
 

@@ -217,13 +217,15 @@ static json_t *find_tool(json_t *tools, const char *name) {
 
 /* The listed definition: the catalog's (or an open one without a catalog) under our name,
  * with the entry's overrides. A post hook may change the result's shape, so the
- * downstream's outputSchema is dropped then; task support is the downstream's business. */
-static json_t *tool_def(pctx *c, json_t *cat, const char *name, const ynode *item, bool has_post) {
+ * downstream's outputSchema is dropped then. The downstream's execution goes too: a task is
+ * ours to run (td, the entry's taskSupport) — the downstream only ever gets a plain call. */
+static json_t *tool_def(pctx *c, json_t *cat, const char *name, const ynode *item, bool has_post, const gtask_decl *td) {
     json_t *def = cat ? json_deep_copy(cat) : json_pack("{s:s,s:{s:s}}", "description", "", "inputSchema", "type", "object");
     if (!def) return NULL;
     json_object_set_new(def, "name", json_string(name));
     json_object_del(def, "execution");
     json_object_del(def, "_meta");
+    gg_graph_task_decl_apply(td, def);
     if (has_post) json_object_del(def, "outputSchema");
     if (!json_is_object(json_object_get(def, "inputSchema")))
         json_object_set_new(def, "inputSchema", json_pack("{s:s}", "type", "object"));
@@ -292,11 +294,12 @@ typedef struct pentry {
     const ynode *args; /* compiled per tool from this source */
     gserver *s;
     json_t *held;      /* downstream tool names quarantine withholds, or NULL */
+    gtask_decl task;   /* the entry's taskSupport: every tool it adds, unless a listed one says otherwise */
 } pentry;
 
 /* One proxied tool: its synthetic tool mapping, handed to the loader with its definition. */
 static void add_tool(pctx *c, const pentry *pe, const char *orig, const char *name, const ynode *at,
-                     const ynode *item, json_t *cat) {
+                     const ynode *item, json_t *cat, const gtask_decl *td) {
     size_t nodes = 3 + (pe->pre ? pe->pre->count : 0) + (pe->post ? pe->post->count : 0);
     if (!c->room || nodes > c->nodes_left) {
         if (!c->bounded)
@@ -319,7 +322,7 @@ static void add_tool(pctx *c, const pentry *pe, const char *orig, const char *na
               yadd(seq, NULL, simple_node(c, at, "exit", "exit", NULL)) &&
               yput(p, tm, "name", yscalar(p, name, at)) && yput(p, tm, "description", yscalar(p, "proxied", at)) &&
               yput(p, tm, "inputSchema", schema) && yput(p, tm, "nodes", seq);
-    json_t *def = ok ? tool_def(c, cat, name, item, pe->post && pe->post->count) : NULL;
+    json_t *def = ok ? tool_def(c, cat, name, item, pe->post && pe->post->count, td) : NULL;
     if (!def) return; /* out of memory or an error already reported */
     if (cat) {
         gg_graph_pin_record(c->g, pe->s, cat);
@@ -348,7 +351,7 @@ static void add_all(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) 
                   pe->server, pe->prefix ? pe->prefix : "", orig ? orig : "?");
             continue;
         }
-        add_tool(c, pe, orig, name, tools, NULL, t);
+        add_tool(c, pe, orig, name, tools, NULL, t, &pe->task);
     }
     const char *orig;
     json_t *v;
@@ -358,15 +361,17 @@ static void add_all(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) 
     }
 }
 
-/* `tools: [name | {name, as, title, description, annotations}]`. */
+/* `tools: [name | {name, as, title, description, annotations, taskSupport}]`. */
 static void add_list(pctx *c, const pentry *pe, const ynode *tools, json_t *cat) {
-    static const char *const keys[] = {"name", "as", "title", "description", "annotations", NULL};
+    static const char *const keys[] = {"name", "as", "title", "description", "annotations", "taskSupport", "taskStart", NULL};
     if (!cat)
         PWARN(c, tools, "proxy_no_catalog",
               "server '%s' has no tool catalog here: its tools take any object until it is listed", pe->server);
     for (size_t i = 0; i < tools->count && !c->bounded; i++) {
         const ynode *it = tools->items[i], *nm = it->kind == YN_MAP ? gg_yaml_get(it, "name") : it;
         if (it->kind == YN_MAP && !only_keys(c, it, keys, "a proxied tool")) continue;
+        gtask_decl td = pe->task; /* a listed tool's own taskSupport overrides the entry's */
+        if (it->kind == YN_MAP) gg_graph_task_decl_load(it, true, c->file, NULL, c->d, &td);
         const char *orig = text_of(nm), *as = it->kind == YN_MAP ? text_of(gg_yaml_get(it, "as")) : NULL;
         if (!orig || !*orig) {
             PERR(c, nm ? nm : it, "missing_key", "a proxied tool needs 'name' (the downstream tool's name)");
@@ -396,7 +401,7 @@ static void add_list(pctx *c, const pentry *pe, const ynode *tools, json_t *cat)
             PERR(c, at, "invalid_name", "tool name '%s' must be 1-128 characters of A-Z a-z 0-9 _ - . (MCP tool name rules)", name);
             continue;
         }
-        add_tool(c, pe, orig, name, at, it, t);
+        add_tool(c, pe, orig, name, at, it, t, &td);
     }
 }
 
@@ -427,7 +432,8 @@ static const ynode *hook(pctx *c, const ynode *m, const char *key) {
 }
 
 static void load_entry(pctx *c, const ynode *m, json_t *seen) {
-    static const char *const keys[] = {"server", "tools", "prefix", "pre", "post", "resources", "prompts", "uri_prefix", NULL};
+    static const char *const keys[] = {"server", "tools", "prefix", "pre", "post", "taskSupport", "taskStart",
+                                       "resources", "prompts", "uri_prefix", NULL};
     if (m->kind != YN_MAP) {
         PERR(c, m, "invalid_type", "a proxy entry must be a mapping {server, tools, pre?, post?}");
         return;
@@ -443,6 +449,7 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
         return;
     }
     if ((gg_yaml_get(m, "pre") && !pe.pre) || (gg_yaml_get(m, "post") && !pe.post)) return;
+    gg_graph_task_decl_load(m, true, c->file, NULL, c->d, &pe.task); /* an error fails the load: go on to find others */
     if ((pe.pre ? pe.pre->count : 0) + (pe.post ? pe.post->count : 0) > PROXY_MAX_HOOK_NODES) {
         PERR(c, m, "too_large", "a proxy entry has at most %d pre and post nodes", PROXY_MAX_HOOK_NODES);
         return;
@@ -462,6 +469,8 @@ static void load_entry(pctx *c, const ynode *m, json_t *seen) {
     if (!tools && (pe.pre || pe.post))
         PERR(c, pe.pre ? gg_yaml_get(m, "pre") : gg_yaml_get(m, "post"), "invalid_type",
              "pre and post hooks apply to proxied tools: this entry has no 'tools'");
+    if (!tools && gg_yaml_get(m, "taskSupport"))
+        PERR(c, gg_yaml_get(m, "taskSupport"), "invalid_key", "taskSupport applies to proxied tools: this entry has no 'tools'");
     if (!tools) { /* resources and prompts only: answered live, nothing to compile */
         json_array_append_new(c->g->proxied, json_string(pe.server));
         return;

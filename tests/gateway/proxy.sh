@@ -4,7 +4,12 @@
 # one call and uppercases another's argument and a post-hook that rewrites a result; `tools:
 # all` listing the downstream catalog; a real SDK server over stdio (proxy_dyn.mjs) that adds
 # a tool at runtime shows up in the proxy's tools/list after its list_changed, without
-# re-upload. History: a proxied call is an execution with the tool's nodes. Attacks: too many
+# re-upload. History: a proxied call is an execution with the tool's nodes. taskSupport on a
+# proxy entry (2026-07-28 raw JSON-RPC with the tasks extension): tools/list shows it (a listed
+# tool's own overriding the entry's, `tools: all` taking the entry's), an optional proxied tool
+# becomes a task that completes with the downstream's result (its question during the task
+# turns it input_required, tasks/update's answer reaches it), a forbidden one answers at once
+# as a forbidden graph tool does, a required one is -32021 without the extension. Attacks: too many
 # proxy entries, colliding names, a reserved node id, an unknown server — each a 422 with
 # line:col. Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
@@ -107,6 +112,78 @@ t "the dyn proxy graph (tools: all of a stdio SDK server) is accepted" eq "$(gw_
 gw_fold "$GG_TMP/dyn.out" $?
 gg_curl "$GG_TMP/g.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/dyn" >/dev/null
 t "... still version 1: nothing was uploaded again" eq "$(jget "$GG_TMP/g.json" 'd.get("active_version", d.get("version"))')" 1
+
+# ---- taskSupport on proxy entries: graphgate runs the proxied call as its own task (the
+# downstream gets a plain tools/call); "own" is a graph tool without taskSupport, to compare
+cat >"$GG_TMP/tk.yaml" <<YAML
+version: "1.0"
+server: {name: "tk", version: "1.0.0"}
+mcpServers:
+  everything: {type: "streamableHttp", url: "http://127.0.0.1:$port/mcp"}
+tools:
+  - {name: "own", description: "a graph tool", inputSchema: {type: "object"}, nodes: [{id: "entry", type: "entry", next: "exit"}, {id: "exit", type: "exit"}]}
+proxy:
+  - server: "everything"
+    taskSupport: optional
+    tools:
+      - {name: "trigger-long-running-operation", as: "long"}
+      - {name: "echo", as: "now", taskSupport: forbidden}
+      - {name: "trigger-elicitation-request", as: "ask"}
+  - {server: "everything", tools: "all", prefix: "t_", taskSupport: required}
+YAML
+TCAPS='{"extensions":{"io.modelcontextprotocol/tasks":{}}}'
+# call26 OUT METHOD NAME PARAMS [CAPS] → status: a 2026-07-28 request to graph tk (NAME → Mcp-Name)
+call26() {
+  local body; body=$(python3 -c "
+import json,sys; p=json.loads(sys.argv[2]); p['_meta']={'io.modelcontextprotocol/protocolVersion':'2026-07-28','io.modelcontextprotocol/clientCapabilities':json.loads(sys.argv[3])}
+print(json.dumps({'jsonrpc':'2.0','id':7,'method':sys.argv[1],'params':p}))" "$2" "$4" "${5:-$TCAPS}")
+  local args=(-X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+              -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $2" -H "Authorization: Bearer $KEY")
+  [ -n "$3" ] && args+=(-H "Mcp-Name: $3")
+  gg_curl "$1" "${args[@]}" --data-binary "$body" "$GG_PUB/mcp/acme/tk"
+}
+t "a proxy graph with taskSupport entries is accepted" eq "$(gw_put_graph "$ADMIN" acme tk "$GG_TMP/tk.yaml")" 201
+call26 "$GG_TMP/tl.json" tools/list "" '{}' >/dev/null
+t "tools/list: the entry's optional on long, the listed forbidden on now (no execution), the graph tool none" \
+  eq "$(jget "$GG_TMP/tl.json" '[(t["name"], t.get("execution")) for t in d["result"]["tools"] if t["name"] in ("long", "now", "own")]')" \
+  "[('own', None), ('long', {'taskSupport': 'optional'}), ('now', None)]"
+t "... tools: all: every tool it adds lists the entry's required" eq True \
+  "$(jget "$GG_TMP/tl.json" '(lambda ts: len(ts) > 5 and all(t.get("execution") == {"taskSupport": "required"} for t in ts))([t for t in d["result"]["tools"] if t["name"].startswith("t_")])')"
+st=$(call26 "$GG_TMP/tc.json" tools/call long '{"name":"long","arguments":{"duration":1,"steps":2}}')
+TASK=$(jget "$GG_TMP/tc.json" 'd["result"]["taskId"]')
+t "an optional proxied tool called by a client with the tasks extension is answered with a task at once" \
+  eq "$st $(jget "$GG_TMP/tc.json" '(d["result"]["resultType"], d["result"]["status"])')" "200 ('task', 'working')"
+# task_is WANT: true once tasks/get reports TASK's status WANT (bounded: 20 s); the answer in tg.json
+task_is() {
+  local _; for _ in $(seq 1 200); do
+    call26 "$GG_TMP/tg.json" tasks/get "$TASK" "{\"taskId\":\"$TASK\"}" >/dev/null
+    [ "$(jget "$GG_TMP/tg.json" 'd["result"]["status"]')" = "$1" ] && return 0; sleep 0.1
+  done; echo "   task $TASK: $(head -c 300 "$GG_TMP/tg.json")" >&2; return 1
+}
+t "... the task completes (tasks/get)" task_is completed
+t "... with the downstream's result" eq "$(jget "$GG_TMP/tg.json" 'd["result"]["result"]["content"][0]["text"]')" \
+  "Long running operation completed. Duration: 1 seconds, Steps: 2."
+st=$(call26 "$GG_TMP/tn.json" tools/call now '{"name":"now","arguments":{"message":"at once"}}')
+call26 "$GG_TMP/to.json" tools/call own '{"name":"own","arguments":{}}' >/dev/null
+t "a forbidden proxied tool called with the tasks extension answers at once, as a forbidden graph tool does" \
+  eq "$st $(jget "$GG_TMP/tn.json" '(d["result"]["content"][0]["text"], d["result"].get("resultType"), "taskId" in d["result"])') $(jget "$GG_TMP/to.json" '(d["result"].get("resultType"), "taskId" in d["result"])')" \
+  "200 ('Echo: at once', 'complete', False) ('complete', False)"
+# the downstream asks its client during the task: the task waits input_required with the question
+ECAPS='{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}'
+call26 "$GG_TMP/ta.json" tools/call ask '{"name":"ask","arguments":{}}' "$ECAPS" >/dev/null
+TASK=$(jget "$GG_TMP/ta.json" 'd["result"]["taskId"]')
+asked() { task_is input_required && eq "$(jget "$GG_TMP/tg.json" '[(k[:6], q["method"]) for k, q in d["result"]["inputRequests"].items()]')" \
+  "[('relay-', 'elicitation/create')]"; }
+t "a proxied task whose downstream asks its client turns input_required, with the downstream's elicitation" asked
+ASKED=$(jget "$GG_TMP/tg.json" 'list(d["result"]["inputRequests"])[0]')
+call26 "$GG_TMP/tu.json" tasks/update "$TASK" "{\"taskId\":\"$TASK\",\"inputResponses\":{\"$ASKED\":{\"action\":\"accept\",\"content\":{\"name\":\"by a task\"}}}}" "$ECAPS" >/dev/null
+answered() {
+  task_is completed && jget "$GG_TMP/tg.json" '" ".join(c["text"] for c in d["result"]["result"]["content"])' | grep -q "Name: by a task" ||
+    { echo "   update: $(head -c 300 "$GG_TMP/tu.json"); task: $(head -c 600 "$GG_TMP/tg.json")" >&2; return 1; }
+}
+t "... tasks/update answers it: the task completes with the downstream's result that used the answer" answered
+st=$(call26 "$GG_TMP/tr.json" tools/call t_echo '{"name":"t_echo","arguments":{"message":"x"}}' '{}')
+t "a required proxied tool without the tasks extension → -32021" eq "$st $(jget "$GG_TMP/tr.json" 'd["error"]["code"]')" "400 -32021"
 
 # has FILE CODE LINE: the 422 lists an error CODE at LINE with a column
 has() { jget "$1" "any(e['code'] == '$2' and e['line'] == $3 and e['column'] > 0 for e in d['errors'])"; }

@@ -540,6 +540,57 @@ START_TEST(per_caller_servers_at_upload) {
 }
 END_TEST
 
+/* proxy entries' taskSupport (the tool-level reading, load.c): the entry's value lists
+ * execution.taskSupport on every tool it adds (tools: all too), a listed tool's own overrides
+ * it, the downstream's own execution is dropped; a bad value, and any taskStart (a proxied
+ * tool has no input rounds of its own), is an error at its line:col. */
+START_TEST(proxy_task_support) {
+    static const char *const head = "server: {name: s, version: \"1\"}\nmcpServers:\n"
+                                    "  d: {type: streamableHttp, url: \"http://127.0.0.1:9/\"}\nproxy:\n";
+    const char *cat = "[{\"name\":\"echo\",\"inputSchema\":{\"type\":\"object\"},\"execution\":{\"taskSupport\":\"required\"}},"
+                      "{\"name\":\"add\",\"inputSchema\":{\"type\":\"object\"}}]";
+    gg_graph_options o = {.catalog = test_catalog, .catalog_user = (void *)cat};
+    char src[1024];
+    snprintf(src, sizeof src, "%s  - {server: d, tools: all, prefix: a_, taskSupport: optional}\n"
+             "  - server: d\n    taskSupport: optional\n    tools:\n"
+             "      - {name: echo, as: plain, taskSupport: forbidden}\n      - {name: echo, as: must, taskSupport: required}\n"
+             "      - {name: add, as: inherit}\n  - {server: d, tools: [{name: add, as: untouched}]}\n", head);
+    gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+    gg_graph *g = gg_graph_load_string(src, strlen(src), "pt.yaml", &o, &d);
+    ck_assert_msg(g, "%s", d.count ? d.items[0].message : "");
+    static const char *const names[] = {"a_echo", "a_add", "plain", "must", "inherit", "untouched"};
+    static const char *const want[] = {"optional", "optional", NULL, "required", "optional", NULL};
+    for (size_t i = 0; i < 6; i++) {
+        json_t *def = gg_graph_tool(g, names[i]);
+        ck_assert_ptr_nonnull(def);
+        const char *ts = json_string_value(json_object_get(json_object_get(def, "execution"), "taskSupport"));
+        ck_assert_msg(want[i] ? ts && !strcmp(ts, want[i]) : !json_object_get(def, "execution"), "%s: execution.taskSupport %s",
+                      names[i], ts ? ts : "(none)");
+    }
+    gg_graph_unref(g);
+    gg_graph_diags_free(&d);
+    /* bad input: the value's own line:col, and no graph */
+    static const char *const bad[] = {
+        "  - {server: d, tools: all, taskSupport: sometimes}\n",
+        "  - {server: d, tools: all, taskSupport: [optional]}\n",
+        "  - server: d\n    tools: [{name: echo, taskSupport: yes}]\n",
+        "  - {server: d, tools: all, taskSupport: optional, taskStart: afterInput}\n",
+        "  - server: d\n    tools: [{name: echo, taskSupport: optional, taskStart: immediately}]\n",
+    };
+    static const char *const code[] = {"invalid_value", "invalid_value", "invalid_value", "invalid_key", "invalid_key"};
+    static const int line[] = {5, 5, 6, 5, 6}, column[] = {42, 42, 39, 63, 60};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(src, sizeof src, "%s%s", head, bad[i]);
+        ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "pt.yaml", &o, &d));
+        ck_assert_msg(count_code(&d, code[i], line[i], column[i]) == 1, "%s: no %s at %d:%d (first: %s at %d:%d)", bad[i],
+                      code[i], line[i], column[i], d.count ? d.items[0].code : "-", d.count ? d.items[0].line : 0,
+                      d.count ? d.items[0].column : 0);
+        ck_assert_uint_eq(d.errors, 1);
+        gg_graph_diags_free(&d);
+    }
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -2063,6 +2114,7 @@ int main(void) {
     tcase_add_test(tc, run_budget);
     tcase_add_test(tc, exit_error_stops_a_call);
     tcase_add_test(tc, proxy_entries_compile);
+    tcase_add_test(tc, proxy_task_support);
     tcase_add_test(tc, per_caller_servers_at_upload);
     tcase_add_test(tc, mcp_tools_are_not_pure);
     tcase_add_test(tc, yaml_scalars_and_aliases);
