@@ -4,6 +4,7 @@
 
 #include <sodium.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char *const status_names[] = {"running", "succeeded", "failed", "cancelled", "interrupted",
@@ -42,16 +43,28 @@ static const unsigned char HEX_DIGIT1[256] = {
     ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9,
     ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16};
 
+/* Whether the 8 bytes at p are all lowercase hex digits, a byte at a time in parallel: each
+ * ASCII byte plus (0x80 - bound) reaches 0x80 exactly when it is >= bound, with no carry
+ * into the next byte (the history writer reads every record's id). */
+static bool hex8(const char *p) {
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    if (w & high) return false;
+    uint64_t digit = (w + ones * (0x80 - '0')) & ~(w + ones * (0x80 - '9' - 1));
+    uint64_t af = (w + ones * (0x80 - 'a')) & ~(w + ones * (0x80 - 'f' - 1));
+    return ((digit | af) & high) == high;
+}
+
 long long gg_exec_id_start_ms(const char *id) {
-    if (!id) return -1;
+    if (!id || strnlen(id, 33) != 32 || !hex8(id + 12) || !hex8(id + 20) || !hex8(id + 24)) return -1;
     long long ms = 0;
-    int i = 0;
-    for (; i < 32; i++) {
-        int d = HEX_DIGIT1[(unsigned char)id[i]] - 1; /* the NUL of a shorter id: -1 */
+    for (int i = 0; i < 12; i++) {
+        int d = HEX_DIGIT1[(unsigned char)id[i]] - 1;
         if (d < 0) return -1;
-        if (i < 12) ms = ms * 16 + d;
+        ms = ms * 16 + d;
     }
-    return id[i] ? -1 : ms;
+    return ms;
 }
 
 /* ---- records ---------------------------------------------------------------------------- */

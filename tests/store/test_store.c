@@ -1386,6 +1386,25 @@ START_TEST(history_node_paths_agree) {
 }
 END_TEST
 
+/* The start an id carries: 12 hex digits of ms, then 20 random ones, 32 lowercase hex
+ * digits in all; anything else carries none (get refuses it as not found). */
+START_TEST(exec_id_start) {
+    char id[33];
+    gg_exec_id_new(id);
+    long long now = gg_wall_ms();
+    long long t = gg_exec_id_start_ms(id);
+    ck_assert(t > now - 60000 && t <= now);
+    ck_assert_int_eq(gg_exec_id_start_ms("0000000003e8ffffffffffffffffffff"), 1000);
+    static const char *bad[] = {"", "0000000003e8", "0000000003e8fffffffffffffffffff", /* 31 */
+                                "0000000003e8ffffffffffffffffffff0", /* 33 */
+                                "0000000003E8ffffffffffffffffffff", "0000000003e8fffffffffffffffffffg",
+                                "0000000003e8ffffffff/fffffffffff", "0000000003e8fffffff" "\xe9" "fffffffffff",
+                                "g000000003e8ffffffffffffffffffff", NULL};
+    for (int i = 0; bad[i]; i++) ck_assert_msg(gg_exec_id_start_ms(bad[i]) == -1, "%s", bad[i]);
+    ck_assert_int_eq(gg_exec_id_start_ms(NULL), -1);
+}
+END_TEST
+
 /* The gateway's node text (src/graph/provider.c): times as ms after the run's start and an
  * input that was the run's context stored as "$context", which get rebuilds from the
  * records before it — each node's latest output by id, a node whose latest output was
@@ -1765,6 +1784,7 @@ int main(void) {
     if (pg_mode()) tcase_add_test(tc, history_interrupted_per_replica); /* replica ids: PostgreSQL only */
     tcase_add_test(tc, history_node_paths_agree);
     tcase_add_test(tc, history_context_ref);
+    tcase_add_test(tc, exec_id_start);
     tcase_add_test(tc, tasks_tenant_bound_and_interrupted);
     tcase_add_test(tc, history_node_values_encoded);
     tcase_add_test(tc, history_retention_every_tenant);
