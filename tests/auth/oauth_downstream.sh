@@ -21,23 +21,15 @@
 has() { grep -q -- "$2" "$1" || { echo "   '$2' not in $1: $(head -c 400 "$1")" >&2; return 1; }; }
 gw_need_sdk
 . "$GG_SRCDIR/tests/fixtures/oauth/lib.sh"
-"$NODE" "$FX/jwt.mjs" keys "$GG_TMP/keys.json" ES256 RS256 >/dev/null  # RS256: oidc-provider's default ID token alg
-PIDS=""
-trap 'kill $PIDS 2>/dev/null; gg_cleanup' EXIT
+oauth_keys
 GG_AS_TTL=20 oauth_start_protected short
 RS_short=$RS SHORTBASE=$RSBASE
 GG_AS_TTL=600 oauth_start_protected main
 SECRET=machine-secret-0123456789
 
-graph() { # FILE SECRET [URL]: a graph calling the protected server's whoami from an mcp node
-  cat >"$1" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "${3:-$RS}"
-    auth: {type: client_credentials, client_id: machine, client_secret: "$2", scope: "tools:read tools:execute"}
+graph() { # FILE SECRET [URL]: a graph calling the protected server's (or URL's) whoami from an mcp node
+  { RS=${3:-$RS} oauth_graph_head px "{type: client_credentials, client_id: machine, client_secret: \"$2\", scope: \"tools:read tools:execute\"}"
+    cat <<YAML; } >"$1"
 tools:
   - name: "who"
     description: "whoami, through an mcp node"
@@ -82,9 +74,8 @@ call() { # OUT [GRAPH] → the status of a tools/call of who (a 2025-11-25 sessi
 }
 t "a call reaches the protected server" eq "$(call "$GG_TMP/c1.json")" 200
 t "with a client-credentials token of client 'machine'" has "$GG_TMP/c1.json" '\\"client\\":\\"machine\\"'
-curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens1.json"
-N1=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens1.json")
-t "the server saw one token" eq "$N1" 1
+TOKS1=$(oauth_rs_tokens "$GG_TMP/tokens1.json")
+t "the server saw one token" eq "$(wc -w <<<"$TOKS1")" 1
 gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
 t "the admin view shows the server's credential state" eq \
   "$(jget "$GG_TMP/ds.json" "[(a['server'], a['state'], a['refresh_token'], a['requests'] >= 2, a['failures'], a['valid_until_ms'] > 0) for a in d['auth']]")" \
@@ -96,39 +87,32 @@ t "  and /metrics counts the client's requests" eq \
 gg_curl "$GG_TMP/graph.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/px" >/dev/null
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
 gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
-absent() { # TOKEN FILES...: none of them holds it
-  local tok=$1; shift
-  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
-  return 0
-}
-for tok in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$GG_TMP/tokens1.json"); do
-  t "the token is in no answer, log, metric or database file" absent "$tok" "$GG_TMP/graph.json" "$GG_TMP/execs.json" "$GG_TMP/ds.json" \
+for tok in $TOKS1; do
+  t "the token is in no answer, log, metric or database file" oauth_absent "$tok" "$GG_TMP/graph.json" "$GG_TMP/execs.json" "$GG_TMP/ds.json" \
     "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB" "$GG_DB-wal" "$GG_TMP/c1.json"
 done
-t "the client secret is in no log or metric" absent "$SECRET" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_TMP/execs.json"
+t "the client secret is in no log or metric" oauth_absent "$SECRET" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_TMP/execs.json"
 
 # a token revoked at the server: the next call gets a fresh one and works
 curl -s -X POST "$RSBASE/admin/revoke" >/dev/null
 t "after a revocation the next call works" eq "$(call "$GG_TMP/c2.json") $(jget "$GG_TMP/c2.json" '"error" in d or d["result"].get("isError", False)')" "200 False"
-N2=$(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-t "with a fresh token" eq "$N2" 2
-t "and the next one too, on the same token" eq "$(call "$GG_TMP/c3.json") $(curl -s "$RSBASE/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "200 2"
+count() { RSBASE=${1:-$RSBASE} oauth_rs_tokens "$GG_TMP/count.json" | wc -l; } # [BASE]: the tokens the server saw so far
+t "with a fresh token" eq "$(count)" 2
+t "and the next one too, on the same token" eq "$(call "$GG_TMP/c3.json") $(count)" "200 2"
 
 # a wrong secret: a clear error, without the secret
 gw_put_graph "$ADMIN" acme bad "$GG_TMP/bad.yaml" >/dev/null
 call "$GG_TMP/c4.json" bad >/dev/null
 t "a wrong client secret fails the call, saying why" has "$GG_TMP/c4.json" 'token request refused (HTTP 401: invalid_client)'
-t "without naming the secret" absent wrong-secret-4711 "$GG_TMP/c4.json" "$GG_TMP/serve.err"
+t "without naming the secret" oauth_absent wrong-secret-4711 "$GG_TMP/c4.json" "$GG_TMP/serve.err"
 gg_curl "$GG_TMP/ds2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
 t "the admin view shows that server failing, with the last failure's reason and time" eq \
   "$(jget "$GG_TMP/ds2.json" "[(a['state'], 'invalid_client' in a['last_failure'], a['last_failure_ms'] > 0) for a in d['auth'] if a['server'] == 'api' and a['url'] == '$RS' and a['state'] != 'valid']")" \
   "[('failing', True, True)]"
-t "  without the secret" absent wrong-secret-4711 "$GG_TMP/ds2.json"
+t "  without the secret" oauth_absent wrong-secret-4711 "$GG_TMP/ds2.json"
 
 # the client secret from the tenant's secret store: never in the graph, rotated without an upload
-put_secret() { gg_curl "$GG_TMP/s.json" -X PUT -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
-  --data-binary "{\"value\":\"$1\"}" "$GG_PUB/admin/tenants/acme/secrets/CC_SECRET"; }
-t "the client secret goes into the secret store" eq "$(put_secret "$SECRET")" 201
+t "the client secret goes into the secret store" eq "$(oauth_secret CC_SECRET "$SECRET")" 201
 graph "$GG_TMP/sec.yaml" '${secrets.CC_SECRET}'
 t "a graph naming it is accepted" eq "$(gw_put_graph "$ADMIN" acme sec "$GG_TMP/sec.yaml")" 201
 t "  and one naming a missing secret is a 422 at its line" eq \
@@ -136,15 +120,14 @@ t "  and one naming a missing secret is a 422 at its line" eq \
 t "a call with the stored secret works" eq "$(call "$GG_TMP/c6.json" sec) $(grep -c '\\"client\\":\\"machine\\"' "$GG_TMP/c6.json")" "200 1"
 gg_curl "$GG_TMP/graph2.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/graphs/sec" >/dev/null
 t "the graph shows the reference, not the secret" eq "$(grep -c 'secrets.CC_SECRET' "$GG_TMP/graph2.json") $(grep -cF -- "$SECRET" "$GG_TMP/graph2.json")" "1 0"
-put_secret wrong-secret-0815 >/dev/null
+oauth_secret CC_SECRET wrong-secret-0815 >/dev/null
 call "$GG_TMP/c7.json" sec >/dev/null
 t "a wrong secret set in the store: the next call fails, saying why" has "$GG_TMP/c7.json" 'invalid_client'
-t "  without naming it" absent wrong-secret-0815 "$GG_TMP/c7.json" "$GG_TMP/serve.err"
-put_secret "$SECRET" >/dev/null
+t "  without naming it" oauth_absent wrong-secret-0815 "$GG_TMP/c7.json" "$GG_TMP/serve.err"
+oauth_secret CC_SECRET "$SECRET" >/dev/null
 t "set back: the next call works again, with no upload" eq "$(call "$GG_TMP/c8.json" sec) $(grep -c '\\"client\\":\\"machine\\"' "$GG_TMP/c8.json")" "200 1"
 
 # a token near its expiry: renewed in the background by a call made meanwhile, never refused
-count() { curl -s "$1/admin/tokens" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
 gw_put_graph "$ADMIN" acme short "$GG_TMP/short.yaml" >/dev/null
 ok=0
 for _ in $(seq 1 100); do # each call may start the renewal; the next ones show whether it came

@@ -33,14 +33,7 @@ AUTH() { # CLIENT_ID: the id_jag settings on behalf of the caller
   echo "{type: id_jag, subject: caller, idp_token_endpoint: \"$ISS/token\", idp_client_id: idp-client, idp_client_secret: \"\${secrets.IDP_SECRET}\", client_id: \"$1\", client_secret: \"\${secrets.JAG_SECRET}\", scope: \"tools:read tools:execute\"}"
 }
 graph() { # FILE CLIENT_ID: a tool "who" calling the protected server's whoami from an mcp node
-  cat >"$1" <<YAML
-version: "1.0"
-server: {name: "jag", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: $(AUTH "$2")
+  { oauth_graph_head jag "$(AUTH "$2")"; cat <<YAML; } >"$1"
 tools:
   - name: "who"
     description: "whoami on behalf of the caller, through the enterprise IdP"
@@ -54,14 +47,7 @@ YAML
 graph "$GG_TMP/jag.yaml" jag-client
 graph "$GG_TMP/unknown.yaml" nobody
 proxy() { # FILE TOOLS: a proxy graph re-exporting the protected server's tools
-  cat >"$1" <<YAML
-version: "1.0"
-server: {name: "px", version: "1.0.0"}
-mcpServers:
-  api:
-    type: streamableHttp
-    url: "$RS"
-    auth: $(AUTH jag-client)
+  { oauth_graph_head px "$(AUTH jag-client)"; cat <<YAML; } >"$1"
 proxy:
   - {server: "api", tools: $2}
 YAML
@@ -126,9 +112,9 @@ t "  with subject: caller the IdP's endpoint is still needed, the assertion is n
 t "  per_user with id_jag, at the type (27:18)" eq "$(at 'per_user needs type oauth')" "[(27, 18)]"
 
 EP=$GG_PUB/mcp/acme/jag
-token() { JWT mint "$GG_TMP/keys.json" "$KID" "{\"iss\":\"$ISS\",\"aud\":\"${2:-$EP}\",\"sub\":\"$1\",\"jti\":\"$1-own-token\",\"scope\":\"tools:read tools:execute\",\"exp\":\"+600\",\"iat\":\"-5\"}"; }
+token() { oauth_user_token "$1" "${2:-$EP}" "$1-own-token"; }
 TOKA=$(token alice) TOKB=$(token bob) TOKM=$(token mallory) TOKC=$(token carol)
-sdk() { "$NODE" "$GG_SRCDIR/tests/auth/oauth_consent.mjs" "${3:-$EP}" "$1" "${4:-who}" >"$2" 2>"$2.err"; }
+sdk() { oauth_sdk_call "$2" "${3:-$EP}" "$1" "${4:-who}"; }
 who() { jget "$1" "json.loads(d['result']['structuredContent']['content'][0]['text'])$2" 2>/dev/null ||
         jget "$1" "json.loads(d['result']['content'][0]['text'])$2"; }
 jags() { curl -s "$ISS/_count/idjag"; }
@@ -190,7 +176,7 @@ t "  an API-key caller of the proxy gets principal_required" eq \
   "$(jget "$GG_TMP/k2.json" "d['result']['isError']") $(code "$GG_TMP/k2.json")" "True principal_required"
 
 # ---- no token anywhere it should not be ----------------------------------------------------------
-curl -s "$RSBASE/admin/tokens" >"$GG_TMP/tokens.json"
+TOKS=$(oauth_rs_tokens "$GG_TMP/tokens.json")
 curl -s "$ISS/_idjags" >"$GG_TMP/idjags.json"
 gg_curl "$GG_TMP/execs.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/executions" >/dev/null
 EXEC=$(jget "$GG_TMP/execs.json" "d['executions'][0]['id']")
@@ -198,29 +184,24 @@ gg_curl "$GG_TMP/exec.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/exe
 gg_curl "$GG_TMP/ds.json" -H "Authorization: Bearer $ADMIN" "$GG_PUB/admin/tenants/acme/downstream" >/dev/null
 gg_curl "$GG_TMP/metrics.txt" "$GG_INT/metrics" >/dev/null
 t "the run records were read back" eq "$(jget "$GG_TMP/exec.json" "'nodes' in d or 'node_executions' in d or 'records' in d")" True
-absent() { # TOKEN FILES...: none of them holds it
-  local tok=$1; shift
-  for f in "$@"; do [ -f "$f" ] && grep -qF -- "$tok" "$f" && { echo "   token found in $f" >&2; return 1; }; done
-  return 0
-}
 FILES=("$GG_TMP/ds.json" "$GG_TMP/execs.json" "$GG_TMP/exec.json" "$GG_TMP/metrics.txt" "$GG_TMP/serve.out" "$GG_TMP/serve.err"
   "$GG_DB" "$GG_DB-wal" "$GG_TMP"/[abckmpu][0-9].json "$GG_TMP"/*.json.err)
 list() { python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$1"; }
 n=0
-for tok in $(list "$GG_TMP/tokens.json"); do
+for tok in $TOKS; do
   n=$((n + 1))
-  t "downstream token $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}"
+  t "downstream token $n is in no answer, log, record or database file" oauth_absent "$tok" "${FILES[@]}"
 done
 t "the downstream saw graphgate's tokens only (alice 2, bob 1, carol 2)" eq "$n" 5
 n=0
 for tok in $(list "$GG_TMP/idjags.json"); do
   n=$((n + 1))
-  t "ID-JAG $n is in no answer, log, record or database file" absent "$tok" "${FILES[@]}" "$GG_TMP/tokens.json"
+  t "ID-JAG $n is in no answer, log, record or database file" oauth_absent "$tok" "${FILES[@]}" "$GG_TMP/tokens.json"
 done
 t "the IdP issued one ID-JAG per grant (alice 2, bob 1, carol 2, alice for unknown 1)" eq "$n" 6
 for pair in "alice $TOKA" "alice(proxy) $TOKPA" "bob $TOKB" "mallory $TOKM" "carol $TOKC"; do
-  t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" absent "${pair#* }" "${FILES[@]}"
+  t "${pair%% *}'s own token is in no answer, log, record, /metrics or database file" oauth_absent "${pair#* }" "${FILES[@]}"
 done
 t "the server stops cleanly" gw_stop_clean
-t "  and its logs name no token after the stop either" absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
+t "  and its logs name no token after the stop either" oauth_absent "$TOKA" "$GG_TMP/serve.out" "$GG_TMP/serve.err" "$GG_DB"
 gg_finish
