@@ -50,6 +50,13 @@ typedef struct call_state {
      * the text cannot tell from undefined, nor cut short): a context input may then be
      * written as HISTORY_CONTEXT_REF */
     bool context_exact;
+    /* at least the bytes of the context's text: every output so far under its id, as the
+     * records printed them (a node run again counts twice); a reference stands only for a
+     * copy that would have been written whole (at most max_value) */
+    size_t context_bytes;
+    /* the bytes the references stand for, counted against the run's max_bytes as the
+     * copies were: the readers rebuild them, so what a run shows stays bounded alike */
+    size_t ref_bytes;
 } call_state;
 
 /* What a node record holds in place of an input that is the run's context (src/store,
@@ -58,7 +65,7 @@ typedef struct call_state {
 #define HISTORY_CONTEXT_REF "\"$context\""
 
 static call_state call_state_for(const mcp_call_ctx *ctx, long completed) {
-    return (call_state){ctx, completed, 0, 0, ctx ? ctx->history.exec_start_ms : 0, true};
+    return (call_state){ctx, completed, 0, 0, ctx ? ctx->history.exec_start_ms : 0, true, 0, 0};
 }
 
 /* Milliseconds with microsecond precision, trailing zeros dropped ("0.012", "3"): the
@@ -100,7 +107,9 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, call_state *cs, s
     gg_strbuf_puts(b, first ? "[" : ",[");
     gg_strbuf_put_int(b, ev->execution_index);
     gg_strbuf_putc(b, ',');
+    size_t id_at = b->len;
     jsonata_dump_string_to(b, ev->node_id, strlen(ev->node_id));
+    size_t id_len = b->len - id_at; /* as a key of the context's text too */
     gg_strbuf_puts(b, ",\"");
     gg_strbuf_puts(b, ev->node_type); /* one of five fixed words */
     gg_strbuf_puts(b, "\",");
@@ -110,11 +119,18 @@ static void put_record(gg_strbuf *b, const gg_graph_event *ev, call_state *cs, s
     gg_strbuf_putc(b, ',');
     put_ms(b, ev->duration_ms);
     gg_strbuf_putc(b, ',');
-    bool context_ref = ev->input_is_context && cs->context_exact;
-    if (ev->output) cs->context_exact &= put_value(b, ev->output, max) && !json_is_null(ev->output);
-    else gg_strbuf_puts(b, "null");
+    size_t copy = cs->context_bytes + 2; /* the context's text: {members} */
+    bool context_ref = ev->input_is_context && cs->context_exact && (!max || copy <= max);
+    if (ev->output) {
+        size_t mark = b->len;
+        cs->context_exact &= put_value(b, ev->output, max) && !json_is_null(ev->output);
+        cs->context_bytes += id_len + 1 + (b->len - mark) + 1; /* "id":value, */
+    } else {
+        gg_strbuf_puts(b, "null");
+    }
     if (ev->input || ev->error) {
         gg_strbuf_putc(b, ',');
+        if (context_ref) cs->ref_bytes += copy;
         if (context_ref) gg_strbuf_puts(b, HISTORY_CONTEXT_REF);
         else if (ev->input) put_value(b, ev->input, max);
         else gg_strbuf_puts(b, "null");
@@ -134,7 +150,7 @@ static void history_record(call_state *cs, const gg_graph_event *ev) {
     const mcp_call_ctx *c = cs->ctx;
     if (!c || !c->history.text) return;
     if ((c->history.max_records && cs->kept >= c->history.max_records) ||
-        (c->history.max_bytes && c->history.text->len >= c->history.max_bytes)) {
+        (c->history.max_bytes && c->history.text->len + cs->ref_bytes >= c->history.max_bytes)) {
         cs->dropped++;
         return;
     }
@@ -158,17 +174,20 @@ static void history_carry(const call_state *cs, json_t *state) {
     if (!b || b->len < 2 || b->data[0] != '[') return;
     json_object_set_new(state, "historyText", json_stringn(b->data + 1, b->len - 1));
     json_object_set_new(state, "historyKept", json_integer((json_int_t)cs->kept));
+    if (cs->ref_bytes) json_object_set_new(state, "historyRefBytes", json_integer((json_int_t)cs->ref_bytes));
 }
 
 /* ...and the next round starts its text with them (the state is sealed: the records are
  * the gateway's own). */
 static void history_resume(call_state *cs, json_t *state) {
+    if (state) cs->context_exact = false; /* not known across rounds: the next inputs are copied */
     gg_strbuf *b = cs->ctx ? cs->ctx->history.text : NULL;
     json_t *text = json_object_get(state, "historyText");
     if (!b || !json_is_string(text) || b->len != 1 || b->data[0] != '[') return;
     gg_strbuf_append(b, json_string_value(text), json_string_length(text));
     cs->kept = (size_t)json_integer_value(json_object_get(state, "historyKept"));
-    cs->context_exact = false; /* not known across rounds: the next inputs are copied */
+    json_int_t refs = json_integer_value(json_object_get(state, "historyRefBytes"));
+    cs->ref_bytes = refs > 0 ? (size_t)refs : 0;
 }
 
 /* Live, from the executor's thread, before the result: progress = nodes completed (1 after

@@ -1794,7 +1794,9 @@ END_TEST
 /* The history as text, as the gateway stores it: node times as ms after the start the
  * record is stored at, and an input that is the run's context written as "$context" while
  * the records before it rebuild that context — not after an output that was JSON null
- * (the text cannot tell it from undefined) or was cut to its size. */
+ * (the text cannot tell it from undefined) or was cut to its size, and only for a context
+ * whose copy would have been written whole; the bytes a reference stands for count
+ * against the run's max_bytes as the copy did, so what a run shows stays bounded alike. */
 START_TEST(provider_history_text_compact) {
     static const char src[] =
         "server: {name: g, version: '1'}\n"
@@ -1811,37 +1813,55 @@ START_TEST(provider_history_text_compact) {
     gg_graph_diags_free(&d);
     mcp_provider *p = gg_graph_provider_new(g);
     gg_graph_unref(g);
-    for (int cut = 0; cut < 2; cut++) {
+    /* entry's output {"n":1,"pad":"a long enough string"}: a's context copy is 46 bytes,
+     * b's 57. Modes: 0 no bounds; 1 every value cut at 8 bytes; 2 values up to 50 bytes;
+     * 3 the run's bytes end just after a's record, counting its reference as 46 */
+    size_t after_a = 0;
+    for (int mode = 0; mode < 4; mode++) {
         gg_strbuf hist = GG_STRBUF_INIT;
         gg_strbuf_putc(&hist, '[');
         long long start = gg_wall_ms() - 5; /* the record's start, a little before the run */
-        mcp_call_ctx ctx = {.history = {.text = &hist, .exec_start_ms = start, .max_value = cut ? 8 : 0}};
+        mcp_call_ctx ctx = {.history = {.text = &hist, .exec_start_ms = start,
+                                        .max_value = mode == 1 ? 8 : mode == 2 ? 50 : 0,
+                                        .max_bytes = mode == 3 ? after_a + 23 : 0}};
         gg_error e = GG_ERROR_INIT;
-        json_t *args = json_pack(cut ? "{s:i,s:s}" : "{s:i}", "n", 1, "pad", "a long enough string");
+        json_t *args = json_pack("{s:i,s:s}", "n", 1, "pad", "a long enough string");
         json_t *res = p->ops->call_tool(p, "t", args, &ctx, &e);
         ck_assert_msg(res != NULL, "%s", e.message ? e.message : "");
         json_decref(res);
         json_decref(args);
+        if (mode == 0) after_a = (size_t)(strstr(hist.data, ",[2,") - hist.data);
         gg_strbuf_putc(&hist, ']');
         json_t *nodes = json_loads(hist.data, 0, NULL);
-        ck_assert_msg(json_array_size(nodes) == 6, "%s", hist.data);
         size_t i;
         json_t *n;
         json_array_foreach(nodes, i, n) {
+            if (!json_is_array(n)) continue; /* mode 3's truncation marker */
             json_int_t t0 = json_integer_value(json_array_get(n, 3)), t1 = json_integer_value(json_array_get(n, 4));
             ck_assert_msg(t0 >= 0 && t0 <= t1 && t1 < 60000, "node %zu at %lld..%lld: %s", i, (long long)t0,
                           (long long)t1, hist.data);
         }
-        /* a and b evaluated the context: a reference while the records rebuild it (with the
-         * bound, entry's output was cut: copies from then on, each cut alike) */
-        const char *a_in = json_string_value(json_array_get(json_array_get(nodes, 1), 7));
-        const char *b_in = json_string_value(json_array_get(json_array_get(nodes, 2), 7));
-        ck_assert_msg(cut ? a_in == NULL : a_in && strcmp(a_in, "$context") == 0, "%s", hist.data);
-        ck_assert_msg(cut ? b_in == NULL : b_in && strcmp(b_in, "$context") == 0, "%s", hist.data);
-        /* c output null: d's input is a copy, null member included */
+        json_t *a_in = json_array_get(json_array_get(nodes, 1), 7), *b_in = json_array_get(json_array_get(nodes, 2), 7);
+        if (mode == 3) { /* without counting a's reference, b's record would have fitted */
+            ck_assert_msg(json_array_size(nodes) == 3 && json_is_true(json_object_get(json_array_get(nodes, 2), "truncated")),
+                          "%s", hist.data);
+            ck_assert_str_eq(json_string_value(a_in), "$context");
+            json_decref(nodes);
+            gg_strbuf_free(&hist);
+            continue;
+        }
+        ck_assert_msg(json_array_size(nodes) == 6, "%s", hist.data);
+        /* a and b evaluated the context: references while the records rebuild it whole */
+        ck_assert_msg(mode == 1 ? json_is_true(json_object_get(a_in, "truncated"))
+                                : json_is_string(a_in) && !strcmp(json_string_value(a_in), "$context"),
+                      "%s", hist.data);
+        ck_assert_msg(mode ? json_is_true(json_object_get(b_in, "truncated"))
+                           : json_is_string(b_in) && !strcmp(json_string_value(b_in), "$context"),
+                      "%s", hist.data);
+        /* c output null: d's input is a copy, null member included (or cut) */
         json_t *d_in = json_array_get(json_array_get(nodes, 4), 7);
-        ck_assert_msg(json_is_object(d_in) && (cut ? json_is_true(json_object_get(d_in, "truncated"))
-                                                   : json_is_null(json_object_get(d_in, "c"))),
+        ck_assert_msg(json_is_object(d_in) && (mode ? json_is_true(json_object_get(d_in, "truncated"))
+                                                    : json_is_null(json_object_get(d_in, "c"))),
                       "%s", hist.data);
         json_decref(nodes);
         gg_strbuf_free(&hist);
