@@ -297,12 +297,15 @@ dref "beta: a made-up nonce" "$(dcall "$BB" "$(JWT proof "$GG_TMP/client.json" "
 t "beta's API keys are unaffected (200)" eq "$(call "$KB" "$BEP")" 200
 
 # ---- rotation and removal --------------------------------------------------------------------
-PORT_A=${ISS_A##*:}
-kill $PID_A; wait $PID_A 2>/dev/null
+PORT_A=${ISS_A##*:} OLD_A=$PID_A
 JWT keys "$GG_TMP/new.json" ES256 >/dev/null
 python3 -c "import json,sys; n=json.load(open(sys.argv[1])); o=json.load(open(sys.argv[2])); json.dump({'keys': n['keys']+o['keys']}, open(sys.argv[3],'w'))" \
   "$GG_TMP/new.json" "$GG_TMP/a.json" "$GG_TMP/a2.json"
+# the new one listens on the port before the old one stops (SO_REUSEPORT): no other process
+# can take the port in between
 oauth_start_as A "$PORT_A" "$GG_TMP/a2.json" ES256
+kill $OLD_A; wait $OLD_A 2>/dev/null
+t "the authorization server restarts on its port" eq "$ISS_A" "http://127.0.0.1:$PORT_A" || cat "$GG_TMP/as_A.log"
 NEW=$(JWT cc "$ISS_A" "$EP")
 t "after rotation the authorization server signs with the new key" test "$(python3 -c "import base64,json,sys; h=sys.argv[1].split('.')[0]; print(json.loads(base64.urlsafe_b64decode(h+'==')) ['kid'])" "$NEW")" = "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['keys'][0]['kid'])" "$GG_TMP/new.json")"
 ok=""; for _ in $(seq 1 50); do [ "$(call "$NEW")" = 200 ] && { ok=1; break; }; sleep 0.2; done
