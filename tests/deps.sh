@@ -6,6 +6,7 @@ pkgs=(build-essential autoconf automake libtool pkg-config curl ca-certificates
       libmicrohttpd-dev libjansson-dev libsqlite3-dev libyaml-dev libsodium-dev libpcre2-dev
       libcurl4-openssl-dev check wrk nginx-light
       libjose-dev libssl-dev # JOSE for OAuth access tokens (src/auth/jwt.c); OpenSSL for its tests
+      libzstd-dev zstd # the history's compressed rows (src/store/history_body.c); the CLI for tests that search them
       libpq-dev postgresql-15 postgresql-common # the PostgreSQL backend and its tests (pg_virtualenv)
       clang libclang-rt-14-dev # clang + libFuzzer: tests/fuzz/run.sh
       chromium) # chromium: the web console's browser test (tests/console/browser.sh)

@@ -22,7 +22,10 @@
  *     on one core (1e6 / its CPU µs a record, the quota keeper's CPU added) and the wall
  *     records/s (GG_BENCH_SAT_NO_QUOTA set: a quota never reached, for comparison). The
  *     records carry the node text the gateway's provider writes for the switch example
- *     (GG_BENCH_SAT_BEFORE set: as it wrote it until 2026-11-29, see gateway_text).
+ *     (GG_BENCH_SAT_BEFORE set: as it wrote it until 2026-11-29, see gateway_text), each
+ *     run's the same; GG_BENCH_SAT_VARIED set: every run's arguments, switch branch, result
+ *     and durations its own (random values as real calls carry: what compressed rows hold
+ *     less of than identical records, see varied_record).
  *
  *   - layouts (issue 31, alone): the saturation line with and without quota deletes, then
  *     bare loops of a candidate layout where a batch is the unit of storage (one
@@ -110,6 +113,31 @@ static char *gateway_text(bool before) {
                      "[3,\"exit\",\"exit\",%lld,%lld,0,{\"result\":\"high\"}]]",
                      t, t, t, t, c1, t, t, c2, t, t + 1);
     return n < 0 ? NULL : s;
+}
+
+/* Run i of a varied saturation: arguments {"value": a random integer, "user": 16 random hex
+ * digits}, the branch and result following the value, {"result": "high"|"low", "score": a
+ * random integer}, random sub-ms durations; *args and *result new references, *nodes the
+ * node text as gateway_text writes it (ms after the start, "$context" inputs), malloc'd. */
+static void varied_record(unsigned long long *rng, json_t **args, json_t **result, char **nodes) {
+    unsigned long long x = *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    long long value = (long long)(x >> 33) % 1000000;
+    char user[17];
+    snprintf(user, sizeof user, "%016llx", (x ^ (x >> 29)) * 0xBF58476D1CE4E5B9ULL);
+    bool high = value >= 500000;
+    long long score = (long long)((x >> 11) % 100000);
+    *args = json_pack("{s:I,s:s}", "value", (json_int_t)value, "user", user);
+    *result = json_pack("{s:s,s:I}", "result", high ? "high" : "low", "score", (json_int_t)score);
+    const char *branch = high ? "high_path" : "low_path";
+    int d1 = (int)(x % 9) + 1, d2 = (int)((x >> 8) % 9) + 1, d3 = (int)((x >> 16) % 900) + 100;
+    if (asprintf(nodes,
+                 "[[0,\"entry\",\"entry\",0,0,0.00%d,{\"value\":%lld,\"user\":\"%s\"}],"
+                 "[1,\"switch_node\",\"switch\",0,0,0.00%d,\"%s\",\"$context\"],"
+                 "[2,\"%s\",\"transform\",0,0,0.%03d,{\"result\":\"%s\",\"score\":%lld},\"$context\"],"
+                 "[3,\"exit\",\"exit\",0,1,0,{\"result\":\"%s\",\"score\":%lld}]]",
+                 d1, value, user, d2, branch, branch, d3, high ? "high" : "low", score, high ? "high" : "low",
+                 score) < 0)
+        *nodes = NULL;
 }
 
 /* The history as executor-shaped objects without the inputs of nodes that succeeded: the
@@ -603,6 +631,8 @@ static bool run_saturation(const char *dir, const char *name, const char *mig, l
     }
     json_t *args = json_pack("{s:i}", "value", 42), *result = json_pack("{s:s}", "result", "high");
     char *text = gateway_text(getenv("GG_BENCH_SAT_BEFORE") != NULL);
+    bool varied = getenv("GG_BENCH_SAT_VARIED") != NULL;
+    unsigned long long rng = 0x9E3779B97F4A7C15ULL;
     memset(f, 0, sizeof *f);
     gg_history_stats st0;
     gg_history_get_stats(h, &st0);
@@ -613,14 +643,21 @@ static bool run_saturation(const char *dir, const char *name, const char *mig, l
             sched_yield();
             waited += thread_cpu_us() - w0;
         }
+        json_t *a = args, *res = result;
+        char *nodes = NULL;
+        if (varied) varied_record(&rng, &a, &res, &nodes);
         gg_exec_record *r = gg_history_record_new(h, tenants[i % SAT_TENANTS], "switch", 1, "test_switch",
-                                                  "2aa75f896173af27", args);
+                                                  "2aa75f896173af27", a);
         if (!r) break;
         r->status = GG_EXEC_SUCCEEDED;
         r->finished_ms = r->started_ms;
-        r->duration_ms = 0.0034;
-        r->result = json_incref(result);
-        gg_exec_record_set_nodes_json(r, strdup(text));
+        r->duration_ms = varied ? 0.001 * (double)(rng % 5000) : 0.0034;
+        r->result = json_incref(res);
+        gg_exec_record_set_nodes_json(r, varied ? nodes : strdup(text));
+        if (varied) {
+            json_decref(a);
+            json_decref(res);
+        }
         gg_history_submit(h, r);
     }
     f->submit_us = (thread_cpu_us() - c0 - waited) / (double)runs;

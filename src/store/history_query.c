@@ -424,11 +424,14 @@ static bool keep_newest(void *user, hist_rec *r) {
 }
 
 /* Columns 0 rowid, 1 tenant, 2 body of a row, scanned into fn; keep: the records point
- * into a copy of the body (a listing), else only id's is handed over, decoded. */
-static bool scan_row(gg_db_stmt *st, const char *id, bool keep, rec_fn fn, void *user) {
+ * into a copy of the body (a listing), else only id's is handed over, decoded. false + err
+ * when memory ran out or the body is malformed. */
+static bool scan_row(gg_store_conn *c, gg_db_stmt *st, const char *id, bool keep, rec_fn fn, void *user,
+                     gg_error *err) {
+    size_t len;
+    const char *text = gg_history_body_text(c, st, 2, &len, err);
+    if (!text) return false;
     json_t *tenant = json_string((const char *)gg_db_column_text(st, 1));
-    const char *text = (const char *)gg_db_column_text(st, 2);
-    size_t len = text ? (size_t)gg_db_column_bytes(st, 2) : 0;
     row_body *body = keep ? malloc(sizeof *body + len + 1) : NULL;
     bool ok = tenant && (!keep || body);
     if (body) {
@@ -437,9 +440,10 @@ static bool scan_row(gg_db_stmt *st, const char *id, bool keep, rec_fn fn, void 
         if (len) memcpy(body->text, text, len);
         text = body->text;
     }
-    ok = ok && scan_body(text ? text : "", len, body, tenant, gg_db_column_int64(st, 0), id, fn, user);
+    ok = ok && scan_body(text, len, body, tenant, gg_db_column_int64(st, 0), id, fn, user);
     body_release(body);
     json_decref(tenant);
+    if (!ok) gg_error_set(err, "oom", "out of memory");
     return ok;
 }
 
@@ -454,22 +458,22 @@ json_t *gg_store_execution_get(gg_store *s, const char *tenant, const char *id, 
     hist_rec best = {0};
     gg_db_stmt *st = gg_store_conn_stmt(c, tenant ? SQL_GET_TENANT : SQL_GET_ALL, err);
     int rc = SQLITE_ERROR;
-    bool oom = false;
+    bool failed = false;
     if (st) {
         gg_store_bind_text(st, 1, tenant);
         gg_db_bind_int64(st, 2, t);
         gg_db_bind_int64(st, 3, t + GG_HIST_SPAN_MS);
         while ((rc = gg_db_step(st)) == SQLITE_ROW)
-            if (!scan_row(st, id, false, keep_newest, &best)) { oom = true; break; }
-        if (rc != SQLITE_DONE && !oom) gg_store_set_db_error(c, err, "executions");
+            if (!scan_row(c, st, id, false, keep_newest, &best, err)) { failed = true; break; }
+        if (rc != SQLITE_DONE && !failed) gg_store_set_db_error(c, err, "executions");
         gg_db_reset(st);
     }
     gg_store_conn_release(s, c);
     json_t *o = NULL;
     if (rc == SQLITE_DONE && !best.line) {
         gg_error_set(err, "not_found", "execution '%s' not found", id);
-    } else if (rc == SQLITE_DONE || oom) {
-        o = oom ? NULL : exec_full_object(&best);
+    } else if (rc == SQLITE_DONE) {
+        o = exec_full_object(&best);
         if (!o) gg_error_set(err, "oom", "out of memory");
     }
     rec_clear(&best);
@@ -610,7 +614,7 @@ static bool list_read(gg_store_conn *c, const char *tenant, list_state *q, int l
         gg_db_bind_int(st, 6, page + 1); /* the one after the page only says where it starts */
         int rc, got = 0;
         long long next_last = INT64_MIN; /* no more rows: every run read is complete */
-        bool oom = false;
+        bool failed = false;
         while ((rc = gg_db_step(st)) == SQLITE_ROW) {
             if (got == page) {
                 next_last = gg_db_column_int64(st, 3);
@@ -621,12 +625,11 @@ static bool list_read(gg_store_conn *c, const char *tenant, list_state *q, int l
             key_rowid = gg_db_column_int64(st, 0);
             key_last = gg_db_column_int64(st, 3);
             key_first = gg_db_column_int64(st, 4);
-            if (!scan_row(st, NULL, true, offer, q)) { oom = true; break; }
+            if (!scan_row(c, st, NULL, true, offer, q, err)) { failed = true; break; }
         }
-        if (rc != SQLITE_DONE && !oom) gg_store_set_db_error(c, err, "executions");
+        if (rc != SQLITE_DONE && !failed) gg_store_set_db_error(c, err, "executions");
         gg_db_reset(st);
-        if (oom) gg_error_set(err, "oom", "out of memory");
-        if (rc != SQLITE_DONE) return false;
+        if (failed || rc != SQLITE_DONE) return false;
         /* the rows still unread have last_ms <= next_last: the runs started after it are complete */
         long long settled = settle(q, next_last);
         if (settled < 0) { gg_error_set(err, "oom", "out of memory"); return false; }

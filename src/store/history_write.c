@@ -227,8 +227,11 @@ static bool insert_row(gg_store_conn *c, const char *tenant, long long first, lo
     gg_db_bind_int64(st, 2, first);
     gg_db_bind_int64(st, 3, last);
     gg_db_bind_int64(st, 4, n);
-    gg_db_bind_int64(st, 5, (long long)body->len);
-    gg_db_bind_text(st, 6, body->data, (int)body->len, SQLITE_STATIC);
+    gg_db_bind_int64(st, 5, (long long)body->len); /* the text's bytes, compressed or not */
+    if (!gg_history_bind_body(c, st, 6, body->data, body->len, err)) {
+        gg_db_reset(st);
+        return false;
+    }
     return gg_store_step_done(c, st, "history_batches", err);
 }
 
@@ -364,10 +367,15 @@ static bool trim_row(gg_store_conn *c, long long rowid, long long k, long long w
         gg_store_set_db_error(c, err, "history_batches");
         return false;
     }
-    size_t len = (size_t)gg_db_column_bytes(st, 0);
-    char *body = malloc(len + 1);
-    if (!body) { gg_db_reset(st); gg_error_set(err, "oom", "out of memory"); return false; }
-    memcpy(body, gg_db_column_text(st, 0), len);
+    size_t len;
+    const char *text = gg_history_body_text(c, st, 0, &len, err);
+    char *body = text ? malloc(len + 1) : NULL;
+    if (!body) {
+        gg_db_reset(st);
+        if (text) gg_error_set(err, "oom", "out of memory");
+        return false;
+    }
+    memcpy(body, text, len);
     body[len] = 0;
     gg_db_reset(st);
     long long got;
@@ -384,8 +392,8 @@ static bool trim_row(gg_store_conn *c, long long rowid, long long k, long long w
             gg_db_bind_int64(up, 2, next);
             gg_db_bind_int64(up, 3, got);
             gg_db_bind_int64(up, 4, (long long)cut);
-            gg_db_bind_text(up, 5, body + cut, (int)(len - cut), SQLITE_STATIC);
-            ok = gg_store_step_done(c, up, "history_batches", err);
+            ok = gg_history_bind_body(c, up, 5, body + cut, len - cut, err);
+            ok = ok ? gg_store_step_done(c, up, "history_batches", err) : (gg_db_reset(up), false);
         }
     }
     free(body);
@@ -671,9 +679,11 @@ static int running_version(gg_store_conn *c, const char *id, const char *tenant,
     int klen = snprintf(key, sizeof key, "[\"%.32s\"", id);
     bool final = false;
     int rc;
+    bool bad = false;
     while (!final && (rc = gg_db_step(st)) == SQLITE_ROW) {
-        const char *body = (const char *)gg_db_column_text(st, 0);
-        size_t len = (size_t)gg_db_column_bytes(st, 0), off = 0;
+        size_t len, off = 0;
+        const char *body = gg_history_body_text(c, st, 0, &len, err);
+        if (!body) { bad = true; break; }
         while (off < len) {
             const char *nl = memchr(body + off, '\n', len - off);
             size_t end = nl ? (size_t)(nl - body) : len;
@@ -688,10 +698,10 @@ static int running_version(gg_store_conn *c, const char *id, const char *tenant,
         }
     }
     gg_db_reset(st);
-    if (!final && rc != SQLITE_DONE) {
+    if (bad || (!final && rc != SQLITE_DONE)) {
         json_decref(*line);
         *line = NULL;
-        gg_store_set_db_error(c, err, "history_batches");
+        if (!bad) gg_store_set_db_error(c, err, "history_batches");
         return -1;
     }
     if (final) {

@@ -189,6 +189,12 @@ gg_store_conn *gg_store_conn_open(gg_store *s, gg_error *err) {
     }
     sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_handler(c->db, busy_wait, c);
+    if (!gg_history_body_register(c->db)) {
+        gg_error_set(err, "db", "%s: cannot register history_text", s->path);
+        sqlite3_close(c->db);
+        free(c);
+        return NULL;
+    }
     /* WAL: readers never wait for the writer, and the CLI can write while serve runs.
      * synchronous=NORMAL is durable across process crashes in WAL mode. A new database gets
      * 16 KiB pages (fixed by its first write; an existing one keeps its own): the history
@@ -222,6 +228,7 @@ void gg_store_conn_close(gg_store_conn *c) {
     for (int i = 0; i < c->n_cached; i++) gg_db_finalize(c->cache[i].stmt);
     if (c->pg) PQfinish(c->pg);
     else if (c->db) sqlite3_close(c->db);
+    gg_history_body_free(c);
     free(c);
 }
 

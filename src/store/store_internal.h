@@ -40,6 +40,10 @@ struct gg_store_conn {
     int n_cached;
     struct gg_store_conn *next_free;
     double busy_since_ms; /* SQLite: when the current wait for another writer began */
+    /* history bodies (history_body.c): zstd contexts and their buffers, made when first used */
+    void *zc, *zd;
+    char *zout, *zin;
+    size_t zout_cap, zin_cap;
 };
 
 struct gg_store {
@@ -142,6 +146,23 @@ long long gg_store_history_quota_enforce_conn(gg_store_conn *c, long long max_ro
  * so smaller rows make it 25-35 % cheaper at no measurable write cost (bench/history/README.md,
  * "Batch layout, implemented"). Rows already written keep their size; readers take any. */
 #define GG_HIST_BODY_MAX (16 << 10)
+/* The most text a row's body can decompress to: SQLite's own limit on a value (its default
+ * SQLITE_MAX_LENGTH), which the text would have met had it been stored as it is. */
+#define GG_HIST_ROW_TEXT_MAX 1000000000ULL
+
+/* A row's body bound at idx in its stored form (history_body.c): a zstd frame on SQLite
+ * for a long text when that is smaller, else the text. The frame lives in c until the next bind on c, so
+ * step the statement before binding another body. false + err when memory ran out. */
+bool gg_history_bind_body(gg_store_conn *c, gg_db_stmt *st, int idx, const char *text, size_t len, gg_error *err);
+/* A row's body text from column col of a stepped statement, *len its bytes: a TEXT column
+ * as it is (the statement's memory), a BLOB decompressed into c (NUL-terminated; valid until
+ * the next call on c). NULL + err when the frame is malformed or memory ran out. */
+const char *gg_history_body_text(gg_store_conn *c, gg_db_stmt *st, int col, size_t *len, gg_error *err);
+/* What the two above keep in c, freed (gg_store_conn_close). */
+void gg_history_body_free(gg_store_conn *c);
+/* SQL history_text(body) on a SQLite connection: a body as text (the executions view reads
+ * bodies with it, migrations/0020). false when SQLite refused it. */
+bool gg_history_body_register(sqlite3 *db);
 /* The fields of a record's line, a JSON array in this order (status: gg_exec_status;
  * finished_ms 0 = none; duration in µs; arguments/result/nodes: the stored JSON inlined). */
 enum {

@@ -350,13 +350,15 @@ t "alice's run names its caller" eq "$(jget "$GG_TMP/one.json" "(d['caller']['su
 gg_curl "$GG_TMP/pr2.json" -H "Authorization: Bearer $KB" "$GG_PUB/admin/tenants/acme/principals" >/dev/null
 t "another tenant's key cannot list them (403)" eq "$(gg_curl "$GG_TMP/pr2.json" -H "Authorization: Bearer $KB" "$GG_PUB/admin/tenants/acme/principals")" 403
 gg_stop
-t "no token in the database, its WAL or the history journal" python3 -c "
-import glob, os, sys
+t "no token in the database (its history bodies read as text), its WAL or the history journal" python3 -c "
+import ggdb, glob, os, sys
 sigs = [t.split('.')[2].encode() for t in sys.argv[2:] if t.count('.') == 2]
 files = [f for f in glob.glob(sys.argv[1] + '*') if os.path.isfile(f)] + glob.glob(os.path.dirname(sys.argv[1]) + '/**/*journal*', recursive=True)
+bodies = ''.join(b for (b,) in ggdb.connect(sys.argv[1]).execute('SELECT history_text(body) FROM history_batches')).encode()
 bad = [f for f in files if os.path.isfile(f) and any(s in open(f, 'rb').read() for s in sigs)]
+bad += ['history bodies'] if any(s in bodies for s in sigs) else []
 print(' leaked into', bad) if bad else None
-sys.exit(1 if bad or not sigs else 0)" "$GG_DB" "$CC" "$GOOD" "$BOUND" "$ED"
+sys.exit(1 if bad or not sigs or not bodies else 0)" "$GG_DB" "$CC" "$GOOD" "$BOUND" "$ED"
 t "no token in the exported spans" python3 -c "
 import sys; d = open(sys.argv[1], 'rb').read(); sys.exit(1 if not d or any(t.split('.')[2].encode() in d for t in sys.argv[2:]) else 0)" \
   "$GG_TMP/spans.jsonl" "$CC" "$GOOD" "$WT" "$ED"

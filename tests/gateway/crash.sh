@@ -20,8 +20,8 @@ key=$DKEY
 # "acked=A missing=M bad=B running=R interrupted=I" (cumulative interrupted).
 check_db() {
   python3 - "$GG_DB" "$1" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+import ggdb, json, sys
+db = ggdb.connect(sys.argv[1])
 rows = {}
 for args, status, nodes in db.execute("SELECT arguments, status, nodes FROM executions WHERE tool = 'echo'"):
     rows[json.loads(args)["n"]] = (status, nodes)

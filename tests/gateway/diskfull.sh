@@ -159,8 +159,8 @@ t "the kept batches are written (nothing pending)" wait_for 30 drained
 t "no record lost" [ "$(metric 'graphgate_history_records_total{fate="lost"}')" = 0 ]
 check() {
   python3 - "$GG_DB" "$acks" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+import ggdb, json, sys
+db = ggdb.connect(sys.argv[1])
 have = {json.loads(a)["n"]: s for a, s in db.execute("SELECT arguments, status FROM executions WHERE tool = 'echo'")}
 acked = [int(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("ok ")]
 missing = [n for n in acked if have.get(n) != "succeeded"]
@@ -174,8 +174,8 @@ gw_rpc "$GG_TMP/b.json" "$GG_PUB/mcp/acme/echo" "$key" "$bsid" "$batch" >/dev/nu
 t "a batch after recovery: both results" python3 -c "import json; d=json.load(open('$GG_TMP/b.json')); assert sorted(r['result']['structuredContent']['n'] for r in d)==[-42,-41], d"
 batch_recorded() {
   python3 - "$GG_DB" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+import ggdb, json, sys
+db = ggdb.connect(sys.argv[1])
 st = {json.loads(a)["n"]: s for a, s in db.execute("SELECT arguments, status FROM executions WHERE tool = 'echo'")}
 sys.exit(0 if st.get(-41) == st.get(-42) == "succeeded" else 1)
 PY

@@ -85,8 +85,8 @@ t "the API's durations have at most 3 decimals" test "$(decimals "$GG_TMP/x.json
 # node times are stored as ms after the run's start (a fifth of a record's bytes: the
 # history writer's cost is its bytes), and the API gives them back as times within the run
 xid=$(jget "$GG_TMP/x.json" 'd["id"]')
-stored=$(python3 -c "import json, sqlite3, sys
-db = sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True)
+stored=$(python3 -c "import ggdb, json, sys
+db = ggdb.connect(sys.argv[1])
 n = json.loads(db.execute('SELECT nodes FROM executions WHERE id = ?', (sys.argv[2],)).fetchone()[0])
 print(max(max(abs(x[3]), abs(x[4])) for x in n))" "$GG_DB" "$xid")
 t "... node times stored as offsets from the run's start ($stored ms at most)" test "$stored" -lt 60000

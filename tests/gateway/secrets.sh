@@ -244,7 +244,7 @@ leaks() {
   for f in "$GG_DB" "$GG_DB-wal" "$GG_DB"-history/* "$GG_TMP/serve.err" "$GG_TMP/serve.out" "$GG_TMP/spans.jsonl" \
            "$GG_TMP/metrics.txt" "$GG_TMP/execs.json" "$GG_TMP/console.json" "$GG_TMP/graph.json" "$GG_TMP/l.json"; do
     [ -f "$f" ] || continue
-    if grep -aq -e "$V1" -e "$V2" "$f"; then echo "   a value in $f" >&2; found=1; fi
+    if gg_searchable "$f" | grep -aq -e "$V1" -e "$V2"; then echo "   a value in $f" >&2; found=1; fi
   done
   [ $found = 0 ]
 }

@@ -13,6 +13,9 @@ set -u
 GG_BUILDDIR=${GG_BUILDDIR:-$(pwd)}
 GG_SRCDIR=${GG_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 GG_BIN=${GG_BIN:-$GG_BUILDDIR/src/graphgate}
+# ggdb.py: the database opened as graphgate opens it for SQL (history_text for the
+# executions view over compressed history bodies)
+export PYTHONPATH="$GG_SRCDIR/tests/integration${PYTHONPATH:+:$PYTHONPATH}"
 GG_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gg-it.XXXXXX")
 GG_PID=""
 GG_PUB=""
@@ -126,6 +129,15 @@ gg_finish() {
   else echo "$GG_PASSED passed, $GG_FAILED failed"; fi
   [ "$GG_FAILED" -eq 0 ]
   exit $?
+}
+
+# gg_searchable FILE → FILE's bytes, and for a SQLite database (its WAL read with it) the text
+# of its history bodies, which are zstd frames on disk (migrations/0020): what a search for a
+# value that must never be stored (a token, a secret) has to read.
+gg_searchable() {
+  cat "$1"
+  [ "$(head -c 15 "$1" 2>/dev/null)" = "SQLite format 3" ] && python3 "$GG_SRCDIR/tests/integration/ggdb.py" bodies "$1"
+  return 0
 }
 
 # curl wrapper: gg_curl OUTFILE [curl args...] → prints the status code. GG_CURL_MAX_TIME

@@ -7,7 +7,7 @@
 # Prints "N passed, N failed".
 . "$GG_SRCDIR/tests/gateway/lib_gw.sh"
 # sql "STATEMENT": one statement on the test database (python3's sqlite3; prints a scalar)
-sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); c.commit(); print(r[0] if r else "")' "$GG_DB" "$1"; }
+sql() { python3 -c 'import ggdb,sys; c=ggdb.connect(sys.argv[1], ro=False); r=c.execute(sys.argv[2]).fetchone(); c.commit(); print(r[0] if r else "")' "$GG_DB" "$1"; }
 
 gw_cli_run tenant create acme >/dev/null
 gw_cli_run graph put acme triage "$GG_SRCDIR/examples/triage.yaml" >/dev/null
@@ -26,9 +26,10 @@ t "server stops cleanly" gw_stop_clean
 # age ID...: those runs' records 10 days back, each moved to a row of its own (a row holds
 # one tenant's runs of at most 10 ms of starts: migrations/0019_history_batches.sql)
 age() { python3 - "$GG_DB" "$@" <<'PY'
-import json, sqlite3, sys
-db, ids, moved = sqlite3.connect(sys.argv[1]), set(sys.argv[2:]), []
-for rowid, tenant, body in db.execute("SELECT rowid, tenant, body FROM history_batches").fetchall():
+import ggdb, json, sys
+# the rows it rewrites go back as text: the readers take both forms (migrations/0020)
+db, ids, moved = ggdb.connect(sys.argv[1], ro=False), set(sys.argv[2:]), []
+for rowid, tenant, body in db.execute("SELECT rowid, tenant, history_text(body) FROM history_batches").fetchall():
     lines = body.splitlines()
     keep = [l for l in lines if json.loads(l)[0] not in ids]
     moved += [(tenant, json.loads(l)) for l in lines if json.loads(l)[0] in ids]

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <sqlite3.h>
+#include <zstd.h>
 
 #include "store/store.h"
 #include "pg_fixture.h"
@@ -63,11 +64,51 @@ static gg_store *open_migrated(void) {
     return s;
 }
 
-/* sql (?1 = arg when not NULL) stepped to its first row, on a read-only connection of its
- * own to the SQLite database; query_done ends both. */
-static inline sqlite3_stmt *query_row(const char *sql, const char *arg) {
+/* SQL history_text(body) on the tests' own connections: a history_batches body as text — a
+ * zstd frame (SQLite's rows since migration 0020) decompressed here with zstd's streaming
+ * decoder, independently of the store's reader; TEXT as it is. (PostgreSQL has the function
+ * from its migration 0020.) */
+static void history_text_fn(sqlite3_context *cx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) != SQLITE_BLOB) {
+        sqlite3_result_value(cx, argv[0]);
+        return;
+    }
+    const void *z = sqlite3_value_blob(argv[0]);
+    int zn = sqlite3_value_bytes(argv[0]);
+    ZSTD_DStream *ds = ZSTD_createDStream();
+    ZSTD_inBuffer in = {z, (size_t)zn, 0};
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    size_t rc = 1;
+    while (out && rc != 0 && !ZSTD_isError(rc)) {
+        if (len == cap) out = realloc(out, cap *= 2);
+        if (!out) break;
+        ZSTD_outBuffer o = {out, cap, len};
+        rc = ZSTD_decompressStream(ds, &o, &in);
+        len = o.pos;
+        if (rc != 0 && in.pos == in.size && o.pos < o.size) break; /* truncated */
+    }
+    ZSTD_freeDStream(ds);
+    if (!out || rc != 0) {
+        free(out);
+        sqlite3_result_error(cx, "history_text: not a whole zstd frame", -1);
+        return;
+    }
+    sqlite3_result_text(cx, out, (int)len, free);
+}
+
+static inline sqlite3 *open_readonly(void) {
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_create_function(db, "history_text", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, history_text_fn, NULL, NULL);
+    return db;
+}
+
+/* sql (?1 = arg when not NULL) stepped to its first row, on a read-only connection of its
+ * own to the SQLite database (with history_text); query_done ends both. */
+static inline sqlite3_stmt *query_row(const char *sql, const char *arg) {
+    sqlite3 *db = open_readonly();
     sqlite3_stmt *st = NULL;
     ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
     if (arg) sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);

@@ -5,8 +5,9 @@
  * with their n/bytes/first_ms/last_ms exact, every run found by the rows its start selects,
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
  * commit), retention by age and by count, a line's exact bytes and the rows' order (tenant,
- * start, id), history_usage equal to the rows' sums throughout. SQLite; each test on a
- * fresh database in its own directory. */
+ * start, id), history_usage equal to the rows' sums throughout, bodies stored as zstd frames
+ * (0020) beside rows of text, malformed frames refused. SQLite; each test on a fresh
+ * database in its own directory. */
 #include <string.h>
 
 #include <sqlite3.h>
@@ -26,16 +27,16 @@ static char *query_text(const char *sql, const char *arg) {
 /* Every row's n, bytes, first_ms and last_ms agree with its body, its starts span at most
  * 10 ms, its lines are ordered by start, and history_usage holds the rows' sums. */
 static void check_rows_consistent(void) {
-    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes <> length(CAST(body AS BLOB))"
-                            " OR last_ms - first_ms > 10 OR last_ms < first_ms OR substr(body, -1) <> char(10)",
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE bytes <> length(CAST(history_text(body) AS BLOB))"
+                            " OR last_ms - first_ms > 10 OR last_ms < first_ms OR substr(history_text(body), -1) <> char(10)",
                             NULL),
                      0);
     ck_assert_int_eq(query1("SELECT count(*) FROM history_batches b WHERE n <> (SELECT count(*) FROM json_each('['"
-                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']'))"
+                            " || replace(rtrim(history_text(b.body), char(10)), char(10), ',') || ']'))"
                             " OR first_ms <> (SELECT min(r.value ->> 2) FROM json_each('['"
-                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']') r)"
+                            " || replace(rtrim(history_text(b.body), char(10)), char(10), ',') || ']') r)"
                             " OR last_ms <> (SELECT max(r.value ->> 2) FROM json_each('['"
-                            " || replace(rtrim(b.body, char(10)), char(10), ',') || ']') r)",
+                            " || replace(rtrim(history_text(b.body), char(10)), char(10), ',') || ']') r)",
                             NULL),
                      0);
     ck_assert_int_eq(query1("SELECT count(*) FROM history_usage u WHERE rows <> (SELECT coalesce(sum(n), 0)"
@@ -162,7 +163,7 @@ START_TEST(rows_cut_at_10ms_and_16kb) {
     /* each run lies in a row with last_ms in [t, t + 10] and first_ms <= t */
     ck_assert_int_eq(query1("SELECT count(*) FROM executions e WHERE NOT EXISTS (SELECT 1 FROM history_batches b"
                             " WHERE b.tenant = e.tenant AND b.last_ms BETWEEN e.started_at AND e.started_at + 10"
-                            " AND b.first_ms <= e.started_at AND instr(b.body, '[\"' || e.id || '\"') > 0)",
+                            " AND b.first_ms <= e.started_at AND instr(history_text(b.body), '[\"' || e.id || '\"') > 0)",
                             NULL),
                      0);
     gg_store_close(s);
@@ -193,7 +194,7 @@ START_TEST(run_found_across_a_cut) {
     ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE status = 'succeeded'", NULL), 36);
     ck_assert_int_eq(query1("SELECT count(*) FROM executions e WHERE NOT EXISTS (SELECT 1 FROM history_batches b"
                             " WHERE b.tenant = e.tenant AND b.last_ms BETWEEN e.started_at AND e.started_at + 10"
-                            " AND b.first_ms <= e.started_at AND instr(b.body, '[\"' || e.id || '\"') > 0)",
+                            " AND b.first_ms <= e.started_at AND instr(history_text(b.body), '[\"' || e.id || '\"') > 0)",
                             NULL),
                      0);
     ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 0);
@@ -343,12 +344,12 @@ START_TEST(lines_exact_and_ordered) {
              "[\"%s\",2,%lld,%lld,1250,3,\"g\\\"q\\\\b\",\"caf\xc3\xa9\\u0001\",null,\"bad\\ufffd\","
              "\"{\\\"a\\\":\\n1}\",\"\",null,\"0af7651916cd43dd8448eb211c80319c\",null]\n",
              idb, base, base + 1, ida, ida, base, base + 2);
-    char *got = query_text("SELECT body FROM history_batches WHERE tenant = ?1", "acme");
+    char *got = query_text("SELECT history_text(body) FROM history_batches WHERE tenant = ?1", "acme");
     ck_assert_str_eq(got, want);
     free(got);
     snprintf(want, sizeof want, "[\"%s\",1,%lld,%lld,0,1,\"g\",\"t\",\"key1\",null,null,null,null,null,null]\n", idc,
              base + 1, base + 1);
-    got = query_text("SELECT body FROM history_batches WHERE tenant = ?1", "zeta");
+    got = query_text("SELECT history_text(body) FROM history_batches WHERE tenant = ?1", "zeta");
     ck_assert_str_eq(got, want);
     free(got);
     ck_assert_int_eq(query1("SELECT count(*) FROM history_batches a, history_batches z WHERE a.tenant = 'acme'"
@@ -356,6 +357,94 @@ START_TEST(lines_exact_and_ordered) {
                             NULL),
                      1);
     check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
+/* sql run on the test database, writable (SQLite, with history_text). */
+static void exec_rw(const char *sql) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_create_function(db, "history_text", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, history_text_fn, NULL, NULL);
+    char *msg = NULL;
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_close(db);
+}
+
+/* gg_store_execution_get's error code for id ("" when found). */
+static char *get_code(gg_store *s, const char *id) {
+    static char code[32];
+    gg_error err = GG_ERROR_INIT;
+    json_t *ex = gg_store_execution_get(s, "acme", id, &err);
+    snprintf(code, sizeof code, "%s", ex ? "" : err.code);
+    json_decref(ex);
+    gg_error_clear(&err);
+    return code;
+}
+
+/* The first run id of the row with the rowid-th smallest rowid (0-based). */
+static char *first_id_of_row(int k) {
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT substr(history_text(body), 3, 32) FROM history_batches ORDER BY rowid LIMIT 1 OFFSET %d", k);
+    return query_text(sql, NULL);
+}
+
+/* SQLite stores a body as one zstd frame when that is smaller (migrations/0020) with bytes
+ * still the text's; a row of text beside them (as rows written before 0020 are) reads
+ * alike; a body that is not a whole frame, or a frame claiming more than a row can hold, is
+ * an error of that read (get and list), never a crash or an allocation of what it claims. */
+START_TEST(bodies_compressed_text_rows_and_malformed_frames) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    ck_assert(gg_store_tenant_create(s, "beta", &err));
+    long long base = gg_wall_ms() - 100000;
+    /* rows of 5-6 runs (10 ms of starts each) of 2 KB: bodies past GG_HIST_COMPRESS_MIN */
+    static const gg_history_options o = {.flush_ms = 50};
+    write_runs_with(s, &o, succeeded_at, "acme", 60, base, 2, 2000);
+    write_runs(s, "beta", 5, base, 2); /* short bodies stay text */
+    check_rows_consistent();
+    long long rows = query1("SELECT count(*) FROM history_batches", NULL);
+    ck_assert_int_ge(rows, 10);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE typeof(body) <> 'blob' AND tenant = 'acme'", NULL), 0);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE typeof(body) <> 'text' AND tenant = 'beta'", NULL), 0);
+    ck_assert_int_lt(3 * query1("SELECT sum(length(body)) FROM history_batches WHERE tenant = 'acme'", NULL),
+                     query1("SELECT sum(bytes) FROM history_batches WHERE tenant = 'acme'", NULL));
+    /* the quota trims compressed rows exactly (a cut row's rest written again) */
+    ck_assert_int_eq(gg_store_history_quota_enforce(s, 50, 0, NULL, &err), 15);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant = ?1", "acme"), 45);
+    ck_assert_int_eq(query1("SELECT min(started_at) FROM executions WHERE tenant = ?1", "acme") - base, 15 * 2);
+    check_rows_consistent();
+    /* acme's row 0 back to text: both forms read, in one listing */
+    exec_rw("UPDATE history_batches SET body = history_text(body) WHERE rowid = (SELECT min(rowid) FROM history_batches)");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE typeof(body) = 'text' AND tenant = 'acme'", NULL), 1);
+    char *id0 = first_id_of_row(0), *id1 = first_id_of_row(1), *id2 = first_id_of_row(2);
+    ck_assert_str_eq(get_code(s, id0), "");
+    ck_assert_str_eq(get_code(s, id1), "");
+    gg_exec_filter f = {.limit = 1000};
+    json_t *l = gg_store_executions_list(s, "acme", &f, &err);
+    ck_assert_msg(l != NULL, "%s", err.message);
+    ck_assert_int_eq(json_array_size(json_object_get(l, "executions")), 45);
+    json_decref(l);
+    check_rows_consistent();
+    /* row 1: a zstd magic and garbage; row 2: a frame header claiming 2^40 bytes */
+    exec_rw("UPDATE history_batches SET body = CAST(x'28b52ffd' || randomblob(40) AS BLOB) WHERE rowid = "
+            "(SELECT rowid FROM history_batches ORDER BY rowid LIMIT 1 OFFSET 1)");
+    exec_rw("UPDATE history_batches SET body = CAST(x'28b52ffde00000000000010000' || randomblob(40) AS BLOB) WHERE rowid = "
+            "(SELECT rowid FROM history_batches ORDER BY rowid LIMIT 1 OFFSET 2)");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_batches WHERE typeof(body) = 'blob' AND length(body) = 44"
+                            " AND hex(substr(body, 1, 4)) = '28B52FFD'", NULL), 1);
+    ck_assert_str_eq(get_code(s, id0), "");
+    ck_assert_str_eq(get_code(s, id1), "db");
+    ck_assert_str_eq(get_code(s, id2), "db");
+    l = gg_store_executions_list(s, "acme", &f, &err);
+    ck_assert_ptr_null(l);
+    ck_assert_str_eq(err.code, "db");
+    gg_error_clear(&err);
+    free(id0);
+    free(id1);
+    free(id2);
     gg_store_close(s);
 }
 END_TEST
@@ -373,6 +462,7 @@ int main(void) {
     tcase_add_test(tc, quota_in_the_writers_commit);
     tcase_add_test(tc, retention_by_age_and_count);
     tcase_add_test(tc, lines_exact_and_ordered);
+    tcase_add_test(tc, bodies_compressed_text_rows_and_malformed_frames);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }

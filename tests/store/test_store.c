@@ -719,8 +719,7 @@ END_TEST
 
 static long long count_rows(const char *sql) {
     if (pg_mode()) return pg_query1(sql, NULL);
-    sqlite3 *db = NULL;
-    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3 *db = open_readonly();
     sqlite3_stmt *st = NULL;
     ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);

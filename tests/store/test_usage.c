@@ -14,12 +14,12 @@
 
 /* What the tenant's history_batches bodies hold, summed here independently of the counters. */
 static long long summed_bytes(const char *tenant) {
-    return query1("SELECT coalesce(sum(length(CAST(body AS BLOB))), 0) FROM history_batches WHERE tenant = ?1", tenant);
+    return query1("SELECT coalesce(sum(length(CAST(history_text(body) AS BLOB))), 0) FROM history_batches WHERE tenant = ?1", tenant);
 }
 
 /* The tenant's records (every version of a run is one), counted from the bodies' lines. */
 static long long summed_records(const char *tenant) {
-    return query1("SELECT coalesce(sum(length(body) - length(replace(body, '\n', ''))), 0) FROM history_batches"
+    return query1("SELECT coalesce(sum(length(history_text(body)) - length(replace(history_text(body), '\n', ''))), 0) FROM history_batches"
                   " WHERE tenant = ?1",
                   tenant);
 }
