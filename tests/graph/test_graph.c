@@ -591,6 +591,45 @@ START_TEST(proxy_task_support) {
 }
 END_TEST
 
+/* A graph tool's taskSupport and taskStart: the valid pairs load and are listed; taskStart
+ * without taskSupport optional or required (absent: forbidden) is refused at taskStart's
+ * line:column, as are unknown values. */
+START_TEST(graph_tool_task_declarations) {
+    static const char *const good[] = {"taskSupport: optional", "taskSupport: required, taskStart: afterInput",
+                                       "taskSupport: optional, taskStart: immediately", "taskSupport: forbidden"};
+    static const char *const want[] = {"optional", "required", "optional", NULL};
+    char src[512];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        snprintf(src, sizeof src,
+                 "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s, nodes: [{id: entry, type: entry, next: exit},"
+                 " {id: exit, type: exit}]}\n",
+                 good[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        gg_graph *g = gg_graph_load_string(src, strlen(src), "t.yaml", NULL, &d);
+        ck_assert_msg(g, "%s: %s", good[i], d.count ? d.items[0].message : "");
+        const char *ts = json_string_value(json_object_get(json_object_get(gg_graph_tool(g, "t"), "execution"), "taskSupport"));
+        ck_assert_msg(want[i] ? ts && !strcmp(ts, want[i]) : !ts, "%s: execution.taskSupport %s", good[i], ts ? ts : "(none)");
+        gg_graph_unref(g);
+        gg_graph_diags_free(&d);
+    }
+    static const char *const bad[] = {"taskStart: afterInput", "taskSupport: forbidden, taskStart: afterInput",
+                                      "taskSupport: optional, taskStart: later", "taskSupport: maybe"};
+    static const int column[] = {71, 95, 94, 73}; /* the value's */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(src, sizeof src,
+                 "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s, nodes: [{id: entry, type: entry, next: exit},"
+                 " {id: exit, type: exit}]}\n",
+                 bad[i]);
+        gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
+        ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "t.yaml", NULL, &d));
+        ck_assert_msg(count_code(&d, "invalid_value", 3, column[i]) == 1, "%s: no invalid_value at 3:%d (first: %s at %d:%d)",
+                      bad[i], column[i], d.count ? d.items[0].code : "-", d.count ? d.items[0].line : 0,
+                      d.count ? d.items[0].column : 0);
+        gg_graph_diags_free(&d);
+    }
+}
+END_TEST
+
 /* mcp nodes wait on I/O: such tools are never pure. */
 START_TEST(mcp_tools_are_not_pure) {
     gg_graph *g = load(fixtures, "downstream.yaml", NULL);
@@ -2137,6 +2176,7 @@ int main(void) {
     tcase_add_test(tc, proxy_task_support);
     tcase_add_test(tc, per_caller_servers_at_upload);
     tcase_add_test(tc, mcp_tools_are_not_pure);
+    tcase_add_test(tc, graph_tool_task_declarations);
     tcase_add_test(tc, yaml_scalars_and_aliases);
     tcase_add_test(tc, yaml_alias_bounds);
     tcase_add_test(tc, policy_checks);
