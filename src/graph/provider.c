@@ -4,6 +4,7 @@
  * asynchronous call runs the same executor as a heap run that yields on mcp nodes and is
  * resumed through the caller's resume hook, so a call waiting downstream holds no thread. */
 #include "graph/internal.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <sodium.h>
@@ -59,10 +60,10 @@ typedef struct call_state {
     size_t ref_bytes;
 } call_state;
 
-/* What a node record holds in place of an input that is the run's context (src/store,
- * history_query.c, rebuilds it from the records before it): the context holds every
- * earlier output, so copies of it made a run's text grow with the square of its nodes. */
-#define HISTORY_CONTEXT_REF "\"$context\""
+/* What a node record holds in place of an input that is the run's context, as JSON
+ * (GG_HISTORY_CONTEXT_REF, store.h): the context holds every earlier output, so copies of
+ * it made a run's text grow with the square of its nodes. */
+#define HISTORY_CONTEXT_REF "\"" GG_HISTORY_CONTEXT_REF "\""
 
 static call_state call_state_for(const mcp_call_ctx *ctx, long completed) {
     return (call_state){ctx, completed, 0, 0, ctx ? ctx->history.exec_start_ms : 0, true, 0, 0};

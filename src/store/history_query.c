@@ -309,9 +309,6 @@ static long long node_time(json_t *v, long long run_start) {
     return t < ABSOLUTE_MS_MIN ? run_start + t : t;
 }
 
-/* An input stored as this is the run's context when the node ran (src/graph/provider.c):
- * rebuilt from the records before it (context_add). */
-#define CONTEXT_REF "$context"
 
 /* The run's context after node n: its output under its id, or its id gone when it had
  * none (undefined), as the executor keeps each node's latest output. */
@@ -323,7 +320,7 @@ static void context_add(json_t *context, json_t *n) {
 }
 
 /* One stored node as the API's object: from the positional form of 0003 (times relative
- * to the run's start, or absolute, see ABSOLUTE_MS_MIN; an input may be CONTEXT_REF, read
+ * to the run's start, or absolute, see ABSOLUTE_MS_MIN; an input may be GG_HISTORY_CONTEXT_REF, read
  * from context) or from an executor-shaped object (absolute times). NULL when it is
  * neither or memory ran out. */
 static json_t *node_object(json_t *n, long long run_start, json_t *context) {
@@ -334,7 +331,7 @@ static json_t *node_object(json_t *n, long long run_start, json_t *context) {
         start = json_array_get(n, 3), end = json_array_get(n, 4), dur = json_array_get(n, 5);
         out = json_array_get(n, 6), in = json_array_get(n, 7), err = json_array_get(n, 8);
         t0 = node_time(start, run_start), t1 = node_time(end, run_start);
-        if (json_is_string(in) && strcmp(json_string_value(in), CONTEXT_REF) == 0) in = context;
+        if (json_is_string(in) && strcmp(json_string_value(in), GG_HISTORY_CONTEXT_REF) == 0) in = context;
     } else if (json_is_object(n)) {
         idx = json_object_get(n, "executionIndex"), id = json_object_get(n, "nodeId");
         type = json_object_get(n, "nodeType"), start = json_object_get(n, "startTime");

@@ -286,6 +286,13 @@ typedef struct gg_exec_record {
  *   gg_exec_record_add_node         — one struct a node (copies strings, slowest).
  * gg_store_execution_get returns the same node objects whichever was used. */
 
+/* In a node record's text, an input that is this JSON string stands for the run's context
+ * when the node ran — every earlier node's latest output by id — which the readers rebuild
+ * from the records before it (history_query.c). Its writer (src/graph/provider.c) uses it
+ * only while those records rebuild the context exactly, and counts the bytes it stands for
+ * against the run's bounds. */
+#define GG_HISTORY_CONTEXT_REF "$context"
+
 /* A fresh record with a new id, the strings copied, status RUNNING, started now (the id
  * carries the same millisecond). arguments is referenced (json_incref), not copied: do not
  * change it afterwards. */
