@@ -1229,9 +1229,13 @@ bool gg_graph_task_decl_load(const ynode *map, bool proxied, const char *file, c
         LERR(&c, st, "invalid_key",
              "taskStart does not apply to a proxied tool: it has no input rounds of its own (its downstream's questions "
              "come while that call is held open), so it is a task from the start (taskSupport) or not at all");
-    if (!ts) { /* taskSupport defaults to forbidden: a taskStart alone would never apply */
-        if (st && !proxied) LERR(&c, st, "invalid_value", "taskStart needs taskSupport optional or required");
-        return !st;
+    if (!ts) {
+        /* taskSupport defaults to forbidden, so a taskStart alone never applies: said, but a
+         * warning, not an error — graphs stored before this check must still load */
+        if (st && !proxied)
+            LWARN(&c, st, "invalid_value",
+                  "taskStart has no effect: it needs taskSupport optional or required (absent: forbidden)");
+        return !(st && proxied);
     }
     if (ts->kind != YN_SCALAR || (strcmp(ts->str, "forbidden") && strcmp(ts->str, "optional") && strcmp(ts->str, "required"))) {
         LERR(&c, ts, "invalid_value", "taskSupport must be 'forbidden' (default), 'optional' or 'required'");

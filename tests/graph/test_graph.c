@@ -592,12 +592,15 @@ START_TEST(proxy_task_support) {
 END_TEST
 
 /* A graph tool's taskSupport and taskStart: the valid pairs load and are listed; taskStart
- * without taskSupport optional or required (absent: forbidden) is refused at taskStart's
- * line:column, as are unknown values. */
+ * with taskSupport forbidden is refused at taskStart's line:column, as are unknown values;
+ * taskStart without taskSupport (absent: forbidden) loads — graphs stored before this check
+ * must — with a warning at its line:column. */
 START_TEST(graph_tool_task_declarations) {
     static const char *const good[] = {"taskSupport: optional", "taskSupport: required, taskStart: afterInput",
-                                       "taskSupport: optional, taskStart: immediately", "taskSupport: forbidden"};
-    static const char *const want[] = {"optional", "required", "optional", NULL};
+                                       "taskSupport: optional, taskStart: immediately", "taskSupport: forbidden",
+                                       "taskStart: afterInput"};
+    static const char *const want[] = {"optional", "required", "optional", NULL, NULL};
+    static const size_t warnings[] = {0, 0, 0, 0, 1};
     char src[512];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         snprintf(src, sizeof src,
@@ -609,12 +612,14 @@ START_TEST(graph_tool_task_declarations) {
         ck_assert_msg(g, "%s: %s", good[i], d.count ? d.items[0].message : "");
         const char *ts = json_string_value(json_object_get(json_object_get(gg_graph_tool(g, "t"), "execution"), "taskSupport"));
         ck_assert_msg(want[i] ? ts && !strcmp(ts, want[i]) : !ts, "%s: execution.taskSupport %s", good[i], ts ? ts : "(none)");
+        ck_assert_uint_eq(d.warnings, warnings[i]);
+        if (warnings[i]) ck_assert_uint_eq(count_code(&d, "invalid_value", 3, 71), 1);
         gg_graph_unref(g);
         gg_graph_diags_free(&d);
     }
-    static const char *const bad[] = {"taskStart: afterInput", "taskSupport: forbidden, taskStart: afterInput",
+    static const char *const bad[] = {"taskSupport: forbidden, taskStart: afterInput",
                                       "taskSupport: optional, taskStart: later", "taskSupport: maybe"};
-    static const int column[] = {71, 95, 94, 73}; /* the value's */
+    static const int column[] = {95, 94, 73}; /* the value's */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(src, sizeof src,
                  "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s, nodes: [{id: entry, type: entry, next: exit},"
