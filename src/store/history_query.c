@@ -309,7 +309,6 @@ static long long node_time(json_t *v, long long run_start) {
     return t < ABSOLUTE_MS_MIN ? run_start + t : t;
 }
 
-
 /* The run's context after node n: its output under its id, or its id gone when it had
  * none (undefined), as the executor keeps each node's latest output. */
 static void context_add(json_t *context, json_t *n) {
@@ -320,9 +319,9 @@ static void context_add(json_t *context, json_t *n) {
 }
 
 /* One stored node as the API's object: from the positional form of 0003 (times relative
- * to the run's start, or absolute, see ABSOLUTE_MS_MIN; an input may be GG_HISTORY_CONTEXT_REF, read
- * from context) or from an executor-shaped object (absolute times). NULL when it is
- * neither or memory ran out. */
+ * to the run's start, or absolute, see ABSOLUTE_MS_MIN; an input may be
+ * GG_HISTORY_CONTEXT_REF, read from context) or from an executor-shaped object (absolute
+ * times). NULL when it is neither or memory ran out. */
 static json_t *node_object(json_t *n, long long run_start, json_t *context) {
     json_t *idx, *id, *type, *start, *end, *dur, *in, *out, *err;
     long long t0, t1;
