@@ -5,7 +5,7 @@
  * Why: at saturation the history writer's cost was its bytes (the WAL, the checkpoint's
  * copy back, SQLite's page copies, zeroing and frame checksums: bench/history/README.md),
  * and a row's records are alike (one tenant's runs of a few graphs within 10 ms), so a
- * 16 KB body shrinks 5-20x for ≈ 0.35 µs a record of compression.
+ * 16 KB body shrinks 5-12x for ≈ 0.35-0.75 µs a record of compression.
  *
  * Readers tell the forms apart by the column's type, so rows written before (TEXT) read as
  * they did and no migration rewrites them. The `bytes` column and the usage counts stay
@@ -19,9 +19,12 @@
 #include <string.h>
 #include <zstd.h>
 
-/* Level 1: ≈ 1 GB/s on a history body; higher levels cost more than the bytes they save. */
+/* Level -3, one of zstd's fast levels: on a 16 KB body of varied records (this project's
+ * 2-core EPYC) 650 MB/s and 5x smaller, where level 1 made 460 MB/s and 8x — the writer's
+ * CPU is what issue 31 counts, and compression was half of it at level 1. Faster levels
+ * gain little more (-5: 680 MB/s, 4.3x); slower ones cost more than their bytes save. */
 #ifndef BODY_ZSTD_LEVEL
-#define BODY_ZSTD_LEVEL 1
+#define BODY_ZSTD_LEVEL (-3)
 #endif
 /* Bodies shorter than this stay text. A commit writes whole pages (16 KiB) whatever its
  * bytes, so a small body's frame saves the writer nothing while its compression costs it:
