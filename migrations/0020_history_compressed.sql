@@ -1,6 +1,6 @@
 -- 0020: history_batches bodies may be zstd frames (issue 31; bench/history/README.md,
 -- session 20). The history writer stores a body of 8 KB or more (a busy commit's) as a BLOB
--- holding one zstd frame when that is smaller (a row's records are alike: 5-12x smaller),
+-- holding one zstd frame when that is smaller (a row's records are alike: 5-13x smaller),
 -- else as the TEXT it was; rows written before stay TEXT. Readers tell the two forms apart by typeof(body).
 -- bytes and history_usage still count the text's bytes, so quotas mean what they meant.
 --

@@ -5,7 +5,7 @@
  * Why: at saturation the history writer's cost was its bytes (the WAL, the checkpoint's
  * copy back, SQLite's page copies, zeroing and frame checksums: bench/history/README.md),
  * and a row's records are alike (one tenant's runs of a few graphs within 10 ms), so a
- * 16 KB body shrinks 5-12x for ≈ 0.35-0.75 µs a record of compression.
+ * 16 KB body shrinks 5-13x for ≈ 0.35-0.75 µs a record of compression.
  *
  * Readers tell the forms apart by the column's type, so rows written before (TEXT) read as
  * they did and no migration rewrites them. The `bytes` column and the usage counts stay
