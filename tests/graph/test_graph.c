@@ -595,20 +595,24 @@ END_TEST
  * with taskSupport forbidden is refused at taskStart's line:column, as are unknown values;
  * taskStart without taskSupport (absent: forbidden) loads — graphs stored before this check
  * must — with a warning at its line:column. */
+static gg_graph *load_task_tool(const char *decl, gg_graph_diags *d) {
+    char src[512];
+    snprintf(src, sizeof src,
+             "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s,"
+             " nodes: [{id: entry, type: entry, next: exit}, {id: exit, type: exit}]}\n",
+             decl);
+    return gg_graph_load_string(src, strlen(src), "t.yaml", NULL, d);
+}
+
 START_TEST(graph_tool_task_declarations) {
     static const char *const good[] = {"taskSupport: optional", "taskSupport: required, taskStart: afterInput",
                                        "taskSupport: optional, taskStart: immediately", "taskSupport: forbidden",
                                        "taskStart: afterInput"};
     static const char *const want[] = {"optional", "required", "optional", NULL, NULL};
     static const size_t warnings[] = {0, 0, 0, 0, 1};
-    char src[512];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        snprintf(src, sizeof src,
-                 "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s, nodes: [{id: entry, type: entry, next: exit},"
-                 " {id: exit, type: exit}]}\n",
-                 good[i]);
         gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-        gg_graph *g = gg_graph_load_string(src, strlen(src), "t.yaml", NULL, &d);
+        gg_graph *g = load_task_tool(good[i], &d);
         ck_assert_msg(g, "%s: %s", good[i], d.count ? d.items[0].message : "");
         const char *ts = json_string_value(json_object_get(json_object_get(gg_graph_tool(g, "t"), "execution"), "taskSupport"));
         ck_assert_msg(want[i] ? ts && !strcmp(ts, want[i]) : !ts, "%s: execution.taskSupport %s", good[i], ts ? ts : "(none)");
@@ -621,12 +625,8 @@ START_TEST(graph_tool_task_declarations) {
                                       "taskSupport: optional, taskStart: later", "taskSupport: maybe"};
     static const int column[] = {95, 94, 73}; /* the value's */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(src, sizeof src,
-                 "server: {name: s, version: \"1\"}\ntools:\n  - {name: t, description: d, inputSchema: {type: object}, %s, nodes: [{id: entry, type: entry, next: exit},"
-                 " {id: exit, type: exit}]}\n",
-                 bad[i]);
         gg_graph_diags d = GG_GRAPH_DIAGS_INIT;
-        ck_assert_ptr_null(gg_graph_load_string(src, strlen(src), "t.yaml", NULL, &d));
+        ck_assert_ptr_null(load_task_tool(bad[i], &d));
         ck_assert_msg(count_code(&d, "invalid_value", 3, column[i]) == 1, "%s: no invalid_value at 3:%d (first: %s at %d:%d)",
                       bad[i], column[i], d.count ? d.items[0].code : "-", d.count ? d.items[0].line : 0,
                       d.count ? d.items[0].column : 0);
