@@ -270,8 +270,12 @@ static bool enforce_quota(gg_store_conn *c, const char *tenant, long long quota,
     return true;
 }
 
+/* Lines asked ahead into the cache (gg_prefetch): the writer's lines sit in queue items last
+ * touched by the threads that made them, on other cores. */
+#define LINE_AHEAD 8
+
 /* See store_internal.h. */
-bool gg_history_write_lines(gg_store_conn *c, const char *buf, gg_hist_line *lines, size_t n, gg_strbuf *body,
+bool gg_history_write_lines(gg_store_conn *c, gg_hist_line *lines, size_t n, gg_strbuf *body,
                             long long quota_rows, long long *dropped, long long *dropped_bytes, gg_error *err) {
     long long d = 0, db = 0;
     if (n == 0) {
@@ -290,6 +294,7 @@ bool gg_history_write_lines(gg_store_conn *c, const char *buf, gg_hist_line *lin
     unsigned *order = (unsigned *)(groups + n), *tmp = order + n, *bounds = tmp + n;
     memset(table, 0, cap * sizeof *table);
     for (size_t i = 0; i < n; i++) {
+        if (i + LINE_AHEAD < n) gg_prefetch(lines[i + LINE_AHEAD].id, 32);
         keys[i].started_ms = lines[i].started_ms;
         key_id(&keys[i], lines[i].id);
     }
@@ -308,8 +313,9 @@ bool gg_history_write_lines(gg_store_conn *c, const char *buf, gg_hist_line *lin
              * bigger record alone) */
             for (const gg_hist_line *l; i < n && keys[o[i]].tenant == rank; i++) {
                 l = &lines[o[i]];
+                if (i + LINE_AHEAD < n) gg_prefetch(lines[o[i + LINE_AHEAD]].text, lines[o[i + LINE_AHEAD]].len);
                 if (cnt && (l->started_ms - first > GG_HIST_SPAN_MS || body->len + l->len > GG_HIST_BODY_MAX)) break;
-                gg_strbuf_append(body, buf + l->off, l->len);
+                gg_strbuf_append(body, l->text, l->len);
                 last = l->started_ms;
                 cnt++;
             }
@@ -768,7 +774,8 @@ static bool mark_tx(gg_store_conn *c, void *user, gg_error *err) {
     if (!e) return false;
     gg_strbuf buf = GG_STRBUF_INIT, body = GG_STRBUF_INIT;
     gg_hist_line *lines = calloc(n ? n : 1, sizeof *lines);
-    bool ok = lines != NULL;
+    size_t *offs = calloc(n ? n : 1, sizeof *offs); /* the lines' places in buf, which moves as it grows */
+    bool ok = lines && offs;
     if (!ok) gg_error_set(err, "oom", "out of memory");
     size_t nl = 0;
     long long now = gg_wall_ms();
@@ -777,20 +784,23 @@ static bool mark_tx(gg_store_conn *c, void *user, gg_error *err) {
         int r = running_version(c, e[i].id, e[i].tenant, e[i].started, &line, err);
         if (r < 0) { ok = false; break; }
         if (r == 1) {
-            size_t off = buf.len;
+            offs[nl] = buf.len;
             if (!interrupted_line(line, now, &buf)) {
                 gg_error_set(err, "oom", "out of memory");
                 ok = false;
             } else {
-                lines[nl++] = (gg_hist_line){e[i].tenant, e[i].id, e[i].started, GG_EXEC_INTERRUPTED, off,
-                                               buf.len - off};
+                lines[nl] = (gg_hist_line){e[i].tenant, e[i].id, e[i].started, GG_EXEC_INTERRUPTED, NULL,
+                                           buf.len - offs[nl]};
+                nl++;
             }
             json_decref(line);
         }
         ok = ok && gg_history_running_del(c, e[i].id, err);
     }
-    ok = ok && gg_history_write_lines(c, buf.data, lines, nl, &body, 0, NULL, NULL, err);
+    for (size_t i = 0; ok && i < nl; i++) lines[i].text = buf.data + offs[i];
+    ok = ok && gg_history_write_lines(c, lines, nl, &body, 0, NULL, NULL, err);
     if (ok) a->marked = (long long)nl;
+    free(offs);
     free(lines);
     free(e);
     gg_strbuf_free(&buf);

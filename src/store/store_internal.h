@@ -184,19 +184,21 @@ enum {
     GG_HL_FIELDS = 15
 };
 
-/* history_write.c. A record's line in a caller's buffer (off, len: with its newline). */
+/* history_write.c. A record's line where its caller keeps it (text, len: with its newline),
+ * read in place: the writer copies each line once, into its row's body. */
 typedef struct gg_hist_line {
     const char *tenant, *id; /* id: 32 characters */
     long long started_ms;
     int status;              /* gg_exec_status */
-    size_t off, len;
+    const char *text;
+    size_t len;
 } gg_hist_line;
 /* Inside the caller's write transaction: lines sorted by (tenant, start, id), cut into rows
  * (GG_HIST_SPAN_MS, GG_HIST_BODY_MAX), one INSERT a row, each tenant's n and bytes added to
  * history_usage. body: scratch space. quota_rows > 0: a tenant this takes over it loses its
  * oldest records down to 90 % in the same transaction (counted as dropped; *dropped /
  * *dropped_bytes, which may be NULL, get what went). */
-bool gg_history_write_lines(gg_store_conn *c, const char *buf, gg_hist_line *lines, size_t n, gg_strbuf *body,
+bool gg_history_write_lines(gg_store_conn *c, gg_hist_line *lines, size_t n, gg_strbuf *body,
                             long long quota_rows, long long *dropped, long long *dropped_bytes, gg_error *err);
 /* usage.c: the max_rows of the quota keeper on s (SQLite), 0 when none; and what the writer
  * dropped for it, counted into the keeper's stats. */

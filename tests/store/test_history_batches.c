@@ -6,7 +6,7 @@
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
  * commit), retention by age and by count, a line's exact bytes and the rows' order (tenant,
  * start, id), history_usage equal to the rows' sums throughout, bodies stored as zstd frames
- * (0020) beside rows of text, malformed frames refused. SQLite; each test on a fresh
+ * (0020) beside rows of text, malformed frames refused, one batch of 300 tenants. SQLite; each test on a fresh
  * database in its own directory. */
 #include <string.h>
 
@@ -362,6 +362,48 @@ START_TEST(lines_exact_and_ordered) {
 END_TEST
 
 /* sql run on the test database, writable (SQLite, with history_text). */
+/* One batch holding the records of 300 tenants, 100 of them unknown (deleted): more than the
+ * writer's per-batch table of tenants takes (TENANT_CACHE / 2, history.c), so its lookups
+ * by hash and its fallback to SQL both run. Every known tenant gets exactly its records, in
+ * rows of its own; the unknown ones' are dropped. */
+START_TEST(one_batch_of_many_tenants) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    char name[16];
+    for (int t = 0; t < 200; t++) {
+        snprintf(name, sizeof name, "t%03d", t);
+        ck_assert(gg_store_tenant_create(s, name, &err));
+    }
+    gg_history_options o = {.flush_ms = 60000}; /* one batch: nothing is written before the flush */
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    long long t0 = gg_wall_ms();
+    for (int k = 0; k < 3; k++)
+        for (int t = 0; t < 300; t++) { /* interleaved: each tenant's records far apart in the batch */
+            snprintf(name, sizeof name, "t%03d", (t * 7) % 300);
+            ck_assert(gg_history_submit(h, run_at(name, t0 + k, GG_EXEC_SUCCEEDED, (size_t)t)));
+        }
+    ck_assert(gg_history_flush(h));
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_uint_eq(st.batches, 1);
+    ck_assert_uint_eq(st.written, 900);
+    gg_history_stop(h);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions", NULL), 600);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_usage WHERE rows = 3", NULL), 200);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_usage WHERE tenant >= 't200'", NULL), 0);
+    ck_assert_int_eq(query1("SELECT count(DISTINCT tenant) FROM executions", NULL), 200);
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE tenant >= 't200'", NULL), 0);
+    /* each run under its own tenant: the k-th of the loop (its result k bytes) is t(7k mod 300) */
+    ck_assert_int_eq(query1("SELECT count(*) FROM executions WHERE CAST(substr(tenant, 2) AS INTEGER) <>"
+                            " ((length(result ->> '$') * 7) % 300)",
+                            NULL),
+                     0);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
 static void exec_rw(const char *sql) {
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
@@ -463,6 +505,7 @@ int main(void) {
     tcase_add_test(tc, retention_by_age_and_count);
     tcase_add_test(tc, lines_exact_and_ordered);
     tcase_add_test(tc, bodies_compressed_text_rows_and_malformed_frames);
+    tcase_add_test(tc, one_batch_of_many_tenants);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }
