@@ -104,7 +104,8 @@ typedef struct running_id {
 /* Queue items of runs whose texts fit ITEM_POOL_DATA bytes are recycled, not freed: the
  * writer freed every item another thread had allocated, and glibc's coalescing of those
  * frees (malloc_consolidate) alone was 5 % of the writer thread. At most ITEM_POOL_MAX
- * wait in the pool (≈ 2.5 MB); a batch bigger than its room fills it (free_items). */
+ * wait in the pool (≈ 5 MB: a whole batch, BATCH_MAX); a batch bigger than its room fills it
+ * (free_items). */
 #define ITEM_POOL_DATA 2048
 #define ITEM_POOL_MAX 2048
 
