@@ -179,12 +179,72 @@ static void rank_tenants(const gg_hist_line *lines, size_t n, line_key *keys, te
     for (size_t i = 0; i < n; i++) keys[i].tenant = rank_of[keys[i].tenant];
 }
 
+/* Bits to hold v (0 for 0). */
+static unsigned bits_for(unsigned long long v) { return v ? 64 - (unsigned)__builtin_clzll(v) : 0; }
+
+/* The lines' order as sort_keys gives it, by a radix sort (LSD, 8-bit digits) on one 64-bit
+ * key a line that orders them but for rare ties: the tenant's rank, the start less the
+ * batch's earliest, and the id's 13th to 15th bytes (those after the 12 hex digits of time
+ * it carries, so the first it orders by among runs of one millisecond), with the line's
+ * index below them (stable); then one insertion pass by key_cmp puts right what those
+ * bytes could not tell apart. At saturation ids of one millisecond come in random order,
+ * and the merge of their short runs took ≈ 10 passes: ≈ 70 ns a line against ≈ 25.
+ * false (out holding nothing useful) when the key does not fit 64 bits or the pass would
+ * move more than 4 lines a line. rk, rk2, out: n entries each. */
+static bool sort_radix(const line_key *keys, size_t n, unsigned long long *rk, unsigned long long *rk2,
+                       unsigned *out) {
+    long long lo = keys[0].started_ms, hi = lo;
+    unsigned ranks = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (keys[i].started_ms < lo) lo = keys[i].started_ms;
+        if (keys[i].started_ms > hi) hi = keys[i].started_ms;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].tenant > ranks) ranks = keys[i].tenant;
+    if (hi - lo < 0) return false; /* a span past LLONG_MAX */
+    unsigned ib = bits_for(n - 1), sb = bits_for((unsigned long long)(hi - lo)), total = ib + 24 + sb + bits_for(ranks);
+    if (total > 64) return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned long long k = (unsigned long long)keys[i].tenant << sb | (unsigned long long)(keys[i].started_ms - lo);
+        k = k << 24 | (keys[i].id[1] >> 8 & 0xFFFFFF); /* the id's bytes 12..14 */
+        rk[i] = ib ? k << ib | i : k;
+    }
+    unsigned long long *a = rk, *b = rk2;
+    for (unsigned shift = ib; shift < total; shift += 8) {
+        unsigned cnt[257] = {0};
+        for (size_t i = 0; i < n; i++) cnt[(a[i] >> shift & 0xFF) + 1]++;
+        for (int d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; i++) b[cnt[a[i] >> shift & 0xFF]++] = a[i];
+        unsigned long long *t = a;
+        a = b;
+        b = t;
+    }
+    unsigned long long low = ib ? ((unsigned long long)1 << ib) - 1 : 0;
+    for (size_t i = 0; i < n; i++) out[i] = (unsigned)(a[i] & low);
+    size_t moves = 0;
+    for (size_t i = 1; i < n; i++) {
+        unsigned v = out[i];
+        size_t j = i;
+        for (; j > 0 && key_cmp(&keys[out[j - 1]], &keys[v]) > 0; j--) {
+            if (++moves > 4 * n) return false;
+            out[j] = out[j - 1];
+        }
+        out[j] = v;
+    }
+    return true;
+}
+
+/* Below these a batch is merged (sort_keys): the radix sort's fixed passes cost more. */
+#define RADIX_MIN_LINES 256
+#define RADIX_MIN_RUNS 16
+
 /* The lines' order by (tenant, start, id), stable (as glibc's qsort was, a merge sort): the
  * tenants' lines apart first (counting sort), then a merge sort of the runs already in
  * order, the fewer passes the more each tenant's lines come in order (the writer's mostly
- * do, but for ids of the same ms). order and tmp: n entries each; bounds: n + 1. Returns the
- * one sorted. */
-static unsigned *sort_keys(const line_key *keys, size_t n, unsigned *order, unsigned *tmp, unsigned *bounds) {
+ * do, but for ids of the same ms), or sort_radix when the runs are many. order and tmp: n
+ * entries each; bounds: n + 1; rk, rk2: n. Returns the one sorted. */
+static unsigned *sort_keys(const line_key *keys, size_t n, unsigned *order, unsigned *tmp, unsigned *bounds,
+                           unsigned long long *rk, unsigned long long *rk2) {
     unsigned ranks = 0;
     for (size_t i = 0; i < n; i++)
         if (keys[i].tenant + 1 > ranks) ranks = keys[i].tenant + 1;
@@ -199,6 +259,7 @@ static unsigned *sort_keys(const line_key *keys, size_t n, unsigned *order, unsi
     for (size_t i = 1; i < n; i++)
         if (key_cmp(&keys[src[i - 1]], &keys[src[i]]) > 0) bounds[nb++] = (unsigned)i;
     bounds[nb] = (unsigned)n;
+    if (n >= RADIX_MIN_LINES && nb > RADIX_MIN_RUNS && sort_radix(keys, n, rk, rk2, dst)) return dst;
     while (nb > 1) { /* merge runs two by two; the left one wins ties (stable) */
         size_t out = 0;
         for (size_t r = 0; r < nb; r += 2) {
@@ -286,12 +347,14 @@ bool gg_history_write_lines(gg_store_conn *c, gg_hist_line *lines, size_t n, gg_
     if (n > UINT_MAX / 4) { gg_error_set(err, "oom", "out of memory"); return false; }
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
-    /* one block: keys, the tenants' table and groups, three index arrays */
-    size_t sz = n * sizeof(line_key) + (cap + n) * sizeof(tenant_ptr) + (3 * n + 1) * sizeof(unsigned);
+    /* one block: keys, the tenants' table and groups, two radix key arrays, three index arrays */
+    size_t sz = n * sizeof(line_key) + (cap + n) * sizeof(tenant_ptr) + 2 * n * sizeof(unsigned long long) +
+                (3 * n + 1) * sizeof(unsigned);
     line_key *keys = malloc(sz);
     if (!keys) { gg_error_set(err, "oom", "out of memory"); return false; }
     tenant_ptr *table = (tenant_ptr *)(keys + n), *groups = table + cap;
-    unsigned *order = (unsigned *)(groups + n), *tmp = order + n, *bounds = tmp + n;
+    unsigned long long *rk = (unsigned long long *)(groups + n), *rk2 = rk + n;
+    unsigned *order = (unsigned *)(rk2 + n), *tmp = order + n, *bounds = tmp + n;
     memset(table, 0, cap * sizeof *table);
     for (size_t i = 0; i < n; i++) {
         if (i + LINE_AHEAD < n) gg_prefetch(lines[i + LINE_AHEAD].id, 32);
@@ -299,7 +362,7 @@ bool gg_history_write_lines(gg_store_conn *c, gg_hist_line *lines, size_t n, gg_
         key_id(&keys[i], lines[i].id);
     }
     rank_tenants(lines, n, keys, table, cap, groups, order);
-    const unsigned *o = sort_keys(keys, n, order, tmp, bounds);
+    const unsigned *o = sort_keys(keys, n, order, tmp, bounds, rk, rk2);
     size_t i = 0;
     bool ok = true;
     while (ok && i < n) {

@@ -6,7 +6,8 @@
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
  * commit), retention by age and by count, a line's exact bytes and the rows' order (tenant,
  * start, id), history_usage equal to the rows' sums throughout, bodies stored as zstd frames
- * (0020) beside rows of text, malformed frames refused, one batch of 300 tenants. SQLite; each test on a fresh
+ * (0020) beside rows of text, malformed frames refused, one batch of 300 tenants, a batch of
+ * 1,200 lines in order (its radix sort). SQLite; each test on a fresh
  * database in its own directory. */
 #include <string.h>
 
@@ -404,6 +405,68 @@ START_TEST(one_batch_of_many_tenants) {
 }
 END_TEST
 
+/* A batch of 1,200 lines over three tenants, five milliseconds, ids of each millisecond in
+ * random order: the writer sorts it by radix (history_write.c, sort_radix; the merge takes
+ * batches with few runs). Among them, ids that agree on the bytes its key holds (13th to
+ * 15th) and ids whose time differs from their start, which only its insertion pass orders.
+ * Every tenant's lines, read row after row, come in (start, id) order, each exactly once. */
+START_TEST(large_batch_sorted_by_start_and_id) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    const char *tenants[3] = {"acme", "beta", "zeta"};
+    for (int t = 0; t < 3; t++) ck_assert(gg_store_tenant_create(s, tenants[t], &err));
+    gg_history_options o = {.flush_ms = 60000}; /* one batch */
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    long long base = gg_wall_ms() - 100000;
+    unsigned seed = 12345;
+    for (int i = 0; i < 1200; i++) {
+        long long start = base + i % 5;
+        gg_exec_record *r = run_at(tenants[i % 3], start, GG_EXEC_SUCCEEDED, 1);
+        char tail[21];
+        for (int k = 0; k < 20; k++) {
+            seed = seed * 1103515245u + 12345u;
+            tail[k] = "0123456789abcdef"[(seed >> 16) & 15];
+        }
+        tail[20] = 0;
+        if (i % 7 == 0) memcpy(tail, "777", 3);           /* the key's bytes alike: the id decides later */
+        long long id_t = i % 11 == 0 ? start + 1 : start; /* an id whose time is not its start */
+        snprintf(r->id, sizeof r->id, "%012llx%s", (unsigned long long)id_t, tail);
+        ck_assert(gg_history_submit(h, r));
+    }
+    ck_assert(gg_history_flush(h));
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_uint_eq(st.batches, 1);
+    gg_history_stop(h);
+    for (int t = 0; t < 3; t++) {
+        sqlite3_stmt *q = query_row("SELECT history_text(body) FROM history_batches WHERE tenant = ?1 ORDER BY rowid",
+                                    tenants[t]);
+        long long prev_start = -1, lines = 0;
+        char prev_id[33] = "";
+        for (int rc = SQLITE_ROW; rc == SQLITE_ROW; rc = sqlite3_step(q)) {
+            const char *body = (const char *)sqlite3_column_text(q, 0);
+            for (const char *p = body, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+                json_t *line = json_loadb(p, (size_t)(nl - p), 0, NULL);
+                ck_assert_ptr_nonnull(line);
+                const char *id = json_string_value(json_array_get(line, 0));
+                long long start = json_integer_value(json_array_get(line, 2));
+                ck_assert_msg(start > prev_start || (start == prev_start && strcmp(id, prev_id) > 0),
+                              "%s: %lld %s after %lld %s", tenants[t], start, id, prev_start, prev_id);
+                prev_start = start;
+                snprintf(prev_id, sizeof prev_id, "%s", id);
+                json_decref(line);
+                lines++;
+            }
+        }
+        query_done(q);
+        ck_assert_int_eq(lines, 400);
+    }
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
 static void exec_rw(const char *sql) {
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
@@ -506,6 +569,7 @@ int main(void) {
     tcase_add_test(tc, lines_exact_and_ordered);
     tcase_add_test(tc, bodies_compressed_text_rows_and_malformed_frames);
     tcase_add_test(tc, one_batch_of_many_tenants);
+    tcase_add_test(tc, large_batch_sorted_by_start_and_id);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }
