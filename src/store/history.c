@@ -46,6 +46,9 @@ typedef struct hist_row {
     size_t line_len;
     unsigned long long id_hash;   /* id_hash(id), taken where the row is made (row_line) */
     unsigned long long tenant_hash; /* gg_hash_str(tenant), likewise */
+    char tenant_short[16];        /* the tenant's name when shorter, NUL-padded (tenant_exists
+                                   * compares it without a miss on the item's text); else "" */
+    bool tenant_long;             /* 16 bytes or more: compared by strcmp */
     char id[33];
     int version;
     long long finished_ms;
@@ -207,6 +210,10 @@ static bool row_line(hist_row *w, gg_strbuf *l) {
     if (w->status != GG_EXEC_RUNNING && !w->finished_ms) w->finished_ms = gg_wall_ms();
     w->id_hash = id_hash(w->id);
     w->tenant_hash = gg_hash_str(w->tenant);
+    size_t tl = strlen(w->tenant);
+    memset(w->tenant_short, 0, sizeof w->tenant_short);
+    w->tenant_long = tl >= sizeof w->tenant_short;
+    if (!w->tenant_long) memcpy(w->tenant_short, w->tenant, tl);
     put_line(l, w);
     return !l->oom;
 }
@@ -448,24 +455,31 @@ static void running_free(gg_history *h) {
 
 /* Tenants seen in this batch (a run of a deleted tenant is dropped: its rows would be
  * orphans, the foreign-key checks being off), by their names' hash (tenant_hash): one
- * comparison a record however many tenants a batch holds, up to TENANT_CACHE of them. */
+ * comparison a record however many tenants a batch holds, up to TENANT_CACHE of them, and
+ * of the row's own copy of a short name (tenant_short) rather than of the item's text, which
+ * would be a cache miss a record. */
 #define TENANT_CACHE 256 /* a power of two */
 typedef struct tenant_cache {
-    const char *name[TENANT_CACHE]; /* NULL: free */
-    unsigned long long hash[TENANT_CACHE];
+    const hist_row *row[TENANT_CACHE]; /* the batch's first row of the tenant; NULL: free */
     bool exists[TENANT_CACHE];
     int n;
 } tenant_cache;
 
 static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenants WHERE name = ?1";
 
+static bool same_tenant(const hist_row *a, const hist_row *b) {
+    if (a->tenant_hash != b->tenant_hash || a->tenant_long != b->tenant_long) return false;
+    return a->tenant_long ? strcmp(a->tenant, b->tenant) == 0
+                          : memcmp(a->tenant_short, b->tenant_short, sizeof a->tenant_short) == 0;
+}
+
 /* 1 when the row's tenant exists (*slot: its place in the cache, -1 if it did not fit), 0
  * when not, -1 on error. */
 static int tenant_exists(gg_history *h, tenant_cache *tc, const hist_row *w, int *slot, gg_error *err) {
     *slot = -1;
     size_t i = w->tenant_hash & (TENANT_CACHE - 1);
-    for (; tc->name[i]; i = (i + 1) & (TENANT_CACHE - 1))
-        if (tc->hash[i] == w->tenant_hash && strcmp(tc->name[i], w->tenant) == 0) {
+    for (; tc->row[i]; i = (i + 1) & (TENANT_CACHE - 1))
+        if (same_tenant(tc->row[i], w)) {
             *slot = (int)i;
             return tc->exists[i];
         }
@@ -476,8 +490,7 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const hist_row *w, int
     gg_db_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) { gg_store_set_db_error(h->conn, err, "tenants"); return -1; }
     if (tc->n < TENANT_CACHE / 2) { /* half full at most: probes stay short */
-        tc->name[i] = w->tenant;
-        tc->hash[i] = w->tenant_hash;
+        tc->row[i] = w;
         tc->exists[i] = rc == SQLITE_ROW;
         tc->n++;
         *slot = (int)i;
@@ -506,7 +519,6 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         ++*rows;
         hist_row *w = &it->row;
         w->written = false;
-        gg_prefetch(w->tenant, 1); /* read by tenant_exists below: in cache by then */
         if (finals && w->status != GG_EXEC_RUNNING) {
             size_t i = w->id_hash & (cap - 1);
             while (finals[i]) i = (i + 1) & (cap - 1);
@@ -514,7 +526,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         }
     }
     tenant_cache tc;
-    memset(tc.name, 0, sizeof tc.name);
+    memset(tc.row, 0, sizeof tc.row);
     tc.n = 0;
     if (n > h->line_cap) {
         gg_hist_line *nl = realloc(h->line_idx, n * sizeof *nl);
@@ -547,7 +559,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
         else if (h->running_lost || running_known(h, w->id, w->id_hash))
             ok = gg_history_running_del(h->conn, w->id, err);
         /* the tenant as the cache holds it: gg_history_write_lines groups lines by address */
-        h->line_idx[nl++] = (gg_hist_line){slot >= 0 ? tc.name[slot] : w->tenant, w->id, w->started_ms,
+        h->line_idx[nl++] = (gg_hist_line){slot >= 0 ? tc.row[slot]->tenant : w->tenant, w->id, w->started_ms,
                                             (int)w->status, w->line, w->line_len};
         w->written = true;
     }
