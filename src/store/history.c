@@ -39,7 +39,6 @@
  * meets each item cold, as the last thread to touch it ran on another core. */
 typedef struct hist_row {
     gg_exec_status status;
-    bool written;                 /* its line is in write_batch's transaction */
     long long started_ms;
     const char *tenant;
     const char *line;             /* its stored line (with the newline), in the item: row_line */
@@ -87,6 +86,7 @@ typedef struct hist_item {
     gg_history_committed_fn committed; /* a waiter (gg_history_submit_then), or NULL */
     void *committed_user;
     bool is_row;                  /* else a key touch */
+    bool running_row;             /* a row in state RUNNING (write_batch's finals need it) */
     bool want_journal;            /* gg_history_submit_journaled */
     bool pooled;                  /* data has ITEM_POOL_DATA bytes: goes back to the pool */
     hist_row row;
@@ -111,6 +111,12 @@ typedef struct running_id {
  * (free_items). */
 #define ITEM_POOL_DATA 2048
 #define ITEM_POOL_MAX 2048
+
+/* At most this many items a transaction. Submitters are held back while the backlog is
+ * large (the gateway's GW_HISTORY_BACKLOG_SOFT), and the backlog only shrinks when a batch
+ * commits: an unbounded batch taken after the writer fell behind (a burst, or the thread
+ * starved of CPU) held every worker for the whole of its write, hundreds of ms. */
+#define BATCH_MAX 2048
 
 /* The queue's items are also kept by position, in a ring of the last QUEUE_RING enqueued,
  * so that take_batch can ask for an item's header a few items ahead instead of following
@@ -272,6 +278,7 @@ static hist_item *pack_record(gg_history *h, const gg_exec_record *r, size_t max
         memcpy(it->data, b.data, b.len);
         memcpy(it->data + b.len, l.data, l.len);
         it->row = row;
+        it->running_row = row.status == GG_EXEC_RUNNING;
         row_rebase(&it->row, b.data, b.len, it->data);
         it->row.line = it->data + b.len;
         it->row.line_len = l.len;
@@ -499,10 +506,13 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const hist_row *w, int
 }
 
 /* Write one batch in one transaction. A RUNNING record whose final state is in the same
- * batch is skipped: the final upsert writes the whole row anyway. */
-static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows, gg_error *err) {
+ * batch is skipped: the final upsert writes the whole row anyway. running: the batch may
+ * hold RUNNING records (without, there is nothing to skip and no table of finals to make).
+ * Each walk of the items meets them cold (the commit in between evicts them), so after the
+ * one that encodes the batch the writer reads its own array of lines instead. */
+static bool write_batch(gg_history *h, hist_item *items, size_t n, bool running, size_t *rows, gg_error *err) {
     size_t cap = 16;
-    while (cap < n * 2) cap *= 2;
+    while (running && cap < n * 2) cap *= 2;
     /* the set lives on with the writer: a calloc and free a batch showed in profiles */
     if (cap > h->finals_cap) {
         const hist_row **nf = realloc(h->finals, cap * sizeof *nf);
@@ -511,15 +521,13 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
             h->finals_cap = cap;
         }
     }
-    const hist_row **finals = cap <= h->finals_cap ? h->finals : NULL;
+    const hist_row **finals = running && cap <= h->finals_cap ? h->finals : NULL;
     if (finals) memset(finals, 0, cap * sizeof *finals);
     *rows = 0;
-    for (hist_item *it = items; it; it = it->next) {
+    for (hist_item *it = finals ? items : NULL; it; it = it->next) {
         if (!it->is_row) continue;
-        ++*rows;
         hist_row *w = &it->row;
-        w->written = false;
-        if (finals && w->status != GG_EXEC_RUNNING) {
+        if (w->status != GG_EXEC_RUNNING) {
             size_t i = w->id_hash & (cap - 1);
             while (finals[i]) i = (i + 1) & (cap - 1);
             finals[i] = w;
@@ -541,6 +549,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
             ok = gg_store_key_touch_conn(h->conn, it->key_id, it->when_ms, err);
             continue;
         }
+        ++*rows;
         hist_row *w = &it->row; /* its start already the one its id carries (row_line) */
         if (w->status == GG_EXEC_RUNNING && finals) {
             bool superseded = false;
@@ -560,8 +569,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
             ok = gg_history_running_del(h->conn, w->id, err);
         /* the tenant as the cache holds it: gg_history_write_lines groups lines by address */
         h->line_idx[nl++] = (gg_hist_line){slot >= 0 ? tc.row[slot]->tenant : w->tenant, w->id, w->started_ms,
-                                            (int)w->status, w->line, w->line_len};
-        w->written = true;
+                                            (int)w->status, w->line, w->line_len, w->id_hash};
     }
     /* the quota keeper's max_rows enforced in this commit (SQLite; see usage.c) */
     long long quota = gg_store_quota_rows(h->store), dropped = 0, dropped_bytes = 0;
@@ -572,11 +580,10 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, size_t *rows,
     if (!ok) gg_db_exec_quiet(h->conn, "ROLLBACK");
     if (ok && dropped) gg_store_quota_counted(h->store, dropped, dropped_bytes);
     /* the set follows what committed: a retried batch adds its running records again */
-    for (hist_item *it = items; ok && it; it = it->next) {
-        const hist_row *w = &it->row;
-        if (!it->is_row || !w->written) continue;
-        if (w->status == GG_EXEC_RUNNING) running_remember(h, w->id, w->id_hash);
-        else running_forget(h, w->id, w->id_hash);
+    for (size_t i = 0; ok && i < nl; i++) {
+        const gg_hist_line *l = &h->line_idx[i];
+        if (l->status == GG_EXEC_RUNNING) running_remember(h, l->id, l->id_hash);
+        else running_forget(h, l->id, l->id_hash);
     }
     return ok;
 }
@@ -642,11 +649,6 @@ static void abs_deadline_us(struct timespec *ts, long long us) {
 }
 
 #define RETENTION_EVERY_MS 60000
-/* At most this many items a transaction. Submitters are held back while the backlog is
- * large (the gateway's GW_HISTORY_BACKLOG_SOFT), and the backlog only shrinks when a batch
- * commits: an unbounded batch taken after the writer fell behind (a burst, or the thread
- * starved of CPU) held every worker for the whole of its write, hundreds of ms. */
-#define BATCH_MAX 2048
 /* A failed batch: QUICK_ATTEMPTS tries 50 ms apart (a briefly busy database), then its
  * waiters are answered and it is retried alone, BACKOFF_FIRST_MS doubling to
  * BACKOFF_MAX_MS, until it commits. */
@@ -658,6 +660,7 @@ static void abs_deadline_us(struct timespec *ts, long long us) {
 typedef struct batch {
     hist_item *items;
     size_t n;                /* items: rows and key touches */
+    size_t running;          /* rows in state RUNNING among them */
     unsigned long long bytes, seq; /* seq: enqueued_seq after its last item */
     unsigned long long jno;  /* the highest journal entry among its items, 0 = none */
 } batch;
@@ -720,7 +723,7 @@ static inline hist_item *queued_at(gg_history *h, size_t k) {
 
 /* Called with h->lock held: the oldest BATCH_MAX queued items (or all). */
 static batch take_batch(gg_history *h) {
-    batch b = {h->head, 0, 0, 0, 0};
+    batch b = {.items = h->head};
     size_t waiters = 0, want = h->queued < BATCH_MAX ? h->queued : BATCH_MAX;
     bool by_ring = h->queued <= QUEUE_RING;
     hist_item *last = NULL;
@@ -728,6 +731,7 @@ static batch take_batch(gg_history *h) {
         if (by_ring && b.n + TAKE_AHEAD < want) gg_prefetch(queued_at(h, b.n + TAKE_AHEAD), 1);
         b.n++;
         b.bytes += it->bytes;
+        b.running += it->running_row;
         if (it->jno > b.jno) b.jno = it->jno;
         waiters += it->committed != NULL;
         last = it;
@@ -753,7 +757,7 @@ static bool write_attempts(gg_history *h, batch *b, bool retried, size_t *rows, 
             nanosleep(&d, NULL);
         }
         gg_error_clear(err);
-        if (write_batch(h, b->items, b->n, rows, err)) return true;
+        if (write_batch(h, b->items, b->n, b->running > 0, rows, err)) return true;
     }
     return false;
 }
@@ -831,7 +835,7 @@ static void *writer_main(void *arg) {
     gg_history *h = arg;
     pthread_setname_np(pthread_self(), "gg-history"); /* for top -H, perf, /proc/PID/task */
     double next_retention = gg_now_ms() + RETENTION_EVERY_MS, stop_deadline = 0;
-    batch retry = {NULL, 0, 0, 0, 0};
+    batch retry = {.items = NULL};
     int backoff = 0;
     pthread_mutex_lock(&h->lock);
     for (;;) {
@@ -996,6 +1000,7 @@ static hist_item *journal_item(const unsigned char *p, size_t n) {
     memcpy(w->parent_id, f.parent_id, 32);
     w->version = f.version;
     w->status = (gg_exec_status)f.status;
+    it->running_row = w->status == GG_EXEC_RUNNING;
     w->started_ms = f.started_ms;
     w->finished_ms = f.finished_ms;
     w->duration_ms = f.duration_ms;
@@ -1038,7 +1043,7 @@ typedef struct replay_ctx {
 static bool replay_flush(replay_ctx *c) {
     if (!c->head) return true;
     size_t rows = 0;
-    bool ok = write_batch(c->h, c->head, c->n, &rows, c->err);
+    bool ok = write_batch(c->h, c->head, c->n, true, &rows, c->err);
     free_items(c->h, c->head, false);
     c->head = c->tail = NULL;
     c->n = 0;

@@ -853,7 +853,7 @@ static bool mark_tx(gg_store_conn *c, void *user, gg_error *err) {
                 ok = false;
             } else {
                 lines[nl] = (gg_hist_line){e[i].tenant, e[i].id, e[i].started, GG_EXEC_INTERRUPTED, NULL,
-                                           buf.len - offs[nl]};
+                                           buf.len - offs[nl], 0};
                 nl++;
             }
             json_decref(line);

@@ -192,6 +192,7 @@ typedef struct gg_hist_line {
     int status;              /* gg_exec_status */
     const char *text;
     size_t len;
+    unsigned long long id_hash; /* the history writer's (history.c: its set of running ids) */
 } gg_hist_line;
 /* Inside the caller's write transaction: lines sorted by (tenant, start, id), cut into rows
  * (GG_HIST_SPAN_MS, GG_HIST_BODY_MAX), one INSERT a row, each tenant's n and bytes added to

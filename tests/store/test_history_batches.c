@@ -1,7 +1,7 @@
 /* Unit tests for the history writer's batch layout (migrations/0019_history_batches.sql,
  * src/store/history.c and history_write.c), read back with SQL on history_batches and the
- * executions view: a run's versions (running then final in two commits; interrupted at
- * start then final), history_running kept, rows cut at 10 ms of starts and at 16 KB of body
+ * executions view: a run's versions (running then final in two commits, or in one batch;
+ * interrupted at start then final), history_running kept, rows cut at 10 ms of starts and at 16 KB of body
  * with their n/bytes/first_ms/last_ms exact, every run found by the rows its start selects,
  * the quota trimming exactly down to 90 % (by the keeper's pass, and in the writer's own
  * commit), retention by age and by count, a line's exact bytes and the rows' order (tenant,
@@ -473,6 +473,50 @@ START_TEST(large_batch_sorted_by_start_and_id) {
 }
 END_TEST
 
+/* A run's RUNNING record and its final one in the same batch: only the final is written (the
+ * writer skips a RUNNING record its batch supersedes) and nothing is left in history_running;
+ * another run's RUNNING record in that batch is written and kept running, and its final in
+ * a later batch clears it. */
+START_TEST(running_and_final_in_one_batch) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 60000}; /* one batch a flush */
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    long long t = gg_wall_ms();
+    gg_exec_record *fin = run_at("acme", t, GG_EXEC_SUCCEEDED, 10);
+    gg_exec_record *start = gg_exec_record_copy_header(fin);
+    start->status = GG_EXEC_RUNNING;
+    gg_exec_record *other = run_at("acme", t + 1, GG_EXEC_RUNNING, 0);
+    gg_exec_record *other_fin = gg_exec_record_copy_header(other);
+    other_fin->status = GG_EXEC_FAILED;
+    other_fin->finished_ms = t + 2;
+    char id[33], oid[33];
+    memcpy(id, fin->id, sizeof id);
+    memcpy(oid, other->id, sizeof oid);
+    ck_assert(gg_history_submit(h, start));
+    ck_assert(gg_history_submit(h, other));
+    ck_assert(gg_history_submit(h, fin));
+    ck_assert(gg_history_flush(h));
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_uint_eq(st.batches, 1);
+    assert_status(id, "succeeded");
+    assert_status(oid, "running");
+    ck_assert_int_eq(query1("SELECT sum(n) FROM history_batches", NULL), 2); /* fin and other */
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 1);
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running WHERE id = ?1", oid), 1);
+    ck_assert(gg_history_submit(h, other_fin));
+    ck_assert(gg_history_flush(h));
+    assert_status(oid, "failed");
+    ck_assert_int_eq(query1("SELECT count(*) FROM history_running", NULL), 0);
+    gg_history_stop(h);
+    check_rows_consistent();
+    gg_store_close(s);
+}
+END_TEST
+
 static void exec_rw(const char *sql) {
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
@@ -576,6 +620,7 @@ int main(void) {
     tcase_add_test(tc, bodies_compressed_text_rows_and_malformed_frames);
     tcase_add_test(tc, one_batch_of_many_tenants);
     tcase_add_test(tc, large_batch_sorted_by_start_and_id);
+    tcase_add_test(tc, running_and_final_in_one_batch);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }
