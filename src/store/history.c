@@ -505,34 +505,46 @@ static int tenant_exists(gg_history *h, tenant_cache *tc, const hist_row *w, int
     return rc == SQLITE_ROW;
 }
 
+/* The batch's rows in a final state by id hash (h->finals, *cap slots), for superseded;
+ * NULL when it could not be had (then nothing is skipped). */
+static const hist_row **make_finals(gg_history *h, hist_item *items, size_t n, size_t *cap) {
+    *cap = 16;
+    while (*cap < n * 2) *cap *= 2;
+    /* the set lives on with the writer: a calloc and free a batch showed in profiles */
+    if (*cap > h->finals_cap) {
+        const hist_row **nf = realloc(h->finals, *cap * sizeof *nf);
+        if (!nf) return NULL;
+        h->finals = nf;
+        h->finals_cap = *cap;
+    }
+    const hist_row **finals = h->finals;
+    memset(finals, 0, *cap * sizeof *finals);
+    for (hist_item *it = items; it; it = it->next) {
+        if (!it->is_row || it->row.status == GG_EXEC_RUNNING) continue;
+        size_t i = it->row.id_hash & (*cap - 1);
+        while (finals[i]) i = (i + 1) & (*cap - 1);
+        finals[i] = &it->row;
+    }
+    return finals;
+}
+
+/* Whether RUNNING row w has its final state among finals (make_finals; NULL: no). */
+static bool superseded(const hist_row **finals, size_t cap, const hist_row *w) {
+    if (!finals) return false;
+    for (size_t i = w->id_hash & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
+        if (finals[i]->id_hash == w->id_hash && strcmp(finals[i]->id, w->id) == 0) return true;
+    return false;
+}
+
 /* Write one batch in one transaction. A RUNNING record whose final state is in the same
  * batch is skipped: the final upsert writes the whole row anyway. running: the batch may
  * hold RUNNING records (without, there is nothing to skip and no table of finals to make).
  * Each walk of the items meets them cold (the commit in between evicts them), so after the
  * one that encodes the batch the writer reads its own array of lines instead. */
 static bool write_batch(gg_history *h, hist_item *items, size_t n, bool running, size_t *rows, gg_error *err) {
-    size_t cap = 16;
-    while (running && cap < n * 2) cap *= 2;
-    /* the set lives on with the writer: a calloc and free a batch showed in profiles */
-    if (cap > h->finals_cap) {
-        const hist_row **nf = realloc(h->finals, cap * sizeof *nf);
-        if (nf) {
-            h->finals = nf;
-            h->finals_cap = cap;
-        }
-    }
-    const hist_row **finals = running && cap <= h->finals_cap ? h->finals : NULL;
-    if (finals) memset(finals, 0, cap * sizeof *finals);
+    size_t cap = 0;
+    const hist_row **finals = running ? make_finals(h, items, n, &cap) : NULL;
     *rows = 0;
-    for (hist_item *it = finals ? items : NULL; it; it = it->next) {
-        if (!it->is_row) continue;
-        hist_row *w = &it->row;
-        if (w->status != GG_EXEC_RUNNING) {
-            size_t i = w->id_hash & (cap - 1);
-            while (finals[i]) i = (i + 1) & (cap - 1);
-            finals[i] = w;
-        }
-    }
     tenant_cache tc;
     memset(tc.row, 0, sizeof tc.row);
     tc.n = 0;
@@ -551,15 +563,7 @@ static bool write_batch(gg_history *h, hist_item *items, size_t n, bool running,
         }
         ++*rows;
         hist_row *w = &it->row; /* its start already the one its id carries (row_line) */
-        if (w->status == GG_EXEC_RUNNING && finals) {
-            bool superseded = false;
-            for (size_t i = w->id_hash & (cap - 1); finals[i]; i = (i + 1) & (cap - 1))
-                if (finals[i]->id_hash == w->id_hash && strcmp(finals[i]->id, w->id) == 0) {
-                    superseded = true;
-                    break;
-                }
-            if (superseded) continue;
-        }
+        if (w->status == GG_EXEC_RUNNING && superseded(finals, cap, w)) continue;
         int slot;
         int ex = tenant_exists(h, &tc, w, &slot, err);
         if (ex < 0) { ok = false; break; }
