@@ -201,11 +201,13 @@ static bool sort_radix(const line_key *keys, size_t n, unsigned long long *rk, u
     }
     for (size_t i = 0; i < n; i++)
         if (keys[i].tenant > ranks) ranks = keys[i].tenant;
-    if (hi - lo < 0) return false; /* a span past LLONG_MAX */
-    unsigned ib = bits_for(n - 1), sb = bits_for((unsigned long long)(hi - lo)), total = ib + 24 + sb + bits_for(ranks);
+    /* in unsigned arithmetic: exact for any hi >= lo, where the signed difference could overflow */
+    unsigned long long span = (unsigned long long)hi - (unsigned long long)lo;
+    unsigned ib = bits_for(n - 1), sb = bits_for(span), total = ib + 24 + sb + bits_for(ranks);
     if (total > 64) return false;
     for (size_t i = 0; i < n; i++) {
-        unsigned long long k = (unsigned long long)keys[i].tenant << sb | (unsigned long long)(keys[i].started_ms - lo);
+        unsigned long long k =
+            (unsigned long long)keys[i].tenant << sb | ((unsigned long long)keys[i].started_ms - (unsigned long long)lo);
         k = k << 24 | (keys[i].id[1] >> 8 & 0xFFFFFF); /* the id's bytes 12..14 */
         rk[i] = ib ? k << ib | i : k;
     }
