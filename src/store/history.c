@@ -12,7 +12,12 @@
  *   history_write.c), not a row and three index entries per run. A record's texts
  *   (arguments, result and the node records, the form of migrations/0003_history_one_row.sql)
  *   are built by gg_history_submit on the submitting thread, straight into a single
- *   allocation that also holds the queue item: the writer only copies them into its line.
+ *   allocation that also holds the queue item, with the record's stored line already
+ *   encoded (row_line): the writer only copies each line, once, into its row's body.
+ * - The writer meets every item cold (the thread that made it ran on another core), so what
+ *   it reads of a record sits in the first cache lines of its item (hist_row's first fields),
+ *   items and lines are asked for a few ahead (take_batch's ring, the bodies' LINE_AHEAD),
+ *   and after the walk that encodes a batch it works from its own array of lines.
  * - history_usage gets each tenant's records and body bytes in the same commit; runs still
  *   running are listed in history_running (added by their running record, removed by their
  *   final one), which is all marking interrupted runs at start reads.
