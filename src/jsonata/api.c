@@ -69,6 +69,41 @@ void jsonata_env_free(jsonata_env *env) {
     free(env);
 }
 
+/* Numbers, strings, true/false/null, and arrays and object constructors of them only: the
+ * value is the same for every input and binding (an object constructor makes its one
+ * object even from an empty or array input). No operator is allowed, not even a range of
+ * literals, so the value is never bigger than the expression's text: a tenant's upload
+ * cannot make the compile step build a large value outside any evaluation's budget. */
+static bool literal_tree(const jn_node *n) {
+    if (!n || n->nstages || n->group || n->keep_array || n->focus || n->index || n->label) return false;
+    switch (n->type) {
+    case N_NUMBER: case N_STRING: case N_VALUE: return true;
+    case N_NEGATE: return n->lhs && n->lhs->type == N_NUMBER && literal_tree(n->lhs);
+    case N_ARRAY:
+        for (int i = 0; i < n->nitems; i++)
+            if (!literal_tree(n->items[i])) return false;
+        return true;
+    case N_OBJECT:
+        if (n->lhs) return false;
+        for (int i = 0; i < n->npairs; i++)
+            if (!literal_tree(n->pairs[i].key) || !literal_tree(n->pairs[i].val)) return false;
+        return true;
+    default: return false;
+    }
+}
+
+/* A transform like '{ "result": "high" }' is evaluated once, here, instead of once a run
+ * (about 1,500 instructions a call of mcpGraph's switch example). An evaluation that fails
+ * (a number as a key, a duplicate key) is left to every run, which reports it as before. */
+static void fold_literal(jsonata_expr *e) {
+    if (!literal_tree(e->ast)) return;
+    gg_error local = GG_ERROR_INIT;
+    jn_value *r = jn_evaluate_ast(e->ast, NULL, NULL, e->env, NULL, NULL, &local);
+    if (!gg_error_is_set(&local) && r) e->literal = jn_to_json(r);
+    jn_decref(r);
+    gg_error_clear(&local);
+}
+
 /* Parse expr into an immutable compiled expression bound to env (may be NULL). */
 jsonata_expr *jsonata_compile(const char *expr, const jsonata_env *env, gg_error *err) {
     if (!expr) {
@@ -88,6 +123,7 @@ jsonata_expr *jsonata_compile(const char *expr, const jsonata_env *env, gg_error
         jsonata_free(e);
         return NULL;
     }
+    fold_literal(e);
     return e;
 }
 
@@ -95,6 +131,7 @@ jsonata_expr *jsonata_compile(const char *expr, const jsonata_env *env, gg_error
 void jsonata_free(jsonata_expr *e) {
     if (!e) return;
     jn_node_free(e->ast);
+    json_decref(e->literal);
     free(e->source);
     free(e);
 }
@@ -105,6 +142,11 @@ const char *jsonata_source(const jsonata_expr *e) { return e ? e->source : NULL;
 /* Evaluate e against input and bindings (both borrowed); see jsonata.h. */
 json_t *jsonata_evaluate(const jsonata_expr *e, json_t *input, json_t *bindings,
                          const jsonata_options *opts, void *call_user, gg_error *err) {
+    if (e->literal) {
+        json_t *copy = gg_json_clone(e->literal);
+        if (!copy) jn_oom(err);
+        return copy;
+    }
     jn_value *in = NULL, *b = NULL;
     if (input && !(in = jn_from_json_lazy(input))) {
         jn_oom(err);

@@ -139,6 +139,9 @@ struct jsonata_expr {
     char *source;
     jn_node *ast;
     const jsonata_env *env;
+    json_t *literal; /* the value of a tree of literals, computed once at compile time
+                      * (literal_tree in api.c); NULL otherwise. Read-only after compile:
+                      * threads evaluating e deep-copy it and never touch its count. */
 };
 
 /* evaluation (input is consumed) */

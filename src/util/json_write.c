@@ -146,6 +146,40 @@ static bool put_json(gg_strbuf *b, json_t *v, int depth) {
 bool gg_strbuf_put_json(gg_strbuf *b, const struct json_t *v) { return put_json(b, (json_t *)v, 0); }
 
 /* See util.h. Keys are matched with their lengths, as jansson matches them. */
+/* See util.h. A set_new or append_new takes its value even when it fails. */
+json_t *gg_json_clone(const json_t *v) {
+    if (!v) return NULL;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *o = json_object();
+        for (void *it = json_object_iter((json_t *)v); o && it; it = json_object_iter_next((json_t *)v, it)) {
+            json_t *c = gg_json_clone(json_object_iter_value(it));
+            if (!c || json_object_setn_new_nocheck(o, json_object_iter_key(it), json_object_iter_key_len(it), c)) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    case JSON_ARRAY: {
+        size_t n = json_array_size(v);
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+            json_t *c = gg_json_clone(json_array_get(v, i));
+            if (!c || json_array_append_new(a, c)) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JSON_STRING: return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+    case JSON_INTEGER: return json_integer(json_integer_value(v));
+    case JSON_REAL: return json_real(json_real_value(v));
+    default: return json_incref((json_t *)v); /* true, false, null: shared constants */
+    }
+}
+
 void gg_json_members(const struct json_t *obj, size_t n, const gg_json_key keys[], struct json_t *vals[]) {
     for (size_t i = 0; i < n; i++) vals[i] = NULL;
     json_t *o = (json_t *)obj;

@@ -360,6 +360,76 @@ START_TEST(memory_budget) {
 }
 END_TEST
 
+/* Four threads evaluate one folded literal and change what they get (TSan watches). */
+static void *literal_many(void *arg) {
+    shared_case *sc = arg;
+    for (int i = 0; i < 1000; i++) {
+        gg_error err = GG_ERROR_INIT;
+        json_t *r = jsonata_evaluate(sc->e, sc->input, NULL, NULL, NULL, &err);
+        json_t *k = json_object_get(r, "k");
+        if (json_is_array(k) && json_array_size(k) == 2 && r->refcount == 1) sc->ok++;
+        json_array_clear(k);
+        json_decref(r);
+        gg_error_clear(&err);
+    }
+    return NULL;
+}
+
+/* A tree of literals is computed once at compile time (api.c's fold_literal): every
+ * evaluation still gets a value of its own (a caller may change it), the same for any
+ * input, and a literal whose evaluation fails still fails at every run. */
+START_TEST(literal_expressions_answer_a_fresh_value) {
+    gg_error err = GG_ERROR_INIT;
+    jsonata_expr *e = jsonata_compile("{ \"result\": \"high\", \"n\": [1, -2.5, true, null, {\"k\": \"v\"}] }", NULL, &err);
+    ck_assert_ptr_nonnull(e);
+    const char *inputs[] = {NULL, "[]", "[1,2,3]", "{\"result\":\"low\"}", "\"x\""};
+    for (int i = 0; i < 5; i++) {
+        json_t *in = inputs[i] ? J(inputs[i]) : NULL;
+        json_t *r = jsonata_evaluate(e, in, NULL, NULL, NULL, &err);
+        ck_assert(!gg_error_is_set(&err));
+        char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
+        ck_assert_str_eq(text, "{\"n\":[1,-2.5,true,null,{\"k\":\"v\"}],\"result\":\"high\"}");
+        free(text);
+        /* the caller owns what it got: changing it must not reach the next evaluation */
+        json_object_set_new(r, "result", json_string("changed"));
+        json_array_clear(json_object_get(r, "n"));
+        ck_assert_int_eq(r->refcount, 1);
+        json_decref(r);
+        json_decref(in);
+    }
+    jsonata_free(e);
+    e = jsonata_compile("{\"k\": [1, {\"x\": \"y\"}]}", NULL, &err);
+    ck_assert_ptr_nonnull(e);
+    shared_case sc[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        sc[i] = (shared_case){e, NULL, 0};
+        pthread_create(&t[i], NULL, literal_many, &sc[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(sc[i].ok, 1000);
+    }
+    jsonata_free(e);
+    EXPECT("[\"a\", [1, 2], {}]", "{}", "[\"a\",[1,2],{}]");
+    EXPECT("\"just a string\"", "[1]", "\"just a string\"");
+    EXPECT("-7", NULL, "-7");
+    /* not literals alone: computed at every run as before */
+    EXPECT("[1..3]", NULL, "[1,2,3]");
+    EXPECT("{\"a\": 1 + 1}", NULL, "{\"a\":2}");
+    /* a literal that cannot evaluate keeps failing at every evaluation */
+    e = jsonata_compile("{ 1: \"x\" }", NULL, &err);
+    ck_assert_ptr_nonnull(e);
+    for (int i = 0; i < 2; i++) {
+        json_t *r = jsonata_evaluate(e, NULL, NULL, NULL, NULL, &err);
+        ck_assert_ptr_null(r);
+        ck_assert_str_eq(err.code, "T1003");
+        gg_error_clear(&err);
+    }
+    jsonata_free(e);
+}
+END_TEST
+
 START_TEST(compiled_expression_is_shared_between_threads) {
     gg_error err = GG_ERROR_INIT;
     jsonata_expr *e = jsonata_compile("$sum(items.(\"a\" = \"a\" ? v : 0)) ~> $string() ~> $number()", NULL, &err);
@@ -512,6 +582,7 @@ int main(void) {
     tcase_add_test(tc, unknown_function_calls);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
+    tcase_add_test(tc, literal_expressions_answer_a_fresh_value);
     tcase_add_test(tc, operator_chains_are_bounded);
     tcase_add_test(tc, memory_budget);
     tcase_add_test(tc, alloc_cache);

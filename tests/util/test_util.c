@@ -435,6 +435,39 @@ START_TEST(json_members_as_object_get) {
 }
 END_TEST
 
+/* gg_json_clone: equal to the original, key order and number kinds kept, nothing shared
+ * (changing the clone leaves the original as it was), keys with a NUL byte kept whole. */
+START_TEST(json_clone_shares_nothing) {
+    json_t *o = json_loads("{\"z\":1,\"a\":[1.5,\"s\",true,false,null,{\"k\":[[]]}],\"m\":{}}", 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    json_object_setn_new(json_array_get(json_object_get(o, "a"), 5), "k\0x", 3, json_integer(7));
+    json_t *c = gg_json_clone(o);
+    ck_assert_ptr_nonnull(c);
+    char *a = json_dumps(o, JSON_COMPACT), *b = json_dumps(c, JSON_COMPACT);
+    ck_assert_str_eq(a, b); /* the same order of keys, 1 stays an integer, 1.5 a real */
+    free(a);
+    free(b);
+    ck_assert_ptr_ne(json_object_get(c, "a"), json_object_get(o, "a"));
+    ck_assert_ptr_ne(json_array_get(json_object_get(c, "a"), 5), json_array_get(json_object_get(o, "a"), 5));
+    ck_assert_int_eq(json_object_get(o, "a")->refcount, 1);
+    json_array_clear(json_object_get(c, "a"));
+    json_object_set_new(c, "z", json_string("changed"));
+    json_object_clear(json_object_get(c, "m"));
+    a = json_dumps(o, JSON_COMPACT);
+    ck_assert_str_eq(a, "{\"z\":1,\"a\":[1.5,\"s\",true,false,null,{\"k\":[[]],\"k\\u0000x\":7}],\"m\":{}}");
+    free(a);
+    ck_assert_ptr_null(gg_json_clone(NULL));
+    json_t *s = json_string("only");
+    json_t *sc = gg_json_clone(s);
+    ck_assert_str_eq(json_string_value(sc), "only");
+    ck_assert_ptr_ne(sc, s);
+    json_decref(s);
+    json_decref(sc);
+    json_decref(c);
+    json_decref(o);
+}
+END_TEST
+
 START_TEST(strbuf_on_a_callers_array) {
     char stack[8];
     gg_strbuf b;
@@ -698,6 +731,7 @@ int main(void) {
     tcase_add_test(tc, json_string_repairs_utf8_and_parses_back);
     tcase_add_test(tc, json_escape_short_and_long_alike);
     tcase_add_test(tc, json_members_as_object_get);
+    tcase_add_test(tc, json_clone_shares_nothing);
     tcase_add_test(tc, strbuf_on_a_callers_array);
     tcase_add_test(tc, tally_counts_per_name_with_a_bound);
     tcase_add_test(tc, closest_name_within_the_threshold);
