@@ -532,7 +532,7 @@ static void job_make_record(gw_call_job *j) {
     if (ex) memcpy(j->rec->id, ex, sizeof j->rec->id);
     /* graphs it calls name it parent; its node records give times from the start the record
      * is stored at (the id's: an input-required round's record is stored at its first's) */
-    long long start = gg_exec_id_start_ms(j->rec->id);
+    long long start = ex ? gg_exec_id_start_ms(j->rec->id) : j->rec->started_ms; /* a new id is made of its start */
     mcp_call_set_exec_id(j->call, j->rec->id, start > 0 ? start : 0);
 }
 

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -37,18 +38,83 @@ static bool all_digits(const char *s) {
     return true;
 }
 
-static enum MHD_Result framing_visit(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    framing *f = cls;
-    /* every request header comes through here: a look at the first letter spares the two
-     * strcasecmp calls for all but the few names that start like the two we look for */
-    if (!key || ((key[0] | 0x20) != 'c' && (key[0] | 0x20) != 't')) return MHD_YES;
-    if (!strcasecmp(key, "Content-Length")) {
+/* Names as gg_http_known_header's indices (internal.h's enum, in its order), in lower
+ * case and zero-padded to three 8-byte words: only letters and "-" (same_name relies on it). */
+#define KNOWN_WORDS 3
+static const struct {
+    char lower[KNOWN_WORDS * 8];
+    size_t len;
+} KNOWN[GG_HDR_COUNT] = {
+#define K(s) {s, sizeof s - 1}
+    K("host"), K("origin"), K("accept"), K("expect"), K("authorization"), K("x-api-key"), K("dpop"),
+    K("content-length"), K("x-request-id"), K("mcp-session-id"), K("mcp-protocol-version"), K("mcp-method"),
+    K("mcp-name"), K("traceparent"), K("tracestate"), K("graphgate-forwarded-key"), K("transfer-encoding"),
+#undef K
+};
+
+/* The names of each length, as index + 1 (0 ends a list): a header's length leaves at most
+ * three names, and their first letters most often none, before any strncasecmp. */
+#define MAX_KNOWN_LEN 23
+static const unsigned char BY_LEN[MAX_KNOWN_LEN + 1][3] = {
+    [4] = {GG_HDR_HOST + 1, GG_HDR_DPOP + 1},
+    [6] = {GG_HDR_ORIGIN + 1, GG_HDR_ACCEPT + 1, GG_HDR_EXPECT + 1},
+    [8] = {GG_HDR_MCP_NAME + 1},
+    [9] = {GG_HDR_X_API_KEY + 1},
+    [10] = {GG_HDR_MCP_METHOD + 1, GG_HDR_TRACESTATE + 1},
+    [11] = {GG_HDR_TRACEPARENT + 1},
+    [12] = {GG_HDR_X_REQUEST_ID + 1},
+    [13] = {GG_HDR_AUTHORIZATION + 1},
+    [14] = {GG_HDR_CONTENT_LENGTH + 1, GG_HDR_MCP_SESSION_ID + 1},
+    [17] = {GG_HDR_TRANSFER_ENCODING + 1},
+    [20] = {GG_HDR_MCP_PROTOCOL_VERSION + 1},
+    [23] = {GG_HDR_FORWARDED_KEY + 1},
+};
+
+/* Whether name (its n bytes copied, zero-padded, into w) is the known name k in any case of
+ * its letters: a word at a time, w's bytes get 0x20 (lower case) where k has a letter (bit
+ * 0x40 set in k: letters are 0x61..0x7a, "-" is 0x2d) and must then equal k's. Only an
+ * upper or lower case letter turns into k's letter that way; other bytes compare as they
+ * are, so "_" never matches "-". */
+static bool same_name(const unsigned char *w, int k, size_t n) {
+    for (size_t at = 0; at < n; at += 8) {
+        uint64_t x, y;
+        memcpy(&x, w + at, 8);
+        memcpy(&y, KNOWN[k].lower + at, 8);
+        if ((x | ((y & 0x4040404040404040ull) >> 1)) != y) return false;
+    }
+    return true;
+}
+
+/* See internal.h. */
+int gg_http_known_header(const char *name, size_t n) {
+    if (n > MAX_KNOWN_LEN || !BY_LEN[n][0]) return -1;
+    unsigned char w[KNOWN_WORDS * 8] = {0};
+    memcpy(w, name, n);
+    for (int j = 0; j < 3 && BY_LEN[n][j]; j++)
+        if (same_name(w, BY_LEN[n][j] - 1, n)) return BY_LEN[n][j] - 1;
+    return -1;
+}
+
+typedef struct walk {
+    framing f;
+    const char **hdr;
+} walk;
+
+static enum MHD_Result framing_visit(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                     const char *value, size_t value_size) {
+    (void)kind, (void)value_size;
+    walk *w = cls;
+    framing *f = &w->f;
+    if (!key) return MHD_YES;
+    int k = gg_http_known_header(key, key_size);
+    if (k >= 0 && w->hdr && !w->hdr[k]) w->hdr[k] = value ? value : "";
+    if (k == GG_HDR_CONTENT_LENGTH) {
         const char *v = value ? value : "";
         if (!all_digits(v)) f->cl_invalid = true;
         else if (f->cl && strcmp(f->cl, v)) f->cl_conflict = true;
         f->cl = v;
         f->cl_count++;
-    } else if (!strcasecmp(key, "Transfer-Encoding")) {
+    } else if (k == GG_HDR_TRANSFER_ENCODING) {
         f->te = value ? value : "";
         f->te_count++;
     }
@@ -65,9 +131,10 @@ static bool te_is_chunked(const char *te) {
 
 /* 0 when the request's body framing is unambiguous; else 400 (conflict) or 501 (a transfer
  * coding we do not implement) with *msg set. The caller answers and closes. */
-int gg_http_framing_check(struct MHD_Connection *conn, const char **msg) {
-    framing f = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_visit, &f);
+int gg_http_framing_check(struct MHD_Connection *conn, const char *hdr[], const char **msg) {
+    walk w = {.hdr = hdr};
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_visit, &w);
+    const framing f = w.f;
     if (f.cl_invalid) return *msg = "Content-Length is not a decimal number", 400;
     if (f.cl_conflict) return *msg = "conflicting Content-Length headers", 400;
     if (f.te_count && f.cl_count) return *msg = "Content-Length together with Transfer-Encoding", 400;

@@ -173,7 +173,8 @@ static gg_http_req *req_new(listener *L, struct MHD_Connection *conn, const char
         free(req);
         return NULL;
     }
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    req->framing_status = gg_http_framing_check(conn, req->hdr, &req->framing_msg);
+    const char *rid = req->hdr[GG_HDR_X_REQUEST_ID];
     if (rid && request_id_ok(rid)) copy_field(req->request_id, sizeof req->request_id, rid);
     else gg_http_new_request_id(L->srv, req->shard, req->request_id);
     if (x) memcpy(req->client, x->client, sizeof req->client);
@@ -205,6 +206,10 @@ static const char *lookup(const gg_http_req *req, enum MHD_ValueKind kind, const
             if (eq) return req->kv[i].value;
         }
         return NULL;
+    }
+    if (kind == MHD_HEADER_KIND) {
+        int k = gg_http_known_header(name, strlen(name));
+        if (k >= 0) return req->hdr[k];
     }
     return MHD_lookup_connection_value(req->conn, kind, name);
 }
@@ -348,8 +353,8 @@ static enum MHD_Result send_error_close(gg_http_req *req, int status, const char
 /* Checks before routing (framing, internal Host/Origin): false when the request may go on;
  * else true, the refusal queued, req->dispatched set and *out the result for libmicrohttpd. */
 static bool refused_early(listener *L, gg_http_req *req, enum MHD_Result *out) {
-    const char *msg = NULL;
-    int status = gg_http_framing_check(req->conn, &msg);
+    const char *msg = req->framing_msg;
+    int status = req->framing_status;
     if (status) {
         req->dispatched = true;
         *out = send_error_close(req, status, status == 501 ? "not_implemented" : "bad_request", msg);
@@ -467,7 +472,7 @@ enum MHD_Result gg_http_on_request(void *cls, struct MHD_Connection *conn, const
         enum MHD_Result early;
         if (refused_early(L, req, &early)) return early;
         gg_router_match(srv->router, L->kind, req->method, req->path, &req->match);
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        const char *cl = req->hdr[GG_HDR_CONTENT_LENGTH];
         if (cl) {
             char *end;
             errno = 0;
@@ -479,7 +484,7 @@ enum MHD_Result gg_http_on_request(void *cls, struct MHD_Connection *conn, const
                  * body of reasonable size is read and dropped first (the upload branch
                  * below) and answered at its end; a client waiting for 100-continue, or one
                  * announcing a huge body, is answered at once. */
-                if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect") ||
+                if (req->hdr[GG_HDR_EXPECT] ||
                     n > 4ULL * srv->opts.body_limit + (1u << 20)) {
                     req->dispatched = true;
                     return send_error(req, 413, "too_large", "request body exceeds the limit");

@@ -40,6 +40,21 @@ static bool collect_header(void *user, const char *name, const char *value) {
     return true;
 }
 
+/* The values gg_http_header reads for names of the known set (read by index) and others
+ * (read from libmicrohttpd), each asked in another case than sent. */
+static int h_hdrs(gg_http_req *req, gg_http_res *res, void *u) {
+    (void)u;
+    static const char *names[] = {"AUTHORIZATION", "mcp-protocol-version", "Mcp-Session-Id", "Mcp_Session-Id",
+                                  "x-other-name", "TRACEPARENT", "X-Api-Key", "dpop"};
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = gg_http_header(req, names[i]);
+        json_object_set_new(o, names[i], v ? json_string(v) : json_null());
+    }
+    gg_http_res_json(res, 200, o);
+    return GG_HTTP_DONE;
+}
+
 static int h_echo(gg_http_req *req, gg_http_res *res, void *u) {
     gg_error e = GG_ERROR_INIT;
     json_t *body = gg_http_body_json(req, true, &e);
@@ -188,6 +203,7 @@ static gg_http_server *make_server(size_t limit) {
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "POST", "/again/{n}", h_again, NULL, &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/sse/{ms}", h_deferred, "stream", &e));
     ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/now", h_deferred_now, NULL, &e));
+    ck_assert(gg_router_add(r, GG_LISTENER_BOTH, "GET", "/hdrs", h_hdrs, NULL, &e));
     gg_http_server_set_ready_check(s, ready_fn, NULL);
     ck_assert(gg_http_server_add_metrics(s, metrics_hook, NULL));
     ck_assert_msg(gg_http_server_start(s, &e), "%s", e.message ? e.message : "");
@@ -427,6 +443,35 @@ static int raw_status(unsigned port, const char *request, bool *closed) {
     ck_assert_msg(!strstr(buf + 1, "HTTP/1.1 "), "two answers: %s", buf);
     return code;
 }
+
+/* Header reads: the known names (kept by the framing walk) in any case, the first of a
+ * repeated one, an unknown name read from libmicrohttpd, and a name of a known one's length
+ * that differs in one non-letter ("_" for "-": never folded). */
+START_TEST(header_reads_by_name) {
+    int fd = raw_connect(PUB);
+    const char *rq = "GET /hdrs HTTP/1.1\r\nHost: 127.0.0.1\r\nauthorization: Bearer first\r\n"
+                     "Authorization: Bearer second\r\nMCP-PROTOCOL-VERSION: 2025-11-25\r\n"
+                     "Mcp_Session-Id: underscore\r\nX-Other-Name: other\r\nx-api-key: k1\r\n"
+                     "Connection: close\r\n\r\n";
+    ck_assert_int_eq(send(fd, rq, strlen(rq), MSG_NOSIGNAL), (ssize_t)strlen(rq));
+    char buf[4096];
+    ck_assert(read_until_close(fd, buf, sizeof buf, 3000));
+    close(fd);
+    const char *body = strstr(buf, "\r\n\r\n");
+    ck_assert_ptr_nonnull(body);
+    json_t *o = json_loads(body + 4, 0, NULL);
+    ck_assert_msg(o != NULL, "%s", buf);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "AUTHORIZATION")), "Bearer first");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "mcp-protocol-version")), "2025-11-25");
+    ck_assert(json_is_null(json_object_get(o, "Mcp-Session-Id")));
+    ck_assert_str_eq(json_string_value(json_object_get(o, "Mcp_Session-Id")), "underscore");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "x-other-name")), "other");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "X-Api-Key")), "k1");
+    ck_assert(json_is_null(json_object_get(o, "TRACEPARENT")));
+    ck_assert(json_is_null(json_object_get(o, "dpop")));
+    json_decref(o);
+}
+END_TEST
 
 START_TEST(ambiguous_framing) {
     bool closed;
@@ -1017,6 +1062,7 @@ int main(void) {
     tcase_add_test(tc, connection_limit_queues_not_resets);
     tcase_add_test(tc, receive_deadline);
     tcase_add_test(tc, ambiguous_framing);
+    tcase_add_test(tc, header_reads_by_name);
     tcase_add_test(tc, internal_host_and_origin);
     tcase_add_test(tc, internal_hosts_configured);
     tcase_add_test(tc, start_hook_sees_bound_ports);
