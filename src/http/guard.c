@@ -53,7 +53,7 @@ static const struct {
 };
 
 /* The names of each length, as index + 1 (0 ends a list): a header's length leaves at most
- * three names, and their first letters most often none, before any strncasecmp. */
+ * three names to compare, and most headers' lengths none. */
 #define MAX_KNOWN_LEN 23
 static const unsigned char BY_LEN[MAX_KNOWN_LEN + 1][3] = {
     [4] = {GG_HDR_HOST + 1, GG_HDR_DPOP + 1},

@@ -145,7 +145,6 @@ static bool put_json(gg_strbuf *b, json_t *v, int depth) {
 
 bool gg_strbuf_put_json(gg_strbuf *b, const struct json_t *v) { return put_json(b, (json_t *)v, 0); }
 
-/* See util.h. Keys are matched with their lengths, as jansson matches them. */
 /* See util.h. A set_new or append_new takes its value even when it fails. */
 json_t *gg_json_clone(const json_t *v) {
     if (!v) return NULL;
@@ -180,6 +179,7 @@ json_t *gg_json_clone(const json_t *v) {
     }
 }
 
+/* See util.h. Keys are matched with their lengths, as jansson matches them. */
 void gg_json_members(const struct json_t *obj, size_t n, const gg_json_key keys[], struct json_t *vals[]) {
     for (size_t i = 0; i < n; i++) vals[i] = NULL;
     json_t *o = (json_t *)obj;
