@@ -386,7 +386,7 @@ static json_t *key_from_pem(const char *pem, const char *alg) {
 static bool dpop_key_new(gg_oauth_client *c) {
     c->dpop_key = json_pack("{s:s}", "alg", "ES256");
     if (!c->dpop_key || !jose_jwk_gen(NULL, c->dpop_key)) return false;
-    c->dpop_pub = json_deep_copy(c->dpop_key);
+    c->dpop_pub = gg_json_clone(c->dpop_key);
     return c->dpop_pub && jose_jwk_pub(NULL, c->dpop_pub);
 }
 

@@ -775,7 +775,7 @@ void gw_refresher_free(gw_refresher *r) {
 
 /* Hashes of the definitions g pinned, beside them (the store cannot hash: graph layer). */
 static json_t *pins_with_hashes(json_t *pins) {
-    json_t *out = json_deep_copy(pins);
+    json_t *out = gg_json_clone(pins);
     const char *id, *tool;
     json_t *e, *def;
     json_object_foreach(out, id, e) {

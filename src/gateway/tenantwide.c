@@ -187,7 +187,7 @@ static void tw_add_graph(tw *t, const char *g, size_t i) {
             json_array_append_new(t->skipped, json_string(dotted));
             continue;
         }
-        json_t *copy = json_deep_copy(tool);
+        json_t *copy = gg_json_clone(tool);
         json_object_set_new(copy, "name", json_string(dotted));
         json_array_append_new(t->tools, copy);
         json_object_set_new(t->route, dotted, json_pack("[I,s]", (json_int_t)i, tn));
@@ -212,7 +212,7 @@ static void tw_apply_view(tw *t, json_t *definition) {
             json_object_set_new(t->unlisted, as ? as : from, json_string(from));
             continue;
         }
-        json_t *copy = json_deep_copy(found);
+        json_t *copy = gg_json_clone(found);
         json_object_set_new(copy, "name", json_string(as ? as : from));
         if (desc) json_object_set_new(copy, "description", json_string(desc));
         json_array_append_new(tools, copy);
@@ -477,7 +477,7 @@ static bool tw_own_prompt(mcp_server *s, const char *name) {
 
 /* params with member key (of ref when ref) set to val: what the graph is asked. */
 static json_t *tw_params(json_t *params, bool ref, const char *key, const char *val) {
-    json_t *p = json_deep_copy(params);
+    json_t *p = gg_json_clone(params);
     json_t *o = ref ? json_object_get(p, "ref") : p;
     if (json_is_object(o)) json_object_set_new(o, key, json_string(val));
     if (p) json_object_del(p, "_meta"); /* the caller's progress token and trace are not the graph's */

@@ -211,7 +211,7 @@ static void trace_resume(tk_run *r, json_t *state) {
     json_t *t = json_object_get(state, "toolkitTrace");
     if (!json_is_array(t)) return;
     json_decref(r->trace);
-    r->trace = json_deep_copy(t);
+    r->trace = gg_json_clone(t);
     if (!r->trace) r->trace = json_array();
     r->trace_bytes = (size_t)json_integer_value(json_object_get(state, "toolkitTraceBytes"));
     r->dropped = (size_t)json_integer_value(json_object_get(state, "toolkitDropped"));

@@ -878,7 +878,7 @@ static const char *relay_park(grun *r, const char *method, json_t *params, mcp_c
     struct relay_wait *w = &r->relay_wait[r->nrelay_wait];
     snprintf(w->key, sizeof w->key, "relay-%d", atomic_load_explicit(&r->relayed, memory_order_relaxed));
     w->method = strdup(method);
-    w->params = params ? json_deep_copy(params) : json_object();
+    w->params = params ? gg_json_clone(params) : json_object();
     w->reply = reply;
     if (!w->method || !w->params) {
         free(w->method);
@@ -1740,7 +1740,7 @@ gg_graph_run *gg_graph_run_restore(gg_graph *g, json_t *state, const gg_graph_ru
     json_t *hist = json_object_get(state, "history");
     if (ok && r->want_history && json_is_array(hist)) json_array_extend(r->res->history, hist);
     json_t *answers = json_object_get(state, "answers");
-    if (ok && json_is_object(answers) && r->t->nodes[r->cur].type == GN_ASK) r->ask_out = json_deep_copy(answers);
+    if (ok && json_is_object(answers) && r->t->nodes[r->cur].type == GN_ASK) r->ask_out = gg_json_clone(answers);
     double elapsed = json_number_value(json_object_get(state, "elapsedMs"));
     r->start_ms = gg_now_ms() - (elapsed > 0 ? elapsed : 0);
     r->start_wall = (long long)json_integer_value(json_object_get(state, "startedAt"));

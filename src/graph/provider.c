@@ -542,7 +542,7 @@ static void acall_park(acall *a) {
     /* the replica holding the run, for a retry that reaches another one to be forwarded here
      * (gateway/mcp_http.c): the state is sealed, so the URL another replica will call is one
      * a replica wrote, never one a client chose — the guard against server-side request forgery */
-    json_t *holder = gp->holder ? json_deep_copy(gp->holder) : NULL;
+    json_t *holder = gp->holder ? gg_json_clone(gp->holder) : NULL;
     if (holder && a->until_wall > 0) json_object_set_new(holder, "until", json_integer(a->until_wall));
     if (state && holder) json_object_set(state, "holder", holder);
     json_decref(holder);

@@ -220,7 +220,7 @@ static json_t *find_tool(json_t *tools, const char *name) {
  * downstream's outputSchema is dropped then. The downstream's execution goes too: a task is
  * ours to run (td, the entry's taskSupport) — the downstream only ever gets a plain call. */
 static json_t *tool_def(pctx *c, json_t *cat, const char *name, const ynode *item, bool has_post, const gtask_decl *td) {
-    json_t *def = cat ? json_deep_copy(cat) : json_pack("{s:s,s:{s:s}}", "description", "", "inputSchema", "type", "object");
+    json_t *def = cat ? gg_json_clone(cat) : json_pack("{s:s,s:{s:s}}", "description", "", "inputSchema", "type", "object");
     if (!def) return NULL;
     json_object_set_new(def, "name", json_string(name));
     json_object_del(def, "execution");

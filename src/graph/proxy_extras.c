@@ -743,7 +743,7 @@ static void fsend(freq *q, json_t *params) {
 
 /* params with key's ref member replaced by val (a copy; ref.* for completion/complete). */
 static json_t *with_ref(json_t *params, const char *key, const char *val) {
-    json_t *p = json_deep_copy(params);
+    json_t *p = gg_json_clone(params);
     json_t *ref = json_object_get(p, "ref");
     if (ref) json_object_set_new(ref, key, json_string(val));
     json_object_del(p, "_meta"); /* the caller's progress token and trace are not the downstream's */

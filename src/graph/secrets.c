@@ -116,7 +116,7 @@ static char **expand_list(const gserver *s, const char *const *list, char *const
 /* A copy of the `auth` settings with every string's references expanded (new reference);
  * its expanded strings are wiped by wipe_json. */
 static json_t *expand_json(const gserver *s, const json_t *auth, char *const *vals) {
-    json_t *out = json_deep_copy(auth);
+    json_t *out = gg_json_clone(auth);
     const char *k;
     json_t *v;
     json_object_foreach(out, k, v) {
@@ -361,7 +361,7 @@ static void redact_in(const struct gsecrets *sec, json_t *v) {
 json_t *gg_graph_secrets_redact(gserver *s, json_t *v) {
     if (!v) return NULL;
     pthread_mutex_lock(&s->lock);
-    json_t *out = s->sec && s->sec->nvals ? json_deep_copy(v) : json_incref(v);
+    json_t *out = s->sec && s->sec->nvals ? gg_json_clone(v) : json_incref(v);
     if (out && s->sec && s->sec->nvals) redact_in(s->sec, out);
     pthread_mutex_unlock(&s->lock);
     return out;

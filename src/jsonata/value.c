@@ -773,7 +773,7 @@ json_t *jn_to_json(const jn_value *v) {
         return a;
     }
     case JN_OBJECT: {
-        if (v->u.obj.lazy) return json_deep_copy(v->u.obj.lazy);
+        if (v->u.obj.lazy) return gg_json_clone(v->u.obj.lazy);
         json_t *o = json_object();
         if (!o) return NULL;
         for (size_t i = 0; i < v->u.obj.n; i++) {

@@ -108,7 +108,7 @@ static void fail(cctx *cc, const char *code, const char *msg, const char *name) 
 
 static bool make_const(cctx *cc, jl_node *n, json_t *v) {
     n->op = OP_CONST;
-    n->cjson = json_deep_copy(v);
+    n->cjson = gg_json_clone(v);
     if (!n->cjson) { fail(cc, "oom", "out of memory compiling a rule%s", ""); return false; }
     n->cval = jl_wrap(n->cjson, JO_STATIC);
     return true;

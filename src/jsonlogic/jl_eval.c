@@ -1249,7 +1249,7 @@ static bool op_custom(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out)
     for (int i = 0; i < a->n && ok; i++) {
         if (!(js[i] = jl_to_json(&a->v[i]))) { ok = oom(c); break; }
         if (c->sentinel && (json_is_array(js[i]) || json_is_object(js[i]))) { /* hand out plain JSON */
-            json_t *copy = json_deep_copy(js[i]);
+            json_t *copy = gg_json_clone(js[i]);
             json_decref(js[i]);
             if (!(js[i] = copy)) { ok = oom(c); break; }
             jl_fix_sentinels(js[i], 0);
@@ -1272,7 +1272,7 @@ static bool op_custom(jl_ctx *c, const jl_node *n, const argv_t *a, jl_val *out)
 }
 
 static bool op_log(jl_ctx *c, const argv_t *a, jl_val *out) {
-    json_t *j = jl_to_json(arg(a, 0)), *copy = c->sentinel && j ? json_deep_copy(j) : NULL;
+    json_t *j = jl_to_json(arg(a, 0)), *copy = c->sentinel && j ? gg_json_clone(j) : NULL;
     if (copy) { json_decref(j); j = copy; jl_fix_sentinels(j, 0); }
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     gg_log(GG_LOG_INFO, "jsonlogic log", "value", text ? text : "null", NULL);

@@ -4,7 +4,7 @@
  * owned immutable handle (jsonlogic_free) safe to share between threads; jsonlogic_apply
  * borrows its arguments and returns a new reference the caller must json_decref.
  * Results may share structure with the data and with the rule's constants: treat them as
- * read-only (json_deep_copy before modifying).
+ * read-only (gg_json_clone, util.h, before modifying).
  */
 #ifndef GG_JSONLOGIC_H
 #define GG_JSONLOGIC_H

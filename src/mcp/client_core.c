@@ -208,7 +208,7 @@ void mcp_client_hooks_set_notify(mcp_client_hooks *h, pthread_mutex_t *mu, mcp_c
 
 void mcp_client_hooks_set_request_handler(mcp_client_hooks *h, pthread_mutex_t *mu, json_t *caps,
                                           mcp_client_server_request_fn fn, void *user) {
-    json_t *copy = caps ? json_deep_copy(caps) : NULL; /* outside the lock: it may be large */
+    json_t *copy = caps ? gg_json_clone(caps) : NULL; /* outside the lock: it may be large */
     pthread_mutex_lock(mu);
     json_decref(h->caps);
     h->caps = copy;

@@ -22,7 +22,7 @@
 #define ERA_SAFE_INT 9007199254740991LL /* 2^53 - 1: JavaScript's safe integers */
 
 json_t *mcp_era_params(json_t *params, const char *version, json_t *caps) {
-    json_t *p = json_is_object(params) ? json_deep_copy(params) : json_object();
+    json_t *p = json_is_object(params) ? gg_json_clone(params) : json_object();
     if (!p) return NULL;
     json_t *meta = json_object_get(p, "_meta");
     if (!json_is_object(meta)) {
@@ -36,7 +36,7 @@ json_t *mcp_era_params(json_t *params, const char *version, json_t *caps) {
     json_object_set_new(meta, "io.modelcontextprotocol/protocolVersion", json_string(version));
     json_object_set_new(meta, "io.modelcontextprotocol/clientInfo",
                         json_pack("{s:s, s:s}", "name", "graphgate", "version", GG_VERSION));
-    json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", caps ? json_deep_copy(caps) : json_object());
+    json_object_set_new(meta, "io.modelcontextprotocol/clientCapabilities", caps ? gg_json_clone(caps) : json_object());
     return p;
 }
 

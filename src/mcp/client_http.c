@@ -324,7 +324,7 @@ static hreq *hreq_new(http_client *c, int kind, const char *method, json_t *para
     if (!method) return r; /* a GET, or a body the caller sets */
     if (c->modern && kind == HR_CALL) {
         r->method = strdup(method);
-        r->params = params ? json_deep_copy(params) : NULL;
+        r->params = params ? gg_json_clone(params) : NULL;
         trace_headers(r, json_object_get(params, "_meta"));
         if (r->method && (r->params || !params)) r->body = modern_body(r, NULL);
         if (!r->body) {
@@ -780,7 +780,7 @@ static void start_init(http_client *c) {
     c->protocol = NULL;
     atomic_fetch_add_explicit(&c->starts, 1, memory_order_relaxed);
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION, "capabilities",
-                               c->hooks.caps ? json_deep_copy(c->hooks.caps) : json_object(), "clientInfo", "name", "graphgate",
+                               c->hooks.caps ? gg_json_clone(c->hooks.caps) : json_object(), "clientInfo", "name", "graphgate",
                                "version", GG_VERSION);
     hreq *r = hreq_new(c, HR_INIT, "initialize", params, c->timeout_ms, NULL, NULL, NULL);
     json_decref(params);
@@ -1094,7 +1094,7 @@ static void mrtr_answer(mrtr_round *rd, const char *key, json_t *result, int cod
         snprintf(rd->why, sizeof rd->why, "the client could not answer input request '%.64s': MCP error %d: %s", key, code,
                  message); /* the code says why: -32601, the client lacks the capability */
     else if (!code && rd->responses)
-        json_object_set_new(rd->responses, key, result ? json_deep_copy(result) : json_object());
+        json_object_set_new(rd->responses, key, result ? gg_json_clone(result) : json_object());
     pthread_mutex_unlock(&rd->mu);
     mrtr_release(rd);
 }
@@ -1165,7 +1165,7 @@ static void input_required(hreq *r, json_t *result) {
 /* The capabilities a server declared replace the last ones (an answer without an object
  * declares nothing: {}); read from any thread by http_server_declares. */
 static void keep_server_caps(http_client *c, json_t *caps) {
-    json_t *copy = json_is_object(caps) ? json_deep_copy(caps) : json_object();
+    json_t *copy = json_is_object(caps) ? gg_json_clone(caps) : json_object();
     pthread_mutex_lock(&c->mu);
     json_decref(c->server_caps);
     c->server_caps = copy;
@@ -1742,7 +1742,7 @@ static json_t *modern_filter(http_client *c) {
             json_object_set_new(f, kinds[i][1], json_true());
     bool subscribes = mcp_client_caps_declare(c->server_caps, "resources.subscribe") == MCP_DECLARES_YES;
     pthread_mutex_unlock(&c->mu);
-    if (subscribes && json_array_size(c->subs)) json_object_set_new(f, "resourceSubscriptions", json_deep_copy(c->subs));
+    if (subscribes && json_array_size(c->subs)) json_object_set_new(f, "resourceSubscriptions", gg_json_clone(c->subs));
     if (!json_object_size(f)) {
         json_decref(f);
         return NULL;

@@ -341,7 +341,7 @@ static void init_replied(stdio_client *c, sreq *init, json_t *msg, int gen) {
     }
     /* copied outside the lock (it may be large); a new child may declare otherwise */
     json_t *caps = emsg[0] ? NULL : json_object_get(json_object_get(msg, "result"), "capabilities");
-    caps = emsg[0] ? NULL : json_is_object(caps) ? json_deep_copy(caps) : json_object();
+    caps = emsg[0] ? NULL : json_is_object(caps) ? gg_json_clone(caps) : json_object();
     pthread_mutex_lock(&c->mu);
     if (caps) {
         json_decref(c->server_caps);
@@ -1145,7 +1145,7 @@ static bool start_child_locked(stdio_client *c, gg_error *err) {
         return false;
     }
     if (!spawn_locked(c, err)) return false;
-    json_t *caps = c->hooks.caps ? json_deep_copy(c->hooks.caps) : json_object();
+    json_t *caps = c->hooks.caps ? gg_json_clone(c->hooks.caps) : json_object();
     json_t *params = json_pack("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", MCP_CLIENT_PROTOCOL_VERSION,
                                "capabilities", caps, "clientInfo", "name", "graphgate", "version", GG_VERSION);
     sreq *init = sreq_new(c, true, "initialize", params, c->timeout_ms, NULL, NULL, noop_done, NULL);

@@ -119,7 +119,7 @@ static json_t *resource_item(json_t *v, const char *uri, const char *mime, char 
     json_t *it = NULL;
     if (json_is_string(v)) it = json_pack("{s:s,s:O}", "uri", uri, "text", v);
     else if (json_is_object(v) && (json_is_string(json_object_get(v, "text")) || json_is_string(json_object_get(v, "blob")))) {
-        it = json_deep_copy(v);
+        it = gg_json_clone(v);
         if (it && !json_is_string(json_object_get(it, "uri"))) json_object_set_new(it, "uri", json_string(uri));
     } else {
         snprintf(why, n, "a resource's content must be a string or an object with text or blob");
@@ -1126,7 +1126,7 @@ static bool setup_rounds(mcp_call *c, const mcp_message *m, const mcp_request_ct
     size_t n = strlen(rc->state_binding ? rc->state_binding : "") + strlen(run) + 2;
     if ((c->binding = malloc(n))) snprintf(c->binding, n, "%s\n%s", rc->state_binding ? rc->state_binding : "", run);
     json_t *ir = json_object_get(m->params, "inputResponses");
-    c->input_responses = json_is_object(ir) ? json_deep_copy(ir) : json_object();
+    c->input_responses = json_is_object(ir) ? gg_json_clone(ir) : json_object();
     json_t *rs = json_object_get(m->params, "requestState");
     if (!rs || json_is_null(rs)) return c->binding && c->input_responses;
     const char *why = "requestState must be a string";
@@ -1532,7 +1532,7 @@ static void do_set_level(const mcp_message *m, mcp_outcome *out) {
  * like a tools/call (unrecorded: mcp_call_forwarded). */
 static void do_forward(mcp_server *s, const mcp_message *m, mcp_outcome *out) {
     mcp_call *c = call_alloc();
-    if (!c || !(c->run = strdup(m->method)) || !(c->args = m->params ? json_deep_copy(m->params) : json_object())) {
+    if (!c || !(c->run = strdup(m->method)) || !(c->args = m->params ? gg_json_clone(m->params) : json_object())) {
         if (c) free(c->run);
         free(c);
         respond_error(out, m->id, MCP_INTERNAL_ERROR, "Internal error: out of memory");

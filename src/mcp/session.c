@@ -959,7 +959,7 @@ json_t *mcp_session_subscriptions(mcp_sessions *ss, const mcp_session *s) {
     struct shard *sh = shard_of(ss, s->nonce);
     pthread_mutex_lock(&sh->mu);
     entry *e = find_entry(sh, s->nonce);
-    json_t *out = e && e->subs ? json_deep_copy(e->subs) : json_array();
+    json_t *out = e && e->subs ? gg_json_clone(e->subs) : json_array();
     pthread_mutex_unlock(&sh->mu);
     return out;
 }

@@ -364,7 +364,7 @@ static void check_examples(load_ctx *c, json_t *doc, json_t *configs) {
 
 /* A parameter with "required" spelled out (readers should not need to know the default). */
 static json_t *normalize_param(json_t *p) {
-    json_t *q = json_deep_copy(p);
+    json_t *q = gg_json_clone(p);
     if (q && !json_object_get(q, "required")) json_object_set_new(q, "required", json_false());
     return q;
 }

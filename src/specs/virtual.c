@@ -306,7 +306,7 @@ static json_t *node_details(specs_registry *r, json_t *entries, json_t *args, gg
     }
     json_t *out = NULL, *errres = NULL;
     if (json_array_size(rest) || !json_array_size(nodes)) {
-        json_t *a = json_deep_copy(args);
+        json_t *a = gg_json_clone(args);
         json_object_set(a, "nodes", rest);
         json_t *v = global_answer(r, "get_node_details", a, &errres, err);
         json_decref(a);
