@@ -7,8 +7,11 @@
 # listener with an API key and a session, access log off, per-tenant caps lifted.
 #
 # Each row prints req/s for durable, async and nginx, the ratios to nginx, the server's CPU
-# per call (user + system time of the whole process over the calls it answered) and the
-# history writer's share of that CPU (its thread, gg-history, from /proc/PID/task). A row
+# per call (user + system time of the whole process over the calls it answered), how much of
+# the durable figure is the kernel's (system time: the TCP work of a call's request and
+# answer, which nginx pays too), nginx's own CPU per call (master and workers) as the floor
+# it is measured against, and the history writer's share of that CPU (its thread,
+# gg-history, from /proc/PID/task). A row
 # whose server and load generator would share a core is not measured: its ratios would
 # measure the contention, not the server ("refused" and the reason are printed instead).
 # Targets run in interleaved rounds as in run.sh (durable, nginx, async, then reversed).
@@ -88,6 +91,14 @@ cpu_ticks() {
   done
   echo "$t"
 }
+# sys_ticks PID → system time of the process in clock ticks (all its threads)
+sys_ticks() { awk '{print $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# nginx_ticks → utime + stime of nginx's master and workers
+nginx_ticks() {
+  local t=0 p
+  for p in "$npid" $(pgrep -P "$npid"); do t=$((t + $(cpu_ticks "$p"))); done
+  echo "$t"
+}
 # pg_ticks → utime + stime of PostgreSQL's postmaster and its processes (0 without BENCH_PG)
 pg_ticks() {
   local t=0 p
@@ -102,14 +113,14 @@ echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $n
 echo
 pg_head="" pg_rule=""
 [ -n "${BENCH_PG:-}" ] && pg_head=" PostgreSQL durable req/s | PostgreSQL / SQLite durable | PostgreSQL CPU per call (graphgate + PostgreSQL) |" pg_rule="---|---|---|"
-echo "| cores | nginx req/s | durable req/s | async req/s | durable / nginx | async / nginx | durable CPU per call | async CPU per call | writer share (durable / async) |$pg_head"
-echo "|---|---|---|---|---|---|---|---|---|$pg_rule"
+echo "| cores | nginx req/s | durable req/s | async req/s | durable / nginx | async / nginx | durable CPU per call (of which kernel) | async CPU per call | nginx CPU per call | durable CPU / nginx CPU | writer share (durable / async) |$pg_head"
+echo "|---|---|---|---|---|---|---|---|---|---|---|$pg_rule"
 hz=$(getconf CLK_TCK)
 for n in $cores_list; do
   load=${BENCH_LOAD_CORES:-8}
   [ $((n + load)) -le "$ncpu" ] || load=$((ncpu - n))
   if [ "$load" -lt 1 ]; then
-    echo "| $n | refused: $ncpu CPUs leave no core for the load generator beside $n for the server |||||||| "
+    echo "| $n | refused: $ncpu CPUs leave no core for the load generator beside $n for the server |||||||||| "
     continue
   fi
   scpus="0-$((n - 1))" lcpus="$n-$((n + load - 1))"
@@ -123,7 +134,7 @@ for n in $cores_list; do
     pg_pin "$scpus" # graphgate's pool connections are new backends: pinned by inheritance, and again here
   fi
   bench_nginx "$n" 4096 taskset -c "$scpus" # nginx: N workers pinned beside the servers
-  declare -A reqs=() bad=() ticks=() wticks=()
+  declare -A reqs=() bad=() ticks=() wticks=() sticks=()
   rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
   for r in $(seq 1 "$rounds"); do
     order="durable nginx async${p_pid:+ pg}"; [ $((r % 2)) = 0 ] && order="${p_pid:+pg }async nginx durable"
@@ -134,7 +145,8 @@ for n in $cores_list; do
         pg) p=$p_pid; cmd=(env KEY="$p_key" SID="$p_sid" taskset -c "$lcpus" wrk -t"$threads" -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/call.lua" "$p_url") ;;
         nginx) p=""; cmd=(taskset -c "$lcpus" wrk -t"$threads" -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/static.lua" "http://127.0.0.1:$nport/answer.json") ;;
       esac
-      c0=0 w0=0 g0=0; [ -n "$p" ] && c0=$(cpu_ticks "$p") w0=$(cpu_ticks "$p" gg-history)
+      c0=0 w0=0 g0=0 s0=0; [ -n "$p" ] && c0=$(cpu_ticks "$p") w0=$(cpu_ticks "$p" gg-history) s0=$(sys_ticks "$p")
+      [ "$t" = nginx ] && c0=$(nginx_ticks)
       [ "$t" = pg ] && g0=$(pg_ticks)
       "${cmd[@]}" >"$tmp/$t-$n-$r.txt" 2>&1
       # the async writer catches up after the round: its CPU belongs to these calls
@@ -144,7 +156,9 @@ for n in $cores_list; do
       if [ -n "$p" ]; then
         ticks[$t]=$(( ${ticks[$t]:-0} + $(cpu_ticks "$p") - c0 ))
         wticks[$t]=$(( ${wticks[$t]:-0} + $(cpu_ticks "$p" gg-history) - w0 ))
+        sticks[$t]=$(( ${sticks[$t]:-0} + $(sys_ticks "$p") - s0 ))
       fi
+      [ "$t" = nginx ] && ticks[$t]=$(( ${ticks[$t]:-0} + $(nginx_ticks) - c0 ))
       [ "$t" = pg ] && ticks[$t]=$(( ${ticks[$t]} + $(pg_ticks) - g0 ))
     done
   done
@@ -152,16 +166,19 @@ for n in $cores_list; do
   python3 - "$n" "$((rsecs * rounds))" "$hz" "${reqs[nginx]}" "${reqs[durable]}" "${reqs[async]}" \
     "${ticks[durable]}" "${ticks[async]}" "${wticks[durable]}" "${wticks[async]}" \
     "${bad[nginx]}" "${bad[durable]}" "${bad[async]}" "${reqs[pg]:-0}" "${ticks[pg]:-0}" "${bad[pg]:-0}" \
-    "${p_pid:+1}" <<'PY'
+    "${p_pid:+1}" "${ticks[nginx]:-0}" "${sticks[durable]:-0}" <<'PY'
 import sys
 n, secs, hz, rn, rd, ra, td, ta, wd, wa, bn, bd, ba, rp, tp, bp = (float(x) for x in sys.argv[1:17])
 pg = sys.argv[17] == "1"
+tn, sd = float(sys.argv[18]), float(sys.argv[19])
 rate = lambda r: r / secs
 us = lambda t, r: f"{t / hz / r * 1e6:.1f} µs" if r else "—"
 share = lambda w, t: f"{100 * w / t:.0f} %" if t else "—"
 bad = f" (bad answers: nginx {bn:.0f}, durable {bd:.0f}, async {ba:.0f}, PostgreSQL {bp:.0f})" if bn or bd or ba or bp else ""
+ratio = f"{(td / rd) / (tn / rn):.2f}" if rd and rn and tn else "—"
 row = (f"| {n:.0f} | {rate(rn) / 1e3:.1f}k | {rate(rd) / 1e3:.1f}k | {rate(ra) / 1e3:.1f}k | "
-       f"{100 * rd / rn:.0f} % | {100 * ra / rn:.0f} % | {us(td, rd)} | {us(ta, ra)} | {share(wd, td)} / {share(wa, ta)}{bad} |")
+       f"{100 * rd / rn:.0f} % | {100 * ra / rn:.0f} % | {us(td, rd)} ({us(sd, rd)}) | {us(ta, ra)} | {us(tn, rn)} | "
+       f"{ratio} | {share(wd, td)} / {share(wa, ta)}{bad} |")
 if pg:
     row += f" {rate(rp) / 1e3:.1f}k | {100 * rp / rd:.0f} % | {us(tp, rp)} |" if rd else f" {rate(rp) / 1e3:.1f}k | — | {us(tp, rp)} |"
 print(row)
