@@ -69,7 +69,8 @@ static void join3(char *dst, size_t size, const char *a, const char *b, const ch
 /* The resource a public MCP request is for: its URL is the public base and the request's
  * own (routed, decoded) path. */
 static void resource_of(gg_gateway *gw, gg_http_req *req, gw_resource *out) {
-    memset(out, 0, sizeof *out);
+    out->r = (gg_resource){0}; /* not the 1.6 KB of URL buffers: every MCP call passes here */
+    out->url[0] = out->meta[0] = '\0';
     out->r.tenant = gg_http_param(req, "tenant");
     const char *path = gg_http_path(req), *b = base(gw);
     if (!b[0] || !path || strlen(path) > 512) return;

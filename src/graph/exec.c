@@ -40,6 +40,9 @@ typedef struct grun {
     double start_ms;     /* monotonic clock at the start of the run */
     long long start_wall; /* wall clock at the same moment */
     double now;          /* monotonic clock when the current node started */
+    /* when the node that just completed ended (0: none since run_advance was entered): the
+     * next node starts then, so one clock read serves both */
+    double ended_at;
     /* where the run is */
     gg_graph_result *res;
     json_t *args;
@@ -1435,9 +1438,16 @@ static bool run_begin(grun *r, gg_graph *g, const char *tool, json_t *arguments,
     return true;
 }
 
+/* The clock now: the end of the node that just completed when there is one (taken once). */
+static double run_clock(grun *r) {
+    double t = r->ended_at;
+    r->ended_at = 0;
+    return t > 0 ? t : gg_now_ms();
+}
+
 static void run_end(grun *r) {
     r->res->node_executions = (int)r->nhist;
-    r->res->elapsed_ms = gg_now_ms() - r->start_ms;
+    r->res->elapsed_ms = run_clock(r) - r->start_ms;
     r->ended = true;
 }
 
@@ -1447,7 +1457,7 @@ static bool node_done(grun *r, const gnode *n, double t0, json_t *input, json_t 
     const gg_graph_hooks *hooks = r->opts ? r->opts->hooks : NULL;
     gg_graph_result *res = r->res;
     if (!out && !undefined && !gg_error_is_set(e)) gg_error_set(e, "oom", "out of memory");
-    double t1 = gg_now_ms();
+    double t1 = r->ended_at = gg_now_ms();
     /* past the budget any failure (an expression's time limit, mostly) is the budget's:
      * the caller re-runs the tool without one and gets the real outcome */
     if (gg_error_is_set(e) && r->opts && r->opts->budget_ms > 0 && t1 - r->start_ms >= r->opts->budget_ms &&
@@ -1502,6 +1512,7 @@ static bool node_done(grun *r, const gnode *n, double t0, json_t *input, json_t 
 static bool run_advance(grun *r) {
     if (r->ended) return true;
     const gg_graph_hooks *hooks = r->opts ? r->opts->hooks : NULL;
+    r->ended_at = 0; /* a node that ended before a wait is no clock for the next one */
     for (;;) {
         const gnode *n = &r->t->nodes[r->cur];
         json_t *input = NULL, *out = NULL;
@@ -1522,9 +1533,10 @@ static bool run_advance(grun *r) {
                 out = n->type == GN_MCP ? exec_mcp_finish(r, n, &e) : exec_client_finish(r, &e);
             }
         } else {
-            /* one clock read at the start of a node and one at its end: limits, expression
-             * time limits and wall times (start_wall + offset) all come from them */
-            t0 = r->now = gg_now_ms();
+            /* one clock read at the end of a node, which is also when the next one starts:
+             * limits, expression time limits and wall times (start_wall + offset) all come
+             * from them */
+            t0 = r->now = run_clock(r);
             if (!check_limits(r, &r->res->error)) break;
             tel_node_begin(r, n, type_name[n->type], t0);
             gg_graph_event ev = {(int)r->nhist, n->id, type_name[n->type], r->start_wall + (long long)(t0 - r->start_ms),
