@@ -78,7 +78,10 @@ bench_nginx() {
   mkdir -p "$tmp/www"
   cp "$tmp/answer.json" "$tmp/www/answer.json"
   nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  # as root, workers run as root too: the default "nobody" may not exist (the device machine)
+  local user=""; [ "$(id -u)" = 0 ] && user="user root;"
   cat >"$tmp/nginx.conf" <<NGX
+$user
 worker_processes $workers;
 daemon off;
 pid $tmp/nginx.pid;

@@ -23,6 +23,9 @@
 #
 # usage: bench/gateway/scaling.sh [BUILD_DIR (default build)] [SECONDS per target and row (default 10)]
 #   BENCH_CORES="1 2 4 8"  BENCH_LOAD_CORES=8  BENCH_ROUNDS=2  BENCH_CONNS=256  BENCH_PG=1
+#   BENCH_EXAMPLE=FILE (the switch example's YAML; default: the npm peers' copy)
+# On a machine without these tools (the many-core device machine), bench/gateway/bundle.sh
+# packs them with graphgate and their libraries: run its run.sh there.
 # Needs wrk, nginx, taskset and the npm peers (tests/npm-deps.sh) for the example graph.
 # The table goes to stdout as Markdown, ready for bench/gateway/README.md with the date and
 # the machine (lscpu's model name and core count are printed above it).
@@ -37,7 +40,7 @@ fi
 build=${1:-$top/build}
 secs=${2:-10}
 bin="$build/src/graphgate"
-example="$top/tests/npm/node_modules/mcpgraph/examples/switch_example.yaml"
+example=${BENCH_EXAMPLE:-$top/tests/npm/node_modules/mcpgraph/examples/switch_example.yaml}
 cores_list=${BENCH_CORES:-1 2 4 8}
 rounds=${BENCH_ROUNDS:-2}
 conns=${BENCH_CONNS:-256}
@@ -93,10 +96,13 @@ cpu_ticks() {
 }
 # sys_ticks PID → system time of the process in clock ticks (all its threads)
 sys_ticks() { awk '{print $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# nginx_ticks → utime + stime of nginx's master and workers
+# nginx_ticks → utime + stime of nginx's master and workers (its children, read from /proc:
+# the bundle of bundle.sh brings no pgrep)
 nginx_ticks() {
   local t=0 p
-  for p in "$npid" $(pgrep -P "$npid"); do t=$((t + $(cpu_ticks "$p"))); done
+  for p in "$npid" $(awk -v pp="$npid" '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null); do
+    t=$((t + $(cpu_ticks "$p")))
+  done
   echo "$t"
 }
 # pg_ticks → utime + stime of PostgreSQL's postmaster and its processes (0 without BENCH_PG)
@@ -174,10 +180,11 @@ tn, sd = float(sys.argv[18]), float(sys.argv[19])
 rate = lambda r: r / secs
 us = lambda t, r: f"{t / hz / r * 1e6:.1f} µs" if r else "—"
 share = lambda w, t: f"{100 * w / t:.0f} %" if t else "—"
+pct = share  # a ratio to nginx, "—" when nginx answered nothing
 bad = f" (bad answers: nginx {bn:.0f}, durable {bd:.0f}, async {ba:.0f}, PostgreSQL {bp:.0f})" if bn or bd or ba or bp else ""
 ratio = f"{(td / rd) / (tn / rn):.2f}" if rd and rn and tn else "—"
 row = (f"| {n:.0f} | {rate(rn) / 1e3:.1f}k | {rate(rd) / 1e3:.1f}k | {rate(ra) / 1e3:.1f}k | "
-       f"{100 * rd / rn:.0f} % | {100 * ra / rn:.0f} % | {us(td, rd)} ({us(sd, rd)}) | {us(ta, ra)} | {us(tn, rn)} | "
+       f"{pct(rd, rn)} | {pct(ra, rn)} | {us(td, rd)} ({us(sd, rd)}) | {us(ta, ra)} | {us(tn, rn)} | "
        f"{ratio} | {share(wd, td)} / {share(wa, ta)}{bad} |")
 if pg:
     row += f" {rate(rp) / 1e3:.1f}k | {100 * rp / rd:.0f} % | {us(tp, rp)} |" if rd else f" {rate(rp) / 1e3:.1f}k | — | {us(tp, rp)} |"
