@@ -113,14 +113,15 @@ total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out" | head -1)
 # the history writer's and the quota keeper's threads, by their thread functions' inclusive
 # cost; the writer's share moves by a few hundred instructions a call between runs with how
 # many rows each commit takes; the rest (HTTP threads, workers) moves by less than 0.2 %
+# (names as GCC may suffix them: writer_main.lto_priv.0 in an LTO build, .part.0, .isra.0)
 incl() {
   callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$out" 2>/dev/null |
-    awk -v f="$1" '$0 ~ ":"f" \\[" {gsub(",", "", $1); print $1; exit}'
+    awk -v f="$1" '$0 ~ ":"f"(\\.[a-z_]+\\.[0-9]+)* \\[" {gsub(",", "", $1); print $1; exit}'
 }
 writer=$(incl writer_main) keeper=$(incl keeper_main)
 # the writer's transactions: how often writer_main called write_batch
 commits=$(callgrind_annotate --tree=calling --threshold=100 --auto=no "$out" 2>/dev/null |
-  awk '/\*  .*:writer_main \[/ {w=1; next} w && /^ *$/ {exit} w && /:write_batch \(/ {gsub(/[(),x]/, "", $(NF-1)); print $(NF-1); exit}')
+  awk '/\*  .*:writer_main(\.[a-z_]+\.[0-9]+)* \[/ {w=1; next} w && /^ *$/ {exit} w && /:write_batch(\.[a-z_]+\.[0-9]+)* \(/ {gsub(/[(),x]/, "", $(NF-1)); print $(NF-1); exit}')
 # libmicrohttpd zeroes each connection's memory pool between requests (MHD_pool_reset, and
 # MHD_pool_reallocate when it shrinks the read buffer), ~1.5x http.header_memory bytes a
 # request, with no option to skip it. glibc zeroes with `rep stosb`, which callgrind counts

@@ -266,13 +266,6 @@ static int64_t get_be64(const uint8_t *p) {
     return (int64_t)v;
 }
 
-/* Copy a NUL-terminated string into a fixed field, truncating; s NULL = "". */
-static void copy_field(char *dst, size_t size, const char *s) {
-    size_t n = s ? strnlen(s, size - 1) : 0;
-    memcpy(dst, s ? s : "", n);
-    dst[n] = '\0';
-}
-
 /* ---- the verified cache ------------------------------------------------------------------ */
 
 /* Cache only what fits: longer bindings (never valid names) always take the full path. */
@@ -357,9 +350,9 @@ static void vc_insert(mcp_sessions *ss, const char *token, uint64_t h, const cha
     memset(&n, 0, sizeof n);
     n.hash = h;
     memcpy(n.token, token, TOKEN_TEXT_LEN);
-    copy_field(n.tenant, sizeof n.tenant, tenant);
-    copy_field(n.graph, sizeof n.graph, graph);
-    copy_field(n.key_id, sizeof n.key_id, key_id);
+    gg_strcopy(n.tenant, sizeof n.tenant, tenant);
+    gg_strcopy(n.graph, sizeof n.graph, graph);
+    gg_strcopy(n.key_id, sizeof n.key_id, key_id);
     memcpy(n.version, s->version, VERSION_LEN);
     n.expires = s->expires;
     memcpy(n.nonce, s->nonce, 16);
@@ -399,10 +392,10 @@ static void vc_forget(mcp_sessions *ss, const char *token, uint64_t h) {
 /* Whose bound a session counts in: the endpoint's tenant, else (a mount) the key's id as
  * "key:<id>"; false for neither (the internal listener: the operator's, unbounded). */
 static bool owner_name(const char *tenant, const char *key_id, char out[OWNER_MAX]) {
-    if (tenant && *tenant) copy_field(out, OWNER_MAX, tenant);
+    if (tenant && *tenant) gg_strcopy(out, OWNER_MAX, tenant);
     else if (key_id && *key_id) {
         memcpy(out, "key:", 4);
-        copy_field(out + 4, OWNER_MAX - 4, key_id);
+        gg_strcopy(out + 4, OWNER_MAX - 4, key_id);
     } else return false;
     return true;
 }
@@ -419,7 +412,7 @@ static owner *find_owner(mcp_sessions *ss, const char *name, bool create) {
     for (; *pp; pp = &(*pp)->next)
         if (strcmp((*pp)->name, name) == 0) return *pp;
     if (!create || !(*pp = calloc(1, sizeof **pp))) return NULL;
-    copy_field((*pp)->name, OWNER_MAX, name);
+    gg_strcopy((*pp)->name, OWNER_MAX, name);
     return *pp;
 }
 
@@ -689,9 +682,9 @@ bool mcp_session_issue(mcp_sessions *ss, const char *tenant, const char *graph,
     }
     if (out) {
         memset(out, 0, sizeof *out);
-        copy_field(out->tenant, sizeof out->tenant, tenant);
-        copy_field(out->graph, sizeof out->graph, graph);
-        copy_field(out->key_id, sizeof out->key_id, key_id);
+        gg_strcopy(out->tenant, sizeof out->tenant, tenant);
+        gg_strcopy(out->graph, sizeof out->graph, graph);
+        gg_strcopy(out->key_id, sizeof out->key_id, key_id);
         memcpy(out->version, version, VERSION_LEN);
         out->expires = expires;
         out->level = MCP_LOG_OFF;
@@ -780,9 +773,9 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
     uint64_t h = cacheable ? vc_hash(ss, id) : 0;
     if (cacheable && vc_lookup(ss, id, h, tenant, graph, key_id, now, epoch, &s, &current, &fresh)) {
         if (current) { /* nothing in the nonce table changed since it was confirmed */
-            copy_field(s.tenant, sizeof s.tenant, tenant);
-            copy_field(s.graph, sizeof s.graph, graph);
-            copy_field(s.key_id, sizeof s.key_id, key_id);
+            gg_strcopy(s.tenant, sizeof s.tenant, tenant);
+            gg_strcopy(s.graph, sizeof s.graph, graph);
+            gg_strcopy(s.key_id, sizeof s.key_id, key_id);
             if (!fresh && !owner_touch(ss, &s, now)) {
                 vc_forget(ss, id, h);
                 goto bad;
@@ -803,9 +796,9 @@ bool mcp_session_check(mcp_sessions *ss, const char *id, const char *tenant, con
         memcpy(s.version, buf + 25, VERSION_LEN);
         memcpy(s.nonce, buf + 9, 16);
     }
-    copy_field(s.tenant, sizeof s.tenant, tenant);
-    copy_field(s.graph, sizeof s.graph, graph);
-    copy_field(s.key_id, sizeof s.key_id, key_id);
+    gg_strcopy(s.tenant, sizeof s.tenant, tenant);
+    gg_strcopy(s.graph, sizeof s.graph, graph);
+    gg_strcopy(s.key_id, sizeof s.key_id, key_id);
     struct shard *sh = shard_of(ss, s.nonce);
     pthread_mutex_lock(&sh->mu);
     entry *e = find_entry(sh, s.nonce);
