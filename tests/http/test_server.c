@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <dlfcn.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -470,6 +473,40 @@ START_TEST(header_reads_by_name) {
     ck_assert(json_is_null(json_object_get(o, "TRACEPARENT")));
     ck_assert(json_is_null(json_object_get(o, "dpop")));
     json_decref(o);
+}
+END_TEST
+
+/* src/cli/mhd_epoll.c, linked into this program as into graphgate: the epoll_wait the
+ * process resolves is ours (so libmicrohttpd's calls reach it), and a round right after a
+ * full one does not wait, which ends libmicrohttpd's drain loop instead of sleeping its whole
+ * timeout with connections marked ready (seen: 256 of them, 60 s). Edge-triggered events,
+ * as libmicrohttpd registers its connections: the second round finds nothing ready. */
+START_TEST(epoll_round_after_full_does_not_wait) {
+    ck_assert_ptr_eq(dlsym(RTLD_DEFAULT, "epoll_wait"), (void *)epoll_wait);
+    int ep = epoll_create1(0), a = eventfd(0, EFD_NONBLOCK), b = eventfd(0, EFD_NONBLOCK);
+    ck_assert(ep >= 0 && a >= 0 && b >= 0);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET}, got[2];
+    ev.data.fd = a;
+    ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev), 0);
+    ev.data.fd = b;
+    ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, b, &ev), 0);
+    uint64_t one = 1;
+    ck_assert_int_eq(write(a, &one, sizeof one), (ssize_t)sizeof one);
+    ck_assert_int_eq(write(b, &one, sizeof one), (ssize_t)sizeof one);
+    ck_assert_int_eq(epoll_wait(ep, got, 2, -1), 2); /* a full round */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_assert_int_eq(epoll_wait(ep, got, 2, 20000), 0); /* libc's would sleep the 20 s */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ck_assert_int_lt((t1.tv_sec - t0.tv_sec), 10);
+    /* a round that was not full leaves the next one waiting as asked: it sees a later event */
+    ck_assert_int_eq(write(a, &one, sizeof one), (ssize_t)sizeof one);
+    ck_assert_int_eq(epoll_wait(ep, got, 2, 5000), 1);
+    ck_assert_int_eq(got[0].data.fd, a);
+    ck_assert_int_eq(epoll_wait(ep, got, 2, 30), 0); /* waits its 30 ms, nothing comes */
+    close(a);
+    close(b);
+    close(ep);
 }
 END_TEST
 
@@ -1066,6 +1103,7 @@ int main(void) {
     tcase_add_test(tc, internal_host_and_origin);
     tcase_add_test(tc, internal_hosts_configured);
     tcase_add_test(tc, start_hook_sees_bound_ports);
+    tcase_add_test(tc, epoll_round_after_full_does_not_wait);
     suite_add_tcase(s, tc);
     int failed = gg_check_run(s);
     curl_global_cleanup();
