@@ -47,14 +47,7 @@ evidence() {
 
 for r in $(seq "$rounds"); do
   db="$tmp/gg-$r.db"; cp "$tmp/gg.db" "$db"
-  : >"$tmp/serve.out"
-  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=durable GRAPHGATE_WORKERS=2 GRAPHGATE_HTTP_THREADS=2 \
-    GRAPHGATE_HTTP_MAX_CONNECTIONS=4096 GRAPHGATE_HTTP_MAX_CONNECTIONS_PER_IP=4096 \
-    GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=0 GRAPHGATE_TENANTS_MAX_QUEUED=0 GRAPHGATE_TENANTS_MAX_RUNNING=2 \
-    taskset -c 0 "$bin" serve --db "$db" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 \
-    >"$tmp/serve.out" 2>"$tmp/serve.err" &
-  pid=$!
-  bench_pids+=("$pid")
+  bench_serve durable 1 0 "$tmp/serve.err" --db "$db"
   bench_listening 200 "$tmp/serve.err"
   rm -f "$tmp/put.json"
   bench_graph "$pub" "$admin" "$tmp/put.json"

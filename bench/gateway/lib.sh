@@ -42,6 +42,23 @@ bench_listening() {
   [ -n "$pub" ] || { echo "bench: graphgate did not start"; tail -20 "$2"; exit 1; }
 }
 
+# bench_serve DURABILITY N CPUS ERR_FILE SERVE_FLAGS... → pid of a `graphgate serve` in the
+# background, pinned to CPUS (taskset), with 2N HTTP threads and 2N workers, the access log
+# off and the caps that defend tenants from each other lifted (one tenant, thousands of
+# connections from one address, no queue or in-flight cap): the load of scaling.sh and
+# keepalive_stall.sh. It writes its listeners to $tmp/serve.out and its errors to ERR_FILE.
+bench_serve() {
+  local durability=$1 n=$2 cpus=$3 err=$4; shift 4
+  : >"$tmp/serve.out"
+  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$durability GRAPHGATE_WORKERS=$((2 * n)) \
+    GRAPHGATE_HTTP_THREADS=$((2 * n)) GRAPHGATE_HTTP_MAX_CONNECTIONS=4096 \
+    GRAPHGATE_HTTP_MAX_CONNECTIONS_PER_IP=4096 GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=0 \
+    GRAPHGATE_TENANTS_MAX_QUEUED=0 GRAPHGATE_TENANTS_MAX_RUNNING=$((2 * n)) taskset -c "$cpus" "$bin" serve "$@" \
+    --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$err" &
+  pid=$!
+  bench_pids+=("$pid")
+}
+
 # bench_graph PUB ADMIN_KEY PUT_FILE → the switch example uploaded as bench/switch, once per
 # database: PUT_FILE (the upload's answer) says it was done
 bench_graph() {

@@ -69,16 +69,8 @@ start_gg() {
   local mode=$1 cpus=$2 n=$3 admin durability=$1
   [ "$mode" = pg ] && durability=durable
   admin=$(sed -n 1p "$tmp/keys-$mode") key=$(sed -n 2p "$tmp/keys-$mode")
-  : >"$tmp/serve.out"
-  # caps lifted: one tenant, many connections from one address, no queue or in-flight cap
   # shellcheck disable=SC2046
-  GRAPHGATE_LOG_ACCESS=false GRAPHGATE_HISTORY_DURABILITY=$durability GRAPHGATE_WORKERS=$((2 * n)) \
-    GRAPHGATE_HTTP_THREADS=$((2 * n)) GRAPHGATE_HTTP_MAX_CONNECTIONS=4096 \
-    GRAPHGATE_HTTP_MAX_CONNECTIONS_PER_IP=4096 GRAPHGATE_TENANTS_MAX_CONCURRENT_EXECUTIONS=0 \
-    GRAPHGATE_TENANTS_MAX_QUEUED=0 GRAPHGATE_TENANTS_MAX_RUNNING=$((2 * n)) taskset -c "$cpus" "$bin" serve $(dbflags "$mode") \
-    --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve-$mode.err" &
-  pid=$!
-  bench_pids+=("$pid")
+  bench_serve "$durability" "$n" "$cpus" "$tmp/serve-$mode.err" $(dbflags "$mode")
   bench_listening 200 "$tmp/serve-$mode.err"
   bench_graph "$pub" "$admin" "$tmp/put-$mode.json"
   bench_session "$pub" "$key"
