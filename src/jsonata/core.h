@@ -109,7 +109,8 @@ struct jn_function {
 jn_sig *jn_sig_parse(const char *s, gg_error *err);
 void jn_sig_free(jn_sig *sig);
 int jn_sig_arity(const jn_sig *sig);
-/* Validate + coerce args; returns a new arg vector (values are new refs) in *out: buf
+/* Validate + coerce args into *out: args itself when every parameter takes the argument in
+ * its place unchanged (nothing to release); otherwise a new vector of new references, buf
  * when it has room (bufcap entries), else malloc'd (free it when *out != buf). */
 bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *context,
                      jn_value ***out, int *nout, int position, const char *name, gg_error *err,

@@ -152,9 +152,11 @@ static bool frame_bind(jn_state *c, jn_frame *f, const char *name, jn_value *v /
 }
 
 static bool frame_lookup(jn_frame *f, const char *name, jn_value **out) {
+    /* most names differ from most bindings at their first byte: a builtin's ("number")
+     * from the input's ("$") that every root scope holds */
     for (; f; f = f->parent)
         for (int i = f->n - 1; i >= 0; i--)
-            if (!strcmp(f->b[i].name, name)) {
+            if (f->b[i].name[0] == name[0] && !strcmp(f->b[i].name, name)) {
                 *out = f->b[i].v;
                 return true;
             }
@@ -1434,7 +1436,7 @@ static jn_value *call_native(jn_state *c, jn_value *fnv, jn_native_fn fn, const 
         gg_error_clear(&e);
         return NULL;
     }
-    gg_error_clear(&e);
+    if (e.message || e.path) gg_error_clear(&e); /* a native that set no code allocated nothing, mostly */
     return r;
 }
 
@@ -2104,6 +2106,11 @@ static jn_value *ev_raw(jn_state *c, const jn_node *n, jn_value *input, jn_frame
 
 static jn_value *ev_ex(jn_state *c, const jn_node *n, jn_value *input, jn_frame *env, bool as_step) {
     if (FAILED(c)) return NULL;
+    /* a literal number, string or constant without predicates: its value as compiled, with
+     * none of the checks below, which guard recursion and long loops (a literal is neither)
+     * and unwrap sequences (a literal is none) */
+    if (n->type <= N_VALUE && !n->nstages && !n->group && n->value && !(n->value->flags & JN_F_SEQUENCE))
+        return jn_incref(n->value);
     char here;
     if (++c->depth > c->max_depth ||
         (c->stack_base && (long)((uintptr_t)c->stack_base - (uintptr_t)&here) > c->max_stack)) {

@@ -23,11 +23,9 @@ struct jn_sig {
 };
 
 /* One bit per type symbol of symbol_of (m l b n s a o f). */
-static uint16_t sym_bit(char c) {
-    static const char order[] = "mlbnsaof";
-    const char *q = c ? strchr(order, c) : NULL;
-    return q ? (uint16_t)(1u << (q - order)) : 0;
-}
+static const uint16_t SYM_BIT[128] = {['m'] = 1, ['l'] = 2, ['b'] = 4, ['n'] = 8,
+                                      ['s'] = 16, ['a'] = 32, ['o'] = 64, ['f'] = 128};
+static uint16_t sym_bit(char c) { return (unsigned char)c < 128 ? SYM_BIT[(unsigned char)c] : 0; }
 
 void jn_sig_free(jn_sig *sig) {
     if (!sig) return;
@@ -188,9 +186,28 @@ static bool match_from(const jn_sig *sig, int pi, const char *sym, int ai, int n
     return false;
 }
 
+/* Whether each parameter takes the argument in its place as it is: as many arguments as
+ * parameters, none repeating, each of a type its parameter accepts, none to wrap in an
+ * array or to check item by item. Most calls are such; the arguments are then the
+ * validated vector itself (nothing copied, counted or released). */
+static bool exact_match(const jn_sig *sig, jn_value **args, int nargs) {
+    if (!sig->greedy_only || nargs != sig->n) return false;
+    for (int i = 0; i < nargs; i++) {
+        const jn_param *p = &sig->params[i];
+        char s = symbol_of(args[i]);
+        if (!(p->mask & sym_bit(s)) || (p->type == 'a' && (s != 'a' || p->subtype[0]))) return false;
+    }
+    return true;
+}
+
 bool jn_sig_validate(const jn_sig *sig, jn_value **args, int nargs, jn_value *context,
                      jn_value ***out, int *nout, int position, const char *name, gg_error *err,
                      jn_value **buf, int bufcap) {
+    if (exact_match(sig, args, nargs)) {
+        *out = args;
+        *nout = nargs;
+        return true;
+    }
     char symbuf[64];
     int countbuf[16];
     char *sym = nargs < (int)sizeof symbuf ? symbuf : malloc((size_t)nargs + 1);
