@@ -269,8 +269,9 @@ static bool flatten_into(jn_state *c, jn_value *v, jn_value *out) {
 }
 
 /* Collapse a sequence result the way the reference's evaluate() does. */
-static jn_value *collapse(const jn_node *n, jn_value *r) {
-    if (!jn_is_sequence(r) || (r->flags & JN_F_TUPLE)) return r;
+static inline jn_value *collapse(const jn_node *n, jn_value *r) {
+    /* in line: most results are no sequence (jn_is_sequence's test, without its call) */
+    if (!r || r->type != JN_ARRAY || (r->flags & (JN_F_SEQUENCE | JN_F_TUPLE)) != JN_F_SEQUENCE) return r;
     if (n->keep_array && r->rc >= 0) r->flags |= JN_F_KEEP;
     if (r->u.arr.n == 0) {
         jn_decref(r);
@@ -2109,8 +2110,11 @@ static jn_value *ev_ex(jn_state *c, const jn_node *n, jn_value *input, jn_frame 
     /* a literal number, string or constant without predicates: its value as compiled, with
      * none of the checks below, which guard recursion and long loops (a literal is neither)
      * and unwrap sequences (a literal is none) */
-    if (n->type <= N_VALUE && !n->nstages && !n->group && n->value && !(n->value->flags & JN_F_SEQUENCE))
-        return jn_incref(n->value);
+    if (n->type <= N_VAR && !n->nstages && !n->group) {
+        if (n->type <= N_VALUE && n->value && !(n->value->flags & JN_F_SEQUENCE)) return jn_incref(n->value);
+        /* a variable's value (a function's, mostly): a lookup, neither recursion nor loop */
+        if (n->type == N_VAR) return collapse(n, eval_var(c, n, input, env));
+    }
     char here;
     if (++c->depth > c->max_depth ||
         (c->stack_base && (long)((uintptr_t)c->stack_base - (uintptr_t)&here) > c->max_stack)) {
