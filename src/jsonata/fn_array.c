@@ -145,22 +145,74 @@ FN(jn_fn_shuffle) {
     return out;
 }
 
-/* Hash key for a scalar (type tag + text) so $distinct stays linear on the common case;
- * arrays and objects fall back to pairwise deep equality. */
-static bool scalar_key(const jn_value *v, gg_strbuf *k) {
-    char num[40];
-    gg_strbuf_reset(k);
+/* $distinct's scalars seen so far: open addressing on a hash of the value, equal as the
+ * reference's === is (same type; numbers by value, so -0 is 0; strings by their bytes),
+ * with no key built a value. Arrays and objects are compared pairwise by deep equality. */
+typedef struct scalar_set {
+    const jn_value **slot;
+    size_t cap, n;
+} scalar_set;
+
+static bool is_scalar(const jn_value *v) {
+    jn_type t = jn_type_of(v);
+    return t == JN_STRING || t == JN_NUMBER || t == JN_BOOL || t == JN_NULL;
+}
+
+static uint32_t scalar_hash(const jn_value *v) {
     switch (jn_type_of(v)) {
-    case JN_STRING: gg_strbuf_putc(k, 's'); gg_strbuf_append(k, jn_s(v), jn_slen(v)); return true;
-    case JN_NUMBER:
-        jsonata_format_double(v->u.n == 0 ? 0 : v->u.n, num, sizeof num);
-        gg_strbuf_putc(k, 'n');
-        gg_strbuf_puts(k, num);
-        return true;
-    case JN_BOOL: gg_strbuf_puts(k, v->u.b ? "t" : "f"); return true;
-    case JN_NULL: gg_strbuf_puts(k, "z"); return true;
-    default: return false;
+    case JN_STRING: return jn_hash_key(jn_s(v), jn_slen(v));
+    case JN_NUMBER: {
+        double d = v->u.n == 0 ? 0 : v->u.n;
+        uint64_t b;
+        memcpy(&b, &d, sizeof b);
+        b *= 0x9e3779b97f4a7c15ULL;
+        return (uint32_t)(b >> 32) ^ 0x5bd1e995u;
     }
+    case JN_BOOL: return v->u.b ? 1u : 2u;
+    default: return 3u; /* null */
+    }
+}
+
+static bool scalar_eq(const jn_value *a, const jn_value *b) {
+    jn_type t = jn_type_of(a);
+    if (t != jn_type_of(b)) return false;
+    switch (t) {
+    case JN_STRING: return jn_slen(a) == jn_slen(b) && !memcmp(jn_s(a), jn_s(b), jn_slen(a));
+    case JN_NUMBER: return a->u.n == b->u.n;
+    case JN_BOOL: return a->u.b == b->u.b;
+    default: return true;
+    }
+}
+
+static bool set_grow(scalar_set *s) {
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    const jn_value **slot = jn_calloc(cap, sizeof *slot);
+    if (!slot) return false;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->slot[i]) continue;
+        size_t j = scalar_hash(s->slot[i]) & (cap - 1);
+        while (slot[j]) j = (j + 1) & (cap - 1);
+        slot[j] = s->slot[i];
+    }
+    jn_free(s->slot);
+    s->slot = slot;
+    s->cap = cap;
+    return true;
+}
+
+/* Adds v (borrowed: the input array outlives the set); *seen when an equal one was there. */
+static bool set_add(scalar_set *s, const jn_value *v, bool *seen) {
+    if (2 * (s->n + 1) > s->cap && !set_grow(s)) return false;
+    size_t j = scalar_hash(v) & (s->cap - 1);
+    for (; s->slot[j]; j = (j + 1) & (s->cap - 1))
+        if (scalar_eq(s->slot[j], v)) {
+            *seen = true;
+            return true;
+        }
+    s->slot[j] = v;
+    s->n++;
+    *seen = false;
+    return true;
 }
 
 FN(jn_fn_distinct) {
@@ -168,17 +220,14 @@ FN(jn_fn_distinct) {
     if (!a) return NULL;
     if (a->type != JN_ARRAY || jn_alen(a) <= 1) return jn_incref(a);
     jn_value *out = (a->flags & JN_F_SEQUENCE) ? jn_seq_new(jn_alen(a)) : jn_array_new(jn_alen(a));
-    jn_value *set = jn_object_new(8);
     jn_value *complex = jn_array_new(4); /* the non-scalar values kept so far */
-    gg_strbuf key = GG_STRBUF_INIT;
-    bool ok = out && set && complex;
+    scalar_set set = {NULL, 0, 0};
+    bool ok = out && complex;
     for (size_t i = 0; ok && i < jn_alen(a); i++) {
         jn_value *v = jn_aget(a, i);
         bool seen = false;
-        if (scalar_key(v, &key)) {
-            if (key.oom) { ok = false; break; }
-            seen = jn_object_get(set, key.data, key.len) != NULL;
-            if (!seen && !jn_object_set(set, key.data, key.len, jn_null())) { ok = false; break; }
+        if (is_scalar(v)) {
+            if (!set_add(&set, v, &seen)) { ok = false; break; }
         } else {
             for (size_t k = 0; k < jn_alen(complex) && !seen; k++)
                 seen = jn_deep_equal(jn_aget(complex, k), v);
@@ -187,8 +236,7 @@ FN(jn_fn_distinct) {
         if (!seen && !jn_array_push(out, jn_incref(v))) ok = false;
         if ((i & 255) == 255 && !jn_check_limits(call, err)) { ok = false; break; }
     }
-    gg_strbuf_free(&key);
-    jn_decref(set);
+    jn_free(set.slot);
     jn_decref(complex);
     if (!ok) {
         jn_decref(out);
