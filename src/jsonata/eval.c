@@ -1727,8 +1727,15 @@ static jn_value *eval_call(jn_state *c, const jn_node *n, jn_value *input, jn_fr
         jn_decref(proc);
         return NULL;
     }
-    jn_value *r = tail ? apply_inner(c, proc, args, na, input, env, n->position, nm)
-                       : apply_fn(c, proc, args, na, input, env, n->position, nm);
+    jn_value *r;
+    const jn_function *pf = proc && proc->type == JN_FUNCTION ? proc->u.fn : NULL;
+    /* a builtin directly: apply_inner would call it the same way, and it returns no thunk
+     * for apply_fn to run */
+    if (pf && pf->kind == FN_NATIVE)
+        r = call_native(c, proc, pf->native, pf->sig, args, na, input, env, n->position, nm ? nm : pf->builtin->name);
+    else
+        r = tail ? apply_inner(c, proc, args, na, input, env, n->position, nm)
+                 : apply_fn(c, proc, args, na, input, env, n->position, nm);
     if (FAILED(c) && c->err->position < 0) c->err->position = n->position;
     if (FAILED(c) && !c->err->path && nm) gg_error_set_path(c->err, nm);
     for (int i = 0; i < na; i++) jn_decref(args[i]);
