@@ -663,9 +663,16 @@ static jn_node *nud_fail(jn_node *n) {
 static jn_node *nud_negate(parser *p, token *t) {
     jn_node *e = expression(p, 70);
     if (!e) return NULL;
-    if (e->type == N_NUMBER) {
+    if (e->type == N_NUMBER) { /* a new value: numbers are shared, never changed (jn_number) */
+        jn_value *neg = jn_number(-e->num);
+        if (!neg) {
+            jn_oom(p->err);
+            return nud_fail(e);
+        }
+        jn_make_immortal(neg);
+        jn_free_immortal(e->value);
+        e->value = neg;
         e->num = -e->num;
-        e->value->u.n = -e->value->u.n;
         return e;
     }
     jn_node *n = node_new(p, N_NEGATE, t->position);

@@ -226,9 +226,25 @@ static uint32_t hash_bytes(const char *s, size_t n);
 
 void jn_oom(gg_error *err) { gg_error_set(err, "D0000", "Out of memory"); }
 
+/* The integers 0..255, made once and immortal like null and the booleans (globals.allow:
+ * nothing writes them): counts, indexes, ranges and most literals need no allocation. */
+#define N1(i) {-1, JN_NUMBER, 0, {.n = (i)}}
+#define N4(i) N1(i), N1((i) + 1), N1((i) + 2), N1((i) + 3)
+#define N16(i) N4(i), N4((i) + 4), N4((i) + 8), N4((i) + 12)
+#define N64(i) N16(i), N16((i) + 16), N16((i) + 32), N16((i) + 48)
+static jn_value v_small_ints[256] = {N64(0), N64(64), N64(128), N64(192)};
+#undef N1
+#undef N4
+#undef N16
+#undef N64
+
+static bool is_small_int(const jn_value *v) { return v >= v_small_ints && v < v_small_ints + 256; }
+
 /* A number uses only the header and u.n: allocating just that makes ranges and numeric
- * arrays less than half the size (values are never retyped in place or copied whole). */
+ * arrays less than half the size (values are never retyped in place or copied whole, and
+ * no number is changed after it is made: a small integer is shared). */
 jn_value *jn_number(double d) {
+    if (d >= 0 && d < 256 && !signbit(d) && d == (double)(int)d) return &v_small_ints[(int)d];
     jn_value *v = jn_malloc(offsetof(jn_value, u) + sizeof(double));
     if (!v) return NULL;
     v->rc = 1;
@@ -557,7 +573,7 @@ void jn_make_immortal(jn_value *v) {
 }
 
 void jn_free_immortal(jn_value *v) {
-    if (!v || v == &v_null || v == &v_true || v == &v_false) return;
+    if (!v || v == &v_null || v == &v_true || v == &v_false || is_small_int(v)) return;
     v->rc = 1;
     jn_decref(v);
 }

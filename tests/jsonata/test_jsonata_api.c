@@ -378,6 +378,23 @@ static void *literal_many(void *arg) {
 /* A tree of literals is computed once at compile time (api.c's fold_literal): every
  * evaluation still gets a value of its own (a caller may change it), the same for any
  * input, and a literal whose evaluation fails still fails at every run. */
+/* Small integers are shared values (jn_number): negating a literal at parse time must make
+ * a new one, not change the shared 5 that every later "5" is. */
+START_TEST(shared_small_integers_stay_what_they_are) {
+    for (int round = 0; round < 2; round++) {
+        EXPECT("-5", NULL, "-5");
+        EXPECT("5", NULL, "5");
+        EXPECT("-(5)", NULL, "-5");
+        EXPECT("[0, -255, 255, 256, -256]", NULL, "[0,-255,255,256,-256]");
+        EXPECT("-0 = 0", NULL, "true");
+        EXPECT("$sum([0..300])", NULL, "45150");
+        EXPECT("$count([1..255]) + 1", NULL, "256");
+        EXPECT("$map([1..4], function($v) { -$v })", NULL, "[-1,-2,-3,-4]");
+        EXPECT("[1, 2, 3] ~> $map(function($v) { $v * 2 })", NULL, "[2,4,6]");
+    }
+}
+END_TEST
+
 START_TEST(literal_expressions_answer_a_fresh_value) {
     gg_error err = GG_ERROR_INIT;
     jsonata_expr *e = jsonata_compile("{ \"result\": \"high\", \"n\": [1, -2.5, true, null, {\"k\": \"v\"}] }", NULL, &err);
@@ -583,6 +600,7 @@ int main(void) {
     tcase_add_test(tc, limits);
     tcase_add_test(tc, compiled_expression_is_shared_between_threads);
     tcase_add_test(tc, literal_expressions_answer_a_fresh_value);
+    tcase_add_test(tc, shared_small_integers_stay_what_they_are);
     tcase_add_test(tc, operator_chains_are_bounded);
     tcase_add_test(tc, memory_budget);
     tcase_add_test(tc, alloc_cache);
