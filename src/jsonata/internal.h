@@ -8,9 +8,11 @@
  *    return NULL (with err unset) for an undefined result.
  *  - null / true / false are immortal singletons (jn_null(), jn_bool(b)); incref/decref on
  *    immortal values (rc < 0) is a no-op, so callers never need to special-case them.
- *  - number: IEEE double. string: UTF-8 bytes (NUL-terminated, may contain no NUL) with a
- *    cached length in UTF-16 code units (what JavaScript's .length reports); use
- *    jn_str_u16_to_byte() to turn a JS index into a byte offset.
+ *  - number: IEEE double; the integers 0..255 are immortal too (jn_number hands out shared
+ *    values), so a number is never changed after it is made.
+ *  - string: UTF-8 bytes (NUL-terminated, may contain no NUL) with a cached length in UTF-16
+ *    code units (what JavaScript's .length reports); use jn_str_u16_to_byte() to turn a JS
+ *    index into a byte offset.
  *  - array: items + flags. JN_F_SEQUENCE marks a JSONata result sequence (the evaluator
  *    collapses a length-1 sequence to its item and a length-0 sequence to undefined unless
  *    JN_F_KEEP is set). A native that returns a plain array (jn_array_new) returns an array;
