@@ -146,8 +146,8 @@ FN(jn_fn_shuffle) {
 }
 
 /* $distinct's scalars seen so far: open addressing on a hash of the value, equal as the
- * reference's === is (same type; numbers by value, so -0 is 0; strings by their bytes),
- * with no key built a value. Arrays and objects are compared pairwise by deep equality. */
+ * reference's === is (jn_deep_equal on scalars: same type; numbers by value, so -0 is 0;
+ * strings by their bytes), with no key built a value. Arrays and objects are compared pairwise by deep equality. */
 typedef struct scalar_set {
     const jn_value **slot;
     size_t cap, n;
@@ -173,17 +173,6 @@ static uint32_t scalar_hash(const jn_value *v) {
     }
 }
 
-static bool scalar_eq(const jn_value *a, const jn_value *b) {
-    jn_type t = jn_type_of(a);
-    if (t != jn_type_of(b)) return false;
-    switch (t) {
-    case JN_STRING: return jn_slen(a) == jn_slen(b) && !memcmp(jn_s(a), jn_s(b), jn_slen(a));
-    case JN_NUMBER: return a->u.n == b->u.n;
-    case JN_BOOL: return a->u.b == b->u.b;
-    default: return true;
-    }
-}
-
 static bool set_grow(scalar_set *s) {
     size_t cap = s->cap ? s->cap * 2 : 16;
     const jn_value **slot = jn_calloc(cap, sizeof *slot);
@@ -205,7 +194,7 @@ static bool set_add(scalar_set *s, const jn_value *v, bool *seen) {
     if (2 * (s->n + 1) > s->cap && !set_grow(s)) return false;
     size_t j = scalar_hash(v) & (s->cap - 1);
     for (; s->slot[j]; j = (j + 1) & (s->cap - 1))
-        if (scalar_eq(s->slot[j], v)) {
+        if (jn_deep_equal(s->slot[j], v)) {
             *seen = true;
             return true;
         }
