@@ -2,9 +2,12 @@
 -- tools/call of the switch example) to the URL, or to paths chosen round-robin from PATHS
 -- (a file, one path a line: more graphs than the cache holds); answers other than 200
 -- containing EXPECT count as errors (printed by done() as BAD n). KEY and SID, when set,
--- add the API key and the MCP session.
-wrk.method = "POST"
-wrk.body = os.getenv("BODY") or '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}'
+-- add the API key and the MCP session. METHOD=GET sends the same headers without a body
+-- (floor.sh: GET /health, the cheapest answer graphgate gives).
+wrk.method = os.getenv("METHOD") or "POST"
+if wrk.method ~= "GET" then
+  wrk.body = os.getenv("BODY") or '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}'
+end
 local expect = os.getenv("EXPECT") or '"structuredContent":{"result":"high"}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"

@@ -15,7 +15,9 @@
 # usage: bench/gateway/callgrind.sh [BUILD_DIR (default build)] [CALLS (default 2000)]
 # Environment: CONNS (default 4), WARMUP (default 200), MODE (history.durability: durable,
 # the default, or async), HEADER ("Name: value", one extra request header, e.g. an X-Pad of a
-# token's length), KEEP (a folder: the callgrind output is copied there), TOP (default 25).
+# token's length), KEEP (a folder: the callgrind output is copied there), TOP (default 25),
+# BODY and EXPECT (another JSON-RPC request and a text its answer must hold, e.g. an MCP ping
+# and '"result":{}': what a call costs without the graph's run, floor.sh's second row).
 # Threads are pinned to http.threads = workers = 4 (the defaults on 2 cores) so that the
 # figure does not depend on the machine's core count. Takes about a minute for 2,000 calls.
 set -uo pipefail
@@ -64,10 +66,12 @@ code=$(curl -s -o "$tmp/put.json" -w '%{http_code}' -X PUT -H "Authorization: Be
 
 # the loader: CONNS keep-alive connections, one thread each, wrk's call.lua headers; it
 # switches callgrind's instrumentation on after the warm-up and off after the measured calls
-# (callgrind_control waits for valgrind's answer); every answer must be the switch's "high"
-python3 - "$pub/mcp/bench/switch" "$key" "$conns" "$warmup" "$calls" "$vpid" "${HEADER:-}" <<'PY' || exit 1
+# (callgrind_control waits for valgrind's answer); every answer must hold EXPECT (the switch's "high")
+python3 - "$pub/mcp/bench/switch" "$key" "$conns" "$warmup" "$calls" "$vpid" "${HEADER:-}" "${BODY:-}" "${EXPECT:-}" <<'PY' || exit 1
 import http.client, json, subprocess, sys, threading, urllib.parse
 url, key, conns, warmup, calls, vpid, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
+body = (sys.argv[8] or '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}').encode()
+expect = (sys.argv[9] or '"structuredContent":{"result":"high"}').encode()
 u = urllib.parse.urlsplit(url)
 hdr = {"Authorization": "Bearer " + key, "Content-Type": "application/json",
        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
@@ -80,14 +84,13 @@ c.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "init
 r = c.getresponse(); r.read()
 hdr["Mcp-Session-Id"] = r.getheader("Mcp-Session-Id")
 assert hdr["Mcp-Session-Id"], "no session"
-body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_switch","arguments":{"value":42}}}'
 bad = []
 def load(n):
     c = http.client.HTTPConnection(u.hostname, u.port)
     for _ in range(n):
         c.request("POST", u.path, body, hdr)
         r = c.getresponse(); b = r.read()
-        if r.status != 200 or b'"structuredContent":{"result":"high"}' not in b:
+        if r.status != 200 or expect not in b:
             bad.append((r.status, b[:300]))
     c.close()
 def phase(total):

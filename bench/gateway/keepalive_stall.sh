@@ -21,10 +21,8 @@ bin="$build/src/graphgate"
 example="$top/tests/npm/node_modules/mcpgraph/examples/switch_example.yaml"
 . "$top/bench/gateway/lib.sh"
 bench_start gg-stall wrk taskset ss
-[ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
 [ "$(nproc --all)" -ge 2 ] || { echo "bench: needs 2 CPUs"; exit 77; }
-bench_keys "$tmp/keys" --db "$tmp/gg.db"
-admin=$(sed -n 1p "$tmp/keys") key=$(sed -n 2p "$tmp/keys")
+bench_sqlite_keys
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # evidence PID PORT → what each side holds and where the server waits

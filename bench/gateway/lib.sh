@@ -4,13 +4,15 @@
 # nginx serving that call's answer bytes. The caller sets bin (the graphgate binary) and
 # example (the switch example's YAML) before using them.
 
-# bench_start PREFIX TOOL... → tmp, a fresh folder removed at exit, when every TOOL is installed
-# and $bin is built (exit 77 / 1 otherwise); the pids added to bench_pids are killed at exit.
-# GRAPHGATE_* variables of the caller's environment are unset: the scripts set their own.
+# bench_start PREFIX TOOL... → tmp, a fresh folder removed at exit, when every TOOL is installed,
+# $bin is built and $example is there (exit 77 / 1 / 77 otherwise); the pids added to
+# bench_pids are killed at exit. GRAPHGATE_* variables of the caller's environment are unset:
+# the scripts set their own.
 bench_start() {
   local prefix=$1 need var; shift
   for need in "$@"; do command -v "$need" >/dev/null || { echo "bench: $need not installed"; exit 77; }; done
   [ -x "$bin" ] || { echo "bench: $bin not built"; exit 1; }
+  [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/$prefix.XXXXXX")
   bench_pids=()
   trap bench_cleanup EXIT
@@ -31,6 +33,12 @@ bench_keys() {
   "$bin" tenant create bench "$@" >/dev/null 2>&1
   { "$bin" key create --tenant bench --scopes admin "$@" 2>/dev/null | grep '^gg_'
     "$bin" key create --tenant bench --scopes tools:read,tools:execute "$@" 2>/dev/null | grep '^gg_'; } >"$file"
+}
+
+# bench_sqlite_keys → bench_keys on $tmp/gg.db; admin and key, its two keys
+bench_sqlite_keys() {
+  bench_keys "$tmp/keys" --db "$tmp/gg.db"
+  admin=$(sed -n 1p "$tmp/keys") key=$(sed -n 2p "$tmp/keys")
 }
 
 # bench_listening TRIES ERR_FILE → pub and int, the listeners the server writing $tmp/serve.out

