@@ -166,6 +166,8 @@ typedef struct gg_config {
                                    * only once its record is committed) or "async" */
     int history_commit_window_ms; /* history.commit_window: batch window while answers
                                    * wait for the commit; 1ms */
+    int history_journal_window_ms; /* history.journal_window: batch window while every
+                                    * queued record is in the journal; 20ms */
     size_t history_backlog_max;   /* history.backlog_max: memory for records waiting to be
                                    * written (disk full...); past it calls are refused; 256MiB */
     bool history_fsync;           /* history.fsync: sync every commit (power-loss safe); false */

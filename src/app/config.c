@@ -91,6 +91,7 @@ static const key_def keys[] = {
     {"history.flush_interval", T_DUR_I, F(history_flush_ms), 1, 10000, false},
     {"history.durability", T_STR, F(history_durability), 0, 0, false},
     {"history.commit_window", T_DUR_I, F(history_commit_window_ms), 0, 1000, false},
+    {"history.journal_window", T_DUR_I, F(history_journal_window_ms), 1, 10000, false},
     {"history.fsync", T_BOOL, F(history_fsync), 0, 0, false},
     {"history.journal", T_BOOL, F(history_journal), 0, 0, false},
     {"history.replica_id", T_STR, F(history_replica_id), 0, 0, false},
@@ -224,6 +225,7 @@ static void defaults_keeping(gg_config *c) {
     c->history_flush_ms = 5;
     c->history_journal = true;
     c->history_commit_window_ms = 1;
+    c->history_journal_window_ms = 20;
     c->history_backlog_max = 256u << 20;
     c->history_max_payload = 64 * 1024;
     c->history_max_run_records = 10000;

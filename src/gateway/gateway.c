@@ -607,7 +607,8 @@ gg_gateway *gg_gateway_install(gg_app *app, gg_error *err) {
     gg_history_options ho = {.flush_ms = cfg->history_flush_ms, .max_age_ms = cfg->history_max_age_ms,
                              .max_count = cfg->history_max_count, .max_payload_bytes = cfg->history_max_payload,
                              .mark_interrupted = true, .commit_window_ms = cfg->history_commit_window_ms > 0 ? cfg->history_commit_window_ms : -1,
-                             .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync};
+                             .backlog_max_bytes = cfg->history_backlog_max, .fsync = cfg->history_fsync,
+                             .journal_window_ms = cfg->history_journal_window_ms};
     /* Replicas sharing a PostgreSQL database: each marks only its own interrupted runs. */
     char host[64] = "";
     if (!cfg->history_replica_id || !*cfg->history_replica_id) gethostname(host, sizeof host - 1);

@@ -94,6 +94,7 @@ typedef struct hist_item {
     bool running_row;             /* a row in state RUNNING (write_batch's finals need it) */
     bool want_journal;            /* gg_history_submit_journaled */
     bool pooled;                  /* data has ITEM_POOL_DATA bytes: goes back to the pool */
+    bool plain;                   /* a row neither journaled nor waited for (h->plain) */
     hist_row row;
     char key_id[GG_KEY_ID_MAX];
     long long when_ms;
@@ -159,6 +160,8 @@ struct gg_history {
     size_t queued;
     hist_item *ring[QUEUE_RING];  /* the queue's last QUEUE_RING items by enqueued_seq: take_batch */
     size_t waiters;               /* queued items with a committed callback */
+    size_t plain;                 /* queued items with plain set: a crash would lose them,
+                                   * so the window stays flush_ms (batch_window) */
     unsigned long long enqueued_seq, written_seq;
     _Atomic unsigned long long backlog; /* written under lock, read without (gg_history_backlog) */
     _Atomic unsigned long long backlog_bytes; /* like backlog: queued and retried items' allocations */
@@ -695,6 +698,10 @@ static void release_queued_waiters(gg_history *h) {
                 w[n].fn = it->committed;
                 w[n++].user = it->committed_user;
                 it->committed = NULL;
+                if (it->is_row && !it->jno && !it->plain) { /* no longer waited for */
+                    it->plain = true;
+                    h->plain++;
+                }
             }
         h->waiters = n < 64 ? 0 : h->waiters - n;
         pthread_mutex_unlock(&h->lock);
@@ -704,8 +711,20 @@ static void release_queued_waiters(gg_history *h) {
     }
 }
 
+/* Called with h->lock held: how long a burst may accumulate. Short while an answer waits
+ * for the commit; long while every queued row is already in the journal, since nothing
+ * answered can then be lost and bigger batches cost the writer less a record (at 20k calls
+ * a second on one core, 20 ms instead of 5 halved the writer's CPU a call:
+ * bench/gateway/README.md); flush_ms otherwise, which bounds what a crash loses. */
+static int batch_window(const gg_history *h) {
+    if (h->waiters) return h->opt.commit_window_ms;
+    if (h->journal && !h->plain && h->opt.journal_window_ms > 0) return h->opt.journal_window_ms;
+    return h->opt.flush_ms;
+}
+
 /* Called with h->lock held: wait for work, then let a burst accumulate so it becomes one
- * transaction (a shorter window while someone waits for the commit). */
+ * transaction (batch_window; re-read as items arrive, so a waiter or a plain row shortens
+ * it). */
 static void wait_for_work(gg_history *h, double next_retention) {
     while (!h->head && !h->stopping && !h->flush_wanted && h->retention_req == h->retention_done) {
         double wait = next_retention - gg_now_ms();
@@ -717,7 +736,7 @@ static void wait_for_work(gg_history *h, double next_retention) {
     if (!h->head) return;
     double start = gg_now_ms();
     while (!h->stopping && !h->flush_wanted && h->queued < BATCH_MAX) {
-        double left = start + (h->waiters ? h->opt.commit_window_ms : h->opt.flush_ms) - gg_now_ms();
+        double left = start + batch_window(h) - gg_now_ms();
         if (left <= 0) break;
         struct timespec ts;
         abs_deadline_us(&ts, (long long)(left * 1000) + 1);
@@ -733,7 +752,7 @@ static inline hist_item *queued_at(gg_history *h, size_t k) {
 /* Called with h->lock held: the oldest BATCH_MAX queued items (or all). */
 static batch take_batch(gg_history *h) {
     batch b = {.items = h->head};
-    size_t waiters = 0, want = h->queued < BATCH_MAX ? h->queued : BATCH_MAX;
+    size_t waiters = 0, plain = 0, want = h->queued < BATCH_MAX ? h->queued : BATCH_MAX;
     bool by_ring = h->queued <= QUEUE_RING;
     hist_item *last = NULL;
     for (hist_item *it = h->head; it && b.n < want; it = it->next) {
@@ -743,6 +762,7 @@ static batch take_batch(gg_history *h) {
         b.running += it->running_row;
         if (it->jno > b.jno) b.jno = it->jno;
         waiters += it->committed != NULL;
+        plain += it->plain;
         last = it;
     }
     if (!last) return b;
@@ -754,6 +774,7 @@ static batch take_batch(gg_history *h) {
     }
     h->queued -= b.n;
     h->waiters -= waiters;
+    h->plain -= plain;
     b.seq = h->enqueued_seq - h->queued;
     return b;
 }
@@ -787,6 +808,7 @@ static void give_up(gg_history *h, batch *retry) {
     unsigned long long lost = count_rows(retry->items) + count_rows(rest);
     h->queued = 0;
     h->waiters = 0;
+    h->plain = 0;
     h->stats.lost += lost;
     atomic_store_explicit(&h->backlog_bytes, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&h->backlog, n, memory_order_relaxed);
@@ -1129,6 +1151,8 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *jo
         it->committed = NULL;
         *refused_waiter = true;
     }
+    it->plain = it->is_row && !it->jno && !it->committed;
+    h->plain += it->plain;
     if (h->tail) h->tail->next = it;
     else h->head = it;
     h->tail = it;
@@ -1138,9 +1162,9 @@ static bool enqueue(gg_history *h, hist_item *it, bool *refused_waiter, bool *jo
     atomic_fetch_add_explicit(&h->backlog_bytes, it->bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->backlog, 1, memory_order_relaxed);
     if (it->is_row) h->stats.submitted++;
-    /* Wake the writer for the first item (it then waits flush_ms for the rest) and for
-     * the first waiter (its window is shorter). */
-    bool wake = h->queued == 1;
+    /* Wake the writer for the first item (it then waits batch_window for the rest), for
+     * the first waiter and for the first plain row (their windows are shorter). */
+    bool wake = h->queued == 1 || (it->plain && h->plain == 1);
     if (it->committed && h->waiters++ == 0) wake = true;
     if (wake) pthread_cond_signal(&h->work);
     pthread_mutex_unlock(&h->lock);

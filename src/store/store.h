@@ -347,6 +347,11 @@ typedef struct gg_history_options {
      * caller bounds): past this many records or bytes the rest is left out and the text
      * ends with {"truncated":true,"dropped":N,"kept":K}; 0 = no bound. */
     size_t max_run_nodes, max_run_node_bytes;
+    int journal_window_ms;      /* batch window while every queued row is in the journal
+                                 * (journal_dir): no answer waits for the commit and a crash
+                                 * loses none of them, so a longer window costs only how soon
+                                 * another process sees a run, and saves the writer work a
+                                 * record (fewer, larger commits); 0 = flush_ms */
     int commit_window_ms;       /* batch window while a submitter waits for the commit
                                  * (gg_history_submit_then); 0 = 1, negative = none (commit
                                  * as soon as the writer is free; batches form while it

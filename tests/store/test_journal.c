@@ -282,6 +282,43 @@ START_TEST(one_process_holds_the_log) {
 }
 END_TEST
 
+/* With every queued row in the journal the writer waits journal_window_ms before it
+ * commits (nothing answered can be lost meanwhile); a row that is neither journaled nor
+ * waited for brings the window back to flush_ms, since a crash would lose it. */
+START_TEST(the_journal_window_holds_only_journaled_rows) {
+    gg_store *s = open_migrated();
+    gg_error err = GG_ERROR_INIT;
+    ck_assert(gg_store_tenant_create(s, "acme", &err));
+    gg_history_options o = {.flush_ms = 1, .journal_window_ms = 60000, .journal_dir = jdir};
+    gg_history *h = gg_history_start(s, &o, &err);
+    ck_assert_msg(h != NULL, "%s", err.message);
+    ck_assert(gg_history_journaling(h));
+    char ids[3][33];
+    gg_exec_record *r = run("acme", 0);
+    memcpy(ids[0], r->id, 33);
+    ck_assert(gg_history_submit_journaled(h, r));
+    usleep(300 * 1000); /* three hundred flush windows: a commit there would be flush_ms's */
+    gg_history_stats st;
+    gg_history_get_stats(h, &st);
+    ck_assert_msg(st.written == 0, "a journaled row was committed within the journal window");
+    r = run("acme", 1);
+    memcpy(ids[1], r->id, 33);
+    ck_assert(gg_history_submit(h, r)); /* plain: the writer must not sit on it */
+    for (int i = 0; i < 10000 && (gg_history_get_stats(h, &st), st.written < 2); i++) usleep(1000);
+    ck_assert_msg(st.written == 2, "a plain row waited for the journal window (%llu written)", st.written);
+    r = run("acme", 2); /* journaled again: the long window is back */
+    memcpy(ids[2], r->id, 33);
+    ck_assert(gg_history_submit_journaled(h, r));
+    usleep(300 * 1000);
+    gg_history_get_stats(h, &st);
+    ck_assert_msg(st.written == 2, "the window stayed short after the plain row was written");
+    ck_assert(gg_history_flush(h)); /* a flush does not wait for the window */
+    assert_written(s, 3, ids);
+    gg_history_stop(h);
+    gg_store_close(s);
+}
+END_TEST
+
 int main(void) {
     if (pg_mode()) {
         printf("SKIP: the history journal is SQLite's (PostgreSQL answers wait for the shared database)\n");
@@ -297,6 +334,7 @@ int main(void) {
     tcase_add_test(tc, a_segment_of_the_previous_format_is_replayed);
     tcase_add_test(tc, the_log_is_cut_back_once_committed);
     tcase_add_test(tc, one_process_holds_the_log);
+    tcase_add_test(tc, the_journal_window_holds_only_journaled_rows);
     suite_add_tcase(su, tc);
     return gg_check_run(su);
 }
