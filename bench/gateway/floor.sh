@@ -45,8 +45,6 @@ ticks() {
   done
   echo "$u $s"
 }
-# shellcheck disable=SC2046 # the children's pids, one word each
-nginx_pids() { echo "$npid" $(awk -v pp="$npid" '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null); }
 
 rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
 declare -A reqs=() ut=() st=() bad=()
@@ -57,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
       health) pids=$spid; cmd=(env KEY="$key" SID="$sid" METHOD=GET EXPECT='"status":"ok"' wrk -t1 -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/call.lua" "$pub/health") ;;
       ping) pids=$spid; cmd=(env KEY="$key" SID="$sid" BODY='{"jsonrpc":"2.0","id":1,"method":"ping"}' EXPECT='"result":{}' wrk -t1 -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/call.lua" "$url") ;;
       call) pids=$spid; cmd=(env KEY="$key" SID="$sid" wrk -t1 -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/call.lua" "$url") ;;
-      nginx) pids=$(nginx_pids); cmd=(wrk -t1 -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/static.lua" "http://127.0.0.1:$nport/answer.json") ;;
+      nginx) pids=$(bench_nginx_pids); cmd=(wrk -t1 -c"$conns" -d"${rsecs}s" -s "$top/bench/gateway/static.lua" "http://127.0.0.1:$nport/answer.json") ;;
     esac
     # shellcheck disable=SC2086
     read -r u0 s0 < <(ticks $pids)

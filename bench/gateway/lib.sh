@@ -96,6 +96,13 @@ bench_session() {
   grep -q '"result":"high"' "$tmp/answer.json" || { echo "bench: unexpected answer"; cat "$tmp/answer.json"; exit 1; }
 }
 
+# bench_nginx_pids → nginx's master ($npid) and its workers, its children read from /proc (the
+# bundle of bundle.sh brings no pgrep)
+bench_nginx_pids() {
+  echo "$npid"
+  awk -v pp="$npid" '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null
+}
+
 # bench_nginx WORKERS CONNECTIONS [PREFIX...] → nport and npid of an nginx (started through
 # PREFIX, e.g. taskset -c 0-1) serving $tmp/www, where answer.json is $tmp/answer.json's bytes
 bench_nginx() {

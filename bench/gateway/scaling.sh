@@ -87,11 +87,10 @@ cpu_ticks() {
 }
 # sys_ticks PID → system time of the process in clock ticks (all its threads)
 sys_ticks() { awk '{print $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# nginx_ticks → utime + stime of nginx's master and workers (its children, read from /proc:
-# the bundle of bundle.sh brings no pgrep)
+# nginx_ticks → utime + stime of nginx's master and workers
 nginx_ticks() {
   local t=0 p
-  for p in "$npid" $(awk -v pp="$npid" '{s = $0; sub(/^.*\) /, "", s); split(s, f, " "); if (f[2] == pp) print $1}' /proc/[0-9]*/stat 2>/dev/null); do
+  for p in $(bench_nginx_pids); do
     t=$((t + $(cpu_ticks "$p")))
   done
   echo "$t"
