@@ -34,17 +34,8 @@ bench_graph "$pub" "$admin" "$tmp/put.json"
 bench_session "$pub" "$key"
 bench_nginx 1 4096 taskset -c 0
 
-# ticks PID... → "user system" clock ticks of the processes' threads, summed
-ticks() {
-  local u=0 s=0 f a b
-  for p in "$@"; do
-    for f in /proc/"$p"/task/*/stat; do
-      read -r a b < <(awk '{print $14, $15}' "$f" 2>/dev/null || echo "0 0")
-      u=$((u + a)) s=$((s + b))
-    done
-  done
-  echo "$u $s"
-}
+# ticks PID... → "user system" clock ticks of the processes (all their threads), summed
+ticks() { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{u += $14; s += $15} END {print u + 0, s + 0}'; }
 
 rsecs=$(( secs / rounds )); [ "$rsecs" -ge 1 ] || rsecs=1
 declare -A reqs=() ut=() st=() bad=()
